@@ -1,0 +1,195 @@
+#include "ledger/hash/hash.h"
+
+#include <openssl/evp.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ledger::hash {
+namespace {
+
+// One digest context per thread, reused: allocating a context per hash would
+// cost more than hashing a typical leaf.
+class Digest {
+ public:
+  Digest() : ctx_(EVP_MD_CTX_new()) {
+    if (ctx_ == nullptr) std::abort();
+  }
+  ~Digest() { EVP_MD_CTX_free(ctx_); }
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
+
+  void Begin() {
+    if (EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) std::abort();
+  }
+  void Add(const void* data, size_t n) {
+    if (EVP_DigestUpdate(ctx_, data, n) != 1) std::abort();
+  }
+  Hash End() {
+    Hash out;
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(ctx_, out.data(), &len) != 1 || len != out.size()) {
+      std::abort();
+    }
+    return out;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+Digest& ThreadDigest() {
+  thread_local Digest digest;
+  return digest;
+}
+
+constexpr char kHexDigits[] = "0123456789abcdef";
+constexpr char kB64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+int B64Value(char c) {
+  const char* p = std::strchr(kB64, c);
+  return (c == '\0' || p == nullptr) ? -1 : static_cast<int>(p - kB64);
+}
+
+}  // namespace
+
+Hash Sha256(std::string_view data) {
+  Digest& d = ThreadDigest();
+  d.Begin();
+  d.Add(data.data(), data.size());
+  return d.End();
+}
+
+Hash LeafHash(std::string_view leaf) {
+  static constexpr uint8_t kPrefix = 0x00;
+  Digest& d = ThreadDigest();
+  d.Begin();
+  d.Add(&kPrefix, 1);
+  d.Add(leaf.data(), leaf.size());
+  return d.End();
+}
+
+Hash NodeHash(const Hash& left, const Hash& right) {
+  static constexpr uint8_t kPrefix = 0x01;
+  Digest& d = ThreadDigest();
+  d.Begin();
+  d.Add(&kPrefix, 1);
+  d.Add(left.data(), left.size());
+  d.Add(right.data(), right.size());
+  return d.End();
+}
+
+Hash EmptyRoot() { return Sha256(""); }
+
+std::string_view AsBytes(const Hash& h) {
+  return {reinterpret_cast<const char*>(h.data()), h.size()};
+}
+
+std::string Hex(std::string_view bytes) {
+  std::string out(bytes.size() * 2, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    auto b = static_cast<uint8_t>(bytes[i]);
+    out[2 * i] = kHexDigits[b >> 4];
+    out[2 * i + 1] = kHexDigits[b & 0xf];
+  }
+  return out;
+}
+
+std::string Hex(const Hash& h) { return Hex(AsBytes(h)); }
+
+absl::StatusOr<Hash> ParseHex(std::string_view hex) {
+  if (hex.size() != 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hash: want 64 lowercase hex digits, got ", hex.size(),
+                     " characters"));
+  }
+  Hash out;
+  for (size_t i = 0; i < out.size(); ++i) {
+    int hi = HexValue(hex[2 * i]);
+    int lo = HexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return absl::InvalidArgumentError(
+          "hash: want 64 lowercase hex digits, found another character");
+    }
+    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return out;
+}
+
+absl::StatusOr<Hash> FromBytes(std::string_view bytes) {
+  if (bytes.size() != 32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hash: want 32 bytes, got ", bytes.size()));
+  }
+  Hash out;
+  std::memcpy(out.data(), bytes.data(), out.size());
+  return out;
+}
+
+std::string Base64(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  auto at = [&](size_t k) { return static_cast<uint8_t>(bytes[k]); };
+  for (; i + 3 <= bytes.size(); i += 3) {
+    uint32_t v = at(i) << 16 | at(i + 1) << 8 | at(i + 2);
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  if (bytes.size() - i == 1) {
+    uint32_t v = at(i) << 16;
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += "==";
+  } else if (bytes.size() - i == 2) {
+    uint32_t v = at(i) << 16 | at(i + 1) << 8;
+    out += kB64[v >> 18];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Base64Decode(std::string_view text) {
+  auto bad = [] {
+    return absl::InvalidArgumentError("base64: not canonical standard base64");
+  };
+  if (text.size() % 4 != 0) return bad();
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    bool last = i + 4 == text.size();
+    int pad = 0;
+    if (last && text[i + 3] == '=') pad = (text[i + 2] == '=') ? 2 : 1;
+    int v[4];
+    for (int k = 0; k < 4 - pad; ++k) {
+      v[k] = B64Value(text[i + k]);
+      if (v[k] < 0) return bad();
+    }
+    for (int k = 4 - pad; k < 4; ++k) v[k] = 0;
+    uint32_t word = v[0] << 18 | v[1] << 12 | v[2] << 6 | v[3];
+    out += static_cast<char>(word >> 16);
+    if (pad < 2) out += static_cast<char>((word >> 8) & 0xff);
+    if (pad < 1) out += static_cast<char>(word & 0xff);
+    // Canonical: the bits a padded group drops must be zero.
+    if ((pad == 1 && (word & 0xff) != 0) || (pad == 2 && (word & 0xffff) != 0)) {
+      return bad();
+    }
+  }
+  return out;
+}
+
+}  // namespace ledger::hash

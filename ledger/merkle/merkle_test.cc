@@ -1,0 +1,296 @@
+#include "ledger/merkle/merkle.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::merkle {
+namespace {
+
+using hash::Hex;
+
+// A node store filled the way the sequencer fills RocksDB: by Frontier.
+class MemoryTree {
+ public:
+  void Append(const Hash& leaf) {
+    frontier_.Append(leaf, [&](int level, uint64_t index, const Hash& h) {
+      nodes_[{level, index}] = h;
+    });
+    leaves_.push_back(leaf);
+  }
+  absl::StatusOr<Hash> Node(int level, uint64_t index) const {
+    auto it = nodes_.find({level, index});
+    if (it == nodes_.end()) return absl::NotFoundError("node");
+    return it->second;
+  }
+  // A callable, not a NodeFn: the FunctionRef a proof function takes must
+  // not outlive it, and a temporary lives to the end of the call.
+  auto fn() const {
+    return [this](int l, uint64_t i) { return Node(l, i); };
+  }
+  const std::vector<Hash>& leaves() const { return leaves_; }
+  const Frontier& frontier() const { return frontier_; }
+  size_t node_count() const { return nodes_.size(); }
+
+ private:
+  Frontier frontier_;
+  std::map<std::pair<int, uint64_t>, Hash> nodes_;
+  std::vector<Hash> leaves_;
+};
+
+// The RFC 9162 definitions written as literally as possible, over leaf
+// hashes, to check the stored-node implementation against.
+Hash NaiveRoot(const std::vector<Hash>& d, size_t begin, size_t end) {
+  size_t n = end - begin;
+  if (n == 0) return hash::EmptyRoot();
+  if (n == 1) return d[begin];
+  size_t k = 1;
+  while (k * 2 < n) k *= 2;
+  return hash::NodeHash(NaiveRoot(d, begin, begin + k),
+                        NaiveRoot(d, begin + k, end));
+}
+
+std::vector<Hash> NaivePath(size_t m, const std::vector<Hash>& d, size_t begin,
+                            size_t end) {
+  size_t n = end - begin;
+  if (n == 1) return {};
+  size_t k = 1;
+  while (k * 2 < n) k *= 2;
+  std::vector<Hash> out;
+  if (m < k) {
+    out = NaivePath(m, d, begin, begin + k);
+    out.push_back(NaiveRoot(d, begin + k, end));
+  } else {
+    out = NaivePath(m - k, d, begin + k, end);
+    out.push_back(NaiveRoot(d, begin, begin + k));
+  }
+  return out;
+}
+
+std::vector<Hash> NaiveSubProof(size_t m, const std::vector<Hash>& d,
+                                size_t begin, size_t end, bool b) {
+  size_t n = end - begin;
+  if (m == n) {
+    if (b) return {};
+    return {NaiveRoot(d, begin, end)};
+  }
+  size_t k = 1;
+  while (k * 2 < n) k *= 2;
+  std::vector<Hash> out;
+  if (m <= k) {
+    out = NaiveSubProof(m, d, begin, begin + k, b);
+    out.push_back(NaiveRoot(d, begin + k, end));
+  } else {
+    out = NaiveSubProof(m - k, d, begin + k, end, false);
+    out.push_back(NaiveRoot(d, begin, begin + k));
+  }
+  return out;
+}
+
+nlohmann::json LoadVectors() {
+  const char* dir = std::getenv("LEDGER_VECTORS");
+  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/merkle.json");
+  return nlohmann::json::parse(in);
+}
+
+std::vector<Hash> ParseHashes(const nlohmann::json& list) {
+  std::vector<Hash> out;
+  for (const auto& h : list) out.push_back(*hash::ParseHex(h.get<std::string>()));
+  return out;
+}
+
+MemoryTree VectorTree(const nlohmann::json& v) {
+  MemoryTree t;
+  for (const auto& hex : v["leaves_hex"]) {
+    std::string s = hex.get<std::string>();
+    std::string bytes;
+    for (size_t i = 0; i < s.size(); i += 2) {
+      bytes += static_cast<char>(std::stoi(s.substr(i, 2), nullptr, 16));
+    }
+    t.Append(hash::LeafHash(bytes));
+  }
+  return t;
+}
+
+TEST(MerkleVectorsTest, EmptyRoot) {
+  auto v = LoadVectors();
+  MemoryTree t;
+  EXPECT_EQ(Hex(*RootHash(0, t.fn())), v["empty_root"].get<std::string>());
+  EXPECT_EQ(Hex(t.frontier().Root()), v["empty_root"].get<std::string>());
+}
+
+TEST(MerkleVectorsTest, RootsForEverySize) {
+  auto v = LoadVectors();
+  MemoryTree t = VectorTree(v);
+  for (auto& [size, root] : v["roots"].items()) {
+    EXPECT_EQ(Hex(*RootHash(std::stoull(size), t.fn())),
+              root.get<std::string>())
+        << "size " << size;
+  }
+}
+
+TEST(MerkleVectorsTest, InclusionProofs) {
+  auto v = LoadVectors();
+  MemoryTree t = VectorTree(v);
+  ASSERT_EQ(v["inclusion"].size(), 36u);
+  for (const auto& c : v["inclusion"]) {
+    uint64_t index = c["index"], size = c["tree_size"];
+    auto want = ParseHashes(c["path"]);
+    auto got = InclusionProof(index, size, t.fn());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, want) << "index " << index << " size " << size;
+    Hash root = *hash::ParseHex(v["roots"][std::to_string(size)].get<std::string>());
+    EXPECT_TRUE(VerifyInclusion(index, size, t.leaves()[index], want, root).ok());
+  }
+}
+
+TEST(MerkleVectorsTest, ConsistencyProofs) {
+  auto v = LoadVectors();
+  MemoryTree t = VectorTree(v);
+  ASSERT_EQ(v["consistency"].size(), 36u);
+  for (const auto& c : v["consistency"]) {
+    uint64_t from = c["old_size"], to = c["new_size"];
+    auto want = ParseHashes(c["proof"]);
+    auto got = ConsistencyProof(from, to, t.fn());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, want) << from << " -> " << to;
+    Hash r1 = *hash::ParseHex(v["roots"][std::to_string(from)].get<std::string>());
+    Hash r2 = *hash::ParseHex(v["roots"][std::to_string(to)].get<std::string>());
+    EXPECT_TRUE(VerifyConsistency(from, to, r1, r2, want).ok());
+  }
+}
+
+TEST(MerkleNaiveTest, EverySizeUpTo300) {
+  MemoryTree t;
+  for (uint64_t n = 1; n <= 300; ++n) {
+    t.Append(hash::LeafHash("leaf " + std::to_string(n - 1)));
+    const auto& d = t.leaves();
+    Hash root = NaiveRoot(d, 0, n);
+    ASSERT_EQ(*RootHash(n, t.fn()), root) << "size " << n;
+    ASSERT_EQ(t.frontier().Root(), root) << "size " << n;
+    for (uint64_t m = 0; m < n; ++m) {
+      auto proof = InclusionProof(m, n, t.fn());
+      ASSERT_TRUE(proof.ok());
+      ASSERT_EQ(*proof, NaivePath(m, d, 0, n)) << m << " in " << n;
+      ASSERT_TRUE(VerifyInclusion(m, n, d[m], *proof, root).ok());
+    }
+    for (uint64_t m = 1; m <= n; ++m) {
+      auto proof = ConsistencyProof(m, n, t.fn());
+      ASSERT_TRUE(proof.ok());
+      ASSERT_EQ(*proof, NaiveSubProof(m, d, 0, n, true)) << m << " -> " << n;
+      ASSERT_TRUE(
+          VerifyConsistency(m, n, NaiveRoot(d, 0, m), root, *proof).ok());
+    }
+  }
+}
+
+TEST(MerkleNaiveTest, RandomLargerTrees) {
+  std::mt19937_64 rng(20261129);
+  MemoryTree t;
+  const uint64_t kMax = 5000;
+  for (uint64_t i = 0; i < kMax; ++i) {
+    t.Append(hash::LeafHash("big " + std::to_string(i)));
+  }
+  const auto& d = t.leaves();
+  for (int trial = 0; trial < 60; ++trial) {
+    uint64_t n = 301 + rng() % (kMax - 300);
+    uint64_t m = rng() % n;
+    Hash root = NaiveRoot(d, 0, n);
+    ASSERT_EQ(*RootHash(n, t.fn()), root);
+    auto inc = InclusionProof(m, n, t.fn());
+    ASSERT_EQ(*inc, NaivePath(m, d, 0, n));
+    ASSERT_TRUE(VerifyInclusion(m, n, d[m], *inc, root).ok());
+    uint64_t from = 1 + rng() % n;
+    auto cons = ConsistencyProof(from, n, t.fn());
+    ASSERT_EQ(*cons, NaiveSubProof(from, d, 0, n, true));
+    ASSERT_TRUE(VerifyConsistency(from, n, NaiveRoot(d, 0, from), root, *cons).ok());
+  }
+}
+
+TEST(MerkleTest, StoredNodesAreTwoPerLeaf) {
+  MemoryTree t;
+  for (int i = 0; i < 1024; ++i) t.Append(hash::LeafHash(std::to_string(i)));
+  EXPECT_EQ(t.node_count(), 2047u);
+}
+
+TEST(MerkleTest, FrontierLoadMatchesAppended) {
+  MemoryTree t;
+  for (uint64_t n = 1; n <= 100; ++n) {
+    t.Append(hash::LeafHash(std::to_string(n)));
+    auto loaded = Frontier::Load(n, t.fn());
+    ASSERT_TRUE(loaded.ok());
+    EXPECT_EQ(loaded->Root(), t.frontier().Root());
+    EXPECT_EQ(loaded->size(), n);
+  }
+}
+
+TEST(MerkleTest, MissingNodeIsReported) {
+  MemoryTree t;
+  t.Append(hash::LeafHash("a"));
+  auto r = RootHash(2, t.fn());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(MerkleTest, InclusionRejectsTampering) {
+  MemoryTree t;
+  for (int i = 0; i < 13; ++i) t.Append(hash::LeafHash(std::to_string(i)));
+  Hash root = *RootHash(13, t.fn());
+  auto proof = *InclusionProof(5, 13, t.fn());
+  EXPECT_TRUE(VerifyInclusion(5, 13, t.leaves()[5], proof, root).ok());
+  // Wrong leaf.
+  EXPECT_FALSE(VerifyInclusion(5, 13, t.leaves()[6], proof, root).ok());
+  // Wrong index.
+  EXPECT_FALSE(VerifyInclusion(4, 13, t.leaves()[5], proof, root).ok());
+  // Flipped proof hash.
+  auto bad = proof;
+  bad[1][0] ^= 1;
+  auto s = VerifyInclusion(5, 13, t.leaves()[5], bad, root);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("expected " + Hex(root)), std::string::npos);
+  // Truncated and extended proofs.
+  auto shorter = proof;
+  shorter.pop_back();
+  EXPECT_FALSE(VerifyInclusion(5, 13, t.leaves()[5], shorter, root).ok());
+  auto longer = proof;
+  longer.push_back(root);
+  EXPECT_FALSE(VerifyInclusion(5, 13, t.leaves()[5], longer, root).ok());
+  // Index out of range.
+  EXPECT_FALSE(VerifyInclusion(13, 13, t.leaves()[5], proof, root).ok());
+}
+
+TEST(MerkleTest, ConsistencyRejectsTampering) {
+  MemoryTree t;
+  for (int i = 0; i < 21; ++i) t.Append(hash::LeafHash(std::to_string(i)));
+  Hash r7 = *RootHash(7, t.fn()), r21 = *RootHash(21, t.fn());
+  auto proof = *ConsistencyProof(7, 21, t.fn());
+  EXPECT_TRUE(VerifyConsistency(7, 21, r7, r21, proof).ok());
+  EXPECT_FALSE(VerifyConsistency(7, 21, r21, r21, proof).ok());
+  EXPECT_FALSE(VerifyConsistency(8, 21, r7, r21, proof).ok());
+  auto bad = proof;
+  bad[0][31] ^= 0x80;
+  EXPECT_FALSE(VerifyConsistency(7, 21, r7, r21, bad).ok());
+  EXPECT_FALSE(VerifyConsistency(7, 21, r7, r21, {}).ok());
+  EXPECT_FALSE(VerifyConsistency(21, 7, r21, r7, proof).ok());
+  EXPECT_TRUE(VerifyConsistency(0, 21, hash::EmptyRoot(), r21, {}).ok());
+  EXPECT_FALSE(VerifyConsistency(21, 21, r21, r21, proof).ok());
+}
+
+TEST(MerkleTest, ProofArgumentsOutOfRange) {
+  MemoryTree t;
+  t.Append(hash::LeafHash("x"));
+  EXPECT_EQ(InclusionProof(1, 1, t.fn()).status().message(),
+            "seq: 1 is not in a tree of size 1");
+  EXPECT_EQ(ConsistencyProof(2, 1, t.fn()).status().message(),
+            "from_size: 2 is larger than to_size 1");
+  EXPECT_TRUE(ConsistencyProof(0, 1, t.fn())->empty());
+}
+
+}  // namespace
+}  // namespace ledger::merkle
