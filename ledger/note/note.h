@@ -1,0 +1,103 @@
+// C2SP signed notes with Ed25519 keys, and the C2SP tlog-checkpoint body
+// they carry. Formats (CONTRACT §5), byte for byte:
+//
+//   signed note   = text "\n" 1*sigline
+//   text          = 1*(line "\n")           ; never contains "\n\n"
+//   sigline       = "— " key-name " " base64(key-id[4] || signature[64]) "\n"
+//   key-id        = SHA-256(key-name || 0x0A || 0x01 || public-key[32])[0:4]
+//   verifier key  = key-name "+" hex8(key-id) "+" base64(0x01 || public-key)
+//   signer key    = "PRIVATE+KEY+" key-name "+" hex8(key-id) "+"
+//                   base64(0x01 || ed25519-seed[32])
+//   checkpoint    = origin "\n" decimal(tree-size) "\n" base64(root) "\n"
+//
+// The signer-key form is the one Go's golang.org/x/mod/sumdb/note.NewSigner
+// reads, so an auditor's own tools accept the ledger's key files.
+//
+// Thread-safe: Signer and Verifier are immutable after construction.
+#ifndef LEDGER_NOTE_NOTE_H_
+#define LEDGER_NOTE_NOTE_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "ledger/hash/hash.h"
+
+namespace ledger::note {
+
+using PublicKey = std::array<uint8_t, 32>;
+
+// Key names follow Go's note package: non-empty UTF-8, no white space, no '+'.
+bool IsValidKeyName(std::string_view name);
+
+uint32_t KeyId(std::string_view name, const PublicKey& key);
+
+class Signer {
+ public:
+  // INVALID_ARGUMENT for a bad name or a seed that is not 32 bytes.
+  static absl::StatusOr<Signer> FromSeed(std::string_view name,
+                                         std::string_view seed);
+  // A new random key.
+  static absl::StatusOr<Signer> Generate(std::string_view name);
+  // Parses the signer-key form above; INVALID_ARGUMENT when malformed or
+  // when its key id does not match its key.
+  static absl::StatusOr<Signer> ParseKeyFile(std::string_view text);
+
+  std::string KeyFileText() const;
+  std::string VerifierKey() const;
+  const std::string& name() const { return name_; }
+  uint32_t key_id() const { return key_id_; }
+  const PublicKey& public_key() const { return public_key_; }
+
+  // Signs `text`, which MUST be non-empty, end in "\n" and not contain
+  // "\n\n"; returns the whole signed note.
+  absl::StatusOr<std::string> Sign(std::string_view text) const;
+
+ private:
+  Signer() = default;
+
+  std::string name_;
+  std::array<uint8_t, 32> seed_{};
+  std::array<uint8_t, 64> secret_key_{};
+  PublicKey public_key_{};
+  uint32_t key_id_ = 0;
+};
+
+class Verifier {
+ public:
+  // Parses the verifier-key form above.
+  static absl::StatusOr<Verifier> Parse(std::string_view vkey);
+
+  // Returns the note's text when `note` is a well-formed signed note with a
+  // valid signature by this key. Signatures by other keys are ignored.
+  // INVALID_ARGUMENT for a malformed note; PERMISSION_DENIED when no
+  // signature by this key is present or the one present does not verify.
+  absl::StatusOr<std::string> Open(std::string_view note) const;
+
+  const std::string& name() const { return name_; }
+  uint32_t key_id() const { return key_id_; }
+
+ private:
+  Verifier() = default;
+
+  std::string name_;
+  PublicKey public_key_{};
+  uint32_t key_id_ = 0;
+};
+
+struct Checkpoint {
+  std::string origin;
+  uint64_t size = 0;
+  hash::Hash root{};
+};
+
+std::string FormatCheckpoint(const Checkpoint& c);
+
+// Parses exactly the three-line body above (no extension lines).
+absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text);
+
+}  // namespace ledger::note
+
+#endif  // LEDGER_NOTE_NOTE_H_

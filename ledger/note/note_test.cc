@@ -1,0 +1,170 @@
+#include "ledger/note/note.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::note {
+namespace {
+
+nlohmann::json LoadCheckpointVector() {
+  const char* dir = std::getenv("LEDGER_VECTORS");
+  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/checkpoint.json");
+  return nlohmann::json::parse(in);
+}
+
+std::string Unhex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+  }
+  return out;
+}
+
+// The example in the documentation of Go's golang.org/x/mod/sumdb/note.
+constexpr char kGoSignerKey[] =
+    "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
+constexpr char kGoVerifierKey[] =
+    "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
+constexpr char kGoText[] =
+    "If you think cryptography is the answer to your problem,\n"
+    "then you don't know what your problem is.\n";
+constexpr char kGoNote[] =
+    "If you think cryptography is the answer to your problem,\n"
+    "then you don't know what your problem is.\n"
+    "\n"
+    "\xe2\x80\x94 PeterNeumann "
+    "x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n";
+
+TEST(NoteTest, GoDocumentationExampleVerifies) {
+  auto v = Verifier::Parse(kGoVerifierKey);
+  ASSERT_TRUE(v.ok()) << v.status();
+  auto text = v->Open(kGoNote);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text, kGoText);
+}
+
+TEST(NoteTest, GoDocumentationExampleSignsIdentically) {
+  auto s = Signer::ParseKeyFile(kGoSignerKey);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->VerifierKey(), kGoVerifierKey);
+  EXPECT_EQ(*s->Sign(kGoText), kGoNote);
+  EXPECT_EQ(s->KeyFileText(), std::string(kGoSignerKey) + "\n");
+}
+
+TEST(NoteTest, ContractVectorKeyIdVerifierKeyAndCheckpoint) {
+  auto vec = LoadCheckpointVector();
+  auto s = Signer::FromSeed(vec["origin"].get<std::string>(),
+                            Unhex(vec["ed25519_seed_hex"].get<std::string>()));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(hash::Hex(std::string_view(
+                reinterpret_cast<const char*>(s->public_key().data()), 32)),
+            vec["public_key_hex"].get<std::string>());
+  char id[9];
+  std::snprintf(id, sizeof id, "%08x", s->key_id());
+  EXPECT_EQ(id, vec["key_id_hex"].get<std::string>());
+  EXPECT_EQ(s->VerifierKey(), vec["verifier_key"].get<std::string>());
+
+  Checkpoint c{vec["origin"], vec["tree_size"],
+               *hash::ParseHex(vec["root_hex"].get<std::string>())};
+  auto signed_note = s->Sign(FormatCheckpoint(c));
+  ASSERT_TRUE(signed_note.ok());
+  EXPECT_EQ(*signed_note, vec["checkpoint_note"].get<std::string>());
+
+  auto v = Verifier::Parse(vec["verifier_key"].get<std::string>());
+  ASSERT_TRUE(v.ok());
+  auto text = v->Open(*signed_note);
+  ASSERT_TRUE(text.ok());
+  auto parsed = ParseCheckpoint(*text);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->origin, c.origin);
+  EXPECT_EQ(parsed->size, 8u);
+  EXPECT_EQ(parsed->root, c.root);
+}
+
+TEST(NoteTest, TamperedNoteIsRefused) {
+  auto v = *Verifier::Parse(kGoVerifierKey);
+  std::string note = kGoNote;
+  note[3] = 'X';
+  auto r = v.Open(note);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(r.status().message(),
+            "signed note: signature by PeterNeumann+c74f20a3 does not verify");
+}
+
+TEST(NoteTest, NoteByAnotherKeyIsRefused) {
+  auto other = *Signer::Generate("PeterNeumann");
+  auto note = *other.Sign(kGoText);
+  auto v = *Verifier::Parse(kGoVerifierKey);
+  auto r = v.Open(note);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(r.status().message(),
+            "signed note: no signature by PeterNeumann+c74f20a3");
+}
+
+TEST(NoteTest, ExtraSignaturesByOtherKeysAreIgnored) {
+  auto other = *Signer::Generate("someone.else");
+  std::string extra = *other.Sign(kGoText);
+  std::string other_line = extra.substr(extra.rfind("\n\n") + 2);
+  auto v = *Verifier::Parse(kGoVerifierKey);
+  EXPECT_TRUE(v.Open(std::string(kGoNote) + other_line).ok());
+}
+
+TEST(NoteTest, MalformedNotes) {
+  auto v = *Verifier::Parse(kGoVerifierKey);
+  EXPECT_EQ(v.Open(kGoText).status().code(), absl::StatusCode::kInvalidArgument);
+  std::string no_newline = kGoNote;
+  no_newline.pop_back();
+  EXPECT_EQ(v.Open(no_newline).status().message(),
+            "signed note: does not end in a newline");
+  std::string dash = kGoNote;
+  dash.replace(dash.find("\xe2\x80\x94"), 3, "-");
+  EXPECT_EQ(v.Open(dash).status().message(),
+            "signed note: signature line does not start with an em dash and space");
+  std::string control = kGoNote;
+  control[0] = '\x01';
+  EXPECT_EQ(v.Open(control).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NoteTest, KeyFileRoundTrip) {
+  auto s = *Signer::Generate("ledger.example.com/prod");
+  auto back = Signer::ParseKeyFile(s.KeyFileText());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->VerifierKey(), s.VerifierKey());
+  EXPECT_EQ(*back->Sign("a\n"), *s.Sign("a\n"));
+}
+
+TEST(NoteTest, BadKeysAreRefused) {
+  EXPECT_FALSE(Signer::ParseKeyFile("PRIVATE+KEY+x+00000000+AAAA").ok());
+  std::string wrong_id = kGoSignerKey;
+  wrong_id.replace(wrong_id.find("c74f20a3"), 8, "c74f20a4");
+  EXPECT_EQ(Signer::ParseKeyFile(wrong_id).status().message(),
+            "signing key: key id c74f20a4 does not match the key (c74f20a3)");
+  EXPECT_FALSE(Verifier::Parse("PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW").ok());
+  EXPECT_FALSE(Signer::FromSeed("has space", std::string(32, 'k')).ok());
+  EXPECT_FALSE(Signer::FromSeed("a+b", std::string(32, 'k')).ok());
+  EXPECT_FALSE(Signer::FromSeed("ok", std::string(31, 'k')).ok());
+}
+
+TEST(NoteTest, SignRefusesBadText) {
+  auto s = *Signer::Generate("n");
+  EXPECT_FALSE(s.Sign("").ok());
+  EXPECT_FALSE(s.Sign("no newline").ok());
+  EXPECT_FALSE(s.Sign("a\n\nb\n").ok());
+}
+
+TEST(CheckpointTest, ParseRejectsMalformedBodies) {
+  EXPECT_FALSE(ParseCheckpoint("o\n1\n").ok());
+  EXPECT_FALSE(ParseCheckpoint("o\n01\n" + hash::Base64(std::string(32, 'a')) + "\n").ok());
+  EXPECT_FALSE(ParseCheckpoint("o\n-1\n" + hash::Base64(std::string(32, 'a')) + "\n").ok());
+  EXPECT_FALSE(ParseCheckpoint("o\n1\n" + hash::Base64(std::string(31, 'a')) + "\n").ok());
+  EXPECT_FALSE(ParseCheckpoint("o\n1\n" + hash::Base64(std::string(32, 'a')) + "\next\n").ok());
+  auto ok = ParseCheckpoint("o\n0\n" + hash::Base64(std::string(32, 'a')) + "\n");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->size, 0u);
+}
+
+}  // namespace
+}  // namespace ledger::note
