@@ -1,0 +1,87 @@
+#include "ledger/receipt/entry.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ledger/canonical/canonical.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::receipt {
+namespace {
+
+absl::Status Bad(std::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("leaf: ", std::string(why)));
+}
+
+}  // namespace
+
+std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev,
+                       std::optional<uint64_t> run_prev, int64_t logged_at_us,
+                       std::string_view emitter,
+                       std::string_view canonical_receipt) {
+  std::string out;
+  out.reserve(canonical_receipt.size() + emitter.size() + 160);
+  out.append("{\"emitter\":");
+  canonical::AppendString(emitter, &out);
+  out.append(",\"logged_at_us\":");
+  canonical::AppendInt(logged_at_us, &out);
+  out.append(",\"prev\":\"");
+  out.append(hash::Hex(prev));
+  out.append("\",\"receipt\":");
+  out.append(canonical_receipt);
+  if (run_prev.has_value()) {
+    out.append(",\"run_prev\":");
+    canonical::AppendInt(static_cast<int64_t>(*run_prev), &out);
+  }
+  out.append(",\"seq\":");
+  canonical::AppendInt(static_cast<int64_t>(seq), &out);
+  out.append(",\"v\":1}");
+  return out;
+}
+
+absl::StatusOr<Entry> ParseLeaf(std::string_view leaf) {
+  nlohmann::json j = nlohmann::json::parse(leaf, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Bad("not a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "emitter" && key != "logged_at_us" && key != "prev" &&
+        key != "receipt" && key != "run_prev" && key != "seq" && key != "v") {
+      return Bad("unknown field");
+    }
+  }
+  auto v = j.find("v");
+  if (v == j.end() || !v->is_number_integer() || *v != kEntryFormatVersion) {
+    return Bad("v: want format version 1");
+  }
+  Entry e;
+  auto seq = j.find("seq");
+  if (seq == j.end() || !seq->is_number_unsigned()) return Bad("seq: want an integer >= 0");
+  e.seq = seq->get<uint64_t>();
+  auto prev = j.find("prev");
+  if (prev == j.end() || !prev->is_string()) return Bad("prev: want a hex hash");
+  auto prev_hash = hash::ParseHex(prev->get_ref<const std::string&>());
+  if (!prev_hash.ok()) return Bad("prev: want 64 lowercase hex digits");
+  e.prev = *prev_hash;
+  if (auto rp = j.find("run_prev"); rp != j.end()) {
+    if (!rp->is_number_unsigned()) return Bad("run_prev: want an integer >= 0");
+    e.run_prev = rp->get<uint64_t>();
+  }
+  auto at = j.find("logged_at_us");
+  if (at == j.end() || !at->is_number_integer()) return Bad("logged_at_us: want an integer");
+  e.logged_at_us = at->get<int64_t>();
+  auto emitter = j.find("emitter");
+  if (emitter == j.end() || !emitter->is_string()) return Bad("emitter: want a string");
+  e.emitter = emitter->get<std::string>();
+  auto r = j.find("receipt");
+  if (r == j.end()) return Bad("receipt: missing");
+  auto receipt = FromJson(*r);
+  if (!receipt.ok()) {
+    return Bad(absl::StrCat("receipt.", std::string(receipt.status().message())));
+  }
+  e.receipt = *std::move(receipt);
+  if (EncodeLeaf(e.seq, e.prev, e.run_prev, e.logged_at_us, e.emitter,
+                 Encode(e.receipt)) != leaf) {
+    return Bad("not in canonical form");
+  }
+  return e;
+}
+
+}  // namespace ledger::receipt

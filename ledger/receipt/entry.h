@@ -1,0 +1,53 @@
+// Entries: the leaf bytes of the log (CONTRACT §1, §2).
+//
+// Leaf grammar (format version 1), keys in byte order, no white space:
+//   leaf = '{"emitter":' string ',"logged_at_us":' integer ',"prev":' hex64
+//          ',"receipt":' receipt [',"run_prev":' integer] ',"seq":' integer
+//          ',"v":1}'
+// where receipt is the canonical receipt of ledger/receipt/receipt.h and
+// hex64 a quoted lowercase hex leaf hash. DO NOT CHANGE: every leaf hash,
+// checkpoint and evidence pack depends on these bytes.
+//
+// Thread-safe: pure functions.
+#ifndef LEDGER_RECEIPT_ENTRY_H_
+#define LEDGER_RECEIPT_ENTRY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "ledger/hash/hash.h"
+#include "ledger/receipt/receipt.h"
+
+namespace ledger::receipt {
+
+inline constexpr int kEntryFormatVersion = 1;
+
+// The chain's genesis `prev`: 64 zeros.
+inline constexpr hash::Hash kZeroHash{};
+
+struct Entry {
+  uint64_t seq = 0;
+  hash::Hash prev{};
+  std::optional<uint64_t> run_prev;
+  int64_t logged_at_us = 0;
+  std::string emitter;
+  Receipt receipt;
+};
+
+// `canonical_receipt` MUST be the output of Canonicalize or Encode, and
+// `emitter` valid UTF-8.
+std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev,
+                       std::optional<uint64_t> run_prev, int64_t logged_at_us,
+                       std::string_view emitter,
+                       std::string_view canonical_receipt);
+
+// Parses leaf bytes. INVALID_ARGUMENT (DATA_LOSS is the caller's call) when
+// the bytes are not a version-1 entry or not exactly its canonical encoding.
+absl::StatusOr<Entry> ParseLeaf(std::string_view leaf);
+
+}  // namespace ledger::receipt
+
+#endif  // LEDGER_RECEIPT_ENTRY_H_

@@ -1,0 +1,97 @@
+#include "ledger/receipt/entry.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ledger/merkle/merkle.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::receipt {
+namespace {
+
+nlohmann::json LoadLeaves() {
+  const char* dir = std::getenv("LEDGER_VECTORS");
+  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/leaves.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST(EntryVectorsTest, LeafBytesHashesAndRootMatch) {
+  auto v = LoadLeaves();
+  merkle::Frontier tree;
+  ASSERT_EQ(v["entries"].size(), 3u);
+  for (const auto& item : v["entries"]) {
+    const auto& e = item["entry"];
+    auto r = FromJson(e["receipt"]);
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto canonical = Canonicalize(&*r, Author::kEmitter);
+    ASSERT_TRUE(canonical.ok()) << canonical.status();
+    std::optional<uint64_t> run_prev;
+    if (e.contains("run_prev")) run_prev = e["run_prev"].get<uint64_t>();
+    std::string leaf = EncodeLeaf(e["seq"], *hash::ParseHex(e["prev"].get<std::string>()),
+                                  run_prev, e["logged_at_us"], e["emitter"].get<std::string>(),
+                                  *canonical);
+    EXPECT_EQ(leaf, item["leaf_bytes_utf8"].get<std::string>());
+    EXPECT_EQ(hash::Hex(hash::LeafHash(leaf)), item["leaf_hash_hex"].get<std::string>());
+    tree.Append(hash::LeafHash(leaf), [](int, uint64_t, const hash::Hash&) {});
+
+    auto parsed = ParseLeaf(leaf);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->seq, e["seq"].get<uint64_t>());
+    EXPECT_EQ(parsed->run_prev, run_prev);
+    EXPECT_EQ(parsed->emitter, "local");
+    EXPECT_EQ(Encode(parsed->receipt), *canonical);
+  }
+  EXPECT_EQ(hash::Hex(tree.Root()), v["root_hex"].get<std::string>());
+}
+
+TEST(EntryTest, LeafNeverContainsANewline) {
+  auto v = LoadLeaves();
+  for (const auto& item : v["entries"]) {
+    EXPECT_EQ(item["leaf_bytes_utf8"].get<std::string>().find('\n'), std::string::npos);
+  }
+}
+
+TEST(EntryTest, ParseRefusesNonCanonicalLeaves) {
+  auto v = LoadLeaves();
+  std::string leaf = v["entries"][1]["leaf_bytes_utf8"];
+  ASSERT_TRUE(ParseLeaf(leaf).ok());
+  // White space.
+  std::string spaced = leaf;
+  spaced.insert(1, " ");
+  EXPECT_EQ(ParseLeaf(spaced).status().message(), "leaf: not in canonical form");
+  // Keys out of order.
+  std::string reordered = leaf;
+  size_t at = reordered.find(",\"logged_at_us\"");
+  reordered = "{\"logged_at_us\":1767225600000101,\"emitter\":\"local\"" +
+              reordered.substr(reordered.find(",\"prev\""));
+  EXPECT_EQ(ParseLeaf(reordered).status().message(), "leaf: not in canonical form");
+  (void)at;
+  // An escaped slash is valid JSON but not canonical.
+  std::string slash = leaf;
+  slash.replace(slash.find("not in"), 6, "not\\/in");
+  EXPECT_EQ(ParseLeaf(slash).status().message(), "leaf: not in canonical form");
+  // Another version.
+  std::string v2 = leaf;
+  v2.replace(v2.find("\"v\":1"), 5, "\"v\":2");
+  EXPECT_EQ(ParseLeaf(v2).status().message(), "leaf: v: want format version 1");
+  // An extra field.
+  std::string extra = leaf;
+  extra.insert(extra.size() - 1, ",\"x\":1");
+  EXPECT_EQ(ParseLeaf(extra).status().message(), "leaf: unknown field");
+  // A receipt that does not decode.
+  std::string bad_receipt = leaf;
+  bad_receipt.replace(bad_receipt.find("\"kind\":\"model_call\""), 19, "\"kind\":\"nope\"");
+  EXPECT_EQ(ParseLeaf(bad_receipt).status().message().substr(0, 19), "leaf: receipt.kind:");
+}
+
+TEST(EntryTest, GenesisPrevIsZeros) {
+  std::string leaf = EncodeLeaf(0, kZeroHash, std::nullopt, 1, "e", "{}");
+  EXPECT_EQ(leaf,
+            "{\"emitter\":\"e\",\"logged_at_us\":1,\"prev\":\"" + std::string(64, '0') +
+                "\",\"receipt\":{},\"seq\":0,\"v\":1}");
+}
+
+}  // namespace
+}  // namespace ledger::receipt

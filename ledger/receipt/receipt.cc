@@ -1,0 +1,514 @@
+#include "ledger/receipt/receipt.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/reflection.h"
+#include "ledger/canonical/canonical.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::receipt {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::EnumDescriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// One key of a flattened canonical receipt.
+struct Member {
+  std::string key;
+  std::string prefix;  // ',"key":' without the leading comma
+  const FieldDescriptor* field = nullptr;  // null for "kind"
+  bool in_body = false;
+};
+
+// Keys of one kind's receipts in canonical (byte) order, computed once from
+// the descriptors.
+struct Layout {
+  const FieldDescriptor* body = nullptr;
+  std::vector<Member> members;
+};
+
+// JSON names of enum values: the value name without the type's prefix,
+// lowercased (EXEC_STATUS_TIMED_OUT -> "timed_out").
+struct EnumNames {
+  std::vector<std::string> by_number;
+  std::map<std::string, int, std::less<>> by_name;
+  std::string choices;  // "allow, deny"
+};
+
+class Schema {
+ public:
+  Schema() {
+    const Descriptor* d = Receipt::descriptor();
+    std::vector<Member> common;
+    for (int i = 0; i < d->field_count(); ++i) {
+      const FieldDescriptor* f = d->field(i);
+      if (f->real_containing_oneof() != nullptr) continue;
+      common.push_back(MakeMember(f->name(), f, false));
+    }
+    const auto* oneof = d->FindOneofByName("body");
+    for (int i = 0; i < oneof->field_count(); ++i) {
+      const FieldDescriptor* bf = oneof->field(i);
+      Layout layout;
+      layout.body = bf;
+      layout.members = common;
+      layout.members.push_back(MakeMember("kind", nullptr, false));
+      const Descriptor* bd = bf->message_type();
+      for (int k = 0; k < bd->field_count(); ++k) {
+        layout.members.push_back(MakeMember(bd->field(k)->name(), bd->field(k), true));
+      }
+      std::sort(layout.members.begin(), layout.members.end(),
+                [](const Member& a, const Member& b) { return a.key < b.key; });
+      layouts_[bf->number()] = std::move(layout);
+      kinds_[bf->name()] = bf;
+      if (!kind_choices_.empty()) kind_choices_ += ", ";
+      kind_choices_ += bf->name();
+    }
+    none_.members = common;
+    std::sort(none_.members.begin(), none_.members.end(),
+              [](const Member& a, const Member& b) { return a.key < b.key; });
+  }
+
+  const Layout& LayoutFor(int body_number) const {
+    auto it = layouts_.find(body_number);
+    return it == layouts_.end() ? none_ : it->second;
+  }
+
+  const FieldDescriptor* KindField(std::string_view name) const {
+    auto it = kinds_.find(name);
+    return it == kinds_.end() ? nullptr : it->second;
+  }
+  const std::string& kind_choices() const { return kind_choices_; }
+
+  const EnumNames& Names(const EnumDescriptor* e) const {
+    auto it = enums_.find(e);
+    if (it != enums_.end()) return it->second;
+    EnumNames n;
+    std::string prefix = e->value(0)->name();
+    prefix.resize(prefix.size() - std::string_view("UNSPECIFIED").size());
+    for (int i = 0; i < e->value_count(); ++i) {
+      const auto* v = e->value(i);
+      if (v->number() == 0) continue;
+      std::string json = v->name().substr(prefix.size());
+      for (char& c : json) c = static_cast<char>(std::tolower(c));
+      if (static_cast<int>(n.by_number.size()) <= v->number()) {
+        n.by_number.resize(v->number() + 1);
+      }
+      n.by_number[v->number()] = json;
+      n.by_name[json] = v->number();
+      if (!n.choices.empty()) n.choices += ", ";
+      n.choices += json;
+    }
+    return enums_.emplace(e, std::move(n)).first->second;
+  }
+
+ private:
+  static Member MakeMember(std::string key, const FieldDescriptor* f, bool in_body) {
+    Member m;
+    m.prefix = absl::StrCat("\"", key, "\":");
+    m.key = std::move(key);
+    m.field = f;
+    m.in_body = in_body;
+    return m;
+  }
+
+  std::map<int, Layout> layouts_;
+  Layout none_;
+  std::map<std::string, const FieldDescriptor*, std::less<>> kinds_;
+  std::string kind_choices_;
+  // Filled for every enum while the schema is constructed (below), read-only
+  // afterwards.
+  mutable std::map<const EnumDescriptor*, EnumNames> enums_;
+};
+
+const Schema& GetSchema() {
+  static const Schema* schema = [] {
+    auto* s = new Schema();
+    s->Names(evidence::ledger::v1::Decision_descriptor());
+    s->Names(evidence::ledger::v1::ExecStatus_descriptor());
+    return s;
+  }();
+  return *schema;
+}
+
+std::string S(std::string_view v) { return std::string(v); }
+
+absl::Status Invalid(std::string_view field, std::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(S(field), ": ", S(rule)));
+}
+
+bool IsIdChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+         (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' || c == '-';
+}
+
+bool IsReceiptId(std::string_view s) {
+  return !s.empty() && s.size() <= 128 && std::all_of(s.begin(), s.end(), IsIdChar);
+}
+
+bool IsTeam(std::string_view s) {
+  return !s.empty() && s.size() <= 63 &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+         });
+}
+
+bool IsAttributeKey(std::string_view s) {
+  return !s.empty() && s.size() <= 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == '-';
+         });
+}
+
+bool IsLowerHex(std::string_view s, size_t n) {
+  return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Integers that count or measure something and so cannot be negative.
+bool IsNonNegative(std::string_view name) {
+  return EndsWith(name, "_micros") || EndsWith(name, "_ms") ||
+         EndsWith(name, "_us") || EndsWith(name, "_tokens") ||
+         EndsWith(name, "_bytes") || name == "dlp_findings" ||
+         name == "start_seq";
+}
+
+// Rules that follow from a field's type and name, for every set field.
+absl::Status CheckGeneric(const Receipt& r) {
+  const Layout& layout = GetSchema().LayoutFor(r.body_case());
+  const Message* body =
+      layout.body ? &r.GetReflection()->GetMessage(r, layout.body) : nullptr;
+  std::string scratch;
+  for (const Member& m : layout.members) {
+    if (m.field == nullptr || m.key == "attributes") continue;
+    const Message& msg = m.in_body ? *body : r;
+    const Reflection* rf = msg.GetReflection();
+    const FieldDescriptor* f = m.field;
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING: {
+        const std::string& v = rf->GetStringReference(msg, f, &scratch);
+        if (v.empty()) break;
+        if (!canonical::IsUtf8(v)) return Invalid(m.key, "must be valid UTF-8");
+        if (EndsWith(m.key, "_sha256") && !IsLowerHex(v, 64)) {
+          return Invalid(m.key, "must be a SHA-256 digest: 64 lowercase hex digits");
+        }
+        if (v.size() > 1024) return Invalid(m.key, "at most 1024 bytes");
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_INT64: {
+        if (!rf->HasField(msg, f)) break;
+        int64_t v = rf->GetInt64(msg, f);
+        if (v > canonical::kMaxSafeInteger || v < -canonical::kMaxSafeInteger) {
+          return Invalid(m.key, "outside the JSON integer range +-(2^53-1)");
+        }
+        if (IsNonNegative(m.key) && v < 0) return Invalid(m.key, "must be >= 0");
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_ENUM: {
+        int v = rf->GetEnumValue(msg, f);
+        const EnumNames& names = GetSchema().Names(f->enum_type());
+        if (v != 0 && (v < 0 || v >= static_cast<int>(names.by_number.size()) ||
+                       names.by_number[v].empty())) {
+          return Invalid(m.key, absl::StrCat("unknown value ", v, "; one of ", names.choices));
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLength(std::string_view field, const std::string& v, size_t max) {
+  if (v.size() > max) return Invalid(field, absl::StrCat("at most ", max, " bytes"));
+  return absl::OkStatus();
+}
+
+absl::Status CheckDecision(const std::string& field, evidence::ledger::v1::Decision d) {
+  if (d == evidence::ledger::v1::DECISION_UNSPECIFIED) {
+    return Invalid(field, "required, one of allow, deny");
+  }
+  return absl::OkStatus();
+}
+
+// The rules of CONTRACT §3 that name fields, in the contract's order.
+absl::Status CheckContract(const Receipt& r, Author author) {
+  using evidence::ledger::v1::DECISION_ALLOW;
+  using evidence::ledger::v1::DECISION_DENY;
+  if (!IsReceiptId(r.receipt_id())) {
+    return Invalid("receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
+  }
+  if (r.body_case() == Receipt::BODY_NOT_SET) {
+    return Invalid("kind", absl::StrCat("required, one of ", GetSchema().kind_choices()));
+  }
+  if (r.has_step_unknown() && author != Author::kLedger) {
+    return Invalid("kind", "step_unknown is written by the ledger only");
+  }
+  if (!IsTeam(r.team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  if (r.run_id().empty()) return Invalid("run_id", "required, at most 128 bytes");
+  if (auto s = CheckLength("run_id", r.run_id(), 128); !s.ok()) return s;
+  bool step_required = r.has_agent_start() || r.has_agent_exec();
+  if (step_required && r.step_id().empty()) {
+    return Invalid("step_id", absl::StrCat("required for ", S(KindName(r)), ", at most 128 bytes"));
+  }
+  if (auto s = CheckLength("step_id", r.step_id(), 128); !s.ok()) return s;
+  if (r.attempt() < 1) return Invalid("attempt", "must be >= 1 (default 1)");
+  if (auto s = CheckLength("workflow", r.workflow(), 128); !s.ok()) return s;
+  if (auto s = CheckLength("agent", r.agent(), 128); !s.ok()) return s;
+  if (!r.has_occurred_at_us() || r.occurred_at_us() <= 0) {
+    return Invalid("occurred_at_us", "required, microseconds since the Unix epoch, > 0");
+  }
+  if (!r.trace_id().empty() &&
+      (!IsLowerHex(r.trace_id(), 32) || r.trace_id() == std::string(32, '0'))) {
+    return Invalid("trace_id", "must be 32 lowercase hex digits, not all zero (W3C trace context)");
+  }
+  if (!r.span_id().empty() &&
+      (!IsLowerHex(r.span_id(), 16) || r.span_id() == std::string(16, '0'))) {
+    return Invalid("span_id", "must be 16 lowercase hex digits, not all zero (W3C trace context)");
+  }
+  if (r.attributes_size() > 32) return Invalid("attributes", "at most 32 pairs");
+  for (const auto& [k, v] : r.attributes()) {
+    if (!IsAttributeKey(k)) {
+      return Invalid("attributes", "keys must be 1-64 bytes of [a-z0-9_.-]");
+    }
+    if (v.size() > 1024) return Invalid(absl::StrCat("attributes.", k), "at most 1024 bytes");
+    if (!canonical::IsUtf8(v)) return Invalid(absl::StrCat("attributes.", k), "must be valid UTF-8");
+  }
+  switch (r.body_case()) {
+    case Receipt::kAgentStart: {
+      const auto& b = r.agent_start();
+      if (auto s = CheckDecision("decision", b.decision()); !s.ok()) return s;
+      if (b.decision() == DECISION_DENY && b.reason().empty()) {
+        return Invalid("reason", "required when decision is deny");
+      }
+      if (b.decision() == DECISION_ALLOW && !b.has_timeout_ms()) {
+        return Invalid("timeout_ms", "required when decision is allow, 1..86400000");
+      }
+      if (b.has_timeout_ms() && (b.timeout_ms() < 1 || b.timeout_ms() > 86'400'000)) {
+        return Invalid("timeout_ms", "must be 1..86400000");
+      }
+      if (auto s = CheckLength("credential_id", b.credential_id(), 128); !s.ok()) return s;
+      break;
+    }
+    case Receipt::kAgentExec: {
+      const auto& b = r.agent_exec();
+      if (!IsReceiptId(b.start_receipt_id())) {
+        return Invalid("start_receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
+      }
+      if (b.status() == evidence::ledger::v1::EXEC_STATUS_UNSPECIFIED) {
+        return Invalid("status", "required, one of succeeded, failed, timed_out, killed, error");
+      }
+      break;
+    }
+    case Receipt::kModelCall: {
+      const auto& b = r.model_call();
+      if (b.route().empty()) return Invalid("route", "required");
+      if (auto s = CheckDecision("decision", b.decision()); !s.ok()) return s;
+      if (b.has_status_code() && (b.status_code() < 0 || b.status_code() > 999)) {
+        return Invalid("status_code", "must be 0..999");
+      }
+      if (auto s = CheckLength("credential_id", b.credential_id(), 128); !s.ok()) return s;
+      break;
+    }
+    case Receipt::kToolCall: {
+      const auto& b = r.tool_call();
+      if (b.tool().empty()) return Invalid("tool", "required");
+      if (auto s = CheckDecision("decision", b.decision()); !s.ok()) return s;
+      if (b.has_status_code() && (b.status_code() < 0 || b.status_code() > 999)) {
+        return Invalid("status_code", "must be 0..999");
+      }
+      if (auto s = CheckLength("credential_id", b.credential_id(), 128); !s.ok()) return s;
+      break;
+    }
+    case Receipt::kStepUnknown: {
+      const auto& b = r.step_unknown();
+      if (!b.has_start_seq()) return Invalid("start_seq", "required");
+      if (!IsReceiptId(b.start_receipt_id())) {
+        return Invalid("start_receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
+      }
+      if (!b.has_deadline_us()) return Invalid("deadline_us", "required");
+      break;
+    }
+    case Receipt::BODY_NOT_SET:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+void AppendMember(const Member& m, bool* first, std::string* out) {
+  if (!*first) out->push_back(',');
+  *first = false;
+  out->append(m.prefix);
+}
+
+}  // namespace
+
+std::string_view KindName(const Receipt& r) {
+  const Layout& layout = GetSchema().LayoutFor(r.body_case());
+  return layout.body ? std::string_view(layout.body->name()) : std::string_view();
+}
+
+std::string Encode(const Receipt& r) {
+  const Layout& layout = GetSchema().LayoutFor(r.body_case());
+  const Message* body =
+      layout.body ? &r.GetReflection()->GetMessage(r, layout.body) : nullptr;
+  std::string out;
+  out.reserve(512);
+  out.push_back('{');
+  bool first = true;
+  std::string scratch;
+  for (const Member& m : layout.members) {
+    if (m.field == nullptr) {  // "kind"
+      AppendMember(m, &first, &out);
+      canonical::AppendString(layout.body->name(), &out);
+      continue;
+    }
+    if (m.key == "attributes") {
+      if (r.attributes().empty()) continue;
+      std::vector<std::pair<std::string_view, std::string_view>> attrs(
+          r.attributes().begin(), r.attributes().end());
+      std::sort(attrs.begin(), attrs.end());
+      AppendMember(m, &first, &out);
+      out.push_back('{');
+      for (size_t i = 0; i < attrs.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        canonical::AppendString(attrs[i].first, &out);
+        out.push_back(':');
+        canonical::AppendString(attrs[i].second, &out);
+      }
+      out.push_back('}');
+      continue;
+    }
+    const Message& msg = m.in_body ? *body : r;
+    const Reflection* rf = msg.GetReflection();
+    const FieldDescriptor* f = m.field;
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING: {
+        const std::string& v = rf->GetStringReference(msg, f, &scratch);
+        if (v.empty()) break;
+        AppendMember(m, &first, &out);
+        canonical::AppendString(v, &out);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_INT64:
+        if (!rf->HasField(msg, f)) break;
+        AppendMember(m, &first, &out);
+        canonical::AppendInt(rf->GetInt64(msg, f), &out);
+        break;
+      case FieldDescriptor::CPPTYPE_ENUM: {
+        int v = rf->GetEnumValue(msg, f);
+        const EnumNames& names = GetSchema().Names(f->enum_type());
+        if (v <= 0 || v >= static_cast<int>(names.by_number.size())) break;
+        AppendMember(m, &first, &out);
+        canonical::AppendString(names.by_number[v], &out);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  out.push_back('}');
+  return out;
+}
+
+absl::StatusOr<std::string> Canonicalize(Receipt* r, Author author) {
+  if (!r->has_attempt()) r->set_attempt(1);
+  if (auto s = CheckContract(*r, author); !s.ok()) return s;
+  if (auto s = CheckGeneric(*r); !s.ok()) return s;
+  std::string out = Encode(*r);
+  if (out.size() > kMaxReceiptBytes) {
+    return Invalid("receipt", absl::StrCat("canonical form is ", out.size(),
+                                           " bytes, more than 16384"));
+  }
+  return out;
+}
+
+absl::StatusOr<Receipt> FromJson(const nlohmann::json& j) {
+  const Schema& schema = GetSchema();
+  if (!j.is_object()) return Invalid("receipt", "must be a JSON object");
+  auto kind_it = j.find("kind");
+  std::string choices = absl::StrCat("required, one of ", schema.kind_choices());
+  if (kind_it == j.end() || !kind_it->is_string()) return Invalid("kind", choices);
+  const FieldDescriptor* body_field = schema.KindField(kind_it->get_ref<const std::string&>());
+  if (body_field == nullptr) return Invalid("kind", choices);
+  Receipt r;
+  const Descriptor* d = Receipt::descriptor();
+  Message* body = r.GetReflection()->MutableMessage(&r, body_field);
+  for (const auto& [key, value] : j.items()) {
+    if (key == "kind") continue;
+    Message* target = &r;
+    const FieldDescriptor* f = d->FindFieldByName(key);
+    if (f != nullptr && f->real_containing_oneof() != nullptr) f = nullptr;
+    if (f == nullptr) {
+      target = body;
+      f = body->GetDescriptor()->FindFieldByName(key);
+    }
+    if (f == nullptr) {
+      bool printable = key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+                         return c > 0x20 && c < 0x7f;
+                       });
+      return Invalid(printable ? key : "receipt",
+                     absl::StrCat("not a field of ", body_field->name(), " receipts"));
+    }
+    if (value.is_null()) return Invalid(key, "null is not allowed; omit the field");
+    const Reflection* rf = target->GetReflection();
+    if (f->is_map()) {
+      if (!value.is_object()) return Invalid(key, "must be an object of strings");
+      for (const auto& [k, v] : value.items()) {
+        if (!v.is_string()) return Invalid(absl::StrCat(key, ".", k), "must be a string");
+        (*r.mutable_attributes())[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING:
+        if (!value.is_string()) return Invalid(key, "must be a string");
+        rf->SetString(target, f, value.get<std::string>());
+        break;
+      case FieldDescriptor::CPPTYPE_INT64:
+        if (!value.is_number_integer()) return Invalid(key, "must be an integer");
+        if (value.is_number_unsigned() &&
+            value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+          return Invalid(key, "outside the JSON integer range +-(2^53-1)");
+        }
+        rf->SetInt64(target, f, value.get<int64_t>());
+        break;
+      case FieldDescriptor::CPPTYPE_ENUM: {
+        const EnumNames& names = schema.Names(f->enum_type());
+        auto it = value.is_string() ? names.by_name.find(value.get_ref<const std::string&>())
+                                    : names.by_name.end();
+        if (it == names.by_name.end()) {
+          return Invalid(key, absl::StrCat("must be one of ", names.choices));
+        }
+        rf->SetEnumValue(target, f, it->second);
+        break;
+      }
+      default:
+        return Invalid(key, "unsupported field type");
+    }
+  }
+  return r;
+}
+
+absl::StatusOr<Receipt> FromJsonText(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Invalid("receipt", "not valid JSON (or not UTF-8)");
+  return FromJson(j);
+}
+
+}  // namespace ledger::receipt

@@ -1,0 +1,52 @@
+// Receipts: validation against CONTRACT §3, the canonical JSON that goes into
+// a leaf, and strict decoding from the contract's JSON.
+//
+// Canonical receipt grammar (CONTRACT §2, §3; format version 1):
+//   receipt = canonical object of the common fields, "kind", and the fields
+//             of the body that is set, flattened into one object;
+//   a string field is present when non-empty; an optional integer when set
+//   (0 included); an enum when not UNSPECIFIED, as its lowercase JSON name;
+//   "attributes" is an object of strings, present when non-empty.
+// The JSON names are the proto field names, so the format is pinned by
+// proto/receipt.proto's names and by the golden vectors in tests/vectors.
+//
+// Thread-safe: pure functions.
+#ifndef LEDGER_RECEIPT_RECEIPT_H_
+#define LEDGER_RECEIPT_RECEIPT_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json_fwd.hpp"
+#include "receipt.pb.h"
+
+namespace ledger::receipt {
+
+using Receipt = evidence::ledger::v1::Receipt;
+
+inline constexpr size_t kMaxReceiptBytes = 16 * 1024;
+
+// Who wrote the receipt: only the ledger may write step_unknown.
+enum class Author { kEmitter, kLedger };
+
+// Applies defaults (attempt = 1), checks every rule of CONTRACT §3 and
+// returns the canonical JSON. INVALID_ARGUMENT with "<field>: <rule>" on the
+// first broken rule; `r` may then have its defaults applied, nothing else.
+absl::StatusOr<std::string> Canonicalize(Receipt* r, Author author);
+
+// The canonical JSON of a receipt, without validation.
+std::string Encode(const Receipt& r);
+
+// The JSON name of the receipt's kind ("agent_start", ...), "" if none.
+std::string_view KindName(const Receipt& r);
+
+// Decodes the contract's JSON form (field names as in CONTRACT §3, "kind"
+// selecting the body). Strict: unknown fields, nulls, floats and wrong types
+// are INVALID_ARGUMENT naming the field. Does not validate values.
+absl::StatusOr<Receipt> FromJson(const nlohmann::json& j);
+absl::StatusOr<Receipt> FromJsonText(std::string_view text);
+
+}  // namespace ledger::receipt
+
+#endif  // LEDGER_RECEIPT_RECEIPT_H_

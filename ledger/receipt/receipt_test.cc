@@ -1,0 +1,221 @@
+#include "ledger/receipt/receipt.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::receipt {
+namespace {
+
+Receipt Parse(std::string_view json) {
+  auto r = FromJsonText(json);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : Receipt();
+}
+
+constexpr char kStart[] =
+    R"({"receipt_id":"r-1","kind":"agent_start","team":"team-a","run_id":"run-1",)"
+    R"("step_id":"s1","occurred_at_us":1767225600000000,"decision":"allow",)"
+    R"("timeout_ms":120000})";
+
+TEST(ReceiptTest, CanonicalFormSortsKeysAndAppliesDefaultAttempt) {
+  Receipt r = Parse(kStart);
+  auto c = Canonicalize(&r, Author::kEmitter);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c,
+            R"({"attempt":1,"decision":"allow","kind":"agent_start",)"
+            R"("occurred_at_us":1767225600000000,"receipt_id":"r-1",)"
+            R"("run_id":"run-1","step_id":"s1","team":"team-a","timeout_ms":120000})");
+}
+
+TEST(ReceiptTest, ZeroIntegersAreWrittenEmptyStringsOmitted) {
+  Receipt r = Parse(
+      R"({"receipt_id":"m","kind":"model_call","team":"t","run_id":"r",)"
+      R"("occurred_at_us":5,"route":"x","decision":"deny","input_tokens":0,)"
+      R"("cost_micros":0,"provider":""})");
+  auto c = Canonicalize(&r, Author::kEmitter);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c,
+            R"({"attempt":1,"cost_micros":0,"decision":"deny","input_tokens":0,)"
+            R"("kind":"model_call","occurred_at_us":5,"receipt_id":"m",)"
+            R"("route":"x","run_id":"r","team":"t"})");
+}
+
+TEST(ReceiptTest, EnumsUseTheirJsonNames) {
+  Receipt r = Parse(
+      R"({"receipt_id":"e","kind":"agent_exec","team":"t","run_id":"r","step_id":"s",)"
+      R"("occurred_at_us":5,"start_receipt_id":"r-1","status":"timed_out"})");
+  EXPECT_EQ(r.agent_exec().status(), evidence::ledger::v1::EXEC_STATUS_TIMED_OUT);
+  EXPECT_NE(Canonicalize(&r, Author::kEmitter)->find(R"("status":"timed_out")"),
+            std::string::npos);
+}
+
+TEST(ReceiptTest, CanonicalFormRoundTripsThroughJson) {
+  Receipt r = Parse(
+      R"({"receipt_id":"t:1","kind":"tool_call","team":"t","run_id":"r",)"
+      R"("occurred_at_us":5,"tool":"git","decision":"allow","status_code":200,)"
+      R"("attributes":{"z":"1","a":"2"},"trace_id":"0af7651916cd43dd8448eb211c80319c",)"
+      R"("span_id":"b7ad6b7169203331","latency_ms":12})");
+  auto c = Canonicalize(&r, Author::kEmitter);
+  ASSERT_TRUE(c.ok()) << c.status();
+  Receipt again = Parse(*c);
+  auto c2 = Canonicalize(&again, Author::kEmitter);
+  EXPECT_EQ(*c, *c2);
+  EXPECT_NE(c->find(R"("attributes":{"a":"2","z":"1"})"), std::string::npos);
+}
+
+struct Case {
+  std::string name;
+  std::string patch;  // JSON merge patch applied to kStart (or to `base`)
+  std::string message;
+  std::string base = kStart;
+};
+
+class ValidationTest : public testing::TestWithParam<Case> {};
+
+TEST_P(ValidationTest, NamesTheFieldAndTheRule) {
+  const Case& c = GetParam();
+  nlohmann::json j = nlohmann::json::parse(c.base);
+  j.merge_patch(nlohmann::json::parse(c.patch));
+  auto r = FromJson(j);
+  absl::Status status = r.status();
+  if (r.ok()) status = Canonicalize(&*r, Author::kEmitter).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), c.message);
+}
+
+const char kExec[] =
+    R"({"receipt_id":"e","kind":"agent_exec","team":"t","run_id":"r","step_id":"s",)"
+    R"("occurred_at_us":5,"start_receipt_id":"r-1","status":"succeeded"})";
+const char kModel[] =
+    R"({"receipt_id":"m","kind":"model_call","team":"t","run_id":"r",)"
+    R"("occurred_at_us":5,"route":"x","decision":"allow"})";
+const char kTool[] =
+    R"({"receipt_id":"m","kind":"tool_call","team":"t","run_id":"r",)"
+    R"("occurred_at_us":5,"tool":"x","decision":"allow"})";
+
+INSTANTIATE_TEST_SUITE_P(
+    Contract, ValidationTest,
+    testing::Values(
+        Case{"NoReceiptId", R"({"receipt_id":""})",
+             "receipt_id: required, 1-128 bytes of [A-Za-z0-9._:-]"},
+        Case{"ReceiptIdBadChar", R"({"receipt_id":"a b"})",
+             "receipt_id: required, 1-128 bytes of [A-Za-z0-9._:-]"},
+        Case{"ReceiptIdTooLong", "{\"receipt_id\":\"" + std::string(129, 'a') + "\"}",
+             "receipt_id: required, 1-128 bytes of [A-Za-z0-9._:-]"},
+        Case{"NoKind", R"({"kind":null})",
+             "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown"},
+        Case{"UnknownKind", R"({"kind":"agent_stop"})",
+             "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown"},
+        Case{"StepUnknownFromEmitter",
+             R"({"kind":"step_unknown","decision":null,"timeout_ms":null,"start_seq":1,"start_receipt_id":"x","deadline_us":1})",
+             "kind: step_unknown is written by the ledger only"},
+        Case{"TeamUppercase", R"({"team":"Team-A"})", "team: required, 1-63 bytes of [a-z0-9-]"},
+        Case{"TeamTooLong", "{\"team\":\"" + std::string(64, 'a') + "\"}",
+             "team: required, 1-63 bytes of [a-z0-9-]"},
+        Case{"NoRunId", R"({"run_id":""})", "run_id: required, at most 128 bytes"},
+        Case{"RunIdTooLong", "{\"run_id\":\"" + std::string(129, 'r') + "\"}",
+             "run_id: at most 128 bytes"},
+        Case{"NoStepIdOnStart", R"({"step_id":""})",
+             "step_id: required for agent_start, at most 128 bytes"},
+        Case{"NoStepIdOnExec", R"({"step_id":""})",
+             "step_id: required for agent_exec, at most 128 bytes", kExec},
+        Case{"AttemptZero", R"({"attempt":0})", "attempt: must be >= 1 (default 1)"},
+        Case{"AgentTooLong", "{\"agent\":\"" + std::string(129, 'a') + "\"}",
+             "agent: at most 128 bytes"},
+        Case{"NoOccurredAt", R"({"occurred_at_us":null})",
+             "occurred_at_us: required, microseconds since the Unix epoch, > 0"},
+        Case{"TraceIdUpper", R"({"trace_id":"0AF7651916CD43DD8448EB211C80319C"})",
+             "trace_id: must be 32 lowercase hex digits, not all zero (W3C trace context)"},
+        Case{"TraceIdZero", "{\"trace_id\":\"" + std::string(32, '0') + "\"}",
+             "trace_id: must be 32 lowercase hex digits, not all zero (W3C trace context)"},
+        Case{"SpanIdShort", R"({"span_id":"abc"})",
+             "span_id: must be 16 lowercase hex digits, not all zero (W3C trace context)"},
+        Case{"AttributeKey", R"({"attributes":{"Bad":"x"}})",
+             "attributes: keys must be 1-64 bytes of [a-z0-9_.-]"},
+        Case{"AttributeValueLong",
+             "{\"attributes\":{\"k\":\"" + std::string(1025, 'v') + "\"}}",
+             "attributes.k: at most 1024 bytes"},
+        Case{"AttributeNotString", R"({"attributes":{"k":1}})",
+             "attributes.k: must be a string"},
+        Case{"NoDecision", R"({"decision":null})", "decision: required, one of allow, deny"},
+        Case{"BadDecision", R"({"decision":"maybe"})", "decision: must be one of allow, deny"},
+        Case{"DenyWithoutReason", R"({"decision":"deny","timeout_ms":null})",
+             "reason: required when decision is deny"},
+        Case{"AllowWithoutTimeout", R"({"timeout_ms":null})",
+             "timeout_ms: required when decision is allow, 1..86400000"},
+        Case{"TimeoutTooLong", R"({"timeout_ms":86400001})", "timeout_ms: must be 1..86400000"},
+        Case{"NegativeReserved", R"({"cost_reserved_micros":-1})",
+             "cost_reserved_micros: must be >= 0"},
+        Case{"CommandDigestUpper", "{\"command_sha256\":\"" + std::string(64, 'A') + "\"}",
+             "command_sha256: must be a SHA-256 digest: 64 lowercase hex digits"},
+        Case{"UnsafeInteger", R"({"cost_reserved_micros":9007199254740992})",
+             "cost_reserved_micros: outside the JSON integer range +-(2^53-1)"},
+        Case{"FloatInteger", R"({"timeout_ms":1.5})", "timeout_ms: must be an integer"},
+        Case{"StringInteger", R"({"timeout_ms":"10"})", "timeout_ms: must be an integer"},
+        Case{"UnknownField", R"({"prompt":"secret"})", "prompt: not a field of agent_start receipts"},
+        Case{"FieldOfAnotherKind", R"({"status":"succeeded"})",
+             "status: not a field of agent_start receipts"},
+        Case{"NoStartReceiptId", R"({"start_receipt_id":null})",
+             "start_receipt_id: required, 1-128 bytes of [A-Za-z0-9._:-]", kExec},
+        Case{"NoStatus", R"({"status":null})",
+             "status: required, one of succeeded, failed, timed_out, killed, error", kExec},
+        Case{"BadStatus", R"({"status":"ok"})",
+             "status: must be one of succeeded, failed, timed_out, killed, error", kExec},
+        Case{"OutputDigest", R"({"output_sha256":"xyz"})",
+             "output_sha256: must be a SHA-256 digest: 64 lowercase hex digits", kExec},
+        Case{"NegativeDuration", R"({"duration_ms":-5})", "duration_ms: must be >= 0", kExec},
+        Case{"NoRoute", R"({"route":null})", "route: required", kModel},
+        Case{"ModelNoDecision", R"({"decision":null})", "decision: required, one of allow, deny", kModel},
+        Case{"NegativeTokens", R"({"input_tokens":-1})", "input_tokens: must be >= 0", kModel},
+        Case{"StatusCode", R"({"status_code":1000})", "status_code: must be 0..999", kModel},
+        Case{"NoTool", R"({"tool":null})", "tool: required", kTool},
+        Case{"ToolNoDecision", R"({"decision":null})", "decision: required, one of allow, deny", kTool},
+        Case{"TooBig",
+             [] {
+               nlohmann::json a;
+               for (int i = 0; i < 17; ++i) a["k" + std::to_string(i)] = std::string(1000, 'x');
+               return nlohmann::json{{"attributes", a}}.dump();
+             }(),
+             "receipt: canonical form is 17332 bytes, more than 16384"}),
+    [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+TEST(ReceiptTest, LedgerMayWriteStepUnknown) {
+  Receipt r = Parse(
+      R"({"receipt_id":"unknown-1","kind":"step_unknown","team":"t","run_id":"r",)"
+      R"("step_id":"s","occurred_at_us":9,"start_seq":0,"start_receipt_id":"r-1",)"
+      R"("deadline_us":10})");
+  auto c = Canonicalize(&r, Author::kLedger);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c,
+            R"({"attempt":1,"deadline_us":10,"kind":"step_unknown","occurred_at_us":9,)"
+            R"("receipt_id":"unknown-1","run_id":"r","start_receipt_id":"r-1",)"
+            R"("start_seq":0,"step_id":"s","team":"t"})");
+}
+
+TEST(ReceiptTest, JsonThatIsNotAnObject) {
+  EXPECT_EQ(FromJsonText("[1]").status().message(), "receipt: must be a JSON object");
+  EXPECT_EQ(FromJsonText("{").status().message(),
+            "receipt: not valid JSON (or not UTF-8)");
+  EXPECT_EQ(FromJsonText("{\"receipt_id\":\"\xff\"}").status().message(),
+            "receipt: not valid JSON (or not UTF-8)");
+}
+
+TEST(ReceiptTest, InvalidUtf8FromProtobufIsRefused) {
+  Receipt r = Parse(kStart);
+  r.set_workflow("bad \xff");
+  EXPECT_EQ(Canonicalize(&r, Author::kEmitter).status().message(),
+            "workflow: must be valid UTF-8");
+}
+
+TEST(ReceiptTest, KindName) {
+  EXPECT_EQ(KindName(Parse(kStart)), "agent_start");
+  EXPECT_EQ(KindName(Parse(kExec)), "agent_exec");
+  EXPECT_EQ(KindName(Receipt()), "");
+}
+
+}  // namespace
+}  // namespace ledger::receipt
