@@ -1,0 +1,274 @@
+#include "ledger/store/store.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "rocksdb/write_batch.h"
+
+namespace ledger::store {
+namespace {
+
+constexpr char kFormatV1 = 0x01;
+constexpr char kStateKey[] = "state";
+constexpr size_t kStateSize = 1 + 8 + 32 + 8;
+constexpr size_t kReceiptRefSize = 1 + 8 + 32 + 32;
+
+// Order matters: it is the order of Store::Rep::cfs.
+enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kCfCount };
+const char* const kCfNames[kCfCount] = {"default", "entries", "receipts",
+                                        "nodes", "runs", "checkpoints"};
+
+void PutU64(std::string* out, uint64_t v) {
+  for (int i = 7; i >= 0; --i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+uint64_t GetU64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+std::string U64Key(uint64_t v) {
+  std::string k;
+  PutU64(&k, v);
+  return k;
+}
+
+std::string NodeKey(int level, uint64_t index) {
+  std::string k(1, static_cast<char>(level));
+  PutU64(&k, index);
+  return k;
+}
+
+std::string RunKey(std::string_view team, std::string_view run_id) {
+  std::string k(1, static_cast<char>(team.size()));
+  k.append(team);
+  k.append(run_id);
+  return k;
+}
+
+void AppendHash(std::string* out, const hash::Hash& h) {
+  out->append(reinterpret_cast<const char*>(h.data()), h.size());
+}
+
+hash::Hash ReadHash(const char* p) {
+  hash::Hash h;
+  std::memcpy(h.data(), p, h.size());
+  return h;
+}
+
+absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  std::string msg = absl::StrCat("storage: ", std::string(what), ": ", s.ToString());
+  if (s.IsNotFound()) return absl::NotFoundError(msg);
+  if (s.IsCorruption()) return absl::DataLossError(msg);
+  return absl::UnavailableError(msg);
+}
+
+absl::Status Malformed(std::string_view what) {
+  return absl::DataLossError(absl::StrCat("storage: malformed ", std::string(what)));
+}
+
+rocksdb::Slice AsSlice(std::string_view s) { return {s.data(), s.size()}; }
+
+}  // namespace
+
+struct Batch::Rep {
+  rocksdb::WriteBatch wb;
+  const std::vector<rocksdb::ColumnFamilyHandle*>* cfs = nullptr;
+  void Put(Cf cf, std::string_view key, std::string_view value) {
+    // WriteBatch::Put only fails when the batch exceeds its size limit,
+    // which is unlimited here.
+    if (!wb.Put((*cfs)[cf], AsSlice(key), AsSlice(value)).ok()) std::abort();
+  }
+};
+
+struct Store::Rep {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> cfs;
+  ~Rep() {
+    for (auto* h : cfs) db->DestroyColumnFamilyHandle(h);
+    if (db) db->Close().PermitUncheckedError();
+  }
+  absl::StatusOr<std::string> Get(Cf cf, std::string_view key, std::string_view what) const {
+    std::string value;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cfs[cf], AsSlice(key), &value);
+    if (!s.ok()) return FromRocks(s, what);
+    return value;
+  }
+};
+
+Batch::Batch(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+Batch::~Batch() = default;
+Batch::Batch(Batch&&) noexcept = default;
+Batch& Batch::operator=(Batch&&) noexcept = default;
+
+void Batch::PutEntry(uint64_t seq, std::string_view leaf) {
+  rep_->Put(kEntries, U64Key(seq), leaf);
+}
+
+void Batch::PutReceipt(std::string_view receipt_id, const ReceiptRef& ref) {
+  std::string v(1, kFormatV1);
+  PutU64(&v, ref.seq);
+  AppendHash(&v, ref.leaf_hash);
+  AppendHash(&v, ref.digest);
+  rep_->Put(kReceipts, receipt_id, v);
+}
+
+void Batch::PutNode(int level, uint64_t index, const hash::Hash& h) {
+  rep_->Put(kNodes, NodeKey(level, index), hash::AsBytes(h));
+}
+
+void Batch::PutRunHead(std::string_view team, std::string_view run_id, uint64_t seq) {
+  rep_->Put(kRuns, RunKey(team, run_id), U64Key(seq));
+}
+
+void Batch::PutState(const State& s) {
+  std::string v(1, kFormatV1);
+  PutU64(&v, s.size);
+  AppendHash(&v, s.head);
+  PutU64(&v, static_cast<uint64_t>(s.last_logged_at_us));
+  rep_->Put(kDefault, kStateKey, v);
+}
+
+Store::Store(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+Store::~Store() = default;
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.create_missing_column_families = true;
+  options.IncreaseParallelism(2);
+  options.max_open_files = 512;
+
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.block_cache = rocksdb::NewLRUCache(64 << 20);
+  rocksdb::ColumnFamilyOptions cf_options(options);
+  cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const char* name : kCfNames) descriptors.emplace_back(name, cf_options);
+  auto rep = std::make_unique<Rep>();
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(options), dir, descriptors,
+                                        &rep->cfs, &db);
+  if (!s.ok()) return FromRocks(s, absl::StrCat("open ", dir));
+  rep->db.reset(db);
+  return std::unique_ptr<Store>(new Store(std::move(rep)));
+}
+
+Batch Store::NewBatch() const {
+  auto rep = std::make_unique<Batch::Rep>();
+  rep->cfs = &rep_->cfs;
+  return Batch(std::move(rep));
+}
+
+absl::Status Store::Commit(Batch batch) {
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  return FromRocks(rep_->db->Write(options, &batch.rep_->wb), "commit");
+}
+
+absl::StatusOr<State> Store::ReadState() const {
+  auto v = rep_->Get(kDefault, kStateKey, "read state");
+  if (absl::IsNotFound(v.status())) return State{};
+  if (!v.ok()) return v.status();
+  if (v->size() != kStateSize || (*v)[0] != kFormatV1) return Malformed("state record");
+  State s;
+  s.size = GetU64(v->data() + 1);
+  s.head = ReadHash(v->data() + 9);
+  s.last_logged_at_us = static_cast<int64_t>(GetU64(v->data() + 41));
+  return s;
+}
+
+absl::StatusOr<std::string> Store::GetLeaf(uint64_t seq) const {
+  return rep_->Get(kEntries, U64Key(seq), absl::StrCat("entry ", seq));
+}
+
+absl::StatusOr<hash::Hash> Store::GetNode(int level, uint64_t index) const {
+  auto v = rep_->Get(kNodes, NodeKey(level, index),
+                     absl::StrCat("tree node (level ", level, ", index ", index, ")"));
+  if (!v.ok()) return v.status();
+  if (v->size() != 32) return Malformed("tree node");
+  return ReadHash(v->data());
+}
+
+absl::StatusOr<std::optional<ReceiptRef>> Store::FindReceipt(std::string_view receipt_id) const {
+  auto v = rep_->Get(kReceipts, receipt_id, "receipt index");
+  if (absl::IsNotFound(v.status())) return std::nullopt;
+  if (!v.ok()) return v.status();
+  if (v->size() != kReceiptRefSize || (*v)[0] != kFormatV1) return Malformed("receipt index row");
+  ReceiptRef ref;
+  ref.seq = GetU64(v->data() + 1);
+  ref.leaf_hash = ReadHash(v->data() + 9);
+  ref.digest = ReadHash(v->data() + 41);
+  return ref;
+}
+
+absl::StatusOr<std::optional<uint64_t>> Store::GetRunHead(std::string_view team,
+                                                          std::string_view run_id) const {
+  auto v = rep_->Get(kRuns, RunKey(team, run_id), "run head");
+  if (absl::IsNotFound(v.status())) return std::nullopt;
+  if (!v.ok()) return v.status();
+  if (v->size() != 8) return Malformed("run head");
+  return GetU64(v->data());
+}
+
+absl::Status Store::ScanLeaves(
+    uint64_t from, uint64_t to,
+    absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const {
+  if (from >= to) return absl::OkStatus();
+  rocksdb::ReadOptions options;
+  std::string upper = U64Key(to);
+  rocksdb::Slice upper_slice(upper);
+  options.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(options, rep_->cfs[kEntries]));
+  uint64_t want = from;
+  for (it->Seek(U64Key(from)); it->Valid(); it->Next()) {
+    if (it->key().size() != 8) return Malformed("entry key");
+    uint64_t seq = GetU64(it->key().data());
+    if (seq != want) {
+      return absl::DataLossError(absl::StrCat("storage: entry ", want, " is missing"));
+    }
+    if (auto s = fn(seq, std::string_view(it->value().data(), it->value().size())); !s.ok()) {
+      return s;
+    }
+    ++want;
+  }
+  if (auto s = FromRocks(it->status(), "scan entries"); !s.ok()) return s;
+  if (want != to) {
+    return absl::DataLossError(absl::StrCat("storage: entry ", want, " is missing"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::PutCheckpoint(uint64_t size, std::string_view note) {
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  return FromRocks(rep_->db->Put(options, rep_->cfs[kCheckpoints], U64Key(size), AsSlice(note)),
+                   "write checkpoint");
+}
+
+absl::StatusOr<std::string> Store::GetCheckpoint(uint64_t size) const {
+  return rep_->Get(kCheckpoints, U64Key(size), absl::StrCat("checkpoint of size ", size));
+}
+
+absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> Store::LatestCheckpoint() const {
+  std::unique_ptr<rocksdb::Iterator> it(
+      rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kCheckpoints]));
+  it->SeekToLast();
+  if (!it->Valid()) {
+    if (auto s = FromRocks(it->status(), "read checkpoints"); !s.ok()) return s;
+    return std::nullopt;
+  }
+  if (it->key().size() != 8) return Malformed("checkpoint key");
+  return std::make_pair(GetU64(it->key().data()), it->value().ToString());
+}
+
+}  // namespace ledger::store

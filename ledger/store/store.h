@@ -1,0 +1,108 @@
+// The log's durable state in RocksDB. RocksDB types stay below this header.
+//
+// Column families and their records (format version 1; DO NOT CHANGE the
+// byte layouts, stored data depends on them):
+//   default      "state"                  -> 0x01 | size u64 | head[32] |
+//                                             last_logged_at_us i64
+//   entries      seq u64                  -> leaf bytes
+//   receipts     receipt_id               -> 0x01 | seq u64 | leaf_hash[32] |
+//                                             receipt_sha256[32]
+//   nodes        level u8 | index u64     -> hash[32]
+//   runs         len(team) u8 | team | run_id -> last seq of the run, u64
+//   checkpoints  tree size u64            -> signed checkpoint note
+// All integers are big-endian, so keys sort numerically.
+//
+// Thread-safe: concurrent reads and commits are allowed; the sequencer is
+// the only committer of log records.
+#ifndef LEDGER_STORE_STORE_H_
+#define LEDGER_STORE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ledger/hash/hash.h"
+
+namespace ledger::store {
+
+struct State {
+  uint64_t size = 0;             // entries in the log
+  hash::Hash head{};             // leaf hash of entry size-1 (zeros if empty)
+  int64_t last_logged_at_us = 0; // logged_at_us of entry size-1
+};
+
+struct ReceiptRef {
+  uint64_t seq = 0;
+  hash::Hash leaf_hash{};
+  hash::Hash digest{};  // SHA-256 of the canonical receipt
+};
+
+// A set of writes that Commit applies atomically. Made by Store::NewBatch
+// and valid only with that store.
+class Batch {
+ public:
+  ~Batch();
+  Batch(Batch&&) noexcept;
+  Batch& operator=(Batch&&) noexcept;
+
+  void PutEntry(uint64_t seq, std::string_view leaf);
+  void PutReceipt(std::string_view receipt_id, const ReceiptRef& ref);
+  void PutNode(int level, uint64_t index, const hash::Hash& h);
+  void PutRunHead(std::string_view team, std::string_view run_id, uint64_t seq);
+  void PutState(const State& s);
+
+ private:
+  friend class Store;
+  struct Rep;
+  explicit Batch(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+class Store {
+ public:
+  // Opens or creates the store in `dir`. UNAVAILABLE when the directory is
+  // unusable or locked by another process.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir);
+  ~Store();
+
+  Batch NewBatch() const;
+
+  // Applies `batch` atomically and fsyncs it. OK means durable; on error
+  // nothing of the batch is visible.
+  absl::Status Commit(Batch batch);
+
+  absl::StatusOr<State> ReadState() const;
+  // NOT_FOUND when absent; DATA_LOSS when a stored record is malformed.
+  absl::StatusOr<std::string> GetLeaf(uint64_t seq) const;
+  absl::StatusOr<hash::Hash> GetNode(int level, uint64_t index) const;
+  absl::StatusOr<std::optional<ReceiptRef>> FindReceipt(std::string_view receipt_id) const;
+  absl::StatusOr<std::optional<uint64_t>> GetRunHead(std::string_view team,
+                                                     std::string_view run_id) const;
+
+  // Calls fn(seq, leaf) for from <= seq < to in order; stops at and returns
+  // the first error of fn. DATA_LOSS when a seq in the range is missing.
+  absl::Status ScanLeaves(
+      uint64_t from, uint64_t to,
+      absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const;
+
+  // Checkpoints are written by the checkpointer, synced, and never replaced.
+  absl::Status PutCheckpoint(uint64_t size, std::string_view note);
+  absl::StatusOr<std::string> GetCheckpoint(uint64_t size) const;
+  // The checkpoint of the largest size, if any.
+  absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> LatestCheckpoint() const;
+
+ private:
+  struct Rep;
+  explicit Store(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace ledger::store
+
+#endif  // LEDGER_STORE_STORE_H_
