@@ -1,0 +1,117 @@
+// The single writer of the log. Receipts from any number of callers queue
+// here; one thread takes everything queued (up to a batch limit), assigns
+// seqs, builds the leaves, the hash chain, the run chain and the new Merkle
+// nodes, and commits them to the store in one synced RocksDB batch (group
+// commit). Only then are the callers told their seqs.
+//
+// Contract: an outcome with OK status is never reported before its entry is
+// durable. The in-memory head never runs ahead of the store: if a commit
+// fails, nothing of that batch is kept and every new receipt in it fails
+// with UNAVAILABLE, so a retry by receipt_id is always safe.
+//
+// Thread-safe: Submit and committed() may be called from any thread.
+#ifndef LEDGER_SEQUENCER_SEQUENCER_H_
+#define LEDGER_SEQUENCER_SEQUENCER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ledger/hash/hash.h"
+#include "ledger/merkle/merkle.h"
+#include "ledger/receipt/receipt.h"
+#include "ledger/store/store.h"
+
+namespace ledger::sequencer {
+
+// Microseconds since the Unix epoch.
+using Clock = std::function<int64_t()>;
+int64_t SystemClockMicros();
+
+// A validated receipt ready to be sequenced.
+struct Submission {
+  receipt::Receipt receipt;
+  std::string canonical;  // receipt::Canonicalize's output
+  std::string emitter;
+};
+
+struct Outcome {
+  absl::Status status;
+  uint64_t seq = 0;
+  hash::Hash leaf_hash{};
+  bool duplicate = false;
+};
+
+// Called once per Submit, from the writer thread, with one outcome per
+// submission in order. It MUST NOT block for long: it delays every append.
+using Done = std::function<void(std::vector<Outcome>)>;
+
+// The log as last committed: every field describes the same tree.
+struct Head {
+  uint64_t size = 0;
+  hash::Hash root{};
+  hash::Hash chain_head{};
+};
+
+class Sequencer {
+ public:
+  struct Options {
+    Clock clock = SystemClockMicros;
+    size_t max_queued = 100'000;  // receipts waiting; beyond: RESOURCE_EXHAUSTED
+    size_t max_batch = 8'192;     // receipts per RocksDB batch
+  };
+
+  // Loads the head from `store` (which MUST outlive the sequencer) and starts
+  // the writer thread. DATA_LOSS when stored nodes are missing.
+  static absl::StatusOr<std::unique_ptr<Sequencer>> Start(store::Store* store, Options options);
+
+  // Commits everything already queued, then stops the writer.
+  ~Sequencer();
+
+  // Queues `items`; `done` is called exactly once unless an error is
+  // returned: RESOURCE_EXHAUSTED when the queue is full, UNAVAILABLE after
+  // shutdown began. Never blocks on I/O.
+  absl::Status Submit(std::vector<Submission> items, Done done);
+
+  Head committed() const;
+
+ private:
+  struct Request {
+    std::vector<Submission> items;
+    Done done;
+  };
+
+  Sequencer(store::Store* store, Options options, merkle::Frontier frontier,
+            store::State state);
+  void Run();
+  void Process(std::vector<Request>& requests);
+
+  store::Store* const store_;
+  const Options options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Request> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  Head head_ ABSL_GUARDED_BY(mu_);
+
+  // Owned by the writer thread.
+  merkle::Frontier frontier_;
+  store::State state_;
+
+  std::thread writer_;
+};
+
+}  // namespace ledger::sequencer
+
+#endif  // LEDGER_SEQUENCER_SEQUENCER_H_

@@ -1,0 +1,200 @@
+#include "ledger/sequencer/sequencer.h"
+
+#include <atomic>
+#include <future>
+#include <set>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "ledger/receipt/entry.h"
+#include "tests/util/temp_dir.h"
+
+namespace ledger::sequencer {
+namespace {
+
+Submission Make(const std::string& id, const std::string& run = "run-1",
+                const std::string& model = "m") {
+  Submission s;
+  auto r = receipt::FromJsonText(
+      R"({"kind":"model_call","team":"team-a","occurred_at_us":1,"route":"r","decision":"allow"})");
+  s.receipt = *r;
+  s.receipt.set_receipt_id(id);
+  s.receipt.set_run_id(run);
+  s.receipt.mutable_model_call()->set_model(model);
+  s.canonical = *receipt::Canonicalize(&s.receipt, receipt::Author::kEmitter);
+  s.emitter = "test";
+  return s;
+}
+
+// Submits and waits for the outcomes.
+std::vector<Outcome> Append(Sequencer& seq, std::vector<Submission> items) {
+  std::promise<std::vector<Outcome>> p;
+  auto f = p.get_future();
+  absl::Status s = seq.Submit(std::move(items), [&](std::vector<Outcome> o) {
+    p.set_value(std::move(o));
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  return f.get();
+}
+
+class SequencerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = *store::Store::Open(dir_.path()); }
+  std::unique_ptr<Sequencer> Start(Sequencer::Options o = {}) {
+    auto s = Sequencer::Start(store_.get(), std::move(o));
+    EXPECT_TRUE(s.ok()) << s.status();
+    return *std::move(s);
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<store::Store> store_;
+};
+
+TEST_F(SequencerTest, AssignsDenseSeqsAndChainsLeaves) {
+  int64_t now = 1000;
+  Sequencer::Options o;
+  o.clock = [&] { return now; };
+  auto seq = Start(o);
+  auto out = Append(*seq, {Make("a"), Make("b", "run-2"), Make("c")});
+  ASSERT_EQ(out.size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(out[i].status.ok()) << out[i].status;
+    EXPECT_EQ(out[i].seq, i);
+    EXPECT_FALSE(out[i].duplicate);
+  }
+  auto e0 = *receipt::ParseLeaf(*store_->GetLeaf(0));
+  auto e1 = *receipt::ParseLeaf(*store_->GetLeaf(1));
+  auto e2 = *receipt::ParseLeaf(*store_->GetLeaf(2));
+  EXPECT_EQ(e0.prev, receipt::kZeroHash);
+  EXPECT_EQ(e1.prev, out[0].leaf_hash);
+  EXPECT_EQ(e2.prev, out[1].leaf_hash);
+  EXPECT_EQ(hash::LeafHash(*store_->GetLeaf(2)), out[2].leaf_hash);
+  // Run chain: c follows a in run-1; b starts run-2.
+  EXPECT_FALSE(e0.run_prev.has_value());
+  EXPECT_FALSE(e1.run_prev.has_value());
+  EXPECT_EQ(e2.run_prev, 0u);
+  EXPECT_EQ(e2.emitter, "test");
+  EXPECT_EQ(e2.logged_at_us, 1000);
+  Head head = seq->committed();
+  EXPECT_EQ(head.size, 3u);
+  EXPECT_EQ(head.chain_head, out[2].leaf_hash);
+  auto root = merkle::RootHash(3, [&](int l, uint64_t i) { return store_->GetNode(l, i); });
+  EXPECT_EQ(head.root, *root);
+}
+
+TEST_F(SequencerTest, LoggedAtNeverDecreasesWhenTheClockGoesBack) {
+  int64_t now = 5000;
+  Sequencer::Options o;
+  o.clock = [&] { return now; };
+  auto seq = Start(o);
+  Append(*seq, {Make("a")});
+  now = 10;
+  Append(*seq, {Make("b")});
+  EXPECT_EQ(receipt::ParseLeaf(*store_->GetLeaf(1))->logged_at_us, 5000);
+}
+
+TEST_F(SequencerTest, RetryIsIdempotentAndConflictIsRefused) {
+  auto seq = Start();
+  auto first = Append(*seq, {Make("a"), Make("b")});
+  auto again = Append(*seq, {Make("b"), Make("a", "run-1", "other-model"), Make("c")});
+  ASSERT_TRUE(again[0].status.ok());
+  EXPECT_TRUE(again[0].duplicate);
+  EXPECT_EQ(again[0].seq, 1u);
+  EXPECT_EQ(again[0].leaf_hash, first[1].leaf_hash);
+  EXPECT_EQ(again[1].status.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(again[1].status.message(),
+            "receipt_id: 'a' is already in the log (seq 0) with different content");
+  EXPECT_EQ(again[2].seq, 2u);
+  EXPECT_EQ(seq->committed().size, 3u);
+}
+
+TEST_F(SequencerTest, DuplicateWithinOneBatch) {
+  auto seq = Start();
+  auto out = Append(*seq, {Make("a"), Make("a"), Make("a", "run-1", "x")});
+  EXPECT_EQ(out[0].seq, 0u);
+  EXPECT_TRUE(out[1].duplicate);
+  EXPECT_EQ(out[1].seq, 0u);
+  EXPECT_EQ(out[2].status.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(seq->committed().size, 1u);
+}
+
+TEST_F(SequencerTest, ContinuesTheSameLogAfterRestart) {
+  hash::Hash last;
+  {
+    auto seq = Start();
+    last = Append(*seq, {Make("a"), Make("b")})[1].leaf_hash;
+  }
+  auto seq = Start();
+  EXPECT_EQ(seq->committed().size, 2u);
+  auto out = Append(*seq, {Make("c"), Make("a")});
+  EXPECT_EQ(out[0].seq, 2u);
+  EXPECT_TRUE(out[1].duplicate);
+  auto e2 = *receipt::ParseLeaf(*store_->GetLeaf(2));
+  EXPECT_EQ(e2.prev, last);
+  EXPECT_EQ(e2.run_prev, 1u);
+}
+
+TEST_F(SequencerTest, ConcurrentSubmittersGetDenseUniqueSeqs) {
+  auto seq = Start();
+  constexpr int kThreads = 8, kPerThread = 200;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::set<uint64_t> seqs;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; i += 4) {
+        std::vector<Submission> items;
+        for (int k = 0; k < 4; ++k) {
+          items.push_back(Make("t" + std::to_string(t) + "-" + std::to_string(i + k),
+                               "run-" + std::to_string(t)));
+        }
+        for (const auto& o : Append(*seq, std::move(items))) {
+          ASSERT_TRUE(o.status.ok());
+          std::lock_guard<std::mutex> lock(mu);
+          EXPECT_TRUE(seqs.insert(o.seq).second);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(seqs.size(), size_t{kThreads * kPerThread});
+  EXPECT_EQ(*seqs.rbegin(), uint64_t{kThreads * kPerThread - 1});
+  // Each run's chain links back through its own entries only.
+  for (uint64_t s = 0; s < seqs.size(); ++s) {
+    auto e = *receipt::ParseLeaf(*store_->GetLeaf(s));
+    if (e.run_prev.has_value()) {
+      auto p = *receipt::ParseLeaf(*store_->GetLeaf(*e.run_prev));
+      EXPECT_EQ(p.receipt.run_id(), e.receipt.run_id());
+      EXPECT_LT(*e.run_prev, s);
+    }
+  }
+}
+
+TEST_F(SequencerTest, FullQueueIsResourceExhausted) {
+  Sequencer::Options o;
+  o.max_queued = 3;
+  auto seq = Start(o);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> writer_busy;
+  // The first request's callback holds the writer until released.
+  ASSERT_TRUE(seq->Submit({Make("hold")}, [&](std::vector<Outcome>) {
+                   writer_busy.set_value();
+                   released.wait();
+                 }).ok());
+  writer_busy.get_future().wait();
+  std::atomic<int> done{0};
+  auto count = [&](std::vector<Outcome>) { ++done; };
+  EXPECT_TRUE(seq->Submit({Make("q1"), Make("q2")}, count).ok());
+  EXPECT_TRUE(seq->Submit({Make("q3")}, count).ok());
+  absl::Status full = seq->Submit({Make("q4")}, count);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(full.message(),
+            "ledger: append queue is full (3 receipts waiting); retry with back-off");
+  release.set_value();
+  seq.reset();  // drains the queue before stopping
+  EXPECT_EQ(done.load(), 2);
+  EXPECT_EQ(store_->ReadState()->size, 4u);
+}
+
+}  // namespace
+}  // namespace ledger::sequencer
