@@ -1,0 +1,290 @@
+#include "ledger/log/log.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ledger/merkle/merkle.h"
+
+namespace ledger::log {
+namespace {
+
+std::string S(std::string_view v) { return std::string(v); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer signer) {
+  if (signer.name() != options.origin) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "signing key: named '", signer.name(), "' but the origin is '", options.origin, "'"));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("data directory ", options.data_dir, ": ", ec.message()));
+  }
+  ::chmod(options.data_dir.c_str(), 0700);
+  auto store = store::Store::Open(options.data_dir + "/db");
+  if (!store.ok()) return store.status();
+  auto state = (*store)->ReadState();
+  if (!state.ok()) return state.status();
+
+  std::unique_ptr<Log> log(new Log(std::move(options), std::move(signer), *std::move(store)));
+  log->integrity_ = log->CheckIntegrity(*state);
+  if (absl::IsFailedPrecondition(log->integrity_)) return log->integrity_;
+  if (log->integrity_.ok()) {
+    auto seq = sequencer::Sequencer::Start(log->store_.get(), log->options_.sequencer);
+    if (seq.ok()) {
+      log->sequencer_ = *std::move(seq);
+    } else {
+      log->integrity_ = seq.status();
+    }
+  }
+  if (log->integrity_.ok()) {
+    if (auto s = log->SignCheckpoint(); !s.ok()) return s;
+    log->checkpointer_ = std::thread([l = log.get()] { l->RunCheckpointer(); });
+  }
+  return log;
+}
+
+Log::Log(Options options, note::Signer signer, std::unique_ptr<store::Store> store)
+    : options_(std::move(options)), signer_(std::move(signer)), store_(std::move(store)) {}
+
+Log::~Log() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  if (sequencer_ != nullptr) {
+    sequencer_.reset();  // commits what is queued
+    SignCheckpoint().IgnoreError();  // best effort: the next start signs it otherwise
+  }
+}
+
+absl::Status Log::CheckIntegrity(const store::State& state) {
+  auto node = [&](int level, uint64_t index) { return store_->GetNode(level, index); };
+  if (state.size > 0) {
+    auto leaf = store_->GetLeaf(state.size - 1);
+    if (!leaf.ok()) {
+      return absl::DataLossError(absl::StrCat("integrity: last entry ", state.size - 1,
+                                              " unreadable: ", leaf.status().message()));
+    }
+    hash::Hash h = hash::LeafHash(*leaf);
+    if (h != state.head) {
+      return absl::DataLossError(absl::StrCat(
+          "integrity: entry ", state.size - 1, " hashes to ", hash::Hex(h),
+          " but the chain head is ", hash::Hex(state.head)));
+    }
+  }
+  auto latest = store_->LatestCheckpoint();
+  if (!latest.ok()) return latest.status();
+  if (!latest->has_value()) return absl::OkStatus();
+  const auto& [size, note_text] = **latest;
+  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
+  if (!verifier.ok()) return verifier.status();
+  auto text = verifier->Open(note_text);
+  if (!text.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "integrity: the checkpoint of size ", size, " was not signed by this key (",
+        signer_.VerifierKey(), "): ", text.status().message(),
+        "; start with the key and origin that signed it"));
+  }
+  auto cp = note::ParseCheckpoint(*text);
+  if (!cp.ok() || cp->size != size || cp->origin != options_.origin) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "integrity: the checkpoint stored at size ", size, " is not a checkpoint of '",
+        options_.origin, "' at that size"));
+  }
+  if (size > state.size) {
+    return absl::DataLossError(absl::StrCat(
+        "integrity: a checkpoint of size ", size, " was signed but the store holds only ",
+        state.size, " entries"));
+  }
+  auto root = merkle::RootHash(size, node);
+  if (!root.ok()) {
+    return absl::DataLossError(absl::StrCat("integrity: tree of size ", size,
+                                            " cannot be recomputed: ",
+                                            root.status().message()));
+  }
+  if (*root != cp->root) {
+    return absl::DataLossError(absl::StrCat(
+        "integrity: at tree size ", size, " the stored nodes give root ", hash::Hex(*root),
+        " but the signed checkpoint says ", hash::Hex(cp->root)));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  latest_ = {size, cp->root, note_text};
+  has_latest_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Log::Append(const std::string& emitter, std::vector<receipt::Receipt> receipts,
+                         AppendDone done) {
+  if (receipts.size() > kMaxReceiptsPerAppend) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "receipts: at most ", kMaxReceiptsPerAppend, " per request, got ", receipts.size()));
+  }
+  if (!integrity_.ok()) return integrity_;
+  std::vector<sequencer::Outcome> results(receipts.size());
+  std::vector<sequencer::Submission> submissions;
+  std::vector<size_t> where;
+  submissions.reserve(receipts.size());
+  where.reserve(receipts.size());
+  for (size_t i = 0; i < receipts.size(); ++i) {
+    auto canonical = receipt::Canonicalize(&receipts[i], receipt::Author::kEmitter);
+    if (!canonical.ok()) {
+      results[i].status = canonical.status();
+      continue;
+    }
+    submissions.push_back({std::move(receipts[i]), *std::move(canonical), emitter});
+    where.push_back(i);
+  }
+  if (submissions.empty()) {
+    done(std::move(results));
+    return absl::OkStatus();
+  }
+  return sequencer_->Submit(
+      std::move(submissions),
+      [results = std::move(results), where = std::move(where),
+       done = std::move(done)](std::vector<sequencer::Outcome> outcomes) mutable {
+        for (size_t k = 0; k < outcomes.size(); ++k) results[where[k]] = std::move(outcomes[k]);
+        done(std::move(results));
+      });
+}
+
+absl::Status Log::SignCheckpoint() {
+  if (sequencer_ == nullptr) return integrity_;
+  std::lock_guard<std::mutex> signing(sign_mu_);
+  sequencer::Head head = sequencer_->committed();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (has_latest_ && latest_.size == head.size) return absl::OkStatus();
+  }
+  auto signed_note = signer_.Sign(note::FormatCheckpoint({options_.origin, head.size, head.root}));
+  if (!signed_note.ok()) return signed_note.status();
+  if (auto s = store_->PutCheckpoint(head.size, *signed_note); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  latest_ = {head.size, head.root, *signed_note};
+  has_latest_ = true;
+  return absl::OkStatus();
+}
+
+void Log::RunCheckpointer() {
+  auto interval = std::chrono::milliseconds(std::max<int64_t>(1, options_.checkpoint_interval_ms));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, interval, [&] { return stopping_; })) {
+    lock.unlock();
+    SignCheckpoint().IgnoreError();  // retried at the next interval
+    lock.lock();
+  }
+}
+
+absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (has_latest_ && (size == 0 || size == latest_.size)) return latest_;
+    if (size == 0) return absl::NotFoundError("checkpoint: none signed yet");
+  }
+  auto note_text = store_->GetCheckpoint(size);
+  if (absl::IsNotFound(note_text.status())) {
+    return absl::NotFoundError(absl::StrCat("tree_size: no checkpoint of size ", size,
+                                            " was signed"));
+  }
+  if (!note_text.ok()) return note_text.status();
+  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
+  auto text = verifier->Open(*note_text);
+  if (!text.ok()) {
+    return absl::DataLossError(absl::StrCat("checkpoint of size ", size,
+                                            " does not verify: ", text.status().message()));
+  }
+  auto cp = note::ParseCheckpoint(*text);
+  if (!cp.ok()) return absl::DataLossError(cp.status().message());
+  return SignedCheckpoint{size, cp->root, *note_text};
+}
+
+absl::StatusOr<uint64_t> Log::ResolveSize(uint64_t tree_size) const {
+  if (tree_size == 0) {
+    auto cp = Checkpoint(0);
+    if (!cp.ok()) return cp.status();
+    return cp->size;
+  }
+  uint64_t size = head().size;
+  if (tree_size > size) {
+    return absl::OutOfRangeError(
+        absl::StrCat("tree_size: ", tree_size, " is beyond the log's size ", size));
+  }
+  return tree_size;
+}
+
+absl::StatusOr<Inclusion> Log::ProveInclusion(uint64_t seq, uint64_t tree_size) const {
+  auto size = ResolveSize(tree_size);
+  if (!size.ok()) return size.status();
+  if (seq >= *size) {
+    return absl::OutOfRangeError(absl::StrCat("seq: ", seq, " is not in the tree of size ",
+                                              *size));
+  }
+  auto node = [&](int level, uint64_t index) { return store_->GetNode(level, index); };
+  Inclusion out;
+  out.seq = seq;
+  out.tree_size = *size;
+  auto leaf = store_->GetNode(0, seq);
+  if (!leaf.ok()) return leaf.status();
+  out.leaf_hash = *leaf;
+  auto path = merkle::InclusionProof(seq, *size, node);
+  if (!path.ok()) return path.status();
+  out.path = *std::move(path);
+  if (auto cp = Checkpoint(*size); cp.ok()) out.checkpoint = cp->note;
+  return out;
+}
+
+absl::StatusOr<uint64_t> Log::SeqOf(const std::string& receipt_id) const {
+  auto ref = store_->FindReceipt(receipt_id);
+  if (!ref.ok()) return ref.status();
+  if (!ref->has_value()) {
+    return absl::NotFoundError(absl::StrCat("receipt_id: '", receipt_id, "' is not in the log"));
+  }
+  if ((*ref)->seq >= head().size) {
+    return absl::NotFoundError(absl::StrCat("receipt_id: '", receipt_id, "' is not in the log"));
+  }
+  return (*ref)->seq;
+}
+
+absl::StatusOr<std::vector<hash::Hash>> Log::ProveConsistency(uint64_t from, uint64_t* to) const {
+  auto size = ResolveSize(*to);
+  if (!size.ok()) return size.status();
+  *to = *size;
+  if (from > *size) {
+    return absl::OutOfRangeError(
+        absl::StrCat("from_size: ", from, " is larger than to_size ", *size));
+  }
+  return merkle::ConsistencyProof(from, *size, [&](int level, uint64_t index) {
+    return store_->GetNode(level, index);
+  });
+}
+
+absl::Status Log::ScanEntries(uint64_t from, uint64_t to,
+                              absl::FunctionRef<absl::Status(uint64_t, std::string_view)> fn) const {
+  uint64_t size = head().size;
+  if (from > to) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("from_seq: ", from, " is larger than to_seq ", to));
+  }
+  if (to > size) {
+    return absl::OutOfRangeError(
+        absl::StrCat("to_seq: ", to, " is beyond the log's size ", size));
+  }
+  return store_->ScanLeaves(from, to, fn);
+}
+
+sequencer::Head Log::head() const {
+  if (sequencer_ != nullptr) return sequencer_->committed();
+  auto state = store_->ReadState();
+  return state.ok() ? sequencer::Head{state->size, {}, state->head} : sequencer::Head{};
+}
+
+}  // namespace ledger::log

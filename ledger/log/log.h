@@ -1,0 +1,134 @@
+// The ledger's log: the store, the sequencer and the checkpointer behind
+// one small API that the gRPC service adapts.
+//
+// On Open the log checks itself: the stored tree must reproduce the root of
+// the latest signed checkpoint and the chain head must be the hash of the
+// last entry. If not, the log still serves reads (so the damage can be
+// inspected) but refuses appends with DATA_LOSS naming the size and both
+// roots, and signs nothing.
+//
+// Checkpoints are signed only over committed state: at most every
+// checkpoint_interval_ms, when the log grew, and once more on shutdown.
+// Every checkpoint is kept.
+//
+// Thread-safe: every method may be called concurrently.
+#ifndef LEDGER_LOG_LOG_H_
+#define LEDGER_LOG_LOG_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ledger/hash/hash.h"
+#include "ledger/note/note.h"
+#include "ledger/receipt/receipt.h"
+#include "ledger/sequencer/sequencer.h"
+#include "ledger/store/store.h"
+
+namespace ledger::log {
+
+inline constexpr char kDefaultOrigin[] = "evidence-ledger.local/dev";
+inline constexpr size_t kMaxReceiptsPerAppend = 1000;
+
+struct SignedCheckpoint {
+  uint64_t size = 0;
+  hash::Hash root{};
+  std::string note;
+};
+
+struct Inclusion {
+  uint64_t seq = 0;
+  hash::Hash leaf_hash{};
+  uint64_t tree_size = 0;
+  std::vector<hash::Hash> path;
+  std::string checkpoint;  // the signed note of tree_size, if one was signed
+};
+
+class Log {
+ public:
+  struct Options {
+    std::string data_dir;
+    std::string origin = kDefaultOrigin;
+    int64_t checkpoint_interval_ms = 1000;
+    sequencer::Sequencer::Options sequencer;
+  };
+
+  // Opens (creating if needed) the log in options.data_dir, signed by
+  // `signer`, whose name MUST be the origin. FAILED_PRECONDITION when the
+  // stored checkpoints were signed by another key or for another origin.
+  static absl::StatusOr<std::unique_ptr<Log>> Open(Options options, note::Signer signer);
+
+  // Finishes queued appends and signs a final checkpoint.
+  ~Log();
+
+  using AppendDone = std::function<void(std::vector<sequencer::Outcome>)>;
+
+  // Validates each receipt (CONTRACT §3) and appends the valid ones; `done`
+  // gets one outcome per receipt, in order, once they are durable.
+  // Returns an error, and does not call `done`, when nothing could be
+  // queued: INVALID_ARGUMENT for more than kMaxReceiptsPerAppend receipts,
+  // DATA_LOSS when the store failed its check, RESOURCE_EXHAUSTED when the
+  // queue is full, UNAVAILABLE while shutting down.
+  absl::Status Append(const std::string& emitter, std::vector<receipt::Receipt> receipts,
+                      AppendDone done);
+
+  // The checkpoint of `size`, or the latest when size is 0. NOT_FOUND when
+  // no checkpoint of that size was signed.
+  absl::StatusOr<SignedCheckpoint> Checkpoint(uint64_t size) const;
+
+  // Inclusion proof of `seq` in the tree of `tree_size` (0: the latest
+  // checkpoint). OUT_OF_RANGE when seq or tree_size is beyond the log.
+  absl::StatusOr<Inclusion> ProveInclusion(uint64_t seq, uint64_t tree_size) const;
+
+  // NOT_FOUND when no entry has this receipt_id.
+  absl::StatusOr<uint64_t> SeqOf(const std::string& receipt_id) const;
+
+  // Consistency proof from `from` to `to` (0: the latest checkpoint).
+  absl::StatusOr<std::vector<hash::Hash>> ProveConsistency(uint64_t from, uint64_t* to) const;
+
+  // Calls fn for from <= seq < to. OUT_OF_RANGE when `to` is beyond the log.
+  absl::Status ScanEntries(uint64_t from, uint64_t to,
+                           absl::FunctionRef<absl::Status(uint64_t, std::string_view)> fn) const;
+
+  // Signs a checkpoint of the committed log now if it grew since the last.
+  absl::Status SignCheckpoint();
+
+  sequencer::Head head() const;
+  const std::string& origin() const { return options_.origin; }
+  std::string verifier_key() const { return signer_.VerifierKey(); }
+  // OK, or the DATA_LOSS found on Open.
+  const absl::Status& integrity() const { return integrity_; }
+
+ private:
+  Log(Options options, note::Signer signer, std::unique_ptr<store::Store> store);
+  absl::Status CheckIntegrity(const store::State& state);
+  void RunCheckpointer();
+  absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
+
+  const Options options_;
+  const note::Signer signer_;
+  std::unique_ptr<store::Store> store_;
+  absl::Status integrity_;
+  std::unique_ptr<sequencer::Sequencer> sequencer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  SignedCheckpoint latest_ ABSL_GUARDED_BY(mu_);
+  bool has_latest_ ABSL_GUARDED_BY(mu_) = false;
+  std::mutex sign_mu_;  // one signer at a time
+  std::thread checkpointer_;
+};
+
+}  // namespace ledger::log
+
+#endif  // LEDGER_LOG_LOG_H_

@@ -1,0 +1,192 @@
+#include "ledger/log/log.h"
+
+#include <sys/stat.h>
+
+#include <future>
+
+#include "gtest/gtest.h"
+#include "ledger/log/key_file.h"
+#include "ledger/merkle/merkle.h"
+#include "tests/util/temp_dir.h"
+
+namespace ledger::log {
+namespace {
+
+receipt::Receipt Model(const std::string& id) {
+  auto r = receipt::FromJsonText(
+      R"({"kind":"model_call","team":"team-a","run_id":"run-1","occurred_at_us":1,)"
+      R"("route":"r","decision":"allow"})");
+  r->set_receipt_id(id);
+  return *r;
+}
+
+std::vector<sequencer::Outcome> AppendAll(Log& log, std::vector<receipt::Receipt> rs) {
+  std::promise<std::vector<sequencer::Outcome>> p;
+  auto f = p.get_future();
+  absl::Status s = log.Append("tester", std::move(rs),
+                              [&](std::vector<sequencer::Outcome> o) { p.set_value(std::move(o)); });
+  EXPECT_TRUE(s.ok()) << s;
+  return f.get();
+}
+
+class LogTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Log> OpenLog() {
+    Log::Options o;
+    o.data_dir = dir_.Sub("data");
+    o.origin = "ledger.test/log";
+    o.checkpoint_interval_ms = 60'000;  // tests sign explicitly
+    auto log = Log::Open(o, signer_);
+    EXPECT_TRUE(log.ok()) << log.status();
+    return log.ok() ? *std::move(log) : nullptr;
+  }
+  testing::TempDir dir_;
+  note::Signer signer_ = *note::Signer::Generate("ledger.test/log");
+};
+
+TEST_F(LogTest, FreshLogHasASignedEmptyCheckpoint) {
+  auto log = OpenLog();
+  auto cp = log->Checkpoint(0);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  EXPECT_EQ(cp->size, 0u);
+  EXPECT_EQ(cp->root, hash::EmptyRoot());
+  auto v = *note::Verifier::Parse(log->verifier_key());
+  auto text = v.Open(cp->note);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "ledger.test/log\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n");
+}
+
+TEST_F(LogTest, AppendsProvesAndChecksConsistency) {
+  auto log = OpenLog();
+  std::vector<receipt::Receipt> batch;
+  for (int i = 0; i < 10; ++i) batch.push_back(Model("r" + std::to_string(i)));
+  auto out = AppendAll(*log, batch);
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  auto cp10 = *log->Checkpoint(0);
+  EXPECT_EQ(cp10.size, 10u);
+  for (uint64_t seq = 0; seq < 10; ++seq) {
+    auto inc = log->ProveInclusion(seq, 0);
+    ASSERT_TRUE(inc.ok()) << inc.status();
+    EXPECT_EQ(inc->leaf_hash, out[seq].leaf_hash);
+    EXPECT_EQ(inc->checkpoint, cp10.note);
+    EXPECT_TRUE(merkle::VerifyInclusion(seq, 10, inc->leaf_hash, inc->path, cp10.root).ok());
+  }
+  AppendAll(*log, {Model("r10"), Model("r11"), Model("r12")});
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  auto cp13 = *log->Checkpoint(0);
+  uint64_t to = 0;
+  auto proof = log->ProveConsistency(10, &to);
+  ASSERT_TRUE(proof.ok());
+  EXPECT_EQ(to, 13u);
+  EXPECT_TRUE(merkle::VerifyConsistency(10, 13, cp10.root, cp13.root, *proof).ok());
+  EXPECT_EQ(log->Checkpoint(10)->note, cp10.note);
+  EXPECT_EQ(*log->SeqOf("r11"), 11u);
+  EXPECT_EQ(log->SeqOf("nope").status().message(), "receipt_id: 'nope' is not in the log");
+  EXPECT_EQ(log->ProveInclusion(13, 0).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(log->ProveInclusion(0, 14).status().message(),
+            "tree_size: 14 is beyond the log's size 13");
+  EXPECT_EQ(log->Checkpoint(7).status().message(), "tree_size: no checkpoint of size 7 was signed");
+}
+
+TEST_F(LogTest, InvalidReceiptsFailAloneAndValidNeighboursAreAppended) {
+  auto log = OpenLog();
+  auto bad = Model("bad");
+  bad.set_team("Team A");
+  auto out = AppendAll(*log, {Model("a"), bad, Model("b")});
+  EXPECT_EQ(out[0].seq, 0u);
+  EXPECT_EQ(out[1].status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out[1].status.message(), "team: required, 1-63 bytes of [a-z0-9-]");
+  EXPECT_EQ(out[2].seq, 1u);
+  EXPECT_EQ(log->head().size, 2u);
+}
+
+TEST_F(LogTest, TooManyReceiptsInOneRequest) {
+  auto log = OpenLog();
+  std::vector<receipt::Receipt> many(1001, Model("x"));
+  auto s = log->Append("t", many, [](std::vector<sequencer::Outcome>) { FAIL(); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "receipts: at most 1000 per request, got 1001");
+}
+
+TEST_F(LogTest, ClosingSignsTheFinalCheckpointAndReopenContinues) {
+  {
+    auto log = OpenLog();
+    AppendAll(*log, {Model("a"), Model("b")});
+  }
+  auto log = OpenLog();
+  EXPECT_EQ(log->Checkpoint(0)->size, 2u);
+  EXPECT_TRUE(log->integrity().ok());
+  auto out = AppendAll(*log, {Model("c")});
+  EXPECT_EQ(out[0].seq, 2u);
+}
+
+TEST_F(LogTest, AnotherKeyIsRefusedAtStart) {
+  { OpenLog(); }
+  Log::Options o;
+  o.data_dir = dir_.Sub("data");
+  o.origin = "ledger.test/log";
+  auto log = Log::Open(o, *note::Signer::Generate("ledger.test/log"));
+  EXPECT_EQ(log.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(LogTest, KeyNamedOtherThanTheOriginIsRefused) {
+  Log::Options o;
+  o.data_dir = dir_.Sub("data");
+  o.origin = "ledger.test/other";
+  auto log = Log::Open(o, signer_);
+  EXPECT_EQ(log.status().message(),
+            "signing key: named 'ledger.test/log' but the origin is 'ledger.test/other'");
+}
+
+TEST_F(LogTest, AlteredTreeNodeRefusesAppendsWithDataLoss) {
+  hash::Hash good_root, leaf_c;
+  {
+    auto log = OpenLog();
+    leaf_c = AppendAll(*log, {Model("a"), Model("b"), Model("c")})[2].leaf_hash;
+    ASSERT_TRUE(log->SignCheckpoint().ok());
+    good_root = log->Checkpoint(0)->root;
+  }
+  hash::Hash forged = hash::LeafHash("forged");
+  {
+    auto store = *store::Store::Open(dir_.Sub("data") + "/db");
+    auto b = store->NewBatch();
+    b.PutNode(1, 0, forged);
+    ASSERT_TRUE(store->Commit(std::move(b)).ok());
+  }
+  auto log = OpenLog();
+  // Size 3 = node(1, 0) over leaves 0-1, then leaf 2.
+  hash::Hash bad_root = hash::NodeHash(forged, leaf_c);
+  EXPECT_EQ(log->integrity().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(log->integrity().message(),
+            "integrity: at tree size 3 the stored nodes give root " + hash::Hex(bad_root) +
+                " but the signed checkpoint says " + hash::Hex(good_root));
+  auto s = log->Append("t", {Model("d")}, [](std::vector<sequencer::Outcome>) { FAIL(); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(KeyFileTest, CreatedWithMode0600AndNeverOverwritten) {
+  testing::TempDir dir;
+  std::string path = dir.Sub("k");
+  auto created = CreateKeyFile(path, "o.example/x");
+  ASSERT_TRUE(created.ok());
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(CreateKeyFile(path, "o.example/x").status().code(), absl::StatusCode::kAlreadyExists);
+  auto read = ReadKeyFile(path, "o.example/x");
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->VerifierKey(), created->VerifierKey());
+  EXPECT_EQ(ReadKeyFile(path, "o.example/y").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(KeyFileTest, LoadOrCreateReusesTheDataDirectoryKey) {
+  testing::TempDir dir;
+  auto first = LoadOrCreateKey(dir.path(), "", "o.example/x");
+  auto second = LoadOrCreateKey(dir.path(), "", "o.example/x");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->VerifierKey(), second->VerifierKey());
+}
+
+}  // namespace
+}  // namespace ledger::log
