@@ -1,0 +1,94 @@
+#include "cmd/flags.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ledger::cmd {
+
+void Flags::Define(const std::string& name, const std::string& default_value,
+                   const std::string& help, bool boolean) {
+  options_[name] = {default_value, default_value, help, boolean, false};
+  order_.push_back(name);
+}
+
+absl::Status Flags::Parse(int argc, char** argv, int first) {
+  bool options_done = false;
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (options_done || arg.size() < 3 || arg.rfind("--", 0) != 0) {
+      if (arg == "--") {
+        options_done = true;
+        continue;
+      }
+      positional_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2), value;
+    bool has_value = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto it = options_.find(name);
+    if (it == options_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": unknown option"));
+    }
+    Option& o = it->second;
+    if (o.boolean) {
+      if (has_value && value != "true" && value != "false") {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, ": want true or false"));
+      }
+      o.value = has_value ? value : "true";
+    } else {
+      if (!has_value) {
+        if (i + 1 >= argc) {
+          return absl::InvalidArgumentError(absl::StrCat("--", name, ": needs a value"));
+        }
+        value = argv[++i];
+      }
+      o.value = value;
+    }
+    o.given = true;
+  }
+  return absl::OkStatus();
+}
+
+const std::string& Flags::Get(const std::string& name) const {
+  auto it = options_.find(name);
+  if (it == options_.end()) std::abort();  // a flag the program never defined
+  return it->second.value;
+}
+
+bool Flags::Has(const std::string& name) const {
+  auto it = options_.find(name);
+  return it != options_.end() && it->second.given;
+}
+
+absl::StatusOr<int64_t> Flags::Int(const std::string& name) const {
+  const std::string& v = Get(name);
+  int64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", v, "' is not an integer"));
+  }
+  return out;
+}
+
+std::string Flags::Usage() const {
+  std::string out;
+  for (const auto& name : order_) {
+    const Option& o = options_.at(name);
+    absl::StrAppend(&out, "  --", name);
+    if (!o.boolean) {
+      absl::StrAppend(&out, " (default: ", o.default_value.empty() ? "none" : o.default_value, ")");
+    }
+    absl::StrAppend(&out, "\n      ", o.help, "\n");
+  }
+  return out;
+}
+
+}  // namespace ledger::cmd

@@ -1,0 +1,53 @@
+// A small command-line parser for ledgerd and ledgerctl: "--name value" or
+// "--name=value" options, declared with a default and a help line, and
+// positional arguments. Unknown options and bad integers are errors that
+// name the flag.
+#ifndef CMD_FLAGS_H_
+#define CMD_FLAGS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ledger::cmd {
+
+class Flags {
+ public:
+  // Declares an option (without the leading dashes). A boolean flag takes
+  // no value and is "true" when present.
+  void Define(const std::string& name, const std::string& default_value,
+              const std::string& help, bool boolean = false);
+
+  // Parses argv[first..argc). Options may come before or after positional
+  // arguments; "--" ends the options.
+  absl::Status Parse(int argc, char** argv, int first);
+
+  const std::string& Get(const std::string& name) const;
+  bool Has(const std::string& name) const;  // given on the command line
+  bool Bool(const std::string& name) const { return Get(name) == "true"; }
+  // INVALID_ARGUMENT naming the flag when the value is not an integer.
+  absl::StatusOr<int64_t> Int(const std::string& name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  // One line per option: "  --name (default: x)  help".
+  std::string Usage() const;
+
+ private:
+  struct Option {
+    std::string value;
+    std::string default_value;
+    std::string help;
+    bool boolean = false;
+    bool given = false;
+  };
+  std::map<std::string, Option> options_;
+  std::vector<std::string> order_;
+  std::vector<std::string> positional_;
+};
+
+}  // namespace ledger::cmd
+
+#endif  // CMD_FLAGS_H_

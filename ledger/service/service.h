@@ -1,0 +1,80 @@
+// The gRPC face of the log: thin adapters that decode a request, call
+// ledger/log, and map the result and status. Built on gRPC's callback API so
+// that no thread waits while an append is being made durable.
+//
+// Thread-safe: gRPC calls the handlers from its own threads; the log is
+// thread-safe.
+#ifndef LEDGER_SERVICE_SERVICE_H_
+#define LEDGER_SERVICE_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ledger/log/log.h"
+#include "ledger_service.grpc.pb.h"
+
+namespace ledger::service {
+
+namespace pb = evidence::ledger::v1;
+
+// At most this many bytes in one request: 1,000 receipts of 4 KiB.
+inline constexpr int kMaxRequestBytes = 4 * 1024 * 1024 + 64 * 1024;
+
+class LedgerService final : public pb::LedgerService::CallbackService {
+ public:
+  // `log` MUST outlive the service.
+  explicit LedgerService(log::Log* log) : log_(log) {}
+
+  grpc::ServerUnaryReactor* Append(grpc::CallbackServerContext* ctx,
+                                   const pb::AppendRequest* request,
+                                   pb::AppendResponse* response) override;
+  grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>* AppendStream(
+      grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* GetCheckpoint(grpc::CallbackServerContext* ctx,
+                                          const pb::GetCheckpointRequest* request,
+                                          pb::Checkpoint* response) override;
+  grpc::ServerUnaryReactor* GetVerifierKey(grpc::CallbackServerContext* ctx,
+                                           const pb::GetVerifierKeyRequest* request,
+                                           pb::VerifierKey* response) override;
+  grpc::ServerUnaryReactor* GetInclusionProof(grpc::CallbackServerContext* ctx,
+                                              const pb::GetInclusionProofRequest* request,
+                                              pb::InclusionProof* response) override;
+  grpc::ServerUnaryReactor* GetConsistencyProof(grpc::CallbackServerContext* ctx,
+                                                const pb::GetConsistencyProofRequest* request,
+                                                pb::ConsistencyProof* response) override;
+  grpc::ServerWriteReactor<pb::Entry>* GetEntries(grpc::CallbackServerContext* ctx,
+                                                  const pb::GetEntriesRequest* request) override;
+
+ private:
+  log::Log* const log_;
+};
+
+// A running server: the ledger service, gRPC health checking and server
+// reflection on one listening address.
+class Server {
+ public:
+  // `listen` is HOST:PORT; port 0 picks a free port. `log` MUST outlive the
+  // server. UNAVAILABLE when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(log::Log* log, const std::string& listen);
+  ~Server();
+
+  int port() const { return port_; }
+  // HOST:PORT with the real port.
+  const std::string& address() const { return address_; }
+
+  // Stops accepting calls and waits for running ones (up to the deadline).
+  void Shutdown();
+
+ private:
+  Server() = default;
+
+  std::unique_ptr<LedgerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string address_;
+};
+
+}  // namespace ledger::service
+
+#endif  // LEDGER_SERVICE_SERVICE_H_
