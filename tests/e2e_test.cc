@@ -1,0 +1,348 @@
+// End to end: a real server on a loopback port, real gRPC clients, a real
+// RocksDB store in a temporary directory.
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "health.grpc.pb.h"
+#include "ledger/log/log.h"
+#include "ledger/merkle/merkle.h"
+#include "ledger/note/note.h"
+#include "ledger/receipt/entry.h"
+#include "ledger/service/service.h"
+#include "ledger_service.grpc.pb.h"
+#include "tests/util/temp_dir.h"
+
+namespace ledger {
+namespace {
+
+namespace pb = evidence::ledger::v1;
+
+pb::Receipt Receipt(const std::string& id, const std::string& run, int i) {
+  pb::Receipt r;
+  r.set_receipt_id(id);
+  r.set_team("team-" + std::to_string(i % 3));
+  r.set_run_id(run);
+  r.set_step_id("step-" + std::to_string(i % 7));
+  r.set_occurred_at_us(1767225600000000 + i);
+  auto* m = r.mutable_model_call();
+  m->set_provider("openai");
+  m->set_model("demo-openai");
+  m->set_route("demo-openai");
+  m->set_decision(i % 5 == 0 ? pb::DECISION_DENY : pb::DECISION_ALLOW);
+  m->set_input_tokens(i);
+  m->set_output_tokens(0);
+  m->set_cost_micros(i * 10);
+  return r;
+}
+
+class E2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log::Log::Options o;
+    o.data_dir = dir_.Sub("data");
+    o.origin = "ledger.test/e2e";
+    o.checkpoint_interval_ms = 50;
+    log_ = *log::Log::Open(o, *note::Signer::Generate("ledger.test/e2e"));
+    server_ = *service::Server::Start(log_.get(), "127.0.0.1:0");
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = pb::LedgerService::NewStub(channel_);
+  }
+  void TearDown() override {
+    server_.reset();
+    log_.reset();
+  }
+
+  pb::AppendResponse Append(const std::vector<pb::Receipt>& rs, grpc::Status* status = nullptr) {
+    pb::AppendRequest req;
+    for (const auto& r : rs) *req.add_receipts() = r;
+    pb::AppendResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub_->Append(&ctx, req, &resp);
+    if (status != nullptr) {
+      *status = s;
+    } else {
+      EXPECT_TRUE(s.ok()) << s.error_message();
+    }
+    return resp;
+  }
+
+  std::vector<std::string> AllLeaves() {
+    grpc::ClientContext ctx;
+    pb::GetEntriesRequest req;
+    req.set_from_seq(0);
+    req.set_to_seq(log_->head().size);
+    auto reader = stub_->GetEntries(&ctx, req);
+    std::vector<std::string> out;
+    pb::Entry e;
+    while (reader->Read(&e)) {
+      EXPECT_EQ(e.seq(), out.size());
+      EXPECT_EQ(e.leaf_hash(), std::string(hash::AsBytes(hash::LeafHash(e.leaf()))));
+      out.push_back(e.leaf());
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    return out;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<log::Log> log_;
+  std::unique_ptr<service::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::LedgerService::Stub> stub_;
+};
+
+TEST_F(E2eTest, ConcurrentUnaryAndStreamClientsGetDenseUniqueSeqs) {
+  constexpr int kUnaryClients = 8, kUnaryEach = 60;
+  constexpr int kStreamClients = 4, kBatches = 10, kBatchSize = 50;
+  std::mutex mu;
+  std::map<std::string, uint64_t> seq_of;  // receipt_id -> seq
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kUnaryClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto stub = pb::LedgerService::NewStub(channel_);
+      for (int i = 0; i < kUnaryEach; ++i) {
+        std::string id = "u" + std::to_string(c) + "-" + std::to_string(i);
+        pb::AppendRequest req;
+        *req.add_receipts() = Receipt(id, "run-u" + std::to_string(c), i);
+        pb::AppendResponse resp;
+        grpc::ClientContext ctx;
+        ASSERT_TRUE(stub->Append(&ctx, req, &resp).ok());
+        ASSERT_EQ(resp.results_size(), 1);
+        ASSERT_EQ(resp.results(0).code(), 0) << resp.results(0).message();
+        std::lock_guard<std::mutex> lock(mu);
+        seq_of[id] = resp.results(0).seq();
+      }
+    });
+  }
+  for (int c = 0; c < kStreamClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto stub = pb::LedgerService::NewStub(channel_);
+      grpc::ClientContext ctx;
+      auto stream = stub->AppendStream(&ctx);
+      std::vector<std::vector<std::string>> sent;
+      for (int b = 0; b < kBatches; ++b) {
+        pb::AppendRequest req;
+        sent.emplace_back();
+        for (int i = 0; i < kBatchSize; ++i) {
+          std::string id = "s" + std::to_string(c) + "-" + std::to_string(b) + "-" + std::to_string(i);
+          *req.add_receipts() = Receipt(id, "run-s" + std::to_string(c), i);
+          sent.back().push_back(id);
+        }
+        ASSERT_TRUE(stream->Write(req));
+      }
+      stream->WritesDone();
+      pb::AppendResponse resp;
+      size_t b = 0;
+      while (stream->Read(&resp)) {
+        ASSERT_LT(b, sent.size());
+        ASSERT_EQ(resp.results_size(), kBatchSize);
+        for (int i = 0; i < kBatchSize; ++i) {
+          ASSERT_EQ(resp.results(i).code(), 0) << resp.results(i).message();
+          std::lock_guard<std::mutex> lock(mu);
+          seq_of[sent[b][i]] = resp.results(i).seq();
+        }
+        ++b;
+      }
+      EXPECT_EQ(b, sent.size());
+      EXPECT_TRUE(stream->Finish().ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  const size_t total = kUnaryClients * kUnaryEach + kStreamClients * kBatches * kBatchSize;
+  ASSERT_EQ(seq_of.size(), total);
+  std::set<uint64_t> seqs;
+  for (const auto& [id, seq] : seq_of) seqs.insert(seq);
+  ASSERT_EQ(seqs.size(), total);
+  EXPECT_EQ(*seqs.rbegin(), total - 1);
+
+  // Every entry is the receipt we were told, every prev link and run link holds.
+  std::vector<std::string> leaves = AllLeaves();
+  ASSERT_EQ(leaves.size(), total);
+  hash::Hash prev = receipt::kZeroHash;
+  std::map<std::string, uint64_t> last_in_run;
+  merkle::Frontier tree;
+  for (uint64_t seq = 0; seq < leaves.size(); ++seq) {
+    auto e = receipt::ParseLeaf(leaves[seq]);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->seq, seq);
+    EXPECT_EQ(e->prev, prev) << "seq " << seq;
+    EXPECT_EQ(seq_of.at(e->receipt.receipt_id()), seq);
+    EXPECT_EQ(e->emitter, "local");
+    std::string run = e->receipt.team() + "/" + e->receipt.run_id();
+    if (auto it = last_in_run.find(run); it != last_in_run.end()) {
+      EXPECT_EQ(e->run_prev, it->second);
+    } else {
+      EXPECT_FALSE(e->run_prev.has_value());
+    }
+    last_in_run[run] = seq;
+    prev = hash::LeafHash(leaves[seq]);
+    tree.Append(prev, [](int, uint64_t, const hash::Hash&) {});
+  }
+
+  // The signed checkpoint commits to exactly these leaves.
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  grpc::ClientContext ctx;
+  pb::Checkpoint cp;
+  ASSERT_TRUE(stub_->GetCheckpoint(&ctx, pb::GetCheckpointRequest(), &cp).ok());
+  EXPECT_EQ(cp.tree_size(), total);
+  EXPECT_EQ(cp.root_hash(), std::string(hash::AsBytes(tree.Root())));
+  auto verifier = *note::Verifier::Parse(log_->verifier_key());
+  auto text = verifier.Open(cp.note());
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(note::ParseCheckpoint(*text)->root, tree.Root());
+
+  // Inclusion proofs by seq and by receipt id verify against it.
+  std::mt19937 rng(7);
+  for (int k = 0; k < 20; ++k) {
+    uint64_t seq = rng() % total;
+    for (bool by_id : {false, true}) {
+      pb::GetInclusionProofRequest req;
+      if (by_id) {
+        req.set_receipt_id(receipt::ParseLeaf(leaves[seq])->receipt.receipt_id());
+      } else {
+        req.set_seq(seq);
+      }
+      pb::InclusionProof proof;
+      grpc::ClientContext c2;
+      ASSERT_TRUE(stub_->GetInclusionProof(&c2, req, &proof).ok());
+      EXPECT_EQ(proof.seq(), seq);
+      EXPECT_EQ(proof.checkpoint(), cp.note());
+      std::vector<hash::Hash> path;
+      for (const auto& h : proof.hashes()) path.push_back(*hash::FromBytes(h));
+      EXPECT_TRUE(merkle::VerifyInclusion(seq, total, hash::LeafHash(leaves[seq]), path,
+                                          tree.Root()).ok());
+    }
+  }
+}
+
+TEST_F(E2eTest, RetriesAreIdempotentOverUnaryAndStream) {
+  std::vector<pb::Receipt> batch = {Receipt("a", "r", 1), Receipt("b", "r", 2)};
+  auto first = Append(batch);
+  auto again = Append(batch);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FALSE(first.results(i).duplicate());
+    EXPECT_TRUE(again.results(i).duplicate());
+    EXPECT_EQ(again.results(i).seq(), first.results(i).seq());
+    EXPECT_EQ(again.results(i).leaf_hash(), first.results(i).leaf_hash());
+  }
+  grpc::ClientContext ctx;
+  auto stream = stub_->AppendStream(&ctx);
+  pb::AppendRequest req;
+  for (const auto& r : batch) *req.add_receipts() = r;
+  ASSERT_TRUE(stream->Write(req));
+  pb::AppendResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  EXPECT_TRUE(resp.results(0).duplicate());
+  EXPECT_EQ(resp.results(1).seq(), first.results(1).seq());
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(log_->head().size, 2u);
+
+  // Same id, other content: ALREADY_EXISTS, nothing written.
+  pb::Receipt changed = Receipt("a", "r", 1);
+  changed.mutable_model_call()->set_cost_micros(999);
+  auto conflict = Append({changed});
+  EXPECT_EQ(conflict.results(0).code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(conflict.results(0).message(),
+            "receipt_id: 'a' is already in the log (seq 0) with different content");
+  EXPECT_EQ(log_->head().size, 2u);
+}
+
+TEST_F(E2eTest, EachInvalidReceiptNamesItsFieldWhileNeighboursAreAppended) {
+  std::vector<pb::Receipt> batch;
+  for (int i = 0; i < 6; ++i) batch.push_back(Receipt("ok-" + std::to_string(i), "r", i));
+  batch[1].set_team("Team_A");
+  batch[3].clear_run_id();
+  batch[4].mutable_model_call()->set_request_sha256("not-a-digest");
+  pb::Receipt start;
+  start.set_receipt_id("start-1");
+  start.set_team("team-a");
+  start.set_run_id("r");
+  start.set_step_id("s");
+  start.set_occurred_at_us(5);
+  start.mutable_agent_start()->set_decision(pb::DECISION_ALLOW);
+  batch.push_back(start);  // allowed without timeout_ms
+  auto resp = Append(batch);
+  ASSERT_EQ(resp.results_size(), 7);
+  EXPECT_EQ(resp.results(1).code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(resp.results(1).message(), "team: required, 1-63 bytes of [a-z0-9-]");
+  EXPECT_EQ(resp.results(3).message(), "run_id: required, at most 128 bytes");
+  EXPECT_EQ(resp.results(4).message(),
+            "request_sha256: must be a SHA-256 digest: 64 lowercase hex digits");
+  EXPECT_EQ(resp.results(6).message(), "timeout_ms: required when decision is allow, 1..86400000");
+  std::vector<uint64_t> seqs;
+  for (int i : {0, 2, 5}) {
+    EXPECT_EQ(resp.results(i).code(), 0);
+    seqs.push_back(resp.results(i).seq());
+  }
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(log_->head().size, 3u);
+}
+
+TEST_F(E2eTest, RequestLevelErrors) {
+  std::vector<pb::Receipt> many;
+  for (int i = 0; i < 1001; ++i) many.push_back(Receipt("m" + std::to_string(i), "r", i));
+  grpc::Status status;
+  Append(many, &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "receipts: at most 1000 per request, got 1001");
+
+  grpc::ClientContext c1;
+  pb::GetEntriesRequest er;
+  er.set_from_seq(0);
+  er.set_to_seq(5);
+  auto reader = stub_->GetEntries(&c1, er);
+  pb::Entry e;
+  EXPECT_FALSE(reader->Read(&e));
+  grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(s.error_message(), "to_seq: 5 is beyond the log's size 0");
+
+  grpc::ClientContext c2;
+  pb::GetInclusionProofRequest ir;
+  ir.set_receipt_id("missing");
+  pb::InclusionProof proof;
+  s = stub_->GetInclusionProof(&c2, ir, &proof);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "receipt_id: 'missing' is not in the log");
+
+  grpc::ClientContext c3;
+  pb::GetConsistencyProofRequest cr;
+  cr.set_from_size(3);
+  pb::ConsistencyProof cproof;
+  s = stub_->GetConsistencyProof(&c3, cr, &cproof);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+}
+
+TEST_F(E2eTest, HealthCheckSaysServing) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext ctx;
+  grpc::health::v1::HealthCheckResponse resp;
+  ASSERT_TRUE(health->Check(&ctx, grpc::health::v1::HealthCheckRequest(), &resp).ok());
+  EXPECT_EQ(resp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+TEST_F(E2eTest, VerifierKeyAndCheckpointAgree) {
+  Append({Receipt("x", "r", 1)});
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  grpc::ClientContext c1, c2;
+  pb::VerifierKey key;
+  ASSERT_TRUE(stub_->GetVerifierKey(&c1, pb::GetVerifierKeyRequest(), &key).ok());
+  EXPECT_EQ(key.origin(), "ledger.test/e2e");
+  pb::Checkpoint cp;
+  pb::GetCheckpointRequest req;
+  req.set_tree_size(1);
+  ASSERT_TRUE(stub_->GetCheckpoint(&c2, req, &cp).ok());
+  auto text = note::Verifier::Parse(key.vkey())->Open(cp.note());
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(note::ParseCheckpoint(*text)->size, 1u);
+}
+
+}  // namespace
+}  // namespace ledger
