@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The two ways in, for a fresh Debian 12 machine (as root) or a developer's:
+#
+#   scripts/setup.sh demo   install what is missing, build, run the demo
+#   scripts/setup.sh test   install what is missing, build, run every test
+#
+# Idempotent: packages already installed are not touched, the build is
+# incremental. Only Debian's package archive is used.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  g++ cmake ninja-build pkg-config ccache git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  librocksdb-dev libsodium-dev nlohmann-json3-dev libarchive-dev libssl-dev
+  libabsl-dev libbenchmark-dev libgtest-dev
+  golang-go golang-golang-x-mod-dev
+  python3 python3-grpcio python3-protobuf python3-cryptography
+)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+build() {
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+  ninja -C build
+}
+
+case "${1:-}" in
+  demo)
+    install_missing
+    build
+    exec scripts/demo.sh build
+    ;;
+  test)
+    install_missing
+    build
+    cd build
+    exec ctest --output-on-failure -j "$(nproc)" --timeout 900
+    ;;
+  *)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac
