@@ -11,6 +11,17 @@
 namespace ledger::hash {
 namespace {
 
+// Fetched once: OpenSSL 3 looks the implementation up again on every init
+// given EVP_sha256(), which costs more than hashing a short leaf.
+const EVP_MD* Sha256Md() {
+  static EVP_MD* md = [] {
+    EVP_MD* m = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    if (m == nullptr) std::abort();
+    return m;
+  }();
+  return md;
+}
+
 // One digest context per thread, reused: allocating a context per hash would
 // cost more than hashing a typical leaf.
 class Digest {
@@ -23,7 +34,7 @@ class Digest {
   Digest& operator=(const Digest&) = delete;
 
   void Begin() {
-    if (EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) std::abort();
+    if (EVP_DigestInit_ex2(ctx_, Sha256Md(), nullptr) != 1) std::abort();
   }
   void Add(const void* data, size_t n) {
     if (EVP_DigestUpdate(ctx_, data, n) != 1) std::abort();

@@ -141,7 +141,7 @@ absl::Status Log::Append(const std::string& emitter, std::vector<receipt::Receip
       results[i].status = canonical.status();
       continue;
     }
-    submissions.push_back({std::move(receipts[i]), *std::move(canonical), emitter});
+    submissions.push_back(sequencer::Submission::Of(receipts[i], *std::move(canonical), emitter));
     where.push_back(i);
   }
   if (submissions.empty()) {

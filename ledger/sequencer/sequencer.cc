@@ -11,14 +11,25 @@
 namespace ledger::sequencer {
 namespace {
 
-std::string RunKey(const receipt::Receipt& r) {
-  std::string key = r.team();
+std::string RunKey(const Submission& s) {
+  std::string key = s.team;
   key.push_back('\0');  // teams never contain NUL
-  key.append(r.run_id());
+  key.append(s.run_id);
   return key;
 }
 
 }  // namespace
+
+Submission Submission::Of(receipt::Receipt& r, std::string canonical, std::string emitter) {
+  Submission s;
+  s.receipt_id = std::move(*r.mutable_receipt_id());
+  s.team = std::move(*r.mutable_team());
+  s.run_id = std::move(*r.mutable_run_id());
+  s.digest = hash::Sha256(canonical);
+  s.canonical = std::move(canonical);
+  s.emitter = std::move(emitter);
+  return s;
+}
 
 int64_t SystemClockMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -110,7 +121,12 @@ void Sequencer::Process(std::vector<Request>& requests) {
   store::Batch batch = store_->NewBatch();
 
   absl::flat_hash_map<std::string, store::ReceiptRef> new_ids;
-  absl::flat_hash_map<std::string, uint64_t> run_heads;
+  // The last seq of each run this batch appends to; written once per run.
+  struct RunHead {
+    const Submission* submission;
+    uint64_t seq;
+  };
+  absl::flat_hash_map<std::string, RunHead> run_heads;
   std::vector<std::vector<Outcome>> outcomes(requests.size());
   // Outcomes that depend on this batch being committed.
   std::vector<Outcome*> pending;
@@ -121,8 +137,8 @@ void Sequencer::Process(std::vector<Request>& requests) {
     for (size_t i = 0; i < items.size(); ++i) {
       Submission& s = items[i];
       Outcome& out = outcomes[r][i];
-      const std::string& id = s.receipt.receipt_id();
-      hash::Hash digest = hash::Sha256(s.canonical);
+      const std::string& id = s.receipt_id;
+      const hash::Hash& digest = s.digest;
 
       std::optional<store::ReceiptRef> existing;
       bool existing_is_new = false;
@@ -154,11 +170,11 @@ void Sequencer::Process(std::vector<Request>& requests) {
       }
 
       std::optional<uint64_t> run_prev;
-      std::string run_key = RunKey(s.receipt);
+      std::string run_key = RunKey(s);
       if (auto it = run_heads.find(run_key); it != run_heads.end()) {
-        run_prev = it->second;
+        run_prev = it->second.seq;
       } else {
-        auto head = store_->GetRunHead(s.receipt.team(), s.receipt.run_id());
+        auto head = store_->GetRunHead(s.team, s.run_id);
         if (!head.ok()) {
           out.status = absl::UnavailableError(absl::StrCat(
               "storage: run index unreadable: ", std::string(head.status().message())));
@@ -178,9 +194,8 @@ void Sequencer::Process(std::vector<Request>& requests) {
       frontier.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
         batch.PutNode(level, index, h);
       });
-      batch.PutRunHead(s.receipt.team(), s.receipt.run_id(), seq);
       new_ids.emplace(id, ref);
-      run_heads[run_key] = seq;
+      run_heads[run_key] = {&s, seq};
       state.size = seq + 1;
       state.head = leaf_hash;
       state.last_logged_at_us = logged_at;
@@ -192,6 +207,9 @@ void Sequencer::Process(std::vector<Request>& requests) {
   }
 
   if (state.size != state_.size) {
+    for (const auto& [key, head] : run_heads) {
+      batch.PutRunHead(head.submission->team, head.submission->run_id, head.seq);
+    }
     batch.PutState(state);
     absl::Status committed = store_->Commit(std::move(batch));
     if (committed.ok()) {

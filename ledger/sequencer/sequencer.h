@@ -37,11 +37,19 @@ namespace ledger::sequencer {
 using Clock = std::function<int64_t()>;
 int64_t SystemClockMicros();
 
-// A validated receipt ready to be sequenced.
+// A validated receipt ready to be sequenced: what the writer needs of it,
+// prepared by the caller's thread so the single writer does less.
 struct Submission {
-  receipt::Receipt receipt;
+  std::string receipt_id;
+  std::string team;
+  std::string run_id;
   std::string canonical;  // receipt::Canonicalize's output
+  hash::Hash digest{};    // SHA-256 of canonical: compared on retries
   std::string emitter;
+
+  // Takes the fields it needs from `r` (which MUST be valid) and hashes
+  // `canonical`.
+  static Submission Of(receipt::Receipt& r, std::string canonical, std::string emitter);
 };
 
 struct Outcome {

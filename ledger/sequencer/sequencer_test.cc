@@ -14,16 +14,13 @@ namespace {
 
 Submission Make(const std::string& id, const std::string& run = "run-1",
                 const std::string& model = "m") {
-  Submission s;
   auto r = receipt::FromJsonText(
       R"({"kind":"model_call","team":"team-a","occurred_at_us":1,"route":"r","decision":"allow"})");
-  s.receipt = *r;
-  s.receipt.set_receipt_id(id);
-  s.receipt.set_run_id(run);
-  s.receipt.mutable_model_call()->set_model(model);
-  s.canonical = *receipt::Canonicalize(&s.receipt, receipt::Author::kEmitter);
-  s.emitter = "test";
-  return s;
+  r->set_receipt_id(id);
+  r->set_run_id(run);
+  r->mutable_model_call()->set_model(model);
+  std::string canonical = *receipt::Canonicalize(&*r, receipt::Author::kEmitter);
+  return Submission::Of(*r, std::move(canonical), "test");
 }
 
 // Submits and waits for the outcomes.

@@ -1,6 +1,9 @@
 #include "ledger/store/store.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,9 +42,9 @@ std::string U64Key(uint64_t v) {
   return k;
 }
 
-std::string NodeKey(int level, uint64_t index) {
+std::string NodeKey(int level, uint64_t group) {
   std::string k(1, static_cast<char>(level));
-  PutU64(&k, index);
+  PutU64(&k, group);
   return k;
 }
 
@@ -80,7 +83,11 @@ rocksdb::Slice AsSlice(std::string_view s) { return {s.data(), s.size()}; }
 
 struct Batch::Rep {
   rocksdb::WriteBatch wb;
+  const Store* store = nullptr;
   const std::vector<rocksdb::ColumnFamilyHandle*>* cfs = nullptr;
+  // Node records this batch rewrites, by (level, group): their whole value.
+  std::map<std::pair<int, uint64_t>, std::string> groups;
+  absl::Status error;  // a node record that could not be read
   void Put(Cf cf, std::string_view key, std::string_view value) {
     // WriteBatch::Put only fails when the batch exceeds its size limit,
     // which is unlimited here.
@@ -91,6 +98,10 @@ struct Batch::Rep {
 struct Store::Rep {
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
+  // The last committed record of the rightmost group of each level, so that
+  // appending a node does not read it back from RocksDB.
+  std::mutex open_mu;
+  std::map<int, std::pair<uint64_t, std::string>> open_groups;
   ~Rep() {
     for (auto* h : cfs) db->DestroyColumnFamilyHandle(h);
     if (db) db->Close().PermitUncheckedError();
@@ -121,7 +132,21 @@ void Batch::PutReceipt(std::string_view receipt_id, const ReceiptRef& ref) {
 }
 
 void Batch::PutNode(int level, uint64_t index, const hash::Hash& h) {
-  rep_->Put(kNodes, NodeKey(level, index), hash::AsBytes(h));
+  uint64_t group = index / Store::kNodesPerGroup;
+  size_t offset = (index % Store::kNodesPerGroup) * 32;
+  auto [it, fresh] = rep_->groups.try_emplace({level, group});
+  std::string& value = it->second;
+  if (fresh && offset > 0) {
+    auto stored = rep_->store->NodeGroup(level, group);
+    if (!stored.ok()) {
+      rep_->error = stored.status();
+      return;
+    }
+    value = *std::move(stored);
+  }
+  if (offset > value.size()) std::abort();  // nodes of a level are put in order
+  value.resize(std::max(value.size(), offset + 32));
+  std::memcpy(value.data() + offset, h.data(), 32);
 }
 
 void Batch::PutRunHead(std::string_view team, std::string_view run_id, uint64_t seq) {
@@ -152,8 +177,17 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
   rocksdb::ColumnFamilyOptions cf_options(options);
   cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
+  // Receipt ids and run heads are looked up once per append, and most
+  // lookups of receipt ids miss: a memtable bloom filter answers those
+  // without searching the memtable.
+  rocksdb::ColumnFamilyOptions lookup_options = cf_options;
+  lookup_options.memtable_whole_key_filtering = true;
+  lookup_options.memtable_prefix_bloom_size_ratio = 0.05;
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  for (const char* name : kCfNames) descriptors.emplace_back(name, cf_options);
+  for (int cf = 0; cf < kCfCount; ++cf) {
+    bool lookup = cf == kReceipts || cf == kRuns;
+    descriptors.emplace_back(kCfNames[cf], lookup ? lookup_options : cf_options);
+  }
   auto rep = std::make_unique<Rep>();
   rocksdb::DB* db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(options), dir, descriptors,
@@ -165,14 +199,40 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
 
 Batch Store::NewBatch() const {
   auto rep = std::make_unique<Batch::Rep>();
+  rep->store = this;
   rep->cfs = &rep_->cfs;
   return Batch(std::move(rep));
 }
 
 absl::Status Store::Commit(Batch batch) {
+  Batch::Rep& b = *batch.rep_;
+  if (!b.error.ok()) return b.error;
+  for (const auto& [key, value] : b.groups) b.Put(kNodes, NodeKey(key.first, key.second), value);
   rocksdb::WriteOptions options;
   options.sync = true;
-  return FromRocks(rep_->db->Write(options, &batch.rep_->wb), "commit");
+  if (auto s = FromRocks(rep_->db->Write(options, &b.wb), "commit"); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(rep_->open_mu);
+  for (auto& [key, value] : b.groups) {
+    auto& open = rep_->open_groups[key.first];
+    if (open.second.empty() || key.second >= open.first) open = {key.second, std::move(value)};
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Store::NodeGroup(int level, uint64_t group) const {
+  {
+    std::lock_guard<std::mutex> lock(rep_->open_mu);
+    auto it = rep_->open_groups.find(level);
+    if (it != rep_->open_groups.end() && it->second.first == group) return it->second.second;
+  }
+  auto v = rep_->Get(kNodes, NodeKey(level, group),
+                     absl::StrCat("tree nodes (level ", level, ", group ", group, ")"));
+  if (absl::IsNotFound(v.status())) return std::string();
+  if (!v.ok()) return v.status();
+  if (v->empty() || v->size() % 32 != 0 || v->size() > kNodesPerGroup * 32) {
+    return Malformed("tree node record");
+  }
+  return v;
 }
 
 absl::StatusOr<State> Store::ReadState() const {
@@ -192,11 +252,18 @@ absl::StatusOr<std::string> Store::GetLeaf(uint64_t seq) const {
 }
 
 absl::StatusOr<hash::Hash> Store::GetNode(int level, uint64_t index) const {
-  auto v = rep_->Get(kNodes, NodeKey(level, index),
+  auto v = rep_->Get(kNodes, NodeKey(level, index / kNodesPerGroup),
                      absl::StrCat("tree node (level ", level, ", index ", index, ")"));
   if (!v.ok()) return v.status();
-  if (v->size() != 32) return Malformed("tree node");
-  return ReadHash(v->data());
+  if (v->empty() || v->size() % 32 != 0 || v->size() > kNodesPerGroup * 32) {
+    return Malformed("tree node record");
+  }
+  size_t offset = (index % kNodesPerGroup) * 32;
+  if (v->size() < offset + 32) {
+    return absl::NotFoundError(
+        absl::StrCat("storage: tree node (level ", level, ", index ", index, "): NotFound"));
+  }
+  return ReadHash(v->data() + offset);
 }
 
 absl::StatusOr<std::optional<ReceiptRef>> Store::FindReceipt(std::string_view receipt_id) const {

@@ -1,0 +1,323 @@
+// ledger_load: a gRPC load generator for the ledger, with a raw RocksDB
+// baseline in the same run.
+//
+//   ledger_load --mode stream|unary --clients N --duration S --batch B
+//               [--window W] [--server HOST:PORT] [--baseline=false]
+//
+// Without --server it starts a ledger in this process on a temporary data
+// directory (real gRPC over loopback, real RocksDB with synced writes). It
+// then drives N clients for S seconds: unary clients send one request of B
+// receipts at a time; stream clients keep W batches of B in flight on one
+// AppendStream each. Ack latency is from sending a request to receiving its
+// result. The baseline then writes the same leaf bytes straight into a
+// RocksDB, with the same sync, batch size and concurrency, for as long.
+// Prints one JSON line.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cmd/flags.h"
+#include "grpcpp/grpcpp.h"
+#include "ledger/log/log.h"
+#include "ledger/receipt/entry.h"
+#include "ledger/receipt/receipt.h"
+#include "ledger/service/service.h"
+#include "ledger_service.grpc.pb.h"
+#include "nlohmann/json.hpp"
+#include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
+
+namespace {
+
+namespace pb = evidence::ledger::v1;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+pb::Receipt MakeReceipt(int client, uint64_t i) {
+  pb::Receipt r;
+  r.set_receipt_id(absl::StrCat("load-", client, "-", i, "-", Clock::now().time_since_epoch().count()));
+  r.set_team(absl::StrCat("team-", client % 3));
+  r.set_run_id(absl::StrCat("run-", client, "-", i / 50));
+  r.set_step_id(absl::StrCat("step-", (i / 10) % 5));
+  r.set_workflow("CodeWorkflow");
+  r.set_agent("coder");
+  r.set_occurred_at_us(1767225600000000 + static_cast<int64_t>(i));
+  r.set_trace_id("4bf92f3577b34da6a3ce929d0e0e4736");
+  r.set_span_id("00f067aa0ba902b7");
+  auto* m = r.mutable_model_call();
+  m->set_provider("openai");
+  m->set_model("demo-openai");
+  m->set_route("openai/demo-openai");
+  m->set_decision(i % 9 == 0 ? pb::DECISION_DENY : pb::DECISION_ALLOW);
+  m->set_input_tokens(static_cast<int64_t>(1000 + i % 3000));
+  m->set_output_tokens(static_cast<int64_t>(i % 700));
+  m->set_cost_micros(static_cast<int64_t>(i % 50000));
+  m->set_request_sha256("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+  m->set_response_sha256("60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752");
+  m->set_status_code(200);
+  m->set_latency_ms(static_cast<int64_t>(i % 4000));
+  return r;
+}
+
+// Latency samples, each standing for `count` receipts.
+struct Samples {
+  std::vector<std::pair<int64_t, uint32_t>> v;  // (microseconds, receipts)
+  uint64_t receipts = 0;
+  uint64_t errors = 0;
+  void Add(int64_t us, uint32_t n) {
+    v.emplace_back(us, n);
+    receipts += n;
+  }
+  void Merge(const Samples& o) {
+    v.insert(v.end(), o.v.begin(), o.v.end());
+    receipts += o.receipts;
+    errors += o.errors;
+  }
+  double PercentileMs(double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    uint64_t total = 0;
+    for (const auto& s : v) total += s.second;
+    uint64_t want = static_cast<uint64_t>(p * static_cast<double>(total)), seen = 0;
+    for (const auto& s : v) {
+      seen += s.second;
+      if (seen > want) return static_cast<double>(s.first) / 1000.0;
+    }
+    return static_cast<double>(v.back().first) / 1000.0;
+  }
+};
+
+int64_t Micros(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+Json Summary(Samples& s, double seconds) {
+  return Json{{"receipts", s.receipts},
+              {"receipts_per_s", static_cast<double>(s.receipts) / seconds},
+              {"p50_ms", s.PercentileMs(0.50)},
+              {"p99_ms", s.PercentileMs(0.99)},
+              {"p999_ms", s.PercentileMs(0.999)},
+              {"errors", s.errors}};
+}
+
+void CountResults(const pb::AppendResponse& resp, Samples* s, int64_t us) {
+  uint32_t ok = 0;
+  for (const auto& r : resp.results()) {
+    if (r.code() == 0) {
+      ++ok;
+    } else {
+      ++s->errors;
+    }
+  }
+  if (ok > 0) s->Add(us, ok);
+}
+
+void UnaryClient(std::shared_ptr<grpc::Channel> channel, int id, int batch, Clock::time_point end,
+                 Samples* out) {
+  auto stub = pb::LedgerService::NewStub(channel);
+  uint64_t i = 0;
+  while (Clock::now() < end) {
+    pb::AppendRequest req;
+    for (int k = 0; k < batch; ++k) *req.add_receipts() = MakeReceipt(id, i++);
+    pb::AppendResponse resp;
+    grpc::ClientContext ctx;
+    auto t0 = Clock::now();
+    grpc::Status s = stub->Append(&ctx, req, &resp);
+    int64_t us = Micros(Clock::now() - t0);
+    if (!s.ok()) {
+      out->errors += batch;
+      continue;
+    }
+    CountResults(resp, out, us);
+  }
+}
+
+void StreamClient(std::shared_ptr<grpc::Channel> channel, int id, int batch, int window,
+                  Clock::time_point end, Samples* out) {
+  auto stub = pb::LedgerService::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->AppendStream(&ctx);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Clock::time_point> sent;
+  std::thread writer([&] {
+    uint64_t i = 0;
+    while (Clock::now() < end) {
+      pb::AppendRequest req;
+      for (int k = 0; k < batch; ++k) *req.add_receipts() = MakeReceipt(id, i++);
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return static_cast<int>(sent.size()) < window; });
+        sent.push_back(Clock::now());
+      }
+      if (!stream->Write(req)) break;
+    }
+    stream->WritesDone();
+  });
+  pb::AppendResponse resp;
+  while (stream->Read(&resp)) {
+    Clock::time_point t0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      t0 = sent.front();
+      sent.pop_front();
+    }
+    cv.notify_one();
+    CountResults(resp, out, Micros(Clock::now() - t0));
+  }
+  writer.join();
+  grpc::Status s = stream->Finish();
+  if (!s.ok()) std::cerr << "stream " << id << ": " << s.error_message() << "\n";
+}
+
+// The same leaf bytes written straight into RocksDB with the same sync,
+// batch size and number of concurrent writers.
+Json RocksBaseline(const std::string& dir, int writers, int batch, double seconds) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.IncreaseParallelism(2);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status st = rocksdb::DB::Open(options, dir, &raw);
+  if (!st.ok()) return Json{{"error", st.ToString()}};
+  std::unique_ptr<rocksdb::DB> db(raw);
+  auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(seconds));
+  std::vector<Samples> samples(writers);
+  std::vector<std::thread> threads;
+  std::atomic<uint64_t> next_key{0};
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      uint64_t i = 0;
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      hash_loop:
+      while (Clock::now() < end) {
+        rocksdb::WriteBatch wb;
+        for (int k = 0; k < batch; ++k) {
+          pb::Receipt r = MakeReceipt(w, i++);
+          std::string canonical = ledger::receipt::Encode(r);
+          uint64_t key = next_key++;
+          std::string leaf = ledger::receipt::EncodeLeaf(key, ledger::hash::Hash{}, key, 1, "local",
+                                                         canonical);
+          std::string k8(8, '\0');
+          for (int b = 0; b < 8; ++b) k8[b] = static_cast<char>(key >> (56 - 8 * b));
+          wb.Put(k8, leaf).PermitUncheckedError();
+        }
+        auto t0 = Clock::now();
+        rocksdb::Status s = db->Write(wo, &wb);
+        if (!s.ok()) {
+          samples[w].errors += batch;
+          goto hash_loop;
+        }
+        samples[w].Add(Micros(Clock::now() - t0), batch);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  Samples all;
+  for (auto& s : samples) all.Merge(s);
+  db.reset();
+  return Summary(all, seconds);
+}
+
+int Fail(const absl::Status& s) {
+  std::cerr << "ledger_load: " << s.message() << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ledger::cmd::Flags flags;
+  flags.Define("mode", "stream", "stream or unary");
+  flags.Define("clients", "4", "concurrent clients");
+  flags.Define("duration", "10", "seconds of load");
+  flags.Define("batch", "100", "receipts per request");
+  flags.Define("window", "4", "stream: batches in flight per stream");
+  flags.Define("server", "", "an external ledger HOST:PORT (default: one in this process)");
+  flags.Define("baseline", "true", "also measure raw RocksDB with the same writes", true);
+  flags.Define("help", "", "print this help", true);
+  if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
+  if (flags.Bool("help")) {
+    std::cout << "usage: ledger_load [options]\n" << flags.Usage();
+    return 0;
+  }
+  auto clients = flags.Int("clients"), batch = flags.Int("batch"), window = flags.Int("window");
+  auto duration = flags.Int("duration");
+  for (auto* v : {&clients, &batch, &window, &duration}) {
+    if (!v->ok()) return Fail(v->status());
+    if (**v < 1) return Fail(absl::InvalidArgumentError("--clients, --batch, --window, --duration: must be >= 1"));
+  }
+  const std::string mode = flags.Get("mode");
+  if (mode != "stream" && mode != "unary") return Fail(absl::InvalidArgumentError("--mode: stream or unary"));
+
+  std::string tmp = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-load-",
+                                 ::getpid());
+  std::unique_ptr<ledger::log::Log> log;
+  std::unique_ptr<ledger::service::Server> server;
+  std::string address = flags.Get("server");
+  if (address.empty()) {
+    ledger::log::Log::Options o;
+    o.data_dir = tmp + "/ledger";
+    o.origin = "load.test/log";
+    auto opened = ledger::log::Log::Open(o, *ledger::note::Signer::Generate(o.origin));
+    if (!opened.ok()) return Fail(opened.status());
+    log = *std::move(opened);
+    auto started = ledger::service::Server::Start(log.get(), "127.0.0.1:0");
+    if (!started.ok()) return Fail(started.status());
+    server = *std::move(started);
+    address = server->address();
+  }
+
+  int channels = static_cast<int>(std::min<int64_t>(*clients, 8));
+  std::vector<std::shared_ptr<grpc::Channel>> chans;
+  for (int c = 0; c < channels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt("ledger.load.channel", c);  // distinct connections
+    args.SetMaxReceiveMessageSize(64 << 20);
+    chans.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  }
+  auto start = Clock::now();
+  auto end = start + std::chrono::seconds(*duration);
+  std::vector<Samples> samples(*clients);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < *clients; ++c) {
+    auto ch = chans[c % channels];
+    if (mode == "unary") {
+      threads.emplace_back(UnaryClient, ch, c, *batch, end, &samples[c]);
+    } else {
+      threads.emplace_back(StreamClient, ch, c, *batch, *window, end, &samples[c]);
+    }
+  }
+  for (auto& t : threads) t.join();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  Samples all;
+  for (auto& s : samples) all.Merge(s);
+
+  Json out{{"mode", mode}, {"clients", *clients}, {"batch", *batch}};
+  if (mode == "stream") out["window"] = *window;
+  out["duration_s"] = seconds;
+  out["ledger"] = Summary(all, seconds);
+  if (log != nullptr) out["tree_size"] = log->head().size;
+  server.reset();
+  log.reset();
+  if (flags.Bool("baseline")) {
+    int writers = static_cast<int>(mode == "stream" ? *clients * *window : *clients);
+    out["rocksdb_baseline"] = RocksBaseline(tmp + "/baseline", writers, static_cast<int>(*batch),
+                                            static_cast<double>(*duration));
+    double base = out["rocksdb_baseline"]["receipts_per_s"].get<double>();
+    out["ratio_to_baseline"] = base > 0 ? out["ledger"]["receipts_per_s"].get<double>() / base : 0.0;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
