@@ -41,9 +41,16 @@ namespace pb = evidence::ledger::v1;
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
+// Receipt ids are unique across runs against the same ledger.
+const std::string& RunPrefix() {
+  static const std::string prefix =
+      absl::StrCat("load-", Clock::now().time_since_epoch().count(), "-");
+  return prefix;
+}
+
 pb::Receipt MakeReceipt(int client, uint64_t i) {
   pb::Receipt r;
-  r.set_receipt_id(absl::StrCat("load-", client, "-", i, "-", Clock::now().time_since_epoch().count()));
+  r.set_receipt_id(absl::StrCat(RunPrefix(), client, "-", i));
   r.set_team(absl::StrCat("team-", client % 3));
   r.set_run_id(absl::StrCat("run-", client, "-", i / 50));
   r.set_step_id(absl::StrCat("step-", (i / 10) % 5));

@@ -1,6 +1,8 @@
 #include "ledger/canonical/canonical.h"
 
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 
 namespace ledger::canonical {
 namespace {
@@ -33,6 +35,14 @@ bool IsUtf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const auto* end = p + s.size();
   while (p < end) {
+    // ASCII runs, eight bytes at a time.
+    while (end - p >= 8) {
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      if ((word & 0x8080808080808080ULL) != 0) break;
+      p += 8;
+    }
+    if (p == end) break;
     unsigned char c = *p;
     if (c < 0x80) {
       ++p;

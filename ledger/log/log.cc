@@ -1,5 +1,6 @@
 #include "ledger/log/log.h"
 
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -175,6 +176,7 @@ absl::Status Log::SignCheckpoint() {
 }
 
 void Log::RunCheckpointer() {
+  pthread_setname_np(pthread_self(), "ledger-signer");
   auto interval = std::chrono::milliseconds(std::max<int64_t>(1, options_.checkpoint_interval_ms));
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, interval, [&] { return stopping_; })) {

@@ -151,7 +151,7 @@ TEST_F(LogTest, AlteredTreeNodeRefusesAppendsWithDataLoss) {
     auto store = *store::Store::Open(dir_.Sub("data") + "/db");
     auto b = store->NewBatch();
     b.PutNode(1, 0, forged);
-    ASSERT_TRUE(store->Commit(std::move(b)).ok());
+    ASSERT_TRUE(store->Commit(b).ok());
   }
   auto log = OpenLog();
   // Size 3 = node(1, 0) over leaves 0-1, then leaf 2.

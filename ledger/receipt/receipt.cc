@@ -22,11 +22,16 @@ using google::protobuf::Message;
 using google::protobuf::Reflection;
 
 // One key of a flattened canonical receipt.
+// What a field's name says about its value (CONTRACT §3): digests are hex
+// SHA-256, and money, durations, times, counts and sizes are not negative.
+enum class Rule { kNone, kSha256, kNonNegative };
+
 struct Member {
   std::string key;
   std::string prefix;  // ',"key":' without the leading comma
   const FieldDescriptor* field = nullptr;  // null for "kind"
   bool in_body = false;
+  Rule rule = Rule::kNone;
 };
 
 // Keys of one kind's receipts in canonical (byte) order, computed once from
@@ -43,6 +48,18 @@ struct EnumNames {
   std::map<std::string, int, std::less<>> by_name;
   std::string choices;  // "allow, deny"
 };
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Integers that count or measure something and so cannot be negative.
+bool IsNonNegative(std::string_view name) {
+  return EndsWith(name, "_micros") || EndsWith(name, "_ms") ||
+         EndsWith(name, "_us") || EndsWith(name, "_tokens") ||
+         EndsWith(name, "_bytes") || name == "dlp_findings" ||
+         name == "start_seq";
+}
 
 class Schema {
  public:
@@ -117,6 +134,11 @@ class Schema {
     m.key = std::move(key);
     m.field = f;
     m.in_body = in_body;
+    if (EndsWith(m.key, "_sha256")) {
+      m.rule = Rule::kSha256;
+    } else if (IsNonNegative(m.key)) {
+      m.rule = Rule::kNonNegative;
+    }
     return m;
   }
 
@@ -175,64 +197,6 @@ bool IsLowerHex(std::string_view s, size_t n) {
          });
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// Integers that count or measure something and so cannot be negative.
-bool IsNonNegative(std::string_view name) {
-  return EndsWith(name, "_micros") || EndsWith(name, "_ms") ||
-         EndsWith(name, "_us") || EndsWith(name, "_tokens") ||
-         EndsWith(name, "_bytes") || name == "dlp_findings" ||
-         name == "start_seq";
-}
-
-// Rules that follow from a field's type and name, for every set field.
-absl::Status CheckGeneric(const Receipt& r) {
-  const Layout& layout = GetSchema().LayoutFor(r.body_case());
-  const Message* body =
-      layout.body ? &r.GetReflection()->GetMessage(r, layout.body) : nullptr;
-  std::string scratch;
-  for (const Member& m : layout.members) {
-    if (m.field == nullptr || m.key == "attributes") continue;
-    const Message& msg = m.in_body ? *body : r;
-    const Reflection* rf = msg.GetReflection();
-    const FieldDescriptor* f = m.field;
-    switch (f->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_STRING: {
-        const std::string& v = rf->GetStringReference(msg, f, &scratch);
-        if (v.empty()) break;
-        if (!canonical::IsUtf8(v)) return Invalid(m.key, "must be valid UTF-8");
-        if (EndsWith(m.key, "_sha256") && !IsLowerHex(v, 64)) {
-          return Invalid(m.key, "must be a SHA-256 digest: 64 lowercase hex digits");
-        }
-        if (v.size() > 1024) return Invalid(m.key, "at most 1024 bytes");
-        break;
-      }
-      case FieldDescriptor::CPPTYPE_INT64: {
-        if (!rf->HasField(msg, f)) break;
-        int64_t v = rf->GetInt64(msg, f);
-        if (v > canonical::kMaxSafeInteger || v < -canonical::kMaxSafeInteger) {
-          return Invalid(m.key, "outside the JSON integer range +-(2^53-1)");
-        }
-        if (IsNonNegative(m.key) && v < 0) return Invalid(m.key, "must be >= 0");
-        break;
-      }
-      case FieldDescriptor::CPPTYPE_ENUM: {
-        int v = rf->GetEnumValue(msg, f);
-        const EnumNames& names = GetSchema().Names(f->enum_type());
-        if (v != 0 && (v < 0 || v >= static_cast<int>(names.by_number.size()) ||
-                       names.by_number[v].empty())) {
-          return Invalid(m.key, absl::StrCat("unknown value ", v, "; one of ", names.choices));
-        }
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckLength(std::string_view field, const std::string& v, size_t max) {
   if (v.size() > max) return Invalid(field, absl::StrCat("at most ", max, " bytes"));
@@ -356,42 +320,37 @@ void AppendMember(const Member& m, bool* first, std::string* out) {
   out->append(m.prefix);
 }
 
-}  // namespace
-
-std::string_view KindName(const Receipt& r) {
-  const Layout& layout = GetSchema().LayoutFor(r.body_case());
-  return layout.body ? std::string_view(layout.body->name()) : std::string_view();
-}
-
-std::string Encode(const Receipt& r) {
+// Writes the canonical JSON of `r`. With `check`, also applies the rules
+// that follow from each set field's type and name, in key order, and stops
+// at the first broken one.
+absl::Status EncodeTo(const Receipt& r, bool check, std::string* out) {
   const Layout& layout = GetSchema().LayoutFor(r.body_case());
   const Message* body =
       layout.body ? &r.GetReflection()->GetMessage(r, layout.body) : nullptr;
-  std::string out;
-  out.reserve(512);
-  out.push_back('{');
+  out->reserve(512);
+  out->push_back('{');
   bool first = true;
   std::string scratch;
   for (const Member& m : layout.members) {
     if (m.field == nullptr) {  // "kind"
-      AppendMember(m, &first, &out);
-      canonical::AppendString(layout.body->name(), &out);
+      AppendMember(m, &first, out);
+      canonical::AppendString(layout.body->name(), out);
       continue;
     }
-    if (m.key == "attributes") {
+    if (m.field->is_map()) {  // "attributes", checked by CheckContract
       if (r.attributes().empty()) continue;
       std::vector<std::pair<std::string_view, std::string_view>> attrs(
           r.attributes().begin(), r.attributes().end());
       std::sort(attrs.begin(), attrs.end());
-      AppendMember(m, &first, &out);
-      out.push_back('{');
+      AppendMember(m, &first, out);
+      out->push_back('{');
       for (size_t i = 0; i < attrs.size(); ++i) {
-        if (i > 0) out.push_back(',');
-        canonical::AppendString(attrs[i].first, &out);
-        out.push_back(':');
-        canonical::AppendString(attrs[i].second, &out);
+        if (i > 0) out->push_back(',');
+        canonical::AppendString(attrs[i].first, out);
+        out->push_back(':');
+        canonical::AppendString(attrs[i].second, out);
       }
-      out.push_back('}');
+      out->push_back('}');
       continue;
     }
     const Message& msg = m.in_body ? *body : r;
@@ -401,36 +360,71 @@ std::string Encode(const Receipt& r) {
       case FieldDescriptor::CPPTYPE_STRING: {
         const std::string& v = rf->GetStringReference(msg, f, &scratch);
         if (v.empty()) break;
-        AppendMember(m, &first, &out);
-        canonical::AppendString(v, &out);
+        if (check) {
+          if (!canonical::IsUtf8(v)) return Invalid(m.key, "must be valid UTF-8");
+          if (m.rule == Rule::kSha256 && !IsLowerHex(v, 64)) {
+            return Invalid(m.key, "must be a SHA-256 digest: 64 lowercase hex digits");
+          }
+          if (v.size() > 1024) return Invalid(m.key, "at most 1024 bytes");
+        }
+        AppendMember(m, &first, out);
+        canonical::AppendString(v, out);
         break;
       }
-      case FieldDescriptor::CPPTYPE_INT64:
+      case FieldDescriptor::CPPTYPE_INT64: {
         if (!rf->HasField(msg, f)) break;
-        AppendMember(m, &first, &out);
-        canonical::AppendInt(rf->GetInt64(msg, f), &out);
+        int64_t v = rf->GetInt64(msg, f);
+        if (check) {
+          if (v > canonical::kMaxSafeInteger || v < -canonical::kMaxSafeInteger) {
+            return Invalid(m.key, "outside the JSON integer range +-(2^53-1)");
+          }
+          if (m.rule == Rule::kNonNegative && v < 0) return Invalid(m.key, "must be >= 0");
+        }
+        AppendMember(m, &first, out);
+        canonical::AppendInt(v, out);
         break;
+      }
       case FieldDescriptor::CPPTYPE_ENUM: {
         int v = rf->GetEnumValue(msg, f);
+        if (v == 0) break;
         const EnumNames& names = GetSchema().Names(f->enum_type());
-        if (v <= 0 || v >= static_cast<int>(names.by_number.size())) break;
-        AppendMember(m, &first, &out);
-        canonical::AppendString(names.by_number[v], &out);
+        if (v < 0 || v >= static_cast<int>(names.by_number.size()) ||
+            names.by_number[v].empty()) {
+          if (check) {
+            return Invalid(m.key, absl::StrCat("unknown value ", v, "; one of ", names.choices));
+          }
+          break;
+        }
+        AppendMember(m, &first, out);
+        canonical::AppendString(names.by_number[v], out);
         break;
       }
       default:
         break;
     }
   }
-  out.push_back('}');
+  out->push_back('}');
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view KindName(const Receipt& r) {
+  const Layout& layout = GetSchema().LayoutFor(r.body_case());
+  return layout.body ? std::string_view(layout.body->name()) : std::string_view();
+}
+
+std::string Encode(const Receipt& r) {
+  std::string out;
+  EncodeTo(r, /*check=*/false, &out).IgnoreError();
   return out;
 }
 
 absl::StatusOr<std::string> Canonicalize(Receipt* r, Author author) {
   if (!r->has_attempt()) r->set_attempt(1);
   if (auto s = CheckContract(*r, author); !s.ok()) return s;
-  if (auto s = CheckGeneric(*r); !s.ok()) return s;
-  std::string out = Encode(*r);
+  std::string out;
+  if (auto s = EncodeTo(*r, /*check=*/true, &out); !s.ok()) return s;
   if (out.size() > kMaxReceiptBytes) {
     return Invalid("receipt", absl::StrCat("canonical form is ", out.size(),
                                            " bytes, more than 16384"));

@@ -1,5 +1,7 @@
 #include "ledger/sequencer/sequencer.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -53,13 +55,34 @@ absl::StatusOr<std::unique_ptr<Sequencer>> Sequencer::Start(store::Store* store,
       new Sequencer(store, std::move(options), *std::move(frontier), *state));
 }
 
+// A batch built by the writer, committed by the committer.
+struct Sequencer::Prepared {
+  std::vector<Request> requests;
+  std::vector<std::vector<Outcome>> outcomes;
+  std::vector<Outcome*> pending;  // outcomes that hold only if this commits
+  std::optional<store::Batch> batch;
+  bool has_entries = false;
+  merkle::Frontier frontier;  // the head after this batch
+  store::State state;
+  // Receipt ids and run heads this batch adds, for batches built on it
+  // before it is committed.
+  absl::flat_hash_map<std::string, store::ReceiptRef> new_ids;
+  absl::flat_hash_map<std::string, uint64_t> run_heads;
+  // Set by the committer, under mu_.
+  bool committed = false;
+  absl::Status result;
+};
+
 Sequencer::Sequencer(store::Store* store, Options options, merkle::Frontier frontier,
                      store::State state)
     : store_(store),
       options_(std::move(options)),
-      frontier_(std::move(frontier)),
-      state_(state) {
+      frontier_(frontier),
+      state_(state),
+      durable_frontier_(std::move(frontier)),
+      durable_state_(state) {
   head_ = {state_.size, frontier_.Root(), state_.head};
+  committer_ = std::thread([this] { RunCommitter(); });
   writer_ = std::thread([this] { Run(); });
 }
 
@@ -70,6 +93,12 @@ Sequencer::~Sequencer() {
   }
   cv_.notify_all();
   writer_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    committer_stop_ = true;
+  }
+  commit_cv_.notify_all();
+  committer_.join();
 }
 
 absl::Status Sequencer::Submit(std::vector<Submission> items, Done done) {
@@ -93,70 +122,149 @@ Head Sequencer::committed() const {
   return head_;
 }
 
-void Sequencer::Run() {
-  std::vector<Request> work;
+void Sequencer::RunCommitter() {
+  pthread_setname_np(pthread_self(), "ledger-commit");
+  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
-      if (queue_.empty()) return;  // stopping, nothing left
-      size_t taken = 0;
-      while (!queue_.empty() &&
-             (work.empty() || taken + queue_.front().items.size() <= options_.max_batch)) {
-        taken += queue_.front().items.size();
-        work.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-      queued_ -= taken;
-    }
-    Process(work);
-    work.clear();
+    commit_cv_.wait(lock, [&] { return to_commit_ != nullptr || committer_stop_; });
+    if (to_commit_ == nullptr) return;
+    Prepared* p = to_commit_;
+    to_commit_ = nullptr;
+    lock.unlock();
+    absl::Status result = p->has_entries ? store_->Commit(*p->batch) : absl::OkStatus();
+    lock.lock();
+    p->result = std::move(result);
+    p->committed = true;
+    cv_.notify_all();
   }
 }
 
-void Sequencer::Process(std::vector<Request>& requests) {
-  // Work on copies: they replace the real head only after the commit.
-  merkle::Frontier frontier = frontier_;
-  store::State state = state_;
-  store::Batch batch = store_->NewBatch();
+bool Sequencer::Finish(Prepared& p) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return p.committed; });
+    if (p.result.ok()) head_ = {p.state.size, p.frontier.Root(), p.state.head};
+  }
+  bool ok = p.result.ok();
+  if (ok) {
+    durable_frontier_ = p.frontier;
+    durable_state_ = p.state;
+  } else {
+    absl::Status failed = absl::UnavailableError(absl::StrCat(
+        "storage: write failed, nothing of this batch was appended; retry: ",
+        p.result.message()));
+    for (Outcome* o : p.pending) *o = Outcome{failed};
+    // What was built on this batch is rebuilt from the durable head.
+    frontier_ = durable_frontier_;
+    state_ = durable_state_;
+  }
+  for (size_t r = 0; r < p.requests.size(); ++r) p.requests[r].done(std::move(p.outcomes[r]));
+  return ok;
+}
 
-  absl::flat_hash_map<std::string, store::ReceiptRef> new_ids;
+void Sequencer::Run() {
+  pthread_setname_np(pthread_self(), "ledger-writer");
+  std::unique_ptr<Prepared> in_flight;
+  while (true) {
+    std::vector<Request> work;
+    bool in_flight_done = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return !queue_.empty() || stopping_ || (in_flight != nullptr && in_flight->committed);
+      });
+      in_flight_done = in_flight != nullptr && in_flight->committed;
+      if (!in_flight_done) {
+        size_t taken = 0;
+        while (!queue_.empty() &&
+               (work.empty() || taken + queue_.front().items.size() <= options_.max_batch)) {
+          taken += queue_.front().items.size();
+          work.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+        queued_ -= taken;
+      }
+    }
+    if (in_flight_done || (work.empty() && in_flight != nullptr)) {
+      Finish(*in_flight);
+      in_flight.reset();
+      continue;
+    }
+    if (work.empty()) return;  // stopping, nothing queued, nothing in flight
+    // Built while the previous batch is being committed.
+    std::unique_ptr<Prepared> next = Prepare(std::move(work), in_flight.get());
+    if (in_flight != nullptr) {
+      bool ok = Finish(*in_flight);
+      in_flight.reset();
+      if (!ok) {
+        // `next` was built on a batch that is not in the store: queue its
+        // requests again, first, and build them anew.
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto it = next->requests.rbegin(); it != next->requests.rend(); ++it) {
+          queued_ += it->items.size();
+          queue_.push_front(std::move(*it));
+        }
+        continue;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      to_commit_ = next.get();
+    }
+    commit_cv_.notify_all();
+    in_flight = std::move(next);
+  }
+}
+
+std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> requests,
+                                                        const Prepared* base) {
+  auto p = std::make_unique<Prepared>();
+  p->requests = std::move(requests);
+  p->batch = store_->NewBatch(base != nullptr ? &*base->batch : nullptr);
+  store::Batch& batch = *p->batch;
+  // Receipt ids and run heads not yet in the store: this batch's, then those
+  // of the batch being committed.
+  auto pending_id = [&](const std::string& id) -> const store::ReceiptRef* {
+    if (auto it = p->new_ids.find(id); it != p->new_ids.end()) return &it->second;
+    if (base == nullptr) return nullptr;
+    auto it = base->new_ids.find(id);
+    return it == base->new_ids.end() ? nullptr : &it->second;
+  };
+  merkle::Frontier& frontier = frontier_;
+  store::State& state = state_;
+  const uint64_t first_seq = state.size;
   // The last seq of each run this batch appends to; written once per run.
   struct RunHead {
     const Submission* submission;
     uint64_t seq;
   };
   absl::flat_hash_map<std::string, RunHead> run_heads;
-  std::vector<std::vector<Outcome>> outcomes(requests.size());
-  // Outcomes that depend on this batch being committed.
-  std::vector<Outcome*> pending;
+  p->outcomes.resize(p->requests.size());
 
-  for (size_t r = 0; r < requests.size(); ++r) {
-    auto& items = requests[r].items;
-    outcomes[r].resize(items.size());
+  for (size_t r = 0; r < p->requests.size(); ++r) {
+    auto& items = p->requests[r].items;
+    p->outcomes[r].resize(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
       Submission& s = items[i];
-      Outcome& out = outcomes[r][i];
+      Outcome& out = p->outcomes[r][i];
       const std::string& id = s.receipt_id;
-      const hash::Hash& digest = s.digest;
 
       std::optional<store::ReceiptRef> existing;
-      bool existing_is_new = false;
-      if (auto it = new_ids.find(id); it != new_ids.end()) {
-        existing = it->second;
-        existing_is_new = true;
+      const store::ReceiptRef* pending = pending_id(id);
+      bool existing_is_pending = pending != nullptr;
+      if (pending != nullptr) {
+        existing = *pending;
       } else {
         auto found = store_->FindReceipt(id);
         if (!found.ok()) {
           out.status = absl::UnavailableError(
-              absl::StrCat("storage: receipt index unreadable: ",
-                           std::string(found.status().message())));
+              absl::StrCat("storage: receipt index unreadable: ", found.status().message()));
           continue;
         }
         existing = *found;
       }
       if (existing.has_value()) {
-        if (existing->digest != digest) {
+        if (existing->digest != s.digest) {
           out.status = absl::AlreadyExistsError(absl::StrCat(
               "receipt_id: '", id, "' is already in the log (seq ", existing->seq,
               ") with different content"));
@@ -165,19 +273,22 @@ void Sequencer::Process(std::vector<Request>& requests) {
         out.seq = existing->seq;
         out.leaf_hash = existing->leaf_hash;
         out.duplicate = true;
-        if (existing_is_new) pending.push_back(&out);
+        if (existing_is_pending) p->pending.push_back(&out);
         continue;
       }
 
       std::optional<uint64_t> run_prev;
       std::string run_key = RunKey(s);
+      auto base_head = base != nullptr ? base->run_heads.find(run_key) : decltype(base->run_heads.end())();
       if (auto it = run_heads.find(run_key); it != run_heads.end()) {
         run_prev = it->second.seq;
+      } else if (base != nullptr && base_head != base->run_heads.end()) {
+        run_prev = base_head->second;
       } else {
         auto head = store_->GetRunHead(s.team, s.run_id);
         if (!head.ok()) {
-          out.status = absl::UnavailableError(absl::StrCat(
-              "storage: run index unreadable: ", std::string(head.status().message())));
+          out.status = absl::UnavailableError(
+              absl::StrCat("storage: run index unreadable: ", head.status().message()));
           continue;
         }
         run_prev = *head;
@@ -189,12 +300,12 @@ void Sequencer::Process(std::vector<Request>& requests) {
                                              s.emitter, s.canonical);
       hash::Hash leaf_hash = hash::LeafHash(leaf);
       batch.PutEntry(seq, leaf);
-      store::ReceiptRef ref{seq, leaf_hash, digest};
+      store::ReceiptRef ref{seq, leaf_hash, s.digest};
       batch.PutReceipt(id, ref);
       frontier.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
         batch.PutNode(level, index, h);
       });
-      new_ids.emplace(id, ref);
+      p->new_ids.emplace(id, ref);
       run_heads[run_key] = {&s, seq};
       state.size = seq + 1;
       state.head = leaf_hash;
@@ -202,32 +313,21 @@ void Sequencer::Process(std::vector<Request>& requests) {
 
       out.seq = seq;
       out.leaf_hash = leaf_hash;
-      pending.push_back(&out);
+      p->pending.push_back(&out);
     }
   }
 
-  if (state.size != state_.size) {
+  p->has_entries = state.size != first_seq;
+  if (p->has_entries) {
     for (const auto& [key, head] : run_heads) {
       batch.PutRunHead(head.submission->team, head.submission->run_id, head.seq);
+      p->run_heads.emplace(key, head.seq);
     }
     batch.PutState(state);
-    absl::Status committed = store_->Commit(std::move(batch));
-    if (committed.ok()) {
-      frontier_ = std::move(frontier);
-      state_ = state;
-      std::lock_guard<std::mutex> lock(mu_);
-      head_ = {state_.size, frontier_.Root(), state_.head};
-    } else {
-      absl::Status failed = absl::UnavailableError(absl::StrCat(
-          "storage: write failed, nothing of this batch was appended; retry: ",
-          std::string(committed.message())));
-      for (Outcome* o : pending) *o = Outcome{failed};
-    }
   }
-
-  for (size_t r = 0; r < requests.size(); ++r) {
-    requests[r].done(std::move(outcomes[r]));
-  }
+  p->frontier = frontier;
+  p->state = state;
+  return p;
 }
 
 }  // namespace ledger::sequencer

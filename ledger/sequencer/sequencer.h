@@ -1,13 +1,15 @@
 // The single writer of the log. Receipts from any number of callers queue
 // here; one thread takes everything queued (up to a batch limit), assigns
 // seqs, builds the leaves, the hash chain, the run chain and the new Merkle
-// nodes, and commits them to the store in one synced RocksDB batch (group
-// commit). Only then are the callers told their seqs.
+// nodes into one RocksDB batch (group commit); a second thread commits it
+// with sync while the first already builds the next batch on top of it.
+// Only after a batch is committed are its callers told their seqs.
 //
 // Contract: an outcome with OK status is never reported before its entry is
-// durable. The in-memory head never runs ahead of the store: if a commit
-// fails, nothing of that batch is kept and every new receipt in it fails
-// with UNAVAILABLE, so a retry by receipt_id is always safe.
+// durable, and the committed head (committed()) never runs ahead of the
+// store. If a commit fails, nothing of that batch is kept, every new
+// receipt in it fails with UNAVAILABLE (a retry by receipt_id is always
+// safe), and the batch built on top of it is discarded and rebuilt.
 //
 // Thread-safe: Submit and committed() may be called from any thread.
 #ifndef LEDGER_SEQUENCER_SEQUENCER_H_
@@ -97,11 +99,16 @@ class Sequencer {
     std::vector<Submission> items;
     Done done;
   };
+  struct Prepared;
 
   Sequencer(store::Store* store, Options options, merkle::Frontier frontier,
             store::State state);
   void Run();
-  void Process(std::vector<Request>& requests);
+  void RunCommitter();
+  std::unique_ptr<Prepared> Prepare(std::vector<Request> requests, const Prepared* base);
+  // Waits for `p`'s commit, then publishes it or fails it. Returns whether
+  // it was committed.
+  bool Finish(Prepared& p);
 
   store::Store* const store_;
   const Options options_;
@@ -113,10 +120,21 @@ class Sequencer {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Head head_ ABSL_GUARDED_BY(mu_);
 
-  // Owned by the writer thread.
+  // The hand-off between the writer and the committer, one batch at a time;
+  // cv_ wakes the writer (new requests, a finished commit), commit_cv_ the
+  // committer.
+  std::condition_variable commit_cv_;
+  Prepared* to_commit_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool committer_stop_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Owned by the writer thread: the head as of the last batch built
+  // (tentative) and as of the last batch committed (durable).
   merkle::Frontier frontier_;
   store::State state_;
+  merkle::Frontier durable_frontier_;
+  store::State durable_state_;
 
+  std::thread committer_;
   std::thread writer_;
 };
 

@@ -87,7 +87,8 @@ struct Batch::Rep {
   const std::vector<rocksdb::ColumnFamilyHandle*>* cfs = nullptr;
   // Node records this batch rewrites, by (level, group): their whole value.
   std::map<std::pair<int, uint64_t>, std::string> groups;
-  absl::Status error;  // a node record that could not be read
+  const Rep* base = nullptr;  // the uncommitted batch this one follows
+  absl::Status error;         // a node record that could not be read
   void Put(Cf cf, std::string_view key, std::string_view value) {
     // WriteBatch::Put only fails when the batch exceeds its size limit,
     // which is unlimited here.
@@ -136,6 +137,12 @@ void Batch::PutNode(int level, uint64_t index, const hash::Hash& h) {
   size_t offset = (index % Store::kNodesPerGroup) * 32;
   auto [it, fresh] = rep_->groups.try_emplace({level, group});
   std::string& value = it->second;
+  if (fresh && offset > 0 && rep_->base != nullptr) {
+    if (auto b = rep_->base->groups.find({level, group}); b != rep_->base->groups.end()) {
+      value = b->second;
+      fresh = false;
+    }
+  }
   if (fresh && offset > 0) {
     auto stored = rep_->store->NodeGroup(level, group);
     if (!stored.ok()) {
@@ -176,6 +183,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
   table.block_cache = rocksdb::NewLRUCache(64 << 20);
   rocksdb::ColumnFamilyOptions cf_options(options);
   cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  // Hashes and ids do not compress; leaves (JSON) do, and LZ4 costs the
+  // flush thread little.
+  cf_options.compression = rocksdb::kNoCompression;
+  rocksdb::ColumnFamilyOptions entry_options = cf_options;
+  entry_options.compression = rocksdb::kLZ4Compression;
 
   // Receipt ids and run heads are looked up once per append, and most
   // lookups of receipt ids miss: a memtable bloom filter answers those
@@ -186,7 +198,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
     bool lookup = cf == kReceipts || cf == kRuns;
-    descriptors.emplace_back(kCfNames[cf], lookup ? lookup_options : cf_options);
+    descriptors.emplace_back(kCfNames[cf], cf == kEntries ? entry_options
+                                           : lookup           ? lookup_options
+                                                              : cf_options);
   }
   auto rep = std::make_unique<Rep>();
   rocksdb::DB* db = nullptr;
@@ -197,24 +211,26 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
   return std::unique_ptr<Store>(new Store(std::move(rep)));
 }
 
-Batch Store::NewBatch() const {
+Batch Store::NewBatch(const Batch* base) const {
   auto rep = std::make_unique<Batch::Rep>();
   rep->store = this;
+  rep->base = base != nullptr ? base->rep_.get() : nullptr;
   rep->cfs = &rep_->cfs;
   return Batch(std::move(rep));
 }
 
-absl::Status Store::Commit(Batch batch) {
+absl::Status Store::Commit(Batch& batch) {
   Batch::Rep& b = *batch.rep_;
   if (!b.error.ok()) return b.error;
+  b.base = nullptr;
   for (const auto& [key, value] : b.groups) b.Put(kNodes, NodeKey(key.first, key.second), value);
   rocksdb::WriteOptions options;
   options.sync = true;
   if (auto s = FromRocks(rep_->db->Write(options, &b.wb), "commit"); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(rep_->open_mu);
-  for (auto& [key, value] : b.groups) {
+  for (const auto& [key, value] : b.groups) {
     auto& open = rep_->open_groups[key.first];
-    if (open.second.empty() || key.second >= open.first) open = {key.second, std::move(value)};
+    if (open.second.empty() || key.second >= open.first) open = {key.second, value};
   }
   return absl::OkStatus();
 }

@@ -77,11 +77,15 @@ class Store {
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir);
   ~Store();
 
-  Batch NewBatch() const;
+  // A new batch. With `base`, a batch not yet committed that this one
+  // follows: node records rewritten by `base` are continued from its
+  // values. `base` MUST stay alive until the last PutNode on the new batch.
+  Batch NewBatch(const Batch* base = nullptr) const;
 
   // Applies `batch` atomically and fsyncs it. OK means durable; on error
-  // nothing of the batch is visible.
-  absl::Status Commit(Batch batch);
+  // nothing of the batch is visible. Only reads `batch`'s node records, so a
+  // batch based on it may be filled meanwhile.
+  absl::Status Commit(Batch& batch);
 
   // The number of hashes in one node record.
   static constexpr uint64_t kNodesPerGroup = 16;

@@ -32,7 +32,7 @@ TEST(StoreTest, CommittedBatchSurvivesReopen) {
     b.PutNode(1, 0, hash::NodeHash(h0, h1));
     b.PutRunHead("team-a", "run-1", 1);
     b.PutState({2, h1, 77});
-    ASSERT_TRUE(store->Commit(std::move(b)).ok());
+    ASSERT_TRUE(store->Commit(b).ok());
     ASSERT_TRUE(store->PutCheckpoint(2, "note two\n").ok());
     ASSERT_TRUE(store->PutCheckpoint(1, "note one\n").ok());
   }
@@ -67,7 +67,7 @@ TEST(StoreTest, ScanLeavesInOrderAndReportsGaps) {
   for (uint64_t i = 0; i < 10; ++i) {
     if (i != 6) b.PutEntry(i, "leaf" + std::to_string(i));
   }
-  ASSERT_TRUE(store->Commit(std::move(b)).ok());
+  ASSERT_TRUE(store->Commit(b).ok());
   std::string seen;
   ASSERT_TRUE(store->ScanLeaves(2, 5, [&](uint64_t seq, std::string_view leaf) {
     seen += std::to_string(seq) + "=" + std::string(leaf) + ";";
