@@ -10,6 +10,8 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "health.grpc.pb.h"
+#include "google/protobuf/dynamic_message.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "ledger/log/log.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
@@ -326,6 +328,56 @@ TEST_F(E2eTest, HealthCheckSaysServing) {
   grpc::health::v1::HealthCheckResponse resp;
   ASSERT_TRUE(health->Check(&ctx, grpc::health::v1::HealthCheckRequest(), &resp).ok());
   EXPECT_EQ(resp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+// Server reflection, spoken through a generic stub with the protocol's
+// message types as the reflection library registered them.
+TEST_F(E2eTest, ReflectionListsTheServices) {
+  const auto* pool = google::protobuf::DescriptorPool::generated_pool();
+  const auto* req_type = pool->FindMessageTypeByName("grpc.reflection.v1alpha.ServerReflectionRequest");
+  const auto* resp_type = pool->FindMessageTypeByName("grpc.reflection.v1alpha.ServerReflectionResponse");
+  ASSERT_NE(req_type, nullptr);
+  ASSERT_NE(resp_type, nullptr);
+  google::protobuf::DynamicMessageFactory factory;
+  std::unique_ptr<google::protobuf::Message> req(factory.GetPrototype(req_type)->New());
+  req->GetReflection()->SetString(req.get(), req_type->FindFieldByName("list_services"), "");
+  std::string wire = req->SerializeAsString();
+
+  grpc::GenericStub stub(channel_);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  auto call = stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag;
+  bool ok;
+  auto step = [&](intptr_t want) {
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    ASSERT_TRUE(ok);
+    ASSERT_EQ(reinterpret_cast<intptr_t>(tag), want);
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  step(1);
+  grpc::Slice slice(wire);
+  grpc::ByteBuffer out(&slice, 1);
+  call->Write(out, reinterpret_cast<void*>(2));
+  step(2);
+  grpc::ByteBuffer in;
+  call->Read(&in, reinterpret_cast<void*>(3));
+  step(3);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(in.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  std::unique_ptr<google::protobuf::Message> resp(factory.GetPrototype(resp_type)->New());
+  ASSERT_TRUE(resp->ParseFromString(bytes));
+  std::string text = resp->DebugString();
+  EXPECT_NE(text.find("\"evidence.ledger.v1.LedgerService\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"grpc.health.v1.Health\""), std::string::npos) << text;
+  call->WritesDone(reinterpret_cast<void*>(4));
+  step(4);
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  step(5);
+  EXPECT_TRUE(status.ok());
 }
 
 TEST_F(E2eTest, VerifierKeyAndCheckpointAgree) {

@@ -81,6 +81,52 @@ TEST(StoreTest, ScanLeavesInOrderAndReportsGaps) {
   EXPECT_EQ(tail.message(), "storage: entry 10 is missing");
 }
 
+hash::Hash H(int level, uint64_t index) {
+  return hash::Sha256(std::to_string(level) + "/" + std::to_string(index));
+}
+
+TEST(StoreTest, NodesAcrossGroupsBatchesAndReopen) {
+  testing::TempDir dir;
+  const uint64_t n = 3 * Store::kNodesPerGroup + 5;
+  {
+    auto store = *Store::Open(dir.path());
+    // Nodes arrive in index order over several batches that split groups.
+    uint64_t next = 0;
+    for (uint64_t chunk : {7, 1, 20, 25}) {
+      Batch b = store->NewBatch();
+      for (uint64_t k = 0; k < chunk && next < n; ++k, ++next) {
+        b.PutNode(0, next, H(0, next));
+        if (next % 2 == 1) b.PutNode(1, next / 2, H(1, next / 2));
+      }
+      ASSERT_TRUE(store->Commit(b).ok());
+    }
+    for (uint64_t i = 0; i < n; ++i) EXPECT_EQ(*store->GetNode(0, i), H(0, i)) << i;
+  }
+  auto store = *Store::Open(dir.path());  // no cached groups: read back from disk
+  for (uint64_t i = 0; i < n; ++i) EXPECT_EQ(*store->GetNode(0, i), H(0, i)) << i;
+  for (uint64_t i = 0; i < n / 2; ++i) EXPECT_EQ(*store->GetNode(1, i), H(1, i)) << i;
+  EXPECT_EQ(store->GetNode(0, n).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->GetNode(1, n / 2).status().code(), absl::StatusCode::kNotFound);
+  // Continuing a partial group after reopening keeps what it held.
+  Batch b = store->NewBatch();
+  b.PutNode(0, n, H(0, n));
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(*store->GetNode(0, n - 1), H(0, n - 1));
+  EXPECT_EQ(*store->GetNode(0, n), H(0, n));
+}
+
+TEST(StoreTest, BatchBasedOnAnUncommittedBatchContinuesItsGroups) {
+  testing::TempDir dir;
+  auto store = *Store::Open(dir.path());
+  Batch first = store->NewBatch();
+  for (uint64_t i = 0; i < 3; ++i) first.PutNode(0, i, H(0, i));
+  Batch second = store->NewBatch(&first);
+  for (uint64_t i = 3; i < 5; ++i) second.PutNode(0, i, H(0, i));
+  ASSERT_TRUE(store->Commit(first).ok());
+  ASSERT_TRUE(store->Commit(second).ok());
+  for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(*store->GetNode(0, i), H(0, i)) << i;
+}
+
 TEST(StoreTest, SecondOpenOfALockedDirectoryFails) {
   testing::TempDir dir;
   auto first = Store::Open(dir.path());
