@@ -21,10 +21,19 @@ constexpr char kStateKey[] = "state";
 constexpr size_t kStateSize = 1 + 8 + 32 + 8;
 constexpr size_t kReceiptRefSize = 1 + 8 + 32 + 32;
 
-// Order matters: it is the order of Store::Rep::cfs.
-enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kCfCount };
-const char* const kCfNames[kCfCount] = {"default", "entries", "receipts",
-                                        "nodes", "runs", "checkpoints"};
+// Order matters: it is the order of Store::Rep::cfs. The projection tables
+// follow, in projection::Table order.
+enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kLogCfCount };
+constexpr int kCfCount = kLogCfCount + projection::kTableCount;
+const char* const kLogCfNames[kLogCfCount] = {"default", "entries", "receipts",
+                                              "nodes", "runs", "checkpoints"};
+
+int ProjectionCf(projection::Table t) { return kLogCfCount + static_cast<int>(t); }
+
+const char* CfName(int cf) {
+  return cf < kLogCfCount ? kLogCfNames[cf]
+                          : projection::TableName(static_cast<projection::Table>(cf - kLogCfCount));
+}
 
 void PutU64(std::string* out, uint64_t v) {
   for (int i = 7; i >= 0; --i) out->push_back(static_cast<char>(v >> (8 * i)));
@@ -89,7 +98,7 @@ struct Batch::Rep {
   std::map<std::pair<int, uint64_t>, std::string> groups;
   const Rep* base = nullptr;  // the uncommitted batch this one follows
   absl::Status error;         // a node record that could not be read
-  void Put(Cf cf, std::string_view key, std::string_view value) {
+  void Put(int cf, std::string_view key, std::string_view value) {
     // WriteBatch::Put only fails when the batch exceeds its size limit,
     // which is unlimited here.
     if (!wb.Put((*cfs)[cf], AsSlice(key), AsSlice(value)).ok()) std::abort();
@@ -99,15 +108,18 @@ struct Batch::Rep {
 struct Store::Rep {
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
+  rocksdb::ColumnFamilyOptions projection_options;
   // The last committed record of the rightmost group of each level, so that
   // appending a node does not read it back from RocksDB.
   std::mutex open_mu;
   std::map<int, std::pair<uint64_t, std::string>> open_groups;
   ~Rep() {
-    for (auto* h : cfs) db->DestroyColumnFamilyHandle(h);
+    for (auto* h : cfs) {
+      if (h != nullptr) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    }
     if (db) db->Close().PermitUncheckedError();
   }
-  absl::StatusOr<std::string> Get(Cf cf, std::string_view key, std::string_view what) const {
+  absl::StatusOr<std::string> Get(int cf, std::string_view key, std::string_view what) const {
     std::string value;
     rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cfs[cf], AsSlice(key), &value);
     if (!s.ok()) return FromRocks(s, what);
@@ -160,6 +172,14 @@ void Batch::PutRunHead(std::string_view team, std::string_view run_id, uint64_t 
   rep_->Put(kRuns, RunKey(team, run_id), U64Key(seq));
 }
 
+void Batch::PutProjection(projection::Table t, std::string_view key, std::string_view value) {
+  rep_->Put(ProjectionCf(t), key, value);
+}
+
+void Batch::DeleteProjection(projection::Table t, std::string_view key) {
+  if (!rep_->wb.Delete((*rep_->cfs)[ProjectionCf(t)], AsSlice(key)).ok()) std::abort();
+}
+
 void Batch::PutState(const State& s) {
   std::string v(1, kFormatV1);
   PutU64(&v, s.size);
@@ -197,12 +217,13 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
   lookup_options.memtable_prefix_bloom_size_ratio = 0.05;
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
-    bool lookup = cf == kReceipts || cf == kRuns;
-    descriptors.emplace_back(kCfNames[cf], cf == kEntries ? entry_options
-                                           : lookup           ? lookup_options
-                                                              : cf_options);
+    bool lookup = cf == kReceipts || cf == kRuns || cf >= kLogCfCount;
+    descriptors.emplace_back(CfName(cf), cf == kEntries ? entry_options
+                                         : lookup           ? lookup_options
+                                                            : cf_options);
   }
   auto rep = std::make_unique<Rep>();
+  rep->projection_options = lookup_options;
   rocksdb::DB* db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(options), dir, descriptors,
                                         &rep->cfs, &db);
@@ -327,6 +348,49 @@ absl::Status Store::ScanLeaves(
   if (auto s = FromRocks(it->status(), "scan entries"); !s.ok()) return s;
   if (want != to) {
     return absl::DataLossError(absl::StrCat("storage: entry ", want, " is missing"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::string>> Store::GetProjection(projection::Table t,
+                                                                std::string_view key) const {
+  auto v = rep_->Get(ProjectionCf(t), key, projection::TableName(t));
+  if (absl::IsNotFound(v.status())) return std::nullopt;
+  if (!v.ok()) return v.status();
+  return *std::move(v);
+}
+
+absl::Status Store::ScanProjection(
+    projection::Table t, std::string_view from, std::string_view to, bool reverse,
+    absl::FunctionRef<bool(std::string_view key, std::string_view value)> fn) const {
+  rocksdb::ReadOptions options;
+  rocksdb::Slice lower = AsSlice(from), upper = AsSlice(to);
+  options.iterate_lower_bound = &lower;
+  if (!to.empty()) options.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(options, rep_->cfs[ProjectionCf(t)]));
+  if (reverse) {
+    it->SeekToLast();
+  } else {
+    it->Seek(lower);
+  }
+  for (; it->Valid(); reverse ? it->Prev() : it->Next()) {
+    if (!fn(std::string_view(it->key().data(), it->key().size()),
+            std::string_view(it->value().data(), it->value().size()))) {
+      break;
+    }
+  }
+  return FromRocks(it->status(), absl::StrCat("scan ", projection::TableName(t)));
+}
+
+absl::Status Store::DropProjections() {
+  for (int i = 0; i < projection::kTableCount; ++i) {
+    int cf = kLogCfCount + i;
+    rocksdb::Status s = rep_->db->DropColumnFamily(rep_->cfs[cf]);
+    if (!s.ok()) return FromRocks(s, absl::StrCat("drop ", CfName(cf)));
+    rep_->db->DestroyColumnFamilyHandle(rep_->cfs[cf]).PermitUncheckedError();
+    rep_->cfs[cf] = nullptr;
+    s = rep_->db->CreateColumnFamily(rep_->projection_options, CfName(cf), &rep_->cfs[cf]);
+    if (!s.ok()) return FromRocks(s, absl::StrCat("create ", CfName(cf)));
   }
   return absl::OkStatus();
 }

@@ -12,6 +12,8 @@
 //                                             that level, in index order
 //   runs         len(team) u8 | team | run_id -> last seq of the run, u64
 //   checkpoints  tree size u64            -> signed checkpoint note
+//   p_steps, p_runs, p_index, p_changes   -> projection records; their
+//                                             layouts are query/'s (keys.h)
 // All integers are big-endian, so keys sort numerically. Nodes are grouped
 // sixteen to a record so that an append writes about one node record per
 // sixteen leaves instead of two per leaf; a node is still one read.
@@ -32,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ledger/hash/hash.h"
+#include "ledger/projection/projection.h"
 
 namespace ledger::store {
 
@@ -62,6 +65,8 @@ class Batch {
   void PutNode(int level, uint64_t index, const hash::Hash& h);
   void PutRunHead(std::string_view team, std::string_view run_id, uint64_t seq);
   void PutState(const State& s);
+  void PutProjection(projection::Table t, std::string_view key, std::string_view value);
+  void DeleteProjection(projection::Table t, std::string_view key);
 
  private:
   friend class Store;
@@ -103,6 +108,19 @@ class Store {
   absl::Status ScanLeaves(
       uint64_t from, uint64_t to,
       absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const;
+
+  // A projection record; nullopt when absent.
+  absl::StatusOr<std::optional<std::string>> GetProjection(projection::Table t,
+                                                           std::string_view key) const;
+  // Calls fn(key, value) for the records of `t` with from <= key < to (an
+  // empty `to`: no upper bound), ascending, or descending with `reverse`,
+  // until fn returns false.
+  absl::Status ScanProjection(
+      projection::Table t, std::string_view from, std::string_view to, bool reverse,
+      absl::FunctionRef<bool(std::string_view key, std::string_view value)> fn) const;
+  // Removes every projection record (for a rebuild). MUST NOT run while
+  // anything else uses the store.
+  absl::Status DropProjections();
 
   // Checkpoints are written by the checkpointer, synced, and never replaced.
   absl::Status PutCheckpoint(uint64_t size, std::string_view note);

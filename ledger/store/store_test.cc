@@ -127,6 +127,45 @@ TEST(StoreTest, BatchBasedOnAnUncommittedBatchContinuesItsGroups) {
   for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(*store->GetNode(0, i), H(0, i)) << i;
 }
 
+TEST(StoreTest, ProjectionRecordsScanAndDrop) {
+  testing::TempDir dir;
+  auto store = *Store::Open(dir.path());
+  using projection::Table;
+  Batch b = store->NewBatch();
+  for (std::string k : {"a1", "a2", "a3", "b1"}) b.PutProjection(Table::kIndex, k, "v" + k);
+  b.PutProjection(Table::kSteps, "a2", "step");
+  b.PutEntry(0, "leaf");
+  ASSERT_TRUE(store->Commit(b).ok());
+  Batch d = store->NewBatch();
+  d.DeleteProjection(Table::kIndex, "a3");
+  ASSERT_TRUE(store->Commit(d).ok());
+
+  EXPECT_EQ(**store->GetProjection(Table::kIndex, "a1"), "va1");
+  EXPECT_FALSE(store->GetProjection(Table::kIndex, "a3")->has_value());
+  EXPECT_EQ(**store->GetProjection(Table::kSteps, "a2"), "step");
+  std::string seen;
+  auto collect = [&](std::string_view k, std::string_view) {
+    seen += std::string(k) + ",";
+    return true;
+  };
+  ASSERT_TRUE(store->ScanProjection(Table::kIndex, "a", "b", false, collect).ok());
+  EXPECT_EQ(seen, "a1,a2,");
+  seen.clear();
+  ASSERT_TRUE(store->ScanProjection(Table::kIndex, "a", "", true, collect).ok());
+  EXPECT_EQ(seen, "b1,a2,a1,");
+  seen.clear();
+  ASSERT_TRUE(store->ScanProjection(Table::kIndex, "", "", true, [&](std::string_view k, std::string_view) {
+    seen += std::string(k) + ",";
+    return seen.size() < 6;  // stop after two
+  }).ok());
+  EXPECT_EQ(seen, "b1,a2,");
+
+  ASSERT_TRUE(store->DropProjections().ok());
+  EXPECT_FALSE(store->GetProjection(Table::kIndex, "a1")->has_value());
+  EXPECT_FALSE(store->GetProjection(Table::kSteps, "a2")->has_value());
+  EXPECT_EQ(*store->GetLeaf(0), "leaf");  // the log is untouched
+}
+
 TEST(StoreTest, SecondOpenOfALockedDirectoryFails) {
   testing::TempDir dir;
   auto first = Store::Open(dir.path());

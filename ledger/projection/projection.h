@@ -1,0 +1,89 @@
+// Projections: records derived from the log (steps, runs, their indexes),
+// kept beside it. The log is the only source of truth; a projection is a
+// deterministic function of the entries in seq order, so it can always be
+// dropped and rebuilt byte for byte.
+//
+// A Projector sees one entry at a time and reads and writes records through
+// a Txn. The sequencer applies it to every appended entry inside the batch
+// that appends the entry; a rebuild replays the log through it; the offline
+// verifier runs it over an in-memory Txn. Nothing here touches RocksDB.
+//
+// Thread-safety: a Txn is used by one thread at a time.
+#ifndef LEDGER_PROJECTION_PROJECTION_H_
+#define LEDGER_PROJECTION_PROJECTION_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ledger/receipt/receipt.h"
+
+namespace ledger::projection {
+
+// The tables projections live in. DO NOT renumber: stored data uses them.
+enum class Table : uint8_t { kSteps = 0, kRuns = 1, kIndex = 2, kChanges = 3 };
+inline constexpr int kTableCount = 4;
+const char* TableName(Table t);
+
+// What a projector sees of an entry.
+struct Entry {
+  uint64_t seq = 0;
+  int64_t logged_at_us = 0;
+  std::string_view emitter;
+  const receipt::Receipt* receipt = nullptr;
+};
+
+// Reads and writes of projection records. Reads see this Txn's own writes.
+class Txn {
+ public:
+  virtual ~Txn() = default;
+  // nullopt when absent; an error when the record cannot be read.
+  virtual absl::StatusOr<std::optional<std::string>> Get(Table t, std::string_view key) = 0;
+  virtual void Put(Table t, std::string_view key, std::string_view value) = 0;
+  virtual void Delete(Table t, std::string_view key) = 0;
+};
+
+class Projector {
+ public:
+  virtual ~Projector() = default;
+  // Applies one entry. An error means a record could not be read or is
+  // malformed; the caller MUST NOT write any of this entry's updates then.
+  virtual absl::Status Apply(const Entry& entry, Txn& txn) = 0;
+};
+
+// A Txn that buffers its writes over what another source holds: the writes
+// of an earlier overlay not yet stored (`base`), then `fallback` (the
+// store, or nothing).
+class OverlayTxn final : public Txn {
+ public:
+  using Fallback =
+      std::function<absl::StatusOr<std::optional<std::string>>(Table, std::string_view)>;
+  // A key's value, or nullopt for a delete.
+  using Writes = std::map<std::pair<Table, std::string>, std::optional<std::string>, std::less<>>;
+
+  OverlayTxn(const OverlayTxn* base, Fallback fallback)
+      : base_(base), fallback_(std::move(fallback)) {}
+
+  absl::StatusOr<std::optional<std::string>> Get(Table t, std::string_view key) override;
+  void Put(Table t, std::string_view key, std::string_view value) override;
+  void Delete(Table t, std::string_view key) override;
+
+  const Writes& writes() const { return writes_; }
+  // Forgets `base`: call once base's writes are stored.
+  void DetachBase() { base_ = nullptr; }
+
+ private:
+  const OverlayTxn* base_;
+  Fallback fallback_;
+  Writes writes_;
+};
+
+}  // namespace ledger::projection
+
+#endif  // LEDGER_PROJECTION_PROJECTION_H_

@@ -1,0 +1,41 @@
+#include "ledger/projection/projection.h"
+
+#include "gtest/gtest.h"
+
+namespace ledger::projection {
+namespace {
+
+TEST(OverlayTxnTest, ReadsOwnWritesThenBaseThenFallback) {
+  int fallback_calls = 0;
+  auto fallback = [&](Table t, std::string_view key) -> absl::StatusOr<std::optional<std::string>> {
+    ++fallback_calls;
+    if (t == Table::kSteps && key == "stored") return std::string("from store");
+    return std::nullopt;
+  };
+  OverlayTxn base(nullptr, fallback);
+  base.Put(Table::kSteps, "a", "base a");
+  base.Put(Table::kSteps, "stored", "base overrides");
+  OverlayTxn top(&base, fallback);
+  top.Put(Table::kSteps, "b", "top b");
+  top.Delete(Table::kSteps, "a");
+
+  EXPECT_EQ(**top.Get(Table::kSteps, "b"), "top b");
+  EXPECT_FALSE(top.Get(Table::kSteps, "a")->has_value());  // deleted over base
+  EXPECT_EQ(**top.Get(Table::kSteps, "stored"), "base overrides");
+  EXPECT_EQ(fallback_calls, 0);
+  EXPECT_FALSE(top.Get(Table::kRuns, "b")->has_value());  // tables are apart
+  EXPECT_EQ(fallback_calls, 1);
+  top.DetachBase();
+  EXPECT_EQ(**top.Get(Table::kSteps, "stored"), "from store");
+  EXPECT_EQ(top.writes().size(), 2u);
+}
+
+TEST(OverlayTxnTest, FallbackErrorsPassThrough) {
+  OverlayTxn txn(nullptr, [](Table, std::string_view) -> absl::StatusOr<std::optional<std::string>> {
+    return absl::DataLossError("bad record");
+  });
+  EXPECT_EQ(txn.Get(Table::kIndex, "x").status().code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace ledger::projection
