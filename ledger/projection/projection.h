@@ -31,6 +31,10 @@ enum class Table : uint8_t { kSteps = 0, kRuns = 1, kIndex = 2, kChanges = 3 };
 inline constexpr int kTableCount = 4;
 const char* TableName(Table t);
 
+// In Table::kIndex: the number of log entries the projections cover, a
+// big-endian u64. Query code MUST NOT use keys starting with 0xff.
+inline constexpr std::string_view kProjectedSizeKey = "\xff" "projected_size";
+
 // What a projector sees of an entry.
 struct Entry {
   uint64_t seq = 0;

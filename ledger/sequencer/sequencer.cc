@@ -14,19 +14,25 @@ namespace ledger::sequencer {
 namespace {
 
 std::string RunKey(const Submission& s) {
-  std::string key = s.team;
+  std::string key = s.receipt.team();
   key.push_back('\0');  // teams never contain NUL
-  key.append(s.run_id);
+  key.append(s.receipt.run_id());
   return key;
+}
+
+// Projection records cover entries [0, value): written with every batch, so
+// that a store whose projections lag its log is noticed.
+void PutProjectedSize(projection::OverlayTxn& txn, uint64_t size) {
+  std::string v;
+  for (int i = 7; i >= 0; --i) v.push_back(static_cast<char>(size >> (8 * i)));
+  txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, v);
 }
 
 }  // namespace
 
 Submission Submission::Of(receipt::Receipt& r, std::string canonical, std::string emitter) {
   Submission s;
-  s.receipt_id = std::move(*r.mutable_receipt_id());
-  s.team = std::move(*r.mutable_team());
-  s.run_id = std::move(*r.mutable_run_id());
+  s.receipt = std::move(r);
   s.digest = hash::Sha256(canonical);
   s.canonical = std::move(canonical);
   s.emitter = std::move(emitter);
@@ -68,6 +74,9 @@ struct Sequencer::Prepared {
   // before it is committed.
   absl::flat_hash_map<std::string, store::ReceiptRef> new_ids;
   absl::flat_hash_map<std::string, uint64_t> run_heads;
+  // Projection records this batch writes; reads fall through to the batch
+  // being committed, then the store.
+  std::unique_ptr<projection::OverlayTxn> txn;
   // Set by the committer, under mu_.
   bool committed = false;
   absl::Status result;
@@ -122,6 +131,12 @@ Head Sequencer::committed() const {
   return head_;
 }
 
+Head Sequencer::WaitCommitted(uint64_t size, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  committed_cv_.wait_for(lock, timeout, [&] { return head_.size > size || stopping_; });
+  return head_;
+}
+
 void Sequencer::RunCommitter() {
   pthread_setname_np(pthread_self(), "ledger-commit");
   std::unique_lock<std::mutex> lock(mu_);
@@ -145,6 +160,7 @@ bool Sequencer::Finish(Prepared& p) {
     cv_.wait(lock, [&] { return p.committed; });
     if (p.result.ok()) head_ = {p.state.size, p.frontier.Root(), p.state.head};
   }
+  committed_cv_.notify_all();
   bool ok = p.result.ok();
   if (ok) {
     durable_frontier_ = p.frontier;
@@ -195,6 +211,7 @@ void Sequencer::Run() {
     std::unique_ptr<Prepared> next = Prepare(std::move(work), in_flight.get());
     if (in_flight != nullptr) {
       bool ok = Finish(*in_flight);
+      if (next->txn != nullptr) next->txn->DetachBase();
       in_flight.reset();
       if (!ok) {
         // `next` was built on a batch that is not in the store: queue its
@@ -222,6 +239,15 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
   p->requests = std::move(requests);
   p->batch = store_->NewBatch(base != nullptr ? &*base->batch : nullptr);
   store::Batch& batch = *p->batch;
+  projection::Projector* projector = options_.projector;
+  if (projector != nullptr) {
+    p->txn = std::make_unique<projection::OverlayTxn>(
+        base != nullptr ? base->txn.get() : nullptr,
+        [store = store_](projection::Table t, std::string_view key) {
+          return store->GetProjection(t, key);
+        });
+  }
+  absl::Status projection_error;
   // Receipt ids and run heads not yet in the store: this batch's, then those
   // of the batch being committed.
   auto pending_id = [&](const std::string& id) -> const store::ReceiptRef* {
@@ -247,7 +273,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     for (size_t i = 0; i < items.size(); ++i) {
       Submission& s = items[i];
       Outcome& out = p->outcomes[r][i];
-      const std::string& id = s.receipt_id;
+      const std::string& id = s.receipt.receipt_id();
 
       std::optional<store::ReceiptRef> existing;
       const store::ReceiptRef* pending = pending_id(id);
@@ -285,7 +311,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
       } else if (base != nullptr && base_head != base->run_heads.end()) {
         run_prev = base_head->second;
       } else {
-        auto head = store_->GetRunHead(s.team, s.run_id);
+        auto head = store_->GetRunHead(s.receipt.team(), s.receipt.run_id());
         if (!head.ok()) {
           out.status = absl::UnavailableError(
               absl::StrCat("storage: run index unreadable: ", head.status().message()));
@@ -307,6 +333,9 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
       });
       p->new_ids.emplace(id, ref);
       run_heads[run_key] = {&s, seq};
+      if (projector != nullptr && projection_error.ok()) {
+        projection_error = projector->Apply({seq, logged_at, s.emitter, &s.receipt}, *p->txn);
+      }
       state.size = seq + 1;
       state.head = leaf_hash;
       state.last_logged_at_us = logged_at;
@@ -320,10 +349,39 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
   p->has_entries = state.size != first_seq;
   if (p->has_entries) {
     for (const auto& [key, head] : run_heads) {
-      batch.PutRunHead(head.submission->team, head.submission->run_id, head.seq);
+      batch.PutRunHead(head.submission->receipt.team(), head.submission->receipt.run_id(),
+                       head.seq);
       p->run_heads.emplace(key, head.seq);
     }
     batch.PutState(state);
+    if (projector != nullptr) {
+      PutProjectedSize(*p->txn, state.size);
+      for (const auto& [key, value] : p->txn->writes()) {
+        if (value.has_value()) {
+          batch.PutProjection(key.first, key.second, *value);
+        } else {
+          batch.DeleteProjection(key.first, key.second);
+        }
+      }
+    }
+  }
+  if (!projection_error.ok()) {
+    // A projection record could not be read: nothing of this batch is
+    // written, and its receipts fail.
+    absl::Status failed = absl::UnavailableError(absl::StrCat(
+        "projection: ", projection_error.message(), "; nothing of this batch was appended"));
+    for (Outcome* o : p->pending) *o = Outcome{failed};
+    p->pending.clear();
+    p->has_entries = false;
+    p->new_ids.clear();
+    p->run_heads.clear();
+    p->txn.reset();
+    // The head is what it was before this batch.
+    frontier_ = base != nullptr ? base->frontier : durable_frontier_;
+    state_ = base != nullptr ? base->state : durable_state_;
+    p->frontier = frontier_;
+    p->state = state_;
+    return p;
   }
   p->frontier = frontier;
   p->state = state;

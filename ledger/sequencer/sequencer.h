@@ -15,6 +15,7 @@
 #ifndef LEDGER_SEQUENCER_SEQUENCER_H_
 #define LEDGER_SEQUENCER_SEQUENCER_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -30,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
+#include "ledger/projection/projection.h"
 #include "ledger/receipt/receipt.h"
 #include "ledger/store/store.h"
 
@@ -39,18 +41,15 @@ namespace ledger::sequencer {
 using Clock = std::function<int64_t()>;
 int64_t SystemClockMicros();
 
-// A validated receipt ready to be sequenced: what the writer needs of it,
-// prepared by the caller's thread so the single writer does less.
+// A validated receipt ready to be sequenced, with what the caller's thread
+// can prepare so the single writer does less.
 struct Submission {
-  std::string receipt_id;
-  std::string team;
-  std::string run_id;
-  std::string canonical;  // receipt::Canonicalize's output
-  hash::Hash digest{};    // SHA-256 of canonical: compared on retries
+  receipt::Receipt receipt;  // valid (receipt::Canonicalize accepted it)
+  std::string canonical;     // receipt::Canonicalize's output
+  hash::Hash digest{};       // SHA-256 of canonical: compared on retries
   std::string emitter;
 
-  // Takes the fields it needs from `r` (which MUST be valid) and hashes
-  // `canonical`.
+  // Takes `r` and hashes `canonical`.
   static Submission Of(receipt::Receipt& r, std::string canonical, std::string emitter);
 };
 
@@ -78,6 +77,9 @@ class Sequencer {
     Clock clock = SystemClockMicros;
     size_t max_queued = 100'000;  // receipts waiting; beyond: RESOURCE_EXHAUSTED
     size_t max_batch = 8'192;     // receipts per RocksDB batch
+    // Applied to every new entry in the batch that appends it; null: no
+    // projections. MUST outlive the sequencer.
+    projection::Projector* projector = nullptr;
   };
 
   // Loads the head from `store` (which MUST outlive the sequencer) and starts
@@ -93,6 +95,10 @@ class Sequencer {
   absl::Status Submit(std::vector<Submission> items, Done done);
 
   Head committed() const;
+
+  // Waits until the committed log holds more than `size` entries or
+  // `timeout` passes; returns the committed head either way.
+  Head WaitCommitted(uint64_t size, std::chrono::milliseconds timeout) const;
 
  private:
   struct Request {
@@ -115,6 +121,7 @@ class Sequencer {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  mutable std::condition_variable committed_cv_;  // head_ grew
   std::deque<Request> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
