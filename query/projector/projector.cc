@@ -1,0 +1,388 @@
+#include "query/projector/projector.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "query/projector/keys.h"
+
+namespace ledger::query {
+namespace {
+
+using projection::Table;
+using projection::Txn;
+
+absl::Status Malformed(std::string_view what) {
+  return absl::DataLossError(absl::StrCat("projection: malformed ", std::string(what)));
+}
+
+template <typename M>
+absl::StatusOr<std::optional<M>> Load(Txn& txn, Table t, std::string_view key,
+                                      std::string_view what) {
+  auto raw = txn.Get(t, key);
+  if (!raw.ok()) return raw.status();
+  if (!raw->has_value()) return std::nullopt;
+  M m;
+  if (!m.ParseFromString(**raw)) return Malformed(what);
+  return m;
+}
+
+void AddCall(pb::CallTotals* t, const pb::Receipt& r) {
+  bool allow = false;
+  int64_t cost = 0;
+  if (r.has_model_call()) {
+    const auto& m = r.model_call();
+    allow = m.decision() == pb::DECISION_ALLOW;
+    if (allow) {
+      t->set_model_calls_allowed(t->model_calls_allowed() + 1);
+    } else {
+      t->set_model_calls_denied(t->model_calls_denied() + 1);
+    }
+    t->set_input_tokens(t->input_tokens() + m.input_tokens());
+    t->set_output_tokens(t->output_tokens() + m.output_tokens());
+    cost = m.cost_micros();
+  } else {
+    const auto& c = r.tool_call();
+    allow = c.decision() == pb::DECISION_ALLOW;
+    if (allow) {
+      t->set_tool_calls_allowed(t->tool_calls_allowed() + 1);
+    } else {
+      t->set_tool_calls_denied(t->tool_calls_denied() + 1);
+    }
+    cost = c.cost_micros();
+  }
+  t->set_cost_micros(t->cost_micros() + cost);
+}
+
+void Charge(pb::Step* s) {
+  int64_t actual = s->exec_cost_micros() + s->calls().cost_micros();
+  s->set_actual_cost_micros(actual);
+  bool conservative = s->state() == pb::STEP_STATE_FAILED || s->state() == pb::STEP_STATE_UNKNOWN;
+  s->set_charged_cost_micros(conservative ? std::max(actual, s->cost_reserved_micros()) : actual);
+}
+
+StepKey KeyOf(const pb::Receipt& r) {
+  return {r.team(), r.run_id(), r.step_id(), r.attempt() > 0 ? r.attempt() : 1};
+}
+
+// The run an entry belongs to, loaded once per entry and saved at the end.
+class RunEdit {
+ public:
+  RunEdit(Txn& txn, const projection::Entry& e) : txn_(txn), e_(e) {}
+
+  absl::Status Load() {
+    const pb::Receipt& r = *e_.receipt;
+    key_ = EncodeRunKey(r.team(), r.run_id());
+    auto run = query::Load<pb::Run>(txn_, Table::kRuns, key_, "run record");
+    if (!run.ok()) return run.status();
+    if (run->has_value()) {
+      run_ = **run;
+    } else {
+      run_.set_team(r.team());
+      run_.set_run_id(r.run_id());
+      run_.set_first_seq(e_.seq);
+      run_.set_first_at_us(e_.logged_at_us);
+      txn_.Put(Table::kIndex, RunsRow(r.team(), e_.logged_at_us, key_), "");
+    }
+    if (run_.workflow().empty() && !r.workflow().empty()) run_.set_workflow(r.workflow());
+    run_.set_last_seq(e_.seq);
+    run_.set_last_at_us(e_.logged_at_us);
+    run_.set_entries(run_.entries() + 1);
+    return absl::OkStatus();
+  }
+
+  pb::Run& run() { return run_; }
+  void Save() { txn_.Put(Table::kRuns, key_, Serialize(run_)); }
+
+ private:
+  Txn& txn_;
+  const projection::Entry& e_;
+  std::string key_;
+  pb::Run run_;
+};
+
+// One step's record being changed by an entry: keeps the run summary and
+// the indexes in step with it.
+class StepEdit {
+ public:
+  StepEdit(Txn& txn, const projection::Entry& e, RunEdit& run) : txn_(txn), e_(e), run_(run) {}
+
+  // Loads the step; creates it when `create` (else NOT_FOUND when absent).
+  absl::Status Load(const StepKey& key, bool create) {
+    key_ = key;
+    encoded_ = EncodeStepKey(key);
+    auto step = query::Load<pb::Step>(txn_, Table::kSteps, encoded_, "step record");
+    if (!step.ok()) return step.status();
+    if (step->has_value()) {
+      step_ = **step;
+    } else {
+      if (!create) return absl::NotFoundError("step");
+      fresh_ = true;
+      step_.set_team(key.team);
+      step_.set_run_id(key.run_id);
+      step_.set_step_id(key.step_id);
+      step_.set_attempt(key.attempt);
+      step_.set_first_at_us(e_.logged_at_us);
+    }
+    old_state_ = step_.state();
+    old_actual_ = step_.actual_cost_micros();
+    old_charged_ = step_.charged_cost_micros();
+    old_anomalous_ = step_.anomalies_size() > 0;
+    return absl::OkStatus();
+  }
+
+  pb::Step& step() { return step_; }
+
+  void Flag(pb::Anomaly a) {
+    if (std::find(step_.anomalies().begin(), step_.anomalies().end(), a) == step_.anomalies().end()) {
+      step_.add_anomalies(a);
+    }
+  }
+
+  void Save() {
+    const uint64_t first_at = static_cast<uint64_t>(step_.first_at_us());
+    if (fresh_) {
+      txn_.Put(Table::kIndex, TeamTimeRow(key_.team, first_at, encoded_), "");
+      txn_.Put(Table::kIndex,
+               RunTimeRow(EncodeRunKey(key_.team, key_.run_id), first_at, encoded_), "");
+    }
+    Charge(&step_);
+    pb::Run& run = run_.run();
+    if (fresh_ || step_.state() != old_state_) {
+      if (!fresh_) {
+        txn_.Delete(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
+        Count(run, old_state_, -1);
+      }
+      txn_.Put(Table::kIndex, StateRow(key_.team, step_.state(), first_at, encoded_), "");
+      Count(run, step_.state(), +1);
+      if (step_.state() == pb::STEP_STATE_UNKNOWN) {
+        pb::StepRef* ref = run.add_unknown_steps();
+        ref->set_step_id(key_.step_id);
+        ref->set_attempt(key_.attempt);
+      }
+    }
+    if (!old_anomalous_ && step_.anomalies_size() > 0) run.set_anomalies(run.anomalies() + 1);
+    run.set_actual_cost_micros(run.actual_cost_micros() + step_.actual_cost_micros() - old_actual_);
+    run.set_charged_cost_micros(run.charged_cost_micros() + step_.charged_cost_micros() -
+                                old_charged_);
+    step_.add_seqs(e_.seq);
+    step_.set_last_seq(e_.seq);
+    txn_.Put(Table::kSteps, encoded_, Serialize(step_));
+    pb::StepChange change;
+    change.set_seq(e_.seq);
+    *change.mutable_step() = step_;
+    change.mutable_step()->clear_seqs();
+    txn_.Put(Table::kChanges, U64(e_.seq), Serialize(change));
+  }
+
+  const std::string& encoded_key() const { return encoded_; }
+
+ private:
+  static void Count(pb::Run& run, int state, int delta) {
+    switch (state) {
+      case pb::STEP_STATE_PENDING: run.set_steps_pending(run.steps_pending() + delta); break;
+      case pb::STEP_STATE_SUCCEEDED: run.set_steps_succeeded(run.steps_succeeded() + delta); break;
+      case pb::STEP_STATE_FAILED: run.set_steps_failed(run.steps_failed() + delta); break;
+      case pb::STEP_STATE_DENIED: run.set_steps_denied(run.steps_denied() + delta); break;
+      case pb::STEP_STATE_UNKNOWN: run.set_steps_unknown(run.steps_unknown() + delta); break;
+      default: break;
+    }
+  }
+
+  Txn& txn_;
+  const projection::Entry& e_;
+  RunEdit& run_;
+  StepKey key_;
+  std::string encoded_;
+  pb::Step step_;
+  bool fresh_ = false;
+  pb::StepState old_state_ = pb::STEP_STATE_UNSPECIFIED;
+  int64_t old_actual_ = 0;
+  int64_t old_charged_ = 0;
+  bool old_anomalous_ = false;
+};
+
+pb::StepState StateOf(pb::ExecStatus s) {
+  return s == pb::EXEC_STATUS_SUCCEEDED ? pb::STEP_STATE_SUCCEEDED : pb::STEP_STATE_FAILED;
+}
+
+void RecordCompletion(pb::Step& s, const projection::Entry& e) {
+  const auto& x = e.receipt->agent_exec();
+  s.set_has_completion(true);
+  s.set_completion_seq(e.seq);
+  s.set_completion_receipt_id(e.receipt->receipt_id());
+  s.set_completed_at_us(e.logged_at_us);
+  s.set_exec_status(x.status());
+  s.set_exit_code(x.exit_code());
+  s.set_duration_ms(x.duration_ms());
+  s.set_exec_cost_micros(x.cost_micros());
+}
+
+absl::Status OnStart(Txn& txn, const projection::Entry& e, RunEdit& run) {
+  const pb::Receipt& r = *e.receipt;
+  const auto& a = r.agent_start();
+  StepEdit edit(txn, e, run);
+  if (auto s = edit.Load(KeyOf(r), /*create=*/true); !s.ok()) return s;
+  txn.Put(Table::kIndex, StartRow(r.team(), r.receipt_id()), edit.encoded_key());
+  pb::Step& step = edit.step();
+  if (step.has_start()) {
+    edit.Flag(pb::ANOMALY_DUPLICATE_START);
+  } else {
+    step.set_has_start(true);
+    step.set_start_seq(e.seq);
+    step.set_start_receipt_id(r.receipt_id());
+    step.set_started_at_us(e.logged_at_us);
+    step.set_decision(a.decision());
+    step.set_reason(a.reason());
+    step.set_timeout_ms(a.timeout_ms());
+    step.set_cost_reserved_micros(a.cost_reserved_micros());
+    if (step.workflow().empty()) step.set_workflow(r.workflow());
+    if (step.agent().empty()) step.set_agent(r.agent());
+    if (a.decision() == pb::DECISION_DENY) {
+      step.set_state(pb::STEP_STATE_DENIED);
+    } else {
+      step.set_timeout_at_us(e.logged_at_us + a.timeout_ms() * 1000);
+      if (!step.has_completion() && !step.has_unknown()) {
+        step.set_state(pb::STEP_STATE_PENDING);
+        txn.Put(Table::kIndex, DeadlineRow(step.timeout_at_us(), e.seq), edit.encoded_key());
+      }
+    }
+  }
+  edit.Save();
+  return absl::OkStatus();
+}
+
+absl::Status OnExec(Txn& txn, const projection::Entry& e, RunEdit& run) {
+  const pb::Receipt& r = *e.receipt;
+  const auto& x = r.agent_exec();
+  auto start = txn.Get(Table::kIndex, StartRow(r.team(), x.start_receipt_id()));
+  if (!start.ok()) return start.status();
+  StepKey own = KeyOf(r);
+  StepEdit edit(txn, e, run);
+  if (!start->has_value()) {
+    if (auto s = edit.Load(own, /*create=*/true); !s.ok()) return s;
+    pb::Step& step = edit.step();
+    edit.Flag(pb::ANOMALY_ORPHAN_COMPLETION);
+    if (step.has_completion()) {
+      edit.Flag(step.exec_status() == x.status() ? pb::ANOMALY_DUPLICATE_COMPLETION
+                                                 : pb::ANOMALY_CONFLICTING_COMPLETION);
+    } else if (!step.has_start()) {
+      RecordCompletion(step, e);
+      step.set_state(StateOf(x.status()));
+      if (step.workflow().empty()) step.set_workflow(r.workflow());
+      if (step.agent().empty()) step.set_agent(r.agent());
+    }
+    edit.Save();
+    return absl::OkStatus();
+  }
+  auto start_key = DecodeStepKey(**start);
+  if (!start_key.ok()) return start_key.status();
+  if (!(*start_key == own)) {
+    if (auto s = edit.Load(*start_key, /*create=*/false); !s.ok()) return s;
+    edit.Flag(pb::ANOMALY_MISMATCHED_COMPLETION);
+    edit.Save();
+    return absl::OkStatus();
+  }
+  if (auto s = edit.Load(own, /*create=*/false); !s.ok()) return s;
+  pb::Step& step = edit.step();
+  if (step.decision() == pb::DECISION_DENY) {
+    edit.Flag(pb::ANOMALY_COMPLETION_AFTER_DENY);
+  } else if (step.has_completion()) {
+    edit.Flag(step.exec_status() == x.status() ? pb::ANOMALY_DUPLICATE_COMPLETION
+                                               : pb::ANOMALY_CONFLICTING_COMPLETION);
+  } else if (step.has_unknown()) {
+    edit.Flag(pb::ANOMALY_LATE_COMPLETION);
+    RecordCompletion(step, e);
+  } else {
+    RecordCompletion(step, e);
+    step.set_state(StateOf(x.status()));
+    txn.Delete(Table::kIndex, DeadlineRow(step.timeout_at_us(), step.start_seq()));
+  }
+  edit.Save();
+  return absl::OkStatus();
+}
+
+absl::Status OnUnknown(Txn& txn, const projection::Entry& e, RunEdit& run) {
+  const pb::Receipt& r = *e.receipt;
+  const auto& u = r.step_unknown();
+  StepEdit edit(txn, e, run);
+  absl::Status loaded = edit.Load(KeyOf(r), /*create=*/false);
+  if (absl::IsNotFound(loaded)) return absl::OkStatus();  // on the run only
+  if (!loaded.ok()) return loaded;
+  pb::Step& step = edit.step();
+  if (step.state() == pb::STEP_STATE_PENDING && step.start_seq() == static_cast<uint64_t>(u.start_seq())) {
+    step.set_state(pb::STEP_STATE_UNKNOWN);
+    step.set_has_unknown(true);
+    step.set_unknown_seq(e.seq);
+    step.set_unknown_at_us(e.logged_at_us);
+    step.set_deadline_us(u.deadline_us());
+    txn.Delete(Table::kIndex, DeadlineRow(step.timeout_at_us(), step.start_seq()));
+  }
+  edit.Save();
+  return absl::OkStatus();
+}
+
+absl::Status OnCall(Txn& txn, const projection::Entry& e, RunEdit& run) {
+  const pb::Receipt& r = *e.receipt;
+  AddCall(run.run().mutable_calls(), r);
+  if (!r.step_id().empty()) {
+    StepEdit edit(txn, e, run);
+    absl::Status loaded = edit.Load(KeyOf(r), /*create=*/false);
+    if (loaded.ok()) {
+      AddCall(edit.step().mutable_calls(), r);
+      edit.Save();
+      return absl::OkStatus();
+    }
+    if (!absl::IsNotFound(loaded)) return loaded;
+  }
+  AddCall(run.run().mutable_unattached_calls(), r);
+  int64_t cost = r.has_model_call() ? r.model_call().cost_micros() : r.tool_call().cost_micros();
+  run.run().set_actual_cost_micros(run.run().actual_cost_micros() + cost);
+  run.run().set_charged_cost_micros(run.run().charged_cost_micros() + cost);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string Serialize(const google::protobuf::MessageLite& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
+std::string StateName(pb::StepState s) {
+  std::string n = pb::StepState_Name(s).substr(std::string_view("STEP_STATE_").size());
+  return absl::AsciiStrToLower(n);
+}
+
+std::string AnomalyName(pb::Anomaly a) {
+  std::string n = pb::Anomaly_Name(a).substr(std::string_view("ANOMALY_").size());
+  return absl::AsciiStrToLower(n);
+}
+
+absl::Status StepProjector::Apply(const projection::Entry& entry, projection::Txn& txn) {
+  const pb::Receipt& r = *entry.receipt;
+  RunEdit run(txn, entry);
+  if (auto s = run.Load(); !s.ok()) return s;
+  absl::Status s;
+  switch (r.body_case()) {
+    case pb::Receipt::kAgentStart: s = OnStart(txn, entry, run); break;
+    case pb::Receipt::kAgentExec: s = OnExec(txn, entry, run); break;
+    case pb::Receipt::kStepUnknown: s = OnUnknown(txn, entry, run); break;
+    case pb::Receipt::kModelCall:
+    case pb::Receipt::kToolCall: s = OnCall(txn, entry, run); break;
+    case pb::Receipt::BODY_NOT_SET: break;
+  }
+  if (!s.ok()) return s;
+  run.Save();
+  return absl::OkStatus();
+}
+
+}  // namespace ledger::query

@@ -1,0 +1,54 @@
+// The step projector: CONTRACT §4 as a function of the log. For each entry
+// it updates the step the entry belongs to (state, anomalies, calls, costs,
+// the seqs it was derived from), the run's summary, the indexes queries
+// use, and writes a StepChange for watchers.
+//
+// How entries decide a step's state (a step is team, run_id, step_id,
+// attempt):
+//   agent_start deny -> denied; allow -> pending, due at logged_at_us +
+//     timeout_ms (the ledger adds its grace). A second start for the same
+//     step is flagged duplicate_start and changes nothing else.
+//   agent_exec -> finds its start by start_receipt_id within its team:
+//     none: orphan_completion on the exec's own step, which takes the exec's
+//       status if it has no start; another step's: mismatched_completion on
+//       that step, which is not completed; a denied start:
+//       completion_after_deny; a step already completed:
+//       duplicate_completion (same status) or conflicting_completion (the
+//       first stays); a step declared unknown: late_completion, recorded,
+//       and the step stays unknown; otherwise succeeded or failed.
+//   step_unknown -> a pending step whose start it names becomes unknown.
+//   model_call, tool_call -> counted on their step if it is in the log,
+//     else on the run only ("unattached").
+// Charged cost = actual (exec + calls), or for failed and unknown steps
+// max(actual, cost_reserved_micros).
+//
+// Thread-safe: stateless; one Apply per Txn at a time.
+#ifndef QUERY_PROJECTOR_PROJECTOR_H_
+#define QUERY_PROJECTOR_PROJECTOR_H_
+
+#include <string>
+
+#include "google/protobuf/message_lite.h"
+#include "ledger/projection/projection.h"
+#include "query.pb.h"
+
+namespace ledger::query {
+
+namespace pb = evidence::ledger::v1;
+
+class StepProjector final : public projection::Projector {
+ public:
+  absl::Status Apply(const projection::Entry& entry, projection::Txn& txn) override;
+};
+
+// Protobuf bytes with deterministic serialization: what projections store,
+// so that a rebuild reproduces them byte for byte.
+std::string Serialize(const google::protobuf::MessageLite& m);
+
+// The JSON name of a state or anomaly ("pending", "late_completion").
+std::string StateName(pb::StepState s);
+std::string AnomalyName(pb::Anomaly a);
+
+}  // namespace ledger::query
+
+#endif  // QUERY_PROJECTOR_PROJECTOR_H_

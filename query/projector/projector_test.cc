@@ -1,0 +1,269 @@
+#include "query/projector/projector.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "query/projector/keys.h"
+
+namespace ledger::query {
+namespace {
+
+using projection::Table;
+
+// Applies receipts as the log would: dense seqs, a clock that moves 1 ms
+// per entry.
+class Log {
+ public:
+  uint64_t Add(const std::string& json) {
+    auto r = receipt::FromJsonText(json);
+    EXPECT_TRUE(r.ok()) << r.status() << " " << json;
+    if (!r->has_attempt()) r->set_attempt(1);
+    uint64_t seq = next_++;
+    absl::Status s = projector_.Apply({seq, 1'000'000 + static_cast<int64_t>(seq) * 1000, "test", &*r}, txn_);
+    EXPECT_TRUE(s.ok()) << s;
+    return seq;
+  }
+
+  pb::Step Step(const std::string& team, const std::string& run, const std::string& step,
+                int64_t attempt = 1) {
+    auto raw = txn_.Get(Table::kSteps, EncodeStepKey({team, run, step, attempt}));
+    pb::Step s;
+    EXPECT_TRUE(raw.ok() && raw->has_value()) << "no step " << step;
+    if (raw.ok() && raw->has_value()) s.ParseFromString(**raw);
+    return s;
+  }
+
+  pb::Run Run(const std::string& team, const std::string& run) {
+    auto raw = txn_.Get(Table::kRuns, EncodeRunKey(team, run));
+    pb::Run r;
+    EXPECT_TRUE(raw.ok() && raw->has_value());
+    if (raw.ok() && raw->has_value()) r.ParseFromString(**raw);
+    return r;
+  }
+
+  bool HasRow(const std::string& row) { return txn_.Get(Table::kIndex, row)->has_value(); }
+  size_t Rows(Table t) {
+    size_t n = 0;
+    for (const auto& [k, v] : txn_.writes()) n += (k.first == t && v.has_value());
+    return n;
+  }
+
+ private:
+  StepProjector projector_;
+  projection::OverlayTxn txn_{nullptr, nullptr};
+  uint64_t next_ = 0;
+};
+
+std::string Start(const std::string& id, const std::string& step, const std::string& extra = "") {
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":"t","run_id":"r","step_id":")" +
+         step + R"(","occurred_at_us":1,"decision":"allow","timeout_ms":60000,"cost_reserved_micros":500)" +
+         extra + "}";
+}
+
+std::string Deny(const std::string& id, const std::string& step) {
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":"t","run_id":"r","step_id":")" +
+         step + R"(","occurred_at_us":1,"decision":"deny","reason":"policy"})";
+}
+
+std::string Exec(const std::string& id, const std::string& start, const std::string& step,
+                 const std::string& status, int cost = 100, const std::string& team = "t") {
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_exec","team":")" + team +
+         R"(","run_id":"r","step_id":")" + step + R"(","occurred_at_us":2,"start_receipt_id":")" +
+         start + R"(","status":")" + status + R"(","cost_micros":)" + std::to_string(cost) + "}";
+}
+
+std::string Call(const std::string& id, const std::string& step, const std::string& decision,
+                 int cost, const std::string& kind = "model_call") {
+  std::string body = kind == "model_call" ? R"("route":"m","input_tokens":10,"output_tokens":5)"
+                                          : R"("tool":"git")";
+  return R"({"receipt_id":")" + id + R"(","kind":")" + kind +
+         R"(","team":"t","run_id":"r","step_id":")" + step +
+         R"(","occurred_at_us":3,"decision":")" + decision + R"(",)" + body +
+         R"(,"cost_micros":)" + std::to_string(cost) + "}";
+}
+
+std::string Unknown(uint64_t start_seq, const std::string& start_id, const std::string& step) {
+  return R"({"receipt_id":"ledger.unknown.)" + std::to_string(start_seq) +
+         R"(","kind":"step_unknown","team":"t","run_id":"r","step_id":")" + step +
+         R"(","occurred_at_us":4,"start_seq":)" + std::to_string(start_seq) +
+         R"(,"start_receipt_id":")" + start_id + R"(","deadline_us":99})";
+}
+
+std::vector<pb::Anomaly> Flags(const pb::Step& s) {
+  std::vector<pb::Anomaly> out;
+  for (int a : s.anomalies()) out.push_back(static_cast<pb::Anomaly>(a));
+  return out;
+}
+
+TEST(ProjectorTest, PendingThenSucceeded) {
+  Log log;
+  uint64_t s0 = log.Add(Start("a", "s1"));
+  pb::Step pending = log.Step("t", "r", "s1");
+  EXPECT_EQ(pending.state(), pb::STEP_STATE_PENDING);
+  EXPECT_EQ(pending.timeout_at_us(), 1'000'000 + 60'000'000);
+  EXPECT_TRUE(log.HasRow(DeadlineRow(pending.timeout_at_us(), s0)));
+  uint64_t s1 = log.Add(Exec("b", "a", "s1", "succeeded", 120));
+  pb::Step done = log.Step("t", "r", "s1");
+  EXPECT_EQ(done.state(), pb::STEP_STATE_SUCCEEDED);
+  EXPECT_EQ(done.completion_seq(), s1);
+  EXPECT_EQ(done.charged_cost_micros(), 120);  // succeeded: actual, not reserved
+  EXPECT_EQ(std::vector<uint64_t>(done.seqs().begin(), done.seqs().end()), (std::vector<uint64_t>{0, 1}));
+  EXPECT_FALSE(log.HasRow(DeadlineRow(pending.timeout_at_us(), s0)));
+  EXPECT_TRUE(Flags(done).empty());
+  pb::Run run = log.Run("t", "r");
+  EXPECT_EQ(run.steps_succeeded(), 1);
+  EXPECT_EQ(run.steps_pending(), 0);
+  EXPECT_EQ(run.entries(), 2);
+}
+
+TEST(ProjectorTest, FailedKeepsExactStatusAndChargesTheReservation) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  log.Add(Exec("b", "a", "s1", "timed_out", 20));
+  pb::Step s = log.Step("t", "r", "s1");
+  EXPECT_EQ(s.state(), pb::STEP_STATE_FAILED);
+  EXPECT_EQ(s.exec_status(), pb::EXEC_STATUS_TIMED_OUT);
+  EXPECT_EQ(s.actual_cost_micros(), 20);
+  EXPECT_EQ(s.charged_cost_micros(), 500);
+  EXPECT_EQ(log.Run("t", "r").charged_cost_micros(), 500);
+}
+
+TEST(ProjectorTest, DeniedAndCompletionAfterDeny) {
+  Log log;
+  log.Add(Deny("a", "s1"));
+  EXPECT_EQ(log.Step("t", "r", "s1").state(), pb::STEP_STATE_DENIED);
+  log.Add(Exec("b", "a", "s1", "succeeded"));
+  pb::Step s = log.Step("t", "r", "s1");
+  EXPECT_EQ(s.state(), pb::STEP_STATE_DENIED);
+  EXPECT_EQ(Flags(s), std::vector<pb::Anomaly>{pb::ANOMALY_COMPLETION_AFTER_DENY});
+  EXPECT_EQ(log.Run("t", "r").steps_denied(), 1);
+  EXPECT_EQ(log.Run("t", "r").anomalies(), 1);
+}
+
+TEST(ProjectorTest, UnknownThenLateCompletionStaysUnknown) {
+  Log log;
+  uint64_t start = log.Add(Start("a", "s1"));
+  uint64_t unknown = log.Add(Unknown(start, "a", "s1"));
+  pb::Step s = log.Step("t", "r", "s1");
+  EXPECT_EQ(s.state(), pb::STEP_STATE_UNKNOWN);
+  EXPECT_EQ(s.unknown_seq(), unknown);
+  EXPECT_EQ(s.deadline_us(), 99);
+  EXPECT_EQ(s.charged_cost_micros(), 500);  // unknown: the reservation at least
+  EXPECT_FALSE(log.HasRow(DeadlineRow(s.timeout_at_us(), start)));
+  log.Add(Exec("b", "a", "s1", "succeeded", 10));
+  pb::Step late = log.Step("t", "r", "s1");
+  EXPECT_EQ(late.state(), pb::STEP_STATE_UNKNOWN);
+  EXPECT_TRUE(late.has_unknown());
+  EXPECT_EQ(late.unknown_seq(), unknown);
+  EXPECT_TRUE(late.has_completion());
+  EXPECT_EQ(late.exec_status(), pb::EXEC_STATUS_SUCCEEDED);
+  EXPECT_EQ(Flags(late), std::vector<pb::Anomaly>{pb::ANOMALY_LATE_COMPLETION});
+  pb::Run run = log.Run("t", "r");
+  EXPECT_EQ(run.steps_unknown(), 1);
+  ASSERT_EQ(run.unknown_steps_size(), 1);
+  EXPECT_EQ(run.unknown_steps(0).step_id(), "s1");
+}
+
+TEST(ProjectorTest, OrphanCompletion) {
+  Log log;
+  log.Add(Exec("b", "no-such-start", "s9", "failed"));
+  pb::Step s = log.Step("t", "r", "s9");
+  EXPECT_EQ(s.state(), pb::STEP_STATE_FAILED);
+  EXPECT_FALSE(s.has_start());
+  EXPECT_EQ(Flags(s), std::vector<pb::Anomaly>{pb::ANOMALY_ORPHAN_COMPLETION});
+}
+
+TEST(ProjectorTest, StartOfAnotherTeamIsAnOrphan) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  log.Add(Exec("b", "a", "s1", "succeeded", 1, "other-team"));
+  EXPECT_EQ(log.Step("t", "r", "s1").state(), pb::STEP_STATE_PENDING);  // untouched
+  EXPECT_EQ(Flags(log.Step("other-team", "r", "s1")),
+            std::vector<pb::Anomaly>{pb::ANOMALY_ORPHAN_COMPLETION});
+}
+
+TEST(ProjectorTest, DuplicateAndConflictingCompletions) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  log.Add(Exec("b", "a", "s1", "succeeded"));
+  log.Add(Exec("c", "a", "s1", "succeeded"));
+  EXPECT_EQ(Flags(log.Step("t", "r", "s1")), std::vector<pb::Anomaly>{pb::ANOMALY_DUPLICATE_COMPLETION});
+  log.Add(Exec("d", "a", "s1", "killed"));
+  pb::Step s = log.Step("t", "r", "s1");
+  EXPECT_EQ(s.state(), pb::STEP_STATE_SUCCEEDED);  // the first completion stands
+  EXPECT_EQ(Flags(s), (std::vector<pb::Anomaly>{pb::ANOMALY_DUPLICATE_COMPLETION,
+                                                pb::ANOMALY_CONFLICTING_COMPLETION}));
+}
+
+TEST(ProjectorTest, MismatchedCompletionDoesNotCompleteTheStart) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  log.Add(Exec("b", "a", "s2", "succeeded"));
+  pb::Step s = log.Step("t", "r", "s1");
+  EXPECT_EQ(s.state(), pb::STEP_STATE_PENDING);
+  EXPECT_EQ(Flags(s), std::vector<pb::Anomaly>{pb::ANOMALY_MISMATCHED_COMPLETION});
+  EXPECT_EQ(s.seqs_size(), 2);
+}
+
+TEST(ProjectorTest, DuplicateStart) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  log.Add(Start("a2", "s1"));
+  pb::Step s = log.Step("t", "r", "s1");
+  EXPECT_EQ(s.start_receipt_id(), "a");
+  EXPECT_EQ(Flags(s), std::vector<pb::Anomaly>{pb::ANOMALY_DUPLICATE_START});
+}
+
+TEST(ProjectorTest, CallsAttachToTheirStepElseToTheRun) {
+  Log log;
+  log.Add(Call("c0", "s1", "allow", 7));  // before its step: the run's
+  log.Add(Start("a", "s1"));
+  log.Add(Call("c1", "s1", "allow", 30));
+  log.Add(Call("c2", "s1", "deny", 0));
+  log.Add(Call("c3", "s1", "allow", 5, "tool_call"));
+  log.Add(Call("c4", "", "allow", 11));
+  log.Add(Exec("b", "a", "s1", "succeeded", 100));
+  pb::Step s = log.Step("t", "r", "s1");
+  EXPECT_EQ(s.calls().model_calls_allowed(), 1);
+  EXPECT_EQ(s.calls().model_calls_denied(), 1);
+  EXPECT_EQ(s.calls().tool_calls_allowed(), 1);
+  EXPECT_EQ(s.calls().input_tokens(), 20);
+  EXPECT_EQ(s.calls().cost_micros(), 35);
+  EXPECT_EQ(s.actual_cost_micros(), 135);
+  pb::Run run = log.Run("t", "r");
+  EXPECT_EQ(run.calls().model_calls_allowed(), 3);
+  EXPECT_EQ(run.unattached_calls().model_calls_allowed(), 2);
+  EXPECT_EQ(run.unattached_calls().cost_micros(), 18);
+  EXPECT_EQ(run.actual_cost_micros(), 135 + 18);
+  EXPECT_EQ(run.charged_cost_micros(), 135 + 18);
+}
+
+TEST(ProjectorTest, IndexesFollowTheState) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  pb::Step s = log.Step("t", "r", "s1");
+  std::string key = EncodeStepKey({"t", "r", "s1", 1});
+  uint64_t at = static_cast<uint64_t>(s.first_at_us());
+  EXPECT_TRUE(log.HasRow(TeamTimeRow("t", at, key)));
+  EXPECT_TRUE(log.HasRow(RunTimeRow(EncodeRunKey("t", "r"), at, key)));
+  EXPECT_TRUE(log.HasRow(StateRow("t", pb::STEP_STATE_PENDING, at, key)));
+  log.Add(Exec("b", "a", "s1", "error"));
+  EXPECT_FALSE(log.HasRow(StateRow("t", pb::STEP_STATE_PENDING, at, key)));
+  EXPECT_TRUE(log.HasRow(StateRow("t", pb::STEP_STATE_FAILED, at, key)));
+  EXPECT_TRUE(log.HasRow(RunsRow("t", 1'000'000, EncodeRunKey("t", "r"))));
+  EXPECT_EQ(log.Rows(Table::kChanges), 2u);
+}
+
+TEST(KeysTest, StepKeyRoundTripAndOrder) {
+  StepKey k{"team-a", std::string("run\0x", 5), "step", 3};
+  auto back = DecodeStepKey(EncodeStepKey(k));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, k);
+  EXPECT_FALSE(DecodeStepKey("\x05" "ab").ok());
+  EXPECT_LT(TeamTimeRow("t", 5, "z"), TeamTimeRow("t", 6, "a"));  // time orders rows
+  EXPECT_EQ(StateName(pb::STEP_STATE_UNKNOWN), "unknown");
+  EXPECT_EQ(AnomalyName(pb::ANOMALY_LATE_COMPLETION), "late_completion");
+}
+
+}  // namespace
+}  // namespace ledger::query
