@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ledger/merkle/merkle.h"
+#include "ledger/receipt/entry.h"
 
 namespace ledger::log {
 namespace {
@@ -83,6 +84,19 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
           " but the chain head is ", hash::Hex(state.head)));
     }
   }
+  if (options_.sequencer.projector != nullptr) {
+    auto projected = store_->GetProjection(projection::Table::kIndex, projection::kProjectedSizeKey);
+    if (!projected.ok()) return projected.status();
+    uint64_t covered = 0;
+    if (projected->has_value() && (*projected)->size() == 8) {
+      for (char c : **projected) covered = covered << 8 | static_cast<uint8_t>(c);
+    }
+    if (covered != state.size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "projections cover ", covered, " of the log's ", state.size,
+          " entries; stop the server and run: ledgerctl rebuild --data ", options_.data_dir));
+    }
+  }
   auto latest = store_->LatestCheckpoint();
   if (!latest.ok()) return latest.status();
   if (!latest->has_value()) return absl::OkStatus();
@@ -126,6 +140,15 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
 
 absl::Status Log::Append(const std::string& emitter, std::vector<receipt::Receipt> receipts,
                          AppendDone done) {
+  return AppendAs(emitter, receipt::Author::kEmitter, std::move(receipts), std::move(done));
+}
+
+absl::Status Log::AppendAsLedger(std::vector<receipt::Receipt> receipts, AppendDone done) {
+  return AppendAs("ledger", receipt::Author::kLedger, std::move(receipts), std::move(done));
+}
+
+absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
+                           std::vector<receipt::Receipt> receipts, AppendDone done) {
   if (receipts.size() > kMaxReceiptsPerAppend) {
     return absl::InvalidArgumentError(absl::StrCat(
         "receipts: at most ", kMaxReceiptsPerAppend, " per request, got ", receipts.size()));
@@ -137,7 +160,7 @@ absl::Status Log::Append(const std::string& emitter, std::vector<receipt::Receip
   submissions.reserve(receipts.size());
   where.reserve(receipts.size());
   for (size_t i = 0; i < receipts.size(); ++i) {
-    auto canonical = receipt::Canonicalize(&receipts[i], receipt::Author::kEmitter);
+    auto canonical = receipt::Canonicalize(&receipts[i], author);
     if (!canonical.ok()) {
       results[i].status = canonical.status();
       continue;
@@ -283,10 +306,58 @@ absl::Status Log::ScanEntries(uint64_t from, uint64_t to,
   return store_->ScanLeaves(from, to, fn);
 }
 
+sequencer::Head Log::WaitForMore(uint64_t size, std::chrono::milliseconds timeout) const {
+  if (sequencer_ == nullptr) return head();
+  return sequencer_->WaitCommitted(size, timeout);
+}
+
 sequencer::Head Log::head() const {
   if (sequencer_ != nullptr) return sequencer_->committed();
   auto state = store_->ReadState();
   return state.ok() ? sequencer::Head{state->size, {}, state->head} : sequencer::Head{};
+}
+
+absl::Status RebuildProjections(const std::string& data_dir, projection::Projector& projector,
+                                const std::function<void(uint64_t done, uint64_t total)>& progress) {
+  auto opened = store::Store::Open(data_dir + "/db");
+  if (!opened.ok()) return opened.status();
+  store::Store& store = **opened;
+  auto state = store.ReadState();
+  if (!state.ok()) return state.status();
+  if (auto s = store.DropProjections(); !s.ok()) return s;
+  constexpr uint64_t kChunk = 20'000;
+  for (uint64_t from = 0; from < state->size || from == 0; from += kChunk) {
+    uint64_t to = std::min(state->size, from + kChunk);
+    projection::OverlayTxn txn(nullptr, [&](projection::Table t, std::string_view key) {
+      return store.GetProjection(t, key);
+    });
+    absl::Status applied = store.ScanLeaves(from, to, [&](uint64_t seq, std::string_view leaf) {
+      auto entry = receipt::ParseLeaf(leaf);
+      if (!entry.ok()) {
+        return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
+      }
+      if (entry->seq != seq) {
+        return absl::DataLossError(absl::StrCat("entry ", seq, " says it is seq ", entry->seq));
+      }
+      return projector.Apply({seq, entry->logged_at_us, entry->emitter, &entry->receipt}, txn);
+    });
+    if (!applied.ok()) return applied;
+    std::string size;
+    for (int i = 7; i >= 0; --i) size.push_back(static_cast<char>(to >> (8 * i)));
+    txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, size);
+    store::Batch batch = store.NewBatch();
+    for (const auto& [key, value] : txn.writes()) {
+      if (value.has_value()) {
+        batch.PutProjection(key.first, key.second, *value);
+      } else {
+        batch.DeleteProjection(key.first, key.second);
+      }
+    }
+    if (auto s = store.Commit(batch); !s.ok()) return s;
+    if (progress) progress(to, state->size);
+    if (to == state->size) break;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ledger::log

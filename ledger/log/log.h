@@ -15,6 +15,7 @@
 #ifndef LEDGER_LOG_LOG_H_
 #define LEDGER_LOG_LOG_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -59,6 +60,8 @@ class Log {
     std::string data_dir;
     std::string origin = kDefaultOrigin;
     int64_t checkpoint_interval_ms = 1000;
+    // sequencer.projector, when set, keeps projections beside the log; Open
+    // then refuses a store whose projections do not cover the whole log.
     sequencer::Sequencer::Options sequencer;
   };
 
@@ -80,6 +83,10 @@ class Log {
   // queue is full, UNAVAILABLE while shutting down.
   absl::Status Append(const std::string& emitter, std::vector<receipt::Receipt> receipts,
                       AppendDone done);
+
+  // Appends receipts the ledger itself writes (step_unknown), with emitter
+  // "ledger". Same contract as Append.
+  absl::Status AppendAsLedger(std::vector<receipt::Receipt> receipts, AppendDone done);
 
   // The checkpoint of `size`, or the latest when size is 0. NOT_FOUND when
   // no checkpoint of that size was signed.
@@ -103,6 +110,10 @@ class Log {
   absl::Status SignCheckpoint();
 
   sequencer::Head head() const;
+  // Waits until the log holds more than `size` entries, or `timeout`.
+  sequencer::Head WaitForMore(uint64_t size, std::chrono::milliseconds timeout) const;
+  // Read access for projections' queries.
+  const store::Store& store() const { return *store_; }
   const std::string& origin() const { return options_.origin; }
   std::string verifier_key() const { return signer_.VerifierKey(); }
   // OK, or the DATA_LOSS found on Open.
@@ -113,6 +124,8 @@ class Log {
   absl::Status CheckIntegrity(const store::State& state);
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
+  absl::Status AppendAs(const std::string& emitter, receipt::Author author,
+                        std::vector<receipt::Receipt> receipts, AppendDone done);
 
   const Options options_;
   const note::Signer signer_;
@@ -128,6 +141,13 @@ class Log {
   std::mutex sign_mu_;  // one signer at a time
   std::thread checkpointer_;
 };
+
+// Drops the projections of the log in `data_dir` and replays every entry
+// through `projector`, in batches; the result is what live appends would
+// have written, byte for byte. The server MUST be stopped (the store's lock
+// enforces it). `progress`, if set, is called with the entries replayed.
+absl::Status RebuildProjections(const std::string& data_dir, projection::Projector& projector,
+                                const std::function<void(uint64_t done, uint64_t total)>& progress);
 
 }  // namespace ledger::log
 

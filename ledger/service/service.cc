@@ -327,7 +327,8 @@ grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(
   return new EntriesReactor(log_, request->from_seq(), request->to_seq());
 }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, const std::string& listen) {
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, const std::string& listen,
+                                                      std::vector<grpc::Service*> extra) {
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("listen: '", listen, "' is not HOST:PORT"));
@@ -339,6 +340,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, const std::
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(server->service_.get());
+  for (grpc::Service* s : extra) builder.RegisterService(s);
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

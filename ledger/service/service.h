@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ledger/log/log.h"
@@ -54,9 +55,11 @@ class LedgerService final : public pb::LedgerService::CallbackService {
 // reflection on one listening address.
 class Server {
  public:
-  // `listen` is HOST:PORT; port 0 picks a free port. `log` MUST outlive the
-  // server. UNAVAILABLE when the address cannot be bound.
-  static absl::StatusOr<std::unique_ptr<Server>> Start(log::Log* log, const std::string& listen);
+  // `listen` is HOST:PORT; port 0 picks a free port. `log` and `extra`
+  // services MUST outlive the server. UNAVAILABLE when the address cannot be
+  // bound.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(log::Log* log, const std::string& listen,
+                                                       std::vector<grpc::Service*> extra = {});
   ~Server();
 
   int port() const { return port_; }

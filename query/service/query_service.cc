@@ -1,0 +1,263 @@
+#include "query/service/query_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "ledger/hash/hash.h"
+#include "query/projector/keys.h"
+#include "query/projector/projector.h"
+
+namespace ledger::query {
+namespace {
+
+using projection::Table;
+
+constexpr int kDefaultPageSize = 100;
+constexpr int kMaxPageSize = 1000;
+constexpr char kTokenVersion = 0x01;
+
+grpc::Status Invalid(std::string_view field, std::string_view rule) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat(std::string(field), ": ", std::string(rule)));
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+bool IsTeam(const std::string& t) {
+  return !t.empty() && t.size() <= 63 && std::all_of(t.begin(), t.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+         });
+}
+
+// The key just after every key starting with `prefix`.
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty() && static_cast<uint8_t>(prefix.back()) == 0xff) prefix.pop_back();
+  if (!prefix.empty()) prefix.back() = static_cast<char>(static_cast<uint8_t>(prefix.back()) + 1);
+  return prefix;
+}
+
+std::string EncodeToken(std::string_view row) {
+  return hash::Base64(std::string(1, kTokenVersion) + std::string(row));
+}
+
+absl::StatusOr<std::string> DecodeToken(const std::string& token, std::string_view prefix) {
+  auto raw = hash::Base64Decode(token);
+  if (!raw.ok() || raw->empty() || (*raw)[0] != kTokenVersion ||
+      raw->compare(1, prefix.size(), prefix) != 0) {
+    return absl::InvalidArgumentError("page_token: not a token of this query");
+  }
+  return raw->substr(1);
+}
+
+grpc::Status CheckPageSize(int32_t requested, int* size) {
+  if (requested < 0 || requested > kMaxPageSize) return Invalid("page_size", "must be 0..1000 (0: 100)");
+  *size = requested == 0 ? kDefaultPageSize : requested;
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckFilter(const pb::StepFilter& f) {
+  if (!IsTeam(f.team())) return Invalid("filter.team", "required, 1-63 bytes of [a-z0-9-]");
+  if (f.run_id().size() > 128) return Invalid("filter.run_id", "at most 128 bytes");
+  if (f.from_us() < 0 || f.to_us() < 0 || (f.to_us() != 0 && f.to_us() < f.from_us())) {
+    return Invalid("filter.from_us", "need 0 <= from_us <= to_us (to_us 0: no bound)");
+  }
+  for (int s : f.states()) {
+    if (s <= 0 || !pb::StepState_IsValid(s)) return Invalid("filter.states", "unknown state");
+  }
+  for (int a : f.anomalies()) {
+    if (a <= 0 || !pb::Anomaly_IsValid(a)) return Invalid("filter.anomalies", "unknown anomaly");
+  }
+  return grpc::Status::OK;
+}
+
+bool Matches(const pb::StepFilter& f, const pb::Step& s) {
+  if (s.team() != f.team()) return false;
+  if (!f.run_id().empty() && s.run_id() != f.run_id()) return false;
+  if (f.states_size() > 0 &&
+      std::find(f.states().begin(), f.states().end(), s.state()) == f.states().end()) {
+    return false;
+  }
+  if (f.anomalies_size() > 0 &&
+      std::none_of(s.anomalies().begin(), s.anomalies().end(), [&](int a) {
+        return std::find(f.anomalies().begin(), f.anomalies().end(), a) != f.anomalies().end();
+      })) {
+    return false;
+  }
+  if (s.first_at_us() < f.from_us()) return false;
+  if (f.to_us() != 0 && s.first_at_us() >= f.to_us()) return false;
+  return true;
+}
+
+}  // namespace
+
+grpc::Status QueryService::GetStep(grpc::ServerContext*, const pb::GetStepRequest* request,
+                                   pb::Step* response) {
+  if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  if (request->run_id().empty() || request->step_id().empty()) {
+    return Invalid(request->run_id().empty() ? "run_id" : "step_id", "required");
+  }
+  if (request->attempt() < 0) return Invalid("attempt", "must be >= 1 (0: 1)");
+  StepKey key{request->team(), request->run_id(), request->step_id(),
+              request->attempt() == 0 ? 1 : request->attempt()};
+  auto raw = log_->store().GetProjection(Table::kSteps, EncodeStepKey(key));
+  if (!raw.ok()) return ToGrpc(raw.status());
+  if (!raw->has_value()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("step: no step '", key.step_id, "' (attempt ", key.attempt,
+                                     ") in run '", key.run_id, "' of team ", key.team));
+  }
+  if (!response->ParseFromString(**raw)) {
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "projection: malformed step record");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListSteps(grpc::ServerContext*, const pb::ListStepsRequest* request,
+                                     pb::ListStepsResponse* response) {
+  const pb::StepFilter& f = request->filter();
+  if (auto s = CheckFilter(f); !s.ok()) return s;
+  int page_size = 0;
+  if (auto s = CheckPageSize(request->page_size(), &page_size); !s.ok()) return s;
+  std::string prefix;
+  if (!f.run_id().empty()) {
+    prefix = RunTimePrefix(EncodeRunKey(f.team(), f.run_id()));
+  } else if (f.states_size() == 1) {
+    prefix = StatePrefix(f.team(), f.states(0));
+  } else {
+    prefix = TeamTimePrefix(f.team());
+  }
+  std::string lower = prefix + U64(static_cast<uint64_t>(f.from_us()));
+  std::string upper = f.to_us() != 0 ? prefix + U64(static_cast<uint64_t>(f.to_us())) : PrefixEnd(prefix);
+  if (!request->page_token().empty()) {
+    auto after = DecodeToken(request->page_token(), prefix);
+    if (!after.ok()) return ToGrpc(after.status());
+    upper = std::min(upper, *after);
+  }
+  const store::Store& store = log_->store();
+  // Rows looked at per page, matching or not: a filter that matches little
+  // returns short pages with a token rather than scanning a whole team.
+  const int budget = 20 * page_size + 1000;
+  int examined = 0;
+  std::string last_row;
+  bool more = false;
+  absl::Status read;
+  absl::Status scanned = store.ScanProjection(
+      Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
+        if (response->steps_size() >= page_size || examined >= budget) {
+          more = true;
+          return false;
+        }
+        ++examined;
+        last_row = std::string(row);
+        auto raw = store.GetProjection(Table::kSteps, StepKeyOfRow(row, prefix.size()));
+        pb::Step step;
+        if (!raw.ok() || !raw->has_value() || !step.ParseFromString(**raw)) {
+          read = absl::DataLossError("projection: an indexed step record is missing or malformed");
+          return false;
+        }
+        if (Matches(f, step)) *response->add_steps() = std::move(step);
+        return true;
+      });
+  if (!scanned.ok()) return ToGrpc(scanned);
+  if (!read.ok()) return ToGrpc(read);
+  if (more) response->set_next_page_token(EncodeToken(last_row));
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::GetRun(grpc::ServerContext*, const pb::GetRunRequest* request,
+                                  pb::Run* response) {
+  if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  if (request->run_id().empty()) return Invalid("run_id", "required");
+  auto raw = log_->store().GetProjection(Table::kRuns, EncodeRunKey(request->team(), request->run_id()));
+  if (!raw.ok()) return ToGrpc(raw.status());
+  if (!raw->has_value()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("run: no run '", request->run_id(), "' in team ", request->team()));
+  }
+  if (!response->ParseFromString(**raw)) {
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "projection: malformed run record");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListRuns(grpc::ServerContext*, const pb::ListRunsRequest* request,
+                                    pb::ListRunsResponse* response) {
+  if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  if (request->from_us() < 0 || request->to_us() < 0) return Invalid("from_us", "must be >= 0");
+  int page_size = 0;
+  if (auto s = CheckPageSize(request->page_size(), &page_size); !s.ok()) return s;
+  std::string prefix = RunsPrefix(request->team());
+  std::string lower = prefix + U64(static_cast<uint64_t>(request->from_us()));
+  std::string upper = request->to_us() != 0 ? prefix + U64(static_cast<uint64_t>(request->to_us()))
+                                            : PrefixEnd(prefix);
+  if (!request->page_token().empty()) {
+    auto after = DecodeToken(request->page_token(), prefix);
+    if (!after.ok()) return ToGrpc(after.status());
+    upper = std::min(upper, *after);
+  }
+  const store::Store& store = log_->store();
+  std::string last_row;
+  bool more = false;
+  absl::Status read;
+  absl::Status scanned = store.ScanProjection(
+      Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
+        if (response->runs_size() >= page_size) {
+          more = true;
+          return false;
+        }
+        last_row = std::string(row);
+        auto raw = store.GetProjection(Table::kRuns, row.substr(prefix.size() + 8));
+        pb::Run run;
+        if (!raw.ok() || !raw->has_value() || !run.ParseFromString(**raw)) {
+          read = absl::DataLossError("projection: an indexed run record is missing or malformed");
+          return false;
+        }
+        *response->add_runs() = std::move(run);
+        return true;
+      });
+  if (!scanned.ok()) return ToGrpc(scanned);
+  if (!read.ok()) return ToGrpc(read);
+  if (more) response->set_next_page_token(EncodeToken(last_row));
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::WatchSteps(grpc::ServerContext* ctx, const pb::WatchStepsRequest* request,
+                                      grpc::ServerWriter<pb::StepChange>* writer) {
+  const pb::StepFilter& f = request->filter();
+  if (auto s = CheckFilter(f); !s.ok()) return s;
+  if (request->after_seq() < -1) return Invalid("after_seq", "must be >= -1");
+  uint64_t next = static_cast<uint64_t>(request->after_seq() + 1);
+  const store::Store& store = log_->store();
+  while (!ctx->IsCancelled()) {
+    uint64_t size = log_->head().size;
+    if (next < size) {
+      bool broken = false;
+      absl::Status read;
+      absl::Status scanned = store.ScanProjection(
+          Table::kChanges, U64(next), U64(size), false, [&](std::string_view, std::string_view value) {
+            pb::StepChange change;
+            if (!change.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+              read = absl::DataLossError("projection: malformed step change");
+              return false;
+            }
+            if (Matches(f, change.step()) && !writer->Write(change)) {
+              broken = true;
+              return false;
+            }
+            return true;
+          });
+      if (!scanned.ok()) return ToGrpc(scanned);
+      if (!read.ok()) return ToGrpc(read);
+      if (broken) return grpc::Status(grpc::StatusCode::CANCELLED, "watch: client went away");
+      next = size;
+    }
+    log_->WaitForMore(next, std::chrono::milliseconds(500));  // or time out to see cancellation
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "watch: cancelled");
+}
+
+}  // namespace ledger::query

@@ -1,0 +1,41 @@
+// The gRPC QueryService: step outcomes and run summaries for dashboards,
+// read from the projections. Handlers decode, read, and map statuses.
+//
+// Pagination: newest first by first_at_us; a page token is the last index
+// row returned, so pages continue strictly below it and steps appended
+// meanwhile (always newer) neither repeat nor shift later pages.
+//
+// Thread-safe: gRPC calls handlers concurrently; reads only.
+#ifndef QUERY_SERVICE_QUERY_SERVICE_H_
+#define QUERY_SERVICE_QUERY_SERVICE_H_
+
+#include "ledger/log/log.h"
+#include "query.grpc.pb.h"
+
+namespace ledger::query {
+
+namespace pb = evidence::ledger::v1;
+
+class QueryService final : public pb::QueryService::Service {
+ public:
+  // `log` MUST outlive the service and keep projections.
+  explicit QueryService(const log::Log* log) : log_(log) {}
+
+  grpc::Status GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request,
+                       pb::Step* response) override;
+  grpc::Status ListSteps(grpc::ServerContext* ctx, const pb::ListStepsRequest* request,
+                         pb::ListStepsResponse* response) override;
+  grpc::Status GetRun(grpc::ServerContext* ctx, const pb::GetRunRequest* request,
+                      pb::Run* response) override;
+  grpc::Status ListRuns(grpc::ServerContext* ctx, const pb::ListRunsRequest* request,
+                        pb::ListRunsResponse* response) override;
+  grpc::Status WatchSteps(grpc::ServerContext* ctx, const pb::WatchStepsRequest* request,
+                          grpc::ServerWriter<pb::StepChange>* writer) override;
+
+ private:
+  const log::Log* const log_;
+};
+
+}  // namespace ledger::query
+
+#endif  // QUERY_SERVICE_QUERY_SERVICE_H_
