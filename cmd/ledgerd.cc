@@ -1,7 +1,7 @@
 // ledgerd: the evidence ledger server.
 //
 //   ledgerd --data DIR --listen HOST:PORT [--origin O] [--signing-key FILE]
-//           [--checkpoint-interval-ms N]
+//           [--checkpoint-interval-ms N] [--unknown-grace-ms N] ...
 //
 // Prints "listening on HOST:PORT" (the real port) once it serves. SIGINT or
 // SIGTERM stops it: no new calls, in-flight appends finish, a final
@@ -16,6 +16,9 @@
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
+#include "query/projector/projector.h"
+#include "query/service/query_service.h"
+#include "query/service/sweeper.h"
 
 namespace {
 
@@ -35,6 +38,11 @@ int main(int argc, char** argv) {
   flags.Define("signing-key", "", "signing key file (default: <data>/signing.key, created at first start)");
   flags.Define("checkpoint-interval-ms", "1000", "sign a checkpoint at most this often when the log grew");
   flags.Define("max-queued", "100000", "receipts waiting to be appended before RESOURCE_EXHAUSTED");
+  flags.Define("unknown-grace-ms", "30000",
+               "a step with no completion is declared unknown this long after its timeout");
+  flags.Define("sweep-interval-ms", "1000", "how often to look for steps past their deadline");
+  flags.Define("projections", "true",
+               "keep step outcomes and run summaries (the query service); false: the log only");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (flags.Bool("help")) {
@@ -46,6 +54,16 @@ int main(int argc, char** argv) {
   if (!interval.ok()) return Fail(interval.status());
   if (*interval < 1) {
     return Fail(absl::InvalidArgumentError("--checkpoint-interval-ms: must be >= 1"));
+  }
+  auto grace = flags.Int("unknown-grace-ms");
+  if (!grace.ok()) return Fail(grace.status());
+  if (*grace < 0) return Fail(absl::InvalidArgumentError("--unknown-grace-ms: must be >= 0"));
+  auto sweep = flags.Int("sweep-interval-ms");
+  if (!sweep.ok()) return Fail(sweep.status());
+  if (*sweep < 1) return Fail(absl::InvalidArgumentError("--sweep-interval-ms: must be >= 1"));
+  const std::string& projections = flags.Get("projections");
+  if (projections != "true" && projections != "false") {
+    return Fail(absl::InvalidArgumentError("--projections: true or false"));
   }
   auto max_queued = flags.Int("max-queued");
   if (!max_queued.ok()) return Fail(max_queued.status());
@@ -65,6 +83,8 @@ int main(int argc, char** argv) {
   options.origin = flags.Get("origin");
   options.checkpoint_interval_ms = *interval;
   options.sequencer.max_queued = static_cast<size_t>(*max_queued);
+  ledger::query::StepProjector projector;
+  if (projections == "true") options.sequencer.projector = &projector;
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) return Fail(absl::UnavailableError("--data: " + ec.message()));
@@ -75,13 +95,27 @@ int main(int argc, char** argv) {
   if (!(*log)->integrity().ok()) {
     std::cerr << "ledgerd: appends refused: " << (*log)->integrity().message() << "\n";
   }
-  auto server = ledger::service::Server::Start(log->get(), flags.Get("listen"));
+  std::unique_ptr<ledger::query::QueryService> query;
+  std::unique_ptr<ledger::query::Sweeper> sweeper;
+  std::vector<grpc::Service*> extra;
+  if (options.sequencer.projector != nullptr) {
+    query = std::make_unique<ledger::query::QueryService>(log->get());
+    extra.push_back(query.get());
+    if ((*log)->integrity().ok()) {
+      ledger::query::Sweeper::Options so;
+      so.grace_ms = *grace;
+      so.interval_ms = *sweep;
+      sweeper = std::make_unique<ledger::query::Sweeper>(log->get(), so);
+    }
+  }
+  auto server = ledger::service::Server::Start(log->get(), flags.Get("listen"), extra);
   if (!server.ok()) return Fail(server.status());
   std::cout << "listening on " << (*server)->address() << std::endl;
 
   int sig = 0;
   sigwait(&stop, &sig);
   std::cerr << "ledgerd: stopping on signal " << sig << "\n";
+  sweeper.reset();
   (*server)->Shutdown();
   log->reset();
   return 0;

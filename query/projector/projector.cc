@@ -362,6 +362,99 @@ std::string StateName(pb::StepState s) {
   return absl::AsciiStrToLower(n);
 }
 
+std::string StatusName(pb::ExecStatus s) {
+  std::string n = pb::ExecStatus_Name(s).substr(std::string_view("EXEC_STATUS_").size());
+  return absl::AsciiStrToLower(n);
+}
+
+namespace {
+
+nlohmann::json CallsJson(const pb::CallTotals& c) {
+  return {{"model_calls_allowed", c.model_calls_allowed()},
+          {"model_calls_denied", c.model_calls_denied()},
+          {"tool_calls_allowed", c.tool_calls_allowed()},
+          {"tool_calls_denied", c.tool_calls_denied()},
+          {"input_tokens", c.input_tokens()},
+          {"output_tokens", c.output_tokens()},
+          {"cost_micros", c.cost_micros()}};
+}
+
+}  // namespace
+
+nlohmann::json StepJson(const pb::Step& s) {
+  nlohmann::json j = {{"team", s.team()},
+                      {"run_id", s.run_id()},
+                      {"step_id", s.step_id()},
+                      {"attempt", s.attempt()},
+                      {"state", StateName(s.state())},
+                      {"first_at_us", s.first_at_us()},
+                      {"calls", CallsJson(s.calls())},
+                      {"actual_cost_micros", s.actual_cost_micros()},
+                      {"charged_cost_micros", s.charged_cost_micros()},
+                      {"last_seq", s.last_seq()}};
+  if (!s.workflow().empty()) j["workflow"] = s.workflow();
+  if (!s.agent().empty()) j["agent"] = s.agent();
+  if (s.has_start()) {
+    j["start"] = {{"seq", s.start_seq()},
+                  {"receipt_id", s.start_receipt_id()},
+                  {"logged_at_us", s.started_at_us()},
+                  {"decision", s.decision() == pb::DECISION_DENY ? "deny" : "allow"},
+                  {"cost_reserved_micros", s.cost_reserved_micros()}};
+    if (!s.reason().empty()) j["start"]["reason"] = s.reason();
+    if (s.decision() != pb::DECISION_DENY) {
+      j["start"]["timeout_ms"] = s.timeout_ms();
+      j["start"]["timeout_at_us"] = s.timeout_at_us();
+    }
+  }
+  if (s.has_completion()) {
+    j["completion"] = {{"seq", s.completion_seq()},
+                       {"receipt_id", s.completion_receipt_id()},
+                       {"logged_at_us", s.completed_at_us()},
+                       {"status", StatusName(s.exec_status())},
+                       {"exit_code", s.exit_code()},
+                       {"duration_ms", s.duration_ms()},
+                       {"cost_micros", s.exec_cost_micros()}};
+  }
+  if (s.has_unknown()) {
+    j["unknown"] = {{"seq", s.unknown_seq()},
+                    {"logged_at_us", s.unknown_at_us()},
+                    {"deadline_us", s.deadline_us()}};
+  }
+  nlohmann::json anomalies = nlohmann::json::array();
+  for (int a : s.anomalies()) anomalies.push_back(AnomalyName(static_cast<pb::Anomaly>(a)));
+  if (!anomalies.empty()) j["anomalies"] = anomalies;
+  if (s.seqs_size() > 0) j["seqs"] = std::vector<uint64_t>(s.seqs().begin(), s.seqs().end());
+  return j;
+}
+
+nlohmann::json RunJson(const pb::Run& r) {
+  nlohmann::json unknown = nlohmann::json::array();
+  for (const auto& u : r.unknown_steps()) {
+    unknown.push_back({{"step_id", u.step_id()}, {"attempt", u.attempt()}});
+  }
+  nlohmann::json j = {{"team", r.team()},
+                      {"run_id", r.run_id()},
+                      {"first_seq", r.first_seq()},
+                      {"last_seq", r.last_seq()},
+                      {"first_at_us", r.first_at_us()},
+                      {"last_at_us", r.last_at_us()},
+                      {"entries", r.entries()},
+                      {"steps",
+                       {{"pending", r.steps_pending()},
+                        {"succeeded", r.steps_succeeded()},
+                        {"failed", r.steps_failed()},
+                        {"denied", r.steps_denied()},
+                        {"unknown", r.steps_unknown()}}},
+                      {"unknown_steps", unknown},
+                      {"steps_with_anomalies", r.anomalies()},
+                      {"calls", CallsJson(r.calls())},
+                      {"unattached_calls", CallsJson(r.unattached_calls())},
+                      {"actual_cost_micros", r.actual_cost_micros()},
+                      {"charged_cost_micros", r.charged_cost_micros()}};
+  if (!r.workflow().empty()) j["workflow"] = r.workflow();
+  return j;
+}
+
 std::string AnomalyName(pb::Anomaly a) {
   std::string n = pb::Anomaly_Name(a).substr(std::string_view("ANOMALY_").size());
   return absl::AsciiStrToLower(n);

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "google/protobuf/message_lite.h"
+#include "nlohmann/json.hpp"
 #include "ledger/projection/projection.h"
 #include "query.pb.h"
 
@@ -45,9 +46,16 @@ class StepProjector final : public projection::Projector {
 // so that a rebuild reproduces them byte for byte.
 std::string Serialize(const google::protobuf::MessageLite& m);
 
-// The JSON name of a state or anomaly ("pending", "late_completion").
+// The JSON name of a state, status or anomaly ("pending", "timed_out",
+// "late_completion").
 std::string StateName(pb::StepState s);
+std::string StatusName(pb::ExecStatus s);
 std::string AnomalyName(pb::Anomaly a);
+
+// A step and a run as JSON objects for people and scripts: the contract's
+// names, absent parts omitted, keys sorted (so `dump()` is deterministic).
+nlohmann::json StepJson(const pb::Step& s);
+nlohmann::json RunJson(const pb::Run& r);
 
 }  // namespace ledger::query
 
