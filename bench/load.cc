@@ -30,6 +30,7 @@
 #include "ledger/receipt/entry.h"
 #include "ledger/receipt/receipt.h"
 #include "ledger/service/service.h"
+#include "query/projector/projector.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "rocksdb/db.h"
@@ -48,7 +49,65 @@ const std::string& RunPrefix() {
   return prefix;
 }
 
+// What the clients send: "calls" (model calls only) or "steps" (per step:
+// agent_start, three model calls, a tool call, agent_exec; one step in 50
+// never completes).
+std::string g_workload = "steps";
+
+pb::Receipt MakeCall(int client, uint64_t i);
+
 pb::Receipt MakeReceipt(int client, uint64_t i) {
+  if (g_workload == "calls") return MakeCall(client, i);
+  uint64_t step = i / 6, part = i % 6;
+  std::string step_id = absl::StrCat("step-", step);
+  std::string run_id = absl::StrCat(RunPrefix(), "run-", client, "-", step / 20);
+  std::string start_id = absl::StrCat(RunPrefix(), client, "-", step, "-start");
+  if (part == 0 || part == 5) {
+    pb::Receipt r;
+    r.set_team(absl::StrCat("team-", client % 3));
+    r.set_run_id(run_id);
+    r.set_step_id(step_id);
+    r.set_workflow("CodeWorkflow");
+    r.set_agent("coder");
+    r.set_occurred_at_us(1767225600000000 + static_cast<int64_t>(i));
+    if (part == 0) {
+      r.set_receipt_id(start_id);
+      auto* a = r.mutable_agent_start();
+      a->set_decision(pb::DECISION_ALLOW);
+      a->set_timeout_ms(600'000);
+      a->set_cost_reserved_micros(50'000);
+      a->set_namespace_("team-code");
+      a->set_sandbox("coder");
+      a->set_command_sha256("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+    } else {
+      if (step % 50 == 49) return MakeCall(client, i);  // the worker died
+      r.set_receipt_id(absl::StrCat(RunPrefix(), client, "-", step, "-exec"));
+      auto* x = r.mutable_agent_exec();
+      x->set_start_receipt_id(start_id);
+      x->set_status(step % 10 == 3 ? pb::EXEC_STATUS_FAILED : pb::EXEC_STATUS_SUCCEEDED);
+      x->set_exit_code(step % 10 == 3 ? 1 : 0);
+      x->set_duration_ms(static_cast<int64_t>(1000 + step % 5000));
+      x->set_output_sha256("60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752");
+      x->set_cost_micros(1200);
+    }
+    return r;
+  }
+  pb::Receipt r = MakeCall(client, i);
+  r.set_run_id(run_id);
+  r.set_step_id(step_id);
+  if (part == 4) {
+    r.clear_model_call();
+    auto* t = r.mutable_tool_call();
+    t->set_tool("git");
+    t->set_target("https://git.internal/repo");
+    t->set_decision(pb::DECISION_ALLOW);
+    t->set_status_code(200);
+    t->set_latency_ms(40);
+  }
+  return r;
+}
+
+pb::Receipt MakeCall(int client, uint64_t i) {
   pb::Receipt r;
   r.set_receipt_id(absl::StrCat(RunPrefix(), client, "-", i));
   r.set_team(absl::StrCat("team-", client % 3));
@@ -286,6 +345,8 @@ int main(int argc, char** argv) {
   flags.Define("window", "4", "stream: batches in flight per stream");
   flags.Define("server", "", "an external ledger HOST:PORT (default: one in this process)");
   flags.Define("baseline", "true", "also measure raw RocksDB with the same writes", true);
+  flags.Define("workload", "steps", "steps (start, calls, exec) or calls (model calls only)");
+  flags.Define("projections", "true", "the in-process ledger keeps projections (step outcomes)", true);
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (flags.Bool("help")) {
@@ -299,10 +360,15 @@ int main(int argc, char** argv) {
     if (**v < 1) return Fail(absl::InvalidArgumentError("--clients, --batch, --window, --duration: must be >= 1"));
   }
   const std::string mode = flags.Get("mode");
+  g_workload = flags.Get("workload");
+  if (g_workload != "steps" && g_workload != "calls") {
+    return Fail(absl::InvalidArgumentError("--workload: steps or calls"));
+  }
   if (mode != "stream" && mode != "unary") return Fail(absl::InvalidArgumentError("--mode: stream or unary"));
 
   std::string tmp = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-load-",
                                  ::getpid());
+  ledger::query::StepProjector projector;
   std::unique_ptr<ledger::log::Log> log;
   std::unique_ptr<ledger::service::Server> server;
   std::string address = flags.Get("server");
@@ -310,6 +376,7 @@ int main(int argc, char** argv) {
     ledger::log::Log::Options o;
     o.data_dir = tmp + "/ledger";
     o.origin = "load.test/log";
+    if (flags.Bool("projections")) o.sequencer.projector = &projector;
     auto opened = ledger::log::Log::Open(o, *ledger::note::Signer::Generate(o.origin));
     if (!opened.ok()) return Fail(opened.status());
     log = *std::move(opened);
@@ -352,7 +419,8 @@ int main(int argc, char** argv) {
   Samples all;
   for (auto& s : samples) all.Merge(s);
 
-  Json out{{"mode", mode}, {"clients", *clients}, {"batch", *batch}};
+  Json out{{"mode", mode}, {"clients", *clients}, {"batch", *batch}, {"workload", g_workload}};
+  if (log != nullptr) out["projections"] = flags.Bool("projections");
   if (mode == "stream") out["window"] = *window;
   out["duration_s"] = seconds;
   out["ledger"] = Summary(all, seconds);

@@ -6,6 +6,8 @@
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
+#include "ledger/projection/projection.h"
+#include "query/projector/projector.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/receipt/receipt.h"
 
@@ -32,7 +34,7 @@ void BM_CanonicalizeModelCall(benchmark::State& state) {
   size_t bytes = 0;
   for (auto _ : state) {
     pb::Receipt r = base;
-    auto c = ledger::receipt::Canonicalize(&r, ledger::receipt::Author::kEmitter);
+    auto c = ledger::receipt::Canonicalize(r, ledger::receipt::Author::kEmitter);
     bytes = c->size();
     benchmark::DoNotOptimize(c);
   }
@@ -49,7 +51,7 @@ BENCHMARK(BM_EncodeOnly);
 
 void BM_EncodeLeaf(benchmark::State& state) {
   pb::Receipt r = ModelCall();
-  std::string canonical = *ledger::receipt::Canonicalize(&r, ledger::receipt::Author::kEmitter);
+  std::string canonical = *ledger::receipt::Canonicalize(r, ledger::receipt::Author::kEmitter);
   ledger::hash::Hash prev = ledger::hash::Sha256("prev");
   uint64_t seq = 0;
   for (auto _ : state) {
@@ -85,6 +87,50 @@ void BM_MerkleRoot(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(f.Root());
 }
 BENCHMARK(BM_MerkleRoot);
+
+// The step projector over a batch of 6,000 entries (1,000 steps: start,
+// three model calls, a tool call, exec), the shape of a busy ledger's batch.
+void BM_ProjectStepsBatch(benchmark::State& state) {
+  std::vector<pb::Receipt> receipts;
+  for (int step = 0; step < 1000; ++step) {
+    std::string sid = "step-" + std::to_string(step), run = "run-" + std::to_string(step / 20);
+    auto base = [&](const std::string& id) {
+      pb::Receipt r;
+      r.set_receipt_id(id);
+      r.set_team("team-a");
+      r.set_run_id(run);
+      r.set_step_id(sid);
+      r.set_occurred_at_us(1767225600000000);
+      return r;
+    };
+    pb::Receipt start = base(sid + ".start");
+    start.mutable_agent_start()->set_decision(pb::DECISION_ALLOW);
+    start.mutable_agent_start()->set_timeout_ms(60000);
+    receipts.push_back(start);
+    for (int c = 0; c < 4; ++c) {
+      pb::Receipt call = base(sid + ".call" + std::to_string(c));
+      call.mutable_model_call()->set_route("m");
+      call.mutable_model_call()->set_decision(pb::DECISION_ALLOW);
+      call.mutable_model_call()->set_cost_micros(100);
+      receipts.push_back(call);
+    }
+    pb::Receipt exec = base(sid + ".exec");
+    exec.mutable_agent_exec()->set_start_receipt_id(sid + ".start");
+    exec.mutable_agent_exec()->set_status(pb::EXEC_STATUS_SUCCEEDED);
+    receipts.push_back(exec);
+  }
+  std::vector<ledger::projection::Entry> entries;
+  for (size_t i = 0; i < receipts.size(); ++i) {
+    entries.push_back({i, 1767225600000000 + static_cast<int64_t>(i), "local", &receipts[i]});
+  }
+  ledger::query::StepProjector projector;
+  for (auto _ : state) {
+    ledger::projection::OverlayTxn txn(nullptr, nullptr);
+    benchmark::DoNotOptimize(projector.Apply(entries, txn));
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(entries.size()));
+}
+BENCHMARK(BM_ProjectStepsBatch)->Unit(benchmark::kMillisecond);
 
 void BM_SignCheckpoint(benchmark::State& state) {
   auto signer = *ledger::note::Signer::Generate("ledger.example.com/prod");

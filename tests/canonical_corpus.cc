@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   ledger::hash::Hash prev{};
   for (int i = 0; i < count; ++i) {
     pb::Receipt r = gen.Receipt(i);
-    auto canonical = ledger::receipt::Canonicalize(&r, ledger::receipt::Author::kLedger);
+    auto canonical = ledger::receipt::Canonicalize(r, ledger::receipt::Author::kLedger);
     if (!canonical.ok()) {
       std::cerr << "receipt " << i << ": " << canonical.status() << "\n";
       return 1;

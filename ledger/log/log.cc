@@ -138,17 +138,18 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
   return absl::OkStatus();
 }
 
-absl::Status Log::Append(const std::string& emitter, std::vector<receipt::Receipt> receipts,
-                         AppendDone done) {
+absl::Status Log::Append(const std::string& emitter,
+                         std::vector<const receipt::Receipt*> receipts, AppendDone done) {
   return AppendAs(emitter, receipt::Author::kEmitter, std::move(receipts), std::move(done));
 }
 
-absl::Status Log::AppendAsLedger(std::vector<receipt::Receipt> receipts, AppendDone done) {
+absl::Status Log::AppendAsLedger(std::vector<const receipt::Receipt*> receipts,
+                                 AppendDone done) {
   return AppendAs("ledger", receipt::Author::kLedger, std::move(receipts), std::move(done));
 }
 
 absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
-                           std::vector<receipt::Receipt> receipts, AppendDone done) {
+                           std::vector<const receipt::Receipt*> receipts, AppendDone done) {
   if (receipts.size() > kMaxReceiptsPerAppend) {
     return absl::InvalidArgumentError(absl::StrCat(
         "receipts: at most ", kMaxReceiptsPerAppend, " per request, got ", receipts.size()));
@@ -160,12 +161,12 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
   submissions.reserve(receipts.size());
   where.reserve(receipts.size());
   for (size_t i = 0; i < receipts.size(); ++i) {
-    auto canonical = receipt::Canonicalize(&receipts[i], author);
+    auto canonical = receipt::Canonicalize(*receipts[i], author);
     if (!canonical.ok()) {
       results[i].status = canonical.status();
       continue;
     }
-    submissions.push_back(sequencer::Submission::Of(receipts[i], *std::move(canonical), emitter));
+    submissions.push_back(sequencer::Submission::Of(*receipts[i], *std::move(canonical), emitter));
     where.push_back(i);
   }
   if (submissions.empty()) {
@@ -331,7 +332,9 @@ absl::Status RebuildProjections(const std::string& data_dir, projection::Project
     projection::OverlayTxn txn(nullptr, [&](projection::Table t, std::string_view key) {
       return store.GetProjection(t, key);
     });
-    absl::Status applied = store.ScanLeaves(from, to, [&](uint64_t seq, std::string_view leaf) {
+    std::vector<receipt::Entry> parsed;
+    parsed.reserve(to - from);
+    absl::Status read = store.ScanLeaves(from, to, [&](uint64_t seq, std::string_view leaf) {
       auto entry = receipt::ParseLeaf(leaf);
       if (!entry.ok()) {
         return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
@@ -339,20 +342,19 @@ absl::Status RebuildProjections(const std::string& data_dir, projection::Project
       if (entry->seq != seq) {
         return absl::DataLossError(absl::StrCat("entry ", seq, " says it is seq ", entry->seq));
       }
-      return projector.Apply({seq, entry->logged_at_us, entry->emitter, &entry->receipt}, txn);
+      parsed.push_back(*std::move(entry));
+      return absl::OkStatus();
     });
-    if (!applied.ok()) return applied;
+    if (!read.ok()) return read;
+    std::vector<projection::Entry> entries;
+    entries.reserve(parsed.size());
+    for (const auto& e : parsed) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
+    if (auto s = projector.Apply(entries, txn); !s.ok()) return s;
     std::string size;
     for (int i = 7; i >= 0; --i) size.push_back(static_cast<char>(to >> (8 * i)));
     txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, size);
     store::Batch batch = store.NewBatch();
-    for (const auto& [key, value] : txn.writes()) {
-      if (value.has_value()) {
-        batch.PutProjection(key.first, key.second, *value);
-      } else {
-        batch.DeleteProjection(key.first, key.second);
-      }
-    }
+    batch.PutProjections(txn.writes());
     if (auto s = store.Commit(batch); !s.ok()) return s;
     if (progress) progress(to, state->size);
     if (to == state->size) break;

@@ -76,17 +76,19 @@ class Log {
   using AppendDone = std::function<void(std::vector<sequencer::Outcome>)>;
 
   // Validates each receipt (CONTRACT §3) and appends the valid ones; `done`
-  // gets one outcome per receipt, in order, once they are durable.
+  // gets one outcome per receipt, in order, once they are durable. The
+  // receipts are not copied: they MUST stay alive and unchanged until `done`
+  // is called (or Append returned an error).
   // Returns an error, and does not call `done`, when nothing could be
   // queued: INVALID_ARGUMENT for more than kMaxReceiptsPerAppend receipts,
   // DATA_LOSS when the store failed its check, RESOURCE_EXHAUSTED when the
   // queue is full, UNAVAILABLE while shutting down.
-  absl::Status Append(const std::string& emitter, std::vector<receipt::Receipt> receipts,
+  absl::Status Append(const std::string& emitter, std::vector<const receipt::Receipt*> receipts,
                       AppendDone done);
 
   // Appends receipts the ledger itself writes (step_unknown), with emitter
   // "ledger". Same contract as Append.
-  absl::Status AppendAsLedger(std::vector<receipt::Receipt> receipts, AppendDone done);
+  absl::Status AppendAsLedger(std::vector<const receipt::Receipt*> receipts, AppendDone done);
 
   // The checkpoint of `size`, or the latest when size is 0. NOT_FOUND when
   // no checkpoint of that size was signed.
@@ -125,7 +127,7 @@ class Log {
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
-                        std::vector<receipt::Receipt> receipts, AppendDone done);
+                        std::vector<const receipt::Receipt*> receipts, AppendDone done);
 
   const Options options_;
   const note::Signer signer_;

@@ -20,10 +20,17 @@ receipt::Receipt Model(const std::string& id) {
   return *r;
 }
 
+std::vector<const receipt::Receipt*> Pointers(const std::vector<receipt::Receipt>& rs) {
+  std::vector<const receipt::Receipt*> out;
+  for (const auto& r : rs) out.push_back(&r);
+  return out;
+}
+
+// Appends and waits: the receipts live until the outcomes are in.
 std::vector<sequencer::Outcome> AppendAll(Log& log, std::vector<receipt::Receipt> rs) {
   std::promise<std::vector<sequencer::Outcome>> p;
   auto f = p.get_future();
-  absl::Status s = log.Append("tester", std::move(rs),
+  absl::Status s = log.Append("tester", Pointers(rs),
                               [&](std::vector<sequencer::Outcome> o) { p.set_value(std::move(o)); });
   EXPECT_TRUE(s.ok()) << s;
   return f.get();
@@ -103,7 +110,7 @@ TEST_F(LogTest, InvalidReceiptsFailAloneAndValidNeighboursAreAppended) {
 TEST_F(LogTest, TooManyReceiptsInOneRequest) {
   auto log = OpenLog();
   std::vector<receipt::Receipt> many(1001, Model("x"));
-  auto s = log->Append("t", many, [](std::vector<sequencer::Outcome>) { FAIL(); });
+  auto s = log->Append("t", Pointers(many), [](std::vector<sequencer::Outcome>) { FAIL(); });
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "receipts: at most 1000 per request, got 1001");
 }
@@ -160,7 +167,8 @@ TEST_F(LogTest, AlteredTreeNodeRefusesAppendsWithDataLoss) {
   EXPECT_EQ(log->integrity().message(),
             "integrity: at tree size 3 the stored nodes give root " + hash::Hex(bad_root) +
                 " but the signed checkpoint says " + hash::Hex(good_root));
-  auto s = log->Append("t", {Model("d")}, [](std::vector<sequencer::Outcome>) { FAIL(); });
+  receipt::Receipt d = Model("d");
+  auto s = log->Append("t", {&d}, [](std::vector<sequencer::Outcome>) { FAIL(); });
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
 }
 

@@ -13,20 +13,22 @@ const char* TableName(Table t) {
 }
 
 absl::StatusOr<std::optional<std::string>> OverlayTxn::Get(Table t, std::string_view key) {
-  auto k = std::make_pair(t, std::string(key));
   for (const OverlayTxn* o = this; o != nullptr; o = o->base_) {
-    if (auto it = o->writes_.find(k); it != o->writes_.end()) return it->second;
+    const TableWrites& w = o->writes_[static_cast<int>(t)];
+    if (auto it = w.find(absl::string_view(key.data(), key.size())); it != w.end()) {
+      return it->second;
+    }
   }
   if (!fallback_) return std::nullopt;
   return fallback_(t, key);
 }
 
 void OverlayTxn::Put(Table t, std::string_view key, std::string_view value) {
-  writes_[std::make_pair(t, std::string(key))] = std::string(value);
+  writes_[static_cast<int>(t)].insert_or_assign(std::string(key), std::string(value));
 }
 
 void OverlayTxn::Delete(Table t, std::string_view key) {
-  writes_[std::make_pair(t, std::string(key))] = std::nullopt;
+  writes_[static_cast<int>(t)].insert_or_assign(std::string(key), std::nullopt);
 }
 
 }  // namespace ledger::projection

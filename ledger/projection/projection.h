@@ -14,14 +14,16 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "ledger/receipt/receipt.h"
 
 namespace ledger::projection {
@@ -56,9 +58,11 @@ class Txn {
 class Projector {
  public:
   virtual ~Projector() = default;
-  // Applies one entry. An error means a record could not be read or is
-  // malformed; the caller MUST NOT write any of this entry's updates then.
-  virtual absl::Status Apply(const Entry& entry, Txn& txn) = 0;
+  // Applies entries, consecutive and in seq order. The result MUST NOT
+  // depend on how the log is cut into calls. An error means a record could
+  // not be read or is malformed; the caller MUST NOT write any of the Txn's
+  // updates then.
+  virtual absl::Status Apply(absl::Span<const Entry> entries, Txn& txn) = 0;
 };
 
 // A Txn that buffers its writes over what another source holds: the writes
@@ -68,8 +72,9 @@ class OverlayTxn final : public Txn {
  public:
   using Fallback =
       std::function<absl::StatusOr<std::optional<std::string>>(Table, std::string_view)>;
-  // A key's value, or nullopt for a delete.
-  using Writes = std::map<std::pair<Table, std::string>, std::optional<std::string>, std::less<>>;
+  // Per table: a key's value, or nullopt for a delete.
+  using TableWrites = absl::flat_hash_map<std::string, std::optional<std::string>>;
+  using Writes = std::array<TableWrites, kTableCount>;
 
   OverlayTxn(const OverlayTxn* base, Fallback fallback)
       : base_(base), fallback_(std::move(fallback)) {}

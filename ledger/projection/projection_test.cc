@@ -27,7 +27,7 @@ TEST(OverlayTxnTest, ReadsOwnWritesThenBaseThenFallback) {
   EXPECT_EQ(fallback_calls, 1);
   top.DetachBase();
   EXPECT_EQ(**top.Get(Table::kSteps, "stored"), "from store");
-  EXPECT_EQ(top.writes().size(), 2u);
+  EXPECT_EQ(top.writes()[static_cast<int>(Table::kSteps)].size(), 2u);
 }
 
 TEST(OverlayTxnTest, FallbackErrorsPassThrough) {

@@ -25,7 +25,7 @@ TEST(EntryVectorsTest, LeafBytesHashesAndRootMatch) {
     const auto& e = item["entry"];
     auto r = FromJson(e["receipt"]);
     ASSERT_TRUE(r.ok()) << r.status();
-    auto canonical = Canonicalize(&*r, Author::kEmitter);
+    auto canonical = Canonicalize(*r, Author::kEmitter);
     ASSERT_TRUE(canonical.ok()) << canonical.status();
     std::optional<uint64_t> run_prev;
     if (e.contains("run_prev")) run_prev = e["run_prev"].get<uint64_t>();

@@ -231,7 +231,7 @@ absl::Status CheckContract(const Receipt& r, Author author) {
     return Invalid("step_id", absl::StrCat("required for ", S(KindName(r)), ", at most 128 bytes"));
   }
   if (auto s = CheckLength("step_id", r.step_id(), 128); !s.ok()) return s;
-  if (r.attempt() < 1) return Invalid("attempt", "must be >= 1 (default 1)");
+  if (r.has_attempt() && r.attempt() < 1) return Invalid("attempt", "must be >= 1 (default 1)");
   if (auto s = CheckLength("workflow", r.workflow(), 128); !s.ok()) return s;
   if (auto s = CheckLength("agent", r.agent(), 128); !s.ok()) return s;
   if (!r.has_occurred_at_us() || r.occurred_at_us() <= 0) {
@@ -372,8 +372,14 @@ absl::Status EncodeTo(const Receipt& r, bool check, std::string* out) {
         break;
       }
       case FieldDescriptor::CPPTYPE_INT64: {
-        if (!rf->HasField(msg, f)) break;
-        int64_t v = rf->GetInt64(msg, f);
+        int64_t v;
+        if (rf->HasField(msg, f)) {
+          v = rf->GetInt64(msg, f);
+        } else if (f->number() == Receipt::kAttemptFieldNumber && !m.in_body) {
+          v = 1;  // the default attempt is written
+        } else {
+          break;
+        }
         if (check) {
           if (v > canonical::kMaxSafeInteger || v < -canonical::kMaxSafeInteger) {
             return Invalid(m.key, "outside the JSON integer range +-(2^53-1)");
@@ -420,11 +426,10 @@ std::string Encode(const Receipt& r) {
   return out;
 }
 
-absl::StatusOr<std::string> Canonicalize(Receipt* r, Author author) {
-  if (!r->has_attempt()) r->set_attempt(1);
-  if (auto s = CheckContract(*r, author); !s.ok()) return s;
+absl::StatusOr<std::string> Canonicalize(const Receipt& r, Author author) {
+  if (auto s = CheckContract(r, author); !s.ok()) return s;
   std::string out;
-  if (auto s = EncodeTo(*r, /*check=*/true, &out); !s.ok()) return s;
+  if (auto s = EncodeTo(r, /*check=*/true, &out); !s.ok()) return s;
   if (out.size() > kMaxReceiptBytes) {
     return Invalid("receipt", absl::StrCat("canonical form is ", out.size(),
                                            " bytes, more than 16384"));

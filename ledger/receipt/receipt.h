@@ -30,12 +30,12 @@ inline constexpr size_t kMaxReceiptBytes = 16 * 1024;
 // Who wrote the receipt: only the ledger may write step_unknown.
 enum class Author { kEmitter, kLedger };
 
-// Applies defaults (attempt = 1), checks every rule of CONTRACT §3 and
-// returns the canonical JSON. INVALID_ARGUMENT with "<field>: <rule>" on the
-// first broken rule; `r` may then have its defaults applied, nothing else.
-absl::StatusOr<std::string> Canonicalize(Receipt* r, Author author);
+// Checks every rule of CONTRACT §3 and returns the canonical JSON, with the
+// defaults applied (an absent attempt is written as 1). INVALID_ARGUMENT
+// with "<field>: <rule>" on the first broken rule.
+absl::StatusOr<std::string> Canonicalize(const Receipt& r, Author author);
 
-// The canonical JSON of a receipt, without validation.
+// The canonical JSON of a receipt, defaults applied, without validation.
 std::string Encode(const Receipt& r);
 
 // The JSON name of the receipt's kind ("agent_start", ...), "" if none.

@@ -23,7 +23,7 @@ constexpr char kStart[] =
 
 TEST(ReceiptTest, CanonicalFormSortsKeysAndAppliesDefaultAttempt) {
   Receipt r = Parse(kStart);
-  auto c = Canonicalize(&r, Author::kEmitter);
+  auto c = Canonicalize(r, Author::kEmitter);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(*c,
             R"({"attempt":1,"decision":"allow","kind":"agent_start",)"
@@ -36,7 +36,7 @@ TEST(ReceiptTest, ZeroIntegersAreWrittenEmptyStringsOmitted) {
       R"({"receipt_id":"m","kind":"model_call","team":"t","run_id":"r",)"
       R"("occurred_at_us":5,"route":"x","decision":"deny","input_tokens":0,)"
       R"("cost_micros":0,"provider":""})");
-  auto c = Canonicalize(&r, Author::kEmitter);
+  auto c = Canonicalize(r, Author::kEmitter);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(*c,
             R"({"attempt":1,"cost_micros":0,"decision":"deny","input_tokens":0,)"
@@ -49,7 +49,7 @@ TEST(ReceiptTest, EnumsUseTheirJsonNames) {
       R"({"receipt_id":"e","kind":"agent_exec","team":"t","run_id":"r","step_id":"s",)"
       R"("occurred_at_us":5,"start_receipt_id":"r-1","status":"timed_out"})");
   EXPECT_EQ(r.agent_exec().status(), evidence::ledger::v1::EXEC_STATUS_TIMED_OUT);
-  EXPECT_NE(Canonicalize(&r, Author::kEmitter)->find(R"("status":"timed_out")"),
+  EXPECT_NE(Canonicalize(r, Author::kEmitter)->find(R"("status":"timed_out")"),
             std::string::npos);
 }
 
@@ -59,10 +59,10 @@ TEST(ReceiptTest, CanonicalFormRoundTripsThroughJson) {
       R"("occurred_at_us":5,"tool":"git","decision":"allow","status_code":200,)"
       R"("attributes":{"z":"1","a":"2"},"trace_id":"0af7651916cd43dd8448eb211c80319c",)"
       R"("span_id":"b7ad6b7169203331","latency_ms":12})");
-  auto c = Canonicalize(&r, Author::kEmitter);
+  auto c = Canonicalize(r, Author::kEmitter);
   ASSERT_TRUE(c.ok()) << c.status();
   Receipt again = Parse(*c);
-  auto c2 = Canonicalize(&again, Author::kEmitter);
+  auto c2 = Canonicalize(again, Author::kEmitter);
   EXPECT_EQ(*c, *c2);
   EXPECT_NE(c->find(R"("attributes":{"a":"2","z":"1"})"), std::string::npos);
 }
@@ -82,7 +82,7 @@ TEST_P(ValidationTest, NamesTheFieldAndTheRule) {
   j.merge_patch(nlohmann::json::parse(c.patch));
   auto r = FromJson(j);
   absl::Status status = r.status();
-  if (r.ok()) status = Canonicalize(&*r, Author::kEmitter).status();
+  if (r.ok()) status = Canonicalize(*r, Author::kEmitter).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), c.message);
 }
@@ -188,7 +188,7 @@ TEST(ReceiptTest, LedgerMayWriteStepUnknown) {
       R"({"receipt_id":"unknown-1","kind":"step_unknown","team":"t","run_id":"r",)"
       R"("step_id":"s","occurred_at_us":9,"start_seq":0,"start_receipt_id":"r-1",)"
       R"("deadline_us":10})");
-  auto c = Canonicalize(&r, Author::kLedger);
+  auto c = Canonicalize(r, Author::kLedger);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(*c,
             R"({"attempt":1,"deadline_us":10,"kind":"step_unknown","occurred_at_us":9,)"
@@ -207,7 +207,7 @@ TEST(ReceiptTest, JsonThatIsNotAnObject) {
 TEST(ReceiptTest, InvalidUtf8FromProtobufIsRefused) {
   Receipt r = Parse(kStart);
   r.set_workflow("bad \xff");
-  EXPECT_EQ(Canonicalize(&r, Author::kEmitter).status().message(),
+  EXPECT_EQ(Canonicalize(r, Author::kEmitter).status().message(),
             "workflow: must be valid UTF-8");
 }
 

@@ -14,9 +14,9 @@ namespace ledger::sequencer {
 namespace {
 
 std::string RunKey(const Submission& s) {
-  std::string key = s.receipt.team();
+  std::string key = s.receipt->team();
   key.push_back('\0');  // teams never contain NUL
-  key.append(s.receipt.run_id());
+  key.append(s.receipt->run_id());
   return key;
 }
 
@@ -30,9 +30,9 @@ void PutProjectedSize(projection::OverlayTxn& txn, uint64_t size) {
 
 }  // namespace
 
-Submission Submission::Of(receipt::Receipt& r, std::string canonical, std::string emitter) {
+Submission Submission::Of(const receipt::Receipt& r, std::string canonical, std::string emitter) {
   Submission s;
-  s.receipt = std::move(r);
+  s.receipt = &r;
   s.digest = hash::Sha256(canonical);
   s.canonical = std::move(canonical);
   s.emitter = std::move(emitter);
@@ -248,6 +248,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
         });
   }
   absl::Status projection_error;
+  std::vector<projection::Entry> entries;
   // Receipt ids and run heads not yet in the store: this batch's, then those
   // of the batch being committed.
   auto pending_id = [&](const std::string& id) -> const store::ReceiptRef* {
@@ -273,7 +274,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     for (size_t i = 0; i < items.size(); ++i) {
       Submission& s = items[i];
       Outcome& out = p->outcomes[r][i];
-      const std::string& id = s.receipt.receipt_id();
+      const std::string& id = s.receipt->receipt_id();
 
       std::optional<store::ReceiptRef> existing;
       const store::ReceiptRef* pending = pending_id(id);
@@ -311,7 +312,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
       } else if (base != nullptr && base_head != base->run_heads.end()) {
         run_prev = base_head->second;
       } else {
-        auto head = store_->GetRunHead(s.receipt.team(), s.receipt.run_id());
+        auto head = store_->GetRunHead(s.receipt->team(), s.receipt->run_id());
         if (!head.ok()) {
           out.status = absl::UnavailableError(
               absl::StrCat("storage: run index unreadable: ", head.status().message()));
@@ -333,9 +334,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
       });
       p->new_ids.emplace(id, ref);
       run_heads[run_key] = {&s, seq};
-      if (projector != nullptr && projection_error.ok()) {
-        projection_error = projector->Apply({seq, logged_at, s.emitter, &s.receipt}, *p->txn);
-      }
+      if (projector != nullptr) entries.push_back({seq, logged_at, s.emitter, s.receipt});
       state.size = seq + 1;
       state.head = leaf_hash;
       state.last_logged_at_us = logged_at;
@@ -349,20 +348,15 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
   p->has_entries = state.size != first_seq;
   if (p->has_entries) {
     for (const auto& [key, head] : run_heads) {
-      batch.PutRunHead(head.submission->receipt.team(), head.submission->receipt.run_id(),
+      batch.PutRunHead(head.submission->receipt->team(), head.submission->receipt->run_id(),
                        head.seq);
       p->run_heads.emplace(key, head.seq);
     }
     batch.PutState(state);
     if (projector != nullptr) {
+      projection_error = projector->Apply(entries, *p->txn);
       PutProjectedSize(*p->txn, state.size);
-      for (const auto& [key, value] : p->txn->writes()) {
-        if (value.has_value()) {
-          batch.PutProjection(key.first, key.second, *value);
-        } else {
-          batch.DeleteProjection(key.first, key.second);
-        }
-      }
+      batch.PutProjections(p->txn->writes());
     }
   }
   if (!projection_error.ok()) {

@@ -44,13 +44,16 @@ int64_t SystemClockMicros();
 // A validated receipt ready to be sequenced, with what the caller's thread
 // can prepare so the single writer does less.
 struct Submission {
-  receipt::Receipt receipt;  // valid (receipt::Canonicalize accepted it)
-  std::string canonical;     // receipt::Canonicalize's output
-  hash::Hash digest{};       // SHA-256 of canonical: compared on retries
+  // Valid (receipt::Canonicalize accepted it). Not owned: it MUST stay alive
+  // until the Done of its Submit is called, so that neither copying nor
+  // freeing it costs the single writer anything.
+  const receipt::Receipt* receipt = nullptr;
+  std::string canonical;  // receipt::Canonicalize's output
+  hash::Hash digest{};    // SHA-256 of canonical: compared on retries
   std::string emitter;
 
-  // Takes `r` and hashes `canonical`.
-  static Submission Of(receipt::Receipt& r, std::string canonical, std::string emitter);
+  // Points at `r` and hashes `canonical`.
+  static Submission Of(const receipt::Receipt& r, std::string canonical, std::string emitter);
 };
 
 struct Outcome {

@@ -1,6 +1,8 @@
 #include "ledger/sequencer/sequencer.h"
 
 #include <atomic>
+#include <deque>
+#include <mutex>
 #include <future>
 #include <set>
 #include <thread>
@@ -12,6 +14,16 @@
 namespace ledger::sequencer {
 namespace {
 
+// Submissions point at their receipts, which must outlive the append: the
+// tests keep them here for the whole run of the binary.
+receipt::Receipt& Keep(receipt::Receipt r) {
+  static std::mutex mu;
+  static std::deque<receipt::Receipt>* kept = new std::deque<receipt::Receipt>();
+  std::lock_guard<std::mutex> lock(mu);
+  kept->push_back(std::move(r));
+  return kept->back();
+}
+
 Submission Make(const std::string& id, const std::string& run = "run-1",
                 const std::string& model = "m") {
   auto r = receipt::FromJsonText(
@@ -19,8 +31,8 @@ Submission Make(const std::string& id, const std::string& run = "run-1",
   r->set_receipt_id(id);
   r->set_run_id(run);
   r->mutable_model_call()->set_model(model);
-  std::string canonical = *receipt::Canonicalize(&*r, receipt::Author::kEmitter);
-  return Submission::Of(*r, std::move(canonical), "test");
+  std::string canonical = *receipt::Canonicalize(*r, receipt::Author::kEmitter);
+  return Submission::Of(Keep(*std::move(r)), std::move(canonical), "test");
 }
 
 // Submits and waits for the outcomes.

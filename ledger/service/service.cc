@@ -50,10 +50,11 @@ void FillAllFailed(int n, const absl::Status& s, pb::AppendResponse* out) {
   }
 }
 
-std::vector<receipt::Receipt> TakeReceipts(pb::AppendRequest* request) {
-  std::vector<receipt::Receipt> out;
-  out.reserve(request->receipts_size());
-  for (auto& r : *request->mutable_receipts()) out.push_back(std::move(r));
+// Pointers into `request`, which MUST outlive the append.
+std::vector<const receipt::Receipt*> ReceiptsOf(const pb::AppendRequest& request) {
+  std::vector<const receipt::Receipt*> out;
+  out.reserve(request.receipts_size());
+  for (const auto& r : request.receipts()) out.push_back(&r);
   return out;
 }
 
@@ -81,12 +82,13 @@ class AppendStreamReactor final
       MaybeFinish();
       return;
     }
-    slots_.emplace_back();
-    Slot* slot = &slots_.back();
+    slots_.push_back(std::make_unique<Slot>());
+    Slot* slot = slots_.back().get();
     ++in_flight_;
-    int n = request_.receipts_size();
-    std::vector<receipt::Receipt> receipts = TakeReceipts(&request_);
-    request_.Clear();
+    // The slot owns the request until its response is written.
+    slot->request.Swap(&request_);
+    int n = slot->request.receipts_size();
+    std::vector<const receipt::Receipt*> receipts = ReceiptsOf(slot->request);
     lock.unlock();
     absl::Status s = log_->Append(caller_, std::move(receipts),
                                   [this, slot](std::vector<sequencer::Outcome> out) {
@@ -107,8 +109,10 @@ class AppendStreamReactor final
   }
 
   void OnWriteDone(bool ok) override {
+    std::unique_ptr<Slot> written;  // freed after the lock: it holds a whole batch
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
+    written = std::move(slots_.front());
     slots_.pop_front();
     if (!ok) broken_ = true;
     if (read_paused_ && in_flight_ < kMaxInFlight && !broken_) {
@@ -131,6 +135,7 @@ class AppendStreamReactor final
   static constexpr int kMaxInFlight = 8;
 
   struct Slot {
+    pb::AppendRequest request;
     pb::AppendResponse response;
     bool ready = false;
   };
@@ -143,9 +148,9 @@ class AppendStreamReactor final
   }
 
   void WriteNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || broken_ || slots_.empty() || !slots_.front().ready) return;
+    if (writing_ || broken_ || slots_.empty() || !slots_.front()->ready) return;
     writing_ = true;
-    StartWrite(&slots_.front().response);
+    StartWrite(&slots_.front()->response);
   }
 
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -160,8 +165,7 @@ class AppendStreamReactor final
   const std::string caller_;
   std::mutex mu_;
   pb::AppendRequest request_;
-  // std::deque keeps element addresses stable under push_back/pop_front.
-  std::deque<Slot> slots_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
@@ -230,8 +234,8 @@ grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx
                                                 const pb::AppendRequest* request,
                                                 pb::AppendResponse* response) {
   auto* reactor = ctx->DefaultReactor();
-  std::vector<receipt::Receipt> receipts(request->receipts().begin(), request->receipts().end());
-  absl::Status s = log_->Append(Caller(ctx), std::move(receipts),
+  // gRPC keeps `request` alive until Finish.
+  absl::Status s = log_->Append(Caller(ctx), ReceiptsOf(*request),
                                 [reactor, response](std::vector<sequencer::Outcome> out) {
                                   FillResults(out, response);
                                   reactor->Finish(grpc::Status::OK);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
+#include "rocksdb/slice_transform.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_batch.h"
@@ -180,6 +181,19 @@ void Batch::DeleteProjection(projection::Table t, std::string_view key) {
   if (!rep_->wb.Delete((*rep_->cfs)[ProjectionCf(t)], AsSlice(key)).ok()) std::abort();
 }
 
+void Batch::PutProjections(const projection::OverlayTxn::Writes& writes) {
+  for (int t = 0; t < projection::kTableCount; ++t) {
+    auto table = static_cast<projection::Table>(t);
+    for (const auto& [key, value] : writes[t]) {
+      if (value.has_value()) {
+        PutProjection(table, key, *value);
+      } else {
+        DeleteProjection(table, key);
+      }
+    }
+  }
+}
+
 void Batch::PutState(const State& s) {
   std::string v(1, kFormatV1);
   PutU64(&v, s.size);
@@ -208,6 +222,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
   cf_options.compression = rocksdb::kNoCompression;
   rocksdb::ColumnFamilyOptions entry_options = cf_options;
   entry_options.compression = rocksdb::kLZ4Compression;
+  // Entries arrive in key order: a memtable insert can start where the last
+  // one ended instead of searching the skip list.
+  entry_options.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(0));
 
   // Receipt ids and run heads are looked up once per append, and most
   // lookups of receipt ids miss: a memtable bloom filter answers those

@@ -67,6 +67,8 @@ class Batch {
   void PutState(const State& s);
   void PutProjection(projection::Table t, std::string_view key, std::string_view value);
   void DeleteProjection(projection::Table t, std::string_view key);
+  // Every put and delete an overlay holds.
+  void PutProjections(const projection::OverlayTxn::Writes& writes);
 
  private:
   friend class Store;

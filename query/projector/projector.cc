@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/container/node_hash_map.h"
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -18,15 +20,94 @@ absl::Status Malformed(std::string_view what) {
   return absl::DataLossError(absl::StrCat("projection: malformed ", std::string(what)));
 }
 
-template <typename M>
-absl::StatusOr<std::optional<M>> Load(Txn& txn, Table t, std::string_view key,
-                                      std::string_view what) {
-  auto raw = txn.Get(t, key);
-  if (!raw.ok()) return raw.status();
-  if (!raw->has_value()) return std::nullopt;
-  M m;
-  if (!m.ParseFromString(**raw)) return Malformed(what);
-  return m;
+// The step and run records one Apply call touches, decoded once and
+// written back once at the end, however many entries change them.
+class Records {
+ public:
+  explicit Records(Txn& txn) : txn_(txn) {}
+
+  Txn& txn() { return txn_; }
+
+  // The record under `key`; *exists tells whether it is in the projection
+  // (a new record starts empty). Pointers stay valid until Flush.
+  absl::StatusOr<pb::Step*> Step(const std::string& key, bool* exists) {
+    return Find(steps_, Table::kSteps, key, exists, "step record");
+  }
+  absl::StatusOr<pb::Run*> Run(const std::string& key, bool* exists) {
+    return Find(runs_, Table::kRuns, key, exists, "run record");
+  }
+  // Marks a record as present and changed.
+  void TouchStep(const std::string& key) { Touch(steps_, key); }
+  void TouchRun(const std::string& key) { Touch(runs_, key); }
+
+  void Flush() {
+    for (const auto& [key, c] : steps_) {
+      if (c.dirty) txn_.Put(Table::kSteps, key, Serialize(c.message));
+    }
+    for (const auto& [key, c] : runs_) {
+      if (c.dirty) txn_.Put(Table::kRuns, key, Serialize(c.message));
+    }
+  }
+
+ private:
+  template <typename M>
+  struct Cached {
+    M message;
+    bool exists = false;
+    bool dirty = false;
+  };
+  template <typename M>
+  using Cache = absl::node_hash_map<std::string, Cached<M>>;
+
+  template <typename M>
+  absl::StatusOr<M*> Find(Cache<M>& cache, Table t, const std::string& key, bool* exists,
+                          std::string_view what) {
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      auto raw = txn_.Get(t, key);
+      if (!raw.ok()) return raw.status();
+      Cached<M> c;
+      if (raw->has_value()) {
+        if (!c.message.ParseFromString(**raw)) return Malformed(what);
+        c.exists = true;
+      }
+      it = cache.emplace(key, std::move(c)).first;
+    }
+    *exists = it->second.exists;
+    return &it->second.message;
+  }
+
+  template <typename M>
+  void Touch(Cache<M>& cache, const std::string& key) {
+    auto& c = cache[key];
+    c.exists = true;
+    c.dirty = true;
+  }
+
+  Txn& txn_;
+  Cache<pb::Step> steps_;
+  Cache<pb::Run> runs_;
+};
+
+// The bytes of StepChange{seq, step} with the step's `seqs` left out,
+// encoded by hand so that the step is not copied: field 1 varint, field 2
+// length-delimited, as protobuf writes them.
+std::string EncodeChange(uint64_t seq, pb::Step& step) {
+  google::protobuf::RepeatedField<uint64_t> seqs;
+  seqs.Swap(step.mutable_seqs());
+  std::string body = Serialize(step);
+  seqs.Swap(step.mutable_seqs());
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.WriteTag(1 << 3 | 0);
+    coded.WriteVarint64(seq);
+    coded.WriteTag(2 << 3 | 2);
+    coded.WriteVarint32(static_cast<uint32_t>(body.size()));
+    coded.WriteString(body);
+  }
+  return out;
 }
 
 void AddCall(pb::CallTotals* t, const pb::Receipt& r) {
@@ -67,119 +148,130 @@ StepKey KeyOf(const pb::Receipt& r) {
   return {r.team(), r.run_id(), r.step_id(), r.attempt() > 0 ? r.attempt() : 1};
 }
 
-// The run an entry belongs to, loaded once per entry and saved at the end.
+// The run an entry belongs to.
 class RunEdit {
  public:
-  RunEdit(Txn& txn, const projection::Entry& e) : txn_(txn), e_(e) {}
+  RunEdit(Records& records, const projection::Entry& e) : records_(records), e_(e) {}
 
   absl::Status Load() {
     const pb::Receipt& r = *e_.receipt;
     key_ = EncodeRunKey(r.team(), r.run_id());
-    auto run = query::Load<pb::Run>(txn_, Table::kRuns, key_, "run record");
+    bool exists = false;
+    auto run = records_.Run(key_, &exists);
     if (!run.ok()) return run.status();
-    if (run->has_value()) {
-      run_ = **run;
-    } else {
-      run_.set_team(r.team());
-      run_.set_run_id(r.run_id());
-      run_.set_first_seq(e_.seq);
-      run_.set_first_at_us(e_.logged_at_us);
-      txn_.Put(Table::kIndex, RunsRow(r.team(), e_.logged_at_us, key_), "");
+    run_ = *run;
+    if (!exists) {
+      run_->set_team(r.team());
+      run_->set_run_id(r.run_id());
+      run_->set_first_seq(e_.seq);
+      run_->set_first_at_us(e_.logged_at_us);
+      records_.txn().Put(Table::kIndex, RunsRow(r.team(), e_.logged_at_us, key_), "");
     }
-    if (run_.workflow().empty() && !r.workflow().empty()) run_.set_workflow(r.workflow());
-    run_.set_last_seq(e_.seq);
-    run_.set_last_at_us(e_.logged_at_us);
-    run_.set_entries(run_.entries() + 1);
+    records_.TouchRun(key_);
+    if (run_->workflow().empty() && !r.workflow().empty()) run_->set_workflow(r.workflow());
+    run_->set_last_seq(e_.seq);
+    run_->set_last_at_us(e_.logged_at_us);
+    run_->set_entries(run_->entries() + 1);
     return absl::OkStatus();
   }
 
-  pb::Run& run() { return run_; }
-  void Save() { txn_.Put(Table::kRuns, key_, Serialize(run_)); }
+  pb::Run& run() { return *run_; }
 
  private:
-  Txn& txn_;
+  Records& records_;
   const projection::Entry& e_;
   std::string key_;
-  pb::Run run_;
+  pb::Run* run_ = nullptr;
 };
 
 // One step's record being changed by an entry: keeps the run summary and
-// the indexes in step with it.
+// the indexes in step with it, and writes the StepChange.
 class StepEdit {
  public:
-  StepEdit(Txn& txn, const projection::Entry& e, RunEdit& run) : txn_(txn), e_(e), run_(run) {}
+  StepEdit(Records& records, const projection::Entry& e, RunEdit& run)
+      : records_(records), e_(e), run_(run) {}
 
   // Loads the step; creates it when `create` (else NOT_FOUND when absent).
   absl::Status Load(const StepKey& key, bool create) {
     key_ = key;
     encoded_ = EncodeStepKey(key);
-    auto step = query::Load<pb::Step>(txn_, Table::kSteps, encoded_, "step record");
+    bool exists = false;
+    auto step = records_.Step(encoded_, &exists);
     if (!step.ok()) return step.status();
-    if (step->has_value()) {
-      step_ = **step;
-    } else {
+    step_ = *step;
+    if (!exists) {
       if (!create) return absl::NotFoundError("step");
       fresh_ = true;
-      step_.set_team(key.team);
-      step_.set_run_id(key.run_id);
-      step_.set_step_id(key.step_id);
-      step_.set_attempt(key.attempt);
-      step_.set_first_at_us(e_.logged_at_us);
+      step_->set_team(key.team);
+      step_->set_run_id(key.run_id);
+      step_->set_step_id(key.step_id);
+      step_->set_attempt(key.attempt);
+      step_->set_first_at_us(e_.logged_at_us);
     }
-    old_state_ = step_.state();
-    old_actual_ = step_.actual_cost_micros();
-    old_charged_ = step_.charged_cost_micros();
-    old_anomalous_ = step_.anomalies_size() > 0;
+    records_.TouchStep(encoded_);
+    old_state_ = step_->state();
+    old_actual_ = step_->actual_cost_micros();
+    old_charged_ = step_->charged_cost_micros();
+    old_anomalous_ = step_->anomalies_size() > 0;
+    old_anomalies_ = step_->anomalies_size();
+    old_parts_ = Parts(*step_);
     return absl::OkStatus();
   }
 
-  pb::Step& step() { return step_; }
+  pb::Step& step() { return *step_; }
 
   void Flag(pb::Anomaly a) {
-    if (std::find(step_.anomalies().begin(), step_.anomalies().end(), a) == step_.anomalies().end()) {
-      step_.add_anomalies(a);
+    if (std::find(step_->anomalies().begin(), step_->anomalies().end(), a) ==
+        step_->anomalies().end()) {
+      step_->add_anomalies(a);
     }
   }
 
   void Save() {
-    const uint64_t first_at = static_cast<uint64_t>(step_.first_at_us());
+    Txn& txn = records_.txn();
+    const uint64_t first_at = static_cast<uint64_t>(step_->first_at_us());
     if (fresh_) {
-      txn_.Put(Table::kIndex, TeamTimeRow(key_.team, first_at, encoded_), "");
-      txn_.Put(Table::kIndex,
-               RunTimeRow(EncodeRunKey(key_.team, key_.run_id), first_at, encoded_), "");
+      txn.Put(Table::kIndex, TeamTimeRow(key_.team, first_at, encoded_), "");
+      txn.Put(Table::kIndex, RunTimeRow(EncodeRunKey(key_.team, key_.run_id), first_at, encoded_),
+              "");
     }
-    Charge(&step_);
+    Charge(step_);
     pb::Run& run = run_.run();
-    if (fresh_ || step_.state() != old_state_) {
+    if (fresh_ || step_->state() != old_state_) {
       if (!fresh_) {
-        txn_.Delete(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
+        txn.Delete(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
         Count(run, old_state_, -1);
       }
-      txn_.Put(Table::kIndex, StateRow(key_.team, step_.state(), first_at, encoded_), "");
-      Count(run, step_.state(), +1);
-      if (step_.state() == pb::STEP_STATE_UNKNOWN) {
+      txn.Put(Table::kIndex, StateRow(key_.team, step_->state(), first_at, encoded_), "");
+      Count(run, step_->state(), +1);
+      if (step_->state() == pb::STEP_STATE_UNKNOWN) {
         pb::StepRef* ref = run.add_unknown_steps();
         ref->set_step_id(key_.step_id);
         ref->set_attempt(key_.attempt);
       }
     }
-    if (!old_anomalous_ && step_.anomalies_size() > 0) run.set_anomalies(run.anomalies() + 1);
-    run.set_actual_cost_micros(run.actual_cost_micros() + step_.actual_cost_micros() - old_actual_);
-    run.set_charged_cost_micros(run.charged_cost_micros() + step_.charged_cost_micros() -
+    if (!old_anomalous_ && step_->anomalies_size() > 0) run.set_anomalies(run.anomalies() + 1);
+    run.set_actual_cost_micros(run.actual_cost_micros() + step_->actual_cost_micros() - old_actual_);
+    run.set_charged_cost_micros(run.charged_cost_micros() + step_->charged_cost_micros() -
                                 old_charged_);
-    step_.add_seqs(e_.seq);
-    step_.set_last_seq(e_.seq);
-    txn_.Put(Table::kSteps, encoded_, Serialize(step_));
-    pb::StepChange change;
-    change.set_seq(e_.seq);
-    *change.mutable_step() = step_;
-    change.mutable_step()->clear_seqs();
-    txn_.Put(Table::kChanges, U64(e_.seq), Serialize(change));
+    step_->add_seqs(e_.seq);
+    step_->set_last_seq(e_.seq);
+    // A change is what a dashboard follows: the state, the start, the
+    // completion, the unknown declaration, an anomaly. Calls only add to
+    // the step's totals and are not changes.
+    if (fresh_ || step_->state() != old_state_ || step_->anomalies_size() != old_anomalies_ ||
+        Parts(*step_) != old_parts_) {
+      txn.Put(Table::kChanges, U64(e_.seq), EncodeChange(e_.seq, *step_));
+    }
   }
 
   const std::string& encoded_key() const { return encoded_; }
 
  private:
+  static int Parts(const pb::Step& s) {
+    return (s.has_start() ? 1 : 0) | (s.has_completion() ? 2 : 0) | (s.has_unknown() ? 4 : 0);
+  }
+
   static void Count(pb::Run& run, int state, int delta) {
     switch (state) {
       case pb::STEP_STATE_PENDING: run.set_steps_pending(run.steps_pending() + delta); break;
@@ -191,17 +283,19 @@ class StepEdit {
     }
   }
 
-  Txn& txn_;
+  Records& records_;
   const projection::Entry& e_;
   RunEdit& run_;
   StepKey key_;
   std::string encoded_;
-  pb::Step step_;
+  pb::Step* step_ = nullptr;
   bool fresh_ = false;
   pb::StepState old_state_ = pb::STEP_STATE_UNSPECIFIED;
   int64_t old_actual_ = 0;
   int64_t old_charged_ = 0;
   bool old_anomalous_ = false;
+  int old_anomalies_ = 0;
+  int old_parts_ = 0;
 };
 
 pb::StepState StateOf(pb::ExecStatus s) {
@@ -220,10 +314,11 @@ void RecordCompletion(pb::Step& s, const projection::Entry& e) {
   s.set_exec_cost_micros(x.cost_micros());
 }
 
-absl::Status OnStart(Txn& txn, const projection::Entry& e, RunEdit& run) {
+absl::Status OnStart(Records& records, const projection::Entry& e, RunEdit& run) {
+  Txn& txn = records.txn();
   const pb::Receipt& r = *e.receipt;
   const auto& a = r.agent_start();
-  StepEdit edit(txn, e, run);
+  StepEdit edit(records, e, run);
   if (auto s = edit.Load(KeyOf(r), /*create=*/true); !s.ok()) return s;
   txn.Put(Table::kIndex, StartRow(r.team(), r.receipt_id()), edit.encoded_key());
   pb::Step& step = edit.step();
@@ -254,13 +349,14 @@ absl::Status OnStart(Txn& txn, const projection::Entry& e, RunEdit& run) {
   return absl::OkStatus();
 }
 
-absl::Status OnExec(Txn& txn, const projection::Entry& e, RunEdit& run) {
+absl::Status OnExec(Records& records, const projection::Entry& e, RunEdit& run) {
+  Txn& txn = records.txn();
   const pb::Receipt& r = *e.receipt;
   const auto& x = r.agent_exec();
   auto start = txn.Get(Table::kIndex, StartRow(r.team(), x.start_receipt_id()));
   if (!start.ok()) return start.status();
   StepKey own = KeyOf(r);
-  StepEdit edit(txn, e, run);
+  StepEdit edit(records, e, run);
   if (!start->has_value()) {
     if (auto s = edit.Load(own, /*create=*/true); !s.ok()) return s;
     pb::Step& step = edit.step();
@@ -304,10 +400,11 @@ absl::Status OnExec(Txn& txn, const projection::Entry& e, RunEdit& run) {
   return absl::OkStatus();
 }
 
-absl::Status OnUnknown(Txn& txn, const projection::Entry& e, RunEdit& run) {
+absl::Status OnUnknown(Records& records, const projection::Entry& e, RunEdit& run) {
+  Txn& txn = records.txn();
   const pb::Receipt& r = *e.receipt;
   const auto& u = r.step_unknown();
-  StepEdit edit(txn, e, run);
+  StepEdit edit(records, e, run);
   absl::Status loaded = edit.Load(KeyOf(r), /*create=*/false);
   if (absl::IsNotFound(loaded)) return absl::OkStatus();  // on the run only
   if (!loaded.ok()) return loaded;
@@ -324,11 +421,11 @@ absl::Status OnUnknown(Txn& txn, const projection::Entry& e, RunEdit& run) {
   return absl::OkStatus();
 }
 
-absl::Status OnCall(Txn& txn, const projection::Entry& e, RunEdit& run) {
+absl::Status OnCall(Records& records, const projection::Entry& e, RunEdit& run) {
   const pb::Receipt& r = *e.receipt;
   AddCall(run.run().mutable_calls(), r);
   if (!r.step_id().empty()) {
-    StepEdit edit(txn, e, run);
+    StepEdit edit(records, e, run);
     absl::Status loaded = edit.Load(KeyOf(r), /*create=*/false);
     if (loaded.ok()) {
       AddCall(edit.step().mutable_calls(), r);
@@ -460,21 +557,25 @@ std::string AnomalyName(pb::Anomaly a) {
   return absl::AsciiStrToLower(n);
 }
 
-absl::Status StepProjector::Apply(const projection::Entry& entry, projection::Txn& txn) {
-  const pb::Receipt& r = *entry.receipt;
-  RunEdit run(txn, entry);
-  if (auto s = run.Load(); !s.ok()) return s;
-  absl::Status s;
-  switch (r.body_case()) {
-    case pb::Receipt::kAgentStart: s = OnStart(txn, entry, run); break;
-    case pb::Receipt::kAgentExec: s = OnExec(txn, entry, run); break;
-    case pb::Receipt::kStepUnknown: s = OnUnknown(txn, entry, run); break;
-    case pb::Receipt::kModelCall:
-    case pb::Receipt::kToolCall: s = OnCall(txn, entry, run); break;
-    case pb::Receipt::BODY_NOT_SET: break;
+absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries,
+                                  projection::Txn& txn) {
+  Records records(txn);
+  for (const projection::Entry& entry : entries) {
+    const pb::Receipt& r = *entry.receipt;
+    RunEdit run(records, entry);
+    if (auto s = run.Load(); !s.ok()) return s;
+    absl::Status s;
+    switch (r.body_case()) {
+      case pb::Receipt::kAgentStart: s = OnStart(records, entry, run); break;
+      case pb::Receipt::kAgentExec: s = OnExec(records, entry, run); break;
+      case pb::Receipt::kStepUnknown: s = OnUnknown(records, entry, run); break;
+      case pb::Receipt::kModelCall:
+      case pb::Receipt::kToolCall: s = OnCall(records, entry, run); break;
+      case pb::Receipt::BODY_NOT_SET: break;
+    }
+    if (!s.ok()) return s;
   }
-  if (!s.ok()) return s;
-  run.Save();
+  records.Flush();
   return absl::OkStatus();
 }
 

@@ -1,7 +1,8 @@
 // The step projector: CONTRACT §4 as a function of the log. For each entry
 // it updates the step the entry belongs to (state, anomalies, calls, costs,
-// the seqs it was derived from), the run's summary, the indexes queries
-// use, and writes a StepChange for watchers.
+// the seqs it was derived from), the run's summary and the indexes queries
+// use, and, when the entry changes the step's state, start, completion,
+// unknown declaration or anomalies, writes a StepChange for watchers.
 //
 // How entries decide a step's state (a step is team, run_id, step_id,
 // attempt):
@@ -39,7 +40,7 @@ namespace pb = evidence::ledger::v1;
 
 class StepProjector final : public projection::Projector {
  public:
-  absl::Status Apply(const projection::Entry& entry, projection::Txn& txn) override;
+  absl::Status Apply(absl::Span<const projection::Entry> entries, projection::Txn& txn) override;
 };
 
 // Protobuf bytes with deterministic serialization: what projections store,

@@ -19,7 +19,8 @@ class Log {
     EXPECT_TRUE(r.ok()) << r.status() << " " << json;
     if (!r->has_attempt()) r->set_attempt(1);
     uint64_t seq = next_++;
-    absl::Status s = projector_.Apply({seq, 1'000'000 + static_cast<int64_t>(seq) * 1000, "test", &*r}, txn_);
+    projection::Entry e{seq, 1'000'000 + static_cast<int64_t>(seq) * 1000, "test", &*r};
+    absl::Status s = projector_.Apply({&e, 1}, txn_);
     EXPECT_TRUE(s.ok()) << s;
     return seq;
   }
@@ -42,9 +43,10 @@ class Log {
   }
 
   bool HasRow(const std::string& row) { return txn_.Get(Table::kIndex, row)->has_value(); }
+  bool HasChange(uint64_t seq) { return txn_.Get(Table::kChanges, U64(seq))->has_value(); }
   size_t Rows(Table t) {
     size_t n = 0;
-    for (const auto& [k, v] : txn_.writes()) n += (k.first == t && v.has_value());
+    for (const auto& [k, v] : txn_.writes()[static_cast<int>(t)]) n += v.has_value();
     return n;
   }
 
@@ -252,6 +254,17 @@ TEST(ProjectorTest, IndexesFollowTheState) {
   EXPECT_TRUE(log.HasRow(StateRow("t", pb::STEP_STATE_FAILED, at, key)));
   EXPECT_TRUE(log.HasRow(RunsRow("t", 1'000'000, EncodeRunKey("t", "r"))));
   EXPECT_EQ(log.Rows(Table::kChanges), 2u);
+}
+
+TEST(ProjectorTest, CallsAreNotStepChangesButCompletionsAre) {
+  Log log;
+  uint64_t start = log.Add(Start("a", "s1"));
+  uint64_t call = log.Add(Call("c1", "s1", "allow", 30));
+  uint64_t exec = log.Add(Exec("b", "a", "s1", "succeeded"));
+  EXPECT_TRUE(log.HasChange(start));
+  EXPECT_FALSE(log.HasChange(call));
+  EXPECT_TRUE(log.HasChange(exec));
+  EXPECT_EQ(log.Step("t", "r", "s1").calls().cost_micros(), 30);
 }
 
 TEST(KeysTest, StepKeyRoundTripAndOrder) {

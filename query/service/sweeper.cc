@@ -75,7 +75,8 @@ absl::StatusOr<int> Sweeper::SweepNow() {
   int declared = 0;
   for (size_t from = 0; from < receipts.size(); from += log::kMaxReceiptsPerAppend) {
     size_t to = std::min(receipts.size(), from + log::kMaxReceiptsPerAppend);
-    std::vector<receipt::Receipt> chunk(receipts.begin() + from, receipts.begin() + to);
+    std::vector<const receipt::Receipt*> chunk;
+    for (size_t i = from; i < to; ++i) chunk.push_back(&receipts[i]);
     std::promise<std::vector<sequencer::Outcome>> done;
     auto outcomes = done.get_future();
     absl::Status s = log_->AppendAsLedger(std::move(chunk), [&](std::vector<sequencer::Outcome> o) {
