@@ -301,7 +301,7 @@ absl::StatusOr<pb::StepFilter> Filter(const Flags& flags) {
 }
 
 void PrintStepTable(const std::vector<pb::Step>& steps) {
-  std::printf("%-10s %-22s %-14s %-3s %-20s %-9s %-10s %-6s %s\n", "STATE", "RUN", "STEP", "TRY",
+  std::printf("%-10s %-22s %-14s %-3s %-20s %-9s %-10s %-11s %s\n", "STATE", "RUN", "STEP", "TRY",
               "STARTED (UTC)", "CALLS", "CHARGED", "SEQS", "ANOMALIES");
   for (const auto& s : steps) {
     std::string state = ledger::query::StateName(s.state());
@@ -318,7 +318,7 @@ void PrintStepTable(const std::vector<pb::Step>& steps) {
     std::string calls = absl::StrCat(c.model_calls_allowed() + c.tool_calls_allowed(), "/",
                                      c.model_calls_denied() + c.tool_calls_denied());
     std::string seqs = s.seqs_size() > 0 ? absl::StrCat(s.seqs(0), "..", s.seqs(s.seqs_size() - 1)) : "-";
-    std::printf("%-10s %-22s %-14s %-3lld %-20s %-9s %-10s %-6s %s\n", state.c_str(), s.run_id().c_str(),
+    std::printf("%-10s %-22s %-14s %-3lld %-20s %-9s %-10s %-11s %s\n", state.c_str(), s.run_id().c_str(),
                 s.step_id().c_str(), static_cast<long long>(s.attempt()), Time(s.first_at_us()).c_str(),
                 calls.c_str(), Dollars(s.charged_cost_micros()).c_str(), seqs.c_str(),
                 anomalies.empty() ? "-" : anomalies.c_str());

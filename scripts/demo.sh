@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The demo: a ledger on an embedded data directory, a realistic workload from
-# three teams, the signed checkpoint, and its proofs checked by Go's
-# golang.org/x/mod/sumdb (note.Open, tlog.CheckRecord, tlog.CheckTree), a
-# verifier the ledger's authors did not write.
+# three teams (a crashed worker whose step becomes unknown, a late and an
+# orphan completion among them), step outcomes, the signed checkpoint, and
+# its proofs checked by Go's golang.org/x/mod/sumdb (note.Open,
+# tlog.CheckRecord, tlog.CheckTree), a verifier the ledger's authors did not
+# write.
 # Usage: demo.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -18,7 +20,8 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "starting ledgerd on $data"
 "$build/cmd/ledgerd" --data "$data" --listen 127.0.0.1:0 --origin demo.evidence-ledger.local/log \
-  --checkpoint-interval-ms 100 > "$work/ledgerd.log" 2>&1 &
+  --checkpoint-interval-ms 100 --unknown-grace-ms 1000 --sweep-interval-ms 200 \
+  > "$work/ledgerd.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.log" && break; sleep 0.05; done
 addr=$(sed -n 's/^listening on //p' "$work/ledgerd.log")
@@ -26,8 +29,9 @@ addr=$(sed -n 's/^listening on //p' "$work/ledgerd.log")
 echo "listening on $addr"
 ctl() { "$build/cmd/ledgerctl" --server "$addr" "$@"; }
 
-step "a workload: 3 teams, 36 runs, container steps with model and tool calls"
-/usr/bin/python3 "$root/scripts/demo_workload.py" --runs 36 > "$work/receipts.jsonl"
+step "a workload: 3 teams, 36 runs, container steps with model and tool calls (2 s timeouts)"
+/usr/bin/python3 "$root/scripts/demo_workload.py" --runs 36 --timeout-ms 2000 \
+  --late-file "$work/late.jsonl" > "$work/receipts.jsonl"
 total=$(wc -l < "$work/receipts.jsonl")
 half=$((total / 2))
 printf '%s receipts: %s\n' "$total" "$(/usr/bin/python3 -c '
@@ -46,8 +50,30 @@ step "an invalid receipt is refused with the field and the rule"
 echo '{"receipt_id":"bad-1","kind":"model_call","team":"Team A","run_id":"r","occurred_at_us":1,"route":"x","decision":"allow"}' \
   | ctl append || true
 
+step "waiting for the crashed worker's step to pass its deadline (2 s + 1 s grace)"
+for _ in $(seq 100); do
+  ctl steps --team team-support --state unknown --json | grep -q '"state":"unknown"' && break
+  sleep 0.1
+done
+echo "the ledger declared it unknown; now the late worker reports:"
+ctl append "$work/late.jsonl" | tee "$work/late.out"
+size=$(($(sed -n 's/.*"seq":\([0-9]*\).*/\1/p' "$work/late.out" | tail -1) + 1))
+
+step "step outcomes of team-support (newest first)"
+ctl steps --team team-support --limit 12
+step "steps with anomalies, all teams"
+for t in team-code team-support team-data; do
+  ctl steps --team "$t" --anomaly late_completion,orphan_completion,duplicate_completion,conflicting_completion,mismatched_completion,completion_after_deny --json
+done | /usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    s = json.loads(line)
+    print("  %-13s %-9s %-7s %-9s %s" % (s["team"], s["run_id"], s["step_id"], s["state"], ",".join(s["anomalies"])))'
+step "the run with the unknown step"
+ctl run --team team-support --run run-0007
+
 step "the signed checkpoint"
-ctl checkpoint --at-least "$total" | tee "$work/new.note"
+ctl checkpoint --at-least "$size" | tee "$work/new.note"
 ctl vkey | tee "$work/vkey"
 
 step "an inclusion proof for a denied model call, and a consistency proof"
@@ -55,7 +81,7 @@ denied=$(grep '"decision":"deny"' "$work/receipts.jsonl" | grep model_call | hea
 echo "receipt $denied:"
 ctl prove --receipt-id "$denied"
 old=$(sed -n 2p "$work/old.note")
-ctl consistency --from "$old" | tee "$work/consistency.json"
+ctl consistency --from "$old" --to "$(sed -n 2p "$work/new.note")" | tee "$work/consistency.json"
 
 step "offline verification with Go's x/mod sumdb (not our code)"
 new=$(sed -n 2p "$work/new.note")

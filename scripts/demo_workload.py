@@ -4,9 +4,13 @@
 Three teams run workflows; each run has container steps (agent_start, then
 model and tool calls, then agent_exec). Some calls are denied by policy, one
 step is denied outright, one worker crashes and never reports its step's
-completion. Deterministic for a given seed.
+completion, another reports its completion only late (written to
+--late-file, to be sent after the step was declared unknown), and one
+completion names a start that never came (an orphan). Deterministic for a
+given seed.
 
-Usage: demo_workload.py [--runs N] [--seed S] [--start-us T]
+Usage: demo_workload.py [--runs N] [--seed S] [--start-us T] [--timeout-ms T]
+                        [--late-file PATH]
 """
 import argparse
 import hashlib
@@ -32,6 +36,8 @@ def main():
     ap.add_argument("--runs", type=int, default=24)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--start-us", type=int, default=1767225600000000)
+    ap.add_argument("--timeout-ms", type=int, default=0, help="every step's timeout (0: varied)")
+    ap.add_argument("--late-file", default="", help="where the late completion goes")
     args = ap.parse_args()
     rnd = random.Random(args.seed)
     t = args.start_us
@@ -48,6 +54,7 @@ def main():
         out.append(r)
 
     crashed = denied_step = False
+    late = []
     for run in range(args.runs):
         team = list(TEAMS)[run % 3]
         workflow, agent, namespace = TEAMS[team]
@@ -62,7 +69,7 @@ def main():
                           reason="sandbox image not on the allow-list", namespace=namespace,
                           sandbox=agent, command_sha256=digest("rm -rf /")))
                 continue
-            timeout = rnd.choice([60000, 120000, 300000])
+            timeout = args.timeout_ms or rnd.choice([60000, 120000, 300000])
             emit(dict(base, receipt_id=start_id, kind="agent_start", decision="allow", timeout_ms=timeout,
                       cost_reserved_micros=timeout * 5, namespace=namespace, sandbox=agent,
                       command_sha256=digest("python review.py %d" % step), credential_id="cred-%s-%d" % (team, step),
@@ -94,14 +101,33 @@ def main():
             if not crashed and run == 7 and step == 0:
                 crashed = True  # the worker died: no agent_exec ever comes
                 continue
+            if run == 10 and step == 0 and args.late_file:
+                # This worker's report is held back until after the deadline.
+                late.append(dict(base, receipt_id="%s.%s.%s.exec" % (team, run_id, step_id), kind="agent_exec",
+                                 start_receipt_id=start_id, status="succeeded", exit_code=0, duration_ms=95000,
+                                 output_sha256=digest("late"), output_bytes=1200, cost_micros=cost))
+                continue
             status = rnd.choices(["succeeded", "failed", "timed_out"], [8, 1, 1])[0]
             emit(dict(base, receipt_id="%s.%s.%s.exec" % (team, run_id, step_id), kind="agent_exec",
                       start_receipt_id=start_id, status=status, exit_code=0 if status == "succeeded" else 1,
                       duration_ms=rnd.randint(2000, 60000), output_sha256=digest("out %d %d" % (run, step)),
                       output_bytes=rnd.randint(100, 90000), dlp_findings=0, cost_micros=cost))
-    for r in out:
-        r = {k: v for k, v in r.items() if v != ""}
-        sys.stdout.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+    # A completion whose start never reached the ledger.
+    emit({"team": "team-support", "run_id": "run-0002", "step_id": "step-9", "workflow": "SupportWorkflow",
+          "agent": "triage", "receipt_id": "team-support.run-0002.step-9.exec", "kind": "agent_exec",
+          "start_receipt_id": "team-support.run-0002.step-9.start", "status": "succeeded", "exit_code": 0})
+
+    def dump(records, f):
+        for r in records:
+            r = {k: v for k, v in r.items() if v != ""}
+            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+    dump(out, sys.stdout)
+    if args.late_file:
+        for r in late:
+            t += 1
+            r["occurred_at_us"] = t
+        with open(args.late_file, "w") as f:
+            dump(late, f)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,236 @@
+// query_bench: query latency with many steps stored.
+//
+//   query_bench [--steps N] [--data DIR] [--calls N]
+//
+// Fills a ledger (in this process, through Log::Append: real sequencer,
+// projector and RocksDB) with N steps (agent_start + agent_exec each; three
+// teams, runs of 20 steps) unless DIR already holds them, then serves it on
+// a loopback port and measures, over gRPC from one client: GetStep of random
+// steps, and ListSteps of 100 rows (newest page of a team, a run's page, a
+// state's page, and a page 50 pages deep through page tokens). Prints one
+// JSON line of p50/p99 latencies in milliseconds.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <iostream>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cmd/flags.h"
+#include "grpcpp/grpcpp.h"
+#include "ledger/log/key_file.h"
+#include "ledger/log/log.h"
+#include "ledger/service/service.h"
+#include "nlohmann/json.hpp"
+#include "query.grpc.pb.h"
+#include "query/projector/keys.h"
+#include "query/projector/projector.h"
+#include "query/service/query_service.h"
+
+namespace {
+
+namespace pb = evidence::ledger::v1;
+using Clock = std::chrono::steady_clock;
+
+std::string Team(uint64_t step) { return absl::StrCat("team-", step % 3); }
+std::string Run(uint64_t step) { return absl::StrCat("run-", step / 20); }
+std::string StepId(uint64_t step) { return absl::StrCat("step-", step); }
+
+absl::Status Fill(ledger::log::Log& log, uint64_t from, uint64_t to) {
+  const uint64_t kPerAppend = 500;  // steps: 1,000 receipts
+  std::vector<std::future<void>> pending;
+  auto last_report = Clock::now();
+  for (uint64_t first = from; first < to; first += kPerAppend) {
+    auto receipts = std::make_shared<std::vector<pb::Receipt>>();
+    for (uint64_t k = first; k < std::min(to, first + kPerAppend); ++k) {
+      pb::Receipt start;
+      start.set_receipt_id(absl::StrCat("qb-", k, "-start"));
+      start.set_team(Team(k));
+      start.set_run_id(Run(k));
+      start.set_step_id(StepId(k));
+      start.set_occurred_at_us(1767225600000000 + static_cast<int64_t>(k));
+      start.mutable_agent_start()->set_decision(pb::DECISION_ALLOW);
+      start.mutable_agent_start()->set_timeout_ms(86'400'000);
+      start.mutable_agent_start()->set_cost_reserved_micros(1000);
+      pb::Receipt exec = start;
+      exec.set_receipt_id(absl::StrCat("qb-", k, "-exec"));
+      exec.clear_agent_start();
+      exec.mutable_agent_exec()->set_start_receipt_id(start.receipt_id());
+      exec.mutable_agent_exec()->set_status(k % 7 == 3 ? pb::EXEC_STATUS_FAILED
+                                                      : pb::EXEC_STATUS_SUCCEEDED);
+      exec.mutable_agent_exec()->set_cost_micros(250);
+      receipts->push_back(std::move(start));
+      if (k % 50 != 49) receipts->push_back(std::move(exec));  // some stay pending
+    }
+    std::vector<const pb::Receipt*> ptrs;
+    for (const auto& r : *receipts) ptrs.push_back(&r);
+    auto done = std::make_shared<std::promise<void>>();
+    pending.push_back(done->get_future());
+    absl::Status s;
+    while (true) {
+      s = log.Append("bench", ptrs, [receipts, done](std::vector<ledger::sequencer::Outcome> out) {
+        for (const auto& o : out) {
+          if (!o.status.ok()) std::cerr << "append: " << o.status << "\n";
+        }
+        done->set_value();
+      });
+      if (!absl::IsResourceExhausted(s)) break;
+      pending.front().wait();
+    }
+    if (!s.ok()) return s;
+    while (pending.size() > 32) {
+      pending.front().wait();
+      pending.erase(pending.begin());
+    }
+    if (Clock::now() - last_report > std::chrono::seconds(5)) {
+      std::cerr << "filled " << first << " / " << to << " steps\n";
+      last_report = Clock::now();
+    }
+  }
+  for (auto& f : pending) f.wait();
+  return absl::OkStatus();
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+nlohmann::json Summary(const std::vector<double>& ms) {
+  return {{"calls", ms.size()}, {"p50_ms", Percentile(ms, 0.5)}, {"p99_ms", Percentile(ms, 0.99)},
+          {"max_ms", Percentile(ms, 1.0)}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ledger::cmd::Flags flags;
+  flags.Define("steps", "1000000", "steps to store");
+  flags.Define("data", "", "data directory to fill or reuse (default: a temporary one)");
+  flags.Define("calls", "5000", "calls per measured query");
+  if (auto s = flags.Parse(argc, argv, 1); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
+  uint64_t steps = static_cast<uint64_t>(*flags.Int("steps"));
+  int calls = static_cast<int>(*flags.Int("calls"));
+  std::string data = flags.Get("data");
+  bool temporary = data.empty();
+  if (temporary) data = absl::StrCat(std::filesystem::temp_directory_path().string(), "/query-bench-", ::getpid());
+
+  ledger::query::StepProjector projector;
+  ledger::log::Log::Options o;
+  o.data_dir = data;
+  o.origin = "query-bench.test/log";
+  o.sequencer.projector = &projector;
+  auto key = ledger::log::LoadOrCreateKey((std::filesystem::create_directories(data), data), "", o.origin);
+  auto log = ledger::log::Log::Open(o, *key);
+  if (!log.ok()) {
+    std::cerr << log.status() << "\n";
+    return 1;
+  }
+  uint64_t have = (*log)->head().size;  // entries: about 2 per step
+  uint64_t have_steps = 0;
+  {
+    // Count the steps already stored by the last step key written.
+    for (uint64_t s = steps; s > 0; s /= 2) {
+      auto raw = (*log)->store().GetProjection(
+          ledger::projection::Table::kSteps,
+          ledger::query::EncodeStepKey({Team(s - 1), Run(s - 1), StepId(s - 1), 1}));
+      if (raw.ok() && raw->has_value()) {
+        have_steps = s;
+        break;
+      }
+    }
+  }
+  auto fill_start = Clock::now();
+  if (have_steps < steps) {
+    if (auto s = Fill(**log, have_steps, steps); !s.ok()) {
+      std::cerr << s << "\n";
+      return 1;
+    }
+  }
+  double fill_s = std::chrono::duration<double>(Clock::now() - fill_start).count();
+
+  ledger::query::QueryService query(log->get());
+  auto server = ledger::service::Server::Start(log->get(), "127.0.0.1:0", {&query});
+  auto channel = grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials());
+  auto stub = pb::QueryService::NewStub(channel);
+  std::mt19937_64 rng(1);
+
+  auto timed = [&](auto call) {
+    auto t0 = Clock::now();
+    grpc::Status s = call();
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (!s.ok()) std::cerr << "query failed: " << s.error_message() << "\n";
+    return ms;
+  };
+
+  std::vector<double> get_step, list_team, list_run, list_state, list_deep;
+  for (int i = 0; i < calls; ++i) {
+    uint64_t k = rng() % steps;
+    get_step.push_back(timed([&] {
+      pb::GetStepRequest req;
+      req.set_team(Team(k));
+      req.set_run_id(Run(k));
+      req.set_step_id(StepId(k));
+      pb::Step out;
+      grpc::ClientContext ctx;
+      return stub->GetStep(&ctx, req, &out);
+    }));
+  }
+  auto list = [&](pb::ListStepsRequest req, int* rows) {
+    pb::ListStepsResponse out;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub->ListSteps(&ctx, req, &out);
+    if (rows) *rows = out.steps_size();
+    return s;
+  };
+  int rows = 0;
+  for (int i = 0; i < calls; ++i) {
+    uint64_t k = rng() % steps;
+    pb::ListStepsRequest req;
+    req.mutable_filter()->set_team(Team(k));
+    req.set_page_size(100);
+    list_team.push_back(timed([&] { return list(req, &rows); }));
+    req.mutable_filter()->set_run_id(Run(k));
+    list_run.push_back(timed([&] { return list(req, nullptr); }));
+    req.mutable_filter()->clear_run_id();
+    req.mutable_filter()->add_states(pb::STEP_STATE_SUCCEEDED);
+    list_state.push_back(timed([&] { return list(req, nullptr); }));
+  }
+  // Deep pages: follow tokens 50 pages down, timing each page.
+  for (int t = 0; t < 3; ++t) {
+    pb::ListStepsRequest req;
+    req.mutable_filter()->set_team(Team(t));
+    req.set_page_size(100);
+    for (int page = 0; page < std::max(1, calls / 150); ++page) {
+      pb::ListStepsResponse out;
+      double ms = timed([&] {
+        grpc::ClientContext ctx;
+        return stub->ListSteps(&ctx, req, &out);
+      });
+      list_deep.push_back(ms);
+      if (out.next_page_token().empty()) break;
+      req.set_page_token(out.next_page_token());
+    }
+  }
+  nlohmann::json out = {{"steps", steps},
+                        {"entries", static_cast<uint64_t>((*log)->head().size)},
+                        {"fill_s", fill_s},
+                        {"get_step", Summary(get_step)},
+                        {"list_steps_team_100", Summary(list_team)},
+                        {"list_steps_run", Summary(list_run)},
+                        {"list_steps_state_100", Summary(list_state)},
+                        {"list_steps_following_tokens_100", Summary(list_deep)},
+                        {"rows_per_team_page", rows}};
+  (*server)->Shutdown();
+  log->reset();
+  if (temporary) std::filesystem::remove_all(data);
+  std::cout << out.dump() << std::endl;
+  (void)have;
+  return 0;
+}
