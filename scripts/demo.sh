@@ -77,7 +77,13 @@ ctl checkpoint --at-least "$size" | tee "$work/new.note"
 ctl vkey | tee "$work/vkey"
 
 step "an inclusion proof for a denied model call, and a consistency proof"
-denied=$(grep '"decision":"deny"' "$work/receipts.jsonl" | grep model_call | head -1 | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["receipt_id"])')
+denied=$(/usr/bin/python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["kind"] == "model_call" and r["decision"] == "deny":
+        print(r["receipt_id"])
+        break' "$work/receipts.jsonl")
 echo "receipt $denied:"
 ctl prove --receipt-id "$denied"
 old=$(sed -n 2p "$work/old.note")

@@ -38,6 +38,13 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
   std::unique_ptr<Log> log(new Log(std::move(options), std::move(signer), *std::move(store)));
   log->integrity_ = log->CheckIntegrity(*state);
   if (absl::IsFailedPrecondition(log->integrity_)) return log->integrity_;
+  if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr &&
+      log->projected_ < state->size) {
+    // Projections written since the last flush were lost with the process:
+    // the log has them all.
+    log->integrity_ = ReplayProjections(*log->store_, *log->options_.sequencer.projector,
+                                        log->projected_, state->size, nullptr);
+  }
   if (log->integrity_.ok()) {
     auto seq = sequencer::Sequencer::Start(log->store_.get(), log->options_.sequencer);
     if (seq.ok()) {
@@ -91,11 +98,12 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
     if (projected->has_value() && (*projected)->size() == 8) {
       for (char c : **projected) covered = covered << 8 | static_cast<uint8_t>(c);
     }
-    if (covered != state.size) {
+    if (covered > state.size) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "projections cover ", covered, " of the log's ", state.size,
-          " entries; stop the server and run: ledgerctl rebuild --data ", options_.data_dir));
+          "projections cover ", covered, " entries but the log holds ", state.size,
+          "; stop the server and run: ledgerctl rebuild --data ", options_.data_dir));
     }
+    projected_ = covered;
   }
   auto latest = store_->LatestCheckpoint();
   if (!latest.ok()) return latest.status();
@@ -318,23 +326,18 @@ sequencer::Head Log::head() const {
   return state.ok() ? sequencer::Head{state->size, {}, state->head} : sequencer::Head{};
 }
 
-absl::Status RebuildProjections(const std::string& data_dir, projection::Projector& projector,
-                                const std::function<void(uint64_t done, uint64_t total)>& progress) {
-  auto opened = store::Store::Open(data_dir + "/db");
-  if (!opened.ok()) return opened.status();
-  store::Store& store = **opened;
-  auto state = store.ReadState();
-  if (!state.ok()) return state.status();
-  if (auto s = store.DropProjections(); !s.ok()) return s;
+absl::Status ReplayProjections(store::Store& store, projection::Projector& projector,
+                               uint64_t from, uint64_t to,
+                               const std::function<void(uint64_t done, uint64_t total)>& progress) {
   constexpr uint64_t kChunk = 20'000;
-  for (uint64_t from = 0; from < state->size || from == 0; from += kChunk) {
-    uint64_t to = std::min(state->size, from + kChunk);
+  for (uint64_t first = from; first < to; first += kChunk) {
+    uint64_t last = std::min(to, first + kChunk);
     projection::OverlayTxn txn(nullptr, [&](projection::Table t, std::string_view key) {
       return store.GetProjection(t, key);
     });
     std::vector<receipt::Entry> parsed;
-    parsed.reserve(to - from);
-    absl::Status read = store.ScanLeaves(from, to, [&](uint64_t seq, std::string_view leaf) {
+    parsed.reserve(last - first);
+    absl::Status read = store.ScanLeaves(first, last, [&](uint64_t seq, std::string_view leaf) {
       auto entry = receipt::ParseLeaf(leaf);
       if (!entry.ok()) {
         return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
@@ -351,15 +354,33 @@ absl::Status RebuildProjections(const std::string& data_dir, projection::Project
     for (const auto& e : parsed) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
     if (auto s = projector.Apply(entries, txn); !s.ok()) return s;
     std::string size;
-    for (int i = 7; i >= 0; --i) size.push_back(static_cast<char>(to >> (8 * i)));
+    for (int i = 7; i >= 0; --i) size.push_back(static_cast<char>(last >> (8 * i)));
     txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, size);
     store::Batch batch = store.NewBatch();
     batch.PutProjections(txn.writes());
     if (auto s = store.Commit(batch); !s.ok()) return s;
-    if (progress) progress(to, state->size);
-    if (to == state->size) break;
+    if (progress) progress(last, to);
   }
   return absl::OkStatus();
+}
+
+absl::Status RebuildProjections(const std::string& data_dir, projection::Projector& projector,
+                                const std::function<void(uint64_t done, uint64_t total)>& progress) {
+  auto opened = store::Store::Open(data_dir + "/db");
+  if (!opened.ok()) return opened.status();
+  store::Store& store = **opened;
+  auto state = store.ReadState();
+  if (!state.ok()) return state.status();
+  if (auto s = store.DropProjections(); !s.ok()) return s;
+  if (state->size == 0) {
+    // An empty log: the projections cover it.
+    store::Batch batch = store.NewBatch();
+    batch.PutProjection(projection::Table::kIndex, projection::kProjectedSizeKey,
+                        std::string(8, '\0'));
+    if (progress) progress(0, 0);
+    return store.Commit(batch);
+  }
+  return ReplayProjections(store, projector, 0, state->size, progress);
 }
 
 }  // namespace ledger::log

@@ -61,7 +61,7 @@ class Log {
     std::string origin = kDefaultOrigin;
     int64_t checkpoint_interval_ms = 1000;
     // sequencer.projector, when set, keeps projections beside the log; Open
-    // then refuses a store whose projections do not cover the whole log.
+    // first catches them up with the log (they may lag it after a crash).
     sequencer::Sequencer::Options sequencer;
   };
 
@@ -133,6 +133,7 @@ class Log {
   const note::Signer signer_;
   std::unique_ptr<store::Store> store_;
   absl::Status integrity_;
+  uint64_t projected_ = 0;  // entries the projections covered at open
   std::unique_ptr<sequencer::Sequencer> sequencer_;
 
   mutable std::mutex mu_;
@@ -143,6 +144,12 @@ class Log {
   std::mutex sign_mu_;  // one signer at a time
   std::thread checkpointer_;
 };
+
+// Applies entries [from, to) of `store`'s log to its projections, in
+// batches, and advances the projected-size marker.
+absl::Status ReplayProjections(store::Store& store, projection::Projector& projector,
+                               uint64_t from, uint64_t to,
+                               const std::function<void(uint64_t done, uint64_t total)>& progress);
 
 // Drops the projections of the log in `data_dir` and replays every entry
 // through `projector`, in batches; the result is what live appends would

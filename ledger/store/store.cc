@@ -1,6 +1,7 @@
 #include "ledger/store/store.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -92,7 +93,8 @@ rocksdb::Slice AsSlice(std::string_view s) { return {s.data(), s.size()}; }
 }  // namespace
 
 struct Batch::Rep {
-  rocksdb::WriteBatch wb;
+  rocksdb::WriteBatch wb;   // the log's records: written with the WAL, synced
+  rocksdb::WriteBatch pwb;  // projection records: written without the WAL
   const Store* store = nullptr;
   const std::vector<rocksdb::ColumnFamilyHandle*>* cfs = nullptr;
   // Node records this batch rewrites, by (level, group): their whole value.
@@ -174,11 +176,13 @@ void Batch::PutRunHead(std::string_view team, std::string_view run_id, uint64_t 
 }
 
 void Batch::PutProjection(projection::Table t, std::string_view key, std::string_view value) {
-  rep_->Put(ProjectionCf(t), key, value);
+  if (!rep_->pwb.Put((*rep_->cfs)[ProjectionCf(t)], AsSlice(key), AsSlice(value)).ok()) {
+    std::abort();
+  }
 }
 
 void Batch::DeleteProjection(projection::Table t, std::string_view key) {
-  if (!rep_->wb.Delete((*rep_->cfs)[ProjectionCf(t)], AsSlice(key)).ok()) std::abort();
+  if (!rep_->pwb.Delete((*rep_->cfs)[ProjectionCf(t)], AsSlice(key)).ok()) std::abort();
 }
 
 void Batch::PutProjections(const projection::OverlayTxn::Writes& writes) {
@@ -211,6 +215,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
   options.create_missing_column_families = true;
   options.IncreaseParallelism(2);
   options.max_open_files = 512;
+  // Projection records skip the WAL; flushing every column family together
+  // keeps what reaches disk a state at one batch boundary, which the
+  // projected-size marker names.
+  options.atomic_flush = true;
 
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
@@ -264,7 +272,22 @@ absl::Status Store::Commit(Batch& batch) {
   for (const auto& [key, value] : b.groups) b.Put(kNodes, NodeKey(key.first, key.second), value);
   rocksdb::WriteOptions options;
   options.sync = true;
-  if (auto s = FromRocks(rep_->db->Write(options, &b.wb), "commit"); !s.ok()) return s;
+  if (b.wb.Count() > 0) {
+    if (auto s = FromRocks(rep_->db->Write(options, &b.wb), "commit"); !s.ok()) return s;
+  }
+  if (b.pwb.Count() > 0) {
+    rocksdb::WriteOptions no_wal;
+    no_wal.disableWAL = true;
+    rocksdb::Status s = rep_->db->Write(no_wal, &b.pwb);
+    if (!s.ok()) {
+      // The log's part is durable and cannot be taken back; memory must not
+      // claim projections the store does not have. A restart catches the
+      // projections up from the log.
+      std::fprintf(stderr, "storage: projection write failed after the log's: %s; stopping\n",
+                   s.ToString().c_str());
+      std::abort();
+    }
+  }
   std::lock_guard<std::mutex> lock(rep_->open_mu);
   for (const auto& [key, value] : b.groups) {
     auto& open = rep_->open_groups[key.first];

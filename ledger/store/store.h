@@ -14,6 +14,10 @@
 //   checkpoints  tree size u64            -> signed checkpoint note
 //   p_steps, p_runs, p_index, p_changes   -> projection records; their
 //                                             layouts are query/'s (keys.h)
+// Projection records are derived from the log and are written without the
+// WAL (after the log's records of the same batch, which are synced): after a
+// crash they may lag the log, never lead it, and always stand at a batch
+// boundary (all column families flush together); the log catches them up.
 // All integers are big-endian, so keys sort numerically. Nodes are grouped
 // sixteen to a record so that an append writes about one node record per
 // sixteen leaves instead of two per leaf; a node is still one read.
@@ -89,9 +93,11 @@ class Store {
   // values. `base` MUST stay alive until the last PutNode on the new batch.
   Batch NewBatch(const Batch* base = nullptr) const;
 
-  // Applies `batch` atomically and fsyncs it. OK means durable; on error
-  // nothing of the batch is visible. Only reads `batch`'s node records, so a
-  // batch based on it may be filled meanwhile.
+  // Applies the log's records of `batch` atomically and fsyncs them, then
+  // its projection records (without the WAL). OK means the log's part is
+  // durable; on error nothing of the batch is visible. Aborts the process if
+  // the projection part fails after the log's part was written. Only reads
+  // `batch`'s node records, so a batch based on it may be filled meanwhile.
   absl::Status Commit(Batch& batch);
 
   // The number of hashes in one node record.
