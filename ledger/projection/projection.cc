@@ -31,4 +31,20 @@ void OverlayTxn::Delete(Table t, std::string_view key) {
   writes_[static_cast<int>(t)].insert_or_assign(std::string(key), std::nullopt);
 }
 
+void OverlayTxn::PutUnread(Table t, std::string_view key, std::string_view value) {
+  if (sink_ != nullptr) {
+    sink_->PutProjection(t, key, value);
+  } else {
+    Put(t, key, value);
+  }
+}
+
+void OverlayTxn::DeleteUnread(Table t, std::string_view key) {
+  if (sink_ != nullptr) {
+    sink_->DeleteProjection(t, key);
+  } else {
+    Delete(t, key);
+  }
+}
+
 }  // namespace ledger::projection

@@ -53,6 +53,21 @@ class Txn {
   virtual absl::StatusOr<std::optional<std::string>> Get(Table t, std::string_view key) = 0;
   virtual void Put(Table t, std::string_view key, std::string_view value) = 0;
   virtual void Delete(Table t, std::string_view key) = 0;
+  // For records that no Get through this Txn, or one built on it, will ask
+  // for before they are stored (index rows that only queries read, step
+  // changes): a Txn may send them straight to storage.
+  virtual void PutUnread(Table t, std::string_view key, std::string_view value) {
+    Put(t, key, value);
+  }
+  virtual void DeleteUnread(Table t, std::string_view key) { Delete(t, key); }
+};
+
+// Where an OverlayTxn sends unread records: the storage batch being built.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void PutProjection(Table t, std::string_view key, std::string_view value) = 0;
+  virtual void DeleteProjection(Table t, std::string_view key) = 0;
 };
 
 class Projector {
@@ -76,12 +91,16 @@ class OverlayTxn final : public Txn {
   using TableWrites = absl::flat_hash_map<std::string, std::optional<std::string>>;
   using Writes = std::array<TableWrites, kTableCount>;
 
-  OverlayTxn(const OverlayTxn* base, Fallback fallback)
-      : base_(base), fallback_(std::move(fallback)) {}
+  // `sink`, if set, receives PutUnread and DeleteUnread directly, in order,
+  // and MUST outlive the Txn.
+  OverlayTxn(const OverlayTxn* base, Fallback fallback, Sink* sink = nullptr)
+      : base_(base), fallback_(std::move(fallback)), sink_(sink) {}
 
   absl::StatusOr<std::optional<std::string>> Get(Table t, std::string_view key) override;
   void Put(Table t, std::string_view key, std::string_view value) override;
   void Delete(Table t, std::string_view key) override;
+  void PutUnread(Table t, std::string_view key, std::string_view value) override;
+  void DeleteUnread(Table t, std::string_view key) override;
 
   const Writes& writes() const { return writes_; }
   // Forgets `base`: call once base's writes are stored.
@@ -90,6 +109,7 @@ class OverlayTxn final : public Txn {
  private:
   const OverlayTxn* base_;
   Fallback fallback_;
+  Sink* sink_;
   Writes writes_;
 };
 

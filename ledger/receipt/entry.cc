@@ -19,23 +19,29 @@ std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev,
                        std::string_view emitter,
                        std::string_view canonical_receipt) {
   std::string out;
-  out.reserve(canonical_receipt.size() + emitter.size() + 160);
-  out.append("{\"emitter\":");
-  canonical::AppendString(emitter, &out);
-  out.append(",\"logged_at_us\":");
-  canonical::AppendInt(logged_at_us, &out);
-  out.append(",\"prev\":\"");
-  out.append(hash::Hex(prev));
-  out.append("\",\"receipt\":");
-  out.append(canonical_receipt);
-  if (run_prev.has_value()) {
-    out.append(",\"run_prev\":");
-    canonical::AppendInt(static_cast<int64_t>(*run_prev), &out);
-  }
-  out.append(",\"seq\":");
-  canonical::AppendInt(static_cast<int64_t>(seq), &out);
-  out.append(",\"v\":1}");
+  EncodeLeafTo(&out, seq, prev, run_prev, logged_at_us, emitter, canonical_receipt);
   return out;
+}
+
+void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev,
+                  std::optional<uint64_t> run_prev, int64_t logged_at_us,
+                  std::string_view emitter, std::string_view canonical_receipt) {
+  out->reserve(out->size() + canonical_receipt.size() + emitter.size() + 160);
+  out->append("{\"emitter\":");
+  canonical::AppendString(emitter, out);
+  out->append(",\"logged_at_us\":");
+  canonical::AppendInt(logged_at_us, out);
+  out->append(",\"prev\":\"");
+  out->append(hash::Hex(prev));
+  out->append("\",\"receipt\":");
+  out->append(canonical_receipt);
+  if (run_prev.has_value()) {
+    out->append(",\"run_prev\":");
+    canonical::AppendInt(static_cast<int64_t>(*run_prev), out);
+  }
+  out->append(",\"seq\":");
+  canonical::AppendInt(static_cast<int64_t>(seq), out);
+  out->append(",\"v\":1}");
 }
 
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf) {

@@ -44,6 +44,11 @@ std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev,
                        std::string_view emitter,
                        std::string_view canonical_receipt);
 
+// Appends the leaf to `out` (which the caller may reuse across leaves).
+void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev,
+                  std::optional<uint64_t> run_prev, int64_t logged_at_us,
+                  std::string_view emitter, std::string_view canonical_receipt);
+
 // Parses leaf bytes. INVALID_ARGUMENT (DATA_LOSS is the caller's call) when
 // the bytes are not a version-1 entry or not exactly its canonical encoding.
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf);

@@ -245,10 +245,12 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
         base != nullptr ? base->txn.get() : nullptr,
         [store = store_](projection::Table t, std::string_view key) {
           return store->GetProjection(t, key);
-        });
+        },
+        &batch);
   }
   absl::Status projection_error;
   std::vector<projection::Entry> entries;
+  std::string leaf;  // one buffer for every leaf of the batch
   // Receipt ids and run heads not yet in the store: this batch's, then those
   // of the batch being committed.
   auto pending_id = [&](const std::string& id) -> const store::ReceiptRef* {
@@ -323,8 +325,8 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
 
       uint64_t seq = state.size;
       int64_t logged_at = std::max(options_.clock(), state.last_logged_at_us);
-      std::string leaf = receipt::EncodeLeaf(seq, state.head, run_prev, logged_at,
-                                             s.emitter, s.canonical);
+      leaf.clear();
+      receipt::EncodeLeafTo(&leaf, seq, state.head, run_prev, logged_at, s.emitter, s.canonical);
       hash::Hash leaf_hash = hash::LeafHash(leaf);
       batch.PutEntry(seq, leaf);
       store::ReceiptRef ref{seq, leaf_hash, s.digest};

@@ -240,12 +240,18 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
   rocksdb::ColumnFamilyOptions lookup_options = cf_options;
   lookup_options.memtable_whole_key_filtering = true;
   lookup_options.memtable_prefix_bloom_size_ratio = 0.05;
+  // Step changes arrive in seq order, like entries.
+  rocksdb::ColumnFamilyOptions change_options = lookup_options;
+  change_options.memtable_insert_with_hint_prefix_extractor =
+      entry_options.memtable_insert_with_hint_prefix_extractor;
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
     bool lookup = cf == kReceipts || cf == kRuns || cf >= kLogCfCount;
     descriptors.emplace_back(CfName(cf), cf == kEntries ? entry_options
-                                         : lookup           ? lookup_options
-                                                            : cf_options);
+                                         : cf == ProjectionCf(projection::Table::kChanges)
+                                             ? change_options
+                                         : lookup ? lookup_options
+                                                  : cf_options);
   }
   auto rep = std::make_unique<Rep>();
   rep->projection_options = lookup_options;

@@ -56,9 +56,9 @@ struct ReceiptRef {
 
 // A set of writes that Commit applies atomically. Made by Store::NewBatch
 // and valid only with that store.
-class Batch {
+class Batch final : public projection::Sink {
  public:
-  ~Batch();
+  ~Batch() override;
   Batch(Batch&&) noexcept;
   Batch& operator=(Batch&&) noexcept;
 
@@ -69,8 +69,8 @@ class Batch {
   void PutNode(int level, uint64_t index, const hash::Hash& h);
   void PutRunHead(std::string_view team, std::string_view run_id, uint64_t seq);
   void PutState(const State& s);
-  void PutProjection(projection::Table t, std::string_view key, std::string_view value);
-  void DeleteProjection(projection::Table t, std::string_view key);
+  void PutProjection(projection::Table t, std::string_view key, std::string_view value) override;
+  void DeleteProjection(projection::Table t, std::string_view key) override;
   // Every put and delete an overlay holds.
   void PutProjections(const projection::OverlayTxn::Writes& writes);
 

@@ -165,7 +165,7 @@ class RunEdit {
       run_->set_run_id(r.run_id());
       run_->set_first_seq(e_.seq);
       run_->set_first_at_us(e_.logged_at_us);
-      records_.txn().Put(Table::kIndex, RunsRow(r.team(), e_.logged_at_us, key_), "");
+      records_.txn().PutUnread(Table::kIndex, RunsRow(r.team(), e_.logged_at_us, key_), "");
     }
     records_.TouchRun(key_);
     if (run_->workflow().empty() && !r.workflow().empty()) run_->set_workflow(r.workflow());
@@ -231,18 +231,18 @@ class StepEdit {
     Txn& txn = records_.txn();
     const uint64_t first_at = static_cast<uint64_t>(step_->first_at_us());
     if (fresh_) {
-      txn.Put(Table::kIndex, TeamTimeRow(key_.team, first_at, encoded_), "");
-      txn.Put(Table::kIndex, RunTimeRow(EncodeRunKey(key_.team, key_.run_id), first_at, encoded_),
-              "");
+      txn.PutUnread(Table::kIndex, TeamTimeRow(key_.team, first_at, encoded_), "");
+      txn.PutUnread(Table::kIndex,
+                    RunTimeRow(EncodeRunKey(key_.team, key_.run_id), first_at, encoded_), "");
     }
     Charge(step_);
     pb::Run& run = run_.run();
     if (fresh_ || step_->state() != old_state_) {
       if (!fresh_) {
-        txn.Delete(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
+        txn.DeleteUnread(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
         Count(run, old_state_, -1);
       }
-      txn.Put(Table::kIndex, StateRow(key_.team, step_->state(), first_at, encoded_), "");
+      txn.PutUnread(Table::kIndex, StateRow(key_.team, step_->state(), first_at, encoded_), "");
       Count(run, step_->state(), +1);
       if (step_->state() == pb::STEP_STATE_UNKNOWN) {
         pb::StepRef* ref = run.add_unknown_steps();
@@ -261,7 +261,7 @@ class StepEdit {
     // the step's totals and are not changes.
     if (fresh_ || step_->state() != old_state_ || step_->anomalies_size() != old_anomalies_ ||
         Parts(*step_) != old_parts_) {
-      txn.Put(Table::kChanges, U64(e_.seq), EncodeChange(e_.seq, *step_));
+      txn.PutUnread(Table::kChanges, U64(e_.seq), EncodeChange(e_.seq, *step_));
     }
   }
 
@@ -341,7 +341,7 @@ absl::Status OnStart(Records& records, const projection::Entry& e, RunEdit& run)
       step.set_timeout_at_us(e.logged_at_us + a.timeout_ms() * 1000);
       if (!step.has_completion() && !step.has_unknown()) {
         step.set_state(pb::STEP_STATE_PENDING);
-        txn.Put(Table::kIndex, DeadlineRow(step.timeout_at_us(), e.seq), edit.encoded_key());
+        txn.PutUnread(Table::kIndex, DeadlineRow(step.timeout_at_us(), e.seq), edit.encoded_key());
       }
     }
   }
@@ -394,7 +394,7 @@ absl::Status OnExec(Records& records, const projection::Entry& e, RunEdit& run) 
   } else {
     RecordCompletion(step, e);
     step.set_state(StateOf(x.status()));
-    txn.Delete(Table::kIndex, DeadlineRow(step.timeout_at_us(), step.start_seq()));
+    txn.DeleteUnread(Table::kIndex, DeadlineRow(step.timeout_at_us(), step.start_seq()));
   }
   edit.Save();
   return absl::OkStatus();
@@ -415,7 +415,7 @@ absl::Status OnUnknown(Records& records, const projection::Entry& e, RunEdit& ru
     step.set_unknown_seq(e.seq);
     step.set_unknown_at_us(e.logged_at_us);
     step.set_deadline_us(u.deadline_us());
-    txn.Delete(Table::kIndex, DeadlineRow(step.timeout_at_us(), step.start_seq()));
+    txn.DeleteUnread(Table::kIndex, DeadlineRow(step.timeout_at_us(), step.start_seq()));
   }
   edit.Save();
   return absl::OkStatus();
