@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <future>
 #include <chrono>
 #include <utility>
 
@@ -250,15 +251,6 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
   }
   absl::Status projection_error;
   std::vector<projection::Entry> entries;
-  std::string leaf;  // one buffer for every leaf of the batch
-  // Receipt ids and run heads not yet in the store: this batch's, then those
-  // of the batch being committed.
-  auto pending_id = [&](const std::string& id) -> const store::ReceiptRef* {
-    if (auto it = p->new_ids.find(id); it != p->new_ids.end()) return &it->second;
-    if (base == nullptr) return nullptr;
-    auto it = base->new_ids.find(id);
-    return it == base->new_ids.end() ? nullptr : &it->second;
-  };
   merkle::Frontier& frontier = frontier_;
   store::State& state = state_;
   const uint64_t first_seq = state.size;
@@ -268,8 +260,22 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     uint64_t seq;
   };
   absl::flat_hash_map<std::string, RunHead> run_heads;
+  // A receipt this batch appends: placed in the first pass, hashed into the
+  // chain in the second, while the projector (if any) runs beside it.
+  struct Placed {
+    const Submission* submission;
+    Outcome* out;
+    uint64_t seq;
+    int64_t logged_at_us;
+    std::optional<uint64_t> run_prev;
+  };
+  std::vector<Placed> placed;
+  absl::flat_hash_map<std::string_view, size_t> placed_ids;
+  std::vector<std::pair<Outcome*, size_t>> retries_of_placed;
   p->outcomes.resize(p->requests.size());
 
+  uint64_t next_seq = state.size;
+  int64_t last_logged_at = state.last_logged_at_us;
   for (size_t r = 0; r < p->requests.size(); ++r) {
     auto& items = p->requests[r].items;
     p->outcomes[r].resize(items.size());
@@ -278,12 +284,29 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
       Outcome& out = p->outcomes[r][i];
       const std::string& id = s.receipt->receipt_id();
 
+      // Where the receipt id may already be: this batch, the batch being
+      // committed, the store.
+      if (auto it = placed_ids.find(id); it != placed_ids.end()) {
+        const Placed& first = placed[it->second];
+        if (first.submission->digest != s.digest) {
+          out.status = absl::AlreadyExistsError(absl::StrCat(
+              "receipt_id: '", id, "' is already in the log (seq ", first.seq,
+              ") with different content"));
+        } else {
+          retries_of_placed.emplace_back(&out, it->second);
+          p->pending.push_back(&out);
+        }
+        continue;
+      }
       std::optional<store::ReceiptRef> existing;
-      const store::ReceiptRef* pending = pending_id(id);
-      bool existing_is_pending = pending != nullptr;
-      if (pending != nullptr) {
-        existing = *pending;
-      } else {
+      bool existing_is_pending = false;
+      if (base != nullptr) {
+        if (auto it = base->new_ids.find(id); it != base->new_ids.end()) {
+          existing = it->second;
+          existing_is_pending = true;
+        }
+      }
+      if (!existing_is_pending) {
         auto found = store_->FindReceipt(id);
         if (!found.ok()) {
           out.status = absl::UnavailableError(
@@ -322,30 +345,49 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
         }
         run_prev = *head;
       }
-
-      uint64_t seq = state.size;
-      int64_t logged_at = std::max(options_.clock(), state.last_logged_at_us);
-      leaf.clear();
-      receipt::EncodeLeafTo(&leaf, seq, state.head, run_prev, logged_at, s.emitter, s.canonical);
-      hash::Hash leaf_hash = hash::LeafHash(leaf);
-      batch.PutEntry(seq, leaf);
-      store::ReceiptRef ref{seq, leaf_hash, s.digest};
-      batch.PutReceipt(id, ref);
-      frontier.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
-        batch.PutNode(level, index, h);
-      });
-      p->new_ids.emplace(id, ref);
+      uint64_t seq = next_seq++;
+      last_logged_at = std::max(options_.clock(), last_logged_at);
+      placed_ids.emplace(id, placed.size());
+      placed.push_back({&s, &out, seq, last_logged_at, run_prev});
       run_heads[run_key] = {&s, seq};
-      if (projector != nullptr) entries.push_back({seq, logged_at, s.emitter, s.receipt});
-      state.size = seq + 1;
-      state.head = leaf_hash;
-      state.last_logged_at_us = logged_at;
-
-      out.seq = seq;
-      out.leaf_hash = leaf_hash;
-      p->pending.push_back(&out);
+      if (projector != nullptr) entries.push_back({seq, last_logged_at, s.emitter, s.receipt});
     }
   }
+
+  // The projector needs seqs and times only: it runs while the chain is
+  // hashed. It writes only the projection part of the batch.
+  std::future<absl::Status> projected;
+  if (projector != nullptr && !entries.empty()) {
+    projected = std::async(std::launch::async,
+                           [&] { return projector->Apply(entries, *p->txn); });
+  }
+  std::string leaf;  // one buffer for every leaf of the batch
+  for (const Placed& e : placed) {
+    const Submission& s = *e.submission;
+    leaf.clear();
+    receipt::EncodeLeafTo(&leaf, e.seq, state.head, e.run_prev, e.logged_at_us, s.emitter,
+                          s.canonical);
+    hash::Hash leaf_hash = hash::LeafHash(leaf);
+    batch.PutEntry(e.seq, leaf);
+    store::ReceiptRef ref{e.seq, leaf_hash, s.digest};
+    batch.PutReceipt(s.receipt->receipt_id(), ref);
+    frontier.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
+      batch.PutNode(level, index, h);
+    });
+    p->new_ids.emplace(s.receipt->receipt_id(), ref);
+    state.size = e.seq + 1;
+    state.head = leaf_hash;
+    state.last_logged_at_us = e.logged_at_us;
+    e.out->seq = e.seq;
+    e.out->leaf_hash = leaf_hash;
+    p->pending.push_back(e.out);
+  }
+  for (auto [out, index] : retries_of_placed) {
+    out->seq = placed[index].out->seq;
+    out->leaf_hash = placed[index].out->leaf_hash;
+    out->duplicate = true;
+  }
+  if (projected.valid()) projection_error = projected.get();
 
   p->has_entries = state.size != first_seq;
   if (p->has_entries) {
@@ -356,7 +398,6 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     }
     batch.PutState(state);
     if (projector != nullptr) {
-      projection_error = projector->Apply(entries, *p->txn);
       PutProjectedSize(*p->txn, state.size);
       batch.PutProjections(p->txn->writes());
     }
