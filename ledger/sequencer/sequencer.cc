@@ -167,9 +167,11 @@ bool Sequencer::Finish(Prepared& p) {
     durable_frontier_ = p.frontier;
     durable_state_ = p.state;
   } else {
+    // A failed sync may still leave the batch in the WAL: after a restart it
+    // may be in the log. Retrying by receipt_id is right either way.
     absl::Status failed = absl::UnavailableError(absl::StrCat(
-        "storage: write failed, nothing of this batch was appended; retry: ",
-        p.result.message()));
+        "storage: write failed (", p.result.message(),
+        "); the receipt is not acknowledged: retry with the same receipt_id"));
     for (Outcome* o : p.pending) *o = Outcome{failed};
     // What was built on this batch is rebuilt from the durable head.
     frontier_ = durable_frontier_;

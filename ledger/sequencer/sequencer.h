@@ -7,9 +7,10 @@
 //
 // Contract: an outcome with OK status is never reported before its entry is
 // durable, and the committed head (committed()) never runs ahead of the
-// store. If a commit fails, nothing of that batch is kept, every new
-// receipt in it fails with UNAVAILABLE (a retry by receipt_id is always
-// safe), and the batch built on top of it is discarded and rebuilt.
+// store. If a commit fails, nothing of that batch is kept in memory, every
+// new receipt in it fails with UNAVAILABLE (a retry by receipt_id is always
+// safe: it never appends twice), and the batch built on top of it is
+// discarded and rebuilt.
 //
 // Thread-safe: Submit and committed() may be called from any thread.
 #ifndef LEDGER_SEQUENCER_SEQUENCER_H_

@@ -178,6 +178,41 @@ TEST_F(SequencerTest, ConcurrentSubmittersGetDenseUniqueSeqs) {
   }
 }
 
+TEST(SequencerFaultTest, FailedCommitIsUnavailableAndNothingRunsAheadOfTheDisk) {
+  testing::TempDir dir;
+  store::Faults faults;
+  hash::Hash head_a;
+  {
+    auto store = *store::Store::Open(dir.path(), &faults);
+    auto seq = *Sequencer::Start(store.get(), {});
+    auto a = Append(*seq, {Make("f-a")});
+    ASSERT_TRUE(a[0].status.ok());
+    head_a = a[0].leaf_hash;
+    faults.fail_syncs = true;
+    auto b = Append(*seq, {Make("f-b"), Make("f-c")});
+    for (const auto& o : b) {
+      EXPECT_EQ(o.status.code(), absl::StatusCode::kUnavailable) << o.status;
+      EXPECT_NE(o.status.message().find("retry with the same receipt_id"), std::string::npos);
+    }
+    Head h = seq->committed();
+    EXPECT_EQ(h.size, 1u);  // memory did not run ahead of the disk
+    EXPECT_EQ(h.chain_head, head_a);
+  }
+  faults.fail_syncs = false;
+  // After a restart the retry lands at seq 1 whether or not the unsynced
+  // batch survived in the WAL, and never twice.
+  auto store = *store::Store::Open(dir.path());
+  auto seq = *Sequencer::Start(store.get(), {});
+  auto retry = Append(*seq, {Make("f-b"), Make("f-c"), Make("f-d")});
+  EXPECT_EQ(retry[0].seq, 1u);
+  EXPECT_EQ(retry[1].seq, 2u);
+  EXPECT_EQ(retry[2].seq, 3u);
+  EXPECT_FALSE(retry[2].duplicate);
+  EXPECT_EQ(seq->committed().size, 4u);
+  auto e1 = *receipt::ParseLeaf(*store->GetLeaf(1));
+  EXPECT_EQ(e1.prev, head_a);
+}
+
 TEST_F(SequencerTest, FullQueueIsResourceExhausted) {
   Sequencer::Options o;
   o.max_queued = 3;

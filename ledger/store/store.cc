@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/options.h"
@@ -90,6 +92,55 @@ absl::Status Malformed(std::string_view what) {
 
 rocksdb::Slice AsSlice(std::string_view s) { return {s.data(), s.size()}; }
 
+// A file whose writes and syncs fail while the store's Faults say so.
+class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  FaultyFile(std::unique_ptr<rocksdb::FSWritableFile> file, const Faults* faults)
+      : FSWritableFileOwnerWrapper(std::move(file)), faults_(faults) {}
+
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_writes) return rocksdb::IOStatus::IOError("injected write failure");
+    return FSWritableFileOwnerWrapper::Append(data, options, dbg);
+  }
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           const rocksdb::DataVerificationInfo& info,
+                           rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_writes) return rocksdb::IOStatus::IOError("injected write failure");
+    return FSWritableFileOwnerWrapper::Append(data, options, info, dbg);
+  }
+  rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_syncs) return rocksdb::IOStatus::IOError("injected sync failure");
+    return FSWritableFileOwnerWrapper::Sync(options, dbg);
+  }
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_syncs) return rocksdb::IOStatus::IOError("injected sync failure");
+    return FSWritableFileOwnerWrapper::Fsync(options, dbg);
+  }
+
+ private:
+  const Faults* faults_;
+};
+
+class FaultyFileSystem final : public rocksdb::FileSystemWrapper {
+ public:
+  FaultyFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target, const Faults* faults)
+      : FileSystemWrapper(target), faults_(faults) {}
+  const char* Name() const override { return "ledger-faulty"; }
+
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    std::unique_ptr<rocksdb::FSWritableFile> file;
+    rocksdb::IOStatus s = target()->NewWritableFile(name, options, &file, dbg);
+    if (s.ok()) *result = std::make_unique<FaultyFile>(std::move(file), faults_);
+    return s;
+  }
+
+ private:
+  const Faults* faults_;
+};
+
 }  // namespace
 
 struct Batch::Rep {
@@ -109,6 +160,7 @@ struct Batch::Rep {
 };
 
 struct Store::Rep {
+  std::unique_ptr<rocksdb::Env> env;  // with injected faults, if any; outlives db
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
   rocksdb::ColumnFamilyOptions projection_options;
@@ -209,8 +261,14 @@ void Batch::PutState(const State& s) {
 Store::Store(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 Store::~Store() = default;
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Faults* faults) {
+  auto rep = std::make_unique<Rep>();
   rocksdb::Options options;
+  if (faults != nullptr) {
+    rep->env = rocksdb::NewCompositeEnv(
+        std::make_shared<FaultyFileSystem>(rocksdb::FileSystem::Default(), faults));
+    options.env = rep->env.get();
+  }
   options.create_if_missing = true;
   options.create_missing_column_families = true;
   options.IncreaseParallelism(2);
@@ -253,7 +311,6 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir) {
                                          : lookup ? lookup_options
                                                   : cf_options);
   }
-  auto rep = std::make_unique<Rep>();
   rep->projection_options = lookup_options;
   rocksdb::DB* db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(options), dir, descriptors,

@@ -27,6 +27,7 @@
 #ifndef LEDGER_STORE_STORE_H_
 #define LEDGER_STORE_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -81,11 +82,20 @@ class Batch final : public projection::Sink {
   std::unique_ptr<Rep> rep_;
 };
 
+// Storage faults, for tests: while a flag is set, writes (or syncs) of the
+// store's files fail with an I/O error, as a full or failing disk would.
+struct Faults {
+  std::atomic<bool> fail_writes{false};
+  std::atomic<bool> fail_syncs{false};
+};
+
 class Store {
  public:
   // Opens or creates the store in `dir`. UNAVAILABLE when the directory is
-  // unusable or locked by another process.
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir);
+  // unusable or locked by another process. `faults`, if set, MUST outlive
+  // the store.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir,
+                                                     Faults* faults = nullptr);
   ~Store();
 
   // A new batch. With `base`, a batch not yet committed that this one
