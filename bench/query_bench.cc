@@ -132,7 +132,6 @@ int main(int argc, char** argv) {
     std::cerr << log.status() << "\n";
     return 1;
   }
-  uint64_t have = (*log)->head().size;  // entries: about 2 per step
   uint64_t have_steps = 0;
   {
     // Count the steps already stored by the last step key written.
@@ -231,6 +230,5 @@ int main(int argc, char** argv) {
   log->reset();
   if (temporary) std::filesystem::remove_all(data);
   std::cout << out.dump() << std::endl;
-  (void)have;
   return 0;
 }

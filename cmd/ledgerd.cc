@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   }
   auto max_queued = flags.Int("max-queued");
   if (!max_queued.ok()) return Fail(max_queued.status());
-  if (*max_queued < ledger::log::kMaxReceiptsPerAppend) {
+  if (*max_queued < static_cast<int64_t>(ledger::log::kMaxReceiptsPerAppend)) {
     return Fail(absl::InvalidArgumentError("--max-queued: must be >= 1000"));
   }
 

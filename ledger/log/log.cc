@@ -12,12 +12,6 @@
 #include "ledger/receipt/entry.h"
 
 namespace ledger::log {
-namespace {
-
-std::string S(std::string_view v) { return std::string(v); }
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer signer) {
   if (signer.name() != options.origin) {
     return absl::FailedPreconditionError(absl::StrCat(
