@@ -55,9 +55,10 @@ void BM_EncodeLeaf(benchmark::State& state) {
   ledger::hash::Hash prev = ledger::hash::Sha256("prev");
   uint64_t seq = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(ledger::receipt::EncodeLeaf(seq++, prev, seq - 1, 1767225600123456,
+    benchmark::DoNotOptimize(ledger::receipt::EncodeLeaf(seq + 1, prev, seq, 1767225600123456,
                                                          "spiffe://cluster/ns/team-code/sa/gateway",
                                                          canonical));
+    ++seq;
   }
 }
 BENCHMARK(BM_EncodeLeaf);
