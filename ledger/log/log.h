@@ -111,6 +111,9 @@ class Log {
   // Signs a checkpoint of the committed log now if it grew since the last.
   absl::Status SignCheckpoint();
 
+  // Signs `text` (note text: lines ending in "\n") with the ledger's key.
+  absl::StatusOr<std::string> SignNote(std::string_view text) const { return signer_.Sign(text); }
+
   sequencer::Head head() const;
   // Waits until the log holds more than `size` entries, or `timeout`.
   sequencer::Head WaitForMore(uint64_t size, std::chrono::milliseconds timeout) const;

@@ -1,0 +1,157 @@
+#include "export/exporter/exporter.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "export/pack/pack.h"
+#include "ledger/hash/hash.h"
+#include "ledger/receipt/entry.h"
+
+namespace ledger::exporter {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = std::filesystem::temp_directory_path().string() + "/ledger-export-XXXXXX";
+    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+absl::Status WriteFile(const std::string& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!out) return absl::UnavailableError(absl::StrCat("export: cannot write ", path));
+  return absl::OkStatus();
+}
+
+// The seqs of a run's entries below `size`, ascending, by walking its run
+// chain back from the run's head.
+absl::StatusOr<std::vector<uint64_t>> RunSeqs(const store::Store& store, const Scope& scope,
+                                              uint64_t size) {
+  auto head = store.GetRunHead(scope.team, scope.run_id);
+  if (!head.ok()) return head.status();
+  if (!head->has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("run: no run '", scope.run_id, "' in team ", scope.team));
+  }
+  std::vector<uint64_t> seqs;
+  std::optional<uint64_t> at = **head;
+  while (at.has_value()) {
+    auto leaf = store.GetLeaf(*at);
+    if (!leaf.ok()) return leaf.status();
+    auto entry = receipt::ParseLeaf(*leaf);
+    if (!entry.ok()) {
+      return absl::DataLossError(absl::StrCat("entry ", *at, ": ", entry.status().message()));
+    }
+    if (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id) {
+      return absl::DataLossError(absl::StrCat("entry ", *at, " is not of run ", scope.run_id));
+    }
+    if (*at < size) seqs.push_back(*at);
+    if (entry->run_prev.has_value() && *entry->run_prev >= *at) {
+      return absl::DataLossError(absl::StrCat("entry ", *at, ": run_prev does not go back"));
+    }
+    at = entry->run_prev;
+  }
+  if (seqs.empty()) {
+    return absl::NotFoundError(absl::StrCat("run: '", scope.run_id,
+                                            "' has no entry in the latest checkpoint yet"));
+  }
+  std::reverse(seqs.begin(), seqs.end());
+  return seqs;
+}
+
+}  // namespace
+
+absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path) {
+  auto cp = log.Checkpoint(0);
+  if (!cp.ok()) return cp.status();
+  const uint64_t size = cp->size;
+  std::vector<uint64_t> seqs;
+  nlohmann::json scope_json;
+  if (scope.is_run()) {
+    auto run = RunSeqs(log.store(), scope, size);
+    if (!run.ok()) return run.status();
+    seqs = *std::move(run);
+    scope_json = {{"kind", "run"}, {"team", scope.team}, {"run_id", scope.run_id}};
+  } else {
+    if (scope.from_seq >= scope.to_seq) {
+      return absl::InvalidArgumentError("seq: want A:B with A < B");
+    }
+    if (scope.to_seq > size) {
+      return absl::OutOfRangeError(absl::StrCat("seq: ", scope.to_seq,
+                                                " is beyond the latest checkpoint's size ", size));
+    }
+    for (uint64_t s = scope.from_seq; s < scope.to_seq; ++s) seqs.push_back(s);
+    scope_json = {{"kind", "seq"}, {"from_seq", scope.from_seq}, {"to_seq", scope.to_seq}};
+  }
+
+  TempDir dir;
+  if (dir.path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
+  auto path = [&](const char* name) { return dir.path() + "/" + name; };
+  std::ofstream entries(path(pack::kEntries), std::ios::binary);
+  std::ofstream proofs(path(pack::kProofs), std::ios::binary);
+  pack::Outcomes outcomes;
+  for (uint64_t seq : seqs) {
+    auto leaf = log.store().GetLeaf(seq);
+    if (!leaf.ok()) return leaf.status();
+    auto proof = log.ProveInclusion(seq, size);
+    if (!proof.ok()) return proof.status();
+    entries << *leaf << '\n';
+    nlohmann::ordered_json line = {{"seq", seq}, {"leaf_hash", hash::Hex(proof->leaf_hash)}};
+    line["inclusion"] = nlohmann::ordered_json::array();
+    for (const auto& h : proof->path) line["inclusion"].push_back(hash::Hex(h));
+    proofs << line.dump() << '\n';
+    if (auto s = outcomes.Add(*leaf); !s.ok()) return s;
+  }
+  entries.close();
+  proofs.close();
+  if (!entries || !proofs) return absl::UnavailableError("export: cannot write the staged files");
+  auto outcome_json = outcomes.Json();
+  if (!outcome_json.ok()) return outcome_json.status();
+
+  nlohmann::json header = {{"format", pack::kFormatVersion},
+                           {"origin", log.origin()},
+                           {"scope", scope_json},
+                           {"tree_size", size},
+                           {"root", hash::Hex(cp->root)},
+                           {"counts", {{"entries", seqs.size()}}}};
+  std::map<std::string, std::string> files = {
+      {pack::kCheckpoint, path(pack::kCheckpoint)}, {pack::kVkey, path(pack::kVkey)},
+      {pack::kEntries, path(pack::kEntries)},       {pack::kProofs, path(pack::kProofs)},
+      {pack::kOutcomes, path(pack::kOutcomes)},     {pack::kReport, path(pack::kReport)}};
+  if (auto s = WriteFile(files[pack::kCheckpoint], cp->note); !s.ok()) return s;
+  if (auto s = WriteFile(files[pack::kVkey], log.verifier_key() + "\n"); !s.ok()) return s;
+  if (auto s = WriteFile(files[pack::kOutcomes], outcome_json->dump() + "\n"); !s.ok()) return s;
+  if (auto s = WriteFile(files[pack::kReport], pack::ReportHtml(header, *outcome_json, cp->note));
+      !s.ok()) {
+    return s;
+  }
+  nlohmann::json manifest = header;
+  for (const auto& [name, file] : files) {
+    auto digest = pack::FileSha256(file);
+    if (!digest.ok()) return digest.status();
+    manifest["files"][name] = *digest;
+  }
+  std::string manifest_text = manifest.dump() + "\n";
+  auto sig = log.SignNote(hash::Hex(hash::Sha256(manifest_text)) + "\n");
+  if (!sig.ok()) return sig.status();
+  files[pack::kManifest] = path(pack::kManifest);
+  files[pack::kManifestSig] = path(pack::kManifestSig);
+  if (auto s = WriteFile(files[pack::kManifest], manifest_text); !s.ok()) return s;
+  if (auto s = WriteFile(files[pack::kManifestSig], *sig); !s.ok()) return s;
+  return pack::WriteArchive(files, out_path);
+}
+
+}  // namespace ledger::exporter

@@ -1,0 +1,36 @@
+// Builds evidence packs (export/pack/pack.h) from a running log: the
+// entries of a scope up to the latest checkpoint, their inclusion proofs
+// against it, the recomputed outcomes, the report, and the manifest signed
+// with the ledger's key. Large files are staged on disk, so memory does not
+// grow with the pack.
+//
+// Thread-safe: reads the log; each call uses its own temporary directory.
+#ifndef EXPORT_EXPORTER_EXPORTER_H_
+#define EXPORT_EXPORTER_EXPORTER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "ledger/log/log.h"
+
+namespace ledger::exporter {
+
+struct Scope {
+  // A run: every entry of (team, run_id) up to the checkpoint, the run
+  // chain gap-free from its first entry.
+  std::string team;
+  std::string run_id;
+  // Otherwise a seq range [from_seq, to_seq).
+  uint64_t from_seq = 0;
+  uint64_t to_seq = 0;
+  bool is_run() const { return !run_id.empty(); }
+};
+
+// Writes the pack of `scope` against the latest checkpoint to `out_path`.
+// NOT_FOUND for an unknown run; OUT_OF_RANGE for seqs beyond the checkpoint.
+absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path);
+
+}  // namespace ledger::exporter
+
+#endif  // EXPORT_EXPORTER_EXPORTER_H_

@@ -1,0 +1,285 @@
+#include "export/pack/pack.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "ledger/hash/hash.h"
+#include "ledger/receipt/entry.h"
+#include "query/projector/keys.h"
+#include "query/projector/projector.h"
+
+namespace ledger::pack {
+namespace {
+
+struct ArchiveCloser {
+  void operator()(archive* a) const { archive_write_free(a); }
+};
+struct ReaderCloser {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+
+absl::Status ArchiveError(archive* a, std::string_view what) {
+  const char* msg = archive_error_string(a);
+  return absl::InvalidArgumentError(
+      absl::StrCat("pack: ", std::string(what), ": ", msg ? msg : "unknown error"));
+}
+
+std::string Escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string Dollars(int64_t micros) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "$%.6f", static_cast<double>(micros) / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+absl::Status WriteArchive(const std::map<std::string, std::string>& files,
+                          const std::string& out_path) {
+  std::unique_ptr<archive, ArchiveCloser> a(archive_write_new());
+  if (archive_write_set_format_ustar(a.get()) != ARCHIVE_OK ||
+      archive_write_add_filter_gzip(a.get()) != ARCHIVE_OK ||
+      archive_write_set_options(a.get(), "gzip:!timestamp") != ARCHIVE_OK ||
+      archive_write_open_filename(a.get(), out_path.c_str()) != ARCHIVE_OK) {
+    return ArchiveError(a.get(), "create " + out_path);
+  }
+  for (const auto& [name, path] : files) {  // std::map: sorted names
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) return absl::UnavailableError(absl::StrCat("pack: cannot read ", path));
+    int64_t size = in.tellg();
+    in.seekg(0);
+    std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(),
+                                                              archive_entry_free);
+    archive_entry_set_pathname(e.get(), absl::StrCat(kTopFolder, "/", name).c_str());
+    archive_entry_set_filetype(e.get(), AE_IFREG);
+    archive_entry_set_perm(e.get(), 0644);
+    archive_entry_set_size(e.get(), size);
+    archive_entry_set_mtime(e.get(), 0, 0);
+    archive_entry_set_uid(e.get(), 0);
+    archive_entry_set_gid(e.get(), 0);
+    if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK) {
+      return ArchiveError(a.get(), "write header of " + name);
+    }
+    std::vector<char> buf(1 << 16);
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      std::streamsize n = in.gcount();
+      if (n > 0 && archive_write_data(a.get(), buf.data(), static_cast<size_t>(n)) != n) {
+        return ArchiveError(a.get(), "write " + name);
+      }
+    }
+  }
+  if (archive_write_close(a.get()) != ARCHIVE_OK) return ArchiveError(a.get(), "close");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(const std::string& pack_path,
+                                                                  const std::string& dir,
+                                                                  const Limits& limits) {
+  static const std::set<std::string> kKnown = {kCheckpoint, "consistency.json", kEntries, kVkey,
+                                               kManifest,   kManifestSig,       kOutcomes, kProofs,
+                                               kReport};
+  std::unique_ptr<archive, ReaderCloser> a(archive_read_new());
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open_filename(a.get(), pack_path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    return ArchiveError(a.get(), "open " + pack_path);
+  }
+  std::map<std::string, std::string> out;
+  uint64_t total = 0;
+  std::string top;
+  archive_entry* e = nullptr;
+  while (true) {
+    int rc = archive_read_next_header(a.get(), &e);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc != ARCHIVE_OK) return ArchiveError(a.get(), "read");
+    const char* raw = archive_entry_pathname(e);
+    std::string path = raw ? raw : "";
+    auto bad = [&](std::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("pack: entry '", path, "': ", std::string(why)));
+    };
+    if (archive_entry_filetype(e) != AE_IFREG) return bad("not a regular file");
+    if (path.empty() || path[0] == '/') return bad("absolute or empty name");
+    size_t slash = path.find('/');
+    if (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos) {
+      return bad("not a file directly in the top folder");
+    }
+    std::string folder = path.substr(0, slash), name = path.substr(slash + 1);
+    if (folder == ".." || folder == "." || name == ".." || name == ".") return bad("'..' or '.'");
+    if (top.empty()) top = folder;
+    if (folder != top) return bad("a second top folder");
+    if (!kKnown.count(name)) return bad("not a file of an evidence pack");
+    if (out.count(name)) return bad("duplicate name");
+    if (static_cast<int>(out.size()) >= limits.max_files) return bad("too many files");
+    int64_t declared = archive_entry_size(e);
+    if (declared < 0 || static_cast<uint64_t>(declared) > limits.max_file_bytes) {
+      return bad("larger than the limit");
+    }
+    std::string dest = dir + "/" + name;
+    std::ofstream f(dest, std::ios::binary | std::ios::trunc);
+    if (!f) return absl::UnavailableError(absl::StrCat("pack: cannot write ", dest));
+    std::vector<char> buf(1 << 16);
+    uint64_t got = 0;
+    while (true) {
+      la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
+      if (n < 0) return ArchiveError(a.get(), "read " + name);
+      if (n == 0) break;
+      got += static_cast<uint64_t>(n);
+      total += static_cast<uint64_t>(n);
+      if (got > limits.max_file_bytes || total > limits.max_total_bytes) {
+        return bad("larger than the limit");
+      }
+      f.write(buf.data(), n);
+    }
+    out[name] = dest;
+  }
+  return out;
+}
+
+Outcomes::Outcomes() : txn_(nullptr, nullptr) {}
+
+absl::Status Outcomes::Add(std::string_view leaf) {
+  pending_.emplace_back(leaf);
+  if (pending_.size() >= 10'000) return Flush();
+  return absl::OkStatus();
+}
+
+absl::Status Outcomes::Flush() {
+  std::vector<receipt::Entry> parsed;
+  parsed.reserve(pending_.size());
+  for (const auto& leaf : pending_) {
+    auto e = receipt::ParseLeaf(leaf);
+    if (!e.ok()) return e.status();
+    parsed.push_back(*std::move(e));
+  }
+  pending_.clear();
+  std::vector<projection::Entry> entries;
+  for (const auto& e : parsed) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
+  query::StepProjector projector;
+  return projector.Apply(entries, txn_);
+}
+
+absl::StatusOr<nlohmann::json> Outcomes::Json() {
+  if (auto s = Flush(); !s.ok()) return s;
+  std::map<std::string, nlohmann::json> steps, runs;
+  for (const auto& [key, value] : txn_.writes()[static_cast<int>(projection::Table::kSteps)]) {
+    query::pb::Step s;
+    if (!value.has_value() || !s.ParseFromString(*value)) return absl::InternalError("outcomes: step");
+    steps[key] = query::StepJson(s);
+  }
+  for (const auto& [key, value] : txn_.writes()[static_cast<int>(projection::Table::kRuns)]) {
+    query::pb::Run r;
+    if (!value.has_value() || !r.ParseFromString(*value)) return absl::InternalError("outcomes: run");
+    runs[key] = query::RunJson(r);
+  }
+  nlohmann::json out = {{"steps", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
+  for (auto& [k, v] : steps) out["steps"].push_back(std::move(v));
+  for (auto& [k, v] : runs) out["runs"].push_back(std::move(v));
+  return out;
+}
+
+absl::StatusOr<std::string> FileSha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::UnavailableError(absl::StrCat("cannot read ", path));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return hash::Hex(hash::Sha256(data));
+}
+
+std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& outcomes,
+                       const std::string& checkpoint_note) {
+  std::string h;
+  h += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+       "<title>Evidence pack</title><style>"
+       "body{font:14px system-ui,sans-serif;margin:2em;color:#111}"
+       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
+       "text-align:left}th{background:#f3f3f3}tr.unknown{background:#ffd7d7;font-weight:bold}"
+       "tr.failed{background:#fff1d6}pre{background:#f6f6f6;padding:1em;overflow:auto}"
+       ".flag{color:#a00}</style></head><body>\n";
+  h += "<h1>Evidence pack</h1>\n<p>Origin <code>" + Escape(manifest.value("origin", "")) +
+       "</code>, tree size " + std::to_string(manifest.value("tree_size", 0)) + ", root <code>" +
+       Escape(manifest.value("root", "")) + "</code>, scope <code>" +
+       Escape(manifest["scope"].dump()) + "</code>, " +
+       std::to_string(manifest["counts"].value("entries", 0)) + " entries.</p>\n";
+  int unknown = 0;
+  for (const auto& s : outcomes["steps"]) unknown += s["state"] == "unknown";
+  if (unknown > 0) {
+    h += "<p class=\"flag\"><strong>" + std::to_string(unknown) +
+         " step(s) never reported a completion and were declared UNKNOWN.</strong></p>\n";
+  }
+  h += "<h2>Steps</h2>\n<table><tr><th>run</th><th>step</th><th>attempt</th><th>state</th>"
+       "<th>anomalies</th><th>model calls allowed/denied</th><th>tool calls allowed/denied</th>"
+       "<th>tokens in/out</th><th>charged</th><th>entries (seq)</th></tr>\n";
+  for (const auto& s : outcomes["steps"]) {
+    std::string state = s["state"];
+    std::string cls = state == "unknown" ? "unknown" : state == "failed" ? "failed" : "";
+    std::string anomalies;
+    if (s.contains("anomalies")) {
+      for (const auto& a : s["anomalies"]) anomalies += (anomalies.empty() ? "" : ", ") + a.get<std::string>();
+    }
+    std::string seqs;
+    if (s.contains("seqs")) {
+      for (const auto& q : s["seqs"]) seqs += (seqs.empty() ? "" : " ") + std::to_string(q.get<uint64_t>());
+    }
+    const auto& c = s["calls"];
+    h += "<tr class=\"" + cls + "\"><td>" + Escape(s["run_id"].get<std::string>()) + "</td><td>" +
+         Escape(s["step_id"].get<std::string>()) + "</td><td>" + std::to_string(s["attempt"].get<int64_t>()) +
+         "</td><td>" + (state == "unknown" ? "UNKNOWN" : Escape(state)) + "</td><td>" + Escape(anomalies) +
+         "</td><td>" + std::to_string(c["model_calls_allowed"].get<int64_t>()) + "/" +
+         std::to_string(c["model_calls_denied"].get<int64_t>()) + "</td><td>" +
+         std::to_string(c["tool_calls_allowed"].get<int64_t>()) + "/" +
+         std::to_string(c["tool_calls_denied"].get<int64_t>()) + "</td><td>" +
+         std::to_string(c["input_tokens"].get<int64_t>()) + "/" +
+         std::to_string(c["output_tokens"].get<int64_t>()) + "</td><td>" +
+         Dollars(s["charged_cost_micros"].get<int64_t>()) + "</td><td>" + seqs + "</td></tr>\n";
+  }
+  h += "</table>\n<h2>Runs</h2>\n<table><tr><th>team</th><th>run</th><th>entries</th>"
+       "<th>steps ok/failed/denied/pending/unknown</th><th>actual</th><th>charged</th></tr>\n";
+  for (const auto& r : outcomes["runs"]) {
+    const auto& st = r["steps"];
+    h += "<tr><td>" + Escape(r["team"].get<std::string>()) + "</td><td>" +
+         Escape(r["run_id"].get<std::string>()) + "</td><td>" + std::to_string(r["entries"].get<int64_t>()) +
+         "</td><td>" + std::to_string(st["succeeded"].get<int64_t>()) + "/" +
+         std::to_string(st["failed"].get<int64_t>()) + "/" + std::to_string(st["denied"].get<int64_t>()) +
+         "/" + std::to_string(st["pending"].get<int64_t>()) + "/" +
+         std::to_string(st["unknown"].get<int64_t>()) + "</td><td>" +
+         Dollars(r["actual_cost_micros"].get<int64_t>()) + "</td><td>" +
+         Dollars(r["charged_cost_micros"].get<int64_t>()) + "</td></tr>\n";
+  }
+  h += "</table>\n<h2>Checkpoint</h2>\n<pre>" + Escape(checkpoint_note) + "</pre>\n";
+  h += "<h2>How to verify this pack by hand</h2>\n<ol>"
+       "<li>Check that <code>manifest.sig</code> is a signed note by the key in "
+       "<code>ledger.vkey</code> (obtained from the ledger's operator, not from this pack) whose "
+       "text is the SHA-256 of <code>manifest.json</code>, and that every file's SHA-256 matches "
+       "the manifest.</li>"
+       "<li>Check the signature of <code>checkpoint</code> (C2SP signed note, Ed25519).</li>"
+       "<li>For each line of <code>entries.jsonl</code>: its leaf hash is SHA-256(0x00 || line); "
+       "the matching line of <code>proofs.jsonl</code> is an RFC 9162 inclusion proof of that "
+       "hash in the checkpoint's tree (Go: <code>tlog.CheckRecord</code>).</li>"
+       "<li>Each entry's <code>prev</code> is the leaf hash of the entry before it; in a run "
+       "pack, each <code>run_prev</code> names the run's previous entry.</li>"
+       "<li>Recompute the step outcomes from the entries (CONTRACT section 4) and compare "
+       "with <code>outcomes.json</code>. <code>ledgerctl verify PACK --vkey FILE</code> does all "
+       "of this.</li></ol>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace ledger::pack

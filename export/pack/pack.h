@@ -1,0 +1,92 @@
+// The evidence pack (CONTRACT §7): a gzip'd POSIX tar with one top folder
+// and these regular files, mode 0644, mtime 0, owner 0, in sorted order,
+// byte-identical when written twice from the same files:
+//
+//   checkpoint        the signed checkpoint every proof is against
+//   consistency.json  only with an earlier checkpoint (not written yet)
+//   entries.jsonl     the leaves in scope, ascending seq, one per line
+//   ledger.vkey       the verifier key line
+//   manifest.json     format, origin, scope, tree size, root, counts and the
+//                     SHA-256 of every file above and below
+//   manifest.sig      a signed note whose text is hex(SHA-256(manifest.json))
+//   outcomes.json     step outcomes recomputed from entries.jsonl
+//   proofs.jsonl      {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]}
+//   report.html       a page for people
+//
+// This library writes and reads the archive and builds the files both the
+// exporter and the verifier compute (outcomes, manifest); it links no
+// RocksDB and no gRPC.
+//
+// Thread-safe: functions use only their arguments and the files they name.
+#ifndef EXPORT_PACK_PACK_H_
+#define EXPORT_PACK_PACK_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ledger/projection/projection.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::pack {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr char kTopFolder[] = "evidence";
+inline constexpr char kCheckpoint[] = "checkpoint";
+inline constexpr char kEntries[] = "entries.jsonl";
+inline constexpr char kVkey[] = "ledger.vkey";
+inline constexpr char kManifest[] = "manifest.json";
+inline constexpr char kManifestSig[] = "manifest.sig";
+inline constexpr char kOutcomes[] = "outcomes.json";
+inline constexpr char kProofs[] = "proofs.jsonl";
+inline constexpr char kReport[] = "report.html";
+
+// Writes `files` (archive name -> path of its content) as a deterministic
+// tar.gz at `out_path`, names sorted, under kTopFolder.
+absl::Status WriteArchive(const std::map<std::string, std::string>& files,
+                          const std::string& out_path);
+
+struct Limits {
+  uint64_t max_file_bytes = uint64_t{4} << 30;
+  uint64_t max_total_bytes = uint64_t{8} << 30;
+  int max_files = 16;
+};
+
+// Extracts the pack at `pack_path` into `dir` (existing, empty). Refuses,
+// naming the entry: more than one top folder, absolute names, "..", any
+// type but a regular file, duplicate or unknown names, files or a total over
+// the limits, and archives that do not decode. Returns name -> path.
+absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(const std::string& pack_path,
+                                                                  const std::string& dir,
+                                                                  const Limits& limits);
+
+// Step outcomes recomputed from entries with the ledger's own projector,
+// fed in seq order, in chunks of any size.
+class Outcomes {
+ public:
+  Outcomes();
+  // `leaf` MUST be the leaf of the next entry in scope.
+  absl::Status Add(std::string_view leaf);
+  // {"runs":[...],"steps":[...]}, sorted by key, deterministic.
+  absl::StatusOr<nlohmann::json> Json();
+
+ private:
+  absl::Status Flush();
+  projection::OverlayTxn txn_;
+  std::vector<std::string> pending_;
+};
+
+// SHA-256 of a file, hex.
+absl::StatusOr<std::string> FileSha256(const std::string& path);
+
+// The report for people: steps with their states (unknown ones marked),
+// anomalies, calls and costs, the checkpoint, and how to verify by hand.
+std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& outcomes,
+                       const std::string& checkpoint_note);
+
+}  // namespace ledger::pack
+
+#endif  // EXPORT_PACK_PACK_H_

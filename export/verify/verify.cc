@@ -1,0 +1,247 @@
+#include "export/verify/verify.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "export/pack/pack.h"
+#include "ledger/hash/hash.h"
+#include "ledger/merkle/merkle.h"
+#include "ledger/note/note.h"
+#include "ledger/receipt/entry.h"
+
+namespace ledger::verify {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = std::filesystem::temp_directory_path().string() + "/ledger-verify-XXXXXX";
+    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result Fail(Result r, std::string file, int64_t seq, std::string message) {
+  r.ok = false;
+  r.file = std::move(file);
+  r.seq = seq;
+  r.message = std::move(message);
+  return r;
+}
+
+}  // namespace
+
+nlohmann::json Result::Json() const {
+  nlohmann::json j = {{"ok", ok},
+                      {"trusted_key_in_pack", trusted_key_in_pack},
+                      {"origin", origin},
+                      {"tree_size", tree_size},
+                      {"entries", entries}};
+  if (!scope.empty()) j["scope"] = nlohmann::json::parse(scope, nullptr, false);
+  if (!ok) {
+    j["failure"] = {{"file", file}, {"message", message}};
+    if (seq >= 0) j["failure"]["seq"] = seq;
+  }
+  return j;
+}
+
+std::string Result::Summary() const {
+  std::string out;
+  if (trusted_key_in_pack) {
+    out += "WARNING: no --vkey given; the key inside the pack was trusted. Compare it with the "
+           "ledger operator's published key.\n";
+  }
+  if (ok) {
+    absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ",
+                    origin, " at tree size ", tree_size, ".\n");
+  } else {
+    absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ",
+                    message, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
+  Result r;
+  TempDir dir;
+  if (dir.path().empty()) return absl::UnavailableError("verify: cannot create a temporary directory");
+  auto files = pack::ExtractArchive(pack_path, dir.path(), pack::Limits());
+  if (!files.ok()) return Fail(r, "archive", -1, std::string(files.status().message()));
+  for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kManifest,
+                           pack::kManifestSig, pack::kOutcomes, pack::kProofs, pack::kReport}) {
+    if (!files->count(name)) return Fail(r, name, -1, "missing");
+  }
+  auto file = [&](const char* name) { return files->at(name); };
+
+  // The key.
+  std::string pack_vkey = ReadAll(file(pack::kVkey));
+  while (!pack_vkey.empty() && pack_vkey.back() == '\n') pack_vkey.pop_back();
+  std::string vkey = options.vkey;
+  if (vkey.empty()) {
+    vkey = pack_vkey;
+    r.trusted_key_in_pack = true;
+  } else if (vkey != pack_vkey) {
+    return Fail(r, pack::kVkey, -1,
+                absl::StrCat("expected the given key ", vkey, ", found ", pack_vkey));
+  }
+  auto verifier = note::Verifier::Parse(vkey);
+  if (!verifier.ok()) return Fail(r, pack::kVkey, -1, std::string(verifier.status().message()));
+
+  // The manifest and every file's digest.
+  std::string manifest_text = ReadAll(file(pack::kManifest));
+  auto signed_digest = verifier->Open(ReadAll(file(pack::kManifestSig)));
+  if (!signed_digest.ok()) {
+    return Fail(r, pack::kManifestSig, -1, std::string(signed_digest.status().message()));
+  }
+  std::string digest = hash::Hex(hash::Sha256(manifest_text)) + "\n";
+  if (*signed_digest != digest) {
+    return Fail(r, pack::kManifest, -1,
+                absl::StrCat("SHA-256 is ", digest.substr(0, 64), ", the signature covers ",
+                             signed_digest->substr(0, 64)));
+  }
+  nlohmann::json manifest = nlohmann::json::parse(manifest_text, nullptr, false);
+  if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("files") ||
+      manifest.value("format", 0) != pack::kFormatVersion) {
+    return Fail(r, pack::kManifest, -1, "not a format 1 manifest");
+  }
+  r.origin = manifest.value("origin", "");
+  r.tree_size = manifest.value("tree_size", uint64_t{0});
+  r.scope = manifest["scope"].dump();
+  for (const auto& [name, path] : *files) {
+    if (name == pack::kManifest || name == pack::kManifestSig) continue;
+    if (!manifest["files"].contains(name)) return Fail(r, name, -1, "not listed in the manifest");
+    auto sha = pack::FileSha256(path);
+    if (!sha.ok()) return sha.status();
+    std::string want = manifest["files"][name].get<std::string>();
+    if (*sha != want) {
+      return Fail(r, name, -1, absl::StrCat("SHA-256 expected ", want, ", found ", *sha));
+    }
+  }
+  for (const auto& [name, sha] : manifest["files"].items()) {
+    if (!files->count(name)) return Fail(r, name, -1, "listed in the manifest but missing");
+  }
+
+  // The checkpoint.
+  std::string note_text = ReadAll(file(pack::kCheckpoint));
+  auto cp_text = verifier->Open(note_text);
+  if (!cp_text.ok()) return Fail(r, pack::kCheckpoint, -1, std::string(cp_text.status().message()));
+  auto cp = note::ParseCheckpoint(*cp_text);
+  if (!cp.ok()) return Fail(r, pack::kCheckpoint, -1, std::string(cp.status().message()));
+  if (cp->origin != r.origin || cp->origin != verifier->name()) {
+    return Fail(r, pack::kCheckpoint, -1,
+                absl::StrCat("origin '", cp->origin, "', manifest and key say '", r.origin, "'"));
+  }
+  if (cp->size != r.tree_size || hash::Hex(cp->root) != manifest.value("root", "")) {
+    return Fail(r, pack::kCheckpoint, -1,
+                absl::StrCat("size ", cp->size, " root ", hash::Hex(cp->root), ", the manifest says size ",
+                             r.tree_size, " root ", manifest.value("root", "")));
+  }
+
+  // Entries and proofs, line by line.
+  const nlohmann::json& scope = manifest["scope"];
+  std::string kind = scope.value("kind", "");
+  std::ifstream entries(file(pack::kEntries), std::ios::binary);
+  std::ifstream proofs(file(pack::kProofs), std::ios::binary);
+  std::string leaf, proof_line;
+  std::optional<uint64_t> last_seq;
+  hash::Hash last_hash{};
+  pack::Outcomes outcomes;
+  while (std::getline(entries, leaf)) {
+    int64_t at = last_seq.has_value() ? static_cast<int64_t>(*last_seq + 1) : -1;
+    auto entry = receipt::ParseLeaf(leaf);
+    if (!entry.ok()) return Fail(r, pack::kEntries, at, std::string(entry.status().message()));
+    int64_t seq = static_cast<int64_t>(entry->seq);
+    if (!std::getline(proofs, proof_line)) return Fail(r, pack::kProofs, seq, "fewer proofs than entries");
+    if (last_seq.has_value() && entry->seq <= *last_seq) {
+      return Fail(r, pack::kEntries, seq, absl::StrCat("seq after ", *last_seq, " is not ascending"));
+    }
+    if (entry->seq >= cp->size) {
+      return Fail(r, pack::kEntries, seq, absl::StrCat("not in the checkpoint's tree of size ", cp->size));
+    }
+    hash::Hash leaf_hash = hash::LeafHash(leaf);
+    nlohmann::json proof = nlohmann::json::parse(proof_line, nullptr, false);
+    if (proof.is_discarded() || !proof.is_object() || proof.value("seq", int64_t{-1}) != seq ||
+        !proof.contains("inclusion") || !proof["inclusion"].is_array()) {
+      return Fail(r, pack::kProofs, seq, "not the proof line of this entry");
+    }
+    if (proof.value("leaf_hash", "") != hash::Hex(leaf_hash)) {
+      return Fail(r, pack::kProofs, seq,
+                  absl::StrCat("leaf_hash expected ", hash::Hex(leaf_hash), ", found ",
+                               proof.value("leaf_hash", "")));
+    }
+    std::vector<hash::Hash> path;
+    for (const auto& h : proof["inclusion"]) {
+      auto parsed = h.is_string() ? hash::ParseHex(h.get<std::string>())
+                                  : absl::StatusOr<hash::Hash>(absl::InvalidArgumentError("hash"));
+      if (!parsed.ok()) return Fail(r, pack::kProofs, seq, "inclusion: not a list of hex hashes");
+      path.push_back(*parsed);
+    }
+    if (auto s = merkle::VerifyInclusion(entry->seq, cp->size, leaf_hash, path, cp->root); !s.ok()) {
+      return Fail(r, pack::kProofs, seq, std::string(s.message()));
+    }
+    if (last_seq.has_value() && entry->seq == *last_seq + 1 && entry->prev != last_hash) {
+      return Fail(r, pack::kEntries, seq,
+                  absl::StrCat("prev expected ", hash::Hex(last_hash), ", found ", hash::Hex(entry->prev)));
+    }
+    if (kind == "run") {
+      if (entry->receipt.team() != scope.value("team", "") ||
+          entry->receipt.run_id() != scope.value("run_id", "")) {
+        return Fail(r, pack::kEntries, seq, "not an entry of the pack's run");
+      }
+      std::optional<uint64_t> want = last_seq;
+      if (entry->run_prev != want) {
+        return Fail(r, pack::kEntries, seq,
+                    absl::StrCat("run_prev expected ", want ? std::to_string(*want) : "none (the run's first entry)",
+                                 ", found ", entry->run_prev ? std::to_string(*entry->run_prev) : "none"));
+      }
+    } else if (kind == "seq") {
+      uint64_t want = last_seq ? *last_seq + 1 : scope.value("from_seq", uint64_t{0});
+      if (entry->seq != want) {
+        return Fail(r, pack::kEntries, seq, absl::StrCat("seq expected ", want, " (the range has a gap)"));
+      }
+    } else {
+      return Fail(r, pack::kManifest, -1, absl::StrCat("unknown scope kind '", kind, "'"));
+    }
+    if (auto s = outcomes.Add(leaf); !s.ok()) return Fail(r, pack::kEntries, seq, std::string(s.message()));
+    last_seq = entry->seq;
+    last_hash = leaf_hash;
+    ++r.entries;
+  }
+  if (std::getline(proofs, proof_line)) return Fail(r, pack::kProofs, -1, "more proofs than entries");
+  if (kind == "seq" && (!last_seq || *last_seq + 1 != scope.value("to_seq", uint64_t{0}))) {
+    return Fail(r, pack::kEntries, -1, "the seq range ends early");
+  }
+  if (r.entries != manifest["counts"].value("entries", uint64_t{0})) {
+    return Fail(r, pack::kManifest, -1,
+                absl::StrCat("counts.entries says ", manifest["counts"].value("entries", 0), ", the pack has ",
+                             r.entries));
+  }
+
+  // Outcomes.
+  auto recomputed = outcomes.Json();
+  if (!recomputed.ok()) return Fail(r, pack::kOutcomes, -1, std::string(recomputed.status().message()));
+  std::string stored = ReadAll(file(pack::kOutcomes));
+  if (recomputed->dump() + "\n" != stored) {
+    return Fail(r, pack::kOutcomes, -1, "differs from the outcomes recomputed from the entries");
+  }
+  r.ok = true;
+  return r;
+}
+
+}  // namespace ledger::verify

@@ -1,0 +1,52 @@
+// The offline verifier of evidence packs. It links hashing, Merkle
+// verification, signed notes, JSON and the step projector: no RocksDB, no
+// gRPC, no network. It checks, in this order, and stops at the first
+// failure, naming the file, the seq, and what was expected and found:
+//   the archive's shape; the manifest's signature and every file's digest;
+//   the checkpoint's signature and that the manifest describes it; every
+//   entry's canonical form, leaf hash and inclusion proof; prev links
+//   between consecutive seqs; for a run pack, that every entry is the run's
+//   and the run chain is gap-free from its first entry; for a seq pack, that
+//   the range is complete; the outcomes recomputed from the entries.
+//
+// Thread-safe: each call uses its own temporary directory.
+#ifndef EXPORT_VERIFY_VERIFY_H_
+#define EXPORT_VERIFY_VERIFY_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::verify {
+
+struct Options {
+  // The ledger's verifier key, obtained apart from the pack. Empty: trust
+  // the key inside the pack (and say so).
+  std::string vkey;
+};
+
+struct Result {
+  bool ok = false;
+  bool trusted_key_in_pack = false;
+  std::string origin;
+  uint64_t tree_size = 0;
+  uint64_t entries = 0;
+  std::string scope;  // the manifest's scope, as JSON
+  // When !ok: the first failing item.
+  std::string file;
+  int64_t seq = -1;
+  std::string message;
+
+  nlohmann::json Json() const;
+  std::string Summary() const;
+};
+
+// An error status only when the pack cannot be examined at all (it cannot
+// be read); every verification failure is a Result with ok == false.
+absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options);
+
+}  // namespace ledger::verify
+
+#endif  // EXPORT_VERIFY_VERIFY_H_
