@@ -12,6 +12,8 @@
 //   ledgerctl --server HOST:PORT run --team T --run R [--json]
 //   ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]
 //   ledgerctl rebuild --data DIR
+//   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B) --out FILE
+//   ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
 #include <chrono>
@@ -34,6 +36,8 @@
 #include "ledger/receipt/receipt.h"
 #include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
+#include "export.grpc.pb.h"
+#include "export/verify/verify.h"
 #include "query/projector/projector.h"
 #include "nlohmann/json.hpp"
 
@@ -424,6 +428,69 @@ int Rebuild(const Flags& flags) {
   return 0;
 }
 
+int Export(pb::ExportService::Stub& stub, const Flags& flags) {
+  pb::ExportRequest req;
+  if (!flags.Get("run").empty() && flags.Get("run").find('/') != std::string::npos) {
+    const std::string& run = flags.Get("run");
+    req.mutable_run()->set_team(run.substr(0, run.find('/')));
+    req.mutable_run()->set_run_id(run.substr(run.find('/') + 1));
+  } else if (!flags.Get("seq").empty() && flags.Get("seq").find(':') != std::string::npos) {
+    const std::string& range = flags.Get("seq");
+    try {
+      req.mutable_seqs()->set_from_seq(std::stoull(range.substr(0, range.find(':'))));
+      req.mutable_seqs()->set_to_seq(std::stoull(range.substr(range.find(':') + 1)));
+    } catch (const std::exception&) {
+      return Fail(absl::InvalidArgumentError("--seq: want A:B"));
+    }
+  } else {
+    return Fail(absl::InvalidArgumentError("export: give --run TEAM/RUN or --seq A:B"));
+  }
+  const std::string& out = flags.Get("out");
+  if (out.empty()) return Fail(absl::InvalidArgumentError("export: --out FILE is required"));
+  std::string tmp = out + ".part";
+  std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+  if (!file) return Fail(absl::UnavailableError(absl::StrCat("export: cannot write ", tmp)));
+  grpc::ClientContext ctx;
+  auto reader = stub.Export(&ctx, req);
+  pb::ExportChunk chunk;
+  uint64_t bytes = 0;
+  while (reader->Read(&chunk)) {
+    file.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    bytes += chunk.data().size();
+  }
+  grpc::Status s = reader->Finish();
+  file.close();
+  if (!s.ok() || !file) {
+    std::remove(tmp.c_str());
+    return Fail(s.ok() ? absl::UnavailableError("export: write failed") : FromGrpc(s));
+  }
+  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
+    return Fail(absl::UnavailableError(absl::StrCat("export: cannot rename to ", out)));
+  }
+  std::cout << "wrote " << out << " (" << bytes << " bytes)\n";
+  return 0;
+}
+
+int Verify(const Flags& flags) {
+  if (flags.positional().size() != 2) return Fail(absl::InvalidArgumentError("verify: give one PACK"));
+  ledger::verify::Options options;
+  if (!flags.Get("vkey-string").empty()) {
+    options.vkey = flags.Get("vkey-string");
+  } else if (!flags.Get("vkey").empty()) {
+    std::ifstream in(flags.Get("vkey"));
+    if (!in) return Fail(absl::NotFoundError(absl::StrCat("--vkey: cannot read ", flags.Get("vkey"))));
+    std::getline(in, options.vkey);
+  }
+  auto result = ledger::verify::VerifyPack(flags.positional()[1], options);
+  if (!result.ok()) return Fail(result.status());
+  if (flags.Bool("json")) {
+    std::cout << result->Json().dump() << "\n";
+  } else {
+    std::cout << result->Summary();
+  }
+  return result->ok ? 0 : 1;
+}
+
 int Keygen(const Flags& flags) {
   if (flags.Get("out").empty()) return Fail(absl::InvalidArgumentError("keygen: --out FILE is required"));
   auto signer = ledger::log::CreateKeyFile(flags.Get("out"), flags.Get("origin"));
@@ -444,7 +511,9 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,..] [--anomaly A,..] [--json]\n"
     "  ledgerctl --server HOST:PORT run --team T --run R [--json]\n"
     "  ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]\n"
-    "  ledgerctl rebuild --data DIR          (server stopped)\n\n"
+    "  ledgerctl rebuild --data DIR          (server stopped)\n"
+    "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B) --out FILE\n"
+    "  ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]\n\n"
     "options:\n";
 
 }  // namespace
@@ -453,22 +522,25 @@ int main(int argc, char** argv) {
   Flags flags;
   flags.Define("server", "127.0.0.1:7420", "ledger address HOST:PORT");
   flags.Define("origin", "evidence-ledger.local/dev", "keygen: the log's origin (the key name)");
-  flags.Define("out", "", "keygen: where to write the new key (mode 0600, never overwritten)");
+
   flags.Define("at-least", "0", "checkpoint: wait until the checkpoint covers N entries");
   flags.Define("timeout-ms", "30000", "checkpoint: how long to wait for --at-least");
-  flags.Define("seq", "0", "prove: the entry's seq");
+  flags.Define("seq", "", "prove: the entry's seq; export: a range A:B");
   flags.Define("receipt-id", "", "prove: the entry's receipt_id");
   flags.Define("size", "0", "tree size to prove against (0: the latest checkpoint)");
   flags.Define("from", "0", "consistency: old tree size; entries: first seq");
   flags.Define("to", "0", "consistency: new tree size (0: latest checkpoint); entries: end seq (exclusive)");
   flags.Define("team", "", "steps, run, watch: the team");
-  flags.Define("run", "", "steps, run, watch: the run_id");
+  flags.Define("run", "", "steps, run, watch: the run_id; export: TEAM/RUN");
   flags.Define("state", "", "steps, watch: states, comma-separated (pending,succeeded,failed,denied,unknown)");
   flags.Define("anomaly", "", "steps, watch: anomalies, comma-separated (e.g. late_completion)");
   flags.Define("limit", "100", "steps: at most this many, newest first");
   flags.Define("after-seq", "-1", "watch: changes after this seq (-1: from the start)");
   flags.Define("json", "", "steps, run: JSON lines instead of a table", true);
   flags.Define("data", "", "rebuild: the data directory");
+  flags.Define("out", "", "export: the pack to write (.tar.gz); keygen: the key file");
+  flags.Define("vkey", "", "verify: a file holding the ledger's verifier key line");
+  flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (flags.Bool("help") || flags.positional().empty()) {
@@ -478,6 +550,7 @@ int main(int argc, char** argv) {
   const std::string& command = flags.positional()[0];
   if (command == "keygen") return Keygen(flags);
   if (command == "rebuild") return Rebuild(flags);
+  if (command == "verify") return Verify(flags);
 
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
@@ -499,5 +572,7 @@ int main(int argc, char** argv) {
   if (command == "steps") return Steps(*query, flags);
   if (command == "run") return RunSummary(*query, flags);
   if (command == "watch") return Watch(*query, flags);
+  auto exports = pb::ExportService::NewStub(channel);
+  if (command == "export") return Export(*exports, flags);
   return Fail(absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'")));
 }

@@ -15,6 +15,7 @@
 #include "cmd/flags.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
+#include "export/exporter/export_service.h"
 #include "ledger/service/service.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
@@ -98,6 +99,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<ledger::query::QueryService> query;
   std::unique_ptr<ledger::query::Sweeper> sweeper;
   std::vector<grpc::Service*> extra;
+  ledger::exporter::ExportService exports(log->get());
+  extra.push_back(&exports);
   if (options.sequencer.projector != nullptr) {
     query = std::make_unique<ledger::query::QueryService>(log->get());
     extra.push_back(query.get());

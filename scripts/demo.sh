@@ -96,6 +96,13 @@ for s in $(seq 0 $((new - 1))); do ctl prove --seq "$s" --size "$new"; done > "$
 GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE="$build/gocache" GOPROXY=off \
   go run "$root/tests/interop/verify.go" "$work"
 
+step "the evidence pack of the run with the unknown step, verified offline"
+ctl export --run team-support/run-0007 --out "$work/run-0007.tar.gz"
+ctl vkey > "$work/ledger.vkey"
+"$build/cmd/ledgerctl" verify "$work/run-0007.tar.gz" --vkey "$work/ledger.vkey"
+mkdir -p "$work/pack" && tar -xzf "$work/run-0007.tar.gz" -C "$work/pack"
+echo "report for people: $work/pack/evidence/report.html"
+
 step "stopping ledgerd (SIGTERM: finishes appends, signs a final checkpoint)"
 kill -TERM "$pid"
 wait "$pid" || true

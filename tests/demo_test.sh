@@ -18,4 +18,6 @@ check 'run-0002 +step-9 +succeeded orphan_completion'
 check '"duplicate":true'
 check 'INVALID_ARGUMENT","message":"team: required'
 check 'go interop: [0-9]+ entries, checkpoints [0-9]+ and [0-9]+, all verified with x/mod sumdb'
+check 'OK: [0-9]+ entries of \{"kind":"run","run_id":"run-0007","team":"team-support"\} verified'
+check 'report for people: .*/report.html'
 echo "demo: unknown step declared, anomalies flagged, pack of proofs verified by Go"

@@ -1,0 +1,56 @@
+#include "export/exporter/export_service.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "export/exporter/exporter.h"
+
+namespace ledger::exporter {
+
+namespace pb = evidence::ledger::v1;
+
+grpc::Status ExportService::Export(grpc::ServerContext* ctx, const pb::ExportRequest* request,
+                                   grpc::ServerWriter<pb::ExportChunk>* writer) {
+  Scope scope;
+  switch (request->scope_case()) {
+    case pb::ExportRequest::kRun:
+      scope.team = request->run().team();
+      scope.run_id = request->run().run_id();
+      if (scope.team.empty() || scope.run_id.empty()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "run: team and run_id are required");
+      }
+      break;
+    case pb::ExportRequest::kSeqs:
+      scope.from_seq = request->seqs().from_seq();
+      scope.to_seq = request->seqs().to_seq();
+      break;
+    case pb::ExportRequest::SCOPE_NOT_SET:
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "scope: give a run or a seq range");
+  }
+  std::string path = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-pack-",
+                                   ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
+  absl::Status built = ExportPack(*log_, scope, path);
+  if (!built.ok()) {
+    std::filesystem::remove(path);
+    return grpc::Status(static_cast<grpc::StatusCode>(built.code()), std::string(built.message()));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buf(64 * 1024);
+  pb::ExportChunk chunk;
+  bool sent = true;
+  while (in && sent && !ctx->IsCancelled()) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    if (in.gcount() <= 0) break;
+    chunk.set_data(buf.data(), static_cast<size_t>(in.gcount()));
+    sent = writer->Write(chunk);
+  }
+  std::filesystem::remove(path);
+  if (!sent || ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "export: cancelled");
+  return grpc::Status::OK;
+}
+
+}  // namespace ledger::exporter
