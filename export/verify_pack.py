@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Verify an evidence pack without trusting the ledger's own code.
+
+Uses only Python's standard library and the `cryptography` package. Checks
+the manifest's signature and every file's SHA-256, the checkpoint's
+signature, every entry's leaf hash and RFC 9162 inclusion proof, the hash
+chain between consecutive seqs, and for a run pack the run chain from the
+run's first entry. (Step outcomes are recomputed by `ledgerctl verify`.)
+
+Usage: verify_pack.py PACK.tar.gz VKEY
+VKEY is the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...
+Exit 0 when everything holds; otherwise 1, naming the first failing item.
+"""
+import base64
+import hashlib
+import json
+import sys
+import tarfile
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
+         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json"}
+MAX_FILE = 4 << 30
+
+
+class Failure(Exception):
+    pass
+
+
+def read_pack(path):
+    files, top = {}, None
+    with tarfile.open(path, "r:gz") as tar:
+        for m in tar:
+            parts = m.name.split("/")
+            if not m.isreg() or len(parts) != 2 or m.name.startswith("/") or ".." in parts:
+                raise Failure("%s: not a regular file directly in the top folder" % m.name)
+            if top is None:
+                top = parts[0]
+            if parts[0] != top or parts[1] not in FILES or parts[1] in files:
+                raise Failure("%s: unexpected or duplicate entry" % m.name)
+            if m.size > MAX_FILE:
+                raise Failure("%s: too large" % m.name)
+            files[parts[1]] = tar.extractfile(m).read()
+    return files
+
+
+def parse_vkey(vkey):
+    name, key_id, key = vkey.strip().split("+", 2)
+    raw = base64.b64decode(key, validate=True)
+    if len(raw) != 33 or raw[0] != 1:
+        raise Failure("vkey: not an Ed25519 verifier key")
+    if hashlib.sha256(name.encode() + b"\n" + raw).digest()[:4].hex() != key_id:
+        raise Failure("vkey: key id does not match the key")
+    return name, bytes.fromhex(key_id), Ed25519PublicKey.from_public_bytes(raw[1:])
+
+
+def open_note(note, key):
+    name, key_id, public = key
+    text, sep, sigs = note.rpartition(b"\n\n")
+    if not sep:
+        raise Failure("no signature block")
+    text += b"\n"
+    for line in sigs.decode().splitlines():
+        if not line.startswith("\u2014 "):
+            raise Failure("malformed signature line")
+        signer, sig = line[2:].split(" ", 1)
+        sig = base64.b64decode(sig, validate=True)
+        if signer == name and sig[:4] == key_id:
+            try:
+                public.verify(sig[4:], text)
+            except InvalidSignature:
+                raise Failure("signature by %s does not verify" % name)
+            return text.decode()
+    raise Failure("no signature by %s" % name)
+
+
+def node(left, right):
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def verify_inclusion(index, size, leaf, proof, root):
+    # RFC 9162 section 2.1.3.2
+    if index >= size:
+        return False
+    fn, sn, r = index, size - 1, leaf
+    for p in proof:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = node(p, r)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            r = node(r, p)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and r == root
+
+
+def verify(pack_path, vkey):
+    files = read_pack(pack_path)
+    for name in FILES - {"consistency.json"}:
+        if name not in files:
+            raise Failure("%s: missing" % name)
+    key = parse_vkey(vkey)
+    if files["ledger.vkey"].decode().strip() != vkey.strip():
+        raise Failure("ledger.vkey: not the key given")
+    digest = hashlib.sha256(files["manifest.json"]).hexdigest()
+    try:
+        signed = open_note(files["manifest.sig"], key)
+    except Failure as e:
+        raise Failure("manifest.sig: %s" % e)
+    if signed != digest + "\n":
+        raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
+    manifest = json.loads(files["manifest.json"])
+    for name, data in files.items():
+        if name in ("manifest.json", "manifest.sig"):
+            continue
+        want = manifest["files"].get(name)
+        got = hashlib.sha256(data).hexdigest()
+        if want != got:
+            raise Failure("%s: SHA-256 expected %s, found %s" % (name, want, got))
+    try:
+        cp = open_note(files["checkpoint"], key).split("\n")
+    except Failure as e:
+        raise Failure("checkpoint: %s" % e)
+    origin, size, root = cp[0], int(cp[1]), base64.b64decode(cp[2], validate=True)
+    if origin != key[0] or size != manifest["tree_size"] or root.hex() != manifest["root"]:
+        raise Failure("checkpoint: does not match the manifest")
+    scope = manifest["scope"]
+    entries = files["entries.jsonl"].split(b"\n")[:-1]
+    proofs = files["proofs.jsonl"].split(b"\n")[:-1]
+    if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
+        raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
+                      % (len(entries), len(proofs), manifest["counts"]["entries"]))
+    last_seq, last_hash = None, None
+    for leaf, proof_line in zip(entries, proofs):
+        entry = json.loads(leaf)
+        seq = entry["seq"]
+        canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        if canonical != leaf:
+            raise Failure("entries.jsonl seq %d: not canonical JSON" % seq)
+        leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
+        proof = json.loads(proof_line)
+        if proof["seq"] != seq or proof["leaf_hash"] != leaf_hash.hex():
+            raise Failure("proofs.jsonl seq %d: leaf_hash expected %s, found %s"
+                          % (seq, leaf_hash.hex(), proof["leaf_hash"]))
+        if not verify_inclusion(seq, size, leaf_hash, [bytes.fromhex(h) for h in proof["inclusion"]], root):
+            raise Failure("proofs.jsonl seq %d: inclusion proof does not lead to the checkpoint's root" % seq)
+        if last_seq is not None and seq <= last_seq:
+            raise Failure("entries.jsonl seq %d: not after seq %d" % (seq, last_seq))
+        if last_seq is not None and seq == last_seq + 1 and entry["prev"] != last_hash.hex():
+            raise Failure("entries.jsonl seq %d: prev expected %s, found %s" % (seq, last_hash.hex(), entry["prev"]))
+        if scope["kind"] == "run":
+            r = entry["receipt"]
+            if r["team"] != scope["team"] or r["run_id"] != scope["run_id"]:
+                raise Failure("entries.jsonl seq %d: not of the pack's run" % seq)
+            if entry.get("run_prev") != last_seq:
+                raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
+                              % (seq, last_seq, entry.get("run_prev")))
+        elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
+            raise Failure("entries.jsonl seq %d: the range has a gap" % seq)
+        last_seq, last_hash = seq, leaf_hash
+    return len(entries), size, origin
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    try:
+        n, size, origin = verify(sys.argv[1], sys.argv[2])
+    except (Failure, ValueError, KeyError, tarfile.TarError) as e:
+        print("FAILED: %s" % e)
+        return 1
+    print("OK: %d entries verified against the checkpoint of %s at tree size %d" % (n, origin, size))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
