@@ -12,12 +12,14 @@
 //   ledgerctl --server HOST:PORT run --team T --run R [--json]
 //   ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]
 //   ledgerctl rebuild --data DIR
-//   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B) --out FILE
+//   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
+//             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
 //   ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
 #include <chrono>
 #include <ctime>
+#include <sstream>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -29,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/hash/hash.h"
 #include "ledger/log/key_file.h"
@@ -442,8 +445,28 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
     } catch (const std::exception&) {
       return Fail(absl::InvalidArgumentError("--seq: want A:B"));
     }
+  } else if (!flags.Get("team").empty()) {
+    absl::Time from, to;
+    std::string err;
+    if (!absl::ParseTime(absl::RFC3339_full, flags.Get("from"), &from, &err)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--from: want RFC 3339 time: ", err)));
+    }
+    if (!absl::ParseTime(absl::RFC3339_full, flags.Get("to"), &to, &err)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--to: want RFC 3339 time: ", err)));
+    }
+    req.mutable_team()->set_team(flags.Get("team"));
+    req.mutable_team()->set_from_us(absl::ToUnixMicros(from));
+    req.mutable_team()->set_to_us(absl::ToUnixMicros(to));
   } else {
-    return Fail(absl::InvalidArgumentError("export: give --run TEAM/RUN or --seq A:B"));
+    return Fail(absl::InvalidArgumentError(
+        "export: give --run TEAM/RUN, --seq A:B, or --team T --from RFC3339 --to RFC3339"));
+  }
+  if (!flags.Get("since").empty()) {
+    std::ifstream in(flags.Get("since"), std::ios::binary);
+    if (!in) return Fail(absl::NotFoundError(absl::StrCat("--since: cannot read ", flags.Get("since"))));
+    std::stringstream note;
+    note << in.rdbuf();
+    req.set_since_checkpoint(note.str());
   }
   const std::string& out = flags.Get("out");
   if (out.empty()) return Fail(absl::InvalidArgumentError("export: --out FILE is required"));
@@ -512,7 +535,8 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT run --team T --run R [--json]\n"
     "  ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]\n"
     "  ledgerctl rebuild --data DIR          (server stopped)\n"
-    "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B) --out FILE\n"
+    "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
+    "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
     "  ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]\n\n"
     "options:\n";
 
@@ -528,8 +552,10 @@ int main(int argc, char** argv) {
   flags.Define("seq", "", "prove: the entry's seq; export: a range A:B");
   flags.Define("receipt-id", "", "prove: the entry's receipt_id");
   flags.Define("size", "0", "tree size to prove against (0: the latest checkpoint)");
-  flags.Define("from", "0", "consistency: old tree size; entries: first seq");
-  flags.Define("to", "0", "consistency: new tree size (0: latest checkpoint); entries: end seq (exclusive)");
+  flags.Define("from", "0", "consistency: old tree size; entries: first seq; export: RFC 3339 time");
+  flags.Define("to", "0",
+               "consistency: new tree size (0: latest checkpoint); entries: end seq (exclusive); "
+               "export: RFC 3339 time");
   flags.Define("team", "", "steps, run, watch: the team");
   flags.Define("run", "", "steps, run, watch: the run_id; export: TEAM/RUN");
   flags.Define("state", "", "steps, watch: states, comma-separated (pending,succeeded,failed,denied,unknown)");
@@ -540,6 +566,7 @@ int main(int argc, char** argv) {
   flags.Define("data", "", "rebuild: the data directory");
   flags.Define("out", "", "export: the pack to write (.tar.gz); keygen: the key file");
   flags.Define("vkey", "", "verify: a file holding the ledger's verifier key line");
+  flags.Define("since", "", "export: a file holding an earlier signed checkpoint");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);

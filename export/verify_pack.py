@@ -100,6 +100,34 @@ def verify_inclusion(index, size, leaf, proof, root):
     return sn == 0 and r == root
 
 
+def verify_consistency(m, n, old_root, new_root, proof):
+    # RFC 9162 section 2.1.4.2
+    if m == n or m == 0:
+        return not proof and (m != n or old_root == new_root)
+    if m > n or not proof:
+        return False
+    if m & (m - 1) == 0:
+        proof = [old_root] + proof
+    fn, sn = m - 1, n - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = proof[0]
+    for c in proof[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node(c, fr), node(c, sr)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            sr = node(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return fr == old_root and sr == new_root and sn == 0
+
+
 def verify(pack_path, vkey):
     files = read_pack(pack_path)
     for name in FILES - {"consistency.json"}:
@@ -130,6 +158,16 @@ def verify(pack_path, vkey):
     origin, size, root = cp[0], int(cp[1]), base64.b64decode(cp[2], validate=True)
     if origin != key[0] or size != manifest["tree_size"] or root.hex() != manifest["root"]:
         raise Failure("checkpoint: does not match the manifest")
+    if "consistency.json" in files:
+        c = json.loads(files["consistency.json"])
+        try:
+            old = open_note(c["old_checkpoint"].encode(), key).split("\n")
+        except Failure as e:
+            raise Failure("consistency.json: old_checkpoint: %s" % e)
+        old_size, old_root = int(old[1]), base64.b64decode(old[2], validate=True)
+        if not verify_consistency(old_size, size, old_root, root, [bytes.fromhex(h) for h in c["proof"]]):
+            raise Failure("consistency.json: the proof does not join the two checkpoints")
+        print("consistent with the earlier checkpoint at size %d" % old_size)
     scope = manifest["scope"]
     entries = files["entries.jsonl"].split(b"\n")[:-1]
     proofs = files["proofs.jsonl"].split(b"\n")[:-1]
@@ -161,6 +199,10 @@ def verify(pack_path, vkey):
             if entry.get("run_prev") != last_seq:
                 raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
                               % (seq, last_seq, entry.get("run_prev")))
+        elif scope["kind"] == "team":
+            if (entry["receipt"]["team"] != scope["team"]
+                    or not scope["from_us"] <= entry["logged_at_us"] < scope["to_us"]):
+                raise Failure("entries.jsonl seq %d: not of the pack's team and window" % seq)
         elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
             raise Failure("entries.jsonl seq %d: the range has a gap" % seq)
         last_seq, last_hash = seq, leaf_hash

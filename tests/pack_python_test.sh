@@ -23,14 +23,25 @@ ctl() { "$build/cmd/ledgerctl" --server "$addr" "$@"; }
 ctl append "$work/receipts.jsonl" > /dev/null
 ctl checkpoint --at-least "$(wc -l < "$work/receipts.jsonl")" > /dev/null
 ctl vkey > "$work/vkey"
-ctl export --run team-code/run-0003 --out "$work/run.tar.gz" > /dev/null
+ctl checkpoint > "$work/old.note"
+/usr/bin/python3 "$root/scripts/demo_workload.py" --runs 3 --seed 9 --start-us 1767225700000000 |
+  sed 's/"receipt_id":"/"receipt_id":"more-/' | ctl append > /dev/null
+ctl checkpoint --at-least "$(($(sed -n 2p "$work/old.note") + 1))" > /dev/null
+ctl export --run team-code/run-0003 --out "$work/run.tar.gz" --since "$work/old.note" > /dev/null
+ctl export --team team-data --from 2020-01-01T00:00:00Z --to 2100-01-01T00:00:00Z \
+  --out "$work/team.tar.gz" > /dev/null
 ctl export --seq 5:40 --out "$work/seq.tar.gz" > /dev/null
 vkey=$(cat "$work/vkey")
 py() { /usr/bin/python3 "$root/export/verify_pack.py" "$@"; }
 
-py "$work/run.tar.gz" "$vkey" | grep -q '^OK: ' || { py "$work/run.tar.gz" "$vkey"; exit 1; }
-py "$work/seq.tar.gz" "$vkey" | grep -q '^OK: 35 entries' || { py "$work/seq.tar.gz" "$vkey"; exit 1; }
-"$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey "$work/vkey" | grep -q '^OK: '
+py "$work/run.tar.gz" "$vkey" | grep '^OK: ' > /dev/null || { py "$work/run.tar.gz" "$vkey"; exit 1; }
+py "$work/seq.tar.gz" "$vkey" | grep '^OK: 35 entries' > /dev/null || { py "$work/seq.tar.gz" "$vkey"; exit 1; }
+"$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey "$work/vkey" | grep '^OK: ' > /dev/null
+py "$work/team.tar.gz" "$vkey" | grep '^OK: ' > /dev/null || { py "$work/team.tar.gz" "$vkey"; exit 1; }
+py "$work/run.tar.gz" "$vkey" | grep '^consistent with the earlier checkpoint at size ' > /dev/null
+"$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey "$work/vkey" |
+  grep '^The checkpoint is consistent with the earlier one at size ' > /dev/null
+"$build/cmd/ledgerctl" verify "$work/team.tar.gz" --vkey "$work/vkey" | grep '^OK: ' > /dev/null
 
 # A flipped byte in entries.jsonl, the archive rebuilt around it.
 /usr/bin/python3 - "$work/run.tar.gz" "$work/tampered.tar.gz" <<'PY'

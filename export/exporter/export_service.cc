@@ -28,12 +28,20 @@ grpc::Status ExportService::Export(grpc::ServerContext* ctx, const pb::ExportReq
       scope.from_seq = request->seqs().from_seq();
       scope.to_seq = request->seqs().to_seq();
       break;
+    case pb::ExportRequest::kTeam:
+      scope.team = request->team().team();
+      scope.from_us = request->team().from_us();
+      scope.to_us = request->team().to_us();
+      if (scope.team.empty()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "team: required");
+      }
+      break;
     case pb::ExportRequest::SCOPE_NOT_SET:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "scope: give a run or a seq range");
   }
   std::string path = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-pack-",
                                    ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
-  absl::Status built = ExportPack(*log_, scope, path);
+  absl::Status built = ExportPack(*log_, scope, path, request->since_checkpoint());
   if (!built.ok()) {
     std::filesystem::remove(path);
     return grpc::Status(static_cast<grpc::StatusCode>(built.code()), std::string(built.message()));

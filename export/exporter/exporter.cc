@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "export/pack/pack.h"
 #include "ledger/hash/hash.h"
+#include "ledger/note/note.h"
 #include "ledger/receipt/entry.h"
 
 namespace ledger::exporter {
@@ -72,9 +73,49 @@ absl::StatusOr<std::vector<uint64_t>> RunSeqs(const store::Store& store, const S
   return seqs;
 }
 
+// The first seq below `size` whose logged_at_us is >= t (logged_at_us never
+// decreases along the log).
+absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size, int64_t t) {
+  uint64_t lo = 0, hi = size;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    auto leaf = store.GetLeaf(mid);
+    if (!leaf.ok()) return leaf.status();
+    auto entry = receipt::ParseLeaf(*leaf);
+    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", mid, ": ", entry.status().message()));
+    if (entry->logged_at_us < t) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+absl::StatusOr<std::vector<uint64_t>> TeamSeqs(const store::Store& store, const Scope& scope,
+                                               uint64_t size) {
+  if (scope.to_us <= scope.from_us) {
+    return absl::InvalidArgumentError("time: want from < to");
+  }
+  auto lo = FirstAtOrAfter(store, size, scope.from_us);
+  if (!lo.ok()) return lo.status();
+  auto hi = FirstAtOrAfter(store, size, scope.to_us);
+  if (!hi.ok()) return hi.status();
+  std::vector<uint64_t> seqs;
+  absl::Status scanned = store.ScanLeaves(*lo, *hi, [&](uint64_t seq, std::string_view leaf) {
+    auto entry = receipt::ParseLeaf(leaf);
+    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
+    if (entry->receipt.team() == scope.team) seqs.push_back(seq);
+    return absl::OkStatus();
+  });
+  if (!scanned.ok()) return scanned;
+  return seqs;
+}
+
 }  // namespace
 
-absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path) {
+absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
+                        const std::string& since) {
   auto cp = log.Checkpoint(0);
   if (!cp.ok()) return cp.status();
   const uint64_t size = cp->size;
@@ -85,6 +126,12 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     if (!run.ok()) return run.status();
     seqs = *std::move(run);
     scope_json = {{"kind", "run"}, {"team", scope.team}, {"run_id", scope.run_id}};
+  } else if (scope.is_team_window()) {
+    auto team = TeamSeqs(log.store(), scope, size);
+    if (!team.ok()) return team.status();
+    seqs = *std::move(team);
+    scope_json = {{"kind", "team"}, {"team", scope.team}, {"from_us", scope.from_us},
+                  {"to_us", scope.to_us}};
   } else {
     if (scope.from_seq >= scope.to_seq) {
       return absl::InvalidArgumentError("seq: want A:B with A < B");
@@ -132,6 +179,28 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
       {pack::kEntries, path(pack::kEntries)},       {pack::kProofs, path(pack::kProofs)},
       {pack::kOutcomes, path(pack::kOutcomes)},     {pack::kReport, path(pack::kReport)}};
   if (auto s = WriteFile(files[pack::kCheckpoint], cp->note); !s.ok()) return s;
+  if (!since.empty()) {
+    auto verifier = note::Verifier::Parse(log.verifier_key());
+    auto text = verifier->Open(since);
+    if (!text.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("since: ", text.status().message()));
+    }
+    auto old = note::ParseCheckpoint(*text);
+    if (!old.ok() || old->origin != log.origin()) {
+      return absl::InvalidArgumentError("since: not a checkpoint of this log");
+    }
+    if (old->size > size) {
+      return absl::InvalidArgumentError(absl::StrCat("since: its size ", old->size,
+                                                     " is beyond the checkpoint's ", size));
+    }
+    uint64_t to = size;
+    auto proof = log.ProveConsistency(old->size, &to);
+    if (!proof.ok()) return proof.status();
+    nlohmann::ordered_json c = {{"old_checkpoint", since}, {"proof", nlohmann::ordered_json::array()}};
+    for (const auto& h : *proof) c["proof"].push_back(hash::Hex(h));
+    files[pack::kConsistency] = path(pack::kConsistency);
+    if (auto s = WriteFile(files[pack::kConsistency], c.dump() + "\n"); !s.ok()) return s;
+  }
   if (auto s = WriteFile(files[pack::kVkey], log.verifier_key() + "\n"); !s.ok()) return s;
   if (auto s = WriteFile(files[pack::kOutcomes], outcome_json->dump() + "\n"); !s.ok()) return s;
   if (auto s = WriteFile(files[pack::kReport], pack::ReportHtml(header, *outcome_json, cp->note));

@@ -21,15 +21,24 @@ struct Scope {
   // chain gap-free from its first entry.
   std::string team;
   std::string run_id;
-  // Otherwise a seq range [from_seq, to_seq).
+  // A seq range [from_seq, to_seq), when team is empty.
   uint64_t from_seq = 0;
   uint64_t to_seq = 0;
+  // A team's window, when run_id is empty and team is not: its entries with
+  // from_us <= logged_at_us < to_us.
+  int64_t from_us = 0;
+  int64_t to_us = 0;
   bool is_run() const { return !run_id.empty(); }
+  bool is_team_window() const { return run_id.empty() && !team.empty(); }
 };
 
-// Writes the pack of `scope` against the latest checkpoint to `out_path`.
-// NOT_FOUND for an unknown run; OUT_OF_RANGE for seqs beyond the checkpoint.
-absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path);
+// Writes the pack of `scope` against the latest checkpoint to `out_path`;
+// with `since` (an earlier signed checkpoint of this log), the pack carries
+// a consistency proof from it. NOT_FOUND for an unknown run; OUT_OF_RANGE
+// for seqs beyond the checkpoint; INVALID_ARGUMENT for a `since` that is not
+// this log's.
+absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
+                        const std::string& since = "");
 
 }  // namespace ledger::exporter
 

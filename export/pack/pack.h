@@ -3,7 +3,8 @@
 // byte-identical when written twice from the same files:
 //
 //   checkpoint        the signed checkpoint every proof is against
-//   consistency.json  only with an earlier checkpoint (not written yet)
+//   consistency.json  only with an earlier checkpoint: {"old_checkpoint":
+//                     "<that signed note>","proof":["<hex>",...]}
 //   entries.jsonl     the leaves in scope, ascending seq, one per line
 //   ledger.vkey       the verifier key line
 //   manifest.json     format, origin, scope, tree size, root, counts and the
@@ -36,6 +37,7 @@ namespace ledger::pack {
 inline constexpr int kFormatVersion = 1;
 inline constexpr char kTopFolder[] = "evidence";
 inline constexpr char kCheckpoint[] = "checkpoint";
+inline constexpr char kConsistency[] = "consistency.json";
 inline constexpr char kEntries[] = "entries.jsonl";
 inline constexpr char kVkey[] = "ledger.vkey";
 inline constexpr char kManifest[] = "manifest.json";

@@ -172,6 +172,44 @@ TEST_F(PackTest, SeqRangePackVerifies) {
   EXPECT_EQ(none.message(), "run: no run 'no-run' in team team-a");
 }
 
+TEST_F(PackTest, TeamWindowPackVerifies) {
+  verify::Result r = Verify(Export({"team-a", "", 0, 0, 0, int64_t{1} << 62}, "t.tar.gz"));
+  EXPECT_TRUE(r.ok) << r.Summary();
+  EXPECT_EQ(r.entries, 16u);
+  verify::Result none = Verify(Export({"team-a", "", 0, 0, 1, 2}, "t0.tar.gz"));
+  EXPECT_TRUE(none.ok) << none.Summary();
+  EXPECT_EQ(none.entries, 0u);
+}
+
+TEST_F(PackTest, SinceAnEarlierCheckpointCarriesAConsistencyProof) {
+  std::string old = log_->Checkpoint(0)->note;
+  receipt::Receipt more = *receipt::FromJsonText(
+      R"({"receipt_id":"late-call","kind":"tool_call","team":"team-a","run_id":"run-1",)"
+      R"("occurred_at_us":9,"tool":"git","decision":"allow"})");
+  std::promise<void> done;
+  ASSERT_TRUE(log_->Append("gw", {&more}, [&](std::vector<sequencer::Outcome>) { done.set_value(); }).ok());
+  done.get_future().wait();
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  std::string p = dir_.Sub("since.tar.gz");
+  ASSERT_TRUE(exporter::ExportPack(*log_, {"team-a", "run-1"}, p, old).ok());
+  verify::Result r = Verify(p);
+  EXPECT_TRUE(r.ok) << r.Summary();
+  ASSERT_TRUE(r.since_size.has_value());
+  EXPECT_EQ(*r.since_size, 16u);
+  EXPECT_EQ(r.tree_size, 17u);
+  std::string bad = Tamper(p, [&](const std::string& dir) {
+    std::string c = Read(dir + "/consistency.json");
+    size_t at = c.find("\"proof\":[\"") + 10;
+    c[at] = c[at] == 'a' ? 'b' : 'a';
+    Write(dir + "/consistency.json", c);
+  }, /*resign=*/true);
+  ExpectFailure(Verify(bad), pack::kConsistency, -1, "consistency: proof leads to");
+  auto other = *note::Signer::Generate("ledger.test/packs");
+  auto foreign = exporter::ExportPack(*log_, {"team-a", "run-1"}, dir_.Sub("f.tar.gz"),
+                                      *other.Sign(note::FormatCheckpoint({"ledger.test/packs", 3, {}})));
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(PackTest, AFlippedByteInAnyFileIsRefused) {
   std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
   for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kOutcomes,

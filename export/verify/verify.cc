@@ -53,6 +53,7 @@ nlohmann::json Result::Json() const {
                       {"origin", origin},
                       {"tree_size", tree_size},
                       {"entries", entries}};
+  if (since_size.has_value()) j["consistent_with_size"] = *since_size;
   if (!scope.empty()) j["scope"] = nlohmann::json::parse(scope, nullptr, false);
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
@@ -70,6 +71,10 @@ std::string Result::Summary() const {
   if (ok) {
     absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ",
                     origin, " at tree size ", tree_size, ".\n");
+    if (since_size.has_value()) {
+      absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size,
+                      ".\n");
+    }
   } else {
     absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ",
                     message, "\n");
@@ -153,6 +158,35 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
                              r.tree_size, " root ", manifest.value("root", "")));
   }
 
+  // The consistency proof from an earlier checkpoint, when there is one.
+  if (files->count(pack::kConsistency)) {
+    nlohmann::json c = nlohmann::json::parse(ReadAll(file(pack::kConsistency)), nullptr, false);
+    if (c.is_discarded() || !c.is_object() || !c.contains("old_checkpoint") ||
+        !c["old_checkpoint"].is_string() || !c.contains("proof") || !c["proof"].is_array()) {
+      return Fail(r, pack::kConsistency, -1, "not {\"old_checkpoint\":...,\"proof\":[...]}");
+    }
+    auto old_text = verifier->Open(c["old_checkpoint"].get<std::string>());
+    if (!old_text.ok()) {
+      return Fail(r, pack::kConsistency, -1,
+                  absl::StrCat("old_checkpoint: ", old_text.status().message()));
+    }
+    auto old = note::ParseCheckpoint(*old_text);
+    if (!old.ok() || old->origin != cp->origin) {
+      return Fail(r, pack::kConsistency, -1, "old_checkpoint: not a checkpoint of this log");
+    }
+    std::vector<hash::Hash> proof;
+    for (const auto& h : c["proof"]) {
+      auto parsed = h.is_string() ? hash::ParseHex(h.get<std::string>())
+                                  : absl::StatusOr<hash::Hash>(absl::InvalidArgumentError("hash"));
+      if (!parsed.ok()) return Fail(r, pack::kConsistency, -1, "proof: not a list of hex hashes");
+      proof.push_back(*parsed);
+    }
+    if (auto s = merkle::VerifyConsistency(old->size, cp->size, old->root, cp->root, proof); !s.ok()) {
+      return Fail(r, pack::kConsistency, -1, std::string(s.message()));
+    }
+    r.since_size = old->size;
+  }
+
   // Entries and proofs, line by line.
   const nlohmann::json& scope = manifest["scope"];
   std::string kind = scope.value("kind", "");
@@ -209,6 +243,12 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
         return Fail(r, pack::kEntries, seq,
                     absl::StrCat("run_prev expected ", want ? std::to_string(*want) : "none (the run's first entry)",
                                  ", found ", entry->run_prev ? std::to_string(*entry->run_prev) : "none"));
+      }
+    } else if (kind == "team") {
+      if (entry->receipt.team() != scope.value("team", "") ||
+          entry->logged_at_us < scope.value("from_us", int64_t{0}) ||
+          entry->logged_at_us >= scope.value("to_us", int64_t{0})) {
+        return Fail(r, pack::kEntries, seq, "not an entry of the pack's team and time window");
       }
     } else if (kind == "seq") {
       uint64_t want = last_seq ? *last_seq + 1 : scope.value("from_seq", uint64_t{0});

@@ -14,6 +14,7 @@
 #define EXPORT_VERIFY_VERIFY_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -34,6 +35,8 @@ struct Result {
   uint64_t tree_size = 0;
   uint64_t entries = 0;
   std::string scope;  // the manifest's scope, as JSON
+  // The size of the earlier checkpoint the pack proved consistency with.
+  std::optional<uint64_t> since_size;
   // When !ok: the first failing item.
   std::string file;
   int64_t seq = -1;
