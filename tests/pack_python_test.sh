@@ -43,6 +43,13 @@ py "$work/run.tar.gz" "$vkey" | grep '^consistent with the earlier checkpoint at
   grep '^The checkpoint is consistent with the earlier one at size ' > /dev/null
 "$build/cmd/ledgerctl" verify "$work/team.tar.gz" --vkey "$work/vkey" | grep '^OK: ' > /dev/null
 
+# Go's x/mod sumdb checks the packs' checkpoints and proofs too.
+for pack in run seq team; do
+  mkdir -p "$work/x-$pack" && tar -xzf "$work/$pack.tar.gz" -C "$work/x-$pack"
+  GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE="$work/gocache" GOPROXY=off \
+    go run "$root/tests/interop/verify.go" -pack "$work/x-$pack/evidence" "$vkey"
+done
+
 # A flipped byte in entries.jsonl, the archive rebuilt around it.
 /usr/bin/python3 - "$work/run.tar.gz" "$work/tampered.tar.gz" <<'PY'
 import io, sys, tarfile
