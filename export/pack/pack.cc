@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -49,6 +50,67 @@ std::string Dollars(int64_t micros) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "$%.6f", static_cast<double>(micros) / 1e6);
   return buf;
+}
+
+int64_t StepStart(const nlohmann::json& s) {
+  return s.contains("start") ? s["start"]["logged_at_us"].get<int64_t>() : s["first_at_us"].get<int64_t>();
+}
+
+// The step's end on the timeline: its completion, its unknown declaration,
+// or (pending) none.
+int64_t StepEnd(const nlohmann::json& s) {
+  if (s.contains("unknown")) return s["unknown"]["logged_at_us"].get<int64_t>();
+  if (s.contains("completion")) return s["completion"]["logged_at_us"].get<int64_t>();
+  return -1;
+}
+
+// Each step as a bar from its start to its completion or its unknown
+// declaration, in ledger time. Inline SVG: no script, no external asset.
+std::string Timeline(const nlohmann::json& outcomes) {
+  const auto& steps = outcomes["steps"];
+  if (steps.empty()) return "";
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  for (const auto& s : steps) {
+    t0 = std::min(t0, StepStart(s));
+    t1 = std::max({t1, StepStart(s), StepEnd(s)});
+  }
+  const int kLabel = 220, kWidth = 700, kRow = 18;
+  double span = std::max<int64_t>(1, t1 - t0);
+  auto x = [&](int64_t t) { return kLabel + static_cast<int>((t - t0) * kWidth / span); };
+  int height = static_cast<int>(steps.size()) * kRow + 24;
+  std::string svg = absl::StrCat(
+      "<h2>Timeline</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", kLabel + kWidth + 20,
+      "\" height=\"", height, "\" role=\"img\" aria-label=\"step timeline\">\n");
+  int row = 0;
+  for (const auto& s : steps) {
+    std::string state = s["state"];
+    int64_t start = StepStart(s), end = StepEnd(s);
+    bool open = end < 0;
+    if (open) end = t1;
+    const char* fill = state == "succeeded" ? "#4c9a2a"
+                       : state == "failed"  ? "#d98b00"
+                       : state == "unknown" ? "#c00000"
+                       : state == "denied"  ? "#777777"
+                                            : "#6a8fd0";
+    int y = 8 + row * kRow;
+    int x0 = x(start), w = std::max(3, x(end) - x0);
+    absl::StrAppend(&svg, "<text x=\"4\" y=\"", y + 12, "\" font-size=\"12\">",
+                    Escape(s["run_id"].get<std::string>()), " / ", Escape(s["step_id"].get<std::string>()),
+                    "</text><rect class=\"step ", Escape(state), "\" x=\"", x0, "\" y=\"", y + 2,
+                    "\" width=\"", w, "\" height=\"12\" fill=\"", fill, "\"", open ? " fill-opacity=\"0.4\"" : "",
+                    "><title>", Escape(s["step_id"].get<std::string>()), ": ",
+                    state == "unknown" ? "UNKNOWN (no completion by the deadline)" : Escape(state),
+                    "</title></rect>");
+    if (state == "unknown") {
+      absl::StrAppend(&svg, "<text x=\"", x0 + w + 4, "\" y=\"", y + 12,
+                      "\" font-size=\"12\" fill=\"#c00000\" font-weight=\"bold\">UNKNOWN</text>");
+    }
+    svg += "\n";
+    ++row;
+  }
+  svg += "</svg>\n<p>Green: succeeded; orange: failed; red: unknown; grey: denied; blue: pending "
+         "(still open at the checkpoint). Time runs left to right in the ledger's clock.</p>\n";
+  return svg;
 }
 
 }  // namespace
@@ -225,6 +287,7 @@ std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& out
     h += "<p class=\"flag\"><strong>" + std::to_string(unknown) +
          " step(s) never reported a completion and were declared UNKNOWN.</strong></p>\n";
   }
+  h += Timeline(outcomes);
   h += "<h2>Steps</h2>\n<table><tr><th>run</th><th>step</th><th>attempt</th><th>state</th>"
        "<th>anomalies</th><th>model calls allowed/denied</th><th>tool calls allowed/denied</th>"
        "<th>tokens in/out</th><th>charged</th><th>entries (seq)</th></tr>\n";

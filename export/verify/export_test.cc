@@ -156,6 +156,10 @@ TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {
   std::string report = Read(files["report.html"]);
   EXPECT_EQ(report.find("<b>"), std::string::npos);  // nothing from a receipt is markup
   EXPECT_NE(report.find("<td>s2</td><td>1</td><td>pending</td>"), std::string::npos);
+  EXPECT_NE(report.find("<svg"), std::string::npos);
+  EXPECT_NE(report.find("<rect class=\"step succeeded\""), std::string::npos);
+  EXPECT_NE(report.find("<rect class=\"step pending\""), std::string::npos);
+  EXPECT_EQ(report.find("<script"), std::string::npos);
   // Every line of entries.jsonl is a leaf, byte for byte.
   std::istringstream lines(Read(files["entries.jsonl"]));
   std::string line;
