@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "export/pack/pack.h"
+#include "absl/container/flat_hash_map.h"
 #include "ledger/hash/hash.h"
+#include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
 #include "ledger/receipt/entry.h"
 
@@ -52,18 +54,16 @@ absl::StatusOr<std::vector<uint64_t>> RunSeqs(const store::Store& store, const S
   while (at.has_value()) {
     auto leaf = store.GetLeaf(*at);
     if (!leaf.ok()) return leaf.status();
-    auto entry = receipt::ParseLeaf(*leaf);
-    if (!entry.ok()) {
-      return absl::DataLossError(absl::StrCat("entry ", *at, ": ", entry.status().message()));
-    }
-    if (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id) {
-      return absl::DataLossError(absl::StrCat("entry ", *at, " is not of run ", scope.run_id));
+    // The whole entry is checked when it is written into the pack.
+    auto run_prev = receipt::RunPrevOf(*leaf);
+    if (!run_prev.ok()) {
+      return absl::DataLossError(absl::StrCat("entry ", *at, ": ", run_prev.status().message()));
     }
     if (*at < size) seqs.push_back(*at);
-    if (entry->run_prev.has_value() && *entry->run_prev >= *at) {
+    if (run_prev->has_value() && **run_prev >= *at) {
       return absl::DataLossError(absl::StrCat("entry ", *at, ": run_prev does not go back"));
     }
-    at = entry->run_prev;
+    at = *run_prev;
   }
   if (seqs.empty()) {
     return absl::NotFoundError(absl::StrCat("run: '", scope.run_id,
@@ -150,17 +150,35 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   std::ofstream entries(path(pack::kEntries), std::ios::binary);
   std::ofstream proofs(path(pack::kProofs), std::ios::binary);
   pack::Outcomes outcomes;
+  // Neighbouring entries' proofs share most of their nodes.
+  absl::flat_hash_map<uint64_t, hash::Hash> nodes;
+  auto node = [&](int level, uint64_t index) -> absl::StatusOr<hash::Hash> {
+    uint64_t key = index << 6 | static_cast<uint64_t>(level);
+    if (auto it = nodes.find(key); it != nodes.end()) return it->second;
+    auto h = log.store().GetNode(level, index);
+    if (!h.ok()) return h.status();
+    if (nodes.size() > (1 << 16)) nodes.clear();  // bounded memory
+    nodes.emplace(key, *h);
+    return *h;
+  };
   for (uint64_t seq : seqs) {
     auto leaf = log.store().GetLeaf(seq);
     if (!leaf.ok()) return leaf.status();
-    auto proof = log.ProveInclusion(seq, size);
-    if (!proof.ok()) return proof.status();
+    auto path = merkle::InclusionProof(seq, size, node);
+    if (!path.ok()) return path.status();
+    auto entry = receipt::ParseLeaf(*leaf);
+    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
+    if (scope.is_run() && (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id)) {
+      return absl::DataLossError(absl::StrCat("entry ", seq, " is not of run ", scope.run_id));
+    }
     entries << *leaf << '\n';
-    nlohmann::ordered_json line = {{"seq", seq}, {"leaf_hash", hash::Hex(proof->leaf_hash)}};
-    line["inclusion"] = nlohmann::ordered_json::array();
-    for (const auto& h : proof->path) line["inclusion"].push_back(hash::Hex(h));
-    proofs << line.dump() << '\n';
-    if (auto s = outcomes.Add(*leaf); !s.ok()) return s;
+    std::string line = absl::StrCat("{\"seq\":", seq, ",\"leaf_hash\":\"", hash::Hex(hash::LeafHash(*leaf)),
+                                    "\",\"inclusion\":[");
+    for (size_t i = 0; i < path->size(); ++i) {
+      absl::StrAppend(&line, i ? ",\"" : "\"", hash::Hex((*path)[i]), "\"");
+    }
+    proofs << line << "]}\n";
+    if (auto s = outcomes.Add(*std::move(entry)); !s.ok()) return s;
   }
   entries.close();
   proofs.close();

@@ -219,25 +219,19 @@ absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(const std::str
 
 Outcomes::Outcomes() : txn_(nullptr, nullptr) {}
 
-absl::Status Outcomes::Add(std::string_view leaf) {
-  pending_.emplace_back(leaf);
+absl::Status Outcomes::Add(receipt::Entry entry) {
+  pending_.push_back(std::move(entry));
   if (pending_.size() >= 10'000) return Flush();
   return absl::OkStatus();
 }
 
 absl::Status Outcomes::Flush() {
-  std::vector<receipt::Entry> parsed;
-  parsed.reserve(pending_.size());
-  for (const auto& leaf : pending_) {
-    auto e = receipt::ParseLeaf(leaf);
-    if (!e.ok()) return e.status();
-    parsed.push_back(*std::move(e));
-  }
-  pending_.clear();
   std::vector<projection::Entry> entries;
-  for (const auto& e : parsed) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
+  for (const auto& e : pending_) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
   query::StepProjector projector;
-  return projector.Apply(entries, txn_);
+  absl::Status s = projector.Apply(entries, txn_);
+  pending_.clear();
+  return s;
 }
 
 absl::StatusOr<nlohmann::json> Outcomes::Json() {

@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "ledger/projection/projection.h"
+#include "ledger/receipt/entry.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::pack {
@@ -70,15 +71,15 @@ absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(const std::str
 class Outcomes {
  public:
   Outcomes();
-  // `leaf` MUST be the leaf of the next entry in scope.
-  absl::Status Add(std::string_view leaf);
+  // `entry` MUST be the next entry in scope (parsed with receipt::ParseLeaf).
+  absl::Status Add(receipt::Entry entry);
   // {"runs":[...],"steps":[...]}, sorted by key, deterministic.
   absl::StatusOr<nlohmann::json> Json();
 
  private:
   absl::Status Flush();
   projection::OverlayTxn txn_;
-  std::vector<std::string> pending_;
+  std::vector<receipt::Entry> pending_;
 };
 
 // SHA-256 of a file, hex.

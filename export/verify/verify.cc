@@ -258,8 +258,10 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     } else {
       return Fail(r, pack::kManifest, -1, absl::StrCat("unknown scope kind '", kind, "'"));
     }
-    if (auto s = outcomes.Add(leaf); !s.ok()) return Fail(r, pack::kEntries, seq, std::string(s.message()));
     last_seq = entry->seq;
+    if (auto s = outcomes.Add(*std::move(entry)); !s.ok()) {
+      return Fail(r, pack::kEntries, seq, std::string(s.message()));
+    }
     last_hash = leaf_hash;
     ++r.entries;
   }

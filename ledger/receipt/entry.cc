@@ -44,6 +44,35 @@ void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev,
   out->append(",\"v\":1}");
 }
 
+absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf) {
+  constexpr std::string_view kEnd = ",\"v\":1}", kSeq = ",\"seq\":", kRunPrev = ",\"run_prev\":";
+  if (leaf.size() < kEnd.size() || leaf.substr(leaf.size() - kEnd.size()) != kEnd) {
+    return Bad("not a version 1 leaf");
+  }
+  std::string_view rest = leaf.substr(0, leaf.size() - kEnd.size());
+  auto take_number = [](std::string_view* s) -> std::optional<uint64_t> {
+    size_t n = 0;
+    while (n < s->size() && (*s)[s->size() - 1 - n] >= '0' && (*s)[s->size() - 1 - n] <= '9') ++n;
+    if (n == 0 || n > 19) return std::nullopt;
+    uint64_t v = 0;
+    for (char c : s->substr(s->size() - n)) v = v * 10 + static_cast<uint64_t>(c - '0');
+    s->remove_suffix(n);
+    return v;
+  };
+  if (!take_number(&rest) || rest.size() < kSeq.size() ||
+      rest.substr(rest.size() - kSeq.size()) != kSeq) {
+    return Bad("no seq at the end");
+  }
+  rest.remove_suffix(kSeq.size());
+  std::string_view probe = rest;
+  auto run_prev = take_number(&probe);
+  if (run_prev && probe.size() >= kRunPrev.size() &&
+      probe.substr(probe.size() - kRunPrev.size()) == kRunPrev) {
+    return std::optional<uint64_t>(*run_prev);
+  }
+  return std::optional<uint64_t>();
+}
+
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf) {
   nlohmann::json j = nlohmann::json::parse(leaf, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Bad("not a JSON object");

@@ -86,6 +86,17 @@ TEST(EntryTest, ParseRefusesNonCanonicalLeaves) {
   EXPECT_EQ(ParseLeaf(bad_receipt).status().message().substr(0, 19), "leaf: receipt.kind:");
 }
 
+TEST(EntryTest, RunPrevOfReadsTheTail) {
+  auto v = LoadLeaves();
+  EXPECT_EQ(*RunPrevOf(v["entries"][0]["leaf_bytes_utf8"].get<std::string>()), std::nullopt);
+  EXPECT_EQ(*RunPrevOf(v["entries"][2]["leaf_bytes_utf8"].get<std::string>()), 1u);
+  // A receipt whose strings mention run_prev does not confuse it.
+  std::string tricky = EncodeLeaf(9, kZeroHash, std::nullopt, 1, "e",
+                                  R"({"reason":"","run_prev":7,"seq":9"})");
+  EXPECT_EQ(*RunPrevOf(tricky), std::nullopt);
+  EXPECT_FALSE(RunPrevOf("{}").ok());
+}
+
 TEST(EntryTest, GenesisPrevIsZeros) {
   std::string leaf = EncodeLeaf(0, kZeroHash, std::nullopt, 1, "e", "{}");
   EXPECT_EQ(leaf,
