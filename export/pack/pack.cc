@@ -79,7 +79,7 @@ std::string Timeline(const nlohmann::json& outcomes) {
   auto x = [&](int64_t t) { return kLabel + static_cast<int>((t - t0) * kWidth / span); };
   int height = static_cast<int>(steps.size()) * kRow + 24;
   std::string svg = absl::StrCat(
-      "<h2>Timeline</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", kLabel + kWidth + 20,
+      "<h2>Timeline</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", kLabel + kWidth + 90,
       "\" height=\"", height, "\" role=\"img\" aria-label=\"step timeline\">\n");
   int row = 0;
   for (const auto& s : steps) {

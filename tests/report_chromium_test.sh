@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The report of a run with an unknown step, rendered by headless Chromium
+# (Debian's): every step of the run is shown and the unknown one is marked.
+# Usage: report_chromium_test.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --origin report.test/log \
+  --checkpoint-interval-ms 20 --unknown-grace-ms 200 --sweep-interval-ms 50 > "$work/ledgerd.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.out" && break; sleep 0.05; done
+addr=$(sed -n 's/^listening on //p' "$work/ledgerd.out")
+ctl() { "$build/cmd/ledgerctl" --server "$addr" "$@"; }
+/usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 --timeout-ms 300 > "$work/receipts.jsonl"
+ctl append "$work/receipts.jsonl" > /dev/null
+for _ in $(seq 100); do
+  ctl steps --team team-support --state unknown --json | grep -q unknown && break
+  sleep 0.1
+done
+sleep 0.2  # a checkpoint over the declaration
+ctl export --run team-support/run-0007 --out "$work/run.tar.gz" > /dev/null
+mkdir -p "$work/pack" && tar -xzf "$work/run.tar.gz" -C "$work/pack"
+report="$work/pack/evidence/report.html"
+browser() {
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$work/profile" "$@" 2>/dev/null
+}
+browser --dump-dom "file://$report" > "$work/dom.html"
+browser --screenshot="$work/report.png" --window-size=1200,900 "file://$report" > /dev/null || true
+/usr/bin/python3 - "$work/pack/evidence/outcomes.json" "$work/dom.html" <<'PY'
+import json, re, sys
+steps = json.load(open(sys.argv[1]))["steps"]
+dom = open(sys.argv[2]).read()
+assert steps, "no steps in the pack"
+for s in steps:
+    cell = "<td>%s</td><td>%s</td>" % (s["run_id"], s["step_id"])
+    assert cell in dom, "step %s is not shown" % s["step_id"]
+unknown = [s for s in steps if s["state"] == "unknown"]
+assert unknown, "the run has no unknown step"
+rows = re.findall(r'<tr class="unknown"><td>[^<]*</td><td>([^<]*)</td>', dom)
+assert sorted(rows) == sorted(s["step_id"] for s in unknown), rows
+assert dom.count('class="step unknown"') == len(unknown), "the timeline does not mark it"
+assert "never reported a completion" in dom
+print("report: %d steps shown by Chromium, %d unknown marked" % (len(steps), len(unknown)))
+PY
+if [ -n "${REPORT_SCREENSHOT:-}" ] && [ -f "$work/report.png" ]; then cp "$work/report.png" "$REPORT_SCREENSHOT"; fi
