@@ -217,7 +217,7 @@ absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(const std::str
   return out;
 }
 
-Outcomes::Outcomes() : txn_(nullptr, nullptr) {}
+Outcomes::Outcomes() : txn_(nullptr, nullptr, &discard_) {}
 
 absl::Status Outcomes::Add(receipt::Entry entry) {
   pending_.push_back(std::move(entry));
@@ -256,8 +256,13 @@ absl::StatusOr<nlohmann::json> Outcomes::Json() {
 absl::StatusOr<std::string> FileSha256(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::UnavailableError(absl::StrCat("cannot read ", path));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return hash::Hex(hash::Sha256(data));
+  hash::Sha256Stream sha;
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    if (in.gcount() > 0) sha.Update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
+  }
+  return hash::Hex(sha.Final());
 }
 
 std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& outcomes,

@@ -78,6 +78,13 @@ class Outcomes {
 
  private:
   absl::Status Flush();
+  // Index rows and step changes are for queries, not outcomes: dropped.
+  class Discard final : public projection::Sink {
+   public:
+    void PutProjection(projection::Table, std::string_view, std::string_view) override {}
+    void DeleteProjection(projection::Table, std::string_view) override {}
+  };
+  Discard discard_;
   projection::OverlayTxn txn_;
   std::vector<receipt::Entry> pending_;
 };

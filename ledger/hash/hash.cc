@@ -74,6 +74,27 @@ int B64Value(char c) {
 
 }  // namespace
 
+Sha256Stream::Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
+  if (ctx_ == nullptr || EVP_DigestInit_ex2(static_cast<EVP_MD_CTX*>(ctx_), Sha256Md(), nullptr) != 1) {
+    std::abort();
+  }
+}
+
+Sha256Stream::~Sha256Stream() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void Sha256Stream::Update(std::string_view data) {
+  if (EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data.data(), data.size()) != 1) std::abort();
+}
+
+Hash Sha256Stream::Final() {
+  Hash out;
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), out.data(), &len) != 1 || len != out.size()) {
+    std::abort();
+  }
+  return out;
+}
+
 Hash Sha256(std::string_view data) {
   Digest& d = ThreadDigest();
   d.Begin();

@@ -18,6 +18,20 @@ using Hash = std::array<uint8_t, 32>;
 
 Hash Sha256(std::string_view data);
 
+// SHA-256 of data given in pieces (a file read in chunks).
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  ~Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  void Update(std::string_view data);
+  Hash Final();
+
+ private:
+  void* ctx_;  // EVP_MD_CTX
+};
+
 // RFC 9162 §2.1.1: SHA-256(0x00 || leaf).
 Hash LeafHash(std::string_view leaf);
 

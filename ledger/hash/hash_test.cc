@@ -27,6 +27,14 @@ TEST(HashTest, NodeHashPrefixesOneByte) {
             "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125");
 }
 
+TEST(HashTest, StreamEqualsOneShot) {
+  Sha256Stream s;
+  s.Update("hello ");
+  s.Update("");
+  s.Update("world");
+  EXPECT_EQ(s.Final(), Sha256("hello world"));
+}
+
 TEST(HashTest, HexRoundTrip) {
   Hash h = Sha256("x");
   auto parsed = ParseHex(Hex(h));

@@ -1,0 +1,143 @@
+// pack_bench: evidence-pack export and verification of one large run.
+//
+//   pack_bench [--entries N] [--data DIR]
+//
+// Fills a ledger (in this process, through Log::Append, projections off:
+// export does not read them) with one run of N entries (steps of start,
+// three model calls, a tool call and an exec) unless DIR holds it, exports
+// the run's pack, verifies it offline, and prints one JSON line: seconds,
+// entries per second, pack size, and the process's peak resident memory
+// after each phase (getrusage), to show whether memory grows with the pack.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cmd/flags.h"
+#include "export/exporter/exporter.h"
+#include "export/verify/verify.h"
+#include "ledger/log/key_file.h"
+#include "ledger/log/log.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+namespace pb = evidence::ledger::v1;
+using Clock = std::chrono::steady_clock;
+
+long PeakRssKb() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+pb::Receipt Make(uint64_t i) {
+  pb::Receipt r;
+  uint64_t step = i / 6, part = i % 6;
+  r.set_receipt_id(absl::StrCat("pb-", i));
+  r.set_team("team-a");
+  r.set_run_id("big-run");
+  r.set_step_id(absl::StrCat("step-", step));
+  r.set_occurred_at_us(1767225600000000 + static_cast<int64_t>(i));
+  if (part == 0) {
+    r.mutable_agent_start()->set_decision(pb::DECISION_ALLOW);
+    r.mutable_agent_start()->set_timeout_ms(86'400'000);
+  } else if (part == 5) {
+    r.mutable_agent_exec()->set_start_receipt_id(absl::StrCat("pb-", step * 6));
+    r.mutable_agent_exec()->set_status(pb::EXEC_STATUS_SUCCEEDED);
+    r.mutable_agent_exec()->set_cost_micros(100);
+  } else if (part == 4) {
+    r.mutable_tool_call()->set_tool("git");
+    r.mutable_tool_call()->set_decision(pb::DECISION_ALLOW);
+  } else {
+    auto* m = r.mutable_model_call();
+    m->set_route("openai/demo");
+    m->set_decision(pb::DECISION_ALLOW);
+    m->set_input_tokens(1200);
+    m->set_output_tokens(300);
+    m->set_cost_micros(40);
+    m->set_request_sha256("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ledger::cmd::Flags flags;
+  flags.Define("entries", "1000000", "entries in the run");
+  flags.Define("data", "", "data directory to fill or reuse (default: a temporary one)");
+  if (auto s = flags.Parse(argc, argv, 1); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
+  uint64_t n = static_cast<uint64_t>(*flags.Int("entries"));
+  std::string data = flags.Get("data");
+  bool temporary = data.empty();
+  if (temporary) data = absl::StrCat(std::filesystem::temp_directory_path().string(), "/pack-bench-", ::getpid());
+  std::filesystem::create_directories(data);
+  ledger::log::Log::Options o;
+  o.data_dir = data;
+  o.origin = "pack-bench.test/log";
+  auto key = ledger::log::LoadOrCreateKey(data, "", o.origin);
+  auto log = ledger::log::Log::Open(o, *key);
+  if (!log.ok()) {
+    std::cerr << log.status() << "\n";
+    return 1;
+  }
+  auto t = Clock::now();
+  for (uint64_t first = (*log)->head().size; first < n; first += 1000) {
+    auto receipts = std::make_shared<std::vector<pb::Receipt>>();
+    for (uint64_t i = first; i < std::min(n, first + 1000); ++i) receipts->push_back(Make(i));
+    std::vector<const pb::Receipt*> ptrs;
+    for (const auto& r : *receipts) ptrs.push_back(&r);
+    std::promise<void> done;
+    absl::Status s = (*log)->Append("bench", ptrs, [&](std::vector<ledger::sequencer::Outcome>) {
+      done.set_value();
+    });
+    if (!s.ok()) {
+      std::cerr << s << "\n";
+      return 1;
+    }
+    done.get_future().wait();
+  }
+  if (auto s = (*log)->SignCheckpoint(); !s.ok()) std::cerr << s << "\n";
+  double fill_s = std::chrono::duration<double>(Clock::now() - t).count();
+  long rss_filled = PeakRssKb();
+
+  std::string pack = data + "/big-run.tar.gz";
+  t = Clock::now();
+  absl::Status exported = ledger::exporter::ExportPack(**log, {"team-a", "big-run"}, pack);
+  double export_s = std::chrono::duration<double>(Clock::now() - t).count();
+  if (!exported.ok()) {
+    std::cerr << exported << "\n";
+    return 1;
+  }
+  long rss_exported = PeakRssKb();
+  ledger::verify::Options vo;
+  vo.vkey = (*log)->verifier_key();
+  t = Clock::now();
+  auto verified = ledger::verify::VerifyPack(pack, vo);
+  double verify_s = std::chrono::duration<double>(Clock::now() - t).count();
+  long rss_verified = PeakRssKb();
+  nlohmann::json out = {{"entries", n},
+                        {"fill_s", fill_s},
+                        {"export_s", export_s},
+                        {"export_entries_per_s", static_cast<double>(n) / export_s},
+                        {"pack_bytes", std::filesystem::file_size(pack)},
+                        {"verify_s", verify_s},
+                        {"verify_entries_per_s", static_cast<double>(n) / verify_s},
+                        {"verified", verified.ok() && verified->ok},
+                        {"peak_rss_kb_after_fill", rss_filled},
+                        {"peak_rss_kb_after_export", rss_exported},
+                        {"peak_rss_kb_after_verify", rss_verified}};
+  log->reset();
+  if (temporary) std::filesystem::remove_all(data);
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
