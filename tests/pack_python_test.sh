@@ -5,20 +5,10 @@
 # the reason. Usage: pack_python_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
+# shellcheck source=tests/ledgerd.sh
+source "$(dirname "$0")/ledgerd.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-pid=""
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --origin packs.test/log \
-  --checkpoint-interval-ms 20 > "$work/ledgerd.out" 2>&1 &
-pid=$!
-for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.out" && break; sleep 0.05; done
-addr=$(sed -n 's/^listening on //p' "$work/ledgerd.out")
-ctl() { "$build/cmd/ledgerctl" --server "$addr" "$@"; }
+start_ledgerd --origin packs.test/log --checkpoint-interval-ms 20
 /usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 > "$work/receipts.jsonl"
 ctl append "$work/receipts.jsonl" > /dev/null
 ctl checkpoint --at-least "$(wc -l < "$work/receipts.jsonl")" > /dev/null

@@ -16,22 +16,6 @@
 namespace ledger::exporter {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = std::filesystem::temp_directory_path().string() + "/ledger-export-XXXXXX";
-    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 absl::Status WriteFile(const std::string& path, std::string_view data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
@@ -144,7 +128,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     scope_json = {{"kind", "seq"}, {"from_seq", scope.from_seq}, {"to_seq", scope.to_seq}};
   }
 
-  TempDir dir;
+  pack::ScratchDir dir("ledger-export");
   if (dir.path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
   auto path = [&](const char* name) { return dir.path() + "/" + name; };
   std::ofstream entries(path(pack::kEntries), std::ios::binary);

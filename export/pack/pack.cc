@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -251,6 +252,16 @@ absl::StatusOr<nlohmann::json> Outcomes::Json() {
   for (auto& [k, v] : steps) out["steps"].push_back(std::move(v));
   for (auto& [k, v] : runs) out["runs"].push_back(std::move(v));
   return out;
+}
+
+ScratchDir::ScratchDir(const std::string& prefix) {
+  std::string tmpl = std::filesystem::temp_directory_path().string() + "/" + prefix + "-XXXXXX";
+  if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
 }
 
 absl::StatusOr<std::string> FileSha256(const std::string& path) {

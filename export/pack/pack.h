@@ -89,6 +89,21 @@ class Outcomes {
   std::vector<receipt::Entry> pending_;
 };
 
+// A private directory under the system's temporary directory, removed with
+// everything in it when the object goes. path() is empty if it could not be
+// made.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // SHA-256 of a file, hex.
 absl::StatusOr<std::string> FileSha256(const std::string& path);
 

@@ -14,22 +14,6 @@
 namespace ledger::verify {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = std::filesystem::temp_directory_path().string() + "/ledger-verify-XXXXXX";
-    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
@@ -84,7 +68,7 @@ std::string Result::Summary() const {
 
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
   Result r;
-  TempDir dir;
+  pack::ScratchDir dir("ledger-verify");
   if (dir.path().empty()) return absl::UnavailableError("verify: cannot create a temporary directory");
   auto files = pack::ExtractArchive(pack_path, dir.path(), pack::Limits());
   if (!files.ok()) return Fail(r, "archive", -1, std::string(files.status().message()));

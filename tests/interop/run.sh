@@ -5,25 +5,11 @@
 # Usage: run.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
+# shellcheck source=tests/ledgerd.sh
+source "$(dirname "$0")/../ledgerd.sh"
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-pid=""
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
 
-"$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 \
-  --origin interop.test/log --checkpoint-interval-ms 20 > "$work/ledgerd.out" 2>&1 &
-pid=$!
-for _ in $(seq 100); do
-  grep -q '^listening on ' "$work/ledgerd.out" && break
-  sleep 0.05
-done
-addr=$(sed -n 's/^listening on //p' "$work/ledgerd.out")
-[ -n "$addr" ] || { cat "$work/ledgerd.out"; exit 1; }
-ctl() { "$build/cmd/ledgerctl" --server "$addr" "$@"; }
+start_ledgerd --origin interop.test/log --checkpoint-interval-ms 20
 
 receipts() {  # receipts FIRST COUNT
   for i in $(seq "$1" $(($1 + $2 - 1))); do

@@ -1,0 +1,23 @@
+# Sourced by the tests that drive a real ledgerd: a work directory removed on
+# exit, and start_ledgerd, which starts a server on a free loopback port and
+# sets $addr, with ctl as its ledgerctl. Needs $build set by the caller.
+work=$(mktemp -d)
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+start_ledgerd() {  # start_ledgerd [ledgerd flags...]
+  "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 "$@" > "$work/ledgerd.out" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    grep -q '^listening on ' "$work/ledgerd.out" && break
+    sleep 0.05
+  done
+  addr=$(sed -n 's/^listening on //p' "$work/ledgerd.out")
+  [ -n "$addr" ] || { cat "$work/ledgerd.out"; exit 1; }
+}
+
+ctl() { "$build/cmd/ledgerctl" --server "$addr" "$@"; }
