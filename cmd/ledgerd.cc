@@ -93,6 +93,11 @@ int main(int argc, char** argv) {
   if (!signer.ok()) return Fail(signer.status());
   auto log = ledger::log::Log::Open(options, *std::move(signer));
   if (!log.ok()) return Fail(log.status());
+  if (options.sequencer.projector != nullptr &&
+      (*log)->projected_at_open() < (*log)->head().size) {
+    std::cerr << "ledgerd: projections caught up from the log, entries "
+              << (*log)->projected_at_open() << " to " << (*log)->head().size << "\n";
+  }
   if (!(*log)->integrity().ok()) {
     std::cerr << "ledgerd: appends refused: " << (*log)->integrity().message() << "\n";
   }

@@ -121,6 +121,9 @@ class Log {
   const store::Store& store() const { return *store_; }
   const std::string& origin() const { return options_.origin; }
   std::string verifier_key() const { return signer_.VerifierKey(); }
+  // How many entries the projections covered when Open found them (Open
+  // caught them up to the whole log).
+  uint64_t projected_at_open() const { return projected_; }
   // OK, or the DATA_LOSS found on Open.
   const absl::Status& integrity() const { return integrity_; }
 
