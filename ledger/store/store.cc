@@ -298,8 +298,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   rocksdb::ColumnFamilyOptions lookup_options = cf_options;
   lookup_options.memtable_whole_key_filtering = true;
   lookup_options.memtable_prefix_bloom_size_ratio = 0.05;
-  // Step changes arrive in seq order, like entries.
-  rocksdb::ColumnFamilyOptions change_options = lookup_options;
+  // Step changes arrive in seq order, like entries, and are only scanned,
+  // never looked up by key: no memtable bloom filter to feed.
+  rocksdb::ColumnFamilyOptions change_options = cf_options;
   change_options.memtable_insert_with_hint_prefix_extractor =
       entry_options.memtable_insert_with_hint_prefix_extractor;
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
