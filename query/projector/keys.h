@@ -11,6 +11,7 @@
 //   p_index     'T' str(team) u64(first_at_us) step key        -> ""
 //               'R' run key u64(first_at_us) step key           -> ""
 //               'S' str(team) u8(state) u64(first_at_us) step key -> ""
+//                   (not for pending steps: their 'D' row lists them)
 //               'U' str(team) u64(first_at_us) run key          -> ""
 //               'D' u64(timeout_at_us) u64(start_seq)           -> step key
 //               'A' str(team) receipt_id                        -> step key

@@ -237,12 +237,18 @@ class StepEdit {
     }
     Charge(step_);
     pb::Run& run = run_.run();
+    // Pending steps are listed from the deadline rows ('D'), which exist
+    // exactly while a step is pending: they get no state row of their own.
     if (fresh_ || step_->state() != old_state_) {
       if (!fresh_) {
-        txn.DeleteUnread(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
+        if (old_state_ != pb::STEP_STATE_PENDING) {
+          txn.DeleteUnread(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
+        }
         Count(run, old_state_, -1);
       }
-      txn.PutUnread(Table::kIndex, StateRow(key_.team, step_->state(), first_at, encoded_), "");
+      if (step_->state() != pb::STEP_STATE_PENDING) {
+        txn.PutUnread(Table::kIndex, StateRow(key_.team, step_->state(), first_at, encoded_), "");
+      }
       Count(run, step_->state(), +1);
       if (step_->state() == pb::STEP_STATE_UNKNOWN) {
         pb::StepRef* ref = run.add_unknown_steps();

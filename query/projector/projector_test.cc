@@ -248,9 +248,10 @@ TEST(ProjectorTest, IndexesFollowTheState) {
   uint64_t at = static_cast<uint64_t>(s.first_at_us());
   EXPECT_TRUE(log.HasRow(TeamTimeRow("t", at, key)));
   EXPECT_TRUE(log.HasRow(RunTimeRow(EncodeRunKey("t", "r"), at, key)));
-  EXPECT_TRUE(log.HasRow(StateRow("t", pb::STEP_STATE_PENDING, at, key)));
+  EXPECT_FALSE(log.HasRow(StateRow("t", pb::STEP_STATE_PENDING, at, key)));  // its 'D' row lists it
+  EXPECT_TRUE(log.HasRow(DeadlineRow(s.timeout_at_us(), 0)));
   log.Add(Exec("b", "a", "s1", "error"));
-  EXPECT_FALSE(log.HasRow(StateRow("t", pb::STEP_STATE_PENDING, at, key)));
+  EXPECT_FALSE(log.HasRow(DeadlineRow(s.timeout_at_us(), 0)));
   EXPECT_TRUE(log.HasRow(StateRow("t", pb::STEP_STATE_FAILED, at, key)));
   EXPECT_TRUE(log.HasRow(RunsRow("t", 1'000'000, EncodeRunKey("t", "r"))));
   EXPECT_EQ(log.Rows(Table::kChanges), 2u);

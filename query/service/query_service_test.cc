@@ -298,6 +298,12 @@ TEST_F(QueryTest, ListStepsFiltersPagesAndValidates) {
   pb::ListStepsRequest done = all;
   done.mutable_filter()->add_states(pb::STEP_STATE_SUCCEEDED);
   EXPECT_EQ(list(done), (std::vector<std::string>{"s24", "s21", "s18", "s15", "s12", "s9", "s6", "s3", "s0"}));
+  pb::ListStepsRequest pending = all;
+  pending.mutable_filter()->add_states(pb::STEP_STATE_PENDING);
+  auto pending_ids = list(pending);
+  ASSERT_EQ(pending_ids.size(), 16u);  // 25 started, 9 completed
+  EXPECT_EQ(pending_ids.front(), "s23");
+  EXPECT_EQ(pending_ids.back(), "s1");
   pb::ListStepsRequest odd = all;
   odd.mutable_filter()->set_run_id("run-odd");
   odd.mutable_filter()->add_states(pb::STEP_STATE_PENDING);
