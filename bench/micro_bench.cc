@@ -63,6 +63,16 @@ void BM_EncodeLeaf(benchmark::State& state) {
 }
 BENCHMARK(BM_EncodeLeaf);
 
+void BM_ParseLeaf(benchmark::State& state) {
+  pb::Receipt r = ModelCall();
+  std::string canonical = *ledger::receipt::Canonicalize(r, ledger::receipt::Author::kEmitter);
+  std::string leaf = ledger::receipt::EncodeLeaf(7, ledger::hash::Sha256("prev"), 3, 1767225600123456,
+                                                 "spiffe://cluster/ns/team-code/sa/gateway", canonical);
+  for (auto _ : state) benchmark::DoNotOptimize(ledger::receipt::ParseLeaf(leaf));
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(leaf.size()));
+}
+BENCHMARK(BM_ParseLeaf);
+
 void BM_LeafHash(benchmark::State& state) {
   std::string leaf(static_cast<size_t>(state.range(0)), 'x');
   for (auto _ : state) benchmark::DoNotOptimize(ledger::hash::LeafHash(leaf));

@@ -133,37 +133,69 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   auto path = [&](const char* name) { return dir.path() + "/" + name; };
   std::ofstream entries(path(pack::kEntries), std::ios::binary);
   std::ofstream proofs(path(pack::kProofs), std::ios::binary);
-  pack::Outcomes outcomes;
-  // Neighbouring entries' proofs share most of their nodes.
-  absl::flat_hash_map<uint64_t, hash::Hash> nodes;
-  auto node = [&](int level, uint64_t index) -> absl::StatusOr<hash::Hash> {
-    uint64_t key = index << 6 | static_cast<uint64_t>(level);
-    if (auto it = nodes.find(key); it != nodes.end()) return it->second;
-    auto h = log.store().GetNode(level, index);
-    if (!h.ok()) return h.status();
-    if (nodes.size() > (1 << 16)) nodes.clear();  // bounded memory
-    nodes.emplace(key, *h);
-    return *h;
+  // Lines are gathered and written a megabyte at a time.
+  std::string entries_out, proofs_out;
+  auto spill = [](std::string* out, std::ofstream* f, size_t at_least) {
+    if (out->size() < at_least) return;
+    f->write(out->data(), static_cast<std::streamsize>(out->size()));
+    out->clear();
   };
-  for (uint64_t seq : seqs) {
-    auto leaf = log.store().GetLeaf(seq);
-    if (!leaf.ok()) return leaf.status();
-    auto path = merkle::InclusionProof(seq, size, node);
+  pack::Outcomes outcomes;
+  // Neighbouring entries' proofs share most of their nodes, and a node
+  // record holds sixteen neighbours.
+  absl::flat_hash_map<uint64_t, std::vector<hash::Hash>> groups;
+  merkle::EdgeCache edges;
+  auto node = [&](int level, uint64_t index) -> absl::StatusOr<hash::Hash> {
+    uint64_t group = index / store::Store::kNodesPerGroup, at = index % store::Store::kNodesPerGroup;
+    uint64_t key = group << 6 | static_cast<uint64_t>(level);
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      auto g = log.store().GetNodeGroup(level, group);
+      if (!g.ok()) return g.status();
+      if (groups.size() > 4096) groups.clear();  // bounded memory
+      it = groups.emplace(key, *std::move(g)).first;
+    }
+    if (at >= it->second.size()) {
+      return absl::DataLossError(absl::StrCat("storage: tree node (level ", level, ", index ", index,
+                                              ") is missing"));
+    }
+    return it->second[at];
+  };
+  auto add = [&](uint64_t seq, std::string_view leaf) -> absl::Status {
+    auto path = merkle::InclusionProof(seq, size, node, &edges);
     if (!path.ok()) return path.status();
-    auto entry = receipt::ParseLeaf(*leaf);
+    auto entry = receipt::ParseLeaf(leaf);
     if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
     if (scope.is_run() && (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id)) {
       return absl::DataLossError(absl::StrCat("entry ", seq, " is not of run ", scope.run_id));
     }
-    entries << *leaf << '\n';
-    std::string line = absl::StrCat("{\"seq\":", seq, ",\"leaf_hash\":\"", hash::Hex(hash::LeafHash(*leaf)),
-                                    "\",\"inclusion\":[");
+    entries_out.append(leaf);
+    entries_out.push_back('\n');
+    absl::StrAppend(&proofs_out, "{\"seq\":", seq, ",\"leaf_hash\":\"", hash::Hex(hash::LeafHash(leaf)),
+                    "\",\"inclusion\":[");
     for (size_t i = 0; i < path->size(); ++i) {
-      absl::StrAppend(&line, i ? ",\"" : "\"", hash::Hex((*path)[i]), "\"");
+      absl::StrAppend(&proofs_out, i ? ",\"" : "\"", hash::Hex((*path)[i]), "\"");
     }
-    proofs << line << "]}\n";
-    if (auto s = outcomes.Add(*std::move(entry)); !s.ok()) return s;
+    proofs_out += "]}\n";
+    spill(&entries_out, &entries, 1 << 20);
+    spill(&proofs_out, &proofs, 1 << 20);
+    return outcomes.Add(*std::move(entry));
+  };
+  // Consecutive seqs are read with one scan, the rest one by one.
+  for (size_t i = 0; i < seqs.size();) {
+    size_t j = i + 1;
+    while (j < seqs.size() && seqs[j] == seqs[j - 1] + 1) ++j;
+    if (j - i > 1) {
+      if (auto s = log.store().ScanLeaves(seqs[i], seqs[j - 1] + 1, add); !s.ok()) return s;
+    } else {
+      auto leaf = log.store().GetLeaf(seqs[i]);
+      if (!leaf.ok()) return leaf.status();
+      if (auto s = add(seqs[i], *leaf); !s.ok()) return s;
+    }
+    i = j;
   }
+  spill(&entries_out, &entries, 0);
+  spill(&proofs_out, &proofs, 0);
   entries.close();
   proofs.close();
   if (!entries || !proofs) return absl::UnavailableError("export: cannot write the staged files");

@@ -61,10 +61,11 @@ struct Limits {
 // Extracts the pack at `pack_path` into `dir` (existing, empty). Refuses,
 // naming the entry: more than one top folder, absolute names, "..", any
 // type but a regular file, duplicate or unknown names, files or a total over
-// the limits, and archives that do not decode. Returns name -> path.
-absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(const std::string& pack_path,
-                                                                  const std::string& dir,
-                                                                  const Limits& limits);
+// the limits, and archives that do not decode. Returns name -> path; with
+// `digests`, also fills name -> hex SHA-256 of the bytes written.
+absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
+    const std::string& pack_path, const std::string& dir, const Limits& limits,
+    std::map<std::string, std::string>* digests = nullptr);
 
 // Step outcomes recomputed from entries with the ledger's own projector,
 // fed in seq order, in chunks of any size.

@@ -21,6 +21,63 @@ std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
+// Reads a proof line: the exporter's exact form
+// {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]} fast, anything
+// else through the general JSON parser. False if it is not a proof line.
+bool ParseProofLine(std::string_view line, int64_t* seq, std::string* leaf_hash,
+                    std::vector<hash::Hash>* path) {
+  path->clear();
+  constexpr std::string_view kSeq = "{\"seq\":", kLeaf = ",\"leaf_hash\":\"", kInc = "\",\"inclusion\":[";
+  std::string_view s = line;
+  bool fast = s.substr(0, kSeq.size()) == kSeq;
+  if (fast) {
+    s.remove_prefix(kSeq.size());
+    size_t digits = 0;
+    int64_t v = 0;
+    while (digits < s.size() && digits < 16 && s[digits] >= '0' && s[digits] <= '9') {
+      v = v * 10 + (s[digits] - '0');
+      ++digits;
+    }
+    fast = digits > 0 && (s[0] != '0' || digits == 1) && s.substr(digits, kLeaf.size()) == kLeaf &&
+           s.size() >= digits + kLeaf.size() + 64 + kInc.size() &&
+           s.substr(digits + kLeaf.size() + 64, kInc.size()) == kInc;
+    if (fast) {
+      *seq = v;
+      leaf_hash->assign(s.substr(digits + kLeaf.size(), 64));
+      s.remove_prefix(digits + kLeaf.size() + 64 + kInc.size());
+      while (fast && !s.empty() && s[0] == '"' && s.size() >= 66 && s[65] == '"') {
+        auto h = hash::ParseHex(s.substr(1, 64));
+        if (!h.ok()) {
+          fast = false;
+          break;
+        }
+        path->push_back(*h);
+        s.remove_prefix(66);
+        if (!s.empty() && s[0] == ',' && s.size() > 1 && s[1] == '"') s.remove_prefix(1);
+      }
+      fast = fast && s == "]}";
+    }
+  }
+  if (fast) return true;
+  path->clear();
+  nlohmann::json proof = nlohmann::json::parse(line, nullptr, false);
+  if (proof.is_discarded() || !proof.is_object() || !proof.contains("seq") ||
+      !proof["seq"].is_number_unsigned() || !proof.contains("leaf_hash") ||
+      !proof["leaf_hash"].is_string() || !proof.contains("inclusion") ||
+      !proof["inclusion"].is_array() || proof.size() != 3) {
+    return false;
+  }
+  *seq = proof["seq"].get<int64_t>();
+  *leaf_hash = proof["leaf_hash"].get<std::string>();
+  for (const auto& h : proof["inclusion"]) {
+    if (!h.is_string()) return false;
+    auto parsed = hash::ParseHex(h.get<std::string>());
+    if (!parsed.ok()) return false;
+    path->push_back(*parsed);
+  }
+  return true;
+}
+
 Result Fail(Result r, std::string file, int64_t seq, std::string message) {
   r.ok = false;
   r.file = std::move(file);
@@ -70,7 +127,8 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   Result r;
   pack::ScratchDir dir("ledger-verify");
   if (dir.path().empty()) return absl::UnavailableError("verify: cannot create a temporary directory");
-  auto files = pack::ExtractArchive(pack_path, dir.path(), pack::Limits());
+  std::map<std::string, std::string> digests;
+  auto files = pack::ExtractArchive(pack_path, dir.path(), pack::Limits(), &digests);
   if (!files.ok()) return Fail(r, "archive", -1, std::string(files.status().message()));
   for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kManifest,
                            pack::kManifestSig, pack::kOutcomes, pack::kProofs, pack::kReport}) {
@@ -115,11 +173,10 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   for (const auto& [name, path] : *files) {
     if (name == pack::kManifest || name == pack::kManifestSig) continue;
     if (!manifest["files"].contains(name)) return Fail(r, name, -1, "not listed in the manifest");
-    auto sha = pack::FileSha256(path);
-    if (!sha.ok()) return sha.status();
-    std::string want = manifest["files"][name].get<std::string>();
-    if (*sha != want) {
-      return Fail(r, name, -1, absl::StrCat("SHA-256 expected ", want, ", found ", *sha));
+    const nlohmann::json& listed = manifest["files"][name];
+    std::string want = listed.is_string() ? listed.get<std::string>() : "";
+    if (digests[name] != want) {
+      return Fail(r, name, -1, absl::StrCat("SHA-256 expected ", want, ", found ", digests[name]));
     }
   }
   for (const auto& [name, sha] : manifest["files"].items()) {
@@ -176,7 +233,9 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   std::string kind = scope.value("kind", "");
   std::ifstream entries(file(pack::kEntries), std::ios::binary);
   std::ifstream proofs(file(pack::kProofs), std::ios::binary);
-  std::string leaf, proof_line;
+  std::string leaf, proof_line, proof_leaf_hash;
+  std::vector<hash::Hash> path;
+  merkle::InclusionVerifier inclusion(cp->size, cp->root);
   std::optional<uint64_t> last_seq;
   hash::Hash last_hash{};
   pack::Outcomes outcomes;
@@ -193,24 +252,15 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
       return Fail(r, pack::kEntries, seq, absl::StrCat("not in the checkpoint's tree of size ", cp->size));
     }
     hash::Hash leaf_hash = hash::LeafHash(leaf);
-    nlohmann::json proof = nlohmann::json::parse(proof_line, nullptr, false);
-    if (proof.is_discarded() || !proof.is_object() || proof.value("seq", int64_t{-1}) != seq ||
-        !proof.contains("inclusion") || !proof["inclusion"].is_array()) {
+    int64_t proof_seq = -1;
+    if (!ParseProofLine(proof_line, &proof_seq, &proof_leaf_hash, &path) || proof_seq != seq) {
       return Fail(r, pack::kProofs, seq, "not the proof line of this entry");
     }
-    if (proof.value("leaf_hash", "") != hash::Hex(leaf_hash)) {
+    if (proof_leaf_hash != hash::Hex(leaf_hash)) {
       return Fail(r, pack::kProofs, seq,
-                  absl::StrCat("leaf_hash expected ", hash::Hex(leaf_hash), ", found ",
-                               proof.value("leaf_hash", "")));
+                  absl::StrCat("leaf_hash expected ", hash::Hex(leaf_hash), ", found ", proof_leaf_hash));
     }
-    std::vector<hash::Hash> path;
-    for (const auto& h : proof["inclusion"]) {
-      auto parsed = h.is_string() ? hash::ParseHex(h.get<std::string>())
-                                  : absl::StatusOr<hash::Hash>(absl::InvalidArgumentError("hash"));
-      if (!parsed.ok()) return Fail(r, pack::kProofs, seq, "inclusion: not a list of hex hashes");
-      path.push_back(*parsed);
-    }
-    if (auto s = merkle::VerifyInclusion(entry->seq, cp->size, leaf_hash, path, cp->root); !s.ok()) {
+    if (auto s = inclusion.Verify(entry->seq, leaf_hash, path); !s.ok()) {
       return Fail(r, pack::kProofs, seq, std::string(s.message()));
     }
     if (last_seq.has_value() && entry->seq == *last_seq + 1 && entry->prev != last_hash) {

@@ -7,7 +7,9 @@
 //   integer = ["-"] digits     ; in [-(2^53-1), 2^53-1], no leading zeros
 //   object  = "{" members "}"  ; keys sorted by byte order, no white space
 //
-// These are the primitives; ledger/receipt composes leaves from them.
+// These are the primitives; ledger/receipt composes leaves from them, and
+// Parse reads back exactly this grammar (and nothing looser), so a reader
+// never needs a general JSON parser for leaves.
 // Thread-safe: pure functions.
 #ifndef LEDGER_CANONICAL_CANONICAL_H_
 #define LEDGER_CANONICAL_CANONICAL_H_
@@ -15,6 +17,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace ledger::canonical {
 
@@ -28,6 +33,32 @@ void AppendString(std::string_view s, std::string* out);
 
 // Appends `v` in decimal. `v` MUST be within +-kMaxSafeInteger.
 void AppendInt(int64_t v, std::string* out);
+
+struct Member;
+
+// A parsed value of the grammar above: a string (decoded), an integer or an
+// object (members in text order, which is ascending key order).
+struct Value {
+  enum class Type { kString, kInt, kObject };
+  Type type = Type::kInt;
+  std::string str;
+  int64_t num = 0;
+  std::vector<Member> members;
+
+  // The member named `key`, or nullptr.
+  const Value* Find(std::string_view key) const;
+};
+
+struct Member {
+  std::string key;
+  Value value;
+};
+
+// Parses `text`, which MUST be one value in the grammar above and nothing
+// else: no white space, no escape the encoder would not write, keys strictly
+// ascending, integers in range, strings valid UTF-8, objects nested at most
+// 8 deep. Anything else is INVALID_ARGUMENT naming the byte offset and rule.
+absl::StatusOr<Value> Parse(std::string_view text);
 
 }  // namespace ledger::canonical
 

@@ -1,5 +1,6 @@
 #include "ledger/merkle/merkle.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 
@@ -14,30 +15,38 @@ uint64_t SplitPoint(uint64_t n) { return std::bit_floor(n - 1); }
 // MTH(D[begin:begin+n]) for a range the RFC recursion can produce: begin is a
 // multiple of the largest power of two not above n, so perfect sub-ranges are
 // stored nodes.
-absl::StatusOr<Hash> RangeHash(uint64_t begin, uint64_t n, NodeFn node) {
+// Ranges that are not perfect subtrees are right-edge ranges (they end at
+// the tree's size), so `edges`, when given, caches them by begin.
+absl::StatusOr<Hash> RangeHash(uint64_t begin, uint64_t n, NodeFn node,
+                               EdgeCache* edges = nullptr) {
   if (std::has_single_bit(n)) {
     int level = std::countr_zero(n);
     if (begin % n != 0) std::abort();  // unreachable from the RFC recursion
     return node(level, begin >> level);
   }
+  if (edges != nullptr) {
+    if (auto it = edges->find(begin); it != edges->end()) return it->second;
+  }
   uint64_t k = SplitPoint(n);
   auto left = RangeHash(begin, k, node);
   if (!left.ok()) return left.status();
-  auto right = RangeHash(begin + k, n - k, node);
+  auto right = RangeHash(begin + k, n - k, node, edges);
   if (!right.ok()) return right.status();
-  return hash::NodeHash(*left, *right);
+  Hash h = hash::NodeHash(*left, *right);
+  if (edges != nullptr) edges->emplace(begin, h);
+  return h;
 }
 
 absl::Status Path(uint64_t m, uint64_t begin, uint64_t n, NodeFn node,
-                  std::vector<Hash>* out) {
+                  std::vector<Hash>* out, EdgeCache* edges) {
   if (n == 1) return absl::OkStatus();
   uint64_t k = SplitPoint(n);
   absl::StatusOr<Hash> sibling;
   if (m < k) {
-    if (auto s = Path(m, begin, k, node, out); !s.ok()) return s;
-    sibling = RangeHash(begin + k, n - k, node);
+    if (auto s = Path(m, begin, k, node, out, nullptr); !s.ok()) return s;
+    sibling = RangeHash(begin + k, n - k, node, edges);
   } else {
-    if (auto s = Path(m - k, begin + k, n - k, node, out); !s.ok()) return s;
+    if (auto s = Path(m - k, begin + k, n - k, node, out, edges); !s.ok()) return s;
     sibling = RangeHash(begin, k, node);
   }
   if (!sibling.ok()) return sibling.status();
@@ -80,13 +89,13 @@ absl::StatusOr<Hash> RootHash(uint64_t size, NodeFn node) {
 }
 
 absl::StatusOr<std::vector<Hash>> InclusionProof(uint64_t index, uint64_t size,
-                                                 NodeFn node) {
+                                                 NodeFn node, EdgeCache* edges) {
   if (index >= size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "seq: ", index, " is not in a tree of size ", size));
   }
   std::vector<Hash> out;
-  if (auto s = Path(index, 0, size, node, &out); !s.ok()) return s;
+  if (auto s = Path(index, 0, size, node, &out, edges); !s.ok()) return s;
   return out;
 }
 
@@ -139,6 +148,44 @@ absl::Status VerifyInclusion(uint64_t index, uint64_t size,
         "inclusion: proof for index ", index, " leads to root ",
         hash::Hex(r), ", expected ", hash::Hex(root)));
   }
+  return absl::OkStatus();
+}
+
+absl::Status InclusionVerifier::Verify(uint64_t index, const Hash& leaf_hash,
+                                      absl::Span<const Hash> proof) {
+  if (index >= size_) return VerifyInclusion(index, size_, leaf_hash, proof, root_);
+  uint64_t fn = index, sn = size_ - 1;
+  Hash r = leaf_hash;
+  std::vector<Step> trace;
+  trace.reserve(proof.size());
+  for (size_t i = 0; i < proof.size(); ++i) {
+    if (sn == 0) break;  // too many hashes: VerifyInclusion words it
+    ++nodes_hashed_;
+    if (Lsb(fn) || fn == sn) {
+      r = hash::NodeHash(proof[i], r);
+      while (!Lsb(fn) && fn != 0) {
+        fn >>= 1;
+        sn >>= 1;
+      }
+    } else {
+      r = hash::NodeHash(r, proof[i]);
+    }
+    fn >>= 1;
+    sn >>= 1;
+    trace.push_back({fn, sn, r});
+    if (i < trace_.size() && proof.size() == proof_.size() && trace_[i].fn == fn &&
+        trace_[i].sn == sn && trace_[i].r == r &&
+        std::equal(proof.begin() + i + 1, proof.end(), proof_.begin() + i + 1)) {
+      // The same state and the same remaining hashes as an accepted proof.
+      std::copy(trace.begin(), trace.end(), trace_.begin());
+      std::copy(proof.begin(), proof.begin() + i + 1, proof_.begin());
+      return absl::OkStatus();
+    }
+  }
+  nodes_hashed_ += proof.size();
+  if (auto s = VerifyInclusion(index, size_, leaf_hash, proof, root_); !s.ok()) return s;
+  trace_ = std::move(trace);
+  proof_.assign(proof.begin(), proof.end());
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 #include "ledger/merkle/merkle.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <random>
@@ -181,6 +182,12 @@ TEST(MerkleNaiveTest, EverySizeUpTo300) {
       ASSERT_EQ(*proof, NaivePath(m, d, 0, n)) << m << " in " << n;
       ASSERT_TRUE(VerifyInclusion(m, n, d[m], *proof, root).ok());
     }
+    EdgeCache edges;  // one per size; every proof twice, from an empty and a full cache
+    for (int pass = 0; pass < 2; ++pass) {
+      for (uint64_t m = 0; m < n; ++m) {
+        ASSERT_EQ(*InclusionProof(m, n, t.fn(), &edges), NaivePath(m, d, 0, n)) << m << " in " << n;
+      }
+    }
     for (uint64_t m = 1; m <= n; ++m) {
       auto proof = ConsistencyProof(m, n, t.fn());
       ASSERT_TRUE(proof.ok());
@@ -263,6 +270,61 @@ TEST(MerkleTest, InclusionRejectsTampering) {
   EXPECT_FALSE(VerifyInclusion(5, 13, t.leaves()[5], longer, root).ok());
   // Index out of range.
   EXPECT_FALSE(VerifyInclusion(13, 13, t.leaves()[5], proof, root).ok());
+}
+
+// The caching verifier gives exactly VerifyInclusion's answer: on every
+// proof of every leaf (ascending, then in a random order), and on every
+// tampered variant checked right after its neighbour was accepted.
+TEST(MerkleTest, InclusionVerifierAgreesWithVerifyInclusion) {
+  MemoryTree t;
+  std::mt19937_64 rng(7);
+  for (uint64_t n = 1; n <= 140; ++n) {
+    t.Append(hash::LeafHash("v " + std::to_string(n - 1)));
+    const auto& d = t.leaves();
+    Hash root = *RootHash(n, t.fn());
+    InclusionVerifier v(n, root);
+    std::vector<uint64_t> order(n);
+    for (uint64_t m = 0; m < n; ++m) order[m] = m;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (uint64_t m : order) {
+        auto proof = *InclusionProof(m, n, t.fn());
+        ASSERT_TRUE(v.Verify(m, d[m], proof).ok()) << m << " in " << n;
+        for (size_t k = 0; k < proof.size(); ++k) {
+          auto bad = proof;
+          bad[k][31] ^= 0x40;
+          ASSERT_FALSE(v.Verify(m, d[m], bad).ok()) << m << " in " << n << " hash " << k;
+        }
+        ASSERT_FALSE(v.Verify(m, hash::LeafHash("other"), proof).ok());
+        if (m + 1 < n) {
+          ASSERT_FALSE(v.Verify(m + 1, d[m], proof).ok());
+        }
+        auto longer = proof;
+        longer.push_back(root);
+        ASSERT_EQ(v.Verify(m, d[m], longer).message(), VerifyInclusion(m, n, d[m], longer, root).message());
+        if (!proof.empty()) {
+          auto shorter = proof;
+          shorter.pop_back();
+          ASSERT_EQ(v.Verify(m, d[m], shorter).message(),
+                    VerifyInclusion(m, n, d[m], shorter, root).message());
+        }
+      }
+      std::shuffle(order.begin(), order.end(), rng);
+    }
+    EXPECT_FALSE(v.Verify(n, d[0], {}).ok());
+  }
+}
+
+TEST(MerkleTest, InclusionVerifierHashesFewNodesForNeighbours) {
+  MemoryTree t;
+  const uint64_t n = 4096 + 77;
+  for (uint64_t i = 0; i < n; ++i) t.Append(hash::LeafHash(std::to_string(i)));
+  InclusionVerifier v(n, *RootHash(n, t.fn()));
+  for (uint64_t m = 0; m < n; ++m) {
+    ASSERT_TRUE(v.Verify(m, t.leaves()[m], *InclusionProof(m, n, t.fn())).ok());
+  }
+  // log2(n) = 13 per proof without the cache; about 2 with it.
+  EXPECT_LT(v.nodes_hashed(), 3 * n);
+  EXPECT_GT(v.nodes_hashed(), n);
 }
 
 TEST(MerkleTest, ConsistencyRejectsTampering) {

@@ -3,7 +3,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ledger/canonical/canonical.h"
-#include "nlohmann/json.hpp"
 
 namespace ledger::receipt {
 namespace {
@@ -74,40 +73,46 @@ absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf) {
 }
 
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf) {
-  nlohmann::json j = nlohmann::json::parse(leaf, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Bad("not a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    if (key != "emitter" && key != "logged_at_us" && key != "prev" &&
-        key != "receipt" && key != "run_prev" && key != "seq" && key != "v") {
+  // Leaves are canonical, so the strict canonical reader is the only parser
+  // needed; the re-encoding below catches what a grammar cannot (omitted
+  // defaults, field values the encoder writes otherwise).
+  auto parsed = canonical::Parse(leaf);
+  if (!parsed.ok()) return Bad("not in canonical form");
+  const canonical::Value& j = *parsed;
+  if (j.type != canonical::Value::Type::kObject) return Bad("not a JSON object");
+  for (const canonical::Member& m : j.members) {
+    if (m.key != "emitter" && m.key != "logged_at_us" && m.key != "prev" && m.key != "receipt" &&
+        m.key != "run_prev" && m.key != "seq" && m.key != "v") {
       return Bad("unknown field");
     }
   }
-  auto v = j.find("v");
-  if (v == j.end() || !v->is_number_integer() || *v != kEntryFormatVersion) {
+  using Type = canonical::Value::Type;
+  const canonical::Value* v = j.Find("v");
+  if (v == nullptr || v->type != Type::kInt || v->num != kEntryFormatVersion) {
     return Bad("v: want format version 1");
   }
   Entry e;
-  auto seq = j.find("seq");
-  if (seq == j.end() || !seq->is_number_unsigned()) return Bad("seq: want an integer >= 0");
-  e.seq = seq->get<uint64_t>();
-  auto prev = j.find("prev");
-  if (prev == j.end() || !prev->is_string()) return Bad("prev: want a hex hash");
-  auto prev_hash = hash::ParseHex(prev->get_ref<const std::string&>());
+  const canonical::Value* seq = j.Find("seq");
+  if (seq == nullptr || seq->type != Type::kInt || seq->num < 0) return Bad("seq: want an integer >= 0");
+  e.seq = static_cast<uint64_t>(seq->num);
+  const canonical::Value* prev = j.Find("prev");
+  if (prev == nullptr || prev->type != Type::kString) return Bad("prev: want a hex hash");
+  auto prev_hash = hash::ParseHex(prev->str);
   if (!prev_hash.ok()) return Bad("prev: want 64 lowercase hex digits");
   e.prev = *prev_hash;
-  if (auto rp = j.find("run_prev"); rp != j.end()) {
-    if (!rp->is_number_unsigned()) return Bad("run_prev: want an integer >= 0");
-    e.run_prev = rp->get<uint64_t>();
+  if (const canonical::Value* rp = j.Find("run_prev"); rp != nullptr) {
+    if (rp->type != Type::kInt || rp->num < 0) return Bad("run_prev: want an integer >= 0");
+    e.run_prev = static_cast<uint64_t>(rp->num);
   }
-  auto at = j.find("logged_at_us");
-  if (at == j.end() || !at->is_number_integer()) return Bad("logged_at_us: want an integer");
-  e.logged_at_us = at->get<int64_t>();
-  auto emitter = j.find("emitter");
-  if (emitter == j.end() || !emitter->is_string()) return Bad("emitter: want a string");
-  e.emitter = emitter->get<std::string>();
-  auto r = j.find("receipt");
-  if (r == j.end()) return Bad("receipt: missing");
-  auto receipt = FromJson(*r);
+  const canonical::Value* at = j.Find("logged_at_us");
+  if (at == nullptr || at->type != Type::kInt) return Bad("logged_at_us: want an integer");
+  e.logged_at_us = at->num;
+  const canonical::Value* emitter = j.Find("emitter");
+  if (emitter == nullptr || emitter->type != Type::kString) return Bad("emitter: want a string");
+  e.emitter = emitter->str;
+  const canonical::Value* r = j.Find("receipt");
+  if (r == nullptr) return Bad("receipt: missing");
+  auto receipt = FromCanonical(*r);
   if (!receipt.ok()) {
     return Bad(absl::StrCat("receipt.", std::string(receipt.status().message())));
   }

@@ -437,26 +437,74 @@ absl::StatusOr<std::string> Canonicalize(const Receipt& r, Author author) {
   return out;
 }
 
-absl::StatusOr<Receipt> FromJson(const nlohmann::json& j) {
-  const Schema& schema = GetSchema();
-  if (!j.is_object()) return Invalid("receipt", "must be a JSON object");
-  auto kind_it = j.find("kind");
-  std::string choices = absl::StrCat("required, one of ", schema.kind_choices());
-  if (kind_it == j.end() || !kind_it->is_string()) return Invalid("kind", choices);
-  const FieldDescriptor* body_field = schema.KindField(kind_it->get_ref<const std::string&>());
-  if (body_field == nullptr) return Invalid("kind", choices);
-  Receipt r;
-  const Descriptor* d = Receipt::descriptor();
-  Message* body = r.GetReflection()->MutableMessage(&r, body_field);
+namespace {
+
+// The two document types FromJsonT reads: nlohmann's (any JSON a client
+// sends) and canonical::Value (leaves, which are canonical by construction).
+bool IsObject(const nlohmann::json& j) { return j.is_object(); }
+bool IsString(const nlohmann::json& j) { return j.is_string(); }
+bool IsNull(const nlohmann::json& j) { return j.is_null(); }
+bool IsInteger(const nlohmann::json& j) { return j.is_number_integer(); }
+bool IsAboveInt64(const nlohmann::json& j) {
+  return j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+}
+const std::string& StringOf(const nlohmann::json& j) { return j.get_ref<const std::string&>(); }
+int64_t IntOf(const nlohmann::json& j) { return j.get<int64_t>(); }
+const nlohmann::json* FindMember(const nlohmann::json& j, std::string_view key) {
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+template <typename Fn>
+absl::Status ForEachMember(const nlohmann::json& j, Fn fn) {
   for (const auto& [key, value] : j.items()) {
-    if (key == "kind") continue;
-    Message* target = &r;
-    const FieldDescriptor* f = d->FindFieldByName(key);
-    if (f != nullptr && f->real_containing_oneof() != nullptr) f = nullptr;
-    if (f == nullptr) {
-      target = body;
-      f = body->GetDescriptor()->FindFieldByName(key);
+    if (auto s = fn(key, value); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+using canonical::Value;
+bool IsObject(const Value& v) { return v.type == Value::Type::kObject; }
+bool IsString(const Value& v) { return v.type == Value::Type::kString; }
+bool IsNull(const Value&) { return false; }
+bool IsInteger(const Value& v) { return v.type == Value::Type::kInt; }
+bool IsAboveInt64(const Value&) { return false; }
+const std::string& StringOf(const Value& v) { return v.str; }
+int64_t IntOf(const Value& v) { return v.num; }
+const Value* FindMember(const Value& v, std::string_view key) { return v.Find(key); }
+template <typename Fn>
+absl::Status ForEachMember(const Value& v, Fn fn) {
+  for (const canonical::Member& m : v.members) {
+    if (auto s = fn(m.key, m.value); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+template <typename J>
+absl::StatusOr<Receipt> FromJsonT(const J& j) {
+  const Schema& schema = GetSchema();
+  if (!IsObject(j)) return Invalid("receipt", "must be a JSON object");
+  const J* kind = FindMember(j, "kind");
+  if (kind == nullptr || !IsString(*kind)) {
+    return Invalid("kind", absl::StrCat("required, one of ", schema.kind_choices()));
+  }
+  const FieldDescriptor* body_field = schema.KindField(StringOf(*kind));
+  if (body_field == nullptr) {
+    return Invalid("kind", absl::StrCat("required, one of ", schema.kind_choices()));
+  }
+  Receipt r;
+  Message* body = r.GetReflection()->MutableMessage(&r, body_field);
+  const std::vector<Member>& layout = schema.LayoutFor(body_field->number()).members;
+  absl::Status members = ForEachMember(j, [&](const std::string& key, const J& value) -> absl::Status {
+    if (key == "kind") return absl::OkStatus();
+    // The receipt's own field wins over a body field of the same name.
+    const Member* found = nullptr;
+    auto it = std::lower_bound(layout.begin(), layout.end(), key,
+                               [](const Member& m, const std::string& k) { return m.key < k; });
+    for (; it != layout.end() && it->key == key && it->field != nullptr; ++it) {
+      if (found == nullptr || !it->in_body) found = &*it;
     }
+    const FieldDescriptor* f = found ? found->field : nullptr;
+    Message* target = found && found->in_body ? body : &r;
     if (f == nullptr) {
       bool printable = key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
                          return c > 0x20 && c < 0x7f;
@@ -464,33 +512,29 @@ absl::StatusOr<Receipt> FromJson(const nlohmann::json& j) {
       return Invalid(printable ? key : "receipt",
                      absl::StrCat("not a field of ", body_field->name(), " receipts"));
     }
-    if (value.is_null()) return Invalid(key, "null is not allowed; omit the field");
+    if (IsNull(value)) return Invalid(key, "null is not allowed; omit the field");
     const Reflection* rf = target->GetReflection();
     if (f->is_map()) {
-      if (!value.is_object()) return Invalid(key, "must be an object of strings");
-      for (const auto& [k, v] : value.items()) {
-        if (!v.is_string()) return Invalid(absl::StrCat(key, ".", k), "must be a string");
-        (*r.mutable_attributes())[k] = v.get<std::string>();
-      }
-      continue;
+      if (!IsObject(value)) return Invalid(key, "must be an object of strings");
+      return ForEachMember(value, [&](const std::string& k, const J& v) -> absl::Status {
+        if (!IsString(v)) return Invalid(absl::StrCat(key, ".", k), "must be a string");
+        (*r.mutable_attributes())[k] = StringOf(v);
+        return absl::OkStatus();
+      });
     }
     switch (f->cpp_type()) {
       case FieldDescriptor::CPPTYPE_STRING:
-        if (!value.is_string()) return Invalid(key, "must be a string");
-        rf->SetString(target, f, value.get<std::string>());
+        if (!IsString(value)) return Invalid(key, "must be a string");
+        rf->SetString(target, f, StringOf(value));
         break;
       case FieldDescriptor::CPPTYPE_INT64:
-        if (!value.is_number_integer()) return Invalid(key, "must be an integer");
-        if (value.is_number_unsigned() &&
-            value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-          return Invalid(key, "outside the JSON integer range +-(2^53-1)");
-        }
-        rf->SetInt64(target, f, value.get<int64_t>());
+        if (!IsInteger(value)) return Invalid(key, "must be an integer");
+        if (IsAboveInt64(value)) return Invalid(key, "outside the JSON integer range +-(2^53-1)");
+        rf->SetInt64(target, f, IntOf(value));
         break;
       case FieldDescriptor::CPPTYPE_ENUM: {
         const EnumNames& names = schema.Names(f->enum_type());
-        auto it = value.is_string() ? names.by_name.find(value.get_ref<const std::string&>())
-                                    : names.by_name.end();
+        auto it = IsString(value) ? names.by_name.find(StringOf(value)) : names.by_name.end();
         if (it == names.by_name.end()) {
           return Invalid(key, absl::StrCat("must be one of ", names.choices));
         }
@@ -500,9 +544,17 @@ absl::StatusOr<Receipt> FromJson(const nlohmann::json& j) {
       default:
         return Invalid(key, "unsupported field type");
     }
-  }
+    return absl::OkStatus();
+  });
+  if (!members.ok()) return members;
   return r;
 }
+
+}  // namespace
+
+absl::StatusOr<Receipt> FromJson(const nlohmann::json& j) { return FromJsonT(j); }
+
+absl::StatusOr<Receipt> FromCanonical(const canonical::Value& v) { return FromJsonT(v); }
 
 absl::StatusOr<Receipt> FromJsonText(std::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "ledger/canonical/canonical.h"
 #include "nlohmann/json_fwd.hpp"
 #include "receipt.pb.h"
 
@@ -46,6 +47,8 @@ std::string_view KindName(const Receipt& r);
 // are INVALID_ARGUMENT naming the field. Does not validate values.
 absl::StatusOr<Receipt> FromJson(const nlohmann::json& j);
 absl::StatusOr<Receipt> FromJsonText(std::string_view text);
+// The same, from a parsed canonical document (a leaf's "receipt").
+absl::StatusOr<Receipt> FromCanonical(const canonical::Value& v);
 
 }  // namespace ledger::receipt
 

@@ -407,6 +407,18 @@ absl::StatusOr<hash::Hash> Store::GetNode(int level, uint64_t index) const {
   return ReadHash(v->data() + offset);
 }
 
+absl::StatusOr<std::vector<hash::Hash>> Store::GetNodeGroup(int level, uint64_t group) const {
+  auto v = rep_->Get(kNodes, NodeKey(level, group),
+                     absl::StrCat("tree node (level ", level, ", index ", group * kNodesPerGroup, ")"));
+  if (!v.ok()) return v.status();
+  if (v->empty() || v->size() % 32 != 0 || v->size() > kNodesPerGroup * 32) {
+    return Malformed("tree node record");
+  }
+  std::vector<hash::Hash> out(v->size() / 32);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = ReadHash(v->data() + i * 32);
+  return out;
+}
+
 absl::StatusOr<std::optional<ReceiptRef>> Store::FindReceipt(std::string_view receipt_id) const {
   auto v = rep_->Get(kReceipts, receipt_id, "receipt index");
   if (absl::IsNotFound(v.status())) return std::nullopt;

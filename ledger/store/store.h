@@ -117,6 +117,9 @@ class Store {
   // NOT_FOUND when absent; DATA_LOSS when a stored record is malformed.
   absl::StatusOr<std::string> GetLeaf(uint64_t seq) const;
   absl::StatusOr<hash::Hash> GetNode(int level, uint64_t index) const;
+  // The stored nodes (level, group * kNodesPerGroup + i), i = 0, 1, ... up to
+  // the last one stored: one read for a reader that wants neighbours too.
+  absl::StatusOr<std::vector<hash::Hash>> GetNodeGroup(int level, uint64_t group) const;
   absl::StatusOr<std::optional<ReceiptRef>> FindReceipt(std::string_view receipt_id) const;
   absl::StatusOr<std::optional<uint64_t>> GetRunHead(std::string_view team,
                                                      std::string_view run_id) const;
