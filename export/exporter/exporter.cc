@@ -199,8 +199,6 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   entries.close();
   proofs.close();
   if (!entries || !proofs) return absl::UnavailableError("export: cannot write the staged files");
-  auto outcome_json = outcomes.Json();
-  if (!outcome_json.ok()) return outcome_json.status();
 
   nlohmann::json header = {{"format", pack::kFormatVersion},
                            {"origin", log.origin()},
@@ -236,10 +234,17 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     if (auto s = WriteFile(files[pack::kConsistency], c.dump() + "\n"); !s.ok()) return s;
   }
   if (auto s = WriteFile(files[pack::kVkey], log.verifier_key() + "\n"); !s.ok()) return s;
-  if (auto s = WriteFile(files[pack::kOutcomes], outcome_json->dump() + "\n"); !s.ok()) return s;
-  if (auto s = WriteFile(files[pack::kReport], pack::ReportHtml(header, *outcome_json, cp->note));
-      !s.ok()) {
-    return s;
+  for (const char* name : {pack::kOutcomes, pack::kReport}) {
+    std::ofstream out(files[name], std::ios::binary | std::ios::trunc);
+    auto sink = [&](std::string_view piece) {
+      out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+    };
+    absl::Status written = name == std::string_view(pack::kOutcomes)
+                               ? outcomes.Write(sink)
+                               : pack::WriteReport(header, outcomes, cp->note, sink);
+    if (!written.ok()) return written;
+    out.close();
+    if (!out) return absl::UnavailableError(absl::StrCat("export: cannot write ", files[name]));
   }
   nlohmann::json manifest = header;
   for (const auto& [name, file] : files) {

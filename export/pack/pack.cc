@@ -70,52 +70,47 @@ int64_t StepEnd(const nlohmann::json& s) {
 }
 
 // Each step as a bar from its start to its completion or its unknown
-// declaration, in ledger time. Inline SVG: no script, no external asset.
-std::string Timeline(const nlohmann::json& outcomes) {
-  const auto& steps = outcomes["steps"];
-  if (steps.empty()) return "";
-  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-  for (const auto& s : steps) {
-    t0 = std::min(t0, StepStart(s));
-    t1 = std::max({t1, StepStart(s), StepEnd(s)});
-  }
-  const int kLabel = 220, kWidth = 700, kRow = 18;
+// declaration, in ledger time, t0..t1 across. Inline SVG: no script, no
+// external asset.
+constexpr int kLabel = 220, kWidth = 700, kRow = 18;
+
+void TimelineHead(int64_t steps, std::string* svg) {
+  absl::StrAppend(svg, "<h2>Timeline</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"",
+                  kLabel + kWidth + 90, "\" height=\"", steps * kRow + 24,
+                  "\" role=\"img\" aria-label=\"step timeline\">\n");
+}
+
+void TimelineRow(const nlohmann::json& s, int64_t t0, int64_t t1, int row, std::string* svg) {
   double span = std::max<int64_t>(1, t1 - t0);
   auto x = [&](int64_t t) { return kLabel + static_cast<int>((t - t0) * kWidth / span); };
-  int height = static_cast<int>(steps.size()) * kRow + 24;
-  std::string svg = absl::StrCat(
-      "<h2>Timeline</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", kLabel + kWidth + 90,
-      "\" height=\"", height, "\" role=\"img\" aria-label=\"step timeline\">\n");
-  int row = 0;
-  for (const auto& s : steps) {
-    std::string state = s["state"];
-    int64_t start = StepStart(s), end = StepEnd(s);
-    bool open = end < 0;
-    if (open) end = t1;
-    const char* fill = state == "succeeded" ? "#4c9a2a"
-                       : state == "failed"  ? "#d98b00"
-                       : state == "unknown" ? "#c00000"
-                       : state == "denied"  ? "#777777"
-                                            : "#6a8fd0";
-    int y = 8 + row * kRow;
-    int x0 = x(start), w = std::max(3, x(end) - x0);
-    absl::StrAppend(&svg, "<text x=\"4\" y=\"", y + 12, "\" font-size=\"12\">",
-                    Escape(s["run_id"].get<std::string>()), " / ", Escape(s["step_id"].get<std::string>()),
-                    "</text><rect class=\"step ", Escape(state), "\" x=\"", x0, "\" y=\"", y + 2,
-                    "\" width=\"", w, "\" height=\"12\" fill=\"", fill, "\"", open ? " fill-opacity=\"0.4\"" : "",
-                    "><title>", Escape(s["step_id"].get<std::string>()), ": ",
-                    state == "unknown" ? "UNKNOWN (no completion by the deadline)" : Escape(state),
-                    "</title></rect>");
-    if (state == "unknown") {
-      absl::StrAppend(&svg, "<text x=\"", x0 + w + 4, "\" y=\"", y + 12,
-                      "\" font-size=\"12\" fill=\"#c00000\" font-weight=\"bold\">UNKNOWN</text>");
-    }
-    svg += "\n";
-    ++row;
+  std::string state = s["state"];
+  int64_t start = StepStart(s), end = StepEnd(s);
+  bool open = end < 0;
+  if (open) end = t1;
+  const char* fill = state == "succeeded" ? "#4c9a2a"
+                     : state == "failed"  ? "#d98b00"
+                     : state == "unknown" ? "#c00000"
+                     : state == "denied"  ? "#777777"
+                                          : "#6a8fd0";
+  int y = 8 + row * kRow;
+  int x0 = x(start), w = std::max(3, x(end) - x0);
+  absl::StrAppend(svg, "<text x=\"4\" y=\"", y + 12, "\" font-size=\"12\">",
+                  Escape(s["run_id"].get<std::string>()), " / ", Escape(s["step_id"].get<std::string>()),
+                  "</text><rect class=\"step ", Escape(state), "\" x=\"", x0, "\" y=\"", y + 2,
+                  "\" width=\"", w, "\" height=\"12\" fill=\"", fill, "\"", open ? " fill-opacity=\"0.4\"" : "",
+                  "><title>", Escape(s["step_id"].get<std::string>()), ": ",
+                  state == "unknown" ? "UNKNOWN (no completion by the deadline)" : Escape(state),
+                  "</title></rect>");
+  if (state == "unknown") {
+    absl::StrAppend(svg, "<text x=\"", x0 + w + 4, "\" y=\"", y + 12,
+                    "\" font-size=\"12\" fill=\"#c00000\" font-weight=\"bold\">UNKNOWN</text>");
   }
-  svg += "</svg>\n<p>Green: succeeded; orange: failed; red: unknown; grey: denied; blue: pending "
-         "(still open at the checkpoint). Time runs left to right in the ledger's clock.</p>\n";
-  return svg;
+  *svg += "\n";
+}
+
+void TimelineFoot(std::string* svg) {
+  *svg += "</svg>\n<p>Green: succeeded; orange: failed; red: unknown; grey: denied; blue: pending "
+          "(still open at the checkpoint). Time runs left to right in the ledger's clock.</p>\n";
 }
 
 // One gzip member (RFC 1952) compressed on several threads, the way pigz
@@ -361,23 +356,57 @@ absl::Status Outcomes::Flush() {
   return s;
 }
 
-absl::StatusOr<nlohmann::json> Outcomes::Json() {
+namespace {
+
+// The records of one projection table, sorted by key.
+std::vector<const std::pair<const std::string, std::optional<std::string>>*> Sorted(
+    const projection::OverlayTxn& txn, projection::Table table) {
+  std::vector<const std::pair<const std::string, std::optional<std::string>>*> rows;
+  for (const auto& row : txn.writes()[static_cast<int>(table)]) rows.push_back(&row);
+  std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  return rows;
+}
+
+}  // namespace
+
+absl::Status Outcomes::ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn) {
   if (auto s = Flush(); !s.ok()) return s;
-  std::map<std::string, nlohmann::json> steps, runs;
-  for (const auto& [key, value] : txn_.writes()[static_cast<int>(projection::Table::kSteps)]) {
-    query::pb::Step s;
-    if (!value.has_value() || !s.ParseFromString(*value)) return absl::InternalError("outcomes: step");
-    steps[key] = query::StepJson(s);
+  for (const auto* row : Sorted(txn_, projection::Table::kSteps)) {
+    query::pb::Step step;
+    if (!row->second.has_value() || !step.ParseFromString(*row->second)) {
+      return absl::InternalError("outcomes: step");
+    }
+    fn(query::StepJson(step));
   }
-  for (const auto& [key, value] : txn_.writes()[static_cast<int>(projection::Table::kRuns)]) {
-    query::pb::Run r;
-    if (!value.has_value() || !r.ParseFromString(*value)) return absl::InternalError("outcomes: run");
-    runs[key] = query::RunJson(r);
+  return absl::OkStatus();
+}
+
+absl::Status Outcomes::ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn) {
+  if (auto s = Flush(); !s.ok()) return s;
+  for (const auto* row : Sorted(txn_, projection::Table::kRuns)) {
+    query::pb::Run run;
+    if (!row->second.has_value() || !run.ParseFromString(*row->second)) {
+      return absl::InternalError("outcomes: run");
+    }
+    fn(query::RunJson(run));
   }
-  nlohmann::json out = {{"steps", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
-  for (auto& [k, v] : steps) out["steps"].push_back(std::move(v));
-  for (auto& [k, v] : runs) out["runs"].push_back(std::move(v));
-  return out;
+  return absl::OkStatus();
+}
+
+absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
+  bool first = true;
+  auto item = [&](const nlohmann::json& j) {
+    out(first ? "" : ",");
+    first = false;
+    out(j.dump());
+  };
+  out("{\"runs\":[");
+  if (auto s = ForEachRun(item); !s.ok()) return s;
+  out("],\"steps\":[");
+  first = true;
+  if (auto s = ForEachStep(item); !s.ok()) return s;
+  out("]}\n");
+  return absl::OkStatus();
 }
 
 ScratchDir::ScratchDir(const std::string& prefix) {
@@ -402,9 +431,16 @@ absl::StatusOr<std::string> FileSha256(const std::string& path) {
   return hash::Hex(sha.Final());
 }
 
-std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& outcomes,
-                       const std::string& checkpoint_note) {
+absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
+                         const std::string& checkpoint_note,
+                         absl::FunctionRef<void(std::string_view)> out) {
   std::string h;
+  // Written out whenever a megabyte has gathered.
+  auto spill = [&](size_t at_least) {
+    if (h.size() < at_least) return;
+    out(h);
+    h.clear();
+  };
   h += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
        "<title>Evidence pack</title><style>"
        "body{font:14px system-ui,sans-serif;margin:2em;color:#111}"
@@ -418,16 +454,32 @@ std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& out
        Escape(manifest["scope"].dump()) + "</code>, " +
        std::to_string(manifest["counts"].value("entries", 0)) + " entries.</p>\n";
   int unknown = 0;
-  for (const auto& s : outcomes["steps"]) unknown += s["state"] == "unknown";
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN, steps = 0;
+  absl::Status scanned = outcomes.ForEachStep([&](const nlohmann::json& s) {
+    unknown += s["state"] == "unknown";
+    t0 = std::min(t0, StepStart(s));
+    t1 = std::max({t1, StepStart(s), StepEnd(s)});
+    ++steps;
+  });
+  if (!scanned.ok()) return scanned;
   if (unknown > 0) {
     h += "<p class=\"flag\"><strong>" + std::to_string(unknown) +
          " step(s) never reported a completion and were declared UNKNOWN.</strong></p>\n";
   }
-  h += Timeline(outcomes);
+  if (steps > 0) {
+    TimelineHead(steps, &h);
+    int row = 0;
+    absl::Status drawn = outcomes.ForEachStep([&](const nlohmann::json& s) {
+      TimelineRow(s, t0, t1, row++, &h);
+      spill(1 << 20);
+    });
+    if (!drawn.ok()) return drawn;
+    TimelineFoot(&h);
+  }
   h += "<h2>Steps</h2>\n<table><tr><th>run</th><th>step</th><th>attempt</th><th>state</th>"
        "<th>anomalies</th><th>model calls allowed/denied</th><th>tool calls allowed/denied</th>"
        "<th>tokens in/out</th><th>charged</th><th>entries (seq)</th></tr>\n";
-  for (const auto& s : outcomes["steps"]) {
+  absl::Status listed = outcomes.ForEachStep([&](const nlohmann::json& s) {
     std::string state = s["state"];
     std::string cls = state == "unknown" ? "unknown" : state == "failed" ? "failed" : "";
     std::string anomalies;
@@ -449,10 +501,12 @@ std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& out
          std::to_string(c["input_tokens"].get<int64_t>()) + "/" +
          std::to_string(c["output_tokens"].get<int64_t>()) + "</td><td>" +
          Dollars(s["charged_cost_micros"].get<int64_t>()) + "</td><td>" + seqs + "</td></tr>\n";
-  }
+    spill(1 << 20);
+  });
+  if (!listed.ok()) return listed;
   h += "</table>\n<h2>Runs</h2>\n<table><tr><th>team</th><th>run</th><th>entries</th>"
        "<th>steps ok/failed/denied/pending/unknown</th><th>actual</th><th>charged</th></tr>\n";
-  for (const auto& r : outcomes["runs"]) {
+  absl::Status runs = outcomes.ForEachRun([&](const nlohmann::json& r) {
     const auto& st = r["steps"];
     h += "<tr><td>" + Escape(r["team"].get<std::string>()) + "</td><td>" +
          Escape(r["run_id"].get<std::string>()) + "</td><td>" + std::to_string(r["entries"].get<int64_t>()) +
@@ -462,7 +516,9 @@ std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& out
          std::to_string(st["unknown"].get<int64_t>()) + "</td><td>" +
          Dollars(r["actual_cost_micros"].get<int64_t>()) + "</td><td>" +
          Dollars(r["charged_cost_micros"].get<int64_t>()) + "</td></tr>\n";
-  }
+    spill(1 << 20);
+  });
+  if (!runs.ok()) return runs;
   h += "</table>\n<h2>Checkpoint</h2>\n<pre>" + Escape(checkpoint_note) + "</pre>\n";
   h += "<h2>How to verify this pack by hand</h2>\n<ol>"
        "<li>Check that <code>manifest.sig</code> is a signed note by the key in "
@@ -478,7 +534,8 @@ std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& out
        "<li>Recompute the step outcomes from the entries (CONTRACT section 4) and compare "
        "with <code>outcomes.json</code>. <code>ledgerctl verify PACK --vkey FILE</code> does all "
        "of this.</li></ol>\n</body></html>\n";
-  return h;
+  spill(0);
+  return absl::OkStatus();
 }
 
 }  // namespace ledger::pack

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/entry.h"
@@ -74,8 +75,14 @@ class Outcomes {
   Outcomes();
   // `entry` MUST be the next entry in scope (parsed with receipt::ParseLeaf).
   absl::Status Add(receipt::Entry entry);
-  // {"runs":[...],"steps":[...]}, sorted by key, deterministic.
-  absl::StatusOr<nlohmann::json> Json();
+
+  // outcomes.json, a piece at a time: {"runs":[...],"steps":[...]} and a
+  // newline, each list sorted by key, deterministic. Memory stays that of
+  // the projected records; the whole document is never held.
+  absl::Status Write(absl::FunctionRef<void(std::string_view)> out);
+  // Each step's or run's JSON object, in the order Write lists them.
+  absl::Status ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn);
+  absl::Status ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn);
 
  private:
   absl::Status Flush();
@@ -108,10 +115,12 @@ class ScratchDir {
 // SHA-256 of a file, hex.
 absl::StatusOr<std::string> FileSha256(const std::string& path);
 
-// The report for people: steps with their states (unknown ones marked),
-// anomalies, calls and costs, the checkpoint, and how to verify by hand.
-std::string ReportHtml(const nlohmann::json& manifest, const nlohmann::json& outcomes,
-                       const std::string& checkpoint_note);
+// The report for people, a piece at a time: steps with their states
+// (unknown ones marked), anomalies, calls and costs, the checkpoint, and how
+// to verify by hand.
+absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
+                         const std::string& checkpoint_note,
+                         absl::FunctionRef<void(std::string_view)> out);
 
 }  // namespace ledger::pack
 
