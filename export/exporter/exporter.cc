@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,38 @@ absl::Status WriteFile(const std::string& path, std::string_view data) {
   return absl::OkStatus();
 }
 
+// A staged file of the pack, written a megabyte at a time and hashed as it
+// is written, so the manifest never reads it back.
+class StagedFile {
+ public:
+  explicit StagedFile(const std::string& path) : path_(path), out_(path, std::ios::binary | std::ios::trunc) {}
+
+  std::string* buffer() { return &buf_; }
+  // Writes the buffer out once it holds a megabyte.
+  void Spill() {
+    if (buf_.size() >= (1 << 20)) Flush();
+  }
+  // Writes everything and closes; the hex SHA-256 of the file's bytes.
+  absl::StatusOr<std::string> Close() {
+    Flush();
+    out_.close();
+    if (!out_) return absl::UnavailableError(absl::StrCat("export: cannot write ", path_));
+    return hash::Hex(sha_.Final());
+  }
+
+ private:
+  void Flush() {
+    sha_.Update(buf_);
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+  std::string path_;
+  std::ofstream out_;
+  std::string buf_;
+  hash::Sha256Stream sha_;
+};
+
 // The seqs of a run's entries below `size`, ascending, by walking its run
 // chain back from the run's head.
 absl::StatusOr<std::vector<uint64_t>> RunSeqs(const store::Store& store, const Scope& scope,
@@ -34,21 +67,20 @@ absl::StatusOr<std::vector<uint64_t>> RunSeqs(const store::Store& store, const S
         absl::StrCat("run: no run '", scope.run_id, "' in team ", scope.team));
   }
   std::vector<uint64_t> seqs;
-  std::optional<uint64_t> at = **head;
-  while (at.has_value()) {
-    auto leaf = store.GetLeaf(*at);
-    if (!leaf.ok()) return leaf.status();
-    // The whole entry is checked when it is written into the pack.
-    auto run_prev = receipt::RunPrevOf(*leaf);
-    if (!run_prev.ok()) {
-      return absl::DataLossError(absl::StrCat("entry ", *at, ": ", run_prev.status().message()));
-    }
-    if (*at < size) seqs.push_back(*at);
-    if (run_prev->has_value() && **run_prev >= *at) {
-      return absl::DataLossError(absl::StrCat("entry ", *at, ": run_prev does not go back"));
-    }
-    at = *run_prev;
-  }
+  absl::Status walked = store.WalkLeavesBack(
+      **head, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
+        // The whole entry is checked when it is written into the pack.
+        auto run_prev = receipt::RunPrevOf(leaf);
+        if (!run_prev.ok()) {
+          return absl::DataLossError(absl::StrCat("entry ", at, ": ", run_prev.status().message()));
+        }
+        if (at < size) seqs.push_back(at);
+        if (run_prev->has_value() && **run_prev >= at) {
+          return absl::DataLossError(absl::StrCat("entry ", at, ": run_prev does not go back"));
+        }
+        return *run_prev;
+      });
+  if (!walked.ok()) return walked;
   if (seqs.empty()) {
     return absl::NotFoundError(absl::StrCat("run: '", scope.run_id,
                                             "' has no entry in the latest checkpoint yet"));
@@ -131,15 +163,9 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   pack::ScratchDir dir("ledger-export");
   if (dir.path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
   auto path = [&](const char* name) { return dir.path() + "/" + name; };
-  std::ofstream entries(path(pack::kEntries), std::ios::binary);
-  std::ofstream proofs(path(pack::kProofs), std::ios::binary);
-  // Lines are gathered and written a megabyte at a time.
-  std::string entries_out, proofs_out;
-  auto spill = [](std::string* out, std::ofstream* f, size_t at_least) {
-    if (out->size() < at_least) return;
-    f->write(out->data(), static_cast<std::streamsize>(out->size()));
-    out->clear();
-  };
+  StagedFile entries(path(pack::kEntries)), proofs(path(pack::kProofs));
+  std::string& entries_out = *entries.buffer();
+  std::string& proofs_out = *proofs.buffer();
   pack::Outcomes outcomes;
   // Neighbouring entries' proofs share most of their nodes, and a node
   // record holds sixteen neighbours.
@@ -161,14 +187,42 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     }
     return it->second[at];
   };
+  // Leaves are decoded and projected into outcomes on a second thread, a
+  // batch at a time, while this one reads, proves and writes the next batch.
+  struct Batch {
+    std::vector<uint64_t> seqs;
+    std::string leaves;  // concatenated
+    std::vector<size_t> ends;
+  };
+  auto project = [&outcomes, &scope](Batch batch) -> absl::Status {
+    size_t begin = 0;
+    for (size_t k = 0; k < batch.seqs.size(); ++k) {
+      std::string_view leaf(batch.leaves.data() + begin, batch.ends[k] - begin);
+      begin = batch.ends[k];
+      uint64_t seq = batch.seqs[k];
+      auto entry = receipt::ParseLeaf(leaf);
+      if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
+      if (scope.is_run() &&
+          (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id)) {
+        return absl::DataLossError(absl::StrCat("entry ", seq, " is not of run ", scope.run_id));
+      }
+      if (auto s = outcomes.Add(*std::move(entry)); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  };
+  Batch batch;
+  std::future<absl::Status> projecting;
+  auto hand_over = [&]() -> absl::Status {
+    if (projecting.valid()) {
+      if (auto s = projecting.get(); !s.ok()) return s;
+    }
+    if (!batch.seqs.empty()) projecting = std::async(std::launch::async, project, std::move(batch));
+    batch = Batch();
+    return absl::OkStatus();
+  };
   auto add = [&](uint64_t seq, std::string_view leaf) -> absl::Status {
     auto path = merkle::InclusionProof(seq, size, node, &edges);
     if (!path.ok()) return path.status();
-    auto entry = receipt::ParseLeaf(leaf);
-    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
-    if (scope.is_run() && (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id)) {
-      return absl::DataLossError(absl::StrCat("entry ", seq, " is not of run ", scope.run_id));
-    }
     entries_out.append(leaf);
     entries_out.push_back('\n');
     absl::StrAppend(&proofs_out, "{\"seq\":", seq, ",\"leaf_hash\":\"", hash::Hex(hash::LeafHash(leaf)),
@@ -177,28 +231,39 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
       absl::StrAppend(&proofs_out, i ? ",\"" : "\"", hash::Hex((*path)[i]), "\"");
     }
     proofs_out += "]}\n";
-    spill(&entries_out, &entries, 1 << 20);
-    spill(&proofs_out, &proofs, 1 << 20);
-    return outcomes.Add(*std::move(entry));
+    entries.Spill();
+    proofs.Spill();
+    batch.seqs.push_back(seq);
+    batch.leaves.append(leaf);
+    batch.ends.push_back(batch.leaves.size());
+    if (batch.seqs.size() >= 4096) return hand_over();
+    return absl::OkStatus();
   };
   // Consecutive seqs are read with one scan, the rest one by one.
-  for (size_t i = 0; i < seqs.size();) {
+  absl::Status read;
+  for (size_t i = 0; i < seqs.size() && read.ok();) {
     size_t j = i + 1;
     while (j < seqs.size() && seqs[j] == seqs[j - 1] + 1) ++j;
     if (j - i > 1) {
-      if (auto s = log.store().ScanLeaves(seqs[i], seqs[j - 1] + 1, add); !s.ok()) return s;
+      read = log.store().ScanLeaves(seqs[i], seqs[j - 1] + 1, add);
     } else {
       auto leaf = log.store().GetLeaf(seqs[i]);
-      if (!leaf.ok()) return leaf.status();
-      if (auto s = add(seqs[i], *leaf); !s.ok()) return s;
+      read = leaf.ok() ? add(seqs[i], *leaf) : leaf.status();
     }
     i = j;
   }
-  spill(&entries_out, &entries, 0);
-  spill(&proofs_out, &proofs, 0);
-  entries.close();
-  proofs.close();
-  if (!entries || !proofs) return absl::UnavailableError("export: cannot write the staged files");
+  // The projecting thread MUST be joined before anything it uses goes.
+  absl::Status handed = hand_over();
+  absl::Status projected = projecting.valid() ? projecting.get() : absl::OkStatus();
+  for (const absl::Status& s : {read, handed, projected}) {
+    if (!s.ok()) return s;
+  }
+  std::map<std::string, std::string> digests;
+  for (auto [name, file] : {std::pair{pack::kEntries, &entries}, std::pair{pack::kProofs, &proofs}}) {
+    auto digest = file->Close();
+    if (!digest.ok()) return digest.status();
+    digests[name] = *digest;
+  }
 
   nlohmann::json header = {{"format", pack::kFormatVersion},
                            {"origin", log.origin()},
@@ -235,22 +300,27 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   }
   if (auto s = WriteFile(files[pack::kVkey], log.verifier_key() + "\n"); !s.ok()) return s;
   for (const char* name : {pack::kOutcomes, pack::kReport}) {
-    std::ofstream out(files[name], std::ios::binary | std::ios::trunc);
+    StagedFile out(files[name]);
     auto sink = [&](std::string_view piece) {
-      out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+      out.buffer()->append(piece);
+      out.Spill();
     };
     absl::Status written = name == std::string_view(pack::kOutcomes)
                                ? outcomes.Write(sink)
                                : pack::WriteReport(header, outcomes, cp->note, sink);
     if (!written.ok()) return written;
-    out.close();
-    if (!out) return absl::UnavailableError(absl::StrCat("export: cannot write ", files[name]));
+    auto digest = out.Close();
+    if (!digest.ok()) return digest.status();
+    digests[name] = *digest;
   }
   nlohmann::json manifest = header;
   for (const auto& [name, file] : files) {
-    auto digest = pack::FileSha256(file);
-    if (!digest.ok()) return digest.status();
-    manifest["files"][name] = *digest;
+    if (!digests.count(name)) {
+      auto digest = pack::FileSha256(file);
+      if (!digest.ok()) return digest.status();
+      digests[name] = *digest;
+    }
+    manifest["files"][name] = digests[name];
   }
   std::string manifest_text = manifest.dump() + "\n";
   auto sig = log.SignNote(hash::Hex(hash::Sha256(manifest_text)) + "\n");

@@ -472,6 +472,32 @@ absl::Status Store::ScanLeaves(
   return absl::OkStatus();
 }
 
+absl::Status Store::WalkLeavesBack(
+    uint64_t from,
+    absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)>
+        next) const {
+  std::unique_ptr<rocksdb::Iterator> it(
+      rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kEntries]));
+  std::optional<uint64_t> at = from;
+  it->Seek(U64Key(from));
+  while (at.has_value()) {
+    if (!it->Valid() || it->key().size() != 8 || GetU64(it->key().data()) != *at) {
+      if (auto s = FromRocks(it->status(), "walk entries"); !s.ok()) return s;
+      return absl::DataLossError(absl::StrCat("storage: entry ", *at, " is missing"));
+    }
+    auto to = next(*at, std::string_view(it->value().data(), it->value().size()));
+    if (!to.ok()) return to.status();
+    if (to->has_value() && **to >= *at) std::abort();  // the caller's contract
+    if (to->has_value() && **to + 1 == *at) {
+      it->Prev();
+    } else if (to->has_value()) {
+      it->Seek(U64Key(**to));
+    }
+    at = *to;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<std::string>> Store::GetProjection(projection::Table t,
                                                                 std::string_view key) const {
   auto v = rep_->Get(ProjectionCf(t), key, projection::TableName(t));

@@ -130,6 +130,16 @@ class Store {
       uint64_t from, uint64_t to,
       absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const;
 
+  // Walks back from `from`: calls next(seq, leaf), which returns the seq to
+  // visit next (MUST be below seq) or nullopt to stop, or an error, which is
+  // returned. One iterator serves the whole walk, so a chain of mostly
+  // adjacent seqs costs a step each instead of a lookup each. DATA_LOSS when
+  // a seq to visit is missing.
+  absl::Status WalkLeavesBack(
+      uint64_t from,
+      absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)>
+          next) const;
+
   // A projection record; nullopt when absent.
   absl::StatusOr<std::optional<std::string>> GetProjection(projection::Table t,
                                                            std::string_view key) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 
 #include "absl/strings/ascii.h"
@@ -40,7 +41,18 @@ class Records {
   void TouchStep(const std::string& key) { Touch(steps_, key); }
   void TouchRun(const std::string& key) { Touch(runs_, key); }
 
+  // Deadline rows: nothing reads them during an Apply call, so a row put
+  // and deleted within one (a step started and completed in one batch)
+  // never reaches storage.
+  void PutDeadline(std::string row, std::string step_key) {
+    deadlines_.insert_or_assign(std::move(row), std::move(step_key));
+  }
+  void DeleteDeadline(const std::string& row) {
+    if (deadlines_.erase(row) == 0) txn_.DeleteUnread(Table::kIndex, row);
+  }
+
   void Flush() {
+    for (const auto& [row, step_key] : deadlines_) txn_.PutUnread(Table::kIndex, row, step_key);
     for (const auto& [key, c] : steps_) {
       if (c.dirty) txn_.Put(Table::kSteps, key, Serialize(c.message));
     }
@@ -58,6 +70,7 @@ class Records {
   };
   template <typename M>
   using Cache = absl::node_hash_map<std::string, Cached<M>>;
+  absl::flat_hash_map<std::string, std::string> deadlines_;
 
   template <typename M>
   absl::StatusOr<M*> Find(Cache<M>& cache, Table t, const std::string& key, bool* exists,
@@ -347,7 +360,7 @@ absl::Status OnStart(Records& records, const projection::Entry& e, RunEdit& run)
       step.set_timeout_at_us(e.logged_at_us + a.timeout_ms() * 1000);
       if (!step.has_completion() && !step.has_unknown()) {
         step.set_state(pb::STEP_STATE_PENDING);
-        txn.PutUnread(Table::kIndex, DeadlineRow(step.timeout_at_us(), e.seq), edit.encoded_key());
+        records.PutDeadline(DeadlineRow(step.timeout_at_us(), e.seq), edit.encoded_key());
       }
     }
   }
@@ -400,14 +413,13 @@ absl::Status OnExec(Records& records, const projection::Entry& e, RunEdit& run) 
   } else {
     RecordCompletion(step, e);
     step.set_state(StateOf(x.status()));
-    txn.DeleteUnread(Table::kIndex, DeadlineRow(step.timeout_at_us(), step.start_seq()));
+    records.DeleteDeadline(DeadlineRow(step.timeout_at_us(), step.start_seq()));
   }
   edit.Save();
   return absl::OkStatus();
 }
 
 absl::Status OnUnknown(Records& records, const projection::Entry& e, RunEdit& run) {
-  Txn& txn = records.txn();
   const pb::Receipt& r = *e.receipt;
   const auto& u = r.step_unknown();
   StepEdit edit(records, e, run);
@@ -421,7 +433,7 @@ absl::Status OnUnknown(Records& records, const projection::Entry& e, RunEdit& ru
     step.set_unknown_seq(e.seq);
     step.set_unknown_at_us(e.logged_at_us);
     step.set_deadline_us(u.deadline_us());
-    txn.DeleteUnread(Table::kIndex, DeadlineRow(step.timeout_at_us(), step.start_seq()));
+    records.DeleteDeadline(DeadlineRow(step.timeout_at_us(), step.start_seq()));
   }
   edit.Save();
   return absl::OkStatus();
