@@ -25,6 +25,29 @@ class Log {
     return seq;
   }
 
+  // All of `jsons` in one Apply call, as one sequencer batch.
+  void AddBatch(const std::vector<std::string>& jsons) {
+    std::vector<pb::Receipt> receipts;
+    for (const auto& json : jsons) {
+      auto r = receipt::FromJsonText(json);
+      EXPECT_TRUE(r.ok()) << r.status() << " " << json;
+      if (!r->has_attempt()) r->set_attempt(1);
+      receipts.push_back(*r);
+    }
+    std::vector<projection::Entry> entries;
+    for (auto& r : receipts) {
+      uint64_t seq = next_++;
+      entries.push_back({seq, 1'000'000 + static_cast<int64_t>(seq) * 1000, "test", &r});
+    }
+    absl::Status s = projector_.Apply(entries, txn_);
+    EXPECT_TRUE(s.ok()) << s;
+  }
+
+  // Whether `row` was written or deleted at all.
+  bool Touched(const std::string& row) {
+    return txn_.writes()[static_cast<int>(Table::kIndex)].contains(row);
+  }
+
   pb::Step Step(const std::string& team, const std::string& run, const std::string& step,
                 int64_t attempt = 1) {
     auto raw = txn_.Get(Table::kSteps, EncodeStepKey({team, run, step, attempt}));
@@ -255,6 +278,21 @@ TEST(ProjectorTest, IndexesFollowTheState) {
   EXPECT_TRUE(log.HasRow(StateRow("t", pb::STEP_STATE_FAILED, at, key)));
   EXPECT_TRUE(log.HasRow(RunsRow("t", 1'000'000, EncodeRunKey("t", "r"))));
   EXPECT_EQ(log.Rows(Table::kChanges), 2u);
+}
+
+TEST(ProjectorTest, DeadlineRowOfAStepStartedAndFinishedInOneBatchIsNeverWritten) {
+  Log log;
+  log.AddBatch({Start("a", "s1"), Call("c", "s1", "allow", 5), Exec("b", "a", "s1", "succeeded"),
+                Start("d", "s2")});
+  pb::Step s1 = log.Step("t", "r", "s1"), s2 = log.Step("t", "r", "s2");
+  EXPECT_EQ(s1.state(), pb::STEP_STATE_SUCCEEDED);
+  EXPECT_FALSE(log.Touched(DeadlineRow(s1.timeout_at_us(), 0)));
+  // The step still open at the end of the batch keeps its row.
+  EXPECT_TRUE(log.HasRow(DeadlineRow(s2.timeout_at_us(), 3)));
+  // Finished in a later batch: the row goes then.
+  log.AddBatch({Exec("e", "d", "s2", "succeeded")});
+  EXPECT_TRUE(log.Touched(DeadlineRow(s2.timeout_at_us(), 3)));
+  EXPECT_FALSE(log.HasRow(DeadlineRow(s2.timeout_at_us(), 3)));
 }
 
 TEST(ProjectorTest, CallsAreNotStepChangesButCompletionsAre) {
