@@ -259,6 +259,47 @@ void Batch::PutState(const State& s) {
 }
 
 Store::Store(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+namespace {
+
+// Memtable insert hints (memtable_insert_with_hint_prefix_extractor): rows
+// that share a prefix mostly arrive in key order, so an insert can start
+// where the last one with its prefix ended instead of searching the whole
+// skip list. The prefix is the first `parts` length-prefixed strings
+// (query/projector/keys.h), after a family byte for index rows; deadline
+// rows ('D' then a time) all share the prefix "D".
+class KeyPrefix : public rocksdb::SliceTransform {
+ public:
+  KeyPrefix(bool family_byte, int parts, const char* name)
+      : family_byte_(family_byte), parts_(parts), name_(name) {}
+  const char* Name() const override { return name_; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    return rocksdb::Slice(key.data(), Length(key));
+  }
+  bool InDomain(const rocksdb::Slice& key) const override { return Length(key) > 0; }
+
+ private:
+  // 0 when the key is too short to have the prefix.
+  size_t Length(const rocksdb::Slice& key) const {
+    size_t at = 0;
+    if (family_byte_) {
+      if (key.size() < 1) return 0;
+      if (key[0] == 'D') return 1;
+      at = 1;
+    }
+    for (int k = 0; k < parts_; ++k) {
+      if (key.size() <= at) return 0;
+      at += 1 + static_cast<unsigned char>(key[at]);
+      if (key.size() < at) return 0;
+    }
+    return at;
+  }
+  const bool family_byte_;
+  const int parts_;
+  const char* const name_;
+};
+
+}  // namespace
+
 Store::~Store() = default;
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Faults* faults) {
@@ -307,12 +348,22 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   rocksdb::ColumnFamilyOptions change_options = cf_options;
   change_options.memtable_insert_with_hint_prefix_extractor =
       entry_options.memtable_insert_with_hint_prefix_extractor;
+  rocksdb::ColumnFamilyOptions index_options = lookup_options;
+  index_options.memtable_insert_with_hint_prefix_extractor.reset(
+      new KeyPrefix(true, 1, "ledger.IndexFamilyAndTeam.v1"));
+  rocksdb::ColumnFamilyOptions step_options = lookup_options;
+  step_options.memtable_insert_with_hint_prefix_extractor.reset(
+      new KeyPrefix(false, 2, "ledger.TeamAndRun.v1"));
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
     bool lookup = cf == kReceipts || cf == kRuns || cf >= kLogCfCount;
     descriptors.emplace_back(CfName(cf), cf == kEntries ? entry_options
                                          : cf == ProjectionCf(projection::Table::kChanges)
                                              ? change_options
+                                         : cf == ProjectionCf(projection::Table::kIndex)
+                                             ? index_options
+                                         : cf == ProjectionCf(projection::Table::kSteps)
+                                             ? step_options
                                          : lookup ? lookup_options
                                                   : cf_options);
   }
