@@ -57,15 +57,13 @@ std::string Dollars(int64_t micros) {
   return buf;
 }
 
-int64_t StepStart(const nlohmann::json& s) {
-  return s.contains("start") ? s["start"]["logged_at_us"].get<int64_t>() : s["first_at_us"].get<int64_t>();
-}
+int64_t StepStart(const query::pb::Step& s) { return s.has_start() ? s.started_at_us() : s.first_at_us(); }
 
-// The step's end on the timeline: its completion, its unknown declaration,
+// The step's end on the timeline: its unknown declaration, its completion,
 // or (pending) none.
-int64_t StepEnd(const nlohmann::json& s) {
-  if (s.contains("unknown")) return s["unknown"]["logged_at_us"].get<int64_t>();
-  if (s.contains("completion")) return s["completion"]["logged_at_us"].get<int64_t>();
+int64_t StepEnd(const query::pb::Step& s) {
+  if (s.has_unknown()) return s.unknown_at_us();
+  if (s.has_completion()) return s.completed_at_us();
   return -1;
 }
 
@@ -80,10 +78,10 @@ void TimelineHead(int64_t steps, std::string* svg) {
                   "\" role=\"img\" aria-label=\"step timeline\">\n");
 }
 
-void TimelineRow(const nlohmann::json& s, int64_t t0, int64_t t1, int row, std::string* svg) {
+void TimelineRow(const query::pb::Step& s, int64_t t0, int64_t t1, int row, std::string* svg) {
   double span = std::max<int64_t>(1, t1 - t0);
   auto x = [&](int64_t t) { return kLabel + static_cast<int>((t - t0) * kWidth / span); };
-  std::string state = s["state"];
+  std::string state = query::StateName(s.state());
   int64_t start = StepStart(s), end = StepEnd(s);
   bool open = end < 0;
   if (open) end = t1;
@@ -95,10 +93,10 @@ void TimelineRow(const nlohmann::json& s, int64_t t0, int64_t t1, int row, std::
   int y = 8 + row * kRow;
   int x0 = x(start), w = std::max(3, x(end) - x0);
   absl::StrAppend(svg, "<text x=\"4\" y=\"", y + 12, "\" font-size=\"12\">",
-                  Escape(s["run_id"].get<std::string>()), " / ", Escape(s["step_id"].get<std::string>()),
+                  Escape(s.run_id()), " / ", Escape(s.step_id()),
                   "</text><rect class=\"step ", Escape(state), "\" x=\"", x0, "\" y=\"", y + 2,
                   "\" width=\"", w, "\" height=\"12\" fill=\"", fill, "\"", open ? " fill-opacity=\"0.4\"" : "",
-                  "><title>", Escape(s["step_id"].get<std::string>()), ": ",
+                  "><title>", Escape(s.step_id()), ": ",
                   state == "unknown" ? "UNKNOWN (no completion by the deadline)" : Escape(state),
                   "</title></rect>");
   if (state == "unknown") {
@@ -369,28 +367,36 @@ std::vector<const std::pair<const std::string, std::optional<std::string>>*> Sor
 
 }  // namespace
 
-absl::Status Outcomes::ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn) {
+absl::Status Outcomes::ForEachStepRecord(absl::FunctionRef<void(const query::pb::Step&)> fn) {
   if (auto s = Flush(); !s.ok()) return s;
+  query::pb::Step step;
   for (const auto* row : Sorted(txn_, projection::Table::kSteps)) {
-    query::pb::Step step;
     if (!row->second.has_value() || !step.ParseFromString(*row->second)) {
       return absl::InternalError("outcomes: step");
     }
-    fn(query::StepJson(step));
+    fn(step);
   }
   return absl::OkStatus();
 }
 
-absl::Status Outcomes::ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn) {
+absl::Status Outcomes::ForEachRunRecord(absl::FunctionRef<void(const query::pb::Run&)> fn) {
   if (auto s = Flush(); !s.ok()) return s;
+  query::pb::Run run;
   for (const auto* row : Sorted(txn_, projection::Table::kRuns)) {
-    query::pb::Run run;
     if (!row->second.has_value() || !run.ParseFromString(*row->second)) {
       return absl::InternalError("outcomes: run");
     }
-    fn(query::RunJson(run));
+    fn(run);
   }
   return absl::OkStatus();
+}
+
+absl::Status Outcomes::ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn) {
+  return ForEachStepRecord([&](const query::pb::Step& s) { fn(query::StepJson(s)); });
+}
+
+absl::Status Outcomes::ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn) {
+  return ForEachRunRecord([&](const query::pb::Run& r) { fn(query::RunJson(r)); });
 }
 
 absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
@@ -455,8 +461,8 @@ absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
        std::to_string(manifest["counts"].value("entries", 0)) + " entries.</p>\n";
   int unknown = 0;
   int64_t t0 = INT64_MAX, t1 = INT64_MIN, steps = 0;
-  absl::Status scanned = outcomes.ForEachStep([&](const nlohmann::json& s) {
-    unknown += s["state"] == "unknown";
+  absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
+    unknown += s.state() == query::pb::STEP_STATE_UNKNOWN;
     t0 = std::min(t0, StepStart(s));
     t1 = std::max({t1, StepStart(s), StepEnd(s)});
     ++steps;
@@ -469,7 +475,7 @@ absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
   if (steps > 0) {
     TimelineHead(steps, &h);
     int row = 0;
-    absl::Status drawn = outcomes.ForEachStep([&](const nlohmann::json& s) {
+    absl::Status drawn = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
       TimelineRow(s, t0, t1, row++, &h);
       spill(1 << 20);
     });
@@ -479,43 +485,34 @@ absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
   h += "<h2>Steps</h2>\n<table><tr><th>run</th><th>step</th><th>attempt</th><th>state</th>"
        "<th>anomalies</th><th>model calls allowed/denied</th><th>tool calls allowed/denied</th>"
        "<th>tokens in/out</th><th>charged</th><th>entries (seq)</th></tr>\n";
-  absl::Status listed = outcomes.ForEachStep([&](const nlohmann::json& s) {
-    std::string state = s["state"];
+  absl::Status listed = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
+    std::string state = query::StateName(s.state());
     std::string cls = state == "unknown" ? "unknown" : state == "failed" ? "failed" : "";
     std::string anomalies;
-    if (s.contains("anomalies")) {
-      for (const auto& a : s["anomalies"]) anomalies += (anomalies.empty() ? "" : ", ") + a.get<std::string>();
+    for (int a : s.anomalies()) {
+      absl::StrAppend(&anomalies, anomalies.empty() ? "" : ", ",
+                      query::AnomalyName(static_cast<query::pb::Anomaly>(a)));
     }
     std::string seqs;
-    if (s.contains("seqs")) {
-      for (const auto& q : s["seqs"]) seqs += (seqs.empty() ? "" : " ") + std::to_string(q.get<uint64_t>());
-    }
-    const auto& c = s["calls"];
-    h += "<tr class=\"" + cls + "\"><td>" + Escape(s["run_id"].get<std::string>()) + "</td><td>" +
-         Escape(s["step_id"].get<std::string>()) + "</td><td>" + std::to_string(s["attempt"].get<int64_t>()) +
-         "</td><td>" + (state == "unknown" ? "UNKNOWN" : Escape(state)) + "</td><td>" + Escape(anomalies) +
-         "</td><td>" + std::to_string(c["model_calls_allowed"].get<int64_t>()) + "/" +
-         std::to_string(c["model_calls_denied"].get<int64_t>()) + "</td><td>" +
-         std::to_string(c["tool_calls_allowed"].get<int64_t>()) + "/" +
-         std::to_string(c["tool_calls_denied"].get<int64_t>()) + "</td><td>" +
-         std::to_string(c["input_tokens"].get<int64_t>()) + "/" +
-         std::to_string(c["output_tokens"].get<int64_t>()) + "</td><td>" +
-         Dollars(s["charged_cost_micros"].get<int64_t>()) + "</td><td>" + seqs + "</td></tr>\n";
+    for (uint64_t q : s.seqs()) absl::StrAppend(&seqs, seqs.empty() ? "" : " ", q);
+    const auto& c = s.calls();
+    absl::StrAppend(&h, "<tr class=\"", cls, "\"><td>", Escape(s.run_id()), "</td><td>", Escape(s.step_id()),
+                    "</td><td>", s.attempt(), "</td><td>", state == "unknown" ? "UNKNOWN" : Escape(state),
+                    "</td><td>", Escape(anomalies), "</td><td>", c.model_calls_allowed(), "/",
+                    c.model_calls_denied(), "</td><td>", c.tool_calls_allowed(), "/", c.tool_calls_denied(),
+                    "</td><td>", c.input_tokens(), "/", c.output_tokens(), "</td><td>",
+                    Dollars(s.charged_cost_micros()), "</td><td>", seqs, "</td></tr>\n");
     spill(1 << 20);
   });
   if (!listed.ok()) return listed;
   h += "</table>\n<h2>Runs</h2>\n<table><tr><th>team</th><th>run</th><th>entries</th>"
        "<th>steps ok/failed/denied/pending/unknown</th><th>actual</th><th>charged</th></tr>\n";
-  absl::Status runs = outcomes.ForEachRun([&](const nlohmann::json& r) {
-    const auto& st = r["steps"];
-    h += "<tr><td>" + Escape(r["team"].get<std::string>()) + "</td><td>" +
-         Escape(r["run_id"].get<std::string>()) + "</td><td>" + std::to_string(r["entries"].get<int64_t>()) +
-         "</td><td>" + std::to_string(st["succeeded"].get<int64_t>()) + "/" +
-         std::to_string(st["failed"].get<int64_t>()) + "/" + std::to_string(st["denied"].get<int64_t>()) +
-         "/" + std::to_string(st["pending"].get<int64_t>()) + "/" +
-         std::to_string(st["unknown"].get<int64_t>()) + "</td><td>" +
-         Dollars(r["actual_cost_micros"].get<int64_t>()) + "</td><td>" +
-         Dollars(r["charged_cost_micros"].get<int64_t>()) + "</td></tr>\n";
+  absl::Status runs = outcomes.ForEachRunRecord([&](const query::pb::Run& r) {
+    absl::StrAppend(&h, "<tr><td>", Escape(r.team()), "</td><td>", Escape(r.run_id()), "</td><td>",
+                    r.entries(), "</td><td>", r.steps_succeeded(), "/", r.steps_failed(), "/",
+                    r.steps_denied(), "/", r.steps_pending(), "/", r.steps_unknown(), "</td><td>",
+                    Dollars(r.actual_cost_micros()), "</td><td>", Dollars(r.charged_cost_micros()),
+                    "</td></tr>\n");
     spill(1 << 20);
   });
   if (!runs.ok()) return runs;

@@ -34,6 +34,11 @@
 #include "ledger/receipt/entry.h"
 #include "nlohmann/json.hpp"
 
+namespace evidence::ledger::v1 {
+class Step;
+class Run;
+}  // namespace evidence::ledger::v1
+
 namespace ledger::pack {
 
 inline constexpr int kFormatVersion = 1;
@@ -83,6 +88,9 @@ class Outcomes {
   // Each step's or run's JSON object, in the order Write lists them.
   absl::Status ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn);
   absl::Status ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn);
+  // The same, as the projection's records (query/projector).
+  absl::Status ForEachStepRecord(absl::FunctionRef<void(const evidence::ledger::v1::Step&)> fn);
+  absl::Status ForEachRunRecord(absl::FunctionRef<void(const evidence::ledger::v1::Run&)> fn);
 
  private:
   absl::Status Flush();
