@@ -43,33 +43,53 @@ void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev,
   out->append(",\"v\":1}");
 }
 
-absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf) {
-  constexpr std::string_view kEnd = ",\"v\":1}", kSeq = ",\"seq\":", kRunPrev = ",\"run_prev\":";
+namespace {
+
+// Takes the decimal number (at most 19 digits) that ends `s`.
+std::optional<uint64_t> TakeNumber(std::string_view* s) {
+  size_t n = 0;
+  while (n < s->size() && (*s)[s->size() - 1 - n] >= '0' && (*s)[s->size() - 1 - n] <= '9') ++n;
+  if (n == 0 || n > 19) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s->substr(s->size() - n)) v = v * 10 + static_cast<uint64_t>(c - '0');
+  s->remove_suffix(n);
+  return v;
+}
+
+constexpr std::string_view kEnd = ",\"v\":1}", kSeq = ",\"seq\":", kRunPrev = ",\"run_prev\":";
+
+// The leaf before ",\"seq\":N,\"v\":1}", and N.
+absl::StatusOr<std::pair<std::string_view, uint64_t>> SplitTail(std::string_view leaf) {
   if (leaf.size() < kEnd.size() || leaf.substr(leaf.size() - kEnd.size()) != kEnd) {
     return Bad("not a version 1 leaf");
   }
   std::string_view rest = leaf.substr(0, leaf.size() - kEnd.size());
-  auto take_number = [](std::string_view* s) -> std::optional<uint64_t> {
-    size_t n = 0;
-    while (n < s->size() && (*s)[s->size() - 1 - n] >= '0' && (*s)[s->size() - 1 - n] <= '9') ++n;
-    if (n == 0 || n > 19) return std::nullopt;
-    uint64_t v = 0;
-    for (char c : s->substr(s->size() - n)) v = v * 10 + static_cast<uint64_t>(c - '0');
-    s->remove_suffix(n);
-    return v;
-  };
-  if (!take_number(&rest) || rest.size() < kSeq.size() ||
-      rest.substr(rest.size() - kSeq.size()) != kSeq) {
+  auto seq = TakeNumber(&rest);
+  if (!seq || rest.size() < kSeq.size() || rest.substr(rest.size() - kSeq.size()) != kSeq) {
     return Bad("no seq at the end");
   }
   rest.remove_suffix(kSeq.size());
-  std::string_view probe = rest;
-  auto run_prev = take_number(&probe);
+  return std::pair{rest, *seq};
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf) {
+  auto tail = SplitTail(leaf);
+  if (!tail.ok()) return tail.status();
+  std::string_view probe = tail->first;
+  auto run_prev = TakeNumber(&probe);
   if (run_prev && probe.size() >= kRunPrev.size() &&
       probe.substr(probe.size() - kRunPrev.size()) == kRunPrev) {
     return std::optional<uint64_t>(*run_prev);
   }
   return std::optional<uint64_t>();
+}
+
+absl::StatusOr<uint64_t> SeqOf(std::string_view leaf) {
+  auto tail = SplitTail(leaf);
+  if (!tail.ok()) return tail.status();
+  return tail->second;
 }
 
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf) {

@@ -55,6 +55,9 @@ void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev,
 // the tail is not of that form.
 absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf);
 
+// The seq of a leaf, read from its tail the same way (",\"seq\":N,\"v\":1}").
+absl::StatusOr<uint64_t> SeqOf(std::string_view leaf);
+
 // Parses leaf bytes. INVALID_ARGUMENT (DATA_LOSS is the caller's call) when
 // the bytes are not a version-1 entry or not exactly its canonical encoding.
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf);
