@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   flags.Define("sweep-interval-ms", "1000", "how often to look for steps past their deadline");
   flags.Define("projections", "true",
                "keep step outcomes and run summaries (the query service); false: the log only");
+  flags.Define("accept-rollback", "",
+               "start even if the store is behind or not consistent with <data>/latest-checkpoint "
+               "(after restoring an old copy on purpose); logged",
+               true);
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (flags.Bool("help")) {
@@ -84,6 +88,7 @@ int main(int argc, char** argv) {
   options.origin = flags.Get("origin");
   options.checkpoint_interval_ms = *interval;
   options.sequencer.max_queued = static_cast<size_t>(*max_queued);
+  options.accept_rollback = flags.Bool("accept-rollback");
   ledger::query::StepProjector projector;
   if (projections == "true") options.sequencer.projector = &projector;
   std::error_code ec;
@@ -93,6 +98,9 @@ int main(int argc, char** argv) {
   if (!signer.ok()) return Fail(signer.status());
   auto log = ledger::log::Log::Open(options, *std::move(signer));
   if (!log.ok()) return Fail(log.status());
+  if (!(*log)->rollback_accepted().empty()) {
+    std::cerr << "ledgerd: WARNING: --accept-rollback: " << (*log)->rollback_accepted() << "\n";
+  }
   if (options.sequencer.projector != nullptr &&
       (*log)->projected_at_open() < (*log)->head().size) {
     std::cerr << "ledgerd: projections caught up from the log, entries "

@@ -1,10 +1,16 @@
 #include "ledger/log/log.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +38,9 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
   std::unique_ptr<Log> log(new Log(std::move(options), std::move(signer), *std::move(store)));
   log->integrity_ = log->CheckIntegrity(*state);
   if (absl::IsFailedPrecondition(log->integrity_)) return log->integrity_;
+  if (log->integrity_.ok()) {
+    if (auto s = log->CheckGuard(*state); !s.ok()) return s;
+  }
   if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr &&
       log->projected_ < state->size) {
     // Projections written since the last flush were lost with the process:
@@ -68,6 +77,66 @@ Log::~Log() {
     sequencer_.reset();  // commits what is queued
     SignCheckpoint().IgnoreError();  // best effort: the next start signs it otherwise
   }
+}
+
+absl::Status Log::WriteGuard(const std::string& note) const {
+  std::string path = absl::StrCat(options_.data_dir, "/", kGuardFile), tmp = path + ".tmp";
+  auto fail = [&](std::string_view what) {
+    return absl::UnavailableError(absl::StrCat("checkpoint guard: ", std::string(what), " ", tmp, ": ",
+                                               std::strerror(errno)));
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return fail("cannot create");
+  bool written = ::write(fd, note.data(), note.size()) == static_cast<ssize_t>(note.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written) return fail("cannot write");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename");
+  int dir = ::open(options_.data_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return fail("cannot open the directory of");
+  bool synced = ::fsync(dir) == 0;
+  ::close(dir);
+  if (!synced) return fail("cannot sync the directory of");
+  return absl::OkStatus();
+}
+
+absl::Status Log::CheckGuard(const store::State& state) {
+  std::string path = absl::StrCat(options_.data_dir, "/", kGuardFile);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::OkStatus();  // the first checkpoint writes it
+  std::string note_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string problem;
+  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
+  if (!verifier.ok()) return verifier.status();
+  auto text = verifier->Open(note_text);
+  auto cp = text.ok() ? note::ParseCheckpoint(*text) : absl::StatusOr<note::Checkpoint>(text.status());
+  if (!cp.ok() || cp->origin != options_.origin) {
+    problem = absl::StrCat("the checkpoint in ", path, " is not a checkpoint of '", options_.origin,
+                           "' signed by this key", cp.ok() ? "" : ": ", cp.ok() ? "" : cp.status().message());
+  } else if (cp->size > state.size) {
+    problem = absl::StrCat("the store holds ", state.size, " entries but a checkpoint of size ", cp->size,
+                           " (root ", hash::Hex(cp->root), ") was signed: the store was rolled back");
+  } else {
+    auto node = [&](int level, uint64_t index) { return store_->GetNode(level, index); };
+    auto root = merkle::RootHash(cp->size, node);
+    if (!root.ok()) return root.status();
+    if (*root != cp->root) {
+      problem = absl::StrCat("at tree size ", cp->size, " the store's root is ", hash::Hex(*root),
+                             " but the signed checkpoint in ", path, " says ", hash::Hex(cp->root),
+                             ": the store is not the log that signed it");
+    }
+  }
+  if (problem.empty()) return absl::OkStatus();
+  if (!options_.accept_rollback) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rollback guard: ", problem, "; to start anyway, knowing that checkpoints already given out "
+        "may not be consistent with the ones signed from now on, pass --accept-rollback"));
+  }
+  std::string kept = absl::StrCat(path, ".rolled-back-", cp.ok() ? cp->size : 0);
+  std::error_code ec;
+  std::filesystem::rename(path, kept, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("rollback guard: cannot keep ", path, ": ", ec.message()));
+  rollback_ = absl::StrCat(problem, "; the refused checkpoint is kept in ", kept);
+  return absl::OkStatus();
 }
 
 absl::Status Log::CheckIntegrity(const store::State& state) {
@@ -195,6 +264,9 @@ absl::Status Log::SignCheckpoint() {
   auto signed_note = signer_.Sign(note::FormatCheckpoint({options_.origin, head.size, head.root}));
   if (!signed_note.ok()) return signed_note.status();
   if (auto s = store_->PutCheckpoint(head.size, *signed_note); !s.ok()) return s;
+  // Not the latest until the guard says so too; a failure here is retried
+  // with the same (deterministic) signature at the next interval.
+  if (auto s = WriteGuard(*signed_note); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   latest_ = {head.size, head.root, *signed_note};
   has_latest_ = true;

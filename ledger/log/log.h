@@ -63,11 +63,24 @@ class Log {
     // sequencer.projector, when set, keeps projections beside the log; Open
     // first catches them up with the log (they may lag it after a crash).
     sequencer::Sequencer::Options sequencer;
+    // Start even when the store is behind, or not consistent with, the
+    // checkpoint kept outside it (kGuardFile). The operator's decision; the
+    // refused checkpoint is kept beside it for the record.
+    bool accept_rollback = false;
   };
+
+  // The latest signed checkpoint, kept outside RocksDB in the data
+  // directory: the signed note, replaced atomically (write, fsync, rename,
+  // fsync the directory) after each checkpoint is stored. A store restored
+  // from an older copy, or swapped for another, cannot pass it silently.
+  static constexpr char kGuardFile[] = "latest-checkpoint";
 
   // Opens (creating if needed) the log in options.data_dir, signed by
   // `signer`, whose name MUST be the origin. FAILED_PRECONDITION when the
-  // stored checkpoints were signed by another key or for another origin.
+  // stored checkpoints were signed by another key or for another origin,
+  // and, unless options.accept_rollback, when the store's tree is behind
+  // the guard file's checkpoint or its root at that size differs, or the
+  // guard file does not verify.
   static absl::StatusOr<std::unique_ptr<Log>> Open(Options options, note::Signer signer);
 
   // Finishes queued appends and signs a final checkpoint.
@@ -126,10 +139,15 @@ class Log {
   uint64_t projected_at_open() const { return projected_; }
   // OK, or the DATA_LOSS found on Open.
   const absl::Status& integrity() const { return integrity_; }
+  // With options.accept_rollback: what Open accepted ("" if nothing), and
+  // the file where the refused checkpoint was kept.
+  const std::string& rollback_accepted() const { return rollback_; }
 
  private:
   Log(Options options, note::Signer signer, std::unique_ptr<store::Store> store);
   absl::Status CheckIntegrity(const store::State& state);
+  absl::Status CheckGuard(const store::State& state);
+  absl::Status WriteGuard(const std::string& note) const;
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
@@ -140,6 +158,7 @@ class Log {
   std::unique_ptr<store::Store> store_;
   absl::Status integrity_;
   uint64_t projected_ = 0;  // entries the projections covered at open
+  std::string rollback_;
   std::unique_ptr<sequencer::Sequencer> sequencer_;
 
   mutable std::mutex mu_;

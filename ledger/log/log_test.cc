@@ -2,7 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
 
 #include "gtest/gtest.h"
 #include "ledger/log/key_file.h"
@@ -39,13 +42,21 @@ std::vector<sequencer::Outcome> AppendAll(Log& log, std::vector<receipt::Receipt
 class LogTest : public ::testing::Test {
  protected:
   std::unique_ptr<Log> OpenLog() {
+    auto log = TryOpen(false);
+    EXPECT_TRUE(log.ok()) << log.status();
+    return log.ok() ? *std::move(log) : nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<Log>> TryOpen(bool accept_rollback) {
     Log::Options o;
     o.data_dir = dir_.Sub("data");
     o.origin = "ledger.test/log";
     o.checkpoint_interval_ms = 60'000;  // tests sign explicitly
-    auto log = Log::Open(o, signer_);
-    EXPECT_TRUE(log.ok()) << log.status();
-    return log.ok() ? *std::move(log) : nullptr;
+    o.accept_rollback = accept_rollback;
+    return Log::Open(o, signer_);
+  }
+  std::string Guard() {
+    std::ifstream in(dir_.Sub("data") + "/" + Log::kGuardFile);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
   testing::TempDir dir_;
   note::Signer signer_ = *note::Signer::Generate("ledger.test/log");
@@ -170,6 +181,95 @@ TEST_F(LogTest, AlteredTreeNodeRefusesAppendsWithDataLoss) {
   receipt::Receipt d = Model("d");
   auto s = log->Append("t", {&d}, [](std::vector<sequencer::Outcome>) { FAIL(); });
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(LogTest, GuardFileHoldsTheLatestCheckpoint) {
+  auto log = OpenLog();
+  EXPECT_EQ(Guard(), log->Checkpoint(0)->note);
+  AppendAll(*log, {Model("a"), Model("b")});
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  EXPECT_EQ(log->Checkpoint(0)->size, 2u);
+  EXPECT_EQ(Guard(), log->Checkpoint(0)->note);
+}
+
+// A copy of the store from before the last checkpoint put back in place.
+TEST_F(LogTest, StoreBehindTheGuardIsRefusedUnlessAccepted) {
+  std::string db = dir_.Sub("data") + "/db", old = dir_.Sub("old-db");
+  std::string signed_at_3;
+  {
+    auto log = OpenLog();
+    AppendAll(*log, {Model("a")});
+  }
+  std::filesystem::copy(db, old, std::filesystem::copy_options::recursive);
+  {
+    auto log = OpenLog();
+    AppendAll(*log, {Model("b"), Model("c")});
+    ASSERT_TRUE(log->SignCheckpoint().ok());
+    signed_at_3 = log->Checkpoint(0)->note;
+  }
+  std::filesystem::remove_all(db);
+  std::filesystem::rename(old, db);
+  auto root = note::ParseCheckpoint(*note::Verifier::Parse(signer_.VerifierKey())->Open(signed_at_3))->root;
+  auto refused = TryOpen(false);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().message(),
+            "rollback guard: the store holds 1 entries but a checkpoint of size 3 (root " + hash::Hex(root) +
+                ") was signed: the store was rolled back; to start anyway, knowing that checkpoints already "
+                "given out may not be consistent with the ones signed from now on, pass --accept-rollback");
+  EXPECT_EQ(Guard(), signed_at_3);  // refusing changes nothing
+  auto accepted = TryOpen(true);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  std::string kept = dir_.Sub("data") + "/" + Log::kGuardFile + ".rolled-back-3";
+  EXPECT_EQ((*accepted)->rollback_accepted(),
+            "the store holds 1 entries but a checkpoint of size 3 (root " + hash::Hex(root) +
+                ") was signed: the store was rolled back; the refused checkpoint is kept in " + kept);
+  std::ifstream in(kept);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), signed_at_3);
+  EXPECT_EQ(Guard(), (*accepted)->Checkpoint(0)->note);
+  EXPECT_EQ((*accepted)->Checkpoint(0)->size, 1u);
+}
+
+// Another log of the same key and origin, as long as this one: same size,
+// other root.
+TEST_F(LogTest, StoreOfAnotherHistoryIsRefused) {
+  std::string db = dir_.Sub("data") + "/db", other = dir_.Sub("other-db");
+  {
+    auto log = OpenLog();
+    AppendAll(*log, {Model("x"), Model("y")});
+  }
+  std::filesystem::rename(db, other);
+  hash::Hash root;
+  {
+    auto log = OpenLog();
+    AppendAll(*log, {Model("a"), Model("b")});
+    ASSERT_TRUE(log->SignCheckpoint().ok());
+    root = log->Checkpoint(0)->root;
+  }
+  std::filesystem::remove_all(db);
+  std::filesystem::rename(other, db);
+  auto store_root = [&] {
+    auto store = *store::Store::Open(db);
+    return *merkle::RootHash(2, [&](int l, uint64_t i) { return store->GetNode(l, i); });
+  }();
+  auto refused = TryOpen(false);
+  EXPECT_EQ(refused.status().message(),
+            "rollback guard: at tree size 2 the store's root is " + hash::Hex(store_root) +
+                " but the signed checkpoint in " + dir_.Sub("data") + "/" + Log::kGuardFile + " says " +
+                hash::Hex(root) + ": the store is not the log that signed it; to start anyway, knowing that "
+                "checkpoints already given out may not be consistent with the ones signed from now on, pass "
+                "--accept-rollback");
+}
+
+TEST_F(LogTest, GuardFileThatDoesNotVerifyIsRefused) {
+  { OpenLog(); }
+  std::ofstream(dir_.Sub("data") + "/" + Log::kGuardFile) << "not a note\n";
+  auto refused = TryOpen(false);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  std::string message(refused.status().message());
+  std::string head = "rollback guard: the checkpoint in " + dir_.Sub("data") + "/" + Log::kGuardFile +
+                     " is not a checkpoint of 'ledger.test/log' signed by this key: ";
+  EXPECT_EQ(message.substr(0, head.size()), head);
+  EXPECT_NE(message.find("; to start anyway"), std::string::npos) << message;
 }
 
 TEST(KeyFileTest, CreatedWithMode0600AndNeverOverwritten) {
