@@ -12,6 +12,7 @@
 //   ledgerctl --server HOST:PORT run --team T --run R [--json]
 //   ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]
 //   ledgerctl rebuild --data DIR
+//   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
 //   ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <ctime>
 #include <sstream>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -34,6 +36,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/hash/hash.h"
+#include "ledger/log/audit.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
 #include "ledger/receipt/receipt.h"
@@ -514,6 +517,43 @@ int Verify(const Flags& flags) {
   return result->ok ? 0 : 1;
 }
 
+// Exit codes: 0 consistent, 1 an inconsistency (reported), 2 bad usage,
+// 3 the store or key could not be read (for example: the server is running).
+int AuditStore(const Flags& flags) {
+  const std::string& data = flags.Get("data");
+  if (data.empty()) return Fail(absl::InvalidArgumentError("audit: --data DIR is required"));
+  auto unreadable = [](const absl::Status& s) {
+    std::cerr << "ledgerctl: audit: " << s.message() << "\n";
+    return 3;
+  };
+  std::string vkey;
+  if (!flags.Get("vkey").empty()) {
+    std::ifstream in(flags.Get("vkey"));
+    if (!in) return unreadable(absl::NotFoundError(absl::StrCat("--vkey: cannot read ", flags.Get("vkey"))));
+    std::getline(in, vkey);
+  } else {
+    auto signer = ledger::log::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
+    if (!signer.ok()) return unreadable(signer.status());
+    vkey = signer->VerifierKey();
+  }
+  auto key = ledger::note::Verifier::Parse(vkey);
+  if (!key.ok()) return unreadable(key.status());
+  // Never create a store where there is none.
+  if (!std::filesystem::exists(data + "/db/CURRENT")) {
+    return unreadable(absl::NotFoundError(absl::StrCat("no ledger store in ", data)));
+  }
+  auto store = ledger::store::Store::Open(data + "/db");
+  if (!store.ok()) return unreadable(store.status());
+  auto report = ledger::log::Audit(**store, *key);
+  if (!report.ok()) return unreadable(report.status());
+  if (flags.Bool("json")) {
+    std::cout << report->Json().dump() << "\n";
+  } else {
+    std::cout << report->Summary();
+  }
+  return report->ok ? 0 : 1;
+}
+
 int Keygen(const Flags& flags) {
   if (flags.Get("out").empty()) return Fail(absl::InvalidArgumentError("keygen: --out FILE is required"));
   auto signer = ledger::log::CreateKeyFile(flags.Get("out"), flags.Get("origin"));
@@ -535,6 +575,8 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT run --team T --run R [--json]\n"
     "  ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]\n"
     "  ledgerctl rebuild --data DIR          (server stopped)\n"
+    "  ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]   (server stopped;\n"
+    "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
     "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
     "  ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]\n\n"
@@ -545,7 +587,8 @@ constexpr char kUsage[] =
 int main(int argc, char** argv) {
   Flags flags;
   flags.Define("server", "127.0.0.1:7420", "ledger address HOST:PORT");
-  flags.Define("origin", "evidence-ledger.local/dev", "keygen: the log's origin (the key name)");
+  flags.Define("origin", "evidence-ledger.local/dev",
+               "keygen: the log's origin (the key name); audit: the name of <data>/signing.key");
 
   flags.Define("at-least", "0", "checkpoint: wait until the checkpoint covers N entries");
   flags.Define("timeout-ms", "30000", "checkpoint: how long to wait for --at-least");
@@ -562,10 +605,10 @@ int main(int argc, char** argv) {
   flags.Define("anomaly", "", "steps, watch: anomalies, comma-separated (e.g. late_completion)");
   flags.Define("limit", "100", "steps: at most this many, newest first");
   flags.Define("after-seq", "-1", "watch: changes after this seq (-1: from the start)");
-  flags.Define("json", "", "steps, run: JSON lines instead of a table", true);
-  flags.Define("data", "", "rebuild: the data directory");
+  flags.Define("json", "", "steps, run, verify, audit: JSON instead of text", true);
+  flags.Define("data", "", "rebuild, audit: the data directory");
   flags.Define("out", "", "export: the pack to write (.tar.gz); keygen: the key file");
-  flags.Define("vkey", "", "verify: a file holding the ledger's verifier key line");
+  flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "", "export: a file holding an earlier signed checkpoint");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
   flags.Define("help", "", "print this help", true);
@@ -577,6 +620,7 @@ int main(int argc, char** argv) {
   const std::string& command = flags.positional()[0];
   if (command == "keygen") return Keygen(flags);
   if (command == "rebuild") return Rebuild(flags);
+  if (command == "audit") return AuditStore(flags);
   if (command == "verify") return Verify(flags);
 
   grpc::ChannelArguments args;

@@ -75,6 +75,7 @@ Log::~Log() {
   if (checkpointer_.joinable()) checkpointer_.join();
   if (sequencer_ != nullptr) {
     sequencer_.reset();  // commits what is queued
+    stopped_ = true;
     SignCheckpoint().IgnoreError();  // best effort: the next start signs it otherwise
   }
 }
@@ -101,8 +102,15 @@ absl::Status Log::WriteGuard(const std::string& note) const {
 
 absl::Status Log::CheckGuard(const store::State& state) {
   std::string path = absl::StrCat(options_.data_dir, "/", kGuardFile);
+  // Without a guard (a new log, or one just accepted after a rollback), the
+  // store's latest checkpoint becomes it.
+  auto write_latest = [&]() -> absl::Status {
+    auto latest = store_->LatestCheckpoint();
+    if (!latest.ok()) return latest.status();
+    return latest->has_value() ? WriteGuard((*latest)->second) : absl::OkStatus();
+  };
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::OkStatus();  // the first checkpoint writes it
+  if (!in) return write_latest();
   std::string note_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string problem;
   auto verifier = note::Verifier::Parse(signer_.VerifierKey());
@@ -136,7 +144,7 @@ absl::Status Log::CheckGuard(const store::State& state) {
   std::filesystem::rename(path, kept, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("rollback guard: cannot keep ", path, ": ", ec.message()));
   rollback_ = absl::StrCat(problem, "; the refused checkpoint is kept in ", kept);
-  return absl::OkStatus();
+  return write_latest();
 }
 
 absl::Status Log::CheckIntegrity(const store::State& state) {
@@ -254,9 +262,23 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
 }
 
 absl::Status Log::SignCheckpoint() {
-  if (sequencer_ == nullptr) return integrity_;
+  if (sequencer_ == nullptr && !stopped_) return integrity_;
   std::lock_guard<std::mutex> signing(sign_mu_);
-  sequencer::Head head = sequencer_->committed();
+  sequencer::Head head;
+  if (sequencer_ != nullptr) {
+    head = sequencer_->committed();
+  } else {
+    // Stopped: the sequencer committed everything queued; the store holds
+    // the final head.
+    auto state = store_->ReadState();
+    if (!state.ok()) return state.status();
+    auto root = merkle::RootHash(state->size, [&](int level, uint64_t index) {
+      return store_->GetNode(level, index);
+    });
+    if (!root.ok()) return root.status();
+    head.size = state->size;
+    head.root = *root;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (has_latest_ && latest_.size == head.size) return absl::OkStatus();

@@ -159,6 +159,7 @@ class Log {
   absl::Status integrity_;
   uint64_t projected_ = 0;  // entries the projections covered at open
   std::string rollback_;
+  bool stopped_ = false;  // set by the destructor once the sequencer is gone
   std::unique_ptr<sequencer::Sequencer> sequencer_;
 
   mutable std::mutex mu_;

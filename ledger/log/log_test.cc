@@ -131,6 +131,12 @@ TEST_F(LogTest, ClosingSignsTheFinalCheckpointAndReopenContinues) {
     auto log = OpenLog();
     AppendAll(*log, {Model("a"), Model("b")});
   }
+  {
+    // Signed at close, not only at the next start.
+    auto store = *store::Store::Open(dir_.Sub("data") + "/db");
+    EXPECT_EQ((*store->LatestCheckpoint())->first, 2u);
+    EXPECT_EQ(Guard(), (*store->LatestCheckpoint())->second);
+  }
   auto log = OpenLog();
   EXPECT_EQ(log->Checkpoint(0)->size, 2u);
   EXPECT_TRUE(log->integrity().ok());
@@ -238,6 +244,7 @@ TEST_F(LogTest, StoreOfAnotherHistoryIsRefused) {
     AppendAll(*log, {Model("x"), Model("y")});
   }
   std::filesystem::rename(db, other);
+  std::filesystem::remove(dir_.Sub("data") + "/" + Log::kGuardFile);  // the other log's
   hash::Hash root;
   {
     auto log = OpenLog();

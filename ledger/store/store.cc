@@ -603,6 +603,70 @@ absl::StatusOr<std::string> Store::GetCheckpoint(uint64_t size) const {
   return rep_->Get(kCheckpoints, U64Key(size), absl::StrCat("checkpoint of size ", size));
 }
 
+absl::Status Store::ScanRows(int cf, absl::FunctionRef<absl::Status(std::string_view, std::string_view)> fn,
+                             const char* what) const {
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[cf]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto s = fn(std::string_view(it->key().data(), it->key().size()),
+                std::string_view(it->value().data(), it->value().size()));
+    if (!s.ok()) return s;
+  }
+  return FromRocks(it->status(), what);
+}
+
+absl::Status Store::ScanReceipts(
+    absl::FunctionRef<absl::Status(std::string_view receipt_id, const ReceiptRef& ref)> fn) const {
+  return ScanRows(
+      kReceipts,
+      [&](std::string_view key, std::string_view v) -> absl::Status {
+        if (v.size() != kReceiptRefSize || v[0] != kFormatV1) return Malformed("receipt index row");
+        ReceiptRef ref;
+        ref.seq = GetU64(v.data() + 1);
+        ref.leaf_hash = ReadHash(v.data() + 9);
+        ref.digest = ReadHash(v.data() + 41);
+        return fn(key, ref);
+      },
+      "scan the receipt index");
+}
+
+absl::Status Store::ScanRunHeads(
+    absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, uint64_t seq)> fn)
+    const {
+  return ScanRows(
+      kRuns,
+      [&](std::string_view key, std::string_view v) -> absl::Status {
+        if (key.empty() || key.size() < 1u + static_cast<unsigned char>(key[0]) || v.size() != 8) {
+          return Malformed("run head");
+        }
+        size_t n = static_cast<unsigned char>(key[0]);
+        return fn(key.substr(1, n), key.substr(1 + n), GetU64(v.data()));
+      },
+      "scan run heads");
+}
+
+absl::Status Store::ScanCheckpoints(
+    absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const {
+  return ScanRows(
+      kCheckpoints,
+      [&](std::string_view key, std::string_view v) -> absl::Status {
+        if (key.size() != 8) return Malformed("checkpoint key");
+        return fn(GetU64(key.data()), v);
+      },
+      "scan checkpoints");
+}
+
+absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {
+  std::unique_ptr<rocksdb::Iterator> it(
+      rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kEntries]));
+  it->SeekToLast();
+  if (!it->Valid()) {
+    if (auto s = FromRocks(it->status(), "read entries"); !s.ok()) return s;
+    return std::nullopt;
+  }
+  if (it->key().size() != 8) return Malformed("entry key");
+  return GetU64(it->key().data());
+}
+
 absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> Store::LatestCheckpoint() const {
   std::unique_ptr<rocksdb::Iterator> it(
       rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kCheckpoints]));

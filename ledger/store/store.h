@@ -135,6 +135,18 @@ class Store {
   // returned. One iterator serves the whole walk, so a chain of mostly
   // adjacent seqs costs a step each instead of a lookup each. DATA_LOSS when
   // a seq to visit is missing.
+  // Every row of the receipt index, run heads and checkpoints, in key
+  // order; stop at and return fn's first error. DATA_LOSS on a malformed
+  // row. For audits.
+  absl::Status ScanReceipts(
+      absl::FunctionRef<absl::Status(std::string_view receipt_id, const ReceiptRef& ref)> fn) const;
+  absl::Status ScanRunHeads(
+      absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, uint64_t seq)> fn)
+      const;
+  absl::Status ScanCheckpoints(absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const;
+  // The highest seq with an entry, whatever the state says; nullopt if none.
+  absl::StatusOr<std::optional<uint64_t>> LastLeafSeq() const;
+
   absl::Status WalkLeavesBack(
       uint64_t from,
       absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)>
@@ -165,6 +177,8 @@ class Store {
   explicit Store(std::unique_ptr<Rep> rep);
   // The stored record of a node group ("" if none).
   absl::StatusOr<std::string> NodeGroup(int level, uint64_t group) const;
+  absl::Status ScanRows(int cf, absl::FunctionRef<absl::Status(std::string_view, std::string_view)> fn,
+                        const char* what) const;
   std::unique_ptr<Rep> rep_;
 };
 

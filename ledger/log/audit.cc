@@ -1,0 +1,260 @@
+#include "ledger/log/audit.h"
+
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "ledger/hash/hash.h"
+#include "ledger/merkle/merkle.h"
+#include "ledger/receipt/entry.h"
+#include "ledger/receipt/receipt.h"
+
+namespace ledger::log {
+namespace {
+
+struct Finding {
+  std::string check;
+  int64_t seq = -1;
+  std::string what, expected, found;
+};
+
+// Stops a scan once a finding is recorded.
+absl::Status Stop() { return absl::CancelledError("audit: finding"); }
+
+std::string RunName(std::string_view team, std::string_view run_id) {
+  return absl::StrCat(std::string(team), "/", std::string(run_id));
+}
+
+class Auditor {
+ public:
+  Auditor(const store::Store& store, const note::Verifier& key) : store_(store), key_(key) {}
+
+  absl::StatusOr<AuditReport> Run() {
+    auto state = store_.ReadState();
+    if (!state.ok()) return state.status();
+    state_ = *state;
+    absl::Status s = store_.ScanCheckpoints([&](uint64_t size, std::string_view note) {
+      checkpoints_.emplace(size, std::string(note));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    s = CheckCheckpointAt(0);
+    if (s.ok()) s = store_.ScanLeaves(0, state_.size, [&](uint64_t seq, std::string_view leaf) {
+      return Entry(seq, leaf);
+    });
+    if (absl::IsDataLoss(s) && !finding_) {
+      // ScanLeaves: a seq below the tree size has no entry.
+      Find("entry", -1, "entry", "an entry for every seq below the tree size", std::string(s.message()))
+          .IgnoreError();  // the finding is what counts
+    }
+    if (s.ok()) s = After();
+    if (!s.ok() && !finding_) return s;
+    AuditReport r;
+    r.entries = entries_;
+    r.nodes = nodes_;
+    r.checkpoints = verified_;
+    r.runs = run_last_.size();
+    if (finding_) {
+      r.ok = false;
+      r.check = finding_->check;
+      r.seq = finding_->seq;
+      r.what = finding_->what;
+      r.expected = finding_->expected;
+      r.found = finding_->found;
+    }
+    return r;
+  }
+
+ private:
+  absl::Status Find(std::string check, int64_t seq, std::string what, std::string expected,
+                    std::string found) {
+    finding_ = Finding{std::move(check), seq, std::move(what), std::move(expected), std::move(found)};
+    return Stop();
+  }
+
+  absl::Status Entry(uint64_t seq, std::string_view leaf) {
+    int64_t at = static_cast<int64_t>(seq);
+    auto entry = receipt::ParseLeaf(leaf);
+    if (!entry.ok()) {
+      return Find("entry", at, "leaf", "a leaf in canonical form", std::string(entry.status().message()));
+    }
+    if (entry->seq != seq) {
+      return Find("entry", at, "seq in the leaf", absl::StrCat(seq), absl::StrCat(entry->seq));
+    }
+    hash::Hash leaf_hash = hash::LeafHash(leaf);
+    if (entry->prev != prev_) {
+      return Find("chain", at, "prev", hash::Hex(prev_), hash::Hex(entry->prev));
+    }
+    const receipt::Receipt& r = entry->receipt;
+    std::string run = RunName(r.team(), r.run_id());
+    std::optional<uint64_t> run_prev;
+    if (auto it = run_last_.find(run); it != run_last_.end()) run_prev = it->second;
+    if (entry->run_prev != run_prev) {
+      auto name = [](std::optional<uint64_t> v) { return v ? absl::StrCat(*v) : std::string("none"); };
+      return Find("run_chain", at, absl::StrCat("run_prev of run ", run), name(run_prev),
+                  name(entry->run_prev));
+    }
+    run_last_[run] = seq;
+
+    auto ref = store_.FindReceipt(r.receipt_id());
+    if (!ref.ok()) return ref.status();
+    std::string row = absl::StrCat("receipt index row of '", r.receipt_id(), "'");
+    if (!ref->has_value()) return Find("receipt_index", at, row, absl::StrCat("seq ", seq), "no row");
+    if ((*ref)->seq != seq) {
+      return Find("receipt_index", at, row, absl::StrCat("seq ", seq), absl::StrCat("seq ", (*ref)->seq));
+    }
+    if ((*ref)->leaf_hash != leaf_hash) {
+      return Find("receipt_index", at, absl::StrCat(row, ": leaf hash"), hash::Hex(leaf_hash),
+                  hash::Hex((*ref)->leaf_hash));
+    }
+    hash::Hash digest = hash::Sha256(receipt::Encode(r));
+    if ((*ref)->digest != digest) {
+      return Find("receipt_index", at, absl::StrCat(row, ": receipt digest"), hash::Hex(digest),
+                  hash::Hex((*ref)->digest));
+    }
+
+    absl::Status nodes = absl::OkStatus();
+    frontier_.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
+      if (nodes.ok()) nodes = Node(at, level, index, h);
+    });
+    if (!nodes.ok()) return nodes;
+    prev_ = leaf_hash;
+    ++entries_;
+    return CheckCheckpointAt(seq + 1);
+  }
+
+  absl::Status Node(int64_t at, int level, uint64_t index, const hash::Hash& h) {
+    uint64_t group = index / store::Store::kNodesPerGroup;
+    auto& cached = groups_[level];
+    if (!cached.has_value() || cached->first != group) {
+      auto g = store_.GetNodeGroup(level, group);
+      if (absl::IsNotFound(g.status())) {
+        g = std::vector<hash::Hash>();
+      } else if (!g.ok()) {
+        return g.status();
+      }
+      cached = std::make_pair(group, *std::move(g));
+    }
+    std::string what = absl::StrCat("node (level ", level, ", index ", index, ")");
+    size_t i = index % store::Store::kNodesPerGroup;
+    if (i >= cached->second.size()) return Find("node", at, what, hash::Hex(h), "missing");
+    if (cached->second[i] != h) return Find("node", at, what, hash::Hex(h), hash::Hex(cached->second[i]));
+    ++nodes_;
+    return absl::OkStatus();
+  }
+
+  // The stored checkpoint of `size`, if any, against the tree of that size.
+  absl::Status CheckCheckpointAt(uint64_t size) {
+    auto it = checkpoints_.find(size);
+    if (it == checkpoints_.end()) return absl::OkStatus();
+    int64_t at = static_cast<int64_t>(size) - 1;
+    std::string what = absl::StrCat("checkpoint of size ", size);
+    auto text = key_.Open(it->second);
+    if (!text.ok()) {
+      return Find("checkpoint", at, absl::StrCat(what, ": signature"),
+                  absl::StrCat("a valid signature by ", key_.name()), std::string(text.status().message()));
+    }
+    auto cp = note::ParseCheckpoint(*text);
+    if (!cp.ok()) {
+      return Find("checkpoint", at, what, "a checkpoint body", std::string(cp.status().message()));
+    }
+    if (cp->origin != key_.name() || cp->size != size) {
+      return Find("checkpoint", at, absl::StrCat(what, ": origin and size"),
+                  absl::StrCat(key_.name(), " ", size), absl::StrCat(cp->origin, " ", cp->size));
+    }
+    hash::Hash root = size == 0 ? hash::EmptyRoot() : frontier_.Root();
+    if (cp->root != root) return Find("checkpoint", at, absl::StrCat(what, ": root"), hash::Hex(root), hash::Hex(cp->root));
+    ++verified_;
+    return absl::OkStatus();
+  }
+
+  // What is only known once every entry was read.
+  absl::Status After() {
+    auto last = store_.LastLeafSeq();
+    if (!last.ok()) return last.status();
+    uint64_t stored = last->has_value() ? **last + 1 : 0;
+    if (stored != state_.size) {
+      return Find("state", -1, "tree size", absl::StrCat(stored, ", the number of entries stored"),
+                  absl::StrCat(state_.size));
+    }
+    if (state_.head != prev_) return Find("state", -1, "chain head", hash::Hex(prev_), hash::Hex(state_.head));
+    for (const auto& [size, note] : checkpoints_) {
+      if (size > state_.size) {
+        return Find("checkpoint", -1, absl::StrCat("checkpoint of size ", size),
+                    absl::StrCat("a size of at most the tree size ", state_.size), absl::StrCat(size));
+      }
+    }
+    uint64_t rows = 0;
+    absl::Status s = store_.ScanReceipts([&](std::string_view id, const store::ReceiptRef& ref) {
+      ++rows;
+      if (ref.seq >= state_.size) {
+        return Find("receipt_index", static_cast<int64_t>(ref.seq),
+                    absl::StrCat("receipt index row of '", std::string(id), "'"),
+                    absl::StrCat("a seq below the tree size ", state_.size), absl::StrCat("seq ", ref.seq));
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (rows != entries_) {
+      return Find("receipt_index", -1, "receipt index rows", absl::StrCat(entries_), absl::StrCat(rows));
+    }
+    uint64_t heads = 0;
+    s = store_.ScanRunHeads([&](std::string_view team, std::string_view run_id, uint64_t seq) {
+      ++heads;
+      std::string run = RunName(team, run_id);
+      auto it = run_last_.find(run);
+      std::string want = it == run_last_.end() ? "no run" : absl::StrCat(it->second);
+      if (it == run_last_.end() || it->second != seq) {
+        return Find("run_head", it == run_last_.end() ? -1 : static_cast<int64_t>(it->second),
+                    absl::StrCat("run head of ", run), want, absl::StrCat(seq));
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (heads != run_last_.size()) {
+      return Find("run_head", -1, "run heads", absl::StrCat(run_last_.size()), absl::StrCat(heads));
+    }
+    return absl::OkStatus();
+  }
+
+  const store::Store& store_;
+  const note::Verifier& key_;
+  store::State state_;
+  std::map<uint64_t, std::string> checkpoints_;
+  merkle::Frontier frontier_;
+  hash::Hash prev_{};
+  absl::flat_hash_map<std::string, uint64_t> run_last_;
+  std::optional<std::pair<uint64_t, std::vector<hash::Hash>>> groups_[64];
+  uint64_t entries_ = 0, nodes_ = 0, verified_ = 0;
+  std::optional<Finding> finding_;
+};
+
+}  // namespace
+
+nlohmann::json AuditReport::Json() const {
+  nlohmann::json j = {{"ok", ok}, {"entries", entries}, {"nodes", nodes}, {"checkpoints", checkpoints},
+                      {"runs", runs}};
+  if (!ok) {
+    j["finding"] = {{"check", check}, {"what", what}, {"expected", expected}, {"found", found}};
+    if (seq >= 0) j["finding"]["seq"] = seq;
+  }
+  return j;
+}
+
+std::string AuditReport::Summary() const {
+  if (ok) {
+    return absl::StrCat("OK: ", entries, " entries, ", nodes, " tree nodes, ", checkpoints, " checkpoints and ",
+                        runs, " runs are consistent.\n");
+  }
+  return absl::StrCat("INCONSISTENT: ", check, seq >= 0 ? absl::StrCat(" at seq ", seq) : "", ": ", what,
+                      ": expected ", expected, ", found ", found, "\n");
+}
+
+absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key) {
+  return Auditor(store, key).Run();
+}
+
+}  // namespace ledger::log

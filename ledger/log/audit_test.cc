@@ -1,0 +1,180 @@
+#include "ledger/log/audit.h"
+
+#include <filesystem>
+#include <future>
+
+#include "gtest/gtest.h"
+#include "ledger/log/log.h"
+#include "ledger/merkle/merkle.h"
+#include "tests/util/temp_dir.h"
+
+namespace ledger::log {
+namespace {
+
+constexpr char kOrigin[] = "ledger.test/audit";
+
+receipt::Receipt Call(int i) {
+  auto r = receipt::FromJsonText(absl::StrCat(
+      R"({"kind":"model_call","team":"team-a","run_id":"run-)", i % 3,
+      R"(","occurred_at_us":1,"route":"r","decision":"allow","receipt_id":"id-)", i, R"("})"));
+  return *r;
+}
+
+// A log of 40 entries in three runs, checkpoints at 0, 10, 25 and 40,
+// written once; each test audits a copy, altered directly in RocksDB.
+class AuditTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    signer_ = new note::Signer(*note::Signer::Generate(kOrigin));
+    Log::Options o;
+    o.data_dir = dir_->Sub("pristine");
+    o.origin = kOrigin;
+    o.checkpoint_interval_ms = 3'600'000;
+    auto log = *Log::Open(o, *signer_);
+    int next = 0;
+    for (int until : {10, 25, 40}) {
+      std::vector<receipt::Receipt> rs;
+      for (; next < until; ++next) rs.push_back(Call(next));
+      std::vector<const receipt::Receipt*> ptrs;
+      for (const auto& r : rs) ptrs.push_back(&r);
+      std::promise<void> done;
+      ASSERT_TRUE(log->Append("tester", ptrs, [&](std::vector<sequencer::Outcome>) { done.set_value(); }).ok());
+      done.get_future().wait();
+      ASSERT_TRUE(log->SignCheckpoint().ok());
+    }
+  }
+  static void TearDownTestSuite() {
+    delete signer_;
+    delete dir_;
+  }
+
+  // A copy of the pristine store, open for tampering.
+  std::unique_ptr<store::Store> Copy() {
+    std::string to = dir_->Sub(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::copy(dir_->Sub("pristine") + "/db", to, std::filesystem::copy_options::recursive);
+    return *store::Store::Open(to);
+  }
+
+  static AuditReport Run(const store::Store& store) {
+    auto key = *note::Verifier::Parse(signer_->VerifierKey());
+    auto report = Audit(store, key);
+    EXPECT_TRUE(report.ok()) << report.status();
+    return *report;
+  }
+
+  static std::string LeafHashOf(const store::Store& s, uint64_t seq) {
+    return hash::Hex(hash::LeafHash(*s.GetLeaf(seq)));
+  }
+
+  static testing::TempDir* dir_;
+  static note::Signer* signer_;
+};
+
+testing::TempDir* AuditTest::dir_ = nullptr;
+note::Signer* AuditTest::signer_ = nullptr;
+
+TEST_F(AuditTest, PristineStoreIsConsistent) {
+  auto store = Copy();
+  AuditReport r = Run(*store);
+  EXPECT_TRUE(r.ok) << r.Summary();
+  EXPECT_EQ(r.entries, 40u);
+  EXPECT_EQ(r.checkpoints, 4u);
+  EXPECT_EQ(r.nodes, 78u);  // complete subtrees of 40 leaves: 40 + 20 + 10 + 5 + 2 + 1
+  EXPECT_EQ(r.runs, 3u);
+  EXPECT_EQ(r.Summary(), "OK: 40 entries, 78 tree nodes, 4 checkpoints and 3 runs are consistent.\n");
+}
+
+TEST_F(AuditTest, AlteredEntry) {
+  auto store = Copy();
+  std::string original = LeafHashOf(*store, 7);
+  std::string leaf = *store->GetLeaf(7);
+  leaf.replace(leaf.find(R"("route":"r")"), 11, R"("route":"x")");
+  auto b = store->NewBatch();
+  b.PutEntry(7, leaf);
+  ASSERT_TRUE(store->Commit(b).ok());
+  AuditReport r = Run(*store);
+  EXPECT_EQ(r.Summary(), "INCONSISTENT: receipt_index at seq 7: receipt index row of 'id-7': leaf hash: expected " +
+                             hash::Hex(hash::LeafHash(leaf)) + ", found " + original + "\n");
+  EXPECT_EQ(r.Json()["finding"]["check"], "receipt_index");
+  EXPECT_EQ(r.Json()["finding"]["seq"], 7);
+}
+
+TEST_F(AuditTest, EntryThatIsNotCanonical) {
+  auto store = Copy();
+  std::string leaf = *store->GetLeaf(3);
+  leaf.insert(1, " ");
+  auto b = store->NewBatch();
+  b.PutEntry(3, leaf);
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: entry at seq 3: leaf: expected a leaf in canonical form, found leaf: not in canonical "
+            "form\n");
+}
+
+TEST_F(AuditTest, AlteredNode) {
+  auto store = Copy();
+  hash::Hash good = *store->GetNode(1, 2), forged = hash::LeafHash("forged");
+  auto b = store->NewBatch();
+  b.PutNode(1, 2, forged);
+  ASSERT_TRUE(store->Commit(b).ok());
+  // Node (1, 2) covers leaves 4 and 5: leaf 5 completes it.
+  EXPECT_EQ(Run(*store).Summary(), "INCONSISTENT: node at seq 5: node (level 1, index 2): expected " +
+                                       hash::Hex(good) + ", found " + hash::Hex(forged) + "\n");
+}
+
+TEST_F(AuditTest, AlteredIndexRow) {
+  auto store = Copy();
+  auto ref = **store->FindReceipt("id-13");
+  auto b = store->NewBatch();
+  b.PutReceipt("id-12", ref);
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: receipt_index at seq 12: receipt index row of 'id-12': expected seq 12, found seq 13\n");
+}
+
+TEST_F(AuditTest, CheckpointWithAnotherRoot) {
+  auto store = Copy();
+  hash::Hash wrong = hash::LeafHash("wrong");
+  std::string forged = *signer_->Sign(note::FormatCheckpoint({kOrigin, 25, wrong}));
+  ASSERT_TRUE(store->PutCheckpoint(25, forged).ok());
+  hash::Hash root = *merkle::RootHash(25, [&](int l, uint64_t i) { return store->GetNode(l, i); });
+  EXPECT_EQ(Run(*store).Summary(), "INCONSISTENT: checkpoint at seq 24: checkpoint of size 25: root: expected " +
+                                       hash::Hex(root) + ", found " + hash::Hex(wrong) + "\n");
+}
+
+TEST_F(AuditTest, CheckpointSignedByAnotherKey) {
+  auto store = Copy();
+  auto other = *note::Signer::Generate(kOrigin);
+  auto note = *note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpoint(10));
+  ASSERT_TRUE(store->PutCheckpoint(10, *other.Sign(note)).ok());
+  AuditReport r = Run(*store);
+  EXPECT_EQ(r.check, "checkpoint");
+  EXPECT_EQ(r.seq, 9);
+  EXPECT_EQ(r.what, "checkpoint of size 10: signature");
+  EXPECT_EQ(r.expected, std::string("a valid signature by ") + kOrigin);
+  EXPECT_FALSE(r.found.empty());
+}
+
+TEST_F(AuditTest, AlteredTreeSize) {
+  auto store = Copy();
+  auto state = *store->ReadState();
+  state.size = 39;
+  auto b = store->NewBatch();
+  b.PutState(state);
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: state: tree size: expected 40, the number of entries stored, found 39\n");
+}
+
+TEST_F(AuditTest, AlteredRunHead) {
+  auto store = Copy();
+  auto b = store->NewBatch();
+  b.PutRunHead("team-a", "run-1", 34);
+  ASSERT_TRUE(store->Commit(b).ok());
+  // run-1 holds 1, 4, ..., 37.
+  EXPECT_EQ(Run(*store).Summary(), "INCONSISTENT: run_head at seq 37: run head of team-a/run-1: expected 37, found 34\n");
+}
+
+}  // namespace
+}  // namespace ledger::log
