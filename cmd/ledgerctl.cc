@@ -12,6 +12,7 @@
 //   ledgerctl --server HOST:PORT run --team T --run R [--json]
 //   ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]
 //   ledgerctl rebuild --data DIR
+//   ledgerctl --server HOST:PORT backup --out DIR
 //   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
@@ -189,6 +190,22 @@ int Vkey(pb::LedgerService::Stub& stub) {
   grpc::Status s = stub.GetVerifierKey(&ctx, pb::GetVerifierKeyRequest(), &key);
   if (!s.ok()) return Fail(FromGrpc(s));
   std::cout << key.vkey() << "\n";
+  return 0;
+}
+
+int Backup(pb::LedgerService::Stub& stub, const Flags& flags) {
+  if (flags.Get("out").empty()) {
+    return Fail(absl::InvalidArgumentError("backup: --out DIR (a new directory on the server's machine) is required"));
+  }
+  grpc::ClientContext ctx;
+  pb::BackupRequest request;
+  request.set_dir(flags.Get("out"));
+  pb::BackupResponse response;
+  grpc::Status s = stub.Backup(&ctx, request, &response);
+  if (!s.ok()) return Fail(FromGrpc(s));
+  std::cout << Json{{"dir", response.dir()}, {"tree_size", response.tree_size()},
+                    {"checkpoint", response.checkpoint()}}.dump()
+            << "\n";
   return 0;
 }
 
@@ -575,6 +592,7 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT run --team T --run R [--json]\n"
     "  ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]\n"
     "  ledgerctl rebuild --data DIR          (server stopped)\n"
+    "  ledgerctl --server HOST:PORT backup --out DIR   (DIR: new, on the server's machine)\n"
     "  ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]   (server stopped;\n"
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
@@ -607,7 +625,9 @@ int main(int argc, char** argv) {
   flags.Define("after-seq", "-1", "watch: changes after this seq (-1: from the start)");
   flags.Define("json", "", "steps, run, verify, audit: JSON instead of text", true);
   flags.Define("data", "", "rebuild, audit: the data directory");
-  flags.Define("out", "", "export: the pack to write (.tar.gz); keygen: the key file");
+  flags.Define("out", "",
+               "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory on the "
+               "server's machine");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "", "export: a file holding an earlier signed checkpoint");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
@@ -636,6 +656,7 @@ int main(int argc, char** argv) {
   }
   if (command == "checkpoint") return Checkpoint(*stub, flags);
   if (command == "vkey") return Vkey(*stub);
+  if (command == "backup") return Backup(*stub, flags);
   if (command == "prove") return Prove(*stub, flags);
   if (command == "consistency") return Consistency(*stub, flags);
   if (command == "entries") return Entries(*stub, flags);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
@@ -30,6 +31,34 @@ int Fail(const absl::Status& s) {
 
 }  // namespace
 
+namespace {
+
+// Copies a backup's store (and, when the data directory has none, its
+// checkpoint guard) into the data directory. A guard already there stays:
+// if it is ahead of the backup, the rollback guard refuses to start.
+absl::Status Restore(const std::string& from, const std::string& data) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(from + "/db/CURRENT", ec)) {
+    return absl::NotFoundError(absl::StrCat("--restore-from: ", from, " holds no backup (no db/CURRENT)"));
+  }
+  if (fs::exists(data + "/db", ec)) {
+    return absl::FailedPreconditionError(absl::StrCat("--restore-from: ", data,
+                                                      "/db exists; restore into a data directory without a store"));
+  }
+  fs::copy(from + "/db", data + "/db.restoring", fs::copy_options::recursive, ec);
+  if (!ec) fs::rename(data + "/db.restoring", data + "/db", ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("--restore-from: copy to ", data, "/db: ", ec.message()));
+  std::string guard = std::string("/") + ledger::log::Log::kGuardFile;
+  if (!fs::exists(data + guard, ec) && fs::exists(from + guard, ec)) {
+    fs::copy_file(from + guard, data + guard, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("--restore-from: copy ", guard, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using ledger::cmd::Flags;
   Flags flags;
@@ -44,6 +73,9 @@ int main(int argc, char** argv) {
   flags.Define("sweep-interval-ms", "1000", "how often to look for steps past their deadline");
   flags.Define("projections", "true",
                "keep step outcomes and run summaries (the query service); false: the log only");
+  flags.Define("restore-from", "",
+               "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
+               "must not hold a store yet; the signing key must be the one that signed it");
   flags.Define("accept-rollback", "",
                "start even if the store is behind or not consistent with <data>/latest-checkpoint "
                "(after restoring an old copy on purpose); logged",
@@ -94,9 +126,21 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) return Fail(absl::UnavailableError("--data: " + ec.message()));
+  bool had_guard = std::filesystem::exists(options.data_dir + "/" + ledger::log::Log::kGuardFile);
+  const std::string& restore_from = flags.Get("restore-from");
+  if (!restore_from.empty()) {
+    if (auto s = Restore(restore_from, options.data_dir); !s.ok()) return Fail(s);
+    std::cerr << "ledgerd: restored the store from " << restore_from << "\n";
+  }
   auto signer = ledger::log::LoadOrCreateKey(options.data_dir, flags.Get("signing-key"), options.origin);
   if (!signer.ok()) return Fail(signer.status());
   auto log = ledger::log::Log::Open(options, *std::move(signer));
+  if (!log.ok() && !restore_from.empty()) {
+    // A refused restore leaves the data directory as it found it.
+    std::filesystem::remove_all(options.data_dir + "/db", ec);
+    if (!had_guard) std::filesystem::remove(options.data_dir + "/" + ledger::log::Log::kGuardFile, ec);
+    std::cerr << "ledgerd: the restored store was removed again\n";
+  }
   if (!log.ok()) return Fail(log.status());
   if (!(*log)->rollback_accepted().empty()) {
     std::cerr << "ledgerd: WARNING: --accept-rollback: " << (*log)->rollback_accepted() << "\n";

@@ -127,6 +127,7 @@ class Client(threading.Thread):
         self.sent = set()
         self.retries = 0
         self.duplicates = 0
+        self.error = None
 
     def record(self, batch, results):
         with self.lock:
@@ -136,14 +137,14 @@ class Client(threading.Thread):
                 ack = (result.seq, result.leaf_hash.hex())
                 old = self.acks.get(receipt.receipt_id)
                 if old is not None and old != ack:
-                    fail("receipt %s acknowledged as %s and later as %s" % (receipt.receipt_id, old, ack))
+                    self.error = "receipt %s acknowledged as %s and later as %s" % (receipt.receipt_id, old, ack)
                 self.acks[receipt.receipt_id] = ack
                 self.duplicates += result.duplicate
         return True
 
     def run(self):
         todo = []  # batches not yet acknowledged, oldest first
-        while not self.stop.is_set() or todo:
+        while (not self.stop.is_set() or todo) and self.error is None:
             while len(todo) < (4 if self.streaming else 1) and not self.stop.is_set():
                 batch = next(self.source)
                 self.sent.update(r.receipt_id for r in batch)
@@ -216,6 +217,7 @@ def main():
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="crash-cycles-")
+    server = None
     try:
         generate_stubs(os.path.join(work, "stubs"))
         import grpc
@@ -273,6 +275,8 @@ def main():
         server.start()
         for c in clients:
             c.join(timeout=120)
+            if c.error:
+                fail(c.error)
             if c.is_alive():
                 fail("a client could not finish its receipts")
         watching.set()
@@ -351,6 +355,9 @@ def main():
               % (args.cycles, len(acks), sum(c.retries for c in clients), sum(c.duplicates for c in clients),
                  unknown, len(seen), checked, live.count("\n"), took))
     finally:
+        if server is not None and server.proc is not None and server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
         shutil.rmtree(work, ignore_errors=True)
 
 

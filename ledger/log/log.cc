@@ -80,6 +80,35 @@ Log::~Log() {
   }
 }
 
+absl::StatusOr<Log::BackupInfo> Log::Backup(const std::string& dir) const {
+  if (dir.empty()) return absl::InvalidArgumentError("dir: required");
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec)) {
+    return absl::AlreadyExistsError(absl::StrCat("dir: ", dir, " exists; a backup goes to a new directory"));
+  }
+  if (!std::filesystem::create_directories(dir, ec) || ec) {
+    return absl::UnavailableError(absl::StrCat("dir: cannot create ", dir, ": ", ec.message()));
+  }
+  ::chmod(dir.c_str(), 0700);
+  if (auto s = store_->Backup(dir + "/db"); !s.ok()) return s;
+  BackupInfo info;
+  {
+    auto copy = store::Store::Open(dir + "/db");
+    if (!copy.ok()) return copy.status();
+    auto state = (*copy)->ReadState();
+    if (!state.ok()) return state.status();
+    info.tree_size = state->size;
+    auto latest = (*copy)->LatestCheckpoint();
+    if (!latest.ok()) return latest.status();
+    if (latest->has_value()) info.checkpoint = (*latest)->second;
+  }
+  std::ofstream guard(absl::StrCat(dir, "/", kGuardFile), std::ios::binary | std::ios::trunc);
+  guard << info.checkpoint;
+  guard.close();
+  if (!guard) return absl::UnavailableError(absl::StrCat("dir: cannot write ", dir, "/", kGuardFile));
+  return info;
+}
+
 absl::Status Log::WriteGuard(const std::string& note) const {
   std::string path = absl::StrCat(options_.data_dir, "/", kGuardFile), tmp = path + ".tmp";
   auto fail = [&](std::string_view what) {

@@ -124,6 +124,16 @@ class Log {
   // Signs a checkpoint of the committed log now if it grew since the last.
   absl::Status SignCheckpoint();
 
+  struct BackupInfo {
+    uint64_t tree_size = 0;
+    std::string checkpoint;  // the backup's latest signed checkpoint
+  };
+  // Copies the store, consistently and while serving, to `dir`/db, which
+  // with `dir` MUST NOT exist, and `dir`/latest-checkpoint (kGuardFile) the
+  // backup's latest checkpoint. Open with options.restore_from continues
+  // from it. The signing key is not copied: keep it apart.
+  absl::StatusOr<BackupInfo> Backup(const std::string& dir) const;
+
   // Signs `text` (note text: lines ending in "\n") with the ledger's key.
   absl::StatusOr<std::string> SignNote(std::string_view text) const { return signer_.Sign(text); }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -307,6 +308,23 @@ grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(
     for (const auto& h : *proof) response->add_hashes(AsString(h));
   }
   return Finish(ctx, proof.status());
+}
+
+grpc::ServerUnaryReactor* LedgerService::Backup(grpc::CallbackServerContext* ctx,
+                                                const pb::BackupRequest* request,
+                                                pb::BackupResponse* response) {
+  // Flushing and linking files takes a while: not on gRPC's thread.
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::thread([this, reactor, request, response] {
+    auto info = log_->Backup(request->dir());
+    if (info.ok()) {
+      response->set_dir(request->dir());
+      response->set_tree_size(info->tree_size);
+      response->set_checkpoint(info->checkpoint);
+    }
+    reactor->Finish(ToGrpc(info.status()));
+  }).detach();
+  return reactor;
 }
 
 grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(

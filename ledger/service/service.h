@@ -46,6 +46,8 @@ class LedgerService final : public pb::LedgerService::CallbackService {
                                                 pb::ConsistencyProof* response) override;
   grpc::ServerWriteReactor<pb::Entry>* GetEntries(grpc::CallbackServerContext* ctx,
                                                   const pb::GetEntriesRequest* request) override;
+  grpc::ServerUnaryReactor* Backup(grpc::CallbackServerContext* ctx, const pb::BackupRequest* request,
+                                   pb::BackupResponse* response) override;
 
  private:
   log::Log* const log_;

@@ -15,6 +15,7 @@
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 
 namespace ledger::store {
@@ -665,6 +666,13 @@ absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {
   }
   if (it->key().size() != 8) return Malformed("entry key");
   return GetU64(it->key().data());
+}
+
+absl::Status Store::Backup(const std::string& dir) const {
+  rocksdb::Checkpoint* raw = nullptr;
+  if (auto s = FromRocks(rocksdb::Checkpoint::Create(rep_->db.get(), &raw), "backup"); !s.ok()) return s;
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  return FromRocks(checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0), absl::StrCat("backup to ", dir));
 }
 
 absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> Store::LatestCheckpoint() const {

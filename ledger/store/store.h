@@ -168,6 +168,11 @@ class Store {
   // Checkpoints are written by the checkpointer, synced, and never replaced.
   absl::Status PutCheckpoint(uint64_t size, std::string_view note);
   absl::StatusOr<std::string> GetCheckpoint(uint64_t size) const;
+  // A consistent copy of the whole store in `dir`, which MUST NOT exist:
+  // memtables are flushed first (all column families together), then files
+  // are hard-linked where possible. Safe while commits continue.
+  absl::Status Backup(const std::string& dir) const;
+
   // The checkpoint of the largest size, if any.
   absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> LatestCheckpoint() const;
 
