@@ -172,8 +172,23 @@ int main(int argc, char** argv) {
   if (!server.ok()) return Fail(server.status());
   std::cout << "listening on " << (*server)->address() << std::endl;
 
-  int sig = 0;
-  sigwait(&stop, &sig);
+  // Wait for a signal; meanwhile, if the store fails in a way RocksDB
+  // cannot resume from, exit so that a restart (the supervisor's) recovers.
+  timespec tick{0, 200'000'000};
+  int sig = -1;
+  absl::Status failure;
+  while (sig < 0 && failure.ok()) {
+    sig = sigtimedwait(&stop, nullptr, &tick);
+    failure = (*log)->store().failure();
+  }
+  if (!failure.ok()) {
+    std::cerr << "ledgerd: exiting: " << failure.message()
+              << "; every acknowledged receipt is on disk, and a restart recovers the store\n";
+    sweeper.reset();
+    (*server)->Shutdown();
+    log->reset();
+    return 75;  // EX_TEMPFAIL
+  }
   std::cerr << "ledgerd: stopping on signal " << sig << "\n";
   sweeper.reset();
   (*server)->Shutdown();

@@ -213,6 +213,75 @@ TEST(SequencerFaultTest, FailedCommitIsUnavailableAndNothingRunsAheadOfTheDisk) 
   EXPECT_EQ(e1.prev, head_a);
 }
 
+// The disk comes back: the same process appends again, from where the
+// durable log ends, and a restart finds exactly what was acknowledged.
+TEST(SequencerFaultTest, ServesAgainWhenTheFaultClearsWithoutARestart) {
+  testing::TempDir dir;
+  store::Faults faults;
+  faults.retryable = true;  // as a full disk is
+  {
+    auto store = *store::Store::Open(dir.path(), &faults);
+    auto seq = *Sequencer::Start(store.get(), {});
+    ASSERT_TRUE(Append(*seq, {Make("g-a")})[0].status.ok());
+    for (bool writes : {false, true}) {
+      (writes ? faults.fail_writes : faults.fail_syncs) = true;
+      auto failed = Append(*seq, {Make(writes ? "g-w" : "g-s")});
+      EXPECT_EQ(failed[0].status.code(), absl::StatusCode::kUnavailable) << failed[0].status;
+      (writes ? faults.fail_writes : faults.fail_syncs) = false;
+    }
+    // RocksDB resumes in the background: a client retries meanwhile.
+    std::vector<Outcome> again;
+    for (int i = 0; i < 50; ++i) {
+      again = Append(*seq, {Make("g-b"), Make("g-s")});
+      if (again[0].status.ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(again[0].status.ok()) << again[0].status;
+    EXPECT_EQ(again[0].seq, 1u);
+    EXPECT_EQ(again[1].seq, 2u);
+    EXPECT_FALSE(again[1].duplicate);
+    EXPECT_EQ(seq->committed().size, 3u);
+    EXPECT_TRUE(store->failure().ok());
+  }
+  auto store = *store::Store::Open(dir.path());
+  EXPECT_EQ(store->ReadState()->size, 3u);
+  EXPECT_EQ(receipt::ParseLeaf(*store->GetLeaf(1))->receipt.receipt_id(), "g-b");
+  EXPECT_EQ(receipt::ParseLeaf(*store->GetLeaf(2))->receipt.receipt_id(), "g-s");
+  EXPECT_FALSE(store->GetLeaf(3).ok());
+  EXPECT_FALSE(store->FindReceipt("g-w")->has_value());
+}
+
+// An error RocksDB cannot resume from (as EIO): the store says so, so that
+// the server can exit and be restarted; the restart finds every
+// acknowledged entry.
+TEST(SequencerFaultTest, UnrecoverableFailureIsReportedAndARestartRecovers) {
+  testing::TempDir dir;
+  store::Faults faults;
+  {
+    auto store = *store::Store::Open(dir.path(), &faults);
+    store->set_resume_window(std::chrono::milliseconds(200));
+    auto seq = *Sequencer::Start(store.get(), {});
+    ASSERT_TRUE(Append(*seq, {Make("h-a")})[0].status.ok());
+    faults.fail_syncs = true;
+    EXPECT_EQ(Append(*seq, {Make("h-b")})[0].status.code(), absl::StatusCode::kUnavailable);
+    faults.fail_syncs = false;
+    EXPECT_EQ(Append(*seq, {Make("h-b")})[0].status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_TRUE(store->failure().ok());  // still within the resume window
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(Append(*seq, {Make("h-b")})[0].status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_EQ(store->failure().code(), absl::StatusCode::kUnavailable);
+    EXPECT_NE(store->failure().message().find("storage: writes have failed for 200ms and RocksDB has not resumed"),
+              std::string::npos)
+        << store->failure();
+    EXPECT_EQ(seq->committed().size, 1u);
+  }
+  auto store = *store::Store::Open(dir.path());
+  auto seq = *Sequencer::Start(store.get(), {});
+  auto retry = Append(*seq, {Make("h-b")});
+  ASSERT_TRUE(retry[0].status.ok());
+  EXPECT_EQ(retry[0].seq, 1u);
+}
+
 TEST_F(SequencerTest, FullQueueIsResourceExhausted) {
   Sequencer::Options o;
   o.max_queued = 3;

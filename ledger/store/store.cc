@@ -4,10 +4,14 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <chrono>
+#include <cstdarg>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
@@ -93,7 +97,27 @@ absl::Status Malformed(std::string_view what) {
 
 rocksdb::Slice AsSlice(std::string_view s) { return {s.data(), s.size()}; }
 
+// RocksDB's own messages, warnings and worse only, to stderr: not into a
+// LOG file on the data disk, where a full disk would make the logger itself
+// fail (Debian's RocksDB asserts when its LOG file cannot be written).
+class StderrLogger final : public rocksdb::Logger {
+ public:
+  StderrLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char line[1024];
+    std::vsnprintf(line, sizeof line, format, ap);
+    std::fprintf(stderr, "rocksdb: %s\n", line);
+  }
+};
+
 // A file whose writes and syncs fail while the store's Faults say so.
+rocksdb::IOStatus Injected(const Faults* faults, const char* what) {
+  rocksdb::IOStatus s = rocksdb::IOStatus::IOError(what);
+  s.SetRetryable(faults->retryable);
+  return s;
+}
+
 class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
  public:
   FaultyFile(std::unique_ptr<rocksdb::FSWritableFile> file, const Faults* faults)
@@ -101,21 +125,21 @@ class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
 
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
-    if (faults_->fail_writes) return rocksdb::IOStatus::IOError("injected write failure");
+    if (faults_->fail_writes) return Injected(faults_, "injected write failure");
     return FSWritableFileOwnerWrapper::Append(data, options, dbg);
   }
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            const rocksdb::DataVerificationInfo& info,
                            rocksdb::IODebugContext* dbg) override {
-    if (faults_->fail_writes) return rocksdb::IOStatus::IOError("injected write failure");
+    if (faults_->fail_writes) return Injected(faults_, "injected write failure");
     return FSWritableFileOwnerWrapper::Append(data, options, info, dbg);
   }
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
-    if (faults_->fail_syncs) return rocksdb::IOStatus::IOError("injected sync failure");
+    if (faults_->fail_syncs) return Injected(faults_, "injected sync failure");
     return FSWritableFileOwnerWrapper::Sync(options, dbg);
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
-    if (faults_->fail_syncs) return rocksdb::IOStatus::IOError("injected sync failure");
+    if (faults_->fail_syncs) return Injected(faults_, "injected sync failure");
     return FSWritableFileOwnerWrapper::Fsync(options, dbg);
   }
 
@@ -169,6 +193,13 @@ struct Store::Rep {
   // appending a node does not read it back from RocksDB.
   std::mutex open_mu;
   std::map<int, std::pair<uint64_t, std::string>> open_groups;
+  // A commit failed: RocksDB stopped writes until it resumes. Only Commit
+  // (one committer) touches it.
+  bool resume_needed = false;
+  std::chrono::steady_clock::time_point failed_at;
+  std::chrono::milliseconds resume_window{10'000};
+  mutable std::mutex failure_mu;
+  absl::Status failure;  // set once RocksDB cannot resume
   ~Rep() {
     for (auto* h : cfs) {
       if (h != nullptr) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
@@ -312,6 +343,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
     options.env = rep->env.get();
   }
   options.create_if_missing = true;
+  options.info_log = std::make_shared<StderrLogger>();
   options.create_missing_column_families = true;
   options.IncreaseParallelism(2);
   options.max_open_files = 512;
@@ -319,6 +351,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   // keeps what reaches disk a state at one batch boundary, which the
   // projected-size marker names.
   options.atomic_flush = true;
+  // After a retryable write error (a full disk), RocksDB tries to resume
+  // every 100 ms until it can.
+  options.bgerror_resume_retry_interval = 100'000;
 
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
@@ -390,10 +425,37 @@ absl::Status Store::Commit(Batch& batch) {
   if (!b.error.ok()) return b.error;
   b.base = nullptr;
   for (const auto& [key, value] : b.groups) b.Put(kNodes, NodeKey(key.first, key.second), value);
+  if (rep_->resume_needed) {
+    // The failed batch never reached the memtables, but its record may sit
+    // unsynced in the old WAL. RocksDB resumes by itself from a retryable
+    // error (a full disk), switching to a new WAL; once a flush of every
+    // column family goes through, recovery skips the old WAL, so the failed
+    // batch can never reappear, even after a crash. An error it cannot
+    // resume from keeps failing: after the resume window the store says so, and
+    // a restart (reopening the store) recovers.
+    rocksdb::FlushOptions wait;
+    rocksdb::Status r = rep_->db->Flush(wait, rep_->cfs);
+    if (!r.ok()) {
+      absl::Status s = FromRocks(r, "the disk is still failing");
+      if (std::chrono::steady_clock::now() - rep_->failed_at > rep_->resume_window) {
+        std::lock_guard<std::mutex> lock(rep_->failure_mu);
+        rep_->failure = absl::UnavailableError(absl::StrCat(
+            "storage: writes have failed for ", absl::FormatDuration(absl::FromChrono(rep_->resume_window)),
+            " and RocksDB has not resumed: ", s.message()));
+        return rep_->failure;
+      }
+      return s;
+    }
+    rep_->resume_needed = false;
+  }
   rocksdb::WriteOptions options;
   options.sync = true;
   if (b.wb.Count() > 0) {
-    if (auto s = FromRocks(rep_->db->Write(options, &b.wb), "commit"); !s.ok()) return s;
+    if (auto s = FromRocks(rep_->db->Write(options, &b.wb), "commit"); !s.ok()) {
+      if (!rep_->resume_needed) rep_->failed_at = std::chrono::steady_clock::now();
+      rep_->resume_needed = true;
+      return s;
+    }
   }
   if (b.pwb.Count() > 0) {
     rocksdb::WriteOptions no_wal;
@@ -666,6 +728,13 @@ absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {
   }
   if (it->key().size() != 8) return Malformed("entry key");
   return GetU64(it->key().data());
+}
+
+void Store::set_resume_window(std::chrono::milliseconds window) { rep_->resume_window = window; }
+
+absl::Status Store::failure() const {
+  std::lock_guard<std::mutex> lock(rep_->failure_mu);
+  return rep_->failure;
 }
 
 absl::Status Store::Backup(const std::string& dir) const {

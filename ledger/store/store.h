@@ -28,6 +28,7 @@
 #define LEDGER_STORE_STORE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -87,6 +88,9 @@ class Batch final : public projection::Sink {
 struct Faults {
   std::atomic<bool> fail_writes{false};
   std::atomic<bool> fail_syncs{false};
+  // Marked retryable (RocksDB then recovers by itself once they stop, as it
+  // does for a full disk), or not (as for EIO: only a restart recovers).
+  std::atomic<bool> retryable{false};
 };
 
 class Store {
@@ -168,6 +172,14 @@ class Store {
   // Checkpoints are written by the checkpointer, synced, and never replaced.
   absl::Status PutCheckpoint(uint64_t size, std::string_view note);
   absl::StatusOr<std::string> GetCheckpoint(uint64_t size) const;
+  // OK, or why the store cannot write again in this process: a write failed
+  // and RocksDB cannot resume. The data on disk is intact up to the last
+  // acknowledged commit; reopening the store (a restart) recovers.
+  absl::Status failure() const;
+  // How long commits may keep failing while RocksDB tries to resume before
+  // failure() is set (default 10 s). Call before the first commit.
+  void set_resume_window(std::chrono::milliseconds window);
+
   // A consistent copy of the whole store in `dir`, which MUST NOT exist:
   // memtables are flushed first (all column families together), then files
   // are hard-linked where possible. Safe while commits continue.
