@@ -514,24 +514,39 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
   return 0;
 }
 
+absl::StatusOr<std::string> ReadVkeyFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("--vkey: cannot read ", path));
+  std::string vkey;
+  std::getline(in, vkey);
+  return vkey;
+}
+
+// A verification's or audit's result: JSON with --json, else its summary;
+// exit 0 when it holds, 1 when it does not.
+template <typename Result>
+int Report(const Result& result, const Flags& flags) {
+  if (flags.Bool("json")) {
+    std::cout << result.Json().dump() << "\n";
+  } else {
+    std::cout << result.Summary();
+  }
+  return result.ok ? 0 : 1;
+}
+
 int Verify(const Flags& flags) {
   if (flags.positional().size() != 2) return Fail(absl::InvalidArgumentError("verify: give one PACK"));
   ledger::verify::Options options;
   if (!flags.Get("vkey-string").empty()) {
     options.vkey = flags.Get("vkey-string");
   } else if (!flags.Get("vkey").empty()) {
-    std::ifstream in(flags.Get("vkey"));
-    if (!in) return Fail(absl::NotFoundError(absl::StrCat("--vkey: cannot read ", flags.Get("vkey"))));
-    std::getline(in, options.vkey);
+    auto vkey = ReadVkeyFile(flags.Get("vkey"));
+    if (!vkey.ok()) return Fail(vkey.status());
+    options.vkey = *vkey;
   }
   auto result = ledger::verify::VerifyPack(flags.positional()[1], options);
   if (!result.ok()) return Fail(result.status());
-  if (flags.Bool("json")) {
-    std::cout << result->Json().dump() << "\n";
-  } else {
-    std::cout << result->Summary();
-  }
-  return result->ok ? 0 : 1;
+  return Report(*result, flags);
 }
 
 // Exit codes: 0 consistent, 1 an inconsistency (reported), 2 bad usage,
@@ -545,9 +560,9 @@ int AuditStore(const Flags& flags) {
   };
   std::string vkey;
   if (!flags.Get("vkey").empty()) {
-    std::ifstream in(flags.Get("vkey"));
-    if (!in) return unreadable(absl::NotFoundError(absl::StrCat("--vkey: cannot read ", flags.Get("vkey"))));
-    std::getline(in, vkey);
+    auto read = ReadVkeyFile(flags.Get("vkey"));
+    if (!read.ok()) return unreadable(read.status());
+    vkey = *read;
   } else {
     auto signer = ledger::log::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
     if (!signer.ok()) return unreadable(signer.status());
@@ -563,12 +578,7 @@ int AuditStore(const Flags& flags) {
   if (!store.ok()) return unreadable(store.status());
   auto report = ledger::log::Audit(**store, *key);
   if (!report.ok()) return unreadable(report.status());
-  if (flags.Bool("json")) {
-    std::cout << report->Json().dump() << "\n";
-  } else {
-    std::cout << report->Summary();
-  }
-  return report->ok ? 0 : 1;
+  return Report(*report, flags);
 }
 
 int Keygen(const Flags& flags) {

@@ -367,28 +367,25 @@ std::vector<const std::pair<const std::string, std::optional<std::string>>*> Sor
 
 }  // namespace
 
-absl::Status Outcomes::ForEachStepRecord(absl::FunctionRef<void(const query::pb::Step&)> fn) {
+template <typename Record>
+absl::Status Outcomes::ForEachRecord(projection::Table table, absl::FunctionRef<void(const Record&)> fn) {
   if (auto s = Flush(); !s.ok()) return s;
-  query::pb::Step step;
-  for (const auto* row : Sorted(txn_, projection::Table::kSteps)) {
-    if (!row->second.has_value() || !step.ParseFromString(*row->second)) {
-      return absl::InternalError("outcomes: step");
+  Record record;
+  for (const auto* row : Sorted(txn_, table)) {
+    if (!row->second.has_value() || !record.ParseFromString(*row->second)) {
+      return absl::InternalError(absl::StrCat("outcomes: malformed ", projection::TableName(table), " record"));
     }
-    fn(step);
+    fn(record);
   }
   return absl::OkStatus();
 }
 
+absl::Status Outcomes::ForEachStepRecord(absl::FunctionRef<void(const query::pb::Step&)> fn) {
+  return ForEachRecord<query::pb::Step>(projection::Table::kSteps, fn);
+}
+
 absl::Status Outcomes::ForEachRunRecord(absl::FunctionRef<void(const query::pb::Run&)> fn) {
-  if (auto s = Flush(); !s.ok()) return s;
-  query::pb::Run run;
-  for (const auto* row : Sorted(txn_, projection::Table::kRuns)) {
-    if (!row->second.has_value() || !run.ParseFromString(*row->second)) {
-      return absl::InternalError("outcomes: run");
-    }
-    fn(run);
-  }
-  return absl::OkStatus();
+  return ForEachRecord<query::pb::Run>(projection::Table::kRuns, fn);
 }
 
 absl::Status Outcomes::ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn) {

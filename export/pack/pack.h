@@ -94,6 +94,8 @@ class Outcomes {
 
  private:
   absl::Status Flush();
+  template <typename Record>
+  absl::Status ForEachRecord(projection::Table table, absl::FunctionRef<void(const Record&)> fn);
   // Index rows and step changes are for queries, not outcomes: dropped.
   class Discard final : public projection::Sink {
    public:
