@@ -198,6 +198,87 @@ bool IsLowerHex(std::string_view s, size_t n) {
 }
 
 
+// What a string value carries if it looks like a credential, "" if not:
+// audit logs must not become stores of secrets. One pass over the value;
+// each shape is anchored on a prefix that starts a word (except PEM).
+std::string_view CredentialShape(std::string_view v) {
+  auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  auto run = [&](size_t at, auto ok) {  // length of the run of ok chars at `at`
+    size_t n = 0;
+    while (at + n < v.size() && ok(v[at + n])) ++n;
+    return n;
+  };
+  auto b64url = [&](char c) { return word(c) || c == '_' || c == '-'; };
+  auto token = [&](char c) { return b64url(c) || c == '.' || c == '~' || c == '+' || c == '/' || c == '='; };
+  auto upper_digit = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string_view rest = v.substr(i);
+    char c = v[i];
+    if (c == '-') {
+      if (rest.starts_with("-----BEGIN ") && rest.find("PRIVATE KEY-----") != std::string_view::npos) {
+        return "a PEM private key";
+      }
+      continue;
+    }
+    if (i > 0 && word(v[i - 1])) continue;
+    switch (c) {
+      case 'e':
+        if (rest.starts_with("eyJ")) {
+          size_t h = run(i, b64url);
+          if (h >= 10 && i + h < v.size() && v[i + h] == '.') {
+            size_t p = run(i + h + 1, b64url);
+            if (p >= 2 && i + h + 1 + p < v.size() && v[i + h + 1 + p] == '.') return "a JWT";
+          }
+        }
+        break;
+      case 'B':
+      case 'b':
+        if ((rest.starts_with("Bearer ") || rest.starts_with("bearer ")) && run(i + 7, token) >= 16) {
+          return "a Bearer token";
+        }
+        break;
+      case 'A':
+        if ((rest.starts_with("AKIA") || rest.starts_with("ASIA")) && run(i + 4, upper_digit) >= 16) {
+          return "an AWS access key id";
+        }
+        if (rest.starts_with("AIza") && run(i + 4, b64url) >= 35) return "a Google API key";
+        break;
+      case 'g':
+        for (std::string_view p : {"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}) {
+          if (rest.starts_with(p) && run(i + 4, word) >= 30) return "a GitHub token";
+        }
+        if (rest.starts_with("github_pat_") && run(i + 11, b64url) >= 22) return "a GitHub token";
+        break;
+      case 's':
+      case 'r':
+        if (rest.starts_with("sk-") && run(i + 3, b64url) >= 20) return "a secret API key (sk-...)";
+        for (std::string_view p : {"sk_live_", "sk_test_", "rk_live_", "rk_test_"}) {
+          if (rest.starts_with(p) && run(i + p.size(), word) >= 16) return "a Stripe secret key";
+        }
+        break;
+      case 'x':
+        if (rest.size() > 4 && rest.starts_with("xox") && std::string_view("baprs").find(rest[3]) != std::string_view::npos &&
+            rest[4] == '-' && run(i + 5, b64url) >= 10) {
+          return "a Slack token";
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return "";
+}
+
+absl::Status NoCredential(std::string_view field, std::string_view v) {
+  std::string_view shape = CredentialShape(v);
+  if (shape.empty()) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("looks like ", std::string(shape),
+                                     ": an audit log must not hold credentials; record a digest or a "
+                                     "credential id instead"));
+}
+
 absl::Status CheckLength(std::string_view field, const std::string& v, size_t max) {
   if (v.size() > max) return Invalid(field, absl::StrCat("at most ", max, " bytes"));
   return absl::OkStatus();
@@ -252,6 +333,7 @@ absl::Status CheckContract(const Receipt& r, Author author) {
     }
     if (v.size() > 1024) return Invalid(absl::StrCat("attributes.", k), "at most 1024 bytes");
     if (!canonical::IsUtf8(v)) return Invalid(absl::StrCat("attributes.", k), "must be valid UTF-8");
+    if (auto s = NoCredential(absl::StrCat("attributes.", k), v); !s.ok()) return s;
   }
   switch (r.body_case()) {
     case Receipt::kAgentStart: {
@@ -366,6 +448,9 @@ absl::Status EncodeTo(const Receipt& r, bool check, std::string* out) {
             return Invalid(m.key, "must be a SHA-256 digest: 64 lowercase hex digits");
           }
           if (v.size() > 1024) return Invalid(m.key, "at most 1024 bytes");
+          if (m.rule != Rule::kSha256) {
+            if (auto s = NoCredential(m.key, v); !s.ok()) return s;
+          }
         }
         AppendMember(m, &first, out);
         canonical::AppendString(v, out);

@@ -1,6 +1,7 @@
 #include "ledger/receipt/receipt.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -209,6 +210,53 @@ TEST(ReceiptTest, InvalidUtf8FromProtobufIsRefused) {
   r.set_workflow("bad \xff");
   EXPECT_EQ(Canonicalize(r, Author::kEmitter).status().message(),
             "workflow: must be valid UTF-8");
+}
+
+// Credentials in any string field, attributes included, are refused with
+// the field named; digests and opaque credential ids pass.
+TEST(ReceiptTest, CredentialsAreRefusedNamingTheField) {
+  const std::string tail =
+      ": an audit log must not hold credentials; record a digest or a credential id instead";
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"reason", "-----BEGIN RSA PRIVATE KEY-----\\nMIIEow...", "a PEM private key"},
+      {"reason", "-----BEGIN OPENSSH PRIVATE KEY-----", "a PEM private key"},
+      {"route", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0In0.sig_nature-x", "a JWT"},
+      {"reason", "sent Authorization: Bearer abcdefghijklmnop0123", "a Bearer token"},
+      {"model", "AKIAIOSFODNN7EXAMPLE", "an AWS access key id"},
+      {"provider", "key AIzaSyA-1234567890abcdefghijklmnopqrstu", "a Google API key"},
+      {"reason", "ghp_0123456789abcdefghijABCDEFGHIJ0123", "a GitHub token"},
+      {"reason", "github_pat_11ABCDEFG0123456789_abcdefghij", "a GitHub token"},
+      {"reason", "sk-proj-abcdefghijklmnopqrstuvwx", "a secret API key (sk-...)"},
+      {"reason", "sk_live_0123456789abcdefABCD", "a Stripe secret key"},
+      {"reason", "xoxb-1234567890-abcdefghij", "a Slack token"},
+      {"attributes.auth", "Bearer abcdefghijklmnop0123", "a Bearer token"},
+  };
+  for (const auto& [field, value, shape] : cases) {
+    nlohmann::json j = nlohmann::json::parse(
+        R"({"receipt_id":"m","kind":"model_call","team":"t","run_id":"r","occurred_at_us":5,)"
+        R"("route":"x","decision":"deny","reason":"policy"})");
+    if (field.starts_with("attributes.")) {
+      j["attributes"][field.substr(11)] = value;
+    } else {
+      j[field] = value;
+    }
+    Receipt r = Parse(j.dump());
+    EXPECT_EQ(Canonicalize(r, Author::kEmitter).status().message(),
+              field + ": looks like " + shape + tail)
+        << value;
+  }
+  // Not credentials: digests, ids, words that merely contain a prefix.
+  Receipt ok = Parse(
+      R"({"receipt_id":"m","kind":"model_call","team":"t","run_id":"r","occurred_at_us":5,)"
+      R"("route":"task-1234567890abcdefghijklmn","decision":"allow","model":"AKIA-short",)"
+      R"("request_sha256":"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",)"
+      R"("provider":"Bearer","attributes":{"credential":"cred-team-code-1","note":"eyJ.x.y",)"
+      R"("pem":"-----BEGIN PUBLIC KEY-----"}})");
+  auto c = Canonicalize(ok, Author::kEmitter);
+  EXPECT_TRUE(c.ok()) << c.status();
+  Receipt start = Parse(kStart);
+  start.mutable_agent_start()->set_credential_id("cred-7f3a");
+  EXPECT_TRUE(Canonicalize(start, Author::kEmitter).ok());
 }
 
 TEST(ReceiptTest, KindName) {
