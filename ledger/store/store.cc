@@ -1,11 +1,12 @@
 #include "ledger/store/store.h"
 
+#include "ledger/store/rocksdb_plugins.h"
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <chrono>
-#include <cstdarg>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -14,9 +15,7 @@
 #include "absl/time/time.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
-#include "rocksdb/file_system.h"
 #include "rocksdb/filter_policy.h"
-#include "rocksdb/slice_transform.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/checkpoint.h"
@@ -96,75 +95,6 @@ absl::Status Malformed(std::string_view what) {
 }
 
 rocksdb::Slice AsSlice(std::string_view s) { return {s.data(), s.size()}; }
-
-// RocksDB's own messages, warnings and worse only, to stderr: not into a
-// LOG file on the data disk, where a full disk would make the logger itself
-// fail (Debian's RocksDB asserts when its LOG file cannot be written).
-class StderrLogger final : public rocksdb::Logger {
- public:
-  StderrLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
-  using rocksdb::Logger::Logv;
-  void Logv(const char* format, va_list ap) override {
-    char line[1024];
-    std::vsnprintf(line, sizeof line, format, ap);
-    std::fprintf(stderr, "rocksdb: %s\n", line);
-  }
-};
-
-// A file whose writes and syncs fail while the store's Faults say so.
-rocksdb::IOStatus Injected(const Faults* faults, const char* what) {
-  rocksdb::IOStatus s = rocksdb::IOStatus::IOError(what);
-  s.SetRetryable(faults->retryable);
-  return s;
-}
-
-class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
- public:
-  FaultyFile(std::unique_ptr<rocksdb::FSWritableFile> file, const Faults* faults)
-      : FSWritableFileOwnerWrapper(std::move(file)), faults_(faults) {}
-
-  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
-                           rocksdb::IODebugContext* dbg) override {
-    if (faults_->fail_writes) return Injected(faults_, "injected write failure");
-    return FSWritableFileOwnerWrapper::Append(data, options, dbg);
-  }
-  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
-                           const rocksdb::DataVerificationInfo& info,
-                           rocksdb::IODebugContext* dbg) override {
-    if (faults_->fail_writes) return Injected(faults_, "injected write failure");
-    return FSWritableFileOwnerWrapper::Append(data, options, info, dbg);
-  }
-  rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
-    if (faults_->fail_syncs) return Injected(faults_, "injected sync failure");
-    return FSWritableFileOwnerWrapper::Sync(options, dbg);
-  }
-  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
-    if (faults_->fail_syncs) return Injected(faults_, "injected sync failure");
-    return FSWritableFileOwnerWrapper::Fsync(options, dbg);
-  }
-
- private:
-  const Faults* faults_;
-};
-
-class FaultyFileSystem final : public rocksdb::FileSystemWrapper {
- public:
-  FaultyFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target, const Faults* faults)
-      : FileSystemWrapper(target), faults_(faults) {}
-  const char* Name() const override { return "ledger-faulty"; }
-
-  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
-                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
-                                    rocksdb::IODebugContext* dbg) override {
-    std::unique_ptr<rocksdb::FSWritableFile> file;
-    rocksdb::IOStatus s = target()->NewWritableFile(name, options, &file, dbg);
-    if (s.ok()) *result = std::make_unique<FaultyFile>(std::move(file), faults_);
-    return s;
-  }
-
- private:
-  const Faults* faults_;
-};
 
 }  // namespace
 
@@ -291,46 +221,6 @@ void Batch::PutState(const State& s) {
 }
 
 Store::Store(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
-namespace {
-
-// Memtable insert hints (memtable_insert_with_hint_prefix_extractor): rows
-// that share a prefix mostly arrive in key order, so an insert can start
-// where the last one with its prefix ended instead of searching the whole
-// skip list. The prefix is the first `parts` length-prefixed strings
-// (query/projector/keys.h), after a family byte for index rows; deadline
-// rows ('D' then a time) all share the prefix "D".
-class KeyPrefix : public rocksdb::SliceTransform {
- public:
-  KeyPrefix(bool family_byte, int parts, const char* name)
-      : family_byte_(family_byte), parts_(parts), name_(name) {}
-  const char* Name() const override { return name_; }
-  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
-    return rocksdb::Slice(key.data(), Length(key));
-  }
-  bool InDomain(const rocksdb::Slice& key) const override { return Length(key) > 0; }
-
- private:
-  // 0 when the key is too short to have the prefix.
-  size_t Length(const rocksdb::Slice& key) const {
-    size_t at = 0;
-    if (family_byte_) {
-      if (key.size() < 1) return 0;
-      if (key[0] == 'D') return 1;
-      at = 1;
-    }
-    for (int k = 0; k < parts_; ++k) {
-      if (key.size() <= at) return 0;
-      at += 1 + static_cast<unsigned char>(key[at]);
-      if (key.size() < at) return 0;
-    }
-    return at;
-  }
-  const bool family_byte_;
-  const int parts_;
-  const char* const name_;
-};
-
-}  // namespace
 
 Store::~Store() = default;
 
@@ -339,11 +229,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   rocksdb::Options options;
   if (faults != nullptr) {
     rep->env = rocksdb::NewCompositeEnv(
-        std::make_shared<FaultyFileSystem>(rocksdb::FileSystem::Default(), faults));
+        NewFaultyFileSystem(rocksdb::FileSystem::Default(), faults));
     options.env = rep->env.get();
   }
   options.create_if_missing = true;
-  options.info_log = std::make_shared<StderrLogger>();
+  options.info_log = NewStderrLogger();
   options.create_missing_column_families = true;
   options.IncreaseParallelism(2);
   options.max_open_files = 512;
@@ -386,10 +276,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
       entry_options.memtable_insert_with_hint_prefix_extractor;
   rocksdb::ColumnFamilyOptions index_options = lookup_options;
   index_options.memtable_insert_with_hint_prefix_extractor.reset(
-      new KeyPrefix(true, 1, "ledger.IndexFamilyAndTeam.v1"));
+      NewKeyPrefix(true, 1, "ledger.IndexFamilyAndTeam.v1"));
   rocksdb::ColumnFamilyOptions step_options = lookup_options;
   step_options.memtable_insert_with_hint_prefix_extractor.reset(
-      new KeyPrefix(false, 2, "ledger.TeamAndRun.v1"));
+      NewKeyPrefix(false, 2, "ledger.TeamAndRun.v1"));
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
     bool lookup = cf == kReceipts || cf == kRuns || cf >= kLogCfCount;

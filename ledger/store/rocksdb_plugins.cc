@@ -1,0 +1,121 @@
+#include "ledger/store/rocksdb_plugins.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+namespace ledger::store {
+namespace {
+
+class StderrLogger final : public rocksdb::Logger {
+ public:
+  StderrLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char line[1024];
+    std::vsnprintf(line, sizeof line, format, ap);
+    std::fprintf(stderr, "rocksdb: %s\n", line);
+  }
+};
+
+// A file whose writes and syncs fail while the store's Faults say so.
+rocksdb::IOStatus Injected(const Faults* faults, const char* what) {
+  rocksdb::IOStatus s = rocksdb::IOStatus::IOError(what);
+  s.SetRetryable(faults->retryable);
+  return s;
+}
+
+class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  FaultyFile(std::unique_ptr<rocksdb::FSWritableFile> file, const Faults* faults)
+      : FSWritableFileOwnerWrapper(std::move(file)), faults_(faults) {}
+
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_writes) return Injected(faults_, "injected write failure");
+    return FSWritableFileOwnerWrapper::Append(data, options, dbg);
+  }
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           const rocksdb::DataVerificationInfo& info,
+                           rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_writes) return Injected(faults_, "injected write failure");
+    return FSWritableFileOwnerWrapper::Append(data, options, info, dbg);
+  }
+  rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_syncs) return Injected(faults_, "injected sync failure");
+    return FSWritableFileOwnerWrapper::Sync(options, dbg);
+  }
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_syncs) return Injected(faults_, "injected sync failure");
+    return FSWritableFileOwnerWrapper::Fsync(options, dbg);
+  }
+
+ private:
+  const Faults* faults_;
+};
+
+class FaultyFileSystem final : public rocksdb::FileSystemWrapper {
+ public:
+  FaultyFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target, const Faults* faults)
+      : FileSystemWrapper(target), faults_(faults) {}
+  const char* Name() const override { return "ledger-faulty"; }
+
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    std::unique_ptr<rocksdb::FSWritableFile> file;
+    rocksdb::IOStatus s = target()->NewWritableFile(name, options, &file, dbg);
+    if (s.ok()) *result = std::make_unique<FaultyFile>(std::move(file), faults_);
+    return s;
+  }
+
+ private:
+  const Faults* faults_;
+};
+
+class KeyPrefix : public rocksdb::SliceTransform {
+ public:
+  KeyPrefix(bool family_byte, int parts, const char* name)
+      : family_byte_(family_byte), parts_(parts), name_(name) {}
+  const char* Name() const override { return name_; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    return rocksdb::Slice(key.data(), Length(key));
+  }
+  bool InDomain(const rocksdb::Slice& key) const override { return Length(key) > 0; }
+
+ private:
+  // 0 when the key is too short to have the prefix.
+  size_t Length(const rocksdb::Slice& key) const {
+    size_t at = 0;
+    if (family_byte_) {
+      if (key.size() < 1) return 0;
+      if (key[0] == 'D') return 1;
+      at = 1;
+    }
+    for (int k = 0; k < parts_; ++k) {
+      if (key.size() <= at) return 0;
+      at += 1 + static_cast<unsigned char>(key[at]);
+      if (key.size() < at) return 0;
+    }
+    return at;
+  }
+  const bool family_byte_;
+  const int parts_;
+  const char* const name_;
+};
+
+}  // namespace
+
+std::shared_ptr<rocksdb::Logger> NewStderrLogger() { return std::make_shared<StderrLogger>(); }
+
+std::shared_ptr<rocksdb::FileSystem> NewFaultyFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
+                                                         const Faults* faults) {
+  return std::make_shared<FaultyFileSystem>(std::move(target), faults);
+}
+
+const rocksdb::SliceTransform* NewKeyPrefix(bool family_byte, int parts, const char* name) {
+  return new KeyPrefix(family_byte, parts, name);
+}
+
+}  // namespace ledger::store

@@ -1,0 +1,40 @@
+// The RocksDB plug-ins the store configures: its logger, the file system
+// that injects faults for tests, and memtable insert hints. Internal to
+// ledger/store; RocksDB types stay below store.h.
+//
+// Thread-safe: the objects hold no mutable state of their own (the fault
+// switches are atomics).
+#ifndef LEDGER_STORE_ROCKSDB_PLUGINS_H_
+#define LEDGER_STORE_ROCKSDB_PLUGINS_H_
+
+#include <memory>
+
+#include "ledger/store/store.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
+#include "rocksdb/slice_transform.h"
+
+namespace ledger::store {
+
+// RocksDB's own messages, warnings and worse only, to stderr: not into a
+// LOG file on the data disk, where a full disk would make the logger itself
+// fail (Debian's RocksDB asserts when its LOG file cannot be written).
+std::shared_ptr<rocksdb::Logger> NewStderrLogger();
+
+// `target`, with writes and syncs of new files failing while `faults` says
+// so. `faults` MUST outlive the file system.
+std::shared_ptr<rocksdb::FileSystem> NewFaultyFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
+                                                         const Faults* faults);
+
+// Memtable insert hints (memtable_insert_with_hint_prefix_extractor): rows
+// that share a prefix mostly arrive in key order, so an insert can start
+// where the last one with its prefix ended instead of searching the whole
+// skip list. The prefix is the first `parts` length-prefixed strings
+// (query/projector/keys.h), after a family byte for index rows; deadline
+// rows ('D' then a time) all share the prefix "D". `name` MUST be a string
+// literal.
+const rocksdb::SliceTransform* NewKeyPrefix(bool family_byte, int parts, const char* name);
+
+}  // namespace ledger::store
+
+#endif  // LEDGER_STORE_ROCKSDB_PLUGINS_H_
