@@ -1,0 +1,83 @@
+#include "auth/gate.h"
+
+#include "absl/strings/str_cat.h"
+#include "auth/identity.h"
+#include "grpcpp/security/auth_context.h"
+
+namespace ledger::auth {
+
+absl::Status Caller::Check(Action action, std::string_view team) const {
+  if (policy == nullptr) return absl::OkStatus();
+  return policy->Check(identity, action, team);
+}
+
+bool Caller::CoversAllTeams(Action action) const {
+  return policy == nullptr || policy->CoversAllTeams(identity, action);
+}
+
+absl::Status Caller::CheckRole(Action action) const {
+  if (policy == nullptr) return absl::OkStatus();
+  const Rule* r = policy->Find(identity);
+  if (r == nullptr) {
+    return absl::PermissionDeniedError(absl::StrCat("identity '", identity, "' has no rule in the policy"));
+  }
+  if (!r->Permits(action)) {
+    return absl::PermissionDeniedError(absl::StrCat("identity '", identity, "' may not ",
+                                                    std::string(ActionName(action)),
+                                                    " (its roles do not allow it)"));
+  }
+  return absl::OkStatus();
+}
+
+Gate::Gate(Options options, std::shared_ptr<const Policy> policy)
+    : options_(options), limiter_(options.limits), policy_(std::move(policy)) {}
+
+void Gate::SetPolicy(std::shared_ptr<const Policy> policy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  policy_ = std::move(policy);
+}
+
+std::shared_ptr<const Policy> Gate::policy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return policy_;
+}
+
+absl::StatusOr<std::string> Gate::Identify(const grpc::ServerContextBase& ctx) {
+  if (!options_.tls) return std::string(kLocalIdentity);
+  std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+  std::vector<grpc::string_ref> pems =
+      auth ? auth->FindPropertyValues("x509_pem_cert") : std::vector<grpc::string_ref>{};
+  if (pems.empty()) return absl::UnauthenticatedError("no client certificate");
+  std::string_view pem(pems.front().data(), pems.front().size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = identities_.find(pem);
+    if (it != identities_.end()) return it->second;
+  }
+  auto id = IdentityOfCertificate(pem);
+  if (!id.ok()) return id.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (identities_.size() >= 4096) identities_.clear();
+  identities_.emplace(std::string(pem), *id);
+  return id;
+}
+
+absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& ctx, int64_t cost) {
+  auto identity = Identify(ctx);
+  if (!identity.ok()) return identity.status();
+  Caller caller;
+  caller.identity = *std::move(identity);
+  if (options_.tls) caller.policy = policy();
+  auto permit = limiter_.Enter(caller.identity);
+  if (!permit.ok()) return permit.status();
+  caller.permit = *std::move(permit);
+  if (auto s = limiter_.Spend(caller.identity, cost); !s.ok()) return s;
+  return caller;
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+}  // namespace ledger::auth

@@ -1,0 +1,80 @@
+// The door of every RPC: who is calling (from the verified client
+// certificate, or "local" in plain-text mode), whether the policy lets it
+// do what it asks, and whether it is within its limits.
+//
+// Handlers call Admit first, then Check for each team the call touches.
+//
+// Thread-safe: the policy is swapped atomically (SetPolicy, on SIGHUP);
+// a call keeps the policy it was admitted under.
+#ifndef AUTH_GATE_H_
+#define AUTH_GATE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "auth/limiter.h"
+#include "auth/policy.h"
+#include "grpcpp/server_context.h"
+
+namespace ledger::auth {
+
+// In plain-text mode every caller is this identity, with role admin.
+inline constexpr std::string_view kLocalIdentity = "local";
+
+struct Caller {
+  std::string identity;
+  std::shared_ptr<const Policy> policy;  // nullptr: plain text, admin
+  Limiter::Permit permit;                // one of the identity's open calls
+
+  // OK, or PERMISSION_DENIED naming the identity, action and team.
+  absl::Status Check(Action action, std::string_view team) const;
+  // May do `action` on every team: no per-entry check needed.
+  bool CoversAllTeams(Action action) const;
+  // May do `action` on some team (the team comes later, e.g. per receipt).
+  absl::Status CheckRole(Action action) const;
+};
+
+class Gate {
+ public:
+  struct Options {
+    // Callers are identified by their client certificate and checked
+    // against the policy; false: plain text, everyone is "local", admin.
+    bool tls = false;
+    Limiter::Options limits;
+  };
+
+  // `policy` MUST be set when options.tls.
+  Gate(Options options, std::shared_ptr<const Policy> policy);
+
+  void SetPolicy(std::shared_ptr<const Policy> policy);
+  std::shared_ptr<const Policy> policy() const;
+
+  // Identifies the caller, holds one of its concurrent calls and spends
+  // `cost` of its rate. UNAUTHENTICATED without a usable client
+  // certificate; RESOURCE_EXHAUSTED over a limit.
+  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& ctx, int64_t cost = 1);
+  // Spends more of an admitted caller's rate (each message of a stream).
+  absl::Status Spend(const Caller& caller, int64_t cost) { return limiter_.Spend(caller.identity, cost); }
+
+  bool tls() const { return options_.tls; }
+
+ private:
+  absl::StatusOr<std::string> Identify(const grpc::ServerContextBase& ctx);
+
+  const Options options_;
+  Limiter limiter_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Policy> policy_;
+  std::map<std::string, std::string, std::less<>> identities_;  // PEM -> identity
+};
+
+// absl::Status to grpc::Status, code and message unchanged.
+grpc::Status ToGrpc(const absl::Status& s);
+
+}  // namespace ledger::auth
+
+#endif  // AUTH_GATE_H_
