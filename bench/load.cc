@@ -387,6 +387,7 @@ int main(int argc, char** argv) {
                                  ::getpid());
   ledger::query::StepProjector projector;
   std::unique_ptr<ledger::log::Log> log;
+  ledger::auth::Gate gate({}, nullptr);
   std::unique_ptr<ledger::service::Server> server;
   std::string address = flags.Get("server");
   if (address.empty()) {
@@ -397,7 +398,7 @@ int main(int argc, char** argv) {
     auto opened = ledger::log::Log::Open(o, *ledger::note::Signer::Generate(o.origin));
     if (!opened.ok()) return Fail(opened.status());
     log = *std::move(opened);
-    auto started = ledger::service::Server::Start(log.get(), "127.0.0.1:0");
+    auto started = ledger::service::Server::Start(log.get(), &gate, "127.0.0.1:0");
     if (!started.ok()) return Fail(started.status());
     server = *std::move(started);
     address = server->address();

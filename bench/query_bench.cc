@@ -154,8 +154,9 @@ int main(int argc, char** argv) {
   }
   double fill_s = std::chrono::duration<double>(Clock::now() - fill_start).count();
 
-  ledger::query::QueryService query(log->get());
-  auto server = ledger::service::Server::Start(log->get(), "127.0.0.1:0", {&query});
+  ledger::auth::Gate gate({}, nullptr);
+  ledger::query::QueryService query(log->get(), &gate);
+  auto server = ledger::service::Server::Start(log->get(), &gate, "127.0.0.1:0", {&query});
   auto channel = grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials());
   auto stub = pb::QueryService::NewStub(channel);
   std::mt19937_64 rng(1);

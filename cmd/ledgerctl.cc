@@ -612,6 +612,38 @@ constexpr char kUsage[] =
 
 }  // namespace
 
+// Plain text, or TLS with a client certificate when --tls-ca is given.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(const Flags& flags,
+                                                                             grpc::ChannelArguments* args) {
+  if (flags.Get("tls-ca").empty()) {
+    if (!flags.Get("cert").empty() || !flags.Get("key").empty()) {
+      return absl::InvalidArgumentError("--tls-ca: required with --cert and --key");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  if (flags.Get("cert").empty() != flags.Get("key").empty()) {
+    return absl::InvalidArgumentError("--cert and --key: give both or neither");
+  }
+  grpc::SslCredentialsOptions ssl;
+  struct File {
+    const char* flag;
+    std::string* into;
+  };
+  for (File f : {File{"tls-ca", &ssl.pem_root_certs}, File{"cert", &ssl.pem_cert_chain},
+                 File{"key", &ssl.pem_private_key}}) {
+    if (flags.Get(f.flag).empty()) continue;
+    std::ifstream in(flags.Get(f.flag), std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("--", f.flag, ": cannot read ", flags.Get(f.flag)));
+    std::stringstream text;
+    text << in.rdbuf();
+    *f.into = text.str();
+  }
+  if (!flags.Get("tls-server-name").empty()) {
+    args->SetSslTargetNameOverride(flags.Get("tls-server-name"));
+  }
+  return grpc::SslCredentials(ssl);
+}
+
 int main(int argc, char** argv) {
   Flags flags;
   flags.Define("server", "127.0.0.1:7420", "ledger address HOST:PORT");
@@ -641,6 +673,10 @@ int main(int argc, char** argv) {
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "", "export: a file holding an earlier signed checkpoint");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
+  flags.Define("tls-ca", "", "TLS: CA certificates (PEM) the server's certificate must chain to");
+  flags.Define("cert", "", "TLS: this client's certificate (PEM), its identity for the server");
+  flags.Define("key", "", "TLS: this client's private key (PEM)");
+  flags.Define("tls-server-name", "", "TLS: the name to check in the server's certificate (default: HOST)");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (flags.Bool("help") || flags.positional().empty()) {
@@ -655,7 +691,9 @@ int main(int argc, char** argv) {
 
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  auto channel = grpc::CreateCustomChannel(flags.Get("server"), grpc::InsecureChannelCredentials(), args);
+  auto creds = ChannelCredentials(flags, &args);
+  if (!creds.ok()) return Fail(creds.status());
+  auto channel = grpc::CreateCustomChannel(flags.Get("server"), *creds, args);
   auto stub = pb::LedgerService::NewStub(channel);
   if (command == "append") {
     std::string file = flags.positional().size() > 1 ? flags.positional()[1] : "-";

@@ -6,13 +6,18 @@
 // Prints "listening on HOST:PORT" (the real port) once it serves. SIGINT or
 // SIGTERM stops it: no new calls, in-flight appends finish, a final
 // checkpoint is signed, exit 0.
+#include <arpa/inet.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "auth/gate.h"
 #include "cmd/flags.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
@@ -59,6 +64,108 @@ absl::Status Restore(const std::string& from, const std::string& data) {
 
 }  // namespace
 
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", path, " holds no PEM block"));
+  }
+  return text.str();
+}
+
+bool IsLoopback(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+// TLS and the policy from the flags: the policy (nullptr in plain text),
+// and the PEM files in `options`. Plain text only on a loopback address or
+// with --insecure.
+absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(
+    const ledger::cmd::Flags& flags, ledger::service::ServerOptions* options) {
+  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
+  if (!tls) {
+    if (flags.Has("policy")) {
+      return absl::InvalidArgumentError("--policy: needs --tls-cert, --tls-key and --client-ca (callers are identified by their certificates)");
+    }
+    if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--listen: ", flags.Get("listen"),
+          " is not a loopback address; give --tls-cert, --tls-key, --client-ca and --policy, or --insecure"));
+    }
+    return nullptr;
+  }
+  for (const char* f : {"tls-cert", "tls-key", "client-ca", "policy"}) {
+    if (flags.Get(f).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", f, ": required with TLS (--tls-cert, --tls-key, --client-ca, --policy)"));
+    }
+  }
+  auto cert = ReadPem("tls-cert", flags.Get("tls-cert"));
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPem("tls-key", flags.Get("tls-key"));
+  if (!key.ok()) return key.status();
+  auto ca = ReadPem("client-ca", flags.Get("client-ca"));
+  if (!ca.ok()) return ca.status();
+  options->cert_pem = *std::move(cert);
+  options->key_pem = *std::move(key);
+  options->client_ca_pem = *std::move(ca);
+  auto policy = ledger::auth::Policy::Load(flags.Get("policy"));
+  if (!policy.ok()) return absl::Status(policy.status().code(), absl::StrCat("--policy: ", policy.status().message()));
+  return std::make_shared<const ledger::auth::Policy>(*std::move(policy));
+}
+
+absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& flags,
+                                                      ledger::service::ServerOptions* options) {
+  ledger::auth::Limiter::Options limits;
+  struct Bound {
+    const char* flag;
+    int64_t min, max;
+  };
+  std::map<std::string, int64_t> v;
+  for (Bound b : {Bound{"rate-per-identity", 0, 100'000'000}, Bound{"concurrency-per-identity", 0, 1'000'000},
+                  Bound{"max-message-bytes", 1024, 64 << 20}, Bound{"max-streams-per-connection", 1, 100'000},
+                  Bound{"stream-idle-ms", 0, 86'400'000}}) {
+    auto n = flags.Int(b.flag);
+    if (!n.ok()) return n.status();
+    if (*n < b.min || *n > b.max) {
+      return absl::InvalidArgumentError(absl::StrCat("--", b.flag, ": must be in [", b.min, ", ", b.max, "]"));
+    }
+    v[b.flag] = *n;
+  }
+  limits.rate = static_cast<double>(v["rate-per-identity"]);
+  limits.concurrency = static_cast<int>(v["concurrency-per-identity"]);
+  options->max_message_bytes = static_cast<int>(v["max-message-bytes"]);
+  options->max_streams_per_connection = static_cast<int>(v["max-streams-per-connection"]);
+  options->stream_idle_ms = v["stream-idle-ms"];
+  return limits;
+}
+
+// On SIGHUP: a good file replaces the policy for calls admitted from now
+// on; a broken one keeps the old policy. Connections stay up either way.
+void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
+  if (!gate->tls()) {
+    std::cerr << "ledgerd: SIGHUP: no --policy to reload (plain text)\n";
+    return;
+  }
+  auto policy = ledger::auth::Policy::Load(path);
+  if (!policy.ok()) {
+    std::cerr << "ledgerd: SIGHUP: kept the old policy: " << policy.status().message() << "\n";
+    return;
+  }
+  size_t rules = policy->size();
+  gate->SetPolicy(std::make_shared<const ledger::auth::Policy>(*std::move(policy)));
+  std::cerr << "ledgerd: SIGHUP: policy reloaded from " << path << " (" << rules << " rules)\n";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using ledger::cmd::Flags;
   Flags flags;
@@ -80,6 +187,25 @@ int main(int argc, char** argv) {
                "start even if the store is behind or not consistent with <data>/latest-checkpoint "
                "(after restoring an old copy on purpose); logged",
                true);
+  flags.Define("tls-cert", "", "TLS: the server's certificate chain (PEM); needs --tls-key, --client-ca, --policy");
+  flags.Define("tls-key", "", "TLS: the server's private key (PEM)");
+  flags.Define("client-ca", "",
+               "TLS: CA certificates (PEM) that client certificates must chain to; callers are "
+               "identified by their certificate's first URI SAN, else first DNS SAN, else CN");
+  flags.Define("policy", "",
+               "TLS: the access policy (JSON: identities to roles and teams); SIGHUP reloads it, "
+               "a broken file keeps the old one");
+  flags.Define("insecure", "",
+               "allow plain text on a non-loopback address (every caller is 'local', admin); logged", true);
+  flags.Define("rate-per-identity", "0",
+               "receipts and calls a second per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
+  flags.Define("concurrency-per-identity", "256",
+               "calls and streams open at once per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
+  flags.Define("max-message-bytes", std::to_string(ledger::service::kMaxRequestBytes),
+               "largest request accepted, in bytes");
+  flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
+  flags.Define("stream-idle-ms", "300000",
+               "an append stream (and a connection) idle this long is closed (0: never)");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (flags.Bool("help")) {
@@ -108,11 +234,23 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--max-queued: must be >= 1000"));
   }
 
+  ledger::service::ServerOptions server_options;
+  auto security = Security(flags, &server_options);
+  if (!security.ok()) return Fail(security.status());
+  auto limits = Limits(flags, &server_options);
+  if (!limits.ok()) return Fail(limits.status());
+  ledger::auth::Gate gate({.tls = !server_options.cert_pem.empty(), .limits = *limits}, *security);
+  if (flags.Bool("insecure") && server_options.cert_pem.empty()) {
+    std::cerr << "ledgerd: WARNING: --insecure: plain text on " << flags.Get("listen")
+              << "; every caller is 'local' with role admin\n";
+  }
+
   // Signals are taken by sigwait below, never by another thread.
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
   ledger::log::Log::Options options;
@@ -156,10 +294,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<ledger::query::QueryService> query;
   std::unique_ptr<ledger::query::Sweeper> sweeper;
   std::vector<grpc::Service*> extra;
-  ledger::exporter::ExportService exports(log->get());
+  ledger::exporter::ExportService exports(log->get(), &gate);
   extra.push_back(&exports);
   if (options.sequencer.projector != nullptr) {
-    query = std::make_unique<ledger::query::QueryService>(log->get());
+    query = std::make_unique<ledger::query::QueryService>(log->get(), &gate);
     extra.push_back(query.get());
     if ((*log)->integrity().ok()) {
       ledger::query::Sweeper::Options so;
@@ -168,7 +306,7 @@ int main(int argc, char** argv) {
       sweeper = std::make_unique<ledger::query::Sweeper>(log->get(), so);
     }
   }
-  auto server = ledger::service::Server::Start(log->get(), flags.Get("listen"), extra);
+  auto server = ledger::service::Server::Start(log->get(), &gate, flags.Get("listen"), extra, server_options);
   if (!server.ok()) return Fail(server.status());
   std::cout << "listening on " << (*server)->address() << std::endl;
 
@@ -177,7 +315,8 @@ int main(int argc, char** argv) {
   timespec tick{0, 200'000'000};
   int sig = -1;
   absl::Status failure;
-  while (sig < 0 && failure.ok()) {
+  while ((sig < 0 || sig == SIGHUP) && failure.ok()) {
+    if (sig == SIGHUP) ReloadPolicy(flags.Get("policy"), &gate);
     sig = sigtimedwait(&stop, nullptr, &tick);
     failure = (*log)->store().failure();
   }

@@ -51,7 +51,7 @@ class E2eTest : public ::testing::Test {
     o.origin = "ledger.test/e2e";
     o.checkpoint_interval_ms = 50;
     log_ = *log::Log::Open(o, *note::Signer::Generate("ledger.test/e2e"));
-    server_ = *service::Server::Start(log_.get(), "127.0.0.1:0");
+    server_ = *service::Server::Start(log_.get(), &gate_, "127.0.0.1:0");
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = pb::LedgerService::NewStub(channel_);
   }
@@ -92,6 +92,7 @@ class E2eTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  auth::Gate gate_{{}, nullptr};
   std::unique_ptr<log::Log> log_;
   std::unique_ptr<service::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -2,19 +2,44 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
+#include "ledger/receipt/entry.h"
 
 namespace ledger::exporter {
 
 namespace pb = evidence::ledger::v1;
 
+absl::Status ExportService::CheckScope(const auth::Caller& caller, const Scope& scope) const {
+  if (!scope.team.empty()) return caller.Check(auth::Action::kExport, scope.team);
+  if (caller.CoversAllTeams(auth::Action::kExport)) return absl::OkStatus();
+  // A seq range: every entry in it must be of the caller's teams.
+  uint64_t to = std::min(scope.to_seq, log_->head().size);
+  if (scope.from_seq >= to) return absl::OkStatus();  // the exporter says what is wrong
+  absl::Status denied;
+  absl::Status read = log_->ScanEntries(scope.from_seq, to, [&](uint64_t seq, std::string_view leaf) {
+    auto team = receipt::TeamOf(leaf);
+    if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
+    absl::Status s = caller.Check(auth::Action::kExport, *team);
+    if (!s.ok()) {
+      denied = absl::PermissionDeniedError(absl::StrCat("seqs: entry ", seq, ": ", s.message()));
+      return denied;
+    }
+    return absl::OkStatus();
+  });
+  return denied.ok() ? read : denied;
+}
+
 grpc::Status ExportService::Export(grpc::ServerContext* ctx, const pb::ExportRequest* request,
                                    grpc::ServerWriter<pb::ExportChunk>* writer) {
+  auto caller = gate_->Admit(*ctx);
+  if (!caller.ok()) return auth::ToGrpc(caller.status());
+  if (auto s = caller->CheckRole(auth::Action::kExport); !s.ok()) return auth::ToGrpc(s);
   Scope scope;
   switch (request->scope_case()) {
     case pb::ExportRequest::kRun:
@@ -39,6 +64,7 @@ grpc::Status ExportService::Export(grpc::ServerContext* ctx, const pb::ExportReq
     case pb::ExportRequest::SCOPE_NOT_SET:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "scope: give a run or a seq range");
   }
+  if (auto s = CheckScope(*caller, scope); !s.ok()) return auth::ToGrpc(s);
   std::string path = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-pack-",
                                    ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
   absl::Status built = ExportPack(*log_, scope, path, request->since_checkpoint());

@@ -5,21 +5,28 @@
 #ifndef EXPORT_EXPORTER_EXPORT_SERVICE_H_
 #define EXPORT_EXPORTER_EXPORT_SERVICE_H_
 
+#include "auth/gate.h"
 #include "export.grpc.pb.h"
+#include "export/exporter/exporter.h"
 #include "ledger/log/log.h"
 
 namespace ledger::exporter {
 
 class ExportService final : public evidence::ledger::v1::ExportService::Service {
  public:
-  // `log` MUST outlive the service.
-  explicit ExportService(const log::Log* log) : log_(log) {}
+  // `log` and `gate` MUST outlive the service. Exports need the auditor
+  // role for the scope's team; a seq range, for the team of every entry in
+  // it.
+  ExportService(const log::Log* log, auth::Gate* gate) : log_(log), gate_(gate) {}
 
   grpc::Status Export(grpc::ServerContext* ctx, const evidence::ledger::v1::ExportRequest* request,
                       grpc::ServerWriter<evidence::ledger::v1::ExportChunk>* writer) override;
 
  private:
+  absl::Status CheckScope(const auth::Caller& caller, const Scope& scope) const;
+
   const log::Log* const log_;
+  auth::Gate* const gate_;
 };
 
 }  // namespace ledger::exporter

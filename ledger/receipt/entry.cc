@@ -92,6 +92,15 @@ absl::StatusOr<uint64_t> SeqOf(std::string_view leaf) {
   return tail->second;
 }
 
+absl::StatusOr<std::string> TeamOf(std::string_view leaf) {
+  auto parsed = canonical::Parse(leaf);
+  if (!parsed.ok()) return Bad("not in canonical form");
+  const canonical::Value* r = parsed->Find("receipt");
+  const canonical::Value* team = r != nullptr ? r->Find("team") : nullptr;
+  if (team == nullptr || team->type != canonical::Value::Type::kString) return Bad("no receipt.team");
+  return team->str;
+}
+
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf) {
   // Leaves are canonical, so the strict canonical reader is the only parser
   // needed; the re-encoding below catches what a grammar cannot (omitted

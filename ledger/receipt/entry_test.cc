@@ -42,7 +42,9 @@ TEST(EntryVectorsTest, LeafBytesHashesAndRootMatch) {
     EXPECT_EQ(parsed->run_prev, run_prev);
     EXPECT_EQ(parsed->emitter, "local");
     EXPECT_EQ(Encode(parsed->receipt), *canonical);
+    EXPECT_EQ(*TeamOf(leaf), e["receipt"]["team"].get<std::string>());
   }
+  EXPECT_EQ(TeamOf("{\"v\":1}").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(hash::Hex(tree.Root()), v["root_hex"].get<std::string>());
 }
 

@@ -1,7 +1,11 @@
 #include "ledger/service/service.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -12,51 +16,137 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "ledger/receipt/entry.h"
 
 namespace ledger::service {
+
+// Cancels append streams that received nothing for a while, so an idle
+// client does not hold a stream (and one of its concurrent calls) forever.
+class IdleStreams {
+ public:
+  explicit IdleStreams(int64_t idle_ms) : idle_us_(idle_ms * 1000) {
+    if (idle_ms > 0) thread_ = std::thread([this, idle_ms] { Run(std::clamp<int64_t>(idle_ms / 4, 1, 1000)); });
+  }
+  ~IdleStreams() {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  static int64_t NowUs() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // `last_us` MUST stay valid until Remove(ctx).
+  void Add(grpc::CallbackServerContext* ctx, const std::atomic<int64_t>* last_us) {
+    if (idle_us_ <= 0) return;
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    streams_[ctx] = last_us;
+  }
+  void Remove(grpc::CallbackServerContext* ctx) {
+    if (idle_us_ <= 0) return;
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    streams_.erase(ctx);
+  }
+
+ private:
+  void Run(int64_t tick_ms) {
+    std::unique_lock<std::recursive_mutex> lock(mu_);
+    while (!stop_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(tick_ms));
+      int64_t now = NowUs();
+      std::vector<grpc::CallbackServerContext*> idle;
+      for (const auto& [ctx, last] : streams_) {
+        if (now - last->load(std::memory_order_relaxed) > idle_us_) idle.push_back(ctx);
+      }
+      // The lock is held while cancelling, so Remove (from the stream's
+      // OnDone, perhaps on this very thread) waits and `ctx` stays valid.
+      for (grpc::CallbackServerContext* ctx : idle) {
+        streams_.erase(ctx);
+        ctx->TryCancel();
+      }
+    }
+  }
+
+  const int64_t idle_us_;
+  std::recursive_mutex mu_;
+  std::condition_variable_any wake_;
+  bool stop_ = false;
+  std::map<grpc::CallbackServerContext*, const std::atomic<int64_t>*> streams_;
+  std::thread thread_;
+};
+
 namespace {
 
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
+using auth::Action;
+using auth::ToGrpc;
 
 std::string AsString(const hash::Hash& h) { return std::string(hash::AsBytes(h)); }
 
-// The identity an entry records as its emitter. Without transport security
-// every caller is the local operator.
-std::string Caller(grpc::CallbackServerContext*) { return "local"; }
+// The receipts of a request that the caller may append, and why each other
+// one may not. A receipt without a team passes here and is refused by
+// validation.
+struct Screened {
+  std::vector<const receipt::Receipt*> allowed;
+  std::vector<absl::Status> denied;  // by request index; OK when allowed
+};
 
-void FillResults(const std::vector<sequencer::Outcome>& outcomes, pb::AppendResponse* out) {
-  out->mutable_results()->Reserve(static_cast<int>(outcomes.size()));
-  for (const auto& o : outcomes) {
+// Pointers into `request`, which MUST outlive the append.
+Screened Screen(const auth::Caller& caller, const pb::AppendRequest& request) {
+  Screened out;
+  out.allowed.reserve(request.receipts_size());
+  out.denied.resize(request.receipts_size());
+  bool all = caller.CoversAllTeams(Action::kAppend);
+  for (int i = 0; i < request.receipts_size(); ++i) {
+    const receipt::Receipt& r = request.receipts(i);
+    if (!all && !r.team().empty()) {
+      absl::Status s = caller.Check(Action::kAppend, r.team());
+      if (!s.ok()) {
+        out.denied[i] = absl::PermissionDeniedError(absl::StrCat("team: ", s.message()));
+        continue;
+      }
+    }
+    out.allowed.push_back(&r);
+  }
+  return out;
+}
+
+void FillResult(const absl::Status& s, pb::AppendResult* r) {
+  r->set_code(static_cast<int>(s.code()));
+  r->set_message(std::string(s.message()));
+}
+
+// One result per receipt of the request, in its order: the denied ones'
+// refusals between the outcomes of the allowed ones.
+void FillResults(const Screened& screened, const std::vector<sequencer::Outcome>& outcomes,
+                 pb::AppendResponse* out) {
+  out->mutable_results()->Reserve(static_cast<int>(screened.denied.size()));
+  size_t next = 0;
+  for (const absl::Status& denied : screened.denied) {
     pb::AppendResult* r = out->add_results();
+    if (!denied.ok()) {
+      FillResult(denied, r);
+      continue;
+    }
+    const sequencer::Outcome& o = outcomes[next++];
     if (o.status.ok()) {
       r->set_seq(o.seq);
       r->set_leaf_hash(AsString(o.leaf_hash));
       r->set_duplicate(o.duplicate);
     } else {
-      r->set_code(static_cast<int>(o.status.code()));
-      r->set_message(std::string(o.status.message()));
+      FillResult(o.status, r);
     }
   }
 }
 
 // Every receipt of a request failed with the same status (stream mode).
 void FillAllFailed(int n, const absl::Status& s, pb::AppendResponse* out) {
-  for (int i = 0; i < n; ++i) {
-    pb::AppendResult* r = out->add_results();
-    r->set_code(static_cast<int>(s.code()));
-    r->set_message(std::string(s.message()));
-  }
-}
-
-// Pointers into `request`, which MUST outlive the append.
-std::vector<const receipt::Receipt*> ReceiptsOf(const pb::AppendRequest& request) {
-  std::vector<const receipt::Receipt*> out;
-  out.reserve(request.receipts_size());
-  for (const auto& r : request.receipts()) out.push_back(&r);
-  return out;
+  for (int i = 0; i < n; ++i) FillResult(s, out->add_results());
 }
 
 grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::Status& s) {
@@ -72,11 +162,18 @@ grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::S
 class AppendStreamReactor final
     : public grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse> {
  public:
-  AppendStreamReactor(log::Log* log, std::string caller) : log_(log), caller_(std::move(caller)) {
+  // `caller` holds one of its identity's concurrent calls for the
+  // stream's life.
+  AppendStreamReactor(log::Log* log, auth::Gate* gate, auth::Caller caller,
+                      grpc::CallbackServerContext* ctx, IdleStreams* idle)
+      : log_(log), gate_(gate), caller_(std::move(caller)), ctx_(ctx), idle_(idle) {
+    last_us_ = IdleStreams::NowUs();
+    idle_->Add(ctx_, &last_us_);
     StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
+    last_us_ = IdleStreams::NowUs();
     std::unique_lock<std::mutex> lock(mu_);
     if (!ok) {
       reads_done_ = true;
@@ -89,14 +186,24 @@ class AppendStreamReactor final
     // The slot owns the request until its response is written.
     slot->request.Swap(&request_);
     int n = slot->request.receipts_size();
-    std::vector<const receipt::Receipt*> receipts = ReceiptsOf(slot->request);
     lock.unlock();
-    absl::Status s = log_->Append(caller_, std::move(receipts),
-                                  [this, slot](std::vector<sequencer::Outcome> out) {
-                                    std::lock_guard<std::mutex> l(mu_);
-                                    FillResults(out, &slot->response);
-                                    Complete(slot);
-                                  });
+    absl::Status s = gate_->Spend(caller_, n);
+    if (s.ok()) {
+      slot->screened = Screen(caller_, slot->request);
+      if (slot->screened.allowed.empty()) {
+        lock.lock();
+        FillResults(slot->screened, {}, &slot->response);
+        Complete(slot);
+        lock.unlock();
+      } else {
+        s = log_->Append(caller_.identity, slot->screened.allowed,
+                         [this, slot](std::vector<sequencer::Outcome> out) {
+                           std::lock_guard<std::mutex> l(mu_);
+                           FillResults(slot->screened, out, &slot->response);
+                           Complete(slot);
+                         });
+      }
+    }
     lock.lock();
     if (!s.ok()) {
       FillAllFailed(n, s, &slot->response);
@@ -110,6 +217,7 @@ class AppendStreamReactor final
   }
 
   void OnWriteDone(bool ok) override {
+    last_us_ = IdleStreams::NowUs();
     std::unique_ptr<Slot> written;  // freed after the lock: it holds a whole batch
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
@@ -130,13 +238,17 @@ class AppendStreamReactor final
     MaybeFinish();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    idle_->Remove(ctx_);
+    delete this;
+  }
 
  private:
   static constexpr int kMaxInFlight = 8;
 
   struct Slot {
     pb::AppendRequest request;
+    Screened screened;
     pb::AppendResponse response;
     bool ready = false;
   };
@@ -163,7 +275,11 @@ class AppendStreamReactor final
   }
 
   log::Log* const log_;
-  const std::string caller_;
+  auth::Gate* const gate_;
+  const auth::Caller caller_;
+  grpc::CallbackServerContext* const ctx_;
+  IdleStreams* const idle_;
+  std::atomic<int64_t> last_us_;
   std::mutex mu_;
   pb::AppendRequest request_;
   std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
@@ -175,11 +291,14 @@ class AppendStreamReactor final
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Streams entries in chunks read from the store, one write at a time.
+// Streams entries in chunks read from the store, one write at a time. A
+// caller that may not read every team's entries gets those of its teams
+// and, at the first entry of another team, PERMISSION_DENIED naming its seq.
 class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
  public:
-  EntriesReactor(const log::Log* log, uint64_t from, uint64_t to)
-      : log_(log), next_(from), to_(to) {
+  EntriesReactor(const log::Log* log, auth::Caller caller, uint64_t from, uint64_t to)
+      : log_(log), caller_(std::move(caller)), all_(caller_.CoversAllTeams(Action::kReadEntries)),
+        next_(from), to_(to) {
     Next();
   }
 
@@ -198,14 +317,23 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
 
   void Next() {
     if (pos_ == chunk_.size()) {
-      if (next_ >= to_) {
-        Finish(grpc::Status::OK);
+      if (!denied_.ok() || next_ >= to_) {
+        Finish(ToGrpc(denied_));
         return;
       }
       chunk_.clear();
       pos_ = 0;
       uint64_t end = std::min(to_, next_ + kChunk);
       absl::Status s = log_->ScanEntries(next_, end, [&](uint64_t seq, std::string_view leaf) {
+        if (!all_) {
+          auto team = receipt::TeamOf(leaf);
+          if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
+          absl::Status allowed = caller_.Check(Action::kReadEntries, *team);
+          if (!allowed.ok()) {
+            denied_ = absl::PermissionDeniedError(absl::StrCat("entry ", seq, ": ", allowed.message()));
+            return denied_;
+          }
+        }
         pb::Entry e;
         e.set_seq(seq);
         e.set_leaf(std::string(leaf));
@@ -213,7 +341,12 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
         chunk_.push_back(std::move(e));
         return absl::OkStatus();
       });
-      if (!s.ok()) {
+      if (!s.ok() && !denied_.ok()) {
+        if (chunk_.empty()) {
+          Finish(ToGrpc(denied_));
+          return;
+        }
+      } else if (!s.ok()) {
         Finish(ToGrpc(s));
         return;
       }
@@ -223,6 +356,9 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
   }
 
   const log::Log* const log_;
+  const auth::Caller caller_;
+  const bool all_;
+  absl::Status denied_;
   uint64_t next_;
   const uint64_t to_;
   std::vector<pb::Entry> chunk_;
@@ -231,28 +367,61 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
 
 }  // namespace
 
+LedgerService::LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idle_ms)
+    : log_(log), gate_(gate), idle_(std::make_unique<IdleStreams>(stream_idle_ms)) {}
+
+LedgerService::~LedgerService() = default;
+
 grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx,
                                                 const pb::AppendRequest* request,
                                                 pb::AppendResponse* response) {
+  auto caller = gate_->Admit(*ctx, std::max(1, request->receipts_size()));
+  if (!caller.ok()) return Finish(ctx, caller.status());
+  if (auto s = caller->CheckRole(Action::kAppend); !s.ok()) return Finish(ctx, s);
   auto* reactor = ctx->DefaultReactor();
-  // gRPC keeps `request` alive until Finish.
-  absl::Status s = log_->Append(Caller(ctx), ReceiptsOf(*request),
-                                [reactor, response](std::vector<sequencer::Outcome> out) {
-                                  FillResults(out, response);
+  // gRPC keeps `request` alive until Finish; the caller's permit is held
+  // until then too.
+  auto screened = std::make_shared<Screened>(Screen(*caller, *request));
+  if (screened->allowed.empty()) {
+    FillResults(*screened, {}, response);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  auto held = std::make_shared<auth::Caller>(*std::move(caller));
+  absl::Status s = log_->Append(held->identity, screened->allowed,
+                                [reactor, response, screened, held](std::vector<sequencer::Outcome> out) {
+                                  FillResults(*screened, out, response);
                                   reactor->Finish(grpc::Status::OK);
                                 });
   if (!s.ok()) reactor->Finish(ToGrpc(s));
   return reactor;
 }
 
+namespace {
+
+// A stream refused before it starts.
+template <typename Base>
+class Refused final : public Base {
+ public:
+  explicit Refused(const absl::Status& s) { this->Finish(ToGrpc(s)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
 grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>* LedgerService::AppendStream(
     grpc::CallbackServerContext* ctx) {
-  return new AppendStreamReactor(log_, Caller(ctx));
+  using Base = grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>;
+  auto caller = gate_->Admit(*ctx);
+  if (!caller.ok()) return new Refused<Base>(caller.status());
+  if (auto s = caller->CheckRole(Action::kAppend); !s.ok()) return new Refused<Base>(s);
+  return new AppendStreamReactor(log_, gate_, *std::move(caller), ctx, idle_.get());
 }
 
 grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerContext* ctx,
                                                        const pb::GetCheckpointRequest* request,
                                                        pb::Checkpoint* response) {
+  if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
   auto cp = log_->Checkpoint(request->tree_size());
   if (cp.ok()) {
     response->set_tree_size(cp->size);
@@ -265,6 +434,7 @@ grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* LedgerService::GetVerifierKey(grpc::CallbackServerContext* ctx,
                                                         const pb::GetVerifierKeyRequest*,
                                                         pb::VerifierKey* response) {
+  if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
   response->set_vkey(log_->verifier_key());
   response->set_origin(log_->origin());
   return Finish(ctx, absl::OkStatus());
@@ -273,6 +443,9 @@ grpc::ServerUnaryReactor* LedgerService::GetVerifierKey(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
     grpc::CallbackServerContext* ctx, const pb::GetInclusionProofRequest* request,
     pb::InclusionProof* response) {
+  auto caller = gate_->Admit(*ctx);
+  if (!caller.ok()) return Finish(ctx, caller.status());
+  if (auto s = caller->CheckRole(Action::kReadEntries); !s.ok()) return Finish(ctx, s);
   uint64_t seq = request->seq();
   switch (request->entry_case()) {
     case pb::GetInclusionProofRequest::kSeq:
@@ -285,6 +458,19 @@ grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
     }
     case pb::GetInclusionProofRequest::ENTRY_NOT_SET:
       return Finish(ctx, absl::InvalidArgumentError("entry: set seq or receipt_id"));
+  }
+  if (!caller->CoversAllTeams(Action::kReadEntries) && seq < log_->head().size) {
+    absl::Status allowed;
+    absl::Status read = log_->ScanEntries(seq, seq + 1, [&](uint64_t, std::string_view leaf) {
+      auto team = receipt::TeamOf(leaf);
+      if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
+      allowed = caller->Check(Action::kReadEntries, *team);
+      return absl::OkStatus();
+    });
+    if (!read.ok()) return Finish(ctx, read);
+    if (!allowed.ok()) {
+      return Finish(ctx, absl::PermissionDeniedError(absl::StrCat("entry ", seq, ": ", allowed.message())));
+    }
   }
   auto proof = log_->ProveInclusion(seq, request->tree_size());
   if (proof.ok()) {
@@ -300,6 +486,7 @@ grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
 grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(
     grpc::CallbackServerContext* ctx, const pb::GetConsistencyProofRequest* request,
     pb::ConsistencyProof* response) {
+  if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
   uint64_t to = request->to_size();
   auto proof = log_->ProveConsistency(request->from_size(), &to);
   if (proof.ok()) {
@@ -313,6 +500,9 @@ grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(
 grpc::ServerUnaryReactor* LedgerService::Backup(grpc::CallbackServerContext* ctx,
                                                 const pb::BackupRequest* request,
                                                 pb::BackupResponse* response) {
+  auto caller = gate_->Admit(*ctx);
+  if (!caller.ok()) return Finish(ctx, caller.status());
+  if (auto s = caller->Check(Action::kAdminister, ""); !s.ok()) return Finish(ctx, s);
   // Flushing and linking files takes a while: not on gRPC's thread.
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   std::thread([this, reactor, request, response] {
@@ -329,41 +519,56 @@ grpc::ServerUnaryReactor* LedgerService::Backup(grpc::CallbackServerContext* ctx
 
 grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(
     grpc::CallbackServerContext* ctx, const pb::GetEntriesRequest* request) {
+  using Base = grpc::ServerWriteReactor<pb::Entry>;
+  auto caller = gate_->Admit(*ctx);
+  if (!caller.ok()) return new Refused<Base>(caller.status());
+  if (auto s = caller->CheckRole(Action::kReadEntries); !s.ok()) return new Refused<Base>(s);
   uint64_t size = log_->head().size;
-  absl::Status bad;
   if (request->from_seq() > request->to_seq()) {
-    bad = absl::InvalidArgumentError(absl::StrCat("from_seq: ", request->from_seq(),
-                                                  " is larger than to_seq ", request->to_seq()));
-  } else if (request->to_seq() > size) {
-    bad = absl::OutOfRangeError(
-        absl::StrCat("to_seq: ", request->to_seq(), " is beyond the log's size ", size));
+    return new Refused<Base>(absl::InvalidArgumentError(absl::StrCat(
+        "from_seq: ", request->from_seq(), " is larger than to_seq ", request->to_seq())));
   }
-  if (!bad.ok()) {
-    class Failed final : public grpc::ServerWriteReactor<pb::Entry> {
-     public:
-      explicit Failed(const absl::Status& s) { Finish(ToGrpc(s)); }
-      void OnDone() override { delete this; }
-    };
-    return new Failed(bad);
+  if (request->to_seq() > size) {
+    return new Refused<Base>(absl::OutOfRangeError(
+        absl::StrCat("to_seq: ", request->to_seq(), " is beyond the log's size ", size)));
   }
-  return new EntriesReactor(log_, request->from_seq(), request->to_seq());
+  return new EntriesReactor(log_, *std::move(caller), request->from_seq(), request->to_seq());
 }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, const std::string& listen,
-                                                      std::vector<grpc::Service*> extra) {
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate* gate,
+                                                      const std::string& listen,
+                                                      std::vector<grpc::Service*> extra,
+                                                      const ServerOptions& options) {
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("listen: '", listen, "' is not HOST:PORT"));
   }
   std::unique_ptr<Server> server(new Server());
-  server->service_ = std::make_unique<LedgerService>(log);
+  server->service_ = std::make_unique<LedgerService>(log, gate, options.stream_idle_ms);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!options.cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl(
+        options.client_ca_pem.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                      : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = options.client_ca_pem;
+    ssl.pem_key_cert_pairs.push_back({options.key_pem, options.cert_pem});
+    creds = grpc::SslServerCredentials(ssl);
+  }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(listen, creds, &server->port_);
   builder.RegisterService(server->service_.get());
   for (grpc::Service* s : extra) builder.RegisterService(s);
-  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
+  // Dead peers (a watch's client gone without a word) are found by pings.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  if (options.stream_idle_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                               static_cast<int>(std::min<int64_t>(options.stream_idle_ms, INT32_MAX)));
+  }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("listen: cannot listen on ", listen));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "auth/gate.h"
 #include "ledger/log/log.h"
 #include "ledger_service.grpc.pb.h"
 
@@ -22,10 +23,20 @@ namespace pb = evidence::ledger::v1;
 // At most this many bytes in one request: 1,000 receipts of 4 KiB.
 inline constexpr int kMaxRequestBytes = 4 * 1024 * 1024 + 64 * 1024;
 
+class IdleStreams;
+
+// Every handler admits its caller through the gate first: appends need the
+// emitter role for each receipt's team (a receipt of another team is
+// refused alone, PERMISSION_DENIED, while the rest are appended); entries
+// and inclusion proofs need the auditor role for the entry's team; backups
+// need admin; checkpoints, the verifier key and consistency proofs need an
+// authenticated caller only. An entry's emitter is the caller's identity.
 class LedgerService final : public pb::LedgerService::CallbackService {
  public:
-  // `log` MUST outlive the service.
-  explicit LedgerService(log::Log* log) : log_(log) {}
+  // `log` and `gate` MUST outlive the service. An append stream that
+  // receives nothing for `stream_idle_ms` is cancelled (0: never).
+  LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idle_ms = 0);
+  ~LedgerService() override;
 
   grpc::ServerUnaryReactor* Append(grpc::CallbackServerContext* ctx,
                                    const pb::AppendRequest* request,
@@ -51,17 +62,32 @@ class LedgerService final : public pb::LedgerService::CallbackService {
 
  private:
   log::Log* const log_;
+  auth::Gate* const gate_;
+  std::unique_ptr<IdleStreams> idle_;
+};
+
+struct ServerOptions {
+  // TLS: PEM contents. With a certificate and key the port speaks TLS only,
+  // and with client_ca_pem it requires and verifies client certificates.
+  std::string cert_pem;
+  std::string key_pem;
+  std::string client_ca_pem;
+  int max_message_bytes = kMaxRequestBytes;
+  int max_streams_per_connection = 100;
+  int64_t stream_idle_ms = 300'000;
 };
 
 // A running server: the ledger service, gRPC health checking and server
 // reflection on one listening address.
 class Server {
  public:
-  // `listen` is HOST:PORT; port 0 picks a free port. `log` and `extra`
-  // services MUST outlive the server. UNAVAILABLE when the address cannot be
-  // bound.
-  static absl::StatusOr<std::unique_ptr<Server>> Start(log::Log* log, const std::string& listen,
-                                                       std::vector<grpc::Service*> extra = {});
+  // `listen` is HOST:PORT; port 0 picks a free port. `log`, `gate` and
+  // `extra` services MUST outlive the server. UNAVAILABLE when the address
+  // cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(log::Log* log, auth::Gate* gate,
+                                                       const std::string& listen,
+                                                       std::vector<grpc::Service*> extra = {},
+                                                       const ServerOptions& options = {});
   ~Server();
 
   int port() const { return port_; }

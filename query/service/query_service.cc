@@ -25,8 +25,14 @@ grpc::Status Invalid(std::string_view field, std::string_view rule) {
                       absl::StrCat(std::string(field), ": ", std::string(rule)));
 }
 
-grpc::Status ToGrpc(const absl::Status& s) {
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+using auth::ToGrpc;
+
+// Admits the caller and checks that it may query `team`.
+absl::StatusOr<auth::Caller> Allow(auth::Gate* gate, grpc::ServerContext* ctx, const std::string& team) {
+  auto caller = gate->Admit(*ctx);
+  if (!caller.ok()) return caller.status();
+  if (auto s = caller->Check(auth::Action::kQuery, team); !s.ok()) return s;
+  return caller;
 }
 
 bool IsTeam(const std::string& t) {
@@ -96,9 +102,11 @@ bool Matches(const pb::StepFilter& f, const pb::Step& s) {
 
 }  // namespace
 
-grpc::Status QueryService::GetStep(grpc::ServerContext*, const pb::GetStepRequest* request,
+grpc::Status QueryService::GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request,
                                    pb::Step* response) {
   if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  auto caller = Allow(gate_, ctx, request->team());
+  if (!caller.ok()) return ToGrpc(caller.status());
   if (request->run_id().empty() || request->step_id().empty()) {
     return Invalid(request->run_id().empty() ? "run_id" : "step_id", "required");
   }
@@ -159,10 +167,12 @@ grpc::Status ListPending(const store::Store& store, const pb::StepFilter& f, int
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListSteps(grpc::ServerContext*, const pb::ListStepsRequest* request,
+grpc::Status QueryService::ListSteps(grpc::ServerContext* ctx, const pb::ListStepsRequest* request,
                                      pb::ListStepsResponse* response) {
   const pb::StepFilter& f = request->filter();
   if (auto s = CheckFilter(f); !s.ok()) return s;
+  auto caller = Allow(gate_, ctx, f.team());
+  if (!caller.ok()) return ToGrpc(caller.status());
   int page_size = 0;
   if (auto s = CheckPageSize(request->page_size(), &page_size); !s.ok()) return s;
   if (f.run_id().empty() && f.states_size() == 1 && f.states(0) == pb::STEP_STATE_PENDING) {
@@ -214,9 +224,11 @@ grpc::Status QueryService::ListSteps(grpc::ServerContext*, const pb::ListStepsRe
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetRun(grpc::ServerContext*, const pb::GetRunRequest* request,
+grpc::Status QueryService::GetRun(grpc::ServerContext* ctx, const pb::GetRunRequest* request,
                                   pb::Run* response) {
   if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  auto caller = Allow(gate_, ctx, request->team());
+  if (!caller.ok()) return ToGrpc(caller.status());
   if (request->run_id().empty()) return Invalid("run_id", "required");
   auto raw = log_->store().GetProjection(Table::kRuns, EncodeRunKey(request->team(), request->run_id()));
   if (!raw.ok()) return ToGrpc(raw.status());
@@ -230,9 +242,11 @@ grpc::Status QueryService::GetRun(grpc::ServerContext*, const pb::GetRunRequest*
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListRuns(grpc::ServerContext*, const pb::ListRunsRequest* request,
+grpc::Status QueryService::ListRuns(grpc::ServerContext* ctx, const pb::ListRunsRequest* request,
                                     pb::ListRunsResponse* response) {
   if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  auto caller = Allow(gate_, ctx, request->team());
+  if (!caller.ok()) return ToGrpc(caller.status());
   if (request->from_us() < 0 || request->to_us() < 0) return Invalid("from_us", "must be >= 0");
   int page_size = 0;
   if (auto s = CheckPageSize(request->page_size(), &page_size); !s.ok()) return s;
@@ -276,6 +290,8 @@ grpc::Status QueryService::WatchSteps(grpc::ServerContext* ctx, const pb::WatchS
   const pb::StepFilter& f = request->filter();
   if (auto s = CheckFilter(f); !s.ok()) return s;
   if (request->after_seq() < -1) return Invalid("after_seq", "must be >= -1");
+  auto caller = Allow(gate_, ctx, f.team());  // held for the watch's life
+  if (!caller.ok()) return ToGrpc(caller.status());
   uint64_t next = static_cast<uint64_t>(request->after_seq() + 1);
   const store::Store& store = log_->store();
   while (!ctx->IsCancelled()) {

@@ -9,6 +9,7 @@
 #ifndef QUERY_SERVICE_QUERY_SERVICE_H_
 #define QUERY_SERVICE_QUERY_SERVICE_H_
 
+#include "auth/gate.h"
 #include "ledger/log/log.h"
 #include "query.grpc.pb.h"
 
@@ -18,8 +19,9 @@ namespace pb = evidence::ledger::v1;
 
 class QueryService final : public pb::QueryService::Service {
  public:
-  // `log` MUST outlive the service and keep projections.
-  explicit QueryService(const log::Log* log) : log_(log) {}
+  // `log` and `gate` MUST outlive the service; `log` MUST keep
+  // projections. Every call needs a caller allowed to query its team.
+  QueryService(const log::Log* log, auth::Gate* gate) : log_(log), gate_(gate) {}
 
   grpc::Status GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request,
                        pb::Step* response) override;
@@ -34,6 +36,7 @@ class QueryService final : public pb::QueryService::Service {
 
  private:
   const log::Log* const log_;
+  auth::Gate* const gate_;
 };
 
 }  // namespace ledger::query

@@ -39,8 +39,8 @@ class QueryTest : public ::testing::Test {
     auto log = log::Log::Open(o, signer_);
     ASSERT_TRUE(log.ok()) << log.status();
     log_ = *std::move(log);
-    query_ = std::make_unique<QueryService>(log_.get());
-    server_ = *service::Server::Start(log_.get(), "127.0.0.1:0", {query_.get()});
+    query_ = std::make_unique<QueryService>(log_.get(), &gate_);
+    server_ = *service::Server::Start(log_.get(), &gate_, "127.0.0.1:0", {query_.get()});
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     ledger_ = pb::LedgerService::NewStub(channel_);
     steps_ = pb::QueryService::NewStub(channel_);
@@ -103,6 +103,7 @@ class QueryTest : public ::testing::Test {
   StepProjector projector_;
   note::Signer signer_ = *note::Signer::Generate("ledger.test/query");
   std::unique_ptr<log::Log> log_;
+  auth::Gate gate_{{}, nullptr};
   std::unique_ptr<QueryService> query_;
   std::unique_ptr<service::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
