@@ -29,37 +29,17 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ledger_testlib import ROOT, fail, free_port, generate_stubs  # noqa: E402
+
 ORIGIN = "crash-cycles.test/log"
 TEAMS = ["team-a", "team-b"]
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
-def generate_stubs(out):
-    proto = os.path.join(ROOT, "proto")
-    os.makedirs(out, exist_ok=True)
-    subprocess.run(["protoc", "-I", proto, "--python_out", out, "--grpc_python_out", out,
-                    "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin",
-                    os.path.join(proto, "receipt.proto"), os.path.join(proto, "ledger_service.proto")],
-                   check=True)
-    sys.path.insert(0, out)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
