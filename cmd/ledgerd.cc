@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
                "largest request accepted, in bytes");
   flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
   flags.Define("stream-idle-ms", "300000",
-               "an append stream (and a connection) idle this long is closed (0: never)");
+               "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (flags.Bool("help")) {

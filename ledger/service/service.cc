@@ -565,9 +565,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
   // Dead peers (a watch's client gone without a word) are found by pings.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  // A connection without calls is closed after ten minutes, or the stream
+  // idle time if longer (closing it sooner races with a client's next call).
   if (options.stream_idle_ms > 0) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-                               static_cast<int>(std::min<int64_t>(options.stream_idle_ms, INT32_MAX)));
+                               static_cast<int>(std::clamp<int64_t>(options.stream_idle_ms, 600'000, INT32_MAX)));
   }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
