@@ -146,8 +146,10 @@ TEST(Limiter, ConcurrencyPerIdentity) {
   auto a1 = limiter.Enter("a");
   auto a2 = limiter.Enter("a");
   ASSERT_TRUE(a1.ok() && a2.ok());
-  auto a3 = limiter.Enter("a");
+  int64_t hold_us = 0;
+  auto a3 = limiter.Enter("a", &hold_us);
   EXPECT_EQ(a3.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(hold_us, Limiter::kBusyHoldUs);
   EXPECT_EQ(a3.status().message(), "identity 'a' has 2 calls open, its limit; retry when one ends");
   EXPECT_TRUE(limiter.Enter("b").ok());  // another identity is not affected
   *a1 = Limiter::Permit();               // one call ends
@@ -159,8 +161,12 @@ TEST(Limiter, RatePerIdentity) {
   Limiter limiter({.rate = 100, .concurrency = 0}, [&] { return now; });
   EXPECT_TRUE(limiter.Spend("a", 60).ok());
   EXPECT_TRUE(limiter.Spend("a", 40).ok());
-  absl::Status s = limiter.Spend("a", 1);
+  int64_t hold_us = 0;
+  absl::Status s = limiter.Spend("a", 5, &hold_us);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(hold_us, 50'001);  // 5 units at 100 a second
+  EXPECT_FALSE(limiter.Spend("a", 1000, &hold_us).ok());
+  EXPECT_EQ(hold_us, Limiter::kMaxHoldUs);
   EXPECT_TRUE(limiter.Spend("b", 100).ok());  // its own bucket
   now += 100'000;                             // 0.1 s: 10 units back
   EXPECT_TRUE(limiter.Spend("a", 10).ok());

@@ -62,16 +62,16 @@ absl::StatusOr<std::string> Gate::Identify(const grpc::ServerContextBase& ctx) {
   return id;
 }
 
-absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& ctx, int64_t cost) {
+absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& ctx, int64_t cost, int64_t* hold_us) {
   auto identity = Identify(ctx);
   if (!identity.ok()) return identity.status();
   Caller caller;
   caller.identity = *std::move(identity);
   if (options_.tls) caller.policy = policy();
-  auto permit = limiter_.Enter(caller.identity);
+  auto permit = limiter_.Enter(caller.identity, hold_us);
   if (!permit.ok()) return permit.status();
   caller.permit = *std::move(permit);
-  if (auto s = limiter_.Spend(caller.identity, cost); !s.ok()) return s;
+  if (auto s = limiter_.Spend(caller.identity, cost, hold_us); !s.ok()) return s;
   return caller;
 }
 

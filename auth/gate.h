@@ -55,10 +55,14 @@ class Gate {
 
   // Identifies the caller, holds one of its concurrent calls and spends
   // `cost` of its rate. UNAUTHENTICATED without a usable client
-  // certificate; RESOURCE_EXHAUSTED over a limit.
-  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& ctx, int64_t cost = 1);
+  // certificate; RESOURCE_EXHAUSTED over a limit, with *hold_us (when
+  // given) set to how long to wait before answering (Limiter).
+  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& ctx, int64_t cost = 1,
+                               int64_t* hold_us = nullptr);
   // Spends more of an admitted caller's rate (each message of a stream).
-  absl::Status Spend(const Caller& caller, int64_t cost) { return limiter_.Spend(caller.identity, cost); }
+  absl::Status Spend(const Caller& caller, int64_t cost, int64_t* hold_us = nullptr) {
+    return limiter_.Spend(caller.identity, cost, hold_us);
+  }
 
   bool tls() const { return options_.tls; }
 

@@ -36,13 +36,14 @@ void Limiter::Permit::Release() {
   limiter_ = nullptr;
 }
 
-absl::StatusOr<Limiter::Permit> Limiter::Enter(std::string_view identity) {
+absl::StatusOr<Limiter::Permit> Limiter::Enter(std::string_view identity, int64_t* hold_us) {
   Permit p;
   if (options_.concurrency <= 0) return p;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = states_.find(identity);
   if (it == states_.end()) it = states_.emplace(std::string(identity), State{}).first;
   if (it->second.open >= options_.concurrency) {
+    if (hold_us != nullptr) *hold_us = kBusyHoldUs;
     return absl::ResourceExhaustedError(absl::StrCat("identity '", std::string(identity), "' has ",
                                                      options_.concurrency,
                                                      " calls open, its limit; retry when one ends"));
@@ -59,7 +60,7 @@ void Limiter::Leave(const std::string& identity) {
   if (it != states_.end() && it->second.open > 0) --it->second.open;
 }
 
-absl::Status Limiter::Spend(std::string_view identity, int64_t cost) {
+absl::Status Limiter::Spend(std::string_view identity, int64_t cost, int64_t* hold_us) {
   if (options_.rate <= 0) return absl::OkStatus();
   int64_t now = clock_();
   std::lock_guard<std::mutex> lock(mu_);
@@ -76,6 +77,10 @@ absl::Status Limiter::Spend(std::string_view identity, int64_t cost) {
   s.refilled_us = now;
   double need = std::min(static_cast<double>(cost), options_.rate);
   if (s.tokens < need) {
+    if (hold_us != nullptr) {
+      double wait_us = (need - s.tokens) * 1e6 / options_.rate;
+      *hold_us = std::min<int64_t>(kMaxHoldUs, static_cast<int64_t>(wait_us) + 1);
+    }
     return absl::ResourceExhaustedError(absl::StrCat("identity '", std::string(identity),
                                                      "' is over its rate of ", options_.rate,
                                                      " receipts and calls a second; back off and retry"));

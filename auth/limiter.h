@@ -48,13 +48,21 @@ class Limiter {
     std::string identity_;
   };
 
+  // A refused caller should hear so only after this long (at most): the
+  // time until its bucket could pay, or kBusyHoldUs when it has too many
+  // calls open. Answering at once would let a flooder spend the server's
+  // time on refusals as fast as it can send.
+  static constexpr int64_t kBusyHoldUs = 100'000;
+  static constexpr int64_t kMaxHoldUs = 1'000'000;
+
   // RESOURCE_EXHAUSTED naming the limit when `identity` has `concurrency`
-  // calls open already.
-  absl::StatusOr<Permit> Enter(std::string_view identity);
+  // calls open already; sets *hold_us (when given) to kBusyHoldUs.
+  absl::StatusOr<Permit> Enter(std::string_view identity, int64_t* hold_us = nullptr);
   // RESOURCE_EXHAUSTED naming the limit when the identity's bucket holds
-  // fewer than min(cost, rate) units. A cost above one second's worth is
-  // admitted only from a full bucket, and leaves it in debt.
-  absl::Status Spend(std::string_view identity, int64_t cost);
+  // fewer than min(cost, rate) units; sets *hold_us (when given) to the
+  // time until it would, at most kMaxHoldUs. A cost above one second's
+  // worth is admitted only from a full bucket, and leaves it in debt.
+  absl::Status Spend(std::string_view identity, int64_t cost, int64_t* hold_us = nullptr);
 
   const Options& options() const { return options_; }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -78,6 +79,60 @@ class IdleStreams {
   std::condition_variable_any wake_;
   bool stop_ = false;
   std::map<grpc::CallbackServerContext*, const std::atomic<int64_t>*> streams_;
+  std::thread thread_;
+};
+
+// Runs functions after a delay, on a thread of its own: refusals for being
+// over a limit are answered late (auth::Limiter's hold), so that a flooder
+// waits instead of spending the server's time on refusals. Whatever is
+// still pending at destruction runs then.
+class Later {
+ public:
+  Later() : thread_([this] { Loop(); }) {}
+  ~Later() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+  void Run(int64_t delay_us, std::function<void()> fn) {
+    auto at = std::chrono::steady_clock::now() + std::chrono::microseconds(delay_us);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.emplace(at, std::move(fn));
+    }
+    wake_.notify_all();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      if (pending_.empty()) {
+        if (stop_) return;
+        wake_.wait(lock);
+        continue;
+      }
+      auto first = pending_.begin();
+      if (!stop_ && first->first > std::chrono::steady_clock::now()) {
+        wake_.wait_until(lock, first->first);
+        continue;
+      }
+      std::function<void()> fn = std::move(first->second);
+      pending_.erase(first);
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> pending_;
   std::thread thread_;
 };
 
@@ -155,6 +210,15 @@ grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::S
   return reactor;
 }
 
+// A refusal answered after `hold_us` (0: at once).
+grpc::ServerUnaryReactor* FinishLater(grpc::CallbackServerContext* ctx, const absl::Status& s,
+                                      int64_t hold_us, Later* later) {
+  if (hold_us <= 0) return Finish(ctx, s);
+  auto* reactor = ctx->DefaultReactor();
+  later->Run(hold_us, [reactor, s] { reactor->Finish(ToGrpc(s)); });
+  return reactor;
+}
+
 // Batches in, results out in request order. Up to kMaxInFlight batches are
 // being appended at once; beyond that the reactor stops reading, which is
 // the stream's back-pressure. The reactor finishes only when no append is
@@ -165,8 +229,8 @@ class AppendStreamReactor final
   // `caller` holds one of its identity's concurrent calls for the
   // stream's life.
   AppendStreamReactor(log::Log* log, auth::Gate* gate, auth::Caller caller,
-                      grpc::CallbackServerContext* ctx, IdleStreams* idle)
-      : log_(log), gate_(gate), caller_(std::move(caller)), ctx_(ctx), idle_(idle) {
+                      grpc::CallbackServerContext* ctx, IdleStreams* idle, Later* later)
+      : log_(log), gate_(gate), caller_(std::move(caller)), ctx_(ctx), idle_(idle), later_(later) {
     last_us_ = IdleStreams::NowUs();
     idle_->Add(ctx_, &last_us_);
     StartRead(&request_);
@@ -187,8 +251,18 @@ class AppendStreamReactor final
     slot->request.Swap(&request_);
     int n = slot->request.receipts_size();
     lock.unlock();
-    absl::Status s = gate_->Spend(caller_, n);
-    if (s.ok()) {
+    int64_t hold_us = 0;
+    absl::Status s = gate_->Spend(caller_, n, &hold_us);
+    if (!s.ok() && hold_us > 0) {
+      // Over the rate: answered late, and meanwhile the batch counts as in
+      // flight, which slows the stream's reading.
+      later_->Run(hold_us, [this, slot, n, s] {
+        std::lock_guard<std::mutex> l(mu_);
+        FillAllFailed(n, s, &slot->response);
+        Complete(slot);
+      });
+      s = absl::OkStatus();
+    } else if (s.ok()) {
       slot->screened = Screen(caller_, slot->request);
       if (slot->screened.allowed.empty()) {
         lock.lock();
@@ -279,6 +353,7 @@ class AppendStreamReactor final
   const auth::Caller caller_;
   grpc::CallbackServerContext* const ctx_;
   IdleStreams* const idle_;
+  Later* const later_;
   std::atomic<int64_t> last_us_;
   std::mutex mu_;
   pb::AppendRequest request_;
@@ -368,15 +443,17 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
 }  // namespace
 
 LedgerService::LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idle_ms)
-    : log_(log), gate_(gate), idle_(std::make_unique<IdleStreams>(stream_idle_ms)) {}
+    : log_(log), gate_(gate), idle_(std::make_unique<IdleStreams>(stream_idle_ms)),
+      later_(std::make_unique<Later>()) {}
 
 LedgerService::~LedgerService() = default;
 
 grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx,
                                                 const pb::AppendRequest* request,
                                                 pb::AppendResponse* response) {
-  auto caller = gate_->Admit(*ctx, std::max(1, request->receipts_size()));
-  if (!caller.ok()) return Finish(ctx, caller.status());
+  int64_t hold_us = 0;
+  auto caller = gate_->Admit(*ctx, std::max(1, request->receipts_size()), &hold_us);
+  if (!caller.ok()) return FinishLater(ctx, caller.status(), hold_us, later_.get());
   if (auto s = caller->CheckRole(Action::kAppend); !s.ok()) return Finish(ctx, s);
   auto* reactor = ctx->DefaultReactor();
   // gRPC keeps `request` alive until Finish; the caller's permit is held
@@ -399,11 +476,17 @@ grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx
 
 namespace {
 
-// A stream refused before it starts.
+// A stream refused before it starts, answered after `hold_us`.
 template <typename Base>
 class Refused final : public Base {
  public:
-  explicit Refused(const absl::Status& s) { this->Finish(ToGrpc(s)); }
+  explicit Refused(const absl::Status& s, int64_t hold_us = 0, Later* later = nullptr) {
+    if (hold_us > 0) {
+      later->Run(hold_us, [this, s] { this->Finish(ToGrpc(s)); });
+    } else {
+      this->Finish(ToGrpc(s));
+    }
+  }
   void OnDone() override { delete this; }
 };
 
@@ -412,10 +495,11 @@ class Refused final : public Base {
 grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>* LedgerService::AppendStream(
     grpc::CallbackServerContext* ctx) {
   using Base = grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>;
-  auto caller = gate_->Admit(*ctx);
-  if (!caller.ok()) return new Refused<Base>(caller.status());
+  int64_t hold_us = 0;
+  auto caller = gate_->Admit(*ctx, 1, &hold_us);
+  if (!caller.ok()) return new Refused<Base>(caller.status(), hold_us, later_.get());
   if (auto s = caller->CheckRole(Action::kAppend); !s.ok()) return new Refused<Base>(s);
-  return new AppendStreamReactor(log_, gate_, *std::move(caller), ctx, idle_.get());
+  return new AppendStreamReactor(log_, gate_, *std::move(caller), ctx, idle_.get(), later_.get());
 }
 
 grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerContext* ctx,

@@ -24,6 +24,7 @@ namespace pb = evidence::ledger::v1;
 inline constexpr int kMaxRequestBytes = 4 * 1024 * 1024 + 64 * 1024;
 
 class IdleStreams;
+class Later;
 
 // Every handler admits its caller through the gate first: appends need the
 // emitter role for each receipt's team (a receipt of another team is
@@ -31,6 +32,7 @@ class IdleStreams;
 // and inclusion proofs need the auditor role for the entry's team; backups
 // need admin; checkpoints, the verifier key and consistency proofs need an
 // authenticated caller only. An entry's emitter is the caller's identity.
+// Appends over a limit are refused late (auth::Limiter's hold).
 class LedgerService final : public pb::LedgerService::CallbackService {
  public:
   // `log` and `gate` MUST outlive the service. An append stream that
@@ -64,6 +66,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   log::Log* const log_;
   auth::Gate* const gate_;
   std::unique_ptr<IdleStreams> idle_;
+  std::unique_ptr<Later> later_;
 };
 
 struct ServerOptions {
