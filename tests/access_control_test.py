@@ -47,7 +47,7 @@ APPEND_A = {"append_a", "append_stream_a"}
 QUERY_A = {"step_a", "steps_a", "run_a", "runs_a", "watch_a"}
 READ_A = {"prove_a", "entries_a"}
 EXPORT_A = {"export_run_a", "export_seqs_a", "export_team_a"}
-EVERY_TEAM = {"steps_b", "prove_b", "prove_b_by_id", "entries_ab", "export_run_b", "export_seqs_ab"}
+EVERY_TEAM = {"steps_b", "watch_b", "prove_b", "prove_b_by_id", "entries_ab", "export_run_b", "export_seqs_ab"}
 CALLS = sorted(PUBLIC | APPEND_A | QUERY_A | READ_A | EXPORT_A | EVERY_TEAM | {"append_b", "backup"})
 
 # What each identity may do; every other call is PERMISSION_DENIED.
@@ -214,6 +214,11 @@ def main():
                                          timeout=t)
                 next(watch)
                 watch.cancel()
+            elif name == "watch_b":
+                watch = query.WatchSteps(q.WatchStepsRequest(filter=q.StepFilter(team="team-b"), after_seq=-1),
+                                         timeout=t)
+                next(watch)
+                watch.cancel()
             elif name == "export_run_a":
                 drain(exports.Export(ex.ExportRequest(run=ex.RunScope(team="team-a", run_id="run-a")), timeout=60))
             elif name == "export_run_b":
@@ -272,6 +277,25 @@ def main():
             if e.details() != "entry 2: identity 'auditor-a' may not read entries and proofs for team 'team-b'":
                 fail("entries refusal: %s" % e.details())
     print("mixed batch: foreign receipt refused alone, emitter is the certificate's identity")
+
+    # ledgerctl over TLS with a client certificate.
+    def ledgerctl(who, *command):
+        cert, key = clients[who]
+        return subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "--server", ledger.address,
+                               "--tls-ca", ca.ca, "--cert", cert, "--key", key] + list(command),
+                              capture_output=True, text=True, timeout=60)
+    out = ledgerctl("reader-a", "steps", "--team", "team-a", "--json")
+    if out.returncode != 0 or "run-a" not in out.stdout:
+        fail("ledgerctl steps as reader-a: %s %s" % (out.stdout, out.stderr))
+    out = ledgerctl("reader-a", "steps", "--team", "team-b")
+    if out.returncode == 0 or "may not query for team 'team-b'" not in out.stderr:
+        fail("ledgerctl steps of team-b as reader-a: %s %s" % (out.stdout, out.stderr))
+    out = ledgerctl("auditor-a", "export", "--run", "team-a/run-a", "--out", os.path.join(work, "a.tar.gz"))
+    verify = subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "verify", os.path.join(work, "a.tar.gz")],
+                            capture_output=True, text=True, timeout=60)
+    if out.returncode != 0 or verify.returncode != 0:
+        fail("export over TLS and verify: %s %s %s" % (out.stderr, verify.stdout, verify.stderr))
+    print("ledgerctl over TLS: the reader's query, its refusal for another team, an auditor's export that verifies")
 
     # Reload on SIGHUP: the reader gains team-b; a watch opened before stays up.
     with channel("admin") as admin_ch, channel("reader-a") as reader_ch:
