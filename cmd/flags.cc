@@ -2,9 +2,11 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 
 namespace ledger::cmd {
 
@@ -57,6 +59,44 @@ absl::Status Flags::Parse(int argc, char** argv, int first) {
   return absl::OkStatus();
 }
 
+absl::Status Flags::LoadConfig(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot read ", path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("--config: ", path, " is not JSON: ", e.what()));
+  }
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat("--config: ", path, " must hold one JSON object"));
+  for (const auto& [key, value] : j.items()) {
+    auto it = options_.find(key);
+    if (it == options_.end() || key == "config") {
+      return absl::InvalidArgumentError(absl::StrCat("--config: ", path, ": '", key, "' is not an option"));
+    }
+    Option& o = it->second;
+    std::string text;
+    if (value.is_string()) {
+      text = value.get<std::string>();
+    } else if (value.is_number_integer()) {
+      text = std::to_string(value.get<int64_t>());
+    } else if (value.is_boolean()) {
+      text = value.get<bool>() ? "true" : "false";
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--config: ", path, ": '", key, "' must be a string, an integer or a boolean"));
+    }
+    if (o.boolean && text != "true" && text != "false") {
+      return absl::InvalidArgumentError(absl::StrCat("--config: ", path, ": '", key, "' must be true or false"));
+    }
+    if (o.given) continue;  // the command line wins
+    o.value = text;
+    o.given = true;
+    o.source = path;
+  }
+  return absl::OkStatus();
+}
+
 const std::string& Flags::Get(const std::string& name) const {
   auto it = options_.find(name);
   if (it == options_.end()) std::abort();  // a flag the program never defined
@@ -73,7 +113,9 @@ absl::StatusOr<int64_t> Flags::Int(const std::string& name) const {
   int64_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", v, "' is not an integer"));
+    const std::string& source = options_.at(name).source;
+    return absl::InvalidArgumentError(absl::StrCat("--", name, source.empty() ? "" : " (in " + source + ")",
+                                                   ": '", v, "' is not an integer"));
   }
   return out;
 }

@@ -25,8 +25,15 @@ class Flags {
   // arguments; "--" ends the options.
   absl::Status Parse(int argc, char** argv, int first);
 
+  // Applies a JSON config file: one object whose keys are option names
+  // (without dashes) and whose values are strings, integers or booleans.
+  // Options given on the command line win. INVALID_ARGUMENT naming the file
+  // and the key for an unknown option or a value of another type;
+  // NOT_FOUND when the file cannot be read.
+  absl::Status LoadConfig(const std::string& path);
+
   const std::string& Get(const std::string& name) const;
-  bool Has(const std::string& name) const;  // given on the command line
+  bool Has(const std::string& name) const;  // given on the command line or in the config
   bool Bool(const std::string& name) const { return Get(name) == "true"; }
   // INVALID_ARGUMENT naming the flag when the value is not an integer.
   absl::StatusOr<int64_t> Int(const std::string& name) const;
@@ -42,6 +49,7 @@ class Flags {
     std::string help;
     bool boolean = false;
     bool given = false;
+    std::string source;  // "" (command line) or the config file's path
   };
   std::map<std::string, Option> options_;
   std::vector<std::string> order_;

@@ -1,5 +1,7 @@
 #include "cmd/flags.h"
 
+#include <fstream>
+
 #include "gtest/gtest.h"
 
 namespace ledger::cmd {
@@ -42,6 +44,48 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
   Flags h = Make();
   ASSERT_TRUE(ParseArgs(h, {"--seq", "12x"}).ok());
   EXPECT_EQ(h.Int("seq").status().message(), "--seq: '12x' is not an integer");
+}
+
+std::string WriteConfig(const std::string& text) {
+  std::string path = ::testing::TempDir() + "/flags_test_config.json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(FlagsTest, ConfigFileSetsOptionsTheCommandLineOverrides) {
+  Flags f = Make();
+  ASSERT_TRUE(ParseArgs(f, {"--name", "cli"}).ok());
+  std::string path = WriteConfig(R"({"seq": 42, "name": "file", "json": true})");
+  ASSERT_TRUE(f.LoadConfig(path).ok());
+  EXPECT_EQ(*f.Int("seq"), 42);
+  EXPECT_EQ(f.Get("name"), "cli");
+  EXPECT_TRUE(f.Bool("json"));
+  EXPECT_TRUE(f.Has("seq"));
+}
+
+TEST(FlagsTest, ConfigFileErrorsNameTheFileAndKey) {
+  struct Case {
+    const char* text;
+    std::string message;
+  } cases[] = {
+      {R"({"sequence": 1})", "'sequence' is not an option"},
+      {R"({"seq": [1]})", "'seq' must be a string, an integer or a boolean"},
+      {R"({"json": "yes"})", "'json' must be true or false"},
+      {R"([1])", "must hold one JSON object"},
+  };
+  for (const Case& c : cases) {
+    Flags f = Make();
+    std::string path = WriteConfig(c.text);
+    absl::Status s = f.LoadConfig(path);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.text;
+    EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << s.message();
+  }
+  Flags f = Make();
+  std::string path = WriteConfig(R"({"seq": "12x"})");
+  ASSERT_TRUE(f.LoadConfig(path).ok());
+  EXPECT_EQ(f.Int("seq").status().message(), "--seq (in " + path + "): '12x' is not an integer");
+  EXPECT_EQ(f.LoadConfig("/nonexistent.json").code(), absl::StatusCode::kNotFound);
 }
 
 TEST(FlagsTest, UsageListsDefaults) {

@@ -677,8 +677,13 @@ int main(int argc, char** argv) {
   flags.Define("cert", "", "TLS: this client's certificate (PEM), its identity for the server");
   flags.Define("key", "", "TLS: this client's private key (PEM)");
   flags.Define("tls-server-name", "", "TLS: the name to check in the server's certificate (default: HOST)");
+  flags.Define("config", "",
+               "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
+  if (!flags.Get("config").empty()) {
+    if (auto s = flags.LoadConfig(flags.Get("config")); !s.ok()) return Fail(s);
+  }
   if (flags.Bool("help") || flags.positional().empty()) {
     std::cout << kUsage << flags.Usage();
     return flags.Bool("help") ? 0 : 2;

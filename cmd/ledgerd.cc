@@ -206,8 +206,13 @@ int main(int argc, char** argv) {
   flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
   flags.Define("stream-idle-ms", "300000",
                "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
+  flags.Define("config", "",
+               "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
+  if (!flags.Get("config").empty()) {
+    if (auto s = flags.LoadConfig(flags.Get("config")); !s.ok()) return Fail(s);
+  }
   if (flags.Bool("help")) {
     std::cout << "usage: ledgerd --data DIR --listen HOST:PORT [options]\n\n" << flags.Usage();
     return 0;
