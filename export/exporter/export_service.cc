@@ -7,6 +7,7 @@
 #include <fstream>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
 #include "ledger/receipt/entry.h"
@@ -37,6 +38,17 @@ absl::Status ExportService::CheckScope(const auth::Caller& caller, const Scope& 
 
 grpc::Status ExportService::Export(grpc::ServerContext* ctx, const pb::ExportRequest* request,
                                    grpc::ServerWriter<pb::ExportChunk>* writer) {
+  grpc::Status s = Build(ctx, request, writer);
+  const char* scope = request->has_run() ? "run" : request->has_team() ? "team" : request->has_seqs() ? "seqs" : "none";
+  std::string result = s.ok() ? "ok"
+                              : absl::AsciiStrToLower(absl::StatusCodeToString(
+                                    static_cast<absl::StatusCode>(s.error_code())));
+  exports_.With({scope, result})->Add();
+  return s;
+}
+
+grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequest* request,
+                                  grpc::ServerWriter<pb::ExportChunk>* writer) {
   auto caller = gate_->Admit(*ctx);
   if (!caller.ok()) return auth::ToGrpc(caller.status());
   if (auto s = caller->CheckRole(auth::Action::kExport); !s.ok()) return auth::ToGrpc(s);

@@ -6,6 +6,7 @@
 #define EXPORT_EXPORTER_EXPORT_SERVICE_H_
 
 #include "auth/gate.h"
+#include "ledger/stats/stats.h"
 #include "export.grpc.pb.h"
 #include "export/exporter/exporter.h"
 #include "ledger/log/log.h"
@@ -22,11 +23,17 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
   grpc::Status Export(grpc::ServerContext* ctx, const evidence::ledger::v1::ExportRequest* request,
                       grpc::ServerWriter<evidence::ledger::v1::ExportChunk>* writer) override;
 
+  // Exports by scope (run, team, seqs) and result ("ok" or the status code).
+  const stats::CounterFamily& exports() const { return exports_; }
+
  private:
+  grpc::Status Build(grpc::ServerContext* ctx, const evidence::ledger::v1::ExportRequest* request,
+                     grpc::ServerWriter<evidence::ledger::v1::ExportChunk>* writer);
   absl::Status CheckScope(const auth::Caller& caller, const Scope& scope) const;
 
   const log::Log* const log_;
   auth::Gate* const gate_;
+  stats::CounterFamily exports_;
 };
 
 }  // namespace ledger::exporter

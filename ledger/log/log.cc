@@ -242,6 +242,7 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   latest_ = {size, cp->root, note_text};
+  latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
   return absl::OkStatus();
 }
@@ -320,6 +321,7 @@ absl::Status Log::SignCheckpoint() {
   if (auto s = WriteGuard(*signed_note); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   latest_ = {head.size, head.root, *signed_note};
+  latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
   return absl::OkStatus();
 }
@@ -435,6 +437,11 @@ absl::Status Log::ScanEntries(uint64_t from, uint64_t to,
 sequencer::Head Log::WaitForMore(uint64_t size, std::chrono::milliseconds timeout) const {
   if (sequencer_ == nullptr) return head();
   return sequencer_->WaitCommitted(size, timeout);
+}
+
+std::pair<uint64_t, int64_t> Log::LatestCheckpointTime() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {has_latest_ ? latest_.size : 0, has_latest_ ? latest_at_us_ : 0};
 }
 
 sequencer::Head Log::head() const {

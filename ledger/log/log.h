@@ -140,6 +140,15 @@ class Log {
   sequencer::Head head() const;
   // Waits until the log holds more than `size` entries, or `timeout`.
   sequencer::Head WaitForMore(uint64_t size, std::chrono::milliseconds timeout) const;
+  // The latest checkpoint's tree size, and when this process signed it (or
+  // found it, at Open), in microseconds since the Unix epoch; {0, 0} when
+  // there is none yet.
+  std::pair<uint64_t, int64_t> LatestCheckpointTime() const;
+  // The sequencer's queue and commit figures.
+  size_t queued() const { return sequencer_ ? sequencer_->queued() : 0; }
+  const sequencer::Sequencer::Stats* sequencer_stats() const {
+    return sequencer_ ? &sequencer_->stats() : nullptr;
+  }
   // Read access for projections' queries.
   const store::Store& store() const { return *store_; }
   const std::string& origin() const { return options_.origin; }
@@ -176,6 +185,7 @@ class Log {
   std::condition_variable cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   SignedCheckpoint latest_ ABSL_GUARDED_BY(mu_);
+  int64_t latest_at_us_ ABSL_GUARDED_BY(mu_) = 0;
   bool has_latest_ ABSL_GUARDED_BY(mu_) = false;
   std::mutex sign_mu_;  // one signer at a time
   std::thread checkpointer_;

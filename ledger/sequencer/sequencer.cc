@@ -147,12 +147,24 @@ void Sequencer::RunCommitter() {
     Prepared* p = to_commit_;
     to_commit_ = nullptr;
     lock.unlock();
-    absl::Status result = p->has_entries ? store_->Commit(*p->batch) : absl::OkStatus();
+    absl::Status result;
+    if (p->has_entries) {
+      auto started = std::chrono::steady_clock::now();
+      result = store_->Commit(*p->batch);
+      stats_.commit_us.Observe(static_cast<double>(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()));
+      stats_.batch_entries.Observe(static_cast<double>(p->pending.size()));
+    }
     lock.lock();
     p->result = std::move(result);
     p->committed = true;
     cv_.notify_all();
   }
+}
+
+size_t Sequencer::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued_;
 }
 
 bool Sequencer::Finish(Prepared& p) {

@@ -100,6 +100,15 @@ class Sequencer {
 
   Head committed() const;
 
+  // Receipts queued and not yet taken into a batch.
+  size_t queued() const;
+
+  struct Stats {
+    stats::Histogram batch_entries{stats::Histogram::Decades(10'000)};  // new entries per commit
+    stats::Histogram commit_us{stats::Histogram::Decades(1e7)};       // one synced RocksDB write
+  };
+  const Stats& stats() const { return stats_; }
+
   // Waits until the committed log holds more than `size` entries or
   // `timeout` passes; returns the committed head either way.
   Head WaitCommitted(uint64_t size, std::chrono::milliseconds timeout) const;
@@ -123,6 +132,7 @@ class Sequencer {
   store::Store* const store_;
   const Options options_;
 
+  Stats stats_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   mutable std::condition_variable committed_cv_;  // head_ grew

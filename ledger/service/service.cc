@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -171,6 +172,17 @@ Screened Screen(const auth::Caller& caller, const pb::AppendRequest& request) {
   return out;
 }
 
+std::string KindName(const receipt::Receipt& r) {
+  switch (r.body_case()) {
+    case receipt::Receipt::kAgentStart: return "agent_start";
+    case receipt::Receipt::kAgentExec: return "agent_exec";
+    case receipt::Receipt::kModelCall: return "model_call";
+    case receipt::Receipt::kToolCall: return "tool_call";
+    case receipt::Receipt::kStepUnknown: return "step_unknown";
+    default: return "none";
+  }
+}
+
 void FillResult(const absl::Status& s, pb::AppendResult* r) {
   r->set_code(static_cast<int>(s.code()));
   r->set_message(std::string(s.message()));
@@ -228,9 +240,10 @@ class AppendStreamReactor final
  public:
   // `caller` holds one of its identity's concurrent calls for the
   // stream's life.
-  AppendStreamReactor(log::Log* log, auth::Gate* gate, auth::Caller caller,
+  AppendStreamReactor(LedgerService* service, log::Log* log, auth::Gate* gate, auth::Caller caller,
                       grpc::CallbackServerContext* ctx, IdleStreams* idle, Later* later)
-      : log_(log), gate_(gate), caller_(std::move(caller)), ctx_(ctx), idle_(idle), later_(later) {
+      : service_(service), log_(log), gate_(gate), caller_(std::move(caller)), ctx_(ctx), idle_(idle),
+        later_(later) {
     last_us_ = IdleStreams::NowUs();
     idle_->Add(ctx_, &last_us_);
     StartRead(&request_);
@@ -328,6 +341,7 @@ class AppendStreamReactor final
   };
 
   void Complete(Slot* slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    service_->Count(slot->request, slot->response);
     slot->ready = true;
     --in_flight_;
     WriteNext();
@@ -348,6 +362,7 @@ class AppendStreamReactor final
     }
   }
 
+  LedgerService* const service_;
   log::Log* const log_;
   auth::Gate* const gate_;
   const auth::Caller caller_;
@@ -448,29 +463,59 @@ LedgerService::LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idl
 
 LedgerService::~LedgerService() = default;
 
+void LedgerService::Count(const pb::AppendRequest& request, const pb::AppendResponse& response) {
+  stats_.request_receipts.Observe(request.receipts_size());
+  std::map<std::pair<std::string, std::string>, uint64_t> tally;
+  for (int i = 0; i < request.receipts_size() && i < response.results_size(); ++i) {
+    const pb::AppendResult& r = response.results(i);
+    std::string result = r.code() != 0 ? absl::AsciiStrToLower(absl::StatusCodeToString(
+                                             static_cast<absl::StatusCode>(r.code())))
+                                       : (r.duplicate() ? "duplicate" : "ok");
+    ++tally[{KindName(request.receipts(i)), std::move(result)}];
+  }
+  for (const auto& [labels, n] : tally) stats_.appends.With({labels.first, labels.second})->Add(n);
+}
+
+void LedgerService::Count(const pb::AppendRequest& request, const absl::Status& refused) {
+  pb::AppendResponse all;
+  FillAllFailed(request.receipts_size(), refused, &all);
+  Count(request, all);
+}
+
 grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx,
                                                 const pb::AppendRequest* request,
                                                 pb::AppendResponse* response) {
   int64_t hold_us = 0;
   auto caller = gate_->Admit(*ctx, std::max(1, request->receipts_size()), &hold_us);
-  if (!caller.ok()) return FinishLater(ctx, caller.status(), hold_us, later_.get());
-  if (auto s = caller->CheckRole(Action::kAppend); !s.ok()) return Finish(ctx, s);
+  if (!caller.ok()) {
+    Count(*request, caller.status());
+    return FinishLater(ctx, caller.status(), hold_us, later_.get());
+  }
+  if (auto s = caller->CheckRole(Action::kAppend); !s.ok()) {
+    Count(*request, s);
+    return Finish(ctx, s);
+  }
   auto* reactor = ctx->DefaultReactor();
   // gRPC keeps `request` alive until Finish; the caller's permit is held
   // until then too.
   auto screened = std::make_shared<Screened>(Screen(*caller, *request));
   if (screened->allowed.empty()) {
     FillResults(*screened, {}, response);
+    Count(*request, *response);
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
   auto held = std::make_shared<auth::Caller>(*std::move(caller));
   absl::Status s = log_->Append(held->identity, screened->allowed,
-                                [reactor, response, screened, held](std::vector<sequencer::Outcome> out) {
+                                [this, reactor, request, response, screened, held](std::vector<sequencer::Outcome> out) {
                                   FillResults(*screened, out, response);
+                                  Count(*request, *response);
                                   reactor->Finish(grpc::Status::OK);
                                 });
-  if (!s.ok()) reactor->Finish(ToGrpc(s));
+  if (!s.ok()) {
+    Count(*request, s);
+    reactor->Finish(ToGrpc(s));
+  }
   return reactor;
 }
 
@@ -499,7 +544,7 @@ grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>* LedgerService::A
   auto caller = gate_->Admit(*ctx, 1, &hold_us);
   if (!caller.ok()) return new Refused<Base>(caller.status(), hold_us, later_.get());
   if (auto s = caller->CheckRole(Action::kAppend); !s.ok()) return new Refused<Base>(s);
-  return new AppendStreamReactor(log_, gate_, *std::move(caller), ctx, idle_.get(), later_.get());
+  return new AppendStreamReactor(this, log_, gate_, *std::move(caller), ctx, idle_.get(), later_.get());
 }
 
 grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerContext* ctx,
@@ -556,6 +601,7 @@ grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
       return Finish(ctx, absl::PermissionDeniedError(absl::StrCat("entry ", seq, ": ", allowed.message())));
     }
   }
+  stats_.proofs.With({"inclusion"})->Add();
   auto proof = log_->ProveInclusion(seq, request->tree_size());
   if (proof.ok()) {
     response->set_seq(proof->seq);
@@ -572,6 +618,7 @@ grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(
     pb::ConsistencyProof* response) {
   if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
   uint64_t to = request->to_size();
+  stats_.proofs.With({"consistency"})->Add();
   auto proof = log_->ProveConsistency(request->from_size(), &to);
   if (proof.ok()) {
     response->set_from_size(request->from_size());

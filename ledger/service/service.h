@@ -62,11 +62,27 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   grpc::ServerUnaryReactor* Backup(grpc::CallbackServerContext* ctx, const pb::BackupRequest* request,
                                    pb::BackupResponse* response) override;
 
+  struct Stats {
+    // Receipts by kind (agent_start, ...) and result ("ok", "duplicate",
+    // or the refusal's status code, e.g. "invalid_argument").
+    stats::CounterFamily appends;
+    stats::Histogram request_receipts{stats::Histogram::Decades(1000)};  // receipts per request
+    stats::CounterFamily proofs;  // by type: inclusion, consistency
+  };
+  const Stats& stats() const { return stats_; }
+
+  // Counts a request's receipts into stats(): by their results, or all
+  // with `refused` when the whole request was.
+  void Count(const pb::AppendRequest& request, const pb::AppendResponse& response);
+  void Count(const pb::AppendRequest& request, const absl::Status& refused);
+
  private:
+
   log::Log* const log_;
   auth::Gate* const gate_;
   std::unique_ptr<IdleStreams> idle_;
   std::unique_ptr<Later> later_;
+  Stats stats_;
 };
 
 struct ServerOptions {
@@ -94,6 +110,7 @@ class Server {
   ~Server();
 
   int port() const { return port_; }
+  const LedgerService& service() const { return *service_; }
   // HOST:PORT with the real port.
   const std::string& address() const { return address_; }
 

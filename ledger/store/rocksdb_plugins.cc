@@ -1,5 +1,6 @@
 #include "ledger/store/rocksdb_plugins.h"
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
@@ -26,10 +27,10 @@ rocksdb::IOStatus Injected(const Faults* faults, const char* what) {
   return s;
 }
 
-class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
+class StoreFile final : public rocksdb::FSWritableFileOwnerWrapper {
  public:
-  FaultyFile(std::unique_ptr<rocksdb::FSWritableFile> file, const Faults* faults)
-      : FSWritableFileOwnerWrapper(std::move(file)), faults_(faults) {}
+  StoreFile(std::unique_ptr<rocksdb::FSWritableFile> file, const Faults* faults, stats::Histogram* sync_us)
+      : FSWritableFileOwnerWrapper(std::move(file)), faults_(faults ? faults : &kNoFaults), sync_us_(sync_us) {}
 
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
@@ -44,34 +45,50 @@ class FaultyFile final : public rocksdb::FSWritableFileOwnerWrapper {
   }
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
     if (faults_->fail_syncs) return Injected(faults_, "injected sync failure");
-    return FSWritableFileOwnerWrapper::Sync(options, dbg);
+    return Timed([&] { return FSWritableFileOwnerWrapper::Sync(options, dbg); });
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
     if (faults_->fail_syncs) return Injected(faults_, "injected sync failure");
-    return FSWritableFileOwnerWrapper::Fsync(options, dbg);
+    return Timed([&] { return FSWritableFileOwnerWrapper::Fsync(options, dbg); });
   }
 
  private:
+  static inline const Faults kNoFaults{};
+
+  template <typename F>
+  rocksdb::IOStatus Timed(F sync) {
+    if (sync_us_ == nullptr) return sync();
+    auto started = std::chrono::steady_clock::now();
+    rocksdb::IOStatus s = sync();
+    sync_us_->Observe(static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::steady_clock::now() - started)
+                                              .count()));
+    return s;
+  }
+
   const Faults* faults_;
+  stats::Histogram* const sync_us_;
 };
 
-class FaultyFileSystem final : public rocksdb::FileSystemWrapper {
+class StoreFileSystem final : public rocksdb::FileSystemWrapper {
  public:
-  FaultyFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target, const Faults* faults)
-      : FileSystemWrapper(target), faults_(faults) {}
-  const char* Name() const override { return "ledger-faulty"; }
+  StoreFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target, const Faults* faults,
+                  stats::Histogram* sync_us)
+      : FileSystemWrapper(target), faults_(faults), sync_us_(sync_us) {}
+  const char* Name() const override { return "ledger-store"; }
 
   rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
                                     rocksdb::IODebugContext* dbg) override {
     std::unique_ptr<rocksdb::FSWritableFile> file;
     rocksdb::IOStatus s = target()->NewWritableFile(name, options, &file, dbg);
-    if (s.ok()) *result = std::make_unique<FaultyFile>(std::move(file), faults_);
+    if (s.ok()) *result = std::make_unique<StoreFile>(std::move(file), faults_, sync_us_);
     return s;
   }
 
  private:
   const Faults* faults_;
+  stats::Histogram* const sync_us_;
 };
 
 class KeyPrefix : public rocksdb::SliceTransform {
@@ -109,9 +126,9 @@ class KeyPrefix : public rocksdb::SliceTransform {
 
 std::shared_ptr<rocksdb::Logger> NewStderrLogger() { return std::make_shared<StderrLogger>(); }
 
-std::shared_ptr<rocksdb::FileSystem> NewFaultyFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
-                                                         const Faults* faults) {
-  return std::make_shared<FaultyFileSystem>(std::move(target), faults);
+std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
+                                                        const Faults* faults, stats::Histogram* sync_us) {
+  return std::make_shared<StoreFileSystem>(target, faults, sync_us);
 }
 
 const rocksdb::SliceTransform* NewKeyPrefix(bool family_byte, int parts, const char* name) {

@@ -1,5 +1,5 @@
 // The RocksDB plug-ins the store configures: its logger, the file system
-// that injects faults for tests, and memtable insert hints. Internal to
+// that times syncs and injects faults for tests, and memtable insert hints. Internal to
 // ledger/store; RocksDB types stay below store.h.
 //
 // Thread-safe: the objects hold no mutable state of their own (the fault
@@ -21,10 +21,11 @@ namespace ledger::store {
 // fail (Debian's RocksDB asserts when its LOG file cannot be written).
 std::shared_ptr<rocksdb::Logger> NewStderrLogger();
 
-// `target`, with writes and syncs of new files failing while `faults` says
-// so. `faults` MUST outlive the file system.
-std::shared_ptr<rocksdb::FileSystem> NewFaultyFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
-                                                         const Faults* faults);
+// `target`, with each sync of a written file timed into `sync_us`
+// (microseconds), and writes and syncs failing while `faults` says so.
+// Either may be null; both MUST outlive the file system.
+std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
+                                                        const Faults* faults, stats::Histogram* sync_us);
 
 // Memtable insert hints (memtable_insert_with_hint_prefix_extractor): rows
 // that share a prefix mostly arrive in key order, so an insert can start

@@ -115,7 +115,8 @@ struct Batch::Rep {
 };
 
 struct Store::Rep {
-  std::unique_ptr<rocksdb::Env> env;  // with injected faults, if any; outlives db
+  stats::Histogram sync_us{stats::Histogram::Decades(1e7)};  // before env, which reports to it
+  std::unique_ptr<rocksdb::Env> env;  // timing syncs, with injected faults, if any; outlives db
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
   rocksdb::ColumnFamilyOptions projection_options;
@@ -224,14 +225,13 @@ Store::Store(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 
 Store::~Store() = default;
 
+const stats::Histogram& Store::sync_us() const { return rep_->sync_us; }
+
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Faults* faults) {
   auto rep = std::make_unique<Rep>();
   rocksdb::Options options;
-  if (faults != nullptr) {
-    rep->env = rocksdb::NewCompositeEnv(
-        NewFaultyFileSystem(rocksdb::FileSystem::Default(), faults));
-    options.env = rep->env.get();
-  }
+  rep->env = rocksdb::NewCompositeEnv(NewStoreFileSystem(rocksdb::FileSystem::Default(), faults, &rep->sync_us));
+  options.env = rep->env.get();
   options.create_if_missing = true;
   options.info_log = NewStderrLogger();
   options.create_missing_column_families = true;

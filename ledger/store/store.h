@@ -40,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ledger/hash/hash.h"
+#include "ledger/stats/stats.h"
 #include "ledger/projection/projection.h"
 
 namespace ledger::store {
@@ -101,6 +102,10 @@ class Store {
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir,
                                                      Faults* faults = nullptr);
   ~Store();
+
+  // The duration of each sync of a file RocksDB wrote (WAL, flushes), in
+  // microseconds.
+  const stats::Histogram& sync_us() const;
 
   // A new batch. With `base`, a batch not yet committed that this one
   // follows: node records rewritten by `base` are continued from its

@@ -85,7 +85,10 @@ absl::StatusOr<int> Sweeper::SweepNow() {
     if (!s.ok()) return s;
     for (const auto& o : outcomes.get()) {
       if (!o.status.ok()) return o.status;
-      if (!o.duplicate) ++declared;
+      if (!o.duplicate) {
+        ++declared;
+        declared_.Add();
+      }
     }
   }
   return declared;

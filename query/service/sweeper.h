@@ -22,6 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "ledger/log/log.h"
+#include "ledger/stats/stats.h"
 #include "ledger/sequencer/sequencer.h"
 
 namespace ledger::query {
@@ -43,11 +44,15 @@ class Sweeper {
   // the log. Returns how many steps it declared.
   absl::StatusOr<int> SweepNow();
 
+  // Steps this sweeper declared unknown since it started.
+  uint64_t declared() const { return declared_.value(); }
+
  private:
   void Run();
 
   log::Log* const log_;
   const Options options_;
+  stats::Counter declared_;
   std::mutex sweep_mu_;  // one sweep at a time
   std::mutex mu_;
   std::condition_variable cv_;

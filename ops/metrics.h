@@ -1,0 +1,64 @@
+// /metrics: the ledger's figures in the Prometheus text format (0.0.4),
+// read from what each component keeps about itself (ledger/stats) when
+// scraped.
+//
+//   ledger_appends_total{kind,result}        receipts by kind and result
+//   ledger_append_request_receipts           histogram: receipts per request
+//   ledger_commit_entries                    histogram: new entries per group commit
+//   ledger_commit_seconds                    histogram: one synced RocksDB write
+//   ledger_fsync_seconds                     histogram: each file sync RocksDB makes
+//   ledger_append_queue_receipts             gauge: receipts waiting for the writer
+//   ledger_tree_size                         gauge: entries in the log
+//   ledger_checkpoint_tree_size              gauge: entries the latest checkpoint covers
+//   ledger_checkpoint_age_seconds            gauge: since the latest checkpoint was signed
+//   ledger_steps{team,state}                 gauge: steps by outcome (recounted at most every 30 s)
+//   ledger_unknown_steps_declared_total      steps the sweeper declared unknown
+//   ledger_exports_total{scope,result}       evidence packs exported
+//   ledger_proofs_served_total{type}         inclusion and consistency proofs served
+//   ledger_store_failed                      1 when the store failed and cannot resume
+//
+// Thread-safe.
+#ifndef OPS_METRICS_H_
+#define OPS_METRICS_H_
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "export/exporter/export_service.h"
+#include "ledger/log/log.h"
+#include "ledger/service/service.h"
+#include "query/service/sweeper.h"
+
+namespace ledger::ops {
+
+struct Sources {
+  const log::Log* log = nullptr;                      // required
+  const service::LedgerService* ledger = nullptr;     // required
+  const exporter::ExportService* exports = nullptr;   // optional
+  const query::Sweeper* sweeper = nullptr;            // optional
+  bool projections = false;                           // steps can be counted
+};
+
+class Metrics {
+ public:
+  // Everything in `sources` MUST outlive this.
+  explicit Metrics(Sources sources) : sources_(sources) {}
+
+  std::string Render();
+
+ private:
+  using StepCounts = std::vector<std::tuple<std::string, std::string, uint64_t>>;  // team, state, n
+  StepCounts CountSteps();
+
+  const Sources sources_;
+  std::mutex mu_;
+  StepCounts steps_;
+  std::chrono::steady_clock::time_point steps_at_{};
+};
+
+}  // namespace ledger::ops
+
+#endif  // OPS_METRICS_H_
