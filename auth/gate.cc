@@ -62,6 +62,11 @@ absl::StatusOr<std::string> Gate::Identify(const grpc::ServerContextBase& ctx) {
   return id;
 }
 
+std::string Gate::IdentityOf(const grpc::ServerContextBase& ctx) {
+  auto id = Identify(ctx);
+  return id.ok() ? *id : "";
+}
+
 absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& ctx, int64_t cost, int64_t* hold_us) {
   auto identity = Identify(ctx);
   if (!identity.ok()) return identity.status();

@@ -66,6 +66,10 @@ class Gate {
 
   bool tls() const { return options_.tls; }
 
+  // The caller's identity for logs: "local" in plain text, the
+  // certificate's identity, or "" when there is none.
+  std::string IdentityOf(const grpc::ServerContextBase& ctx);
+
  private:
   absl::StatusOr<std::string> Identify(const grpc::ServerContextBase& ctx);
 

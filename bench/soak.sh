@@ -18,7 +18,7 @@ finish() {
   rm -rf "$work"
 }
 trap finish EXIT
-"$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --origin soak.test/log > "$work/ledgerd.out" 2>&1 &
+"$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --origin soak.test/log > "$work/ledgerd.out" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.out" && break; sleep 0.05; done
 addr=$(sed -n 's/^listening on //p' "$work/ledgerd.out")

@@ -7,6 +7,8 @@
 // SIGTERM stops it: no new calls, in-flight appends finish, a final
 // checkpoint is signed, exit 0.
 #include <arpa/inet.h>
+
+#include <atomic>
 #include <signal.h>
 
 #include <cstdio>
@@ -19,6 +21,9 @@
 #include "absl/strings/str_cat.h"
 #include "auth/gate.h"
 #include "cmd/flags.h"
+#include "ledger/jsonlog/jsonlog.h"
+#include "ops/http.h"
+#include "ops/metrics.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
 #include "export/exporter/export_service.h"
@@ -30,7 +35,7 @@
 namespace {
 
 int Fail(const absl::Status& s) {
-  std::cerr << "ledgerd: " << s.message() << "\n";
+  ledger::jsonlog::Error("start_failed").Msg(std::string(s.message())).Emit();
   return 1;
 }
 
@@ -151,20 +156,46 @@ absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& 
 // on; a broken one keeps the old policy. Connections stay up either way.
 void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
   if (!gate->tls()) {
-    std::cerr << "ledgerd: SIGHUP: no --policy to reload (plain text)\n";
+    ledger::jsonlog::Warn("policy_reload_skipped").Msg("SIGHUP: no --policy to reload (plain text)").Emit();
     return;
   }
   auto policy = ledger::auth::Policy::Load(path);
   if (!policy.ok()) {
-    std::cerr << "ledgerd: SIGHUP: kept the old policy: " << policy.status().message() << "\n";
+    ledger::jsonlog::Error("policy_reload_failed")
+        .Msg(absl::StrCat("SIGHUP: kept the old policy: ", policy.status().message()))
+        .Str("path", path)
+        .Emit();
     return;
   }
   size_t rules = policy->size();
   gate->SetPolicy(std::make_shared<const ledger::auth::Policy>(*std::move(policy)));
-  std::cerr << "ledgerd: SIGHUP: policy reloaded from " << path << " (" << rules << " rules)\n";
+  ledger::jsonlog::Info("policy_reloaded")
+      .Msg(absl::StrCat("SIGHUP: policy reloaded from ", path))
+      .Str("path", path)
+      .Int("rules", static_cast<int64_t>(rules))
+      .Emit();
 }
 
 }  // namespace
+
+// The operators' HTTP endpoints.
+ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledger::log::Log& log,
+                                  ledger::ops::Metrics& metrics, bool stopping) {
+  using ledger::ops::Text;
+  if (r.path == "/healthz") return Text(200, "ok\n");
+  if (r.path == "/readyz") {
+    if (stopping) return Text(503, "stopping\n");
+    if (!log.store().failure().ok()) return Text(503, absl::StrCat("store failed: ", log.store().failure().message(), "\n"));
+    if (!log.integrity().ok()) return Text(503, absl::StrCat("appends refused: ", log.integrity().message(), "\n"));
+    return Text(200, "ready\n");
+  }
+  if (r.path == "/metrics") {
+    ledger::ops::HttpResponse m = Text(200, metrics.Render());
+    m.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return m;
+  }
+  return Text(404, "not found: /healthz, /readyz, /metrics\n");
+}
 
 int main(int argc, char** argv) {
   using ledger::cmd::Flags;
@@ -208,6 +239,8 @@ int main(int argc, char** argv) {
                "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
   flags.Define("config", "",
                "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
+  flags.Define("http-listen", "127.0.0.1:7421",
+               "HTTP address for /metrics, /healthz, /readyz and the dashboard; port 0 picks one; '' turns it off");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (!flags.Get("config").empty()) {
@@ -246,8 +279,10 @@ int main(int argc, char** argv) {
   if (!limits.ok()) return Fail(limits.status());
   ledger::auth::Gate gate({.tls = !server_options.cert_pem.empty(), .limits = *limits}, *security);
   if (flags.Bool("insecure") && server_options.cert_pem.empty()) {
-    std::cerr << "ledgerd: WARNING: --insecure: plain text on " << flags.Get("listen")
-              << "; every caller is 'local' with role admin\n";
+    ledger::jsonlog::Warn("insecure")
+        .Msg(absl::StrCat("--insecure: plain text on ", flags.Get("listen"),
+                          "; every caller is 'local' with role admin"))
+        .Emit();
   }
 
   // Signals are taken by sigwait below, never by another thread.
@@ -273,7 +308,7 @@ int main(int argc, char** argv) {
   const std::string& restore_from = flags.Get("restore-from");
   if (!restore_from.empty()) {
     if (auto s = Restore(restore_from, options.data_dir); !s.ok()) return Fail(s);
-    std::cerr << "ledgerd: restored the store from " << restore_from << "\n";
+    ledger::jsonlog::Info("restored").Msg(absl::StrCat("restored the store from ", restore_from)).Emit();
   }
   auto signer = ledger::log::LoadOrCreateKey(options.data_dir, flags.Get("signing-key"), options.origin);
   if (!signer.ok()) return Fail(signer.status());
@@ -282,19 +317,25 @@ int main(int argc, char** argv) {
     // A refused restore leaves the data directory as it found it.
     std::filesystem::remove_all(options.data_dir + "/db", ec);
     if (!had_guard) std::filesystem::remove(options.data_dir + "/" + ledger::log::Log::kGuardFile, ec);
-    std::cerr << "ledgerd: the restored store was removed again\n";
+    ledger::jsonlog::Warn("restore_undone").Msg("the restored store was removed again").Emit();
   }
   if (!log.ok()) return Fail(log.status());
   if (!(*log)->rollback_accepted().empty()) {
-    std::cerr << "ledgerd: WARNING: --accept-rollback: " << (*log)->rollback_accepted() << "\n";
+    ledger::jsonlog::Warn("rollback_accepted")
+        .Msg(absl::StrCat("--accept-rollback: ", (*log)->rollback_accepted()))
+        .Emit();
   }
   if (options.sequencer.projector != nullptr &&
       (*log)->projected_at_open() < (*log)->head().size) {
-    std::cerr << "ledgerd: projections caught up from the log, entries "
-              << (*log)->projected_at_open() << " to " << (*log)->head().size << "\n";
+    ledger::jsonlog::Info("projections_caught_up")
+        .Msg(absl::StrCat("projections caught up from the log, entries ", (*log)->projected_at_open(), " to ",
+                          (*log)->head().size))
+        .Emit();
   }
   if (!(*log)->integrity().ok()) {
-    std::cerr << "ledgerd: appends refused: " << (*log)->integrity().message() << "\n";
+    ledger::jsonlog::Error("appends_refused")
+        .Msg(absl::StrCat("appends refused: ", (*log)->integrity().message()))
+        .Emit();
   }
   std::unique_ptr<ledger::query::QueryService> query;
   std::unique_ptr<ledger::query::Sweeper> sweeper;
@@ -314,6 +355,30 @@ int main(int argc, char** argv) {
   auto server = ledger::service::Server::Start(log->get(), &gate, flags.Get("listen"), extra, server_options);
   if (!server.ok()) return Fail(server.status());
   std::cout << "listening on " << (*server)->address() << std::endl;
+  ledger::jsonlog::Info("listening")
+      .Str("address", (*server)->address())
+      .Str("origin", (*log)->origin())
+      .Int("tree_size", static_cast<int64_t>((*log)->head().size))
+      .Str("transport", server_options.cert_pem.empty() ? "plaintext" : "mtls")
+      .Emit();
+
+  std::atomic<bool> stopping{false};
+  ledger::ops::Metrics metrics({.log = log->get(),
+                                .ledger = &(*server)->service(),
+                                .exports = &exports,
+                                .sweeper = sweeper.get(),
+                                .projections = options.sequencer.projector != nullptr});
+  std::unique_ptr<ledger::ops::HttpServer> http;
+  if (!flags.Get("http-listen").empty()) {
+    auto started = ledger::ops::HttpServer::Start(
+        flags.Get("http-listen"), [&](const ledger::ops::HttpRequest& r) {
+          return Operate(r, **log, metrics, stopping.load());
+        });
+    if (!started.ok()) return Fail(absl::Status(started.status().code(),
+                                                absl::StrCat("--http-listen: ", started.status().message())));
+    http = *std::move(started);
+    std::cout << "http on " << http->address() << std::endl;
+  }
 
   // Wait for a signal; meanwhile, if the store fails in a way RocksDB
   // cannot resume from, exit so that a restart (the supervisor's) recovers.
@@ -326,14 +391,21 @@ int main(int argc, char** argv) {
     failure = (*log)->store().failure();
   }
   if (!failure.ok()) {
-    std::cerr << "ledgerd: exiting: " << failure.message()
-              << "; every acknowledged receipt is on disk, and a restart recovers the store\n";
+    stopping = true;
+    http.reset();
+    ledger::jsonlog::Error("exiting")
+        .Msg(absl::StrCat("exiting: ", failure.message(),
+                          "; every acknowledged receipt is on disk, and a restart recovers the store"))
+        .Int("exit_code", 75)
+        .Emit();
     sweeper.reset();
     (*server)->Shutdown();
     log->reset();
     return 75;  // EX_TEMPFAIL
   }
-  std::cerr << "ledgerd: stopping on signal " << sig << "\n";
+  ledger::jsonlog::Info("stopping").Msg(absl::StrCat("stopping on signal ", sig)).Int("signal", sig).Emit();
+  stopping = true;
+  http.reset();  // before what its handler reads
   sweeper.reset();
   (*server)->Shutdown();
   log->reset();

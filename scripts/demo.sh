@@ -19,7 +19,7 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; true' EXIT
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "starting ledgerd on $data"
-"$build/cmd/ledgerd" --data "$data" --listen 127.0.0.1:0 --origin demo.evidence-ledger.local/log \
+"$build/cmd/ledgerd" --data "$data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --origin demo.evidence-ledger.local/log \
   --checkpoint-interval-ms 100 --unknown-grace-ms 1000 --sweep-interval-ms 200 \
   > "$work/ledgerd.log" 2>&1 &
 pid=$!

@@ -71,7 +71,7 @@ class Ledger:
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, name + "-data"),
-             "--listen", self.address, "--checkpoint-interval-ms", "20"] + args,
+             "--listen", self.address, "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "20"] + args,
             stdout=subprocess.PIPE, stderr=self.log)
         line = self.proc.stdout.readline().decode()
         if not line.startswith("listening on"):
@@ -345,12 +345,12 @@ def main():
 
     # Plain text: refused off loopback unless --insecure, which warns.
     plain = subprocess.run([os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, "plain"),
-                            "--listen", "0.0.0.0:0"], capture_output=True, text=True, timeout=30)
+                            "--listen", "0.0.0.0:0", "--http-listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
     if plain.returncode == 0 or "--listen: 0.0.0.0:0 is not a loopback address" not in plain.stderr:
         fail("plain text on 0.0.0.0 was not refused: %s" % plain.stderr)
     insecure = Ledger(build, work, ["--insecure"], name="insecure")
     insecure.stop()
-    if "WARNING: --insecure" not in insecure.stderr():
+    if '"event":"insecure"' not in insecure.stderr():
         fail("--insecure did not warn")
     bad = subprocess.run([os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, "bad")] + tls[:6],
                          capture_output=True, text=True, timeout=30)

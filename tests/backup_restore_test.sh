@@ -45,7 +45,7 @@ echo "backup: $size of $total entries (entries 300 to $((total - 4)) were being 
 
 # Restoring over the original data directory: its guard is ahead.
 mv "$work/data/db" "$work/data/db.lost"
-if timeout 30 "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --origin $origin \
+if timeout 30 "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --origin $origin \
      --restore-from "$work/backup" > "$work/refused.out" 2>&1; then
   echo "FAIL: a rollback was not refused"; exit 1
 fi
@@ -60,7 +60,7 @@ cp "$original/signing.key" "$work/restored/"
 mv "$work/data" "$work/original"
 mv "$work/restored" "$work/data"
 start_ledgerd --origin $origin --checkpoint-interval-ms 20 --restore-from "$work/backup"
-grep -q "^ledgerd: restored the store from $work/backup" "$work/ledgerd.out" || { cat "$work/ledgerd.out"; exit 1; }
+grep -q "\"msg\":\"restored the store from $work/backup" "$work/ledgerd.out" || { cat "$work/ledgerd.out"; exit 1; }
 ctl entries --from 0 --to "$size" > "$work/restored-entries.jsonl"
 ctl checkpoint --at-least "$size" > "$work/restored-cp"
 # The rest of the receipts: the first $size are duplicates, the others new.

@@ -44,7 +44,7 @@ TEAMS = ["team-a", "team-b"]
 
 class Server:
     def __init__(self, build, data, port):
-        self.cmd = [os.path.join(build, "cmd", "ledgerd"), "--data", data, "--listen", "127.0.0.1:%d" % port,
+        self.cmd = [os.path.join(build, "cmd", "ledgerd"), "--data", data, "--listen", "127.0.0.1:%d" % port, "--http-listen", "127.0.0.1:0",
                     "--origin", ORIGIN, "--checkpoint-interval-ms", "10", "--unknown-grace-ms", "50",
                     "--sweep-interval-ms", "20"]
         self.log = open(os.path.join(os.path.dirname(data), "ledgerd.log"), "ab")

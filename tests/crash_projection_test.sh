@@ -22,7 +22,7 @@ dump() {
 }
 start_ledgerd "${flags[@]}"
 # The kill lost projection records that were not flushed yet.
-grep -q '^ledgerd: projections caught up from the log, entries [0-9]* to ' "$work/ledgerd.out" ||
+grep -q '"event":"projections_caught_up","msg":"projections caught up from the log, entries [0-9]* to ' "$work/ledgerd.out" ||
   { cat "$work/ledgerd.out"; echo "FAIL: nothing to catch up: the crash did not test it"; exit 1; }
 dump > "$work/after-crash.jsonl"
 # Every acknowledged receipt is in the log with the seq it was given.

@@ -28,7 +28,7 @@ finish() {
 trap finish EXIT
 data="$fs/data"
 start() {
-  "$build/cmd/ledgerd" --data "$data" --listen 127.0.0.1:0 --origin $origin > "$work/ledgerd.out" 2>&1 &
+  "$build/cmd/ledgerd" --data "$data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --origin $origin > "$work/ledgerd.out" 2>&1 &
   pid=$!
   for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.out" && break; sleep 0.05; done
   addr=$(sed -n 's/^listening on //p' "$work/ledgerd.out")
@@ -61,7 +61,7 @@ for _ in $(seq 120); do
     code=0
     wait "$pid" || code=$?
     [ "$code" = 75 ] || { tail -5 "$work/ledgerd.out"; echo "FAIL: exit code $code"; exit 1; }
-    grep -q "^ledgerd: exiting: .*a restart recovers the store" "$work/ledgerd.out" || { cat "$work/ledgerd.out"; exit 1; }
+    grep -q "\"event\":\"exiting\",\"msg\":\"exiting: .*a restart recovers the store" "$work/ledgerd.out" || { cat "$work/ledgerd.out"; exit 1; }
     start
     how="after exiting with code 75 and a restart"
   fi

@@ -10,7 +10,7 @@ cleanup() {
 trap cleanup EXIT
 
 start_ledgerd() {  # start_ledgerd [ledgerd flags...]
-  "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 "$@" > "$work/ledgerd.out" 2>&1 &
+  "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 "$@" > "$work/ledgerd.out" 2>&1 &
   pid=$!
   for _ in $(seq 100); do
     grep -q '^listening on ' "$work/ledgerd.out" && break

@@ -19,6 +19,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/service/rpc_log.h"
 
 namespace ledger::service {
 
@@ -692,6 +693,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
   builder.RegisterService(server->service_.get());
   for (grpc::Service* s : extra) builder.RegisterService(s);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(NewRpcLogFactory(gate));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
   // Dead peers (a watch's client gone without a word) are found by pings.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);

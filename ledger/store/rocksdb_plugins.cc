@@ -1,5 +1,7 @@
 #include "ledger/store/rocksdb_plugins.h"
 
+#include "ledger/jsonlog/jsonlog.h"
+
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -16,7 +18,7 @@ class StderrLogger final : public rocksdb::Logger {
   void Logv(const char* format, va_list ap) override {
     char line[1024];
     std::vsnprintf(line, sizeof line, format, ap);
-    std::fprintf(stderr, "rocksdb: %s\n", line);
+    jsonlog::Warn("rocksdb").Msg(line).Emit();
   }
 };
 

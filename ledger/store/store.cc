@@ -1,5 +1,7 @@
 #include "ledger/store/store.h"
 
+#include <filesystem>
+
 #include "ledger/store/rocksdb_plugins.h"
 
 #include <algorithm>
@@ -235,6 +237,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   options.create_if_missing = true;
   options.info_log = NewStderrLogger();
   options.create_missing_column_families = true;
+  // Made here, so that RocksDB does not report a new store's missing
+  // directory as an error.
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
   options.IncreaseParallelism(2);
   options.max_open_files = 512;
   // Projection records skip the WAL; flushing every column family together

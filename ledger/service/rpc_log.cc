@@ -1,0 +1,117 @@
+#include "ledger/service/rpc_log.h"
+
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/status/status.h"
+#include "ledger/jsonlog/jsonlog.h"
+
+namespace ledger::service {
+namespace {
+
+// At most kPerSecond lines of failures a second, counting what it drops.
+class Budget {
+ public:
+  static constexpr int kPerSecond = 20;
+  // True when a line may be written; *suppressed is how many were dropped
+  // since the last one written.
+  bool Take(int64_t* suppressed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = std::chrono::steady_clock::now();
+    if (now - window_ >= std::chrono::seconds(1)) {
+      window_ = now;
+      used_ = 0;
+    }
+    if (used_ >= kPerSecond) {
+      ++dropped_;
+      return false;
+    }
+    ++used_;
+    *suppressed = dropped_;
+    dropped_ = 0;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point window_{};
+  int used_ = 0;
+  int64_t dropped_ = 0;
+};
+
+class RpcLog final : public grpc::experimental::Interceptor {
+ public:
+  RpcLog(grpc::experimental::ServerRpcInfo* info, auth::Gate* gate, Budget* budget)
+      : info_(info), gate_(gate), budget_(budget), started_(std::chrono::steady_clock::now()) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using Hook = grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(Hook::POST_RECV_INITIAL_METADATA)) {
+      std::string given;
+      auto* md = methods->GetRecvInitialMetadata();
+      if (md != nullptr) {
+        auto it = md->find("x-request-id");
+        if (it != md->end()) given.assign(it->second.data(), it->second.size());
+      }
+      request_id_ = jsonlog::RequestId(given);
+    }
+    if (methods->QueryInterceptionHookPoint(Hook::PRE_SEND_INITIAL_METADATA)) {
+      if (request_id_.empty()) request_id_ = jsonlog::NewRequestId();
+      methods->GetSendInitialMetadata()->emplace("x-request-id", request_id_);
+    }
+    if (methods->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS) && !done_) {
+      done_ = true;
+      Done(methods->GetSendStatus());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  void Done(const grpc::Status& status) {
+    std::string method = info_->method() ? info_->method() : "?";
+    bool audited = method.find("/Export") != std::string::npos || method.find("/Backup") != std::string::npos;
+    if (status.ok() && !audited) return;
+    int64_t suppressed = 0;
+    if (!status.ok() && !budget_->Take(&suppressed)) return;
+    if (request_id_.empty()) request_id_ = jsonlog::NewRequestId();
+    std::string code = absl::AsciiStrToLower(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
+    int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_)
+                     .count();
+    jsonlog::Line line = status.ok() ? jsonlog::Info("rpc_done") : jsonlog::Warn("rpc_failed");
+    line.Str("method", method).Str("code", code).Str("request_id", request_id_);
+    if (info_->server_context() != nullptr) line.Str("identity", gate_->IdentityOf(*info_->server_context()));
+    line.Int("ms", ms);
+    if (!status.ok()) line.Msg(status.error_message());
+    if (suppressed > 0) line.Int("suppressed_before", suppressed);
+    line.Emit();
+  }
+
+  grpc::experimental::ServerRpcInfo* const info_;
+  auth::Gate* const gate_;
+  Budget* const budget_;
+  const std::chrono::steady_clock::time_point started_;
+  std::string request_id_;
+  bool done_ = false;
+};
+
+class Factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit Factory(auth::Gate* gate) : gate_(gate) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
+    return new RpcLog(info, gate_, &budget_);
+  }
+
+ private:
+  auth::Gate* const gate_;
+  Budget budget_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLogFactory(auth::Gate* gate) {
+  return std::make_unique<Factory>(gate);
+}
+
+}  // namespace ledger::service
