@@ -285,6 +285,8 @@ int main(int argc, char** argv) {
         .Emit();
   }
 
+  // A reader of stdout that went away is no reason to stop serving.
+  signal(SIGPIPE, SIG_IGN);
   // Signals are taken by sigwait below, never by another thread.
   sigset_t stop;
   sigemptyset(&stop);

@@ -1,0 +1,11 @@
+"""A Python client for the evidence ledger.
+
+    from evidence_ledger import Emitter, Dashboard, receipts
+
+Emitter sends receipts in batches from a background thread and retries
+with the same receipt_id until the ledger has them; Dashboard reads step
+outcomes and watches changes. Stubs come from clients/python/generate.sh.
+"""
+from evidence_ledger import receipts  # noqa: F401
+from evidence_ledger.dashboard import Dashboard  # noqa: F401
+from evidence_ledger.emitter import BufferFull, Emitter, Result  # noqa: F401

@@ -1,0 +1,82 @@
+"""Dashboard: step outcomes and run summaries, and a live watch.
+
+    d = Dashboard("ledger:7420")
+    for step in d.steps("team-a", states=["unknown"]):
+        print(step.run_id, step.step_id)
+    for change in d.watch("team-a"):     # the past, then live; resumes after a disconnect
+        ...
+"""
+import time
+
+import grpc
+
+from evidence_ledger import stubs
+
+q = stubs.query
+_STATES = {name[len("STEP_STATE_"):].lower(): value for name, value in q.StepState.items() if value}
+_ANOMALIES = {name[len("ANOMALY_"):].lower(): value for name, value in q.Anomaly.items() if value}
+
+
+def state_name(value):
+    return q.StepState.Name(value)[len("STEP_STATE_"):].lower()
+
+
+class Dashboard:
+    def __init__(self, target, credentials=None, *, timeout=10.0, channel_options=()):
+        self._channel = (grpc.secure_channel(target, credentials, channel_options) if credentials
+                         else grpc.insecure_channel(target, channel_options))
+        self._stub = stubs.query_grpc.QueryServiceStub(self._channel)
+        self._timeout = timeout
+
+    def close(self):
+        self._channel.close()
+
+    def _filter(self, team, run, states, anomalies):
+        return q.StepFilter(team=team, run_id=run or "", states=[_STATES[s] for s in states or ()],
+                            anomalies=[_ANOMALIES[a] for a in anomalies or ()])
+
+    def steps(self, team, run=None, states=None, anomalies=None, limit=100):
+        """Steps newest first; states like "unknown", anomalies like "late_completion"."""
+        out, token = [], ""
+        while len(out) < limit:
+            resp = self._stub.ListSteps(q.ListStepsRequest(filter=self._filter(team, run, states, anomalies),
+                                                           page_size=min(1000, limit - len(out)),
+                                                           page_token=token), timeout=self._timeout)
+            out.extend(resp.steps)
+            token = resp.next_page_token
+            if not token:
+                break
+        return out
+
+    def step(self, team, run, step, attempt=1):
+        return self._stub.GetStep(q.GetStepRequest(team=team, run_id=run, step_id=step, attempt=attempt),
+                                  timeout=self._timeout)
+
+    def run(self, team, run):
+        return self._stub.GetRun(q.GetRunRequest(team=team, run_id=run), timeout=self._timeout)
+
+    def runs(self, team, limit=100):
+        return list(self._stub.ListRuns(q.ListRunsRequest(team=team, page_size=min(limit, 1000)),
+                                        timeout=self._timeout).runs)
+
+    def watch(self, team, run=None, states=None, after_seq=-1, retry=True):
+        """Step changes after `after_seq`, the past then live, forever. On
+        UNAVAILABLE it reconnects after the last change received: no gap,
+        no duplicate."""
+        backoff = 0.1
+        while True:
+            call = self._stub.WatchSteps(q.WatchStepsRequest(filter=self._filter(team, run, states, ()),
+                                                             after_seq=after_seq))
+            try:
+                for change in call:
+                    after_seq = change.seq
+                    backoff = 0.1
+                    yield change
+                return
+            except grpc.RpcError as e:
+                if not retry or e.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                call.cancel()

@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+"""The Python client against a real ledgerd.
+
+Usage: test_client.py BUILD_DIR   (or LEDGER_BUILD=BUILD_DIR python3 -m unittest)
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLIENT = os.path.dirname(HERE)
+BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.environ.get("LEDGER_BUILD", "build"))
+STUBS = tempfile.mkdtemp(prefix="ledger-client-stubs-")
+subprocess.run([os.path.join(CLIENT, "generate.sh"), STUBS], check=True)
+os.environ["EVIDENCE_LEDGER_STUBS"] = STUBS
+sys.path.insert(0, CLIENT)
+
+import grpc  # noqa: E402
+
+from evidence_ledger import BufferFull, Dashboard, Emitter, receipts  # noqa: E402
+from evidence_ledger import stubs  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Ledger:
+    """A ledgerd on a fixed port, which can be killed and started again."""
+
+    def __init__(self, *args):
+        self.work = tempfile.mkdtemp(prefix="ledger-client-")
+        self.port = free_port()
+        self.address = "127.0.0.1:%d" % self.port
+        self.args = list(args)
+        self.proc = None
+        self.start()
+
+    def start(self):
+        with open(os.path.join(self.work, "ledgerd.err"), "ab") as err:
+            self.proc = subprocess.Popen(
+                [os.path.join(BUILD, "cmd", "ledgerd"), "--data", os.path.join(self.work, "data"), "--listen",
+                 self.address, "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "20",
+                 "--unknown-grace-ms", "100", "--sweep-interval-ms", "50"] + self.args,
+                stdout=subprocess.PIPE, stderr=err)
+        line = self.proc.stdout.readline()
+        self.proc.stdout.readline()  # http on ...
+        self.proc.stdout.close()
+        if not line.startswith(b"listening on"):
+            raise RuntimeError("ledgerd did not start")
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=30)
+
+    def receipt_ids(self):
+        """Every receipt_id in the log, in seq order (duplicates kept)."""
+        import json
+        with grpc.insecure_channel(self.address) as ch:
+            stub = stubs.ledger_grpc.LedgerServiceStub(ch)
+            sizes = [-1]
+            while len(sizes) < 5 or len(set(sizes[-5:])) > 1:  # the checkpoint caught up with the head
+                sizes.append(stub.GetCheckpoint(stubs.ledger.GetCheckpointRequest(), timeout=10).tree_size)
+                time.sleep(0.03)
+            size = sizes[-1]
+            entries = stub.GetEntries(stubs.ledger.GetEntriesRequest(from_seq=0, to_seq=size), timeout=30)
+            return [json.loads(e.leaf)["receipt"]["receipt_id"] for e in entries]
+
+
+def calls(n, prefix, team="team-a"):
+    return [receipts.model_call(team, "run-%d" % (i // 50), "step-%d" % (i % 7), receipt_id="%s-%d" % (prefix, i),
+                                route="m", decision=receipts.ALLOW, input_tokens=i) for i in range(n)]
+
+
+class EmitterTest(unittest.TestCase):
+    def test_batches_and_flushes_on_close(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        results = []
+        with Emitter(ledger.address, batch_size=64, on_result=lambda r, res: results.append(res)) as e:
+            for r in calls(1000, "a"):
+                e.emit(r)
+        self.assertEqual(e.acknowledged, 1000)
+        self.assertEqual(e.refused, [])
+        self.assertEqual(len(results), 1000)
+        self.assertEqual(sorted(res.seq for res in results), list(range(1000)))
+        self.assertEqual(ledger.receipt_ids(), ["a-%d" % i for i in range(1000)])
+
+    def test_server_restart_mid_stream_loses_nothing_and_duplicates_nothing(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        sent = calls(6000, "b")
+        e = Emitter(ledger.address, batch_size=100, max_backoff=0.5)
+
+        def produce():
+            for r in sent:
+                e.emit(r)
+                time.sleep(0.0002)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        time.sleep(0.4)
+        ledger.kill()  # mid-stream: batches in flight, some acknowledged, some not
+        time.sleep(0.5)
+        ledger.start()
+        producer.join()
+        self.assertTrue(e.close(timeout=60))
+        self.assertEqual(e.refused, [])
+        self.assertEqual(e.acknowledged, len(sent))
+        self.assertGreater(e.retries, 0, "the restart was not seen: the test did not test it")
+        ids = ledger.receipt_ids()
+        self.assertEqual(len(ids), len(set(ids)), "a receipt was appended twice")
+        self.assertEqual(set(ids), {r.receipt_id for r in sent})
+
+    def test_refusals_are_reported_not_retried(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        good, bad = calls(2, "c")
+        bad.team = "Not A Team"
+        with Emitter(ledger.address) as e:
+            e.emit(good)
+            e.emit(bad)
+        self.assertEqual(e.acknowledged, 1)
+        self.assertEqual(len(e.refused), 1)
+        self.assertEqual(e.refused[0].receipt_id, "c-1")
+        self.assertEqual(e.refused[0].code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("team", e.refused[0].message)
+        self.assertEqual(e.retries, 0)
+
+    def test_resource_exhausted_is_retried_with_back_off(self):
+        ledger = Ledger("--rate-per-identity", "400")
+        self.addCleanup(ledger.stop)
+        with Emitter(ledger.address, batch_size=200, max_backoff=0.5) as e:
+            for r in calls(1200, "d"):
+                e.emit(r)
+        self.assertEqual(e.acknowledged, 1200)
+        self.assertGreater(e.retries, 0, "the rate limit was never hit")
+        ids = ledger.receipt_ids()
+        self.assertEqual(sorted(ids), sorted("d-%d" % i for i in range(1200)))
+
+    def test_bounded_buffer_blocks_or_raises(self):
+        port = free_port()  # nothing listens: nothing is ever settled
+        e = Emitter("127.0.0.1:%d" % port, max_buffer=5, block=False, rpc_timeout=0.2)
+        for r in calls(5, "e"):
+            e.emit(r)
+        with self.assertRaises(BufferFull):
+            e.emit(calls(6, "e")[5])
+        waiting = Emitter("127.0.0.1:%d" % port, max_buffer=1, block=True, timeout=0.3, rpc_timeout=0.2)
+        waiting.emit(calls(1, "f")[0])
+        started = time.monotonic()
+        with self.assertRaises(BufferFull):
+            waiting.emit(calls(2, "f")[1])
+        self.assertGreaterEqual(time.monotonic() - started, 0.25)
+        self.assertFalse(e.close(timeout=0.2))  # not flushed: said so, not hidden
+        self.assertEqual([r.receipt_id for r in e.unsettled], ["e-%d" % i for i in range(5)])
+        self.assertFalse(waiting.close(timeout=0.2))
+        self.assertEqual([r.receipt_id for r in waiting.unsettled], ["f-0"])
+
+
+class DashboardTest(unittest.TestCase):
+    def test_steps_run_and_watch(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        d = Dashboard(ledger.address)
+        self.addCleanup(d.close)
+        changes = []
+        watching = threading.Event()
+
+        def watch():
+            for change in d.watch("team-w"):
+                changes.append(change)
+                watching.set()
+                if len(changes) == 4:
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        start = receipts.agent_start("team-w", "run-1", "build", decision=receipts.ALLOW, timeout_ms=600000)
+        lost = receipts.agent_start("team-w", "run-1", "test", decision=receipts.ALLOW, timeout_ms=50)
+        with Emitter(ledger.address) as e:
+            e.emit(start)
+            e.emit(receipts.model_call("team-w", "run-1", "build", route="m", decision=receipts.DENY))
+            e.emit(receipts.agent_exec("team-w", "run-1", "build", start.receipt_id,
+                                       status=receipts.SUCCEEDED))
+            e.emit(lost)
+        deadline = time.time() + 20
+        while not d.steps("team-w", states=["unknown"]) and time.time() < deadline:
+            time.sleep(0.05)
+        unknown = d.steps("team-w", states=["unknown"])
+        self.assertEqual([s.step_id for s in unknown], ["test"])
+        self.assertEqual(d.step("team-w", "run-1", "build").state, stubs.query.STEP_STATE_SUCCEEDED)
+        self.assertEqual(d.step("team-w", "run-1", "build").calls.model_calls_denied, 1)
+        run = d.run("team-w", "run-1")
+        self.assertEqual((run.steps_succeeded, run.steps_unknown), (1, 1))
+        self.assertEqual([r.run_id for r in d.runs("team-w")], ["run-1"])
+        watcher.join(timeout=20)
+        # build started, build succeeded, test started, test declared unknown
+        self.assertEqual(len(changes), 4)
+        self.assertEqual([c.seq for c in changes], sorted(c.seq for c in changes))
+        self.assertIn(stubs.query.STEP_STATE_UNKNOWN, [c.step.state for c in changes])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
