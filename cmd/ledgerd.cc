@@ -22,6 +22,9 @@
 #include "auth/gate.h"
 #include "cmd/flags.h"
 #include "ledger/jsonlog/jsonlog.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "ops/dashboard.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
 #include "ledger/log/key_file.h"
@@ -99,6 +102,11 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(
   if (!tls) {
     if (flags.Has("policy")) {
       return absl::InvalidArgumentError("--policy: needs --tls-cert, --tls-key and --client-ca (callers are identified by their certificates)");
+    }
+    if (!flags.Get("http-listen").empty() && !IsLoopback(flags.Get("http-listen")) && !flags.Bool("insecure")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http-listen: ", flags.Get("http-listen"),
+          " is not a loopback address; in plain-text mode the dashboard shows every team's evidence: give --insecure"));
     }
     if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -179,8 +187,10 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
 }  // namespace
 
 // The operators' HTTP endpoints.
+// `dashboard` is null with TLS: its pages would have no caller identity.
 ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledger::log::Log& log,
-                                  ledger::ops::Metrics& metrics, bool stopping) {
+                                  ledger::ops::Metrics& metrics, ledger::ops::Dashboard* dashboard,
+                                  bool stopping) {
   using ledger::ops::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz") {
@@ -194,7 +204,11 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
   }
-  return Text(404, "not found: /healthz, /readyz, /metrics\n");
+  if (dashboard == nullptr) {
+    return Text(403, "the dashboard is served only in plain-text mode, where every caller is 'local'; with TLS, "
+                     "use ledgerctl with a client certificate\n");
+  }
+  return dashboard->Handle(r);
 }
 
 int main(int argc, char** argv) {
@@ -370,11 +384,16 @@ int main(int argc, char** argv) {
                                 .exports = &exports,
                                 .sweeper = sweeper.get(),
                                 .projections = options.sequencer.projector != nullptr});
+  std::unique_ptr<ledger::ops::Dashboard> dashboard;
+  if (!gate.tls() && query != nullptr) {
+    dashboard = std::make_unique<ledger::ops::Dashboard>(
+        grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()), log->get());
+  }
   std::unique_ptr<ledger::ops::HttpServer> http;
   if (!flags.Get("http-listen").empty()) {
     auto started = ledger::ops::HttpServer::Start(
         flags.Get("http-listen"), [&](const ledger::ops::HttpRequest& r) {
-          return Operate(r, **log, metrics, stopping.load());
+          return Operate(r, **log, metrics, dashboard.get(), stopping.load());
         });
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
                                                 absl::StrCat("--http-listen: ", started.status().message())));

@@ -221,7 +221,8 @@ void HttpServer::Serve(int fd, std::string peer) {
       request.method = first[0];
       std::string target = first[1];
       size_t q = target.find('?');
-      auto path = UrlDecode(target.substr(0, q));
+      request.raw_path = target.substr(0, q);
+      auto path = UrlDecode(request.raw_path);
       bool bad = !path.ok();
       if (path.ok()) request.path = *path;
       if (q != std::string::npos) {

@@ -21,6 +21,7 @@ namespace ledger::ops {
 struct HttpRequest {
   std::string method;
   std::string path;                          // decoded, without the query
+  std::string raw_path;                      // as sent (split it before decoding segments)
   std::map<std::string, std::string> query;  // decoded
   std::map<std::string, std::string> headers;  // names in lower case
   std::string peer;                          // "ip:port"

@@ -76,6 +76,7 @@ class Ledger:
         line = self.proc.stdout.readline().decode()
         if not line.startswith("listening on"):
             fail("%s did not start: %s" % (name, open(self.log_path).read()))
+        self.http = self.proc.stdout.readline().decode().split()[-1]
 
     def stderr(self):
         with open(self.log_path) as f:
@@ -277,6 +278,20 @@ def main():
             if e.details() != "entry 2: identity 'auditor-a' may not read entries and proofs for team 'team-b'":
                 fail("entries refusal: %s" % e.details())
     print("mixed batch: foreign receipt refused alone, emitter is the certificate's identity")
+
+    # With TLS the dashboard has no caller identity: refused; metrics and health stay.
+    import urllib.error
+    import urllib.request
+    try:
+        urllib.request.urlopen("http://%s/teams/team-a" % ledger.http, timeout=10)
+        fail("the dashboard answered without a caller identity")
+    except urllib.error.HTTPError as e:
+        if e.code != 403:
+            fail("dashboard with TLS: %d" % e.code)
+    for path in ("/metrics", "/healthz", "/readyz"):
+        if urllib.request.urlopen("http://%s%s" % (ledger.http, path), timeout=10).status != 200:
+            fail(path)
+    print("dashboard with TLS: refused (403); /metrics, /healthz, /readyz served")
 
     # ledgerctl over TLS with a client certificate.
     def ledgerctl(who, *command):
