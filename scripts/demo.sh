@@ -26,7 +26,9 @@ pid=$!
 for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.log" && break; sleep 0.05; done
 addr=$(sed -n 's/^listening on //p' "$work/ledgerd.log")
 [ -n "$addr" ] || { cat "$work/ledgerd.log"; exit 1; }
-echo "listening on $addr"
+for _ in $(seq 100); do grep -q '^http on ' "$work/ledgerd.log" && break; sleep 0.05; done
+http=$(sed -n 's/^http on //p' "$work/ledgerd.log")
+echo "listening on $addr (gRPC), $http (metrics, health, dashboard)"
 ctl() { "$build/cmd/ledgerctl" --server "$addr" "$@"; }
 
 step "a workload: 3 teams, 36 runs, container steps with model and tool calls (2 s timeouts)"
@@ -102,6 +104,11 @@ ctl vkey > "$work/ledger.vkey"
 "$build/cmd/ledgerctl" verify "$work/run-0007.tar.gz" --vkey "$work/ledger.vkey"
 mkdir -p "$work/pack" && tar -xzf "$work/run-0007.tar.gz" -C "$work/pack"
 echo "report for people: $work/pack/evidence/report.html"
+
+step "what an operator's Prometheus scrapes (http://$http/metrics), in part"
+curl -s "http://$http/metrics" | grep -E '^ledger_(appends_total|steps|unknown_steps_declared_total|tree_size|checkpoint_tree_size|exports_total)' | head -n 24
+echo "the dashboard for people: http://$http/teams/team-support/runs/run-0007 (to browse it after the demo:"
+echo "  build/cmd/ledgerd --data build/demo-data --origin demo.evidence-ledger.local/log, then http://127.0.0.1:7421/)"
 
 step "stopping ledgerd (SIGTERM: finishes appends, signs a final checkpoint)"
 kill -TERM "$pid"

@@ -16,7 +16,7 @@ PACKAGES=(
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
   python3 python3-grpcio python3-protobuf python3-cryptography
-  chromium clang
+  chromium clang curl
 )
 
 install_missing() {
