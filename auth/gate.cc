@@ -42,8 +42,22 @@ std::shared_ptr<const Policy> Gate::policy() const {
   return policy_;
 }
 
+namespace {
+
+// With TLS the server listens on a TLS port only, so a call that did not
+// come over TLS came over the in-process channel.
+bool InProcess(const grpc::ServerContextBase& ctx) {
+  std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+  std::vector<grpc::string_ref> type =
+      auth ? auth->FindPropertyValues("transport_security_type") : std::vector<grpc::string_ref>{};
+  return type.empty() || std::string_view(type.front().data(), type.front().size()) != "ssl";
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> Gate::Identify(const grpc::ServerContextBase& ctx) {
   if (!options_.tls) return std::string(kLocalIdentity);
+  if (InProcess(ctx)) return std::string(kInProcessIdentity);
   std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
   std::vector<grpc::string_ref> pems =
       auth ? auth->FindPropertyValues("x509_pem_cert") : std::vector<grpc::string_ref>{};
@@ -72,7 +86,7 @@ absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& ctx, int64_t c
   if (!identity.ok()) return identity.status();
   Caller caller;
   caller.identity = *std::move(identity);
-  if (options_.tls) caller.policy = policy();
+  if (options_.tls && !InProcess(ctx)) caller.policy = policy();
   auto permit = limiter_.Enter(caller.identity, hold_us);
   if (!permit.ok()) return permit.status();
   caller.permit = *std::move(permit);

@@ -24,6 +24,12 @@ namespace ledger::auth {
 
 // In plain-text mode every caller is this identity, with role admin.
 inline constexpr std::string_view kLocalIdentity = "local";
+// Calls on the server's in-process channel (grpc::Server::InProcessChannel:
+// the dashboard, which checks its own callers against the policy first)
+// are made as this identity, with role admin. With TLS the only port is a
+// TLS port, so a call that did not come over TLS is one of these; no
+// network peer can be.
+inline constexpr std::string_view kInProcessIdentity = "in-process";
 
 struct Caller {
   std::string identity;

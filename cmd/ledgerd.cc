@@ -22,8 +22,6 @@
 #include "auth/gate.h"
 #include "cmd/flags.h"
 #include "ledger/jsonlog/jsonlog.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "ops/dashboard.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
@@ -187,9 +185,9 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
 }  // namespace
 
 // The operators' HTTP endpoints.
-// `dashboard` is null with TLS: its pages would have no caller identity.
+// The operators' HTTP endpoints. `dashboard` is null without projections.
 ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledger::log::Log& log,
-                                  ledger::ops::Metrics& metrics, ledger::ops::Dashboard* dashboard,
+                                  ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
                                   bool stopping) {
   using ledger::ops::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
@@ -199,15 +197,13 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
     if (!log.integrity().ok()) return Text(503, absl::StrCat("appends refused: ", log.integrity().message(), "\n"));
     return Text(200, "ready\n");
   }
+  if (metrics == nullptr) return Text(404, "not found: /healthz, /readyz\n");
   if (r.path == "/metrics") {
-    ledger::ops::HttpResponse m = Text(200, metrics.Render());
+    ledger::ops::HttpResponse m = Text(200, metrics->Render());
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
   }
-  if (dashboard == nullptr) {
-    return Text(403, "the dashboard is served only in plain-text mode, where every caller is 'local'; with TLS, "
-                     "use ledgerctl with a client certificate\n");
-  }
+  if (dashboard == nullptr) return Text(404, "no dashboard: ledgerd runs with --projections=false\n");
   return dashboard->Handle(r);
 }
 
@@ -254,7 +250,11 @@ int main(int argc, char** argv) {
   flags.Define("config", "",
                "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
   flags.Define("http-listen", "127.0.0.1:7421",
-               "HTTP address for /metrics, /healthz, /readyz and the dashboard; port 0 picks one; '' turns it off");
+               "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
+               "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("health-listen", "",
+               "plain-HTTP address serving only /healthz and /readyz (for probes that cannot present a "
+               "certificate); '' (default): none");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (!flags.Get("config").empty()) {
@@ -385,20 +385,34 @@ int main(int argc, char** argv) {
                                 .sweeper = sweeper.get(),
                                 .projections = options.sequencer.projector != nullptr});
   std::unique_ptr<ledger::ops::Dashboard> dashboard;
-  if (!gate.tls() && query != nullptr) {
-    dashboard = std::make_unique<ledger::ops::Dashboard>(
-        grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()), log->get());
+  if (query != nullptr) {
+    dashboard = std::make_unique<ledger::ops::Dashboard>((*server)->InProcessChannel(), log->get(), &gate);
   }
-  std::unique_ptr<ledger::ops::HttpServer> http;
+  // With TLS the HTTP port is HTTPS and wants a client certificate too, so
+  // that the dashboard knows its caller; --health-listen serves the
+  // probes in plain text.
+  ledger::ops::HttpTls http_tls{server_options.cert_pem, server_options.key_pem, server_options.client_ca_pem};
+  std::unique_ptr<ledger::ops::HttpServer> http, health;
   if (!flags.Get("http-listen").empty()) {
     auto started = ledger::ops::HttpServer::Start(
-        flags.Get("http-listen"), [&](const ledger::ops::HttpRequest& r) {
-          return Operate(r, **log, metrics, dashboard.get(), stopping.load());
-        });
+        flags.Get("http-listen"),
+        [&](const ledger::ops::HttpRequest& r) {
+          return Operate(r, **log, &metrics, dashboard.get(), stopping.load());
+        },
+        32, gate.tls() ? &http_tls : nullptr);
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
                                                 absl::StrCat("--http-listen: ", started.status().message())));
     http = *std::move(started);
     std::cout << "http on " << http->address() << std::endl;
+  }
+  if (!flags.Get("health-listen").empty()) {
+    auto started = ledger::ops::HttpServer::Start(flags.Get("health-listen"), [&](const ledger::ops::HttpRequest& r) {
+      return Operate(r, **log, nullptr, nullptr, stopping.load());
+    });
+    if (!started.ok()) return Fail(absl::Status(started.status().code(),
+                                                absl::StrCat("--health-listen: ", started.status().message())));
+    health = *std::move(started);
+    std::cout << "health on " << health->address() << std::endl;
   }
 
   // Wait for a signal; meanwhile, if the store fails in a way RocksDB
@@ -414,6 +428,7 @@ int main(int argc, char** argv) {
   if (!failure.ok()) {
     stopping = true;
     http.reset();
+    health.reset();
     ledger::jsonlog::Error("exiting")
         .Msg(absl::StrCat("exiting: ", failure.message(),
                           "; every acknowledged receipt is on disk, and a restart recovers the store"))
@@ -427,6 +442,7 @@ int main(int argc, char** argv) {
   ledger::jsonlog::Info("stopping").Msg(absl::StrCat("stopping on signal ", sig)).Int("signal", sig).Emit();
   stopping = true;
   http.reset();  // before what its handler reads
+  health.reset();
   sweeper.reset();
   (*server)->Shutdown();
   log->reset();

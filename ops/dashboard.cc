@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/hash/hash.h"
+#include "ledger/receipt/entry.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::ops {
@@ -114,11 +115,17 @@ std::string Calls(const pb::CallTotals& c) {
 
 }  // namespace
 
-Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log)
+Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate)
     : log_(log),
+      gate_(gate),
       ledger_(pb::LedgerService::NewStub(channel)),
       query_(pb::QueryService::NewStub(channel)),
       exports_(pb::ExportService::NewStub(channel)) {}
+
+absl::Status Dashboard::Allowed(const std::string& identity, auth::Action action, const std::string& team) const {
+  if (gate_ == nullptr || !gate_->tls()) return absl::OkStatus();
+  return gate_->policy()->Check(identity.empty() ? "(no identity)" : identity, action, team);
+}
 
 HttpResponse Dashboard::Handle(const HttpRequest& request) {
   std::vector<std::string> parts;
@@ -135,7 +142,7 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
       r.headers["Location"] = "/teams/" + Seg(it->second);
       return r;
     }
-    return Teams();
+    return Teams(request.identity);
   }
   if (parts[0] == "proofs" && n == 2) {
     uint64_t seq = 0;
@@ -143,9 +150,14 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
       return Text(400, "proofs: the seq is a number\n");
     }
     seq = std::stoull(parts[1]);
-    return Proof(seq);
+    return Proof(request.identity, seq);
   }
   if (parts[0] != "teams" || n < 2) return Text(404, "not found\n");
+  const std::string& team = parts[1];
+  auth::Action action = n == 5 && parts[4] == "pack.tar.gz" ? auth::Action::kExport : auth::Action::kQuery;
+  if (absl::Status s = Allowed(request.identity, action, team); !s.ok()) {
+    return Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(s.message())));
+  }
   if (n == 2) return Runs(parts[1]);
   if (parts[2] != "runs" || n < 4) return Text(404, "not found\n");
   if (n == 4) return Run(parts[1], parts[3]);
@@ -160,12 +172,13 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
       }
       attempt = std::stoll(it->second);
     }
-    return Step(parts[1], parts[3], parts[5], attempt);
+    bool receipts = Allowed(request.identity, auth::Action::kReadEntries, team).ok();
+    return Step(parts[1], parts[3], parts[5], attempt, receipts);
   }
   return Text(404, "not found\n");
 }
 
-HttpResponse Dashboard::Teams() {
+HttpResponse Dashboard::Teams(const std::string& identity) {
   // Teams with runs: the run index ('U', team length, team, ...), one seek
   // per team.
   std::set<std::string> teams;
@@ -179,7 +192,7 @@ HttpResponse Dashboard::Teams() {
                                          return false;
                                        });
     if (found.empty()) break;
-    teams.insert(found);
+    if (Allowed(identity, auth::Action::kQuery, found).ok()) teams.insert(found);
     from = std::string("U") + static_cast<char>(found.size()) + found + "\xff";
   }
   std::string body = "<h1>Evidence ledger</h1><form action=\"/\" method=\"get\"><label>Team <input name=\"team\">"
@@ -268,7 +281,7 @@ HttpResponse Dashboard::Run(const std::string& team, const std::string& run) {
 }
 
 HttpResponse Dashboard::Step(const std::string& team, const std::string& run, const std::string& step,
-                             int64_t attempt) {
+                             int64_t attempt, bool receipts) {
   pb::GetStepRequest req;
   req.set_team(team);
   req.set_run_id(run);
@@ -286,6 +299,11 @@ HttpResponse Dashboard::Step(const std::string& team, const std::string& run, co
     body += "<p class=\"anomaly\">Anomalies: ";
     for (int a : st.anomalies()) absl::StrAppend(&body, E(AnomalyName(a)), " ");
     body += "</p>";
+  }
+  if (!receipts) {
+    body += "<p class=\"muted\">Receipts and proofs: your role does not include reading this team's entries "
+            "(auditor).</p>";
+    return Html(200, step, body);
   }
   body += "<h2>Receipts</h2><table><tr><th>seq</th><th>kind</th><th>receipt id</th><th>emitter</th><th>decision / "
           "status</th><th>logged</th><th>proof</th></tr>";
@@ -339,13 +357,7 @@ HttpResponse Dashboard::Pack(const std::string& team, const std::string& run) {
   return r;
 }
 
-HttpResponse Dashboard::Proof(uint64_t seq) {
-  pb::GetInclusionProofRequest req;
-  req.set_seq(seq);
-  pb::InclusionProof proof;
-  auto ctx = Context();
-  grpc::Status s = ledger_->GetInclusionProof(ctx.get(), req, &proof);
-  if (!s.ok()) return Failed(s);
+HttpResponse Dashboard::Proof(const std::string& identity, uint64_t seq) {
   pb::GetEntriesRequest ereq;
   ereq.set_from_seq(seq);
   ereq.set_to_seq(seq + 1);
@@ -353,7 +365,19 @@ HttpResponse Dashboard::Proof(uint64_t seq) {
   auto reader = ledger_->GetEntries(ectx.get(), ereq);
   pb::Entry entry;
   reader->Read(&entry);
-  s = reader->Finish();
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return Failed(s);
+  auto team = receipt::TeamOf(entry.leaf());
+  if (!team.ok()) return Failed(grpc::Status(grpc::StatusCode::DATA_LOSS, std::string(team.status().message())));
+  if (absl::Status a = Allowed(identity, auth::Action::kReadEntries, *team); !a.ok()) {
+    return Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                               absl::StrCat("entry ", seq, ": ", std::string(a.message()))));
+  }
+  pb::GetInclusionProofRequest req;
+  req.set_seq(seq);
+  pb::InclusionProof proof;
+  auto ctx = Context();
+  s = ledger_->GetInclusionProof(ctx.get(), req, &proof);
   if (!s.ok()) return Failed(s);
   // As `ledgerctl prove` prints it, with the leaf and the checkpoint.
   nlohmann::json hashes = nlohmann::json::array();

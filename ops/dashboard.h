@@ -10,9 +10,12 @@
 //   /teams/T/runs/R/pack.tar.gz           the run's evidence pack (CONTRACT section 7)
 //   /proofs/N                             entry N and its inclusion proof, as JSON
 //
-// Every page is read through the ledger's own gRPC API, as its caller: the
-// same access rules, the same validation. Pages need no script and load
-// nothing from elsewhere.
+// Pages are read through the ledger's own gRPC API (its in-process channel:
+// the same validation), after the HTTP caller's identity (its client
+// certificate, with TLS) is checked against the same policy: queries for
+// runs and steps, read-entries for receipts and proofs, export for packs.
+// In plain-text mode every caller is "local", admin, as on the gRPC port.
+// Pages need no script and load nothing from elsewhere.
 //
 // Thread-safe.
 #ifndef OPS_DASHBOARD_H_
@@ -21,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "auth/gate.h"
 #include "export.grpc.pb.h"
 #include "ledger/log/log.h"
 #include "ledger_service.grpc.pb.h"
@@ -31,22 +35,28 @@ namespace ledger::ops {
 
 class Dashboard {
  public:
-  // `channel` reaches the ledger's gRPC API; `log` (for the list of teams)
+  // `channel` reaches the ledger's gRPC API with the right to read
+  // everything; `log` (for the list of teams) and `gate` (for the policy)
   // MUST outlive the dashboard.
-  Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log);
+  Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate);
 
   // A response for a dashboard path, or nullptr-like status 404 for others.
   HttpResponse Handle(const HttpRequest& request);
 
  private:
-  HttpResponse Teams();
+  // OK when the caller may do `action` on `team`; PERMISSION_DENIED else.
+  absl::Status Allowed(const std::string& identity, auth::Action action, const std::string& team) const;
+
+  HttpResponse Teams(const std::string& identity);
   HttpResponse Runs(const std::string& team);
   HttpResponse Run(const std::string& team, const std::string& run);
-  HttpResponse Step(const std::string& team, const std::string& run, const std::string& step, int64_t attempt);
+  HttpResponse Step(const std::string& team, const std::string& run, const std::string& step, int64_t attempt,
+                    bool receipts);
   HttpResponse Pack(const std::string& team, const std::string& run);
-  HttpResponse Proof(uint64_t seq);
+  HttpResponse Proof(const std::string& identity, uint64_t seq);
 
   const log::Log* const log_;
+  auth::Gate* const gate_;
   std::unique_ptr<evidence::ledger::v1::LedgerService::Stub> ledger_;
   std::unique_ptr<evidence::ledger::v1::QueryService::Stub> query_;
   std::unique_ptr<evidence::ledger::v1::ExportService::Stub> exports_;

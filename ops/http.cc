@@ -1,6 +1,10 @@
 #include "ops/http.h"
 
 #include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,6 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "auth/identity.h"
 
 namespace ledger::ops {
 namespace {
@@ -36,19 +41,50 @@ const char* Reason(int status) {
   }
 }
 
-bool SendAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
+// One accepted connection, plain or TLS; blocking I/O bounded by socket
+// timeouts.
+class Conn {
+ public:
+  Conn(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
+  ~Conn() {
+    if (ssl_ != nullptr) {
+      SSL_shutdown(ssl_);
+      SSL_free(ssl_);
+    }
   }
-  return true;
-}
+  ssize_t Read(char* buf, size_t n) {
+    if (ssl_ == nullptr) {
+      ssize_t r;
+      do r = ::recv(fd_, buf, n, 0);
+      while (r < 0 && errno == EINTR);
+      return r;
+    }
+    int r = SSL_read(ssl_, buf, static_cast<int>(n));
+    return r > 0 ? r : -1;
+  }
+  bool Write(std::string_view data) {
+    while (!data.empty()) {
+      ssize_t n;
+      if (ssl_ == nullptr) {
+        n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+      } else {
+        n = SSL_write(ssl_, data.data(), static_cast<int>(data.size()));
+      }
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+  SSL* ssl_;
+};
 
 // Reads until the end of the headers. False on timeout, EOF or overflow
 // (*too_large set for overflow).
-bool ReadHead(int fd, std::string* head, bool* too_large) {
+bool ReadHead(Conn& conn, std::string* head, bool* too_large) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadTimeoutMs);
   char buf[4096];
   while (head->find("\r\n\r\n") == std::string::npos) {
@@ -56,14 +92,8 @@ bool ReadHead(int fd, std::string* head, bool* too_large) {
       *too_large = true;
       return false;
     }
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count());
-    if (left <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, left) <= 0) return false;
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    ssize_t n = conn.Read(buf, sizeof buf);
     if (n <= 0) return false;
     head->append(buf, static_cast<size_t>(n));
   }
@@ -72,6 +102,64 @@ bool ReadHead(int fd, std::string* head, bool* too_large) {
     return false;
   }
   return true;
+}
+
+void SetTimeouts(int fd) {
+  timeval rcv{kReadTimeoutMs / 1000, 0}, snd{60, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof rcv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
+}
+
+absl::StatusOr<std::shared_ptr<SSL_CTX>> NewTlsContext(const HttpTls& tls) {
+  std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+  if (ctx == nullptr) return absl::InternalError("http tls: SSL_CTX_new failed");
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  auto bio_of = [](const std::string& pem) {
+    return std::unique_ptr<BIO, decltype(&BIO_free)>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
+                                                     BIO_free);
+  };
+  auto cert_bio = bio_of(tls.cert_pem);
+  X509* cert = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr);
+  if (cert == nullptr || SSL_CTX_use_certificate(ctx.get(), cert) != 1) {
+    X509_free(cert);
+    return absl::InvalidArgumentError("http tls: the server certificate is not usable");
+  }
+  X509_free(cert);
+  while (X509* extra = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr)) {
+    SSL_CTX_add_extra_chain_cert(ctx.get(), extra);  // owned by ctx
+  }
+  ERR_clear_error();
+  auto key_bio = bio_of(tls.key_pem);
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr);
+  bool key_ok = key != nullptr && SSL_CTX_use_PrivateKey(ctx.get(), key) == 1 &&
+                SSL_CTX_check_private_key(ctx.get()) == 1;
+  EVP_PKEY_free(key);
+  if (!key_ok) return absl::InvalidArgumentError("http tls: the private key is not usable with the certificate");
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());
+  auto ca_bio = bio_of(tls.client_ca_pem);
+  int cas = 0;
+  while (X509* ca = PEM_read_bio_X509(ca_bio.get(), nullptr, nullptr, nullptr)) {
+    X509_STORE_add_cert(store, ca);
+    X509_free(ca);
+    ++cas;
+  }
+  ERR_clear_error();
+  if (cas == 0) return absl::InvalidArgumentError("http tls: no client CA certificate");
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  return ctx;
+}
+
+// The identity of the peer's verified certificate, or "".
+std::string PeerIdentity(SSL* ssl) {
+  X509* peer = SSL_get1_peer_certificate(ssl);
+  if (peer == nullptr) return "";
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+  PEM_write_bio_X509(bio.get(), peer);
+  X509_free(peer);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio.get(), &data);
+  auto id = auth::IdentityOfCertificate(std::string_view(data, static_cast<size_t>(n)));
+  return id.ok() ? *id : "";
 }
 
 }  // namespace
@@ -123,7 +211,13 @@ std::string HtmlEscape(std::string_view s) {
 }
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen, HttpHandler handler,
-                                                              int max_connections) {
+                                                              int max_connections, const HttpTls* tls) {
+  std::shared_ptr<SSL_CTX> tls_ctx;
+  if (tls != nullptr) {
+    auto made = NewTlsContext(*tls);
+    if (!made.ok()) return made.status();
+    tls_ctx = *std::move(made);
+  }
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("http: '", listen, "' is not HOST:PORT"));
@@ -141,6 +235,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->handler_ = std::move(handler);
   server->max_connections_ = max_connections;
+  server->tls_ = tls_ctx;
   int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -190,7 +285,9 @@ void HttpServer::Accept() {
       port = ntohs(a->sin6_port);
     }
     if (open_.load() >= max_connections_) {
-      SendAll(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      if (tls_ == nullptr) {
+        Conn(fd, nullptr).Write("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      }
       ::close(fd);
       continue;
     }
@@ -204,12 +301,26 @@ void HttpServer::Accept() {
 }
 
 void HttpServer::Serve(int fd, std::string peer) {
+  SetTimeouts(fd);
+  HttpRequest request;
+  request.peer = std::move(peer);
+  SSL* ssl = nullptr;
+  if (tls_ != nullptr) {
+    ssl = SSL_new(static_cast<SSL_CTX*>(tls_.get()));
+    if (ssl == nullptr) return;
+    SSL_set_fd(ssl, fd);
+    if (SSL_accept(ssl) != 1) {  // no certificate, another CA, expired: refused here
+      SSL_free(ssl);
+      ERR_clear_error();
+      return;
+    }
+    request.identity = PeerIdentity(ssl);
+  }
+  Conn conn(fd, ssl);
   std::string head;
   bool too_large = false;
   HttpResponse response;
-  HttpRequest request;
-  request.peer = std::move(peer);
-  if (!ReadHead(fd, &head, &too_large)) {
+  if (!ReadHead(conn, &head, &too_large)) {
     if (!too_large) return;
     response = Text(431, "request headers too large\n");
   } else {
@@ -263,15 +374,15 @@ void HttpServer::Serve(int fd, std::string peer) {
                                  "\r\nConnection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
   for (const auto& [k, v] : response.headers) absl::StrAppend(&out, k, ": ", v, "\r\n");
   out += "\r\n";
-  bool sent = SendAll(fd, out);
+  bool sent = conn.Write(out);
   if (request.method != "HEAD" && sent) {
     if (file.is_open()) {
       char buf[64 * 1024];
       while (sent && file.read(buf, sizeof buf), file.gcount() > 0) {
-        sent = SendAll(fd, std::string_view(buf, static_cast<size_t>(file.gcount())));
+        sent = conn.Write(std::string_view(buf, static_cast<size_t>(file.gcount())));
       }
     } else {
-      SendAll(fd, response.body);
+      conn.Write(response.body);
     }
   }
   if (!response.file_to_send_and_remove.empty()) std::remove(response.file_to_send_and_remove.c_str());

@@ -25,6 +25,9 @@ struct HttpRequest {
   std::map<std::string, std::string> query;  // decoded
   std::map<std::string, std::string> headers;  // names in lower case
   std::string peer;                          // "ip:port"
+  // With TLS: the identity of the verified client certificate (first URI
+  // SAN, else DNS SAN, else CN; auth/identity.h). Empty in plain text.
+  std::string identity;
 };
 
 struct HttpResponse {
@@ -41,12 +44,22 @@ HttpResponse Text(int status, std::string body);
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+// HTTPS with client certificates: PEM contents. Clients MUST present a
+// certificate that chains to client_ca_pem.
+struct HttpTls {
+  std::string cert_pem;
+  std::string key_pem;
+  std::string client_ca_pem;
+};
+
 class HttpServer {
  public:
-  // Listens on HOST:PORT (port 0 picks one). INVALID_ARGUMENT for a bad
-  // address, UNAVAILABLE when it cannot be bound.
+  // Listens on HOST:PORT (port 0 picks one), with TLS when `tls` is given.
+  // INVALID_ARGUMENT for a bad address or unusable TLS material,
+  // UNAVAILABLE when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& listen, HttpHandler handler,
-                                                           int max_connections = 32);
+                                                           int max_connections = 32,
+                                                           const HttpTls* tls = nullptr);
   // Stops accepting and waits for open connections to finish.
   ~HttpServer();
 
@@ -58,6 +71,7 @@ class HttpServer {
   void Serve(int fd, std::string peer);
 
   HttpHandler handler_;
+  std::shared_ptr<void> tls_;  // an SSL_CTX, when serving TLS
   int listen_fd_ = -1;
   int max_connections_ = 32;
   std::string address_;

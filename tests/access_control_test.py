@@ -77,6 +77,8 @@ class Ledger:
         if not line.startswith("listening on"):
             fail("%s did not start: %s" % (name, open(self.log_path).read()))
         self.http = self.proc.stdout.readline().decode().split()[-1]
+        if "--health-listen" in args:
+            self.health = self.proc.stdout.readline().decode().split()[-1]
 
     def stderr(self):
         with open(self.log_path) as f:
@@ -119,7 +121,7 @@ def main():
     with open(policy_path, "w") as f:
         json.dump(POLICY, f)
     tls = ["--tls-cert", server_cert, "--tls-key", server_key, "--client-ca", ca.ca, "--policy", policy_path]
-    ledger = Ledger(build, work, tls + ["--unknown-grace-ms", "60000"])
+    ledger = Ledger(build, work, tls + ["--unknown-grace-ms", "60000", "--health-listen", "127.0.0.1:0"])
 
     def channel(who):
         cert, key = clients[who]
@@ -279,19 +281,67 @@ def main():
                 fail("entries refusal: %s" % e.details())
     print("mixed batch: foreign receipt refused alone, emitter is the certificate's identity")
 
-    # With TLS the dashboard has no caller identity: refused; metrics and health stay.
+    # The HTTP port with TLS: HTTPS, a client certificate required, the
+    # dashboard under the same policy; plain-HTTP probes on --health-listen.
+    import ssl
     import urllib.error
     import urllib.request
+
+    def https(who, path):
+        ctx = ssl.create_default_context(cafile=ca.ca)
+        cert, key = clients[who]
+        if cert:
+            ctx.load_cert_chain(cert, key)
+        try:
+            with urllib.request.urlopen("https://%s%s" % (ledger.http, path), context=ctx, timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+        except (urllib.error.URLError, ssl.SSLError, ConnectionError):
+            return "tls refused", b""
+
+    pages = [
+        ("reader-a", "/teams/team-a", 200), ("reader-a", "/teams/team-b", 403),
+        ("reader-a", "/teams/team-a/runs/run-a", 200), ("reader-a", "/teams/team-a/runs/run-a/pack.tar.gz", 403),
+        ("reader-a", "/proofs/0", 403), ("emitter-a", "/teams/team-a", 403), ("unknown", "/teams/team-a", 403),
+        ("auditor-a", "/proofs/0", 200), ("auditor-a", "/proofs/2", 403),
+        ("auditor-a", "/teams/team-a/runs/run-a/pack.tar.gz", 200),
+        ("auditor-a", "/teams/team-b/runs/run-b/pack.tar.gz", 403),
+        ("auditor-all", "/teams/team-b/runs/run-b/pack.tar.gz", 200), ("admin", "/teams/team-b", 200),
+        ("unknown", "/metrics", 200), ("unknown", "/healthz", 200),
+        ("no-cert", "/healthz", "tls refused"), ("other-ca", "/metrics", "tls refused"),
+        ("expired", "/teams/team-a", "tls refused"),
+    ]
+    wrong = []
+    for who, path, want in pages:
+        got, body = https(who, path)
+        if got != want:
+            wrong.append("%s %s: want %s, got %s %s" % (who, path, want, got, body[-300:]))
+    if wrong:
+        fail("dashboard over HTTPS:\n  " + "\n  ".join(wrong))
+    step_page = https("reader-a", "/teams/team-a/runs/run-a/steps/s1")[1].decode()
+    if "your role does not include reading" not in step_page or "/proofs/" in step_page:
+        fail("a reader saw receipts or proof links: %s" % step_page)
+    if "/proofs/0" not in https("auditor-a", "/teams/team-a/runs/run-a/steps/s1")[1].decode():
+        fail("the auditor's step page has no proof link")
+    index = https("reader-a", "/")[1].decode()
+    if 'href="/teams/team-a"' not in index or "team-b" in index:
+        fail("the reader's team list: %s" % index)
+    import hashlib
+    proof = json.loads(https("auditor-a", "/proofs/0")[1])
+    if hashlib.sha256(b"\x00" + proof["leaf"].encode()).hexdigest() != proof["leaf_hash"]:
+        fail("proof 0: the leaf hash does not match the leaf")
+    with urllib.request.urlopen("http://%s/readyz" % ledger.health, timeout=10) as r:
+        if r.status != 200:
+            fail("health port /readyz")
     try:
-        urllib.request.urlopen("http://%s/teams/team-a" % ledger.http, timeout=10)
-        fail("the dashboard answered without a caller identity")
+        urllib.request.urlopen("http://%s/metrics" % ledger.health, timeout=10)
+        fail("the plain health port served /metrics")
     except urllib.error.HTTPError as e:
-        if e.code != 403:
-            fail("dashboard with TLS: %d" % e.code)
-    for path in ("/metrics", "/healthz", "/readyz"):
-        if urllib.request.urlopen("http://%s%s" % (ledger.http, path), timeout=10).status != 200:
-            fail(path)
-    print("dashboard with TLS: refused (403); /metrics, /healthz, /readyz served")
+        if e.code != 404:
+            fail("health port /metrics: %d" % e.code)
+    print("HTTPS: %d dashboard pages as each identity's rights say; TLS refuses no, foreign or expired "
+          "certificates; plain health port serves probes only" % len(pages))
 
     # ledgerctl over TLS with a client certificate.
     def ledgerctl(who, *command):

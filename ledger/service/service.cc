@@ -717,6 +717,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
 
 Server::~Server() { Shutdown(); }
 
+std::shared_ptr<grpc::Channel> Server::InProcessChannel() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+  return server_->InProcessChannel(args);
+}
+
 void Server::Shutdown() {
   if (server_ == nullptr) return;
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -111,6 +111,10 @@ class Server {
 
   int port() const { return port_; }
   const LedgerService& service() const { return *service_; }
+  // A channel to this server inside the process: its calls act as
+  // auth::kInProcessIdentity (admin). For the dashboard, which checks its
+  // own callers.
+  std::shared_ptr<grpc::Channel> InProcessChannel();
   // HOST:PORT with the real port.
   const std::string& address() const { return address_; }
 
