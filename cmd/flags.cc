@@ -12,7 +12,7 @@ namespace ledger::cmd {
 
 void Flags::Define(const std::string& name, const std::string& default_value,
                    const std::string& help, bool boolean) {
-  options_[name] = {default_value, default_value, help, boolean, false};
+  options_[name] = {default_value, default_value, help, boolean, false, ""};
   order_.push_back(name);
 }
 

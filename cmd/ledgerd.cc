@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -81,6 +82,20 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& 
     return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", path, " holds no PEM block"));
   }
   return text.str();
+}
+
+// The trailing number of the hostname: a StatefulSet pod's ordinal.
+absl::StatusOr<int> ShardFromHostname() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) != 0) return absl::UnavailableError("--shard-from-hostname: no hostname");
+  std::string host = name;
+  size_t digits = host.find_last_not_of("0123456789");
+  std::string n = host.substr(digits == std::string::npos ? 0 : digits + 1);
+  if (n.empty() || n.size() > 6) {
+    return absl::InvalidArgumentError(absl::StrCat("--shard-from-hostname: hostname '", host,
+                                                   "' does not end in a number (a StatefulSet pod's ordinal)"));
+  }
+  return std::stoi(n);
 }
 
 bool IsLoopback(const std::string& listen) {
@@ -252,6 +267,13 @@ int main(int argc, char** argv) {
   flags.Define("http-listen", "127.0.0.1:7421",
                "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
                "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("grpc-health-listen", "",
+               "plain-text gRPC address serving only grpc.health.v1 (Kubernetes' gRPC probes cannot use TLS); "
+               "'' (default): none");
+  flags.Define("shard-from-hostname", "",
+               "a shard of a StatefulSet: the hostname's trailing number N (ledger-2: 2) makes the origin "
+               "<origin>/shard-N, and replaces {shard} in --signing-key",
+               true);
   flags.Define("health-listen", "",
                "plain-HTTP address serving only /healthz and /readyz (for probes that cannot present a "
                "certificate); '' (default): none");
@@ -312,6 +334,15 @@ int main(int argc, char** argv) {
   ledger::log::Log::Options options;
   options.data_dir = flags.Get("data");
   options.origin = flags.Get("origin");
+  std::string signing_key = flags.Get("signing-key");
+  if (flags.Bool("shard-from-hostname")) {
+    auto shard = ShardFromHostname();
+    if (!shard.ok()) return Fail(shard.status());
+    options.origin = absl::StrCat(options.origin, "/shard-", *shard);
+    for (size_t at; (at = signing_key.find("{shard}")) != std::string::npos;) {
+      signing_key.replace(at, 7, std::to_string(*shard));
+    }
+  }
   options.checkpoint_interval_ms = *interval;
   options.sequencer.max_queued = static_cast<size_t>(*max_queued);
   options.accept_rollback = flags.Bool("accept-rollback");
@@ -326,7 +357,15 @@ int main(int argc, char** argv) {
     if (auto s = Restore(restore_from, options.data_dir); !s.ok()) return Fail(s);
     ledger::jsonlog::Info("restored").Msg(absl::StrCat("restored the store from ", restore_from)).Emit();
   }
-  auto signer = ledger::log::LoadOrCreateKey(options.data_dir, flags.Get("signing-key"), options.origin);
+  // Evidence packs are staged beside the data, not in a shared /tmp (which
+  // a hardened container does not even have writable).
+  if (getenv("TMPDIR") == nullptr) {
+    std::string tmp = options.data_dir + "/tmp";
+    std::filesystem::create_directories(tmp, ec);
+    if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", tmp, ": ", ec.message())));
+    setenv("TMPDIR", tmp.c_str(), 1);
+  }
+  auto signer = ledger::log::LoadOrCreateKey(options.data_dir, signing_key, options.origin);
   if (!signer.ok()) return Fail(signer.status());
   auto log = ledger::log::Log::Open(options, *std::move(signer));
   if (!log.ok() && !restore_from.empty()) {
@@ -405,6 +444,14 @@ int main(int argc, char** argv) {
     http = *std::move(started);
     std::cout << "http on " << http->address() << std::endl;
   }
+  std::unique_ptr<ledger::service::HealthServer> grpc_health;
+  if (!flags.Get("grpc-health-listen").empty()) {
+    auto started = ledger::service::HealthServer::Start(flags.Get("grpc-health-listen"));
+    if (!started.ok()) return Fail(absl::Status(started.status().code(),
+                                                absl::StrCat("--grpc-health-listen: ", started.status().message())));
+    grpc_health = *std::move(started);
+    std::cout << "grpc health on " << grpc_health->address() << std::endl;
+  }
   if (!flags.Get("health-listen").empty()) {
     auto started = ledger::ops::HttpServer::Start(flags.Get("health-listen"), [&](const ledger::ops::HttpRequest& r) {
       return Operate(r, **log, nullptr, nullptr, stopping.load());
@@ -427,6 +474,7 @@ int main(int argc, char** argv) {
   }
   if (!failure.ok()) {
     stopping = true;
+    if (grpc_health) grpc_health->SetServing(false);
     http.reset();
     health.reset();
     ledger::jsonlog::Error("exiting")
@@ -441,6 +489,7 @@ int main(int argc, char** argv) {
   }
   ledger::jsonlog::Info("stopping").Msg(absl::StrCat("stopping on signal ", sig)).Int("signal", sig).Emit();
   stopping = true;
+  if (grpc_health) grpc_health->SetServing(false);
   http.reset();  // before what its handler reads
   health.reset();
   sweeper.reset();

@@ -7,7 +7,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -179,21 +178,14 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
 }
 
 HttpResponse Dashboard::Teams(const std::string& identity) {
-  // Teams with runs: the run index ('U', team length, team, ...), one seek
-  // per team.
-  std::set<std::string> teams;
-  std::string from = "U";
-  while (teams.size() < 1000) {
-    std::string found;
-    (void)log_->store().ScanProjection(projection::Table::kIndex, from, "V", false,
-                                       [&](std::string_view key, std::string_view) {
-                                         size_t len = key.size() > 1 ? static_cast<unsigned char>(key[1]) : 0;
-                                         if (key.size() >= 2 + len) found = std::string(key.substr(2, len));
-                                         return false;
-                                       });
-    if (found.empty()) break;
-    if (Allowed(identity, auth::Action::kQuery, found).ok()) teams.insert(found);
-    from = std::string("U") + static_cast<char>(found.size()) + found + "\xff";
+  // The teams the caller may query (the in-process channel sees them all).
+  pb::ListTeamsResponse listed;
+  auto tctx = Context();
+  grpc::Status listed_status = query_->ListTeams(tctx.get(), pb::ListTeamsRequest(), &listed);
+  if (!listed_status.ok()) return Failed(listed_status);
+  std::vector<std::string> teams;
+  for (const std::string& t : listed.teams()) {
+    if (Allowed(identity, auth::Action::kQuery, t).ok()) teams.push_back(t);
   }
   std::string body = "<h1>Evidence ledger</h1><form action=\"/\" method=\"get\"><label>Team <input name=\"team\">"
                      "</label> <button>Show runs</button></form><h2>Teams</h2><ul>";

@@ -3,6 +3,7 @@
 #
 #   scripts/setup.sh demo   install what is missing, build, run the demo
 #   scripts/setup.sh test   install what is missing, build, run every test
+#   scripts/setup.sh build  install what is missing, build (the container image's build stage)
 #
 # Idempotent: packages already installed are not touched, the build is
 # incremental. Only Debian's package archive is used.
@@ -44,6 +45,10 @@ case "${1:-}" in
     build
     exec scripts/demo.sh build
     ;;
+  build)
+    install_missing
+    build
+    ;;
   test)
     install_missing
     build
@@ -51,7 +56,7 @@ case "${1:-}" in
     exec ctest --output-on-failure -j "$(nproc)" --timeout 900
     ;;
   *)
-    echo "usage: $0 demo|test" >&2
+    echo "usage: $0 demo|test|build" >&2
     exit 2
     ;;
 esac

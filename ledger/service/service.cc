@@ -717,6 +717,32 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
 
 Server::~Server() { Shutdown(); }
 
+absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("listen: '", listen, "' is not HOST:PORT"));
+  }
+  std::unique_ptr<HealthServer> h(new HealthServer());
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  h->server_ = builder.BuildAndStart();
+  if (h->server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("listen: cannot listen on ", listen));
+  }
+  h->server_->GetHealthCheckService()->SetServingStatus(true);
+  h->address_ = absl::StrCat(listen.substr(0, colon), ":", port);
+  return h;
+}
+
+HealthServer::~HealthServer() {
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  server_->Wait();
+}
+
+void HealthServer::SetServing(bool serving) { server_->GetHealthCheckService()->SetServingStatus(serving); }
+
 std::shared_ptr<grpc::Channel> Server::InProcessChannel() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);

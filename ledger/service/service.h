@@ -130,6 +130,22 @@ class Server {
   std::string address_;
 };
 
+// A plain-text server with only gRPC's health service (grpc.health.v1), for
+// probes that cannot speak TLS (Kubernetes' gRPC probes): it reveals
+// nothing but SERVING or NOT_SERVING.
+class HealthServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<HealthServer>> Start(const std::string& listen);
+  ~HealthServer();
+  void SetServing(bool serving);
+  const std::string& address() const { return address_; }
+
+ private:
+  HealthServer() = default;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
 }  // namespace ledger::service
 
 #endif  // LEDGER_SERVICE_SERVICE_H_

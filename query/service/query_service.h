@@ -31,6 +31,8 @@ class QueryService final : public pb::QueryService::Service {
                       pb::Run* response) override;
   grpc::Status ListRuns(grpc::ServerContext* ctx, const pb::ListRunsRequest* request,
                         pb::ListRunsResponse* response) override;
+  grpc::Status ListTeams(grpc::ServerContext* ctx, const pb::ListTeamsRequest* request,
+                         pb::ListTeamsResponse* response) override;
   grpc::Status WatchSteps(grpc::ServerContext* ctx, const pb::WatchStepsRequest* request,
                           grpc::ServerWriter<pb::StepChange>* writer) override;
 

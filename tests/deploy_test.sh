@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The deployment: the image's structure, its runtime file system, and the
+# Kubernetes manifests.
+#   - deploy/Dockerfile: a Debian 12 build stage that runs scripts/setup.sh
+#     (the README's script), a runtime stage from scratch that runs no
+#     command, as UID 10001, with /var/lib/ledger as its volume;
+#   - deploy/collect-runtime.sh gathers ledgerd, ledgerctl and their
+#     libraries, and no shell; as root, ledgerd then starts from that tree
+#     alone (chroot, UID 10001) and serves;
+#   - deploy/check_manifests.py passes on every overlay rendered by
+#     kubectl kustomize, and fails, naming each, on an overlay that breaks
+#     the hardening (skipped when kubectl is missing).
+# Usage: deploy_test.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# 1. The Dockerfile's structure.
+/usr/bin/python3 - "$root/deploy/Dockerfile" <<'PY' || exit 1
+import json, re, sys
+lines = [l.strip() for l in open(sys.argv[1]) if l.strip() and not l.lstrip().startswith("#")]
+text = "\n".join(lines).replace("\\\n", " ")
+stages = re.split(r"(?m)^FROM ", text)[1:]
+assert len(stages) == 2, "want a build and a runtime stage, found %d" % len(stages)
+build, runtime = stages
+assert build.startswith("debian:12 AS build"), "the build stage is not Debian 12"
+assert "RUN scripts/setup.sh build" in build, "the build stage does not use scripts/setup.sh"
+assert runtime.startswith("scratch"), "the runtime stage is not from scratch"
+assert "\nRUN " not in runtime, "the runtime stage runs a command (it has no shell)"
+assert re.search(r"(?m)^USER 10001:10001$", runtime), "the runtime does not run as UID 10001"
+assert 'VOLUME ["/var/lib/ledger"]' in runtime, "no data volume"
+entry = re.search(r"(?m)^ENTRYPOINT (.*)$", runtime).group(1)
+assert json.loads(entry) == ["/usr/local/bin/ledgerd"], "ENTRYPOINT is not exec form of ledgerd"
+print("Dockerfile: two stages, setup.sh build, scratch runtime as 10001, no shell")
+PY
+
+# 2. The runtime tree.
+"$root/deploy/collect-runtime.sh" "$build" "$work/rootfs"
+for f in usr/local/bin/ledgerd usr/local/bin/ledgerctl etc/passwd; do
+  [ -f "$work/rootfs/$f" ] || fail "runtime: no $f"
+done
+if find "$work/rootfs" -name sh -o -name bash -o -name busybox | grep -q .; then fail "runtime: a shell"; fi
+echo "runtime: $(find "$work/rootfs" -type f | wc -l) files, $(du -sm "$work/rootfs" | cut -f1) MB, no shell"
+if [ "$(id -u)" = 0 ]; then
+  install -d -o 10001 -g 10001 -m 0700 "$work/rootfs/var/lib/ledger"
+  chroot --userspec=10001:10001 "$work/rootfs" /usr/local/bin/ledgerd --data /var/lib/ledger \
+    --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 > "$work/ledgerd.out" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.out" && break; sleep 0.05; done
+  grep -q '^listening on ' "$work/ledgerd.out" || { cat "$work/ledgerd.out"; fail "ledgerd did not start from the runtime tree"; }
+  [ -f "$work/rootfs/var/lib/ledger/signing.key" ] || fail "no signing key in the data directory"
+  [ -d "$work/rootfs/var/lib/ledger/tmp" ] || fail "packs are not staged in the data directory"
+  kill -TERM "$pid"; wait "$pid"; pid=""
+  echo "runtime: ledgerd served from the tree alone, as 10001, writing only /var/lib/ledger"
+else
+  echo "runtime: not root, the chroot start is skipped"
+fi
+
+# 3. The manifests.
+if ! command -v kubectl > /dev/null; then
+  echo "manifests: kubectl is not installed; skipped"
+  exit 0
+fi
+/usr/bin/python3 "$root/deploy/check_manifests.py"
+mkdir -p "$work/bad"
+cp -r "$root/deploy/kustomize/base" "$work/base"
+cat > "$work/bad/kustomization.yaml" <<'YAML'
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../base]
+patches:
+  - target: {kind: StatefulSet, name: ledger}
+    patch: |-
+      - {op: replace, path: /spec/template/spec/containers/0/securityContext/readOnlyRootFilesystem, value: false}
+      - {op: add, path: /spec/template/spec/containers/0/securityContext/capabilities/add, value: [NET_ADMIN]}
+      - {op: replace, path: /spec/template/spec/automountServiceAccountToken, value: true}
+      - {op: remove, path: /spec/template/spec/containers/0/livenessProbe}
+  - target: {kind: NetworkPolicy, name: ledger-ingress}
+    patch: |-
+      - {op: add, path: /spec/ingress/0/from/-, value: {ipBlock: {cidr: 0.0.0.0/0}}}
+YAML
+if /usr/bin/python3 "$root/deploy/check_manifests.py" "$work/bad" > "$work/bad.out"; then
+  cat "$work/bad.out"; fail "a broken overlay passed"
+fi
+for want in "readOnlyRootFilesystem is not true" "capabilities must drop ALL and add none" \
+            "automountServiceAccountToken is not false" "livenessProbe is not a gRPC probe" \
+            "NetworkPolicy ledger-ingress admits {'ipBlock'"; do
+  grep -qF "$want" "$work/bad.out" || { cat "$work/bad.out"; fail "not reported: $want"; }
+done
+echo "manifests: a broken overlay fails with each violation named"
+echo "PASS"
