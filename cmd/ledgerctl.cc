@@ -25,7 +25,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
+#include "cmd/shard_map.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
@@ -99,7 +103,10 @@ grpc::Status SendBatch(pb::LedgerService::Stub& stub, const pb::AppendRequest& r
 }
 
 // One line of input per receipt; every line gets one line of output, in order.
-int Append(pb::LedgerService::Stub& stub, std::istream& in) {
+// The stub for a receipt's team: one server, or its shard's.
+using Route = std::function<pb::LedgerService::Stub*(const std::string& team)>;
+
+int Append(const Route& route, std::istream& in) {
   bool all_ok = true;
   std::vector<Json> pending;  // output lines of the current batch, in order
   std::vector<size_t> sent;   // indexes in `pending` of the receipts sent
@@ -107,26 +114,34 @@ int Append(pb::LedgerService::Stub& stub, std::istream& in) {
   size_t bytes = 0;
 
   auto flush = [&]() -> absl::Status {
-    if (request.receipts_size() > 0) {
+    // One request per server, in the receipts' order within it.
+    std::map<pb::LedgerService::Stub*, std::pair<pb::AppendRequest, std::vector<size_t>>> parts;
+    for (int k = 0; k < request.receipts_size(); ++k) {
+      auto& part = parts[route(request.receipts(k).team())];
+      *part.first.add_receipts() = request.receipts(k);
+      part.second.push_back(sent[k]);
+    }
+    for (auto& [stub, part] : parts) {
+      const auto& [sub, lines] = part;
       pb::AppendResponse response;
-      grpc::Status s = SendBatch(stub, request, &response);
-      if (!s.ok() || response.results_size() != request.receipts_size()) {
+      grpc::Status s = SendBatch(*stub, sub, &response);
+      if (!s.ok() || response.results_size() != sub.receipts_size()) {
         absl::Status err = s.ok() ? absl::InternalError("server returned the wrong number of results")
                                   : FromGrpc(s);
-        for (size_t i : sent) pending[i] = ErrorJson(err.code(), err.message());
+        for (size_t i : lines) pending[i] = ErrorJson(err.code(), err.message());
         all_ok = false;
-      } else {
-        for (int k = 0; k < response.results_size(); ++k) {
-          const auto& r = response.results(k);
-          if (r.code() != 0) {
-            pending[sent[k]] = ErrorJson(static_cast<absl::StatusCode>(r.code()), r.message());
-            all_ok = false;
-            continue;
-          }
-          Json line{{"seq", r.seq()}, {"leaf_hash", Hex(r.leaf_hash())}};
-          if (r.duplicate()) line["duplicate"] = true;
-          pending[sent[k]] = line;
+        continue;
+      }
+      for (int k = 0; k < response.results_size(); ++k) {
+        const auto& r = response.results(k);
+        if (r.code() != 0) {
+          pending[lines[k]] = ErrorJson(static_cast<absl::StatusCode>(r.code()), r.message());
+          all_ok = false;
+          continue;
         }
+        Json line{{"seq", r.seq()}, {"leaf_hash", Hex(r.leaf_hash())}};
+        if (r.duplicate()) line["duplicate"] = true;
+        pending[lines[k]] = line;
       }
     }
     for (const auto& line : pending) std::cout << line.dump() << "\n";
@@ -352,25 +367,56 @@ void PrintStepTable(const std::vector<pb::Step>& steps) {
   }
 }
 
-int Steps(pb::QueryService::Stub& stub, const Flags& flags) {
+// Up to `limit` steps matching `filter`, newest first.
+absl::StatusOr<std::vector<pb::Step>> ListSteps(pb::QueryService::Stub& stub, const pb::StepFilter& filter,
+                                                int64_t limit) {
+  pb::ListStepsRequest req;
+  *req.mutable_filter() = filter;
+  req.set_page_size(static_cast<int32_t>(std::min<int64_t>(limit, 1000)));
+  std::vector<pb::Step> steps;
+  while (static_cast<int64_t>(steps.size()) < limit) {
+    pb::ListStepsResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub.ListSteps(&ctx, req, &resp);
+    if (!s.ok()) return FromGrpc(s);
+    for (auto& st : *resp.mutable_steps()) {
+      if (static_cast<int64_t>(steps.size()) < limit) steps.push_back(std::move(st));
+    }
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  return steps;
+}
+
+// `stubs`: one server, or with a shard map and no --team, every shard:
+// then every team each shard holds is asked, and the answers merged.
+int Steps(const std::vector<pb::QueryService::Stub*>& stubs, const Flags& flags) {
   auto filter = Filter(flags);
   if (!filter.ok()) return Fail(filter.status());
   auto limit = flags.Int("limit");
   if (!limit.ok()) return Fail(limit.status());
-  pb::ListStepsRequest req;
-  *req.mutable_filter() = *filter;
-  req.set_page_size(static_cast<int32_t>(std::min<int64_t>(*limit, 1000)));
   std::vector<pb::Step> steps;
-  while (static_cast<int64_t>(steps.size()) < *limit) {
-    pb::ListStepsResponse resp;
-    grpc::ClientContext ctx;
-    grpc::Status s = stub.ListSteps(&ctx, req, &resp);
-    if (!s.ok()) return Fail(FromGrpc(s));
-    for (auto& st : *resp.mutable_steps()) {
-      if (static_cast<int64_t>(steps.size()) < *limit) steps.push_back(std::move(st));
+  if (!filter->team().empty()) {
+    auto listed = ListSteps(*stubs.front(), *filter, *limit);
+    if (!listed.ok()) return Fail(listed.status());
+    steps = *std::move(listed);
+  } else {
+    for (pb::QueryService::Stub* stub : stubs) {
+      pb::ListTeamsResponse teams;
+      grpc::ClientContext ctx;
+      grpc::Status s = stub->ListTeams(&ctx, pb::ListTeamsRequest(), &teams);
+      if (!s.ok()) return Fail(FromGrpc(s));
+      for (const std::string& team : teams.teams()) {
+        pb::StepFilter f = *filter;
+        f.set_team(team);
+        auto listed = ListSteps(*stub, f, *limit);
+        if (!listed.ok()) return Fail(listed.status());
+        for (auto& st : *listed) steps.push_back(std::move(st));
+      }
     }
-    if (resp.next_page_token().empty()) break;
-    req.set_page_token(resp.next_page_token());
+    std::stable_sort(steps.begin(), steps.end(),
+                     [](const pb::Step& a, const pb::Step& b) { return a.first_at_us() > b.first_at_us(); });
+    if (static_cast<int64_t>(steps.size()) > *limit) steps.resize(static_cast<size_t>(*limit));
   }
   if (flags.Bool("json")) {
     for (const auto& st : steps) std::cout << ledger::query::StepJson(st).dump() << "\n";
@@ -607,7 +653,10 @@ constexpr char kUsage[] =
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
     "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
-    "  ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]\n\n"
+    "  ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]\n"
+    "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
+    "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
+    "  append routes each receipt; steps without --team asks every shard\n\n"
     "options:\n";
 
 }  // namespace
@@ -673,6 +722,10 @@ int main(int argc, char** argv) {
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "", "export: a file holding an earlier signed checkpoint");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
+  flags.Define("shard-map", "",
+               "a shard map (JSON, deploy/README.md): commands go to the team's shard (--team, --run TEAM/RUN) "
+               "or to --shard N; append routes each receipt; steps without --team asks every shard");
+  flags.Define("shard", "", "with --shard-map: the shard to ask (checkpoint, vkey, prove, entries, ...)");
   flags.Define("tls-ca", "", "TLS: CA certificates (PEM) the server's certificate must chain to");
   flags.Define("cert", "", "TLS: this client's certificate (PEM), its identity for the server");
   flags.Define("key", "", "TLS: this client's private key (PEM)");
@@ -698,15 +751,72 @@ int main(int argc, char** argv) {
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   auto creds = ChannelCredentials(flags, &args);
   if (!creds.ok()) return Fail(creds.status());
-  auto channel = grpc::CreateCustomChannel(flags.Get("server"), *creds, args);
-  auto stub = pb::LedgerService::NewStub(channel);
+  std::optional<ledger::cmd::ShardMap> shards;
+  if (!flags.Get("shard-map").empty()) {
+    auto loaded = ledger::cmd::ShardMap::Load(flags.Get("shard-map"));
+    if (!loaded.ok()) return Fail(loaded.status());
+    shards = *std::move(loaded);
+  }
+  // The server of this command: --server, or the shard of --shard, --team or
+  // the TEAM of --run TEAM/RUN.
+  auto target = [&]() -> absl::StatusOr<std::string> {
+    if (!shards) return flags.Get("server");
+    if (!flags.Get("shard").empty()) {
+      auto n = flags.Int("shard");
+      if (!n.ok()) return n.status();
+      auto shard = shards->Get(static_cast<int>(*n));
+      if (!shard.ok()) return shard.status();
+      return shard->address;
+    }
+    std::string team = flags.Get("team");
+    if (team.empty() && flags.Get("run").find('/') != std::string::npos) {
+      team = flags.Get("run").substr(0, flags.Get("run").find('/'));
+    }
+    if (team.empty()) {
+      return absl::InvalidArgumentError("--shard-map: name the shard (--shard N) or the team (--team, --run TEAM/RUN)");
+    }
+    return shards->For(team).address;
+  };
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels;
+  auto channel_to = [&](const std::string& address) {
+    auto& c = channels[address];
+    if (c == nullptr) c = grpc::CreateCustomChannel(address, *creds, args);
+    return c;
+  };
+  if (command == "route") {
+    if (!shards) return Fail(absl::InvalidArgumentError("route: needs --shard-map"));
+    if (flags.Get("team").empty()) return Fail(absl::InvalidArgumentError("route: needs --team"));
+    const ledger::cmd::Shard& shard = shards->For(flags.Get("team"));
+    std::cout << Json{{"team", flags.Get("team")}, {"shard", shard.shard}, {"address", shard.address}}.dump() << "\n";
+    return 0;
+  }
   if (command == "append") {
+    std::map<std::string, std::unique_ptr<pb::LedgerService::Stub>> stubs;
+    Route route = [&](const std::string& team) {
+      std::string address = shards ? shards->For(team).address : flags.Get("server");
+      auto& stub = stubs[address];
+      if (stub == nullptr) stub = pb::LedgerService::NewStub(channel_to(address));
+      return stub.get();
+    };
     std::string file = flags.positional().size() > 1 ? flags.positional()[1] : "-";
-    if (file == "-") return Append(*stub, std::cin);
+    if (file == "-") return Append(route, std::cin);
     std::ifstream in(file);
     if (!in) return Fail(absl::NotFoundError(absl::StrCat("append: cannot read ", file)));
-    return Append(*stub, in);
+    return Append(route, in);
   }
+  if (command == "steps" && shards && flags.Get("team").empty() && flags.Get("shard").empty()) {
+    std::vector<std::unique_ptr<pb::QueryService::Stub>> owned;
+    std::vector<pb::QueryService::Stub*> all;
+    for (const auto& shard : shards->shards()) {
+      owned.push_back(pb::QueryService::NewStub(channel_to(shard.address)));
+      all.push_back(owned.back().get());
+    }
+    return Steps(all, flags);
+  }
+  auto address = target();
+  if (!address.ok()) return Fail(address.status());
+  auto channel = channel_to(*address);
+  auto stub = pb::LedgerService::NewStub(channel);
   if (command == "checkpoint") return Checkpoint(*stub, flags);
   if (command == "vkey") return Vkey(*stub);
   if (command == "backup") return Backup(*stub, flags);
@@ -714,7 +824,7 @@ int main(int argc, char** argv) {
   if (command == "consistency") return Consistency(*stub, flags);
   if (command == "entries") return Entries(*stub, flags);
   auto query = pb::QueryService::NewStub(channel);
-  if (command == "steps") return Steps(*query, flags);
+  if (command == "steps") return Steps({query.get()}, flags);
   if (command == "run") return RunSummary(*query, flags);
   if (command == "watch") return Watch(*query, flags);
   auto exports = pb::ExportService::NewStub(channel);

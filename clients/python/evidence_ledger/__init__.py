@@ -9,3 +9,4 @@ outcomes and watches changes. Stubs come from clients/python/generate.sh.
 from evidence_ledger import receipts  # noqa: F401
 from evidence_ledger.dashboard import Dashboard  # noqa: F401
 from evidence_ledger.emitter import BufferFull, Emitter, Result  # noqa: F401
+from evidence_ledger.shards import ShardedDashboard, ShardedEmitter, ShardMap  # noqa: F401

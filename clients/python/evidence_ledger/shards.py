@@ -1,0 +1,94 @@
+"""Routing by the shard map (deploy/README.md): a team's receipts and
+queries go to its shard, each shard its own log with origin
+<base>/shard-<n>.
+
+    shard_map = ShardMap.load("/etc/ledger/shard-map.json")
+    emitter = ShardedEmitter(shard_map, credentials)
+    emitter.emit(receipt)            # to shard_map.address_for(receipt.team)
+
+A team pinned under "teams" goes to that shard; any other team to shard
+FNV-1a-64(team) mod (number of shards), as ledgerctl computes it
+(cmd/shard_map.h).
+"""
+import json
+
+from evidence_ledger.dashboard import Dashboard
+from evidence_ledger.emitter import Emitter
+
+
+def fnv1a64(text):
+    h = 14695981039346656037
+    for byte in text.encode():
+        h = ((h ^ byte) * 1099511628211) % (1 << 64)
+    return h
+
+
+class ShardMap:
+    def __init__(self, doc):
+        if doc.get("version") != 1:
+            raise ValueError("shard map: version: must be 1")
+        shards = sorted(doc.get("shards") or [], key=lambda s: s.get("shard", -1))
+        if not shards or [s.get("shard") for s in shards] != list(range(len(shards))):
+            raise ValueError("shard map: shards: numbered 0 to n-1, each once")
+        self.addresses = [s["address"] for s in shards]
+        self.teams = dict(doc.get("teams") or {})
+        for team, n in self.teams.items():
+            if not isinstance(n, int) or not 0 <= n < len(shards):
+                raise ValueError("shard map: teams.%s: not a shard of this map" % team)
+
+    @classmethod
+    def load(cls, path):
+        with open(path) as f:
+            return cls(json.load(f))
+
+    def shard_for(self, team):
+        return self.teams.get(team, fnv1a64(team) % len(self.addresses))
+
+    def address_for(self, team):
+        return self.addresses[self.shard_for(team)]
+
+
+class ShardedEmitter:
+    """An Emitter per shard; emit() routes by the receipt's team."""
+
+    def __init__(self, shard_map, credentials=None, **emitter_options):
+        self.shard_map = shard_map
+        self.emitters = [Emitter(address, credentials, **emitter_options) for address in shard_map.addresses]
+
+    def emit(self, receipt):
+        self.emitters[self.shard_map.shard_for(receipt.team)].emit(receipt)
+
+    def flush(self, timeout=None):
+        return all([e.flush(timeout) for e in self.emitters])
+
+    def close(self, timeout=None):
+        return all([e.close(timeout) for e in self.emitters])
+
+    @property
+    def refused(self):
+        return [r for e in self.emitters for r in e.refused]
+
+    @property
+    def acknowledged(self):
+        return sum(e.acknowledged for e in self.emitters)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ShardedDashboard:
+    """Dashboard calls routed to the team's shard."""
+
+    def __init__(self, shard_map, credentials=None, **options):
+        self.shard_map = shard_map
+        self.dashboards = [Dashboard(address, credentials, **options) for address in shard_map.addresses]
+
+    def for_team(self, team):
+        return self.dashboards[self.shard_map.shard_for(team)]
+
+    def close(self):
+        for d in self.dashboards:
+            d.close()
