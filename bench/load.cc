@@ -446,6 +446,8 @@ int main(int argc, char** argv) {
   server.reset();
   log.reset();
   if (flags.Bool("baseline")) {
+    std::error_code ec;
+    std::filesystem::create_directories(tmp, ec);  // an external --server made none
     int writers = static_cast<int>(mode == "stream" ? *clients * *window : *clients);
     out["rocksdb_baseline"] = RocksBaseline(tmp + "/baseline", writers, static_cast<int>(*batch),
                                             static_cast<double>(*duration));
