@@ -7,7 +7,8 @@
 // teams, runs of 20 steps) unless DIR already holds them, then serves it on
 // a loopback port and measures, over gRPC from one client: GetStep of random
 // steps, and ListSteps of 100 rows (newest page of a team, a run's page, a
-// state's page, and a page 50 pages deep through page tokens). Prints one
+// state's page, and a page 50 pages deep through page tokens), and
+// inclusion proofs of random entries against the latest checkpoint. Prints one
 // JSON line of p50/p99 latencies in milliseconds.
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,7 @@
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
 #include "nlohmann/json.hpp"
+#include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
@@ -218,6 +220,21 @@ int main(int argc, char** argv) {
       req.set_page_token(out.next_page_token());
     }
   }
+  // Inclusion proofs of random entries against the latest checkpoint.
+  auto ledger = pb::LedgerService::NewStub(channel);
+  (*log)->SignCheckpoint().IgnoreError();
+  uint64_t entries = (*log)->head().size;
+  std::vector<double> prove;
+  for (int i = 0; i < calls; ++i) {
+    uint64_t seq = rng() % entries;
+    prove.push_back(timed([&] {
+      pb::GetInclusionProofRequest req;
+      req.set_seq(seq);
+      pb::InclusionProof out;
+      grpc::ClientContext ctx;
+      return ledger->GetInclusionProof(&ctx, req, &out);
+    }));
+  }
   nlohmann::json out = {{"steps", steps},
                         {"entries", static_cast<uint64_t>((*log)->head().size)},
                         {"fill_s", fill_s},
@@ -226,6 +243,7 @@ int main(int argc, char** argv) {
                         {"list_steps_run", Summary(list_run)},
                         {"list_steps_state_100", Summary(list_state)},
                         {"list_steps_following_tokens_100", Summary(list_deep)},
+                        {"inclusion_proof", Summary(prove)},
                         {"rows_per_team_page", rows}};
   (*server)->Shutdown();
   log->reset();
