@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
+#include "cmd/ledgerctl.h"
 #include "cmd/shard_map.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
@@ -52,14 +53,7 @@
 #include "query/projector/projector.h"
 #include "nlohmann/json.hpp"
 
-namespace {
-
-namespace pb = evidence::ledger::v1;
-using ledger::cmd::Flags;
-using Json = nlohmann::ordered_json;
-
-constexpr size_t kBatchReceipts = 1000;
-constexpr size_t kBatchBytes = 3 * 1024 * 1024;
+namespace ledger::ctl {
 
 int Fail(const absl::Status& s) {
   std::cerr << "ledgerctl: " << s.message() << "\n";
@@ -69,6 +63,15 @@ int Fail(const absl::Status& s) {
 absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
+
+}  // namespace ledger::ctl
+
+namespace {
+
+using namespace ledger::ctl;  // NOLINT: the commands' shared helpers
+
+constexpr size_t kBatchReceipts = 1000;
+constexpr size_t kBatchBytes = 3 * 1024 * 1024;
 
 std::string Hex(const std::string& bytes) { return ledger::hash::Hex(bytes); }
 
@@ -281,202 +284,6 @@ int Entries(pb::LedgerService::Stub& stub, const Flags& flags) {
   auto reader = stub.GetEntries(&ctx, request);
   pb::Entry entry;
   while (reader->Read(&entry)) std::cout << entry.leaf() << "\n";
-  grpc::Status s = reader->Finish();
-  if (!s.ok()) return Fail(FromGrpc(s));
-  return 0;
-}
-
-std::string Time(int64_t us) {
-  if (us <= 0) return "-";
-  time_t secs = static_cast<time_t>(us / 1'000'000);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string Dollars(int64_t micros) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "$%.4f", static_cast<double>(micros) / 1e6);
-  return buf;
-}
-
-// Parses "a,b" into enum values by their JSON names.
-template <typename E>
-absl::Status ParseNames(const std::string& list, const std::string& flag,
-                        std::string (*name)(E), int max, std::vector<E>* out) {
-  if (list.empty()) return absl::OkStatus();
-  for (absl::string_view part : absl::StrSplit(list, ',')) {
-    bool found = false;
-    for (int v = 1; v <= max; ++v) {
-      if (name(static_cast<E>(v)) == std::string(part)) {
-        out->push_back(static_cast<E>(v));
-        found = true;
-      }
-    }
-    if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": unknown value '", part, "'"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<pb::StepFilter> Filter(const Flags& flags) {
-  pb::StepFilter f;
-  f.set_team(flags.Get("team"));
-  f.set_run_id(flags.Get("run"));
-  std::vector<pb::StepState> states;
-  if (auto s = ParseNames<pb::StepState>(flags.Get("state"), "state", ledger::query::StateName, 5, &states);
-      !s.ok()) {
-    return s;
-  }
-  for (auto st : states) f.add_states(st);
-  std::vector<pb::Anomaly> anomalies;
-  if (auto s = ParseNames<pb::Anomaly>(flags.Get("anomaly"), "anomaly", ledger::query::AnomalyName, 7,
-                                       &anomalies);
-      !s.ok()) {
-    return s;
-  }
-  for (auto a : anomalies) f.add_anomalies(a);
-  return f;
-}
-
-void PrintStepTable(const std::vector<pb::Step>& steps) {
-  std::printf("%-10s %-22s %-14s %-3s %-20s %-9s %-10s %-11s %s\n", "STATE", "RUN", "STEP", "TRY",
-              "STARTED (UTC)", "CALLS", "CHARGED", "SEQS", "ANOMALIES");
-  for (const auto& s : steps) {
-    std::string state = ledger::query::StateName(s.state());
-    if (s.state() == pb::STEP_STATE_FAILED) {
-      state = ledger::query::StatusName(s.exec_status());
-    }
-    if (s.state() == pb::STEP_STATE_UNKNOWN) state = "UNKNOWN(!)";
-    std::string anomalies;
-    for (int a : s.anomalies()) {
-      if (!anomalies.empty()) anomalies += ",";
-      anomalies += ledger::query::AnomalyName(static_cast<pb::Anomaly>(a));
-    }
-    const auto& c = s.calls();
-    std::string calls = absl::StrCat(c.model_calls_allowed() + c.tool_calls_allowed(), "/",
-                                     c.model_calls_denied() + c.tool_calls_denied());
-    std::string seqs = s.seqs_size() > 0 ? absl::StrCat(s.seqs(0), "..", s.seqs(s.seqs_size() - 1)) : "-";
-    std::printf("%-10s %-22s %-14s %-3lld %-20s %-9s %-10s %-11s %s\n", state.c_str(), s.run_id().c_str(),
-                s.step_id().c_str(), static_cast<long long>(s.attempt()), Time(s.first_at_us()).c_str(),
-                calls.c_str(), Dollars(s.charged_cost_micros()).c_str(), seqs.c_str(),
-                anomalies.empty() ? "-" : anomalies.c_str());
-  }
-}
-
-// Up to `limit` steps matching `filter`, newest first.
-absl::StatusOr<std::vector<pb::Step>> ListSteps(pb::QueryService::Stub& stub, const pb::StepFilter& filter,
-                                                int64_t limit) {
-  pb::ListStepsRequest req;
-  *req.mutable_filter() = filter;
-  req.set_page_size(static_cast<int32_t>(std::min<int64_t>(limit, 1000)));
-  std::vector<pb::Step> steps;
-  while (static_cast<int64_t>(steps.size()) < limit) {
-    pb::ListStepsResponse resp;
-    grpc::ClientContext ctx;
-    grpc::Status s = stub.ListSteps(&ctx, req, &resp);
-    if (!s.ok()) return FromGrpc(s);
-    for (auto& st : *resp.mutable_steps()) {
-      if (static_cast<int64_t>(steps.size()) < limit) steps.push_back(std::move(st));
-    }
-    if (resp.next_page_token().empty()) break;
-    req.set_page_token(resp.next_page_token());
-  }
-  return steps;
-}
-
-// `stubs`: one server, or with a shard map and no --team, every shard:
-// then every team each shard holds is asked, and the answers merged.
-int Steps(const std::vector<pb::QueryService::Stub*>& stubs, const Flags& flags) {
-  auto filter = Filter(flags);
-  if (!filter.ok()) return Fail(filter.status());
-  auto limit = flags.Int("limit");
-  if (!limit.ok()) return Fail(limit.status());
-  std::vector<pb::Step> steps;
-  if (!filter->team().empty()) {
-    auto listed = ListSteps(*stubs.front(), *filter, *limit);
-    if (!listed.ok()) return Fail(listed.status());
-    steps = *std::move(listed);
-  } else {
-    for (pb::QueryService::Stub* stub : stubs) {
-      pb::ListTeamsResponse teams;
-      grpc::ClientContext ctx;
-      grpc::Status s = stub->ListTeams(&ctx, pb::ListTeamsRequest(), &teams);
-      if (!s.ok()) return Fail(FromGrpc(s));
-      for (const std::string& team : teams.teams()) {
-        pb::StepFilter f = *filter;
-        f.set_team(team);
-        auto listed = ListSteps(*stub, f, *limit);
-        if (!listed.ok()) return Fail(listed.status());
-        for (auto& st : *listed) steps.push_back(std::move(st));
-      }
-    }
-    std::stable_sort(steps.begin(), steps.end(),
-                     [](const pb::Step& a, const pb::Step& b) { return a.first_at_us() > b.first_at_us(); });
-    if (static_cast<int64_t>(steps.size()) > *limit) steps.resize(static_cast<size_t>(*limit));
-  }
-  if (flags.Bool("json")) {
-    for (const auto& st : steps) std::cout << ledger::query::StepJson(st).dump() << "\n";
-  } else {
-    PrintStepTable(steps);
-  }
-  return 0;
-}
-
-int RunSummary(pb::QueryService::Stub& stub, const Flags& flags) {
-  pb::GetRunRequest req;
-  req.set_team(flags.Get("team"));
-  req.set_run_id(flags.Get("run"));
-  pb::Run run;
-  grpc::ClientContext ctx;
-  grpc::Status s = stub.GetRun(&ctx, req, &run);
-  if (!s.ok()) return Fail(FromGrpc(s));
-  if (flags.Bool("json")) {
-    std::cout << ledger::query::RunJson(run).dump() << "\n";
-    return 0;
-  }
-  std::printf("run %s of %s%s%s\n", run.run_id().c_str(), run.team().c_str(),
-              run.workflow().empty() ? "" : ", workflow ", run.workflow().c_str());
-  std::printf("  entries %lld (seq %llu..%llu), %s .. %s\n", static_cast<long long>(run.entries()),
-              static_cast<unsigned long long>(run.first_seq()), static_cast<unsigned long long>(run.last_seq()),
-              Time(run.first_at_us()).c_str(), Time(run.last_at_us()).c_str());
-  std::printf("  steps: %lld succeeded, %lld failed, %lld denied, %lld pending, %lld UNKNOWN\n",
-              static_cast<long long>(run.steps_succeeded()), static_cast<long long>(run.steps_failed()),
-              static_cast<long long>(run.steps_denied()), static_cast<long long>(run.steps_pending()),
-              static_cast<long long>(run.steps_unknown()));
-  for (const auto& u : run.unknown_steps()) {
-    std::printf("  UNKNOWN: step %s attempt %lld never reported a completion\n", u.step_id().c_str(),
-                static_cast<long long>(u.attempt()));
-  }
-  const auto& c = run.calls();
-  std::printf("  calls: model %lld allowed / %lld denied, tool %lld allowed / %lld denied, tokens %lld in / %lld out\n",
-              static_cast<long long>(c.model_calls_allowed()), static_cast<long long>(c.model_calls_denied()),
-              static_cast<long long>(c.tool_calls_allowed()), static_cast<long long>(c.tool_calls_denied()),
-              static_cast<long long>(c.input_tokens()), static_cast<long long>(c.output_tokens()));
-  std::printf("  cost: actual %s, charged %s; steps with anomalies: %lld\n",
-              Dollars(run.actual_cost_micros()).c_str(), Dollars(run.charged_cost_micros()).c_str(),
-              static_cast<long long>(run.anomalies()));
-  return 0;
-}
-
-int Watch(pb::QueryService::Stub& stub, const Flags& flags) {
-  auto filter = Filter(flags);
-  if (!filter.ok()) return Fail(filter.status());
-  auto after = flags.Int("after-seq");
-  if (!after.ok()) return Fail(after.status());
-  pb::WatchStepsRequest req;
-  *req.mutable_filter() = *filter;
-  req.set_after_seq(*after);
-  grpc::ClientContext ctx;
-  auto reader = stub.WatchSteps(&ctx, req);
-  pb::StepChange change;
-  while (reader->Read(&change)) {
-    nlohmann::json line = {{"seq", change.seq()}, {"step", ledger::query::StepJson(change.step())}};
-    std::cout << line.dump() << std::endl;
-  }
   grpc::Status s = reader->Finish();
   if (!s.ok()) return Fail(FromGrpc(s));
   return 0;

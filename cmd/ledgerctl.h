@@ -1,0 +1,32 @@
+// ledgerctl's commands, by file: ledgerctl.cc (the log's commands, packs,
+// main) and ledgerctl_query.cc (step outcomes and runs).
+#ifndef CMD_LEDGERCTL_H_
+#define CMD_LEDGERCTL_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "cmd/flags.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+#include "query.grpc.pb.h"
+
+namespace ledger::ctl {
+
+namespace pb = evidence::ledger::v1;
+using cmd::Flags;
+using Json = nlohmann::ordered_json;
+
+// Prints "ledgerctl: <message>"; exit code 2 for usage errors, else 1.
+int Fail(const absl::Status& s);
+absl::Status FromGrpc(const grpc::Status& s);
+
+// steps: one server, or (a shard map and no --team) every shard, whose
+// teams are each asked and the answers merged newest first.
+int Steps(const std::vector<pb::QueryService::Stub*>& stubs, const Flags& flags);
+int RunSummary(pb::QueryService::Stub& stub, const Flags& flags);
+int Watch(pb::QueryService::Stub& stub, const Flags& flags);
+
+}  // namespace ledger::ctl
+
+#endif  // CMD_LEDGERCTL_H_
