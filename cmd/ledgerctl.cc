@@ -68,7 +68,14 @@ absl::Status FromGrpc(const grpc::Status& s) {
 
 namespace {
 
-using namespace ledger::ctl;  // NOLINT: the commands' shared helpers
+namespace pb = ledger::ctl::pb;
+using ledger::cmd::Flags;
+using ledger::ctl::Fail;
+using ledger::ctl::FromGrpc;
+using ledger::ctl::Json;
+using ledger::ctl::RunSummary;
+using ledger::ctl::Steps;
+using ledger::ctl::Watch;
 
 constexpr size_t kBatchReceipts = 1000;
 constexpr size_t kBatchBytes = 3 * 1024 * 1024;

@@ -265,7 +265,13 @@ HttpResponse Dashboard::Run(const std::string& team, const std::string& run) {
                     st.attempt(), "</td><td>", state == "unknown" ? "UNKNOWN" : state, "</td><td class=\"anomaly\">",
                     E(anomalies), "</td><td>", Time(st.first_at_us()), "</td><td>", Calls(st.calls()), "</td></tr>");
   }
-  absl::StrAppend(&body, "</table><h2>Totals</h2><table><tr><th>model calls allowed / denied</th><th>tool calls "
+  body += "</table>";
+  if (!steps.next_page_token().empty()) {
+    absl::StrAppend(&body, "<p class=\"muted\">The newest ", steps.steps_size(),
+                    " steps are shown; the run has more (<code>ledgerctl steps --team ", E(team), " --run ", E(run),
+                    " --limit N</code>). The totals below cover them all.</p>");
+  }
+  absl::StrAppend(&body, "<h2>Totals</h2><table><tr><th>model calls allowed / denied</th><th>tool calls "
                          "allowed / denied</th><th>tokens in / out</th><th>call cost (µ)</th></tr><tr><td>",
                   Calls(r.calls()), "</td></tr></table><p>Actual cost ", r.actual_cost_micros(), " µ, charged ",
                   r.charged_cost_micros(), " µ.</p>");
