@@ -25,11 +25,7 @@ sleep 0.2  # a checkpoint over the declaration
 ctl steps --team team-support --run run-0007 --json > "$work/steps.jsonl"
 ctl vkey > "$work/vkey"
 
-browse() {  # URL PATH -> DOM in FILE
-  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$work/profile" --dump-dom "http://$http$1" 2>/dev/null > "$work/$2"
-}
+browse() { browser --dump-dom "http://$http$1" > "$work/$2"; }  # PATH FILE: the DOM Chromium built
 browse / teams.html
 browse /teams/team-support runs.html
 browse /teams/team-support/runs/run-0007 run.html

@@ -21,3 +21,10 @@ start_ledgerd() {  # start_ledgerd [ledgerd flags...]
 }
 
 ctl() { "$build/cmd/ledgerctl" --server "$addr" "$@"; }
+
+# Headless Chromium (Debian's), with a profile in the work directory.
+browser() {
+  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$work/profile" "$@" 2>/dev/null
+}

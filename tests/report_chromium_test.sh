@@ -18,11 +18,6 @@ sleep 0.2  # a checkpoint over the declaration
 ctl export --run team-support/run-0007 --out "$work/run.tar.gz" > /dev/null
 mkdir -p "$work/pack" && tar -xzf "$work/run.tar.gz" -C "$work/pack"
 report="$work/pack/evidence/report.html"
-browser() {
-  chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$work/profile" "$@" 2>/dev/null
-}
 browser --dump-dom "file://$report" > "$work/dom.html"
 browser --screenshot="$work/report.png" --window-size=1200,900 "file://$report" > /dev/null || true
 /usr/bin/python3 - "$work/pack/evidence/outcomes.json" "$work/dom.html" <<'PY'
