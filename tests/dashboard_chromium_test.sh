@@ -15,13 +15,7 @@ start_ledgerd --origin dashboard.test/log --checkpoint-interval-ms 20 --unknown-
 for _ in $(seq 100); do grep -q '^http on ' "$work/ledgerd.out" && break; sleep 0.05; done
 http=$(sed -n 's/^http on //p' "$work/ledgerd.out")
 [ -n "$http" ] || { cat "$work/ledgerd.out"; exit 1; }
-/usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 --timeout-ms 300 > "$work/receipts.jsonl"
-ctl append "$work/receipts.jsonl" > /dev/null
-for _ in $(seq 100); do
-  ctl steps --team team-support --state unknown --json | grep -q unknown && break
-  sleep 0.1
-done
-sleep 0.2  # a checkpoint over the declaration
+append_demo_runs
 ctl steps --team team-support --run run-0007 --json > "$work/steps.jsonl"
 ctl vkey > "$work/vkey"
 

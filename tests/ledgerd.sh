@@ -28,3 +28,16 @@ browser() {
     --disable-background-networking --disable-component-update --disable-sync \
     --user-data-dir="$work/profile" "$@" 2>/dev/null
 }
+
+# Appends the demo workload's 9 runs (short timeouts) and waits until the
+# crashed worker's step of team-support/run-0007 is declared unknown and a
+# checkpoint covers the declaration. Needs $root.
+append_demo_runs() {
+  /usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 --timeout-ms 300 > "$work/receipts.jsonl"
+  ctl append "$work/receipts.jsonl" > /dev/null
+  for _ in $(seq 100); do
+    ctl steps --team team-support --state unknown --json | grep -q unknown && break
+    sleep 0.1
+  done
+  sleep 0.2
+}

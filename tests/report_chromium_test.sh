@@ -8,13 +8,7 @@ build=$(cd "$1" && pwd)
 source "$(dirname "$0")/ledgerd.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 start_ledgerd --origin report.test/log --checkpoint-interval-ms 20 --unknown-grace-ms 200 --sweep-interval-ms 50
-/usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 --timeout-ms 300 > "$work/receipts.jsonl"
-ctl append "$work/receipts.jsonl" > /dev/null
-for _ in $(seq 100); do
-  ctl steps --team team-support --state unknown --json | grep -q unknown && break
-  sleep 0.1
-done
-sleep 0.2  # a checkpoint over the declaration
+append_demo_runs
 ctl export --run team-support/run-0007 --out "$work/run.tar.gz" > /dev/null
 mkdir -p "$work/pack" && tar -xzf "$work/run.tar.gz" -C "$work/pack"
 report="$work/pack/evidence/report.html"
