@@ -13,10 +13,10 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   g++ cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  librocksdb-dev libsodium-dev nlohmann-json3-dev libarchive-dev libssl-dev
+  librocksdb-dev libsodium-dev nlohmann-json3-dev libarchive-dev libdeflate-dev libssl-dev
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
-  python3 python3-grpcio python3-protobuf python3-cryptography
+  python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
   chromium clang curl
 )
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "export/gzip/blocked_gzip.h"
 #include "export/pack/pack.h"
 #include "absl/container/flat_hash_map.h"
 #include "ledger/hash/hash.h"
@@ -24,36 +25,27 @@ absl::Status WriteFile(const std::string& path, std::string_view data) {
   return absl::OkStatus();
 }
 
-// A staged file of the pack, written a megabyte at a time and hashed as it
-// is written, so the manifest never reads it back.
+// A staged file of the pack: compressed and hashed as it is written, on
+// worker threads (export/gzip), so that it is neither written to disk
+// uncompressed nor read back; the archive splices its members in.
 class StagedFile {
  public:
-  explicit StagedFile(const std::string& path) : path_(path), out_(path, std::ios::binary | std::ios::trunc) {}
+  explicit StagedFile(const std::string& path) : path_(path), gzip_(path, &sha_) {}
 
-  std::string* buffer() { return &buf_; }
-  // Writes the buffer out once it holds a megabyte.
-  void Spill() {
-    if (buf_.size() >= (1 << 20)) Flush();
-  }
-  // Writes everything and closes; the hex SHA-256 of the file's bytes.
+  std::string* buffer() { return gzip_.buffer(); }
+  // Hands whole blocks of the buffer to the workers.
+  void Spill() { gzip_.Spill(); }
+  // Finishes the file; the hex SHA-256 of its content.
   absl::StatusOr<std::string> Close() {
-    Flush();
-    out_.close();
-    if (!out_) return absl::UnavailableError(absl::StrCat("export: cannot write ", path_));
+    if (auto s = gzip_.Finish(); !s.ok()) return s;
     return hash::Hex(sha_.Final());
   }
+  pack::ArchiveFile file() const { return {path_, true, gzip_.input_bytes()}; }
 
  private:
-  void Flush() {
-    sha_.Update(buf_);
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    buf_.clear();
-  }
-
   std::string path_;
-  std::ofstream out_;
-  std::string buf_;
-  hash::Sha256Stream sha_;
+  hash::Sha256Stream sha_;  // before gzip_, whose workers use it
+  gzip::Writer gzip_;
 };
 
 // The seqs of a run's entries below `size`, ascending, by walking its run
@@ -271,11 +263,10 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
                            {"tree_size", size},
                            {"root", hash::Hex(cp->root)},
                            {"counts", {{"entries", seqs.size()}}}};
-  std::map<std::string, std::string> files = {
-      {pack::kCheckpoint, path(pack::kCheckpoint)}, {pack::kVkey, path(pack::kVkey)},
-      {pack::kEntries, path(pack::kEntries)},       {pack::kProofs, path(pack::kProofs)},
-      {pack::kOutcomes, path(pack::kOutcomes)},     {pack::kReport, path(pack::kReport)}};
-  if (auto s = WriteFile(files[pack::kCheckpoint], cp->note); !s.ok()) return s;
+  std::map<std::string, pack::ArchiveFile> files = {
+      {pack::kCheckpoint, {path(pack::kCheckpoint)}}, {pack::kVkey, {path(pack::kVkey)}},
+      {pack::kEntries, entries.file()}, {pack::kProofs, proofs.file()}};
+  if (auto s = WriteFile(files[pack::kCheckpoint].path, cp->note); !s.ok()) return s;
   if (!since.empty()) {
     auto verifier = note::Verifier::Parse(log.verifier_key());
     auto text = verifier->Open(since);
@@ -295,12 +286,12 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     if (!proof.ok()) return proof.status();
     nlohmann::ordered_json c = {{"old_checkpoint", since}, {"proof", nlohmann::ordered_json::array()}};
     for (const auto& h : *proof) c["proof"].push_back(hash::Hex(h));
-    files[pack::kConsistency] = path(pack::kConsistency);
-    if (auto s = WriteFile(files[pack::kConsistency], c.dump() + "\n"); !s.ok()) return s;
+    files[pack::kConsistency] = {path(pack::kConsistency)};
+    if (auto s = WriteFile(files[pack::kConsistency].path, c.dump() + "\n"); !s.ok()) return s;
   }
-  if (auto s = WriteFile(files[pack::kVkey], log.verifier_key() + "\n"); !s.ok()) return s;
+  if (auto s = WriteFile(files[pack::kVkey].path, log.verifier_key() + "\n"); !s.ok()) return s;
   for (const char* name : {pack::kOutcomes, pack::kReport}) {
-    StagedFile out(files[name]);
+    StagedFile out(path(name));
     auto sink = [&](std::string_view piece) {
       out.buffer()->append(piece);
       out.Spill();
@@ -312,11 +303,12 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     auto digest = out.Close();
     if (!digest.ok()) return digest.status();
     digests[name] = *digest;
+    files[name] = out.file();
   }
   nlohmann::json manifest = header;
   for (const auto& [name, file] : files) {
     if (!digests.count(name)) {
-      auto digest = pack::FileSha256(file);
+      auto digest = pack::FileSha256(file.path);
       if (!digest.ok()) return digest.status();
       digests[name] = *digest;
     }
@@ -325,10 +317,10 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   std::string manifest_text = manifest.dump() + "\n";
   auto sig = log.SignNote(hash::Hex(hash::Sha256(manifest_text)) + "\n");
   if (!sig.ok()) return sig.status();
-  files[pack::kManifest] = path(pack::kManifest);
-  files[pack::kManifestSig] = path(pack::kManifestSig);
-  if (auto s = WriteFile(files[pack::kManifest], manifest_text); !s.ok()) return s;
-  if (auto s = WriteFile(files[pack::kManifestSig], *sig); !s.ok()) return s;
+  files[pack::kManifest] = {path(pack::kManifest)};
+  files[pack::kManifestSig] = {path(pack::kManifestSig)};
+  if (auto s = WriteFile(files[pack::kManifest].path, manifest_text); !s.ok()) return s;
+  if (auto s = WriteFile(files[pack::kManifestSig].path, *sig); !s.ok()) return s;
   return pack::WriteArchive(files, out_path);
 }
 

@@ -2,7 +2,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <climits>
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "export/gzip/blocked_gzip.h"
 #include "ledger/hash/hash.h"
 #include "ledger/receipt/entry.h"
 #include "query/projector/keys.h"
@@ -111,117 +111,22 @@ void TimelineFoot(std::string* svg) {
           "(still open at the checkpoint). Time runs left to right in the ledger's clock.</p>\n";
 }
 
-// One gzip member (RFC 1952) compressed on several threads, the way pigz
-// does it, and byte-identical whatever the number of threads:
-//
-//   header  = 1f 8b 08 00 00000000 00 03     ; no name, mtime 0, Unix
-//   body    = block* last                    ; one raw deflate stream
-//   block   = deflate(1 MiB of input, dictionary = the 32 KiB before it),
-//             ended by a sync flush (an empty stored block, byte-aligned)
-//   last    = the same for the final (possibly short) block, ended by
-//             Z_FINISH
-//   trailer = CRC-32 of the input, input size mod 2^32, little-endian
-//
-// Each block depends only on its bytes and the 32 KiB before them, so blocks
-// compress in parallel and are written in order.
-class ParallelGzip {
- public:
-  static constexpr size_t kBlock = 1 << 20, kWindow = 1 << 15;
-
-  explicit ParallelGzip(const std::string& path)
-      : out_(path, std::ios::binary | std::ios::trunc),
-        threads_(std::max(1u, std::min(4u, std::thread::hardware_concurrency()))) {
-    static constexpr unsigned char kHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
-    out_.write(reinterpret_cast<const char*>(kHeader), sizeof kHeader);
-  }
-
-  bool ok() const { return ok_ && static_cast<bool>(out_); }
-
-  void Write(const char* data, size_t n) {
-    while (n > 0) {
-      size_t take = std::min(n, kBlock - pending_.size());
-      pending_.append(data, take);
-      data += take;
-      n -= take;
-      if (pending_.size() == kBlock) Submit(false);
-    }
-  }
-
-  // Compresses what is left, writes the trailer and closes the file.
-  bool Finish() {
-    Submit(true);
-    while (!inflight_.empty()) Drain();
-    unsigned char trailer[8];
-    for (int i = 0; i < 4; ++i) {
-      trailer[i] = static_cast<unsigned char>(crc_ >> (8 * i));
-      trailer[4 + i] = static_cast<unsigned char>(size_ >> (8 * i));
-    }
-    out_.write(reinterpret_cast<const char*>(trailer), sizeof trailer);
-    out_.close();
-    return ok();
-  }
-
- private:
-  struct Compressed {
-    std::string bytes;
-    uLong crc = 0;
-    size_t size = 0;
-    bool ok = false;
-  };
-
-  static Compressed Compress(std::string input, std::string dictionary, bool last) {
-    Compressed c;
-    c.size = input.size();
-    c.crc = crc32(0, reinterpret_cast<const Bytef*>(input.data()), static_cast<uInt>(input.size()));
-    z_stream z{};
-    if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return c;
-    if (!dictionary.empty()) {
-      deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
-                           static_cast<uInt>(dictionary.size()));
-    }
-    c.bytes.resize(deflateBound(&z, input.size()) + 64);
-    z.next_in = reinterpret_cast<Bytef*>(input.data());
-    z.avail_in = static_cast<uInt>(input.size());
-    z.next_out = reinterpret_cast<Bytef*>(c.bytes.data());
-    z.avail_out = static_cast<uInt>(c.bytes.size());
-    int rc = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
-    c.ok = last ? rc == Z_STREAM_END : rc == Z_OK && z.avail_in == 0;
-    c.bytes.resize(c.bytes.size() - z.avail_out);
-    deflateEnd(&z);
-    return c;
-  }
-
-  void Submit(bool last) {
-    // Only the last block can be shorter than the window, and after it
-    // there is no next block to need one.
-    std::string dictionary = std::move(window_);
-    if (pending_.size() >= kWindow) window_ = pending_.substr(pending_.size() - kWindow);
-    inflight_.push_back(std::async(std::launch::async, &ParallelGzip::Compress, std::move(pending_),
-                                   std::move(dictionary), last));
-    pending_.clear();
-    while (inflight_.size() > threads_) Drain();
-  }
-
-  void Drain() {
-    Compressed c = inflight_.front().get();
-    inflight_.pop_front();
-    ok_ = ok_ && c.ok;
-    out_.write(c.bytes.data(), static_cast<std::streamsize>(c.bytes.size()));
-    crc_ = crc32_combine(crc_, c.crc, static_cast<z_off_t>(c.size));
-    size_ += c.size;
-  }
-
-  std::ofstream out_;
-  const size_t threads_;
-  std::string pending_, window_;
-  std::deque<std::future<Compressed>> inflight_;
-  uLong crc_ = 0;
-  uint64_t size_ = 0;
-  bool ok_ = true;
+// The gzip around the tar (export/gzip). libarchive writes the tar: each
+// header, and the padding after each file's content; plain content goes
+// through it, while content already compressed is spliced in as its members
+// and libarchive is given as many zero bytes, which are swallowed here.
+struct ArchiveSink {
+  gzip::Writer* gzip;
+  uint64_t swallow = 0;
 };
 
-la_ssize_t GzipWrite(archive*, void* gzip, const void* data, size_t n) {
-  static_cast<ParallelGzip*>(gzip)->Write(static_cast<const char*>(data), n);
+la_ssize_t SinkWrite(archive*, void* data, const void* bytes, size_t n) {
+  auto* sink = static_cast<ArchiveSink*>(data);
+  std::string_view in(static_cast<const char*>(bytes), n);
+  size_t skipped = static_cast<size_t>(std::min<uint64_t>(sink->swallow, n));
+  sink->swallow -= skipped;
+  in.remove_prefix(skipped);
+  if (!in.empty()) sink->gzip->Write(in);
   return static_cast<la_ssize_t>(n);
 }
 
@@ -229,20 +134,31 @@ la_ssize_t GzipWrite(archive*, void* gzip, const void* data, size_t n) {
 
 absl::Status WriteArchive(const std::map<std::string, std::string>& files,
                           const std::string& out_path) {
-  // libarchive writes the tar; the gzip around it is ours, so that it
-  // compresses on every core.
-  ParallelGzip gzip(out_path);
-  if (!gzip.ok()) return absl::UnavailableError(absl::StrCat("pack: cannot create ", out_path));
+  std::map<std::string, ArchiveFile> plain;
+  for (const auto& [name, path] : files) plain[name] = ArchiveFile{path};
+  return WriteArchive(plain, out_path);
+}
+
+absl::Status WriteArchive(const std::map<std::string, ArchiveFile>& files,
+                          const std::string& out_path) {
+  gzip::Writer gz(out_path);
+  ArchiveSink sink{&gz};
   std::unique_ptr<archive, ArchiveCloser> a(archive_write_new());
   if (archive_write_set_format_ustar(a.get()) != ARCHIVE_OK ||
-      archive_write_open(a.get(), &gzip, nullptr, GzipWrite, nullptr) != ARCHIVE_OK) {
+      archive_write_set_bytes_per_block(a.get(), 0) != ARCHIVE_OK ||
+      archive_write_open(a.get(), &sink, nullptr, SinkWrite, nullptr) != ARCHIVE_OK) {
     return ArchiveError(a.get(), "create " + out_path);
   }
-  for (const auto& [name, path] : files) {  // std::map: sorted names
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) return absl::UnavailableError(absl::StrCat("pack: cannot read ", path));
-    int64_t size = in.tellg();
-    in.seekg(0);
+  std::vector<char> buf(1 << 16);
+  for (const auto& [name, file] : files) {  // std::map: sorted names
+    int64_t size = static_cast<int64_t>(file.compressed_size);
+    std::ifstream in;
+    if (!file.compressed) {
+      in.open(file.path, std::ios::binary | std::ios::ate);
+      if (!in) return absl::UnavailableError(absl::StrCat("pack: cannot read ", file.path));
+      size = in.tellg();
+      in.seekg(0);
+    }
     std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(),
                                                               archive_entry_free);
     archive_entry_set_pathname(e.get(), absl::StrCat(kTopFolder, "/", name).c_str());
@@ -255,7 +171,20 @@ absl::Status WriteArchive(const std::map<std::string, std::string>& files,
     if (archive_write_header(a.get(), e.get()) != ARCHIVE_OK) {
       return ArchiveError(a.get(), "write header of " + name);
     }
-    std::vector<char> buf(1 << 16);
+    if (file.compressed) {
+      if (auto s = gz.Splice(file.path); !s.ok()) return s;
+      sink.swallow = file.compressed_size;
+      std::fill(buf.begin(), buf.end(), 0);
+      for (uint64_t left = file.compressed_size; left > 0;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+        if (archive_write_data(a.get(), buf.data(), n) != static_cast<la_ssize_t>(n)) {
+          return ArchiveError(a.get(), "write " + name);
+        }
+        left -= n;
+      }
+      if (sink.swallow != 0) return absl::InternalError("pack: libarchive did not write the content it was given");
+      continue;
+    }
     while (in) {
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
       std::streamsize n = in.gcount();
@@ -265,76 +194,127 @@ absl::Status WriteArchive(const std::map<std::string, std::string>& files,
     }
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK) return ArchiveError(a.get(), "close");
-  if (!gzip.Finish()) return absl::UnavailableError(absl::StrCat("pack: cannot write ", out_path));
-  return absl::OkStatus();
+  return gz.Finish();
+}
+
+namespace {
+
+// libarchive's read callback over blocked gzip: the next inflated piece.
+la_ssize_t InflatedRead(archive* a, void* gzip, const void** buffer) {
+  auto piece = static_cast<gzip::Reader*>(gzip)->Next();
+  if (!piece.ok()) {
+    archive_set_error(a, EINVAL, "%s", std::string(piece.status().message()).c_str());
+    return -1;
+  }
+  *buffer = piece->data();
+  return static_cast<la_ssize_t>(piece->size());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PackReader>> PackReader::Open(const std::string& pack_path,
+                                                             const Limits& limits) {
+  std::unique_ptr<PackReader> r(new PackReader(limits));
+  std::string head(gzip::kHeaderBytes, '\0');
+  {
+    std::ifstream in(pack_path, std::ios::binary);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("pack: open ", pack_path, ": cannot read it"));
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(in.gcount()));
+  }
+  r->archive_ = archive_read_new();
+  archive_read_support_format_tar(r->archive_);
+  int rc;
+  if (gzip::IsBlocked(head)) {
+    auto gz = gzip::Reader::Open(pack_path);
+    if (!gz.ok()) return absl::InvalidArgumentError(absl::StrCat("pack: open ", pack_path, ": ", gz.status().message()));
+    r->gzip_ = *std::move(gz);
+    rc = archive_read_open(r->archive_, r->gzip_.get(), nullptr, InflatedRead, nullptr);
+  } else {
+    archive_read_support_filter_gzip(r->archive_);
+    rc = archive_read_open_filename(r->archive_, pack_path.c_str(), 1 << 16);
+  }
+  if (rc != ARCHIVE_OK) return ArchiveError(r->archive_, "open " + pack_path);
+  return r;
+}
+
+PackReader::~PackReader() {
+  if (archive_ != nullptr) archive_read_free(archive_);
+}
+
+absl::StatusOr<std::optional<std::string>> PackReader::Next() {
+  static const std::set<std::string> kKnown = {kCheckpoint, kConsistency, kEntries, kVkey,   kManifest,
+                                               kManifestSig, kOutcomes,   kProofs,  kReport};
+  archive_entry* e = nullptr;
+  int rc = archive_read_next_header(archive_, &e);
+  if (rc == ARCHIVE_EOF) return std::nullopt;
+  if (rc != ARCHIVE_OK) return ArchiveError(archive_, "read");
+  const char* raw = archive_entry_pathname(e);
+  std::string path = raw ? raw : "";
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("pack: entry '", path, "': ", std::string(why)));
+  };
+  if (archive_entry_filetype(e) != AE_IFREG) return bad("not a regular file");
+  if (path.empty() || path[0] == '/') return bad("absolute or empty name");
+  size_t slash = path.find('/');
+  if (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos) {
+    return bad("not a file directly in the top folder");
+  }
+  std::string folder = path.substr(0, slash), name = path.substr(slash + 1);
+  if (folder == ".." || folder == "." || name == ".." || name == ".") return bad("'..' or '.'");
+  if (top_.empty()) top_ = folder;
+  if (folder != top_) return bad("a second top folder");
+  if (!kKnown.count(name)) return bad("not a file of an evidence pack");
+  if (seen_.count(name)) return bad("duplicate name");
+  if (static_cast<int>(seen_.size()) >= limits_.max_files) return bad("too many files");
+  int64_t declared = archive_entry_size(e);
+  if (declared < 0 || static_cast<uint64_t>(declared) > limits_.max_file_bytes) {
+    return bad("larger than the limit");
+  }
+  seen_.insert(name);
+  name_ = path;
+  file_bytes_ = 0;
+  return name;
+}
+
+absl::StatusOr<std::string_view> PackReader::Read() {
+  buffer_.resize(1 << 18);
+  la_ssize_t n = archive_read_data(archive_, buffer_.data(), buffer_.size());
+  if (n < 0) return ArchiveError(archive_, "read " + name_);
+  file_bytes_ += static_cast<uint64_t>(n);
+  total_bytes_ += static_cast<uint64_t>(n);
+  if (file_bytes_ > limits_.max_file_bytes || total_bytes_ > limits_.max_total_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("pack: entry '", name_, "': larger than the limit"));
+  }
+  return std::string_view(buffer_.data(), static_cast<size_t>(n));
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
     const std::string& pack_path, const std::string& dir, const Limits& limits,
     std::map<std::string, std::string>* digests) {
-  static const std::set<std::string> kKnown = {kCheckpoint, "consistency.json", kEntries, kVkey,
-                                               kManifest,   kManifestSig,       kOutcomes, kProofs,
-                                               kReport};
-  std::unique_ptr<archive, ReaderCloser> a(archive_read_new());
-  archive_read_support_filter_gzip(a.get());
-  archive_read_support_format_tar(a.get());
-  if (archive_read_open_filename(a.get(), pack_path.c_str(), 1 << 16) != ARCHIVE_OK) {
-    return ArchiveError(a.get(), "open " + pack_path);
-  }
+  auto reader = PackReader::Open(pack_path, limits);
+  if (!reader.ok()) return reader.status();
   std::map<std::string, std::string> out;
-  uint64_t total = 0;
-  std::string top;
-  archive_entry* e = nullptr;
   while (true) {
-    int rc = archive_read_next_header(a.get(), &e);
-    if (rc == ARCHIVE_EOF) break;
-    if (rc != ARCHIVE_OK) return ArchiveError(a.get(), "read");
-    const char* raw = archive_entry_pathname(e);
-    std::string path = raw ? raw : "";
-    auto bad = [&](std::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat("pack: entry '", path, "': ", std::string(why)));
-    };
-    if (archive_entry_filetype(e) != AE_IFREG) return bad("not a regular file");
-    if (path.empty() || path[0] == '/') return bad("absolute or empty name");
-    size_t slash = path.find('/');
-    if (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos) {
-      return bad("not a file directly in the top folder");
-    }
-    std::string folder = path.substr(0, slash), name = path.substr(slash + 1);
-    if (folder == ".." || folder == "." || name == ".." || name == ".") return bad("'..' or '.'");
-    if (top.empty()) top = folder;
-    if (folder != top) return bad("a second top folder");
-    if (!kKnown.count(name)) return bad("not a file of an evidence pack");
-    if (out.count(name)) return bad("duplicate name");
-    if (static_cast<int>(out.size()) >= limits.max_files) return bad("too many files");
-    int64_t declared = archive_entry_size(e);
-    if (declared < 0 || static_cast<uint64_t>(declared) > limits.max_file_bytes) {
-      return bad("larger than the limit");
-    }
-    std::string dest = dir + "/" + name;
+    auto name = (*reader)->Next();
+    if (!name.ok()) return name.status();
+    if (!name->has_value()) return out;
+    std::string dest = dir + "/" + **name;
     std::ofstream f(dest, std::ios::binary | std::ios::trunc);
     if (!f) return absl::UnavailableError(absl::StrCat("pack: cannot write ", dest));
-    std::vector<char> buf(1 << 16);
-    uint64_t got = 0;
     hash::Sha256Stream sha;
     while (true) {
-      la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
-      if (n < 0) return ArchiveError(a.get(), "read " + name);
-      if (n == 0) break;
-      got += static_cast<uint64_t>(n);
-      total += static_cast<uint64_t>(n);
-      if (got > limits.max_file_bytes || total > limits.max_total_bytes) {
-        return bad("larger than the limit");
-      }
-      f.write(buf.data(), n);
-      if (digests != nullptr) sha.Update(std::string_view(buf.data(), static_cast<size_t>(n)));
+      auto piece = (*reader)->Read();
+      if (!piece.ok()) return piece.status();
+      if (piece->empty()) break;
+      f.write(piece->data(), static_cast<std::streamsize>(piece->size()));
+      if (digests != nullptr) sha.Update(*piece);
     }
     f.close();
     if (!f) return absl::UnavailableError(absl::StrCat("pack: cannot write ", dest));
-    if (digests != nullptr) (*digests)[name] = hash::Hex(sha.Final());
-    out[name] = dest;
+    if (digests != nullptr) (*digests)[**name] = hash::Hex(sha.Final());
+    out[**name] = dest;
   }
-  return out;
 }
 
 Outcomes::Outcomes() : txn_(nullptr, nullptr, &discard_) {}

@@ -24,12 +24,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "export/gzip/blocked_gzip.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/entry.h"
 #include "nlohmann/json.hpp"
@@ -38,6 +42,8 @@ namespace evidence::ledger::v1 {
 class Step;
 class Run;
 }  // namespace evidence::ledger::v1
+
+struct archive;
 
 namespace ledger::pack {
 
@@ -53,8 +59,21 @@ inline constexpr char kOutcomes[] = "outcomes.json";
 inline constexpr char kProofs[] = "proofs.jsonl";
 inline constexpr char kReport[] = "report.html";
 
-// Writes `files` (archive name -> path of its content) as a deterministic
-// tar.gz at `out_path`, names sorted, under kTopFolder.
+// A file's content for WriteArchive: a plain file, or (compressed) the
+// finished members of a gzip::Writer that was given `compressed_size` bytes
+// of content, which are spliced into the archive as they are.
+struct ArchiveFile {
+  std::string path;
+  bool compressed = false;
+  uint64_t compressed_size = 0;
+};
+
+// Writes `files` (archive name -> its content) as a deterministic tar.gz at
+// `out_path`, names sorted, under kTopFolder, in blocked gzip
+// (export/gzip): the same content and staging give the same bytes.
+absl::Status WriteArchive(const std::map<std::string, ArchiveFile>& files,
+                          const std::string& out_path);
+// The same, every file plain (archive name -> path of its content).
 absl::Status WriteArchive(const std::map<std::string, std::string>& files,
                           const std::string& out_path);
 
@@ -64,11 +83,41 @@ struct Limits {
   int max_files = 16;
 };
 
-// Extracts the pack at `pack_path` into `dir` (existing, empty). Refuses,
-// naming the entry: more than one top folder, absolute names, "..", any
-// type but a regular file, duplicate or unknown names, files or a total over
-// the limits, and archives that do not decode. Returns name -> path; with
-// `digests`, also fills name -> hex SHA-256 of the bytes written.
+// Reads a pack's files in archive order, once, without writing anything:
+// blocked gzip (export/gzip) is inflated on several threads, any other gzip
+// by libarchive. Refuses, naming the entry: more than one top folder,
+// absolute names, "..", any type but a regular file, duplicate or unknown
+// names, files or a total over the limits, and archives that do not decode.
+class PackReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<PackReader>> Open(const std::string& pack_path,
+                                                          const Limits& limits);
+  ~PackReader();
+  PackReader(const PackReader&) = delete;
+  PackReader& operator=(const PackReader&) = delete;
+
+  // Moves to the next file and returns its name (without the top folder);
+  // nullopt after the last.
+  absl::StatusOr<std::optional<std::string>> Next();
+  // The next piece of the current file, valid until the next call; empty
+  // at the file's end.
+  absl::StatusOr<std::string_view> Read();
+
+ private:
+  explicit PackReader(const Limits& limits) : limits_(limits) {}
+
+  Limits limits_;
+  archive* archive_ = nullptr;
+  std::unique_ptr<gzip::Reader> gzip_;
+  std::set<std::string> seen_;
+  std::string top_, name_;
+  uint64_t file_bytes_ = 0, total_bytes_ = 0;
+  std::string buffer_;
+};
+
+// Extracts the pack at `pack_path` into `dir` (existing, empty), with
+// PackReader's refusals. Returns name -> path; with `digests`, also fills
+// name -> hex SHA-256 of the bytes written.
 absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
     const std::string& pack_path, const std::string& dir, const Limits& limits,
     std::map<std::string, std::string>* digests = nullptr);
