@@ -1,6 +1,7 @@
 #include "export/verify/verify.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <future>
@@ -75,7 +76,10 @@ class LineChunker {
  private:
   template <typename Emit>
   void Hand(Emit& emit) {
-    size_t lines = static_cast<size_t>(std::count(buf_.begin(), buf_.end(), '\n'));
+    size_t lines = 0;
+    for (const char* at = buf_.data(); (at = static_cast<const char*>(std::memchr(at, '\n', buf_.data() + buf_.size() - at))) != nullptr; ++at) {
+      ++lines;
+    }
     if (buf_.back() != '\n') ++lines;
     emit(std::move(buf_), lines);
     buf_ = std::string();
@@ -533,7 +537,8 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   const std::string records_path = dir.path() + "/records";
   std::optional<EntryPass> entry_pass;
   std::optional<ProofPass> proof_pass;
-  std::optional<Failure> stream_failure;  // set when a file cannot be checked at all
+  // The outcomes' digest, recomputed while the proofs are checked.
+  std::future<absl::StatusOr<std::string>> outcomes_digest;
   // Checks entries.jsonl or proofs.jsonl from `next` (pieces; empty at the end).
   auto check = [&](const std::string& name, auto next) -> absl::Status {
     LineChunker chunker;
@@ -559,6 +564,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
       }
       records.close();
       if (!records) return absl::UnavailableError("verify: cannot write a temporary file");
+      outcomes_digest = std::async(std::launch::async, [&outcomes]() -> absl::StatusOr<std::string> {
+        hash::Sha256Stream recomputed;
+        if (auto s = outcomes.Write([&](std::string_view piece) { recomputed.Update(piece); }); !s.ok()) return s;
+        return hash::Hex(recomputed.Final());
+      });
       return absl::OkStatus();
     }
     proof_pass.emplace(*unchecked_cp, *scope, *entry_pass, records_path);
@@ -779,11 +789,10 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   }
 
   // Outcomes, compared by digest, so that neither document is held in memory.
-  hash::Sha256Stream recomputed;
-  if (auto s = outcomes.Write([&](std::string_view piece) { recomputed.Update(piece); }); !s.ok()) {
-    return Fail(r, pack::kOutcomes, -1, std::string(s.message()));
-  }
-  if (hash::Hex(recomputed.Final()) != digests[pack::kOutcomes]) {
+  if (!outcomes_digest.valid()) return absl::InternalError("verify: outcomes were not recomputed");
+  auto recomputed = outcomes_digest.get();
+  if (!recomputed.ok()) return Fail(r, pack::kOutcomes, -1, std::string(recomputed.status().message()));
+  if (*recomputed != digests[pack::kOutcomes]) {
     return Fail(r, pack::kOutcomes, -1, "differs from the outcomes recomputed from the entries");
   }
   r.ok = true;
