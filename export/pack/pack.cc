@@ -317,7 +317,12 @@ absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
   }
 }
 
-Outcomes::Outcomes() : txn_(nullptr, nullptr, &discard_) {}
+Outcomes::Outcomes(size_t spill_bytes)
+    : spill_bytes_(spill_bytes), txn_(std::make_unique<projection::OverlayTxn>(nullptr, nullptr, &discard_)) {}
+
+Outcomes::~Outcomes() = default;
+
+size_t Outcomes::spilled_runs() const { return runs_ ? runs_->runs() : 0; }
 
 absl::Status Outcomes::Add(receipt::Entry entry) {
   pending_.push_back(std::move(entry));
@@ -329,9 +334,28 @@ absl::Status Outcomes::Flush() {
   std::vector<projection::Entry> entries;
   for (const auto& e : pending_) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
   query::StepProjector projector;
-  absl::Status s = projector.Apply(entries, txn_);
+  absl::Status s = projector.Apply(entries, *txn_);
   pending_.clear();
-  return s;
+  if (!s.ok()) return s;
+  return MaybeSpill();
+}
+
+absl::Status Outcomes::MaybeSpill() {
+  size_t bytes = 0;
+  for (const auto& table : txn_->writes()) {
+    for (const auto& [key, value] : table) bytes += key.size() + (value ? value->size() : 0) + 64;
+  }
+  if (bytes < spill_bytes_) return absl::OkStatus();
+  if (!runs_) {
+    spill_dir_ = std::make_unique<ScratchDir>("ledger-outcomes");
+    if (spill_dir_->path().empty()) return absl::UnavailableError("outcomes: cannot create a temporary directory");
+    runs_ = std::make_unique<SpillRuns>(spill_dir_->path());
+  }
+  if (auto s = runs_->Add(txn_->writes()); !s.ok()) return s;
+  SpillRuns* runs = runs_.get();
+  txn_ = std::make_unique<projection::OverlayTxn>(
+      nullptr, [runs](projection::Table t, std::string_view key) { return runs->Get(t, key); }, &discard_);
+  return absl::OkStatus();
 }
 
 namespace {
@@ -351,11 +375,17 @@ template <typename Record>
 absl::Status Outcomes::ForEachRecord(projection::Table table, absl::FunctionRef<void(const Record&)> fn) {
   if (auto s = Flush(); !s.ok()) return s;
   Record record;
-  for (const auto* row : Sorted(txn_, table)) {
-    if (!row->second.has_value() || !record.ParseFromString(*row->second)) {
+  auto each = [&](std::string_view, std::string_view value) -> absl::Status {
+    if (!record.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
       return absl::InternalError(absl::StrCat("outcomes: malformed ", projection::TableName(table), " record"));
     }
     fn(record);
+    return absl::OkStatus();
+  };
+  if (runs_) return runs_->ForEach(table, txn_->writes()[static_cast<int>(table)], each);
+  for (const auto* row : Sorted(*txn_, table)) {
+    if (!row->second.has_value()) continue;
+    if (auto s = each(row->first, *row->second); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -34,6 +34,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "export/gzip/blocked_gzip.h"
+#include "export/pack/spill.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/entry.h"
 #include "nlohmann/json.hpp"
@@ -122,40 +123,6 @@ absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
     const std::string& pack_path, const std::string& dir, const Limits& limits,
     std::map<std::string, std::string>* digests = nullptr);
 
-// Step outcomes recomputed from entries with the ledger's own projector,
-// fed in seq order, in chunks of any size.
-class Outcomes {
- public:
-  Outcomes();
-  // `entry` MUST be the next entry in scope (parsed with receipt::ParseLeaf).
-  absl::Status Add(receipt::Entry entry);
-
-  // outcomes.json, a piece at a time: {"runs":[...],"steps":[...]} and a
-  // newline, each list sorted by key, deterministic. Memory stays that of
-  // the projected records; the whole document is never held.
-  absl::Status Write(absl::FunctionRef<void(std::string_view)> out);
-  // Each step's or run's JSON object, in the order Write lists them.
-  absl::Status ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn);
-  absl::Status ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn);
-  // The same, as the projection's records (query/projector).
-  absl::Status ForEachStepRecord(absl::FunctionRef<void(const evidence::ledger::v1::Step&)> fn);
-  absl::Status ForEachRunRecord(absl::FunctionRef<void(const evidence::ledger::v1::Run&)> fn);
-
- private:
-  absl::Status Flush();
-  template <typename Record>
-  absl::Status ForEachRecord(projection::Table table, absl::FunctionRef<void(const Record&)> fn);
-  // Index rows and step changes are for queries, not outcomes: dropped.
-  class Discard final : public projection::Sink {
-   public:
-    void PutProjection(projection::Table, std::string_view, std::string_view) override {}
-    void DeleteProjection(projection::Table, std::string_view) override {}
-  };
-  Discard discard_;
-  projection::OverlayTxn txn_;
-  std::vector<receipt::Entry> pending_;
-};
-
 // A private directory under the system's temporary directory, removed with
 // everything in it when the object goes. path() is empty if it could not be
 // made.
@@ -169,6 +136,52 @@ class ScratchDir {
 
  private:
   std::string path_;
+};
+
+// Step outcomes recomputed from entries with the ledger's own projector,
+// fed in seq order, in chunks of any size. Memory is bounded: past
+// kSpillBytes of records, they are written to sorted runs in a private
+// temporary directory (spill.h) and read back when needed.
+class Outcomes {
+ public:
+  static constexpr size_t kSpillBytes = size_t{32} << 20;
+
+  explicit Outcomes(size_t spill_bytes = kSpillBytes);
+  ~Outcomes();
+  // `entry` MUST be the next entry in scope (parsed with receipt::ParseLeaf).
+  absl::Status Add(receipt::Entry entry);
+
+  // outcomes.json, a piece at a time: {"runs":[...],"steps":[...]} and a
+  // newline, each list sorted by key, deterministic. The whole document is
+  // never held.
+  absl::Status Write(absl::FunctionRef<void(std::string_view)> out);
+  // Each step's or run's JSON object, in the order Write lists them.
+  absl::Status ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn);
+  absl::Status ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn);
+  // The same, as the projection's records (query/projector).
+  absl::Status ForEachStepRecord(absl::FunctionRef<void(const evidence::ledger::v1::Step&)> fn);
+  absl::Status ForEachRunRecord(absl::FunctionRef<void(const evidence::ledger::v1::Run&)> fn);
+
+  // Runs written to disk so far.
+  size_t spilled_runs() const;
+
+ private:
+  absl::Status Flush();
+  absl::Status MaybeSpill();
+  template <typename Record>
+  absl::Status ForEachRecord(projection::Table table, absl::FunctionRef<void(const Record&)> fn);
+  // Index rows and step changes are for queries, not outcomes: dropped.
+  class Discard final : public projection::Sink {
+   public:
+    void PutProjection(projection::Table, std::string_view, std::string_view) override {}
+    void DeleteProjection(projection::Table, std::string_view) override {}
+  };
+  const size_t spill_bytes_;
+  Discard discard_;
+  std::unique_ptr<projection::OverlayTxn> txn_;
+  std::vector<receipt::Entry> pending_;
+  std::unique_ptr<ScratchDir> spill_dir_;
+  std::unique_ptr<SpillRuns> runs_;
 };
 
 // SHA-256 of a file, hex.
