@@ -78,9 +78,12 @@ absl::Status WriteArchive(const std::map<std::string, ArchiveFile>& files,
 absl::Status WriteArchive(const std::map<std::string, std::string>& files,
                           const std::string& out_path);
 
+// What a pack may hold. A 1,000,000-entry run is about 2 GB once inflated
+// (proofs.jsonl 1.45 GB), so these allow some 30 million entries: large
+// enough for any real scope, small enough that an endless file ends.
 struct Limits {
-  uint64_t max_file_bytes = uint64_t{4} << 30;
-  uint64_t max_total_bytes = uint64_t{8} << 30;
+  uint64_t max_file_bytes = uint64_t{64} << 30;
+  uint64_t max_total_bytes = uint64_t{128} << 30;
   int max_files = 16;
 };
 

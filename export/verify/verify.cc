@@ -477,11 +477,30 @@ std::optional<Scope> ScopeOf(const std::string& manifest_text) {
   return scope;
 }
 
+// A message as an auditor's terminal and JSON may show it: a hostile pack
+// chooses some of its text (names, hashes), so every byte outside printable
+// ASCII, and the backslash, is written \xNN.
+std::string Printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
 Result Fail(Result r, std::string file, int64_t seq, std::string message) {
   r.ok = false;
-  r.file = std::move(file);
+  r.file = Printable(file);
   r.seq = seq;
-  r.message = std::move(message);
+  r.message = Printable(message);
   return r;
 }
 
