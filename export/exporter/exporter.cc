@@ -1,5 +1,8 @@
 #include "export/exporter/exporter.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -48,17 +51,69 @@ class StagedFile {
   gzip::Writer gzip_;
 };
 
-// The seqs of a run's entries below `size`, ascending, by walking its run
-// chain back from the run's head.
-absl::StatusOr<std::vector<uint64_t>> RunSeqs(const store::Store& store, const Scope& scope,
-                                              uint64_t size) {
+// Seqs pushed in descending order and read back ascending, a block at a
+// time, from a temporary file: a run's chain is walked from its head
+// backwards, and memory must not grow with the run.
+class SeqSpool {
+ public:
+  static constexpr size_t kBlock = 1 << 16;
+
+  explicit SeqSpool(std::string path) : path_(std::move(path)) {}
+  ~SeqSpool() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  absl::Status Push(uint64_t seq) {
+    block_.push_back(seq);
+    ++size_;
+    if (block_.size() < kBlock) return absl::OkStatus();
+    if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t bytes = block_.size() * sizeof(uint64_t);
+    if (fd_ < 0 || ::pwrite(fd_, block_.data(), bytes, static_cast<off_t>(blocks_ * bytes)) !=
+                       static_cast<ssize_t>(bytes)) {
+      return absl::UnavailableError(absl::StrCat("export: cannot write ", path_));
+    }
+    ++blocks_;
+    block_.clear();
+    return absl::OkStatus();
+  }
+
+  // Calls fn(seq) for every seq pushed, in the reverse of the order pushed.
+  absl::Status ForEachReversed(absl::FunctionRef<absl::Status(uint64_t)> fn) {
+    for (auto it = block_.rbegin(); it != block_.rend(); ++it) {
+      if (auto s = fn(*it); !s.ok()) return s;
+    }
+    std::vector<uint64_t> block(kBlock);
+    for (uint64_t b = blocks_; b-- > 0;) {
+      size_t bytes = kBlock * sizeof(uint64_t);
+      if (::pread(fd_, block.data(), bytes, static_cast<off_t>(b * bytes)) != static_cast<ssize_t>(bytes)) {
+        return absl::DataLossError(absl::StrCat("export: cannot read ", path_));
+      }
+      for (auto it = block.rbegin(); it != block.rend(); ++it) {
+        if (auto s = fn(*it); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  uint64_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::vector<uint64_t> block_;
+  uint64_t blocks_ = 0, size_ = 0;
+};
+
+// Spools the seqs of a run's entries below `size` by walking its run chain
+// back from the run's head.
+absl::Status RunSeqs(const store::Store& store, const Scope& scope, uint64_t size, SeqSpool* spool) {
   auto head = store.GetRunHead(scope.team, scope.run_id);
   if (!head.ok()) return head.status();
   if (!head->has_value()) {
     return absl::NotFoundError(
         absl::StrCat("run: no run '", scope.run_id, "' in team ", scope.team));
   }
-  std::vector<uint64_t> seqs;
   absl::Status walked = store.WalkLeavesBack(
       **head, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
         // The whole entry is checked when it is written into the pack.
@@ -66,19 +121,20 @@ absl::StatusOr<std::vector<uint64_t>> RunSeqs(const store::Store& store, const S
         if (!run_prev.ok()) {
           return absl::DataLossError(absl::StrCat("entry ", at, ": ", run_prev.status().message()));
         }
-        if (at < size) seqs.push_back(at);
+        if (at < size) {
+          if (auto s = spool->Push(at); !s.ok()) return s;
+        }
         if (run_prev->has_value() && **run_prev >= at) {
           return absl::DataLossError(absl::StrCat("entry ", at, ": run_prev does not go back"));
         }
         return *run_prev;
       });
   if (!walked.ok()) return walked;
-  if (seqs.empty()) {
+  if (spool->size() == 0) {
     return absl::NotFoundError(absl::StrCat("run: '", scope.run_id,
                                             "' has no entry in the latest checkpoint yet"));
   }
-  std::reverse(seqs.begin(), seqs.end());
-  return seqs;
+  return absl::OkStatus();
 }
 
 // The first seq below `size` whose logged_at_us is >= t (logged_at_us never
@@ -100,26 +156,6 @@ absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size
   return lo;
 }
 
-absl::StatusOr<std::vector<uint64_t>> TeamSeqs(const store::Store& store, const Scope& scope,
-                                               uint64_t size) {
-  if (scope.to_us <= scope.from_us) {
-    return absl::InvalidArgumentError("time: want from < to");
-  }
-  auto lo = FirstAtOrAfter(store, size, scope.from_us);
-  if (!lo.ok()) return lo.status();
-  auto hi = FirstAtOrAfter(store, size, scope.to_us);
-  if (!hi.ok()) return hi.status();
-  std::vector<uint64_t> seqs;
-  absl::Status scanned = store.ScanLeaves(*lo, *hi, [&](uint64_t seq, std::string_view leaf) {
-    auto entry = receipt::ParseLeaf(leaf);
-    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
-    if (entry->receipt.team() == scope.team) seqs.push_back(seq);
-    return absl::OkStatus();
-  });
-  if (!scanned.ok()) return scanned;
-  return seqs;
-}
-
 }  // namespace
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
@@ -127,17 +163,11 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   auto cp = log.Checkpoint(0);
   if (!cp.ok()) return cp.status();
   const uint64_t size = cp->size;
-  std::vector<uint64_t> seqs;
   nlohmann::json scope_json;
   if (scope.is_run()) {
-    auto run = RunSeqs(log.store(), scope, size);
-    if (!run.ok()) return run.status();
-    seqs = *std::move(run);
     scope_json = {{"kind", "run"}, {"team", scope.team}, {"run_id", scope.run_id}};
   } else if (scope.is_team_window()) {
-    auto team = TeamSeqs(log.store(), scope, size);
-    if (!team.ok()) return team.status();
-    seqs = *std::move(team);
+    if (scope.to_us <= scope.from_us) return absl::InvalidArgumentError("time: want from < to");
     scope_json = {{"kind", "team"}, {"team", scope.team}, {"from_us", scope.from_us},
                   {"to_us", scope.to_us}};
   } else {
@@ -148,7 +178,6 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
       return absl::OutOfRangeError(absl::StrCat("seq: ", scope.to_seq,
                                                 " is beyond the latest checkpoint's size ", size));
     }
-    for (uint64_t s = scope.from_seq; s < scope.to_seq; ++s) seqs.push_back(s);
     scope_json = {{"kind", "seq"}, {"from_seq", scope.from_seq}, {"to_seq", scope.to_seq}};
   }
 
@@ -231,18 +260,50 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     if (batch.seqs.size() >= 4096) return hand_over();
     return absl::OkStatus();
   };
-  // Consecutive seqs are read with one scan, the rest one by one.
+  // The entries in scope, ascending: a run's by its chain (consecutive
+  // seqs read with one scan, the rest one by one), a team window's by one
+  // scan of the window, a seq range's by one scan.
+  uint64_t count = 0;
+  auto counted = [&](uint64_t seq, std::string_view leaf) {
+    ++count;
+    return add(seq, leaf);
+  };
   absl::Status read;
-  for (size_t i = 0; i < seqs.size() && read.ok();) {
-    size_t j = i + 1;
-    while (j < seqs.size() && seqs[j] == seqs[j - 1] + 1) ++j;
-    if (j - i > 1) {
-      read = log.store().ScanLeaves(seqs[i], seqs[j - 1] + 1, add);
-    } else {
-      auto leaf = log.store().GetLeaf(seqs[i]);
-      read = leaf.ok() ? add(seqs[i], *leaf) : leaf.status();
+  SeqSpool spool(path("run-seqs"));
+  if (scope.is_run()) {
+    read = RunSeqs(log.store(), scope, size, &spool);
+    uint64_t first = 0, end = 0;  // the consecutive seqs [first, end) not yet read
+    auto flush = [&]() -> absl::Status {
+      if (end == first) return absl::OkStatus();
+      if (end - first > 1) return log.store().ScanLeaves(first, end, counted);
+      auto leaf = log.store().GetLeaf(first);
+      return leaf.ok() ? counted(first, *leaf) : leaf.status();
+    };
+    if (read.ok()) {
+      read = spool.ForEachReversed([&](uint64_t seq) -> absl::Status {
+        if (end != first && seq == end) {
+          ++end;
+          return absl::OkStatus();
+        }
+        if (auto s = flush(); !s.ok()) return s;
+        first = seq;
+        end = seq + 1;
+        return absl::OkStatus();
+      });
     }
-    i = j;
+    if (read.ok()) read = flush();
+  } else if (scope.is_team_window()) {
+    auto lo = FirstAtOrAfter(log.store(), size, scope.from_us);
+    auto hi = lo.ok() ? FirstAtOrAfter(log.store(), size, scope.to_us) : lo;
+    read = hi.ok() ? log.store().ScanLeaves(*lo, *hi, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
+      // Only the team's entries; the rest of the window is skipped.
+      auto team = receipt::TeamOf(leaf);
+      if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
+      if (*team != scope.team) return absl::OkStatus();
+      return counted(seq, leaf);
+    }) : hi.status();
+  } else {
+    read = log.store().ScanLeaves(scope.from_seq, scope.to_seq, counted);
   }
   // The projecting thread MUST be joined before anything it uses goes.
   absl::Status handed = hand_over();
@@ -262,7 +323,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
                            {"scope", scope_json},
                            {"tree_size", size},
                            {"root", hash::Hex(cp->root)},
-                           {"counts", {{"entries", seqs.size()}}}};
+                           {"counts", {{"entries", count}}}};
   std::map<std::string, pack::ArchiveFile> files = {
       {pack::kCheckpoint, {path(pack::kCheckpoint)}}, {pack::kVkey, {path(pack::kVkey)}},
       {pack::kEntries, entries.file()}, {pack::kProofs, proofs.file()}};

@@ -147,7 +147,7 @@ class ScratchDir {
 // temporary directory (spill.h) and read back when needed.
 class Outcomes {
  public:
-  static constexpr size_t kSpillBytes = size_t{32} << 20;
+  static constexpr size_t kSpillBytes = size_t{8} << 20;
 
   explicit Outcomes(size_t spill_bytes = kSpillBytes);
   ~Outcomes();
