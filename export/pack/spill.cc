@@ -14,7 +14,7 @@ namespace {
 
 constexpr size_t kIndexEvery = 32;
 constexpr int kProbes = 7;
-constexpr size_t kReadBytes = size_t{1} << 20;
+constexpr size_t kReadBytes = size_t{1} << 16;
 
 // (table, key) as one string that sorts as the pair does.
 std::string Composite(projection::Table table, std::string_view key) {
@@ -149,47 +149,104 @@ SpillRuns::~SpillRuns() {
   }
 }
 
+// Writes one run from records given in (table, key) order.
+class SpillRuns::Writer {
+ public:
+  // `records` bounds how many will be appended (the Bloom filter's size).
+  Writer(std::string path, uint64_t records) {
+    run_.path = std::move(path);
+    run_.fd = ::open(run_.path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    run_.bloom_bits = std::max<uint64_t>(64, (records * 10 + 63) / 64 * 64);
+    run_.bloom.assign(run_.bloom_bits / 64, 0);
+    run_.table_start.fill(UINT64_MAX);
+  }
+
+  absl::Status Append(std::string_view composite, const std::optional<std::string_view>& value) {
+    if (run_.fd < 0) return absl::UnavailableError(absl::StrCat("outcomes: cannot create ", run_.path));
+    int table = static_cast<unsigned char>(composite[0]);
+    if (run_.table_start[table] == UINT64_MAX) run_.table_start[table] = run_.bytes;
+    if (run_.records % kIndexEvery == 0) run_.index.emplace_back(std::string(composite), run_.bytes);
+    ++run_.records;
+    Probes(composite, run_.bloom_bits, [&](uint64_t bit) { run_.bloom[bit / 64] |= uint64_t{1} << (bit % 64); });
+    size_t before = buf_.size();
+    buf_.push_back(composite[0]);
+    PutU32(&buf_, static_cast<uint32_t>(composite.size() - 1));
+    buf_.append(composite.substr(1));
+    buf_.push_back(value.has_value() ? 1 : 0);
+    PutU32(&buf_, value.has_value() ? static_cast<uint32_t>(value->size()) : 0);
+    if (value.has_value()) buf_.append(*value);
+    run_.bytes += buf_.size() - before;
+    if (buf_.size() >= kReadBytes) {
+      if (auto s = WriteAll(run_.fd, buf_, run_.path); !s.ok()) return s;
+      buf_.clear();
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Run> Finish() {
+    if (run_.fd < 0) return absl::UnavailableError(absl::StrCat("outcomes: cannot create ", run_.path));
+    if (auto s = WriteAll(run_.fd, buf_, run_.path); !s.ok()) return s;
+    run_.table_start[projection::kTableCount] = run_.bytes;
+    for (int t = projection::kTableCount - 1; t >= 0; --t) {
+      if (run_.table_start[t] == UINT64_MAX) run_.table_start[t] = run_.table_start[t + 1];
+    }
+    Run done = std::move(run_);
+    run_.fd = -1;
+    return done;
+  }
+
+  ~Writer() {
+    if (run_.fd >= 0) {
+      ::close(run_.fd);
+      ::unlink(run_.path.c_str());
+    }
+  }
+
+ private:
+  Run run_;
+  std::string buf_;
+};
+
 absl::Status SpillRuns::Add(const projection::OverlayTxn::Writes& writes) {
   std::vector<std::pair<std::string, const std::optional<std::string>*>> rows;
   for (int t = 0; t < projection::kTableCount; ++t) {
     for (const auto& [key, value] : writes[t]) rows.emplace_back(Composite(static_cast<projection::Table>(t), key), &value);
   }
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  Run run;
-  run.path = absl::StrCat(dir_, "/run-", runs_.size());
-  run.fd = ::open(run.path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (run.fd < 0) return absl::UnavailableError(absl::StrCat("outcomes: cannot create ", run.path));
-  run.bloom_bits = std::max<uint64_t>(64, (rows.size() * 10 + 63) / 64 * 64);
-  run.bloom.assign(run.bloom_bits / 64, 0);
-  run.table_start.fill(UINT64_MAX);
-  std::string buf;
-  uint64_t offset = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& [composite, value] = rows[i];
-    int table = static_cast<unsigned char>(composite[0]);
-    if (run.table_start[table] == UINT64_MAX) run.table_start[table] = offset;
-    if (i % kIndexEvery == 0) run.index.emplace_back(composite, offset);
-    Probes(composite, run.bloom_bits, [&](uint64_t bit) { run.bloom[bit / 64] |= uint64_t{1} << (bit % 64); });
-    size_t before = buf.size();
-    buf.push_back(composite[0]);
-    PutU32(&buf, static_cast<uint32_t>(composite.size() - 1));
-    buf.append(composite, 1);
-    buf.push_back(value->has_value() ? 1 : 0);
-    PutU32(&buf, value->has_value() ? static_cast<uint32_t>((*value)->size()) : 0);
-    if (value->has_value()) buf.append(**value);
-    offset += buf.size() - before;
-    if (buf.size() >= kReadBytes) {
-      if (auto s = WriteAll(run.fd, buf, run.path); !s.ok()) return s;
-      buf.clear();
-    }
+  Writer writer(absl::StrCat(dir_, "/run-", next_run_++), rows.size());
+  for (const auto& [composite, value] : rows) {
+    std::optional<std::string_view> v;
+    if (value->has_value()) v = **value;
+    if (auto s = writer.Append(composite, v); !s.ok()) return s;
   }
-  if (auto s = WriteAll(run.fd, buf, run.path); !s.ok()) return s;
-  run.bytes = offset;
-  run.table_start[projection::kTableCount] = offset;
-  for (int t = projection::kTableCount - 1; t >= 0; --t) {
-    if (run.table_start[t] == UINT64_MAX) run.table_start[t] = run.table_start[t + 1];
+  auto run = writer.Finish();
+  if (!run.ok()) return run.status();
+  runs_.push_back(*std::move(run));
+  if (runs_.size() > kMaxRuns) return Compact();
+  return absl::OkStatus();
+}
+
+absl::Status SpillRuns::Compact() {
+  uint64_t records = 0;
+  for (const Run& r : runs_) records += r.records;
+  Writer writer(absl::StrCat(dir_, "/run-", next_run_++), records);
+  const projection::OverlayTxn::TableWrites none;
+  for (int t = 0; t < projection::kTableCount; ++t) {
+    auto table = static_cast<projection::Table>(t);
+    // The merged run is the oldest: deleted records need not be kept.
+    absl::Status merged = ForEach(table, none, [&](std::string_view key, std::string_view value) {
+      return writer.Append(Composite(table, key), value);
+    });
+    if (!merged.ok()) return merged;
   }
-  runs_.push_back(std::move(run));
+  auto run = writer.Finish();
+  if (!run.ok()) return run.status();
+  for (const Run& r : runs_) {
+    ::close(r.fd);
+    ::unlink(r.path.c_str());
+  }
+  runs_.clear();
+  runs_.push_back(*std::move(run));
   return absl::OkStatus();
 }
 

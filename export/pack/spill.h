@@ -9,7 +9,8 @@
 //
 // and, in memory, a Bloom filter of its keys (10 bits a key, 7 probes),
 // every 32nd record's key and offset, and where each table starts: about
-// two bytes a record, against the record's hundreds.
+// two bytes a record, against the record's hundreds. Past kMaxRuns runs,
+// all are merged into one.
 //
 // Thread-compatible.
 #ifndef EXPORT_PACK_SPILL_H_
@@ -49,11 +50,16 @@ class SpillRuns {
 
   size_t runs() const { return runs_.size(); }
 
+  // Past this many runs, they are merged into one, so that a lookup reads
+  // few filters and a merge holds few buffers.
+  static constexpr size_t kMaxRuns = 16;
+
  private:
   struct Run {
     std::string path;
     int fd = -1;
     uint64_t bytes = 0;
+    uint64_t records = 0;
     std::vector<uint64_t> bloom;
     uint64_t bloom_bits = 0;
     // Every kIndexEvery-th record: (table, key) and its offset.
@@ -61,8 +67,12 @@ class SpillRuns {
     std::array<uint64_t, projection::kTableCount + 1> table_start{};
   };
 
+  class Writer;
+  absl::Status Compact();
+
   std::string dir_;
   std::vector<Run> runs_;  // oldest first
+  uint64_t next_run_ = 0;
 };
 
 }  // namespace ledger::pack

@@ -21,7 +21,9 @@ TEST(SpillRuns, NewestValueWinsAndDeletionsHide) {
   std::map<std::string, std::optional<std::string>> truth;  // kSteps only
   std::mt19937 rng(7);
   OverlayTxn::Writes writes;
-  for (int round = 0; round < 5; ++round) {
+  // More rounds than kMaxRuns: the runs are merged once on the way.
+  constexpr int kRounds = SpillRuns::kMaxRuns + 4;
+  for (int round = 0; round < kRounds; ++round) {
     writes = OverlayTxn::Writes();
     for (int i = 0; i < 3000; ++i) {
       std::string key = absl::StrCat("k", rng() % 5000);
@@ -32,9 +34,10 @@ TEST(SpillRuns, NewestValueWinsAndDeletionsHide) {
       // Another table with the same keys must not leak into kSteps.
       writes[static_cast<int>(Table::kIndex)][key] = std::string("index");
     }
-    if (round < 4) ASSERT_TRUE(runs.Add(writes).ok());
+    if (round < kRounds - 1) ASSERT_TRUE(runs.Add(writes).ok());
   }
-  ASSERT_EQ(runs.runs(), 4u);
+  // 19 runs written: the 17th merged the first 17 into one.
+  ASSERT_EQ(runs.runs(), 3u);
   // The last round stays in memory, as the newest.
   const OverlayTxn::TableWrites& memory = writes[static_cast<int>(Table::kSteps)];
   for (const auto& [key, value] : truth) {
