@@ -92,7 +92,12 @@ int Phase(const std::string& phase, const std::string& data, uint64_t n) {
     ok = exported.ok();
     double s = std::chrono::duration<double>(Clock::now() - t).count();
     std::ofstream((data + "/vkey")) << (*log)->verifier_key() << "\n";
-    std::cout << nlohmann::json{{"s", s}, {"ok", ok}, {"rss_kb_open", before}, {"peak_rss_kb", PeakRssKb()}}.dump()
+    std::cout << nlohmann::json{{"s", s},
+                                {"ok", ok},
+                                {"rss_kb_open", before},
+                                {"peak_rss_kb", PeakRssKb()},
+                                {"rocksdb_table_readers_kb", (*log)->store().TableReaderBytes() / 1024}}
+                     .dump()
               << std::endl;
     return ok ? 0 : 1;
   }
@@ -176,6 +181,7 @@ int main(int argc, char** argv) {
                         {"export_entries_per_s", export_s > 0 ? static_cast<double>(n) / export_s : 0},
                         {"export_peak_rss_kb", exported.value("peak_rss_kb", 0)},
                         {"export_rss_kb_after_open", exported.value("rss_kb_open", 0)},
+                        {"export_rocksdb_table_readers_kb", exported.value("rocksdb_table_readers_kb", 0)},
                         {"pack_bytes", std::filesystem::exists(pack) ? std::filesystem::file_size(pack) : 0},
                         {"verify_s", verify_s},
                         {"verify_entries_per_s", verify_s > 0 ? static_cast<double>(n) / verify_s : 0},

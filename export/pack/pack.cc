@@ -1,6 +1,7 @@
 #include "export/pack/pack.h"
 
 #include <archive.h>
+#include <malloc.h>
 #include <archive_entry.h>
 
 #include <algorithm>
@@ -355,6 +356,10 @@ absl::Status Outcomes::MaybeSpill() {
   SpillRuns* runs = runs_.get();
   txn_ = std::make_unique<projection::OverlayTxn>(
       nullptr, [runs](projection::Table t, std::string_view key) { return runs->Get(t, key); }, &discard_);
+  // glibc keeps freed memory in its heaps; the records just freed are many
+  // and small, scattered among buffers other threads hold. Hand the pages
+  // back, or the process grows with the pack although its data does not.
+  ::malloc_trim(0);
   return absl::OkStatus();
 }
 

@@ -229,6 +229,12 @@ Store::~Store() = default;
 
 const stats::Histogram& Store::sync_us() const { return rep_->sync_us; }
 
+uint64_t Store::TableReaderBytes() const {
+  uint64_t bytes = 0;
+  rep_->db->GetAggregatedIntProperty("rocksdb.estimate-table-readers-mem", &bytes);
+  return bytes;
+}
+
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Faults* faults) {
   auto rep = std::make_unique<Rep>();
   rocksdb::Options options;

@@ -106,6 +106,9 @@ class Store {
   // The duration of each sync of a file RocksDB wrote (WAL, flushes), in
   // microseconds.
   const stats::Histogram& sync_us() const;
+  // Memory RocksDB holds for reading its table files (indexes and filters
+  // outside the block cache): it grows with the database.
+  uint64_t TableReaderBytes() const;
 
   // A new batch. With `base`, a batch not yet committed that this one
   // follows: node records rewritten by `base` are continued from its
