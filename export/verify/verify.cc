@@ -28,10 +28,10 @@ namespace {
 // needs (a pack whose names are not in the order the exporter writes them)
 // is spilled to a private temporary file and checked after the archive.
 constexpr size_t kSmallFileBytes = size_t{1} << 20;
-constexpr size_t kChunkBytes = size_t{1} << 19;
+constexpr size_t kChunkBytes = size_t{1} << 18;
 constexpr size_t kMaxLineBytes = size_t{64} << 20;
 
-size_t MaxInflight() { return std::max(2u, std::thread::hardware_concurrency()) + 1; }
+size_t MaxInflight() { return 2 * std::max(2u, std::thread::hardware_concurrency()) + 2; }
 
 // A failure found while checking entries and proofs. The one reported is
 // the first in line order and, within a line, in the order a single pass
