@@ -1,6 +1,7 @@
-// The evidence pack (CONTRACT §7): a gzip'd POSIX tar with one top folder
-// and these regular files, mode 0644, mtime 0, owner 0, in sorted order,
-// byte-identical when written twice from the same files:
+// The evidence pack (CONTRACT §7): a gzip'd POSIX tar (the gzip in blocked
+// members, export/gzip) with one top folder and these regular files, mode
+// 0644, mtime 0, owner 0, in sorted order, byte-identical when written twice
+// from the same files:
 //
 //   checkpoint        the signed checkpoint every proof is against
 //   consistency.json  only with an earlier checkpoint: {"old_checkpoint":
