@@ -237,6 +237,35 @@ TEST_F(PackTest, AFlippedByteInAnyFileIsRefused) {
   }
 }
 
+TEST_F(PackTest, AnEntryThatIsNotUtf8OrNotCanonicalIsRefusedAtItsSeq) {
+  std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
+  auto edit_line = [&](int index, const std::function<void(std::string&)>& edit) {
+    return Tamper(p, [&](const std::string& dir) {
+      std::istringstream in(Read(dir + "/entries.jsonl"));
+      std::string out, line;
+      for (int i = 0; std::getline(in, line); ++i) {
+        if (i == index) edit(line);
+        out += line + "\n";
+      }
+      Write(dir + "/entries.jsonl", out);
+    }, /*resign=*/true);
+  };
+  // The third entry's emitter with a byte that is not UTF-8; the seq the
+  // failure names is the one the entry before it leads to.
+  std::string not_utf8 = edit_line(2, [](std::string& l) { l.replace(l.find("\"emitter\":\"") + 11, 1, "\xff"); });
+  verify::Result r = Verify(not_utf8);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.file, pack::kEntries);
+  EXPECT_GE(r.seq, 0);
+  EXPECT_EQ(r.message, "leaf: not in canonical form") << r.message;
+  // A space after a colon: the same JSON, not the canonical bytes.
+  std::string spaced = edit_line(1, [](std::string& l) { l.replace(l.find("\"emitter\":") + 10, 0, " "); });
+  verify::Result s = Verify(spaced);
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.file, pack::kEntries);
+  EXPECT_EQ(s.message, "leaf: not in canonical form") << s.message;
+}
+
 TEST_F(PackTest, ADroppedEntryInTheMiddleOfARunIsRefused) {
   std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
   auto drop_third = [](const std::string& path) {

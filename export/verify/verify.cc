@@ -29,7 +29,8 @@ namespace {
 // is spilled to a private temporary file and checked after the archive.
 constexpr size_t kSmallFileBytes = size_t{1} << 20;
 constexpr size_t kChunkBytes = size_t{1} << 18;
-constexpr size_t kMaxLineBytes = size_t{64} << 20;
+// A leaf holds a receipt of at most 16 KiB; a proof line, 64 hashes.
+constexpr size_t kMaxLineBytes = size_t{1} << 20;
 
 size_t MaxInflight() { return 2 * std::max(2u, std::thread::hardware_concurrency()) + 2; }
 
