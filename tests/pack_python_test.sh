@@ -64,4 +64,8 @@ other=$("$build/cmd/ledgerctl" keygen --origin packs.test/log --out "$work/other
 expect_fail "python, another key" '^FAILED: ledger.vkey: not the key given' py "$work/run.tar.gz" "$other"
 expect_fail "ledgerctl, another key" '^FAILED: ledger.vkey: expected the given key' \
   "$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey-string "$other"
+# Every tamper case, refused by both verifiers with its reason.
+mkdir "$work/tamper"
+/usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \
+  "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper"
 echo "packs: verified by verify_pack.py and ledgerctl; tampering and a wrong key refused by both"

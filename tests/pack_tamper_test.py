@@ -1,0 +1,151 @@
+"""Every tamper case against both verifiers: `ledgerctl verify` and
+export/verify_pack.py must each refuse, with the reason expected.
+
+Cases that a forger without the key could make (a flipped byte in any file, a
+manifest whose digest is not the one signed) are made as such. Cases that
+test the later checks (a dropped or reordered entry, a swapped proof hash, a
+checkpoint signed by another key) re-sign the manifest with the ledger's own
+key file, as only the ledger could, so that the verifiers reach them.
+
+Usage: pack_tamper_test.py LEDGERCTL VERIFY_PACK_PY RUN_PACK VKEY_FILE
+       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR
+"""
+import base64
+import hashlib
+import io
+import json
+import re
+import subprocess
+import sys
+import tarfile
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+
+def signer(key_file):
+    """sign(text) -> signed note, from a PRIVATE+KEY+name+id+base64 file."""
+    _, _, name, key_id, key = open(key_file).read().strip().split("+", 4)
+    raw = base64.b64decode(key)
+    private = Ed25519PrivateKey.from_private_bytes(raw[1:])
+
+    def sign(text):
+        sig = private.sign(text)
+        line = "\u2014 %s %s\n" % (name, base64.b64encode(bytes.fromhex(key_id) + sig).decode())
+        return text + b"\n" + line.encode()
+    return sign
+
+
+def read_pack(path):
+    with tarfile.open(path, "r:gz") as t:
+        return [(m.name.split("/", 1)[1], t.extractfile(m).read()) for m in t]
+
+
+def write_pack(files, path):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.USTAR_FORMAT) as t:
+        for name, data in files:
+            info = tarfile.TarInfo("evidence/" + name)
+            info.size = len(data)
+            info.mode = 0o644
+            t.addfile(info, io.BytesIO(data))
+    open(path, "wb").write(buf.getvalue())
+
+
+def resigned(files, sign):
+    """The manifest rewritten over the files' digests and counts, signed."""
+    d = dict(files)
+    manifest = json.loads(d["manifest.json"])
+    for name, data in d.items():
+        if name not in ("manifest.json", "manifest.sig"):
+            manifest["files"][name] = hashlib.sha256(data).hexdigest()
+    manifest["counts"]["entries"] = d["entries.jsonl"].count(b"\n")
+    text = (json.dumps(manifest, separators=(",", ":"), sort_keys=True) + "\n").encode()
+    d["manifest.json"] = text
+    d["manifest.sig"] = sign((hashlib.sha256(text).hexdigest() + "\n").encode())
+    return sorted(d.items())
+
+
+def edited(files, name, edit):
+    return [(n, edit(d) if n == name else d) for n, d in files]
+
+
+def lines_edited(files, edit):
+    """entries.jsonl and proofs.jsonl with the same edit of their lines."""
+    def apply(data):
+        return b"".join(line + b"\n" for line in edit(data.split(b"\n")[:-1]))
+    return [(n, apply(d) if n in ("entries.jsonl", "proofs.jsonl") else d) for n, d in files]
+
+
+def main():
+    ledgerctl, verify_py, pack, vkey_file, key_file, other_key_file, work = sys.argv[1:8]
+    vkey = open(vkey_file).read().strip()
+    files = read_pack(pack)
+    sign, other_sign = signer(key_file), signer(other_key_file)
+
+    def flip(data):
+        b = bytearray(data)
+        b[len(b) // 2] ^= 1
+        return bytes(b)
+
+    def swap_first_proof_hash(data):
+        at = data.index(b'"inclusion":["') + 14
+        return data[:at] + (b"b" if data[at:at + 1] == b"a" else b"a") + data[at + 1:]
+
+    def foreign_checkpoint(data):
+        text = data.split(b"\n\n")[0] + b"\n"
+        return other_sign(text)
+
+    def manifest_changed(data):
+        m = json.loads(data)
+        m["origin"] = m["origin"] + "-forged"
+        return (json.dumps(m, separators=(",", ":"), sort_keys=True) + "\n").encode()
+
+    # (case, files, ledgerctl's reason, verify_pack.py's reason)
+    cases = []
+    for name, _ in files:
+        ctl = {"manifest.json": r"^FAILED: manifest\.json: SHA-256 is [0-9a-f]{64}, the signature covers ",
+               "manifest.sig": r"^FAILED: manifest\.sig: ",
+               "ledger.vkey": r"^FAILED: ledger\.vkey: expected the given key "}.get(
+                   name, r"^FAILED: %s: SHA-256 expected [0-9a-f]{64}, found [0-9a-f]{64}" % re.escape(name))
+        py = {"manifest.json": r"^FAILED: manifest\.json: SHA-256 [0-9a-f]{64} is not the one signed",
+              "manifest.sig": r"^FAILED: manifest\.sig: ",
+              "ledger.vkey": r"^FAILED: ledger\.vkey: not the key given"}.get(
+                  name, r"^FAILED: %s: SHA-256 expected [0-9a-f]{64}, found [0-9a-f]{64}" % re.escape(name))
+        cases.append(("a flipped byte in " + name, edited(files, name, flip), ctl, py))
+    cases += [
+        ("a manifest changed, its signature not", edited(files, "manifest.json", manifest_changed),
+         r"^FAILED: manifest\.json: SHA-256 is ", r"^FAILED: manifest\.json: SHA-256 [0-9a-f]{64} is not the one signed"),
+        ("an entry dropped in the middle of the run",
+         resigned(lines_edited(files, lambda ls: ls[:3] + ls[4:]), sign),
+         r"^FAILED: entries\.jsonl seq \d+: run_prev expected \d+, found \d+",
+         r"^FAILED: entries\.jsonl seq \d+: run_prev expected \d+, found \d+"),
+        ("two entries reordered",
+         resigned(lines_edited(files, lambda ls: ls[:4] + [ls[5], ls[4]] + ls[6:]), sign),
+         r"^FAILED: entries\.jsonl seq \d+: (run_prev expected|seq after \d+ is not ascending)",
+         r"^FAILED: entries\.jsonl seq \d+: (run_prev expected|not after seq)"),
+        ("a proof hash swapped", resigned(edited(files, "proofs.jsonl", swap_first_proof_hash), sign),
+         r"^FAILED: proofs\.jsonl seq \d+: inclusion: proof for index \d+ leads to root [0-9a-f]{64}",
+         r"^FAILED: proofs\.jsonl seq \d+: inclusion proof does not lead to the checkpoint's root"),
+        ("a checkpoint signed by another key", resigned(edited(files, "checkpoint", foreign_checkpoint), sign),
+         r"^FAILED: checkpoint: signed note: no signature by ", r"^FAILED: checkpoint: no signature by "),
+    ]
+    failures = 0
+    for label, tampered, ctl_want, py_want in cases:
+        path = "%s/tampered.tar.gz" % work
+        write_pack(tampered, path)
+        for tool, cmd, want in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file], ctl_want),
+                                ("verify_pack.py", ["/usr/bin/python3", verify_py, path, vkey], py_want)):
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            out = (p.stdout + p.stderr).strip()
+            if p.returncode == 0 or not re.search(want, out, re.M):
+                print("FAIL: %s, %s (exit %d): %s" % (label, tool, p.returncode, out[:400]))
+                failures += 1
+            else:
+                print("%s: %s refused it: %s" % (label, tool, [l for l in out.splitlines() if l.startswith("FAILED")][0][:140]))
+    if failures:
+        sys.exit(1)
+    print("tampering: %d cases refused by both verifiers with the reason" % len(cases))
+
+
+if __name__ == "__main__":
+    main()
