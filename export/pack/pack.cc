@@ -412,18 +412,33 @@ absl::Status Outcomes::ForEachRun(absl::FunctionRef<void(const nlohmann::json&)>
 }
 
 absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
+  // Written straight from the records (query::AppendStepJson), handed on
+  // a quarter megabyte at a time.
+  std::string buf = "{\"runs\":[";
   bool first = true;
-  auto item = [&](const nlohmann::json& j) {
-    out(first ? "" : ",");
-    first = false;
-    out(j.dump());
+  auto spill = [&] {
+    if (buf.size() < (1 << 18)) return;
+    out(buf);
+    buf.clear();
   };
-  out("{\"runs\":[");
-  if (auto s = ForEachRun(item); !s.ok()) return s;
-  out("],\"steps\":[");
+  absl::Status runs = ForEachRunRecord([&](const query::pb::Run& r) {
+    if (!first) buf.push_back(',');
+    first = false;
+    query::AppendRunJson(r, &buf);
+    spill();
+  });
+  if (!runs.ok()) return runs;
+  buf += "],\"steps\":[";
   first = true;
-  if (auto s = ForEachStep(item); !s.ok()) return s;
-  out("]}\n");
+  absl::Status steps = ForEachStepRecord([&](const query::pb::Step& s) {
+    if (!first) buf.push_back(',');
+    first = false;
+    query::AppendStepJson(s, &buf);
+    spill();
+  });
+  if (!steps.ok()) return steps;
+  buf += "]}\n";
+  out(buf);
   return absl::OkStatus();
 }
 

@@ -58,6 +58,13 @@ std::string AnomalyName(pb::Anomaly a);
 nlohmann::json StepJson(const pb::Step& s);
 nlohmann::json RunJson(const pb::Run& r);
 
+// The same bytes as StepJson(s).dump() and RunJson(r).dump(), written
+// straight to `out`: outcomes.json has one per step, and building a JSON
+// tree for each costs several times the writing. `s` and `r` hold UTF-8
+// (they come from canonical leaves).
+void AppendStepJson(const pb::Step& s, std::string* out);
+void AppendRunJson(const pb::Run& r, std::string* out);
+
 }  // namespace ledger::query
 
 #endif  // QUERY_PROJECTOR_PROJECTOR_H_

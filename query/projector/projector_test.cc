@@ -1,5 +1,6 @@
 #include "query/projector/projector.h"
 
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -315,6 +316,109 @@ TEST(KeysTest, StepKeyRoundTripAndOrder) {
   EXPECT_LT(TeamTimeRow("t", 5, "z"), TeamTimeRow("t", 6, "a"));  // time orders rows
   EXPECT_EQ(StateName(pb::STEP_STATE_UNKNOWN), "unknown");
   EXPECT_EQ(AnomalyName(pb::ANOMALY_LATE_COMPLETION), "late_completion");
+}
+
+// AppendStepJson and AppendRunJson write what StepJson and RunJson dump,
+// byte for byte, for records with every part present or absent, odd
+// characters in their strings, and extreme numbers.
+TEST(ProjectorJsonTest, DirectWritersMatchTheJsonTrees) {
+  std::mt19937_64 rng(11);
+  const std::vector<std::string> strings = {"", "run-1", "quote\" back\\slash", "tab\tnew\nline\r",
+                                            std::string("nul\0ctl\x01\x1f\x7f", 11), "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x94\x91",
+                                            "</script>&"};
+  auto str = [&] { return strings[rng() % strings.size()]; };
+  auto num = [&]() -> int64_t {
+    switch (rng() % 4) {
+      case 0: return 0;
+      case 1: return INT64_MAX;
+      case 2: return INT64_MIN;
+      default: return static_cast<int64_t>(rng() % 100000) - 50000;
+    }
+  };
+  auto calls = [&](pb::CallTotals* c) {
+    c->set_model_calls_allowed(num());
+    c->set_model_calls_denied(num());
+    c->set_tool_calls_allowed(num());
+    c->set_tool_calls_denied(num());
+    c->set_input_tokens(num());
+    c->set_output_tokens(num());
+    c->set_cost_micros(num());
+  };
+  for (int i = 0; i < 2000; ++i) {
+    pb::Step s;
+    s.set_team(str());
+    s.set_run_id(str());
+    s.set_step_id(str());
+    s.set_attempt(num());
+    s.set_workflow(str());
+    s.set_agent(str());
+    s.set_state(static_cast<pb::StepState>(rng() % 6));
+    s.set_first_at_us(num());
+    s.set_last_seq(rng());
+    calls(s.mutable_calls());
+    s.set_actual_cost_micros(num());
+    s.set_charged_cost_micros(num());
+    if (rng() % 2) {
+      s.set_has_start(true);
+      s.set_start_seq(rng());
+      s.set_start_receipt_id(str());
+      s.set_started_at_us(num());
+      s.set_decision(rng() % 2 ? pb::DECISION_DENY : pb::DECISION_ALLOW);
+      s.set_reason(str());
+      s.set_timeout_ms(num());
+      s.set_timeout_at_us(num());
+      s.set_cost_reserved_micros(num());
+    }
+    if (rng() % 2) {
+      s.set_has_completion(true);
+      s.set_completion_seq(rng());
+      s.set_completion_receipt_id(str());
+      s.set_completed_at_us(num());
+      s.set_exec_status(static_cast<pb::ExecStatus>(rng() % 5));
+      s.set_exit_code(num());
+      s.set_duration_ms(num());
+      s.set_exec_cost_micros(num());
+    }
+    if (rng() % 2) {
+      s.set_has_unknown(true);
+      s.set_unknown_seq(rng());
+      s.set_unknown_at_us(num());
+      s.set_deadline_us(num());
+    }
+    for (int a = static_cast<int>(rng() % 3); a > 0; --a) s.add_anomalies(static_cast<pb::Anomaly>(1 + rng() % 4));
+    for (int q = static_cast<int>(rng() % 4); q > 0; --q) s.add_seqs(rng());
+    std::string direct;
+    AppendStepJson(s, &direct);
+    ASSERT_EQ(direct, StepJson(s).dump()) << s.DebugString();
+
+    pb::Run r;
+    r.set_team(str());
+    r.set_run_id(str());
+    r.set_workflow(str());
+    r.set_first_seq(rng());
+    r.set_last_seq(rng());
+    r.set_first_at_us(num());
+    r.set_last_at_us(num());
+    r.set_entries(num());
+    r.set_steps_pending(num());
+    r.set_steps_succeeded(num());
+    r.set_steps_failed(num());
+    r.set_steps_denied(num());
+    r.set_steps_unknown(num());
+    for (int u = static_cast<int>(rng() % 3); u > 0; --u) {
+      auto* ref = r.add_unknown_steps();
+      ref->set_step_id(str());
+      ref->set_attempt(num());
+    }
+    calls(r.mutable_calls());
+    calls(r.mutable_unattached_calls());
+    r.set_actual_cost_micros(num());
+    r.set_charged_cost_micros(num());
+    r.set_anomalies(num());
+    std::string run;
+    AppendRunJson(r, &run);
+    ASSERT_EQ(run, RunJson(r).dump()) << r.DebugString();
+  }
 }
 
 }  // namespace
