@@ -70,17 +70,23 @@ pb::Receipt Make(uint64_t i) {
   return r;
 }
 
+// The bench's ledger in `data`, its key created there the first time.
+absl::StatusOr<std::unique_ptr<ledger::log::Log>> OpenLog(const std::string& data) {
+  ledger::log::Log::Options o;
+  o.data_dir = data;
+  o.origin = "pack-bench.test/log";
+  auto key = ledger::log::LoadOrCreateKey(data, "", o.origin);
+  if (!key.ok()) return key.status();
+  return ledger::log::Log::Open(o, *key);
+}
+
 // The export or the verification alone, in this process: one JSON line.
 int Phase(const std::string& phase, const std::string& data, uint64_t n) {
   std::string pack = data + "/big-run.tar.gz";
   auto t = Clock::now();
   bool ok = false;
   if (phase == "export") {
-    ledger::log::Log::Options o;
-    o.data_dir = data;
-    o.origin = "pack-bench.test/log";
-    auto key = ledger::log::LoadOrCreateKey(data, "", o.origin);
-    auto log = ledger::log::Log::Open(o, *key);
+    auto log = OpenLog(data);
     if (!log.ok()) {
       std::cerr << log.status() << "\n";
       return 1;
@@ -143,11 +149,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(data);
   double fill_s = 0;
   {
-    ledger::log::Log::Options o;
-    o.data_dir = data;
-    o.origin = "pack-bench.test/log";
-    auto key = ledger::log::LoadOrCreateKey(data, "", o.origin);
-    auto log = ledger::log::Log::Open(o, *key);
+    auto log = OpenLog(data);
     if (!log.ok()) {
       std::cerr << log.status() << "\n";
       return 1;

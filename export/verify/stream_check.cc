@@ -1,0 +1,489 @@
+#include "export/verify/stream_check.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ledger/hash/hash.h"
+#include "ledger/merkle/merkle.h"
+#include "ledger/receipt/entry.h"
+#include "nlohmann/json.hpp"
+
+namespace ledger::verify {
+
+void KeepFirst(std::optional<Failure>* first, std::optional<Failure> f) {
+  if (f && (!*first || *f < **first)) *first = std::move(f);
+}
+
+namespace {
+
+constexpr size_t kChunkBytes = size_t{1} << 18;
+// A leaf holds a receipt of at most 16 KiB; a proof line, 64 hashes.
+constexpr size_t kMaxLineBytes = size_t{1} << 20;
+
+size_t MaxInflight() { return 2 * std::max(2u, std::thread::hardware_concurrency()) + 2; }
+
+// Whole lines out of a file's pieces, a chunk of about kChunkBytes at a
+// time. Lines are split at "\n"; a last line without one is a line.
+class LineChunker {
+ public:
+  // Appends a piece; calls emit(chunk, lines) for each whole chunk.
+  // False if a line grows beyond kMaxLineBytes.
+  template <typename Emit>
+  bool Add(std::string_view piece, Emit emit) {
+    buf_.append(piece);
+    if (buf_.size() < kChunkBytes) return true;
+    size_t cut = buf_.rfind('\n');
+    if (cut == std::string::npos) return buf_.size() <= kMaxLineBytes;
+    std::string rest = buf_.substr(cut + 1);
+    buf_.resize(cut + 1);
+    Hand(emit);
+    buf_ = std::move(rest);
+    return true;
+  }
+  template <typename Emit>
+  void Finish(Emit emit) {
+    if (!buf_.empty()) Hand(emit);
+  }
+
+ private:
+  template <typename Emit>
+  void Hand(Emit& emit) {
+    size_t lines = 0;
+    for (const char* at = buf_.data(); (at = static_cast<const char*>(std::memchr(at, '\n', buf_.data() + buf_.size() - at))) != nullptr; ++at) {
+      ++lines;
+    }
+    if (buf_.back() != '\n') ++lines;
+    emit(std::move(buf_), lines);
+    buf_ = std::string();
+  }
+  std::string buf_;
+};
+
+// Calls fn(line) for each line of a chunk.
+template <typename Fn>
+void ForEachLine(std::string_view chunk, Fn fn) {
+  size_t at = 0;
+  while (at < chunk.size()) {
+    size_t nl = chunk.find('\n', at);
+    if (nl == std::string_view::npos) nl = chunk.size();
+    fn(chunk.substr(at, nl - at));
+    at = nl + 1;
+  }
+}
+
+// What the proof pass needs of each entry line, kept in a temporary file
+// between the two passes so that memory does not grow with the pack.
+struct Record {
+  enum Flags : uint8_t { kParsed = 1, kSameTeam = 2, kSameRun = 4 };
+  int64_t tail_seq;  // the seq at the end of the leaf, -1 if none
+  hash::Hash leaf_hash;
+  uint64_t seq;
+  int64_t logged_at_us;
+  uint64_t run_prev_plus_one;  // 0: none
+  uint8_t flags;
+};
+
+// Reads proof lines: the exporter's exact form
+// {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]} fast, reusing the
+// hashes the line before spelled the same way (neighbours share most of
+// their path), anything else through the general JSON parser.
+class ProofLineParser {
+ public:
+  // False if `line` is not a proof line. `line` MUST stay valid until the
+  // next call.
+  bool Parse(std::string_view line, int64_t* seq, std::string_view* leaf_hash,
+             std::vector<hash::Hash>* path) {
+    if (Fast(line, seq, leaf_hash, path)) return true;
+    hex_.clear();
+    path->clear();
+    nlohmann::json proof = nlohmann::json::parse(line, nullptr, false);
+    if (proof.is_discarded() || !proof.is_object() || !proof.contains("seq") ||
+        !proof["seq"].is_number_unsigned() || !proof.contains("leaf_hash") ||
+        !proof["leaf_hash"].is_string() || !proof.contains("inclusion") ||
+        !proof["inclusion"].is_array() || proof.size() != 3) {
+      return false;
+    }
+    *seq = proof["seq"].get<int64_t>();
+    slow_leaf_hash_ = proof["leaf_hash"].get<std::string>();
+    *leaf_hash = slow_leaf_hash_;
+    for (const auto& h : proof["inclusion"]) {
+      if (!h.is_string()) return false;
+      auto parsed = hash::ParseHex(h.get<std::string>());
+      if (!parsed.ok()) return false;
+      path->push_back(*parsed);
+    }
+    return true;
+  }
+
+ private:
+  bool Fast(std::string_view s, int64_t* seq, std::string_view* leaf_hash, std::vector<hash::Hash>* path) {
+    constexpr std::string_view kSeq = "{\"seq\":", kLeaf = ",\"leaf_hash\":\"", kInc = "\",\"inclusion\":[";
+    if (s.substr(0, kSeq.size()) != kSeq) return false;
+    s.remove_prefix(kSeq.size());
+    size_t digits = 0;
+    int64_t v = 0;
+    while (digits < s.size() && digits < 16 && s[digits] >= '0' && s[digits] <= '9') {
+      v = v * 10 + (s[digits] - '0');
+      ++digits;
+    }
+    if (digits == 0 || (s[0] == '0' && digits > 1) || s.substr(digits, kLeaf.size()) != kLeaf ||
+        s.size() < digits + kLeaf.size() + 64 + kInc.size() ||
+        s.substr(digits + kLeaf.size() + 64, kInc.size()) != kInc) {
+      return false;
+    }
+    *seq = v;
+    *leaf_hash = s.substr(digits + kLeaf.size(), 64);
+    s.remove_prefix(digits + kLeaf.size() + 64 + kInc.size());
+    size_t n = 0;
+    while (!s.empty() && s[0] == '"' && s.size() >= 66 && s[65] == '"') {
+      std::string_view hex = s.substr(1, 64);
+      if (n < hex_.size() && hex_[n] == hex) {
+        // Spelled as the line before did: the same, already checked, hash.
+      } else {
+        auto h = hash::ParseHex(hex);
+        if (!h.ok()) return Reset(path);
+        if (n < hex_.size()) {
+          hex_[n] = hex;
+          (*path)[n] = *h;
+        } else {
+          hex_.push_back(hex);
+          path->push_back(*h);
+        }
+      }
+      ++n;
+      s.remove_prefix(66);
+      if (!s.empty() && s[0] == ',' && s.size() > 1 && s[1] == '"') s.remove_prefix(1);
+    }
+    if (s != "]}") return Reset(path);
+    hex_.resize(n);
+    path->resize(n);
+    return true;
+  }
+  bool Reset(std::vector<hash::Hash>* path) {
+    hex_.clear();
+    path->clear();
+    return false;
+  }
+
+  std::vector<std::string_view> hex_;  // the previous line's hashes as spelled
+  std::string slow_leaf_hash_;
+};
+
+// A pass over one file's lines, fed a chunk at a time.
+class LinePass {
+ public:
+  virtual ~LinePass() = default;
+  virtual void AddChunk(std::string chunk, size_t lines) = 0;
+  // Waits for every chunk.
+  virtual void Finish() = 0;
+  // A line was longer than kMaxLineBytes: the rest is not checked.
+  virtual void Overlong() = 0;
+};
+
+// Cuts `next`'s pieces into chunks of whole lines for `pass`.
+absl::Status Feed(LinePass& pass, NextPiece next) {
+  LineChunker chunker;
+  auto emit = [&](std::string chunk, size_t lines) { pass.AddChunk(std::move(chunk), lines); };
+  bool fits = true;
+  while (true) {
+    auto piece = next();
+    if (!piece.ok()) {
+      pass.Finish();
+      return piece.status();
+    }
+    if (piece->empty()) break;
+    if (fits && !chunker.Add(*piece, emit)) fits = false;
+  }
+  if (fits) {
+    chunker.Finish(emit);
+    pass.Finish();
+  } else {
+    pass.Overlong();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// The first entry pass: decodes each line (on worker threads), then, in
+// order, checks seq order, the tree size and prev links, projects the
+// entry into outcomes and records what the proof pass needs.
+class StreamCheck::EntryPass : public LinePass {
+ public:
+  EntryPass(uint64_t tree_size, pack::Outcomes* outcomes, std::ofstream* records)
+      : tree_size_(tree_size), outcomes_(outcomes), records_(records) {}
+
+  void AddChunk(std::string chunk, size_t lines) override {
+    uint64_t first = next_line_;
+    next_line_ += lines;
+    if (failure_) return;
+    inflight_.push_back(std::async(std::launch::async, Decode, std::move(chunk), first));
+    while (inflight_.size() > MaxInflight()) TakeOldest();
+  }
+  // Waits for every chunk.
+  void Finish() override {
+    while (!inflight_.empty()) TakeOldest();
+  }
+  // A line too long to be an entry.
+  void Overlong() override {
+    Finish();
+    KeepFirst(&failure_, Failure{next_line_, Failure::kDecode, pack::kEntries, -1,
+                                 absl::StrCat("a line longer than ", kMaxLineBytes, " bytes")});
+  }
+
+  const std::optional<Failure>& failure() const { return failure_; }
+  uint64_t entries() const { return entries_; }
+  std::optional<uint64_t> last_seq() const { return last_seq_; }
+  const std::string& first_team() const { return first_team_; }
+  const std::string& first_run() const { return first_run_; }
+
+ private:
+  struct Decoded {
+    uint64_t first_line;
+    std::vector<absl::StatusOr<receipt::Entry>> entries;
+    std::vector<hash::Hash> hashes;
+    std::vector<int64_t> tail_seqs;
+  };
+
+  static Decoded Decode(std::string chunk, uint64_t first_line) {
+    Decoded d{first_line, {}, {}, {}};
+    ForEachLine(chunk, [&](std::string_view leaf) {
+      d.hashes.push_back(hash::LeafHash(leaf));
+      auto tail = receipt::SeqOf(leaf);
+      d.tail_seqs.push_back(tail.ok() ? static_cast<int64_t>(*tail) : -1);
+      d.entries.push_back(receipt::ParseLeaf(leaf));
+    });
+    return d;
+  }
+
+  void TakeOldest() {
+    Decoded d = inflight_.front().get();
+    inflight_.pop_front();
+    for (size_t k = 0; k < d.entries.size() && !failure_; ++k) Check(d.first_line + k, d, k);
+  }
+
+  void Check(uint64_t line, Decoded& d, size_t k) {
+    Record rec{d.tail_seqs[k], d.hashes[k], 0, 0, 0, 0};
+    auto fail = [&](int stage, int64_t seq, std::string message) {
+      failure_ = Failure{line, stage, pack::kEntries, seq, std::move(message)};
+    };
+    absl::StatusOr<receipt::Entry>& entry = d.entries[k];
+    if (!entry.ok()) {
+      fail(Failure::kDecode, last_seq_ ? static_cast<int64_t>(*last_seq_ + 1) : -1,
+           std::string(entry.status().message()));
+    } else {
+      int64_t seq = static_cast<int64_t>(entry->seq);
+      if (last_seq_.has_value() && entry->seq <= *last_seq_) {
+        fail(Failure::kOrder, seq, absl::StrCat("seq after ", *last_seq_, " is not ascending"));
+      } else if (entry->seq >= tree_size_) {
+        fail(Failure::kTreeSize, seq, absl::StrCat("not in the checkpoint's tree of size ", tree_size_));
+      } else if (last_seq_.has_value() && entry->seq == *last_seq_ + 1 && entry->prev != last_hash_) {
+        fail(Failure::kLinks, seq,
+             absl::StrCat("prev expected ", hash::Hex(last_hash_), ", found ", hash::Hex(entry->prev)));
+      }
+      if (entries_ == 0) {
+        first_team_ = entry->receipt.team();
+        first_run_ = entry->receipt.run_id();
+      }
+      rec.seq = entry->seq;
+      rec.logged_at_us = entry->logged_at_us;
+      rec.run_prev_plus_one = entry->run_prev ? *entry->run_prev + 1 : 0;
+      rec.flags = Record::kParsed | (entry->receipt.team() == first_team_ ? Record::kSameTeam : 0) |
+                  (entry->receipt.run_id() == first_run_ ? Record::kSameRun : 0);
+    }
+    // The failing line's record too: its proof is checked, and a proof
+    // failure comes before a link failure on the same line.
+    records_->write(reinterpret_cast<const char*>(&rec), sizeof rec);
+    if (failure_) return;
+    last_seq_ = entry->seq;
+    last_hash_ = d.hashes[k];
+    int64_t seq = static_cast<int64_t>(entry->seq);
+    if (auto st = outcomes_->Add(*std::move(entry)); !st.ok()) {
+      fail(Failure::kProject, seq, std::string(st.message()));
+      return;
+    }
+    ++entries_;
+  }
+
+  const uint64_t tree_size_;
+  pack::Outcomes* outcomes_;
+  std::ofstream* records_;
+  std::deque<std::future<Decoded>> inflight_;
+  uint64_t next_line_ = 0, entries_ = 0;
+  std::optional<uint64_t> last_seq_;
+  hash::Hash last_hash_{};
+  std::string first_team_, first_run_;
+  std::optional<Failure> failure_;
+};
+
+// The second pass: each proof line against its entry's record, its
+// inclusion proof against the checkpoint, and the scope checks, chunks on
+// worker threads.
+class StreamCheck::ProofPass : public LinePass {
+ public:
+  ProofPass(const note::Checkpoint& cp, const Scope& scope, const EntryPass& entries,
+            const std::string& records_path)
+      : cp_(cp), scope_(scope), first_team_(entries.first_team()), first_run_(entries.first_run()),
+        records_(records_path, std::ios::binary) {}
+
+  void AddChunk(std::string chunk, size_t lines) override {
+    uint64_t first = next_line_;
+    next_line_ += lines;
+    if (failure_ || exhausted_) {
+      if (exhausted_) more_proofs_ = true;
+      return;
+    }
+    std::vector<Record> recs(lines);
+    records_.read(reinterpret_cast<char*>(recs.data()), static_cast<std::streamsize>(lines * sizeof(Record)));
+    size_t got = static_cast<size_t>(records_.gcount()) / sizeof(Record);
+    if (got < lines) {
+      exhausted_ = true;
+      more_proofs_ = true;
+      recs.resize(got);
+    }
+    std::optional<Record> before = previous_;
+    if (!recs.empty()) previous_ = recs.back();
+    inflight_.push_back(std::async(std::launch::async, &StreamCheck::ProofPass::Check, this, std::move(chunk), first,
+                                   std::move(recs), before));
+    while (inflight_.size() > MaxInflight()) TakeOldest();
+  }
+  // Waits for every chunk; then, if entries remain, the first without a
+  // proof fails.
+  void Finish() override {
+    while (!inflight_.empty()) TakeOldest();
+    Record rec;
+    if (!failure_ && !exhausted_ &&
+        records_.read(reinterpret_cast<char*>(&rec), sizeof rec).gcount() == sizeof rec) {
+      failure_ = Failure{next_line_, Failure::kMissingProof, pack::kProofs, rec.tail_seq, "fewer proofs than entries"};
+    }
+  }
+  void Overlong() override {
+    Finish();
+    KeepFirst(&failure_, Failure{next_line_, Failure::kProof, pack::kProofs, -1,
+                                 absl::StrCat("a line longer than ", kMaxLineBytes, " bytes")});
+  }
+
+  const std::optional<Failure>& failure() const { return failure_; }
+  bool more_proofs() const { return more_proofs_; }
+
+ private:
+  void TakeOldest() {
+    KeepFirst(&failure_, inflight_.front().get());
+    inflight_.pop_front();
+  }
+
+  std::optional<Failure> Check(std::string chunk, uint64_t first_line, std::vector<Record> recs,
+                               std::optional<Record> before) const {
+    merkle::InclusionVerifier inclusion(cp_.size, cp_.root);
+    ProofLineParser parser;
+    std::vector<hash::Hash> path;
+    std::optional<Failure> failure;
+    size_t k = 0;
+    ForEachLine(chunk, [&](std::string_view line) {
+      if (failure || k >= recs.size()) return;
+      const Record& rec = recs[k];
+      const Record* prev = k > 0 ? &recs[k - 1] : before ? &*before : nullptr;
+      uint64_t at = first_line + k++;
+      auto fail = [&](int stage, std::string message) {
+        bool scope = stage == Failure::kScope;
+        failure = Failure{at, stage, scope ? pack::kEntries : pack::kProofs,
+                          scope ? static_cast<int64_t>(rec.seq) : rec.tail_seq, std::move(message)};
+      };
+      int64_t proof_seq = -1;
+      std::string_view proof_leaf_hash;
+      if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash, &path) ||
+          proof_seq != rec.tail_seq) {
+        return fail(Failure::kProof, "not the proof line of this entry");
+      }
+      std::string leaf_hex = hash::Hex(rec.leaf_hash);
+      if (proof_leaf_hash != leaf_hex) {
+        return fail(Failure::kProof, absl::StrCat("leaf_hash expected ", leaf_hex, ", found ", std::string(proof_leaf_hash)));
+      }
+      if (static_cast<uint64_t>(rec.tail_seq) < cp_.size) {
+        if (auto st = inclusion.Verify(static_cast<uint64_t>(rec.tail_seq), rec.leaf_hash, path); !st.ok()) {
+          return fail(Failure::kProof, std::string(st.message()));
+        }
+      }
+      if (!(rec.flags & Record::kParsed)) return;
+      std::optional<uint64_t> last_seq;
+      if (prev != nullptr) last_seq = prev->seq;
+      std::string scope_failure = ScopeFailure(rec, last_seq);
+      if (!scope_failure.empty()) fail(Failure::kScope, std::move(scope_failure));
+    });
+    return failure;
+  }
+
+  // Why an entry is outside the pack's scope, or "".
+  std::string ScopeFailure(const Record& rec, std::optional<uint64_t> last_seq) const {
+    bool team = (rec.flags & Record::kSameTeam) && first_team_ == scope_.team;
+    bool run = (rec.flags & Record::kSameRun) && first_run_ == scope_.run_id;
+    std::optional<uint64_t> run_prev;
+    if (rec.run_prev_plus_one > 0) run_prev = rec.run_prev_plus_one - 1;
+    if (scope_.kind == "run") {
+      if (!team || !run) return "not an entry of the pack's run";
+      if (run_prev != last_seq) {
+        return absl::StrCat("run_prev expected ",
+                            last_seq ? std::to_string(*last_seq) : "none (the run's first entry)", ", found ",
+                            run_prev ? std::to_string(*run_prev) : "none");
+      }
+    } else if (scope_.kind == "team") {
+      if (!team || rec.logged_at_us < scope_.from_us || rec.logged_at_us >= scope_.to_us) {
+        return "not an entry of the pack's team and time window";
+      }
+    } else if (rec.seq != (last_seq ? *last_seq + 1 : scope_.from_seq)) {
+      return absl::StrCat("seq expected ", last_seq ? *last_seq + 1 : scope_.from_seq, " (the range has a gap)");
+    }
+    return "";
+  }
+
+  const note::Checkpoint cp_;
+  const Scope scope_;
+  const std::string first_team_, first_run_;
+  std::ifstream records_;
+  std::deque<std::future<std::optional<Failure>>> inflight_;
+  std::optional<Record> previous_;
+  uint64_t next_line_ = 0;
+  bool exhausted_ = false, more_proofs_ = false;
+  std::optional<Failure> failure_;
+};
+
+StreamCheck::StreamCheck(const std::string& scratch_dir, pack::Outcomes* outcomes)
+    : records_path_(scratch_dir + "/records"), outcomes_(outcomes) {}
+
+StreamCheck::~StreamCheck() = default;
+
+absl::Status StreamCheck::Entries(uint64_t tree_size, NextPiece next) {
+  std::ofstream records(records_path_, std::ios::binary | std::ios::trunc);
+  entry_pass_ = std::make_unique<EntryPass>(tree_size, outcomes_, &records);
+  if (auto s = Feed(*entry_pass_, next); !s.ok()) return s;
+  records.close();
+  if (!records) return absl::UnavailableError("verify: cannot write a temporary file");
+  return absl::OkStatus();
+}
+
+bool StreamCheck::entries_checked() const { return entry_pass_ != nullptr; }
+
+absl::Status StreamCheck::Proofs(const note::Checkpoint& cp, const Scope& scope, NextPiece next) {
+  proof_pass_ = std::make_unique<ProofPass>(cp, scope, *entry_pass_, records_path_);
+  return Feed(*proof_pass_, next);
+}
+
+bool StreamCheck::proofs_checked() const { return proof_pass_ != nullptr; }
+
+std::optional<Failure> StreamCheck::first_failure() const {
+  std::optional<Failure> first = entry_pass_->failure();
+  KeepFirst(&first, proof_pass_->failure());
+  return first;
+}
+
+bool StreamCheck::more_proofs_than_entries() const { return proof_pass_->more_proofs(); }
+uint64_t StreamCheck::entries() const { return entry_pass_->entries(); }
+std::optional<uint64_t> StreamCheck::last_seq() const { return entry_pass_->last_seq(); }
+
+}  // namespace ledger::verify
