@@ -194,21 +194,6 @@ absl::StatusOr<std::string> UrlDecode(std::string_view s) {
   return out;
 }
 
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen, HttpHandler handler,
                                                               int max_connections, const HttpTls* tls) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "export/pack/pack.h"
 
 namespace ledger::ops {
 
@@ -82,8 +83,8 @@ class HttpServer {
 
 // "%41" and "+" decoded; INVALID_ARGUMENT for a bad escape.
 absl::StatusOr<std::string> UrlDecode(std::string_view s);
-// HTML text and attribute escaping.
-std::string HtmlEscape(std::string_view s);
+// HTML text and attribute escaping: the report's (export/pack).
+using pack::HtmlEscape;
 
 }  // namespace ledger::ops
 

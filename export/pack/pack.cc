@@ -38,20 +38,6 @@ absl::Status ArchiveError(archive* a, std::string_view what) {
       absl::StrCat("pack: ", std::string(what), ": ", msg ? msg : "unknown error"));
 }
 
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string Dollars(int64_t micros) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "$%.6f", static_cast<double>(micros) / 1e6);
@@ -94,11 +80,11 @@ void TimelineRow(const query::pb::Step& s, int64_t t0, int64_t t1, int row, std:
   int y = 8 + row * kRow;
   int x0 = x(start), w = std::max(3, x(end) - x0);
   absl::StrAppend(svg, "<text x=\"4\" y=\"", y + 12, "\" font-size=\"12\">",
-                  Escape(s.run_id()), " / ", Escape(s.step_id()),
-                  "</text><rect class=\"step ", Escape(state), "\" x=\"", x0, "\" y=\"", y + 2,
+                  HtmlEscape(s.run_id()), " / ", HtmlEscape(s.step_id()),
+                  "</text><rect class=\"step ", HtmlEscape(state), "\" x=\"", x0, "\" y=\"", y + 2,
                   "\" width=\"", w, "\" height=\"12\" fill=\"", fill, "\"", open ? " fill-opacity=\"0.4\"" : "",
-                  "><title>", Escape(s.step_id()), ": ",
-                  state == "unknown" ? "UNKNOWN (no completion by the deadline)" : Escape(state),
+                  "><title>", HtmlEscape(s.step_id()), ": ",
+                  state == "unknown" ? "UNKNOWN (no completion by the deadline)" : HtmlEscape(state),
                   "</title></rect>");
   if (state == "unknown") {
     absl::StrAppend(svg, "<text x=\"", x0 + w + 4, "\" y=\"", y + 12,
@@ -464,6 +450,22 @@ absl::StatusOr<std::string> FileSha256(const std::string& path) {
   return hash::Hex(sha.Final());
 }
 
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
 absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
                          const std::string& checkpoint_note,
                          absl::FunctionRef<void(std::string_view)> out) {
@@ -481,10 +483,10 @@ absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
        "text-align:left}th{background:#f3f3f3}tr.unknown{background:#ffd7d7;font-weight:bold}"
        "tr.failed{background:#fff1d6}pre{background:#f6f6f6;padding:1em;overflow:auto}"
        ".flag{color:#a00}</style></head><body>\n";
-  h += "<h1>Evidence pack</h1>\n<p>Origin <code>" + Escape(manifest.value("origin", "")) +
+  h += "<h1>Evidence pack</h1>\n<p>Origin <code>" + HtmlEscape(manifest.value("origin", "")) +
        "</code>, tree size " + std::to_string(manifest.value("tree_size", 0)) + ", root <code>" +
-       Escape(manifest.value("root", "")) + "</code>, scope <code>" +
-       Escape(manifest["scope"].dump()) + "</code>, " +
+       HtmlEscape(manifest.value("root", "")) + "</code>, scope <code>" +
+       HtmlEscape(manifest["scope"].dump()) + "</code>, " +
        std::to_string(manifest["counts"].value("entries", 0)) + " entries.</p>\n";
   int unknown = 0;
   int64_t t0 = INT64_MAX, t1 = INT64_MIN, steps = 0;
@@ -523,9 +525,9 @@ absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
     std::string seqs;
     for (uint64_t q : s.seqs()) absl::StrAppend(&seqs, seqs.empty() ? "" : " ", q);
     const auto& c = s.calls();
-    absl::StrAppend(&h, "<tr class=\"", cls, "\"><td>", Escape(s.run_id()), "</td><td>", Escape(s.step_id()),
-                    "</td><td>", s.attempt(), "</td><td>", state == "unknown" ? "UNKNOWN" : Escape(state),
-                    "</td><td>", Escape(anomalies), "</td><td>", c.model_calls_allowed(), "/",
+    absl::StrAppend(&h, "<tr class=\"", cls, "\"><td>", HtmlEscape(s.run_id()), "</td><td>", HtmlEscape(s.step_id()),
+                    "</td><td>", s.attempt(), "</td><td>", state == "unknown" ? "UNKNOWN" : HtmlEscape(state),
+                    "</td><td>", HtmlEscape(anomalies), "</td><td>", c.model_calls_allowed(), "/",
                     c.model_calls_denied(), "</td><td>", c.tool_calls_allowed(), "/", c.tool_calls_denied(),
                     "</td><td>", c.input_tokens(), "/", c.output_tokens(), "</td><td>",
                     Dollars(s.charged_cost_micros()), "</td><td>", seqs, "</td></tr>\n");
@@ -535,7 +537,7 @@ absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
   h += "</table>\n<h2>Runs</h2>\n<table><tr><th>team</th><th>run</th><th>entries</th>"
        "<th>steps ok/failed/denied/pending/unknown</th><th>actual</th><th>charged</th></tr>\n";
   absl::Status runs = outcomes.ForEachRunRecord([&](const query::pb::Run& r) {
-    absl::StrAppend(&h, "<tr><td>", Escape(r.team()), "</td><td>", Escape(r.run_id()), "</td><td>",
+    absl::StrAppend(&h, "<tr><td>", HtmlEscape(r.team()), "</td><td>", HtmlEscape(r.run_id()), "</td><td>",
                     r.entries(), "</td><td>", r.steps_succeeded(), "/", r.steps_failed(), "/",
                     r.steps_denied(), "/", r.steps_pending(), "/", r.steps_unknown(), "</td><td>",
                     Dollars(r.actual_cost_micros()), "</td><td>", Dollars(r.charged_cost_micros()),
@@ -543,7 +545,7 @@ absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
     spill(1 << 20);
   });
   if (!runs.ok()) return runs;
-  h += "</table>\n<h2>Checkpoint</h2>\n<pre>" + Escape(checkpoint_note) + "</pre>\n";
+  h += "</table>\n<h2>Checkpoint</h2>\n<pre>" + HtmlEscape(checkpoint_note) + "</pre>\n";
   h += "<h2>How to verify this pack by hand</h2>\n<ol>"
        "<li>Check that <code>manifest.sig</code> is a signed note by the key in "
        "<code>ledger.vkey</code> (obtained from the ledger's operator, not from this pack) whose "

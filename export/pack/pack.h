@@ -191,6 +191,9 @@ class Outcomes {
 // SHA-256 of a file, hex.
 absl::StatusOr<std::string> FileSha256(const std::string& path);
 
+// Text for HTML, in content or a quoted attribute: & < > " ' as entities.
+std::string HtmlEscape(std::string_view s);
+
 // The report for people, a piece at a time: steps with their states
 // (unknown ones marked), anomalies, calls and costs, the checkpoint, and how
 // to verify by hand.
