@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
@@ -39,6 +40,16 @@ struct Member {
 struct Layout {
   const FieldDescriptor* body = nullptr;
   std::vector<Member> members;
+  // Each key's members: [first, last) in `members`.
+  absl::flat_hash_map<std::string, std::pair<uint32_t, uint32_t>> by_key;
+
+  void Index() {
+    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.key < b.key; });
+    for (uint32_t i = 0; i < members.size(); ++i) {
+      auto [it, added] = by_key.try_emplace(members[i].key, i, i + 1);
+      if (!added) it->second.second = i + 1;
+    }
+  }
 };
 
 // JSON names of enum values: the value name without the type's prefix,
@@ -82,16 +93,14 @@ class Schema {
       for (int k = 0; k < bd->field_count(); ++k) {
         layout.members.push_back(MakeMember(bd->field(k)->name(), bd->field(k), true));
       }
-      std::sort(layout.members.begin(), layout.members.end(),
-                [](const Member& a, const Member& b) { return a.key < b.key; });
+      layout.Index();
       layouts_[bf->number()] = std::move(layout);
       kinds_[bf->name()] = bf;
       if (!kind_choices_.empty()) kind_choices_ += ", ";
       kind_choices_ += bf->name();
     }
     none_.members = common;
-    std::sort(none_.members.begin(), none_.members.end(),
-              [](const Member& a, const Member& b) { return a.key < b.key; });
+    none_.Index();
   }
 
   const Layout& LayoutFor(int body_number) const {
@@ -578,15 +587,17 @@ absl::StatusOr<Receipt> FromJsonT(const J& j) {
   }
   Receipt r;
   Message* body = r.GetReflection()->MutableMessage(&r, body_field);
-  const std::vector<Member>& layout = schema.LayoutFor(body_field->number()).members;
+  const Layout& layout = schema.LayoutFor(body_field->number());
   absl::Status members = ForEachMember(j, [&](const std::string& key, const J& value) -> absl::Status {
     if (key == "kind") return absl::OkStatus();
     // The receipt's own field wins over a body field of the same name.
     const Member* found = nullptr;
-    auto it = std::lower_bound(layout.begin(), layout.end(), key,
-                               [](const Member& m, const std::string& k) { return m.key < k; });
-    for (; it != layout.end() && it->key == key && it->field != nullptr; ++it) {
-      if (found == nullptr || !it->in_body) found = &*it;
+    if (auto range = layout.by_key.find(key); range != layout.by_key.end()) {
+      for (uint32_t i = range->second.first; i < range->second.second; ++i) {
+        const Member& m = layout.members[i];
+        if (m.field == nullptr) break;
+        if (found == nullptr || !m.in_body) found = &m;
+      }
     }
     const FieldDescriptor* f = found ? found->field : nullptr;
     Message* target = found && found->in_body ? body : &r;
