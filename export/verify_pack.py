@@ -65,8 +65,11 @@ def open_note(note, key):
     for line in sigs.decode().splitlines():
         if not line.startswith("\u2014 "):
             raise Failure("malformed signature line")
-        signer, sig = line[2:].split(" ", 1)
-        sig = base64.b64decode(sig, validate=True)
+        try:
+            signer, sig = line[2:].split(" ", 1)
+            sig = base64.b64decode(sig, validate=True)
+        except ValueError:  # binascii.Error is one
+            raise Failure("malformed signature line")
         if signer == name and sig[:4] == key_id:
             try:
                 public.verify(sig[4:], text)

@@ -95,6 +95,9 @@ def main():
         text = data.split(b"\n\n")[0] + b"\n"
         return other_sign(text)
 
+    def signature_not_base64(data):
+        return data[:-3] + b"!" + data[-2:]  # the signature line's last characters
+
     def manifest_changed(data):
         m = json.loads(data)
         m["origin"] = m["origin"] + "-forged"
@@ -113,6 +116,9 @@ def main():
                   name, r"^FAILED: %s: SHA-256 expected [0-9a-f]{64}, found [0-9a-f]{64}" % re.escape(name))
         cases.append(("a flipped byte in " + name, edited(files, name, flip), ctl, py))
     cases += [
+        ("a signature line that is not base64", edited(files, "manifest.sig", signature_not_base64),
+         r"^FAILED: manifest\.sig: signed note: signature line is malformed",
+         r"^FAILED: manifest\.sig: malformed signature line"),
         ("a manifest changed, its signature not", edited(files, "manifest.json", manifest_changed),
          r"^FAILED: manifest\.json: SHA-256 is ", r"^FAILED: manifest\.json: SHA-256 [0-9a-f]{64} is not the one signed"),
         ("an entry dropped in the middle of the run",
