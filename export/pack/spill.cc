@@ -227,25 +227,29 @@ absl::Status SpillRuns::Add(const projection::OverlayTxn::Writes& writes) {
 }
 
 absl::Status SpillRuns::Compact() {
+  // The newer half of the runs merged into one: each record is rewritten
+  // a logarithmic number of times, not once per merge. Deletions are kept
+  // unless the oldest run is among those merged (nothing older to hide).
+  const size_t first = runs_.size() / 2;
   uint64_t records = 0;
-  for (const Run& r : runs_) records += r.records;
+  for (size_t i = first; i < runs_.size(); ++i) records += runs_[i].records;
   Writer writer(absl::StrCat(dir_, "/run-", next_run_++), records);
   const projection::OverlayTxn::TableWrites none;
   for (int t = 0; t < projection::kTableCount; ++t) {
     auto table = static_cast<projection::Table>(t);
-    // The merged run is the oldest: deleted records need not be kept.
-    absl::Status merged = ForEach(table, none, [&](std::string_view key, std::string_view value) {
+    absl::Status merged = Merge(table, first, none, [&](std::string_view key, std::optional<std::string_view> value) {
+      if (!value && first == 0) return absl::OkStatus();
       return writer.Append(Composite(table, key), value);
     });
     if (!merged.ok()) return merged;
   }
   auto run = writer.Finish();
   if (!run.ok()) return run.status();
-  for (const Run& r : runs_) {
-    ::close(r.fd);
-    ::unlink(r.path.c_str());
+  for (size_t i = first; i < runs_.size(); ++i) {
+    ::close(runs_[i].fd);
+    ::unlink(runs_[i].path.c_str());
   }
-  runs_.clear();
+  runs_.resize(first);
   runs_.push_back(*std::move(run));
   return absl::OkStatus();
 }
@@ -281,14 +285,24 @@ absl::StatusOr<std::optional<std::string>> SpillRuns::Get(projection::Table tabl
 
 absl::Status SpillRuns::ForEach(projection::Table table, const projection::OverlayTxn::TableWrites& latest,
                                 absl::FunctionRef<absl::Status(std::string_view, std::string_view)> fn) const {
-  // Sources: the runs (priority = age order) and the records in memory
-  // (the newest). Merged by key; of equal keys the newest wins.
+  return Merge(table, 0, latest, [&](std::string_view key, std::optional<std::string_view> value) {
+    return value ? fn(key, *value) : absl::OkStatus();
+  });
+}
+
+absl::Status SpillRuns::Merge(
+    projection::Table table, size_t first_run, const projection::OverlayTxn::TableWrites& latest,
+    absl::FunctionRef<absl::Status(std::string_view, std::optional<std::string_view>)> fn) const {
+  // Sources: runs_[first_run..] (priority = age order) and the records in
+  // memory (the newest). Merged by key; of equal keys the newest wins.
   std::vector<const std::pair<const std::string, std::optional<std::string>>*> memory;
   for (const auto& row : latest) memory.push_back(&row);
   std::sort(memory.begin(), memory.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
   std::vector<Cursor> cursors;
   int t = static_cast<int>(table);
-  for (const Run& run : runs_) cursors.emplace_back(run.fd, run.table_start[t], run.table_start[t + 1]);
+  for (size_t i = first_run; i < runs_.size(); ++i) {
+    cursors.emplace_back(runs_[i].fd, runs_[i].table_start[t], runs_[i].table_start[t + 1]);
+  }
   const int memory_source = static_cast<int>(cursors.size());
   size_t memory_at = 0;
   auto key_of = [&](int source) -> std::string_view {
@@ -327,9 +341,9 @@ absl::Status SpillRuns::ForEach(projection::Table table, const projection::Overl
       present = cursors[top].present();
       value = cursors[top].value();
     }
-    if (present) {
-      if (auto s = fn(key, value); !s.ok()) return s;
-    }
+    std::optional<std::string_view> newest;
+    if (present) newest = value;
+    if (auto s = fn(key, newest); !s.ok()) return s;
     if (auto s = advance(top); !s.ok()) return s;
     // Older values of the same key.
     while (!heap.empty() && key_of(heap.top()) == key) {

@@ -10,7 +10,7 @@
 // and, in memory, a Bloom filter of its keys (10 bits a key, 7 probes),
 // every 32nd record's key and offset, and where each table starts: about
 // two bytes a record, against the record's hundreds. Past kMaxRuns runs,
-// all are merged into one.
+// the newer half are merged into one (size-tiered, as LSM trees do).
 //
 // Thread-compatible.
 #ifndef EXPORT_PACK_SPILL_H_
@@ -50,8 +50,8 @@ class SpillRuns {
 
   size_t runs() const { return runs_.size(); }
 
-  // Past this many runs, they are merged into one, so that a lookup reads
-  // few filters and a merge holds few buffers.
+  // Past this many runs, the newer half are merged into one, so that a
+  // lookup reads few filters and a merge holds few buffers.
   static constexpr size_t kMaxRuns = 16;
 
  private:
@@ -69,6 +69,11 @@ class SpillRuns {
 
   class Writer;
   absl::Status Compact();
+  // Calls fn(key, newest value or nullopt if deleted) for every key of
+  // `table` in runs_[first_run..] and `latest`, sorted.
+  absl::Status Merge(projection::Table table, size_t first_run,
+                     const projection::OverlayTxn::TableWrites& latest,
+                     absl::FunctionRef<absl::Status(std::string_view, std::optional<std::string_view>)> fn) const;
 
   std::string dir_;
   std::vector<Run> runs_;  // oldest first
