@@ -62,7 +62,11 @@ def open_note(note, key):
     if not sep:
         raise Failure("no signature block")
     text += b"\n"
-    for line in sigs.decode().splitlines():
+    try:
+        sig_lines = sigs.decode().splitlines()
+    except UnicodeDecodeError:
+        raise Failure("malformed signature line")
+    for line in sig_lines:
         if not line.startswith("\u2014 "):
             raise Failure("malformed signature line")
         try:
