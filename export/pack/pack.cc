@@ -389,14 +389,6 @@ absl::Status Outcomes::ForEachRunRecord(absl::FunctionRef<void(const query::pb::
   return ForEachRecord<query::pb::Run>(projection::Table::kRuns, fn);
 }
 
-absl::Status Outcomes::ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn) {
-  return ForEachStepRecord([&](const query::pb::Step& s) { fn(query::StepJson(s)); });
-}
-
-absl::Status Outcomes::ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn) {
-  return ForEachRunRecord([&](const query::pb::Run& r) { fn(query::RunJson(r)); });
-}
-
 absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
   // Written straight from the records (query::AppendStepJson), handed on
   // a quarter megabyte at a time.

@@ -159,10 +159,8 @@ class Outcomes {
   // newline, each list sorted by key, deterministic. The whole document is
   // never held.
   absl::Status Write(absl::FunctionRef<void(std::string_view)> out);
-  // Each step's or run's JSON object, in the order Write lists them.
-  absl::Status ForEachStep(absl::FunctionRef<void(const nlohmann::json&)> fn);
-  absl::Status ForEachRun(absl::FunctionRef<void(const nlohmann::json&)> fn);
-  // The same, as the projection's records (query/projector).
+  // Each step's or run's record (query/projector), in the order Write
+  // lists them.
   absl::Status ForEachStepRecord(absl::FunctionRef<void(const evidence::ledger::v1::Step&)> fn);
   absl::Status ForEachRunRecord(absl::FunctionRef<void(const evidence::ledger::v1::Run&)> fn);
 
