@@ -392,28 +392,25 @@ absl::Status Outcomes::ForEachRunRecord(absl::FunctionRef<void(const query::pb::
 absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
   // Written straight from the records (query::AppendStepJson), handed on
   // a quarter megabyte at a time.
-  std::string buf = "{\"runs\":[";
-  bool first = true;
-  auto spill = [&] {
-    if (buf.size() < (1 << 18)) return;
-    out(buf);
-    buf.clear();
+  std::string buf;
+  // Each record's JSON, comma-separated, handed on every quarter megabyte.
+  auto list = [&](auto for_each, auto append) -> absl::Status {
+    bool first = true;
+    return for_each([&](const auto& record) {
+      if (!first) buf.push_back(',');
+      first = false;
+      append(record, &buf);
+      if (buf.size() >= (1 << 18)) {
+        out(buf);
+        buf.clear();
+      }
+    });
   };
-  absl::Status runs = ForEachRunRecord([&](const query::pb::Run& r) {
-    if (!first) buf.push_back(',');
-    first = false;
-    query::AppendRunJson(r, &buf);
-    spill();
-  });
+  buf = "{\"runs\":[";
+  absl::Status runs = list([&](auto fn) { return ForEachRunRecord(fn); }, query::AppendRunJson);
   if (!runs.ok()) return runs;
   buf += "],\"steps\":[";
-  first = true;
-  absl::Status steps = ForEachStepRecord([&](const query::pb::Step& s) {
-    if (!first) buf.push_back(',');
-    first = false;
-    query::AppendStepJson(s, &buf);
-    spill();
-  });
+  absl::Status steps = list([&](auto fn) { return ForEachStepRecord(fn); }, query::AppendStepJson);
   if (!steps.ok()) return steps;
   buf += "]}\n";
   out(buf);
