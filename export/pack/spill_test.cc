@@ -35,7 +35,9 @@ TEST(SpillRuns, NewestValueWinsAndDeletionsHide) {
       // Another table with the same keys must not leak into kSteps.
       writes[static_cast<int>(Table::kIndex)][key] = std::string("index");
     }
-    if (round < kRounds - 1) ASSERT_TRUE(runs.Add(writes).ok());
+    if (round < kRounds - 1) {
+      ASSERT_TRUE(runs.Add(writes).ok());
+    }
   }
   // 19 runs written: at the 17th, runs 8-16 became one (9 runs), then two more.
   EXPECT_EQ(runs.runs(), 11u);

@@ -117,6 +117,85 @@ const Value* Value::Find(std::string_view key) const {
 
 namespace {
 
+// The rules of strings and integers, shared by Parse (which names the
+// broken one) and ReadString / ReadInt (which only say whether it holds).
+enum class Fault {
+  kNone, kUnclosed, kControl, kShortEscape, kHexEscape, kHexNotControl, kEscape, kUtf8,
+  kNotInt, kLeadingZero, kRange
+};
+
+// *pp is just after the opening quote; on success it is after the closing
+// one and `out` holds the string decoded, appended. On a fault *pp is where
+// it was found.
+Fault ScanString(const char** pp, const char* end, std::string* out) {
+  const char*& p = *pp;
+  const size_t first = out->size();
+  const char* run = p;
+  while (true) {
+    if (p == end) return Fault::kUnclosed;
+    auto c = static_cast<unsigned char>(*p);
+    if (c == '"') break;
+    if (c < 0x20) return Fault::kControl;
+    if (c != '\\') {
+      ++p;
+      continue;
+    }
+    out->append(run, p);
+    if (end - p < 2) return Fault::kShortEscape;
+    char decoded;
+    switch (p[1]) {
+      case '"': decoded = '"'; break;
+      case '\\': decoded = '\\'; break;
+      case 'b': decoded = '\b'; break;
+      case 'f': decoded = '\f'; break;
+      case 'n': decoded = '\n'; break;
+      case 'r': decoded = '\r'; break;
+      case 't': decoded = '\t'; break;
+      case 'u': {
+        // Only \u00xx (lowercase hex) for a control character without a
+        // short escape.
+        auto hex = [](char h) { return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1; };
+        if (end - p < 6 || p[2] != '0' || p[3] != '0' || hex(p[4]) < 0 || hex(p[5]) < 0) {
+          return Fault::kHexEscape;
+        }
+        decoded = static_cast<char>(hex(p[4]) * 16 + hex(p[5]));
+        if (kEscape.v[static_cast<unsigned char>(decoded)] != 'u') return Fault::kHexNotControl;
+        p += 4;
+        break;
+      }
+      default:
+        return Fault::kEscape;
+    }
+    out->push_back(decoded);
+    p += 2;
+    run = p;
+  }
+  out->append(run, p);
+  ++p;
+  // Escapes stand for ASCII, so the decoded text is UTF-8 exactly when the
+  // written text is; only what this call appended is checked.
+  if (!IsUtf8(std::string_view(*out).substr(first))) return Fault::kUtf8;
+  return Fault::kNone;
+}
+
+Fault ScanInt(const char** pp, const char* end, int64_t* out) {
+  const char*& p = *pp;
+  bool negative = p != end && *p == '-';
+  if (negative) ++p;
+  if (p == end || *p < '0' || *p > '9') return Fault::kNotInt;
+  if (*p == '0' && (negative || (p + 1 != end && p[1] >= '0' && p[1] <= '9'))) {
+    return Fault::kLeadingZero;
+  }
+  int64_t v = 0;
+  while (p != end && *p >= '0' && *p <= '9') {
+    v = v * 10 + (*p - '0');
+    if (v > kMaxSafeInteger) return Fault::kRange;
+    ++p;
+  }
+  *out = negative ? -v : v;
+  return Fault::kNone;
+}
+
 class Parser {
  public:
   explicit Parser(std::string_view text) : p_(text.data()), begin_(text.data()), end_(p_ + text.size()) {}
@@ -173,70 +252,29 @@ class Parser {
 
   absl::Status ParseString(std::string* out) {
     ++p_;
-    const char* run = p_;
-    while (true) {
-      if (p_ == end_) return Error("'\"' closing the string");
-      auto c = static_cast<unsigned char>(*p_);
-      if (c == '"') break;
-      if (c < 0x20) return Error("control characters escaped");
-      if (c != '\\') {
-        ++p_;
-        continue;
-      }
-      out->append(run, p_);
-      if (end_ - p_ < 2) return Error("an escape");
-      char e = p_[1];
-      char decoded;
-      switch (e) {
-        case '"': decoded = '"'; break;
-        case '\\': decoded = '\\'; break;
-        case 'b': decoded = '\b'; break;
-        case 'f': decoded = '\f'; break;
-        case 'n': decoded = '\n'; break;
-        case 'r': decoded = '\r'; break;
-        case 't': decoded = '\t'; break;
-        case 'u': {
-          // Only \u00xx (lowercase hex) for a control character without a
-          // short escape.
-          auto hex = [](char h) { return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1; };
-          if (end_ - p_ < 6 || p_[2] != '0' || p_[3] != '0' || hex(p_[4]) < 0 || hex(p_[5]) < 0) {
-            return Error("\\u00xx with lowercase hex");
-          }
-          decoded = static_cast<char>(hex(p_[4]) * 16 + hex(p_[5]));
-          if (kEscape.v[static_cast<unsigned char>(decoded)] != 'u') {
-            return Error("\\u00xx only for control characters without a short escape");
-          }
-          p_ += 4;
-          break;
-        }
-        default:
-          return Error("only the escapes \\\" \\\\ \\b \\f \\n \\r \\t \\u00xx");
-      }
-      out->push_back(decoded);
-      p_ += 2;
-      run = p_;
-    }
-    out->append(run, p_);
-    ++p_;
-    if (!IsUtf8(*out)) return Error("strings of valid UTF-8");
-    return absl::OkStatus();
+    return Check(ScanString(&p_, end_, out));
   }
 
   absl::Status ParseInt(int64_t* out) {
-    bool negative = p_ != end_ && *p_ == '-';
-    if (negative) ++p_;
-    if (p_ == end_ || *p_ < '0' || *p_ > '9') return Error("a string, an integer or an object");
-    if (*p_ == '0' && (negative || (p_ + 1 != end_ && p_[1] >= '0' && p_[1] <= '9'))) {
-      return Error("integers without leading zeros or -0");
+    Fault f = ScanInt(&p_, end_, out);
+    return f == Fault::kNotInt ? Error("a string, an integer or an object") : Check(f);
+  }
+
+  absl::Status Check(Fault f) const {
+    switch (f) {
+      case Fault::kNone: return absl::OkStatus();
+      case Fault::kUnclosed: return Error("'\"' closing the string");
+      case Fault::kControl: return Error("control characters escaped");
+      case Fault::kShortEscape: return Error("an escape");
+      case Fault::kHexEscape: return Error("\\u00xx with lowercase hex");
+      case Fault::kHexNotControl: return Error("\\u00xx only for control characters without a short escape");
+      case Fault::kEscape: return Error("only the escapes \\\" \\\\ \\b \\f \\n \\r \\t \\u00xx");
+      case Fault::kUtf8: return Error("strings of valid UTF-8");
+      case Fault::kNotInt: return Error("an integer");
+      case Fault::kLeadingZero: return Error("integers without leading zeros or -0");
+      case Fault::kRange: return Error("integers within +-(2^53-1)");
     }
-    int64_t v = 0;
-    while (p_ != end_ && *p_ >= '0' && *p_ <= '9') {
-      v = v * 10 + (*p_ - '0');
-      if (v > kMaxSafeInteger) return Error("integers within +-(2^53-1)");
-      ++p_;
-    }
-    *out = negative ? -v : v;
-    return absl::OkStatus();
+    return Error("?");
   }
 
   const char* p_;
@@ -245,6 +283,18 @@ class Parser {
 };
 
 }  // namespace
+
+bool ReadString(const char** p, const char* end, std::string* out) {
+  if (*p == end || **p != '"') return false;
+  const char* q = *p + 1;
+  if (ScanString(&q, end, out) != Fault::kNone) return false;
+  *p = q;
+  return true;
+}
+
+bool ReadInt(const char** p, const char* end, int64_t* out) {
+  return ScanInt(p, end, out) == Fault::kNone;
+}
 
 absl::StatusOr<Value> Parse(std::string_view text) {
   Parser parser(text);

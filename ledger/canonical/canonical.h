@@ -54,6 +54,14 @@ struct Member {
   Value value;
 };
 
+// The string and integer rules above for decoders that expect a known shape
+// and read the text in place, with no tree (leaves): each reads the token
+// at *p (a string from its opening quote) and on success moves *p past it;
+// ReadString appends the decoded string to `out`. False on anything else,
+// with *p and `out` unspecified: Parse names the rule broken.
+bool ReadString(const char** p, const char* end, std::string* out);
+bool ReadInt(const char** p, const char* end, int64_t* out);
+
 // Parses `text`, which MUST be one value in the grammar above and nothing
 // else: no white space, no escape the encoder would not write, keys strictly
 // ascending, integers in range, strings valid UTF-8, objects nested at most

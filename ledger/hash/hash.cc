@@ -61,11 +61,20 @@ constexpr char kHexDigits[] = "0123456789abcdef";
 constexpr char kB64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-int HexValue(char c) {
+constexpr int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;
 }
+
+// HexValue of every byte, -1 for the others.
+struct HexTable {
+  int8_t v[256];
+  constexpr HexTable() : v() {
+    for (int i = 0; i < 256; ++i) v[i] = static_cast<int8_t>(HexValue(static_cast<char>(i)));
+  }
+};
+constexpr HexTable kHexValue;
 
 int B64Value(char c) {
   const char* p = std::strchr(kB64, c);
@@ -146,16 +155,24 @@ absl::StatusOr<Hash> ParseHex(std::string_view hex) {
                      " characters"));
   }
   Hash out;
-  for (size_t i = 0; i < out.size(); ++i) {
-    int hi = HexValue(hex[2 * i]);
-    int lo = HexValue(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) {
-      return absl::InvalidArgumentError(
-          "hash: want 64 lowercase hex digits, found another character");
-    }
-    out[i] = static_cast<uint8_t>(hi << 4 | lo);
+  if (!ParseHexTo(hex, &out)) {
+    return absl::InvalidArgumentError(
+        "hash: want 64 lowercase hex digits, found another character");
   }
   return out;
+}
+
+bool ParseHexTo(std::string_view hex, Hash* out) {
+  if (hex.size() != 64) return false;
+  const auto* in = reinterpret_cast<const unsigned char*>(hex.data());
+  int bad = 0;
+  for (size_t i = 0; i < out->size(); ++i) {
+    int hi = kHexValue.v[in[2 * i]];
+    int lo = kHexValue.v[in[2 * i + 1]];
+    bad |= hi | lo;  // negative when either is
+    (*out)[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return bad >= 0;
 }
 
 absl::StatusOr<Hash> FromBytes(std::string_view bytes) {

@@ -49,6 +49,9 @@ std::string Hex(const Hash& h);
 
 // Accepts exactly 64 lowercase hex digits.
 absl::StatusOr<Hash> ParseHex(std::string_view hex);
+// The same without a status, for hot loops: false on anything else, with
+// `out` unspecified.
+bool ParseHexTo(std::string_view hex, Hash* out);
 
 // Accepts exactly 32 bytes.
 absl::StatusOr<Hash> FromBytes(std::string_view bytes);

@@ -1,5 +1,7 @@
 #include "ledger/receipt/entry.h"
 
+#include <cstring>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ledger/canonical/canonical.h"
@@ -102,6 +104,37 @@ absl::StatusOr<std::string> TeamOf(std::string_view leaf) {
 }
 
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf) {
+  Entry e;
+  if (ReadLeaf(leaf, &e)) return e;
+  return ParseLeafByTree(leaf);
+}
+
+bool ReadLeaf(std::string_view leaf, Entry* out) {
+  const char* p = leaf.data();
+  const char* end = p + leaf.size();
+  auto take = [&](std::string_view s) {
+    if (static_cast<size_t>(end - p) < s.size() || std::memcmp(p, s.data(), s.size()) != 0) return false;
+    p += s.size();
+    return true;
+  };
+  int64_t n;
+  if (!take("{\"emitter\":") || !canonical::ReadString(&p, end, &out->emitter) ||
+      !take(",\"logged_at_us\":") || !canonical::ReadInt(&p, end, &out->logged_at_us) ||
+      !take(",\"prev\":\"") || end - p < 64 || !hash::ParseHexTo(std::string_view(p, 64), &out->prev)) {
+    return false;
+  }
+  p += 64;
+  if (!take("\",\"receipt\":") || !ReadCanonical(&p, end, &out->receipt)) return false;
+  if (take(kRunPrev)) {
+    if (!canonical::ReadInt(&p, end, &n) || n < 0) return false;
+    out->run_prev = static_cast<uint64_t>(n);
+  }
+  if (!take(kSeq) || !canonical::ReadInt(&p, end, &n) || n < 0) return false;
+  out->seq = static_cast<uint64_t>(n);
+  return take(kEnd) && p == end;
+}
+
+absl::StatusOr<Entry> ParseLeafByTree(std::string_view leaf) {
   // Leaves are canonical, so the strict canonical reader is the only parser
   // needed; the re-encoding below catches what a grammar cannot (omitted
   // defaults, field values the encoder writes otherwise).

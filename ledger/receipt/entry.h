@@ -65,7 +65,20 @@ absl::StatusOr<std::string> TeamOf(std::string_view leaf);
 
 // Parses leaf bytes. INVALID_ARGUMENT (DATA_LOSS is the caller's call) when
 // the bytes are not a version-1 entry or not exactly its canonical encoding.
+// ReadLeaf first, then, if it declines, ParseLeafByTree: the results are
+// ParseLeafByTree's either way.
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf);
+
+// The fast path: reads the leaf in place (receipt::ReadCanonical). True,
+// with `out` (which MUST be default-constructed) filled, only when
+// ParseLeafByTree would return the same entry; false on anything else and
+// on the few leaves it leaves to the slow path. `out` is then unspecified.
+bool ReadLeaf(std::string_view leaf, Entry* out);
+
+// The reference reader: the leaf parsed as a canonical document, decoded,
+// and re-encoded to prove it was exactly the canonical encoding. It names
+// the rule a leaf breaks.
+absl::StatusOr<Entry> ParseLeafByTree(std::string_view leaf);
 
 }  // namespace ledger::receipt
 

@@ -50,6 +50,15 @@ absl::StatusOr<Receipt> FromJsonText(std::string_view text);
 // The same, from a parsed canonical document (a leaf's "receipt").
 absl::StatusOr<Receipt> FromCanonical(const canonical::Value& v);
 
+// Reads the canonical receipt that starts at *p in place, with no document
+// tree: the fast path of leaf decoding. True, with `out` (which MUST be
+// empty) filled and *p moved past the receipt, only when the text there is
+// exactly Encode(*out), so FromCanonical(canonical::Parse(text)) would give
+// the same receipt. False on anything else, and on the few canonical texts
+// it leaves to that slow path (keys with escapes); `out` is then
+// unspecified, and the slow path names the rule broken.
+bool ReadCanonical(const char** p, const char* end, Receipt* out);
+
 }  // namespace ledger::receipt
 
 #endif  // LEDGER_RECEIPT_RECEIPT_H_

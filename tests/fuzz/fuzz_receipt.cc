@@ -2,12 +2,15 @@
 // the leaf reader. Properties checked beyond "no crash":
 //   - a receipt that canonicalizes re-decodes to the same canonical bytes;
 //   - a leaf that parses re-encodes to exactly the input (ParseLeaf's own
-//     contract), and canonical::Parse accepts every leaf ParseLeaf accepts.
+//     contract), and canonical::Parse accepts every leaf ParseLeaf accepts;
+//   - ReadLeaf, ParseLeaf's fast path, accepts only what ParseLeafByTree
+//     accepts, and reads it the same way.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "google/protobuf/util/message_differencer.h"
 #include "ledger/canonical/canonical.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/receipt/receipt.h"
@@ -22,6 +25,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!again.ok()) std::abort();
       auto c2 = ledger::receipt::Canonicalize(*again, author);
       if (!c2.ok() || *c2 != *c) std::abort();
+    }
+  }
+  ledger::receipt::Entry fast;
+  if (ledger::receipt::ReadLeaf(text, &fast)) {
+    auto reference = ledger::receipt::ParseLeafByTree(text);
+    if (!reference.ok() || reference->seq != fast.seq || reference->prev != fast.prev ||
+        reference->run_prev != fast.run_prev || reference->logged_at_us != fast.logged_at_us ||
+        reference->emitter != fast.emitter ||
+        !google::protobuf::util::MessageDifferencer::Equals(reference->receipt, fast.receipt)) {
+      std::abort();
     }
   }
   auto parsed = ledger::canonical::Parse(text);
