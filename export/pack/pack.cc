@@ -328,11 +328,7 @@ absl::Status Outcomes::Flush() {
 }
 
 absl::Status Outcomes::MaybeSpill() {
-  size_t bytes = 0;
-  for (const auto& table : txn_->writes()) {
-    for (const auto& [key, value] : table) bytes += key.size() + (value ? value->size() : 0) + 64;
-  }
-  if (bytes < spill_bytes_) return absl::OkStatus();
+  if (txn_->bytes() < spill_bytes_) return absl::OkStatus();
   if (!runs_) {
     spill_dir_ = std::make_unique<ScratchDir>("ledger-outcomes");
     if (spill_dir_->path().empty()) return absl::UnavailableError("outcomes: cannot create a temporary directory");

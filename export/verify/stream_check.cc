@@ -1,10 +1,13 @@
 #include "export/verify/stream_check.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -211,24 +214,103 @@ absl::Status Feed(LinePass& pass, NextPiece next) {
 
 }  // namespace
 
+// Outcomes::Add on a thread of its own. Projection is the one stage that
+// must see the entries in order after their checks; the checking thread
+// hands it a chunk's entries at a time and goes on. A projection failure
+// is kept with its line: checking stops when it learns of it, and since
+// nothing after that line can come first, the report is the same as if
+// the two had run in one thread.
+class Projection {
+ public:
+  // Consecutive lines from `first_line`.
+  struct Batch {
+    uint64_t first_line = 0;
+    std::vector<receipt::Entry> entries;
+  };
+
+  explicit Projection(pack::Outcomes* outcomes) : outcomes_(outcomes), thread_([this] { Run(); }) {}
+  ~Projection() { Finish(); }
+  Projection(const Projection&) = delete;
+  Projection& operator=(const Projection&) = delete;
+
+  // Waits while kQueued batches wait.
+  void Add(Batch batch) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      changed_.wait(lock, [this] { return queue_.size() < kQueued; });
+      queue_.push_back(std::move(batch));
+    }
+    changed_.notify_all();
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  // Waits for every batch.
+  std::optional<Failure> Finish() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_ = true;
+      }
+      changed_.notify_all();
+      thread_.join();
+    }
+    return failure_;
+  }
+
+ private:
+  static constexpr size_t kQueued = 8;
+
+  void Run() {
+    while (true) {
+      Batch batch;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        changed_.wait(lock, [this] { return done_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        batch = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      changed_.notify_all();
+      if (failure_) continue;  // drained, not projected
+      for (size_t k = 0; k < batch.entries.size(); ++k) {
+        int64_t seq = static_cast<int64_t>(batch.entries[k].seq);
+        if (auto st = outcomes_->Add(std::move(batch.entries[k])); !st.ok()) {
+          failure_ = Failure{batch.first_line + k, Failure::kProject, pack::kEntries, seq, std::string(st.message())};
+          failed_.store(true, std::memory_order_relaxed);
+          break;
+        }
+      }
+    }
+  }
+
+  pack::Outcomes* const outcomes_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<Batch> queue_;
+  bool done_ = false;
+  std::atomic<bool> failed_{false};
+  std::optional<Failure> failure_;  // the projection thread's until joined
+  std::thread thread_;
+};
+
 // The first entry pass: decodes each line (on worker threads), then, in
 // order, checks seq order, the tree size and prev links, projects the
 // entry into outcomes and records what the proof pass needs.
 class StreamCheck::EntryPass : public LinePass {
  public:
   EntryPass(uint64_t tree_size, pack::Outcomes* outcomes, std::ofstream* records)
-      : tree_size_(tree_size), outcomes_(outcomes), records_(records) {}
+      : tree_size_(tree_size), records_(records), projection_(outcomes) {}
 
   void AddChunk(std::string chunk, size_t lines) override {
     uint64_t first = next_line_;
     next_line_ += lines;
-    if (failure_) return;
+    if (stopped()) return;
     inflight_.push_back(std::async(std::launch::async, Decode, std::move(chunk), first));
     while (inflight_.size() > MaxInflight()) TakeOldest();
   }
-  // Waits for every chunk.
+  // Waits for every chunk and the projection.
   void Finish() override {
     while (!inflight_.empty()) TakeOldest();
+    KeepFirst(&failure_, projection_.Finish());
   }
   // A line too long to be an entry.
   void Overlong() override {
@@ -262,13 +344,21 @@ class StreamCheck::EntryPass : public LinePass {
     return d;
   }
 
+  bool stopped() const { return failure_.has_value() || projection_.failed(); }
+
   void TakeOldest() {
     Decoded d = inflight_.front().get();
     inflight_.pop_front();
-    for (size_t k = 0; k < d.entries.size() && !failure_; ++k) Check(d.first_line + k, d, k);
+    if (stopped()) return;
+    Projection::Batch batch;
+    for (size_t k = 0; k < d.entries.size() && !failure_; ++k) {
+      if (batch.entries.empty()) batch.first_line = d.first_line + k;
+      Check(d.first_line + k, d, k, &batch);
+    }
+    if (!batch.entries.empty()) projection_.Add(std::move(batch));
   }
 
-  void Check(uint64_t line, Decoded& d, size_t k) {
+  void Check(uint64_t line, Decoded& d, size_t k, Projection::Batch* batch) {
     Record rec{d.tail_seqs[k], d.hashes[k], 0, 0, 0, 0};
     auto fail = [&](int stage, int64_t seq, std::string message) {
       failure_ = Failure{line, stage, pack::kEntries, seq, std::move(message)};
@@ -303,16 +393,11 @@ class StreamCheck::EntryPass : public LinePass {
     if (failure_) return;
     last_seq_ = entry->seq;
     last_hash_ = d.hashes[k];
-    int64_t seq = static_cast<int64_t>(entry->seq);
-    if (auto st = outcomes_->Add(*std::move(entry)); !st.ok()) {
-      fail(Failure::kProject, seq, std::string(st.message()));
-      return;
-    }
+    batch->entries.push_back(*std::move(entry));
     ++entries_;
   }
 
   const uint64_t tree_size_;
-  pack::Outcomes* outcomes_;
   std::ofstream* records_;
   std::deque<std::future<Decoded>> inflight_;
   uint64_t next_line_ = 0, entries_ = 0;
@@ -320,6 +405,8 @@ class StreamCheck::EntryPass : public LinePass {
   hash::Hash last_hash_{};
   std::string first_team_, first_run_;
   std::optional<Failure> failure_;
+  // Last: its thread stops before the rest goes.
+  Projection projection_;
 };
 
 // The second pass: each proof line against its entry's record, its

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "export/pack/pack.h"
+#include "export/verify/digest_thread.h"
 #include "export/verify/stream_check.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
@@ -150,15 +151,15 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     if (name == pack::kEntries) return unchecked_cp.has_value();
     return stream.entries_checked() && scope.has_value();
   };
+  DigestThread file_digest;
   while (true) {
     auto name = (*reader)->Next();
     if (!name.ok()) return Fail(r, "archive", -1, std::string(name.status().message()));
     if (!name->has_value()) break;
     const std::string file = **name;
-    hash::Sha256Stream sha;
     auto next = [&]() -> absl::StatusOr<std::string_view> {
       auto piece = (*reader)->Read();
-      if (piece.ok()) sha.Update(*piece);
+      if (piece.ok()) file_digest.Update(*piece);
       return piece;
     };
     absl::Status read;
@@ -205,7 +206,7 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
       if (file == pack::kManifest) scope = ScopeOf(content);
     }
     if (!read.ok()) return Fail(r, "archive", -1, std::string(read.message()));
-    digests[file] = hash::Hex(sha.Final());
+    digests[file] = hash::Hex(file_digest.Final());
   }
   // Files that came before what they need.
   for (const char* name : {pack::kEntries, pack::kProofs}) {

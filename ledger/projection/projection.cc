@@ -23,13 +23,24 @@ absl::StatusOr<std::optional<std::string>> OverlayTxn::Get(Table t, std::string_
   return fallback_(t, key);
 }
 
-void OverlayTxn::Put(Table t, std::string_view key, std::string_view value) {
-  writes_[static_cast<int>(t)].insert_or_assign(std::string(key), std::string(value));
+void OverlayTxn::Write(Table t, std::string_view key, std::optional<std::string_view> value) {
+  auto [it, added] = writes_[static_cast<int>(t)].try_emplace(std::string(key));
+  if (added) {
+    bytes_ += key.size() + kRowOverhead;
+  } else if (it->second.has_value()) {
+    bytes_ -= it->second->size();
+  }
+  if (value.has_value()) {
+    it->second.emplace(*value);
+    bytes_ += value->size();
+  } else {
+    it->second.reset();
+  }
 }
 
-void OverlayTxn::Delete(Table t, std::string_view key) {
-  writes_[static_cast<int>(t)].insert_or_assign(std::string(key), std::nullopt);
-}
+void OverlayTxn::Put(Table t, std::string_view key, std::string_view value) { Write(t, key, value); }
+
+void OverlayTxn::Delete(Table t, std::string_view key) { Write(t, key, std::nullopt); }
 
 void OverlayTxn::PutUnread(Table t, std::string_view key, std::string_view value) {
   if (sink_ != nullptr) {

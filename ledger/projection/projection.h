@@ -103,14 +103,21 @@ class OverlayTxn final : public Txn {
   void DeleteUnread(Table t, std::string_view key) override;
 
   const Writes& writes() const { return writes_; }
+  // About what the writes hold in memory: keys, values and kRowOverhead a
+  // row.
+  size_t bytes() const { return bytes_; }
+  static constexpr size_t kRowOverhead = 64;
   // Forgets `base`: call once base's writes are stored.
   void DetachBase() { base_ = nullptr; }
 
  private:
+  void Write(Table t, std::string_view key, std::optional<std::string_view> value);
+
   const OverlayTxn* base_;
   Fallback fallback_;
   Sink* sink_;
   Writes writes_;
+  size_t bytes_ = 0;
 };
 
 }  // namespace ledger::projection

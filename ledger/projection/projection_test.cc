@@ -30,6 +30,30 @@ TEST(OverlayTxnTest, ReadsOwnWritesThenBaseThenFallback) {
   EXPECT_EQ(top.writes()[static_cast<int>(Table::kSteps)].size(), 2u);
 }
 
+TEST(OverlayTxnTest, BytesFollowEveryWrite) {
+  OverlayTxn txn(nullptr, nullptr);
+  auto counted = [&] {
+    size_t bytes = 0;
+    for (const auto& table : txn.writes()) {
+      for (const auto& [key, value] : table) {
+        bytes += key.size() + (value ? value->size() : 0) + OverlayTxn::kRowOverhead;
+      }
+    }
+    return bytes;
+  };
+  EXPECT_EQ(txn.bytes(), 0u);
+  txn.Put(Table::kSteps, "a", "12345");
+  txn.Put(Table::kRuns, "a", "1");
+  txn.Put(Table::kSteps, "a", "123456789");  // replaced by a longer value
+  txn.Put(Table::kSteps, "b", "123");
+  txn.Put(Table::kSteps, "b", "");  // and by a shorter one
+  txn.Delete(Table::kRuns, "a");
+  txn.Delete(Table::kIndex, "never written");
+  txn.Put(Table::kIndex, "never written", "now");
+  EXPECT_EQ(txn.bytes(), counted());
+  EXPECT_EQ(txn.bytes(), (1 + 9) + 1 + (1 + 0) + (13 + 3) + 4 * OverlayTxn::kRowOverhead);
+}
+
 TEST(OverlayTxnTest, FallbackErrorsPassThrough) {
   OverlayTxn txn(nullptr, [](Table, std::string_view) -> absl::StatusOr<std::optional<std::string>> {
     return absl::DataLossError("bad record");
