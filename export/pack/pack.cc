@@ -318,12 +318,21 @@ absl::Status Outcomes::Add(receipt::Entry entry) {
 }
 
 absl::Status Outcomes::Flush() {
-  std::vector<projection::Entry> entries;
-  for (const auto& e : pending_) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
-  query::StepProjector projector;
-  absl::Status s = projector.Apply(entries, *txn_);
+  absl::Status s = Project(pending_);
   pending_.clear();
-  if (!s.ok()) return s;
+  return s;
+}
+
+absl::Status Outcomes::Project(absl::Span<const receipt::Entry> entries) {
+  if (!pending_.empty() && entries.data() != pending_.data()) {
+    if (auto s = Flush(); !s.ok()) return s;
+  }
+  if (entries.empty()) return absl::OkStatus();
+  std::vector<projection::Entry> views;
+  views.reserve(entries.size());
+  for (const auto& e : entries) views.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
+  query::StepProjector projector;
+  if (auto s = projector.Apply(views, *txn_); !s.ok()) return s;
   return MaybeSpill();
 }
 

@@ -154,6 +154,9 @@ class Outcomes {
   ~Outcomes();
   // `entry` MUST be the next entry in scope (parsed with receipt::ParseLeaf).
   absl::Status Add(receipt::Entry entry);
+  // The next entries in scope, projected now: the caller keeps them (and
+  // may free them on another thread). Adds waiting are projected first.
+  absl::Status Project(absl::Span<const receipt::Entry> entries);
 
   // outcomes.json, a piece at a time: {"runs":[...],"steps":[...]} and a
   // newline, each list sorted by key, deterministic. The whole document is

@@ -135,5 +135,35 @@ TEST(Outcomes, SpilledAndInMemoryAgreeByteForByte) {
   EXPECT_EQ(b, c);
 }
 
+// Project in batches of every size, mixed with Add, spilled or not: the
+// same document as Add alone.
+TEST(Outcomes, ProjectInBatchesEqualsAddOneByOne) {
+  std::vector<receipt::Entry> entries = Workload(3000);
+  Outcomes one_by_one;
+  for (const auto& e : entries) ASSERT_TRUE(one_by_one.Add(e).ok());
+  std::string want;
+  ASSERT_TRUE(one_by_one.Write([&](std::string_view piece) { want.append(piece); }).ok());
+  for (size_t spill : {Outcomes::kSpillBytes, size_t{32} << 10}) {
+    Outcomes batched(spill);
+    size_t at = 0, size = 1;
+    while (at < entries.size()) {
+      size_t n = std::min(size, entries.size() - at);
+      if (size % 3 == 0) {
+        for (size_t k = at; k < at + n; ++k) ASSERT_TRUE(batched.Add(entries[k]).ok());
+      } else {
+        ASSERT_TRUE(batched.Project(absl::MakeConstSpan(entries).subspan(at, n)).ok());
+      }
+      at += n;
+      size = size * 7 % 2003 + 1;
+    }
+    std::string got;
+    ASSERT_TRUE(batched.Write([&](std::string_view piece) { got.append(piece); }).ok());
+    EXPECT_EQ(got, want) << "spill at " << spill;
+    if (spill != Outcomes::kSpillBytes) {
+      EXPECT_GT(batched.spilled_runs(), 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ledger::pack

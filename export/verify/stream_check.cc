@@ -214,12 +214,13 @@ absl::Status Feed(LinePass& pass, NextPiece next) {
 
 }  // namespace
 
-// Outcomes::Add on a thread of its own. Projection is the one stage that
-// must see the entries in order after their checks; the checking thread
-// hands it a chunk's entries at a time and goes on. A projection failure
-// is kept with its line: checking stops when it learns of it, and since
-// nothing after that line can come first, the report is the same as if
-// the two had run in one thread.
+// Projection on a thread of its own. It is the one stage that must see the
+// entries in order after their checks; the checking thread hands it a few
+// chunks' entries at a time and goes on, and frees them once projected
+// (Done), which the projection thread would otherwise spend its time on. A
+// projection failure is kept with its line: checking stops when it learns
+// of it, and since nothing after that line can come first, the report is
+// the same as if the two had run in one thread.
 class Projection {
  public:
   // Consecutive lines from `first_line`.
@@ -242,13 +243,18 @@ class Projection {
     }
     changed_.notify_all();
   }
+  // The batches projected since the last call, for the caller to free.
+  std::vector<Batch> Done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(done_);
+  }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
   // Waits for every batch.
   std::optional<Failure> Finish() {
     if (thread_.joinable()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        done_ = true;
+        closed_ = true;
       }
       changed_.notify_all();
       thread_.join();
@@ -257,36 +263,41 @@ class Projection {
   }
 
  private:
-  static constexpr size_t kQueued = 8;
+  static constexpr size_t kQueued = 4;
 
   void Run() {
     while (true) {
       Batch batch;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        changed_.wait(lock, [this] { return done_ || !queue_.empty(); });
+        changed_.wait(lock, [this] { return closed_ || !queue_.empty(); });
         if (queue_.empty()) return;
         batch = std::move(queue_.front());
         queue_.pop_front();
       }
       changed_.notify_all();
-      if (failure_) continue;  // drained, not projected
-      for (size_t k = 0; k < batch.entries.size(); ++k) {
-        int64_t seq = static_cast<int64_t>(batch.entries[k].seq);
-        if (auto st = outcomes_->Add(std::move(batch.entries[k])); !st.ok()) {
-          failure_ = Failure{batch.first_line + k, Failure::kProject, pack::kEntries, seq, std::string(st.message())};
-          failed_.store(true, std::memory_order_relaxed);
-          break;
-        }
-      }
+      if (!failure_) Project(batch);
+      std::lock_guard<std::mutex> lock(mu_);
+      done_.push_back(std::move(batch));
     }
+  }
+
+  // Outcomes fail only when their spilled records cannot be read back: the
+  // batch is named by its first line.
+  void Project(const Batch& batch) {
+    absl::Status st = outcomes_->Project(batch.entries);
+    if (st.ok()) return;
+    failure_ = Failure{batch.first_line, Failure::kProject, pack::kEntries,
+                       static_cast<int64_t>(batch.entries.front().seq), std::string(st.message())};
+    failed_.store(true, std::memory_order_relaxed);
   }
 
   pack::Outcomes* const outcomes_;
   std::mutex mu_;
   std::condition_variable changed_;
   std::deque<Batch> queue_;
-  bool done_ = false;
+  std::vector<Batch> done_;
+  bool closed_ = false;
   std::atomic<bool> failed_{false};
   std::optional<Failure> failure_;  // the projection thread's until joined
   std::thread thread_;
@@ -310,6 +321,7 @@ class StreamCheck::EntryPass : public LinePass {
   // Waits for every chunk and the projection.
   void Finish() override {
     while (!inflight_.empty()) TakeOldest();
+    SendBatch();
     KeepFirst(&failure_, projection_.Finish());
   }
   // A line too long to be an entry.
@@ -349,13 +361,18 @@ class StreamCheck::EntryPass : public LinePass {
   void TakeOldest() {
     Decoded d = inflight_.front().get();
     inflight_.pop_front();
+    projection_.Done();  // freed here, while the projection goes on
     if (stopped()) return;
-    Projection::Batch batch;
     for (size_t k = 0; k < d.entries.size() && !failure_; ++k) {
-      if (batch.entries.empty()) batch.first_line = d.first_line + k;
-      Check(d.first_line + k, d, k, &batch);
+      if (batch_.entries.empty()) batch_.first_line = d.first_line + k;
+      Check(d.first_line + k, d, k, &batch_);
     }
-    if (!batch.entries.empty()) projection_.Add(std::move(batch));
+    if (batch_.entries.size() >= kBatchEntries || failure_) SendBatch();
+  }
+
+  void SendBatch() {
+    if (!batch_.entries.empty()) projection_.Add(std::move(batch_));
+    batch_ = Projection::Batch();
   }
 
   void Check(uint64_t line, Decoded& d, size_t k, Projection::Batch* batch) {
@@ -405,6 +422,9 @@ class StreamCheck::EntryPass : public LinePass {
   hash::Hash last_hash_{};
   std::string first_team_, first_run_;
   std::optional<Failure> failure_;
+  // Entries checked, for the projection: a few chunks' worth at a time.
+  static constexpr size_t kBatchEntries = 2048;
+  Projection::Batch batch_;
   // Last: its thread stops before the rest goes.
   Projection projection_;
 };
