@@ -16,6 +16,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -168,6 +169,24 @@ def main():
             (gzip.compress if framing == "gzip" else blocked_gzip)(member_bytes(good[0]) + declared),
             "archive", r"larger than the limit")
 
+    # A sparse file (GNU tar's holes): its data would have gaps; refused.
+    sparse_dir = os.path.join(work, "sparse")
+    os.makedirs(os.path.join(sparse_dir, "evidence"))
+    for name, data in files:
+        with open(os.path.join(sparse_dir, name), "wb") as f:
+            if name == "evidence/report.html":
+                f.seek(1 << 20)  # a hole of a megabyte, then the report
+            f.write(data)
+    sparse_tar = subprocess.run(["tar", "--sparse", "--format=gnu", "--sort=name", "--owner=0", "--group=0",
+                                 "-cf", "-", "-C", sparse_dir, "evidence"], check=True, stdout=subprocess.PIPE).stdout
+    shutil.rmtree(sparse_dir)
+    # tar adds the folder itself first; the reader would refuse that before
+    # it reached the holes, so it is cut out: the first 512-byte header.
+    assert sparse_tar[156:157] == b"5", "the folder's header first"
+    sparse_tar = sparse_tar[512:]
+    for framing, wrap in (("gzip", lambda d: gzip.compress(d, mtime=0)), ("blocked gzip", blocked_gzip)):
+        run(f"sparse file ({framing})", wrap(sparse_tar), "archive", r"a sparse file")
+
     # Not hostile: the same files in another order (proofs and the manifest
     # before the entries), as an auditor's own tar might write them. The
     # files that come before what they need are spilled to the temporary
@@ -193,7 +212,7 @@ def main():
     if failures:
         print(f"FAIL: {len(failures)} case(s): {failures}")
         sys.exit(1)
-    print(f"hostile packs: {len(cases) * 2 + 7} cases refused with their reason, nothing written, memory bounded;"
+    print(f"hostile packs: {len(cases) * 2 + 9} cases refused with their reason, nothing written, memory bounded;"
           " reordered packs verified")
 
 

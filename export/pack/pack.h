@@ -105,7 +105,7 @@ class PackReader {
   // nullopt after the last.
   absl::StatusOr<std::optional<std::string>> Next();
   // The next piece of the current file, valid until the next call; empty
-  // at the file's end.
+  // at the file's end. A sparse file (a gap in the data) is refused.
   absl::StatusOr<std::string_view> Read();
 
  private:
@@ -117,7 +117,6 @@ class PackReader {
   std::set<std::string> seen_;
   std::string top_, name_;
   uint64_t file_bytes_ = 0, total_bytes_ = 0;
-  std::string buffer_;
 };
 
 // Extracts the pack at `pack_path` into `dir` (existing, empty), with

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "ledger/canonical/canonical.h"
 #include "query/projector/projector.h"
 
 namespace ledger::query {
@@ -111,30 +112,10 @@ namespace {
 
 // A JSON string as nlohmann's dump() writes it: '"' and '\\' escaped, the
 // control characters as \b \f \n \r \t or \u00xx, everything else as is.
-void AppendJsonString(std::string_view v, std::string* out) {
-  out->push_back('"');
-  for (char c : v) {
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out->append("\\u00");
-          out->push_back(kHex[static_cast<unsigned char>(c) >> 4]);
-          out->push_back(kHex[c & 15]);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
+// nlohmann's dump() escapes exactly as canonical JSON does (the two
+// short-escape sets and \u00xx in lowercase for the other control
+// characters, nothing else); projector_test holds them to it.
+void AppendJsonString(std::string_view v, std::string* out) { canonical::AppendString(v, out); }
 
 // Members of one object, written in the order given, which MUST be the
 // keys' sorted order (nlohmann's objects are std::maps).
