@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "export/tasks/tasks.h"
 
 namespace ledger::gzip {
 namespace {
@@ -204,7 +205,8 @@ absl::StatusOr<bool> Reader::Queue() {
   if (in_.gcount() != static_cast<std::streamsize>(length - kHeaderBytes)) {
     return MemberError(offset_, "truncated");
   }
-  inflight_.push_back(std::async(std::launch::async, Inflate, std::move(member), offset_));
+  inflight_.push_back(tasks::Pool::Shared().Run(
+      [member = std::move(member), offset = offset_] { return Inflate(member, offset); }));
   offset_ += length;
   return true;
 }

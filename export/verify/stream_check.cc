@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "export/tasks/tasks.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
@@ -39,6 +40,11 @@ class LineChunker {
   // False if a line grows beyond kMaxLineBytes.
   template <typename Emit>
   bool Add(std::string_view piece, Emit emit) {
+    // Pieces can be larger than a chunk (a gzip member is 1 MiB).
+    while (piece.size() > kChunkBytes) {
+      if (!Add(piece.substr(0, kChunkBytes), emit)) return false;
+      piece.remove_prefix(kChunkBytes);
+    }
     buf_.append(piece);
     if (buf_.size() < kChunkBytes) return true;
     size_t cut = buf_.rfind('\n');
@@ -315,7 +321,8 @@ class StreamCheck::EntryPass : public LinePass {
     uint64_t first = next_line_;
     next_line_ += lines;
     if (stopped()) return;
-    inflight_.push_back(std::async(std::launch::async, Decode, std::move(chunk), first));
+    inflight_.push_back(tasks::Pool::Shared().Run(
+        [chunk = std::move(chunk), first] { return Decode(chunk, first); }));
     while (inflight_.size() > MaxInflight()) TakeOldest();
   }
   // Waits for every chunk and the projection.
@@ -345,7 +352,7 @@ class StreamCheck::EntryPass : public LinePass {
     std::vector<int64_t> tail_seqs;
   };
 
-  static Decoded Decode(std::string chunk, uint64_t first_line) {
+  static Decoded Decode(const std::string& chunk, uint64_t first_line) {
     Decoded d{first_line, {}, {}, {}};
     ForEachLine(chunk, [&](std::string_view leaf) {
       d.hashes.push_back(hash::LeafHash(leaf));
@@ -456,8 +463,10 @@ class StreamCheck::ProofPass : public LinePass {
     }
     std::optional<Record> before = previous_;
     if (!recs.empty()) previous_ = recs.back();
-    inflight_.push_back(std::async(std::launch::async, &StreamCheck::ProofPass::Check, this, std::move(chunk), first,
-                                   std::move(recs), before));
+    inflight_.push_back(tasks::Pool::Shared().Run(
+        [this, chunk = std::move(chunk), first, recs = std::move(recs), before] {
+          return Check(chunk, first, recs, before);
+        }));
     while (inflight_.size() > MaxInflight()) TakeOldest();
   }
   // Waits for every chunk; then, if entries remain, the first without a
@@ -485,7 +494,7 @@ class StreamCheck::ProofPass : public LinePass {
     inflight_.pop_front();
   }
 
-  std::optional<Failure> Check(std::string chunk, uint64_t first_line, std::vector<Record> recs,
+  std::optional<Failure> Check(const std::string& chunk, uint64_t first_line, const std::vector<Record>& recs,
                                std::optional<Record> before) const {
     merkle::InclusionVerifier inclusion(cp_.size, cp_.root);
     ProofLineParser parser;

@@ -1,0 +1,52 @@
+#include "export/tasks/tasks.h"
+
+#include <atomic>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace ledger::tasks {
+namespace {
+
+TEST(PoolTest, RunsEveryTaskAndReturnsItsResult) {
+  Pool pool(3);
+  std::vector<std::future<std::string>> results;
+  for (int i = 0; i < 1000; ++i) results.push_back(pool.Run([i] { return std::to_string(i * i); }));
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(results[i].get(), std::to_string(i * i));
+}
+
+TEST(PoolTest, RunsOnItsOwnThreadsAtMostThatManyAtOnce) {
+  Pool pool(2);
+  std::atomic<int> running{0}, most{0};
+  std::vector<std::future<std::thread::id>> ids;
+  for (int i = 0; i < 200; ++i) {
+    ids.push_back(pool.Run([&] {
+      int now = ++running;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::yield();
+      --running;
+      return std::this_thread::get_id();
+    }));
+  }
+  std::set<std::thread::id> threads;
+  for (auto& id : ids) threads.insert(id.get());
+  EXPECT_LE(threads.size(), 2u);
+  EXPECT_FALSE(threads.count(std::this_thread::get_id()));
+  EXPECT_LE(most.load(), 2);
+}
+
+TEST(PoolTest, DestructionFinishesTheTasksGiven) {
+  std::atomic<int> done{0};
+  {
+    Pool pool(1);
+    for (int i = 0; i < 100; ++i) pool.Run([&] { ++done; });
+  }
+  EXPECT_EQ(done.load(), 100);
+}
+
+}  // namespace
+}  // namespace ledger::tasks
