@@ -179,6 +179,7 @@ class Outcomes {
    public:
     void PutProjection(projection::Table, std::string_view, std::string_view) override {}
     void DeleteProjection(projection::Table, std::string_view) override {}
+    bool Keeps() const override { return false; }
   };
   const size_t spill_bytes_;
   Discard discard_;

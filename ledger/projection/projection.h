@@ -60,6 +60,10 @@ class Txn {
     Put(t, key, value);
   }
   virtual void DeleteUnread(Table t, std::string_view key) { Delete(t, key); }
+  // False when unread records are dropped (projections kept only for their
+  // steps and runs, as an evidence pack's outcomes): a projector may then
+  // leave them unmade.
+  virtual bool KeepsUnread() const { return true; }
 };
 
 // Where an OverlayTxn sends unread records: the storage batch being built.
@@ -68,6 +72,8 @@ class Sink {
   virtual ~Sink() = default;
   virtual void PutProjection(Table t, std::string_view key, std::string_view value) = 0;
   virtual void DeleteProjection(Table t, std::string_view key) = 0;
+  // False if it drops what it is given.
+  virtual bool Keeps() const { return true; }
 };
 
 class Projector {
@@ -101,6 +107,7 @@ class OverlayTxn final : public Txn {
   void Delete(Table t, std::string_view key) override;
   void PutUnread(Table t, std::string_view key, std::string_view value) override;
   void DeleteUnread(Table t, std::string_view key) override;
+  bool KeepsUnread() const override { return sink_ == nullptr || sink_->Keeps(); }
 
   const Writes& writes() const { return writes_; }
   // About what the writes hold in memory: keys, values and kRowOverhead a

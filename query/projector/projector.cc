@@ -27,6 +27,8 @@ class Records {
   explicit Records(Txn& txn) : txn_(txn) {}
 
   Txn& txn() { return txn_; }
+  // Whether index rows and step changes are kept: not for outcomes alone.
+  bool indexed() const { return txn_.KeepsUnread(); }
 
   // The record under `key`; *exists tells whether it is in the projection
   // (a new record starts empty). Pointers stay valid until Flush.
@@ -177,7 +179,7 @@ class RunEdit {
       run_->set_run_id(r.run_id());
       run_->set_first_seq(e_.seq);
       run_->set_first_at_us(e_.logged_at_us);
-      records_.txn().PutUnread(Table::kIndex, RunsRow(r.team(), e_.logged_at_us, key_), "");
+      if (records_.indexed()) records_.txn().PutUnread(Table::kIndex, RunsRow(r.team(), e_.logged_at_us, key_), "");
     }
     records_.TouchRun(key_);
     if (run_->workflow().empty() && !r.workflow().empty()) run_->set_workflow(r.workflow());
@@ -242,7 +244,8 @@ class StepEdit {
   void Save() {
     Txn& txn = records_.txn();
     const uint64_t first_at = static_cast<uint64_t>(step_->first_at_us());
-    if (fresh_) {
+    const bool indexed = records_.indexed();
+    if (fresh_ && indexed) {
       txn.PutUnread(Table::kIndex, TeamTimeRow(key_.team, first_at, encoded_), "");
       txn.PutUnread(Table::kIndex,
                     RunTimeRow(EncodeRunKey(key_.team, key_.run_id), first_at, encoded_), "");
@@ -253,12 +256,12 @@ class StepEdit {
     // exactly while a step is pending: they get no state row of their own.
     if (fresh_ || step_->state() != old_state_) {
       if (!fresh_) {
-        if (old_state_ != pb::STEP_STATE_PENDING) {
+        if (old_state_ != pb::STEP_STATE_PENDING && indexed) {
           txn.DeleteUnread(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
         }
         Count(run, old_state_, -1);
       }
-      if (step_->state() != pb::STEP_STATE_PENDING) {
+      if (step_->state() != pb::STEP_STATE_PENDING && indexed) {
         txn.PutUnread(Table::kIndex, StateRow(key_.team, step_->state(), first_at, encoded_), "");
       }
       Count(run, step_->state(), +1);
@@ -277,8 +280,8 @@ class StepEdit {
     // A change is what a dashboard follows: the state, the start, the
     // completion, the unknown declaration, an anomaly. Calls only add to
     // the step's totals and are not changes.
-    if (fresh_ || step_->state() != old_state_ || step_->anomalies_size() != old_anomalies_ ||
-        Parts(*step_) != old_parts_) {
+    if (indexed && (fresh_ || step_->state() != old_state_ || step_->anomalies_size() != old_anomalies_ ||
+                    Parts(*step_) != old_parts_)) {
       txn.PutUnread(Table::kChanges, U64(e_.seq), EncodeChange(e_.seq, *step_));
     }
   }
@@ -359,7 +362,7 @@ absl::Status OnStart(Records& records, const projection::Entry& e, RunEdit& run)
       step.set_timeout_at_us(e.logged_at_us + a.timeout_ms() * 1000);
       if (!step.has_completion() && !step.has_unknown()) {
         step.set_state(pb::STEP_STATE_PENDING);
-        records.PutDeadline(DeadlineRow(step.timeout_at_us(), e.seq), edit.encoded_key());
+        if (records.indexed()) records.PutDeadline(DeadlineRow(step.timeout_at_us(), e.seq), edit.encoded_key());
       }
     }
   }
@@ -412,7 +415,7 @@ absl::Status OnExec(Records& records, const projection::Entry& e, RunEdit& run) 
   } else {
     RecordCompletion(step, e);
     step.set_state(StateOf(x.status()));
-    records.DeleteDeadline(DeadlineRow(step.timeout_at_us(), step.start_seq()));
+    if (records.indexed()) records.DeleteDeadline(DeadlineRow(step.timeout_at_us(), step.start_seq()));
   }
   edit.Save();
   return absl::OkStatus();
@@ -432,7 +435,7 @@ absl::Status OnUnknown(Records& records, const projection::Entry& e, RunEdit& ru
     step.set_unknown_seq(e.seq);
     step.set_unknown_at_us(e.logged_at_us);
     step.set_deadline_us(u.deadline_us());
-    records.DeleteDeadline(DeadlineRow(step.timeout_at_us(), step.start_seq()));
+    if (records.indexed()) records.DeleteDeadline(DeadlineRow(step.timeout_at_us(), step.start_seq()));
   }
   edit.Save();
   return absl::OkStatus();

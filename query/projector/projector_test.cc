@@ -307,6 +307,58 @@ TEST(ProjectorTest, CallsAreNotStepChangesButCompletionsAre) {
   EXPECT_EQ(log.Step("t", "r", "s1").calls().cost_micros(), 30);
 }
 
+// A Txn that drops unread records (an evidence pack's outcomes) gets the
+// same steps and runs, and the projector makes none of what it would drop.
+TEST(ProjectorTest, OutcomesOnlyTxnGetsTheSameStepsAndRunsAndNoRows) {
+  class Counting final : public projection::Sink {
+   public:
+    void PutProjection(Table, std::string_view, std::string_view) override { ++given; }
+    void DeleteProjection(Table, std::string_view) override { ++given; }
+    bool Keeps() const override { return keeps; }
+    bool keeps = true;
+    int given = 0;
+  };
+  std::vector<std::string> jsons = {
+      Start("a", "s1"), Call("c", "s1", "allow", 5), Start("d", "s2"), Deny("x", "s3"),
+      Exec("b", "a", "s1", "succeeded"), Exec("e", "d", "s2", "error"), Exec("y", "x", "s3", "succeeded"),
+      Start("f", "s4"), Unknown(7, "f", "s4"), Exec("g", "f", "s4", "succeeded"), Exec("h", "nope", "s5", "failed")};
+  std::vector<pb::Receipt> receipts;
+  for (const auto& json : jsons) {
+    auto r = receipt::FromJsonText(json);
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (!r->has_attempt()) r->set_attempt(1);
+    receipts.push_back(*r);
+  }
+  std::vector<projection::Entry> entries;
+  for (size_t i = 0; i < receipts.size(); ++i) {
+    entries.push_back({i, 1'000'000 + static_cast<int64_t>(i) * 1000, "test", &receipts[i]});
+  }
+  Counting kept, dropped;
+  dropped.keeps = false;
+  projection::OverlayTxn full(nullptr, nullptr, &kept), outcomes(nullptr, nullptr, &dropped);
+  EXPECT_TRUE(full.KeepsUnread());
+  EXPECT_FALSE(outcomes.KeepsUnread());
+  StepProjector projector;
+  // In two batches, so that a deadline row outlives the first.
+  for (auto* txn : {&full, &outcomes}) {
+    ASSERT_TRUE(projector.Apply(absl::MakeConstSpan(entries).first(3), *txn).ok());
+    ASSERT_TRUE(projector.Apply(absl::MakeConstSpan(entries).subspan(3), *txn).ok());
+  }
+  EXPECT_GT(kept.given, 10);
+  EXPECT_EQ(dropped.given, 0);
+  for (Table t : {Table::kSteps, Table::kRuns}) {
+    const auto& a = full.writes()[static_cast<int>(t)];
+    const auto& b = outcomes.writes()[static_cast<int>(t)];
+    EXPECT_EQ(a.size(), b.size());
+    for (const auto& [key, value] : a) {
+      auto it = b.find(key);
+      ASSERT_NE(it, b.end()) << key;
+      EXPECT_EQ(it->second, value) << key;
+    }
+  }
+  EXPECT_EQ(full.writes()[static_cast<int>(Table::kSteps)].size(), 5u);
+}
+
 TEST(KeysTest, StepKeyRoundTripAndOrder) {
   StepKey k{"team-a", std::string("run\0x", 5), "step", 3};
   auto back = DecodeStepKey(EncodeStepKey(k));
