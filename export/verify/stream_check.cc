@@ -155,14 +155,14 @@ class ProofLineParser {
       if (n < hex_.size() && hex_[n] == hex) {
         // Spelled as the line before did: the same, already checked, hash.
       } else {
-        auto h = hash::ParseHex(hex);
-        if (!h.ok()) return Reset(path);
+        hash::Hash h;
+        if (!hash::ParseHexTo(hex, &h)) return Reset(path);
         if (n < hex_.size()) {
           hex_[n] = hex;
-          (*path)[n] = *h;
+          (*path)[n] = h;
         } else {
           hex_.push_back(hex);
-          path->push_back(*h);
+          path->push_back(h);
         }
       }
       ++n;
@@ -322,7 +322,7 @@ class StreamCheck::EntryPass : public LinePass {
     next_line_ += lines;
     if (stopped()) return;
     inflight_.push_back(tasks::Pool::Shared().Run(
-        [chunk = std::move(chunk), first] { return Decode(chunk, first); }));
+        [chunk = std::move(chunk), first, lines] { return Decode(chunk, first, lines); }));
     while (inflight_.size() > MaxInflight()) TakeOldest();
   }
   // Waits for every chunk and the projection.
@@ -352,13 +352,18 @@ class StreamCheck::EntryPass : public LinePass {
     std::vector<int64_t> tail_seqs;
   };
 
-  static Decoded Decode(const std::string& chunk, uint64_t first_line) {
+  static Decoded Decode(const std::string& chunk, uint64_t first_line, size_t lines) {
     Decoded d{first_line, {}, {}, {}};
+    d.entries.reserve(lines);
+    d.hashes.reserve(lines);
+    d.tail_seqs.reserve(lines);
     ForEachLine(chunk, [&](std::string_view leaf) {
       d.hashes.push_back(hash::LeafHash(leaf));
       auto tail = receipt::SeqOf(leaf);
       d.tail_seqs.push_back(tail.ok() ? static_cast<int64_t>(*tail) : -1);
-      d.entries.push_back(receipt::ParseLeaf(leaf));
+      // ParseLeaf, read in place.
+      absl::StatusOr<receipt::Entry>& entry = d.entries.emplace_back(receipt::Entry());
+      if (!receipt::ReadLeaf(leaf, &*entry)) entry = receipt::ParseLeafByTree(leaf);
     });
     return d;
   }
@@ -517,9 +522,10 @@ class StreamCheck::ProofPass : public LinePass {
           proof_seq != rec.tail_seq) {
         return fail(Failure::kProof, "not the proof line of this entry");
       }
-      std::string leaf_hex = hash::Hex(rec.leaf_hash);
-      if (proof_leaf_hash != leaf_hex) {
-        return fail(Failure::kProof, absl::StrCat("leaf_hash expected ", leaf_hex, ", found ", std::string(proof_leaf_hash)));
+      hash::Hash proof_leaf;
+      if (!hash::ParseHexTo(proof_leaf_hash, &proof_leaf) || proof_leaf != rec.leaf_hash) {
+        return fail(Failure::kProof, absl::StrCat("leaf_hash expected ", hash::Hex(rec.leaf_hash), ", found ",
+                                                  std::string(proof_leaf_hash)));
       }
       if (static_cast<uint64_t>(rec.tail_seq) < cp_.size) {
         if (auto st = inclusion.Verify(static_cast<uint64_t>(rec.tail_seq), rec.leaf_hash, path); !st.ok()) {
