@@ -496,6 +496,22 @@ absl::Status Store::WalkLeavesBack(
       rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kEntries]));
   std::optional<uint64_t> at = from;
   it->Seek(U64Key(from));
+  // Steps of one seq back in a row, and the lowest seq read forwards.
+  constexpr int kDenseSteps = 64;
+  int dense = 0;
+  uint64_t warm_from = from;
+  auto warm = [&](uint64_t below) {
+    uint64_t lo = below > kWarmEntries ? below - kWarmEntries : 0;
+    rocksdb::ReadOptions options;
+    options.readahead_size = 2 << 20;
+    std::string lo_key = U64Key(lo), hi_key = U64Key(below);
+    rocksdb::Slice hi_slice(hi_key);
+    options.iterate_upper_bound = &hi_slice;
+    std::unique_ptr<rocksdb::Iterator> ahead(rep_->db->NewIterator(options, rep_->cfs[kEntries]));
+    for (ahead->Seek(lo_key); ahead->Valid(); ahead->Next()) {
+    }
+    warm_from = lo;
+  };
   while (at.has_value()) {
     if (!it->Valid() || it->key().size() != 8 || GetU64(it->key().data()) != *at) {
       if (auto s = FromRocks(it->status(), "walk entries"); !s.ok()) return s;
@@ -505,8 +521,10 @@ absl::Status Store::WalkLeavesBack(
     if (!to.ok()) return to.status();
     if (to->has_value() && **to >= *at) std::abort();  // the caller's contract
     if (to->has_value() && **to + 1 == *at) {
+      if (++dense >= kDenseSteps && **to < warm_from) warm(*at);
       it->Prev();
     } else if (to->has_value()) {
+      dense = 0;
       it->Seek(U64Key(**to));
     }
     at = *to;

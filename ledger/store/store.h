@@ -159,6 +159,12 @@ class Store {
   // The highest seq with an entry, whatever the state says; nullopt if none.
   absl::StatusOr<std::optional<uint64_t>> LastLeafSeq() const;
 
+  // Calls next(seq, leaf) from `from` down the seqs next returns (each
+  // lower than the last; nullopt ends the walk). DATA_LOSS when an entry is
+  // missing. Where the walk goes one seq back at a time (a run alone in its
+  // part of the log), the entries below are first read forwards in windows
+  // of kWarmEntries, which the disk reads ahead: backwards it cannot.
+  static constexpr uint64_t kWarmEntries = 8192;
   absl::Status WalkLeavesBack(
       uint64_t from,
       absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)>

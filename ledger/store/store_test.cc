@@ -81,6 +81,47 @@ TEST(StoreTest, ScanLeavesInOrderAndReportsGaps) {
   EXPECT_EQ(tail.message(), "storage: entry 10 is missing");
 }
 
+// A walk that goes one seq back for long stretches (read ahead in windows),
+// jumps, goes dense again, and meets a missing entry: every seq is visited
+// once, in order, with its own leaf, and the gap is DATA_LOSS.
+TEST(StoreTest, WalkLeavesBackDenseStretchesJumpsAndGaps) {
+  testing::TempDir dir;
+  auto store = *Store::Open(dir.path());
+  constexpr uint64_t kTop = 3 * Store::kWarmEntries + 500;
+  Batch b = store->NewBatch();
+  for (uint64_t i = 0; i < kTop; ++i) {
+    if (i != 7) b.PutEntry(i, "leaf" + std::to_string(i));
+  }
+  ASSERT_TRUE(store->Commit(b).ok());
+  // Dense from the top down to kWarmEntries + 100, then every 1,000th seq
+  // down to 3,000, then dense again to 8 (7 is missing).
+  auto next_of = [&](uint64_t at) -> std::optional<uint64_t> {
+    if (at > Store::kWarmEntries + 100) return at - 1;
+    if (at > 3000) return at - 1000 < 3000 ? 3000 : at - 1000;
+    if (at > 8) return at - 1;
+    return std::nullopt;
+  };
+  std::vector<uint64_t> want;
+  for (std::optional<uint64_t> at = kTop - 1; at; at = next_of(*at)) want.push_back(*at);
+  std::vector<uint64_t> seen;
+  bool leaves_match = true;
+  auto walked = store->WalkLeavesBack(
+      kTop - 1, [&](uint64_t seq, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
+        seen.push_back(seq);
+        leaves_match = leaves_match && leaf == "leaf" + std::to_string(seq);
+        return next_of(seq);
+      });
+  ASSERT_TRUE(walked.ok()) << walked;
+  EXPECT_EQ(seen, want);
+  EXPECT_TRUE(leaves_match);
+  auto gap = store->WalkLeavesBack(
+      100, [&](uint64_t seq, std::string_view) -> absl::StatusOr<std::optional<uint64_t>> {
+        return seq > 0 ? std::optional<uint64_t>(seq - 1) : std::nullopt;
+      });
+  EXPECT_EQ(gap.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(gap.message(), "storage: entry 7 is missing");
+}
+
 hash::Hash H(int level, uint64_t index) {
   return hash::Sha256(std::to_string(level) + "/" + std::to_string(index));
 }
