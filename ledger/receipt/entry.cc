@@ -1,6 +1,7 @@
 #include "ledger/receipt/entry.h"
 
 #include <cstring>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,12 @@ absl::StatusOr<uint64_t> SeqOf(std::string_view leaf) {
 }
 
 absl::StatusOr<std::string> TeamOf(std::string_view leaf) {
+  // A canonical leaf leaves an empty team out, as the tree below would not
+  // find it.
+  if (Entry e; ReadLeaf(leaf, &e)) {
+    if (e.receipt.team().empty()) return Bad("no receipt.team");
+    return std::move(*e.receipt.mutable_team());
+  }
   auto parsed = canonical::Parse(leaf);
   if (!parsed.ok()) return Bad("not in canonical form");
   const canonical::Value* r = parsed->Find("receipt");

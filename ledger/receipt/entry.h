@@ -58,9 +58,9 @@ absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf);
 // The seq of a leaf, read from its tail the same way (",\"seq\":N,\"v\":1}").
 absl::StatusOr<uint64_t> SeqOf(std::string_view leaf);
 
-// The team of a leaf's receipt, for access checks: parses the leaf as
-// canonical JSON and reads receipt.team, checking nothing else.
-// INVALID_ARGUMENT when there is none.
+// The team of a leaf's receipt, for access checks and team windows: reads
+// the leaf (ReadLeaf, or else as canonical JSON) and returns receipt.team,
+// checking nothing else. INVALID_ARGUMENT when there is none.
 absl::StatusOr<std::string> TeamOf(std::string_view leaf);
 
 // Parses leaf bytes. INVALID_ARGUMENT (DATA_LOSS is the caller's call) when

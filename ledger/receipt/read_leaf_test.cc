@@ -120,6 +120,12 @@ TEST(ReadLeafTest, ReadsEveryCanonicalLeafAsTheReferenceDoes) {
     auto reference = ParseLeafByTree(leaf);
     ASSERT_TRUE(reference.ok()) << reference.status() << "\n" << leaf;
     ASSERT_EQ(Diff(fast, *reference), "") << leaf;
+    auto team = TeamOf(leaf);
+    if (reference->receipt.team().empty()) {
+      EXPECT_FALSE(team.ok()) << leaf;
+    } else {
+      EXPECT_EQ(team.value_or(""), reference->receipt.team()) << leaf;
+    }
   }
 }
 
