@@ -10,16 +10,15 @@
 #ifndef EXPORT_TASKS_TASKS_H_
 #define EXPORT_TASKS_TASKS_H_
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "export/tasks/channel.h"
 
 namespace ledger::tasks {
 
@@ -40,18 +39,12 @@ class Pool {
   std::future<std::invoke_result_t<Task>> Run(Task task) {
     auto packaged = std::make_shared<std::packaged_task<std::invoke_result_t<Task>()>>(std::move(task));
     std::future<std::invoke_result_t<Task>> result = packaged->get_future();
-    Push([packaged] { (*packaged)(); });
+    queue_.Push([packaged] { (*packaged)(); });
     return result;
   }
 
  private:
-  void Push(std::function<void()> task);
-  void Loop();
-
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> queue_;
-  bool stop_ = false;
+  Channel<std::function<void()>> queue_;
   std::vector<std::thread> threads_;
 };
 

@@ -1,10 +1,12 @@
 #include "export/tasks/tasks.h"
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "export/tasks/channel.h"
 #include "gtest/gtest.h"
 
 namespace ledger::tasks {
@@ -46,6 +48,28 @@ TEST(PoolTest, DestructionFinishesTheTasksGiven) {
     for (int i = 0; i < 100; ++i) pool.Run([&] { ++done; });
   }
   EXPECT_EQ(done.load(), 100);
+}
+
+TEST(ChannelTest, BoundedFifoThatDrainsAfterClose) {
+  Channel<int> channel(2);
+  EXPECT_TRUE(channel.TryPush(1));
+  EXPECT_TRUE(channel.TryPush(2));
+  EXPECT_FALSE(channel.TryPush(3));  // full
+  std::atomic<bool> pushed{false};
+  std::thread producer([&] {
+    channel.Push(3);  // waits for room
+    pushed = true;
+    channel.Close();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(pushed.load());
+  EXPECT_EQ(channel.Pop(), 1);
+  EXPECT_EQ(channel.Pop(), 2);
+  EXPECT_EQ(channel.Pop(), 3);
+  producer.join();
+  EXPECT_TRUE(pushed.load());
+  EXPECT_EQ(channel.Pop(), std::nullopt);  // closed and drained
+  EXPECT_EQ(channel.TryPop(), std::nullopt);
 }
 
 }  // namespace

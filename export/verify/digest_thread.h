@@ -5,21 +5,19 @@
 //
 // Update copies each piece into blocks of kBlockBytes and queues them; at
 // most kQueuedBlocks wait for the thread (Update blocks beyond) and as many
-// are kept for reuse, so memory is bounded (8 MiB). Final waits for the queue, returns the digest and starts the
-// next stream.
+// are kept for reuse, so memory is bounded (8 MiB). Final waits for the
+// queue, returns the digest and starts the next stream.
 //
 // Thread-compatible: one thread calls; the hashing thread is its own.
 #ifndef EXPORT_VERIFY_DIGEST_THREAD_H_
 #define EXPORT_VERIFY_DIGEST_THREAD_H_
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
+#include <future>
 #include <string>
 #include <string_view>
 #include <thread>
-#include <vector>
 
+#include "export/tasks/channel.h"
 #include "ledger/hash/hash.h"
 
 namespace ledger::verify {
@@ -39,22 +37,17 @@ class DigestThread {
   hash::Hash Final();
 
  private:
-  // A block of the stream, or (final) its end.
+  // A block of the stream, or (with `digest`) its end, where the thread
+  // gives the digest.
   struct Block {
     std::string bytes;
-    bool final = false;
+    std::promise<hash::Hash>* digest = nullptr;
   };
-  void Push(Block block);
   void Run();
 
   std::string filling_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<Block> queue_;
-  std::vector<std::string> free_;  // hashed blocks, for reuse
-  bool stop_ = false;
-  bool digest_ready_ = false;
-  hash::Hash digest_{};
+  tasks::Channel<Block> queue_{kQueuedBlocks};
+  tasks::Channel<std::string> free_{kQueuedBlocks};  // hashed blocks, for reuse
   std::thread thread_;
 };
 

@@ -2,16 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <fstream>
 #include <future>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "export/tasks/channel.h"
 #include "export/tasks/tasks.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
@@ -223,7 +222,7 @@ absl::Status Feed(LinePass& pass, NextPiece next) {
 // Projection on a thread of its own. It is the one stage that must see the
 // entries in order after their checks; the checking thread hands it a few
 // chunks' entries at a time and goes on, and frees them once projected
-// (Done), which the projection thread would otherwise spend its time on. A
+// (FreeProjected), which the projection thread would otherwise spend its time on. A
 // projection failure is kept with its line: checking stops when it learns
 // of it, and since nothing after that line can come first, the report is
 // the same as if the two had run in one thread.
@@ -241,28 +240,17 @@ class Projection {
   Projection& operator=(const Projection&) = delete;
 
   // Waits while kQueued batches wait.
-  void Add(Batch batch) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [this] { return queue_.size() < kQueued; });
-      queue_.push_back(std::move(batch));
+  void Add(Batch batch) { queue_.Push(std::move(batch)); }
+  // Frees the batches projected so far.
+  void FreeProjected() {
+    while (done_.TryPop()) {
     }
-    changed_.notify_all();
-  }
-  // The batches projected since the last call, for the caller to free.
-  std::vector<Batch> Done() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::move(done_);
   }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
   // Waits for every batch.
   std::optional<Failure> Finish() {
     if (thread_.joinable()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        closed_ = true;
-      }
-      changed_.notify_all();
+      queue_.Close();
       thread_.join();
     }
     return failure_;
@@ -272,19 +260,9 @@ class Projection {
   static constexpr size_t kQueued = 4;
 
   void Run() {
-    while (true) {
-      Batch batch;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        changed_.wait(lock, [this] { return closed_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        batch = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      changed_.notify_all();
-      if (!failure_) Project(batch);
-      std::lock_guard<std::mutex> lock(mu_);
-      done_.push_back(std::move(batch));
+    while (auto batch = queue_.Pop()) {
+      if (!failure_) Project(*batch);
+      done_.Push(*std::move(batch));
     }
   }
 
@@ -299,11 +277,8 @@ class Projection {
   }
 
   pack::Outcomes* const outcomes_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<Batch> queue_;
-  std::vector<Batch> done_;
-  bool closed_ = false;
+  tasks::Channel<Batch> queue_{kQueued};
+  tasks::Channel<Batch> done_;  // projected, for the checking thread to free
   std::atomic<bool> failed_{false};
   std::optional<Failure> failure_;  // the projection thread's until joined
   std::thread thread_;
@@ -373,7 +348,7 @@ class StreamCheck::EntryPass : public LinePass {
   void TakeOldest() {
     Decoded d = inflight_.front().get();
     inflight_.pop_front();
-    projection_.Done();  // freed here, while the projection goes on
+    projection_.FreeProjected();  // here, while the projection goes on
     if (stopped()) return;
     for (size_t k = 0; k < d.entries.size() && !failure_; ++k) {
       if (batch_.entries.empty()) batch_.first_line = d.first_line + k;
