@@ -2,7 +2,7 @@
 //
 //   ledgerctl keygen --origin O --out FILE
 //   ledgerctl --server HOST:PORT append [FILE|-]
-//   ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S]
+//   ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--time-note]
 //   ledgerctl --server HOST:PORT vkey
 //   ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]
 //   ledgerctl --server HOST:PORT consistency --from A [--to B]
@@ -198,7 +198,15 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
     grpc::Status s = stub.GetCheckpoint(&ctx, request, &cp);
     if (!s.ok()) return Fail(FromGrpc(s));
     if (cp.tree_size() >= static_cast<uint64_t>(*at_least)) {
-      std::cout << cp.note();
+      if (!flags.Bool("time-note")) {
+        std::cout << cp.note();
+        return 0;
+      }
+      if (cp.time_note().empty()) {
+        return Fail(absl::NotFoundError(absl::StrCat("the checkpoint of size ", cp.tree_size(),
+                                                     " was signed before the ledger signed times")));
+      }
+      std::cout << cp.time_note();
       return 0;
     }
     if (std::chrono::steady_clock::now() > deadline) {
@@ -457,7 +465,7 @@ constexpr char kUsage[] =
     "usage:\n"
     "  ledgerctl keygen --origin O --out FILE\n"
     "  ledgerctl --server HOST:PORT append [FILE|-]\n"
-    "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S]\n"
+    "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--time-note]\n"
     "  ledgerctl --server HOST:PORT vkey\n"
     "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]\n"
     "  ledgerctl --server HOST:PORT consistency --from A [--to B]\n"
@@ -518,6 +526,7 @@ int main(int argc, char** argv) {
                "keygen: the log's origin (the key name); audit: the name of <data>/signing.key");
 
   flags.Define("at-least", "0", "checkpoint: wait until the checkpoint covers N entries");
+  flags.Define("time-note", "", "checkpoint: print the checkpoint's signed time note instead of the checkpoint", true);
   flags.Define("timeout-ms", "30000", "checkpoint: how long to wait for --at-least");
   flags.Define("seq", "", "prove: the entry's seq; export: a range A:B");
   flags.Define("receipt-id", "", "prove: the entry's receipt_id");

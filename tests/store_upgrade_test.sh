@@ -24,10 +24,24 @@ tar -C "$work" -xzf "$root/tests/fixtures/store-v1-squatted.tar.gz"
   { cat "$work/audit"; fail "audit of the format-1 store"; }
 grep -q '^OK: 8 entries' "$work/audit" || { cat "$work/audit"; fail "audit summary"; }
 
+# The store's latest checkpoint (size 8) was signed before the ledger signed
+# times: the first start signs its time note, without appending anything.
+start_ledgerd --origin "$origin" --signing-key "$work/data/signing.key" --projections=false
+before=$(( $(date +%s) * 1000000 ))
+ctl checkpoint --time-note > "$work/time.note"
+/usr/bin/python3 - "$work/time.note" "$before" <<'EOF' || { cat "$work/time.note"; fail "no time note for the old checkpoint"; }
+import sys
+body = open(sys.argv[1]).read().split("\n\n")[0].split("\n")
+assert body[:3] == ["evidence-ledger/checkpoint-time/v1", "fixture.example/v1", "8"], body
+assert body[4].startswith("time ") and int(body[4][5:]) >= int(sys.argv[2]) - 10_000_000, body
+EOF
+kill -TERM "$pid"; wait "$pid"; pid=""
+mv "$work/ledgerd.out" "$work/ledgerd.out.first"
+
 start_ledgerd --origin "$origin" --signing-key "$work/data/signing.key" \
   --unknown-grace-ms 100 --sweep-interval-ms 50 --checkpoint-interval-ms 20
-grep -q '"event":"receipt_index_migrated".*"rows":8' "$work/ledgerd.out" ||
-  { cat "$work/ledgerd.out"; fail "no word of the migration of 8 rows"; }
+grep -q '"event":"receipt_index_migrated".*"rows":8' "$work/ledgerd.out.first" ||
+  { cat "$work/ledgerd.out.first"; fail "no word of the migration of 8 rows"; }
 
 for _ in $(seq 100); do
   [ "$(ctl steps --team team-a --state unknown --json | grep -c '"state":"unknown"')" = 2 ] && break

@@ -172,11 +172,60 @@ class Auditor {
     hash::Hash root = size == 0 ? hash::EmptyRoot() : frontier_.Root();
     if (cp->root != root) return Find("checkpoint", at, absl::StrCat(what, ": root"), hash::Hex(root), hash::Hex(cp->root));
     ++verified_;
+    return CheckTimeAt(size, at, *cp);
+  }
+
+  // The checkpoint's time note, if it has one: signed by the key, naming
+  // the checkpoint, and never earlier than the time of the one before.
+  absl::Status CheckTimeAt(uint64_t size, int64_t at, const note::Checkpoint& cp) {
+    auto note_text = store_.GetCheckpointTime(size);
+    if (absl::IsNotFound(note_text.status())) return absl::OkStatus();
+    if (!note_text.ok()) return note_text.status();
+    std::string what = absl::StrCat("time note of the checkpoint of size ", size);
+    auto text = key_.Open(*note_text);
+    if (!text.ok()) {
+      return Find("checkpoint_time", at, absl::StrCat(what, ": signature"),
+                  absl::StrCat("a valid signature by ", key_.name()), std::string(text.status().message()));
+    }
+    auto t = note::ParseCheckpointTime(*text);
+    if (!t.ok()) return Find("checkpoint_time", at, what, "a checkpoint-time body", std::string(t.status().message()));
+    if (t->checkpoint.origin != cp.origin || t->checkpoint.size != cp.size || t->checkpoint.root != cp.root) {
+      return Find("checkpoint_time", at, absl::StrCat(what, ": checkpoint"),
+                  absl::StrCat(cp.origin, " ", cp.size, " ", hash::Hex(cp.root)),
+                  absl::StrCat(t->checkpoint.origin, " ", t->checkpoint.size, " ", hash::Hex(t->checkpoint.root)));
+    }
+    if (t->time_us < last_time_us_) {
+      return Find("checkpoint_time", at, absl::StrCat(what, ": time"),
+                  absl::StrCat("at least ", last_time_us_, " (the time of an earlier checkpoint)"),
+                  absl::StrCat(t->time_us));
+    }
+    last_time_us_ = t->time_us;
+    ++times_;
     return absl::OkStatus();
   }
 
   // What is only known once every entry was read.
   absl::Status After() {
+    if (auto s = Rest(); !s.ok()) return s;
+    // Every time note belongs to a checkpoint that was checked.
+    uint64_t times = 0;
+    absl::Status orphan = store_.ScanCheckpointTimes([&](uint64_t size, std::string_view) {
+      ++times;
+      if (!checkpoints_.contains(size)) {
+        return Find("checkpoint_time", -1, absl::StrCat("time note of size ", size), "a checkpoint of that size",
+                    "none");
+      }
+      return absl::OkStatus();
+    });
+    if (!orphan.ok()) return orphan;
+    if (times != times_) {
+      return Find("checkpoint_time", -1, "time notes", absl::StrCat(times_, " (of checkpoints within the tree)"),
+                  absl::StrCat(times));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Rest() {
     auto last = store_.LastLeafSeq();
     if (!last.ok()) return last.status();
     uint64_t stored = last->has_value() ? **last + 1 : 0;
@@ -232,7 +281,8 @@ class Auditor {
   hash::Hash prev_{};
   absl::flat_hash_map<std::string, uint64_t> run_last_;
   std::optional<std::pair<uint64_t, std::vector<hash::Hash>>> groups_[64];
-  uint64_t entries_ = 0, nodes_ = 0, verified_ = 0;
+  uint64_t entries_ = 0, nodes_ = 0, verified_ = 0, times_ = 0;
+  int64_t last_time_us_ = 0;
   std::optional<Finding> finding_;
 };
 

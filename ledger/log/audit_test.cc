@@ -133,6 +133,37 @@ TEST_F(AuditTest, AlteredIndexRow) {
             "INCONSISTENT: receipt_index at seq 12: receipt index row of 'id-12': expected seq 12, found seq 13\n");
 }
 
+// An operator with the key re-signs a checkpoint's time as earlier than the
+// one before it: the times of a ledger's checkpoints never go back.
+TEST_F(AuditTest, CheckpointTimeThatGoesBackwards) {
+  auto store = Copy();
+  auto cp = *note::ParseCheckpoint(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpoint(25)));
+  auto earlier = *note::ParseCheckpointTime(
+      *note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpointTime(10)));
+  std::string forged = *signer_->Sign(note::FormatCheckpointTime({cp, earlier.time_us - 1}));
+  ASSERT_TRUE(store->PutCheckpoint(25, {}, forged).ok());
+  EXPECT_EQ(Run(*store).Summary(),
+            absl::StrCat("INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: time: "
+                         "expected at least ",
+                         earlier.time_us, " (the time of an earlier checkpoint), found ", earlier.time_us - 1, "\n"));
+}
+
+TEST_F(AuditTest, CheckpointTimeOfAnotherCheckpointOrKey) {
+  auto store = Copy();
+  auto other = *note::Signer::Generate(kOrigin);
+  auto cp = *note::ParseCheckpoint(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpoint(25)));
+  ASSERT_TRUE(store->PutCheckpoint(25, {}, *other.Sign(note::FormatCheckpointTime({cp, 1}))).ok());
+  EXPECT_EQ(Run(*store).Summary().substr(0, 96),
+            "INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: signature: expe");
+  note::Checkpoint wrong = cp;
+  wrong.size = 40;
+  ASSERT_TRUE(store->PutCheckpoint(25, {}, *signer_->Sign(note::FormatCheckpointTime({wrong, 1}))).ok());
+  std::string root = hash::Hex(cp.root);
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: checkpoint: expected "
+            "ledger.test/audit 25 " + root + ", found ledger.test/audit 40 " + root + "\n");
+}
+
 TEST_F(AuditTest, CheckpointWithAnotherRoot) {
   auto store = Copy();
   hash::Hash wrong = hash::LeafHash("wrong");

@@ -248,11 +248,43 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
         "integrity: at tree size ", size, " the stored nodes give root ", hash::Hex(*root),
         " but the signed checkpoint says ", hash::Hex(cp->root)));
   }
+  SignedCheckpoint found{size, cp->root, note_text};
+  if (auto time = ReadCheckpointTime(size); time.ok()) {
+    found.time_note = time->first;
+    found.signed_at_us = time->second;
+  } else if (!absl::IsNotFound(time.status())) {
+    return time.status();
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  latest_ = {size, cp->root, note_text};
+  latest_ = std::move(found);
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<std::string, int64_t>> Log::ReadCheckpointTime(uint64_t size) const {
+  auto note_text = store_->GetCheckpointTime(size);
+  if (!note_text.ok()) return note_text.status();
+  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
+  if (!verifier.ok()) return verifier.status();
+  auto text = verifier->Open(*note_text);
+  auto time = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
+  if (!time.ok() || time->checkpoint.size != size || time->checkpoint.origin != options_.origin) {
+    return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, " does not verify",
+                                            time.ok() ? "" : ": ", time.ok() ? "" : time.status().message()));
+  }
+  return std::make_pair(*std::move(note_text), time->time_us);
+}
+
+absl::StatusOr<std::pair<std::string, int64_t>> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root) {
+  int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards
+  }
+  auto signed_note = signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now}));
+  if (!signed_note.ok()) return signed_note.status();
+  return std::make_pair(*std::move(signed_note), now);
 }
 
 absl::Status Log::Append(const std::string& emitter,
@@ -321,18 +353,31 @@ absl::Status Log::SignCheckpoint() {
     head.size = state->size;
     head.root = *root;
   }
+  bool timed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (has_latest_ && latest_.size == head.size) return absl::OkStatus();
+    if (has_latest_ && latest_.size == head.size) {
+      if (!latest_.time_note.empty()) return absl::OkStatus();
+      timed = true;  // signed before the ledger signed times: sign its time now
+    }
+  }
+  auto time = SignCheckpointTime(head.size, head.root);
+  if (!time.ok()) return time.status();
+  if (timed) {
+    if (auto s = store_->PutCheckpoint(head.size, {}, time->first); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    latest_.time_note = time->first;
+    latest_.signed_at_us = time->second;
+    return absl::OkStatus();
   }
   auto signed_note = signer_.Sign(note::FormatCheckpoint({options_.origin, head.size, head.root}));
   if (!signed_note.ok()) return signed_note.status();
-  if (auto s = store_->PutCheckpoint(head.size, *signed_note); !s.ok()) return s;
+  if (auto s = store_->PutCheckpoint(head.size, *signed_note, time->first); !s.ok()) return s;
   // Not the latest until the guard says so too; a failure here is retried
   // with the same (deterministic) signature at the next interval.
   if (auto s = WriteGuard(*signed_note); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
-  latest_ = {head.size, head.root, *signed_note};
+  latest_ = {head.size, head.root, *signed_note, time->first, time->second};
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
   return absl::OkStatus();
@@ -369,7 +414,14 @@ absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   }
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok()) return absl::DataLossError(cp.status().message());
-  return SignedCheckpoint{size, cp->root, *note_text};
+  SignedCheckpoint out{size, cp->root, *note_text};
+  if (auto time = ReadCheckpointTime(size); time.ok()) {
+    out.time_note = time->first;
+    out.signed_at_us = time->second;
+  } else if (!absl::IsNotFound(time.status())) {
+    return time.status();
+  }
+  return out;
 }
 
 absl::StatusOr<uint64_t> Log::ResolveSize(uint64_t tree_size) const {

@@ -9,7 +9,10 @@
 //
 // Checkpoints are signed only over committed state: at most every
 // checkpoint_interval_ms, when the log grew, and once more on shutdown.
-// Every checkpoint is kept.
+// Every checkpoint is kept, with its checkpoint-time note (note.h), signed
+// with it in the same synced write; the time is the sequencer's clock, never
+// below the time of the checkpoint before. A latest checkpoint found
+// without one (signed by an earlier version) gets one at Open.
 //
 // Thread-safe: every method may be called concurrently.
 #ifndef LEDGER_LOG_LOG_H_
@@ -44,6 +47,11 @@ struct SignedCheckpoint {
   uint64_t size = 0;
   hash::Hash root{};
   std::string note;
+  // The checkpoint-time note signed with it (note::CheckpointTime), and the
+  // time it states; empty and 0 for a checkpoint signed before the ledger
+  // signed times that is no longer the latest.
+  std::string time_note;
+  int64_t signed_at_us = 0;
 };
 
 struct Inclusion {
@@ -174,6 +182,10 @@ class Log {
   absl::Status CheckIntegrity(const store::State& state);
   absl::Status CheckGuard(const store::State& state);
   absl::Status WriteGuard(const std::string& note) const;
+  // The stored time note of `size` and its time; NOT_FOUND when none,
+  // DATA_LOSS when it does not verify or names another checkpoint.
+  absl::StatusOr<std::pair<std::string, int64_t>> ReadCheckpointTime(uint64_t size) const;
+  absl::StatusOr<std::pair<std::string, int64_t>> SignCheckpointTime(uint64_t size, const hash::Hash& root);
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,

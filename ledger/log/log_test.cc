@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <atomic>
 #include <iterator>
 
 #include "gtest/gtest.h"
@@ -116,6 +117,44 @@ TEST_F(LogTest, InvalidReceiptsFailAloneAndValidNeighboursAreAppended) {
   EXPECT_EQ(out[1].status.message(), "team: required, 1-63 bytes of [a-z0-9-]");
   EXPECT_EQ(out[2].seq, 1u);
   EXPECT_EQ(log->head().size, 2u);
+}
+
+// Every checkpoint comes with its time note, signed by the ledger's key,
+// naming it; the time is the clock's and never goes backwards.
+TEST_F(LogTest, EveryCheckpointHasASignedTimeThatNeverGoesBackwards) {
+  std::atomic<int64_t> now{1'767'225'600'000'000};
+  Log::Options o;
+  o.data_dir = dir_.Sub("data");
+  o.origin = "ledger.test/log";
+  o.checkpoint_interval_ms = 60'000;
+  o.sequencer.clock = [&] { return now.load(); };
+  auto log = *Log::Open(o, signer_);
+  auto verifier = *note::Verifier::Parse(signer_.VerifierKey());
+  auto check = [&](const SignedCheckpoint& cp, int64_t want_us) {
+    EXPECT_EQ(cp.signed_at_us, want_us);
+    auto text = verifier.Open(cp.time_note);
+    ASSERT_TRUE(text.ok()) << text.status();
+    auto t = note::ParseCheckpointTime(*text);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(t->checkpoint.origin, "ledger.test/log");
+    EXPECT_EQ(t->checkpoint.size, cp.size);
+    EXPECT_EQ(t->checkpoint.root, cp.root);
+    EXPECT_EQ(t->time_us, want_us);
+  };
+  check(*log->Checkpoint(0), 1'767'225'600'000'000);
+  ASSERT_EQ(AppendAll(*log, {Model("m-0")}).size(), 1u);
+  now = 1'767'225'700'000'000;
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  check(*log->Checkpoint(0), 1'767'225'700'000'000);
+  ASSERT_EQ(AppendAll(*log, {Model("m-1")}).size(), 1u);
+  now = 1'000;  // the clock went back
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  check(*log->Checkpoint(2), 1'767'225'700'000'000);
+  check(*log->Checkpoint(1), 1'767'225'700'000'000);  // an older one, read from the store
+  log.reset();
+  now = 1'767'225'800'000'000;
+  log = *Log::Open(o, signer_);
+  check(*log->Checkpoint(0), 1'767'225'700'000'000);  // the same checkpoint, its own time
 }
 
 TEST_F(LogTest, NoCallerAppendsAsTheLedger) {

@@ -3,6 +3,7 @@
 #include <sodium.h>
 
 #include <charconv>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -286,6 +287,30 @@ absl::StatusOr<std::string> Verifier::Open(std::string_view note) const {
   return std::string(text);
 }
 
+namespace {
+
+// A decimal number without leading zeros (0 itself is "0").
+bool ParseDecimal(std::string_view v, uint64_t* out) {
+  if (v.empty() || (v.size() > 1 && v[0] == '0')) return false;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
+  return ec == std::errc() && p == v.data() + v.size();
+}
+
+template <typename Bad>
+absl::StatusOr<Checkpoint> ParseCheckpointLines(std::string_view origin, std::string_view size,
+                                                std::string_view root, Bad bad) {
+  Checkpoint c;
+  c.origin = std::string(origin);
+  if (c.origin.empty()) return bad("origin line is empty");
+  if (!ParseDecimal(size, &c.size)) return bad("size must be a decimal number without leading zeros");
+  auto bytes = hash::Base64Decode(root);
+  if (!bytes.ok() || bytes->size() != 32) return bad("root must be base64 of 32 bytes");
+  std::memcpy(c.root.data(), bytes->data(), 32);
+  return c;
+}
+
+}  // namespace
+
 std::string FormatCheckpoint(const Checkpoint& c) {
   return absl::StrCat(c.origin, "\n", c.size, "\n",
                       hash::Base64(hash::AsBytes(c.root)), "\n");
@@ -299,21 +324,34 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
   std::vector<std::string_view> lines =
       Split(text.substr(0, text.size() - 1), '\n');
   if (lines.size() != 3) return bad("want exactly three lines: origin, size, root");
-  Checkpoint c;
-  c.origin = std::string(lines[0]);
-  if (c.origin.empty()) return bad("origin line is empty");
-  std::string_view size = lines[1];
-  if (size.empty() || (size.size() > 1 && size[0] == '0')) {
-    return bad("size must be a decimal number without leading zeros");
+  return ParseCheckpointLines(lines[0], lines[1], lines[2], bad);
+}
+
+std::string FormatCheckpointTime(const CheckpointTime& t) {
+  return absl::StrCat(kCheckpointTimeHeader, "\n", FormatCheckpoint(t.checkpoint), "time ", t.time_us, "\n");
+}
+
+absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
+  auto bad = [](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint time: ", S(why)));
+  };
+  if (text.empty() || text.back() != '\n') return bad("must end in a newline");
+  std::vector<std::string_view> lines = Split(text.substr(0, text.size() - 1), '\n');
+  if (lines.size() != 5 || lines[0] != kCheckpointTimeHeader) {
+    return bad(absl::StrCat("want exactly five lines: '", kCheckpointTimeHeader, "', origin, size, root, time"));
   }
-  auto [p, ec] = std::from_chars(size.data(), size.data() + size.size(), c.size);
-  if (ec != std::errc() || p != size.data() + size.size()) {
-    return bad("size must be a decimal number without leading zeros");
+  CheckpointTime t;
+  auto cp = ParseCheckpointLines(lines[1], lines[2], lines[3], bad);
+  if (!cp.ok()) return cp.status();
+  t.checkpoint = *std::move(cp);
+  std::string_view time = lines[4];
+  uint64_t us = 0;
+  if (!time.starts_with("time ") || !ParseDecimal(time.substr(5), &us) ||
+      us > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return bad("the last line must be 'time ' and microseconds since the Unix epoch, without leading zeros");
   }
-  auto root = hash::Base64Decode(lines[2]);
-  if (!root.ok() || root->size() != 32) return bad("root must be base64 of 32 bytes");
-  std::memcpy(c.root.data(), root->data(), 32);
-  return c;
+  t.time_us = static_cast<int64_t>(us);
+  return t;
 }
 
 }  // namespace ledger::note

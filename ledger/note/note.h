@@ -98,6 +98,36 @@ std::string FormatCheckpoint(const Checkpoint& c);
 // Parses exactly the three-line body above (no extension lines).
 absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text);
 
+// The ledger's second signed note, signed with the same key with every
+// checkpoint: when the ledger signed it. It is a note of its own, not an
+// extension line of the checkpoint, so that every reader of C2SP
+// checkpoints (Go's sumdb, witnesses) reads the checkpoint unchanged, and
+// its first line can never parse as a checkpoint's origin-size-root.
+// Body, format version 1 (CONTRACT section 5; DO NOT CHANGE: signed data
+// depends on it):
+//
+//   evidence-ledger/checkpoint-time/v1\n
+//   <origin>\n
+//   <tree size, decimal, no leading zeros>\n
+//   <root hash, standard base64>\n
+//   time <microseconds since the Unix epoch, decimal, no leading zeros>\n
+//
+// It states: at `time_us` the ledger's latest checkpoint was the tree of
+// `size` leaves with `root`. Times never decrease along a ledger's
+// checkpoints.
+inline constexpr char kCheckpointTimeHeader[] = "evidence-ledger/checkpoint-time/v1";
+
+struct CheckpointTime {
+  Checkpoint checkpoint;
+  int64_t time_us = 0;
+};
+
+std::string FormatCheckpointTime(const CheckpointTime& t);
+
+// Parses exactly the five-line body above; INVALID_ARGUMENT naming the line
+// and the rule otherwise.
+absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text);
+
 }  // namespace ledger::note
 
 #endif  // LEDGER_NOTE_NOTE_H_

@@ -1,6 +1,7 @@
 #include "ledger/note/note.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "gtest/gtest.h"
@@ -164,6 +165,65 @@ TEST(CheckpointTest, ParseRejectsMalformedBodies) {
   auto ok = ParseCheckpoint("o\n0\n" + hash::Base64(std::string(32, 'a')) + "\n");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->size, 0u);
+}
+
+nlohmann::json LoadVector(const std::string& file) {
+  const char* dir = std::getenv("LEDGER_VECTORS");
+  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/" + file);
+  return nlohmann::json::parse(in);
+}
+
+// tests/vectors/checkpoint_time.json was made with Python's cryptography:
+// the same bytes from the ledger's formatter and signer.
+TEST(CheckpointTimeTest, ContractVectorFormatsSignsAndParses) {
+  auto vec = LoadVector("checkpoint_time.json");
+  auto s = Signer::FromSeed(vec["origin"].get<std::string>(), Unhex(vec["ed25519_seed_hex"].get<std::string>()));
+  ASSERT_TRUE(s.ok()) << s.status();
+  CheckpointTime t;
+  t.checkpoint.origin = vec["origin"];
+  t.checkpoint.size = vec["tree_size"];
+  std::string root = Unhex(vec["root_hex"].get<std::string>());
+  std::memcpy(t.checkpoint.root.data(), root.data(), 32);
+  t.time_us = vec["time_us"];
+  EXPECT_EQ(FormatCheckpointTime(t), vec["body"].get<std::string>());
+  EXPECT_EQ(*s->Sign(FormatCheckpointTime(t)), vec["note"].get<std::string>());
+  auto parsed = ParseCheckpointTime(vec["body"].get<std::string>());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->checkpoint.origin, t.checkpoint.origin);
+  EXPECT_EQ(parsed->checkpoint.size, 8u);
+  EXPECT_EQ(parsed->checkpoint.root, t.checkpoint.root);
+  EXPECT_EQ(parsed->time_us, 1767225600000000);
+}
+
+// Neither note can be taken for the other.
+TEST(CheckpointTimeTest, NeitherNoteParsesAsTheOther) {
+  auto vec = LoadVector("checkpoint_time.json");
+  std::string body = vec["body"];
+  EXPECT_FALSE(ParseCheckpoint(body).ok());
+  std::string checkpoint = body.substr(body.find('\n') + 1);
+  checkpoint = checkpoint.substr(0, checkpoint.rfind("time "));
+  ASSERT_TRUE(ParseCheckpoint(checkpoint).ok());
+  EXPECT_EQ(ParseCheckpointTime(checkpoint).status().message(),
+            "checkpoint time: want exactly five lines: 'evidence-ledger/checkpoint-time/v1', origin, size, "
+            "root, time");
+}
+
+TEST(CheckpointTimeTest, RefusesEveryOtherShape) {
+  const std::string head = "evidence-ledger/checkpoint-time/v1\no\n8\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\n";
+  ASSERT_TRUE(ParseCheckpointTime(head + "time 0\n").ok());
+  const std::string time_rule =
+      "checkpoint time: the last line must be 'time ' and microseconds since the Unix epoch, without leading zeros";
+  for (const std::string& last : {"time 01\n", "time -1\n", "time \n", "time  1\n", "time 1 \n", "Time 1\n",
+                                  "time 9223372036854775808\n"}) {
+    EXPECT_EQ(ParseCheckpointTime(head + last).status().message(), time_rule) << last;
+  }
+  EXPECT_EQ(ParseCheckpointTime(head + "time 1").status().message(), "checkpoint time: must end in a newline");
+  EXPECT_FALSE(ParseCheckpointTime(head + "time 1\nextra\n").ok());
+  EXPECT_FALSE(ParseCheckpointTime("evidence-ledger/checkpoint-time/v2\no\n8\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n").ok());
+  EXPECT_EQ(ParseCheckpointTime("evidence-ledger/checkpoint-time/v1\no\n08\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n")
+                .status()
+                .message(),
+            "checkpoint time: size must be a decimal number without leading zeros");
 }
 
 }  // namespace

@@ -443,6 +443,8 @@ grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerConte
     response->set_tree_size(cp->size);
     response->set_root_hash(AsString(cp->root));
     response->set_note(cp->note);
+    response->set_time_note(cp->time_note);
+    response->set_signed_at_us(cp->signed_at_us);
   }
   return Finish(ctx, cp.status());
 }

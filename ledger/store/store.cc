@@ -33,10 +33,10 @@ constexpr size_t kReceiptRefSize = 1 + 8 + 32 + 32;
 
 // Order matters: it is the order of Store::Rep::cfs. The projection tables
 // follow, in projection::Table order.
-enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kLogCfCount };
+enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kCheckpointTimes, kLogCfCount };
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
-const char* const kLogCfNames[kLogCfCount] = {"default", "entries", "receipts",
-                                              "nodes", "runs", "checkpoints"};
+const char* const kLogCfNames[kLogCfCount] = {"default", "entries", "receipts", "nodes",
+                                              "runs", "checkpoints", "checkpoint_times"};
 
 int ProjectionCf(projection::Table t) { return kLogCfCount + static_cast<int>(t); }
 
@@ -610,11 +610,18 @@ absl::Status Store::DropProjections() {
   return absl::OkStatus();
 }
 
-absl::Status Store::PutCheckpoint(uint64_t size, std::string_view note) {
+absl::Status Store::PutCheckpoint(uint64_t size, std::string_view note, std::string_view time_note) {
+  rocksdb::WriteBatch wb;
+  std::string key = U64Key(size);
+  if (!note.empty() && !wb.Put(rep_->cfs[kCheckpoints], key, AsSlice(note)).ok()) std::abort();
+  if (!time_note.empty() && !wb.Put(rep_->cfs[kCheckpointTimes], key, AsSlice(time_note)).ok()) std::abort();
   rocksdb::WriteOptions options;
   options.sync = true;
-  return FromRocks(rep_->db->Put(options, rep_->cfs[kCheckpoints], U64Key(size), AsSlice(note)),
-                   "write checkpoint");
+  return FromRocks(rep_->db->Write(options, &wb), "write checkpoint");
+}
+
+absl::StatusOr<std::string> Store::GetCheckpointTime(uint64_t size) const {
+  return rep_->Get(kCheckpointTimes, U64Key(size), absl::StrCat("checkpoint time of size ", size));
 }
 
 absl::StatusOr<std::string> Store::GetCheckpoint(uint64_t size) const {
@@ -682,6 +689,17 @@ absl::Status Store::ScanCheckpoints(
         return fn(GetU64(key.data()), v);
       },
       "scan checkpoints");
+}
+
+absl::Status Store::ScanCheckpointTimes(
+    absl::FunctionRef<absl::Status(uint64_t size, std::string_view time_note)> fn) const {
+  return ScanRows(
+      kCheckpointTimes,
+      [&](std::string_view key, std::string_view v) -> absl::Status {
+        if (key.size() != 8) return Malformed("checkpoint time key");
+        return fn(GetU64(key.data()), v);
+      },
+      "scan checkpoint times");
 }
 
 absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {

@@ -16,6 +16,10 @@
 //                                             that level, in index order
 //   runs         len(team) u8 | team | run_id -> last seq of the run, u64
 //   checkpoints  tree size u64            -> signed checkpoint note
+//   checkpoint_times tree size u64        -> signed checkpoint-time note of
+//                                             that checkpoint (note.h); absent
+//                                             for checkpoints signed before
+//                                             the ledger signed times
 //   p_steps, p_runs, p_index, p_changes   -> projection records; their
 //                                             layouts are query/'s (keys.h)
 // Projection records are derived from the log and are written without the
@@ -191,6 +195,8 @@ class Store {
       absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, uint64_t seq)> fn)
       const;
   absl::Status ScanCheckpoints(absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const;
+  absl::Status ScanCheckpointTimes(
+      absl::FunctionRef<absl::Status(uint64_t size, std::string_view time_note)> fn) const;
   // The highest seq with an entry, whatever the state says; nullopt if none.
   absl::StatusOr<std::optional<uint64_t>> LastLeafSeq() const;
 
@@ -219,8 +225,12 @@ class Store {
   absl::Status DropProjections();
 
   // Checkpoints are written by the checkpointer, synced, and never replaced.
-  absl::Status PutCheckpoint(uint64_t size, std::string_view note);
+  // Writes the checkpoint's note and its time note (either may be empty:
+  // not written) atomically.
+  absl::Status PutCheckpoint(uint64_t size, std::string_view note, std::string_view time_note = {});
   absl::StatusOr<std::string> GetCheckpoint(uint64_t size) const;
+  // NOT_FOUND when the checkpoint of `size` has no time note.
+  absl::StatusOr<std::string> GetCheckpointTime(uint64_t size) const;
   // OK, or why the store cannot write again in this process: a write failed
   // and RocksDB cannot resume. The data on disk is intact up to the last
   // acknowledged commit; reopening the store (a restart) recovers.
