@@ -106,6 +106,17 @@ bool IsLoopback(const std::string& listen) {
   return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
+// A warning for each identity the policy names without a kind.
+void WarnUntyped(const ledger::auth::Policy& policy) {
+  for (const auto& u : policy.untyped()) {
+    ledger::jsonlog::Warn("policy_identity_untyped")
+        .Msg(absl::StrCat("--policy: '", u.written, "' names no kind (uri:, dns:, cn:); read as '", u.read_as, "'"))
+        .Str("identity", u.written)
+        .Str("read_as", u.read_as)
+        .Emit();
+  }
+}
+
 // TLS and the policy from the flags: the policy (nullptr in plain text),
 // and the PEM files in `options`. Plain text only on a loopback address or
 // with --insecure.
@@ -144,6 +155,7 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(
   options->client_ca_pem = *std::move(ca);
   auto policy = ledger::auth::Policy::Load(flags.Get("policy"));
   if (!policy.ok()) return absl::Status(policy.status().code(), absl::StrCat("--policy: ", policy.status().message()));
+  WarnUntyped(*policy);
   return std::make_shared<const ledger::auth::Policy>(*std::move(policy));
 }
 
@@ -173,8 +185,9 @@ absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& 
   return limits;
 }
 
-// On SIGHUP: a good file replaces the policy for calls admitted from now
-// on; a broken one keeps the old policy. Connections stay up either way.
+// On SIGHUP: a good file replaces the policy, for new calls and for open
+// streams and watches (which end if their caller lost the right); a broken
+// one keeps the old policy. Connections stay up either way.
 void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
   if (!gate->tls()) {
     ledger::jsonlog::Warn("policy_reload_skipped").Msg("SIGHUP: no --policy to reload (plain text)").Emit();
@@ -189,6 +202,7 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
     return;
   }
   size_t rules = policy->size();
+  WarnUntyped(*policy);
   gate->SetPolicy(std::make_shared<const ledger::auth::Policy>(*std::move(policy)));
   ledger::jsonlog::Info("policy_reloaded")
       .Msg(absl::StrCat("SIGHUP: policy reloaded from ", path))
@@ -247,7 +261,8 @@ int main(int argc, char** argv) {
   flags.Define("tls-key", "", "TLS: the server's private key (PEM)");
   flags.Define("client-ca", "",
                "TLS: CA certificates (PEM) that client certificates must chain to; callers are "
-               "identified by their certificate's first URI SAN, else first DNS SAN, else CN");
+               "identified by their certificate's first URI SAN (uri:...), else first DNS SAN (dns:...), "
+               "else CN (cn:...); SIGHUP reloads it");
   flags.Define("policy", "",
                "TLS: the access policy (JSON: identities to roles and teams); SIGHUP reloads it, "
                "a broken file keeps the old one");

@@ -133,6 +133,11 @@ class AppendStreamReactor final
         later_(later) {
     last_us_ = IdleStreams::NowUs();
     idle_->Add(ctx_, &last_us_);
+    // A new policy reaches an idle stream too.
+    subscription_ = gate_->Subscribe([this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!finished_ && revoked_.ok()) StillAllowed();
+    });
     StartRead(&request_);
   }
 
@@ -144,12 +149,15 @@ class AppendStreamReactor final
       MaybeFinish();
       return;
     }
+    // Each batch is checked against the policy in force when it arrives.
+    if (finished_ || !revoked_.ok() || !StillAllowed()) return;
     slots_.push_back(std::make_unique<Slot>());
     Slot* slot = slots_.back().get();
     ++in_flight_;
     // The slot owns the request until its response is written.
     slot->request.Swap(&request_);
     int n = slot->request.receipts_size();
+    slot->screened = Screen(caller_, slot->request);
     lock.unlock();
     int64_t hold_us = 0;
     absl::Status s = gate_->Spend(caller_, n, &hold_us);
@@ -163,7 +171,6 @@ class AppendStreamReactor final
       });
       s = absl::OkStatus();
     } else if (s.ok()) {
-      slot->screened = Screen(caller_, slot->request);
       if (slot->screened.allowed.empty()) {
         lock.lock();
         FillResults(slot->screened, {}, &slot->response);
@@ -183,6 +190,7 @@ class AppendStreamReactor final
       FillAllFailed(n, s, &slot->response);
       Complete(slot);
     }
+    if (finished_ || !revoked_.ok()) return;  // no more reads
     if (in_flight_ < kMaxInFlight) {
       StartRead(&request_);
     } else {
@@ -198,7 +206,7 @@ class AppendStreamReactor final
     written = std::move(slots_.front());
     slots_.pop_front();
     if (!ok) broken_ = true;
-    if (read_paused_ && in_flight_ < kMaxInFlight && !broken_) {
+    if (read_paused_ && in_flight_ < kMaxInFlight && !broken_ && revoked_.ok()) {
       read_paused_ = false;
       StartRead(&request_);
     }
@@ -213,12 +221,25 @@ class AppendStreamReactor final
   }
 
   void OnDone() override {
+    gate_->Unsubscribe(subscription_);
     idle_->Remove(ctx_);
     delete this;
   }
 
  private:
   static constexpr int kMaxInFlight = 8;
+
+  // Whether the caller may still append under the policy in force. If not,
+  // the stream reads no more, and once the batches it took are answered it
+  // ends with the refusal (PERMISSION_DENIED naming the identity).
+  bool StillAllowed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    gate_->Refresh(&caller_);
+    absl::Status s = caller_.CheckRole(Action::kAppend);
+    if (s.ok()) return true;
+    revoked_ = s;
+    MaybeFinish();
+    return false;
+  }
 
   struct Slot {
     pb::AppendRequest request;
@@ -243,16 +264,18 @@ class AppendStreamReactor final
 
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || in_flight_ > 0 || writing_) return;
-    if (broken_ || (reads_done_ && slots_.empty())) {
+    if (broken_ || ((reads_done_ || !revoked_.ok()) && slots_.empty())) {
       finished_ = true;
-      Finish(grpc::Status::OK);
+      Finish(broken_ ? grpc::Status::OK : ToGrpc(revoked_));
     }
   }
 
   LedgerService* const service_;
   log::Log* const log_;
   auth::Gate* const gate_;
-  const auth::Caller caller_;
+  // Its identity is fixed; its policy is replaced under mu_ (Refresh).
+  auth::Caller caller_;
+  uint64_t subscription_ = 0;
   grpc::CallbackServerContext* const ctx_;
   IdleStreams* const idle_;
   Later* const later_;
@@ -266,6 +289,7 @@ class AppendStreamReactor final
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status revoked_ ABSL_GUARDED_BY(mu_);  // not OK: the caller lost the right to append
 };
 
 // Streams entries in chunks read from the store, one write at a time. A
