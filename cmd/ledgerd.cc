@@ -211,6 +211,43 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
       .Emit();
 }
 
+// On SIGHUP, with TLS: the certificate, key and client CA files read
+// again, for handshakes from now on; a file that is missing or broken
+// keeps the old ones.
+void ReloadTls(const ledger::cmd::Flags& flags, ledger::service::Server* server) {
+  if (flags.Get("tls-cert").empty()) return;
+  absl::Status s;
+  ledger::service::TlsPem pem;
+  for (auto [flag, part] : {std::pair{"tls-cert", &pem.cert}, std::pair{"tls-key", &pem.key},
+                            std::pair{"client-ca", &pem.client_ca}}) {
+    auto read = ReadPem(flag, flags.Get(flag));
+    if (!read.ok()) {
+      s = read.status();
+      break;
+    }
+    *part = *std::move(read);
+  }
+  std::string why(s.message());
+  if (s.ok()) {
+    s = server->ReloadTls(std::move(pem));
+    why = std::string(s.message());
+    // The part at fault, by its flag and file.
+    for (auto [part, flag] : {std::pair{"cert: ", "tls-cert"}, std::pair{"key: ", "tls-key"},
+                              std::pair{"client_ca: ", "client-ca"}}) {
+      if (why.rfind(part, 0) == 0) {
+        why = absl::StrCat("--", flag, ": ", flags.Get(flag), ": ", why.substr(std::string(part).size()));
+      }
+    }
+  }
+  if (!s.ok()) {
+    ledger::jsonlog::Error("tls_reload_failed").Msg(absl::StrCat("SIGHUP: kept the old TLS credentials: ", why)).Emit();
+    return;
+  }
+  ledger::jsonlog::Info("tls_reloaded")
+      .Msg("SIGHUP: TLS credentials reloaded (--tls-cert, --tls-key, --client-ca) for new connections")
+      .Emit();
+}
+
 }  // namespace
 
 // The operators' HTTP endpoints.
@@ -483,7 +520,10 @@ int main(int argc, char** argv) {
   int sig = -1;
   absl::Status failure;
   while ((sig < 0 || sig == SIGHUP) && failure.ok()) {
-    if (sig == SIGHUP) ReloadPolicy(flags.Get("policy"), &gate);
+    if (sig == SIGHUP) {
+      ReloadPolicy(flags.Get("policy"), &gate);
+      ReloadTls(flags, server->get());
+    }
     sig = sigtimedwait(&stop, nullptr, &tick);
     failure = (*log)->store().failure();
   }

@@ -591,12 +591,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.cert_pem.empty()) {
-    grpc::SslServerCredentialsOptions ssl(
-        options.client_ca_pem.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                      : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = options.client_ca_pem;
-    ssl.pem_key_cert_pairs.push_back({options.key_pem, options.cert_pem});
-    creds = grpc::SslServerCredentials(ssl);
+    auto tls = ServerTls::Create({options.cert_pem, options.key_pem, options.client_ca_pem});
+    if (!tls.ok()) return absl::InvalidArgumentError(absl::StrCat("tls: ", tls.status().message()));
+    server->tls_ = *std::move(tls);
+    creds = server->tls_->Credentials();
   }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, creds, &server->port_);
@@ -652,6 +650,11 @@ HealthServer::~HealthServer() {
 }
 
 void HealthServer::SetServing(bool serving) { server_->GetHealthCheckService()->SetServingStatus(serving); }
+
+absl::Status Server::ReloadTls(TlsPem pem) {
+  if (tls_ == nullptr) return absl::FailedPreconditionError("tls: the server speaks plain text");
+  return tls_->Replace(std::move(pem));
+}
 
 std::shared_ptr<grpc::Channel> Server::InProcessChannel() {
   grpc::ChannelArguments args;
