@@ -13,6 +13,8 @@ A real ledgerd runs with --tls-cert, --tls-key, --client-ca and --policy
     new change to wake it; the dropped emitter's stream ends with
     PERMISSION_DENIED too, and a batch it sends after the reload is not in
     the log; the two that kept their rights go on appending and watching;
+    an emitter that keeps its role but loses team-a keeps its stream, and
+    its team-a receipts are refused one by one;
   - TLS: a broken key file at SIGHUP keeps the old certificate, key and
     client CA (and says why in the log); then the certificate, key and
     client CA are replaced by ones of a new CA and SIGHUP: a client that
@@ -34,15 +36,28 @@ from ledger_testlib import Certificates, fail, generate_stubs, read  # noqa: E40
 
 NS = "spiffe://cluster/ns/team-a/sa/"
 ADMIN = "spiffe://cluster/ns/ops/sa/admin"
-PEOPLE = ["gone-emitter", "gone-reader", "kept-emitter", "kept-reader"]
+PEOPLE = ["gone-emitter", "gone-reader", "kept-emitter", "kept-reader", "narrowed-emitter"]
 NOW_US = int(time.time() * 1e6)
 
 
-def policy(people):
+def policy(people, narrowed=False):
     rules = [{"identity": "uri:" + ADMIN, "roles": ["admin"]}]
     for who in people:
-        rules.append({"identity": "uri:" + NS + who, "roles": [who.split("-")[1]], "teams": ["team-a"]})
+        teams = ["team-a", "team-b"] if who == "narrowed-emitter" else ["team-a"]
+        if who == "narrowed-emitter" and narrowed:
+            teams = ["team-b"]
+        rules.append({"identity": "uri:" + NS + who, "roles": [who.split("-")[1]], "teams": teams})
     return {"identities": rules}
+
+
+def _end_of(responses, grpc):
+    """How an append stream's responses end: (code, details)."""
+    try:
+        for r in responses:
+            return ("a response", str(r))
+    except grpc.RpcError as e:
+        return (e.code(), e.details())
+    return (grpc.StatusCode.OK, "")
 
 
 def main():
@@ -76,9 +91,9 @@ def main():
 
     counter = [0]
 
-    def start(step):
+    def start(step, team="team-a"):
         counter[0] += 1
-        return pb.Receipt(receipt_id="r-%d" % counter[0], team="team-a", run_id="run", step_id=step,
+        return pb.Receipt(receipt_id="r-%d" % counter[0], team=team, run_id="run", step_id=step,
                           occurred_at_us=NOW_US,
                           agent_start=pb.AgentStart(decision=pb.DECISION_ALLOW, timeout_ms=600000))
 
@@ -134,9 +149,9 @@ def main():
         first = svc_grpc.LedgerServiceStub(ch).Append(svc.AppendRequest(receipts=[start("s0")]), timeout=10).results[0]
         if first.code != 0:
             fail("seeding: %s" % first)
-    streams = {who: Stream(who) for who in ("gone-emitter", "kept-emitter")}
+    streams = {who: Stream(who) for who in ("gone-emitter", "kept-emitter", "narrowed-emitter")}
     for who, stream in streams.items():
-        r = stream.append(start("s-" + who))
+        r = stream.append(start("s-" + who, "team-b" if who == "narrowed-emitter" else "team-a"))
         if r.code != 0:
             fail("%s before the reload: %s" % (who, r))
     watches = {who: Watch(who) for who in ("gone-reader", "kept-reader")}
@@ -151,7 +166,7 @@ def main():
 
     # Revocation: SIGHUP with a policy that drops the gone-*.
     with open(policy_path, "w") as f:
-        json.dump(policy(["kept-emitter", "kept-reader"]), f)
+        json.dump(policy(["kept-emitter", "kept-reader", "narrowed-emitter"], narrowed=True), f)
     mark = len(ledger.stderr())
     reloaded_at = time.monotonic()
     ledger.proc.send_signal(signal.SIGHUP)
@@ -168,22 +183,25 @@ def main():
     print("revoked watch: ended %.2f s after SIGHUP with PERMISSION_DENIED, no change needed to wake it"
           % (gone.ended_at - reloaded_at))
 
+    # The dropped emitter's stream ends at the reload, before it sends more.
+    ended = []
+    waiter = threading.Thread(target=lambda: ended.append(_end_of(streams["gone-emitter"].responses, grpc)),
+                              daemon=True)
+    waiter.start()
+    waiter.join(timeout=5)
+    want = (grpc.StatusCode.PERMISSION_DENIED, "identity 'uri:%sgone-emitter' has no rule in the policy" % NS)
+    if ended != [want]:
+        fail("the dropped emitter's idle stream, 5 s after the reload: %s, want %s" % (ended or "still open", want))
     late = start("s-late")
-    try:
-        r = streams["gone-emitter"].append(late)
-        fail("the dropped emitter's open stream still appended after the reload: %s" % r)
-    except grpc.RpcError as e:
-        want = (grpc.StatusCode.PERMISSION_DENIED, "identity 'uri:%sgone-emitter' has no rule in the policy" % NS)
-        if (e.code(), e.details()) != want:
-            fail("the dropped emitter's stream ended with %s %s, want %s" % (e.code(), e.details(), want))
+    streams["gone-emitter"].requests.put(svc.AppendRequest(receipts=[late]))
+    time.sleep(0.5)  # checkpoints every 20 ms: the next one covers anything appended
     with channel("admin") as ch:
-        try:
-            svc_grpc.LedgerServiceStub(ch).GetInclusionProof(svc.GetInclusionProofRequest(receipt_id=late.receipt_id),
-                                                             timeout=10)
-            fail("the batch the dropped emitter sent after the reload is in the log")
-        except grpc.RpcError as e:
-            if e.code() != grpc.StatusCode.NOT_FOUND:
-                fail("looking up the late receipt: %s %s" % (e.code(), e.details()))
+        stub = svc_grpc.LedgerServiceStub(ch)
+        size = stub.GetCheckpoint(svc.GetCheckpointRequest(), timeout=10).tree_size
+        ids = [json.loads(e.leaf)["receipt"]["receipt_id"]
+               for e in stub.GetEntries(svc.GetEntriesRequest(from_seq=0, to_seq=size), timeout=10)]
+        if late.receipt_id in ids or len(ids) != 4:
+            fail("the log after the reload holds %s; want the 4 receipts from before it, not %s" % (ids, late.receipt_id))
     print("revoked append stream: PERMISSION_DENIED, its next batch not appended")
 
     r = streams["kept-emitter"].append(start("s-kept-after"))
@@ -191,9 +209,18 @@ def main():
         fail("the kept emitter's stream after the reload: %s" % r)
     if watches["kept-reader"].next_step() != "s-kept-after":
         fail("the kept reader's watch did not see the append after the reload")
+    narrowed = streams["narrowed-emitter"]
+    r = narrowed.append(start("s-narrowed-a"))
+    want = "team: identity 'uri:%snarrowed-emitter' may not append for team 'team-a'" % NS
+    if r.code != grpc.StatusCode.PERMISSION_DENIED.value[0] or r.message != want:
+        fail("the narrowed emitter's team-a receipt after the reload: %s, want %r" % (r, want))
+    r = narrowed.append(start("s-narrowed-b", "team-b"))
+    if r.code != 0:
+        fail("the narrowed emitter's team-b receipt after the reload: %s" % r)
+    narrowed.requests.put(None)
     streams["kept-emitter"].requests.put(None)
     watches["kept-reader"].call.cancel()
-    print("kept identities: their open stream and watch go on")
+    print("kept identities: their open stream and watch go on; a lost team's receipts are refused one by one")
 
     # TLS reload: a broken key keeps the old credentials.
     ca2 = Certificates(os.path.join(work, "pki2"), "ca2")
