@@ -46,6 +46,7 @@ TEST(Policy, PrefixPatternsMatchAtAPathBoundary) {
   auto p = Policy::Parse(R"({"identities": [
     {"identity": "uri:spiffe://c/ns/team-a/*", "roles": ["reader"], "teams": ["team-a"]},
     {"identity": "uri:spiffe://c/ns/team-b*", "roles": ["reader"], "teams": ["team-b"]},
+    {"identity": "uri:urn:*", "roles": ["reader"], "teams": ["team-d"]},
     {"identity": "cn:*", "roles": ["reader"], "teams": ["team-c"]}]})");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-a/sa/x")->identity, "uri:spiffe://c/ns/team-a/*");
@@ -54,6 +55,8 @@ TEST(Policy, PrefixPatternsMatchAtAPathBoundary) {
   EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-b")->identity, "uri:spiffe://c/ns/team-b*");
   EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-b/sa/x")->identity, "uri:spiffe://c/ns/team-b*");
   EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-bc/sa/x"), nullptr);
+  EXPECT_EQ(p->Find("uri:urn:x"), nullptr);  // a ':' in the name is no boundary
+  EXPECT_EQ(p->Find("uri:urn:")->identity, "uri:urn:*");
   EXPECT_EQ(p->Find("cn:anyone")->identity, "cn:*");
   EXPECT_EQ(p->Find("dns:anyone"), nullptr);
 }

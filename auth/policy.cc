@@ -187,8 +187,9 @@ const Rule* Policy::Find(std::string_view identity) const {
     if (IsPattern(r.identity)) {
       std::string_view prefix(r.identity.data(), r.identity.size() - 1);
       if (identity.substr(0, prefix.size()) != prefix) continue;
-      // At a path boundary; an empty name ("dns:*") is the whole kind.
-      if (prefix.back() == ':' || prefix.back() == '/' || identity.size() == prefix.size() ||
+      // At a path boundary; an empty name ("dns:*": the kind's colon ends
+      // the prefix) is the whole kind.
+      if (prefix.find(':') + 1 == prefix.size() || prefix.back() == '/' || identity.size() == prefix.size() ||
           identity[prefix.size()] == '/') {
         return &r;
       }
