@@ -14,7 +14,9 @@ A real ledgerd runs with --tls-cert, --tls-key, --client-ca and --policy
     PERMISSION_DENIED too, and a batch it sends after the reload is not in
     the log; the two that kept their rights go on appending and watching;
     an emitter that keeps its role but loses team-a keeps its stream, and
-    its team-a receipts are refused one by one;
+    its team-a receipts are refused one by one; a dropped auditor's
+    GetEntries of 1,100 entries, read slowly, ends with PERMISSION_DENIED
+    at its next chunk (512 entries) instead of running to the end;
   - TLS: a broken key file at SIGHUP keeps the old certificate, key and
     client CA (and says why in the log); then the certificate, key and
     client CA are replaced by ones of a new CA and SIGHUP: a client that
@@ -36,14 +38,14 @@ from ledger_testlib import Certificates, fail, generate_stubs, read  # noqa: E40
 
 NS = "spiffe://cluster/ns/team-a/sa/"
 ADMIN = "spiffe://cluster/ns/ops/sa/admin"
-PEOPLE = ["gone-emitter", "gone-reader", "kept-emitter", "kept-reader", "narrowed-emitter"]
+PEOPLE = ["gone-emitter", "gone-reader", "gone-auditor", "kept-emitter", "kept-reader", "narrowed-emitter"]
 NOW_US = int(time.time() * 1e6)
 
 
 def policy(people, narrowed=False):
     rules = [{"identity": "uri:" + ADMIN, "roles": ["admin"]}]
     for who in people:
-        teams = ["team-a", "team-b"] if who == "narrowed-emitter" else ["team-a"]
+        teams = ["team-a", "team-b"] if who in ("narrowed-emitter", "gone-auditor") else ["team-a"]
         if who == "narrowed-emitter" and narrowed:
             teams = ["team-b"]
         rules.append({"identity": "uri:" + NS + who, "roles": [who.split("-")[1]], "teams": teams})
@@ -82,12 +84,13 @@ def main():
     ledger = Ledger(build, work, ["--tls-cert", server_cert, "--tls-key", server_key, "--client-ca", ca.ca,
                                   "--policy", policy_path, "--unknown-grace-ms", "600000"])
 
-    def channel(who, trust=ca.ca, certs=clients):
+    def channel(who, trust=ca.ca, certs=clients, options=()):
         cert, key = certs[who]
         creds = grpc.ssl_channel_credentials(root_certificates=read(trust), private_key=read(key),
                                              certificate_chain=read(cert))
         # A connection of its own, so that each channel makes a handshake.
-        return grpc.secure_channel(ledger.address, creds, options=[("grpc.use_local_subchannel_pool", 1)])
+        return grpc.secure_channel(ledger.address, creds,
+                                   options=[("grpc.use_local_subchannel_pool", 1)] + list(options))
 
     counter = [0]
 
@@ -154,6 +157,23 @@ def main():
         r = stream.append(start("s-" + who, "team-b" if who == "narrowed-emitter" else "team-a"))
         if r.code != 0:
             fail("%s before the reload: %s" % (who, r))
+    with channel("admin") as ch:
+        stub = svc_grpc.LedgerServiceStub(ch)
+        for first in (0, 1000):
+            bulk = [start("bulk-%d" % i, "team-b") for i in range(first, min(first + 1000, 1100))]
+            if any(r.code for r in stub.Append(svc.AppendRequest(receipts=bulk), timeout=30).results):
+                fail("bulk append refused")
+        for _ in range(200):
+            size = stub.GetCheckpoint(svc.GetCheckpointRequest(), timeout=10).tree_size
+            if size >= 1104:
+                break
+            time.sleep(0.05)
+    # A window that stays small (64 KiB), so the server waits for the
+    # reader instead of sending every entry at once.
+    auditor_channel = channel("gone-auditor", options=[("grpc.http2.bdp_probe", 0)])
+    entries = svc_grpc.LedgerServiceStub(auditor_channel).GetEntries(
+        svc.GetEntriesRequest(from_seq=0, to_seq=size), timeout=60)
+    next(entries)
     watches = {who: Watch(who) for who in ("gone-reader", "kept-reader")}
     for who, watch in watches.items():
         if watch.next_step() != "s0":
@@ -200,9 +220,23 @@ def main():
         size = stub.GetCheckpoint(svc.GetCheckpointRequest(), timeout=10).tree_size
         ids = [json.loads(e.leaf)["receipt"]["receipt_id"]
                for e in stub.GetEntries(svc.GetEntriesRequest(from_seq=0, to_seq=size), timeout=10)]
-        if late.receipt_id in ids or len(ids) != 4:
-            fail("the log after the reload holds %s; want the 4 receipts from before it, not %s" % (ids, late.receipt_id))
+        if late.receipt_id in ids or len(ids) != 1104:
+            fail("the log after the reload holds %d receipts (%s among them?); want the 1,104 from before it"
+                 % (len(ids), late.receipt_id))
     print("revoked append stream: PERMISSION_DENIED, its next batch not appended")
+
+    got = 1
+    try:
+        for _ in entries:
+            got += 1
+        fail("the dropped auditor read all %d entries after the reload" % got)
+    except grpc.RpcError as e:
+        want = (grpc.StatusCode.PERMISSION_DENIED, "identity 'uri:%sgone-auditor' has no rule in the policy" % NS)
+        if (e.code(), e.details()) != want or got > 512:
+            fail("the dropped auditor's entries: %d read, then %s %s; want at most 512, then %s"
+                 % (got, e.code(), e.details(), want))
+    auditor_channel.close()
+    print("revoked entries stream: PERMISSION_DENIED after %d of %d entries" % (got, size))
 
     r = streams["kept-emitter"].append(start("s-kept-after"))
     if r.code != 0:

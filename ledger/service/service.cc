@@ -295,11 +295,12 @@ class AppendStreamReactor final
 // Streams entries in chunks read from the store, one write at a time. A
 // caller that may not read every team's entries gets those of its teams
 // and, at the first entry of another team, PERMISSION_DENIED naming its seq.
+// Each chunk is read under the policy in force then: a caller the policy
+// dropped meanwhile gets PERMISSION_DENIED instead of the next chunk.
 class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
  public:
-  EntriesReactor(const log::Log* log, auth::Caller caller, uint64_t from, uint64_t to)
-      : log_(log), caller_(std::move(caller)), all_(caller_.CoversAllTeams(Action::kReadEntries)),
-        next_(from), to_(to) {
+  EntriesReactor(const log::Log* log, const auth::Gate* gate, auth::Caller caller, uint64_t from, uint64_t to)
+      : log_(log), gate_(gate), caller_(std::move(caller)), next_(from), to_(to) {
     Next();
   }
 
@@ -324,6 +325,12 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
       }
       chunk_.clear();
       pos_ = 0;
+      gate_->Refresh(&caller_);
+      if (absl::Status s = caller_.CheckRole(Action::kReadEntries); !s.ok()) {
+        Finish(ToGrpc(s));
+        return;
+      }
+      all_ = caller_.CoversAllTeams(Action::kReadEntries);
       uint64_t end = std::min(to_, next_ + kChunk);
       absl::Status s = log_->ScanEntries(next_, end, [&](uint64_t seq, std::string_view leaf) {
         if (!all_) {
@@ -357,8 +364,9 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
   }
 
   const log::Log* const log_;
-  const auth::Caller caller_;
-  const bool all_;
+  const auth::Gate* const gate_;
+  auth::Caller caller_;
+  bool all_ = false;
   absl::Status denied_;
   uint64_t next_;
   const uint64_t to_;
@@ -574,7 +582,7 @@ grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(
     return new Refused<Base>(absl::OutOfRangeError(
         absl::StrCat("to_seq: ", request->to_seq(), " is beyond the log's size ", size)));
   }
-  return new EntriesReactor(log_, *std::move(caller), request->from_seq(), request->to_seq());
+  return new EntriesReactor(log_, gate_, *std::move(caller), request->from_seq(), request->to_seq());
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate* gate,
