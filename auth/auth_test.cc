@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "auth/gate.h"
 #include "auth/identity.h"
 #include "auth/limiter.h"
 #include "auth/policy.h"
@@ -216,6 +217,36 @@ TEST(Identity, ControlCharactersAndBrokenUtf8AreRefused) {
   EXPECT_EQ(IdentityFault("\xf4\x90\x80\x80"), "is not valid UTF-8");  // beyond U+10FFFF
   EXPECT_EQ(IdentityFault("a\xe2\x80"), "is not valid UTF-8");          // truncated
   EXPECT_EQ(IdentityFault(std::string("a\0b", 3)), "holds a control character (U+0000)");
+}
+
+TEST(Gate, RefreshMovesACallerToTheNewPolicyAndSubscribersHearOfIt) {
+  auto before = std::make_shared<const Policy>(*Policy::Parse(kPolicy));
+  auto after = std::make_shared<const Policy>(*Policy::Parse(R"({"identities": [
+    {"identity": "dns:ops", "roles": ["admin"]}]})"));
+  Gate gate({.tls = true}, before);
+  Caller gateway{"uri:spiffe://c/ns/team-a/sa/gateway", before, {}};
+  Caller plain{"local", nullptr, {}};
+  int runs = 0;
+  uint64_t once = 0;
+  once = gate.Subscribe([&] {
+    ++runs;
+    gate.Unsubscribe(once);  // a subscriber may leave from inside its run
+  });
+  uint64_t every = gate.Subscribe([&] { ++runs; });
+  gate.SetPolicy(after);
+  EXPECT_EQ(runs, 2);
+  EXPECT_TRUE(gateway.CheckRole(Action::kAppend).ok());  // still under the policy it was admitted with
+  gate.Refresh(&gateway);
+  absl::Status s = gateway.CheckRole(Action::kAppend);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "identity 'uri:spiffe://c/ns/team-a/sa/gateway' has no rule in the policy");
+  gate.Refresh(&plain);
+  EXPECT_EQ(plain.policy, nullptr);
+  gate.SetPolicy(before);
+  EXPECT_EQ(runs, 3);
+  gate.Unsubscribe(every);
+  gate.SetPolicy(after);
+  EXPECT_EQ(runs, 3);
 }
 
 TEST(Limiter, ConcurrencyPerIdentity) {

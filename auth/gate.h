@@ -80,7 +80,8 @@ class Gate {
 
   // Identifies the caller, holds one of its concurrent calls and spends
   // `cost` of its rate. UNAUTHENTICATED without a usable client
-  // certificate; RESOURCE_EXHAUSTED over a limit, with *hold_us (when
+  // certificate (one naming an identity that is valid UTF-8 without
+  // control characters); RESOURCE_EXHAUSTED over a limit, with *hold_us (when
   // given) set to how long to wait before answering (Limiter).
   absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& ctx, int64_t cost = 1,
                                int64_t* hold_us = nullptr);
@@ -105,8 +106,8 @@ class Gate {
   std::map<std::string, std::string, std::less<>> identities_;  // PEM -> identity
   // Held while subscribers run; recursive so that one may Unsubscribe.
   std::recursive_mutex subscribers_mu_;
-  uint64_t next_subscriber_ = 0;
-  std::map<uint64_t, std::function<void()>> subscribers_;
+  uint64_t next_subscriber_ = 0;                           // guarded by subscribers_mu_
+  std::map<uint64_t, std::function<void()>> subscribers_;  // guarded by subscribers_mu_
 };
 
 // absl::Status to grpc::Status, code and message unchanged.

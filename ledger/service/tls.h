@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/server_credentials.h"
@@ -51,9 +52,9 @@ class ServerTls {
                                                          grpc_ssl_server_certificate_config** config);
 
   std::mutex mu_;
-  TlsPem pem_;               // guarded by mu_
-  uint64_t generation_ = 1;  // guarded by mu_; bumped by Replace
-  uint64_t fetched_ = 0;     // guarded by mu_; the generation gRPC has
+  TlsPem pem_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 1;  // bumped by Replace
+  uint64_t fetched_ ABSL_GUARDED_BY(mu_) = 0;     // the generation gRPC has
 };
 
 }  // namespace ledger::service
