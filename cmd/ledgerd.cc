@@ -301,8 +301,8 @@ int main(int argc, char** argv) {
                "identified by their certificate's first URI SAN (uri:...), else first DNS SAN (dns:...), "
                "else CN (cn:...); SIGHUP reloads it");
   flags.Define("policy", "",
-               "TLS: the access policy (JSON: identities to roles and teams); SIGHUP reloads it, "
-               "a broken file keeps the old one");
+               "TLS: the access policy (JSON: identities, uri:/dns:/cn:, to roles and teams); SIGHUP reloads it "
+               "and the TLS files, for new calls and open streams; a broken file keeps the old one");
   flags.Define("insecure", "",
                "allow plain text on a non-loopback address (every caller is 'local', admin); logged", true);
   flags.Define("rate-per-identity", "0",
