@@ -4,7 +4,7 @@
 //   ledgerctl --server HOST:PORT append [FILE|-]
 //   ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S]
 //   ledgerctl --server HOST:PORT vkey
-//   ledgerctl --server HOST:PORT prove (--seq N | --receipt-id ID) [--size S]
+//   ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]
 //   ledgerctl --server HOST:PORT consistency --from A [--to B]
 //   ledgerctl --server HOST:PORT entries --from A --to B
 //   ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,...]
@@ -241,9 +241,13 @@ int Prove(pb::LedgerService::Stub& stub, const Flags& flags) {
     if (!seq.ok()) return Fail(seq.status());
     request.set_seq(static_cast<uint64_t>(*seq));
   } else if (flags.Has("receipt-id")) {
+    if (flags.Get("team").empty()) {
+      return Fail(absl::InvalidArgumentError("prove: --receipt-id needs --team (receipt ids are unique per team)"));
+    }
     request.set_receipt_id(flags.Get("receipt-id"));
+    request.set_team(flags.Get("team"));
   } else {
-    return Fail(absl::InvalidArgumentError("prove: give --seq N or --receipt-id ID"));
+    return Fail(absl::InvalidArgumentError("prove: give --seq N or --team T --receipt-id ID"));
   }
   auto size = flags.Int("size");
   if (!size.ok()) return Fail(size.status());
@@ -455,7 +459,7 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT append [FILE|-]\n"
     "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S]\n"
     "  ledgerctl --server HOST:PORT vkey\n"
-    "  ledgerctl --server HOST:PORT prove (--seq N | --receipt-id ID) [--size S]\n"
+    "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]\n"
     "  ledgerctl --server HOST:PORT consistency --from A [--to B]\n"
     "  ledgerctl --server HOST:PORT entries --from A --to B\n"
     "  ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,..] [--anomaly A,..] [--json]\n"
@@ -522,7 +526,7 @@ int main(int argc, char** argv) {
   flags.Define("to", "0",
                "consistency: new tree size (0: latest checkpoint); entries: end seq (exclusive); "
                "export: RFC 3339 time");
-  flags.Define("team", "", "steps, run, watch: the team");
+  flags.Define("team", "", "steps, run, watch, prove --receipt-id: the team");
   flags.Define("run", "", "steps, run, watch: the run_id; export: TEAM/RUN");
   flags.Define("state", "", "steps, watch: states, comma-separated (pending,succeeded,failed,denied,unknown)");
   flags.Define("anomaly", "", "steps, watch: anomalies, comma-separated (e.g. late_completion)");

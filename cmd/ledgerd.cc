@@ -427,6 +427,12 @@ int main(int argc, char** argv) {
     ledger::jsonlog::Warn("restore_undone").Msg("the restored store was removed again").Emit();
   }
   if (!log.ok()) return Fail(log.status());
+  if ((*log)->migrated_receipts() > 0) {
+    ledger::jsonlog::Info("receipt_index_migrated")
+        .Int("rows", static_cast<int64_t>((*log)->migrated_receipts()))
+        .Msg("receipt index rewritten from format 1 (global ids) to format 2 (ids scoped by team)")
+        .Emit();
+  }
   if (!(*log)->rollback_accepted().empty()) {
     ledger::jsonlog::Warn("rollback_accepted")
         .Msg(absl::StrCat("--accept-rollback: ", (*log)->rollback_accepted()))

@@ -133,6 +133,12 @@ std::string Metrics::Render() {
   if (sources_.sweeper != nullptr) {
     Head(&out, "ledger_unknown_steps_declared_total", "counter", "Steps declared unknown since start.");
     absl::StrAppend(&out, "ledger_unknown_steps_declared_total ", sources_.sweeper->declared(), "\n");
+    Head(&out, "ledger_sweep_failures_total", "counter",
+         "Declarations of due steps that failed (one per step and sweep); each step is logged once.");
+    absl::StrAppend(&out, "ledger_sweep_failures_total ", sources_.sweeper->failures(), "\n");
+    Head(&out, "ledger_sweep_overdue_steps", "gauge",
+         "Due steps the last sweep could not declare unknown: anything above 0 needs an operator.");
+    absl::StrAppend(&out, "ledger_sweep_overdue_steps ", sources_.sweeper->overdue(), "\n");
   }
   if (sources_.exports != nullptr) {
     Family(&out, "ledger_exports_total", "Evidence packs exported, by scope and result.", {"scope", "result"},

@@ -13,6 +13,8 @@
 //   ledger_checkpoint_age_seconds            gauge: since the latest checkpoint was signed
 //   ledger_steps{team,state}                 gauge: steps by outcome (recounted at most every 30 s)
 //   ledger_unknown_steps_declared_total      steps the sweeper declared unknown
+//   ledger_sweep_failures_total              declarations that failed (per step and sweep)
+//   ledger_sweep_overdue_steps               gauge: due steps the last sweep left undeclared
 //   ledger_exports_total{scope,result}       evidence packs exported
 //   ledger_proofs_served_total{type}         inclusion and consistency proofs served
 //   ledger_store_failed                      1 when the store failed and cannot resume

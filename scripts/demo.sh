@@ -84,10 +84,10 @@ import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if r["kind"] == "model_call" and r["decision"] == "deny":
-        print(r["receipt_id"])
+        print(r["team"], r["receipt_id"])
         break' "$work/receipts.jsonl")
-echo "receipt $denied:"
-ctl prove --receipt-id "$denied"
+echo "receipt ${denied#* } of ${denied%% *}:"
+ctl prove --team "${denied%% *}" --receipt-id "${denied#* }"
 old=$(sed -n 2p "$work/old.note")
 ctl consistency --from "$old" --to "$(sed -n 2p "$work/new.note")" | tee "$work/consistency.json"
 

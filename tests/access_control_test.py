@@ -221,7 +221,7 @@ def main():
             elif name == "prove_b":
                 ledger_stub.GetInclusionProof(svc.GetInclusionProofRequest(seq=2, tree_size=4), timeout=t)
             elif name == "prove_b_by_id":
-                ledger_stub.GetInclusionProof(svc.GetInclusionProofRequest(receipt_id="b-exec", tree_size=4), timeout=t)
+                ledger_stub.GetInclusionProof(svc.GetInclusionProofRequest(receipt_id="b-exec", team="team-b", tree_size=4), timeout=t)
             elif name == "entries_a":
                 drain(ledger_stub.GetEntries(svc.GetEntriesRequest(from_seq=0, to_seq=2), timeout=t))
             elif name == "entries_ab":

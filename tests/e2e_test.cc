@@ -207,7 +207,9 @@ TEST_F(E2eTest, ConcurrentUnaryAndStreamClientsGetDenseUniqueSeqs) {
     for (bool by_id : {false, true}) {
       pb::GetInclusionProofRequest req;
       if (by_id) {
-        req.set_receipt_id(receipt::ParseLeaf(leaves[seq])->receipt.receipt_id());
+        auto entry = receipt::ParseLeaf(leaves[seq]);
+        req.set_receipt_id(entry->receipt.receipt_id());
+        req.set_team(entry->receipt.team());
       } else {
         req.set_seq(seq);
       }
@@ -312,8 +314,14 @@ TEST_F(E2eTest, RequestLevelErrors) {
   ir.set_receipt_id("missing");
   pb::InclusionProof proof;
   s = stub_->GetInclusionProof(&c2, ir, &proof);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "team: required with receipt_id (receipt ids are unique per team)");
+
+  grpc::ClientContext c2b;
+  ir.set_team("team-a");
+  s = stub_->GetInclusionProof(&c2b, ir, &proof);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(s.error_message(), "receipt_id: 'missing' is not in the log");
+  EXPECT_EQ(s.error_message(), "receipt_id: 'missing' of team 'team-a' is not in the log");
 
   grpc::ClientContext c3;
   pb::GetConsistencyProofRequest cr;

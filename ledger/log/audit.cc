@@ -99,7 +99,11 @@ class Auditor {
     }
     run_last_[run] = seq;
 
-    auto ref = store_.FindReceipt(r.receipt_id());
+    // The row of format 2, or in a store not yet migrated, of format 1.
+    store::IdSpace space = entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger
+                                                                     : store::IdSpace::kEmitter;
+    auto ref = store_.FindReceipt({space, r.team(), r.receipt_id()});
+    if (ref.ok() && !ref->has_value()) ref = store_.FindReceipt({store::IdSpace::kLegacy, {}, r.receipt_id()});
     if (!ref.ok()) return ref.status();
     std::string row = absl::StrCat("receipt index row of '", r.receipt_id(), "'");
     if (!ref->has_value()) return Find("receipt_index", at, row, absl::StrCat("seq ", seq), "no row");
@@ -188,11 +192,11 @@ class Auditor {
       }
     }
     uint64_t rows = 0;
-    absl::Status s = store_.ScanReceipts([&](std::string_view id, const store::ReceiptRef& ref) {
+    absl::Status s = store_.ScanReceipts([&](const store::ReceiptKey& key, const store::ReceiptRef& ref) {
       ++rows;
       if (ref.seq >= state_.size) {
         return Find("receipt_index", static_cast<int64_t>(ref.seq),
-                    absl::StrCat("receipt index row of '", std::string(id), "'"),
+                    absl::StrCat("receipt index row of '", std::string(key.receipt_id), "'"),
                     absl::StrCat("a seq below the tree size ", state_.size), absl::StrCat("seq ", ref.seq));
       }
       return absl::OkStatus();

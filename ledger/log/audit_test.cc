@@ -125,9 +125,9 @@ TEST_F(AuditTest, AlteredNode) {
 
 TEST_F(AuditTest, AlteredIndexRow) {
   auto store = Copy();
-  auto ref = **store->FindReceipt("id-13");
+  auto ref = **store->FindReceipt({store::IdSpace::kEmitter, "team-a", "id-13"});
   auto b = store->NewBatch();
-  b.PutReceipt("id-12", ref);
+  b.PutReceipt({store::IdSpace::kEmitter, "team-a", "id-12"}, ref);
   ASSERT_TRUE(store->Commit(b).ok());
   EXPECT_EQ(Run(*store).Summary(),
             "INCONSISTENT: receipt_index at seq 12: receipt index row of 'id-12': expected seq 12, found seq 13\n");

@@ -41,6 +41,14 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
   if (log->integrity_.ok()) {
     if (auto s = log->CheckGuard(*state); !s.ok()) return s;
   }
+  if (log->integrity_.ok()) {
+    auto migrated = MigrateLegacyReceipts(*log->store_);
+    if (migrated.ok()) {
+      log->migrated_receipts_ = *migrated;
+    } else {
+      log->integrity_ = migrated.status();
+    }
+  }
   if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr &&
       log->projected_ < state->size) {
     // Projections written since the last flush were lost with the process:
@@ -249,6 +257,10 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
 
 absl::Status Log::Append(const std::string& emitter,
                          std::vector<const receipt::Receipt*> receipts, AppendDone done) {
+  if (emitter == receipt::kLedgerEmitter) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "emitter: '", emitter, "' is the name of the ledger's own entries; no caller appends as it"));
+  }
   return AppendAs(emitter, receipt::Author::kEmitter, std::move(receipts), std::move(done));
 }
 
@@ -395,16 +407,43 @@ absl::StatusOr<Inclusion> Log::ProveInclusion(uint64_t seq, uint64_t tree_size) 
   return out;
 }
 
-absl::StatusOr<uint64_t> Log::SeqOf(const std::string& receipt_id) const {
-  auto ref = store_->FindReceipt(receipt_id);
+absl::StatusOr<uint64_t> Log::SeqOf(std::string_view team, std::string_view receipt_id) const {
+  store::IdSpace space = receipt_id.starts_with(receipt::kLedgerIdPrefix) ? store::IdSpace::kLedger
+                                                                          : store::IdSpace::kEmitter;
+  auto ref = store_->FindReceipt({space, team, receipt_id});
   if (!ref.ok()) return ref.status();
-  if (!ref->has_value()) {
-    return absl::NotFoundError(absl::StrCat("receipt_id: '", receipt_id, "' is not in the log"));
-  }
-  if ((*ref)->seq >= head().size) {
-    return absl::NotFoundError(absl::StrCat("receipt_id: '", receipt_id, "' is not in the log"));
+  if (!ref->has_value() || (*ref)->seq >= head().size) {
+    return absl::NotFoundError(
+        absl::StrCat("receipt_id: '", std::string(receipt_id), "' of team '", std::string(team), "' is not in the log"));
   }
   return (*ref)->seq;
+}
+
+absl::StatusOr<uint64_t> MigrateLegacyReceipts(store::Store& store) {
+  constexpr size_t kRowsPerBatch = 10'000;
+  uint64_t migrated = 0;
+  for (;;) {
+    auto rows = store.LegacyReceipts(kRowsPerBatch);
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return migrated;
+    store::Batch batch = store.NewBatch();
+    for (const auto& [id, ref] : *rows) {
+      auto leaf = store.GetLeaf(ref.seq);
+      auto entry = leaf.ok() ? receipt::ParseLeaf(*leaf) : absl::StatusOr<receipt::Entry>(leaf.status());
+      if (!entry.ok() || entry->receipt.receipt_id() != id) {
+        return absl::DataLossError(absl::StrCat(
+            "receipt index: the format-1 row of '", id, "' points at seq ", ref.seq,
+            ", which does not hold that receipt", entry.ok() ? "" : ": ",
+            entry.ok() ? "" : entry.status().message()));
+      }
+      store::IdSpace space = entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger
+                                                                       : store::IdSpace::kEmitter;
+      batch.PutReceipt({space, entry->receipt.team(), id}, ref);
+      batch.DeleteLegacyReceipt(id);
+    }
+    if (auto s = store.Commit(batch); !s.ok()) return s;
+    migrated += rows->size();
+  }
 }
 
 absl::StatusOr<std::vector<hash::Hash>> Log::ProveConsistency(uint64_t from, uint64_t* to) const {

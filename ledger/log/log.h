@@ -95,7 +95,10 @@ class Log {
   // Returns an error, and does not call `done`, when nothing could be
   // queued: INVALID_ARGUMENT for more than kMaxReceiptsPerAppend receipts,
   // DATA_LOSS when the store failed its check, RESOURCE_EXHAUSTED when the
-  // queue is full, UNAVAILABLE while shutting down.
+  // queue is full, UNAVAILABLE while shutting down, PERMISSION_DENIED when
+  // `emitter` is receipt::kLedgerEmitter (that name is AppendAsLedger's).
+  // A receipt whose (team, receipt_id) is in the log already is a retry
+  // (its seq back) or ALREADY_EXISTS; ids are unique per team only.
   absl::Status Append(const std::string& emitter, std::vector<const receipt::Receipt*> receipts,
                       AppendDone done);
 
@@ -111,8 +114,10 @@ class Log {
   // checkpoint). OUT_OF_RANGE when seq or tree_size is beyond the log.
   absl::StatusOr<Inclusion> ProveInclusion(uint64_t seq, uint64_t tree_size) const;
 
-  // NOT_FOUND when no entry has this receipt_id.
-  absl::StatusOr<uint64_t> SeqOf(const std::string& receipt_id) const;
+  // The seq of `team`'s receipt `receipt_id` (an id in the ledger's
+  // namespace, receipt::kLedgerIdPrefix, names the ledger's own entry of
+  // that team). NOT_FOUND when there is none: nothing of other teams'.
+  absl::StatusOr<uint64_t> SeqOf(std::string_view team, std::string_view receipt_id) const;
 
   // Consistency proof from `from` to `to` (0: the latest checkpoint).
   absl::StatusOr<std::vector<hash::Hash>> ProveConsistency(uint64_t from, uint64_t* to) const;
@@ -156,6 +161,8 @@ class Log {
   // How many entries the projections covered when Open found them (Open
   // caught them up to the whole log).
   uint64_t projected_at_open() const { return projected_; }
+  // Receipt index rows of format 1 that Open rewrote (MigrateLegacyReceipts).
+  uint64_t migrated_receipts() const { return migrated_receipts_; }
   // OK, or the DATA_LOSS found on Open.
   const absl::Status& integrity() const { return integrity_; }
   // With options.accept_rollback: what Open accepted ("" if nothing), and
@@ -177,6 +184,7 @@ class Log {
   std::unique_ptr<store::Store> store_;
   absl::Status integrity_;
   uint64_t projected_ = 0;  // entries the projections covered at open
+  uint64_t migrated_receipts_ = 0;
   std::string rollback_;
   bool stopped_ = false;  // set by the destructor once the sequencer is gone
   std::unique_ptr<sequencer::Sequencer> sequencer_;
@@ -190,6 +198,14 @@ class Log {
   std::mutex sign_mu_;  // one signer at a time
   std::thread checkpointer_;
 };
+
+// Rewrites every receipt index row of format 1 (keyed by the bare
+// receipt_id) into format 2 (store.h: keyed by space, team and id, the space
+// taken from the entry's emitter), in atomic batches: a crash midway leaves
+// rows of both formats, and the next call finishes. Returns how many rows it
+// rewrote. DATA_LOSS when a row does not point at its receipt's entry.
+// Nothing may append meanwhile.
+absl::StatusOr<uint64_t> MigrateLegacyReceipts(store::Store& store);
 
 // Applies entries [from, to) of `store`'s log to its projections, in
 // batches, and advances the projected-size marker.

@@ -98,8 +98,8 @@ TEST_F(LogTest, AppendsProvesAndChecksConsistency) {
   EXPECT_EQ(to, 13u);
   EXPECT_TRUE(merkle::VerifyConsistency(10, 13, cp10.root, cp13.root, *proof).ok());
   EXPECT_EQ(log->Checkpoint(10)->note, cp10.note);
-  EXPECT_EQ(*log->SeqOf("r11"), 11u);
-  EXPECT_EQ(log->SeqOf("nope").status().message(), "receipt_id: 'nope' is not in the log");
+  EXPECT_EQ(*log->SeqOf("team-a", "r11"), 11u);
+  EXPECT_EQ(log->SeqOf("team-a", "nope").status().message(), "receipt_id: 'nope' of team 'team-a' is not in the log");
   EXPECT_EQ(log->ProveInclusion(13, 0).status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(log->ProveInclusion(0, 14).status().message(),
             "tree_size: 14 is beyond the log's size 13");
@@ -116,6 +116,77 @@ TEST_F(LogTest, InvalidReceiptsFailAloneAndValidNeighboursAreAppended) {
   EXPECT_EQ(out[1].status.message(), "team: required, 1-63 bytes of [a-z0-9-]");
   EXPECT_EQ(out[2].seq, 1u);
   EXPECT_EQ(log->head().size, 2u);
+}
+
+TEST_F(LogTest, NoCallerAppendsAsTheLedger) {
+  auto log = OpenLog();
+  std::vector<receipt::Receipt> rs = {Model("m-1")};
+  absl::Status s = log->Append("ledger", Pointers(rs), [](std::vector<sequencer::Outcome>) {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "emitter: 'ledger' is the name of the ledger's own entries; no caller appends as it");
+  EXPECT_EQ(log->head().size, 0u);
+}
+
+TEST_F(LogTest, SeqOfFindsOnlyTheTeamsOwnReceipt) {
+  auto log = OpenLog();
+  receipt::Receipt b = Model("same");
+  b.set_team("team-b");
+  auto out = AppendAll(*log, {Model("same"), b});
+  ASSERT_TRUE(out[0].status.ok() && out[1].status.ok());
+  EXPECT_EQ(*log->SeqOf("team-a", "same"), 0u);
+  EXPECT_EQ(*log->SeqOf("team-b", "same"), 1u);
+  auto none = log->SeqOf("team-c", "same");
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(none.status().message(), "receipt_id: 'same' of team 'team-c' is not in the log");
+  // An emitter's id never names the ledger's entry of the same id.
+  EXPECT_EQ(log->SeqOf("team-a", "ledger.unknown.0").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A store whose receipt index is of format 1 (rows keyed by the bare id) is
+// rewritten at Open; a row that does not point at its receipt is DATA_LOSS.
+TEST_F(LogTest, OpenMigratesReceiptRowsOfFormat1) {
+  {
+    auto log = OpenLog();
+    ASSERT_EQ(AppendAll(*log, {Model("m-0"), Model("m-1")}).size(), 2u);
+  }
+  {
+    // What a ledger of format 1 left: each row keyed by the bare id.
+    auto store = *store::Store::Open(dir_.Sub("data") + "/db");
+    auto b = store->NewBatch();
+    for (const char* id : {"m-0", "m-1"}) {
+      store::ReceiptKey key{store::IdSpace::kEmitter, "team-a", id};
+      b.PutReceipt({store::IdSpace::kLegacy, {}, id}, **store->FindReceipt(key));
+      b.DeleteLegacyReceipt(store::EncodeReceiptKey(key));  // deletes the row of that stored key
+    }
+    ASSERT_TRUE(store->Commit(b).ok());
+    ASSERT_EQ(store->LegacyReceipts(10)->size(), 2u);
+    ASSERT_FALSE(store->FindReceipt({store::IdSpace::kEmitter, "team-a", "m-0"})->has_value());
+  }
+  auto log = OpenLog();
+  EXPECT_EQ(log->migrated_receipts(), 2u);
+  EXPECT_TRUE(log->store().LegacyReceipts(10)->empty());
+  EXPECT_EQ(*log->SeqOf("team-a", "m-1"), 1u);
+  auto retry = AppendAll(*log, {Model("m-1")});
+  EXPECT_TRUE(retry[0].duplicate);
+  EXPECT_EQ(retry[0].seq, 1u);
+}
+
+TEST_F(LogTest, MigrationRefusesARowThatDoesNotPointAtItsReceipt) {
+  {
+    auto log = OpenLog();
+    ASSERT_EQ(AppendAll(*log, {Model("m-0")}).size(), 1u);
+  }
+  {
+    auto store = *store::Store::Open(dir_.Sub("data") + "/db");
+    auto b = store->NewBatch();
+    b.PutReceipt({store::IdSpace::kLegacy, {}, "forged"}, {0, {}, {}});
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  auto log = OpenLog();
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->integrity().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(log->integrity().message(),
+            "receipt index: the format-1 row of 'forged' points at seq 0, which does not hold that receipt");
 }
 
 TEST_F(LogTest, TooManyReceiptsInOneRequest) {

@@ -81,6 +81,27 @@ absl::Status SubProof(uint64_t m, uint64_t begin, uint64_t n, bool whole,
 
 bool Lsb(uint64_t x) { return (x & 1) != 0; }
 
+// One step of RFC 9162's verification loops, the only place it is written:
+// §2.1.3.2 step 5 (inclusion; the caching verifier replays the same) and
+// §2.1.4.2 step 6 (consistency). At position (fn, sn), with sn > 0, the next
+// proof hash is the left sibling when fn is odd or fn == sn, and then the
+// position first climbs past the levels where the node is a left child on
+// the tree's right edge (no sibling there); else the proof hash is the right
+// sibling. Moves (fn, sn) one level up and returns whether the proof hash
+// is the left sibling (the new node is H(proof hash, node)).
+bool Climb(uint64_t* fn, uint64_t* sn) {
+  bool left = Lsb(*fn) || *fn == *sn;
+  if (left) {
+    while (!Lsb(*fn) && *fn != 0) {
+      *fn >>= 1;
+      *sn >>= 1;
+    }
+  }
+  *fn >>= 1;
+  *sn >>= 1;
+  return left;
+}
+
 }  // namespace
 
 absl::StatusOr<Hash> RootHash(uint64_t size, NodeFn node) {
@@ -126,17 +147,7 @@ absl::Status VerifyInclusion(uint64_t index, uint64_t size,
           "inclusion: proof has ", proof.size(),
           " hashes, too many for index ", index, " in size ", size));
     }
-    if (Lsb(fn) || fn == sn) {
-      r = hash::NodeHash(p, r);
-      while (!Lsb(fn) && fn != 0) {
-        fn >>= 1;
-        sn >>= 1;
-      }
-    } else {
-      r = hash::NodeHash(r, p);
-    }
-    fn >>= 1;
-    sn >>= 1;
+    r = Climb(&fn, &sn) ? hash::NodeHash(p, r) : hash::NodeHash(r, p);
   }
   if (sn != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -161,17 +172,7 @@ absl::Status InclusionVerifier::Verify(uint64_t index, const Hash& leaf_hash,
   for (size_t i = 0; i < proof.size(); ++i) {
     if (sn == 0) break;  // too many hashes: VerifyInclusion words it
     ++nodes_hashed_;
-    if (Lsb(fn) || fn == sn) {
-      r = hash::NodeHash(proof[i], r);
-      while (!Lsb(fn) && fn != 0) {
-        fn >>= 1;
-        sn >>= 1;
-      }
-    } else {
-      r = hash::NodeHash(r, proof[i]);
-    }
-    fn >>= 1;
-    sn >>= 1;
+    r = Climb(&fn, &sn) ? hash::NodeHash(proof[i], r) : hash::NodeHash(r, proof[i]);
     trace.push_back({fn, sn, r});
     if (i < trace_.size() && proof.size() == proof_.size() && trace_[i].fn == fn &&
         trace_[i].sn == sn && trace_[i].r == r &&
@@ -232,18 +233,12 @@ absl::Status VerifyConsistency(uint64_t from, uint64_t to,
           "consistency: proof has too many hashes for sizes ", from, " -> ",
           to));
     }
-    if (Lsb(fn) || fn == sn) {
+    if (Climb(&fn, &sn)) {
       fr = hash::NodeHash(c, fr);
       sr = hash::NodeHash(c, sr);
-      while (!Lsb(fn) && fn != 0) {
-        fn >>= 1;
-        sn >>= 1;
-      }
     } else {
       sr = hash::NodeHash(sr, c);
     }
-    fn >>= 1;
-    sn >>= 1;
   }
   if (sn != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -168,6 +168,10 @@ absl::Status CheckContract(const Receipt& r, Author author) {
   if (!IsReceiptId(r.receipt_id())) {
     return Invalid("receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
   }
+  if (author != Author::kLedger && r.receipt_id().starts_with(kLedgerIdPrefix)) {
+    return Invalid("receipt_id", absl::StrCat("'", r.receipt_id(), "' is in the ledger's namespace: ids starting with '",
+                                              S(kLedgerIdPrefix), "' are written by the ledger only"));
+  }
   if (r.body_case() == Receipt::BODY_NOT_SET) {
     return Invalid("kind", absl::StrCat("required, one of ", GetSchema().kind_choices()));
   }

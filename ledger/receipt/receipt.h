@@ -28,8 +28,15 @@ using Receipt = evidence::ledger::v1::Receipt;
 
 inline constexpr size_t kMaxReceiptBytes = 16 * 1024;
 
-// Who wrote the receipt: only the ledger may write step_unknown.
+// Who wrote the receipt: only the ledger may write step_unknown, and only
+// the ledger may use receipt ids in its namespace (kLedgerIdPrefix).
 enum class Author { kEmitter, kLedger };
+
+// Receipt ids starting with this are the ledger's (e.g. a step_unknown's
+// "ledger.unknown.<start seq>"): refused to every emitter.
+inline constexpr std::string_view kLedgerIdPrefix = "ledger.";
+// The emitter the ledger's own entries carry. No caller appends as it.
+inline constexpr std::string_view kLedgerEmitter = "ledger";
 
 // Checks every rule of CONTRACT §3 and returns the canonical JSON, with the
 // defaults applied (an absent attempt is written as 1). INVALID_ARGUMENT

@@ -107,6 +107,12 @@ INSTANTIATE_TEST_SUITE_P(
              "receipt_id: required, 1-128 bytes of [A-Za-z0-9._:-]"},
         Case{"ReceiptIdTooLong", "{\"receipt_id\":\"" + std::string(129, 'a') + "\"}",
              "receipt_id: required, 1-128 bytes of [A-Za-z0-9._:-]"},
+        Case{"ReceiptIdInTheLedgersNamespace", R"({"receipt_id":"ledger.unknown.7"})",
+             "receipt_id: 'ledger.unknown.7' is in the ledger's namespace: ids starting with 'ledger.' are "
+             "written by the ledger only"},
+        Case{"ReceiptIdThatIsTheNamespaceAlone", R"({"receipt_id":"ledger."})",
+             "receipt_id: 'ledger.' is in the ledger's namespace: ids starting with 'ledger.' are "
+             "written by the ledger only"},
         Case{"NoKind", R"({"kind":null})",
              "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown"},
         Case{"UnknownKind", R"({"kind":"agent_stop"})",
@@ -195,6 +201,16 @@ TEST(ReceiptTest, LedgerMayWriteStepUnknown) {
             R"({"attempt":1,"deadline_us":10,"kind":"step_unknown","occurred_at_us":9,)"
             R"("receipt_id":"unknown-1","run_id":"r","start_receipt_id":"r-1",)"
             R"("start_seq":0,"step_id":"s","team":"t"})");
+}
+
+TEST(ReceiptTest, OnlyTheLedgerUsesItsNamespaceAndIdsThatOnlyLookAlikePass) {
+  Receipt r = Parse(kModel);
+  r.set_receipt_id("ledger.unknown.3");
+  EXPECT_TRUE(Canonicalize(r, Author::kLedger).ok());
+  for (const char* id : {"ledger", "ledgers.x", "Ledger.unknown.3", "my.ledger.unknown.3", "ledger-1"}) {
+    r.set_receipt_id(id);
+    EXPECT_TRUE(Canonicalize(r, Author::kEmitter).ok()) << id;
+  }
 }
 
 TEST(ReceiptTest, JsonThatIsNotAnObject) {

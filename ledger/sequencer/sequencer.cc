@@ -37,7 +37,13 @@ Submission Submission::Of(const receipt::Receipt& r, std::string canonical, std:
   s.digest = hash::Sha256(canonical);
   s.canonical = std::move(canonical);
   s.emitter = std::move(emitter);
+  s.id_key = store::EncodeReceiptKey(s.key());
   return s;
+}
+
+store::ReceiptKey Submission::key() const {
+  return {emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger : store::IdSpace::kEmitter,
+          receipt->team(), receipt->receipt_id()};
 }
 
 int64_t SystemClockMicros() {
@@ -71,7 +77,7 @@ struct Sequencer::Prepared {
   bool has_entries = false;
   merkle::Frontier frontier;  // the head after this batch
   store::State state;
-  // Receipt ids and run heads this batch adds, for batches built on it
+  // Idempotency keys (Submission::id_key) and run heads this batch adds, for batches built on it
   // before it is committed.
   absl::flat_hash_map<std::string, store::ReceiptRef> new_ids;
   absl::flat_hash_map<std::string, uint64_t> run_heads;
@@ -298,9 +304,9 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
       Outcome& out = p->outcomes[r][i];
       const std::string& id = s.receipt->receipt_id();
 
-      // Where the receipt id may already be: this batch, the batch being
-      // committed, the store.
-      if (auto it = placed_ids.find(id); it != placed_ids.end()) {
+      // Where the receipt id may already be (among the team's, or the
+      // ledger's own): this batch, the batch being committed, the store.
+      if (auto it = placed_ids.find(s.id_key); it != placed_ids.end()) {
         const Placed& first = placed[it->second];
         if (first.submission->digest != s.digest) {
           out.status = absl::AlreadyExistsError(absl::StrCat(
@@ -315,13 +321,13 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
       std::optional<store::ReceiptRef> existing;
       bool existing_is_pending = false;
       if (base != nullptr) {
-        if (auto it = base->new_ids.find(id); it != base->new_ids.end()) {
+        if (auto it = base->new_ids.find(s.id_key); it != base->new_ids.end()) {
           existing = it->second;
           existing_is_pending = true;
         }
       }
       if (!existing_is_pending) {
-        auto found = store_->FindReceipt(id);
+        auto found = store_->FindReceipt(s.key());
         if (!found.ok()) {
           out.status = absl::UnavailableError(
               absl::StrCat("storage: receipt index unreadable: ", found.status().message()));
@@ -361,7 +367,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
       }
       uint64_t seq = next_seq++;
       last_logged_at = std::max(options_.clock(), last_logged_at);
-      placed_ids.emplace(id, placed.size());
+      placed_ids.emplace(s.id_key, placed.size());
       placed.push_back({&s, &out, seq, last_logged_at, run_prev});
       run_heads[run_key] = {&s, seq};
       if (projector != nullptr) entries.push_back({seq, last_logged_at, s.emitter, s.receipt});
@@ -384,11 +390,11 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     hash::Hash leaf_hash = hash::LeafHash(leaf);
     batch.PutEntry(e.seq, leaf);
     store::ReceiptRef ref{e.seq, leaf_hash, s.digest};
-    batch.PutReceipt(s.receipt->receipt_id(), ref);
+    batch.PutReceipt(s.key(), ref);
     frontier.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
       batch.PutNode(level, index, h);
     });
-    p->new_ids.emplace(s.receipt->receipt_id(), ref);
+    p->new_ids.emplace(s.id_key, ref);
     state.size = e.seq + 1;
     state.head = leaf_hash;
     state.last_logged_at_us = e.logged_at_us;

@@ -52,6 +52,11 @@ struct Submission {
   std::string canonical;  // receipt::Canonicalize's output
   hash::Hash digest{};    // SHA-256 of canonical: compared on retries
   std::string emitter;
+  // The idempotency key's stored form (store::EncodeReceiptKey): the team's
+  // ids, or the ledger's own when emitter is receipt::kLedgerEmitter.
+  std::string id_key;
+
+  store::ReceiptKey key() const;
 
   // Points at `r` and hashes `canonical`.
   static Submission Of(const receipt::Receipt& r, std::string canonical, std::string emitter);

@@ -25,10 +25,11 @@ receipt::Receipt& Keep(receipt::Receipt r) {
 }
 
 Submission Make(const std::string& id, const std::string& run = "run-1",
-                const std::string& model = "m") {
+                const std::string& model = "m", const std::string& team = "team-a") {
   auto r = receipt::FromJsonText(
-      R"({"kind":"model_call","team":"team-a","occurred_at_us":1,"route":"r","decision":"allow"})");
+      R"({"kind":"model_call","occurred_at_us":1,"route":"r","decision":"allow"})");
   r->set_receipt_id(id);
+  r->set_team(team);
   r->set_run_id(run);
   r->mutable_model_call()->set_model(model);
   std::string canonical = *receipt::Canonicalize(*r, receipt::Author::kEmitter);
@@ -248,7 +249,7 @@ TEST(SequencerFaultTest, ServesAgainWhenTheFaultClearsWithoutARestart) {
   EXPECT_EQ(receipt::ParseLeaf(*store->GetLeaf(1))->receipt.receipt_id(), "g-b");
   EXPECT_EQ(receipt::ParseLeaf(*store->GetLeaf(2))->receipt.receipt_id(), "g-s");
   EXPECT_FALSE(store->GetLeaf(3).ok());
-  EXPECT_FALSE(store->FindReceipt("g-w")->has_value());
+  EXPECT_FALSE(store->FindReceipt({store::IdSpace::kEmitter, "team-a", "g-w"})->has_value());
 }
 
 // An error RocksDB cannot resume from (as EIO): the store says so, so that
@@ -307,6 +308,24 @@ TEST_F(SequencerTest, FullQueueIsResourceExhausted) {
   seq.reset();  // drains the queue before stopping
   EXPECT_EQ(done.load(), 2);
   EXPECT_EQ(store_->ReadState()->size, 4u);
+}
+
+// Receipt ids are unique per team: the same id in two teams is two
+// entries, in one batch or in two, and a retry finds its own team's.
+TEST_F(SequencerTest, ReceiptIdsAreScopedByTeam) {
+  auto seq = Start();
+  auto first = Append(*seq, {Make("same", "run-1", "m", "team-a"), Make("same", "run-1", "n", "team-b")});
+  ASSERT_TRUE(first[0].status.ok() && first[1].status.ok());
+  EXPECT_FALSE(first[0].duplicate || first[1].duplicate);
+  EXPECT_EQ(first[1].seq, 1u);
+  auto again = Append(*seq, {Make("same", "run-1", "n", "team-b"), Make("same", "run-1", "n", "team-c")});
+  EXPECT_TRUE(again[0].duplicate);
+  EXPECT_EQ(again[0].seq, 1u);
+  EXPECT_FALSE(again[1].duplicate);
+  EXPECT_EQ(again[1].seq, 2u);
+  auto changed = Append(*seq, {Make("same", "run-1", "other", "team-a")});
+  EXPECT_EQ(changed[0].status.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(changed[0].status.message(), "receipt_id: 'same' is already in the log (seq 0) with different content");
 }
 
 }  // namespace

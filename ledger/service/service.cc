@@ -499,7 +499,13 @@ grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
     case pb::GetInclusionProofRequest::kSeq:
       break;
     case pb::GetInclusionProofRequest::kReceiptId: {
-      auto found = log_->SeqOf(request->receipt_id());
+      // Receipt ids are the team's own: the right on the team is checked
+      // before the lookup, so nothing says whether another team has an id.
+      if (request->team().empty()) {
+        return Finish(ctx, absl::InvalidArgumentError("team: required with receipt_id (receipt ids are unique per team)"));
+      }
+      if (auto s = caller->Check(Action::kReadEntries, request->team()); !s.ok()) return Finish(ctx, s);
+      auto found = log_->SeqOf(request->team(), request->receipt_id());
       if (!found.ok()) return Finish(ctx, found.status());
       seq = *found;
       break;

@@ -98,7 +98,43 @@ absl::Status Malformed(std::string_view what) {
 
 rocksdb::Slice AsSlice(std::string_view s) { return {s.data(), s.size()}; }
 
+// The first byte of a receipt index key of format 2; no receipt_id (a
+// format-1 key) starts with it.
+constexpr char kReceiptKeyV2 = 0x00;
+
+absl::StatusOr<ReceiptKey> DecodeReceiptKey(std::string_view k) {
+  if (k.empty()) return Malformed("receipt index key");
+  if (k[0] != kReceiptKeyV2) return ReceiptKey{IdSpace::kLegacy, {}, k};
+  if (k.size() < 4) return Malformed("receipt index key");
+  auto space = static_cast<IdSpace>(k[1]);
+  if (space != IdSpace::kEmitter && space != IdSpace::kLedger) return Malformed("receipt index key");
+  size_t team = static_cast<uint8_t>(k[2]);
+  if (k.size() <= 3 + team) return Malformed("receipt index key");
+  return ReceiptKey{space, k.substr(3, team), k.substr(3 + team)};
+}
+
+absl::StatusOr<ReceiptRef> DecodeReceiptRef(std::string_view v) {
+  if (v.size() != kReceiptRefSize || v[0] != kFormatV1) return Malformed("receipt index row");
+  ReceiptRef ref;
+  ref.seq = GetU64(v.data() + 1);
+  ref.leaf_hash = ReadHash(v.data() + 9);
+  ref.digest = ReadHash(v.data() + 41);
+  return ref;
+}
+
 }  // namespace
+
+std::string EncodeReceiptKey(const ReceiptKey& key) {
+  if (key.space == IdSpace::kLegacy) return std::string(key.receipt_id);
+  std::string k;
+  k.reserve(3 + key.team.size() + key.receipt_id.size());
+  k.push_back(kReceiptKeyV2);
+  k.push_back(static_cast<char>(key.space));
+  k.push_back(static_cast<char>(key.team.size()));
+  k.append(key.team);
+  k.append(key.receipt_id);
+  return k;
+}
 
 struct Batch::Rep {
   rocksdb::WriteBatch wb;   // the log's records: written with the WAL, synced
@@ -156,12 +192,16 @@ void Batch::PutEntry(uint64_t seq, std::string_view leaf) {
   rep_->Put(kEntries, U64Key(seq), leaf);
 }
 
-void Batch::PutReceipt(std::string_view receipt_id, const ReceiptRef& ref) {
+void Batch::PutReceipt(const ReceiptKey& key, const ReceiptRef& ref) {
   std::string v(1, kFormatV1);
   PutU64(&v, ref.seq);
   AppendHash(&v, ref.leaf_hash);
   AppendHash(&v, ref.digest);
-  rep_->Put(kReceipts, receipt_id, v);
+  rep_->Put(kReceipts, EncodeReceiptKey(key), v);
+}
+
+void Batch::DeleteLegacyReceipt(std::string_view receipt_id) {
+  if (!rep_->wb.Delete((*rep_->cfs)[kReceipts], AsSlice(receipt_id)).ok()) std::abort();
 }
 
 void Batch::PutNode(int level, uint64_t index, const hash::Hash& h) {
@@ -439,16 +479,11 @@ absl::StatusOr<std::vector<hash::Hash>> Store::GetNodeGroup(int level, uint64_t 
   return out;
 }
 
-absl::StatusOr<std::optional<ReceiptRef>> Store::FindReceipt(std::string_view receipt_id) const {
-  auto v = rep_->Get(kReceipts, receipt_id, "receipt index");
+absl::StatusOr<std::optional<ReceiptRef>> Store::FindReceipt(const ReceiptKey& key) const {
+  auto v = rep_->Get(kReceipts, EncodeReceiptKey(key), "receipt index");
   if (absl::IsNotFound(v.status())) return std::nullopt;
   if (!v.ok()) return v.status();
-  if (v->size() != kReceiptRefSize || (*v)[0] != kFormatV1) return Malformed("receipt index row");
-  ReceiptRef ref;
-  ref.seq = GetU64(v->data() + 1);
-  ref.leaf_hash = ReadHash(v->data() + 9);
-  ref.digest = ReadHash(v->data() + 41);
-  return ref;
+  return DecodeReceiptRef(*v);
 }
 
 absl::StatusOr<std::optional<uint64_t>> Store::GetRunHead(std::string_view team,
@@ -598,18 +633,29 @@ absl::Status Store::ScanRows(int cf, absl::FunctionRef<absl::Status(std::string_
 }
 
 absl::Status Store::ScanReceipts(
-    absl::FunctionRef<absl::Status(std::string_view receipt_id, const ReceiptRef& ref)> fn) const {
-  return ScanRows(
-      kReceipts,
-      [&](std::string_view key, std::string_view v) -> absl::Status {
-        if (v.size() != kReceiptRefSize || v[0] != kFormatV1) return Malformed("receipt index row");
-        ReceiptRef ref;
-        ref.seq = GetU64(v.data() + 1);
-        ref.leaf_hash = ReadHash(v.data() + 9);
-        ref.digest = ReadHash(v.data() + 41);
-        return fn(key, ref);
-      },
-      "scan the receipt index");
+    absl::FunctionRef<absl::Status(const ReceiptKey& key, const ReceiptRef& ref)> fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kReceipts]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string_view k(it->key().data(), it->key().size());
+    auto key = DecodeReceiptKey(k);
+    if (!key.ok()) return key.status();
+    auto ref = DecodeReceiptRef(std::string_view(it->value().data(), it->value().size()));
+    if (!ref.ok()) return ref.status();
+    if (auto s = fn(*key, *ref); !s.ok()) return s;
+  }
+  return FromRocks(it->status(), "scan the receipt index");
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, ReceiptRef>>> Store::LegacyReceipts(size_t limit) const {
+  std::vector<std::pair<std::string, ReceiptRef>> rows;
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kReceipts]));
+  for (it->Seek(rocksdb::Slice("\1", 1)); it->Valid() && rows.size() < limit; it->Next()) {
+    auto ref = DecodeReceiptRef(std::string_view(it->value().data(), it->value().size()));
+    if (!ref.ok()) return ref.status();
+    rows.emplace_back(it->key().ToString(), *ref);
+  }
+  if (auto s = FromRocks(it->status(), "scan the receipt index"); !s.ok()) return s;
+  return rows;
 }
 
 absl::Status Store::ScanRunHeads(

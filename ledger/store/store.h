@@ -5,8 +5,12 @@
 //   default      "state"                  -> 0x01 | size u64 | head[32] |
 //                                             last_logged_at_us i64
 //   entries      seq u64                  -> leaf bytes
-//   receipts     receipt_id               -> 0x01 | seq u64 | leaf_hash[32] |
+//   receipts     0x00 | space u8 | len(team) u8 | team | receipt_id
+//                                         -> 0x01 | seq u64 | leaf_hash[32] |
 //                                             receipt_sha256[32]
+//                space: 0x01 an emitter's receipt, 0x02 one the ledger
+//                wrote (emitter "ledger"). Receipt ids are unique per
+//                (space, team): the idempotency key.
 //   nodes        level u8 | group u64     -> hash[32] x k, 1 <= k <= 16: the
 //                                             nodes group*16 .. group*16+k-1 of
 //                                             that level, in index order
@@ -18,6 +22,10 @@
 // WAL (after the log's records of the same batch, which are synced): after a
 // crash they may lag the log, never lead it, and always stand at a batch
 // boundary (all column families flush together); the log catches them up.
+// Receipt index format 1 keyed a row by the bare receipt_id (ids were
+// global). A receipt_id never starts with 0x00, so rows of both formats can
+// be told apart; Log::Open rewrites format-1 rows into format 2 before it
+// appends (MigrateLegacyReceipts), and appends only ever write format 2.
 // All integers are big-endian, so keys sort numerically. Nodes are grouped
 // sixteen to a record so that an append writes about one node record per
 // sixteen leaves instead of two per leaf; a node is still one read.
@@ -35,6 +43,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -51,6 +60,24 @@ struct State {
   int64_t last_logged_at_us = 0; // logged_at_us of entry size-1
 };
 
+// Whose receipt ids a key is unique among (DO NOT CHANGE the values: they
+// are stored).
+enum class IdSpace : uint8_t {
+  kLegacy = 0x00,   // a row of format 1: keyed by the bare receipt_id, team unknown
+  kEmitter = 0x01,  // receipts appended by emitters, unique per team
+  kLedger = 0x02,   // entries the ledger writes itself (step_unknown)
+};
+
+// The idempotency key of a receipt: (space, team, receipt_id).
+struct ReceiptKey {
+  IdSpace space = IdSpace::kEmitter;
+  std::string_view team;
+  std::string_view receipt_id;
+};
+// The stored key of `key` (format 2, above; the bare receipt_id for
+// kLegacy), for maps keyed like the index.
+std::string EncodeReceiptKey(const ReceiptKey& key);
+
 struct ReceiptRef {
   uint64_t seq = 0;
   hash::Hash leaf_hash{};
@@ -66,7 +93,10 @@ class Batch final : public projection::Sink {
   Batch& operator=(Batch&&) noexcept;
 
   void PutEntry(uint64_t seq, std::string_view leaf);
-  void PutReceipt(std::string_view receipt_id, const ReceiptRef& ref);
+  void PutReceipt(const ReceiptKey& key, const ReceiptRef& ref);
+  // Removes the receipt index row stored under `stored_key` (for a
+  // migration: a format-1 row's key is its bare receipt_id).
+  void DeleteLegacyReceipt(std::string_view stored_key);
   // Nodes of one level MUST be put in index order (a node may be put again
   // at the same index); the record of its group is rewritten.
   void PutNode(int level, uint64_t index, const hash::Hash& h);
@@ -132,7 +162,7 @@ class Store {
   // The stored nodes (level, group * kNodesPerGroup + i), i = 0, 1, ... up to
   // the last one stored: one read for a reader that wants neighbours too.
   absl::StatusOr<std::vector<hash::Hash>> GetNodeGroup(int level, uint64_t group) const;
-  absl::StatusOr<std::optional<ReceiptRef>> FindReceipt(std::string_view receipt_id) const;
+  absl::StatusOr<std::optional<ReceiptRef>> FindReceipt(const ReceiptKey& key) const;
   absl::StatusOr<std::optional<uint64_t>> GetRunHead(std::string_view team,
                                                      std::string_view run_id) const;
 
@@ -150,8 +180,13 @@ class Store {
   // Every row of the receipt index, run heads and checkpoints, in key
   // order; stop at and return fn's first error. DATA_LOSS on a malformed
   // row. For audits.
+  // Every row of the receipt index, those of format 2 first, then those of
+  // format 1 (as kLegacy keys); DATA_LOSS on a malformed key or value.
   absl::Status ScanReceipts(
-      absl::FunctionRef<absl::Status(std::string_view receipt_id, const ReceiptRef& ref)> fn) const;
+      absl::FunctionRef<absl::Status(const ReceiptKey& key, const ReceiptRef& ref)> fn) const;
+  // Rows of format 1 (keyed by the bare receipt_id), in key order, at most
+  // `limit`; empty when none are left.
+  absl::StatusOr<std::vector<std::pair<std::string, ReceiptRef>>> LegacyReceipts(size_t limit) const;
   absl::Status ScanRunHeads(
       absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, uint64_t seq)> fn)
       const;

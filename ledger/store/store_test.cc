@@ -1,5 +1,6 @@
 #include "ledger/store/store.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/util/temp_dir.h"
 
@@ -26,7 +27,7 @@ TEST(StoreTest, CommittedBatchSurvivesReopen) {
     Batch b = store->NewBatch();
     b.PutEntry(0, "a");
     b.PutEntry(1, "b");
-    b.PutReceipt("r-0", {0, h0, hash::Sha256("ra")});
+    b.PutReceipt({IdSpace::kEmitter, "team-a", "r-0"}, {0, h0, hash::Sha256("ra")});
     b.PutNode(0, 0, h0);
     b.PutNode(0, 1, h1);
     b.PutNode(1, 0, hash::NodeHash(h0, h1));
@@ -43,12 +44,16 @@ TEST(StoreTest, CommittedBatchSurvivesReopen) {
   EXPECT_EQ(state.last_logged_at_us, 77);
   EXPECT_EQ(*store->GetLeaf(1), "b");
   EXPECT_EQ(*store->GetNode(1, 0), hash::NodeHash(h0, h1));
-  auto ref = *store->FindReceipt("r-0");
+  auto ref = *store->FindReceipt({IdSpace::kEmitter, "team-a", "r-0"});
   ASSERT_TRUE(ref.has_value());
   EXPECT_EQ(ref->seq, 0u);
   EXPECT_EQ(ref->leaf_hash, h0);
   EXPECT_EQ(ref->digest, hash::Sha256("ra"));
-  EXPECT_FALSE(store->FindReceipt("r-1")->has_value());
+  EXPECT_FALSE(store->FindReceipt({IdSpace::kEmitter, "team-a", "r-1"})->has_value());
+  // Receipt ids are the team's and the space's own.
+  EXPECT_FALSE(store->FindReceipt({IdSpace::kEmitter, "team-b", "r-0"})->has_value());
+  EXPECT_FALSE(store->FindReceipt({IdSpace::kLedger, "team-a", "r-0"})->has_value());
+  EXPECT_FALSE(store->FindReceipt({IdSpace::kLegacy, {}, "r-0"})->has_value());
   EXPECT_EQ(**store->GetRunHead("team-a", "run-1"), 1u);
   EXPECT_FALSE(store->GetRunHead("team-a", "run-2")->has_value());
   // The run key is length-prefixed: ("team-a", "run-1") is not ("team-ar", "un-1").
@@ -213,6 +218,47 @@ TEST(StoreTest, SecondOpenOfALockedDirectoryFails) {
   ASSERT_TRUE(first.ok());
   auto second = Store::Open(dir.path());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+}
+
+// The receipt index's key grammar (store.h), pinned byte for byte: stored
+// data depends on it.
+TEST(StoreTest, ReceiptKeysOfFormat2AreSpaceTeamAndId) {
+  using namespace std::string_literals;
+  EXPECT_EQ(EncodeReceiptKey({IdSpace::kEmitter, "team-a", "r-1"}), "\x00\x01\x06team-ar-1"s);
+  EXPECT_EQ(EncodeReceiptKey({IdSpace::kLedger, "t", "ledger.unknown.5"}), "\x00\x02\x01tledger.unknown.5"s);
+  EXPECT_EQ(EncodeReceiptKey({IdSpace::kLegacy, {}, "r-1"}), "r-1");
+}
+
+TEST(StoreTest, ScanReceiptsReadsBothFormatsAndLegacyReceiptsOnlyFormat1) {
+  testing::TempDir dir;
+  auto store = *Store::Open(dir.path());
+  Batch b = store->NewBatch();
+  b.PutReceipt({IdSpace::kEmitter, "team-a", "x"}, {1, {}, {}});
+  b.PutReceipt({IdSpace::kEmitter, "team-b", "x"}, {2, {}, {}});
+  b.PutReceipt({IdSpace::kLedger, "team-a", "x"}, {3, {}, {}});
+  b.PutReceipt({IdSpace::kLegacy, {}, "old-2"}, {5, {}, {}});
+  b.PutReceipt({IdSpace::kLegacy, {}, "old-1"}, {4, {}, {}});
+  ASSERT_TRUE(store->Commit(b).ok());
+  std::vector<std::string> seen;
+  ASSERT_TRUE(store
+                  ->ScanReceipts([&](const ReceiptKey& k, const ReceiptRef& ref) {
+                    seen.push_back(absl::StrCat(static_cast<int>(k.space), "/", std::string(k.team), "/",
+                                                std::string(k.receipt_id), "=", ref.seq));
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"1/team-a/x=1", "1/team-b/x=2", "2/team-a/x=3", "0//old-1=4",
+                                            "0//old-2=5"}));
+  auto legacy = *store->LegacyReceipts(1);
+  ASSERT_EQ(legacy.size(), 1u);
+  EXPECT_EQ(legacy[0].first, "old-1");
+  EXPECT_EQ(legacy[0].second.seq, 4u);
+  Batch d = store->NewBatch();
+  d.DeleteLegacyReceipt("old-1");
+  d.DeleteLegacyReceipt("old-2");
+  ASSERT_TRUE(store->Commit(d).ok());
+  EXPECT_TRUE(store->LegacyReceipts(10)->empty());
+  EXPECT_EQ((**store->FindReceipt({IdSpace::kEmitter, "team-b", "x"})).seq, 2u);
 }
 
 }  // namespace

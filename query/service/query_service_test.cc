@@ -257,6 +257,30 @@ TEST_F(QueryTest, SweeperDeclaresInDeadlineThenSeqOrderAndAcrossARestart) {
   EXPECT_EQ(Step("a").state(), pb::STEP_STATE_UNKNOWN);
 }
 
+// One step that cannot be declared (its record is damaged here; a receipt
+// id taken first was the attack) never holds up the steps due after it.
+TEST_F(QueryTest, SweeperDeclaresEveryOtherStepPastOneThatFails) {
+  Append({Start("a", "a", 100), Start("b", "b", 200), Start("c", "c", 300)});
+  Close();
+  {
+    auto store = *store::Store::Open(dir_.Sub("data") + "/db");
+    auto b = store->NewBatch();
+    b.PutProjection(projection::Table::kSteps, EncodeStepKey({"team-a", "run-1", "a", 1}), "not a step");
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  now_ += 10'000'000;
+  Open();
+  EXPECT_EQ(*sweeper_->SweepNow(), 2);
+  EXPECT_EQ(Step("b").state(), pb::STEP_STATE_UNKNOWN);
+  EXPECT_EQ(Step("c").state(), pb::STEP_STATE_UNKNOWN);
+  EXPECT_EQ(sweeper_->failures(), 1u);
+  EXPECT_EQ(sweeper_->overdue(), 1u);
+  EXPECT_EQ(*sweeper_->SweepNow(), 0);
+  EXPECT_EQ(sweeper_->failures(), 2u);  // tried again at every sweep
+  EXPECT_EQ(sweeper_->overdue(), 1u);
+  EXPECT_EQ(sweeper_->declared(), 2u);
+}
+
 TEST_F(QueryTest, RestartInTheMiddleOfAPendingStep) {
   Append({Start("a", "a", 5'000)});
   now_ += 2'000'000;

@@ -7,16 +7,30 @@
 // a deadline that passed while the server was down is declared at the first
 // sweep after start.
 //
-// A step_unknown's receipt_id is "ledger.unknown.<start seq>": a sweep that
-// is retried appends nothing twice.
+// A step_unknown's receipt_id is "ledger.unknown.<start seq>", in the
+// ledger's own id space of the step's team (store::IdSpace::kLedger): no
+// emitter can take it first (emitters may not use "ledger." ids, and their
+// ids, in stores of any format, live in another space), and a sweep that is
+// retried appends nothing twice.
+//
+// One step that cannot be declared never holds up another: a sweep tries
+// every due step, logs each failing step once (not at every sweep), counts
+// each failure (failures()), and reports how many due steps are still
+// undeclared after it (overdue()); both are metrics.
 //
 // Thread-safe: SweepNow may be called from any thread; sweeps are serial.
 #ifndef QUERY_SERVICE_SWEEPER_H_
 #define QUERY_SERVICE_SWEEPER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -41,19 +55,39 @@ class Sweeper {
   ~Sweeper();
 
   // Declares every step due by now and waits until the declarations are in
-  // the log. Returns how many steps it declared.
+  // the log. Returns how many steps it declared; a step that could not be
+  // declared is counted in failures() and overdue(), not returned as an
+  // error. An error only when the pending set cannot be read.
   absl::StatusOr<int> SweepNow();
 
   // Steps this sweeper declared unknown since it started.
   uint64_t declared() const { return declared_.value(); }
+  // Declarations that failed since it started (one per step and sweep).
+  uint64_t failures() const { return failures_.value(); }
+  // Due steps the last sweep left undeclared.
+  uint64_t overdue() const { return overdue_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
 
   log::Log* const log_;
   const Options options_;
+  static constexpr size_t kMaxPerSweep = 10'000;  // steps held in memory at once
+
+  // The step_unknown of the pending step at `step_key`; DATA_LOSS when its
+  // record is missing or malformed.
+  absl::StatusOr<receipt::Receipt> UnknownOf(std::string_view step_key, int64_t now, int64_t grace_us) const;
+  // Appends the declarations of `chunk` and waits for them; adds the new
+  // ones to *declared; returns the failed ones, by index in `chunk`.
+  std::vector<std::pair<size_t, absl::Status>> Declare(std::span<const receipt::Receipt> chunk, int* declared);
+  // Logs a step's failure the first time only.
+  void Failed(uint64_t start_seq, const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sweep_mu_);
+
   stats::Counter declared_;
+  stats::Counter failures_;
+  std::atomic<uint64_t> overdue_{0};
   std::mutex sweep_mu_;  // one sweep at a time
+  std::set<uint64_t> logged_ ABSL_GUARDED_BY(sweep_mu_);  // start seqs whose failure was logged
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

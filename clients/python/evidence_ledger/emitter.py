@@ -12,7 +12,9 @@ Guarantees:
   - UNAVAILABLE, RESOURCE_EXHAUSTED and DEADLINE_EXCEEDED, for a whole
     request or for single receipts, are retried with the same receipt_id
     after an exponential back-off with jitter: the ledger appends a
-    receipt_id once, so retries never make duplicates.
+    (team, receipt_id) once, so retries never make duplicates. Receipt ids
+    are unique per team only; ids starting with "ledger." are the ledger's
+    and refused at emit.
   - The buffer is bounded (`max_buffer` receipts not yet settled): emit
     blocks until there is room (`block=True`, up to `timeout` seconds) or
     raises BufferFull.
@@ -37,6 +39,8 @@ class BufferFull(Exception):
 
 
 Result = collections.namedtuple("Result", "receipt_id code message seq duplicate")
+# Receipt ids the ledger keeps for itself (CONTRACT section 3).
+LEDGER_ID_PREFIX = "ledger."
 """How the ledger settled a receipt: code is a grpc.StatusCode (OK when appended)."""
 
 
@@ -72,6 +76,9 @@ class Emitter:
         """Queues a receipt (a receipt_pb2.Receipt with its receipt_id set)."""
         if not receipt.receipt_id:
             raise ValueError("receipt_id: required (retries rely on it)")
+        if receipt.receipt_id.startswith(LEDGER_ID_PREFIX):
+            raise ValueError("receipt_id: '%s' is in the ledger's namespace: ids starting with '%s' are "
+                             "written by the ledger only" % (receipt.receipt_id, LEDGER_ID_PREFIX))
         deadline = time.monotonic() + self._timeout
         with self._cv:
             if self._closed:

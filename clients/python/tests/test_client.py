@@ -140,6 +140,18 @@ class EmitterTest(unittest.TestCase):
         self.assertIn("team", e.refused[0].message)
         self.assertEqual(e.retries, 0)
 
+    def test_ids_in_the_ledgers_namespace_are_refused_at_emit(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        (r,) = calls(1, "c")
+        r.receipt_id = "ledger.unknown.0"
+        with Emitter(ledger.address) as e:
+            with self.assertRaises(ValueError) as refused:
+                e.emit(r)
+        self.assertEqual(str(refused.exception), "receipt_id: 'ledger.unknown.0' is in the ledger's namespace: "
+                         "ids starting with 'ledger.' are written by the ledger only")
+        self.assertEqual(e.acknowledged, 0)
+
     def test_resource_exhausted_is_retried_with_back_off(self):
         ledger = Ledger("--rate-per-identity", "400")
         self.addCleanup(ledger.stop)
