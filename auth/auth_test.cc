@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "auth/gate.h"
 #include "auth/identity.h"
 #include "auth/limiter.h"
 #include "auth/policy.h"
@@ -15,26 +16,73 @@ namespace ledger::auth {
 namespace {
 
 constexpr char kPolicy[] = R"({"identities": [
-  {"identity": "spiffe://c/ns/team-a/sa/gateway", "roles": ["emitter"], "teams": ["team-a"]},
-  {"identity": "spiffe://c/ns/team-a/*", "roles": ["reader"], "teams": ["team-a", "team-b"]},
-  {"identity": "spiffe://c/*", "roles": ["auditor"], "teams": ["*"]},
-  {"identity": "ops", "roles": ["admin"]}]})";
+  {"identity": "uri:spiffe://c/ns/team-a/sa/gateway", "roles": ["emitter"], "teams": ["team-a"]},
+  {"identity": "uri:spiffe://c/ns/team-a/*", "roles": ["reader"], "teams": ["team-a", "team-b"]},
+  {"identity": "uri:spiffe://c/*", "roles": ["auditor"], "teams": ["*"]},
+  {"identity": "dns:ops", "roles": ["admin"]}]})";
 
 TEST(Policy, ExactRuleWinsThenLongestPrefix) {
   auto p = Policy::Parse(kPolicy);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(p->Find("spiffe://c/ns/team-a/sa/gateway")->identity, "spiffe://c/ns/team-a/sa/gateway");
-  EXPECT_EQ(p->Find("spiffe://c/ns/team-a/sa/worker")->identity, "spiffe://c/ns/team-a/*");
-  EXPECT_EQ(p->Find("spiffe://c/ns/audit/sa/x")->identity, "spiffe://c/*");
-  EXPECT_EQ(p->Find("spiffe://other"), nullptr);
-  EXPECT_EQ(p->Find("op"), nullptr);
-  EXPECT_EQ(p->Find("ops")->identity, "ops");
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-a/sa/gateway")->identity, "uri:spiffe://c/ns/team-a/sa/gateway");
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-a/sa/worker")->identity, "uri:spiffe://c/ns/team-a/*");
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/audit/sa/x")->identity, "uri:spiffe://c/*");
+  EXPECT_EQ(p->Find("uri:spiffe://other"), nullptr);
+  EXPECT_EQ(p->Find("dns:op"), nullptr);
+  EXPECT_EQ(p->Find("dns:ops")->identity, "dns:ops");
+  EXPECT_TRUE(p->untyped().empty());
+}
+
+TEST(Policy, OneKindNeverMatchesARuleOfAnother) {
+  auto p = Policy::Parse(kPolicy);
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (const char* id : {"cn:spiffe://c/ns/team-a/sa/gateway", "dns:spiffe://c/ns/team-a/sa/gateway",
+                         "cn:ops", "uri:ops", "spiffe://c/ns/team-a/sa/gateway", "ops", "ledger", "local",
+                         "in-process"}) {
+    EXPECT_EQ(p->Find(id), nullptr) << id;
+  }
+}
+
+TEST(Policy, PrefixPatternsMatchAtAPathBoundary) {
+  auto p = Policy::Parse(R"({"identities": [
+    {"identity": "uri:spiffe://c/ns/team-a/*", "roles": ["reader"], "teams": ["team-a"]},
+    {"identity": "uri:spiffe://c/ns/team-b*", "roles": ["reader"], "teams": ["team-b"]},
+    {"identity": "uri:urn:*", "roles": ["reader"], "teams": ["team-d"]},
+    {"identity": "cn:*", "roles": ["reader"], "teams": ["team-c"]}]})");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-a/sa/x")->identity, "uri:spiffe://c/ns/team-a/*");
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-a"), nullptr);
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-ab/sa/x"), nullptr);
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-b")->identity, "uri:spiffe://c/ns/team-b*");
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-b/sa/x")->identity, "uri:spiffe://c/ns/team-b*");
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-bc/sa/x"), nullptr);
+  EXPECT_EQ(p->Find("uri:urn:x"), nullptr);  // a ':' in the name is no boundary
+  EXPECT_EQ(p->Find("uri:urn:")->identity, "uri:urn:*");
+  EXPECT_EQ(p->Find("cn:anyone")->identity, "cn:*");
+  EXPECT_EQ(p->Find("dns:anyone"), nullptr);
+}
+
+TEST(Policy, UntypedIdentitiesAreReadAsUriOrDnsNeverCn) {
+  auto p = Policy::Parse(R"({"identities": [
+    {"identity": "spiffe://c/ns/team-a/*", "roles": ["reader"], "teams": ["team-a"]},
+    {"identity": "ops.example.com", "roles": ["admin"]},
+    {"identity": "cn:auditor", "roles": ["auditor"], "teams": ["team-a"]}]})");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->untyped().size(), 2u);
+  EXPECT_EQ(p->untyped()[0].written, "spiffe://c/ns/team-a/*");
+  EXPECT_EQ(p->untyped()[0].read_as, "uri:spiffe://c/ns/team-a/*");
+  EXPECT_EQ(p->untyped()[1].written, "ops.example.com");
+  EXPECT_EQ(p->untyped()[1].read_as, "dns:ops.example.com");
+  EXPECT_EQ(p->Find("dns:ops.example.com")->identity, "dns:ops.example.com");
+  EXPECT_EQ(p->Find("cn:ops.example.com"), nullptr);
+  EXPECT_EQ(p->Find("uri:spiffe://c/ns/team-a/sa/x")->identity, "uri:spiffe://c/ns/team-a/*");
+  EXPECT_EQ(p->Find("cn:auditor")->identity, "cn:auditor");
 }
 
 TEST(Policy, RolesAndTeams) {
   auto p = Policy::Parse(kPolicy);
   ASSERT_TRUE(p.ok());
-  const std::string gw = "spiffe://c/ns/team-a/sa/gateway";
+  const std::string gw = "uri:spiffe://c/ns/team-a/sa/gateway";
   EXPECT_TRUE(p->Check(gw, Action::kAppend, "team-a").ok());
   absl::Status s = p->Check(gw, Action::kAppend, "team-b");
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
@@ -42,12 +90,12 @@ TEST(Policy, RolesAndTeams) {
   s = p->Check(gw, Action::kQuery, "team-a");
   EXPECT_EQ(s.message(), "identity '" + gw + "' may not query (its roles do not allow it)");
   // The exact rule applies alone: the gateway is not also a reader.
-  const std::string worker = "spiffe://c/ns/team-a/sa/worker";
+  const std::string worker = "uri:spiffe://c/ns/team-a/sa/worker";
   EXPECT_TRUE(p->Check(worker, Action::kQuery, "team-b").ok());
   EXPECT_FALSE(p->Check(worker, Action::kQuery, "team-c").ok());
   EXPECT_FALSE(p->Check(worker, Action::kReadEntries, "team-a").ok());
   EXPECT_FALSE(p->Check(worker, Action::kAppend, "team-a").ok());
-  const std::string auditor = "spiffe://c/ns/audit/sa/x";
+  const std::string auditor = "uri:spiffe://c/ns/audit/sa/x";
   for (Action a : {Action::kQuery, Action::kReadEntries, Action::kExport}) {
     EXPECT_TRUE(p->Check(auditor, a, "any-team").ok());
     EXPECT_TRUE(p->CoversAllTeams(auditor, a));
@@ -56,11 +104,11 @@ TEST(Policy, RolesAndTeams) {
   EXPECT_FALSE(p->Check(auditor, Action::kAdminister, "").ok());
   EXPECT_FALSE(p->CoversAllTeams(worker, Action::kQuery));
   for (Action a : {Action::kAppend, Action::kQuery, Action::kReadEntries, Action::kExport, Action::kAdminister}) {
-    EXPECT_TRUE(p->Check("ops", a, "t").ok());
+    EXPECT_TRUE(p->Check("dns:ops", a, "t").ok());
   }
-  s = p->Check("nobody", Action::kQuery, "team-a");
+  s = p->Check("dns:nobody", Action::kQuery, "team-a");
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(s.message(), "identity 'nobody' has no rule in the policy");
+  EXPECT_EQ(s.message(), "identity 'dns:nobody' has no rule in the policy");
 }
 
 TEST(Policy, ErrorsNameTheFieldAndRule) {
@@ -77,8 +125,12 @@ TEST(Policy, ErrorsNameTheFieldAndRule) {
        "policy: identities[0].teams: required: the teams the roles apply to, or [\"*\"]"},
       {R"({"identities": [{"identity": "a*b", "roles": ["admin"]}]})",
        "policy: identities[0].identity: '*' may only end an identity (a prefix pattern)"},
-      {R"({"identities": [{"identity": "a", "roles": ["admin"]}, {"identity": "a", "roles": ["admin"]}]})",
-       "policy: identities[1].identity: 'a' has a rule already"},
+      {R"({"identities": [{"identity": "a", "roles": ["admin"]}, {"identity": "dns:a", "roles": ["admin"]}]})",
+       "policy: identities[1].identity: 'dns:a' has a rule already"},
+      {R"({"identities": [{"identity": "cn:", "roles": ["admin"]}]})",
+       "policy: identities[0].identity: names no identity after 'cn:'"},
+      {R"({"identities": [{"identity": "cn:a\u0007", "roles": ["admin"]}]})",
+       "policy: identities[0].identity: holds a control character (U+0007)"},
       {R"({"identities": [{"identity": "a", "roles": ["admin"], "team": ["x"]}]})",
        "policy: identities[0].team: unknown key (identity, roles, teams)"},
       {R"({"identities": [{"roles": ["admin"]}]})", "policy: identities[0].identity: required"},
@@ -128,17 +180,73 @@ std::string Certificate(const std::string& sans, const std::string& cn) {
   return pem;
 }
 
-TEST(Identity, FirstUriSanThenDnsSanThenCommonName) {
+TEST(Identity, FirstUriSanThenDnsSanThenCommonNameEachTypedByItsKind) {
   EXPECT_EQ(*IdentityOfCertificate(Certificate(
                 "DNS:gw.example, URI:spiffe://c/ns/a/sa/gw, URI:spiffe://c/second", "cn")),
-            "spiffe://c/ns/a/sa/gw");
+            "uri:spiffe://c/ns/a/sa/gw");
   EXPECT_EQ(*IdentityOfCertificate(Certificate("DNS:gw.example, DNS:other, IP:127.0.0.1", "cn")),
-            "gw.example");
-  EXPECT_EQ(*IdentityOfCertificate(Certificate("IP:127.0.0.1", "auditor-1")), "auditor-1");
-  EXPECT_EQ(*IdentityOfCertificate(Certificate("", "aud\xc3\xaftor")), "aud\xc3\xaftor");
+            "dns:gw.example");
+  EXPECT_EQ(*IdentityOfCertificate(Certificate("IP:127.0.0.1", "auditor-1")), "cn:auditor-1");
+  EXPECT_EQ(*IdentityOfCertificate(Certificate("", "aud\xc3\xaftor")), "cn:aud\xc3\xaftor");
+  // The ledger's own names are out of reach.
+  EXPECT_EQ(*IdentityOfCertificate(Certificate("", "ledger")), "cn:ledger");
+  EXPECT_EQ(*IdentityOfCertificate(Certificate("DNS:in-process", "local")), "dns:in-process");
   auto none = IdentityOfCertificate(Certificate("", ""));
   EXPECT_EQ(none.status().code(), absl::StatusCode::kUnauthenticated);
   EXPECT_EQ(IdentityOfCertificate("not a certificate").status().code(), absl::StatusCode::kUnauthenticated);
+}
+
+TEST(Identity, ControlCharactersAndBrokenUtf8AreRefused) {
+  struct Case {
+    std::string sans, cn, message;
+  } cases[] = {
+      {"URI:spiffe://c/a\x1b[31m", "x", "client certificate: its URI SAN holds a control character (U+001B)"},
+      {"DNS:a\x7f", "x", "client certificate: its DNS SAN holds a control character (U+007F)"},
+      {"", "adm\xe2\x80\xaeni", "client certificate: its subject CN holds a control character (U+202E)"},
+      {"", "a\xc2\x85", "client certificate: its subject CN holds a control character (U+0085)"},
+  };
+  for (const Case& c : cases) {
+    auto id = IdentityOfCertificate(Certificate(c.sans, c.cn));
+    EXPECT_EQ(id.status().code(), absl::StatusCode::kUnauthenticated) << c.message;
+    EXPECT_EQ(id.status().message(), c.message);
+  }
+  EXPECT_EQ(IdentityFault("ok/\xc3\xa9"), "");
+  EXPECT_EQ(IdentityFault("\xff"), "is not valid UTF-8");
+  EXPECT_EQ(IdentityFault("\xc0\xaf"), "is not valid UTF-8");          // overlong '/'
+  EXPECT_EQ(IdentityFault("\xed\xa0\x80"), "is not valid UTF-8");      // a surrogate
+  EXPECT_EQ(IdentityFault("\xf4\x90\x80\x80"), "is not valid UTF-8");  // beyond U+10FFFF
+  EXPECT_EQ(IdentityFault("a\xe2\x80"), "is not valid UTF-8");          // truncated
+  EXPECT_EQ(IdentityFault(std::string("a\0b", 3)), "holds a control character (U+0000)");
+}
+
+TEST(Gate, RefreshMovesACallerToTheNewPolicyAndSubscribersHearOfIt) {
+  auto before = std::make_shared<const Policy>(*Policy::Parse(kPolicy));
+  auto after = std::make_shared<const Policy>(*Policy::Parse(R"({"identities": [
+    {"identity": "dns:ops", "roles": ["admin"]}]})"));
+  Gate gate({.tls = true}, before);
+  Caller gateway{"uri:spiffe://c/ns/team-a/sa/gateway", before, {}};
+  Caller plain{"local", nullptr, {}};
+  int runs = 0;
+  uint64_t once = 0;
+  once = gate.Subscribe([&] {
+    ++runs;
+    gate.Unsubscribe(once);  // a subscriber may leave from inside its run
+  });
+  uint64_t every = gate.Subscribe([&] { ++runs; });
+  gate.SetPolicy(after);
+  EXPECT_EQ(runs, 2);
+  EXPECT_TRUE(gateway.CheckRole(Action::kAppend).ok());  // still under the policy it was admitted with
+  gate.Refresh(&gateway);
+  absl::Status s = gateway.CheckRole(Action::kAppend);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(s.message(), "identity 'uri:spiffe://c/ns/team-a/sa/gateway' has no rule in the policy");
+  gate.Refresh(&plain);
+  EXPECT_EQ(plain.policy, nullptr);
+  gate.SetPolicy(before);
+  EXPECT_EQ(runs, 3);
+  gate.Unsubscribe(every);
+  gate.SetPolicy(after);
+  EXPECT_EQ(runs, 3);
 }
 
 TEST(Limiter, ConcurrencyPerIdentity) {

@@ -1,5 +1,7 @@
 #include "auth/gate.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "auth/identity.h"
 #include "grpcpp/security/auth_context.h"
@@ -33,8 +35,36 @@ Gate::Gate(Options options, std::shared_ptr<const Policy> policy)
     : options_(options), limiter_(options.limits), policy_(std::move(policy)) {}
 
 void Gate::SetPolicy(std::shared_ptr<const Policy> policy) {
-  std::lock_guard<std::mutex> lock(mu_);
-  policy_ = std::move(policy);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    policy_ = std::move(policy);
+  }
+  std::lock_guard<std::recursive_mutex> lock(subscribers_mu_);
+  std::vector<uint64_t> ids;
+  for (const auto& [id, fn] : subscribers_) ids.push_back(id);
+  for (uint64_t id : ids) {
+    auto it = subscribers_.find(id);
+    if (it == subscribers_.end()) continue;  // gone meanwhile
+    std::function<void()> fn = it->second;    // a copy: fn may Unsubscribe itself
+    fn();
+  }
+}
+
+void Gate::Refresh(Caller* caller) const {
+  if (caller->policy == nullptr) return;
+  caller->policy = policy();
+}
+
+uint64_t Gate::Subscribe(std::function<void()> fn) {
+  std::lock_guard<std::recursive_mutex> lock(subscribers_mu_);
+  uint64_t id = ++next_subscriber_;
+  subscribers_.emplace(id, std::move(fn));
+  return id;
+}
+
+void Gate::Unsubscribe(uint64_t id) {
+  std::lock_guard<std::recursive_mutex> lock(subscribers_mu_);
+  subscribers_.erase(id);
 }
 
 std::shared_ptr<const Policy> Gate::policy() const {

@@ -3,12 +3,17 @@
 // do what it asks, and whether it is within its limits.
 //
 // Handlers call Admit first, then Check for each team the call touches.
+// Calls that stay open (streams, watches) call Refresh before each message
+// and check again, and Subscribe to hear of a new policy while idle: a
+// caller that loses its right ends there with PERMISSION_DENIED.
 //
-// Thread-safe: the policy is swapped atomically (SetPolicy, on SIGHUP);
-// a call keeps the policy it was admitted under.
+// Thread-safe: the policy is swapped atomically (SetPolicy, on SIGHUP); a
+// Caller keeps the policy it was admitted under until Refresh.
 #ifndef AUTH_GATE_H_
 #define AUTH_GATE_H_
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +27,8 @@
 
 namespace ledger::auth {
 
+// The ledger's own names have no kind ("uri:", "dns:", "cn:"), so no
+// certificate's identity can be one of them (auth/identity.h).
 // In plain-text mode every caller is this identity, with role admin.
 inline constexpr std::string_view kLocalIdentity = "local";
 // Calls on the server's in-process channel (grpc::Server::InProcessChannel:
@@ -56,12 +63,25 @@ class Gate {
   // `policy` MUST be set when options.tls.
   Gate(Options options, std::shared_ptr<const Policy> policy);
 
+  // Replaces the policy, then runs the subscribers.
   void SetPolicy(std::shared_ptr<const Policy> policy);
   std::shared_ptr<const Policy> policy() const;
 
+  // Moves an admitted caller to the policy in force now; callers without
+  // a policy (plain text, in-process) stay as they are. The caller MUST
+  // then be checked again.
+  void Refresh(Caller* caller) const;
+
+  // Runs `fn` after each SetPolicy, on the thread that called SetPolicy,
+  // until Unsubscribe(id) returns; Unsubscribe waits for a run under way
+  // on another thread. `fn` MUST NOT block, and MAY Unsubscribe itself.
+  uint64_t Subscribe(std::function<void()> fn);
+  void Unsubscribe(uint64_t id);
+
   // Identifies the caller, holds one of its concurrent calls and spends
   // `cost` of its rate. UNAUTHENTICATED without a usable client
-  // certificate; RESOURCE_EXHAUSTED over a limit, with *hold_us (when
+  // certificate (one naming an identity that is valid UTF-8 without
+  // control characters); RESOURCE_EXHAUSTED over a limit, with *hold_us (when
   // given) set to how long to wait before answering (Limiter).
   absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& ctx, int64_t cost = 1,
                                int64_t* hold_us = nullptr);
@@ -84,6 +104,10 @@ class Gate {
   mutable std::mutex mu_;
   std::shared_ptr<const Policy> policy_;
   std::map<std::string, std::string, std::less<>> identities_;  // PEM -> identity
+  // Held while subscribers run; recursive so that one may Unsubscribe.
+  std::recursive_mutex subscribers_mu_;
+  uint64_t next_subscriber_ = 0;                           // guarded by subscribers_mu_
+  std::map<uint64_t, std::function<void()>> subscribers_;  // guarded by subscribers_mu_
 };
 
 // absl::Status to grpc::Status, code and message unchanged.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "auth/identity.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::auth {
@@ -32,7 +33,35 @@ absl::StatusOr<std::vector<std::string>> Strings(const json& j, const std::strin
   return out;
 }
 
-absl::StatusOr<Rule> ParseRule(const json& j, const std::string& field) {
+constexpr std::string_view kKinds[] = {"uri:", "dns:", "cn:"};
+
+// The typed identity of `written`, and whether it had to be typed.
+std::string TypedIdentity(const std::string& written, bool* untyped) {
+  for (std::string_view kind : kKinds) {
+    if (written.compare(0, kind.size(), kind) == 0) {
+      *untyped = false;
+      return written;
+    }
+  }
+  *untyped = true;
+  return absl::StrCat(written.find("://") != std::string::npos ? "uri:" : "dns:", written);
+}
+
+// OK when `identity` (typed, as written in a rule) names one.
+absl::Status CheckIdentity(const std::string& identity, const std::string& field) {
+  size_t colon = identity.find(':');
+  std::string_view name = std::string_view(identity).substr(colon + 1);
+  if (name.empty()) return Bad(field, absl::StrCat("names no identity after '", identity, "'"));
+  size_t star = name.find('*');
+  if (star != std::string::npos && star + 1 != name.size()) {
+    return Bad(field, "'*' may only end an identity (a prefix pattern)");
+  }
+  std::string fault = IdentityFault(name);
+  if (!fault.empty()) return Bad(field, fault);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Rule> ParseRule(const json& j, const std::string& field, std::vector<Policy::Untyped>* untyped) {
   if (!j.is_object()) return Bad(field, "must be an object");
   Rule rule;
   bool has_teams = false;
@@ -40,11 +69,10 @@ absl::StatusOr<Rule> ParseRule(const json& j, const std::string& field) {
     std::string f = absl::StrCat(field, ".", key);
     if (key == "identity") {
       if (!value.is_string() || value.get<std::string>().empty()) return Bad(f, "must be a non-empty string");
-      rule.identity = value.get<std::string>();
-      size_t star = rule.identity.find('*');
-      if (star != std::string::npos && star + 1 != rule.identity.size()) {
-        return Bad(f, "'*' may only end an identity (a prefix pattern)");
-      }
+      bool was_untyped = false;
+      rule.identity = TypedIdentity(value.get<std::string>(), &was_untyped);
+      if (auto s = CheckIdentity(rule.identity, f); !s.ok()) return s;
+      if (was_untyped) untyped->push_back({value.get<std::string>(), rule.identity});
     } else if (key == "roles") {
       auto roles = Strings(value, f);
       if (!roles.ok()) return roles.status();
@@ -126,7 +154,7 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
     std::set<std::string> seen;
     for (size_t i = 0; i < value.size(); ++i) {
       std::string field = absl::StrCat("identities[", i, "]");
-      auto rule = ParseRule(value[i], field);
+      auto rule = ParseRule(value[i], field, &p.untyped_);
       if (!rule.ok()) return rule.status();
       if (!seen.insert(rule->identity).second) {
         return Bad(field + ".identity", absl::StrCat("'", rule->identity, "' has a rule already"));
@@ -158,7 +186,13 @@ const Rule* Policy::Find(std::string_view identity) const {
   for (const Rule& r : rules_) {
     if (IsPattern(r.identity)) {
       std::string_view prefix(r.identity.data(), r.identity.size() - 1);
-      if (identity.substr(0, prefix.size()) == prefix) return &r;
+      if (identity.substr(0, prefix.size()) != prefix) continue;
+      // At a path boundary; an empty name ("dns:*": the kind's colon ends
+      // the prefix) is the whole kind.
+      if (prefix.find(':') + 1 == prefix.size() || prefix.back() == '/' || identity.size() == prefix.size() ||
+          identity[prefix.size()] == '/') {
+        return &r;
+      }
     } else if (identity == r.identity) {
       return &r;
     }

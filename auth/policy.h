@@ -2,16 +2,31 @@
 // caller identities to roles and teams.
 //
 //   {"identities": [
-//     {"identity": "spiffe://cluster/ns/team-a/sa/gateway",
+//     {"identity": "uri:spiffe://cluster/ns/team-a/sa/gateway",
 //      "roles": ["emitter"], "teams": ["team-a"]},
-//     {"identity": "spiffe://cluster/ns/audit/*",
+//     {"identity": "uri:spiffe://cluster/ns/audit/*",
 //      "roles": ["auditor"], "teams": ["*"]},
-//     {"identity": "ops.example.com", "roles": ["admin"]}]}
+//     {"identity": "dns:ops.example.com", "roles": ["admin"]}]}
 //
-// An identity is matched exactly, or by a pattern ending in "*" that matches
-// every identity starting with what comes before it. One rule applies to a
-// caller: its exact rule, else the matching pattern with the longest prefix.
-// Teams "*" means every team; admin holds every right on every team.
+// An identity names its kind, as certificates' identities do (auth/identity.h):
+// "uri:" a URI SAN, "dns:" a DNS SAN, "cn:" a subject CN; a rule matches
+// identities of its kind only. An identity written without a kind (policies
+// older than kinds) is read as "uri:" when it contains "://" and as "dns:"
+// otherwise, never as "cn:" (a CN only ever by an explicit "cn:"), so an
+// old policy grants no one more than it did; untyped() lists what was read
+// so, for a warning.
+//
+// A rule is exact, or a prefix pattern ending in "*". A pattern matches an
+// identity of its kind that starts with what comes before the "*" (the
+// prefix) at a path boundary: the prefix ends in '/', or the identity is
+// the prefix itself or continues with '/' right after it. So
+// "uri:spiffe://c/ns/team-a/*" matches ".../team-a/sa/x" but not
+// ".../team-a"; "uri:spiffe://c/ns/team-a*" matches ".../team-a" and
+// ".../team-a/sa/x"; neither matches ".../team-ab/sa/x". A pattern with an
+// empty prefix ("dns:*") matches every identity of its kind. One rule
+// applies to a caller: its exact rule, else the matching pattern with the
+// longest prefix. Teams "*" means every team; admin holds every right on
+// every team.
 //
 // Roles and what they allow (Action):
 //   emitter  kAppend                      for its teams
@@ -44,7 +59,7 @@ enum class Action {
 std::string_view ActionName(Action a);
 
 struct Rule {
-  std::string identity;  // as written, "*" included
+  std::string identity;  // typed ("uri:...", "dns:...", "cn:..."), "*" included
   bool emitter = false;
   bool reader = false;
   bool auditor = false;
@@ -60,13 +75,22 @@ class Policy {
  public:
   // INVALID_ARGUMENT naming the field (e.g. "identities[2].roles[0]") and
   // the rule when `json` is not a policy as above: unknown keys, unknown
-  // roles, an empty or duplicate identity, "*" anywhere but at the end, a
-  // rule without teams that is not admin.
+  // roles, an empty or duplicate identity, a kind with no name after it, a
+  // name that is not valid UTF-8 or holds a control character
+  // (IdentityFault), "*" anywhere but at the end, a rule without teams
+  // that is not admin.
   static absl::StatusOr<Policy> Parse(std::string_view json);
   // Parse of a file's contents; NOT_FOUND / UNAVAILABLE when unreadable.
   static absl::StatusOr<Policy> Load(const std::string& path);
 
-  // The rule that applies to `identity`, or nullptr.
+  // An identity written without a kind, and the typed identity it was read as.
+  struct Untyped {
+    std::string written;
+    std::string read_as;
+  };
+  const std::vector<Untyped>& untyped() const { return untyped_; }
+
+  // The rule that applies to `identity` (typed), or nullptr.
   const Rule* Find(std::string_view identity) const;
 
   // OK when the rule of `identity` allows `action` on `team`; otherwise
@@ -79,6 +103,7 @@ class Policy {
 
  private:
   std::vector<Rule> rules_;  // exact rules first, then patterns by prefix length, longest first
+  std::vector<Untyped> untyped_;
 };
 
 }  // namespace ledger::auth

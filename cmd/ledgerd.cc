@@ -106,6 +106,17 @@ bool IsLoopback(const std::string& listen) {
   return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
+// A warning for each identity the policy names without a kind.
+void WarnUntyped(const ledger::auth::Policy& policy) {
+  for (const auto& u : policy.untyped()) {
+    ledger::jsonlog::Warn("policy_identity_untyped")
+        .Msg(absl::StrCat("--policy: '", u.written, "' names no kind (uri:, dns:, cn:); read as '", u.read_as, "'"))
+        .Str("identity", u.written)
+        .Str("read_as", u.read_as)
+        .Emit();
+  }
+}
+
 // TLS and the policy from the flags: the policy (nullptr in plain text),
 // and the PEM files in `options`. Plain text only on a loopback address or
 // with --insecure.
@@ -144,6 +155,7 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(
   options->client_ca_pem = *std::move(ca);
   auto policy = ledger::auth::Policy::Load(flags.Get("policy"));
   if (!policy.ok()) return absl::Status(policy.status().code(), absl::StrCat("--policy: ", policy.status().message()));
+  WarnUntyped(*policy);
   return std::make_shared<const ledger::auth::Policy>(*std::move(policy));
 }
 
@@ -173,8 +185,9 @@ absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& 
   return limits;
 }
 
-// On SIGHUP: a good file replaces the policy for calls admitted from now
-// on; a broken one keeps the old policy. Connections stay up either way.
+// On SIGHUP: a good file replaces the policy, for new calls and for open
+// streams and watches (which end if their caller lost the right); a broken
+// one keeps the old policy. Connections stay up either way.
 void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
   if (!gate->tls()) {
     ledger::jsonlog::Warn("policy_reload_skipped").Msg("SIGHUP: no --policy to reload (plain text)").Emit();
@@ -189,11 +202,49 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
     return;
   }
   size_t rules = policy->size();
+  WarnUntyped(*policy);
   gate->SetPolicy(std::make_shared<const ledger::auth::Policy>(*std::move(policy)));
   ledger::jsonlog::Info("policy_reloaded")
       .Msg(absl::StrCat("SIGHUP: policy reloaded from ", path))
       .Str("path", path)
       .Int("rules", static_cast<int64_t>(rules))
+      .Emit();
+}
+
+// On SIGHUP, with TLS: the certificate, key and client CA files read
+// again, for handshakes from now on; a file that is missing or broken
+// keeps the old ones.
+void ReloadTls(const ledger::cmd::Flags& flags, ledger::service::Server* server) {
+  if (flags.Get("tls-cert").empty()) return;
+  absl::Status s;
+  ledger::service::TlsPem pem;
+  for (auto [flag, part] : {std::pair{"tls-cert", &pem.cert}, std::pair{"tls-key", &pem.key},
+                            std::pair{"client-ca", &pem.client_ca}}) {
+    auto read = ReadPem(flag, flags.Get(flag));
+    if (!read.ok()) {
+      s = read.status();
+      break;
+    }
+    *part = *std::move(read);
+  }
+  std::string why(s.message());
+  if (s.ok()) {
+    s = server->ReloadTls(std::move(pem));
+    why = std::string(s.message());
+    // The part at fault, by its flag and file.
+    for (auto [part, flag] : {std::pair{"cert: ", "tls-cert"}, std::pair{"key: ", "tls-key"},
+                              std::pair{"client_ca: ", "client-ca"}}) {
+      if (why.rfind(part, 0) == 0) {
+        why = absl::StrCat("--", flag, ": ", flags.Get(flag), ": ", why.substr(std::string(part).size()));
+      }
+    }
+  }
+  if (!s.ok()) {
+    ledger::jsonlog::Error("tls_reload_failed").Msg(absl::StrCat("SIGHUP: kept the old TLS credentials: ", why)).Emit();
+    return;
+  }
+  ledger::jsonlog::Info("tls_reloaded")
+      .Msg("SIGHUP: TLS credentials reloaded (--tls-cert, --tls-key, --client-ca) for new connections")
       .Emit();
 }
 
@@ -247,10 +298,11 @@ int main(int argc, char** argv) {
   flags.Define("tls-key", "", "TLS: the server's private key (PEM)");
   flags.Define("client-ca", "",
                "TLS: CA certificates (PEM) that client certificates must chain to; callers are "
-               "identified by their certificate's first URI SAN, else first DNS SAN, else CN");
+               "identified by their certificate's first URI SAN (uri:...), else first DNS SAN (dns:...), "
+               "else CN (cn:...); SIGHUP reloads it");
   flags.Define("policy", "",
-               "TLS: the access policy (JSON: identities to roles and teams); SIGHUP reloads it, "
-               "a broken file keeps the old one");
+               "TLS: the access policy (JSON: identities, uri:/dns:/cn:, to roles and teams); SIGHUP reloads it "
+               "and the TLS files, for new calls and open streams; a broken file keeps the old one");
   flags.Define("insecure", "",
                "allow plain text on a non-loopback address (every caller is 'local', admin); logged", true);
   flags.Define("rate-per-identity", "0",
@@ -474,7 +526,10 @@ int main(int argc, char** argv) {
   int sig = -1;
   absl::Status failure;
   while ((sig < 0 || sig == SIGHUP) && failure.ok()) {
-    if (sig == SIGHUP) ReloadPolicy(flags.Get("policy"), &gate);
+    if (sig == SIGHUP) {
+      ReloadPolicy(flags.Get("policy"), &gate);
+      ReloadTls(flags, server->get());
+    }
     sig = sigtimedwait(&stop, nullptr, &tick);
     failure = (*log)->store().failure();
   }

@@ -15,7 +15,15 @@ out below (not derived from the policy):
   - a certificate from the other CA, an expired one, and none at all, which
     TLS refuses before any RPC (UNAVAILABLE);
   - a receipt of another team in a batch is refused alone;
-  - the entry's emitter is the authenticated identity.
+  - the entry's emitter is the authenticated identity, typed by its kind.
+
+Identity kinds: a certificate whose CN, or DNS SAN, is spelled like the
+admin's URI SAN is not the admin; a prefix pattern matches at a '/' only
+(`team-c*` covers `team-c/...`, not `team-cd/...`); an identity that is not
+valid UTF-8 or holds a control character is UNAUTHENTICATED; a certificate
+cannot take the name the ledger writes its own entries under (`ledger`).
+The policy is written as before identities had kinds (untyped), except
+where only an explicit kind can say it (`cn:auditor-a`).
 
 Then: the policy is reloaded on SIGHUP while a watch stays open on the same
 connection, and a broken policy file keeps the old policy. Plain text is
@@ -36,10 +44,13 @@ GATEWAY = "spiffe://cluster/ns/team-a/sa/gateway"
 ADMIN = "spiffe://cluster/ns/ops/sa/admin"
 POLICY = {"identities": [
     {"identity": GATEWAY, "roles": ["emitter"], "teams": ["team-a"]},
-    {"identity": "reader.team-a.example", "roles": ["reader"], "teams": ["team-a"]},
-    {"identity": "auditor-a", "roles": ["auditor"], "teams": ["team-a"]},
+    {"identity": "dns:reader.team-a.example", "roles": ["reader"], "teams": ["team-a"]},
+    {"identity": "cn:auditor-a", "roles": ["auditor"], "teams": ["team-a"]},
     {"identity": "spiffe://cluster/ns/audit/*", "roles": ["auditor"], "teams": ["*"]},
     {"identity": ADMIN, "roles": ["admin"]},
+    # Identity kinds.
+    {"identity": "spiffe://cluster/ns/team-c*", "roles": ["emitter"], "teams": ["team-c"]},
+    {"identity": "ledger", "roles": ["emitter"], "teams": ["team-c"]},
 ]}
 
 PUBLIC = {"checkpoint", "vkey", "consistency"}
@@ -60,6 +71,13 @@ ALLOWED = {
     "unknown": PUBLIC,
 }
 NOW_US = int(time.time() * 1e6)
+
+
+def uri_san_der(uri):
+    """A subjectAltName holding one URI SAN of raw bytes (openssl's arbitrary
+    extension form), for identities the openssl command would not write."""
+    name = bytes([0x86, len(uri)]) + uri
+    return "DER:" + (bytes([0x30, len(name)]) + name).hex()
 REFUSED_BY_TLS = ["other-ca", "expired", "no-cert"]
 
 
@@ -113,6 +131,14 @@ def main():
         "auditor-all": ca.issue("auditor-all", "aud", "URI:spiffe://cluster/ns/audit/sa/auditor"),
         "admin": ca.issue("admin", "admin", "URI:" + ADMIN),
         "unknown": ca.issue("unknown", "nobody", "URI:spiffe://cluster/ns/team-z/sa/nobody"),
+        "cn-as-admin": ca.issue("cn-as-admin", ADMIN.replace("/", "\\/")),
+        "dns-as-admin": ca.issue("dns-as-admin", "x", "DNS:" + ADMIN),
+        "team-c": ca.issue("team-c", "x", "URI:spiffe://cluster/ns/team-c/sa/x"),
+        "team-cd": ca.issue("team-cd", "x", "URI:spiffe://cluster/ns/team-cd/sa/x"),
+        "not-utf8": ca.issue("not-utf8", "x", uri_san_der(b"spiffe://cluster/ns/team-c/sa/\xff")),
+        "control": ca.issue("control", "x", uri_san_der(b"spiffe://cluster/ns/team-c/sa/a\x1b[31m")),
+        "dns-ledger": ca.issue("dns-ledger", "x", "DNS:ledger"),
+        "cn-ledger": ca.issue("cn-ledger", "ledger"),
         "other-ca": other.issue("foreign", "gw", "URI:" + GATEWAY),
         "expired": ca.issue("expired", "gw", "URI:" + GATEWAY, days=-1),
         "no-cert": (None, None),
@@ -239,6 +265,70 @@ def main():
         except grpc.RpcError as e:
             return e.code()
 
+    # Identity kinds, before anything else is appended.
+    def status(who, call):
+        """(code, message or seq) of `call` on the ledger as `who`."""
+        with channel(who) as ch:
+            try:
+                return call(svc_grpc.LedgerServiceStub(ch))
+            except grpc.RpcError as e:
+                return e.code(), e.details()
+
+    def backup(stub):
+        counter[0] += 1
+        stub.Backup(svc.BackupRequest(dir=os.path.join(work, "backup-kinds-%d" % counter[0])), timeout=60)
+        return grpc.StatusCode.OK, None
+
+    def append_c(stub):
+        out = stub.Append(svc.AppendRequest(receipts=[fresh("team-c")]), timeout=10).results[0]
+        return (grpc.StatusCode.OK, out.seq) if out.code == 0 else (code_of(out.code), out.message)
+
+    kinds = [
+        ("cn-as-admin", backup, (grpc.StatusCode.PERMISSION_DENIED,
+                                 "identity 'cn:%s' has no rule in the policy" % ADMIN)),
+        ("dns-as-admin", backup, (grpc.StatusCode.PERMISSION_DENIED,
+                                  "identity 'dns:%s' has no rule in the policy" % ADMIN)),
+        ("team-cd", append_c, (grpc.StatusCode.PERMISSION_DENIED,
+                               "identity 'uri:spiffe://cluster/ns/team-cd/sa/x' has no rule in the policy")),
+        ("not-utf8", append_c, (grpc.StatusCode.UNAUTHENTICATED,
+                                "client certificate: its URI SAN is not valid UTF-8")),
+        ("control", append_c, (grpc.StatusCode.UNAUTHENTICATED,
+                               "client certificate: its URI SAN holds a control character (U+001B)")),
+        ("cn-ledger", append_c, (grpc.StatusCode.PERMISSION_DENIED, "identity 'cn:ledger' has no rule in the policy")),
+    ]
+    for who, call, want in kinds:
+        got = status(who, call)
+        if got != want:
+            fail("identity kinds, %s: want %s, got %s" % (who, want, got))
+    with channel("not-utf8") as ch:
+        try:
+            svc_grpc.LedgerServiceStub(ch).GetCheckpoint(svc.GetCheckpointRequest(), timeout=10)
+            fail("an identity that is not UTF-8 read a checkpoint")
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNAUTHENTICATED:
+                fail("not-utf8 checkpoint: %s" % e.code())
+    emitters = {}
+    for who, emitter in (("team-c", "uri:spiffe://cluster/ns/team-c/sa/x"), ("dns-ledger", "dns:ledger")):
+        code, seq = status(who, append_c)
+        if code != grpc.StatusCode.OK:
+            fail("identity kinds, %s: append refused: %s %s" % (who, code, seq))
+        emitters[seq] = emitter
+    with channel("admin") as ch:
+        stub = svc_grpc.LedgerServiceStub(ch)
+        for seq, emitter in emitters.items():
+            entry = next(stub.GetEntries(svc.GetEntriesRequest(from_seq=seq, to_seq=seq + 1), timeout=10))
+            if json.loads(entry.leaf)["emitter"] != emitter:
+                fail("the emitter of entry %d is %r, want %r" % (seq, json.loads(entry.leaf)["emitter"], emitter))
+        size = stub.GetCheckpoint(svc.GetCheckpointRequest(), timeout=10).tree_size
+        drain(ex_grpc.ExportServiceStub(ch).Export(ex.ExportRequest(seqs=ex.SeqScope(from_seq=0, to_seq=size)),
+                                                    timeout=60))
+    for legacy, kind in (("spiffe://cluster/ns/team-c*", "uri"), ("ledger", "dns")):
+        if '"identity":"%s","read_as":"%s:%s"' % (legacy, kind, legacy) not in ledger.stderr():
+            fail("no warning that the untyped %r was read as %s: %s" % (legacy, kind, ledger.stderr()))
+    print("identity kinds: a CN or DNS SAN spelled like the admin's URI is not the admin; team-c* does not "
+          "cover team-cd; identities not UTF-8 or with control characters are UNAUTHENTICATED; "
+          "'ledger' is never a certificate's identity; untyped rules read as documented, with a warning")
+
     # The matrix.
     failures = []
     for who in list(ALLOWED) + REFUSED_BY_TLS:
@@ -263,21 +353,21 @@ def main():
         results = stub.Append(svc.AppendRequest(receipts=batch), timeout=10).results
         if [r.code for r in results] != [0, grpc.StatusCode.PERMISSION_DENIED.value[0], 0]:
             fail("mixed batch: %s" % results)
-        want = "team: identity '%s' may not append for team 'team-b'" % GATEWAY
+        want = "team: identity 'uri:%s' may not append for team 'team-b'" % GATEWAY
         if results[1].message != want:
             fail("mixed batch message: %r, want %r" % (results[1].message, want))
         seq, last_seq = results[0].seq, results[2].seq
     with channel("admin") as ch:
         entry = next(svc_grpc.LedgerServiceStub(ch).GetEntries(svc.GetEntriesRequest(from_seq=seq, to_seq=seq + 1),
                                                               timeout=10))
-        if json.loads(entry.leaf)["emitter"] != GATEWAY:
+        if json.loads(entry.leaf)["emitter"] != "uri:" + GATEWAY:
             fail("emitter: %s" % entry.leaf)
     with channel("auditor-a") as ch:
         try:
             drain(svc_grpc.LedgerServiceStub(ch).GetEntries(svc.GetEntriesRequest(from_seq=0, to_seq=4), timeout=10))
             fail("auditor-a read team-b's entries")
         except grpc.RpcError as e:
-            if e.details() != "entry 2: identity 'auditor-a' may not read entries and proofs for team 'team-b'":
+            if e.details() != "entry 2: identity 'cn:auditor-a' may not read entries and proofs for team 'team-b'":
                 fail("entries refusal: %s" % e.details())
     print("mixed batch: foreign receipt refused alone, emitter is the certificate's identity")
 

@@ -99,8 +99,8 @@ def main():
     clients = {name: ca.issue(name, name) for name in ("flooder", "polite")}
     policy = os.path.join(work, "policy.json")
     with open(policy, "w") as f:
-        json.dump({"identities": [{"identity": "flooder", "roles": ["emitter"], "teams": ["team-f"]},
-                                  {"identity": "polite", "roles": ["emitter"], "teams": ["team-p"]}]}, f)
+        json.dump({"identities": [{"identity": "cn:flooder", "roles": ["emitter"], "teams": ["team-f"]},
+                                  {"identity": "cn:polite", "roles": ["emitter"], "teams": ["team-p"]}]}, f)
     ledger = Ledger(build_dir(args), work, ["--tls-cert", server_cert, "--tls-key", server_key, "--client-ca", ca.ca,
                                             "--policy", policy, "--rate-per-identity", str(RATE),
                                             "--concurrency-per-identity", "4"])

@@ -40,7 +40,7 @@ def main():
     clients = {name: ca.issue(name, name) for name in ("flooder", "polite", "bulk")}
     policy = os.path.join(work, "policy.json")
     with open(policy, "w") as f:
-        json.dump({"identities": [{"identity": n, "roles": ["emitter", "reader"], "teams": ["team-a"]}
+        json.dump({"identities": [{"identity": "cn:" + n, "roles": ["emitter", "reader"], "teams": ["team-a"]}
                                   for n in clients]}, f)
     ledger = Ledger(build, work, ["--tls-cert", server_cert, "--tls-key", server_key, "--client-ca", ca.ca,
                                   "--policy", policy, "--rate-per-identity", "200",
@@ -82,7 +82,7 @@ def main():
     flooder.Append(svc.AppendRequest(receipts=receipts(90)), timeout=10)
     expect_error(lambda: flooder.Append(svc.AppendRequest(receipts=receipts(100)), timeout=10),
                  grpc.StatusCode.RESOURCE_EXHAUSTED,
-                 "identity 'flooder' is over its rate of 200 receipts and calls a second")
+                 "identity 'cn:flooder' is over its rate of 200 receipts and calls a second")
     polite.Append(svc.AppendRequest(receipts=receipts(50)), timeout=10)  # its own budget
     time.sleep(0.6)  # 120 units back
     flooder.Append(svc.AppendRequest(receipts=receipts(100)), timeout=10)
@@ -104,7 +104,7 @@ def main():
     w2 = flooder_q.WatchSteps(watch, timeout=30)
     time.sleep(0.3)
     expect_error(lambda: flooder.GetCheckpoint(svc.GetCheckpointRequest(), timeout=10),
-                 grpc.StatusCode.RESOURCE_EXHAUSTED, "identity 'flooder' has 2 calls open, its limit")
+                 grpc.StatusCode.RESOURCE_EXHAUSTED, "identity 'cn:flooder' has 2 calls open, its limit")
     polite.GetCheckpoint(svc.GetCheckpointRequest(), timeout=10)
     w1.cancel()
     for _ in range(50):

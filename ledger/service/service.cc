@@ -133,6 +133,11 @@ class AppendStreamReactor final
         later_(later) {
     last_us_ = IdleStreams::NowUs();
     idle_->Add(ctx_, &last_us_);
+    // A new policy reaches an idle stream too.
+    subscription_ = gate_->Subscribe([this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!finished_ && revoked_.ok()) StillAllowed();
+    });
     StartRead(&request_);
   }
 
@@ -144,12 +149,15 @@ class AppendStreamReactor final
       MaybeFinish();
       return;
     }
+    // Each batch is checked against the policy in force when it arrives.
+    if (finished_ || !revoked_.ok() || !StillAllowed()) return;
     slots_.push_back(std::make_unique<Slot>());
     Slot* slot = slots_.back().get();
     ++in_flight_;
     // The slot owns the request until its response is written.
     slot->request.Swap(&request_);
     int n = slot->request.receipts_size();
+    slot->screened = Screen(caller_, slot->request);
     lock.unlock();
     int64_t hold_us = 0;
     absl::Status s = gate_->Spend(caller_, n, &hold_us);
@@ -163,7 +171,6 @@ class AppendStreamReactor final
       });
       s = absl::OkStatus();
     } else if (s.ok()) {
-      slot->screened = Screen(caller_, slot->request);
       if (slot->screened.allowed.empty()) {
         lock.lock();
         FillResults(slot->screened, {}, &slot->response);
@@ -183,6 +190,7 @@ class AppendStreamReactor final
       FillAllFailed(n, s, &slot->response);
       Complete(slot);
     }
+    if (finished_ || !revoked_.ok()) return;  // no more reads
     if (in_flight_ < kMaxInFlight) {
       StartRead(&request_);
     } else {
@@ -198,7 +206,7 @@ class AppendStreamReactor final
     written = std::move(slots_.front());
     slots_.pop_front();
     if (!ok) broken_ = true;
-    if (read_paused_ && in_flight_ < kMaxInFlight && !broken_) {
+    if (read_paused_ && in_flight_ < kMaxInFlight && !broken_ && revoked_.ok()) {
       read_paused_ = false;
       StartRead(&request_);
     }
@@ -213,12 +221,25 @@ class AppendStreamReactor final
   }
 
   void OnDone() override {
+    gate_->Unsubscribe(subscription_);
     idle_->Remove(ctx_);
     delete this;
   }
 
  private:
   static constexpr int kMaxInFlight = 8;
+
+  // Whether the caller may still append under the policy in force. If not,
+  // the stream reads no more, and once the batches it took are answered it
+  // ends with the refusal (PERMISSION_DENIED naming the identity).
+  bool StillAllowed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    gate_->Refresh(&caller_);
+    absl::Status s = caller_.CheckRole(Action::kAppend);
+    if (s.ok()) return true;
+    revoked_ = s;
+    MaybeFinish();
+    return false;
+  }
 
   struct Slot {
     pb::AppendRequest request;
@@ -243,16 +264,18 @@ class AppendStreamReactor final
 
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || in_flight_ > 0 || writing_) return;
-    if (broken_ || (reads_done_ && slots_.empty())) {
+    if (broken_ || ((reads_done_ || !revoked_.ok()) && slots_.empty())) {
       finished_ = true;
-      Finish(grpc::Status::OK);
+      Finish(broken_ ? grpc::Status::OK : ToGrpc(revoked_));
     }
   }
 
   LedgerService* const service_;
   log::Log* const log_;
   auth::Gate* const gate_;
-  const auth::Caller caller_;
+  // Its identity is fixed; its policy is replaced under mu_ (Refresh).
+  auth::Caller caller_;
+  uint64_t subscription_ = 0;
   grpc::CallbackServerContext* const ctx_;
   IdleStreams* const idle_;
   Later* const later_;
@@ -266,16 +289,18 @@ class AppendStreamReactor final
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status revoked_ ABSL_GUARDED_BY(mu_);  // not OK: the caller lost the right to append
 };
 
 // Streams entries in chunks read from the store, one write at a time. A
 // caller that may not read every team's entries gets those of its teams
 // and, at the first entry of another team, PERMISSION_DENIED naming its seq.
+// Each chunk is read under the policy in force then: a caller the policy
+// dropped meanwhile gets PERMISSION_DENIED instead of the next chunk.
 class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
  public:
-  EntriesReactor(const log::Log* log, auth::Caller caller, uint64_t from, uint64_t to)
-      : log_(log), caller_(std::move(caller)), all_(caller_.CoversAllTeams(Action::kReadEntries)),
-        next_(from), to_(to) {
+  EntriesReactor(const log::Log* log, const auth::Gate* gate, auth::Caller caller, uint64_t from, uint64_t to)
+      : log_(log), gate_(gate), caller_(std::move(caller)), next_(from), to_(to) {
     Next();
   }
 
@@ -300,6 +325,12 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
       }
       chunk_.clear();
       pos_ = 0;
+      gate_->Refresh(&caller_);
+      if (absl::Status s = caller_.CheckRole(Action::kReadEntries); !s.ok()) {
+        Finish(ToGrpc(s));
+        return;
+      }
+      all_ = caller_.CoversAllTeams(Action::kReadEntries);
       uint64_t end = std::min(to_, next_ + kChunk);
       absl::Status s = log_->ScanEntries(next_, end, [&](uint64_t seq, std::string_view leaf) {
         if (!all_) {
@@ -333,8 +364,9 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
   }
 
   const log::Log* const log_;
-  const auth::Caller caller_;
-  const bool all_;
+  const auth::Gate* const gate_;
+  auth::Caller caller_;
+  bool all_ = false;
   absl::Status denied_;
   uint64_t next_;
   const uint64_t to_;
@@ -558,7 +590,7 @@ grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(
     return new Refused<Base>(absl::OutOfRangeError(
         absl::StrCat("to_seq: ", request->to_seq(), " is beyond the log's size ", size)));
   }
-  return new EntriesReactor(log_, *std::move(caller), request->from_seq(), request->to_seq());
+  return new EntriesReactor(log_, gate_, *std::move(caller), request->from_seq(), request->to_seq());
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate* gate,
@@ -575,12 +607,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.cert_pem.empty()) {
-    grpc::SslServerCredentialsOptions ssl(
-        options.client_ca_pem.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                      : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = options.client_ca_pem;
-    ssl.pem_key_cert_pairs.push_back({options.key_pem, options.cert_pem});
-    creds = grpc::SslServerCredentials(ssl);
+    auto tls = ServerTls::Create({options.cert_pem, options.key_pem, options.client_ca_pem});
+    if (!tls.ok()) return absl::InvalidArgumentError(absl::StrCat("tls: ", tls.status().message()));
+    server->tls_ = *std::move(tls);
+    creds = server->tls_->Credentials();
   }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, creds, &server->port_);
@@ -636,6 +666,11 @@ HealthServer::~HealthServer() {
 }
 
 void HealthServer::SetServing(bool serving) { server_->GetHealthCheckService()->SetServingStatus(serving); }
+
+absl::Status Server::ReloadTls(TlsPem pem) {
+  if (tls_ == nullptr) return absl::FailedPreconditionError("tls: the server speaks plain text");
+  return tls_->Replace(std::move(pem));
+}
 
 std::shared_ptr<grpc::Channel> Server::InProcessChannel() {
   grpc::ChannelArguments args;

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "auth/gate.h"
 #include "ledger/log/log.h"
+#include "ledger/service/tls.h"
 #include "ledger_service.grpc.pb.h"
 
 namespace ledger::service {
@@ -118,6 +119,10 @@ class Server {
   // HOST:PORT with the real port.
   const std::string& address() const { return address_; }
 
+  // New TLS credentials for the handshakes from now on (ServerTls::Replace);
+  // FAILED_PRECONDITION when the server speaks plain text.
+  absl::Status ReloadTls(TlsPem pem);
+
   // Stops accepting calls and waits for running ones (up to the deadline).
   void Shutdown();
 
@@ -125,6 +130,7 @@ class Server {
   Server() = default;
 
   std::unique_ptr<LedgerService> service_;
+  std::unique_ptr<ServerTls> tls_;  // before server_: gRPC fetches from it until the server is gone
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;

@@ -314,9 +314,17 @@ grpc::Status QueryService::WatchSteps(grpc::ServerContext* ctx, const pb::WatchS
   if (request->after_seq() < -1) return Invalid("after_seq", "must be >= -1");
   auto caller = Allow(gate_, ctx, f.team());  // held for the watch's life
   if (!caller.ok()) return ToGrpc(caller.status());
+  // The caller is checked against the policy in force before each change
+  // and at each wake-up (at most 500 ms apart), so a policy that drops it
+  // ends the watch even when nothing changes.
+  auto allowed = [&] {
+    gate_->Refresh(&*caller);
+    return caller->Check(auth::Action::kQuery, f.team());
+  };
   uint64_t next = static_cast<uint64_t>(request->after_seq() + 1);
   const store::Store& store = log_->store();
   while (!ctx->IsCancelled()) {
+    if (absl::Status s = allowed(); !s.ok()) return ToGrpc(s);
     uint64_t size = log_->head().size;
     if (next < size) {
       bool broken = false;
@@ -328,7 +336,9 @@ grpc::Status QueryService::WatchSteps(grpc::ServerContext* ctx, const pb::WatchS
               read = absl::DataLossError("projection: malformed step change");
               return false;
             }
-            if (Matches(f, change.step()) && !writer->Write(change)) {
+            if (!Matches(f, change.step())) return true;
+            if (read = allowed(); !read.ok()) return false;
+            if (!writer->Write(change)) {
               broken = true;
               return false;
             }
