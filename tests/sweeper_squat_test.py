@@ -35,10 +35,10 @@ EMITTER_B = "spiffe://cluster/ns/team-b/sa/gateway"
 EMITTER_C = "spiffe://cluster/ns/team-c/sa/worker"
 AUDITOR = "spiffe://cluster/ns/audit/sa/auditor"
 POLICY = {"identities": [
-    {"identity": EMITTER_A, "roles": ["emitter"], "teams": ["team-a"]},
-    {"identity": EMITTER_B, "roles": ["emitter"], "teams": ["team-b"]},
-    {"identity": EMITTER_C, "roles": ["emitter"], "teams": ["team-c"]},
-    {"identity": AUDITOR, "roles": ["auditor"], "teams": ["*"]},
+    {"identity": "uri:" + EMITTER_A, "roles": ["emitter"], "teams": ["team-a"]},
+    {"identity": "uri:" + EMITTER_B, "roles": ["emitter"], "teams": ["team-b"]},
+    {"identity": "uri:" + EMITTER_C, "roles": ["emitter"], "teams": ["team-c"]},
+    {"identity": "uri:" + AUDITOR, "roles": ["auditor"], "teams": ["*"]},
 ]}
 NOW_US = int(time.time() * 1e6)
 
