@@ -444,7 +444,7 @@ int main(int argc, char** argv) {
         [&](const ledger::ops::HttpRequest& r) {
           return Operate(r, **log, &metrics, dashboard.get(), stopping.load());
         },
-        32, gate.tls() ? &http_tls : nullptr);
+        {}, gate.tls() ? &http_tls : nullptr);
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
                                                 absl::StrCat("--http-listen: ", started.status().message())));
     http = *std::move(started);

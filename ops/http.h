@@ -1,18 +1,27 @@
 // A small HTTP/1.1 server for operators' endpoints (/metrics, /healthz,
 // /readyz, the dashboard): GET and HEAD only, one request per connection
-// (Connection: close), a thread per connection up to a cap. Requests are
-// at most 16 KiB of headers and must arrive within 10 s.
+// (Connection: close).
+//
+// One thread runs an event loop (epoll, non-blocking sockets and OpenSSL)
+// that accepts connections, completes TLS handshakes, reads requests and
+// writes responses, files included; a few worker threads run the handler.
+// So a connection that is slow to speak costs a socket, not a thread, and:
+//   - the TLS handshake and the request head (at most 16 KiB) must arrive
+//     within one deadline from the accept (HttpOptions::request_deadline_ms),
+//     however the bytes trickle in;
+//   - at most max_per_peer connections are open from one peer address, and
+//     max_connections in all; beyond either a connection is closed at once
+//     (in plain text after a 503);
+//   - a response that makes no progress for send_idle_ms is dropped.
 //
 // Thread-safe: the handler is called from several threads at once.
 #ifndef OPS_HTTP_H_
 #define OPS_HTTP_H_
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "export/pack/pack.h"
@@ -53,32 +62,35 @@ struct HttpTls {
   std::string client_ca_pem;
 };
 
+struct HttpOptions {
+  int max_connections = 512;         // open at once, from all peers
+  int max_per_peer = 16;             // open at once from one peer address
+  int request_deadline_ms = 10'000;  // from the accept to a whole request head, TLS handshake included
+  int send_idle_ms = 60'000;         // a response making no progress this long is dropped
+  int workers = 4;                   // threads running the handler
+};
+
+class EventLoop;
+
 class HttpServer {
  public:
   // Listens on HOST:PORT (port 0 picks one), with TLS when `tls` is given.
   // INVALID_ARGUMENT for a bad address or unusable TLS material,
   // UNAVAILABLE when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& listen, HttpHandler handler,
-                                                           int max_connections = 32,
+                                                           const HttpOptions& options = {},
                                                            const HttpTls* tls = nullptr);
-  // Stops accepting and waits for open connections to finish.
+  // Stops accepting, closes every connection and waits for running
+  // handlers to return; no handler runs after it.
   ~HttpServer();
 
   const std::string& address() const { return address_; }
 
  private:
   HttpServer() = default;
-  void Accept();
-  void Serve(int fd, std::string peer);
 
-  HttpHandler handler_;
-  std::shared_ptr<void> tls_;  // an SSL_CTX, when serving TLS
-  int listen_fd_ = -1;
-  int max_connections_ = 32;
+  std::unique_ptr<EventLoop> loop_;
   std::string address_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<int> open_{0};
-  std::thread acceptor_;
 };
 
 // "%41" and "+" decoded; INVALID_ARGUMENT for a bad escape.
