@@ -199,11 +199,11 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
 
 }  // namespace
 
-// The operators' HTTP endpoints.
-// The operators' HTTP endpoints. `dashboard` is null without projections.
+// The operators' HTTP endpoints. `dashboard` is null without projections;
+// `gate` too on the plain-text health port, which serves no /metrics.
 ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledger::log::Log& log,
                                   ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
-                                  bool stopping) {
+                                  const ledger::auth::Gate* gate, bool stopping) {
   using ledger::ops::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz") {
@@ -214,6 +214,11 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
   }
   if (metrics == nullptr) return Text(404, "not found: /healthz, /readyz\n");
   if (r.path == "/metrics") {
+    if (gate != nullptr && gate->tls()) {
+      if (absl::Status s = ledger::ops::MayScrape(*gate->policy(), r.identity); !s.ok()) {
+        return Text(403, absl::StrCat(s.message(), "\n"));
+      }
+    }
     ledger::ops::HttpResponse m = Text(200, metrics->Render());
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
@@ -442,7 +447,7 @@ int main(int argc, char** argv) {
     auto started = ledger::ops::HttpServer::Start(
         flags.Get("http-listen"),
         [&](const ledger::ops::HttpRequest& r) {
-          return Operate(r, **log, &metrics, dashboard.get(), stopping.load());
+          return Operate(r, **log, &metrics, dashboard.get(), &gate, stopping.load());
         },
         {}, gate.tls() ? &http_tls : nullptr);
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
@@ -460,7 +465,7 @@ int main(int argc, char** argv) {
   }
   if (!flags.Get("health-listen").empty()) {
     auto started = ledger::ops::HttpServer::Start(flags.Get("health-listen"), [&](const ledger::ops::HttpRequest& r) {
-      return Operate(r, **log, nullptr, nullptr, stopping.load());
+      return Operate(r, **log, nullptr, nullptr, nullptr, stopping.load());
     });
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
                                                 absl::StrCat("--health-listen: ", started.status().message())));
