@@ -27,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "auth/identity.h"
 #include "export/tasks/tasks.h"
+#include "ledger/jsonlog/jsonlog.h"
 
 namespace ledger::ops {
 namespace {
@@ -40,10 +41,12 @@ constexpr int kTickMs = 100;  // how often deadlines are looked at
 const char* Reason(int status) {
   switch (status) {
     case 200: return "OK";
+    case 303: return "See Other";
     case 400: return "Bad Request";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
@@ -183,6 +186,8 @@ HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHa
     request.headers[absl::AsciiStrToLower(lines[i].substr(0, colon))] =
         std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
   }
+  auto id = request.headers.find("x-request-id");
+  request.request_id = jsonlog::RequestId(id == request.headers.end() ? "" : id->second);
   if (bad) return Text(400, "bad escape in the URL\n");
   if (request.method != "GET" && request.method != "HEAD") {
     HttpResponse r = Text(405, "only GET and HEAD\n");
@@ -190,6 +195,21 @@ HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHa
     return r;
   }
   return handler(request);
+}
+
+void LogRefusal(const HttpRequest& request, const HttpResponse& response) {
+  std::string_view why = response.refusal;
+  if (why.empty() && response.content_type.rfind("text/plain", 0) == 0) {
+    why = std::string_view(response.body).substr(0, response.body.find('\n'));
+  }
+  jsonlog::Warn("http_refused")
+      .Str("path", request.path)
+      .Int("status", response.status)
+      .Str("identity", request.identity)
+      .Str("peer", request.peer)
+      .Str("request_id", request.request_id)
+      .Msg(why)
+      .Emit();
 }
 
 // What the loop sends: the status line and headers, then a body or a file.
@@ -447,6 +467,8 @@ class EventLoop {
     workers_->Run([this, id = c.id, head = std::move(c.in), request = std::move(request)]() mutable {
       if (stopping()) return;
       HttpResponse response = Respond(head, request, handler_);
+      if (!request.request_id.empty()) response.headers["X-Request-Id"] = request.request_id;
+      if (response.status == 403 || response.status == 429) LogRefusal(request, response);
       Prepared prepared = Prepare(std::move(response), request.method == "HEAD");
       {
         std::lock_guard<std::mutex> lock(mu_);

@@ -13,6 +13,8 @@
 //     max_connections in all; beyond either a connection is closed at once
 //     (in plain text after a 503);
 //   - a response that makes no progress for send_idle_ms is dropped.
+// Refusals (403, 429) are logged (event "http_refused": path, status,
+// identity, peer, request id, the response's first line).
 //
 // Thread-safe: the handler is called from several threads at once.
 #ifndef OPS_HTTP_H_
@@ -38,6 +40,9 @@ struct HttpRequest {
   // With TLS: the identity of the verified client certificate (first URI
   // SAN, else DNS SAN, else CN; auth/identity.h). Empty in plain text.
   std::string identity;
+  // The client's X-Request-Id when usable (jsonlog::RequestId), else a
+  // fresh one; the response carries it back as X-Request-Id.
+  std::string request_id;
 };
 
 struct HttpResponse {
@@ -47,6 +52,9 @@ struct HttpResponse {
   // When set, the body is this file's contents (streamed), then it is removed.
   std::string file_to_send_and_remove;
   std::map<std::string, std::string> headers;
+  // Why the request was refused, for the log line of a 403 or 429 (not
+  // sent); when empty, the first line of a plain-text body.
+  std::string refusal;
 };
 
 // A plain-text response.
