@@ -221,6 +221,37 @@ def run(build, work, ca, clients, tls, policy, ledger):
                 problems.append("reader-a naming alice: %s %s" % (e.code(), e.details()))
     print("gRPC: %s from a network peer is not believed" % ACTING_FOR)
 
+    # GetEntries by seqs, the step page's one read: checked like a range.
+    with channel("alice") as ch:
+        stub = svc_grpc.LedgerServiceStub(ch)
+        with channel("admin") as admin:
+            team_b = next(e.seq for e in svc_grpc.LedgerServiceStub(admin).GetEntries(
+                svc.GetEntriesRequest(from_seq=0, to_seq=3), timeout=10) if b'"team":"team-b"' in e.leaf)
+        got = [e.seq for e in stub.GetEntries(svc.GetEntriesRequest(seqs=[0, 1, 5, 6, 7]), timeout=10)]
+        if got != [0, 1, 5, 6, 7]:
+            problems.append("GetEntries seqs [0, 1, 5, 6, 7]: %s" % got)
+        for seqs, code, message in [
+                ([5, 3], grpc.StatusCode.INVALID_ARGUMENT, "seqs[1]: 3 is not above seqs[0] (ascending, without repeats)"),
+                ([4, 4], grpc.StatusCode.INVALID_ARGUMENT, "seqs[1]: 4 is not above seqs[0] (ascending, without repeats)"),
+                ([1, 10 ** 9], grpc.StatusCode.OUT_OF_RANGE, "seqs[1]: 1000000000 is beyond the log's size %d"
+                 % (3 + BIG_CALLS + BIG_CALLS // 10 + 1 + 3 + 1)),
+                (list(range(1001)), grpc.StatusCode.INVALID_ARGUMENT, "seqs: at most 1000, got 1001"),
+                ([0, team_b], grpc.StatusCode.PERMISSION_DENIED,
+                 "entry %d: identity '%s' may not read entries and proofs for team 'team-b'" % (team_b, ALICE))]:
+            try:
+                list(stub.GetEntries(svc.GetEntriesRequest(seqs=seqs), timeout=10))
+                problems.append("GetEntries seqs %s succeeded" % seqs[:5])
+            except grpc.RpcError as e:
+                if e.code() != code or e.details() != message:
+                    problems.append("GetEntries seqs %s: %s %r" % (seqs[:5], e.code(), e.details()))
+        try:
+            list(stub.GetEntries(svc.GetEntriesRequest(from_seq=1, to_seq=2, seqs=[0]), timeout=10))
+            problems.append("GetEntries with both a range and seqs succeeded")
+        except grpc.RpcError as e:
+            if e.details() != "from_seq, to_seq: must be 0 when seqs are given":
+                problems.append("GetEntries range and seqs: %r" % e.details())
+    print("gRPC: GetEntries by seqs reads exactly those, refuses disorder, excess and other teams")
+
     # One user's rate limit is hers alone.
     ledger.stop()
     limited = Ledger(build, work, tls + ["--rate-per-identity", "5"])
