@@ -272,6 +272,9 @@ int main(int argc, char** argv) {
   flags.Define("http-listen", "127.0.0.1:7421",
                "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
                "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("http-connections-per-peer", "16",
+               "HTTP port: connections open at once from one peer address (more are closed at once); raise it "
+               "when the port sits behind a proxy that does not keep clients' addresses");
   flags.Define("grpc-health-listen", "",
                "plain-text gRPC address serving only grpc.health.v1 (Kubernetes' gRPC probes cannot use TLS); "
                "'' (default): none");
@@ -312,6 +315,14 @@ int main(int argc, char** argv) {
   if (*max_queued < static_cast<int64_t>(ledger::log::kMaxReceiptsPerAppend)) {
     return Fail(absl::InvalidArgumentError("--max-queued: must be >= 1000"));
   }
+  ledger::ops::HttpOptions http_options;
+  auto per_peer = flags.Int("http-connections-per-peer");
+  if (!per_peer.ok()) return Fail(per_peer.status());
+  if (*per_peer < 1 || *per_peer > http_options.max_connections) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--http-connections-per-peer: must be in [1, ", http_options.max_connections, "]")));
+  }
+  http_options.max_per_peer = static_cast<int>(*per_peer);
 
   ledger::service::ServerOptions server_options;
   auto security = Security(flags, &server_options);
@@ -449,7 +460,7 @@ int main(int argc, char** argv) {
         [&](const ledger::ops::HttpRequest& r) {
           return Operate(r, **log, &metrics, dashboard.get(), &gate, stopping.load());
         },
-        {}, gate.tls() ? &http_tls : nullptr);
+        http_options, gate.tls() ? &http_tls : nullptr);
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
                                                 absl::StrCat("--http-listen: ", started.status().message())));
     http = *std::move(started);
