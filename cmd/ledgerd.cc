@@ -323,6 +323,7 @@ int main(int argc, char** argv) {
         absl::StrCat("--http-connections-per-peer: must be in [1, ", http_options.max_connections, "]")));
   }
   http_options.max_per_peer = static_cast<int>(*per_peer);
+  http_options.quick_paths = {"/healthz", "/readyz", "/metrics"};
 
   ledger::service::ServerOptions server_options;
   auto security = Security(flags, &server_options);

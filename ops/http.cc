@@ -251,7 +251,8 @@ class EventLoop {
   EventLoop(HttpHandler handler, HttpOptions options, std::shared_ptr<SSL_CTX> tls, int listen_fd)
       : handler_(std::move(handler)), options_(options), tls_(std::move(tls)), listen_fd_(listen_fd),
         epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-        workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options.workers)))) {
+        workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options.workers)))),
+        quick_(std::make_unique<tasks::Pool>(1)) {
     Watch(listen_fd_, kListenId, EPOLLIN);
     Watch(wake_fd_, kWakeId, EPOLLIN);
     thread_ = std::thread([this] { Run(); });
@@ -265,6 +266,7 @@ class EventLoop {
     Wake();
     thread_.join();
     workers_.reset();  // running handlers return; queued ones are skipped
+    quick_.reset();
     for (auto& [id, prepared] : ready_) {
       if (!prepared.file_path.empty()) std::remove(prepared.file_path.c_str());
     }
@@ -464,7 +466,8 @@ class EventLoop {
     HttpRequest request;
     request.peer = c.peer;
     request.identity = c.identity;
-    workers_->Run([this, id = c.id, head = std::move(c.in), request = std::move(request)]() mutable {
+    tasks::Pool& pool = IsQuick(c.in) ? *quick_ : *workers_;
+    pool.Run([this, id = c.id, head = std::move(c.in), request = std::move(request)]() mutable {
       if (stopping()) return;
       HttpResponse response = Respond(head, request, handler_);
       if (!request.request_id.empty()) response.headers["X-Request-Id"] = request.request_id;
@@ -476,6 +479,16 @@ class EventLoop {
       }
       Wake();
     });
+  }
+
+  // Whether the request line of `head` asks for one of the quick paths
+  // (compared as sent, without the query).
+  bool IsQuick(std::string_view head) const {
+    size_t from = head.find(' ');
+    if (from == std::string_view::npos) return false;
+    size_t to = head.find_first_of(" ?\r", from + 1);
+    std::string_view target = head.substr(from + 1, to == std::string_view::npos ? 0 : to - from - 1);
+    return std::find(options_.quick_paths.begin(), options_.quick_paths.end(), target) != options_.quick_paths.end();
   }
 
   // Responses the workers finished, to their connections.
@@ -544,6 +557,7 @@ class EventLoop {
   const std::shared_ptr<SSL_CTX> tls_;
   const int listen_fd_, epoll_fd_, wake_fd_;
   std::unique_ptr<tasks::Pool> workers_;
+  std::unique_ptr<tasks::Pool> quick_;  // for options_.quick_paths
   std::thread thread_;
   // The loop thread's own.
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;

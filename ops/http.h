@@ -4,7 +4,8 @@
 //
 // One thread runs an event loop (epoll, non-blocking sockets and OpenSSL)
 // that accepts connections, completes TLS handshakes, reads requests and
-// writes responses, files included; a few worker threads run the handler.
+// writes responses, files included; a few worker threads run the handler
+// (and one more the requests for quick_paths).
 // So a connection that is slow to speak costs a socket, not a thread, and:
 //   - the TLS handshake and the request head (at most 16 KiB) must arrive
 //     within one deadline from the accept (HttpOptions::request_deadline_ms),
@@ -24,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "export/pack/pack.h"
@@ -76,6 +78,9 @@ struct HttpOptions {
   int request_deadline_ms = 10'000;  // from the accept to a whole request head, TLS handshake included
   int send_idle_ms = 60'000;         // a response making no progress this long is dropped
   int workers = 4;                   // threads running the handler
+  // Requests for these paths (e.g. probes and scrapes) run on a thread of
+  // their own, so they never wait behind slow pages or pack downloads.
+  std::vector<std::string> quick_paths;
 };
 
 class EventLoop;

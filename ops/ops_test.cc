@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,35 @@ TEST(Http, CapsConnectionsPerPeerAddress) {
   EXPECT_EQ(ReadAll(again).substr(0, 15), "HTTP/1.1 200 OK");
   ::close(again);
   for (int fd : held) ::close(fd);
+}
+
+TEST(Http, QuickPathsDoNotWaitBehindSlowHandlers) {
+  std::atomic<bool> release{false};
+  HttpOptions options;
+  options.workers = 1;
+  options.quick_paths = {"/healthz"};
+  auto server = HttpServer::Start(
+      "127.0.0.1:0",
+      [&](const HttpRequest& r) {
+        for (int i = 0; r.path == "/slow" && !release && i < 500; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return Text(200, r.path + "\n");
+      },
+      options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.emplace_back([&] { Exchange((*server)->address(), "GET /slow HTTP/1.1\r\n\r\n"); });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the worker is busy, two wait
+  auto started = std::chrono::steady_clock::now();
+  std::string probe = Exchange((*server)->address(), "GET /healthz?x=1 HTTP/1.1\r\n\r\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+  EXPECT_EQ(probe.substr(probe.size() - 9), "/healthz\n");
+  EXPECT_FALSE(release.load());
+  release = true;
+  for (std::thread& t : slow) t.join();
 }
 
 TEST(Http, StreamsAFileAndRemovesIt) {
