@@ -353,11 +353,21 @@ class EventLoop {
       sockaddr_storage addr{};
       socklen_t len = sizeof addr;
       int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;  // EAGAIN, or out of descriptors: the next event retries
+      if (fd < 0) {
+        // Out of descriptors: the listening socket stays readable, so it is
+        // not watched until the next sweep (no spinning meanwhile).
+        if (errno == EMFILE || errno == ENFILE) PauseAccepting(true);
+        return;
+      }
       auto [ip, peer] = PeerName(addr);
-      int& from_peer = per_peer_[ip];
-      if (static_cast<int>(connections_.size()) >= options_.max_connections || from_peer >= options_.max_per_peer) {
-        if (from_peer == 0) per_peer_.erase(ip);
+      auto known = per_peer_.find(ip);
+      bool refused = known != per_peer_.end() && known->second >= options_.max_per_peer;
+      // When full, the connection that has waited longest for its request
+      // makes room: a flood of slow handshakes cannot keep newcomers out.
+      if (!refused && static_cast<int>(connections_.size()) >= options_.max_connections) {
+        refused = !EvictOldestUnanswered();
+      }
+      if (refused) {
         if (tls_ == nullptr) {
           static constexpr char kBusy[] =
               "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -366,7 +376,7 @@ class EventLoop {
         ::close(fd);
         continue;
       }
-      ++from_peer;
+      int& from_peer = ++per_peer_[ip];
       auto c = std::make_unique<Connection>();
       c->id = next_id_++;
       c->fd = fd;
@@ -391,6 +401,30 @@ class EventLoop {
     }
   }
 
+  // Closes the connection accepted first among those whose request has not
+  // arrived yet; false when there is none.
+  bool EvictOldestUnanswered() {
+    Connection* oldest = nullptr;
+    for (auto& [id, c] : connections_) {
+      if ((c->phase == Phase::kHandshake || c->phase == Phase::kRead) &&
+          (oldest == nullptr || c->deadline < oldest->deadline)) {
+        oldest = c.get();
+      }
+    }
+    if (oldest == nullptr) return false;
+    Close(*oldest);
+    return true;
+  }
+
+  void PauseAccepting(bool pause) {
+    if (pause == accept_paused_) return;
+    epoll_event ev{};
+    ev.events = pause ? 0 : EPOLLIN;
+    ev.data.u64 = kListenId;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+    accept_paused_ = pause;
+  }
+
   void Close(Connection& c) {
     if (c.ssl != nullptr) {
       if (c.phase == Phase::kWrite) SSL_shutdown(c.ssl);
@@ -407,6 +441,7 @@ class EventLoop {
 
   // Closes connections past their deadline.
   void Sweep(Clock::time_point now) {
+    PauseAccepting(false);
     std::vector<Connection*> late;
     for (auto& [id, c] : connections_) {
       if (c->phase != Phase::kHandle && now > c->deadline) late.push_back(c.get());
@@ -563,6 +598,7 @@ class EventLoop {
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;
   std::map<std::string, int> per_peer_;
   uint64_t next_id_ = 2;
+  bool accept_paused_ = false;
   std::mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::pair<uint64_t, Prepared>> ready_ ABSL_GUARDED_BY(mu_);  // responses for the loop

@@ -10,9 +10,11 @@
 //   - the TLS handshake and the request head (at most 16 KiB) must arrive
 //     within one deadline from the accept (HttpOptions::request_deadline_ms),
 //     however the bytes trickle in;
-//   - at most max_per_peer connections are open from one peer address, and
-//     max_connections in all; beyond either a connection is closed at once
-//     (in plain text after a 503);
+//   - at most max_per_peer connections are open from one peer address;
+//     beyond, a new one is closed at once (in plain text after a 503);
+//   - at most max_connections are open in all; beyond, the one that has
+//     waited longest for its request is closed to make room (when every
+//     connection is being answered, the new one is closed);
 //   - a response that makes no progress for send_idle_ms is dropped.
 // Refusals (403, 429) are logged (event "http_refused": path, status,
 // identity, peer, request id, the response's first line).

@@ -186,6 +186,33 @@ TEST(Http, QuickPathsDoNotWaitBehindSlowHandlers) {
   for (std::thread& t : slow) t.join();
 }
 
+TEST(Http, WhenFullTheLongestWaitingConnectionMakesRoom) {
+  HttpOptions options;
+  options.max_connections = 20;
+  options.max_per_peer = 5;
+  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  // Five slow connections from each of eight addresses: twice the room.
+  std::vector<int> slow;
+  for (int a = 2; a < 10; ++a) {
+    std::string source = "127.0.0." + std::to_string(a);
+    for (int i = 0; i < 5; ++i) {
+      int fd = Connect((*server)->address(), source.c_str());
+      ASSERT_GE(fd, 0);
+      ::send(fd, "GET / HTTP/1.1\r\n", 16, MSG_NOSIGNAL);
+      slow.push_back(fd);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Exchange((*server)->address(), "GET / HTTP/1.1\r\n\r\n").substr(0, 15), "HTTP/1.1 200 OK");
+  // The first ones were closed to make room; the last ones still wait.
+  EXPECT_EQ(ReadAll(slow.front(), 1), "");
+  char c;
+  EXPECT_EQ(::recv(slow.back(), &c, 1, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  for (int fd : slow) ::close(fd);
+}
+
 TEST(Http, StreamsAFileAndRemovesIt) {
   testing::TempDir dir;
   std::string path = dir.Sub("pack.bin");

@@ -5,9 +5,10 @@ Usage: http_flood_test.py BUILD_DIR
 
 A real ledgerd with mutual TLS serves its HTTP port (/healthz, /readyz,
 /metrics, the dashboard) over HTTPS. An attacker without a certificate opens
-64 connections from 127.0.0.2 and 8 from each of 127.0.0.3 to 127.0.0.10
-(all loopback on Linux), sends a TLS record header announcing a ClientHello,
-then one byte every 3 s, which no per-read timeout ever ends. While they
+64 connections from 127.0.0.2 (beyond the 16 a peer address may hold) and 16
+from each of 127.0.0.3 to 127.0.0.50 (768, beyond the 512 the port holds in
+all; all loopback on Linux), sends a TLS record header announcing a
+ClientHello, then one byte every 3 s, which no per-read timeout ever ends. While they
 last, probes and an authorized scrape from 127.0.0.1 must answer promptly:
 
   - /healthz, /readyz and /metrics answer 200 within 3 s each, again and
@@ -120,7 +121,7 @@ def attack(ledger, ca, scraper):
             fail("before the flood, %s: %s" % (path, status))
 
     # The flood.
-    sources = ["127.0.0.2"] * 64 + ["127.0.0.%d" % i for i in range(3, 11) for _ in range(8)]
+    sources = ["127.0.0.2"] * 64 + ["127.0.0.%d" % i for i in range(3, 51) for _ in range(16)]
     flood = [SlowHandshake(source, port) for source in sources]
     stop = threading.Event()
 
