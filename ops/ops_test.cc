@@ -213,6 +213,22 @@ TEST(Http, WhenFullTheLongestWaitingConnectionMakesRoom) {
   for (int fd : slow) ::close(fd);
 }
 
+TEST(Http, AResponseThatMakesNoProgressIsDropped) {
+  HttpOptions options;
+  options.send_idle_ms = 300;
+  const std::string body(16 << 20, 'x');
+  auto server = HttpServer::Start("127.0.0.1:0", [&](const HttpRequest&) { return Text(200, body); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  int fd = Connect((*server)->address());
+  ASSERT_GE(fd, 0);
+  ::send(fd, "GET / HTTP/1.1\r\n\r\n", 18, MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // reads nothing meanwhile
+  std::string got = ReadAll(fd, 2);
+  EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_LT(got.size(), body.size());  // cut short: the rest was never sent
+  ::close(fd);
+}
+
 TEST(Http, StreamsAFileAndRemovesIt) {
   testing::TempDir dir;
   std::string path = dir.Sub("pack.bin");

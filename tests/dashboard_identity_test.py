@@ -75,6 +75,7 @@ def main():
         "admin": ca.issue("admin", "admin"),
         "scraper": ca.issue("scraper", "prom", "URI:" + SCRAPER["identity"]),
         "outsider": ca.issue("outsider", "outsider"),
+        "nameless": ca.issue("nameless", None),
     }
     policy = os.path.join(work, "policy.json")
     with open(policy, "w") as f:
@@ -206,7 +207,10 @@ def run(build, work, ca, clients, tls, policy, ledger):
     if status != 403 or len(refused) != 1 or refused[0].get("identity") != "reader-a" or \
             refused[0].get("path") != "/teams/team-b" or refused[0].get("status") != 403:
         problems.append("reader-a's refused page: %s, logged as %s" % (status, refused))
-    print("logs: pack download as bob, refused page as reader-a")
+    status, body, _, _ = https("nameless", "/teams/team-a")
+    if status != 403 or "client certificate: names no identity" not in body:
+        problems.append("a certificate naming no identity: %s %s" % (status, body[-200:]))
+    print("logs: pack download as bob, refused page as reader-a; a nameless certificate gets nothing")
 
     # A network client cannot name someone else with the dashboard's metadata.
     with channel("reader-a") as ch:
