@@ -111,6 +111,27 @@ TEST(Policy, RolesAndTeams) {
   EXPECT_EQ(s.message(), "identity 'dns:nobody' has no rule in the policy");
 }
 
+TEST(Policy, MetricsMayBeScrapedByTheMetricsRoleAdminAndReadersOfEveryTeam) {
+  auto p = Policy::Parse(R"({"identities": [
+      {"identity": "prom", "roles": ["metrics"]},
+      {"identity": "ops", "roles": ["admin"]},
+      {"identity": "all-readers", "roles": ["reader"], "teams": ["*"]},
+      {"identity": "all-auditors", "roles": ["auditor"], "teams": ["*"]},
+      {"identity": "all-emitters", "roles": ["emitter"], "teams": ["*"]},
+      {"identity": "auditor-a", "roles": ["auditor"], "teams": ["team-a"]}]})");
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (const char* may : {"prom", "ops", "all-readers", "all-auditors"}) {
+    EXPECT_TRUE(p->Find(may)->Permits(Action::kScrapeMetrics)) << may;
+  }
+  for (const char* may_not : {"all-emitters", "auditor-a"}) {
+    EXPECT_FALSE(p->Find(may_not)->Permits(Action::kScrapeMetrics)) << may_not;
+  }
+  // The metrics role opens nothing else.
+  for (Action a : {Action::kAppend, Action::kQuery, Action::kReadEntries, Action::kExport, Action::kAdminister}) {
+    EXPECT_FALSE(p->Check("prom", a, "team-a").ok());
+  }
+}
+
 TEST(Policy, ErrorsNameTheFieldAndRule) {
   struct Case {
     const char* json;
@@ -120,7 +141,9 @@ TEST(Policy, ErrorsNameTheFieldAndRule) {
       {"{}", "policy: identities: required"},
       {R"({"identities": [], "extra": 1})", "policy: extra: unknown key (identities)"},
       {R"({"identities": [{"identity": "a", "roles": ["emiter"], "teams": ["t"]}]})",
-       "policy: identities[0].roles[0]: unknown role 'emiter' (emitter, reader, auditor, admin)"},
+       "policy: identities[0].roles[0]: unknown role 'emiter' (emitter, reader, auditor, admin, metrics)"},
+      {R"({"identities": [{"identity": "a", "roles": ["metrics", "reader"]}]})",
+       "policy: identities[0].teams: required: the teams the roles apply to, or [\"*\"]"},
       {R"({"identities": [{"identity": "a", "roles": ["reader"]}]})",
        "policy: identities[0].teams: required: the teams the roles apply to, or [\"*\"]"},
       {R"({"identities": [{"identity": "a*b", "roles": ["admin"]}]})",

@@ -83,11 +83,24 @@ bool InProcess(const grpc::ServerContextBase& ctx) {
   return type.empty() || std::string_view(type.front().data(), type.front().size()) != "ssl";
 }
 
+// The identity an in-process call is made for (kActingForMetadata), or
+// nullptr when it is made for the server itself.
+const grpc::string_ref* ActingFor(const grpc::ServerContextBase& ctx) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find(grpc::string_ref(kActingForMetadata.data(), kActingForMetadata.size()));
+  return it == md.end() ? nullptr : &it->second;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> Gate::Identify(const grpc::ServerContextBase& ctx) {
   if (!options_.tls) return std::string(kLocalIdentity);
-  if (InProcess(ctx)) return std::string(kInProcessIdentity);
+  if (InProcess(ctx)) {
+    const grpc::string_ref* acting_for = ActingFor(ctx);
+    if (acting_for == nullptr) return std::string(kInProcessIdentity);
+    if (acting_for->empty()) return absl::UnauthenticatedError("acting for: an empty identity");
+    return std::string(acting_for->data(), acting_for->size());
+  }
   std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
   std::vector<grpc::string_ref> pems =
       auth ? auth->FindPropertyValues("x509_pem_cert") : std::vector<grpc::string_ref>{};
@@ -116,7 +129,7 @@ absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& ctx, int64_t c
   if (!identity.ok()) return identity.status();
   Caller caller;
   caller.identity = *std::move(identity);
-  if (options_.tls && !InProcess(ctx)) caller.policy = policy();
+  if (options_.tls && !(InProcess(ctx) && ActingFor(ctx) == nullptr)) caller.policy = policy();
   auto permit = limiter_.Enter(caller.identity, hold_us);
   if (!permit.ok()) return permit.status();
   caller.permit = *std::move(permit);

@@ -31,12 +31,17 @@ namespace ledger::auth {
 // certificate's identity can be one of them (auth/identity.h).
 // In plain-text mode every caller is this identity, with role admin.
 inline constexpr std::string_view kLocalIdentity = "local";
-// Calls on the server's in-process channel (grpc::Server::InProcessChannel:
-// the dashboard, which checks its own callers against the policy first)
-// are made as this identity, with role admin. With TLS the only port is a
+// Calls on the server's in-process channel (grpc::Server::InProcessChannel)
+// without kActingForMetadata are made as this identity, with role admin. With TLS the only port is a
 // TLS port, so a call that did not come over TLS is one of these; no
 // network peer can be.
 inline constexpr std::string_view kInProcessIdentity = "in-process";
+// Binary metadata by which a call on the in-process channel is made for
+// someone: the dashboard's HTTPS caller, whose certificate the HTTP server
+// verified. The call is then that identity's in every way (policy, limits,
+// logs). Believed on the in-process channel only: a network peer that
+// sends it stays itself.
+inline constexpr std::string_view kActingForMetadata = "ledger-acting-for-bin";
 
 struct Caller {
   std::string identity;

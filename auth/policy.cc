@@ -83,7 +83,8 @@ absl::StatusOr<Rule> ParseRule(const json& j, const std::string& field, std::vec
         else if (r == "reader") rule.reader = true;
         else if (r == "auditor") rule.auditor = true;
         else if (r == "admin") rule.admin = true;
-        else return Bad(absl::StrCat(f, "[", i, "]"), absl::StrCat("unknown role '", r, "' (emitter, reader, auditor, admin)"));
+        else if (r == "metrics") rule.metrics = true;
+        else return Bad(absl::StrCat(f, "[", i, "]"), absl::StrCat("unknown role '", r, "' (emitter, reader, auditor, admin, metrics)"));
       }
     } else if (key == "teams") {
       auto teams = Strings(value, f);
@@ -98,8 +99,9 @@ absl::StatusOr<Rule> ParseRule(const json& j, const std::string& field, std::vec
     }
   }
   if (rule.identity.empty()) return Bad(field + ".identity", "required");
-  if (!rule.emitter && !rule.reader && !rule.auditor && !rule.admin) return Bad(field + ".roles", "required");
-  if (!rule.admin && (!has_teams || (rule.teams.empty() && !rule.all_teams))) {
+  bool team_roles = rule.emitter || rule.reader || rule.auditor;
+  if (!team_roles && !rule.admin && !rule.metrics) return Bad(field + ".roles", "required");
+  if (team_roles && !rule.admin && (!has_teams || (rule.teams.empty() && !rule.all_teams))) {
     return Bad(field + ".teams", "required: the teams the roles apply to, or [\"*\"]");
   }
   if (rule.admin) rule.all_teams = true;
@@ -117,6 +119,7 @@ std::string_view ActionName(Action a) {
     case Action::kReadEntries: return "read entries and proofs";
     case Action::kExport: return "export";
     case Action::kAdminister: return "administer";
+    case Action::kScrapeMetrics: return "scrape /metrics";
   }
   return "?";
 }
@@ -129,6 +132,7 @@ bool Rule::Permits(Action a) const {
     case Action::kReadEntries:
     case Action::kExport: return auditor;
     case Action::kAdminister: return false;
+    case Action::kScrapeMetrics: return metrics || ((reader || auditor) && all_teams);
   }
   return false;
 }

@@ -32,7 +32,10 @@
 //   emitter  kAppend                      for its teams
 //   reader   kQuery                       for its teams
 //   auditor  kQuery, kReadEntries, kExport for its teams
+//   metrics  kScrapeMetrics (only /metrics; needs no teams)
 //   admin    everything, including kAdminister (backups)
+// A reader or auditor of every team (teams "*") may scrape /metrics too:
+// its figures name every team.
 // Checkpoints, the verifier key and consistency proofs are public to every
 // authenticated caller, whether the policy names it or not.
 //
@@ -54,6 +57,7 @@ enum class Action {
   kReadEntries,  // entries and inclusion proofs of a team's entries
   kExport,       // evidence packs of a team's entries
   kAdminister,   // backups
+  kScrapeMetrics,  // the HTTP port's /metrics, whose figures name every team
 };
 
 std::string_view ActionName(Action a);
@@ -64,6 +68,7 @@ struct Rule {
   bool reader = false;
   bool auditor = false;
   bool admin = false;
+  bool metrics = false;
   bool all_teams = false;
   std::vector<std::string> teams;  // sorted
 

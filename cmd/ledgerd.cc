@@ -250,11 +250,11 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::service::Server* server)
 
 }  // namespace
 
-// The operators' HTTP endpoints.
-// The operators' HTTP endpoints. `dashboard` is null without projections.
+// The operators' HTTP endpoints. `dashboard` is null without projections;
+// `gate` too on the plain-text health port, which serves no /metrics.
 ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledger::log::Log& log,
                                   ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
-                                  bool stopping) {
+                                  const ledger::auth::Gate* gate, bool stopping) {
   using ledger::ops::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz") {
@@ -265,6 +265,11 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
   }
   if (metrics == nullptr) return Text(404, "not found: /healthz, /readyz\n");
   if (r.path == "/metrics") {
+    if (gate != nullptr && gate->tls()) {
+      if (absl::Status s = ledger::ops::MayScrape(*gate->policy(), r.identity); !s.ok()) {
+        return Text(403, absl::StrCat(s.message(), "\n"));
+      }
+    }
     ledger::ops::HttpResponse m = Text(200, metrics->Render());
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
@@ -319,6 +324,9 @@ int main(int argc, char** argv) {
   flags.Define("http-listen", "127.0.0.1:7421",
                "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
                "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("http-connections-per-peer", "16",
+               "HTTP port: connections open at once from one peer address (more are closed at once); raise it "
+               "when the port sits behind a proxy that does not keep clients' addresses");
   flags.Define("grpc-health-listen", "",
                "plain-text gRPC address serving only grpc.health.v1 (Kubernetes' gRPC probes cannot use TLS); "
                "'' (default): none");
@@ -359,6 +367,15 @@ int main(int argc, char** argv) {
   if (*max_queued < static_cast<int64_t>(ledger::log::kMaxReceiptsPerAppend)) {
     return Fail(absl::InvalidArgumentError("--max-queued: must be >= 1000"));
   }
+  ledger::ops::HttpOptions http_options;
+  auto per_peer = flags.Int("http-connections-per-peer");
+  if (!per_peer.ok()) return Fail(per_peer.status());
+  if (*per_peer < 1 || *per_peer > http_options.max_connections) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--http-connections-per-peer: must be in [1, ", http_options.max_connections, "]")));
+  }
+  http_options.max_per_peer = static_cast<int>(*per_peer);
+  http_options.quick_paths = {"/healthz", "/readyz", "/metrics"};
 
   ledger::service::ServerOptions server_options;
   auto security = Security(flags, &server_options);
@@ -494,9 +511,9 @@ int main(int argc, char** argv) {
     auto started = ledger::ops::HttpServer::Start(
         flags.Get("http-listen"),
         [&](const ledger::ops::HttpRequest& r) {
-          return Operate(r, **log, &metrics, dashboard.get(), stopping.load());
+          return Operate(r, **log, &metrics, dashboard.get(), &gate, stopping.load());
         },
-        32, gate.tls() ? &http_tls : nullptr);
+        http_options, gate.tls() ? &http_tls : nullptr);
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
                                                 absl::StrCat("--http-listen: ", started.status().message())));
     http = *std::move(started);
@@ -512,7 +529,7 @@ int main(int argc, char** argv) {
   }
   if (!flags.Get("health-listen").empty()) {
     auto started = ledger::ops::HttpServer::Start(flags.Get("health-listen"), [&](const ledger::ops::HttpRequest& r) {
-      return Operate(r, **log, nullptr, nullptr, stopping.load());
+      return Operate(r, **log, nullptr, nullptr, nullptr, stopping.load());
     });
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
                                                 absl::StrCat("--health-listen: ", started.status().message())));

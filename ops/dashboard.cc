@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -13,7 +14,6 @@
 #include "absl/strings/str_split.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/hash/hash.h"
-#include "ledger/receipt/entry.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::ops {
@@ -83,18 +83,15 @@ HttpResponse Failed(const grpc::Status& s) {
     case grpc::StatusCode::NOT_FOUND: status = 404; break;
     case grpc::StatusCode::PERMISSION_DENIED:
     case grpc::StatusCode::UNAUTHENTICATED: status = 403; break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: status = 429; break;
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::OUT_OF_RANGE: status = 400; break;
     default: break;
   }
-  return Html(status, "error", absl::StrCat("<h1>", status, "</h1><p>", E(s.error_message()),
-                                            "</p><p><a href=\"/\">teams</a></p>"));
-}
-
-std::unique_ptr<grpc::ClientContext> Context() {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  return ctx;
+  HttpResponse r = Html(status, "error", absl::StrCat("<h1>", status, "</h1><p>", E(s.error_message()),
+                                                      "</p><p><a href=\"/\">teams</a></p>"));
+  r.refusal = s.error_message();
+  return r;
 }
 
 std::string Crumbs(const std::string& team, const std::string& run = "") {
@@ -121,12 +118,23 @@ Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log
       query_(pb::QueryService::NewStub(channel)),
       exports_(pb::ExportService::NewStub(channel)) {}
 
+std::unique_ptr<grpc::ClientContext> Dashboard::Context(const HttpRequest& request) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  if (gate_ != nullptr && gate_->tls()) ctx->AddMetadata(std::string(auth::kActingForMetadata), request.identity);
+  if (!request.request_id.empty()) ctx->AddMetadata("x-request-id", request.request_id);
+  return ctx;
+}
+
 absl::Status Dashboard::Allowed(const std::string& identity, auth::Action action, const std::string& team) const {
   if (gate_ == nullptr || !gate_->tls()) return absl::OkStatus();
   return gate_->policy()->Check(identity.empty() ? "(no identity)" : identity, action, team);
 }
 
 HttpResponse Dashboard::Handle(const HttpRequest& request) {
+  if (gate_ != nullptr && gate_->tls() && request.identity.empty()) {
+    return Failed(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "client certificate: names no identity"));
+  }
   std::vector<std::string> parts;
   for (const std::string& raw : std::vector<std::string>(absl::StrSplit(request.raw_path, '/', absl::SkipEmpty()))) {
     auto decoded = UrlDecode(raw);
@@ -141,7 +149,7 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
       r.headers["Location"] = "/teams/" + Seg(it->second);
       return r;
     }
-    return Teams(request.identity);
+    return Teams(request);
   }
   if (parts[0] == "proofs" && n == 2) {
     uint64_t seq = 0;
@@ -149,7 +157,7 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
       return Text(400, "proofs: the seq is a number\n");
     }
     seq = std::stoull(parts[1]);
-    return Proof(request.identity, seq);
+    return Proof(request, seq);
   }
   if (parts[0] != "teams" || n < 2) return Text(404, "not found\n");
   const std::string& team = parts[1];
@@ -157,10 +165,10 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
   if (absl::Status s = Allowed(request.identity, action, team); !s.ok()) {
     return Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(s.message())));
   }
-  if (n == 2) return Runs(parts[1]);
+  if (n == 2) return Runs(request, parts[1]);
   if (parts[2] != "runs" || n < 4) return Text(404, "not found\n");
-  if (n == 4) return Run(parts[1], parts[3]);
-  if (n == 5 && parts[4] == "pack.tar.gz") return Pack(parts[1], parts[3]);
+  if (n == 4) return Run(request, parts[1], parts[3]);
+  if (n == 5 && parts[4] == "pack.tar.gz") return Pack(request, parts[1], parts[3]);
   if (n == 6 && parts[4] == "steps") {
     int64_t attempt = 1;
     auto it = request.query.find("attempt");
@@ -171,27 +179,32 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
       }
       attempt = std::stoll(it->second);
     }
+    int64_t page = 1;
+    if (auto p = request.query.find("page"); p != request.query.end()) {
+      if (p->second.empty() || p->second.size() > 9 || p->second.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoll(p->second) < 1) {
+        return Text(400, "page: a number from 1\n");
+      }
+      page = std::stoll(p->second);
+    }
     bool receipts = Allowed(request.identity, auth::Action::kReadEntries, team).ok();
-    return Step(parts[1], parts[3], parts[5], attempt, receipts);
+    return Step(request, parts[1], parts[3], parts[5], attempt, page, receipts);
   }
   return Text(404, "not found\n");
 }
 
-HttpResponse Dashboard::Teams(const std::string& identity) {
-  // The teams the caller may query (the in-process channel sees them all).
+HttpResponse Dashboard::Teams(const HttpRequest& request) {
+  // The teams the caller may query: the service lists no others.
   pb::ListTeamsResponse listed;
-  auto tctx = Context();
+  auto tctx = Context(request);
   grpc::Status listed_status = query_->ListTeams(tctx.get(), pb::ListTeamsRequest(), &listed);
   if (!listed_status.ok()) return Failed(listed_status);
-  std::vector<std::string> teams;
-  for (const std::string& t : listed.teams()) {
-    if (Allowed(identity, auth::Action::kQuery, t).ok()) teams.push_back(t);
-  }
+  const auto& teams = listed.teams();
   std::string body = "<h1>Evidence ledger</h1><form action=\"/\" method=\"get\"><label>Team <input name=\"team\">"
                      "</label> <button>Show runs</button></form><h2>Teams</h2><ul>";
   for (const std::string& t : teams) absl::StrAppend(&body, "<li><a href=\"/teams/", Seg(t), "\">", E(t), "</a></li>");
   if (teams.empty()) body += "<li class=\"muted\">no runs yet</li>";
-  auto head = Context();
+  auto head = Context(request);
   pb::Checkpoint cp;
   if (ledger_->GetCheckpoint(head.get(), pb::GetCheckpointRequest(), &cp).ok()) {
     absl::StrAppend(&body, "</ul><p class=\"muted\">Latest checkpoint: ", cp.tree_size(), " entries, root <code>",
@@ -202,12 +215,12 @@ HttpResponse Dashboard::Teams(const std::string& identity) {
   return Html(200, "teams", body);
 }
 
-HttpResponse Dashboard::Runs(const std::string& team) {
+HttpResponse Dashboard::Runs(const HttpRequest& request, const std::string& team) {
   pb::ListRunsRequest req;
   req.set_team(team);
   req.set_page_size(200);
   pb::ListRunsResponse resp;
-  auto ctx = Context();
+  auto ctx = Context(request);
   grpc::Status s = query_->ListRuns(ctx.get(), req, &resp);
   if (!s.ok()) return Failed(s);
   std::string body = absl::StrCat(Crumbs(team), "<h1>Runs of ", E(team), "</h1><table><tr><th>run</th><th>workflow"
@@ -227,12 +240,12 @@ HttpResponse Dashboard::Runs(const std::string& team) {
   return Html(200, team, body);
 }
 
-HttpResponse Dashboard::Run(const std::string& team, const std::string& run) {
+HttpResponse Dashboard::Run(const HttpRequest& request, const std::string& team, const std::string& run) {
   pb::GetRunRequest rreq;
   rreq.set_team(team);
   rreq.set_run_id(run);
   pb::Run r;
-  auto ctx = Context();
+  auto ctx = Context(request);
   grpc::Status s = query_->GetRun(ctx.get(), rreq, &r);
   if (!s.ok()) return Failed(s);
   std::string body = absl::StrCat(
@@ -253,7 +266,7 @@ HttpResponse Dashboard::Run(const std::string& team, const std::string& run) {
   sreq.mutable_filter()->set_run_id(run);
   sreq.set_page_size(1000);
   pb::ListStepsResponse steps;
-  auto sctx = Context();
+  auto sctx = Context(request);
   s = query_->ListSteps(sctx.get(), sreq, &steps);
   if (!s.ok()) return Failed(s);
   for (const pb::Step& st : steps.steps()) {
@@ -278,15 +291,15 @@ HttpResponse Dashboard::Run(const std::string& team, const std::string& run) {
   return Html(200, run, body);
 }
 
-HttpResponse Dashboard::Step(const std::string& team, const std::string& run, const std::string& step,
-                             int64_t attempt, bool receipts) {
+HttpResponse Dashboard::Step(const HttpRequest& request, const std::string& team, const std::string& run,
+                             const std::string& step, int64_t attempt, int64_t page, bool receipts) {
   pb::GetStepRequest req;
   req.set_team(team);
   req.set_run_id(run);
   req.set_step_id(step);
   req.set_attempt(attempt);
   pb::Step st;
-  auto ctx = Context();
+  auto ctx = Context(request);
   grpc::Status s = query_->GetStep(ctx.get(), req, &st);
   if (!s.ok()) return Failed(s);
   std::string state = StateName(st.state());
@@ -303,40 +316,53 @@ HttpResponse Dashboard::Step(const std::string& team, const std::string& run, co
             "(auditor).</p>";
     return Html(200, step, body);
   }
-  body += "<h2>Receipts</h2><table><tr><th>seq</th><th>kind</th><th>receipt id</th><th>emitter</th><th>decision / "
-          "status</th><th>logged</th><th>proof</th></tr>";
-  for (uint64_t seq : st.seqs()) {
-    pb::GetEntriesRequest ereq;
-    ereq.set_from_seq(seq);
-    ereq.set_to_seq(seq + 1);
-    auto ectx = Context();
+  // One page of receipts, read in one call.
+  int64_t total = st.seqs_size();
+  int64_t pages = std::max<int64_t>(1, (total + kStepPageSize - 1) / kStepPageSize);
+  if (page > pages) {
+    return Text(404, absl::StrCat("page: beyond the last page (", pages, ")\n"));
+  }
+  int64_t first = (page - 1) * kStepPageSize, last = std::min(total, first + kStepPageSize);
+  pb::GetEntriesRequest ereq;
+  for (int64_t i = first; i < last; ++i) ereq.add_seqs(st.seqs(static_cast<int>(i)));
+  std::vector<pb::Entry> entries;
+  if (ereq.seqs_size() > 0) {
+    auto ectx = Context(request);
     auto reader = ledger_->GetEntries(ectx.get(), ereq);
-    pb::Entry entry;
-    bool got = reader->Read(&entry);
+    for (pb::Entry entry; reader->Read(&entry);) entries.push_back(std::move(entry));
     grpc::Status es = reader->Finish();
     if (!es.ok()) return Failed(es);
-    if (!got) continue;
+  }
+  std::string link = absl::StrCat("/teams/", Seg(team), "/runs/", Seg(run), "/steps/", Seg(step), "?attempt=",
+                                  st.attempt(), "&amp;page=");
+  std::string nav = absl::StrCat("<p class=\"muted\">Receipts ", total == 0 ? 0 : first + 1, "–", last, " of ",
+                                 total, page > 1 ? absl::StrCat(" · <a href=\"", link, page - 1, "\">previous</a>") : "",
+                                 page < pages ? absl::StrCat(" · <a href=\"", link, page + 1, "\">next</a>") : "",
+                                 "</p>");
+  absl::StrAppend(&body, "<h2>Receipts</h2>", nav, "<table><tr><th>seq</th><th>kind</th><th>receipt id</th><th>"
+                  "emitter</th><th>decision / status</th><th>logged</th><th>proof</th></tr>");
+  for (const pb::Entry& entry : entries) {
     nlohmann::json leaf = nlohmann::json::parse(entry.leaf(), nullptr, false);
     if (leaf.is_discarded()) continue;
     const nlohmann::json& rc = leaf["receipt"];
     std::string outcome = rc.value("decision", rc.value("status", ""));
-    absl::StrAppend(&body, "<tr", rc.value("kind", "") == "step_unknown" ? " class=\"unknown\"" : "", "><td>", seq,
-                    "</td><td>", E(rc.value("kind", "")), "</td><td>", E(rc.value("receipt_id", "")), "</td><td>",
-                    E(leaf.value("emitter", "")), "</td><td>", E(outcome), "</td><td>",
-                    Time(leaf.value("logged_at_us", int64_t{0})), "</td><td><a href=\"/proofs/", seq,
+    absl::StrAppend(&body, "<tr", rc.value("kind", "") == "step_unknown" ? " class=\"unknown\"" : "", "><td>",
+                    entry.seq(), "</td><td>", E(rc.value("kind", "")), "</td><td>", E(rc.value("receipt_id", "")),
+                    "</td><td>", E(leaf.value("emitter", "")), "</td><td>", E(outcome), "</td><td>",
+                    Time(leaf.value("logged_at_us", int64_t{0})), "</td><td><a href=\"/proofs/", entry.seq(),
                     "\">inclusion proof</a></td></tr>");
   }
-  body += "</table>";
+  absl::StrAppend(&body, "</table>", pages > 1 ? nav : "");
   return Html(200, step, body);
 }
 
-HttpResponse Dashboard::Pack(const std::string& team, const std::string& run) {
+HttpResponse Dashboard::Pack(const HttpRequest& request, const std::string& team, const std::string& run) {
   pb::ExportRequest req;
   req.mutable_run()->set_team(team);
   req.mutable_run()->set_run_id(run);
   std::string path = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-dashboard-pack-",
                                   ::getpid(), "-", reinterpret_cast<uintptr_t>(&req), ".tar.gz");
-  auto ctx = Context();
+  auto ctx = Context(request);
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
   auto reader = exports_->Export(ctx.get(), req);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -355,26 +381,21 @@ HttpResponse Dashboard::Pack(const std::string& team, const std::string& run) {
   return r;
 }
 
-HttpResponse Dashboard::Proof(const std::string& identity, uint64_t seq) {
+HttpResponse Dashboard::Proof(const HttpRequest& request, uint64_t seq) {
+  // The service checks the caller may read the entry's team.
   pb::GetEntriesRequest ereq;
   ereq.set_from_seq(seq);
   ereq.set_to_seq(seq + 1);
-  auto ectx = Context();
+  auto ectx = Context(request);
   auto reader = ledger_->GetEntries(ectx.get(), ereq);
   pb::Entry entry;
   reader->Read(&entry);
   grpc::Status s = reader->Finish();
   if (!s.ok()) return Failed(s);
-  auto team = receipt::TeamOf(entry.leaf());
-  if (!team.ok()) return Failed(grpc::Status(grpc::StatusCode::DATA_LOSS, std::string(team.status().message())));
-  if (absl::Status a = Allowed(identity, auth::Action::kReadEntries, *team); !a.ok()) {
-    return Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                               absl::StrCat("entry ", seq, ": ", std::string(a.message()))));
-  }
   pb::GetInclusionProofRequest req;
   req.set_seq(seq);
   pb::InclusionProof proof;
-  auto ctx = Context();
+  auto ctx = Context(request);
   s = ledger_->GetInclusionProof(ctx.get(), req, &proof);
   if (!s.ok()) return Failed(s);
   // As `ledgerctl prove` prints it, with the leaf and the checkpoint.

@@ -10,12 +10,20 @@
 //   /teams/T/runs/R/pack.tar.gz           the run's evidence pack (CONTRACT section 7)
 //   /proofs/N                             entry N and its inclusion proof, as JSON
 //
+//   A step page shows kStepPageSize receipts, ?page=N (from 1) the others,
+//   with one read of the ledger for the page whatever the step's size.
+//
 // Pages are read through the ledger's own gRPC API (its in-process channel:
-// the same validation), after the HTTP caller's identity (its client
-// certificate, with TLS) is checked against the same policy: queries for
-// runs and steps, read-entries for receipts and proofs, export for packs.
-// In plain-text mode every caller is "local", admin, as on the gRPC port.
-// Pages need no script and load nothing from elsewhere.
+// the same validation), as the HTTP caller: with TLS every call carries the
+// identity of the caller's client certificate (auth::kActingForMetadata),
+// so the caller's own policy rule, rate and concurrency limits apply and
+// the RPC log names the caller, under the page's request id. The policy is
+// also looked at first, for a clear refusal and to leave out what the
+// caller may not see: queries for runs and steps, read-entries for
+// receipts and proofs, export for packs. A caller whose certificate names
+// no identity gets nothing. In plain-text mode every caller is "local",
+// admin, as on the gRPC port. Pages need no script and load nothing from
+// elsewhere.
 //
 // Thread-safe.
 #ifndef OPS_DASHBOARD_H_
@@ -33,6 +41,8 @@
 
 namespace ledger::ops {
 
+inline constexpr int kStepPageSize = 100;
+
 class Dashboard {
  public:
   // `channel` reaches the ledger's gRPC API with the right to read
@@ -47,13 +57,16 @@ class Dashboard {
   // OK when the caller may do `action` on `team`; PERMISSION_DENIED else.
   absl::Status Allowed(const std::string& identity, auth::Action action, const std::string& team) const;
 
-  HttpResponse Teams(const std::string& identity);
-  HttpResponse Runs(const std::string& team);
-  HttpResponse Run(const std::string& team, const std::string& run);
-  HttpResponse Step(const std::string& team, const std::string& run, const std::string& step, int64_t attempt,
-                    bool receipts);
-  HttpResponse Pack(const std::string& team, const std::string& run);
-  HttpResponse Proof(const std::string& identity, uint64_t seq);
+  // A context for a call made for `request`'s caller.
+  std::unique_ptr<grpc::ClientContext> Context(const HttpRequest& request) const;
+
+  HttpResponse Teams(const HttpRequest& request);
+  HttpResponse Runs(const HttpRequest& request, const std::string& team);
+  HttpResponse Run(const HttpRequest& request, const std::string& team, const std::string& run);
+  HttpResponse Step(const HttpRequest& request, const std::string& team, const std::string& run,
+                    const std::string& step, int64_t attempt, int64_t page, bool receipts);
+  HttpResponse Pack(const HttpRequest& request, const std::string& team, const std::string& run);
+  HttpResponse Proof(const HttpRequest& request, uint64_t seq);
 
   const log::Log* const log_;
   auth::Gate* const gate_;

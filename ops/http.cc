@@ -7,33 +7,46 @@
 #include <openssl/x509.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "auth/identity.h"
+#include "export/tasks/tasks.h"
+#include "ledger/jsonlog/jsonlog.h"
 
 namespace ledger::ops {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr size_t kMaxHeaderBytes = 16 * 1024;
-constexpr int kReadTimeoutMs = 10'000;
+constexpr size_t kFileChunk = 64 * 1024;
+constexpr int kTickMs = 100;  // how often deadlines are looked at
 
 const char* Reason(int status) {
   switch (status) {
     case 200: return "OK";
+    case 303: return "See Other";
     case 400: return "Bad Request";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
@@ -41,79 +54,11 @@ const char* Reason(int status) {
   }
 }
 
-// One accepted connection, plain or TLS; blocking I/O bounded by socket
-// timeouts.
-class Conn {
- public:
-  Conn(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
-  ~Conn() {
-    if (ssl_ != nullptr) {
-      SSL_shutdown(ssl_);
-      SSL_free(ssl_);
-    }
-  }
-  ssize_t Read(char* buf, size_t n) {
-    if (ssl_ == nullptr) {
-      ssize_t r;
-      do r = ::recv(fd_, buf, n, 0);
-      while (r < 0 && errno == EINTR);
-      return r;
-    }
-    int r = SSL_read(ssl_, buf, static_cast<int>(n));
-    return r > 0 ? r : -1;
-  }
-  bool Write(std::string_view data) {
-    while (!data.empty()) {
-      ssize_t n;
-      if (ssl_ == nullptr) {
-        n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-      } else {
-        n = SSL_write(ssl_, data.data(), static_cast<int>(data.size()));
-      }
-      if (n <= 0) return false;
-      data.remove_prefix(static_cast<size_t>(n));
-    }
-    return true;
-  }
-
- private:
-  int fd_;
-  SSL* ssl_;
-};
-
-// Reads until the end of the headers. False on timeout, EOF or overflow
-// (*too_large set for overflow).
-bool ReadHead(Conn& conn, std::string* head, bool* too_large) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadTimeoutMs);
-  char buf[4096];
-  while (head->find("\r\n\r\n") == std::string::npos) {
-    if (head->size() > kMaxHeaderBytes) {
-      *too_large = true;
-      return false;
-    }
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    ssize_t n = conn.Read(buf, sizeof buf);
-    if (n <= 0) return false;
-    head->append(buf, static_cast<size_t>(n));
-  }
-  if (head->find("\r\n\r\n") > kMaxHeaderBytes) {
-    *too_large = true;
-    return false;
-  }
-  return true;
-}
-
-void SetTimeouts(int fd) {
-  timeval rcv{kReadTimeoutMs / 1000, 0}, snd{60, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof rcv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
-}
-
 absl::StatusOr<std::shared_ptr<SSL_CTX>> NewTlsContext(const HttpTls& tls) {
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
   if (ctx == nullptr) return absl::InternalError("http tls: SSL_CTX_new failed");
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   auto bio_of = [](const std::string& pem) {
     return std::unique_ptr<BIO, decltype(&BIO_free)>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
                                                      BIO_free);
@@ -195,8 +140,472 @@ absl::StatusOr<std::string> UrlDecode(std::string_view s) {
 }
 
 
+namespace {
+
+// "ip" and "ip:port" of a peer.
+std::pair<std::string, std::string> PeerName(const sockaddr_storage& peer) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (peer.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<const sockaddr_in*>(&peer);
+    ::inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+    port = ntohs(a->sin_port);
+  } else if (peer.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<const sockaddr_in6*>(&peer);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+    port = ntohs(a->sin6_port);
+  }
+  return {ip, absl::StrCat(ip, ":", port)};
+}
+
+// The response to a whole request head: parsed here, then the handler's.
+HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHandler& handler) {
+  std::vector<std::string> lines = absl::StrSplit(head.substr(0, head.find("\r\n\r\n")), "\r\n");
+  std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
+  if (first.size() != 3 || first[2].rfind("HTTP/1.", 0) != 0) return Text(400, "bad request line\n");
+  request.method = first[0];
+  std::string target = first[1];
+  size_t q = target.find('?');
+  request.raw_path = target.substr(0, q);
+  auto path = UrlDecode(request.raw_path);
+  bool bad = !path.ok();
+  if (path.ok()) request.path = *path;
+  if (q != std::string::npos) {
+    std::vector<std::string> pairs = absl::StrSplit(target.substr(q + 1), '&', absl::SkipEmpty());
+    for (std::string_view pair : pairs) {
+      size_t eq = pair.find('=');
+      auto k = UrlDecode(pair.substr(0, eq));
+      auto v = UrlDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+      if (!k.ok() || !v.ok()) bad = true;
+      else request.query[*k] = *v;
+    }
+  }
+  for (size_t i = 1; i < lines.size(); ++i) {
+    size_t colon = lines[i].find(':');
+    if (colon == std::string::npos) continue;
+    request.headers[absl::AsciiStrToLower(lines[i].substr(0, colon))] =
+        std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
+  }
+  auto id = request.headers.find("x-request-id");
+  request.request_id = jsonlog::RequestId(id == request.headers.end() ? "" : id->second);
+  if (bad) return Text(400, "bad escape in the URL\n");
+  if (request.method != "GET" && request.method != "HEAD") {
+    HttpResponse r = Text(405, "only GET and HEAD\n");
+    r.headers["Allow"] = "GET, HEAD";
+    return r;
+  }
+  return handler(request);
+}
+
+void LogRefusal(const HttpRequest& request, const HttpResponse& response) {
+  std::string_view why = response.refusal;
+  if (why.empty() && response.content_type.rfind("text/plain", 0) == 0) {
+    why = std::string_view(response.body).substr(0, response.body.find('\n'));
+  }
+  jsonlog::Warn("http_refused")
+      .Str("path", request.path)
+      .Int("status", response.status)
+      .Str("identity", request.identity)
+      .Str("peer", request.peer)
+      .Str("request_id", request.request_id)
+      .Msg(why)
+      .Emit();
+}
+
+// What the loop sends: the status line and headers, then a body or a file.
+struct Prepared {
+  std::string bytes;      // head, and the body unless a file follows
+  std::string file_path;  // sent after `bytes`, then removed
+};
+
+Prepared Prepare(HttpResponse response, bool head_only) {
+  Prepared out;
+  std::ifstream file;
+  uint64_t length = response.body.size();
+  if (!response.file_to_send_and_remove.empty()) {
+    file.open(response.file_to_send_and_remove, std::ios::binary | std::ios::ate);
+    length = file ? static_cast<uint64_t>(file.tellg()) : 0;
+  }
+  out.bytes = absl::StrCat("HTTP/1.1 ", response.status, " ", Reason(response.status),
+                           "\r\nContent-Type: ", response.content_type, "\r\nContent-Length: ", length,
+                           "\r\nConnection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
+  for (const auto& [k, v] : response.headers) absl::StrAppend(&out.bytes, k, ": ", v, "\r\n");
+  out.bytes += "\r\n";
+  if (response.file_to_send_and_remove.empty()) {
+    if (!head_only) out.bytes += response.body;
+  } else if (head_only || !file) {
+    std::remove(response.file_to_send_and_remove.c_str());
+  } else {
+    out.file_path = response.file_to_send_and_remove;
+  }
+  return out;
+}
+
+}  // namespace
+
+// The loop's side of HttpServer; see http.h. Connections are touched by the
+// loop thread only; workers see a copy of the request and hand back a
+// Prepared response through `done_`.
+class EventLoop {
+ public:
+  EventLoop(HttpHandler handler, HttpOptions options, std::shared_ptr<SSL_CTX> tls, int listen_fd)
+      : handler_(std::move(handler)), options_(options), tls_(std::move(tls)), listen_fd_(listen_fd),
+        epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+        workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options.workers)))),
+        quick_(std::make_unique<tasks::Pool>(1)) {
+    Watch(listen_fd_, kListenId, EPOLLIN);
+    Watch(wake_fd_, kWakeId, EPOLLIN);
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~EventLoop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    Wake();
+    thread_.join();
+    workers_.reset();  // running handlers return; queued ones are skipped
+    quick_.reset();
+    for (auto& [id, prepared] : ready_) {
+      if (!prepared.file_path.empty()) std::remove(prepared.file_path.c_str());
+    }
+    ::close(wake_fd_);
+    ::close(epoll_fd_);
+    ::close(listen_fd_);
+  }
+
+ private:
+  static constexpr uint64_t kListenId = 0, kWakeId = 1;
+
+  enum class Phase { kHandshake, kRead, kHandle, kWrite };
+
+  struct Connection {
+    uint64_t id = 0;
+    int fd = -1;
+    SSL* ssl = nullptr;  // owned; null in plain text
+    std::string ip, peer, identity;
+    Phase phase = Phase::kRead;
+    Clock::time_point deadline;  // of the request head; while writing, of the next progress
+    uint32_t events = 0;         // as registered with epoll
+    std::string in;
+    std::string out;
+    size_t sent = 0;
+    std::ifstream file;
+    std::string file_path;
+  };
+
+  void Watch(int fd, uint64_t id, uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = id;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  // Registers `events` for c (none: not watched).
+  void Want(Connection& c, uint32_t events) {
+    if (events == c.events) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = c.id;
+    int op = c.events == 0 ? EPOLL_CTL_ADD : events == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+    ::epoll_ctl(epoll_fd_, op, c.fd, &ev);
+    c.events = events;
+  }
+
+  void Wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+
+  bool stopping() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopping_;
+  }
+
+  void Run() {
+    epoll_event events[64];
+    Clock::time_point swept = Clock::now();
+    while (!stopping()) {
+      int n = ::epoll_wait(epoll_fd_, events, 64, kTickMs);
+      for (int i = 0; i < n; ++i) {
+        uint64_t id = events[i].data.u64;
+        if (id == kListenId) {
+          Accept();
+        } else if (id == kWakeId) {
+          uint64_t count;
+          [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
+          TakeResponses();
+        } else if (auto it = connections_.find(id); it != connections_.end()) {
+          Advance(*it->second);
+        }
+      }
+      if (Clock::now() - swept >= std::chrono::milliseconds(kTickMs)) {
+        swept = Clock::now();
+        Sweep(swept);
+      }
+    }
+    while (!connections_.empty()) Close(*connections_.begin()->second);
+  }
+
+  void Accept() {
+    while (true) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        // Out of descriptors: the listening socket stays readable, so it is
+        // not watched until the next sweep (no spinning meanwhile).
+        if (errno == EMFILE || errno == ENFILE) PauseAccepting(true);
+        return;
+      }
+      auto [ip, peer] = PeerName(addr);
+      auto known = per_peer_.find(ip);
+      bool refused = known != per_peer_.end() && known->second >= options_.max_per_peer;
+      // When full, the connection that has waited longest for its request
+      // makes room: a flood of slow handshakes cannot keep newcomers out.
+      if (!refused && static_cast<int>(connections_.size()) >= options_.max_connections) {
+        refused = !EvictOldestUnanswered();
+      }
+      if (refused) {
+        if (tls_ == nullptr) {
+          static constexpr char kBusy[] =
+              "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+          [[maybe_unused]] ssize_t w = ::send(fd, kBusy, sizeof kBusy - 1, MSG_NOSIGNAL);
+        }
+        ::close(fd);
+        continue;
+      }
+      int& from_peer = ++per_peer_[ip];
+      auto c = std::make_unique<Connection>();
+      c->id = next_id_++;
+      c->fd = fd;
+      c->ip = std::move(ip);
+      c->peer = std::move(peer);
+      c->deadline = Clock::now() + std::chrono::milliseconds(options_.request_deadline_ms);
+      if (tls_ != nullptr) {
+        c->ssl = SSL_new(tls_.get());
+        if (c->ssl == nullptr) {
+          ERR_clear_error();
+          ::close(fd);
+          if (--from_peer == 0) per_peer_.erase(c->ip);
+          continue;
+        }
+        SSL_set_fd(c->ssl, fd);
+        SSL_set_accept_state(c->ssl);
+        c->phase = Phase::kHandshake;
+      }
+      Connection& added = *c;
+      connections_.emplace(added.id, std::move(c));
+      Want(added, EPOLLIN);
+    }
+  }
+
+  // Closes the connection accepted first among those whose request has not
+  // arrived yet; false when there is none.
+  bool EvictOldestUnanswered() {
+    Connection* oldest = nullptr;
+    for (auto& [id, c] : connections_) {
+      if ((c->phase == Phase::kHandshake || c->phase == Phase::kRead) &&
+          (oldest == nullptr || c->deadline < oldest->deadline)) {
+        oldest = c.get();
+      }
+    }
+    if (oldest == nullptr) return false;
+    Close(*oldest);
+    return true;
+  }
+
+  void PauseAccepting(bool pause) {
+    if (pause == accept_paused_) return;
+    epoll_event ev{};
+    ev.events = pause ? 0 : EPOLLIN;
+    ev.data.u64 = kListenId;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+    accept_paused_ = pause;
+  }
+
+  void Close(Connection& c) {
+    if (c.ssl != nullptr) {
+      if (c.phase == Phase::kWrite) SSL_shutdown(c.ssl);
+      SSL_free(c.ssl);
+      ERR_clear_error();
+    }
+    Want(c, 0);
+    ::close(c.fd);
+    if (c.file.is_open()) c.file.close();
+    if (!c.file_path.empty()) std::remove(c.file_path.c_str());
+    if (auto it = per_peer_.find(c.ip); it != per_peer_.end() && --it->second <= 0) per_peer_.erase(it);
+    connections_.erase(c.id);  // c is gone
+  }
+
+  // Closes connections past their deadline.
+  void Sweep(Clock::time_point now) {
+    PauseAccepting(false);
+    std::vector<Connection*> late;
+    for (auto& [id, c] : connections_) {
+      if (c->phase != Phase::kHandle && now > c->deadline) late.push_back(c.get());
+    }
+    for (Connection* c : late) Close(*c);
+  }
+
+  // The connection is readable or writable: goes as far as it can.
+  void Advance(Connection& c) {
+    if (c.phase == Phase::kHandshake && !Handshake(c)) return;
+    if (c.phase == Phase::kRead) Read(c);
+    else if (c.phase == Phase::kWrite) Write(c);
+  }
+
+  // False when the handshake is not done (waiting, or the connection closed).
+  bool Handshake(Connection& c) {
+    int r = SSL_do_handshake(c.ssl);
+    if (r == 1) {
+      c.identity = PeerIdentity(c.ssl);
+      c.phase = Phase::kRead;
+      return true;
+    }
+    switch (SSL_get_error(c.ssl, r)) {
+      case SSL_ERROR_WANT_READ: Want(c, EPOLLIN); return false;
+      case SSL_ERROR_WANT_WRITE: Want(c, EPOLLOUT); return false;
+      default: Close(c); return false;  // no certificate, another CA, expired, garbage
+    }
+  }
+
+  void Read(Connection& c) {
+    char buf[4096];
+    while (c.in.find("\r\n\r\n") == std::string::npos && c.in.size() <= kMaxHeaderBytes) {
+      ssize_t n;
+      if (c.ssl != nullptr) {
+        int r = SSL_read(c.ssl, buf, sizeof buf);
+        if (r <= 0) {
+          int e = SSL_get_error(c.ssl, r);
+          if (e == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN);
+          if (e == SSL_ERROR_WANT_WRITE) return Want(c, EPOLLOUT);
+          return Close(c);
+        }
+        n = r;
+      } else {
+        n = ::recv(c.fd, buf, sizeof buf, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLIN);
+        if (n <= 0) return Close(c);
+      }
+      c.in.append(buf, static_cast<size_t>(n));
+    }
+    size_t end = c.in.find("\r\n\r\n");
+    if (end == std::string::npos || end > kMaxHeaderBytes) {
+      return Send(c, Prepare(Text(431, "request headers too large\n"), false));
+    }
+    // The handler may take a while (a pack is exported first): on a worker.
+    c.phase = Phase::kHandle;
+    Want(c, 0);
+    HttpRequest request;
+    request.peer = c.peer;
+    request.identity = c.identity;
+    tasks::Pool& pool = IsQuick(c.in) ? *quick_ : *workers_;
+    pool.Run([this, id = c.id, head = std::move(c.in), request = std::move(request)]() mutable {
+      if (stopping()) return;
+      HttpResponse response = Respond(head, request, handler_);
+      if (!request.request_id.empty()) response.headers["X-Request-Id"] = request.request_id;
+      if (response.status == 403 || response.status == 429) LogRefusal(request, response);
+      Prepared prepared = Prepare(std::move(response), request.method == "HEAD");
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_.emplace_back(id, std::move(prepared));
+      }
+      Wake();
+    });
+  }
+
+  // Whether the request line of `head` asks for one of the quick paths
+  // (compared as sent, without the query).
+  bool IsQuick(std::string_view head) const {
+    size_t from = head.find(' ');
+    if (from == std::string_view::npos) return false;
+    size_t to = head.find_first_of(" ?\r", from + 1);
+    std::string_view target = head.substr(from + 1, to == std::string_view::npos ? 0 : to - from - 1);
+    return std::find(options_.quick_paths.begin(), options_.quick_paths.end(), target) != options_.quick_paths.end();
+  }
+
+  // Responses the workers finished, to their connections.
+  void TakeResponses() {
+    std::vector<std::pair<uint64_t, Prepared>> ready;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready.swap(ready_);
+    }
+    for (auto& [id, prepared] : ready) {
+      auto it = connections_.find(id);
+      if (it == connections_.end()) {
+        if (!prepared.file_path.empty()) std::remove(prepared.file_path.c_str());
+        continue;
+      }
+      Send(*it->second, std::move(prepared));
+    }
+  }
+
+  void Send(Connection& c, Prepared prepared) {
+    c.phase = Phase::kWrite;
+    c.out = std::move(prepared.bytes);
+    c.sent = 0;
+    c.file_path = std::move(prepared.file_path);
+    if (!c.file_path.empty()) c.file.open(c.file_path, std::ios::binary);
+    c.deadline = Clock::now() + std::chrono::milliseconds(options_.send_idle_ms);
+    Write(c);
+  }
+
+  void Write(Connection& c) {
+    while (true) {
+      if (c.sent == c.out.size()) {
+        c.out.clear();
+        c.sent = 0;
+        if (c.file.is_open()) {
+          c.out.resize(kFileChunk);
+          c.file.read(c.out.data(), static_cast<std::streamsize>(c.out.size()));
+          c.out.resize(static_cast<size_t>(c.file.gcount()));
+        }
+        if (c.out.empty()) return Close(c);  // all sent
+      }
+      const char* data = c.out.data() + c.sent;
+      size_t left = c.out.size() - c.sent;
+      ssize_t n;
+      if (c.ssl != nullptr) {
+        int r = SSL_write(c.ssl, data, static_cast<int>(std::min<size_t>(left, 1 << 20)));
+        if (r <= 0) {
+          int e = SSL_get_error(c.ssl, r);
+          if (e == SSL_ERROR_WANT_WRITE) return Want(c, EPOLLOUT);
+          if (e == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN);
+          return Close(c);
+        }
+        n = r;
+      } else {
+        n = ::send(c.fd, data, left, MSG_NOSIGNAL);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLOUT);
+        if (n <= 0) return Close(c);
+      }
+      c.sent += static_cast<size_t>(n);
+      c.deadline = Clock::now() + std::chrono::milliseconds(options_.send_idle_ms);
+    }
+  }
+
+  const HttpHandler handler_;
+  const HttpOptions options_;
+  const std::shared_ptr<SSL_CTX> tls_;
+  const int listen_fd_, epoll_fd_, wake_fd_;
+  std::unique_ptr<tasks::Pool> workers_;
+  std::unique_ptr<tasks::Pool> quick_;  // for options_.quick_paths
+  std::thread thread_;
+  // The loop thread's own.
+  std::map<uint64_t, std::unique_ptr<Connection>> connections_;
+  std::map<std::string, int> per_peer_;
+  uint64_t next_id_ = 2;
+  bool accept_paused_ = false;
+  std::mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::pair<uint64_t, Prepared>> ready_ ABSL_GUARDED_BY(mu_);  // responses for the loop
+};
+
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen, HttpHandler handler,
-                                                              int max_connections, const HttpTls* tls) {
+                                                              const HttpOptions& options, const HttpTls* tls) {
   std::shared_ptr<SSL_CTX> tls_ctx;
   if (tls != nullptr) {
     auto made = NewTlsContext(*tls);
@@ -217,14 +626,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found); rc != 0) {
     return absl::InvalidArgumentError(absl::StrCat("http: '", listen, "': ", gai_strerror(rc)));
   }
-  std::unique_ptr<HttpServer> server(new HttpServer());
-  server->handler_ = std::move(handler);
-  server->max_connections_ = max_connections;
-  server->tls_ = tls_ctx;
-  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  bool ok = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 64) == 0;
+  bool ok = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 256) == 0;
   ::freeaddrinfo(found);
   if (!ok) {
     std::string why = std::strerror(errno);
@@ -236,141 +641,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
   int real_port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                               : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  server->listen_fd_ = fd;
+  std::unique_ptr<HttpServer> server(new HttpServer());
   server->address_ = absl::StrCat(listen.substr(0, colon), ":", real_port);
-  server->acceptor_ = std::thread([s = server.get()] { s->Accept(); });
+  server->loop_ = std::make_unique<EventLoop>(std::move(handler), options, std::move(tls_ctx), fd);
   return server;
 }
 
-HttpServer::~HttpServer() {
-  stopping_ = true;
-  ::shutdown(listen_fd_, SHUT_RDWR);
-  if (acceptor_.joinable()) acceptor_.join();
-  ::close(listen_fd_);
-  while (open_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-}
-
-void HttpServer::Accept() {
-  while (!stopping_) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0) continue;
-    sockaddr_storage peer{};
-    socklen_t len = sizeof peer;
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    char ip[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (peer.ss_family == AF_INET) {
-      auto* a = reinterpret_cast<sockaddr_in*>(&peer);
-      ::inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
-      port = ntohs(a->sin_port);
-    } else if (peer.ss_family == AF_INET6) {
-      auto* a = reinterpret_cast<sockaddr_in6*>(&peer);
-      ::inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-      port = ntohs(a->sin6_port);
-    }
-    if (open_.load() >= max_connections_) {
-      if (tls_ == nullptr) {
-        Conn(fd, nullptr).Write("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-      }
-      ::close(fd);
-      continue;
-    }
-    ++open_;
-    std::thread([this, fd, peer_name = absl::StrCat(ip, ":", port)] {
-      Serve(fd, peer_name);
-      ::close(fd);
-      --open_;
-    }).detach();
-  }
-}
-
-void HttpServer::Serve(int fd, std::string peer) {
-  SetTimeouts(fd);
-  HttpRequest request;
-  request.peer = std::move(peer);
-  SSL* ssl = nullptr;
-  if (tls_ != nullptr) {
-    ssl = SSL_new(static_cast<SSL_CTX*>(tls_.get()));
-    if (ssl == nullptr) return;
-    SSL_set_fd(ssl, fd);
-    if (SSL_accept(ssl) != 1) {  // no certificate, another CA, expired: refused here
-      SSL_free(ssl);
-      ERR_clear_error();
-      return;
-    }
-    request.identity = PeerIdentity(ssl);
-  }
-  Conn conn(fd, ssl);
-  std::string head;
-  bool too_large = false;
-  HttpResponse response;
-  if (!ReadHead(conn, &head, &too_large)) {
-    if (!too_large) return;
-    response = Text(431, "request headers too large\n");
-  } else {
-    std::vector<std::string> lines = absl::StrSplit(head.substr(0, head.find("\r\n\r\n")), "\r\n");
-    std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
-    if (first.size() != 3 || first[2].rfind("HTTP/1.", 0) != 0) {
-      response = Text(400, "bad request line\n");
-    } else {
-      request.method = first[0];
-      std::string target = first[1];
-      size_t q = target.find('?');
-      request.raw_path = target.substr(0, q);
-      auto path = UrlDecode(request.raw_path);
-      bool bad = !path.ok();
-      if (path.ok()) request.path = *path;
-      if (q != std::string::npos) {
-        std::vector<std::string> pairs = absl::StrSplit(target.substr(q + 1), '&', absl::SkipEmpty());
-        for (std::string_view pair : pairs) {
-          size_t eq = pair.find('=');
-          auto k = UrlDecode(pair.substr(0, eq));
-          auto v = UrlDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-          if (!k.ok() || !v.ok()) bad = true;
-          else request.query[*k] = *v;
-        }
-      }
-      for (size_t i = 1; i < lines.size(); ++i) {
-        size_t colon = lines[i].find(':');
-        if (colon == std::string::npos) continue;
-        request.headers[absl::AsciiStrToLower(lines[i].substr(0, colon))] =
-            std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
-      }
-      if (bad) {
-        response = Text(400, "bad escape in the URL\n");
-      } else if (request.method != "GET" && request.method != "HEAD") {
-        response = Text(405, "only GET and HEAD\n");
-        response.headers["Allow"] = "GET, HEAD";
-      } else {
-        response = handler_(request);
-      }
-    }
-  }
-  std::ifstream file;
-  uint64_t length = response.body.size();
-  if (!response.file_to_send_and_remove.empty()) {
-    file.open(response.file_to_send_and_remove, std::ios::binary | std::ios::ate);
-    length = file ? static_cast<uint64_t>(file.tellg()) : 0;
-    file.seekg(0);
-  }
-  std::string out = absl::StrCat("HTTP/1.1 ", response.status, " ", Reason(response.status),
-                                 "\r\nContent-Type: ", response.content_type, "\r\nContent-Length: ", length,
-                                 "\r\nConnection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
-  for (const auto& [k, v] : response.headers) absl::StrAppend(&out, k, ": ", v, "\r\n");
-  out += "\r\n";
-  bool sent = conn.Write(out);
-  if (request.method != "HEAD" && sent) {
-    if (file.is_open()) {
-      char buf[64 * 1024];
-      while (sent && file.read(buf, sizeof buf), file.gcount() > 0) {
-        sent = conn.Write(std::string_view(buf, static_cast<size_t>(file.gcount())));
-      }
-    } else {
-      conn.Write(response.body);
-    }
-  }
-  if (!response.file_to_send_and_remove.empty()) std::remove(response.file_to_send_and_remove.c_str());
-}
+HttpServer::~HttpServer() = default;
 
 }  // namespace ledger::ops

@@ -1,18 +1,33 @@
 // A small HTTP/1.1 server for operators' endpoints (/metrics, /healthz,
 // /readyz, the dashboard): GET and HEAD only, one request per connection
-// (Connection: close), a thread per connection up to a cap. Requests are
-// at most 16 KiB of headers and must arrive within 10 s.
+// (Connection: close).
+//
+// One thread runs an event loop (epoll, non-blocking sockets and OpenSSL)
+// that accepts connections, completes TLS handshakes, reads requests and
+// writes responses, files included; a few worker threads run the handler
+// (and one more the requests for quick_paths).
+// So a connection that is slow to speak costs a socket, not a thread, and:
+//   - the TLS handshake and the request head (at most 16 KiB) must arrive
+//     within one deadline from the accept (HttpOptions::request_deadline_ms),
+//     however the bytes trickle in;
+//   - at most max_per_peer connections are open from one peer address;
+//     beyond, a new one is closed at once (in plain text after a 503);
+//   - at most max_connections are open in all; beyond, the one that has
+//     waited longest for its request is closed to make room (when every
+//     connection is being answered, the new one is closed);
+//   - a response that makes no progress for send_idle_ms is dropped.
+// Refusals (403, 429) are logged (event "http_refused": path, status,
+// identity, peer, request id, the response's first line).
 //
 // Thread-safe: the handler is called from several threads at once.
 #ifndef OPS_HTTP_H_
 #define OPS_HTTP_H_
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "export/pack/pack.h"
@@ -29,6 +44,9 @@ struct HttpRequest {
   // With TLS: the identity of the verified client certificate (first URI
   // SAN, else DNS SAN, else CN; auth/identity.h). Empty in plain text.
   std::string identity;
+  // The client's X-Request-Id when usable (jsonlog::RequestId), else a
+  // fresh one; the response carries it back as X-Request-Id.
+  std::string request_id;
 };
 
 struct HttpResponse {
@@ -38,6 +56,9 @@ struct HttpResponse {
   // When set, the body is this file's contents (streamed), then it is removed.
   std::string file_to_send_and_remove;
   std::map<std::string, std::string> headers;
+  // Why the request was refused, for the log line of a 403 or 429 (not
+  // sent); when empty, the first line of a plain-text body.
+  std::string refusal;
 };
 
 // A plain-text response.
@@ -53,32 +74,38 @@ struct HttpTls {
   std::string client_ca_pem;
 };
 
+struct HttpOptions {
+  int max_connections = 512;         // open at once, from all peers
+  int max_per_peer = 16;             // open at once from one peer address
+  int request_deadline_ms = 10'000;  // from the accept to a whole request head, TLS handshake included
+  int send_idle_ms = 60'000;         // a response making no progress this long is dropped
+  int workers = 4;                   // threads running the handler
+  // Requests for these paths (e.g. probes and scrapes) run on a thread of
+  // their own, so they never wait behind slow pages or pack downloads.
+  std::vector<std::string> quick_paths;
+};
+
+class EventLoop;
+
 class HttpServer {
  public:
   // Listens on HOST:PORT (port 0 picks one), with TLS when `tls` is given.
   // INVALID_ARGUMENT for a bad address or unusable TLS material,
   // UNAVAILABLE when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& listen, HttpHandler handler,
-                                                           int max_connections = 32,
+                                                           const HttpOptions& options = {},
                                                            const HttpTls* tls = nullptr);
-  // Stops accepting and waits for open connections to finish.
+  // Stops accepting, closes every connection and waits for running
+  // handlers to return; no handler runs after it.
   ~HttpServer();
 
   const std::string& address() const { return address_; }
 
  private:
   HttpServer() = default;
-  void Accept();
-  void Serve(int fd, std::string peer);
 
-  HttpHandler handler_;
-  std::shared_ptr<void> tls_;  // an SSL_CTX, when serving TLS
-  int listen_fd_ = -1;
-  int max_connections_ = 32;
+  std::unique_ptr<EventLoop> loop_;
   std::string address_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<int> open_{0};
-  std::thread acceptor_;
 };
 
 // "%41" and "+" decoded; INVALID_ARGUMENT for a bad escape.

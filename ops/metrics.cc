@@ -150,4 +150,12 @@ std::string Metrics::Render() {
   return out;
 }
 
+absl::Status MayScrape(const auth::Policy& policy, std::string_view identity) {
+  const auth::Rule* rule = policy.Find(identity);
+  if (rule != nullptr && rule->Permits(auth::Action::kScrapeMetrics)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("identity '", std::string(identity),
+                                                  "' may not scrape /metrics (the metrics role, admin, or a reader "
+                                                  "or auditor of every team may)"));
+}
+
 }  // namespace ledger::ops

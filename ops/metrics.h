@@ -29,6 +29,8 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "auth/policy.h"
 #include "export/exporter/export_service.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
@@ -60,6 +62,12 @@ class Metrics {
   StepCounts steps_;
   std::chrono::steady_clock::time_point steps_at_{};
 };
+
+// Whether `identity` may read /metrics, whose figures name every team: the
+// metrics role, admin, or a reader or auditor of every team (with TLS; in
+// plain text everyone is "local", admin). PERMISSION_DENIED naming the
+// identity and the rule otherwise.
+absl::Status MayScrape(const auth::Policy& policy, std::string_view identity);
 
 }  // namespace ledger::ops
 

@@ -3,7 +3,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -57,6 +63,191 @@ TEST(Http, RoutesQueriesAndRefusals) {
             "HTTP/1.1 431");
   std::string head = Exchange(addr, "HEAD /echo?team=a HTTP/1.1\r\nX-Id: 1\r\n\r\n");
   EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n");  // headers only
+}
+
+// A connection to `address` from `source`, or -1.
+int Connect(const std::string& address, const char* source = "127.0.0.1") {
+  int port = std::stoi(address.substr(address.rfind(':') + 1));
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Everything the server sends until it closes (at most `seconds`).
+std::string ReadAll(int fd, int seconds = 5) {
+  timeval tv{seconds, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+TEST(Http, ServesFarMoreIdleConnectionsThanThreads) {
+  HttpOptions options;
+  options.max_per_peer = 1000;
+  options.workers = 2;
+  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) {
+    int fd = Connect((*server)->address());
+    ASSERT_GE(fd, 0);
+    ::send(fd, "GET / HTTP/1.1\r\n", 16, MSG_NOSIGNAL);  // and never the rest
+    idle.push_back(fd);
+  }
+  EXPECT_EQ(Exchange((*server)->address(), "GET / HTTP/1.1\r\n\r\n").substr(0, 15), "HTTP/1.1 200 OK");
+  for (int fd : idle) ::close(fd);
+}
+
+TEST(Http, RequestDeadlineBoundsATrickleAsAWhole) {
+  HttpOptions options;
+  options.request_deadline_ms = 600;
+  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  int fd = Connect((*server)->address());
+  ASSERT_GE(fd, 0);
+  auto started = std::chrono::steady_clock::now();
+  bool closed = false;
+  // A byte every 100 ms: no single read waits long, the whole never ends.
+  for (int i = 0; i < 40 && !closed; ++i) {
+    closed = ::send(fd, "G", 1, MSG_NOSIGNAL) < 0;
+    char c;
+    closed = closed || ::recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto lasted = std::chrono::steady_clock::now() - started;
+  EXPECT_TRUE(closed);
+  EXPECT_LT(lasted, std::chrono::milliseconds(1500));
+  ::close(fd);
+}
+
+TEST(Http, CapsConnectionsPerPeerAddress) {
+  HttpOptions options;
+  options.max_per_peer = 3;
+  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) held.push_back(Connect((*server)->address(), "127.0.0.2"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // accepted
+  int over = Connect((*server)->address(), "127.0.0.2");
+  EXPECT_EQ(ReadAll(over), "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  ::close(over);
+  // Another address is not affected; a closed connection frees its place.
+  EXPECT_EQ(Exchange((*server)->address(), "GET / HTTP/1.1\r\n\r\n").substr(0, 15), "HTTP/1.1 200 OK");
+  ::close(held.back());
+  held.pop_back();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int again = Connect((*server)->address(), "127.0.0.2");
+  ::send(again, "GET / HTTP/1.1\r\n\r\n", 18, MSG_NOSIGNAL);
+  EXPECT_EQ(ReadAll(again).substr(0, 15), "HTTP/1.1 200 OK");
+  ::close(again);
+  for (int fd : held) ::close(fd);
+}
+
+TEST(Http, QuickPathsDoNotWaitBehindSlowHandlers) {
+  std::atomic<bool> release{false};
+  HttpOptions options;
+  options.workers = 1;
+  options.quick_paths = {"/healthz"};
+  auto server = HttpServer::Start(
+      "127.0.0.1:0",
+      [&](const HttpRequest& r) {
+        for (int i = 0; r.path == "/slow" && !release && i < 500; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return Text(200, r.path + "\n");
+      },
+      options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.emplace_back([&] { Exchange((*server)->address(), "GET /slow HTTP/1.1\r\n\r\n"); });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the worker is busy, two wait
+  auto started = std::chrono::steady_clock::now();
+  std::string probe = Exchange((*server)->address(), "GET /healthz?x=1 HTTP/1.1\r\n\r\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+  EXPECT_EQ(probe.substr(probe.size() - 9), "/healthz\n");
+  EXPECT_FALSE(release.load());
+  release = true;
+  for (std::thread& t : slow) t.join();
+}
+
+TEST(Http, WhenFullTheLongestWaitingConnectionMakesRoom) {
+  HttpOptions options;
+  options.max_connections = 20;
+  options.max_per_peer = 5;
+  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  // Five slow connections from each of eight addresses: twice the room.
+  std::vector<int> slow;
+  for (int a = 2; a < 10; ++a) {
+    std::string source = "127.0.0." + std::to_string(a);
+    for (int i = 0; i < 5; ++i) {
+      int fd = Connect((*server)->address(), source.c_str());
+      ASSERT_GE(fd, 0);
+      ::send(fd, "GET / HTTP/1.1\r\n", 16, MSG_NOSIGNAL);
+      slow.push_back(fd);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Exchange((*server)->address(), "GET / HTTP/1.1\r\n\r\n").substr(0, 15), "HTTP/1.1 200 OK");
+  // The first ones were closed to make room; the last ones still wait.
+  EXPECT_EQ(ReadAll(slow.front(), 1), "");
+  char c;
+  EXPECT_EQ(::recv(slow.back(), &c, 1, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  for (int fd : slow) ::close(fd);
+}
+
+TEST(Http, AResponseThatMakesNoProgressIsDropped) {
+  HttpOptions options;
+  options.send_idle_ms = 300;
+  const std::string body(16 << 20, 'x');
+  auto server = HttpServer::Start("127.0.0.1:0", [&](const HttpRequest&) { return Text(200, body); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  int fd = Connect((*server)->address());
+  ASSERT_GE(fd, 0);
+  ::send(fd, "GET / HTTP/1.1\r\n\r\n", 18, MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // reads nothing meanwhile
+  std::string got = ReadAll(fd, 2);
+  EXPECT_EQ(got.substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_LT(got.size(), body.size());  // cut short: the rest was never sent
+  ::close(fd);
+}
+
+TEST(Http, StreamsAFileAndRemovesIt) {
+  testing::TempDir dir;
+  std::string path = dir.Sub("pack.bin");
+  std::string content(300 * 1024, 'x');
+  for (size_t i = 0; i < content.size(); i += 7) content[i] = static_cast<char>('a' + i % 26);
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << content;
+  }
+  auto server = HttpServer::Start("127.0.0.1:0", [&](const HttpRequest&) {
+    HttpResponse r;
+    r.file_to_send_and_remove = path;
+    return r;
+  });
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::string got = Exchange((*server)->address(), "GET / HTTP/1.1\r\n\r\n");
+  ASSERT_NE(got.find("Content-Length: 307200\r\n"), std::string::npos) << got.substr(0, 200);
+  EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), content);
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(Http, EscapingHelpers) {

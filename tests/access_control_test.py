@@ -398,7 +398,7 @@ def main():
         ("auditor-a", "/teams/team-a/runs/run-a/pack.tar.gz", 200),
         ("auditor-a", "/teams/team-b/runs/run-b/pack.tar.gz", 403),
         ("auditor-all", "/teams/team-b/runs/run-b/pack.tar.gz", 200), ("admin", "/teams/team-b", 200),
-        ("unknown", "/metrics", 200), ("unknown", "/healthz", 200),
+        ("unknown", "/metrics", 403), ("admin", "/metrics", 200), ("unknown", "/healthz", 200),
         ("no-cert", "/healthz", "tls refused"), ("other-ca", "/metrics", "tls refused"),
         ("expired", "/teams/team-a", "tls refused"),
     ]

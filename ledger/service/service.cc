@@ -299,8 +299,10 @@ class AppendStreamReactor final
 // dropped meanwhile gets PERMISSION_DENIED instead of the next chunk.
 class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
  public:
-  EntriesReactor(const log::Log* log, const auth::Gate* gate, auth::Caller caller, uint64_t from, uint64_t to)
-      : log_(log), gate_(gate), caller_(std::move(caller)), next_(from), to_(to) {
+  // Entries of `ranges` ([from, to) each, ascending, not overlapping).
+  EntriesReactor(const log::Log* log, const auth::Gate* gate, auth::Caller caller,
+                 std::vector<std::pair<uint64_t, uint64_t>> ranges)
+      : log_(log), gate_(gate), caller_(std::move(caller)), ranges_(std::move(ranges)) {
     Next();
   }
 
@@ -319,7 +321,10 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
 
   void Next() {
     if (pos_ == chunk_.size()) {
-      if (!denied_.ok() || next_ >= to_) {
+      while (range_ < ranges_.size() && next_ >= ranges_[range_].second) {
+        if (++range_ < ranges_.size()) next_ = ranges_[range_].first;
+      }
+      if (!denied_.ok() || range_ == ranges_.size()) {
         Finish(ToGrpc(denied_));
         return;
       }
@@ -331,7 +336,7 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
         return;
       }
       all_ = caller_.CoversAllTeams(Action::kReadEntries);
-      uint64_t end = std::min(to_, next_ + kChunk);
+      uint64_t end = std::min(ranges_[range_].second, next_ + kChunk);
       absl::Status s = log_->ScanEntries(next_, end, [&](uint64_t seq, std::string_view leaf) {
         if (!all_) {
           auto team = receipt::TeamOf(leaf);
@@ -368,11 +373,41 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
   auth::Caller caller_;
   bool all_ = false;
   absl::Status denied_;
-  uint64_t next_;
-  const uint64_t to_;
+  const std::vector<std::pair<uint64_t, uint64_t>> ranges_;
+  size_t range_ = 0;
+  uint64_t next_ = ranges_.empty() ? 0 : ranges_.front().first;
   std::vector<pb::Entry> chunk_;
   size_t pos_ = 0;
 };
+
+// The runs of consecutive entries of a request's `seqs`, checked.
+absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> RangesOf(const pb::GetEntriesRequest& request,
+                                                                    uint64_t size) {
+  constexpr int kMaxSeqs = 1000;
+  if (request.seqs_size() > kMaxSeqs) {
+    return absl::InvalidArgumentError(absl::StrCat("seqs: at most ", kMaxSeqs, ", got ", request.seqs_size()));
+  }
+  if (request.from_seq() != 0 || request.to_seq() != 0) {
+    return absl::InvalidArgumentError("from_seq, to_seq: must be 0 when seqs are given");
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (int i = 0; i < request.seqs_size(); ++i) {
+    uint64_t seq = request.seqs(i);
+    if (!ranges.empty() && seq < ranges.back().second) {
+      return absl::InvalidArgumentError(absl::StrCat("seqs[", i, "]: ", seq, " is not above seqs[", i - 1,
+                                                     "] (ascending, without repeats)"));
+    }
+    if (seq >= size) {
+      return absl::OutOfRangeError(absl::StrCat("seqs[", i, "]: ", seq, " is beyond the log's size ", size));
+    }
+    if (!ranges.empty() && seq == ranges.back().second) {
+      ++ranges.back().second;
+    } else {
+      ranges.emplace_back(seq, seq + 1);
+    }
+  }
+  return ranges;
+}
 
 }  // namespace
 
@@ -582,6 +617,11 @@ grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(
   if (!caller.ok()) return new Refused<Base>(caller.status());
   if (auto s = caller->CheckRole(Action::kReadEntries); !s.ok()) return new Refused<Base>(s);
   uint64_t size = log_->head().size;
+  if (request->seqs_size() > 0) {
+    auto ranges = RangesOf(*request, size);
+    if (!ranges.ok()) return new Refused<Base>(ranges.status());
+    return new EntriesReactor(log_, gate_, *std::move(caller), *std::move(ranges));
+  }
   if (request->from_seq() > request->to_seq()) {
     return new Refused<Base>(absl::InvalidArgumentError(absl::StrCat(
         "from_seq: ", request->from_seq(), " is larger than to_seq ", request->to_seq())));
@@ -590,7 +630,7 @@ grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(
     return new Refused<Base>(absl::OutOfRangeError(
         absl::StrCat("to_seq: ", request->to_seq(), " is beyond the log's size ", size)));
   }
-  return new EntriesReactor(log_, gate_, *std::move(caller), request->from_seq(), request->to_seq());
+  return new EntriesReactor(log_, gate_, *std::move(caller), {{request->from_seq(), request->to_seq()}});
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate* gate,
