@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "export/tasks/channel.h"
+#include "export/verify/proof_line.h"
 #include "export/tasks/tasks.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
-#include "nlohmann/json.hpp"
 
 namespace ledger::verify {
 
@@ -95,92 +95,6 @@ struct Record {
   int64_t logged_at_us;
   uint64_t run_prev_plus_one;  // 0: none
   uint8_t flags;
-};
-
-// Reads proof lines: the exporter's exact form
-// {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]} fast, reusing the
-// hashes the line before spelled the same way (neighbours share most of
-// their path), anything else through the general JSON parser.
-class ProofLineParser {
- public:
-  // False if `line` is not a proof line. `line` MUST stay valid until the
-  // next call.
-  bool Parse(std::string_view line, int64_t* seq, std::string_view* leaf_hash,
-             std::vector<hash::Hash>* path) {
-    if (Fast(line, seq, leaf_hash, path)) return true;
-    hex_.clear();
-    path->clear();
-    nlohmann::json proof = nlohmann::json::parse(line, nullptr, false);
-    if (proof.is_discarded() || !proof.is_object() || !proof.contains("seq") ||
-        !proof["seq"].is_number_unsigned() || !proof.contains("leaf_hash") ||
-        !proof["leaf_hash"].is_string() || !proof.contains("inclusion") ||
-        !proof["inclusion"].is_array() || proof.size() != 3) {
-      return false;
-    }
-    *seq = proof["seq"].get<int64_t>();
-    slow_leaf_hash_ = proof["leaf_hash"].get<std::string>();
-    *leaf_hash = slow_leaf_hash_;
-    for (const auto& h : proof["inclusion"]) {
-      if (!h.is_string()) return false;
-      auto parsed = hash::ParseHex(h.get<std::string>());
-      if (!parsed.ok()) return false;
-      path->push_back(*parsed);
-    }
-    return true;
-  }
-
- private:
-  bool Fast(std::string_view s, int64_t* seq, std::string_view* leaf_hash, std::vector<hash::Hash>* path) {
-    constexpr std::string_view kSeq = "{\"seq\":", kLeaf = ",\"leaf_hash\":\"", kInc = "\",\"inclusion\":[";
-    if (s.substr(0, kSeq.size()) != kSeq) return false;
-    s.remove_prefix(kSeq.size());
-    size_t digits = 0;
-    int64_t v = 0;
-    while (digits < s.size() && digits < 16 && s[digits] >= '0' && s[digits] <= '9') {
-      v = v * 10 + (s[digits] - '0');
-      ++digits;
-    }
-    if (digits == 0 || (s[0] == '0' && digits > 1) || s.substr(digits, kLeaf.size()) != kLeaf ||
-        s.size() < digits + kLeaf.size() + 64 + kInc.size() ||
-        s.substr(digits + kLeaf.size() + 64, kInc.size()) != kInc) {
-      return false;
-    }
-    *seq = v;
-    *leaf_hash = s.substr(digits + kLeaf.size(), 64);
-    s.remove_prefix(digits + kLeaf.size() + 64 + kInc.size());
-    size_t n = 0;
-    while (!s.empty() && s[0] == '"' && s.size() >= 66 && s[65] == '"') {
-      std::string_view hex = s.substr(1, 64);
-      if (n < hex_.size() && hex_[n] == hex) {
-        // Spelled as the line before did: the same, already checked, hash.
-      } else {
-        hash::Hash h;
-        if (!hash::ParseHexTo(hex, &h)) return Reset(path);
-        if (n < hex_.size()) {
-          hex_[n] = hex;
-          (*path)[n] = h;
-        } else {
-          hex_.push_back(hex);
-          path->push_back(h);
-        }
-      }
-      ++n;
-      s.remove_prefix(66);
-      if (!s.empty() && s[0] == ',' && s.size() > 1 && s[1] == '"') s.remove_prefix(1);
-    }
-    if (s != "]}") return Reset(path);
-    hex_.resize(n);
-    path->resize(n);
-    return true;
-  }
-  bool Reset(std::vector<hash::Hash>* path) {
-    hex_.clear();
-    path->clear();
-    return false;
-  }
-
-  std::vector<std::string_view> hex_;  // the previous line's hashes as spelled
-  std::string slow_leaf_hash_;
 };
 
 // A pass over one file's lines, fed a chunk at a time.
@@ -478,7 +392,6 @@ class StreamCheck::ProofPass : public LinePass {
                                std::optional<Record> before) const {
     merkle::InclusionVerifier inclusion(cp_.size, cp_.root);
     ProofLineParser parser;
-    std::vector<hash::Hash> path;
     std::optional<Failure> failure;
     size_t k = 0;
     ForEachLine(chunk, [&](std::string_view line) {
@@ -493,7 +406,7 @@ class StreamCheck::ProofPass : public LinePass {
       };
       int64_t proof_seq = -1;
       std::string_view proof_leaf_hash;
-      if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash, &path) ||
+      if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash) ||
           proof_seq != rec.tail_seq) {
         return fail(Failure::kProof, "not the proof line of this entry");
       }
@@ -503,7 +416,7 @@ class StreamCheck::ProofPass : public LinePass {
                                                   std::string(proof_leaf_hash)));
       }
       if (static_cast<uint64_t>(rec.tail_seq) < cp_.size) {
-        if (auto st = inclusion.Verify(static_cast<uint64_t>(rec.tail_seq), rec.leaf_hash, path); !st.ok()) {
+        if (auto st = inclusion.Verify(static_cast<uint64_t>(rec.tail_seq), rec.leaf_hash, parser.path()); !st.ok()) {
           return fail(Failure::kProof, std::string(st.message()));
         }
       }
