@@ -16,7 +16,7 @@
 //   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
-//   ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]
+//   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
 #include <chrono>
@@ -394,17 +394,52 @@ int Report(const Result& result, const Flags& flags) {
   return result.ok ? 0 : 1;
 }
 
+// The key `verify` checks against: --vkey FILE or --vkey-string S, or
+// none with --trust-pack-key. A key given but empty or malformed is
+// INVALID_ARGUMENT (exit 2) naming the flag, never a fall back to the key
+// inside the pack.
+absl::StatusOr<ledger::verify::Options> VerifyOptions(const Flags& flags) {
+  bool file = flags.Has("vkey"), line = flags.Has("vkey-string");
+  ledger::verify::Options options;
+  options.trust_pack_key = flags.Bool("trust-pack-key");
+  if (file && line) return absl::InvalidArgumentError("verify: give --vkey FILE or --vkey-string S, not both");
+  if (options.trust_pack_key && (file || line)) {
+    return absl::InvalidArgumentError("verify: --trust-pack-key with a key given: give one or the other");
+  }
+  if (options.trust_pack_key) return options;
+  if (!file && !line) {
+    return absl::InvalidArgumentError(
+        "verify: give the ledger's key (--vkey FILE or --vkey-string S), or --trust-pack-key to trust the "
+        "key inside the pack");
+  }
+  std::string flag = file ? "--vkey" : "--vkey-string";
+  if (file) {
+    const std::string& path = flags.Get("vkey");
+    std::ifstream in(path);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("--vkey: cannot read ", path));
+    std::getline(in, options.vkey);
+    while (!options.vkey.empty() && (options.vkey.back() == '\r' || options.vkey.back() == ' ')) {
+      options.vkey.pop_back();
+    }
+    if (options.vkey.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--vkey: ", path, " holds no verifier key line"));
+    }
+    flag = absl::StrCat("--vkey: ", path);
+  } else {
+    options.vkey = flags.Get("vkey-string");
+    if (options.vkey.empty()) return absl::InvalidArgumentError("--vkey-string: empty");
+  }
+  if (auto key = ledger::note::Verifier::Parse(options.vkey); !key.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": not a verifier key (", key.status().message(), ")"));
+  }
+  return options;
+}
+
 int Verify(const Flags& flags) {
   if (flags.positional().size() != 2) return Fail(absl::InvalidArgumentError("verify: give one PACK"));
-  ledger::verify::Options options;
-  if (!flags.Get("vkey-string").empty()) {
-    options.vkey = flags.Get("vkey-string");
-  } else if (!flags.Get("vkey").empty()) {
-    auto vkey = ReadVkeyFile(flags.Get("vkey"));
-    if (!vkey.ok()) return Fail(vkey.status());
-    options.vkey = *vkey;
-  }
-  auto result = ledger::verify::VerifyPack(flags.positional()[1], options);
+  auto options = VerifyOptions(flags);
+  if (!options.ok()) return Fail(options.status());
+  auto result = ledger::verify::VerifyPack(flags.positional()[1], *options);
   if (!result.ok()) return Fail(result.status());
   return Report(*result, flags);
 }
@@ -467,7 +502,7 @@ constexpr char kUsage[] =
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
     "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
-    "  ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]\n"
+    "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--json]\n"
     "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
     "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
     "  append routes each receipt; steps without --team asks every shard\n\n"
@@ -536,6 +571,9 @@ int main(int argc, char** argv) {
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "", "export: a file holding an earlier signed checkpoint");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
+  flags.Define("trust-pack-key", "",
+               "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)",
+               true);
   flags.Define("shard-map", "",
                "a shard map (JSON, deploy/README.md): commands go to the team's shard (--team, --run TEAM/RUN) "
                "or to --shard N; append routes each receipt; steps without --team asks every shard");

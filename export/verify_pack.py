@@ -7,10 +7,15 @@ signature, every entry's leaf hash and RFC 9162 inclusion proof, the hash
 chain between consecutive seqs, and for a run pack the run chain from the
 run's first entry. (Step outcomes are recomputed by `ledgerctl verify`.)
 
-Usage: verify_pack.py PACK.tar.gz VKEY
-VKEY is the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...
-Exit 0 when everything holds; otherwise 1, naming the first failing item.
+Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key)
+       verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
+FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
+--trust-pack-key trusts the key inside the pack instead, and the result then
+proves nothing about the ledger's identity.
+Exit 0 when everything holds; 1, naming the first failing item, when
+something does not; 2 for bad usage (a key given but empty or malformed).
 """
+import argparse
 import base64
 import hashlib
 import json
@@ -47,8 +52,15 @@ def read_pack(path):
 
 
 def parse_vkey(vkey):
-    name, key_id, key = vkey.strip().split("+", 2)
-    raw = base64.b64decode(key, validate=True)
+    parts = vkey.strip().split("+", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise Failure("vkey: want NAME+ID+KEY")
+    name, key_id, key = parts
+    try:
+        raw = base64.b64decode(key, validate=True)
+        bytes.fromhex(key_id)
+    except ValueError:
+        raise Failure("vkey: the key id is not hex or the key not base64")
     if len(raw) != 33 or raw[0] != 1:
         raise Failure("vkey: not an Ed25519 verifier key")
     if hashlib.sha256(name.encode() + b"\n" + raw).digest()[:4].hex() != key_id:
@@ -135,11 +147,15 @@ def verify_consistency(m, n, old_root, new_root, proof):
     return fr == old_root and sr == new_root and sn == 0
 
 
-def verify(pack_path, vkey):
+def verify(pack_path, vkey, trust_pack_key=False):
+    """Raises Failure naming the first item that does not hold. vkey is the
+    ledger's key line; None with trust_pack_key to trust the pack's own."""
     files = read_pack(pack_path)
     for name in FILES - {"consistency.json"}:
         if name not in files:
             raise Failure("%s: missing" % name)
+    if trust_pack_key:
+        vkey = files["ledger.vkey"].decode().strip()
     key = parse_vkey(vkey)
     if files["ledger.vkey"].decode().strip() != vkey.strip():
         raise Failure("ledger.vkey: not the key given")
@@ -216,13 +232,66 @@ def verify(pack_path, vkey):
     return len(entries), size, origin
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
+def usage_error(message):
+    print("verify_pack.py: %s" % message, file=sys.stderr)
+    sys.exit(2)
+
+
+def key_argument(args):
+    """The key line the arguments give, or None with --trust-pack-key; a key
+    given but empty or malformed is a usage error naming the flag."""
+    given = [f for f, v in (("--vkey", args.vkey), ("--vkey-string", args.vkey_string), ("VKEY", args.key))
+             if v is not None]
+    if len(given) > 1:
+        usage_error("verify: give one of %s" % ", ".join(given))
+    if args.trust_pack_key:
+        if given:
+            usage_error("verify: --trust-pack-key with a key given: give one or the other")
+        return None
+    if not given:
+        usage_error("verify: give the ledger's key (--vkey FILE or --vkey-string S), "
+                    "or --trust-pack-key to trust the key inside the pack")
+    if args.vkey is not None:
+        try:
+            with open(args.vkey, "rb") as f:
+                line = f.read().split(b"\n")[0].decode("utf-8", "replace").rstrip("\r ")
+        except OSError:
+            usage_error("--vkey: cannot read %s" % args.vkey)
+        if not line:
+            usage_error("--vkey: %s holds no verifier key line" % args.vkey)
+        flag = "--vkey: %s" % args.vkey
+    elif args.vkey_string is not None:
+        line, flag = args.vkey_string, "--vkey-string"
+        if not line:
+            usage_error("--vkey-string: empty")
+    else:
+        line, flag = args.key, "VKEY"
     try:
-        n, size, origin = verify(sys.argv[1], sys.argv[2])
-    except (Failure, ValueError, KeyError, tarfile.TarError) as e:
+        parse_vkey(line)
+    except Failure as e:
+        if flag == "VKEY":
+            usage_error("VKEY: not a verifier key line (NAME+ID+KEY); give a file with --vkey FILE")
+        usage_error("%s: not a verifier key (%s)" % (flag, e))
+    return line
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        prog="verify_pack.py", usage="verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key)")
+    parser.add_argument("pack")
+    parser.add_argument("key", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("--vkey")
+    parser.add_argument("--vkey-string")
+    parser.add_argument("--trust-pack-key", action="store_true")
+    args = parser.parse_args()
+    vkey = key_argument(args)
+    if vkey is None:
+        print("WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
+              "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
+              "published key.")
+    try:
+        n, size, origin = verify(args.pack, vkey, trust_pack_key=vkey is None)
+    except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
         print("FAILED: %s" % e)
         return 1
     print("OK: %d entries verified against the checkpoint of %s at tree size %d" % (n, origin, size))

@@ -64,6 +64,40 @@ other=$("$build/cmd/ledgerctl" keygen --origin packs.test/log --out "$work/other
 expect_fail "python, another key" '^FAILED: ledger.vkey: not the key given' py "$work/run.tar.gz" "$other"
 expect_fail "ledgerctl, another key" '^FAILED: ledger.vkey: expected the given key' \
   "$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey-string "$other"
+# A key given but empty or malformed is a usage error (exit 2) naming the
+# flag, never a fall back to the key inside the pack; trusting that key
+# takes --trust-pack-key and says what it does not prove.
+expect_exit() {  # expect_exit CODE WHAT MESSAGE-PATTERN COMMAND...
+  local code=$1 what=$2 pattern=$3; shift 3
+  local got=0
+  out=$("$@" 2>&1) || got=$?
+  [ "$got" = "$code" ] || { echo "FAIL: $what: exit $got, expected $code: $out"; exit 1; }
+  echo "$out" | grep -qE "$pattern" || { echo "FAIL: $what: unexpected message: $out"; exit 1; }
+  echo "$what: exit $got: $(echo "$out" | grep -E "$pattern" | head -1)"
+}
+: > "$work/empty.vkey"
+echo "not a key" > "$work/bad.vkey"
+for tool in ledgerctl py; do
+  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
+  expect_exit 2 "$tool, an empty --vkey file" '^(ledgerctl|verify_pack.py): --vkey: .*empty\.vkey holds no verifier key line$' \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/empty.vkey"
+  expect_exit 2 "$tool, a malformed --vkey file" '^(ledgerctl|verify_pack.py): --vkey: .*bad\.vkey: not a verifier key' \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/bad.vkey"
+  expect_exit 2 "$tool, an unreadable --vkey file" '^(ledgerctl|verify_pack.py): --vkey: cannot read ' \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/no-such.vkey"
+  expect_exit 2 "$tool, an empty --vkey-string" '^(ledgerctl|verify_pack.py): --vkey-string: empty' \
+    "${run[@]}" "$work/run.tar.gz" --vkey-string ""
+  expect_exit 2 "$tool, no key" '^(ledgerctl|verify_pack.py): verify: give the ledger.s key \(--vkey FILE or --vkey-string S\)' \
+    "${run[@]}" "$work/run.tar.gz"
+  expect_exit 2 "$tool, a key and --trust-pack-key" '^(ledgerctl|verify_pack.py): verify: --trust-pack-key with a key given' \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --trust-pack-key
+  expect_exit 0 "$tool, --trust-pack-key" "^WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing about the ledger's identity" \
+    "${run[@]}" "$work/run.tar.gz" --trust-pack-key
+  expect_exit 0 "$tool, --vkey FILE" '^OK: ' "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey"
+  expect_exit 0 "$tool, --vkey-string S" '^OK: ' "${run[@]}" "$work/run.tar.gz" --vkey-string "$vkey"
+done
+expect_exit 2 "py, a file as the VKEY argument" '^verify_pack.py: VKEY: not a verifier key line \(NAME\+ID\+KEY\); give a file with --vkey FILE' \
+  py "$work/run.tar.gz" "$work/vkey"
 # Every tamper case, refused by both verifiers with its reason.
 mkdir "$work/tamper"
 /usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \

@@ -151,7 +151,7 @@ def main():
         path = "%s/valid.tar.gz" % work
         write_pack(packed, path)
         for tool, cmd in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file]),
-                          ("verify_pack.py", ["/usr/bin/python3", verify_py, path, vkey])):
+                          ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file])):
             p = subprocess.run(cmd, capture_output=True, text=True)
             out = (p.stdout + p.stderr).strip()
             if p.returncode != 0 or not re.search(r"^OK: ", out, re.M):
@@ -163,7 +163,7 @@ def main():
         path = "%s/tampered.tar.gz" % work
         write_pack(tampered, path)
         for tool, cmd, want in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file], ctl_want),
-                                ("verify_pack.py", ["/usr/bin/python3", verify_py, path, vkey], py_want)):
+                                ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file], py_want)):
             p = subprocess.run(cmd, capture_output=True, text=True)
             out = (p.stdout + p.stderr).strip()
             if p.returncode == 0 or not re.search(want, out, re.M):

@@ -77,7 +77,11 @@ class PackTest : public ::testing::Test {
 
   verify::Result Verify(const std::string& pack, bool with_key = true) {
     verify::Options o;
-    if (with_key) o.vkey = log_->verifier_key();
+    if (with_key) {
+      o.vkey = log_->verifier_key();
+    } else {
+      o.trust_pack_key = true;
+    }
     auto r = verify::VerifyPack(pack, o);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : verify::Result();
@@ -135,7 +139,28 @@ TEST_F(PackTest, RunPackVerifiesAndIsDeterministic) {
   verify::Result trusting = Verify(a, /*with_key=*/false);
   EXPECT_TRUE(trusting.ok);
   EXPECT_TRUE(trusting.trusted_key_in_pack);
-  EXPECT_EQ(trusting.Summary().substr(0, 37), "WARNING: no --vkey given; the key ins");
+  EXPECT_EQ(trusting.Summary().substr(0, trusting.Summary().find('\n') + 1),
+            "WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
+            "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
+            "published key.\n");
+}
+
+// A key given but empty or malformed never falls back to the pack's own.
+TEST_F(PackTest, NoKeyOrAMalformedKeyIsRefusedBeforeThePackIsRead) {
+  std::string a = Export({"team-a", "run-1"}, "a.tar.gz");
+  auto status = [&](const std::string& vkey, bool trust) {
+    verify::Options o;
+    o.vkey = vkey;
+    o.trust_pack_key = trust;
+    auto r = verify::VerifyPack(a, o);
+    return r.ok() ? absl::OkStatus() : r.status();
+  };
+  EXPECT_EQ(status("", false),
+            absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set"));
+  EXPECT_EQ(status("ledger.test/packs", false),
+            absl::InvalidArgumentError("verify: vkey: verifier key: want <name>+<key id>+<base64 key>"));
+  EXPECT_EQ(status(log_->verifier_key(), true),
+            absl::InvalidArgumentError("verify: a key given and trust_pack_key set: give one or the other"));
 }
 
 TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {

@@ -104,8 +104,9 @@ nlohmann::json Result::Json() const {
 std::string Result::Summary() const {
   std::string out;
   if (trusted_key_in_pack) {
-    out += "WARNING: no --vkey given; the key inside the pack was trusted. Compare it with the "
-           "ledger operator's published key.\n";
+    out += "WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
+           "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
+           "published key.\n";
   }
   if (ok) {
     absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ",
@@ -122,6 +123,17 @@ std::string Result::Summary() const {
 }
 
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
+  if (options.trust_pack_key && !options.vkey.empty()) {
+    return absl::InvalidArgumentError("verify: a key given and trust_pack_key set: give one or the other");
+  }
+  if (!options.trust_pack_key) {
+    if (options.vkey.empty()) {
+      return absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set");
+    }
+    if (auto given = note::Verifier::Parse(options.vkey); !given.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("verify: vkey: ", given.status().message()));
+    }
+  }
   Result r;
   pack::ScratchDir dir("ledger-verify");
   if (dir.path().empty()) return absl::UnavailableError("verify: cannot create a temporary directory");
@@ -229,7 +241,7 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   std::string pack_vkey = small[pack::kVkey];
   while (!pack_vkey.empty() && pack_vkey.back() == '\n') pack_vkey.pop_back();
   std::string vkey = options.vkey;
-  if (vkey.empty()) {
+  if (options.trust_pack_key) {
     vkey = pack_vkey;
     r.trusted_key_in_pack = true;
   } else if (vkey != pack_vkey) {

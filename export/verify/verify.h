@@ -23,9 +23,12 @@
 namespace ledger::verify {
 
 struct Options {
-  // The ledger's verifier key, obtained apart from the pack. Empty: trust
-  // the key inside the pack (and say so).
+  // The ledger's verifier key line, obtained apart from the pack. MUST be
+  // given unless trust_pack_key is set.
   std::string vkey;
+  // Trust the key inside the pack instead (vkey MUST then be empty): the
+  // result proves nothing about the ledger's identity, and says so.
+  bool trust_pack_key = false;
 };
 
 struct Result {
@@ -46,8 +49,11 @@ struct Result {
   std::string Summary() const;
 };
 
-// An error status only when the pack cannot be examined at all (it cannot
-// be read); every verification failure is a Result with ok == false.
+// An error status only when the pack cannot be examined at all:
+// INVALID_ARGUMENT when the options give no key, or a key that is not a
+// verifier key line, or both a key and trust_pack_key; UNAVAILABLE when no
+// temporary directory can be made. Every verification failure is a Result
+// with ok == false.
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options);
 
 }  // namespace ledger::verify
