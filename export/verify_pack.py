@@ -2,10 +2,13 @@
 """Verify an evidence pack without trusting the ledger's own code.
 
 Uses only Python's standard library and the `cryptography` package. Checks
-the manifest's signature and every file's SHA-256, the checkpoint's
-signature, every entry's leaf hash and RFC 9162 inclusion proof, the hash
-chain between consecutive seqs, and for a run pack the run chain from the
-run's first entry. (Step outcomes are recomputed by `ledgerctl verify`.)
+the manifest's signature and every file's SHA-256 (a file the manifest
+lists must be in the pack, and every file in the pack listed), the
+checkpoint's signature, every entry's leaf hash and RFC 9162 inclusion
+proof, the hash chain between consecutive seqs, and the scope: for a run
+pack the run chain from the run's first entry, for a seq range every seq
+from its first to its last. (Step outcomes are recomputed by `ledgerctl
+verify`.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key)
        verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
@@ -19,6 +22,7 @@ import argparse
 import base64
 import hashlib
 import json
+import re
 import sys
 import tarfile
 
@@ -28,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
          "outcomes.json", "proofs.jsonl", "report.html", "consistency.json"}
 MAX_FILE = 4 << 30
+HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 class Failure(Exception):
@@ -93,6 +98,29 @@ def open_note(note, key):
                 raise Failure("signature by %s does not verify" % name)
             return text.decode()
     raise Failure("no signature by %s" % name)
+
+
+def hash_hex(h):
+    """A hash written as 64 lowercase hex digits, as bytes; None otherwise."""
+    return bytes.fromhex(h) if isinstance(h, str) and HEX64.match(h) else None
+
+
+def proof_line(line):
+    """(seq, leaf_hash, path) of a proofs.jsonl line: a JSON object of
+    exactly seq, leaf_hash and inclusion, any spacing; None otherwise."""
+    try:
+        p = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(p, dict) or set(p) != {"seq", "leaf_hash", "inclusion"}:
+        return None
+    seq, leaf, inclusion = p["seq"], p["leaf_hash"], p["inclusion"]
+    if type(seq) is not int or not 0 <= seq < 1 << 63 or not isinstance(leaf, str) or not isinstance(inclusion, list):
+        return None
+    path = [hash_hex(h) for h in inclusion]
+    if None in path:
+        return None
+    return seq, leaf, path
 
 
 def node(left, right):
@@ -167,13 +195,18 @@ def verify(pack_path, vkey, trust_pack_key=False):
     if signed != digest + "\n":
         raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
     manifest = json.loads(files["manifest.json"])
-    for name, data in files.items():
+    for name, data in sorted(files.items()):
         if name in ("manifest.json", "manifest.sig"):
             continue
-        want = manifest["files"].get(name)
+        if name not in manifest["files"]:
+            raise Failure("%s: not listed in the manifest" % name)
+        want = manifest["files"][name]
         got = hashlib.sha256(data).hexdigest()
         if want != got:
             raise Failure("%s: SHA-256 expected %s, found %s" % (name, want, got))
+    for name in sorted(manifest["files"]):
+        if name not in files:
+            raise Failure("%s: listed in the manifest but missing" % name)
     try:
         cp = open_note(files["checkpoint"], key).split("\n")
     except Failure as e:
@@ -188,7 +221,10 @@ def verify(pack_path, vkey, trust_pack_key=False):
         except Failure as e:
             raise Failure("consistency.json: old_checkpoint: %s" % e)
         old_size, old_root = int(old[1]), base64.b64decode(old[2], validate=True)
-        if not verify_consistency(old_size, size, old_root, root, [bytes.fromhex(h) for h in c["proof"]]):
+        proof = [hash_hex(h) for h in c["proof"]]
+        if None in proof:
+            raise Failure("consistency.json: proof: not a list of hex hashes")
+        if not verify_consistency(old_size, size, old_root, root, proof):
             raise Failure("consistency.json: the proof does not join the two checkpoints")
         print("consistent with the earlier checkpoint at size %d" % old_size)
     scope = manifest["scope"]
@@ -198,18 +234,19 @@ def verify(pack_path, vkey, trust_pack_key=False):
         raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
                       % (len(entries), len(proofs), manifest["counts"]["entries"]))
     last_seq, last_hash = None, None
-    for leaf, proof_line in zip(entries, proofs):
+    for leaf, proof_text in zip(entries, proofs):
         entry = json.loads(leaf)
         seq = entry["seq"]
         canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         if canonical != leaf:
             raise Failure("entries.jsonl seq %d: not canonical JSON" % seq)
         leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
-        proof = json.loads(proof_line)
-        if proof["seq"] != seq or proof["leaf_hash"] != leaf_hash.hex():
-            raise Failure("proofs.jsonl seq %d: leaf_hash expected %s, found %s"
-                          % (seq, leaf_hash.hex(), proof["leaf_hash"]))
-        if not verify_inclusion(seq, size, leaf_hash, [bytes.fromhex(h) for h in proof["inclusion"]], root):
+        proof = proof_line(proof_text)
+        if proof is None or proof[0] != seq:
+            raise Failure("proofs.jsonl seq %d: not the proof line of this entry" % seq)
+        if proof[1] != leaf_hash.hex():
+            raise Failure("proofs.jsonl seq %d: leaf_hash expected %s, found %s" % (seq, leaf_hash.hex(), proof[1]))
+        if not verify_inclusion(seq, size, leaf_hash, proof[2], root):
             raise Failure("proofs.jsonl seq %d: inclusion proof does not lead to the checkpoint's root" % seq)
         if last_seq is not None and seq <= last_seq:
             raise Failure("entries.jsonl seq %d: not after seq %d" % (seq, last_seq))
@@ -218,17 +255,20 @@ def verify(pack_path, vkey, trust_pack_key=False):
         if scope["kind"] == "run":
             r = entry["receipt"]
             if r["team"] != scope["team"] or r["run_id"] != scope["run_id"]:
-                raise Failure("entries.jsonl seq %d: not of the pack's run" % seq)
+                raise Failure("entries.jsonl seq %d: not an entry of the pack's run" % seq)
             if entry.get("run_prev") != last_seq:
                 raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
                               % (seq, last_seq, entry.get("run_prev")))
         elif scope["kind"] == "team":
             if (entry["receipt"]["team"] != scope["team"]
                     or not scope["from_us"] <= entry["logged_at_us"] < scope["to_us"]):
-                raise Failure("entries.jsonl seq %d: not of the pack's team and window" % seq)
+                raise Failure("entries.jsonl seq %d: not an entry of the pack's team and time window" % seq)
         elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
-            raise Failure("entries.jsonl seq %d: the range has a gap" % seq)
+            raise Failure("entries.jsonl seq %d: seq expected %d (the range has a gap)"
+                          % (seq, scope["from_seq"] if last_seq is None else last_seq + 1))
         last_seq, last_hash = seq, leaf_hash
+    if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
+        raise Failure("entries.jsonl: the seq range ends early")
     return len(entries), size, origin
 
 

@@ -101,5 +101,6 @@ expect_exit 2 "py, a file as the VKEY argument" '^verify_pack.py: VKEY: not a ve
 # Every tamper case, refused by both verifiers with its reason.
 mkdir "$work/tamper"
 /usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \
-  "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper"
+  "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper" \
+  "$work/seq.tar.gz" "$work/team.tar.gz"
 echo "packs: verified by verify_pack.py and ledgerctl; tampering and a wrong key refused by both"

@@ -8,7 +8,7 @@ checkpoint signed by another key) re-sign the manifest with the ledger's own
 key file, as only the ledger could, so that the verifiers reach them.
 
 Usage: pack_tamper_test.py LEDGERCTL VERIFY_PACK_PY RUN_PACK VKEY_FILE
-       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR
+       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR [SEQ_PACK TEAM_PACK]
 """
 import base64
 import hashlib
@@ -78,6 +78,7 @@ def lines_edited(files, edit):
 
 def main():
     ledgerctl, verify_py, pack, vkey_file, key_file, other_key_file, work = sys.argv[1:8]
+    seq_pack, team_pack = (sys.argv[8:10] + [None, None])[:2]
     vkey = open(vkey_file).read().strip()
     files = read_pack(pack)
     sign, other_sign = signer(key_file), signer(other_key_file)
@@ -135,6 +136,47 @@ def main():
         ("a checkpoint signed by another key", resigned(edited(files, "checkpoint", foreign_checkpoint), sign),
          r"^FAILED: checkpoint: signed note: no signature by ", r"^FAILED: checkpoint: no signature by "),
     ]
+    def without(files, name):
+        return [(n, d) for n, d in files if n != name]
+
+    def proof_line_edited(edit):
+        def apply(data):
+            lines = data.split(b"\n")
+            lines[2] = edit(lines[2])
+            return b"\n".join(lines)
+        return resigned(edited(files, "proofs.jsonl", apply), sign)
+
+    def key_more(line):
+        return line[:-1] + b',"note":"x"}'
+
+    def upper_hash(line):
+        at = line.index(b'"inclusion":["') + 14
+        return line[:at] + line[at:at + 64].upper() + line[at + 64:]
+
+    cases += [
+        ("consistency.json stripped (by someone without the key)", without(files, "consistency.json"),
+         r"^FAILED: consistency\.json: listed in the manifest but missing",
+         r"^FAILED: consistency\.json: listed in the manifest but missing"),
+        ("a proof line with a key more", proof_line_edited(key_more),
+         r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry",
+         r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry"),
+        ("a proof hash in upper case", proof_line_edited(upper_hash),
+         r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry",
+         r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry"),
+    ]
+    if seq_pack:
+        seq_files = read_pack(seq_pack)
+        cases += [
+            ("the seq range's last entries dropped",
+             resigned(lines_edited(seq_files, lambda ls: ls[:-2]), sign),
+             r"^FAILED: entries\.jsonl: the seq range ends early",
+             r"^FAILED: entries\.jsonl: the seq range ends early"),
+            ("the seq range's first entry dropped",
+             resigned(lines_edited(seq_files, lambda ls: ls[1:]), sign),
+             r"^FAILED: entries\.jsonl seq \d+: seq expected \d+ \(the range has a gap\)",
+             r"^FAILED: entries\.jsonl seq \d+: seq expected \d+ \(the range has a gap\)"),
+        ]
+
     # Packs that hold, written otherwise than the exporter writes them: both
     # verifiers accept them.
     def second_proof_spaced(data):
