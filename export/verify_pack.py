@@ -175,6 +175,23 @@ def verify_consistency(m, n, old_root, new_root, proof):
     return fr == old_root and sr == new_root and sn == 0
 
 
+def run_chain(entry, last_of_run, first, name):
+    """Within a window or range of seqs from `first`: an entry whose run_prev
+    is at or after it links to the previous entry of its run in the pack;
+    the first of its run in the pack has none, or one below it."""
+    key = (entry["receipt"]["team"], entry["receipt"]["run_id"])
+    before, run_prev = last_of_run.get(key), entry.get("run_prev")
+    last_of_run[key] = entry["seq"]
+    found = "none" if run_prev is None else run_prev
+    if before is not None:
+        if run_prev != before:
+            raise Failure("entries.jsonl seq %d: run_prev expected %d (the run's previous entry in the pack), found %s"
+                          % (entry["seq"], before, found))
+    elif run_prev is not None and run_prev >= first:
+        raise Failure("entries.jsonl seq %d: run_prev expected none or below %d (%s), found %s"
+                      % (entry["seq"], first, name, found))
+
+
 def verify(pack_path, vkey, trust_pack_key=False):
     """Raises Failure naming the first item that does not hold. vkey is the
     ledger's key line; None with trust_pack_key to trust the pack's own."""
@@ -233,7 +250,10 @@ def verify(pack_path, vkey, trust_pack_key=False):
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
                       % (len(entries), len(proofs), manifest["counts"]["entries"]))
+    if scope["kind"] == "team" and not ("from_seq" in scope and "to_seq" in scope):
+        raise Failure("manifest.json: scope: a team window names its seqs (from_seq, to_seq)")
     last_seq, last_hash = None, None
+    last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
     for leaf, proof_text in zip(entries, proofs):
         entry = json.loads(leaf)
         seq = entry["seq"]
@@ -263,9 +283,15 @@ def verify(pack_path, vkey, trust_pack_key=False):
             if (entry["receipt"]["team"] != scope["team"]
                     or not scope["from_us"] <= entry["logged_at_us"] < scope["to_us"]):
                 raise Failure("entries.jsonl seq %d: not an entry of the pack's team and time window" % seq)
+            if not scope["from_seq"] <= seq < scope["to_seq"]:
+                raise Failure("entries.jsonl seq %d: not in the window's seqs [%d, %d)"
+                              % (seq, scope["from_seq"], scope["to_seq"]))
+            run_chain(entry, last_of_run, scope["from_seq"], "the window's first seq")
         elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
             raise Failure("entries.jsonl seq %d: seq expected %d (the range has a gap)"
                           % (seq, scope["from_seq"] if last_seq is None else last_seq + 1))
+        else:
+            run_chain(entry, last_of_run, scope["from_seq"], "the range's first seq")
         last_seq, last_hash = seq, leaf_hash
     if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
         raise Failure("entries.jsonl: the seq range ends early")

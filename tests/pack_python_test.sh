@@ -14,6 +14,7 @@ ctl append "$work/receipts.jsonl" > /dev/null
 ctl checkpoint --at-least "$(wc -l < "$work/receipts.jsonl")" > /dev/null
 ctl vkey > "$work/vkey"
 ctl checkpoint > "$work/old.note"
+sleep 1.1; mid=$(date -u +%Y-%m-%dT%H:%M:%SZ); sleep 1.1  # a team window from here starts inside runs
 /usr/bin/python3 "$root/scripts/demo_workload.py" --runs 3 --seed 9 --start-us 1767225700000000 |
   sed 's/"receipt_id":"/"receipt_id":"more-/' | ctl append > /dev/null
 ctl checkpoint --at-least "$(($(sed -n 2p "$work/old.note") + 1))" > /dev/null
@@ -21,6 +22,7 @@ ctl export --run team-code/run-0003 --out "$work/run.tar.gz" --since "$work/old.
 ctl export --team team-data --from 2020-01-01T00:00:00Z --to 2100-01-01T00:00:00Z \
   --out "$work/team.tar.gz" > /dev/null
 ctl export --seq 5:40 --out "$work/seq.tar.gz" > /dev/null
+ctl export --team team-data --from "$mid" --to 2100-01-01T00:00:00Z --out "$work/late.tar.gz" > /dev/null
 vkey=$(cat "$work/vkey")
 py() { /usr/bin/python3 "$root/export/verify_pack.py" "$@"; }
 
@@ -32,6 +34,17 @@ py "$work/run.tar.gz" "$vkey" | grep '^consistent with the earlier checkpoint at
 "$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey "$work/vkey" |
   grep '^The checkpoint is consistent with the earlier one at size ' > /dev/null
 "$build/cmd/ledgerctl" verify "$work/team.tar.gz" --vkey "$work/vkey" | grep '^OK: ' > /dev/null
+# A window that starts inside a run: its first entry there links below the
+# window's first seq, and both verifiers accept it.
+/usr/bin/python3 - "$work/late.tar.gz" <<'PY'
+import json, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    m = json.loads(t.extractfile("evidence/manifest.json").read())
+    first = json.loads(t.extractfile("evidence/entries.jsonl").readline())
+assert first.get("run_prev") is not None and first["run_prev"] < m["scope"]["from_seq"] <= first["seq"], (first, m)
+PY
+"$build/cmd/ledgerctl" verify "$work/late.tar.gz" --vkey "$work/vkey" | grep '^OK: ' > /dev/null
+py "$work/late.tar.gz" --vkey "$work/vkey" | grep '^OK: ' > /dev/null
 
 # Go's x/mod sumdb checks the packs' checkpoints and proofs too.
 for pack in run seq team; do

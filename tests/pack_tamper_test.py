@@ -14,6 +14,7 @@ import base64
 import hashlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -51,9 +52,14 @@ def write_pack(files, path):
     open(path, "wb").write(buf.getvalue())
 
 
-def resigned(files, sign):
-    """The manifest rewritten over the files' digests and counts, signed."""
+def resigned(files, sign, outcomes_tool=None):
+    """The manifest rewritten over the files' digests and counts, signed;
+    with outcomes_tool (tests/util/pack_outcomes), outcomes.json recomputed
+    from the entries first, as the operator would."""
     d = dict(files)
+    if outcomes_tool:
+        d["outcomes.json"] = subprocess.run([outcomes_tool], input=d["entries.jsonl"], capture_output=True,
+                                            check=True).stdout
     manifest = json.loads(d["manifest.json"])
     for name, data in d.items():
         if name not in ("manifest.json", "manifest.sig"):
@@ -164,6 +170,28 @@ def main():
          r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry",
          r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry"),
     ]
+    outcomes_tool = os.path.join(os.path.dirname(os.path.dirname(ledgerctl)), "tests", "pack_outcomes")
+    if team_pack:
+        team_files = read_pack(team_pack)
+        team_entries = [json.loads(l) for l in dict(team_files)["entries.jsonl"].split(b"\n")[:-1]]
+        window_first = json.loads(dict(team_files)["manifest.json"])["scope"]["from_seq"]
+
+        def linked_to_previous(k):  # the entry after k is k's run's next, and links to it
+            a, b = team_entries[k], team_entries[k + 1]
+            return a["receipt"]["run_id"] == b["receipt"]["run_id"] and b.get("run_prev") == a["seq"]
+        middle = next(k for k in range(len(team_entries) // 2, len(team_entries) - 1)
+                      if linked_to_previous(k - 1) and linked_to_previous(k))
+        assert linked_to_previous(0)
+        cases += [
+            ("an entry dropped inside a team window, a later one of its run linking to it",
+             resigned(lines_edited(team_files, lambda ls: ls[:middle] + ls[middle + 1:]), sign, outcomes_tool),
+             r"^FAILED: entries\.jsonl seq %d: run_prev expected %d \(the run's previous entry in the pack\), found %d"
+             % (team_entries[middle + 1]["seq"], team_entries[middle - 1]["seq"], team_entries[middle]["seq"]), None),
+            ("a team window's first entry dropped, the next of its run linking to it",
+             resigned(lines_edited(team_files, lambda ls: ls[1:]), sign, outcomes_tool),
+             r"^FAILED: entries\.jsonl seq %d: run_prev expected none or below %d \(the window's first seq\), found %d"
+             % (team_entries[1]["seq"], window_first, team_entries[0]["seq"]), None),
+        ]
     if seq_pack:
         seq_files = read_pack(seq_pack)
         cases += [
@@ -202,6 +230,7 @@ def main():
             else:
                 print("%s: %s accepted it" % (label, tool))
     for label, tampered, ctl_want, py_want in cases:
+        py_want = py_want or ctl_want
         path = "%s/tampered.tar.gz" % work
         write_pack(tampered, path)
         for tool, cmd, want in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file], ctl_want),

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "export/tasks/channel.h"
 #include "export/verify/proof_line.h"
@@ -94,6 +95,9 @@ struct Record {
   uint64_t seq;
   int64_t logged_at_us;
   uint64_t run_prev_plus_one;  // 0: none
+  // The seq of the previous entry of the same run (team and run_id) in the
+  // pack, plus one; 0: none.
+  uint64_t run_before_plus_one;
   uint8_t flags;
 };
 
@@ -259,6 +263,18 @@ class StreamCheck::EntryPass : public LinePass {
 
   bool stopped() const { return failure_.has_value() || projection_.failed(); }
 
+  // The previous entry of `entry`'s run in the pack, plus one (0: none);
+  // `entry` becomes its run's last.
+  uint64_t RunBefore(const receipt::Entry& entry) {
+    run_key_.assign(entry.receipt.team());
+    run_key_ += '\0';
+    run_key_ += entry.receipt.run_id();
+    auto [it, inserted] = last_of_run_.try_emplace(run_key_, 0);
+    uint64_t before = it->second;
+    it->second = entry.seq + 1;
+    return before;
+  }
+
   void TakeOldest() {
     Decoded d = inflight_.front().get();
     inflight_.pop_front();
@@ -277,7 +293,7 @@ class StreamCheck::EntryPass : public LinePass {
   }
 
   void Check(uint64_t line, Decoded& d, size_t k, Projection::Batch* batch) {
-    Record rec{d.tail_seqs[k], d.hashes[k], 0, 0, 0, 0};
+    Record rec{d.tail_seqs[k], d.hashes[k], 0, 0, 0, 0, 0};
     auto fail = [&](int stage, int64_t seq, std::string message) {
       failure_ = Failure{line, stage, pack::kEntries, seq, std::move(message)};
     };
@@ -302,6 +318,7 @@ class StreamCheck::EntryPass : public LinePass {
       rec.seq = entry->seq;
       rec.logged_at_us = entry->logged_at_us;
       rec.run_prev_plus_one = entry->run_prev ? *entry->run_prev + 1 : 0;
+      if (!failure_) rec.run_before_plus_one = RunBefore(*entry);
       rec.flags = Record::kParsed | (entry->receipt.team() == first_team_ ? Record::kSameTeam : 0) |
                   (entry->receipt.run_id() == first_run_ ? Record::kSameRun : 0);
     }
@@ -322,6 +339,9 @@ class StreamCheck::EntryPass : public LinePass {
   std::optional<uint64_t> last_seq_;
   hash::Hash last_hash_{};
   std::string first_team_, first_run_;
+  // Each run's last entry so far, plus one, by team "\0" run_id.
+  absl::flat_hash_map<std::string, uint64_t> last_of_run_;
+  std::string run_key_;
   std::optional<Failure> failure_;
   // Entries checked, for the projection: a few chunks' worth at a time.
   static constexpr size_t kBatchEntries = 2048;
@@ -446,10 +466,30 @@ class StreamCheck::ProofPass : public LinePass {
       if (!team || rec.logged_at_us < scope_.from_us || rec.logged_at_us >= scope_.to_us) {
         return "not an entry of the pack's team and time window";
       }
+      if (rec.seq < scope_.from_seq || rec.seq >= scope_.to_seq) {
+        return absl::StrCat("not in the window's seqs [", scope_.from_seq, ", ", scope_.to_seq, ")");
+      }
+      return RunChainFailure(rec, run_prev, "the window's first seq");
     } else if (rec.seq != (last_seq ? *last_seq + 1 : scope_.from_seq)) {
       return absl::StrCat("seq expected ", last_seq ? *last_seq + 1 : scope_.from_seq, " (the range has a gap)");
+    } else {
+      return RunChainFailure(rec, run_prev, "the range's first seq");
     }
     return "";
+  }
+
+  // Within a window or range of seqs from scope_.from_seq: an entry whose
+  // run_prev is at or after it links to the previous entry of its run in
+  // the pack; the first of its run in the pack has none, or one below it.
+  std::string RunChainFailure(const Record& rec, std::optional<uint64_t> run_prev, const char* first) const {
+    auto found = [&] { return run_prev ? std::to_string(*run_prev) : std::string("none"); };
+    if (rec.run_before_plus_one > 0) {
+      uint64_t before = rec.run_before_plus_one - 1;
+      if (run_prev == before) return "";
+      return absl::StrCat("run_prev expected ", before, " (the run's previous entry in the pack), found ", found());
+    }
+    if (!run_prev || *run_prev < scope_.from_seq) return "";
+    return absl::StrCat("run_prev expected none or below ", scope_.from_seq, " (", first, "), found ", found());
   }
 
   const note::Checkpoint cp_;

@@ -54,6 +54,7 @@ std::optional<Scope> ScopeOf(const std::string& manifest_text) {
     return std::nullopt;
   }
   if (scope.kind != "run" && scope.kind != "team" && scope.kind != "seq") return std::nullopt;
+  if (scope.kind == "team" && (!s.contains("from_seq") || !s.contains("to_seq"))) return std::nullopt;
   return scope;
 }
 
@@ -333,8 +334,14 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
 
   // Entries and proofs.
   if (!scope) {
-    return Fail(r, pack::kManifest, -1,
-                absl::StrCat("unknown scope kind '", manifest["scope"].is_object() ? manifest["scope"].value("kind", "") : "", "'"));
+    std::string kind;
+    if (manifest["scope"].is_object() && manifest["scope"].contains("kind") && manifest["scope"]["kind"].is_string()) {
+      kind = manifest["scope"]["kind"].get<std::string>();
+    }
+    if (kind == "team") {
+      return Fail(r, pack::kManifest, -1, "scope: a team window names its seqs (from_seq, to_seq)");
+    }
+    return Fail(r, pack::kManifest, -1, absl::StrCat("scope: unknown or malformed scope of kind '", kind, "'"));
   }
   if (!stream.entries_checked() || !stream.proofs_checked()) {
     return absl::InternalError("verify: entries or proofs were not checked");
