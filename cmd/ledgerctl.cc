@@ -16,7 +16,8 @@
 //   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
-//   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--json]
+//   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)
+//             [--since CHECKPOINT] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
 #include <chrono>
@@ -402,6 +403,14 @@ absl::StatusOr<ledger::verify::Options> VerifyOptions(const Flags& flags) {
   bool file = flags.Has("vkey"), line = flags.Has("vkey-string");
   ledger::verify::Options options;
   options.trust_pack_key = flags.Bool("trust-pack-key");
+  if (flags.Has("since")) {
+    std::ifstream in(flags.Get("since"), std::ios::binary);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("--since: cannot read ", flags.Get("since")));
+    std::stringstream text;
+    text << in.rdbuf();
+    options.since = text.str();
+    if (options.since.empty()) return absl::InvalidArgumentError(absl::StrCat("--since: ", flags.Get("since"), " is empty"));
+  }
   if (file && line) return absl::InvalidArgumentError("verify: give --vkey FILE or --vkey-string S, not both");
   if (options.trust_pack_key && (file || line)) {
     return absl::InvalidArgumentError("verify: --trust-pack-key with a key given: give one or the other");
@@ -429,8 +438,16 @@ absl::StatusOr<ledger::verify::Options> VerifyOptions(const Flags& flags) {
     options.vkey = flags.Get("vkey-string");
     if (options.vkey.empty()) return absl::InvalidArgumentError("--vkey-string: empty");
   }
-  if (auto key = ledger::note::Verifier::Parse(options.vkey); !key.ok()) {
+  auto key = ledger::note::Verifier::Parse(options.vkey);
+  if (!key.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(flag, ": not a verifier key (", key.status().message(), ")"));
+  }
+  if (!options.since.empty()) {
+    auto text = key->Open(options.since);
+    if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--since: ", text.status().message()));
+    if (auto cp = ledger::note::ParseCheckpoint(*text); !cp.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--since: ", cp.status().message()));
+    }
   }
   return options;
 }
@@ -502,7 +519,8 @@ constexpr char kUsage[] =
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
     "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
-    "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--json]\n"
+    "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)\n"
+    "            [--since OLD_CHECKPOINT_FILE] [--json]\n"
     "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
     "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
     "  append routes each receipt; steps without --team asks every shard\n\n"
@@ -569,7 +587,9 @@ int main(int argc, char** argv) {
                "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory on the "
                "server's machine");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
-  flags.Define("since", "", "export: a file holding an earlier signed checkpoint");
+  flags.Define("since", "",
+               "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
+               "consistency from exactly it)");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
   flags.Define("trust-pack-key", "",
                "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)",

@@ -10,11 +10,13 @@ pack the run chain from the run's first entry, for a seq range every seq
 from its first to its last. (Step outcomes are recomputed by `ledgerctl
 verify`.)
 
-Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key)
+Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
        verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
 FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
 --trust-pack-key trusts the key inside the pack instead, and the result then
-proves nothing about the ledger's identity.
+proves nothing about the ledger's identity. --since CHECKPOINT (a file
+holding the auditor's earlier signed checkpoint): the pack must prove
+consistency from exactly that checkpoint.
 Exit 0 when everything holds; 1, naming the first failing item, when
 something does not; 2 for bad usage (a key given but empty or malformed).
 """
@@ -36,6 +38,10 @@ HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 class Failure(Exception):
+    pass
+
+
+class UsageError(Exception):
     pass
 
 
@@ -192,9 +198,19 @@ def run_chain(entry, last_of_run, first, name):
                       % (entry["seq"], first, name, found))
 
 
-def verify(pack_path, vkey, trust_pack_key=False):
+def checkpoint_of(note, key):
+    """(origin, size, root) of a signed checkpoint note."""
+    lines = open_note(note, key).split("\n")
+    if len(lines) < 4 or not lines[1].isdigit():
+        raise Failure("not a checkpoint")
+    return lines[0], int(lines[1]), base64.b64decode(lines[2], validate=True)
+
+
+def verify(pack_path, vkey, trust_pack_key=False, since=None):
     """Raises Failure naming the first item that does not hold. vkey is the
-    ledger's key line; None with trust_pack_key to trust the pack's own."""
+    ledger's key line; None with trust_pack_key to trust the pack's own.
+    since: the auditor's earlier checkpoint (a signed note, bytes): the pack
+    must prove consistency from exactly it."""
     files = read_pack(pack_path)
     for name in FILES - {"consistency.json"}:
         if name not in files:
@@ -231,19 +247,34 @@ def verify(pack_path, vkey, trust_pack_key=False):
     origin, size, root = cp[0], int(cp[1]), base64.b64decode(cp[2], validate=True)
     if origin != key[0] or size != manifest["tree_size"] or root.hex() != manifest["root"]:
         raise Failure("checkpoint: does not match the manifest")
+    if since is not None:
+        try:
+            since = checkpoint_of(since, key)
+        except (Failure, ValueError) as e:
+            raise UsageError("--since: %s" % e)
+        if "consistency.json" not in files and since[1:] != (size, root):
+            raise Failure("consistency.json: missing: --since asks for consistency with the checkpoint at size %d"
+                          % since[1])
+    consistent = None  # (size, root, given with --since) of the earlier checkpoint
+    if since is not None and "consistency.json" not in files:
+        consistent = (since[1], since[2], True)
     if "consistency.json" in files:
         c = json.loads(files["consistency.json"])
         try:
-            old = open_note(c["old_checkpoint"].encode(), key).split("\n")
+            old_origin, old_size, old_root = checkpoint_of(c["old_checkpoint"].encode(), key)
         except Failure as e:
             raise Failure("consistency.json: old_checkpoint: %s" % e)
-        old_size, old_root = int(old[1]), base64.b64decode(old[2], validate=True)
+        if old_origin != origin:
+            raise Failure("consistency.json: old_checkpoint: not a checkpoint of this log")
+        if since is not None and since != (old_origin, old_size, old_root):
+            raise Failure("consistency.json: old_checkpoint is size %d root %s, --since is size %d root %s"
+                          % (old_size, old_root.hex(), since[1], since[2].hex()))
         proof = [hash_hex(h) for h in c["proof"]]
         if None in proof:
             raise Failure("consistency.json: proof: not a list of hex hashes")
         if not verify_consistency(old_size, size, old_root, root, proof):
             raise Failure("consistency.json: the proof does not join the two checkpoints")
-        print("consistent with the earlier checkpoint at size %d" % old_size)
+        consistent = (old_size, old_root, since is not None)
     scope = manifest["scope"]
     entries = files["entries.jsonl"].split(b"\n")[:-1]
     proofs = files["proofs.jsonl"].split(b"\n")[:-1]
@@ -295,7 +326,8 @@ def verify(pack_path, vkey, trust_pack_key=False):
         last_seq, last_hash = seq, leaf_hash
     if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
         raise Failure("entries.jsonl: the seq range ends early")
-    return len(entries), size, origin
+    return {"entries": len(entries), "origin": origin, "tree_size": size, "root": root, "scope": scope,
+            "consistent": consistent}
 
 
 def usage_error(message):
@@ -343,24 +375,40 @@ def key_argument(args):
 
 def main():
     parser = argparse.ArgumentParser(
-        prog="verify_pack.py", usage="verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key)")
+        prog="verify_pack.py", usage="verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]")
     parser.add_argument("pack")
     parser.add_argument("key", nargs="?", help=argparse.SUPPRESS)
     parser.add_argument("--vkey")
     parser.add_argument("--vkey-string")
     parser.add_argument("--trust-pack-key", action="store_true")
+    parser.add_argument("--since")
     args = parser.parse_args()
     vkey = key_argument(args)
+    since = None
+    if args.since is not None:
+        try:
+            with open(args.since, "rb") as f:
+                since = f.read()
+        except OSError:
+            usage_error("--since: cannot read %s" % args.since)
+        if not since:
+            usage_error("--since: %s is empty" % args.since)
     if vkey is None:
         print("WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
               "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
               "published key.")
     try:
-        n, size, origin = verify(args.pack, vkey, trust_pack_key=vkey is None)
+        r = verify(args.pack, vkey, trust_pack_key=vkey is None, since=since)
+    except UsageError as e:
+        usage_error(e)
     except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
         print("FAILED: %s" % e)
         return 1
-    print("OK: %d entries verified against the checkpoint of %s at tree size %d" % (n, origin, size))
+    print("OK: %d entries verified against the checkpoint of %s at tree size %d" % (r["entries"], r["origin"], r["tree_size"]))
+    if r["consistent"] is not None:
+        size, root, given = r["consistent"]
+        print("The checkpoint is consistent with the earlier one at size %d, root %s%s."
+              % (size, root.hex(), " (the one given with --since)" if given else ""))
     return 0
 
 

@@ -8,6 +8,7 @@ build=$(cd "$1" && pwd)
 # shellcheck source=tests/ledgerd.sh
 source "$(dirname "$0")/ledgerd.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
+export ROOT=$root
 start_ledgerd --origin packs.test/log --checkpoint-interval-ms 20
 /usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 > "$work/receipts.jsonl"
 ctl append "$work/receipts.jsonl" > /dev/null
@@ -30,7 +31,7 @@ py "$work/run.tar.gz" "$vkey" | grep '^OK: ' > /dev/null || { py "$work/run.tar.
 py "$work/seq.tar.gz" "$vkey" | grep '^OK: 35 entries' > /dev/null || { py "$work/seq.tar.gz" "$vkey"; exit 1; }
 "$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey "$work/vkey" | grep '^OK: ' > /dev/null
 py "$work/team.tar.gz" "$vkey" | grep '^OK: ' > /dev/null || { py "$work/team.tar.gz" "$vkey"; exit 1; }
-py "$work/run.tar.gz" "$vkey" | grep '^consistent with the earlier checkpoint at size ' > /dev/null
+py "$work/run.tar.gz" "$vkey" | grep '^The checkpoint is consistent with the earlier one at size ' > /dev/null
 "$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey "$work/vkey" |
   grep '^The checkpoint is consistent with the earlier one at size ' > /dev/null
 "$build/cmd/ledgerctl" verify "$work/team.tar.gz" --vkey "$work/vkey" | grep '^OK: ' > /dev/null
@@ -111,6 +112,36 @@ for tool in ledgerctl py; do
 done
 expect_exit 2 "py, a file as the VKEY argument" '^verify_pack.py: VKEY: not a verifier key line \(NAME\+ID\+KEY\); give a file with --vkey FILE' \
   py "$work/run.tar.gz" "$work/vkey"
+# --since FILE: the pack must prove consistency from exactly the auditor's
+# earlier checkpoint. A checkpoint of the same size on another branch (as a
+# forked ledger, holding the key, would show one auditor and prove the other)
+# and a pack without a consistency proof are refused; the old root is named.
+/usr/bin/python3 - "$work/old.note" "$work/data/signing.key" "$work/fork.note" <<'PY'
+import base64, hashlib, importlib.util, os, sys
+spec = importlib.util.spec_from_file_location("t", os.path.join(os.environ["ROOT"], "tests", "pack_tamper_test.py"))
+t = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(t)
+lines = open(sys.argv[1], "rb").read().split(b"\n\n")[0].split(b"\n")
+lines[2] = base64.b64encode(hashlib.sha256(b"another branch").digest())
+open(sys.argv[3], "wb").write(t.signer(sys.argv[2])(b"\n".join(lines) + b"\n"))
+PY
+old_size=$(sed -n 2p "$work/old.note")
+old_root=$(sed -n 3p "$work/old.note" | base64 -d | od -An -tx1 | tr -d ' \n')
+fork_root=$(sed -n 3p "$work/fork.note" | base64 -d | od -An -tx1 | tr -d ' \n')
+for tool in ledgerctl py; do
+  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
+  expect_exit 0 "$tool, --since the auditor's checkpoint" \
+    "^The checkpoint is consistent with the earlier one at size $old_size, root $old_root \\(the one given with --since\\)\\.$" \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --since "$work/old.note"
+  expect_exit 1 "$tool, --since a checkpoint of another branch" \
+    "^FAILED: consistency\\.json: old_checkpoint is size $old_size root $old_root, --since is size $old_size root $fork_root$" \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --since "$work/fork.note"
+  expect_exit 1 "$tool, --since and no consistency proof" \
+    "^FAILED: consistency\\.json: missing: --since asks for consistency with the checkpoint at size $old_size$" \
+    "${run[@]}" "$work/team.tar.gz" --vkey "$work/vkey" --since "$work/old.note"
+  expect_exit 2 "$tool, --since a file that is not a checkpoint" '^(ledgerctl|verify_pack.py): --since: ' \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --since "$work/vkey"
+done
 # Every tamper case, refused by both verifiers with its reason.
 mkdir "$work/tamper"
 /usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \

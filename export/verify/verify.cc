@@ -93,7 +93,11 @@ nlohmann::json Result::Json() const {
                       {"origin", origin},
                       {"tree_size", tree_size},
                       {"entries", entries}};
-  if (since_size.has_value()) j["consistent_with_size"] = *since_size;
+  if (since_size.has_value()) {
+    j["consistent_with_size"] = *since_size;
+    j["consistent_with_root"] = since_root;
+    j["consistent_with_since"] = since_given;
+  }
   if (!scope.empty()) j["scope"] = nlohmann::json::parse(scope, nullptr, false);
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
@@ -113,8 +117,8 @@ std::string Result::Summary() const {
     absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ",
                     origin, " at tree size ", tree_size, ".\n");
     if (since_size.has_value()) {
-      absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size,
-                      ".\n");
+      absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
+                      since_root, since_given ? " (the one given with --since)" : "", ".\n");
     }
   } else {
     absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ",
@@ -304,6 +308,23 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   }
 
   // The consistency proof from an earlier checkpoint, when there is one.
+  std::optional<note::Checkpoint> since;
+  if (!options.since.empty()) {
+    auto since_text = verifier->Open(options.since);
+    if (!since_text.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", since_text.status().message()));
+    auto parsed = note::ParseCheckpoint(*since_text);
+    if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", parsed.status().message()));
+    since = *parsed;
+  }
+  if (since && !digests.count(pack::kConsistency) && (since->size != cp->size || since->root != cp->root)) {
+    return Fail(r, pack::kConsistency, -1,
+                absl::StrCat("missing: --since asks for consistency with the checkpoint at size ", since->size));
+  }
+  if (since && !digests.count(pack::kConsistency)) {
+    r.since_size = since->size;
+    r.since_root = hash::Hex(since->root);
+    r.since_given = true;
+  }
   if (digests.count(pack::kConsistency)) {
     nlohmann::json c = nlohmann::json::parse(small[pack::kConsistency], nullptr, false);
     if (c.is_discarded() || !c.is_object() || !c.contains("old_checkpoint") ||
@@ -319,6 +340,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     if (!old.ok() || old->origin != cp->origin) {
       return Fail(r, pack::kConsistency, -1, "old_checkpoint: not a checkpoint of this log");
     }
+    if (since && (since->origin != old->origin || since->size != old->size || since->root != old->root)) {
+      return Fail(r, pack::kConsistency, -1,
+                  absl::StrCat("old_checkpoint is size ", old->size, " root ", hash::Hex(old->root), ", --since is size ",
+                               since->size, " root ", hash::Hex(since->root)));
+    }
     std::vector<hash::Hash> proof;
     for (const auto& h : c["proof"]) {
       auto parsed = h.is_string() ? hash::ParseHex(h.get<std::string>())
@@ -330,6 +356,8 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
       return Fail(r, pack::kConsistency, -1, std::string(s.message()));
     }
     r.since_size = old->size;
+    r.since_root = hash::Hex(old->root);
+    r.since_given = since.has_value();
   }
 
   // Entries and proofs.

@@ -29,6 +29,9 @@ struct Options {
   // Trust the key inside the pack instead (vkey MUST then be empty): the
   // result proves nothing about the ledger's identity, and says so.
   bool trust_pack_key = false;
+  // The auditor's earlier checkpoint (a signed note), or empty. Given, the
+  // pack MUST prove consistency from exactly it: same origin, size, root.
+  std::string since;
 };
 
 struct Result {
@@ -38,8 +41,11 @@ struct Result {
   uint64_t tree_size = 0;
   uint64_t entries = 0;
   std::string scope;  // the manifest's scope, as JSON
-  // The size of the earlier checkpoint the pack proved consistency with.
+  // The earlier checkpoint the pack proved consistency with, and whether
+  // it is the one given in Options::since.
   std::optional<uint64_t> since_size;
+  std::string since_root;  // hex
+  bool since_given = false;
   // When !ok: the first failing item.
   std::string file;
   int64_t seq = -1;
@@ -51,7 +57,8 @@ struct Result {
 
 // An error status only when the pack cannot be examined at all:
 // INVALID_ARGUMENT when the options give no key, or a key that is not a
-// verifier key line, or both a key and trust_pack_key; UNAVAILABLE when no
+// verifier key line, or both a key and trust_pack_key, or a since that is
+// not a checkpoint the key signed; UNAVAILABLE when no
 // temporary directory can be made. Every verification failure is a Result
 // with ok == false.
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options);
