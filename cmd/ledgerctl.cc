@@ -17,7 +17,8 @@
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
 //   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)
-//             [--since CHECKPOINT] [--json]
+//             [--since CHECKPOINT] [--expect-scope SCOPE]
+//             [--not-older-than SIZE|CHECKPOINT] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
 #include <chrono>
@@ -39,6 +40,7 @@
 #include "cmd/flags.h"
 #include "cmd/ledgerctl.h"
 #include "cmd/shard_map.h"
+#include "cmd/verify_options.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
@@ -395,66 +397,9 @@ int Report(const Result& result, const Flags& flags) {
   return result.ok ? 0 : 1;
 }
 
-// The key `verify` checks against: --vkey FILE or --vkey-string S, or
-// none with --trust-pack-key. A key given but empty or malformed is
-// INVALID_ARGUMENT (exit 2) naming the flag, never a fall back to the key
-// inside the pack.
-absl::StatusOr<ledger::verify::Options> VerifyOptions(const Flags& flags) {
-  bool file = flags.Has("vkey"), line = flags.Has("vkey-string");
-  ledger::verify::Options options;
-  options.trust_pack_key = flags.Bool("trust-pack-key");
-  if (flags.Has("since")) {
-    std::ifstream in(flags.Get("since"), std::ios::binary);
-    if (!in) return absl::InvalidArgumentError(absl::StrCat("--since: cannot read ", flags.Get("since")));
-    std::stringstream text;
-    text << in.rdbuf();
-    options.since = text.str();
-    if (options.since.empty()) return absl::InvalidArgumentError(absl::StrCat("--since: ", flags.Get("since"), " is empty"));
-  }
-  if (file && line) return absl::InvalidArgumentError("verify: give --vkey FILE or --vkey-string S, not both");
-  if (options.trust_pack_key && (file || line)) {
-    return absl::InvalidArgumentError("verify: --trust-pack-key with a key given: give one or the other");
-  }
-  if (options.trust_pack_key) return options;
-  if (!file && !line) {
-    return absl::InvalidArgumentError(
-        "verify: give the ledger's key (--vkey FILE or --vkey-string S), or --trust-pack-key to trust the "
-        "key inside the pack");
-  }
-  std::string flag = file ? "--vkey" : "--vkey-string";
-  if (file) {
-    const std::string& path = flags.Get("vkey");
-    std::ifstream in(path);
-    if (!in) return absl::InvalidArgumentError(absl::StrCat("--vkey: cannot read ", path));
-    std::getline(in, options.vkey);
-    while (!options.vkey.empty() && (options.vkey.back() == '\r' || options.vkey.back() == ' ')) {
-      options.vkey.pop_back();
-    }
-    if (options.vkey.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("--vkey: ", path, " holds no verifier key line"));
-    }
-    flag = absl::StrCat("--vkey: ", path);
-  } else {
-    options.vkey = flags.Get("vkey-string");
-    if (options.vkey.empty()) return absl::InvalidArgumentError("--vkey-string: empty");
-  }
-  auto key = ledger::note::Verifier::Parse(options.vkey);
-  if (!key.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, ": not a verifier key (", key.status().message(), ")"));
-  }
-  if (!options.since.empty()) {
-    auto text = key->Open(options.since);
-    if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--since: ", text.status().message()));
-    if (auto cp = ledger::note::ParseCheckpoint(*text); !cp.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--since: ", cp.status().message()));
-    }
-  }
-  return options;
-}
-
 int Verify(const Flags& flags) {
   if (flags.positional().size() != 2) return Fail(absl::InvalidArgumentError("verify: give one PACK"));
-  auto options = VerifyOptions(flags);
+  auto options = ledger::cmd::VerifyOptions(flags);
   if (!options.ok()) return Fail(options.status());
   auto result = ledger::verify::VerifyPack(flags.positional()[1], *options);
   if (!result.ok()) return Fail(result.status());
@@ -520,7 +465,8 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
     "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
     "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)\n"
-    "            [--since OLD_CHECKPOINT_FILE] [--json]\n"
+    "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
+    "            [--not-older-than SIZE|CHECKPOINT_FILE] [--json]\n"
     "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
     "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
     "  append routes each receipt; steps without --team asks every shard\n\n"
@@ -591,6 +537,11 @@ int main(int argc, char** argv) {
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
                "consistency from exactly it)");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
+  flags.Define("expect-scope", "",
+               "verify: the scope asked for (run:TEAM/RUN, seq:A:B, team:TEAM,FROM,TO with RFC 3339 times); "
+               "a pack of another scope fails");
+  flags.Define("not-older-than", "",
+               "verify: a tree size, or a file holding a signed checkpoint: a pack against an older checkpoint fails");
   flags.Define("trust-pack-key", "",
                "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)",
                true);

@@ -11,17 +11,21 @@ from its first to its last. (Step outcomes are recomputed by `ledgerctl
 verify`.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
+         [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
        verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
 FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
 --trust-pack-key trusts the key inside the pack instead, and the result then
 proves nothing about the ledger's identity. --since CHECKPOINT (a file
 holding the auditor's earlier signed checkpoint): the pack must prove
-consistency from exactly that checkpoint.
+consistency from exactly that checkpoint. --expect-scope: the scope asked
+for; a pack of another scope fails. --not-older-than: a tree size or a file
+holding a signed checkpoint; a pack against an older checkpoint fails.
 Exit 0 when everything holds; 1, naming the first failing item, when
 something does not; 2 for bad usage (a key given but empty or malformed).
 """
 import argparse
 import base64
+import datetime
 import hashlib
 import json
 import re
@@ -206,11 +210,49 @@ def checkpoint_of(note, key):
     return lines[0], int(lines[1]), base64.b64decode(lines[2], validate=True)
 
 
-def verify(pack_path, vkey, trust_pack_key=False, since=None):
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z")
+
+
+def expected_scope(text):
+    """A scope as written on a command line: run:TEAM/RUN, seq:A:B (B
+    excluded) or team:TEAM,FROM,TO (RFC 3339, TO excluded), as the manifest
+    writes it; UsageError otherwise."""
+    kind, _, rest = text.partition(":")
+    if kind == "run":
+        team, slash, run = rest.partition("/")
+        if not team or not slash or not run:
+            raise UsageError("expected scope: want run:TEAM/RUN")
+        return {"kind": "run", "team": team, "run_id": run}
+    if kind == "seq":
+        parts = rest.split(":")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts) or int(parts[0]) >= int(parts[1]):
+            raise UsageError("expected scope: want seq:A:B with A < B")
+        return {"kind": "seq", "from_seq": int(parts[0]), "to_seq": int(parts[1])}
+    if kind == "team":
+        parts = rest.split(",")
+        if len(parts) != 3 or not parts[0] or not all(RFC3339.match(p) for p in parts[1:]):
+            raise UsageError("expected scope: want team:TEAM,FROM,TO with RFC 3339 times, FROM before TO")
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        us = [(datetime.datetime.fromisoformat(p.replace("Z", "+00:00")) - epoch) // datetime.timedelta(microseconds=1)
+              for p in parts[1:]]
+        if us[0] >= us[1]:
+            raise UsageError("expected scope: want team:TEAM,FROM,TO with RFC 3339 times, FROM before TO")
+        return {"kind": "team", "team": parts[0], "from_us": us[0], "to_us": us[1]}
+    raise UsageError("expected scope: want run:TEAM/RUN, seq:A:B or team:TEAM,FROM,TO")
+
+
+def scope_text(scope):
+    return json.dumps(scope, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None):
     """Raises Failure naming the first item that does not hold. vkey is the
     ledger's key line; None with trust_pack_key to trust the pack's own.
     since: the auditor's earlier checkpoint (a signed note, bytes): the pack
-    must prove consistency from exactly it."""
+    must prove consistency from exactly it. expect_scope: the scope asked
+    for (expected_scope()). not_older_than: a size, or a signed checkpoint
+    (bytes) the pack's checkpoint must be at least as large as, with its
+    root at that very size."""
     files = read_pack(pack_path)
     for name in FILES - {"consistency.json"}:
         if name not in files:
@@ -247,6 +289,26 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None):
     origin, size, root = cp[0], int(cp[1]), base64.b64decode(cp[2], validate=True)
     if origin != key[0] or size != manifest["tree_size"] or root.hex() != manifest["root"]:
         raise Failure("checkpoint: does not match the manifest")
+    scope = manifest["scope"]
+    if expect_scope is not None:
+        keys = {"run": ("team", "run_id"), "seq": ("from_seq", "to_seq"), "team": ("team", "from_us", "to_us")}
+        if (not isinstance(scope, dict) or scope.get("kind") != expect_scope["kind"]
+                or any(scope.get(k) != expect_scope[k] for k in keys[expect_scope["kind"]])):
+            raise Failure("manifest.json: scope is %s, expected %s (--expect-scope)"
+                          % (scope_text(scope), scope_text(expect_scope)))
+    if not_older_than is not None:
+        want_root = None
+        if isinstance(not_older_than, bytes):
+            try:
+                _, not_older_than, want_root = checkpoint_of(not_older_than, key)
+            except (Failure, ValueError) as e:
+                raise UsageError("--not-older-than: %s" % e)
+        if size < not_older_than:
+            raise Failure("checkpoint: tree size %d is older than the %d asked for (--not-older-than)"
+                          % (size, not_older_than))
+        if want_root is not None and size == not_older_than and root != want_root:
+            raise Failure("checkpoint: root %s at tree size %d, the checkpoint given with --not-older-than has root %s"
+                          % (root.hex(), size, want_root.hex()))
     if since is not None:
         try:
             since = checkpoint_of(since, key)
@@ -275,7 +337,6 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None):
         if not verify_consistency(old_size, size, old_root, root, proof):
             raise Failure("consistency.json: the proof does not join the two checkpoints")
         consistent = (old_size, old_root, since is not None)
-    scope = manifest["scope"]
     entries = files["entries.jsonl"].split(b"\n")[:-1]
     proofs = files["proofs.jsonl"].split(b"\n")[:-1]
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
@@ -382,6 +443,8 @@ def main():
     parser.add_argument("--vkey-string")
     parser.add_argument("--trust-pack-key", action="store_true")
     parser.add_argument("--since")
+    parser.add_argument("--expect-scope")
+    parser.add_argument("--not-older-than")
     args = parser.parse_args()
     vkey = key_argument(args)
     since = None
@@ -393,18 +456,38 @@ def main():
             usage_error("--since: cannot read %s" % args.since)
         if not since:
             usage_error("--since: %s is empty" % args.since)
+    expect = None
+    if args.expect_scope is not None:
+        try:
+            expect = expected_scope(args.expect_scope)
+        except UsageError as e:
+            usage_error("--expect-scope: %s" % e)
+    not_older = None
+    if args.not_older_than is not None:
+        if args.not_older_than.isdigit():
+            not_older = int(args.not_older_than)
+        elif vkey is None:
+            usage_error("verify: --not-older-than CHECKPOINT needs the ledger's key (--vkey or --vkey-string)")
+        else:
+            try:
+                with open(args.not_older_than, "rb") as f:
+                    not_older = f.read()
+            except OSError:
+                usage_error("--not-older-than: neither a size nor a readable file: %s" % args.not_older_than)
     if vkey is None:
         print("WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
               "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
               "published key.")
     try:
-        r = verify(args.pack, vkey, trust_pack_key=vkey is None, since=since)
+        r = verify(args.pack, vkey, trust_pack_key=vkey is None, since=since, expect_scope=expect,
+                   not_older_than=not_older)
     except UsageError as e:
         usage_error(e)
     except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
         print("FAILED: %s" % e)
         return 1
-    print("OK: %d entries verified against the checkpoint of %s at tree size %d" % (r["entries"], r["origin"], r["tree_size"]))
+    print("OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s."
+          % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex()))
     if r["consistent"] is not None:
         size, root, given = r["consistent"]
         print("The checkpoint is consistent with the earlier one at size %d, root %s%s."

@@ -15,6 +15,7 @@ ctl append "$work/receipts.jsonl" > /dev/null
 ctl checkpoint --at-least "$(wc -l < "$work/receipts.jsonl")" > /dev/null
 ctl vkey > "$work/vkey"
 ctl checkpoint > "$work/old.note"
+ctl export --run team-code/run-0003 --out "$work/run-old.tar.gz" > /dev/null
 sleep 1.1; mid=$(date -u +%Y-%m-%dT%H:%M:%SZ); sleep 1.1  # a team window from here starts inside runs
 /usr/bin/python3 "$root/scripts/demo_workload.py" --runs 3 --seed 9 --start-us 1767225700000000 |
   sed 's/"receipt_id":"/"receipt_id":"more-/' | ctl append > /dev/null
@@ -23,6 +24,8 @@ ctl export --run team-code/run-0003 --out "$work/run.tar.gz" --since "$work/old.
 ctl export --team team-data --from 2020-01-01T00:00:00Z --to 2100-01-01T00:00:00Z \
   --out "$work/team.tar.gz" > /dev/null
 ctl export --seq 5:40 --out "$work/seq.tar.gz" > /dev/null
+ctl export --run team-code/run-0000 --out "$work/other-run.tar.gz" > /dev/null
+ctl checkpoint > "$work/new.note"
 ctl export --team team-data --from "$mid" --to 2100-01-01T00:00:00Z --out "$work/late.tar.gz" > /dev/null
 vkey=$(cat "$work/vkey")
 py() { /usr/bin/python3 "$root/export/verify_pack.py" "$@"; }
@@ -141,6 +144,35 @@ for tool in ledgerctl py; do
     "${run[@]}" "$work/team.tar.gz" --vkey "$work/vkey" --since "$work/old.note"
   expect_exit 2 "$tool, --since a file that is not a checkpoint" '^(ledgerctl|verify_pack.py): --since: ' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --since "$work/vkey"
+done
+# The verifier is told what was asked: --expect-scope refuses a genuine pack
+# of another scope, --not-older-than a genuine pack against an older
+# checkpoint; the OK line names the scope, tree size and root.
+new_size=$(sed -n 2p "$work/new.note")
+new_root=$(sed -n 3p "$work/new.note" | base64 -d | od -An -tx1 | tr -d ' \n')
+for tool in ledgerctl py; do
+  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
+  expect_exit 0 "$tool, the run asked for" \
+    "^OK: 16 entries of \\{\"kind\":\"run\",\"run_id\":\"run-0003\",\"team\":\"team-code\"\\} verified against the checkpoint of packs.test/log at tree size $new_size, root $new_root\\.$" \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code/run-0003 --not-older-than "$work/new.note"
+  expect_exit 1 "$tool, a genuine pack of another run" \
+    '^FAILED: manifest\.json: scope is \{"kind":"run","run_id":"run-0000","team":"team-code"\}, expected \{"kind":"run","run_id":"run-0003","team":"team-code"\} \(--expect-scope\)$' \
+    "${run[@]}" "$work/other-run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code/run-0003
+  expect_exit 0 "$tool, the seq range asked for" '^OK: 35 entries of \{"from_seq":5,"kind":"seq","to_seq":40\}' \
+    "${run[@]}" "$work/seq.tar.gz" --vkey "$work/vkey" --expect-scope seq:5:40
+  expect_exit 1 "$tool, another seq range" '^FAILED: manifest\.json: scope is \{"from_seq":5,"kind":"seq","to_seq":40\}, expected \{"from_seq":5,"kind":"seq","to_seq":41\} \(--expect-scope\)$' \
+    "${run[@]}" "$work/seq.tar.gz" --vkey "$work/vkey" --expect-scope seq:5:41
+  expect_exit 0 "$tool, the team window asked for" '^OK: 82 entries of \{"from_seq":0,"from_us":1577836800000000,"kind":"team","team":"team-data","to_seq":' \
+    "${run[@]}" "$work/team.tar.gz" --vkey "$work/vkey" --expect-scope team:team-data,2020-01-01T00:00:00Z,2100-01-01T00:00:00Z
+  expect_exit 1 "$tool, another team window" '^FAILED: manifest\.json: scope is .* expected \{"from_us":1577836800000000,"kind":"team","team":"team-data","to_us":4102444800000001\} \(--expect-scope\)$' \
+    "${run[@]}" "$work/team.tar.gz" --vkey "$work/vkey" --expect-scope team:team-data,2020-01-01T00:00:00Z,2100-01-01T00:00:00.000001Z
+  for older in "$new_size" "$work/new.note"; do
+    expect_exit 1 "$tool, an older genuine pack of the run, --not-older-than ${older##*/}" \
+      "^FAILED: checkpoint: tree size $old_size is older than the $new_size asked for \\(--not-older-than\\)$" \
+      "${run[@]}" "$work/run-old.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code/run-0003 --not-older-than "$older"
+  done
+  expect_exit 2 "$tool, a malformed --expect-scope" '^(ledgerctl|verify_pack.py): --expect-scope: expected scope: want run:TEAM/RUN$' \
+    "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code
 done
 # Every tamper case, refused by both verifiers with its reason.
 mkdir "$work/tamper"

@@ -30,6 +30,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "export/pack/pack.h"
+#include "export/verify/scope.h"
 #include "ledger/note/note.h"
 
 namespace ledger::verify {
@@ -48,14 +49,6 @@ struct Failure {
 };
 
 void KeepFirst(std::optional<Failure>* first, std::optional<Failure> f);
-
-// The scope of a pack as its manifest says. A team window names its seqs
-// [from_seq, to_seq) too.
-struct Scope {
-  std::string kind, team, run_id;
-  int64_t from_us = 0, to_us = 0;
-  uint64_t from_seq = 0, to_seq = 0;
-};
 
 // The next piece of a file; empty at its end.
 using NextPiece = absl::FunctionRef<absl::StatusOr<std::string_view>()>;

@@ -7,7 +7,10 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "export/pack/pack.h"
 #include "export/verify/digest_thread.h"
 #include "export/verify/stream_check.h"
@@ -77,6 +80,30 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
+// A scope as the manifest writes it, for messages.
+std::string ScopeJson(const Scope& s) {
+  nlohmann::json j = {{"kind", s.kind}};
+  if (s.kind == "run") {
+    j["team"] = s.team;
+    j["run_id"] = s.run_id;
+  } else if (s.kind == "team") {
+    j["team"] = s.team;
+    j["from_us"] = s.from_us;
+    j["to_us"] = s.to_us;
+  } else {
+    j["from_seq"] = s.from_seq;
+    j["to_seq"] = s.to_seq;
+  }
+  return j.dump();
+}
+
+bool SameScope(const Scope& pack, const Scope& want) {
+  if (pack.kind != want.kind) return false;
+  if (want.kind == "run") return pack.team == want.team && pack.run_id == want.run_id;
+  if (want.kind == "team") return pack.team == want.team && pack.from_us == want.from_us && pack.to_us == want.to_us;
+  return pack.from_seq == want.from_seq && pack.to_seq == want.to_seq;
+}
+
 Result Fail(Result r, std::string file, int64_t seq, std::string message) {
   r.ok = false;
   r.file = Printable(file);
@@ -87,11 +114,49 @@ Result Fail(Result r, std::string file, int64_t seq, std::string message) {
 
 }  // namespace
 
+absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
+  Scope s;
+  auto bad = [&](const char* rule) { return absl::InvalidArgumentError(absl::StrCat("expected scope: ", rule)); };
+  auto split = [](const std::string& rest, char sep) -> std::vector<std::string> {
+    return absl::StrSplit(rest, sep);
+  };
+  size_t colon = text.find(':');
+  std::string kind = text.substr(0, colon), rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (kind == "run") {
+    size_t slash = rest.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) return bad("want run:TEAM/RUN");
+    s.team = rest.substr(0, slash);
+    s.run_id = rest.substr(slash + 1);
+  } else if (kind == "seq") {
+    std::vector<std::string> parts = split(rest, ':');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &s.from_seq) || !absl::SimpleAtoi(parts[1], &s.to_seq) ||
+        s.from_seq >= s.to_seq) {
+      return bad("want seq:A:B with A < B");
+    }
+  } else if (kind == "team") {
+    std::vector<std::string> parts = split(rest, ',');
+    absl::Time from, to;
+    std::string err;
+    if (parts.size() != 3 || parts[0].empty() || !absl::ParseTime(absl::RFC3339_full, parts[1], &from, &err) ||
+        !absl::ParseTime(absl::RFC3339_full, parts[2], &to, &err) || to <= from) {
+      return bad("want team:TEAM,FROM,TO with RFC 3339 times, FROM before TO");
+    }
+    s.team = parts[0];
+    s.from_us = absl::ToUnixMicros(from);
+    s.to_us = absl::ToUnixMicros(to);
+  } else {
+    return bad("want run:TEAM/RUN, seq:A:B or team:TEAM,FROM,TO");
+  }
+  s.kind = kind;
+  return s;
+}
+
 nlohmann::json Result::Json() const {
   nlohmann::json j = {{"ok", ok},
                       {"trusted_key_in_pack", trusted_key_in_pack},
                       {"origin", origin},
                       {"tree_size", tree_size},
+                      {"root", root},
                       {"entries", entries}};
   if (since_size.has_value()) {
     j["consistent_with_size"] = *since_size;
@@ -115,7 +180,7 @@ std::string Result::Summary() const {
   }
   if (ok) {
     absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ",
-                    origin, " at tree size ", tree_size, ".\n");
+                    origin, " at tree size ", tree_size, ", root ", root, ".\n");
     if (since_size.has_value()) {
       absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
                       since_root, since_given ? " (the one given with --since)" : "", ".\n");
@@ -305,6 +370,24 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   // what the signature covers.
   if (!unchecked_cp || unchecked_cp->size != cp->size || unchecked_cp->root != cp->root) {
     return Fail(r, pack::kCheckpoint, -1, "its text is not the one its signature covers");
+  }
+  r.root = hash::Hex(cp->root);
+
+  // What the auditor asked for.
+  if (options.expect_scope && (!scope || !SameScope(*scope, *options.expect_scope))) {
+    return Fail(r, pack::kManifest, -1,
+                absl::StrCat("scope is ", r.scope, ", expected ", ScopeJson(*options.expect_scope),
+                             " (--expect-scope)"));
+  }
+  if (cp->size < options.not_older_than) {
+    return Fail(r, pack::kCheckpoint, -1,
+                absl::StrCat("tree size ", cp->size, " is older than the ", options.not_older_than,
+                             " asked for (--not-older-than)"));
+  }
+  if (options.not_older_than_root && cp->size == options.not_older_than && cp->root != *options.not_older_than_root) {
+    return Fail(r, pack::kCheckpoint, -1,
+                absl::StrCat("root ", hash::Hex(cp->root), " at tree size ", cp->size, ", the checkpoint given with "
+                             "--not-older-than has root ", hash::Hex(*options.not_older_than_root)));
   }
 
   // The consistency proof from an earlier checkpoint, when there is one.

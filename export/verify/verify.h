@@ -18,6 +18,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "export/verify/scope.h"
+#include "ledger/hash/hash.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::verify {
@@ -32,13 +34,26 @@ struct Options {
   // The auditor's earlier checkpoint (a signed note), or empty. Given, the
   // pack MUST prove consistency from exactly it: same origin, size, root.
   std::string since;
+  // What the auditor asked for, when given: the manifest's scope MUST be
+  // it (for a team window: the team and times; the seqs follow from them).
+  std::optional<Scope> expect_scope;
+  // The pack's checkpoint MUST be at least this size; with a root (from an
+  // earlier checkpoint), at that very size it MUST have that root.
+  uint64_t not_older_than = 0;
+  std::optional<hash::Hash> not_older_than_root;
 };
+
+// An expected scope as written on a command line: "run:TEAM/RUN",
+// "seq:A:B" (seqs A to B, B excluded), or "team:TEAM,FROM,TO" (RFC 3339
+// times, TO excluded). INVALID_ARGUMENT naming the rule otherwise.
+absl::StatusOr<Scope> ParseExpectedScope(const std::string& text);
 
 struct Result {
   bool ok = false;
   bool trusted_key_in_pack = false;
   std::string origin;
   uint64_t tree_size = 0;
+  std::string root;  // hex
   uint64_t entries = 0;
   std::string scope;  // the manifest's scope, as JSON
   // The earlier checkpoint the pack proved consistency with, and whether
