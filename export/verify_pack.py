@@ -270,6 +270,8 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     if signed != digest + "\n":
         raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
     manifest = json.loads(files["manifest.json"])
+    if not isinstance(manifest, dict) or manifest.get("format") != 1 or not isinstance(manifest.get("files"), dict):
+        raise Failure("manifest.json: not a format 1 manifest")
     for name, data in sorted(files.items()):
         if name in ("manifest.json", "manifest.sig"):
             continue
@@ -287,8 +289,11 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     except Failure as e:
         raise Failure("checkpoint: %s" % e)
     origin, size, root = cp[0], int(cp[1]), base64.b64decode(cp[2], validate=True)
-    if origin != key[0] or size != manifest["tree_size"] or root.hex() != manifest["root"]:
-        raise Failure("checkpoint: does not match the manifest")
+    if origin != manifest.get("origin") or origin != key[0]:
+        raise Failure("checkpoint: origin '%s', manifest and key say '%s'" % (origin, manifest.get("origin")))
+    if size != manifest["tree_size"] or root.hex() != manifest["root"]:
+        raise Failure("checkpoint: size %d root %s, the manifest says size %s root %s"
+                      % (size, root.hex(), manifest["tree_size"], manifest["root"]))
     scope = manifest["scope"]
     if expect_scope is not None:
         keys = {"run": ("team", "run_id"), "seq": ("from_seq", "to_seq"), "team": ("team", "from_us", "to_us")}

@@ -159,7 +159,20 @@ def main():
         at = line.index(b'"inclusion":["') + 14
         return line[:at] + line[at:at + 64].upper() + line[at + 64:]
 
+    def manifest_field(key, value):
+        def edit(data):
+            m = json.loads(data)
+            m[key] = value
+            return (json.dumps(m, separators=(",", ":"), sort_keys=True) + "\n").encode()
+        return resigned(edited(files, "manifest.json", edit), sign)
+
     cases += [
+        ("a manifest of another format", manifest_field("format", 2),
+         r"^FAILED: manifest\.json: not a format 1 manifest", None),
+        ("a manifest naming another origin", manifest_field("origin", "another.example/log"),
+         r"^FAILED: checkpoint: origin 'packs\.test/log', manifest and key say 'another\.example/log'", None),
+        ("a manifest naming another tree size", manifest_field("tree_size", 7),
+         r"^FAILED: checkpoint: size \d+ root [0-9a-f]{64}, the manifest says size 7 root [0-9a-f]{64}", None),
         ("consistency.json stripped (by someone without the key)", without(files, "consistency.json"),
          r"^FAILED: consistency\.json: listed in the manifest but missing",
          r"^FAILED: consistency\.json: listed in the manifest but missing"),
