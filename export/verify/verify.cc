@@ -112,6 +112,51 @@ Result Fail(Result r, std::string file, int64_t seq, std::string message) {
   return r;
 }
 
+// Checks consistency.json (`json`, null when the pack has none) against the
+// checkpoint `cp`, and that it starts at `since` when given; notes the
+// earlier checkpoint in `r`. What fails, or "".
+std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpoint& cp, const std::string* json,
+                             const std::optional<note::Checkpoint>& since, Result* r) {
+  if (json == nullptr) {
+    if (!since) return "";
+    if (since->size != cp.size || since->root != cp.root) {
+      return absl::StrCat("missing: --since asks for consistency with the checkpoint at size ", since->size);
+    }
+    r->since_size = since->size;
+    r->since_root = hash::Hex(since->root);
+    r->since_given = true;
+    return "";
+  }
+  nlohmann::json c = nlohmann::json::parse(*json, nullptr, false);
+  if (c.is_discarded() || !c.is_object() || !c.contains("old_checkpoint") || !c["old_checkpoint"].is_string() ||
+      !c.contains("proof") || !c["proof"].is_array()) {
+    return "not {\"old_checkpoint\":...,\"proof\":[...]}";
+  }
+  auto old_text = verifier.Open(c["old_checkpoint"].get<std::string>());
+  if (!old_text.ok()) return absl::StrCat("old_checkpoint: ", old_text.status().message());
+  auto old = note::ParseCheckpoint(*old_text);
+  if (!old.ok() || old->origin != cp.origin) return "old_checkpoint: not a checkpoint of this log";
+  if (since && (since->origin != old->origin || since->size != old->size || since->root != old->root)) {
+    return absl::StrCat("old_checkpoint is size ", old->size, " root ", hash::Hex(old->root), ", --since is size ",
+                        since->size, " root ", hash::Hex(since->root));
+  }
+  std::vector<hash::Hash> proof;
+  for (const auto& h : c["proof"]) {
+    hash::Hash parsed;
+    if (!h.is_string() || !hash::ParseHexTo(h.get_ref<const std::string&>(), &parsed)) {
+      return "proof: not a list of hex hashes";
+    }
+    proof.push_back(parsed);
+  }
+  if (auto s = merkle::VerifyConsistency(old->size, cp.size, old->root, cp.root, proof); !s.ok()) {
+    return std::string(s.message());
+  }
+  r->since_size = old->size;
+  r->since_root = hash::Hex(old->root);
+  r->since_given = since.has_value();
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
@@ -390,7 +435,8 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
                              "--not-older-than has root ", hash::Hex(*options.not_older_than_root)));
   }
 
-  // The consistency proof from an earlier checkpoint, when there is one.
+  // The consistency proof from an earlier checkpoint, when there is one;
+  // from the auditor's, when given.
   std::optional<note::Checkpoint> since;
   if (!options.since.empty()) {
     auto since_text = verifier->Open(options.since);
@@ -399,48 +445,9 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", parsed.status().message()));
     since = *parsed;
   }
-  if (since && !digests.count(pack::kConsistency) && (since->size != cp->size || since->root != cp->root)) {
-    return Fail(r, pack::kConsistency, -1,
-                absl::StrCat("missing: --since asks for consistency with the checkpoint at size ", since->size));
-  }
-  if (since && !digests.count(pack::kConsistency)) {
-    r.since_size = since->size;
-    r.since_root = hash::Hex(since->root);
-    r.since_given = true;
-  }
-  if (digests.count(pack::kConsistency)) {
-    nlohmann::json c = nlohmann::json::parse(small[pack::kConsistency], nullptr, false);
-    if (c.is_discarded() || !c.is_object() || !c.contains("old_checkpoint") ||
-        !c["old_checkpoint"].is_string() || !c.contains("proof") || !c["proof"].is_array()) {
-      return Fail(r, pack::kConsistency, -1, "not {\"old_checkpoint\":...,\"proof\":[...]}");
-    }
-    auto old_text = verifier->Open(c["old_checkpoint"].get<std::string>());
-    if (!old_text.ok()) {
-      return Fail(r, pack::kConsistency, -1,
-                  absl::StrCat("old_checkpoint: ", old_text.status().message()));
-    }
-    auto old = note::ParseCheckpoint(*old_text);
-    if (!old.ok() || old->origin != cp->origin) {
-      return Fail(r, pack::kConsistency, -1, "old_checkpoint: not a checkpoint of this log");
-    }
-    if (since && (since->origin != old->origin || since->size != old->size || since->root != old->root)) {
-      return Fail(r, pack::kConsistency, -1,
-                  absl::StrCat("old_checkpoint is size ", old->size, " root ", hash::Hex(old->root), ", --since is size ",
-                               since->size, " root ", hash::Hex(since->root)));
-    }
-    std::vector<hash::Hash> proof;
-    for (const auto& h : c["proof"]) {
-      auto parsed = h.is_string() ? hash::ParseHex(h.get<std::string>())
-                                  : absl::StatusOr<hash::Hash>(absl::InvalidArgumentError("hash"));
-      if (!parsed.ok()) return Fail(r, pack::kConsistency, -1, "proof: not a list of hex hashes");
-      proof.push_back(*parsed);
-    }
-    if (auto s = merkle::VerifyConsistency(old->size, cp->size, old->root, cp->root, proof); !s.ok()) {
-      return Fail(r, pack::kConsistency, -1, std::string(s.message()));
-    }
-    r.since_size = old->size;
-    r.since_root = hash::Hex(old->root);
-    r.since_given = since.has_value();
+  const std::string* consistency = digests.count(pack::kConsistency) ? &small[pack::kConsistency] : nullptr;
+  if (std::string failure = CheckConsistency(*verifier, *cp, consistency, since, &r); !failure.empty()) {
+    return Fail(r, pack::kConsistency, -1, failure);
   }
 
   // Entries and proofs.
