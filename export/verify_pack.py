@@ -7,7 +7,8 @@ lists must be in the pack, and every file in the pack listed), the
 checkpoint's signature, every entry's leaf hash and RFC 9162 inclusion
 proof, the hash chain between consecutive seqs, and the scope: for a run
 pack the run chain from the run's first entry, for a seq range every seq
-from its first to its last. (Step outcomes are recomputed by `ledgerctl
+from its first to its last, within a team window or seq range each run's
+chain from its first seq. (Step outcomes are recomputed by `ledgerctl
 verify`.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
@@ -441,7 +442,8 @@ def key_argument(args):
 
 def main():
     parser = argparse.ArgumentParser(
-        prog="verify_pack.py", usage="verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]")
+        prog="verify_pack.py", usage=argparse.SUPPRESS, description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pack")
     parser.add_argument("key", nargs="?", help=argparse.SUPPRESS)
     parser.add_argument("--vkey")
