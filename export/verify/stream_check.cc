@@ -12,8 +12,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "export/tasks/channel.h"
-#include "export/verify/proof_line.h"
 #include "export/tasks/tasks.h"
+#include "export/verify/proof_line.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
@@ -269,7 +269,7 @@ class StreamCheck::EntryPass : public LinePass {
     run_key_.assign(entry.receipt.team());
     run_key_ += '\0';
     run_key_ += entry.receipt.run_id();
-    auto [it, inserted] = last_of_run_.try_emplace(run_key_, 0);
+    auto it = last_of_run_.try_emplace(run_key_, 0).first;
     uint64_t before = it->second;
     it->second = entry.seq + 1;
     return before;
