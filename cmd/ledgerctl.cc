@@ -16,7 +16,9 @@
 //   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
-//   ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]
+//   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)
+//             [--since CHECKPOINT] [--expect-scope SCOPE]
+//             [--not-older-than SIZE|CHECKPOINT] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
 #include <chrono>
@@ -38,6 +40,7 @@
 #include "cmd/flags.h"
 #include "cmd/ledgerctl.h"
 #include "cmd/shard_map.h"
+#include "cmd/verify_options.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
@@ -408,15 +411,9 @@ int Report(const Result& result, const Flags& flags) {
 
 int Verify(const Flags& flags) {
   if (flags.positional().size() != 2) return Fail(absl::InvalidArgumentError("verify: give one PACK"));
-  ledger::verify::Options options;
-  if (!flags.Get("vkey-string").empty()) {
-    options.vkey = flags.Get("vkey-string");
-  } else if (!flags.Get("vkey").empty()) {
-    auto vkey = ReadVkeyFile(flags.Get("vkey"));
-    if (!vkey.ok()) return Fail(vkey.status());
-    options.vkey = *vkey;
-  }
-  auto result = ledger::verify::VerifyPack(flags.positional()[1], options);
+  auto options = ledger::cmd::VerifyOptions(flags);
+  if (!options.ok()) return Fail(options.status());
+  auto result = ledger::verify::VerifyPack(flags.positional()[1], *options);
   if (!result.ok()) return Fail(result.status());
   return Report(*result, flags);
 }
@@ -479,7 +476,9 @@ constexpr char kUsage[] =
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
     "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
-    "  ledgerctl verify PACK [--vkey FILE | --vkey-string S] [--json]\n"
+    "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)\n"
+    "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
+    "            [--not-older-than SIZE|CHECKPOINT_FILE] [--json]\n"
     "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
     "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
     "  append routes each receipt; steps without --team asks every shard\n\n"
@@ -547,8 +546,18 @@ int main(int argc, char** argv) {
                "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory on the "
                "server's machine");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
-  flags.Define("since", "", "export: a file holding an earlier signed checkpoint");
+  flags.Define("since", "",
+               "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
+               "consistency from exactly it)");
   flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
+  flags.Define("expect-scope", "",
+               "verify: the scope asked for (run:TEAM/RUN, seq:A:B, team:TEAM,FROM,TO with RFC 3339 times); "
+               "a pack of another scope fails");
+  flags.Define("not-older-than", "",
+               "verify: a tree size, or a file holding a signed checkpoint: a pack against an older checkpoint fails");
+  flags.Define("trust-pack-key", "",
+               "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)",
+               true);
   flags.Define("shard-map", "",
                "a shard map (JSON, deploy/README.md): commands go to the team's shard (--team, --run TEAM/RUN) "
                "or to --shard N; append routes each receipt; steps without --team asks every shard");

@@ -2,18 +2,34 @@
 """Verify an evidence pack without trusting the ledger's own code.
 
 Uses only Python's standard library and the `cryptography` package. Checks
-the manifest's signature and every file's SHA-256, the checkpoint's
-signature, every entry's leaf hash and RFC 9162 inclusion proof, the hash
-chain between consecutive seqs, and for a run pack the run chain from the
-run's first entry. (Step outcomes are recomputed by `ledgerctl verify`.)
+the manifest's signature and every file's SHA-256 (a file the manifest
+lists must be in the pack, and every file in the pack listed), the
+checkpoint's signature, every entry's leaf hash and RFC 9162 inclusion
+proof, the hash chain between consecutive seqs, and the scope: for a run
+pack the run chain from the run's first entry, for a seq range every seq
+from its first to its last, within a team window or seq range each run's
+chain from its first seq. (Step outcomes are recomputed by `ledgerctl
+verify`.)
 
-Usage: verify_pack.py PACK.tar.gz VKEY
-VKEY is the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...
-Exit 0 when everything holds; otherwise 1, naming the first failing item.
+Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
+         [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
+       verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
+FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
+--trust-pack-key trusts the key inside the pack instead, and the result then
+proves nothing about the ledger's identity. --since CHECKPOINT (a file
+holding the auditor's earlier signed checkpoint): the pack must prove
+consistency from exactly that checkpoint. --expect-scope: the scope asked
+for; a pack of another scope fails. --not-older-than: a tree size or a file
+holding a signed checkpoint; a pack against an older checkpoint fails.
+Exit 0 when everything holds; 1, naming the first failing item, when
+something does not; 2 for bad usage (a key given but empty or malformed).
 """
+import argparse
 import base64
+import datetime
 import hashlib
 import json
+import re
 import sys
 import tarfile
 
@@ -23,9 +39,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
          "outcomes.json", "proofs.jsonl", "report.html", "consistency.json"}
 MAX_FILE = 4 << 30
+HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 class Failure(Exception):
+    pass
+
+
+class UsageError(Exception):
     pass
 
 
@@ -47,8 +68,15 @@ def read_pack(path):
 
 
 def parse_vkey(vkey):
-    name, key_id, key = vkey.strip().split("+", 2)
-    raw = base64.b64decode(key, validate=True)
+    parts = vkey.strip().split("+", 2)
+    if len(parts) != 3 or not parts[0]:
+        raise Failure("vkey: want NAME+ID+KEY")
+    name, key_id, key = parts
+    try:
+        raw = base64.b64decode(key, validate=True)
+        bytes.fromhex(key_id)
+    except ValueError:
+        raise Failure("vkey: the key id is not hex or the key not base64")
     if len(raw) != 33 or raw[0] != 1:
         raise Failure("vkey: not an Ed25519 verifier key")
     if hashlib.sha256(name.encode() + b"\n" + raw).digest()[:4].hex() != key_id:
@@ -81,6 +109,29 @@ def open_note(note, key):
                 raise Failure("signature by %s does not verify" % name)
             return text.decode()
     raise Failure("no signature by %s" % name)
+
+
+def hash_hex(h):
+    """A hash written as 64 lowercase hex digits, as bytes; None otherwise."""
+    return bytes.fromhex(h) if isinstance(h, str) and HEX64.match(h) else None
+
+
+def proof_line(line):
+    """(seq, leaf_hash, path) of a proofs.jsonl line: a JSON object of
+    exactly seq, leaf_hash and inclusion, any spacing; None otherwise."""
+    try:
+        p = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(p, dict) or set(p) != {"seq", "leaf_hash", "inclusion"}:
+        return None
+    seq, leaf, inclusion = p["seq"], p["leaf_hash"], p["inclusion"]
+    if type(seq) is not int or not 0 <= seq < 1 << 63 or not isinstance(leaf, str) or not isinstance(inclusion, list):
+        return None
+    path = [hash_hex(h) for h in inclusion]
+    if None in path:
+        return None
+    return seq, leaf, path
 
 
 def node(left, right):
@@ -135,11 +186,80 @@ def verify_consistency(m, n, old_root, new_root, proof):
     return fr == old_root and sr == new_root and sn == 0
 
 
-def verify(pack_path, vkey):
+def run_chain(entry, last_of_run, first, name):
+    """Within a window or range of seqs from `first`: an entry whose run_prev
+    is at or after it links to the previous entry of its run in the pack;
+    the first of its run in the pack has none, or one below it."""
+    key = (entry["receipt"]["team"], entry["receipt"]["run_id"])
+    before, run_prev = last_of_run.get(key), entry.get("run_prev")
+    last_of_run[key] = entry["seq"]
+    found = "none" if run_prev is None else run_prev
+    if before is not None:
+        if run_prev != before:
+            raise Failure("entries.jsonl seq %d: run_prev expected %d (the run's previous entry in the pack), found %s"
+                          % (entry["seq"], before, found))
+    elif run_prev is not None and run_prev >= first:
+        raise Failure("entries.jsonl seq %d: run_prev expected none or below %d (%s), found %s"
+                      % (entry["seq"], first, name, found))
+
+
+def checkpoint_of(note, key):
+    """(origin, size, root) of a signed checkpoint note."""
+    lines = open_note(note, key).split("\n")
+    if len(lines) < 4 or not lines[1].isdigit():
+        raise Failure("not a checkpoint")
+    return lines[0], int(lines[1]), base64.b64decode(lines[2], validate=True)
+
+
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z")
+
+
+def expected_scope(text):
+    """A scope as written on a command line: run:TEAM/RUN, seq:A:B (B
+    excluded) or team:TEAM,FROM,TO (RFC 3339, TO excluded), as the manifest
+    writes it; UsageError otherwise."""
+    kind, _, rest = text.partition(":")
+    if kind == "run":
+        team, slash, run = rest.partition("/")
+        if not team or not slash or not run:
+            raise UsageError("expected scope: want run:TEAM/RUN")
+        return {"kind": "run", "team": team, "run_id": run}
+    if kind == "seq":
+        parts = rest.split(":")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts) or int(parts[0]) >= int(parts[1]):
+            raise UsageError("expected scope: want seq:A:B with A < B")
+        return {"kind": "seq", "from_seq": int(parts[0]), "to_seq": int(parts[1])}
+    if kind == "team":
+        parts = rest.split(",")
+        if len(parts) != 3 or not parts[0] or not all(RFC3339.match(p) for p in parts[1:]):
+            raise UsageError("expected scope: want team:TEAM,FROM,TO with RFC 3339 times, FROM before TO")
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        us = [(datetime.datetime.fromisoformat(p.replace("Z", "+00:00")) - epoch) // datetime.timedelta(microseconds=1)
+              for p in parts[1:]]
+        if us[0] >= us[1]:
+            raise UsageError("expected scope: want team:TEAM,FROM,TO with RFC 3339 times, FROM before TO")
+        return {"kind": "team", "team": parts[0], "from_us": us[0], "to_us": us[1]}
+    raise UsageError("expected scope: want run:TEAM/RUN, seq:A:B or team:TEAM,FROM,TO")
+
+
+def scope_text(scope):
+    return json.dumps(scope, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None):
+    """Raises Failure naming the first item that does not hold. vkey is the
+    ledger's key line; None with trust_pack_key to trust the pack's own.
+    since: the auditor's earlier checkpoint (a signed note, bytes): the pack
+    must prove consistency from exactly it. expect_scope: the scope asked
+    for (expected_scope()). not_older_than: a size, or a signed checkpoint
+    (bytes) the pack's checkpoint must be at least as large as, with its
+    root at that very size."""
     files = read_pack(pack_path)
     for name in FILES - {"consistency.json"}:
         if name not in files:
             raise Failure("%s: missing" % name)
+    if trust_pack_key:
+        vkey = files["ledger.vkey"].decode().strip()
     key = parse_vkey(vkey)
     if files["ledger.vkey"].decode().strip() != vkey.strip():
         raise Failure("ledger.vkey: not the key given")
@@ -151,49 +271,100 @@ def verify(pack_path, vkey):
     if signed != digest + "\n":
         raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
     manifest = json.loads(files["manifest.json"])
-    for name, data in files.items():
+    if not isinstance(manifest, dict) or manifest.get("format") != 1 or not isinstance(manifest.get("files"), dict):
+        raise Failure("manifest.json: not a format 1 manifest")
+    for name, data in sorted(files.items()):
         if name in ("manifest.json", "manifest.sig"):
             continue
-        want = manifest["files"].get(name)
+        if name not in manifest["files"]:
+            raise Failure("%s: not listed in the manifest" % name)
+        want = manifest["files"][name]
         got = hashlib.sha256(data).hexdigest()
         if want != got:
             raise Failure("%s: SHA-256 expected %s, found %s" % (name, want, got))
+    for name in sorted(manifest["files"]):
+        if name not in files:
+            raise Failure("%s: listed in the manifest but missing" % name)
     try:
         cp = open_note(files["checkpoint"], key).split("\n")
     except Failure as e:
         raise Failure("checkpoint: %s" % e)
     origin, size, root = cp[0], int(cp[1]), base64.b64decode(cp[2], validate=True)
-    if origin != key[0] or size != manifest["tree_size"] or root.hex() != manifest["root"]:
-        raise Failure("checkpoint: does not match the manifest")
+    if origin != manifest.get("origin") or origin != key[0]:
+        raise Failure("checkpoint: origin '%s', manifest and key say '%s'" % (origin, manifest.get("origin")))
+    if size != manifest["tree_size"] or root.hex() != manifest["root"]:
+        raise Failure("checkpoint: size %d root %s, the manifest says size %s root %s"
+                      % (size, root.hex(), manifest["tree_size"], manifest["root"]))
+    scope = manifest["scope"]
+    if expect_scope is not None:
+        keys = {"run": ("team", "run_id"), "seq": ("from_seq", "to_seq"), "team": ("team", "from_us", "to_us")}
+        if (not isinstance(scope, dict) or scope.get("kind") != expect_scope["kind"]
+                or any(scope.get(k) != expect_scope[k] for k in keys[expect_scope["kind"]])):
+            raise Failure("manifest.json: scope is %s, expected %s (--expect-scope)"
+                          % (scope_text(scope), scope_text(expect_scope)))
+    if not_older_than is not None:
+        want_root = None
+        if isinstance(not_older_than, bytes):
+            try:
+                _, not_older_than, want_root = checkpoint_of(not_older_than, key)
+            except (Failure, ValueError) as e:
+                raise UsageError("--not-older-than: %s" % e)
+        if size < not_older_than:
+            raise Failure("checkpoint: tree size %d is older than the %d asked for (--not-older-than)"
+                          % (size, not_older_than))
+        if want_root is not None and size == not_older_than and root != want_root:
+            raise Failure("checkpoint: root %s at tree size %d, the checkpoint given with --not-older-than has root %s"
+                          % (root.hex(), size, want_root.hex()))
+    if since is not None:
+        try:
+            since = checkpoint_of(since, key)
+        except (Failure, ValueError) as e:
+            raise UsageError("--since: %s" % e)
+        if "consistency.json" not in files and since[1:] != (size, root):
+            raise Failure("consistency.json: missing: --since asks for consistency with the checkpoint at size %d"
+                          % since[1])
+    consistent = None  # (size, root, given with --since) of the earlier checkpoint
+    if since is not None and "consistency.json" not in files:
+        consistent = (since[1], since[2], True)
     if "consistency.json" in files:
         c = json.loads(files["consistency.json"])
         try:
-            old = open_note(c["old_checkpoint"].encode(), key).split("\n")
+            old_origin, old_size, old_root = checkpoint_of(c["old_checkpoint"].encode(), key)
         except Failure as e:
             raise Failure("consistency.json: old_checkpoint: %s" % e)
-        old_size, old_root = int(old[1]), base64.b64decode(old[2], validate=True)
-        if not verify_consistency(old_size, size, old_root, root, [bytes.fromhex(h) for h in c["proof"]]):
+        if old_origin != origin:
+            raise Failure("consistency.json: old_checkpoint: not a checkpoint of this log")
+        if since is not None and since != (old_origin, old_size, old_root):
+            raise Failure("consistency.json: old_checkpoint is size %d root %s, --since is size %d root %s"
+                          % (old_size, old_root.hex(), since[1], since[2].hex()))
+        proof = [hash_hex(h) for h in c["proof"]]
+        if None in proof:
+            raise Failure("consistency.json: proof: not a list of hex hashes")
+        if not verify_consistency(old_size, size, old_root, root, proof):
             raise Failure("consistency.json: the proof does not join the two checkpoints")
-        print("consistent with the earlier checkpoint at size %d" % old_size)
-    scope = manifest["scope"]
+        consistent = (old_size, old_root, since is not None)
     entries = files["entries.jsonl"].split(b"\n")[:-1]
     proofs = files["proofs.jsonl"].split(b"\n")[:-1]
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
                       % (len(entries), len(proofs), manifest["counts"]["entries"]))
+    if scope["kind"] == "team" and not ("from_seq" in scope and "to_seq" in scope):
+        raise Failure("manifest.json: scope: a team window names its seqs (from_seq, to_seq)")
     last_seq, last_hash = None, None
-    for leaf, proof_line in zip(entries, proofs):
+    last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
+    for leaf, proof_text in zip(entries, proofs):
         entry = json.loads(leaf)
         seq = entry["seq"]
         canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         if canonical != leaf:
             raise Failure("entries.jsonl seq %d: not canonical JSON" % seq)
         leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
-        proof = json.loads(proof_line)
-        if proof["seq"] != seq or proof["leaf_hash"] != leaf_hash.hex():
-            raise Failure("proofs.jsonl seq %d: leaf_hash expected %s, found %s"
-                          % (seq, leaf_hash.hex(), proof["leaf_hash"]))
-        if not verify_inclusion(seq, size, leaf_hash, [bytes.fromhex(h) for h in proof["inclusion"]], root):
+        proof = proof_line(proof_text)
+        if proof is None or proof[0] != seq:
+            raise Failure("proofs.jsonl seq %d: not the proof line of this entry" % seq)
+        if proof[1] != leaf_hash.hex():
+            raise Failure("proofs.jsonl seq %d: leaf_hash expected %s, found %s" % (seq, leaf_hash.hex(), proof[1]))
+        if not verify_inclusion(seq, size, leaf_hash, proof[2], root):
             raise Failure("proofs.jsonl seq %d: inclusion proof does not lead to the checkpoint's root" % seq)
         if last_seq is not None and seq <= last_seq:
             raise Failure("entries.jsonl seq %d: not after seq %d" % (seq, last_seq))
@@ -202,30 +373,132 @@ def verify(pack_path, vkey):
         if scope["kind"] == "run":
             r = entry["receipt"]
             if r["team"] != scope["team"] or r["run_id"] != scope["run_id"]:
-                raise Failure("entries.jsonl seq %d: not of the pack's run" % seq)
+                raise Failure("entries.jsonl seq %d: not an entry of the pack's run" % seq)
             if entry.get("run_prev") != last_seq:
                 raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
                               % (seq, last_seq, entry.get("run_prev")))
         elif scope["kind"] == "team":
             if (entry["receipt"]["team"] != scope["team"]
                     or not scope["from_us"] <= entry["logged_at_us"] < scope["to_us"]):
-                raise Failure("entries.jsonl seq %d: not of the pack's team and window" % seq)
+                raise Failure("entries.jsonl seq %d: not an entry of the pack's team and time window" % seq)
+            if not scope["from_seq"] <= seq < scope["to_seq"]:
+                raise Failure("entries.jsonl seq %d: not in the window's seqs [%d, %d)"
+                              % (seq, scope["from_seq"], scope["to_seq"]))
+            run_chain(entry, last_of_run, scope["from_seq"], "the window's first seq")
         elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
-            raise Failure("entries.jsonl seq %d: the range has a gap" % seq)
+            raise Failure("entries.jsonl seq %d: seq expected %d (the range has a gap)"
+                          % (seq, scope["from_seq"] if last_seq is None else last_seq + 1))
+        else:
+            run_chain(entry, last_of_run, scope["from_seq"], "the range's first seq")
         last_seq, last_hash = seq, leaf_hash
-    return len(entries), size, origin
+    if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
+        raise Failure("entries.jsonl: the seq range ends early")
+    return {"entries": len(entries), "origin": origin, "tree_size": size, "root": root, "scope": scope,
+            "consistent": consistent}
+
+
+def usage_error(message):
+    print("verify_pack.py: %s" % message, file=sys.stderr)
+    sys.exit(2)
+
+
+def key_argument(args):
+    """The key line the arguments give, or None with --trust-pack-key; a key
+    given but empty or malformed is a usage error naming the flag."""
+    given = [f for f, v in (("--vkey", args.vkey), ("--vkey-string", args.vkey_string), ("VKEY", args.key))
+             if v is not None]
+    if len(given) > 1:
+        usage_error("verify: give one of %s" % ", ".join(given))
+    if args.trust_pack_key:
+        if given:
+            usage_error("verify: --trust-pack-key with a key given: give one or the other")
+        return None
+    if not given:
+        usage_error("verify: give the ledger's key (--vkey FILE or --vkey-string S), "
+                    "or --trust-pack-key to trust the key inside the pack")
+    if args.vkey is not None:
+        try:
+            with open(args.vkey, "rb") as f:
+                line = f.read().split(b"\n")[0].decode("utf-8", "replace").rstrip("\r ")
+        except OSError:
+            usage_error("--vkey: cannot read %s" % args.vkey)
+        if not line:
+            usage_error("--vkey: %s holds no verifier key line" % args.vkey)
+        flag = "--vkey: %s" % args.vkey
+    elif args.vkey_string is not None:
+        line, flag = args.vkey_string, "--vkey-string"
+        if not line:
+            usage_error("--vkey-string: empty")
+    else:
+        line, flag = args.key, "VKEY"
+    try:
+        parse_vkey(line)
+    except Failure as e:
+        if flag == "VKEY":
+            usage_error("VKEY: not a verifier key line (NAME+ID+KEY); give a file with --vkey FILE")
+        usage_error("%s: not a verifier key (%s)" % (flag, e))
+    return line
 
 
 def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
+    parser = argparse.ArgumentParser(
+        prog="verify_pack.py", usage=argparse.SUPPRESS, description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pack")
+    parser.add_argument("key", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("--vkey")
+    parser.add_argument("--vkey-string")
+    parser.add_argument("--trust-pack-key", action="store_true")
+    parser.add_argument("--since")
+    parser.add_argument("--expect-scope")
+    parser.add_argument("--not-older-than")
+    args = parser.parse_args()
+    vkey = key_argument(args)
+    since = None
+    if args.since is not None:
+        try:
+            with open(args.since, "rb") as f:
+                since = f.read()
+        except OSError:
+            usage_error("--since: cannot read %s" % args.since)
+        if not since:
+            usage_error("--since: %s is empty" % args.since)
+    expect = None
+    if args.expect_scope is not None:
+        try:
+            expect = expected_scope(args.expect_scope)
+        except UsageError as e:
+            usage_error("--expect-scope: %s" % e)
+    not_older = None
+    if args.not_older_than is not None:
+        if args.not_older_than.isdigit():
+            not_older = int(args.not_older_than)
+        elif vkey is None:
+            usage_error("verify: --not-older-than CHECKPOINT needs the ledger's key (--vkey or --vkey-string)")
+        else:
+            try:
+                with open(args.not_older_than, "rb") as f:
+                    not_older = f.read()
+            except OSError:
+                usage_error("--not-older-than: neither a size nor a readable file: %s" % args.not_older_than)
+    if vkey is None:
+        print("WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
+              "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
+              "published key.")
     try:
-        n, size, origin = verify(sys.argv[1], sys.argv[2])
-    except (Failure, ValueError, KeyError, tarfile.TarError) as e:
+        r = verify(args.pack, vkey, trust_pack_key=vkey is None, since=since, expect_scope=expect,
+                   not_older_than=not_older)
+    except UsageError as e:
+        usage_error(e)
+    except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
         print("FAILED: %s" % e)
         return 1
-    print("OK: %d entries verified against the checkpoint of %s at tree size %d" % (n, origin, size))
+    print("OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s."
+          % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex()))
+    if r["consistent"] is not None:
+        size, root, given = r["consistent"]
+        print("The checkpoint is consistent with the earlier one at size %d, root %s%s."
+              % (size, root.hex(), " (the one given with --since)" if given else ""))
     return 0
 
 

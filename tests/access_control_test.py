@@ -446,8 +446,9 @@ def main():
     if out.returncode == 0 or "may not query for team 'team-b'" not in out.stderr:
         fail("ledgerctl steps of team-b as reader-a: %s %s" % (out.stdout, out.stderr))
     out = ledgerctl("auditor-a", "export", "--run", "team-a/run-a", "--out", os.path.join(work, "a.tar.gz"))
-    verify = subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "verify", os.path.join(work, "a.tar.gz")],
-                            capture_output=True, text=True, timeout=60)
+    vkey = ledgerctl("auditor-a", "vkey").stdout.strip()
+    verify = subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "verify", os.path.join(work, "a.tar.gz"),
+                             "--vkey-string", vkey], capture_output=True, text=True, timeout=60)
     if out.returncode != 0 or verify.returncode != 0:
         fail("export over TLS and verify: %s %s %s" % (out.stderr, verify.stdout, verify.stderr))
     print("ledgerctl over TLS: the reader's query, its refusal for another team, an auditor's export that verifies")

@@ -8,12 +8,13 @@ checkpoint signed by another key) re-sign the manifest with the ledger's own
 key file, as only the ledger could, so that the verifiers reach them.
 
 Usage: pack_tamper_test.py LEDGERCTL VERIFY_PACK_PY RUN_PACK VKEY_FILE
-       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR
+       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR [SEQ_PACK TEAM_PACK]
 """
 import base64
 import hashlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -51,9 +52,14 @@ def write_pack(files, path):
     open(path, "wb").write(buf.getvalue())
 
 
-def resigned(files, sign):
-    """The manifest rewritten over the files' digests and counts, signed."""
+def resigned(files, sign, outcomes_tool=None):
+    """The manifest rewritten over the files' digests and counts, signed;
+    with outcomes_tool (tests/util/pack_outcomes), outcomes.json recomputed
+    from the entries first, as the operator would."""
     d = dict(files)
+    if outcomes_tool:
+        d["outcomes.json"] = subprocess.run([outcomes_tool], input=d["entries.jsonl"], capture_output=True,
+                                            check=True).stdout
     manifest = json.loads(d["manifest.json"])
     for name, data in d.items():
         if name not in ("manifest.json", "manifest.sig"):
@@ -78,6 +84,7 @@ def lines_edited(files, edit):
 
 def main():
     ledgerctl, verify_py, pack, vkey_file, key_file, other_key_file, work = sys.argv[1:8]
+    seq_pack, team_pack = (sys.argv[8:10] + [None, None])[:2]
     vkey = open(vkey_file).read().strip()
     files = read_pack(pack)
     sign, other_sign = signer(key_file), signer(other_key_file)
@@ -135,12 +142,112 @@ def main():
         ("a checkpoint signed by another key", resigned(edited(files, "checkpoint", foreign_checkpoint), sign),
          r"^FAILED: checkpoint: signed note: no signature by ", r"^FAILED: checkpoint: no signature by "),
     ]
+    def without(files, name):
+        return [(n, d) for n, d in files if n != name]
+
+    def proof_line_edited(edit):
+        def apply(data):
+            lines = data.split(b"\n")
+            lines[2] = edit(lines[2])
+            return b"\n".join(lines)
+        return resigned(edited(files, "proofs.jsonl", apply), sign)
+
+    def key_more(line):
+        return line[:-1] + b',"note":"x"}'
+
+    def upper_hash(line):
+        at = line.index(b'"inclusion":["') + 14
+        return line[:at] + line[at:at + 64].upper() + line[at + 64:]
+
+    def manifest_field(key, value):
+        def edit(data):
+            m = json.loads(data)
+            m[key] = value
+            return (json.dumps(m, separators=(",", ":"), sort_keys=True) + "\n").encode()
+        return resigned(edited(files, "manifest.json", edit), sign)
+
+    cases += [
+        ("a manifest of another format", manifest_field("format", 2),
+         r"^FAILED: manifest\.json: not a format 1 manifest", None),
+        ("a manifest naming another origin", manifest_field("origin", "another.example/log"),
+         r"^FAILED: checkpoint: origin 'packs\.test/log', manifest and key say 'another\.example/log'", None),
+        ("a manifest naming another tree size", manifest_field("tree_size", 7),
+         r"^FAILED: checkpoint: size \d+ root [0-9a-f]{64}, the manifest says size 7 root [0-9a-f]{64}", None),
+        ("consistency.json stripped (by someone without the key)", without(files, "consistency.json"),
+         r"^FAILED: consistency\.json: listed in the manifest but missing",
+         r"^FAILED: consistency\.json: listed in the manifest but missing"),
+        ("a proof line with a key more", proof_line_edited(key_more),
+         r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry",
+         r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry"),
+        ("a proof hash in upper case", proof_line_edited(upper_hash),
+         r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry",
+         r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry"),
+    ]
+    outcomes_tool = os.path.join(os.path.dirname(os.path.dirname(ledgerctl)), "tests", "pack_outcomes")
+    if team_pack:
+        team_files = read_pack(team_pack)
+        team_entries = [json.loads(l) for l in dict(team_files)["entries.jsonl"].split(b"\n")[:-1]]
+        window_first = json.loads(dict(team_files)["manifest.json"])["scope"]["from_seq"]
+
+        def linked_to_previous(k):  # the entry after k is k's run's next, and links to it
+            a, b = team_entries[k], team_entries[k + 1]
+            return a["receipt"]["run_id"] == b["receipt"]["run_id"] and b.get("run_prev") == a["seq"]
+        middle = next(k for k in range(len(team_entries) // 2, len(team_entries) - 1)
+                      if linked_to_previous(k - 1) and linked_to_previous(k))
+        assert linked_to_previous(0)
+        cases += [
+            ("an entry dropped inside a team window, a later one of its run linking to it",
+             resigned(lines_edited(team_files, lambda ls: ls[:middle] + ls[middle + 1:]), sign, outcomes_tool),
+             r"^FAILED: entries\.jsonl seq %d: run_prev expected %d \(the run's previous entry in the pack\), found %d"
+             % (team_entries[middle + 1]["seq"], team_entries[middle - 1]["seq"], team_entries[middle]["seq"]), None),
+            ("a team window's first entry dropped, the next of its run linking to it",
+             resigned(lines_edited(team_files, lambda ls: ls[1:]), sign, outcomes_tool),
+             r"^FAILED: entries\.jsonl seq %d: run_prev expected none or below %d \(the window's first seq\), found %d"
+             % (team_entries[1]["seq"], window_first, team_entries[0]["seq"]), None),
+        ]
+    if seq_pack:
+        seq_files = read_pack(seq_pack)
+        cases += [
+            ("the seq range's last entries dropped",
+             resigned(lines_edited(seq_files, lambda ls: ls[:-2]), sign),
+             r"^FAILED: entries\.jsonl: the seq range ends early",
+             r"^FAILED: entries\.jsonl: the seq range ends early"),
+            ("the seq range's first entry dropped",
+             resigned(lines_edited(seq_files, lambda ls: ls[1:]), sign),
+             r"^FAILED: entries\.jsonl seq \d+: seq expected \d+ \(the range has a gap\)",
+             r"^FAILED: entries\.jsonl seq \d+: seq expected \d+ \(the range has a gap\)"),
+        ]
+
+    # Packs that hold, written otherwise than the exporter writes them: both
+    # verifiers accept them.
+    def second_proof_spaced(data):
+        lines = data.split(b"\n")
+        lines[1] = json.dumps(json.loads(lines[1])).encode()  # ", " and ": "
+        return b"\n".join(lines)
+
+    valid = [
+        ("a proof line written with spaces, the next one compact",
+         resigned(edited(files, "proofs.jsonl", second_proof_spaced), sign)),
+    ]
     failures = 0
+    for label, packed in valid:
+        path = "%s/valid.tar.gz" % work
+        write_pack(packed, path)
+        for tool, cmd in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file]),
+                          ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file])):
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            out = (p.stdout + p.stderr).strip()
+            if p.returncode != 0 or not re.search(r"^OK: ", out, re.M):
+                print("FAIL: %s, %s refused a valid pack (exit %d): %s" % (label, tool, p.returncode, out[:400]))
+                failures += 1
+            else:
+                print("%s: %s accepted it" % (label, tool))
     for label, tampered, ctl_want, py_want in cases:
+        py_want = py_want or ctl_want
         path = "%s/tampered.tar.gz" % work
         write_pack(tampered, path)
         for tool, cmd, want in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file], ctl_want),
-                                ("verify_pack.py", ["/usr/bin/python3", verify_py, path, vkey], py_want)):
+                                ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file], py_want)):
             p = subprocess.run(cmd, capture_output=True, text=True)
             out = (p.stdout + p.stderr).strip()
             if p.returncode == 0 or not re.search(want, out, re.M):
@@ -150,7 +257,8 @@ def main():
                 print("%s: %s refused it: %s" % (label, tool, [l for l in out.splitlines() if l.startswith("FAILED")][0][:140]))
     if failures:
         sys.exit(1)
-    print("tampering: %d cases refused by both verifiers with the reason" % len(cases))
+    print("tampering: %d cases refused by both verifiers with the reason; %d valid packs accepted by both"
+          % (len(cases), len(valid)))
 
 
 if __name__ == "__main__":

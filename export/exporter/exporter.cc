@@ -164,12 +164,19 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   if (!cp.ok()) return cp.status();
   const uint64_t size = cp->size;
   nlohmann::json scope_json;
+  uint64_t window_lo = 0, window_hi = 0;  // a team window's seqs [lo, hi)
   if (scope.is_run()) {
     scope_json = {{"kind", "run"}, {"team", scope.team}, {"run_id", scope.run_id}};
   } else if (scope.is_team_window()) {
     if (scope.to_us <= scope.from_us) return absl::InvalidArgumentError("time: want from < to");
-    scope_json = {{"kind", "team"}, {"team", scope.team}, {"from_us", scope.from_us},
-                  {"to_us", scope.to_us}};
+    auto lo = FirstAtOrAfter(log.store(), size, scope.from_us);
+    if (!lo.ok()) return lo.status();
+    auto hi = FirstAtOrAfter(log.store(), size, scope.to_us);
+    if (!hi.ok()) return hi.status();
+    window_lo = *lo;
+    window_hi = *hi;
+    scope_json = {{"kind", "team"}, {"team", scope.team}, {"from_us", scope.from_us}, {"to_us", scope.to_us},
+                  {"from_seq", window_lo}, {"to_seq", window_hi}};
   } else {
     if (scope.from_seq >= scope.to_seq) {
       return absl::InvalidArgumentError("seq: want A:B with A < B");
@@ -293,15 +300,13 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     }
     if (read.ok()) read = flush();
   } else if (scope.is_team_window()) {
-    auto lo = FirstAtOrAfter(log.store(), size, scope.from_us);
-    auto hi = lo.ok() ? FirstAtOrAfter(log.store(), size, scope.to_us) : lo;
-    read = hi.ok() ? log.store().ScanLeaves(*lo, *hi, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
+    read = log.store().ScanLeaves(window_lo, window_hi, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
       // Only the team's entries; the rest of the window is skipped.
       auto team = receipt::TeamOf(leaf);
       if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
       if (*team != scope.team) return absl::OkStatus();
       return counted(seq, leaf);
-    }) : hi.status();
+    });
   } else {
     read = log.store().ScanLeaves(scope.from_seq, scope.to_seq, counted);
   }

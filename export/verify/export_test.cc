@@ -4,6 +4,7 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <tuple>
 
 #include "export/exporter/exporter.h"
 #include "export/pack/pack.h"
@@ -77,7 +78,11 @@ class PackTest : public ::testing::Test {
 
   verify::Result Verify(const std::string& pack, bool with_key = true) {
     verify::Options o;
-    if (with_key) o.vkey = log_->verifier_key();
+    if (with_key) {
+      o.vkey = log_->verifier_key();
+    } else {
+      o.trust_pack_key = true;
+    }
     auto r = verify::VerifyPack(pack, o);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : verify::Result();
@@ -131,11 +136,67 @@ TEST_F(PackTest, RunPackVerifiesAndIsDeterministic) {
   EXPECT_EQ(r.entries, 8u);  // 3 starts, 3 calls, 2 execs
   EXPECT_FALSE(r.trusted_key_in_pack);
   EXPECT_EQ(r.Summary(), "OK: 8 entries of {\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"} "
-                         "verified against the checkpoint of ledger.test/packs at tree size 16.\n");
+                         "verified against the checkpoint of ledger.test/packs at tree size 16, root " +
+                             hash::Hex(log_->Checkpoint(0)->root) + ".\n");
   verify::Result trusting = Verify(a, /*with_key=*/false);
   EXPECT_TRUE(trusting.ok);
   EXPECT_TRUE(trusting.trusted_key_in_pack);
-  EXPECT_EQ(trusting.Summary().substr(0, 37), "WARNING: no --vkey given; the key ins");
+  EXPECT_EQ(trusting.Summary().substr(0, trusting.Summary().find('\n') + 1),
+            "WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
+            "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
+            "published key.\n");
+}
+
+TEST_F(PackTest, ExpectedScopesParseAsWrittenAndRefuseAnythingElse) {
+  auto run = verify::ParseExpectedScope("run:team-a/run-1");
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(std::tie(run->kind, run->team, run->run_id), std::make_tuple("run", "team-a", "run-1"));
+  auto seq = verify::ParseExpectedScope("seq:5:40");
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  EXPECT_EQ(std::tie(seq->kind, seq->from_seq, seq->to_seq), std::make_tuple("seq", 5u, 40u));
+  auto team = verify::ParseExpectedScope("team:team-a,2026-01-01T00:00:00Z,2026-01-01T00:00:01.5Z");
+  ASSERT_TRUE(team.ok()) << team.status();
+  EXPECT_EQ(std::tie(team->kind, team->team, team->from_us, team->to_us),
+            std::make_tuple("team", "team-a", int64_t{1767225600000000}, int64_t{1767225601500000}));
+  for (const char* bad : {"run:team-a", "run:/r", "seq:5", "seq:40:5", "seq:a:b", "team:t,2026-01-01,2026-01-02",
+                          "team:t,2026-01-02T00:00:00Z,2026-01-01T00:00:00Z", "window:x", ""}) {
+    EXPECT_EQ(verify::ParseExpectedScope(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(PackTest, APackOfAnotherScopeOrAnOlderCheckpointIsRefusedWhenAskedFor) {
+  std::string a = Export({"team-a", "run-1"}, "a.tar.gz");
+  auto with = [&](const std::string& scope, uint64_t not_older_than) {
+    verify::Options o;
+    o.vkey = log_->verifier_key();
+    if (!scope.empty()) o.expect_scope = *verify::ParseExpectedScope(scope);
+    o.not_older_than = not_older_than;
+    return *verify::VerifyPack(a, o);
+  };
+  EXPECT_TRUE(with("run:team-a/run-1", 16).ok);
+  ExpectFailure(with("run:team-a/run-0", 0), "manifest.json", -1,
+                "scope is {\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"}, expected "
+                "{\"kind\":\"run\",\"run_id\":\"run-0\",\"team\":\"team-a\"} (--expect-scope)");
+  ExpectFailure(with("seq:0:16", 0), "manifest.json", -1, "scope is {\"kind\":\"run\"");
+  ExpectFailure(with("", 17), "checkpoint", -1, "tree size 16 is older than the 17 asked for (--not-older-than)");
+}
+
+// A key given but empty or malformed never falls back to the pack's own.
+TEST_F(PackTest, NoKeyOrAMalformedKeyIsRefusedBeforeThePackIsRead) {
+  std::string a = Export({"team-a", "run-1"}, "a.tar.gz");
+  auto status = [&](const std::string& vkey, bool trust) {
+    verify::Options o;
+    o.vkey = vkey;
+    o.trust_pack_key = trust;
+    auto r = verify::VerifyPack(a, o);
+    return r.ok() ? absl::OkStatus() : r.status();
+  };
+  EXPECT_EQ(status("", false),
+            absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set"));
+  EXPECT_EQ(status("ledger.test/packs", false),
+            absl::InvalidArgumentError("verify: vkey: verifier key: want <name>+<key id>+<base64 key>"));
+  EXPECT_EQ(status(log_->verifier_key(), true),
+            absl::InvalidArgumentError("verify: a key given and trust_pack_key set: give one or the other"));
 }
 
 TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {

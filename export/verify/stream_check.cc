@@ -9,13 +9,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "export/tasks/channel.h"
 #include "export/tasks/tasks.h"
+#include "export/verify/proof_line.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
-#include "nlohmann/json.hpp"
 
 namespace ledger::verify {
 
@@ -94,93 +95,10 @@ struct Record {
   uint64_t seq;
   int64_t logged_at_us;
   uint64_t run_prev_plus_one;  // 0: none
+  // The seq of the previous entry of the same run (team and run_id) in the
+  // pack, plus one; 0: none.
+  uint64_t run_before_plus_one;
   uint8_t flags;
-};
-
-// Reads proof lines: the exporter's exact form
-// {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]} fast, reusing the
-// hashes the line before spelled the same way (neighbours share most of
-// their path), anything else through the general JSON parser.
-class ProofLineParser {
- public:
-  // False if `line` is not a proof line. `line` MUST stay valid until the
-  // next call.
-  bool Parse(std::string_view line, int64_t* seq, std::string_view* leaf_hash,
-             std::vector<hash::Hash>* path) {
-    if (Fast(line, seq, leaf_hash, path)) return true;
-    hex_.clear();
-    path->clear();
-    nlohmann::json proof = nlohmann::json::parse(line, nullptr, false);
-    if (proof.is_discarded() || !proof.is_object() || !proof.contains("seq") ||
-        !proof["seq"].is_number_unsigned() || !proof.contains("leaf_hash") ||
-        !proof["leaf_hash"].is_string() || !proof.contains("inclusion") ||
-        !proof["inclusion"].is_array() || proof.size() != 3) {
-      return false;
-    }
-    *seq = proof["seq"].get<int64_t>();
-    slow_leaf_hash_ = proof["leaf_hash"].get<std::string>();
-    *leaf_hash = slow_leaf_hash_;
-    for (const auto& h : proof["inclusion"]) {
-      if (!h.is_string()) return false;
-      auto parsed = hash::ParseHex(h.get<std::string>());
-      if (!parsed.ok()) return false;
-      path->push_back(*parsed);
-    }
-    return true;
-  }
-
- private:
-  bool Fast(std::string_view s, int64_t* seq, std::string_view* leaf_hash, std::vector<hash::Hash>* path) {
-    constexpr std::string_view kSeq = "{\"seq\":", kLeaf = ",\"leaf_hash\":\"", kInc = "\",\"inclusion\":[";
-    if (s.substr(0, kSeq.size()) != kSeq) return false;
-    s.remove_prefix(kSeq.size());
-    size_t digits = 0;
-    int64_t v = 0;
-    while (digits < s.size() && digits < 16 && s[digits] >= '0' && s[digits] <= '9') {
-      v = v * 10 + (s[digits] - '0');
-      ++digits;
-    }
-    if (digits == 0 || (s[0] == '0' && digits > 1) || s.substr(digits, kLeaf.size()) != kLeaf ||
-        s.size() < digits + kLeaf.size() + 64 + kInc.size() ||
-        s.substr(digits + kLeaf.size() + 64, kInc.size()) != kInc) {
-      return false;
-    }
-    *seq = v;
-    *leaf_hash = s.substr(digits + kLeaf.size(), 64);
-    s.remove_prefix(digits + kLeaf.size() + 64 + kInc.size());
-    size_t n = 0;
-    while (!s.empty() && s[0] == '"' && s.size() >= 66 && s[65] == '"') {
-      std::string_view hex = s.substr(1, 64);
-      if (n < hex_.size() && hex_[n] == hex) {
-        // Spelled as the line before did: the same, already checked, hash.
-      } else {
-        hash::Hash h;
-        if (!hash::ParseHexTo(hex, &h)) return Reset(path);
-        if (n < hex_.size()) {
-          hex_[n] = hex;
-          (*path)[n] = h;
-        } else {
-          hex_.push_back(hex);
-          path->push_back(h);
-        }
-      }
-      ++n;
-      s.remove_prefix(66);
-      if (!s.empty() && s[0] == ',' && s.size() > 1 && s[1] == '"') s.remove_prefix(1);
-    }
-    if (s != "]}") return Reset(path);
-    hex_.resize(n);
-    path->resize(n);
-    return true;
-  }
-  bool Reset(std::vector<hash::Hash>* path) {
-    hex_.clear();
-    path->clear();
-    return false;
-  }
-
-  std::vector<std::string_view> hex_;  // the previous line's hashes as spelled
-  std::string slow_leaf_hash_;
 };
 
 // A pass over one file's lines, fed a chunk at a time.
@@ -345,6 +263,18 @@ class StreamCheck::EntryPass : public LinePass {
 
   bool stopped() const { return failure_.has_value() || projection_.failed(); }
 
+  // The previous entry of `entry`'s run in the pack, plus one (0: none);
+  // `entry` becomes its run's last.
+  uint64_t RunBefore(const receipt::Entry& entry) {
+    run_key_.assign(entry.receipt.team());
+    run_key_ += '\0';
+    run_key_ += entry.receipt.run_id();
+    auto it = last_of_run_.try_emplace(run_key_, 0).first;
+    uint64_t before = it->second;
+    it->second = entry.seq + 1;
+    return before;
+  }
+
   void TakeOldest() {
     Decoded d = inflight_.front().get();
     inflight_.pop_front();
@@ -363,7 +293,7 @@ class StreamCheck::EntryPass : public LinePass {
   }
 
   void Check(uint64_t line, Decoded& d, size_t k, Projection::Batch* batch) {
-    Record rec{d.tail_seqs[k], d.hashes[k], 0, 0, 0, 0};
+    Record rec{d.tail_seqs[k], d.hashes[k], 0, 0, 0, 0, 0};
     auto fail = [&](int stage, int64_t seq, std::string message) {
       failure_ = Failure{line, stage, pack::kEntries, seq, std::move(message)};
     };
@@ -388,6 +318,7 @@ class StreamCheck::EntryPass : public LinePass {
       rec.seq = entry->seq;
       rec.logged_at_us = entry->logged_at_us;
       rec.run_prev_plus_one = entry->run_prev ? *entry->run_prev + 1 : 0;
+      if (!failure_) rec.run_before_plus_one = RunBefore(*entry);
       rec.flags = Record::kParsed | (entry->receipt.team() == first_team_ ? Record::kSameTeam : 0) |
                   (entry->receipt.run_id() == first_run_ ? Record::kSameRun : 0);
     }
@@ -408,6 +339,9 @@ class StreamCheck::EntryPass : public LinePass {
   std::optional<uint64_t> last_seq_;
   hash::Hash last_hash_{};
   std::string first_team_, first_run_;
+  // Each run's last entry so far, plus one, by team "\0" run_id.
+  absl::flat_hash_map<std::string, uint64_t> last_of_run_;
+  std::string run_key_;
   std::optional<Failure> failure_;
   // Entries checked, for the projection: a few chunks' worth at a time.
   static constexpr size_t kBatchEntries = 2048;
@@ -478,7 +412,6 @@ class StreamCheck::ProofPass : public LinePass {
                                std::optional<Record> before) const {
     merkle::InclusionVerifier inclusion(cp_.size, cp_.root);
     ProofLineParser parser;
-    std::vector<hash::Hash> path;
     std::optional<Failure> failure;
     size_t k = 0;
     ForEachLine(chunk, [&](std::string_view line) {
@@ -493,7 +426,7 @@ class StreamCheck::ProofPass : public LinePass {
       };
       int64_t proof_seq = -1;
       std::string_view proof_leaf_hash;
-      if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash, &path) ||
+      if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash) ||
           proof_seq != rec.tail_seq) {
         return fail(Failure::kProof, "not the proof line of this entry");
       }
@@ -503,7 +436,7 @@ class StreamCheck::ProofPass : public LinePass {
                                                   std::string(proof_leaf_hash)));
       }
       if (static_cast<uint64_t>(rec.tail_seq) < cp_.size) {
-        if (auto st = inclusion.Verify(static_cast<uint64_t>(rec.tail_seq), rec.leaf_hash, path); !st.ok()) {
+        if (auto st = inclusion.Verify(static_cast<uint64_t>(rec.tail_seq), rec.leaf_hash, parser.path()); !st.ok()) {
           return fail(Failure::kProof, std::string(st.message()));
         }
       }
@@ -533,10 +466,30 @@ class StreamCheck::ProofPass : public LinePass {
       if (!team || rec.logged_at_us < scope_.from_us || rec.logged_at_us >= scope_.to_us) {
         return "not an entry of the pack's team and time window";
       }
+      if (rec.seq < scope_.from_seq || rec.seq >= scope_.to_seq) {
+        return absl::StrCat("not in the window's seqs [", scope_.from_seq, ", ", scope_.to_seq, ")");
+      }
+      return RunChainFailure(rec, run_prev, "the window's first seq");
     } else if (rec.seq != (last_seq ? *last_seq + 1 : scope_.from_seq)) {
       return absl::StrCat("seq expected ", last_seq ? *last_seq + 1 : scope_.from_seq, " (the range has a gap)");
+    } else {
+      return RunChainFailure(rec, run_prev, "the range's first seq");
     }
     return "";
+  }
+
+  // Within a window or range of seqs from scope_.from_seq: an entry whose
+  // run_prev is at or after it links to the previous entry of its run in
+  // the pack; the first of its run in the pack has none, or one below it.
+  std::string RunChainFailure(const Record& rec, std::optional<uint64_t> run_prev, const char* first) const {
+    auto found = [&] { return run_prev ? std::to_string(*run_prev) : std::string("none"); };
+    if (rec.run_before_plus_one > 0) {
+      uint64_t before = rec.run_before_plus_one - 1;
+      if (run_prev == before) return "";
+      return absl::StrCat("run_prev expected ", before, " (the run's previous entry in the pack), found ", found());
+    }
+    if (!run_prev || *run_prev < scope_.from_seq) return "";
+    return absl::StrCat("run_prev expected none or below ", scope_.from_seq, " (", first, "), found ", found());
   }
 
   const note::Checkpoint cp_;

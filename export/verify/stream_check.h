@@ -4,12 +4,14 @@
 //   pass 1, entries.jsonl: each line decoded on worker threads (canonical
 //     form, leaf hash), then in order its seq, the tree size and its prev
 //     link checked and the entry projected into outcomes; what pass 2 needs
-//     of each line (seq, leaf hash, logged_at_us, run_prev, team and run
-//     alike the first's) goes to a temporary file, 65 bytes a line:
-//     memory does not grow with the pack;
+//     of each line (seq, leaf hash, logged_at_us, run_prev, the previous
+//     entry of its run in the pack, team and run alike the first's) goes to
+//     a temporary file, 80 bytes a line: memory grows with the runs in the
+//     pack, not with its entries;
 //   pass 2, proofs.jsonl: each line against its entry's record, its
 //     inclusion proof against the checkpoint, and the scope (run chain,
-//     team window, seq range), chunks on worker threads.
+//     team window, seq range; within a window or range, each run's chain
+//     from the window's first seq), chunks on worker threads.
 //
 // Failures are kept, not returned: the one reported is the first in line
 // order and, within a line, in the order a single pass would meet them.
@@ -28,6 +30,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "export/pack/pack.h"
+#include "export/verify/scope.h"
 #include "ledger/note/note.h"
 
 namespace ledger::verify {
@@ -46,13 +49,6 @@ struct Failure {
 };
 
 void KeepFirst(std::optional<Failure>* first, std::optional<Failure> f);
-
-// The scope of a pack as its manifest says.
-struct Scope {
-  std::string kind, team, run_id;
-  int64_t from_us = 0, to_us = 0;
-  uint64_t from_seq = 0, to_seq = 0;
-};
 
 // The next piece of a file; empty at its end.
 using NextPiece = absl::FunctionRef<absl::StatusOr<std::string_view>()>;

@@ -7,7 +7,10 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "export/pack/pack.h"
 #include "export/verify/digest_thread.h"
 #include "export/verify/stream_check.h"
@@ -54,6 +57,7 @@ std::optional<Scope> ScopeOf(const std::string& manifest_text) {
     return std::nullopt;
   }
   if (scope.kind != "run" && scope.kind != "team" && scope.kind != "seq") return std::nullopt;
+  if (scope.kind == "team" && (!s.contains("from_seq") || !s.contains("to_seq"))) return std::nullopt;
   return scope;
 }
 
@@ -76,6 +80,30 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
+// A scope as the manifest writes it, for messages.
+std::string ScopeJson(const Scope& s) {
+  nlohmann::json j = {{"kind", s.kind}};
+  if (s.kind == "run") {
+    j["team"] = s.team;
+    j["run_id"] = s.run_id;
+  } else if (s.kind == "team") {
+    j["team"] = s.team;
+    j["from_us"] = s.from_us;
+    j["to_us"] = s.to_us;
+  } else {
+    j["from_seq"] = s.from_seq;
+    j["to_seq"] = s.to_seq;
+  }
+  return j.dump();
+}
+
+bool SameScope(const Scope& pack, const Scope& want) {
+  if (pack.kind != want.kind) return false;
+  if (want.kind == "run") return pack.team == want.team && pack.run_id == want.run_id;
+  if (want.kind == "team") return pack.team == want.team && pack.from_us == want.from_us && pack.to_us == want.to_us;
+  return pack.from_seq == want.from_seq && pack.to_seq == want.to_seq;
+}
+
 Result Fail(Result r, std::string file, int64_t seq, std::string message) {
   r.ok = false;
   r.file = Printable(file);
@@ -84,15 +112,102 @@ Result Fail(Result r, std::string file, int64_t seq, std::string message) {
   return r;
 }
 
+// Checks consistency.json (`json`, null when the pack has none) against the
+// checkpoint `cp`, and that it starts at `since` when given; notes the
+// earlier checkpoint in `r`. What fails, or "".
+std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpoint& cp, const std::string* json,
+                             const std::optional<note::Checkpoint>& since, Result* r) {
+  if (json == nullptr) {
+    if (!since) return "";
+    if (since->size != cp.size || since->root != cp.root) {
+      return absl::StrCat("missing: --since asks for consistency with the checkpoint at size ", since->size);
+    }
+    r->since_size = since->size;
+    r->since_root = hash::Hex(since->root);
+    r->since_given = true;
+    return "";
+  }
+  nlohmann::json c = nlohmann::json::parse(*json, nullptr, false);
+  if (c.is_discarded() || !c.is_object() || !c.contains("old_checkpoint") || !c["old_checkpoint"].is_string() ||
+      !c.contains("proof") || !c["proof"].is_array()) {
+    return "not {\"old_checkpoint\":...,\"proof\":[...]}";
+  }
+  auto old_text = verifier.Open(c["old_checkpoint"].get<std::string>());
+  if (!old_text.ok()) return absl::StrCat("old_checkpoint: ", old_text.status().message());
+  auto old = note::ParseCheckpoint(*old_text);
+  if (!old.ok() || old->origin != cp.origin) return "old_checkpoint: not a checkpoint of this log";
+  if (since && (since->origin != old->origin || since->size != old->size || since->root != old->root)) {
+    return absl::StrCat("old_checkpoint is size ", old->size, " root ", hash::Hex(old->root), ", --since is size ",
+                        since->size, " root ", hash::Hex(since->root));
+  }
+  std::vector<hash::Hash> proof;
+  for (const auto& h : c["proof"]) {
+    hash::Hash parsed;
+    if (!h.is_string() || !hash::ParseHexTo(h.get_ref<const std::string&>(), &parsed)) {
+      return "proof: not a list of hex hashes";
+    }
+    proof.push_back(parsed);
+  }
+  if (auto s = merkle::VerifyConsistency(old->size, cp.size, old->root, cp.root, proof); !s.ok()) {
+    return std::string(s.message());
+  }
+  r->since_size = old->size;
+  r->since_root = hash::Hex(old->root);
+  r->since_given = since.has_value();
+  return "";
+}
+
 }  // namespace
+
+absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
+  Scope s;
+  auto bad = [&](const char* rule) { return absl::InvalidArgumentError(absl::StrCat("expected scope: ", rule)); };
+  auto split = [](const std::string& rest, char sep) -> std::vector<std::string> {
+    return absl::StrSplit(rest, sep);
+  };
+  size_t colon = text.find(':');
+  std::string kind = text.substr(0, colon), rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (kind == "run") {
+    size_t slash = rest.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) return bad("want run:TEAM/RUN");
+    s.team = rest.substr(0, slash);
+    s.run_id = rest.substr(slash + 1);
+  } else if (kind == "seq") {
+    std::vector<std::string> parts = split(rest, ':');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &s.from_seq) || !absl::SimpleAtoi(parts[1], &s.to_seq) ||
+        s.from_seq >= s.to_seq) {
+      return bad("want seq:A:B with A < B");
+    }
+  } else if (kind == "team") {
+    std::vector<std::string> parts = split(rest, ',');
+    absl::Time from, to;
+    std::string err;
+    if (parts.size() != 3 || parts[0].empty() || !absl::ParseTime(absl::RFC3339_full, parts[1], &from, &err) ||
+        !absl::ParseTime(absl::RFC3339_full, parts[2], &to, &err) || to <= from) {
+      return bad("want team:TEAM,FROM,TO with RFC 3339 times, FROM before TO");
+    }
+    s.team = parts[0];
+    s.from_us = absl::ToUnixMicros(from);
+    s.to_us = absl::ToUnixMicros(to);
+  } else {
+    return bad("want run:TEAM/RUN, seq:A:B or team:TEAM,FROM,TO");
+  }
+  s.kind = kind;
+  return s;
+}
 
 nlohmann::json Result::Json() const {
   nlohmann::json j = {{"ok", ok},
                       {"trusted_key_in_pack", trusted_key_in_pack},
                       {"origin", origin},
                       {"tree_size", tree_size},
+                      {"root", root},
                       {"entries", entries}};
-  if (since_size.has_value()) j["consistent_with_size"] = *since_size;
+  if (since_size.has_value()) {
+    j["consistent_with_size"] = *since_size;
+    j["consistent_with_root"] = since_root;
+    j["consistent_with_since"] = since_given;
+  }
   if (!scope.empty()) j["scope"] = nlohmann::json::parse(scope, nullptr, false);
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
@@ -104,15 +219,16 @@ nlohmann::json Result::Json() const {
 std::string Result::Summary() const {
   std::string out;
   if (trusted_key_in_pack) {
-    out += "WARNING: no --vkey given; the key inside the pack was trusted. Compare it with the "
-           "ledger operator's published key.\n";
+    out += "WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
+           "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
+           "published key.\n";
   }
   if (ok) {
     absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ",
-                    origin, " at tree size ", tree_size, ".\n");
+                    origin, " at tree size ", tree_size, ", root ", root, ".\n");
     if (since_size.has_value()) {
-      absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size,
-                      ".\n");
+      absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
+                      since_root, since_given ? " (the one given with --since)" : "", ".\n");
     }
   } else {
     absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ",
@@ -122,6 +238,17 @@ std::string Result::Summary() const {
 }
 
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
+  if (options.trust_pack_key && !options.vkey.empty()) {
+    return absl::InvalidArgumentError("verify: a key given and trust_pack_key set: give one or the other");
+  }
+  if (!options.trust_pack_key) {
+    if (options.vkey.empty()) {
+      return absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set");
+    }
+    if (auto given = note::Verifier::Parse(options.vkey); !given.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("verify: vkey: ", given.status().message()));
+    }
+  }
   Result r;
   pack::ScratchDir dir("ledger-verify");
   if (dir.path().empty()) return absl::UnavailableError("verify: cannot create a temporary directory");
@@ -229,7 +356,7 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   std::string pack_vkey = small[pack::kVkey];
   while (!pack_vkey.empty() && pack_vkey.back() == '\n') pack_vkey.pop_back();
   std::string vkey = options.vkey;
-  if (vkey.empty()) {
+  if (options.trust_pack_key) {
     vkey = pack_vkey;
     r.trusted_key_in_pack = true;
   } else if (vkey != pack_vkey) {
@@ -289,40 +416,50 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   if (!unchecked_cp || unchecked_cp->size != cp->size || unchecked_cp->root != cp->root) {
     return Fail(r, pack::kCheckpoint, -1, "its text is not the one its signature covers");
   }
+  r.root = hash::Hex(cp->root);
 
-  // The consistency proof from an earlier checkpoint, when there is one.
-  if (digests.count(pack::kConsistency)) {
-    nlohmann::json c = nlohmann::json::parse(small[pack::kConsistency], nullptr, false);
-    if (c.is_discarded() || !c.is_object() || !c.contains("old_checkpoint") ||
-        !c["old_checkpoint"].is_string() || !c.contains("proof") || !c["proof"].is_array()) {
-      return Fail(r, pack::kConsistency, -1, "not {\"old_checkpoint\":...,\"proof\":[...]}");
-    }
-    auto old_text = verifier->Open(c["old_checkpoint"].get<std::string>());
-    if (!old_text.ok()) {
-      return Fail(r, pack::kConsistency, -1,
-                  absl::StrCat("old_checkpoint: ", old_text.status().message()));
-    }
-    auto old = note::ParseCheckpoint(*old_text);
-    if (!old.ok() || old->origin != cp->origin) {
-      return Fail(r, pack::kConsistency, -1, "old_checkpoint: not a checkpoint of this log");
-    }
-    std::vector<hash::Hash> proof;
-    for (const auto& h : c["proof"]) {
-      auto parsed = h.is_string() ? hash::ParseHex(h.get<std::string>())
-                                  : absl::StatusOr<hash::Hash>(absl::InvalidArgumentError("hash"));
-      if (!parsed.ok()) return Fail(r, pack::kConsistency, -1, "proof: not a list of hex hashes");
-      proof.push_back(*parsed);
-    }
-    if (auto s = merkle::VerifyConsistency(old->size, cp->size, old->root, cp->root, proof); !s.ok()) {
-      return Fail(r, pack::kConsistency, -1, std::string(s.message()));
-    }
-    r.since_size = old->size;
+  // What the auditor asked for.
+  if (options.expect_scope && (!scope || !SameScope(*scope, *options.expect_scope))) {
+    return Fail(r, pack::kManifest, -1,
+                absl::StrCat("scope is ", r.scope, ", expected ", ScopeJson(*options.expect_scope),
+                             " (--expect-scope)"));
+  }
+  if (cp->size < options.not_older_than) {
+    return Fail(r, pack::kCheckpoint, -1,
+                absl::StrCat("tree size ", cp->size, " is older than the ", options.not_older_than,
+                             " asked for (--not-older-than)"));
+  }
+  if (options.not_older_than_root && cp->size == options.not_older_than && cp->root != *options.not_older_than_root) {
+    return Fail(r, pack::kCheckpoint, -1,
+                absl::StrCat("root ", hash::Hex(cp->root), " at tree size ", cp->size, ", the checkpoint given with "
+                             "--not-older-than has root ", hash::Hex(*options.not_older_than_root)));
+  }
+
+  // The consistency proof from an earlier checkpoint, when there is one;
+  // from the auditor's, when given.
+  std::optional<note::Checkpoint> since;
+  if (!options.since.empty()) {
+    auto since_text = verifier->Open(options.since);
+    if (!since_text.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", since_text.status().message()));
+    auto parsed = note::ParseCheckpoint(*since_text);
+    if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", parsed.status().message()));
+    since = *parsed;
+  }
+  const std::string* consistency = digests.count(pack::kConsistency) ? &small[pack::kConsistency] : nullptr;
+  if (std::string failure = CheckConsistency(*verifier, *cp, consistency, since, &r); !failure.empty()) {
+    return Fail(r, pack::kConsistency, -1, failure);
   }
 
   // Entries and proofs.
   if (!scope) {
-    return Fail(r, pack::kManifest, -1,
-                absl::StrCat("unknown scope kind '", manifest["scope"].is_object() ? manifest["scope"].value("kind", "") : "", "'"));
+    std::string kind;
+    if (manifest["scope"].is_object() && manifest["scope"].contains("kind") && manifest["scope"]["kind"].is_string()) {
+      kind = manifest["scope"]["kind"].get<std::string>();
+    }
+    if (kind == "team") {
+      return Fail(r, pack::kManifest, -1, "scope: a team window names its seqs (from_seq, to_seq)");
+    }
+    return Fail(r, pack::kManifest, -1, absl::StrCat("scope: unknown or malformed scope of kind '", kind, "'"));
   }
   if (!stream.entries_checked() || !stream.proofs_checked()) {
     return absl::InternalError("verify: entries or proofs were not checked");

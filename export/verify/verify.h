@@ -18,25 +18,49 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "export/verify/scope.h"
+#include "ledger/hash/hash.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::verify {
 
 struct Options {
-  // The ledger's verifier key, obtained apart from the pack. Empty: trust
-  // the key inside the pack (and say so).
+  // The ledger's verifier key line, obtained apart from the pack. MUST be
+  // given unless trust_pack_key is set.
   std::string vkey;
+  // Trust the key inside the pack instead (vkey MUST then be empty): the
+  // result proves nothing about the ledger's identity, and says so.
+  bool trust_pack_key = false;
+  // The auditor's earlier checkpoint (a signed note), or empty. Given, the
+  // pack MUST prove consistency from exactly it: same origin, size, root.
+  std::string since;
+  // What the auditor asked for, when given: the manifest's scope MUST be
+  // it (for a team window: the team and times; the seqs follow from them).
+  std::optional<Scope> expect_scope;
+  // The pack's checkpoint MUST be at least this size; with a root (from an
+  // earlier checkpoint), at that very size it MUST have that root.
+  uint64_t not_older_than = 0;
+  std::optional<hash::Hash> not_older_than_root;
 };
+
+// An expected scope as written on a command line: "run:TEAM/RUN",
+// "seq:A:B" (seqs A to B, B excluded), or "team:TEAM,FROM,TO" (RFC 3339
+// times, TO excluded). INVALID_ARGUMENT naming the rule otherwise.
+absl::StatusOr<Scope> ParseExpectedScope(const std::string& text);
 
 struct Result {
   bool ok = false;
   bool trusted_key_in_pack = false;
   std::string origin;
   uint64_t tree_size = 0;
+  std::string root;  // hex
   uint64_t entries = 0;
   std::string scope;  // the manifest's scope, as JSON
-  // The size of the earlier checkpoint the pack proved consistency with.
+  // The earlier checkpoint the pack proved consistency with, and whether
+  // it is the one given in Options::since.
   std::optional<uint64_t> since_size;
+  std::string since_root;  // hex
+  bool since_given = false;
   // When !ok: the first failing item.
   std::string file;
   int64_t seq = -1;
@@ -46,8 +70,12 @@ struct Result {
   std::string Summary() const;
 };
 
-// An error status only when the pack cannot be examined at all (it cannot
-// be read); every verification failure is a Result with ok == false.
+// An error status only when the pack cannot be examined at all:
+// INVALID_ARGUMENT when the options give no key, or a key that is not a
+// verifier key line, or both a key and trust_pack_key, or a since that is
+// not a checkpoint the key signed; UNAVAILABLE when no
+// temporary directory can be made. Every verification failure is a Result
+// with ok == false.
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options);
 
 }  // namespace ledger::verify

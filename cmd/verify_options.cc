@@ -1,0 +1,112 @@
+#include "cmd/verify_options.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "ledger/note/note.h"
+
+namespace ledger::cmd {
+namespace {
+
+// The whole file a flag names; it MUST NOT be empty.
+absl::StatusOr<std::string> FlagFile(const Flags& flags, const std::string& name) {
+  const std::string& path = flags.Get(name);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", name, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", path, " is empty"));
+  return text.str();
+}
+
+// The key line of --vkey FILE (its first line) or --vkey-string S.
+absl::StatusOr<std::string> GivenKey(const Flags& flags) {
+  std::string vkey, flag = "--vkey-string";
+  if (flags.Has("vkey")) {
+    const std::string& path = flags.Get("vkey");
+    std::ifstream in(path);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("--vkey: cannot read ", path));
+    std::getline(in, vkey);
+    while (!vkey.empty() && (vkey.back() == '\r' || vkey.back() == ' ')) vkey.pop_back();
+    if (vkey.empty()) return absl::InvalidArgumentError(absl::StrCat("--vkey: ", path, " holds no verifier key line"));
+    flag = absl::StrCat("--vkey: ", path);
+  } else {
+    vkey = flags.Get("vkey-string");
+    if (vkey.empty()) return absl::InvalidArgumentError("--vkey-string: empty");
+  }
+  if (auto key = note::Verifier::Parse(vkey); !key.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": not a verifier key (", key.status().message(), ")"));
+  }
+  return vkey;
+}
+
+// The checkpoint in the file a flag names, signed by `vkey`.
+absl::StatusOr<note::Checkpoint> FlagCheckpoint(const Flags& flags, const std::string& name,
+                                                const std::string& vkey) {
+  auto signed_note = FlagFile(flags, name);
+  if (!signed_note.ok()) return signed_note.status();
+  auto text = note::Verifier::Parse(vkey)->Open(*signed_note);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", text.status().message()));
+  auto cp = note::ParseCheckpoint(*text);
+  if (!cp.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", cp.status().message()));
+  return cp;
+}
+
+}  // namespace
+
+absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
+  verify::Options options;
+  bool key_given = flags.Has("vkey") || flags.Has("vkey-string");
+  options.trust_pack_key = flags.Bool("trust-pack-key");
+  if (flags.Has("vkey") && flags.Has("vkey-string")) {
+    return absl::InvalidArgumentError("verify: give --vkey FILE or --vkey-string S, not both");
+  }
+  if (options.trust_pack_key && key_given) {
+    return absl::InvalidArgumentError("verify: --trust-pack-key with a key given: give one or the other");
+  }
+  if (!options.trust_pack_key && !key_given) {
+    return absl::InvalidArgumentError(
+        "verify: give the ledger's key (--vkey FILE or --vkey-string S), or --trust-pack-key to trust the "
+        "key inside the pack");
+  }
+  if (key_given) {
+    auto vkey = GivenKey(flags);
+    if (!vkey.ok()) return vkey.status();
+    options.vkey = *vkey;
+  }
+  if (flags.Has("expect-scope")) {
+    auto scope = verify::ParseExpectedScope(flags.Get("expect-scope"));
+    if (!scope.ok()) return absl::InvalidArgumentError(absl::StrCat("--expect-scope: ", scope.status().message()));
+    options.expect_scope = *scope;
+  }
+  if (flags.Has("since")) {
+    auto since = FlagFile(flags, "since");
+    if (!since.ok()) return since.status();
+    options.since = *since;
+    // Without the key (--trust-pack-key), the verifier checks it against the pack's.
+    if (key_given) {
+      if (auto cp = FlagCheckpoint(flags, "since", options.vkey); !cp.ok()) return cp.status();
+    }
+  }
+  if (flags.Has("not-older-than")) {
+    const std::string& arg = flags.Get("not-older-than");
+    if (!arg.empty() && arg.find_first_not_of("0123456789") == std::string::npos) {
+      auto n = flags.Int("not-older-than");
+      if (!n.ok()) return n.status();
+      options.not_older_than = static_cast<uint64_t>(*n);
+    } else if (!key_given) {
+      return absl::InvalidArgumentError(
+          "verify: --not-older-than CHECKPOINT needs the ledger's key (--vkey or --vkey-string)");
+    } else {
+      auto cp = FlagCheckpoint(flags, "not-older-than", options.vkey);
+      if (!cp.ok()) return cp.status();
+      options.not_older_than = cp->size;
+      options.not_older_than_root = cp->root;
+    }
+  }
+  return options;
+}
+
+}  // namespace ledger::cmd

@@ -1,0 +1,23 @@
+// The options of `ledgerctl verify` from its flags, for every command that
+// verifies packs: --vkey FILE | --vkey-string S | --trust-pack-key,
+// --since CHECKPOINT, --expect-scope SCOPE, --not-older-than
+// SIZE|CHECKPOINT. The caller defines the flags.
+//
+// Bad usage is INVALID_ARGUMENT naming the flag: a key given but empty or
+// malformed (never a fall back to the key inside the pack), no key and no
+// --trust-pack-key, a key and --trust-pack-key, a checkpoint file that is
+// not a checkpoint the key signed, a malformed scope.
+#ifndef CMD_VERIFY_OPTIONS_H_
+#define CMD_VERIFY_OPTIONS_H_
+
+#include "absl/status/statusor.h"
+#include "cmd/flags.h"
+#include "export/verify/verify.h"
+
+namespace ledger::cmd {
+
+absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags);
+
+}  // namespace ledger::cmd
+
+#endif  // CMD_VERIFY_OPTIONS_H_
