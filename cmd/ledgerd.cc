@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "auth/gate.h"
 #include "cmd/flags.h"
+#include "ledger/backup/backup_root.h"
 #include "ledger/jsonlog/jsonlog.h"
 #include "ops/dashboard.h"
 #include "ops/http.h"
@@ -239,6 +240,9 @@ int main(int argc, char** argv) {
   flags.Define("restore-from", "",
                "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
                "must not hold a store yet; the signing key must be the one that signed it");
+  flags.Define("backup-root", "",
+               "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
+               "'' (default): backups are refused");
   flags.Define("accept-rollback", "",
                "start even if the store is behind or not consistent with <data>/latest-checkpoint "
                "(after restoring an old copy on purpose); logged",
@@ -364,6 +368,13 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(tmp, ec);
     if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", tmp, ": ", ec.message())));
     setenv("TMPDIR", tmp.c_str(), 1);
+  }
+  std::unique_ptr<ledger::backup::BackupRoot> backup_root;
+  if (!flags.Get("backup-root").empty()) {
+    auto opened = ledger::backup::BackupRoot::Open(flags.Get("backup-root"), options.data_dir);
+    if (!opened.ok()) return Fail(opened.status());
+    backup_root = *std::move(opened);
+    server_options.backup_root = backup_root.get();
   }
   auto signer = ledger::log::LoadOrCreateKey(options.data_dir, signing_key, options.origin);
   if (!signer.ok()) return Fail(signer.status());
