@@ -240,6 +240,9 @@ int main(int argc, char** argv) {
   flags.Define("restore-from", "",
                "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
                "must not hold a store yet; the signing key must be the one that signed it");
+  flags.Define("export-staging-bytes", "4294967296",
+               "bytes that exports in progress may hold together in <data>/tmp (staged files and packs being "
+               "sent); an export that would exceed it is refused with RESOURCE_EXHAUSTED");
   flags.Define("backup-root", "",
                "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
                "'' (default): backups are refused");
@@ -306,6 +309,9 @@ int main(int argc, char** argv) {
   if (projections != "true" && projections != "false") {
     return Fail(absl::InvalidArgumentError("--projections: true or false"));
   }
+  auto staging_bytes = flags.Int("export-staging-bytes");
+  if (!staging_bytes.ok()) return Fail(staging_bytes.status());
+  if (*staging_bytes < 1) return Fail(absl::InvalidArgumentError("--export-staging-bytes: must be >= 1"));
   auto max_queued = flags.Int("max-queued");
   if (!max_queued.ok()) return Fail(max_queued.status());
   if (*max_queued < static_cast<int64_t>(ledger::log::kMaxReceiptsPerAppend)) {
@@ -363,12 +369,11 @@ int main(int argc, char** argv) {
   }
   // Evidence packs are staged beside the data, not in a shared /tmp (which
   // a hardened container does not even have writable).
-  if (getenv("TMPDIR") == nullptr) {
-    std::string tmp = options.data_dir + "/tmp";
-    std::filesystem::create_directories(tmp, ec);
-    if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", tmp, ": ", ec.message())));
-    setenv("TMPDIR", tmp.c_str(), 1);
-  }
+  std::string tmp = options.data_dir + "/tmp";
+  std::filesystem::create_directories(tmp, ec);
+  if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", tmp, ": ", ec.message())));
+  if (getenv("TMPDIR") == nullptr) setenv("TMPDIR", tmp.c_str(), 1);
+  ledger::exporter::Staging staging(tmp, static_cast<uint64_t>(*staging_bytes));
   std::unique_ptr<ledger::backup::BackupRoot> backup_root;
   if (!flags.Get("backup-root").empty()) {
     auto opened = ledger::backup::BackupRoot::Open(flags.Get("backup-root"), options.data_dir);
@@ -406,7 +411,17 @@ int main(int argc, char** argv) {
   std::unique_ptr<ledger::query::QueryService> query;
   std::unique_ptr<ledger::query::Sweeper> sweeper;
   std::vector<grpc::Service*> extra;
-  ledger::exporter::ExportService exports(log->get(), &gate);
+  // The store is open, so no other ledgerd uses this directory: what is
+  // staged was left by exports that a crash cut short.
+  auto stale = staging.RemoveStale();
+  if (!stale.ok()) return Fail(stale.status());
+  if (*stale > 0) {
+    ledger::jsonlog::Info("staging_cleaned")
+        .Msg(absl::StrCat("removed ", *stale, " staging entries left in ", tmp, " by exports that did not finish"))
+        .Int("removed", *stale)
+        .Emit();
+  }
+  ledger::exporter::ExportService exports(log->get(), &gate, &staging);
   extra.push_back(&exports);
   if (options.sequencer.projector != nullptr) {
     query = std::make_unique<ledger::query::QueryService>(log->get(), &gate);

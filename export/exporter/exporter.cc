@@ -159,7 +159,7 @@ absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size
 }  // namespace
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since) {
+                        const std::string& since, Staging::Lease* lease) {
   auto cp = log.Checkpoint(0);
   if (!cp.ok()) return cp.status();
   const uint64_t size = cp->size;
@@ -181,13 +181,19 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     scope_json = {{"kind", "seq"}, {"from_seq", scope.from_seq}, {"to_seq", scope.to_seq}};
   }
 
-  pack::ScratchDir dir("ledger-export");
+  pack::ScratchDir dir(lease != nullptr ? lease->dir() : std::filesystem::temp_directory_path().string(),
+                      kStagingPrefix);
   if (dir.path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
+  // What this export holds on disk, told to the quota as it grows, plus
+  // `more` bytes about to be written.
+  auto charge = [&](uint64_t more) {
+    return lease != nullptr ? lease->Set(DiskUsage(dir.path()) + more) : absl::OkStatus();
+  };
   auto path = [&](const char* name) { return dir.path() + "/" + name; };
   StagedFile entries(path(pack::kEntries)), proofs(path(pack::kProofs));
   std::string& entries_out = *entries.buffer();
   std::string& proofs_out = *proofs.buffer();
-  pack::Outcomes outcomes;
+  pack::Outcomes outcomes(pack::Outcomes::kSpillBytes, dir.path());
   // Neighbouring entries' proofs share most of their nodes, and a node
   // record holds sixteen neighbours.
   absl::flat_hash_map<uint64_t, std::vector<hash::Hash>> groups;
@@ -239,7 +245,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     }
     if (!batch.seqs.empty()) projecting = std::async(std::launch::async, project, std::move(batch));
     batch = Batch();
-    return absl::OkStatus();
+    return charge(0);
   };
   auto add = [&](uint64_t seq, std::string_view leaf) -> absl::Status {
     auto path = merkle::InclusionProof(seq, size, node, &edges);
@@ -382,6 +388,8 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   files[pack::kManifestSig] = {path(pack::kManifestSig)};
   if (auto s = WriteFile(files[pack::kManifest].path, manifest_text); !s.ok()) return s;
   if (auto s = WriteFile(files[pack::kManifestSig].path, *sig); !s.ok()) return s;
+  // The archive holds the staged files once more.
+  if (auto s = charge(DiskUsage(dir.path())); !s.ok()) return s;
   return pack::WriteArchive(files, out_path);
 }
 
