@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
                "sent); an export that would exceed it is refused with RESOURCE_EXHAUSTED");
   flags.Define("backup-root", "",
                "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
-               "'' (default): backups are refused");
+               "without it, backups are refused");
   flags.Define("accept-rollback", "",
                "start even if the store is behind or not consistent with <data>/latest-checkpoint "
                "(after restoring an old copy on purpose); logged",
