@@ -23,6 +23,10 @@ for i in range(int(sys.argv[1])):
 PY
 ctl append "$work/receipts.jsonl" > /dev/null
 ctl checkpoint --at-least "$entries" > /dev/null
+# Within the quota (the default), a run's export stages and leaves nothing.
+ctl export --run team-a/run-7 --out "$work/run.tar.gz" > /dev/null
+"$build/cmd/ledgerctl" verify "$work/run.tar.gz" > /dev/null
+[ -z "$(staged)" ] || { echo "FAIL: an export left:"; staged; exit 1; }
 
 # An export killed while it stages.
 ctl export --seq "0:$entries" --out "$work/pack.tar.gz" > /dev/null 2>&1 &

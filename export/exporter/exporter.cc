@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <vector>
 
@@ -58,7 +59,9 @@ class SeqSpool {
  public:
   static constexpr size_t kBlock = 1 << 16;
 
-  explicit SeqSpool(std::string path) : path_(std::move(path)) {}
+  // `wrote` is called after each block written to disk.
+  SeqSpool(std::string path, std::function<absl::Status()> wrote)
+      : path_(std::move(path)), wrote_(std::move(wrote)) {}
   ~SeqSpool() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -75,7 +78,7 @@ class SeqSpool {
     }
     ++blocks_;
     block_.clear();
-    return absl::OkStatus();
+    return wrote_();
   }
 
   // Calls fn(seq) for every seq pushed, in the reverse of the order pushed.
@@ -100,6 +103,7 @@ class SeqSpool {
 
  private:
   std::string path_;
+  std::function<absl::Status()> wrote_;
   int fd_ = -1;
   std::vector<uint64_t> block_;
   uint64_t blocks_ = 0, size_ = 0;
@@ -275,7 +279,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     return add(seq, leaf);
   };
   absl::Status read;
-  SeqSpool spool(path("run-seqs"));
+  SeqSpool spool(path("run-seqs"), [&] { return charge(0); });
   if (scope.is_run()) {
     read = RunSeqs(log.store(), scope, size, &spool);
     uint64_t first = 0, end = 0;  // the consecutive seqs [first, end) not yet read
