@@ -76,4 +76,24 @@ echo '{"receipt_id":"after-quota","kind":"model_call","team":"team-a","run_id":"
 ctl export --seq 0:10 --out "$work/small.tar.gz" > /dev/null
 "$build/cmd/ledgerctl" verify "$work/small.tar.gz" > /dev/null
 [ -z "$(find "$work/data/tmp" -mindepth 1)" ] || { echo "FAIL: an export left:"; find "$work/data/tmp"; exit 1; }
-echo "export staging: a killed export's staging removed at start; a quota of 200000 bytes refused a $entries-entry export and left nothing"
+kill -TERM "$pid"
+wait "$pid"
+pid=""
+
+# Concurrent exports share the quota: 60 MB holds one export of the whole
+# log (about 47 MB at its peak), not two at once. One is refused, or both
+# (the second checks before the first has removed what it staged).
+start_ledgerd --checkpoint-interval-ms 50 --export-staging-bytes 60000000
+ctl export --seq "0:$entries" --out "$work/alone.tar.gz" > /dev/null
+both=()
+for i in 1 2; do
+  (ctl export --seq "0:$entries" --out "$work/both-$i.tar.gz" > /dev/null 2> "$work/both-$i.err" || true) &
+  both+=($!)
+done
+wait "${both[@]}"
+refusals=$(grep -lx "$(sed 's/200000/60000000/' <<< "$want")" "$work"/both-*.err | wc -l)
+oks=$(find "$work" -maxdepth 1 -name 'both-*.tar.gz' | wc -l)
+[ "$refusals" -ge 1 ] && [ $((refusals + oks)) = 2 ] ||
+  { echo "FAIL: two concurrent exports: $oks written, $refusals refused:"; cat "$work"/both-*.err; exit 1; }
+[ -z "$(find "$work/data/tmp" -mindepth 1)" ] || { echo "FAIL: exports left:"; find "$work/data/tmp"; exit 1; }
+echo "export staging: a killed export's staging removed at start; a quota of 200000 bytes refused a $entries-entry export and left nothing; of two concurrent exports under 60 MB, $refusals refused, $oks written"
