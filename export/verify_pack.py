@@ -246,6 +246,93 @@ def scope_text(scope):
     return json.dumps(scope, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
+def parse_manifest(data):
+    """manifest.json read strictly by its grammar (export/manifest/manifest.h,
+    CONTRACT.md section 7): Failure naming the field and its rule otherwise."""
+    def bad(field, rule):
+        return Failure("manifest.json: %s: %s" % (field, rule))
+
+    def exact_keys(obj, prefix, keys):
+        for k in sorted(keys):
+            if k not in obj:
+                raise bad(prefix + k, "missing")
+        for k in sorted(obj):
+            if k not in keys:
+                raise bad(prefix + k, "not a field of the manifest")
+
+    def uint(v, field):
+        if type(v) is not int or not 0 <= v < 1 << 64:
+            raise bad(field, "want an unsigned integer")
+        return v
+
+    def integer(v, field):
+        if type(v) is not int or not -(1 << 63) <= v < 1 << 63:
+            raise bad(field, "want an integer")
+        return v
+
+    def name(v, field):
+        if not isinstance(v, str) or not v:
+            raise bad(field, "want a non-empty string")
+        return v
+
+    try:
+        m = json.loads(data)
+    except ValueError:
+        m = None
+    if not isinstance(m, dict):
+        raise bad("manifest", "not a JSON object")
+    if type(m.get("format")) is not int or m["format"] not in (1, 2):
+        raise bad("format", "want 1 or 2, found %s" % (json.dumps(m["format"]) if "format" in m else "none"))
+    keys = {"counts", "files", "format", "origin", "root", "scope", "tree_size"}
+    if m["format"] >= 2:
+        keys.add("unknown_grace_ms")
+    exact_keys(m, "", keys)
+    name(m["origin"], "origin")
+    s = m["scope"]
+    if not isinstance(s, dict):
+        raise bad("scope", "want an object")
+    kind = s.get("kind")
+    if kind == "run":
+        exact_keys(s, "scope.", {"kind", "team", "run_id"})
+        name(s["team"], "scope.team")
+        name(s["run_id"], "scope.run_id")
+    elif kind == "team":
+        if "from_seq" not in s or "to_seq" not in s:
+            raise bad("scope", "a team window names its seqs (from_seq, to_seq)")
+        exact_keys(s, "scope.", {"kind", "team", "from_us", "to_us", "from_seq", "to_seq"})
+        name(s["team"], "scope.team")
+        if integer(s["from_us"], "scope.from_us") >= integer(s["to_us"], "scope.to_us"):
+            raise bad("scope.to_us", "want from_us < to_us")
+    elif kind == "seq":
+        exact_keys(s, "scope.", {"kind", "from_seq", "to_seq"})
+    else:
+        raise bad("scope.kind", 'want "run", "team" or "seq"')
+    if kind != "run":
+        low, high = uint(s["from_seq"], "scope.from_seq"), uint(s["to_seq"], "scope.to_seq")
+        if (low >= high) if kind == "seq" else (low > high):
+            raise bad("scope.to_seq", "want from_seq < to_seq" if kind == "seq" else "want from_seq <= to_seq")
+    uint(m["tree_size"], "tree_size")
+    if not isinstance(m["root"], str) or not HEX64.match(m["root"]):
+        raise bad("root", "want 64 lower-case hex digits")
+    if not isinstance(m["counts"], dict):
+        raise bad("counts", "want an object")
+    exact_keys(m["counts"], "counts.", {"entries"})
+    uint(m["counts"]["entries"], "counts.entries")
+    if m["format"] >= 2:
+        uint(m["unknown_grace_ms"], "unknown_grace_ms")
+    if not isinstance(m["files"], dict):
+        raise bad("files", "want an object")
+    for f, sha in m["files"].items():
+        if not f:
+            raise bad("files", "a file name is empty")
+        if not isinstance(sha, str) or not HEX64.match(sha):
+            raise bad("files." + f, "want 64 lower-case hex digits")
+    if (scope_text(m) + "\n").encode() != data:
+        raise bad("manifest", "not in the one form the exporter writes (keys sorted, each once, no spaces, "
+                              "one newline at the end)")
+    return m
+
+
 def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None):
     """Raises Failure naming the first item that does not hold. vkey is the
     ledger's key line; None with trust_pack_key to trust the pack's own.
@@ -270,9 +357,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         raise Failure("manifest.sig: %s" % e)
     if signed != digest + "\n":
         raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
-    manifest = json.loads(files["manifest.json"])
-    if not isinstance(manifest, dict) or manifest.get("format") != 1 or not isinstance(manifest.get("files"), dict):
-        raise Failure("manifest.json: not a format 1 manifest")
+    manifest = parse_manifest(files["manifest.json"])
     for name, data in sorted(files.items()):
         if name in ("manifest.json", "manifest.sig"):
             continue
@@ -348,8 +433,6 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
                       % (len(entries), len(proofs), manifest["counts"]["entries"]))
-    if scope["kind"] == "team" and not ("from_seq" in scope and "to_seq" in scope):
-        raise Failure("manifest.json: scope: a team window names its seqs (from_seq, to_seq)")
     last_seq, last_hash = None, None
     last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
     for leaf, proof_text in zip(entries, proofs):

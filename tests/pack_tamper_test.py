@@ -167,8 +167,12 @@ def main():
         return resigned(edited(files, "manifest.json", edit), sign)
 
     cases += [
-        ("a manifest of another format", manifest_field("format", 2),
-         r"^FAILED: manifest\.json: not a format 1 manifest", None),
+        ("a manifest of another format", manifest_field("format", 3),
+         r"^FAILED: manifest\.json: format: want 1 or 2, found 3$", None),
+        ("a manifest with a key more", manifest_field("note", "x"),
+         r"^FAILED: manifest\.json: note: not a field of the manifest$", None),
+        ("a manifest whose root is in upper case", manifest_field("root", "AB" * 32),
+         r"^FAILED: manifest\.json: root: want 64 lower-case hex digits$", None),
         ("a manifest naming another origin", manifest_field("origin", "another.example/log"),
          r"^FAILED: checkpoint: origin 'packs\.test/log', manifest and key say 'another\.example/log'", None),
         ("a manifest naming another tree size", manifest_field("tree_size", 7),

@@ -167,10 +167,14 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   auto cp = log.Checkpoint(0);
   if (!cp.ok()) return cp.status();
   const uint64_t size = cp->size;
-  nlohmann::json scope_json;
+  manifest::Manifest header;  // all but the files
+  header.origin = log.origin();
+  header.scope = scope;
+  header.tree_size = size;
+  header.root = hash::Hex(cp->root);
   uint64_t window_lo = 0, window_hi = 0;  // a team window's seqs [lo, hi)
   if (scope.is_run()) {
-    scope_json = {{"kind", "run"}, {"team", scope.team}, {"run_id", scope.run_id}};
+    header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {
     if (scope.to_us <= scope.from_us) return absl::InvalidArgumentError("time: want from < to");
     auto lo = FirstAtOrAfter(log.store(), size, scope.from_us);
@@ -179,8 +183,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     if (!hi.ok()) return hi.status();
     window_lo = *lo;
     window_hi = *hi;
-    scope_json = {{"kind", "team"}, {"team", scope.team}, {"from_us", scope.from_us}, {"to_us", scope.to_us},
-                  {"from_seq", window_lo}, {"to_seq", window_hi}};
+    header.scope = {scope.team, "", window_lo, window_hi, scope.from_us, scope.to_us};
   } else {
     if (scope.from_seq >= scope.to_seq) {
       return absl::InvalidArgumentError("seq: want A:B with A < B");
@@ -189,7 +192,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
       return absl::OutOfRangeError(absl::StrCat("seq: ", scope.to_seq,
                                                 " is beyond the latest checkpoint's size ", size));
     }
-    scope_json = {{"kind", "seq"}, {"from_seq", scope.from_seq}, {"to_seq", scope.to_seq}};
+    header.scope = {"", "", scope.from_seq, scope.to_seq};
   }
 
   pack::ScratchDir dir(lease != nullptr ? lease->dir() : std::filesystem::temp_directory_path().string(),
@@ -333,12 +336,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     digests[name] = *digest;
   }
 
-  nlohmann::json header = {{"format", pack::kFormatVersion},
-                           {"origin", log.origin()},
-                           {"scope", scope_json},
-                           {"tree_size", size},
-                           {"root", hash::Hex(cp->root)},
-                           {"counts", {{"entries", count}}}};
+  header.entries = count;
   std::map<std::string, pack::ArchiveFile> files = {
       {pack::kCheckpoint, {path(pack::kCheckpoint)}}, {pack::kVkey, {path(pack::kVkey)}},
       {pack::kEntries, entries.file()}, {pack::kProofs, proofs.file()}};
@@ -381,16 +379,16 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     digests[name] = *digest;
     files[name] = out.file();
   }
-  nlohmann::json manifest = header;
+  manifest::Manifest manifest = header;
   for (const auto& [name, file] : files) {
     if (!digests.count(name)) {
       auto digest = pack::FileSha256(file.path);
       if (!digest.ok()) return digest.status();
       digests[name] = *digest;
     }
-    manifest["files"][name] = digests[name];
+    manifest.files[name] = digests[name];
   }
-  std::string manifest_text = manifest.dump() + "\n";
+  std::string manifest_text = manifest::Encode(manifest);
   auto sig = log.SignNote(hash::Hex(hash::Sha256(manifest_text)) + "\n");
   if (!sig.ok()) return sig.status();
   files[pack::kManifest] = {path(pack::kManifest)};

@@ -13,25 +13,16 @@
 
 #include "absl/status/status.h"
 #include "export/exporter/staging.h"
+#include "export/manifest/manifest.h"
 #include "ledger/log/log.h"
 
 namespace ledger::exporter {
 
-struct Scope {
-  // A run: every entry of (team, run_id) up to the checkpoint, the run
-  // chain gap-free from its first entry.
-  std::string team;
-  std::string run_id;
-  // A seq range [from_seq, to_seq), when team is empty.
-  uint64_t from_seq = 0;
-  uint64_t to_seq = 0;
-  // A team's window, when run_id is empty and team is not: its entries with
-  // from_us <= logged_at_us < to_us.
-  int64_t from_us = 0;
-  int64_t to_us = 0;
-  bool is_run() const { return !run_id.empty(); }
-  bool is_team_window() const { return run_id.empty() && !team.empty(); }
-};
+// What to export (export/manifest): a run, every entry of (team, run_id)
+// up to the checkpoint, the run chain gap-free from its first entry; a seq
+// range [from_seq, to_seq); or a team's window, its entries with from_us <=
+// logged_at_us < to_us (from_seq and to_seq are then found, not given).
+using Scope = manifest::Scope;
 
 // Writes the pack of `scope` against the latest checkpoint to `out_path`;
 // with `since` (an earlier signed checkpoint of this log), the pack carries

@@ -474,7 +474,7 @@ std::string HtmlEscape(std::string_view s) {
   return out;
 }
 
-absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
+absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
                          const std::string& checkpoint_note,
                          absl::FunctionRef<void(std::string_view)> out) {
   std::string h;
@@ -491,11 +491,10 @@ absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
        "text-align:left}th{background:#f3f3f3}tr.unknown{background:#ffd7d7;font-weight:bold}"
        "tr.failed{background:#fff1d6}pre{background:#f6f6f6;padding:1em;overflow:auto}"
        ".flag{color:#a00}</style></head><body>\n";
-  h += "<h1>Evidence pack</h1>\n<p>Origin <code>" + HtmlEscape(manifest.value("origin", "")) +
-       "</code>, tree size " + std::to_string(manifest.value("tree_size", 0)) + ", root <code>" +
-       HtmlEscape(manifest.value("root", "")) + "</code>, scope <code>" +
-       HtmlEscape(manifest["scope"].dump()) + "</code>, " +
-       std::to_string(manifest["counts"].value("entries", 0)) + " entries.</p>\n";
+  h += "<h1>Evidence pack</h1>\n<p>Origin <code>" + HtmlEscape(manifest.origin) + "</code>, tree size " +
+       std::to_string(manifest.tree_size) + ", root <code>" + HtmlEscape(manifest.root) + "</code>, scope <code>" +
+       HtmlEscape(manifest::ScopeJson(manifest.scope)) + "</code>, " + std::to_string(manifest.entries) +
+       " entries.</p>\n";
   int unknown = 0;
   int64_t t0 = INT64_MAX, t1 = INT64_MIN, steps = 0;
   absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {

@@ -9,7 +9,8 @@
 //   entries.jsonl     the leaves in scope, ascending seq, one per line
 //   ledger.vkey       the verifier key line
 //   manifest.json     format, origin, scope, tree size, root, counts and the
-//                     SHA-256 of every file above and below
+//                     SHA-256 of every file above and below (its grammar:
+//                     export/manifest/manifest.h)
 //   manifest.sig      a signed note whose text is hex(SHA-256(manifest.json))
 //   outcomes.json     step outcomes recomputed from entries.jsonl
 //   proofs.jsonl      {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]}
@@ -35,6 +36,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "export/gzip/blocked_gzip.h"
+#include "export/manifest/manifest.h"
 #include "export/pack/spill.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/entry.h"
@@ -49,7 +51,6 @@ struct archive;
 
 namespace ledger::pack {
 
-inline constexpr int kFormatVersion = 1;
 inline constexpr char kTopFolder[] = "evidence";
 inline constexpr char kCheckpoint[] = "checkpoint";
 inline constexpr char kConsistency[] = "consistency.json";
@@ -202,7 +203,7 @@ std::string HtmlEscape(std::string_view s);
 // The report for people, a piece at a time: steps with their states
 // (unknown ones marked), anomalies, calls and costs, the checkpoint, and how
 // to verify by hand.
-absl::Status WriteReport(const nlohmann::json& manifest, Outcomes& outcomes,
+absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
                          const std::string& checkpoint_note,
                          absl::FunctionRef<void(std::string_view)> out);
 

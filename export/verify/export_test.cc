@@ -150,13 +150,15 @@ TEST_F(PackTest, RunPackVerifiesAndIsDeterministic) {
 TEST_F(PackTest, ExpectedScopesParseAsWrittenAndRefuseAnythingElse) {
   auto run = verify::ParseExpectedScope("run:team-a/run-1");
   ASSERT_TRUE(run.ok()) << run.status();
-  EXPECT_EQ(std::tie(run->kind, run->team, run->run_id), std::make_tuple("run", "team-a", "run-1"));
+  EXPECT_EQ(std::make_tuple(std::string(run->kind()), run->team, run->run_id),
+            std::make_tuple("run", "team-a", "run-1"));
   auto seq = verify::ParseExpectedScope("seq:5:40");
   ASSERT_TRUE(seq.ok()) << seq.status();
-  EXPECT_EQ(std::tie(seq->kind, seq->from_seq, seq->to_seq), std::make_tuple("seq", 5u, 40u));
+  EXPECT_EQ(std::make_tuple(std::string(seq->kind()), seq->from_seq, seq->to_seq),
+            std::make_tuple("seq", 5u, 40u));
   auto team = verify::ParseExpectedScope("team:team-a,2026-01-01T00:00:00Z,2026-01-01T00:00:01.5Z");
   ASSERT_TRUE(team.ok()) << team.status();
-  EXPECT_EQ(std::tie(team->kind, team->team, team->from_us, team->to_us),
+  EXPECT_EQ(std::make_tuple(std::string(team->kind()), team->team, team->from_us, team->to_us),
             std::make_tuple("team", "team-a", int64_t{1767225600000000}, int64_t{1767225601500000}));
   for (const char* bad : {"run:team-a", "run:/r", "seq:5", "seq:40:5", "seq:a:b", "team:t,2026-01-01,2026-01-02",
                           "team:t,2026-01-02T00:00:00Z,2026-01-01T00:00:00Z", "window:x", ""}) {

@@ -455,14 +455,14 @@ class StreamCheck::ProofPass : public LinePass {
     bool run = (rec.flags & Record::kSameRun) && first_run_ == scope_.run_id;
     std::optional<uint64_t> run_prev;
     if (rec.run_prev_plus_one > 0) run_prev = rec.run_prev_plus_one - 1;
-    if (scope_.kind == "run") {
+    if (scope_.kind() == "run") {
       if (!team || !run) return "not an entry of the pack's run";
       if (run_prev != last_seq) {
         return absl::StrCat("run_prev expected ",
                             last_seq ? std::to_string(*last_seq) : "none (the run's first entry)", ", found ",
                             run_prev ? std::to_string(*run_prev) : "none");
       }
-    } else if (scope_.kind == "team") {
+    } else if (scope_.kind() == "team") {
       if (!team || rec.logged_at_us < scope_.from_us || rec.logged_at_us >= scope_.to_us) {
         return "not an entry of the pack's team and time window";
       }

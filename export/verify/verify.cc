@@ -40,27 +40,6 @@ std::optional<note::Checkpoint> UncheckedCheckpoint(std::string_view signed_note
   return *cp;
 }
 
-std::optional<Scope> ScopeOf(const std::string& manifest_text) {
-  nlohmann::json m = nlohmann::json::parse(manifest_text, nullptr, false);
-  if (m.is_discarded() || !m.is_object() || !m.contains("scope") || !m["scope"].is_object()) return std::nullopt;
-  const nlohmann::json& s = m["scope"];
-  Scope scope;
-  try {
-    scope.kind = s.value("kind", "");
-    scope.team = s.value("team", "");
-    scope.run_id = s.value("run_id", "");
-    scope.from_us = s.value("from_us", int64_t{0});
-    scope.to_us = s.value("to_us", int64_t{0});
-    scope.from_seq = s.value("from_seq", uint64_t{0});
-    scope.to_seq = s.value("to_seq", uint64_t{0});
-  } catch (const nlohmann::json::exception&) {
-    return std::nullopt;
-  }
-  if (scope.kind != "run" && scope.kind != "team" && scope.kind != "seq") return std::nullopt;
-  if (scope.kind == "team" && (!s.contains("from_seq") || !s.contains("to_seq"))) return std::nullopt;
-  return scope;
-}
-
 // A message as an auditor's terminal and JSON may show it: a hostile pack
 // chooses some of its text (names, hashes), so every byte outside printable
 // ASCII, and the backslash, is written \xNN.
@@ -80,27 +59,18 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
-// A scope as the manifest writes it, for messages.
-std::string ScopeJson(const Scope& s) {
-  nlohmann::json j = {{"kind", s.kind}};
-  if (s.kind == "run") {
-    j["team"] = s.team;
-    j["run_id"] = s.run_id;
-  } else if (s.kind == "team") {
-    j["team"] = s.team;
-    j["from_us"] = s.from_us;
-    j["to_us"] = s.to_us;
-  } else {
-    j["from_seq"] = s.from_seq;
-    j["to_seq"] = s.to_seq;
-  }
+// A scope as asked for with --expect-scope, for messages: a team window's
+// seqs are found by the exporter, not asked for.
+std::string AskedScopeJson(const Scope& s) {
+  if (!s.is_team_window()) return manifest::ScopeJson(s);
+  nlohmann::json j = {{"kind", "team"}, {"team", s.team}, {"from_us", s.from_us}, {"to_us", s.to_us}};
   return j.dump();
 }
 
 bool SameScope(const Scope& pack, const Scope& want) {
-  if (pack.kind != want.kind) return false;
-  if (want.kind == "run") return pack.team == want.team && pack.run_id == want.run_id;
-  if (want.kind == "team") return pack.team == want.team && pack.from_us == want.from_us && pack.to_us == want.to_us;
+  if (pack.kind() != want.kind()) return false;
+  if (want.is_run()) return pack.team == want.team && pack.run_id == want.run_id;
+  if (want.is_team_window()) return pack.team == want.team && pack.from_us == want.from_us && pack.to_us == want.to_us;
   return pack.from_seq == want.from_seq && pack.to_seq == want.to_seq;
 }
 
@@ -192,7 +162,6 @@ absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
   } else {
     return bad("want run:TEAM/RUN, seq:A:B or team:TEAM,FROM,TO");
   }
-  s.kind = kind;
   return s;
 }
 
@@ -258,6 +227,10 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   // One pass over the archive.
   std::map<std::string, std::string> small, digests, spilled;
   std::optional<note::Checkpoint> unchecked_cp;
+  // The manifest as parsed before its signature is checked (the key may
+  // come later): its scope steers the proof pass, and nothing it said is
+  // reported before the signature is.
+  std::optional<absl::StatusOr<manifest::Manifest>> unchecked_manifest;
   std::optional<Scope> scope;
   pack::Outcomes outcomes;
   StreamCheck stream(dir.path(), &outcomes);
@@ -330,7 +303,10 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
         }
       }
       if (file == pack::kCheckpoint) unchecked_cp = UncheckedCheckpoint(content);
-      if (file == pack::kManifest) scope = ScopeOf(content);
+      if (file == pack::kManifest) {
+        unchecked_manifest = manifest::Parse(content);
+        if (unchecked_manifest->ok()) scope = (*unchecked_manifest)->scope;
+      }
     }
     if (!read.ok()) return Fail(r, "archive", -1, std::string(read.message()));
     digests[file] = hash::Hex(file_digest.Final());
@@ -378,22 +354,22 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
                 absl::StrCat("SHA-256 is ", digest.substr(0, 64), ", the signature covers ",
                              signed_digest->substr(0, 64)));
   }
-  nlohmann::json manifest = nlohmann::json::parse(manifest_text, nullptr, false);
-  if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("files") ||
-      !manifest["files"].is_object() || manifest.value("format", 0) != pack::kFormatVersion) {
-    return Fail(r, pack::kManifest, -1, "not a format 1 manifest");
+  if (!unchecked_manifest->ok()) {
+    return Fail(r, pack::kManifest, -1, std::string(unchecked_manifest->status().message()));
   }
-  r.origin = manifest.value("origin", "");
-  r.tree_size = manifest.value("tree_size", uint64_t{0});
-  r.scope = manifest["scope"].dump();
+  const manifest::Manifest& manifest = **unchecked_manifest;
+  r.origin = manifest.origin;
+  r.tree_size = manifest.tree_size;
+  r.scope = manifest::ScopeJson(manifest.scope);
   for (const auto& [name, sha] : digests) {
     if (name == pack::kManifest || name == pack::kManifestSig) continue;
-    if (!manifest["files"].contains(name)) return Fail(r, name, -1, "not listed in the manifest");
-    const nlohmann::json& listed = manifest["files"][name];
-    std::string want = listed.is_string() ? listed.get<std::string>() : "";
-    if (sha != want) return Fail(r, name, -1, absl::StrCat("SHA-256 expected ", want, ", found ", sha));
+    auto listed = manifest.files.find(name);
+    if (listed == manifest.files.end()) return Fail(r, name, -1, "not listed in the manifest");
+    if (sha != listed->second) {
+      return Fail(r, name, -1, absl::StrCat("SHA-256 expected ", listed->second, ", found ", sha));
+    }
   }
-  for (const auto& [name, sha] : manifest["files"].items()) {
+  for (const auto& [name, sha] : manifest.files) {
     if (!digests.count(name)) return Fail(r, name, -1, "listed in the manifest but missing");
   }
 
@@ -406,10 +382,10 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     return Fail(r, pack::kCheckpoint, -1,
                 absl::StrCat("origin '", cp->origin, "', manifest and key say '", r.origin, "'"));
   }
-  if (cp->size != r.tree_size || hash::Hex(cp->root) != manifest.value("root", "")) {
+  if (cp->size != r.tree_size || hash::Hex(cp->root) != manifest.root) {
     return Fail(r, pack::kCheckpoint, -1,
                 absl::StrCat("size ", cp->size, " root ", hash::Hex(cp->root), ", the manifest says size ",
-                             r.tree_size, " root ", manifest.value("root", "")));
+                             r.tree_size, " root ", manifest.root));
   }
   // What the entries were checked against, before the signature was, is
   // what the signature covers.
@@ -419,9 +395,9 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   r.root = hash::Hex(cp->root);
 
   // What the auditor asked for.
-  if (options.expect_scope && (!scope || !SameScope(*scope, *options.expect_scope))) {
+  if (options.expect_scope && !SameScope(manifest.scope, *options.expect_scope)) {
     return Fail(r, pack::kManifest, -1,
-                absl::StrCat("scope is ", r.scope, ", expected ", ScopeJson(*options.expect_scope),
+                absl::StrCat("scope is ", r.scope, ", expected ", AskedScopeJson(*options.expect_scope),
                              " (--expect-scope)"));
   }
   if (cp->size < options.not_older_than) {
@@ -451,34 +427,19 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   }
 
   // Entries and proofs.
-  if (!scope) {
-    std::string kind;
-    if (manifest["scope"].is_object() && manifest["scope"].contains("kind") && manifest["scope"]["kind"].is_string()) {
-      kind = manifest["scope"]["kind"].get<std::string>();
-    }
-    if (kind == "team") {
-      return Fail(r, pack::kManifest, -1, "scope: a team window names its seqs (from_seq, to_seq)");
-    }
-    return Fail(r, pack::kManifest, -1, absl::StrCat("scope: unknown or malformed scope of kind '", kind, "'"));
-  }
   if (!stream.entries_checked() || !stream.proofs_checked()) {
     return absl::InternalError("verify: entries or proofs were not checked");
   }
   if (auto first = stream.first_failure()) return Fail(r, first->file, first->seq, first->message);
   if (stream.more_proofs_than_entries()) return Fail(r, pack::kProofs, -1, "more proofs than entries");
   std::optional<uint64_t> last_seq = stream.last_seq();
-  if (scope->kind == "seq" && (!last_seq || *last_seq + 1 != scope->to_seq)) {
+  if (scope->kind() == "seq" && (!last_seq || *last_seq + 1 != scope->to_seq)) {
     return Fail(r, pack::kEntries, -1, "the seq range ends early");
   }
   r.entries = stream.entries();
-  if (!manifest.contains("counts") || !manifest["counts"].is_object() ||
-      r.entries != manifest["counts"].value("entries", uint64_t{0})) {
+  if (r.entries != manifest.entries) {
     return Fail(r, pack::kManifest, -1,
-                absl::StrCat("counts.entries says ",
-                             manifest.contains("counts") && manifest["counts"].is_object()
-                                 ? manifest["counts"].value("entries", uint64_t{0})
-                                 : uint64_t{0},
-                             ", the pack has ", r.entries));
+                absl::StrCat("counts.entries says ", manifest.entries, ", the pack has ", r.entries));
   }
 
   // Outcomes, compared by digest, so that neither document is held in memory.
