@@ -496,7 +496,7 @@ int main(int argc, char** argv) {
         .Int("removed", *stale)
         .Emit();
   }
-  ledger::exporter::ExportService exports(log->get(), &gate, &staging);
+  ledger::exporter::ExportService exports(log->get(), &gate, &staging, static_cast<uint64_t>(*grace));
   extra.push_back(&exports);
   if (options.sequencer.projector != nullptr) {
     query = std::make_unique<ledger::query::QueryService>(log->get(), &gate);

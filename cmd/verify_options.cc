@@ -1,6 +1,7 @@
 #include "cmd/verify_options.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -42,16 +43,28 @@ absl::StatusOr<std::string> GivenKey(const Flags& flags) {
   return vkey;
 }
 
-// The checkpoint in the file a flag names, signed by `vkey`.
-absl::StatusOr<note::Checkpoint> FlagCheckpoint(const Flags& flags, const std::string& name,
-                                                const std::string& vkey) {
-  auto signed_note = FlagFile(flags, name);
-  if (!signed_note.ok()) return signed_note.status();
-  auto text = note::Verifier::Parse(vkey)->Open(*signed_note);
+// The checkpoint in the file a flag names, signed by `vkey`, and the time
+// of the time note that may follow it (verify::SplitKeptCheckpoint).
+struct FlagCheckpointAndTime {
+  note::Checkpoint checkpoint;
+  std::optional<int64_t> time_us;
+};
+absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const std::string& name,
+                                                     const std::string& vkey) {
+  auto file = FlagFile(flags, name);
+  if (!file.ok()) return file.status();
+  verify::KeptCheckpoint kept = verify::SplitKeptCheckpoint(*file);
+  auto text = note::Verifier::Parse(vkey)->Open(kept.checkpoint);
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", text.status().message()));
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", cp.status().message()));
-  return cp;
+  FlagCheckpointAndTime out{*cp, std::nullopt};
+  if (!kept.time_note.empty()) {
+    auto t = verify::KeptCheckpointTime(vkey, kept);
+    if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", t.status().message()));
+    out.time_us = *t;
+  }
+  return out;
 }
 
 }  // namespace
@@ -102,8 +115,9 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
     } else {
       auto cp = FlagCheckpoint(flags, "not-older-than", options.vkey);
       if (!cp.ok()) return cp.status();
-      options.not_older_than = cp->size;
-      options.not_older_than_root = cp->root;
+      options.not_older_than = cp->checkpoint.size;
+      options.not_older_than_root = cp->checkpoint.root;
+      options.not_older_than_time_us = cp->time_us;
     }
   }
   return options;

@@ -37,7 +37,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
-         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json"}
+         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json", "checkpoint-time"}
+OPTIONAL = {"consistency.json", "checkpoint-time"}
+TIME_HEADER = "evidence-ledger/checkpoint-time/v1"
 MAX_FILE = 4 << 30
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -211,6 +213,59 @@ def checkpoint_of(note, key):
     return lines[0], int(lines[1]), base64.b64decode(lines[2], validate=True)
 
 
+def checkpoint_time(note, key):
+    """(origin, size, root, time_us) of a signed checkpoint-time note
+    (CONTRACT.md section 5)."""
+    lines = open_note(note, key).split("\n")
+    if len(lines) != 6 or lines[0] != TIME_HEADER or lines[5] != "":
+        raise Failure("checkpoint time: want exactly five lines: '%s', origin, size, root, time" % TIME_HEADER)
+    decimal = re.compile(r"(0|[1-9][0-9]*)\Z")
+    if not decimal.match(lines[2]):
+        raise Failure("checkpoint time: the size is not a decimal number")
+    try:
+        root = base64.b64decode(lines[3], validate=True)
+    except ValueError:
+        root = b""
+    if len(root) != 32:
+        raise Failure("checkpoint time: the root is not a base64 SHA-256 hash")
+    if not lines[4].startswith("time ") or not decimal.match(lines[4][5:]) or int(lines[4][5:]) >= 1 << 63:
+        raise Failure("checkpoint time: the last line must be 'time ' and microseconds since the Unix epoch, "
+                      "without leading zeros")
+    return lines[1], int(lines[2]), root, int(lines[4][5:])
+
+
+def split_kept(data):
+    """(checkpoint, time note or None) of a file holding a signed checkpoint,
+    optionally followed by its checkpoint-time note."""
+    header = (TIME_HEADER + "\n").encode()
+    at = 0 if data.startswith(header) else data.find(b"\n" + header)
+    if at < 0:
+        return data, None
+    at = at + 1 if at > 0 else 0
+    return data[:at], data[at:]
+
+
+def kept_checkpoint(data, key):
+    """(origin, size, root, time_us or None) of a kept checkpoint file."""
+    cp, time_note = split_kept(data)
+    origin, size, root = checkpoint_of(cp, key)
+    if time_note is None:
+        return origin, size, root, None
+    try:
+        t = checkpoint_time(time_note, key)
+    except Failure as e:
+        raise Failure("time note: %s" % e)
+    if t[:3] != (origin, size, root):
+        raise Failure("time note: not the time note of the checkpoint before it")
+    return origin, size, root, t[3]
+
+
+def signed_time(us):
+    """UTC, ISO 8601 with microseconds and 'Z', then the microseconds."""
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=us)
+    return "%s (%d us)" % (t.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), us)
+
+
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z")
 
 
@@ -342,7 +397,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     (bytes) the pack's checkpoint must be at least as large as, with its
     root at that very size."""
     files = read_pack(pack_path)
-    for name in FILES - {"consistency.json"}:
+    for name in FILES - OPTIONAL:
         if name not in files:
             raise Failure("%s: missing" % name)
     if trust_pack_key:
@@ -381,6 +436,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         raise Failure("checkpoint: size %d root %s, the manifest says size %s root %s"
                       % (size, root.hex(), manifest["tree_size"], manifest["root"]))
     scope = manifest["scope"]
+    kept_times = {"--since": None, "--not-older-than": None}  # the times the auditor kept
     if expect_scope is not None:
         keys = {"run": ("team", "run_id"), "seq": ("from_seq", "to_seq"), "team": ("team", "from_us", "to_us")}
         if (not isinstance(scope, dict) or scope.get("kind") != expect_scope["kind"]
@@ -391,7 +447,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         want_root = None
         if isinstance(not_older_than, bytes):
             try:
-                _, not_older_than, want_root = checkpoint_of(not_older_than, key)
+                _, not_older_than, want_root, kept_times["--not-older-than"] = kept_checkpoint(not_older_than, key)
             except (Failure, ValueError) as e:
                 raise UsageError("--not-older-than: %s" % e)
         if size < not_older_than:
@@ -402,9 +458,11 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
                           % (root.hex(), size, want_root.hex()))
     if since is not None:
         try:
-            since = checkpoint_of(since, key)
+            since = kept_checkpoint(since, key)
         except (Failure, ValueError) as e:
             raise UsageError("--since: %s" % e)
+        kept_times["--since"] = since[3]
+        since = since[:3]
         if "consistency.json" not in files and since[1:] != (size, root):
             raise Failure("consistency.json: missing: --since asks for consistency with the checkpoint at size %d"
                           % since[1])
@@ -428,6 +486,31 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if not verify_consistency(old_size, size, old_root, root, proof):
             raise Failure("consistency.json: the proof does not join the two checkpoints")
         consistent = (old_size, old_root, since is not None)
+    signed_at = None
+    if "checkpoint-time" not in files:
+        if manifest["format"] >= 2:
+            raise Failure("checkpoint-time: missing: a format 2 pack carries its checkpoint's time note")
+    elif manifest["format"] < 2:
+        raise Failure("checkpoint-time: a format 1 pack carries no time note")
+    else:
+        try:
+            t = checkpoint_time(files["checkpoint-time"], key)
+        except Failure as e:
+            raise Failure("checkpoint-time: %s" % e)
+        if t[:3] != (origin, size, root):
+            raise Failure("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s"
+                          % (t[0], t[1], t[2].hex(), size, root.hex()))
+        signed_at = t[3]
+    for flag in ("--since", "--not-older-than"):
+        kept = kept_times[flag]
+        if kept is None:
+            continue
+        if signed_at is None:
+            raise Failure("checkpoint-time: missing: the checkpoint given with %s has a signed time, so every later "
+                          "checkpoint has one" % flag)
+        if signed_at < kept:
+            raise Failure("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s "
+                          "(times never go backwards)" % (signed_time(signed_at), signed_time(kept), flag))
     entries = files["entries.jsonl"].split(b"\n")[:-1]
     proofs = files["proofs.jsonl"].split(b"\n")[:-1]
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
@@ -476,8 +559,27 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         last_seq, last_hash = seq, leaf_hash
     if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
         raise Failure("entries.jsonl: the seq range ends early")
+    if signed_at is not None:
+        check_deadlines(json.loads(files["outcomes.json"]), manifest["unknown_grace_ms"], signed_at)
     return {"entries": len(entries), "origin": origin, "tree_size": size, "root": root, "scope": scope,
-            "consistent": consistent}
+            "consistent": consistent, "signed_at": signed_at}
+
+
+def check_deadlines(outcomes, grace_ms, signed_at):
+    """A step pending although its deadline (the start's logged_at_us +
+    timeout + the manifest's grace) is before the signed time is a finding:
+    an honest ledger declares it unknown before signing. outcomes.json is
+    the one the manifest signs (ledgerctl verify recomputes it)."""
+    for step in outcomes["steps"]:
+        if step["state"] != "pending" or "start" not in step:
+            continue
+        deadline = step["start"]["timeout_at_us"] + grace_ms * 1000
+        if deadline < signed_at:
+            raise Failure("outcomes.json: step %s/%s/%s attempt %d is pending, but its deadline (start + timeout + "
+                          "the manifest's unknown_grace_ms %d) %s is before the checkpoint's signed time %s: an honest "
+                          "ledger declares it unknown before signing"
+                          % (step["team"], step["run_id"], step["step_id"], step["attempt"], grace_ms,
+                             signed_time(deadline), signed_time(signed_at)))
 
 
 def usage_error(message):
@@ -576,8 +678,10 @@ def main():
     except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
         print("FAILED: %s" % e)
         return 1
-    print("OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s."
-          % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex()))
+    when = (", signed at " + signed_time(r["signed_at"]) if r["signed_at"] is not None
+            else ", signing time: not stated (checkpoint signed before the ledger signed times)")
+    print("OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s%s."
+          % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex(), when))
     if r["consistent"] is not None:
         size, root, given = r["consistent"]
         print("The checkpoint is consistent with the earlier one at size %d, root %s%s."

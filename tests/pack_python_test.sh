@@ -26,6 +26,7 @@ ctl export --team team-data --from 2020-01-01T00:00:00Z --to 2100-01-01T00:00:00
 ctl export --seq 5:40 --out "$work/seq.tar.gz" > /dev/null
 ctl export --run team-code/run-0000 --out "$work/other-run.tar.gz" > /dev/null
 ctl checkpoint > "$work/new.note"
+ctl checkpoint --time-note --size "$(sed -n 2p "$work/new.note")" > "$work/new.time"
 ctl export --team team-data --from "$mid" --to 2100-01-01T00:00:00Z --out "$work/late.tar.gz" > /dev/null
 vkey=$(cat "$work/vkey")
 py() { /usr/bin/python3 "$root/export/verify_pack.py" "$@"; }
@@ -150,10 +151,12 @@ done
 # checkpoint; the OK line names the scope, tree size and root.
 new_size=$(sed -n 2p "$work/new.note")
 new_root=$(sed -n 3p "$work/new.note" | base64 -d | od -An -tx1 | tr -d ' \n')
+new_us=$(sed -n 's/^time //p' "$work/new.time")
+new_time="$(date -u -d "@$((new_us / 1000000))" +%Y-%m-%dT%H:%M:%S).$(printf %06d $((new_us % 1000000)))Z \\($new_us us\\)"
 for tool in ledgerctl py; do
   if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
   expect_exit 0 "$tool, the run asked for" \
-    "^OK: 16 entries of \\{\"kind\":\"run\",\"run_id\":\"run-0003\",\"team\":\"team-code\"\\} verified against the checkpoint of packs.test/log at tree size $new_size, root $new_root\\.$" \
+    "^OK: 16 entries of \\{\"kind\":\"run\",\"run_id\":\"run-0003\",\"team\":\"team-code\"\\} verified against the checkpoint of packs.test/log at tree size $new_size, root $new_root, signed at $new_time\\.$" \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code/run-0003 --not-older-than "$work/new.note"
   expect_exit 1 "$tool, a genuine pack of another run" \
     '^FAILED: manifest\.json: scope is \{"kind":"run","run_id":"run-0000","team":"team-code"\}, expected \{"kind":"run","run_id":"run-0003","team":"team-code"\} \(--expect-scope\)$' \

@@ -19,9 +19,11 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
   // `log`, `gate` and `staging` MUST outlive the service. Exports need the
   // auditor role for the scope's team; a seq range, for the team of every
   // entry in it. Packs are staged in `staging`, within its quota; without
-  // it, in the system's temporary directory.
-  ExportService(const log::Log* log, auth::Gate* gate, Staging* staging = nullptr)
-      : log_(log), gate_(gate), staging_(staging) {}
+  // it, in the system's temporary directory. `unknown_grace_ms` MUST be
+  // the sweeper's grace (ledgerd --unknown-grace-ms); packs state it.
+  ExportService(const log::Log* log, auth::Gate* gate, Staging* staging = nullptr,
+                uint64_t unknown_grace_ms = kDefaultUnknownGraceMs)
+      : log_(log), gate_(gate), staging_(staging), unknown_grace_ms_(unknown_grace_ms) {}
 
   grpc::Status Export(grpc::ServerContext* ctx, const evidence::ledger::v1::ExportRequest* request,
                       grpc::ServerWriter<evidence::ledger::v1::ExportChunk>* writer) override;
@@ -37,6 +39,7 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
   const log::Log* const log_;
   auth::Gate* const gate_;
   Staging* const staging_;
+  const uint64_t unknown_grace_ms_;
   stats::CounterFamily exports_;
 };
 

@@ -163,15 +163,20 @@ absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size
 }  // namespace
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since, Staging::Lease* lease) {
+                        const std::string& since, Staging::Lease* lease, uint64_t unknown_grace_ms) {
   auto cp = log.Checkpoint(0);
   if (!cp.ok()) return cp.status();
+  if (cp->time_note.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("export: the checkpoint of size ", cp->size, " has no signed time"));
+  }
   const uint64_t size = cp->size;
   manifest::Manifest header;  // all but the files
   header.origin = log.origin();
   header.scope = scope;
   header.tree_size = size;
   header.root = hash::Hex(cp->root);
+  header.unknown_grace_ms = unknown_grace_ms;
   uint64_t window_lo = 0, window_hi = 0;  // a team window's seqs [lo, hi)
   if (scope.is_run()) {
     header.scope = {scope.team, scope.run_id};
@@ -341,6 +346,8 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
       {pack::kCheckpoint, {path(pack::kCheckpoint)}}, {pack::kVkey, {path(pack::kVkey)}},
       {pack::kEntries, entries.file()}, {pack::kProofs, proofs.file()}};
   if (auto s = WriteFile(files[pack::kCheckpoint].path, cp->note); !s.ok()) return s;
+  files[pack::kCheckpointTime] = {path(pack::kCheckpointTime)};
+  if (auto s = WriteFile(files[pack::kCheckpointTime].path, cp->time_note); !s.ok()) return s;
   if (!since.empty()) {
     auto verifier = note::Verifier::Parse(log.verifier_key());
     auto text = verifier->Open(since);

@@ -33,8 +33,17 @@ using Scope = manifest::Scope;
 // before the archive is written): RESOURCE_EXHAUSTED when the staging quota
 // would be exceeded. Without one, it is staged in the system's temporary
 // directory, unbounded. On any error nothing staged is left.
+//
+// The pack carries the checkpoint's time note and states `unknown_grace_ms`,
+// which MUST be the grace the ledger's sweeper uses (ledgerd
+// --unknown-grace-ms): verifiers find with it the steps an honest ledger
+// would have declared unknown before it signed that time.
+// FAILED_PRECONDITION when the checkpoint has no time note (never the
+// latest one, which gets one when the ledger starts).
+inline constexpr uint64_t kDefaultUnknownGraceMs = 30000;
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since = "", Staging::Lease* lease = nullptr);
+                        const std::string& since = "", Staging::Lease* lease = nullptr,
+                        uint64_t unknown_grace_ms = kDefaultUnknownGraceMs);
 
 }  // namespace ledger::exporter
 

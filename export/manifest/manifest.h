@@ -45,7 +45,7 @@
 
 namespace ledger::manifest {
 
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;
 
 // What a pack holds: a run, a seq range, or a team's time window. The kind
 // follows from the fields: a run names its run_id (and team), a team window

@@ -230,8 +230,8 @@ PackReader::~PackReader() {
 }
 
 absl::StatusOr<std::optional<std::string>> PackReader::Next() {
-  static const std::set<std::string> kKnown = {kCheckpoint, kConsistency, kEntries, kVkey,   kManifest,
-                                               kManifestSig, kOutcomes,   kProofs,  kReport};
+  static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries, kVkey,
+                                               kManifest,   kManifestSig,    kOutcomes,    kProofs,  kReport};
   archive_entry* e = nullptr;
   int rc = archive_read_next_header(archive_, &e);
   if (rc == ARCHIVE_EOF) return std::nullopt;
@@ -403,6 +403,18 @@ absl::Status Outcomes::ForEachStepRecord(absl::FunctionRef<void(const query::pb:
 
 absl::Status Outcomes::ForEachRunRecord(absl::FunctionRef<void(const query::pb::Run&)> fn) {
   return ForEachRecord<query::pb::Run>(projection::Table::kRuns, fn);
+}
+
+absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, int64_t grace_us,
+                                                            int64_t signed_at_us) {
+  std::optional<OverdueStep> first;
+  absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
+    if (first || s.state() != query::pb::STEP_STATE_PENDING || !s.has_start()) return;
+    int64_t deadline = s.timeout_at_us() + grace_us;
+    if (deadline < signed_at_us) first = OverdueStep{s.team(), s.run_id(), s.step_id(), s.attempt(), deadline};
+  });
+  if (!scanned.ok()) return scanned;
+  return first;
 }
 
 absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {

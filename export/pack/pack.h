@@ -4,6 +4,8 @@
 // from the same files:
 //
 //   checkpoint        the signed checkpoint every proof is against
+//   checkpoint-time   its checkpoint-time note (ledger/note/note.h), from
+//                     manifest format 2 on
 //   consistency.json  only with an earlier checkpoint: {"old_checkpoint":
 //                     "<that signed note>","proof":["<hex>",...]}
 //   entries.jsonl     the leaves in scope, ascending seq, one per line
@@ -53,6 +55,7 @@ namespace ledger::pack {
 
 inline constexpr char kTopFolder[] = "evidence";
 inline constexpr char kCheckpoint[] = "checkpoint";
+inline constexpr char kCheckpointTime[] = "checkpoint-time";
 inline constexpr char kConsistency[] = "consistency.json";
 inline constexpr char kEntries[] = "entries.jsonl";
 inline constexpr char kVkey[] = "ledger.vkey";
@@ -193,6 +196,19 @@ class Outcomes {
   std::unique_ptr<ScratchDir> spill_dir_;
   std::unique_ptr<SpillRuns> runs_;
 };
+
+// A step still pending although its deadline, the start's logged_at_us +
+// timeout + the ledger's grace, is before a time the ledger signed: an
+// honest ledger declares such a step unknown before it signs that time.
+struct OverdueStep {
+  std::string team, run_id, step_id;
+  int64_t attempt = 0;
+  int64_t deadline_us = 0;
+};
+
+// The first such step in the order outcomes.json lists them, or nullopt.
+absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, int64_t grace_us,
+                                                            int64_t signed_at_us);
 
 // SHA-256 of a file, hex.
 absl::StatusOr<std::string> FileSha256(const std::string& path);

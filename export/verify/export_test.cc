@@ -137,7 +137,9 @@ TEST_F(PackTest, RunPackVerifiesAndIsDeterministic) {
   EXPECT_FALSE(r.trusted_key_in_pack);
   EXPECT_EQ(r.Summary(), "OK: 8 entries of {\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"} "
                          "verified against the checkpoint of ledger.test/packs at tree size 16, root " +
-                             hash::Hex(log_->Checkpoint(0)->root) + ".\n");
+                             hash::Hex(log_->Checkpoint(0)->root) + ", signed at " +
+                             verify::SignedTime(log_->Checkpoint(0)->signed_at_us) + ".\n");
+  EXPECT_EQ(r.signed_at_us, log_->Checkpoint(0)->signed_at_us);
   verify::Result trusting = Verify(a, /*with_key=*/false);
   EXPECT_TRUE(trusting.ok);
   EXPECT_TRUE(trusting.trusted_key_in_pack);
@@ -145,6 +147,22 @@ TEST_F(PackTest, RunPackVerifiesAndIsDeterministic) {
             "WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
             "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
             "published key.\n");
+}
+
+TEST_F(PackTest, SignedTimesPrintInUtcWithMicroseconds) {
+  EXPECT_EQ(verify::SignedTime(1767225600000001), "2026-01-01T00:00:00.000001Z (1767225600000001 us)");
+  EXPECT_EQ(verify::SignedTime(0), "1970-01-01T00:00:00.000000Z (0 us)");
+}
+
+TEST_F(PackTest, AKeptCheckpointSplitsAtItsTimeNote) {
+  auto cp = *log_->Checkpoint(0);
+  verify::KeptCheckpoint kept = verify::SplitKeptCheckpoint(cp.note + cp.time_note);
+  EXPECT_EQ(kept.checkpoint, cp.note);
+  EXPECT_EQ(kept.time_note, cp.time_note);
+  EXPECT_EQ(*verify::KeptCheckpointTime(log_->verifier_key(), kept), cp.signed_at_us);
+  EXPECT_EQ(verify::SplitKeptCheckpoint(cp.note).time_note, "");
+  auto alone = verify::KeptCheckpointTime(log_->verifier_key(), {cp.note, cp.note});
+  EXPECT_EQ(alone.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(PackTest, ExpectedScopesParseAsWrittenAndRefuseAnythingElse) {
@@ -208,7 +226,7 @@ TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {
   auto files = *pack::ExtractArchive(p, dir, pack::Limits());
   std::vector<std::string> names;
   for (const auto& [n, path] : files) names.push_back(n);
-  EXPECT_EQ(names, (std::vector<std::string>{"checkpoint", "entries.jsonl", "ledger.vkey",
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoint", "checkpoint-time", "entries.jsonl", "ledger.vkey",
                                              "manifest.json", "manifest.sig", "outcomes.json",
                                              "proofs.jsonl", "report.html"}));
   EXPECT_EQ(Read(files["ledger.vkey"]), log_->verifier_key() + "\n");

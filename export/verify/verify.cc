@@ -127,7 +127,93 @@ std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpo
   return "";
 }
 
+// Checks checkpoint-time (`time_note`, null when the pack has none): from
+// format 2 on it is there, signed by the key, naming exactly the pack's
+// checkpoint; notes its time in `r`. What fails, or "".
+std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp, const manifest::Manifest& m,
+                      const std::string* time_note, Result* r) {
+  if (time_note == nullptr) {
+    return m.format >= 2 ? "missing: a format 2 pack carries its checkpoint's time note" : "";
+  }
+  if (m.format < 2) return "a format 1 pack carries no time note";
+  auto text = verifier.Open(*time_note);
+  if (!text.ok()) return std::string(text.status().message());
+  auto t = note::ParseCheckpointTime(*text);
+  if (!t.ok()) return std::string(t.status().message());
+  if (t->checkpoint.origin != cp.origin || t->checkpoint.size != cp.size || t->checkpoint.root != cp.root) {
+    return absl::StrCat("names the checkpoint of ", t->checkpoint.origin, " at size ", t->checkpoint.size, " root ",
+                        hash::Hex(t->checkpoint.root), ", the pack's is size ", cp.size, " root ", hash::Hex(cp.root));
+  }
+  r->signed_at_us = t->time_us;
+  return "";
+}
+
+// A step the pack shows pending although its deadline (start + timeout +
+// the manifest's grace) is before the signed time: what fails, or "".
+std::string CheckDeadlines(const manifest::Manifest& m, std::optional<int64_t> signed_at_us, pack::Outcomes& outcomes) {
+  if (!signed_at_us || !m.unknown_grace_ms) return "";
+  // Past a century the grace cannot make anything overdue; capped so that
+  // sums stay in range.
+  int64_t grace_us = static_cast<int64_t>(std::min<uint64_t>(*m.unknown_grace_ms, uint64_t{1} << 42)) * 1000;
+  auto overdue = pack::FirstOverdueStep(outcomes, grace_us, *signed_at_us);
+  if (!overdue.ok()) return std::string(overdue.status().message());
+  if (!*overdue) return "";
+  const pack::OverdueStep& s = **overdue;
+  return absl::StrCat("step ", s.team, "/", s.run_id, "/", s.step_id, " attempt ", s.attempt,
+                      " is pending, but its deadline (start + timeout + the manifest's unknown_grace_ms ",
+                      *m.unknown_grace_ms, ") ", SignedTime(s.deadline_us), " is before the checkpoint's signed time ",
+                      SignedTime(*signed_at_us), ": an honest ledger declares it unknown before signing");
+}
+
+// The times the auditor kept with earlier checkpoints: the pack's MUST be
+// stated and not before them. What fails, or "".
+std::string CheckTimeOrder(std::optional<int64_t> signed_at_us, std::optional<int64_t> since_us,
+                           std::optional<int64_t> not_older_than_us) {
+  for (auto [kept, flag] : {std::pair{since_us, "--since"}, std::pair{not_older_than_us, "--not-older-than"}}) {
+    if (!kept) continue;
+    if (!signed_at_us) {
+      return absl::StrCat("missing: the checkpoint given with ", flag,
+                          " has a signed time, so every later checkpoint has one");
+    }
+    if (*signed_at_us < *kept) {
+      return absl::StrCat("time ", SignedTime(*signed_at_us), " is before ", SignedTime(*kept),
+                          ", the time of the checkpoint given with ", flag, " (times never go backwards)");
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+KeptCheckpoint SplitKeptCheckpoint(const std::string& file) {
+  const std::string header = absl::StrCat(note::kCheckpointTimeHeader, "\n");
+  size_t at = file.compare(0, header.size(), header) == 0 ? 0 : file.find("\n" + header);
+  if (at == std::string::npos) return {file, ""};
+  if (at > 0) ++at;
+  return {file.substr(0, at), file.substr(at)};
+}
+
+absl::StatusOr<int64_t> KeptCheckpointTime(const std::string& vkey, const KeptCheckpoint& kept) {
+  auto verifier = note::Verifier::Parse(vkey);
+  if (!verifier.ok()) return verifier.status();
+  auto cp_text = verifier->Open(kept.checkpoint);
+  if (!cp_text.ok()) return absl::InvalidArgumentError(cp_text.status().message());
+  auto cp = note::ParseCheckpoint(*cp_text);
+  if (!cp.ok()) return absl::InvalidArgumentError(cp.status().message());
+  auto text = verifier->Open(kept.time_note);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("time note: ", text.status().message()));
+  auto t = note::ParseCheckpointTime(*text);
+  if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("time note: ", t.status().message()));
+  if (t->checkpoint.origin != cp->origin || t->checkpoint.size != cp->size || t->checkpoint.root != cp->root) {
+    return absl::InvalidArgumentError("time note: not the time note of the checkpoint before it");
+  }
+  return t->time_us;
+}
+
+std::string SignedTime(int64_t time_us) {
+  return absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixMicros(time_us), absl::UTCTimeZone()),
+                      " (", time_us, " us)");
+}
 
 absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
   Scope s;
@@ -178,6 +264,10 @@ nlohmann::json Result::Json() const {
     j["consistent_with_since"] = since_given;
   }
   if (!scope.empty()) j["scope"] = nlohmann::json::parse(scope, nullptr, false);
+  if (signed_at_us) {
+    j["signed_at_us"] = *signed_at_us;
+    j["signed_at"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixMicros(*signed_at_us), absl::UTCTimeZone());
+  }
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
     if (seq >= 0) j["failure"]["seq"] = seq;
@@ -194,7 +284,10 @@ std::string Result::Summary() const {
   }
   if (ok) {
     absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ",
-                    origin, " at tree size ", tree_size, ", root ", root, ".\n");
+                    origin, " at tree size ", tree_size, ", root ", root,
+                    signed_at_us ? absl::StrCat(", signed at ", SignedTime(*signed_at_us))
+                                 : ", signing time: not stated (checkpoint signed before the ledger signed times)",
+                    ".\n");
     if (since_size.has_value()) {
       absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
                       since_root, since_given ? " (the one given with --since)" : "", ".\n");
@@ -414,8 +507,15 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   // The consistency proof from an earlier checkpoint, when there is one;
   // from the auditor's, when given.
   std::optional<note::Checkpoint> since;
+  std::optional<int64_t> since_time;
   if (!options.since.empty()) {
-    auto since_text = verifier->Open(options.since);
+    KeptCheckpoint kept = SplitKeptCheckpoint(options.since);
+    if (!kept.time_note.empty()) {
+      auto t = KeptCheckpointTime(vkey, kept);
+      if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", t.status().message()));
+      since_time = *t;
+    }
+    auto since_text = verifier->Open(kept.checkpoint);
     if (!since_text.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", since_text.status().message()));
     auto parsed = note::ParseCheckpoint(*since_text);
     if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", parsed.status().message()));
@@ -424,6 +524,16 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   const std::string* consistency = digests.count(pack::kConsistency) ? &small[pack::kConsistency] : nullptr;
   if (std::string failure = CheckConsistency(*verifier, *cp, consistency, since, &r); !failure.empty()) {
     return Fail(r, pack::kConsistency, -1, failure);
+  }
+
+  // The checkpoint's signed time.
+  const std::string* time_note = digests.count(pack::kCheckpointTime) ? &small[pack::kCheckpointTime] : nullptr;
+  if (std::string failure = CheckTime(*verifier, *cp, manifest, time_note, &r); !failure.empty()) {
+    return Fail(r, pack::kCheckpointTime, -1, failure);
+  }
+  if (std::string failure = CheckTimeOrder(r.signed_at_us, since_time, options.not_older_than_time_us);
+      !failure.empty()) {
+    return Fail(r, pack::kCheckpointTime, -1, failure);
   }
 
   // Entries and proofs.
@@ -448,6 +558,9 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   if (!recomputed.ok()) return Fail(r, pack::kOutcomes, -1, std::string(recomputed.status().message()));
   if (*recomputed != digests[pack::kOutcomes]) {
     return Fail(r, pack::kOutcomes, -1, "differs from the outcomes recomputed from the entries");
+  }
+  if (auto s = CheckDeadlines(manifest, r.signed_at_us, outcomes); !s.empty()) {
+    return Fail(r, pack::kOutcomes, -1, s);
   }
   r.ok = true;
   return r;

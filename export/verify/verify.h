@@ -33,6 +33,9 @@ struct Options {
   bool trust_pack_key = false;
   // The auditor's earlier checkpoint (a signed note), or empty. Given, the
   // pack MUST prove consistency from exactly it: same origin, size, root.
+  // It may be followed by its checkpoint-time note (as kept by
+  // SplitKeptCheckpoint's rule): the pack's checkpoint MUST then carry a
+  // time, and not an earlier one.
   std::string since;
   // What the auditor asked for, when given: the manifest's scope MUST be
   // it (for a team window: the team and times; the seqs follow from them).
@@ -41,7 +44,30 @@ struct Options {
   // earlier checkpoint), at that very size it MUST have that root.
   uint64_t not_older_than = 0;
   std::optional<hash::Hash> not_older_than_root;
+  // The signed time of that checkpoint, when its time note was given: the
+  // pack's checkpoint MUST carry a time, and not an earlier one.
+  std::optional<int64_t> not_older_than_time_us;
 };
+
+// A checkpoint as an auditor keeps it in a file: the signed checkpoint,
+// optionally followed by its checkpoint-time note (the output of
+// `ledgerctl checkpoint` then `ledgerctl checkpoint --time-note`). The time
+// note starts at the first line that is kCheckpointTimeHeader; empty when
+// there is none.
+struct KeptCheckpoint {
+  std::string checkpoint;
+  std::string time_note;
+};
+KeptCheckpoint SplitKeptCheckpoint(const std::string& file);
+
+// The time a kept checkpoint's time note states, after checking it is
+// signed by `vkey` and names exactly `checkpoint_note`'s checkpoint;
+// INVALID_ARGUMENT naming the rule otherwise.
+absl::StatusOr<int64_t> KeptCheckpointTime(const std::string& vkey, const KeptCheckpoint& kept);
+
+// A signed time as verifiers print it: UTC, ISO 8601 with microseconds and
+// 'Z', then the microseconds: "2026-01-01T00:00:00.000000Z (1767225600000000 us)".
+std::string SignedTime(int64_t time_us);
 
 // An expected scope as written on a command line: "run:TEAM/RUN",
 // "seq:A:B" (seqs A to B, B excluded), or "team:TEAM,FROM,TO" (RFC 3339
@@ -56,6 +82,9 @@ struct Result {
   std::string root;  // hex
   uint64_t entries = 0;
   std::string scope;  // the manifest's scope, as JSON
+  // The checkpoint's signed time; nullopt for a checkpoint signed before
+  // the ledger signed times (a format 1 pack).
+  std::optional<int64_t> signed_at_us;
   // The earlier checkpoint the pack proved consistency with, and whether
   // it is the one given in Options::since.
   std::optional<uint64_t> since_size;
