@@ -21,6 +21,11 @@ holding the auditor's earlier signed checkpoint): the pack must prove
 consistency from exactly that checkpoint. --expect-scope: the scope asked
 for; a pack of another scope fails. --not-older-than: a tree size or a file
 holding a signed checkpoint; a pack against an older checkpoint fails.
+The checkpoint's time note (checkpoint-time) must be signed by the key and
+name the pack's checkpoint; its time is printed, and a step still pending
+past its deadline (start + timeout + the manifest's unknown_grace_ms) at
+that time fails. A --since or --not-older-than file may hold the checkpoint
+followed by its time note: the pack's time must then not be earlier.
 Exit 0 when everything holds; 1, naming the first failing item, when
 something does not; 2 for bad usage (a key given but empty or malformed).
 """

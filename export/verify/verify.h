@@ -2,12 +2,16 @@
 // verification, signed notes, JSON and the step projector: no RocksDB, no
 // gRPC, no network. It checks, in this order, and stops at the first
 // failure, naming the file, the seq, and what was expected and found:
-//   the archive's shape; the manifest's signature and every file's digest;
-//   the checkpoint's signature and that the manifest describes it; every
+//   the archive's shape; the manifest's signature, grammar
+//   (export/manifest) and every file's digest; the checkpoint's signature
+//   and that the manifest describes it; the consistency proof; the
+//   checkpoint's time note and that its time is not before the auditor's
+//   kept times; every
 //   entry's canonical form, leaf hash and inclusion proof; prev links
 //   between consecutive seqs; for a run pack, that every entry is the run's
 //   and the run chain is gap-free from its first entry; for a seq pack, that
-//   the range is complete; the outcomes recomputed from the entries.
+//   the range is complete; the outcomes recomputed from the entries, and
+//   that no step is pending past its deadline at the signed time.
 //
 // Thread-safe: each call uses its own temporary directory.
 #ifndef EXPORT_VERIFY_VERIFY_H_
