@@ -12,6 +12,7 @@ const std::string kSha(64, 'b');
 
 Manifest RunManifest() {
   Manifest m;
+  m.format = 1;
   m.origin = "example.test/log";
   m.scope = {"team-a", "run-1"};
   m.tree_size = 12;
@@ -34,6 +35,14 @@ TEST(ManifestTest, EncodesTheBytesTheExporterHasAlwaysWritten) {
             "{\"counts\":{\"entries\":3},\"files\":{\"checkpoint\":\"" + kSha + "\",\"entries.jsonl\":\"" + kSha +
                 "\"},\"format\":1,\"origin\":\"example.test/log\",\"root\":\"" + kRoot +
                 "\",\"scope\":{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"},\"tree_size\":12}\n");
+  Manifest now = RunManifest();
+  now.format = kFormatVersion;
+  now.unknown_grace_ms = 30000;
+  EXPECT_EQ(Encode(now),
+            "{\"counts\":{\"entries\":3},\"files\":{\"checkpoint\":\"" + kSha + "\",\"entries.jsonl\":\"" + kSha +
+                "\"},\"format\":2,\"origin\":\"example.test/log\",\"root\":\"" + kRoot +
+                "\",\"scope\":{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"},\"tree_size\":12,"
+                "\"unknown_grace_ms\":30000}\n");
   Manifest team = RunManifest();
   team.scope = {"team-a", "", 4, 9, 100, 200};
   EXPECT_EQ(ScopeJson(team.scope),
