@@ -49,6 +49,9 @@ func verify(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := checkPackKey(p, o); err != nil {
+		return "", err
+	}
 	cp, err := openCheckpoint("checkpoint", p.files["checkpoint"], vs, v.Name())
 	if err != nil {
 		return "", err
@@ -84,8 +87,7 @@ func verify(o options) (string, error) {
 }
 
 // packVerifier returns the key every signature must verify with: the one
-// given, which the pack's ledger.vkey must name too, or with --trust-pack-key
-// the pack's own.
+// given, or with --trust-pack-key the pack's own.
 func packVerifier(p *pack, o options) (note.Verifier, error) {
 	inPack := strings.TrimSuffix(string(p.files["ledger.vkey"]), "\n")
 	if o.trustPackKey {
@@ -99,10 +101,18 @@ func packVerifier(p *pack, o options) (note.Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--vkey: not a verifier key: %v", err)
 	}
-	if inPack != o.vkey {
-		return nil, fmt.Errorf("ledger.vkey: expected the key given with --vkey %q, found %q", o.vkey, inPack)
-	}
 	return v, nil
+}
+
+// checkPackKey requires the pack's ledger.vkey to be the key given (the
+// manifest that lists its digest is signed with that key, so a pack that
+// names another key is one the ledger should not have signed).
+func checkPackKey(p *pack, o options) error {
+	inPack := strings.TrimSuffix(string(p.files["ledger.vkey"]), "\n")
+	if !o.trustPackKey && inPack != o.vkey {
+		return fmt.Errorf("ledger.vkey: expected the key given with --vkey %q, found %q", o.vkey, inPack)
+	}
+	return nil
 }
 
 // openCheckpoint opens a signed checkpoint (CONTRACT section 5): a note
