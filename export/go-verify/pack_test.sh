@@ -166,6 +166,13 @@ repack "$work/run.tar.gz" "$work/t-vkey.tar.gz" "vkey:$work/other.vkey"
 refuse "a pack naming another key" "$work/t-vkey.tar.gz" \
   "FAIL: ledger.vkey: expected the key given with --vkey \"$(cat "$work/vkey")\", found \"$(cat "$work/other.vkey")\"" "${key[@]}"
 
+# Another team's entries under a scope of no known kind: a verifier must
+# refuse a scope it cannot check, not skip its checks.
+repack "$work/seq.tar.gz" "$work/t-kind.tar.gz" \
+  'scope:{"kind":"teamx","team":"team-code","from_us":0,"to_us":9999999999999999,"from_seq":3,"to_seq":20}'
+refuse "a scope of unknown kind" "$work/t-kind.tar.gz" \
+  'FAIL: manifest.json: scope.kind: expected run, seq or team, found "teamx"' "${key[@]}"
+
 # Genuine packs, the wrong question.
 refuse "a pack verified with another key" "$work/run.tar.gz" \
   "FAIL: manifest.sig: signature: note has no verifiable signatures" --vkey "$work/other.vkey"

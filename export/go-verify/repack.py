@@ -12,6 +12,8 @@ CHANGE is one of:
   drop:N            remove entry line N and its proof line
   checkpoint:FILE   replace the checkpoint, and the manifest's tree_size and root
   vkey:FILE         replace ledger.vkey
+  scope-kind:KIND   rename the scope's kind
+  scope:JSON        replace the scope
   unsigned-counts   after re-signing, change counts.entries in the manifest
 Lines are numbered from 0.
 """
@@ -95,6 +97,10 @@ def main():
             body = files["checkpoint"].decode().split("\n")
             manifest["tree_size"] = int(body[1])
             manifest["root"] = base64.b64decode(body[2]).hex()
+        elif what == "scope-kind":
+            manifest["scope"]["kind"] = arg
+        elif what == "scope":
+            manifest["scope"] = json.loads(arg)
         elif what == "vkey":
             files["ledger.vkey"] = open(arg, "rb").read()
         elif what == "unsigned-counts":
