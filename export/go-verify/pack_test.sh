@@ -184,6 +184,24 @@ refuse "--since on a pack without a consistency proof" "$work/run.tar.gz" \
   "FAIL: consistency.json: missing, and --since asks for a proof from size $old_size root $old_root" \
   "${key[@]}" --since "$work/old.note"
 
+# Drawn changes (a byte, a dropped, repeated or swapped entry), the manifest
+# re-signed: the three verifiers give one verdict on each.
+for n in $(seq 1 "${GO_VERIFY_DRAWS:-16}"); do
+  pack=$(printf '%s\n' run seq late since | sed -n "$((n % 4 + 1))p")
+  flags=("${key[@]}"); [ "$pack" = since ] && flags+=(--since "$work/old.note")
+  what=$(repack "$work/$pack.tar.gz" "$work/t-draw.tar.gz" "mutate:$n")
+  verdicts=""
+  for v in "$lvg" "$build/cmd/ledgerctl verify" "/usr/bin/python3 $root/export/verify_pack.py"; do
+    rc=0; $v "$work/t-draw.tar.gz" "${flags[@]}" > "$work/out" 2>&1 || rc=$?  # word splitting intended
+    verdicts+="$rc: $(head -1 "$work/out" | cut -c1-160)"$'\n'
+  done
+  if [ "$(cut -d: -f1 <<< "${verdicts%$'\n'}" | sort -u | wc -l)" = 1 ]; then
+    echo "draw $n ($pack pack, $what): all exit ${verdicts%%:*}"
+  else
+    fail "draw $n ($pack pack, $what): verdicts differ:"$'\n'"$verdicts"
+  fi
+done
+
 # Usage errors exit 2.
 for args in "$work/run.tar.gz" "--vkey $work/nonexistent $work/run.tar.gz" "--vkey $work/old.note $work/run.tar.gz" \
             "--vkey $work/vkey --trust-pack-key $work/run.tar.gz" "--vkey $work/vkey"; do

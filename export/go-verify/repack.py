@@ -14,6 +14,9 @@ CHANGE is one of:
   vkey:FILE         replace ledger.vkey
   scope-kind:KIND   rename the scope's kind
   scope:JSON        replace the scope
+  mutate:SEED       one change drawn by SEED: a byte of entries.jsonl,
+                    proofs.jsonl or checkpoint replaced, or an entry (and its
+                    proof line) dropped, repeated or swapped with the next
   unsigned-counts   after re-signing, change counts.entries in the manifest
 Lines are numbered from 0.
 """
@@ -23,6 +26,7 @@ import gzip
 import hashlib
 import io
 import json
+import random
 import struct
 import subprocess
 import sys
@@ -68,6 +72,36 @@ def lines(data):
     return data.split(b"\n")[:-1] if data else []
 
 
+def mutate(rnd, files, entries, proofs):
+    """Applies one change drawn by rnd; prints what it changed."""
+    name = rnd.choice(["entries.jsonl", "entries.jsonl", "proofs.jsonl", "checkpoint"])
+    if name != "checkpoint" and rnd.random() < 0.4 and len(entries) > 1:
+        op, k = rnd.choice(["drop", "repeat", "swap"]), rnd.randrange(len(entries) - 1)
+        if op == "drop":
+            del entries[k], proofs[k]
+        elif op == "repeat":
+            entries.insert(k, entries[k])
+            proofs.insert(k, proofs[k])
+        else:
+            entries[k], entries[k + 1] = entries[k + 1], entries[k]
+            proofs[k], proofs[k + 1] = proofs[k + 1], proofs[k]
+        print("%s line %d" % (op, k))
+        return
+    rows = {"entries.jsonl": entries, "proofs.jsonl": proofs}.get(name)
+    data = bytearray(files[name]) if rows is None else None
+    if rows is not None:
+        k = rnd.randrange(len(rows))
+        data = bytearray(rows[k])
+    pos = rnd.randrange(len(data))
+    old, data[pos] = data[pos], rnd.choice(b' ",:{}[]0123456789abcdefABCDEF\\ue')
+    if rows is not None:
+        rows[k] = bytes(data)
+        print("%s line %d byte %d: %r to %r" % (name, k, pos, chr(old), chr(data[pos])))
+    else:
+        files[name] = bytes(data)
+        print("%s byte %d: %r to %r" % (name, pos, chr(old), chr(data[pos])))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("src")
@@ -103,15 +137,18 @@ def main():
             manifest["scope"] = json.loads(arg)
         elif what == "vkey":
             files["ledger.vkey"] = open(arg, "rb").read()
+        elif what == "mutate":
+            mutate(random.Random(int(arg)), files, entries, proofs)
         elif what == "unsigned-counts":
             unsigned_counts = True
         else:
             sys.exit("repack.py: unknown change " + change)
     files["entries.jsonl"] = b"".join(e + b"\n" for e in entries)
     files["proofs.jsonl"] = b"".join(p + b"\n" for p in proofs)
-    if args.outcomes:
-        files["outcomes.json"] = subprocess.run(
-            [args.outcomes], input=files["entries.jsonl"], stdout=subprocess.PIPE, check=True).stdout
+    if args.outcomes:  # kept as it was when the entries no longer parse
+        r = subprocess.run([args.outcomes], input=files["entries.jsonl"], capture_output=True)
+        if r.returncode == 0:
+            files["outcomes.json"] = r.stdout
     manifest["counts"]["entries"] = len(entries)
     for name in manifest["files"]:
         manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
