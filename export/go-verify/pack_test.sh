@@ -19,6 +19,7 @@ mkdir -p "$build/export/go-verify"
 
 start_ledgerd --origin go-verify.test/log --checkpoint-interval-ms 20 \
   --unknown-grace-ms 200 --sweep-interval-ms 50
+ctl checkpoint > "$work/zero.note"  # the empty tree
 t0=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 append_demo_runs
 ctl checkpoint > "$work/old.note"
@@ -34,6 +35,10 @@ ctl export --run team-code/run-0000 --out "$work/since.tar.gz" --since "$work/ol
 ctl export --seq 3:20 --out "$work/seq.tar.gz" > /dev/null
 ctl export --team team-code --from "$t0" --to "$t1" --out "$work/team.tar.gz" > /dev/null
 ctl export --team team-code --from "$mid" --to "$t1" --out "$work/late.tar.gz" > /dev/null
+ctl checkpoint > "$work/latest.note"
+ctl export --run team-code/run-0000 --out "$work/since0.tar.gz" --since "$work/zero.note" > /dev/null
+ctl export --run team-code/run-0000 --out "$work/since-same.tar.gz" --since "$work/latest.note" > /dev/null
+ctl export --team team-none --from "$t0" --to "$t1" --out "$work/empty.tar.gz" > /dev/null
 "$build/cmd/ledgerctl" keygen --origin go-verify.test/log --out "$work/other.key" > "$work/other.vkey"
 
 failures=0
@@ -86,7 +91,8 @@ refuse() {
 
 key=(--vkey "$work/vkey")
 old_size=$(sed -n 2p "$work/old.note")
-old_root=$(sed -n 3p "$work/old.note" | base64 -d | od -An -tx1 -v | tr -d ' \n')
+note_root() { sed -n 3p "$1" | base64 -d | od -An -tx1 -v | tr -d ' \n'; }
+old_root=$(note_root "$work/old.note")
 us() { echo $(($(date -d "$1" +%s) * 1000000)); }
 
 # Genuine packs of every scope.
@@ -104,6 +110,14 @@ done
 accept "run --since" "$work/since.tar.gz" \
   "OK run team-code/run-0000: $(ok_tail "$work/since.tar.gz"), consistent with the --since checkpoint size $old_size root $old_root; outcomes.json not recomputed" \
   "${key[@]}" --since "$work/old.note"
+accept "run --since the empty tree" "$work/since0.tar.gz" \
+  "OK run team-code/run-0000: $(ok_tail "$work/since0.tar.gz"), consistent with the --since checkpoint size 0 root $(printf '' | sha256sum | cut -c1-64); outcomes.json not recomputed" \
+  "${key[@]}" --since "$work/zero.note"
+accept "run --since the same checkpoint" "$work/since-same.tar.gz" \
+  "OK run team-code/run-0000: $(ok_tail "$work/since-same.tar.gz"), consistent with the --since checkpoint size $(sed -n 2p "$work/latest.note") root $(note_root "$work/latest.note"); outcomes.json not recomputed" \
+  "${key[@]}" --since "$work/latest.note"
+accept "an empty team window" "$work/empty.tar.gz" \
+  "OK team team-none from_us $(us "$t0") to_us $(us "$t1") (seqs $(pack_field "$work/empty.tar.gz" '"%d:%d" % (m["scope"]["from_seq"], m["scope"]["to_seq"])')): $(ok_tail "$work/empty.tar.gz"); outcomes.json not recomputed" "${key[@]}"
 got=$("$lvg" --trust-pack-key "$work/run.tar.gz")
 [ "$got" = "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz"); outcomes.json not recomputed; the key was the pack's own (--trust-pack-key): this proves nothing about the ledger's identity" ] ||
   fail "--trust-pack-key: $got"
