@@ -127,15 +127,16 @@ NodeId NodeOf(const Key& key, int depth) {
 }
 
 absl::StatusOr<Hash> SubtreeHash(const NodeId& node, const Source& src) {
+  // A remembered node has two or more leaves under it: no need to count.
+  absl::StatusOr<std::optional<Hash>> cached = src.node(node);
+  if (!cached.ok()) return cached.status();
+  if (cached->has_value()) return **cached;
   Leaf first;
   absl::StatusOr<int> n = src.leaves(node, &first);
   if (!n.ok()) return n.status();
   if (*n == 0) return EmptyHash();
   if (*n == 1) return LeafHash(first.key, first.head);
   if (node.depth >= kKeyBits) return absl::InternalError("map: two leaves under one key");
-  absl::StatusOr<std::optional<Hash>> cached = src.node(node);
-  if (!cached.ok()) return cached.status();
-  if (cached->has_value()) return **cached;
   NodeId left{node.depth + 1, node.prefix};
   NodeId right{node.depth + 1, Flip(node.prefix, node.depth)};
   absl::StatusOr<Hash> l = SubtreeHash(left, src);
