@@ -146,6 +146,68 @@ TEST(RunMap, AnUpdateRehashesOnlyThePathOfTheChangedRun) {
   }
 }
 
+// A Source with no node cache at all (the reference path) and one whose
+// leaf reads fail (fault injection), over the same sorted leaves.
+class PlainSource {
+ public:
+  explicit PlainSource(const std::map<Key, Head>& leaves) : leaves_(leaves) {}
+  absl::StatusOr<int> Leaves(const NodeId& n, Leaf* first) {
+    if (fail_after_ >= 0 && reads_++ >= fail_after_) return absl::UnavailableError("store: read failed");
+    std::vector<Leaf> under;
+    for (const auto& [k, h] : leaves_) {
+      if (NodeOf(k, n.depth) == n) under.push_back({k, h});
+    }
+    if (!under.empty()) *first = under[0];
+    return static_cast<int>(std::min<size_t>(under.size(), 2));
+  }
+  void FailAfter(int reads) { fail_after_ = reads, reads_ = 0; }
+  template <typename F>
+  auto With(F f) {
+    auto leaves = [this](const NodeId& n, Leaf* first) { return Leaves(n, first); };
+    auto node = [](const NodeId&) -> absl::StatusOr<std::optional<Hash>> { return std::nullopt; };
+    auto put = [](const NodeId&, const Hash&) {};
+    return f(Source{leaves, node, put});
+  }
+
+ private:
+  const std::map<Key, Head>& leaves_;
+  int fail_after_ = -1, reads_ = 0;
+};
+
+TEST(Source, WithoutACacheGivesTheSameRootAndProofs) {
+  std::mt19937_64 rng(5);
+  std::map<Key, Head> ref;
+  RunMap m;
+  for (int i = 0; i < 200; ++i) {
+    Key k = RandomKey(rng);
+    ref[k] = RandomHead(rng);
+    ASSERT_TRUE(m.Set(k, ref[k]).ok());
+  }
+  PlainSource plain(ref);
+  EXPECT_EQ(*plain.With([](const Source& s) { return SubtreeHash(NodeId{}, s); }), m.Root());
+  for (const auto& [k, h] : ref) {
+    absl::StatusOr<Path> path = plain.With([&](const Source& s) { return ProvePath(k, s); });
+    ASSERT_TRUE(path.ok());
+    ASSERT_TRUE(path->found.has_value());
+    EXPECT_EQ(path->siblings, m.ProveInclusion(k)->siblings);
+  }
+}
+
+TEST(Source, AnErrorFromTheSourceIsPassedThroughUnchanged) {
+  std::mt19937_64 rng(6);
+  std::map<Key, Head> ref;
+  for (int i = 0; i < 50; ++i) ref[RandomKey(rng)] = RandomHead(rng);
+  PlainSource plain(ref);
+  for (int after : {0, 1, 5, 20}) {
+    plain.FailAfter(after);
+    EXPECT_EQ(plain.With([](const Source& s) { return SubtreeHash(NodeId{}, s); }).status(),
+              absl::UnavailableError("store: read failed"));
+    plain.FailAfter(after);
+    EXPECT_EQ(plain.With([&](const Source& s) { return ProvePath(ref.begin()->first, s); }).status(),
+              absl::UnavailableError("store: read failed"));
+  }
+}
+
 class RandomMap : public ::testing::Test {
  protected:
   void SetUp() override {
