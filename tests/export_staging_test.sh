@@ -25,7 +25,8 @@ ctl append "$work/receipts.jsonl" > /dev/null
 ctl checkpoint --at-least "$entries" > /dev/null
 # Within the quota (the default), a run's export stages and leaves nothing.
 ctl export --run team-a/run-7 --out "$work/run.tar.gz" > /dev/null
-"$build/cmd/ledgerctl" verify "$work/run.tar.gz" > /dev/null
+ctl vkey > "$work/vkey"
+"$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey "$work/vkey" > /dev/null
 [ -z "$(staged)" ] || { echo "FAIL: an export left:"; staged; exit 1; }
 
 # An export killed while it stages.
@@ -74,7 +75,7 @@ grep -q 'ledger_exports_total{scope="seqs",result="resource_exhausted"} 1' <(cur
 echo '{"receipt_id":"after-quota","kind":"model_call","team":"team-a","run_id":"after","occurred_at_us":1767225600000000,"route":"m","decision":"allow"}' |
   ctl append - | grep -q "\"seq\":$entries" || { echo "FAIL: no append after the refused export"; exit 1; }
 ctl export --seq 0:10 --out "$work/small.tar.gz" > /dev/null
-"$build/cmd/ledgerctl" verify "$work/small.tar.gz" > /dev/null
+"$build/cmd/ledgerctl" verify "$work/small.tar.gz" --vkey "$work/vkey" > /dev/null
 [ -z "$(find "$work/data/tmp" -mindepth 1)" ] || { echo "FAIL: an export left:"; find "$work/data/tmp"; exit 1; }
 kill -TERM "$pid"
 wait "$pid"
