@@ -14,10 +14,13 @@ import (
 	"time"
 )
 
-// The files a pack may hold; consistency.json only when exported --since.
+// The files a pack may hold; consistency.json only when exported --since,
+// checkpoint-time from manifest format 2 on (its digest is checked, its
+// note is not read here).
 var packFiles = map[string]bool{
 	"checkpoint": true, "ledger.vkey": true, "entries.jsonl": true,
 	"proofs.jsonl": true, "consistency.json": false, "outcomes.json": true,
+	"checkpoint-time": false,
 	"manifest.json": true, "manifest.sig": true, "report.html": true,
 }
 

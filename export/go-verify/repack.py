@@ -152,12 +152,12 @@ def main():
     manifest["counts"]["entries"] = len(entries)
     for name in manifest["files"]:
         manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
-    files["manifest.json"] = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    files["manifest.json"] = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode() + b"\n"
     skey = open(args.key).read()
     files["manifest.sig"] = sign_note(hashlib.sha256(files["manifest.json"]).hexdigest() + "\n", skey)
     if unsigned_counts:
         manifest["counts"]["entries"] += 1
-        files["manifest.json"] = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+        files["manifest.json"] = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode() + b"\n"
     write_pack(args.dst, top, files)
 
 

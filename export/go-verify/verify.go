@@ -170,14 +170,25 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 	if v.kind != kObject {
 		return nil, fmt.Errorf("manifest.json: expected an object")
 	}
-	if err := v.onlyKeys("format", "origin", "scope", "tree_size", "root", "counts", "files"); err != nil {
+	format, ok := v.get("format").integer()
+	if !ok || (format != 1 && format != 2) {
+		return nil, fmt.Errorf("manifest.json: format: expected 1 or 2")
+	}
+	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
+	if format == 2 {
+		keys = append(keys, "unknown_grace_ms")
+		if _, ok := v.get("unknown_grace_ms").integer(); !ok {
+			return nil, fmt.Errorf("manifest.json: unknown_grace_ms: expected an integer")
+		}
+	}
+	if err := v.onlyKeys(keys...); err != nil {
 		return nil, fmt.Errorf("manifest.json: %v", err)
 	}
-	if f, ok := v.get("format").integer(); !ok || f != 1 {
-		return nil, fmt.Errorf("manifest.json: format: expected 1")
+	_, hasTime := p.files["checkpoint-time"]
+	if hasTime != (format == 2) {
+		return nil, fmt.Errorf("checkpoint-time: a format 2 pack, and only one, carries it")
 	}
 	m := &manifest{scope: v.get("scope")}
-	var ok bool
 	if m.origin, ok = str(v.get("origin")); !ok {
 		return nil, fmt.Errorf("manifest.json: origin: expected a string")
 	}

@@ -148,10 +148,13 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
   return "";
 }
 
-// A step the pack shows pending although its deadline (start + timeout +
-// the manifest's grace) is before the signed time: what fails, or "".
+// In a run pack, a step shown pending although its deadline (start +
+// timeout + the manifest's grace) is before the signed time: what fails,
+// or "".
 std::string CheckDeadlines(const manifest::Manifest& m, std::optional<int64_t> signed_at_us, pack::Outcomes& outcomes) {
-  if (!signed_at_us || !m.unknown_grace_ms) return "";
+  // Only a run pack holds every entry of its steps up to the checkpoint: in
+  // a window or range, a step's settling entry may lie outside the pack.
+  if (!signed_at_us || !m.unknown_grace_ms || !m.scope.is_run()) return "";
   // Past a century the grace cannot make anything overdue; capped so that
   // sums stay in range.
   int64_t grace_us = static_cast<int64_t>(std::min<uint64_t>(*m.unknown_grace_ms, uint64_t{1} << 42)) * 1000;
