@@ -20,8 +20,7 @@ import (
 var packFiles = map[string]bool{
 	"checkpoint": true, "ledger.vkey": true, "entries.jsonl": true,
 	"proofs.jsonl": true, "consistency.json": false, "outcomes.json": true,
-	"checkpoint-time": false,
-	"manifest.json": true, "manifest.sig": true, "report.html": true,
+	"manifest.json": true, "manifest.sig": true, "report.html": true, "checkpoint-time": false,
 }
 
 const maxPackBytes = 4 << 30
