@@ -277,8 +277,8 @@ absl::StatusOr<std::pair<std::string, int64_t>> Log::ReadCheckpointTime(uint64_t
   return std::make_pair(*std::move(note_text), time->time_us);
 }
 
-absl::StatusOr<std::pair<std::string, int64_t>> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root) {
-  int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
+absl::StatusOr<std::pair<std::string, int64_t>> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
+                                                                         int64_t now) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards
@@ -336,11 +336,24 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
       });
 }
 
+void Log::SetBeforeSign(std::function<void(int64_t now_us)> fn) {
+  std::lock_guard<std::mutex> lock(before_sign_mu_);  // waits for a call under way
+  before_sign_ = std::move(fn);
+}
+
 absl::Status Log::SignCheckpoint() {
   if (sequencer_ == nullptr && !stopped_) return integrity_;
   std::lock_guard<std::mutex> signing(sign_mu_);
+  const int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
   sequencer::Head head;
   if (sequencer_ != nullptr) {
+    {
+      // Everything due by `now` (the sweeper's declarations) is committed
+      // before the head is read, so the time note's time never precedes a
+      // deadline the signed tree leaves undeclared.
+      std::lock_guard<std::mutex> lock(before_sign_mu_);
+      if (before_sign_) before_sign_(now);
+    }
     head = sequencer_->committed();
   } else {
     // Stopped: the sequencer committed everything queued; the store holds
@@ -362,7 +375,7 @@ absl::Status Log::SignCheckpoint() {
       timed = true;  // signed before the ledger signed times: sign its time now
     }
   }
-  auto time = SignCheckpointTime(head.size, head.root);
+  auto time = SignCheckpointTime(head.size, head.root, now);
   if (!time.ok()) return time.status();
   if (timed) {
     if (auto s = store_->PutCheckpoint(head.size, {}, time->first); !s.ok()) return s;

@@ -135,7 +135,17 @@ class Log {
                            absl::FunctionRef<absl::Status(uint64_t, std::string_view)> fn) const;
 
   // Signs a checkpoint of the committed log now if it grew since the last.
+  // First calls the before-sign hook (SetBeforeSign) with the time the
+  // checkpoint-time note will state.
   absl::Status SignCheckpoint();
+
+  // `fn(now_us)` is called before each checkpoint is signed, with the time
+  // its time note will state, and MUST return only once everything the
+  // ledger owes by then is in the committed log: the sweeper declares every
+  // step due by `now_us`, so no signed time ever follows an undeclared
+  // deadline. nullptr clears it; clearing waits for a call under way, so the
+  // owner of `fn` MUST clear it before it goes away.
+  void SetBeforeSign(std::function<void(int64_t now_us)> fn);
 
   struct BackupInfo {
     uint64_t tree_size = 0;
@@ -186,7 +196,8 @@ class Log {
   // The stored time note of `size` and its time; NOT_FOUND when none,
   // DATA_LOSS when it does not verify or names another checkpoint.
   absl::StatusOr<std::pair<std::string, int64_t>> ReadCheckpointTime(uint64_t size) const;
-  absl::StatusOr<std::pair<std::string, int64_t>> SignCheckpointTime(uint64_t size, const hash::Hash& root);
+  absl::StatusOr<std::pair<std::string, int64_t>> SignCheckpointTime(uint64_t size, const hash::Hash& root,
+                                                                     int64_t now);
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
@@ -209,6 +220,8 @@ class Log {
   int64_t latest_at_us_ ABSL_GUARDED_BY(mu_) = 0;
   bool has_latest_ ABSL_GUARDED_BY(mu_) = false;
   std::mutex sign_mu_;  // one signer at a time
+  std::mutex before_sign_mu_;
+  std::function<void(int64_t)> before_sign_ ABSL_GUARDED_BY(before_sign_mu_);
   std::thread checkpointer_;
 };
 

@@ -281,6 +281,26 @@ TEST_F(QueryTest, SweeperDeclaresEveryOtherStepPastOneThatFails) {
   EXPECT_EQ(sweeper_->declared(), 2u);
 }
 
+// A checkpoint signed at T never leaves a step due by T undeclared: its
+// time note would make an honest run pack read as an overdue pending step.
+TEST_F(QueryTest, ACheckpointSignedAfterADeadlineHoldsTheDeclaration) {
+  Append({Start("a", "a", 300)});
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  uint64_t before = log_->Checkpoint(0)->size;
+  now_ += 300'000 + kGraceMs * 1000;  // due now; the sweeper has not run (interval 0)
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  auto cp = *log_->Checkpoint(0);
+  EXPECT_EQ(cp.size, before + 1);
+  EXPECT_EQ(cp.signed_at_us, now_.load());
+  EXPECT_EQ(Step("a").state(), pb::STEP_STATE_UNKNOWN);
+  EXPECT_LT(Step("a").unknown_seq(), cp.size);
+  sweeper_.reset();  // no hook any more: the log signs without it
+  Append({Start("b", "b", 300)});
+  now_ += 300'000 + kGraceMs * 1000;
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  EXPECT_EQ(Step("b").state(), pb::STEP_STATE_PENDING);
+}
+
 TEST_F(QueryTest, RestartInTheMiddleOfAPendingStep) {
   Append({Start("a", "a", 5'000)});
   now_ += 2'000'000;

@@ -13,10 +13,12 @@
 namespace ledger::query {
 
 Sweeper::Sweeper(log::Log* log, Options options) : log_(log), options_(std::move(options)) {
+  log_->SetBeforeSign([this](int64_t now_us) { SweepAt(now_us).IgnoreError(); });  // failures are counted
   if (options_.interval_ms > 0) thread_ = std::thread([this] { Run(); });
 }
 
 Sweeper::~Sweeper() {
+  log_->SetBeforeSign(nullptr);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -48,9 +50,8 @@ void Sweeper::Failed(uint64_t start_seq, const absl::Status& why) {
       .Emit();
 }
 
-absl::StatusOr<int> Sweeper::SweepNow() {
+absl::StatusOr<int> Sweeper::SweepAt(int64_t now) {
   std::lock_guard<std::mutex> sweeping(sweep_mu_);
-  const int64_t now = options_.clock();
   const int64_t grace_us = options_.grace_ms * 1000;
   // Rows of steps whose timeout_at_us + grace <= now.
   const int64_t due = now - grace_us;

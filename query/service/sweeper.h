@@ -50,7 +50,9 @@ class Sweeper {
     sequencer::Clock clock = sequencer::SystemClockMicros;
   };
 
-  // `log` MUST outlive the sweeper and keep projections.
+  // `log` MUST outlive the sweeper and keep projections. The sweeper also
+  // declares, before every checkpoint the log signs, the steps due by that
+  // checkpoint's time (Log::SetBeforeSign), until it is destroyed.
   Sweeper(log::Log* log, Options options);
   ~Sweeper();
 
@@ -58,7 +60,9 @@ class Sweeper {
   // the log. Returns how many steps it declared; a step that could not be
   // declared is counted in failures() and overdue(), not returned as an
   // error. An error only when the pending set cannot be read.
-  absl::StatusOr<int> SweepNow();
+  absl::StatusOr<int> SweepNow() { return SweepAt(options_.clock()); }
+  // The same, as of `now_us`.
+  absl::StatusOr<int> SweepAt(int64_t now_us);
 
   // Steps this sweeper declared unknown since it started.
   uint64_t declared() const { return declared_.value(); }
