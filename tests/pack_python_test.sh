@@ -9,7 +9,7 @@ build=$(cd "$1" && pwd)
 source "$(dirname "$0")/ledgerd.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 export ROOT=$root
-start_ledgerd --origin packs.test/log --checkpoint-interval-ms 20
+start_ledgerd --origin packs.test/log --checkpoint-interval-ms 20 --unknown-grace-ms 200 --sweep-interval-ms 50
 /usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 > "$work/receipts.jsonl"
 ctl append "$work/receipts.jsonl" > /dev/null
 ctl checkpoint --at-least "$(wc -l < "$work/receipts.jsonl")" > /dev/null
@@ -174,9 +174,19 @@ for tool in ledgerctl py; do
   expect_exit 2 "$tool, a malformed --expect-scope" '^(ledgerctl|verify_pack.py): --expect-scope: expected scope: want run:TEAM/RUN$' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code
 done
+# A run whose worker died: its step is declared UNKNOWN, and a checkpoint
+# covers the declaration (for the report's tamper case).
+/usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 --timeout-ms 300 --start-us 1767225900000000 |
+  sed 's/run-00/lost-00/g' | ctl append > /dev/null
+for _ in $(seq 100); do
+  ctl steps --team team-support --run lost-0007 --state unknown --json | grep -q unknown && break
+  sleep 0.1
+done
+sleep 0.2
+ctl export --run team-support/lost-0007 --out "$work/unknown.tar.gz" > /dev/null
 # Every tamper case, refused by both verifiers with its reason.
 mkdir "$work/tamper"
 /usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \
   "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper" \
-  "$work/seq.tar.gz" "$work/team.tar.gz"
+  "$work/seq.tar.gz" "$work/team.tar.gz" "$work/unknown.tar.gz"
 echo "packs: verified by verify_pack.py and ledgerctl; tampering and a wrong key refused by both"

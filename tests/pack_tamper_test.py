@@ -7,8 +7,14 @@ test the later checks (a dropped or reordered entry, a swapped proof hash, a
 checkpoint signed by another key) re-sign the manifest with the ledger's own
 key file, as only the ledger could, so that the verifiers reach them.
 
+A case may expect verify_pack.py to accept a pack (ACCEPTED): it checks
+outcomes.json and report.html by their digests in the signed manifest only,
+so a pack re-signed by the ledger's key with another report holds for it;
+ledgerctl verify rebuilds the report and refuses it.
+
 Usage: pack_tamper_test.py LEDGERCTL VERIFY_PACK_PY RUN_PACK VKEY_FILE
-       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR [SEQ_PACK TEAM_PACK]
+       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR [SEQ_PACK TEAM_PACK [UNKNOWN_PACK]]
+UNKNOWN_PACK: a run pack with a step declared UNKNOWN.
 """
 import base64
 import hashlib
@@ -71,6 +77,30 @@ def resigned(files, sign, outcomes_tool=None):
     return sorted(d.items())
 
 
+ACCEPTED = "accepted"
+
+
+def report_unknown_as_succeeded(data):
+    """report.html showing the UNKNOWN steps as succeeded: the warning gone,
+    the rows and the timeline's bars and titles those of a success."""
+    text = data.decode()
+    assert '<tr class="unknown">' in text, "the pack has no unknown step"
+    text = re.sub(r'<p class="flag"><strong>\d+ step\(s\) never reported a completion and were declared '
+                  r'UNKNOWN\.</strong></p>\n', "", text)
+    text = re.sub(r'<text [^>]*fill="#c00000" font-weight="bold">UNKNOWN</text>', "", text)
+    text = text.replace('<rect class="step unknown"', '<rect class="step succeeded"')
+    text = text.replace('fill="#c00000"><title>', 'fill="#4c9a2a"><title>')
+    text = text.replace("UNKNOWN (no completion by the deadline)", "succeeded")
+    text = text.replace('<tr class="unknown">', '<tr class="">').replace("<td>UNKNOWN</td>", "<td>succeeded</td>")
+    return text.encode()
+
+
+def first_difference(a, b):
+    """(byte offset, line) where b first differs from a."""
+    at = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    return at, a[:at].count(b"\n") + 1
+
+
 def edited(files, name, edit):
     return [(n, edit(d) if n == name else d) for n, d in files]
 
@@ -84,7 +114,7 @@ def lines_edited(files, edit):
 
 def main():
     ledgerctl, verify_py, pack, vkey_file, key_file, other_key_file, work = sys.argv[1:8]
-    seq_pack, team_pack = (sys.argv[8:10] + [None, None])[:2]
+    seq_pack, team_pack, unknown_pack = (sys.argv[8:11] + [None, None, None])[:3]
     vkey = open(vkey_file).read().strip()
     files = read_pack(pack)
     sign, other_sign = signer(key_file), signer(other_key_file)
@@ -218,6 +248,17 @@ def main():
              r"^FAILED: entries\.jsonl seq \d+: seq expected \d+ \(the range has a gap\)"),
         ]
 
+    if unknown_pack:
+        unknown_files = read_pack(unknown_pack)
+        report = dict(unknown_files)["report.html"]
+        at, line = first_difference(report, report_unknown_as_succeeded(report))
+        cases += [
+            ("report.html showing the UNKNOWN step as succeeded, the manifest re-signed with the ledger's key",
+             resigned(edited(unknown_files, "report.html", report_unknown_as_succeeded), sign),
+             r"^FAILED: report\.html: differs from the report rebuilt from the checked entries, outcomes, "
+             r"checkpoint and manifest, first at byte %d \(line %d\)$" % (at, line), ACCEPTED),
+        ]
+
     # Packs that hold, written otherwise than the exporter writes them: both
     # verifiers accept them.
     def second_proof_spaced(data):
@@ -250,6 +291,15 @@ def main():
                                 ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file], py_want)):
             p = subprocess.run(cmd, capture_output=True, text=True)
             out = (p.stdout + p.stderr).strip()
+            if want == ACCEPTED:
+                if p.returncode != 0 or not re.search(r"^OK: ", out, re.M):
+                    print("FAIL: %s, %s was to accept it, its digests being those signed (exit %d): %s"
+                          % (label, tool, p.returncode, out[:400]))
+                    failures += 1
+                else:
+                    print("%s: %s accepted it (it checks the report's digest against the manifest only)"
+                          % (label, tool))
+                continue
             if p.returncode == 0 or not re.search(want, out, re.M):
                 print("FAIL: %s, %s (exit %d): %s" % (label, tool, p.returncode, out[:400]))
                 failures += 1

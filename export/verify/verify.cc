@@ -157,6 +157,99 @@ std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpo
   return "";
 }
 
+// What the report is made from (pack::WriteReport): the manifest without
+// its "files", as the exporter gives it before the digests exist. A
+// manifest whose fields the report reads are not of their types (a pack
+// made to throw) is refused, naming them.
+absl::StatusOr<nlohmann::json> ReportHeader(const std::string& manifest_text) {
+  nlohmann::json m = nlohmann::json::parse(manifest_text, nullptr, false);
+  if (m.is_discarded() || !m.is_object() || !m.contains("origin") || !m["origin"].is_string() ||
+      !m.contains("tree_size") || !m["tree_size"].is_number_unsigned() || !m.contains("root") ||
+      !m["root"].is_string() || !m.contains("scope") || !m["scope"].is_object() || !m.contains("counts") ||
+      !m["counts"].is_object() || !m["counts"].contains("entries") || !m["counts"]["entries"].is_number_unsigned()) {
+    return absl::InvalidArgumentError(
+        "the manifest's origin, tree_size, root, scope and counts.entries, which the report shows, are not "
+        "a string, a count, a string, an object and a count");
+  }
+  m.erase("files");
+  return m;
+}
+
+// The report rebuilt with the exporter's own function, a piece at a time.
+absl::Status RebuildReport(const std::string& manifest_text, pack::Outcomes& outcomes,
+                           const std::string& checkpoint_note, absl::FunctionRef<void(std::string_view)> out) {
+  auto header = ReportHeader(manifest_text);
+  if (!header.ok()) return header.status();
+  try {
+    return pack::WriteReport(*header, outcomes, checkpoint_note, out);
+  } catch (const nlohmann::json::exception&) {
+    return absl::InvalidArgumentError("the manifest's fields cannot be shown in a report");
+  }
+}
+
+// Where the pack's report first differs from the one rebuilt: reads the
+// archive again (only when the digests differ) and compares the two as
+// they come, holding neither. "at byte N (line L)" of the pack's report.
+std::string ReportDifference(const std::string& pack_path, const std::string& manifest_text,
+                             pack::Outcomes& outcomes, const std::string& checkpoint_note) {
+  auto reader = pack::PackReader::Open(pack_path, pack::Limits());
+  if (!reader.ok()) return std::string(reader.status().message());
+  while (true) {
+    auto name = (*reader)->Next();
+    if (!name.ok()) return std::string(name.status().message());
+    if (!name->has_value()) return "missing";
+    if (**name == pack::kReport) break;
+  }
+  std::string_view pending;  // of the pack's report, read but not yet compared
+  bool pack_ended = false;
+  uint64_t offset = 0, line = 1;
+  std::optional<uint64_t> differs;
+  std::string error;
+  // Compares `piece` of the rebuilt report with the pack's next bytes.
+  auto compare = [&](std::string_view piece) {
+    while (!differs && !piece.empty()) {
+      if (pending.empty() && !pack_ended) {
+        auto read = (*reader)->Read();
+        if (!read.ok()) {
+          error = std::string(read.status().message());
+          differs = offset;
+          return;
+        }
+        pending = *read;
+        pack_ended = pending.empty();
+      }
+      if (pack_ended) {
+        differs = offset;
+        return;
+      }
+      size_t n = std::min(pending.size(), piece.size()), k = 0;
+      while (k < n && pending[k] == piece[k]) ++k;
+      for (size_t i = 0; i < k; ++i) line += piece[i] == '\n';
+      offset += k;
+      if (k < n) {
+        differs = offset;
+        return;
+      }
+      pending.remove_prefix(n);
+      piece.remove_prefix(n);
+    }
+  };
+  absl::Status rebuilt = RebuildReport(manifest_text, outcomes, checkpoint_note, compare);
+  if (!rebuilt.ok()) return std::string(rebuilt.message());
+  if (!error.empty()) return error;
+  if (!differs) {
+    if (pending.empty() && !pack_ended) {
+      auto read = (*reader)->Read();
+      if (!read.ok()) return std::string(read.status().message());
+      pending = *read;
+    }
+    if (pending.empty()) return "differs from the report rebuilt from the pack";  // not reached: digests differ
+    differs = offset;
+  }
+  return absl::StrCat("differs from the report rebuilt from the checked entries, outcomes, checkpoint and "
+                      "manifest, first at byte ", *differs, " (line ", line, ")");
+}
+
 }  // namespace
 
 absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
@@ -261,11 +354,27 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   std::optional<Scope> scope;
   pack::Outcomes outcomes;
   StreamCheck stream(dir.path(), &outcomes);
-  // The outcomes' digest, recomputed while the proofs are checked.
-  std::future<absl::StatusOr<std::string>> outcomes_digest;
+  // The outcomes' digest, recomputed while the proofs are checked, then the
+  // report's, rebuilt from them.
+  std::shared_future<absl::StatusOr<std::string>> outcomes_digest;
+  std::future<absl::StatusOr<std::string>> report_digest;
   // Checks entries.jsonl or proofs.jsonl.
   auto check = [&](const std::string& name, NextPiece next) -> absl::Status {
-    if (name == pack::kProofs) return stream.Proofs(*unchecked_cp, *scope, next);
+    if (name == pack::kProofs) {
+      // The manifest and checkpoint are read by now; their texts are what
+      // the checks below hold the report to.
+      if (outcomes_digest.valid()) {
+        report_digest = std::async(std::launch::async, [&outcomes, outcomes_digest, manifest = small[pack::kManifest],
+                                                        note = small[pack::kCheckpoint]]() -> absl::StatusOr<std::string> {
+          if (!outcomes_digest.get().ok()) return outcomes_digest.get().status();
+          hash::Sha256Stream rebuilt;
+          auto s = RebuildReport(manifest, outcomes, note, [&](std::string_view piece) { rebuilt.Update(piece); });
+          if (!s.ok()) return s;
+          return hash::Hex(rebuilt.Final());
+        });
+      }
+      return stream.Proofs(*unchecked_cp, *scope, next);
+    }
     if (auto s = stream.Entries(unchecked_cp->size, next); !s.ok()) return s;
     outcomes_digest = std::async(std::launch::async, [&outcomes]() -> absl::StatusOr<std::string> {
       hash::Sha256Stream recomputed;
@@ -487,6 +596,16 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   if (!recomputed.ok()) return Fail(r, pack::kOutcomes, -1, std::string(recomputed.status().message()));
   if (*recomputed != digests[pack::kOutcomes]) {
     return Fail(r, pack::kOutcomes, -1, "differs from the outcomes recomputed from the entries");
+  }
+
+  // The report, rebuilt from what was checked above by the exporter's own
+  // function, byte for byte.
+  if (!report_digest.valid()) return absl::InternalError("verify: the report was not rebuilt");
+  auto rebuilt = report_digest.get();
+  if (!rebuilt.ok()) return Fail(r, pack::kReport, -1, std::string(rebuilt.status().message()));
+  if (*rebuilt != digests[pack::kReport]) {
+    return Fail(r, pack::kReport, -1,
+                ReportDifference(pack_path, small[pack::kManifest], outcomes, small[pack::kCheckpoint]));
   }
   r.ok = true;
   return r;
