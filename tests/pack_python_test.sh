@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A pack exported by a real ledgerd is verified by export/verify_pack.py
-# (Python's standard library and cryptography, not the ledger's code) and by
-# ledgerctl verify; a tampered pack and a wrong key are refused by both with
-# the reason. Usage: pack_python_test.sh BUILD_DIR
+# (Python's standard library and cryptography, not the ledger's code), by
+# ledgerctl verify and by ledger-verify; a tampered pack and a wrong key are
+# refused by all three with the reason. Usage: pack_python_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
 # shellcheck source=tests/ledgerd.sh
@@ -29,6 +29,13 @@ ctl checkpoint > "$work/new.note"
 ctl export --team team-data --from "$mid" --to 2100-01-01T00:00:00Z --out "$work/late.tar.gz" > /dev/null
 vkey=$(cat "$work/vkey")
 py() { /usr/bin/python3 "$root/export/verify_pack.py" "$@"; }
+verifier() {  # verifier ledgerctl|ledger-verify|py: sets run, the command that verifies
+  case $1 in
+    ledgerctl) run=("$build/cmd/ledgerctl" verify) ;;
+    ledger-verify) run=("$build/cmd/ledger-verify") ;;
+    *) run=(py) ;;
+  esac
+}
 
 py "$work/run.tar.gz" "$vkey" | grep '^OK: ' > /dev/null || { py "$work/run.tar.gz" "$vkey"; exit 1; }
 py "$work/seq.tar.gz" "$vkey" | grep '^OK: 35 entries' > /dev/null || { py "$work/seq.tar.gz" "$vkey"; exit 1; }
@@ -94,19 +101,19 @@ expect_exit() {  # expect_exit CODE WHAT MESSAGE-PATTERN COMMAND...
 }
 : > "$work/empty.vkey"
 echo "not a key" > "$work/bad.vkey"
-for tool in ledgerctl py; do
-  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
-  expect_exit 2 "$tool, an empty --vkey file" '^(ledgerctl|verify_pack.py): --vkey: .*empty\.vkey holds no verifier key line$' \
+for tool in ledgerctl ledger-verify py; do
+  verifier "$tool"
+  expect_exit 2 "$tool, an empty --vkey file" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey: .*empty\.vkey holds no verifier key line$' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/empty.vkey"
-  expect_exit 2 "$tool, a malformed --vkey file" '^(ledgerctl|verify_pack.py): --vkey: .*bad\.vkey: not a verifier key' \
+  expect_exit 2 "$tool, a malformed --vkey file" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey: .*bad\.vkey: not a verifier key' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/bad.vkey"
-  expect_exit 2 "$tool, an unreadable --vkey file" '^(ledgerctl|verify_pack.py): --vkey: cannot read ' \
+  expect_exit 2 "$tool, an unreadable --vkey file" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey: cannot read ' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/no-such.vkey"
-  expect_exit 2 "$tool, an empty --vkey-string" '^(ledgerctl|verify_pack.py): --vkey-string: empty' \
+  expect_exit 2 "$tool, an empty --vkey-string" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey-string: empty' \
     "${run[@]}" "$work/run.tar.gz" --vkey-string ""
-  expect_exit 2 "$tool, no key" '^(ledgerctl|verify_pack.py): verify: give the ledger.s key \(--vkey FILE or --vkey-string S\)' \
+  expect_exit 2 "$tool, no key" '^(ledgerctl|ledger-verify|verify_pack.py): verify: give the ledger.s key \(--vkey FILE or --vkey-string S\)' \
     "${run[@]}" "$work/run.tar.gz"
-  expect_exit 2 "$tool, a key and --trust-pack-key" '^(ledgerctl|verify_pack.py): verify: --trust-pack-key with a key given' \
+  expect_exit 2 "$tool, a key and --trust-pack-key" '^(ledgerctl|ledger-verify|verify_pack.py): verify: --trust-pack-key with a key given' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --trust-pack-key
   expect_exit 0 "$tool, --trust-pack-key" "^WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing about the ledger's identity" \
     "${run[@]}" "$work/run.tar.gz" --trust-pack-key
@@ -131,8 +138,8 @@ PY
 old_size=$(sed -n 2p "$work/old.note")
 old_root=$(sed -n 3p "$work/old.note" | base64 -d | od -An -tx1 | tr -d ' \n')
 fork_root=$(sed -n 3p "$work/fork.note" | base64 -d | od -An -tx1 | tr -d ' \n')
-for tool in ledgerctl py; do
-  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
+for tool in ledgerctl ledger-verify py; do
+  verifier "$tool"
   expect_exit 0 "$tool, --since the auditor's checkpoint" \
     "^The checkpoint is consistent with the earlier one at size $old_size, root $old_root \\(the one given with --since\\)\\.$" \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --since "$work/old.note"
@@ -142,7 +149,7 @@ for tool in ledgerctl py; do
   expect_exit 1 "$tool, --since and no consistency proof" \
     "^FAILED: consistency\\.json: missing: --since asks for consistency with the checkpoint at size $old_size$" \
     "${run[@]}" "$work/team.tar.gz" --vkey "$work/vkey" --since "$work/old.note"
-  expect_exit 2 "$tool, --since a file that is not a checkpoint" '^(ledgerctl|verify_pack.py): --since: ' \
+  expect_exit 2 "$tool, --since a file that is not a checkpoint" '^(ledgerctl|ledger-verify|verify_pack.py): --since: ' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --since "$work/vkey"
 done
 # The verifier is told what was asked: --expect-scope refuses a genuine pack
@@ -150,8 +157,8 @@ done
 # checkpoint; the OK line names the scope, tree size and root.
 new_size=$(sed -n 2p "$work/new.note")
 new_root=$(sed -n 3p "$work/new.note" | base64 -d | od -An -tx1 | tr -d ' \n')
-for tool in ledgerctl py; do
-  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
+for tool in ledgerctl ledger-verify py; do
+  verifier "$tool"
   expect_exit 0 "$tool, the run asked for" \
     "^OK: 16 entries of \\{\"kind\":\"run\",\"run_id\":\"run-0003\",\"team\":\"team-code\"\\} verified against the checkpoint of packs.test/log at tree size $new_size, root $new_root\\.$" \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code/run-0003 --not-older-than "$work/new.note"
@@ -171,7 +178,7 @@ for tool in ledgerctl py; do
       "^FAILED: checkpoint: tree size $old_size is older than the $new_size asked for \\(--not-older-than\\)$" \
       "${run[@]}" "$work/run-old.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code/run-0003 --not-older-than "$older"
   done
-  expect_exit 2 "$tool, a malformed --expect-scope" '^(ledgerctl|verify_pack.py): --expect-scope: expected scope: want run:TEAM/RUN$' \
+  expect_exit 2 "$tool, a malformed --expect-scope" '^(ledgerctl|ledger-verify|verify_pack.py): --expect-scope: expected scope: want run:TEAM/RUN$' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code
 done
 # A run whose worker died: its step is declared UNKNOWN, and a checkpoint
@@ -184,9 +191,9 @@ for _ in $(seq 100); do
 done
 sleep 0.2
 ctl export --run team-support/lost-0007 --out "$work/unknown.tar.gz" > /dev/null
-# Every tamper case, refused by both verifiers with its reason.
+# Every tamper case, refused by the three verifiers with its reason.
 mkdir "$work/tamper"
 /usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \
   "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper" \
   "$work/seq.tar.gz" "$work/team.tar.gz" "$work/unknown.tar.gz"
-echo "packs: verified by verify_pack.py and ledgerctl; tampering and a wrong key refused by both"
+echo "packs: verified by verify_pack.py, ledgerctl and ledger-verify; tampering and a wrong key refused by all three"

@@ -1,5 +1,7 @@
-"""Every tamper case against both verifiers: `ledgerctl verify` and
-export/verify_pack.py must each refuse, with the reason expected.
+"""Every tamper case against the three verifiers: `ledgerctl verify`,
+`ledger-verify` (beside ledgerctl in the build) and export/verify_pack.py
+must each refuse, with the reason expected; ledger-verify prints exactly
+what ledgerctl verify prints, with the same exit code.
 
 Cases that a forger without the key could make (a flipped byte in any file, a
 manifest whose digest is not the one signed) are made as such. Cases that
@@ -213,6 +215,7 @@ def main():
          r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry",
          r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry"),
     ]
+    ledger_verify = os.path.join(os.path.dirname(ledgerctl), "ledger-verify")
     outcomes_tool = os.path.join(os.path.dirname(os.path.dirname(ledgerctl)), "tests", "pack_outcomes")
     if team_pack:
         team_files = read_pack(team_pack)
@@ -271,13 +274,30 @@ def main():
          resigned(edited(files, "proofs.jsonl", second_proof_spaced), sign)),
     ]
     failures = 0
+    ledgerctl_said = {}
+
+    def differs_from_ledgerctl(label, tool, p):
+        """ledger-verify MUST print what ledgerctl verify printed (run just
+        before it on the same pack), with the same exit code: 1 if not."""
+        if tool == "ledgerctl":
+            ledgerctl_said[label] = (p.returncode, p.stdout, p.stderr)
+            return 0
+        if tool != "ledger-verify" or (p.returncode, p.stdout, p.stderr) == ledgerctl_said[label]:
+            return 0
+        print("FAIL: %s: ledger-verify (exit %d) %r, ledgerctl verify (exit %d) %r"
+              % (label, p.returncode, (p.stdout + p.stderr)[:300], ledgerctl_said[label][0],
+                 (ledgerctl_said[label][1] + ledgerctl_said[label][2])[:300]))
+        return 1
+
     for label, packed in valid:
         path = "%s/valid.tar.gz" % work
         write_pack(packed, path)
         for tool, cmd in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file]),
+                          ("ledger-verify", [ledger_verify, path, "--vkey", vkey_file]),
                           ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file])):
             p = subprocess.run(cmd, capture_output=True, text=True)
             out = (p.stdout + p.stderr).strip()
+            failures += differs_from_ledgerctl(label, tool, p)
             if p.returncode != 0 or not re.search(r"^OK: ", out, re.M):
                 print("FAIL: %s, %s refused a valid pack (exit %d): %s" % (label, tool, p.returncode, out[:400]))
                 failures += 1
@@ -288,9 +308,11 @@ def main():
         path = "%s/tampered.tar.gz" % work
         write_pack(tampered, path)
         for tool, cmd, want in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file], ctl_want),
+                                ("ledger-verify", [ledger_verify, path, "--vkey", vkey_file], ctl_want),
                                 ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file], py_want)):
             p = subprocess.run(cmd, capture_output=True, text=True)
             out = (p.stdout + p.stderr).strip()
+            failures += differs_from_ledgerctl(label, tool, p)
             if want == ACCEPTED:
                 if p.returncode != 0 or not re.search(r"^OK: ", out, re.M):
                     print("FAIL: %s, %s was to accept it, its digests being those signed (exit %d): %s"
@@ -307,8 +329,9 @@ def main():
                 print("%s: %s refused it: %s" % (label, tool, [l for l in out.splitlines() if l.startswith("FAILED")][0][:140]))
     if failures:
         sys.exit(1)
-    print("tampering: %d cases refused by both verifiers with the reason; %d valid packs accepted by both"
-          % (len(cases), len(valid)))
+    print("tampering: %d cases refused by ledgerctl verify and ledger-verify with the same output, and by "
+          "verify_pack.py, with the reason (%d accepted by verify_pack.py as expected); %d valid packs accepted "
+          "by all three" % (len(cases), sum(c[3] == ACCEPTED for c in cases), len(valid)))
 
 
 if __name__ == "__main__":
