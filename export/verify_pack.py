@@ -273,6 +273,9 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     manifest = json.loads(files["manifest.json"])
     if not isinstance(manifest, dict) or manifest.get("format") != 1 or not isinstance(manifest.get("files"), dict):
         raise Failure("manifest.json: not a format 1 manifest")
+    for name in ("manifest.json", "manifest.sig"):
+        if name in manifest["files"]:
+            raise Failure("manifest.json: lists %s, whose digest it cannot hold" % name)
     for name, data in sorted(files.items()):
         if name in ("manifest.json", "manifest.sig"):
             continue

@@ -198,6 +198,13 @@ def main():
             return (json.dumps(m, separators=(",", ":"), sort_keys=True) + "\n").encode()
         return resigned(edited(files, "manifest.json", edit), sign)
 
+    def manifest_lists_signature():
+        def edit(data):
+            m = json.loads(data)
+            m["files"]["manifest.sig"] = "00" * 32
+            return (json.dumps(m, separators=(",", ":"), sort_keys=True) + "\n").encode()
+        return resigned(edited(files, "manifest.json", edit), sign)
+
     cases += [
         ("a manifest of another format", manifest_field("format", 2),
          r"^FAILED: manifest\.json: not a format 1 manifest", None),
@@ -205,6 +212,9 @@ def main():
          r"^FAILED: checkpoint: origin 'packs\.test/log', manifest and key say 'another\.example/log'", None),
         ("a manifest naming another tree size", manifest_field("tree_size", 7),
          r"^FAILED: checkpoint: size \d+ root [0-9a-f]{64}, the manifest says size 7 root [0-9a-f]{64}", None),
+        ("a manifest listing its own signature, re-signed", manifest_lists_signature(),
+         r"^FAILED: manifest\.json: lists manifest\.sig, whose digest it cannot hold$",
+         r"^FAILED: manifest\.json: lists manifest\.sig, whose digest it cannot hold$"),
         ("consistency.json stripped (by someone without the key)", without(files, "consistency.json"),
          r"^FAILED: consistency\.json: listed in the manifest but missing",
          r"^FAILED: consistency\.json: listed in the manifest but missing"),

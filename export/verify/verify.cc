@@ -495,6 +495,12 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   r.origin = manifest.value("origin", "");
   r.tree_size = manifest.value("tree_size", uint64_t{0});
   r.scope = manifest["scope"].dump();
+  // An entry the digests below cannot check is refused, not skipped.
+  for (const char* self : {pack::kManifest, pack::kManifestSig}) {
+    if (manifest["files"].contains(self)) {
+      return Fail(r, pack::kManifest, -1, absl::StrCat("lists ", self, ", whose digest it cannot hold"));
+    }
+  }
   for (const auto& [name, sha] : digests) {
     if (name == pack::kManifest || name == pack::kManifestSig) continue;
     if (!manifest["files"].contains(name)) return Fail(r, name, -1, "not listed in the manifest");
