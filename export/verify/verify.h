@@ -7,7 +7,9 @@
 //   entry's canonical form, leaf hash and inclusion proof; prev links
 //   between consecutive seqs; for a run pack, that every entry is the run's
 //   and the run chain is gap-free from its first entry; for a seq pack, that
-//   the range is complete; the outcomes recomputed from the entries.
+//   the range is complete; the outcomes recomputed from the entries; the
+//   report rebuilt with the exporter's pack::WriteReport, byte for byte (a
+//   difference names its first byte and line).
 //
 // Thread-safe: each call uses its own temporary directory.
 #ifndef EXPORT_VERIFY_VERIFY_H_
