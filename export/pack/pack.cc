@@ -433,7 +433,10 @@ absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
 }
 
 ScratchDir::ScratchDir(const std::string& prefix) {
-  std::string tmpl = std::filesystem::temp_directory_path().string() + "/" + prefix + "-XXXXXX";
+  std::error_code ec;  // no temporary directory (TMPDIR unset and no /tmp): path() stays empty
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) return;
+  std::string tmpl = tmp.string() + "/" + prefix + "-XXXXXX";
   if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
 }
 

@@ -344,7 +344,9 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   }
   Result r;
   pack::ScratchDir dir("ledger-verify");
-  if (dir.path().empty()) return absl::UnavailableError("verify: cannot create a temporary directory");
+  if (dir.path().empty()) {
+    return absl::UnavailableError("verify: cannot create a temporary directory (set TMPDIR to a writable one)");
+  }
   auto reader = pack::PackReader::Open(pack_path, pack::Limits());
   if (!reader.ok()) return Fail(r, "archive", -1, std::string(reader.status().message()));
 
