@@ -113,22 +113,22 @@ TEST(Policy, RolesAndTeams) {
 
 TEST(Policy, MetricsMayBeScrapedByTheMetricsRoleAdminAndReadersOfEveryTeam) {
   auto p = Policy::Parse(R"({"identities": [
-      {"identity": "prom", "roles": ["metrics"]},
-      {"identity": "ops", "roles": ["admin"]},
-      {"identity": "all-readers", "roles": ["reader"], "teams": ["*"]},
-      {"identity": "all-auditors", "roles": ["auditor"], "teams": ["*"]},
-      {"identity": "all-emitters", "roles": ["emitter"], "teams": ["*"]},
-      {"identity": "auditor-a", "roles": ["auditor"], "teams": ["team-a"]}]})");
+      {"identity": "dns:prom", "roles": ["metrics"]},
+      {"identity": "dns:ops", "roles": ["admin"]},
+      {"identity": "dns:all-readers", "roles": ["reader"], "teams": ["*"]},
+      {"identity": "dns:all-auditors", "roles": ["auditor"], "teams": ["*"]},
+      {"identity": "dns:all-emitters", "roles": ["emitter"], "teams": ["*"]},
+      {"identity": "dns:auditor-a", "roles": ["auditor"], "teams": ["team-a"]}]})");
   ASSERT_TRUE(p.ok()) << p.status();
-  for (const char* may : {"prom", "ops", "all-readers", "all-auditors"}) {
+  for (const char* may : {"dns:prom", "dns:ops", "dns:all-readers", "dns:all-auditors"}) {
     EXPECT_TRUE(p->Find(may)->Permits(Action::kScrapeMetrics)) << may;
   }
-  for (const char* may_not : {"all-emitters", "auditor-a"}) {
+  for (const char* may_not : {"dns:all-emitters", "dns:auditor-a"}) {
     EXPECT_FALSE(p->Find(may_not)->Permits(Action::kScrapeMetrics)) << may_not;
   }
   // The metrics role opens nothing else.
   for (Action a : {Action::kAppend, Action::kQuery, Action::kReadEntries, Action::kExport, Action::kAdminister}) {
-    EXPECT_FALSE(p->Check("prom", a, "team-a").ok());
+    EXPECT_FALSE(p->Check("dns:prom", a, "team-a").ok());
   }
 }
 

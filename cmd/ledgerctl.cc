@@ -231,7 +231,7 @@ int Vkey(pb::LedgerService::Stub& stub) {
 
 int Backup(pb::LedgerService::Stub& stub, const Flags& flags) {
   if (flags.Get("out").empty()) {
-    return Fail(absl::InvalidArgumentError("backup: --out DIR (a new directory on the server's machine) is required"));
+    return Fail(absl::InvalidArgumentError("backup: --out DIR (a new directory under the server's --backup-root) is required"));
   }
   grpc::ClientContext ctx;
   pb::BackupRequest request;
@@ -467,7 +467,7 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT run --team T --run R [--json]\n"
     "  ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]\n"
     "  ledgerctl rebuild --data DIR          (server stopped)\n"
-    "  ledgerctl --server HOST:PORT backup --out DIR   (DIR: new, on the server's machine)\n"
+    "  ledgerctl --server HOST:PORT backup --out DIR   (DIR: new, under the server's --backup-root)\n"
     "  ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]   (server stopped;\n"
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
@@ -539,8 +539,8 @@ int main(int argc, char** argv) {
   flags.Define("json", "", "steps, run, verify, audit: JSON instead of text", true);
   flags.Define("data", "", "rebuild, audit: the data directory");
   flags.Define("out", "",
-               "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory on the "
-               "server's machine");
+               "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory under the "
+               "server's --backup-root (absolute, or relative to it)");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "",
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "

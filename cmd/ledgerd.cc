@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "auth/gate.h"
 #include "cmd/flags.h"
+#include "ledger/backup/backup_root.h"
 #include "ledger/jsonlog/jsonlog.h"
 #include "ops/dashboard.h"
 #include "ops/http.h"
@@ -295,6 +296,12 @@ int main(int argc, char** argv) {
   flags.Define("restore-from", "",
                "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
                "must not hold a store yet; the signing key must be the one that signed it");
+  flags.Define("export-staging-bytes", "4294967296",
+               "bytes that exports in progress may hold together in <data>/tmp (staged files and packs being "
+               "sent); an export that would exceed it is refused with RESOURCE_EXHAUSTED");
+  flags.Define("backup-root", "",
+               "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
+               "without it, backups are refused");
   flags.Define("accept-rollback", "",
                "start even if the store is behind or not consistent with <data>/latest-checkpoint "
                "(after restoring an old copy on purpose); logged",
@@ -362,6 +369,9 @@ int main(int argc, char** argv) {
   if (projections != "true" && projections != "false") {
     return Fail(absl::InvalidArgumentError("--projections: true or false"));
   }
+  auto staging_bytes = flags.Int("export-staging-bytes");
+  if (!staging_bytes.ok()) return Fail(staging_bytes.status());
+  if (*staging_bytes < 1) return Fail(absl::InvalidArgumentError("--export-staging-bytes: must be >= 1"));
   auto max_queued = flags.Int("max-queued");
   if (!max_queued.ok()) return Fail(max_queued.status());
   if (*max_queued < static_cast<int64_t>(ledger::log::kMaxReceiptsPerAppend)) {
@@ -428,11 +438,17 @@ int main(int argc, char** argv) {
   }
   // Evidence packs are staged beside the data, not in a shared /tmp (which
   // a hardened container does not even have writable).
-  if (getenv("TMPDIR") == nullptr) {
-    std::string tmp = options.data_dir + "/tmp";
-    std::filesystem::create_directories(tmp, ec);
-    if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", tmp, ": ", ec.message())));
-    setenv("TMPDIR", tmp.c_str(), 1);
+  std::string tmp = options.data_dir + "/tmp";
+  std::filesystem::create_directories(tmp, ec);
+  if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", tmp, ": ", ec.message())));
+  if (getenv("TMPDIR") == nullptr) setenv("TMPDIR", tmp.c_str(), 1);
+  ledger::exporter::Staging staging(tmp, static_cast<uint64_t>(*staging_bytes));
+  std::unique_ptr<ledger::backup::BackupRoot> backup_root;
+  if (!flags.Get("backup-root").empty()) {
+    auto opened = ledger::backup::BackupRoot::Open(flags.Get("backup-root"), options.data_dir);
+    if (!opened.ok()) return Fail(opened.status());
+    backup_root = *std::move(opened);
+    server_options.backup_root = backup_root.get();
   }
   auto signer = ledger::log::LoadOrCreateKey(options.data_dir, signing_key, options.origin);
   if (!signer.ok()) return Fail(signer.status());
@@ -470,7 +486,17 @@ int main(int argc, char** argv) {
   std::unique_ptr<ledger::query::QueryService> query;
   std::unique_ptr<ledger::query::Sweeper> sweeper;
   std::vector<grpc::Service*> extra;
-  ledger::exporter::ExportService exports(log->get(), &gate);
+  // The store is open, so no other ledgerd uses this directory: what is
+  // staged was left by exports that a crash cut short.
+  auto stale = staging.RemoveStale();
+  if (!stale.ok()) return Fail(stale.status());
+  if (*stale > 0) {
+    ledger::jsonlog::Info("staging_cleaned")
+        .Msg(absl::StrCat("removed ", *stale, " staging entries left in ", tmp, " by exports that did not finish"))
+        .Int("removed", *stale)
+        .Emit();
+  }
+  ledger::exporter::ExportService exports(log->get(), &gate, &staging);
   extra.push_back(&exports);
   if (options.sequencer.projector != nullptr) {
     query = std::make_unique<ledger::query::QueryService>(log->get(), &gate);

@@ -353,8 +353,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
                       % (len(entries), len(proofs), manifest["counts"]["entries"]))
-    if scope["kind"] == "team" and not ("from_seq" in scope and "to_seq" in scope):
-        raise Failure("manifest.json: scope: a team window names its seqs (from_seq, to_seq)")
+    check_scope(scope)
     last_seq, last_hash = None, None
     last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
     for leaf, proof_text in zip(entries, proofs):
@@ -400,6 +399,24 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         raise Failure("entries.jsonl: the seq range ends early")
     return {"entries": len(entries), "origin": origin, "tree_size": size, "root": root, "scope": scope,
             "consistent": consistent}
+
+
+# The scope kinds and the keys each must hold (CONTRACT section 7), with
+# their JSON types.
+SCOPE_KEYS = {"run": {"team": str, "run_id": str},
+              "seq": {"from_seq": int, "to_seq": int},
+              "team": {"team": str, "from_us": int, "to_us": int, "from_seq": int, "to_seq": int}}
+
+
+def check_scope(scope):
+    """The manifest's scope must be of a kind this verifier knows, with that
+    kind's keys: a scope it cannot check is never taken as checked."""
+    kind = scope.get("kind") if isinstance(scope, dict) else None
+    keys = SCOPE_KEYS.get(kind) if isinstance(kind, str) else None
+    if kind == "team" and not ("from_seq" in scope and "to_seq" in scope):
+        raise Failure("manifest.json: scope: a team window names its seqs (from_seq, to_seq)")
+    if keys is None or any(not isinstance(scope.get(k), t) or isinstance(scope.get(k), bool) for k, t in keys.items()):
+        raise Failure("manifest.json: scope: unknown or malformed scope of kind '%s'" % (kind if isinstance(kind, str) else ""))
 
 
 def usage_error(message):

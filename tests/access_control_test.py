@@ -147,7 +147,8 @@ def main():
     with open(policy_path, "w") as f:
         json.dump(POLICY, f)
     tls = ["--tls-cert", server_cert, "--tls-key", server_key, "--client-ca", ca.ca, "--policy", policy_path]
-    ledger = Ledger(build, work, tls + ["--unknown-grace-ms", "60000", "--health-listen", "127.0.0.1:0"])
+    ledger = Ledger(build, work, tls + ["--unknown-grace-ms", "60000", "--health-listen", "127.0.0.1:0",
+                                       "--backup-root", work])
 
     def channel(who):
         cert, key = clients[who]

@@ -3,7 +3,10 @@
 # that audits clean, holds the same entries, and continues the same log: its
 # next checkpoint is consistent with the backup's (RFC 9162 proof checked by
 # export/verify_pack.py). Restoring over a data directory whose guard is
-# ahead of the backup is refused as a rollback.
+# ahead of the backup is refused as a rollback. Backups go only under
+# --backup-root: without it they are refused, and a path outside the root,
+# through '..' or a symbolic link, or inside the data directory creates
+# nothing.
 # Usage: backup_restore_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -12,7 +15,49 @@ source "$(dirname "$0")/ledgerd.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 origin=backup.test/log
 
-start_ledgerd --origin $origin --checkpoint-interval-ms 20
+outside=$(mktemp -d)
+trap 'cleanup; rm -rf "$outside"' EXIT
+refused() {  # refused MESSAGE ledgerctl-args...: the command fails with MESSAGE on stderr
+  local want=$1
+  shift
+  if ctl "$@" 2> "$work/err"; then echo "FAIL: ctl $* was not refused"; exit 1; fi
+  [ "$(cat "$work/err")" = "ledgerctl: $want" ] || { echo "FAIL: ctl $*: got: $(cat "$work/err"); want: $want"; exit 1; }
+}
+
+# Without --backup-root, no backup.
+start_ledgerd --origin $origin
+refused "dir: backups are off: start ledgerd with --backup-root DIR" backup --out "$work/b0"
+[ ! -e "$work/b0" ] || { echo "FAIL: a refused backup created $work/b0"; exit 1; }
+kill -TERM "$pid"
+wait "$pid"
+pid=""
+# A root inside the data directory is refused at start.
+if "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen '' --backup-root "$work/data" \
+     > "$work/inside.out" 2>&1; then
+  echo "FAIL: a backup root inside the data directory was accepted"; exit 1
+fi
+grep -q -- "--backup-root: $work/data is inside the data directory; backups go apart from the store" "$work/inside.out" ||
+  { cat "$work/inside.out"; exit 1; }
+
+# The root holds the data directory: paths into it, out of the root, or
+# through links are refused, and leave nothing behind.
+start_ledgerd --origin $origin --checkpoint-interval-ms 20 --backup-root "$work"
+ln -s "$outside" "$work/link-out"
+ln -s "$work/data" "$work/link-data"
+refused "dir: must be inside the backup root $work (a path under it, or relative to it)" backup --out "$outside/b"
+refused "dir: must not contain '..'" backup --out "$work/b/../../$(basename "$outside")/b"
+refused "dir: must not contain '..'" backup --out "../$(basename "$outside")/b"
+refused "dir: $work/link-out is a symbolic link; a backup path must not go through links" backup --out "$work/link-out/b"
+refused "dir: $work/link-data is a symbolic link; a backup path must not go through links" backup --out "link-data/b"
+refused "dir: $work/data is the data directory; backups go apart from the store" backup --out "$work/data/db/b"
+refused "dir: $work/data is the data directory; backups go apart from the store" backup --out "data/tmp/b"
+refused "dir: $work/data is the data directory; backups go apart from the store" backup --out "$work/data"
+ls -A "$outside" | grep -q . && { echo "FAIL: a refused backup wrote to $outside"; ls -la "$outside"; exit 1; }
+[ ! -e "$work/data/db/b" ] && [ ! -e "$work/data/tmp/b" ] && [ ! -e "$work/b" ] ||
+  { echo "FAIL: a refused backup left a directory behind"; exit 1; }
+ctl backup --out relative/b > "$work/relative.json"
+grep -q "\"dir\":\"$work/relative/b\"" "$work/relative.json" || { cat "$work/relative.json"; exit 1; }
+[ -s "$work/relative/b/db/CURRENT" ] || { echo "FAIL: no backup in $work/relative/b"; exit 1; }
 /usr/bin/python3 "$root/scripts/demo_workload.py" --runs 60 > "$work/receipts.jsonl"
 # Then three receipts of another run, so the log always grows past the backup.
 for i in 1 2 3; do

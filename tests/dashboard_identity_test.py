@@ -42,22 +42,25 @@ from access_control_test import Ledger  # noqa: E402
 from ledger_testlib import Certificates, fail, generate_stubs, read  # noqa: E402
 
 NOW_US = int(time.time() * 1e6)
-ALICE = "spiffe://cluster/ns/audit/sa/alice"
-BOB = "spiffe://cluster/ns/audit/sa/bob"
+ALICE_URI = "spiffe://cluster/ns/audit/sa/alice"
+BOB_URI = "spiffe://cluster/ns/audit/sa/bob"
+ALICE = "uri:" + ALICE_URI  # identities carry their kind
+BOB = "uri:" + BOB_URI
 BIG_CALLS = 2500
 PAGE = 100
 BIG_PAGE = "/teams/team-a/runs/run-a/steps/big"
 ACTING_FOR = "ledger-acting-for-bin"
 
 POLICY = {"identities": [
-    {"identity": "writer", "roles": ["emitter"], "teams": ["team-a", "team-b"]},
+    {"identity": "cn:writer", "roles": ["emitter"], "teams": ["team-a", "team-b"]},
     {"identity": ALICE, "roles": ["auditor"], "teams": ["team-a"]},
     {"identity": BOB, "roles": ["auditor"], "teams": ["team-a"]},
-    {"identity": "reader-a", "roles": ["reader"], "teams": ["team-a"]},
-    {"identity": "auditor-all", "roles": ["auditor"], "teams": ["*"]},
-    {"identity": "admin", "roles": ["admin"]},
+    {"identity": "cn:reader-a", "roles": ["reader"], "teams": ["team-a"]},
+    {"identity": "cn:auditor-all", "roles": ["auditor"], "teams": ["*"]},
+    {"identity": "cn:admin", "roles": ["admin"]},
 ]}
-SCRAPER = {"identity": "spiffe://cluster/ns/monitoring/sa/prometheus", "roles": ["metrics"]}
+SCRAPER_URI = "spiffe://cluster/ns/monitoring/sa/prometheus"
+SCRAPER = {"identity": "uri:" + SCRAPER_URI, "roles": ["metrics"]}
 
 
 def main():
@@ -68,12 +71,12 @@ def main():
     server_cert, server_key = ca.issue("server", "ledger", "IP:127.0.0.1,DNS:localhost")
     clients = {
         "writer": ca.issue("writer", "writer"),
-        "alice": ca.issue("alice", "alice", "URI:" + ALICE),
-        "bob": ca.issue("bob", "bob", "URI:" + BOB),
+        "alice": ca.issue("alice", "alice", "URI:" + ALICE_URI),
+        "bob": ca.issue("bob", "bob", "URI:" + BOB_URI),
         "reader-a": ca.issue("reader-a", "reader-a"),
         "auditor-all": ca.issue("auditor-all", "auditor-all"),
         "admin": ca.issue("admin", "admin"),
-        "scraper": ca.issue("scraper", "prom", "URI:" + SCRAPER["identity"]),
+        "scraper": ca.issue("scraper", "prom", "URI:" + SCRAPER_URI),
         "outsider": ca.issue("outsider", "outsider"),
         "nameless": ca.issue("nameless", None),
     }
@@ -204,7 +207,7 @@ def run(build, work, ca, clients, tls, policy, ledger):
         problems.append("bob's pack: X-Request-Id %r" % headers.get("X-Request-Id"))
     status, _, _, _ = https("reader-a", "/teams/team-b", {"X-Request-Id": "dash-refused-1"})
     refused = [j for j in log_lines("http_refused") if j.get("request_id") == "dash-refused-1"]
-    if status != 403 or len(refused) != 1 or refused[0].get("identity") != "reader-a" or \
+    if status != 403 or len(refused) != 1 or refused[0].get("identity") != "cn:reader-a" or \
             refused[0].get("path") != "/teams/team-b" or refused[0].get("status") != 403:
         problems.append("reader-a's refused page: %s, logged as %s" % (status, refused))
     status, body, _, _ = https("nameless", "/teams/team-a")
@@ -220,7 +223,7 @@ def run(build, work, ca, clients, tls, policy, ledger):
                                  metadata=[(ACTING_FOR, ALICE.encode())]))
             problems.append("reader-a read entries by naming alice in %s" % ACTING_FOR)
         except grpc.RpcError as e:
-            want = "identity 'reader-a' may not read entries and proofs (its roles do not allow it)"
+            want = "identity 'cn:reader-a' may not read entries and proofs (its roles do not allow it)"
             if e.code() != grpc.StatusCode.PERMISSION_DENIED or e.details() != want:
                 problems.append("reader-a naming alice: %s %s" % (e.code(), e.details()))
     print("gRPC: %s from a network peer is not believed" % ACTING_FOR)
@@ -295,11 +298,11 @@ def run(build, work, ca, clients, tls, policy, ledger):
     if "ledger_tree_size" not in scrapes["scraper", "/metrics"] or "team-a" in scrapes["outsider", "/metrics"]:
         problems.append("metrics bodies: scraper %r, outsider %r" % (scrapes["scraper", "/metrics"][:80],
                                                                      scrapes["outsider", "/metrics"][:200]))
-    want = "identity 'outsider' may not scrape /metrics (the metrics role, admin, or a reader or auditor of every team may)\n"
+    want = "identity 'cn:outsider' may not scrape /metrics (the metrics role, admin, or a reader or auditor of every team may)\n"
     if scrapes["outsider", "/metrics"] != want:
         problems.append("outsider's refusal: %r" % scrapes["outsider", "/metrics"][:200])
     refused = [j for j in log_lines("http_refused") if j.get("request_id") == "scrape-outsider"]
-    if len(refused) != 1 or refused[0].get("path") != "/metrics" or refused[0].get("identity") != "outsider":
+    if len(refused) != 1 or refused[0].get("path") != "/metrics" or refused[0].get("identity") != "cn:outsider":
         problems.append("the outsider's scrape was not logged: %s" % refused)
     print("/metrics: scraper, admin and auditor of every team 200; outsider, one-team auditor, emitter 403")
     limited.stop()

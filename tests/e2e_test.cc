@@ -290,6 +290,36 @@ TEST_F(E2eTest, EachInvalidReceiptNamesItsFieldWhileNeighboursAreAppended) {
   EXPECT_EQ(log_->head().size, 3u);
 }
 
+TEST_F(E2eTest, ReceiptsCarryingCredentialsAreRefusedNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> secrets = {
+      {"Authorization: Basic YWxpY2U6czNjcmV0LXBhc3M=", "a Basic authorization value"},
+      {"postgres://admin:s3cret@db.internal:5432/ledger", "a URL with a password"},
+      {"glpat-xZ7k_9Qw-Lm3Np8RtYv2", "a GitLab token"},
+      {"hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "a Hugging Face token"},
+      {"-----BEGIN PGP PRIVATE KEY BLOCK-----", "a PGP private key block"},
+      {"?sv=2022-11-02&sig=4Xq9t%2BlK0n6yZ2aF3hQ8wE1rT5uI7oP9sD4fG6hJ8k%3D", "an Azure SAS signature"},
+      {"BEARER abcdefghijklmnop0123", "a Bearer token"},
+  };
+  std::vector<pb::Receipt> batch;
+  for (size_t i = 0; i < secrets.size(); ++i) {
+    batch.push_back(Receipt("secret-" + std::to_string(i), "r", static_cast<int>(i)));
+    (*batch.back().mutable_attributes())["auth"] = secrets[i].first;
+    batch.push_back(Receipt("clean-" + std::to_string(i), "r", static_cast<int>(i)));
+    (*batch.back().mutable_attributes())["auth"] = "Basic auth, see https://wiki.example.com/auth";
+  }
+  auto resp = Append(batch);
+  ASSERT_EQ(resp.results_size(), static_cast<int>(2 * secrets.size()));
+  for (size_t i = 0; i < secrets.size(); ++i) {
+    const auto& refused = resp.results(static_cast<int>(2 * i));
+    EXPECT_EQ(refused.code(), grpc::StatusCode::INVALID_ARGUMENT) << secrets[i].first;
+    EXPECT_EQ(refused.message(), "attributes.auth: looks like " + secrets[i].second +
+                                     ": an audit log must not hold credentials; record a digest or a "
+                                     "credential id instead");
+    EXPECT_EQ(resp.results(static_cast<int>(2 * i + 1)).code(), 0);
+  }
+  EXPECT_EQ(log_->head().size, secrets.size());
+}
+
 TEST_F(E2eTest, RequestLevelErrors) {
   std::vector<pb::Receipt> many;
   for (int i = 0; i < 1001; ++i) many.push_back(Receipt("m" + std::to_string(i), "r", i));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -77,9 +78,15 @@ grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequ
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "scope: give a run or a seq range");
   }
   if (auto s = CheckScope(*caller, scope); !s.ok()) return auth::ToGrpc(s);
-  std::string path = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-pack-",
-                                   ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
-  absl::Status built = ExportPack(*log_, scope, path, request->since_checkpoint());
+  std::optional<Staging::Lease> lease;
+  if (staging_ != nullptr) lease.emplace(staging_);
+  std::string path = absl::StrCat(
+      staging_ != nullptr ? staging_->dir() : std::filesystem::temp_directory_path().string(), "/", kPackPrefix,
+      ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
+  absl::Status built = ExportPack(*log_, scope, path, request->since_checkpoint(), lease ? &*lease : nullptr);
+  // While it is sent, the pack alone is held (less than what was staged,
+  // so never refused).
+  if (built.ok() && lease) lease->Set(DiskUsage(path)).IgnoreError();
   if (!built.ok()) {
     std::filesystem::remove(path);
     return grpc::Status(static_cast<grpc::StatusCode>(built.code()), std::string(built.message()));

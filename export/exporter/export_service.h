@@ -9,16 +9,19 @@
 #include "ledger/stats/stats.h"
 #include "export.grpc.pb.h"
 #include "export/exporter/exporter.h"
+#include "export/exporter/staging.h"
 #include "ledger/log/log.h"
 
 namespace ledger::exporter {
 
 class ExportService final : public evidence::ledger::v1::ExportService::Service {
  public:
-  // `log` and `gate` MUST outlive the service. Exports need the auditor
-  // role for the scope's team; a seq range, for the team of every entry in
-  // it.
-  ExportService(const log::Log* log, auth::Gate* gate) : log_(log), gate_(gate) {}
+  // `log`, `gate` and `staging` MUST outlive the service. Exports need the
+  // auditor role for the scope's team; a seq range, for the team of every
+  // entry in it. Packs are staged in `staging`, within its quota; without
+  // it, in the system's temporary directory.
+  ExportService(const log::Log* log, auth::Gate* gate, Staging* staging = nullptr)
+      : log_(log), gate_(gate), staging_(staging) {}
 
   grpc::Status Export(grpc::ServerContext* ctx, const evidence::ledger::v1::ExportRequest* request,
                       grpc::ServerWriter<evidence::ledger::v1::ExportChunk>* writer) override;
@@ -33,6 +36,7 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
 
   const log::Log* const log_;
   auth::Gate* const gate_;
+  Staging* const staging_;
   stats::CounterFamily exports_;
 };
 

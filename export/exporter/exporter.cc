@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <vector>
 
@@ -58,7 +59,9 @@ class SeqSpool {
  public:
   static constexpr size_t kBlock = 1 << 16;
 
-  explicit SeqSpool(std::string path) : path_(std::move(path)) {}
+  // `wrote` is called after each block written to disk.
+  SeqSpool(std::string path, std::function<absl::Status()> wrote)
+      : path_(std::move(path)), wrote_(std::move(wrote)) {}
   ~SeqSpool() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -75,7 +78,7 @@ class SeqSpool {
     }
     ++blocks_;
     block_.clear();
-    return absl::OkStatus();
+    return wrote_();
   }
 
   // Calls fn(seq) for every seq pushed, in the reverse of the order pushed.
@@ -100,6 +103,7 @@ class SeqSpool {
 
  private:
   std::string path_;
+  std::function<absl::Status()> wrote_;
   int fd_ = -1;
   std::vector<uint64_t> block_;
   uint64_t blocks_ = 0, size_ = 0;
@@ -159,7 +163,7 @@ absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size
 }  // namespace
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since) {
+                        const std::string& since, Staging::Lease* lease) {
   auto cp = log.Checkpoint(0);
   if (!cp.ok()) return cp.status();
   const uint64_t size = cp->size;
@@ -188,13 +192,19 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     scope_json = {{"kind", "seq"}, {"from_seq", scope.from_seq}, {"to_seq", scope.to_seq}};
   }
 
-  pack::ScratchDir dir("ledger-export");
+  pack::ScratchDir dir(lease != nullptr ? lease->dir() : std::filesystem::temp_directory_path().string(),
+                      kStagingPrefix);
   if (dir.path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
+  // What this export holds on disk, told to the quota as it grows, plus
+  // `more` bytes about to be written.
+  auto charge = [&](uint64_t more) {
+    return lease != nullptr ? lease->Set(DiskUsage(dir.path()) + more) : absl::OkStatus();
+  };
   auto path = [&](const char* name) { return dir.path() + "/" + name; };
   StagedFile entries(path(pack::kEntries)), proofs(path(pack::kProofs));
   std::string& entries_out = *entries.buffer();
   std::string& proofs_out = *proofs.buffer();
-  pack::Outcomes outcomes;
+  pack::Outcomes outcomes(pack::Outcomes::kSpillBytes, dir.path());
   // Neighbouring entries' proofs share most of their nodes, and a node
   // record holds sixteen neighbours.
   absl::flat_hash_map<uint64_t, std::vector<hash::Hash>> groups;
@@ -246,7 +256,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     }
     if (!batch.seqs.empty()) projecting = std::async(std::launch::async, project, std::move(batch));
     batch = Batch();
-    return absl::OkStatus();
+    return charge(0);
   };
   auto add = [&](uint64_t seq, std::string_view leaf) -> absl::Status {
     auto path = merkle::InclusionProof(seq, size, node, &edges);
@@ -276,7 +286,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     return add(seq, leaf);
   };
   absl::Status read;
-  SeqSpool spool(path("run-seqs"));
+  SeqSpool spool(path("run-seqs"), [&] { return charge(0); });
   if (scope.is_run()) {
     read = RunSeqs(log.store(), scope, size, &spool);
     uint64_t first = 0, end = 0;  // the consecutive seqs [first, end) not yet read
@@ -387,6 +397,8 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   files[pack::kManifestSig] = {path(pack::kManifestSig)};
   if (auto s = WriteFile(files[pack::kManifest].path, manifest_text); !s.ok()) return s;
   if (auto s = WriteFile(files[pack::kManifestSig].path, *sig); !s.ok()) return s;
+  // The archive holds the staged files once more.
+  if (auto s = charge(DiskUsage(dir.path())); !s.ok()) return s;
   return pack::WriteArchive(files, out_path);
 }
 

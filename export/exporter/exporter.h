@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "export/exporter/staging.h"
 #include "ledger/log/log.h"
 
 namespace ledger::exporter {
@@ -36,9 +37,13 @@ struct Scope {
 // with `since` (an earlier signed checkpoint of this log), the pack carries
 // a consistency proof from it. NOT_FOUND for an unknown run; OUT_OF_RANGE
 // for seqs beyond the checkpoint; INVALID_ARGUMENT for a `since` that is not
-// this log's.
+// this log's. With a `lease`, the pack is staged in its directory and the
+// bytes staged are reported to it as they grow (every 4,096 entries, and
+// before the archive is written): RESOURCE_EXHAUSTED when the staging quota
+// would be exceeded. Without one, it is staged in the system's temporary
+// directory, unbounded. On any error nothing staged is left.
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since = "");
+                        const std::string& since = "", Staging::Lease* lease = nullptr);
 
 }  // namespace ledger::exporter
 

@@ -314,8 +314,8 @@ absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
   }
 }
 
-Outcomes::Outcomes(size_t spill_bytes)
-    : spill_bytes_(spill_bytes), txn_(std::make_unique<projection::OverlayTxn>(nullptr, nullptr, &discard_)) {}
+Outcomes::Outcomes(size_t spill_bytes, std::string spill_parent)
+    : spill_bytes_(spill_bytes), spill_parent_(std::move(spill_parent)), txn_(std::make_unique<projection::OverlayTxn>(nullptr, nullptr, &discard_)) {}
 
 Outcomes::~Outcomes() = default;
 
@@ -349,7 +349,8 @@ absl::Status Outcomes::Project(absl::Span<const receipt::Entry> entries) {
 absl::Status Outcomes::MaybeSpill() {
   if (txn_->bytes() < spill_bytes_) return absl::OkStatus();
   if (!runs_) {
-    spill_dir_ = std::make_unique<ScratchDir>("ledger-outcomes");
+    spill_dir_ = spill_parent_.empty() ? std::make_unique<ScratchDir>("ledger-outcomes")
+                                       : std::make_unique<ScratchDir>(spill_parent_, "ledger-outcomes");
     if (spill_dir_->path().empty()) return absl::UnavailableError("outcomes: cannot create a temporary directory");
     runs_ = std::make_unique<SpillRuns>(spill_dir_->path());
   }
@@ -432,11 +433,23 @@ absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
   return absl::OkStatus();
 }
 
-ScratchDir::ScratchDir(const std::string& prefix) {
-  std::error_code ec;  // no temporary directory (TMPDIR unset and no /tmp): path() stays empty
+namespace {
+
+// The system's temporary directory, or "" when there is none (TMPDIR unset
+// and no /tmp, as in a scratch image).
+std::string TemporaryDirectory() {
+  std::error_code ec;
   std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
-  if (ec) return;
-  std::string tmpl = tmp.string() + "/" + prefix + "-XXXXXX";
+  return ec ? std::string() : tmp.string();
+}
+
+}  // namespace
+
+ScratchDir::ScratchDir(const std::string& prefix) : ScratchDir(TemporaryDirectory(), prefix) {}
+
+ScratchDir::ScratchDir(const std::string& parent, const std::string& prefix) {
+  if (parent.empty()) return;
+  std::string tmpl = parent + "/" + prefix + "-XXXXXX";
   if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
 }
 

@@ -128,12 +128,13 @@ absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
     const std::string& pack_path, const std::string& dir, const Limits& limits,
     std::map<std::string, std::string>* digests = nullptr);
 
-// A private directory under the system's temporary directory, removed with
-// everything in it when the object goes. path() is empty if it could not be
-// made.
+// A private directory, PREFIX-XXXXXX (mkdtemp), under the system's
+// temporary directory or `parent`, removed with everything in it when the
+// object goes. path() is empty if it could not be made.
 class ScratchDir {
  public:
   explicit ScratchDir(const std::string& prefix);
+  ScratchDir(const std::string& parent, const std::string& prefix);
   ~ScratchDir();
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
@@ -151,7 +152,9 @@ class Outcomes {
  public:
   static constexpr size_t kSpillBytes = size_t{8} << 20;
 
-  explicit Outcomes(size_t spill_bytes = kSpillBytes);
+  // Runs spill under `spill_parent`, or the system's temporary directory
+  // when it is empty.
+  explicit Outcomes(size_t spill_bytes = kSpillBytes, std::string spill_parent = "");
   ~Outcomes();
   // `entry` MUST be the next entry in scope (parsed with receipt::ParseLeaf).
   absl::Status Add(receipt::Entry entry);
@@ -184,6 +187,7 @@ class Outcomes {
     bool Keeps() const override { return false; }
   };
   const size_t spill_bytes_;
+  const std::string spill_parent_;
   Discard discard_;
   std::unique_ptr<projection::OverlayTxn> txn_;
   std::vector<receipt::Entry> pending_;

@@ -92,9 +92,10 @@ absl::StatusOr<Log::BackupInfo> Log::Backup(const std::string& dir) const {
   if (dir.empty()) return absl::InvalidArgumentError("dir: required");
   std::error_code ec;
   if (std::filesystem::exists(dir, ec)) {
-    return absl::AlreadyExistsError(absl::StrCat("dir: ", dir, " exists; a backup goes to a new directory"));
-  }
-  if (!std::filesystem::create_directories(dir, ec) || ec) {
+    if (!std::filesystem::is_directory(dir, ec) || !std::filesystem::is_empty(dir, ec)) {
+      return absl::AlreadyExistsError(absl::StrCat("dir: ", dir, " exists; a backup goes to a new directory"));
+    }
+  } else if (!std::filesystem::create_directories(dir, ec) || ec) {
     return absl::UnavailableError(absl::StrCat("dir: cannot create ", dir, ": ", ec.message()));
   }
   ::chmod(dir.c_str(), 0700);

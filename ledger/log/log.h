@@ -141,8 +141,9 @@ class Log {
     uint64_t tree_size = 0;
     std::string checkpoint;  // the backup's latest signed checkpoint
   };
-  // Copies the store, consistently and while serving, to `dir`/db, which
-  // with `dir` MUST NOT exist, and `dir`/latest-checkpoint (kGuardFile) the
+  // Copies the store, consistently and while serving, to `dir`/db, where
+  // `dir` MUST NOT exist or MUST be an empty directory, and
+  // `dir`/latest-checkpoint (kGuardFile) the
   // backup's latest checkpoint. Open with options.restore_from continues
   // from it. The signing key is not copied: keep it apart.
   absl::StatusOr<BackupInfo> Backup(const std::string& dir) const;

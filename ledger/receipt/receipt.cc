@@ -68,9 +68,69 @@ bool IsLowerHex(std::string_view s, size_t n) {
 }
 
 
+// Whether `s` starts with `prefix`, ignoring the case of ASCII letters
+// (`prefix` in lower case).
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if ((s[i] | 0x20) != prefix[i]) return false;
+  }
+  return true;
+}
+
+// Whether `b64` (standard alphabet, padded) decodes to "user:password":
+// printable ASCII with a colon after a non-empty user. Prose after the word
+// "Basic" is not base64 of that shape.
+bool IsBasicCredential(std::string_view b64) {
+  if (b64.size() < 8 || b64.size() % 4 != 0) return false;
+  auto sextet = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string plain;
+  uint32_t bits = 0;
+  int held = 0;
+  for (size_t i = 0; i < b64.size(); ++i) {
+    if (b64[i] == '=') {
+      if (i + 2 < b64.size() || (i + 1 < b64.size() && b64[i + 1] != '=')) return false;
+      break;
+    }
+    int x = sextet(b64[i]);
+    if (x < 0) return false;
+    bits = bits << 6 | static_cast<uint32_t>(x);
+    held += 6;
+    if (held >= 8) {
+      held -= 8;
+      char c = static_cast<char>((bits >> held) & 0xff);
+      if (c < 0x20 || c > 0x7e) return false;
+      plain.push_back(c);
+    }
+  }
+  size_t colon = plain.find(':');
+  return colon != std::string::npos && colon > 0;
+}
+
+// Whether the URL whose "://" is at `at` in `v` carries a password: an
+// authority (up to '/', '?', '#' or a space) with "user:password@".
+bool UrlHasPassword(std::string_view v, size_t at) {
+  if (at == 0 || !((v[at - 1] | 0x20) >= 'a' && (v[at - 1] | 0x20) <= 'z')) return false;
+  std::string_view authority = v.substr(at + 3);
+  authority = authority.substr(0, std::min(authority.find_first_of("/?# \t\n"), authority.size()));
+  size_t amp = authority.rfind('@');
+  if (amp == std::string_view::npos) return false;
+  std::string_view userinfo = authority.substr(0, amp);
+  size_t colon = userinfo.find(':');
+  return colon != std::string_view::npos && colon > 0 && colon + 1 < userinfo.size();
+}
+
 // What a string value carries if it looks like a credential, "" if not:
 // audit logs must not become stores of secrets. One pass over the value;
-// each shape is anchored on a prefix that starts a word (except PEM).
+// each shape is anchored on a prefix that starts a word (except PEM and
+// PGP blocks, URLs' user:password@ and SAS parameters).
 std::string_view CredentialShape(std::string_view v) {
   auto word = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -82,14 +142,20 @@ std::string_view CredentialShape(std::string_view v) {
   };
   auto b64url = [&](char c) { return word(c) || c == '_' || c == '-'; };
   auto token = [&](char c) { return b64url(c) || c == '.' || c == '~' || c == '+' || c == '/' || c == '='; };
+  auto b64 = [&](char c) { return word(c) || c == '+' || c == '/' || c == '='; };
   auto upper_digit = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
   for (size_t i = 0; i < v.size(); ++i) {
     std::string_view rest = v.substr(i);
     char c = v[i];
     if (c == '-') {
-      if (rest.starts_with("-----BEGIN ") && rest.find("PRIVATE KEY-----") != std::string_view::npos) {
-        return "a PEM private key";
+      if (rest.starts_with("-----BEGIN ")) {
+        if (rest.find("PRIVATE KEY-----") != std::string_view::npos) return "a PEM private key";
+        if (rest.find("PRIVATE KEY BLOCK-----") != std::string_view::npos) return "a PGP private key block";
       }
+      continue;
+    }
+    if (c == ':') {
+      if (rest.starts_with("://") && UrlHasPassword(v, i)) return "a URL with a password";
       continue;
     }
     if (i > 0 && word(v[i - 1])) continue;
@@ -105,8 +171,9 @@ std::string_view CredentialShape(std::string_view v) {
         break;
       case 'B':
       case 'b':
-        if ((rest.starts_with("Bearer ") || rest.starts_with("bearer ")) && run(i + 7, token) >= 16) {
-          return "a Bearer token";
+        if (StartsWithNoCase(rest, "bearer ") && run(i + 7, token) >= 16) return "a Bearer token";
+        if (StartsWithNoCase(rest, "basic ") && IsBasicCredential(v.substr(i + 6, run(i + 6, b64)))) {
+          return "a Basic authorization value";
         }
         break;
       case 'A':
@@ -120,9 +187,19 @@ std::string_view CredentialShape(std::string_view v) {
           if (rest.starts_with(p) && run(i + 4, word) >= 30) return "a GitHub token";
         }
         if (rest.starts_with("github_pat_") && run(i + 11, b64url) >= 22) return "a GitHub token";
+        if (rest.starts_with("glpat-") && run(i + 6, b64url) >= 20) return "a GitLab token";
+        break;
+      case 'h':
+        if (rest.starts_with("hf_") && run(i + 3, word) >= 30) return "a Hugging Face token";
         break;
       case 's':
       case 'r':
+        // A SAS token's signature: base64 of an HMAC-SHA256, URL-encoded or
+        // not, as a query parameter; a hex digest there is not one.
+        if (rest.starts_with("sig=") && (i == 0 || v[i - 1] == '?' || v[i - 1] == '&' || v[i - 1] == ' ')) {
+          size_t n = run(i + 4, [&](char x) { return token(x) || x == '%'; });
+          if (n >= 40 && !IsLowerHex(v.substr(i + 4, n), n)) return "an Azure SAS signature";
+        }
         if (rest.starts_with("sk-") && run(i + 3, b64url) >= 20) return "a secret API key (sk-...)";
         for (std::string_view p : {"sk_live_", "sk_test_", "rk_live_", "rk_test_"}) {
           if (rest.starts_with(p) && run(i + p.size(), word) >= 16) return "a Stripe secret key";

@@ -275,6 +275,114 @@ TEST(ReceiptTest, CredentialsAreRefusedNamingTheField) {
   EXPECT_TRUE(Canonicalize(start, Author::kEmitter).ok());
 }
 
+// The refusal message for `value` in `field` (a receipt field or
+// "attributes.KEY"), "" when the receipt is accepted.
+std::string RefusalOf(const std::string& field, const std::string& value) {
+  nlohmann::json j = nlohmann::json::parse(
+      R"({"receipt_id":"m","kind":"model_call","team":"t","run_id":"r","occurred_at_us":5,)"
+      R"("route":"x","decision":"deny","reason":"policy"})");
+  if (field.starts_with("attributes.")) {
+    j["attributes"][field.substr(11)] = value;
+  } else {
+    j[field] = value;
+  }
+  auto c = Canonicalize(Parse(j.dump()), Author::kEmitter);
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
+std::string Refused(const std::string& field, const std::string& shape) {
+  return field + ": looks like " + shape +
+         ": an audit log must not hold credentials; record a digest or a credential id instead";
+}
+
+TEST(ReceiptTest, BasicAuthorizationValuesAreRefused) {
+  // base64("alice:s3cret-pass") and base64("svc:x").
+  EXPECT_EQ(RefusalOf("reason", "sent Authorization: Basic YWxpY2U6czNjcmV0LXBhc3M=."),
+            Refused("reason", "a Basic authorization value"));
+  EXPECT_EQ(RefusalOf("attributes.auth", "basic c3ZjOng="),
+            Refused("attributes.auth", "a Basic authorization value"));
+  EXPECT_EQ(RefusalOf("attributes.auth", "BASIC YWxpY2U6czNjcmV0LXBhc3M="),
+            Refused("attributes.auth", "a Basic authorization value"));
+  // Prose, and base64 that does not decode to user:password.
+  for (const char* ok : {"Basic auth is disabled", "basic authentication failed for the gateway",
+                         "a basic example", "Basic", "Basic QUJDREVGR0g=", "Basic dXNlcm5hbWU="}) {
+    EXPECT_EQ(RefusalOf("reason", ok), "") << ok;
+  }
+}
+
+TEST(ReceiptTest, UrlsWithAPasswordAreRefused) {
+  EXPECT_EQ(RefusalOf("attributes.db", "postgres://admin:s3cret@db.internal:5432/ledger"),
+            Refused("attributes.db", "a URL with a password"));
+  EXPECT_EQ(RefusalOf("attributes.target", "fetch https://bot:ghtoken123@git.example.com/repo.git failed"),
+            Refused("attributes.target", "a URL with a password"));
+  for (const char* ok : {"https://git.example.com/repo.git", "ssh://git@github.com:22/org/repo",
+                         "https://user@example.com/", "https://example.com:8443/a@b",
+                         "https://example.com/search?q=a:b@c", "http://:@host/", "time 12:30 @ home",
+                         "mailto:someone:x@example.com"}) {
+    EXPECT_EQ(RefusalOf("attributes.target", ok), "") << ok;
+  }
+}
+
+TEST(ReceiptTest, GitLabTokensAreRefused) {
+  EXPECT_EQ(RefusalOf("reason", "token glpat-xZ7k_9Qw-Lm3Np8RtYv2"),
+            Refused("reason", "a GitLab token"));
+  for (const char* ok : {"glpat-short", "use a glpat- token", "myglpat-xZ7k_9Qw-Lm3Np8RtYv2"}) {
+    EXPECT_EQ(RefusalOf("reason", ok), "") << ok;
+  }
+}
+
+TEST(ReceiptTest, HuggingFaceTokensAreRefused) {
+  EXPECT_EQ(RefusalOf("attributes.hub", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"),
+            Refused("attributes.hub", "a Hugging Face token"));
+  for (const char* ok : {"hf_transformers_version_4_46_0_with_extras", "hf_hub", "shelf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"}) {
+    EXPECT_EQ(RefusalOf("attributes.hub", ok), "") << ok;
+  }
+}
+
+TEST(ReceiptTest, PgpPrivateKeyBlocksAreRefused) {
+  EXPECT_EQ(RefusalOf("reason", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF..."),
+            Refused("reason", "a PGP private key block"));
+  for (const char* ok : {"-----BEGIN PGP PUBLIC KEY BLOCK-----", "-----BEGIN PGP SIGNATURE-----",
+                         "-----BEGIN PGP MESSAGE-----"}) {
+    EXPECT_EQ(RefusalOf("reason", ok), "") << ok;
+  }
+}
+
+TEST(ReceiptTest, AzureSasSignaturesAreRefused) {
+  const std::string sas =
+      "https://acct.blob.core.windows.net/c/b?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-01T00:00:00Z"
+      "&sig=4Xq9t%2BlK0n6yZ2aF3hQ8wE1rT5uI7oP9sD4fG6hJ8k%3D";
+  EXPECT_EQ(RefusalOf("attributes.target", sas), Refused("attributes.target", "an Azure SAS signature"));
+  EXPECT_EQ(RefusalOf("attributes.sas", "sig=4Xq9t+lK0n6yZ2aF3hQ8wE1rT5uI7oP9sD4fG6hJ8k="),
+            Refused("attributes.sas", "an Azure SAS signature"));
+  for (const char* ok : {"design=4Xq9t+lK0n6yZ2aF3hQ8wE1rT5uI7oP9sD4fG6hJ8k=", "sig=short",
+                         "signature=4Xq9t+lK0n6yZ2aF3hQ8wE1rT5uI7oP9sD4fG6hJ8k=",
+                         "sig=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                         "the sig is checked"}) {
+    EXPECT_EQ(RefusalOf("attributes.target", ok), "") << ok;
+  }
+}
+
+TEST(ReceiptTest, BearerTokensAreRefusedInAnyCase) {
+  for (const char* v : {"BEARER abcdefghijklmnop0123", "authorization: bearer abcdefghijklmnop0123",
+                        "BeArEr abcdefghijklmnop0123"}) {
+    EXPECT_EQ(RefusalOf("attributes.auth", v), Refused("attributes.auth", "a Bearer token")) << v;
+  }
+  for (const char* ok : {"BEARER", "the bearer of the request", "BEARER short"}) {
+    EXPECT_EQ(RefusalOf("attributes.auth", ok), "") << ok;
+  }
+}
+
+// Digests, receipt ids and UUIDs never look like credentials.
+TEST(ReceiptTest, DigestsIdsAndUuidsAreNotCredentials) {
+  for (const char* ok : {"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                         "team-code.run-0042.step-1.model.3", "123e4567-e89b-12d3-a456-426614174000",
+                         "spiffe://cluster/ns/team-code/sa/gateway", "urn:uuid:123e4567-e89b-12d3-a456-426614174000",
+                         "cred-team-code-1", "2026-11-01T12:30:00Z"}) {
+    EXPECT_EQ(RefusalOf("attributes.x", ok), "") << ok;
+  }
+}
+
 TEST(ReceiptTest, KindName) {
   EXPECT_EQ(KindName(Parse(kStart)), "agent_start");
   EXPECT_EQ(KindName(Parse(kExec)), "agent_exec");

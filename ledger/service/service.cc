@@ -14,6 +14,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -411,8 +412,9 @@ absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> RangesOf(const pb::Ge
 
 }  // namespace
 
-LedgerService::LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idle_ms)
-    : log_(log), gate_(gate), idle_(std::make_unique<IdleStreams>(stream_idle_ms)),
+LedgerService::LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idle_ms,
+                             const backup::BackupRoot* backup_root)
+    : log_(log), gate_(gate), backup_root_(backup_root), idle_(std::make_unique<IdleStreams>(stream_idle_ms)),
       later_(std::make_unique<Later>()) {}
 
 LedgerService::~LedgerService() = default;
@@ -596,16 +598,25 @@ grpc::ServerUnaryReactor* LedgerService::Backup(grpc::CallbackServerContext* ctx
   auto caller = gate_->Admit(*ctx);
   if (!caller.ok()) return Finish(ctx, caller.status());
   if (auto s = caller->Check(Action::kAdminister, ""); !s.ok()) return Finish(ctx, s);
+  if (backup_root_ == nullptr) {
+    return Finish(ctx, absl::FailedPreconditionError("dir: backups are off: start ledgerd with --backup-root DIR"));
+  }
+  auto dir = backup_root_->Create(request->dir());
+  if (!dir.ok()) return Finish(ctx, dir.status());
   // Flushing and linking files takes a while: not on gRPC's thread.
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  std::thread([this, reactor, request, response] {
-    auto info = log_->Backup(request->dir());
+  std::thread([this, reactor, response, dir = *std::move(dir)] {
+    auto info = log_->Backup(dir.handle());
     if (info.ok()) {
-      response->set_dir(request->dir());
+      response->set_dir(dir.path());
       response->set_tree_size(info->tree_size);
       response->set_checkpoint(info->checkpoint);
+      reactor->Finish(grpc::Status::OK);
+      return;
     }
-    reactor->Finish(ToGrpc(info.status()));
+    // Errors name the directory as the operator does.
+    reactor->Finish(ToGrpc(absl::Status(info.status().code(), absl::StrReplaceAll(info.status().message(),
+                                                                                  {{dir.handle(), dir.path()}}))));
   }).detach();
   return reactor;
 }
@@ -642,7 +653,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
     return absl::InvalidArgumentError(absl::StrCat("listen: '", listen, "' is not HOST:PORT"));
   }
   std::unique_ptr<Server> server(new Server());
-  server->service_ = std::make_unique<LedgerService>(log, gate, options.stream_idle_ms);
+  server->service_ = std::make_unique<LedgerService>(log, gate, options.stream_idle_ms, options.backup_root);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "auth/gate.h"
+#include "ledger/backup/backup_root.h"
 #include "ledger/log/log.h"
 #include "ledger/service/tls.h"
 #include "ledger_service.grpc.pb.h"
@@ -37,8 +38,11 @@ class Later;
 class LedgerService final : public pb::LedgerService::CallbackService {
  public:
   // `log` and `gate` MUST outlive the service. An append stream that
-  // receives nothing for `stream_idle_ms` is cancelled (0: never).
-  LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idle_ms = 0);
+  // receives nothing for `stream_idle_ms` is cancelled (0: never). Backups
+  // go under `backup_root` (which MUST outlive the service); without one
+  // they are refused, FAILED_PRECONDITION.
+  LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idle_ms = 0,
+                const backup::BackupRoot* backup_root = nullptr);
   ~LedgerService() override;
 
   grpc::ServerUnaryReactor* Append(grpc::CallbackServerContext* ctx,
@@ -81,6 +85,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
 
   log::Log* const log_;
   auth::Gate* const gate_;
+  const backup::BackupRoot* const backup_root_;
   std::unique_ptr<IdleStreams> idle_;
   std::unique_ptr<Later> later_;
   Stats stats_;
@@ -95,6 +100,7 @@ struct ServerOptions {
   int max_message_bytes = kMaxRequestBytes;
   int max_streams_per_connection = 100;
   int64_t stream_idle_ms = 300'000;
+  const backup::BackupRoot* backup_root = nullptr;  // null: backups refused
 };
 
 // A running server: the ledger service, gRPC health checking and server

@@ -1,0 +1,92 @@
+// Micro-benchmarks of the run-head map at 10^3, 10^5 and 10^6 runs: building
+// it, a checkpoint's update (1000 changed runs, then the root), and proving
+// one run (with the proof's size).
+//   build/bench/runmap_bench --benchmark_min_time=0.2
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ledger/runmap/runmap.h"
+
+namespace {
+
+using ledger::runmap::Head;
+using ledger::runmap::Key;
+using ledger::runmap::RunMap;
+
+Key KeyOf(uint64_t i) { return *ledger::runmap::RunKey("team-" + std::to_string(i % 50), "run-" + std::to_string(i)); }
+
+Head HeadOf(uint64_t i, uint64_t version) {
+  return Head{version + 1, i * 8 + version, ledger::hash::Sha256(std::to_string(i + version))};
+}
+
+// One built map per size, shared by the benchmarks.
+RunMap& Built(int64_t n) {
+  static std::map<int64_t, std::unique_ptr<RunMap>> maps;
+  auto& m = maps[n];
+  if (!m) {
+    m = std::make_unique<RunMap>();
+    for (int64_t i = 0; i < n; ++i) (void)m->Set(KeyOf(i), HeadOf(i, 0));
+    m->Root();
+  }
+  return *m;
+}
+
+void BM_RunMapBuild(benchmark::State& state) {
+  std::vector<Key> keys;
+  for (int64_t i = 0; i < state.range(0); ++i) keys.push_back(KeyOf(i));
+  for (auto _ : state) {
+    RunMap m;
+    for (size_t i = 0; i < keys.size(); ++i) (void)m.Set(keys[i], HeadOf(i, 0));
+    benchmark::DoNotOptimize(m.Root());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_RunMapBuild)->Arg(1000)->Arg(100000)->Arg(1000000)->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// A checkpoint's update: 1000 runs get a new head, then the root.
+void BM_RunMapCheckpointUpdate(benchmark::State& state) {
+  RunMap& m = Built(state.range(0));
+  std::mt19937_64 rng(1);
+  uint64_t version = 1, hashed = 0, changed = 0;
+  for (auto _ : state) {
+    for (int j = 0; j < 1000; ++j) {
+      uint64_t i = rng() % state.range(0);
+      (void)m.Set(KeyOf(i), HeadOf(i, version));
+    }
+    uint64_t before = m.nodes_hashed();
+    benchmark::DoNotOptimize(m.Root());
+    hashed += m.nodes_hashed() - before;
+    changed += 1000;
+    ++version;
+  }
+  state.counters["node_hashes_per_run"] = static_cast<double>(hashed) / changed;
+  state.SetItemsProcessed(changed);
+}
+BENCHMARK(BM_RunMapCheckpointUpdate)->Arg(1000)->Arg(100000)->Arg(1000000)
+    ->Unit(benchmark::kMillisecond);
+
+void BM_RunMapProve(benchmark::State& state) {
+  RunMap& m = Built(state.range(0));
+  std::mt19937_64 rng(2);
+  uint64_t siblings = 0, max_siblings = 0, proofs = 0;
+  for (auto _ : state) {
+    auto proof = m.ProveInclusion(KeyOf(rng() % state.range(0)));
+    siblings += proof->siblings.size();
+    max_siblings = std::max<uint64_t>(max_siblings, proof->siblings.size());
+    ++proofs;
+  }
+  state.counters["siblings_avg"] = static_cast<double>(siblings) / proofs;
+  state.counters["siblings_max"] = static_cast<double>(max_siblings);
+  state.counters["bytes_avg"] = 32.0 * siblings / proofs;
+}
+BENCHMARK(BM_RunMapProve)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,175 @@
+package main
+
+// Entries, their proofs and chains (CONTRACT sections 1, 2, 6) and the
+// pack's scope (section 7).
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+type entry struct {
+	seq      int64
+	prev     string
+	runPrev  int64
+	hasPrev  bool // run_prev present
+	loggedAt int64
+	team     string
+	runID    string // "" when the receipt has none
+	hash     tlog.Hash
+}
+
+var genesisPrev = hex.EncodeToString(make([]byte, 32))
+
+// checkEntries checks every line of entries.jsonl: canonical JSON, its
+// fields, its leaf hash and inclusion proof (the same line of proofs.jsonl)
+// against cp, ascending seqs, prev between consecutive seqs, and logging
+// times that never decrease.
+func checkEntries(p *pack, cp checkpoint) ([]entry, error) {
+	leaves, err := lines("entries.jsonl", p.files["entries.jsonl"])
+	if err != nil {
+		return nil, err
+	}
+	proofs, err := lines("proofs.jsonl", p.files["proofs.jsonl"])
+	if err != nil {
+		return nil, err
+	}
+	if len(proofs) != len(leaves) {
+		return nil, fmt.Errorf("proofs.jsonl: expected %d lines (one per entry), found %d", len(leaves), len(proofs))
+	}
+	out := make([]entry, 0, len(leaves))
+	for i, leaf := range leaves {
+		e, err := readEntry(leaf)
+		if err != nil {
+			return nil, fmt.Errorf("entries.jsonl line %d: %v", i+1, err)
+		}
+		if err := checkOrder(e, out, cp); err != nil {
+			return nil, err
+		}
+		if err := checkProof(e, proofs[i], cp); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// readEntry reads the fields of format version 1 (CONTRACT section 2).
+func readEntry(leaf []byte) (entry, error) {
+	v, err := canonical(leaf)
+	if err != nil {
+		return entry{}, err
+	}
+	if err := v.onlyKeys("v", "seq", "prev", "run_prev", "logged_at_us", "emitter", "receipt"); err != nil {
+		return entry{}, err
+	}
+	e := entry{hash: tlog.RecordHash(leaf)}
+	var ok bool
+	if ver, _ := v.get("v").integer(); ver != 1 {
+		return e, fmt.Errorf("v: expected 1")
+	}
+	if e.seq, ok = v.get("seq").integer(); !ok || e.seq < 0 {
+		return e, fmt.Errorf("seq: expected an integer >= 0")
+	}
+	if e.prev, ok = str(v.get("prev")); !ok || !isHash(e.prev) {
+		return e, fmt.Errorf("seq %d: prev: expected 64 lowercase hex digits", e.seq)
+	}
+	if rp := v.get("run_prev"); rp != nil {
+		if e.runPrev, ok = rp.integer(); !ok || e.runPrev < 0 || e.runPrev >= e.seq {
+			return e, fmt.Errorf("seq %d: run_prev: expected a seq below %d", e.seq, e.seq)
+		}
+		e.hasPrev = true
+	}
+	if e.loggedAt, ok = v.get("logged_at_us").integer(); !ok {
+		return e, fmt.Errorf("seq %d: logged_at_us: expected an integer", e.seq)
+	}
+	if _, ok = str(v.get("emitter")); !ok {
+		return e, fmt.Errorf("seq %d: emitter: expected a string", e.seq)
+	}
+	r := v.get("receipt")
+	if r == nil || r.kind != kObject {
+		return e, fmt.Errorf("seq %d: receipt: expected an object", e.seq)
+	}
+	if e.team, ok = str(r.get("team")); !ok {
+		return e, fmt.Errorf("seq %d: receipt.team: expected a string", e.seq)
+	}
+	if id := r.get("run_id"); id != nil {
+		if e.runID, ok = str(id); !ok {
+			return e, fmt.Errorf("seq %d: receipt.run_id: expected a string", e.seq)
+		}
+	}
+	if e.runID == "" && e.hasPrev {
+		return e, fmt.Errorf("seq %d: run_prev: expected none, the receipt has no run_id", e.seq)
+	}
+	return e, nil
+}
+
+// checkOrder checks e against the entries before it in the pack.
+func checkOrder(e entry, before []entry, cp checkpoint) error {
+	if e.seq >= cp.size {
+		return fmt.Errorf("entries.jsonl seq %d: expected a seq below the checkpoint's tree size %d", e.seq, cp.size)
+	}
+	if e.seq == 0 && e.prev != genesisPrev {
+		return fmt.Errorf("entries.jsonl seq 0: prev: expected %s, found %s", genesisPrev, e.prev)
+	}
+	if len(before) == 0 {
+		return nil
+	}
+	last := before[len(before)-1]
+	if e.seq <= last.seq {
+		return fmt.Errorf("entries.jsonl seq %d: expected a seq above %d (ascending)", e.seq, last.seq)
+	}
+	if e.seq == last.seq+1 && e.prev != hex.EncodeToString(last.hash[:]) {
+		return fmt.Errorf("entries.jsonl seq %d: prev: expected %s (the leaf hash of seq %d), found %s",
+			e.seq, hex.EncodeToString(last.hash[:]), last.seq, e.prev)
+	}
+	if e.loggedAt < last.loggedAt {
+		return fmt.Errorf("entries.jsonl seq %d: logged_at_us: expected at least %d (seq %d), found %d",
+			e.seq, last.loggedAt, last.seq, e.loggedAt)
+	}
+	return nil
+}
+
+// checkProof checks one line of proofs.jsonl:
+// {"seq":N,"leaf_hash":HEX,"inclusion":[HEX,...]} in any spacing and key
+// order, no other key, for e, and its RFC 9162 inclusion proof.
+func checkProof(e entry, line []byte, cp checkpoint) error {
+	v, err := parseJSON(line)
+	if err == nil && v.kind != kObject {
+		err = fmt.Errorf("expected an object")
+	}
+	if err == nil {
+		err = v.onlyKeys("seq", "leaf_hash", "inclusion")
+	}
+	if err != nil {
+		return fmt.Errorf("proofs.jsonl seq %d: %v", e.seq, err)
+	}
+	if seq, ok := v.get("seq").integer(); !ok || seq != e.seq {
+		return fmt.Errorf("proofs.jsonl seq %d: seq: expected %d, found %s", e.seq, e.seq, show(v.get("seq")))
+	}
+	want := hex.EncodeToString(e.hash[:])
+	if got, _ := str(v.get("leaf_hash")); got != want {
+		return fmt.Errorf("entries.jsonl seq %d: leaf hash: expected %s (proofs.jsonl), found %s", e.seq, got, want)
+	}
+	path, err := hashList(v.get("inclusion"))
+	if err != nil {
+		return fmt.Errorf("proofs.jsonl seq %d: inclusion: %v", e.seq, err)
+	}
+	if err := tlog.CheckRecord(tlog.RecordProof(path), cp.size, cp.root, e.seq, e.hash); err != nil {
+		return fmt.Errorf("proofs.jsonl seq %d: inclusion proof against tree size %d root %s: %v",
+			e.seq, cp.size, hex.EncodeToString(cp.root[:]), err)
+	}
+	return nil
+}
+
+func show(v *value) string {
+	if v == nil {
+		return "nothing"
+	}
+	if v.kind == kNumber {
+		return v.number
+	}
+	return "a non-integer"
+}

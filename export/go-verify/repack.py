@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Rebuilds an evidence pack the way an operator holding the ledger's signing
+key could: changes its files, recomputes outcomes.json, the manifest's
+digests and counts, and re-signs the manifest (CONTRACT section 7) with the
+key from the data directory's signing.key (PRIVATE+KEY+name+id+base64 of
+0x01 and the Ed25519 seed).
+
+Usage: repack.py IN.tar.gz OUT.tar.gz --key signing.key [--outcomes TOOL] CHANGE...
+CHANGE is one of:
+  flip-entry:N      change one hex digit of entry line N's span_id (stays canonical)
+  fix-leaf-hash:N   write entry line N's new leaf hash into its proof line
+  drop:N            remove entry line N and its proof line
+  checkpoint:FILE   replace the checkpoint, and the manifest's tree_size and root
+  vkey:FILE         replace ledger.vkey
+  scope-kind:KIND   rename the scope's kind
+  scope:JSON        replace the scope
+  mutate:SEED       one change drawn by SEED: a byte of entries.jsonl,
+                    proofs.jsonl or checkpoint replaced, or an entry (and its
+                    proof line) dropped, repeated or swapped with the next
+  unsigned-counts   after re-signing, change counts.entries in the manifest
+Lines are numbered from 0.
+"""
+import argparse
+import base64
+import gzip
+import hashlib
+import io
+import json
+import random
+import struct
+import subprocess
+import sys
+import tarfile
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+
+def read_pack(path):
+    files = {}
+    with tarfile.open(path, "r:gz") as tar:
+        for m in tar.getmembers():
+            top, name = m.name.split("/", 1)
+            files[name] = tar.extractfile(m).read()
+    return top, files
+
+
+def write_pack(path, top, files):
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name in sorted(files):
+            info = tarfile.TarInfo(top + "/" + name)
+            info.size, info.mode, info.mtime = len(files[name]), 0o644, 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(files[name]))
+    with open(path, "wb") as f:
+        f.write(gzip.compress(raw.getvalue(), mtime=0))
+
+
+def sign_note(text, skey):
+    _, _, name, key_id, data = skey.strip().split("+", 4)
+    seed = base64.b64decode(data)[1:]
+    sig = Ed25519PrivateKey.from_private_bytes(seed).sign(text.encode())
+    blob = struct.pack(">I", int(key_id, 16)) + sig
+    return (text + "\n\u2014 " + name + " " + base64.b64encode(blob).decode() + "\n").encode()
+
+
+def leaf_hash(leaf):
+    return hashlib.sha256(b"\x00" + leaf).hexdigest()
+
+
+def lines(data):
+    return data.split(b"\n")[:-1] if data else []
+
+
+def mutate(rnd, files, entries, proofs):
+    """Applies one change drawn by rnd; prints what it changed."""
+    name = rnd.choice(["entries.jsonl", "entries.jsonl", "proofs.jsonl", "checkpoint"])
+    if name != "checkpoint" and rnd.random() < 0.4 and len(entries) > 1:
+        op, k = rnd.choice(["drop", "repeat", "swap"]), rnd.randrange(len(entries) - 1)
+        if op == "drop":
+            del entries[k], proofs[k]
+        elif op == "repeat":
+            entries.insert(k, entries[k])
+            proofs.insert(k, proofs[k])
+        else:
+            entries[k], entries[k + 1] = entries[k + 1], entries[k]
+            proofs[k], proofs[k + 1] = proofs[k + 1], proofs[k]
+        print("%s line %d" % (op, k))
+        return
+    rows = {"entries.jsonl": entries, "proofs.jsonl": proofs}.get(name)
+    data = bytearray(files[name]) if rows is None else None
+    if rows is not None:
+        k = rnd.randrange(len(rows))
+        data = bytearray(rows[k])
+    pos = rnd.randrange(len(data))
+    old, data[pos] = data[pos], rnd.choice(b' ",:{}[]0123456789abcdefABCDEF\\ue')
+    if rows is not None:
+        rows[k] = bytes(data)
+        print("%s line %d byte %d: %r to %r" % (name, k, pos, chr(old), chr(data[pos])))
+    else:
+        files[name] = bytes(data)
+        print("%s byte %d: %r to %r" % (name, pos, chr(old), chr(data[pos])))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("src")
+    ap.add_argument("dst")
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--outcomes", default="")
+    ap.add_argument("changes", nargs="*")
+    args = ap.parse_intermixed_args()
+    top, files = read_pack(args.src)
+    manifest = json.loads(files["manifest.json"])
+    entries, proofs = lines(files["entries.jsonl"]), lines(files["proofs.jsonl"])
+    unsigned_counts = False
+    for change in args.changes:
+        what, _, arg = change.partition(":")
+        if what == "flip-entry":
+            leaf = entries[int(arg)]
+            i = leaf.index(b'"span_id":"') + len(b'"span_id":"')
+            entries[int(arg)] = leaf[:i] + (b"0" if leaf[i:i + 1] != b"0" else b"1") + leaf[i + 1:]
+        elif what == "fix-leaf-hash":
+            p = json.loads(proofs[int(arg)])
+            p["leaf_hash"] = leaf_hash(entries[int(arg)])
+            proofs[int(arg)] = json.dumps(p, separators=(",", ":")).encode()
+        elif what == "drop":
+            del entries[int(arg)], proofs[int(arg)]
+        elif what == "checkpoint":
+            files["checkpoint"] = open(arg, "rb").read()
+            body = files["checkpoint"].decode().split("\n")
+            manifest["tree_size"] = int(body[1])
+            manifest["root"] = base64.b64decode(body[2]).hex()
+        elif what == "scope-kind":
+            manifest["scope"]["kind"] = arg
+        elif what == "scope":
+            manifest["scope"] = json.loads(arg)
+        elif what == "vkey":
+            files["ledger.vkey"] = open(arg, "rb").read()
+        elif what == "mutate":
+            mutate(random.Random(int(arg)), files, entries, proofs)
+        elif what == "unsigned-counts":
+            unsigned_counts = True
+        else:
+            sys.exit("repack.py: unknown change " + change)
+    files["entries.jsonl"] = b"".join(e + b"\n" for e in entries)
+    files["proofs.jsonl"] = b"".join(p + b"\n" for p in proofs)
+    if args.outcomes:  # kept as it was when the entries no longer parse
+        r = subprocess.run([args.outcomes], input=files["entries.jsonl"], capture_output=True)
+        if r.returncode == 0:
+            files["outcomes.json"] = r.stdout
+    manifest["counts"]["entries"] = len(entries)
+    for name in manifest["files"]:
+        manifest["files"][name] = hashlib.sha256(files[name]).hexdigest()
+    files["manifest.json"] = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    skey = open(args.key).read()
+    files["manifest.sig"] = sign_note(hashlib.sha256(files["manifest.json"]).hexdigest() + "\n", skey)
+    if unsigned_counts:
+        manifest["counts"]["entries"] += 1
+        files["manifest.json"] = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    write_pack(args.dst, top, files)
+
+
+if __name__ == "__main__":
+    main()

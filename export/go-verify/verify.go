@@ -1,0 +1,335 @@
+package main
+
+// The checks of an evidence pack, each from the section of CONTRACT.md that
+// fixes it. Every failure names the file, the seq where there is one, what
+// was expected and what was found.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+type options struct {
+	pack         string
+	vkey         string // the verifier key line, obtained apart from the pack
+	trustPackKey bool
+	since        []byte // the auditor's earlier signed checkpoint, or nil
+}
+
+type checkpoint struct {
+	origin string
+	size   int64
+	root   tlog.Hash
+}
+
+func (c checkpoint) String() string {
+	return fmt.Sprintf("size %d root %s", c.size, hex.EncodeToString(c.root[:]))
+}
+
+// verify checks the pack and returns the OK line.
+func verify(o options) (string, error) {
+	p, err := readPack(o.pack)
+	if err != nil {
+		return "", err
+	}
+	v, err := packVerifier(p, o)
+	if err != nil {
+		return "", err
+	}
+	vs := note.VerifierList(v)
+	m, err := readManifest(p, vs)
+	if err != nil {
+		return "", err
+	}
+	if err := checkPackKey(p, o); err != nil {
+		return "", err
+	}
+	cp, err := openCheckpoint("checkpoint", p.files["checkpoint"], vs, v.Name())
+	if err != nil {
+		return "", err
+	}
+	if m.origin != cp.origin || m.treeSize != cp.size || m.root != hex.EncodeToString(cp.root[:]) {
+		return "", fmt.Errorf("manifest.json: origin, tree_size, root: expected the checkpoint's %s %d %s, found %s %d %s",
+			cp.origin, cp.size, hex.EncodeToString(cp.root[:]), m.origin, m.treeSize, m.root)
+	}
+	entries, err := checkEntries(p, cp)
+	if err != nil {
+		return "", err
+	}
+	if int64(len(entries)) != m.entries {
+		return "", fmt.Errorf("manifest.json: counts.entries: expected %d (entries.jsonl), found %d", len(entries), m.entries)
+	}
+	scope, err := checkScope(m.scope, entries, cp)
+	if err != nil {
+		return "", err
+	}
+	consistent, err := checkConsistency(p, vs, cp, o.since)
+	if err != nil {
+		return "", err
+	}
+	if _, err := parseJSON(p.files["outcomes.json"]); err != nil {
+		return "", fmt.Errorf("outcomes.json: %v", err)
+	}
+	line := fmt.Sprintf("OK %s: %d entries, tree size %d, root %s%s; outcomes.json not recomputed",
+		scope, len(entries), cp.size, hex.EncodeToString(cp.root[:]), consistent)
+	if o.trustPackKey {
+		line += "; the key was the pack's own (--trust-pack-key): this proves nothing about the ledger's identity"
+	}
+	return line, nil
+}
+
+// packVerifier returns the key every signature must verify with: the one
+// given, or with --trust-pack-key the pack's own.
+func packVerifier(p *pack, o options) (note.Verifier, error) {
+	inPack := strings.TrimSuffix(string(p.files["ledger.vkey"]), "\n")
+	if o.trustPackKey {
+		v, err := note.NewVerifier(inPack)
+		if err != nil {
+			return nil, fmt.Errorf("ledger.vkey: not a verifier key: %v", err)
+		}
+		return v, nil
+	}
+	v, err := note.NewVerifier(o.vkey)
+	if err != nil {
+		return nil, fmt.Errorf("--vkey: not a verifier key: %v", err)
+	}
+	return v, nil
+}
+
+// checkPackKey requires the pack's ledger.vkey to be the key given (the
+// manifest that lists its digest is signed with that key, so a pack that
+// names another key is one the ledger should not have signed).
+func checkPackKey(p *pack, o options) error {
+	inPack := strings.TrimSuffix(string(p.files["ledger.vkey"]), "\n")
+	if !o.trustPackKey && inPack != o.vkey {
+		return fmt.Errorf("ledger.vkey: expected the key given with --vkey %q, found %q", o.vkey, inPack)
+	}
+	return nil
+}
+
+// openCheckpoint opens a signed checkpoint (CONTRACT section 5): a note
+// signed by the key, three lines (origin, decimal size, base64 root), and
+// the origin is the key's name.
+func openCheckpoint(what string, msg []byte, vs note.Verifiers, keyName string) (checkpoint, error) {
+	n, err := note.Open(msg, vs)
+	if err != nil {
+		return checkpoint{}, fmt.Errorf("%s: signature: %v", what, err)
+	}
+	lines := strings.Split(n.Text, "\n")
+	if len(lines) != 4 || lines[3] != "" {
+		return checkpoint{}, fmt.Errorf("%s: expected three lines (origin, size, root), found %q", what, n.Text)
+	}
+	size, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
+		return checkpoint{}, fmt.Errorf("%s: tree size: expected a decimal integer, found %q", what, lines[1])
+	}
+	raw, err := base64.StdEncoding.DecodeString(lines[2])
+	if err != nil || len(raw) != tlog.HashSize || base64.StdEncoding.EncodeToString(raw) != lines[2] {
+		return checkpoint{}, fmt.Errorf("%s: root: expected standard base64 of 32 bytes, found %q", what, lines[2])
+	}
+	if lines[0] != keyName {
+		return checkpoint{}, fmt.Errorf("%s: origin: expected the key name %q, found %q", what, keyName, lines[0])
+	}
+	c := checkpoint{origin: lines[0], size: size}
+	copy(c.root[:], raw)
+	return c, nil
+}
+
+type manifest struct {
+	origin   string
+	treeSize int64
+	root     string
+	entries  int64
+	scope    *value
+}
+
+// readManifest checks manifest.sig (a note whose text is manifest.json's hex
+// SHA-256 and a newline), the manifest's fields, and that it lists exactly
+// the pack's other files with their SHA-256.
+func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
+	n, err := note.Open(p.files["manifest.sig"], vs)
+	if err != nil {
+		return nil, fmt.Errorf("manifest.sig: signature: %v", err)
+	}
+	sum := sha256.Sum256(p.files["manifest.json"])
+	if want := hex.EncodeToString(sum[:]) + "\n"; n.Text != want {
+		return nil, fmt.Errorf("manifest.sig: expected the text %q (manifest.json's SHA-256), found %q", want, n.Text)
+	}
+	v, err := parseJSON(p.files["manifest.json"])
+	if err != nil {
+		return nil, fmt.Errorf("manifest.json: %v", err)
+	}
+	if v.kind != kObject {
+		return nil, fmt.Errorf("manifest.json: expected an object")
+	}
+	if err := v.onlyKeys("format", "origin", "scope", "tree_size", "root", "counts", "files"); err != nil {
+		return nil, fmt.Errorf("manifest.json: %v", err)
+	}
+	if f, ok := v.get("format").integer(); !ok || f != 1 {
+		return nil, fmt.Errorf("manifest.json: format: expected 1")
+	}
+	m := &manifest{scope: v.get("scope")}
+	var ok bool
+	if m.origin, ok = str(v.get("origin")); !ok {
+		return nil, fmt.Errorf("manifest.json: origin: expected a string")
+	}
+	if m.treeSize, ok = v.get("tree_size").integer(); !ok {
+		return nil, fmt.Errorf("manifest.json: tree_size: expected an integer")
+	}
+	if m.root, ok = str(v.get("root")); !ok || !isHash(m.root) {
+		return nil, fmt.Errorf("manifest.json: root: expected 64 lowercase hex digits")
+	}
+	counts := v.get("counts")
+	if counts == nil || counts.kind != kObject || counts.onlyKeys("entries") != nil {
+		return nil, fmt.Errorf("manifest.json: counts: expected {\"entries\":N}")
+	}
+	if m.entries, ok = counts.get("entries").integer(); !ok {
+		return nil, fmt.Errorf("manifest.json: counts.entries: expected an integer")
+	}
+	if m.scope == nil || m.scope.kind != kObject {
+		return nil, fmt.Errorf("manifest.json: scope: expected an object")
+	}
+	return m, checkDigests(p, v.get("files"))
+}
+
+func checkDigests(p *pack, files *value) error {
+	if files == nil || files.kind != kObject {
+		return fmt.Errorf("manifest.json: files: expected an object")
+	}
+	for _, f := range files.object {
+		data, ok := p.files[f.key]
+		if !ok || f.key == "manifest.json" || f.key == "manifest.sig" {
+			return fmt.Errorf("manifest.json: files: %q is listed but not in the pack", f.key)
+		}
+		sum := sha256.Sum256(data)
+		if want, ok := str(f.val); !ok || want != hex.EncodeToString(sum[:]) {
+			return fmt.Errorf("%s: SHA-256: expected %s (manifest.json), found %s", f.key, want, hex.EncodeToString(sum[:]))
+		}
+	}
+	for name := range p.files {
+		if name != "manifest.json" && name != "manifest.sig" && files.get(name) == nil {
+			return fmt.Errorf("%s: in the pack but not listed in manifest.json", name)
+		}
+	}
+	return nil
+}
+
+func str(v *value) (string, bool) {
+	if v == nil || v.kind != kString {
+		return "", false
+	}
+	return v.str, true
+}
+
+func isHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func parseHash(s string) (tlog.Hash, bool) {
+	var h tlog.Hash
+	if !isHash(s) {
+		return h, false
+	}
+	hex.Decode(h[:], []byte(s))
+	return h, true
+}
+
+// lines splits a JSON-lines file whose every line ends in a newline.
+func lines(name string, data []byte) ([][]byte, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	if data[len(data)-1] != '\n' {
+		return nil, fmt.Errorf("%s: the last line has no newline", name)
+	}
+	return bytes.Split(data[:len(data)-1], []byte("\n")), nil
+}
+
+// checkConsistency checks consistency.json when the pack has one and
+// requires it when the auditor gave an earlier checkpoint (--since): the old
+// checkpoint in it must be signed by the key and have the given checkpoint's
+// origin, size and root, and the proof must take it to cp (RFC 9162 2.1.4).
+func checkConsistency(p *pack, vs note.Verifiers, cp checkpoint, since []byte) (string, error) {
+	var given *checkpoint
+	if since != nil {
+		c, err := openCheckpoint("--since", since, vs, cp.origin)
+		if err != nil {
+			return "", err
+		}
+		given = &c
+	}
+	data, ok := p.files["consistency.json"]
+	if !ok {
+		if given != nil {
+			return "", fmt.Errorf("consistency.json: missing, and --since asks for a proof from %s", given)
+		}
+		return "", nil
+	}
+	v, err := parseJSON(data)
+	if err != nil || v.kind != kObject || v.onlyKeys("old_checkpoint", "proof") != nil {
+		return "", fmt.Errorf("consistency.json: expected {\"old_checkpoint\":NOTE,\"proof\":[HEX,...]}")
+	}
+	oldText, ok := str(v.get("old_checkpoint"))
+	if !ok {
+		return "", fmt.Errorf("consistency.json: old_checkpoint: expected a string")
+	}
+	old, err := openCheckpoint("consistency.json: old_checkpoint", []byte(oldText), vs, cp.origin)
+	if err != nil {
+		return "", err
+	}
+	if given != nil && (old.size != given.size || old.root != given.root) {
+		return "", fmt.Errorf("consistency.json: old_checkpoint: expected the --since checkpoint %s, found %s", given, old)
+	}
+	proof, err := hashList(v.get("proof"))
+	if err != nil {
+		return "", fmt.Errorf("consistency.json: proof: %v", err)
+	}
+	switch {
+	case old.size > cp.size:
+		return "", fmt.Errorf("consistency.json: old_checkpoint %s is larger than the checkpoint's %d", old, cp.size)
+	case old.size == 0 || old.size == cp.size:
+		if len(proof) != 0 || (old.size == cp.size && old.root != cp.root) {
+			return "", fmt.Errorf("consistency.json: from %s to %s: expected an empty proof and, at one size, one root", old, cp)
+		}
+	default:
+		if err := tlog.CheckTree(tlog.TreeProof(proof), cp.size, cp.root, old.size, old.root); err != nil {
+			return "", fmt.Errorf("consistency.json: proof from %s to %s: %v", old, cp, err)
+		}
+	}
+	if given == nil {
+		return fmt.Sprintf(", consistent with the pack's earlier checkpoint %s (no --since given)", old), nil
+	}
+	return fmt.Sprintf(", consistent with the --since checkpoint %s", old), nil
+}
+
+func hashList(v *value) ([]tlog.Hash, error) {
+	if v == nil || v.kind != kArray {
+		return nil, fmt.Errorf("expected an array of hex hashes")
+	}
+	out := make([]tlog.Hash, len(v.array))
+	for i, el := range v.array {
+		s, _ := str(el)
+		h, ok := parseHash(s)
+		if !ok {
+			return nil, fmt.Errorf("hash %d: expected 64 lowercase hex digits", i)
+		}
+		out[i] = h
+	}
+	return out, nil
+}

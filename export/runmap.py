@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""The run-head map of CONTRACT.md section 6a, with the standard library only.
+
+Written from the contract's text: the run key, the head, value, leaf, node
+and empty hashes, the root of a set of runs computed from the definition
+(not incrementally), and the verification of inclusion and absence proofs.
+
+Usage: runmap.py --vectors FILE
+  recomputes every root of the golden vectors from their runs, verifies
+  their inclusion and absence proofs, and refuses every tampered proof.
+  Exit 0 when all hold; 1, naming the first that does not.
+"""
+import argparse
+import hashlib
+import json
+import re
+import sys
+
+T = b"evidence-ledger/run-map/v1"
+KEY_TAG = b"evidence-ledger/run-key/v1"
+MAX_SAFE = 2**53 - 1
+TEAM_RE = re.compile(rb"[a-z0-9-]{1,63}")
+
+
+class Refused(Exception):
+    """A proof or value that does not hold; the message says why."""
+
+
+def sha256(data):
+    return hashlib.sha256(data).digest()
+
+
+def run_key(team, run_id):
+    if not TEAM_RE.fullmatch(team):
+        raise Refused("team: must be 1-63 bytes of [a-z0-9-]")
+    if not 1 <= len(run_id) <= 128:
+        raise Refused("run_id: must be 1-128 bytes")
+    return sha256(KEY_TAG + b"\x00" + bytes([len(team)]) + team + run_id)
+
+
+def check_head(count, last_seq, last_leaf_hash):
+    if type(count) is not int or type(last_seq) is not int:
+        raise Refused("head: count and last_seq must be integers")
+    if not 1 <= count <= last_seq + 1 <= MAX_SAFE:
+        raise Refused("head: must have 1 <= count <= last_seq + 1 <= 2^53 - 1")
+    if len(last_leaf_hash) != 32:
+        raise Refused("head: last_leaf_hash must be 32 bytes")
+
+
+def value_hash(count, last_seq, last_leaf_hash):
+    check_head(count, last_seq, last_leaf_hash)
+    head = count.to_bytes(8, "big") + last_seq.to_bytes(8, "big") + last_leaf_hash
+    return sha256(b"\x02" + T + head)
+
+
+def leaf_hash(key, vhash):
+    return sha256(b"\x03" + T + key + vhash)
+
+
+def node_hash(depth, left, right):
+    return sha256(b"\x04" + T + bytes([depth]) + left + right)
+
+
+EMPTY = sha256(b"\x05" + T)
+
+
+def bit(key, i):
+    return (key[i // 8] >> (7 - i % 8)) & 1
+
+
+def subtree(runs, depth):
+    """runs: list of (key, value hash) whose keys share their first `depth` bits."""
+    if not runs:
+        return EMPTY
+    if len(runs) == 1:
+        return leaf_hash(*runs[0])
+    left = [r for r in runs if bit(r[0], depth) == 0]
+    right = [r for r in runs if bit(r[0], depth) == 1]
+    return node_hash(depth, subtree(left, depth + 1), subtree(right, depth + 1))
+
+
+def root(runs):
+    """runs: dict key -> value hash."""
+    return subtree(sorted(runs.items()), 0)
+
+
+def fold(key, h, siblings):
+    d = len(siblings)
+    for i in range(d - 1, -1, -1):
+        s = siblings[d - 1 - i]
+        h = node_hash(i, h, s) if bit(key, i) == 0 else node_hash(i, s, h)
+    return h
+
+
+def check_root(trusted, computed):
+    if computed != trusted:
+        raise Refused("proof: leads to root %s, expected %s" % (computed.hex(), trusted.hex()))
+
+
+def verify_inclusion(trusted_root, key, count, last_seq, last_leaf_hash, siblings):
+    if len(siblings) > 256:
+        raise Refused("proof: more than 256 siblings")
+    h = leaf_hash(key, value_hash(count, last_seq, last_leaf_hash))
+    check_root(trusted_root, fold(key, h, siblings))
+
+
+def verify_absence(trusted_root, key, siblings, leaf=None):
+    """leaf: None, or (key, value hash) of the run occupying the key's place."""
+    d = len(siblings)
+    if d > 256:
+        raise Refused("proof: more than 256 siblings")
+    h = EMPTY
+    if leaf is not None:
+        other, vhash = leaf
+        if other == key:
+            raise Refused("leaf.key: is the key whose absence is claimed")
+        if any(bit(other, i) != bit(key, i) for i in range(d)):
+            raise Refused("leaf.key: must share the first %d bits of the key" % d)
+        h = leaf_hash(other, vhash)
+    check_root(trusted_root, fold(key, h, siblings))
+
+
+# JSON forms: lowercase hex, exactly the keys the contract names.
+
+def hex32(text, field):
+    if not isinstance(text, str) or not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise Refused("%s: must be 64 lowercase hex digits" % field)
+    return bytes.fromhex(text)
+
+
+def exact_keys(obj, keys, field):
+    if not isinstance(obj, dict) or set(obj) != set(keys):
+        raise Refused("%s: must hold exactly the keys %s" % (field, ", ".join(sorted(keys))))
+
+
+def siblings_of(proof):
+    if not isinstance(proof["siblings"], list):
+        raise Refused("siblings: must be a list")
+    return [hex32(s, "siblings") for s in proof["siblings"]]
+
+
+def verify_inclusion_json(trusted_root, key, proof):
+    exact_keys(proof, {"key", "head", "siblings"}, "inclusion")
+    if hex32(proof["key"], "key") != key:
+        raise Refused("key: is not the key of the run asked about")
+    head = proof["head"]
+    exact_keys(head, {"count", "last_seq", "last_leaf_hash"}, "head")
+    verify_inclusion(trusted_root, key, head["count"], head["last_seq"],
+                     hex32(head["last_leaf_hash"], "head.last_leaf_hash"), siblings_of(proof))
+
+
+def verify_absence_json(trusted_root, key, proof):
+    keys = {"key", "siblings"} | ({"leaf"} if "leaf" in proof else set())
+    exact_keys(proof, keys, "absence")
+    if hex32(proof["key"], "key") != key:
+        raise Refused("key: is not the key of the run asked about")
+    leaf = None
+    if "leaf" in proof:
+        exact_keys(proof["leaf"], {"key", "value_hash"}, "leaf")
+        leaf = (hex32(proof["leaf"]["key"], "leaf.key"),
+                hex32(proof["leaf"]["value_hash"], "leaf.value_hash"))
+    verify_absence(trusted_root, key, siblings_of(proof), leaf)
+
+
+def check_vectors(v):
+    """Raises Refused naming the first vector that does not hold."""
+    if EMPTY.hex() != v["empty_root"]:
+        raise Refused("empty_root: computed %s" % EMPTY.hex())
+    runs = {}
+    for n, step in enumerate(v["steps"]):
+        key = run_key(step["team"].encode(), step["run_id"].encode())
+        if key.hex() != step["key"]:
+            raise Refused("steps[%d].key: computed %s" % (n, key.hex()))
+        head = step["head"]
+        vhash = value_hash(head["count"], head["last_seq"], bytes.fromhex(head["last_leaf_hash"]))
+        if vhash.hex() != step["value_hash"] or leaf_hash(key, vhash).hex() != step["leaf_hash"]:
+            raise Refused("steps[%d]: value or leaf hash differs" % n)
+        runs[key] = vhash
+        if root(runs).hex() != step["root"]:
+            raise Refused("steps[%d].root: computed %s" % (n, root(runs).hex()))
+    trusted = bytes.fromhex(v["root"])
+    if root(runs) != trusted:
+        raise Refused("root: computed %s" % root(runs).hex())
+    for p in v["inclusion"]:
+        key = run_key(p["team"].encode(), p["run_id"].encode())
+        verify_inclusion_json(trusted, key, {k: p[k] for k in ("key", "head", "siblings")})
+    for p in v["absence"]:
+        key = run_key(p["team"].encode(), p["run_id"].encode())
+        verify_absence_json(trusted, key, {k: p[k] for k in ("key", "siblings", "leaf") if k in p})
+    for n, t in enumerate(v["tampered"]):
+        key = bytes.fromhex(t["key"])
+        proof = {k: t[k] for k in t if k not in ("kind", "reason", "error")}
+        verify = verify_inclusion_json if t["kind"] == "inclusion" else verify_absence_json
+        try:
+            verify(trusted, key, proof)
+        except Refused as e:
+            print("refused, as it must be (%s): %s" % (t["reason"], e))
+            continue
+        raise Refused("tampered[%d] accepted: %s" % (n, t["reason"]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Check the run-head map's golden vectors.")
+    ap.add_argument("--vectors", required=True)
+    args = ap.parse_args()
+    with open(args.vectors, encoding="utf-8") as f:
+        v = json.load(f)
+    try:
+        check_vectors(v)
+    except Refused as e:
+        print("FAIL: %s" % e)
+        return 1
+    print("OK: %d roots, %d inclusion and %d absence proofs, %d tampered proofs refused"
+          % (len(v["steps"]), len(v["inclusion"]), len(v["absence"]), len(v["tampered"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
