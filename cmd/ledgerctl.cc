@@ -411,11 +411,7 @@ int Report(const Result& result, const Flags& flags) {
 
 int Verify(const Flags& flags) {
   if (flags.positional().size() != 2) return Fail(absl::InvalidArgumentError("verify: give one PACK"));
-  auto options = ledger::cmd::VerifyOptions(flags);
-  if (!options.ok()) return Fail(options.status());
-  auto result = ledger::verify::VerifyPack(flags.positional()[1], *options);
-  if (!result.ok()) return Fail(result.status());
-  return Report(*result, flags);
+  return ledger::cmd::RunVerify(flags, flags.positional()[1], "ledgerctl");
 }
 
 // Exit codes: 0 consistent, 1 an inconsistency (reported), 2 bad usage,

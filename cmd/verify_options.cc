@@ -1,6 +1,7 @@
 #include "cmd/verify_options.h"
 
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -121,6 +122,38 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
     }
   }
   return options;
+}
+
+void DefineVerifyFlags(Flags& flags) {
+  flags.Define("vkey", "", "a file holding the ledger's verifier key line");
+  flags.Define("vkey-string", "", "the ledger's verifier key line itself");
+  flags.Define("trust-pack-key", "",
+               "trust the key inside the pack (the result proves nothing about the ledger's identity)", true);
+  flags.Define("since", "",
+               "a file holding an earlier signed checkpoint: the pack must prove consistency from exactly it");
+  flags.Define("expect-scope", "",
+               "the scope asked for (run:TEAM/RUN, seq:A:B, team:TEAM,FROM,TO with RFC 3339 times); a pack of "
+               "another scope fails");
+  flags.Define("not-older-than", "",
+               "a tree size, or a file holding a signed checkpoint: a pack against an older checkpoint fails");
+  flags.Define("json", "", "the result as JSON", true);
+}
+
+int RunVerify(const Flags& flags, const std::string& pack_path, std::string_view program) {
+  auto fail = [&](const absl::Status& s) {
+    std::cerr << program << ": " << s.message() << "\n";
+    return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  };
+  auto options = VerifyOptions(flags);
+  if (!options.ok()) return fail(options.status());
+  auto result = verify::VerifyPack(pack_path, *options);
+  if (!result.ok()) return fail(result.status());
+  if (flags.Bool("json")) {
+    std::cout << result->Json().dump() << "\n";
+  } else {
+    std::cout << result->Summary();
+  }
+  return result->ok ? 0 : 1;
 }
 
 }  // namespace ledger::cmd

@@ -10,6 +10,9 @@
 #ifndef CMD_VERIFY_OPTIONS_H_
 #define CMD_VERIFY_OPTIONS_H_
 
+#include <string>
+#include <string_view>
+
 #include "absl/status/statusor.h"
 #include "cmd/flags.h"
 #include "export/verify/verify.h"
@@ -17,6 +20,17 @@
 namespace ledger::cmd {
 
 absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags);
+
+// Defines the flags of verification (--vkey, --vkey-string,
+// --trust-pack-key, --since, --expect-scope, --not-older-than, --json), for
+// a program that only verifies.
+void DefineVerifyFlags(Flags& flags);
+
+// Verifies the pack at `pack_path` with the options of `flags`: the result
+// on stdout (JSON with --json, else its summary), an error on stderr as
+// "PROGRAM: message". Returns the exit code: 0 the pack holds, 1 it does
+// not (or cannot be examined), 2 bad usage.
+int RunVerify(const Flags& flags, const std::string& pack_path, std::string_view program);
 
 }  // namespace ledger::cmd
 

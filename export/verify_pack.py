@@ -8,8 +8,10 @@ checkpoint's signature, every entry's leaf hash and RFC 9162 inclusion
 proof, the hash chain between consecutive seqs, and the scope: for a run
 pack the run chain from the run's first entry, for a seq range every seq
 from its first to its last, within a team window or seq range each run's
-chain from its first seq. (Step outcomes are recomputed by `ledgerctl
-verify`.)
+chain from its first seq. (Step outcomes are recomputed, and report.html
+rebuilt, by `ledgerctl verify` and `ledger-verify`; here outcomes.json and
+report.html are checked by their digests in the signed manifest only, so a
+report re-signed by whoever holds the ledger's key passes this script.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
          [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
@@ -418,6 +420,9 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     if signed != digest + "\n":
         raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
     manifest = parse_manifest(files["manifest.json"])
+    for name in ("manifest.json", "manifest.sig"):
+        if name in manifest["files"]:
+            raise Failure("manifest.json: lists %s, whose digest it cannot hold" % name)
     for name, data in sorted(files.items()):
         if name in ("manifest.json", "manifest.sig"):
             continue

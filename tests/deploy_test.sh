@@ -4,7 +4,7 @@
 #   - deploy/Dockerfile: a Debian 12 build stage that runs scripts/setup.sh
 #     (the README's script), a runtime stage from scratch that runs no
 #     command, as UID 10001, with /var/lib/ledger as its volume;
-#   - deploy/collect-runtime.sh gathers ledgerd, ledgerctl and their
+#   - deploy/collect-runtime.sh gathers ledgerd, ledgerctl, ledger-verify and their
 #     libraries, and no shell; as root, ledgerd then starts from that tree
 #     alone (chroot, UID 10001) and serves;
 #   - deploy/check_manifests.py passes on every overlay rendered by
@@ -40,7 +40,7 @@ PY
 
 # 2. The runtime tree.
 "$root/deploy/collect-runtime.sh" "$build" "$work/rootfs"
-for f in usr/local/bin/ledgerd usr/local/bin/ledgerctl etc/passwd; do
+for f in usr/local/bin/ledgerd usr/local/bin/ledgerctl usr/local/bin/ledger-verify etc/passwd; do
   [ -f "$work/rootfs/$f" ] || fail "runtime: no $f"
 done
 if find "$work/rootfs" -name sh -o -name bash -o -name busybox | grep -q .; then fail "runtime: a shell"; fi
@@ -55,6 +55,8 @@ if [ "$(id -u)" = 0 ]; then
   [ -f "$work/rootfs/var/lib/ledger/signing.key" ] || fail "no signing key in the data directory"
   [ -d "$work/rootfs/var/lib/ledger/tmp" ] || fail "packs are not staged in the data directory"
   kill -TERM "$pid"; wait "$pid"; pid=""
+  chroot --userspec=10001:10001 "$work/rootfs" /usr/local/bin/ledger-verify --help | grep -q '^usage: ledger-verify PACK' ||
+    fail "ledger-verify does not run from the runtime tree"
   echo "runtime: ledgerd served from the tree alone, as 10001, writing only /var/lib/ledger"
 else
   echo "runtime: not root, the chroot start is skipped"

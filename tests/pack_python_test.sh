@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # A pack exported by a real ledgerd is verified by export/verify_pack.py
-# (Python's standard library and cryptography, not the ledger's code) and by
-# ledgerctl verify; a tampered pack and a wrong key are refused by both with
-# the reason. Usage: pack_python_test.sh BUILD_DIR
+# (Python's standard library and cryptography, not the ledger's code), by
+# ledgerctl verify and by ledger-verify; a tampered pack and a wrong key are
+# refused by all three with the reason. Usage: pack_python_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
 # shellcheck source=tests/ledgerd.sh
 source "$(dirname "$0")/ledgerd.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 export ROOT=$root
-start_ledgerd --origin packs.test/log --checkpoint-interval-ms 20
+start_ledgerd --origin packs.test/log --checkpoint-interval-ms 20 --unknown-grace-ms 200 --sweep-interval-ms 50
 /usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 > "$work/receipts.jsonl"
 ctl append "$work/receipts.jsonl" > /dev/null
 ctl checkpoint --at-least "$(wc -l < "$work/receipts.jsonl")" > /dev/null
@@ -30,6 +30,13 @@ ctl checkpoint --time-note --size "$(sed -n 2p "$work/new.note")" > "$work/new.t
 ctl export --team team-data --from "$mid" --to 2100-01-01T00:00:00Z --out "$work/late.tar.gz" > /dev/null
 vkey=$(cat "$work/vkey")
 py() { /usr/bin/python3 "$root/export/verify_pack.py" "$@"; }
+verifier() {  # verifier ledgerctl|ledger-verify|py: sets run, the command that verifies
+  case $1 in
+    ledgerctl) run=("$build/cmd/ledgerctl" verify) ;;
+    ledger-verify) run=("$build/cmd/ledger-verify") ;;
+    *) run=(py) ;;
+  esac
+}
 
 py "$work/run.tar.gz" "$vkey" | grep '^OK: ' > /dev/null || { py "$work/run.tar.gz" "$vkey"; exit 1; }
 py "$work/seq.tar.gz" "$vkey" | grep '^OK: 35 entries' > /dev/null || { py "$work/seq.tar.gz" "$vkey"; exit 1; }
@@ -95,19 +102,19 @@ expect_exit() {  # expect_exit CODE WHAT MESSAGE-PATTERN COMMAND...
 }
 : > "$work/empty.vkey"
 echo "not a key" > "$work/bad.vkey"
-for tool in ledgerctl py; do
-  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
-  expect_exit 2 "$tool, an empty --vkey file" '^(ledgerctl|verify_pack.py): --vkey: .*empty\.vkey holds no verifier key line$' \
+for tool in ledgerctl ledger-verify py; do
+  verifier "$tool"
+  expect_exit 2 "$tool, an empty --vkey file" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey: .*empty\.vkey holds no verifier key line$' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/empty.vkey"
-  expect_exit 2 "$tool, a malformed --vkey file" '^(ledgerctl|verify_pack.py): --vkey: .*bad\.vkey: not a verifier key' \
+  expect_exit 2 "$tool, a malformed --vkey file" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey: .*bad\.vkey: not a verifier key' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/bad.vkey"
-  expect_exit 2 "$tool, an unreadable --vkey file" '^(ledgerctl|verify_pack.py): --vkey: cannot read ' \
+  expect_exit 2 "$tool, an unreadable --vkey file" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey: cannot read ' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/no-such.vkey"
-  expect_exit 2 "$tool, an empty --vkey-string" '^(ledgerctl|verify_pack.py): --vkey-string: empty' \
+  expect_exit 2 "$tool, an empty --vkey-string" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey-string: empty' \
     "${run[@]}" "$work/run.tar.gz" --vkey-string ""
-  expect_exit 2 "$tool, no key" '^(ledgerctl|verify_pack.py): verify: give the ledger.s key \(--vkey FILE or --vkey-string S\)' \
+  expect_exit 2 "$tool, no key" '^(ledgerctl|ledger-verify|verify_pack.py): verify: give the ledger.s key \(--vkey FILE or --vkey-string S\)' \
     "${run[@]}" "$work/run.tar.gz"
-  expect_exit 2 "$tool, a key and --trust-pack-key" '^(ledgerctl|verify_pack.py): verify: --trust-pack-key with a key given' \
+  expect_exit 2 "$tool, a key and --trust-pack-key" '^(ledgerctl|ledger-verify|verify_pack.py): verify: --trust-pack-key with a key given' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --trust-pack-key
   expect_exit 0 "$tool, --trust-pack-key" "^WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing about the ledger's identity" \
     "${run[@]}" "$work/run.tar.gz" --trust-pack-key
@@ -132,8 +139,8 @@ PY
 old_size=$(sed -n 2p "$work/old.note")
 old_root=$(sed -n 3p "$work/old.note" | base64 -d | od -An -tx1 | tr -d ' \n')
 fork_root=$(sed -n 3p "$work/fork.note" | base64 -d | od -An -tx1 | tr -d ' \n')
-for tool in ledgerctl py; do
-  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
+for tool in ledgerctl ledger-verify py; do
+  verifier "$tool"
   expect_exit 0 "$tool, --since the auditor's checkpoint" \
     "^The checkpoint is consistent with the earlier one at size $old_size, root $old_root \\(the one given with --since\\)\\.$" \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --since "$work/old.note"
@@ -143,7 +150,7 @@ for tool in ledgerctl py; do
   expect_exit 1 "$tool, --since and no consistency proof" \
     "^FAILED: consistency\\.json: missing: --since asks for consistency with the checkpoint at size $old_size$" \
     "${run[@]}" "$work/team.tar.gz" --vkey "$work/vkey" --since "$work/old.note"
-  expect_exit 2 "$tool, --since a file that is not a checkpoint" '^(ledgerctl|verify_pack.py): --since: ' \
+  expect_exit 2 "$tool, --since a file that is not a checkpoint" '^(ledgerctl|ledger-verify|verify_pack.py): --since: ' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --since "$work/vkey"
 done
 # The verifier is told what was asked: --expect-scope refuses a genuine pack
@@ -153,8 +160,8 @@ new_size=$(sed -n 2p "$work/new.note")
 new_root=$(sed -n 3p "$work/new.note" | base64 -d | od -An -tx1 | tr -d ' \n')
 new_us=$(sed -n 's/^time //p' "$work/new.time")
 new_time="$(date -u -d "@$((new_us / 1000000))" +%Y-%m-%dT%H:%M:%S).$(printf %06d $((new_us % 1000000)))Z \\($new_us us\\)"
-for tool in ledgerctl py; do
-  if [ $tool = ledgerctl ]; then run=("$build/cmd/ledgerctl" verify); else run=(py); fi
+for tool in ledgerctl ledger-verify py; do
+  verifier "$tool"
   expect_exit 0 "$tool, the run asked for" \
     "^OK: 16 entries of \\{\"kind\":\"run\",\"run_id\":\"run-0003\",\"team\":\"team-code\"\\} verified against the checkpoint of packs.test/log at tree size $new_size, root $new_root, signed at $new_time\\.$" \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code/run-0003 --not-older-than "$work/new.note"
@@ -174,12 +181,22 @@ for tool in ledgerctl py; do
       "^FAILED: checkpoint: tree size $old_size is older than the $new_size asked for \\(--not-older-than\\)$" \
       "${run[@]}" "$work/run-old.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code/run-0003 --not-older-than "$older"
   done
-  expect_exit 2 "$tool, a malformed --expect-scope" '^(ledgerctl|verify_pack.py): --expect-scope: expected scope: want run:TEAM/RUN$' \
+  expect_exit 2 "$tool, a malformed --expect-scope" '^(ledgerctl|ledger-verify|verify_pack.py): --expect-scope: expected scope: want run:TEAM/RUN$' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --expect-scope run:team-code
 done
-# Every tamper case, refused by both verifiers with its reason.
+# A run whose worker died: its step is declared UNKNOWN, and a checkpoint
+# covers the declaration (for the report's tamper case).
+/usr/bin/python3 "$root/scripts/demo_workload.py" --runs 9 --timeout-ms 300 --start-us 1767225900000000 |
+  sed 's/run-00/lost-00/g' | ctl append > /dev/null
+for _ in $(seq 100); do
+  ctl steps --team team-support --run lost-0007 --state unknown --json | grep -q unknown && break
+  sleep 0.1
+done
+sleep 0.2
+ctl export --run team-support/lost-0007 --out "$work/unknown.tar.gz" > /dev/null
+# Every tamper case, refused by the three verifiers with its reason.
 mkdir "$work/tamper"
 /usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \
   "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper" \
-  "$work/seq.tar.gz" "$work/team.tar.gz"
-echo "packs: verified by verify_pack.py and ledgerctl; tampering and a wrong key refused by both"
+  "$work/seq.tar.gz" "$work/team.tar.gz" "$work/unknown.tar.gz"
+echo "packs: verified by verify_pack.py, ledgerctl and ledger-verify; tampering and a wrong key refused by all three"

@@ -1,5 +1,7 @@
-"""Every tamper case against both verifiers: `ledgerctl verify` and
-export/verify_pack.py must each refuse, with the reason expected.
+"""Every tamper case against the three verifiers: `ledgerctl verify`,
+`ledger-verify` (beside ledgerctl in the build) and export/verify_pack.py
+must each refuse, with the reason expected; ledger-verify prints exactly
+what ledgerctl verify prints, with the same exit code.
 
 Cases that a forger without the key could make (a flipped byte in any file, a
 manifest whose digest is not the one signed) are made as such. Cases that
@@ -7,8 +9,14 @@ test the later checks (a dropped or reordered entry, a swapped proof hash, a
 checkpoint signed by another key) re-sign the manifest with the ledger's own
 key file, as only the ledger could, so that the verifiers reach them.
 
+A case may expect verify_pack.py to accept a pack (ACCEPTED): it checks
+outcomes.json and report.html by their digests in the signed manifest only,
+so a pack re-signed by the ledger's key with another report holds for it;
+ledgerctl verify rebuilds the report and refuses it.
+
 Usage: pack_tamper_test.py LEDGERCTL VERIFY_PACK_PY RUN_PACK VKEY_FILE
-       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR [SEQ_PACK TEAM_PACK]
+       LEDGER_KEY_FILE OTHER_KEY_FILE WORK_DIR [SEQ_PACK TEAM_PACK [UNKNOWN_PACK]]
+UNKNOWN_PACK: a run pack with a step declared UNKNOWN.
 """
 import base64
 import hashlib
@@ -71,6 +79,30 @@ def resigned(files, sign, outcomes_tool=None):
     return sorted(d.items())
 
 
+ACCEPTED = "accepted"
+
+
+def report_unknown_as_succeeded(data):
+    """report.html showing the UNKNOWN steps as succeeded: the warning gone,
+    the rows and the timeline's bars and titles those of a success."""
+    text = data.decode()
+    assert '<tr class="unknown">' in text, "the pack has no unknown step"
+    text = re.sub(r'<p class="flag"><strong>\d+ step\(s\) never reported a completion and were declared '
+                  r'UNKNOWN\.</strong></p>\n', "", text)
+    text = re.sub(r'<text [^>]*fill="#c00000" font-weight="bold">UNKNOWN</text>', "", text)
+    text = text.replace('<rect class="step unknown"', '<rect class="step succeeded"')
+    text = text.replace('fill="#c00000"><title>', 'fill="#4c9a2a"><title>')
+    text = text.replace("UNKNOWN (no completion by the deadline)", "succeeded")
+    text = text.replace('<tr class="unknown">', '<tr class="">').replace("<td>UNKNOWN</td>", "<td>succeeded</td>")
+    return text.encode()
+
+
+def first_difference(a, b):
+    """(byte offset, line) where b first differs from a."""
+    at = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    return at, a[:at].count(b"\n") + 1
+
+
 def edited(files, name, edit):
     return [(n, edit(d) if n == name else d) for n, d in files]
 
@@ -84,7 +116,7 @@ def lines_edited(files, edit):
 
 def main():
     ledgerctl, verify_py, pack, vkey_file, key_file, other_key_file, work = sys.argv[1:8]
-    seq_pack, team_pack = (sys.argv[8:10] + [None, None])[:2]
+    seq_pack, team_pack, unknown_pack = (sys.argv[8:11] + [None, None, None])[:3]
     vkey = open(vkey_file).read().strip()
     files = read_pack(pack)
     sign, other_sign = signer(key_file), signer(other_key_file)
@@ -166,6 +198,13 @@ def main():
             return (json.dumps(m, separators=(",", ":"), sort_keys=True) + "\n").encode()
         return resigned(edited(files, "manifest.json", edit), sign)
 
+    def manifest_lists_signature():
+        def edit(data):
+            m = json.loads(data)
+            m["files"]["manifest.sig"] = "00" * 32
+            return (json.dumps(m, separators=(",", ":"), sort_keys=True) + "\n").encode()
+        return resigned(edited(files, "manifest.json", edit), sign)
+
     cases += [
         ("a manifest of another format", manifest_field("format", 3),
          r"^FAILED: manifest\.json: format: want 1 or 2, found 3$", None),
@@ -177,6 +216,9 @@ def main():
          r"^FAILED: checkpoint: origin 'packs\.test/log', manifest and key say 'another\.example/log'", None),
         ("a manifest naming another tree size", manifest_field("tree_size", 7),
          r"^FAILED: checkpoint: size \d+ root [0-9a-f]{64}, the manifest says size 7 root [0-9a-f]{64}", None),
+        ("a manifest listing its own signature, re-signed", manifest_lists_signature(),
+         r"^FAILED: manifest\.json: lists manifest\.sig, whose digest it cannot hold$",
+         r"^FAILED: manifest\.json: lists manifest\.sig, whose digest it cannot hold$"),
         ("consistency.json stripped (by someone without the key)", without(files, "consistency.json"),
          r"^FAILED: consistency\.json: listed in the manifest but missing",
          r"^FAILED: consistency\.json: listed in the manifest but missing"),
@@ -187,6 +229,7 @@ def main():
          r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry",
          r"^FAILED: proofs\.jsonl seq \d+: not the proof line of this entry"),
     ]
+    ledger_verify = os.path.join(os.path.dirname(ledgerctl), "ledger-verify")
     outcomes_tool = os.path.join(os.path.dirname(os.path.dirname(ledgerctl)), "tests", "pack_outcomes")
     if team_pack:
         team_files = read_pack(team_pack)
@@ -222,6 +265,17 @@ def main():
              r"^FAILED: entries\.jsonl seq \d+: seq expected \d+ \(the range has a gap\)"),
         ]
 
+    if unknown_pack:
+        unknown_files = read_pack(unknown_pack)
+        report = dict(unknown_files)["report.html"]
+        at, line = first_difference(report, report_unknown_as_succeeded(report))
+        cases += [
+            ("report.html showing the UNKNOWN step as succeeded, the manifest re-signed with the ledger's key",
+             resigned(edited(unknown_files, "report.html", report_unknown_as_succeeded), sign),
+             r"^FAILED: report\.html: differs from the report rebuilt from the checked entries, outcomes, "
+             r"checkpoint and manifest, first at byte %d \(line %d\)$" % (at, line), ACCEPTED),
+        ]
+
     # Packs that hold, written otherwise than the exporter writes them: both
     # verifiers accept them.
     def second_proof_spaced(data):
@@ -234,13 +288,30 @@ def main():
          resigned(edited(files, "proofs.jsonl", second_proof_spaced), sign)),
     ]
     failures = 0
+    ledgerctl_said = {}
+
+    def differs_from_ledgerctl(label, tool, p):
+        """ledger-verify MUST print what ledgerctl verify printed (run just
+        before it on the same pack), with the same exit code: 1 if not."""
+        if tool == "ledgerctl":
+            ledgerctl_said[label] = (p.returncode, p.stdout, p.stderr)
+            return 0
+        if tool != "ledger-verify" or (p.returncode, p.stdout, p.stderr) == ledgerctl_said[label]:
+            return 0
+        print("FAIL: %s: ledger-verify (exit %d) %r, ledgerctl verify (exit %d) %r"
+              % (label, p.returncode, (p.stdout + p.stderr)[:300], ledgerctl_said[label][0],
+                 (ledgerctl_said[label][1] + ledgerctl_said[label][2])[:300]))
+        return 1
+
     for label, packed in valid:
         path = "%s/valid.tar.gz" % work
         write_pack(packed, path)
         for tool, cmd in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file]),
+                          ("ledger-verify", [ledger_verify, path, "--vkey", vkey_file]),
                           ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file])):
             p = subprocess.run(cmd, capture_output=True, text=True)
             out = (p.stdout + p.stderr).strip()
+            failures += differs_from_ledgerctl(label, tool, p)
             if p.returncode != 0 or not re.search(r"^OK: ", out, re.M):
                 print("FAIL: %s, %s refused a valid pack (exit %d): %s" % (label, tool, p.returncode, out[:400]))
                 failures += 1
@@ -251,9 +322,20 @@ def main():
         path = "%s/tampered.tar.gz" % work
         write_pack(tampered, path)
         for tool, cmd, want in (("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey_file], ctl_want),
+                                ("ledger-verify", [ledger_verify, path, "--vkey", vkey_file], ctl_want),
                                 ("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey_file], py_want)):
             p = subprocess.run(cmd, capture_output=True, text=True)
             out = (p.stdout + p.stderr).strip()
+            failures += differs_from_ledgerctl(label, tool, p)
+            if want == ACCEPTED:
+                if p.returncode != 0 or not re.search(r"^OK: ", out, re.M):
+                    print("FAIL: %s, %s was to accept it, its digests being those signed (exit %d): %s"
+                          % (label, tool, p.returncode, out[:400]))
+                    failures += 1
+                else:
+                    print("%s: %s accepted it (it checks the report's digest against the manifest only)"
+                          % (label, tool))
+                continue
             if p.returncode == 0 or not re.search(want, out, re.M):
                 print("FAIL: %s, %s (exit %d): %s" % (label, tool, p.returncode, out[:400]))
                 failures += 1
@@ -261,8 +343,9 @@ def main():
                 print("%s: %s refused it: %s" % (label, tool, [l for l in out.splitlines() if l.startswith("FAILED")][0][:140]))
     if failures:
         sys.exit(1)
-    print("tampering: %d cases refused by both verifiers with the reason; %d valid packs accepted by both"
-          % (len(cases), len(valid)))
+    print("tampering: %d cases refused by ledgerctl verify and ledger-verify with the same output, and by "
+          "verify_pack.py, with the reason (%d accepted by verify_pack.py as expected); %d valid packs accepted "
+          "by all three" % (len(cases), sum(c[3] == ACCEPTED for c in cases), len(valid)))
 
 
 if __name__ == "__main__":

@@ -445,10 +445,22 @@ absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
   return absl::OkStatus();
 }
 
-ScratchDir::ScratchDir(const std::string& prefix)
-    : ScratchDir(std::filesystem::temp_directory_path().string(), prefix) {}
+namespace {
+
+// The system's temporary directory, or "" when there is none (TMPDIR unset
+// and no /tmp, as in a scratch image).
+std::string TemporaryDirectory() {
+  std::error_code ec;
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  return ec ? std::string() : tmp.string();
+}
+
+}  // namespace
+
+ScratchDir::ScratchDir(const std::string& prefix) : ScratchDir(TemporaryDirectory(), prefix) {}
 
 ScratchDir::ScratchDir(const std::string& parent, const std::string& prefix) {
+  if (parent.empty()) return;
   std::string tmpl = parent + "/" + prefix + "-XXXXXX";
   if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
 }

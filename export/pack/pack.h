@@ -16,7 +16,9 @@
 //   manifest.sig      a signed note whose text is hex(SHA-256(manifest.json))
 //   outcomes.json     step outcomes recomputed from entries.jsonl
 //   proofs.jsonl      {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]}
-//   report.html       a page for people
+//   report.html       a page for people: WriteReport of the manifest
+//                     (without "files"), the outcomes and the checkpoint;
+//                     the verifier rebuilds it and compares bytes
 //
 // This library writes and reads the archive and builds the files both the
 // exporter and the verifier compute (outcomes, manifest); it links no
@@ -218,7 +220,11 @@ std::string HtmlEscape(std::string_view s);
 
 // The report for people, a piece at a time: steps with their states
 // (unknown ones marked), anomalies, calls and costs, the checkpoint, and how
-// to verify by hand.
+// to verify by hand. It MUST be a deterministic function of its arguments
+// alone (no clock, no environment): the exporter writes it from the
+// manifest without "files", and the verifier rebuilds it from the checked
+// manifest, outcomes and `checkpoint_note` (the checkpoint file's bytes)
+// with this very function and compares bytes (CONTRACT section 7).
 absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
                          const std::string& checkpoint_note,
                          absl::FunctionRef<void(std::string_view)> out);

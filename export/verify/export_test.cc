@@ -1,5 +1,6 @@
 // Evidence packs end to end: exported from a real log, verified offline,
 // and refused after each kind of tampering with the first failing item.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -316,6 +317,36 @@ TEST_F(PackTest, AFlippedByteInAnyFileIsRefused) {
       ExpectFailure(r, name, -1, "SHA-256 expected ");
     }
   }
+}
+
+TEST_F(PackTest, AReportOtherThanTheOneRebuiltIsRefusedAtItsFirstDifferingByte) {
+  std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
+  std::string dir = dir_.Sub("genuine");
+  std::filesystem::create_directories(dir);
+  std::string report = Read((*pack::ExtractArchive(p, dir, pack::Limits()))[pack::kReport]);
+  const std::string row = "<td>s2</td><td>1</td><td>";
+  size_t pending = report.find(row + "pending</td>");
+  ASSERT_NE(pending, std::string::npos);
+  pending += row.size();
+  auto line_of = [&](size_t at) { return std::to_string(std::count(report.begin(), report.begin() + at, '\n') + 1); };
+  auto expect_refused_at = [&](const std::string& forged, size_t at) {
+    std::string t = Tamper(p, [&](const std::string& d) { Write(d + "/" + pack::kReport, forged); }, /*resign=*/true);
+    verify::Result r = Verify(t);
+    ExpectFailure(r, pack::kReport, -1, "");
+    EXPECT_EQ(r.message,
+              "differs from the report rebuilt from the checked entries, outcomes, checkpoint and manifest, first at "
+              "byte " + std::to_string(at) + " (line " + line_of(at) + ")");
+  };
+  // The pending step shown as succeeded, the manifest re-signed.
+  std::string succeeded = report;
+  succeeded.replace(pending, 7, "succeeded");
+  expect_refused_at(succeeded, pending);
+  // A byte more, a byte less.
+  expect_refused_at(report + " ", report.size());
+  expect_refused_at(report.substr(0, report.size() - 1), report.size() - 1);
+  // The genuine report, re-signed: it holds.
+  std::string same = Tamper(p, [](const std::string&) {}, /*resign=*/true);
+  EXPECT_TRUE(Verify(same).ok) << Verify(same).Summary();
 }
 
 TEST_F(PackTest, AnEntryThatIsNotUtf8OrNotCanonicalIsRefusedAtItsSeq) {

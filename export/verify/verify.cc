@@ -186,6 +186,86 @@ std::string CheckTimeOrder(std::optional<int64_t> signed_at_us, std::optional<in
   return "";
 }
 
+// What the report is made from (pack::WriteReport): the manifest without
+// its files, as the exporter gives it before the digests exist.
+absl::StatusOr<manifest::Manifest> ReportHeader(const std::string& manifest_text) {
+  auto m = manifest::Parse(manifest_text);
+  if (!m.ok()) return m.status();
+  m->files.clear();
+  return m;
+}
+
+// The report rebuilt with the exporter's own function, a piece at a time.
+absl::Status RebuildReport(const std::string& manifest_text, pack::Outcomes& outcomes,
+                           const std::string& checkpoint_note, absl::FunctionRef<void(std::string_view)> out) {
+  auto header = ReportHeader(manifest_text);
+  if (!header.ok()) return header.status();
+  return pack::WriteReport(*header, outcomes, checkpoint_note, out);
+}
+
+// Where the pack's report first differs from the one rebuilt: reads the
+// archive again (only when the digests differ) and compares the two as
+// they come, holding neither. "at byte N (line L)" of the pack's report.
+std::string ReportDifference(const std::string& pack_path, const std::string& manifest_text,
+                             pack::Outcomes& outcomes, const std::string& checkpoint_note) {
+  auto reader = pack::PackReader::Open(pack_path, pack::Limits());
+  if (!reader.ok()) return std::string(reader.status().message());
+  while (true) {
+    auto name = (*reader)->Next();
+    if (!name.ok()) return std::string(name.status().message());
+    if (!name->has_value()) return "missing";
+    if (**name == pack::kReport) break;
+  }
+  std::string_view pending;  // of the pack's report, read but not yet compared
+  bool pack_ended = false;
+  uint64_t offset = 0, line = 1;
+  std::optional<uint64_t> differs;
+  std::string error;
+  // Compares `piece` of the rebuilt report with the pack's next bytes.
+  auto compare = [&](std::string_view piece) {
+    while (!differs && !piece.empty()) {
+      if (pending.empty() && !pack_ended) {
+        auto read = (*reader)->Read();
+        if (!read.ok()) {
+          error = std::string(read.status().message());
+          differs = offset;
+          return;
+        }
+        pending = *read;
+        pack_ended = pending.empty();
+      }
+      if (pack_ended) {
+        differs = offset;
+        return;
+      }
+      size_t n = std::min(pending.size(), piece.size()), k = 0;
+      while (k < n && pending[k] == piece[k]) ++k;
+      for (size_t i = 0; i < k; ++i) line += piece[i] == '\n';
+      offset += k;
+      if (k < n) {
+        differs = offset;
+        return;
+      }
+      pending.remove_prefix(n);
+      piece.remove_prefix(n);
+    }
+  };
+  absl::Status rebuilt = RebuildReport(manifest_text, outcomes, checkpoint_note, compare);
+  if (!rebuilt.ok()) return std::string(rebuilt.message());
+  if (!error.empty()) return error;
+  if (!differs) {
+    if (pending.empty() && !pack_ended) {
+      auto read = (*reader)->Read();
+      if (!read.ok()) return std::string(read.status().message());
+      pending = *read;
+    }
+    if (pending.empty()) return "differs from the report rebuilt from the pack";  // not reached: digests differ
+    differs = offset;
+  }
+  return absl::StrCat("differs from the report rebuilt from the checked entries, outcomes, checkpoint and "
+                      "manifest, first at byte ", *differs, " (line ", line, ")");
+}
+
 }  // namespace
 
 KeptCheckpoint SplitKeptCheckpoint(const std::string& file) {
@@ -316,7 +396,9 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   }
   Result r;
   pack::ScratchDir dir("ledger-verify");
-  if (dir.path().empty()) return absl::UnavailableError("verify: cannot create a temporary directory");
+  if (dir.path().empty()) {
+    return absl::UnavailableError("verify: cannot create a temporary directory (set TMPDIR to a writable one)");
+  }
   auto reader = pack::PackReader::Open(pack_path, pack::Limits());
   if (!reader.ok()) return Fail(r, "archive", -1, std::string(reader.status().message()));
 
@@ -330,11 +412,27 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   std::optional<Scope> scope;
   pack::Outcomes outcomes;
   StreamCheck stream(dir.path(), &outcomes);
-  // The outcomes' digest, recomputed while the proofs are checked.
-  std::future<absl::StatusOr<std::string>> outcomes_digest;
+  // The outcomes' digest, recomputed while the proofs are checked, then the
+  // report's, rebuilt from them.
+  std::shared_future<absl::StatusOr<std::string>> outcomes_digest;
+  std::future<absl::StatusOr<std::string>> report_digest;
   // Checks entries.jsonl or proofs.jsonl.
   auto check = [&](const std::string& name, NextPiece next) -> absl::Status {
-    if (name == pack::kProofs) return stream.Proofs(*unchecked_cp, *scope, next);
+    if (name == pack::kProofs) {
+      // The manifest and checkpoint are read by now; their texts are what
+      // the checks below hold the report to.
+      if (outcomes_digest.valid()) {
+        report_digest = std::async(std::launch::async, [&outcomes, outcomes_digest, manifest = small[pack::kManifest],
+                                                        note = small[pack::kCheckpoint]]() -> absl::StatusOr<std::string> {
+          if (!outcomes_digest.get().ok()) return outcomes_digest.get().status();
+          hash::Sha256Stream rebuilt;
+          auto s = RebuildReport(manifest, outcomes, note, [&](std::string_view piece) { rebuilt.Update(piece); });
+          if (!s.ok()) return s;
+          return hash::Hex(rebuilt.Final());
+        });
+      }
+      return stream.Proofs(*unchecked_cp, *scope, next);
+    }
     if (auto s = stream.Entries(unchecked_cp->size, next); !s.ok()) return s;
     outcomes_digest = std::async(std::launch::async, [&outcomes]() -> absl::StatusOr<std::string> {
       hash::Sha256Stream recomputed;
@@ -457,6 +555,12 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   r.origin = manifest.origin;
   r.tree_size = manifest.tree_size;
   r.scope = manifest::ScopeJson(manifest.scope);
+  // An entry the digests below cannot check is refused, not skipped.
+  for (const char* self : {pack::kManifest, pack::kManifestSig}) {
+    if (manifest.files.contains(self)) {
+      return Fail(r, pack::kManifest, -1, absl::StrCat("lists ", self, ", whose digest it cannot hold"));
+    }
+  }
   for (const auto& [name, sha] : digests) {
     if (name == pack::kManifest || name == pack::kManifestSig) continue;
     auto listed = manifest.files.find(name);
@@ -564,6 +668,16 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   }
   if (auto s = CheckDeadlines(manifest, r.signed_at_us, outcomes); !s.empty()) {
     return Fail(r, pack::kOutcomes, -1, s);
+  }
+
+  // The report, rebuilt from what was checked above by the exporter's own
+  // function, byte for byte.
+  if (!report_digest.valid()) return absl::InternalError("verify: the report was not rebuilt");
+  auto rebuilt = report_digest.get();
+  if (!rebuilt.ok()) return Fail(r, pack::kReport, -1, std::string(rebuilt.status().message()));
+  if (*rebuilt != digests[pack::kReport]) {
+    return Fail(r, pack::kReport, -1,
+                ReportDifference(pack_path, small[pack::kManifest], outcomes, small[pack::kCheckpoint]));
   }
   r.ok = true;
   return r;

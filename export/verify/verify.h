@@ -11,7 +11,9 @@
 //   between consecutive seqs; for a run pack, that every entry is the run's
 //   and the run chain is gap-free from its first entry; for a seq pack, that
 //   the range is complete; the outcomes recomputed from the entries, and
-//   that no step is pending past its deadline at the signed time.
+//   that no step is pending past its deadline at the signed time; the
+//   report rebuilt with the exporter's pack::WriteReport, byte for byte (a
+//   difference names its first byte and line).
 //
 // Thread-safe: each call uses its own temporary directory.
 #ifndef EXPORT_VERIFY_VERIFY_H_
