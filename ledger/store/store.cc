@@ -680,26 +680,26 @@ absl::Status Store::ScanRunHeads(
       "scan run heads");
 }
 
+namespace {
+
+// A row reader for tables keyed by a tree size (u64): fn(size, value).
+auto BySize(absl::FunctionRef<absl::Status(uint64_t size, std::string_view value)> fn, const char* key_name) {
+  return [fn, key_name](std::string_view key, std::string_view v) -> absl::Status {
+    if (key.size() != 8) return Malformed(key_name);
+    return fn(GetU64(key.data()), v);
+  };
+}
+
+}  // namespace
+
 absl::Status Store::ScanCheckpoints(
     absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const {
-  return ScanRows(
-      kCheckpoints,
-      [&](std::string_view key, std::string_view v) -> absl::Status {
-        if (key.size() != 8) return Malformed("checkpoint key");
-        return fn(GetU64(key.data()), v);
-      },
-      "scan checkpoints");
+  return ScanRows(kCheckpoints, BySize(fn, "checkpoint key"), "scan checkpoints");
 }
 
 absl::Status Store::ScanCheckpointTimes(
     absl::FunctionRef<absl::Status(uint64_t size, std::string_view time_note)> fn) const {
-  return ScanRows(
-      kCheckpointTimes,
-      [&](std::string_view key, std::string_view v) -> absl::Status {
-        if (key.size() != 8) return Malformed("checkpoint time key");
-        return fn(GetU64(key.data()), v);
-      },
-      "scan checkpoint times");
+  return ScanRows(kCheckpointTimes, BySize(fn, "checkpoint time key"), "scan checkpoint times");
 }
 
 absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {
