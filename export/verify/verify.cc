@@ -176,9 +176,11 @@ std::string CheckRunHead(const manifest::Manifest& m, const std::string* run_hea
   if (proof->key != *key) {
     return absl::StrCat("key ", hash::Hex(proof->key), " is not the run key of ", run, " (", hash::Hex(*key), ")");
   }
-  if (auto s = runmap::VerifyProof(*r->run_map_root, *key, *proof); !s.ok()) {
-    return absl::StrCat("the proof does not lead to the map root ", hash::Hex(*r->run_map_root),
-                        " that the checkpoint-time note signs: ", s.message());
+  auto leads_to = runmap::ProofRoot(*proof);
+  if (!leads_to.ok()) return std::string(leads_to.status().message());
+  if (*leads_to != *r->run_map_root) {
+    return absl::StrCat("the proof leads to map root ", hash::Hex(*leads_to), ", the checkpoint-time note signs ",
+                        hash::Hex(*r->run_map_root));
   }
   const uint64_t n = m.tree_size;
   if (!proof->path.found.has_value()) {
@@ -691,12 +693,14 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   // from the auditor's, when given.
   std::optional<note::Checkpoint> since;
   std::optional<int64_t> since_time;
+  bool since_signs_map = false;  // the kept time note is version 2
   if (!options.since.empty()) {
     KeptCheckpoint kept = SplitKeptCheckpoint(options.since);
     if (!kept.time_note.empty()) {
       auto t = KeptCheckpointTime(vkey, kept);
       if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", t.status().message()));
       since_time = *t;
+      since_signs_map = kept.time_note.starts_with(absl::StrCat(note::kCheckpointTimeHeaderV2, "\n"));
     }
     auto since_text = verifier->Open(kept.checkpoint);
     if (!since_text.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", since_text.status().message()));
@@ -717,6 +721,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   if (std::string failure = CheckTimeOrder(r.signed_at_us, since_time, options.not_older_than_time_us);
       !failure.empty()) {
     return Fail(r, pack::kCheckpointTime, -1, failure);
+  }
+  if (since_signs_map && r.signed_at_us && !r.run_map_root) {
+    return Fail(r, pack::kCheckpointTime, -1,
+                "a version 1 note, but the checkpoint given with --since has a version 2 note: a ledger that "
+                "signs the run-head map root signs it with every later checkpoint");
   }
 
   // Entries and proofs.

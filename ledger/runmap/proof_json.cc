@@ -113,4 +113,9 @@ absl::Status VerifyProof(const Hash& root, const Key& key, const KeyedPath& proo
   return VerifyAbsence(root, key, AbsenceProof{proof.path.siblings, proof.path.other});
 }
 
+absl::StatusOr<Hash> ProofRoot(const KeyedPath& proof) {
+  if (proof.path.found.has_value()) return InclusionRoot(proof.key, proof.path.found->head, proof.path.siblings);
+  return AbsenceRoot(proof.key, AbsenceProof{proof.path.siblings, proof.path.other});
+}
+
 }  // namespace ledger::runmap

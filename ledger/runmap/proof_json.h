@@ -40,6 +40,9 @@ absl::StatusOr<KeyedPath> ParseProof(std::string_view json);
 // the run it expects): OK, or why not. The key in the proof MUST be `key`.
 absl::Status VerifyProof(const Hash& root, const Key& key, const KeyedPath& proof);
 
+// The root `proof` leads to, or INVALID_ARGUMENT for a malformed one.
+absl::StatusOr<Hash> ProofRoot(const KeyedPath& proof);
+
 }  // namespace ledger::runmap
 
 #endif  // LEDGER_RUNMAP_PROOF_JSON_H_

@@ -175,16 +175,15 @@ absl::StatusOr<Path> ProvePath(const Key& key, const Source& src) {
   return path;
 }
 
-absl::Status VerifyInclusion(const Hash& root, const Key& key, const Head& head,
-                             absl::Span<const Hash> proof) {
+absl::StatusOr<Hash> InclusionRoot(const Key& key, const Head& head, absl::Span<const Hash> proof) {
   if (absl::Status s = CheckHead(head); !s.ok()) return s;
   if (proof.size() > kKeyBits) {
     return absl::InvalidArgumentError("proof: more than 256 siblings");
   }
-  return CheckRoot(root, Fold(key, LeafHash(key, head), proof));
+  return Fold(key, LeafHash(key, head), proof);
 }
 
-absl::Status VerifyAbsence(const Hash& root, const Key& key, const AbsenceProof& proof) {
+absl::StatusOr<Hash> AbsenceRoot(const Key& key, const AbsenceProof& proof) {
   int d = static_cast<int>(proof.siblings.size());
   if (d > kKeyBits) return absl::InvalidArgumentError("proof: more than 256 siblings");
   Hash h = EmptyHash();
@@ -198,7 +197,20 @@ absl::Status VerifyAbsence(const Hash& root, const Key& key, const AbsenceProof&
     }
     h = LeafHashOfValue(proof.leaf->key, proof.leaf->value_hash);
   }
-  return CheckRoot(root, Fold(key, h, proof.siblings));
+  return Fold(key, h, proof.siblings);
+}
+
+absl::Status VerifyInclusion(const Hash& root, const Key& key, const Head& head,
+                             absl::Span<const Hash> proof) {
+  auto computed = InclusionRoot(key, head, proof);
+  if (!computed.ok()) return computed.status();
+  return CheckRoot(root, *computed);
+}
+
+absl::Status VerifyAbsence(const Hash& root, const Key& key, const AbsenceProof& proof) {
+  auto computed = AbsenceRoot(key, proof);
+  if (!computed.ok()) return computed.status();
+  return CheckRoot(root, *computed);
 }
 
 absl::Status RunMap::Set(const Key& key, const Head& head) {

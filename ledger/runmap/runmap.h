@@ -152,6 +152,11 @@ absl::Status VerifyInclusion(const Hash& root, const Key& key, const Head& head,
 // OK only when `proof` shows that `key` has no leaf in the map of `root`.
 absl::Status VerifyAbsence(const Hash& root, const Key& key, const AbsenceProof& proof);
 
+// The root each proof leads to (what the Verify functions compare with the
+// trusted root), or INVALID_ARGUMENT for a malformed proof or head.
+absl::StatusOr<Hash> InclusionRoot(const Key& key, const Head& head, absl::Span<const Hash> proof);
+absl::StatusOr<Hash> AbsenceRoot(const Key& key, const AbsenceProof& proof);
+
 // An in-memory map: the leaves sorted by key and a cache of interior node
 // hashes. Set forgets the cached nodes on the key's path, so Root after k
 // Sets recomputes about k * log2(size) node hashes. Not thread-safe.
