@@ -290,19 +290,25 @@ func checkRunHeadEntries(proof *runHeadProof, scope string, entries []entry, cp 
 }
 
 // unsettledSteps lists each step of a complete run that the pack's entries
-// start (an agent_start allowed) and no agent_exec of the pack completes:
-// none was logged before the tree size. Read from the entries, not from
+// start (an agent_start allowed) and no agent_exec of the pack completes (an
+// agent_exec of the same step and attempt naming the start, section 4; one
+// of another step is a mismatched completion, not this step's): none was
+// logged before the tree size. Read from the entries, not from
 // outcomes.json, which this verifier does not recompute.
 func unsettledSteps(team, run string, entries []entry, cp checkpoint) []string {
-	completed := map[string]bool{}
+	type step struct {
+		start, id string
+		attempt   int64
+	}
+	completed := map[step]bool{}
 	for _, e := range entries {
 		if e.kind == "agent_exec" {
-			completed[e.startReceiptID] = true
+			completed[step{e.startReceiptID, e.stepID, e.attempt}] = true
 		}
 	}
 	var out []string
 	for _, e := range entries {
-		if e.kind == "agent_start" && e.decision == "allow" && !completed[e.receiptID] {
+		if e.kind == "agent_start" && e.decision == "allow" && !completed[step{e.receiptID, e.stepID, e.attempt}] {
 			out = append(out, fmt.Sprintf("step %s/%s/%s attempt %d: no completion in the log up to seq %d (proven)",
 				team, run, e.stepID, e.attempt, cp.size-1))
 		}
