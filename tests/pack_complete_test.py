@@ -13,7 +13,8 @@ Usage: pack_complete_test.py LEDGERCTL VERIFY_PACK_PY LEDGER_VERIFY_GO PACK_OUTC
 WORK_DIR holds live-old.tar.gz and live.tar.gz (team-ops/run-live, a step
 pending, exported before and after its third entry), unknown.tar.gz
 (team-support/run-0007, whose last entry is its step_unknown), done.tar.gz
-(team-code/run-0000), none.tar.gz (team-ops/run-none, no entry) and
+(team-code/run-0000), failed.tar.gz (team-ops/run-failed: a start and its
+failed agent_exec, the step's deadline an hour away), none.tar.gz (team-ops/run-none, no entry) and
 seq.tar.gz (seqs 0 to 4).
 """
 import base64
@@ -53,11 +54,14 @@ class Pack:
 def main():
     ledgerctl, verify_py, lvg, outcomes_tool, vkey, key_file, work = sys.argv[1:8]
     sign = t.signer(key_file)
-    packs = {n: Pack(os.path.join(work, n + ".tar.gz")) for n in ("live-old", "live", "unknown", "done", "none", "seq")}
+    packs = {n: Pack(os.path.join(work, n + ".tar.gz")) for n in ("live-old", "live", "unknown", "done", "failed", "none",
+                                                                   "seq")}
     for name, p in packs.items():
         assert p.manifest["format"] == 3, (name, p.manifest["format"])
     live, old, unknown, done = packs["live"], packs["live-old"], packs["unknown"], packs["done"]
+    failed = packs["failed"]
     assert unknown.entries[-1]["receipt"]["kind"] == "step_unknown", unknown.entries[-1]
+    assert [e["receipt"]["kind"] for e in failed.entries] == ["agent_start", "agent_exec"]
     assert len(live.entries) == len(old.entries) + 1 and old.size < live.size
 
     def resigned(files, manifest_edit=None):
@@ -130,6 +134,9 @@ def main():
                       if s["state"] == "unknown" and "completion" not in s])),
         ("a finished run", done.files, ok(done, [])),
         ("(g) a run with no entry: an absence proof", packs["none"].files, ok(packs["none"], [])),
+        ("a run whose step failed", failed.files, ok(failed, [])),
+        ("(a) the run's failed agent_exec dropped, its step pending within its deadline",
+         resigned(drop_last(failed.files)), refused(counts % (2, failed.size, 1))),
         ("(a) the run's last entry dropped", resigned(drop_last(done.files)),
          refused(counts % (len(done.entries), done.size, len(done.entries) - 1))),
         ("(b) the run's step_unknown dropped", resigned(drop_last(unknown.files)),

@@ -32,12 +32,20 @@ covered() {  # covered: waits for a checkpoint that covers the receipts appended
   [ -n "$seq" ] || { echo "FAIL: append"; exit 1; }
   ctl checkpoint --at-least "$((seq + 1))" > /dev/null
 }
+# A run whose step failed a moment ago: dropping its agent_exec leaves the
+# step pending within its deadline, which no signed time can catch.
+us=$(($(date +%s) * 1000000))
+printf '%s\n' \
+  '{"decision":"allow","kind":"agent_start","occurred_at_us":'$us',"receipt_id":"failed.start","run_id":"run-failed","step_id":"step-0","team":"team-ops","timeout_ms":3600000}' \
+  '{"exit_code":1,"kind":"agent_exec","occurred_at_us":'$((us + 5))',"receipt_id":"failed.exec","run_id":"run-failed","start_receipt_id":"failed.start","status":"failed","step_id":"step-0","team":"team-ops"}' |
+  ctl append | covered
 { live 0; live 1; } | ctl append | covered
 ctl export --run team-ops/run-live --out "$work/live-old.tar.gz" > /dev/null
 live 2 | ctl append | covered
 ctl export --run team-ops/run-live --out "$work/live.tar.gz" > /dev/null
 ctl export --run team-support/run-0007 --out "$work/unknown.tar.gz" > /dev/null
 ctl export --run team-code/run-0000 --out "$work/done.tar.gz" > /dev/null
+ctl export --run team-ops/run-failed --out "$work/failed.tar.gz" > /dev/null
 ctl export --run team-ops/run-none --out "$work/none.tar.gz" > /dev/null
 ctl export --seq 0:5 --out "$work/seq.tar.gz" > /dev/null
 /usr/bin/python3 "$root/tests/pack_complete_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" "$lvg" \
