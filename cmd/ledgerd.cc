@@ -466,6 +466,13 @@ int main(int argc, char** argv) {
         .Msg("receipt index rewritten from format 1 (global ids) to format 2 (ids scoped by team)")
         .Emit();
   }
+  if ((*log)->migrated_run_heads() > 0) {
+    ledger::jsonlog::Info("run_heads_migrated")
+        .Int("rows", static_cast<int64_t>((*log)->migrated_run_heads()))
+        .Msg("run rows rewritten from format 1 (last seq) to format 2 (count, last seq, leaf hash) for the "
+             "run-head map")
+        .Emit();
+  }
   if (!(*log)->rollback_accepted().empty()) {
     ledger::jsonlog::Warn("rollback_accepted")
         .Msg(absl::StrCat("--accept-rollback: ", (*log)->rollback_accepted()))

@@ -231,7 +231,8 @@ PackReader::~PackReader() {
 
 absl::StatusOr<std::optional<std::string>> PackReader::Next() {
   static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries, kVkey,
-                                               kManifest,   kManifestSig,    kOutcomes,    kProofs,  kReport};
+                                               kManifest,   kManifestSig,    kOutcomes,    kProofs,  kReport,
+                                               kRunHead};
   archive_entry* e = nullptr;
   int rc = archive_read_next_header(archive_, &e);
   if (rc == ARCHIVE_EOF) return std::nullopt;
@@ -415,6 +416,18 @@ absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, 
   });
   if (!scanned.ok()) return scanned;
   return first;
+}
+
+absl::StatusOr<std::vector<std::string>> UnsettledSteps(Outcomes& outcomes) {
+  std::vector<std::string> steps;
+  absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
+    const bool pending = s.state() == query::pb::STEP_STATE_PENDING;
+    if (!pending && s.state() != query::pb::STEP_STATE_UNKNOWN) return;
+    steps.push_back(absl::StrCat(s.team(), "/", s.run_id(), "/", s.step_id(), " attempt ", s.attempt(),
+                                 pending ? " (pending)" : " (unknown)"));
+  });
+  if (!scanned.ok()) return scanned;
+  return steps;
 }
 
 absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
