@@ -36,14 +36,14 @@ def main():
     files = t.read_pack(pack)
     d = dict(files)
     manifest = json.loads(d["manifest.json"])
-    time_lines = note_body(d["checkpoint-time"])  # header, origin, size, root, "time N"
-    signed_at = int(time_lines[4][5:])
+    time_lines = note_body(d["checkpoint-time"])  # header, origin, size, root, ["runs R",] "time N"
+    signed_at = int(time_lines[-1][5:])
     size, root = int(time_lines[2]), base64.b64decode(time_lines[3]).hex()
     kept = open(old_kept, "rb").read()
-    old_note, old_time = kept[:kept.index(b"evidence-ledger/checkpoint-time/v1\n")], \
-        kept[kept.index(b"evidence-ledger/checkpoint-time/v1\n"):]
+    at = kept.index(b"\nevidence-ledger/checkpoint-time/v") + 1
+    old_note, old_time = kept[:at], kept[at:]
     old_lines = note_body(old_time)
-    old_at, old_size, old_root = int(old_lines[4][5:]), int(old_lines[2]), base64.b64decode(old_lines[3]).hex()
+    old_at, old_size, old_root = int(old_lines[-1][5:]), int(old_lines[2]), base64.b64decode(old_lines[3]).hex()
     outcomes = json.loads(d["outcomes.json"])
     pending = [s for s in outcomes["steps"] if s["state"] == "pending"]
     assert len(pending) == 1, pending
@@ -62,12 +62,17 @@ def main():
         return sign(("\n".join(lines) + "\n").encode())
 
     def without_time(files, downgrade):
+        """The time note removed; downgrade: the manifest made format 1, and
+        the run-head proof (of format 3) removed with it."""
+        gone = {"checkpoint-time", "run-head.json"} if downgrade else {"checkpoint-time"}
+
         def edit(m):
-            del m["files"]["checkpoint-time"]
+            for name in gone:
+                m["files"].pop(name, None)
             if downgrade:
                 m["format"] = 1
                 del m["unknown_grace_ms"]
-        return t.resigned([(n, x) for n, x in manifest_edited(files, edit) if n != "checkpoint-time"], sign)
+        return t.resigned([(n, x) for n, x in manifest_edited(files, edit) if n not in gone], sign)
 
     def grace(ms):
         return t.resigned(manifest_edited(files, lambda m: m.__setitem__("unknown_grace_ms", ms)), sign)
@@ -78,7 +83,7 @@ def main():
                    r"\(start \+ timeout \+ the manifest's unknown_grace_ms 0\) %s is before the checkpoint's signed "
                    r"time %s: an honest ledger declares it unknown before signing$"
                    % (re.escape(step["step_id"]), step["attempt"], iso(deadline_at), iso(signed_at)))
-    backwards = time_lines[:4] + ["time %d" % (old_at - 1)]
+    backwards = time_lines[:-1] + ["time %d" % (old_at - 1)]
     # (case, files, extra arguments, exit code, the line expected)
     cases = [
         ("the genuine pack, a step pending within the ledger's grace", files, [], 0, ok_line),
