@@ -278,18 +278,19 @@ def split_kept(data):
 
 
 def kept_checkpoint(data, key):
-    """(origin, size, root, time_us or None) of a kept checkpoint file."""
+    """(origin, size, root, time_us or None, runs or None) of a kept
+    checkpoint file; runs is the map root of a version 2 time note."""
     cp, time_note = split_kept(data)
     origin, size, root = checkpoint_of(cp, key)
     if time_note is None:
-        return origin, size, root, None
+        return origin, size, root, None, None
     try:
         t = checkpoint_time(time_note, key)
     except Failure as e:
         raise Failure("time note: %s" % e)
     if t[:3] != (origin, size, root):
         raise Failure("time note: not the time note of the checkpoint before it")
-    return origin, size, root, t[3]
+    return origin, size, root, t[3], t[4]
 
 
 def signed_time(us):
@@ -472,6 +473,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
                       % (size, root.hex(), manifest["tree_size"], manifest["root"]))
     scope = manifest["scope"]
     kept_times = {"--since": None, "--not-older-than": None}  # the times the auditor kept
+    kept_maps = set()  # the flags whose kept time note signs a run-head map root
     if expect_scope is not None:
         keys = {"run": ("team", "run_id"), "seq": ("from_seq", "to_seq"), "team": ("team", "from_us", "to_us")}
         if (not isinstance(scope, dict) or scope.get("kind") != expect_scope["kind"]
@@ -482,9 +484,12 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         want_root = None
         if isinstance(not_older_than, bytes):
             try:
-                _, not_older_than, want_root, kept_times["--not-older-than"] = kept_checkpoint(not_older_than, key)
+                _, not_older_than, want_root, kept_times["--not-older-than"], runs = kept_checkpoint(not_older_than,
+                                                                                                      key)
             except (Failure, ValueError) as e:
                 raise UsageError("--not-older-than: %s" % e)
+            if runs is not None:
+                kept_maps.add("--not-older-than")
         if size < not_older_than:
             raise Failure("checkpoint: tree size %d is older than the %d asked for (--not-older-than)"
                           % (size, not_older_than))
@@ -496,8 +501,10 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             since = kept_checkpoint(since, key)
         except (Failure, ValueError) as e:
             raise UsageError("--since: %s" % e)
-        kept_times["--since"] = since[3]
+        kept_times["--since"], runs = since[3], since[4]
         since = since[:3]
+        if runs is not None:
+            kept_maps.add("--since")
         if "consistency.json" not in files and since[1:] != (size, root):
             raise Failure("consistency.json: missing: --since asks for consistency with the checkpoint at size %d"
                           % since[1])
@@ -546,6 +553,9 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if signed_at < kept:
             raise Failure("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s "
                           "(times never go backwards)" % (signed_time(signed_at), signed_time(kept), flag))
+        if flag in kept_maps and runs_root is None:
+            raise Failure("checkpoint-time: a version 1 note, but the checkpoint given with %s has a version 2 note: a "
+                          "ledger that signs the run-head map root signs it with every later checkpoint" % flag)
     run_head = run_head_proof(files, manifest, runs_root)
     entries = files["entries.jsonl"].split(b"\n")[:-1]
     proofs = files["proofs.jsonl"].split(b"\n")[:-1]
@@ -612,25 +622,20 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
 
 def run_head_proof(files, manifest, runs_root):
     """Steps 1 and 2 of "Proven completeness (format 3)" (CONTRACT.md section
-    7): the version 2 note a format 3 pack carries, run-head.json in its run
-    packs only, and its proof to the note's runs root. The proof (for step
-    3, completeness.check_entries) of a format 3 run pack, else None."""
-    fmt, scope = manifest["format"], manifest["scope"]
-    if fmt < 3:
-        if runs_root is not None:
-            raise Failure("checkpoint-time: a version 2 note (with the run-head map root) in a format %d pack: the "
-                          "ledger that signs it exports format 3, whose run packs carry run-head.json" % fmt)
-        if "run-head.json" in files:
-            raise Failure("run-head.json: a format %d pack carries no run-head proof" % fmt)
-        return None
-    if runs_root is None:
+    7): the version 2 note a format 3 pack carries; run-head.json in a run
+    pack whose note is version 2, whatever the manifest's format, and in no
+    other pack; its proof to the note's runs root. The proof (for step 3,
+    completeness.check_entries) of such a run pack, else None."""
+    if manifest["format"] >= 3 and runs_root is None:
         raise Failure("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
-    if scope["kind"] != "run":
+    scope = manifest["scope"]
+    if scope["kind"] != "run" or runs_root is None:
         if "run-head.json" in files:
             raise Failure("run-head.json: only a run pack carries a run-head proof")
         return None
     if "run-head.json" not in files:
-        raise Failure("run-head.json: missing: a format 3 run pack carries its run's head proof")
+        raise Failure("run-head.json: missing: a run pack whose checkpoint-time note signs a run-head map root "
+                      "carries its run's head proof")
     try:
         return completeness.check_proof(files["run-head.json"], scope["team"], scope["run_id"], runs_root)
     except completeness.Failure as e:

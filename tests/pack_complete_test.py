@@ -14,7 +14,9 @@ WORK_DIR holds live-old.tar.gz and live.tar.gz (team-ops/run-live, a step
 pending, exported before and after its third entry), unknown.tar.gz
 (team-support/run-0007, whose last entry is its step_unknown), done.tar.gz
 (team-code/run-0000), failed.tar.gz (team-ops/run-failed: a start and its
-failed agent_exec, the step's deadline an hour away), none.tar.gz (team-ops/run-none, no entry) and
+failed agent_exec, the step's deadline an hour away), failed-since.tar.gz
+(the same, exported --since the checkpoint of old.kept, which holds that
+checkpoint and its time note), none.tar.gz (team-ops/run-none, no entry) and
 seq.tar.gz (seqs 0 to 4).
 """
 import base64
@@ -54,8 +56,8 @@ class Pack:
 def main():
     ledgerctl, verify_py, lvg, outcomes_tool, vkey, key_file, work = sys.argv[1:8]
     sign = t.signer(key_file)
-    packs = {n: Pack(os.path.join(work, n + ".tar.gz")) for n in ("live-old", "live", "unknown", "done", "failed", "none",
-                                                                   "seq")}
+    packs = {n: Pack(os.path.join(work, n + ".tar.gz")) for n in ("live-old", "live", "unknown", "done", "failed",
+                                                                   "failed-since", "none", "seq")}
     for name, p in packs.items():
         assert p.manifest["format"] == 3, (name, p.manifest["format"])
     live, old, unknown, done = packs["live"], packs["live-old"], packs["unknown"], packs["done"]
@@ -96,15 +98,21 @@ def main():
     def scope_name(p):
         return "%s/%s" % (p.scope["team"], p.scope["run_id"])
 
-    def ok(p, steps):
+    def ok(p, steps, since=None):
+        """since: (size, root hex) of the --since checkpoint."""
         n, c = p.size, len(p.entries)
         complete = ("complete: every entry of the run up to seq %d (run-head proof, %d entries)" % (n - 1, c) if c
                     else "complete: the run has no entry up to seq %d (absence proof)" % (n - 1))
-        py = [r"OK: %d entries of .* at tree size %d, root %s, signed at .*\." % (c, n, p.root), re.escape(complete + ".")]
+        py = [r"OK: %d entries of .* at tree size %d, root %s, signed at .*\." % (c, n, p.root)]
+        if since:
+            py.append(re.escape("The checkpoint is consistent with the earlier one at size %d, root %s (the one given "
+                                "with --since)." % since))
+        py.append(re.escape(complete + "."))
         py += [re.escape("step %s/%s attempt 1 (%s): no completion in the log up to seq %d (proven)"
                          % (scope_name(p), s, state, n - 1)) for s, state in steps]
-        go = ["OK run %s: %d entries, tree size %d, root %s; %s; outcomes.json not recomputed"
-              % (scope_name(p), c, n, p.root, complete)]
+        go = ["OK run %s: %d entries, tree size %d, root %s%s; %s; outcomes.json not recomputed"
+              % (scope_name(p), c, n, p.root, ", consistent with the --since checkpoint size %d root %s" % since
+                 if since else "", complete)]
         go += ["step %s/%s attempt 1: no completion in the log up to seq %d (proven)" % (scope_name(p), s, n - 1)
                for s, _ in steps]
         # ledgerctl verify: the same statements, in its own OK line's words.
@@ -120,6 +128,8 @@ def main():
         ctl = ["^FAILED: .*" + re.escape(e) for e in evidence or [reason]]
         return 1, "FAILED: " + re.escape(reason), "FAIL: " + reason, ctl + ["CONTRACT: FAILED: " + reason]
 
+    missing = ("run-head.json: missing: a run pack whose checkpoint-time note signs a run-head map root carries its "
+               "run's head proof")
     counts = "run-head.json: the run has %d entries up to tree size %d, the pack holds %d"
     leads = "run-head.json: the proof leads to map root %s, the checkpoint-time note signs %s"
     # (c): the head claimed one entry shorter, its proof's siblings kept.
@@ -131,6 +141,15 @@ def main():
     shorter_root = runmap.inclusion_root(key, len(done.entries) - 1, last["seq"], last_hash,
                                          [bytes.fromhex(s) for s in done.run_head["siblings"]])
     downgraded = drop_last(no_run_head(done.files))
+    # The operator's downgrade: the run cut short, its proof removed, a
+    # version 1 note re-signed for the checkpoint, the manifest format 2.
+    since = packs["failed-since"]
+    body = note_lines(since.get("checkpoint-time"))
+    v1 = sign(("\n".join(["evidence-ledger/checkpoint-time/v1"] + body[1:4] + body[5:]) + "\n").encode())
+    v1_downgrade = resigned(t.edited(drop_last(no_run_head(since.files)), "checkpoint-time", lambda _: v1), format2)
+    kept = ["--since", os.path.join(work, "old.kept")]
+    old_cp = note_lines(open(os.path.join(work, "old.note"), "rb").read())
+    old_size, old_root = int(old_cp[1]), base64.b64decode(old_cp[2]).hex()
     cases = [
         ("(f) a run in progress, a step pending", live.files, ok(live, [("step-0", "pending")])),
         ("(f) the same run exported before its last entry", old.files, ok(old, [("step-0", "pending")])),
@@ -154,22 +173,28 @@ def main():
          resigned(with_run_head(drop_last(live.files), old.get("run-head.json"))),
          refused(leads % (old.runs.hex(), live.runs.hex()), "run-head.json: ", old.runs.hex(), live.runs.hex())),
         ("(e) run-head.json removed", resigned(no_run_head(done.files)),
-         refused("run-head.json: missing: a format 3 run pack carries its run's head proof", "run-head.json: missing")),
+         refused(missing)),
         ("(e) run-head.json removed, the last entry dropped, the manifest made format 2",
          resigned(downgraded, format2),
-         refused("checkpoint-time: a version 2 note (with the run-head map root) in a format 2 pack: the ledger that "
-                 "signs it exports format 3, whose run packs carry run-head.json", "run-head.json")),
+         refused(missing)),
+        ("a genuine pack, --since the kept checkpoint and its version 2 time note", since.files,
+         ok(since, [], (old_size, old_root)), kept),
+        ("(e) the failed agent_exec dropped, run-head.json removed, a version 1 note re-signed, format 2; --since a "
+         "kept version 2 note", v1_downgrade,
+         refused("checkpoint-time: a version 1 note, but the checkpoint given with --since has a version 2 note: a "
+                 "ledger that signs the run-head map root signs it with every later checkpoint", ""), kept),
         ("a seq range given a run's head proof", resigned(with_run_head(packs["seq"].files, done.get("run-head.json"))),
          refused("run-head.json: only a run pack carries a run-head proof")),
     ]
     failures = worded = 0
-    for label, files, (code, py_want, go_want, ctl_want) in cases:
+    for case in cases:
+        label, files, (code, py_want, go_want, ctl_want), extra = (case + ([],))[:4]
         path = os.path.join(work, "case.tar.gz")
         t.write_pack(files, path)
         verdicts = {}
-        for tool, cmd in (("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey]),
-                          ("ledger-verify-go", [lvg, "--vkey", vkey, path]),
-                          ("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey])):
+        for tool, cmd in (("verify_pack.py", ["/usr/bin/python3", verify_py, path, "--vkey", vkey] + extra),
+                          ("ledger-verify-go", [lvg, "--vkey", vkey, path] + extra),
+                          ("ledgerctl", [ledgerctl, "verify", path, "--vkey", vkey] + extra)):
             p = subprocess.run(cmd, capture_output=True, text=True)
             got = (p.stdout + p.stderr).strip()
             verdicts[tool] = p.returncode

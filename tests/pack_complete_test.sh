@@ -32,6 +32,10 @@ covered() {  # covered: waits for a checkpoint that covers the receipts appended
   [ -n "$seq" ] || { echo "FAIL: append"; exit 1; }
   ctl checkpoint --at-least "$((seq + 1))" > /dev/null
 }
+# The auditor's kept checkpoint and its (version 2) time note.
+ctl checkpoint > "$work/old.note"
+ctl checkpoint --time-note --size "$(sed -n 2p "$work/old.note")" > "$work/old.time"
+cat "$work/old.note" "$work/old.time" > "$work/old.kept"
 # A run whose step failed a moment ago: dropping its agent_exec leaves the
 # step pending within its deadline, which no signed time can catch.
 us=$(($(date +%s) * 1000000))
@@ -46,6 +50,7 @@ ctl export --run team-ops/run-live --out "$work/live.tar.gz" > /dev/null
 ctl export --run team-support/run-0007 --out "$work/unknown.tar.gz" > /dev/null
 ctl export --run team-code/run-0000 --out "$work/done.tar.gz" > /dev/null
 ctl export --run team-ops/run-failed --out "$work/failed.tar.gz" > /dev/null
+ctl export --run team-ops/run-failed --since "$work/old.note" --out "$work/failed-since.tar.gz" > /dev/null
 ctl export --run team-ops/run-none --out "$work/none.tar.gz" > /dev/null
 ctl export --seq 0:5 --out "$work/seq.tar.gz" > /dev/null
 /usr/bin/python3 "$root/tests/pack_complete_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" "$lvg" \

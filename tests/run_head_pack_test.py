@@ -308,6 +308,15 @@ def cases(key, log):
            ok_go("run team-a/run-0", 0, "; complete: the run has no entry up to seq %d (absence proof)" % last))
     seq = build_pack(key, log, n, {"kind": "seq", "from_seq": 2, "to_seq": 5})
     yield ("a seq range of format 3: no run-head proof", seq, 0, ok_py(seq, 3), ok_go("seq 2:5", 3))
+    seq2 = build_pack(key, log, n, {"kind": "seq", "from_seq": 2, "to_seq": 5}, fmt=2)
+    yield ("a seq range of format 2 with a version 2 note", seq2, 0, ok_py(seq2, 3), ok_go("seq 2:5", 3))
+    run2 = build_pack(key, log, n, run1, fmt=2)
+    run2 = resign(key, dict(run2, **{"run-head.json": genuine["run-head.json"]}))
+    yield ("a run pack of format 2 with a version 2 note and its run-head proof", run2, 0,
+           ok_py(run2, 3) + [complete1 + ".", "step team-a/run-1/s2 attempt 1 (pending): no completion in the log up "
+                             "to seq %d (proven)" % last],
+           ok_go("run team-a/run-1", 3, "; " + complete1) + "\nstep team-a/run-1/s2 attempt 1: no completion in the "
+           "log up to seq %d (proven)" % last)
     older = build_pack(key, log, n, run1, fmt=2, note_version=1)
     yield ("a format 2 pack with a version 1 note (an older ledger's)", older, 0, ok_py(older, 3),
            ok_go("run team-a/run-1", 3))
@@ -338,10 +347,9 @@ def cases(key, log):
     f["checkpoint-time"] = key.sign("\n".join(note[:6]) + "\n")
     yield ("a head whose last entry is not the pack's (under a root the operator signed)", resign(key, f), 1,
            ["FAILED: " + msg], "FAIL: " + msg)
-    msg = "run-head.json: missing: a format 3 run pack carries its run's head proof"
+    msg = ("run-head.json: missing: a run pack whose checkpoint-time note signs a run-head map root carries its run's "
+           "head proof")
     yield ("run-head.json removed", edit(genuine, None), 1, ["FAILED: " + msg], "FAIL: " + msg)
-    msg = ("checkpoint-time: a version 2 note (with the run-head map root) in a format 2 pack: the ledger that signs "
-           "it exports format 3, whose run packs carry run-head.json")
     yield ("run-head.json removed and the manifest made format 2", manifest(edit(genuine, None),
                                                                             format=2), 1,
            ["FAILED: " + msg], "FAIL: " + msg)
@@ -351,7 +359,7 @@ def cases(key, log):
     msg = "run-head.json: only a run pack carries a run-head proof"
     yield ("a seq range carrying a run-head proof", edit(seq, genuine["run-head.json"]), 1,
            ["FAILED: " + msg], "FAIL: " + msg)
-    msg = "run-head.json: a format 2 pack carries no run-head proof"
+    msg = "run-head.json: only a run pack carries a run-head proof"
     yield ("a format 2 pack carrying a run-head proof", edit(older, genuine["run-head.json"]), 1,
            ["FAILED: " + msg], "FAIL: " + msg)
     k2 = runmap.run_key(b"team-a", b"run-2")

@@ -82,9 +82,8 @@ func base64Hash(s string) ([32]byte, bool) {
 
 // checkTimeNote reads the pack's checkpoint-time (format 2 and 3 packs
 // carry one, readManifest checked) and requires it to name the pack's
-// checkpoint. It returns the note's runs root, nil for a version 1 note or
-// a format 1 pack.
-func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint) (*mapHash, error) {
+// checkpoint. It returns the note, nil in a format 1 pack.
+func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint) (*timeNote, error) {
 	data, ok := p.files["checkpoint-time"]
 	if !ok {
 		return nil, nil
@@ -97,7 +96,54 @@ func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint) (*mapHash, error) 
 		return nil, fmt.Errorf("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s",
 			t.cp.origin, t.cp.size, hex.EncodeToString(t.cp.root[:]), cp.size, hex.EncodeToString(cp.root[:]))
 	}
-	return t.runs, nil
+	return &t, nil
+}
+
+// splitKept splits a --since file into the checkpoint and the time note
+// kept after it (nil when there is none): the note starts at the first line
+// evidence-ledger/checkpoint-time/v1 or v2.
+func splitKept(data []byte) ([]byte, []byte) {
+	for _, h := range []string{"evidence-ledger/checkpoint-time/v1\n", "evidence-ledger/checkpoint-time/v2\n"} {
+		if strings.HasPrefix(string(data), h) {
+			return nil, data
+		}
+		if i := strings.Index(string(data), "\n"+h); i >= 0 {
+			return data[:i+1], data[i+1:]
+		}
+	}
+	return data, nil
+}
+
+// checkKeptTime applies the time note kept with the --since checkpoint
+// (section 7): it names that checkpoint; the pack then states a time, not
+// an earlier one, and, when the kept note signs a run-head map root, a
+// version 2 note (a ledger that signs the root signs it with every later
+// checkpoint: a pack rewritten as format 2 with a version 1 note is
+// refused).
+func checkKeptTime(t *timeNote, vs note.Verifiers, o options) error {
+	if o.sinceTime == nil {
+		return nil
+	}
+	kept, err := openTimeNote(o.sinceTime, vs)
+	if err != nil {
+		return fmt.Errorf("--since: time note: %v", err)
+	}
+	given, err := openCheckpoint("--since", o.since, vs, kept.cp.origin)
+	if err != nil {
+		return err
+	}
+	if kept.cp != given {
+		return fmt.Errorf("--since: time note: not the time note of the checkpoint before it")
+	}
+	switch {
+	case t == nil:
+		return fmt.Errorf("checkpoint-time: missing: the checkpoint given with --since has a signed time, so every later checkpoint has one")
+	case t.timeUs < kept.timeUs:
+		return fmt.Errorf("checkpoint-time: time %d us is before %d us, the time of the checkpoint given with --since (times never go backwards)", t.timeUs, kept.timeUs)
+	case kept.runs != nil && t.runs == nil:
+		return fmt.Errorf("checkpoint-time: a version 1 note, but the checkpoint given with --since has a version 2 note: a ledger that signs the run-head map root signs it with every later checkpoint")
+	}
+	return nil
 }
 
 // runHeadProof is run-head.json read: an inclusion proof has a head, an
@@ -114,27 +160,22 @@ func runHeadError(format string, args ...interface{}) error {
 }
 
 // checkRunHeadFile makes steps 1 and 2 of section 7: the version 2 note of
-// a format 3 pack, run-head.json in its run packs only, its key the scope's
-// run key and its root the note's. It returns the proof of a format 3 run
-// pack, else nil.
+// a format 3 pack; run-head.json in a run pack whose note is version 2,
+// whatever the manifest's format, and in no other pack; its key the scope's
+// run key and its root the note's. It returns the proof of such a run pack,
+// else nil.
 func checkRunHeadFile(p *pack, format int64, scope *value, runs *mapHash) (*runHeadProof, error) {
 	data, has := p.files["run-head.json"]
 	kind, _ := str(scope.get("kind"))
 	switch {
-	case format < 3 && runs != nil:
-		return nil, fmt.Errorf("checkpoint-time: a version 2 note (with the run-head map root) in a format %d pack: the ledger that signs it exports format 3, whose run packs carry run-head.json", format)
-	case format < 3 && has:
-		return nil, runHeadError("a format %d pack carries no run-head proof", format)
-	case format < 3:
-		return nil, nil
-	case runs == nil:
+	case format >= 3 && runs == nil:
 		return nil, fmt.Errorf("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
-	case kind != "run" && has:
+	case (kind != "run" || runs == nil) && has:
 		return nil, runHeadError("only a run pack carries a run-head proof")
-	case kind != "run":
+	case kind != "run" || runs == nil:
 		return nil, nil
 	case !has:
-		return nil, runHeadError("missing: a format 3 run pack carries its run's head proof")
+		return nil, runHeadError("missing: a run pack whose checkpoint-time note signs a run-head map root carries its run's head proof")
 	}
 	proof, err := readRunHead(data)
 	if err != nil {

@@ -22,6 +22,7 @@ type options struct {
 	vkey         string // the verifier key line, obtained apart from the pack
 	trustPackKey bool
 	since        []byte // the auditor's earlier signed checkpoint, or nil
+	sinceTime    []byte // the time note kept with it, or nil
 }
 
 type checkpoint struct {
@@ -75,7 +76,7 @@ func verify(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	complete, unsettled, err := checkCompleteness(p, vs, m, entries, cp)
+	complete, unsettled, err := checkCompleteness(p, vs, m, entries, cp, o)
 	if err != nil {
 		return "", err
 	}
@@ -97,10 +98,17 @@ func verify(o options) (string, error) {
 // pack, checks run-head.json (section 7, "Proven completeness"). It returns
 // what the OK line adds and the lines of the steps proven to have no
 // completion.
-func checkCompleteness(p *pack, vs note.Verifiers, m *manifest, entries []entry, cp checkpoint) (string, []string, error) {
-	runs, err := checkTimeNote(p, vs, cp)
+func checkCompleteness(p *pack, vs note.Verifiers, m *manifest, entries []entry, cp checkpoint, o options) (string, []string, error) {
+	t, err := checkTimeNote(p, vs, cp)
 	if err != nil {
 		return "", nil, err
+	}
+	if err := checkKeptTime(t, vs, o); err != nil {
+		return "", nil, err
+	}
+	var runs *mapHash
+	if t != nil {
+		runs = t.runs
 	}
 	proof, err := checkRunHeadFile(p, m.format, m.scope, runs)
 	if err != nil || proof == nil {
