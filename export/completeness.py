@@ -136,6 +136,6 @@ def check_entries(p, team, run_id, tree_size, entries):
 def unsettled_steps(outcomes, tree_size):
     """The lines for the steps outcomes.json shows pending or unknown with no
     completion: in a complete run pack, none was logged before tree_size."""
-    return ["step %s/%s/%s attempt %d (%s): no completion in the log up to seq %d (proven)"
+    return ["%s/%s/%s attempt %d (%s): no completion in the log up to seq %d (proven)."
             % (s["team"], s["run_id"], s["step_id"], s["attempt"], s["state"], tree_size - 1)
             for s in outcomes["steps"] if s["state"] in ("pending", "unknown") and "completion" not in s]

@@ -108,7 +108,7 @@ def main():
             py.append(re.escape("The checkpoint is consistent with the earlier one at size %d, root %s (the one given "
                                 "with --since)." % since))
         py.append(re.escape(complete + "."))
-        py += [re.escape("step %s/%s attempt 1 (%s): no completion in the log up to seq %d (proven)"
+        py += [re.escape("%s/%s attempt 1 (%s): no completion in the log up to seq %d (proven)."
                          % (scope_name(p), s, state, n - 1)) for s, state in steps]
         go = ["OK run %s: %d entries, tree size %d, root %s%s; %s; outcomes.json not recomputed"
               % (scope_name(p), c, n, p.root, ", consistent with the --since checkpoint size %d root %s" % since

@@ -292,14 +292,14 @@ def cases(key, log):
     rh = "run-head.json: the run has %d entries up to tree size %d, the pack holds %d"
     yield ("a run pack, every entry of its run, a step pending", genuine, 0,
            ok_py(genuine, 3) + [complete1 + ".",
-                                "step team-a/run-1/s2 attempt 1 (pending): no completion in the log up to seq %d "
-                                "(proven)" % last],
+                                "team-a/run-1/s2 attempt 1 (pending): no completion in the log up to seq %d "
+                                "(proven)." % last],
            ok_go("run team-a/run-1", 3, "; " + complete1) + "\nstep team-a/run-1/s2 attempt 1: no completion in the "
            "log up to seq %d (proven)" % last)
     yield ("a run pack whose last entry is the ledger's step_unknown", unknown, 0,
            ok_py(unknown, 2) + ["complete: every entry of the run up to seq %d (run-head proof, 2 entries)." % last,
-                                "step team-a/run-2/s1 attempt 1 (unknown): no completion in the log up to seq %d "
-                                "(proven)" % last],
+                                "team-a/run-2/s1 attempt 1 (unknown): no completion in the log up to seq %d "
+                                "(proven)." % last],
            ok_go("run team-a/run-2", 2, "; complete: every entry of the run up to seq %d (run-head proof, 2 entries)"
                  % last) + "\nstep team-a/run-2/s1 attempt 1: no completion in the log up to seq %d (proven)" % last)
     absent = build_pack(key, log, n, none)
@@ -313,8 +313,8 @@ def cases(key, log):
     run2 = build_pack(key, log, n, run1, fmt=2)
     run2 = resign(key, dict(run2, **{"run-head.json": genuine["run-head.json"]}))
     yield ("a run pack of format 2 with a version 2 note and its run-head proof", run2, 0,
-           ok_py(run2, 3) + [complete1 + ".", "step team-a/run-1/s2 attempt 1 (pending): no completion in the log up "
-                             "to seq %d (proven)" % last],
+           ok_py(run2, 3) + [complete1 + ".", "team-a/run-1/s2 attempt 1 (pending): no completion in the log up "
+                             "to seq %d (proven)." % last],
            ok_go("run team-a/run-1", 3, "; " + complete1) + "\nstep team-a/run-1/s2 attempt 1: no completion in the "
            "log up to seq %d (proven)" % last)
     older = build_pack(key, log, n, run1, fmt=2, note_version=1)
