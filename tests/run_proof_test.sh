@@ -80,6 +80,8 @@ grep -q "^complete: the run has no entry up to seq [0-9]* (absence proof)\.$" "$
 
 # The stopped ledger's replay proves the same head at the final checkpoint.
 kill -TERM "$pid"; wait "$pid"; pid=""
+"$build/cmd/ledgerctl" rebuild --data "$work/data" > "$work/rebuild.out" 2> /dev/null || fail "rebuild"
+grep -q "^[1-9][0-9]* run heads rebuilt from the log" "$work/rebuild.out" || { cat "$work/rebuild.out"; fail "rebuild of the run heads"; }
 size=$("$build/cmd/ledgerctl" audit --data "$work/data" --origin "$origin" --json |
   /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["ok"] and r["run_map_roots"] >= 2, r; print(r["entries"])')
 "$build/cmd/ledgerctl" prove-run --data "$work/data" --origin "$origin" --size "$size" --team "$team" --run "$run" \

@@ -26,6 +26,10 @@ absl::Status ForEachEntry(const store::Store& store, uint64_t size, F fn,
   });
 }
 
+// Replays the log into run heads; with `check_rows`, every row must name its
+// run's last entry (and a row of format 2, its whole head). Writes them all.
+absl::StatusOr<uint64_t> RewriteRunHeads(store::Store& store, bool check_rows);
+
 }  // namespace
 
 absl::StatusOr<uint64_t> MigrateRunHeads(store::Store& store) {
@@ -36,6 +40,14 @@ absl::StatusOr<uint64_t> MigrateRunHeads(store::Store& store) {
   });
   if (!scanned.ok()) return scanned;
   if (!legacy) return 0;
+  return RewriteRunHeads(store, /*check_rows=*/true);
+}
+
+absl::StatusOr<uint64_t> RebuildRunHeads(store::Store& store) { return RewriteRunHeads(store, false); }
+
+namespace {
+
+absl::StatusOr<uint64_t> RewriteRunHeads(store::Store& store, bool check_rows) {
   auto state = store.ReadState();
   if (!state.ok()) return state.status();
   // (team, run_id) -> head, from the entries.
@@ -49,7 +61,7 @@ absl::StatusOr<uint64_t> MigrateRunHeads(store::Store& store) {
       nullptr);
   if (!replayed.ok()) return replayed;
   // Every row must name the last entry the replay found for its run.
-  absl::Status checked = store.ScanRunHeads(
+  absl::Status checked = !check_rows ? absl::OkStatus() : store.ScanRunHeads(
       [&](std::string_view team, std::string_view run_id, const store::RunHead& row) -> absl::Status {
         auto it = heads.find({std::string(team), std::string(run_id)});
         if (it == heads.end() || it->second.last_seq != row.last_seq ||
@@ -78,6 +90,8 @@ absl::StatusOr<uint64_t> MigrateRunHeads(store::Store& store) {
   }
   return rewritten;
 }
+
+}  // namespace
 
 absl::StatusOr<runmap::RunMap> LoadRunMap(const store::Store& store) {
   runmap::RunMap map;

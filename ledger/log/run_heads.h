@@ -23,6 +23,13 @@ namespace ledger::log {
 // row disagrees with the entries. Nothing may append meanwhile.
 absl::StatusOr<uint64_t> MigrateRunHeads(store::Store& store);
 
+// Rewrites every `runs` row from a replay of the whole log (whatever the
+// rows held: for a rebuild after damage), so that the map the ledger loads
+// at Open is the log's. Returns the rows written. Nothing may append
+// meanwhile; a row of a run the log does not have is left for audit to
+// report.
+absl::StatusOr<uint64_t> RebuildRunHeads(store::Store& store);
+
 // The map of the heads in the `runs` rows (all of format 2): the map of the
 // whole committed log.
 absl::StatusOr<runmap::RunMap> LoadRunMap(const store::Store& store);
