@@ -42,7 +42,8 @@ def check_head(count, last_seq, last_leaf_hash):
     if type(count) is not int or type(last_seq) is not int:
         raise Refused("head: count and last_seq must be integers")
     if not 1 <= count <= last_seq + 1 <= MAX_SAFE:
-        raise Refused("head: must have 1 <= count <= last_seq + 1 <= 2^53 - 1")
+        raise Refused("head: want 1 <= count <= last_seq + 1 <= 2^53 - 1, found count %d, last_seq %d"
+                      % (count, last_seq))
     if len(last_leaf_hash) != 32:
         raise Refused("head: last_leaf_hash must be 32 bytes")
 
@@ -97,15 +98,16 @@ def check_root(trusted, computed):
         raise Refused("proof: leads to root %s, expected %s" % (computed.hex(), trusted.hex()))
 
 
-def verify_inclusion(trusted_root, key, count, last_seq, last_leaf_hash, siblings):
+def inclusion_root(key, count, last_seq, last_leaf_hash, siblings):
+    """The root an inclusion proof leads to (verification steps 1 to 3)."""
     if len(siblings) > 256:
         raise Refused("proof: more than 256 siblings")
-    h = leaf_hash(key, value_hash(count, last_seq, last_leaf_hash))
-    check_root(trusted_root, fold(key, h, siblings))
+    return fold(key, leaf_hash(key, value_hash(count, last_seq, last_leaf_hash)), siblings)
 
 
-def verify_absence(trusted_root, key, siblings, leaf=None):
-    """leaf: None, or (key, value hash) of the run occupying the key's place."""
+def absence_root(key, siblings, leaf=None):
+    """The root an absence proof leads to (verification steps 1 to 3).
+    leaf: None, or (key, value hash) of the run occupying the key's place."""
     d = len(siblings)
     if d > 256:
         raise Refused("proof: more than 256 siblings")
@@ -115,9 +117,17 @@ def verify_absence(trusted_root, key, siblings, leaf=None):
         if other == key:
             raise Refused("leaf.key: is the key whose absence is claimed")
         if any(bit(other, i) != bit(key, i) for i in range(d)):
-            raise Refused("leaf.key: must share the first %d bits of the key" % d)
+            raise Refused("leaf.key: must share the first %d bits of the key (the leaf's depth)" % d)
         h = leaf_hash(other, vhash)
-    check_root(trusted_root, fold(key, h, siblings))
+    return fold(key, h, siblings)
+
+
+def verify_inclusion(trusted_root, key, count, last_seq, last_leaf_hash, siblings):
+    check_root(trusted_root, inclusion_root(key, count, last_seq, last_leaf_hash, siblings))
+
+
+def verify_absence(trusted_root, key, siblings, leaf=None):
+    check_root(trusted_root, absence_root(key, siblings, leaf))
 
 
 # JSON forms: lowercase hex, exactly the keys the contract names.
@@ -178,6 +188,11 @@ def check_vectors(v):
         runs[key] = vhash
         if root(runs).hex() != step["root"]:
             raise Refused("steps[%d].root: computed %s" % (n, root(runs).hex()))
+    lp = v["long_prefix"]
+    a, b = (run_key(lp["team"].encode(), r.encode()) for r in lp["run_ids"])
+    common = next(i for i in range(256) if bit(a, i) != bit(b, i))
+    if common != lp["common_bits"]:
+        raise Refused("long_prefix: the keys share %d bits, the vectors say %d" % (common, lp["common_bits"]))
     trusted = bytes.fromhex(v["root"])
     if root(runs) != trusted:
         raise Refused("root: computed %s" % root(runs).hex())
@@ -194,6 +209,9 @@ def check_vectors(v):
         try:
             verify(trusted, key, proof)
         except Refused as e:
+            if str(e) != t["error"]:
+                raise Refused("tampered[%d] (%s): refused with '%s', the vectors say '%s'"
+                              % (n, t["reason"], e, t["error"]))
             print("refused, as it must be (%s): %s" % (t["reason"], e))
             continue
         raise Refused("tampered[%d] accepted: %s" % (n, t["reason"]))

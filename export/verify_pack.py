@@ -28,6 +28,11 @@ name the pack's checkpoint; its time is printed, and a step still pending
 past its deadline (start + timeout + the manifest's unknown_grace_ms) at
 that time fails. A --since or --not-older-than file may hold the checkpoint
 followed by its time note: the pack's time must then not be earlier.
+A format 3 pack's time note is version 2 and signs the run-head map root;
+a format 3 run pack proves with run-head.json (export/completeness.py) that
+it holds every entry of its run up to the checkpoint, or, with an absence
+proof, that the run has none: the lines after the OK line say so, and name
+each step pending or unknown as having no completion in the log.
 Exit 0 when everything holds; 1, naming the first failing item, when
 something does not; 2 for bad usage (a key given but empty or malformed).
 """
@@ -36,6 +41,7 @@ import base64
 import datetime
 import hashlib
 import json
+import os
 import re
 import sys
 import tarfile
@@ -43,10 +49,13 @@ import tarfile
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import completeness  # noqa: E402
+
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
-         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json", "checkpoint-time"}
-OPTIONAL = {"consistency.json", "checkpoint-time"}
-TIME_HEADER = "evidence-ledger/checkpoint-time/v1"
+         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json", "checkpoint-time", "run-head.json"}
+OPTIONAL = {"consistency.json", "checkpoint-time", "run-head.json"}
+TIME_HEADERS = {"evidence-ledger/checkpoint-time/v1": 1, "evidence-ledger/checkpoint-time/v2": 2}
 MAX_FILE = 4 << 30
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -220,51 +229,68 @@ def checkpoint_of(note, key):
     return lines[0], int(lines[1]), base64.b64decode(lines[2], validate=True)
 
 
+def base64_hash(text):
+    """The 32 bytes of a hash written in standard base64, or None."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return None
+    return raw if len(raw) == 32 and base64.b64encode(raw).decode() == text else None
+
+
 def checkpoint_time(note, key):
-    """(origin, size, root, time_us) of a signed checkpoint-time note
-    (CONTRACT.md section 5)."""
+    """(origin, size, root, time_us, runs) of a signed checkpoint-time note
+    (CONTRACT.md section 5); runs, the run-head map root, is None in a
+    version 1 note."""
     lines = open_note(note, key).split("\n")
-    if len(lines) != 6 or lines[0] != TIME_HEADER or lines[5] != "":
-        raise Failure("checkpoint time: want exactly five lines: '%s', origin, size, root, time" % TIME_HEADER)
+    version = TIME_HEADERS.get(lines[0])
+    if version is None or len(lines) != 5 + version or lines[-1] != "":
+        raise Failure("checkpoint time: want exactly five lines: 'evidence-ledger/checkpoint-time/v1', origin, size, "
+                      "root, time; or six: 'evidence-ledger/checkpoint-time/v2', origin, size, root, runs, time")
     decimal = re.compile(r"(0|[1-9][0-9]*)\Z")
     if not decimal.match(lines[2]):
         raise Failure("checkpoint time: the size is not a decimal number")
-    try:
-        root = base64.b64decode(lines[3], validate=True)
-    except ValueError:
-        root = b""
-    if len(root) != 32:
+    root = base64_hash(lines[3])
+    if root is None:
         raise Failure("checkpoint time: the root is not a base64 SHA-256 hash")
-    if not lines[4].startswith("time ") or not decimal.match(lines[4][5:]) or int(lines[4][5:]) >= 1 << 63:
+    runs = None
+    if version == 2:
+        runs = base64_hash(lines[4][5:]) if lines[4].startswith("runs ") else None
+        if runs is None:
+            raise Failure("checkpoint time: the fifth line must be 'runs ' and the run-head map root in base64")
+    last = lines[-2]
+    if not last.startswith("time ") or not decimal.match(last[5:]) or int(last[5:]) >= 1 << 63:
         raise Failure("checkpoint time: the last line must be 'time ' and microseconds since the Unix epoch, "
                       "without leading zeros")
-    return lines[1], int(lines[2]), root, int(lines[4][5:])
+    return lines[1], int(lines[2]), root, int(last[5:]), runs
 
 
 def split_kept(data):
     """(checkpoint, time note or None) of a file holding a signed checkpoint,
-    optionally followed by its checkpoint-time note."""
-    header = (TIME_HEADER + "\n").encode()
-    at = 0 if data.startswith(header) else data.find(b"\n" + header)
-    if at < 0:
-        return data, None
-    at = at + 1 if at > 0 else 0
-    return data[:at], data[at:]
+    optionally followed by its checkpoint-time note (either version)."""
+    for header in sorted(TIME_HEADERS):
+        header = (header + "\n").encode()
+        at = 0 if data.startswith(header) else data.find(b"\n" + header)
+        if at >= 0:
+            at = at + 1 if at > 0 else 0
+            return data[:at], data[at:]
+    return data, None
 
 
 def kept_checkpoint(data, key):
-    """(origin, size, root, time_us or None) of a kept checkpoint file."""
+    """(origin, size, root, time_us or None, runs or None) of a kept
+    checkpoint file; runs is the map root of a version 2 time note."""
     cp, time_note = split_kept(data)
     origin, size, root = checkpoint_of(cp, key)
     if time_note is None:
-        return origin, size, root, None
+        return origin, size, root, None, None
     try:
         t = checkpoint_time(time_note, key)
     except Failure as e:
         raise Failure("time note: %s" % e)
     if t[:3] != (origin, size, root):
         raise Failure("time note: not the time note of the checkpoint before it")
-    return origin, size, root, t[3]
+    return origin, size, root, t[3], t[4]
 
 
 def signed_time(us):
@@ -343,8 +369,8 @@ def parse_manifest(data):
         m = None
     if not isinstance(m, dict):
         raise bad("manifest", "not a JSON object")
-    if type(m.get("format")) is not int or m["format"] not in (1, 2):
-        raise bad("format", "want 1 or 2, found %s" % (json.dumps(m["format"]) if "format" in m else "none"))
+    if type(m.get("format")) is not int or m["format"] not in (1, 2, 3):
+        raise bad("format", "want 1, 2 or 3, found %s" % (json.dumps(m["format"]) if "format" in m else "none"))
     keys = {"counts", "files", "format", "origin", "root", "scope", "tree_size"}
     if m["format"] >= 2:
         keys.add("unknown_grace_ms")
@@ -447,6 +473,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
                       % (size, root.hex(), manifest["tree_size"], manifest["root"]))
     scope = manifest["scope"]
     kept_times = {"--since": None, "--not-older-than": None}  # the times the auditor kept
+    kept_maps = set()  # the flags whose kept time note signs a run-head map root
     if expect_scope is not None:
         keys = {"run": ("team", "run_id"), "seq": ("from_seq", "to_seq"), "team": ("team", "from_us", "to_us")}
         if (not isinstance(scope, dict) or scope.get("kind") != expect_scope["kind"]
@@ -457,9 +484,12 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         want_root = None
         if isinstance(not_older_than, bytes):
             try:
-                _, not_older_than, want_root, kept_times["--not-older-than"] = kept_checkpoint(not_older_than, key)
+                _, not_older_than, want_root, kept_times["--not-older-than"], runs = kept_checkpoint(not_older_than,
+                                                                                                      key)
             except (Failure, ValueError) as e:
                 raise UsageError("--not-older-than: %s" % e)
+            if runs is not None:
+                kept_maps.add("--not-older-than")
         if size < not_older_than:
             raise Failure("checkpoint: tree size %d is older than the %d asked for (--not-older-than)"
                           % (size, not_older_than))
@@ -471,8 +501,10 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             since = kept_checkpoint(since, key)
         except (Failure, ValueError) as e:
             raise UsageError("--since: %s" % e)
-        kept_times["--since"] = since[3]
+        kept_times["--since"], runs = since[3], since[4]
         since = since[:3]
+        if runs is not None:
+            kept_maps.add("--since")
         if "consistency.json" not in files and since[1:] != (size, root):
             raise Failure("consistency.json: missing: --since asks for consistency with the checkpoint at size %d"
                           % since[1])
@@ -496,7 +528,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if not verify_consistency(old_size, size, old_root, root, proof):
             raise Failure("consistency.json: the proof does not join the two checkpoints")
         consistent = (old_size, old_root, since is not None)
-    signed_at = None
+    signed_at = runs_root = None
     if "checkpoint-time" not in files:
         if manifest["format"] >= 2:
             raise Failure("checkpoint-time: missing: a format 2 pack carries its checkpoint's time note")
@@ -510,7 +542,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if t[:3] != (origin, size, root):
             raise Failure("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s"
                           % (t[0], t[1], t[2].hex(), size, root.hex()))
-        signed_at = t[3]
+        signed_at, runs_root = t[3], t[4]
     for flag in ("--since", "--not-older-than"):
         kept = kept_times[flag]
         if kept is None:
@@ -521,12 +553,17 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if signed_at < kept:
             raise Failure("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s "
                           "(times never go backwards)" % (signed_time(signed_at), signed_time(kept), flag))
+        if flag in kept_maps and runs_root is None:
+            raise Failure("checkpoint-time: a version 1 note, but the checkpoint given with %s has a version 2 note: a "
+                          "ledger that signs the run-head map root signs it with every later checkpoint" % flag)
+    run_head = run_head_proof(files, manifest, runs_root)
     entries = files["entries.jsonl"].split(b"\n")[:-1]
     proofs = files["proofs.jsonl"].split(b"\n")[:-1]
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
                       % (len(entries), len(proofs), manifest["counts"]["entries"]))
     last_seq, last_hash = None, None
+    of_run = []  # (seq, leaf hash) of the entries of a run pack
     last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
     for leaf, proof_text in zip(entries, proofs):
         entry = json.loads(leaf)
@@ -553,6 +590,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             if entry.get("run_prev") != last_seq:
                 raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
                               % (seq, last_seq, entry.get("run_prev")))
+            of_run.append((seq, leaf_hash))
         elif scope["kind"] == "team":
             if (entry["receipt"]["team"] != scope["team"]
                     or not scope["from_us"] <= entry["logged_at_us"] < scope["to_us"]):
@@ -569,10 +607,39 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         last_seq, last_hash = seq, leaf_hash
     if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
         raise Failure("entries.jsonl: the seq range ends early")
+    complete, unsettled = None, []
+    if run_head is not None:
+        try:
+            complete = completeness.check_entries(run_head, scope["team"], scope["run_id"], size, of_run)
+        except completeness.Failure as e:
+            raise Failure(str(e))
+        unsettled = completeness.unsettled_steps(json.loads(files["outcomes.json"]), size)
     if signed_at is not None and scope["kind"] == "run":  # only a run pack holds its steps' every entry
         check_deadlines(json.loads(files["outcomes.json"]), manifest["unknown_grace_ms"], signed_at)
     return {"entries": len(entries), "origin": origin, "tree_size": size, "root": root, "scope": scope,
-            "consistent": consistent, "signed_at": signed_at}
+            "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled}
+
+
+def run_head_proof(files, manifest, runs_root):
+    """Steps 1 and 2 of "Proven completeness (format 3)" (CONTRACT.md section
+    7): the version 2 note a format 3 pack carries; run-head.json in a run
+    pack whose note is version 2, whatever the manifest's format, and in no
+    other pack; its proof to the note's runs root. The proof (for step 3,
+    completeness.check_entries) of such a run pack, else None."""
+    if manifest["format"] >= 3 and runs_root is None:
+        raise Failure("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+    scope = manifest["scope"]
+    if scope["kind"] != "run" or runs_root is None:
+        if "run-head.json" in files:
+            raise Failure("run-head.json: only a run pack carries a run-head proof")
+        return None
+    if "run-head.json" not in files:
+        raise Failure("run-head.json: missing: a run pack whose checkpoint-time note signs a run-head map root "
+                      "carries its run's head proof")
+    try:
+        return completeness.check_proof(files["run-head.json"], scope["team"], scope["run_id"], runs_root)
+    except completeness.Failure as e:
+        raise Failure(str(e))
 
 
 def check_deadlines(outcomes, grace_ms, signed_at):
@@ -696,6 +763,10 @@ def main():
         size, root, given = r["consistent"]
         print("The checkpoint is consistent with the earlier one at size %d, root %s%s."
               % (size, root.hex(), " (the one given with --since)" if given else ""))
+    if r["complete"] is not None:
+        print("%s." % r["complete"])
+        for line in r["unsettled"]:
+            print(line)
     return 0
 
 

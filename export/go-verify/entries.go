@@ -19,6 +19,10 @@ type entry struct {
 	team     string
 	runID    string // "" when the receipt has none
 	hash     tlog.Hash
+	// What names a step (section 3), read for the steps a complete run
+	// pack proves have no completion.
+	kind, receiptID, stepID, decision, startReceiptID string
+	attempt                                           int64
 }
 
 var genesisPrev = hex.EncodeToString(make([]byte, 32))
@@ -99,6 +103,14 @@ func readEntry(leaf []byte) (entry, error) {
 		if e.runID, ok = str(id); !ok {
 			return e, fmt.Errorf("seq %d: receipt.run_id: expected a string", e.seq)
 		}
+	}
+	e.kind, _ = str(r.get("kind"))
+	e.receiptID, _ = str(r.get("receipt_id"))
+	e.stepID, _ = str(r.get("step_id"))
+	e.decision, _ = str(r.get("decision"))
+	e.startReceiptID, _ = str(r.get("start_receipt_id"))
+	if e.attempt, ok = r.get("attempt").integer(); !ok {
+		e.attempt = 1
 	}
 	if e.runID == "" && e.hasPrev {
 		return e, fmt.Errorf("seq %d: run_prev: expected none, the receipt has no run_id", e.seq)

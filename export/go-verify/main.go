@@ -82,7 +82,10 @@ func parseArgs(args []string) options {
 		if err != nil {
 			usageError("--since: %v", err)
 		}
-		o.since = data
+		o.since, o.sinceTime = splitKept(data)
+		if o.since == nil {
+			usageError("--since: %s holds a time note but no checkpoint before it", sinceFile)
+		}
 	}
 	return o
 }

@@ -15,12 +15,13 @@ import (
 )
 
 // The files a pack may hold; consistency.json only when exported --since,
-// checkpoint-time from manifest format 2 on (its digest is checked, its
-// note is not read here).
+// checkpoint-time from manifest format 2 on, run-head.json in format 3 run
+// packs (completeness.go reads both).
 var packFiles = map[string]bool{
 	"checkpoint": true, "ledger.vkey": true, "entries.jsonl": true,
 	"proofs.jsonl": true, "consistency.json": false, "outcomes.json": true,
 	"manifest.json": true, "manifest.sig": true, "report.html": true, "checkpoint-time": false,
+	"run-head.json": false,
 }
 
 const maxPackBytes = 4 << 30

@@ -64,6 +64,24 @@ ok_tail() {
   pack_field "$1" '"%d entries, tree size %s, root %s" % (len(e), cp[1], root)'
 }
 
+# done_part PACK: what a format 3 run pack's OK line says of its run-head
+# proof; step_lines PACK: the lines after it, one per step the run starts
+# and no agent_exec of the same step and attempt completes.
+done_part() {
+  pack_field "$1" '("" if m["format"] < 3 or m["scope"]["kind"] != "run" else
+    "; complete: every entry of the run up to seq %d (run-head proof, %d entries)" % (int(cp[1]) - 1, len(e)) if e else
+    "; complete: the run has no entry up to seq %d (absence proof)" % (int(cp[1]) - 1))'
+}
+step_lines() {
+  pack_field "$1" '"" if m["format"] < 3 or m["scope"]["kind"] != "run" else "".join(
+    "\nstep %s/%s/%s attempt %d: no completion in the log up to seq %d (proven)" % (
+      r["team"], r["run_id"], r["step_id"], r.get("attempt", 1), int(cp[1]) - 1)
+    for r in (x["receipt"] for x in e)
+    if r["kind"] == "agent_start" and r["decision"] == "allow" and not any(
+      y["receipt"]["kind"] == "agent_exec" and (y["receipt"].get("start_receipt_id"), y["receipt"].get("step_id"),
+      y["receipt"].get("attempt", 1)) == (r["receipt_id"], r["step_id"], r.get("attempt", 1)) for y in e))'
+}
+
 # accept NAME PACK EXPECTED_GO_LINE [flags]: all three verifiers accept.
 accept() {
   local name=$1 pack=$2 want=$3; shift 3
@@ -96,30 +114,30 @@ old_root=$(note_root "$work/old.note")
 us() { echo $(($(date -d "$1" +%s) * 1000000)); }
 
 # Genuine packs of every scope.
-accept run "$work/run.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz"); outcomes.json not recomputed" "${key[@]}"
-accept seq "$work/seq.tar.gz" "OK seq 3:20: $(ok_tail "$work/seq.tar.gz"); outcomes.json not recomputed" "${key[@]}"
+accept run "$work/run.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz")$(done_part "$work/run.tar.gz"); outcomes.json not recomputed$(step_lines "$work/run.tar.gz")" "${key[@]}"
+accept seq "$work/seq.tar.gz" "OK seq 3:20: $(ok_tail "$work/seq.tar.gz")$(done_part "$work/seq.tar.gz"); outcomes.json not recomputed$(step_lines "$work/seq.tar.gz")" "${key[@]}"
 for w in team late; do
   from=$t0; [ $w = late ] && from=$mid
   seqs=$(pack_field "$work/$w.tar.gz" '"%d:%d" % (m["scope"]["from_seq"], m["scope"]["to_seq"])')
   accept "$w window" "$work/$w.tar.gz" \
-    "OK team team-code from_us $(us "$from") to_us $(us "$t1") (seqs $seqs): $(ok_tail "$work/$w.tar.gz"); outcomes.json not recomputed" "${key[@]}"
+    "OK team team-code from_us $(us "$from") to_us $(us "$t1") (seqs $seqs): $(ok_tail "$work/$w.tar.gz")$(done_part "$work/$w.tar.gz"); outcomes.json not recomputed$(step_lines "$work/$w.tar.gz")" "${key[@]}"
 done
 # The late window starts inside runs: its first entry links below from_seq.
 [ "$(pack_field "$work/late.tar.gz" 'e[0].get("run_prev", -1) < m["scope"]["from_seq"] <= e[0]["seq"] and "run_prev" in e[0]')" = True ] ||
   fail "late window: its first entry does not link below the window"
 accept "run --since" "$work/since.tar.gz" \
-  "OK run team-code/run-0000: $(ok_tail "$work/since.tar.gz"), consistent with the --since checkpoint size $old_size root $old_root; outcomes.json not recomputed" \
+  "OK run team-code/run-0000: $(ok_tail "$work/since.tar.gz"), consistent with the --since checkpoint size $old_size root $old_root$(done_part "$work/since.tar.gz"); outcomes.json not recomputed$(step_lines "$work/since.tar.gz")" \
   "${key[@]}" --since "$work/old.note"
 accept "run --since the empty tree" "$work/since0.tar.gz" \
-  "OK run team-code/run-0000: $(ok_tail "$work/since0.tar.gz"), consistent with the --since checkpoint size 0 root $(printf '' | sha256sum | cut -c1-64); outcomes.json not recomputed" \
+  "OK run team-code/run-0000: $(ok_tail "$work/since0.tar.gz"), consistent with the --since checkpoint size 0 root $(printf '' | sha256sum | cut -c1-64)$(done_part "$work/since0.tar.gz"); outcomes.json not recomputed$(step_lines "$work/since0.tar.gz")" \
   "${key[@]}" --since "$work/zero.note"
 accept "run --since the same checkpoint" "$work/since-same.tar.gz" \
-  "OK run team-code/run-0000: $(ok_tail "$work/since-same.tar.gz"), consistent with the --since checkpoint size $(sed -n 2p "$work/latest.note") root $(note_root "$work/latest.note"); outcomes.json not recomputed" \
+  "OK run team-code/run-0000: $(ok_tail "$work/since-same.tar.gz"), consistent with the --since checkpoint size $(sed -n 2p "$work/latest.note") root $(note_root "$work/latest.note")$(done_part "$work/since-same.tar.gz"); outcomes.json not recomputed$(step_lines "$work/since-same.tar.gz")" \
   "${key[@]}" --since "$work/latest.note"
 accept "an empty team window" "$work/empty.tar.gz" \
-  "OK team team-none from_us $(us "$t0") to_us $(us "$t1") (seqs $(pack_field "$work/empty.tar.gz" '"%d:%d" % (m["scope"]["from_seq"], m["scope"]["to_seq"])')): $(ok_tail "$work/empty.tar.gz"); outcomes.json not recomputed" "${key[@]}"
+  "OK team team-none from_us $(us "$t0") to_us $(us "$t1") (seqs $(pack_field "$work/empty.tar.gz" '"%d:%d" % (m["scope"]["from_seq"], m["scope"]["to_seq"])')): $(ok_tail "$work/empty.tar.gz")$(done_part "$work/empty.tar.gz"); outcomes.json not recomputed$(step_lines "$work/empty.tar.gz")" "${key[@]}"
 got=$("$lvg" --trust-pack-key "$work/run.tar.gz")
-[ "$got" = "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz"); outcomes.json not recomputed; the key was the pack's own (--trust-pack-key): this proves nothing about the ledger's identity" ] ||
+[ "$got" = "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz")$(done_part "$work/run.tar.gz"); outcomes.json not recomputed; the key was the pack's own (--trust-pack-key): this proves nothing about the ledger's identity$(step_lines "$work/run.tar.gz")" ] ||
   fail "--trust-pack-key: $got"
 
 # Tampered packs, the manifest re-signed with the ledger's key.
@@ -136,7 +154,7 @@ run_root="root $(pack_field "$work/run.tar.gz" 'root')"
 run_size=$(pack_field "$work/run.tar.gz" 'cp[1]')
 
 repack "$work/run.tar.gz" "$work/t-same.tar.gz"
-accept "rebuilt, unchanged" "$work/t-same.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz"); outcomes.json not recomputed" "${key[@]}"
+accept "rebuilt, unchanged" "$work/t-same.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz")$(done_part "$work/run.tar.gz"); outcomes.json not recomputed$(step_lines "$work/run.tar.gz")" "${key[@]}"
 
 repack "$work/run.tar.gz" "$work/t-flip.tar.gz" flip-entry:4
 refuse "a changed byte of an entry" "$work/t-flip.tar.gz" \

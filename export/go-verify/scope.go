@@ -20,7 +20,9 @@ import (
 	"fmt"
 )
 
-func checkScope(s *value, entries []entry, cp checkpoint) (string, error) {
+// A run pack of format 3 may hold no entry (its absence proof says the run
+// has none); before, it holds at least the run's first.
+func checkScope(s *value, entries []entry, cp checkpoint, mayBeEmpty bool) (string, error) {
 	kind, _ := str(s.get("kind"))
 	ints := func(keys ...string) ([]int64, error) {
 		out := make([]int64, len(keys))
@@ -43,7 +45,7 @@ func checkScope(s *value, entries []entry, cp checkpoint) (string, error) {
 		if !ok1 || !ok2 || run == "" {
 			return "", fmt.Errorf("manifest.json: scope: a run scope names team and run_id")
 		}
-		return fmt.Sprintf("run %s/%s", team, run), checkRun(team, run, entries)
+		return fmt.Sprintf("run %s/%s", team, run), checkRun(team, run, entries, mayBeEmpty)
 	case "seq":
 		if err := s.onlyKeys("kind", "from_seq", "to_seq"); err != nil {
 			return "", fmt.Errorf("manifest.json: scope: %v", err)
@@ -71,8 +73,8 @@ func checkScope(s *value, entries []entry, cp checkpoint) (string, error) {
 	return "", fmt.Errorf("manifest.json: scope.kind: expected run, seq or team, found %q", kind)
 }
 
-func checkRun(team, run string, entries []entry) error {
-	if len(entries) == 0 {
+func checkRun(team, run string, entries []entry, mayBeEmpty bool) error {
+	if len(entries) == 0 && !mayBeEmpty {
 		return fmt.Errorf("entries.jsonl: a run pack holds at least the run's first entry, found none")
 	}
 	for i, e := range entries {

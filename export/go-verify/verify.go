@@ -22,6 +22,7 @@ type options struct {
 	vkey         string // the verifier key line, obtained apart from the pack
 	trustPackKey bool
 	since        []byte // the auditor's earlier signed checkpoint, or nil
+	sinceTime    []byte // the time note kept with it, or nil
 }
 
 type checkpoint struct {
@@ -67,7 +68,7 @@ func verify(o options) (string, error) {
 	if int64(len(entries)) != m.entries {
 		return "", fmt.Errorf("manifest.json: counts.entries: expected %d (entries.jsonl), found %d", len(entries), m.entries)
 	}
-	scope, err := checkScope(m.scope, entries, cp)
+	scope, err := checkScope(m.scope, entries, cp, m.format >= 3)
 	if err != nil {
 		return "", err
 	}
@@ -75,15 +76,51 @@ func verify(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	complete, unsettled, err := checkCompleteness(p, vs, m, entries, cp, o)
+	if err != nil {
+		return "", err
+	}
 	if _, err := parseJSON(p.files["outcomes.json"]); err != nil {
 		return "", fmt.Errorf("outcomes.json: %v", err)
 	}
-	line := fmt.Sprintf("OK %s: %d entries, tree size %d, root %s%s; outcomes.json not recomputed",
-		scope, len(entries), cp.size, hex.EncodeToString(cp.root[:]), consistent)
+	line := fmt.Sprintf("OK %s: %d entries, tree size %d, root %s%s%s; outcomes.json not recomputed",
+		scope, len(entries), cp.size, hex.EncodeToString(cp.root[:]), consistent, complete)
 	if o.trustPackKey {
 		line += "; the key was the pack's own (--trust-pack-key): this proves nothing about the ledger's identity"
 	}
+	for _, u := range unsettled {
+		line += "\n" + u
+	}
 	return line, nil
+}
+
+// checkCompleteness reads the checkpoint's time note and, in a format 3 run
+// pack, checks run-head.json (section 7, "Proven completeness"). It returns
+// what the OK line adds and the lines of the steps proven to have no
+// completion.
+func checkCompleteness(p *pack, vs note.Verifiers, m *manifest, entries []entry, cp checkpoint, o options) (string, []string, error) {
+	t, err := checkTimeNote(p, vs, cp)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := checkKeptTime(t, vs, o); err != nil {
+		return "", nil, err
+	}
+	var runs *mapHash
+	if t != nil {
+		runs = t.runs
+	}
+	proof, err := checkRunHeadFile(p, m.format, m.scope, runs)
+	if err != nil || proof == nil {
+		return "", nil, err
+	}
+	team, _ := str(m.scope.get("team"))
+	run, _ := str(m.scope.get("run_id"))
+	complete, err := checkRunHeadEntries(proof, team+"/"+run, entries, cp)
+	if err != nil {
+		return "", nil, err
+	}
+	return "; " + complete, unsettledSteps(team, run, entries, cp), nil
 }
 
 // packVerifier returns the key every signature must verify with: the one
@@ -144,6 +181,7 @@ func openCheckpoint(what string, msg []byte, vs note.Verifiers, keyName string) 
 }
 
 type manifest struct {
+	format   int64
 	origin   string
 	treeSize int64
 	root     string
@@ -171,11 +209,11 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: expected an object")
 	}
 	format, ok := v.get("format").integer()
-	if !ok || (format != 1 && format != 2) {
-		return nil, fmt.Errorf("manifest.json: format: expected 1 or 2")
+	if !ok || format < 1 || format > 3 {
+		return nil, fmt.Errorf("manifest.json: format: expected 1, 2 or 3")
 	}
 	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
-	if format == 2 {
+	if format >= 2 {
 		keys = append(keys, "unknown_grace_ms")
 		if _, ok := v.get("unknown_grace_ms").integer(); !ok {
 			return nil, fmt.Errorf("manifest.json: unknown_grace_ms: expected an integer")
@@ -185,10 +223,10 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: %v", err)
 	}
 	_, hasTime := p.files["checkpoint-time"]
-	if hasTime != (format == 2) {
-		return nil, fmt.Errorf("checkpoint-time: a format 2 pack, and only one, carries it")
+	if hasTime != (format >= 2) {
+		return nil, fmt.Errorf("checkpoint-time: a format 2 or 3 pack, and only one, carries it")
 	}
-	m := &manifest{scope: v.get("scope")}
+	m := &manifest{format: format, scope: v.get("scope")}
 	if m.origin, ok = str(v.get("origin")); !ok {
 		return nil, fmt.Errorf("manifest.json: origin: expected a string")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -178,5 +179,230 @@ func TestWindowRunChains(t *testing.T) {
 		if (err == nil) != (c.want == "") || (err != nil && err.Error() != c.want) {
 			t.Errorf("case %d: got %v, want %q", i, err, c.want)
 		}
+	}
+}
+
+// The run-head map's golden vectors (CONTRACT section 6a): keys, value and
+// leaf hashes, the roots after each step (from the tree's definition,
+// below), the inclusion and absence proofs, and every tampered proof
+// refused with the message the vectors give.
+func TestRunMapVectors(t *testing.T) {
+	raw, err := os.ReadFile(vectors + "runmap.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type head struct {
+		Count    int64  `json:"count"`
+		LastSeq  int64  `json:"last_seq"`
+		LastLeaf string `json:"last_leaf_hash"`
+	}
+	type proof struct {
+		Kind string `json:"kind"`
+		Key  string `json:"key"`
+		Head *head  `json:"head"`
+		Leaf *struct {
+			Key       string `json:"key"`
+			ValueHash string `json:"value_hash"`
+		} `json:"leaf"`
+		Siblings []string `json:"siblings"`
+		Error    string   `json:"error"`
+		Reason   string   `json:"reason"`
+	}
+	var v struct {
+		Empty string `json:"empty_root"`
+		Steps []struct {
+			Team      string `json:"team"`
+			RunID     string `json:"run_id"`
+			Key       string `json:"key"`
+			Head      head   `json:"head"`
+			ValueHash string `json:"value_hash"`
+			LeafHash  string `json:"leaf_hash"`
+			Root      string `json:"root"`
+		} `json:"steps"`
+		Root      string `json:"root"`
+		Inclusion []struct {
+			proof
+			Team  string `json:"team"`
+			RunID string `json:"run_id"`
+		} `json:"inclusion"`
+		Absence []struct {
+			proof
+			Team  string `json:"team"`
+			RunID string `json:"run_id"`
+		} `json:"absence"`
+		Tampered   []proof `json:"tampered"`
+		LongPrefix struct {
+			Team       string   `json:"team"`
+			RunIDs     []string `json:"run_ids"`
+			CommonBits int      `json:"common_bits"`
+		} `json:"long_prefix"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	h := func(s string) mapHash {
+		x, ok := parseHash(s)
+		if !ok {
+			t.Fatalf("not a hash: %q", s)
+		}
+		return x
+	}
+	toHead := func(x head) runHead { return runHead{x.Count, x.LastSeq, h(x.LastLeaf)} }
+	if hex.EncodeToString(emptyMap[:]) != v.Empty {
+		t.Errorf("empty: %x, want %s", emptyMap, v.Empty)
+	}
+	runs := map[mapHash]mapHash{}
+	for i, s := range v.Steps {
+		key, err := runKey(s.Team, s.RunID)
+		if err != nil || hex.EncodeToString(key[:]) != s.Key {
+			t.Fatalf("steps[%d]: key %x (%v), want %s", i, key, err, s.Key)
+		}
+		val, err := valueHash(toHead(s.Head))
+		if err != nil || hex.EncodeToString(val[:]) != s.ValueHash {
+			t.Fatalf("steps[%d]: value hash %x (%v), want %s", i, val, err, s.ValueHash)
+		}
+		if leaf := mapLeafHash(key, val); hex.EncodeToString(leaf[:]) != s.LeafHash {
+			t.Fatalf("steps[%d]: leaf hash %x, want %s", i, leaf, s.LeafHash)
+		}
+		runs[key] = val
+		if root := mapRoot(runs); hex.EncodeToString(root[:]) != s.Root {
+			t.Fatalf("steps[%d]: root %x, want %s", i, root, s.Root)
+		}
+	}
+	root := h(v.Root)
+	if mapRoot(runs) != root {
+		t.Fatalf("root: want %s", v.Root)
+	}
+	siblings := func(p proof) []mapHash {
+		var out []mapHash
+		for _, s := range p.Siblings {
+			out = append(out, h(s))
+		}
+		return out
+	}
+	verify := func(key mapHash, p proof) error {
+		var got mapHash
+		var err error
+		if p.Head != nil {
+			got, err = inclusionRoot(key, toHead(*p.Head), siblings(p))
+		} else {
+			var leaf *mapLeaf
+			if p.Leaf != nil {
+				leaf = &mapLeaf{h(p.Leaf.Key), h(p.Leaf.ValueHash)}
+			}
+			got, err = absenceRoot(key, siblings(p), leaf)
+		}
+		if err == nil && got != root {
+			err = fmt.Errorf("proof: leads to root %x, expected %x", got, root)
+		}
+		return err
+	}
+	for i, p := range v.Inclusion {
+		key, _ := runKey(p.Team, p.RunID)
+		if p.Head == nil || hex.EncodeToString(key[:]) != p.Key {
+			t.Fatalf("inclusion[%d]: not an inclusion proof of %s/%s", i, p.Team, p.RunID)
+		}
+		if err := verify(key, p.proof); err != nil {
+			t.Errorf("inclusion[%d] %s/%s: %v", i, p.Team, p.RunID, err)
+		}
+	}
+	for i, p := range v.Absence {
+		key, _ := runKey(p.Team, p.RunID)
+		if p.Head != nil || hex.EncodeToString(key[:]) != p.Key {
+			t.Fatalf("absence[%d]: not an absence proof of %s/%s", i, p.Team, p.RunID)
+		}
+		if err := verify(key, p.proof); err != nil {
+			t.Errorf("absence[%d] %s/%s: %v", i, p.Team, p.RunID, err)
+		}
+	}
+	for i, p := range v.Tampered {
+		if (p.Kind == "inclusion") != (p.Head != nil) {
+			t.Fatalf("tampered[%d]: kind %s", i, p.Kind)
+		}
+		if err := verify(h(p.Key), p); err == nil || err.Error() != p.Error {
+			t.Errorf("tampered[%d] (%s): got %v, want %s", i, p.Reason, err, p.Error)
+		}
+	}
+	a, _ := runKey(v.LongPrefix.Team, v.LongPrefix.RunIDs[0])
+	b, _ := runKey(v.LongPrefix.Team, v.LongPrefix.RunIDs[1])
+	common := 0
+	for keyBit(a, common) == keyBit(b, common) {
+		common++
+	}
+	if common != v.LongPrefix.CommonBits {
+		t.Errorf("long_prefix: the keys share %d bits, want %d", common, v.LongPrefix.CommonBits)
+	}
+}
+
+// mapRoot is the root of section 6a's tree over runs (key -> value hash),
+// from its definition: empty, a lone leaf, or a node over both halves.
+func mapRoot(runs map[mapHash]mapHash) mapHash {
+	var keys []mapHash
+	for k := range runs {
+		keys = append(keys, k)
+	}
+	var subtree func(keys []mapHash, depth int) mapHash
+	subtree = func(keys []mapHash, depth int) mapHash {
+		switch len(keys) {
+		case 0:
+			return emptyMap
+		case 1:
+			return mapLeafHash(keys[0], runs[keys[0]])
+		}
+		var left, right []mapHash
+		for _, k := range keys {
+			if keyBit(k, depth) == 0 {
+				left = append(left, k)
+			} else {
+				right = append(right, k)
+			}
+		}
+		return mapNodeHash(depth, subtree(left, depth+1), subtree(right, depth+1))
+	}
+	return subtree(keys, 0)
+}
+
+// The golden checkpoint-time notes, versions 1 and 2 (CONTRACT section 5).
+func TestGoldenCheckpointTimeNotes(t *testing.T) {
+	raw, err := os.ReadFile(vectors + "checkpoint_time.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type vec struct {
+		Vkey   string `json:"verifier_key"`
+		Origin string `json:"origin"`
+		Size   int64  `json:"tree_size"`
+		Root   string `json:"root_hex"`
+		Runs   string `json:"runs_hex"`
+		Time   int64  `json:"time_us"`
+		Note   string `json:"note"`
+	}
+	var v struct {
+		vec
+		V2 vec `json:"v2"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := note.NewVerifier(v.Vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []vec{v.vec, v.V2} {
+		got, err := openTimeNote([]byte(want.Note), note.VerifierList(verifier))
+		if err != nil {
+			t.Fatalf("%q: %v", want.Note, err)
+		}
+		runs := ""
+		if got.runs != nil {
+			runs = hex.EncodeToString(got.runs[:])
+		}
+		if got.cp.origin != want.Origin || got.cp.size != want.Size || hex.EncodeToString(got.cp.root[:]) != want.Root ||
+			runs != want.Runs || got.timeUs != want.Time {
+			t.Errorf("%q: read %+v runs %q", want.Note, got, runs)
+		}
+	}
+	if v.V2.Runs == "" {
+		t.Error("checkpoint_time.json: no v2 vector")
 	}
 }

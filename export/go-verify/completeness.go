@@ -1,0 +1,358 @@
+package main
+
+// The checkpoint's time note (CONTRACT section 5, versions 1 and 2) and a
+// format 3 run pack's proof that it holds its whole run (section 7,
+// "Proven completeness (format 3)"): run-head.json read in the JSON form of
+// section 6a, its key the scope's run key, its root the note's `runs` root,
+// and the run's entries in the pack exactly the head.
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// timeNote is a checkpoint-time note; runs is nil in a version 1 note.
+type timeNote struct {
+	cp     checkpoint
+	timeUs int64
+	runs   *mapHash
+}
+
+// openTimeNote opens a checkpoint-time note signed by the key:
+//
+//	evidence-ledger/checkpoint-time/v1 | v2
+//	<origin>
+//	<tree size>
+//	<root, base64>
+//	runs <run-head map root, base64>     (version 2 only)
+//	time <microseconds>
+func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
+	n, err := note.Open(msg, vs)
+	if err != nil {
+		return timeNote{}, fmt.Errorf("checkpoint-time: signature: %v", err)
+	}
+	lines := strings.Split(n.Text, "\n")
+	version := map[string]int{"evidence-ledger/checkpoint-time/v1": 1, "evidence-ledger/checkpoint-time/v2": 2}[lines[0]]
+	if version == 0 || len(lines) != 5+version || lines[len(lines)-1] != "" {
+		return timeNote{}, fmt.Errorf("checkpoint-time: expected the lines of a version 1 or 2 note, found %q", n.Text)
+	}
+	var t timeNote
+	t.cp.origin = lines[1]
+	size, err := strconv.ParseInt(lines[2], 10, 64)
+	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[2] {
+		return t, fmt.Errorf("checkpoint-time: tree size: expected a decimal integer, found %q", lines[2])
+	}
+	t.cp.size = size
+	root, ok := base64Hash(lines[3])
+	if !ok {
+		return t, fmt.Errorf("checkpoint-time: root: expected standard base64 of 32 bytes, found %q", lines[3])
+	}
+	t.cp.root = root
+	if version == 2 {
+		runs, ok := base64Hash(strings.TrimPrefix(lines[4], "runs "))
+		if !ok || !strings.HasPrefix(lines[4], "runs ") {
+			return t, fmt.Errorf("checkpoint-time: expected 'runs ' and the run-head map root in base64, found %q", lines[4])
+		}
+		t.runs = &runs
+	}
+	last := lines[len(lines)-2]
+	us, err := strconv.ParseInt(strings.TrimPrefix(last, "time "), 10, 64)
+	if err != nil || us < 0 || "time "+strconv.FormatInt(us, 10) != last {
+		return t, fmt.Errorf("checkpoint-time: expected 'time ' and microseconds since the Unix epoch, found %q", last)
+	}
+	t.timeUs = us
+	return t, nil
+}
+
+func base64Hash(s string) ([32]byte, bool) {
+	var h [32]byte
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(raw) != 32 || base64.StdEncoding.EncodeToString(raw) != s {
+		return h, false
+	}
+	copy(h[:], raw)
+	return h, true
+}
+
+// checkTimeNote reads the pack's checkpoint-time (format 2 and 3 packs
+// carry one, readManifest checked) and requires it to name the pack's
+// checkpoint. It returns the note, nil in a format 1 pack.
+func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint) (*timeNote, error) {
+	data, ok := p.files["checkpoint-time"]
+	if !ok {
+		return nil, nil
+	}
+	t, err := openTimeNote(data, vs)
+	if err != nil {
+		return nil, err
+	}
+	if t.cp != cp {
+		return nil, fmt.Errorf("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s",
+			t.cp.origin, t.cp.size, hex.EncodeToString(t.cp.root[:]), cp.size, hex.EncodeToString(cp.root[:]))
+	}
+	return &t, nil
+}
+
+// splitKept splits a --since file into the checkpoint and the time note
+// kept after it (nil when there is none): the note starts at the first line
+// evidence-ledger/checkpoint-time/v1 or v2.
+func splitKept(data []byte) ([]byte, []byte) {
+	for _, h := range []string{"evidence-ledger/checkpoint-time/v1\n", "evidence-ledger/checkpoint-time/v2\n"} {
+		if strings.HasPrefix(string(data), h) {
+			return nil, data
+		}
+		if i := strings.Index(string(data), "\n"+h); i >= 0 {
+			return data[:i+1], data[i+1:]
+		}
+	}
+	return data, nil
+}
+
+// checkKeptTime applies the time note kept with the --since checkpoint
+// (section 7): it names that checkpoint; the pack then states a time, not
+// an earlier one, and, when the kept note signs a run-head map root, a
+// version 2 note (a ledger that signs the root signs it with every later
+// checkpoint: a pack rewritten as format 2 with a version 1 note is
+// refused).
+func checkKeptTime(t *timeNote, vs note.Verifiers, o options) error {
+	if o.sinceTime == nil {
+		return nil
+	}
+	kept, err := openTimeNote(o.sinceTime, vs)
+	if err != nil {
+		return fmt.Errorf("--since: time note: %v", err)
+	}
+	given, err := openCheckpoint("--since", o.since, vs, kept.cp.origin)
+	if err != nil {
+		return err
+	}
+	if kept.cp != given {
+		return fmt.Errorf("--since: time note: not the time note of the checkpoint before it")
+	}
+	switch {
+	case t == nil:
+		return fmt.Errorf("checkpoint-time: missing: the checkpoint given with --since has a signed time, so every later checkpoint has one")
+	case t.timeUs < kept.timeUs:
+		return fmt.Errorf("checkpoint-time: time %d us is before %d us, the time of the checkpoint given with --since (times never go backwards)", t.timeUs, kept.timeUs)
+	case kept.runs != nil && t.runs == nil:
+		return fmt.Errorf("checkpoint-time: a version 1 note, but the checkpoint given with --since has a version 2 note: a ledger that signs the run-head map root signs it with every later checkpoint")
+	}
+	return nil
+}
+
+// runHeadProof is run-head.json read: an inclusion proof has a head, an
+// absence proof may have the leaf in the key's place.
+type runHeadProof struct {
+	key      mapHash
+	head     *runHead
+	leaf     *mapLeaf
+	siblings []mapHash
+}
+
+func runHeadError(format string, args ...interface{}) error {
+	return fmt.Errorf("run-head.json: "+format, args...)
+}
+
+// checkRunHeadFile makes steps 1 and 2 of section 7: the version 2 note of
+// a format 3 pack; run-head.json in a run pack whose note is version 2,
+// whatever the manifest's format, and in no other pack; its key the scope's
+// run key and its root the note's. It returns the proof of such a run pack,
+// else nil.
+func checkRunHeadFile(p *pack, format int64, scope *value, runs *mapHash) (*runHeadProof, error) {
+	data, has := p.files["run-head.json"]
+	kind, _ := str(scope.get("kind"))
+	switch {
+	case format >= 3 && runs == nil:
+		return nil, fmt.Errorf("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+	case (kind != "run" || runs == nil) && has:
+		return nil, runHeadError("only a run pack carries a run-head proof")
+	case kind != "run" || runs == nil:
+		return nil, nil
+	case !has:
+		return nil, runHeadError("missing: a run pack whose checkpoint-time note signs a run-head map root carries its run's head proof")
+	}
+	proof, err := readRunHead(data)
+	if err != nil {
+		return nil, err
+	}
+	team, _ := str(scope.get("team"))
+	run, _ := str(scope.get("run_id"))
+	key, err := runKey(team, run)
+	if err != nil {
+		return nil, runHeadError("the scope's run has no run key: %v", err)
+	}
+	if proof.key != key {
+		return nil, runHeadError("key %s is not the run key of %s/%s (%s)", hex.EncodeToString(proof.key[:]), team, run, hex.EncodeToString(key[:]))
+	}
+	var root mapHash
+	if proof.head != nil {
+		root, err = inclusionRoot(key, *proof.head, proof.siblings)
+	} else {
+		root, err = absenceRoot(key, proof.siblings, proof.leaf)
+	}
+	if err != nil {
+		return nil, runHeadError("%v", err)
+	}
+	if root != *runs {
+		return nil, runHeadError("the proof leads to map root %s, the checkpoint-time note signs %s", hex.EncodeToString(root[:]), hex.EncodeToString(runs[:]))
+	}
+	return proof, nil
+}
+
+// readRunHead reads the JSON form of section 6a: any spacing and key
+// order, no other key, hashes in lowercase hex, count and last_seq JSON
+// integers.
+func readRunHead(data []byte) (*runHeadProof, error) {
+	v, err := parseJSON(data)
+	if err != nil {
+		return nil, runHeadError("%v", err)
+	}
+	if v.kind != kObject {
+		return nil, runHeadError("want a JSON object")
+	}
+	keys := []string{"key", "siblings"}
+	if v.get("head") != nil {
+		keys = append(keys, "head")
+	} else if v.get("leaf") != nil {
+		keys = append(keys, "leaf")
+	}
+	if err := exactKeys(v, "", keys...); err != nil {
+		return nil, err
+	}
+	out := &runHeadProof{}
+	if out.key, err = proofHash(v.get("key"), "key"); err != nil {
+		return nil, err
+	}
+	sib := v.get("siblings")
+	if sib.kind != kArray {
+		return nil, runHeadError("siblings: want a JSON array of hashes")
+	}
+	if len(sib.array) > 256 {
+		return nil, runHeadError("siblings: %d hashes, a proof has at most 256", len(sib.array))
+	}
+	for i, s := range sib.array {
+		h, err := proofHash(s, fmt.Sprintf("siblings[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out.siblings = append(out.siblings, h)
+	}
+	if h := v.get("head"); h != nil {
+		if err := exactKeys(h, "head.", "count", "last_seq", "last_leaf_hash"); err != nil {
+			return nil, err
+		}
+		out.head = &runHead{}
+		var ok bool
+		if out.head.count, ok = h.get("count").integer(); !ok {
+			return nil, runHeadError("head.count: want a JSON integer")
+		}
+		if out.head.lastSeq, ok = h.get("last_seq").integer(); !ok {
+			return nil, runHeadError("head.last_seq: want a JSON integer")
+		}
+		if out.head.lastLeafHash, err = proofHash(h.get("last_leaf_hash"), "head.last_leaf_hash"); err != nil {
+			return nil, err
+		}
+	}
+	if l := v.get("leaf"); l != nil {
+		if err := exactKeys(l, "leaf.", "key", "value_hash"); err != nil {
+			return nil, err
+		}
+		out.leaf = &mapLeaf{}
+		if out.leaf.key, err = proofHash(l.get("key"), "leaf.key"); err != nil {
+			return nil, err
+		}
+		if out.leaf.valueHash, err = proofHash(l.get("value_hash"), "leaf.value_hash"); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// exactKeys requires v to be an object of exactly keys, naming the first
+// missing key, else the first other one (in byte order).
+func exactKeys(v *value, prefix string, keys ...string) error {
+	if v.kind != kObject {
+		return runHeadError("%s: want a JSON object", strings.TrimSuffix(prefix, "."))
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v.get(k) == nil {
+			return runHeadError("%s%s: missing", prefix, k)
+		}
+	}
+	var others []string
+	for _, m := range v.object {
+		if i := sort.SearchStrings(keys, m.key); i == len(keys) || keys[i] != m.key {
+			others = append(others, m.key)
+		}
+	}
+	if len(others) > 0 {
+		sort.Strings(others)
+		return runHeadError("%s%s: not a field of a run-head proof", prefix, others[0])
+	}
+	return nil
+}
+
+func proofHash(v *value, field string) (mapHash, error) {
+	s, _ := str(v)
+	h, ok := parseHash(s)
+	if !ok {
+		return mapHash{}, runHeadError("%s: want 64 lower-case hex digits", field)
+	}
+	return h, nil
+}
+
+// checkRunHeadEntries makes step 3 of section 7: the run's entries in the
+// pack (a run pack holds nothing else) are exactly the head, or none for an
+// absence proof. It returns what the OK line says of the run.
+func checkRunHeadEntries(proof *runHeadProof, scope string, entries []entry, cp checkpoint) (string, error) {
+	if proof.head == nil {
+		if len(entries) != 0 {
+			return "", runHeadError("the map shows no entry of %s up to tree size %d, the pack holds %d", scope, cp.size, len(entries))
+		}
+		return fmt.Sprintf("complete: the run has no entry up to seq %d (absence proof)", cp.size-1), nil
+	}
+	h := proof.head
+	if int64(len(entries)) != h.count {
+		return "", runHeadError("the run has %d entries up to tree size %d, the pack holds %d", h.count, cp.size, len(entries))
+	}
+	last := entries[len(entries)-1]
+	if last.seq != h.lastSeq || last.hash != h.lastLeafHash {
+		return "", runHeadError("the run's last entry up to tree size %d is seq %d with leaf hash %s, the pack's last is seq %d with leaf hash %s",
+			cp.size, h.lastSeq, hex.EncodeToString(h.lastLeafHash[:]), last.seq, hex.EncodeToString(last.hash[:]))
+	}
+	return fmt.Sprintf("complete: every entry of the run up to seq %d (run-head proof, %d entries)", cp.size-1, h.count), nil
+}
+
+// unsettledSteps lists each step of a complete run that the pack's entries
+// start (an agent_start allowed) and no agent_exec of the pack completes (an
+// agent_exec of the same step and attempt naming the start, section 4; one
+// of another step is a mismatched completion, not this step's): none was
+// logged before the tree size. Read from the entries, not from
+// outcomes.json, which this verifier does not recompute.
+func unsettledSteps(team, run string, entries []entry, cp checkpoint) []string {
+	type step struct {
+		start, id string
+		attempt   int64
+	}
+	completed := map[step]bool{}
+	for _, e := range entries {
+		if e.kind == "agent_exec" {
+			completed[step{e.startReceiptID, e.stepID, e.attempt}] = true
+		}
+	}
+	var out []string
+	for _, e := range entries {
+		if e.kind == "agent_start" && e.decision == "allow" && !completed[step{e.receiptID, e.stepID, e.attempt}] {
+			out = append(out, fmt.Sprintf("step %s/%s/%s attempt %d: no completion in the log up to seq %d (proven)",
+				team, run, e.stepID, e.attempt, cp.size-1))
+		}
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+"""The golden checkpoint-time notes (tests/vectors/checkpoint_time.json,
+CONTRACT.md section 5), rebuilt with Python's cryptography and the run-head
+map of export/runmap.py (section 6a), and read by export/verify_pack.py.
+
+Version 1 (the file's top-level keys) is the time note of checkpoint.json's
+checkpoint. Version 2 (key "v2") is the time note of the log of the three
+entries of leaves.json: its root is their RFC 9162 root, its `runs` line the
+run-head map root of those entries (one run, three entries), so every line
+of it can be recomputed from the vectors. Ed25519 signatures are
+deterministic: the notes are compared byte for byte.
+
+Usage: checkpoint_time_vectors_test.py [--write]
+  --write adds (or rewrites) the "v2" key, leaving the others as they are.
+"""
+import base64
+import hashlib
+import json
+import os
+import sys
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VECTORS = os.path.join(HERE, "vectors")
+sys.path.insert(0, os.path.join(HERE, "..", "export"))
+import runmap  # noqa: E402
+import verify_pack  # noqa: E402
+
+
+def load(name):
+    with open(os.path.join(VECTORS, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def sign(seed_hex, name, key_id_hex, text):
+    sig = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(seed_hex)).sign(text.encode())
+    return text + "\n\u2014 %s %s\n" % (name, base64.b64encode(bytes.fromhex(key_id_hex) + sig).decode())
+
+
+def mth(hashes):
+    if len(hashes) == 1:
+        return hashes[0]
+    k = 1
+    while k * 2 < len(hashes):
+        k *= 2
+    return hashlib.sha256(b"\x01" + mth(hashes[:k]) + mth(hashes[k:])).digest()
+
+
+def v2_vector(v1, checkpoint, leaves):
+    """The version 2 note of the log of leaves.json's entries."""
+    hashes, heads = [], {}
+    for e in leaves["entries"]:
+        leaf = e["leaf_bytes_utf8"].encode()
+        hashes.append(hashlib.sha256(b"\x00" + leaf).digest())
+        r = json.loads(leaf)["receipt"]
+        key = runmap.run_key(r["team"].encode(), r["run_id"].encode())
+        count = heads[key][0] + 1 if key in heads else 1
+        heads[key] = (count, json.loads(leaf)["seq"], hashes[-1])
+    root = mth(hashes)
+    runs = runmap.root({k: runmap.value_hash(*h) for k, h in heads.items()})
+    body = "evidence-ledger/checkpoint-time/v2\n%s\n%d\n%s\nruns %s\ntime %d\n" % (
+        v1["origin"], len(hashes), base64.b64encode(root).decode(), base64.b64encode(runs).decode(), v1["time_us"])
+    return {
+        "comment": "The checkpoint-time note version 2 (CONTRACT section 5) of the log of leaves.json's entries: "
+                   "its root, and the run-head map root (section 6a) of those entries; signed with the key above; "
+                   "made with Python's cryptography by tests/checkpoint_time_vectors_test.py --write, not the "
+                   "ledger's code.",
+        "origin": v1["origin"],
+        "tree_size": len(hashes),
+        "root_hex": root.hex(),
+        "runs_hex": runs.hex(),
+        "time_us": v1["time_us"],
+        "body": body,
+        "note": sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"], body),
+    }
+
+
+def check(v1, checkpoint, leaves):
+    """Failures, as strings."""
+    failures = []
+    want = v2_vector(v1, checkpoint, leaves)
+    if v1.get("v2") != want:
+        failures.append("v2: the file holds %s, recomputed %s" % (json.dumps(v1.get("v2")), json.dumps(want)))
+    if sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"], v1["body"]) != v1["note"]:
+        failures.append("v1: note: not the signature of body by the seed")
+    key = verify_pack.parse_vkey(v1["verifier_key"])
+    v2 = v1.get("v2", want)
+    read = [(v1["note"], (v1["origin"], v1["tree_size"], bytes.fromhex(v1["root_hex"]), v1["time_us"], None)),
+            (v2["note"], (v2["origin"], v2["tree_size"], bytes.fromhex(v2["root_hex"]), v2["time_us"],
+                          bytes.fromhex(v2["runs_hex"])))]
+    for note, expected in read:
+        got = verify_pack.checkpoint_time(note.encode(), key)
+        if got != expected:
+            failures.append("verify_pack.checkpoint_time: read %r, expected %r" % (got, expected))
+    # Neither version's header on the other's lines.
+    for body, header in ((v2["body"], "evidence-ledger/checkpoint-time/v1"),
+                         (v1["body"], "evidence-ledger/checkpoint-time/v2")):
+        text = header + body[body.index("\n"):]
+        note = sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"], text).encode()
+        try:
+            verify_pack.checkpoint_time(note, key)
+            failures.append("%s with the other version's lines: accepted" % header)
+        except verify_pack.Failure as e:
+            print("refused, as it must be (%s on the other version's lines): %s" % (header[-2:], e))
+    # A v2 note whose runs line is not base64 of 32 bytes.
+    text = v2["body"].replace("runs ", "runs x")
+    try:
+        verify_pack.checkpoint_time(sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"],
+                                         text).encode(), key)
+        failures.append("a runs line that is not a hash: accepted")
+    except verify_pack.Failure as e:
+        print("refused, as it must be (a runs line that is not a hash): %s" % e)
+    return failures
+
+
+def main():
+    path = os.path.join(VECTORS, "checkpoint_time.json")
+    v1, checkpoint, leaves = load("checkpoint_time.json"), load("checkpoint.json"), load("leaves.json")
+    if sys.argv[1:] == ["--write"]:
+        v1["v2"] = v2_vector(v1, checkpoint, leaves)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(v1, indent=1))
+        print("wrote %s: v2" % path)
+        return 0
+    failures = check(v1, checkpoint, leaves)
+    for f in failures:
+        print("FAIL: %s" % f)
+    if failures:
+        return 1
+    print("OK: the version 1 and 2 checkpoint-time vectors rebuilt, signed and read")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
