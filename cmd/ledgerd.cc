@@ -523,6 +523,7 @@ int main(int argc, char** argv) {
                                 .ledger = &(*server)->service(),
                                 .exports = &exports,
                                 .sweeper = sweeper.get(),
+                                .rpc = &(*server)->rpc_stats(),
                                 .projections = options.sequencer.projector != nullptr});
   std::unique_ptr<ledger::ops::Dashboard> dashboard;
   if (query != nullptr) {
