@@ -21,6 +21,9 @@
 //             [--not-older-than SIZE|CHECKPOINT] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <ctime>
 #include <sstream>
@@ -414,6 +417,19 @@ int Verify(const Flags& flags) {
   return ledger::cmd::RunVerify(flags, flags.positional()[1], "ledgerctl");
 }
 
+// The process that holds the store's lock (RocksDB's LOCK file, locked
+// with fcntl), or 0 when none does.
+pid_t LockHolder(const std::string& lock_file) {
+  int fd = ::open(lock_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  pid_t holder = ::fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK ? lock.l_pid : 0;
+  ::close(fd);
+  return holder;
+}
+
 // Exit codes: 0 consistent, 1 an inconsistency (reported), 2 bad usage,
 // 3 the store or key could not be read (for example: the server is running).
 int AuditStore(const Flags& flags) {
@@ -438,6 +454,11 @@ int AuditStore(const Flags& flags) {
   // Never create a store where there is none.
   if (!std::filesystem::exists(data + "/db/CURRENT")) {
     return unreadable(absl::NotFoundError(absl::StrCat("no ledger store in ", data)));
+  }
+  if (pid_t holder = LockHolder(data + "/db/LOCK"); holder != 0) {
+    return unreadable(absl::FailedPreconditionError(absl::StrCat(
+        "the store in ", data, " is in use by process ", holder,
+        " (a running ledgerd?); stop the server first: audit reads a store that no process is writing")));
   }
   auto store = ledger::store::Store::Open(data + "/db");
   if (!store.ok()) return unreadable(store.status());

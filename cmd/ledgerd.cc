@@ -428,12 +428,25 @@ int main(int argc, char** argv) {
   ledger::query::StepProjector projector;
   if (projections == "true") options.sequencer.projector = &projector;
   std::error_code ec;
+  const std::string& restore_from = flags.Get("restore-from");
+  // A restore brings a store, never a key: a new key could not sign the
+  // restored log, and a refused restore leaves the data directory as it was.
+  std::string key_path = signing_key.empty() ? options.data_dir + "/signing.key" : signing_key;
+  if (!restore_from.empty() && !std::filesystem::exists(key_path, ec)) {
+    return Fail(absl::FailedPreconditionError(
+        absl::StrCat("--restore-from: no signing key at ", key_path,
+                     "; put the key that signed the backup there first (a restore never makes a new key)")));
+  }
+  bool had_data = std::filesystem::exists(options.data_dir, ec);
+  bool had_tmp = std::filesystem::exists(options.data_dir + "/tmp", ec);
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) return Fail(absl::UnavailableError("--data: " + ec.message()));
   bool had_guard = std::filesystem::exists(options.data_dir + "/" + ledger::log::Log::kGuardFile);
-  const std::string& restore_from = flags.Get("restore-from");
   if (!restore_from.empty()) {
-    if (auto s = Restore(restore_from, options.data_dir); !s.ok()) return Fail(s);
+    if (auto s = Restore(restore_from, options.data_dir); !s.ok()) {
+      if (!had_data) std::filesystem::remove(options.data_dir, ec);  // only when still empty
+      return Fail(s);
+    }
     ledger::jsonlog::Info("restored").Msg(absl::StrCat("restored the store from ", restore_from)).Emit();
   }
   // Evidence packs are staged beside the data, not in a shared /tmp (which
@@ -457,6 +470,8 @@ int main(int argc, char** argv) {
     // A refused restore leaves the data directory as it found it.
     std::filesystem::remove_all(options.data_dir + "/db", ec);
     if (!had_guard) std::filesystem::remove(options.data_dir + "/" + ledger::log::Log::kGuardFile, ec);
+    if (!had_tmp) std::filesystem::remove(options.data_dir + "/tmp", ec);
+    if (!had_data) std::filesystem::remove(options.data_dir, ec);  // only when still empty
     ledger::jsonlog::Warn("restore_undone").Msg("the restored store was removed again").Emit();
   }
   if (!log.ok()) return Fail(log.status());
