@@ -400,6 +400,7 @@ int main(int argc, char** argv) {
         .Emit();
   }
 
+  ledger::service::LogGrpcThroughJson();
   // A reader of stdout that went away is no reason to stop serving.
   signal(SIGPIPE, SIG_IGN);
   // Signals are taken by sigwait below, never by another thread.

@@ -6,6 +6,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "grpc/support/log.h"
 #include "ledger/jsonlog/jsonlog.h"
 
 namespace ledger::service {
@@ -117,7 +119,18 @@ class Factory final : public grpc::experimental::ServerInterceptorFactoryInterfa
   Budget budget_;
 };
 
+void GrpcLine(gpr_log_func_args* args) {
+  std::string_view file = args->file != nullptr ? args->file : "";
+  if (size_t slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  std::string_view message = args->message != nullptr ? args->message : "";
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.remove_suffix(1);
+  jsonlog::Line line = args->severity == GPR_LOG_SEVERITY_ERROR ? jsonlog::Warn("grpc") : jsonlog::Info("grpc");
+  line.Msg(message).Str("source", absl::StrCat(std::string(file), ":", args->line)).Emit();
+}
+
 }  // namespace
+
+void LogGrpcThroughJson() { gpr_set_log_function(GrpcLine); }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLogFactory(auth::Gate* gate, RpcStats* stats) {
   return std::make_unique<Factory>(gate, stats);

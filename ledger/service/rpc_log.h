@@ -30,6 +30,11 @@ struct RpcStats {
   stats::CounterFamily calls;
 };
 
+// Routes gRPC's own log lines (handshake failures, for example) into the
+// JSON log: event "grpc", level warn for gRPC's errors and info otherwise,
+// with the source file and line. Call once, before gRPC starts.
+void LogGrpcThroughJson();
+
 // `gate` (for callers' identities) and `stats` MUST outlive the server.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLogFactory(auth::Gate* gate,
                                                                                         RpcStats* stats);
