@@ -77,9 +77,10 @@ std::string Lower(std::string_view name, std::string_view prefix) {
 std::string StateName(pb::StepState s) { return Lower(pb::StepState_Name(s), "STEP_STATE_"); }
 std::string AnomalyName(int a) { return Lower(pb::Anomaly_Name(static_cast<pb::Anomaly>(a)), "ANOMALY_"); }
 
-// `path` with the query `params` (empty values left out), for an href.
-std::string Href(const std::string& path, const std::map<std::string, std::string>& params) {
-  std::string out = path;
+// `raw_path` (as the request sent it) with the query `params` (empty values
+// left out), escaped for an href.
+std::string Href(const std::string& raw_path, const std::map<std::string, std::string>& params) {
+  std::string out = E(raw_path);
   char sep = '?';
   for (const auto& [k, v] : params) {
     if (v.empty()) continue;
@@ -115,7 +116,7 @@ std::string RefreshLinks(const HttpRequest& request, int refresh) {
     if (n == refresh) {
       absl::StrAppend(&out, "<strong aria-current=\"true\">", label, "</strong> ");
     } else {
-      absl::StrAppend(&out, "<a href=\"", Href(request.path, params), "\">", label, "</a> ");
+      absl::StrAppend(&out, "<a href=\"", Href(request.raw_path, params), "\">", label, "</a> ");
     }
   }
   return out + "</p>";
@@ -214,10 +215,10 @@ std::string NextLink(const HttpRequest& request, const std::string& token, size_
   std::map<std::string, std::string> params = request.query;
   bool first = params.erase("after") == 0;
   std::string out = absl::StrCat("<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">", shown, " shown");
-  if (!first) absl::StrAppend(&out, " · <a href=\"", Href(request.path, params), "\">first page</a>");
+  if (!first) absl::StrAppend(&out, " · <a href=\"", Href(request.raw_path, params), "\">first page</a>");
   if (!token.empty()) {
     params["after"] = token;
-    absl::StrAppend(&out, " · <a rel=\"next\" href=\"", Href(request.path, params), "\">next page</a>");
+    absl::StrAppend(&out, " · <a rel=\"next\" href=\"", Href(request.raw_path, params), "\">next page</a>");
   }
   return out + "</p></nav>";
 }
@@ -228,11 +229,11 @@ std::string NumberedLinks(const HttpRequest& request, int64_t page, bool more) {
   std::string out = absl::StrCat("<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">page ", page);
   if (page > 1) {
     params["page"] = std::to_string(page - 1);
-    absl::StrAppend(&out, " · <a rel=\"prev\" href=\"", Href(request.path, params), "\">previous page</a>");
+    absl::StrAppend(&out, " · <a rel=\"prev\" href=\"", Href(request.raw_path, params), "\">previous page</a>");
   }
   if (more) {
     params["page"] = std::to_string(page + 1);
-    absl::StrAppend(&out, " · <a rel=\"next\" href=\"", Href(request.path, params), "\">next page</a>");
+    absl::StrAppend(&out, " · <a rel=\"next\" href=\"", Href(request.raw_path, params), "\">next page</a>");
   }
   return out + "</p></nav>";
 }

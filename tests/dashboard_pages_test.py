@@ -24,6 +24,7 @@ BUILD_DIR/tests/artifacts/dashboard/:
   - the run page's timeline lists steps in the order they began, labels
     never cover a bar, the denied step is a mark, not a bar, and the page
     is no wider than the window;
+  - a run id written as HTML stays text in every link the page writes;
   - auto-refresh is a meta refresh; no page has a script or loads anything
     from elsewhere, and the CSP forbids both; every table has column
     headers, and every text has a contrast of at least 4.5:1.
@@ -38,6 +39,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -146,7 +148,10 @@ def main():
         demo = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "demo_workload.py"), "--runs", "160",
                                "--timeout-ms", "300"], check=True, capture_output=True, text=True).stdout
         demo = [json.loads(line) for line in demo.splitlines()]
-        append(demo)
+        hostile = 'run-"><i id=injected>x</i>'
+        append(demo + [{"team": "team-code", "run_id": hostile, "step_id": "s", "receipt_id": "hostile.start",
+                        "kind": "agent_start", "decision": "allow", "timeout_ms": 600000,
+                        "occurred_at_us": int(time.time() * 1e6)}])
         support_runs = sorted({r["run_id"] for r in demo if r["team"] == "team-support"})
         time.sleep(1.02 - time.time() % 1)  # the run begins in a second the demo has no entry in
         before_us = int(time.time()) * 1_000_000
@@ -282,6 +287,11 @@ def main():
         widths = {r["label"]: r["box"]["r"] - r["box"]["l"] for r in tl}
         check(widths.get("step-a", 0) > 50, "step-a's bar is %.0f px for 0.6 s of a 1.2 s run" % widths.get("step-a", 0))
         check(all("Z" in (r["aria"] or "") for r in tl), "timeline bars have no UTC times for screen readers")
+
+        # A run id that is HTML, in every link the page writes (refresh, pages).
+        f = visit("hostile", "/teams/team-code/runs/%s?refresh=10" % urllib.parse.quote(hostile, safe=""))
+        check(f["h1"] == "Run " + hostile, "hostile run page: %r" % f["h1"])
+        check(browser.eval("document.getElementById('injected')") is None, "a run id became HTML")
 
         # Auto-refresh.
         f = visit("refresh", "/teams/team-code/runs/run-timeline?refresh=10")
