@@ -25,6 +25,9 @@ n=$(wc -l < "$work/receipts.jsonl")
 expect_exit 3 audit --data "$work/data" --origin audit.test/log
 want="ledgerctl: audit: the store in $work/data is in use by process $pid (a running ledgerd?); stop the server first: audit reads a store that no process is writing"
 [ "$(cat "$work/err")" = "$want" ] || { cat "$work/err"; echo "FAIL: not one plain sentence naming the server"; exit 1; }
+expect_exit 1 "$build/cmd/ledgerctl" rebuild --data "$work/data"
+want="ledgerctl: rebuild: the store in $work/data is in use by process $pid (a running ledgerd?); stop the server first: rebuild rewrites a store that no process is writing"
+[ "$(cat "$work/err")" = "$want" ] || { cat "$work/err"; echo "FAIL: rebuild: not one plain sentence naming the server"; exit 1; }
 
 kill -TERM "$pid"
 wait "$pid"
