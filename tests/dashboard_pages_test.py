@@ -226,6 +226,20 @@ def main():
 
         got = steps_of("filter-state", "/teams/team-support?state=unknown")
         check(got == [("run-0007", "step-0")], "state=unknown: %s" % got)
+        # A filtered list is paged too: 50 steps, then the next page's, none twice.
+        visit("filter-paged", "/teams/team-support?state=succeeded")
+        page1 = [(r["cells"][0], r["cells"][1]) for r in rows("table.steps")]
+        nxt = browser.eval("(document.querySelector('a[rel=next]') || {}).href || ''")
+        succeeded = {(r["run_id"], r["step_id"]) for r in demo if r["team"] == "team-support" and
+                     r["kind"] == "agent_exec" and r.get("status") == "succeeded"}  # the orphan completion too
+        check(len(page1) == 50 and nxt, "state=succeeded: page 1 has %d steps, next %r" % (len(page1), nxt))
+        seen = list(page1)
+        while nxt:
+            browser.open(nxt)
+            seen += [(r["cells"][0], r["cells"][1]) for r in rows("table.steps")]
+            nxt = browser.eval("(document.querySelector('a[rel=next]') || {}).href || ''")
+        check(len(seen) == len(set(seen)) and set(seen) == succeeded,
+              "state=succeeded over its pages: %d steps, want %d" % (len(seen), len(succeeded)))
         got = steps_of("filter-anomaly", "/teams/team-support?anomaly=orphan_completion")
         check(got == [("run-0002", "step-9")], "anomaly=orphan_completion: %s" % got)
         iso = lambda us: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(us / 1e6)) + "Z"  # noqa: E731

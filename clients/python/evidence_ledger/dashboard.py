@@ -17,7 +17,8 @@ _STATES = {name[len("STEP_STATE_"):].lower(): value for name, value in q.StepSta
 _ANOMALIES = {name[len("ANOMALY_"):].lower(): value for name, value in q.Anomaly.items() if value}
 
 
-def state_name(value):
+def state_name(value: int) -> str:
+    """A step's state by name: "pending", "succeeded", "failed", "denied" or "unknown"."""
     return q.StepState.Name(value)[len("STEP_STATE_"):].lower()
 
 
