@@ -28,7 +28,7 @@ constexpr char kStyle[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#1f1f1f;background:#fff}a{color:#0645ad}"
     "a:focus,button:focus,input:focus,select:focus{outline:3px solid #1a5fb4;outline-offset:1px}"
     "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.3em .6em;text-align:left}"
-    "th{background:#ececec}caption{text-align:left;font-weight:bold;padding:.3em 0}"
+    "th{background:#ececec}td a,td.t{white-space:nowrap}caption{text-align:left;font-weight:bold;padding:.3em 0}"
     ".unknown{background:#ffd6d6;font-weight:bold}.unknown td:first-child::before"
     "{content:'\\26A0  '}.denied{background:#fff1c9}.failed{background:#ffe7d1}.succeeded{background:#e7f7e7}"
     ".anomaly{color:#a00}.muted{color:#595959}a.button{display:inline-block;padding:.4em .8em;border:1px solid #246;"
@@ -204,7 +204,8 @@ std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, 
     }
     absl::StrAppend(&out, "<td><a href=\"", StepHref(st), "\">", E(st.step_id()), "</a></td><td>", st.attempt(),
                     "</td><td>", state == "unknown" ? "UNKNOWN" : state, "</td><td class=\"anomaly\">", E(anomalies),
-                    "</td><td>", Time(st.first_at_us()), "</td><td>", end > 0 ? Duration(end - begin) : "",
+                    "</td><td class=\"t\">", Time(st.first_at_us()), "</td><td class=\"t\">",
+                    end > 0 ? Duration(end - begin) : "",
                     "</td><td>", Calls(st.calls()), "</td><td>", st.charged_cost_micros(), "</td></tr>");
   }
   return out + "</tbody></table>";
@@ -598,7 +599,7 @@ HttpResponse Dashboard::Runs(const HttpRequest& request, const std::string& team
   for (const pb::Run& r : resp.runs()) {
     absl::StrAppend(&body, "<tr", r.steps_unknown() > 0 ? " class=\"unknown\"" : "", "><td><a href=\"/teams/",
                     Seg(team), "/runs/", Seg(r.run_id()), "\">", E(r.run_id()), "</a></td><td>", E(r.workflow()),
-                    "</td><td>", Time(r.first_at_us()), "</td><td>",
+                    "</td><td class=\"t\">", Time(r.first_at_us()), "</td><td>",
                     r.steps_succeeded() + r.steps_failed() + r.steps_denied() + r.steps_pending() + r.steps_unknown(),
                     "</td><td>", r.steps_succeeded(), "</td><td>", r.steps_failed(), "</td><td>", r.steps_denied(),
                     "</td><td>", r.steps_pending(), "</td><td>", r.steps_unknown(), "</td><td>", r.anomalies(),
@@ -700,7 +701,8 @@ std::string ReceiptRow(const pb::Entry& entry) {
   std::string tokens = kind == "model_call" ? absl::StrCat(num("input_tokens"), " / ", num("output_tokens")) : "";
   bool denied = decision == "deny";
   std::string cls = kind == "step_unknown" ? " class=\"unknown\"" : denied ? " class=\"denied\"" : "";
-  return absl::StrCat("<tr", cls, "><td>", entry.seq(), "</td><td>", Time(leaf.value("logged_at_us", int64_t{0})),
+  return absl::StrCat("<tr", cls, "><td>", entry.seq(), "</td><td class=\"t\">",
+                      Time(leaf.value("logged_at_us", int64_t{0})),
                       "</td><td>", E(kind), "</td><td>", E(who), "</td><td>", E(where), "</td><td>",
                       denied ? "<strong>DENY</strong>" : E(outcome), "</td><td>", E(str("reason")), "</td><td>",
                       tokens, "</td><td>", num("cost_micros"), "</td><td>", E(str("receipt_id")), "</td><td>",
