@@ -494,6 +494,8 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--time-note]\n"
     "  ledgerctl --server HOST:PORT vkey\n"
     "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]\n"
+    "  ledgerctl --server HOST:PORT prove-run --team T --run R\n"
+    "  ledgerctl prove-run --data DIR --origin O --size S --team T --run R  (a stopped ledger: replays the log)\n"
     "  ledgerctl --server HOST:PORT consistency --from A [--to B]\n"
     "  ledgerctl --server HOST:PORT entries --from A --to B\n"
     "  ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,..] [--anomaly A,..] [--json]\n"
@@ -611,6 +613,7 @@ int main(int argc, char** argv) {
   if (command == "rebuild") return Rebuild(flags);
   if (command == "audit") return AuditStore(flags);
   if (command == "verify") return Verify(flags);
+  if (command == "prove-run" && !flags.Get("data").empty()) return ledger::ctl::ProveRun(nullptr, flags);
 
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
@@ -686,6 +689,7 @@ int main(int argc, char** argv) {
   if (command == "vkey") return Vkey(*stub);
   if (command == "backup") return Backup(*stub, flags);
   if (command == "prove") return Prove(*stub, flags);
+  if (command == "prove-run") return ledger::ctl::ProveRun(stub.get(), flags);
   if (command == "consistency") return Consistency(*stub, flags);
   if (command == "entries") return Entries(*stub, flags);
   auto query = pb::QueryService::NewStub(channel);
