@@ -1,14 +1,47 @@
 #include "cmd/flags.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::cmd {
+namespace {
+
+// Edits (insert, delete, replace, swap two neighbours) that turn `a` into `b`.
+size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string Flags::Nearest(const std::string& name) const {
+  std::string best;
+  size_t best_distance = std::max<size_t>(1, name.size() / 4) + 1;
+  for (const std::string& candidate : order_) {
+    if (candidate == "config") continue;
+    size_t d = Distance(name, candidate);
+    if (d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
+}
 
 void Flags::Define(const std::string& name, const std::string& default_value,
                    const std::string& help, bool boolean) {
@@ -37,7 +70,9 @@ absl::Status Flags::Parse(int argc, char** argv, int first) {
     }
     auto it = options_.find(name);
     if (it == options_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("--", name, ": unknown option"));
+      std::string near = Nearest(name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, ": unknown option", near.empty() ? "" : absl::StrCat("; did you mean --", near, "?")));
     }
     Option& o = it->second;
     if (o.boolean) {
@@ -72,9 +107,19 @@ absl::Status Flags::LoadConfig(const std::string& path) {
   for (const auto& [key, value] : j.items()) {
     auto it = options_.find(key);
     if (it == options_.end() || key == "config") {
-      return absl::InvalidArgumentError(absl::StrCat("--config: ", path, ": '", key, "' is not an option"));
+      std::string near = Nearest(key);
+      return absl::InvalidArgumentError(absl::StrCat("--config: ", path, ": '", key, "' is not an option",
+                                                     near.empty() ? "" : absl::StrCat("; did you mean '", near, "'?")));
     }
     Option& o = it->second;
+    // An option whose values are true and false takes a JSON boolean only:
+    // "false" in quotes reads as a yes to too many people and parsers.
+    const bool yes_no = o.boolean || o.default_value == "true" || o.default_value == "false";
+    if (yes_no != value.is_boolean()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--config: ", path, ": '", key, "' must be ",
+                       yes_no ? "true or false (a JSON boolean, without quotes)" : "a string or an integer"));
+    }
     std::string text;
     if (value.is_string()) {
       text = value.get<std::string>();
@@ -84,7 +129,7 @@ absl::Status Flags::LoadConfig(const std::string& path) {
       text = value.get<bool>() ? "true" : "false";
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("--config: ", path, ": '", key, "' must be a string, an integer or a boolean"));
+          absl::StrCat("--config: ", path, ": '", key, "' must be a string or an integer"));
     }
     if (o.boolean && text != "true" && text != "false") {
       return absl::InvalidArgumentError(absl::StrCat("--config: ", path, ": '", key, "' must be true or false"));

@@ -26,10 +26,12 @@ class Flags {
   absl::Status Parse(int argc, char** argv, int first);
 
   // Applies a JSON config file: one object whose keys are option names
-  // (without dashes) and whose values are strings, integers or booleans.
-  // Options given on the command line win. INVALID_ARGUMENT naming the file
-  // and the key for an unknown option or a value of another type;
-  // NOT_FOUND when the file cannot be read.
+  // (without dashes) and whose values are strings or integers, or JSON
+  // booleans for the options whose values are true and false (boolean
+  // flags, and options defaulting to "true" or "false"). Options given on
+  // the command line win. INVALID_ARGUMENT naming the file and the key for
+  // an unknown option (with the nearest option's name when one is close)
+  // or a value of another type; NOT_FOUND when the file cannot be read.
   absl::Status LoadConfig(const std::string& path);
 
   const std::string& Get(const std::string& name) const;
@@ -43,6 +45,9 @@ class Flags {
   std::string Usage() const;
 
  private:
+  // The defined option nearest to `name` in edits, when it is close; "".
+  std::string Nearest(const std::string& name) const;
+
   struct Option {
     std::string value;
     std::string default_value;

@@ -39,6 +39,8 @@ TEST(FlagsTest, ValuesPositionalsAndDefaults) {
 TEST(FlagsTest, ErrorsNameTheFlag) {
   Flags f = Make();
   EXPECT_EQ(ParseArgs(f, {"--nope", "1"}).message(), "--nope: unknown option");
+  Flags near = Make();
+  EXPECT_EQ(ParseArgs(near, {"--nmae", "1"}).message(), "--nmae: unknown option; did you mean --name?");
   Flags g = Make();
   EXPECT_EQ(ParseArgs(g, {"--seq"}).message(), "--seq: needs a value");
   Flags h = Make();
@@ -69,8 +71,11 @@ TEST(FlagsTest, ConfigFileErrorsNameTheFileAndKey) {
     std::string message;
   } cases[] = {
       {R"({"sequence": 1})", "'sequence' is not an option"},
-      {R"({"seq": [1]})", "'seq' must be a string, an integer or a boolean"},
-      {R"({"json": "yes"})", "'json' must be true or false"},
+      {R"({"seq": [1]})", "'seq' must be a string or an integer"},
+      {R"({"seq": true})", "'seq' must be a string or an integer"},
+      {R"({"json": "yes"})", "'json' must be true or false (a JSON boolean, without quotes)"},
+      {R"({"json": "true"})", "'json' must be true or false (a JSON boolean, without quotes)"},
+      {R"({"jsno": true})", "'jsno' is not an option; did you mean 'json'?"},
       {R"([1])", "must hold one JSON object"},
   };
   for (const Case& c : cases) {

@@ -21,6 +21,9 @@
 //             [--not-older-than SIZE|CHECKPOINT] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <ctime>
 #include <sstream>
@@ -312,8 +315,35 @@ int Entries(pb::LedgerService::Stub& stub, const Flags& flags) {
   return 0;
 }
 
+// The process that holds the store's lock (RocksDB's LOCK file, locked
+// with fcntl), or 0 when none does.
+pid_t LockHolder(const std::string& lock_file) {
+  int fd = ::open(lock_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  pid_t holder = ::fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK ? lock.l_pid : 0;
+  ::close(fd);
+  return holder;
+}
+
+// FAILED_PRECONDITION in one sentence naming the process when a process
+// (a running ledgerd) holds the store in `data`: `what` says why that matters.
+absl::Status NotHeld(const std::string& data, std::string_view what) {
+  pid_t holder = LockHolder(data + "/db/LOCK");
+  if (holder == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("the store in ", data, " is in use by process ", holder,
+                                                    " (a running ledgerd?); stop the server first: ",
+                                                    std::string(what)));
+}
+
 int Rebuild(const Flags& flags) {
   if (flags.Get("data").empty()) return Fail(absl::InvalidArgumentError("rebuild: --data DIR is required"));
+  if (absl::Status held = NotHeld(flags.Get("data"), "rebuild rewrites a store that no process is writing");
+      !held.ok()) {
+    return Fail(absl::Status(held.code(), absl::StrCat("rebuild: ", held.message())));
+  }
   ledger::query::StepProjector projector;
   auto start = std::chrono::steady_clock::now();
   absl::Status s = ledger::log::RebuildProjections(
@@ -447,6 +477,9 @@ int AuditStore(const Flags& flags) {
   // Never create a store where there is none.
   if (!std::filesystem::exists(data + "/db/CURRENT")) {
     return unreadable(absl::NotFoundError(absl::StrCat("no ledger store in ", data)));
+  }
+  if (absl::Status held = NotHeld(data, "audit reads a store that no process is writing"); !held.ok()) {
+    return unreadable(held);
   }
   auto store = ledger::store::Store::Open(data + "/db");
   if (!store.ok()) return unreadable(store.status());

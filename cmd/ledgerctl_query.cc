@@ -69,9 +69,32 @@ absl::StatusOr<pb::StepFilter> Filter(const Flags& flags) {
   return f;
 }
 
-void PrintStepTable(const std::vector<pb::Step>& steps) {
-  std::printf("%-10s %-22s %-14s %-3s %-20s %-9s %-10s %-11s %s\n", "STATE", "RUN", "STEP", "TRY",
-              "STARTED (UTC)", "CALLS", "CHARGED", "SEQS", "ANOMALIES");
+// Prints rows as columns as wide as their widest cell (the last one
+// unpadded), two spaces apart.
+void PrintColumns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size());
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+// The steps as a table; with a TEAM column when they may come from several teams.
+void PrintStepTable(const std::vector<pb::Step>& steps, bool team) {
+  std::vector<std::vector<std::string>> rows;
+  auto row = [&](std::vector<std::string> cells) {
+    if (!team) cells.erase(cells.begin());
+    rows.push_back(std::move(cells));
+  };
+  row({"TEAM", "STATE", "RUN", "STEP", "TRY", "STARTED (UTC)", "CALLS", "CHARGED", "SEQS", "ANOMALIES"});
   for (const auto& s : steps) {
     std::string state = ledger::query::StateName(s.state());
     if (s.state() == pb::STEP_STATE_FAILED) {
@@ -87,11 +110,10 @@ void PrintStepTable(const std::vector<pb::Step>& steps) {
     std::string calls = absl::StrCat(c.model_calls_allowed() + c.tool_calls_allowed(), "/",
                                      c.model_calls_denied() + c.tool_calls_denied());
     std::string seqs = s.seqs_size() > 0 ? absl::StrCat(s.seqs(0), "..", s.seqs(s.seqs_size() - 1)) : "-";
-    std::printf("%-10s %-22s %-14s %-3lld %-20s %-9s %-10s %-11s %s\n", state.c_str(), s.run_id().c_str(),
-                s.step_id().c_str(), static_cast<long long>(s.attempt()), Time(s.first_at_us()).c_str(),
-                calls.c_str(), Dollars(s.charged_cost_micros()).c_str(), seqs.c_str(),
-                anomalies.empty() ? "-" : anomalies.c_str());
+    row({s.team(), state, s.run_id(), s.step_id(), absl::StrCat(s.attempt()), Time(s.first_at_us()), calls,
+         Dollars(s.charged_cost_micros()), seqs, anomalies.empty() ? "-" : anomalies});
   }
+  PrintColumns(rows);
 }
 
 // Up to `limit` steps matching `filter`, newest first.
@@ -148,7 +170,7 @@ int Steps(const std::vector<pb::QueryService::Stub*>& stubs, const Flags& flags)
   if (flags.Bool("json")) {
     for (const auto& st : steps) std::cout << ledger::query::StepJson(st).dump() << "\n";
   } else {
-    PrintStepTable(steps);
+    PrintStepTable(steps, /*team=*/filter->team().empty());
   }
   return 0;
 }

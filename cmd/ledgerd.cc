@@ -403,6 +403,7 @@ int main(int argc, char** argv) {
         .Emit();
   }
 
+  ledger::service::LogGrpcThroughJson();
   // A reader of stdout that went away is no reason to stop serving.
   signal(SIGPIPE, SIG_IGN);
   // Signals are taken by sigwait below, never by another thread.
@@ -432,12 +433,25 @@ int main(int argc, char** argv) {
   ledger::query::StepProjector projector;
   if (projections == "true") options.sequencer.projector = &projector;
   std::error_code ec;
+  const std::string& restore_from = flags.Get("restore-from");
+  // A restore brings a store, never a key: a new key could not sign the
+  // restored log, and a refused restore leaves the data directory as it was.
+  std::string key_path = signing_key.empty() ? options.data_dir + "/signing.key" : signing_key;
+  if (!restore_from.empty() && !std::filesystem::exists(key_path, ec)) {
+    return Fail(absl::FailedPreconditionError(
+        absl::StrCat("--restore-from: no signing key at ", key_path,
+                     "; put the key that signed the backup there first (a restore never makes a new key)")));
+  }
+  bool had_data = std::filesystem::exists(options.data_dir, ec);
+  bool had_tmp = std::filesystem::exists(options.data_dir + "/tmp", ec);
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) return Fail(absl::UnavailableError("--data: " + ec.message()));
   bool had_guard = std::filesystem::exists(options.data_dir + "/" + ledger::log::Log::kGuardFile);
-  const std::string& restore_from = flags.Get("restore-from");
   if (!restore_from.empty()) {
-    if (auto s = Restore(restore_from, options.data_dir); !s.ok()) return Fail(s);
+    if (auto s = Restore(restore_from, options.data_dir); !s.ok()) {
+      if (!had_data) std::filesystem::remove(options.data_dir, ec);  // only when still empty
+      return Fail(s);
+    }
     ledger::jsonlog::Info("restored").Msg(absl::StrCat("restored the store from ", restore_from)).Emit();
   }
   // Evidence packs are staged beside the data, not in a shared /tmp (which
@@ -461,6 +475,8 @@ int main(int argc, char** argv) {
     // A refused restore leaves the data directory as it found it.
     std::filesystem::remove_all(options.data_dir + "/db", ec);
     if (!had_guard) std::filesystem::remove(options.data_dir + "/" + ledger::log::Log::kGuardFile, ec);
+    if (!had_tmp) std::filesystem::remove(options.data_dir + "/tmp", ec);
+    if (!had_data) std::filesystem::remove(options.data_dir, ec);  // only when still empty
     ledger::jsonlog::Warn("restore_undone").Msg("the restored store was removed again").Emit();
   }
   if (!log.ok()) return Fail(log.status());
@@ -534,6 +550,7 @@ int main(int argc, char** argv) {
                                 .ledger = &(*server)->service(),
                                 .exports = &exports,
                                 .sweeper = sweeper.get(),
+                                .rpc = &(*server)->rpc_stats(),
                                 .projections = options.sequencer.projector != nullptr});
   std::unique_ptr<ledger::ops::Dashboard> dashboard;
   if (query != nullptr) {

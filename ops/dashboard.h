@@ -1,17 +1,32 @@
 // The dashboard: read-only HTML pages for people, on the HTTP port.
 //
 //   /                                     teams (and a form to name one)
-//   /teams/T                              runs of team T, newest first
-//   /teams/T/runs/R                       a run: totals, its steps with states and
-//                                         anomalies (unknown ones stand out), the
-//                                         evidence pack's download link
-//   /teams/T/runs/R/steps/S?attempt=N     a step and its receipts, each with a link
-//                                         to its inclusion proof
+//   /unknown                              the steps in state unknown now, in every
+//                                         team the caller may query (newest first)
+//   /teams/T                              runs of team T, newest first; with
+//                                         ?state, ?anomaly or ?trace: its steps
+//                                         that match; ?from and ?to (UTC) bound
+//                                         either; ?run and ?receipt lead to the run
+//                                         or to the step that holds the receipt;
+//                                         404 for a team with no runs
+//   /teams/T/runs/R                       a run: totals, a timeline of its steps,
+//                                         its steps with states and anomalies
+//                                         (unknown ones stand out), the evidence
+//                                         pack's download link
+//   /teams/T/runs/R/steps/S?attempt=N     a step: its times, costs and decision,
+//                                         and its receipts (the calls: model or
+//                                         tool, target, tokens, cost, decision and
+//                                         reason; denials stand out), each with a
+//                                         link to its inclusion proof
 //   /teams/T/runs/R/pack.tar.gz           the run's evidence pack (CONTRACT section 7)
 //   /proofs/N                             entry N and its inclusion proof, as JSON
 //
 //   A step page shows kStepPageSize receipts, ?page=N (from 1) the others,
-//   with one read of the ledger for the page whatever the step's size.
+//   with one read of the ledger for the page whatever the step's size. Every
+//   other list shows kListPageSize rows a page, with a link to the next
+//   (?after=TOKEN, the query service's page token; ?page=N for teams and
+//   /unknown). Any page takes ?refresh=N (5..3600 seconds): the browser
+//   reloads it every N seconds (a meta refresh, no script).
 //
 // Pages are read through the ledger's own gRPC API (its in-process channel:
 // the same validation), as the HTTP caller: with TLS every call carries the
@@ -42,6 +57,7 @@
 namespace ledger::ops {
 
 inline constexpr int kStepPageSize = 100;
+inline constexpr int kListPageSize = 50;
 
 class Dashboard {
  public:
@@ -60,8 +76,15 @@ class Dashboard {
   // A context for a call made for `request`'s caller.
   std::unique_ptr<grpc::ClientContext> Context(const HttpRequest& request) const;
 
+  HttpResponse Route(const HttpRequest& request);
   HttpResponse Teams(const HttpRequest& request);
-  HttpResponse Runs(const HttpRequest& request, const std::string& team);
+  HttpResponse Unknown(const HttpRequest& request);
+  HttpResponse Team(const HttpRequest& request, const std::string& team);
+  HttpResponse Runs(const HttpRequest& request, const std::string& team, int64_t from_us, int64_t to_us);
+  HttpResponse Steps(const HttpRequest& request, const evidence::ledger::v1::StepFilter& filter);
+  HttpResponse FindReceipt(const HttpRequest& request, const std::string& team, const std::string& receipt_id);
+  // NOT_FOUND when `team` has no runs (or the caller may not query it).
+  grpc::Status TeamExists(const HttpRequest& request, const std::string& team);
   HttpResponse Run(const HttpRequest& request, const std::string& team, const std::string& run);
   HttpResponse Step(const HttpRequest& request, const std::string& team, const std::string& run,
                     const std::string& step, int64_t attempt, int64_t page, bool receipts);

@@ -1,21 +1,33 @@
 #include "ops/metrics.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "query.pb.h"
+
+#ifndef LEDGER_REVISION
+#define LEDGER_REVISION "unknown"
+#endif
 
 namespace ledger::ops {
 namespace {
 
+// The shortest text that reads back as `v`.
 std::string Number(double v) {
-  if (std::isinf(v)) return "+Inf";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : "NaN";
 }
 
 std::string LabelValue(std::string_view v) {
@@ -57,27 +69,81 @@ void Family(std::string* out, std::string_view name, std::string_view help, cons
   }
 }
 
+// A histogram's samples; `labels` ("k=\"v\",") go before le.
+void HistogramLines(std::string* out, std::string_view name, const std::string& labels,
+                    const stats::Histogram::Snapshot& s, double scale = 1) {
+  const std::string n(name);
+  for (size_t i = 0; i < s.bounds.size(); ++i) {
+    absl::StrAppend(out, n, "_bucket{", labels, "le=\"", Number(s.bounds[i] * scale), "\"} ", s.cumulative[i], "\n");
+  }
+  std::string plain = labels.empty() ? "" : absl::StrCat("{", labels.substr(0, labels.size() - 1), "}");
+  absl::StrAppend(out, n, "_bucket{", labels, "le=\"+Inf\"} ", s.count, "\n", n, "_sum", plain, " ",
+                  Number(s.sum * scale), "\n", n, "_count", plain, " ", s.count, "\n");
+}
+
 // `scale` converts the recorded unit (e.g. microseconds) to the exposed one.
 void Histogram(std::string* out, std::string_view name, std::string_view help, const stats::Histogram& h,
                double scale = 1) {
   Head(out, name, "histogram", help);
-  stats::Histogram::Snapshot s = h.Read();
-  for (size_t i = 0; i < s.bounds.size(); ++i) {
-    absl::StrAppend(out, std::string(name), "_bucket{le=\"", Number(s.bounds[i] * scale), "\"} ", s.cumulative[i],
-                    "\n");
+  HistogramLines(out, name, "", h.Read(), scale);
+}
+
+// The process's own figures, from /proc (Linux), as Prometheus' clients name
+// them; and what was built.
+void Process(std::string* out) {
+  Head(out, "ledger_build_info", "gauge", "1, labelled with the build's source revision and compiler.");
+  absl::StrAppend(out, "ledger_build_info", Labels({"version", "compiler"}, {LEDGER_REVISION, __VERSION__}), " 1\n");
+  std::ifstream stat("/proc/self/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t close = line.rfind(')');
+  if (close == std::string::npos) return;
+  std::vector<std::string> f = absl::StrSplit(line.substr(close + 2), ' ');  // f[0] is field 3 (state)
+  if (f.size() < 22) return;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  double boot = 0;
+  std::ifstream procstat("/proc/stat");
+  for (std::string l; std::getline(procstat, l);) {
+    if (l.rfind("btime ", 0) == 0) boot = std::stod(l.substr(6));
   }
-  absl::StrAppend(out, std::string(name), "_bucket{le=\"+Inf\"} ", s.count, "\n", std::string(name), "_sum ",
-                  Number(s.sum * scale), "\n", std::string(name), "_count ", s.count, "\n");
+  Gauge(out, "process_start_time_seconds", "Start time of the process since the epoch, in seconds.",
+        boot + std::stod(f[19]) / tick);
+  Head(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.");
+  absl::StrAppend(out, "process_cpu_seconds_total ", Number((std::stod(f[11]) + std::stod(f[12])) / tick), "\n");
+  Gauge(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.", std::stod(f[20]));
+  Gauge(out, "process_resident_memory_bytes", "Resident memory size in bytes.", std::stod(f[21]) * page);
+  std::error_code ec;
+  double fds = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    ++fds;
+  }
+  Gauge(out, "process_open_fds", "Open file descriptors.", fds);
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    Gauge(out, "process_max_fds", "The limit of open file descriptors.", static_cast<double>(limit.rlim_cur));
+  }
 }
 
 }  // namespace
 
-Metrics::StepCounts Metrics::CountSteps() {
+std::pair<Metrics::StepCounts, Metrics::TeamCosts> Metrics::CountSteps() {
   std::lock_guard<std::mutex> lock(mu_);
   auto now = std::chrono::steady_clock::now();
   if (steps_at_ != std::chrono::steady_clock::time_point{} && now - steps_at_ < std::chrono::seconds(30)) {
-    return steps_;
+    return {steps_, costs_};
   }
+  std::map<std::string, int64_t> costs;
+  absl::Status runs = sources_.log->store().ScanProjection(
+      projection::Table::kRuns, "", "\x80", false, [&](std::string_view, std::string_view value) {
+        evidence::ledger::v1::Run run;
+        if (run.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+          costs[run.team()] += run.charged_cost_micros();
+        }
+        return true;
+      });
+  costs_.assign(runs.ok() ? costs.begin() : costs.end(), costs.end());
   // State index rows: 'S', team length, team, state byte, time, step key.
   std::map<std::pair<std::string, int>, uint64_t> counts;
   absl::Status s = sources_.log->store().ScanProjection(
@@ -97,7 +163,7 @@ Metrics::StepCounts Metrics::CountSteps() {
     }
   }
   steps_at_ = now;
-  return steps_;
+  return {steps_, costs_};
 }
 
 std::string Metrics::Render() {
@@ -125,14 +191,25 @@ std::string Metrics::Render() {
           static_cast<double>(sequencer::SystemClockMicros() - cp_at_us) / 1e6);
   }
   if (sources_.projections) {
+    auto [steps, costs] = CountSteps();
     Head(&out, "ledger_steps", "gauge", "Steps by team and outcome (recounted at most every 30 s).");
-    for (const auto& [team, state, n] : CountSteps()) {
+    for (const auto& [team, state, n] : steps) {
       absl::StrAppend(&out, "ledger_steps", Labels({"team", "state"}, {team, state}), " ", n, "\n");
     }
+    Head(&out, "ledger_cost_charged_micros", "gauge",
+         "Cost charged to the team's runs, in micro-units: a failed or unknown step at least its reserved cost "
+         "(recounted at most every 30 s).");
+    for (const auto& [team, micros] : costs) {
+      absl::StrAppend(&out, "ledger_cost_charged_micros", Labels({"team"}, {team}), " ", micros, "\n");
+    }
   }
+  Family(&out, "ledger_denied_total", "Receipts appended with decision deny, by team and kind.", {"team", "kind"},
+         sources_.ledger->stats().denied);
   if (sources_.sweeper != nullptr) {
     Head(&out, "ledger_unknown_steps_declared_total", "counter", "Steps declared unknown since start.");
     absl::StrAppend(&out, "ledger_unknown_steps_declared_total ", sources_.sweeper->declared(), "\n");
+    Family(&out, "ledger_team_unknown_steps_declared_total", "Steps declared unknown since start, by team.",
+           {"team"}, sources_.sweeper->declared_by_team());
     Head(&out, "ledger_sweep_failures_total", "counter",
          "Declarations of due steps that failed (one per step and sweep); each step is logged once.");
     absl::StrAppend(&out, "ledger_sweep_failures_total ", sources_.sweeper->failures(), "\n");
@@ -147,6 +224,15 @@ std::string Metrics::Render() {
   Family(&out, "ledger_proofs_served_total", "Proofs served, by type.", {"type"}, ledger.proofs);
   Gauge(&out, "ledger_store_failed", "1 when the store failed in a way it cannot resume from.",
         log.store().failure().ok() ? 0 : 1);
+  if (sources_.rpc != nullptr) {
+    Head(&out, "ledger_rpc_seconds", "histogram", "Duration of gRPC calls (of a stream: its whole life), by method.");
+    for (const auto& [labels, snapshot] : sources_.rpc->seconds.Read()) {
+      HistogramLines(&out, "ledger_rpc_seconds", absl::StrCat("method=\"", LabelValue(labels[0]), "\","), snapshot);
+    }
+    Family(&out, "ledger_rpcs_total", "gRPC calls by method and status code.", {"method", "code"},
+           sources_.rpc->calls);
+  }
+  Process(&out);
   return out;
 }
 

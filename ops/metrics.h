@@ -18,6 +18,15 @@
 //   ledger_exports_total{scope,result}       evidence packs exported
 //   ledger_proofs_served_total{type}         inclusion and consistency proofs served
 //   ledger_store_failed                      1 when the store failed and cannot resume
+//   ledger_rpc_seconds{method}               histogram: a call's duration (a stream's life)
+//   ledger_rpcs_total{method,code}           calls by method and status code ("ok" included)
+//   ledger_denied_total{team,kind}           receipts appended with decision deny
+//   ledger_cost_charged_micros{team}         gauge: cost charged to the team's runs, in the
+//                                            projections (recounted with ledger_steps)
+//   ledger_team_unknown_steps_declared_total{team}  steps the sweeper declared unknown
+//   ledger_build_info{version,compiler}      1; the build's source revision and compiler
+//   process_start_time_seconds, process_cpu_seconds_total, process_resident_memory_bytes,
+//   process_virtual_memory_bytes, process_open_fds, process_max_fds   the process (Linux /proc)
 //
 // Thread-safe.
 #ifndef OPS_METRICS_H_
@@ -43,6 +52,7 @@ struct Sources {
   const service::LedgerService* ledger = nullptr;     // required
   const exporter::ExportService* exports = nullptr;   // optional
   const query::Sweeper* sweeper = nullptr;            // optional
+  const service::RpcStats* rpc = nullptr;             // optional
   bool projections = false;                           // steps can be counted
 };
 
@@ -55,11 +65,15 @@ class Metrics {
 
  private:
   using StepCounts = std::vector<std::tuple<std::string, std::string, uint64_t>>;  // team, state, n
-  StepCounts CountSteps();
+  using TeamCosts = std::vector<std::pair<std::string, int64_t>>;                 // team, charged µ
+  // Steps by team and state, and charged cost by team, from the projections
+  // (recounted at most every 30 s).
+  std::pair<StepCounts, TeamCosts> CountSteps();
 
   const Sources sources_;
   std::mutex mu_;
   StepCounts steps_;
+  TeamCosts costs_;
   std::chrono::steady_clock::time_point steps_at_{};
 };
 

@@ -19,6 +19,7 @@
 #include "ledger_service.grpc.pb.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
+#include "ops/timeline.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::ops {
@@ -308,6 +309,49 @@ TEST(Metrics, FiguresFromARealServer) {
     EXPECT_NE(text.find(want), std::string::npos) << "missing " << want << " in\n" << text;
   }
   EXPECT_EQ(text.find("ledger_fsync_seconds_count 0\n"), std::string::npos) << "no sync was timed";
+}
+
+TEST(TimelineTest, StepsInTheOrderTheyBeganADeniedStepIsAMarkAndBarsSpanTheirTimes) {
+  constexpr int64_t kT = 1767225600000000;  // 2026-01-01T00:00:00Z
+  evidence::ledger::v1::Step late, early, denied;
+  late.set_step_id("late");
+  late.set_state(evidence::ledger::v1::STEP_STATE_UNKNOWN);
+  late.set_has_start(true);
+  late.set_started_at_us(kT + 2'000'000);
+  late.set_has_unknown(true);
+  late.set_unknown_at_us(kT + 4'000'000);
+  early.set_step_id("early");
+  early.set_state(evidence::ledger::v1::STEP_STATE_SUCCEEDED);
+  early.set_has_start(true);
+  early.set_started_at_us(kT);
+  early.set_has_completion(true);
+  early.set_completed_at_us(kT + 1'000'000);
+  denied.set_step_id("denied");
+  denied.set_state(evidence::ledger::v1::STEP_STATE_DENIED);
+  denied.set_has_start(true);
+  denied.set_started_at_us(kT + 1'000'000);
+  std::string html = StepTimeline({late, denied, early}, [](const auto& s) { return "/s/" + s.step_id(); });
+  size_t e = html.find(">early</a>"), d = html.find(">denied</a>"), l = html.find(">late</a>");
+  ASSERT_NE(e, std::string::npos);
+  EXPECT_LT(e, d);
+  EXPECT_LT(d, l);
+  EXPECT_NE(html.find("<span class=\"tl-bar succeeded\" role=\"img\" aria-label=\"early: succeeded, "
+                      "2026-01-01T00:00:00Z to 2026-01-01T00:00:01Z (1.0 s)\""),
+            std::string::npos);
+  EXPECT_NE(html.find("style=\"left:0.000%;width:25.000%\""), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"tl-mark denied\" role=\"img\" aria-label=\"denied: denied at "
+                      "2026-01-01T00:00:01Z\""),
+            std::string::npos);
+  EXPECT_NE(html.find("style=\"left:50.000%;width:50.000%\""), std::string::npos);
+  EXPECT_EQ(html.find("tl-bar denied"), std::string::npos);
+  EXPECT_EQ(StepTimeline({}, [](const auto&) { return ""; }), "");
+}
+
+TEST(TimelineTest, DurationsReadAsPeopleSayThem) {
+  EXPECT_EQ(Duration(950'000), "950 ms");
+  EXPECT_EQ(Duration(12'500'000), "12.5 s");
+  EXPECT_EQ(Duration(200'000'000), "3 min 20 s");
+  EXPECT_EQ(Duration(7'500'000'000), "2 h 5 min");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ledgerctl audit on a real data directory: consistent after a workload and
-# a stop; refused (exit 3) while the server holds the store or where there
+# a stop; refused (exit 3) while the server holds the store (one sentence
+# naming the server's process, no storage engine's error) or where there
 # is no store; an inconsistency (exit 1) against another key; usage (2).
 # Usage: audit_cli_test.sh BUILD_DIR
 set -euo pipefail
@@ -22,7 +23,11 @@ ctl append "$work/receipts.jsonl" > /dev/null
 n=$(wc -l < "$work/receipts.jsonl")
 
 expect_exit 3 audit --data "$work/data" --origin audit.test/log
-grep -q "^ledgerctl: audit: .*lock" "$work/err" || { cat "$work/err"; echo "FAIL: no word of the lock"; exit 1; }
+want="ledgerctl: audit: the store in $work/data is in use by process $pid (a running ledgerd?); stop the server first: audit reads a store that no process is writing"
+[ "$(cat "$work/err")" = "$want" ] || { cat "$work/err"; echo "FAIL: not one plain sentence naming the server"; exit 1; }
+expect_exit 1 "$build/cmd/ledgerctl" rebuild --data "$work/data"
+want="ledgerctl: rebuild: the store in $work/data is in use by process $pid (a running ledgerd?); stop the server first: rebuild rewrites a store that no process is writing"
+[ "$(cat "$work/err")" = "$want" ] || { cat "$work/err"; echo "FAIL: rebuild: not one plain sentence naming the server"; exit 1; }
 
 kill -TERM "$pid"
 wait "$pid"

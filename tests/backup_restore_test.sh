@@ -97,6 +97,17 @@ fi
 grep -q "rollback guard: the store holds $size entries but a checkpoint of size $total" "$work/refused.out" ||
   { cat "$work/refused.out"; exit 1; }
 
+# Restoring into a new data directory without the key that signed the
+# backup: refused before anything is written, and nothing is left behind
+# (no data directory, no new signing key).
+if timeout 30 "$build/cmd/ledgerd" --data "$work/keyless" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
+     --origin $origin --restore-from "$work/backup" > "$work/keyless.out" 2>&1; then
+  echo "FAIL: a restore without the signing key was not refused"; exit 1
+fi
+grep -q "\"msg\":\"--restore-from: no signing key at $work/keyless/signing.key; put the key that signed the backup there first (a restore never makes a new key)\"" "$work/keyless.out" ||
+  { cat "$work/keyless.out"; echo "FAIL: the refusal does not say why"; exit 1; }
+[ ! -e "$work/keyless" ] || { find "$work/keyless"; echo "FAIL: a refused restore left files behind"; exit 1; }
+
 # Restoring into a new data directory, with the same key.
 original=$work/data
 mkdir -p "$work/restored"

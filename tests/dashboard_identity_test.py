@@ -20,6 +20,8 @@ a step of 5. Then, through HTTPS with client certificates:
     user is not believed: it stays itself;
   - with --rate-per-identity 5, alice reloading a large step page until she
     is refused (429) does not lock bob out: his pages answer 200;
+  - the unknown-now view lists an auditor of every team both teams' unknown
+    steps, and an auditor of team-a team-a's alone;
   - /metrics: the metrics role, admin and auditors or readers of every team
     may scrape; an identity without a rule and an auditor of one team get
     403, logged; the metrics role opens nothing else.
@@ -84,7 +86,7 @@ def main():
     with open(policy, "w") as f:
         json.dump(POLICY, f)
     tls = ["--tls-cert", server_cert, "--tls-key", server_key, "--client-ca", ca.ca, "--policy", policy]
-    ledger = Ledger(build, work, tls)
+    ledger = Ledger(build, work, tls + ["--unknown-grace-ms", "100", "--sweep-interval-ms", "50"])
     try:
         problems = run(build, work, ca, clients, tls, policy, ledger)
     finally:
@@ -258,6 +260,32 @@ def run(build, work, ca, clients, tls, policy, ledger):
             if e.details() != "from_seq, to_seq: must be 0 when seqs are given":
                 problems.append("GetEntries range and seqs: %r" % e.details())
     print("gRPC: GetEntries by seqs reads exactly those, refuses disorder, excess and other teams")
+
+    # The unknown-now view shows each caller the teams it may see, no other.
+    lost = [receipt("lost-" + t[-1], t, "lost", {"agent_start": pb.AgentStart(decision=pb.DECISION_ALLOW,
+                                                                               timeout_ms=50)})
+            for t in ("team-a", "team-b")]
+    with channel("writer") as ch:
+        svc_grpc.LedgerServiceStub(ch).Append(svc.AppendRequest(receipts=lost), timeout=30)
+    with channel("admin") as ch:
+        query = q_grpc.QueryServiceStub(ch)
+        for _ in range(200):
+            states = [query.GetStep(q.GetStepRequest(team=t, run_id="run-" + t[-1], step_id="lost"),
+                                    timeout=10).state for t in ("team-a", "team-b")]
+            if states == [q.STEP_STATE_UNKNOWN] * 2:
+                break
+            time.sleep(0.05)
+        else:
+            problems.append("the lost steps were not declared unknown: %s" % states)
+    unknown_rows = {}
+    for who in ("auditor-all", "alice"):
+        status, body, _, _ = https(who, "/unknown")
+        unknown_rows[who] = (status, sorted(set(re.findall(r'<td><a href="/teams/(team-[ab])">', body))))
+    if unknown_rows != {"auditor-all": (200, ["team-a", "team-b"]), "alice": (200, ["team-a"])}:
+        problems.append("unknown now: %s" % unknown_rows)
+    if 'href="/unknown"' not in https("auditor-all", "/")[1] or 'href="/unknown"' in https("alice", "/")[1]:
+        problems.append("the unknown-now link is not offered to exactly the identities that see several teams")
+    print("dashboard: /unknown lists the unknown steps of the teams each caller may see, no other")
 
     # One user's rate limit is hers alone.
     ledger.stop()

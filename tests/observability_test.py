@@ -32,7 +32,7 @@ from ledger_testlib import fail, generate_stubs  # noqa: E402
 
 NOW_US = int(time.time() * 1e6)
 CANARY = "canary-7f3e9a"
-SAMPLE = re.compile(r'^[a-z_]+(\{([a-z_]+="[^"]*",?)*\})? -?[0-9.e+]+$|^[a-z_]+(\{[^}]*\})? \+Inf$')
+SAMPLE = re.compile(r'^[a-z_]+(\{([a-z_]+="[^"]*",?)*\})? -?[0-9.]+(e[+-]?[0-9]+)?$|^[a-z_]+(\{[^}]*\})? \+Inf$')
 
 
 def get(url):
@@ -186,9 +186,13 @@ def main():
     print("logs: %d lines, each one JSON object; the failed call logged under its request id" % len(lines))
 
     # Config errors.
-    for content, message in [({"listn": "x"}, "'listn' is not an option"),
-                             ({"max-queued": "lots"}, "--max-queued (in %s): 'lots' is not an integer" % config),
-                             ({"projections": "maybe"}, "--projections: true or false")]:
+    for content, message in [
+            ({"listn": "x"}, "%s: 'listn' is not an option; did you mean 'listen'?" % config),
+            ({"max-queued": "lots"}, "--max-queued (in %s): 'lots' is not an integer" % config),
+            ({"projections": "maybe"}, "'projections' must be true or false (a JSON boolean, without quotes)"),
+            ({"projections": "false"}, "'projections' must be true or false (a JSON boolean, without quotes)"),
+            ({"insecure": "true"}, "'insecure' must be true or false (a JSON boolean, without quotes)"),
+            ({"checkpoint-interval-ms": True}, "'checkpoint-interval-ms' must be a string or an integer")]:
         content["data"] = os.path.join(work, "data2")
         with open(config, "w") as f:
             json.dump(content, f)
@@ -196,7 +200,8 @@ def main():
                            text=True, timeout=30)
         if r.returncode == 0 or message not in r.stderr:
             fail("config %s: rc %d, %s" % (content, r.returncode, r.stderr))
-    print("config: an unknown option and bad values stop ledgerd at start, naming them")
+    print("config: an unknown option (with the nearest one) and bad values, booleans in quotes included, stop "
+          "ledgerd at start, naming them")
     print("PASS")
 
 

@@ -6,6 +6,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "grpc/support/log.h"
 #include "ledger/jsonlog/jsonlog.h"
 
 namespace ledger::service {
@@ -43,8 +45,8 @@ class Budget {
 
 class RpcLog final : public grpc::experimental::Interceptor {
  public:
-  RpcLog(grpc::experimental::ServerRpcInfo* info, auth::Gate* gate, Budget* budget)
-      : info_(info), gate_(gate), budget_(budget), started_(std::chrono::steady_clock::now()) {}
+  RpcLog(grpc::experimental::ServerRpcInfo* info, auth::Gate* gate, Budget* budget, RpcStats* stats)
+      : info_(info), gate_(gate), budget_(budget), stats_(stats), started_(std::chrono::steady_clock::now()) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     using Hook = grpc::experimental::InterceptionHookPoints;
@@ -71,15 +73,22 @@ class RpcLog final : public grpc::experimental::Interceptor {
  private:
   void Done(const grpc::Status& status) {
     std::string method = info_->method() ? info_->method() : "?";
+    std::string code = absl::AsciiStrToLower(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
+    auto took = std::chrono::steady_clock::now() - started_;
+    stats_->seconds.With({method})->Observe(std::chrono::duration<double>(took).count());
+    stats_->calls.With({method, code})->Add();
     bool audited = method.find("/Export") != std::string::npos || method.find("/Backup") != std::string::npos;
     if (status.ok() && !audited) return;
+    // A client that hung up or gave up is not the server's failure (a
+    // deadline the server missed is: DEADLINE_EXCEEDED stays a warning).
+    bool cancelled = status.error_code() == grpc::StatusCode::CANCELLED;
     int64_t suppressed = 0;
     if (!status.ok() && !budget_->Take(&suppressed)) return;
     if (request_id_.empty()) request_id_ = jsonlog::NewRequestId();
-    std::string code = absl::AsciiStrToLower(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
-    int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_)
-                     .count();
-    jsonlog::Line line = status.ok() ? jsonlog::Info("rpc_done") : jsonlog::Warn("rpc_failed");
+    int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+    jsonlog::Line line = status.ok()  ? jsonlog::Info("rpc_done")
+                         : cancelled ? jsonlog::Info("rpc_cancelled")
+                                     : jsonlog::Warn("rpc_failed");
     line.Str("method", method).Str("code", code).Str("request_id", request_id_);
     if (info_->server_context() != nullptr) line.Str("identity", gate_->IdentityOf(*info_->server_context()));
     line.Int("ms", ms);
@@ -91,6 +100,7 @@ class RpcLog final : public grpc::experimental::Interceptor {
   grpc::experimental::ServerRpcInfo* const info_;
   auth::Gate* const gate_;
   Budget* const budget_;
+  RpcStats* const stats_;
   const std::chrono::steady_clock::time_point started_;
   std::string request_id_;
   bool done_ = false;
@@ -98,20 +108,32 @@ class RpcLog final : public grpc::experimental::Interceptor {
 
 class Factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  explicit Factory(auth::Gate* gate) : gate_(gate) {}
+  Factory(auth::Gate* gate, RpcStats* stats) : gate_(gate), stats_(stats) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
-    return new RpcLog(info, gate_, &budget_);
+    return new RpcLog(info, gate_, &budget_, stats_);
   }
 
  private:
   auth::Gate* const gate_;
+  RpcStats* const stats_;
   Budget budget_;
 };
 
+void GrpcLine(gpr_log_func_args* args) {
+  std::string_view file = args->file != nullptr ? args->file : "";
+  if (size_t slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  std::string_view message = args->message != nullptr ? args->message : "";
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.remove_suffix(1);
+  jsonlog::Line line = args->severity == GPR_LOG_SEVERITY_ERROR ? jsonlog::Warn("grpc") : jsonlog::Info("grpc");
+  line.Msg(message).Str("source", absl::StrCat(std::string(file), ":", args->line)).Emit();
+}
+
 }  // namespace
 
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLogFactory(auth::Gate* gate) {
-  return std::make_unique<Factory>(gate);
+void LogGrpcThroughJson() { gpr_set_log_function(GrpcLine); }
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLogFactory(auth::Gate* gate, RpcStats* stats) {
+  return std::make_unique<Factory>(gate, stats);
 }
 
 }  // namespace ledger::service

@@ -72,6 +72,12 @@ std::string KindName(const receipt::Receipt& r) {
   }
 }
 
+bool Denied(const receipt::Receipt& r) {
+  return (r.has_agent_start() && r.agent_start().decision() == pb::DECISION_DENY) ||
+         (r.has_model_call() && r.model_call().decision() == pb::DECISION_DENY) ||
+         (r.has_tool_call() && r.tool_call().decision() == pb::DECISION_DENY);
+}
+
 void FillResult(const absl::Status& s, pb::AppendResult* r) {
   r->set_code(static_cast<int>(s.code()));
   r->set_message(std::string(s.message()));
@@ -428,7 +434,10 @@ void LedgerService::Count(const pb::AppendRequest& request, const pb::AppendResp
     std::string result = r.code() != 0 ? absl::AsciiStrToLower(absl::StatusCodeToString(
                                              static_cast<absl::StatusCode>(r.code())))
                                        : (r.duplicate() ? "duplicate" : "ok");
-    ++tally[{KindName(request.receipts(i)), std::move(result)}];
+    ++tally[{KindName(request.receipts(i)), result}];
+    if (result == "ok" && Denied(request.receipts(i))) {
+      stats_.denied.With({request.receipts(i).team(), KindName(request.receipts(i))})->Add();
+    }
   }
   for (const auto& [labels, n] : tally) stats_.appends.With({labels.first, labels.second})->Add(n);
 }
@@ -695,7 +704,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
   for (grpc::Service* s : extra) builder.RegisterService(s);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(NewRpcLogFactory(gate));
+  interceptors.push_back(NewRpcLogFactory(gate, &server->rpc_stats_));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
   // Dead peers (a watch's client gone without a word) are found by pings.

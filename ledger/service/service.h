@@ -15,6 +15,7 @@
 #include "auth/gate.h"
 #include "ledger/backup/backup_root.h"
 #include "ledger/log/log.h"
+#include "ledger/service/rpc_log.h"
 #include "ledger/service/tls.h"
 #include "ledger_service.grpc.pb.h"
 
@@ -75,6 +76,9 @@ class LedgerService final : public pb::LedgerService::CallbackService {
     stats::CounterFamily appends;
     stats::Histogram request_receipts{stats::Histogram::Decades(1000)};  // receipts per request
     stats::CounterFamily proofs;  // by type: inclusion, consistency
+    // Receipts appended (not duplicates) whose decision is deny, by team and
+    // kind (agent_start, model_call, tool_call).
+    stats::CounterFamily denied;
   };
   const Stats& stats() const { return stats_; }
 
@@ -120,6 +124,8 @@ class Server {
 
   int port() const { return port_; }
   const LedgerService& service() const { return *service_; }
+  // Every call to this server, by method and code, with its duration.
+  const RpcStats& rpc_stats() const { return rpc_stats_; }
   // A channel to this server inside the process: its calls act as
   // auth::kInProcessIdentity (admin). For the dashboard, which checks its
   // own callers.
@@ -138,6 +144,7 @@ class Server {
   Server() = default;
 
   std::unique_ptr<LedgerService> service_;
+  RpcStats rpc_stats_;
   std::unique_ptr<ServerTls> tls_;  // before server_: gRPC fetches from it until the server is gone
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -52,4 +52,18 @@ std::vector<std::pair<std::vector<std::string>, uint64_t>> CounterFamily::Read()
   return out;
 }
 
+Histogram* HistogramFamily::With(const std::vector<std::string>& labels) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& h = histograms_[labels];
+  if (h == nullptr) h = std::make_unique<Histogram>(bounds_);
+  return h.get();
+}
+
+std::vector<std::pair<std::vector<std::string>, Histogram::Snapshot>> HistogramFamily::Read() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::vector<std::string>, Histogram::Snapshot>> out;
+  for (const auto& [labels, h] : histograms_) out.emplace_back(labels, h->Read());
+  return out;
+}
+
 }  // namespace ledger::stats

@@ -62,6 +62,22 @@ class CounterFamily {
   std::map<std::vector<std::string>, std::unique_ptr<Counter>> counters_;
 };
 
+// Histograms by a tuple of label values, created on first use, all with the
+// same bounds.
+class HistogramFamily {
+ public:
+  explicit HistogramFamily(std::vector<double> bounds) : bounds_(std::move(bounds)) {}
+
+  Histogram* With(const std::vector<std::string>& labels);
+  // Every tuple seen so far, with its snapshot, in label order.
+  std::vector<std::pair<std::vector<std::string>, Histogram::Snapshot>> Read() const;
+
+ private:
+  const std::vector<double> bounds_;
+  mutable std::mutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<Histogram>> histograms_;
+};
+
 }  // namespace ledger::stats
 
 #endif  // LEDGER_STATS_STATS_H_

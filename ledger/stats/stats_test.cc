@@ -20,6 +20,19 @@ TEST(Histogram, Decades) {
   EXPECT_EQ(Histogram::Decades(100), (std::vector<double>{1, 2, 5, 10, 20, 50, 100}));
 }
 
+TEST(Histogram, FamiliesKeepOneHistogramPerLabelTuple) {
+  HistogramFamily f({1, 10});
+  f.With({"/a", "x"})->Observe(0.5);
+  f.With({"/a", "x"})->Observe(20);
+  f.With({"/b", "x"})->Observe(5);
+  auto read = f.Read();
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].first, (std::vector<std::string>{"/a", "x"}));
+  EXPECT_EQ(read[0].second.cumulative, (std::vector<uint64_t>{1, 1}));
+  EXPECT_EQ(read[0].second.count, 2u);
+  EXPECT_EQ(read[1].second.cumulative, (std::vector<uint64_t>{0, 1}));
+}
+
 TEST(Counters, ConcurrentAddsAndFamilies) {
   Counter c;
   CounterFamily f;

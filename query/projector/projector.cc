@@ -222,6 +222,9 @@ class StepEdit {
       step_->set_attempt(key.attempt);
       step_->set_first_at_us(e_.logged_at_us);
     }
+    if (step_->trace_id().empty() && !e_.receipt->trace_id().empty()) {
+      step_->set_trace_id(e_.receipt->trace_id());
+    }
     records_.TouchStep(encoded_);
     old_state_ = step_->state();
     old_actual_ = step_->actual_cost_micros();

@@ -70,6 +70,7 @@ grpc::Status CheckPageSize(int32_t requested, int* size) {
 grpc::Status CheckFilter(const pb::StepFilter& f) {
   if (!IsTeam(f.team())) return Invalid("filter.team", "required, 1-63 bytes of [a-z0-9-]");
   if (f.run_id().size() > 128) return Invalid("filter.run_id", "at most 128 bytes");
+  if (f.trace_id().size() > 128) return Invalid("filter.trace_id", "at most 128 bytes");
   if (f.from_us() < 0 || f.to_us() < 0 || (f.to_us() != 0 && f.to_us() < f.from_us())) {
     return Invalid("filter.from_us", "need 0 <= from_us <= to_us (to_us 0: no bound)");
   }
@@ -85,6 +86,7 @@ grpc::Status CheckFilter(const pb::StepFilter& f) {
 bool Matches(const pb::StepFilter& f, const pb::Step& s) {
   if (s.team() != f.team()) return false;
   if (!f.run_id().empty() && s.run_id() != f.run_id()) return false;
+  if (!f.trace_id().empty() && s.trace_id() != f.trace_id()) return false;
   if (f.states_size() > 0 &&
       std::find(f.states().begin(), f.states().end(), s.state()) == f.states().end()) {
     return false;

@@ -371,6 +371,33 @@ TEST_F(QueryTest, ListStepsFiltersPagesAndValidates) {
   EXPECT_EQ(error(token).error_message(), "page_token: not a token of this query");
 }
 
+TEST_F(QueryTest, ListStepsByTraceIdKeepsTheFirstReceiptsTraceId) {
+  const std::string a(32, 'a'), b(32, 'b');
+  auto traced = [](std::string json, const std::string& trace) {
+    json.insert(json.size() - 1, R"(,"trace_id":")" + trace + "\"");
+    return json;
+  };
+  Append({traced(Start("s1", "step-1"), a), traced(Start("s2", "step-2"), b), Start("s3", "step-3")});
+  Append({traced(Exec("s1-x", "s1", "step-1", "succeeded"), b)});  // a later receipt's trace is not the step's
+  EXPECT_EQ(Step("step-1").trace_id(), a);
+  EXPECT_EQ(Step("step-3").trace_id(), "");
+  auto list = [&](const std::string& trace) {
+    pb::ListStepsRequest req;
+    req.mutable_filter()->set_team("team-a");
+    req.mutable_filter()->set_trace_id(trace);
+    pb::ListStepsResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = steps_->ListSteps(&ctx, req, &resp);
+    std::vector<std::string> ids;
+    if (!s.ok()) return std::vector<std::string>{s.error_message()};
+    for (const auto& st : resp.steps()) ids.push_back(st.step_id());
+    return ids;
+  };
+  EXPECT_EQ(list(a), (std::vector<std::string>{"step-1"}));
+  EXPECT_EQ(list(b), (std::vector<std::string>{"step-2"}));
+  EXPECT_EQ(list(std::string(129, 'c')), (std::vector<std::string>{"filter.trace_id: at most 128 bytes"}));
+}
+
 TEST_F(QueryTest, PaginationIsStableUnderConcurrentAppends) {
   for (int i = 0; i < 60; ++i) Append({Start("old" + std::to_string(i), "old" + std::to_string(i))});
   std::atomic<bool> stop{false};

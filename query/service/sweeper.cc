@@ -138,6 +138,7 @@ std::vector<std::pair<size_t, absl::Status>> Sweeper::Declare(std::span<const re
     } else if (!results[i].duplicate) {
       ++*declared;
       declared_.Add();
+      declared_by_team_.With({chunk[i].team()})->Add();
     }
   }
   return failed;

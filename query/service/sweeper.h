@@ -66,6 +66,8 @@ class Sweeper {
 
   // Steps this sweeper declared unknown since it started.
   uint64_t declared() const { return declared_.value(); }
+  // The same, by team.
+  const stats::CounterFamily& declared_by_team() const { return declared_by_team_; }
   // Declarations that failed since it started (one per step and sweep).
   uint64_t failures() const { return failures_.value(); }
   // Due steps the last sweep left undeclared.
@@ -88,6 +90,7 @@ class Sweeper {
   void Failed(uint64_t start_seq, const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sweep_mu_);
 
   stats::Counter declared_;
+  stats::CounterFamily declared_by_team_;
   stats::Counter failures_;
   std::atomic<uint64_t> overdue_{0};
   std::mutex sweep_mu_;  // one sweep at a time

@@ -7,6 +7,7 @@
         ...
 """
 import time
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import grpc
 
@@ -17,25 +18,32 @@ _STATES = {name[len("STEP_STATE_"):].lower(): value for name, value in q.StepSta
 _ANOMALIES = {name[len("ANOMALY_"):].lower(): value for name, value in q.Anomaly.items() if value}
 
 
-def state_name(value):
+def state_name(value: int) -> str:
+    """A step's state by name: "pending", "succeeded", "failed", "denied" or "unknown"."""
     return q.StepState.Name(value)[len("STEP_STATE_"):].lower()
 
 
 class Dashboard:
-    def __init__(self, target, credentials=None, *, timeout=10.0, channel_options=()):
+    """Reads of the query service (proto/query.proto). Steps and runs are the protobuf messages Step and Run;
+    their enums are integers in Python: state_name(step.state) names a state. Calls raise grpc.RpcError
+    (e.g. PERMISSION_DENIED for a team the certificate's identity may not query)."""
+
+    def __init__(self, target: str, credentials: Optional[grpc.ChannelCredentials] = None, *,
+                 timeout: float = 10.0, channel_options: Sequence[Tuple[str, object]] = ()):
         self._channel = (grpc.secure_channel(target, credentials, channel_options) if credentials
                          else grpc.insecure_channel(target, channel_options))
         self._stub = stubs.query_grpc.QueryServiceStub(self._channel)
         self._timeout = timeout
 
-    def close(self):
+    def close(self) -> None:
         self._channel.close()
 
     def _filter(self, team, run, states, anomalies):
         return q.StepFilter(team=team, run_id=run or "", states=[_STATES[s] for s in states or ()],
                             anomalies=[_ANOMALIES[a] for a in anomalies or ()])
 
-    def steps(self, team, run=None, states=None, anomalies=None, limit=100):
+    def steps(self, team: str, run: Optional[str] = None, states: Optional[Sequence[str]] = None,
+              anomalies: Optional[Sequence[str]] = None, limit: int = 100) -> List["q.Step"]:
         """Steps newest first; states like "unknown", anomalies like "late_completion"."""
         out, token = [], ""
         while len(out) < limit:
@@ -48,18 +56,19 @@ class Dashboard:
                 break
         return out
 
-    def step(self, team, run, step, attempt=1):
+    def step(self, team: str, run: str, step: str, attempt: int = 1) -> "q.Step":
         return self._stub.GetStep(q.GetStepRequest(team=team, run_id=run, step_id=step, attempt=attempt),
                                   timeout=self._timeout)
 
-    def run(self, team, run):
+    def run(self, team: str, run: str) -> "q.Run":
         return self._stub.GetRun(q.GetRunRequest(team=team, run_id=run), timeout=self._timeout)
 
-    def runs(self, team, limit=100):
+    def runs(self, team: str, limit: int = 100) -> List["q.Run"]:
         return list(self._stub.ListRuns(q.ListRunsRequest(team=team, page_size=min(limit, 1000)),
                                         timeout=self._timeout).runs)
 
-    def watch(self, team, run=None, states=None, after_seq=-1, retry=True):
+    def watch(self, team: str, run: Optional[str] = None, states: Optional[Sequence[str]] = None,
+              after_seq: int = -1, retry: bool = True) -> Iterator["q.StepChange"]:
         """Step changes after `after_seq`, the past then live, forever. On
         UNAVAILABLE it reconnects after the last change received: no gap,
         no duplicate."""

@@ -2,7 +2,10 @@
 
     emitter = Emitter("ledger:7420")
     emitter.emit(receipts.model_call(team="team-a", run_id="r1", step_id="s1", ...))
-    emitter.close()          # flushes: returns once every receipt is settled
+    if not emitter.close():  # flushes, 30 s at most by default
+        keep(emitter.unsettled)
+    for result in emitter.refused:
+        ...
 
 Guarantees:
   - A receipt is settled when the ledger acknowledged it (appended, or
@@ -18,17 +21,33 @@ Guarantees:
   - The buffer is bounded (`max_buffer` receipts not yet settled): emit
     blocks until there is room (`block=True`, up to `timeout` seconds) or
     raises BufferFull.
-  - close(timeout) that could not flush in time returns False and leaves
-    the receipts it could not settle in `unsettled`, for the caller to keep.
+  - flush() and close() wait DEFAULT_TIMEOUT seconds (30) unless told
+    otherwise (timeout=None waits for good). close() that could not flush
+    in time returns False and leaves the receipts it could not settle in
+    `unsettled`, for the caller to keep.
+  - `on_result(receipt, result)` is called on the emitter's thread once
+    per receipt when it is settled. An exception it raises is logged (the
+    "evidence_ledger" logger), counted in `callback_errors`, and never stops
+    the sender. Keep it quick: it runs before the next batch is sent.
+  - Every retry is logged at WARNING on the "evidence_ledger" logger, with
+    the receipts' count, the delay and the reason (the gRPC code and
+    message).
 """
 import collections
+import inspect
+import logging
 import random
 import threading
 import time
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import grpc
 
 from evidence_ledger import stubs
+
+log = logging.getLogger("evidence_ledger")
+DEFAULT_TIMEOUT = 30.0
+_FOREVER = object()
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED}
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
@@ -38,16 +57,51 @@ class BufferFull(Exception):
     """emit() found the buffer full (and was told not to wait, or waited in vain)."""
 
 
-Result = collections.namedtuple("Result", "receipt_id code message seq duplicate")
+class Result(NamedTuple):
+    """How the ledger settled a receipt."""
+    receipt_id: str
+    code: grpc.StatusCode  # OK when appended (or already there); else why it was refused, by name
+    message: str           # the refusal's message, naming the field and the rule; "" when OK
+    seq: int               # the entry's position in the log when OK
+    duplicate: bool        # OK because the ledger already held this receipt (a retry)
+
+
 # Receipt ids the ledger keeps for itself (CONTRACT section 3).
 LEDGER_ID_PREFIX = "ledger."
-"""How the ledger settled a receipt: code is a grpc.StatusCode (OK when appended)."""
+
+Receipt = stubs.receipt.Receipt
+OnResult = Callable[[Receipt, Result], None]
+
+
+def _check_callback(on_result: Optional[OnResult]) -> None:
+    if on_result is None:
+        return
+    if not callable(on_result):
+        raise TypeError("on_result: must be a function on_result(receipt, result), not %r" % (on_result,))
+    try:
+        signature = inspect.signature(on_result)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: trust it
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise TypeError("on_result: must take two arguments, (receipt, result); %s%s takes other arguments"
+                        % (getattr(on_result, "__name__", "the function"), signature)) from None
 
 
 class Emitter:
-    def __init__(self, target, credentials=None, *, batch_size=200, linger=0.02, max_buffer=10000, block=True,
-                 timeout=30.0, rpc_timeout=10.0, max_backoff=5.0, on_result=None, channel_options=()):
-        """`target` is HOST:PORT; `credentials` a grpc.ChannelCredentials (TLS) or None (plain text)."""
+    def __init__(self, target: str, credentials: Optional[grpc.ChannelCredentials] = None, *,
+                 batch_size: int = 200, linger: float = 0.02, max_buffer: int = 10000, block: bool = True,
+                 timeout: float = 30.0, rpc_timeout: float = 10.0, max_backoff: float = 5.0,
+                 on_result: Optional[OnResult] = None, channel_options: Sequence[Tuple[str, object]] = (),
+                 flush_timeout: float = DEFAULT_TIMEOUT):
+        """`target` is HOST:PORT; `credentials` a grpc.ChannelCredentials for TLS
+        (grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)) or None for plain
+        text. `timeout`: how long emit() waits for room in a full buffer; `flush_timeout`: how long flush()
+        and close() wait when not told. `on_result(receipt, result)`: see the module's docstring; TypeError
+        when it cannot take those two arguments."""
+        _check_callback(on_result)
+        self._flush_timeout = flush_timeout
         self._channel = (grpc.secure_channel(target, credentials, channel_options) if credentials
                          else grpc.insecure_channel(target, channel_options))
         self._stub = stubs.ledger_grpc.LedgerServiceStub(self._channel)
@@ -64,16 +118,18 @@ class Emitter:
         self._unsettled = 0                # queued + in flight
         self._closed = False
         self._stop = False
-        self.unsettled = []  # after close: receipts never settled
+        self.unsettled: List[Receipt] = []  # after close: receipts never settled
         self.acknowledged = 0
         self.duplicates = 0
         self.retries = 0
-        self.refused = []  # Results of receipts the ledger refused for good
+        self.callback_errors = 0  # exceptions on_result raised (logged, then ignored)
+        self.refused: List[Result] = []  # receipts the ledger refused for good
         self._thread = threading.Thread(target=self._run, name="evidence-ledger-emitter", daemon=True)
         self._thread.start()
 
-    def emit(self, receipt):
-        """Queues a receipt (a receipt_pb2.Receipt with its receipt_id set)."""
+    def emit(self, receipt: Receipt) -> None:
+        """Queues a receipt (made with evidence_ledger.receipts). ValueError for a receipt without its id
+        or with an id of the ledger's; BufferFull when the buffer stays full; RuntimeError after close."""
         if not receipt.receipt_id:
             raise ValueError("receipt_id: required (retries rely on it)")
         if receipt.receipt_id.startswith(LEDGER_ID_PREFIX):
@@ -92,8 +148,11 @@ class Emitter:
             self._unsettled += 1
             self._cv.notify_all()
 
-    def flush(self, timeout=None):
-        """Waits until every receipt emitted so far is settled. False on timeout."""
+    def flush(self, timeout=_FOREVER) -> bool:
+        """Waits until every receipt emitted so far is settled: at most `timeout` seconds (default: the
+        emitter's flush_timeout, 30 s; None: for good). False on timeout."""
+        if timeout is _FOREVER:
+            timeout = self._flush_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
             while self._unsettled > 0:
@@ -103,9 +162,9 @@ class Emitter:
                 self._cv.wait(left)
         return True
 
-    def close(self, timeout=None):
-        """Flushes, then stops the thread and closes the channel. False if the
-        flush timed out; the receipts not settled are then in `unsettled`."""
+    def close(self, timeout=_FOREVER) -> bool:
+        """Flushes (as flush(timeout)), then stops the thread and closes the channel. False if the flush
+        timed out; the receipts not settled are then in `unsettled`, for the caller to keep."""
         flushed = self.flush(timeout)
         with self._cv:
             self._closed = True
@@ -118,7 +177,7 @@ class Emitter:
             self._queue.clear()
         return flushed
 
-    def __enter__(self):
+    def __enter__(self) -> "Emitter":
         return self
 
     def __exit__(self, *exc):
@@ -134,7 +193,13 @@ class Emitter:
                 self.refused.append(result)
             self._cv.notify_all()
         if self._on_result:
-            self._on_result(receipt, result)
+            try:
+                self._on_result(receipt, result)
+            except Exception:  # noqa: BLE001 - a caller's bug must not stop the sender
+                with self._cv:
+                    self.callback_errors += 1
+                log.exception("on_result raised for receipt %s (%s); the emitter goes on", result.receipt_id,
+                              result.code.name)
 
     def _take(self):
         with self._cv:
@@ -160,31 +225,35 @@ class Emitter:
             except grpc.RpcError as e:
                 if e.code() in _RETRYABLE:
                     self._requeue(batch)
-                    self._pause(backoff)
+                    self._pause(backoff, len(batch), e.code(), e.details())
                     backoff = min(backoff * 2, self._max_backoff)
                     continue
                 for r in batch:
                     self._settle(r, Result(r.receipt_id, e.code(), e.details(), 0, False))
                 continue
             retry = []
+            why = None
             for r, res in zip(batch, response.results):
                 code = _CODES.get(res.code, grpc.StatusCode.UNKNOWN)
                 if code in _RETRYABLE:
                     retry.append(r)
+                    why = why or (code, res.message)
                 else:
                     self._settle(r, Result(r.receipt_id, code, res.message, res.seq, res.duplicate))
             if retry:
                 self._requeue(retry)
-                self._pause(backoff)
+                self._pause(backoff, len(retry), *why)
                 backoff = min(backoff * 2, self._max_backoff)
             else:
                 backoff = 0.05
 
-    def _pause(self, backoff):
-        """Sleeps for the back-off with jitter, or until close stops the thread."""
+    def _pause(self, backoff, count, code, message):
+        """Logs the retry, then sleeps for the back-off with jitter, or until close stops the thread."""
+        delay = backoff * (0.5 + random.random())
+        log.warning("retrying %d receipt(s) in %.2f s: %s: %s", count, delay, code.name, message)
         with self._cv:
             if not self._stop:
-                self._cv.wait(backoff * (0.5 + random.random()))
+                self._cv.wait(delay)
 
     def _requeue(self, batch):
         with self._cv:

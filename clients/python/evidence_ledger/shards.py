@@ -13,7 +13,7 @@ FNV-1a-64(team) mod (number of shards), as ledgerctl computes it
 import json
 
 from evidence_ledger.dashboard import Dashboard
-from evidence_ledger.emitter import Emitter
+from evidence_ledger.emitter import _FOREVER, Emitter
 
 
 def fnv1a64(text):
@@ -58,11 +58,21 @@ class ShardedEmitter:
     def emit(self, receipt):
         self.emitters[self.shard_map.shard_for(receipt.team)].emit(receipt)
 
-    def flush(self, timeout=None):
+    def flush(self, timeout=_FOREVER):
+        """Each shard's Emitter.flush(timeout), one after the other."""
         return all([e.flush(timeout) for e in self.emitters])
 
-    def close(self, timeout=None):
+    def close(self, timeout=_FOREVER):
+        """Each shard's Emitter.close(timeout); their unsettled receipts are in `unsettled`."""
         return all([e.close(timeout) for e in self.emitters])
+
+    @property
+    def unsettled(self):
+        return [r for e in self.emitters for r in e.unsettled]
+
+    @property
+    def callback_errors(self):
+        return sum(e.callback_errors for e in self.emitters)
 
     @property
     def refused(self):

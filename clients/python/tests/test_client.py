@@ -182,6 +182,100 @@ class EmitterTest(unittest.TestCase):
         self.assertEqual([r.receipt_id for r in waiting.unsettled], ["f-0"])
 
 
+    def test_a_callback_that_raises_is_logged_counted_and_never_stops_the_sender(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+
+        def broken(receipt, result):
+            raise KeyError("a gateway's bug")
+
+        e = Emitter(ledger.address, batch_size=10, on_result=broken)
+        with self.assertLogs("evidence_ledger", "ERROR") as logged:
+            for r in calls(50, "g"):
+                e.emit(r)
+            flushed = e.flush(timeout=10)
+        self.assertTrue(flushed, "the sender stopped at the callback's exception: flush hangs")
+        self.assertTrue(e.close(timeout=10))
+        self.assertEqual(e.acknowledged, 50)
+        self.assertEqual(e.callback_errors, 50)
+        self.assertIn("on_result raised for receipt g-0 (OK); the emitter goes on", logged.output[0])
+        self.assertIn("KeyError: \"a gateway's bug\"", logged.output[0])
+
+    def test_on_result_must_take_receipt_and_result(self):
+        with self.assertRaises(TypeError) as wrong:
+            Emitter("127.0.0.1:1", on_result=lambda result: None)
+        self.assertEqual(str(wrong.exception), "on_result: must take two arguments, (receipt, result); "
+                         "<lambda>(result) takes other arguments")
+        with self.assertRaises(TypeError) as not_callable:
+            Emitter("127.0.0.1:1", on_result="print")
+        self.assertEqual(str(not_callable.exception),
+                         "on_result: must be a function on_result(receipt, result), not 'print'")
+        Emitter("127.0.0.1:1", on_result=lambda receipt, result, *rest: None).close(timeout=1)
+
+    def test_flush_and_close_wait_30_s_by_default_then_say_so(self):
+        import inspect
+        self.assertEqual(inspect.signature(Emitter).parameters["flush_timeout"].default, 30.0)
+        port = free_port()  # nothing listens: nothing is ever settled
+        e = Emitter("127.0.0.1:%d" % port, rpc_timeout=0.2, flush_timeout=0.5)
+        e.emit(calls(1, "h")[0])
+        started = time.monotonic()
+        self.assertFalse(e.flush())
+        self.assertFalse(e.close())
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual([r.receipt_id for r in e.unsettled], ["h-0"])
+
+    def test_retries_are_logged_with_the_reason(self):
+        port = free_port()
+        with self.assertLogs("evidence_ledger", "WARNING") as logged:
+            e = Emitter("127.0.0.1:%d" % port, rpc_timeout=0.2, max_backoff=0.1)
+            e.emit(calls(1, "i")[0])
+            time.sleep(0.5)
+            e.close(timeout=0.1)
+        self.assertRegex(logged.output[0], r"^WARNING:evidence_ledger:retrying 1 receipt\(s\) in [0-9.]+ s: "
+                                           r"(UNAVAILABLE|DEADLINE_EXCEEDED): .+")
+
+    def test_kinds_take_names_for_decisions_and_statuses(self):
+        r = receipts.model_call("team-a", "r", "s", decision="deny", reason="budget", input_tokens=3)
+        self.assertEqual(r.model_call.decision, stubs.receipt.DECISION_DENY)
+        x = receipts.agent_exec("team-a", "r", "s", "start-1", status=receipts.TIMED_OUT)
+        self.assertEqual(x.agent_exec.status, stubs.receipt.EXEC_STATUS_TIMED_OUT)
+        with self.assertRaises(ValueError) as bad:
+            receipts.tool_call("team-a", "r", "s", decision="maybe")
+        self.assertEqual(str(bad.exception), "decision: 'maybe' is not one of allow, deny")
+        with self.assertRaises(ValueError) as unknown:
+            receipts.tool_call("team-a", "r", "s", model="m")
+        self.assertIn("tool_call:", str(unknown.exception))
+        self.assertIn("model", str(unknown.exception))
+
+
+class TlsTest(unittest.TestCase):
+    def test_a_gateway_over_tls_with_the_development_certificates(self):
+        """The README's TLS example, with scripts/dev-certs.sh's certificates."""
+        certs = tempfile.mkdtemp(prefix="ledger-client-certs-")
+        subprocess.run([os.path.join(CLIENT, "..", "..", "scripts", "dev-certs.sh"), certs], check=True,
+                       stdout=subprocess.DEVNULL)
+        c = lambda name: os.path.join(certs, name)  # noqa: E731
+        ledger = Ledger("--tls-cert", c("server.pem"), "--tls-key", c("server.key"), "--client-ca", c("ca.pem"),
+                        "--policy", c("policy.json"))
+        self.addCleanup(ledger.stop)
+        def read(name):
+            with open(c(name), "rb") as f:
+                return f.read()
+
+        credentials = grpc.ssl_channel_credentials(root_certificates=read("ca.pem"),
+                                                   private_key=read("gateway.key"),
+                                                   certificate_chain=read("gateway.pem"))
+        emitter = Emitter("localhost:%d" % ledger.port, credentials)
+        emitter.emit(receipts.model_call("team-a", "run-1", "step-1", route="m", decision=receipts.ALLOW))
+        emitter.emit(receipts.model_call("team-b", "run-1", "step-1", route="m", decision=receipts.ALLOW))
+        self.assertTrue(emitter.close())
+        self.assertEqual(emitter.unsettled, [])
+        self.assertEqual(emitter.acknowledged, 1)
+        self.assertEqual([(r.receipt_id[:10], r.code) for r in emitter.refused],
+                         [("model_call", grpc.StatusCode.PERMISSION_DENIED)])  # gateway emits for team-a only
+        self.assertIn("team-b", emitter.refused[0].message)
+
+
 class DashboardTest(unittest.TestCase):
     def test_steps_run_and_watch(self):
         ledger = Ledger()

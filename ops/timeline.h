@@ -1,0 +1,36 @@
+// A run's step timeline for the dashboard: one row per step, in the order
+// the steps began, a bar from the step's start to its end on a shared time
+// axis (UTC). Labels sit in a column of their own, so they never cover a
+// bar; a denied step, which never ran, is a mark at its decision, not a bar.
+//
+//   end of a step = its completion, else its unknown declaration, else (still
+//   pending) its deadline; a step with no start begins at its first entry.
+//
+// Thread-safe: a pure function.
+#ifndef OPS_TIMELINE_H_
+#define OPS_TIMELINE_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "query.pb.h"
+
+namespace ledger::ops {
+
+// The HTML of the timeline of `steps` (any order), each label linking to
+// `step_href(step)`; "" when there are no steps. Bar positions are
+// percentages of the axis, in inline styles (the dashboard's CSP allows
+// inline styles, no scripts).
+std::string StepTimeline(const std::vector<evidence::ledger::v1::Step>& steps,
+                         const std::function<std::string(const evidence::ledger::v1::Step&)>& step_href);
+
+// "2026-01-01T12:00:05Z": microseconds since the epoch, in UTC.
+std::string IsoTime(int64_t us);
+
+// "950 ms", "12.5 s", "3 min 20 s", "2 h 5 min".
+std::string Duration(int64_t us);
+
+}  // namespace ledger::ops
+
+#endif  // OPS_TIMELINE_H_

@@ -1,0 +1,341 @@
+#!/usr/bin/python3
+"""The dashboard as a person works in it, in headless Chromium, against a
+real ledgerd (plain text on loopback, every caller admin).
+
+Usage: dashboard_pages_test.py BUILD_DIR
+
+The demo workload's runs (160 of them, 53 in team-support, whose run-0007
+holds a step that never completed), and a run of team-code appended in
+four steps a few hundred milliseconds apart: step-a succeeds, step-b makes
+an allowed and a denied model call and a tool call, step-c is denied at
+its start, step-d never completes (declared unknown). Then, with layout
+facts read from the DOM Chromium built (element boxes and computed
+styles, not pixels) and a screenshot of each page kept in
+BUILD_DIR/tests/artifacts/dashboard/:
+
+  - teams link to the "unknown now" view, which lists the unknown steps of
+    both teams with a team column;
+  - a team's runs come 50 a page, with a next page holding the rest;
+  - filters: state, anomaly, time range, trace id each list exactly the
+    matching steps; a run id or a receipt id leads to its run or step;
+    a bad filter is 400 naming the field; an unknown team is 404;
+  - the step page shows each call's model, route, tokens, cost, decision
+    and reason, with the denial standing out;
+  - the run page's timeline lists steps in the order they began, labels
+    never cover a bar, the denied step is a mark, not a bar, and the page
+    is no wider than the window;
+  - a run id written as HTML stays text in every link the page writes;
+  - auto-refresh is a meta refresh; no page has a script or loads anything
+    from elsewhere, and the CSP forbids both; every table has column
+    headers, and every text has a contrast of at least 4.5:1.
+
+Every check runs; the failures are listed together.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chromium import Chromium  # noqa: E402
+from ledger_testlib import ROOT  # noqa: E402
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+FAILURES = []
+
+
+def check(ok, what):
+    if not ok:
+        FAILURES.append(what)
+        print("FAIL: " + what)
+
+
+def get(url):
+    req = urllib.request.Request(url)
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(req, timeout=30) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def receipts(step, kind, n, **body):
+    r = {"team": "team-code", "run_id": "run-timeline", "step_id": step, "workflow": "CodeWorkflow",
+         "agent": "coder", "receipt_id": "timeline.%s.%s.%d" % (step, kind, n), "kind": kind, "trace_id": TRACE,
+         "occurred_at_us": int(time.time() * 1e6)}
+    r.update(body)
+    return r
+
+
+# Layout facts, computed in the page (run through DevTools, not by the page).
+FACTS_JS = r"""(() => {
+  const rgb = s => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = c => { const v = c.slice(0, 3).map(x => { x /= 255;
+      return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+  const bg = el => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c; } return [255, 255, 255]; };
+  const low = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walker.nextNode());) {
+    if (!n.textContent.trim()) continue;
+    const el = n.parentElement, st = getComputedStyle(el);
+    if (st.visibility === 'hidden' || st.display === 'none') continue;
+    const a = lum(rgb(st.color)), b = lum(bg(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 4.5) low.push(el.tagName + ' "' + n.textContent.trim().slice(0, 30) + '" ' + ratio.toFixed(2));
+  }
+  const tables = [...document.querySelectorAll('table')].map(t => ({
+    headers: t.querySelectorAll('thead th').length,
+    unscoped: [...t.querySelectorAll('th')].filter(th => !th.getAttribute('scope')).length,
+    caption: !!t.querySelector('caption')}));
+  const box = e => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+  const rows = [...document.querySelectorAll('.timeline .tl-row:not(.tl-axis)')].map(row => {
+    const shape = row.querySelector('.tl-bar, .tl-mark');
+    return {label: row.querySelector('.tl-label').textContent, labelBox: box(row.querySelector('.tl-label')),
+            kind: shape.classList.contains('tl-mark') ? 'mark' : 'bar', state: shape.classList[1],
+            box: box(shape), aria: shape.getAttribute('aria-label')};
+  });
+  return {low, tables, rows, scripts: document.scripts.length,
+          foreign: performance.getEntriesByType('resource').map(e => e.name)
+                     .filter(u => !u.startsWith(location.origin)),
+          wide: document.documentElement.scrollWidth > window.innerWidth,
+          refresh: (document.querySelector('meta[http-equiv="refresh"]') || {}).content || '',
+          url: location.pathname + location.search, title: document.title,
+          h1: (document.querySelector('h1') || {}).textContent || ''};
+})()"""
+
+ROWS_JS = r"""(sel => [...document.querySelectorAll(sel + ' tbody tr')].map(tr => ({
+  cls: tr.className, cells: [...tr.cells].map(td => td.textContent),
+  bg: getComputedStyle(tr).backgroundColor})))"""
+
+
+def main():
+    build = os.path.abspath(sys.argv[1])
+    work = tempfile.mkdtemp(prefix="dashboard-pages-")
+    shots = os.path.join(build, "tests", "artifacts", "dashboard")
+    shutil.rmtree(shots, ignore_errors=True)
+    os.makedirs(shots)
+    ledgerd = subprocess.Popen(
+        [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, "data"), "--listen", "127.0.0.1:0",
+         "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "20", "--unknown-grace-ms", "200",
+         "--sweep-interval-ms", "50"], stdout=subprocess.PIPE, stderr=open(os.path.join(work, "ledgerd.err"), "wb"))
+    browser = None
+    try:
+        address = ledgerd.stdout.readline().decode().split()[-1]
+        http = "http://" + ledgerd.stdout.readline().decode().split()[-1]
+
+        def append(records):
+            path = os.path.join(work, "batch.jsonl")
+            with open(path, "w") as f:
+                for r in records:
+                    f.write(json.dumps(r) + "\n")
+            subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "--server", address, "append", path],
+                           check=True, stdout=subprocess.DEVNULL)
+
+        demo = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "demo_workload.py"), "--runs", "160",
+                               "--timeout-ms", "300"], check=True, capture_output=True, text=True).stdout
+        demo = [json.loads(line) for line in demo.splitlines()]
+        hostile = 'run-"><i id=injected>x</i>'
+        append(demo + [{"team": "team-code", "run_id": hostile, "step_id": "s", "receipt_id": "hostile.start",
+                        "kind": "agent_start", "decision": "allow", "timeout_ms": 600000,
+                        "occurred_at_us": int(time.time() * 1e6)}])
+        support_runs = sorted({r["run_id"] for r in demo if r["team"] == "team-support"})
+        time.sleep(1.02 - time.time() % 1)  # the run begins in a second the demo has no entry in
+        before_us = int(time.time()) * 1_000_000
+        append([receipts("step-a", "agent_start", 0, decision="allow", timeout_ms=600000, cost_reserved_micros=900)])
+        time.sleep(0.3)
+        append([receipts("step-b", "agent_start", 0, decision="allow", timeout_ms=600000, cost_reserved_micros=500),
+                receipts("step-b", "model_call", 0, provider="anthropic", model="demo-claude",
+                         route="anthropic/demo-claude", decision="allow", input_tokens=1200, output_tokens=345,
+                         cost_micros=1870),
+                receipts("step-b", "model_call", 1, provider="openai", model="demo-openai", route="openai/demo-openai",
+                         decision="deny", reason="tokenLimit exceeded for workflow", input_tokens=9000,
+                         output_tokens=0, cost_micros=0),
+                receipts("step-b", "tool_call", 0, tool="git", target="https://git.internal/repo",
+                         decision="allow", cost_micros=15)])
+        time.sleep(0.3)
+        append([receipts("step-a", "agent_exec", 0, start_receipt_id="timeline.step-a.agent_start.0",
+                         status="succeeded", exit_code=0, duration_ms=600),
+                receipts("step-c", "agent_start", 0, decision="deny", reason="sandbox image not on the allow-list")])
+        time.sleep(0.3)
+        append([receipts("step-b", "agent_exec", 0, start_receipt_id="timeline.step-b.agent_start.0",
+                         status="succeeded", exit_code=0, duration_ms=600),
+                receipts("step-d", "agent_start", 0, decision="allow", timeout_ms=300)])
+        after_us = int(time.time() * 1e6) + 1
+        deadline = time.time() + 30
+        while time.time() < deadline:  # step-d declared unknown
+            status, _, body = get(http + "/teams/team-code/runs/run-timeline/steps/step-d")
+            if "UNKNOWN" in body:
+                break
+            time.sleep(0.1)
+        time.sleep(0.2)
+
+        browser = Chromium(os.path.join(work, "profile"))
+        pages = {}
+
+        def visit(name, path):
+            browser.open(http + path)
+            facts = browser.eval(FACTS_JS)
+            browser.screenshot(os.path.join(shots, name + ".png"))
+            pages[name] = facts
+            return facts
+
+        def rows(selector):
+            return browser.eval(ROWS_JS + "(%s)" % json.dumps(selector))
+
+        # Teams and the cross-team view of unknown steps.
+        visit("teams", "/")
+        check(browser.eval("!!document.querySelector('a[href=\"/unknown\"]')"), "teams: no link to /unknown")
+        f = visit("unknown", "/unknown")
+        got = [(r["cells"][0], r["cells"][1]) for r in rows("table.steps")]
+        check(sorted(got) == [("team-code", "run-timeline"), ("team-support", "run-0007")],
+              "unknown now: %s" % got)
+        check(browser.eval("document.querySelector('table.steps thead th')?.textContent") == "team",
+              "unknown now: no team column")
+
+        # Runs, paged.
+        visit("runs", "/teams/team-support")
+        first = [r["cells"][0] for r in rows("table.runs")]
+        check(len(first) == 50, "runs page 1 shows %d runs, not 50" % len(first))
+        nxt = browser.eval("(document.querySelector('a[rel=next]') || {}).href || ''")
+        check(nxt != "", "runs: no next page link")
+        if nxt:
+            browser.open(nxt)
+            second = [r["cells"][0] for r in rows("table.runs")]
+            check(sorted(first + second) == support_runs,
+                  "runs: the two pages hold %d runs, not the team's %d" % (len(first + second), len(support_runs)))
+            check(browser.eval("document.querySelector('a[rel=next]')") is None, "runs: a next link on the last page")
+
+        # Filters.
+        def steps_of(name, path):
+            visit(name, path)
+            return sorted((r["cells"][0], r["cells"][1]) for r in rows("table.steps"))
+
+        got = steps_of("filter-state", "/teams/team-support?state=unknown")
+        check(got == [("run-0007", "step-0")], "state=unknown: %s" % got)
+        # A filtered list is paged too: 50 steps, then the next page's, none twice.
+        visit("filter-paged", "/teams/team-support?state=succeeded")
+        page1 = [(r["cells"][0], r["cells"][1]) for r in rows("table.steps")]
+        nxt = browser.eval("(document.querySelector('a[rel=next]') || {}).href || ''")
+        succeeded = {(r["run_id"], r["step_id"]) for r in demo if r["team"] == "team-support" and
+                     r["kind"] == "agent_exec" and r.get("status") == "succeeded"}  # the orphan completion too
+        check(len(page1) == 50 and nxt, "state=succeeded: page 1 has %d steps, next %r" % (len(page1), nxt))
+        seen = list(page1)
+        while nxt:
+            browser.open(nxt)
+            seen += [(r["cells"][0], r["cells"][1]) for r in rows("table.steps")]
+            nxt = browser.eval("(document.querySelector('a[rel=next]') || {}).href || ''")
+        check(len(seen) == len(set(seen)) and set(seen) == succeeded,
+              "state=succeeded over its pages: %d steps, want %d" % (len(seen), len(succeeded)))
+        got = steps_of("filter-anomaly", "/teams/team-support?anomaly=orphan_completion")
+        check(got == [("run-0002", "step-9")], "anomaly=orphan_completion: %s" % got)
+        iso = lambda us: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(us / 1e6)) + "Z"  # noqa: E731
+        got = steps_of("filter-time", "/teams/team-code?state=succeeded&from=%s&to=%s" % (
+            iso(before_us), iso(after_us + 1_000_000)))
+        check(got == [("run-timeline", "step-a"), ("run-timeline", "step-b")], "time range: %s" % got)
+        got = steps_of("filter-trace", "/teams/team-code?trace=" + TRACE)
+        check(got == [("run-timeline", s) for s in ("step-a", "step-b", "step-c", "step-d")], "trace: %s" % got)
+        f = visit("filter-run", "/teams/team-code?run=run-timeline")
+        check(f["url"] == "/teams/team-code/runs/run-timeline", "run id search led to %s" % f["url"])
+        f = visit("filter-receipt", "/teams/team-code?receipt=timeline.step-b.model_call.1")
+        check(f["url"] == "/teams/team-code/runs/run-timeline/steps/step-b?attempt=1",
+              "receipt id search led to %s" % f["url"])
+        status, _, body = get(http + "/teams/team-code?from=yesterday")
+        check(status == 400 and "from: a UTC time like 2026-01-01T12:00" in body, "bad from: %d %s" % (status, body[:120]))
+        status, _, body = get(http + "/teams/team-code?state=sleeping")
+        check(status == 400 and "state: one of pending, succeeded, failed, denied, unknown" in body,
+              "bad state: %d" % status)
+        status, _, body = get(http + "/teams/no-such-team")
+        check(status == 404 and "team: no runs in team no-such-team" in body, "unknown team: %d" % status)
+
+        # The step page: its calls.
+        visit("step", "/teams/team-code/runs/run-timeline/steps/step-b?attempt=1")
+        calls = rows("table.calls")
+        by_id = {r["cells"][9]: r for r in calls}
+        allowed = by_id.get("timeline.step-b.model_call.0", {"cells": [""] * 12})
+        denied = by_id.get("timeline.step-b.model_call.1", {"cells": [""] * 12, "cls": "", "bg": ""})
+        tool = by_id.get("timeline.step-b.tool_call.0", {"cells": [""] * 12})
+        check(allowed["cells"][2:9] == ["model_call", "demo-claude", "anthropic/demo-claude", "allow", "",
+                                        "1200 / 345", "1870"], "allowed call: %s" % allowed["cells"])
+        check(denied["cells"][2:9] == ["model_call", "demo-openai", "openai/demo-openai", "DENY",
+                                       "tokenLimit exceeded for workflow", "9000 / 0", "0"],
+              "denied call: %s" % denied["cells"])
+        check(denied["cls"] == "denied" and denied["bg"] != allowed.get("bg"), "the denial does not stand out")
+        check(tool["cells"][2:6] == ["tool_call", "git", "https://git.internal/repo", "allow"],
+              "tool call: %s" % tool["cells"])
+        check(browser.eval("!!document.querySelector('dl.facts')?.textContent.includes('%s')" % TRACE),
+              "step page: no trace id")
+
+        # The run page's timeline.
+        f = visit("run", "/teams/team-code/runs/run-timeline")
+        tl = f["rows"]
+        check([r["label"] for r in tl] == ["step-a", "step-b", "step-c", "step-d"],
+              "timeline order: %s" % [r["label"] for r in tl])
+        lefts = [r["box"]["l"] for r in tl]
+        check(lefts == sorted(lefts), "timeline: bars not in chronological order: %s" % lefts)
+        kinds = {r["label"]: (r["kind"], r["state"]) for r in tl}
+        check(kinds.get("step-c") == ("mark", "denied"), "denied step: %s" % (kinds.get("step-c"),))
+        check(kinds.get("step-d") == ("bar", "unknown"), "unknown step: %s" % (kinds.get("step-d"),))
+        for r in tl:
+            if r["kind"] == "mark":
+                check(r["box"]["r"] - r["box"]["l"] < 20, "the denied mark is %.0f px wide" %
+                      (r["box"]["r"] - r["box"]["l"]))
+        for r in tl:  # a label covers no bar or mark of any row
+            for s in tl:
+                a, b = r["labelBox"], s["box"]
+                overlap = a["l"] < b["r"] and b["l"] < a["r"] and a["t"] < b["b"] and b["t"] < a["b"]
+                check(not overlap, "label %s overlaps the bar of %s" % (r["label"], s["label"]))
+        widths = {r["label"]: r["box"]["r"] - r["box"]["l"] for r in tl}
+        check(widths.get("step-a", 0) > 50, "step-a's bar is %.0f px for 0.6 s of a 1.2 s run" % widths.get("step-a", 0))
+        check(all("Z" in (r["aria"] or "") for r in tl), "timeline bars have no UTC times for screen readers")
+
+        # A run id that is HTML, in every link the page writes (refresh, pages).
+        f = visit("hostile", "/teams/team-code/runs/%s?refresh=10" % urllib.parse.quote(hostile, safe=""))
+        check(f["h1"] == "Run " + hostile, "hostile run page: %r" % f["h1"])
+        check(browser.eval("document.getElementById('injected')") is None, "a run id became HTML")
+
+        # Auto-refresh.
+        f = visit("refresh", "/teams/team-code/runs/run-timeline?refresh=10")
+        check(f["refresh"] == "10", "refresh=10: meta refresh %r" % f["refresh"])
+        status, _, _ = get(http + "/teams/team-code?refresh=1")
+        check(status == 400, "refresh=1 accepted")
+
+        # Every page: no script, nothing from elsewhere, headers, contrast, width.
+        status, headers, _ = get(http + "/teams/team-code/runs/run-timeline")
+        csp = headers.get("Content-Security-Policy", "")
+        check("default-src 'none'" in csp and "script-src" not in csp, "CSP: %r" % csp)
+        for name, facts in pages.items():
+            check(facts["scripts"] == 0, "%s: %d scripts" % (name, facts["scripts"]))
+            check(not facts["foreign"], "%s: loads %s" % (name, facts["foreign"]))
+            check(not facts["wide"], "%s: wider than the window" % name)
+            check(not facts["low"], "%s: low contrast: %s" % (name, facts["low"][:5]))
+            for t in facts["tables"]:
+                check(t["headers"] > 0 and t["unscoped"] == 0 and t["caption"], "%s: table %s" % (name, t))
+            check(os.path.getsize(os.path.join(shots, name + ".png")) > 1000, "%s: no screenshot" % name)
+    finally:
+        if browser:
+            browser.close()
+        ledgerd.terminate()
+        ledgerd.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    if FAILURES:
+        print("%d failure(s)" % len(FAILURES))
+        sys.exit(1)
+    print("PASS: %d pages checked in Chromium; screenshots in %s" % (len(pages), shots))
+
+
+if __name__ == "__main__":
+    main()
