@@ -192,6 +192,8 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
   if (!at_least.ok()) return Fail(at_least.status());
   if (!size.ok()) return Fail(size.status());
   if (!timeout.ok()) return Fail(timeout.status());
+  auto cosigned = flags.Int("cosignatures");
+  if (!cosigned.ok()) return Fail(cosigned.status());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*timeout);
   while (true) {
     grpc::ClientContext ctx;
@@ -200,9 +202,10 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
     pb::Checkpoint cp;
     grpc::Status s = stub.GetCheckpoint(&ctx, request, &cp);
     if (!s.ok()) return Fail(FromGrpc(s));
-    if (cp.tree_size() >= static_cast<uint64_t>(*at_least)) {
+    if (cp.tree_size() >= static_cast<uint64_t>(*at_least) &&
+        cp.cosignatures_size() >= *cosigned) {
       if (!flags.Bool("time-note")) {
-        std::cout << cp.note();
+        std::cout << (cp.cosigned_note().empty() ? cp.note() : cp.cosigned_note());
         return 0;
       }
       if (cp.time_note().empty()) {
@@ -213,6 +216,11 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
       return 0;
     }
     if (std::chrono::steady_clock::now() > deadline) {
+      if (*cosigned > 0) {
+        return Fail(absl::DeadlineExceededError(absl::StrCat(
+            "no checkpoint covers ", *at_least, " entries with ", *cosigned, " cosignatures yet (latest: ",
+            cp.tree_size(), " entries, ", cp.cosignatures_size(), " cosignatures)")));
+      }
       return Fail(absl::DeadlineExceededError(absl::StrCat(
           "no checkpoint covers ", *at_least, " entries yet (latest: ", cp.tree_size(), ")")));
     }
@@ -521,6 +529,7 @@ int main(int argc, char** argv) {
                "keygen: the log's origin (the key name); audit: the name of <data>/signing.key");
 
   flags.Define("at-least", "0", "checkpoint: wait until the checkpoint covers N entries");
+  flags.Define("cosignatures", "0", "checkpoint: wait until the checkpoint carries N witnesses' cosignatures");
   flags.Define("time-note", "", "checkpoint: print the checkpoint's signed time note instead of the checkpoint", true);
   flags.Define("timeout-ms", "30000", "checkpoint: how long to wait for --at-least");
   flags.Define("seq", "", "prove: the entry's seq; export: a range A:B");

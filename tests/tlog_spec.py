@@ -131,3 +131,25 @@ def get(address, path, timeout=10):
         return r.status, r.getheader("Content-Type"), r.read().decode()
     finally:
         conn.close()
+
+
+def open_note(vkey, note):
+    """The text of `note` when it carries a valid signature by the Ed25519
+    note key `vkey` (type 0x01); signatures by other keys are ignored."""
+    name, key_id, alg, pub = parse_vkey(vkey)
+    if alg != 0x01:
+        raise ValueError("not an Ed25519 note key")
+    text, sigs = note.rsplit("\n\n", 1)
+    text += "\n"
+    for line in sigs.splitlines():
+        prefix = EM_DASH + " " + name + " "
+        if line.startswith(prefix):
+            data = base64.b64decode(line[len(prefix):])
+            if data[:4] == key_id:
+                Ed25519PublicKey.from_public_bytes(pub).verify(data[4:], text.encode())
+                return text
+    raise ValueError("no signature by " + name)
+
+
+def signature_lines(note):
+    return [line + "\n" for line in note.rsplit("\n\n", 1)[1].splitlines()]

@@ -28,9 +28,9 @@ ORIGIN = "witness-test.example/log"
 
 
 class WitnessProcess:
-    def __init__(self, build, data, log_vkey_files, name=None):
+    def __init__(self, build, data, log_vkey_files, name=None, listen="127.0.0.1:0"):
         self.out_path = data + ".out"
-        args = [os.path.join(build, "cmd", "ledger-witness"), "--data", data, "--listen", "127.0.0.1:0"]
+        args = [os.path.join(build, "cmd", "ledger-witness"), "--data", data, "--listen", listen]
         for f in log_vkey_files:
             args += ["--log", f]
         if name:
