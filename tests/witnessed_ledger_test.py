@@ -34,12 +34,12 @@ def receipts(first, count):
 
 
 class Ledger:
-    def __init__(self, build, work, policy):
+    def __init__(self, build, work, policy, data="data"):
         self.build, self.work = build, work
-        self.out_path = os.path.join(work, "ledgerd.out")
+        self.out_path = os.path.join(work, data + ".out")
         self.out = open(self.out_path, "wb")
         self.proc = subprocess.Popen(
-            [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, "data"), "--origin", ORIGIN,
+            [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, data), "--origin", ORIGIN,
              "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "50",
              "--witness-policy", policy], stdout=self.out, stderr=self.out)
         self.addr = self.http = None
@@ -56,12 +56,12 @@ class Ledger:
         if not self.addr:
             fail("ledgerd did not start: " + open(self.out_path).read())
 
-    def ctl(self, *args, stdin=None):
+    def ctl(self, *args, stdin=None, check=True):
         r = subprocess.run([os.path.join(self.build, "cmd", "ledgerctl"), "--server", self.addr] + list(args),
                            input=stdin, capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
+        if check and r.returncode != 0:
             fail("ledgerctl %s: %s" % (" ".join(args), r.stderr))
-        return r.stdout
+        return r.stdout if check else r
 
     def get(self, path):
         with urllib.request.urlopen("http://%s%s" % (self.http, path), timeout=10) as r:
@@ -73,10 +73,10 @@ class Ledger:
         self.out.close()
 
 
-def write_log_key(data):
+def write_log_key(data, seed=None):
     """The ledger's signing key, made here so the witnesses can be told its
     verifier key before the ledger starts (Go's note signer-key form)."""
-    seed = os.urandom(32)
+    seed = seed or os.urandom(32)
     key = t.LogKey(ORIGIN, seed)
     os.makedirs(data, exist_ok=True)
     path = os.path.join(data, "signing.key")
