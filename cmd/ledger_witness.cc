@@ -78,6 +78,10 @@ absl::StatusOr<Cosigner> LoadOrCreateKey(const std::string& data, const std::str
     ::unlink(path.c_str());
     return absl::UnavailableError(absl::StrCat("witness key: write ", path));
   }
+  int dir = ::open(data.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  bool synced = dir >= 0 && ::fsync(dir) == 0;
+  if (dir >= 0) ::close(dir);
+  if (!synced) return absl::UnavailableError(absl::StrCat("witness key: fsync ", data));
   return key;
 }
 

@@ -13,6 +13,7 @@ import hashlib
 import os
 import random
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -124,9 +125,26 @@ def statuses(build, work, log, leaves):
         expect("the monitoring GET", served, 200, note(20) + r[2])
         expect("the monitoring GET of an unknown log", t.get(a, "/%s/checkpoint" % ("0" * 64)), 404)
         expect("GET add-checkpoint", t.get(a, "/add-checkpoint"), 405)
+        expect("a body above 64 KiB", t.post_add_checkpoint(a, b"old 0\n" + b"A" * 70000), 413,
+               "body: at most 65536 bytes\n")
+        expect("a chunked body", chunked_post(a), 411)
         go_open(work, served[2], log.vkey())
     finally:
         w.kill(signal.SIGTERM)
+
+
+def chunked_post(address):
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as c:
+        c.sendall(b"POST /add-checkpoint HTTP/1.1\r\nHost: w\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nold 0\n\r\n0\r\n\r\n")
+        answer = b""
+        while True:
+            chunk = c.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    head, _, body = answer.decode().partition("\r\n\r\n")
+    return int(head.split()[1]), None, body
 
 
 def go_open(work, cosigned, log_vkey):
