@@ -253,6 +253,26 @@ int Backup(pb::LedgerService::Stub& stub, const Flags& flags) {
   return 0;
 }
 
+// The C2SP tlog-proof form (c2sp.org/tlog-proof@v1): the index, the
+// inclusion path in base64, an empty line, and the checkpoint of the
+// proof's tree size with every cosignature the ledger holds for it.
+int PrintTlogProof(pb::LedgerService::Stub& stub, const pb::InclusionProof& proof) {
+  grpc::ClientContext ctx;
+  pb::GetCheckpointRequest request;
+  request.set_tree_size(proof.tree_size());
+  pb::Checkpoint cp;
+  grpc::Status s = stub.GetCheckpoint(&ctx, request, &cp);
+  if (!s.ok()) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        "prove --format tlog-proof: no signed checkpoint of size ", proof.tree_size(),
+        " (give --size of a signed checkpoint, or none for the latest): ", s.error_message())));
+  }
+  std::string out = absl::StrCat("c2sp.org/tlog-proof@v1\nindex ", proof.seq(), "\n");
+  for (const std::string& h : proof.hashes()) absl::StrAppend(&out, ledger::hash::Base64(h), "\n");
+  std::cout << out << "\n" << (cp.cosigned_note().empty() ? cp.note() : cp.cosigned_note());
+  return 0;
+}
+
 int Prove(pb::LedgerService::Stub& stub, const Flags& flags) {
   pb::GetInclusionProofRequest request;
   if (flags.Has("seq")) {
@@ -271,10 +291,15 @@ int Prove(pb::LedgerService::Stub& stub, const Flags& flags) {
   auto size = flags.Int("size");
   if (!size.ok()) return Fail(size.status());
   request.set_tree_size(static_cast<uint64_t>(*size));
+  const std::string& format = flags.Get("format");
+  if (format != "json" && format != "tlog-proof") {
+    return Fail(absl::InvalidArgumentError("prove: --format must be json or tlog-proof"));
+  }
   grpc::ClientContext ctx;
   pb::InclusionProof proof;
   grpc::Status s = stub.GetInclusionProof(&ctx, request, &proof);
   if (!s.ok()) return Fail(FromGrpc(s));
+  if (format == "tlog-proof") return PrintTlogProof(stub, proof);
   Json out{{"seq", proof.seq()},
            {"leaf_hash", Hex(proof.leaf_hash())},
            {"tree_size", proof.tree_size()},
@@ -529,6 +554,7 @@ int main(int argc, char** argv) {
                "keygen: the log's origin (the key name); audit: the name of <data>/signing.key");
 
   flags.Define("at-least", "0", "checkpoint: wait until the checkpoint covers N entries");
+  flags.Define("format", "json", "prove: json, or tlog-proof (c2sp.org/tlog-proof@v1 with the cosigned checkpoint)");
   flags.Define("cosignatures", "0", "checkpoint: wait until the checkpoint carries N witnesses' cosignatures");
   flags.Define("time-note", "", "checkpoint: print the checkpoint's signed time note instead of the checkpoint", true);
   flags.Define("timeout-ms", "30000", "checkpoint: how long to wait for --at-least");

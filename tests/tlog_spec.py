@@ -153,3 +153,40 @@ def open_note(vkey, note):
 
 def signature_lines(note):
     return [line + "\n" for line in note.rsplit("\n\n", 1)[1].splitlines()]
+
+
+def root_from_inclusion(index, size, leaf, path):
+    """RFC 9162 2.1.3.2: the root an inclusion path leads to."""
+    if index >= size:
+        raise ValueError("index beyond the tree")
+    fn, sn, r = index, size - 1, leaf
+    for p in path:
+        if sn == 0:
+            raise ValueError("path too long")
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            if not fn & 1:
+                while fn and not fn & 1:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            r = node_hash(r, p)
+        fn >>= 1
+        sn >>= 1
+    if sn != 0:
+        raise ValueError("path too short")
+    return r
+
+
+def parse_tlog_proof(text):
+    """(index, path, checkpoint note) of a c2sp.org/tlog-proof@v1."""
+    head, note = text.split("\n\n", 1)
+    lines = head.split("\n")
+    if lines[0] != "c2sp.org/tlog-proof@v1":
+        raise ValueError("not a tlog-proof")
+    rest = lines[1:]
+    if rest and rest[0].startswith("extra "):
+        rest = rest[1:]
+    if not rest[0].startswith("index "):
+        raise ValueError("no index line")
+    return int(rest[0][6:]), [base64.b64decode(h, validate=True) for h in rest[1:]], note

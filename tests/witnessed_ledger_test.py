@@ -102,6 +102,26 @@ def check_cosigned(note, log_vkey, witnesses):
     return times
 
 
+def check_tlog_proof(ledger, size, log_vkey, vkeys):
+    """`ledgerctl prove --format tlog-proof`, verified as c2sp.org/tlog-proof
+    says: the log's signature, the cosignatures, the inclusion path."""
+    seq = 3
+    note = ledger.ctl("checkpoint", "--at-least", str(size), "--cosignatures", "2", "--timeout-ms", "20000")
+    size = int(note.split("\n")[1])
+    leaf = bytes.fromhex(json.loads(ledger.ctl("prove", "--seq", str(seq), "--size", str(size)))["leaf_hash"])
+    entry = ledger.ctl("entries", "--from", str(seq), "--to", str(seq + 1)).rstrip("\n")
+    if t.leaf_hash(entry.encode()) != leaf:
+        fail("the leaf hash is not SHA-256(0x00 || entry)")
+    index, path, note = t.parse_tlog_proof(ledger.ctl("prove", "--seq", str(seq), "--size", str(size),
+                                                       "--format", "tlog-proof"))
+    check_cosigned(note, log_vkey, {"A": vkeys["A"], "B": vkeys["B"]})
+    root = base64.b64decode(note.split("\n")[2])
+    if index != seq or t.root_from_inclusion(index, size, leaf, path) != root:
+        fail("the tlog-proof's inclusion path does not lead to its checkpoint's root")
+    print("ok: ledgerctl prove --format tlog-proof: entry %d, path of %d hashes, checkpoint cosigned by A and B" %
+          (seq, len(path)))
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as work:
@@ -133,6 +153,7 @@ def main():
                 fail("HTTP /checkpoint %r differs from ledgerctl checkpoint %r" % (served, note))
             check_cosigned(served, log_vkey, {"A": vkeys["A"], "B": vkeys["B"]})
             print("ok: HTTP /checkpoint serves the cosigned checkpoint")
+            check_tlog_proof(ledger, size, log_vkey, vkeys)
 
             procs["B"].kill()  # SIGKILL, mid-run
             started = time.monotonic()
