@@ -2,11 +2,12 @@
 // auditor or a regulator runs beside the ledgers it watches.
 //
 //   ledger-witness --data DIR --listen HOST:PORT --log VKEY_FILE [--log VKEY_FILE ...]
-//                  [--name NAME] [--tls-cert F --tls-key F --client-ca F] [--insecure]
+//                  [--name NAME] [--key FILE] [--tls-cert F --tls-key F --client-ca F] [--insecure]
 //   ledger-witness vkey --data DIR [--name NAME]
 //
 // Serves POST /add-checkpoint and GET /<hex sha256(origin)>/checkpoint.
 // Prints "listening on HOST:PORT" (the real port) once it serves. The key is
+// --key FILE when given (a mounted Secret; never created), else
 // <data>/witness.key (mode 0600, created on first use); the records of what
 // it cosigned are <data>/logs/ (witness/state.h). One process per data
 // directory (<data>/LOCK). SIGINT or SIGTERM stops it.
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
   flags.Define("data", "", "data directory (created if missing; holds witness.key and the records in logs/)");
   flags.Define("listen", "127.0.0.1:7480", "HTTP address HOST:PORT; port 0 picks a free port");
   flags.Define("name", "", std::string("the witness's key name, set when the key is created (default ") + kDefaultName + ")");
+  flags.Define("key", "", "the witness key file (PRIVATE+KEY+<name>+<id>+<base64 0x04||seed>); default <data>/witness.key, created");
   flags.Define("tls-cert", "", "server certificate (PEM) for HTTPS");
   flags.Define("tls-key", "", "its private key (PEM)");
   flags.Define("client-ca", "", "CA certificates (PEM) that clients' certificates must chain to");
@@ -187,7 +189,16 @@ int main(int argc, char** argv) {
   if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
     return Fail(absl::FailedPreconditionError(absl::StrCat("--data: ", data, " is in use by another ledger-witness")));
   }
-  auto key = LoadOrCreateKey(data, flags.Get("name"));
+  absl::StatusOr<Cosigner> key = absl::UnknownError("");
+  if (flags.Get("key").empty()) {
+    key = LoadOrCreateKey(data, flags.Get("name"));
+  } else if (auto text = ReadFile("key", flags.Get("key")); !text.ok()) {
+    key = text.status();
+  } else if (key = Cosigner::ParseKeyFile(*text); !key.ok()) {
+    key = absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
+  } else if (flags.Has("name") && key->name() != flags.Get("name")) {
+    key = absl::FailedPreconditionError(absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
+  }
   if (!key.ok()) return Fail(key.status());
   if (!flags.positional().empty()) {
     if (flags.positional() != std::vector<std::string>{"vkey"}) {
