@@ -49,6 +49,7 @@
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
 #include "ledger/receipt/receipt.h"
+#include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
 #include "export.grpc.pb.h"
@@ -487,13 +488,57 @@ int Keygen(const Flags& flags) {
   return 0;
 }
 
+// Checks a checkpoint (a file or stdin) against a C2SP tlog-policy: signed
+// by one of its logs, and cosigned by witnesses that meet its quorum. Exit
+// 0 with the OK line naming each cosignature's time; otherwise the reason,
+// naming the missing witnesses.
+int PolicyCheck(const Flags& flags) {
+  if (flags.Get("policy").empty()) return Fail(absl::InvalidArgumentError("policy-check: --policy FILE is required"));
+  std::ifstream policy_file(flags.Get("policy"));
+  if (!policy_file) return Fail(absl::NotFoundError(absl::StrCat("--policy: cannot read ", flags.Get("policy"))));
+  std::stringstream policy_text, note_text;
+  policy_text << policy_file.rdbuf();
+  auto policy = ledger::tlogpolicy::Policy::Parse(policy_text.str());
+  if (!policy.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--policy: ", policy.status().message())));
+  std::string path = flags.positional().size() > 1 ? flags.positional()[1] : "-";
+  if (path == "-") {
+    note_text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path);
+    if (!in) return Fail(absl::NotFoundError(absl::StrCat("policy-check: cannot read ", path)));
+    note_text << in.rdbuf();
+  }
+  auto text = policy->OpenCheckpoint(note_text.str());
+  if (!text.ok()) return Fail(text.status());
+  auto checkpoint = ledger::note::ParseCheckpoint(*text);
+  if (!checkpoint.ok()) return Fail(checkpoint.status());
+  auto evaluation = policy->Evaluate(note_text.str());
+  if (!evaluation.ok()) return Fail(evaluation.status());
+  std::string cosigned;
+  for (const auto& c : evaluation->cosigned) {
+    absl::StrAppend(&cosigned, cosigned.empty() ? "" : ", ", c.witness, " at ",
+                    absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(c.time)),
+                                     absl::UTCTimeZone()));
+  }
+  if (!evaluation->quorum) {
+    std::string missing;
+    for (const auto& m : evaluation->missing) absl::StrAppend(&missing, missing.empty() ? "" : ", ", m);
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", checkpoint->origin, " size ", checkpoint->size, " lacks the quorum '", policy->quorum(),
+        "': missing cosignatures of ", missing, cosigned.empty() ? "" : absl::StrCat(" (cosigned by ", cosigned, ")"))));
+  }
+  std::cout << "OK: checkpoint " << checkpoint->origin << " size " << checkpoint->size << " meets the quorum '"
+            << policy->quorum() << "'" << (cosigned.empty() ? "" : absl::StrCat(": cosigned by ", cosigned)) << "\n";
+  return 0;
+}
+
 constexpr char kUsage[] =
     "usage:\n"
     "  ledgerctl keygen --origin O --out FILE\n"
     "  ledgerctl --server HOST:PORT append [FILE|-]\n"
-    "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--time-note]\n"
+    "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--cosignatures N] [--time-note]\n"
     "  ledgerctl --server HOST:PORT vkey\n"
-    "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]\n"
+    "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S] [--format tlog-proof]\n"
     "  ledgerctl --server HOST:PORT consistency --from A [--to B]\n"
     "  ledgerctl --server HOST:PORT entries --from A --to B\n"
     "  ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,..] [--anomaly A,..] [--json]\n"
@@ -508,6 +553,7 @@ constexpr char kUsage[] =
     "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)\n"
     "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
     "            [--not-older-than SIZE|CHECKPOINT_FILE] [--json]\n"
+    "  ledgerctl policy-check --policy FILE [CHECKPOINT_FILE|-]   (a checkpoint against a tlog-policy)\n"
     "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
     "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
     "  append routes each receipt; steps without --team asks every shard\n\n"
@@ -576,6 +622,7 @@ int main(int argc, char** argv) {
   flags.Define("out", "",
                "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory under the "
                "server's --backup-root (absolute, or relative to it)");
+  flags.Define("policy", "", "policy-check: a C2SP tlog-policy file (logs, witnesses, quorum)");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "",
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
@@ -613,6 +660,7 @@ int main(int argc, char** argv) {
   if (command == "rebuild") return Rebuild(flags);
   if (command == "audit") return AuditStore(flags);
   if (command == "verify") return Verify(flags);
+  if (command == "policy-check") return PolicyCheck(flags);
 
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);

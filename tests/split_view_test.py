@@ -72,6 +72,16 @@ def main():
             if not refused or int(refused[0].split()[-1]) < 1:
                 fail("the fork's submissions were not refused:\n" + metrics)
             print("ok: the witness refused the fork (fork's /metrics: %s)" % refused[0])
+            auditor = os.path.join(work, "auditor.policy")
+            with open(auditor, "w") as f:
+                f.write("log %s\nwitness W %s\nquorum W\n" % (log_vkey, vkey))
+            r = fork.ctl("policy-check", "--policy", auditor, "-", stdin=fork_note, check=False)
+            if r.returncode == 0 or "lacks the quorum 'W': missing cosignatures of W" not in r.stderr:
+                fail("an auditor's policy-check of the fork's checkpoint: %r %r" % (r.stdout, r.stderr))
+            if not real.ctl("policy-check", "--policy", auditor, "-", stdin=real_note).startswith("OK: "):
+                fail("an auditor's policy-check of the real checkpoint failed")
+            print("ok: under the auditor's policy the fork's checkpoint fails (%s), the real one passes" %
+                  r.stderr.strip().split(": ", 1)[1])
             kept = os.path.join(wdata, "logs", hashlib.sha256(ORIGIN.encode()).hexdigest() + ".refused")
             evidence = open(kept).read()
             if fork_note not in evidence:

@@ -154,6 +154,14 @@ def main():
             check_cosigned(served, log_vkey, {"A": vkeys["A"], "B": vkeys["B"]})
             print("ok: HTTP /checkpoint serves the cosigned checkpoint")
             check_tlog_proof(ledger, size, log_vkey, vkeys)
+            auditor = os.path.join(work, "auditor.policy")
+            with open(auditor, "w") as f:  # an auditor's policy: no URLs
+                f.write("log %s\nwitness A %s\nwitness B %s\ngroup both all A B\nquorum both\n" %
+                        (log_vkey, vkeys["A"], vkeys["B"]))
+            ok = ledger.ctl("policy-check", "--policy", auditor, "-", stdin=note)
+            if not ok.startswith("OK: checkpoint %s size %d meets the quorum 'both': cosigned by A at " % (ORIGIN, size)):
+                fail("policy-check: %r" % ok)
+            print("ok: ledgerctl policy-check: " + ok.strip())
 
             procs["B"].kill()  # SIGKILL, mid-run
             started = time.monotonic()
@@ -164,6 +172,11 @@ def main():
                 fail("5 appends took %.1fs with a witness down" % took)
             note = ledger.ctl("checkpoint", "--at-least", "70", "--cosignatures", "1", "--timeout-ms", "20000")
             check_cosigned(note, log_vkey, {"A": vkeys["A"]})
+            r = ledger.ctl("policy-check", "--policy", auditor, "-", stdin=note, check=False)
+            want = "lacks the quorum 'both': missing cosignatures of B (cosigned by A at "
+            if r.returncode == 0 or want not in r.stderr:
+                fail("policy-check of a checkpoint cosigned by A alone: %r %r" % (r.stdout, r.stderr))
+            print("ok: ledgerctl policy-check refuses it: " + r.stderr.strip()[:160])
             print("ok: witness B killed: 5 appends in %.2fs, checkpoint %s cosigned by A alone" %
                   (took, note.split("\n")[1]))
             time.sleep(0.6)
