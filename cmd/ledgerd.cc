@@ -304,7 +304,11 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
     return m;
   }
   if (r.path == "/checkpoint") {
-    // The latest checkpoint with the witnesses' cosignatures held for it.
+    // The latest checkpoint with the witnesses' cosignatures held for it:
+    // what every verifier and witness is given, to any verified client.
+    if (gate != nullptr && gate->tls() && r.identity.empty()) {
+      return Text(403, "client certificate: names no identity\n");
+    }
     auto cp = log.Checkpoint(0);
     if (!cp.ok()) return Text(404, "no checkpoint signed yet\n");
     return Text(200, witnesses ? witnesses->Cosigned(cp->note) : cp->note);
