@@ -185,10 +185,6 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(data + "/logs", ec);
   if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", data, "/logs: ", ec.message())));
-  int lock = ::open((data + "/LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    return Fail(absl::FailedPreconditionError(absl::StrCat("--data: ", data, " is in use by another ledger-witness")));
-  }
   absl::StatusOr<Cosigner> key = absl::UnknownError("");
   if (flags.Get("key").empty()) {
     key = LoadOrCreateKey(data, flags.Get("name"));
@@ -207,6 +203,12 @@ int main(int argc, char** argv) {
     }
     std::cout << key->VerifierKey() << "\n";
     return 0;
+  }
+  // One serving process per data directory: two would each check against
+  // their own copy of the records. (vkey, above, only reads or creates the key.)
+  int lock = ::open((data + "/LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat("--data: ", data, " is in use by another ledger-witness")));
   }
   auto logs = LoadLogKeys(log_files);
   if (!logs.ok()) return Fail(logs.status());

@@ -83,6 +83,13 @@ def statuses(build, work, log, leaves):
     w = WitnessProcess(build, data, [vkey_file])
     try:
         a = w.address
+        second = subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "--data", data, "--listen",
+                                 "127.0.0.1:0", "--log", vkey_file], capture_output=True, text=True, timeout=30)
+        if second.returncode == 0 or "is in use by another ledger-witness" not in second.stderr:
+            fail("a second witness on the same data directory: %r" % second.stderr)
+        if witness_vkey(build, data) != vkey:
+            fail("vkey beside a running witness printed another key")
+        print("ok: a second witness on the same records is refused; vkey still reads the key")
         note = lambda n: log.sign(t.checkpoint_text(ORIGIN, n, t.mth(leaves[:n])))  # noqa: E731
         body = t.add_checkpoint_body
         # Before anything is cosigned: the proof from 0 must be empty, and a
