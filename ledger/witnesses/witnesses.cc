@@ -1,6 +1,8 @@
 #include "ledger/witnesses/witnesses.h"
 
 #include <charconv>
+#include <deque>
+#include <map>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -19,6 +21,7 @@ namespace ledger::witnesses {
 namespace {
 
 constexpr int kMaxConflictRetries = 2;
+constexpr size_t kRecent = 1024;  // cosignatures kept in memory per witness
 
 std::string S(absl::string_view v) { return std::string(v); }
 
@@ -49,6 +52,26 @@ struct Witnesses::State {
   uint64_t held_size ABSL_GUARDED_BY(mu) = 0;
   std::string held_text ABSL_GUARDED_BY(mu);  // the checkpoint text it covers
   Held held ABSL_GUARDED_BY(mu);
+  // The latest kRecent cosignatures by checkpoint text, oldest first in `order`.
+  std::map<std::string, Held> recent ABSL_GUARDED_BY(mu);
+  std::deque<std::string> order ABSL_GUARDED_BY(mu);
+
+  void Hold(uint64_t size, std::string text, Held h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    known_size = size;
+    has_held = true;
+    held_size = size;
+    held_text = text;
+    held = h;
+    if (recent.emplace(text, h).second) {
+      order.push_back(std::move(text));
+      if (order.size() > kRecent) {
+        recent.erase(order.front());
+        order.pop_front();
+      }
+    } else {
+      recent[text] = std::move(h);
+    }
+  }
   std::atomic<uint64_t> cosignatures{0}, conflicts{0}, refused{0}, unavailable{0};
 };
 
@@ -92,11 +115,7 @@ absl::StatusOr<std::unique_ptr<Witnesses>> Witnesses::Start(tlogpolicy::Policy p
       continue;
     }
     absl::MutexLock lock(&state->mu);
-    state->known_size = size;
-    state->has_held = true;
-    state->held_size = size;
-    state->held_text = split->first;
-    state->held = {state->witness->name, *time, line};
+    state->Hold(size, split->first, {state->witness->name, *time, line});
   }
   for (auto& state : w->states_) {
     State* s = state.get();
@@ -189,11 +208,7 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
     }
     {
       absl::MutexLock lock(&w.mu);
-      w.known_size = size;
-      w.has_held = true;
-      w.held_size = size;
-      w.held_text = note.substr(0, note.find("\n\n") + 1);
-      w.held = {witness.name, *time, line};
+      w.Hold(size, note.substr(0, note.find("\n\n") + 1), {witness.name, *time, line});
     }
     ++w.cosignatures;
     Keep(w);
@@ -218,7 +233,7 @@ std::vector<Held> Witnesses::For(std::string_view note) const {
   std::vector<Held> out;
   for (const auto& state : states_) {
     absl::MutexLock lock(&state->mu);
-    if (state->has_held && state->held_text == text) out.push_back(state->held);
+    if (auto it = state->recent.find(text); it != state->recent.end()) out.push_back(it->second);
   }
   return out;
 }

@@ -9,10 +9,11 @@
 // backoff (up to max_backoff_ms); a 409 is retried at once from the size
 // the witness states (at most twice in a row).
 //
-// What is kept: for each witness, its latest cosignature and the tree size
-// it covers, in <data_dir>/witnesses/<hex SHA-256 of the witness's vkey>
-// (format version 1: "<size>\n<cosignature line>\n", replaced atomically),
-// so a restart serves it and resumes from that size.
+// What is kept: for each witness, its latest 1024 cosignatures in memory,
+// each served with the checkpoint it covers; and its latest one, with the
+// tree size it covers, in <data_dir>/witnesses/<hex SHA-256 of the
+// witness's vkey> (format version 1: "<size>\n<cosignature line>\n",
+// replaced atomically), so a restart serves it and resumes from that size.
 //
 // Thread-safe: every method may be called concurrently.
 #ifndef LEDGER_WITNESSES_WITNESSES_H_
@@ -71,7 +72,8 @@ class Witnesses {
   ~Witnesses();
 
   // The cosignatures held for exactly the checkpoint `note` (the ledger's
-  // signed note of one size), in policy order.
+  // signed note of one size), in policy order: any of each witness's latest
+  // 1024 since this process started, or its latest one before.
   std::vector<Held> For(std::string_view note) const;
 
   // `note` with the held cosignature lines appended.
