@@ -253,10 +253,26 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::service::Server* server)
 
 }  // namespace
 
-// Submits each checkpoint to the witnesses of the tlog-policy in `path`.
-absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(const std::string& path,
+// Submits each checkpoint to the witnesses of the tlog-policy in `path`;
+// https:// witnesses are verified with --witness-tls-ca, and given
+// --witness-tls-cert and --witness-tls-key when they ask for a certificate.
+absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(const ledger::cmd::Flags& flags,
                                                                             const ledger::log::Log* log,
                                                                             const std::string& data_dir) {
+  auto tls = std::make_shared<ledger::witnesses::TlsClient>();
+  for (auto [flag, part] : {std::pair{"witness-tls-ca", &tls->ca_pem}, std::pair{"witness-tls-cert", &tls->cert_pem},
+                            std::pair{"witness-tls-key", &tls->key_pem}}) {
+    if (flags.Get(flag).empty()) continue;
+    std::ifstream pem(flags.Get(flag));
+    if (!pem) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", flags.Get(flag)));
+    std::stringstream text;
+    text << pem.rdbuf();
+    *part = text.str();
+  }
+  if (tls->cert_pem.empty() != tls->key_pem.empty()) {
+    return absl::InvalidArgumentError("--witness-tls-cert and --witness-tls-key: give both or neither");
+  }
+  const std::string& path = flags.Get("witness-policy");
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("--witness-policy: cannot read ", path));
   std::stringstream text;
@@ -270,10 +286,12 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
         return cp->note;
       },
       [log](uint64_t from, uint64_t to) { return log->ProveConsistency(from, &to); }};
-  auto post = [](const std::string& url, const std::string& body) {
-    return ledger::witnesses::HttpPost(url, body, 5000);
+  auto post = [tls](const std::string& url, const std::string& body) {
+    return ledger::witnesses::HttpPost(url, body, 5000, tls->ca_pem.empty() ? nullptr : tls.get());
   };
-  auto started = ledger::witnesses::Witnesses::Start(*std::move(policy), std::move(source), post, {.data_dir = data_dir});
+  auto started = ledger::witnesses::Witnesses::Start(*std::move(policy), std::move(source), post,
+                                                     {.data_dir = data_dir, .poll_ms = 100, .max_backoff_ms = 10'000,
+                                                      .now_s = nullptr});
   if (!started.ok()) return absl::Status(started.status().code(), absl::StrCat("--witness-policy: ", started.status().message()));
   return started;
 }
@@ -384,7 +402,10 @@ int main(int argc, char** argv) {
                "certificate); '' (default): none");
   flags.Define("witness-policy", "",
                "a C2SP tlog-policy file: each checkpoint is submitted to its witnesses that have a URL "
-               "(witness NAME VKEY http://HOST:PORT), and their cosignatures are served with it");
+               "(witness NAME VKEY http[s]://HOST:PORT), and their cosignatures are served with it");
+  flags.Define("witness-tls-ca", "", "CA certificates (PEM) that https:// witnesses' certificates must chain to");
+  flags.Define("witness-tls-cert", "", "client certificate (PEM) for witnesses that ask for one");
+  flags.Define("witness-tls-key", "", "its private key (PEM)");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (!flags.Get("config").empty()) {
@@ -551,7 +572,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<ledger::witnesses::Witnesses> witnesses;
   if (!flags.Get("witness-policy").empty()) {
-    auto started = StartWitnesses(flags.Get("witness-policy"), log->get(), options.data_dir);
+    auto started = StartWitnesses(flags, log->get(), options.data_dir);
     if (!started.ok()) return Fail(started.status());
     witnesses = *std::move(started);
     server_options.cosignatures = [w = witnesses.get()](std::string_view note) {

@@ -20,7 +20,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tlog_spec as t  # noqa: E402
-from ledger_testlib import fail  # noqa: E402
+from ledger_testlib import Certificates, fail  # noqa: E402
 from witness_server_test import WitnessProcess, witness_vkey  # noqa: E402
 
 ORIGIN = "witnessed.example/log"
@@ -34,14 +34,14 @@ def receipts(first, count):
 
 
 class Ledger:
-    def __init__(self, build, work, policy, data="data"):
+    def __init__(self, build, work, policy, data="data", extra=()):
         self.build, self.work = build, work
         self.out_path = os.path.join(work, data + ".out")
         self.out = open(self.out_path, "wb")
         self.proc = subprocess.Popen(
             [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, data), "--origin", ORIGIN,
              "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "50",
-             "--witness-policy", policy], stdout=self.out, stderr=self.out)
+             "--witness-policy", policy] + list(extra), stdout=self.out, stderr=self.out)
         self.addr = self.http = None
         for _ in range(200):
             text = open(self.out_path).read()
@@ -120,6 +120,60 @@ def check_tlog_proof(ledger, size, log_vkey, vkeys):
         fail("the tlog-proof's inclusion path does not lead to its checkpoint's root")
     print("ok: ledgerctl prove --format tlog-proof: entry %d, path of %d hashes, checkpoint cosigned by A and B" %
           (seq, len(path)))
+
+
+def tls_witness(build, work):
+    """A witness over HTTPS with client certificates: the ledger verifies it
+    with --witness-tls-ca and presents --witness-tls-cert; with another CA
+    the handshake fails and nothing is cosigned."""
+    certs = Certificates(os.path.join(work, "pki"))
+    other = Certificates(os.path.join(work, "pki-other"), name="other")
+    server_cert, server_key = certs.issue("witness", "witness", "IP:127.0.0.1")
+    client_cert, client_key = certs.issue("ledger", "ledger", "URI:spiffe://test/ledger")
+    log_vkey = write_log_key(os.path.join(work, "tls-data"))
+    write_log_key(os.path.join(work, "tls-other"))
+    with open(os.path.join(work, "tls-log.vkey"), "w") as f:
+        f.write(log_vkey + "\n")
+    data = os.path.join(work, "wT")
+    vkey = witness_vkey(build, data)
+    w = subprocess.Popen([os.path.join(build, "cmd", "ledger-witness"), "--data", data, "--listen", "127.0.0.1:0",
+                          "--log", os.path.join(work, "tls-log.vkey"), "--tls-cert", server_cert, "--tls-key",
+                          server_key, "--client-ca", certs.ca], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    address = w.stdout.readline().split()[-1]
+    policy = os.path.join(work, "tls.policy")
+    with open(policy, "w") as f:
+        f.write("log %s\nwitness T %s https://%s\nquorum T\n" % (log_vkey, vkey, address))
+    ledger = Ledger(build, work, policy, data="tls-data",
+                    extra=["--witness-tls-ca", certs.ca, "--witness-tls-cert", client_cert,
+                           "--witness-tls-key", client_key])
+    try:
+        ledger.ctl("append", "-", stdin=receipts(0, 5))
+        note = ledger.ctl("checkpoint", "--at-least", "5", "--cosignatures", "1", "--timeout-ms", "20000")
+        check_cosigned(note, log_vkey, {"T": vkey})
+        print("ok: an https witness (client certificates) cosigned checkpoint %s" % note.split("\n")[1])
+    finally:
+        ledger.stop()
+    with open(policy, "w") as f:
+        f.write("log %s\nwitness T %s https://%s\nquorum T\n" % (log_vkey, vkey, address))
+    wrong = Ledger(build, work, policy, data="tls-data",
+                   extra=["--witness-tls-ca", other.ca, "--witness-tls-cert", client_cert,
+                          "--witness-tls-key", client_key])
+    try:
+        wrong.ctl("append", "-", stdin=receipts(5, 5))
+        r = wrong.ctl("checkpoint", "--at-least", "10", "--cosignatures", "1", "--timeout-ms", "1500", check=False)
+        if r.returncode == 0:
+            fail("a witness that another CA vouches for was trusted: %r" % r.stdout)
+        time.sleep(0.5)
+        log = open(wrong.out_path).read()
+        refused = [line for line in log.splitlines() if '"witness_submission_failed"' in line and ": tls handshake: " in line]
+        if not refused:
+            fail("no handshake failure logged:\n" + log[-2000:])
+        print("ok: with another CA the witness is not trusted (%s)" % refused[0].split('"msg":"')[1].rstrip('"}'))
+    finally:
+        wrong.stop()
+        w.terminate()
+        w.wait()
 
 
 def main():
@@ -205,6 +259,7 @@ def main():
             ledger.stop()
             for p in procs.values():
                 p.kill(signal.SIGTERM)
+        tls_witness(build, work)
     print("PASS")
 
 

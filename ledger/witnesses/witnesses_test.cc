@@ -177,7 +177,8 @@ TEST_F(WitnessesTest, ARestartServesTheKeptCosignaturesAndResumesFromTheirSize) 
 
 TEST_F(WitnessesTest, APolicyWithoutAWitnessUrlIsRefused) {
   auto w = Witnesses::Start(*tlogpolicy::Policy::Parse(absl::StrCat("witness C ", c_.VerifierKey(), "\nquorum C\n")),
-                            log_.source(), nullptr, {.data_dir = ldir_.path()});
+                            log_.source(), nullptr,
+                            {.data_dir = ldir_.path(), .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr});
   EXPECT_EQ(w.status().message(), "witness policy: no witness has a URL (witness <name> <vkey> <url>)");
 }
 
