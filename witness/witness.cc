@@ -24,14 +24,14 @@ bool ParseDecimal(std::string_view v, uint64_t* out) {
   return ec == std::errc() && p == v.data() + v.size();
 }
 
-Reply Status(int status, std::string body) {
+Reply Answer(int status, std::string body) {
   Reply r;
   r.status = status;
   r.body = std::move(body);
   return r;
 }
 
-Reply Bad(std::string_view why) { return Status(400, absl::StrCat(S(why), "\n")); }
+Reply Bad(std::string_view why) { return Answer(400, absl::StrCat(S(why), "\n")); }
 
 }  // namespace
 
@@ -157,9 +157,9 @@ std::optional<Reply> Witness::CheckLogSignature(const LogState& log, const AddCh
       auto parsed = cosign::ParseSignatureLine(line);
       has_line |= parsed.ok() && parsed->name == key.name() && parsed->key_id() == key.key_id();
     }
-    if (has_line) return Status(403, absl::StrCat(opened.status().message(), "\n"));
+    if (has_line) return Answer(403, absl::StrCat(opened.status().message(), "\n"));
   }
-  if (verified->empty()) return Status(403, absl::StrCat("signed note: no signature by a key trusted for '", log.origin, "'\n"));
+  if (verified->empty()) return Answer(403, absl::StrCat("signed note: no signature by a key trusted for '", log.origin, "'\n"));
   return std::nullopt;
 }
 
@@ -167,7 +167,7 @@ Reply Witness::AddCheckpoint(std::string_view body) {
   auto request = ParseAddCheckpoint(body);
   if (!request.ok()) return Bad(S(request.status().message()));
   auto found = by_origin_.find(request->origin);
-  if (found == by_origin_.end()) return Status(404, "origin: not a log this witness is configured for\n");
+  if (found == by_origin_.end()) return Answer(404, "origin: not a log this witness is configured for\n");
   LogState& log = *found->second;
   std::vector<std::string> log_lines;
   if (auto refused = CheckLogSignature(log, *request, &log_lines)) return *refused;
@@ -176,7 +176,7 @@ Reply Witness::AddCheckpoint(std::string_view body) {
   }
   absl::MutexLock lock(&log.mu);
   if (request->old_size != log.size) {
-    Reply r = Status(409, absl::StrCat(log.size, "\n"));
+    Reply r = Answer(409, absl::StrCat(log.size, "\n"));
     r.content_type = "text/x.tlog.size";
     return r;
   }
@@ -194,25 +194,25 @@ Reply Witness::AddCheckpoint(std::string_view body) {
   }
   if (!why.empty()) {
     KeepRefused(log, body, why);
-    return Status(422, absl::StrCat(why, "\n"));
+    return Answer(422, absl::StrCat(why, "\n"));
   }
   return Cosign(log, *request, log_lines);
 }
 
 Reply Witness::Cosign(LogState& log, const AddCheckpointRequest& request, const std::vector<std::string>& log_lines) {
   auto line = cosigner_.Cosign(request.text, clock_());
-  if (!line.ok()) return Status(500, "cosignature: could not sign\n");
+  if (!line.ok()) return Answer(500, "cosignature: could not sign\n");
   std::string record = absl::StrCat(request.text, "\n");
   for (const std::string& l : log_lines) absl::StrAppend(&record, l, "\n");
   absl::StrAppend(&record, *line);
   if (absl::Status s = WriteRecord(state_dir_, log.origin, record); !s.ok()) {
     jsonlog::Error("witness_write_failed").Str("origin", log.origin).Msg(S(s.message())).Emit();
-    return Status(503, "witness state: cannot be written; nothing was cosigned\n");
+    return Answer(503, "witness state: cannot be written; nothing was cosigned\n");
   }
   log.size = request.size;
   log.root = request.root;
   log.record = std::move(record);
-  return Status(200, *std::move(line));
+  return Answer(200, *std::move(line));
 }
 
 void Witness::KeepRefused(const LogState& log, std::string_view body, std::string_view why) const {
@@ -229,11 +229,11 @@ void Witness::KeepRefused(const LogState& log, std::string_view body, std::strin
 
 Reply Witness::GetCheckpoint(std::string_view origin_hash) const {
   auto found = by_hash_.find(S(origin_hash));
-  if (found == by_hash_.end()) return Status(404, "no checkpoint cosigned for this origin hash\n");
+  if (found == by_hash_.end()) return Answer(404, "no checkpoint cosigned for this origin hash\n");
   const LogState& log = *found->second;
   absl::MutexLock lock(&log.mu);
-  if (log.record.empty()) return Status(404, "no checkpoint cosigned for this origin hash\n");
-  return Status(200, log.record);
+  if (log.record.empty()) return Answer(404, "no checkpoint cosigned for this origin hash\n");
+  return Answer(200, log.record);
 }
 
 }  // namespace ledger::witness
