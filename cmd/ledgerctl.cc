@@ -53,6 +53,7 @@
 #include "ledger/log/log.h"
 #include "ledger/log/run_heads.h"
 #include "ledger/receipt/receipt.h"
+#include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
 #include "export.grpc.pb.h"
@@ -196,6 +197,8 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
   if (!at_least.ok()) return Fail(at_least.status());
   if (!size.ok()) return Fail(size.status());
   if (!timeout.ok()) return Fail(timeout.status());
+  auto cosigned = flags.Int("cosignatures");
+  if (!cosigned.ok()) return Fail(cosigned.status());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(*timeout);
   while (true) {
     grpc::ClientContext ctx;
@@ -204,9 +207,10 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
     pb::Checkpoint cp;
     grpc::Status s = stub.GetCheckpoint(&ctx, request, &cp);
     if (!s.ok()) return Fail(FromGrpc(s));
-    if (cp.tree_size() >= static_cast<uint64_t>(*at_least)) {
+    if (cp.tree_size() >= static_cast<uint64_t>(*at_least) &&
+        cp.cosignatures_size() >= *cosigned) {
       if (!flags.Bool("time-note")) {
-        std::cout << cp.note();
+        std::cout << (cp.cosigned_note().empty() ? cp.note() : cp.cosigned_note());
         return 0;
       }
       if (cp.time_note().empty()) {
@@ -217,6 +221,11 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
       return 0;
     }
     if (std::chrono::steady_clock::now() > deadline) {
+      if (*cosigned > 0) {
+        return Fail(absl::DeadlineExceededError(absl::StrCat(
+            "no checkpoint covers ", *at_least, " entries with ", *cosigned, " cosignatures yet (latest: ",
+            cp.tree_size(), " entries, ", cp.cosignatures_size(), " cosignatures)")));
+      }
       return Fail(absl::DeadlineExceededError(absl::StrCat(
           "no checkpoint covers ", *at_least, " entries yet (latest: ", cp.tree_size(), ")")));
     }
@@ -249,6 +258,26 @@ int Backup(pb::LedgerService::Stub& stub, const Flags& flags) {
   return 0;
 }
 
+// The C2SP tlog-proof form (c2sp.org/tlog-proof@v1): the index, the
+// inclusion path in base64, an empty line, and the checkpoint of the
+// proof's tree size with every cosignature the ledger holds for it.
+int PrintTlogProof(pb::LedgerService::Stub& stub, const pb::InclusionProof& proof) {
+  grpc::ClientContext ctx;
+  pb::GetCheckpointRequest request;
+  request.set_tree_size(proof.tree_size());
+  pb::Checkpoint cp;
+  grpc::Status s = stub.GetCheckpoint(&ctx, request, &cp);
+  if (!s.ok()) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        "prove --format tlog-proof: no signed checkpoint of size ", proof.tree_size(),
+        " (give --size of a signed checkpoint, or none for the latest): ", s.error_message())));
+  }
+  std::string out = absl::StrCat("c2sp.org/tlog-proof@v1\nindex ", proof.seq(), "\n");
+  for (const std::string& h : proof.hashes()) absl::StrAppend(&out, ledger::hash::Base64(h), "\n");
+  std::cout << out << "\n" << (cp.cosigned_note().empty() ? cp.note() : cp.cosigned_note());
+  return 0;
+}
+
 int Prove(pb::LedgerService::Stub& stub, const Flags& flags) {
   pb::GetInclusionProofRequest request;
   if (flags.Has("seq")) {
@@ -267,10 +296,15 @@ int Prove(pb::LedgerService::Stub& stub, const Flags& flags) {
   auto size = flags.Int("size");
   if (!size.ok()) return Fail(size.status());
   request.set_tree_size(static_cast<uint64_t>(*size));
+  const std::string& format = flags.Get("format");
+  if (format != "json" && format != "tlog-proof") {
+    return Fail(absl::InvalidArgumentError("prove: --format must be json or tlog-proof"));
+  }
   grpc::ClientContext ctx;
   pb::InclusionProof proof;
   grpc::Status s = stub.GetInclusionProof(&ctx, request, &proof);
   if (!s.ok()) return Fail(FromGrpc(s));
+  if (format == "tlog-proof") return PrintTlogProof(stub, proof);
   Json out{{"seq", proof.seq()},
            {"leaf_hash", Hex(proof.leaf_hash())},
            {"tree_size", proof.tree_size()},
@@ -496,13 +530,57 @@ int Keygen(const Flags& flags) {
   return 0;
 }
 
+// Checks a checkpoint (a file or stdin) against a C2SP tlog-policy: signed
+// by one of its logs, and cosigned by witnesses that meet its quorum. Exit
+// 0 with the OK line naming each cosignature's time; otherwise the reason,
+// naming the missing witnesses.
+int PolicyCheck(const Flags& flags) {
+  if (flags.Get("policy").empty()) return Fail(absl::InvalidArgumentError("policy-check: --policy FILE is required"));
+  std::ifstream policy_file(flags.Get("policy"));
+  if (!policy_file) return Fail(absl::NotFoundError(absl::StrCat("--policy: cannot read ", flags.Get("policy"))));
+  std::stringstream policy_text, note_text;
+  policy_text << policy_file.rdbuf();
+  auto policy = ledger::tlogpolicy::Policy::Parse(policy_text.str());
+  if (!policy.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--policy: ", policy.status().message())));
+  std::string path = flags.positional().size() > 1 ? flags.positional()[1] : "-";
+  if (path == "-") {
+    note_text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path);
+    if (!in) return Fail(absl::NotFoundError(absl::StrCat("policy-check: cannot read ", path)));
+    note_text << in.rdbuf();
+  }
+  auto text = policy->OpenCheckpoint(note_text.str());
+  if (!text.ok()) return Fail(text.status());
+  auto checkpoint = ledger::note::ParseCheckpoint(*text);
+  if (!checkpoint.ok()) return Fail(checkpoint.status());
+  auto evaluation = policy->Evaluate(note_text.str());
+  if (!evaluation.ok()) return Fail(evaluation.status());
+  std::string cosigned;
+  for (const auto& c : evaluation->cosigned) {
+    absl::StrAppend(&cosigned, cosigned.empty() ? "" : ", ", c.witness, " at ",
+                    absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(c.time)),
+                                     absl::UTCTimeZone()));
+  }
+  if (!evaluation->quorum) {
+    std::string missing;
+    for (const auto& m : evaluation->missing) absl::StrAppend(&missing, missing.empty() ? "" : ", ", m);
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", checkpoint->origin, " size ", checkpoint->size, " lacks the quorum '", policy->quorum(),
+        "': missing cosignatures of ", missing, cosigned.empty() ? "" : absl::StrCat(" (cosigned by ", cosigned, ")"))));
+  }
+  std::cout << "OK: checkpoint " << checkpoint->origin << " size " << checkpoint->size << " meets the quorum '"
+            << policy->quorum() << "'" << (cosigned.empty() ? "" : absl::StrCat(": cosigned by ", cosigned)) << "\n";
+  return 0;
+}
+
 constexpr char kUsage[] =
     "usage:\n"
     "  ledgerctl keygen --origin O --out FILE\n"
     "  ledgerctl --server HOST:PORT append [FILE|-]\n"
-    "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--time-note]\n"
+    "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--cosignatures N] [--time-note]\n"
     "  ledgerctl --server HOST:PORT vkey\n"
-    "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]\n"
+    "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S] [--format tlog-proof]\n"
     "  ledgerctl --server HOST:PORT prove-run --team T --run R\n"
     "  ledgerctl prove-run --data DIR --origin O --size S --team T --run R  (a stopped ledger: replays the log)\n"
     "  ledgerctl --server HOST:PORT consistency --from A [--to B]\n"
@@ -519,6 +597,7 @@ constexpr char kUsage[] =
     "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)\n"
     "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
     "            [--not-older-than SIZE|CHECKPOINT_FILE] [--json]\n"
+    "  ledgerctl policy-check --policy FILE [CHECKPOINT_FILE|-]   (a checkpoint against a tlog-policy)\n"
     "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
     "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
     "  append routes each receipt; steps without --team asks every shard\n\n"
@@ -565,6 +644,8 @@ int main(int argc, char** argv) {
                "keygen: the log's origin (the key name); audit: the name of <data>/signing.key");
 
   flags.Define("at-least", "0", "checkpoint: wait until the checkpoint covers N entries");
+  flags.Define("format", "json", "prove: json, or tlog-proof (c2sp.org/tlog-proof@v1 with the cosigned checkpoint)");
+  flags.Define("cosignatures", "0", "checkpoint: wait until the checkpoint carries N witnesses' cosignatures");
   flags.Define("time-note", "", "checkpoint: print the checkpoint's signed time note instead of the checkpoint", true);
   flags.Define("timeout-ms", "30000", "checkpoint: how long to wait for --at-least");
   flags.Define("seq", "", "prove: the entry's seq; export: a range A:B");
@@ -585,6 +666,7 @@ int main(int argc, char** argv) {
   flags.Define("out", "",
                "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory under the "
                "server's --backup-root (absolute, or relative to it)");
+  flags.Define("policy", "", "policy-check: a C2SP tlog-policy file (logs, witnesses, quorum)");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "",
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
@@ -622,6 +704,7 @@ int main(int argc, char** argv) {
   if (command == "rebuild") return Rebuild(flags);
   if (command == "audit") return AuditStore(flags);
   if (command == "verify") return Verify(flags);
+  if (command == "policy-check") return PolicyCheck(flags);
   if (command == "prove-run" && !flags.Get("data").empty()) return ledger::ctl::ProveRun(nullptr, flags);
 
   grpc::ChannelArguments args;

@@ -29,6 +29,8 @@
 #include "ops/metrics.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
+#include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/witnesses/witnesses.h"
 #include "export/exporter/export_service.h"
 #include "ledger/service/service.h"
 #include "query/projector/projector.h"
@@ -251,11 +253,55 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::service::Server* server)
 
 }  // namespace
 
+// Submits each checkpoint to the witnesses of the tlog-policy in `path`;
+// https:// witnesses are verified with --witness-tls-ca, and given
+// --witness-tls-cert and --witness-tls-key when they ask for a certificate.
+absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(const ledger::cmd::Flags& flags,
+                                                                            const ledger::log::Log* log,
+                                                                            const std::string& data_dir) {
+  auto tls = std::make_shared<ledger::witnesses::TlsClient>();
+  for (auto [flag, part] : {std::pair{"witness-tls-ca", &tls->ca_pem}, std::pair{"witness-tls-cert", &tls->cert_pem},
+                            std::pair{"witness-tls-key", &tls->key_pem}}) {
+    if (flags.Get(flag).empty()) continue;
+    std::ifstream pem(flags.Get(flag));
+    if (!pem) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", flags.Get(flag)));
+    std::stringstream text;
+    text << pem.rdbuf();
+    *part = text.str();
+  }
+  if (tls->cert_pem.empty() != tls->key_pem.empty()) {
+    return absl::InvalidArgumentError("--witness-tls-cert and --witness-tls-key: give both or neither");
+  }
+  const std::string& path = flags.Get("witness-policy");
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("--witness-policy: cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto policy = ledger::tlogpolicy::Policy::Parse(text.str());
+  if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat("--witness-policy: ", policy.status().message()));
+  ledger::witnesses::Source source{
+      [log](uint64_t size) -> absl::StatusOr<std::string> {
+        auto cp = log->Checkpoint(size);
+        if (!cp.ok()) return cp.status();
+        return cp->note;
+      },
+      [log](uint64_t from, uint64_t to) { return log->ProveConsistency(from, &to); }};
+  auto post = [tls](const std::string& url, const std::string& body) {
+    return ledger::witnesses::HttpPost(url, body, 5000, tls->ca_pem.empty() ? nullptr : tls.get());
+  };
+  auto started = ledger::witnesses::Witnesses::Start(*std::move(policy), std::move(source), post,
+                                                     {.data_dir = data_dir, .poll_ms = 100, .max_backoff_ms = 10'000,
+                                                      .now_s = nullptr});
+  if (!started.ok()) return absl::Status(started.status().code(), absl::StrCat("--witness-policy: ", started.status().message()));
+  return started;
+}
+
 // The operators' HTTP endpoints. `dashboard` is null without projections;
 // `gate` too on the plain-text health port, which serves no /metrics.
 ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledger::log::Log& log,
                                   ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
-                                  const ledger::auth::Gate* gate, bool stopping) {
+                                  const ledger::auth::Gate* gate, bool stopping,
+                                  const ledger::witnesses::Witnesses* witnesses = nullptr) {
   using ledger::ops::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz") {
@@ -271,9 +317,19 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
         return Text(403, absl::StrCat(s.message(), "\n"));
       }
     }
-    ledger::ops::HttpResponse m = Text(200, metrics->Render());
+    ledger::ops::HttpResponse m = Text(200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : ""));
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
+  }
+  if (r.path == "/checkpoint") {
+    // The latest checkpoint with the witnesses' cosignatures held for it:
+    // what every verifier and witness is given, to any verified client.
+    if (gate != nullptr && gate->tls() && r.identity.empty()) {
+      return Text(403, "client certificate: names no identity\n");
+    }
+    auto cp = log.Checkpoint(0);
+    if (!cp.ok()) return Text(404, "no checkpoint signed yet\n");
+    return Text(200, witnesses ? witnesses->Cosigned(cp->note) : cp->note);
   }
   if (dashboard == nullptr) return Text(404, "no dashboard: ledgerd runs with --projections=false\n");
   return dashboard->Handle(r);
@@ -347,6 +403,12 @@ int main(int argc, char** argv) {
   flags.Define("health-listen", "",
                "plain-HTTP address serving only /healthz and /readyz (for probes that cannot present a "
                "certificate); '' (default): none");
+  flags.Define("witness-policy", "",
+               "a C2SP tlog-policy file: each checkpoint is submitted to its witnesses that have a URL "
+               "(witness NAME VKEY http[s]://HOST:PORT), and their cosignatures are served with it");
+  flags.Define("witness-tls-ca", "", "CA certificates (PEM) that https:// witnesses' certificates must chain to");
+  flags.Define("witness-tls-cert", "", "client certificate (PEM) for witnesses that ask for one");
+  flags.Define("witness-tls-key", "", "its private key (PEM)");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (!flags.Get("config").empty()) {
@@ -535,6 +597,17 @@ int main(int argc, char** argv) {
       sweeper = std::make_unique<ledger::query::Sweeper>(log->get(), so);
     }
   }
+  std::unique_ptr<ledger::witnesses::Witnesses> witnesses;
+  if (!flags.Get("witness-policy").empty()) {
+    auto started = StartWitnesses(flags, log->get(), options.data_dir);
+    if (!started.ok()) return Fail(started.status());
+    witnesses = *std::move(started);
+    server_options.cosignatures = [w = witnesses.get()](std::string_view note) {
+      std::vector<ledger::service::LedgerService::Cosignature> out;
+      for (const auto& h : w->For(note)) out.push_back({h.witness, h.time, h.line});
+      return out;
+    };
+  }
   auto server = ledger::service::Server::Start(log->get(), &gate, flags.Get("listen"), extra, server_options);
   if (!server.ok()) return Fail(server.status());
   std::cout << "listening on " << (*server)->address() << std::endl;
@@ -565,7 +638,7 @@ int main(int argc, char** argv) {
     auto started = ledger::ops::HttpServer::Start(
         flags.Get("http-listen"),
         [&](const ledger::ops::HttpRequest& r) {
-          return Operate(r, **log, &metrics, dashboard.get(), &gate, stopping.load());
+          return Operate(r, **log, &metrics, dashboard.get(), &gate, stopping.load(), witnesses.get());
         },
         http_options, gate.tls() ? &http_tls : nullptr);
     if (!started.ok()) return Fail(absl::Status(started.status().code(),
@@ -616,6 +689,7 @@ int main(int argc, char** argv) {
         .Emit();
     sweeper.reset();
     (*server)->Shutdown();
+    witnesses.reset();  // its threads read the log
     log->reset();
     return 75;  // EX_TEMPFAIL
   }
@@ -626,6 +700,7 @@ int main(int argc, char** argv) {
   health.reset();
   sweeper.reset();
   (*server)->Shutdown();
+  witnesses.reset();  // its threads read the log
   log->reset();
   return 0;
 }

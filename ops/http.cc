@@ -46,6 +46,10 @@ const char* Reason(int status) {
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
@@ -158,8 +162,27 @@ std::pair<std::string, std::string> PeerName(const sockaddr_storage& peer) {
   return {ip, absl::StrCat(ip, ":", port)};
 }
 
-// The response to a whole request head: parsed here, then the handler's.
-HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHandler& handler) {
+// The Content-Length of a request head: 0 when absent, -1 when malformed
+// or when the body is chunked (not supported).
+int64_t ContentLength(const std::string& head) {
+  int64_t length = 0;
+  std::vector<std::string> lines = absl::StrSplit(head.substr(0, head.find("\r\n\r\n")), "\r\n");
+  for (const std::string& line : lines) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = absl::AsciiStrToLower(line.substr(0, colon));
+    std::string value(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+    if (name == "transfer-encoding") return -1;
+    if (name != "content-length") continue;
+    if (value.empty() || value.size() > 12 || !std::all_of(value.begin(), value.end(), absl::ascii_isdigit)) return -1;
+    length = std::stoll(value);
+  }
+  return length;
+}
+
+// The response to a whole request (head and body): parsed here, then the
+// handler's.
+HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHandler& handler, bool allow_post) {
   std::vector<std::string> lines = absl::StrSplit(head.substr(0, head.find("\r\n\r\n")), "\r\n");
   std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
   if (first.size() != 3 || first[2].rfind("HTTP/1.", 0) != 0) return Text(400, "bad request line\n");
@@ -189,9 +212,11 @@ HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHa
   auto id = request.headers.find("x-request-id");
   request.request_id = jsonlog::RequestId(id == request.headers.end() ? "" : id->second);
   if (bad) return Text(400, "bad escape in the URL\n");
-  if (request.method != "GET" && request.method != "HEAD") {
-    HttpResponse r = Text(405, "only GET and HEAD\n");
-    r.headers["Allow"] = "GET, HEAD";
+  if (request.method == "POST" && allow_post) {
+    request.body = head.substr(head.find("\r\n\r\n") + 4);
+  } else if (request.method != "GET" && request.method != "HEAD") {
+    HttpResponse r = Text(405, allow_post ? "only GET, HEAD and POST\n" : "only GET and HEAD\n");
+    r.headers["Allow"] = allow_post ? "GET, HEAD, POST" : "GET, HEAD";
     return r;
   }
   return handler(request);
@@ -495,6 +520,14 @@ class EventLoop {
     if (end == std::string::npos || end > kMaxHeaderBytes) {
       return Send(c, Prepare(Text(431, "request headers too large\n"), false));
     }
+    if (options_.max_body_bytes > 0) {
+      int64_t length = ContentLength(c.in);
+      if (length < 0) return Send(c, Prepare(Text(411, "a body needs a Content-Length (no chunked bodies)\n"), false));
+      if (static_cast<uint64_t>(length) > options_.max_body_bytes) {
+        return Send(c, Prepare(Text(413, absl::StrCat("body: at most ", options_.max_body_bytes, " bytes\n")), false));
+      }
+      if (!ReadBody(c, end + 4 + static_cast<size_t>(length))) return;
+    }
     // The handler may take a while (a pack is exported first): on a worker.
     c.phase = Phase::kHandle;
     Want(c, 0);
@@ -504,7 +537,7 @@ class EventLoop {
     tasks::Pool& pool = IsQuick(c.in) ? *quick_ : *workers_;
     pool.Run([this, id = c.id, head = std::move(c.in), request = std::move(request)]() mutable {
       if (stopping()) return;
-      HttpResponse response = Respond(head, request, handler_);
+      HttpResponse response = Respond(head, request, handler_, options_.max_body_bytes > 0);
       if (!request.request_id.empty()) response.headers["X-Request-Id"] = request.request_id;
       if (response.status == 403 || response.status == 429) LogRefusal(request, response);
       Prepared prepared = Prepare(std::move(response), request.method == "HEAD");
@@ -514,6 +547,33 @@ class EventLoop {
       }
       Wake();
     });
+  }
+
+  // Reads until c.in holds `total` bytes (the head and its body); false
+  // while waiting or when the connection closed. The request deadline
+  // covers the body too.
+  bool ReadBody(Connection& c, size_t total) {
+    char buf[4096];
+    while (c.in.size() < total) {
+      ssize_t n;
+      if (c.ssl != nullptr) {
+        int r = SSL_read(c.ssl, buf, sizeof buf);
+        if (r <= 0) {
+          int e = SSL_get_error(c.ssl, r);
+          if (e == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN), false;
+          if (e == SSL_ERROR_WANT_WRITE) return Want(c, EPOLLOUT), false;
+          return Close(c), false;
+        }
+        n = r;
+      } else {
+        n = ::recv(c.fd, buf, sizeof buf, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLIN), false;
+        if (n <= 0) return Close(c), false;
+      }
+      c.in.append(buf, static_cast<size_t>(n));
+    }
+    c.in.resize(total);
+    return true;
   }
 
   // Whether the request line of `head` asks for one of the quick paths

@@ -1,6 +1,7 @@
 // A small HTTP/1.1 server for operators' endpoints (/metrics, /healthz,
-// /readyz, the dashboard): GET and HEAD only, one request per connection
-// (Connection: close).
+// /readyz, the dashboard): GET and HEAD, and POST with a body of at most
+// HttpOptions::max_body_bytes when that is set (the witness's
+// add-checkpoint); one request per connection (Connection: close).
 //
 // One thread runs an event loop (epoll, non-blocking sockets and OpenSSL)
 // that accepts connections, completes TLS handshakes, reads requests and
@@ -47,6 +48,8 @@ struct HttpRequest {
   // The client's X-Request-Id when usable (jsonlog::RequestId), else a
   // fresh one; the response carries it back as X-Request-Id.
   std::string request_id;
+  // A POST's body (Content-Length bytes); empty otherwise.
+  std::string body;
 };
 
 struct HttpResponse {
@@ -83,6 +86,9 @@ struct HttpOptions {
   // Requests for these paths (e.g. probes and scrapes) run on a thread of
   // their own, so they never wait behind slow pages or pack downloads.
   std::vector<std::string> quick_paths;
+  // POST is accepted, with a Content-Length of at most this many bytes
+  // (413 beyond, before the body is read); 0: POST is refused with 405.
+  size_t max_body_bytes = 0;
 };
 
 class EventLoop;

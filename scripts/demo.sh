@@ -4,7 +4,8 @@
 # orphan completion among them), step outcomes, the signed checkpoint, and
 # its proofs checked by Go's golang.org/x/mod/sumdb (note.Open,
 # tlog.CheckRecord, tlog.CheckTree), a verifier the ledger's authors did not
-# write.
+# write; two witnesses cosign the checkpoints, and an auditor's policy that
+# requires both accepts the cosigned checkpoint.
 # Usage: demo.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -14,14 +15,33 @@ work="$build/demo-out"
 rm -rf "$data" "$work"
 mkdir -p "$work"
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; true' EXIT
+witnesses=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; for w in $witnesses; do kill "$w" 2>/dev/null; done; true' EXIT
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+step "two witnesses (an auditor's and a regulator's) for the ledger's key"
+mkdir -p "$data"
+"$build/cmd/ledgerctl" keygen --origin demo.evidence-ledger.local/log --out "$data/signing.key" > "$work/ledger.vkey"
+printf 'log %s\n' "$(cat "$work/ledger.vkey")" > "$work/witnesses.policy"
+printf 'log %s\n' "$(cat "$work/ledger.vkey")" > "$work/auditor.policy"
+for w in auditor regulator; do
+  "$build/cmd/ledger-witness" vkey --data "$work/witness-$w" --name "witness-$w.demo.local" > "$work/witness-$w.vkey"
+  "$build/cmd/ledger-witness" --data "$work/witness-$w" --listen 127.0.0.1:0 --log "$work/ledger.vkey" \
+    > "$work/witness-$w.log" 2>&1 &
+  witnesses="$witnesses $!"
+  for _ in $(seq 100); do grep -q '^listening on ' "$work/witness-$w.log" && break; sleep 0.05; done
+  url="http://$(sed -n 's/^listening on //p' "$work/witness-$w.log")"
+  printf 'witness %s %s %s\n' "$w" "$(cat "$work/witness-$w.vkey")" "$url" >> "$work/witnesses.policy"
+  printf 'witness %s %s\n' "$w" "$(cat "$work/witness-$w.vkey")" >> "$work/auditor.policy"
+  echo "witness $w: $(cat "$work/witness-$w.vkey") at $url"
+done
+printf 'group both all auditor regulator\nquorum both\n' | tee -a "$work/witnesses.policy" >> "$work/auditor.policy"
 
 step "starting ledgerd on $data"
 "$build/cmd/ledgerd" --data "$data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --origin demo.evidence-ledger.local/log \
   --checkpoint-interval-ms 100 --unknown-grace-ms 1000 --sweep-interval-ms 200 \
-  > "$work/ledgerd.log" 2>&1 &
+  --witness-policy "$work/witnesses.policy" > "$work/ledgerd.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.log" && break; sleep 0.05; done
 addr=$(sed -n 's/^listening on //p' "$work/ledgerd.log")
@@ -74,9 +94,13 @@ for line in sys.stdin:
 step "the run with the unknown step"
 ctl run --team team-support --run run-0007
 
-step "the signed checkpoint"
-ctl checkpoint --at-least "$size" | tee "$work/new.note"
+step "the signed checkpoint, cosigned by both witnesses"
+ctl checkpoint --at-least "$size" --cosignatures 2 --timeout-ms 30000 | tee "$work/new.note"
 ctl vkey | tee "$work/vkey"
+
+step "an auditor's policy (c2sp.org/tlog-policy) requires both witnesses"
+cat "$work/auditor.policy"
+"$build/cmd/ledgerctl" policy-check --policy "$work/auditor.policy" "$work/new.note"
 
 step "an inclusion proof for a denied model call, and a consistency proof"
 denied=$(/usr/bin/python3 -c '
@@ -115,5 +139,7 @@ kill -TERM "$pid"
 wait "$pid" || true
 pid=""
 tail -n 1 "$work/ledgerd.log"
+for w in $witnesses; do kill -TERM "$w"; wait "$w" || true; done
+witnesses=""
 echo
 echo "demo output in $work; data directory $data"

@@ -20,6 +20,7 @@ check 'INVALID_ARGUMENT","message":"team: required'
 check 'go interop: [0-9]+ entries, checkpoints [0-9]+ and [0-9]+, all verified with x/mod sumdb'
 check 'OK: [0-9]+ entries of \{"kind":"run","run_id":"run-0007","team":"team-support"\} verified'
 check 'report for people: .*/report.html'
+check "OK: checkpoint demo.evidence-ledger.local/log size [0-9]+ meets the quorum 'both': cosigned by auditor at .*, regulator at"
 check 'ledger_steps\{team="team-support",state="unknown"\} [1-9]'
 check 'ledger_exports_total\{scope="run",result="ok"\} 1'
 echo "demo: unknown step declared, anomalies flagged, pack of proofs verified by Go"

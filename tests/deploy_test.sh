@@ -40,7 +40,7 @@ PY
 
 # 2. The runtime tree.
 "$root/deploy/collect-runtime.sh" "$build" "$work/rootfs"
-for f in usr/local/bin/ledgerd usr/local/bin/ledgerctl usr/local/bin/ledger-verify etc/passwd; do
+for f in usr/local/bin/ledgerd usr/local/bin/ledgerctl usr/local/bin/ledger-verify usr/local/bin/ledger-witness etc/passwd; do
   [ -f "$work/rootfs/$f" ] || fail "runtime: no $f"
 done
 if find "$work/rootfs" -name sh -o -name bash -o -name busybox | grep -q .; then fail "runtime: a shell"; fi
@@ -57,6 +57,8 @@ if [ "$(id -u)" = 0 ]; then
   kill -TERM "$pid"; wait "$pid"; pid=""
   chroot --userspec=10001:10001 "$work/rootfs" /usr/local/bin/ledger-verify --help | grep -q '^usage: ledger-verify PACK' ||
     fail "ledger-verify does not run from the runtime tree"
+  chroot --userspec=10001:10001 "$work/rootfs" /usr/local/bin/ledger-witness vkey --data /var/lib/ledger/witness \
+    --name witness.example | grep -q '^witness.example+' || fail "ledger-witness does not run from the runtime tree"
   echo "runtime: ledgerd served from the tree alone, as 10001, writing only /var/lib/ledger"
 else
   echo "runtime: not root, the chroot start is skipped"
@@ -94,4 +96,33 @@ for want in "readOnlyRootFilesystem is not true" "capabilities must drop ALL and
   grep -qF "$want" "$work/bad.out" || { cat "$work/bad.out"; fail "not reported: $want"; }
 done
 echo "manifests: a broken overlay fails with each violation named"
+# The witness an auditor runs (deploy/kustomize/witness).
+kubectl kustomize "$root/deploy/kustomize/witness" | /usr/bin/python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+kinds = {}
+for d in docs:
+    kinds.setdefault(d["kind"], []).append(d)
+(dep,) = kinds["Deployment"]
+spec, pod = dep["spec"], dep["spec"]["template"]["spec"]
+assert spec["replicas"] == 1 and spec["strategy"]["type"] == "Recreate", "witness: not one replica replaced by Recreate"
+assert pod["automountServiceAccountToken"] is False and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+(c,) = pod["containers"]
+sc = c["securityContext"]
+assert sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"] and sc["capabilities"]["drop"] == ["ALL"]
+vols = {v["name"]: v for v in pod["volumes"]}
+assert "persistentVolumeClaim" in vols["data"] and vols["key"]["secret"]["secretName"] == "witness-key"
+assert all(m.get("readOnly") for m in c["volumeMounts"] if m["name"] != "data"), "witness: a writable mount besides data"
+assert "--key" in c["args"] and c["command"] == ["/usr/local/bin/ledger-witness"]
+assert len(kinds["PersistentVolumeClaim"]) == 1
+pols = kinds["NetworkPolicy"]
+assert any(p["spec"]["podSelector"] == {} and not p["spec"].get("ingress") for p in pols), "witness: no default deny"
+for p in pols:
+    for rule in p["spec"].get("ingress", []):
+        for peer in rule["from"]:
+            ns = peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+            assert ns in ("evidence-ledger", "auditors"), "witness: ingress from %s" % ns
+print("manifests: the witness: one replica (Recreate), its record on a claim, its key from a Secret, hardened, fenced")
+'
+
 echo "PASS"

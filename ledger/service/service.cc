@@ -524,6 +524,15 @@ grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerConte
     response->set_note(cp->note);
     response->set_time_note(cp->time_note);
     response->set_signed_at_us(cp->signed_at_us);
+    std::string cosigned = cp->note;
+    for (const Cosignature& c : cosignatures_ ? cosignatures_(cp->note) : std::vector<Cosignature>{}) {
+      pb::Cosignature* out = response->add_cosignatures();
+      out->set_witness(c.witness);
+      out->set_time(c.time);
+      out->set_line(c.line);
+      cosigned += c.line;
+    }
+    response->set_cosigned_note(cosigned);
   }
   return Finish(ctx, cp.status());
 }
@@ -689,6 +698,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(log::Log* log, auth::Gate*
   }
   std::unique_ptr<Server> server(new Server());
   server->service_ = std::make_unique<LedgerService>(log, gate, options.stream_idle_ms, options.backup_root);
+  server->service_->SetCosignatures(options.cosignatures);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();

@@ -7,8 +7,10 @@
 #ifndef LEDGER_SERVICE_SERVICE_H_
 #define LEDGER_SERVICE_SERVICE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -80,6 +82,16 @@ class LedgerService final : public pb::LedgerService::CallbackService {
     // kind (agent_start, model_call, tool_call).
     stats::CounterFamily denied;
   };
+  // The witnesses' cosignatures held for a checkpoint note (ledger/witnesses),
+  // for GetCheckpoint. MUST be set before the service serves, if at all.
+  struct Cosignature {
+    std::string witness;
+    uint64_t time = 0;
+    std::string line;
+  };
+  using CosignaturesFn = std::function<std::vector<Cosignature>(std::string_view note)>;
+  void SetCosignatures(CosignaturesFn fn) { cosignatures_ = std::move(fn); }
+
   const Stats& stats() const { return stats_; }
 
   // Counts a request's receipts into stats(): by their results, or all
@@ -95,6 +107,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   std::unique_ptr<IdleStreams> idle_;
   std::unique_ptr<Later> later_;
   Stats stats_;
+  CosignaturesFn cosignatures_;
 };
 
 struct ServerOptions {
@@ -107,6 +120,7 @@ struct ServerOptions {
   int max_streams_per_connection = 100;
   int64_t stream_idle_ms = 300'000;
   const backup::BackupRoot* backup_root = nullptr;  // null: backups refused
+  LedgerService::CosignaturesFn cosignatures;       // null: GetCheckpoint returns none
 };
 
 // A running server: the ledger service, gRPC health checking and server

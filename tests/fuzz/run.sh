@@ -10,7 +10,7 @@ build=$(mkdir -p "$1" && cd "$1" && pwd)
 secs=${2:-10}
 shift $(( $# >= 2 ? 2 : $# ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_receipt fuzz_note fuzz_pack)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_receipt fuzz_note fuzz_pack fuzz_witness)
 out="$build/fuzz"
 if [ ! -f "$out/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S "$root" -B "$out" -G Ninja -DLEDGER_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null

@@ -1,0 +1,260 @@
+// ledger-witness: a transparency-log witness (C2SP tlog-witness) that an
+// auditor or a regulator runs beside the ledgers it watches.
+//
+//   ledger-witness --data DIR --listen HOST:PORT --log VKEY_FILE [--log VKEY_FILE ...]
+//                  [--name NAME] [--key FILE] [--tls-cert F --tls-key F --client-ca F] [--insecure]
+//   ledger-witness vkey --data DIR [--name NAME]
+//
+// Serves POST /add-checkpoint and GET /<hex sha256(origin)>/checkpoint.
+// Prints "listening on HOST:PORT" (the real port) once it serves. The key is
+// --key FILE when given (a mounted Secret; never created), else
+// <data>/witness.key (mode 0600, created on first use); the records of what
+// it cosigned are <data>/logs/ (witness/state.h). One process per data
+// directory (<data>/LOCK). SIGINT or SIGTERM stops it.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "cmd/flags.h"
+#include "ledger/cosign/cosign.h"
+#include "ledger/jsonlog/jsonlog.h"
+#include "ops/http.h"
+#include "witness/state.h"
+#include "witness/witness.h"
+
+namespace {
+
+using ledger::cosign::Cosigner;
+
+constexpr char kDefaultName[] = "ledger-witness.local";
+constexpr size_t kMaxBody = 64 * 1024;  // 63 proof lines and a checkpoint with many signatures
+
+int Fail(const absl::Status& s) {
+  ledger::jsonlog::Error("start_failed").Msg(std::string(s.message())).Emit();
+  return 1;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// <data>/witness.key, created (0600, never overwritten) when missing. A
+// key of another name than --name (when given) is refused.
+absl::StatusOr<Cosigner> LoadOrCreateKey(const std::string& data, const std::string& name) {
+  std::string path = data + "/witness.key";
+  auto text = ReadFile("data", path);
+  if (text.ok()) {
+    auto key = Cosigner::ParseKeyFile(*text);
+    if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", key.status().message()));
+    if (!name.empty() && key->name() != name) {
+      return absl::FailedPreconditionError(absl::StrCat("--name: the key in ", path, " is named '", key->name(),
+                                                        "', not '", name, "'; a witness keeps its name"));
+    }
+    return key;
+  }
+  auto key = Cosigner::Generate(name.empty() ? kDefaultName : name);
+  if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", key.status().message()));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("witness key: create ", path, ": ", std::strerror(errno)));
+  std::string out = key->KeyFileText();
+  bool ok = ::write(fd, out.data(), out.size()) == static_cast<ssize_t>(out.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(path.c_str());
+    return absl::UnavailableError(absl::StrCat("witness key: write ", path));
+  }
+  int dir = ::open(data.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  bool synced = dir >= 0 && ::fsync(dir) == 0;
+  if (dir >= 0) ::close(dir);
+  if (!synced) return absl::UnavailableError(absl::StrCat("witness key: fsync ", data));
+  return key;
+}
+
+// The logs' verifier keys: each file holds one key, as `ledgerctl vkey`
+// prints it.
+absl::StatusOr<std::vector<ledger::note::Verifier>> LoadLogKeys(const std::vector<std::string>& files) {
+  if (files.empty()) return absl::InvalidArgumentError("--log: give at least one log's verifier key file");
+  std::vector<ledger::note::Verifier> keys;
+  for (const std::string& file : files) {
+    auto text = ReadFile("log", file);
+    if (!text.ok()) return text.status();
+    std::string line = text->substr(0, text->find_first_of("\r\n"));
+    auto key = ledger::note::Verifier::Parse(line);
+    if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--log: ", file, ": ", key.status().message()));
+    keys.push_back(*std::move(key));
+  }
+  return keys;
+}
+
+bool IsLoopback(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+bool IsOriginHash(std::string_view s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+// The HTTP surface: a thin adapter over witness::Witness.
+ledger::ops::HttpResponse Serve(const ledger::ops::HttpRequest& r, ledger::witness::Witness& witness) {
+  ledger::witness::Reply reply;
+  if (r.path == "/add-checkpoint") {
+    if (r.method != "POST") {
+      ledger::ops::HttpResponse m = ledger::ops::Text(405, "add-checkpoint: POST only\n");
+      m.headers["Allow"] = "POST";
+      return m;
+    }
+    reply = witness.AddCheckpoint(r.body);
+  } else if (r.path.size() == 1 + 64 + 11 && r.path.ends_with("/checkpoint") &&
+             IsOriginHash(std::string_view(r.path).substr(1, 64)) && r.method != "POST") {
+    reply = witness.GetCheckpoint(std::string_view(r.path).substr(1, 64));
+  } else if (r.path == "/healthz") {
+    reply.body = "ok\n";
+  } else {
+    reply.status = 404;
+    reply.body = "not found: POST /add-checkpoint, GET /<hex sha256(origin)>/checkpoint\n";
+  }
+  ledger::ops::HttpResponse out = ledger::ops::Text(reply.status, std::move(reply.body));
+  out.content_type = reply.content_type;
+  return out;
+}
+
+// Takes the repeated --log flags out of argv (Flags keeps one value each).
+std::vector<std::string> TakeLogFlags(int* argc, char** argv) {
+  std::vector<std::string> logs;
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--log" && i + 1 < *argc) {
+      logs.emplace_back(argv[++i]);
+    } else if (a.starts_with("--log=")) {
+      logs.emplace_back(a.substr(6));
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return logs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> log_files = TakeLogFlags(&argc, argv);
+  ledger::cmd::Flags flags;
+  flags.Define("data", "", "data directory (created if missing; holds witness.key and the records in logs/)");
+  flags.Define("listen", "127.0.0.1:7480", "HTTP address HOST:PORT; port 0 picks a free port");
+  flags.Define("name", "", std::string("the witness's key name, set when the key is created (default ") + kDefaultName + ")");
+  flags.Define("key", "", "the witness key file (PRIVATE+KEY+<name>+<id>+<base64 0x04||seed>); default <data>/witness.key, created");
+  flags.Define("tls-cert", "", "server certificate (PEM) for HTTPS");
+  flags.Define("tls-key", "", "its private key (PEM)");
+  flags.Define("client-ca", "", "CA certificates (PEM) that clients' certificates must chain to");
+  flags.Define("insecure", "false", "allow plain HTTP on a non-loopback address", true);
+  flags.Define("help", "false", "print this help", true);
+  if (absl::Status s = flags.Parse(argc, argv, 1); !s.ok()) {
+    std::cerr << s.message() << "\n" << flags.Usage();
+    return 2;
+  }
+  if (flags.Bool("help")) {
+    std::cout << "usage: ledger-witness --data DIR --listen HOST:PORT --log VKEY_FILE [--log VKEY_FILE ...]\n"
+                 "       ledger-witness vkey --data DIR\n"
+              << flags.Usage();
+    return 0;
+  }
+  const std::string data = flags.Get("data");
+  if (data.empty()) return Fail(absl::InvalidArgumentError("--data: required"));
+  std::error_code ec;
+  std::filesystem::create_directories(data + "/logs", ec);
+  if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", data, "/logs: ", ec.message())));
+  absl::StatusOr<Cosigner> key = absl::UnknownError("");
+  if (flags.Get("key").empty()) {
+    key = LoadOrCreateKey(data, flags.Get("name"));
+  } else if (auto text = ReadFile("key", flags.Get("key")); !text.ok()) {
+    key = text.status();
+  } else if (key = Cosigner::ParseKeyFile(*text); !key.ok()) {
+    key = absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
+  } else if (flags.Has("name") && key->name() != flags.Get("name")) {
+    key = absl::FailedPreconditionError(absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
+  }
+  if (!key.ok()) return Fail(key.status());
+  if (!flags.positional().empty()) {
+    if (flags.positional() != std::vector<std::string>{"vkey"}) {
+      std::cerr << "unknown command; commands: vkey\n";
+      return 2;
+    }
+    std::cout << key->VerifierKey() << "\n";
+    return 0;
+  }
+  // One serving process per data directory: two would each check against
+  // their own copy of the records. (vkey, above, only reads or creates the key.)
+  int lock = ::open((data + "/LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat("--data: ", data, " is in use by another ledger-witness")));
+  }
+  auto logs = LoadLogKeys(log_files);
+  if (!logs.ok()) return Fail(logs.status());
+  auto witness = ledger::witness::Witness::Open(data + "/logs", *key, *std::move(logs), [] {
+    return static_cast<uint64_t>(std::max<std::time_t>(1, std::time(nullptr)));
+  });
+  if (!witness.ok()) return Fail(witness.status());
+
+  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
+  ledger::ops::HttpTls http_tls;
+  if (tls) {
+    for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
+                              std::pair{"client-ca", &http_tls.client_ca_pem}}) {
+      auto pem = ReadFile(flag, flags.Get(flag));
+      if (!pem.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--", flag, ": required with TLS (--tls-cert, --tls-key, --client-ca)")));
+      *part = *std::move(pem);
+    }
+  } else if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--listen: ", flags.Get("listen"), " is not a loopback address; give --tls-cert, --tls-key and --client-ca, or --insecure")));
+  }
+
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  ledger::ops::HttpOptions options;
+  options.max_body_bytes = kMaxBody;
+  options.quick_paths = {"/healthz"};
+  ledger::witness::Witness& w = **witness;
+  auto server = ledger::ops::HttpServer::Start(
+      flags.Get("listen"), [&w](const ledger::ops::HttpRequest& r) { return Serve(r, w); }, options,
+      tls ? &http_tls : nullptr);
+  if (!server.ok()) return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
+  ledger::jsonlog::Info("witness_started")
+      .Str("name", key->name())
+      .Str("vkey", key->VerifierKey())
+      .Str("address", (*server)->address())
+      .Emit();
+  std::cout << "listening on " << (*server)->address() << std::endl;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  ledger::jsonlog::Info("stopping").Int("signal", sig).Emit();
+  server->reset();
+  return 0;
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Split view caught by a witness. An operator who holds the ledger's key
+runs a second, forked ledger with the same origin and key, and shows its
+checkpoint to one auditor while everyone else sees the real one. Both
+checkpoints verify with the ledger's key alone: that is the attack, and it
+succeeds against any verifier that checks only the log's signature. A
+witness that cosigned the real ledger refuses the fork (409, then 422 with
+the fork's consistency proof), so the fork's checkpoint never carries its
+cosignature and fails a policy that requires it, and the witness keeps the
+log-signed refused request as evidence.
+
+Usage: split_view_test.py BUILD_DIR"""
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tlog_spec as t  # noqa: E402
+from ledger_testlib import fail  # noqa: E402
+from witness_server_test import WitnessProcess  # noqa: E402
+from witnessed_ledger_test import ORIGIN, Ledger, check_cosigned, receipts, write_log_key  # noqa: E402
+
+
+def fork_receipts(count):
+    return receipts(0, count).replace('"decision": "allow"', '"decision": "deny"')
+
+
+def main():
+    build = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory() as work:
+        seed = os.urandom(32)
+        log_vkey = write_log_key(os.path.join(work, "data"), seed)
+        write_log_key(os.path.join(work, "fork"), seed)  # the same key, held by the operator
+        with open(os.path.join(work, "log.vkey"), "w") as f:
+            f.write(log_vkey + "\n")
+        wdata = os.path.join(work, "w")
+        vkey = subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", wdata, "--name",
+                               "auditor-witness.example"], check=True, capture_output=True, text=True).stdout.strip()
+        witness = WitnessProcess(build, wdata, [os.path.join(work, "log.vkey")])
+        policy = os.path.join(work, "policy")
+        with open(policy, "w") as f:
+            f.write("log %s\nwitness W %s http://%s\nquorum W\n" % (log_vkey, vkey, witness.address))
+        real = Ledger(build, work, policy, data="data")
+        fork = None
+        try:
+            real.ctl("append", "-", stdin=receipts(0, 20))
+            real_note = real.ctl("checkpoint", "--at-least", "20", "--cosignatures", "1", "--timeout-ms", "20000")
+            check_cosigned(real_note, log_vkey, {"W": vkey})
+            print("ok: the real ledger's checkpoint %s is cosigned by the witness" % real_note.split("\n")[1])
+
+            fork = Ledger(build, work, policy, data="fork")
+            fork.ctl("append", "-", stdin=fork_receipts(30))
+            fork_note = fork.ctl("checkpoint", "--at-least", "30")
+            # The attack: the fork's checkpoint verifies with the ledger's key.
+            t.open_note(log_vkey, fork_note)
+            t.open_note(log_vkey, real_note)
+            print("attack: the fork's checkpoint %s verifies with the ledger's key, as the real one does" %
+                  fork_note.split("\n")[1])
+            time.sleep(1.5)  # the fork's client submits, gets 409, retries with its proof, gets 422
+            r = fork.ctl("checkpoint", "--at-least", "30", "--cosignatures", "1", "--timeout-ms", "1500", check=False)
+            if r.returncode == 0:
+                fail("the witness cosigned the fork: %r" % r.stdout)
+            if "with 1 cosignatures yet" not in r.stderr:
+                fail("unexpected: %r" % r.stderr)
+            metrics = fork.get("/metrics")
+            refused = [line for line in metrics.splitlines()
+                       if line.startswith('ledger_witness_failures_total{witness="W",reason="refused"}')]
+            if not refused or int(refused[0].split()[-1]) < 1:
+                fail("the fork's submissions were not refused:\n" + metrics)
+            print("ok: the witness refused the fork (fork's /metrics: %s)" % refused[0])
+            auditor = os.path.join(work, "auditor.policy")
+            with open(auditor, "w") as f:
+                f.write("log %s\nwitness W %s\nquorum W\n" % (log_vkey, vkey))
+            r = fork.ctl("policy-check", "--policy", auditor, "-", stdin=fork_note, check=False)
+            if r.returncode == 0 or "lacks the quorum 'W': missing cosignatures of W" not in r.stderr:
+                fail("an auditor's policy-check of the fork's checkpoint: %r %r" % (r.stdout, r.stderr))
+            if not real.ctl("policy-check", "--policy", auditor, "-", stdin=real_note).startswith("OK: "):
+                fail("an auditor's policy-check of the real checkpoint failed")
+            print("ok: under the auditor's policy the fork's checkpoint fails (%s), the real one passes" %
+                  r.stderr.strip().split(": ", 1)[1])
+            kept = os.path.join(wdata, "logs", hashlib.sha256(ORIGIN.encode()).hexdigest() + ".refused")
+            evidence = open(kept).read()
+            if fork_note not in evidence:
+                fail("the witness did not keep the fork's signed checkpoint as evidence")
+            print("ok: the witness kept the fork's log-signed checkpoint in %s" % os.path.basename(kept))
+            served = t.get(witness.address, "/%s/checkpoint" % hashlib.sha256(ORIGIN.encode()).hexdigest())
+            if served[0] != 200 or served[2].split("\n")[:3] != real_note.split("\n")[:3]:
+                fail("the witness now serves %r, not the real checkpoint" % (served,))
+            real.ctl("append", "-", stdin=receipts(20, 5))
+            check_cosigned(real.ctl("checkpoint", "--at-least", "25", "--cosignatures", "1", "--timeout-ms", "20000"),
+                           log_vkey, {"W": vkey})
+            print("ok: the real ledger is still cosigned after the fork was refused")
+        finally:
+            real.stop()
+            if fork:
+                fork.stop()
+            witness.kill(signal.SIGTERM)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+// A transparency-log witness (C2SP tlog-witness): for each log it is
+// configured with (origin and verifier keys) it keeps the latest checkpoint
+// it cosigned, and cosigns a submitted checkpoint only when the log signed
+// it and it is consistent with that one. It never cosigns two inconsistent
+// checkpoints of one origin, across restarts and crashes: the check and
+// the durable update of the record (state.h) happen under the log's lock,
+// and the answer is given only after the record is on disk.
+//
+// The calls take and return the HTTP bodies of the protocol, so the HTTP
+// server is a thin adapter (cmd/ledger_witness.cc).
+//
+// Thread-safe: every method may be called concurrently; requests for one
+// log are serialized, requests for different logs are not.
+#ifndef WITNESS_WITNESS_H_
+#define WITNESS_WITNESS_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "ledger/cosign/cosign.h"
+#include "ledger/hash/hash.h"
+#include "ledger/note/note.h"
+
+namespace ledger::witness {
+
+// An HTTP answer: status, Content-Type and body.
+struct Reply {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+// The parsed add-checkpoint request body:
+//
+//   body      = "old " decimal "\n" *63(base64(hash[32]) "\n") "\n" note
+//   note      = checkpoint text "\n" 1*signature-line
+//   checkpoint text = origin "\n" decimal(size) "\n" base64(root) "\n" *(extension "\n")
+//
+// decimal has no leading zeros ("0" itself). INVALID_ARGUMENT naming the
+// part and the rule otherwise.
+struct AddCheckpointRequest {
+  uint64_t old_size = 0;
+  std::vector<hash::Hash> proof;
+  std::string note;  // the signed checkpoint as sent
+  std::string text;  // its text
+  std::vector<std::string> signatures;
+  std::string origin;
+  uint64_t size = 0;
+  hash::Hash root{};
+};
+absl::StatusOr<AddCheckpointRequest> ParseAddCheckpoint(std::string_view body);
+
+// The origin, size and root of checkpoint text (the first three lines; any
+// further non-empty lines are extensions).
+absl::StatusOr<note::Checkpoint> ParseCheckpointText(std::string_view text);
+
+class Witness {
+ public:
+  // POSIX seconds, never 0.
+  using Clock = std::function<uint64_t()>;
+
+  // Reads the records of the logs signed by `log_keys` (grouped by key
+  // name, which is the origin) from `state_dir`, which MUST exist.
+  // INVALID_ARGUMENT when no log key is given or one is given twice;
+  // DATA_LOSS when a record does not parse, names another origin or is not
+  // cosigned by `cosigner` (the witness refuses to start rather than forget
+  // what it cosigned); UNAVAILABLE when a record cannot be read.
+  static absl::StatusOr<std::unique_ptr<Witness>> Open(std::string state_dir, cosign::Cosigner cosigner,
+                                                       std::vector<note::Verifier> log_keys, Clock clock);
+
+  // POST add-checkpoint, exactly as C2SP tlog-witness says: 200 with the
+  // cosignature line; 400 for a malformed body or old size above the
+  // checkpoint's; 404 for an unknown origin; 403 when no trusted log key
+  // signed it or a trusted key's line does not verify; 409 with
+  // "<size>\n" (Content-Type text/x.tlog.size) when the old size is not
+  // the size last cosigned; 422 for a bad consistency proof, a proof from
+  // size 0, a size-0 checkpoint whose root is not the empty root, or the
+  // size last cosigned with another root; 503 when the record cannot be
+  // written (nothing is cosigned then).
+  Reply AddCheckpoint(std::string_view body);
+
+  // GET <origin hash>/checkpoint: the record (state.h) of the log whose
+  // origin hashes to `origin_hash` (lowercase hex SHA-256); 404 when there
+  // is none.
+  Reply GetCheckpoint(std::string_view origin_hash) const;
+
+  const cosign::Cosigner& cosigner() const { return cosigner_; }
+
+ private:
+  struct LogState {
+    std::string origin;
+    std::vector<note::Verifier> keys;
+    mutable absl::Mutex mu;
+    uint64_t size ABSL_GUARDED_BY(mu) = 0;
+    hash::Hash root ABSL_GUARDED_BY(mu){};
+    std::string record ABSL_GUARDED_BY(mu);  // empty: never cosigned
+  };
+
+  Witness(std::string state_dir, cosign::Cosigner cosigner, Clock clock)
+      : state_dir_(std::move(state_dir)), cosigner_(std::move(cosigner)), clock_(std::move(clock)) {}
+  absl::Status Load(LogState& log);
+  // 403 unless a trusted key of `log` signed the note and no trusted key's
+  // line fails; fills `verified` with the lines that verified.
+  std::optional<Reply> CheckLogSignature(const LogState& log, const AddCheckpointRequest& request,
+                                         std::vector<std::string>* verified) const;
+  Reply Cosign(LogState& log, const AddCheckpointRequest& request, const std::vector<std::string>& log_lines)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(log.mu);
+  void KeepRefused(const LogState& log, std::string_view body, std::string_view why) const;
+
+  const std::string state_dir_;
+  const cosign::Cosigner cosigner_;
+  const Clock clock_;
+  std::map<std::string, std::unique_ptr<LogState>> by_origin_;  // fixed after Open
+  std::map<std::string, LogState*> by_hash_;
+};
+
+}  // namespace ledger::witness
+
+#endif  // WITNESS_WITNESS_H_
