@@ -17,7 +17,6 @@
 #include <cstring>
 #include <algorithm>
 #include <fstream>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -28,6 +27,7 @@
 #include "auth/identity.h"
 #include "export/tasks/tasks.h"
 #include "ledger/jsonlog/jsonlog.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::ops {
 namespace {
@@ -260,7 +260,7 @@ class EventLoop {
 
   ~EventLoop() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       stopping_ = true;
     }
     Wake();
@@ -319,7 +319,7 @@ class EventLoop {
   }
 
   bool stopping() {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     return stopping_;
   }
 
@@ -509,7 +509,7 @@ class EventLoop {
       if (response.status == 403 || response.status == 429) LogRefusal(request, response);
       Prepared prepared = Prepare(std::move(response), request.method == "HEAD");
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        sync::MutexLock lock(&mu_);
         ready_.emplace_back(id, std::move(prepared));
       }
       Wake();
@@ -530,7 +530,7 @@ class EventLoop {
   void TakeResponses() {
     std::vector<std::pair<uint64_t, Prepared>> ready;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       ready.swap(ready_);
     }
     for (auto& [id, prepared] : ready) {
@@ -599,7 +599,7 @@ class EventLoop {
   std::map<std::string, int> per_peer_;
   uint64_t next_id_ = 2;
   bool accept_paused_ = false;
-  std::mutex mu_;
+  sync::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::pair<uint64_t, Prepared>> ready_ ABSL_GUARDED_BY(mu_);  // responses for the loop
 };

@@ -76,10 +76,10 @@ Log::Log(Options options, note::Signer signer, std::unique_ptr<store::Store> sto
 
 Log::~Log() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (checkpointer_.joinable()) checkpointer_.join();
   if (sequencer_ != nullptr) {
     sequencer_.reset();  // commits what is queued
@@ -256,7 +256,7 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
   } else if (!absl::IsNotFound(time.status())) {
     return time.status();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   latest_ = std::move(found);
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
@@ -280,7 +280,7 @@ absl::StatusOr<std::pair<std::string, int64_t>> Log::ReadCheckpointTime(uint64_t
 absl::StatusOr<std::pair<std::string, int64_t>> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
                                                                          int64_t now) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards
   }
   auto signed_note = signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now}));
@@ -337,13 +337,13 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
 }
 
 void Log::SetBeforeSign(std::function<void(int64_t now_us)> fn) {
-  std::lock_guard<std::mutex> lock(before_sign_mu_);  // waits for a call under way
+  sync::MutexLock lock(&before_sign_mu_);  // waits for a call under way
   before_sign_ = std::move(fn);
 }
 
 absl::Status Log::SignCheckpoint() {
   if (sequencer_ == nullptr && !stopped_) return integrity_;
-  std::lock_guard<std::mutex> signing(sign_mu_);
+  sync::MutexLock signing(&sign_mu_);
   const int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
   sequencer::Head head;
   if (sequencer_ != nullptr) {
@@ -351,7 +351,7 @@ absl::Status Log::SignCheckpoint() {
       // Everything due by `now` (the sweeper's declarations) is committed
       // before the head is read, so the time note's time never precedes a
       // deadline the signed tree leaves undeclared.
-      std::lock_guard<std::mutex> lock(before_sign_mu_);
+      sync::MutexLock lock(&before_sign_mu_);
       if (before_sign_) before_sign_(now);
     }
     head = sequencer_->committed();
@@ -369,7 +369,7 @@ absl::Status Log::SignCheckpoint() {
   }
   bool timed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (has_latest_ && latest_.size == head.size) {
       if (!latest_.time_note.empty()) return absl::OkStatus();
       timed = true;  // signed before the ledger signed times: sign its time now
@@ -379,7 +379,7 @@ absl::Status Log::SignCheckpoint() {
   if (!time.ok()) return time.status();
   if (timed) {
     if (auto s = store_->PutCheckpoint(head.size, {}, time->first); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     latest_.time_note = time->first;
     latest_.signed_at_us = time->second;
     return absl::OkStatus();
@@ -390,7 +390,7 @@ absl::Status Log::SignCheckpoint() {
   // Not the latest until the guard says so too; a failure here is retried
   // with the same (deterministic) signature at the next interval.
   if (auto s = WriteGuard(*signed_note); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   latest_ = {head.size, head.root, *signed_note, time->first, time->second};
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
@@ -400,17 +400,21 @@ absl::Status Log::SignCheckpoint() {
 void Log::RunCheckpointer() {
   pthread_setname_np(pthread_self(), "ledger-signer");
   auto interval = std::chrono::milliseconds(std::max<int64_t>(1, options_.checkpoint_interval_ms));
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval, [&] { return stopping_; })) {
-    lock.unlock();
+  sync::MutexLock lock(&mu_);
+  while (true) {
+    const auto deadline = sync::CondVar::Clock::now() + interval;
+    while (!stopping_ && cv_.WaitUntil(&mu_, deadline)) {
+    }
+    if (stopping_) return;
+    mu_.Unlock();
     SignCheckpoint().IgnoreError();  // retried at the next interval
-    lock.lock();
+    mu_.Lock();
   }
 }
 
 absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (has_latest_ && (size == 0 || size == latest_.size)) return latest_;
     if (size == 0) return absl::NotFoundError("checkpoint: none signed yet");
   }
@@ -545,7 +549,7 @@ sequencer::Head Log::WaitForMore(uint64_t size, std::chrono::milliseconds timeou
 }
 
 std::pair<uint64_t, int64_t> Log::LatestCheckpointTime() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   return {has_latest_ ? latest_.size : 0, has_latest_ ? latest_at_us_ : 0};
 }
 

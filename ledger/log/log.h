@@ -19,11 +19,9 @@
 #define LEDGER_LOG_LOG_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +35,7 @@
 #include "ledger/receipt/receipt.h"
 #include "ledger/sequencer/sequencer.h"
 #include "ledger/store/store.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::log {
 
@@ -213,14 +212,14 @@ class Log {
   bool stopped_ = false;  // set by the destructor once the sequencer is gone
   std::unique_ptr<sequencer::Sequencer> sequencer_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable sync::Mutex mu_;
+  sync::CondVar cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   SignedCheckpoint latest_ ABSL_GUARDED_BY(mu_);
   int64_t latest_at_us_ ABSL_GUARDED_BY(mu_) = 0;
   bool has_latest_ ABSL_GUARDED_BY(mu_) = false;
-  std::mutex sign_mu_;  // one signer at a time
-  std::mutex before_sign_mu_;
+  sync::Mutex sign_mu_;  // one signer at a time
+  sync::Mutex before_sign_mu_;
   std::function<void(int64_t)> before_sign_ ABSL_GUARDED_BY(before_sign_mu_);
   std::thread checkpointer_;
 };
