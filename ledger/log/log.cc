@@ -516,17 +516,18 @@ absl::StatusOr<uint64_t> MigrateLegacyReceipts(store::Store& store) {
   }
 }
 
-absl::StatusOr<std::vector<hash::Hash>> Log::ProveConsistency(uint64_t from, uint64_t* to) const {
-  auto size = ResolveSize(*to);
+absl::StatusOr<Consistency> Log::ProveConsistency(uint64_t from, uint64_t to) const {
+  auto size = ResolveSize(to);
   if (!size.ok()) return size.status();
-  *to = *size;
   if (from > *size) {
     return absl::OutOfRangeError(
         absl::StrCat("from_size: ", from, " is larger than to_size ", *size));
   }
-  return merkle::ConsistencyProof(from, *size, [&](int level, uint64_t index) {
+  auto hashes = merkle::ConsistencyProof(from, *size, [&](int level, uint64_t index) {
     return store_->GetNode(level, index);
   });
+  if (!hashes.ok()) return hashes.status();
+  return Consistency{from, *size, *std::move(hashes)};
 }
 
 absl::Status Log::ScanEntries(uint64_t from, uint64_t to,

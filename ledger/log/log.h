@@ -61,6 +61,12 @@ struct Inclusion {
   std::string checkpoint;  // the signed note of tree_size, if one was signed
 };
 
+struct Consistency {
+  uint64_t from_size = 0;
+  uint64_t to_size = 0;
+  std::vector<hash::Hash> hashes;
+};
+
 class Log {
  public:
   struct Options {
@@ -126,8 +132,10 @@ class Log {
   // that team). NOT_FOUND when there is none: nothing of other teams'.
   absl::StatusOr<uint64_t> SeqOf(std::string_view team, std::string_view receipt_id) const;
 
-  // Consistency proof from `from` to `to` (0: the latest checkpoint).
-  absl::StatusOr<std::vector<hash::Hash>> ProveConsistency(uint64_t from, uint64_t* to) const;
+  // Consistency proof from `from` to `to` (0: the latest checkpoint's
+  // size, which the result states). OUT_OF_RANGE when `to` is beyond the
+  // log or `from` beyond `to`.
+  absl::StatusOr<Consistency> ProveConsistency(uint64_t from, uint64_t to) const;
 
   // Calls fn for from <= seq < to. OUT_OF_RANGE when `to` is beyond the log.
   absl::Status ScanEntries(uint64_t from, uint64_t to,
@@ -152,9 +160,10 @@ class Log {
   };
   // Copies the store, consistently and while serving, to `dir`/db, where
   // `dir` MUST NOT exist or MUST be an empty directory, and
-  // `dir`/latest-checkpoint (kGuardFile) the
-  // backup's latest checkpoint. Open with options.restore_from continues
-  // from it. The signing key is not copied: keep it apart.
+  // `dir`/latest-checkpoint (kGuardFile) the backup's latest checkpoint.
+  // ledgerd --restore-from=`dir` copies both into an empty data directory,
+  // and Open continues from there. The signing key is not copied: keep it
+  // apart.
   absl::StatusOr<BackupInfo> Backup(const std::string& dir) const;
 
   // Signs `text` (note text: lines ending in "\n") with the ledger's key.

@@ -580,13 +580,12 @@ grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(
     grpc::CallbackServerContext* ctx, const pb::GetConsistencyProofRequest* request,
     pb::ConsistencyProof* response) {
   if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
-  uint64_t to = request->to_size();
   stats_.proofs.With({"consistency"})->Add();
-  auto proof = log_->ProveConsistency(request->from_size(), &to);
+  auto proof = log_->ProveConsistency(request->from_size(), request->to_size());
   if (proof.ok()) {
-    response->set_from_size(request->from_size());
-    response->set_to_size(to);
-    for (const auto& h : *proof) response->add_hashes(AsString(h));
+    response->set_from_size(proof->from_size);
+    response->set_to_size(proof->to_size);
+    for (const auto& h : proof->hashes) response->add_hashes(AsString(h));
   }
   return Finish(ctx, proof.status());
 }
