@@ -419,7 +419,7 @@ class EventLoop {
   void PauseAccepting(bool pause) {
     if (pause == accept_paused_) return;
     epoll_event ev{};
-    ev.events = pause ? 0 : EPOLLIN;
+    ev.events = pause ? 0u : static_cast<uint32_t>(EPOLLIN);
     ev.data.u64 = kListenId;
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
     accept_paused_ = pause;

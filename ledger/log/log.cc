@@ -249,7 +249,7 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
         "integrity: at tree size ", size, " the stored nodes give root ", hash::Hex(*root),
         " but the signed checkpoint says ", hash::Hex(cp->root)));
   }
-  SignedCheckpoint found{size, cp->root, note_text};
+  SignedCheckpoint found{size, cp->root, note_text, {}, 0};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
     found.time_note = time->first;
     found.signed_at_us = time->second;
@@ -432,7 +432,7 @@ absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   }
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok()) return absl::DataLossError(cp.status().message());
-  SignedCheckpoint out{size, cp->root, *note_text};
+  SignedCheckpoint out{size, cp->root, *note_text, {}, 0};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
     out.time_note = time->first;
     out.signed_at_us = time->second;
