@@ -218,7 +218,7 @@ struct Prepared {
   std::string file_path;  // sent after `bytes`, then removed
 };
 
-Prepared Prepare(HttpResponse response, bool head_only) {
+Prepared Prepare(const HttpResponse& response, bool head_only) {
   Prepared out;
   std::ifstream file;
   uint64_t length = response.body.size();
@@ -249,9 +249,9 @@ Prepared Prepare(HttpResponse response, bool head_only) {
 class EventLoop {
  public:
   EventLoop(HttpHandler handler, HttpOptions options, std::shared_ptr<SSL_CTX> tls, int listen_fd)
-      : handler_(std::move(handler)), options_(options), tls_(std::move(tls)), listen_fd_(listen_fd),
+      : handler_(std::move(handler)), options_(std::move(options)), tls_(std::move(tls)), listen_fd_(listen_fd),
         epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-        workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options.workers)))),
+        workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options_.workers)))),
         quick_(std::make_unique<tasks::Pool>(1)) {
     Watch(listen_fd_, kListenId, EPOLLIN);
     Watch(wake_fd_, kWakeId, EPOLLIN);
