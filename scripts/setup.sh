@@ -2,7 +2,8 @@
 # The two ways in, for a fresh Debian 12 machine (as root) or a developer's:
 #
 #   scripts/setup.sh demo   install what is missing, build, run the demo
-#   scripts/setup.sh test   install what is missing, build with -Werror, run every test
+#   scripts/setup.sh test   install what is missing, build with -Werror, run every test,
+#                           then the sanitizer builds' unit tests (scripts/check_builds.sh)
 #   scripts/setup.sh build  install what is missing, build (the container image's build stage)
 #
 # Idempotent: packages already installed are not touched, the build is
@@ -53,8 +54,8 @@ case "${1:-}" in
   test)
     install_missing
     build ON
-    cd build
-    exec ctest --output-on-failure -j "$(nproc)" --timeout 900
+    (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+    exec scripts/check_builds.sh build
     ;;
   *)
     echo "usage: $0 demo|test|build" >&2
