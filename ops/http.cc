@@ -426,6 +426,9 @@ class EventLoop {
   }
 
   void Close(Connection& c) {
+    // The file goes first: a client that saw the end of its response finds it removed.
+    if (c.file.is_open()) c.file.close();
+    if (!c.file_path.empty()) std::remove(c.file_path.c_str());
     if (c.ssl != nullptr) {
       if (c.phase == Phase::kWrite) SSL_shutdown(c.ssl);
       SSL_free(c.ssl);
@@ -433,8 +436,6 @@ class EventLoop {
     }
     Want(c, 0);
     ::close(c.fd);
-    if (c.file.is_open()) c.file.close();
-    if (!c.file_path.empty()) std::remove(c.file_path.c_str());
     if (auto it = per_peer_.find(c.ip); it != per_peer_.end() && --it->second <= 0) per_peer_.erase(it);
     connections_.erase(c.id);  // c is gone
   }

@@ -1,9 +1,8 @@
-#include "ledger/sync/mutex.h"
-
 #include <chrono>
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::sync {
 namespace {
