@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang-tidy (the checks of .clang-tidy) over the product's sources, with the
+# clang-tidy (the checks of .clang-tidy) over the product's sources and tests, with the
 # compile commands of BUILD_DIR (CMAKE_EXPORT_COMPILE_COMMANDS).
 #   scripts/tidy.sh BUILD_DIR [BASE]   the .cc files changed since BASE (default: main), and
 #                                      those beside a changed .h
@@ -14,7 +14,8 @@ import json, sys
 root = sys.argv[1]
 for e in json.load(open(sys.argv[2] + "/compile_commands.json")):
     f = e["file"]
-    if f.startswith(root + "/") and "/build" not in f[len(root):]:
+    # bench/ (measurement harnesses, not the product) is left out.
+    if f.startswith(root + "/") and "/build" not in f[len(root):] and not f.startswith(root + "/bench/"):
         print(f[len(root) + 1:])' "$root" "$build" | sort -u)
 if [ "$mode" != "--all" ]; then
   base=$(git -C "$root" merge-base "$mode" HEAD)
