@@ -360,6 +360,7 @@ int main(int argc, char** argv) {
   flags.Define("baseline", "true", "also measure raw RocksDB with the same writes", true);
   flags.Define("workload", "steps", "steps (start, calls, exec) or calls (model calls only)");
   flags.Define("projections", "true", "the in-process ledger keeps projections (step outcomes)", true);
+  flags.Define("run-map", "true", "the in-process ledger keeps the run-head map and signs its root", true);
   flags.Define("rate", "0", "receipts per second in all, spread over the clients (0: as fast as answered)");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
@@ -395,6 +396,7 @@ int main(int argc, char** argv) {
     o.data_dir = tmp + "/ledger";
     o.origin = "load.test/log";
     if (flags.Bool("projections")) o.sequencer.projector = &projector;
+    o.run_map = flags.Bool("run-map");
     auto opened = ledger::log::Log::Open(o, *ledger::note::Signer::Generate(o.origin));
     if (!opened.ok()) return Fail(opened.status());
     log = *std::move(opened);
@@ -438,7 +440,10 @@ int main(int argc, char** argv) {
   for (auto& s : samples) all.Merge(s);
 
   Json out{{"mode", mode}, {"clients", *clients}, {"batch", *batch}, {"workload", g_workload}};
-  if (log != nullptr) out["projections"] = flags.Bool("projections");
+  if (log != nullptr) {
+    out["projections"] = flags.Bool("projections");
+    out["run_map"] = flags.Bool("run-map");
+  }
   if (mode == "stream") out["window"] = *window;
   out["duration_s"] = seconds;
   out["ledger"] = Summary(all, seconds);

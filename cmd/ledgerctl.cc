@@ -48,6 +48,7 @@
 #include "ledger/log/audit.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
+#include "ledger/log/run_heads.h"
 #include "ledger/receipt/receipt.h"
 #include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
@@ -323,6 +324,14 @@ int Rebuild(const Flags& flags) {
   if (!s.ok()) return Fail(s);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "projections rebuilt from the log in " << secs << " s\n";
+  // The run rows, which the run-head map is loaded from, too.
+  start = std::chrono::steady_clock::now();
+  auto store = ledger::store::Store::Open(flags.Get("data") + "/db");
+  if (!store.ok()) return Fail(store.status());
+  auto rows = ledger::log::RebuildRunHeads(**store);
+  if (!rows.ok()) return Fail(rows.status());
+  secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << *rows << " run heads rebuilt from the log in " << secs << " s\n";
   return 0;
 }
 
@@ -461,6 +470,8 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--time-note]\n"
     "  ledgerctl --server HOST:PORT vkey\n"
     "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]\n"
+    "  ledgerctl --server HOST:PORT prove-run --team T --run R\n"
+    "  ledgerctl prove-run --data DIR --origin O --size S --team T --run R  (a stopped ledger: replays the log)\n"
     "  ledgerctl --server HOST:PORT consistency --from A [--to B]\n"
     "  ledgerctl --server HOST:PORT entries --from A --to B\n"
     "  ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,..] [--anomaly A,..] [--json]\n"
@@ -578,6 +589,7 @@ int main(int argc, char** argv) {
   if (command == "rebuild") return Rebuild(flags);
   if (command == "audit") return AuditStore(flags);
   if (command == "verify") return Verify(flags);
+  if (command == "prove-run" && !flags.Get("data").empty()) return ledger::ctl::ProveRun(nullptr, flags);
 
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
@@ -653,6 +665,7 @@ int main(int argc, char** argv) {
   if (command == "vkey") return Vkey(*stub);
   if (command == "backup") return Backup(*stub, flags);
   if (command == "prove") return Prove(*stub, flags);
+  if (command == "prove-run") return ledger::ctl::ProveRun(stub.get(), flags);
   if (command == "consistency") return Consistency(*stub, flags);
   if (command == "entries") return Entries(*stub, flags);
   auto query = pb::QueryService::NewStub(channel);

@@ -1,5 +1,6 @@
 // ledgerctl's commands, by file: ledgerctl.cc (the log's commands, packs,
-// main) and ledgerctl_query.cc (step outcomes and runs).
+// main), ledgerctl_query.cc (step outcomes and runs) and
+// ledgerctl_prove_run.cc (run-head proofs).
 #ifndef CMD_LEDGERCTL_H_
 #define CMD_LEDGERCTL_H_
 
@@ -9,6 +10,7 @@
 #include "cmd/flags.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
+#include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
 
 namespace ledger::ctl {
@@ -26,6 +28,9 @@ absl::Status FromGrpc(const grpc::Status& s);
 int Steps(const std::vector<pb::QueryService::Stub*>& stubs, const Flags& flags);
 int RunSummary(pb::QueryService::Stub& stub, const Flags& flags);
 int Watch(pb::QueryService::Stub& stub, const Flags& flags);
+// prove-run (ledgerctl_prove_run.cc): from the server of `stub`, or with
+// --data from a stopped ledger's store (then `stub` may be null).
+int ProveRun(pb::LedgerService::Stub* stub, const Flags& flags);
 
 }  // namespace ledger::ctl
 

@@ -293,6 +293,9 @@ int main(int argc, char** argv) {
   flags.Define("sweep-interval-ms", "1000", "how often to look for steps past their deadline");
   flags.Define("projections", "true",
                "keep step outcomes and run summaries (the query service); false: the log only");
+  flags.Define("run-map", "true",
+               "keep the run-head map and sign its root with every checkpoint, so run packs prove they hold "
+               "the whole run; false: checkpoint-time notes of format 1 and no run proofs (for comparison)");
   flags.Define("restore-from", "",
                "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
                "must not hold a store yet; the signing key must be the one that signed it");
@@ -425,6 +428,7 @@ int main(int argc, char** argv) {
   options.checkpoint_interval_ms = *interval;
   options.sequencer.max_queued = static_cast<size_t>(*max_queued);
   options.accept_rollback = flags.Bool("accept-rollback");
+  options.run_map = flags.Bool("run-map");
   ledger::query::StepProjector projector;
   if (projections == "true") options.sequencer.projector = &projector;
   std::error_code ec;
@@ -464,6 +468,13 @@ int main(int argc, char** argv) {
     ledger::jsonlog::Info("receipt_index_migrated")
         .Int("rows", static_cast<int64_t>((*log)->migrated_receipts()))
         .Msg("receipt index rewritten from format 1 (global ids) to format 2 (ids scoped by team)")
+        .Emit();
+  }
+  if ((*log)->migrated_run_heads() > 0) {
+    ledger::jsonlog::Info("run_heads_migrated")
+        .Int("rows", static_cast<int64_t>((*log)->migrated_run_heads()))
+        .Msg("run rows rewritten from format 1 (last seq) to format 2 (count, last seq, leaf hash) for the "
+             "run-head map")
         .Emit();
   }
   if (!(*log)->rollback_accepted().empty()) {

@@ -25,16 +25,20 @@ tar -C "$work" -xzf "$root/tests/fixtures/store-v1-squatted.tar.gz"
 grep -q '^OK: 8 entries' "$work/audit" || { cat "$work/audit"; fail "audit summary"; }
 
 # The store's latest checkpoint (size 8) was signed before the ledger signed
-# times: the first start signs its time note, without appending anything.
+# times (and run-head map roots): the first start signs its time note, of
+# format 2, without appending anything, once the run rows are migrated.
 start_ledgerd --origin "$origin" --signing-key "$work/data/signing.key" --projections=false
 before=$(( $(date +%s) * 1000000 ))
 ctl checkpoint --time-note > "$work/time.note"
 /usr/bin/python3 - "$work/time.note" "$before" <<'EOF' || { cat "$work/time.note"; fail "no time note for the old checkpoint"; }
 import sys
 body = open(sys.argv[1]).read().split("\n\n")[0].split("\n")
-assert body[:3] == ["evidence-ledger/checkpoint-time/v1", "fixture.example/v1", "8"], body
-assert body[4].startswith("time ") and int(body[4][5:]) >= int(sys.argv[2]) - 10_000_000, body
+assert body[:3] == ["evidence-ledger/checkpoint-time/v2", "fixture.example/v1", "8"], body
+assert body[4].startswith("runs ") and len(body[4]) == 5 + 44, body
+assert body[5].startswith("time ") and int(body[5][5:]) >= int(sys.argv[2]) - 10_000_000, body
 EOF
+grep -q '"event":"run_heads_migrated".*"rows":[1-9]' "$work/ledgerd.out" ||
+  { cat "$work/ledgerd.out"; fail "no word of the migration of the run rows"; }
 kill -TERM "$pid"; wait "$pid"; pid=""
 mv "$work/ledgerd.out" "$work/ledgerd.out.first"
 

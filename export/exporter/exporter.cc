@@ -18,6 +18,7 @@
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/runmap/proof_json.h"
 
 namespace ledger::exporter {
 namespace {
@@ -109,17 +110,11 @@ class SeqSpool {
   uint64_t blocks_ = 0, size_ = 0;
 };
 
-// Spools the seqs of a run's entries below `size` by walking its run chain
-// back from the run's head.
-absl::Status RunSeqs(const store::Store& store, const Scope& scope, uint64_t size, SeqSpool* spool) {
-  auto head = store.GetRunHead(scope.team, scope.run_id);
-  if (!head.ok()) return head.status();
-  if (!head->has_value()) {
-    return absl::NotFoundError(
-        absl::StrCat("run: no run '", scope.run_id, "' in team ", scope.team));
-  }
+// Spools the seqs of a run's entries by walking its run chain back from
+// `head`, the run's head at the pack's checkpoint (runmap.h).
+absl::Status RunSeqs(const store::Store& store, const runmap::Head& head, uint64_t size, SeqSpool* spool) {
   absl::Status walked = store.WalkLeavesBack(
-      **head, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
+      head.last_seq, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
         // The whole entry is checked when it is written into the pack.
         auto run_prev = receipt::RunPrevOf(leaf);
         if (!run_prev.ok()) {
@@ -134,9 +129,9 @@ absl::Status RunSeqs(const store::Store& store, const Scope& scope, uint64_t siz
         return *run_prev;
       });
   if (!walked.ok()) return walked;
-  if (spool->size() == 0) {
-    return absl::NotFoundError(absl::StrCat("run: '", scope.run_id,
-                                            "' has no entry in the latest checkpoint yet"));
+  if (spool->size() != head.count) {
+    return absl::DataLossError(absl::StrCat("run: the run-head map counts ", head.count,
+                                            " entries of the run, its chain holds ", spool->size()));
   }
   return absl::OkStatus();
 }
@@ -164,7 +159,17 @@ absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
                         const std::string& since, Staging::Lease* lease, uint64_t unknown_grace_ms) {
-  auto cp = log.Checkpoint(0);
+  // A run pack is of the checkpoint its run-head proof is of.
+  std::optional<runmap::KeyedPath> run_head;
+  absl::StatusOr<log::SignedCheckpoint> cp;
+  if (scope.is_run()) {
+    auto proof = log.ProveRun(scope.team, scope.run_id);
+    if (!proof.ok()) return proof.status();
+    cp = proof->checkpoint;
+    run_head = runmap::KeyedPath{proof->key, std::move(proof->path)};
+  } else {
+    cp = log.Checkpoint(0);
+  }
   if (!cp.ok()) return cp.status();
   if (cp->time_note.empty()) {
     return absl::FailedPreconditionError(
@@ -296,7 +301,8 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   absl::Status read;
   SeqSpool spool(path("run-seqs"), [&] { return charge(0); });
   if (scope.is_run()) {
-    read = RunSeqs(log.store(), scope, size, &spool);
+    read = run_head->path.found.has_value() ? RunSeqs(log.store(), run_head->path.found->head, size, &spool)
+                                            : absl::OkStatus();  // no entry: the proof is of absence
     uint64_t first = 0, end = 0;  // the consecutive seqs [first, end) not yet read
     auto flush = [&]() -> absl::Status {
       if (end == first) return absl::OkStatus();
@@ -348,6 +354,10 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   if (auto s = WriteFile(files[pack::kCheckpoint].path, cp->note); !s.ok()) return s;
   files[pack::kCheckpointTime] = {path(pack::kCheckpointTime)};
   if (auto s = WriteFile(files[pack::kCheckpointTime].path, cp->time_note); !s.ok()) return s;
+  if (run_head.has_value()) {
+    files[pack::kRunHead] = {path(pack::kRunHead)};
+    if (auto s = WriteFile(files[pack::kRunHead].path, runmap::EncodeProof(*run_head) + "\n"); !s.ok()) return s;
+  }
   if (!since.empty()) {
     auto verifier = note::Verifier::Parse(log.verifier_key());
     auto text = verifier->Open(since);

@@ -35,14 +35,17 @@ TEST(ManifestTest, EncodesTheBytesTheExporterHasAlwaysWritten) {
             "{\"counts\":{\"entries\":3},\"files\":{\"checkpoint\":\"" + kSha + "\",\"entries.jsonl\":\"" + kSha +
                 "\"},\"format\":1,\"origin\":\"example.test/log\",\"root\":\"" + kRoot +
                 "\",\"scope\":{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"},\"tree_size\":12}\n");
-  Manifest now = RunManifest();
-  now.format = kFormatVersion;
-  now.unknown_grace_ms = 30000;
-  EXPECT_EQ(Encode(now),
-            "{\"counts\":{\"entries\":3},\"files\":{\"checkpoint\":\"" + kSha + "\",\"entries.jsonl\":\"" + kSha +
-                "\"},\"format\":2,\"origin\":\"example.test/log\",\"root\":\"" + kRoot +
-                "\",\"scope\":{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"},\"tree_size\":12,"
-                "\"unknown_grace_ms\":30000}\n");
+  for (int format : {2, kFormatVersion}) {
+    Manifest now = RunManifest();
+    now.format = format;
+    now.unknown_grace_ms = 30000;
+    EXPECT_EQ(Encode(now),
+              "{\"counts\":{\"entries\":3},\"files\":{\"checkpoint\":\"" + kSha + "\",\"entries.jsonl\":\"" + kSha +
+                  "\"},\"format\":" + std::to_string(format) + ",\"origin\":\"example.test/log\",\"root\":\"" + kRoot +
+                  "\",\"scope\":{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"},\"tree_size\":12,"
+                  "\"unknown_grace_ms\":30000}\n");
+  }
+  EXPECT_EQ(kFormatVersion, 3);
   Manifest team = RunManifest();
   team.scope = {"team-a", "", 4, 9, 100, 200};
   EXPECT_EQ(ScopeJson(team.scope),
@@ -76,9 +79,9 @@ TEST(ManifestTest, RefusesEachBrokenRuleNamingTheField) {
   };
   ExpectRefused("[]", "manifest: not a JSON object");
   ExpectRefused("{", "manifest: not a JSON object");
-  ExpectRefused(with("\"format\":1", "\"format\":3"), "format: want 1 or 2, found 3");
-  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1 or 2, found \"1\"");
-  ExpectRefused(with(",\"format\":1", ""), "format: want 1 or 2, found none");
+  ExpectRefused(with("\"format\":1", "\"format\":4"), "format: want 1, 2 or 3, found 4");
+  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2 or 3, found \"1\"");
+  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2 or 3, found none");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"note\":\"x\""), "note: not a field of the manifest");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"unknown_grace_ms\":5"),
                 "unknown_grace_ms: not a field of the manifest");

@@ -231,7 +231,8 @@ PackReader::~PackReader() {
 
 absl::StatusOr<std::optional<std::string>> PackReader::Next() {
   static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries, kVkey,
-                                               kManifest,   kManifestSig,    kOutcomes,    kProofs,  kReport};
+                                               kManifest,   kManifestSig,    kOutcomes,    kProofs,  kReport,
+                                               kRunHead};
   archive_entry* e = nullptr;
   int rc = archive_read_next_header(archive_, &e);
   if (rc == ARCHIVE_EOF) return std::nullopt;
@@ -417,6 +418,18 @@ absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, 
   return first;
 }
 
+absl::StatusOr<std::vector<std::string>> UnsettledSteps(Outcomes& outcomes) {
+  std::vector<std::string> steps;
+  absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
+    const bool pending = s.state() == query::pb::STEP_STATE_PENDING;
+    if (!pending && s.state() != query::pb::STEP_STATE_UNKNOWN) return;
+    steps.push_back(absl::StrCat(s.team(), "/", s.run_id(), "/", s.step_id(), " attempt ", s.attempt(),
+                                 pending ? " (pending)" : " (unknown)"));
+  });
+  if (!scanned.ok()) return scanned;
+  return steps;
+}
+
 absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
   // Written straight from the records (query::AppendStepJson), handed on
   // a quarter megabyte at a time.
@@ -577,6 +590,21 @@ absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
   });
   if (!runs.ok()) return runs;
   h += "</table>\n<h2>Checkpoint</h2>\n<pre>" + HtmlEscape(checkpoint_note) + "</pre>\n";
+  const bool proves_run = manifest.format >= 3 && manifest.scope.is_run();
+  if (proves_run) {
+    const std::string last = manifest.tree_size > 0 ? std::to_string(manifest.tree_size - 1) : "-1";
+    h += "<h2>Completeness</h2>\n<p>This pack states that it holds <strong>every</strong> entry of run <code>" +
+         HtmlEscape(manifest.scope.run_id) + "</code> of team <code>" + HtmlEscape(manifest.scope.team) +
+         "</code> logged up to seq " + last +
+         ", not only entries that are in the log. <code>run-head.json</code> proves the run's number of entries "
+         "and its last entry against the run-head map root that the ledger signed with this checkpoint "
+         "(<code>checkpoint-time</code>, CONTRACT section 6a). When a verifier says OK, a step shown above as "
+         "pending or unknown has <strong>no completion in the log up to seq " +
+         last +
+         " (proven)</strong>, and no entry of the run was left out. It cannot show a receipt that an emitter "
+         "never sent, and a verifier holding only this pack relies on the signed root: anyone who replays "
+         "the log (<code>ledgerctl audit</code>) checks it.</p>\n";
+  }
   h += "<h2>How to verify this pack by hand</h2>\n<ol>"
        "<li>Check that <code>manifest.sig</code> is a signed note by the key in "
        "<code>ledger.vkey</code> (obtained from the ledger's operator, not from this pack) whose "
@@ -589,8 +617,15 @@ absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
        "<li>Each entry's <code>prev</code> is the leaf hash of the entry before it; in a run "
        "pack, each <code>run_prev</code> names the run's previous entry.</li>"
        "<li>Recompute the step outcomes from the entries (CONTRACT section 4) and compare "
-       "with <code>outcomes.json</code>. <code>ledgerctl verify PACK --vkey FILE</code> does all "
-       "of this.</li></ol>\n</body></html>\n";
+       "with <code>outcomes.json</code>.</li>";
+  if (proves_run) {
+    h += "<li>Check <code>run-head.json</code> against the <code>runs</code> root of "
+         "<code>checkpoint-time</code> (CONTRACT section 6a), then that the pack holds exactly its "
+         "<code>count</code> entries and ends with its <code>last_seq</code> and "
+         "<code>last_leaf_hash</code>.</li>";
+  }
+  h += "</ol>\n<p><code>ledgerctl verify PACK --vkey FILE</code> (or <code>ledger-verify</code>) does all of "
+       "this. This report is only as good as the verifier's OK.</p>\n</body></html>\n";
   spill(0);
   return absl::OkStatus();
 }

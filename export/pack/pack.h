@@ -59,6 +59,8 @@ inline constexpr char kTopFolder[] = "evidence";
 inline constexpr char kCheckpoint[] = "checkpoint";
 inline constexpr char kCheckpointTime[] = "checkpoint-time";
 inline constexpr char kConsistency[] = "consistency.json";
+// Format 3 run packs: the run-head map proof of the run (CONTRACT section 6a).
+inline constexpr char kRunHead[] = "run-head.json";
 inline constexpr char kEntries[] = "entries.jsonl";
 inline constexpr char kVkey[] = "ledger.vkey";
 inline constexpr char kManifest[] = "manifest.json";
@@ -211,6 +213,11 @@ struct OverdueStep {
 // The first such step in the order outcomes.json lists them, or nullopt.
 absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, int64_t grace_us,
                                                             int64_t signed_at_us);
+
+// The steps outcomes.json shows pending or unknown (no completion in the
+// pack), in its order, each as "TEAM/RUN/STEP attempt N (pending)" or
+// "(unknown)".
+absl::StatusOr<std::vector<std::string>> UnsettledSteps(Outcomes& outcomes);
 
 // SHA-256 of a file, hex.
 absl::StatusOr<std::string> FileSha256(const std::string& path);

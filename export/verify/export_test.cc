@@ -14,6 +14,8 @@
 #include "ledger/hash/hash.h"
 #include "ledger/log/log.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/runmap/proof_json.h"
+#include "export/manifest/manifest.h"
 #include "query/projector/projector.h"
 #include "tests/util/temp_dir.h"
 
@@ -57,6 +59,11 @@ class PackTest : public ::testing::Test {
         }
       }
     }
+    Append(json);
+  }
+
+  // Appends the receipts (JSON texts) and signs a checkpoint.
+  void Append(const std::vector<std::string>& json) {
     std::vector<receipt::Receipt> receipts;
     for (const auto& j : json) receipts.push_back(*receipt::FromJsonText(j));
     std::vector<const receipt::Receipt*> ptrs;
@@ -98,6 +105,7 @@ class PackTest : public ::testing::Test {
     std::filesystem::create_directories(dir);
     auto files = *pack::ExtractArchive(pack, dir, pack::Limits());
     edit(dir);
+    std::erase_if(files, [](const auto& f) { return !std::filesystem::exists(f.second); });
     if (resign) {
       nlohmann::json manifest = nlohmann::json::parse(Read(files[pack::kManifest]));
       for (const auto& [name, path] : files) {
@@ -139,7 +147,11 @@ TEST_F(PackTest, RunPackVerifiesAndIsDeterministic) {
   EXPECT_EQ(r.Summary(), "OK: 8 entries of {\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"} "
                          "verified against the checkpoint of ledger.test/packs at tree size 16, root " +
                              hash::Hex(log_->Checkpoint(0)->root) + ", signed at " +
-                             verify::SignedTime(log_->Checkpoint(0)->signed_at_us) + ".\n");
+                             verify::SignedTime(log_->Checkpoint(0)->signed_at_us) +
+                             ".\ncomplete: every entry of the run up to seq 15 (run-head proof, 8 entries).\n"
+                             "team-a/run-1/s2 attempt 1 (pending): no completion in the log up to seq 15 "
+                             "(proven).\n");
+  EXPECT_EQ(r.run_complete, 8u);
   EXPECT_EQ(r.signed_at_us, log_->Checkpoint(0)->signed_at_us);
   verify::Result trusting = Verify(a, /*with_key=*/false);
   EXPECT_TRUE(trusting.ok);
@@ -229,7 +241,7 @@ TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {
   for (const auto& [n, path] : files) names.push_back(n);
   EXPECT_EQ(names, (std::vector<std::string>{"checkpoint", "checkpoint-time", "entries.jsonl", "ledger.vkey",
                                              "manifest.json", "manifest.sig", "outcomes.json",
-                                             "proofs.jsonl", "report.html"}));
+                                             "proofs.jsonl", "report.html", "run-head.json"}));
   EXPECT_EQ(Read(files["ledger.vkey"]), log_->verifier_key() + "\n");
   nlohmann::json outcomes = nlohmann::json::parse(Read(files["outcomes.json"]));
   ASSERT_EQ(outcomes["steps"].size(), 3u);
@@ -254,8 +266,17 @@ TEST_F(PackTest, SeqRangePackVerifies) {
   EXPECT_EQ(r.entries, 8u);
   auto bad = exporter::ExportPack(*log_, {"", "", 3, 99}, dir_.Sub("bad.tar.gz"));
   EXPECT_EQ(bad.code(), absl::StatusCode::kOutOfRange);
-  auto none = exporter::ExportPack(*log_, {"team-a", "no-run"}, dir_.Sub("none.tar.gz"));
-  EXPECT_EQ(none.message(), "run: no run 'no-run' in team team-a");
+}
+
+// A run with no entry exports as a pack of none, which proves the absence.
+TEST_F(PackTest, ARunWithNoEntryExportsAnAbsenceProof) {
+  ASSERT_TRUE(exporter::ExportPack(*log_, {"team-a", "no-run"}, dir_.Sub("none.tar.gz")).ok());
+  verify::Result r = Verify(dir_.Sub("none.tar.gz"));
+  EXPECT_TRUE(r.ok) << r.Summary();
+  EXPECT_EQ(r.entries, 0u);
+  EXPECT_EQ(r.run_complete, 0u);
+  EXPECT_NE(r.Summary().find("\ncomplete: the run has no entry up to seq 15 (absence proof).\n"), std::string::npos)
+      << r.Summary();
 }
 
 TEST_F(PackTest, TeamWindowPackVerifies) {
@@ -396,6 +417,103 @@ TEST_F(PackTest, ADroppedEntryInTheMiddleOfARunIsRefused) {
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.file, pack::kEntries);
   EXPECT_EQ(r.message.substr(0, 18), "run_prev expected ");
+}
+
+// What a forger holding the ledger's key makes of a run pack: the entries
+// (and their proofs) that `keep` keeps, the manifest changed by `edit`, and
+// outcomes.json and report.html recomputed from what is left, so that every
+// check but completeness passes.
+void Forge(const std::string& dir, const std::function<bool(int line)>& keep,
+           const std::function<void(nlohmann::json&)>& edit) {
+  pack::Outcomes outcomes;
+  uint64_t kept = 0;
+  for (const char* name : {pack::kEntries, pack::kProofs}) {
+    std::istringstream in(Read(dir + "/" + name));
+    std::string out, line;
+    for (int i = 0; std::getline(in, line); ++i) {
+      if (!keep(i)) continue;
+      out += line + "\n";
+      if (name == std::string_view(pack::kEntries)) {
+        ASSERT_TRUE(outcomes.Add(*receipt::ParseLeaf(line)).ok());
+        ++kept;
+      }
+    }
+    Write(dir + "/" + name, out);
+  }
+  nlohmann::json m = nlohmann::json::parse(Read(dir + "/" + pack::kManifest));
+  m["counts"]["entries"] = kept;
+  edit(m);
+  Write(dir + "/" + pack::kManifest, m.dump() + "\n");
+  auto header = *manifest::Parse(m.dump() + "\n");
+  header.files.clear();
+  std::string outcomes_json, report;
+  ASSERT_TRUE(outcomes.Write([&](std::string_view piece) { outcomes_json.append(piece); }).ok());
+  Write(dir + "/" + pack::kOutcomes, outcomes_json);
+  ASSERT_TRUE(pack::WriteReport(header, outcomes, Read(dir + "/" + pack::kCheckpoint),
+                                [&](std::string_view piece) { report.append(piece); })
+                  .ok());
+  Write(dir + "/" + pack::kReport, report);
+}
+
+// Tail truncation by the operator: the run's last entry (team-a/run-1's
+// agent_exec of s1, seq 15) left out and everything re-signed. Before run
+// packs carried their run's head, every verifier accepted it.
+TEST_F(PackTest, ARunPackWithoutItsLastEntryIsRefusedEvenResigned) {
+  std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
+  auto drop_last = [](int line) { return line != 7; };
+  auto same = [](nlohmann::json&) {};
+  verify::Result r = Verify(Tamper(p, [&](const std::string& dir) { Forge(dir, drop_last, same); }, true));
+  ExpectFailure(r, pack::kRunHead, -1, "the run has 8 entries up to tree size 16, the pack holds 7");
+
+  // With a head that claims the shorter run: the proof leads elsewhere.
+  auto shorter = [&](const std::string& dir) {
+    Forge(dir, drop_last, same);
+    std::vector<std::string> lines;
+    std::istringstream in(Read(dir + "/" + pack::kEntries));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    auto last = *receipt::ParseLeaf(lines.back());
+    auto proof = *runmap::ParseProof(Read(dir + "/" + pack::kRunHead));
+    proof.path.found->head = {7, last.seq, hash::LeafHash(lines.back())};
+    Write(dir + "/" + pack::kRunHead, runmap::EncodeProof(proof) + "\n");
+  };
+  r = Verify(Tamper(p, shorter, true));
+  ExpectFailure(r, pack::kRunHead, -1, "the proof does not lead to the map root ");
+
+  // Without the proof, as a format 2 pack: its time note still signs a map
+  // root, so the proof is owed.
+  auto downgraded = [&](const std::string& dir) {
+    Forge(dir, drop_last, [](nlohmann::json& m) {
+      m["format"] = 2;
+      m["files"].erase(pack::kRunHead);
+    });
+    std::filesystem::remove(dir + "/" + pack::kRunHead);
+  };
+  r = Verify(Tamper(p, downgraded, true));
+  ExpectFailure(r, pack::kRunHead, -1,
+                "missing: a run pack whose checkpoint-time note signs a run-head map root carries its run's head "
+                "proof");
+  // Dropping a whole run's entries is the same claim, refused the same way.
+  r = Verify(Tamper(p, [&](const std::string& dir) { Forge(dir, [](int) { return false; }, same); }, true));
+  ExpectFailure(r, pack::kRunHead, -1, "the run has 8 entries up to tree size 16, the pack holds 0");
+}
+
+// The head of an older checkpoint presented with the current one.
+TEST_F(PackTest, ARunHeadFromAnOlderCheckpointIsRefused) {
+  std::string old_pack = Export({"team-a", "run-1"}, "old.tar.gz");
+  std::string dir_old = dir_.Sub("old");
+  std::filesystem::create_directories(dir_old);
+  auto old_files = *pack::ExtractArchive(old_pack, dir_old, pack::Limits());
+  Append({R"({"kind":"model_call","team":"team-a","run_id":"run-1","step_id":"s2","receipt_id":"late-1",)"
+          R"("occurred_at_us":1,"route":"r","decision":"allow"})"});
+  std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
+  verify::Result genuine = Verify(p);
+  EXPECT_TRUE(genuine.ok) << genuine.Summary();
+  EXPECT_EQ(genuine.run_complete, 9u);
+  verify::Result r = Verify(Tamper(p, [&](const std::string& dir) {
+    Forge(dir, [](int line) { return line != 8; }, [](nlohmann::json&) {});
+    Write(dir + "/" + pack::kRunHead, Read(old_files[pack::kRunHead]));
+  }, true));
+  ExpectFailure(r, pack::kRunHead, -1, "the proof does not lead to the map root ");
 }
 
 TEST_F(PackTest, ReorderedEntriesAndASwappedProofHashAreRefused) {

@@ -234,6 +234,7 @@ class StreamCheck::EntryPass : public LinePass {
   const std::optional<Failure>& failure() const { return failure_; }
   uint64_t entries() const { return entries_; }
   std::optional<uint64_t> last_seq() const { return last_seq_; }
+  const hash::Hash& last_hash() const { return last_hash_; }
   const std::string& first_team() const { return first_team_; }
   const std::string& first_run() const { return first_run_; }
 
@@ -535,5 +536,6 @@ std::optional<Failure> StreamCheck::first_failure() const {
 bool StreamCheck::more_proofs_than_entries() const { return proof_pass_->more_proofs(); }
 uint64_t StreamCheck::entries() const { return entry_pass_->entries(); }
 std::optional<uint64_t> StreamCheck::last_seq() const { return entry_pass_->last_seq(); }
+hash::Hash StreamCheck::last_leaf_hash() const { return entry_pass_->last_hash(); }
 
 }  // namespace ledger::verify

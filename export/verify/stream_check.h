@@ -75,6 +75,8 @@ class StreamCheck {
   bool more_proofs_than_entries() const;
   uint64_t entries() const;
   std::optional<uint64_t> last_seq() const;
+  // The leaf hash of the entry of last_seq() (meaningless without one).
+  hash::Hash last_leaf_hash() const;
 
  private:
   class EntryPass;

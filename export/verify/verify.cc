@@ -17,6 +17,7 @@
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
+#include "ledger/runmap/proof_json.h"
 
 namespace ledger::verify {
 namespace {
@@ -144,7 +145,62 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
     return absl::StrCat("names the checkpoint of ", t->checkpoint.origin, " at size ", t->checkpoint.size, " root ",
                         hash::Hex(t->checkpoint.root), ", the pack's is size ", cp.size, " root ", hash::Hex(cp.root));
   }
+  if (m.format >= 3 && !t->run_map_root.has_value()) {
+    return "a format 3 pack carries a version 2 note (with the run-head map root)";
+  }
   r->signed_at_us = t->time_us;
+  r->run_map_root = t->run_map_root;
+  return "";
+}
+
+// The run-head proof of a format 3 pack (CONTRACT section 7, "Proven
+// completeness"): what fails, or "". Notes what is proven in `r`.
+std::string CheckRunHead(const manifest::Manifest& m, const std::string* run_head, const StreamCheck& stream,
+                         Result* r) {
+  if (run_head == nullptr && m.scope.is_run() && r->run_map_root.has_value()) {
+    // Also a format 1 or 2 manifest: the ledger that signed the map root
+    // proves the run against it (a pack without the proof is a forgery).
+    return "missing: a run pack whose checkpoint-time note signs a run-head map root carries its run's head proof";
+  }
+  if (m.format < 3 || !m.scope.is_run()) {
+    return run_head == nullptr ? "" : "only a run pack carries a run-head proof";
+  }
+  if (run_head == nullptr) return "missing: a format 3 run pack carries its run's head proof";
+  std::string text = *run_head;
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  auto proof = runmap::ParseProof(text);
+  if (!proof.ok()) return std::string(proof.status().message());
+  auto key = runmap::RunKey(m.scope.team, m.scope.run_id);
+  if (!key.ok()) return std::string(key.status().message());
+  std::string run = absl::StrCat(m.scope.team, "/", m.scope.run_id);
+  if (proof->key != *key) {
+    return absl::StrCat("key ", hash::Hex(proof->key), " is not the run key of ", run, " (", hash::Hex(*key), ")");
+  }
+  if (auto s = runmap::VerifyProof(*r->run_map_root, *key, *proof); !s.ok()) {
+    return absl::StrCat("the proof does not lead to the map root ", hash::Hex(*r->run_map_root),
+                        " that the checkpoint-time note signs: ", s.message());
+  }
+  const uint64_t n = m.tree_size;
+  if (!proof->path.found.has_value()) {
+    if (stream.entries() != 0) {
+      return absl::StrCat("the map shows no entry of ", run, " up to tree size ", n, ", the pack holds ",
+                          stream.entries());
+    }
+    r->run_complete = 0;
+    return "";
+  }
+  const runmap::Head& head = proof->path.found->head;
+  if (stream.entries() != head.count) {
+    return absl::StrCat("the run has ", head.count, " entries up to tree size ", n, ", the pack holds ",
+                        stream.entries());
+  }
+  if (stream.last_seq() != head.last_seq || stream.last_leaf_hash() != head.last_leaf_hash) {
+    return absl::StrCat("the run's last entry up to tree size ", n, " is seq ", head.last_seq, " with leaf hash ",
+                        hash::Hex(head.last_leaf_hash), ", the pack's last is seq ",
+                        stream.last_seq() ? absl::StrCat(*stream.last_seq()) : "none", " with leaf hash ",
+                        stream.last_seq() ? hash::Hex(stream.last_leaf_hash()) : "none");
+  }
+  r->run_complete = head.count;
   return "";
 }
 
@@ -269,10 +325,15 @@ std::string ReportDifference(const std::string& pack_path, const std::string& ma
 }  // namespace
 
 KeptCheckpoint SplitKeptCheckpoint(const std::string& file) {
-  const std::string header = absl::StrCat(note::kCheckpointTimeHeader, "\n");
-  size_t at = file.compare(0, header.size(), header) == 0 ? 0 : file.find("\n" + header);
+  // The first line that is a time note's header, of either format.
+  size_t at = std::string::npos;
+  for (const char* h : {note::kCheckpointTimeHeader, note::kCheckpointTimeHeaderV2}) {
+    const std::string header = absl::StrCat(h, "\n");
+    size_t found = file.compare(0, header.size(), header) == 0 ? 0 : file.find("\n" + header);
+    if (found != std::string::npos && found > 0) ++found;
+    at = std::min(at, found);
+  }
   if (at == std::string::npos) return {file, ""};
-  if (at > 0) ++at;
   return {file.substr(0, at), file.substr(at)};
 }
 
@@ -347,6 +408,10 @@ nlohmann::json Result::Json() const {
     j["consistent_with_since"] = since_given;
   }
   if (!scope.empty()) j["scope"] = nlohmann::json::parse(scope, nullptr, false);
+  if (run_complete.has_value()) {
+    j["complete"] = {{"entries", *run_complete}, {"up_to_seq", tree_size - 1}};
+    j["complete"]["no_completion_proven"] = unsettled;
+  }
   if (signed_at_us) {
     j["signed_at_us"] = *signed_at_us;
     j["signed_at"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixMicros(*signed_at_us), absl::UTCTimeZone());
@@ -374,6 +439,17 @@ std::string Result::Summary() const {
     if (since_size.has_value()) {
       absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
                       since_root, since_given ? " (the one given with --since)" : "", ".\n");
+    }
+    if (run_complete.has_value()) {
+      if (*run_complete == 0) {
+        absl::StrAppend(&out, "complete: the run has no entry up to seq ", tree_size - 1, " (absence proof).\n");
+      } else {
+        absl::StrAppend(&out, "complete: every entry of the run up to seq ", tree_size - 1, " (run-head proof, ",
+                        *run_complete, " entries).\n");
+      }
+      for (const std::string& step : unsettled) {
+        absl::StrAppend(&out, step, ": no completion in the log up to seq ", tree_size - 1, " (proven).\n");
+      }
     }
   } else {
     absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ",
@@ -648,6 +724,13 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     return absl::InternalError("verify: entries or proofs were not checked");
   }
   if (auto first = stream.first_failure()) return Fail(r, first->file, first->seq, first->message);
+
+  // That the pack is the whole run (the run chain, gap-free from the run's
+  // first entry, was checked with the proofs).
+  const std::string* run_head = digests.count(pack::kRunHead) ? &small[pack::kRunHead] : nullptr;
+  if (std::string failure = CheckRunHead(manifest, run_head, stream, &r); !failure.empty()) {
+    return Fail(r, pack::kRunHead, -1, failure);
+  }
   if (stream.more_proofs_than_entries()) return Fail(r, pack::kProofs, -1, "more proofs than entries");
   std::optional<uint64_t> last_seq = stream.last_seq();
   if (scope->kind() == "seq" && (!last_seq || *last_seq + 1 != scope->to_seq)) {
@@ -668,6 +751,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   }
   if (auto s = CheckDeadlines(manifest, r.signed_at_us, outcomes); !s.empty()) {
     return Fail(r, pack::kOutcomes, -1, s);
+  }
+  if (r.run_complete.has_value()) {
+    auto unsettled = pack::UnsettledSteps(outcomes);
+    if (!unsettled.ok()) return Fail(r, pack::kOutcomes, -1, std::string(unsettled.status().message()));
+    r.unsettled = *std::move(unsettled);
   }
 
   // The report, rebuilt from what was checked above by the exporter's own

@@ -58,7 +58,8 @@ struct Options {
 // A checkpoint as an auditor keeps it in a file: the signed checkpoint,
 // optionally followed by its checkpoint-time note (the output of
 // `ledgerctl checkpoint` then `ledgerctl checkpoint --time-note`). The time
-// note starts at the first line that is kCheckpointTimeHeader; empty when
+// note starts at the first line that is kCheckpointTimeHeader or
+// kCheckpointTimeHeaderV2; empty when
 // there is none.
 struct KeptCheckpoint {
   std::string checkpoint;
@@ -91,6 +92,14 @@ struct Result {
   // The checkpoint's signed time; nullopt for a checkpoint signed before
   // the ledger signed times (a format 1 pack).
   std::optional<int64_t> signed_at_us;
+  // The run-head map root the time note signs (format 2 notes).
+  std::optional<hash::Hash> run_map_root;
+  // A format 3 run pack: the run's entries up to the checkpoint, all in the
+  // pack (0: the run has none, by an absence proof), and the steps it shows
+  // pending or unknown, proven to have no completion up to tree_size - 1
+  // ("TEAM/RUN/STEP attempt N (state)").
+  std::optional<uint64_t> run_complete;
+  std::vector<std::string> unsettled;
   // The earlier checkpoint the pack proved consistency with, and whether
   // it is the one given in Options::since.
   std::optional<uint64_t> since_size;

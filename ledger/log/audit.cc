@@ -10,6 +10,7 @@
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/runmap/runmap.h"
 #include "ledger/receipt/receipt.h"
 
 namespace ledger::log {
@@ -57,6 +58,7 @@ class Auditor {
     r.nodes = nodes_;
     r.checkpoints = verified_;
     r.runs = run_last_.size();
+    r.map_roots = map_roots_;
     if (finding_) {
       r.ok = false;
       r.check = finding_->check;
@@ -91,13 +93,19 @@ class Auditor {
     const receipt::Receipt& r = entry->receipt;
     std::string run = RunName(r.team(), r.run_id());
     std::optional<uint64_t> run_prev;
-    if (auto it = run_last_.find(run); it != run_last_.end()) run_prev = it->second;
+    store::RunHead& head = run_last_[run];
+    if (head.count > 0) run_prev = head.last_seq;
     if (entry->run_prev != run_prev) {
       auto name = [](std::optional<uint64_t> v) { return v ? absl::StrCat(*v) : std::string("none"); };
       return Find("run_chain", at, absl::StrCat("run_prev of run ", run), name(run_prev),
                   name(entry->run_prev));
     }
-    run_last_[run] = seq;
+    hash::Hash leaf_hash_of_run = hash::LeafHash(leaf);
+    head = {head.count + 1, seq, leaf_hash_of_run};
+    if (auto set = map_.Set(runmap::RunKeyOf(r.team(), r.run_id()), {head.count, seq, leaf_hash_of_run}); !set.ok()) {
+      return Find("run_map", at, absl::StrCat("run-head map entry of ", run), "a valid head",
+                  std::string(set.message()));
+    }
 
     // The row of format 2, or in a store not yet migrated, of format 1.
     store::IdSpace space = entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger
@@ -199,6 +207,14 @@ class Auditor {
                   absl::StrCat("at least ", last_time_us_, " (the time of an earlier checkpoint)"),
                   absl::StrCat(t->time_us));
     }
+    if (t->run_map_root.has_value()) {
+      hash::Hash root = map_.Root();
+      if (root != *t->run_map_root) {
+        return Find("run_map", at, absl::StrCat(what, ": run-head map root (signed)"), hash::Hex(root),
+                    hash::Hex(*t->run_map_root));
+      }
+      ++map_roots_;
+    }
     last_time_us_ = t->time_us;
     ++times_;
     return absl::OkStatus();
@@ -255,14 +271,19 @@ class Auditor {
       return Find("receipt_index", -1, "receipt index rows", absl::StrCat(entries_), absl::StrCat(rows));
     }
     uint64_t heads = 0;
-    s = store_.ScanRunHeads([&](std::string_view team, std::string_view run_id, uint64_t seq) {
+    s = store_.ScanRunHeads([&](std::string_view team, std::string_view run_id, const store::RunHead& row) {
       ++heads;
       std::string run = RunName(team, run_id);
       auto it = run_last_.find(run);
-      std::string want = it == run_last_.end() ? "no run" : absl::StrCat(it->second);
-      if (it == run_last_.end() || it->second != seq) {
-        return Find("run_head", it == run_last_.end() ? -1 : static_cast<int64_t>(it->second),
-                    absl::StrCat("run head of ", run), want, absl::StrCat(seq));
+      auto text = [](const store::RunHead& h) {
+        if (h.count == 0) return absl::StrCat(h.last_seq, " (a row of format 1: count and leaf hash not kept)");
+        return absl::StrCat(h.last_seq, " (entry ", h.count, " of the run, leaf hash ", hash::Hex(h.last_leaf_hash), ")");
+      };
+      std::string want = it == run_last_.end() ? "no run" : text(it->second);
+      if (it == run_last_.end() || it->second.last_seq != row.last_seq ||
+          (row.count != 0 && it->second != row)) {
+        return Find("run_head", it == run_last_.end() ? -1 : static_cast<int64_t>(it->second.last_seq),
+                    absl::StrCat("run head of ", run), want, text(row));
       }
       return absl::OkStatus();
     });
@@ -279,9 +300,10 @@ class Auditor {
   std::map<uint64_t, std::string> checkpoints_;
   merkle::Frontier frontier_;
   hash::Hash prev_{};
-  absl::flat_hash_map<std::string, uint64_t> run_last_;
+  absl::flat_hash_map<std::string, store::RunHead> run_last_;
+  runmap::RunMap map_;  // of the entries read so far
   std::optional<std::pair<uint64_t, std::vector<hash::Hash>>> groups_[64];
-  uint64_t entries_ = 0, nodes_ = 0, verified_ = 0, times_ = 0;
+  uint64_t entries_ = 0, nodes_ = 0, verified_ = 0, times_ = 0, map_roots_ = 0;
   int64_t last_time_us_ = 0;
   std::optional<Finding> finding_;
 };
@@ -290,7 +312,7 @@ class Auditor {
 
 nlohmann::json AuditReport::Json() const {
   nlohmann::json j = {{"ok", ok}, {"entries", entries}, {"nodes", nodes}, {"checkpoints", checkpoints},
-                      {"runs", runs}};
+                      {"runs", runs}, {"run_map_roots", map_roots}};
   if (!ok) {
     j["finding"] = {{"check", check}, {"what", what}, {"expected", expected}, {"found", found}};
     if (seq >= 0) j["finding"]["seq"] = seq;
@@ -301,7 +323,7 @@ nlohmann::json AuditReport::Json() const {
 std::string AuditReport::Summary() const {
   if (ok) {
     return absl::StrCat("OK: ", entries, " entries, ", nodes, " tree nodes, ", checkpoints, " checkpoints and ",
-                        runs, " runs are consistent.\n");
+                        runs, " runs are consistent; ", map_roots, " signed run-head map roots recomputed.\n");
   }
   return absl::StrCat("INCONSISTENT: ", check, seq >= 0 ? absl::StrCat(" at seq ", seq) : "", ": ", what,
                       ": expected ", expected, ", found ", found, "\n");

@@ -5,7 +5,10 @@
 //   chain          each prev is the leaf hash of the entry before it
 //   run_chain      each run_prev is the run's previous entry
 //   receipt_index  one row per entry: its seq, leaf hash and receipt digest
-//   run_head       one row per run: the run's last entry
+//   run_head       one row per run: the run's last entry, its count and
+//                  leaf hash
+//   run_map        every run-head map root a time note signs (format 2) is
+//                  the root recomputed from the entries below its size
 //   node           every stored Merkle node equals the one recomputed
 //   checkpoint     every stored checkpoint verifies with the key, is of the
 //                  origin, and its root is the recomputed root at its size
@@ -34,6 +37,7 @@ struct AuditReport {
   uint64_t nodes = 0;        // stored nodes compared
   uint64_t checkpoints = 0;  // verified
   uint64_t runs = 0;
+  uint64_t map_roots = 0;  // signed run-head map roots recomputed
   // The first inconsistency (ok == false).
   std::string check;   // one of the names above
   int64_t seq = -1;    // the entry it was found at, -1 if none

@@ -82,7 +82,9 @@ TEST_F(AuditTest, PristineStoreIsConsistent) {
   EXPECT_EQ(r.checkpoints, 4u);
   EXPECT_EQ(r.nodes, 78u);  // complete subtrees of 40 leaves: 40 + 20 + 10 + 5 + 2 + 1
   EXPECT_EQ(r.runs, 3u);
-  EXPECT_EQ(r.Summary(), "OK: 40 entries, 78 tree nodes, 4 checkpoints and 3 runs are consistent.\n");
+  EXPECT_EQ(r.Summary(),
+            "OK: 40 entries, 78 tree nodes, 4 checkpoints and 3 runs are consistent; 4 signed run-head map roots "
+            "recomputed.\n");
 }
 
 TEST_F(AuditTest, AlteredEntry) {
@@ -140,7 +142,7 @@ TEST_F(AuditTest, CheckpointTimeThatGoesBackwards) {
   auto cp = *note::ParseCheckpoint(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpoint(25)));
   auto earlier = *note::ParseCheckpointTime(
       *note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpointTime(10)));
-  std::string forged = *signer_->Sign(note::FormatCheckpointTime({cp, earlier.time_us - 1}));
+  std::string forged = *signer_->Sign(note::FormatCheckpointTime({cp, earlier.time_us - 1, std::nullopt}));
   ASSERT_TRUE(store->PutCheckpoint(25, {}, forged).ok());
   EXPECT_EQ(Run(*store).Summary(),
             absl::StrCat("INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: time: "
@@ -152,12 +154,12 @@ TEST_F(AuditTest, CheckpointTimeOfAnotherCheckpointOrKey) {
   auto store = Copy();
   auto other = *note::Signer::Generate(kOrigin);
   auto cp = *note::ParseCheckpoint(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpoint(25)));
-  ASSERT_TRUE(store->PutCheckpoint(25, {}, *other.Sign(note::FormatCheckpointTime({cp, 1}))).ok());
+  ASSERT_TRUE(store->PutCheckpoint(25, {}, *other.Sign(note::FormatCheckpointTime({cp, 1, std::nullopt}))).ok());
   EXPECT_EQ(Run(*store).Summary().substr(0, 96),
             "INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: signature: expe");
   note::Checkpoint wrong = cp;
   wrong.size = 40;
-  ASSERT_TRUE(store->PutCheckpoint(25, {}, *signer_->Sign(note::FormatCheckpointTime({wrong, 1}))).ok());
+  ASSERT_TRUE(store->PutCheckpoint(25, {}, *signer_->Sign(note::FormatCheckpointTime({wrong, 1, std::nullopt}))).ok());
   std::string root = hash::Hex(cp.root);
   EXPECT_EQ(Run(*store).Summary(),
             "INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: checkpoint: expected "
@@ -201,10 +203,50 @@ TEST_F(AuditTest, AlteredTreeSize) {
 TEST_F(AuditTest, AlteredRunHead) {
   auto store = Copy();
   auto b = store->NewBatch();
-  b.PutRunHead("team-a", "run-1", 34);
+  b.PutRunHead("team-a", "run-1", {12, 34, hash::Sha256("x")});
   ASSERT_TRUE(store->Commit(b).ok());
   // run-1 holds 1, 4, ..., 37.
-  EXPECT_EQ(Run(*store).Summary(), "INCONSISTENT: run_head at seq 37: run head of team-a/run-1: expected 37, found 34\n");
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: run_head at seq 37: run head of team-a/run-1: expected 37 (entry 13 of the run, leaf hash " +
+                LeafHashOf(*store, 37) + "), found 34 (entry 12 of the run, leaf hash " +
+                hash::Hex(hash::Sha256("x")) + ")\n");
+}
+
+TEST_F(AuditTest, RunHeadWithAnotherCount) {
+  auto store = Copy();
+  auto b = store->NewBatch();
+  hash::Hash h = *hash::ParseHex(LeafHashOf(*store, 37));
+  b.PutRunHead("team-a", "run-1", {12, 37, h});  // one entry fewer than the run has
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: run_head at seq 37: run head of team-a/run-1: expected 37 (entry 13 of the run, leaf hash " +
+                LeafHashOf(*store, 37) + "), found 37 (entry 12 of the run, leaf hash " + LeafHashOf(*store, 37) +
+                ")\n");
+}
+
+// The operator signs a run-head map root that leaves out run-1's last entry:
+// the key verifies it, the entries refute it.
+TEST_F(AuditTest, SignedRunMapRootThatTheEntriesRefute) {
+  auto store = Copy();
+  auto key = *note::Verifier::Parse(signer_->VerifierKey());
+  auto time = *note::ParseCheckpointTime(*key.Open(*store->GetCheckpointTime(40)));
+  ASSERT_TRUE(time.run_map_root.has_value());
+  runmap::RunMap lie;
+  for (int run = 0; run < 3; ++run) {
+    // run-r holds r, r + 3, ...: its true head is its last entry below 40.
+    uint64_t last = 39 - (39 - run) % 3, count = (last - run) / 3 + 1;
+    if (run == 1) last -= 3, --count;  // drop run-1's last entry (seq 37)
+    hash::Hash h = *hash::ParseHex(LeafHashOf(*store, last));
+    ASSERT_TRUE(lie.Set(runmap::RunKeyOf("team-a", absl::StrCat("run-", run)), {count, last, h}).ok());
+  }
+  hash::Hash false_root = lie.Root();
+  ASSERT_NE(false_root, *time.run_map_root);
+  hash::Hash true_root = *time.run_map_root;
+  time.run_map_root = false_root;
+  ASSERT_TRUE(store->PutCheckpoint(40, {}, *signer_->Sign(note::FormatCheckpointTime(time))).ok());
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: run_map at seq 39: time note of the checkpoint of size 40: run-head map root (signed): "
+            "expected " + hash::Hex(true_root) + ", found " + hash::Hex(false_root) + "\n");
 }
 
 }  // namespace

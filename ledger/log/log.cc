@@ -1,5 +1,7 @@
 #include "ledger/log/log.h"
 
+#include "ledger/log/run_heads.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -49,6 +51,23 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
       log->integrity_ = migrated.status();
     }
   }
+  if (log->integrity_.ok()) {
+    auto migrated = MigrateRunHeads(*log->store_);
+    if (migrated.ok()) {
+      log->migrated_run_heads_ = *migrated;
+    } else {
+      log->integrity_ = migrated.status();
+    }
+  }
+  if (log->integrity_.ok() && log->options_.run_map) {
+    auto map = LoadRunMap(*log->store_);
+    if (map.ok()) {
+      sync::MutexLock lock(&log->map_mu_);
+      log->map_ = *std::move(map);
+    } else {
+      log->integrity_ = map.status();
+    }
+  }
   if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr &&
       log->projected_ < state->size) {
     // Projections written since the last flush were lost with the process:
@@ -57,7 +76,9 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
                                         log->projected_, state->size, nullptr);
   }
   if (log->integrity_.ok()) {
-    auto seq = sequencer::Sequencer::Start(log->store_.get(), log->options_.sequencer);
+    sequencer::Sequencer::Options seq_options = log->options_.sequencer;
+    seq_options.track_runs = log->options_.run_map;
+    auto seq = sequencer::Sequencer::Start(log->store_.get(), std::move(seq_options));
     if (seq.ok()) {
       log->sequencer_ = *std::move(seq);
     } else {
@@ -82,9 +103,10 @@ Log::~Log() {
   cv_.SignalAll();
   if (checkpointer_.joinable()) checkpointer_.join();
   if (sequencer_ != nullptr) {
-    sequencer_.reset();  // commits what is queued
+    sequencer_->Stop();  // commits what is queued
     stopped_ = true;
     SignCheckpoint().IgnoreError();  // best effort: the next start signs it otherwise
+    sequencer_.reset();
   }
 }
 
@@ -249,10 +271,11 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
         "integrity: at tree size ", size, " the stored nodes give root ", hash::Hex(*root),
         " but the signed checkpoint says ", hash::Hex(cp->root)));
   }
-  SignedCheckpoint found{size, cp->root, note_text, {}, 0};
+  SignedCheckpoint found{size, cp->root, note_text, {}, 0, std::nullopt};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
-    found.time_note = time->first;
-    found.signed_at_us = time->second;
+    found.time_note = time->note;
+    found.signed_at_us = time->time_us;
+    found.run_map_root = time->runs;
   } else if (!absl::IsNotFound(time.status())) {
     return time.status();
   }
@@ -263,7 +286,7 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::pair<std::string, int64_t>> Log::ReadCheckpointTime(uint64_t size) const {
+absl::StatusOr<Log::SignedTime> Log::ReadCheckpointTime(uint64_t size) const {
   auto note_text = store_->GetCheckpointTime(size);
   if (!note_text.ok()) return note_text.status();
   auto verifier = note::Verifier::Parse(signer_.VerifierKey());
@@ -274,18 +297,18 @@ absl::StatusOr<std::pair<std::string, int64_t>> Log::ReadCheckpointTime(uint64_t
     return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, " does not verify",
                                             time.ok() ? "" : ": ", time.ok() ? "" : time.status().message()));
   }
-  return std::make_pair(*std::move(note_text), time->time_us);
+  return SignedTime{*std::move(note_text), time->time_us, time->run_map_root};
 }
 
-absl::StatusOr<std::pair<std::string, int64_t>> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
-                                                                         int64_t now) {
+absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
+                                                         std::optional<hash::Hash> runs, int64_t now) {
   {
     sync::MutexLock lock(&mu_);
     if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards
   }
-  auto signed_note = signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now}));
+  auto signed_note = signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now, runs}));
   if (!signed_note.ok()) return signed_note.status();
-  return std::make_pair(*std::move(signed_note), now);
+  return SignedTime{*std::move(signed_note), now, runs};
 }
 
 absl::Status Log::Append(const std::string& emitter,
@@ -342,59 +365,84 @@ void Log::SetBeforeSign(std::function<void(int64_t now_us)> fn) {
 }
 
 absl::Status Log::SignCheckpoint() {
-  if (sequencer_ == nullptr && !stopped_) return integrity_;
+  if (sequencer_ == nullptr) return integrity_;
   sync::MutexLock signing(&sign_mu_);
   const int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
-  sequencer::Head head;
-  if (sequencer_ != nullptr) {
-    {
-      // Everything due by `now` (the sweeper's declarations) is committed
-      // before the head is read, so the time note's time never precedes a
-      // deadline the signed tree leaves undeclared.
-      sync::MutexLock lock(&before_sign_mu_);
-      if (before_sign_) before_sign_(now);
+  if (!stopped_) {
+    // Everything due by `now` (the sweeper's declarations) is committed
+    // before the head is read, so the time note's time never precedes a
+    // deadline the signed tree leaves undeclared.
+    sync::MutexLock lock(&before_sign_mu_);
+    if (before_sign_) before_sign_(now);
+  }
+  // The map and the head are taken together and held until the checkpoint
+  // is the latest: a run proof (ProveRun) is always of the latest one.
+  sync::MutexLock map_lock(&map_mu_);
+  const sequencer::Head head = sequencer_->TakeCommitted(&changed_runs_);
+  std::optional<hash::Hash> runs;
+  if (options_.run_map) {
+    for (const sequencer::RunChange& c : changed_runs_) {
+      if (auto s = map_.Set(c.key, c.head); !s.ok()) {
+        return absl::DataLossError(absl::StrCat("run-head map: ", s.message()));
+      }
     }
-    head = sequencer_->committed();
-  } else {
-    // Stopped: the sequencer committed everything queued; the store holds
-    // the final head.
-    auto state = store_->ReadState();
-    if (!state.ok()) return state.status();
-    auto root = merkle::RootHash(state->size, [&](int level, uint64_t index) {
-      return store_->GetNode(level, index);
-    });
-    if (!root.ok()) return root.status();
-    head.size = state->size;
-    head.root = *root;
+    map_size_ = head.size;
+    runs = map_.Root();
   }
   bool timed = false;
   {
     sync::MutexLock lock(&mu_);
     if (has_latest_ && latest_.size == head.size) {
-      if (!latest_.time_note.empty()) return absl::OkStatus();
-      timed = true;  // signed before the ledger signed times: sign its time now
+      if (!latest_.time_note.empty() && latest_.run_map_root == runs) return absl::OkStatus();
+      // Signed before the ledger signed times (or run-head map roots): sign
+      // them now.
+      timed = true;
     }
   }
-  auto time = SignCheckpointTime(head.size, head.root, now);
+  auto time = SignCheckpointTime(head.size, head.root, runs, now);
   if (!time.ok()) return time.status();
   if (timed) {
-    if (auto s = store_->PutCheckpoint(head.size, {}, time->first); !s.ok()) return s;
+    if (auto s = store_->PutCheckpoint(head.size, {}, time->note); !s.ok()) return s;
     sync::MutexLock lock(&mu_);
-    latest_.time_note = time->first;
-    latest_.signed_at_us = time->second;
+    latest_.time_note = time->note;
+    latest_.signed_at_us = time->time_us;
+    latest_.run_map_root = time->runs;
     return absl::OkStatus();
   }
   auto signed_note = signer_.Sign(note::FormatCheckpoint({options_.origin, head.size, head.root}));
   if (!signed_note.ok()) return signed_note.status();
-  if (auto s = store_->PutCheckpoint(head.size, *signed_note, time->first); !s.ok()) return s;
+  if (auto s = store_->PutCheckpoint(head.size, *signed_note, time->note); !s.ok()) return s;
   // Not the latest until the guard says so too; a failure here is retried
   // with the same (deterministic) signature at the next interval.
   if (auto s = WriteGuard(*signed_note); !s.ok()) return s;
   sync::MutexLock lock(&mu_);
-  latest_ = {head.size, head.root, *signed_note, time->first, time->second};
+  latest_ = {head.size, head.root, *signed_note, time->note, time->time_us, time->runs};
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
   return absl::OkStatus();
+}
+
+absl::StatusOr<RunProof> Log::ProveRun(std::string_view team, std::string_view run_id) const {
+  auto key = runmap::RunKey(team, run_id);
+  if (!key.ok()) return key.status();
+  if (!options_.run_map) {
+    return absl::FailedPreconditionError("run-head map: this ledger runs without it (--run-map=false)");
+  }
+  sync::MutexLock map_lock(&map_mu_);
+  RunProof proof;
+  {
+    sync::MutexLock lock(&mu_);
+    if (!has_latest_ || !latest_.run_map_root.has_value() || latest_.size != map_size_) {
+      return absl::UnavailableError(
+          "run-head map: the latest checkpoint is not signed with the map yet; retry after the next checkpoint");
+    }
+    proof.checkpoint = latest_;
+  }
+  proof.key = *key;
+  auto path = map_.Prove(*key);
+  if (!path.ok()) return path.status();
+  proof.path = *std::move(path);
+  return proof;
 }
 
 void Log::RunCheckpointer() {
@@ -432,10 +480,11 @@ absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   }
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok()) return absl::DataLossError(cp.status().message());
-  SignedCheckpoint out{size, cp->root, *note_text, {}, 0};
+  SignedCheckpoint out{size, cp->root, *note_text, {}, 0, std::nullopt};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
-    out.time_note = time->first;
-    out.signed_at_us = time->second;
+    out.time_note = time->note;
+    out.signed_at_us = time->time_us;
+    out.run_map_root = time->runs;
   } else if (!absl::IsNotFound(time.status())) {
     return time.status();
   }

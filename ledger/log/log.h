@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "ledger/hash/hash.h"
 #include "ledger/note/note.h"
 #include "ledger/receipt/receipt.h"
+#include "ledger/runmap/runmap.h"
 #include "ledger/sequencer/sequencer.h"
 #include "ledger/store/store.h"
 #include "ledger/sync/mutex.h"
@@ -51,6 +53,16 @@ struct SignedCheckpoint {
   // signed times that is no longer the latest.
   std::string time_note;
   int64_t signed_at_us = 0;
+  // The run-head map root its time note signs (format 2), if it does.
+  std::optional<hash::Hash> run_map_root;
+};
+
+// A run's place in the run-head map of a checkpoint: its head (path.found)
+// or the proof that it has none.
+struct RunProof {
+  SignedCheckpoint checkpoint;  // its time note signs the map root
+  runmap::Key key{};
+  runmap::Path path;
 };
 
 struct Inclusion {
@@ -80,6 +92,9 @@ class Log {
     // checkpoint kept outside it (kGuardFile). The operator's decision; the
     // refused checkpoint is kept beside it for the record.
     bool accept_rollback = false;
+    // Keep the run-head map (runmap.h) and sign its root in every
+    // checkpoint-time note (format 2). Off: format 1 notes, no run proofs.
+    bool run_map = true;
   };
 
   // The latest signed checkpoint, kept outside RocksDB in the data
@@ -131,6 +146,12 @@ class Log {
   // namespace, receipt::kLedgerIdPrefix, names the ledger's own entry of
   // that team). NOT_FOUND when there is none: nothing of other teams'.
   absl::StatusOr<uint64_t> SeqOf(std::string_view team, std::string_view receipt_id) const;
+
+  // The run-head map proof of (team, run_id) at the latest checkpoint.
+  // INVALID_ARGUMENT for a malformed team or run_id; FAILED_PRECONDITION
+  // without options.run_map; UNAVAILABLE until a checkpoint with the map is
+  // signed (at Open it is, unless signing failed).
+  absl::StatusOr<RunProof> ProveRun(std::string_view team, std::string_view run_id) const;
 
   // Consistency proof from `from` to `to` (0: the latest checkpoint's
   // size, which the result states). OUT_OF_RANGE when `to` is beyond the
@@ -190,6 +211,8 @@ class Log {
   uint64_t projected_at_open() const { return projected_; }
   // Receipt index rows of format 1 that Open rewrote (MigrateLegacyReceipts).
   uint64_t migrated_receipts() const { return migrated_receipts_; }
+  // Run rows of format 1 that Open rewrote (MigrateRunHeads).
+  uint64_t migrated_run_heads() const { return migrated_run_heads_; }
   // OK, or the DATA_LOSS found on Open.
   const absl::Status& integrity() const { return integrity_; }
   // With options.accept_rollback: what Open accepted ("" if nothing), and
@@ -203,9 +226,14 @@ class Log {
   absl::Status WriteGuard(const std::string& note) const;
   // The stored time note of `size` and its time; NOT_FOUND when none,
   // DATA_LOSS when it does not verify or names another checkpoint.
-  absl::StatusOr<std::pair<std::string, int64_t>> ReadCheckpointTime(uint64_t size) const;
-  absl::StatusOr<std::pair<std::string, int64_t>> SignCheckpointTime(uint64_t size, const hash::Hash& root,
-                                                                     int64_t now);
+  struct SignedTime {
+    std::string note;
+    int64_t time_us = 0;
+    std::optional<hash::Hash> runs;
+  };
+  absl::StatusOr<SignedTime> ReadCheckpointTime(uint64_t size) const;
+  absl::StatusOr<SignedTime> SignCheckpointTime(uint64_t size, const hash::Hash& root,
+                                                std::optional<hash::Hash> runs, int64_t now);
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
@@ -217,6 +245,7 @@ class Log {
   absl::Status integrity_;
   uint64_t projected_ = 0;  // entries the projections covered at open
   uint64_t migrated_receipts_ = 0;
+  uint64_t migrated_run_heads_ = 0;
   std::string rollback_;
   bool stopped_ = false;  // set by the destructor once the sequencer is gone
   std::unique_ptr<sequencer::Sequencer> sequencer_;
@@ -228,6 +257,12 @@ class Log {
   int64_t latest_at_us_ ABSL_GUARDED_BY(mu_) = 0;
   bool has_latest_ ABSL_GUARDED_BY(mu_) = false;
   sync::Mutex sign_mu_;  // one signer at a time
+  // The run-head map as of map_size_ entries: the latest checkpoint's size
+  // once it is signed. Lock order: sign_mu_, map_mu_, mu_.
+  mutable sync::Mutex map_mu_;
+  mutable runmap::RunMap map_ ABSL_GUARDED_BY(map_mu_);
+  uint64_t map_size_ ABSL_GUARDED_BY(map_mu_) = 0;
+  std::vector<sequencer::RunChange> changed_runs_ ABSL_GUARDED_BY(map_mu_);
   sync::Mutex before_sign_mu_;
   std::function<void(int64_t)> before_sign_ ABSL_GUARDED_BY(before_sign_mu_);
   std::thread checkpointer_;

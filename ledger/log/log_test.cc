@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "ledger/log/key_file.h"
+#include "ledger/log/run_heads.h"
 #include "ledger/merkle/merkle.h"
 #include "tests/util/temp_dir.h"
 
@@ -228,6 +229,94 @@ TEST_F(LogTest, MigrationRefusesARowThatDoesNotPointAtItsReceipt) {
   EXPECT_EQ(log->integrity().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(log->integrity().message(),
             "receipt index: the format-1 row of 'forged' points at seq 0, which does not hold that receipt");
+}
+
+receipt::Receipt InRun(const std::string& id, const std::string& run) {
+  receipt::Receipt r = Model(id);
+  r.set_run_id(run);
+  return r;
+}
+
+// Each checkpoint-time note signs the run-head map of its tree, and ProveRun
+// proves a run's head (or its absence) against it.
+TEST_F(LogTest, EveryCheckpointSignsTheRunHeadMapAndRunsAreProvedAgainstIt) {
+  auto log = OpenLog();
+  auto key = *note::Verifier::Parse(log->verifier_key());
+  std::vector<sequencer::Outcome> a = AppendAll(*log, {InRun("a1", "run-a"), InRun("b1", "run-b"), InRun("a2", "run-a")});
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  auto cp = *log->Checkpoint(0);
+  ASSERT_EQ(cp.size, 3u);
+  auto time = *note::ParseCheckpointTime(*key.Open(cp.time_note));
+  ASSERT_TRUE(time.run_map_root.has_value());
+  EXPECT_EQ(cp.run_map_root, time.run_map_root);
+
+  auto proof = *log->ProveRun("team-a", "run-a");
+  EXPECT_EQ(proof.checkpoint.size, 3u);
+  ASSERT_TRUE(proof.path.found.has_value());
+  runmap::Head head = proof.path.found->head;
+  EXPECT_EQ(head, (runmap::Head{2, 2, a[2].leaf_hash}));
+  EXPECT_TRUE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a"), head,
+                                      proof.path.siblings).ok());
+  // A shorter head (the run without its last entry) is refused.
+  EXPECT_FALSE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a"),
+                                       {1, 0, a[0].leaf_hash}, proof.path.siblings).ok());
+  auto none = *log->ProveRun("team-a", "run-z");
+  EXPECT_FALSE(none.path.found.has_value());
+  runmap::AbsenceProof absence{none.path.siblings, none.path.other};
+  EXPECT_TRUE(runmap::VerifyAbsence(*time.run_map_root, *runmap::RunKey("team-a", "run-z"), absence).ok());
+  EXPECT_EQ(log->ProveRun("Team A", "run-a").status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Appended but not yet signed: the proof stays that of the latest checkpoint.
+  AppendAll(*log, {InRun("a3", "run-a")});
+  EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head.count, 2u);
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head.count, 3u);
+  hash::Hash root4 = *log->Checkpoint(0)->run_map_root;
+
+  // The root is a function of the log: a replay of the entries gives it, and
+  // so does a restart (the map is loaded from the run rows).
+  log.reset();
+  log = OpenLog();
+  EXPECT_EQ(log->Checkpoint(0)->run_map_root, root4);
+  EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head.count, 3u);
+  auto replayed = *ReplayRunMap(log->store(), 4);
+  EXPECT_EQ(replayed.Root(), root4);
+}
+
+// A store whose run rows are of format 1 (the last seq alone) is migrated
+// at Open from its entries, and its latest checkpoint gets a time note of
+// format 2.
+TEST_F(LogTest, OpenMigratesRunRowsOfFormat1) {
+  {
+    auto log = OpenLog();
+    AppendAll(*log, {InRun("a1", "run-a"), InRun("b1", "run-b"), InRun("a2", "run-a")});
+  }
+  hash::Hash root;
+  {
+    // The rows as an earlier version stored them: 8 bytes, the last seq.
+    auto store = *store::Store::Open(dir_.Sub("data") + "/db");
+    root = ReplayRunMap(*store, 3)->Root();
+    auto b = store->NewBatch();
+    b.PutRunHeadOfFormat1("team-a", "run-a", 2);
+    b.PutRunHeadOfFormat1("team-a", "run-b", 1);
+    ASSERT_TRUE(store->Commit(b).ok());
+    ASSERT_EQ(store->GetRunHead("team-a", "run-a")->value().count, 0u);
+  }
+  // And the latest time note as format 1.
+  {
+    auto store = *store::Store::Open(dir_.Sub("data") + "/db");
+    auto key = *note::Verifier::Parse(signer_.VerifierKey());
+    auto t = *note::ParseCheckpointTime(*key.Open(*store->GetCheckpointTime(3)));
+    t.run_map_root.reset();
+    ASSERT_TRUE(store->PutCheckpoint(3, {}, *signer_.Sign(note::FormatCheckpointTime(t))).ok());
+  }
+  auto log = OpenLog();
+  EXPECT_EQ(log->migrated_run_heads(), 2u);
+  EXPECT_EQ(log->Checkpoint(0)->run_map_root, root);
+  EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head.count, 2u);
+  AppendAll(*log, {InRun("a3", "run-a")});
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head, (runmap::Head{3, 3, hash::LeafHash(*log->store().GetLeaf(3))}));
 }
 
 TEST_F(LogTest, TooManyReceiptsInOneRequest) {

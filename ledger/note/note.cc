@@ -328,7 +328,11 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
 }
 
 std::string FormatCheckpointTime(const CheckpointTime& t) {
-  return absl::StrCat(kCheckpointTimeHeader, "\n", FormatCheckpoint(t.checkpoint), "time ", t.time_us, "\n");
+  if (!t.run_map_root.has_value()) {
+    return absl::StrCat(kCheckpointTimeHeader, "\n", FormatCheckpoint(t.checkpoint), "time ", t.time_us, "\n");
+  }
+  return absl::StrCat(kCheckpointTimeHeaderV2, "\n", FormatCheckpoint(t.checkpoint), "runs ",
+                      hash::Base64(hash::AsBytes(*t.run_map_root)), "\n", "time ", t.time_us, "\n");
 }
 
 absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
@@ -337,14 +341,29 @@ absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
   };
   if (text.empty() || text.back() != '\n') return bad("must end in a newline");
   std::vector<std::string_view> lines = Split(text.substr(0, text.size() - 1), '\n');
-  if (lines.size() != 5 || lines[0] != kCheckpointTimeHeader) {
+  const bool v2 = !lines.empty() && lines[0] == kCheckpointTimeHeaderV2;
+  if (v2 && lines.size() != 6) {
+    return bad(absl::StrCat("want exactly six lines: '", kCheckpointTimeHeaderV2, "', origin, size, root, runs, time"));
+  }
+  if (!v2 && (lines.size() != 5 || lines[0] != kCheckpointTimeHeader)) {
     return bad(absl::StrCat("want exactly five lines: '", kCheckpointTimeHeader, "', origin, size, root, time"));
   }
   CheckpointTime t;
   auto cp = ParseCheckpointLines(lines[1], lines[2], lines[3], bad);
   if (!cp.ok()) return cp.status();
   t.checkpoint = *std::move(cp);
-  std::string_view time = lines[4];
+  if (v2) {
+    std::string_view runs = lines[4];
+    auto bytes = runs.starts_with("runs ") ? hash::Base64Decode(runs.substr(5)) : absl::StatusOr<std::string>("");
+    if (!bytes.ok() || bytes->size() != 32 ||
+        hash::Base64(std::string_view(*bytes)) != runs.substr(5)) {
+      return bad("the fifth line must be 'runs ' and the base64 of the 32-byte run-head map root");
+    }
+    hash::Hash root;
+    std::memcpy(root.data(), bytes->data(), 32);
+    t.run_map_root = root;
+  }
+  std::string_view time = lines[v2 ? 5 : 4];
   uint64_t us = 0;
   if (!time.starts_with("time ") || !ParseDecimal(time.substr(5), &us) ||
       us > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -115,17 +116,31 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text);
 // It states: at `time_us` the ledger's latest checkpoint was the tree of
 // `size` leaves with `root`. Times never decrease along a ledger's
 // checkpoints.
+//
+// Format version 2 adds the root of the run-head map (runmap.h, CONTRACT
+// section 6a) of the same `size` entries, before the time:
+//
+//   evidence-ledger/checkpoint-time/v2\n
+//   <origin>\n
+//   <tree size>\n
+//   <root hash, standard base64>\n
+//   runs <run-head map root, standard base64>\n
+//   time <microseconds since the Unix epoch>\n
 inline constexpr char kCheckpointTimeHeader[] = "evidence-ledger/checkpoint-time/v1";
+inline constexpr char kCheckpointTimeHeaderV2[] = "evidence-ledger/checkpoint-time/v2";
 
 struct CheckpointTime {
   Checkpoint checkpoint;
   int64_t time_us = 0;
+  // Set: format 2.
+  std::optional<hash::Hash> run_map_root;
 };
 
+// Format 2 when t.run_map_root is set, else format 1.
 std::string FormatCheckpointTime(const CheckpointTime& t);
 
-// Parses exactly the five-line body above; INVALID_ARGUMENT naming the line
-// and the rule otherwise.
+// Parses exactly the body of format 1 or 2 above; INVALID_ARGUMENT naming
+// the line and the rule otherwise.
 absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text);
 
 }  // namespace ledger::note

@@ -65,6 +65,10 @@ absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id) {
   if (run_id.empty() || run_id.size() > 128) {
     return absl::InvalidArgumentError("run_id: must be 1-128 bytes");
   }
+  return RunKeyOf(team, run_id);
+}
+
+Key RunKeyOf(std::string_view team, std::string_view run_id) {
   std::string in(kKeyTag);
   in.push_back('\0');
   in.push_back(static_cast<char>(team.size()));

@@ -61,6 +61,10 @@ struct Head {
 // [a-z0-9-] and run_id is 1-128 bytes.
 absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id);
 
+// The run key of a receipt the log accepted (its team and run_id are
+// valid): RunKey without the checks.
+Key RunKeyOf(std::string_view team, std::string_view run_id);
+
 // INVALID_ARGUMENT unless 1 <= count <= last_seq + 1 <= 2^53 - 1.
 absl::Status CheckHead(const Head& head);
 
@@ -164,6 +168,8 @@ class RunMap {
   absl::StatusOr<InclusionProof> ProveInclusion(const Key& key);
   // FAILED_PRECONDITION when the key is present.
   absl::StatusOr<AbsenceProof> ProveAbsence(const Key& key);
+  // The key's path: an inclusion proof when present, else an absence proof.
+  absl::StatusOr<Path> Prove(const Key& key) { return PathOf(key); }
 
   // Interior node hashes computed since construction.
   uint64_t nodes_hashed() const { return nodes_hashed_; }

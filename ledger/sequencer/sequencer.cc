@@ -80,7 +80,10 @@ struct Sequencer::Prepared {
   // Idempotency keys (Submission::id_key) and run heads this batch adds, for batches built on it
   // before it is committed.
   absl::flat_hash_map<std::string, store::ReceiptRef> new_ids;
-  absl::flat_hash_map<std::string, uint64_t> run_heads;
+  absl::flat_hash_map<std::string, store::RunHead> run_heads;
+  // The runs this batch changes, keyed for the run-head map (with
+  // Options::track_runs only).
+  std::vector<RunChange> changed_runs;
   // Projection records this batch writes; reads fall through to the batch
   // being committed, then the store.
   std::unique_ptr<projection::OverlayTxn> txn;
@@ -102,7 +105,10 @@ Sequencer::Sequencer(store::Store* store, Options options, merkle::Frontier fron
   writer_ = std::thread([this] { Run(); });
 }
 
-Sequencer::~Sequencer() {
+Sequencer::~Sequencer() { Stop(); }
+
+void Sequencer::Stop() {
+  if (!writer_.joinable()) return;
   {
     sync::MutexLock lock(&mu_);
     stopping_ = true;
@@ -135,6 +141,15 @@ absl::Status Sequencer::Submit(std::vector<Submission> items, Done done) {
 
 Head Sequencer::committed() const {
   sync::MutexLock lock(&mu_);
+  return head_;
+}
+
+Head Sequencer::TakeCommitted(std::vector<RunChange>* changed) {
+  sync::MutexLock lock(&mu_);
+  changed->clear();
+  changed->reserve(changed_runs_.size());
+  for (const auto& [key, head] : changed_runs_) changed->push_back({key, head});
+  changed_runs_.clear();
   return head_;
 }
 
@@ -179,7 +194,10 @@ bool Sequencer::Finish(Prepared& p) {
   {
     sync::MutexLock lock(&mu_);
     while (!p.committed) cv_.Wait(&mu_);
-    if (p.result.ok()) head_ = {p.state.size, p.frontier.Root(), p.state.head};
+    if (p.result.ok()) {
+      head_ = {p.state.size, p.frontier.Root(), p.state.head};
+      for (const RunChange& c : p.changed_runs) changed_runs_[c.key] = c.head;
+    }
   }
   committed_cv_.SignalAll();
   bool ok = p.result.ok();
@@ -276,12 +294,15 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
   merkle::Frontier& frontier = frontier_;
   store::State& state = state_;
   const uint64_t first_seq = state.size;
-  // The last seq of each run this batch appends to; written once per run.
+  // The head of each run this batch appends to, as of its last entry in
+  // the batch; written once per run. The leaf hash is set when that entry
+  // is hashed.
   struct RunHead {
     const Submission* submission;
-    uint64_t seq;
+    store::RunHead head;
   };
-  absl::flat_hash_map<std::string, RunHead> run_heads;
+  std::vector<RunHead> run_heads;
+  absl::flat_hash_map<std::string, size_t> run_index;  // RunKey -> run_heads
   // A receipt this batch appends: placed in the first pass, hashed into the
   // chain in the second, while the projector (if any) runs beside it.
   struct Placed {
@@ -290,6 +311,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     uint64_t seq;
     int64_t logged_at_us;
     std::optional<uint64_t> run_prev;
+    size_t run;  // index in run_heads
   };
   std::vector<Placed> placed;
   absl::flat_hash_map<std::string_view, size_t> placed_ids;
@@ -351,13 +373,16 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
         continue;
       }
 
-      std::optional<uint64_t> run_prev;
+      // The run's head before this entry: this batch, the batch being
+      // committed, the store.
+      std::optional<store::RunHead> prev;
       std::string run_key = RunKey(s);
-      auto base_head = base != nullptr ? base->run_heads.find(run_key) : decltype(base->run_heads.end())();
-      if (auto it = run_heads.find(run_key); it != run_heads.end()) {
-        run_prev = it->second.seq;
-      } else if (base != nullptr && base_head != base->run_heads.end()) {
-        run_prev = base_head->second;
+      auto in_batch = run_index.find(run_key);
+      if (in_batch != run_index.end()) {
+        prev = run_heads[in_batch->second].head;
+      } else if (auto it = base != nullptr ? base->run_heads.find(run_key) : decltype(base->run_heads.end())();
+                 base != nullptr && it != base->run_heads.end()) {
+        prev = it->second;
       } else {
         auto head = store_->GetRunHead(s.receipt->team(), s.receipt->run_id());
         if (!head.ok()) {
@@ -365,13 +390,24 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
               absl::StrCat("storage: run index unreadable: ", head.status().message()));
           continue;
         }
-        run_prev = *head;
+        prev = *head;
       }
       uint64_t seq = next_seq++;
       last_logged_at = std::max(options_.clock(), last_logged_at);
+      std::optional<uint64_t> run_prev;
+      if (prev.has_value()) run_prev = prev->last_seq;
+      size_t run;
+      if (in_batch != run_index.end()) {
+        run = in_batch->second;
+      } else {
+        run = run_heads.size();
+        run_index.emplace(std::move(run_key), run);
+        run_heads.push_back({&s, {}});
+      }
+      run_heads[run].submission = &s;
+      run_heads[run].head = {prev.has_value() ? prev->count + 1 : 1, seq, {}};
       placed_ids.emplace(s.id_key, placed.size());
-      placed.push_back({&s, &out, seq, last_logged_at, run_prev});
-      run_heads[run_key] = {&s, seq};
+      placed.push_back({&s, &out, seq, last_logged_at, run_prev, run});
       if (projector != nullptr) entries.push_back({seq, last_logged_at, s.emitter, s.receipt});
     }
   }
@@ -390,6 +426,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     receipt::EncodeLeafTo(&leaf, e.seq, state.head, e.run_prev, e.logged_at_us, s.emitter,
                           s.canonical);
     hash::Hash leaf_hash = hash::LeafHash(leaf);
+    if (store::RunHead& head = run_heads[e.run].head; head.last_seq == e.seq) head.last_leaf_hash = leaf_hash;
     batch.PutEntry(e.seq, leaf);
     store::ReceiptRef ref{e.seq, leaf_hash, s.digest};
     batch.PutReceipt(s.key(), ref);
@@ -413,10 +450,15 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
 
   p->has_entries = state.size != first_seq;
   if (p->has_entries) {
-    for (const auto& [key, head] : run_heads) {
-      batch.PutRunHead(head.submission->receipt->team(), head.submission->receipt->run_id(),
-                       head.seq);
-      p->run_heads.emplace(key, head.seq);
+    for (const auto& [key, index] : run_index) {
+      const RunHead& run = run_heads[index];
+      const receipt::Receipt& r = *run.submission->receipt;
+      batch.PutRunHead(r.team(), r.run_id(), run.head);
+      p->run_heads.emplace(key, run.head);
+      if (options_.track_runs) {
+        p->changed_runs.push_back({runmap::RunKeyOf(r.team(), r.run_id()),
+                                   {run.head.count, run.head.last_seq, run.head.last_leaf_hash}});
+      }
     }
     batch.PutState(state);
     if (projector != nullptr) {
@@ -434,6 +476,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     p->has_entries = false;
     p->new_ids.clear();
     p->run_heads.clear();
+    p->changed_runs.clear();
     p->txn.reset();
     // The head is what it was before this batch.
     frontier_ = base != nullptr ? base->frontier : durable_frontier_;

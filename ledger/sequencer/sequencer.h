@@ -26,12 +26,14 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/receipt.h"
+#include "ledger/runmap/runmap.h"
 #include "ledger/store/store.h"
 #include "ledger/sync/mutex.h"
 
@@ -61,6 +63,12 @@ struct Submission {
   static Submission Of(const receipt::Receipt& r, std::string canonical, std::string emitter);
 };
 
+// A run's head as of a commit, keyed for the run-head map.
+struct RunChange {
+  runmap::Key key{};
+  runmap::Head head;
+};
+
 struct Outcome {
   absl::Status status;
   uint64_t seq = 0;
@@ -88,6 +96,9 @@ class Sequencer {
     // Applied to every new entry in the batch that appends it; null: no
     // projections. MUST outlive the sequencer.
     projection::Projector* projector = nullptr;
+    // Keep the heads of the runs each commit changes for TakeCommitted (the
+    // run-head map's input).
+    bool track_runs = false;
   };
 
   // Loads the head from `store` (which MUST outlive the sequencer) and starts
@@ -103,6 +114,16 @@ class Sequencer {
   absl::Status Submit(std::vector<Submission> items, Done done);
 
   Head committed() const;
+
+  // The committed head and, with Options::track_runs, the head of every
+  // run changed since the last call, as of that committed head (one per
+  // run, in no order): atomically, so a run-head map updated with `changed`
+  // stands at exactly the returned size.
+  Head TakeCommitted(std::vector<RunChange>* changed);
+
+  // Commits everything already queued, then stops the writer; Submit then
+  // fails with UNAVAILABLE. committed() and TakeCommitted keep working.
+  void Stop();
 
   // Receipts queued and not yet taken into a batch.
   size_t queued() const;
@@ -144,6 +165,7 @@ class Sequencer {
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Head head_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<runmap::Key, runmap::Head> changed_runs_ ABSL_GUARDED_BY(mu_);
 
   // The hand-off between the writer and the committer, one batch at a time;
   // cv_ wakes the writer (new requests, a finished commit), commit_cv_ the

@@ -18,6 +18,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/runmap/proof_json.h"
 #include "ledger/service/rpc_log.h"
 #include "ledger/service/timers.h"
 #include "ledger/sync/mutex.h"
@@ -574,6 +575,31 @@ grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
     response->set_checkpoint(proof->checkpoint);
   }
   return Finish(ctx, proof.status());
+}
+
+grpc::ServerUnaryReactor* LedgerService::GetRunProof(grpc::CallbackServerContext* ctx,
+                                                     const pb::GetRunProofRequest* request,
+                                                     pb::RunProof* response) {
+  auto caller = gate_->Admit(*ctx);
+  if (!caller.ok()) return Finish(ctx, caller.status());
+  if (request->team().empty()) return Finish(ctx, absl::InvalidArgumentError("team: required"));
+  if (request->run_id().empty()) return Finish(ctx, absl::InvalidArgumentError("run_id: required"));
+  // The right on the team first: nothing says whether another team has a run.
+  if (auto s = caller->Check(Action::kReadEntries, request->team()); !s.ok()) return Finish(ctx, s);
+  stats_.proofs.With({"run"})->Add();
+  auto proof = log_->ProveRun(request->team(), request->run_id());
+  if (!proof.ok()) return Finish(ctx, proof.status());
+  if (request->tree_size() != 0 && request->tree_size() != proof->checkpoint.size) {
+    return Finish(ctx, absl::FailedPreconditionError(absl::StrCat(
+                           "tree_size: run-head proofs are served at the latest checkpoint (size ",
+                           proof->checkpoint.size, "); for size ", request->tree_size(),
+                           ", replay the log: ledgerctl prove-run --data DIR --size ", request->tree_size())));
+  }
+  response->set_tree_size(proof->checkpoint.size);
+  response->set_proof(runmap::EncodeProof({proof->key, proof->path}));
+  response->set_checkpoint(proof->checkpoint.note);
+  response->set_time_note(proof->checkpoint.time_note);
+  return Finish(ctx, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(

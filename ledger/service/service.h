@@ -59,6 +59,8 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   grpc::ServerUnaryReactor* GetInclusionProof(grpc::CallbackServerContext* ctx,
                                               const pb::GetInclusionProofRequest* request,
                                               pb::InclusionProof* response) override;
+  grpc::ServerUnaryReactor* GetRunProof(grpc::CallbackServerContext* ctx, const pb::GetRunProofRequest* request,
+                                        pb::RunProof* response) override;
   grpc::ServerUnaryReactor* GetConsistencyProof(grpc::CallbackServerContext* ctx,
                                                 const pb::GetConsistencyProofRequest* request,
                                                 pb::ConsistencyProof* response) override;

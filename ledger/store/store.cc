@@ -67,6 +67,11 @@ std::string NodeKey(int level, uint64_t group) {
   return k;
 }
 
+constexpr char kRunHeadFormat2 = 0x02;
+constexpr size_t kRunHeadBytes = 1 + 8 + 8 + 32;
+
+absl::StatusOr<RunHead> DecodeRunHead(std::string_view v);
+
 std::string RunKey(std::string_view team, std::string_view run_id) {
   std::string k(1, static_cast<char>(team.size()));
   k.append(team);
@@ -120,6 +125,20 @@ absl::StatusOr<ReceiptRef> DecodeReceiptRef(std::string_view v) {
   ref.leaf_hash = ReadHash(v.data() + 9);
   ref.digest = ReadHash(v.data() + 41);
   return ref;
+}
+
+absl::StatusOr<RunHead> DecodeRunHead(std::string_view v) {
+  RunHead head;
+  if (v.size() == 8) {  // format 1: the last seq alone
+    head.last_seq = GetU64(v.data());
+    return head;
+  }
+  if (v.size() != kRunHeadBytes || v[0] != kRunHeadFormat2) return Malformed("run head");
+  head.count = GetU64(v.data() + 1);
+  head.last_seq = GetU64(v.data() + 9);
+  head.last_leaf_hash = ReadHash(v.data() + 17);
+  if (head.count == 0 || head.count > head.last_seq + 1) return Malformed("run head");
+  return head;
 }
 
 }  // namespace
@@ -228,8 +247,18 @@ void Batch::PutNode(int level, uint64_t index, const hash::Hash& h) {
   std::memcpy(value.data() + offset, h.data(), 32);
 }
 
-void Batch::PutRunHead(std::string_view team, std::string_view run_id, uint64_t seq) {
-  rep_->Put(kRuns, RunKey(team, run_id), U64Key(seq));
+void Batch::PutRunHeadOfFormat1(std::string_view team, std::string_view run_id, uint64_t last_seq) {
+  rep_->Put(kRuns, RunKey(team, run_id), U64Key(last_seq));
+}
+
+void Batch::PutRunHead(std::string_view team, std::string_view run_id, const RunHead& head) {
+  std::string v;
+  v.reserve(kRunHeadBytes);
+  v.push_back(kRunHeadFormat2);
+  v.append(U64Key(head.count));
+  v.append(U64Key(head.last_seq));
+  v.append(reinterpret_cast<const char*>(head.last_leaf_hash.data()), head.last_leaf_hash.size());
+  rep_->Put(kRuns, RunKey(team, run_id), v);
 }
 
 void Batch::PutProjection(projection::Table t, std::string_view key, std::string_view value) {
@@ -486,13 +515,12 @@ absl::StatusOr<std::optional<ReceiptRef>> Store::FindReceipt(const ReceiptKey& k
   return DecodeReceiptRef(*v);
 }
 
-absl::StatusOr<std::optional<uint64_t>> Store::GetRunHead(std::string_view team,
-                                                          std::string_view run_id) const {
+absl::StatusOr<std::optional<RunHead>> Store::GetRunHead(std::string_view team,
+                                                         std::string_view run_id) const {
   auto v = rep_->Get(kRuns, RunKey(team, run_id), "run head");
   if (absl::IsNotFound(v.status())) return std::nullopt;
   if (!v.ok()) return v.status();
-  if (v->size() != 8) return Malformed("run head");
-  return GetU64(v->data());
+  return DecodeRunHead(*v);
 }
 
 absl::Status Store::ScanLeaves(
@@ -666,16 +694,16 @@ absl::StatusOr<std::vector<std::pair<std::string, ReceiptRef>>> Store::LegacyRec
 }
 
 absl::Status Store::ScanRunHeads(
-    absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, uint64_t seq)> fn)
+    absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, const RunHead& head)> fn)
     const {
   return ScanRows(
       kRuns,
       [&](std::string_view key, std::string_view v) -> absl::Status {
-        if (key.empty() || key.size() < 1u + static_cast<unsigned char>(key[0]) || v.size() != 8) {
-          return Malformed("run head");
-        }
+        if (key.empty() || key.size() < 1u + static_cast<unsigned char>(key[0])) return Malformed("run head");
+        auto head = DecodeRunHead(v);
+        if (!head.ok()) return head.status();
         size_t n = static_cast<unsigned char>(key[0]);
-        return fn(key.substr(1, n), key.substr(1 + n), GetU64(v.data()));
+        return fn(key.substr(1, n), key.substr(1 + n), *head);
       },
       "scan run heads");
 }

@@ -14,7 +14,12 @@
 //   nodes        level u8 | group u64     -> hash[32] x k, 1 <= k <= 16: the
 //                                             nodes group*16 .. group*16+k-1 of
 //                                             that level, in index order
-//   runs         len(team) u8 | team | run_id -> last seq of the run, u64
+//   runs         len(team) u8 | team | run_id -> the run's head (RunHead):
+//                format 2: 0x02 | count u64 | last seq u64 | leaf_hash[32]
+//                (49 bytes); format 1: last seq u64 (8 bytes), written
+//                before the ledger kept the run-head map; Log::Open rewrites
+//                format-1 rows into format 2 (MigrateRunHeads) before it
+//                appends
 //   checkpoints  tree size u64            -> signed checkpoint note
 //   checkpoint_times tree size u64        -> signed checkpoint-time note of
 //                                             that checkpoint (note.h); absent
@@ -81,6 +86,15 @@ struct ReceiptKey {
 // kLegacy), for maps keyed like the index.
 std::string EncodeReceiptKey(const ReceiptKey& key);
 
+// The head of a run: its number of entries and its last entry. A row of
+// format 1 has only last_seq: count is 0 and last_leaf_hash zeros.
+struct RunHead {
+  uint64_t count = 0;
+  uint64_t last_seq = 0;
+  hash::Hash last_leaf_hash{};
+  bool operator==(const RunHead&) const = default;
+};
+
 struct ReceiptRef {
   uint64_t seq = 0;
   hash::Hash leaf_hash{};
@@ -103,7 +117,10 @@ class Batch final : public projection::Sink {
   // Nodes of one level MUST be put in index order (a node may be put again
   // at the same index); the record of its group is rewritten.
   void PutNode(int level, uint64_t index, const hash::Hash& h);
-  void PutRunHead(std::string_view team, std::string_view run_id, uint64_t seq);
+  // Always writes format 2.
+  void PutRunHead(std::string_view team, std::string_view run_id, const RunHead& head);
+  // A row as format 1 wrote it (the last seq alone): for tests of upgrades.
+  void PutRunHeadOfFormat1(std::string_view team, std::string_view run_id, uint64_t last_seq);
   void PutState(const State& s);
   void PutProjection(projection::Table t, std::string_view key, std::string_view value) override;
   void DeleteProjection(projection::Table t, std::string_view key) override;
@@ -158,8 +175,8 @@ class Store {
   // the last one stored: one read for a reader that wants neighbours too.
   absl::StatusOr<std::vector<hash::Hash>> GetNodeGroup(int level, uint64_t group) const;
   absl::StatusOr<std::optional<ReceiptRef>> FindReceipt(const ReceiptKey& key) const;
-  absl::StatusOr<std::optional<uint64_t>> GetRunHead(std::string_view team,
-                                                     std::string_view run_id) const;
+  absl::StatusOr<std::optional<RunHead>> GetRunHead(std::string_view team,
+                                                    std::string_view run_id) const;
 
   // Calls fn(seq, leaf) for from <= seq < to in order; stops at and returns
   // the first error of fn. DATA_LOSS when a seq in the range is missing.
@@ -178,7 +195,7 @@ class Store {
   // `limit`; empty when none are left.
   absl::StatusOr<std::vector<std::pair<std::string, ReceiptRef>>> LegacyReceipts(size_t limit) const;
   absl::Status ScanRunHeads(
-      absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, uint64_t seq)> fn)
+      absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, const RunHead& head)> fn)
       const;
   absl::Status ScanCheckpoints(absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const;
   absl::Status ScanCheckpointTimes(

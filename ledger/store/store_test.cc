@@ -31,7 +31,7 @@ TEST(StoreTest, CommittedBatchSurvivesReopen) {
     b.PutNode(0, 0, h0);
     b.PutNode(0, 1, h1);
     b.PutNode(1, 0, hash::NodeHash(h0, h1));
-    b.PutRunHead("team-a", "run-1", 1);
+    b.PutRunHead("team-a", "run-1", {2, 1, h1});
     b.PutState({2, h1, 77});
     ASSERT_TRUE(store->Commit(b).ok());
     ASSERT_TRUE(store->PutCheckpoint(2, "note two\n").ok());
@@ -54,7 +54,7 @@ TEST(StoreTest, CommittedBatchSurvivesReopen) {
   EXPECT_FALSE(store->FindReceipt({IdSpace::kEmitter, "team-b", "r-0"})->has_value());
   EXPECT_FALSE(store->FindReceipt({IdSpace::kLedger, "team-a", "r-0"})->has_value());
   EXPECT_FALSE(store->FindReceipt({IdSpace::kLegacy, {}, "r-0"})->has_value());
-  EXPECT_EQ(**store->GetRunHead("team-a", "run-1"), 1u);
+  EXPECT_EQ(**store->GetRunHead("team-a", "run-1"), (RunHead{2, 1, h1}));
   EXPECT_FALSE(store->GetRunHead("team-a", "run-2")->has_value());
   // The run key is length-prefixed: ("team-a", "run-1") is not ("team-ar", "un-1").
   EXPECT_FALSE(store->GetRunHead("team-ar", "un-1")->has_value());

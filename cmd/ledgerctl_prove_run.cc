@@ -1,0 +1,102 @@
+// ledgerctl prove-run: a run's head proof in the run-head map (CONTRACT
+// section 6a), printed alone as run-head.json holds it. From a server (the
+// latest checkpoint), or, with --data, from a stopped ledger's store by a
+// replay of its entries up to --size (what a monitor does): the replayed
+// root must be the one the checkpoint-time note of that size signs.
+#include <filesystem>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "cmd/ledgerctl.h"
+#include "ledger/hash/hash.h"
+#include "ledger/log/key_file.h"
+#include "ledger/log/run_heads.h"
+#include "ledger/note/note.h"
+#include "ledger/runmap/proof_json.h"
+#include "ledger/store/store.h"
+#include "ledger_service.grpc.pb.h"
+
+namespace ledger::ctl {
+namespace {
+
+absl::Status Need(const Flags& flags) {
+  if (flags.Get("team").empty() || flags.Get("run").empty()) {
+    return absl::InvalidArgumentError("prove-run: give --team T --run R");
+  }
+  return absl::OkStatus();
+}
+
+// The map root the time note of `size` signs, checked against the key.
+absl::StatusOr<hash::Hash> SignedMapRoot(const store::Store& store, const note::Verifier& key, uint64_t size) {
+  auto note_text = store.GetCheckpointTime(size);
+  if (absl::IsNotFound(note_text.status())) {
+    return absl::NotFoundError(absl::StrCat("size: no checkpoint of size ", size, " has a signed time note"));
+  }
+  if (!note_text.ok()) return note_text.status();
+  auto text = key.Open(*note_text);
+  if (!text.ok()) return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, ": ", text.status().message()));
+  auto t = note::ParseCheckpointTime(*text);
+  if (!t.ok()) return absl::DataLossError(std::string(t.status().message()));
+  if (!t->run_map_root) {
+    return absl::NotFoundError(absl::StrCat("size: the checkpoint of size ", size,
+                                            " was signed before the ledger signed run-head map roots"));
+  }
+  return *t->run_map_root;
+}
+
+int Offline(const Flags& flags) {
+  auto unreadable = [](const absl::Status& s) {
+    std::cerr << "ledgerctl: prove-run: " << s.message() << "\n";
+    return 3;
+  };
+  const std::string& data = flags.Get("data");
+  auto size = flags.Int("size");
+  if (!size.ok()) return Fail(size.status());
+  if (*size <= 0) return Fail(absl::InvalidArgumentError("prove-run: --data needs --size S, a checkpoint's size"));
+  auto signer = log::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
+  if (!signer.ok()) return unreadable(signer.status());
+  auto key = note::Verifier::Parse(signer->VerifierKey());
+  if (!key.ok()) return unreadable(key.status());
+  if (!std::filesystem::exists(data + "/db/CURRENT")) {
+    return unreadable(absl::NotFoundError(absl::StrCat("no ledger store in ", data)));
+  }
+  auto store = store::Store::Open(data + "/db");
+  if (!store.ok()) return unreadable(store.status());
+  auto signed_root = SignedMapRoot(**store, *key, static_cast<uint64_t>(*size));
+  if (!signed_root.ok()) return unreadable(signed_root.status());
+  auto map = log::ReplayRunMap(**store, static_cast<uint64_t>(*size));
+  if (!map.ok()) return unreadable(map.status());
+  if (map->Root() != *signed_root) {
+    return unreadable(absl::DataLossError(absl::StrCat(
+        "the checkpoint-time note of size ", *size, " signs the run-head map root ", hash::Hex(*signed_root),
+        ", the log's entries give ", hash::Hex(map->Root()))));
+  }
+  auto k = runmap::RunKey(flags.Get("team"), flags.Get("run"));
+  if (!k.ok()) return Fail(k.status());
+  auto path = map->Prove(*k);
+  if (!path.ok()) return unreadable(path.status());
+  std::cout << runmap::EncodeProof({*k, *path}) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int ProveRun(pb::LedgerService::Stub* stub, const Flags& flags) {
+  if (auto s = Need(flags); !s.ok()) return Fail(s);
+  if (!flags.Get("data").empty()) return Offline(flags);
+  if (stub == nullptr) return Fail(absl::InvalidArgumentError("prove-run: give --server or --data"));
+  pb::GetRunProofRequest request;
+  request.set_team(flags.Get("team"));
+  request.set_run_id(flags.Get("run"));
+  auto size = flags.Int("size");
+  if (!size.ok()) return Fail(size.status());
+  request.set_tree_size(static_cast<uint64_t>(*size));
+  grpc::ClientContext ctx;
+  pb::RunProof proof;
+  grpc::Status s = stub->GetRunProof(&ctx, request, &proof);
+  if (!s.ok()) return Fail(FromGrpc(s));
+  std::cout << proof.proof() << "\n";
+  return 0;
+}
+
+}  // namespace ledger::ctl

@@ -1,0 +1,45 @@
+// The run-head map of a log (runmap.h, CONTRACT section 6a) from what the
+// store holds: the heads kept in the `runs` rows, or a replay of the
+// entries themselves. The first is what the ledger signs; the second is
+// what an auditor recomputes to check it.
+//
+// Thread-safe: free functions; the store may serve meanwhile.
+#ifndef LEDGER_LOG_RUN_HEADS_H_
+#define LEDGER_LOG_RUN_HEADS_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "ledger/runmap/runmap.h"
+#include "ledger/store/store.h"
+
+namespace ledger::log {
+
+// Rewrites the `runs` rows of format 1 (the last seq alone, store.h) into
+// format 2 (count, last seq, leaf hash) by replaying entries [0, size) of
+// the log, in atomic batches. Returns how many rows it rewrote (0, and
+// reads nothing but the rows, when none is of format 1). DATA_LOSS when a
+// row disagrees with the entries. Nothing may append meanwhile.
+absl::StatusOr<uint64_t> MigrateRunHeads(store::Store& store);
+
+// Rewrites every `runs` row from a replay of the whole log (whatever the
+// rows held: for a rebuild after damage), so that the map the ledger loads
+// at Open is the log's. Returns the rows written. Nothing may append
+// meanwhile; a row of a run the log does not have is left for audit to
+// report.
+absl::StatusOr<uint64_t> RebuildRunHeads(store::Store& store);
+
+// The map of the heads in the `runs` rows (all of format 2): the map of the
+// whole committed log.
+absl::StatusOr<runmap::RunMap> LoadRunMap(const store::Store& store);
+
+// The map of entries [0, size), computed from the entries alone (the leaf
+// hash of each, its team and run_id). `progress`, if set, is called with
+// the entries replayed so far.
+absl::StatusOr<runmap::RunMap> ReplayRunMap(const store::Store& store, uint64_t size,
+                                            const std::function<void(uint64_t done)>& progress = nullptr);
+
+}  // namespace ledger::log
+
+#endif  // LEDGER_LOG_RUN_HEADS_H_
