@@ -246,7 +246,7 @@ TEST(Gate, RefreshMovesACallerToTheNewPolicyAndSubscribersHearOfIt) {
   auto before = std::make_shared<const Policy>(*Policy::Parse(kPolicy));
   auto after = std::make_shared<const Policy>(*Policy::Parse(R"({"identities": [
     {"identity": "dns:ops", "roles": ["admin"]}]})"));
-  Gate gate({.tls = true}, before);
+  Gate gate({.tls = true, .limits = {}}, before);
   Caller gateway{"uri:spiffe://c/ns/team-a/sa/gateway", before, {}};
   Caller plain{"local", nullptr, {}};
   int runs = 0;

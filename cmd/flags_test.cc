@@ -9,6 +9,7 @@ namespace {
 
 absl::Status ParseArgs(Flags& f, std::vector<std::string> args) {
   std::vector<char*> argv;
+  argv.reserve(args.size());
   for (auto& a : args) argv.push_back(a.data());
   return f.Parse(static_cast<int>(argv.size()), argv.data(), 0);
 }

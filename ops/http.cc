@@ -17,7 +17,6 @@
 #include <cstring>
 #include <algorithm>
 #include <fstream>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -28,6 +27,7 @@
 #include "auth/identity.h"
 #include "export/tasks/tasks.h"
 #include "ledger/jsonlog/jsonlog.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::ops {
 namespace {
@@ -243,7 +243,7 @@ struct Prepared {
   std::string file_path;  // sent after `bytes`, then removed
 };
 
-Prepared Prepare(HttpResponse response, bool head_only) {
+Prepared Prepare(const HttpResponse& response, bool head_only) {
   Prepared out;
   std::ifstream file;
   uint64_t length = response.body.size();
@@ -274,9 +274,9 @@ Prepared Prepare(HttpResponse response, bool head_only) {
 class EventLoop {
  public:
   EventLoop(HttpHandler handler, HttpOptions options, std::shared_ptr<SSL_CTX> tls, int listen_fd)
-      : handler_(std::move(handler)), options_(options), tls_(std::move(tls)), listen_fd_(listen_fd),
+      : handler_(std::move(handler)), options_(std::move(options)), tls_(std::move(tls)), listen_fd_(listen_fd),
         epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-        workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options.workers)))),
+        workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options_.workers)))),
         quick_(std::make_unique<tasks::Pool>(1)) {
     Watch(listen_fd_, kListenId, EPOLLIN);
     Watch(wake_fd_, kWakeId, EPOLLIN);
@@ -285,7 +285,7 @@ class EventLoop {
 
   ~EventLoop() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       stopping_ = true;
     }
     Wake();
@@ -344,7 +344,7 @@ class EventLoop {
   }
 
   bool stopping() {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     return stopping_;
   }
 
@@ -444,13 +444,16 @@ class EventLoop {
   void PauseAccepting(bool pause) {
     if (pause == accept_paused_) return;
     epoll_event ev{};
-    ev.events = pause ? 0 : EPOLLIN;
+    ev.events = pause ? 0u : static_cast<uint32_t>(EPOLLIN);
     ev.data.u64 = kListenId;
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
     accept_paused_ = pause;
   }
 
   void Close(Connection& c) {
+    // The file goes first: a client that saw the end of its response finds it removed.
+    if (c.file.is_open()) c.file.close();
+    if (!c.file_path.empty()) std::remove(c.file_path.c_str());
     if (c.ssl != nullptr) {
       if (c.phase == Phase::kWrite) SSL_shutdown(c.ssl);
       SSL_free(c.ssl);
@@ -458,8 +461,6 @@ class EventLoop {
     }
     Want(c, 0);
     ::close(c.fd);
-    if (c.file.is_open()) c.file.close();
-    if (!c.file_path.empty()) std::remove(c.file_path.c_str());
     if (auto it = per_peer_.find(c.ip); it != per_peer_.end() && --it->second <= 0) per_peer_.erase(it);
     connections_.erase(c.id);  // c is gone
   }
@@ -542,7 +543,7 @@ class EventLoop {
       if (response.status == 403 || response.status == 429) LogRefusal(request, response);
       Prepared prepared = Prepare(std::move(response), request.method == "HEAD");
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        sync::MutexLock lock(&mu_);
         ready_.emplace_back(id, std::move(prepared));
       }
       Wake();
@@ -590,7 +591,7 @@ class EventLoop {
   void TakeResponses() {
     std::vector<std::pair<uint64_t, Prepared>> ready;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       ready.swap(ready_);
     }
     for (auto& [id, prepared] : ready) {
@@ -659,7 +660,7 @@ class EventLoop {
   std::map<std::string, int> per_peer_;
   uint64_t next_id_ = 2;
   bool accept_paused_ = false;
-  std::mutex mu_;
+  sync::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::pair<uint64_t, Prepared>> ready_ ABSL_GUARDED_BY(mu_);  // responses for the loop
 };

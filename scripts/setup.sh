@@ -2,7 +2,8 @@
 # The two ways in, for a fresh Debian 12 machine (as root) or a developer's:
 #
 #   scripts/setup.sh demo   install what is missing, build, run the demo
-#   scripts/setup.sh test   install what is missing, build, run every test
+#   scripts/setup.sh test   install what is missing, build with -Werror, run every test,
+#                           then the sanitizer builds' unit tests (scripts/check_builds.sh)
 #   scripts/setup.sh build  install what is missing, build (the container image's build stage)
 #
 # Idempotent: packages already installed are not touched, the build is
@@ -34,8 +35,9 @@ install_missing() {
   fi
 }
 
+# build [ON|OFF]: warnings as errors (the test build) or not
 build() {
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEDGER_WERROR="${1:-OFF}" > /dev/null
   ninja -C build
 }
 
@@ -51,9 +53,9 @@ case "${1:-}" in
     ;;
   test)
     install_missing
-    build
-    cd build
-    exec ctest --output-on-failure -j "$(nproc)" --timeout 900
+    build ON
+    (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+    exec scripts/check_builds.sh build
     ;;
   *)
     echo "usage: $0 demo|test|build" >&2

@@ -372,11 +372,10 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
       return absl::InvalidArgumentError(absl::StrCat("since: its size ", old->size,
                                                      " is beyond the checkpoint's ", size));
     }
-    uint64_t to = size;
-    auto proof = log.ProveConsistency(old->size, &to);
+    auto proof = log.ProveConsistency(old->size, size);
     if (!proof.ok()) return proof.status();
     nlohmann::ordered_json c = {{"old_checkpoint", since}, {"proof", nlohmann::ordered_json::array()}};
-    for (const auto& h : *proof) c["proof"].push_back(hash::Hex(h));
+    for (const auto& h : proof->hashes) c["proof"].push_back(hash::Hex(h));
     files[pack::kConsistency] = {path(pack::kConsistency)};
     if (auto s = WriteFile(files[pack::kConsistency].path, c.dump() + "\n"); !s.ok()) return s;
   }

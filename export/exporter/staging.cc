@@ -70,12 +70,12 @@ absl::StatusOr<int> Staging::RemoveStale() const {
 }
 
 Staging::Lease::~Lease() {
-  absl::MutexLock lock(&staging_->mu_);
+  sync::MutexLock lock(&staging_->mu_);
   staging_->used_ -= bytes_;
 }
 
 absl::Status Staging::Lease::Set(uint64_t bytes) {
-  absl::MutexLock lock(&staging_->mu_);
+  sync::MutexLock lock(&staging_->mu_);
   uint64_t others = staging_->used_ - bytes_;
   if (bytes > bytes_ && others + bytes > staging_->quota_) {
     return absl::ResourceExhaustedError(
@@ -88,7 +88,7 @@ absl::Status Staging::Lease::Set(uint64_t bytes) {
 }
 
 uint64_t Staging::used() const {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   return used_;
 }
 

@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::exporter {
 
@@ -61,7 +61,7 @@ class Staging {
  private:
   const std::string dir_;
   const uint64_t quota_;
-  mutable absl::Mutex mu_;
+  mutable sync::Mutex mu_;
   uint64_t used_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -75,7 +75,7 @@ bool SameScope(const Scope& pack, const Scope& want) {
   return pack.from_seq == want.from_seq && pack.to_seq == want.to_seq;
 }
 
-Result Fail(Result r, std::string file, int64_t seq, std::string message) {
+Result Fail(Result r, const std::string& file, int64_t seq, const std::string& message) {
   r.ok = false;
   r.file = Printable(file);
   r.seq = seq;

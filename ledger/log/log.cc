@@ -62,7 +62,7 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
   if (log->integrity_.ok() && log->options_.run_map) {
     auto map = LoadRunMap(*log->store_);
     if (map.ok()) {
-      std::lock_guard<std::mutex> lock(log->map_mu_);
+      sync::MutexLock lock(&log->map_mu_);
       log->map_ = *std::move(map);
     } else {
       log->integrity_ = map.status();
@@ -97,10 +97,10 @@ Log::Log(Options options, note::Signer signer, std::unique_ptr<store::Store> sto
 
 Log::~Log() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (checkpointer_.joinable()) checkpointer_.join();
   if (sequencer_ != nullptr) {
     sequencer_->Stop();  // commits what is queued
@@ -271,7 +271,7 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
         "integrity: at tree size ", size, " the stored nodes give root ", hash::Hex(*root),
         " but the signed checkpoint says ", hash::Hex(cp->root)));
   }
-  SignedCheckpoint found{size, cp->root, note_text};
+  SignedCheckpoint found{size, cp->root, note_text, {}, 0, std::nullopt};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
     found.time_note = time->note;
     found.signed_at_us = time->time_us;
@@ -279,7 +279,7 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
   } else if (!absl::IsNotFound(time.status())) {
     return time.status();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   latest_ = std::move(found);
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
@@ -303,7 +303,7 @@ absl::StatusOr<Log::SignedTime> Log::ReadCheckpointTime(uint64_t size) const {
 absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
                                                          std::optional<hash::Hash> runs, int64_t now) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards
   }
   auto signed_note = signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now, runs}));
@@ -360,24 +360,24 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
 }
 
 void Log::SetBeforeSign(std::function<void(int64_t now_us)> fn) {
-  std::lock_guard<std::mutex> lock(before_sign_mu_);  // waits for a call under way
+  sync::MutexLock lock(&before_sign_mu_);  // waits for a call under way
   before_sign_ = std::move(fn);
 }
 
 absl::Status Log::SignCheckpoint() {
   if (sequencer_ == nullptr) return integrity_;
-  std::lock_guard<std::mutex> signing(sign_mu_);
+  sync::MutexLock signing(&sign_mu_);
   const int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
   if (!stopped_) {
     // Everything due by `now` (the sweeper's declarations) is committed
     // before the head is read, so the time note's time never precedes a
     // deadline the signed tree leaves undeclared.
-    std::lock_guard<std::mutex> lock(before_sign_mu_);
+    sync::MutexLock lock(&before_sign_mu_);
     if (before_sign_) before_sign_(now);
   }
   // The map and the head are taken together and held until the checkpoint
   // is the latest: a run proof (ProveRun) is always of the latest one.
-  std::lock_guard<std::mutex> map_lock(map_mu_);
+  sync::MutexLock map_lock(&map_mu_);
   const sequencer::Head head = sequencer_->TakeCommitted(&changed_runs_);
   std::optional<hash::Hash> runs;
   if (options_.run_map) {
@@ -391,7 +391,7 @@ absl::Status Log::SignCheckpoint() {
   }
   bool timed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (has_latest_ && latest_.size == head.size) {
       if (!latest_.time_note.empty() && latest_.run_map_root == runs) return absl::OkStatus();
       // Signed before the ledger signed times (or run-head map roots): sign
@@ -403,7 +403,7 @@ absl::Status Log::SignCheckpoint() {
   if (!time.ok()) return time.status();
   if (timed) {
     if (auto s = store_->PutCheckpoint(head.size, {}, time->note); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     latest_.time_note = time->note;
     latest_.signed_at_us = time->time_us;
     latest_.run_map_root = time->runs;
@@ -415,7 +415,7 @@ absl::Status Log::SignCheckpoint() {
   // Not the latest until the guard says so too; a failure here is retried
   // with the same (deterministic) signature at the next interval.
   if (auto s = WriteGuard(*signed_note); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   latest_ = {head.size, head.root, *signed_note, time->note, time->time_us, time->runs};
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
@@ -428,10 +428,10 @@ absl::StatusOr<RunProof> Log::ProveRun(std::string_view team, std::string_view r
   if (!options_.run_map) {
     return absl::FailedPreconditionError("run-head map: this ledger runs without it (--run-map=false)");
   }
-  std::lock_guard<std::mutex> map_lock(map_mu_);
+  sync::MutexLock map_lock(&map_mu_);
   RunProof proof;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (!has_latest_ || !latest_.run_map_root.has_value() || latest_.size != map_size_) {
       return absl::UnavailableError(
           "run-head map: the latest checkpoint is not signed with the map yet; retry after the next checkpoint");
@@ -448,17 +448,21 @@ absl::StatusOr<RunProof> Log::ProveRun(std::string_view team, std::string_view r
 void Log::RunCheckpointer() {
   pthread_setname_np(pthread_self(), "ledger-signer");
   auto interval = std::chrono::milliseconds(std::max<int64_t>(1, options_.checkpoint_interval_ms));
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, interval, [&] { return stopping_; })) {
-    lock.unlock();
+  sync::MutexLock lock(&mu_);
+  while (true) {
+    const auto deadline = sync::CondVar::Clock::now() + interval;
+    while (!stopping_ && cv_.WaitUntil(&mu_, deadline)) {
+    }
+    if (stopping_) return;
+    mu_.Unlock();
     SignCheckpoint().IgnoreError();  // retried at the next interval
-    lock.lock();
+    mu_.Lock();
   }
 }
 
 absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (has_latest_ && (size == 0 || size == latest_.size)) return latest_;
     if (size == 0) return absl::NotFoundError("checkpoint: none signed yet");
   }
@@ -476,7 +480,7 @@ absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   }
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok()) return absl::DataLossError(cp.status().message());
-  SignedCheckpoint out{size, cp->root, *note_text};
+  SignedCheckpoint out{size, cp->root, *note_text, {}, 0, std::nullopt};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
     out.time_note = time->note;
     out.signed_at_us = time->time_us;
@@ -561,17 +565,18 @@ absl::StatusOr<uint64_t> MigrateLegacyReceipts(store::Store& store) {
   }
 }
 
-absl::StatusOr<std::vector<hash::Hash>> Log::ProveConsistency(uint64_t from, uint64_t* to) const {
-  auto size = ResolveSize(*to);
+absl::StatusOr<Consistency> Log::ProveConsistency(uint64_t from, uint64_t to) const {
+  auto size = ResolveSize(to);
   if (!size.ok()) return size.status();
-  *to = *size;
   if (from > *size) {
     return absl::OutOfRangeError(
         absl::StrCat("from_size: ", from, " is larger than to_size ", *size));
   }
-  return merkle::ConsistencyProof(from, *size, [&](int level, uint64_t index) {
+  auto hashes = merkle::ConsistencyProof(from, *size, [&](int level, uint64_t index) {
     return store_->GetNode(level, index);
   });
+  if (!hashes.ok()) return hashes.status();
+  return Consistency{from, *size, *std::move(hashes)};
 }
 
 absl::Status Log::ScanEntries(uint64_t from, uint64_t to,
@@ -594,7 +599,7 @@ sequencer::Head Log::WaitForMore(uint64_t size, std::chrono::milliseconds timeou
 }
 
 std::pair<uint64_t, int64_t> Log::LatestCheckpointTime() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   return {has_latest_ ? latest_.size : 0, has_latest_ ? latest_at_us_ : 0};
 }
 

@@ -19,11 +19,9 @@
 #define LEDGER_LOG_LOG_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -39,6 +37,7 @@
 #include "ledger/runmap/runmap.h"
 #include "ledger/sequencer/sequencer.h"
 #include "ledger/store/store.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::log {
 
@@ -72,6 +71,12 @@ struct Inclusion {
   uint64_t tree_size = 0;
   std::vector<hash::Hash> path;
   std::string checkpoint;  // the signed note of tree_size, if one was signed
+};
+
+struct Consistency {
+  uint64_t from_size = 0;
+  uint64_t to_size = 0;
+  std::vector<hash::Hash> hashes;
 };
 
 class Log {
@@ -148,8 +153,10 @@ class Log {
   // signed (at Open it is, unless signing failed).
   absl::StatusOr<RunProof> ProveRun(std::string_view team, std::string_view run_id) const;
 
-  // Consistency proof from `from` to `to` (0: the latest checkpoint).
-  absl::StatusOr<std::vector<hash::Hash>> ProveConsistency(uint64_t from, uint64_t* to) const;
+  // Consistency proof from `from` to `to` (0: the latest checkpoint's
+  // size, which the result states). OUT_OF_RANGE when `to` is beyond the
+  // log or `from` beyond `to`.
+  absl::StatusOr<Consistency> ProveConsistency(uint64_t from, uint64_t to) const;
 
   // Calls fn for from <= seq < to. OUT_OF_RANGE when `to` is beyond the log.
   absl::Status ScanEntries(uint64_t from, uint64_t to,
@@ -174,9 +181,10 @@ class Log {
   };
   // Copies the store, consistently and while serving, to `dir`/db, where
   // `dir` MUST NOT exist or MUST be an empty directory, and
-  // `dir`/latest-checkpoint (kGuardFile) the
-  // backup's latest checkpoint. Open with options.restore_from continues
-  // from it. The signing key is not copied: keep it apart.
+  // `dir`/latest-checkpoint (kGuardFile) the backup's latest checkpoint.
+  // ledgerd --restore-from=`dir` copies both into an empty data directory,
+  // and Open continues from there. The signing key is not copied: keep it
+  // apart.
   absl::StatusOr<BackupInfo> Backup(const std::string& dir) const;
 
   // Signs `text` (note text: lines ending in "\n") with the ledger's key.
@@ -242,20 +250,20 @@ class Log {
   bool stopped_ = false;  // set by the destructor once the sequencer is gone
   std::unique_ptr<sequencer::Sequencer> sequencer_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable sync::Mutex mu_;
+  sync::CondVar cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   SignedCheckpoint latest_ ABSL_GUARDED_BY(mu_);
   int64_t latest_at_us_ ABSL_GUARDED_BY(mu_) = 0;
   bool has_latest_ ABSL_GUARDED_BY(mu_) = false;
-  std::mutex sign_mu_;  // one signer at a time
+  sync::Mutex sign_mu_;  // one signer at a time
   // The run-head map as of map_size_ entries: the latest checkpoint's size
   // once it is signed. Lock order: sign_mu_, map_mu_, mu_.
-  mutable std::mutex map_mu_;
+  mutable sync::Mutex map_mu_;
   mutable runmap::RunMap map_ ABSL_GUARDED_BY(map_mu_);
   uint64_t map_size_ ABSL_GUARDED_BY(map_mu_) = 0;
   std::vector<sequencer::RunChange> changed_runs_ ABSL_GUARDED_BY(map_mu_);
-  std::mutex before_sign_mu_;
+  sync::Mutex before_sign_mu_;
   std::function<void(int64_t)> before_sign_ ABSL_GUARDED_BY(before_sign_mu_);
   std::thread checkpointer_;
 };

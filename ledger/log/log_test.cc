@@ -94,11 +94,13 @@ TEST_F(LogTest, AppendsProvesAndChecksConsistency) {
   AppendAll(*log, {Model("r10"), Model("r11"), Model("r12")});
   ASSERT_TRUE(log->SignCheckpoint().ok());
   auto cp13 = *log->Checkpoint(0);
-  uint64_t to = 0;
-  auto proof = log->ProveConsistency(10, &to);
+  auto proof = log->ProveConsistency(10, 0);
   ASSERT_TRUE(proof.ok());
-  EXPECT_EQ(to, 13u);
-  EXPECT_TRUE(merkle::VerifyConsistency(10, 13, cp10.root, cp13.root, *proof).ok());
+  EXPECT_EQ(proof->from_size, 10u);
+  EXPECT_EQ(proof->to_size, 13u);
+  EXPECT_TRUE(merkle::VerifyConsistency(10, 13, cp10.root, cp13.root, proof->hashes).ok());
+  EXPECT_EQ(log->ProveConsistency(14, 13).status().message(), "from_size: 14 is larger than to_size 13");
+  EXPECT_EQ(log->ProveConsistency(0, 14).status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(log->Checkpoint(10)->note, cp10.note);
   EXPECT_EQ(*log->SeqOf("team-a", "r11"), 11u);
   EXPECT_EQ(log->SeqOf("team-a", "nope").status().message(), "receipt_id: 'nope' of team 'team-a' is not in the log");

@@ -176,7 +176,7 @@ absl::Status InclusionVerifier::Verify(uint64_t index, const Hash& leaf_hash,
     trace.push_back({fn, sn, r});
     if (i < trace_.size() && proof.size() == proof_.size() && trace_[i].fn == fn &&
         trace_[i].sn == sn && trace_[i].r == r &&
-        std::equal(proof.begin() + i + 1, proof.end(), proof_.begin() + i + 1)) {
+        std::equal(proof.begin() + i + 1, proof.end(), proof_.data() + i + 1)) {
       // The same state and the same remaining hashes as an accepted proof.
       std::copy(trace.begin(), trace.end(), trace_.begin());
       std::copy(proof.begin(), proof.begin() + i + 1, proof_.begin());

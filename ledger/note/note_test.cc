@@ -213,7 +213,7 @@ TEST(CheckpointTimeTest, RefusesEveryOtherShape) {
   ASSERT_TRUE(ParseCheckpointTime(head + "time 0\n").ok());
   const std::string time_rule =
       "checkpoint time: the last line must be 'time ' and microseconds since the Unix epoch, without leading zeros";
-  for (const std::string& last : {"time 01\n", "time -1\n", "time \n", "time  1\n", "time 1 \n", "Time 1\n",
+  for (const char* last : {"time 01\n", "time -1\n", "time \n", "time  1\n", "time 1 \n", "Time 1\n",
                                   "time 9223372036854775808\n"}) {
     EXPECT_EQ(ParseCheckpointTime(head + last).status().message(), time_rule) << last;
   }

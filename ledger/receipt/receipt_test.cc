@@ -1,5 +1,6 @@
 #include "ledger/receipt/receipt.h"
 
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -74,6 +75,9 @@ struct Case {
   std::string message;
   std::string base = kStart;
 };
+
+// Test output names the case rather than dumping the struct's bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class ValidationTest : public testing::TestWithParam<Case> {};
 

@@ -186,7 +186,7 @@ TEST(Source, WithoutACacheGivesTheSameRootAndProofs) {
   PlainSource plain(ref);
   EXPECT_EQ(*plain.With([](const Source& s) { return SubtreeHash(NodeId{}, s); }), m.Root());
   for (const auto& [k, h] : ref) {
-    absl::StatusOr<Path> path = plain.With([&](const Source& s) { return ProvePath(k, s); });
+    absl::StatusOr<Path> path = plain.With([&k = k](const Source& s) { return ProvePath(k, s); });
     ASSERT_TRUE(path.ok());
     ASSERT_TRUE(path->found.has_value());
     EXPECT_EQ(path->siblings, m.ProveInclusion(k)->siblings);

@@ -110,23 +110,23 @@ Sequencer::~Sequencer() { Stop(); }
 void Sequencer::Stop() {
   if (!writer_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   writer_.join();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     committer_stop_ = true;
   }
-  commit_cv_.notify_all();
+  commit_cv_.SignalAll();
   committer_.join();
 }
 
 absl::Status Sequencer::Submit(std::vector<Submission> items, Done done) {
   size_t n = items.size();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("ledger: shutting down");
     if (queued_ + n > options_.max_queued) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -135,17 +135,17 @@ absl::Status Sequencer::Submit(std::vector<Submission> items, Done done) {
     queued_ += n;
     queue_.push_back({std::move(items), std::move(done)});
   }
-  cv_.notify_one();
+  cv_.Signal();
   return absl::OkStatus();
 }
 
 Head Sequencer::committed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   return head_;
 }
 
 Head Sequencer::TakeCommitted(std::vector<RunChange>* changed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   changed->clear();
   changed->reserve(changed_runs_.size());
   for (const auto& [key, head] : changed_runs_) changed->push_back({key, head});
@@ -154,20 +154,22 @@ Head Sequencer::TakeCommitted(std::vector<RunChange>* changed) {
 }
 
 Head Sequencer::WaitCommitted(uint64_t size, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  committed_cv_.wait_for(lock, timeout, [&] { return head_.size > size || stopping_; });
+  const auto deadline = sync::CondVar::Clock::now() + timeout;
+  sync::MutexLock lock(&mu_);
+  while (head_.size <= size && !stopping_ && committed_cv_.WaitUntil(&mu_, deadline)) {
+  }
   return head_;
 }
 
 void Sequencer::RunCommitter() {
   pthread_setname_np(pthread_self(), "ledger-commit");
-  std::unique_lock<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   while (true) {
-    commit_cv_.wait(lock, [&] { return to_commit_ != nullptr || committer_stop_; });
+    while (to_commit_ == nullptr && !committer_stop_) commit_cv_.Wait(&mu_);
     if (to_commit_ == nullptr) return;
     Prepared* p = to_commit_;
     to_commit_ = nullptr;
-    lock.unlock();
+    mu_.Unlock();
     absl::Status result;
     if (p->has_entries) {
       auto started = std::chrono::steady_clock::now();
@@ -176,28 +178,28 @@ void Sequencer::RunCommitter() {
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()));
       stats_.batch_entries.Observe(static_cast<double>(p->pending.size()));
     }
-    lock.lock();
+    mu_.Lock();
     p->result = std::move(result);
     p->committed = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
 size_t Sequencer::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   return queued_;
 }
 
 bool Sequencer::Finish(Prepared& p) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return p.committed; });
+    sync::MutexLock lock(&mu_);
+    while (!p.committed) cv_.Wait(&mu_);
     if (p.result.ok()) {
       head_ = {p.state.size, p.frontier.Root(), p.state.head};
       for (const RunChange& c : p.changed_runs) changed_runs_[c.key] = c.head;
     }
   }
-  committed_cv_.notify_all();
+  committed_cv_.SignalAll();
   bool ok = p.result.ok();
   if (ok) {
     durable_frontier_ = p.frontier;
@@ -224,10 +226,10 @@ void Sequencer::Run() {
     std::vector<Request> work;
     bool in_flight_done = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return !queue_.empty() || stopping_ || (in_flight != nullptr && in_flight->committed);
-      });
+      sync::MutexLock lock(&mu_);
+      while (queue_.empty() && !stopping_ && !(in_flight != nullptr && in_flight->committed)) {
+        cv_.Wait(&mu_);
+      }
       in_flight_done = in_flight != nullptr && in_flight->committed;
       if (!in_flight_done) {
         size_t taken = 0;
@@ -255,7 +257,7 @@ void Sequencer::Run() {
       if (!ok) {
         // `next` was built on a batch that is not in the store: queue its
         // requests again, first, and build them anew.
-        std::lock_guard<std::mutex> lock(mu_);
+        sync::MutexLock lock(&mu_);
         for (auto it = next->requests.rbegin(); it != next->requests.rend(); ++it) {
           queued_ += it->items.size();
           queue_.push_front(std::move(*it));
@@ -264,10 +266,10 @@ void Sequencer::Run() {
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       to_commit_ = next.get();
     }
-    commit_cv_.notify_all();
+    commit_cv_.SignalAll();
     in_flight = std::move(next);
   }
 }

@@ -17,12 +17,10 @@
 #define LEDGER_SEQUENCER_SEQUENCER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +35,7 @@
 #include "ledger/receipt/receipt.h"
 #include "ledger/runmap/runmap.h"
 #include "ledger/store/store.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::sequencer {
 
@@ -159,9 +158,9 @@ class Sequencer {
   const Options options_;
 
   Stats stats_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  mutable std::condition_variable committed_cv_;  // head_ grew
+  mutable sync::Mutex mu_;
+  sync::CondVar cv_;
+  mutable sync::CondVar committed_cv_;  // head_ grew
   std::deque<Request> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -171,7 +170,7 @@ class Sequencer {
   // The hand-off between the writer and the committer, one batch at a time;
   // cv_ wakes the writer (new requests, a finished commit), commit_cv_ the
   // committer.
-  std::condition_variable commit_cv_;
+  sync::CondVar commit_cv_;
   Prepared* to_commit_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool committer_stop_ ABSL_GUARDED_BY(mu_) = false;
 

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/store/testing.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::sequencer {

@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -23,6 +21,7 @@
 #include "ledger/runmap/proof_json.h"
 #include "ledger/service/rpc_log.h"
 #include "ledger/service/timers.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::service {
 
@@ -143,7 +142,7 @@ class AppendStreamReactor final
     idle_->Add(ctx_, &last_us_);
     // A new policy reaches an idle stream too.
     subscription_ = gate_->Subscribe([this] {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       if (!finished_ && revoked_.ok()) StillAllowed();
     });
     StartRead(&request_);
@@ -151,7 +150,7 @@ class AppendStreamReactor final
 
   void OnReadDone(bool ok) override {
     last_us_ = IdleStreams::NowUs();
-    std::unique_lock<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     if (!ok) {
       reads_done_ = true;
       MaybeFinish();
@@ -166,34 +165,34 @@ class AppendStreamReactor final
     slot->request.Swap(&request_);
     int n = slot->request.receipts_size();
     slot->screened = Screen(caller_, slot->request);
-    lock.unlock();
+    mu_.Unlock();
     int64_t hold_us = 0;
     absl::Status s = gate_->Spend(caller_, n, &hold_us);
     if (!s.ok() && hold_us > 0) {
       // Over the rate: answered late, and meanwhile the batch counts as in
       // flight, which slows the stream's reading.
       later_->Run(hold_us, [this, slot, n, s] {
-        std::lock_guard<std::mutex> l(mu_);
+        sync::MutexLock l(&mu_);
         FillAllFailed(n, s, &slot->response);
         Complete(slot);
       });
       s = absl::OkStatus();
     } else if (s.ok()) {
       if (slot->screened.allowed.empty()) {
-        lock.lock();
+        mu_.Lock();
         FillResults(slot->screened, {}, &slot->response);
         Complete(slot);
-        lock.unlock();
+        mu_.Unlock();
       } else {
         s = log_->Append(caller_.identity, slot->screened.allowed,
                          [this, slot](std::vector<sequencer::Outcome> out) {
-                           std::lock_guard<std::mutex> l(mu_);
+                           sync::MutexLock l(&mu_);
                            FillResults(slot->screened, out, &slot->response);
                            Complete(slot);
                          });
       }
     }
-    lock.lock();
+    mu_.Lock();
     if (!s.ok()) {
       FillAllFailed(n, s, &slot->response);
       Complete(slot);
@@ -209,7 +208,7 @@ class AppendStreamReactor final
   void OnWriteDone(bool ok) override {
     last_us_ = IdleStreams::NowUs();
     std::unique_ptr<Slot> written;  // freed after the lock: it holds a whole batch
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     writing_ = false;
     written = std::move(slots_.front());
     slots_.pop_front();
@@ -223,7 +222,7 @@ class AppendStreamReactor final
   }
 
   void OnCancel() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     broken_ = true;
     MaybeFinish();
   }
@@ -288,7 +287,7 @@ class AppendStreamReactor final
   IdleStreams* const idle_;
   Later* const later_;
   std::atomic<int64_t> last_us_;
-  std::mutex mu_;
+  sync::Mutex mu_;
   pb::AppendRequest request_;
   std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
@@ -625,13 +624,12 @@ grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(
     grpc::CallbackServerContext* ctx, const pb::GetConsistencyProofRequest* request,
     pb::ConsistencyProof* response) {
   if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
-  uint64_t to = request->to_size();
   stats_.proofs.With({"consistency"})->Add();
-  auto proof = log_->ProveConsistency(request->from_size(), &to);
+  auto proof = log_->ProveConsistency(request->from_size(), request->to_size());
   if (proof.ok()) {
-    response->set_from_size(request->from_size());
-    response->set_to_size(to);
-    for (const auto& h : *proof) response->add_hashes(AsString(h));
+    response->set_from_size(proof->from_size);
+    response->set_to_size(proof->to_size);
+    for (const auto& h : proof->hashes) response->add_hashes(AsString(h));
   }
   return Finish(ctx, proof.status());
 }

@@ -97,7 +97,7 @@ ServerTls::~ServerTls() = default;
 
 absl::Status ServerTls::Replace(TlsPem pem) {
   if (auto s = Check(pem); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   if (pem.client_ca.empty() != pem_.client_ca.empty()) {
     return absl::FailedPreconditionError(
         "client_ca: client certificates are asked for or not as at start; restart to change that");
@@ -108,14 +108,14 @@ absl::Status ServerTls::Replace(TlsPem pem) {
 }
 
 std::shared_ptr<grpc::ServerCredentials> ServerTls::Credentials() {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   return std::make_shared<Fetched>(this, !pem_.client_ca.empty());
 }
 
 grpc_ssl_certificate_config_reload_status ServerTls::Fetch(void* self,
                                                            grpc_ssl_server_certificate_config** config) {
   auto* tls = static_cast<ServerTls*>(self);
-  std::lock_guard<std::mutex> lock(tls->mu_);
+  sync::MutexLock lock(&tls->mu_);
   if (tls->fetched_ == tls->generation_) return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
   grpc_ssl_pem_key_cert_pair pair{tls->pem_.key.c_str(), tls->pem_.cert.c_str()};
   *config = grpc_ssl_server_certificate_config_create(

@@ -11,13 +11,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/server_credentials.h"
+#include "ledger/sync/mutex.h"
 
 struct grpc_ssl_server_certificate_config;
 
@@ -51,7 +51,7 @@ class ServerTls {
   static grpc_ssl_certificate_config_reload_status Fetch(void* self,
                                                          grpc_ssl_server_certificate_config** config);
 
-  std::mutex mu_;
+  sync::Mutex mu_;
   TlsPem pem_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 1;  // bumped by Replace
   uint64_t fetched_ ABSL_GUARDED_BY(mu_) = 0;     // the generation gRPC has

@@ -44,7 +44,6 @@
 #ifndef LEDGER_STORE_STORE_H_
 #define LEDGER_STORE_STORE_H_
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -135,15 +134,7 @@ class Batch final : public projection::Sink {
   std::unique_ptr<Rep> rep_;
 };
 
-// Storage faults, for tests: while a flag is set, writes (or syncs) of the
-// store's files fail with an I/O error, as a full or failing disk would.
-struct Faults {
-  std::atomic<bool> fail_writes{false};
-  std::atomic<bool> fail_syncs{false};
-  // Marked retryable (RocksDB then recovers by itself once they stop, as it
-  // does for a full disk), or not (as for EIO: only a restart recovers).
-  std::atomic<bool> retryable{false};
-};
+struct Faults;  // a test hook: ledger/store/testing.h
 
 class Store {
  public:
@@ -193,11 +184,6 @@ class Store {
       uint64_t from, uint64_t to,
       absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const;
 
-  // Walks back from `from`: calls next(seq, leaf), which returns the seq to
-  // visit next (MUST be below seq) or nullopt to stop, or an error, which is
-  // returned. One iterator serves the whole walk, so a chain of mostly
-  // adjacent seqs costs a step each instead of a lookup each. DATA_LOSS when
-  // a seq to visit is missing.
   // Every row of the receipt index, run heads and checkpoints, in key
   // order; stop at and return fn's first error. DATA_LOSS on a malformed
   // row. For audits.
@@ -217,11 +203,14 @@ class Store {
   // The highest seq with an entry, whatever the state says; nullopt if none.
   absl::StatusOr<std::optional<uint64_t>> LastLeafSeq() const;
 
-  // Calls next(seq, leaf) from `from` down the seqs next returns (each
-  // lower than the last; nullopt ends the walk). DATA_LOSS when an entry is
-  // missing. Where the walk goes one seq back at a time (a run alone in its
-  // part of the log), the entries below are first read forwards in windows
-  // of kWarmEntries, which the disk reads ahead: backwards it cannot.
+  // Walks back from `from`: calls next(seq, leaf), which returns the seq to
+  // visit next (MUST be below seq: a bug otherwise, and the process aborts)
+  // or nullopt to stop, or an error, which is returned. DATA_LOSS when a seq
+  // to visit is missing. One iterator serves the whole walk, so a chain of
+  // mostly adjacent seqs costs a step each instead of a lookup each; where
+  // the walk goes one seq back at a time (a run alone in its part of the
+  // log), the entries below are first read forwards in windows of
+  // kWarmEntries, which the disk reads ahead: backwards it cannot.
   static constexpr uint64_t kWarmEntries = 8192;
   absl::Status WalkLeavesBack(
       uint64_t from,

@@ -433,7 +433,6 @@ TEST_F(QueryTest, PaginationIsStableUnderConcurrentAppends) {
 }
 
 TEST_F(QueryTest, WatchResumesWithoutGapOrDuplicateWhileAppendsContinue) {
-  std::atomic<bool> stop{false};
   std::atomic<int> appended{0};
   std::thread writer([&] {
     auto stub = pb::LedgerService::NewStub(channel_);

@@ -20,22 +20,25 @@ Sweeper::Sweeper(log::Log* log, Options options) : log_(log), options_(std::move
 Sweeper::~Sweeper() {
   log_->SetBeforeSign(nullptr);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Sweeper::Run() {
   pthread_setname_np(pthread_self(), "ledger-sweeper");
-  std::unique_lock<std::mutex> lock(mu_);
-  do {
-    lock.unlock();
+  sync::MutexLock lock(&mu_);
+  while (true) {
+    mu_.Unlock();
     SweepNow().IgnoreError();  // the projection keeps the work: the next sweep retries
-    lock.lock();
-  } while (!cv_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
-                         [&] { return stopping_; }));
+    mu_.Lock();
+    const auto deadline = sync::CondVar::Clock::now() + std::chrono::milliseconds(options_.interval_ms);
+    while (!stopping_ && cv_.WaitUntil(&mu_, deadline)) {
+    }
+    if (stopping_) return;
+  }
 }
 
 void Sweeper::Failed(uint64_t start_seq, const absl::Status& why) {
@@ -51,7 +54,7 @@ void Sweeper::Failed(uint64_t start_seq, const absl::Status& why) {
 }
 
 absl::StatusOr<int> Sweeper::SweepAt(int64_t now) {
-  std::lock_guard<std::mutex> sweeping(sweep_mu_);
+  sync::MutexLock sweeping(&sweep_mu_);
   const int64_t grace_us = options_.grace_ms * 1000;
   // Rows of steps whose timeout_at_us + grace <= now.
   const int64_t due = now - grace_us;
@@ -67,7 +70,9 @@ absl::StatusOr<int> Sweeper::SweepAt(int64_t now) {
     std::vector<receipt::Receipt> receipts;
     std::string last;
     absl::Status scanned = log_->store().ScanProjection(
-        projection::Table::kIndex, from, end, false, [&](std::string_view row, std::string_view step_key) {
+        projection::Table::kIndex, from, end, false,
+        // Called by ScanProjection before it returns, under sweep_mu_.
+        [&](std::string_view row, std::string_view step_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sweep_mu_) {
           last = row;
           auto r = UnknownOf(step_key, now, grace_us);
           if (!r.ok()) {

@@ -23,9 +23,7 @@
 #define QUERY_SERVICE_SWEEPER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <span>
 #include <string_view>
@@ -38,6 +36,7 @@
 #include "ledger/log/log.h"
 #include "ledger/stats/stats.h"
 #include "ledger/sequencer/sequencer.h"
+#include "ledger/sync/mutex.h"
 
 namespace ledger::query {
 
@@ -93,10 +92,10 @@ class Sweeper {
   stats::CounterFamily declared_by_team_;
   stats::Counter failures_;
   std::atomic<uint64_t> overdue_{0};
-  std::mutex sweep_mu_;  // one sweep at a time
+  sync::Mutex sweep_mu_;  // one sweep at a time
   std::set<uint64_t> logged_ ABSL_GUARDED_BY(sweep_mu_);  // start seqs whose failure was logged
-  std::mutex mu_;
-  std::condition_variable cv_;
+  sync::Mutex mu_;
+  sync::CondVar cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
