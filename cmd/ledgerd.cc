@@ -285,7 +285,11 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
         if (!cp.ok()) return cp.status();
         return cp->note;
       },
-      [log](uint64_t from, uint64_t to) { return log->ProveConsistency(from, &to); }};
+      [log](uint64_t from, uint64_t to) -> absl::StatusOr<std::vector<ledger::hash::Hash>> {
+        auto proof = log->ProveConsistency(from, to);
+        if (!proof.ok()) return proof.status();
+        return std::move(proof->hashes);
+      }};
   auto post = [tls](const std::string& url, const std::string& body) {
     return ledger::witnesses::HttpPost(url, body, 5000, tls->ca_pem.empty() ? nullptr : tls.get());
   };
