@@ -133,7 +133,7 @@ absl::Status Witness::Load(LogState& log) {
   if (checkpoint->origin != log.origin) return damaged("names another origin");
   auto mine = cosign::CosignatureVerifier::Parse(cosigner_.VerifierKey());
   if (!mine.ok() || !mine->Verify(*parts).ok()) return damaged("is not cosigned by this witness's key");
-  absl::MutexLock lock(&log.mu);
+  ledger::sync::MutexLock lock(&log.mu);
   log.size = checkpoint->size;
   log.root = checkpoint->root;
   log.record = **std::move(record);
@@ -174,7 +174,7 @@ Reply Witness::AddCheckpoint(std::string_view body) {
   if (request->old_size > request->size) {
     return Bad(absl::StrCat("old size ", request->old_size, " is above the checkpoint's size ", request->size));
   }
-  absl::MutexLock lock(&log.mu);
+  ledger::sync::MutexLock lock(&log.mu);
   if (request->old_size != log.size) {
     Reply r = Answer(409, absl::StrCat(log.size, "\n"));
     r.content_type = "text/x.tlog.size";
@@ -231,7 +231,7 @@ Reply Witness::GetCheckpoint(std::string_view origin_hash) const {
   auto found = by_hash_.find(S(origin_hash));
   if (found == by_hash_.end()) return Answer(404, "no checkpoint cosigned for this origin hash\n");
   const LogState& log = *found->second;
-  absl::MutexLock lock(&log.mu);
+  ledger::sync::MutexLock lock(&log.mu);
   if (log.record.empty()) return Answer(404, "no checkpoint cosigned for this origin hash\n");
   return Answer(200, log.record);
 }

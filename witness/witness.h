@@ -24,7 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "ledger/sync/mutex.h"
 #include "ledger/cosign/cosign.h"
 #include "ledger/hash/hash.h"
 #include "ledger/note/note.h"
@@ -98,7 +98,7 @@ class Witness {
   struct LogState {
     std::string origin;
     std::vector<note::Verifier> keys;
-    mutable absl::Mutex mu;
+    mutable ledger::sync::Mutex mu;
     uint64_t size ABSL_GUARDED_BY(mu) = 0;
     hash::Hash root ABSL_GUARDED_BY(mu){};
     std::string record ABSL_GUARDED_BY(mu);  // empty: never cosigned

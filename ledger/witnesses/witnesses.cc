@@ -46,7 +46,7 @@ struct Witnesses::State {
   const tlogpolicy::Witness* witness = nullptr;
   std::string path;  // where its latest cosignature is kept
   std::thread thread;
-  mutable absl::Mutex mu;
+  mutable sync::Mutex mu;
   uint64_t known_size ABSL_GUARDED_BY(mu) = 0;  // the size it last cosigned, as far as the ledger knows
   bool has_held ABSL_GUARDED_BY(mu) = false;
   uint64_t held_size ABSL_GUARDED_BY(mu) = 0;
@@ -114,7 +114,7 @@ absl::StatusOr<std::unique_ptr<Witnesses>> Witnesses::Start(tlogpolicy::Policy p
           .Emit();
       continue;
     }
-    absl::MutexLock lock(&state->mu);
+    sync::MutexLock lock(&state->mu);
     state->Hold(size, split->first, {state->witness->name, *time, line});
   }
   for (auto& state : w->states_) {
@@ -126,9 +126,10 @@ absl::StatusOr<std::unique_ptr<Witnesses>> Witnesses::Start(tlogpolicy::Policy p
 
 Witnesses::~Witnesses() {
   {
-    absl::MutexLock lock(&stop_mu_);
+    sync::MutexLock lock(&stop_mu_);
     stop_ = true;
   }
+  stop_cv_.SignalAll();
   for (auto& state : states_) state->thread.join();
 }
 
@@ -136,9 +137,11 @@ void Witnesses::Run(State& w) {
   int backoff_ms = 0;
   while (true) {
     {
-      absl::MutexLock lock(&stop_mu_);
+      sync::MutexLock lock(&stop_mu_);
       int wait = backoff_ms > 0 ? backoff_ms : options_.poll_ms;
-      stop_mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Milliseconds(wait));
+      auto deadline = sync::CondVar::Clock::now() + std::chrono::milliseconds(wait);
+      while (!stop_ && stop_cv_.WaitUntil(&stop_mu_, deadline)) {
+      }
       if (stop_) return;
     }
     auto note = source_.checkpoint(0);
@@ -146,7 +149,7 @@ void Witnesses::Run(State& w) {
     auto split = TextAndSize(*note);
     if (!split.ok()) continue;
     {
-      absl::MutexLock lock(&w.mu);
+      sync::MutexLock lock(&w.mu);
       if (w.has_held && w.held_text == split->first) continue;
     }
     if (Submit(w, *note, split->second)) {
@@ -167,7 +170,7 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
   for (int attempt = 0; attempt <= kMaxConflictRetries; ++attempt) {
     uint64_t old;
     {
-      absl::MutexLock lock(&w.mu);
+      sync::MutexLock lock(&w.mu);
       old = w.known_size;
     }
     if (old > size) {
@@ -189,7 +192,7 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
         return failed(w.refused, "409 without a size");
       }
       ++w.conflicts;
-      absl::MutexLock lock(&w.mu);
+      sync::MutexLock lock(&w.mu);
       w.known_size = stated;
       continue;
     }
@@ -207,7 +210,7 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
       if (parsed.ok() && parsed->name == witness.key.name() && parsed->key_id() == witness.key.key_id()) line = l;
     }
     {
-      absl::MutexLock lock(&w.mu);
+      sync::MutexLock lock(&w.mu);
       w.Hold(size, note.substr(0, note.find("\n\n") + 1), {witness.name, *time, line});
     }
     ++w.cosignatures;
@@ -220,7 +223,7 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
 void Witnesses::Keep(State& w) {
   std::string kept;
   {
-    absl::MutexLock lock(&w.mu);
+    sync::MutexLock lock(&w.mu);
     kept = absl::StrCat(w.held_size, "\n", w.held.line);
   }
   if (absl::Status s = witness::WriteFileAtomically(w.path, kept); !s.ok()) {
@@ -232,7 +235,7 @@ std::vector<Held> Witnesses::For(std::string_view note) const {
   std::string text(note.substr(0, note.find("\n\n") + 1));
   std::vector<Held> out;
   for (const auto& state : states_) {
-    absl::MutexLock lock(&state->mu);
+    sync::MutexLock lock(&state->mu);
     if (auto it = state->recent.find(text); it != state->recent.end()) out.push_back(it->second);
   }
   return out;
@@ -257,7 +260,7 @@ std::string Witnesses::RenderMetrics() const {
                              std::pair{"unavailable", state->unavailable.load()}}) {
       absl::StrAppend(&failures, "ledger_witness_failures_total{witness=\"", name, "\",reason=\"", reason, "\"} ", n, "\n");
     }
-    absl::MutexLock lock(&state->mu);
+    sync::MutexLock lock(&state->mu);
     if (!state->has_held) continue;
     absl::StrAppend(&size, "ledger_witness_cosigned_tree_size{witness=\"", name, "\"} ", state->held_size, "\n");
     absl::StrAppend(&age, "ledger_witness_cosignature_age_seconds{witness=\"", name, "\"} ",

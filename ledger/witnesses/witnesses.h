@@ -29,7 +29,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "ledger/sync/mutex.h"
 #include "ledger/hash/hash.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ledger/witnesses/http_post.h"
@@ -100,7 +100,8 @@ class Witnesses {
   const Post post_;
   const Options options_;
   std::vector<std::unique_ptr<State>> states_;
-  absl::Mutex stop_mu_;
+  sync::Mutex stop_mu_;
+  sync::CondVar stop_cv_;
   bool stop_ ABSL_GUARDED_BY(stop_mu_) = false;
 };
 

@@ -22,7 +22,7 @@ class TestLog {
  public:
   TestLog() : key_(*note::Signer::FromSeed("example.org/log", std::string(32, '\x01'))) {}
   void Grow(uint64_t size) {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     while (frontier_.size() < size) {
       frontier_.Append(hash::LeafHash(absl::StrCat(frontier_.size())),
                        [&](int level, uint64_t index, const Hash& h) { nodes_[{level, index}] = h; });
@@ -31,12 +31,12 @@ class TestLog {
   }
   Source source() {
     return {[this](uint64_t size) -> absl::StatusOr<std::string> {
-              absl::MutexLock lock(&mu_);
+              sync::MutexLock lock(&mu_);
               uint64_t n = size == 0 ? latest_ : size;
               return *key_.Sign(note::FormatCheckpoint({key_.name(), n, *merkle::RootHash(n, node_)}));
             },
             [this](uint64_t from, uint64_t to) -> absl::StatusOr<std::vector<Hash>> {
-              absl::MutexLock lock(&mu_);
+              sync::MutexLock lock(&mu_);
               return merkle::ConsistencyProof(from, to, node_);
             }};
   }
@@ -45,7 +45,7 @@ class TestLog {
 
  private:
   note::Signer key_;
-  absl::Mutex mu_;
+  sync::Mutex mu_;
   merkle::Frontier frontier_;
   std::map<std::pair<int, uint64_t>, Hash> nodes_;
   uint64_t latest_ = 0;
