@@ -1,6 +1,6 @@
 // ledger-verify: the offline verifier of evidence packs, and nothing else.
 //
-//   ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)
+//   ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]
 //                 [--since CHECKPOINT] [--expect-scope SCOPE]
 //                 [--not-older-than SIZE|CHECKPOINT] [--json]
 //
@@ -18,7 +18,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)\n"
+    "usage: ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
     "                     [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
     "                     [--not-older-than SIZE|CHECKPOINT_FILE] [--json]\n"
     "Exit 0 when the pack holds, 1 (naming the first failing item) when it does not, 2 for bad usage.\n\n"

@@ -16,7 +16,7 @@
 //   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
-//   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)
+//   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]
 //             [--since CHECKPOINT] [--expect-scope SCOPE]
 //             [--not-older-than SIZE|CHECKPOINT] [--json]
 //
@@ -594,9 +594,11 @@ constexpr char kUsage[] =
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
     "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
-    "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key)\n"
+    "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
     "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
     "            [--not-older-than SIZE|CHECKPOINT_FILE] [--json]\n"
+    "            (--policy FILE, a tlog-policy: the checkpoint's cosignatures meet its quorum; without\n"
+    "            --vkey the key is the policy's log named as the pack's)\n"
     "  ledgerctl policy-check --policy FILE [CHECKPOINT_FILE|-]   (a checkpoint against a tlog-policy)\n"
     "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
     "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
@@ -666,7 +668,10 @@ int main(int argc, char** argv) {
   flags.Define("out", "",
                "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory under the "
                "server's --backup-root (absolute, or relative to it)");
-  flags.Define("policy", "", "policy-check: a C2SP tlog-policy file (logs, witnesses, quorum)");
+  flags.Define("policy", "",
+               "policy-check, verify: a C2SP tlog-policy file (logs, witnesses, quorum); verify: the ledger's key "
+               "must be one of its logs (the key, when no --vkey is given) and the checkpoint's cosignatures must "
+               "meet its quorum");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
   flags.Define("since", "",
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -413,6 +414,11 @@ int main(int argc, char** argv) {
   flags.Define("witness-tls-ca", "", "CA certificates (PEM) that https:// witnesses' certificates must chain to");
   flags.Define("witness-tls-cert", "", "client certificate (PEM) for witnesses that ask for one");
   flags.Define("witness-tls-key", "", "its private key (PEM)");
+  flags.Define("witness-quorum-required", "",
+               "exports wait for the checkpoint of the pack to be cosigned by the policy's quorum "
+               "(at most --witness-quorum-wait-ms), and fail with UNAVAILABLE otherwise",
+               true);
+  flags.Define("witness-quorum-wait-ms", "10000", "how long an export waits for the witness quorum");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (!flags.Get("config").empty()) {
@@ -611,6 +617,21 @@ int main(int argc, char** argv) {
       for (const auto& h : w->For(note)) out.push_back({h.witness, h.time, h.line});
       return out;
     };
+    auto wait = flags.Int("witness-quorum-wait-ms");
+    if (!wait.ok() || *wait < 0) {
+      return Fail(absl::InvalidArgumentError("--witness-quorum-wait-ms: want a number of milliseconds >= 0"));
+    }
+    if (flags.Bool("witness-quorum-required")) {
+      exports.SetCosign([w = witnesses.get(), wait = std::chrono::milliseconds(*wait)](const std::string& note) {
+        return w->CosignedWithQuorum(note, wait);
+      });
+    } else {
+      exports.SetCosign([w = witnesses.get()](const std::string& note) -> absl::StatusOr<std::string> {
+        return w->Cosigned(note);
+      });
+    }
+  } else if (flags.Bool("witness-quorum-required")) {
+    return Fail(absl::InvalidArgumentError("--witness-quorum-required: needs --witness-policy"));
   }
   auto server = ledger::service::Server::Start(log->get(), &gate, flags.Get("listen"), extra, server_options);
   if (!server.ok()) return Fail(server.status());

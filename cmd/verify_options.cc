@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ledger/note/note.h"
+#include "ledger/tlogpolicy/tlogpolicy.h"
 
 namespace ledger::cmd {
 namespace {
@@ -80,10 +81,21 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
   if (options.trust_pack_key && key_given) {
     return absl::InvalidArgumentError("verify: --trust-pack-key with a key given: give one or the other");
   }
-  if (!options.trust_pack_key && !key_given) {
+  if (flags.Has("policy")) {
+    auto text = FlagFile(flags, "policy");
+    if (!text.ok()) return text.status();
+    auto policy = tlogpolicy::Policy::Parse(*text);
+    if (!policy.ok()) {
+      std::string why(policy.status().message());
+      if (why.starts_with("policy ")) why.erase(0, 7);
+      return absl::InvalidArgumentError(absl::StrCat("--policy: ", why));
+    }
+    options.policy = *std::move(policy);
+  }
+  if (!options.trust_pack_key && !key_given && !options.policy) {
     return absl::InvalidArgumentError(
-        "verify: give the ledger's key (--vkey FILE or --vkey-string S), or --trust-pack-key to trust the "
-        "key inside the pack");
+        "verify: give the ledger's key (--vkey FILE or --vkey-string S, or --policy FILE naming it), or "
+        "--trust-pack-key to trust the key inside the pack");
   }
   if (key_given) {
     auto vkey = GivenKey(flags);
@@ -136,6 +148,9 @@ void DefineVerifyFlags(Flags& flags) {
                "another scope fails");
   flags.Define("not-older-than", "",
                "a tree size, or a file holding a signed checkpoint: a pack against an older checkpoint fails");
+  flags.Define("policy", "",
+               "a C2SP tlog-policy file: the ledger's key must be one of its logs (the key, when no --vkey is "
+               "given) and the checkpoint's cosignatures must meet its quorum");
   flags.Define("json", "", "the result as JSON", true);
 }
 

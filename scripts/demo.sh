@@ -41,7 +41,7 @@ printf 'group both all auditor regulator\nquorum both\n' | tee -a "$work/witness
 step "starting ledgerd on $data"
 "$build/cmd/ledgerd" --data "$data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --origin demo.evidence-ledger.local/log \
   --checkpoint-interval-ms 100 --unknown-grace-ms 1000 --sweep-interval-ms 200 \
-  --witness-policy "$work/witnesses.policy" > "$work/ledgerd.log" 2>&1 &
+  --witness-policy "$work/witnesses.policy" --witness-quorum-required > "$work/ledgerd.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do grep -q '^listening on ' "$work/ledgerd.log" && break; sleep 0.05; done
 addr=$(sed -n 's/^listening on //p' "$work/ledgerd.log")
@@ -122,10 +122,10 @@ for s in $(seq 0 $((new - 1))); do ctl prove --seq "$s" --size "$new"; done > "$
 GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE="$build/gocache" GOPROXY=off \
   go run "$root/tests/interop/verify.go" "$work"
 
-step "the evidence pack of the run with the unknown step, verified offline"
+step "the evidence pack of the run with the unknown step, verified offline under the auditor's policy"
 ctl export --run team-support/run-0007 --out "$work/run-0007.tar.gz"
 ctl vkey > "$work/ledger.vkey"
-"$build/cmd/ledgerctl" verify "$work/run-0007.tar.gz" --vkey "$work/ledger.vkey"
+"$build/cmd/ledgerctl" verify "$work/run-0007.tar.gz" --vkey "$work/ledger.vkey" --policy "$work/auditor.policy"
 mkdir -p "$work/pack" && tar -xzf "$work/run-0007.tar.gz" -C "$work/pack"
 echo "report for people: $work/pack/evidence/report.html"
 

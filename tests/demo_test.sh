@@ -19,6 +19,7 @@ check '"duplicate":true'
 check 'INVALID_ARGUMENT","message":"team: required'
 check 'go interop: [0-9]+ entries, checkpoints [0-9]+ and [0-9]+, all verified with x/mod sumdb'
 check 'OK: [0-9]+ entries of \{"kind":"run","run_id":"run-0007","team":"team-support"\} verified'
+check 'witnessed: quorum both met; cosigned by auditor at [-0-9T:]+Z \([0-9]+\), regulator at '
 check 'report for people: .*/report.html'
 check "OK: checkpoint demo.evidence-ledger.local/log size [0-9]+ meets the quorum 'both': cosigned by auditor at .*, regulator at"
 check 'ledger_steps\{team="team-support",state="unknown"\} [1-9]'

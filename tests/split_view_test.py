@@ -44,7 +44,7 @@ def main():
         policy = os.path.join(work, "policy")
         with open(policy, "w") as f:
             f.write("log %s\nwitness W %s http://%s\nquorum W\n" % (log_vkey, vkey, witness.address))
-        real = Ledger(build, work, policy, data="data")
+        real = Ledger(build, work, policy, data="data", extra=("--witness-quorum-required",))
         fork = None
         try:
             real.ctl("append", "-", stdin=receipts(0, 20))
@@ -94,6 +94,42 @@ def main():
             check_cosigned(real.ctl("checkpoint", "--at-least", "25", "--cosignatures", "1", "--timeout-ms", "20000"),
                            log_vkey, {"W": vkey})
             print("ok: the real ledger is still cosigned after the fork was refused")
+
+            # Packs: the real ledger's carries the witness's cosignature (its
+            # exports wait for the quorum); the fork's cannot.
+            vkey_file = os.path.join(work, "log.vkey")
+            real_pack, fork_pack = os.path.join(work, "real.tar.gz"), os.path.join(work, "fork.tar.gz")
+            real.ctl("export", "--run", "team-a/run-1", "--out", real_pack)
+            fork.ctl("export", "--run", "team-a/run-1", "--out", fork_pack)
+            for verifier in (["ledgerctl", "verify"], ["ledger-verify"]):
+                def verify(*args):
+                    return subprocess.run([os.path.join(build, "cmd", verifier[0])] + verifier[1:] + list(args),
+                                          capture_output=True, text=True, timeout=60)
+                r = verify(fork_pack, "--vkey", vkey_file)
+                if r.returncode != 0 or not r.stdout.startswith("OK: "):
+                    fail("%s: the fork's pack with the ledger's key alone: %r %r" % (verifier[0], r.stdout, r.stderr))
+                print("attack: %s verifies the fork's pack with the ledger's key alone" % verifier[0])
+                r = verify(fork_pack, "--policy", auditor)
+                want = "FAILED: checkpoint: the policy's quorum W is not met: no cosignature from W\n"
+                if r.returncode != 1 or r.stdout != want:
+                    fail("%s --policy: the fork's pack: %r %r" % (verifier[0], r.stdout, r.stderr))
+                print("ok: under the auditor's policy %s refuses the fork's pack: %s" % (verifier[0], r.stdout.strip()))
+                r = verify(real_pack, "--policy", auditor)
+                witnessed = [line for line in r.stdout.splitlines() if line.startswith("witnessed: ")]
+                if r.returncode != 0 or not r.stdout.startswith("OK: ") or len(witnessed) != 1 or \
+                        not witnessed[0].startswith("witnessed: quorum W met; cosigned by W at "):
+                    fail("%s --policy: the real pack: %r %r" % (verifier[0], r.stdout, r.stderr))
+                print("ok: %s accepts the real pack under the policy: %s" % (verifier[0], witnessed[0]))
+            # An export that requires the quorum, from the fork: refused, nothing written.
+            fork.stop()
+            fork = Ledger(build, work, policy, data="fork",
+                          extra=("--witness-quorum-required", "--witness-quorum-wait-ms", "300"))
+            refused_pack = os.path.join(work, "refused.tar.gz")
+            r = fork.ctl("export", "--run", "team-a/run-1", "--out", refused_pack, check=False)
+            if r.returncode == 0 or "lacks the witness quorum W after 300 ms: no cosignature from W" not in r.stderr \
+                    or os.path.exists(refused_pack):
+                fail("the fork exported without the quorum: %r" % r.stderr)
+            print("ok: with --witness-quorum-required the fork exports nothing: %s" % r.stderr.strip())
         finally:
             real.stop()
             if fork:

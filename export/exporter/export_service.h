@@ -25,6 +25,10 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
                 uint64_t unknown_grace_ms = kDefaultUnknownGraceMs)
       : log_(log), gate_(gate), staging_(staging), unknown_grace_ms_(unknown_grace_ms) {}
 
+  // The packs' checkpoints carry what `cosign` gives (ExportPack). MUST be
+  // set before the service serves, if at all.
+  void SetCosign(CosignFn cosign) { cosign_ = std::move(cosign); }
+
   grpc::Status Export(grpc::ServerContext* ctx, const evidence::ledger::v1::ExportRequest* request,
                       grpc::ServerWriter<evidence::ledger::v1::ExportChunk>* writer) override;
 
@@ -40,6 +44,7 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
   auth::Gate* const gate_;
   Staging* const staging_;
   const uint64_t unknown_grace_ms_;
+  CosignFn cosign_;
   stats::CounterFamily exports_;
 };
 

@@ -158,7 +158,8 @@ absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size
 }  // namespace
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since, Staging::Lease* lease, uint64_t unknown_grace_ms) {
+                        const std::string& since, Staging::Lease* lease, uint64_t unknown_grace_ms,
+                        const CosignFn& cosign) {
   // A run pack is of the checkpoint its run-head proof is of.
   std::optional<runmap::KeyedPath> run_head;
   absl::StatusOr<log::SignedCheckpoint> cp;
@@ -174,6 +175,12 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   if (cp->time_note.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("export: the checkpoint of size ", cp->size, " has no signed time"));
+  }
+  std::string checkpoint_file = cp->note;  // with the cosignatures held for it
+  if (cosign) {
+    auto cosigned = cosign(cp->note);
+    if (!cosigned.ok()) return absl::Status(cosigned.status().code(), absl::StrCat("export: ", cosigned.status().message()));
+    checkpoint_file = *std::move(cosigned);
   }
   const uint64_t size = cp->size;
   manifest::Manifest header;  // all but the files
@@ -351,7 +358,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   std::map<std::string, pack::ArchiveFile> files = {
       {pack::kCheckpoint, {path(pack::kCheckpoint)}}, {pack::kVkey, {path(pack::kVkey)}},
       {pack::kEntries, entries.file()}, {pack::kProofs, proofs.file()}};
-  if (auto s = WriteFile(files[pack::kCheckpoint].path, cp->note); !s.ok()) return s;
+  if (auto s = WriteFile(files[pack::kCheckpoint].path, checkpoint_file); !s.ok()) return s;
   files[pack::kCheckpointTime] = {path(pack::kCheckpointTime)};
   if (auto s = WriteFile(files[pack::kCheckpointTime].path, cp->time_note); !s.ok()) return s;
   if (run_head.has_value()) {
@@ -388,7 +395,7 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     };
     absl::Status written = name == std::string_view(pack::kOutcomes)
                                ? outcomes.Write(sink)
-                               : pack::WriteReport(header, outcomes, cp->note, sink);
+                               : pack::WriteReport(header, outcomes, checkpoint_file, sink);
     if (!written.ok()) return written;
     auto digest = out.Close();
     if (!digest.ok()) return digest.status();

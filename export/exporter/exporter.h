@@ -9,6 +9,7 @@
 #define EXPORT_EXPORTER_EXPORTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -40,10 +41,16 @@ using Scope = manifest::Scope;
 // would have declared unknown before it signed that time.
 // FAILED_PRECONDITION when the checkpoint has no time note (never the
 // latest one, which gets one when the ledger starts).
+//
+// With `cosign`, the pack's `checkpoint` file is cosign(the signed
+// checkpoint): the note with the witnesses' cosignature lines held for it
+// (CONTRACT section 7, "Witnessed packs"); its error fails the export,
+// nothing written.
 inline constexpr uint64_t kDefaultUnknownGraceMs = 30000;
+using CosignFn = std::function<absl::StatusOr<std::string>(const std::string& note)>;
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
                         const std::string& since = "", Staging::Lease* lease = nullptr,
-                        uint64_t unknown_grace_ms = kDefaultUnknownGraceMs);
+                        uint64_t unknown_grace_ms = kDefaultUnknownGraceMs, const CosignFn& cosign = nullptr);
 
 }  // namespace ledger::exporter
 

@@ -11,8 +11,11 @@
 #include "export/pack/pack.h"
 #include "export/verify/verify.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "ledger/cosign/cosign.h"
 #include "ledger/hash/hash.h"
 #include "ledger/log/log.h"
+#include "ledger/note/note.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/runmap/proof_json.h"
 #include "export/manifest/manifest.h"
@@ -584,6 +587,98 @@ TEST_F(PackTest, HostileArchivesAreRefused) {
   std::string dots = dir_.Sub("dots.tar.gz");
   ASSERT_EQ(std::system(("tar -czPf " + dots + " -C " + d + "/a ../a/x").c_str()), 0);
   EXPECT_EQ(Verify(dots).message.substr(0, 15), "pack: entry '..");
+}
+
+}  // namespace
+}  // namespace ledger
+
+namespace ledger {
+namespace {
+
+using cosign::Cosigner;
+
+// A pack whose checkpoint carries the lines `cosign` adds (the exporter's
+// hook ledgerd fills from its witnesses).
+class WitnessedPackTest : public PackTest {
+ protected:
+  std::string ExportCosigned(const std::string& name, const std::function<std::string(const std::string&)>& lines) {
+    std::string path = dir_.Sub(name);
+    auto cosign = [&](const std::string& note) -> absl::StatusOr<std::string> {
+      return note + lines(note.substr(0, note.find("\n\n") + 1));
+    };
+    absl::Status s = exporter::ExportPack(*log_, {"team-a", "run-1"}, path, "", nullptr,
+                                          exporter::kDefaultUnknownGraceMs, cosign);
+    EXPECT_TRUE(s.ok()) << s;
+    return path;
+  }
+  absl::StatusOr<verify::Result> VerifyUnder(const std::string& pack, const std::string& policy, bool with_key) {
+    verify::Options o;
+    if (with_key) o.vkey = log_->verifier_key();
+    o.policy = *tlogpolicy::Policy::Parse(policy);
+    return verify::VerifyPack(pack, o);
+  }
+  std::string Policy(const std::string& quorum) const {
+    return absl::StrCat("log ", log_->verifier_key(), "\nwitness A ", a_.VerifierKey(), "\nwitness B ",
+                        b_.VerifierKey(), "\ngroup both all A B\nquorum ", quorum, "\n");
+  }
+  Cosigner a_ = *Cosigner::FromSeed("a.example/w", std::string(32, '\x0a'));
+  Cosigner b_ = *Cosigner::FromSeed("b.example/w", std::string(32, '\x0b'));
+  Cosigner stranger_ = *Cosigner::FromSeed("c.example/w", std::string(32, '\x0c'));
+};
+
+TEST_F(WitnessedPackTest, ThePackCarriesTheCosignedCheckpointAndAPolicyChecksItsQuorum) {
+  std::string pack = ExportCosigned("both.tar.gz", [&](const std::string& text) {
+    return *a_.Cosign(text, 1767225600) + *stranger_.Cosign(text, 5) + *b_.Cosign(text, 1767225601);
+  });
+  // Without a policy, the lines change nothing.
+  EXPECT_TRUE(Verify(pack).ok) << Verify(pack).message;
+  auto r = VerifyUnder(pack, Policy("both"), true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->ok) << r->message;
+  EXPECT_EQ(r->quorum, "both");
+  std::string summary = r->Summary();
+  EXPECT_NE(summary.find("\nwitnessed: quorum both met; cosigned by A at 2026-01-01T00:00:00Z (1767225600), B at "
+                         "2026-01-01T00:00:01Z (1767225601)\n"),
+            std::string::npos)
+      << summary;  // the stranger's line is ignored
+  EXPECT_EQ(r->Json()["witnessed"]["cosigned"].size(), 2u);
+  // No key given: the policy's log named as the pack's key.
+  auto keyless = VerifyUnder(pack, Policy("both"), false);
+  ASSERT_TRUE(keyless.ok()) << keyless.status();
+  EXPECT_TRUE(keyless->ok) << keyless->message;
+  auto unnamed = VerifyUnder(pack, absl::StrCat("log ", note::Signer::Generate("other.example/log")->VerifierKey(),
+                                                "\nquorum none\n"),
+                             false);
+  EXPECT_EQ(unnamed.status(), absl::InvalidArgumentError("--policy: no log of the policy is named ledger.test/packs"));
+}
+
+TEST_F(WitnessedPackTest, AMissingForgedOrUnlistedCosignatureIsRefused) {
+  std::string only_a = ExportCosigned("a.tar.gz", [&](const std::string& text) { return *a_.Cosign(text, 7); });
+  auto r = VerifyUnder(only_a, Policy("both"), true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectFailure(*r, pack::kCheckpoint, -1, "the policy's quorum both is not met: no cosignature from B; cosigned by A");
+  EXPECT_EQ(r->message.size(), std::string("the policy's quorum both is not met: no cosignature from B; cosigned by A").size());
+  EXPECT_TRUE(VerifyUnder(only_a, Policy("A"), true)->ok);
+  // B's line made over another checkpoint, pasted in.
+  std::string forged = ExportCosigned("forged.tar.gz", [&](const std::string& text) {
+    return *a_.Cosign(text, 7) + *b_.Cosign("ledger.test/packs\n1\nAAAA\n", 7);
+  });
+  ExpectFailure(*VerifyUnder(forged, Policy("A"), true), pack::kCheckpoint, -1,
+                "the cosignature of witness B does not verify");
+  // A ledger key the policy does not list.
+  std::string other = absl::StrCat("log ", note::Signer::Generate("ledger.test/packs")->VerifierKey(), "\nwitness A ",
+                                   a_.VerifierKey(), "\nquorum A\n");
+  auto unlisted = VerifyUnder(only_a, other, true);
+  ASSERT_TRUE(unlisted.ok()) << unlisted.status();
+  ExpectFailure(*unlisted, pack::kCheckpoint, -1,
+                absl::StrCat("the ledger's key ", log_->verifier_key().substr(0, log_->verifier_key().rfind('+')),
+                             " is not a log of the policy"));
+  // The lines are covered by the signed manifest: stripped, the pack fails its digest.
+  std::string stripped = Tamper(only_a, [&](const std::string& dir) {
+    std::string cp = Read(dir + "/" + pack::kCheckpoint);
+    Write(dir + "/" + pack::kCheckpoint, cp.substr(0, cp.rfind("\xe2\x80\x94 a.example/w")));
+  }, false);
+  ExpectFailure(Verify(stripped), pack::kCheckpoint, -1, "SHA-256 expected");
 }
 
 }  // namespace

@@ -9,11 +9,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "export/pack/pack.h"
 #include "export/verify/digest_thread.h"
 #include "export/verify/stream_check.h"
+#include "ledger/cosign/cosign.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
@@ -397,6 +399,68 @@ absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
   return s;
 }
 
+namespace {
+
+// "witnessed: quorum Q met; cosigned by A at 2026-01-01T00:00:00Z (1767225600), B at ...\n"
+std::string WitnessedLine(const std::string& quorum, const std::vector<tlogpolicy::Cosigned>& cosigned) {
+  std::string out = absl::StrCat("witnessed: quorum ", quorum, " met; ");
+  if (cosigned.empty()) return out + "no cosignature\n";
+  out += "cosigned by ";
+  for (size_t i = 0; i < cosigned.size(); ++i) {
+    absl::StrAppend(&out, i ? ", " : "", cosigned[i].witness, " at ",
+                    absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(cosigned[i].time)),
+                                     absl::UTCTimeZone()),
+                    " (", cosigned[i].time, ")");
+  }
+  return out + "\n";
+}
+
+// The policy's log key named as the pack's key (the name before the first
+// '+'): the key when the auditor gave a policy and no key.
+absl::StatusOr<std::string> PolicyKey(const tlogpolicy::Policy& policy, const std::string& pack_vkey) {
+  std::string name = pack_vkey.substr(0, pack_vkey.find('+'));
+  for (const tlogpolicy::Log& log : policy.logs()) {
+    if (log.key.name() == name) return log.vkey;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--policy: no log of the policy is named ", name));
+}
+
+// The checks of a policy on the pack's checkpoint file, once its signature
+// by `vkey` holds: `vkey` is a log of the policy, every line of a policy
+// witness verifies, the quorum is met. Fills r.quorum and r.cosigned.
+absl::Status CheckWitnesses(const tlogpolicy::Policy& policy, const std::string& vkey, const std::string& note,
+                            Result& r) {
+  bool listed = false;
+  for (const tlogpolicy::Log& log : policy.logs()) listed = listed || log.vkey == vkey;
+  if (!listed) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the ledger's key ", vkey.substr(0, vkey.rfind('+')), " is not a log of the policy"));
+  }
+  auto parts = cosign::SplitNote(note);
+  if (!parts.ok()) return parts.status();
+  for (const tlogpolicy::Witness& w : policy.witnesses()) {
+    auto time = w.key.Verify(*parts);
+    if (!time.ok() && time.status().code() != absl::StatusCode::kNotFound) {
+      return absl::PermissionDeniedError(absl::StrCat("the cosignature of witness ", w.name, " does not verify"));
+    }
+  }
+  auto evaluation = policy.Evaluate(note);
+  if (!evaluation.ok()) return evaluation.status();
+  if (!evaluation->quorum) {
+    std::vector<std::string> by;
+    for (const tlogpolicy::Cosigned& c : evaluation->cosigned) by.push_back(c.witness);
+    return absl::PermissionDeniedError(absl::StrCat("the policy's quorum ", policy.quorum(),
+                                                    " is not met: no cosignature from ",
+                                                    absl::StrJoin(evaluation->missing, ", "),
+                                                    by.empty() ? "" : "; cosigned by " + absl::StrJoin(by, ", ")));
+  }
+  r.quorum = policy.quorum();
+  r.cosigned = evaluation->cosigned;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 nlohmann::json Result::Json() const {
   nlohmann::json j = {{"ok", ok},
                       {"trusted_key_in_pack", trusted_key_in_pack},
@@ -418,6 +482,12 @@ nlohmann::json Result::Json() const {
     j["signed_at_us"] = *signed_at_us;
     j["signed_at"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixMicros(*signed_at_us), absl::UTCTimeZone());
   }
+  if (quorum) {
+    j["witnessed"] = {{"quorum", *quorum}, {"cosigned", nlohmann::json::array()}};
+    for (const tlogpolicy::Cosigned& c : cosigned) {
+      j["witnessed"]["cosigned"].push_back({{"witness", c.witness}, {"time", c.time}});
+    }
+  }
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
     if (seq >= 0) j["failure"]["seq"] = seq;
@@ -438,6 +508,7 @@ std::string Result::Summary() const {
                     signed_at_us ? absl::StrCat(", signed at ", SignedTime(*signed_at_us))
                                  : ", signing time: not stated (checkpoint signed before the ledger signed times)",
                     ".\n");
+    if (quorum) absl::StrAppend(&out, WitnessedLine(*quorum, cosigned));
     if (since_size.has_value()) {
       absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
                       since_root, since_given ? " (the one given with --since)" : "", ".\n");
@@ -464,7 +535,7 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   if (options.trust_pack_key && !options.vkey.empty()) {
     return absl::InvalidArgumentError("verify: a key given and trust_pack_key set: give one or the other");
   }
-  if (!options.trust_pack_key) {
+  if (!options.trust_pack_key && !(options.vkey.empty() && options.policy)) {
     if (options.vkey.empty()) {
       return absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set");
     }
@@ -604,6 +675,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   std::string pack_vkey = small[pack::kVkey];
   while (!pack_vkey.empty() && pack_vkey.back() == '\n') pack_vkey.pop_back();
   std::string vkey = options.vkey;
+  if (vkey.empty() && !options.trust_pack_key) {
+    auto named = PolicyKey(*options.policy, pack_vkey);
+    if (!named.ok()) return named.status();
+    vkey = *named;
+  }
   if (options.trust_pack_key) {
     vkey = pack_vkey;
     r.trusted_key_in_pack = true;
@@ -671,6 +747,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     return Fail(r, pack::kCheckpoint, -1, "its text is not the one its signature covers");
   }
   r.root = hash::Hex(cp->root);
+  if (options.policy) {
+    if (auto s = CheckWitnesses(*options.policy, vkey, small[pack::kCheckpoint], r); !s.ok()) {
+      return Fail(r, pack::kCheckpoint, -1, std::string(s.message()));
+    }
+  }
 
   // What the auditor asked for.
   if (options.expect_scope && !SameScope(manifest.scope, *options.expect_scope)) {

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "export/verify/scope.h"
 #include "ledger/hash/hash.h"
+#include "ledger/tlogpolicy/tlogpolicy.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::verify {
@@ -53,6 +54,11 @@ struct Options {
   // The signed time of that checkpoint, when its time note was given: the
   // pack's checkpoint MUST carry a time, and not an earlier one.
   std::optional<int64_t> not_older_than_time_us;
+  // The auditor's tlog-policy (CONTRACT section 7, "Witnessed packs"): the
+  // ledger's key MUST be one of its logs and the checkpoint's cosignatures
+  // MUST meet its quorum. With it, vkey may be empty (and trust_pack_key
+  // unset): the key is then its log named as the pack's key.
+  std::optional<tlogpolicy::Policy> policy;
 };
 
 // A checkpoint as an auditor keeps it in a file: the signed checkpoint,
@@ -105,6 +111,10 @@ struct Result {
   std::optional<uint64_t> since_size;
   std::string since_root;  // hex
   bool since_given = false;
+  // Under a policy: its quorum (met), and the witnesses whose cosignature
+  // verified, in policy order.
+  std::optional<std::string> quorum;
+  std::vector<tlogpolicy::Cosigned> cosigned;
   // When !ok: the first failing item.
   std::string file;
   int64_t seq = -1;
@@ -115,7 +125,8 @@ struct Result {
 };
 
 // An error status only when the pack cannot be examined at all:
-// INVALID_ARGUMENT when the options give no key, or a key that is not a
+// INVALID_ARGUMENT when the options give no key (nor a policy with a log
+// named as the pack's key), or a key that is not a
 // verifier key line, or both a key and trust_pack_key, or a since that is
 // not a checkpoint the key signed; UNAVAILABLE when no
 // temporary directory can be made. Every verification failure is a Result

@@ -61,7 +61,7 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
       auto key = note::Verifier::Parse(f[1]);
       if (!key.ok()) return bad(S(key.status().message()));
       if (!log_keys.insert(KeyMaterial(f[1])).second) return bad("this log's key is listed twice");
-      p.logs_.push_back({*std::move(key), f.size() == 3 ? S(f[2]) : ""});
+      p.logs_.push_back({*std::move(key), f.size() == 3 ? S(f[2]) : "", S(f[1])});
     } else if (f[0] == "witness") {
       if (f.size() < 3 || f.size() > 4) return bad("want 'witness <name> <vkey> [<url>]'");
       if (f[1] == "none") return bad("'none' is reserved and cannot name a witness");

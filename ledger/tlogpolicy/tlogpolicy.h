@@ -33,6 +33,7 @@ namespace ledger::tlogpolicy {
 struct Log {
   note::Verifier key;
   std::string url;
+  std::string vkey;  // the key as the policy writes it
 };
 
 struct Witness {

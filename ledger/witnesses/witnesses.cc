@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "ledger/cosign/cosign.h"
 #include "ledger/jsonlog/jsonlog.h"
@@ -245,6 +246,26 @@ std::string Witnesses::Cosigned(std::string_view note) const {
   std::string out(note);
   for (const Held& h : For(note)) out += h.line;
   return out;
+}
+
+absl::StatusOr<std::string> Witnesses::CosignedWithQuorum(std::string_view note,
+                                                          std::chrono::milliseconds wait) const {
+  auto split = TextAndSize(note);
+  if (!split.ok()) return split.status();
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    std::string cosigned = Cosigned(note);
+    auto evaluation = policy_.Evaluate(cosigned);
+    if (!evaluation.ok()) return evaluation.status();
+    if (evaluation->quorum) return cosigned;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return absl::UnavailableError(absl::StrCat("the checkpoint of size ", split->second,
+                                                 " lacks the witness quorum ", policy_.quorum(), " after ",
+                                                 wait.count(), " ms: no cosignature from ",
+                                                 absl::StrJoin(evaluation->missing, ", ")));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 std::string Witnesses::RenderMetrics() const {

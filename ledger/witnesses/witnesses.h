@@ -20,6 +20,7 @@
 #define LEDGER_WITNESSES_WITNESSES_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,6 +79,12 @@ class Witnesses {
 
   // `note` with the held cosignature lines appended.
   std::string Cosigned(std::string_view note) const;
+
+  // Cosigned(note) once its cosignatures meet the policy's quorum, waiting
+  // at most `wait` for the witnesses; then UNAVAILABLE: "the checkpoint of
+  // size N lacks the witness quorum Q after W ms: no cosignature from A, B"
+  // (the witnesses the quorum names that did not cosign, policy order).
+  absl::StatusOr<std::string> CosignedWithQuorum(std::string_view note, std::chrono::milliseconds wait) const;
 
   // Prometheus text (0.0.4):
   //   ledger_witness_cosignatures_total{witness}        cosignatures received

@@ -175,6 +175,29 @@ TEST_F(WitnessesTest, ARestartServesTheKeptCosignaturesAndResumesFromTheirSize) 
   EXPECT_GT(a_.posts, before);
 }
 
+TEST_F(WitnessesTest, AQuorumIsWaitedForBoundedAndTheMissingWitnessesAreNamed) {
+  a_.down = true;
+  log_.Grow(8);
+  auto w = Start();
+  std::string note = log_.Note(8);
+  ASSERT_TRUE(Eventually([&] { return w->For(note).size() == 1; }));
+  // B alone does not make "2 of A B C": refused after the wait, naming A and C.
+  auto refused = w->CosignedWithQuorum(note, std::chrono::milliseconds(50));
+  EXPECT_EQ(refused.status(),
+            absl::UnavailableError("the checkpoint of size 8 lacks the witness quorum G after 50 ms: "
+                                   "no cosignature from A, C"));
+  // A comes back while an export waits: the wait ends with both lines.
+  std::thread revive([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    a_.down = false;
+  });
+  auto cosigned = w->CosignedWithQuorum(note, std::chrono::seconds(20));
+  revive.join();
+  ASSERT_TRUE(cosigned.ok()) << cosigned.status();
+  EXPECT_EQ(*cosigned, w->Cosigned(note));
+  EXPECT_EQ(w->For(note).size(), 2u);
+}
+
 TEST_F(WitnessesTest, APolicyWithoutAWitnessUrlIsRefused) {
   auto w = Witnesses::Start(*tlogpolicy::Policy::Parse(absl::StrCat("witness C ", c_.VerifierKey(), "\nquorum C\n")),
                             log_.source(), nullptr,
