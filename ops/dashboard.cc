@@ -707,7 +707,8 @@ std::string ReceiptRow(const pb::Entry& entry) {
                       denied ? "<strong>DENY</strong>" : E(outcome), "</td><td>", E(str("reason")), "</td><td>",
                       tokens, "</td><td>", num("cost_micros"), "</td><td>", E(str("receipt_id")), "</td><td>",
                       E(leaf.value("emitter", "")), "</td><td><a href=\"/proofs/", entry.seq(),
-                      "\">inclusion proof</a></td></tr>");
+                      "\">inclusion proof</a> (<a href=\"/proofs/", entry.seq(),
+                      "?format=tlog-proof\">tlog-proof</a>)</td></tr>");
 }
 
 }  // namespace
@@ -816,6 +817,19 @@ HttpResponse Dashboard::Proof(const HttpRequest& request, uint64_t seq) {
   auto ctx = Context(request);
   s = ledger_->GetInclusionProof(ctx.get(), req, &proof);
   if (!s.ok()) return Failed(s);
+  if (Param(request, "format") == "tlog-proof") {
+    // As `ledgerctl prove --format tlog-proof` prints it (c2sp.org/tlog-proof@v1):
+    // the path in base64, then the checkpoint with its cosignatures.
+    pb::GetCheckpointRequest creq;
+    creq.set_tree_size(proof.tree_size());
+    pb::Checkpoint cp;
+    auto cctx = Context(request);
+    s = ledger_->GetCheckpoint(cctx.get(), creq, &cp);
+    if (!s.ok()) return Failed(s);
+    std::string out = absl::StrCat("c2sp.org/tlog-proof@v1\nindex ", proof.seq(), "\n");
+    for (const std::string& h : proof.hashes()) absl::StrAppend(&out, hash::Base64(h), "\n");
+    return Text(200, absl::StrCat(out, "\n", cp.cosigned_note().empty() ? cp.note() : cp.cosigned_note()));
+  }
   // As `ledgerctl prove` prints it, with the leaf and the checkpoint.
   nlohmann::json hashes = nlohmann::json::array();
   for (const std::string& h : proof.hashes()) hashes.push_back(hash::Hex(h));

@@ -31,6 +31,7 @@ BUILD_DIR/tests/artifacts/dashboard/:
 
 Every check runs; the failures are listed together.
 """
+import base64
 import json
 import os
 import shutil
@@ -45,6 +46,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chromium import Chromium  # noqa: E402
 from ledger_testlib import ROOT  # noqa: E402
+import tlog_spec  # noqa: E402
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 FAILURES = []
@@ -182,6 +184,19 @@ def main():
                 break
             time.sleep(0.1)
         time.sleep(0.2)
+
+        # A step's calls link to their proofs, also in the C2SP tlog-proof form,
+        # which leads from the entry's leaf to the checkpoint's root.
+        _, _, step_page = get(http + "/teams/team-code/runs/run-timeline/steps/step-a")
+        check('href="/proofs/0?format=tlog-proof"' in step_page or "?format=tlog-proof" in step_page,
+              "the step page links to tlog-proof forms")
+        status, _, text = get(http + "/proofs/0?format=tlog-proof")
+        index, path, note = tlog_spec.parse_tlog_proof(text)
+        origin, size, root = note.split("\n")[:3]
+        leaf = json.loads(get(http + "/proofs/0")[2])["leaf"]
+        check(status == 200 and index == 0 and base64.b64encode(
+            tlog_spec.root_from_inclusion(0, int(size), tlog_spec.leaf_hash(leaf.encode()), path)).decode() == root,
+            "/proofs/0?format=tlog-proof leads from the leaf to the root of its checkpoint (%s)" % origin)
 
         browser = Chromium(os.path.join(work, "profile"))
         pages = {}
