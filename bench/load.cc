@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -30,6 +31,8 @@
 #include "ledger/receipt/entry.h"
 #include "ledger/receipt/receipt.h"
 #include "ledger/service/service.h"
+#include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/witnesses/witnesses.h"
 #include "query/projector/projector.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
@@ -342,6 +345,37 @@ Json RocksBaseline(const std::string& dir, int writers, int batch, double second
   return Summary(all, seconds);
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Submits each checkpoint of `log` to the witnesses of `policy` with a URL,
+// over plain HTTP, as ledgerd --witness-policy does.
+absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(const ledger::log::Log* log,
+                                                                            const std::string& policy,
+                                                                            const std::string& dir) {
+  auto parsed = ledger::tlogpolicy::Policy::Parse(policy);
+  if (!parsed.ok()) return parsed.status();
+  std::filesystem::create_directories(dir);
+  ledger::witnesses::Source source{
+      [log](uint64_t size) -> absl::StatusOr<std::string> {
+        auto cp = log->Checkpoint(size);
+        if (!cp.ok()) return cp.status();
+        return cp->note;
+      },
+      [log](uint64_t from, uint64_t to) -> absl::StatusOr<std::vector<ledger::hash::Hash>> {
+        auto proof = log->ProveConsistency(from, to);
+        if (!proof.ok()) return proof.status();
+        return std::move(proof->hashes);
+      }};
+  auto post = [](const std::string& url, const std::string& body) {
+    return ledger::witnesses::HttpPost(url, body, 5000, nullptr);
+  };
+  return ledger::witnesses::Witnesses::Start(*std::move(parsed), std::move(source), post,
+                                             {.data_dir = dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr});
+}
+
 int Fail(const absl::Status& s) {
   std::cerr << "ledger_load: " << s.message() << "\n";
   return 2;
@@ -361,6 +395,11 @@ int main(int argc, char** argv) {
   flags.Define("workload", "steps", "steps (start, calls, exec) or calls (model calls only)");
   flags.Define("projections", "true", "the in-process ledger keeps projections (step outcomes)", true);
   flags.Define("run-map", "true", "the in-process ledger keeps the run-head map and signs its root", true);
+  flags.Define("signing-key", "", "the in-process ledger's key file (default: a new key)");
+  flags.Define("witness-policy", "",
+               "a tlog-policy: the in-process ledger submits each checkpoint to its witnesses with a URL, "
+               "as ledgerd --witness-policy does");
+  flags.Define("witnesses", "true", "use --witness-policy (false: ignore it, for ratios)", true);
   flags.Define("rate", "0", "receipts per second in all, spread over the clients (0: as fast as answered)");
   flags.Define("help", "", "print this help", true);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
@@ -390,6 +429,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<ledger::log::Log> log;
   ledger::auth::Gate gate({}, nullptr);
   std::unique_ptr<ledger::service::Server> server;
+  std::unique_ptr<ledger::witnesses::Witnesses> witnesses;
   std::string address = flags.Get("server");
   if (address.empty()) {
     ledger::log::Log::Options o;
@@ -397,9 +437,20 @@ int main(int argc, char** argv) {
     o.origin = "load.test/log";
     if (flags.Bool("projections")) o.sequencer.projector = &projector;
     o.run_map = flags.Bool("run-map");
-    auto opened = ledger::log::Log::Open(o, *ledger::note::Signer::Generate(o.origin));
+    auto signer = ledger::note::Signer::Generate(o.origin);
+    if (!flags.Get("signing-key").empty()) {
+      signer = ledger::note::Signer::ParseKeyFile(ReadAll(flags.Get("signing-key")));
+      if (signer.ok()) o.origin = signer->name();
+    }
+    if (!signer.ok()) return Fail(signer.status());
+    auto opened = ledger::log::Log::Open(o, *signer);
     if (!opened.ok()) return Fail(opened.status());
     log = *std::move(opened);
+    if (!flags.Get("witness-policy").empty() && flags.Bool("witnesses")) {
+      auto started = StartWitnesses(log.get(), ReadAll(flags.Get("witness-policy")), tmp);
+      if (!started.ok()) return Fail(started.status());
+      witnesses = *std::move(started);
+    }
     auto started = ledger::service::Server::Start(log.get(), &gate, "127.0.0.1:0");
     if (!started.ok()) return Fail(started.status());
     server = *std::move(started);
@@ -448,6 +499,13 @@ int main(int argc, char** argv) {
   out["duration_s"] = seconds;
   out["ledger"] = Summary(all, seconds);
   if (log != nullptr) out["tree_size"] = log->head().size;
+  if (witnesses != nullptr) {
+    // How many witnesses cosigned the checkpoint signed last: the submissions ran.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    auto latest = log->Checkpoint(0);
+    out["witnesses_cosigned_latest"] = latest.ok() ? witnesses->For(latest->note).size() : 0;
+  }
+  witnesses.reset();
   server.reset();
   log.reset();
   if (flags.Bool("baseline")) {

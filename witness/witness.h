@@ -100,7 +100,7 @@ class Witness {
     std::vector<note::Verifier> keys;
     mutable ledger::sync::Mutex mu;
     uint64_t size ABSL_GUARDED_BY(mu) = 0;
-    hash::Hash root ABSL_GUARDED_BY(mu){};
+    hash::Hash root ABSL_GUARDED_BY(mu) = hash::EmptyRoot();  // of size 0 until it cosigns one
     std::string record ABSL_GUARDED_BY(mu);  // empty: never cosigned
   };
 

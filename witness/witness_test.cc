@@ -179,6 +179,16 @@ TEST_F(WitnessTest, FromSizeZeroAProofOrANonEmptyRootOfSizeZeroIs422) {
   EXPECT_EQ(z.body, "a checkpoint of size 0 must have the empty tree's root\n");
 }
 
+TEST_F(WitnessTest, AFreshWitnessCosignsTheEmptyTreeThenGrowsFromIt) {
+  // A ledger that starts empty signs a checkpoint of size 0 first.
+  auto w = Open();
+  std::string empty = *log_.key().Sign(log_.Text(0, hash::EmptyRoot()));
+  Reply r = w->AddCheckpoint(TestLog::BodyWith(0, {}, empty));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(w->AddCheckpoint(TestLog::BodyWith(0, {}, empty)).status, 200);  // again: the same checkpoint
+  EXPECT_EQ(w->AddCheckpoint(log_.Body(0, 10)).status, 200);
+}
+
 TEST_F(WitnessTest, MalformedBodiesAre400NamingThePart) {
   auto w = Open();
   std::string note = log_.Note(10);
