@@ -158,6 +158,77 @@ std::vector<std::string> TakeLogFlags(int* argc, char** argv) {
 
 }  // namespace
 
+namespace {
+
+// The witness's key: --key FILE, or <data>/witness.key (created on first use).
+absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::string& data) {
+  if (flags.Get("key").empty()) return LoadOrCreateKey(data, flags.Get("name"));
+  auto text = ReadFile("key", flags.Get("key"));
+  if (!text.ok()) return text.status();
+  auto key = Cosigner::ParseKeyFile(*text);
+  if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
+  if (flags.Has("name") && key->name() != flags.Get("name")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
+  }
+  return key;
+}
+
+// HTTPS with client certificates when any TLS flag is given (then all
+// three are required); plain HTTP only on loopback unless --insecure.
+absl::StatusOr<std::optional<ledger::ops::HttpTls>> WitnessTls(const ledger::cmd::Flags& flags) {
+  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
+  if (!tls) {
+    if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+      return absl::InvalidArgumentError(absl::StrCat("--listen: ", flags.Get("listen"),
+                                                     " is not a loopback address; give --tls-cert, --tls-key and "
+                                                     "--client-ca, or --insecure"));
+    }
+    return std::nullopt;
+  }
+  ledger::ops::HttpTls http_tls;
+  for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
+                            std::pair{"client-ca", &http_tls.client_ca_pem}}) {
+    auto pem = ReadFile(flag, flags.Get(flag));
+    if (!pem.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": required with TLS (--tls-cert, --tls-key, --client-ca)"));
+    }
+    *part = *std::move(pem);
+  }
+  return http_tls;
+}
+
+// Serves `witness` on --listen until SIGINT or SIGTERM.
+int ServeUntilStopped(const ledger::cmd::Flags& flags, ledger::witness::Witness& witness, const Cosigner& key,
+                      const std::optional<ledger::ops::HttpTls>& tls) {
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  ledger::ops::HttpOptions options;
+  options.max_body_bytes = kMaxBody;
+  options.quick_paths = {"/healthz"};
+  auto server = ledger::ops::HttpServer::Start(
+      flags.Get("listen"), [&witness](const ledger::ops::HttpRequest& r) { return Serve(r, witness); }, options,
+      tls ? &*tls : nullptr);
+  if (!server.ok()) return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
+  ledger::jsonlog::Info("witness_started")
+      .Str("name", key.name())
+      .Str("vkey", key.VerifierKey())
+      .Str("address", (*server)->address())
+      .Emit();
+  std::cout << "listening on " << (*server)->address() << std::endl;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  ledger::jsonlog::Info("stopping").Int("signal", sig).Emit();
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<std::string> log_files = TakeLogFlags(&argc, argv);
   ledger::cmd::Flags flags;
@@ -185,16 +256,7 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(data + "/logs", ec);
   if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", data, "/logs: ", ec.message())));
-  absl::StatusOr<Cosigner> key = absl::UnknownError("");
-  if (flags.Get("key").empty()) {
-    key = LoadOrCreateKey(data, flags.Get("name"));
-  } else if (auto text = ReadFile("key", flags.Get("key")); !text.ok()) {
-    key = text.status();
-  } else if (key = Cosigner::ParseKeyFile(*text); !key.ok()) {
-    key = absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
-  } else if (flags.Has("name") && key->name() != flags.Get("name")) {
-    key = absl::FailedPreconditionError(absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
-  }
+  auto key = WitnessKey(flags, data);
   if (!key.ok()) return Fail(key.status());
   if (!flags.positional().empty()) {
     if (flags.positional() != std::vector<std::string>{"vkey"}) {
@@ -216,45 +278,7 @@ int main(int argc, char** argv) {
     return static_cast<uint64_t>(std::max<std::time_t>(1, std::time(nullptr)));
   });
   if (!witness.ok()) return Fail(witness.status());
-
-  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
-  ledger::ops::HttpTls http_tls;
-  if (tls) {
-    for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
-                              std::pair{"client-ca", &http_tls.client_ca_pem}}) {
-      auto pem = ReadFile(flag, flags.Get(flag));
-      if (!pem.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--", flag, ": required with TLS (--tls-cert, --tls-key, --client-ca)")));
-      *part = *std::move(pem);
-    }
-  } else if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "--listen: ", flags.Get("listen"), " is not a loopback address; give --tls-cert, --tls-key and --client-ca, or --insecure")));
-  }
-
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
-  ledger::ops::HttpOptions options;
-  options.max_body_bytes = kMaxBody;
-  options.quick_paths = {"/healthz"};
-  ledger::witness::Witness& w = **witness;
-  auto server = ledger::ops::HttpServer::Start(
-      flags.Get("listen"), [&w](const ledger::ops::HttpRequest& r) { return Serve(r, w); }, options,
-      tls ? &http_tls : nullptr);
-  if (!server.ok()) return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
-  ledger::jsonlog::Info("witness_started")
-      .Str("name", key->name())
-      .Str("vkey", key->VerifierKey())
-      .Str("address", (*server)->address())
-      .Emit();
-  std::cout << "listening on " << (*server)->address() << std::endl;
-  int sig = 0;
-  sigwait(&stop, &sig);
-  ledger::jsonlog::Info("stopping").Int("signal", sig).Emit();
-  server->reset();
-  return 0;
+  auto tls = WitnessTls(flags);
+  if (!tls.ok()) return Fail(tls.status());
+  return ServeUntilStopped(flags, **witness, *key, *tls);
 }
