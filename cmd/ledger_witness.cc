@@ -29,8 +29,9 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "ledger/cosign/cosign.h"
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 #include "ops/http.h"
+#include "util/files/files.h"
 #include "witness/state.h"
 #include "witness/witness.h"
 
@@ -46,12 +47,11 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// The file of --`flag`; errors name the flag.
 absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = ledger::files::ReadFile(path);
+  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("--", flag, ": ", text.status().message()));
+  return text;
 }
 
 // <data>/witness.key, created (0600, never overwritten) when missing. A
@@ -70,19 +70,8 @@ absl::StatusOr<Cosigner> LoadOrCreateKey(const std::string& data, const std::str
   }
   auto key = Cosigner::Generate(name.empty() ? kDefaultName : name);
   if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", key.status().message()));
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("witness key: create ", path, ": ", std::strerror(errno)));
-  std::string out = key->KeyFileText();
-  bool ok = ::write(fd, out.data(), out.size()) == static_cast<ssize_t>(out.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) {
-    ::unlink(path.c_str());
-    return absl::UnavailableError(absl::StrCat("witness key: write ", path));
-  }
-  int dir = ::open(data.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  bool synced = dir >= 0 && ::fsync(dir) == 0;
-  if (dir >= 0) ::close(dir);
-  if (!synced) return absl::UnavailableError(absl::StrCat("witness key: fsync ", data));
+  absl::Status s = ledger::files::CreateFileDurably(path, key->KeyFileText(), 0600);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("witness key: ", s.message()));
   return key;
 }
 
