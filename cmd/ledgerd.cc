@@ -33,7 +33,7 @@
 #include "ledger/log/log.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ledger/witnesses/witnesses.h"
-#include "export/exporter/export_service.h"
+#include "export/service/export_service.h"
 #include "ledger/service/service.h"
 #include "server/server.h"
 #include "query/projector/projector.h"

@@ -40,7 +40,7 @@
 
 #include "absl/status/status.h"
 #include "auth/policy.h"
-#include "export/exporter/export_service.h"
+#include "export/service/export_service.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
 #include "server/rpc_log.h"

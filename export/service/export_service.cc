@@ -1,4 +1,4 @@
-#include "export/exporter/export_service.h"
+#include "export/service/export_service.h"
 
 #include <unistd.h>
 
