@@ -86,7 +86,8 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
     auto policy = tlogpolicy::Policy::Parse(*text);
     if (!policy.ok()) {
       std::string why(policy.status().message());
-      if (why.starts_with("policy ")) why.erase(0, 7);
+      if (why.starts_with("policy line ")) why.erase(0, 7);
+      if (why.starts_with("policy: ")) why.erase(0, 8);
       return absl::InvalidArgumentError(absl::StrCat("--policy: ", why));
     }
     options.policy = *std::move(policy);

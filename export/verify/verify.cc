@@ -434,7 +434,8 @@ absl::Status CheckWitnesses(const tlogpolicy::Policy& policy, const std::string&
   for (const tlogpolicy::Log& log : policy.logs()) listed = listed || log.vkey == vkey;
   if (!listed) {
     return absl::PermissionDeniedError(
-        absl::StrCat("the ledger's key ", vkey.substr(0, vkey.rfind('+')), " is not a log of the policy"));
+        absl::StrCat("the ledger's key ", vkey.substr(0, vkey.find('+', vkey.find('+') + 1)),
+                     " is not a log of the policy"));
   }
   auto parts = cosign::SplitNote(note);
   if (!parts.ok()) return parts.status();

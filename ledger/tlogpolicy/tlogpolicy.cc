@@ -40,9 +40,12 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
   std::set<std::string> names, log_keys, witness_keys;
   bool has_quorum = false;
   size_t number = 0;
+  size_t line_of_byte = 1;
   for (unsigned char c : text) {
+    line_of_byte += c == '\n' ? 1 : 0;
     if (c != '\t' && c != '\n' && (c < 0x20 || c == 0x7f)) {
-      return absl::InvalidArgumentError("policy: only tab and newline may be control characters");
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy line ", line_of_byte, ": only tab and newline may be control characters"));
     }
   }
   while (!text.empty()) {
