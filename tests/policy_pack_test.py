@@ -180,6 +180,25 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py):
     bad_threshold = policy("bad-threshold", "log %s\n%s%sgroup both 3 A B\nquorum both\n" % (log_vkey, wa, wb))
     log_as_witness = policy("log-as-witness", "log %s\nwitness A %s\nquorum A\n" % (log_vkey, log_vkey))
 
+    # The rules of tlog-policy each implementation applies alike (exit 2).
+    syntax = [
+        ("log %s\r\nquorum none\n" % log_vkey,
+         "line 1: byte 0x0d: only tab, newline, printable ASCII and bytes above 0x7f are allowed"),
+        (wa + "group A any A\nquorum A\n", "line 2: 'A' is already defined on line 1"),
+        (wa + "group G any G\nquorum G\n", "line 2: member 'G' is not defined on an earlier line"),
+        (wa + "group G any none\nquorum G\n", "line 2: 'none' cannot be a group member"),
+        (wa + "group G 0 A\nquorum G\n", "line 2: threshold must be all, any or a decimal k with 1 <= k <= 1"),
+        (wa + "group G any A A\nquorum G\n", "line 2: member 'A' is listed twice"),
+        (wa + "witness none %s\nquorum none\n" % vkeys["B"], "line 2: 'none' is reserved and cannot name a witness"),
+        (wa + "witness C %s\nquorum none\n" % vkeys["A"], "line 2: this witness's key is listed twice"),
+        ("log %s\nlog %s\nquorum none\n" % (log_vkey, log_vkey), "line 2: this log's key is listed twice"),
+        ("log %s+x\nquorum none\n" % log_vkey, "line 1: log verifier key: key data must be base64 of 0x01 (Ed25519) "
+                                                "and 32 bytes"),
+        ("witnesses A %s\nquorum none\n" % vkeys["A"],
+         "line 1: unknown keyword 'witnesses' (want log, witness, group or quorum)"),
+        ("quorum B\n", "line 1: quorum 'B' is not defined on an earlier line"),
+        (wa, "no quorum line (use 'quorum none' for none)"),
+    ]
     vkey = ["--vkey", vkey_file]
     ab = [("A", times["A"]), ("B", times["B"])]
     # (case, pack, arguments, exit code, the witnessed line, the FAILED message or the usage error)
@@ -221,6 +240,9 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py):
         ("a log's key given as a witness's", "genuine", vkey + ["--policy", log_as_witness], 2,
          "--policy: line 2: witness verifier key: key data must be base64 of 0x04 (cosignature/v1) and 32 bytes"),
     ]
+    for n, (text, error) in enumerate(syntax):
+        cases.append(("policy rule %d" % n, "genuine", vkey + ["--policy", policy("syntax-%d" % n, text)], 2,
+                      "--policy: " + error))
     failures = 0
     for case, name, args, code, want in cases:
         for verifier, cmd, ok_prefix, fail_prefix in (
