@@ -174,6 +174,7 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
                    % (log_vkey, wa, wb, vkeys["C"]))
     two_of_three = policy("two-of-three", "log %s\n%s%switness C %s\ngroup X 2 A B C\ngroup top any X\nquorum top\n"
                           % (log_vkey, wa, wb, vkeys["C"]))
+    only_c = policy("only-c", "log %s\n%s%switness C %s\nquorum C\n" % (log_vkey, wa, wb, vkeys["C"]))
     none = policy("none", "log %s\n%s%squorum none\n" % (log_vkey, wa, wb))
     other = policy("other-log", "log %s\n%s%sgroup both all A B\nquorum both\n" % (t.LogKey(ORIGIN).vkey(), wa, wb))
     no_log = policy("no-log", "log %s\n%s%sgroup both all A B\nquorum both\n"
@@ -218,6 +219,10 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
          witnessed("all3", ab + [("C", now)])),
         ("two of three through nested groups", "genuine", vkey + ["--policy", two_of_three], 0,
          witnessed("top", ab)),
+        ("the quorum a single witness, who never cosigned", "genuine", vkey + ["--policy", only_c], 1,
+         "checkpoint: the policy's quorum C is not met: no cosignature from C; cosigned by A, B"),
+        ("the quorum a single witness, who cosigned", "C's line added", vkey + ["--policy", only_c], 0,
+         witnessed("C", ab + [("C", now)])),
         ("B's line removed by the operator", "B's line removed", vkey + ["--policy", both], 1,
          "checkpoint: the policy's quorum both is not met: no cosignature from B; cosigned by A"),
         ("every cosignature removed", "no cosignature", vkey + ["--policy", both], 1,
