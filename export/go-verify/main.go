@@ -74,7 +74,8 @@ func parseArgs(args []string) options {
 	case vkeyFile != "" && o.trustPackKey:
 		usageError("--vkey and --trust-pack-key exclude each other")
 	case vkeyFile == "" && !o.trustPackKey && policyFile == "":
-		usageError("--vkey FILE is required (the ledger's verifier key, obtained apart from the pack)")
+		usageError("--vkey FILE or --policy FILE is required (the ledger's verifier key, or a tlog-policy naming it " +
+			"as a log, obtained apart from the pack)")
 	case vkeyFile != "":
 		data, err := os.ReadFile(vkeyFile)
 		if err != nil {
