@@ -152,6 +152,7 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
         "U's line added": with_checkpoint(files, note + u.line(text, now + 1), sign),
         "B's line forged": with_checkpoint(files, text + "\n" + log_line + cosigned[0] +
                                            forger.line(text, now, key_id=b_id), sign),
+        "B's line and a forged one": with_checkpoint(files, note + forger.line(text, now, key_id=b_id), sign),
         "B's line with another time": with_checkpoint(files, text + "\n" + log_line + cosigned[0] + retimed_b, sign),
     }
     for name, contents in packs.items():
@@ -229,6 +230,8 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
          "checkpoint: the policy's quorum both is not met: no cosignature from A, B"),
         ("B's line forged with another key under B's name and key ID", "B's line forged", vkey + ["--policy", both],
          1, "checkpoint: the cosignature of witness B does not verify"),
+        ("B's genuine line, and a forged one under B's name and key ID", "B's line and a forged one",
+         vkey + ["--policy", both], 1, "checkpoint: the cosignature of witness B does not verify"),
         ("B's line with its time changed", "B's line with another time", vkey + ["--policy", both], 1,
          "checkpoint: the cosignature of witness B does not verify"),
         ("a line of an unknown key is ignored", "U's line added", vkey + ["--policy", both], 0,
