@@ -25,7 +25,7 @@
 #include "cmd/flags.h"
 #include "cmd/ledgerd_config.h"
 #include "ledger/backup/backup_root.h"
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 #include "ops/dashboard.h"
 #include "ops/http.h"
 #include "ops/metrics.h"

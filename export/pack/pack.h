@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "export/gzip/blocked_gzip.h"
 #include "export/manifest/manifest.h"
+#include "util/html/html.h"
 #include "export/pack/spill.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/entry.h"
@@ -222,8 +223,8 @@ absl::StatusOr<std::vector<std::string>> UnsettledSteps(Outcomes& outcomes);
 // SHA-256 of a file, hex.
 absl::StatusOr<std::string> FileSha256(const std::string& path);
 
-// Text for HTML, in content or a quoted attribute: & < > " ' as entities.
-std::string HtmlEscape(std::string_view s);
+// Text for HTML (util/html).
+using html::HtmlEscape;
 
 // The report for people, a piece at a time: steps with their states
 // (unknown ones marked), anomalies, calls and costs, the checkpoint, and how
