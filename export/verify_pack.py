@@ -718,8 +718,8 @@ def key_argument(args):
     if not given:
         if args.policy is not None:
             return None  # the policy's log named as the manifest's origin
-        usage_error("verify: give the ledger's key (--vkey FILE or --vkey-string S, or --policy FILE naming it), "
-                    "or --trust-pack-key to trust the key inside the pack")
+        usage_error("verify: give the ledger's key (--vkey FILE or --vkey-string S), a --policy FILE naming it in a "
+                    "log line, or --trust-pack-key to trust the key inside the pack")
     if args.vkey is not None:
         try:
             with open(args.vkey, "rb") as f:
