@@ -129,67 +129,83 @@ def parse(data):
 
 
 def parse_line(p, defined, number, fields):
-    def error(message):
-        return PolicyError(number, message)
+    """Adds one line's definition to p; defined maps each witness and group
+    name (one namespace) to its line. PolicyError naming the rule otherwise."""
+    add = {"log": add_log, "witness": add_witness, "group": add_group, "quorum": add_quorum}.get(fields[0])
+    if add is None:
+        raise PolicyError(number, "unknown keyword '%s' (want log, witness, group or quorum)" % fields[0])
+    rule = add(p, defined, number, fields)
+    if rule:
+        raise PolicyError(number, rule)
 
-    def new_name(name, what):
-        if name == "none":
-            raise error("'none' is reserved and cannot name a %s" % what)
-        if name in defined:
-            raise error("'%s' is already defined on line %d" % (name, defined[name]))
-        defined[name] = number
 
-    keyword = fields[0]
-    if keyword == "log":
-        if len(fields) not in (2, 3):
-            raise error("want 'log VKEY [URL]'")
-        try:
-            key = parse_vkey(fields[1], TYPE_ED25519)
-        except ValueError as e:
-            raise error("log verifier key: %s" % e)
-        if any(k.public == key.public for k in p.logs):
-            raise error("this log's key is listed twice")
-        p.logs.append(key)
-    elif keyword == "witness":
-        if len(fields) not in (3, 4):
-            raise error("want 'witness NAME VKEY [URL]'")
-        try:
-            key = parse_vkey(fields[2], TYPE_COSIGNATURE)
-        except ValueError as e:
-            raise error("witness verifier key: %s" % e)
-        if any(k.public == key.public for k in p.witnesses.values()):
-            raise error("this witness's key is listed twice")
-        new_name(fields[1], "witness")
-        p.witnesses[fields[1]] = key
-    elif keyword == "group":
-        if len(fields) < 4:
-            raise error("want 'group NAME all|any|K MEMBER...' with at least one member")
-        name, threshold, members = fields[1], fields[2], fields[3:]
-        new_name(name, "group")
-        for m in members:
-            if m == "none":
-                raise error("'none' cannot be a group member")
-            if m not in defined or defined[m] == number:
-                raise error("member '%s' is not defined on an earlier line" % m)
-        if len(set(members)) != len(members):
-            raise error("member '%s' is listed twice" % next(m for m in members if members.count(m) > 1))
-        n = len(members)
-        k = {"all": n, "any": 1}.get(threshold)
-        if k is None and re.fullmatch(r"[0-9]{1,20}", threshold):
-            k = int(threshold)
-        if k is None or not 1 <= k <= n:
-            raise error("threshold must be all, any or a decimal k with 1 <= k <= %d" % n)
-        p.groups[name] = (k, members)
-    elif keyword == "quorum":
-        if len(fields) != 2:
-            raise error("want 'quorum NAME' or 'quorum none'")
-        if p.quorum is not None:
-            raise error("a second quorum line")
-        if fields[1] != "none" and fields[1] not in defined:
-            raise error("quorum '%s' is not defined on an earlier line" % fields[1])
-        p.quorum = fields[1]
-    else:
-        raise error("unknown keyword '%s' (want log, witness, group or quorum)" % keyword)
+def define(defined, name, what, number):
+    if name == "none":
+        return "'none' is reserved and cannot name a %s" % what
+    if name in defined:
+        return "'%s' is already defined on line %d" % (name, defined[name])
+    defined[name] = number
+    return None
+
+
+def add_log(p, defined, number, fields):
+    if len(fields) not in (2, 3):
+        return "want 'log VKEY [URL]'"
+    try:
+        key = parse_vkey(fields[1], TYPE_ED25519)
+    except ValueError as e:
+        return "log verifier key: %s" % e
+    if any(k.public == key.public for k in p.logs):
+        return "this log's key is listed twice"
+    p.logs.append(key)
+
+
+def add_witness(p, defined, number, fields):
+    if len(fields) not in (3, 4):
+        return "want 'witness NAME VKEY [URL]'"
+    try:
+        key = parse_vkey(fields[2], TYPE_COSIGNATURE)
+    except ValueError as e:
+        return "witness verifier key: %s" % e
+    if any(k.public == key.public for k in p.witnesses.values()):
+        return "this witness's key is listed twice"
+    rule = define(defined, fields[1], "witness", number)
+    if rule:
+        return rule
+    p.witnesses[fields[1]] = key
+
+
+def add_group(p, defined, number, fields):
+    if len(fields) < 4:
+        return "want 'group NAME all|any|K MEMBER...' with at least one member"
+    name, threshold, members = fields[1], fields[2], fields[3:]
+    rule = define(defined, name, "group", number)
+    if rule:
+        return rule
+    for m in members:
+        if m == "none":
+            return "'none' cannot be a group member"
+        if m not in defined or defined[m] == number:
+            return "member '%s' is not defined on an earlier line" % m
+    if len(set(members)) != len(members):
+        return "member '%s' is listed twice" % next(m for m in members if members.count(m) > 1)
+    n = len(members)
+    k = {"all": n, "any": 1}.get(threshold)
+    if k is None and re.fullmatch(r"[0-9]{1,20}", threshold):
+        k = int(threshold)
+    if k is None or not 1 <= k <= n:
+        return "threshold must be all, any or a decimal k with 1 <= k <= %d" % n
+    p.groups[name] = (k, members)
+
+
+def add_quorum(p, defined, number, fields):
+    if len(fields) != 2:
+        return "want 'quorum NAME' or 'quorum none'"
+    if p.quorum is not None:
+        return "a second quorum line"
+    if fields[1] != "none" and fields[1] not in defined:
+        return "quorum '%s' is not defined on an earlier line" % fields[1]
+    p.quorum = fields[1]
 
 
 def cosignature_time(key, text, blob):

@@ -96,7 +96,7 @@ type policy struct {
 // the rule it breaks. URLs are read and ignored.
 func parsePolicy(data []byte) (*policy, error) {
 	p := &policy{witnesses: map[string]policyKey{}, groups: map[string]group{}}
-	defined := map[string]int{}
+	defined := names{}
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		for _, c := range raw {
 			if c != '\t' && (c < 0x20 || c == 0x7f) {
@@ -119,91 +119,31 @@ func parsePolicy(data []byte) (*policy, error) {
 	return p, nil
 }
 
-// addLine adds one line's definition; it returns the broken rule, or "".
-func (p *policy) addLine(defined map[string]int, number int, fields []string) string {
-	newName := func(name, what string) string {
-		if name == "none" {
-			return fmt.Sprintf("'none' is reserved and cannot name a %s", what)
-		}
-		if at, ok := defined[name]; ok {
-			return fmt.Sprintf("'%s' is already defined on line %d", name, at)
-		}
-		defined[name] = number
-		return ""
+// names is the one namespace of witnesses and groups: each name, the line
+// that defines it.
+type names map[string]int
+
+// define adds a witness's or group's name; it returns the broken rule, or "".
+func (d names) define(name, what string, line int) string {
+	if name == "none" {
+		return fmt.Sprintf("'none' is reserved and cannot name a %s", what)
 	}
+	if at, ok := d[name]; ok {
+		return fmt.Sprintf("'%s' is already defined on line %d", name, at)
+	}
+	d[name] = line
+	return ""
+}
+
+// addLine adds one line's definition; it returns the broken rule, or "".
+func (p *policy) addLine(defined names, number int, fields []string) string {
 	switch fields[0] {
 	case "log":
-		if len(fields) != 2 && len(fields) != 3 {
-			return "want 'log VKEY [URL]'"
-		}
-		k, err := parseVKey(fields[1], typeEd25519)
-		if err != nil {
-			return "log verifier key: " + err.Error()
-		}
-		for _, o := range p.logs {
-			if bytes.Equal(o.public, k.public) {
-				return "this log's key is listed twice"
-			}
-		}
-		p.logs = append(p.logs, k)
+		return p.addLog(fields)
 	case "witness":
-		if len(fields) != 3 && len(fields) != 4 {
-			return "want 'witness NAME VKEY [URL]'"
-		}
-		k, err := parseVKey(fields[2], typeCosignature)
-		if err != nil {
-			return "witness verifier key: " + err.Error()
-		}
-		for _, o := range p.witnesses {
-			if bytes.Equal(o.public, k.public) {
-				return "this witness's key is listed twice"
-			}
-		}
-		if msg := newName(fields[1], "witness"); msg != "" {
-			return msg
-		}
-		p.witnesses[fields[1]] = k
-		p.order = append(p.order, fields[1])
+		return p.addWitness(defined, number, fields)
 	case "group":
-		if len(fields) < 4 {
-			return "want 'group NAME all|any|K MEMBER...' with at least one member"
-		}
-		name, threshold, members := fields[1], fields[2], fields[3:]
-		if msg := newName(name, "group"); msg != "" {
-			return msg
-		}
-		seen := map[string]bool{}
-		for _, m := range members {
-			if m == "none" {
-				return "'none' cannot be a group member"
-			}
-			if at, ok := defined[m]; !ok || at == number {
-				return fmt.Sprintf("member '%s' is not defined on an earlier line", m)
-			}
-		}
-		for _, m := range members {
-			if seen[m] {
-				return fmt.Sprintf("member '%s' is listed twice", m)
-			}
-			seen[m] = true
-		}
-		n, k := len(members), 0
-		switch threshold {
-		case "all":
-			k = n
-		case "any":
-			k = 1
-		default:
-			if len(threshold) <= 20 && strings.Trim(threshold, "0123456789") == "" {
-				if v, err := strconv.ParseUint(threshold, 10, 64); err == nil && v <= uint64(n) {
-					k = int(v)
-				}
-			}
-		}
-		if k < 1 || k > n {
-			return fmt.Sprintf("threshold must be all, any or a decimal k with 1 <= k <= %d", n)
-		}
-		p.groups[name] = group{k, members}
+		return p.addGroup(defined, number, fields)
 	case "quorum":
 		if len(fields) != 2 {
 			return "want 'quorum NAME' or 'quorum none'"
@@ -215,9 +155,89 @@ func (p *policy) addLine(defined map[string]int, number int, fields []string) st
 			return fmt.Sprintf("quorum '%s' is not defined on an earlier line", fields[1])
 		}
 		p.quorum = fields[1]
-	default:
-		return fmt.Sprintf("unknown keyword '%s' (want log, witness, group or quorum)", fields[0])
+		return ""
 	}
+	return fmt.Sprintf("unknown keyword '%s' (want log, witness, group or quorum)", fields[0])
+}
+
+func (p *policy) addLog(fields []string) string {
+	if len(fields) != 2 && len(fields) != 3 {
+		return "want 'log VKEY [URL]'"
+	}
+	k, err := parseVKey(fields[1], typeEd25519)
+	if err != nil {
+		return "log verifier key: " + err.Error()
+	}
+	for _, o := range p.logs {
+		if bytes.Equal(o.public, k.public) {
+			return "this log's key is listed twice"
+		}
+	}
+	p.logs = append(p.logs, k)
+	return ""
+}
+
+func (p *policy) addWitness(defined names, number int, fields []string) string {
+	if len(fields) != 3 && len(fields) != 4 {
+		return "want 'witness NAME VKEY [URL]'"
+	}
+	k, err := parseVKey(fields[2], typeCosignature)
+	if err != nil {
+		return "witness verifier key: " + err.Error()
+	}
+	for _, o := range p.witnesses {
+		if bytes.Equal(o.public, k.public) {
+			return "this witness's key is listed twice"
+		}
+	}
+	if msg := defined.define(fields[1], "witness", number); msg != "" {
+		return msg
+	}
+	p.witnesses[fields[1]] = k
+	p.order = append(p.order, fields[1])
+	return ""
+}
+
+func (p *policy) addGroup(defined names, number int, fields []string) string {
+	if len(fields) < 4 {
+		return "want 'group NAME all|any|K MEMBER...' with at least one member"
+	}
+	name, threshold, members := fields[1], fields[2], fields[3:]
+	if msg := defined.define(name, "group", number); msg != "" {
+		return msg
+	}
+	for _, m := range members {
+		if m == "none" {
+			return "'none' cannot be a group member"
+		}
+		if at, ok := defined[m]; !ok || at == number {
+			return fmt.Sprintf("member '%s' is not defined on an earlier line", m)
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range members {
+		if seen[m] {
+			return fmt.Sprintf("member '%s' is listed twice", m)
+		}
+		seen[m] = true
+	}
+	n, k := len(members), 0
+	switch threshold {
+	case "all":
+		k = n
+	case "any":
+		k = 1
+	default:
+		if len(threshold) <= 20 && strings.Trim(threshold, "0123456789") == "" {
+			if v, err := strconv.ParseUint(threshold, 10, 64); err == nil && v <= uint64(n) {
+				k = int(v)
+			}
+		}
+	}
+	if k < 1 || k > n {
+		return fmt.Sprintf("threshold must be all, any or a decimal k with 1 <= k <= %d", n)
+	}
+	p.groups[name] = group{k, members}
 	return ""
 }
 
