@@ -236,6 +236,11 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
          "checkpoint: the cosignature of witness B does not verify"),
         ("a line of an unknown key is ignored", "U's line added", vkey + ["--policy", both], 0,
          witnessed("both", ab)),
+        ("--trust-pack-key: the pack's key, a log of the policy", "genuine", ["--trust-pack-key", "--policy", both],
+         0, witnessed("both", ab)),
+        ("--trust-pack-key: the pack's key, not a log of the policy", "genuine",
+         ["--trust-pack-key", "--policy", other], 1,
+         "checkpoint: the ledger's key %s is not a log of the policy" % "+".join(log_vkey.split("+")[:2])),
         ("quorum none, cosigned", "genuine", vkey + ["--policy", none], 0, witnessed("none", ab)),
         ("quorum none, no cosignature", "no cosignature", vkey + ["--policy", none], 0, witnessed("none", [])),
         ("--vkey not a log of the policy", "genuine", vkey + ["--policy", other], 1,
@@ -260,7 +265,7 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
     # the checkpoint's checks; and it words some policy rules otherwise.
     worded_otherwise = {"policy rule %d" % n for n in (0, 1, 3, 9, 10, 12)}
     # ledgerctl names the key NAME+ID cut at the vkey's last '+', not its second.
-    worded_otherwise.add("--vkey not a log of the policy")
+    worded_otherwise |= {"--vkey not a log of the policy", "--trust-pack-key: the pack's key, not a log of the policy"}
     failures = 0
     runs = 0
     for case, name, args, code, want in cases:
@@ -272,12 +277,14 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
             runs += 1
             r = subprocess.run(cmd + [pack_path(name)] + args, capture_output=True, text=True, timeout=120)
             out = r.stdout.splitlines()
+            at = next((k for k, x in enumerate(out) if x.startswith(ok_prefix)), None)  # after a WARNING line
             if code == 0:
                 lines_after = [x for x in out if x.startswith("witnessed: ")]
-                good = (r.returncode == 0 and out and out[0].startswith(ok_prefix) and
-                        (lines_after == [] if want is None else len(out) > 1 and out[1] == want))
+                good = (r.returncode == 0 and at is not None and
+                        (lines_after == [] if want is None else len(out) > at + 1 and out[at + 1] == want))
             elif code == 1:
-                good = r.returncode == 1 and r.stdout == fail_prefix + want + "\n"
+                good = (r.returncode == 1 and out[-1:] == [fail_prefix + want] and
+                        all(x.startswith("WARNING: --trust-pack-key") for x in out[:-1]))
             else:
                 good = r.returncode == 2 and want in r.stderr and not r.stdout.startswith(ok_prefix)
             if not good:
@@ -285,8 +292,8 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
                 print("FAIL: %s: %s: want exit %d %r, got exit %d stdout %r stderr %r"
                       % (case, verifier, code, want, r.returncode, r.stdout, r.stderr[-400:]))
             else:
-                print("ok: %s: %s: %s" % (case, verifier, (out[1] if code == 0 and want else
-                                                            (out[0] if out else r.stderr.strip().splitlines()[0]))))
+                print("ok: %s: %s: %s" % (case, verifier, (out[at + 1] if code == 0 and want else
+                                                            (out[-1] if out else r.stderr.strip().splitlines()[0]))))
     if failures:
         fail("%d of %d verifications differ from the contract" % (failures, runs))
     print("ok: %d cases, each through verify_pack.py and ledger-verify-go (%d verifications with ledgerctl verify)"
