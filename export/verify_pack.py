@@ -15,6 +15,7 @@ report re-signed by whoever holds the ledger's key passes this script.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
          [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
+         [--policy POLICY]
        verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
 FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
 --trust-pack-key trusts the key inside the pack instead, and the result then
@@ -33,6 +34,11 @@ a format 3 run pack proves with run-head.json (export/completeness.py) that
 it holds every entry of its run up to the checkpoint, or, with an absence
 proof, that the run has none: the lines after the OK line say so, and name
 each step pending or unknown as having no completion in the log.
+--policy POLICY (a c2sp.org/tlog-policy, export/tlogpolicy.py): the key must
+be a log of the policy (without a key given, the key is the policy's log
+named as the manifest's origin), every cosignature line of a policy witness
+in the checkpoint must verify, and the witnesses with a valid line must meet
+the quorum; the line after the OK line names them with their times.
 Exit 0 when everything holds; 1, naming the first failing item, when
 something does not; 2 for bad usage (a key given but empty or malformed).
 """
@@ -51,6 +57,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import completeness  # noqa: E402
+import tlogpolicy  # noqa: E402
 
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
          "outcomes.json", "proofs.jsonl", "report.html", "consistency.json", "checkpoint-time", "run-head.json"}
@@ -421,20 +428,24 @@ def parse_manifest(data):
     return m
 
 
-def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None):
+def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None, policy=None):
     """Raises Failure naming the first item that does not hold. vkey is the
-    ledger's key line; None with trust_pack_key to trust the pack's own.
+    ledger's key line; None with trust_pack_key to trust the pack's own, or
+    with a policy to take the policy's log named as the manifest's origin.
     since: the auditor's earlier checkpoint (a signed note, bytes): the pack
     must prove consistency from exactly it. expect_scope: the scope asked
     for (expected_scope()). not_older_than: a size, or a signed checkpoint
     (bytes) the pack's checkpoint must be at least as large as, with its
-    root at that very size."""
+    root at that very size. policy: a tlogpolicy.Policy the checkpoint
+    must meet ("Witnessed packs", CONTRACT.md section 7)."""
     files = read_pack(pack_path)
     for name in FILES - OPTIONAL:
         if name not in files:
             raise Failure("%s: missing" % name)
     if trust_pack_key:
         vkey = files["ledger.vkey"].decode().strip()
+    elif vkey is None:
+        vkey = policy_log(policy, files)
     key = parse_vkey(vkey)
     if files["ledger.vkey"].decode().strip() != vkey.strip():
         raise Failure("ledger.vkey: not the key given")
@@ -462,9 +473,11 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if name not in files:
             raise Failure("%s: listed in the manifest but missing" % name)
     try:
-        cp = open_note(files["checkpoint"], key).split("\n")
+        cp = open_note(files["checkpoint"], key)
     except Failure as e:
         raise Failure("checkpoint: %s" % e)
+    cosigned = None if policy is None else witnessed(policy, vkey, cp, files["checkpoint"])
+    cp = cp.split("\n")
     origin, size, root = cp[0], int(cp[1]), base64.b64decode(cp[2], validate=True)
     if origin != manifest.get("origin") or origin != key[0]:
         raise Failure("checkpoint: origin '%s', manifest and key say '%s'" % (origin, manifest.get("origin")))
@@ -617,7 +630,34 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     if signed_at is not None and scope["kind"] == "run":  # only a run pack holds its steps' every entry
         check_deadlines(json.loads(files["outcomes.json"]), manifest["unknown_grace_ms"], signed_at)
     return {"entries": len(entries), "origin": origin, "tree_size": size, "root": root, "scope": scope,
-            "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled}
+            "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
+            "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned)}
+
+
+def policy_log(policy, files):
+    """The key line of the policy's log named as the manifest's origin (the
+    one the pack's ledger.vkey names when several are); UsageError when the
+    policy has none."""
+    origin = parse_manifest(files["manifest.json"])["origin"]
+    logs = policy.log_named(origin)
+    if not logs:
+        raise UsageError("--policy: no log of the policy is named %s" % origin)
+    lines = ["%s+%s+%s" % (k.name, k.key_id.hex(), base64.b64encode(b"\x01" + k.public).decode()) for k in logs]
+    in_pack = files["ledger.vkey"].decode("utf-8", "replace").strip()
+    return in_pack if in_pack in lines else lines[0]
+
+
+def witnessed(policy, vkey, text, note):
+    """Steps 2 to 4 of "Witnessed packs" (CONTRACT.md section 7), on the
+    checkpoint whose text the key opened: [(witness, time)] with a valid
+    line, in policy order."""
+    key = tlogpolicy.parse_vkey(vkey.strip(), tlogpolicy.TYPE_ED25519)
+    if not policy.is_log(key):
+        raise Failure("checkpoint: the ledger's key %s is not a log of the policy" % key.vkey_id())
+    try:
+        return tlogpolicy.check_checkpoint(policy, text.encode(), note)
+    except tlogpolicy.Refused as e:
+        raise Failure(str(e))
 
 
 def run_head_proof(files, manifest, runs_root):
@@ -676,8 +716,10 @@ def key_argument(args):
             usage_error("verify: --trust-pack-key with a key given: give one or the other")
         return None
     if not given:
-        usage_error("verify: give the ledger's key (--vkey FILE or --vkey-string S), "
-                    "or --trust-pack-key to trust the key inside the pack")
+        if args.policy is not None:
+            return None  # the policy's log named as the manifest's origin
+        usage_error("verify: give the ledger's key (--vkey FILE or --vkey-string S), a --policy FILE naming it in a "
+                    "log line, or --trust-pack-key to trust the key inside the pack")
     if args.vkey is not None:
         try:
             with open(args.vkey, "rb") as f:
@@ -714,8 +756,18 @@ def main():
     parser.add_argument("--since")
     parser.add_argument("--expect-scope")
     parser.add_argument("--not-older-than")
+    parser.add_argument("--policy")
     args = parser.parse_args()
     vkey = key_argument(args)
+    policy = None
+    if args.policy is not None:
+        try:
+            with open(args.policy, "rb") as f:
+                policy = tlogpolicy.parse(f.read())
+        except OSError:
+            usage_error("--policy: cannot read %s" % args.policy)
+        except tlogpolicy.PolicyError as e:
+            usage_error("--policy: %s" % e)
     since = None
     if args.since is not None:
         try:
@@ -735,7 +787,7 @@ def main():
     if args.not_older_than is not None:
         if args.not_older_than.isdigit():
             not_older = int(args.not_older_than)
-        elif vkey is None:
+        elif vkey is None and policy is None:
             usage_error("verify: --not-older-than CHECKPOINT needs the ledger's key (--vkey or --vkey-string)")
         else:
             try:
@@ -743,13 +795,13 @@ def main():
                     not_older = f.read()
             except OSError:
                 usage_error("--not-older-than: neither a size nor a readable file: %s" % args.not_older_than)
-    if vkey is None:
+    if args.trust_pack_key:
         print("WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
               "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
               "published key.")
     try:
-        r = verify(args.pack, vkey, trust_pack_key=vkey is None, since=since, expect_scope=expect,
-                   not_older_than=not_older)
+        r = verify(args.pack, vkey, trust_pack_key=args.trust_pack_key, since=since, expect_scope=expect,
+                   not_older_than=not_older, policy=policy)
     except UsageError as e:
         usage_error(e)
     except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
@@ -759,6 +811,8 @@ def main():
             else ", signing time: not stated (checkpoint signed before the ledger signed times)")
     print("OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s%s."
           % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex(), when))
+    if r["witnessed"] is not None:
+        print(r["witnessed"])
     if r["consistent"] is not None:
         size, root, given = r["consistent"]
         print("The checkpoint is consistent with the earlier one at size %d, root %s%s."

@@ -112,7 +112,7 @@ for tool in ledgerctl ledger-verify py; do
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/no-such.vkey"
   expect_exit 2 "$tool, an empty --vkey-string" '^(ledgerctl|ledger-verify|verify_pack.py): --vkey-string: empty' \
     "${run[@]}" "$work/run.tar.gz" --vkey-string ""
-  expect_exit 2 "$tool, no key" '^(ledgerctl|ledger-verify|verify_pack.py): verify: give the ledger.s key \(--vkey FILE or --vkey-string S\)' \
+  expect_exit 2 "$tool, no key" '^(ledgerctl|ledger-verify|verify_pack.py): verify: give the ledger.s key \(--vkey FILE or --vkey-string S\), a --policy FILE naming it in a log line, or --trust-pack-key' \
     "${run[@]}" "$work/run.tar.gz"
   expect_exit 2 "$tool, a key and --trust-pack-key" '^(ledgerctl|ledger-verify|verify_pack.py): verify: --trust-pack-key with a key given' \
     "${run[@]}" "$work/run.tar.gz" --vkey "$work/vkey" --trust-pack-key

@@ -4,13 +4,18 @@
 //
 // Usage:
 //
-//	ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE]
+//	ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE] [--policy POLICY_FILE]
 //
 // It prints one line, "OK <scope>: ..." naming the scope, tree size and root
-// (exit 0), or "FAIL: <reason>" (exit 1). Usage errors exit 2.
+// (exit 0), or "FAIL: <reason>" (exit 1). Usage errors exit 2. With
+// --policy (a c2sp.org/tlog-policy) the key must be a log of the policy
+// (without --vkey it is the policy's log named as the pack's origin), the
+// checkpoint's cosignatures must meet the policy's quorum, and the OK line
+// is followed by a "witnessed:" line naming each witness and its time.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -18,7 +23,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-const usage = "usage: ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE]"
+const usage = "usage: ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE] " +
+	"[--policy POLICY_FILE]"
 
 func usageError(format string, args ...interface{}) {
 	fmt.Fprintf(os.Stderr, "ledger-verify-go: %s\n%s\n", fmt.Sprintf(format, args...), usage)
@@ -27,7 +33,7 @@ func usageError(format string, args ...interface{}) {
 
 func parseArgs(args []string) options {
 	var o options
-	var vkeyFile, sinceFile string
+	var vkeyFile, sinceFile, policyFile string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		flagValue := func() string {
@@ -46,6 +52,8 @@ func parseArgs(args []string) options {
 			vkeyFile = flagValue()
 		case a == "--since" || strings.HasPrefix(a, "--since="):
 			sinceFile = flagValue()
+		case a == "--policy" || strings.HasPrefix(a, "--policy="):
+			policyFile = flagValue()
 		case a == "--trust-pack-key":
 			o.trustPackKey = true
 		case a == "-h" || a == "--help":
@@ -65,8 +73,9 @@ func parseArgs(args []string) options {
 	switch {
 	case vkeyFile != "" && o.trustPackKey:
 		usageError("--vkey and --trust-pack-key exclude each other")
-	case vkeyFile == "" && !o.trustPackKey:
-		usageError("--vkey FILE is required (the ledger's verifier key, obtained apart from the pack)")
+	case vkeyFile == "" && !o.trustPackKey && policyFile == "":
+		usageError("--vkey FILE or --policy FILE is required (the ledger's verifier key, or a tlog-policy naming it " +
+			"as a log, obtained apart from the pack)")
 	case vkeyFile != "":
 		data, err := os.ReadFile(vkeyFile)
 		if err != nil {
@@ -75,6 +84,15 @@ func parseArgs(args []string) options {
 		o.vkey = strings.TrimSpace(string(data))
 		if o.vkey == "" || strings.ContainsAny(o.vkey, "\n\r") {
 			usageError("--vkey: %s must hold one verifier key line", vkeyFile)
+		}
+	}
+	if policyFile != "" {
+		data, err := os.ReadFile(policyFile)
+		if err != nil {
+			usageError("--policy: %v", err)
+		}
+		if o.policy, err = parsePolicy(data); err != nil {
+			usageError("--policy: %v", err)
 		}
 	}
 	if sinceFile != "" {
@@ -98,6 +116,10 @@ func main() {
 		}
 	}
 	line, err := verify(o)
+	var usage *usageErr
+	if errors.As(err, &usage) {
+		usageError("%s", usage.msg)
+	}
 	if err != nil {
 		fmt.Printf("FAIL: %s\n", printable(err.Error()))
 		os.Exit(1)

@@ -21,8 +21,9 @@ type options struct {
 	pack         string
 	vkey         string // the verifier key line, obtained apart from the pack
 	trustPackKey bool
-	since        []byte // the auditor's earlier signed checkpoint, or nil
-	sinceTime    []byte // the time note kept with it, or nil
+	policy       *policy // the auditor's tlog-policy, or nil
+	since        []byte  // the auditor's earlier signed checkpoint, or nil
+	sinceTime    []byte  // the time note kept with it, or nil
 }
 
 type checkpoint struct {
@@ -41,6 +42,11 @@ func verify(o options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if o.policy != nil && o.vkey == "" && !o.trustPackKey {
+		if o.vkey, err = policyVKey(o.policy, p); err != nil {
+			return "", err
+		}
+	}
 	v, err := packVerifier(p, o)
 	if err != nil {
 		return "", err
@@ -56,6 +62,12 @@ func verify(o options) (string, error) {
 	cp, err := openCheckpoint("checkpoint", p.files["checkpoint"], vs, v.Name())
 	if err != nil {
 		return "", err
+	}
+	var cosigned []cosignature
+	if o.policy != nil {
+		if cosigned, err = checkPolicy(o, p, v); err != nil {
+			return "", err
+		}
 	}
 	if m.origin != cp.origin || m.treeSize != cp.size || m.root != hex.EncodeToString(cp.root[:]) {
 		return "", fmt.Errorf("manifest.json: origin, tree_size, root: expected the checkpoint's %s %d %s, found %s %d %s",
@@ -87,6 +99,9 @@ func verify(o options) (string, error) {
 		scope, len(entries), cp.size, hex.EncodeToString(cp.root[:]), consistent, complete)
 	if o.trustPackKey {
 		line += "; the key was the pack's own (--trust-pack-key): this proves nothing about the ledger's identity"
+	}
+	if o.policy != nil {
+		line += "\n" + witnessedLine(o.policy, cosigned)
 	}
 	for _, u := range unsettled {
 		line += "\n" + u
@@ -121,6 +136,21 @@ func checkCompleteness(p *pack, vs note.Verifiers, m *manifest, entries []entry,
 		return "", nil, err
 	}
 	return "; " + complete, unsettledSteps(team, run, entries, cp), nil
+}
+
+// checkPolicy makes the checks of "Witnessed packs" (CONTRACT.md section 7)
+// after the checkpoint's own signature: the ledger's key is a log of the
+// policy, and the cosignatures meet its quorum.
+func checkPolicy(o options, p *pack, v note.Verifier) ([]cosignature, error) {
+	vkey := o.vkey
+	if o.trustPackKey {
+		vkey = strings.TrimSuffix(string(p.files["ledger.vkey"]), "\n")
+	}
+	key, err := parseVKey(vkey, typeEd25519)
+	if err != nil || !o.policy.isLog(key) {
+		return nil, fmt.Errorf("checkpoint: the ledger's key %s+%08x is not a log of the policy", v.Name(), v.KeyHash())
+	}
+	return checkWitnessed(o.policy, p.files["checkpoint"], v)
 }
 
 // packVerifier returns the key every signature must verify with: the one
