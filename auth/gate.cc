@@ -36,7 +36,7 @@ Gate::Gate(Options options, std::shared_ptr<const Policy> policy)
 
 void Gate::SetPolicy(std::shared_ptr<const Policy> policy) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     policy_ = std::move(policy);
   }
   std::lock_guard<std::recursive_mutex> lock(subscribers_mu_);
@@ -68,7 +68,7 @@ void Gate::Unsubscribe(uint64_t id) {
 }
 
 std::shared_ptr<const Policy> Gate::policy() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   return policy_;
 }
 
@@ -107,13 +107,13 @@ absl::StatusOr<std::string> Gate::Identify(const grpc::ServerContextBase& ctx) {
   if (pems.empty()) return absl::UnauthenticatedError("no client certificate");
   std::string_view pem(pems.front().data(), pems.front().size());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     auto it = identities_.find(pem);
     if (it != identities_.end()) return it->second;
   }
   auto id = IdentityOfCertificate(pem);
   if (!id.ok()) return id.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   if (identities_.size() >= 4096) identities_.clear();
   identities_.emplace(std::string(pem), *id);
   return id;

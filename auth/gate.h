@@ -24,6 +24,7 @@
 #include "auth/limiter.h"
 #include "auth/policy.h"
 #include "grpcpp/server_context.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::auth {
 
@@ -106,9 +107,9 @@ class Gate {
 
   const Options options_;
   Limiter limiter_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const Policy> policy_;
-  std::map<std::string, std::string, std::less<>> identities_;  // PEM -> identity
+  mutable sync::Mutex mu_;
+  std::shared_ptr<const Policy> policy_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string, std::less<>> identities_ ABSL_GUARDED_BY(mu_);  // PEM -> identity
   // Held while subscribers run; recursive so that one may Unsubscribe.
   std::recursive_mutex subscribers_mu_;
   uint64_t next_subscriber_ = 0;                           // guarded by subscribers_mu_

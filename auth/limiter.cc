@@ -39,7 +39,7 @@ void Limiter::Permit::Release() {
 absl::StatusOr<Limiter::Permit> Limiter::Enter(std::string_view identity, int64_t* hold_us) {
   Permit p;
   if (options_.concurrency <= 0) return p;
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   auto it = states_.find(identity);
   if (it == states_.end()) it = states_.emplace(std::string(identity), State{}).first;
   if (it->second.open >= options_.concurrency) {
@@ -55,7 +55,7 @@ absl::StatusOr<Limiter::Permit> Limiter::Enter(std::string_view identity, int64_
 }
 
 void Limiter::Leave(const std::string& identity) {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   auto it = states_.find(identity);
   if (it != states_.end() && it->second.open > 0) --it->second.open;
 }
@@ -63,7 +63,7 @@ void Limiter::Leave(const std::string& identity) {
 absl::Status Limiter::Spend(std::string_view identity, int64_t cost, int64_t* hold_us) {
   if (options_.rate <= 0) return absl::OkStatus();
   int64_t now = clock_();
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   auto it = states_.find(identity);
   if (it == states_.end()) it = states_.emplace(std::string(identity), State{}).first;
   State& s = it->second;

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::auth {
 
@@ -77,8 +78,8 @@ class Limiter {
 
   const Options options_;
   const Clock clock_;
-  std::mutex mu_;
-  std::map<std::string, State, std::less<>> states_;
+  sync::Mutex mu_;
+  std::map<std::string, State, std::less<>> states_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ledger::auth
