@@ -9,6 +9,7 @@ the printed pages' right margins are blank.
 
 Usage: report_page_test.py TEAM_PACK_DIR RUN_PACK_DIR VKEY ARTIFACTS WORK
 (the pack directories extracted, as report_chromium_test.sh makes them)."""
+import base64
 import datetime
 import glob
 import json
@@ -159,7 +160,6 @@ def check_print(browser, name, paper):
     pdf = browser.send("Page.printToPDF", {"paperWidth": width_in, "paperHeight": height_in, "marginTop": margin_in,
                                            "marginBottom": margin_in, "marginLeft": margin_in,
                                            "marginRight": margin_in, "printBackground": True})
-    import base64
     path = os.path.join(artifacts, "report-%s.pdf" % name)
     with open(path, "wb") as f:
         f.write(base64.b64decode(pdf["data"]))
@@ -189,6 +189,7 @@ def main():
         browser.open("file://" + os.path.join(team_dir, "report.html"))
         check_no_markup_from_entries(browser)
         steps = check_entries_and_steps(browser, entries, outcomes)
+        team_entries = len(entries)
         check_timeline(browser, outcomes)
         body = browser.eval("document.body.innerText.replace(/\\t|\\n/g, '')")
         text = browser.eval("document.body.textContent")
@@ -212,8 +213,9 @@ def main():
         assert "--expect-scope run:team-support/run-0007 [--policy FILE]" in text
         check_entries_and_steps(browser, entries, outcomes)
         browser.screenshot(os.path.join(artifacts, "report-run.png"))
-        print("report: %d steps and %d entries shown with UTC times, printed on A4 (%d pages) and Letter (%d pages)"
-              % (len(steps), len(entries), printed["a4"], printed["letter"]))
+        print("report: %d steps and %d entries of a team window shown with UTC times, printed on A4 (%d pages) "
+              "and Letter (%d pages); a run pack's %d entries" % (len(steps), team_entries, printed["a4"],
+                                                                  printed["letter"], len(entries)))
     finally:
         browser.close()
 

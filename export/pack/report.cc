@@ -208,10 +208,10 @@ constexpr char kStyle[] =
     "pre{background:#f4f4f4;padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere}"
     ".flag{color:#a00000;font-weight:bold}svg.timeline{display:block;width:100%;height:auto;max-width:1010px}"
     ".label{font:12px monospace}.tick{font:11px sans-serif}.state{font:bold 12px sans-serif}"
-    ".w7{width:7%}.w8{width:8%}.w9{width:9%}.w10{width:10%}.w12{width:12%}.w15{width:15%}.w18{width:18%}"
+    ".w6{width:6%}.w8{width:8%}.w9{width:9%}.w10{width:10%}.w11{width:11%}.w12{width:12%}.w15{width:15%}.w20{width:20%}"
     "@page{margin:12mm}"
     "@media print{body{margin:0;max-width:none;padding:0;font-size:9pt}h2,h3{break-after:avoid}"
-    "tr{break-inside:avoid}thead{display:table-header-group}svg.timeline{max-width:100%}}";
+    "tr{break-inside:avoid}thead{display:table-header-group}svg.timeline{max-width:100%}table{font-size:8pt}}";
 
 void Head(std::string* h) {
   absl::StrAppend(h,
@@ -382,7 +382,9 @@ std::string RowClass(const std::string& state) {
 void StepTable(const Shown& shown, std::string* h) {
   if (shown.steps.empty()) return;
   absl::StrAppend(h,
-                  "<h2>Steps</h2>\n<table class=\"steps\"><thead><tr><th scope=\"col\">run</th>"
+                  "<h2>Steps</h2>\n<table class=\"steps\"><colgroup><col class=\"w12\"><col class=\"w10\">"
+                  "<col class=\"w6\"><col class=\"w10\"><col class=\"w20\"><col class=\"w8\"><col class=\"w8\">"
+                  "<col class=\"w8\"><col class=\"w9\"><col class=\"w9\"></colgroup><thead><tr><th scope=\"col\">run</th>"
                   "<th scope=\"col\">step</th><th scope=\"col\">attempt</th><th scope=\"col\">state</th>"
                   "<th scope=\"col\">started (UTC)</th><th scope=\"col\">duration</th>"
                   "<th scope=\"col\">calls allowed/denied</th><th scope=\"col\">tokens in/out</th>"
@@ -474,9 +476,9 @@ std::string Tokens(const ReportRow& r) {
 // Entries as rows: seq, time, kind, model or tool, target, decision and
 // reason (or what the entry reports), tokens, cost, emitter.
 void EntryTable(const std::vector<ReportRow>& rows, std::string* h) {
-  *h += "<table class=\"calls\"><colgroup><col class=\"w7\"><col class=\"w15\"><col class=\"w10\">"
-        "<col class=\"w12\"><col class=\"w12\"><col class=\"w18\"><col class=\"w8\"><col class=\"w9\">"
-        "<col class=\"w9\"></colgroup>";
+  *h += "<table class=\"calls\"><colgroup><col class=\"w6\"><col class=\"w20\"><col class=\"w11\">"
+        "<col class=\"w12\"><col class=\"w12\"><col class=\"w15\"><col class=\"w8\"><col class=\"w8\">"
+        "<col class=\"w8\"></colgroup>";
   *h += "<thead><tr><th scope=\"col\">seq</th><th scope=\"col\">time (UTC)</th><th scope=\"col\">kind</th>"
         "<th scope=\"col\">model or tool</th><th scope=\"col\">target</th><th scope=\"col\">decision: reason</th>"
         "<th scope=\"col\">tokens in/out</th><th scope=\"col\">cost</th><th scope=\"col\">emitter</th></tr></thead>"
