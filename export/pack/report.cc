@@ -505,7 +505,8 @@ void StepDetails(const Shown& shown, const ReportEntries& entries, std::string* 
     std::string state = StateOf(s);
     auto rows = entries.rows().find(KeyOf(s));
     const std::vector<ReportRow>* listed = rows == entries.rows().end() ? nullptr : &rows->second;
-    absl::StrAppend(h, "<h3 class=\"", RowClass(state), "\">", ++n, ". ", E(s.step_id()), " (attempt ", s.attempt(),
+    std::string run = shown.multi_run ? absl::StrCat(E(s.run_id()), " / ") : "";
+    absl::StrAppend(h, "<h3 class=\"", RowClass(state), "\">", ++n, ". ", run, E(s.step_id()), " (attempt ", s.attempt(),
                     "): ", state == "unknown" ? "UNKNOWN" : state, "</h3>\n");
     StepFacts(s, listed, h);
     if (listed != nullptr) EntryTable(*listed, h);
