@@ -29,8 +29,9 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "ledger/cosign/cosign.h"
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 #include "ops/http.h"
+#include "util/files/files.h"
 #include "witness/state.h"
 #include "witness/witness.h"
 
@@ -46,12 +47,11 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// The file of --`flag`; errors name the flag.
 absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = ledger::files::ReadFile(path);
+  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("--", flag, ": ", text.status().message()));
+  return text;
 }
 
 // <data>/witness.key, created (0600, never overwritten) when missing. A
@@ -70,19 +70,8 @@ absl::StatusOr<Cosigner> LoadOrCreateKey(const std::string& data, const std::str
   }
   auto key = Cosigner::Generate(name.empty() ? kDefaultName : name);
   if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", key.status().message()));
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("witness key: create ", path, ": ", std::strerror(errno)));
-  std::string out = key->KeyFileText();
-  bool ok = ::write(fd, out.data(), out.size()) == static_cast<ssize_t>(out.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) {
-    ::unlink(path.c_str());
-    return absl::UnavailableError(absl::StrCat("witness key: write ", path));
-  }
-  int dir = ::open(data.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  bool synced = dir >= 0 && ::fsync(dir) == 0;
-  if (dir >= 0) ::close(dir);
-  if (!synced) return absl::UnavailableError(absl::StrCat("witness key: fsync ", data));
+  absl::Status s = ledger::files::CreateFileDurably(path, key->KeyFileText(), 0600);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("witness key: ", s.message()));
   return key;
 }
 
@@ -158,6 +147,77 @@ std::vector<std::string> TakeLogFlags(int* argc, char** argv) {
 
 }  // namespace
 
+namespace {
+
+// The witness's key: --key FILE, or <data>/witness.key (created on first use).
+absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::string& data) {
+  if (flags.Get("key").empty()) return LoadOrCreateKey(data, flags.Get("name"));
+  auto text = ReadFile("key", flags.Get("key"));
+  if (!text.ok()) return text.status();
+  auto key = Cosigner::ParseKeyFile(*text);
+  if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
+  if (flags.Has("name") && key->name() != flags.Get("name")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
+  }
+  return key;
+}
+
+// HTTPS with client certificates when any TLS flag is given (then all
+// three are required); plain HTTP only on loopback unless --insecure.
+absl::StatusOr<std::optional<ledger::ops::HttpTls>> WitnessTls(const ledger::cmd::Flags& flags) {
+  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
+  if (!tls) {
+    if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+      return absl::InvalidArgumentError(absl::StrCat("--listen: ", flags.Get("listen"),
+                                                     " is not a loopback address; give --tls-cert, --tls-key and "
+                                                     "--client-ca, or --insecure"));
+    }
+    return std::nullopt;
+  }
+  ledger::ops::HttpTls http_tls;
+  for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
+                            std::pair{"client-ca", &http_tls.client_ca_pem}}) {
+    auto pem = ReadFile(flag, flags.Get(flag));
+    if (!pem.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": required with TLS (--tls-cert, --tls-key, --client-ca)"));
+    }
+    *part = *std::move(pem);
+  }
+  return http_tls;
+}
+
+// Serves `witness` on --listen until SIGINT or SIGTERM.
+int ServeUntilStopped(const ledger::cmd::Flags& flags, ledger::witness::Witness& witness, const Cosigner& key,
+                      const std::optional<ledger::ops::HttpTls>& tls) {
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  ledger::ops::HttpOptions options;
+  options.max_body_bytes = kMaxBody;
+  options.quick_paths = {"/healthz"};
+  auto server = ledger::ops::HttpServer::Start(
+      flags.Get("listen"), [&witness](const ledger::ops::HttpRequest& r) { return Serve(r, witness); }, options,
+      tls ? &*tls : nullptr);
+  if (!server.ok()) return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
+  ledger::jsonlog::Info("witness_started")
+      .Str("name", key.name())
+      .Str("vkey", key.VerifierKey())
+      .Str("address", (*server)->address())
+      .Emit();
+  std::cout << "listening on " << (*server)->address() << std::endl;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  ledger::jsonlog::Info("stopping").Int("signal", sig).Emit();
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<std::string> log_files = TakeLogFlags(&argc, argv);
   ledger::cmd::Flags flags;
@@ -185,16 +245,7 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(data + "/logs", ec);
   if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", data, "/logs: ", ec.message())));
-  absl::StatusOr<Cosigner> key = absl::UnknownError("");
-  if (flags.Get("key").empty()) {
-    key = LoadOrCreateKey(data, flags.Get("name"));
-  } else if (auto text = ReadFile("key", flags.Get("key")); !text.ok()) {
-    key = text.status();
-  } else if (key = Cosigner::ParseKeyFile(*text); !key.ok()) {
-    key = absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
-  } else if (flags.Has("name") && key->name() != flags.Get("name")) {
-    key = absl::FailedPreconditionError(absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
-  }
+  auto key = WitnessKey(flags, data);
   if (!key.ok()) return Fail(key.status());
   if (!flags.positional().empty()) {
     if (flags.positional() != std::vector<std::string>{"vkey"}) {
@@ -216,45 +267,7 @@ int main(int argc, char** argv) {
     return static_cast<uint64_t>(std::max<std::time_t>(1, std::time(nullptr)));
   });
   if (!witness.ok()) return Fail(witness.status());
-
-  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
-  ledger::ops::HttpTls http_tls;
-  if (tls) {
-    for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
-                              std::pair{"client-ca", &http_tls.client_ca_pem}}) {
-      auto pem = ReadFile(flag, flags.Get(flag));
-      if (!pem.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--", flag, ": required with TLS (--tls-cert, --tls-key, --client-ca)")));
-      *part = *std::move(pem);
-    }
-  } else if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "--listen: ", flags.Get("listen"), " is not a loopback address; give --tls-cert, --tls-key and --client-ca, or --insecure")));
-  }
-
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
-  ledger::ops::HttpOptions options;
-  options.max_body_bytes = kMaxBody;
-  options.quick_paths = {"/healthz"};
-  ledger::witness::Witness& w = **witness;
-  auto server = ledger::ops::HttpServer::Start(
-      flags.Get("listen"), [&w](const ledger::ops::HttpRequest& r) { return Serve(r, w); }, options,
-      tls ? &http_tls : nullptr);
-  if (!server.ok()) return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
-  ledger::jsonlog::Info("witness_started")
-      .Str("name", key->name())
-      .Str("vkey", key->VerifierKey())
-      .Str("address", (*server)->address())
-      .Emit();
-  std::cout << "listening on " << (*server)->address() << std::endl;
-  int sig = 0;
-  sigwait(&stop, &sig);
-  ledger::jsonlog::Info("stopping").Int("signal", sig).Emit();
-  server->reset();
-  return 0;
+  auto tls = WitnessTls(flags);
+  if (!tls.ok()) return Fail(tls.status());
+  return ServeUntilStopped(flags, **witness, *key, *tls);
 }

@@ -639,8 +639,11 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(con
   return grpc::SslCredentials(ssl);
 }
 
-int main(int argc, char** argv) {
-  Flags flags;
+namespace {
+
+// The flags of the commands (one flag may mean one thing per command: its
+// help says which).
+void DefineCommandFlags(Flags& flags) {
   flags.Define("server", "127.0.0.1:7420", "ledger address HOST:PORT");
   flags.Define("origin", "evidence-ledger.local/dev",
                "keygen: the log's origin (the key name); audit: the name of <data>/signing.key");
@@ -685,6 +688,10 @@ int main(int argc, char** argv) {
   flags.Define("trust-pack-key", "",
                "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)",
                true);
+}
+
+// Where commands go: the server, shards, TLS.
+void DefineConnectionFlags(Flags& flags) {
   flags.Define("shard-map", "",
                "a shard map (JSON, deploy/README.md): commands go to the team's shard (--team, --run TEAM/RUN) "
                "or to --shard N; append routes each receipt; steps without --team asks every shard");
@@ -696,6 +703,152 @@ int main(int argc, char** argv) {
   flags.Define("config", "",
                "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
   flags.Define("help", "", "print this help", true);
+}
+
+// The channels of one invocation: to --server, or to the shards of
+// --shard-map; each address's channel made once.
+class Connections {
+ public:
+  static absl::StatusOr<std::unique_ptr<Connections>> Open(const Flags& flags) {
+    auto c = std::unique_ptr<Connections>(new Connections(flags));
+    c->args_.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+    auto creds = ChannelCredentials(flags, &c->args_);
+    if (!creds.ok()) return creds.status();
+    c->creds_ = *std::move(creds);
+    if (!flags.Get("shard-map").empty()) {
+      auto loaded = ledger::cmd::ShardMap::Load(flags.Get("shard-map"));
+      if (!loaded.ok()) return loaded.status();
+      c->shards_ = *std::move(loaded);
+    }
+    return c;
+  }
+
+  const std::optional<ledger::cmd::ShardMap>& shards() const { return shards_; }
+
+  std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
+    auto& c = channels_[address];
+    if (c == nullptr) c = grpc::CreateCustomChannel(address, creds_, args_);
+    return c;
+  }
+
+  // The server of this command: --server, or the shard of --shard, --team
+  // or the TEAM of --run TEAM/RUN.
+  absl::StatusOr<std::string> Target() const {
+    if (!shards_) return flags_.Get("server");
+    if (!flags_.Get("shard").empty()) {
+      auto n = flags_.Int("shard");
+      if (!n.ok()) return n.status();
+      auto shard = shards_->Get(static_cast<int>(*n));
+      if (!shard.ok()) return shard.status();
+      return shard->address;
+    }
+    std::string team = flags_.Get("team");
+    if (team.empty() && flags_.Get("run").find('/') != std::string::npos) {
+      team = flags_.Get("run").substr(0, flags_.Get("run").find('/'));
+    }
+    if (team.empty()) {
+      return absl::InvalidArgumentError("--shard-map: name the shard (--shard N) or the team (--team, --run TEAM/RUN)");
+    }
+    return shards_->For(team).address;
+  }
+
+ private:
+  explicit Connections(const Flags& flags) : flags_(flags) {}
+  const Flags& flags_;
+  grpc::ChannelArguments args_;
+  std::shared_ptr<grpc::ChannelCredentials> creds_;
+  std::optional<ledger::cmd::ShardMap> shards_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+};
+
+int ShowRoute(Connections& c, const Flags& flags) {
+  if (!c.shards()) return Fail(absl::InvalidArgumentError("route: needs --shard-map"));
+  if (flags.Get("team").empty()) return Fail(absl::InvalidArgumentError("route: needs --team"));
+  const ledger::cmd::Shard& shard = c.shards()->For(flags.Get("team"));
+  std::cout << Json{{"team", flags.Get("team")}, {"shard", shard.shard}, {"address", shard.address}}.dump() << "\n";
+  return 0;
+}
+
+// Each receipt to its team's shard (or --server).
+int AppendRouted(Connections& c, const Flags& flags) {
+  std::map<std::string, std::unique_ptr<pb::LedgerService::Stub>> stubs;
+  Route route = [&](const std::string& team) {
+    std::string address = c.shards() ? c.shards()->For(team).address : flags.Get("server");
+    auto& stub = stubs[address];
+    if (stub == nullptr) stub = pb::LedgerService::NewStub(c.Channel(address));
+    return stub.get();
+  };
+  std::string file = flags.positional().size() > 1 ? flags.positional()[1] : "-";
+  if (file == "-") return Append(route, std::cin);
+  std::ifstream in(file);
+  if (!in) return Fail(absl::NotFoundError(absl::StrCat("append: cannot read ", file)));
+  return Append(route, in);
+}
+
+// Steps of --team, or, with --shard-map and no --team or --shard, of every shard.
+int StepsRouted(Connections& c, const Flags& flags) {
+  std::vector<std::unique_ptr<pb::QueryService::Stub>> owned;
+  if (c.shards() && flags.Get("team").empty() && flags.Get("shard").empty()) {
+    for (const auto& shard : c.shards()->shards()) owned.push_back(pb::QueryService::NewStub(c.Channel(shard.address)));
+  } else {
+    auto address = c.Target();
+    if (!address.ok()) return Fail(address.status());
+    owned.push_back(pb::QueryService::NewStub(c.Channel(*address)));
+  }
+  std::vector<pb::QueryService::Stub*> all;
+  for (auto& s : owned) all.push_back(s.get());
+  return Steps(all, flags);
+}
+
+// The commands, by what they need: nothing but their flags, the connections
+// (routing by team), or one server's service.
+using Offline = int (*)(const Flags&);
+using Routed = int (*)(Connections&, const Flags&);
+using OnLedger = int (*)(pb::LedgerService::Stub&, const Flags&);
+using OnQuery = int (*)(pb::QueryService::Stub&, const Flags&);
+
+const std::map<std::string_view, Offline> kOffline = {
+    {"keygen", Keygen}, {"rebuild", Rebuild}, {"audit", AuditStore}, {"verify", Verify}, {"policy-check", PolicyCheck}};
+const std::map<std::string_view, Routed> kRouted = {
+    {"route", ShowRoute}, {"append", AppendRouted}, {"steps", StepsRouted}};
+const std::map<std::string_view, OnLedger> kOnLedger = {
+    {"checkpoint", Checkpoint},
+    {"vkey", [](pb::LedgerService::Stub& stub, const Flags&) { return Vkey(stub); }},
+    {"backup", Backup},
+    {"prove", Prove},
+    {"prove-run", [](pb::LedgerService::Stub& stub, const Flags& flags) { return ledger::ctl::ProveRun(&stub, flags); }},
+    {"consistency", Consistency},
+    {"entries", Entries}};
+const std::map<std::string_view, OnQuery> kOnQuery = {{"run", RunSummary}, {"watch", Watch}};
+
+int Run(const std::string& command, const Flags& flags) {
+  if (auto it = kOffline.find(command); it != kOffline.end()) return it->second(flags);
+  // prove-run replays a stopped ledger's log with --data, else asks the server.
+  if (command == "prove-run" && !flags.Get("data").empty()) return ledger::ctl::ProveRun(nullptr, flags);
+  bool known = kRouted.contains(command) || kOnLedger.contains(command) || kOnQuery.contains(command) ||
+               command == "export";
+  if (!known) return Fail(absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'")));
+  auto connections = Connections::Open(flags);
+  if (!connections.ok()) return Fail(connections.status());
+  if (auto it = kRouted.find(command); it != kRouted.end()) return it->second(**connections, flags);
+  auto address = (*connections)->Target();
+  if (!address.ok()) return Fail(address.status());
+  auto channel = (*connections)->Channel(*address);
+  if (auto it = kOnLedger.find(command); it != kOnLedger.end()) {
+    return it->second(*pb::LedgerService::NewStub(channel), flags);
+  }
+  if (auto it = kOnQuery.find(command); it != kOnQuery.end()) {
+    return it->second(*pb::QueryService::NewStub(channel), flags);
+  }
+  return Export(*pb::ExportService::NewStub(channel), flags);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  DefineCommandFlags(flags);
+  DefineConnectionFlags(flags);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (!flags.Get("config").empty()) {
     if (auto s = flags.LoadConfig(flags.Get("config")); !s.ok()) return Fail(s);
@@ -704,96 +857,5 @@ int main(int argc, char** argv) {
     std::cout << kUsage << flags.Usage();
     return flags.Bool("help") ? 0 : 2;
   }
-  const std::string& command = flags.positional()[0];
-  if (command == "keygen") return Keygen(flags);
-  if (command == "rebuild") return Rebuild(flags);
-  if (command == "audit") return AuditStore(flags);
-  if (command == "verify") return Verify(flags);
-  if (command == "policy-check") return PolicyCheck(flags);
-  if (command == "prove-run" && !flags.Get("data").empty()) return ledger::ctl::ProveRun(nullptr, flags);
-
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
-  auto creds = ChannelCredentials(flags, &args);
-  if (!creds.ok()) return Fail(creds.status());
-  std::optional<ledger::cmd::ShardMap> shards;
-  if (!flags.Get("shard-map").empty()) {
-    auto loaded = ledger::cmd::ShardMap::Load(flags.Get("shard-map"));
-    if (!loaded.ok()) return Fail(loaded.status());
-    shards = *std::move(loaded);
-  }
-  // The server of this command: --server, or the shard of --shard, --team or
-  // the TEAM of --run TEAM/RUN.
-  auto target = [&]() -> absl::StatusOr<std::string> {
-    if (!shards) return flags.Get("server");
-    if (!flags.Get("shard").empty()) {
-      auto n = flags.Int("shard");
-      if (!n.ok()) return n.status();
-      auto shard = shards->Get(static_cast<int>(*n));
-      if (!shard.ok()) return shard.status();
-      return shard->address;
-    }
-    std::string team = flags.Get("team");
-    if (team.empty() && flags.Get("run").find('/') != std::string::npos) {
-      team = flags.Get("run").substr(0, flags.Get("run").find('/'));
-    }
-    if (team.empty()) {
-      return absl::InvalidArgumentError("--shard-map: name the shard (--shard N) or the team (--team, --run TEAM/RUN)");
-    }
-    return shards->For(team).address;
-  };
-  std::map<std::string, std::shared_ptr<grpc::Channel>> channels;
-  auto channel_to = [&](const std::string& address) {
-    auto& c = channels[address];
-    if (c == nullptr) c = grpc::CreateCustomChannel(address, *creds, args);
-    return c;
-  };
-  if (command == "route") {
-    if (!shards) return Fail(absl::InvalidArgumentError("route: needs --shard-map"));
-    if (flags.Get("team").empty()) return Fail(absl::InvalidArgumentError("route: needs --team"));
-    const ledger::cmd::Shard& shard = shards->For(flags.Get("team"));
-    std::cout << Json{{"team", flags.Get("team")}, {"shard", shard.shard}, {"address", shard.address}}.dump() << "\n";
-    return 0;
-  }
-  if (command == "append") {
-    std::map<std::string, std::unique_ptr<pb::LedgerService::Stub>> stubs;
-    Route route = [&](const std::string& team) {
-      std::string address = shards ? shards->For(team).address : flags.Get("server");
-      auto& stub = stubs[address];
-      if (stub == nullptr) stub = pb::LedgerService::NewStub(channel_to(address));
-      return stub.get();
-    };
-    std::string file = flags.positional().size() > 1 ? flags.positional()[1] : "-";
-    if (file == "-") return Append(route, std::cin);
-    std::ifstream in(file);
-    if (!in) return Fail(absl::NotFoundError(absl::StrCat("append: cannot read ", file)));
-    return Append(route, in);
-  }
-  if (command == "steps" && shards && flags.Get("team").empty() && flags.Get("shard").empty()) {
-    std::vector<std::unique_ptr<pb::QueryService::Stub>> owned;
-    std::vector<pb::QueryService::Stub*> all;
-    for (const auto& shard : shards->shards()) {
-      owned.push_back(pb::QueryService::NewStub(channel_to(shard.address)));
-      all.push_back(owned.back().get());
-    }
-    return Steps(all, flags);
-  }
-  auto address = target();
-  if (!address.ok()) return Fail(address.status());
-  auto channel = channel_to(*address);
-  auto stub = pb::LedgerService::NewStub(channel);
-  if (command == "checkpoint") return Checkpoint(*stub, flags);
-  if (command == "vkey") return Vkey(*stub);
-  if (command == "backup") return Backup(*stub, flags);
-  if (command == "prove") return Prove(*stub, flags);
-  if (command == "prove-run") return ledger::ctl::ProveRun(stub.get(), flags);
-  if (command == "consistency") return Consistency(*stub, flags);
-  if (command == "entries") return Entries(*stub, flags);
-  auto query = pb::QueryService::NewStub(channel);
-  if (command == "steps") return Steps({query.get()}, flags);
-  if (command == "run") return RunSummary(*query, flags);
-  if (command == "watch") return Watch(*query, flags);
-  auto exports = pb::ExportService::NewStub(channel);
-  if (command == "export") return Export(*exports, flags);
-  return Fail(absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'")));
+  return Run(flags.positional()[0], flags);
 }

@@ -23,8 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "auth/gate.h"
 #include "cmd/flags.h"
+#include "cmd/ledgerd_config.h"
 #include "ledger/backup/backup_root.h"
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 #include "ops/dashboard.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
@@ -340,86 +341,347 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
   return dashboard->Handle(r);
 }
 
+namespace {
+
+using ledger::cmd::Flags;
+using ledger::cmd::LedgerdConfig;
+
+// The parts of a running ledgerd, opened and started in order, stopped in
+// the reverse order (each part only uses parts declared before it).
+class Daemon {
+ public:
+  Daemon(const Flags& flags, const LedgerdConfig& config) : flags_(flags), config_(config) {}
+
+  // The gate: TLS files, the access policy, the limits.
+  absl::Status Secure();
+  // The data directory (restored from a backup with --restore-from), the
+  // key, the log, the export staging area and the backup root.
+  absl::Status Open();
+  // The services, the witnesses, the gRPC server, then the HTTP ports;
+  // prints "listening on" and the ports' addresses once each serves.
+  absl::Status Serve();
+  // Until SIGINT or SIGTERM (SIGHUP reloads the policy and TLS files), or
+  // a store failure RocksDB cannot resume from; then stops. The exit code.
+  int Wait();
+
+ private:
+  absl::Status PrepareDataDir(bool* had_data, bool* had_tmp, bool* had_guard);
+  void LogOpened() const;
+  absl::Status StartWitnessing();
+  absl::Status StartHttp();
+  void Stop();
+
+  const Flags& flags_;
+  const LedgerdConfig config_;
+  sigset_t signals_{};
+  ledger::service::ServerOptions server_options_;
+  std::unique_ptr<ledger::auth::Gate> gate_;
+  ledger::log::Log::Options options_;
+  std::string signing_key_;
+  ledger::query::StepProjector projector_;
+  std::unique_ptr<ledger::exporter::Staging> staging_;
+  std::unique_ptr<ledger::backup::BackupRoot> backup_root_;
+  std::unique_ptr<ledger::log::Log> log_;
+  std::unique_ptr<ledger::exporter::ExportService> exports_;
+  std::unique_ptr<ledger::query::QueryService> query_;
+  std::unique_ptr<ledger::query::Sweeper> sweeper_;
+  std::unique_ptr<ledger::witnesses::Witnesses> witnesses_;
+  std::unique_ptr<ledger::service::Server> server_;
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<ledger::ops::Metrics> metrics_;
+  std::unique_ptr<ledger::ops::Dashboard> dashboard_;
+  std::unique_ptr<ledger::ops::HttpServer> http_, health_;
+  std::unique_ptr<ledger::service::HealthServer> grpc_health_;
+};
+
+absl::Status Daemon::Secure() {
+  auto security = Security(flags_, &server_options_);
+  if (!security.ok()) return security.status();
+  auto limits = Limits(flags_, &server_options_);
+  if (!limits.ok()) return limits.status();
+  gate_ = std::make_unique<ledger::auth::Gate>(
+      ledger::auth::Gate::Options{.tls = !server_options_.cert_pem.empty(), .limits = *limits}, *security);
+  if (flags_.Bool("insecure") && server_options_.cert_pem.empty()) {
+    ledger::jsonlog::Warn("insecure")
+        .Msg(absl::StrCat("--insecure: plain text on ", flags_.Get("listen"),
+                          "; every caller is 'local' with role admin"))
+        .Emit();
+  }
+  ledger::service::LogGrpcThroughJson();
+  // A reader of stdout that went away is no reason to stop serving.
+  signal(SIGPIPE, SIG_IGN);
+  // Signals are taken by sigwait in Wait, never by another thread.
+  sigemptyset(&signals_);
+  sigaddset(&signals_, SIGINT);
+  sigaddset(&signals_, SIGTERM);
+  sigaddset(&signals_, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+  return absl::OkStatus();
+}
+
+// Creates the data directory and restores a backup into it (a restore
+// brings a store, never a key: a new key could not sign the restored log).
+// Says what was there before, so a refused restore can be undone.
+absl::Status Daemon::PrepareDataDir(bool* had_data, bool* had_tmp, bool* had_guard) {
+  std::error_code ec;
+  const std::string& restore_from = flags_.Get("restore-from");
+  std::string key_path = signing_key_.empty() ? options_.data_dir + "/signing.key" : signing_key_;
+  if (!restore_from.empty() && !std::filesystem::exists(key_path, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--restore-from: no signing key at ", key_path,
+                     "; put the key that signed the backup there first (a restore never makes a new key)"));
+  }
+  *had_data = std::filesystem::exists(options_.data_dir, ec);
+  *had_tmp = std::filesystem::exists(options_.data_dir + "/tmp", ec);
+  std::filesystem::create_directories(options_.data_dir, ec);
+  if (ec) return absl::UnavailableError("--data: " + ec.message());
+  *had_guard = std::filesystem::exists(options_.data_dir + "/" + ledger::log::Log::kGuardFile);
+  if (restore_from.empty()) return absl::OkStatus();
+  if (auto s = Restore(restore_from, options_.data_dir); !s.ok()) {
+    if (!*had_data) std::filesystem::remove(options_.data_dir, ec);  // only when still empty
+    return s;
+  }
+  ledger::jsonlog::Info("restored").Msg(absl::StrCat("restored the store from ", restore_from)).Emit();
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::Open() {
+  options_.data_dir = flags_.Get("data");
+  options_.origin = flags_.Get("origin");
+  signing_key_ = flags_.Get("signing-key");
+  if (flags_.Bool("shard-from-hostname")) {
+    auto shard = ShardFromHostname();
+    if (!shard.ok()) return shard.status();
+    options_.origin = absl::StrCat(options_.origin, "/shard-", *shard);
+    for (size_t at; (at = signing_key_.find("{shard}")) != std::string::npos;) {
+      signing_key_.replace(at, 7, std::to_string(*shard));
+    }
+  }
+  options_.checkpoint_interval_ms = config_.checkpoint_interval_ms;
+  options_.sequencer.max_queued = static_cast<size_t>(config_.max_queued);
+  options_.accept_rollback = flags_.Bool("accept-rollback");
+  options_.run_map = flags_.Bool("run-map");
+  if (config_.projections) options_.sequencer.projector = &projector_;
+  bool had_data = false, had_tmp = false, had_guard = false;
+  if (auto s = PrepareDataDir(&had_data, &had_tmp, &had_guard); !s.ok()) return s;
+  // Evidence packs are staged beside the data, not in a shared /tmp (which
+  // a hardened container does not even have writable).
+  std::error_code ec;
+  std::string tmp = options_.data_dir + "/tmp";
+  std::filesystem::create_directories(tmp, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("--data: cannot create ", tmp, ": ", ec.message()));
+  if (getenv("TMPDIR") == nullptr) setenv("TMPDIR", tmp.c_str(), 1);
+  staging_ = std::make_unique<ledger::exporter::Staging>(tmp, static_cast<uint64_t>(config_.export_staging_bytes));
+  if (!flags_.Get("backup-root").empty()) {
+    auto opened = ledger::backup::BackupRoot::Open(flags_.Get("backup-root"), options_.data_dir);
+    if (!opened.ok()) return opened.status();
+    backup_root_ = *std::move(opened);
+    server_options_.backup_root = backup_root_.get();
+  }
+  auto signer = ledger::log::LoadOrCreateKey(options_.data_dir, signing_key_, options_.origin);
+  if (!signer.ok()) return signer.status();
+  auto log = ledger::log::Log::Open(options_, *std::move(signer));
+  if (!log.ok() && !flags_.Get("restore-from").empty()) {
+    // A refused restore leaves the data directory as it found it.
+    std::filesystem::remove_all(options_.data_dir + "/db", ec);
+    if (!had_guard) std::filesystem::remove(options_.data_dir + "/" + ledger::log::Log::kGuardFile, ec);
+    if (!had_tmp) std::filesystem::remove(tmp, ec);
+    if (!had_data) std::filesystem::remove(options_.data_dir, ec);  // only when still empty
+    ledger::jsonlog::Warn("restore_undone").Msg("the restored store was removed again").Emit();
+  }
+  if (!log.ok()) return log.status();
+  log_ = *std::move(log);
+  LogOpened();
+  // The store is open, so no other ledgerd uses this directory: what is
+  // staged was left by exports that a crash cut short.
+  auto stale = staging_->RemoveStale();
+  if (!stale.ok()) return stale.status();
+  if (*stale > 0) {
+    ledger::jsonlog::Info("staging_cleaned")
+        .Msg(absl::StrCat("removed ", *stale, " staging entries left in ", tmp, " by exports that did not finish"))
+        .Int("removed", *stale)
+        .Emit();
+  }
+  return absl::OkStatus();
+}
+
+// What opening found and did, for the operator.
+void Daemon::LogOpened() const {
+  if (log_->migrated_receipts() > 0) {
+    ledger::jsonlog::Info("receipt_index_migrated")
+        .Int("rows", static_cast<int64_t>(log_->migrated_receipts()))
+        .Msg("receipt index rewritten from format 1 (global ids) to format 2 (ids scoped by team)")
+        .Emit();
+  }
+  if (log_->migrated_run_heads() > 0) {
+    ledger::jsonlog::Info("run_heads_migrated")
+        .Int("rows", static_cast<int64_t>(log_->migrated_run_heads()))
+        .Msg("run rows rewritten from format 1 (last seq) to format 2 (count, last seq, leaf hash) for the "
+             "run-head map")
+        .Emit();
+  }
+  if (!log_->rollback_accepted().empty()) {
+    ledger::jsonlog::Warn("rollback_accepted")
+        .Msg(absl::StrCat("--accept-rollback: ", log_->rollback_accepted()))
+        .Emit();
+  }
+  if (options_.sequencer.projector != nullptr && log_->projected_at_open() < log_->head().size) {
+    ledger::jsonlog::Info("projections_caught_up")
+        .Msg(absl::StrCat("projections caught up from the log, entries ", log_->projected_at_open(), " to ",
+                          log_->head().size))
+        .Emit();
+  }
+  if (!log_->integrity().ok()) {
+    ledger::jsonlog::Error("appends_refused")
+        .Msg(absl::StrCat("appends refused: ", log_->integrity().message()))
+        .Emit();
+  }
+}
+
+// Each checkpoint to the witnesses of --witness-policy; their
+// cosignatures served with it and carried by packs.
+absl::Status Daemon::StartWitnessing() {
+  if (flags_.Get("witness-policy").empty()) return absl::OkStatus();
+  auto started = StartWitnesses(flags_, log_.get(), options_.data_dir);
+  if (!started.ok()) return started.status();
+  witnesses_ = *std::move(started);
+  server_options_.cosignatures = [w = witnesses_.get()](std::string_view note) {
+    std::vector<ledger::service::LedgerService::Cosignature> out;
+    for (const auto& h : w->For(note)) out.push_back({h.witness, h.time, h.line});
+    return out;
+  };
+  if (flags_.Bool("witness-quorum-required")) {
+    exports_->SetCosign([w = witnesses_.get(), wait = std::chrono::milliseconds(config_.witness_quorum_wait_ms)](
+                            const std::string& note) { return w->CosignedWithQuorum(note, wait); });
+  } else {
+    exports_->SetCosign([w = witnesses_.get()](const std::string& note) -> absl::StatusOr<std::string> {
+      return w->Cosigned(note);
+    });
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::Serve() {
+  std::vector<grpc::Service*> extra;
+  exports_ = std::make_unique<ledger::exporter::ExportService>(log_.get(), gate_.get(), staging_.get(),
+                                                               static_cast<uint64_t>(config_.unknown_grace_ms));
+  extra.push_back(exports_.get());
+  if (options_.sequencer.projector != nullptr) {
+    query_ = std::make_unique<ledger::query::QueryService>(log_.get(), gate_.get());
+    extra.push_back(query_.get());
+    if (log_->integrity().ok()) {
+      ledger::query::Sweeper::Options so;
+      so.grace_ms = config_.unknown_grace_ms;
+      so.interval_ms = config_.sweep_interval_ms;
+      sweeper_ = std::make_unique<ledger::query::Sweeper>(log_.get(), so);
+    }
+  }
+  if (auto s = StartWitnessing(); !s.ok()) return s;
+  auto server = ledger::service::Server::Start(log_.get(), gate_.get(), flags_.Get("listen"), extra, server_options_);
+  if (!server.ok()) return server.status();
+  server_ = *std::move(server);
+  std::cout << "listening on " << server_->address() << std::endl;
+  ledger::jsonlog::Info("listening")
+      .Str("address", server_->address())
+      .Str("origin", log_->origin())
+      .Int("tree_size", static_cast<int64_t>(log_->head().size))
+      .Str("transport", server_options_.cert_pem.empty() ? "plaintext" : "mtls")
+      .Emit();
+  metrics_ = std::make_unique<ledger::ops::Metrics>(ledger::ops::Sources{
+      .log = log_.get(),
+      .ledger = &server_->service(),
+      .exports = exports_.get(),
+      .sweeper = sweeper_.get(),
+      .rpc = &server_->rpc_stats(),
+      .projections = options_.sequencer.projector != nullptr});
+  if (query_ != nullptr) {
+    dashboard_ = std::make_unique<ledger::ops::Dashboard>(server_->InProcessChannel(), log_.get(), gate_.get());
+  }
+  return StartHttp();
+}
+
+// With TLS the HTTP port is HTTPS and wants a client certificate too, so
+// that the dashboard knows its caller; --health-listen serves the probes
+// in plain text, and --grpc-health-listen gRPC's health service.
+absl::Status Daemon::StartHttp() {
+  auto named = [](const char* flag, const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("--", flag, ": ", s.message()));
+  };
+  ledger::ops::HttpTls http_tls{server_options_.cert_pem, server_options_.key_pem, server_options_.client_ca_pem};
+  if (!flags_.Get("http-listen").empty()) {
+    auto started = ledger::ops::HttpServer::Start(
+        flags_.Get("http-listen"),
+        [this](const ledger::ops::HttpRequest& r) {
+          return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(),
+                         witnesses_.get());
+        },
+        config_.http, gate_->tls() ? &http_tls : nullptr);
+    if (!started.ok()) return named("http-listen", started.status());
+    http_ = *std::move(started);
+    std::cout << "http on " << http_->address() << std::endl;
+  }
+  if (!flags_.Get("grpc-health-listen").empty()) {
+    auto started = ledger::service::HealthServer::Start(flags_.Get("grpc-health-listen"));
+    if (!started.ok()) return named("grpc-health-listen", started.status());
+    grpc_health_ = *std::move(started);
+    std::cout << "grpc health on " << grpc_health_->address() << std::endl;
+  }
+  if (!flags_.Get("health-listen").empty()) {
+    auto started = ledger::ops::HttpServer::Start(flags_.Get("health-listen"), [this](const ledger::ops::HttpRequest& r) {
+      return Operate(r, *log_, nullptr, nullptr, nullptr, stopping_.load());
+    });
+    if (!started.ok()) return named("health-listen", started.status());
+    health_ = *std::move(started);
+    std::cout << "health on " << health_->address() << std::endl;
+  }
+  return absl::OkStatus();
+}
+
+int Daemon::Wait() {
+  // Meanwhile, if the store fails in a way RocksDB cannot resume from,
+  // exit so that a restart (the supervisor's) recovers.
+  timespec tick{0, 200'000'000};
+  int sig = -1;
+  absl::Status failure;
+  while ((sig < 0 || sig == SIGHUP) && failure.ok()) {
+    if (sig == SIGHUP) {
+      ReloadPolicy(flags_.Get("policy"), gate_.get());
+      ReloadTls(flags_, server_.get());
+    }
+    sig = sigtimedwait(&signals_, nullptr, &tick);
+    failure = log_->store().failure();
+  }
+  if (!failure.ok()) {
+    ledger::jsonlog::Error("exiting")
+        .Msg(absl::StrCat("exiting: ", failure.message(),
+                          "; every acknowledged receipt is on disk, and a restart recovers the store"))
+        .Int("exit_code", 75)
+        .Emit();
+    Stop();
+    return 75;  // EX_TEMPFAIL
+  }
+  ledger::jsonlog::Info("stopping").Msg(absl::StrCat("stopping on signal ", sig)).Int("signal", sig).Emit();
+  Stop();
+  return 0;
+}
+
+// No new calls, in-flight appends finish, a final checkpoint is signed.
+void Daemon::Stop() {
+  stopping_ = true;
+  if (grpc_health_) grpc_health_->SetServing(false);
+  http_.reset();  // before what its handler reads
+  health_.reset();
+  sweeper_.reset();
+  server_->Shutdown();
+  witnesses_.reset();  // its threads read the log
+  log_.reset();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using ledger::cmd::Flags;
   Flags flags;
-  flags.Define("data", "", "data directory (created if missing; holds the store and signing.key)");
-  flags.Define("listen", "127.0.0.1:7420", "gRPC address HOST:PORT; port 0 picks a free port");
-  flags.Define("origin", ledger::log::kDefaultOrigin, "the log's origin, also the key name");
-  flags.Define("signing-key", "", "signing key file (default: <data>/signing.key, created at first start)");
-  flags.Define("checkpoint-interval-ms", "1000", "sign a checkpoint at most this often when the log grew");
-  flags.Define("max-queued", "100000", "receipts waiting to be appended before RESOURCE_EXHAUSTED");
-  flags.Define("unknown-grace-ms", "30000",
-               "a step with no completion is declared unknown this long after its timeout");
-  flags.Define("sweep-interval-ms", "1000", "how often to look for steps past their deadline");
-  flags.Define("projections", "true",
-               "keep step outcomes and run summaries (the query service); false: the log only");
-  flags.Define("run-map", "true",
-               "keep the run-head map and sign its root with every checkpoint, so run packs prove they hold "
-               "the whole run; false: checkpoint-time notes of format 1 and no run proofs (for comparison)");
-  flags.Define("restore-from", "",
-               "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
-               "must not hold a store yet; the signing key must be the one that signed it");
-  flags.Define("export-staging-bytes", "4294967296",
-               "bytes that exports in progress may hold together in <data>/tmp (staged files and packs being "
-               "sent); an export that would exceed it is refused with RESOURCE_EXHAUSTED");
-  flags.Define("backup-root", "",
-               "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
-               "without it, backups are refused");
-  flags.Define("accept-rollback", "",
-               "start even if the store is behind or not consistent with <data>/latest-checkpoint "
-               "(after restoring an old copy on purpose); logged",
-               true);
-  flags.Define("tls-cert", "", "TLS: the server's certificate chain (PEM); needs --tls-key, --client-ca, --policy");
-  flags.Define("tls-key", "", "TLS: the server's private key (PEM)");
-  flags.Define("client-ca", "",
-               "TLS: CA certificates (PEM) that client certificates must chain to; callers are "
-               "identified by their certificate's first URI SAN (uri:...), else first DNS SAN (dns:...), "
-               "else CN (cn:...); SIGHUP reloads it");
-  flags.Define("policy", "",
-               "TLS: the access policy (JSON: identities, uri:/dns:/cn:, to roles and teams); SIGHUP reloads it "
-               "and the TLS files, for new calls and open streams; a broken file keeps the old one");
-  flags.Define("insecure", "",
-               "allow plain text on a non-loopback address (every caller is 'local', admin); logged", true);
-  flags.Define("rate-per-identity", "0",
-               "receipts and calls a second per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
-  flags.Define("concurrency-per-identity", "256",
-               "calls and streams open at once per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
-  flags.Define("max-message-bytes", std::to_string(ledger::service::kMaxRequestBytes),
-               "largest request accepted, in bytes");
-  flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
-  flags.Define("stream-idle-ms", "300000",
-               "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
-  flags.Define("config", "",
-               "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
-  flags.Define("http-listen", "127.0.0.1:7421",
-               "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
-               "when TLS is on); port 0 picks one; '' turns it off");
-  flags.Define("http-connections-per-peer", "16",
-               "HTTP port: connections open at once from one peer address (more are closed at once); raise it "
-               "when the port sits behind a proxy that does not keep clients' addresses");
-  flags.Define("grpc-health-listen", "",
-               "plain-text gRPC address serving only grpc.health.v1 (Kubernetes' gRPC probes cannot use TLS); "
-               "'' (default): none");
-  flags.Define("shard-from-hostname", "",
-               "a shard of a StatefulSet: the hostname's trailing number N (ledger-2: 2) makes the origin "
-               "<origin>/shard-N, and replaces {shard} in --signing-key",
-               true);
-  flags.Define("health-listen", "",
-               "plain-HTTP address serving only /healthz and /readyz (for probes that cannot present a "
-               "certificate); '' (default): none");
-  flags.Define("witness-policy", "",
-               "a C2SP tlog-policy file: each checkpoint is submitted to its witnesses that have a URL "
-               "(witness NAME VKEY http[s]://HOST:PORT), and their cosignatures are served with it");
-  flags.Define("witness-tls-ca", "", "CA certificates (PEM) that https:// witnesses' certificates must chain to");
-  flags.Define("witness-tls-cert", "", "client certificate (PEM) for witnesses that ask for one");
-  flags.Define("witness-tls-key", "", "its private key (PEM)");
-  flags.Define("witness-quorum-required", "",
-               "exports wait for the checkpoint of the pack to be cosigned by the policy's quorum "
-               "(at most --witness-quorum-wait-ms), and fail with UNAVAILABLE otherwise",
-               true);
-  flags.Define("witness-quorum-wait-ms", "10000", "how long an export waits for the witness quorum");
-  flags.Define("help", "", "print this help", true);
+  ledger::cmd::DefineLedgerdFlags(flags);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (!flags.Get("config").empty()) {
     if (auto s = flags.LoadConfig(flags.Get("config")); !s.ok()) return Fail(s);
@@ -428,304 +690,11 @@ int main(int argc, char** argv) {
     std::cout << "usage: ledgerd --data DIR --listen HOST:PORT [options]\n\n" << flags.Usage();
     return 0;
   }
-  if (flags.Get("data").empty()) return Fail(absl::InvalidArgumentError("--data: required"));
-  auto interval = flags.Int("checkpoint-interval-ms");
-  if (!interval.ok()) return Fail(interval.status());
-  if (*interval < 1) {
-    return Fail(absl::InvalidArgumentError("--checkpoint-interval-ms: must be >= 1"));
+  auto config = ledger::cmd::ParseLedgerdConfig(flags);
+  if (!config.ok()) return Fail(config.status());
+  Daemon daemon(flags, *config);
+  for (auto step : {&Daemon::Secure, &Daemon::Open, &Daemon::Serve}) {
+    if (absl::Status s = (daemon.*step)(); !s.ok()) return Fail(s);
   }
-  auto grace = flags.Int("unknown-grace-ms");
-  if (!grace.ok()) return Fail(grace.status());
-  if (*grace < 0) return Fail(absl::InvalidArgumentError("--unknown-grace-ms: must be >= 0"));
-  auto sweep = flags.Int("sweep-interval-ms");
-  if (!sweep.ok()) return Fail(sweep.status());
-  if (*sweep < 1) return Fail(absl::InvalidArgumentError("--sweep-interval-ms: must be >= 1"));
-  const std::string& projections = flags.Get("projections");
-  if (projections != "true" && projections != "false") {
-    return Fail(absl::InvalidArgumentError("--projections: true or false"));
-  }
-  auto staging_bytes = flags.Int("export-staging-bytes");
-  if (!staging_bytes.ok()) return Fail(staging_bytes.status());
-  if (*staging_bytes < 1) return Fail(absl::InvalidArgumentError("--export-staging-bytes: must be >= 1"));
-  auto max_queued = flags.Int("max-queued");
-  if (!max_queued.ok()) return Fail(max_queued.status());
-  if (*max_queued < static_cast<int64_t>(ledger::log::kMaxReceiptsPerAppend)) {
-    return Fail(absl::InvalidArgumentError("--max-queued: must be >= 1000"));
-  }
-  ledger::ops::HttpOptions http_options;
-  auto per_peer = flags.Int("http-connections-per-peer");
-  if (!per_peer.ok()) return Fail(per_peer.status());
-  if (*per_peer < 1 || *per_peer > http_options.max_connections) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--http-connections-per-peer: must be in [1, ", http_options.max_connections, "]")));
-  }
-  http_options.max_per_peer = static_cast<int>(*per_peer);
-  http_options.quick_paths = {"/healthz", "/readyz", "/metrics"};
-
-  ledger::service::ServerOptions server_options;
-  auto security = Security(flags, &server_options);
-  if (!security.ok()) return Fail(security.status());
-  auto limits = Limits(flags, &server_options);
-  if (!limits.ok()) return Fail(limits.status());
-  ledger::auth::Gate gate({.tls = !server_options.cert_pem.empty(), .limits = *limits}, *security);
-  if (flags.Bool("insecure") && server_options.cert_pem.empty()) {
-    ledger::jsonlog::Warn("insecure")
-        .Msg(absl::StrCat("--insecure: plain text on ", flags.Get("listen"),
-                          "; every caller is 'local' with role admin"))
-        .Emit();
-  }
-
-  ledger::service::LogGrpcThroughJson();
-  // A reader of stdout that went away is no reason to stop serving.
-  signal(SIGPIPE, SIG_IGN);
-  // Signals are taken by sigwait below, never by another thread.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
-  ledger::log::Log::Options options;
-  options.data_dir = flags.Get("data");
-  options.origin = flags.Get("origin");
-  std::string signing_key = flags.Get("signing-key");
-  if (flags.Bool("shard-from-hostname")) {
-    auto shard = ShardFromHostname();
-    if (!shard.ok()) return Fail(shard.status());
-    options.origin = absl::StrCat(options.origin, "/shard-", *shard);
-    for (size_t at; (at = signing_key.find("{shard}")) != std::string::npos;) {
-      signing_key.replace(at, 7, std::to_string(*shard));
-    }
-  }
-  options.checkpoint_interval_ms = *interval;
-  options.sequencer.max_queued = static_cast<size_t>(*max_queued);
-  options.accept_rollback = flags.Bool("accept-rollback");
-  options.run_map = flags.Bool("run-map");
-  ledger::query::StepProjector projector;
-  if (projections == "true") options.sequencer.projector = &projector;
-  std::error_code ec;
-  const std::string& restore_from = flags.Get("restore-from");
-  // A restore brings a store, never a key: a new key could not sign the
-  // restored log, and a refused restore leaves the data directory as it was.
-  std::string key_path = signing_key.empty() ? options.data_dir + "/signing.key" : signing_key;
-  if (!restore_from.empty() && !std::filesystem::exists(key_path, ec)) {
-    return Fail(absl::FailedPreconditionError(
-        absl::StrCat("--restore-from: no signing key at ", key_path,
-                     "; put the key that signed the backup there first (a restore never makes a new key)")));
-  }
-  bool had_data = std::filesystem::exists(options.data_dir, ec);
-  bool had_tmp = std::filesystem::exists(options.data_dir + "/tmp", ec);
-  std::filesystem::create_directories(options.data_dir, ec);
-  if (ec) return Fail(absl::UnavailableError("--data: " + ec.message()));
-  bool had_guard = std::filesystem::exists(options.data_dir + "/" + ledger::log::Log::kGuardFile);
-  if (!restore_from.empty()) {
-    if (auto s = Restore(restore_from, options.data_dir); !s.ok()) {
-      if (!had_data) std::filesystem::remove(options.data_dir, ec);  // only when still empty
-      return Fail(s);
-    }
-    ledger::jsonlog::Info("restored").Msg(absl::StrCat("restored the store from ", restore_from)).Emit();
-  }
-  // Evidence packs are staged beside the data, not in a shared /tmp (which
-  // a hardened container does not even have writable).
-  std::string tmp = options.data_dir + "/tmp";
-  std::filesystem::create_directories(tmp, ec);
-  if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", tmp, ": ", ec.message())));
-  if (getenv("TMPDIR") == nullptr) setenv("TMPDIR", tmp.c_str(), 1);
-  ledger::exporter::Staging staging(tmp, static_cast<uint64_t>(*staging_bytes));
-  std::unique_ptr<ledger::backup::BackupRoot> backup_root;
-  if (!flags.Get("backup-root").empty()) {
-    auto opened = ledger::backup::BackupRoot::Open(flags.Get("backup-root"), options.data_dir);
-    if (!opened.ok()) return Fail(opened.status());
-    backup_root = *std::move(opened);
-    server_options.backup_root = backup_root.get();
-  }
-  auto signer = ledger::log::LoadOrCreateKey(options.data_dir, signing_key, options.origin);
-  if (!signer.ok()) return Fail(signer.status());
-  auto log = ledger::log::Log::Open(options, *std::move(signer));
-  if (!log.ok() && !restore_from.empty()) {
-    // A refused restore leaves the data directory as it found it.
-    std::filesystem::remove_all(options.data_dir + "/db", ec);
-    if (!had_guard) std::filesystem::remove(options.data_dir + "/" + ledger::log::Log::kGuardFile, ec);
-    if (!had_tmp) std::filesystem::remove(options.data_dir + "/tmp", ec);
-    if (!had_data) std::filesystem::remove(options.data_dir, ec);  // only when still empty
-    ledger::jsonlog::Warn("restore_undone").Msg("the restored store was removed again").Emit();
-  }
-  if (!log.ok()) return Fail(log.status());
-  if ((*log)->migrated_receipts() > 0) {
-    ledger::jsonlog::Info("receipt_index_migrated")
-        .Int("rows", static_cast<int64_t>((*log)->migrated_receipts()))
-        .Msg("receipt index rewritten from format 1 (global ids) to format 2 (ids scoped by team)")
-        .Emit();
-  }
-  if ((*log)->migrated_run_heads() > 0) {
-    ledger::jsonlog::Info("run_heads_migrated")
-        .Int("rows", static_cast<int64_t>((*log)->migrated_run_heads()))
-        .Msg("run rows rewritten from format 1 (last seq) to format 2 (count, last seq, leaf hash) for the "
-             "run-head map")
-        .Emit();
-  }
-  if (!(*log)->rollback_accepted().empty()) {
-    ledger::jsonlog::Warn("rollback_accepted")
-        .Msg(absl::StrCat("--accept-rollback: ", (*log)->rollback_accepted()))
-        .Emit();
-  }
-  if (options.sequencer.projector != nullptr &&
-      (*log)->projected_at_open() < (*log)->head().size) {
-    ledger::jsonlog::Info("projections_caught_up")
-        .Msg(absl::StrCat("projections caught up from the log, entries ", (*log)->projected_at_open(), " to ",
-                          (*log)->head().size))
-        .Emit();
-  }
-  if (!(*log)->integrity().ok()) {
-    ledger::jsonlog::Error("appends_refused")
-        .Msg(absl::StrCat("appends refused: ", (*log)->integrity().message()))
-        .Emit();
-  }
-  std::unique_ptr<ledger::query::QueryService> query;
-  std::unique_ptr<ledger::query::Sweeper> sweeper;
-  std::vector<grpc::Service*> extra;
-  // The store is open, so no other ledgerd uses this directory: what is
-  // staged was left by exports that a crash cut short.
-  auto stale = staging.RemoveStale();
-  if (!stale.ok()) return Fail(stale.status());
-  if (*stale > 0) {
-    ledger::jsonlog::Info("staging_cleaned")
-        .Msg(absl::StrCat("removed ", *stale, " staging entries left in ", tmp, " by exports that did not finish"))
-        .Int("removed", *stale)
-        .Emit();
-  }
-  ledger::exporter::ExportService exports(log->get(), &gate, &staging, static_cast<uint64_t>(*grace));
-  extra.push_back(&exports);
-  if (options.sequencer.projector != nullptr) {
-    query = std::make_unique<ledger::query::QueryService>(log->get(), &gate);
-    extra.push_back(query.get());
-    if ((*log)->integrity().ok()) {
-      ledger::query::Sweeper::Options so;
-      so.grace_ms = *grace;
-      so.interval_ms = *sweep;
-      sweeper = std::make_unique<ledger::query::Sweeper>(log->get(), so);
-    }
-  }
-  std::unique_ptr<ledger::witnesses::Witnesses> witnesses;
-  if (!flags.Get("witness-policy").empty()) {
-    auto started = StartWitnesses(flags, log->get(), options.data_dir);
-    if (!started.ok()) return Fail(started.status());
-    witnesses = *std::move(started);
-    server_options.cosignatures = [w = witnesses.get()](std::string_view note) {
-      std::vector<ledger::service::LedgerService::Cosignature> out;
-      for (const auto& h : w->For(note)) out.push_back({h.witness, h.time, h.line});
-      return out;
-    };
-    auto wait = flags.Int("witness-quorum-wait-ms");
-    if (!wait.ok() || *wait < 0) {
-      return Fail(absl::InvalidArgumentError("--witness-quorum-wait-ms: want a number of milliseconds >= 0"));
-    }
-    if (flags.Bool("witness-quorum-required")) {
-      exports.SetCosign([w = witnesses.get(), wait = std::chrono::milliseconds(*wait)](const std::string& note) {
-        return w->CosignedWithQuorum(note, wait);
-      });
-    } else {
-      exports.SetCosign([w = witnesses.get()](const std::string& note) -> absl::StatusOr<std::string> {
-        return w->Cosigned(note);
-      });
-    }
-  } else if (flags.Bool("witness-quorum-required")) {
-    return Fail(absl::InvalidArgumentError("--witness-quorum-required: needs --witness-policy"));
-  }
-  auto server = ledger::service::Server::Start(log->get(), &gate, flags.Get("listen"), extra, server_options);
-  if (!server.ok()) return Fail(server.status());
-  std::cout << "listening on " << (*server)->address() << std::endl;
-  ledger::jsonlog::Info("listening")
-      .Str("address", (*server)->address())
-      .Str("origin", (*log)->origin())
-      .Int("tree_size", static_cast<int64_t>((*log)->head().size))
-      .Str("transport", server_options.cert_pem.empty() ? "plaintext" : "mtls")
-      .Emit();
-
-  std::atomic<bool> stopping{false};
-  ledger::ops::Metrics metrics({.log = log->get(),
-                                .ledger = &(*server)->service(),
-                                .exports = &exports,
-                                .sweeper = sweeper.get(),
-                                .rpc = &(*server)->rpc_stats(),
-                                .projections = options.sequencer.projector != nullptr});
-  std::unique_ptr<ledger::ops::Dashboard> dashboard;
-  if (query != nullptr) {
-    dashboard = std::make_unique<ledger::ops::Dashboard>((*server)->InProcessChannel(), log->get(), &gate);
-  }
-  // With TLS the HTTP port is HTTPS and wants a client certificate too, so
-  // that the dashboard knows its caller; --health-listen serves the
-  // probes in plain text.
-  ledger::ops::HttpTls http_tls{server_options.cert_pem, server_options.key_pem, server_options.client_ca_pem};
-  std::unique_ptr<ledger::ops::HttpServer> http, health;
-  if (!flags.Get("http-listen").empty()) {
-    auto started = ledger::ops::HttpServer::Start(
-        flags.Get("http-listen"),
-        [&](const ledger::ops::HttpRequest& r) {
-          return Operate(r, **log, &metrics, dashboard.get(), &gate, stopping.load(), witnesses.get());
-        },
-        http_options, gate.tls() ? &http_tls : nullptr);
-    if (!started.ok()) return Fail(absl::Status(started.status().code(),
-                                                absl::StrCat("--http-listen: ", started.status().message())));
-    http = *std::move(started);
-    std::cout << "http on " << http->address() << std::endl;
-  }
-  std::unique_ptr<ledger::service::HealthServer> grpc_health;
-  if (!flags.Get("grpc-health-listen").empty()) {
-    auto started = ledger::service::HealthServer::Start(flags.Get("grpc-health-listen"));
-    if (!started.ok()) return Fail(absl::Status(started.status().code(),
-                                                absl::StrCat("--grpc-health-listen: ", started.status().message())));
-    grpc_health = *std::move(started);
-    std::cout << "grpc health on " << grpc_health->address() << std::endl;
-  }
-  if (!flags.Get("health-listen").empty()) {
-    auto started = ledger::ops::HttpServer::Start(flags.Get("health-listen"), [&](const ledger::ops::HttpRequest& r) {
-      return Operate(r, **log, nullptr, nullptr, nullptr, stopping.load());
-    });
-    if (!started.ok()) return Fail(absl::Status(started.status().code(),
-                                                absl::StrCat("--health-listen: ", started.status().message())));
-    health = *std::move(started);
-    std::cout << "health on " << health->address() << std::endl;
-  }
-
-  // Wait for a signal; meanwhile, if the store fails in a way RocksDB
-  // cannot resume from, exit so that a restart (the supervisor's) recovers.
-  timespec tick{0, 200'000'000};
-  int sig = -1;
-  absl::Status failure;
-  while ((sig < 0 || sig == SIGHUP) && failure.ok()) {
-    if (sig == SIGHUP) {
-      ReloadPolicy(flags.Get("policy"), &gate);
-      ReloadTls(flags, server->get());
-    }
-    sig = sigtimedwait(&stop, nullptr, &tick);
-    failure = (*log)->store().failure();
-  }
-  if (!failure.ok()) {
-    stopping = true;
-    if (grpc_health) grpc_health->SetServing(false);
-    http.reset();
-    health.reset();
-    ledger::jsonlog::Error("exiting")
-        .Msg(absl::StrCat("exiting: ", failure.message(),
-                          "; every acknowledged receipt is on disk, and a restart recovers the store"))
-        .Int("exit_code", 75)
-        .Emit();
-    sweeper.reset();
-    (*server)->Shutdown();
-    witnesses.reset();  // its threads read the log
-    log->reset();
-    return 75;  // EX_TEMPFAIL
-  }
-  ledger::jsonlog::Info("stopping").Msg(absl::StrCat("stopping on signal ", sig)).Int("signal", sig).Emit();
-  stopping = true;
-  if (grpc_health) grpc_health->SetServing(false);
-  http.reset();  // before what its handler reads
-  health.reset();
-  sweeper.reset();
-  (*server)->Shutdown();
-  witnesses.reset();  // its threads read the log
-  log->reset();
-  return 0;
+  return daemon.Wait();
 }

@@ -94,8 +94,8 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
   }
   if (!options.trust_pack_key && !key_given && !options.policy) {
     return absl::InvalidArgumentError(
-        "verify: give the ledger's key (--vkey FILE or --vkey-string S, or --policy FILE naming it), or "
-        "--trust-pack-key to trust the key inside the pack");
+        "verify: give the ledger's key (--vkey FILE or --vkey-string S), a --policy FILE naming it in a log "
+        "line, or --trust-pack-key to trust the key inside the pack");
   }
   if (key_given) {
     auto vkey = GivenKey(flags);

@@ -25,9 +25,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "auth/identity.h"
-#include "export/tasks/tasks.h"
-#include "ledger/jsonlog/jsonlog.h"
-#include "ledger/sync/mutex.h"
+#include "util/tasks/tasks.h"
+#include "util/jsonlog/jsonlog.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::ops {
 namespace {

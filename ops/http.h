@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "export/pack/pack.h"
+#include "util/html/html.h"
 
 namespace ledger::ops {
 
@@ -116,8 +116,8 @@ class HttpServer {
 
 // "%41" and "+" decoded; INVALID_ARGUMENT for a bad escape.
 absl::StatusOr<std::string> UrlDecode(std::string_view s);
-// HTML text and attribute escaping: the report's (export/pack).
-using pack::HtmlEscape;
+// HTML text and attribute escaping (util/html).
+using html::HtmlEscape;
 
 }  // namespace ledger::ops
 

@@ -1,5 +1,5 @@
 // /metrics: the ledger's figures in the Prometheus text format (0.0.4),
-// read from what each component keeps about itself (ledger/stats) when
+// read from what each component keeps about itself (util/stats) when
 // scraped.
 //
 //   ledger_appends_total{kind,result}        receipts by kind and result

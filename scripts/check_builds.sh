@@ -35,9 +35,9 @@ probe() {
   fi
   echo "thread-safety: an unguarded write is refused"
   # The system's Abseil is built without TSan's annotations: an absl::Mutex
-  # section looks like a race to TSan. Locks are ledger/sync's.
-  if git -C "$root" grep -n -E 'absl::(Mutex|CondVar|MutexLock)\b' -- '*.cc' '*.h' ':!ledger/sync/mutex.h'; then
-    echo "FAIL: use ledger::sync::Mutex (ledger/sync/mutex.h), which TSan sees, not absl::Mutex"
+  # section looks like a race to TSan. Locks are util/sync's.
+  if git -C "$root" grep -n -E 'absl::(Mutex|CondVar|MutexLock)\b' -- '*.cc' '*.h' ':!util/sync/mutex.h'; then
+    echo "FAIL: use ledger::sync::Mutex (util/sync/mutex.h), which TSan sees, not absl::Mutex"
     exit 1
   fi
 }

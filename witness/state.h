@@ -35,9 +35,6 @@ absl::StatusOr<std::optional<std::string>> ReadRecord(const std::string& dir, st
 // disk refuses (the old record stays).
 absl::Status WriteRecord(const std::string& dir, std::string_view origin, std::string_view record);
 
-// Writes `bytes` to `path` through a synced temporary file and a rename.
-absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes);
-
 }  // namespace ledger::witness
 
 #endif  // WITNESS_STATE_H_

@@ -6,8 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 #include "ledger/merkle/merkle.h"
+#include "util/files/files.h"
 #include "witness/state.h"
 
 namespace ledger::witness {
@@ -219,7 +220,7 @@ void Witness::KeepRefused(const LogState& log, std::string_view body, std::strin
   // Signed by the log yet inconsistent with what was cosigned: possible
   // evidence of a fork, kept (the latest one per log) for the operator.
   std::string path = absl::StrCat(state_dir_, "/", OriginHash(log.origin), ".refused");
-  absl::Status s = WriteFileAtomically(path, body);
+  absl::Status s = files::WriteFileAtomically(path, body);
   jsonlog::Warn("witness_inconsistent_checkpoint")
       .Str("origin", log.origin)
       .Str("kept", s.ok() ? path : "")

@@ -24,7 +24,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 #include "ledger/cosign/cosign.h"
 #include "ledger/hash/hash.h"
 #include "ledger/note/note.h"

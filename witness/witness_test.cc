@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "ledger/merkle/merkle.h"
 #include "tests/util/temp_dir.h"
+#include "util/files/files.h"
 #include "witness/state.h"
 
 namespace ledger::witness {
@@ -233,10 +234,10 @@ TEST_F(WitnessTest, ADamagedRecordStopsTheWitnessFromStarting) {
     ASSERT_EQ(w->AddCheckpoint(log_.Body(0, 16)).status, 200);
   }
   std::string path = dir_.Sub(OriginHash("example.org/log"));
-  ASSERT_TRUE(WriteFileAtomically(path, log_.Note(16)).ok());  // the cosignature gone
+  ASSERT_TRUE(files::WriteFileAtomically(path, log_.Note(16)).ok());  // the cosignature gone
   auto w = Witness::Open(dir_.path(), cosigner_, {log_.Verifier()}, [] { return uint64_t{1}; });
   EXPECT_EQ(w.status().code(), absl::StatusCode::kDataLoss);
-  ASSERT_TRUE(WriteFileAtomically(path, "garbage").ok());
+  ASSERT_TRUE(files::WriteFileAtomically(path, "garbage").ok());
   EXPECT_EQ(Witness::Open(dir_.path(), cosigner_, {log_.Verifier()}, [] { return uint64_t{1}; }).status().code(),
             absl::StatusCode::kDataLoss);
 }

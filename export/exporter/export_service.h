@@ -6,7 +6,7 @@
 #define EXPORT_EXPORTER_EXPORT_SERVICE_H_
 
 #include "auth/gate.h"
-#include "ledger/stats/stats.h"
+#include "util/stats/stats.h"
 #include "export.grpc.pb.h"
 #include "export/exporter/exporter.h"
 #include "export/exporter/staging.h"

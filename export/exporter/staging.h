@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::exporter {
 

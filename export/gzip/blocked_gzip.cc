@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "export/tasks/tasks.h"
+#include "util/tasks/tasks.h"
 
 namespace ledger::gzip {
 namespace {

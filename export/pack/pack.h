@@ -45,6 +45,7 @@
 #include "export/pack/spill.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/entry.h"
+#include "util/html/html.h"
 #include "nlohmann/json.hpp"
 
 namespace evidence::ledger::v1 {
@@ -227,8 +228,8 @@ absl::StatusOr<std::vector<std::string>> UnsettledSteps(Outcomes& outcomes);
 // SHA-256 of a file, hex.
 absl::StatusOr<std::string> FileSha256(const std::string& path);
 
-// Text for HTML, in content or a quoted attribute: & < > " ' as entities.
-std::string HtmlEscape(std::string_view s);
+// Text for HTML (util/html).
+using html::HtmlEscape;
 
 // The report for people (report.cc), a piece at a time: the scope in
 // words; the steps in the order they started, on a timeline with a UTC axis

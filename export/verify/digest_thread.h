@@ -17,7 +17,7 @@
 #include <string_view>
 #include <thread>
 
-#include "export/tasks/channel.h"
+#include "util/tasks/channel.h"
 #include "ledger/hash/hash.h"
 
 namespace ledger::verify {

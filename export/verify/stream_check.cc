@@ -11,8 +11,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "export/tasks/channel.h"
-#include "export/tasks/tasks.h"
+#include "util/tasks/channel.h"
+#include "util/tasks/tasks.h"
 #include "export/verify/proof_line.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"

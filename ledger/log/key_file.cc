@@ -12,45 +12,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "util/files/files.h"
 
 namespace ledger::log {
-namespace {
-
-absl::Status Errno(const std::string& what) {
-  return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
-
-absl::Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return Errno(absl::StrCat("open ", dir));
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Errno(absl::StrCat("fsync ", dir));
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<note::Signer> CreateKeyFile(const std::string& path, const std::string& origin) {
   auto signer = note::Signer::Generate(origin);
   if (!signer.ok()) return signer.status();
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    if (errno == EEXIST) {
-      return absl::AlreadyExistsError(absl::StrCat("signing key: ", path, " already exists"));
-    }
-    return Errno(absl::StrCat("signing key: create ", path));
-  }
-  std::string text = signer->KeyFileText();
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) {
-    ::unlink(path.c_str());
-    return Errno(absl::StrCat("signing key: write ", path));
-  }
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (auto s = SyncDir(dir.empty() ? "." : dir); !s.ok()) return s;
+  absl::Status s = files::CreateFileDurably(path, signer->KeyFileText(), 0600);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("signing key: ", s.message()));
   return signer;
 }
 

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
+#include "util/files/files.h"
 
 namespace ledger::log {
 absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer signer) {
@@ -141,23 +142,9 @@ absl::StatusOr<Log::BackupInfo> Log::Backup(const std::string& dir) const {
 }
 
 absl::Status Log::WriteGuard(const std::string& note) const {
-  std::string path = absl::StrCat(options_.data_dir, "/", kGuardFile), tmp = path + ".tmp";
-  auto fail = [&](std::string_view what) {
-    return absl::UnavailableError(absl::StrCat("checkpoint guard: ", std::string(what), " ", tmp, ": ",
-                                               std::strerror(errno)));
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return fail("cannot create");
-  bool written = ::write(fd, note.data(), note.size()) == static_cast<ssize_t>(note.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written) return fail("cannot write");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename");
-  int dir = ::open(options_.data_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return fail("cannot open the directory of");
-  bool synced = ::fsync(dir) == 0;
-  ::close(dir);
-  if (!synced) return fail("cannot sync the directory of");
-  return absl::OkStatus();
+  absl::Status s = files::WriteFileAtomically(absl::StrCat(options_.data_dir, "/", kGuardFile), note);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("checkpoint guard: ", s.message()));
 }
 
 absl::Status Log::CheckGuard(const store::State& state) {

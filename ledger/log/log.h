@@ -37,7 +37,7 @@
 #include "ledger/runmap/runmap.h"
 #include "ledger/sequencer/sequencer.h"
 #include "ledger/store/store.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::log {
 

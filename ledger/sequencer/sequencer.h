@@ -35,7 +35,7 @@
 #include "ledger/receipt/receipt.h"
 #include "ledger/runmap/runmap.h"
 #include "ledger/store/store.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::sequencer {
 

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/support/log.h"
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 
 namespace ledger::service {
 namespace {

@@ -17,7 +17,7 @@
 
 #include "auth/gate.h"
 #include "grpcpp/support/server_interceptor.h"
-#include "ledger/stats/stats.h"
+#include "util/stats/stats.h"
 
 namespace ledger::service {
 

@@ -21,7 +21,7 @@
 #include "ledger/runmap/proof_json.h"
 #include "ledger/service/rpc_log.h"
 #include "ledger/service/timers.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::service {
 

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/security/server_credentials.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 
 struct grpc_ssl_server_certificate_config;
 

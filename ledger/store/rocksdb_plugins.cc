@@ -1,6 +1,6 @@
 #include "ledger/store/rocksdb_plugins.h"
 
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 #include "ledger/store/testing.h"
 
 #include <chrono>

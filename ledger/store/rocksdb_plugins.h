@@ -17,7 +17,7 @@
 namespace ledger::store {
 
 // RocksDB's own messages, warnings and worse only, to stderr as JSON lines
-// (ledger/jsonlog, event "rocksdb"): not into a
+// (util/jsonlog, event "rocksdb"): not into a
 // LOG file on the data disk, where a full disk would make the logger itself
 // fail (Debian's RocksDB asserts when its LOG file cannot be written).
 std::shared_ptr<rocksdb::Logger> NewStderrLogger();

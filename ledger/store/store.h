@@ -57,7 +57,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ledger/hash/hash.h"
-#include "ledger/stats/stats.h"
+#include "util/stats/stats.h"
 #include "ledger/projection/projection.h"
 
 namespace ledger::store {

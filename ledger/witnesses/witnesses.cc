@@ -14,8 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "ledger/cosign/cosign.h"
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 #include "ledger/note/note.h"
+#include "util/files/files.h"
 #include "witness/state.h"
 
 namespace ledger::witnesses {
@@ -227,7 +228,7 @@ void Witnesses::Keep(State& w) {
     sync::MutexLock lock(&w.mu);
     kept = absl::StrCat(w.held_size, "\n", w.held.line);
   }
-  if (absl::Status s = witness::WriteFileAtomically(w.path, kept); !s.ok()) {
+  if (absl::Status s = files::WriteFileAtomically(w.path, kept); !s.ok()) {
     jsonlog::Warn("witness_cosignature_not_kept").Str("witness", w.witness->name).Msg(S(s.message())).Emit();
   }
 }

@@ -30,7 +30,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 #include "ledger/hash/hash.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ledger/witnesses/http_post.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
 

@@ -34,9 +34,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "ledger/log/log.h"
-#include "ledger/stats/stats.h"
+#include "util/stats/stats.h"
 #include "ledger/sequencer/sequencer.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::query {
 

@@ -1,7 +1,7 @@
 // Must not compile under clang's -Wthread-safety -Werror=thread-safety:
 // scripts/check_builds.sh checks that clang refuses it, so the annotations on
-// ledger/sync's Mutex are known to be checked.
-#include "ledger/sync/mutex.h"
+// util/sync's Mutex are known to be checked.
+#include "util/sync/mutex.h"
 
 struct Counter {
   ledger::sync::Mutex mu;

@@ -1,4 +1,4 @@
-#include "export/tasks/tasks.h"
+#include "util/tasks/tasks.h"
 
 #include <atomic>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <string>
 #include <thread>
 
-#include "export/tasks/channel.h"
+#include "util/tasks/channel.h"
 #include "gtest/gtest.h"
 
 namespace ledger::tasks {

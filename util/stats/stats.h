@@ -3,8 +3,8 @@
 // scraped. Nothing here knows about Prometheus or HTTP.
 //
 // Thread-safe.
-#ifndef LEDGER_STATS_STATS_H_
-#define LEDGER_STATS_STATS_H_
+#ifndef UTIL_STATS_STATS_H_
+#define UTIL_STATS_STATS_H_
 
 #include <atomic>
 #include <cstdint>
@@ -80,4 +80,4 @@ class HistogramFamily {
 
 }  // namespace ledger::stats
 
-#endif  // LEDGER_STATS_STATS_H_
+#endif  // UTIL_STATS_STATS_H_

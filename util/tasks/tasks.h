@@ -7,8 +7,8 @@
 // waiting, nothing would run. The pipelines' tasks wait for nothing.
 //
 // Thread-safe.
-#ifndef EXPORT_TASKS_TASKS_H_
-#define EXPORT_TASKS_TASKS_H_
+#ifndef UTIL_TASKS_TASKS_H_
+#define UTIL_TASKS_TASKS_H_
 
 #include <functional>
 #include <future>
@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "export/tasks/channel.h"
+#include "util/tasks/channel.h"
 
 namespace ledger::tasks {
 
@@ -50,4 +50,4 @@ class Pool {
 
 }  // namespace ledger::tasks
 
-#endif  // EXPORT_TASKS_TASKS_H_
+#endif  // UTIL_TASKS_TASKS_H_

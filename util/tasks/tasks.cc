@@ -1,4 +1,4 @@
-#include "export/tasks/tasks.h"
+#include "util/tasks/tasks.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "ledger/jsonlog/jsonlog.h"
+#include "util/jsonlog/jsonlog.h"
 
 #include <chrono>
 #include <cstdio>

@@ -2,7 +2,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "ledger/sync/mutex.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::sync {
 namespace {

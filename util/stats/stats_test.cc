@@ -1,4 +1,4 @@
-#include "ledger/stats/stats.h"
+#include "util/stats/stats.h"
 
 #include <thread>
 

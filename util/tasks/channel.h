@@ -4,8 +4,8 @@
 // closed and drained.
 //
 // Thread-safe.
-#ifndef EXPORT_TASKS_CHANNEL_H_
-#define EXPORT_TASKS_CHANNEL_H_
+#ifndef UTIL_TASKS_CHANNEL_H_
+#define UTIL_TASKS_CHANNEL_H_
 
 #include <condition_variable>
 #include <cstddef>
@@ -87,4 +87,4 @@ class Channel {
 
 }  // namespace ledger::tasks
 
-#endif  // EXPORT_TASKS_CHANNEL_H_
+#endif  // UTIL_TASKS_CHANNEL_H_

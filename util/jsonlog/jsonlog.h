@@ -10,8 +10,8 @@
 //   jsonlog::Info("listening").Str("address", addr).Emit();
 //
 // Thread-safe: a line is written with one call, under a lock.
-#ifndef LEDGER_JSONLOG_JSONLOG_H_
-#define LEDGER_JSONLOG_JSONLOG_H_
+#ifndef UTIL_JSONLOG_JSONLOG_H_
+#define UTIL_JSONLOG_JSONLOG_H_
 
 #include <cstdint>
 #include <string>
@@ -48,4 +48,4 @@ std::string RequestId(std::string_view given);
 
 }  // namespace ledger::jsonlog
 
-#endif  // LEDGER_JSONLOG_JSONLOG_H_
+#endif  // UTIL_JSONLOG_JSONLOG_H_

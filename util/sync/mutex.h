@@ -10,8 +10,8 @@
 //
 // Thread-safe, as a mutex is. A CondVar MUST always be waited on with the
 // same Mutex held.
-#ifndef LEDGER_SYNC_MUTEX_H_
-#define LEDGER_SYNC_MUTEX_H_
+#ifndef UTIL_SYNC_MUTEX_H_
+#define UTIL_SYNC_MUTEX_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -75,4 +75,4 @@ class CondVar {
 
 }  // namespace ledger::sync
 
-#endif  // LEDGER_SYNC_MUTEX_H_
+#endif  // UTIL_SYNC_MUTEX_H_

@@ -1,0 +1,154 @@
+#include "cmd/ledgerd_config.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "export/exporter/exporter.h"
+#include "ledger/log/log.h"
+#include "ledger/service/service.h"
+
+namespace ledger::cmd {
+namespace {
+
+// The store, the log and what it keeps.
+void DefineStoreFlags(Flags& flags) {
+  flags.Define("data", "", "data directory (created if missing; holds the store and signing.key)");
+  flags.Define("listen", "127.0.0.1:7420", "gRPC address HOST:PORT; port 0 picks a free port");
+  flags.Define("origin", log::kDefaultOrigin, "the log's origin, also the key name");
+  flags.Define("signing-key", "", "signing key file (default: <data>/signing.key, created at first start)");
+  flags.Define("checkpoint-interval-ms", "1000", "sign a checkpoint at most this often when the log grew");
+  flags.Define("max-queued", "100000", "receipts waiting to be appended before RESOURCE_EXHAUSTED");
+  flags.Define("unknown-grace-ms", "30000",
+               "a step with no completion is declared unknown this long after its timeout");
+  flags.Define("sweep-interval-ms", "1000", "how often to look for steps past their deadline");
+  flags.Define("projections", "true",
+               "keep step outcomes and run summaries (the query service); false: the log only");
+  flags.Define("run-map", "true",
+               "keep the run-head map and sign its root with every checkpoint, so run packs prove they hold "
+               "the whole run; false: checkpoint-time notes of format 1 and no run proofs (for comparison)");
+  flags.Define("restore-from", "",
+               "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
+               "must not hold a store yet; the signing key must be the one that signed it");
+  flags.Define("export-staging-bytes", "4294967296",
+               "bytes that exports in progress may hold together in <data>/tmp (staged files and packs being "
+               "sent); an export that would exceed it is refused with RESOURCE_EXHAUSTED");
+  flags.Define("backup-root", "",
+               "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
+               "without it, backups are refused");
+  flags.Define("accept-rollback", "",
+               "start even if the store is behind or not consistent with <data>/latest-checkpoint "
+               "(after restoring an old copy on purpose); logged",
+               true);
+}
+
+// The network: TLS, limits, the HTTP and health ports.
+void DefineNetworkFlags(Flags& flags) {
+  flags.Define("tls-cert", "", "TLS: the server's certificate chain (PEM); needs --tls-key, --client-ca, --policy");
+  flags.Define("tls-key", "", "TLS: the server's private key (PEM)");
+  flags.Define("client-ca", "",
+               "TLS: CA certificates (PEM) that client certificates must chain to; callers are "
+               "identified by their certificate's first URI SAN (uri:...), else first DNS SAN (dns:...), "
+               "else CN (cn:...); SIGHUP reloads it");
+  flags.Define("policy", "",
+               "TLS: the access policy (JSON: identities, uri:/dns:/cn:, to roles and teams); SIGHUP reloads it "
+               "and the TLS files, for new calls and open streams; a broken file keeps the old one");
+  flags.Define("insecure", "",
+               "allow plain text on a non-loopback address (every caller is 'local', admin); logged", true);
+  flags.Define("rate-per-identity", "0",
+               "receipts and calls a second per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
+  flags.Define("concurrency-per-identity", "256",
+               "calls and streams open at once per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
+  flags.Define("max-message-bytes", std::to_string(service::kMaxRequestBytes),
+               "largest request accepted, in bytes");
+  flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
+  flags.Define("stream-idle-ms", "300000",
+               "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
+  flags.Define("config", "",
+               "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
+  flags.Define("http-listen", "127.0.0.1:7421",
+               "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
+               "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("http-connections-per-peer", "16",
+               "HTTP port: connections open at once from one peer address (more are closed at once); raise it "
+               "when the port sits behind a proxy that does not keep clients' addresses");
+  flags.Define("grpc-health-listen", "",
+               "plain-text gRPC address serving only grpc.health.v1 (Kubernetes' gRPC probes cannot use TLS); "
+               "'' (default): none");
+  flags.Define("shard-from-hostname", "",
+               "a shard of a StatefulSet: the hostname's trailing number N (ledger-2: 2) makes the origin "
+               "<origin>/shard-N, and replaces {shard} in --signing-key",
+               true);
+  flags.Define("health-listen", "",
+               "plain-HTTP address serving only /healthz and /readyz (for probes that cannot present a "
+               "certificate); '' (default): none");
+}
+
+void DefineWitnessFlags(Flags& flags) {
+  flags.Define("witness-policy", "",
+               "a C2SP tlog-policy file: each checkpoint is submitted to its witnesses that have a URL "
+               "(witness NAME VKEY http[s]://HOST:PORT), and their cosignatures are served with it");
+  flags.Define("witness-tls-ca", "", "CA certificates (PEM) that https:// witnesses' certificates must chain to");
+  flags.Define("witness-tls-cert", "", "client certificate (PEM) for witnesses that ask for one");
+  flags.Define("witness-tls-key", "", "its private key (PEM)");
+  flags.Define("witness-quorum-required", "",
+               "exports wait for the checkpoint of the pack to be cosigned by the policy's quorum "
+               "(at most --witness-quorum-wait-ms), and fail with UNAVAILABLE otherwise",
+               true);
+  flags.Define("witness-quorum-wait-ms", "10000", "how long an export waits for the witness quorum");
+}
+
+// The value of the integer flag `name`, at least `min`.
+absl::StatusOr<int64_t> AtLeast(const Flags& flags, const std::string& name, int64_t min) {
+  auto v = flags.Int(name);
+  if (!v.ok()) return v.status();
+  if (*v < min) return absl::InvalidArgumentError(absl::StrCat("--", name, ": must be >= ", min));
+  return *v;
+}
+
+}  // namespace
+
+void DefineLedgerdFlags(Flags& flags) {
+  DefineStoreFlags(flags);
+  DefineNetworkFlags(flags);
+  DefineWitnessFlags(flags);
+  flags.Define("help", "", "print this help", true);
+}
+
+absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
+  if (flags.Get("data").empty()) return absl::InvalidArgumentError("--data: required");
+  LedgerdConfig c;
+  struct Bound {
+    const char* flag;
+    int64_t min;
+    int64_t* out;
+  };
+  for (const Bound& b : {Bound{"checkpoint-interval-ms", 1, &c.checkpoint_interval_ms},
+                         Bound{"unknown-grace-ms", 0, &c.unknown_grace_ms},
+                         Bound{"sweep-interval-ms", 1, &c.sweep_interval_ms},
+                         Bound{"export-staging-bytes", 1, &c.export_staging_bytes},
+                         Bound{"max-queued", static_cast<int64_t>(log::kMaxReceiptsPerAppend), &c.max_queued},
+                         Bound{"witness-quorum-wait-ms", 0, &c.witness_quorum_wait_ms}}) {
+    auto v = AtLeast(flags, b.flag, b.min);
+    if (!v.ok()) return v.status();
+    *b.out = *v;
+  }
+  const std::string& projections = flags.Get("projections");
+  if (projections != "true" && projections != "false") {
+    return absl::InvalidArgumentError("--projections: true or false");
+  }
+  c.projections = projections == "true";
+  auto per_peer = flags.Int("http-connections-per-peer");
+  if (!per_peer.ok()) return per_peer.status();
+  if (*per_peer < 1 || *per_peer > c.http.max_connections) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-connections-per-peer: must be in [1, ", c.http.max_connections, "]"));
+  }
+  c.http.max_per_peer = static_cast<int>(*per_peer);
+  c.http.quick_paths = {"/healthz", "/readyz", "/metrics"};
+  if (flags.Bool("witness-quorum-required") && flags.Get("witness-policy").empty()) {
+    return absl::InvalidArgumentError("--witness-quorum-required: needs --witness-policy");
+  }
+  return c;
+}
+
+}  // namespace ledger::cmd

@@ -1,0 +1,37 @@
+// ledgerd's options: the flags it defines and what their values must be,
+// parsed once at start into a Config (the rest of ledgerd reads the Config
+// or the flags' strings, never re-parses a number).
+#ifndef CMD_LEDGERD_CONFIG_H_
+#define CMD_LEDGERD_CONFIG_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "cmd/flags.h"
+#include "ops/http.h"
+
+namespace ledger::cmd {
+
+// Defines every flag of ledgerd on `flags`.
+void DefineLedgerdFlags(Flags& flags);
+
+// The numbers and switches of ledgerd's flags, checked.
+struct LedgerdConfig {
+  int64_t checkpoint_interval_ms = 0;
+  int64_t unknown_grace_ms = 0;
+  int64_t sweep_interval_ms = 0;
+  bool projections = true;
+  int64_t export_staging_bytes = 0;
+  int64_t max_queued = 0;
+  int64_t witness_quorum_wait_ms = 0;
+  ops::HttpOptions http;
+};
+
+// INVALID_ARGUMENT naming the flag and its rule: --data missing, a number
+// that does not parse or is out of its range, --projections not true or
+// false, --witness-quorum-required without --witness-policy.
+absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags);
+
+}  // namespace ledger::cmd
+
+#endif  // CMD_LEDGERD_CONFIG_H_
