@@ -38,7 +38,8 @@ std::string DecisionWord(pb::Decision d) {
 }
 
 void ExecRow(const pb::AgentExec& x, ReportRow* row) {
-  row->detail = x.status() == pb::EXEC_STATUS_UNSPECIFIED ? "" : EnumWord(pb::ExecStatus_Name(x.status()), "EXEC_STATUS_");
+  row->detail =
+      x.status() == pb::EXEC_STATUS_UNSPECIFIED ? "" : EnumWord(pb::ExecStatus_Name(x.status()), "EXEC_STATUS_");
   if (x.has_exit_code()) absl::StrAppend(&row->detail, row->detail.empty() ? "" : ", ", "exit code ", x.exit_code());
   if (x.has_duration_ms()) {
     absl::StrAppend(&row->detail, row->detail.empty() ? "" : ", ", "reported duration ",
@@ -149,9 +150,7 @@ int64_t StepEnd(const Step& s) {
   return -1;
 }
 
-std::string KeyOf(const Step& s) {
-  return query::EncodeStepKey({s.team(), s.run_id(), s.step_id(), s.attempt()});
-}
+std::string KeyOf(const Step& s) { return query::EncodeStepKey({s.team(), s.run_id(), s.step_id(), s.attempt()}); }
 
 std::string StateOf(const Step& s) { return query::StateName(s.state()); }
 
@@ -163,7 +162,7 @@ struct Shown {
   std::vector<Step> steps;
   int64_t total = 0, unknown = 0;
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;  // over the shown steps
-  std::set<std::string> step_keys;          // row keys that name a step
+  std::set<std::string> step_keys;         // row keys that name a step
   bool multi_run = false;
 };
 
@@ -240,24 +239,22 @@ std::string ScopeWords(const manifest::Scope& scope) {
 }
 
 void Summary(const manifest::Manifest& m, const Shown& shown, const ReportEntries& entries, std::string* h) {
-  absl::StrAppend(h, "<h1>Evidence pack</h1>\n<p>Scope: ", ScopeWords(m.scope), ".</p>\n<p>", m.entries,
-                  " entries, ", shown.total, " steps, from the log <code>", E(m.origin),
-                  "</code> at tree size ", m.tree_size,
+  absl::StrAppend(h, "<h1>Evidence pack</h1>\n<p>Scope: ", ScopeWords(m.scope), ".</p>\n<p>", m.entries, " entries, ",
+                  shown.total, " steps, from the log <code>", E(m.origin), "</code> at tree size ", m.tree_size,
                   ". Times are the ledger's (when it logged each entry), in UTC.</p>\n");
   if (shown.unknown > 0) {
     absl::StrAppend(h, "<p class=\"flag\">", shown.unknown,
                     " step(s) never reported a completion and were declared UNKNOWN.</p>\n");
   }
   if (shown.total > static_cast<int64_t>(shown.steps.size())) {
-    absl::StrAppend(h, "<p>This page shows the first ", shown.steps.size(), " steps by start time of ",
-                    shown.total, "; <code>outcomes.json</code> lists them all.</p>\n");
+    absl::StrAppend(h, "<p>This page shows the first ", shown.steps.size(), " steps by start time of ", shown.total,
+                    "; <code>outcomes.json</code> lists them all.</p>\n");
   }
   if (entries.seen() > entries.kept()) {
     absl::StrAppend(h, "<p>This page lists the first ", entries.kept(), " entries by seq of ", entries.seen(),
                     "; <code>entries.jsonl</code> holds them all.</p>\n");
   }
 }
-
 
 // The timeline: inline SVG, no script, no external asset. A label column on
 // the left (clipped, and cut to fit), the plot, and a margin on the right
@@ -279,11 +276,10 @@ std::string FitLabel(std::string_view s) {
 // The tick spacing: the smallest of these with at most 6 ticks over `span`.
 int64_t TickStep(int64_t span) {
   static constexpr int64_t kMs = 1000, kS = 1000 * kMs, kMin = 60 * kS, kH = 60 * kMin, kD = 24 * kH;
-  static constexpr int64_t kSteps[] = {kMs,      2 * kMs,  5 * kMs,  10 * kMs, 20 * kMs, 50 * kMs, 100 * kMs,
-                                       200 * kMs, 500 * kMs, kS,      2 * kS,   5 * kS,   10 * kS,  15 * kS,
-                                       30 * kS,  kMin,     2 * kMin, 5 * kMin, 10 * kMin, 15 * kMin, 30 * kMin,
-                                       kH,       2 * kH,   3 * kH,   6 * kH,   12 * kH,  kD,       2 * kD,
-                                       7 * kD,   30 * kD,  365 * kD};
+  static constexpr int64_t kSteps[] = {
+      kMs,    2 * kMs, 5 * kMs, 10 * kMs, 20 * kMs, 50 * kMs, 100 * kMs, 200 * kMs, 500 * kMs, kS,        2 * kS,
+      5 * kS, 10 * kS, 15 * kS, 30 * kS,  kMin,     2 * kMin, 5 * kMin,  10 * kMin, 15 * kMin, 30 * kMin, kH,
+      2 * kH, 3 * kH,  6 * kH,  12 * kH,  kD,       2 * kD,   7 * kD,    30 * kD,   365 * kD};
   for (int64_t step : kSteps) {
     if (span / step <= 6) return step;
   }
@@ -291,9 +287,7 @@ int64_t TickStep(int64_t span) {
 }
 
 std::string TickLabel(int64_t us, int64_t step) {
-  const char* format = step < 1'000'000               ? "%H:%M:%E3SZ"
-                       : step < int64_t{86'400'000'000} ? "%H:%M:%SZ"
-                                                        : "%Y-%m-%d";
+  const char* format = step < 1'000'000 ? "%H:%M:%E3SZ" : step < int64_t{86'400'000'000} ? "%H:%M:%SZ" : "%Y-%m-%d";
   return absl::FormatTime(format, absl::FromUnixMicros(us), absl::UTCTimeZone());
 }
 
@@ -334,8 +328,7 @@ void TimelineRow(const Step& s, const Plot& p, bool multi_run, int row, std::str
   int y = kAxis + row * kRow;
   int64_t start = StepStart(s), end = StepEnd(s);
   absl::StrAppend(h, "<svg x=\"0\" y=\"", y, "\" width=\"", kLabel - 8, "\" height=\"", kRow,
-                  "\" overflow=\"hidden\"><text class=\"label\" x=\"4\" y=\"13\">", E(FitLabel(name)),
-                  "</text></svg>");
+                  "\" overflow=\"hidden\"><text class=\"label\" x=\"4\" y=\"13\">", E(FitLabel(name)), "</text></svg>");
   std::string title = absl::StrCat(E(name), ": ", state == "unknown" ? "UNKNOWN" : state, ", from ", UtcTime(start));
   int x0 = p.x(start), right;
   if (state == "denied") {
@@ -347,8 +340,8 @@ void TimelineRow(const Step& s, const Plot& p, bool multi_run, int row, std::str
     int w = std::max(3, p.x(end < 0 ? p.t1 : end) - x0);
     if (end >= 0) absl::StrAppend(&title, " to ", UtcTime(end), " (", Duration(end - start), ")");
     absl::StrAppend(h, "<rect class=\"step ", E(state), "\" x=\"", x0, "\" y=\"", y + 3, "\" width=\"", w,
-                    "\" height=\"12\" fill=\"", Fill(state), "\"", end < 0 ? " fill-opacity=\"0.45\"" : "",
-                    "><title>", title, "</title></rect>");
+                    "\" height=\"12\" fill=\"", Fill(state), "\"", end < 0 ? " fill-opacity=\"0.45\"" : "", "><title>",
+                    title, "</title></rect>");
     right = x0 + w;
   }
   absl::StrAppend(h, "<text class=\"state\" x=\"", right + 4, "\" y=\"", y + 13, "\" fill=\"", Fill(state), "\">",
@@ -366,13 +359,11 @@ void Timeline(const Shown& shown, std::string* h) {
   TimelineAxis(p, height, h);
   int row = 0;
   for (const Step& s : shown.steps) TimelineRow(s, p, shown.multi_run, row++, h);
-  absl::StrAppend(h, "</svg>\n<p>Steps in the order they started, from ", UtcTime(shown.t0), " to ",
-                  UtcTime(shown.t1),
+  absl::StrAppend(h, "</svg>\n<p>Steps in the order they started, from ", UtcTime(shown.t0), " to ", UtcTime(shown.t1),
                   " (UTC, the ledger's clock). Green: succeeded; orange: failed; red: unknown (no completion "
                   "by its deadline, drawn to its declaration); grey diamond: denied at its start; pale blue: "
                   "pending, still open at the checkpoint.</p>\n");
 }
-
 
 std::string RowClass(const std::string& state) {
   return state == "unknown" || state == "failed" || state == "denied" ? state : "";
@@ -381,14 +372,15 @@ std::string RowClass(const std::string& state) {
 // One line per step shown, in the order they started.
 void StepTable(const Shown& shown, std::string* h) {
   if (shown.steps.empty()) return;
-  absl::StrAppend(h,
-                  "<h2>Steps</h2>\n<table class=\"steps\"><colgroup><col class=\"w12\"><col class=\"w10\">"
-                  "<col class=\"w6\"><col class=\"w10\"><col class=\"w20\"><col class=\"w8\"><col class=\"w8\">"
-                  "<col class=\"w8\"><col class=\"w9\"><col class=\"w9\"></colgroup><thead><tr><th scope=\"col\">run</th>"
-                  "<th scope=\"col\">step</th><th scope=\"col\">attempt</th><th scope=\"col\">state</th>"
-                  "<th scope=\"col\">started (UTC)</th><th scope=\"col\">duration</th>"
-                  "<th scope=\"col\">calls allowed/denied</th><th scope=\"col\">tokens in/out</th>"
-                  "<th scope=\"col\">actual</th><th scope=\"col\">charged</th></tr></thead><tbody>\n");
+  absl::StrAppend(
+      h,
+      "<h2>Steps</h2>\n<table class=\"steps\"><colgroup><col class=\"w12\"><col class=\"w10\">"
+      "<col class=\"w6\"><col class=\"w10\"><col class=\"w20\"><col class=\"w8\"><col class=\"w8\">"
+      "<col class=\"w8\"><col class=\"w9\"><col class=\"w9\"></colgroup><thead><tr><th scope=\"col\">run</th>"
+      "<th scope=\"col\">step</th><th scope=\"col\">attempt</th><th scope=\"col\">state</th>"
+      "<th scope=\"col\">started (UTC)</th><th scope=\"col\">duration</th>"
+      "<th scope=\"col\">calls allowed/denied</th><th scope=\"col\">tokens in/out</th>"
+      "<th scope=\"col\">actual</th><th scope=\"col\">charged</th></tr></thead><tbody>\n");
   for (const Step& s : shown.steps) {
     std::string state = StateOf(s);
     int64_t end = StepEnd(s);
@@ -413,9 +405,9 @@ void Fact(const std::string& name, const std::string& html, std::string* h) {
 std::string Ending(const Step& s) {
   int64_t start = StepStart(s);
   if (s.has_unknown()) {
-    return absl::StrCat("<strong>declared UNKNOWN</strong> at ", UtcTime(s.unknown_at_us()), " (seq ",
-                        s.unknown_seq(), ", ", Duration(s.unknown_at_us() - start),
-                        " after its start): no completion by its deadline ", UtcTime(s.deadline_us()));
+    return absl::StrCat("<strong>declared UNKNOWN</strong> at ", UtcTime(s.unknown_at_us()), " (seq ", s.unknown_seq(),
+                        ", ", Duration(s.unknown_at_us() - start), " after its start): no completion by its deadline ",
+                        UtcTime(s.deadline_us()));
   }
   if (s.has_completion()) {
     return absl::StrCat("completed at ", UtcTime(s.completed_at_us()), " (seq ", s.completion_seq(), ", ",
@@ -446,12 +438,15 @@ void StepFacts(const Step& s, const std::vector<ReportRow>* rows, std::string* h
   for (auto& e : emitters) e = absl::StrCat("<code>", E(e), "</code>");
   Fact("emitter", absl::StrJoin(emitters, ", "), h);
   Fact("trace id", s.trace_id().empty() ? "" : absl::StrCat("<code>", E(s.trace_id()), "</code>"), h);
-  Fact("started", absl::StrCat(UtcTime(StepStart(s)), s.has_start() ? absl::StrCat(" (seq ", s.start_seq(), ")")
-                                                                      : " (first entry; no agent_start)"), h);
+  Fact("started",
+       absl::StrCat(UtcTime(StepStart(s)),
+                    s.has_start() ? absl::StrCat(" (seq ", s.start_seq(), ")") : " (first entry; no agent_start)"),
+       h);
   if (s.has_start()) {
-    Fact("decision", absl::StrCat(s.state() == query::pb::STEP_STATE_DENIED ? "<strong>deny</strong>"
-                                                                            : DecisionWord(s.decision()),
-                                  s.reason().empty() ? "" : ": ", E(s.reason())), h);
+    Fact("decision",
+         absl::StrCat(s.state() == query::pb::STEP_STATE_DENIED ? "<strong>deny</strong>" : DecisionWord(s.decision()),
+                      s.reason().empty() ? "" : ": ", E(s.reason())),
+         h);
   }
   Fact("ended", Ending(s), h);
   if (s.has_start() && s.timeout_ms() > 0) {
@@ -476,17 +471,20 @@ std::string Tokens(const ReportRow& r) {
 // Entries as rows: seq, time, kind, model or tool, target, decision and
 // reason (or what the entry reports), tokens, cost, emitter.
 void EntryTable(const std::vector<ReportRow>& rows, std::string* h) {
-  *h += "<table class=\"calls\"><colgroup><col class=\"w6\"><col class=\"w20\"><col class=\"w11\">"
-        "<col class=\"w12\"><col class=\"w12\"><col class=\"w15\"><col class=\"w8\"><col class=\"w8\">"
-        "<col class=\"w8\"></colgroup>";
-  *h += "<thead><tr><th scope=\"col\">seq</th><th scope=\"col\">time (UTC)</th><th scope=\"col\">kind</th>"
-        "<th scope=\"col\">model or tool</th><th scope=\"col\">target</th><th scope=\"col\">decision: reason</th>"
-        "<th scope=\"col\">tokens in/out</th><th scope=\"col\">cost</th><th scope=\"col\">emitter</th></tr></thead>"
-        "<tbody>\n";
+  *h +=
+      "<table class=\"calls\"><colgroup><col class=\"w6\"><col class=\"w20\"><col class=\"w11\">"
+      "<col class=\"w12\"><col class=\"w12\"><col class=\"w15\"><col class=\"w8\"><col class=\"w8\">"
+      "<col class=\"w8\"></colgroup>";
+  *h +=
+      "<thead><tr><th scope=\"col\">seq</th><th scope=\"col\">time (UTC)</th><th scope=\"col\">kind</th>"
+      "<th scope=\"col\">model or tool</th><th scope=\"col\">target</th><th scope=\"col\">decision: reason</th>"
+      "<th scope=\"col\">tokens in/out</th><th scope=\"col\">cost</th><th scope=\"col\">emitter</th></tr></thead>"
+      "<tbody>\n";
   for (const ReportRow& r : rows) {
     std::string what = r.decision.empty() ? E(r.detail)
-                       : r.decision == "deny" ? absl::StrCat("<strong>deny</strong>", r.reason.empty() ? "" : ": ", E(r.reason))
-                                              : absl::StrCat(E(r.decision), r.reason.empty() ? "" : ": ", E(r.reason));
+                       : r.decision == "deny"
+                           ? absl::StrCat("<strong>deny</strong>", r.reason.empty() ? "" : ": ", E(r.reason))
+                           : absl::StrCat(E(r.decision), r.reason.empty() ? "" : ": ", E(r.reason));
     absl::StrAppend(h, "<tr class=\"", r.decision == "deny" ? "deny" : "", "\"><td>", r.seq, "</td><td>",
                     UtcTime(r.logged_at_us), "</td><td>", r.kind, "</td><td>", E(r.name), "</td><td>", E(r.target),
                     "</td><td>", what, "</td><td>", Tokens(r), "</td><td>",
@@ -494,7 +492,6 @@ void EntryTable(const std::vector<ReportRow>& rows, std::string* h) {
   }
   *h += "</tbody></table>\n";
 }
-
 
 // Each step shown: its facts, then its entries.
 void StepDetails(const Shown& shown, const ReportEntries& entries, std::string* h) {
@@ -506,8 +503,8 @@ void StepDetails(const Shown& shown, const ReportEntries& entries, std::string* 
     auto rows = entries.rows().find(KeyOf(s));
     const std::vector<ReportRow>* listed = rows == entries.rows().end() ? nullptr : &rows->second;
     std::string run = shown.multi_run ? absl::StrCat(E(s.run_id()), " / ") : "";
-    absl::StrAppend(h, "<h3 class=\"", RowClass(state), "\">", ++n, ". ", run, E(s.step_id()), " (attempt ", s.attempt(),
-                    "): ", state == "unknown" ? "UNKNOWN" : state, "</h3>\n");
+    absl::StrAppend(h, "<h3 class=\"", RowClass(state), "\">", ++n, ". ", run, E(s.step_id()), " (attempt ",
+                    s.attempt(), "): ", state == "unknown" ? "UNKNOWN" : state, "</h3>\n");
     StepFacts(s, listed, h);
     if (listed != nullptr) EntryTable(*listed, h);
     if (listed == nullptr || static_cast<int>(listed->size()) < s.seqs_size()) {
@@ -531,16 +528,17 @@ void OtherEntries(const Shown& shown, const ReportEntries& entries, std::string*
 }
 
 absl::Status Runs(Outcomes& outcomes, Out out, std::string* h) {
-  *h += "<h2>Runs</h2>\n<table><thead><tr><th scope=\"col\">team</th><th scope=\"col\">run</th>"
-        "<th scope=\"col\">workflow</th><th scope=\"col\">first and last entry (UTC)</th>"
-        "<th scope=\"col\">entries</th><th scope=\"col\">steps ok/failed/denied/pending/unknown</th>"
-        "<th scope=\"col\">actual</th><th scope=\"col\">charged</th></tr></thead><tbody>\n";
+  *h +=
+      "<h2>Runs</h2>\n<table><thead><tr><th scope=\"col\">team</th><th scope=\"col\">run</th>"
+      "<th scope=\"col\">workflow</th><th scope=\"col\">first and last entry (UTC)</th>"
+      "<th scope=\"col\">entries</th><th scope=\"col\">steps ok/failed/denied/pending/unknown</th>"
+      "<th scope=\"col\">actual</th><th scope=\"col\">charged</th></tr></thead><tbody>\n";
   absl::Status listed = outcomes.ForEachRunRecord([&](const query::pb::Run& r) {
-    absl::StrAppend(h, "<tr><td>", E(r.team()), "</td><td>", E(r.run_id()), "</td><td>", E(r.workflow()),
-                    "</td><td>", UtcTime(r.first_at_us()), " to ", UtcTime(r.last_at_us()), "</td><td>",
-                    r.entries(), "</td><td>", r.steps_succeeded(), "/", r.steps_failed(), "/", r.steps_denied(), "/",
-                    r.steps_pending(), "/", r.steps_unknown(), "</td><td>", Dollars(r.actual_cost_micros()),
-                    "</td><td>", Dollars(r.charged_cost_micros()), "</td></tr>\n");
+    absl::StrAppend(h, "<tr><td>", E(r.team()), "</td><td>", E(r.run_id()), "</td><td>", E(r.workflow()), "</td><td>",
+                    UtcTime(r.first_at_us()), " to ", UtcTime(r.last_at_us()), "</td><td>", r.entries(), "</td><td>",
+                    r.steps_succeeded(), "/", r.steps_failed(), "/", r.steps_denied(), "/", r.steps_pending(), "/",
+                    r.steps_unknown(), "</td><td>", Dollars(r.actual_cost_micros()), "</td><td>",
+                    Dollars(r.charged_cost_micros()), "</td></tr>\n");
     if (h->size() >= (1 << 20)) {
       out(*h);
       h->clear();
@@ -551,20 +549,21 @@ absl::Status Runs(Outcomes& outcomes, Out out, std::string* h) {
 }
 
 void Costs(std::string* h) {
-  *h += "<h2>Why the charged cost can differ from the actual cost</h2>\n<p>The actual cost of a step is what "
-        "its entries report: its execution's cost plus the cost of each of its calls. The charged cost is what "
-        "counts against a budget. A succeeded or denied step is charged its actual cost. A failed step, or an "
-        "unknown one (no completion by its deadline), is charged its reserved cost (from its "
-        "<code>agent_start</code>) when that is more than its actual cost: what it spent cannot be known "
-        "from the log, so it is charged what it was allowed to spend. Each step above shows reserved, actual "
-        "and charged.</p>\n";
+  *h +=
+      "<h2>Why the charged cost can differ from the actual cost</h2>\n<p>The actual cost of a step is what "
+      "its entries report: its execution's cost plus the cost of each of its calls. The charged cost is what "
+      "counts against a budget. A succeeded or denied step is charged its actual cost. A failed step, or an "
+      "unknown one (no completion by its deadline), is charged its reserved cost (from its "
+      "<code>agent_start</code>) when that is more than its actual cost: what it spent cannot be known "
+      "from the log, so it is charged what it was allowed to spend. Each step above shows reserved, actual "
+      "and charged.</p>\n";
 }
-
 
 // A word for a shell as it is, or in single quotes.
 std::string ShellWord(std::string_view s) {
   bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || std::string_view("._/:,@+=-").find(c) != std::string_view::npos;
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("._/:,@+=-").find(c) != std::string_view::npos;
   });
   if (plain) return std::string(s);
   std::string out = "'";
@@ -576,7 +575,9 @@ std::string ShellWord(std::string_view s) {
 std::string ExpectScope(const manifest::Scope& scope) {
   if (scope.is_run()) return absl::StrCat("run:", scope.team, "/", scope.run_id);
   if (scope.is_team_window()) {
-    auto t = [](int64_t us) { return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixMicros(us), absl::UTCTimeZone()); };
+    auto t = [](int64_t us) {
+      return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixMicros(us), absl::UTCTimeZone());
+    };
     return absl::StrCat("team:", scope.team, ",", t(scope.from_us), ",", t(scope.to_us));
   }
   return absl::StrCat("seq:", scope.from_seq, ":", scope.to_seq);
@@ -588,7 +589,8 @@ void CheckpointFacts(const std::string& note_text, std::string* h) {
   *h += "<h3>The checkpoint</h3>\n";
   auto parts = cosign::SplitNote(note_text);
   auto cp = parts.ok() ? note::ParseCheckpoint(parts->text) : absl::StatusOr<note::Checkpoint>(parts.status());
-  auto signer = parts.ok() ? cosign::ParseSignatureLine(parts->signatures[0]) : absl::StatusOr<cosign::SignatureLine>(parts.status());
+  auto signer = parts.ok() ? cosign::ParseSignatureLine(parts->signatures[0])
+                           : absl::StatusOr<cosign::SignatureLine>(parts.status());
   if (!cp.ok() || !signer.ok()) {
     *h += "<p class=\"flag\">The checkpoint file is not a signed checkpoint.</p>\n";
   } else {
@@ -597,8 +599,10 @@ void CheckpointFacts(const std::string& note_text, std::string* h) {
     *h += "<table class=\"facts\">";
     Fact("origin", absl::StrCat("<code>", E(cp->origin), "</code>"), h);
     Fact("tree size", absl::StrCat(cp->size), h);
-    Fact("root", absl::StrCat("<code>", hash::Hex(cp->root), "</code> (hex; base64 <code>",
-                              hash::Base64(hash::AsBytes(cp->root)), "</code>)"), h);
+    Fact("root",
+         absl::StrCat("<code>", hash::Hex(cp->root), "</code> (hex; base64 <code>",
+                      hash::Base64(hash::AsBytes(cp->root)), "</code>)"),
+         h);
     Fact("signed by", absl::StrCat("key <code>", E(signer->name), "</code>, key id <code>", id, "</code>"), h);
     for (size_t i = 1; i < parts->signatures.size(); ++i) {
       auto line = cosign::ParseSignatureLine(parts->signatures[i]);
@@ -607,7 +611,8 @@ void CheckpointFacts(const std::string& note_text, std::string* h) {
         uint64_t t = 0;
         for (int b = 4; b < 12; ++b) t = t << 8 | static_cast<uint8_t>(line->data[b]);
         std::string when = t <= static_cast<uint64_t>(INT64_MAX / 1'000'000)
-                               ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(t)), absl::UTCTimeZone())
+                               ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(t)),
+                                                  absl::UTCTimeZone())
                                : absl::StrCat(t);
         words = absl::StrCat("cosigned by <code>", E(line->name), "</code> at ", when, " (not checked by this page)");
       } else if (line.ok()) {
@@ -627,53 +632,60 @@ void Commands(const manifest::Manifest& m, std::string* h) {
                   "the ledger's verifier key line, obtained from its operator apart from the pack; for a witnessed "
                   "ledger, add <code>--policy FILE</code> with your tlog-policy, which names the witnesses you "
                   "trust and their quorum:</p>\n<pre>ledger-verify PACK.tar.gz --vkey ledger.vkey --expect-scope ",
-                  E(scope), " [--policy FILE]\n/usr/bin/python3 export/verify_pack.py PACK.tar.gz --vkey ledger.vkey "
-                  "--expect-scope ", E(scope),
+                  E(scope),
+                  " [--policy FILE]\n/usr/bin/python3 export/verify_pack.py PACK.tar.gz --vkey ledger.vkey "
+                  "--expect-scope ",
+                  E(scope),
                   " [--policy FILE]\nledger-verify-go --vkey ledger.vkey [--policy FILE] PACK.tar.gz</pre>\n"
                   "<p>Each prints a line starting <code>OK:</code> and exits 0 when every check holds, and "
                   "<code>FAILED:</code> with the file and reason otherwise.</p>\n");
 }
 
 void HandSteps(bool proves_run, std::string* h) {
-  *h += "<h3>What a verifier checks</h3>\n<ol>"
-        "<li><code>manifest.sig</code> is a signed note by the key in <code>ledger.vkey</code> whose text is the "
-        "SHA-256 of <code>manifest.json</code>, and every file's SHA-256 matches the manifest.</li>"
-        "<li>The signature of <code>checkpoint</code> (C2SP signed note, Ed25519) by that key; with a policy, "
-        "the witnesses' cosignatures and their quorum.</li>"
-        "<li>For each line of <code>entries.jsonl</code>: its leaf hash is SHA-256(0x00 || line); the matching "
-        "line of <code>proofs.jsonl</code> is an RFC 9162 inclusion proof of that hash in the checkpoint's tree "
-        "(Go: <code>tlog.CheckRecord</code>).</li>"
-        "<li>Each entry's <code>prev</code> is the leaf hash of the entry before it; in a run pack, each "
-        "<code>run_prev</code> names the run's previous entry; the entries are those of the scope.</li>"
-        "<li>The step outcomes recomputed from the entries (CONTRACT section 4) are <code>outcomes.json</code>, "
-        "and this page rebuilt from the manifest, the entries and the checkpoint is this page, byte for byte "
-        "(<code>ledger-verify</code> only; the other two check its digest).</li>";
+  *h +=
+      "<h3>What a verifier checks</h3>\n<ol>"
+      "<li><code>manifest.sig</code> is a signed note by the key in <code>ledger.vkey</code> whose text is the "
+      "SHA-256 of <code>manifest.json</code>, and every file's SHA-256 matches the manifest.</li>"
+      "<li>The signature of <code>checkpoint</code> (C2SP signed note, Ed25519) by that key; with a policy, "
+      "the witnesses' cosignatures and their quorum.</li>"
+      "<li>For each line of <code>entries.jsonl</code>: its leaf hash is SHA-256(0x00 || line); the matching "
+      "line of <code>proofs.jsonl</code> is an RFC 9162 inclusion proof of that hash in the checkpoint's tree "
+      "(Go: <code>tlog.CheckRecord</code>).</li>"
+      "<li>Each entry's <code>prev</code> is the leaf hash of the entry before it; in a run pack, each "
+      "<code>run_prev</code> names the run's previous entry; the entries are those of the scope.</li>"
+      "<li>The step outcomes recomputed from the entries (CONTRACT section 4) are <code>outcomes.json</code>, "
+      "and this page rebuilt from the manifest, the entries and the checkpoint is this page, byte for byte "
+      "(<code>ledger-verify</code> only; the other two check its digest).</li>";
   if (proves_run) {
-    *h += "<li><code>run-head.json</code> against the <code>runs</code> root of <code>checkpoint-time</code> "
-          "(CONTRACT section 6a): the pack holds exactly its <code>count</code> entries and ends with its "
-          "<code>last_seq</code> and <code>last_leaf_hash</code>.</li>";
+    *h +=
+        "<li><code>run-head.json</code> against the <code>runs</code> root of <code>checkpoint-time</code> "
+        "(CONTRACT section 6a): the pack holds exactly its <code>count</code> entries and ends with its "
+        "<code>last_seq</code> and <code>last_leaf_hash</code>.</li>";
   }
   *h += "</ol>\n";
 }
 
 void Completeness(const manifest::Manifest& m, std::string* h) {
   const std::string last = m.tree_size > 0 ? std::to_string(m.tree_size - 1) : "-1";
-  absl::StrAppend(h, "<h3>Completeness</h3>\n<p>This pack states that it holds <strong>every</strong> entry of run <code>",
+  absl::StrAppend(h,
+                  "<h3>Completeness</h3>\n<p>This pack states that it holds <strong>every</strong> entry of run <code>",
                   E(m.scope.run_id), "</code> of team <code>", E(m.scope.team), "</code> logged up to seq ", last,
                   ", not only entries that are in the log. <code>run-head.json</code> proves the run's number of "
                   "entries and its last entry against the run-head map root that the ledger signed with this "
                   "checkpoint (<code>checkpoint-time</code>, CONTRACT section 6a). When a verifier says OK, a step "
                   "shown above as pending or unknown has <strong>no completion in the log up to seq ",
-                  last, " (proven)</strong>, and no entry of the run was left out. It cannot show a receipt that an "
+                  last,
+                  " (proven)</strong>, and no entry of the run was left out. It cannot show a receipt that an "
                   "emitter never sent, and a verifier holding only this pack relies on the signed root: anyone who "
                   "replays the log (<code>ledgerctl audit</code>) checks it.</p>\n");
 }
 
 void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std::string* h) {
-  *h += "<h2>Why to trust this page</h2>\n<p><strong>This page is only as good as a verifier's OK.</strong> "
-        "The ledger that exported the pack wrote it, and whoever holds the ledger's key can write any page. "
-        "Run a verifier on the pack: <code>ledger-verify</code> rebuilds this page from the entries it checked "
-        "and refuses a pack whose page differs.</p>\n";
+  *h +=
+      "<h2>Why to trust this page</h2>\n<p><strong>This page is only as good as a verifier's OK.</strong> "
+      "The ledger that exported the pack wrote it, and whoever holds the ledger's key can write any page. "
+      "Run a verifier on the pack: <code>ledger-verify</code> rebuilds this page from the entries it checked "
+      "and refuses a pack whose page differs.</p>\n";
   CheckpointFacts(checkpoint_note, h);
   Commands(m, h);
   const bool proves_run = m.format >= 3 && m.scope.is_run();

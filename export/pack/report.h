@@ -31,7 +31,7 @@ struct ReportRow {
   std::string target;    // model_call: the route; tool_call: the target
   std::string decision;  // allow, deny, or empty
   std::string reason;
-  std::string detail;    // agent_exec: status, exit code, duration; step_unknown: deadline
+  std::string detail;  // agent_exec: status, exit code, duration; step_unknown: deadline
   int64_t input_tokens = -1, output_tokens = -1, cost_micros = -1;  // -1: not given
 };
 

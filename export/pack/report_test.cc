@@ -131,7 +131,8 @@ TEST(Report, NamesTheCheckpointsKeyAndListsCosignaturesUnchecked) {
   char id[16];
   std::snprintf(id, sizeof id, "%08x", signer->key_id());
   EXPECT_NE(page.find(std::string("<tr><th scope=\"row\">signed by</th><td>key <code>example.com/log</code>, key id "
-                                  "<code>") + id + "</code></td></tr>"),
+                                  "<code>") +
+                      id + "</code></td></tr>"),
             std::string::npos);
   EXPECT_NE(page.find("<tr><th scope=\"row\">witness</th><td>cosigned by <code>witness.example</code> at "
                       "2026-12-01T10:00:00Z (not checked by this page)</td></tr>"),
