@@ -5,8 +5,8 @@
 # field with markup, and a run pack. Both packs verify (ledger-verify
 # rebuilds the page); tests/report_page_test.py asserts what a person needs
 # to see from the DOM, and on A4 and Letter prints the page to PDF and checks
-# that nothing is cut off. Screenshots and the printed pages are kept in
-# BUILD_DIR/tests/artifacts/report/.
+# that nothing is cut off. The pages, their screenshots and the printed
+# pages are kept in BUILD_DIR/tests/artifacts/report/.
 # Usage: report_chromium_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -49,5 +49,7 @@ for p in team run; do
 done
 artifacts="${REPORT_ARTIFACTS:-$build/tests/artifacts/report}"
 mkdir -p "$artifacts"
+cp "$work/team/evidence/report.html" "$artifacts/report-team.html"
+cp "$work/run/evidence/report.html" "$artifacts/report-run.html"
 /usr/bin/python3 "$root/tests/report_page_test.py" "$work/team/evidence" "$work/run/evidence" "$work/ledger.vkey" \
   "$artifacts" "$work"

@@ -4,8 +4,9 @@ steps in the order they started, the calls with their decisions and
 reasons, the denied and unknown steps, costs, the verification section),
 the timeline's layout (labels never over bars, a denied step a mark, a UTC
 axis), that an emitter's markup stays text (no script, no element it
-wrote), and print: on A4 and Letter every table fits the page's width and
-the printed pages' right margins are blank.
+wrote), and print: on A4 and Letter every table fits the page's content
+width at the print width (DOM), the printed pages' right margins are blank
+(pdftoppm) and no printed word reaches into them (pdftotext -bbox).
 
 Usage: report_page_test.py TEAM_PACK_DIR RUN_PACK_DIR VKEY ARTIFACTS WORK
 (the pack directories extracted, as report_chromium_test.sh makes them)."""
@@ -177,6 +178,15 @@ def check_print(browser, name, paper):
         for y in range(h):
             row = pixels[y * w + w - margin_px:(y + 1) * w]
             assert min(row) >= 250, "%s: %s: ink in the right margin at row %d" % (name, page, y)
+    # Chromium clips what overflows the content box, so a cut table leaves
+    # the margin blank; a word it cut still has its box in the margin.
+    words = os.path.join(work, "print-%s.html" % name)
+    subprocess.run(["pdftotext", "-bbox", path, words], check=True)
+    boxes = open(words).read()
+    page_width = float(re.search(r'<page width="([\d.]+)"', boxes).group(1))
+    cut = [w for x, w in re.findall(r'xMax="([\d.]+)" yMax="[\d.]+">([^<]*)</word>', boxes)
+           if float(x) > page_width - margin_in * 72 + 0.5]
+    assert cut == [], "%s: words cut at the right edge: %s" % (name, cut[:5])
     browser.send("Emulation.setEmulatedMedia", {"media": ""})
     return len(pages)
 
