@@ -137,9 +137,4 @@ absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& ctx, int64_t c
   return caller;
 }
 
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
-
 }  // namespace ledger::auth

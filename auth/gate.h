@@ -115,9 +115,6 @@ class Gate {
   std::map<uint64_t, std::function<void()>> subscribers_;  // guarded by subscribers_mu_
 };
 
-// absl::Status to grpc::Status, code and message unchanged.
-grpc::Status ToGrpc(const absl::Status& s);
-
 }  // namespace ledger::auth
 
 #endif  // AUTH_GATE_H_

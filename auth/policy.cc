@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "util/files/files.h"
 #include "auth/identity.h"
 #include "nlohmann/json.hpp"
 
@@ -178,12 +179,9 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
 }
 
 absl::StatusOr<Policy> Policy::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("policy: cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::UnavailableError(absl::StrCat("policy: error reading ", path));
-  return Parse(text.str());
+  auto text = files::ReadFile(path);
+  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("policy: cannot ", text.status().message()));
+  return Parse(*text);
 }
 
 const Rule* Policy::Find(std::string_view identity) const {

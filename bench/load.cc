@@ -31,6 +31,7 @@
 #include "ledger/receipt/entry.h"
 #include "ledger/receipt/receipt.h"
 #include "ledger/service/service.h"
+#include "server/server.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ledger/witnesses/witnesses.h"
 #include "query/projector/projector.h"
@@ -428,7 +429,8 @@ int main(int argc, char** argv) {
   ledger::query::StepProjector projector;
   std::unique_ptr<ledger::log::Log> log;
   ledger::auth::Gate gate({}, nullptr);
-  std::unique_ptr<ledger::service::Server> server;
+  std::unique_ptr<ledger::service::LedgerService> ledger;
+  std::unique_ptr<ledger::server::Server> server;
   std::unique_ptr<ledger::witnesses::Witnesses> witnesses;
   std::string address = flags.Get("server");
   if (address.empty()) {
@@ -451,7 +453,8 @@ int main(int argc, char** argv) {
       if (!started.ok()) return Fail(started.status());
       witnesses = *std::move(started);
     }
-    auto started = ledger::service::Server::Start(log.get(), &gate, "127.0.0.1:0");
+    ledger = std::make_unique<ledger::service::LedgerService>(log.get(), &gate);
+    auto started = ledger::server::Server::Start(&gate, "127.0.0.1:0", {ledger.get()});
     if (!started.ok()) return Fail(started.status());
     server = *std::move(started);
     address = server->address();

@@ -24,6 +24,7 @@
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
+#include "server/server.h"
 #include "nlohmann/json.hpp"
 #include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
@@ -158,7 +159,8 @@ int main(int argc, char** argv) {
 
   ledger::auth::Gate gate({}, nullptr);
   ledger::query::QueryService query(log->get(), &gate);
-  auto server = ledger::service::Server::Start(log->get(), &gate, "127.0.0.1:0", {&query});
+  ledger::service::LedgerService ledger_service(log->get(), &gate);
+  auto server = ledger::server::Server::Start(&gate, "127.0.0.1:0", {&ledger_service, &query});
   auto channel = grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials());
   auto stub = pb::QueryService::NewStub(channel);
   std::mt19937_64 rng(1);

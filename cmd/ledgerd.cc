@@ -35,6 +35,7 @@
 #include "ledger/witnesses/witnesses.h"
 #include "export/exporter/export_service.h"
 #include "ledger/service/service.h"
+#include "server/server.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
 #include "query/service/sweeper.h"
@@ -126,7 +127,7 @@ void WarnUntyped(const ledger::auth::Policy& policy) {
 // and the PEM files in `options`. Plain text only on a loopback address or
 // with --insecure.
 absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(
-    const ledger::cmd::Flags& flags, ledger::service::ServerOptions* options) {
+    const ledger::cmd::Flags& flags, ledger::server::ServerOptions* options) {
   bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
   if (!tls) {
     if (flags.Has("policy")) {
@@ -165,7 +166,7 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(
 }
 
 absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& flags,
-                                                      ledger::service::ServerOptions* options) {
+                                                      ledger::server::ServerOptions* options) {
   ledger::auth::Limiter::Options limits;
   struct Bound {
     const char* flag;
@@ -219,10 +220,10 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
 // On SIGHUP, with TLS: the certificate, key and client CA files read
 // again, for handshakes from now on; a file that is missing or broken
 // keeps the old ones.
-void ReloadTls(const ledger::cmd::Flags& flags, ledger::service::Server* server) {
+void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server) {
   if (flags.Get("tls-cert").empty()) return;
   absl::Status s;
-  ledger::service::TlsPem pem;
+  ledger::server::TlsPem pem;
   for (auto [flag, part] : {std::pair{"tls-cert", &pem.cert}, std::pair{"tls-key", &pem.key},
                             std::pair{"client-ca", &pem.client_ca}}) {
     auto read = ReadPem(flag, flags.Get(flag));
@@ -374,7 +375,7 @@ class Daemon {
   const Flags& flags_;
   const LedgerdConfig config_;
   sigset_t signals_{};
-  ledger::service::ServerOptions server_options_;
+  ledger::server::ServerOptions server_options_;
   std::unique_ptr<ledger::auth::Gate> gate_;
   ledger::log::Log::Options options_;
   std::string signing_key_;
@@ -382,16 +383,17 @@ class Daemon {
   std::unique_ptr<ledger::exporter::Staging> staging_;
   std::unique_ptr<ledger::backup::BackupRoot> backup_root_;
   std::unique_ptr<ledger::log::Log> log_;
+  std::unique_ptr<ledger::service::LedgerService> ledger_;
   std::unique_ptr<ledger::exporter::ExportService> exports_;
   std::unique_ptr<ledger::query::QueryService> query_;
   std::unique_ptr<ledger::query::Sweeper> sweeper_;
   std::unique_ptr<ledger::witnesses::Witnesses> witnesses_;
-  std::unique_ptr<ledger::service::Server> server_;
+  std::unique_ptr<ledger::server::Server> server_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<ledger::ops::Metrics> metrics_;
   std::unique_ptr<ledger::ops::Dashboard> dashboard_;
   std::unique_ptr<ledger::ops::HttpServer> http_, health_;
-  std::unique_ptr<ledger::service::HealthServer> grpc_health_;
+  std::unique_ptr<ledger::server::HealthServer> grpc_health_;
 };
 
 absl::Status Daemon::Secure() {
@@ -407,7 +409,7 @@ absl::Status Daemon::Secure() {
                           "; every caller is 'local' with role admin"))
         .Emit();
   }
-  ledger::service::LogGrpcThroughJson();
+  ledger::server::LogGrpcThroughJson();
   // A reader of stdout that went away is no reason to stop serving.
   signal(SIGPIPE, SIG_IGN);
   // Signals are taken by sigwait in Wait, never by another thread.
@@ -476,7 +478,6 @@ absl::Status Daemon::Open() {
     auto opened = ledger::backup::BackupRoot::Open(flags_.Get("backup-root"), options_.data_dir);
     if (!opened.ok()) return opened.status();
     backup_root_ = *std::move(opened);
-    server_options_.backup_root = backup_root_.get();
   }
   auto signer = ledger::log::LoadOrCreateKey(options_.data_dir, signing_key_, options_.origin);
   if (!signer.ok()) return signer.status();
@@ -545,11 +546,11 @@ absl::Status Daemon::StartWitnessing() {
   auto started = StartWitnesses(flags_, log_.get(), options_.data_dir);
   if (!started.ok()) return started.status();
   witnesses_ = *std::move(started);
-  server_options_.cosignatures = [w = witnesses_.get()](std::string_view note) {
+  ledger_->SetCosignatures([w = witnesses_.get()](std::string_view note) {
     std::vector<ledger::service::LedgerService::Cosignature> out;
     for (const auto& h : w->For(note)) out.push_back({h.witness, h.time, h.line});
     return out;
-  };
+  });
   if (flags_.Bool("witness-quorum-required")) {
     exports_->SetCosign([w = witnesses_.get(), wait = std::chrono::milliseconds(config_.witness_quorum_wait_ms)](
                             const std::string& note) { return w->CosignedWithQuorum(note, wait); });
@@ -562,13 +563,15 @@ absl::Status Daemon::StartWitnessing() {
 }
 
 absl::Status Daemon::Serve() {
-  std::vector<grpc::Service*> extra;
+  ledger_ = std::make_unique<ledger::service::LedgerService>(log_.get(), gate_.get(), server_options_.stream_idle_ms,
+                                                              backup_root_.get());
+  std::vector<grpc::Service*> services{ledger_.get()};
   exports_ = std::make_unique<ledger::exporter::ExportService>(log_.get(), gate_.get(), staging_.get(),
                                                                static_cast<uint64_t>(config_.unknown_grace_ms));
-  extra.push_back(exports_.get());
+  services.push_back(exports_.get());
   if (options_.sequencer.projector != nullptr) {
     query_ = std::make_unique<ledger::query::QueryService>(log_.get(), gate_.get());
-    extra.push_back(query_.get());
+    services.push_back(query_.get());
     if (log_->integrity().ok()) {
       ledger::query::Sweeper::Options so;
       so.grace_ms = config_.unknown_grace_ms;
@@ -577,7 +580,7 @@ absl::Status Daemon::Serve() {
     }
   }
   if (auto s = StartWitnessing(); !s.ok()) return s;
-  auto server = ledger::service::Server::Start(log_.get(), gate_.get(), flags_.Get("listen"), extra, server_options_);
+  auto server = ledger::server::Server::Start(gate_.get(), flags_.Get("listen"), services, server_options_);
   if (!server.ok()) return server.status();
   server_ = *std::move(server);
   std::cout << "listening on " << server_->address() << std::endl;
@@ -589,7 +592,7 @@ absl::Status Daemon::Serve() {
       .Emit();
   metrics_ = std::make_unique<ledger::ops::Metrics>(ledger::ops::Sources{
       .log = log_.get(),
-      .ledger = &server_->service(),
+      .ledger = ledger_.get(),
       .exports = exports_.get(),
       .sweeper = sweeper_.get(),
       .rpc = &server_->rpc_stats(),
@@ -621,7 +624,7 @@ absl::Status Daemon::StartHttp() {
     std::cout << "http on " << http_->address() << std::endl;
   }
   if (!flags_.Get("grpc-health-listen").empty()) {
-    auto started = ledger::service::HealthServer::Start(flags_.Get("grpc-health-listen"));
+    auto started = ledger::server::HealthServer::Start(flags_.Get("grpc-health-listen"));
     if (!started.ok()) return named("grpc-health-listen", started.status());
     grpc_health_ = *std::move(started);
     std::cout << "grpc health on " << grpc_health_->address() << std::endl;

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
 #include "ledger/log/log.h"
-#include "ledger/service/service.h"
+#include "server/server.h"
 
 namespace ledger::cmd {
 namespace {
@@ -58,7 +58,7 @@ void DefineNetworkFlags(Flags& flags) {
                "receipts and calls a second per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
   flags.Define("concurrency-per-identity", "256",
                "calls and streams open at once per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
-  flags.Define("max-message-bytes", std::to_string(service::kMaxRequestBytes),
+  flags.Define("max-message-bytes", std::to_string(server::kMaxRequestBytes),
                "largest request accepted, in bytes");
   flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
   flags.Define("stream-idle-ms", "300000",

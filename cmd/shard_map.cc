@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "util/files/files.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::cmd {
@@ -63,11 +64,9 @@ absl::StatusOr<ShardMap> ShardMap::Parse(std::string_view text) {
 }
 
 absl::StatusOr<ShardMap> ShardMap::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("--shard-map: cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto m = Parse(text.str());
+  auto text = files::ReadFile(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat("--shard-map: cannot read ", path));
+  auto m = Parse(*text);
   if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat("--shard-map ", path, ": ", m.status().message()));
   return m;
 }

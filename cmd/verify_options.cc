@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "util/files/files.h"
 #include "ledger/note/note.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 
@@ -16,12 +17,10 @@ namespace {
 // The whole file a flag names; it MUST NOT be empty.
 absl::StatusOr<std::string> FlagFile(const Flags& flags, const std::string& name) {
   const std::string& path = flags.Get(name);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", name, ": cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", path, " is empty"));
-  return text.str();
+  auto text = files::ReadFile(path);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": cannot read ", path));
+  if (text->empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", path, " is empty"));
+  return text;
 }
 
 // The key line of --vkey FILE (its first line) or --vkey-string S.

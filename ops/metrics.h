@@ -43,6 +43,7 @@
 #include "export/exporter/export_service.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
+#include "server/rpc_log.h"
 #include "query/service/sweeper.h"
 
 namespace ledger::ops {
@@ -52,7 +53,7 @@ struct Sources {
   const service::LedgerService* ledger = nullptr;     // required
   const exporter::ExportService* exports = nullptr;   // optional
   const query::Sweeper* sweeper = nullptr;            // optional
-  const service::RpcStats* rpc = nullptr;             // optional
+  const server::RpcStats* rpc = nullptr;             // optional
   bool projections = false;                           // steps can be counted
 };
 

@@ -16,6 +16,7 @@
 #include "ledger/log/log.h"
 #include "ledger/note/note.h"
 #include "ledger/service/service.h"
+#include "server/server.h"
 #include "ledger_service.grpc.pb.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
@@ -267,7 +268,8 @@ TEST(Metrics, FiguresFromARealServer) {
   auto log = log::Log::Open(o, *note::Signer::Generate(o.origin));
   ASSERT_TRUE(log.ok()) << log.status();
   auth::Gate gate({}, nullptr);
-  auto server = service::Server::Start(log->get(), &gate, "127.0.0.1:0");
+  service::LedgerService ledger(log->get(), &gate);
+  auto server = server::Server::Start(&gate, "127.0.0.1:0", {&ledger});
   ASSERT_TRUE(server.ok());
   auto stub = pb::LedgerService::NewStub(
       grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
@@ -290,7 +292,7 @@ TEST(Metrics, FiguresFromARealServer) {
   (*log)->WaitForMore(1, std::chrono::seconds(5));
   while ((*log)->LatestCheckpointTime().first < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 
-  Metrics metrics({.log = log->get(), .ledger = &(*server)->service()});
+  Metrics metrics({.log = log->get(), .ledger = &ledger});
   std::string text = metrics.Render();
   for (const char* want : {
            "ledger_appends_total{kind=\"model_call\",result=\"ok\"} 2\n",

@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "server/status.h"
 #include "export/exporter/exporter.h"
 #include "ledger/receipt/entry.h"
 
@@ -51,8 +52,8 @@ grpc::Status ExportService::Export(grpc::ServerContext* ctx, const pb::ExportReq
 grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequest* request,
                                   grpc::ServerWriter<pb::ExportChunk>* writer) {
   auto caller = gate_->Admit(*ctx);
-  if (!caller.ok()) return auth::ToGrpc(caller.status());
-  if (auto s = caller->CheckRole(auth::Action::kExport); !s.ok()) return auth::ToGrpc(s);
+  if (!caller.ok()) return server::ToGrpc(caller.status());
+  if (auto s = caller->CheckRole(auth::Action::kExport); !s.ok()) return server::ToGrpc(s);
   Scope scope;
   switch (request->scope_case()) {
     case pb::ExportRequest::kRun:
@@ -77,7 +78,7 @@ grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequ
     case pb::ExportRequest::SCOPE_NOT_SET:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "scope: give a run or a seq range");
   }
-  if (auto s = CheckScope(*caller, scope); !s.ok()) return auth::ToGrpc(s);
+  if (auto s = CheckScope(*caller, scope); !s.ok()) return server::ToGrpc(s);
   std::optional<Staging::Lease> lease;
   if (staging_ != nullptr) lease.emplace(staging_);
   std::string path = absl::StrCat(

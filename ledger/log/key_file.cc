@@ -25,11 +25,9 @@ absl::StatusOr<note::Signer> CreateKeyFile(const std::string& path, const std::s
 }
 
 absl::StatusOr<note::Signer> ReadKeyFile(const std::string& path, const std::string& origin) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("signing key: cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto signer = note::Signer::ParseKeyFile(text.str());
+  auto text = files::ReadFile(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat("signing key: cannot read ", path));
+  auto signer = note::Signer::ParseKeyFile(*text);
   if (!signer.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", std::string(signer.status().message())));

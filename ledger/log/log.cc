@@ -156,9 +156,9 @@ absl::Status Log::CheckGuard(const store::State& state) {
     if (!latest.ok()) return latest.status();
     return latest->has_value() ? WriteGuard((*latest)->second) : absl::OkStatus();
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return write_latest();
-  std::string note_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto guard = files::ReadFile(path);
+  if (!guard.ok()) return write_latest();
+  const std::string& note_text = *guard;
   std::string problem;
   auto verifier = note::Verifier::Parse(signer_.VerifierKey());
   if (!verifier.ok()) return verifier.status();

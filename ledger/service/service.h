@@ -17,19 +17,17 @@
 #include "auth/gate.h"
 #include "ledger/backup/backup_root.h"
 #include "ledger/log/log.h"
-#include "ledger/service/rpc_log.h"
-#include "ledger/service/tls.h"
 #include "ledger_service.grpc.pb.h"
+
+namespace ledger::server {
+class IdleStreams;
+class Later;
+}  // namespace ledger::server
 
 namespace ledger::service {
 
 namespace pb = evidence::ledger::v1;
 
-// At most this many bytes in one request: 1,000 receipts of 4 KiB.
-inline constexpr int kMaxRequestBytes = 4 * 1024 * 1024 + 64 * 1024;
-
-class IdleStreams;
-class Later;
 
 // Every handler admits its caller through the gate first: appends need the
 // emitter role for each receipt's team (a receipt of another team is
@@ -104,81 +102,10 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   log::Log* const log_;
   auth::Gate* const gate_;
   const backup::BackupRoot* const backup_root_;
-  std::unique_ptr<IdleStreams> idle_;
-  std::unique_ptr<Later> later_;
+  std::unique_ptr<server::IdleStreams> idle_;
+  std::unique_ptr<server::Later> later_;
   Stats stats_;
   CosignaturesFn cosignatures_;
-};
-
-struct ServerOptions {
-  // TLS: PEM contents. With a certificate and key the port speaks TLS only,
-  // and with client_ca_pem it requires and verifies client certificates.
-  std::string cert_pem;
-  std::string key_pem;
-  std::string client_ca_pem;
-  int max_message_bytes = kMaxRequestBytes;
-  int max_streams_per_connection = 100;
-  int64_t stream_idle_ms = 300'000;
-  const backup::BackupRoot* backup_root = nullptr;  // null: backups refused
-  LedgerService::CosignaturesFn cosignatures;       // null: GetCheckpoint returns none
-};
-
-// A running server: the ledger service, gRPC health checking and server
-// reflection on one listening address.
-class Server {
- public:
-  // `listen` is HOST:PORT; port 0 picks a free port. `log`, `gate` and
-  // `extra` services MUST outlive the server. UNAVAILABLE when the address
-  // cannot be bound.
-  static absl::StatusOr<std::unique_ptr<Server>> Start(log::Log* log, auth::Gate* gate,
-                                                       const std::string& listen,
-                                                       std::vector<grpc::Service*> extra = {},
-                                                       const ServerOptions& options = {});
-  ~Server();
-
-  int port() const { return port_; }
-  const LedgerService& service() const { return *service_; }
-  // Every call to this server, by method and code, with its duration.
-  const RpcStats& rpc_stats() const { return rpc_stats_; }
-  // A channel to this server inside the process: its calls act as
-  // auth::kInProcessIdentity (admin). For the dashboard, which checks its
-  // own callers.
-  std::shared_ptr<grpc::Channel> InProcessChannel();
-  // HOST:PORT with the real port.
-  const std::string& address() const { return address_; }
-
-  // New TLS credentials for the handshakes from now on (ServerTls::Replace);
-  // FAILED_PRECONDITION when the server speaks plain text.
-  absl::Status ReloadTls(TlsPem pem);
-
-  // Stops accepting calls and waits for running ones (up to the deadline).
-  void Shutdown();
-
- private:
-  Server() = default;
-
-  std::unique_ptr<LedgerService> service_;
-  RpcStats rpc_stats_;
-  std::unique_ptr<ServerTls> tls_;  // before server_: gRPC fetches from it until the server is gone
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-  std::string address_;
-};
-
-// A plain-text server with only gRPC's health service (grpc.health.v1), for
-// probes that cannot speak TLS (Kubernetes' gRPC probes): it reveals
-// nothing but SERVING or NOT_SERVING.
-class HealthServer {
- public:
-  static absl::StatusOr<std::unique_ptr<HealthServer>> Start(const std::string& listen);
-  ~HealthServer();
-  void SetServing(bool serving);
-  const std::string& address() const { return address_; }
-
- private:
-  HealthServer() = default;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
 };
 
 }  // namespace ledger::service

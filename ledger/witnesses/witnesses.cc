@@ -98,13 +98,11 @@ absl::StatusOr<std::unique_ptr<Witnesses>> Witnesses::Start(tlogpolicy::Policy p
   std::filesystem::create_directories(w->options_.data_dir + "/witnesses", ec);
   if (ec) return absl::UnavailableError(absl::StrCat("witnesses: cannot create ", w->options_.data_dir, "/witnesses"));
   for (auto& state : w->states_) {
-    std::ifstream in(state->path);
-    std::stringstream kept;
-    kept << in.rdbuf();
-    std::string text = kept.str();
+    auto kept = files::ReadFile(state->path);
+    std::string text = kept.ok() ? *std::move(kept) : "";
     size_t eol = text.find('\n');
     uint64_t size = 0;
-    if (!in || eol == std::string::npos || !ParseSize(std::string_view(text).substr(0, eol), &size)) continue;
+    if (!kept.ok() || eol == std::string::npos || !ParseSize(std::string_view(text).substr(0, eol), &size)) continue;
     std::string line = text.substr(eol + 1);
     auto note = w->source_.checkpoint(size);
     auto split = note.ok() ? TextAndSize(*note) : note.status();

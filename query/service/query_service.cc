@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/status.h"
 #include "ledger/hash/hash.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
@@ -25,7 +26,7 @@ grpc::Status Invalid(std::string_view field, std::string_view rule) {
                       absl::StrCat(std::string(field), ": ", std::string(rule)));
 }
 
-using auth::ToGrpc;
+using server::ToGrpc;
 
 // Admits the caller and checks that it may query `team`.
 absl::StatusOr<auth::Caller> Allow(auth::Gate* gate, grpc::ServerContext* ctx, const std::string& team) {

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
+#include "server/server.h"
 #include "ledger_service.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
@@ -40,7 +41,8 @@ class QueryTest : public ::testing::Test {
     ASSERT_TRUE(log.ok()) << log.status();
     log_ = *std::move(log);
     query_ = std::make_unique<QueryService>(log_.get(), &gate_);
-    server_ = *service::Server::Start(log_.get(), &gate_, "127.0.0.1:0", {query_.get()});
+    ledger_service_ = std::make_unique<service::LedgerService>(log_.get(), &gate_);
+    server_ = *server::Server::Start(&gate_, "127.0.0.1:0", {ledger_service_.get(), query_.get()});
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     ledger_ = pb::LedgerService::NewStub(channel_);
     steps_ = pb::QueryService::NewStub(channel_);
@@ -105,7 +107,8 @@ class QueryTest : public ::testing::Test {
   std::unique_ptr<log::Log> log_;
   auth::Gate gate_{{}, nullptr};
   std::unique_ptr<QueryService> query_;
-  std::unique_ptr<service::Server> server_;
+  std::unique_ptr<service::LedgerService> ledger_service_;
+  std::unique_ptr<server::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::LedgerService::Stub> ledger_;
   std::unique_ptr<pb::QueryService::Stub> steps_;

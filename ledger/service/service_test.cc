@@ -1,4 +1,4 @@
-// End to end: a real server on a loopback port, real gRPC clients, a real
+// The ledger service end to end: a real server on a loopback port, real gRPC clients, a real
 // RocksDB store in a temporary directory.
 #include <atomic>
 #include <map>
@@ -17,6 +17,7 @@
 #include "ledger/note/note.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/service/service.h"
+#include "server/server.h"
 #include "ledger_service.grpc.pb.h"
 #include "tests/util/temp_dir.h"
 
@@ -51,7 +52,8 @@ class E2eTest : public ::testing::Test {
     o.origin = "ledger.test/e2e";
     o.checkpoint_interval_ms = 50;
     log_ = *log::Log::Open(o, *note::Signer::Generate("ledger.test/e2e"));
-    server_ = *service::Server::Start(log_.get(), &gate_, "127.0.0.1:0");
+    ledger_ = std::make_unique<service::LedgerService>(log_.get(), &gate_);
+    server_ = *server::Server::Start(&gate_, "127.0.0.1:0", {ledger_.get()});
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = pb::LedgerService::NewStub(channel_);
   }
@@ -94,7 +96,8 @@ class E2eTest : public ::testing::Test {
   testing::TempDir dir_;
   auth::Gate gate_{{}, nullptr};
   std::unique_ptr<log::Log> log_;
-  std::unique_ptr<service::Server> server_;
+  std::unique_ptr<service::LedgerService> ledger_;
+  std::unique_ptr<server::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::LedgerService::Stub> stub_;
 };

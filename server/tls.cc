@@ -1,4 +1,4 @@
-#include "ledger/service/tls.h"
+#include "server/tls.h"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -12,7 +12,7 @@
 #include "grpc/grpc.h"
 #include "grpc/grpc_security.h"
 
-namespace ledger::service {
+namespace ledger::server {
 namespace {
 
 struct BioFree {
@@ -124,4 +124,4 @@ grpc_ssl_certificate_config_reload_status ServerTls::Fetch(void* self,
   return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW;
 }
 
-}  // namespace ledger::service
+}  // namespace ledger::server

@@ -6,8 +6,8 @@
 // what they were made with.
 //
 // Thread-safe.
-#ifndef LEDGER_SERVICE_TLS_H_
-#define LEDGER_SERVICE_TLS_H_
+#ifndef SERVER_TLS_H_
+#define SERVER_TLS_H_
 
 #include <cstdint>
 #include <memory>
@@ -21,7 +21,7 @@
 
 struct grpc_ssl_server_certificate_config;
 
-namespace ledger::service {
+namespace ledger::server {
 
 struct TlsPem {
   std::string cert;       // the server's certificate chain, leaf first
@@ -57,6 +57,6 @@ class ServerTls {
   uint64_t fetched_ ABSL_GUARDED_BY(mu_) = 0;     // the generation gRPC has
 };
 
-}  // namespace ledger::service
+}  // namespace ledger::server
 
-#endif  // LEDGER_SERVICE_TLS_H_
+#endif  // SERVER_TLS_H_

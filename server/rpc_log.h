@@ -10,8 +10,8 @@
 // in RpcStats by method and code, with its duration.
 //
 // Thread-safe.
-#ifndef LEDGER_SERVICE_RPC_LOG_H_
-#define LEDGER_SERVICE_RPC_LOG_H_
+#ifndef SERVER_RPC_LOG_H_
+#define SERVER_RPC_LOG_H_
 
 #include <memory>
 
@@ -19,7 +19,7 @@
 #include "grpcpp/support/server_interceptor.h"
 #include "util/stats/stats.h"
 
-namespace ledger::service {
+namespace ledger::server {
 
 struct RpcStats {
   // Seconds from a call's arrival to its status (a stream's whole life), by
@@ -39,6 +39,6 @@ void LogGrpcThroughJson();
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLogFactory(auth::Gate* gate,
                                                                                         RpcStats* stats);
 
-}  // namespace ledger::service
+}  // namespace ledger::server
 
-#endif  // LEDGER_SERVICE_RPC_LOG_H_
+#endif  // SERVER_RPC_LOG_H_

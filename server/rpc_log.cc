@@ -1,4 +1,4 @@
-#include "ledger/service/rpc_log.h"
+#include "server/rpc_log.h"
 
 #include <chrono>
 #include <mutex>
@@ -10,7 +10,7 @@
 #include "grpc/support/log.h"
 #include "util/jsonlog/jsonlog.h"
 
-namespace ledger::service {
+namespace ledger::server {
 namespace {
 
 // At most kPerSecond lines of failures a second, counting what it drops.
@@ -136,4 +136,4 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLog
   return std::make_unique<Factory>(gate, stats);
 }
 
-}  // namespace ledger::service
+}  // namespace ledger::server

@@ -1,4 +1,4 @@
-#include "ledger/service/tls.h"
+#include "server/tls.h"
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 
-namespace ledger::service {
+namespace ledger::server {
 namespace {
 
 std::string Pem(void (*write)(BIO*, const void*), const void* what) {
@@ -82,4 +82,4 @@ TEST(ServerTls, ClientCertificatesStayAsTheyWereAtStart) {
 }
 
 }  // namespace
-}  // namespace ledger::service
+}  // namespace ledger::server

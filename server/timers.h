@@ -2,8 +2,8 @@
 // answers. Internal to ledger/service.
 //
 // Thread-safe.
-#ifndef LEDGER_SERVICE_TIMERS_H_
-#define LEDGER_SERVICE_TIMERS_H_
+#ifndef SERVER_TIMERS_H_
+#define SERVER_TIMERS_H_
 
 #include <algorithm>
 #include <atomic>
@@ -18,7 +18,7 @@
 
 #include "grpcpp/server_context.h"
 
-namespace ledger::service {
+namespace ledger::server {
 
 // Cancels append streams that received nothing for a while, so an idle
 // client does not hold a stream (and one of its concurrent calls) forever.
@@ -135,6 +135,6 @@ class Later {
   std::thread thread_;
 };
 
-}  // namespace ledger::service
+}  // namespace ledger::server
 
-#endif  // LEDGER_SERVICE_TIMERS_H_
+#endif  // SERVER_TIMERS_H_
