@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "export/pack/pack.h"
 #include "gtest/gtest.h"
 #include "ledger/cosign/cosign.h"
@@ -153,6 +154,61 @@ TEST(Report, CutsLongTimelineLabelsToFitTheirColumn) {
   ASSERT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { page.append(piece); }).ok());
   EXPECT_NE(page.find(">" + std::string(27, 'x') + "\xe2\x80\xa6</text>"), std::string::npos);
   EXPECT_NE(page.find("The checkpoint file is not a signed checkpoint."), std::string::npos);
+}
+
+TEST(Report, WritesTheScopeInWordsAndTheExpectScopeOfTheCommands) {
+  Outcomes outcomes;
+  manifest::Manifest m;
+  auto page = [&](const manifest::Scope& scope) {
+    m.scope = scope;
+    std::string out;
+    EXPECT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { out.append(piece); }).ok());
+    return out;
+  };
+  std::string team = page({"team-a", "", 10, 20, kT0, kT0 + 3'600'000'000});
+  EXPECT_NE(team.find("<p>Scope: team <code>team-a</code> from 2027-01-01T00:00:00.000Z to 2027-01-01T01:00:00.000Z "
+                      "(UTC, the end excluded): its entries among seqs 10 to 19.</p>"),
+            std::string::npos);
+  EXPECT_NE(team.find("--expect-scope team:team-a,2027-01-01T00:00:00Z,2027-01-01T01:00:00Z [--policy FILE]"),
+            std::string::npos);
+  std::string seqs = page({"", "", 5, 9});
+  EXPECT_NE(seqs.find("<p>Scope: seqs 5 to 8 of the log, of every team.</p>"), std::string::npos);
+  EXPECT_NE(seqs.find("--expect-scope seq:5:9 [--policy FILE]"), std::string::npos);
+  std::string run = page({"team-a", "run 1'x"});
+  EXPECT_NE(run.find("<p>Scope: run <code>run 1&#39;x</code> of team <code>team-a</code>.</p>"), std::string::npos);
+  EXPECT_NE(run.find("--expect-scope &#39;run:team-a/run 1&#39;\\&#39;&#39;x&#39; [--policy FILE]"), std::string::npos);
+}
+
+TEST(Report, DetailsAtMostItsLimitsAndSaysSo) {
+  Outcomes outcomes;
+  uint64_t seq = 0;
+  for (int i = 0; i < 1001; ++i) {
+    pb::Receipt r = Base(absl::StrCat("s", i, ".start"), absl::StrCat("s", i));
+    r.mutable_agent_start()->set_decision(pb::DECISION_ALLOW);
+    r.mutable_agent_start()->set_timeout_ms(1000);
+    ASSERT_TRUE(outcomes.Add(At(seq, kT0 + 2000 - i, r)).ok());  // the last started first
+    ++seq;
+  }
+  for (int i = 0; i < 9000; ++i) {
+    pb::Receipt r = Base(absl::StrCat("c", i), "s0");
+    r.mutable_model_call()->set_route("r");
+    r.mutable_model_call()->set_decision(pb::DECISION_ALLOW);
+    ASSERT_TRUE(outcomes.Add(At(seq, kT0 + 5000, r)).ok());
+    ++seq;
+  }
+  manifest::Manifest m;
+  m.scope = {"team-a", "run-1"};
+  std::string page;
+  ASSERT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { page.append(piece); }).ok());
+  EXPECT_NE(page.find("<p>This page shows the first 1000 steps by start time of 1001; <code>outcomes.json</code> "
+                      "lists them all.</p>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<p>This page lists the first 10000 entries by seq of 10001; <code>entries.jsonl</code> "
+                      "holds them all.</p>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<h3 class=\"\">1. s1000 (attempt 1): pending</h3>"), std::string::npos);
+  EXPECT_EQ(page.find(". s0 (attempt 1)"), std::string::npos);  // started last: not shown
+  EXPECT_EQ(page.find("<td>10000</td>"), std::string::npos);
 }
 
 }  // namespace
