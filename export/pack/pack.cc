@@ -38,66 +38,6 @@ absl::Status ArchiveError(archive* a, std::string_view what) {
       absl::StrCat("pack: ", std::string(what), ": ", msg ? msg : "unknown error"));
 }
 
-std::string Dollars(int64_t micros) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "$%.6f", static_cast<double>(micros) / 1e6);
-  return buf;
-}
-
-int64_t StepStart(const query::pb::Step& s) { return s.has_start() ? s.started_at_us() : s.first_at_us(); }
-
-// The step's end on the timeline: its unknown declaration, its completion,
-// or (pending) none.
-int64_t StepEnd(const query::pb::Step& s) {
-  if (s.has_unknown()) return s.unknown_at_us();
-  if (s.has_completion()) return s.completed_at_us();
-  return -1;
-}
-
-// Each step as a bar from its start to its completion or its unknown
-// declaration, in ledger time, t0..t1 across. Inline SVG: no script, no
-// external asset.
-constexpr int kLabel = 220, kWidth = 700, kRow = 18;
-
-void TimelineHead(int64_t steps, std::string* svg) {
-  absl::StrAppend(svg, "<h2>Timeline</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"",
-                  kLabel + kWidth + 90, "\" height=\"", steps * kRow + 24,
-                  "\" role=\"img\" aria-label=\"step timeline\">\n");
-}
-
-void TimelineRow(const query::pb::Step& s, int64_t t0, int64_t t1, int row, std::string* svg) {
-  double span = std::max<int64_t>(1, t1 - t0);
-  auto x = [&](int64_t t) { return kLabel + static_cast<int>((t - t0) * kWidth / span); };
-  std::string state = query::StateName(s.state());
-  int64_t start = StepStart(s), end = StepEnd(s);
-  bool open = end < 0;
-  if (open) end = t1;
-  const char* fill = state == "succeeded" ? "#4c9a2a"
-                     : state == "failed"  ? "#d98b00"
-                     : state == "unknown" ? "#c00000"
-                     : state == "denied"  ? "#777777"
-                                          : "#6a8fd0";
-  int y = 8 + row * kRow;
-  int x0 = x(start), w = std::max(3, x(end) - x0);
-  absl::StrAppend(svg, "<text x=\"4\" y=\"", y + 12, "\" font-size=\"12\">",
-                  HtmlEscape(s.run_id()), " / ", HtmlEscape(s.step_id()),
-                  "</text><rect class=\"step ", HtmlEscape(state), "\" x=\"", x0, "\" y=\"", y + 2,
-                  "\" width=\"", w, "\" height=\"12\" fill=\"", fill, "\"", open ? " fill-opacity=\"0.4\"" : "",
-                  "><title>", HtmlEscape(s.step_id()), ": ",
-                  state == "unknown" ? "UNKNOWN (no completion by the deadline)" : HtmlEscape(state),
-                  "</title></rect>");
-  if (state == "unknown") {
-    absl::StrAppend(svg, "<text x=\"", x0 + w + 4, "\" y=\"", y + 12,
-                    "\" font-size=\"12\" fill=\"#c00000\" font-weight=\"bold\">UNKNOWN</text>");
-  }
-  *svg += "\n";
-}
-
-void TimelineFoot(std::string* svg) {
-  *svg += "</svg>\n<p>Green: succeeded; orange: failed; red: unknown; grey: denied; blue: pending "
-          "(still open at the checkpoint). Time runs left to right in the ledger's clock.</p>\n";
-}
-
 // The gzip around the tar (export/gzip). libarchive writes the tar: each
 // header, and the padding after each file's content; plain content goes
 // through it, while content already compressed is spliced in as its members
@@ -339,6 +279,7 @@ absl::Status Outcomes::Project(absl::Span<const receipt::Entry> entries) {
     if (auto s = Flush(); !s.ok()) return s;
   }
   if (entries.empty()) return absl::OkStatus();
+  for (const auto& e : entries) report_entries_.Add(e);
   std::vector<projection::Entry> views;
   views.reserve(entries.size());
   for (const auto& e : entries) views.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
@@ -493,125 +434,6 @@ absl::StatusOr<std::string> FileSha256(const std::string& path) {
     if (in.gcount() > 0) sha.Update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
   }
   return hash::Hex(sha.Final());
-}
-
-absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
-                         const std::string& checkpoint_note,
-                         absl::FunctionRef<void(std::string_view)> out) {
-  std::string h;
-  // Written out whenever a megabyte has gathered.
-  auto spill = [&](size_t at_least) {
-    if (h.size() < at_least) return;
-    out(h);
-    h.clear();
-  };
-  h += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-       "<title>Evidence pack</title><style>"
-       "body{font:14px system-ui,sans-serif;margin:2em;color:#111}"
-       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
-       "text-align:left}th{background:#f3f3f3}tr.unknown{background:#ffd7d7;font-weight:bold}"
-       "tr.failed{background:#fff1d6}pre{background:#f6f6f6;padding:1em;overflow:auto}"
-       ".flag{color:#a00}</style></head><body>\n";
-  h += "<h1>Evidence pack</h1>\n<p>Origin <code>" + HtmlEscape(manifest.origin) + "</code>, tree size " +
-       std::to_string(manifest.tree_size) + ", root <code>" + HtmlEscape(manifest.root) + "</code>, scope <code>" +
-       HtmlEscape(manifest::ScopeJson(manifest.scope)) + "</code>, " + std::to_string(manifest.entries) +
-       " entries.</p>\n";
-  int unknown = 0;
-  int64_t t0 = INT64_MAX, t1 = INT64_MIN, steps = 0;
-  absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
-    unknown += s.state() == query::pb::STEP_STATE_UNKNOWN;
-    t0 = std::min(t0, StepStart(s));
-    t1 = std::max({t1, StepStart(s), StepEnd(s)});
-    ++steps;
-  });
-  if (!scanned.ok()) return scanned;
-  if (unknown > 0) {
-    h += "<p class=\"flag\"><strong>" + std::to_string(unknown) +
-         " step(s) never reported a completion and were declared UNKNOWN.</strong></p>\n";
-  }
-  if (steps > 0) {
-    TimelineHead(steps, &h);
-    int row = 0;
-    absl::Status drawn = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
-      TimelineRow(s, t0, t1, row++, &h);
-      spill(1 << 20);
-    });
-    if (!drawn.ok()) return drawn;
-    TimelineFoot(&h);
-  }
-  h += "<h2>Steps</h2>\n<table><tr><th>run</th><th>step</th><th>attempt</th><th>state</th>"
-       "<th>anomalies</th><th>model calls allowed/denied</th><th>tool calls allowed/denied</th>"
-       "<th>tokens in/out</th><th>charged</th><th>entries (seq)</th></tr>\n";
-  absl::Status listed = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
-    std::string state = query::StateName(s.state());
-    std::string cls = state == "unknown" ? "unknown" : state == "failed" ? "failed" : "";
-    std::string anomalies;
-    for (int a : s.anomalies()) {
-      absl::StrAppend(&anomalies, anomalies.empty() ? "" : ", ",
-                      query::AnomalyName(static_cast<query::pb::Anomaly>(a)));
-    }
-    std::string seqs;
-    for (uint64_t q : s.seqs()) absl::StrAppend(&seqs, seqs.empty() ? "" : " ", q);
-    const auto& c = s.calls();
-    absl::StrAppend(&h, "<tr class=\"", cls, "\"><td>", HtmlEscape(s.run_id()), "</td><td>", HtmlEscape(s.step_id()),
-                    "</td><td>", s.attempt(), "</td><td>", state == "unknown" ? "UNKNOWN" : HtmlEscape(state),
-                    "</td><td>", HtmlEscape(anomalies), "</td><td>", c.model_calls_allowed(), "/",
-                    c.model_calls_denied(), "</td><td>", c.tool_calls_allowed(), "/", c.tool_calls_denied(),
-                    "</td><td>", c.input_tokens(), "/", c.output_tokens(), "</td><td>",
-                    Dollars(s.charged_cost_micros()), "</td><td>", seqs, "</td></tr>\n");
-    spill(1 << 20);
-  });
-  if (!listed.ok()) return listed;
-  h += "</table>\n<h2>Runs</h2>\n<table><tr><th>team</th><th>run</th><th>entries</th>"
-       "<th>steps ok/failed/denied/pending/unknown</th><th>actual</th><th>charged</th></tr>\n";
-  absl::Status runs = outcomes.ForEachRunRecord([&](const query::pb::Run& r) {
-    absl::StrAppend(&h, "<tr><td>", HtmlEscape(r.team()), "</td><td>", HtmlEscape(r.run_id()), "</td><td>",
-                    r.entries(), "</td><td>", r.steps_succeeded(), "/", r.steps_failed(), "/",
-                    r.steps_denied(), "/", r.steps_pending(), "/", r.steps_unknown(), "</td><td>",
-                    Dollars(r.actual_cost_micros()), "</td><td>", Dollars(r.charged_cost_micros()),
-                    "</td></tr>\n");
-    spill(1 << 20);
-  });
-  if (!runs.ok()) return runs;
-  h += "</table>\n<h2>Checkpoint</h2>\n<pre>" + HtmlEscape(checkpoint_note) + "</pre>\n";
-  const bool proves_run = manifest.format >= 3 && manifest.scope.is_run();
-  if (proves_run) {
-    const std::string last = manifest.tree_size > 0 ? std::to_string(manifest.tree_size - 1) : "-1";
-    h += "<h2>Completeness</h2>\n<p>This pack states that it holds <strong>every</strong> entry of run <code>" +
-         HtmlEscape(manifest.scope.run_id) + "</code> of team <code>" + HtmlEscape(manifest.scope.team) +
-         "</code> logged up to seq " + last +
-         ", not only entries that are in the log. <code>run-head.json</code> proves the run's number of entries "
-         "and its last entry against the run-head map root that the ledger signed with this checkpoint "
-         "(<code>checkpoint-time</code>, CONTRACT section 6a). When a verifier says OK, a step shown above as "
-         "pending or unknown has <strong>no completion in the log up to seq " +
-         last +
-         " (proven)</strong>, and no entry of the run was left out. It cannot show a receipt that an emitter "
-         "never sent, and a verifier holding only this pack relies on the signed root: anyone who replays "
-         "the log (<code>ledgerctl audit</code>) checks it.</p>\n";
-  }
-  h += "<h2>How to verify this pack by hand</h2>\n<ol>"
-       "<li>Check that <code>manifest.sig</code> is a signed note by the key in "
-       "<code>ledger.vkey</code> (obtained from the ledger's operator, not from this pack) whose "
-       "text is the SHA-256 of <code>manifest.json</code>, and that every file's SHA-256 matches "
-       "the manifest.</li>"
-       "<li>Check the signature of <code>checkpoint</code> (C2SP signed note, Ed25519).</li>"
-       "<li>For each line of <code>entries.jsonl</code>: its leaf hash is SHA-256(0x00 || line); "
-       "the matching line of <code>proofs.jsonl</code> is an RFC 9162 inclusion proof of that "
-       "hash in the checkpoint's tree (Go: <code>tlog.CheckRecord</code>).</li>"
-       "<li>Each entry's <code>prev</code> is the leaf hash of the entry before it; in a run "
-       "pack, each <code>run_prev</code> names the run's previous entry.</li>"
-       "<li>Recompute the step outcomes from the entries (CONTRACT section 4) and compare "
-       "with <code>outcomes.json</code>.</li>";
-  if (proves_run) {
-    h += "<li>Check <code>run-head.json</code> against the <code>runs</code> root of "
-         "<code>checkpoint-time</code> (CONTRACT section 6a), then that the pack holds exactly its "
-         "<code>count</code> entries and ends with its <code>last_seq</code> and "
-         "<code>last_leaf_hash</code>.</li>";
-  }
-  h += "</ol>\n<p><code>ledgerctl verify PACK --vkey FILE</code> (or <code>ledger-verify</code>) does all of "
-       "this. This report is only as good as the verifier's OK.</p>\n</body></html>\n";
-  spill(0);
-  return absl::OkStatus();
 }
 
 }  // namespace ledger::pack

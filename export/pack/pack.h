@@ -17,7 +17,7 @@
 //   outcomes.json     step outcomes recomputed from entries.jsonl
 //   proofs.jsonl      {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]}
 //   report.html       a page for people: WriteReport of the manifest
-//                     (without "files"), the outcomes and the checkpoint;
+//                     (without "files"), the entries and the checkpoint;
 //                     the verifier rebuilds it and compares bytes
 //
 // This library writes and reads the archive and builds the files both the
@@ -41,10 +41,11 @@
 #include "absl/status/statusor.h"
 #include "export/gzip/blocked_gzip.h"
 #include "export/manifest/manifest.h"
-#include "util/html/html.h"
+#include "export/pack/report.h"
 #include "export/pack/spill.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/entry.h"
+#include "util/html/html.h"
 #include "nlohmann/json.hpp"
 
 namespace evidence::ledger::v1 {
@@ -181,6 +182,9 @@ class Outcomes {
   // Runs written to disk so far.
   size_t spilled_runs() const;
 
+  // What the report lists of the entries projected so far (report.h).
+  const ReportEntries& report_entries() const { return report_entries_; }
+
  private:
   absl::Status Flush();
   absl::Status MaybeSpill();
@@ -200,6 +204,7 @@ class Outcomes {
   std::vector<receipt::Entry> pending_;
   std::unique_ptr<ScratchDir> spill_dir_;
   std::unique_ptr<SpillRuns> runs_;
+  ReportEntries report_entries_;
 };
 
 // A step still pending although its deadline, the start's logged_at_us +
@@ -226,13 +231,18 @@ absl::StatusOr<std::string> FileSha256(const std::string& path);
 // Text for HTML (util/html).
 using html::HtmlEscape;
 
-// The report for people, a piece at a time: steps with their states
-// (unknown ones marked), anomalies, calls and costs, the checkpoint, and how
-// to verify by hand. It MUST be a deterministic function of its arguments
-// alone (no clock, no environment): the exporter writes it from the
+// The report for people (report.cc), a piece at a time: the scope in
+// words; the steps in the order they started, on a timeline with a UTC axis
+// and each with its entries (kind, model or tool, target, decision and
+// reason, tokens, cost, seq, time); the runs; why charged cost can differ
+// from actual; the checkpoint (and its cosignatures, unchecked) and how to
+// verify. It MUST be a deterministic function of its arguments alone (no
+// clock, no environment), and through `outcomes` of the entries in scope
+// (their projection and report_entries()): the exporter writes it from the
 // manifest without "files", and the verifier rebuilds it from the checked
-// manifest, outcomes and `checkpoint_note` (the checkpoint file's bytes)
-// with this very function and compares bytes (CONTRACT section 7).
+// manifest, the outcomes of the checked entries and `checkpoint_note` (the
+// checkpoint file's bytes) with this very function and compares bytes
+// (CONTRACT section 7).
 absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
                          const std::string& checkpoint_note,
                          absl::FunctionRef<void(std::string_view)> out);

@@ -255,7 +255,9 @@ absl::StatusOr<manifest::Manifest> ReportHeader(const std::string& manifest_text
   return m;
 }
 
-// The report rebuilt with the exporter's own function, a piece at a time.
+// The report rebuilt with the exporter's own function, a piece at a time,
+// from `outcomes` fed every checked entry: the page lists the entries
+// (pack::ReportEntries) as well as their outcomes.
 absl::Status RebuildReport(const std::string& manifest_text, pack::Outcomes& outcomes,
                            const std::string& checkpoint_note, absl::FunctionRef<void(std::string_view)> out) {
   auto header = ReportHeader(manifest_text);

@@ -1,0 +1,720 @@
+// report.html (pack::WriteReport): one section per function, each appending
+// to the page. Every value from an entry is the emitter's and is escaped;
+// the page carries no script and a CSP that allows its one style sheet.
+#include "export/pack/report.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "export/pack/pack.h"
+#include "ledger/cosign/cosign.h"
+#include "ledger/hash/hash.h"
+#include "ledger/note/note.h"
+#include "query/projector/keys.h"
+#include "query/projector/projector.h"
+
+namespace ledger::pack {
+namespace {
+
+namespace pb = evidence::ledger::v1;
+
+// An enum's name without its prefix, in lower case: DECISION_ALLOW -> allow.
+std::string EnumWord(const std::string& full, std::string_view prefix) {
+  std::string_view s = full;
+  if (s.substr(0, prefix.size()) == prefix) s.remove_prefix(prefix.size());
+  return absl::AsciiStrToLower(std::string(s));
+}
+
+std::string DecisionWord(pb::Decision d) {
+  return d == pb::DECISION_UNSPECIFIED ? "" : EnumWord(pb::Decision_Name(d), "DECISION_");
+}
+
+void ExecRow(const pb::AgentExec& x, ReportRow* row) {
+  row->detail =
+      x.status() == pb::EXEC_STATUS_UNSPECIFIED ? "" : EnumWord(pb::ExecStatus_Name(x.status()), "EXEC_STATUS_");
+  if (x.has_exit_code()) absl::StrAppend(&row->detail, row->detail.empty() ? "" : ", ", "exit code ", x.exit_code());
+  if (x.has_duration_ms()) {
+    absl::StrAppend(&row->detail, row->detail.empty() ? "" : ", ", "reported duration ",
+                    Duration(x.duration_ms() * 1000));
+  }
+  if (x.has_cost_micros()) row->cost_micros = x.cost_micros();
+}
+
+void CallRow(const pb::Receipt& r, ReportRow* row) {
+  if (r.has_model_call()) {
+    const auto& m = r.model_call();
+    row->name = m.provider().empty() ? m.model() : absl::StrCat(m.provider(), "/", m.model());
+    row->target = m.route();
+    row->decision = DecisionWord(m.decision());
+    row->reason = m.reason();
+    if (m.has_input_tokens()) row->input_tokens = m.input_tokens();
+    if (m.has_output_tokens()) row->output_tokens = m.output_tokens();
+    if (m.has_cost_micros()) row->cost_micros = m.cost_micros();
+    return;
+  }
+  const auto& t = r.tool_call();
+  row->name = t.tool();
+  row->target = t.target();
+  row->decision = DecisionWord(t.decision());
+  row->reason = t.reason();
+  if (t.has_cost_micros()) row->cost_micros = t.cost_micros();
+}
+
+}  // namespace
+
+void ReportEntries::Add(const receipt::Entry& entry) {
+  ++seen_;
+  if (kept_ >= kMaxRows) return;
+  const pb::Receipt& r = entry.receipt;
+  ReportRow row;
+  row.seq = entry.seq;
+  row.logged_at_us = entry.logged_at_us;
+  row.emitter = entry.emitter;
+  switch (r.body_case()) {
+    case pb::Receipt::kAgentStart:
+      row.kind = "agent_start";
+      row.decision = DecisionWord(r.agent_start().decision());
+      row.reason = r.agent_start().reason();
+      break;
+    case pb::Receipt::kAgentExec:
+      row.kind = "agent_exec";
+      ExecRow(r.agent_exec(), &row);
+      break;
+    case pb::Receipt::kModelCall:
+    case pb::Receipt::kToolCall:
+      row.kind = r.has_model_call() ? "model_call" : "tool_call";
+      CallRow(r, &row);
+      break;
+    case pb::Receipt::kStepUnknown:
+      row.kind = "step_unknown";
+      if (r.step_unknown().has_deadline_us()) row.detail = "deadline " + UtcTime(r.step_unknown().deadline_us());
+      break;
+    case pb::Receipt::BODY_NOT_SET:
+      row.kind = "(none)";
+      break;
+  }
+  query::StepKey key{r.team(), r.run_id(), r.step_id(), r.attempt() > 0 ? r.attempt() : 1};
+  rows_[query::EncodeStepKey(key)].push_back(std::move(row));
+  ++kept_;
+}
+
+std::string UtcTime(int64_t us) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMicros(us), absl::UTCTimeZone());
+}
+
+std::string Duration(int64_t us) {
+  if (us < 0) return "-" + Duration(us == INT64_MIN ? INT64_MAX : -us);
+  char buf[64];
+  int64_t ms = us / 1000;
+  if (ms < 1000) return absl::StrCat(ms, " ms");
+  int64_t s = ms / 1000, frac = ms % 1000;
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%" PRId64 ".%03" PRId64 " s", s, frac);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%" PRId64 " min %02" PRId64 ".%03" PRId64 " s", s / 60, s % 60, frac);
+  } else {
+    std::snprintf(buf, sizeof buf, "%" PRId64 " h %02" PRId64 " min %02" PRId64 ".%03" PRId64 " s", s / 3600,
+                  s / 60 % 60, s % 60, frac);
+  }
+  return buf;
+}
+
+namespace {
+
+using query::pb::Step;
+using Out = absl::FunctionRef<void(std::string_view)>;
+
+std::string Dollars(int64_t micros) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "$%.6f", static_cast<double>(micros) / 1e6);
+  return buf;
+}
+
+std::string E(std::string_view s) { return HtmlEscape(s); }
+
+int64_t StepStart(const Step& s) { return s.has_start() ? s.started_at_us() : s.first_at_us(); }
+
+// The step's end: its unknown declaration, its completion, or (pending, or
+// denied at its start) none.
+int64_t StepEnd(const Step& s) {
+  if (s.has_unknown()) return s.unknown_at_us();
+  if (s.has_completion()) return s.completed_at_us();
+  return -1;
+}
+
+std::string KeyOf(const Step& s) { return query::EncodeStepKey({s.team(), s.run_id(), s.step_id(), s.attempt()}); }
+
+std::string StateOf(const Step& s) { return query::StateName(s.state()); }
+
+// The steps the report shows: the kMaxSteps earliest by start (then key),
+// in that order, and what is counted of all of them.
+constexpr size_t kMaxSteps = 1000;
+
+struct Shown {
+  std::vector<Step> steps;
+  int64_t total = 0, unknown = 0;
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;  // over the shown steps
+  std::set<std::string> step_keys;         // row keys that name a step
+  bool multi_run = false;
+};
+
+absl::StatusOr<Shown> SelectSteps(Outcomes& outcomes, const ReportEntries& entries) {
+  Shown shown;
+  std::set<std::pair<int64_t, std::string>> first;
+  std::string run;
+  absl::Status scanned = outcomes.ForEachStepRecord([&](const Step& s) {
+    ++shown.total;
+    shown.unknown += s.state() == query::pb::STEP_STATE_UNKNOWN;
+    std::string key = KeyOf(s);
+    if (entries.rows().count(key)) shown.step_keys.insert(key);
+    std::string this_run = query::EncodeRunKey(s.team(), s.run_id());
+    if (shown.total > 1 && this_run != run) shown.multi_run = true;
+    run = this_run;
+    first.emplace(StepStart(s), std::move(key));
+    if (first.size() > kMaxSteps) first.erase(std::prev(first.end()));
+  });
+  if (!scanned.ok()) return scanned;
+  scanned = outcomes.ForEachStepRecord([&](const Step& s) {
+    if (first.count({StepStart(s), KeyOf(s)})) shown.steps.push_back(s);
+  });
+  if (!scanned.ok()) return scanned;
+  std::sort(shown.steps.begin(), shown.steps.end(), [](const Step& a, const Step& b) {
+    return std::pair(StepStart(a), KeyOf(a)) < std::pair(StepStart(b), KeyOf(b));
+  });
+  for (const Step& s : shown.steps) {
+    shown.t0 = std::min(shown.t0, StepStart(s));
+    shown.t1 = std::max({shown.t1, StepStart(s), StepEnd(s)});
+  }
+  return shown;
+}
+
+constexpr char kStyle[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#111}"
+    "h2{margin-top:1.6em;border-bottom:1px solid #bbb}h3{margin:1.4em 0 .3em;font-size:1.05em}"
+    "table{border-collapse:collapse;margin:.5em 0 1em;width:100%;table-layout:fixed}"
+    "td,th{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}"
+    "th{background:#eee}table.facts th{width:12em}"
+    "tr.unknown,h3.unknown{background:#ffd7d7}tr.unknown{font-weight:bold}tr.failed,h3.failed{background:#fff1d6}"
+    "tr.denied,tr.deny,h3.denied{background:#e8e8e8}code{overflow-wrap:anywhere}"
+    "pre{background:#f4f4f4;padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere}"
+    ".flag{color:#a00000;font-weight:bold}svg.timeline{display:block;width:100%;height:auto;max-width:1010px}"
+    ".label{font:12px monospace}.tick{font:11px sans-serif}.state{font:bold 12px sans-serif}"
+    ".w6{width:6%}.w8{width:8%}.w9{width:9%}.w10{width:10%}.w11{width:11%}.w12{width:12%}.w15{width:15%}.w20{width:20%}"
+    "@page{margin:12mm}"
+    "@media print{body{margin:0;max-width:none;padding:0;font-size:9pt}h2,h3{break-after:avoid}"
+    "tr{break-inside:avoid}thead{display:table-header-group}svg.timeline{max-width:100%}table{font-size:8pt}}";
+
+void Head(std::string* h) {
+  absl::StrAppend(h,
+                  "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                  "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'sha256-",
+                  hash::Base64(hash::AsBytes(hash::Sha256(kStyle))),
+                  "'\"><meta name=\"viewport\" content=\"width=device-width\">"
+                  "<title>Evidence pack</title><style>",
+                  kStyle, "</style></head><body>\n");
+}
+
+// The scope in words.
+std::string ScopeWords(const manifest::Scope& scope) {
+  auto seqs = [](uint64_t from, uint64_t to) {
+    return from < to ? absl::StrCat("seqs ", from, " to ", to - 1) : std::string("no seq");
+  };
+  if (scope.is_run()) {
+    return absl::StrCat("run <code>", E(scope.run_id), "</code> of team <code>", E(scope.team), "</code>");
+  }
+  if (scope.is_team_window()) {
+    return absl::StrCat("team <code>", E(scope.team), "</code> from ", UtcTime(scope.from_us), " to ",
+                        UtcTime(scope.to_us), " (UTC, the end excluded): its entries among ",
+                        seqs(scope.from_seq, scope.to_seq));
+  }
+  return absl::StrCat(seqs(scope.from_seq, scope.to_seq), " of the log, of every team");
+}
+
+void Summary(const manifest::Manifest& m, const Shown& shown, const ReportEntries& entries, std::string* h) {
+  absl::StrAppend(h, "<h1>Evidence pack</h1>\n<p>Scope: ", ScopeWords(m.scope), ".</p>\n<p>", m.entries, " entries, ",
+                  shown.total, " steps, from the log <code>", E(m.origin), "</code> at tree size ", m.tree_size,
+                  ". Times are the ledger's (when it logged each entry), in UTC.</p>\n");
+  if (shown.unknown > 0) {
+    absl::StrAppend(h, "<p class=\"flag\">", shown.unknown,
+                    " step(s) never reported a completion and were declared UNKNOWN.</p>\n");
+  }
+  if (shown.total > static_cast<int64_t>(shown.steps.size())) {
+    absl::StrAppend(h, "<p>This page shows the first ", shown.steps.size(), " steps by start time of ", shown.total,
+                    "; <code>outcomes.json</code> lists them all.</p>\n");
+  }
+  if (entries.seen() > entries.kept()) {
+    absl::StrAppend(h, "<p>This page lists the first ", entries.kept(), " entries by seq of ", entries.seen(),
+                    "; <code>entries.jsonl</code> holds them all.</p>\n");
+  }
+}
+
+// The timeline: inline SVG, no script, no external asset. A label column on
+// the left (clipped, and cut to fit), the plot, and a margin on the right
+// for the state word; an axis of UTC ticks on top.
+constexpr int kLabel = 220, kPlot = 700, kRight = 90, kAxis = 28, kRow = 18;
+constexpr size_t kLabelChars = 28;  // 12px monospace: 28 fit in kLabel - 8
+
+// At most kLabelChars code points, the last one an ellipsis when cut.
+std::string FitLabel(std::string_view s) {
+  size_t points = 0, cut = std::string_view::npos;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xc0) == 0x80) continue;
+    if (++points == kLabelChars) cut = i;
+  }
+  if (points <= kLabelChars) return std::string(s);
+  return std::string(s.substr(0, cut)) + "\xe2\x80\xa6";
+}
+
+// The tick spacing: the smallest of these with at most 6 ticks over `span`.
+int64_t TickStep(int64_t span) {
+  static constexpr int64_t kMs = 1000, kS = 1000 * kMs, kMin = 60 * kS, kH = 60 * kMin, kD = 24 * kH;
+  static constexpr int64_t kSteps[] = {
+      kMs,    2 * kMs, 5 * kMs, 10 * kMs, 20 * kMs, 50 * kMs, 100 * kMs, 200 * kMs, 500 * kMs, kS,        2 * kS,
+      5 * kS, 10 * kS, 15 * kS, 30 * kS,  kMin,     2 * kMin, 5 * kMin,  10 * kMin, 15 * kMin, 30 * kMin, kH,
+      2 * kH, 3 * kH,  6 * kH,  12 * kH,  kD,       2 * kD,   7 * kD,    30 * kD,   365 * kD};
+  for (int64_t step : kSteps) {
+    if (span / step <= 6) return step;
+  }
+  return span / 6 + 1;
+}
+
+std::string TickLabel(int64_t us, int64_t step) {
+  const char* format = step < 1'000'000 ? "%H:%M:%E3SZ" : step < int64_t{86'400'000'000} ? "%H:%M:%SZ" : "%Y-%m-%d";
+  return absl::FormatTime(format, absl::FromUnixMicros(us), absl::UTCTimeZone());
+}
+
+struct Plot {
+  int64_t t0, t1;
+  int x(int64_t t) const {
+    double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
+    return kLabel + static_cast<int>(static_cast<double>(t - t0) * kPlot / span);
+  }
+};
+
+void TimelineAxis(const Plot& p, int height, std::string* h) {
+  int64_t step = TickStep(p.t1 - p.t0);
+  int64_t first = p.t0 % step == 0 ? p.t0 : (p.t0 / step + 1) * step;
+  for (int64_t t = first; t <= p.t1; t += step) {
+    int x = p.x(t);
+    absl::StrAppend(h, "<line class=\"tick\" x1=\"", x, "\" y1=\"", kAxis - 6, "\" x2=\"", x, "\" y2=\"", height - 4,
+                    "\" stroke=\"#cccccc\"/><text class=\"tick\" x=\"", x, "\" y=\"14\" text-anchor=\"middle\">",
+                    TickLabel(t, step), "</text>\n");
+  }
+}
+
+const char* Fill(const std::string& state) {
+  return state == "succeeded" ? "#3b7d1f"
+         : state == "failed"  ? "#b36b00"
+         : state == "unknown" ? "#c00000"
+         : state == "denied"  ? "#555555"
+                              : "#3f6fc0";
+}
+
+// One step's row: its label, then a bar from its start to its end (a
+// pending one open to the latest time shown), or, denied at its start, a
+// diamond; then its state in words.
+void TimelineRow(const Step& s, const Plot& p, bool multi_run, int row, std::string* h) {
+  std::string state = StateOf(s);
+  std::string name = multi_run ? absl::StrCat(s.run_id(), "/", s.step_id()) : s.step_id();
+  if (s.attempt() != 1) absl::StrAppend(&name, " #", s.attempt());
+  int y = kAxis + row * kRow;
+  int64_t start = StepStart(s), end = StepEnd(s);
+  absl::StrAppend(h, "<svg x=\"0\" y=\"", y, "\" width=\"", kLabel - 8, "\" height=\"", kRow,
+                  "\" overflow=\"hidden\"><text class=\"label\" x=\"4\" y=\"13\">", E(FitLabel(name)), "</text></svg>");
+  std::string title = absl::StrCat(E(name), ": ", state == "unknown" ? "UNKNOWN" : state, ", from ", UtcTime(start));
+  int x0 = p.x(start), right;
+  if (state == "denied") {
+    absl::StrAppend(h, "<polygon class=\"step denied\" points=\"", x0, ",", y + 2, " ", x0 + 6, ",", y + 8, " ", x0,
+                    ",", y + 14, " ", x0 - 6, ",", y + 8, "\" fill=\"", Fill(state), "\"><title>", title,
+                    "</title></polygon>");
+    right = x0 + 6;
+  } else {
+    int w = std::max(3, p.x(end < 0 ? p.t1 : end) - x0);
+    if (end >= 0) absl::StrAppend(&title, " to ", UtcTime(end), " (", Duration(end - start), ")");
+    absl::StrAppend(h, "<rect class=\"step ", E(state), "\" x=\"", x0, "\" y=\"", y + 3, "\" width=\"", w,
+                    "\" height=\"12\" fill=\"", Fill(state), "\"", end < 0 ? " fill-opacity=\"0.45\"" : "", "><title>",
+                    title, "</title></rect>");
+    right = x0 + w;
+  }
+  absl::StrAppend(h, "<text class=\"state\" x=\"", right + 4, "\" y=\"", y + 13, "\" fill=\"", Fill(state), "\">",
+                  state == "unknown" ? "UNKNOWN" : state, "</text>\n");
+}
+
+void Timeline(const Shown& shown, std::string* h) {
+  if (shown.steps.empty()) return;
+  Plot p{shown.t0, shown.t1};
+  int height = kAxis + static_cast<int>(shown.steps.size()) * kRow + 6;
+  int width = kLabel + kPlot + kRight;
+  absl::StrAppend(h, "<h2>Timeline</h2>\n<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 ",
+                  width, " ", height, "\" width=\"", width, "\" height=\"", height,
+                  "\" role=\"img\" aria-label=\"step timeline, UTC\">\n");
+  TimelineAxis(p, height, h);
+  int row = 0;
+  for (const Step& s : shown.steps) TimelineRow(s, p, shown.multi_run, row++, h);
+  absl::StrAppend(h, "</svg>\n<p>Steps in the order they started, from ", UtcTime(shown.t0), " to ", UtcTime(shown.t1),
+                  " (UTC, the ledger's clock). Green: succeeded; orange: failed; red: unknown (no completion "
+                  "by its deadline, drawn to its declaration); grey diamond: denied at its start; pale blue: "
+                  "pending, still open at the checkpoint.</p>\n");
+}
+
+std::string RowClass(const std::string& state) {
+  return state == "unknown" || state == "failed" || state == "denied" ? state : "";
+}
+
+// One line per step shown, in the order they started.
+void StepTable(const Shown& shown, std::string* h) {
+  if (shown.steps.empty()) return;
+  absl::StrAppend(
+      h,
+      "<h2>Steps</h2>\n<table class=\"steps\"><colgroup><col class=\"w12\"><col class=\"w10\">"
+      "<col class=\"w6\"><col class=\"w10\"><col class=\"w20\"><col class=\"w8\"><col class=\"w8\">"
+      "<col class=\"w8\"><col class=\"w9\"><col class=\"w9\"></colgroup><thead><tr><th scope=\"col\">run</th>"
+      "<th scope=\"col\">step</th><th scope=\"col\">attempt</th><th scope=\"col\">state</th>"
+      "<th scope=\"col\">started (UTC)</th><th scope=\"col\">duration</th>"
+      "<th scope=\"col\">calls allowed/denied</th><th scope=\"col\">tokens in/out</th>"
+      "<th scope=\"col\">actual</th><th scope=\"col\">charged</th></tr></thead><tbody>\n");
+  for (const Step& s : shown.steps) {
+    std::string state = StateOf(s);
+    int64_t end = StepEnd(s);
+    const auto& c = s.calls();
+    absl::StrAppend(h, "<tr class=\"", RowClass(state), "\"><td>", E(s.run_id()), "</td><td>", E(s.step_id()),
+                    "</td><td>", s.attempt(), "</td><td>", state == "unknown" ? "UNKNOWN" : state, "</td><td>",
+                    UtcTime(StepStart(s)), "</td><td>", end < 0 ? "-" : Duration(end - StepStart(s)), "</td><td>",
+                    c.model_calls_allowed() + c.tool_calls_allowed(), "/",
+                    c.model_calls_denied() + c.tool_calls_denied(), "</td><td>", c.input_tokens(), "/",
+                    c.output_tokens(), "</td><td>", Dollars(s.actual_cost_micros()), "</td><td>",
+                    Dollars(s.charged_cost_micros()), "</td></tr>\n");
+  }
+  *h += "</tbody></table>\n";
+}
+
+void Fact(const std::string& name, const std::string& html, std::string* h) {
+  if (html.empty()) return;
+  absl::StrAppend(h, "<tr><th scope=\"row\">", name, "</th><td>", html, "</td></tr>");
+}
+
+// How the step ended, in words, with its time.
+std::string Ending(const Step& s) {
+  int64_t start = StepStart(s);
+  if (s.has_unknown()) {
+    return absl::StrCat("<strong>declared UNKNOWN</strong> at ", UtcTime(s.unknown_at_us()), " (seq ", s.unknown_seq(),
+                        ", ", Duration(s.unknown_at_us() - start), " after its start): no completion by its deadline ",
+                        UtcTime(s.deadline_us()));
+  }
+  if (s.has_completion()) {
+    return absl::StrCat("completed at ", UtcTime(s.completed_at_us()), " (seq ", s.completion_seq(), ", ",
+                        Duration(s.completed_at_us() - start), " after its start)");
+  }
+  if (s.state() == query::pb::STEP_STATE_DENIED) return "denied at its start: it never ran";
+  return "no completion in this pack (pending at the checkpoint)";
+}
+
+std::string CostWords(const Step& s) {
+  std::string out = absl::StrCat("reserved ", Dollars(s.cost_reserved_micros()), ", actual ",
+                                 Dollars(s.actual_cost_micros()), ", charged ", Dollars(s.charged_cost_micros()));
+  if (s.charged_cost_micros() != s.actual_cost_micros()) {
+    absl::StrAppend(&out, " (a ", StateOf(s), " step is charged its reserved cost when that is more)");
+  }
+  return out;
+}
+
+void StepFacts(const Step& s, const std::vector<ReportRow>* rows, std::string* h) {
+  *h += "<table class=\"facts\">";
+  Fact("run", absl::StrCat("<code>", E(s.run_id()), "</code> of team <code>", E(s.team()), "</code>"), h);
+  Fact("workflow", E(s.workflow()), h);
+  Fact("agent", E(s.agent()), h);
+  std::vector<std::string> emitters;
+  for (const ReportRow& r : rows ? *rows : std::vector<ReportRow>{}) {
+    if (std::find(emitters.begin(), emitters.end(), r.emitter) == emitters.end()) emitters.push_back(r.emitter);
+  }
+  for (auto& e : emitters) e = absl::StrCat("<code>", E(e), "</code>");
+  Fact("emitter", absl::StrJoin(emitters, ", "), h);
+  Fact("trace id", s.trace_id().empty() ? "" : absl::StrCat("<code>", E(s.trace_id()), "</code>"), h);
+  Fact("started",
+       absl::StrCat(UtcTime(StepStart(s)),
+                    s.has_start() ? absl::StrCat(" (seq ", s.start_seq(), ")") : " (first entry; no agent_start)"),
+       h);
+  if (s.has_start()) {
+    Fact("decision",
+         absl::StrCat(s.state() == query::pb::STEP_STATE_DENIED ? "<strong>deny</strong>" : DecisionWord(s.decision()),
+                      s.reason().empty() ? "" : ": ", E(s.reason())),
+         h);
+  }
+  Fact("ended", Ending(s), h);
+  if (s.has_start() && s.timeout_ms() > 0) {
+    Fact("timeout", absl::StrCat(Duration(s.timeout_ms() * 1000), ", until ", UtcTime(s.timeout_at_us())), h);
+  }
+  std::string anomalies;
+  for (int a : s.anomalies()) {
+    absl::StrAppend(&anomalies, anomalies.empty() ? "" : ", ", query::AnomalyName(static_cast<query::pb::Anomaly>(a)));
+  }
+  Fact("anomalies", E(anomalies), h);
+  Fact("cost", CostWords(s), h);
+  Fact("entries", absl::StrCat(s.seqs_size()), h);
+  *h += "</table>\n";
+}
+
+std::string Tokens(const ReportRow& r) {
+  if (r.input_tokens < 0 && r.output_tokens < 0) return "";
+  auto n = [](int64_t v) { return v < 0 ? std::string("-") : absl::StrCat(v); };
+  return absl::StrCat(n(r.input_tokens), "/", n(r.output_tokens));
+}
+
+// Entries as rows: seq, time, kind, model or tool, target, decision and
+// reason (or what the entry reports), tokens, cost, emitter.
+void EntryTable(const std::vector<ReportRow>& rows, std::string* h) {
+  *h +=
+      "<table class=\"calls\"><colgroup><col class=\"w6\"><col class=\"w20\"><col class=\"w11\">"
+      "<col class=\"w12\"><col class=\"w12\"><col class=\"w15\"><col class=\"w8\"><col class=\"w8\">"
+      "<col class=\"w8\"></colgroup>";
+  *h +=
+      "<thead><tr><th scope=\"col\">seq</th><th scope=\"col\">time (UTC)</th><th scope=\"col\">kind</th>"
+      "<th scope=\"col\">model or tool</th><th scope=\"col\">target</th><th scope=\"col\">decision: reason</th>"
+      "<th scope=\"col\">tokens in/out</th><th scope=\"col\">cost</th><th scope=\"col\">emitter</th></tr></thead>"
+      "<tbody>\n";
+  for (const ReportRow& r : rows) {
+    std::string what = r.decision.empty() ? E(r.detail)
+                       : r.decision == "deny"
+                           ? absl::StrCat("<strong>deny</strong>", r.reason.empty() ? "" : ": ", E(r.reason))
+                           : absl::StrCat(E(r.decision), r.reason.empty() ? "" : ": ", E(r.reason));
+    absl::StrAppend(h, "<tr class=\"", r.decision == "deny" ? "deny" : "", "\"><td>", r.seq, "</td><td>",
+                    UtcTime(r.logged_at_us), "</td><td>", r.kind, "</td><td>", E(r.name), "</td><td>", E(r.target),
+                    "</td><td>", what, "</td><td>", Tokens(r), "</td><td>",
+                    r.cost_micros < 0 ? "" : Dollars(r.cost_micros), "</td><td>", E(r.emitter), "</td></tr>\n");
+  }
+  *h += "</tbody></table>\n";
+}
+
+// Each step shown: its facts, then its entries.
+void StepDetails(const Shown& shown, const ReportEntries& entries, std::string* h) {
+  if (shown.steps.empty()) return;
+  *h += "<h2>What happened, step by step</h2>\n";
+  int n = 0;
+  for (const Step& s : shown.steps) {
+    std::string state = StateOf(s);
+    auto rows = entries.rows().find(KeyOf(s));
+    const std::vector<ReportRow>* listed = rows == entries.rows().end() ? nullptr : &rows->second;
+    std::string run = shown.multi_run ? absl::StrCat(E(s.run_id()), " / ") : "";
+    absl::StrAppend(h, "<h3 class=\"", RowClass(state), "\">", ++n, ". ", run, E(s.step_id()), " (attempt ",
+                    s.attempt(), "): ", state == "unknown" ? "UNKNOWN" : state, "</h3>\n");
+    StepFacts(s, listed, h);
+    if (listed != nullptr) EntryTable(*listed, h);
+    if (listed == nullptr || static_cast<int>(listed->size()) < s.seqs_size()) {
+      absl::StrAppend(h, "<p>", s.seqs_size() - (listed ? static_cast<int>(listed->size()) : 0),
+                      " of its entries are not listed here (see <code>entries.jsonl</code>).</p>\n");
+    }
+  }
+}
+
+// Entries whose receipt names no step in the pack: calls outside a step,
+// or of a step whose start is not in scope.
+void OtherEntries(const Shown& shown, const ReportEntries& entries, std::string* h) {
+  std::vector<ReportRow> rows;
+  for (const auto& [key, list] : entries.rows()) {
+    if (!shown.step_keys.count(key)) rows.insert(rows.end(), list.begin(), list.end());
+  }
+  if (rows.empty()) return;
+  std::sort(rows.begin(), rows.end(), [](const ReportRow& a, const ReportRow& b) { return a.seq < b.seq; });
+  *h += "<h2>Entries of no step</h2>\n<p>Their receipts name no step that this pack holds.</p>\n";
+  EntryTable(rows, h);
+}
+
+absl::Status Runs(Outcomes& outcomes, Out out, std::string* h) {
+  *h +=
+      "<h2>Runs</h2>\n<table><thead><tr><th scope=\"col\">team</th><th scope=\"col\">run</th>"
+      "<th scope=\"col\">workflow</th><th scope=\"col\">first and last entry (UTC)</th>"
+      "<th scope=\"col\">entries</th><th scope=\"col\">steps ok/failed/denied/pending/unknown</th>"
+      "<th scope=\"col\">actual</th><th scope=\"col\">charged</th></tr></thead><tbody>\n";
+  absl::Status listed = outcomes.ForEachRunRecord([&](const query::pb::Run& r) {
+    absl::StrAppend(h, "<tr><td>", E(r.team()), "</td><td>", E(r.run_id()), "</td><td>", E(r.workflow()), "</td><td>",
+                    UtcTime(r.first_at_us()), " to ", UtcTime(r.last_at_us()), "</td><td>", r.entries(), "</td><td>",
+                    r.steps_succeeded(), "/", r.steps_failed(), "/", r.steps_denied(), "/", r.steps_pending(), "/",
+                    r.steps_unknown(), "</td><td>", Dollars(r.actual_cost_micros()), "</td><td>",
+                    Dollars(r.charged_cost_micros()), "</td></tr>\n");
+    if (h->size() >= (1 << 20)) {
+      out(*h);
+      h->clear();
+    }
+  });
+  *h += "</tbody></table>\n";
+  return listed;
+}
+
+void Costs(std::string* h) {
+  *h +=
+      "<h2>Why the charged cost can differ from the actual cost</h2>\n<p>The actual cost of a step is what "
+      "its entries report: its execution's cost plus the cost of each of its calls. The charged cost is what "
+      "counts against a budget. A succeeded or denied step is charged its actual cost. A failed step, or an "
+      "unknown one (no completion by its deadline), is charged its reserved cost (from its "
+      "<code>agent_start</code>) when that is more than its actual cost: what it spent cannot be known "
+      "from the log, so it is charged what it was allowed to spend. Each step above shows reserved, actual "
+      "and charged.</p>\n";
+}
+
+// A word for a shell as it is, or in single quotes.
+std::string ShellWord(std::string_view s) {
+  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("._/:,@+=-").find(c) != std::string_view::npos;
+  });
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The pack's scope as --expect-scope takes it.
+std::string ExpectScope(const manifest::Scope& scope) {
+  if (scope.is_run()) return absl::StrCat("run:", scope.team, "/", scope.run_id);
+  if (scope.is_team_window()) {
+    auto t = [](int64_t us) {
+      return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixMicros(us), absl::UTCTimeZone());
+    };
+    return absl::StrCat("team:", scope.team, ",", t(scope.from_us), ",", t(scope.to_us));
+  }
+  return absl::StrCat("seq:", scope.from_seq, ":", scope.to_seq);
+}
+
+// The checkpoint as its note says, unchecked: origin, size, root, the
+// ledger's key, then each further signature line (a witness's cosignature).
+void CheckpointFacts(const std::string& note_text, std::string* h) {
+  *h += "<h3>The checkpoint</h3>\n";
+  auto parts = cosign::SplitNote(note_text);
+  auto cp = parts.ok() ? note::ParseCheckpoint(parts->text) : absl::StatusOr<note::Checkpoint>(parts.status());
+  auto signer = parts.ok() ? cosign::ParseSignatureLine(parts->signatures[0])
+                           : absl::StatusOr<cosign::SignatureLine>(parts.status());
+  if (!cp.ok() || !signer.ok()) {
+    *h += "<p class=\"flag\">The checkpoint file is not a signed checkpoint.</p>\n";
+  } else {
+    char id[16];
+    std::snprintf(id, sizeof id, "%08x", signer->key_id());
+    *h += "<table class=\"facts\">";
+    Fact("origin", absl::StrCat("<code>", E(cp->origin), "</code>"), h);
+    Fact("tree size", absl::StrCat(cp->size), h);
+    Fact("root",
+         absl::StrCat("<code>", hash::Hex(cp->root), "</code> (hex; base64 <code>",
+                      hash::Base64(hash::AsBytes(cp->root)), "</code>)"),
+         h);
+    Fact("signed by", absl::StrCat("key <code>", E(signer->name), "</code>, key id <code>", id, "</code>"), h);
+    for (size_t i = 1; i < parts->signatures.size(); ++i) {
+      auto line = cosign::ParseSignatureLine(parts->signatures[i]);
+      std::string words = "a signature line that does not parse (not checked by this page)";
+      if (line.ok() && line->data.size() == 76) {
+        uint64_t t = 0;
+        for (int b = 4; b < 12; ++b) t = t << 8 | static_cast<uint8_t>(line->data[b]);
+        std::string when = t <= static_cast<uint64_t>(INT64_MAX / 1'000'000)
+                               ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(t)),
+                                                  absl::UTCTimeZone())
+                               : absl::StrCat(t);
+        words = absl::StrCat("cosigned by <code>", E(line->name), "</code> at ", when, " (not checked by this page)");
+      } else if (line.ok()) {
+        words = absl::StrCat("signed by <code>", E(line->name), "</code> (not checked by this page)");
+      }
+      Fact("witness", words, h);
+    }
+    *h += "</table>\n";
+  }
+  absl::StrAppend(h, "<pre>", E(note_text), "</pre>\n");
+}
+
+void Commands(const manifest::Manifest& m, std::string* h) {
+  std::string scope = ShellWord(ExpectScope(m.scope));
+  absl::StrAppend(h,
+                  "<h3>The commands</h3>\n<p>With <code>PACK.tar.gz</code> this pack and <code>ledger.vkey</code> "
+                  "the ledger's verifier key line, obtained from its operator apart from the pack; for a witnessed "
+                  "ledger, add <code>--policy FILE</code> with your tlog-policy, which names the witnesses you "
+                  "trust and their quorum:</p>\n<pre>ledger-verify PACK.tar.gz --vkey ledger.vkey --expect-scope ",
+                  E(scope),
+                  " [--policy FILE]\n/usr/bin/python3 export/verify_pack.py PACK.tar.gz --vkey ledger.vkey "
+                  "--expect-scope ",
+                  E(scope),
+                  " [--policy FILE]\nledger-verify-go --vkey ledger.vkey [--policy FILE] PACK.tar.gz</pre>\n"
+                  "<p>Each prints a line starting <code>OK:</code> and exits 0 when every check holds, and "
+                  "<code>FAILED:</code> with the file and reason otherwise.</p>\n");
+}
+
+void HandSteps(bool proves_run, std::string* h) {
+  *h +=
+      "<h3>What a verifier checks</h3>\n<ol>"
+      "<li><code>manifest.sig</code> is a signed note by the key in <code>ledger.vkey</code> whose text is the "
+      "SHA-256 of <code>manifest.json</code>, and every file's SHA-256 matches the manifest.</li>"
+      "<li>The signature of <code>checkpoint</code> (C2SP signed note, Ed25519) by that key; with a policy, "
+      "the witnesses' cosignatures and their quorum.</li>"
+      "<li>For each line of <code>entries.jsonl</code>: its leaf hash is SHA-256(0x00 || line); the matching "
+      "line of <code>proofs.jsonl</code> is an RFC 9162 inclusion proof of that hash in the checkpoint's tree "
+      "(Go: <code>tlog.CheckRecord</code>).</li>"
+      "<li>Each entry's <code>prev</code> is the leaf hash of the entry before it; in a run pack, each "
+      "<code>run_prev</code> names the run's previous entry; the entries are those of the scope.</li>"
+      "<li>The step outcomes recomputed from the entries (CONTRACT section 4) are <code>outcomes.json</code>, "
+      "and this page rebuilt from the manifest, the entries and the checkpoint is this page, byte for byte "
+      "(<code>ledger-verify</code> only; the other two check its digest).</li>";
+  if (proves_run) {
+    *h +=
+        "<li><code>run-head.json</code> against the <code>runs</code> root of <code>checkpoint-time</code> "
+        "(CONTRACT section 6a): the pack holds exactly its <code>count</code> entries and ends with its "
+        "<code>last_seq</code> and <code>last_leaf_hash</code>.</li>";
+  }
+  *h += "</ol>\n";
+}
+
+void Completeness(const manifest::Manifest& m, std::string* h) {
+  const std::string last = m.tree_size > 0 ? std::to_string(m.tree_size - 1) : "-1";
+  absl::StrAppend(h,
+                  "<h3>Completeness</h3>\n<p>This pack states that it holds <strong>every</strong> entry of run <code>",
+                  E(m.scope.run_id), "</code> of team <code>", E(m.scope.team), "</code> logged up to seq ", last,
+                  ", not only entries that are in the log. <code>run-head.json</code> proves the run's number of "
+                  "entries and its last entry against the run-head map root that the ledger signed with this "
+                  "checkpoint (<code>checkpoint-time</code>, CONTRACT section 6a). When a verifier says OK, a step "
+                  "shown above as pending or unknown has <strong>no completion in the log up to seq ",
+                  last,
+                  " (proven)</strong>, and no entry of the run was left out. It cannot show a receipt that an "
+                  "emitter never sent, and a verifier holding only this pack relies on the signed root: anyone who "
+                  "replays the log (<code>ledgerctl audit</code>) checks it.</p>\n");
+}
+
+void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std::string* h) {
+  *h +=
+      "<h2>Why to trust this page</h2>\n<p><strong>This page is only as good as a verifier's OK.</strong> "
+      "The ledger that exported the pack wrote it, and whoever holds the ledger's key can write any page. "
+      "Run a verifier on the pack: <code>ledger-verify</code> rebuilds this page from the entries it checked "
+      "and refuses a pack whose page differs.</p>\n";
+  CheckpointFacts(checkpoint_note, h);
+  Commands(m, h);
+  const bool proves_run = m.format >= 3 && m.scope.is_run();
+  HandSteps(proves_run, h);
+  if (proves_run) Completeness(m, h);
+}
+
+}  // namespace
+
+absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes, const std::string& checkpoint_note,
+                         absl::FunctionRef<void(std::string_view)> out) {
+  const ReportEntries& entries = outcomes.report_entries();
+  auto shown = SelectSteps(outcomes, entries);
+  if (!shown.ok()) return shown.status();
+  std::string h;
+  Head(&h);
+  Summary(manifest, *shown, entries, &h);
+  Timeline(*shown, &h);
+  StepTable(*shown, &h);
+  StepDetails(*shown, entries, &h);
+  OtherEntries(*shown, entries, &h);
+  out(h);
+  h.clear();
+  if (auto s = Runs(outcomes, out, &h); !s.ok()) return s;
+  Costs(&h);
+  Trust(manifest, checkpoint_note, &h);
+  h += "</body></html>\n";
+  out(h);
+  return absl::OkStatus();
+}
+
+}  // namespace ledger::pack

@@ -1,0 +1,215 @@
+#include "export/pack/report.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "export/pack/pack.h"
+#include "gtest/gtest.h"
+#include "ledger/cosign/cosign.h"
+#include "ledger/note/note.h"
+#include "receipt.pb.h"
+
+namespace ledger::pack {
+namespace {
+
+namespace pb = evidence::ledger::v1;
+
+constexpr int64_t kT0 = 1'798'761'600'000'000;  // 2027-01-01T00:00:00Z
+
+receipt::Entry At(uint64_t seq, int64_t us, pb::Receipt r) {
+  receipt::Entry e;
+  e.seq = seq;
+  e.logged_at_us = us;
+  e.emitter = "cn:gateway";
+  e.receipt = std::move(r);
+  return e;
+}
+
+pb::Receipt Base(const std::string& id, const std::string& step) {
+  pb::Receipt r;
+  r.set_receipt_id(id);
+  r.set_team("team-a");
+  r.set_run_id("run-1");
+  r.set_step_id(step);
+  r.set_workflow("wf");
+  r.set_agent("agent");
+  return r;
+}
+
+// A run: s1 starts and succeeds with one denied tool call; s0, started
+// after s1 but first by key, is denied at its start.
+void Feed(Outcomes& outcomes, const std::string& tool) {
+  pb::Receipt start = Base("s1.start", "s1");
+  start.mutable_agent_start()->set_decision(pb::DECISION_ALLOW);
+  start.mutable_agent_start()->set_timeout_ms(1000);
+  start.mutable_agent_start()->set_cost_reserved_micros(500);
+  pb::Receipt call = Base("s1.tool", "s1");
+  call.mutable_tool_call()->set_tool(tool);
+  call.mutable_tool_call()->set_target("\"</td>");
+  call.mutable_tool_call()->set_decision(pb::DECISION_DENY);
+  call.mutable_tool_call()->set_reason("'<b>no</b>'");
+  pb::Receipt exec = Base("s1.exec", "s1");
+  exec.mutable_agent_exec()->set_start_receipt_id("s1.start");
+  exec.mutable_agent_exec()->set_status(pb::EXEC_STATUS_SUCCEEDED);
+  exec.mutable_agent_exec()->set_duration_ms(1500);
+  pb::Receipt denied = Base("s0.start", "s0");
+  denied.mutable_agent_start()->set_decision(pb::DECISION_DENY);
+  denied.mutable_agent_start()->set_reason("sandbox not allowed");
+  ASSERT_TRUE(outcomes.Add(At(0, kT0, start)).ok());
+  ASSERT_TRUE(outcomes.Add(At(1, kT0 + 250'000, call)).ok());
+  ASSERT_TRUE(outcomes.Add(At(2, kT0 + 1'500'000, exec)).ok());
+  ASSERT_TRUE(outcomes.Add(At(3, kT0 + 2'000'000, denied)).ok());
+}
+
+std::string Report(const std::string& tool, const std::string& checkpoint) {
+  Outcomes outcomes;
+  Feed(outcomes, tool);
+  manifest::Manifest m;
+  m.origin = "example.com/log";
+  m.scope = {"team-a", "run-1"};
+  m.tree_size = 4;
+  m.entries = 4;
+  std::string page;
+  EXPECT_TRUE(WriteReport(m, outcomes, checkpoint, [&](std::string_view piece) { page.append(piece); }).ok());
+  return page;
+}
+
+std::string SignedCheckpoint() {
+  auto signer = note::Signer::FromSeed("example.com/log", std::string(32, '\1'));
+  return *signer->Sign(note::FormatCheckpoint({"example.com/log", 4, hash::Sha256("root")}));
+}
+
+TEST(ReportTimes, AreUtcWithMillisecondsAndTheZone) {
+  EXPECT_EQ(UtcTime(kT0 + 1'234'567), "2027-01-01T00:00:01.234Z");
+  EXPECT_EQ(Duration(840'000), "840 ms");
+  EXPECT_EQ(Duration(12'345'678), "12.345 s");
+  EXPECT_EQ(Duration(184'500'000), "3 min 04.500 s");
+  EXPECT_EQ(Duration(7'500'000'000), "2 h 05 min 00.000 s");
+}
+
+TEST(Report, IsDeterministicAndListsEachEntryWithItsTimeAndDecision) {
+  std::string page = Report("git", SignedCheckpoint());
+  EXPECT_EQ(page, Report("git", SignedCheckpoint()));
+  EXPECT_NE(page.find("<tr class=\"deny\"><td>1</td><td>2027-01-01T00:00:00.250Z</td><td>tool_call</td><td>git</td>"
+                      "<td>&quot;&lt;/td&gt;</td><td><strong>deny</strong>: &#39;&lt;b&gt;no&lt;/b&gt;&#39;</td><td>"
+                      "</td><td></td><td>cn:gateway</td></tr>"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("<tr><th scope=\"row\">ended</th><td>completed at 2027-01-01T00:00:01.500Z (seq 2, 1.500 s "
+                      "after its start)</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<tr><th scope=\"row\">decision</th><td><strong>deny</strong>: sandbox not allowed</td></tr>"),
+            std::string::npos);
+}
+
+TEST(Report, ShowsStepsInTheOrderTheyStartedAndADeniedStepAsAMark) {
+  std::string page = Report("git", SignedCheckpoint());
+  size_t s1 = page.find("<h3 class=\"\">1. s1 (attempt 1): succeeded</h3>");
+  size_t s0 = page.find("<h3 class=\"denied\">2. s0 (attempt 1): denied</h3>");
+  ASSERT_NE(s1, std::string::npos);
+  ASSERT_NE(s0, std::string::npos);
+  EXPECT_LT(s1, s0);
+  EXPECT_NE(page.find("<polygon class=\"step denied\""), std::string::npos);
+  EXPECT_EQ(page.find("<rect class=\"step denied\""), std::string::npos);
+}
+
+TEST(Report, EscapesEveryValueOfAnEntryAndHasNoScript) {
+  std::string page = Report("<script>alert(1)</script>", SignedCheckpoint());
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("</td>\""), std::string::npos);
+  EXPECT_NE(page.find("<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>"), std::string::npos);
+  EXPECT_NE(page.find("content=\"default-src 'none'; style-src 'sha256-"), std::string::npos);
+}
+
+TEST(Report, NamesTheCheckpointsKeyAndListsCosignaturesUnchecked) {
+  std::string cp = SignedCheckpoint();
+  auto witness = cosign::Cosigner::FromSeed("witness.example", std::string(32, '\2'));
+  ASSERT_TRUE(witness.ok());
+  auto line = witness->Cosign(note::FormatCheckpoint({"example.com/log", 4, hash::Sha256("root")}), 1'796'119'200);
+  ASSERT_TRUE(line.ok());
+  std::string page = Report("git", cp + *line);
+  auto signer = note::Signer::FromSeed("example.com/log", std::string(32, '\1'));
+  char id[16];
+  std::snprintf(id, sizeof id, "%08x", signer->key_id());
+  EXPECT_NE(page.find(std::string("<tr><th scope=\"row\">signed by</th><td>key <code>example.com/log</code>, key id "
+                                  "<code>") +
+                      id + "</code></td></tr>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<tr><th scope=\"row\">witness</th><td>cosigned by <code>witness.example</code> at "
+                      "2026-12-01T10:00:00Z (not checked by this page)</td></tr>"),
+            std::string::npos)
+      << page;
+  EXPECT_EQ(Report("git", cp).find("cosigned by"), std::string::npos);
+}
+
+TEST(Report, CutsLongTimelineLabelsToFitTheirColumn) {
+  Outcomes outcomes;
+  pb::Receipt r = Base("x.start", std::string(40, 'x'));
+  r.mutable_agent_start()->set_decision(pb::DECISION_ALLOW);
+  r.mutable_agent_start()->set_timeout_ms(1000);
+  ASSERT_TRUE(outcomes.Add(At(0, kT0, r)).ok());
+  manifest::Manifest m;
+  m.scope = {"team-a", "run-1"};
+  std::string page;
+  ASSERT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { page.append(piece); }).ok());
+  EXPECT_NE(page.find(">" + std::string(27, 'x') + "\xe2\x80\xa6</text>"), std::string::npos);
+  EXPECT_NE(page.find("The checkpoint file is not a signed checkpoint."), std::string::npos);
+}
+
+TEST(Report, WritesTheScopeInWordsAndTheExpectScopeOfTheCommands) {
+  Outcomes outcomes;
+  manifest::Manifest m;
+  auto page = [&](const manifest::Scope& scope) {
+    m.scope = scope;
+    std::string out;
+    EXPECT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { out.append(piece); }).ok());
+    return out;
+  };
+  std::string team = page({"team-a", "", 10, 20, kT0, kT0 + 3'600'000'000});
+  EXPECT_NE(team.find("<p>Scope: team <code>team-a</code> from 2027-01-01T00:00:00.000Z to 2027-01-01T01:00:00.000Z "
+                      "(UTC, the end excluded): its entries among seqs 10 to 19.</p>"),
+            std::string::npos);
+  EXPECT_NE(team.find("--expect-scope team:team-a,2027-01-01T00:00:00Z,2027-01-01T01:00:00Z [--policy FILE]"),
+            std::string::npos);
+  std::string seqs = page({"", "", 5, 9});
+  EXPECT_NE(seqs.find("<p>Scope: seqs 5 to 8 of the log, of every team.</p>"), std::string::npos);
+  EXPECT_NE(seqs.find("--expect-scope seq:5:9 [--policy FILE]"), std::string::npos);
+  std::string run = page({"team-a", "run 1'x"});
+  EXPECT_NE(run.find("<p>Scope: run <code>run 1&#39;x</code> of team <code>team-a</code>.</p>"), std::string::npos);
+  EXPECT_NE(run.find("--expect-scope &#39;run:team-a/run 1&#39;\\&#39;&#39;x&#39; [--policy FILE]"), std::string::npos);
+}
+
+TEST(Report, DetailsAtMostItsLimitsAndSaysSo) {
+  Outcomes outcomes;
+  uint64_t seq = 0;
+  for (int i = 0; i < 1001; ++i) {
+    pb::Receipt r = Base(absl::StrCat("s", i, ".start"), absl::StrCat("s", i));
+    r.mutable_agent_start()->set_decision(pb::DECISION_ALLOW);
+    r.mutable_agent_start()->set_timeout_ms(1000);
+    ASSERT_TRUE(outcomes.Add(At(seq, kT0 + 2000 - i, r)).ok());  // the last started first
+    ++seq;
+  }
+  for (int i = 0; i < 9000; ++i) {
+    pb::Receipt r = Base(absl::StrCat("c", i), "s0");
+    r.mutable_model_call()->set_route("r");
+    r.mutable_model_call()->set_decision(pb::DECISION_ALLOW);
+    ASSERT_TRUE(outcomes.Add(At(seq, kT0 + 5000, r)).ok());
+    ++seq;
+  }
+  manifest::Manifest m;
+  m.scope = {"team-a", "run-1"};
+  std::string page;
+  ASSERT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { page.append(piece); }).ok());
+  EXPECT_NE(page.find("<p>This page shows the first 1000 steps by start time of 1001; <code>outcomes.json</code> "
+                      "lists them all.</p>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<p>This page lists the first 10000 entries by seq of 10001; <code>entries.jsonl</code> "
+                      "holds them all.</p>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<h3 class=\"\">1. s1000 (attempt 1): pending</h3>"), std::string::npos);
+  EXPECT_EQ(page.find(". s0 (attempt 1)"), std::string::npos);  // started last: not shown
+  EXPECT_EQ(page.find("<td>10000</td>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ledger::pack
