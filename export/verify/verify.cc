@@ -534,27 +534,34 @@ std::string Result::Summary() const {
   return out;
 }
 
-absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
-  if (options.trust_pack_key && !options.vkey.empty()) {
-    return absl::InvalidArgumentError("verify: a key given and trust_pack_key set: give one or the other");
-  }
-  if (!options.trust_pack_key && !(options.vkey.empty() && options.policy)) {
-    if (options.vkey.empty()) {
-      return absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set");
-    }
-    if (auto given = note::Verifier::Parse(options.vkey); !given.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("verify: vkey: ", given.status().message()));
-    }
-  }
-  Result r;
-  pack::ScratchDir dir("ledger-verify");
-  if (dir.path().empty()) {
-    return absl::UnavailableError("verify: cannot create a temporary directory (set TMPDIR to a writable one)");
-  }
-  auto reader = pack::PackReader::Open(pack_path, pack::Limits());
-  if (!reader.ok()) return Fail(r, "archive", -1, std::string(reader.status().message()));
+namespace {
 
-  // One pass over the archive.
+// One verification of a pack, its steps in order (VerifyPack). Each step
+// returns nullopt to go on, or what VerifyPack returns: a failed Result, or
+// an error when the pack cannot be examined.
+struct PackCheck {
+  using Stop = std::optional<absl::StatusOr<Result>>;
+
+  PackCheck(const std::string& pack_path, const Options& options)
+      : pack_path(pack_path), options(options), dir("ledger-verify"), stream(dir.path(), &outcomes) {}
+
+  Stop ReadArchive();
+  Stop KeyAndManifest();
+  Stop Checkpoint();
+  Stop ConsistencyAndTime();
+  Stop EntriesAndProofs();
+  Stop OutcomesAndReport();
+
+  // Checks entries.jsonl or proofs.jsonl, `next` giving its pieces.
+  absl::Status CheckStreamed(const std::string& name, NextPiece next);
+  // Whether what `name` is checked against was read.
+  bool Ready(const std::string& name) const;
+  Stop CheckSpilled();
+
+  const std::string& pack_path;
+  const Options& options;
+  Result r;
+  pack::ScratchDir dir;
   std::map<std::string, std::string> small, digests, spilled;
   std::optional<note::Checkpoint> unchecked_cp;
   // The manifest as parsed before its signature is checked (the key may
@@ -563,55 +570,72 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   std::optional<absl::StatusOr<manifest::Manifest>> unchecked_manifest;
   std::optional<Scope> scope;
   pack::Outcomes outcomes;
-  StreamCheck stream(dir.path(), &outcomes);
+  StreamCheck stream;
   // The outcomes' digest, recomputed while the proofs are checked, then the
   // report's, rebuilt from them.
   std::shared_future<absl::StatusOr<std::string>> outcomes_digest;
   std::future<absl::StatusOr<std::string>> report_digest;
-  // Checks entries.jsonl or proofs.jsonl.
-  auto check = [&](const std::string& name, NextPiece next) -> absl::Status {
-    if (name == pack::kProofs) {
-      // The manifest and checkpoint are read by now; their texts are what
-      // the checks below hold the report to.
-      if (outcomes_digest.valid()) {
-        report_digest = std::async(std::launch::async, [&outcomes, outcomes_digest, manifest = small[pack::kManifest],
-                                                        note = small[pack::kCheckpoint]]() -> absl::StatusOr<std::string> {
-          if (!outcomes_digest.get().ok()) return outcomes_digest.get().status();
-          hash::Sha256Stream rebuilt;
-          auto s = RebuildReport(manifest, outcomes, note, [&](std::string_view piece) { rebuilt.Update(piece); });
-          if (!s.ok()) return s;
-          return hash::Hex(rebuilt.Final());
-        });
-      }
-      return stream.Proofs(*unchecked_cp, *scope, next);
+  std::string vkey;  // the key the pack is checked with
+  std::optional<note::Verifier> verifier;
+  std::optional<note::Checkpoint> cp;  // once its signature holds
+};
+
+absl::Status PackCheck::CheckStreamed(const std::string& name, NextPiece next) {
+  if (name == pack::kProofs) {
+    // The manifest and checkpoint are read by now; their texts are what
+    // the checks below hold the report to.
+    if (outcomes_digest.valid()) {
+      report_digest = std::async(std::launch::async,
+                                 [&outcomes = outcomes, outcomes_digest = outcomes_digest,
+                                  manifest = small[pack::kManifest],
+                                  note = small[pack::kCheckpoint]]() -> absl::StatusOr<std::string> {
+        if (!outcomes_digest.get().ok()) return outcomes_digest.get().status();
+        hash::Sha256Stream rebuilt;
+        auto s = RebuildReport(manifest, outcomes, note, [&](std::string_view piece) { rebuilt.Update(piece); });
+        if (!s.ok()) return s;
+        return hash::Hex(rebuilt.Final());
+      });
     }
-    if (auto s = stream.Entries(unchecked_cp->size, next); !s.ok()) return s;
-    outcomes_digest = std::async(std::launch::async, [&outcomes]() -> absl::StatusOr<std::string> {
-      hash::Sha256Stream recomputed;
-      if (auto s = outcomes.Write([&](std::string_view piece) { recomputed.Update(piece); }); !s.ok()) return s;
-      return hash::Hex(recomputed.Final());
-    });
-    return absl::OkStatus();
-  };
-  auto ready = [&](const std::string& name) {
-    if (name == pack::kEntries) return unchecked_cp.has_value();
-    return stream.entries_checked() && scope.has_value();
-  };
+    return stream.Proofs(*unchecked_cp, *scope, next);
+  }
+  if (auto s = stream.Entries(unchecked_cp->size, next); !s.ok()) return s;
+  outcomes_digest = std::async(std::launch::async, [&outcomes = outcomes]() -> absl::StatusOr<std::string> {
+    hash::Sha256Stream recomputed;
+    if (auto s = outcomes.Write([&](std::string_view piece) { recomputed.Update(piece); }); !s.ok()) return s;
+    return hash::Hex(recomputed.Final());
+  });
+  return absl::OkStatus();
+}
+
+bool PackCheck::Ready(const std::string& name) const {
+  if (name == pack::kEntries) return unchecked_cp.has_value();
+  return stream.entries_checked() && scope.has_value();
+}
+
+// One pass over the archive: small files kept, entries and proofs checked
+// as they stream (or spilled, when they come before what they need).
+PackCheck::Stop PackCheck::ReadArchive() {
+  if (dir.path().empty()) {
+    return absl::UnavailableError("verify: cannot create a temporary directory (set TMPDIR to a writable one)");
+  }
+  auto opened = pack::PackReader::Open(pack_path, pack::Limits());
+  if (!opened.ok()) return Fail(r, "archive", -1, std::string(opened.status().message()));
+  pack::PackReader* reader = opened->get();
   DigestThread file_digest;
   while (true) {
-    auto name = (*reader)->Next();
+    auto name = reader->Next();
     if (!name.ok()) return Fail(r, "archive", -1, std::string(name.status().message()));
     if (!name->has_value()) break;
     const std::string file = **name;
     auto next = [&]() -> absl::StatusOr<std::string_view> {
-      auto piece = (*reader)->Read();
+      auto piece = reader->Read();
       if (piece.ok()) file_digest.Update(*piece);
       return piece;
     };
     absl::Status read;
     if (file == pack::kEntries || file == pack::kProofs) {
-      if (ready(file)) {
-        read = check(file, next);
+      if (Ready(file)) {
+        read = CheckStreamed(file, next);
       } else {
         std::string path = dir.path() + "/" + file;
         std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -657,18 +681,27 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     if (!read.ok()) return Fail(r, "archive", -1, std::string(read.message()));
     digests[file] = hash::Hex(file_digest.Final());
   }
-  // Files that came before what they need.
+  return CheckSpilled();
+}
+
+// Files that came before what they need.
+PackCheck::Stop PackCheck::CheckSpilled() {
   for (const char* name : {pack::kEntries, pack::kProofs}) {
-    if (!spilled.count(name) || !ready(name)) continue;
+    if (!spilled.count(name) || !Ready(name)) continue;
     std::ifstream in(spilled[name], std::ios::binary);
     std::string buf(1 << 18, '\0');
     auto next = [&]() -> absl::StatusOr<std::string_view> {
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
       return std::string_view(buf.data(), static_cast<size_t>(in.gcount()));
     };
-    if (auto s = check(name, next); !s.ok()) return s;
+    if (auto s = CheckStreamed(name, next); !s.ok()) return s;
   }
 
+  return std::nullopt;
+}
+
+// The key, the manifest's signature and every file's digest.
+PackCheck::Stop PackCheck::KeyAndManifest() {
   for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kManifest,
                            pack::kManifestSig, pack::kOutcomes, pack::kProofs, pack::kReport}) {
     if (!digests.count(name)) return Fail(r, name, -1, "missing");
@@ -677,7 +710,7 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   // The key.
   std::string pack_vkey = small[pack::kVkey];
   while (!pack_vkey.empty() && pack_vkey.back() == '\n') pack_vkey.pop_back();
-  std::string vkey = options.vkey;
+  vkey = options.vkey;
   if (vkey.empty() && !options.trust_pack_key) {
     auto named = PolicyKey(*options.policy, pack_vkey);
     if (!named.ok()) return named.status();
@@ -690,8 +723,9 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     return Fail(r, pack::kVkey, -1,
                 absl::StrCat("expected the given key ", vkey, ", found ", pack_vkey));
   }
-  auto verifier = note::Verifier::Parse(vkey);
-  if (!verifier.ok()) return Fail(r, pack::kVkey, -1, std::string(verifier.status().message()));
+  auto parsed = note::Verifier::Parse(vkey);
+  if (!parsed.ok()) return Fail(r, pack::kVkey, -1, std::string(parsed.status().message()));
+  verifier = *std::move(parsed);
 
   // The manifest and every file's digest.
   const std::string& manifest_text = small[pack::kManifest];
@@ -730,11 +764,16 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     if (!digests.count(name)) return Fail(r, name, -1, "listed in the manifest but missing");
   }
 
-  // The checkpoint.
+  return std::nullopt;
+}
+
+PackCheck::Stop PackCheck::Checkpoint() {
+  const manifest::Manifest& manifest = **unchecked_manifest;
   auto cp_text = verifier->Open(small[pack::kCheckpoint]);
   if (!cp_text.ok()) return Fail(r, pack::kCheckpoint, -1, std::string(cp_text.status().message()));
-  auto cp = note::ParseCheckpoint(*cp_text);
-  if (!cp.ok()) return Fail(r, pack::kCheckpoint, -1, std::string(cp.status().message()));
+  auto parsed = note::ParseCheckpoint(*cp_text);
+  if (!parsed.ok()) return Fail(r, pack::kCheckpoint, -1, std::string(parsed.status().message()));
+  cp = *parsed;
   if (cp->origin != r.origin || cp->origin != verifier->name()) {
     return Fail(r, pack::kCheckpoint, -1,
                 absl::StrCat("origin '", cp->origin, "', manifest and key say '", r.origin, "'"));
@@ -773,6 +812,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
                              "--not-older-than has root ", hash::Hex(*options.not_older_than_root)));
   }
 
+  return std::nullopt;
+}
+
+PackCheck::Stop PackCheck::ConsistencyAndTime() {
+  const manifest::Manifest& manifest = **unchecked_manifest;
   // The consistency proof from an earlier checkpoint, when there is one;
   // from the auditor's, when given.
   std::optional<note::Checkpoint> since;
@@ -812,6 +856,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
                 "signs the run-head map root signs it with every later checkpoint");
   }
 
+  return std::nullopt;
+}
+
+PackCheck::Stop PackCheck::EntriesAndProofs() {
+  const manifest::Manifest& manifest = **unchecked_manifest;
   // Entries and proofs.
   if (!stream.entries_checked() || !stream.proofs_checked()) {
     return absl::InternalError("verify: entries or proofs were not checked");
@@ -835,6 +884,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
                 absl::StrCat("counts.entries says ", manifest.entries, ", the pack has ", r.entries));
   }
 
+  return std::nullopt;
+}
+
+PackCheck::Stop PackCheck::OutcomesAndReport() {
+  const manifest::Manifest& manifest = **unchecked_manifest;
   // Outcomes, compared by digest, so that neither document is held in memory.
   if (!outcomes_digest.valid()) return absl::InternalError("verify: outcomes were not recomputed");
   auto recomputed = outcomes_digest.get();
@@ -860,8 +914,30 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
     return Fail(r, pack::kReport, -1,
                 ReportDifference(pack_path, small[pack::kManifest], outcomes, small[pack::kCheckpoint]));
   }
-  r.ok = true;
-  return r;
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
+  if (options.trust_pack_key && !options.vkey.empty()) {
+    return absl::InvalidArgumentError("verify: a key given and trust_pack_key set: give one or the other");
+  }
+  if (!options.trust_pack_key && !(options.vkey.empty() && options.policy)) {
+    if (options.vkey.empty()) {
+      return absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set");
+    }
+    if (auto given = note::Verifier::Parse(options.vkey); !given.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("verify: vkey: ", given.status().message()));
+    }
+  }
+  PackCheck check(pack_path, options);
+  for (auto step : {&PackCheck::ReadArchive, &PackCheck::KeyAndManifest, &PackCheck::Checkpoint,
+                    &PackCheck::ConsistencyAndTime, &PackCheck::EntriesAndProofs, &PackCheck::OutcomesAndReport}) {
+    if (PackCheck::Stop stop = (check.*step)()) return *std::move(stop);
+  }
+  check.r.ok = true;
+  return check.r;
 }
 
 }  // namespace ledger::verify
