@@ -26,7 +26,11 @@
 //                                             for checkpoints signed before
 //                                             the ledger signed times
 //   p_steps, p_runs, p_index, p_changes   -> projection records; their
-//                                             layouts are query/'s (keys.h)
+//                                             layouts are query/projector/
+//                                             keys.h's, made of the parts
+//                                             of ledger/projection/keys.h
+//                                             (the memtable hints cut
+//                                             prefixes by them)
 // Projection records are derived from the log and are written without the
 // WAL (after the log's records of the same batch, which are synced): after a
 // crash they may lag the log, never lead it, and always stand at a batch
