@@ -22,9 +22,13 @@ TEST(KeyPartsTest, PartsRoundTripAndPrefixesStopAtTheAskedPart) {
   EXPECT_EQ(team, "team");
   EXPECT_EQ(run, std::string(200, 'r'));
   EXPECT_EQ(in, "tail");
-  std::string_view cut = "\x05" "ab";
+  std::string_view cut =
+      "\x05"
+      "ab";
   EXPECT_FALSE(TakeKeyPart(&cut, &team));
-  EXPECT_EQ(cut, "\x05" "ab");
+  EXPECT_EQ(cut,
+            "\x05"
+            "ab");
 
   EXPECT_EQ(KeyPrefixLength(key, false, 1), 5u);
   EXPECT_EQ(KeyPrefixLength(key, false, 2), 206u);

@@ -198,8 +198,9 @@ std::string_view WordShape(std::string_view v, size_t i) {
       }
       break;
     case 'x':
-      if (rest.size() > 4 && rest.starts_with("xox") && std::string_view("baprs").find(rest[3]) != std::string_view::npos &&
-          rest[4] == '-' && run(i + 5, kB64UrlChar) >= 10) {
+      if (rest.size() > 4 && rest.starts_with("xox") &&
+          std::string_view("baprs").find(rest[3]) != std::string_view::npos && rest[4] == '-' &&
+          run(i + 5, kB64UrlChar) >= 10) {
         return "a Slack token";
       }
       break;
@@ -398,8 +399,7 @@ void AppendMember(const Member& m, bool* first, std::string* out) {
 // by key.
 void AppendAttributes(const Receipt& r, const Member& m, bool* first, std::string* out) {
   if (r.attributes().empty()) return;
-  std::vector<std::pair<std::string_view, std::string_view>> attrs(
-      r.attributes().begin(), r.attributes().end());
+  std::vector<std::pair<std::string_view, std::string_view>> attrs(r.attributes().begin(), r.attributes().end());
   std::sort(attrs.begin(), attrs.end());
   AppendMember(m, first, out);
   out->push_back('{');
@@ -412,8 +412,8 @@ void AppendAttributes(const Receipt& r, const Member& m, bool* first, std::strin
   out->push_back('}');
 }
 
-absl::Status AppendStringField(const Member& m, const Message& msg, bool check,
-                               std::string* scratch, bool* first, std::string* out) {
+absl::Status AppendStringField(const Member& m, const Message& msg, bool check, std::string* scratch, bool* first,
+                               std::string* out) {
   const std::string& v = msg.GetReflection()->GetStringReference(msg, m.field, scratch);
   if (v.empty()) return absl::OkStatus();
   if (check) {
@@ -431,8 +431,7 @@ absl::Status AppendStringField(const Member& m, const Message& msg, bool check,
   return absl::OkStatus();
 }
 
-absl::Status AppendIntField(const Member& m, const Message& msg, bool check, bool* first,
-                            std::string* out) {
+absl::Status AppendIntField(const Member& m, const Message& msg, bool check, bool* first, std::string* out) {
   const Reflection* rf = msg.GetReflection();
   const FieldDescriptor* f = m.field;
   int64_t v;
@@ -454,8 +453,7 @@ absl::Status AppendIntField(const Member& m, const Message& msg, bool check, boo
   return absl::OkStatus();
 }
 
-absl::Status AppendEnumField(const Member& m, const Message& msg, bool check, bool* first,
-                             std::string* out) {
+absl::Status AppendEnumField(const Member& m, const Message& msg, bool check, bool* first, std::string* out) {
   int v = msg.GetReflection()->GetEnumValue(msg, m.field);
   if (v == 0) return absl::OkStatus();
   const EnumNames& names = GetSchema().Names(m.field->enum_type());

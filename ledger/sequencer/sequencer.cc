@@ -303,8 +303,7 @@ struct Sequencer::Placement {
   std::vector<projection::Entry> entries;  // what the projector sees
 };
 
-std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> requests,
-                                                        const Prepared* base) {
+std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> requests, const Prepared* base) {
   std::unique_ptr<Prepared> p = NewPrepared(std::move(requests), base);
   projection::Projector* projector = options_.projector;
   const uint64_t first_seq = state_.size;
@@ -316,8 +315,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
   absl::Status projection_error;
   std::future<absl::Status> projected;
   if (projector != nullptr && !placement.entries.empty()) {
-    projected = std::async(std::launch::async,
-                           [&] { return projector->Apply(placement.entries, *p->txn); });
+    projected = std::async(std::launch::async, [&] { return projector->Apply(placement.entries, *p->txn); });
   }
   HashIntoChain(*p, placement);
   if (projected.valid()) projection_error = projected.get();
@@ -333,17 +331,14 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
   return p;
 }
 
-std::unique_ptr<Sequencer::Prepared> Sequencer::NewPrepared(std::vector<Request> requests,
-                                                            const Prepared* base) {
+std::unique_ptr<Sequencer::Prepared> Sequencer::NewPrepared(std::vector<Request> requests, const Prepared* base) {
   auto p = std::make_unique<Prepared>();
   p->requests = std::move(requests);
   p->batch = store_->NewBatch(base != nullptr ? &*base->batch : nullptr);
   if (options_.projector != nullptr) {
     p->txn = std::make_unique<projection::OverlayTxn>(
         base != nullptr ? base->txn.get() : nullptr,
-        [store = store_](projection::Table t, std::string_view key) {
-          return store->GetProjection(t, key);
-        },
+        [store = store_](projection::Table t, std::string_view key) { return store->GetProjection(t, key); },
         &*p->batch);
   }
   p->outcomes.resize(p->requests.size());
@@ -394,17 +389,15 @@ void Sequencer::Place(Prepared& p, const Prepared* base, Placement& placement) {
   }
 }
 
-bool Sequencer::Answered(const Submission& s, const Prepared* base, Prepared& p,
-                         Placement& placement, Outcome& out) {
+bool Sequencer::Answered(const Submission& s, const Prepared* base, Prepared& p, Placement& placement, Outcome& out) {
   const std::string& id = s.receipt->receipt_id();
   // Where the receipt id may already be (among the team's, or the ledger's
   // own): this batch, the batch being committed, the store.
   if (auto it = placement.placed_ids.find(s.id_key); it != placement.placed_ids.end()) {
     const Placement::Placed& first = placement.placed[it->second];
     if (first.submission->digest != s.digest) {
-      out.status = absl::AlreadyExistsError(absl::StrCat(
-          "receipt_id: '", id, "' is already in the log (seq ", first.seq,
-          ") with different content"));
+      out.status = absl::AlreadyExistsError(
+          absl::StrCat("receipt_id: '", id, "' is already in the log (seq ", first.seq, ") with different content"));
     } else {
       placement.retries_of_placed.emplace_back(&out, it->second);
       p.pending.push_back(&out);
@@ -422,17 +415,16 @@ bool Sequencer::Answered(const Submission& s, const Prepared* base, Prepared& p,
   if (!existing_is_pending) {
     auto found = store_->FindReceipt(s.key());
     if (!found.ok()) {
-      out.status = absl::UnavailableError(
-          absl::StrCat("storage: receipt index unreadable: ", found.status().message()));
+      out.status =
+          absl::UnavailableError(absl::StrCat("storage: receipt index unreadable: ", found.status().message()));
       return true;
     }
     existing = *found;
   }
   if (!existing.has_value()) return false;
   if (existing->digest != s.digest) {
-    out.status = absl::AlreadyExistsError(absl::StrCat(
-        "receipt_id: '", id, "' is already in the log (seq ", existing->seq,
-        ") with different content"));
+    out.status = absl::AlreadyExistsError(
+        absl::StrCat("receipt_id: '", id, "' is already in the log (seq ", existing->seq, ") with different content"));
     return true;
   }
   out.seq = existing->seq;
@@ -442,9 +434,8 @@ bool Sequencer::Answered(const Submission& s, const Prepared* base, Prepared& p,
   return true;
 }
 
-bool Sequencer::StoredRunHead(const Submission& s, const std::string& run_key,
-                              const Prepared* base, std::optional<store::RunHead>* prev,
-                              Outcome& out) {
+bool Sequencer::StoredRunHead(const Submission& s, const std::string& run_key, const Prepared* base,
+                              std::optional<store::RunHead>* prev, Outcome& out) {
   if (base != nullptr) {
     if (auto it = base->run_heads.find(run_key); it != base->run_heads.end()) {
       *prev = it->second;
@@ -453,8 +444,7 @@ bool Sequencer::StoredRunHead(const Submission& s, const std::string& run_key,
   }
   auto head = store_->GetRunHead(s.receipt->team(), s.receipt->run_id());
   if (!head.ok()) {
-    out.status = absl::UnavailableError(
-        absl::StrCat("storage: run index unreadable: ", head.status().message()));
+    out.status = absl::UnavailableError(absl::StrCat("storage: run index unreadable: ", head.status().message()));
     return false;
   }
   *prev = *head;
@@ -467,8 +457,7 @@ void Sequencer::HashIntoChain(Prepared& p, Placement& placement) {
   for (const Placement::Placed& e : placement.placed) {
     const Submission& s = *e.submission;
     leaf.clear();
-    receipt::EncodeLeafTo(&leaf, e.seq, state_.head, e.run_prev, e.logged_at_us, s.emitter,
-                          s.canonical);
+    receipt::EncodeLeafTo(&leaf, e.seq, state_.head, e.run_prev, e.logged_at_us, s.emitter, s.canonical);
     hash::Hash leaf_hash = hash::LeafHash(leaf);
     if (store::RunHead& head = placement.run_heads[e.run].head; head.last_seq == e.seq) {
       head.last_leaf_hash = leaf_hash;
@@ -476,9 +465,8 @@ void Sequencer::HashIntoChain(Prepared& p, Placement& placement) {
     batch.PutEntry(e.seq, leaf);
     store::ReceiptRef ref{e.seq, leaf_hash, s.digest};
     batch.PutReceipt(s.key(), ref);
-    frontier_.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
-      batch.PutNode(level, index, h);
-    });
+    frontier_.Append(leaf_hash,
+                     [&](int level, uint64_t index, const hash::Hash& h) { batch.PutNode(level, index, h); });
     p.new_ids.emplace(s.id_key, ref);
     state_.size = e.seq + 1;
     state_.head = leaf_hash;
@@ -502,8 +490,8 @@ void Sequencer::PutHeads(Prepared& p, const Placement& placement) {
     batch.PutRunHead(r.team(), r.run_id(), run.head);
     p.run_heads.emplace(key, run.head);
     if (options_.track_runs) {
-      p.changed_runs.push_back({runmap::RunKeyOf(r.team(), r.run_id()),
-                                {run.head.count, run.head.last_seq, run.head.last_leaf_hash}});
+      p.changed_runs.push_back(
+          {runmap::RunKeyOf(r.team(), r.run_id()), {run.head.count, run.head.last_seq, run.head.last_leaf_hash}});
     }
   }
   batch.PutState(state_);
@@ -514,8 +502,8 @@ void Sequencer::PutHeads(Prepared& p, const Placement& placement) {
 }
 
 void Sequencer::Abandon(Prepared& p, const Prepared* base, const absl::Status& projection_error) {
-  absl::Status failed = absl::UnavailableError(absl::StrCat(
-      "projection: ", projection_error.message(), "; nothing of this batch was appended"));
+  absl::Status failed = absl::UnavailableError(
+      absl::StrCat("projection: ", projection_error.message(), "; nothing of this batch was appended"));
   for (Outcome* o : p.pending) *o = Outcome{failed};
   p.pending.clear();
   p.has_entries = false;

@@ -165,8 +165,7 @@ class Sequencer {
   // store): `out` is then its outcome (the first one's for a retry,
   // ALREADY_EXISTS for other content), or UNAVAILABLE when the index
   // cannot be read.
-  bool Answered(const Submission& s, const Prepared* base, Prepared& p, Placement& placement,
-                Outcome& out);
+  bool Answered(const Submission& s, const Prepared* base, Prepared& p, Placement& placement, Outcome& out);
   // The head of `s`'s run as of `base`, else the store: false, with `out`
   // UNAVAILABLE, when the store cannot be read.
   bool StoredRunHead(const Submission& s, const std::string& run_key, const Prepared* base,

@@ -1,14 +1,14 @@
 #include "ledger/store/rocksdb_plugins.h"
 
-#include "ledger/jsonlog/jsonlog.h"
-#include "ledger/projection/keys.h"
-#include "ledger/store/testing.h"
-
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <utility>
+
+#include "ledger/jsonlog/jsonlog.h"
+#include "ledger/projection/keys.h"
+#include "ledger/store/testing.h"
 
 namespace ledger::store {
 namespace {
@@ -107,8 +107,7 @@ class KeyPrefix : public rocksdb::SliceTransform {
 
  private:
   size_t Length(const rocksdb::Slice& key) const {
-    return projection::KeyPrefixLength(std::string_view(key.data(), key.size()), family_byte_,
-                                       parts_);
+    return projection::KeyPrefixLength(std::string_view(key.data(), key.size()), family_byte_, parts_);
   }
   const bool family_byte_;
   const int parts_;

@@ -31,8 +31,8 @@ std::string EncodeStepKey(const StepKey& k) {
 
 absl::StatusOr<StepKey> DecodeStepKey(std::string_view key) {
   StepKey k;
-  if (!TakeKeyPart(&key, &k.team) || !TakeKeyPart(&key, &k.run_id) ||
-      !TakeKeyPart(&key, &k.step_id) || key.size() != 8) {
+  if (!TakeKeyPart(&key, &k.team) || !TakeKeyPart(&key, &k.run_id) || !TakeKeyPart(&key, &k.step_id) ||
+      key.size() != 8) {
     return absl::DataLossError("projection: malformed step key");
   }
   k.attempt = static_cast<int64_t>(ReadU64(key));

@@ -379,12 +379,10 @@ TEST(KeysTest, PrefixesTheStoreCutsAreTeamAndRunOrFamilyAndTeam) {
   EXPECT_EQ(step_key.substr(0, projection::KeyPrefixLength(step_key, false, 2)), run_key);
   EXPECT_EQ(projection::KeyPrefixLength(run_key, false, 2), run_key.size());
   for (const std::string& row :
-       {TeamTimeRow("team-a", 7, step_key), RunTimeRow(run_key, 7, step_key),
-        StateRow("team-a", 3, 7, step_key), RunsRow("team-a", 7, run_key),
-        StartRow("team-a", "r-1")}) {
-    EXPECT_EQ(row.substr(0, projection::KeyPrefixLength(row, true, 1)),
-              row.substr(0, 1) + "\x06" "team-a")
-        << row;
+       {TeamTimeRow("team-a", 7, step_key), RunTimeRow(run_key, 7, step_key), StateRow("team-a", 3, 7, step_key),
+        RunsRow("team-a", 7, run_key), StartRow("team-a", "r-1")}) {
+    const std::string team_part = std::string(1, '\x06') + "team-a";
+    EXPECT_EQ(row.substr(0, projection::KeyPrefixLength(row, true, 1)), row.substr(0, 1) + team_part) << row;
   }
   EXPECT_EQ(projection::KeyPrefixLength(DeadlineRow(7, 9), true, 1), 1u);
   EXPECT_EQ(DeadlineRow(7, 9).substr(0, 1), kDeadlinePrefix);
