@@ -118,7 +118,7 @@ class KeyPrefix : public rocksdb::SliceTransform {
 
 std::shared_ptr<rocksdb::Logger> NewStderrLogger() { return std::make_shared<StderrLogger>(); }
 
-std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
+std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target,
                                                         const Faults* faults, stats::Histogram* sync_us) {
   return std::make_shared<StoreFileSystem>(target, faults, sync_us);
 }

@@ -25,7 +25,7 @@ std::shared_ptr<rocksdb::Logger> NewStderrLogger();
 // `target`, with each sync of a written file timed into `sync_us`
 // (microseconds), and writes and syncs failing while `faults` says so.
 // Either may be null; both MUST outlive the file system.
-std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
+std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target,
                                                         const Faults* faults, stats::Histogram* sync_us);
 
 // Memtable insert hints (memtable_insert_with_hint_prefix_extractor): rows
