@@ -1,9 +1,43 @@
 #include "ledger/projection/projection.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
+#include "ledger/projection/keys.h"
 
 namespace ledger::projection {
 namespace {
+
+TEST(KeyPartsTest, PartsRoundTripAndPrefixesStopAtTheAskedPart) {
+  std::string key;
+  AppendKeyPart(&key, "team");
+  AppendKeyPart(&key, std::string(200, 'r'));
+  key += "tail";
+  EXPECT_EQ(key.size(), 1 + 4 + 1 + 200 + 4u);
+  EXPECT_EQ(static_cast<unsigned char>(key[5]), 200);
+  std::string_view in = key;
+  std::string team, run;
+  ASSERT_TRUE(TakeKeyPart(&in, &team));
+  ASSERT_TRUE(TakeKeyPart(&in, &run));
+  EXPECT_EQ(team, "team");
+  EXPECT_EQ(run, std::string(200, 'r'));
+  EXPECT_EQ(in, "tail");
+  std::string_view cut =
+      "\x05"
+      "ab";
+  EXPECT_FALSE(TakeKeyPart(&cut, &team));
+  EXPECT_EQ(cut,
+            "\x05"
+            "ab");
+
+  EXPECT_EQ(KeyPrefixLength(key, false, 1), 5u);
+  EXPECT_EQ(KeyPrefixLength(key, false, 2), 206u);
+  EXPECT_EQ(KeyPrefixLength("T" + key, true, 1), 6u);
+  EXPECT_EQ(KeyPrefixLength(std::string("D") + std::string(16, '\x7f'), true, 1), 1u);
+  EXPECT_EQ(KeyPrefixLength(key.substr(0, 205), false, 2), 0u);  // too short
+  EXPECT_EQ(KeyPrefixLength("T", true, 1), 0u);
+  EXPECT_EQ(KeyPrefixLength("", true, 1), 0u);
+}
 
 TEST(OverlayTxnTest, ReadsOwnWritesThenBaseThenFallback) {
   int fallback_calls = 0;

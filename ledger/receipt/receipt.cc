@@ -127,23 +127,94 @@ bool UrlHasPassword(std::string_view v, size_t at) {
   return colon != std::string_view::npos && colon > 0 && colon + 1 < userinfo.size();
 }
 
+// Characters of the runs that credential shapes are made of.
+constexpr auto kWordChar = [](char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+};
+constexpr auto kB64UrlChar = [](char c) { return kWordChar(c) || c == '_' || c == '-'; };
+constexpr auto kTokenChar = [](char c) {
+  return kB64UrlChar(c) || c == '.' || c == '~' || c == '+' || c == '/' || c == '=';
+};
+constexpr auto kB64Char = [](char c) { return kWordChar(c) || c == '+' || c == '/' || c == '='; };
+constexpr auto kUpperDigitChar = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+
+// The length of the run of `ok` chars at `at` in `v`.
+template <typename Ok>
+size_t RunAt(std::string_view v, size_t at, Ok ok) {
+  size_t n = 0;
+  while (at + n < v.size() && ok(v[at + n])) ++n;
+  return n;
+}
+
+// The credential that starts the word at `i` in `v`, "" if none: each
+// shape is anchored on its prefix.
+std::string_view WordShape(std::string_view v, size_t i) {
+  auto run = [v](size_t at, auto ok) { return RunAt(v, at, ok); };
+  std::string_view rest = v.substr(i);
+  switch (v[i]) {
+    case 'e':
+      if (rest.starts_with("eyJ")) {
+        size_t h = run(i, kB64UrlChar);
+        if (h >= 10 && i + h < v.size() && v[i + h] == '.') {
+          size_t p = run(i + h + 1, kB64UrlChar);
+          if (p >= 2 && i + h + 1 + p < v.size() && v[i + h + 1 + p] == '.') return "a JWT";
+        }
+      }
+      break;
+    case 'B':
+    case 'b':
+      if (StartsWithNoCase(rest, "bearer ") && run(i + 7, kTokenChar) >= 16) return "a Bearer token";
+      if (StartsWithNoCase(rest, "basic ") && IsBasicCredential(v.substr(i + 6, run(i + 6, kB64Char)))) {
+        return "a Basic authorization value";
+      }
+      break;
+    case 'A':
+      if ((rest.starts_with("AKIA") || rest.starts_with("ASIA")) && run(i + 4, kUpperDigitChar) >= 16) {
+        return "an AWS access key id";
+      }
+      if (rest.starts_with("AIza") && run(i + 4, kB64UrlChar) >= 35) return "a Google API key";
+      break;
+    case 'g':
+      for (std::string_view p : {"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}) {
+        if (rest.starts_with(p) && run(i + 4, kWordChar) >= 30) return "a GitHub token";
+      }
+      if (rest.starts_with("github_pat_") && run(i + 11, kB64UrlChar) >= 22) return "a GitHub token";
+      if (rest.starts_with("glpat-") && run(i + 6, kB64UrlChar) >= 20) return "a GitLab token";
+      break;
+    case 'h':
+      if (rest.starts_with("hf_") && run(i + 3, kWordChar) >= 30) return "a Hugging Face token";
+      break;
+    case 's':
+    case 'r':
+      // A SAS token's signature: base64 of an HMAC-SHA256, URL-encoded or
+      // not, as a query parameter; a hex digest there is not one.
+      if (rest.starts_with("sig=") && (i == 0 || v[i - 1] == '?' || v[i - 1] == '&' || v[i - 1] == ' ')) {
+        size_t n = run(i + 4, [](char x) { return kTokenChar(x) || x == '%'; });
+        if (n >= 40 && !IsLowerHex(v.substr(i + 4, n), n)) return "an Azure SAS signature";
+      }
+      if (rest.starts_with("sk-") && run(i + 3, kB64UrlChar) >= 20) return "a secret API key (sk-...)";
+      for (std::string_view p : {"sk_live_", "sk_test_", "rk_live_", "rk_test_"}) {
+        if (rest.starts_with(p) && run(i + p.size(), kWordChar) >= 16) return "a Stripe secret key";
+      }
+      break;
+    case 'x':
+      if (rest.size() > 4 && rest.starts_with("xox") &&
+          std::string_view("baprs").find(rest[3]) != std::string_view::npos && rest[4] == '-' &&
+          run(i + 5, kB64UrlChar) >= 10) {
+        return "a Slack token";
+      }
+      break;
+    default:
+      break;
+  }
+  return "";
+}
+
 // What a string value carries if it looks like a credential, "" if not:
 // audit logs must not become stores of secrets. One pass over the value;
 // each shape is anchored on a prefix that starts a word (except PEM and
 // PGP blocks, URLs' user:password@ and SAS parameters).
 std::string_view CredentialShape(std::string_view v) {
-  auto word = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  auto run = [&](size_t at, auto ok) {  // length of the run of ok chars at `at`
-    size_t n = 0;
-    while (at + n < v.size() && ok(v[at + n])) ++n;
-    return n;
-  };
-  auto b64url = [&](char c) { return word(c) || c == '_' || c == '-'; };
-  auto token = [&](char c) { return b64url(c) || c == '.' || c == '~' || c == '+' || c == '/' || c == '='; };
-  auto b64 = [&](char c) { return word(c) || c == '+' || c == '/' || c == '='; };
-  auto upper_digit = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
   for (size_t i = 0; i < v.size(); ++i) {
     std::string_view rest = v.substr(i);
     char c = v[i];
@@ -158,62 +229,8 @@ std::string_view CredentialShape(std::string_view v) {
       if (rest.starts_with("://") && UrlHasPassword(v, i)) return "a URL with a password";
       continue;
     }
-    if (i > 0 && word(v[i - 1])) continue;
-    switch (c) {
-      case 'e':
-        if (rest.starts_with("eyJ")) {
-          size_t h = run(i, b64url);
-          if (h >= 10 && i + h < v.size() && v[i + h] == '.') {
-            size_t p = run(i + h + 1, b64url);
-            if (p >= 2 && i + h + 1 + p < v.size() && v[i + h + 1 + p] == '.') return "a JWT";
-          }
-        }
-        break;
-      case 'B':
-      case 'b':
-        if (StartsWithNoCase(rest, "bearer ") && run(i + 7, token) >= 16) return "a Bearer token";
-        if (StartsWithNoCase(rest, "basic ") && IsBasicCredential(v.substr(i + 6, run(i + 6, b64)))) {
-          return "a Basic authorization value";
-        }
-        break;
-      case 'A':
-        if ((rest.starts_with("AKIA") || rest.starts_with("ASIA")) && run(i + 4, upper_digit) >= 16) {
-          return "an AWS access key id";
-        }
-        if (rest.starts_with("AIza") && run(i + 4, b64url) >= 35) return "a Google API key";
-        break;
-      case 'g':
-        for (std::string_view p : {"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}) {
-          if (rest.starts_with(p) && run(i + 4, word) >= 30) return "a GitHub token";
-        }
-        if (rest.starts_with("github_pat_") && run(i + 11, b64url) >= 22) return "a GitHub token";
-        if (rest.starts_with("glpat-") && run(i + 6, b64url) >= 20) return "a GitLab token";
-        break;
-      case 'h':
-        if (rest.starts_with("hf_") && run(i + 3, word) >= 30) return "a Hugging Face token";
-        break;
-      case 's':
-      case 'r':
-        // A SAS token's signature: base64 of an HMAC-SHA256, URL-encoded or
-        // not, as a query parameter; a hex digest there is not one.
-        if (rest.starts_with("sig=") && (i == 0 || v[i - 1] == '?' || v[i - 1] == '&' || v[i - 1] == ' ')) {
-          size_t n = run(i + 4, [&](char x) { return token(x) || x == '%'; });
-          if (n >= 40 && !IsLowerHex(v.substr(i + 4, n), n)) return "an Azure SAS signature";
-        }
-        if (rest.starts_with("sk-") && run(i + 3, b64url) >= 20) return "a secret API key (sk-...)";
-        for (std::string_view p : {"sk_live_", "sk_test_", "rk_live_", "rk_test_"}) {
-          if (rest.starts_with(p) && run(i + p.size(), word) >= 16) return "a Stripe secret key";
-        }
-        break;
-      case 'x':
-        if (rest.size() > 4 && rest.starts_with("xox") && std::string_view("baprs").find(rest[3]) != std::string_view::npos &&
-            rest[4] == '-' && run(i + 5, b64url) >= 10) {
-          return "a Slack token";
-        }
-        break;
-      default:
-        break;
-    }
+    if (i > 0 && kWordChar(v[i - 1])) continue;
+    if (std::string_view shape = WordShape(v, i); !shape.empty()) return shape;
   }
   return "";
 }
@@ -238,10 +255,9 @@ absl::Status CheckDecision(const std::string& field, evidence::ledger::v1::Decis
   return absl::OkStatus();
 }
 
-// The rules of CONTRACT §3 that name fields, in the contract's order.
-absl::Status CheckContract(const Receipt& r, Author author) {
-  using evidence::ledger::v1::DECISION_ALLOW;
-  using evidence::ledger::v1::DECISION_DENY;
+// CheckContract's steps, in the contract's order. Who and where: the
+// receipt id, kind, team, run, step and the names around them.
+absl::Status CheckIdentity(const Receipt& r, Author author) {
   if (!IsReceiptId(r.receipt_id())) {
     return Invalid("receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
   }
@@ -266,6 +282,11 @@ absl::Status CheckContract(const Receipt& r, Author author) {
   if (r.has_attempt() && r.attempt() < 1) return Invalid("attempt", "must be >= 1 (default 1)");
   if (auto s = CheckLength("workflow", r.workflow(), 128); !s.ok()) return s;
   if (auto s = CheckLength("agent", r.agent(), 128); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+// When, and the trace it belongs to.
+absl::Status CheckTimeAndTrace(const Receipt& r) {
   if (!r.has_occurred_at_us() || r.occurred_at_us() <= 0) {
     return Invalid("occurred_at_us", "required, microseconds since the Unix epoch, > 0");
   }
@@ -277,6 +298,10 @@ absl::Status CheckContract(const Receipt& r, Author author) {
       (!IsLowerHex(r.span_id(), 16) || r.span_id() == std::string(16, '0'))) {
     return Invalid("span_id", "must be 16 lowercase hex digits, not all zero (W3C trace context)");
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAttributes(const Receipt& r) {
   if (r.attributes_size() > 32) return Invalid("attributes", "at most 32 pairs");
   for (const auto& [k, v] : r.attributes()) {
     if (!IsAttributeKey(k)) {
@@ -286,6 +311,13 @@ absl::Status CheckContract(const Receipt& r, Author author) {
     if (!canonical::IsUtf8(v)) return Invalid(absl::StrCat("attributes.", k), "must be valid UTF-8");
     if (auto s = NoCredential(absl::StrCat("attributes.", k), v); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+// The fields of the receipt's kind.
+absl::Status CheckBody(const Receipt& r) {
+  using evidence::ledger::v1::DECISION_ALLOW;
+  using evidence::ledger::v1::DECISION_DENY;
   switch (r.body_case()) {
     case Receipt::kAgentStart: {
       const auto& b = r.agent_start();
@@ -347,10 +379,91 @@ absl::Status CheckContract(const Receipt& r, Author author) {
   return absl::OkStatus();
 }
 
+// The rules of CONTRACT §3 that name fields, in the contract's order.
+absl::Status CheckContract(const Receipt& r, Author author) {
+  if (auto s = CheckIdentity(r, author); !s.ok()) return s;
+  if (auto s = CheckTimeAndTrace(r); !s.ok()) return s;
+  if (auto s = CheckAttributes(r); !s.ok()) return s;
+  return CheckBody(r);
+}
+
 void AppendMember(const Member& m, bool* first, std::string* out) {
   if (!*first) out->push_back(',');
   *first = false;
   out->append(m.prefix);
+}
+
+// EncodeTo's members, one per field type: each appends nothing for a field
+// that is unset (or empty, or zero) and, with `check`, returns the first
+// rule the value breaks. "attributes" (checked by CheckContract) are sorted
+// by key.
+void AppendAttributes(const Receipt& r, const Member& m, bool* first, std::string* out) {
+  if (r.attributes().empty()) return;
+  std::vector<std::pair<std::string_view, std::string_view>> attrs(r.attributes().begin(), r.attributes().end());
+  std::sort(attrs.begin(), attrs.end());
+  AppendMember(m, first, out);
+  out->push_back('{');
+  for (size_t i = 0; i < attrs.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    canonical::AppendString(attrs[i].first, out);
+    out->push_back(':');
+    canonical::AppendString(attrs[i].second, out);
+  }
+  out->push_back('}');
+}
+
+absl::Status AppendStringField(const Member& m, const Message& msg, bool check, std::string* scratch, bool* first,
+                               std::string* out) {
+  const std::string& v = msg.GetReflection()->GetStringReference(msg, m.field, scratch);
+  if (v.empty()) return absl::OkStatus();
+  if (check) {
+    if (!canonical::IsUtf8(v)) return Invalid(m.key, "must be valid UTF-8");
+    if (m.rule == Rule::kSha256 && !IsLowerHex(v, 64)) {
+      return Invalid(m.key, "must be a SHA-256 digest: 64 lowercase hex digits");
+    }
+    if (v.size() > 1024) return Invalid(m.key, "at most 1024 bytes");
+    if (m.rule != Rule::kSha256) {
+      if (auto s = NoCredential(m.key, v); !s.ok()) return s;
+    }
+  }
+  AppendMember(m, first, out);
+  canonical::AppendString(v, out);
+  return absl::OkStatus();
+}
+
+absl::Status AppendIntField(const Member& m, const Message& msg, bool check, bool* first, std::string* out) {
+  const Reflection* rf = msg.GetReflection();
+  const FieldDescriptor* f = m.field;
+  int64_t v;
+  if (rf->HasField(msg, f)) {
+    v = rf->GetInt64(msg, f);
+  } else if (f->number() == Receipt::kAttemptFieldNumber && !m.in_body) {
+    v = 1;  // the default attempt is written
+  } else {
+    return absl::OkStatus();
+  }
+  if (check) {
+    if (v > canonical::kMaxSafeInteger || v < -canonical::kMaxSafeInteger) {
+      return Invalid(m.key, "outside the JSON integer range +-(2^53-1)");
+    }
+    if (m.rule == Rule::kNonNegative && v < 0) return Invalid(m.key, "must be >= 0");
+  }
+  AppendMember(m, first, out);
+  canonical::AppendInt(v, out);
+  return absl::OkStatus();
+}
+
+absl::Status AppendEnumField(const Member& m, const Message& msg, bool check, bool* first, std::string* out) {
+  int v = msg.GetReflection()->GetEnumValue(msg, m.field);
+  if (v == 0) return absl::OkStatus();
+  const EnumNames& names = GetSchema().Names(m.field->enum_type());
+  if (v < 0 || v >= static_cast<int>(names.by_number.size()) || names.by_number[v].empty()) {
+    if (check) return Invalid(m.key, absl::StrCat("unknown value ", v, "; one of ", names.choices));
+    return absl::OkStatus();
+  }
+  AppendMember(m, first, out);
+  canonical::AppendString(names.by_number[v], out);
+  return absl::OkStatus();
 }
 
 // Writes the canonical JSON of `r`. With `check`, also applies the rules
@@ -370,80 +483,26 @@ absl::Status EncodeTo(const Receipt& r, bool check, std::string* out) {
       canonical::AppendString(layout.body->name(), out);
       continue;
     }
-    if (m.field->is_map()) {  // "attributes", checked by CheckContract
-      if (r.attributes().empty()) continue;
-      std::vector<std::pair<std::string_view, std::string_view>> attrs(
-          r.attributes().begin(), r.attributes().end());
-      std::sort(attrs.begin(), attrs.end());
-      AppendMember(m, &first, out);
-      out->push_back('{');
-      for (size_t i = 0; i < attrs.size(); ++i) {
-        if (i > 0) out->push_back(',');
-        canonical::AppendString(attrs[i].first, out);
-        out->push_back(':');
-        canonical::AppendString(attrs[i].second, out);
-      }
-      out->push_back('}');
+    if (m.field->is_map()) {
+      AppendAttributes(r, m, &first, out);
       continue;
     }
     const Message& msg = m.in_body ? *body : r;
-    const Reflection* rf = msg.GetReflection();
-    const FieldDescriptor* f = m.field;
-    switch (f->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_STRING: {
-        const std::string& v = rf->GetStringReference(msg, f, &scratch);
-        if (v.empty()) break;
-        if (check) {
-          if (!canonical::IsUtf8(v)) return Invalid(m.key, "must be valid UTF-8");
-          if (m.rule == Rule::kSha256 && !IsLowerHex(v, 64)) {
-            return Invalid(m.key, "must be a SHA-256 digest: 64 lowercase hex digits");
-          }
-          if (v.size() > 1024) return Invalid(m.key, "at most 1024 bytes");
-          if (m.rule != Rule::kSha256) {
-            if (auto s = NoCredential(m.key, v); !s.ok()) return s;
-          }
-        }
-        AppendMember(m, &first, out);
-        canonical::AppendString(v, out);
+    absl::Status s;
+    switch (m.field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING:
+        s = AppendStringField(m, msg, check, &scratch, &first, out);
         break;
-      }
-      case FieldDescriptor::CPPTYPE_INT64: {
-        int64_t v;
-        if (rf->HasField(msg, f)) {
-          v = rf->GetInt64(msg, f);
-        } else if (f->number() == Receipt::kAttemptFieldNumber && !m.in_body) {
-          v = 1;  // the default attempt is written
-        } else {
-          break;
-        }
-        if (check) {
-          if (v > canonical::kMaxSafeInteger || v < -canonical::kMaxSafeInteger) {
-            return Invalid(m.key, "outside the JSON integer range +-(2^53-1)");
-          }
-          if (m.rule == Rule::kNonNegative && v < 0) return Invalid(m.key, "must be >= 0");
-        }
-        AppendMember(m, &first, out);
-        canonical::AppendInt(v, out);
+      case FieldDescriptor::CPPTYPE_INT64:
+        s = AppendIntField(m, msg, check, &first, out);
         break;
-      }
-      case FieldDescriptor::CPPTYPE_ENUM: {
-        int v = rf->GetEnumValue(msg, f);
-        if (v == 0) break;
-        const EnumNames& names = GetSchema().Names(f->enum_type());
-        if (v < 0 || v >= static_cast<int>(names.by_number.size()) ||
-            names.by_number[v].empty()) {
-          if (check) {
-            return Invalid(m.key, absl::StrCat("unknown value ", v, "; one of ", names.choices));
-          }
-          break;
-        }
-        AppendMember(m, &first, out);
-        canonical::AppendString(names.by_number[v], out);
+      case FieldDescriptor::CPPTYPE_ENUM:
+        s = AppendEnumField(m, msg, check, &first, out);
         break;
-      }
       default:
         break;
     }
+    if (!s.ok()) return s;
   }
   out->push_back('}');
   return absl::OkStatus();

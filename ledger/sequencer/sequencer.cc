@@ -274,26 +274,8 @@ void Sequencer::Run() {
   }
 }
 
-std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> requests,
-                                                        const Prepared* base) {
-  auto p = std::make_unique<Prepared>();
-  p->requests = std::move(requests);
-  p->batch = store_->NewBatch(base != nullptr ? &*base->batch : nullptr);
-  store::Batch& batch = *p->batch;
-  projection::Projector* projector = options_.projector;
-  if (projector != nullptr) {
-    p->txn = std::make_unique<projection::OverlayTxn>(
-        base != nullptr ? base->txn.get() : nullptr,
-        [store = store_](projection::Table t, std::string_view key) {
-          return store->GetProjection(t, key);
-        },
-        &batch);
-  }
-  absl::Status projection_error;
-  std::vector<projection::Entry> entries;
-  merkle::Frontier& frontier = frontier_;
-  store::State& state = state_;
-  const uint64_t first_seq = state.size;
+// The receipts of the batch Prepare builds, between its steps.
+struct Sequencer::Placement {
   // The head of each run this batch appends to, as of its last entry in
   // the batch; written once per run. The leaf hash is set when that entry
   // is hashed.
@@ -314,180 +296,226 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
     size_t run;  // index in run_heads
   };
   std::vector<Placed> placed;
-  absl::flat_hash_map<std::string_view, size_t> placed_ids;
+  absl::flat_hash_map<std::string_view, size_t> placed_ids;  // id_key -> placed
+  // Retries of a receipt placed earlier in this batch: the outcome and the
+  // index in placed of the first.
   std::vector<std::pair<Outcome*, size_t>> retries_of_placed;
-  p->outcomes.resize(p->requests.size());
+  std::vector<projection::Entry> entries;  // what the projector sees
+};
 
-  uint64_t next_seq = state.size;
-  int64_t last_logged_at = state.last_logged_at_us;
-  for (size_t r = 0; r < p->requests.size(); ++r) {
-    auto& items = p->requests[r].items;
-    p->outcomes[r].resize(items.size());
+std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> requests, const Prepared* base) {
+  std::unique_ptr<Prepared> p = NewPrepared(std::move(requests), base);
+  projection::Projector* projector = options_.projector;
+  const uint64_t first_seq = state_.size;
+  Placement placement;
+  Place(*p, base, placement);
+
+  // The projector needs seqs and times only: it runs while the chain is
+  // hashed. It writes only the projection part of the batch.
+  absl::Status projection_error;
+  std::future<absl::Status> projected;
+  if (projector != nullptr && !placement.entries.empty()) {
+    projected = std::async(std::launch::async, [&] { return projector->Apply(placement.entries, *p->txn); });
+  }
+  HashIntoChain(*p, placement);
+  if (projected.valid()) projection_error = projected.get();
+
+  p->has_entries = state_.size != first_seq;
+  if (p->has_entries) PutHeads(*p, placement);
+  if (!projection_error.ok()) {
+    Abandon(*p, base, projection_error);
+    return p;
+  }
+  p->frontier = frontier_;
+  p->state = state_;
+  return p;
+}
+
+std::unique_ptr<Sequencer::Prepared> Sequencer::NewPrepared(std::vector<Request> requests, const Prepared* base) {
+  auto p = std::make_unique<Prepared>();
+  p->requests = std::move(requests);
+  p->batch = store_->NewBatch(base != nullptr ? &*base->batch : nullptr);
+  if (options_.projector != nullptr) {
+    p->txn = std::make_unique<projection::OverlayTxn>(
+        base != nullptr ? base->txn.get() : nullptr,
+        [store = store_](projection::Table t, std::string_view key) { return store->GetProjection(t, key); },
+        &*p->batch);
+  }
+  p->outcomes.resize(p->requests.size());
+  return p;
+}
+
+void Sequencer::Place(Prepared& p, const Prepared* base, Placement& placement) {
+  uint64_t next_seq = state_.size;
+  int64_t last_logged_at = state_.last_logged_at_us;
+  for (size_t r = 0; r < p.requests.size(); ++r) {
+    auto& items = p.requests[r].items;
+    p.outcomes[r].resize(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
       Submission& s = items[i];
-      Outcome& out = p->outcomes[r][i];
-      const std::string& id = s.receipt->receipt_id();
-
-      // Where the receipt id may already be (among the team's, or the
-      // ledger's own): this batch, the batch being committed, the store.
-      if (auto it = placed_ids.find(s.id_key); it != placed_ids.end()) {
-        const Placed& first = placed[it->second];
-        if (first.submission->digest != s.digest) {
-          out.status = absl::AlreadyExistsError(absl::StrCat(
-              "receipt_id: '", id, "' is already in the log (seq ", first.seq,
-              ") with different content"));
-        } else {
-          retries_of_placed.emplace_back(&out, it->second);
-          p->pending.push_back(&out);
-        }
-        continue;
-      }
-      std::optional<store::ReceiptRef> existing;
-      bool existing_is_pending = false;
-      if (base != nullptr) {
-        if (auto it = base->new_ids.find(s.id_key); it != base->new_ids.end()) {
-          existing = it->second;
-          existing_is_pending = true;
-        }
-      }
-      if (!existing_is_pending) {
-        auto found = store_->FindReceipt(s.key());
-        if (!found.ok()) {
-          out.status = absl::UnavailableError(
-              absl::StrCat("storage: receipt index unreadable: ", found.status().message()));
-          continue;
-        }
-        existing = *found;
-      }
-      if (existing.has_value()) {
-        if (existing->digest != s.digest) {
-          out.status = absl::AlreadyExistsError(absl::StrCat(
-              "receipt_id: '", id, "' is already in the log (seq ", existing->seq,
-              ") with different content"));
-          continue;
-        }
-        out.seq = existing->seq;
-        out.leaf_hash = existing->leaf_hash;
-        out.duplicate = true;
-        if (existing_is_pending) p->pending.push_back(&out);
-        continue;
-      }
+      Outcome& out = p.outcomes[r][i];
+      if (Answered(s, base, p, placement, out)) continue;
 
       // The run's head before this entry: this batch, the batch being
       // committed, the store.
       std::optional<store::RunHead> prev;
       std::string run_key = RunKey(s);
-      auto in_batch = run_index.find(run_key);
-      if (in_batch != run_index.end()) {
-        prev = run_heads[in_batch->second].head;
-      } else if (auto it = base != nullptr ? base->run_heads.find(run_key) : decltype(base->run_heads.end())();
-                 base != nullptr && it != base->run_heads.end()) {
-        prev = it->second;
-      } else {
-        auto head = store_->GetRunHead(s.receipt->team(), s.receipt->run_id());
-        if (!head.ok()) {
-          out.status = absl::UnavailableError(
-              absl::StrCat("storage: run index unreadable: ", head.status().message()));
-          continue;
-        }
-        prev = *head;
+      auto in_batch = placement.run_index.find(run_key);
+      if (in_batch != placement.run_index.end()) {
+        prev = placement.run_heads[in_batch->second].head;
+      } else if (!StoredRunHead(s, run_key, base, &prev, out)) {
+        continue;
       }
       uint64_t seq = next_seq++;
       last_logged_at = std::max(options_.clock(), last_logged_at);
       std::optional<uint64_t> run_prev;
       if (prev.has_value()) run_prev = prev->last_seq;
       size_t run;
-      if (in_batch != run_index.end()) {
+      if (in_batch != placement.run_index.end()) {
         run = in_batch->second;
       } else {
-        run = run_heads.size();
-        run_index.emplace(std::move(run_key), run);
-        run_heads.push_back({&s, {}});
+        run = placement.run_heads.size();
+        placement.run_index.emplace(std::move(run_key), run);
+        placement.run_heads.push_back({&s, {}});
       }
-      run_heads[run].submission = &s;
-      run_heads[run].head = {prev.has_value() ? prev->count + 1 : 1, seq, {}};
-      placed_ids.emplace(s.id_key, placed.size());
-      placed.push_back({&s, &out, seq, last_logged_at, run_prev, run});
-      if (projector != nullptr) entries.push_back({seq, last_logged_at, s.emitter, s.receipt});
+      placement.run_heads[run].submission = &s;
+      placement.run_heads[run].head = {prev.has_value() ? prev->count + 1 : 1, seq, {}};
+      placement.placed_ids.emplace(s.id_key, placement.placed.size());
+      placement.placed.push_back({&s, &out, seq, last_logged_at, run_prev, run});
+      if (options_.projector != nullptr) {
+        placement.entries.push_back({seq, last_logged_at, s.emitter, s.receipt});
+      }
     }
   }
+}
 
-  // The projector needs seqs and times only: it runs while the chain is
-  // hashed. It writes only the projection part of the batch.
-  std::future<absl::Status> projected;
-  if (projector != nullptr && !entries.empty()) {
-    projected = std::async(std::launch::async,
-                           [&] { return projector->Apply(entries, *p->txn); });
+bool Sequencer::Answered(const Submission& s, const Prepared* base, Prepared& p, Placement& placement, Outcome& out) {
+  const std::string& id = s.receipt->receipt_id();
+  // Where the receipt id may already be (among the team's, or the ledger's
+  // own): this batch, the batch being committed, the store.
+  if (auto it = placement.placed_ids.find(s.id_key); it != placement.placed_ids.end()) {
+    const Placement::Placed& first = placement.placed[it->second];
+    if (first.submission->digest != s.digest) {
+      out.status = absl::AlreadyExistsError(
+          absl::StrCat("receipt_id: '", id, "' is already in the log (seq ", first.seq, ") with different content"));
+    } else {
+      placement.retries_of_placed.emplace_back(&out, it->second);
+      p.pending.push_back(&out);
+    }
+    return true;
   }
+  std::optional<store::ReceiptRef> existing;
+  bool existing_is_pending = false;
+  if (base != nullptr) {
+    if (auto it = base->new_ids.find(s.id_key); it != base->new_ids.end()) {
+      existing = it->second;
+      existing_is_pending = true;
+    }
+  }
+  if (!existing_is_pending) {
+    auto found = store_->FindReceipt(s.key());
+    if (!found.ok()) {
+      out.status =
+          absl::UnavailableError(absl::StrCat("storage: receipt index unreadable: ", found.status().message()));
+      return true;
+    }
+    existing = *found;
+  }
+  if (!existing.has_value()) return false;
+  if (existing->digest != s.digest) {
+    out.status = absl::AlreadyExistsError(
+        absl::StrCat("receipt_id: '", id, "' is already in the log (seq ", existing->seq, ") with different content"));
+    return true;
+  }
+  out.seq = existing->seq;
+  out.leaf_hash = existing->leaf_hash;
+  out.duplicate = true;
+  if (existing_is_pending) p.pending.push_back(&out);
+  return true;
+}
+
+bool Sequencer::StoredRunHead(const Submission& s, const std::string& run_key, const Prepared* base,
+                              std::optional<store::RunHead>* prev, Outcome& out) {
+  if (base != nullptr) {
+    if (auto it = base->run_heads.find(run_key); it != base->run_heads.end()) {
+      *prev = it->second;
+      return true;
+    }
+  }
+  auto head = store_->GetRunHead(s.receipt->team(), s.receipt->run_id());
+  if (!head.ok()) {
+    out.status = absl::UnavailableError(absl::StrCat("storage: run index unreadable: ", head.status().message()));
+    return false;
+  }
+  *prev = *head;
+  return true;
+}
+
+void Sequencer::HashIntoChain(Prepared& p, Placement& placement) {
+  store::Batch& batch = *p.batch;
   std::string leaf;  // one buffer for every leaf of the batch
-  for (const Placed& e : placed) {
+  for (const Placement::Placed& e : placement.placed) {
     const Submission& s = *e.submission;
     leaf.clear();
-    receipt::EncodeLeafTo(&leaf, e.seq, state.head, e.run_prev, e.logged_at_us, s.emitter,
-                          s.canonical);
+    receipt::EncodeLeafTo(&leaf, e.seq, state_.head, e.run_prev, e.logged_at_us, s.emitter, s.canonical);
     hash::Hash leaf_hash = hash::LeafHash(leaf);
-    if (store::RunHead& head = run_heads[e.run].head; head.last_seq == e.seq) head.last_leaf_hash = leaf_hash;
+    if (store::RunHead& head = placement.run_heads[e.run].head; head.last_seq == e.seq) {
+      head.last_leaf_hash = leaf_hash;
+    }
     batch.PutEntry(e.seq, leaf);
     store::ReceiptRef ref{e.seq, leaf_hash, s.digest};
     batch.PutReceipt(s.key(), ref);
-    frontier.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
-      batch.PutNode(level, index, h);
-    });
-    p->new_ids.emplace(s.id_key, ref);
-    state.size = e.seq + 1;
-    state.head = leaf_hash;
-    state.last_logged_at_us = e.logged_at_us;
+    frontier_.Append(leaf_hash,
+                     [&](int level, uint64_t index, const hash::Hash& h) { batch.PutNode(level, index, h); });
+    p.new_ids.emplace(s.id_key, ref);
+    state_.size = e.seq + 1;
+    state_.head = leaf_hash;
+    state_.last_logged_at_us = e.logged_at_us;
     e.out->seq = e.seq;
     e.out->leaf_hash = leaf_hash;
-    p->pending.push_back(e.out);
+    p.pending.push_back(e.out);
   }
-  for (auto [out, index] : retries_of_placed) {
-    out->seq = placed[index].out->seq;
-    out->leaf_hash = placed[index].out->leaf_hash;
+  for (auto [out, index] : placement.retries_of_placed) {
+    out->seq = placement.placed[index].out->seq;
+    out->leaf_hash = placement.placed[index].out->leaf_hash;
     out->duplicate = true;
   }
-  if (projected.valid()) projection_error = projected.get();
+}
 
-  p->has_entries = state.size != first_seq;
-  if (p->has_entries) {
-    for (const auto& [key, index] : run_index) {
-      const RunHead& run = run_heads[index];
-      const receipt::Receipt& r = *run.submission->receipt;
-      batch.PutRunHead(r.team(), r.run_id(), run.head);
-      p->run_heads.emplace(key, run.head);
-      if (options_.track_runs) {
-        p->changed_runs.push_back({runmap::RunKeyOf(r.team(), r.run_id()),
-                                   {run.head.count, run.head.last_seq, run.head.last_leaf_hash}});
-      }
-    }
-    batch.PutState(state);
-    if (projector != nullptr) {
-      PutProjectedSize(*p->txn, state.size);
-      batch.PutProjections(p->txn->writes());
+void Sequencer::PutHeads(Prepared& p, const Placement& placement) {
+  store::Batch& batch = *p.batch;
+  for (const auto& [key, index] : placement.run_index) {
+    const Placement::RunHead& run = placement.run_heads[index];
+    const receipt::Receipt& r = *run.submission->receipt;
+    batch.PutRunHead(r.team(), r.run_id(), run.head);
+    p.run_heads.emplace(key, run.head);
+    if (options_.track_runs) {
+      p.changed_runs.push_back(
+          {runmap::RunKeyOf(r.team(), r.run_id()), {run.head.count, run.head.last_seq, run.head.last_leaf_hash}});
     }
   }
-  if (!projection_error.ok()) {
-    // A projection record could not be read: nothing of this batch is
-    // written, and its receipts fail.
-    absl::Status failed = absl::UnavailableError(absl::StrCat(
-        "projection: ", projection_error.message(), "; nothing of this batch was appended"));
-    for (Outcome* o : p->pending) *o = Outcome{failed};
-    p->pending.clear();
-    p->has_entries = false;
-    p->new_ids.clear();
-    p->run_heads.clear();
-    p->changed_runs.clear();
-    p->txn.reset();
-    // The head is what it was before this batch.
-    frontier_ = base != nullptr ? base->frontier : durable_frontier_;
-    state_ = base != nullptr ? base->state : durable_state_;
-    p->frontier = frontier_;
-    p->state = state_;
-    return p;
+  batch.PutState(state_);
+  if (options_.projector != nullptr) {
+    PutProjectedSize(*p.txn, state_.size);
+    batch.PutProjections(p.txn->writes());
   }
-  p->frontier = frontier;
-  p->state = state;
-  return p;
+}
+
+void Sequencer::Abandon(Prepared& p, const Prepared* base, const absl::Status& projection_error) {
+  absl::Status failed = absl::UnavailableError(
+      absl::StrCat("projection: ", projection_error.message(), "; nothing of this batch was appended"));
+  for (Outcome* o : p.pending) *o = Outcome{failed};
+  p.pending.clear();
+  p.has_entries = false;
+  p.new_ids.clear();
+  p.run_heads.clear();
+  p.changed_runs.clear();
+  p.txn.reset();
+  // The head is what it was before this batch.
+  frontier_ = base != nullptr ? base->frontier : durable_frontier_;
+  state_ = base != nullptr ? base->state : durable_state_;
+  p.frontier = frontier_;
+  p.state = state_;
 }
 
 }  // namespace ledger::sequencer

@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,12 +145,39 @@ class Sequencer {
     Done done;
   };
   struct Prepared;
+  struct Placement;
 
   Sequencer(store::Store* store, Options options, merkle::Frontier frontier,
             store::State state);
   void Run();
   void RunCommitter();
+
+  // Builds the next batch on top of `base` (the batch being committed, or
+  // null) and of the writer's head, which it advances.
   std::unique_ptr<Prepared> Prepare(std::vector<Request> requests, const Prepared* base);
+  // Prepare's steps, in order. An empty batch, with a projection overlay
+  // on `base`'s when there is a projector.
+  std::unique_ptr<Prepared> NewPrepared(std::vector<Request> requests, const Prepared* base);
+  // The first pass: each receipt is either answered at once or placed (its
+  // seq, its time, its run's previous entry).
+  void Place(Prepared& p, const Prepared* base, Placement& placement);
+  // Whether `s`'s receipt id is already taken (in this batch, `base` or the
+  // store): `out` is then its outcome (the first one's for a retry,
+  // ALREADY_EXISTS for other content), or UNAVAILABLE when the index
+  // cannot be read.
+  bool Answered(const Submission& s, const Prepared* base, Prepared& p, Placement& placement, Outcome& out);
+  // The head of `s`'s run as of `base`, else the store: false, with `out`
+  // UNAVAILABLE, when the store cannot be read.
+  bool StoredRunHead(const Submission& s, const std::string& run_key, const Prepared* base,
+                     std::optional<store::RunHead>* prev, Outcome& out);
+  // The second pass: leaves, receipt index rows and tree nodes into the
+  // batch, each placed receipt's (and retry's) outcome.
+  void HashIntoChain(Prepared& p, Placement& placement);
+  // The runs' heads, the state and the projection records into the batch.
+  void PutHeads(Prepared& p, const Placement& placement);
+  // A projection record could not be read: nothing of the batch is written,
+  // its receipts fail, and the head is what it was before it.
+  void Abandon(Prepared& p, const Prepared* base, const absl::Status& projection_error);
   // Waits for `p`'s commit, then publishes it or fails it. Returns whether
   // it was committed.
   bool Finish(Prepared& p);

@@ -1,13 +1,14 @@
 #include "ledger/store/rocksdb_plugins.h"
 
-#include "util/jsonlog/jsonlog.h"
-#include "ledger/store/testing.h"
-
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <utility>
+
+#include "util/jsonlog/jsonlog.h"
+#include "ledger/projection/keys.h"
+#include "ledger/store/testing.h"
 
 namespace ledger::store {
 namespace {
@@ -105,20 +106,8 @@ class KeyPrefix : public rocksdb::SliceTransform {
   bool InDomain(const rocksdb::Slice& key) const override { return Length(key) > 0; }
 
  private:
-  // 0 when the key is too short to have the prefix.
   size_t Length(const rocksdb::Slice& key) const {
-    size_t at = 0;
-    if (family_byte_) {
-      if (key.size() < 1) return 0;
-      if (key[0] == 'D') return 1;
-      at = 1;
-    }
-    for (int k = 0; k < parts_; ++k) {
-      if (key.size() <= at) return 0;
-      at += 1 + static_cast<unsigned char>(key[at]);
-      if (key.size() < at) return 0;
-    }
-    return at;
+    return projection::KeyPrefixLength(std::string_view(key.data(), key.size()), family_byte_, parts_);
   }
   const bool family_byte_;
   const int parts_;
@@ -129,7 +118,7 @@ class KeyPrefix : public rocksdb::SliceTransform {
 
 std::shared_ptr<rocksdb::Logger> NewStderrLogger() { return std::make_shared<StderrLogger>(); }
 
-std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
+std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target,
                                                         const Faults* faults, stats::Histogram* sync_us) {
   return std::make_shared<StoreFileSystem>(target, faults, sync_us);
 }

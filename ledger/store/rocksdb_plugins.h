@@ -25,16 +25,16 @@ std::shared_ptr<rocksdb::Logger> NewStderrLogger();
 // `target`, with each sync of a written file timed into `sync_us`
 // (microseconds), and writes and syncs failing while `faults` says so.
 // Either may be null; both MUST outlive the file system.
-std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(std::shared_ptr<rocksdb::FileSystem> target,
+std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target,
                                                         const Faults* faults, stats::Histogram* sync_us);
 
 // Memtable insert hints (memtable_insert_with_hint_prefix_extractor): rows
 // that share a prefix mostly arrive in key order, so an insert can start
 // where the last one with its prefix ended instead of searching the whole
-// skip list. The prefix is the first `parts` length-prefixed strings
-// (query/projector/keys.h), after a family byte for index rows; deadline
-// rows ('D' then a time) all share the prefix "D". `name` MUST be a string
-// literal.
+// skip list. The prefix is projection::KeyPrefixLength's
+// (ledger/projection/keys.h): the first `parts` parts, after a family byte
+// for index rows; deadline rows all share the prefix "D". `name` MUST be a
+// string literal.
 const rocksdb::SliceTransform* NewKeyPrefix(bool family_byte, int parts, const char* name);
 
 }  // namespace ledger::store

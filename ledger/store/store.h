@@ -26,7 +26,11 @@
 //                                             for checkpoints signed before
 //                                             the ledger signed times
 //   p_steps, p_runs, p_index, p_changes   -> projection records; their
-//                                             layouts are query/'s (keys.h)
+//                                             layouts are query/projector/
+//                                             keys.h's, made of the parts
+//                                             of ledger/projection/keys.h
+//                                             (the memtable hints cut
+//                                             prefixes by them)
 // Projection records are derived from the log and are written without the
 // WAL (after the log's records of the same batch, which are synced): after a
 // crash they may lag the log, never lead it, and always stand at a batch
@@ -184,16 +188,16 @@ class Store {
       uint64_t from, uint64_t to,
       absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const;
 
-  // Every row of the receipt index, run heads and checkpoints, in key
-  // order; stop at and return fn's first error. DATA_LOSS on a malformed
-  // row. For audits.
-  // Every row of the receipt index, those of format 2 first, then those of
-  // format 1 (as kLegacy keys); DATA_LOSS on a malformed key or value.
+  // The Scan functions are for audits: they call fn for every row, stop at
+  // and return fn's first error, and return DATA_LOSS on a malformed row.
+  // The receipt index: rows of format 2 first, then those of format 1 (as
+  // kLegacy keys).
   absl::Status ScanReceipts(
       absl::FunctionRef<absl::Status(const ReceiptKey& key, const ReceiptRef& ref)> fn) const;
   // Rows of format 1 (keyed by the bare receipt_id), in key order, at most
   // `limit`; empty when none are left.
   absl::StatusOr<std::vector<std::pair<std::string, ReceiptRef>>> LegacyReceipts(size_t limit) const;
+  // Run heads, checkpoints and checkpoint-time notes, in key order.
   absl::Status ScanRunHeads(
       absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, const RunHead& head)> fn)
       const;

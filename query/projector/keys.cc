@@ -1,25 +1,12 @@
 #include "query/projector/keys.h"
 
 #include "absl/status/status.h"
+#include "ledger/projection/keys.h"
 
 namespace ledger::query {
-namespace {
 
-void Str(std::string* out, std::string_view s) {
-  out->push_back(static_cast<char>(s.size()));
-  out->append(s);
-}
-
-bool TakeStr(std::string_view* in, std::string* out) {
-  if (in->empty()) return false;
-  size_t n = static_cast<uint8_t>((*in)[0]);
-  if (in->size() < 1 + n) return false;
-  *out = std::string(in->substr(1, n));
-  in->remove_prefix(1 + n);
-  return true;
-}
-
-}  // namespace
+using projection::AppendKeyPart;
+using projection::TakeKeyPart;
 
 std::string U64(uint64_t v) {
   std::string out(8, '\0');
@@ -35,16 +22,16 @@ uint64_t ReadU64(std::string_view bytes) {
 
 std::string EncodeStepKey(const StepKey& k) {
   std::string out;
-  Str(&out, k.team);
-  Str(&out, k.run_id);
-  Str(&out, k.step_id);
+  AppendKeyPart(&out, k.team);
+  AppendKeyPart(&out, k.run_id);
+  AppendKeyPart(&out, k.step_id);
   out += U64(static_cast<uint64_t>(k.attempt));
   return out;
 }
 
 absl::StatusOr<StepKey> DecodeStepKey(std::string_view key) {
   StepKey k;
-  if (!TakeStr(&key, &k.team) || !TakeStr(&key, &k.run_id) || !TakeStr(&key, &k.step_id) ||
+  if (!TakeKeyPart(&key, &k.team) || !TakeKeyPart(&key, &k.run_id) || !TakeKeyPart(&key, &k.step_id) ||
       key.size() != 8) {
     return absl::DataLossError("projection: malformed step key");
   }
@@ -54,14 +41,14 @@ absl::StatusOr<StepKey> DecodeStepKey(std::string_view key) {
 
 std::string EncodeRunKey(std::string_view team, std::string_view run_id) {
   std::string out;
-  Str(&out, team);
-  Str(&out, run_id);
+  AppendKeyPart(&out, team);
+  AppendKeyPart(&out, run_id);
   return out;
 }
 
 std::string TeamTimePrefix(std::string_view team) {
   std::string out = "T";
-  Str(&out, team);
+  AppendKeyPart(&out, team);
   return out;
 }
 
@@ -77,7 +64,7 @@ std::string RunTimeRow(std::string_view run_key, uint64_t first_at_us, std::stri
 
 std::string StatePrefix(std::string_view team, int state) {
   std::string out = "S";
-  Str(&out, team);
+  AppendKeyPart(&out, team);
   out.push_back(static_cast<char>(state));
   return out;
 }
@@ -89,7 +76,7 @@ std::string StateRow(std::string_view team, int state, uint64_t first_at_us,
 
 std::string RunsPrefix(std::string_view team) {
   std::string out = "U";
-  Str(&out, team);
+  AppendKeyPart(&out, team);
   return out;
 }
 
@@ -103,7 +90,7 @@ std::string DeadlineRow(uint64_t timeout_at_us, uint64_t start_seq) {
 
 std::string StartRow(std::string_view team, std::string_view receipt_id) {
   std::string out = "A";
-  Str(&out, team);
+  AppendKeyPart(&out, team);
   out.append(receipt_id);
   return out;
 }

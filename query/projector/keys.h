@@ -1,7 +1,8 @@
 // Keys of the step and run projections (format version 1; DO NOT CHANGE:
-// stored projections and page tokens depend on them). Strings are prefixed
-// with their length (u8: every key part is at most 128 bytes), integers are
-// big-endian u64, so rows sort by team, then time, and parse back.
+// stored projections and page tokens depend on them). Strings are parts
+// (str: prefixed with their length, ledger/projection/keys.h, whose shapes
+// the store's memtable hints rely on), integers are big-endian u64, so rows
+// sort by team, then time, and parse back.
 //
 //   step key    = str(team) str(run_id) str(step_id) u64(attempt)
 //   run key     = str(team) str(run_id)
@@ -25,6 +26,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "ledger/projection/keys.h"
 
 namespace ledger::query {
 
@@ -54,7 +56,7 @@ std::string StatePrefix(std::string_view team, int state);
 std::string RunsRow(std::string_view team, uint64_t first_at_us, std::string_view run_key);
 std::string RunsPrefix(std::string_view team);
 std::string DeadlineRow(uint64_t timeout_at_us, uint64_t start_seq);
-inline constexpr char kDeadlinePrefix[] = "D";
+inline constexpr char kDeadlinePrefix[] = {projection::kDeadlineFamily, '\0'};
 std::string StartRow(std::string_view team, std::string_view receipt_id);
 
 // The step key at the end of a 'T', 'R' or 'S' row whose prefix is

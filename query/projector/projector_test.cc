@@ -370,6 +370,24 @@ TEST(KeysTest, StepKeyRoundTripAndOrder) {
   EXPECT_EQ(AnomalyName(pb::ANOMALY_LATE_COMPLETION), "late_completion");
 }
 
+// The store's memtable hints cut keys by projection::KeyPrefixLength: steps
+// and runs by team and run, index rows by family and team, deadline rows
+// by their family alone.
+TEST(KeysTest, PrefixesTheStoreCutsAreTeamAndRunOrFamilyAndTeam) {
+  const std::string run_key = EncodeRunKey("team-a", "run-1");
+  const std::string step_key = EncodeStepKey({"team-a", "run-1", "step", 2});
+  EXPECT_EQ(step_key.substr(0, projection::KeyPrefixLength(step_key, false, 2)), run_key);
+  EXPECT_EQ(projection::KeyPrefixLength(run_key, false, 2), run_key.size());
+  for (const std::string& row :
+       {TeamTimeRow("team-a", 7, step_key), RunTimeRow(run_key, 7, step_key), StateRow("team-a", 3, 7, step_key),
+        RunsRow("team-a", 7, run_key), StartRow("team-a", "r-1")}) {
+    const std::string team_part = std::string(1, '\x06') + "team-a";
+    EXPECT_EQ(row.substr(0, projection::KeyPrefixLength(row, true, 1)), row.substr(0, 1) + team_part) << row;
+  }
+  EXPECT_EQ(projection::KeyPrefixLength(DeadlineRow(7, 9), true, 1), 1u);
+  EXPECT_EQ(DeadlineRow(7, 9).substr(0, 1), kDeadlinePrefix);
+}
+
 // AppendStepJson and AppendRunJson write what StepJson and RunJson dump,
 // byte for byte, for records with every part present or absent, odd
 // characters in their strings, and extreme numbers.
