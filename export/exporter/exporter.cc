@@ -157,39 +157,101 @@ absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size
 
 }  // namespace
 
-absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since, Staging::Lease* lease, uint64_t unknown_grace_ms,
-                        const CosignFn& cosign) {
-  // A run pack is of the checkpoint its run-head proof is of.
+namespace {
+
+// One export (ExportPack), its steps in order.
+struct PackExport {
+  // A batch of leaves handed to the projecting thread.
+  struct Batch {
+    std::vector<uint64_t> seqs;
+    std::string leaves;  // concatenated
+    std::vector<size_t> ends;
+  };
+
+  // The checkpoint (a run pack's is the one of its run-head proof), its
+  // cosignatures, and the manifest's header for the scope.
+  absl::Status Prepare();
+  // The entries in scope and their proofs, staged; outcomes projected on a
+  // second thread meanwhile.
+  absl::Status Stage();
+  absl::Status ReadScope();
+  // One entry in scope: its leaf, its inclusion proof, its projection.
+  absl::Status Add(uint64_t seq, std::string_view leaf);
+  absl::StatusOr<hash::Hash> Node(int level, uint64_t index);
+  absl::Status Project(Batch batch);
+  absl::Status HandOver();
+  // The checkpoint, its time note, the run-head proof, the consistency
+  // proof, the key; then outcomes and report; then the manifest, signed,
+  // and the archive.
+  absl::Status WriteSmallFiles();
+  absl::Status WriteConsistency();
+  absl::Status WriteDerived();
+  absl::Status Seal();
+
+  std::string Path(const char* name) const { return dir->path() + "/" + name; }
+  // What this export holds on disk, told to the quota as it grows, plus
+  // `more` bytes about to be written.
+  absl::Status Charge(uint64_t more) const {
+    return lease != nullptr ? lease->Set(DiskUsage(dir->path()) + more) : absl::OkStatus();
+  }
+
+  const log::Log& log;
+  const Scope& scope;
+  const std::string& out_path;
+  const std::string& since;
+  Staging::Lease* const lease;
+  const uint64_t unknown_grace_ms;
+  const CosignFn& cosign;
+
   std::optional<runmap::KeyedPath> run_head;
-  absl::StatusOr<log::SignedCheckpoint> cp;
+  std::optional<log::SignedCheckpoint> cp;
+  std::string checkpoint_file;  // the checkpoint with the cosignatures held for it
+  uint64_t size = 0;
+  manifest::Manifest header;  // all but the files
+  uint64_t window_lo = 0, window_hi = 0;  // a team window's seqs [lo, hi)
+  std::optional<pack::ScratchDir> dir;
+  std::optional<StagedFile> entries, proofs;
+  std::optional<pack::Outcomes> outcomes;
+  // Neighbouring entries' proofs share most of their nodes, and a node
+  // record holds sixteen neighbours.
+  absl::flat_hash_map<uint64_t, std::vector<hash::Hash>> groups;
+  merkle::EdgeCache edges;
+  Batch batch;
+  std::future<absl::Status> projecting;
+  uint64_t count = 0;
+  std::map<std::string, pack::ArchiveFile> files;
+  std::map<std::string, std::string> digests;
+};
+
+absl::Status PackExport::Prepare() {
+  // A run pack is of the checkpoint its run-head proof is of.
+  absl::StatusOr<log::SignedCheckpoint> found = absl::UnknownError("");
   if (scope.is_run()) {
     auto proof = log.ProveRun(scope.team, scope.run_id);
     if (!proof.ok()) return proof.status();
-    cp = proof->checkpoint;
+    found = proof->checkpoint;
     run_head = runmap::KeyedPath{proof->key, std::move(proof->path)};
   } else {
-    cp = log.Checkpoint(0);
+    found = log.Checkpoint(0);
   }
-  if (!cp.ok()) return cp.status();
+  if (!found.ok()) return found.status();
+  cp = *std::move(found);
   if (cp->time_note.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("export: the checkpoint of size ", cp->size, " has no signed time"));
   }
-  std::string checkpoint_file = cp->note;  // with the cosignatures held for it
+  checkpoint_file = cp->note;
   if (cosign) {
     auto cosigned = cosign(cp->note);
     if (!cosigned.ok()) return absl::Status(cosigned.status().code(), absl::StrCat("export: ", cosigned.status().message()));
     checkpoint_file = *std::move(cosigned);
   }
-  const uint64_t size = cp->size;
-  manifest::Manifest header;  // all but the files
+  size = cp->size;
   header.origin = log.origin();
   header.scope = scope;
   header.tree_size = size;
   header.root = hash::Hex(cp->root);
   header.unknown_grace_ms = unknown_grace_ms;
-  uint64_t window_lo = 0, window_hi = 0;  // a team window's seqs [lo, hi)
   if (scope.is_run()) {
     header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {
@@ -212,101 +274,83 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
     header.scope = {"", "", scope.from_seq, scope.to_seq};
   }
 
-  pack::ScratchDir dir(lease != nullptr ? lease->dir() : std::filesystem::temp_directory_path().string(),
-                      kStagingPrefix);
-  if (dir.path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
-  // What this export holds on disk, told to the quota as it grows, plus
-  // `more` bytes about to be written.
-  auto charge = [&](uint64_t more) {
-    return lease != nullptr ? lease->Set(DiskUsage(dir.path()) + more) : absl::OkStatus();
-  };
-  auto path = [&](const char* name) { return dir.path() + "/" + name; };
-  StagedFile entries(path(pack::kEntries)), proofs(path(pack::kProofs));
-  std::string& entries_out = *entries.buffer();
-  std::string& proofs_out = *proofs.buffer();
-  pack::Outcomes outcomes(pack::Outcomes::kSpillBytes, dir.path());
-  // Neighbouring entries' proofs share most of their nodes, and a node
-  // record holds sixteen neighbours.
-  absl::flat_hash_map<uint64_t, std::vector<hash::Hash>> groups;
-  merkle::EdgeCache edges;
-  auto node = [&](int level, uint64_t index) -> absl::StatusOr<hash::Hash> {
-    uint64_t group = index / store::Store::kNodesPerGroup, at = index % store::Store::kNodesPerGroup;
-    uint64_t key = group << 6 | static_cast<uint64_t>(level);
-    auto it = groups.find(key);
-    if (it == groups.end()) {
-      auto g = log.store().GetNodeGroup(level, group);
-      if (!g.ok()) return g.status();
-      if (groups.size() > 4096) groups.clear();  // bounded memory
-      it = groups.emplace(key, *std::move(g)).first;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<hash::Hash> PackExport::Node(int level, uint64_t index) {
+  uint64_t group = index / store::Store::kNodesPerGroup, at = index % store::Store::kNodesPerGroup;
+  uint64_t key = group << 6 | static_cast<uint64_t>(level);
+  auto it = groups.find(key);
+  if (it == groups.end()) {
+    auto g = log.store().GetNodeGroup(level, group);
+    if (!g.ok()) return g.status();
+    if (groups.size() > 4096) groups.clear();  // bounded memory
+    it = groups.emplace(key, *std::move(g)).first;
+  }
+  if (at >= it->second.size()) {
+    return absl::DataLossError(absl::StrCat("storage: tree node (level ", level, ", index ", index, ") is missing"));
+  }
+  return it->second[at];
+}
+
+absl::Status PackExport::Project(Batch b) {
+  size_t begin = 0;
+  for (size_t k = 0; k < b.seqs.size(); ++k) {
+    std::string_view leaf(b.leaves.data() + begin, b.ends[k] - begin);
+    begin = b.ends[k];
+    uint64_t seq = b.seqs[k];
+    auto entry = receipt::ParseLeaf(leaf);
+    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
+    if (scope.is_run() && (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id)) {
+      return absl::DataLossError(absl::StrCat("entry ", seq, " is not of run ", scope.run_id));
     }
-    if (at >= it->second.size()) {
-      return absl::DataLossError(absl::StrCat("storage: tree node (level ", level, ", index ", index,
-                                              ") is missing"));
-    }
-    return it->second[at];
-  };
-  // Leaves are decoded and projected into outcomes on a second thread, a
-  // batch at a time, while this one reads, proves and writes the next batch.
-  struct Batch {
-    std::vector<uint64_t> seqs;
-    std::string leaves;  // concatenated
-    std::vector<size_t> ends;
-  };
-  auto project = [&outcomes, &scope](Batch batch) -> absl::Status {
-    size_t begin = 0;
-    for (size_t k = 0; k < batch.seqs.size(); ++k) {
-      std::string_view leaf(batch.leaves.data() + begin, batch.ends[k] - begin);
-      begin = batch.ends[k];
-      uint64_t seq = batch.seqs[k];
-      auto entry = receipt::ParseLeaf(leaf);
-      if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
-      if (scope.is_run() &&
-          (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id)) {
-        return absl::DataLossError(absl::StrCat("entry ", seq, " is not of run ", scope.run_id));
-      }
-      if (auto s = outcomes.Add(*std::move(entry)); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  };
-  Batch batch;
-  std::future<absl::Status> projecting;
-  auto hand_over = [&]() -> absl::Status {
-    if (projecting.valid()) {
-      if (auto s = projecting.get(); !s.ok()) return s;
-    }
-    if (!batch.seqs.empty()) projecting = std::async(std::launch::async, project, std::move(batch));
-    batch = Batch();
-    return charge(0);
-  };
-  auto add = [&](uint64_t seq, std::string_view leaf) -> absl::Status {
-    auto path = merkle::InclusionProof(seq, size, node, &edges);
-    if (!path.ok()) return path.status();
-    entries_out.append(leaf);
-    entries_out.push_back('\n');
-    absl::StrAppend(&proofs_out, "{\"seq\":", seq, ",\"leaf_hash\":\"", hash::Hex(hash::LeafHash(leaf)),
-                    "\",\"inclusion\":[");
-    for (size_t i = 0; i < path->size(); ++i) {
-      absl::StrAppend(&proofs_out, i ? ",\"" : "\"", hash::Hex((*path)[i]), "\"");
-    }
-    proofs_out += "]}\n";
-    entries.Spill();
-    proofs.Spill();
-    batch.seqs.push_back(seq);
-    batch.leaves.append(leaf);
-    batch.ends.push_back(batch.leaves.size());
-    if (batch.seqs.size() >= 4096) return hand_over();
-    return absl::OkStatus();
-  };
-  // The entries in scope, ascending: a run's by its chain (consecutive
-  // seqs read with one scan, the rest one by one), a team window's by one
-  // scan of the window, a seq range's by one scan.
-  uint64_t count = 0;
-  auto counted = [&](uint64_t seq, std::string_view leaf) {
-    ++count;
-    return add(seq, leaf);
-  };
+    if (auto s = outcomes->Add(*std::move(entry)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Leaves are decoded and projected into outcomes on a second thread, a
+// batch at a time, while this one reads, proves and writes the next batch.
+absl::Status PackExport::HandOver() {
+  if (projecting.valid()) {
+    if (auto s = projecting.get(); !s.ok()) return s;
+  }
+  if (!batch.seqs.empty()) projecting = std::async(std::launch::async, &PackExport::Project, this, std::move(batch));
+  batch = Batch();
+  return Charge(0);
+}
+
+absl::Status PackExport::Add(uint64_t seq, std::string_view leaf) {
+  ++count;
+  auto path = merkle::InclusionProof(
+      seq, size, [this](int level, uint64_t index) { return Node(level, index); }, &edges);
+  if (!path.ok()) return path.status();
+  std::string& entries_out = *entries->buffer();
+  std::string& proofs_out = *proofs->buffer();
+  entries_out.append(leaf);
+  entries_out.push_back('\n');
+  absl::StrAppend(&proofs_out, "{\"seq\":", seq, ",\"leaf_hash\":\"", hash::Hex(hash::LeafHash(leaf)),
+                  "\",\"inclusion\":[");
+  for (size_t i = 0; i < path->size(); ++i) {
+    absl::StrAppend(&proofs_out, i ? ",\"" : "\"", hash::Hex((*path)[i]), "\"");
+  }
+  proofs_out += "]}\n";
+  entries->Spill();
+  proofs->Spill();
+  batch.seqs.push_back(seq);
+  batch.leaves.append(leaf);
+  batch.ends.push_back(batch.leaves.size());
+  if (batch.seqs.size() >= 4096) return HandOver();
+  return absl::OkStatus();
+}
+
+// The entries in scope, ascending: a run's by its chain (consecutive seqs
+// read with one scan, the rest one by one), a team window's by one scan of
+// the window, a seq range's by one scan.
+absl::Status PackExport::ReadScope() {
+  auto counted = [this](uint64_t seq, std::string_view leaf) { return Add(seq, leaf); };
   absl::Status read;
-  SeqSpool spool(path("run-seqs"), [&] { return charge(0); });
+  SeqSpool spool(Path("run-seqs"), [this] { return Charge(0); });
   if (scope.is_run()) {
     read = run_head->path.found.has_value() ? RunSeqs(log.store(), run_head->path.found->head, size, &spool)
                                             : absl::OkStatus();  // no entry: the proof is of absence
@@ -341,67 +385,91 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   } else {
     read = log.store().ScanLeaves(scope.from_seq, scope.to_seq, counted);
   }
+  return read;
+}
+
+absl::Status PackExport::Stage() {
+  dir.emplace(lease != nullptr ? lease->dir() : std::filesystem::temp_directory_path().string(), kStagingPrefix);
+  if (dir->path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
+  entries.emplace(Path(pack::kEntries));
+  proofs.emplace(Path(pack::kProofs));
+  outcomes.emplace(pack::Outcomes::kSpillBytes, dir->path());
+  absl::Status read = ReadScope();
   // The projecting thread MUST be joined before anything it uses goes.
-  absl::Status handed = hand_over();
+  absl::Status handed = HandOver();
   absl::Status projected = projecting.valid() ? projecting.get() : absl::OkStatus();
   for (const absl::Status& s : {read, handed, projected}) {
     if (!s.ok()) return s;
   }
-  std::map<std::string, std::string> digests;
-  for (auto [name, file] : {std::pair{pack::kEntries, &entries}, std::pair{pack::kProofs, &proofs}}) {
+  for (auto [name, file] : {std::pair{pack::kEntries, &*entries}, std::pair{pack::kProofs, &*proofs}}) {
     auto digest = file->Close();
     if (!digest.ok()) return digest.status();
     digests[name] = *digest;
   }
-
   header.entries = count;
-  std::map<std::string, pack::ArchiveFile> files = {
-      {pack::kCheckpoint, {path(pack::kCheckpoint)}}, {pack::kVkey, {path(pack::kVkey)}},
-      {pack::kEntries, entries.file()}, {pack::kProofs, proofs.file()}};
+  return absl::OkStatus();
+}
+
+absl::Status PackExport::WriteSmallFiles() {
+  files = {{pack::kCheckpoint, {Path(pack::kCheckpoint)}}, {pack::kVkey, {Path(pack::kVkey)}},
+           {pack::kEntries, entries->file()}, {pack::kProofs, proofs->file()}};
   if (auto s = WriteFile(files[pack::kCheckpoint].path, checkpoint_file); !s.ok()) return s;
-  files[pack::kCheckpointTime] = {path(pack::kCheckpointTime)};
+  files[pack::kCheckpointTime] = {Path(pack::kCheckpointTime)};
   if (auto s = WriteFile(files[pack::kCheckpointTime].path, cp->time_note); !s.ok()) return s;
   if (run_head.has_value()) {
-    files[pack::kRunHead] = {path(pack::kRunHead)};
+    files[pack::kRunHead] = {Path(pack::kRunHead)};
     if (auto s = WriteFile(files[pack::kRunHead].path, runmap::EncodeProof(*run_head) + "\n"); !s.ok()) return s;
   }
   if (!since.empty()) {
-    auto verifier = note::Verifier::Parse(log.verifier_key());
-    auto text = verifier->Open(since);
-    if (!text.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("since: ", text.status().message()));
-    }
-    auto old = note::ParseCheckpoint(*text);
-    if (!old.ok() || old->origin != log.origin()) {
-      return absl::InvalidArgumentError("since: not a checkpoint of this log");
-    }
-    if (old->size > size) {
-      return absl::InvalidArgumentError(absl::StrCat("since: its size ", old->size,
-                                                     " is beyond the checkpoint's ", size));
-    }
-    auto proof = log.ProveConsistency(old->size, size);
-    if (!proof.ok()) return proof.status();
-    nlohmann::ordered_json c = {{"old_checkpoint", since}, {"proof", nlohmann::ordered_json::array()}};
-    for (const auto& h : proof->hashes) c["proof"].push_back(hash::Hex(h));
-    files[pack::kConsistency] = {path(pack::kConsistency)};
-    if (auto s = WriteFile(files[pack::kConsistency].path, c.dump() + "\n"); !s.ok()) return s;
+    if (auto s = WriteConsistency(); !s.ok()) return s;
   }
-  if (auto s = WriteFile(files[pack::kVkey].path, log.verifier_key() + "\n"); !s.ok()) return s;
+  return WriteFile(files[pack::kVkey].path, log.verifier_key() + "\n");
+}
+
+// consistency.json, from the auditor's earlier checkpoint `since`.
+absl::Status PackExport::WriteConsistency() {
+  auto verifier = note::Verifier::Parse(log.verifier_key());
+  auto text = verifier->Open(since);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("since: ", text.status().message()));
+  }
+  auto old = note::ParseCheckpoint(*text);
+  if (!old.ok() || old->origin != log.origin()) {
+    return absl::InvalidArgumentError("since: not a checkpoint of this log");
+  }
+  if (old->size > size) {
+    return absl::InvalidArgumentError(absl::StrCat("since: its size ", old->size,
+                                                   " is beyond the checkpoint's ", size));
+  }
+  auto proof = log.ProveConsistency(old->size, size);
+  if (!proof.ok()) return proof.status();
+  nlohmann::ordered_json c = {{"old_checkpoint", since}, {"proof", nlohmann::ordered_json::array()}};
+  for (const auto& h : proof->hashes) c["proof"].push_back(hash::Hex(h));
+  files[pack::kConsistency] = {Path(pack::kConsistency)};
+  if (auto s = WriteFile(files[pack::kConsistency].path, c.dump() + "\n"); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+absl::Status PackExport::WriteDerived() {
   for (const char* name : {pack::kOutcomes, pack::kReport}) {
-    StagedFile out(path(name));
+    StagedFile out(Path(name));
     auto sink = [&](std::string_view piece) {
       out.buffer()->append(piece);
       out.Spill();
     };
     absl::Status written = name == std::string_view(pack::kOutcomes)
-                               ? outcomes.Write(sink)
-                               : pack::WriteReport(header, outcomes, checkpoint_file, sink);
+                               ? outcomes->Write(sink)
+                               : pack::WriteReport(header, *outcomes, checkpoint_file, sink);
     if (!written.ok()) return written;
     auto digest = out.Close();
     if (!digest.ok()) return digest.status();
     digests[name] = *digest;
     files[name] = out.file();
   }
+  return absl::OkStatus();
+}
+
+absl::Status PackExport::Seal() {
   manifest::Manifest manifest = header;
   for (const auto& [name, file] : files) {
     if (!digests.count(name)) {
@@ -414,13 +482,26 @@ absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::stri
   std::string manifest_text = manifest::Encode(manifest);
   auto sig = log.SignNote(hash::Hex(hash::Sha256(manifest_text)) + "\n");
   if (!sig.ok()) return sig.status();
-  files[pack::kManifest] = {path(pack::kManifest)};
-  files[pack::kManifestSig] = {path(pack::kManifestSig)};
+  files[pack::kManifest] = {Path(pack::kManifest)};
+  files[pack::kManifestSig] = {Path(pack::kManifestSig)};
   if (auto s = WriteFile(files[pack::kManifest].path, manifest_text); !s.ok()) return s;
   if (auto s = WriteFile(files[pack::kManifestSig].path, *sig); !s.ok()) return s;
   // The archive holds the staged files once more.
-  if (auto s = charge(DiskUsage(dir.path())); !s.ok()) return s;
+  if (auto s = Charge(DiskUsage(dir->path())); !s.ok()) return s;
   return pack::WriteArchive(files, out_path);
+}
+
+}  // namespace
+
+absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
+                        const std::string& since, Staging::Lease* lease, uint64_t unknown_grace_ms,
+                        const CosignFn& cosign) {
+  PackExport e{log, scope, out_path, since, lease, unknown_grace_ms, cosign};
+  for (auto step : {&PackExport::Prepare, &PackExport::Stage, &PackExport::WriteSmallFiles, &PackExport::WriteDerived,
+                    &PackExport::Seal}) {
+    if (absl::Status s = (e.*step)(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ledger::exporter
