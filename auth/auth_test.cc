@@ -36,9 +36,8 @@ TEST(Policy, ExactRuleWinsThenLongestPrefix) {
 TEST(Policy, OneKindNeverMatchesARuleOfAnother) {
   auto p = Policy::Parse(kPolicy);
   ASSERT_TRUE(p.ok()) << p.status();
-  for (const char* id : {"cn:spiffe://c/ns/team-a/sa/gateway", "dns:spiffe://c/ns/team-a/sa/gateway",
-                         "cn:ops", "uri:ops", "spiffe://c/ns/team-a/sa/gateway", "ops", "ledger", "local",
-                         "in-process"}) {
+  for (const char* id : {"cn:spiffe://c/ns/team-a/sa/gateway", "dns:spiffe://c/ns/team-a/sa/gateway", "cn:ops",
+                         "uri:ops", "spiffe://c/ns/team-a/sa/gateway", "ops", "ledger", "local", "in-process"}) {
     EXPECT_EQ(p->Find(id), nullptr) << id;
   }
 }
@@ -175,7 +174,7 @@ TEST(Policy, ErrorsNameTheFieldAndRule) {
 // A self-signed certificate with the given SANs ("URI:..", "DNS:..") and CN.
 std::string Certificate(const std::string& sans, const std::string& cn) {
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"),
-                                                           EVP_PKEY_free);
+                                                          EVP_PKEY_free);
   std::unique_ptr<X509, decltype(&X509_free)> x(X509_new(), X509_free);
   X509_set_version(x.get(), 2);
   X509_gmtime_adj(X509_getm_notBefore(x.get()), 0);
@@ -183,8 +182,8 @@ std::string Certificate(const std::string& sans, const std::string& cn) {
   X509_set_pubkey(x.get(), key.get());
   X509_NAME* name = X509_get_subject_name(x.get());
   if (!cn.empty()) {
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                               reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1,
+                               0);
   }
   X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("test"), -1, -1, 0);
   X509_set_issuer_name(x.get(), name);
@@ -204,11 +203,10 @@ std::string Certificate(const std::string& sans, const std::string& cn) {
 }
 
 TEST(Identity, FirstUriSanThenDnsSanThenCommonNameEachTypedByItsKind) {
-  EXPECT_EQ(*IdentityOfCertificate(Certificate(
-                "DNS:gw.example, URI:spiffe://c/ns/a/sa/gw, URI:spiffe://c/second", "cn")),
-            "uri:spiffe://c/ns/a/sa/gw");
-  EXPECT_EQ(*IdentityOfCertificate(Certificate("DNS:gw.example, DNS:other, IP:127.0.0.1", "cn")),
-            "dns:gw.example");
+  EXPECT_EQ(
+      *IdentityOfCertificate(Certificate("DNS:gw.example, URI:spiffe://c/ns/a/sa/gw, URI:spiffe://c/second", "cn")),
+      "uri:spiffe://c/ns/a/sa/gw");
+  EXPECT_EQ(*IdentityOfCertificate(Certificate("DNS:gw.example, DNS:other, IP:127.0.0.1", "cn")), "dns:gw.example");
   EXPECT_EQ(*IdentityOfCertificate(Certificate("IP:127.0.0.1", "auditor-1")), "cn:auditor-1");
   EXPECT_EQ(*IdentityOfCertificate(Certificate("", "aud\xc3\xaftor")), "cn:aud\xc3\xaftor");
   // The ledger's own names are out of reach.
@@ -238,7 +236,7 @@ TEST(Identity, ControlCharactersAndBrokenUtf8AreRefused) {
   EXPECT_EQ(IdentityFault("\xc0\xaf"), "is not valid UTF-8");          // overlong '/'
   EXPECT_EQ(IdentityFault("\xed\xa0\x80"), "is not valid UTF-8");      // a surrogate
   EXPECT_EQ(IdentityFault("\xf4\x90\x80\x80"), "is not valid UTF-8");  // beyond U+10FFFF
-  EXPECT_EQ(IdentityFault("a\xe2\x80"), "is not valid UTF-8");          // truncated
+  EXPECT_EQ(IdentityFault("a\xe2\x80"), "is not valid UTF-8");         // truncated
   EXPECT_EQ(IdentityFault(std::string("a\0b", 3)), "holds a control character (U+0000)");
 }
 

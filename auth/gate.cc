@@ -25,8 +25,7 @@ absl::Status Caller::CheckRole(Action action) const {
   }
   if (!r->Permits(action)) {
     return absl::PermissionDeniedError(absl::StrCat("identity '", identity, "' may not ",
-                                                    std::string(ActionName(action)),
-                                                    " (its roles do not allow it)"));
+                                                    std::string(ActionName(action)), " (its roles do not allow it)"));
   }
   return absl::OkStatus();
 }
@@ -45,7 +44,7 @@ void Gate::SetPolicy(std::shared_ptr<const Policy> policy) {
   for (uint64_t id : ids) {
     auto it = subscribers_.find(id);
     if (it == subscribers_.end()) continue;  // gone meanwhile
-    std::function<void()> fn = it->second;    // a copy: fn may Unsubscribe itself
+    std::function<void()> fn = it->second;   // a copy: fn may Unsubscribe itself
     fn();
   }
 }

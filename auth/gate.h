@@ -89,8 +89,7 @@ class Gate {
   // certificate (one naming an identity that is valid UTF-8 without
   // control characters); RESOURCE_EXHAUSTED over a limit, with *hold_us (when
   // given) set to how long to wait before answering (Limiter).
-  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& ctx, int64_t cost = 1,
-                               int64_t* hold_us = nullptr);
+  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& ctx, int64_t cost = 1, int64_t* hold_us = nullptr);
   // Spends more of an admitted caller's rate (each message of a stream).
   absl::Status Spend(const Caller& caller, int64_t cost, int64_t* hold_us = nullptr) {
     return limiter_.Spend(caller.identity, cost, hold_us);

@@ -86,11 +86,10 @@ std::string IdentityFault(std::string_view name) {
 
 absl::StatusOr<std::string> IdentityOfCertificate(std::string_view pem) {
   std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  std::unique_ptr<X509, X509Free> cert(
-      bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  std::unique_ptr<X509, X509Free> cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
   if (cert == nullptr) return absl::UnauthenticatedError("client certificate: not a PEM certificate");
-  std::unique_ptr<GENERAL_NAMES, NamesFree> names(static_cast<GENERAL_NAMES*>(
-      X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)));
+  std::unique_ptr<GENERAL_NAMES, NamesFree> names(
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)));
   if (names != nullptr) {
     std::string uri = FirstSan(names.get(), GEN_URI);
     if (!uri.empty()) return Typed("uri", "URI SAN", uri);

@@ -9,8 +9,7 @@ namespace ledger::auth {
 namespace {
 
 int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -81,8 +80,8 @@ absl::Status Limiter::Spend(std::string_view identity, int64_t cost, int64_t* ho
       double wait_us = (need - s.tokens) * 1e6 / options_.rate;
       *hold_us = std::min<int64_t>(kMaxHoldUs, static_cast<int64_t>(wait_us) + 1);
     }
-    return absl::ResourceExhaustedError(absl::StrCat("identity '", std::string(identity),
-                                                     "' is over its rate of ", options_.rate,
+    return absl::ResourceExhaustedError(absl::StrCat("identity '", std::string(identity), "' is over its rate of ",
+                                                     options_.rate,
                                                      " receipts and calls a second; back off and retry"));
   }
   s.tokens -= static_cast<double>(cost);

@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "util/files/files.h"
 #include "auth/identity.h"
 #include "nlohmann/json.hpp"
+#include "util/files/files.h"
 
 namespace ledger::auth {
 namespace {
@@ -80,20 +80,29 @@ absl::StatusOr<Rule> ParseRule(const json& j, const std::string& field, std::vec
       if (roles->empty()) return Bad(f, "must name at least one role");
       for (size_t i = 0; i < roles->size(); ++i) {
         const std::string& r = (*roles)[i];
-        if (r == "emitter") rule.emitter = true;
-        else if (r == "reader") rule.reader = true;
-        else if (r == "auditor") rule.auditor = true;
-        else if (r == "admin") rule.admin = true;
-        else if (r == "metrics") rule.metrics = true;
-        else return Bad(absl::StrCat(f, "[", i, "]"), absl::StrCat("unknown role '", r, "' (emitter, reader, auditor, admin, metrics)"));
+        if (r == "emitter")
+          rule.emitter = true;
+        else if (r == "reader")
+          rule.reader = true;
+        else if (r == "auditor")
+          rule.auditor = true;
+        else if (r == "admin")
+          rule.admin = true;
+        else if (r == "metrics")
+          rule.metrics = true;
+        else
+          return Bad(absl::StrCat(f, "[", i, "]"),
+                     absl::StrCat("unknown role '", r, "' (emitter, reader, auditor, admin, metrics)"));
       }
     } else if (key == "teams") {
       auto teams = Strings(value, f);
       if (!teams.ok()) return teams.status();
       has_teams = true;
       for (std::string& t : *teams) {
-        if (t == "*") rule.all_teams = true;
-        else rule.teams.push_back(std::move(t));
+        if (t == "*")
+          rule.all_teams = true;
+        else
+          rule.teams.push_back(std::move(t));
       }
     } else {
       return Bad(f, "unknown key (identity, roles, teams)");
@@ -115,12 +124,18 @@ absl::StatusOr<Rule> ParseRule(const json& j, const std::string& field, std::vec
 
 std::string_view ActionName(Action a) {
   switch (a) {
-    case Action::kAppend: return "append";
-    case Action::kQuery: return "query";
-    case Action::kReadEntries: return "read entries and proofs";
-    case Action::kExport: return "export";
-    case Action::kAdminister: return "administer";
-    case Action::kScrapeMetrics: return "scrape /metrics";
+    case Action::kAppend:
+      return "append";
+    case Action::kQuery:
+      return "query";
+    case Action::kReadEntries:
+      return "read entries and proofs";
+    case Action::kExport:
+      return "export";
+    case Action::kAdminister:
+      return "administer";
+    case Action::kScrapeMetrics:
+      return "scrape /metrics";
   }
   return "?";
 }
@@ -128,12 +143,17 @@ std::string_view ActionName(Action a) {
 bool Rule::Permits(Action a) const {
   if (admin) return true;
   switch (a) {
-    case Action::kAppend: return emitter;
-    case Action::kQuery: return reader || auditor;
+    case Action::kAppend:
+      return emitter;
+    case Action::kQuery:
+      return reader || auditor;
     case Action::kReadEntries:
-    case Action::kExport: return auditor;
-    case Action::kAdminister: return false;
-    case Action::kScrapeMetrics: return metrics || ((reader || auditor) && all_teams);
+    case Action::kExport:
+      return auditor;
+    case Action::kAdminister:
+      return false;
+    case Action::kScrapeMetrics:
+      return metrics || ((reader || auditor) && all_teams);
   }
   return false;
 }
@@ -209,14 +229,13 @@ absl::Status Policy::Check(std::string_view identity, Action action, std::string
         absl::StrCat("identity '", std::string(identity), "' has no rule in the policy"));
   }
   if (!r->Permits(action)) {
-    return absl::PermissionDeniedError(absl::StrCat("identity '", std::string(identity),
-                                                    "' may not ", std::string(ActionName(action)),
-                                                    " (its roles do not allow it)"));
+    return absl::PermissionDeniedError(absl::StrCat("identity '", std::string(identity), "' may not ",
+                                                    std::string(ActionName(action)), " (its roles do not allow it)"));
   }
   if (!r->Covers(team)) {
     return absl::PermissionDeniedError(absl::StrCat("identity '", std::string(identity), "' may not ",
-                                                    std::string(ActionName(action)), " for team '",
-                                                    std::string(team), "'"));
+                                                    std::string(ActionName(action)), " for team '", std::string(team),
+                                                    "'"));
   }
   return absl::OkStatus();
 }

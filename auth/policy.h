@@ -52,11 +52,11 @@
 namespace ledger::auth {
 
 enum class Action {
-  kAppend,       // append receipts of a team
-  kQuery,        // step outcomes, runs, watches of a team
-  kReadEntries,  // entries and inclusion proofs of a team's entries
-  kExport,       // evidence packs of a team's entries
-  kAdminister,   // backups
+  kAppend,         // append receipts of a team
+  kQuery,          // step outcomes, runs, watches of a team
+  kReadEntries,    // entries and inclusion proofs of a team's entries
+  kExport,         // evidence packs of a team's entries
+  kAdminister,     // backups
   kScrapeMetrics,  // the HTTP port's /metrics, whose figures name every team
 };
 

@@ -31,14 +31,15 @@
 #include "ledger/receipt/entry.h"
 #include "ledger/receipt/receipt.h"
 #include "ledger/service/service.h"
-#include "server/server.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/witnesses/log_source.h"
 #include "ledger/witnesses/witnesses.h"
-#include "query/projector/projector.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "query/projector/projector.h"
 #include "rocksdb/db.h"
 #include "rocksdb/write_batch.h"
+#include "server/server.h"
 
 namespace {
 
@@ -48,8 +49,7 @@ using Json = nlohmann::ordered_json;
 
 // Receipt ids are unique across runs against the same ledger.
 const std::string& RunPrefix() {
-  static const std::string prefix =
-      absl::StrCat("load-", Clock::now().time_since_epoch().count(), "-");
+  static const std::string prefix = absl::StrCat("load-", Clock::now().time_since_epoch().count(), "-");
   return prefix;
 }
 
@@ -174,17 +174,12 @@ struct Samples {
   }
 };
 
-int64_t Micros(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-}
+int64_t Micros(Clock::duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); }
 
 Json Summary(Samples& s, double seconds) {
-  return Json{{"receipts", s.receipts},
-              {"receipts_per_s", static_cast<double>(s.receipts) / seconds},
-              {"p50_ms", s.PercentileMs(0.50)},
-              {"p99_ms", s.PercentileMs(0.99)},
-              {"p999_ms", s.PercentileMs(0.999)},
-              {"errors", s.errors}};
+  return Json{{"receipts", s.receipts},           {"receipts_per_s", static_cast<double>(s.receipts) / seconds},
+              {"p50_ms", s.PercentileMs(0.50)},   {"p99_ms", s.PercentileMs(0.99)},
+              {"p999_ms", s.PercentileMs(0.999)}, {"errors", s.errors}};
 }
 
 void CountResults(const pb::AppendResponse& resp, Samples* s, int64_t us) {
@@ -204,8 +199,7 @@ void CountResults(const pb::AppendResponse& resp, Samples* s, int64_t us) {
 // blocked threads in the load generator.
 class UnaryClient {
  public:
-  UnaryClient(pb::LedgerService::Stub* stub, int id, int batch, Clock::time_point end,
-              Samples* out)
+  UnaryClient(pb::LedgerService::Stub* stub, int id, int batch, Clock::time_point end, Samples* out)
       : stub_(stub), id_(id), batch_(batch), end_(end), out_(out) {}
 
   void Start() { Send(); }
@@ -256,8 +250,8 @@ class UnaryClient {
   bool done_ = false;
 };
 
-void StreamClient(std::shared_ptr<grpc::Channel> channel, int id, int batch, int window,
-                  Clock::time_point end, Samples* out) {
+void StreamClient(std::shared_ptr<grpc::Channel> channel, int id, int batch, int window, Clock::time_point end,
+                  Samples* out) {
   auto stub = pb::LedgerService::NewStub(channel);
   grpc::ClientContext ctx;
   auto stream = stub->AppendStream(&ctx);
@@ -306,8 +300,7 @@ Json RocksBaseline(const std::string& dir, int writers, int batch, double second
   rocksdb::Status st = rocksdb::DB::Open(options, dir, &raw);
   if (!st.ok()) return Json{{"error", st.ToString()}};
   std::unique_ptr<rocksdb::DB> db(raw);
-  auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(seconds));
+  auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<Samples> samples(writers);
   std::vector<std::thread> threads;
   std::atomic<uint64_t> next_key{0};
@@ -316,15 +309,14 @@ Json RocksBaseline(const std::string& dir, int writers, int batch, double second
       uint64_t i = 0;
       rocksdb::WriteOptions wo;
       wo.sync = true;
-      hash_loop:
+    hash_loop:
       while (Clock::now() < end) {
         rocksdb::WriteBatch wb;
         for (int k = 0; k < batch; ++k) {
           pb::Receipt r = MakeReceipt(w, i++);
           std::string canonical = ledger::receipt::Encode(r);
           uint64_t key = next_key++;
-          std::string leaf = ledger::receipt::EncodeLeaf(key, ledger::hash::Hash{}, key, 1, "local",
-                                                         canonical);
+          std::string leaf = ledger::receipt::EncodeLeaf(key, ledger::hash::Hash{}, key, 1, "local", canonical);
           std::string k8(8, '\0');
           for (int b = 0; b < 8; ++b) k8[b] = static_cast<char>(key >> (56 - 8 * b));
           wb.Put(k8, leaf).PermitUncheckedError();
@@ -354,27 +346,18 @@ std::string ReadAll(const std::string& path) {
 // Submits each checkpoint of `log` to the witnesses of `policy` with a URL,
 // over plain HTTP, as ledgerd --witness-policy does.
 absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(const ledger::log::Log* log,
-                                                                            const std::string& policy,
-                                                                            const std::string& dir) {
+                                                                             const std::string& policy,
+                                                                             const std::string& dir) {
   auto parsed = ledger::tlogpolicy::Policy::Parse(policy);
   if (!parsed.ok()) return parsed.status();
   std::filesystem::create_directories(dir);
-  ledger::witnesses::Source source{
-      [log](uint64_t size) -> absl::StatusOr<std::string> {
-        auto cp = log->Checkpoint(size);
-        if (!cp.ok()) return cp.status();
-        return cp->note;
-      },
-      [log](uint64_t from, uint64_t to) -> absl::StatusOr<std::vector<ledger::hash::Hash>> {
-        auto proof = log->ProveConsistency(from, to);
-        if (!proof.ok()) return proof.status();
-        return std::move(proof->hashes);
-      }};
+  ledger::witnesses::Source source = ledger::witnesses::LogSource(log);
   auto post = [](const std::string& url, const std::string& body) {
     return ledger::witnesses::HttpPost(url, body, 5000, nullptr);
   };
-  return ledger::witnesses::Witnesses::Start(*std::move(parsed), std::move(source), post,
-                                             {.data_dir = dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr});
+  return ledger::witnesses::Witnesses::Start(
+      *std::move(parsed), std::move(source), post,
+      {.data_dir = dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr});
 }
 
 int Fail(const absl::Status& s) {
@@ -424,8 +407,7 @@ int main(int argc, char** argv) {
   }
   if (mode != "stream" && mode != "unary") return Fail(absl::InvalidArgumentError("--mode: stream or unary"));
 
-  std::string tmp = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-load-",
-                                 ::getpid());
+  std::string tmp = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-load-", ::getpid());
   ledger::query::StepProjector projector;
   std::unique_ptr<ledger::log::Log> log;
   ledger::auth::Gate gate({}, nullptr);
@@ -476,16 +458,14 @@ int main(int argc, char** argv) {
     for (auto& ch : chans) stubs.push_back(pb::LedgerService::NewStub(ch));
     std::vector<std::unique_ptr<UnaryClient>> unary;
     for (int c = 0; c < *clients; ++c) {
-      unary.push_back(std::make_unique<UnaryClient>(stubs[c % channels].get(), c, *batch, end,
-                                                    &samples[c]));
+      unary.push_back(std::make_unique<UnaryClient>(stubs[c % channels].get(), c, *batch, end, &samples[c]));
     }
     for (auto& u : unary) u->Start();
     for (auto& u : unary) u->Wait();
   } else {
     std::vector<std::thread> threads;
     for (int c = 0; c < *clients; ++c) {
-      threads.emplace_back(StreamClient, chans[c % channels], c, *batch, *window, end,
-                           &samples[c]);
+      threads.emplace_back(StreamClient, chans[c % channels], c, *batch, *window, end, &samples[c]);
     }
     for (auto& t : threads) t.join();
   }
@@ -515,8 +495,8 @@ int main(int argc, char** argv) {
     std::error_code ec;
     std::filesystem::create_directories(tmp, ec);  // an external --server made none
     int writers = static_cast<int>(mode == "stream" ? *clients * *window : *clients);
-    out["rocksdb_baseline"] = RocksBaseline(tmp + "/baseline", writers, static_cast<int>(*batch),
-                                            static_cast<double>(*duration));
+    out["rocksdb_baseline"] =
+        RocksBaseline(tmp + "/baseline", writers, static_cast<int>(*batch), static_cast<double>(*duration));
     double base = out["rocksdb_baseline"].value("receipts_per_s", 0.0);
     out["ratio_to_baseline"] = base > 0 ? out["ledger"]["receipts_per_s"].get<double>() / base : 0.0;
   }

@@ -7,9 +7,9 @@
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
 #include "ledger/projection/projection.h"
-#include "query/projector/projector.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/receipt/receipt.h"
+#include "query/projector/projector.h"
 
 namespace {
 
@@ -56,8 +56,7 @@ void BM_EncodeLeaf(benchmark::State& state) {
   uint64_t seq = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(ledger::receipt::EncodeLeaf(seq + 1, prev, seq, 1767225600123456,
-                                                         "spiffe://cluster/ns/team-code/sa/gateway",
-                                                         canonical));
+                                                         "spiffe://cluster/ns/team-code/sa/gateway", canonical));
     ++seq;
   }
 }
@@ -165,8 +164,8 @@ BENCHMARK(BM_SignCheckpoint);
 void BM_VerifyCheckpoint(benchmark::State& state) {
   auto signer = *ledger::note::Signer::Generate("ledger.example.com/prod");
   auto verifier = *ledger::note::Verifier::Parse(signer.VerifierKey());
-  std::string note = *signer.Sign(ledger::note::FormatCheckpoint(
-      {"ledger.example.com/prod", 123456789, ledger::hash::Sha256("root")}));
+  std::string note = *signer.Sign(
+      ledger::note::FormatCheckpoint({"ledger.example.com/prod", 123456789, ledger::hash::Sha256("root")}));
   for (auto _ : state) benchmark::DoNotOptimize(verifier.Open(note));
 }
 BENCHMARK(BM_VerifyCheckpoint);

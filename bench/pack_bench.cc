@@ -161,9 +161,8 @@ int main(int argc, char** argv) {
       std::vector<const pb::Receipt*> ptrs;
       for (const auto& r : *receipts) ptrs.push_back(&r);
       std::promise<void> done;
-      absl::Status s = (*log)->Append("bench", ptrs, [&](std::vector<ledger::sequencer::Outcome>) {
-        done.set_value();
-      });
+      absl::Status s =
+          (*log)->Append("bench", ptrs, [&](std::vector<ledger::sequencer::Outcome>) { done.set_value(); });
       if (!s.ok()) {
         std::cerr << s << "\n";
         return 1;

@@ -24,13 +24,13 @@
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
-#include "server/server.h"
-#include "nlohmann/json.hpp"
 #include "ledger_service.grpc.pb.h"
+#include "nlohmann/json.hpp"
 #include "query.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
+#include "server/server.h"
 
 namespace {
 
@@ -61,8 +61,7 @@ absl::Status Fill(ledger::log::Log& log, uint64_t from, uint64_t to) {
       exec.set_receipt_id(absl::StrCat("qb-", k, "-exec"));
       exec.clear_agent_start();
       exec.mutable_agent_exec()->set_start_receipt_id(start.receipt_id());
-      exec.mutable_agent_exec()->set_status(k % 7 == 3 ? pb::EXEC_STATUS_FAILED
-                                                      : pb::EXEC_STATUS_SUCCEEDED);
+      exec.mutable_agent_exec()->set_status(k % 7 == 3 ? pb::EXEC_STATUS_FAILED : pb::EXEC_STATUS_SUCCEEDED);
       exec.mutable_agent_exec()->set_cost_micros(250);
       receipts->push_back(std::move(start));
       if (k % 50 != 49) receipts->push_back(std::move(exec));  // some stay pending
@@ -103,7 +102,9 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 nlohmann::json Summary(const std::vector<double>& ms) {
-  return {{"calls", ms.size()}, {"p50_ms", Percentile(ms, 0.5)}, {"p99_ms", Percentile(ms, 0.99)},
+  return {{"calls", ms.size()},
+          {"p50_ms", Percentile(ms, 0.5)},
+          {"p99_ms", Percentile(ms, 0.99)},
           {"max_ms", Percentile(ms, 1.0)}};
 }
 
@@ -140,8 +141,7 @@ int main(int argc, char** argv) {
     // Count the steps already stored by the last step key written.
     for (uint64_t s = steps; s > 0; s /= 2) {
       auto raw = (*log)->store().GetProjection(
-          ledger::projection::Table::kSteps,
-          ledger::query::EncodeStepKey({Team(s - 1), Run(s - 1), StepId(s - 1), 1}));
+          ledger::projection::Table::kSteps, ledger::query::EncodeStepKey({Team(s - 1), Run(s - 1), StepId(s - 1), 1}));
       if (raw.ok() && raw->has_value()) {
         have_steps = s;
         break;

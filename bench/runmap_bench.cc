@@ -4,7 +4,6 @@
 // memory per run of the in-memory map the ledger keeps.
 //   build/bench/runmap_bench --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,8 +51,7 @@ void BM_RunMapBuild(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
-BENCHMARK(BM_RunMapBuild)->Arg(1000)->Arg(100000)->Arg(1000000)->Iterations(1)
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RunMapBuild)->Arg(1000)->Arg(100000)->Arg(1000000)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // A checkpoint's update: 1000 runs get a new head, then the root.
 void BM_RunMapCheckpointUpdate(benchmark::State& state) {
@@ -74,8 +72,7 @@ void BM_RunMapCheckpointUpdate(benchmark::State& state) {
   state.counters["node_hashes_per_run"] = static_cast<double>(hashed) / changed;
   state.SetItemsProcessed(changed);
 }
-BENCHMARK(BM_RunMapCheckpointUpdate)->Arg(1000)->Arg(100000)->Arg(1000000)
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RunMapCheckpointUpdate)->Arg(1000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 // Proving one run (what Log::ProveRun does under its lock for a run pack),
 // with the p99 of single proofs and the proof's size.

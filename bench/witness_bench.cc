@@ -30,13 +30,16 @@ using ledger::hash::Hash;
 // One log: its key and tree, growing one leaf per checkpoint.
 class Log {
  public:
-  explicit Log(int i) : key_(*ledger::note::Signer::FromSeed(absl::StrCat("bench.example/log", i), std::string(32, static_cast<char>(i + 1)))) {}
+  explicit Log(int i)
+      : key_(*ledger::note::Signer::FromSeed(absl::StrCat("bench.example/log", i),
+                                             std::string(32, static_cast<char>(i + 1)))) {}
   const ledger::note::Signer& key() const { return key_; }
   // The add-checkpoint body from the current size to one leaf more.
   std::string NextBody() {
     uint64_t old = frontier_.size();
-    frontier_.Append(ledger::hash::LeafHash(absl::StrCat(old)),
-                     [&](int level, uint64_t index, const Hash& h) { nodes_[{level, index}] = h; });
+    frontier_.Append(ledger::hash::LeafHash(absl::StrCat(old)), [&](int level, uint64_t index, const Hash& h) {
+      nodes_[{level, index}] = h;
+    });
     uint64_t size = frontier_.size();
     std::string body = absl::StrCat("old ", old, "\n");
     if (old > 0) {
@@ -45,7 +48,9 @@ class Log {
         absl::StrAppend(&body, ledger::hash::Base64(ledger::hash::AsBytes(h)), "\n");
       }
     }
-    return absl::StrCat(body, "\n", *key_.Sign(ledger::note::FormatCheckpoint({key_.name(), size, *ledger::merkle::RootHash(size, node_)})));
+    return absl::StrCat(
+        body, "\n",
+        *key_.Sign(ledger::note::FormatCheckpoint({key_.name(), size, *ledger::merkle::RootHash(size, node_)})));
   }
 
  private:
@@ -114,8 +119,10 @@ int main(int argc, char** argv) {
     clients.emplace_back([&, log = log.get()] {
       while (!stop) {
         auto reply = ledger::witnesses::HttpPost(url, log->NextBody(), 10'000);
-        if (reply.ok() && reply->status == 200) ++ok;
-        else ++failed;
+        if (reply.ok() && reply->status == 200)
+          ++ok;
+        else
+          ++failed;
       }
     });
   }

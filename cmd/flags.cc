@@ -21,7 +21,8 @@ size_t Distance(const std::string& a, const std::string& b) {
   for (size_t i = 1; i <= a.size(); ++i) {
     for (size_t j = 1; j <= b.size(); ++j) {
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -43,8 +44,7 @@ std::string Flags::Nearest(const std::string& name) const {
   return best;
 }
 
-void Flags::Define(const std::string& name, const std::string& default_value,
-                   const std::string& help, bool boolean) {
+void Flags::Define(const std::string& name, const std::string& default_value, const std::string& help, bool boolean) {
   options_[name] = {default_value, default_value, help, boolean, false, ""};
   order_.push_back(name);
 }
@@ -71,8 +71,8 @@ absl::Status Flags::Parse(int argc, char** argv, int first) {
     auto it = options_.find(name);
     if (it == options_.end()) {
       std::string near = Nearest(name);
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", name, ": unknown option", near.empty() ? "" : absl::StrCat("; did you mean --", near, "?")));
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": unknown option",
+                                                     near.empty() ? "" : absl::StrCat("; did you mean --", near, "?")));
     }
     Option& o = it->second;
     if (o.boolean) {
@@ -159,8 +159,8 @@ absl::StatusOr<int64_t> Flags::Int(const std::string& name) const {
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
     const std::string& source = options_.at(name).source;
-    return absl::InvalidArgumentError(absl::StrCat("--", name, source.empty() ? "" : " (in " + source + ")",
-                                                   ": '", v, "' is not an integer"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, source.empty() ? "" : " (in " + source + ")", ": '", v, "' is not an integer"));
   }
   return out;
 }

@@ -18,8 +18,7 @@ class Flags {
  public:
   // Declares an option (without the leading dashes). A boolean flag takes
   // no value and is "true" when present.
-  void Define(const std::string& name, const std::string& default_value,
-              const std::string& help, bool boolean = false);
+  void Define(const std::string& name, const std::string& default_value, const std::string& help, bool boolean = false);
 
   // Parses argv[first..argc). Options may come before or after positional
   // arguments; "--" ends the options.

@@ -29,9 +29,9 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "ledger/cosign/cosign.h"
-#include "util/jsonlog/jsonlog.h"
 #include "ops/http.h"
 #include "util/files/files.h"
+#include "util/jsonlog/jsonlog.h"
 #include "witness/state.h"
 #include "witness/witness.h"
 
@@ -91,14 +91,6 @@ absl::StatusOr<std::vector<ledger::note::Verifier>> LoadLogKeys(const std::vecto
   return keys;
 }
 
-bool IsLoopback(const std::string& listen) {
-  std::string host = listen.substr(0, listen.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host == "localhost" || host == "::1") return true;
-  in_addr a{};
-  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
-
 bool IsOriginHash(std::string_view s) {
   return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
@@ -155,7 +147,8 @@ absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::
   auto text = ReadFile("key", flags.Get("key"));
   if (!text.ok()) return text.status();
   auto key = Cosigner::ParseKeyFile(*text);
-  if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
+  if (!key.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
   if (flags.Has("name") && key->name() != flags.Get("name")) {
     return absl::FailedPreconditionError(
         absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
@@ -168,7 +161,7 @@ absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::
 absl::StatusOr<std::optional<ledger::ops::HttpTls>> WitnessTls(const ledger::cmd::Flags& flags) {
   bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
   if (!tls) {
-    if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+    if (!ledger::ops::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat("--listen: ", flags.Get("listen"),
                                                      " is not a loopback address; give --tls-cert, --tls-key and "
                                                      "--client-ca, or --insecure"));
@@ -203,7 +196,8 @@ int ServeUntilStopped(const ledger::cmd::Flags& flags, ledger::witness::Witness&
   auto server = ledger::ops::HttpServer::Start(
       flags.Get("listen"), [&witness](const ledger::ops::HttpRequest& r) { return Serve(r, witness); }, options,
       tls ? &*tls : nullptr);
-  if (!server.ok()) return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
+  if (!server.ok())
+    return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
   ledger::jsonlog::Info("witness_started")
       .Str("name", key.name())
       .Str("vkey", key.VerifierKey())
@@ -223,8 +217,11 @@ int main(int argc, char** argv) {
   ledger::cmd::Flags flags;
   flags.Define("data", "", "data directory (created if missing; holds witness.key and the records in logs/)");
   flags.Define("listen", "127.0.0.1:7480", "HTTP address HOST:PORT; port 0 picks a free port");
-  flags.Define("name", "", std::string("the witness's key name, set when the key is created (default ") + kDefaultName + ")");
-  flags.Define("key", "", "the witness key file (PRIVATE+KEY+<name>+<id>+<base64 0x04||seed>); default <data>/witness.key, created");
+  flags.Define("name", "",
+               std::string("the witness's key name, set when the key is created (default ") + kDefaultName + ")");
+  flags.Define(
+      "key", "",
+      "the witness key file (PRIVATE+KEY+<name>+<id>+<base64 0x04||seed>); default <data>/witness.key, created");
   flags.Define("tls-cert", "", "server certificate (PEM) for HTTPS");
   flags.Define("tls-key", "", "its private key (PEM)");
   flags.Define("client-ca", "", "CA certificates (PEM) that clients' certificates must chain to");

@@ -21,31 +21,34 @@
 //             [--not-older-than SIZE|CHECKPOINT] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
+#include "cmd/ledgerctl.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <ctime>
-#include <sstream>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "cmd/flags.h"
-#include "cmd/ledgerctl.h"
-#include "cmd/shard_map.h"
-#include "cmd/verify_options.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "cmd/flags.h"
+#include "cmd/shard_map.h"
+#include "cmd/verify_options.h"
+#include "export.grpc.pb.h"
+#include "export/verify/verify.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/hash/hash.h"
 #include "ledger/log/audit.h"
@@ -55,11 +58,9 @@
 #include "ledger/receipt/receipt.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ledger_service.grpc.pb.h"
-#include "query.grpc.pb.h"
-#include "export.grpc.pb.h"
-#include "export/verify/verify.h"
-#include "query/projector/projector.h"
 #include "nlohmann/json.hpp"
+#include "query.grpc.pb.h"
+#include "query/projector/projector.h"
 
 namespace ledger::ctl {
 
@@ -106,8 +107,7 @@ bool Retryable(grpc::StatusCode c) {
 
 // Sends one batch, retrying with back-off while the ledger is busy or
 // unreachable: a retry by receipt_id never appends twice.
-grpc::Status SendBatch(pb::LedgerService::Stub& stub, const pb::AppendRequest& request,
-                       pb::AppendResponse* response) {
+grpc::Status SendBatch(pb::LedgerService::Stub& stub, const pb::AppendRequest& request, pb::AppendResponse* response) {
   auto backoff = std::chrono::milliseconds(50);
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext ctx;
@@ -144,8 +144,7 @@ int Append(const Route& route, std::istream& in) {
       pb::AppendResponse response;
       grpc::Status s = SendBatch(*stub, sub, &response);
       if (!s.ok() || response.results_size() != sub.receipts_size()) {
-        absl::Status err = s.ok() ? absl::InternalError("server returned the wrong number of results")
-                                  : FromGrpc(s);
+        absl::Status err = s.ok() ? absl::InternalError("server returned the wrong number of results") : FromGrpc(s);
         for (size_t i : lines) pending[i] = ErrorJson(err.code(), err.message());
         all_ok = false;
         continue;
@@ -207,27 +206,26 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
     pb::Checkpoint cp;
     grpc::Status s = stub.GetCheckpoint(&ctx, request, &cp);
     if (!s.ok()) return Fail(FromGrpc(s));
-    if (cp.tree_size() >= static_cast<uint64_t>(*at_least) &&
-        cp.cosignatures_size() >= *cosigned) {
+    if (cp.tree_size() >= static_cast<uint64_t>(*at_least) && cp.cosignatures_size() >= *cosigned) {
       if (!flags.Bool("time-note")) {
         std::cout << (cp.cosigned_note().empty() ? cp.note() : cp.cosigned_note());
         return 0;
       }
       if (cp.time_note().empty()) {
-        return Fail(absl::NotFoundError(absl::StrCat("the checkpoint of size ", cp.tree_size(),
-                                                     " was signed before the ledger signed times")));
+        return Fail(absl::NotFoundError(
+            absl::StrCat("the checkpoint of size ", cp.tree_size(), " was signed before the ledger signed times")));
       }
       std::cout << cp.time_note();
       return 0;
     }
     if (std::chrono::steady_clock::now() > deadline) {
       if (*cosigned > 0) {
-        return Fail(absl::DeadlineExceededError(absl::StrCat(
-            "no checkpoint covers ", *at_least, " entries with ", *cosigned, " cosignatures yet (latest: ",
-            cp.tree_size(), " entries, ", cp.cosignatures_size(), " cosignatures)")));
+        return Fail(absl::DeadlineExceededError(absl::StrCat("no checkpoint covers ", *at_least, " entries with ",
+                                                             *cosigned, " cosignatures yet (latest: ", cp.tree_size(),
+                                                             " entries, ", cp.cosignatures_size(), " cosignatures)")));
       }
-      return Fail(absl::DeadlineExceededError(absl::StrCat(
-          "no checkpoint covers ", *at_least, " entries yet (latest: ", cp.tree_size(), ")")));
+      return Fail(absl::DeadlineExceededError(
+          absl::StrCat("no checkpoint covers ", *at_least, " entries yet (latest: ", cp.tree_size(), ")")));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -244,7 +242,8 @@ int Vkey(pb::LedgerService::Stub& stub) {
 
 int Backup(pb::LedgerService::Stub& stub, const Flags& flags) {
   if (flags.Get("out").empty()) {
-    return Fail(absl::InvalidArgumentError("backup: --out DIR (a new directory under the server's --backup-root) is required"));
+    return Fail(
+        absl::InvalidArgumentError("backup: --out DIR (a new directory under the server's --backup-root) is required"));
   }
   grpc::ClientContext ctx;
   pb::BackupRequest request;
@@ -252,8 +251,8 @@ int Backup(pb::LedgerService::Stub& stub, const Flags& flags) {
   pb::BackupResponse response;
   grpc::Status s = stub.Backup(&ctx, request, &response);
   if (!s.ok()) return Fail(FromGrpc(s));
-  std::cout << Json{{"dir", response.dir()}, {"tree_size", response.tree_size()},
-                    {"checkpoint", response.checkpoint()}}.dump()
+  std::cout << Json{{"dir", response.dir()}, {"tree_size", response.tree_size()}, {"checkpoint", response.checkpoint()}}
+                   .dump()
             << "\n";
   return 0;
 }
@@ -268,9 +267,9 @@ int PrintTlogProof(pb::LedgerService::Stub& stub, const pb::InclusionProof& proo
   pb::Checkpoint cp;
   grpc::Status s = stub.GetCheckpoint(&ctx, request, &cp);
   if (!s.ok()) {
-    return Fail(absl::FailedPreconditionError(absl::StrCat(
-        "prove --format tlog-proof: no signed checkpoint of size ", proof.tree_size(),
-        " (give --size of a signed checkpoint, or none for the latest): ", s.error_message())));
+    return Fail(absl::FailedPreconditionError(
+        absl::StrCat("prove --format tlog-proof: no signed checkpoint of size ", proof.tree_size(),
+                     " (give --size of a signed checkpoint, or none for the latest): ", s.error_message())));
   }
   std::string out = absl::StrCat("c2sp.org/tlog-proof@v1\nindex ", proof.seq(), "\n");
   for (const std::string& h : proof.hashes()) absl::StrAppend(&out, ledger::hash::Base64(h), "\n");
@@ -325,9 +324,7 @@ int Consistency(pb::LedgerService::Stub& stub, const Flags& flags) {
   pb::ConsistencyProof proof;
   grpc::Status s = stub.GetConsistencyProof(&ctx, request, &proof);
   if (!s.ok()) return Fail(FromGrpc(s));
-  Json out{{"from_size", proof.from_size()},
-           {"to_size", proof.to_size()},
-           {"proof", HashList(proof.hashes())}};
+  Json out{{"from_size", proof.from_size()}, {"to_size", proof.to_size()}, {"proof", HashList(proof.hashes())}};
   std::cout << out.dump() << "\n";
   return 0;
 }
@@ -367,9 +364,9 @@ pid_t LockHolder(const std::string& lock_file) {
 absl::Status NotHeld(const std::string& data, std::string_view what) {
   pid_t holder = LockHolder(data + "/db/LOCK");
   if (holder == 0) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat("the store in ", data, " is in use by process ", holder,
-                                                    " (a running ledgerd?); stop the server first: ",
-                                                    std::string(what)));
+  return absl::FailedPreconditionError(
+      absl::StrCat("the store in ", data, " is in use by process ", holder,
+                   " (a running ledgerd?); stop the server first: ", std::string(what)));
 }
 
 int Rebuild(const Flags& flags) {
@@ -380,10 +377,9 @@ int Rebuild(const Flags& flags) {
   }
   ledger::query::StepProjector projector;
   auto start = std::chrono::steady_clock::now();
-  absl::Status s = ledger::log::RebuildProjections(
-      flags.Get("data"), projector, [](uint64_t done, uint64_t total) {
-        std::cerr << "\rrebuild: " << done << " / " << total << " entries" << std::flush;
-      });
+  absl::Status s = ledger::log::RebuildProjections(flags.Get("data"), projector, [](uint64_t done, uint64_t total) {
+    std::cerr << "\rrebuild: " << done << " / " << total << " entries" << std::flush;
+  });
   std::cerr << "\n";
   if (!s.ok()) return Fail(s);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -426,8 +422,8 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
     req.mutable_team()->set_from_us(absl::ToUnixMicros(from));
     req.mutable_team()->set_to_us(absl::ToUnixMicros(to));
   } else {
-    return Fail(absl::InvalidArgumentError(
-        "export: give --run TEAM/RUN, --seq A:B, or --team T --from RFC3339 --to RFC3339"));
+    return Fail(
+        absl::InvalidArgumentError("export: give --run TEAM/RUN, --seq A:B, or --team T --from RFC3339 --to RFC3339"));
   }
   if (!flags.Get("since").empty()) {
     std::ifstream in(flags.Get("since"), std::ios::binary);
@@ -565,9 +561,10 @@ int PolicyCheck(const Flags& flags) {
   if (!evaluation->quorum) {
     std::string missing;
     for (const auto& m : evaluation->missing) absl::StrAppend(&missing, missing.empty() ? "" : ", ", m);
-    return Fail(absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint ", checkpoint->origin, " size ", checkpoint->size, " lacks the quorum '", policy->quorum(),
-        "': missing cosignatures of ", missing, cosigned.empty() ? "" : absl::StrCat(" (cosigned by ", cosigned, ")"))));
+    return Fail(absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", checkpoint->origin, " size ", checkpoint->size, " lacks the quorum '",
+                     policy->quorum(), "': missing cosignatures of ", missing,
+                     cosigned.empty() ? "" : absl::StrCat(" (cosigned by ", cosigned, ")"))));
   }
   std::cout << "OK: checkpoint " << checkpoint->origin << " size " << checkpoint->size << " meets the quorum '"
             << policy->quorum() << "'" << (cosigned.empty() ? "" : absl::StrCat(": cosigned by ", cosigned)) << "\n";
@@ -624,8 +621,8 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(con
     const char* flag;
     std::string* into;
   };
-  for (File f : {File{"tls-ca", &ssl.pem_root_certs}, File{"cert", &ssl.pem_cert_chain},
-                 File{"key", &ssl.pem_private_key}}) {
+  for (File f :
+       {File{"tls-ca", &ssl.pem_root_certs}, File{"cert", &ssl.pem_cert_chain}, File{"key", &ssl.pem_private_key}}) {
     if (flags.Get(f.flag).empty()) continue;
     std::ifstream in(flags.Get(f.flag), std::ios::binary);
     if (!in) return absl::NotFoundError(absl::StrCat("--", f.flag, ": cannot read ", flags.Get(f.flag)));
@@ -686,8 +683,7 @@ void DefineCommandFlags(Flags& flags) {
   flags.Define("not-older-than", "",
                "verify: a tree size, or a file holding a signed checkpoint: a pack against an older checkpoint fails");
   flags.Define("trust-pack-key", "",
-               "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)",
-               true);
+               "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)", true);
 }
 
 // Where commands go: the server, shards, TLS.
@@ -700,8 +696,7 @@ void DefineConnectionFlags(Flags& flags) {
   flags.Define("cert", "", "TLS: this client's certificate (PEM), its identity for the server");
   flags.Define("key", "", "TLS: this client's private key (PEM)");
   flags.Define("tls-server-name", "", "TLS: the name to check in the server's certificate (default: HOST)");
-  flags.Define("config", "",
-               "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
+  flags.Define("config", "", "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
   flags.Define("help", "", "print this help", true);
 }
 
@@ -816,7 +811,8 @@ const std::map<std::string_view, OnLedger> kOnLedger = {
     {"vkey", [](pb::LedgerService::Stub& stub, const Flags&) { return Vkey(stub); }},
     {"backup", Backup},
     {"prove", Prove},
-    {"prove-run", [](pb::LedgerService::Stub& stub, const Flags& flags) { return ledger::ctl::ProveRun(&stub, flags); }},
+    {"prove-run",
+     [](pb::LedgerService::Stub& stub, const Flags& flags) { return ledger::ctl::ProveRun(&stub, flags); }},
     {"consistency", Consistency},
     {"entries", Entries}};
 const std::map<std::string_view, OnQuery> kOnQuery = {{"run", RunSummary}, {"watch", Watch}};
@@ -825,8 +821,8 @@ int Run(const std::string& command, const Flags& flags) {
   if (auto it = kOffline.find(command); it != kOffline.end()) return it->second(flags);
   // prove-run replays a stopped ledger's log with --data, else asks the server.
   if (command == "prove-run" && !flags.Get("data").empty()) return ledger::ctl::ProveRun(nullptr, flags);
-  bool known = kRouted.contains(command) || kOnLedger.contains(command) || kOnQuery.contains(command) ||
-               command == "export";
+  bool known =
+      kRouted.contains(command) || kOnLedger.contains(command) || kOnQuery.contains(command) || command == "export";
   if (!known) return Fail(absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'")));
   auto connections = Connections::Open(flags);
   if (!connections.ok()) return Fail(connections.status());

@@ -9,8 +9,8 @@
 #include "absl/status/status.h"
 #include "cmd/flags.h"
 #include "grpcpp/grpcpp.h"
-#include "nlohmann/json.hpp"
 #include "ledger_service.grpc.pb.h"
+#include "nlohmann/json.hpp"
 #include "query.grpc.pb.h"
 
 namespace ledger::ctl {

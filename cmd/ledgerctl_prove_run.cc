@@ -34,12 +34,13 @@ absl::StatusOr<hash::Hash> SignedMapRoot(const store::Store& store, const note::
   }
   if (!note_text.ok()) return note_text.status();
   auto text = key.Open(*note_text);
-  if (!text.ok()) return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, ": ", text.status().message()));
+  if (!text.ok())
+    return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, ": ", text.status().message()));
   auto t = note::ParseCheckpointTime(*text);
   if (!t.ok()) return absl::DataLossError(std::string(t.status().message()));
   if (!t->run_map_root) {
-    return absl::NotFoundError(absl::StrCat("size: the checkpoint of size ", size,
-                                            " was signed before the ledger signed run-head map roots"));
+    return absl::NotFoundError(
+        absl::StrCat("size: the checkpoint of size ", size, " was signed before the ledger signed run-head map roots"));
   }
   return *t->run_map_root;
 }
@@ -67,9 +68,9 @@ int Offline(const Flags& flags) {
   auto map = log::ReplayRunMap(**store, static_cast<uint64_t>(*size));
   if (!map.ok()) return unreadable(map.status());
   if (map->Root() != *signed_root) {
-    return unreadable(absl::DataLossError(absl::StrCat(
-        "the checkpoint-time note of size ", *size, " signs the run-head map root ", hash::Hex(*signed_root),
-        ", the log's entries give ", hash::Hex(map->Root()))));
+    return unreadable(absl::DataLossError(absl::StrCat("the checkpoint-time note of size ", *size,
+                                                       " signs the run-head map root ", hash::Hex(*signed_root),
+                                                       ", the log's entries give ", hash::Hex(map->Root()))));
   }
   auto k = runmap::RunKey(flags.Get("team"), flags.Get("run"));
   if (!k.ok()) return Fail(k.status());

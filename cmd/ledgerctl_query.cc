@@ -31,8 +31,8 @@ std::string Dollars(int64_t micros) {
 
 // Parses "a,b" into enum values by their JSON names.
 template <typename E>
-absl::Status ParseNames(const std::string& list, const std::string& flag,
-                        std::string (*name)(E), int max, std::vector<E>* out) {
+absl::Status ParseNames(const std::string& list, const std::string& flag, std::string (*name)(E), int max,
+                        std::vector<E>* out) {
   if (list.empty()) return absl::OkStatus();
   for (absl::string_view part : absl::StrSplit(list, ',')) {
     bool found = false;
@@ -54,14 +54,12 @@ absl::StatusOr<pb::StepFilter> Filter(const Flags& flags) {
   f.set_team(flags.Get("team"));
   f.set_run_id(flags.Get("run"));
   std::vector<pb::StepState> states;
-  if (auto s = ParseNames<pb::StepState>(flags.Get("state"), "state", ledger::query::StateName, 5, &states);
-      !s.ok()) {
+  if (auto s = ParseNames<pb::StepState>(flags.Get("state"), "state", ledger::query::StateName, 5, &states); !s.ok()) {
     return s;
   }
   for (auto st : states) f.add_states(st);
   std::vector<pb::Anomaly> anomalies;
-  if (auto s = ParseNames<pb::Anomaly>(flags.Get("anomaly"), "anomaly", ledger::query::AnomalyName, 7,
-                                       &anomalies);
+  if (auto s = ParseNames<pb::Anomaly>(flags.Get("anomaly"), "anomaly", ledger::query::AnomalyName, 7, &anomalies);
       !s.ok()) {
     return s;
   }
@@ -205,9 +203,8 @@ int RunSummary(pb::QueryService::Stub& stub, const Flags& flags) {
               static_cast<long long>(c.model_calls_allowed()), static_cast<long long>(c.model_calls_denied()),
               static_cast<long long>(c.tool_calls_allowed()), static_cast<long long>(c.tool_calls_denied()),
               static_cast<long long>(c.input_tokens()), static_cast<long long>(c.output_tokens()));
-  std::printf("  cost: actual %s, charged %s; steps with anomalies: %lld\n",
-              Dollars(run.actual_cost_micros()).c_str(), Dollars(run.charged_cost_micros()).c_str(),
-              static_cast<long long>(run.anomalies()));
+  std::printf("  cost: actual %s, charged %s; steps with anomalies: %lld\n", Dollars(run.actual_cost_micros()).c_str(),
+              Dollars(run.charged_cost_micros()).c_str(), static_cast<long long>(run.anomalies()));
   return 0;
 }
 

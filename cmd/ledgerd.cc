@@ -7,11 +7,10 @@
 // SIGTERM stops it: no new calls, in-flight appends finish, a final
 // checkpoint is signed, exit 0.
 #include <arpa/inet.h>
-
-#include <atomic>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,21 +23,22 @@
 #include "auth/gate.h"
 #include "cmd/flags.h"
 #include "cmd/ledgerd_config.h"
+#include "export/service/export_service.h"
 #include "ledger/backup/backup_root.h"
-#include "util/jsonlog/jsonlog.h"
+#include "ledger/log/key_file.h"
+#include "ledger/log/log.h"
+#include "ledger/service/service.h"
+#include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/witnesses/log_source.h"
+#include "ledger/witnesses/witnesses.h"
 #include "ops/dashboard.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
-#include "ledger/log/key_file.h"
-#include "ledger/log/log.h"
-#include "ledger/tlogpolicy/tlogpolicy.h"
-#include "ledger/witnesses/witnesses.h"
-#include "export/service/export_service.h"
-#include "ledger/service/service.h"
-#include "server/server.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
 #include "query/service/sweeper.h"
+#include "server/server.h"
+#include "util/jsonlog/jsonlog.h"
 
 namespace {
 
@@ -61,8 +61,8 @@ absl::Status Restore(const std::string& from, const std::string& data) {
     return absl::NotFoundError(absl::StrCat("--restore-from: ", from, " holds no backup (no db/CURRENT)"));
   }
   if (fs::exists(data + "/db", ec)) {
-    return absl::FailedPreconditionError(absl::StrCat("--restore-from: ", data,
-                                                      "/db exists; restore into a data directory without a store"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--restore-from: ", data, "/db exists; restore into a data directory without a store"));
   }
   fs::copy(from + "/db", data + "/db.restoring", fs::copy_options::recursive, ec);
   if (!ec) fs::rename(data + "/db.restoring", data + "/db", ec);
@@ -104,14 +104,6 @@ absl::StatusOr<int> ShardFromHostname() {
   return std::stoi(n);
 }
 
-bool IsLoopback(const std::string& listen) {
-  std::string host = listen.substr(0, listen.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host == "localhost" || host == "::1") return true;
-  in_addr a{};
-  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
-
 // A warning for each identity the policy names without a kind.
 void WarnUntyped(const ledger::auth::Policy& policy) {
   for (const auto& u : policy.untyped()) {
@@ -126,19 +118,21 @@ void WarnUntyped(const ledger::auth::Policy& policy) {
 // TLS and the policy from the flags: the policy (nullptr in plain text),
 // and the PEM files in `options`. Plain text only on a loopback address or
 // with --insecure.
-absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(
-    const ledger::cmd::Flags& flags, ledger::server::ServerOptions* options) {
+absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(const ledger::cmd::Flags& flags,
+                                                                     ledger::server::ServerOptions* options) {
   bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
   if (!tls) {
     if (flags.Has("policy")) {
-      return absl::InvalidArgumentError("--policy: needs --tls-cert, --tls-key and --client-ca (callers are identified by their certificates)");
+      return absl::InvalidArgumentError(
+          "--policy: needs --tls-cert, --tls-key and --client-ca (callers are identified by their certificates)");
     }
-    if (!flags.Get("http-listen").empty() && !IsLoopback(flags.Get("http-listen")) && !flags.Bool("insecure")) {
+    if (!flags.Get("http-listen").empty() && !ledger::ops::IsLoopback(flags.Get("http-listen")) &&
+        !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--http-listen: ", flags.Get("http-listen"),
           " is not a loopback address; in plain-text mode the dashboard shows every team's evidence: give --insecure"));
     }
-    if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+    if (!ledger::ops::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--listen: ", flags.Get("listen"),
           " is not a loopback address; give --tls-cert, --tls-key, --client-ca and --policy, or --insecure"));
@@ -147,7 +141,8 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(
   }
   for (const char* f : {"tls-cert", "tls-key", "client-ca", "policy"}) {
     if (flags.Get(f).empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("--", f, ": required with TLS (--tls-cert, --tls-key, --client-ca, --policy)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", f, ": required with TLS (--tls-cert, --tls-key, --client-ca, --policy)"));
     }
   }
   auto cert = ReadPem("tls-cert", flags.Get("tls-cert"));
@@ -224,8 +219,8 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server) 
   if (flags.Get("tls-cert").empty()) return;
   absl::Status s;
   ledger::server::TlsPem pem;
-  for (auto [flag, part] : {std::pair{"tls-cert", &pem.cert}, std::pair{"tls-key", &pem.key},
-                            std::pair{"client-ca", &pem.client_ca}}) {
+  for (auto [flag, part] :
+       {std::pair{"tls-cert", &pem.cert}, std::pair{"tls-key", &pem.key}, std::pair{"client-ca", &pem.client_ca}}) {
     auto read = ReadPem(flag, flags.Get(flag));
     if (!read.ok()) {
       s = read.status();
@@ -238,8 +233,8 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server) 
     s = server->ReloadTls(std::move(pem));
     why = std::string(s.message());
     // The part at fault, by its flag and file.
-    for (auto [part, flag] : {std::pair{"cert: ", "tls-cert"}, std::pair{"key: ", "tls-key"},
-                              std::pair{"client_ca: ", "client-ca"}}) {
+    for (auto [part, flag] :
+         {std::pair{"cert: ", "tls-cert"}, std::pair{"key: ", "tls-key"}, std::pair{"client_ca: ", "client-ca"}}) {
       if (why.rfind(part, 0) == 0) {
         why = absl::StrCat("--", flag, ": ", flags.Get(flag), ": ", why.substr(std::string(part).size()));
       }
@@ -260,8 +255,8 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server) 
 // https:// witnesses are verified with --witness-tls-ca, and given
 // --witness-tls-cert and --witness-tls-key when they ask for a certificate.
 absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(const ledger::cmd::Flags& flags,
-                                                                            const ledger::log::Log* log,
-                                                                            const std::string& data_dir) {
+                                                                             const ledger::log::Log* log,
+                                                                             const std::string& data_dir) {
   auto tls = std::make_shared<ledger::witnesses::TlsClient>();
   for (auto [flag, part] : {std::pair{"witness-tls-ca", &tls->ca_pem}, std::pair{"witness-tls-cert", &tls->cert_pem},
                             std::pair{"witness-tls-key", &tls->key_pem}}) {
@@ -282,24 +277,15 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
   text << in.rdbuf();
   auto policy = ledger::tlogpolicy::Policy::Parse(text.str());
   if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat("--witness-policy: ", policy.status().message()));
-  ledger::witnesses::Source source{
-      [log](uint64_t size) -> absl::StatusOr<std::string> {
-        auto cp = log->Checkpoint(size);
-        if (!cp.ok()) return cp.status();
-        return cp->note;
-      },
-      [log](uint64_t from, uint64_t to) -> absl::StatusOr<std::vector<ledger::hash::Hash>> {
-        auto proof = log->ProveConsistency(from, to);
-        if (!proof.ok()) return proof.status();
-        return std::move(proof->hashes);
-      }};
+  ledger::witnesses::Source source = ledger::witnesses::LogSource(log);
   auto post = [tls](const std::string& url, const std::string& body) {
     return ledger::witnesses::HttpPost(url, body, 5000, tls->ca_pem.empty() ? nullptr : tls.get());
   };
-  auto started = ledger::witnesses::Witnesses::Start(*std::move(policy), std::move(source), post,
-                                                     {.data_dir = data_dir, .poll_ms = 100, .max_backoff_ms = 10'000,
-                                                      .now_s = nullptr});
-  if (!started.ok()) return absl::Status(started.status().code(), absl::StrCat("--witness-policy: ", started.status().message()));
+  auto started = ledger::witnesses::Witnesses::Start(
+      *std::move(policy), std::move(source), post,
+      {.data_dir = data_dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr});
+  if (!started.ok())
+    return absl::Status(started.status().code(), absl::StrCat("--witness-policy: ", started.status().message()));
   return started;
 }
 
@@ -313,7 +299,8 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz") {
     if (stopping) return Text(503, "stopping\n");
-    if (!log.store().failure().ok()) return Text(503, absl::StrCat("store failed: ", log.store().failure().message(), "\n"));
+    if (!log.store().failure().ok())
+      return Text(503, absl::StrCat("store failed: ", log.store().failure().message(), "\n"));
     if (!log.integrity().ok()) return Text(503, absl::StrCat("appends refused: ", log.integrity().message(), "\n"));
     return Text(200, "ready\n");
   }
@@ -517,8 +504,9 @@ void Daemon::LogOpened() const {
   if (log_->migrated_run_heads() > 0) {
     ledger::jsonlog::Info("run_heads_migrated")
         .Int("rows", static_cast<int64_t>(log_->migrated_run_heads()))
-        .Msg("run rows rewritten from format 1 (last seq) to format 2 (count, last seq, leaf hash) for the "
-             "run-head map")
+        .Msg(
+            "run rows rewritten from format 1 (last seq) to format 2 (count, last seq, leaf hash) for the "
+            "run-head map")
         .Emit();
   }
   if (!log_->rollback_accepted().empty()) {
@@ -555,16 +543,15 @@ absl::Status Daemon::StartWitnessing() {
     exports_->SetCosign([w = witnesses_.get(), wait = std::chrono::milliseconds(config_.witness_quorum_wait_ms)](
                             const std::string& note) { return w->CosignedWithQuorum(note, wait); });
   } else {
-    exports_->SetCosign([w = witnesses_.get()](const std::string& note) -> absl::StatusOr<std::string> {
-      return w->Cosigned(note);
-    });
+    exports_->SetCosign(
+        [w = witnesses_.get()](const std::string& note) -> absl::StatusOr<std::string> { return w->Cosigned(note); });
   }
   return absl::OkStatus();
 }
 
 absl::Status Daemon::Serve() {
   ledger_ = std::make_unique<ledger::service::LedgerService>(log_.get(), gate_.get(), server_options_.stream_idle_ms,
-                                                              backup_root_.get());
+                                                             backup_root_.get());
   std::vector<grpc::Service*> services{ledger_.get()};
   exports_ = std::make_unique<ledger::exporter::ExportService>(log_.get(), gate_.get(), staging_.get(),
                                                                static_cast<uint64_t>(config_.unknown_grace_ms));
@@ -590,13 +577,13 @@ absl::Status Daemon::Serve() {
       .Int("tree_size", static_cast<int64_t>(log_->head().size))
       .Str("transport", server_options_.cert_pem.empty() ? "plaintext" : "mtls")
       .Emit();
-  metrics_ = std::make_unique<ledger::ops::Metrics>(ledger::ops::Sources{
-      .log = log_.get(),
-      .ledger = ledger_.get(),
-      .exports = exports_.get(),
-      .sweeper = sweeper_.get(),
-      .rpc = &server_->rpc_stats(),
-      .projections = options_.sequencer.projector != nullptr});
+  metrics_ = std::make_unique<ledger::ops::Metrics>(
+      ledger::ops::Sources{.log = log_.get(),
+                           .ledger = ledger_.get(),
+                           .exports = exports_.get(),
+                           .sweeper = sweeper_.get(),
+                           .rpc = &server_->rpc_stats(),
+                           .projections = options_.sequencer.projector != nullptr});
   if (query_ != nullptr) {
     dashboard_ = std::make_unique<ledger::ops::Dashboard>(server_->InProcessChannel(), log_.get(), gate_.get());
   }
@@ -615,8 +602,7 @@ absl::Status Daemon::StartHttp() {
     auto started = ledger::ops::HttpServer::Start(
         flags_.Get("http-listen"),
         [this](const ledger::ops::HttpRequest& r) {
-          return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(),
-                         witnesses_.get());
+          return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(), witnesses_.get());
         },
         config_.http, gate_->tls() ? &http_tls : nullptr);
     if (!started.ok()) return named("http-listen", started.status());
@@ -630,9 +616,10 @@ absl::Status Daemon::StartHttp() {
     std::cout << "grpc health on " << grpc_health_->address() << std::endl;
   }
   if (!flags_.Get("health-listen").empty()) {
-    auto started = ledger::ops::HttpServer::Start(flags_.Get("health-listen"), [this](const ledger::ops::HttpRequest& r) {
-      return Operate(r, *log_, nullptr, nullptr, nullptr, stopping_.load());
-    });
+    auto started =
+        ledger::ops::HttpServer::Start(flags_.Get("health-listen"), [this](const ledger::ops::HttpRequest& r) {
+          return Operate(r, *log_, nullptr, nullptr, nullptr, stopping_.load());
+        });
     if (!started.ok()) return named("health-listen", started.status());
     health_ = *std::move(started);
     std::cout << "health on " << health_->address() << std::endl;

@@ -21,8 +21,7 @@ void DefineStoreFlags(Flags& flags) {
   flags.Define("unknown-grace-ms", "30000",
                "a step with no completion is declared unknown this long after its timeout");
   flags.Define("sweep-interval-ms", "1000", "how often to look for steps past their deadline");
-  flags.Define("projections", "true",
-               "keep step outcomes and run summaries (the query service); false: the log only");
+  flags.Define("projections", "true", "keep step outcomes and run summaries (the query service); false: the log only");
   flags.Define("run-map", "true",
                "keep the run-head map and sign its root with every checkpoint, so run packs prove they hold "
                "the whole run; false: checkpoint-time notes of format 1 and no run proofs (for comparison)");
@@ -52,19 +51,18 @@ void DefineNetworkFlags(Flags& flags) {
   flags.Define("policy", "",
                "TLS: the access policy (JSON: identities, uri:/dns:/cn:, to roles and teams); SIGHUP reloads it "
                "and the TLS files, for new calls and open streams; a broken file keeps the old one");
-  flags.Define("insecure", "",
-               "allow plain text on a non-loopback address (every caller is 'local', admin); logged", true);
+  flags.Define("insecure", "", "allow plain text on a non-loopback address (every caller is 'local', admin); logged",
+               true);
   flags.Define("rate-per-identity", "0",
                "receipts and calls a second per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
   flags.Define("concurrency-per-identity", "256",
                "calls and streams open at once per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
-  flags.Define("max-message-bytes", std::to_string(server::kMaxRequestBytes),
-               "largest request accepted, in bytes");
+  flags.Define("max-message-bytes", std::to_string(server::kMaxRequestBytes), "largest request accepted, in bytes");
   flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
-  flags.Define("stream-idle-ms", "300000",
-               "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
-  flags.Define("config", "",
-               "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
+  flags.Define(
+      "stream-idle-ms", "300000",
+      "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
+  flags.Define("config", "", "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
   flags.Define("http-listen", "127.0.0.1:7421",
                "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
                "when TLS is on); port 0 picks one; '' turns it off");
@@ -122,12 +120,12 @@ absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
     int64_t min;
     int64_t* out;
   };
-  for (const Bound& b : {Bound{"checkpoint-interval-ms", 1, &c.checkpoint_interval_ms},
-                         Bound{"unknown-grace-ms", 0, &c.unknown_grace_ms},
-                         Bound{"sweep-interval-ms", 1, &c.sweep_interval_ms},
-                         Bound{"export-staging-bytes", 1, &c.export_staging_bytes},
-                         Bound{"max-queued", static_cast<int64_t>(log::kMaxReceiptsPerAppend), &c.max_queued},
-                         Bound{"witness-quorum-wait-ms", 0, &c.witness_quorum_wait_ms}}) {
+  for (const Bound& b :
+       {Bound{"checkpoint-interval-ms", 1, &c.checkpoint_interval_ms},
+        Bound{"unknown-grace-ms", 0, &c.unknown_grace_ms}, Bound{"sweep-interval-ms", 1, &c.sweep_interval_ms},
+        Bound{"export-staging-bytes", 1, &c.export_staging_bytes},
+        Bound{"max-queued", static_cast<int64_t>(log::kMaxReceiptsPerAppend), &c.max_queued},
+        Bound{"witness-quorum-wait-ms", 0, &c.witness_quorum_wait_ms}}) {
     auto v = AtLeast(flags, b.flag, b.min);
     if (!v.ok()) return v.status();
     *b.out = *v;

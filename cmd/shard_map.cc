@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "util/files/files.h"
 #include "nlohmann/json.hpp"
+#include "util/files/files.h"
 
 namespace ledger::cmd {
 namespace {

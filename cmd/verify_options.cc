@@ -7,9 +7,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "util/files/files.h"
 #include "ledger/note/note.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
+#include "util/files/files.h"
 
 namespace ledger::cmd {
 namespace {

@@ -129,24 +129,34 @@ HttpResponse Html(int status, const std::string& title, const std::string& body,
   r.headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
   r.body = absl::StrCat("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">",
                         refresh > 0 ? absl::StrCat("<meta http-equiv=\"refresh\" content=\"", refresh, "\">") : "",
-                        "<title>", E(title), " · evidence ledger</title><style>", kStyle,
-                        "</style></head><body><main>", body, "</main></body></html>\n");
+                        "<title>", E(title), " · evidence ledger</title><style>", kStyle, "</style></head><body><main>",
+                        body, "</main></body></html>\n");
   return r;
 }
 
 HttpResponse Failed(const grpc::Status& s) {
   int status = 503;
   switch (s.error_code()) {
-    case grpc::StatusCode::NOT_FOUND: status = 404; break;
+    case grpc::StatusCode::NOT_FOUND:
+      status = 404;
+      break;
     case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED: status = 403; break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: status = 429; break;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      status = 403;
+      break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      status = 429;
+      break;
     case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::OUT_OF_RANGE: status = 400; break;
-    default: break;
+    case grpc::StatusCode::OUT_OF_RANGE:
+      status = 400;
+      break;
+    default:
+      break;
   }
-  HttpResponse r = Html(status, "error", absl::StrCat("<h1>", status, "</h1><p>", E(s.error_message()),
-                                                      "</p><p><a href=\"/\">teams</a></p>"));
+  HttpResponse r =
+      Html(status, "error",
+           absl::StrCat("<h1>", status, "</h1><p>", E(s.error_message()), "</p><p><a href=\"/\">teams</a></p>"));
   r.refusal = s.error_message();
   return r;
 }
@@ -199,14 +209,14 @@ std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, 
     absl::StrAppend(&out, "<tr class=\"", state, "\">");
     if (team) absl::StrAppend(&out, "<td><a href=\"/teams/", Seg(st.team()), "\">", E(st.team()), "</a></td>");
     if (run) {
-      absl::StrAppend(&out, "<td><a href=\"/teams/", Seg(st.team()), "/runs/", Seg(st.run_id()), "\">",
-                      E(st.run_id()), "</a></td>");
+      absl::StrAppend(&out, "<td><a href=\"/teams/", Seg(st.team()), "/runs/", Seg(st.run_id()), "\">", E(st.run_id()),
+                      "</a></td>");
     }
     absl::StrAppend(&out, "<td><a href=\"", StepHref(st), "\">", E(st.step_id()), "</a></td><td>", st.attempt(),
                     "</td><td>", state == "unknown" ? "UNKNOWN" : state, "</td><td class=\"anomaly\">", E(anomalies),
                     "</td><td class=\"t\">", Time(st.first_at_us()), "</td><td class=\"t\">",
-                    end > 0 ? Duration(end - begin) : "",
-                    "</td><td>", Calls(st.calls()), "</td><td>", st.charged_cost_micros(), "</td></tr>");
+                    end > 0 ? Duration(end - begin) : "", "</td><td>", Calls(st.calls()), "</td><td>",
+                    st.charged_cost_micros(), "</td></tr>");
   }
   return out + "</tbody></table>";
 }
@@ -262,8 +272,7 @@ absl::StatusOr<int64_t> TimeParam(const HttpRequest& request, const std::string&
       return absl::ToUnixMicros(parsed);
     }
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(name, ": a UTC time like 2026-01-01T12:00 or 2026-01-01T12:00:00Z"));
+  return absl::InvalidArgumentError(absl::StrCat(name, ": a UTC time like 2026-01-01T12:00 or 2026-01-01T12:00:00Z"));
 }
 
 // The filter form of a team's page, filled in with the request's values.
@@ -289,9 +298,9 @@ std::string FilterForm(const HttpRequest& request, const std::string& team) {
       input("from", "From (UTC)", "text", "2026-01-01T00:00"), input("to", "To (UTC)", "text", "2026-01-02T00:00"),
       input("run", "Run id", "text", ""), input("receipt", "Receipt id", "text", ""),
       input("trace", "Trace id", "text", ""),
-      Param(request, "refresh").empty() ? ""
-                                        : absl::StrCat("<input type=\"hidden\" name=\"refresh\" value=\"",
-                                                       E(Param(request, "refresh")), "\">"),
+      Param(request, "refresh").empty()
+          ? ""
+          : absl::StrCat("<input type=\"hidden\" name=\"refresh\" value=\"", E(Param(request, "refresh")), "\">"),
       "<button>Search</button> <a href=\"/teams/", Seg(team), "\">clear</a></form>");
 }
 
@@ -327,8 +336,8 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
   // Auto-refresh for the pages people watch: a meta refresh, no script.
   if (r.status == 200 && r.content_type.rfind("text/html", 0) == 0) {
     if (*refresh > 0) {
-      r.body.replace(r.body.find("<title>"), 0, absl::StrCat("<meta http-equiv=\"refresh\" content=\"", *refresh,
-                                                              "\">"));
+      r.body.replace(r.body.find("<title>"), 0,
+                     absl::StrCat("<meta http-equiv=\"refresh\" content=\"", *refresh, "\">"));
     }
     r.body.replace(r.body.find("<main>") + 6, 0, RefreshLinks(request, *refresh));
   }
@@ -404,8 +413,9 @@ HttpResponse Dashboard::Teams(const HttpRequest& request) {
   grpc::Status listed_status = query_->ListTeams(tctx.get(), pb::ListTeamsRequest(), &listed);
   if (!listed_status.ok()) return Failed(listed_status);
   const auto& teams = listed.teams();
-  std::string body = "<h1>Evidence ledger</h1><form action=\"/\" method=\"get\" role=\"search\"><label>Team <input "
-                     "name=\"team\"></label> <button>Show runs</button></form>";
+  std::string body =
+      "<h1>Evidence ledger</h1><form action=\"/\" method=\"get\" role=\"search\"><label>Team <input "
+      "name=\"team\"></label> <button>Show runs</button></form>";
   if (teams.size() > 1) {
     body += "<p><a href=\"/unknown\">Steps in state unknown now, in every team you may see</a></p>";
   }
@@ -459,8 +469,11 @@ HttpResponse Dashboard::Unknown(const HttpRequest& request) {
   more = more || steps.size() > first + kListPageSize;
   std::vector<pb::Step> shown(steps.begin() + static_cast<long>(std::min(first, steps.size())),
                               steps.begin() + static_cast<long>(std::min(first + kListPageSize, steps.size())));
-  std::string body = absl::StrCat(Crumbs(""), "<h1>Unknown now</h1><p>Steps with no completion by their deadline, "
-                                  "in the ", listed.teams_size(), " team(s) you may see, newest first. Never "
+  std::string body = absl::StrCat(Crumbs(""),
+                                  "<h1>Unknown now</h1><p>Steps with no completion by their deadline, "
+                                  "in the ",
+                                  listed.teams_size(),
+                                  " team(s) you may see, newest first. Never "
                                   "counted as success.</p>");
   body += shown.empty() ? "<p class=\"muted\">No step is in state unknown.</p>"
                         : StepsTable(shown, /*team=*/true, /*run=*/true, "Steps in state unknown");
@@ -546,9 +559,9 @@ HttpResponse Dashboard::Steps(const HttpRequest& request, const pb::StepFilter& 
 HttpResponse Dashboard::FindReceipt(const HttpRequest& request, const std::string& team,
                                     const std::string& receipt_id) {
   if (absl::Status a = Allowed(request.identity, auth::Action::kReadEntries, team); !a.ok()) {
-    return Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                               absl::StrCat("receipt: finding a receipt needs the right to read the team's entries (",
-                                            a.message(), ")")));
+    return Failed(grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        absl::StrCat("receipt: finding a receipt needs the right to read the team's entries (", a.message(), ")")));
   }
   pb::GetInclusionProofRequest preq;
   preq.set_team(team);
@@ -619,9 +632,9 @@ HttpResponse Dashboard::Run(const HttpRequest& request, const std::string& team,
   auto ctx = Context(request);
   grpc::Status s = query_->GetRun(ctx.get(), rreq, &r);
   if (!s.ok()) return Failed(s);
-  std::string body = absl::StrCat(
-      Crumbs(team, run), "<h1>Run ", E(run), "</h1><p>", E(r.workflow()), " · entries ", r.first_seq(), "–",
-      r.last_seq(), " · ", r.entries(), " entries · ", Time(r.first_at_us()), " to ", Time(r.last_at_us()), "</p>");
+  std::string body = absl::StrCat(Crumbs(team, run), "<h1>Run ", E(run), "</h1><p>", E(r.workflow()), " · entries ",
+                                  r.first_seq(), "–", r.last_seq(), " · ", r.entries(), " entries · ",
+                                  Time(r.first_at_us()), " to ", Time(r.last_at_us()), "</p>");
   if (r.steps_unknown() > 0) {
     absl::StrAppend(&body, "<p class=\"unknown\">", r.steps_unknown(),
                     " step(s) UNKNOWN: no completion was reported by the deadline. Never counted as success.</p>");
@@ -642,12 +655,13 @@ HttpResponse Dashboard::Run(const HttpRequest& request, const std::string& team,
   absl::StrAppend(&body, "<h2>Steps</h2>", StepTimeline(steps, StepHref),
                   StepsTable(steps, /*team=*/false, /*run=*/false, "Steps, newest first"),
                   NextLink(request, listed.next_page_token(), steps.size()));
-  absl::StrAppend(&body, "<h2>Totals</h2><table><caption>Calls of every step of the run</caption><thead><tr><th "
-                         "scope=\"col\">model calls allowed / denied</th><th scope=\"col\">tool calls allowed / "
-                         "denied</th><th scope=\"col\">tokens in / out</th><th scope=\"col\">call cost (µ)</th></tr>"
-                         "</thead><tbody><tr><td>",
-                  Calls(r.calls()), "</td></tr></tbody></table><p>Actual cost ", r.actual_cost_micros(),
-                  " µ, charged ", r.charged_cost_micros(),
+  absl::StrAppend(&body,
+                  "<h2>Totals</h2><table><caption>Calls of every step of the run</caption><thead><tr><th "
+                  "scope=\"col\">model calls allowed / denied</th><th scope=\"col\">tool calls allowed / "
+                  "denied</th><th scope=\"col\">tokens in / out</th><th scope=\"col\">call cost (µ)</th></tr>"
+                  "</thead><tbody><tr><td>",
+                  Calls(r.calls()), "</td></tr></tbody></table><p>Actual cost ", r.actual_cost_micros(), " µ, charged ",
+                  r.charged_cost_micros(),
                   " µ: a failed or unknown step is charged at least the cost reserved at its start.</p>");
   return Html(200, run, body);
 }
@@ -702,12 +716,11 @@ std::string ReceiptRow(const pb::Entry& entry) {
   bool denied = decision == "deny";
   std::string cls = kind == "step_unknown" ? " class=\"unknown\"" : denied ? " class=\"denied\"" : "";
   return absl::StrCat("<tr", cls, "><td>", entry.seq(), "</td><td class=\"t\">",
-                      Time(leaf.value("logged_at_us", int64_t{0})),
-                      "</td><td>", E(kind), "</td><td>", E(who), "</td><td>", E(where), "</td><td>",
-                      denied ? "<strong>DENY</strong>" : E(outcome), "</td><td>", E(str("reason")), "</td><td>",
-                      tokens, "</td><td>", num("cost_micros"), "</td><td>", E(str("receipt_id")), "</td><td>",
-                      E(leaf.value("emitter", "")), "</td><td><a href=\"/proofs/", entry.seq(),
-                      "\">inclusion proof</a> (<a href=\"/proofs/", entry.seq(),
+                      Time(leaf.value("logged_at_us", int64_t{0})), "</td><td>", E(kind), "</td><td>", E(who),
+                      "</td><td>", E(where), "</td><td>", denied ? "<strong>DENY</strong>" : E(outcome), "</td><td>",
+                      E(str("reason")), "</td><td>", tokens, "</td><td>", num("cost_micros"), "</td><td>",
+                      E(str("receipt_id")), "</td><td>", E(leaf.value("emitter", "")), "</td><td><a href=\"/proofs/",
+                      entry.seq(), "\">inclusion proof</a> (<a href=\"/proofs/", entry.seq(),
                       "?format=tlog-proof\">tlog-proof</a>)</td></tr>");
 }
 
@@ -725,9 +738,10 @@ HttpResponse Dashboard::Step(const HttpRequest& request, const std::string& team
   grpc::Status s = query_->GetStep(ctx.get(), req, &st);
   if (!s.ok()) return Failed(s);
   std::string state = StateName(st.state());
-  std::string body = absl::StrCat(Crumbs(team, run), "<h1>Step ", E(step), " <span class=\"muted\">attempt ",
-                                  st.attempt(), "</span></h1><p class=\"", state, "\">State: ",
-                                  state == "unknown" ? "UNKNOWN (no completion by the deadline)" : state, "</p>");
+  std::string body =
+      absl::StrCat(Crumbs(team, run), "<h1>Step ", E(step), " <span class=\"muted\">attempt ", st.attempt(),
+                   "</span></h1><p class=\"", state,
+                   "\">State: ", state == "unknown" ? "UNKNOWN (no completion by the deadline)" : state, "</p>");
   if (!st.anomalies().empty()) {
     body += "<p class=\"anomaly\">Anomalies: ";
     for (int a : st.anomalies()) absl::StrAppend(&body, E(AnomalyName(a)), " ");
@@ -735,8 +749,9 @@ HttpResponse Dashboard::Step(const HttpRequest& request, const std::string& team
   }
   body += StepFacts(st);
   if (!receipts) {
-    body += "<p class=\"muted\">Receipts and proofs: your role does not include reading this team's entries "
-            "(auditor).</p>";
+    body +=
+        "<p class=\"muted\">Receipts and proofs: your role does not include reading this team's entries "
+        "(auditor).</p>";
     return Html(200, step, body);
   }
   // One page of receipts, read in one call.
@@ -756,13 +771,12 @@ HttpResponse Dashboard::Step(const HttpRequest& request, const std::string& team
     grpc::Status es = reader->Finish();
     if (!es.ok()) return Failed(es);
   }
-  std::string link = absl::StrCat("/teams/", Seg(team), "/runs/", Seg(run), "/steps/", Seg(step), "?attempt=",
-                                  st.attempt(), "&amp;page=");
-  std::string nav = absl::StrCat("<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">Receipts ",
-                                 total == 0 ? 0 : first + 1, "–", last, " of ", total,
-                                 page > 1 ? absl::StrCat(" · <a href=\"", link, page - 1, "\">previous</a>") : "",
-                                 page < pages ? absl::StrCat(" · <a href=\"", link, page + 1, "\">next</a>") : "",
-                                 "</p></nav>");
+  std::string link = absl::StrCat("/teams/", Seg(team), "/runs/", Seg(run), "/steps/", Seg(step),
+                                  "?attempt=", st.attempt(), "&amp;page=");
+  std::string nav = absl::StrCat(
+      "<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">Receipts ", total == 0 ? 0 : first + 1, "–", last,
+      " of ", total, page > 1 ? absl::StrCat(" · <a href=\"", link, page - 1, "\">previous</a>") : "",
+      page < pages ? absl::StrCat(" · <a href=\"", link, page + 1, "\">next</a>") : "", "</p></nav>");
   absl::StrAppend(&body, "<h2>Receipts and calls</h2>", nav,
                   "<table class=\"calls\"><caption>The step's receipts in log order; denied calls stand out"
                   "</caption><thead><tr><th scope=\"col\">seq</th><th scope=\"col\">logged (UTC)</th><th "

@@ -1,21 +1,21 @@
 #include "ops/http.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -25,9 +25,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "auth/identity.h"
-#include "util/tasks/tasks.h"
 #include "util/jsonlog/jsonlog.h"
 #include "util/sync/mutex.h"
+#include "util/tasks/tasks.h"
 
 namespace ledger::ops {
 namespace {
@@ -40,21 +40,36 @@ constexpr int kTickMs = 100;  // how often deadlines are looked at
 
 const char* Reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 303: return "See Other";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 303:
+      return "See Other";
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
   }
 }
 
@@ -80,8 +95,8 @@ absl::StatusOr<std::shared_ptr<SSL_CTX>> NewTlsContext(const HttpTls& tls) {
   ERR_clear_error();
   auto key_bio = bio_of(tls.key_pem);
   EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr);
-  bool key_ok = key != nullptr && SSL_CTX_use_PrivateKey(ctx.get(), key) == 1 &&
-                SSL_CTX_check_private_key(ctx.get()) == 1;
+  bool key_ok =
+      key != nullptr && SSL_CTX_use_PrivateKey(ctx.get(), key) == 1 && SSL_CTX_check_private_key(ctx.get()) == 1;
   EVP_PKEY_free(key);
   if (!key_ok) return absl::InvalidArgumentError("http tls: the private key is not usable with the certificate");
   X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());
@@ -120,6 +135,14 @@ HttpResponse Text(int status, std::string body) {
   return r;
 }
 
+bool IsLoopback(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 absl::StatusOr<std::string> UrlDecode(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -130,7 +153,10 @@ absl::StatusOr<std::string> UrlDecode(std::string_view s) {
       int v = 0;
       for (int k = 1; k <= 2; ++k) {
         char c = s[i + k];
-        int d = absl::ascii_isdigit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+        int d = absl::ascii_isdigit(c)   ? c - '0'
+                : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                         : -1;
         if (d < 0) return absl::InvalidArgumentError("url: bad escape");
         v = v * 16 + d;
       }
@@ -142,7 +168,6 @@ absl::StatusOr<std::string> UrlDecode(std::string_view s) {
   }
   return out;
 }
-
 
 namespace {
 
@@ -199,8 +224,10 @@ HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHa
       size_t eq = pair.find('=');
       auto k = UrlDecode(pair.substr(0, eq));
       auto v = UrlDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-      if (!k.ok() || !v.ok()) bad = true;
-      else request.query[*k] = *v;
+      if (!k.ok() || !v.ok())
+        bad = true;
+      else
+        request.query[*k] = *v;
     }
   }
   for (size_t i = 1; i < lines.size(); ++i) {
@@ -274,8 +301,12 @@ Prepared Prepare(const HttpResponse& response, bool head_only) {
 class EventLoop {
  public:
   EventLoop(HttpHandler handler, HttpOptions options, std::shared_ptr<SSL_CTX> tls, int listen_fd)
-      : handler_(std::move(handler)), options_(std::move(options)), tls_(std::move(tls)), listen_fd_(listen_fd),
-        epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      : handler_(std::move(handler)),
+        options_(std::move(options)),
+        tls_(std::move(tls)),
+        listen_fd_(listen_fd),
+        epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
+        wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
         workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options_.workers)))),
         quick_(std::make_unique<tasks::Pool>(1)) {
     Watch(listen_fd_, kListenId, EPOLLIN);
@@ -478,8 +509,10 @@ class EventLoop {
   // The connection is readable or writable: goes as far as it can.
   void Advance(Connection& c) {
     if (c.phase == Phase::kHandshake && !Handshake(c)) return;
-    if (c.phase == Phase::kRead) Read(c);
-    else if (c.phase == Phase::kWrite) Write(c);
+    if (c.phase == Phase::kRead)
+      Read(c);
+    else if (c.phase == Phase::kWrite)
+      Write(c);
   }
 
   // False when the handshake is not done (waiting, or the connection closed).
@@ -491,9 +524,15 @@ class EventLoop {
       return true;
     }
     switch (SSL_get_error(c.ssl, r)) {
-      case SSL_ERROR_WANT_READ: Want(c, EPOLLIN); return false;
-      case SSL_ERROR_WANT_WRITE: Want(c, EPOLLOUT); return false;
-      default: Close(c); return false;  // no certificate, another CA, expired, garbage
+      case SSL_ERROR_WANT_READ:
+        Want(c, EPOLLIN);
+        return false;
+      case SSL_ERROR_WANT_WRITE:
+        Want(c, EPOLLOUT);
+        return false;
+      default:
+        Close(c);
+        return false;  // no certificate, another CA, expired, garbage
     }
   }
 

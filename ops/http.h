@@ -37,11 +37,11 @@ namespace ledger::ops {
 
 struct HttpRequest {
   std::string method;
-  std::string path;                          // decoded, without the query
-  std::string raw_path;                      // as sent (split it before decoding segments)
-  std::map<std::string, std::string> query;  // decoded
+  std::string path;                            // decoded, without the query
+  std::string raw_path;                        // as sent (split it before decoding segments)
+  std::map<std::string, std::string> query;    // decoded
   std::map<std::string, std::string> headers;  // names in lower case
-  std::string peer;                          // "ip:port"
+  std::string peer;                            // "ip:port"
   // With TLS: the identity of the verified client certificate (first URI
   // SAN, else DNS SAN, else CN; auth/identity.h). Empty in plain text.
   std::string identity;
@@ -116,6 +116,9 @@ class HttpServer {
 
 // "%41" and "+" decoded; INVALID_ARGUMENT for a bad escape.
 absl::StatusOr<std::string> UrlDecode(std::string_view s);
+// Whether a listen address HOST:PORT is on loopback (localhost, ::1,
+// 127.0.0.0/8): where plain text is allowed without --insecure.
+bool IsLoopback(const std::string& listen);
 // HTML text and attribute escaping (util/html).
 using html::HtmlEscape;
 

@@ -175,19 +175,17 @@ std::string Metrics::Render() {
   Histogram(&out, "ledger_append_request_receipts", "Receipts per append request.", ledger.request_receipts);
   if (const sequencer::Sequencer::Stats* seq = log.sequencer_stats()) {
     Histogram(&out, "ledger_commit_entries", "New entries per group commit.", seq->batch_entries);
-    Histogram(&out, "ledger_commit_seconds", "Duration of one synced RocksDB write (a group commit).",
-              seq->commit_us, 1e-6);
+    Histogram(&out, "ledger_commit_seconds", "Duration of one synced RocksDB write (a group commit).", seq->commit_us,
+              1e-6);
   }
-  Histogram(&out, "ledger_fsync_seconds", "Duration of each file sync the store makes.", log.store().sync_us(),
-            1e-6);
+  Histogram(&out, "ledger_fsync_seconds", "Duration of each file sync the store makes.", log.store().sync_us(), 1e-6);
   Gauge(&out, "ledger_append_queue_receipts", "Receipts queued for the writer.", static_cast<double>(log.queued()));
   Gauge(&out, "ledger_tree_size", "Entries in the log.", static_cast<double>(log.head().size));
   auto [cp_size, cp_at_us] = log.LatestCheckpointTime();
   Gauge(&out, "ledger_checkpoint_tree_size", "Entries the latest signed checkpoint covers.",
         static_cast<double>(cp_size));
   if (cp_at_us > 0) {
-    Gauge(&out, "ledger_checkpoint_age_seconds",
-          "Seconds since the latest checkpoint was signed (or found at start).",
+    Gauge(&out, "ledger_checkpoint_age_seconds", "Seconds since the latest checkpoint was signed (or found at start).",
           static_cast<double>(sequencer::SystemClockMicros() - cp_at_us) / 1e6);
   }
   if (sources_.projections) {
@@ -208,8 +206,8 @@ std::string Metrics::Render() {
   if (sources_.sweeper != nullptr) {
     Head(&out, "ledger_unknown_steps_declared_total", "counter", "Steps declared unknown since start.");
     absl::StrAppend(&out, "ledger_unknown_steps_declared_total ", sources_.sweeper->declared(), "\n");
-    Family(&out, "ledger_team_unknown_steps_declared_total", "Steps declared unknown since start, by team.",
-           {"team"}, sources_.sweeper->declared_by_team());
+    Family(&out, "ledger_team_unknown_steps_declared_total", "Steps declared unknown since start, by team.", {"team"},
+           sources_.sweeper->declared_by_team());
     Head(&out, "ledger_sweep_failures_total", "counter",
          "Declarations of due steps that failed (one per step and sweep); each step is logged once.");
     absl::StrAppend(&out, "ledger_sweep_failures_total ", sources_.sweeper->failures(), "\n");
@@ -229,8 +227,7 @@ std::string Metrics::Render() {
     for (const auto& [labels, snapshot] : sources_.rpc->seconds.Read()) {
       HistogramLines(&out, "ledger_rpc_seconds", absl::StrCat("method=\"", LabelValue(labels[0]), "\","), snapshot);
     }
-    Family(&out, "ledger_rpcs_total", "gRPC calls by method and status code.", {"method", "code"},
-           sources_.rpc->calls);
+    Family(&out, "ledger_rpcs_total", "gRPC calls by method and status code.", {"method", "code"}, sources_.rpc->calls);
   }
   Process(&out);
   return out;

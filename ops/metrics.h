@@ -43,18 +43,18 @@
 #include "export/service/export_service.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
-#include "server/rpc_log.h"
 #include "query/service/sweeper.h"
+#include "server/rpc_log.h"
 
 namespace ledger::ops {
 
 struct Sources {
-  const log::Log* log = nullptr;                      // required
-  const service::LedgerService* ledger = nullptr;     // required
-  const exporter::ExportService* exports = nullptr;   // optional
-  const query::Sweeper* sweeper = nullptr;            // optional
+  const log::Log* log = nullptr;                     // required
+  const service::LedgerService* ledger = nullptr;    // required
+  const exporter::ExportService* exports = nullptr;  // optional
+  const query::Sweeper* sweeper = nullptr;           // optional
   const server::RpcStats* rpc = nullptr;             // optional
-  bool projections = false;                           // steps can be counted
+  bool projections = false;                          // steps can be counted
 };
 
 class Metrics {
@@ -66,7 +66,7 @@ class Metrics {
 
  private:
   using StepCounts = std::vector<std::tuple<std::string, std::string, uint64_t>>;  // team, state, n
-  using TeamCosts = std::vector<std::pair<std::string, int64_t>>;                 // team, charged µ
+  using TeamCosts = std::vector<std::pair<std::string, int64_t>>;                  // team, charged µ
   // Steps by team and state, and charged cost by team, from the projections
   // (recounted at most every 30 s).
   std::pair<StepCounts, TeamCosts> CountSteps();

@@ -16,11 +16,11 @@
 #include "ledger/log/log.h"
 #include "ledger/note/note.h"
 #include "ledger/service/service.h"
-#include "server/server.h"
 #include "ledger_service.grpc.pb.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
 #include "ops/timeline.h"
+#include "server/server.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::ops {
@@ -101,7 +101,8 @@ TEST(Http, ServesFarMoreIdleConnectionsThanThreads) {
   HttpOptions options;
   options.max_per_peer = 1000;
   options.workers = 2;
-  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
   ASSERT_TRUE(server.ok()) << server.status();
   std::vector<int> idle;
   for (int i = 0; i < 200; ++i) {
@@ -117,7 +118,8 @@ TEST(Http, ServesFarMoreIdleConnectionsThanThreads) {
 TEST(Http, RequestDeadlineBoundsATrickleAsAWhole) {
   HttpOptions options;
   options.request_deadline_ms = 600;
-  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
   ASSERT_TRUE(server.ok()) << server.status();
   int fd = Connect((*server)->address());
   ASSERT_GE(fd, 0);
@@ -139,7 +141,8 @@ TEST(Http, RequestDeadlineBoundsATrickleAsAWhole) {
 TEST(Http, CapsConnectionsPerPeerAddress) {
   HttpOptions options;
   options.max_per_peer = 3;
-  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
   ASSERT_TRUE(server.ok()) << server.status();
   std::vector<int> held;
   for (int i = 0; i < 3; ++i) held.push_back(Connect((*server)->address(), "127.0.0.2"));
@@ -192,7 +195,8 @@ TEST(Http, WhenFullTheLongestWaitingConnectionMakesRoom) {
   HttpOptions options;
   options.max_connections = 20;
   options.max_per_peer = 5;
-  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
   ASSERT_TRUE(server.ok()) << server.status();
   // Five slow connections from each of eight addresses: twice the room.
   std::vector<int> slow;
@@ -219,7 +223,8 @@ TEST(Http, AResponseThatMakesNoProgressIsDropped) {
   HttpOptions options;
   options.send_idle_ms = 300;
   const std::string body(16 << 20, 'x');
-  auto server = HttpServer::Start("127.0.0.1:0", [&](const HttpRequest&) { return Text(200, body); }, options);
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", [&](const HttpRequest&) { return Text(200, body); }, options);
   ASSERT_TRUE(server.ok()) << server.status();
   int fd = Connect((*server)->address());
   ASSERT_GE(fd, 0);
@@ -255,6 +260,14 @@ TEST(Http, StreamsAFileAndRemovesIt) {
 TEST(Http, EscapingHelpers) {
   EXPECT_EQ(*UrlDecode("a%20b+c"), "a b c");
   EXPECT_FALSE(UrlDecode("%2").ok());
+  EXPECT_TRUE(IsLoopback("127.0.0.1:0"));
+  EXPECT_TRUE(IsLoopback("127.3.2.1:7420"));
+  EXPECT_TRUE(IsLoopback("localhost:1"));
+  EXPECT_TRUE(IsLoopback("[::1]:1"));
+  EXPECT_FALSE(IsLoopback("0.0.0.0:7420"));
+  EXPECT_FALSE(IsLoopback("10.0.0.1:7420"));
+  EXPECT_FALSE(IsLoopback("[::]:7420"));
+  EXPECT_FALSE(IsLoopback("ledger.example:7420"));
   EXPECT_FALSE(UrlDecode("%g0").ok());
   EXPECT_EQ(HtmlEscape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
 }
@@ -271,8 +284,7 @@ TEST(Metrics, FiguresFromARealServer) {
   service::LedgerService ledger(log->get(), &gate);
   auto server = server::Server::Start(&gate, "127.0.0.1:0", {&ledger});
   ASSERT_TRUE(server.ok());
-  auto stub = pb::LedgerService::NewStub(
-      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  auto stub = pb::LedgerService::NewStub(grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
   pb::AppendRequest req;
   for (int i = 0; i < 3; ++i) {
     pb::Receipt* r = req.add_receipts();

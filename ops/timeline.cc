@@ -100,8 +100,8 @@ std::string StepTimeline(const std::vector<pb::Step>& steps,
     std::string what = s.mark ? absl::StrCat(name, ": denied at ", IsoTime(s.from))
                               : absl::StrCat(name, ": ", state, ", ", IsoTime(s.from), " to ", IsoTime(s.to), " (",
                                              Duration(s.to - s.from), ")");
-    absl::StrAppend(&out, "<div class=\"tl-row\"><a class=\"tl-label\" href=\"", step_href(st), "\">",
-                    HtmlEscape(name), "</a><span class=\"tl-track\">");
+    absl::StrAppend(&out, "<div class=\"tl-row\"><a class=\"tl-label\" href=\"", step_href(st), "\">", HtmlEscape(name),
+                    "</a><span class=\"tl-track\">");
     if (s.mark) {
       absl::StrAppend(&out, "<span class=\"tl-mark ", state, "\" role=\"img\" aria-label=\"", HtmlEscape(what),
                       "\" title=\"", HtmlEscape(what), "\" style=\"left:", Percent(at(s.from)), "\"></span>");

@@ -18,7 +18,7 @@ PACKAGES=(
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
   python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
-  chromium poppler-utils clang curl
+  chromium poppler-utils clang clang-format curl
 )
 
 install_missing() {

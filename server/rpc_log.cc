@@ -4,8 +4,8 @@
 #include <mutex>
 #include <string>
 
-#include "absl/strings/ascii.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/support/log.h"
 #include "util/jsonlog/jsonlog.h"
@@ -73,7 +73,8 @@ class RpcLog final : public grpc::experimental::Interceptor {
  private:
   void Done(const grpc::Status& status) {
     std::string method = info_->method() ? info_->method() : "?";
-    std::string code = absl::AsciiStrToLower(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
+    std::string code =
+        absl::AsciiStrToLower(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())));
     auto took = std::chrono::steady_clock::now() - started_;
     stats_->seconds.With({method})->Observe(std::chrono::duration<double>(took).count());
     stats_->calls.With({method, code})->Add();
@@ -86,7 +87,7 @@ class RpcLog final : public grpc::experimental::Interceptor {
     if (!status.ok() && !budget_->Take(&suppressed)) return;
     if (request_id_.empty()) request_id_ = jsonlog::NewRequestId();
     int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
-    jsonlog::Line line = status.ok()  ? jsonlog::Info("rpc_done")
+    jsonlog::Line line = status.ok() ? jsonlog::Info("rpc_done")
                          : cancelled ? jsonlog::Info("rpc_cancelled")
                                      : jsonlog::Warn("rpc_failed");
     line.Str("method", method).Str("code", code).Str("request_id", request_id_);
@@ -132,7 +133,8 @@ void GrpcLine(gpr_log_func_args* args) {
 
 void LogGrpcThroughJson() { gpr_set_log_function(GrpcLine); }
 
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLogFactory(auth::Gate* gate, RpcStats* stats) {
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLogFactory(auth::Gate* gate,
+                                                                                        RpcStats* stats) {
   return std::make_unique<Factory>(gate, stats);
 }
 

@@ -24,8 +24,8 @@ namespace ledger::server {
 struct RpcStats {
   // Seconds from a call's arrival to its status (a stream's whole life), by
   // method ("/evidence.ledger.v1.LedgerService/Append").
-  stats::HistogramFamily seconds{{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-                                  30, 60}};
+  stats::HistogramFamily seconds{
+      {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   // Calls by method and code ("ok", "invalid_argument", ...).
   stats::CounterFamily calls;
 };

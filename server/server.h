@@ -31,7 +31,7 @@ struct ServerOptions {
   int max_message_bytes = kMaxRequestBytes;
   int max_streams_per_connection = 100;
   int64_t stream_idle_ms = 300'000;
-  };
+};
 
 // A running server: `services`, gRPC health checking and server reflection
 // on one listening address.

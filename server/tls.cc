@@ -50,8 +50,7 @@ absl::Status Check(const TlsPem& pem) {
   std::vector<Cert> chain = Certificates(pem.cert);
   if (chain.empty()) return Invalid("cert", "holds no PEM certificate");
   Bio bio = Reader(pem.key);
-  std::unique_ptr<EVP_PKEY, KeyFree> key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
-                                             : nullptr);
+  std::unique_ptr<EVP_PKEY, KeyFree> key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
   if (key == nullptr) return Invalid("key", "not a PEM private key");
   if (X509_check_private_key(chain.front().get(), key.get()) != 1) {
     return Invalid("key", "is not the key of the certificate's first (leaf) certificate");
@@ -112,8 +111,7 @@ std::shared_ptr<grpc::ServerCredentials> ServerTls::Credentials() {
   return std::make_shared<Fetched>(this, !pem_.client_ca.empty());
 }
 
-grpc_ssl_certificate_config_reload_status ServerTls::Fetch(void* self,
-                                                           grpc_ssl_server_certificate_config** config) {
+grpc_ssl_certificate_config_reload_status ServerTls::Fetch(void* self, grpc_ssl_server_certificate_config** config) {
   auto* tls = static_cast<ServerTls*>(self);
   sync::MutexLock lock(&tls->mu_);
   if (tls->fetched_ == tls->generation_) return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;

@@ -48,8 +48,7 @@ class ServerTls {
   explicit ServerTls(TlsPem pem) : pem_(std::move(pem)) {}
   class Fetched;
   // gRPC's fetcher: the config when it changed since the last call.
-  static grpc_ssl_certificate_config_reload_status Fetch(void* self,
-                                                         grpc_ssl_server_certificate_config** config);
+  static grpc_ssl_certificate_config_reload_status Fetch(void* self, grpc_ssl_server_certificate_config** config);
 
   sync::Mutex mu_;
   TlsPem pem_ ABSL_GUARDED_BY(mu_);

@@ -33,8 +33,8 @@ TlsPem SelfSigned(const std::string& cn) {
   X509_set_issuer_name(x.get(), X509_get_subject_name(x.get()));
   X509_sign(x.get(), key.get(), EVP_sha256());
   TlsPem out;
-  out.cert = Pem([](BIO* b, const void* c) { PEM_write_bio_X509(b, static_cast<X509*>(const_cast<void*>(c))); },
-                 x.get());
+  out.cert =
+      Pem([](BIO* b, const void* c) { PEM_write_bio_X509(b, static_cast<X509*>(const_cast<void*>(c))); }, x.get());
   out.key = Pem(
       [](BIO* b, const void* k) {
         PEM_write_bio_PrivateKey(b, static_cast<EVP_PKEY*>(const_cast<void*>(k)), nullptr, nullptr, 0, nullptr,

@@ -26,11 +26,30 @@ class Gen {
   int Below(int n) { return static_cast<int>(rng_() % n); }
 
   std::string Text(int max_len) {
-    static const char* const kPieces[] = {
-        "a", "Z", "0", " ", "\"", "\\", "/", "\x7f", "\xc2\x80", "\xc3\xa9",
-        "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe6\x97\xa5", "\xef\xbf\xbf",
-        "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "<", "&", "'", "\t", "\n", "\r",
-        "\b", "\f"};
+    static const char* const kPieces[] = {"a",
+                                          "Z",
+                                          "0",
+                                          " ",
+                                          "\"",
+                                          "\\",
+                                          "/",
+                                          "\x7f",
+                                          "\xc2\x80",
+                                          "\xc3\xa9",
+                                          "\xe2\x80\xa8",
+                                          "\xe2\x80\xa9",
+                                          "\xe6\x97\xa5",
+                                          "\xef\xbf\xbf",
+                                          "\xf0\x9f\x98\x80",
+                                          "\xf4\x8f\xbf\xbf",
+                                          "<",
+                                          "&",
+                                          "'",
+                                          "\t",
+                                          "\n",
+                                          "\r",
+                                          "\b",
+                                          "\f"};
     std::string out;
     int len = Below(max_len + 1);
     for (int i = 0; i < len; ++i) {
@@ -51,10 +70,14 @@ class Gen {
 
   int64_t Int() {
     switch (Below(5)) {
-      case 0: return 0;
-      case 1: return ledger::canonical::kMaxSafeInteger;
-      case 2: return Below(1000);
-      default: return static_cast<int64_t>(rng_() % ledger::canonical::kMaxSafeInteger);
+      case 0:
+        return 0;
+      case 1:
+        return ledger::canonical::kMaxSafeInteger;
+      case 2:
+        return Below(1000);
+      default:
+        return static_cast<int64_t>(rng_() % ledger::canonical::kMaxSafeInteger);
     }
   }
 
@@ -162,8 +185,8 @@ int main(int argc, char** argv) {
     }
     std::optional<uint64_t> run_prev;
     if (i > 0 && gen.Below(2)) run_prev = static_cast<uint64_t>(i - 1);
-    std::string leaf = ledger::receipt::EncodeLeaf(i, prev, run_prev, gen.Int(),
-                                                   gen.Below(2) ? "ledger" : gen.Text(10), *canonical);
+    std::string leaf =
+        ledger::receipt::EncodeLeaf(i, prev, run_prev, gen.Int(), gen.Below(2) ? "ledger" : gen.Text(10), *canonical);
     prev = ledger::hash::LeafHash(leaf);
     std::cout << leaf << "\t" << ledger::hash::Hex(prev) << "\n";
   }

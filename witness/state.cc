@@ -15,7 +15,8 @@ namespace ledger::witness {
 namespace {
 
 absl::Status Errno(std::string_view what, const std::string& path) {
-  return absl::UnavailableError(absl::StrCat("witness state: ", std::string(what), " ", path, ": ", std::strerror(errno)));
+  return absl::UnavailableError(
+      absl::StrCat("witness state: ", std::string(what), " ", path, ": ", std::strerror(errno)));
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "util/jsonlog/jsonlog.h"
 #include "ledger/merkle/merkle.h"
 #include "util/files/files.h"
+#include "util/jsonlog/jsonlog.h"
 #include "witness/state.h"
 
 namespace ledger::witness {
@@ -54,7 +54,8 @@ absl::StatusOr<note::Checkpoint> ParseCheckpointText(std::string_view text) {
   auto root = hash::Base64Decode(lines[2]);
   if (!root.ok() || root->size() != 32) return bad("root must be base64 of 32 bytes");
   std::memcpy(c.root.data(), root->data(), 32);
-  if (rest.find("\n\n") != std::string_view::npos || rest.starts_with("\n")) return bad("extension lines must not be empty");
+  if (rest.find("\n\n") != std::string_view::npos || rest.starts_with("\n"))
+    return bad("extension lines must not be empty");
   return c;
 }
 
@@ -160,7 +161,8 @@ std::optional<Reply> Witness::CheckLogSignature(const LogState& log, const AddCh
     }
     if (has_line) return Answer(403, absl::StrCat(opened.status().message(), "\n"));
   }
-  if (verified->empty()) return Answer(403, absl::StrCat("signed note: no signature by a key trusted for '", log.origin, "'\n"));
+  if (verified->empty())
+    return Answer(403, absl::StrCat("signed note: no signature by a key trusted for '", log.origin, "'\n"));
   return std::nullopt;
 }
 
@@ -190,7 +192,8 @@ Reply Witness::AddCheckpoint(std::string_view body) {
     why = absl::StrCat("checkpoint: size ", log.size, " was cosigned with root ", hash::Base64(hash::AsBytes(log.root)),
                        ", not ", hash::Base64(hash::AsBytes(request->root)));
   } else if (request->old_size > 0) {
-    absl::Status s = merkle::VerifyConsistency(request->old_size, request->size, log.root, request->root, request->proof);
+    absl::Status s =
+        merkle::VerifyConsistency(request->old_size, request->size, log.root, request->root, request->proof);
     if (!s.ok()) why = S(s.message());
   }
   if (!why.empty()) {

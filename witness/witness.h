@@ -24,10 +24,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "util/sync/mutex.h"
 #include "ledger/cosign/cosign.h"
 #include "ledger/hash/hash.h"
 #include "ledger/note/note.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::witness {
 
@@ -101,7 +101,7 @@ class Witness {
     mutable ledger::sync::Mutex mu;
     uint64_t size ABSL_GUARDED_BY(mu) = 0;
     hash::Hash root ABSL_GUARDED_BY(mu) = hash::EmptyRoot();  // of size 0 until it cosigns one
-    std::string record ABSL_GUARDED_BY(mu);  // empty: never cosigned
+    std::string record ABSL_GUARDED_BY(mu);                   // empty: never cosigned
   };
 
   Witness(std::string state_dir, cosign::Cosigner cosigner, Clock clock)

@@ -19,23 +19,23 @@ using hash::Hash;
 // A log in memory: leaves "0", "1", ..., its checkpoints signed with `key`.
 class TestLog {
  public:
-  explicit TestLog(std::string origin, char seed = 1)
-      : key_(*note::Signer::FromSeed(origin, std::string(32, seed))) {}
+  explicit TestLog(std::string origin, char seed = 1) : key_(*note::Signer::FromSeed(origin, std::string(32, seed))) {}
 
   void Grow(uint64_t size) {
     while (frontier_.size() < size) {
-      frontier_.Append(hash::LeafHash(absl::StrCat(frontier_.size())),
-                       [&](int level, uint64_t index, const Hash& h) { nodes_[{level, index}] = h; });
+      frontier_.Append(hash::LeafHash(absl::StrCat(frontier_.size())), [&](int level, uint64_t index, const Hash& h) {
+        nodes_[{level, index}] = h;
+      });
     }
   }
   Hash Root(uint64_t size) { return *merkle::RootHash(size, Node()); }
   std::vector<Hash> Proof(uint64_t from, uint64_t to) { return *merkle::ConsistencyProof(from, to, Node()); }
-  std::string Text(uint64_t size, const Hash& root) {
-    return note::FormatCheckpoint({key_.name(), size, root});
-  }
+  std::string Text(uint64_t size, const Hash& root) { return note::FormatCheckpoint({key_.name(), size, root}); }
   std::string Note(uint64_t size) { return *key_.Sign(Text(size, Root(size))); }
   // The add-checkpoint body from `old` to `size`.
-  std::string Body(uint64_t old, uint64_t size) { return BodyWith(old, old == 0 ? std::vector<Hash>{} : Proof(old, size), Note(size)); }
+  std::string Body(uint64_t old, uint64_t size) {
+    return BodyWith(old, old == 0 ? std::vector<Hash>{} : Proof(old, size), Note(size));
+  }
   static std::string BodyWith(uint64_t old, const std::vector<Hash>& proof, const std::string& note) {
     std::string b = absl::StrCat("old ", old, "\n");
     for (const Hash& h : proof) absl::StrAppend(&b, hash::Base64(hash::AsBytes(h)), "\n");

@@ -10,10 +10,10 @@
 #include <future>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "export/gzip/blocked_gzip.h"
 #include "export/pack/pack.h"
-#include "absl/container/flat_hash_map.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
@@ -61,8 +61,7 @@ class SeqSpool {
   static constexpr size_t kBlock = 1 << 16;
 
   // `wrote` is called after each block written to disk.
-  SeqSpool(std::string path, std::function<absl::Status()> wrote)
-      : path_(std::move(path)), wrote_(std::move(wrote)) {}
+  SeqSpool(std::string path, std::function<absl::Status()> wrote) : path_(std::move(path)), wrote_(std::move(wrote)) {}
   ~SeqSpool() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -73,8 +72,8 @@ class SeqSpool {
     if (block_.size() < kBlock) return absl::OkStatus();
     if (fd_ < 0) fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     size_t bytes = block_.size() * sizeof(uint64_t);
-    if (fd_ < 0 || ::pwrite(fd_, block_.data(), bytes, static_cast<off_t>(blocks_ * bytes)) !=
-                       static_cast<ssize_t>(bytes)) {
+    if (fd_ < 0 ||
+        ::pwrite(fd_, block_.data(), bytes, static_cast<off_t>(blocks_ * bytes)) != static_cast<ssize_t>(bytes)) {
       return absl::UnavailableError(absl::StrCat("export: cannot write ", path_));
     }
     ++blocks_;
@@ -207,7 +206,7 @@ struct PackExport {
   std::optional<log::SignedCheckpoint> cp;
   std::string checkpoint_file;  // the checkpoint with the cosignatures held for it
   uint64_t size = 0;
-  manifest::Manifest header;  // all but the files
+  manifest::Manifest header;              // all but the files
   uint64_t window_lo = 0, window_hi = 0;  // a team window's seqs [lo, hi)
   std::optional<pack::ScratchDir> dir;
   std::optional<StagedFile> entries, proofs;
@@ -243,7 +242,8 @@ absl::Status PackExport::Prepare() {
   checkpoint_file = cp->note;
   if (cosign) {
     auto cosigned = cosign(cp->note);
-    if (!cosigned.ok()) return absl::Status(cosigned.status().code(), absl::StrCat("export: ", cosigned.status().message()));
+    if (!cosigned.ok())
+      return absl::Status(cosigned.status().code(), absl::StrCat("export: ", cosigned.status().message()));
     checkpoint_file = *std::move(cosigned);
   }
   size = cp->size;
@@ -268,8 +268,8 @@ absl::Status PackExport::Prepare() {
       return absl::InvalidArgumentError("seq: want A:B with A < B");
     }
     if (scope.to_seq > size) {
-      return absl::OutOfRangeError(absl::StrCat("seq: ", scope.to_seq,
-                                                " is beyond the latest checkpoint's size ", size));
+      return absl::OutOfRangeError(
+          absl::StrCat("seq: ", scope.to_seq, " is beyond the latest checkpoint's size ", size));
     }
     header.scope = {"", "", scope.from_seq, scope.to_seq};
   }
@@ -354,7 +354,7 @@ absl::Status PackExport::ReadScope() {
   if (scope.is_run()) {
     read = run_head->path.found.has_value() ? RunSeqs(log.store(), run_head->path.found->head, size, &spool)
                                             : absl::OkStatus();  // no entry: the proof is of absence
-    uint64_t first = 0, end = 0;  // the consecutive seqs [first, end) not yet read
+    uint64_t first = 0, end = 0;                                 // the consecutive seqs [first, end) not yet read
     auto flush = [&]() -> absl::Status {
       if (end == first) return absl::OkStatus();
       if (end - first > 1) return log.store().ScanLeaves(first, end, counted);
@@ -411,8 +411,10 @@ absl::Status PackExport::Stage() {
 }
 
 absl::Status PackExport::WriteSmallFiles() {
-  files = {{pack::kCheckpoint, {Path(pack::kCheckpoint)}}, {pack::kVkey, {Path(pack::kVkey)}},
-           {pack::kEntries, entries->file()}, {pack::kProofs, proofs->file()}};
+  files = {{pack::kCheckpoint, {Path(pack::kCheckpoint)}},
+           {pack::kVkey, {Path(pack::kVkey)}},
+           {pack::kEntries, entries->file()},
+           {pack::kProofs, proofs->file()}};
   if (auto s = WriteFile(files[pack::kCheckpoint].path, checkpoint_file); !s.ok()) return s;
   files[pack::kCheckpointTime] = {Path(pack::kCheckpointTime)};
   if (auto s = WriteFile(files[pack::kCheckpointTime].path, cp->time_note); !s.ok()) return s;
@@ -438,8 +440,8 @@ absl::Status PackExport::WriteConsistency() {
     return absl::InvalidArgumentError("since: not a checkpoint of this log");
   }
   if (old->size > size) {
-    return absl::InvalidArgumentError(absl::StrCat("since: its size ", old->size,
-                                                   " is beyond the checkpoint's ", size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("since: its size ", old->size, " is beyond the checkpoint's ", size));
   }
   auto proof = log.ProveConsistency(old->size, size);
   if (!proof.ok()) return proof.status();
@@ -493,9 +495,8 @@ absl::Status PackExport::Seal() {
 
 }  // namespace
 
-absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since, Staging::Lease* lease, uint64_t unknown_grace_ms,
-                        const CosignFn& cosign) {
+absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
+                        Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign) {
   PackExport e{log, scope, out_path, since, lease, unknown_grace_ms, cosign};
   for (auto step : {&PackExport::Prepare, &PackExport::Stage, &PackExport::WriteSmallFiles, &PackExport::WriteDerived,
                     &PackExport::Seal}) {

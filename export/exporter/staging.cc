@@ -78,9 +78,9 @@ absl::Status Staging::Lease::Set(uint64_t bytes) {
   sync::MutexLock lock(&staging_->mu_);
   uint64_t others = staging_->used_ - bytes_;
   if (bytes > bytes_ && others + bytes > staging_->quota_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("export: the staging quota is used up (--export-staging-bytes ", staging_->quota_,
-                     "): exports in progress would stage more; retry later"));
+    return absl::ResourceExhaustedError(absl::StrCat("export: the staging quota is used up (--export-staging-bytes ",
+                                                     staging_->quota_,
+                                                     "): exports in progress would stage more; retry later"));
   }
   staging_->used_ = others + bytes;
   bytes_ = bytes;

@@ -33,8 +33,8 @@ std::string Compress(std::string_view in) {
   size_t n = libdeflate_deflate_compress(c, in.data(), in.size(), member.data() + kHeaderBytes, bound);
   libdeflate_free_compressor(c);
   member.resize(kHeaderBytes + n + kTrailerBytes);
-  static constexpr unsigned char kHead[kHeaderBytes - 4] = {0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff,
-                                                            8,    0,    'E', 'L', 4, 0};
+  static constexpr unsigned char kHead[kHeaderBytes - 4] = {0x1f, 0x8b, 8, 4, 0,   0,   0, 0,
+                                                            0,    0xff, 8, 0, 'E', 'L', 4, 0};
   std::copy(kHead, kHead + sizeof kHead, member.begin());
   PutU32(member.data() + kHeaderBytes - 4, static_cast<uint32_t>(member.size()));
   char* trailer = member.data() + member.size() - kTrailerBytes;
@@ -56,8 +56,8 @@ absl::StatusOr<std::string> Inflate(const std::string& member, uint64_t offset) 
   std::string out(size, '\0');
   libdeflate_decompressor* d = libdeflate_alloc_decompressor();
   size_t in_bytes = member.size() - kHeaderBytes - kTrailerBytes, used = 0;
-  libdeflate_result r = libdeflate_deflate_decompress_ex(d, member.data() + kHeaderBytes, in_bytes,
-                                                         out.data(), out.size(), &used, nullptr);
+  libdeflate_result r = libdeflate_deflate_decompress_ex(d, member.data() + kHeaderBytes, in_bytes, out.data(),
+                                                         out.size(), &used, nullptr);
   libdeflate_free_decompressor(d);
   if (r != LIBDEFLATE_SUCCESS) {
     return MemberError(offset, r == LIBDEFLATE_SHORT_OUTPUT || r == LIBDEFLATE_INSUFFICIENT_SPACE
@@ -112,8 +112,7 @@ void Writer::Submit() {
   std::shared_future<void> previous = hashed_;
   auto hashed = std::make_shared<std::promise<void>>();
   hashed_ = hashed->get_future().share();
-  inflight_.push_back(std::async(std::launch::async, [block = std::move(block), previous, hashed,
-                                                       sha256 = sha256_] {
+  inflight_.push_back(std::async(std::launch::async, [block = std::move(block), previous, hashed, sha256 = sha256_] {
     std::string member = Compress(block);
     // The input is hashed in order: after the block before this one.
     if (sha256 != nullptr) {
@@ -160,11 +159,11 @@ absl::Status Writer::Finish() {
 bool IsBlocked(std::string_view head) {
   static constexpr unsigned char kHead[] = {0x1f, 0x8b, 8, 4};
   static constexpr unsigned char kExtra[] = {8, 0, 'E', 'L', 4, 0};
-  return head.size() >= kHeaderBytes && std::equal(kHead, kHead + 4, head.begin(), [](unsigned char a, char b) {
-           return a == static_cast<unsigned char>(b);
-         }) && std::equal(kExtra, kExtra + 6, head.begin() + 10, [](unsigned char a, char b) {
-           return a == static_cast<unsigned char>(b);
-         });
+  return head.size() >= kHeaderBytes &&
+         std::equal(kHead, kHead + 4, head.begin(),
+                    [](unsigned char a, char b) { return a == static_cast<unsigned char>(b); }) &&
+         std::equal(kExtra, kExtra + 6, head.begin() + 10,
+                    [](unsigned char a, char b) { return a == static_cast<unsigned char>(b); });
 }
 
 absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const std::string& path) {
@@ -205,8 +204,8 @@ absl::StatusOr<bool> Reader::Queue() {
   if (in_.gcount() != static_cast<std::streamsize>(length - kHeaderBytes)) {
     return MemberError(offset_, "truncated");
   }
-  inflight_.push_back(tasks::Pool::Shared().Run(
-      [member = std::move(member), offset = offset_] { return Inflate(member, offset); }));
+  inflight_.push_back(
+      tasks::Pool::Shared().Run([member = std::move(member), offset = offset_] { return Inflate(member, offset); }));
   offset_ += length;
   return true;
 }

@@ -13,9 +13,7 @@
 namespace ledger::gzip {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  return absl::StrCat(testing::TempDir(), "/", name, "-", ::getpid());
-}
+std::string TempPath(const std::string& name) { return absl::StrCat(testing::TempDir(), "/", name, "-", ::getpid()); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

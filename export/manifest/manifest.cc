@@ -122,12 +122,8 @@ absl::StatusOr<Scope> ParseScope(const Json& j) {
 std::string ScopeJson(const Scope& scope) { return ScopeObject(scope).dump(); }
 
 std::string Encode(const Manifest& m) {
-  Json j = {{"format", m.format},
-            {"origin", m.origin},
-            {"scope", ScopeObject(m.scope)},
-            {"tree_size", m.tree_size},
-            {"root", m.root},
-            {"counts", {{"entries", m.entries}}},
+  Json j = {{"format", m.format},       {"origin", m.origin}, {"scope", ScopeObject(m.scope)},
+            {"tree_size", m.tree_size}, {"root", m.root},     {"counts", {{"entries", m.entries}}},
             {"files", Json::object()}};
   if (m.unknown_grace_ms) j["unknown_grace_ms"] = *m.unknown_grace_ms;
   for (const auto& [name, sha] : m.files) j["files"][name] = sha;
@@ -138,8 +134,8 @@ absl::StatusOr<Manifest> Parse(std::string_view text) {
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Bad("manifest", "not a JSON object");
   Manifest m;
-  if (!j.contains("format") || !j["format"].is_number_unsigned() ||
-      j["format"].get<uint64_t>() < 1 || j["format"].get<uint64_t>() > 3) {
+  if (!j.contains("format") || !j["format"].is_number_unsigned() || j["format"].get<uint64_t>() < 1 ||
+      j["format"].get<uint64_t>() > 3) {
     return Bad("format", absl::StrCat("want 1, 2 or 3, found ", j.contains("format") ? j["format"].dump() : "none"));
   }
   m.format = j["format"].get<int>();
@@ -174,8 +170,9 @@ absl::StatusOr<Manifest> Parse(std::string_view text) {
     m.files[name] = sha.get<std::string>();
   }
   if (Encode(m) != text) {
-    return Bad("manifest", "not in the one form the exporter writes (keys sorted, each once, no spaces, one "
-                           "newline at the end)");
+    return Bad("manifest",
+               "not in the one form the exporter writes (keys sorted, each once, no spaces, one "
+               "newline at the end)");
   }
   return m;
 }

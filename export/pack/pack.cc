@@ -1,8 +1,8 @@
 #include "export/pack/pack.h"
 
 #include <archive.h>
-#include <malloc.h>
 #include <archive_entry.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <climits>
@@ -34,8 +34,7 @@ struct ReaderCloser {
 
 absl::Status ArchiveError(archive* a, std::string_view what) {
   const char* msg = archive_error_string(a);
-  return absl::InvalidArgumentError(
-      absl::StrCat("pack: ", std::string(what), ": ", msg ? msg : "unknown error"));
+  return absl::InvalidArgumentError(absl::StrCat("pack: ", std::string(what), ": ", msg ? msg : "unknown error"));
 }
 
 // The gzip around the tar (export/gzip). libarchive writes the tar: each
@@ -59,15 +58,13 @@ la_ssize_t SinkWrite(archive*, void* data, const void* bytes, size_t n) {
 
 }  // namespace
 
-absl::Status WriteArchive(const std::map<std::string, std::string>& files,
-                          const std::string& out_path) {
+absl::Status WriteArchive(const std::map<std::string, std::string>& files, const std::string& out_path) {
   std::map<std::string, ArchiveFile> plain;
   for (const auto& [name, path] : files) plain[name] = ArchiveFile{path};
   return WriteArchive(plain, out_path);
 }
 
-absl::Status WriteArchive(const std::map<std::string, ArchiveFile>& files,
-                          const std::string& out_path) {
+absl::Status WriteArchive(const std::map<std::string, ArchiveFile>& files, const std::string& out_path) {
   gzip::Writer gz(out_path);
   ArchiveSink sink{&gz};
   std::unique_ptr<archive, ArchiveCloser> a(archive_write_new());
@@ -86,8 +83,7 @@ absl::Status WriteArchive(const std::map<std::string, ArchiveFile>& files,
       size = in.tellg();
       in.seekg(0);
     }
-    std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(),
-                                                              archive_entry_free);
+    std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(), archive_entry_free);
     archive_entry_set_pathname(e.get(), absl::StrCat(kTopFolder, "/", name).c_str());
     archive_entry_set_filetype(e.get(), AE_IFREG);
     archive_entry_set_perm(e.get(), 0644);
@@ -139,8 +135,7 @@ la_ssize_t InflatedRead(archive* a, void* gzip, const void** buffer) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<PackReader>> PackReader::Open(const std::string& pack_path,
-                                                             const Limits& limits) {
+absl::StatusOr<std::unique_ptr<PackReader>> PackReader::Open(const std::string& pack_path, const Limits& limits) {
   std::unique_ptr<PackReader> r(new PackReader(limits));
   std::string head(gzip::kHeaderBytes, '\0');
   {
@@ -154,7 +149,8 @@ absl::StatusOr<std::unique_ptr<PackReader>> PackReader::Open(const std::string& 
   int rc;
   if (gzip::IsBlocked(head)) {
     auto gz = gzip::Reader::Open(pack_path);
-    if (!gz.ok()) return absl::InvalidArgumentError(absl::StrCat("pack: open ", pack_path, ": ", gz.status().message()));
+    if (!gz.ok())
+      return absl::InvalidArgumentError(absl::StrCat("pack: open ", pack_path, ": ", gz.status().message()));
     r->gzip_ = *std::move(gz);
     rc = archive_read_open(r->archive_, r->gzip_.get(), nullptr, InflatedRead, nullptr);
   } else {
@@ -170,9 +166,9 @@ PackReader::~PackReader() {
 }
 
 absl::StatusOr<std::optional<std::string>> PackReader::Next() {
-  static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries, kVkey,
-                                               kManifest,   kManifestSig,    kOutcomes,    kProofs,  kReport,
-                                               kRunHead};
+  static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries,
+                                               kVkey,       kManifest,       kManifestSig, kOutcomes,
+                                               kProofs,     kReport,         kRunHead};
   archive_entry* e = nullptr;
   int rc = archive_read_next_header(archive_, &e);
   if (rc == ARCHIVE_EOF) return std::nullopt;
@@ -227,9 +223,9 @@ absl::StatusOr<std::string_view> PackReader::Read() {
   return std::string_view(static_cast<const char*>(data), n);
 }
 
-absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
-    const std::string& pack_path, const std::string& dir, const Limits& limits,
-    std::map<std::string, std::string>* digests) {
+absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(const std::string& pack_path, const std::string& dir,
+                                                                  const Limits& limits,
+                                                                  std::map<std::string, std::string>* digests) {
   auto reader = PackReader::Open(pack_path, limits);
   if (!reader.ok()) return reader.status();
   std::map<std::string, std::string> out;
@@ -256,7 +252,9 @@ absl::StatusOr<std::map<std::string, std::string>> ExtractArchive(
 }
 
 Outcomes::Outcomes(size_t spill_bytes, std::string spill_parent)
-    : spill_bytes_(spill_bytes), spill_parent_(std::move(spill_parent)), txn_(std::make_unique<projection::OverlayTxn>(nullptr, nullptr, &discard_)) {}
+    : spill_bytes_(spill_bytes),
+      spill_parent_(std::move(spill_parent)),
+      txn_(std::make_unique<projection::OverlayTxn>(nullptr, nullptr, &discard_)) {}
 
 Outcomes::~Outcomes() = default;
 
@@ -310,8 +308,8 @@ absl::Status Outcomes::MaybeSpill() {
 namespace {
 
 // The records of one projection table, sorted by key.
-std::vector<const std::pair<const std::string, std::optional<std::string>>*> Sorted(
-    const projection::OverlayTxn& txn, projection::Table table) {
+std::vector<const std::pair<const std::string, std::optional<std::string>>*> Sorted(const projection::OverlayTxn& txn,
+                                                                                    projection::Table table) {
   std::vector<const std::pair<const std::string, std::optional<std::string>>*> rows;
   for (const auto& row : txn.writes()[static_cast<int>(table)]) rows.push_back(&row);
   std::sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) { return a->first < b->first; });

@@ -45,8 +45,8 @@
 #include "export/pack/spill.h"
 #include "ledger/projection/projection.h"
 #include "ledger/receipt/entry.h"
-#include "util/html/html.h"
 #include "nlohmann/json.hpp"
+#include "util/html/html.h"
 
 namespace evidence::ledger::v1 {
 class Step;
@@ -83,11 +83,9 @@ struct ArchiveFile {
 // Writes `files` (archive name -> its content) as a deterministic tar.gz at
 // `out_path`, names sorted, under kTopFolder, in blocked gzip
 // (export/gzip): the same content and staging give the same bytes.
-absl::Status WriteArchive(const std::map<std::string, ArchiveFile>& files,
-                          const std::string& out_path);
+absl::Status WriteArchive(const std::map<std::string, ArchiveFile>& files, const std::string& out_path);
 // The same, every file plain (archive name -> path of its content).
-absl::Status WriteArchive(const std::map<std::string, std::string>& files,
-                          const std::string& out_path);
+absl::Status WriteArchive(const std::map<std::string, std::string>& files, const std::string& out_path);
 
 // What a pack may hold. A 1,000,000-entry run is about 2 GB once inflated
 // (proofs.jsonl 1.45 GB), so these allow some 30 million entries: large
@@ -105,8 +103,7 @@ struct Limits {
 // names, files or a total over the limits, and archives that do not decode.
 class PackReader {
  public:
-  static absl::StatusOr<std::unique_ptr<PackReader>> Open(const std::string& pack_path,
-                                                          const Limits& limits);
+  static absl::StatusOr<std::unique_ptr<PackReader>> Open(const std::string& pack_path, const Limits& limits);
   ~PackReader();
   PackReader(const PackReader&) = delete;
   PackReader& operator=(const PackReader&) = delete;
@@ -217,8 +214,7 @@ struct OverdueStep {
 };
 
 // The first such step in the order outcomes.json lists them, or nullopt.
-absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, int64_t grace_us,
-                                                            int64_t signed_at_us);
+absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, int64_t grace_us, int64_t signed_at_us);
 
 // The steps outcomes.json shows pending or unknown (no completion in the
 // pack), in its order, each as "TEAM/RUN/STEP attempt N (pending)" or
@@ -243,8 +239,7 @@ using html::HtmlEscape;
 // manifest, the outcomes of the checked entries and `checkpoint_note` (the
 // checkpoint file's bytes) with this very function and compares bytes
 // (CONTRACT section 7).
-absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
-                         const std::string& checkpoint_note,
+absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes, const std::string& checkpoint_note,
                          absl::FunctionRef<void(std::string_view)> out);
 
 }  // namespace ledger::pack

@@ -210,7 +210,8 @@ class SpillRuns::Writer {
 absl::Status SpillRuns::Add(const projection::OverlayTxn::Writes& writes) {
   std::vector<std::pair<std::string, const std::optional<std::string>*>> rows;
   for (int t = 0; t < projection::kTableCount; ++t) {
-    for (const auto& [key, value] : writes[t]) rows.emplace_back(Composite(static_cast<projection::Table>(t), key), &value);
+    for (const auto& [key, value] : writes[t])
+      rows.emplace_back(Composite(static_cast<projection::Table>(t), key), &value);
   }
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   Writer writer(absl::StrCat(dir_, "/run-", next_run_++), rows.size());
@@ -254,15 +255,13 @@ absl::Status SpillRuns::Compact() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<std::string>> SpillRuns::Get(projection::Table table,
-                                                          std::string_view key) const {
+absl::StatusOr<std::optional<std::string>> SpillRuns::Get(projection::Table table, std::string_view key) const {
   std::string composite = Composite(table, key);
   std::string block;
   for (auto run = runs_.rbegin(); run != runs_.rend(); ++run) {
     bool maybe = true;
-    Probes(composite, run->bloom_bits, [&](uint64_t bit) {
-      maybe = maybe && (run->bloom[bit / 64] >> (bit % 64) & 1);
-    });
+    Probes(composite, run->bloom_bits,
+           [&](uint64_t bit) { maybe = maybe && (run->bloom[bit / 64] >> (bit % 64) & 1); });
     if (!maybe) continue;
     auto it = std::upper_bound(run->index.begin(), run->index.end(), composite,
                                [](const std::string& c, const auto& e) { return c < e.first; });

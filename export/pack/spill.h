@@ -71,8 +71,7 @@ class SpillRuns {
   absl::Status Compact();
   // Calls fn(key, newest value or nullopt if deleted) for every key of
   // `table` in runs_[first_run..] and `latest`, sorted.
-  absl::Status Merge(projection::Table table, size_t first_run,
-                     const projection::OverlayTxn::TableWrites& latest,
+  absl::Status Merge(projection::Table table, size_t first_run, const projection::OverlayTxn::TableWrites& latest,
                      absl::FunctionRef<absl::Status(std::string_view, std::optional<std::string_view>)> fn) const;
 
   std::string dir_;

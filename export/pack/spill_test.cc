@@ -52,10 +52,12 @@ TEST(SpillRuns, NewestValueWinsAndDeletionsHide) {
   EXPECT_EQ(*runs.Get(Table::kSteps, "absent"), std::nullopt);
   EXPECT_EQ(*runs.Get(Table::kRuns, "k1"), std::nullopt);
   std::vector<std::pair<std::string, std::string>> merged;
-  ASSERT_TRUE(runs.ForEach(Table::kSteps, memory, [&](std::string_view k, std::string_view v) {
-                    merged.emplace_back(std::string(k), std::string(v));
-                    return absl::OkStatus();
-                  }).ok());
+  ASSERT_TRUE(runs.ForEach(Table::kSteps, memory,
+                           [&](std::string_view k, std::string_view v) {
+                             merged.emplace_back(std::string(k), std::string(v));
+                             return absl::OkStatus();
+                           })
+                  .ok());
   std::vector<std::pair<std::string, std::string>> want;
   for (const auto& [key, value] : truth) {
     if (value) want.emplace_back(key, *value);

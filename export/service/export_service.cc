@@ -10,9 +10,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "server/status.h"
 #include "export/exporter/exporter.h"
 #include "ledger/receipt/entry.h"
+#include "server/status.h"
 
 namespace ledger::exporter {
 
@@ -42,9 +42,8 @@ grpc::Status ExportService::Export(grpc::ServerContext* ctx, const pb::ExportReq
                                    grpc::ServerWriter<pb::ExportChunk>* writer) {
   grpc::Status s = Build(ctx, request, writer);
   const char* scope = request->has_run() ? "run" : request->has_team() ? "team" : request->has_seqs() ? "seqs" : "none";
-  std::string result = s.ok() ? "ok"
-                              : absl::AsciiStrToLower(absl::StatusCodeToString(
-                                    static_cast<absl::StatusCode>(s.error_code())));
+  std::string result =
+      s.ok() ? "ok" : absl::AsciiStrToLower(absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())));
   exports_.With({scope, result})->Add();
   return s;
 }
@@ -81,11 +80,11 @@ grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequ
   if (auto s = CheckScope(*caller, scope); !s.ok()) return server::ToGrpc(s);
   std::optional<Staging::Lease> lease;
   if (staging_ != nullptr) lease.emplace(staging_);
-  std::string path = absl::StrCat(
-      staging_ != nullptr ? staging_->dir() : std::filesystem::temp_directory_path().string(), "/", kPackPrefix,
-      ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
+  std::string path =
+      absl::StrCat(staging_ != nullptr ? staging_->dir() : std::filesystem::temp_directory_path().string(), "/",
+                   kPackPrefix, ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
   absl::Status built = ExportPack(*log_, scope, path, request->since_checkpoint(), lease ? &*lease : nullptr,
-                                 unknown_grace_ms_, cosign_);
+                                  unknown_grace_ms_, cosign_);
   // While it is sent, the pack alone is held (less than what was staged,
   // so never refused).
   if (built.ok() && lease) lease->Set(DiskUsage(path)).IgnoreError();

@@ -6,11 +6,11 @@
 #define EXPORT_EXPORTER_EXPORT_SERVICE_H_
 
 #include "auth/gate.h"
-#include "util/stats/stats.h"
 #include "export.grpc.pb.h"
 #include "export/exporter/exporter.h"
 #include "export/exporter/staging.h"
 #include "ledger/log/log.h"
+#include "util/stats/stats.h"
 
 namespace ledger::exporter {
 

@@ -6,15 +6,15 @@
 
 #include <unistd.h>
 
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 
 #include "export/verify/verify.h"
-#include "ledger/cosign/cosign.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "ledger/cosign/cosign.h"
 #include "ledger/log/log.h"
 #include "ledger/receipt/receipt.h"
 #include "server/server.h"
@@ -111,10 +111,10 @@ TEST_F(ExportServiceTest, TheCosignHookFillsTheCheckpointAndItsRefusalLeavesNoPa
   auto r = verify::VerifyPack(path, {.vkey = log_->verifier_key()});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->ok) << r->message;  // a cosignature is ignored without a policy
-  auto under = verify::VerifyPack(
-      path, {.vkey = log_->verifier_key(),
-             .policy = *tlogpolicy::Policy::Parse("log " + log_->verifier_key() + "\nwitness W " +
-                                                 witness.VerifierKey() + "\nquorum W\n")});
+  auto under =
+      verify::VerifyPack(path, {.vkey = log_->verifier_key(),
+                                .policy = *tlogpolicy::Policy::Parse("log " + log_->verifier_key() + "\nwitness W " +
+                                                                     witness.VerifierKey() + "\nquorum W\n")});
   ASSERT_TRUE(under.ok()) << under.status();
   EXPECT_TRUE(under->ok) << under->message;
   refuse = true;

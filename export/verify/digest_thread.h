@@ -17,8 +17,8 @@
 #include <string_view>
 #include <thread>
 
-#include "util/tasks/channel.h"
 #include "ledger/hash/hash.h"
+#include "util/tasks/channel.h"
 
 namespace ledger::verify {
 

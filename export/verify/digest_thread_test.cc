@@ -15,8 +15,8 @@ TEST(DigestThreadTest, EachStreamHashesToItsOwnDigest) {
   std::mt19937 rng(3);
   DigestThread digest;
   const size_t block = DigestThread::kBlockBytes;
-  for (size_t size : {size_t{0}, size_t{1}, block - 1, block, block + 1,
-                      (DigestThread::kQueuedBlocks + 3) * block + 17, size_t{5'000'000}}) {
+  for (size_t size : {size_t{0}, size_t{1}, block - 1, block, block + 1, (DigestThread::kQueuedBlocks + 3) * block + 17,
+                      size_t{5'000'000}}) {
     std::string data(size, '\0');
     for (char& c : data) c = static_cast<char>(rng());
     size_t at = 0;

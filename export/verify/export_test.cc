@@ -7,18 +7,18 @@
 #include <sstream>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
+#include "export/manifest/manifest.h"
 #include "export/pack/pack.h"
 #include "export/verify/verify.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "ledger/cosign/cosign.h"
 #include "ledger/hash/hash.h"
 #include "ledger/log/log.h"
 #include "ledger/note/note.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/runmap/proof_json.h"
-#include "export/manifest/manifest.h"
 #include "query/projector/projector.h"
 #include "tests/util/temp_dir.h"
 
@@ -49,16 +49,16 @@ class PackTest : public ::testing::Test {
     std::vector<std::string> json;
     for (int run = 0; run < 2; ++run) {
       for (int step = 0; step < 3; ++step) {
-        std::string base = R"("team":"team-a","run_id":"run-)" + std::to_string(run) +
-                           R"(","step_id":"s)" + std::to_string(step) + R"(","occurred_at_us":5)";
+        std::string base = R"("team":"team-a","run_id":"run-)" + std::to_string(run) + R"(","step_id":"s)" +
+                           std::to_string(step) + R"(","occurred_at_us":5)";
         std::string id = "r" + std::to_string(run) + "s" + std::to_string(step);
         json.push_back(R"({"receipt_id":")" + id + R"(-start","kind":"agent_start",)" + base +
                        R"(,"decision":"allow","timeout_ms":60000,"cost_reserved_micros":900})");
         json.push_back(R"({"receipt_id":")" + id + R"(-m","kind":"model_call",)" + base +
                        R"(,"route":"m","decision":"deny","reason":"policy <b>","input_tokens":3})");
         if (step != 2) {
-          json.push_back(R"({"receipt_id":")" + id + R"(-x","kind":"agent_exec",)" + base +
-                         R"(,"start_receipt_id":")" + id + R"(-start","status":"succeeded","cost_micros":40})");
+          json.push_back(R"({"receipt_id":")" + id + R"(-x","kind":"agent_exec",)" + base + R"(,"start_receipt_id":")" +
+                         id + R"(-start","status":"succeeded","cost_micros":40})");
         }
       }
     }
@@ -72,10 +72,12 @@ class PackTest : public ::testing::Test {
     std::vector<const receipt::Receipt*> ptrs;
     for (const auto& r : receipts) ptrs.push_back(&r);
     std::promise<void> done;
-    ASSERT_TRUE(log_->Append("gateway", ptrs, [&](std::vector<sequencer::Outcome> out) {
-                      for (const auto& o : out) EXPECT_TRUE(o.status.ok()) << o.status;
-                      done.set_value();
-                    }).ok());
+    ASSERT_TRUE(log_->Append("gateway", ptrs,
+                             [&](std::vector<sequencer::Outcome> out) {
+                               for (const auto& o : out) EXPECT_TRUE(o.status.ok()) << o.status;
+                               done.set_value();
+                             })
+                    .ok());
     done.get_future().wait();
     ASSERT_TRUE(log_->SignCheckpoint().ok());
   }
@@ -102,8 +104,7 @@ class PackTest : public ::testing::Test {
   // Unpacks `pack`, lets `edit` change the files, optionally re-signs the
   // manifest over the new digests (as a forger holding the key could not,
   // but as a test of the later checks must), and packs it again.
-  std::string Tamper(const std::string& pack, const std::function<void(const std::string& dir)>& edit,
-                     bool resign) {
+  std::string Tamper(const std::string& pack, const std::function<void(const std::string& dir)>& edit, bool resign) {
     std::string dir = dir_.Sub("t" + std::to_string(++tampered_));
     std::filesystem::create_directories(dir);
     auto files = *pack::ExtractArchive(pack, dir, pack::Limits());
@@ -124,8 +125,7 @@ class PackTest : public ::testing::Test {
     return out;
   }
 
-  void ExpectFailure(const verify::Result& r, const std::string& file, int64_t seq,
-                     const std::string& message_start) {
+  void ExpectFailure(const verify::Result& r, const std::string& file, int64_t seq, const std::string& message_start) {
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.file, file);
     EXPECT_EQ(r.seq, seq);
@@ -147,13 +147,14 @@ TEST_F(PackTest, RunPackVerifiesAndIsDeterministic) {
   EXPECT_TRUE(r.ok) << r.Summary();
   EXPECT_EQ(r.entries, 8u);  // 3 starts, 3 calls, 2 execs
   EXPECT_FALSE(r.trusted_key_in_pack);
-  EXPECT_EQ(r.Summary(), "OK: 8 entries of {\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"} "
-                         "verified against the checkpoint of ledger.test/packs at tree size 16, root " +
-                             hash::Hex(log_->Checkpoint(0)->root) + ", signed at " +
-                             verify::SignedTime(log_->Checkpoint(0)->signed_at_us) +
-                             ".\ncomplete: every entry of the run up to seq 15 (run-head proof, 8 entries).\n"
-                             "team-a/run-1/s2 attempt 1 (pending): no completion in the log up to seq 15 "
-                             "(proven).\n");
+  EXPECT_EQ(r.Summary(),
+            "OK: 8 entries of {\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"} "
+            "verified against the checkpoint of ledger.test/packs at tree size 16, root " +
+                hash::Hex(log_->Checkpoint(0)->root) + ", signed at " +
+                verify::SignedTime(log_->Checkpoint(0)->signed_at_us) +
+                ".\ncomplete: every entry of the run up to seq 15 (run-head proof, 8 entries).\n"
+                "team-a/run-1/s2 attempt 1 (pending): no completion in the log up to seq 15 "
+                "(proven).\n");
   EXPECT_EQ(r.run_complete, 8u);
   EXPECT_EQ(r.signed_at_us, log_->Checkpoint(0)->signed_at_us);
   verify::Result trusting = Verify(a, /*with_key=*/false);
@@ -188,8 +189,7 @@ TEST_F(PackTest, ExpectedScopesParseAsWrittenAndRefuseAnythingElse) {
             std::make_tuple("run", "team-a", "run-1"));
   auto seq = verify::ParseExpectedScope("seq:5:40");
   ASSERT_TRUE(seq.ok()) << seq.status();
-  EXPECT_EQ(std::make_tuple(std::string(seq->kind()), seq->from_seq, seq->to_seq),
-            std::make_tuple("seq", 5u, 40u));
+  EXPECT_EQ(std::make_tuple(std::string(seq->kind()), seq->from_seq, seq->to_seq), std::make_tuple("seq", 5u, 40u));
   auto team = verify::ParseExpectedScope("team:team-a,2026-01-01T00:00:00Z,2026-01-01T00:00:01.5Z");
   ASSERT_TRUE(team.ok()) << team.status();
   EXPECT_EQ(std::make_tuple(std::string(team->kind()), team->team, team->from_us, team->to_us),
@@ -227,8 +227,7 @@ TEST_F(PackTest, NoKeyOrAMalformedKeyIsRefusedBeforeThePackIsRead) {
     auto r = verify::VerifyPack(a, o);
     return r.ok() ? absl::OkStatus() : r.status();
   };
-  EXPECT_EQ(status("", false),
-            absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set"));
+  EXPECT_EQ(status("", false), absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set"));
   EXPECT_EQ(status("ledger.test/packs", false),
             absl::InvalidArgumentError("verify: vkey: verifier key: want <name>+<key id>+<base64 key>"));
   EXPECT_EQ(status(log_->verifier_key(), true),
@@ -243,8 +242,8 @@ TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {
   std::vector<std::string> names;
   for (const auto& [n, path] : files) names.push_back(n);
   EXPECT_EQ(names, (std::vector<std::string>{"checkpoint", "checkpoint-time", "entries.jsonl", "ledger.vkey",
-                                             "manifest.json", "manifest.sig", "outcomes.json",
-                                             "proofs.jsonl", "report.html", "run-head.json"}));
+                                             "manifest.json", "manifest.sig", "outcomes.json", "proofs.jsonl",
+                                             "report.html", "run-head.json"}));
   EXPECT_EQ(Read(files["ledger.vkey"]), log_->verifier_key() + "\n");
   nlohmann::json outcomes = nlohmann::json::parse(Read(files["outcomes.json"]));
   ASSERT_EQ(outcomes["steps"].size(), 3u);
@@ -293,9 +292,9 @@ TEST_F(PackTest, TeamWindowPackVerifies) {
 
 TEST_F(PackTest, SinceAnEarlierCheckpointCarriesAConsistencyProof) {
   std::string old = log_->Checkpoint(0)->note;
-  receipt::Receipt more = *receipt::FromJsonText(
-      R"({"receipt_id":"late-call","kind":"tool_call","team":"team-a","run_id":"run-1",)"
-      R"("occurred_at_us":9,"tool":"git","decision":"allow"})");
+  receipt::Receipt more =
+      *receipt::FromJsonText(R"({"receipt_id":"late-call","kind":"tool_call","team":"team-a","run_id":"run-1",)"
+                             R"("occurred_at_us":9,"tool":"git","decision":"allow"})");
   std::promise<void> done;
   ASSERT_TRUE(log_->Append("gw", {&more}, [&](std::vector<sequencer::Outcome>) { done.set_value(); }).ok());
   done.get_future().wait();
@@ -307,12 +306,15 @@ TEST_F(PackTest, SinceAnEarlierCheckpointCarriesAConsistencyProof) {
   ASSERT_TRUE(r.since_size.has_value());
   EXPECT_EQ(*r.since_size, 16u);
   EXPECT_EQ(r.tree_size, 17u);
-  std::string bad = Tamper(p, [&](const std::string& dir) {
-    std::string c = Read(dir + "/consistency.json");
-    size_t at = c.find("\"proof\":[\"") + 10;
-    c[at] = c[at] == 'a' ? 'b' : 'a';
-    Write(dir + "/consistency.json", c);
-  }, /*resign=*/true);
+  std::string bad = Tamper(
+      p,
+      [&](const std::string& dir) {
+        std::string c = Read(dir + "/consistency.json");
+        size_t at = c.find("\"proof\":[\"") + 10;
+        c[at] = c[at] == 'a' ? 'b' : 'a';
+        Write(dir + "/consistency.json", c);
+      },
+      /*resign=*/true);
   ExpectFailure(Verify(bad), pack::kConsistency, -1, "consistency: proof leads to");
   auto other = *note::Signer::Generate("ledger.test/packs");
   auto foreign = exporter::ExportPack(*log_, {"team-a", "run-1"}, dir_.Sub("f.tar.gz"),
@@ -322,13 +324,16 @@ TEST_F(PackTest, SinceAnEarlierCheckpointCarriesAConsistencyProof) {
 
 TEST_F(PackTest, AFlippedByteInAnyFileIsRefused) {
   std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
-  for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kOutcomes,
-                           pack::kProofs, pack::kReport, pack::kManifest, pack::kManifestSig}) {
-    std::string t = Tamper(p, [&](const std::string& dir) {
-      std::string data = Read(dir + "/" + name);
-      data[data.size() / 2] ^= 0x01;
-      Write(dir + "/" + name, data);
-    }, /*resign=*/false);
+  for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kOutcomes, pack::kProofs,
+                           pack::kReport, pack::kManifest, pack::kManifestSig}) {
+    std::string t = Tamper(
+        p,
+        [&](const std::string& dir) {
+          std::string data = Read(dir + "/" + name);
+          data[data.size() / 2] ^= 0x01;
+          Write(dir + "/" + name, data);
+        },
+        /*resign=*/false);
     verify::Result r = Verify(t);
     EXPECT_FALSE(r.ok) << name;
     if (std::string(name) == pack::kManifest) {
@@ -354,12 +359,14 @@ TEST_F(PackTest, AReportOtherThanTheOneRebuiltIsRefusedAtItsFirstDifferingByte) 
   pending += row.size();
   auto line_of = [&](size_t at) { return std::to_string(std::count(report.begin(), report.begin() + at, '\n') + 1); };
   auto expect_refused_at = [&](const std::string& forged, size_t at) {
-    std::string t = Tamper(p, [&](const std::string& d) { Write(d + "/" + pack::kReport, forged); }, /*resign=*/true);
+    std::string t = Tamper(
+        p, [&](const std::string& d) { Write(d + "/" + pack::kReport, forged); }, /*resign=*/true);
     verify::Result r = Verify(t);
     ExpectFailure(r, pack::kReport, -1, "");
     EXPECT_EQ(r.message,
               "differs from the report rebuilt from the checked entries, outcomes, checkpoint and manifest, first at "
-              "byte " + std::to_string(at) + " (line " + line_of(at) + ")");
+              "byte " +
+                  std::to_string(at) + " (line " + line_of(at) + ")");
   };
   // The pending step shown as succeeded, the manifest re-signed.
   std::string succeeded = report;
@@ -369,22 +376,26 @@ TEST_F(PackTest, AReportOtherThanTheOneRebuiltIsRefusedAtItsFirstDifferingByte) 
   expect_refused_at(report + " ", report.size());
   expect_refused_at(report.substr(0, report.size() - 1), report.size() - 1);
   // The genuine report, re-signed: it holds.
-  std::string same = Tamper(p, [](const std::string&) {}, /*resign=*/true);
+  std::string same = Tamper(
+      p, [](const std::string&) {}, /*resign=*/true);
   EXPECT_TRUE(Verify(same).ok) << Verify(same).Summary();
 }
 
 TEST_F(PackTest, AnEntryThatIsNotUtf8OrNotCanonicalIsRefusedAtItsSeq) {
   std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
   auto edit_line = [&](int index, const std::function<void(std::string&)>& edit) {
-    return Tamper(p, [&](const std::string& dir) {
-      std::istringstream in(Read(dir + "/entries.jsonl"));
-      std::string out, line;
-      for (int i = 0; std::getline(in, line); ++i) {
-        if (i == index) edit(line);
-        out += line + "\n";
-      }
-      Write(dir + "/entries.jsonl", out);
-    }, /*resign=*/true);
+    return Tamper(
+        p,
+        [&](const std::string& dir) {
+          std::istringstream in(Read(dir + "/entries.jsonl"));
+          std::string out, line;
+          for (int i = 0; std::getline(in, line); ++i) {
+            if (i == index) edit(line);
+            out += line + "\n";
+          }
+          Write(dir + "/entries.jsonl", out);
+        },
+        /*resign=*/true);
   };
   // The third entry's emitter with a byte that is not UTF-8; the seq the
   // failure names is the one the entry before it leads to.
@@ -412,10 +423,13 @@ TEST_F(PackTest, ADroppedEntryInTheMiddleOfARunIsRefused) {
     }
     Write(path, out);
   };
-  std::string t = Tamper(p, [&](const std::string& dir) {
-    drop_third(dir + "/entries.jsonl");
-    drop_third(dir + "/proofs.jsonl");
-  }, /*resign=*/true);
+  std::string t = Tamper(
+      p,
+      [&](const std::string& dir) {
+        drop_third(dir + "/entries.jsonl");
+        drop_third(dir + "/proofs.jsonl");
+      },
+      /*resign=*/true);
   verify::Result r = Verify(t);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.file, pack::kEntries);
@@ -452,9 +466,9 @@ void Forge(const std::string& dir, const std::function<bool(int line)>& keep,
   std::string outcomes_json, report;
   ASSERT_TRUE(outcomes.Write([&](std::string_view piece) { outcomes_json.append(piece); }).ok());
   Write(dir + "/" + pack::kOutcomes, outcomes_json);
-  ASSERT_TRUE(pack::WriteReport(header, outcomes, Read(dir + "/" + pack::kCheckpoint),
-                                [&](std::string_view piece) { report.append(piece); })
-                  .ok());
+  ASSERT_TRUE(pack::WriteReport(header, outcomes, Read(dir + "/" + pack::kCheckpoint), [&](std::string_view piece) {
+                report.append(piece);
+              }).ok());
   Write(dir + "/" + pack::kReport, report);
 }
 
@@ -465,7 +479,8 @@ TEST_F(PackTest, ARunPackWithoutItsLastEntryIsRefusedEvenResigned) {
   std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
   auto drop_last = [](int line) { return line != 7; };
   auto same = [](nlohmann::json&) {};
-  verify::Result r = Verify(Tamper(p, [&](const std::string& dir) { Forge(dir, drop_last, same); }, true));
+  verify::Result r = Verify(Tamper(
+      p, [&](const std::string& dir) { Forge(dir, drop_last, same); }, true));
   ExpectFailure(r, pack::kRunHead, -1, "the run has 8 entries up to tree size 16, the pack holds 7");
 
   // With a head that claims the shorter run: the proof leads elsewhere.
@@ -496,7 +511,13 @@ TEST_F(PackTest, ARunPackWithoutItsLastEntryIsRefusedEvenResigned) {
                 "missing: a run pack whose checkpoint-time note signs a run-head map root carries its run's head "
                 "proof");
   // Dropping a whole run's entries is the same claim, refused the same way.
-  r = Verify(Tamper(p, [&](const std::string& dir) { Forge(dir, [](int) { return false; }, same); }, true));
+  r = Verify(Tamper(
+      p,
+      [&](const std::string& dir) {
+        Forge(
+            dir, [](int) { return false; }, same);
+      },
+      true));
   ExpectFailure(r, pack::kRunHead, -1, "the run has 8 entries up to tree size 16, the pack holds 0");
 }
 
@@ -512,37 +533,47 @@ TEST_F(PackTest, ARunHeadFromAnOlderCheckpointIsRefused) {
   verify::Result genuine = Verify(p);
   EXPECT_TRUE(genuine.ok) << genuine.Summary();
   EXPECT_EQ(genuine.run_complete, 9u);
-  verify::Result r = Verify(Tamper(p, [&](const std::string& dir) {
-    Forge(dir, [](int line) { return line != 8; }, [](nlohmann::json&) {});
-    Write(dir + "/" + pack::kRunHead, Read(old_files[pack::kRunHead]));
-  }, true));
+  verify::Result r = Verify(Tamper(
+      p,
+      [&](const std::string& dir) {
+        Forge(
+            dir, [](int line) { return line != 8; }, [](nlohmann::json&) {});
+        Write(dir + "/" + pack::kRunHead, Read(old_files[pack::kRunHead]));
+      },
+      true));
   ExpectFailure(r, pack::kRunHead, -1, "the proof leads to map root ");
 }
 
 TEST_F(PackTest, ReorderedEntriesAndASwappedProofHashAreRefused) {
   std::string p = Export({"", "", 0, 16}, "p.tar.gz");
-  std::string reordered = Tamper(p, [&](const std::string& dir) {
-    for (const char* f : {"entries.jsonl", "proofs.jsonl"}) {
-      std::istringstream in(Read(dir + "/" + f));
-      std::vector<std::string> lines;
-      std::string line;
-      while (std::getline(in, line)) lines.push_back(line);
-      std::swap(lines[4], lines[5]);
-      std::string out;
-      for (const auto& l : lines) out += l + "\n";
-      Write(dir + "/" + f, out);
-    }
-  }, /*resign=*/true);
+  std::string reordered = Tamper(
+      p,
+      [&](const std::string& dir) {
+        for (const char* f : {"entries.jsonl", "proofs.jsonl"}) {
+          std::istringstream in(Read(dir + "/" + f));
+          std::vector<std::string> lines;
+          std::string line;
+          while (std::getline(in, line)) lines.push_back(line);
+          std::swap(lines[4], lines[5]);
+          std::string out;
+          for (const auto& l : lines) out += l + "\n";
+          Write(dir + "/" + f, out);
+        }
+      },
+      /*resign=*/true);
   verify::Result r = Verify(reordered);
   // The first entry out of place is reported: 5 where 4 belongs.
   ExpectFailure(r, pack::kEntries, 5, "seq expected 4 (the range has a gap)");
 
-  std::string swapped = Tamper(p, [&](const std::string& dir) {
-    std::string proofs = Read(dir + "/proofs.jsonl");
-    size_t at = proofs.find("\"inclusion\":[\"") + 14;
-    proofs[at] = proofs[at] == 'a' ? 'b' : 'a';
-    Write(dir + "/proofs.jsonl", proofs);
-  }, /*resign=*/true);
+  std::string swapped = Tamper(
+      p,
+      [&](const std::string& dir) {
+        std::string proofs = Read(dir + "/proofs.jsonl");
+        size_t at = proofs.find("\"inclusion\":[\"") + 14;
+        proofs[at] = proofs[at] == 'a' ? 'b' : 'a';
+        Write(dir + "/proofs.jsonl", proofs);
+      },
+      /*resign=*/true);
   verify::Result s = Verify(swapped);
   ExpectFailure(s, pack::kProofs, 0, "inclusion: proof for index 0 leads to root ");
 }
@@ -550,22 +581,28 @@ TEST_F(PackTest, ReorderedEntriesAndASwappedProofHashAreRefused) {
 TEST_F(PackTest, ACheckpointFromAnotherKeyIsRefused) {
   std::string p = Export({"team-a", "run-0"}, "p.tar.gz");
   auto other = *note::Signer::Generate("ledger.test/packs");
-  std::string t = Tamper(p, [&](const std::string& dir) {
-    auto cp = *note::Verifier::Parse(log_->verifier_key())->Open(Read(dir + "/checkpoint"));
-    Write(dir + "/checkpoint", *other.Sign(cp));
-  }, /*resign=*/true);
+  std::string t = Tamper(
+      p,
+      [&](const std::string& dir) {
+        auto cp = *note::Verifier::Parse(log_->verifier_key())->Open(Read(dir + "/checkpoint"));
+        Write(dir + "/checkpoint", *other.Sign(cp));
+      },
+      /*resign=*/true);
   verify::Result r = Verify(t);
   ExpectFailure(r, pack::kCheckpoint, -1, "signed note: no signature by ledger.test/packs+");
 }
 
 TEST_F(PackTest, ChangedOutcomesAreRefused) {
   std::string p = Export({"team-a", "run-0"}, "p.tar.gz");
-  std::string t = Tamper(p, [&](const std::string& dir) {
-    std::string o = Read(dir + "/outcomes.json");
-    size_t at = o.find("\"pending\"");
-    o.replace(at, 9, "\"succeeded\"");
-    Write(dir + "/outcomes.json", o);
-  }, /*resign=*/true);
+  std::string t = Tamper(
+      p,
+      [&](const std::string& dir) {
+        std::string o = Read(dir + "/outcomes.json");
+        size_t at = o.find("\"pending\"");
+        o.replace(at, 9, "\"succeeded\"");
+        Write(dir + "/outcomes.json", o);
+      },
+      /*resign=*/true);
   ExpectFailure(Verify(t), pack::kOutcomes, -1, "differs from the outcomes recomputed");
 }
 
@@ -606,8 +643,8 @@ class WitnessedPackTest : public PackTest {
     auto cosign = [&](const std::string& note) -> absl::StatusOr<std::string> {
       return note + lines(note.substr(0, note.find("\n\n") + 1));
     };
-    absl::Status s = exporter::ExportPack(*log_, {"team-a", "run-1"}, path, "", nullptr,
-                                          exporter::kDefaultUnknownGraceMs, cosign);
+    absl::Status s =
+        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, "", nullptr, exporter::kDefaultUnknownGraceMs, cosign);
     EXPECT_TRUE(s.ok()) << s;
     return path;
   }
@@ -646,9 +683,8 @@ TEST_F(WitnessedPackTest, ThePackCarriesTheCosignedCheckpointAndAPolicyChecksIts
   auto keyless = VerifyUnder(pack, Policy("both"), false);
   ASSERT_TRUE(keyless.ok()) << keyless.status();
   EXPECT_TRUE(keyless->ok) << keyless->message;
-  auto unnamed = VerifyUnder(pack, absl::StrCat("log ", note::Signer::Generate("other.example/log")->VerifierKey(),
-                                                "\nquorum none\n"),
-                             false);
+  auto unnamed = VerifyUnder(
+      pack, absl::StrCat("log ", note::Signer::Generate("other.example/log")->VerifierKey(), "\nquorum none\n"), false);
   EXPECT_EQ(unnamed.status(), absl::InvalidArgumentError("--policy: no log of the policy is named ledger.test/packs"));
 }
 
@@ -657,7 +693,8 @@ TEST_F(WitnessedPackTest, AMissingForgedOrUnlistedCosignatureIsRefused) {
   auto r = VerifyUnder(only_a, Policy("both"), true);
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectFailure(*r, pack::kCheckpoint, -1, "the policy's quorum both is not met: no cosignature from B; cosigned by A");
-  EXPECT_EQ(r->message.size(), std::string("the policy's quorum both is not met: no cosignature from B; cosigned by A").size());
+  EXPECT_EQ(r->message.size(),
+            std::string("the policy's quorum both is not met: no cosignature from B; cosigned by A").size());
   EXPECT_TRUE(VerifyUnder(only_a, Policy("A"), true)->ok);
   // B's line made over another checkpoint, pasted in.
   std::string forged = ExportCosigned("forged.tar.gz", [&](const std::string& text) {
@@ -670,14 +707,18 @@ TEST_F(WitnessedPackTest, AMissingForgedOrUnlistedCosignatureIsRefused) {
                                    a_.VerifierKey(), "\nquorum A\n");
   auto unlisted = VerifyUnder(only_a, other, true);
   ASSERT_TRUE(unlisted.ok()) << unlisted.status();
-  ExpectFailure(*unlisted, pack::kCheckpoint, -1,
-                absl::StrCat("the ledger's key ", log_->verifier_key().substr(0, std::string("ledger.test/packs+").size() + 8),
-                             " is not a log of the policy"));
+  ExpectFailure(
+      *unlisted, pack::kCheckpoint, -1,
+      absl::StrCat("the ledger's key ", log_->verifier_key().substr(0, std::string("ledger.test/packs+").size() + 8),
+                   " is not a log of the policy"));
   // The lines are covered by the signed manifest: stripped, the pack fails its digest.
-  std::string stripped = Tamper(only_a, [&](const std::string& dir) {
-    std::string cp = Read(dir + "/" + pack::kCheckpoint);
-    Write(dir + "/" + pack::kCheckpoint, cp.substr(0, cp.rfind("\xe2\x80\x94 a.example/w")));
-  }, false);
+  std::string stripped = Tamper(
+      only_a,
+      [&](const std::string& dir) {
+        std::string cp = Read(dir + "/" + pack::kCheckpoint);
+        Write(dir + "/" + pack::kCheckpoint, cp.substr(0, cp.rfind("\xe2\x80\x94 a.example/w")));
+      },
+      false);
   ExpectFailure(Verify(stripped), pack::kCheckpoint, -1, "SHA-256 expected");
 }
 

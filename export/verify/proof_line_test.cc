@@ -14,8 +14,8 @@ hash::Hash Nth(int n) { return hash::Sha256(std::to_string(n)); }
 // A proof line as the exporter writes it, or with a space after each comma.
 std::string Line(int64_t seq, const hash::Hash& leaf, const std::vector<hash::Hash>& path, bool spaced = false) {
   std::string sep = spaced ? ", " : ",";
-  std::string out = "{\"seq\":" + std::to_string(seq) + sep + "\"leaf_hash\":\"" + hash::Hex(leaf) + "\"" + sep +
-                    "\"inclusion\":[";
+  std::string out =
+      "{\"seq\":" + std::to_string(seq) + sep + "\"leaf_hash\":\"" + hash::Hex(leaf) + "\"" + sep + "\"inclusion\":[";
   for (size_t i = 0; i < path.size(); ++i) out += (i ? sep : "") + "\"" + hash::Hex(path[i]) + "\"";
   return out + "]}";
 }

@@ -11,12 +11,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "util/tasks/channel.h"
-#include "util/tasks/tasks.h"
 #include "export/verify/proof_line.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
+#include "util/tasks/channel.h"
+#include "util/tasks/tasks.h"
 
 namespace ledger::verify {
 
@@ -64,7 +64,8 @@ class LineChunker {
   template <typename Emit>
   void Hand(Emit& emit) {
     size_t lines = 0;
-    for (const char* at = buf_.data(); (at = static_cast<const char*>(std::memchr(at, '\n', buf_.data() + buf_.size() - at))) != nullptr; ++at) {
+    for (const char* at = buf_.data();
+         (at = static_cast<const char*>(std::memchr(at, '\n', buf_.data() + buf_.size() - at))) != nullptr; ++at) {
       ++lines;
     }
     if (buf_.back() != '\n') ++lines;
@@ -214,8 +215,8 @@ class StreamCheck::EntryPass : public LinePass {
     uint64_t first = next_line_;
     next_line_ += lines;
     if (stopped()) return;
-    inflight_.push_back(tasks::Pool::Shared().Run(
-        [chunk = std::move(chunk), first, lines] { return Decode(chunk, first, lines); }));
+    inflight_.push_back(
+        tasks::Pool::Shared().Run([chunk = std::move(chunk), first, lines] { return Decode(chunk, first, lines); }));
     while (inflight_.size() > MaxInflight()) TakeOldest();
   }
   // Waits for every chunk and the projection.
@@ -356,9 +357,11 @@ class StreamCheck::EntryPass : public LinePass {
 // worker threads.
 class StreamCheck::ProofPass : public LinePass {
  public:
-  ProofPass(const note::Checkpoint& cp, const Scope& scope, const EntryPass& entries,
-            const std::string& records_path)
-      : cp_(cp), scope_(scope), first_team_(entries.first_team()), first_run_(entries.first_run()),
+  ProofPass(const note::Checkpoint& cp, const Scope& scope, const EntryPass& entries, const std::string& records_path)
+      : cp_(cp),
+        scope_(scope),
+        first_team_(entries.first_team()),
+        first_run_(entries.first_run()),
         records_(records_path, std::ios::binary) {}
 
   void AddChunk(std::string chunk, size_t lines) override {
@@ -378,10 +381,8 @@ class StreamCheck::ProofPass : public LinePass {
     }
     std::optional<Record> before = previous_;
     if (!recs.empty()) previous_ = recs.back();
-    inflight_.push_back(tasks::Pool::Shared().Run(
-        [this, chunk = std::move(chunk), first, recs = std::move(recs), before] {
-          return Check(chunk, first, recs, before);
-        }));
+    inflight_.push_back(tasks::Pool::Shared().Run([this, chunk = std::move(chunk), first, recs = std::move(recs),
+                                                   before] { return Check(chunk, first, recs, before); }));
     while (inflight_.size() > MaxInflight()) TakeOldest();
   }
   // Waits for every chunk; then, if entries remain, the first without a
@@ -389,8 +390,7 @@ class StreamCheck::ProofPass : public LinePass {
   void Finish() override {
     while (!inflight_.empty()) TakeOldest();
     Record rec;
-    if (!failure_ && !exhausted_ &&
-        records_.read(reinterpret_cast<char*>(&rec), sizeof rec).gcount() == sizeof rec) {
+    if (!failure_ && !exhausted_ && records_.read(reinterpret_cast<char*>(&rec), sizeof rec).gcount() == sizeof rec) {
       failure_ = Failure{next_line_, Failure::kMissingProof, pack::kProofs, rec.tail_seq, "fewer proofs than entries"};
     }
   }
@@ -427,8 +427,7 @@ class StreamCheck::ProofPass : public LinePass {
       };
       int64_t proof_seq = -1;
       std::string_view proof_leaf_hash;
-      if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash) ||
-          proof_seq != rec.tail_seq) {
+      if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash) || proof_seq != rec.tail_seq) {
         return fail(Failure::kProof, "not the proof line of this entry");
       }
       hash::Hash proof_leaf;
@@ -459,9 +458,8 @@ class StreamCheck::ProofPass : public LinePass {
     if (scope_.kind() == "run") {
       if (!team || !run) return "not an entry of the pack's run";
       if (run_prev != last_seq) {
-        return absl::StrCat("run_prev expected ",
-                            last_seq ? std::to_string(*last_seq) : "none (the run's first entry)", ", found ",
-                            run_prev ? std::to_string(*run_prev) : "none");
+        return absl::StrCat("run_prev expected ", last_seq ? std::to_string(*last_seq) : "none (the run's first entry)",
+                            ", found ", run_prev ? std::to_string(*run_prev) : "none");
       }
     } else if (scope_.kind() == "team") {
       if (!team || rec.logged_at_us < scope_.from_us || rec.logged_at_us >= scope_.to_us) {

@@ -268,8 +268,8 @@ absl::Status RebuildReport(const std::string& manifest_text, pack::Outcomes& out
 // Where the pack's report first differs from the one rebuilt: reads the
 // archive again (only when the digests differ) and compares the two as
 // they come, holding neither. "at byte N (line L)" of the pack's report.
-std::string ReportDifference(const std::string& pack_path, const std::string& manifest_text,
-                             pack::Outcomes& outcomes, const std::string& checkpoint_note) {
+std::string ReportDifference(const std::string& pack_path, const std::string& manifest_text, pack::Outcomes& outcomes,
+                             const std::string& checkpoint_note) {
   auto reader = pack::PackReader::Open(pack_path, pack::Limits());
   if (!reader.ok()) return std::string(reader.status().message());
   while (true) {
@@ -324,8 +324,10 @@ std::string ReportDifference(const std::string& pack_path, const std::string& ma
     if (pending.empty()) return "differs from the report rebuilt from the pack";  // not reached: digests differ
     differs = offset;
   }
-  return absl::StrCat("differs from the report rebuilt from the checked entries, outcomes, checkpoint and "
-                      "manifest, first at byte ", *differs, " (line ", line, ")");
+  return absl::StrCat(
+      "differs from the report rebuilt from the checked entries, outcomes, checkpoint and "
+      "manifest, first at byte ",
+      *differs, " (line ", line, ")");
 }
 
 }  // namespace
@@ -368,9 +370,7 @@ std::string SignedTime(int64_t time_us) {
 absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
   Scope s;
   auto bad = [&](const char* rule) { return absl::InvalidArgumentError(absl::StrCat("expected scope: ", rule)); };
-  auto split = [](const std::string& rest, char sep) -> std::vector<std::string> {
-    return absl::StrSplit(rest, sep);
-  };
+  auto split = [](const std::string& rest, char sep) -> std::vector<std::string> { return absl::StrSplit(rest, sep); };
   size_t colon = text.find(':');
   std::string kind = text.substr(0, colon), rest = colon == std::string::npos ? "" : text.substr(colon + 1);
   if (kind == "run") {
@@ -409,10 +409,11 @@ std::string WitnessedLine(const std::string& quorum, const std::vector<tlogpolic
   if (cosigned.empty()) return out + "no cosignature\n";
   out += "cosigned by ";
   for (size_t i = 0; i < cosigned.size(); ++i) {
-    absl::StrAppend(&out, i ? ", " : "", cosigned[i].witness, " at ",
-                    absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(cosigned[i].time)),
-                                     absl::UTCTimeZone()),
-                    " (", cosigned[i].time, ")");
+    absl::StrAppend(
+        &out, i ? ", " : "", cosigned[i].witness, " at ",
+        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(cosigned[i].time)),
+                         absl::UTCTimeZone()),
+        " (", cosigned[i].time, ")");
   }
   return out + "\n";
 }
@@ -435,9 +436,8 @@ absl::Status CheckWitnesses(const tlogpolicy::Policy& policy, const std::string&
   bool listed = false;
   for (const tlogpolicy::Log& log : policy.logs()) listed = listed || log.vkey == vkey;
   if (!listed) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("the ledger's key ", vkey.substr(0, vkey.find('+', vkey.find('+') + 1)),
-                     " is not a log of the policy"));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the ledger's key ", vkey.substr(0, vkey.find('+', vkey.find('+') + 1)), " is not a log of the policy"));
   }
   auto parts = cosign::SplitNote(note);
   if (!parts.ok()) return parts.status();
@@ -452,10 +452,9 @@ absl::Status CheckWitnesses(const tlogpolicy::Policy& policy, const std::string&
   if (!evaluation->quorum) {
     std::vector<std::string> by;
     for (const tlogpolicy::Cosigned& c : evaluation->cosigned) by.push_back(c.witness);
-    return absl::PermissionDeniedError(absl::StrCat("the policy's quorum ", policy.quorum(),
-                                                    " is not met: no cosignature from ",
-                                                    absl::StrJoin(evaluation->missing, ", "),
-                                                    by.empty() ? "" : "; cosigned by " + absl::StrJoin(by, ", ")));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the policy's quorum ", policy.quorum(), " is not met: no cosignature from ",
+        absl::StrJoin(evaluation->missing, ", "), by.empty() ? "" : "; cosigned by " + absl::StrJoin(by, ", ")));
   }
   r.quorum = policy.quorum();
   r.cosigned = evaluation->cosigned;
@@ -465,12 +464,9 @@ absl::Status CheckWitnesses(const tlogpolicy::Policy& policy, const std::string&
 }  // namespace
 
 nlohmann::json Result::Json() const {
-  nlohmann::json j = {{"ok", ok},
-                      {"trusted_key_in_pack", trusted_key_in_pack},
-                      {"origin", origin},
-                      {"tree_size", tree_size},
-                      {"root", root},
-                      {"entries", entries}};
+  nlohmann::json j = {{"ok", ok},         {"trusted_key_in_pack", trusted_key_in_pack},
+                      {"origin", origin}, {"tree_size", tree_size},
+                      {"root", root},     {"entries", entries}};
   if (since_size.has_value()) {
     j["consistent_with_size"] = *since_size;
     j["consistent_with_root"] = since_root;
@@ -501,13 +497,14 @@ nlohmann::json Result::Json() const {
 std::string Result::Summary() const {
   std::string out;
   if (trusted_key_in_pack) {
-    out += "WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
-           "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
-           "published key.\n";
+    out +=
+        "WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
+        "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
+        "published key.\n";
   }
   if (ok) {
-    absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ",
-                    origin, " at tree size ", tree_size, ", root ", root,
+    absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ", origin,
+                    " at tree size ", tree_size, ", root ", root,
                     signed_at_us ? absl::StrCat(", signed at ", SignedTime(*signed_at_us))
                                  : ", signing time: not stated (checkpoint signed before the ledger signed times)",
                     ".\n");
@@ -528,8 +525,7 @@ std::string Result::Summary() const {
       }
     }
   } else {
-    absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ",
-                    message, "\n");
+    absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ", message, "\n");
   }
   return out;
 }
@@ -585,16 +581,16 @@ absl::Status PackCheck::CheckStreamed(const std::string& name, NextPiece next) {
     // The manifest and checkpoint are read by now; their texts are what
     // the checks below hold the report to.
     if (outcomes_digest.valid()) {
-      report_digest = std::async(std::launch::async,
-                                 [&outcomes = outcomes, outcomes_digest = outcomes_digest,
-                                  manifest = small[pack::kManifest],
-                                  note = small[pack::kCheckpoint]]() -> absl::StatusOr<std::string> {
-        if (!outcomes_digest.get().ok()) return outcomes_digest.get().status();
-        hash::Sha256Stream rebuilt;
-        auto s = RebuildReport(manifest, outcomes, note, [&](std::string_view piece) { rebuilt.Update(piece); });
-        if (!s.ok()) return s;
-        return hash::Hex(rebuilt.Final());
-      });
+      report_digest = std::async(
+          std::launch::async,
+          [&outcomes = outcomes, outcomes_digest = outcomes_digest, manifest = small[pack::kManifest],
+           note = small[pack::kCheckpoint]]() -> absl::StatusOr<std::string> {
+            if (!outcomes_digest.get().ok()) return outcomes_digest.get().status();
+            hash::Sha256Stream rebuilt;
+            auto s = RebuildReport(manifest, outcomes, note, [&](std::string_view piece) { rebuilt.Update(piece); });
+            if (!s.ok()) return s;
+            return hash::Hex(rebuilt.Final());
+          });
     }
     return stream.Proofs(*unchecked_cp, *scope, next);
   }
@@ -702,8 +698,8 @@ PackCheck::Stop PackCheck::CheckSpilled() {
 
 // The key, the manifest's signature and every file's digest.
 PackCheck::Stop PackCheck::KeyAndManifest() {
-  for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kManifest,
-                           pack::kManifestSig, pack::kOutcomes, pack::kProofs, pack::kReport}) {
+  for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kManifest, pack::kManifestSig,
+                           pack::kOutcomes, pack::kProofs, pack::kReport}) {
     if (!digests.count(name)) return Fail(r, name, -1, "missing");
   }
 
@@ -720,8 +716,7 @@ PackCheck::Stop PackCheck::KeyAndManifest() {
     vkey = pack_vkey;
     r.trusted_key_in_pack = true;
   } else if (vkey != pack_vkey) {
-    return Fail(r, pack::kVkey, -1,
-                absl::StrCat("expected the given key ", vkey, ", found ", pack_vkey));
+    return Fail(r, pack::kVkey, -1, absl::StrCat("expected the given key ", vkey, ", found ", pack_vkey));
   }
   auto parsed = note::Verifier::Parse(vkey);
   if (!parsed.ok()) return Fail(r, pack::kVkey, -1, std::string(parsed.status().message()));
@@ -735,9 +730,9 @@ PackCheck::Stop PackCheck::KeyAndManifest() {
   }
   std::string digest = hash::Hex(hash::Sha256(manifest_text)) + "\n";
   if (*signed_digest != digest) {
-    return Fail(r, pack::kManifest, -1,
-                absl::StrCat("SHA-256 is ", digest.substr(0, 64), ", the signature covers ",
-                             signed_digest->substr(0, 64)));
+    return Fail(
+        r, pack::kManifest, -1,
+        absl::StrCat("SHA-256 is ", digest.substr(0, 64), ", the signature covers ", signed_digest->substr(0, 64)));
   }
   if (!unchecked_manifest->ok()) {
     return Fail(r, pack::kManifest, -1, std::string(unchecked_manifest->status().message()));
@@ -780,8 +775,8 @@ PackCheck::Stop PackCheck::Checkpoint() {
   }
   if (cp->size != r.tree_size || hash::Hex(cp->root) != manifest.root) {
     return Fail(r, pack::kCheckpoint, -1,
-                absl::StrCat("size ", cp->size, " root ", hash::Hex(cp->root), ", the manifest says size ",
-                             r.tree_size, " root ", manifest.root));
+                absl::StrCat("size ", cp->size, " root ", hash::Hex(cp->root), ", the manifest says size ", r.tree_size,
+                             " root ", manifest.root));
   }
   // What the entries were checked against, before the signature was, is
   // what the signature covers.
@@ -797,9 +792,9 @@ PackCheck::Stop PackCheck::Checkpoint() {
 
   // What the auditor asked for.
   if (options.expect_scope && !SameScope(manifest.scope, *options.expect_scope)) {
-    return Fail(r, pack::kManifest, -1,
-                absl::StrCat("scope is ", r.scope, ", expected ", AskedScopeJson(*options.expect_scope),
-                             " (--expect-scope)"));
+    return Fail(
+        r, pack::kManifest, -1,
+        absl::StrCat("scope is ", r.scope, ", expected ", AskedScopeJson(*options.expect_scope), " (--expect-scope)"));
   }
   if (cp->size < options.not_older_than) {
     return Fail(r, pack::kCheckpoint, -1,
@@ -808,8 +803,10 @@ PackCheck::Stop PackCheck::Checkpoint() {
   }
   if (options.not_older_than_root && cp->size == options.not_older_than && cp->root != *options.not_older_than_root) {
     return Fail(r, pack::kCheckpoint, -1,
-                absl::StrCat("root ", hash::Hex(cp->root), " at tree size ", cp->size, ", the checkpoint given with "
-                             "--not-older-than has root ", hash::Hex(*options.not_older_than_root)));
+                absl::StrCat("root ", hash::Hex(cp->root), " at tree size ", cp->size,
+                             ", the checkpoint given with "
+                             "--not-older-than has root ",
+                             hash::Hex(*options.not_older_than_root)));
   }
 
   return std::nullopt;

@@ -64,8 +64,7 @@ NewDir::~NewDir() {
 
 std::string NewDir::handle() const { return absl::StrCat("/proc/self/fd/", fd_); }
 
-absl::StatusOr<std::unique_ptr<BackupRoot>> BackupRoot::Open(const std::string& root,
-                                                             const std::string& data_dir) {
+absl::StatusOr<std::unique_ptr<BackupRoot>> BackupRoot::Open(const std::string& root, const std::string& data_dir) {
   std::string path = root;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (path.empty()) return absl::InvalidArgumentError("--backup-root: a directory is required");
@@ -82,8 +81,8 @@ absl::StatusOr<std::unique_ptr<BackupRoot>> BackupRoot::Open(const std::string& 
   for (std::string up = real;;) {
     struct stat st;
     if (::stat(up.c_str(), &st) == 0 && st.st_dev == data.st_dev && st.st_ino == data.st_ino) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--backup-root: ", path, " is inside the data directory; backups go apart from the store"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--backup-root: ", path, " is inside the data directory; backups go apart from the store"));
     }
     if (up == "/") break;
     size_t slash = up.rfind('/');
@@ -113,8 +112,7 @@ absl::StatusOr<NewDir> BackupRoot::Create(std::string_view dir) const {
       }
     }
     if (!under) {
-      return Invalid(absl::StrCat("must be inside the backup root ", path_,
-                                  " (a path under it, or relative to it)"));
+      return Invalid(absl::StrCat("must be inside the backup root ", path_, " (a path under it, or relative to it)"));
     }
   }
   std::vector<std::string> parts;

@@ -49,8 +49,7 @@ class BackupRoot {
   // Opens `root`, an existing directory. INVALID_ARGUMENT naming
   // --backup-root when it is not a directory, or when it is `data_dir` or
   // lies inside it. `data_dir` MUST exist.
-  static absl::StatusOr<std::unique_ptr<BackupRoot>> Open(const std::string& root,
-                                                          const std::string& data_dir);
+  static absl::StatusOr<std::unique_ptr<BackupRoot>> Open(const std::string& root, const std::string& data_dir);
   ~BackupRoot();
   BackupRoot(const BackupRoot&) = delete;
   BackupRoot& operator=(const BackupRoot&) = delete;

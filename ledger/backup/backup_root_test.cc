@@ -26,8 +26,7 @@ class BackupRootTest : public ::testing::Test {
   }
   std::string Refusal(const std::string& dir) {
     auto made = root_->Create(dir);
-    return made.ok() ? "" : absl::StrCat(absl::StatusCodeToString(made.status().code()), ": ",
-                                         made.status().message());
+    return made.ok() ? "" : absl::StrCat(absl::StatusCodeToString(made.status().code()), ": ", made.status().message());
   }
   // Every path under the test's directory, to show that nothing was made.
   std::vector<std::string> Tree() {
@@ -54,13 +53,14 @@ TEST_F(BackupRootTest, NewDirectoriesRelativeOrAbsoluteUnderTheRoot) {
 }
 
 TEST_F(BackupRootTest, NoBackupRootIsRefused) {
-  EXPECT_EQ(BackupRoot::Open("", dir_.Sub("root/data")).status().message(),
-            "--backup-root: a directory is required");
-  EXPECT_EQ(BackupRoot::Open(dir_.Sub("root/data"), dir_.Sub("root/data")).status().message(),
-            "--backup-root: " + dir_.Sub("root/data") + " is inside the data directory; backups go apart from the store");
+  EXPECT_EQ(BackupRoot::Open("", dir_.Sub("root/data")).status().message(), "--backup-root: a directory is required");
+  EXPECT_EQ(
+      BackupRoot::Open(dir_.Sub("root/data"), dir_.Sub("root/data")).status().message(),
+      "--backup-root: " + dir_.Sub("root/data") + " is inside the data directory; backups go apart from the store");
   fs::create_directories(dir_.Sub("root/data/tmp/b"));
   EXPECT_EQ(BackupRoot::Open(dir_.Sub("root/data/tmp/b"), dir_.Sub("root/data")).status().message(),
-            "--backup-root: " + dir_.Sub("root/data/tmp/b") + " is inside the data directory; backups go apart from the store");
+            "--backup-root: " + dir_.Sub("root/data/tmp/b") +
+                " is inside the data directory; backups go apart from the store");
   fs::create_directory_symlink(dir_.Sub("root/data/tmp"), dir_.Sub("sneaky"));
   EXPECT_EQ(BackupRoot::Open(dir_.Sub("sneaky"), dir_.Sub("root/data")).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -86,8 +86,8 @@ TEST_F(BackupRootTest, PathsOutOfTheRootAreRefusedAndMakeNothing) {
             "INVALID_ARGUMENT: dir: " + root + "/out is a symbolic link; a backup path must not go through links");
   EXPECT_EQ(Refusal("out"),
             "INVALID_ARGUMENT: dir: " + root + "/out is a symbolic link; a backup path must not go through links");
-  EXPECT_EQ(Refusal("data-link/b"),
-            "INVALID_ARGUMENT: dir: " + root + "/data-link is a symbolic link; a backup path must not go through links");
+  EXPECT_EQ(Refusal("data-link/b"), "INVALID_ARGUMENT: dir: " + root +
+                                        "/data-link is a symbolic link; a backup path must not go through links");
   EXPECT_EQ(Refusal("data/db/b"),
             "INVALID_ARGUMENT: dir: " + root + "/data is the data directory; backups go apart from the store");
   EXPECT_EQ(Refusal("data"),

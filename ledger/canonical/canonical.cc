@@ -13,14 +13,22 @@ namespace {
 // 0: copy as is; otherwise the escape's second character, or 'u' for \u00xx.
 constexpr char EscapeFor(unsigned char c) {
   switch (c) {
-    case '"': return '"';
-    case '\\': return '\\';
-    case '\b': return 'b';
-    case '\f': return 'f';
-    case '\n': return 'n';
-    case '\r': return 'r';
-    case '\t': return 't';
-    default: return c < 0x20 ? 'u' : 0;
+    case '"':
+      return '"';
+    case '\\':
+      return '\\';
+    case '\b':
+      return 'b';
+    case '\f':
+      return 'f';
+    case '\n':
+      return 'n';
+    case '\r':
+      return 'r';
+    case '\t':
+      return 't';
+    default:
+      return c < 0x20 ? 'u' : 0;
   }
 }
 
@@ -70,8 +78,7 @@ bool IsUtf8(std::string_view s) {
       if ((p[k] & 0xc0) != 0x80) return false;
       cp = cp << 6 | (p[k] & 0x3f);
     }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-        (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
         (cp >= 0xd800 && cp <= 0xdfff)) {
       return false;
     }
@@ -120,8 +127,17 @@ namespace {
 // The rules of strings and integers, shared by Parse (which names the
 // broken one) and ReadString / ReadInt (which only say whether it holds).
 enum class Fault {
-  kNone, kUnclosed, kControl, kShortEscape, kHexEscape, kHexNotControl, kEscape, kUtf8,
-  kNotInt, kLeadingZero, kRange
+  kNone,
+  kUnclosed,
+  kControl,
+  kShortEscape,
+  kHexEscape,
+  kHexNotControl,
+  kEscape,
+  kUtf8,
+  kNotInt,
+  kLeadingZero,
+  kRange
 };
 
 // *pp is just after the opening quote; on success it is after the closing
@@ -139,8 +155,8 @@ Fault ScanString(const char** pp, const char* end, std::string* out) {
       std::memcpy(&w, p, 8);
       constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
       auto zero_byte = [](uint64_t x) { return (x - kOnes) & ~x & kHighs; };
-      uint64_t special = zero_byte(w ^ (kOnes * '"')) | zero_byte(w ^ (kOnes * '\\')) |
-                         ((w - kOnes * 0x20) & ~w & kHighs);
+      uint64_t special =
+          zero_byte(w ^ (kOnes * '"')) | zero_byte(w ^ (kOnes * '\\')) | ((w - kOnes * 0x20) & ~w & kHighs);
       if (special != 0) break;
       high |= w;
       p += 8;
@@ -158,13 +174,27 @@ Fault ScanString(const char** pp, const char* end, std::string* out) {
     if (end - p < 2) return Fault::kShortEscape;
     char decoded;
     switch (p[1]) {
-      case '"': decoded = '"'; break;
-      case '\\': decoded = '\\'; break;
-      case 'b': decoded = '\b'; break;
-      case 'f': decoded = '\f'; break;
-      case 'n': decoded = '\n'; break;
-      case 'r': decoded = '\r'; break;
-      case 't': decoded = '\t'; break;
+      case '"':
+        decoded = '"';
+        break;
+      case '\\':
+        decoded = '\\';
+        break;
+      case 'b':
+        decoded = '\b';
+        break;
+      case 'f':
+        decoded = '\f';
+        break;
+      case 'n':
+        decoded = '\n';
+        break;
+      case 'r':
+        decoded = '\r';
+        break;
+      case 't':
+        decoded = '\t';
+        break;
       case 'u': {
         // Only \u00xx (lowercase hex) for a control character without a
         // short escape.
@@ -279,17 +309,28 @@ class Parser {
 
   absl::Status Check(Fault f) const {
     switch (f) {
-      case Fault::kNone: return absl::OkStatus();
-      case Fault::kUnclosed: return Error("'\"' closing the string");
-      case Fault::kControl: return Error("control characters escaped");
-      case Fault::kShortEscape: return Error("an escape");
-      case Fault::kHexEscape: return Error("\\u00xx with lowercase hex");
-      case Fault::kHexNotControl: return Error("\\u00xx only for control characters without a short escape");
-      case Fault::kEscape: return Error("only the escapes \\\" \\\\ \\b \\f \\n \\r \\t \\u00xx");
-      case Fault::kUtf8: return Error("strings of valid UTF-8");
-      case Fault::kNotInt: return Error("an integer");
-      case Fault::kLeadingZero: return Error("integers without leading zeros or -0");
-      case Fault::kRange: return Error("integers within +-(2^53-1)");
+      case Fault::kNone:
+        return absl::OkStatus();
+      case Fault::kUnclosed:
+        return Error("'\"' closing the string");
+      case Fault::kControl:
+        return Error("control characters escaped");
+      case Fault::kShortEscape:
+        return Error("an escape");
+      case Fault::kHexEscape:
+        return Error("\\u00xx with lowercase hex");
+      case Fault::kHexNotControl:
+        return Error("\\u00xx only for control characters without a short escape");
+      case Fault::kEscape:
+        return Error("only the escapes \\\" \\\\ \\b \\f \\n \\r \\t \\u00xx");
+      case Fault::kUtf8:
+        return Error("strings of valid UTF-8");
+      case Fault::kNotInt:
+        return Error("an integer");
+      case Fault::kLeadingZero:
+        return Error("integers without leading zeros or -0");
+      case Fault::kRange:
+        return Error("integers within +-(2^53-1)");
     }
     return Error("?");
   }
@@ -309,9 +350,7 @@ bool ReadString(const char** p, const char* end, std::string* out) {
   return true;
 }
 
-bool ReadInt(const char** p, const char* end, int64_t* out) {
-  return ScanInt(p, end, out) == Fault::kNone;
-}
+bool ReadInt(const char** p, const char* end, int64_t* out) { return ScanInt(p, end, out) == Fault::kNone; }
 
 absl::StatusOr<Value> Parse(std::string_view text) {
   Parser parser(text);

@@ -17,7 +17,10 @@ TEST(CanonicalTest, EscapesOnlyWhatTheContractNames) {
   EXPECT_EQ(Str("\b\f\n\r\t"), "\"\\b\\f\\n\\r\\t\"");
   EXPECT_EQ(Str(std::string("\x00\x01\x1f", 3)), "\"\\u0000\\u0001\\u001f\"");
   // Not escaped: slash, DEL, U+2028, non-ASCII.
-  EXPECT_EQ(Str("/\x7f\xe2\x80\xa8" "caf\xc3\xa9"), "\"/\x7f\xe2\x80\xa8" "caf\xc3\xa9\"");
+  EXPECT_EQ(Str("/\x7f\xe2\x80\xa8"
+                "caf\xc3\xa9"),
+            "\"/\x7f\xe2\x80\xa8"
+            "caf\xc3\xa9\"");
 }
 
 TEST(CanonicalTest, IntegersAtTheSafeBounds) {
@@ -91,8 +94,7 @@ TEST(CanonicalParseTest, RefusesWhatTheEncoderNeverWrites) {
       {R"({"a":1)", "at byte 6: want ',' or '}'"},
       {R"("abc)", "at byte 4: want '\"' closing the string"},
       {"", "at byte 0: want a value"},
-      {R"({"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":1}}}}}}}}})",
-       "at byte 40: want objects nested at most 8 deep"},
+      {R"({"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":1}}}}}}}}})", "at byte 40: want objects nested at most 8 deep"},
   };
   for (const auto& [text, why] : cases) {
     auto v = Parse(text);

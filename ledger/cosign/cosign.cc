@@ -53,10 +53,11 @@ bool IsNoteText(std::string_view text) {
 }
 
 // "<name>+<hex8 id>+<base64 0x04 || 32 bytes>": name, id and the 32 bytes.
-absl::Status ParseKeyParts(std::string_view what, std::string_view name, std::string_view id_hex,
-                           std::string_view b64, uint32_t* id, std::string* key) {
+absl::Status ParseKeyParts(std::string_view what, std::string_view name, std::string_view id_hex, std::string_view b64,
+                           uint32_t* id, std::string* key) {
   if (!note::IsValidKeyName(name)) {
-    return absl::InvalidArgumentError(absl::StrCat(S(what), ": key name must be non-empty UTF-8 without spaces or '+'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(S(what), ": key name must be non-empty UTF-8 without spaces or '+'"));
   }
   if (!ParseHex8(id_hex, id)) return absl::InvalidArgumentError(absl::StrCat(S(what), ": key id must be 8 hex digits"));
   auto bytes = hash::Base64Decode(b64);
@@ -118,7 +119,8 @@ absl::StatusOr<SignatureLine> ParseSignatureLine(std::string_view line) {
 absl::StatusOr<NoteParts> SplitNote(std::string_view note) {
   if (note.empty() || note.back() != '\n') return absl::InvalidArgumentError("signed note: does not end in a newline");
   size_t split = note.rfind("\n\n");
-  if (split == std::string_view::npos) return absl::InvalidArgumentError("signed note: no blank line before signatures");
+  if (split == std::string_view::npos)
+    return absl::InvalidArgumentError("signed note: no blank line before signatures");
   NoteParts parts;
   parts.text = S(note.substr(0, split + 1));
   std::string_view sigs = note.substr(split + 2);

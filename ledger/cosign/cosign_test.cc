@@ -18,12 +18,15 @@ nlohmann::json LoadVector() {
 
 std::string Unhex(std::string_view hex) {
   std::string out;
-  for (size_t i = 0; i < hex.size(); i += 2) out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+  for (size_t i = 0; i < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
   return out;
 }
 
 constexpr char kBody[] = "example.org/log\n5\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
-constexpr char kLogSig[] = "\xe2\x80\x94 example.org/log AAAAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\n";
+constexpr char kLogSig[] =
+    "\xe2\x80\x94 example.org/log "
+    "AAAAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\n";
 
 Cosigner Key() { return *Cosigner::FromSeed("witness.example/w1", std::string(32, '\x07')); }
 
@@ -67,7 +70,8 @@ TEST(CosignTest, AnotherBodyOrAnotherTimeIsRefused) {
   std::string other = "example.org/log\n6\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
   auto t = v.Verify(other + "\n" + line);
   EXPECT_EQ(t.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(t.status().message(), "cosignature by witness.example/w1+" + std::string(v.vkey()).substr(19, 8) + ": does not verify");
+  EXPECT_EQ(t.status().message(),
+            "cosignature by witness.example/w1+" + std::string(v.vkey()).substr(19, 8) + ": does not verify");
   // The time is signed: moving it to another second breaks the signature.
   std::string data = *hash::Base64Decode(line.substr(line.rfind(' ') + 1, line.size() - line.rfind(' ') - 2));
   data[11] ^= 1;

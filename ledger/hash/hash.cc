@@ -58,8 +58,7 @@ Digest& ThreadDigest() {
 }
 
 constexpr char kHexDigits[] = "0123456789abcdef";
-constexpr char kB64[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 constexpr int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -132,9 +131,7 @@ Hash NodeHash(const Hash& left, const Hash& right) {
 
 Hash EmptyRoot() { return Sha256(""); }
 
-std::string_view AsBytes(const Hash& h) {
-  return {reinterpret_cast<const char*>(h.data()), h.size()};
-}
+std::string_view AsBytes(const Hash& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
 
 std::string Hex(std::string_view bytes) {
   std::string out(bytes.size() * 2, '\0');
@@ -151,13 +148,11 @@ std::string Hex(const Hash& h) { return Hex(AsBytes(h)); }
 absl::StatusOr<Hash> ParseHex(std::string_view hex) {
   if (hex.size() != 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat("hash: want 64 lowercase hex digits, got ", hex.size(),
-                     " characters"));
+        absl::StrCat("hash: want 64 lowercase hex digits, got ", hex.size(), " characters"));
   }
   Hash out;
   if (!ParseHexTo(hex, &out)) {
-    return absl::InvalidArgumentError(
-        "hash: want 64 lowercase hex digits, found another character");
+    return absl::InvalidArgumentError("hash: want 64 lowercase hex digits, found another character");
   }
   return out;
 }
@@ -177,8 +172,7 @@ bool ParseHexTo(std::string_view hex, Hash* out) {
 
 absl::StatusOr<Hash> FromBytes(std::string_view bytes) {
   if (bytes.size() != 32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hash: want 32 bytes, got ", bytes.size()));
+    return absl::InvalidArgumentError(absl::StrCat("hash: want 32 bytes, got ", bytes.size()));
   }
   Hash out;
   std::memcpy(out.data(), bytes.data(), out.size());
@@ -213,9 +207,7 @@ std::string Base64(std::string_view bytes) {
 }
 
 absl::StatusOr<std::string> Base64Decode(std::string_view text) {
-  auto bad = [] {
-    return absl::InvalidArgumentError("base64: not canonical standard base64");
-  };
+  auto bad = [] { return absl::InvalidArgumentError("base64: not canonical standard base64"); };
   if (text.size() % 4 != 0) return bad();
   std::string out;
   out.reserve(text.size() / 4 * 3);

@@ -6,25 +6,21 @@ namespace ledger::hash {
 namespace {
 
 TEST(HashTest, Sha256OfEmptyIsTheEmptyRoot) {
-  EXPECT_EQ(Hex(EmptyRoot()),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Hex(EmptyRoot()), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 TEST(HashTest, LeafHashPrefixesZeroByte) {
   // RFC 6962 test leaf "" at index 0: the size-1 root of the vectors.
-  EXPECT_EQ(Hex(LeafHash("")),
-            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d");
+  EXPECT_EQ(Hex(LeafHash("")), "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d");
   EXPECT_EQ(LeafHash("abc"), Sha256(std::string("\0abc", 4)));
 }
 
 TEST(HashTest, NodeHashPrefixesOneByte) {
   Hash l = LeafHash(""), r = LeafHash(std::string(1, '\0'));
-  std::string joined = std::string(1, '\1') + std::string(AsBytes(l)) +
-                       std::string(AsBytes(r));
+  std::string joined = std::string(1, '\1') + std::string(AsBytes(l)) + std::string(AsBytes(r));
   EXPECT_EQ(NodeHash(l, r), Sha256(joined));
   // The size-2 root of the RFC 6962 vectors.
-  EXPECT_EQ(Hex(NodeHash(l, r)),
-            "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125");
+  EXPECT_EQ(Hex(NodeHash(l, r)), "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125");
 }
 
 TEST(HashTest, StreamEqualsOneShot) {
@@ -44,10 +40,8 @@ TEST(HashTest, HexRoundTrip) {
 
 TEST(HashTest, ParseHexRejectsUppercaseAndWrongLength) {
   std::string upper(64, 'A');
-  EXPECT_EQ(ParseHex(upper).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseHex("00").status().message(),
-            "hash: want 64 lowercase hex digits, got 2 characters");
+  EXPECT_EQ(ParseHex(upper).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseHex("00").status().message(), "hash: want 64 lowercase hex digits, got 2 characters");
 }
 
 TEST(HashTest, Base64KnownValues) {
@@ -62,10 +56,10 @@ TEST(HashTest, Base64KnownValues) {
 }
 
 TEST(HashTest, Base64DecodeIsStrict) {
-  EXPECT_FALSE(Base64Decode("Zg").ok());        // missing padding
-  EXPECT_FALSE(Base64Decode("Zh==").ok());      // non-zero dropped bits
-  EXPECT_FALSE(Base64Decode("Zm9v\n").ok());    // whitespace
-  EXPECT_FALSE(Base64Decode("Zm-v").ok());      // URL alphabet
+  EXPECT_FALSE(Base64Decode("Zg").ok());      // missing padding
+  EXPECT_FALSE(Base64Decode("Zh==").ok());    // non-zero dropped bits
+  EXPECT_FALSE(Base64Decode("Zm9v\n").ok());  // whitespace
+  EXPECT_FALSE(Base64Decode("Zm-v").ok());    // URL alphabet
   EXPECT_FALSE(Base64Decode("Z===").ok());
 }
 

@@ -10,8 +10,8 @@
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
-#include "ledger/runmap/runmap.h"
 #include "ledger/receipt/receipt.h"
+#include "ledger/runmap/runmap.h"
 
 namespace ledger::log {
 namespace {
@@ -43,9 +43,8 @@ class Auditor {
     });
     if (!s.ok()) return s;
     s = CheckCheckpointAt(0);
-    if (s.ok()) s = store_.ScanLeaves(0, state_.size, [&](uint64_t seq, std::string_view leaf) {
-      return Entry(seq, leaf);
-    });
+    if (s.ok())
+      s = store_.ScanLeaves(0, state_.size, [&](uint64_t seq, std::string_view leaf) { return Entry(seq, leaf); });
     if (absl::IsDataLoss(s) && !finding_) {
       // ScanLeaves: a seq below the tree size has no entry.
       Find("entry", -1, "entry", "an entry for every seq below the tree size", std::string(s.message()))
@@ -71,8 +70,7 @@ class Auditor {
   }
 
  private:
-  absl::Status Find(std::string check, int64_t seq, std::string what, std::string expected,
-                    std::string found) {
+  absl::Status Find(std::string check, int64_t seq, std::string what, std::string expected, std::string found) {
     finding_ = Finding{std::move(check), seq, std::move(what), std::move(expected), std::move(found)};
     return Stop();
   }
@@ -97,8 +95,7 @@ class Auditor {
     if (head.count > 0) run_prev = head.last_seq;
     if (entry->run_prev != run_prev) {
       auto name = [](std::optional<uint64_t> v) { return v ? absl::StrCat(*v) : std::string("none"); };
-      return Find("run_chain", at, absl::StrCat("run_prev of run ", run), name(run_prev),
-                  name(entry->run_prev));
+      return Find("run_chain", at, absl::StrCat("run_prev of run ", run), name(run_prev), name(entry->run_prev));
     }
     hash::Hash leaf_hash_of_run = hash::LeafHash(leaf);
     head = {head.count + 1, seq, leaf_hash_of_run};
@@ -108,8 +105,8 @@ class Auditor {
     }
 
     // The row of format 2, or in a store not yet migrated, of format 1.
-    store::IdSpace space = entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger
-                                                                     : store::IdSpace::kEmitter;
+    store::IdSpace space =
+        entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger : store::IdSpace::kEmitter;
     auto ref = store_.FindReceipt({space, r.team(), r.receipt_id()});
     if (ref.ok() && !ref->has_value()) ref = store_.FindReceipt({store::IdSpace::kLegacy, {}, r.receipt_id()});
     if (!ref.ok()) return ref.status();
@@ -174,11 +171,12 @@ class Auditor {
       return Find("checkpoint", at, what, "a checkpoint body", std::string(cp.status().message()));
     }
     if (cp->origin != key_.name() || cp->size != size) {
-      return Find("checkpoint", at, absl::StrCat(what, ": origin and size"),
-                  absl::StrCat(key_.name(), " ", size), absl::StrCat(cp->origin, " ", cp->size));
+      return Find("checkpoint", at, absl::StrCat(what, ": origin and size"), absl::StrCat(key_.name(), " ", size),
+                  absl::StrCat(cp->origin, " ", cp->size));
     }
     hash::Hash root = size == 0 ? hash::EmptyRoot() : frontier_.Root();
-    if (cp->root != root) return Find("checkpoint", at, absl::StrCat(what, ": root"), hash::Hex(root), hash::Hex(cp->root));
+    if (cp->root != root)
+      return Find("checkpoint", at, absl::StrCat(what, ": root"), hash::Hex(root), hash::Hex(cp->root));
     ++verified_;
     return CheckTimeAt(size, at, *cp);
   }
@@ -277,11 +275,11 @@ class Auditor {
       auto it = run_last_.find(run);
       auto text = [](const store::RunHead& h) {
         if (h.count == 0) return absl::StrCat(h.last_seq, " (a row of format 1: count and leaf hash not kept)");
-        return absl::StrCat(h.last_seq, " (entry ", h.count, " of the run, leaf hash ", hash::Hex(h.last_leaf_hash), ")");
+        return absl::StrCat(h.last_seq, " (entry ", h.count, " of the run, leaf hash ", hash::Hex(h.last_leaf_hash),
+                            ")");
       };
       std::string want = it == run_last_.end() ? "no run" : text(it->second);
-      if (it == run_last_.end() || it->second.last_seq != row.last_seq ||
-          (row.count != 0 && it->second != row)) {
+      if (it == run_last_.end() || it->second.last_seq != row.last_seq || (row.count != 0 && it->second != row)) {
         return Find("run_head", it == run_last_.end() ? -1 : static_cast<int64_t>(it->second.last_seq),
                     absl::StrCat("run head of ", run), want, text(row));
       }
@@ -311,7 +309,7 @@ class Auditor {
 }  // namespace
 
 nlohmann::json AuditReport::Json() const {
-  nlohmann::json j = {{"ok", ok}, {"entries", entries}, {"nodes", nodes}, {"checkpoints", checkpoints},
+  nlohmann::json j = {{"ok", ok},     {"entries", entries},        {"nodes", nodes}, {"checkpoints", checkpoints},
                       {"runs", runs}, {"run_map_roots", map_roots}};
   if (!ok) {
     j["finding"] = {{"check", check}, {"what", what}, {"expected", expected}, {"found", found}};
@@ -322,11 +320,11 @@ nlohmann::json AuditReport::Json() const {
 
 std::string AuditReport::Summary() const {
   if (ok) {
-    return absl::StrCat("OK: ", entries, " entries, ", nodes, " tree nodes, ", checkpoints, " checkpoints and ",
-                        runs, " runs are consistent; ", map_roots, " signed run-head map roots recomputed.\n");
+    return absl::StrCat("OK: ", entries, " entries, ", nodes, " tree nodes, ", checkpoints, " checkpoints and ", runs,
+                        " runs are consistent; ", map_roots, " signed run-head map roots recomputed.\n");
   }
-  return absl::StrCat("INCONSISTENT: ", check, seq >= 0 ? absl::StrCat(" at seq ", seq) : "", ": ", what,
-                      ": expected ", expected, ", found ", found, "\n");
+  return absl::StrCat("INCONSISTENT: ", check, seq >= 0 ? absl::StrCat(" at seq ", seq) : "", ": ", what, ": expected ",
+                      expected, ", found ", found, "\n");
 }
 
 absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key) {

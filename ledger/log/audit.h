@@ -39,9 +39,9 @@ struct AuditReport {
   uint64_t runs = 0;
   uint64_t map_roots = 0;  // signed run-head map roots recomputed
   // The first inconsistency (ok == false).
-  std::string check;   // one of the names above
-  int64_t seq = -1;    // the entry it was found at, -1 if none
-  std::string what;    // what was compared, e.g. "node (level 2, index 5)"
+  std::string check;  // one of the names above
+  int64_t seq = -1;   // the entry it was found at, -1 if none
+  std::string what;   // what was compared, e.g. "node (level 2, index 5)"
   std::string expected, found;
 
   nlohmann::json Json() const;

@@ -14,9 +14,9 @@ namespace {
 constexpr char kOrigin[] = "ledger.test/audit";
 
 receipt::Receipt Call(int i) {
-  auto r = receipt::FromJsonText(absl::StrCat(
-      R"({"kind":"model_call","team":"team-a","run_id":"run-)", i % 3,
-      R"(","occurred_at_us":1,"route":"r","decision":"allow","receipt_id":"id-)", i, R"("})"));
+  auto r = receipt::FromJsonText(
+      absl::StrCat(R"({"kind":"model_call","team":"team-a","run_id":"run-)", i % 3,
+                   R"(","occurred_at_us":1,"route":"r","decision":"allow","receipt_id":"id-)", i, R"("})"));
   return *r;
 }
 
@@ -121,8 +121,8 @@ TEST_F(AuditTest, AlteredNode) {
   b.PutNode(1, 2, forged);
   ASSERT_TRUE(store->Commit(b).ok());
   // Node (1, 2) covers leaves 4 and 5: leaf 5 completes it.
-  EXPECT_EQ(Run(*store).Summary(), "INCONSISTENT: node at seq 5: node (level 1, index 2): expected " +
-                                       hash::Hex(good) + ", found " + hash::Hex(forged) + "\n");
+  EXPECT_EQ(Run(*store).Summary(), "INCONSISTENT: node at seq 5: node (level 1, index 2): expected " + hash::Hex(good) +
+                                       ", found " + hash::Hex(forged) + "\n");
 }
 
 TEST_F(AuditTest, AlteredIndexRow) {
@@ -140,8 +140,8 @@ TEST_F(AuditTest, AlteredIndexRow) {
 TEST_F(AuditTest, CheckpointTimeThatGoesBackwards) {
   auto store = Copy();
   auto cp = *note::ParseCheckpoint(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpoint(25)));
-  auto earlier = *note::ParseCheckpointTime(
-      *note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpointTime(10)));
+  auto earlier =
+      *note::ParseCheckpointTime(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpointTime(10)));
   std::string forged = *signer_->Sign(note::FormatCheckpointTime({cp, earlier.time_us - 1, std::nullopt}));
   ASSERT_TRUE(store->PutCheckpoint(25, {}, forged).ok());
   EXPECT_EQ(Run(*store).Summary(),
@@ -163,7 +163,8 @@ TEST_F(AuditTest, CheckpointTimeOfAnotherCheckpointOrKey) {
   std::string root = hash::Hex(cp.root);
   EXPECT_EQ(Run(*store).Summary(),
             "INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: checkpoint: expected "
-            "ledger.test/audit 25 " + root + ", found ledger.test/audit 40 " + root + "\n");
+            "ledger.test/audit 25 " +
+                root + ", found ledger.test/audit 40 " + root + "\n");
 }
 
 TEST_F(AuditTest, CheckpointWithAnotherRoot) {
@@ -208,8 +209,8 @@ TEST_F(AuditTest, AlteredRunHead) {
   // run-1 holds 1, 4, ..., 37.
   EXPECT_EQ(Run(*store).Summary(),
             "INCONSISTENT: run_head at seq 37: run head of team-a/run-1: expected 37 (entry 13 of the run, leaf hash " +
-                LeafHashOf(*store, 37) + "), found 34 (entry 12 of the run, leaf hash " +
-                hash::Hex(hash::Sha256("x")) + ")\n");
+                LeafHashOf(*store, 37) + "), found 34 (entry 12 of the run, leaf hash " + hash::Hex(hash::Sha256("x")) +
+                ")\n");
 }
 
 TEST_F(AuditTest, RunHeadWithAnotherCount) {
@@ -246,7 +247,8 @@ TEST_F(AuditTest, SignedRunMapRootThatTheEntriesRefute) {
   ASSERT_TRUE(store->PutCheckpoint(40, {}, *signer_->Sign(note::FormatCheckpointTime(time))).ok());
   EXPECT_EQ(Run(*store).Summary(),
             "INCONSISTENT: run_map at seq 39: time note of the checkpoint of size 40: run-head map root (signed): "
-            "expected " + hash::Hex(true_root) + ", found " + hash::Hex(false_root) + "\n");
+            "expected " +
+                hash::Hex(true_root) + ", found " + hash::Hex(false_root) + "\n");
 }
 
 }  // namespace

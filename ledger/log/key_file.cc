@@ -29,19 +29,17 @@ absl::StatusOr<note::Signer> ReadKeyFile(const std::string& path, const std::str
   if (!text.ok()) return absl::NotFoundError(absl::StrCat("signing key: cannot read ", path));
   auto signer = note::Signer::ParseKeyFile(*text);
   if (!signer.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", std::string(signer.status().message())));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", std::string(signer.status().message())));
   }
   if (signer->name() != origin) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "signing key: ", path, " is named '", signer->name(), "' but the origin is '", origin,
-        "'; checkpoints are signed with the origin as key name"));
+    return absl::FailedPreconditionError(absl::StrCat("signing key: ", path, " is named '", signer->name(),
+                                                      "' but the origin is '", origin,
+                                                      "'; checkpoints are signed with the origin as key name"));
   }
   return signer;
 }
 
-absl::StatusOr<note::Signer> LoadOrCreateKey(const std::string& data_dir,
-                                             const std::string& explicit_path,
+absl::StatusOr<note::Signer> LoadOrCreateKey(const std::string& data_dir, const std::string& explicit_path,
                                              const std::string& origin) {
   if (!explicit_path.empty()) return ReadKeyFile(explicit_path, origin);
   std::string path = data_dir + "/signing.key";

@@ -22,8 +22,7 @@ absl::StatusOr<note::Signer> ReadKeyFile(const std::string& path, const std::str
 
 // `explicit_path` when non-empty; otherwise `<data_dir>/signing.key`,
 // created on first use.
-absl::StatusOr<note::Signer> LoadOrCreateKey(const std::string& data_dir,
-                                             const std::string& explicit_path,
+absl::StatusOr<note::Signer> LoadOrCreateKey(const std::string& data_dir, const std::string& explicit_path,
                                              const std::string& origin);
 
 }  // namespace ledger::log

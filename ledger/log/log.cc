@@ -1,7 +1,5 @@
 #include "ledger/log/log.h"
 
-#include "ledger/log/run_heads.h"
-
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -16,6 +14,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/log/run_heads.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
 #include "util/files/files.h"
@@ -23,14 +22,13 @@
 namespace ledger::log {
 absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer signer) {
   if (signer.name() != options.origin) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "signing key: named '", signer.name(), "' but the origin is '", options.origin, "'"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("signing key: named '", signer.name(), "' but the origin is '", options.origin, "'"));
   }
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat("data directory ", options.data_dir, ": ", ec.message()));
+    return absl::UnavailableError(absl::StrCat("data directory ", options.data_dir, ": ", ec.message()));
   }
   ::chmod(options.data_dir.c_str(), 0700);
   auto store = store::Store::Open(options.data_dir + "/db");
@@ -69,12 +67,11 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
       log->integrity_ = map.status();
     }
   }
-  if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr &&
-      log->projected_ < state->size) {
+  if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr && log->projected_ < state->size) {
     // Projections written since the last flush were lost with the process:
     // the log has them all.
-    log->integrity_ = ReplayProjections(*log->store_, *log->options_.sequencer.projector,
-                                        log->projected_, state->size, nullptr);
+    log->integrity_ =
+        ReplayProjections(*log->store_, *log->options_.sequencer.projector, log->projected_, state->size, nullptr);
   }
   if (log->integrity_.ok()) {
     sequencer::Sequencer::Options seq_options = log->options_.sequencer;
@@ -168,8 +165,8 @@ absl::Status Log::CheckGuard(const store::State& state) {
     problem = absl::StrCat("the checkpoint in ", path, " is not a checkpoint of '", options_.origin,
                            "' signed by this key", cp.ok() ? "" : ": ", cp.ok() ? "" : cp.status().message());
   } else if (cp->size > state.size) {
-    problem = absl::StrCat("the store holds ", state.size, " entries but a checkpoint of size ", cp->size,
-                           " (root ", hash::Hex(cp->root), ") was signed: the store was rolled back");
+    problem = absl::StrCat("the store holds ", state.size, " entries but a checkpoint of size ", cp->size, " (root ",
+                           hash::Hex(cp->root), ") was signed: the store was rolled back");
   } else {
     auto node = [&](int level, uint64_t index) { return store_->GetNode(level, index); };
     auto root = merkle::RootHash(cp->size, node);
@@ -182,9 +179,10 @@ absl::Status Log::CheckGuard(const store::State& state) {
   }
   if (problem.empty()) return absl::OkStatus();
   if (!options_.accept_rollback) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "rollback guard: ", problem, "; to start anyway, knowing that checkpoints already given out "
-        "may not be consistent with the ones signed from now on, pass --accept-rollback"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("rollback guard: ", problem,
+                     "; to start anyway, knowing that checkpoints already given out "
+                     "may not be consistent with the ones signed from now on, pass --accept-rollback"));
   }
   std::string kept = absl::StrCat(path, ".rolled-back-", cp.ok() ? cp->size : 0);
   std::error_code ec;
@@ -199,14 +197,13 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
   if (state.size > 0) {
     auto leaf = store_->GetLeaf(state.size - 1);
     if (!leaf.ok()) {
-      return absl::DataLossError(absl::StrCat("integrity: last entry ", state.size - 1,
-                                              " unreadable: ", leaf.status().message()));
+      return absl::DataLossError(
+          absl::StrCat("integrity: last entry ", state.size - 1, " unreadable: ", leaf.status().message()));
     }
     hash::Hash h = hash::LeafHash(*leaf);
     if (h != state.head) {
-      return absl::DataLossError(absl::StrCat(
-          "integrity: entry ", state.size - 1, " hashes to ", hash::Hex(h),
-          " but the chain head is ", hash::Hex(state.head)));
+      return absl::DataLossError(absl::StrCat("integrity: entry ", state.size - 1, " hashes to ", hash::Hex(h),
+                                              " but the chain head is ", hash::Hex(state.head)));
     }
   }
   if (options_.sequencer.projector != nullptr) {
@@ -217,9 +214,9 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
       for (char c : **projected) covered = covered << 8 | static_cast<uint8_t>(c);
     }
     if (covered > state.size) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "projections cover ", covered, " entries but the log holds ", state.size,
-          "; stop the server and run: ledgerctl rebuild --data ", options_.data_dir));
+      return absl::FailedPreconditionError(
+          absl::StrCat("projections cover ", covered, " entries but the log holds ", state.size,
+                       "; stop the server and run: ledgerctl rebuild --data ", options_.data_dir));
     }
     projected_ = covered;
   }
@@ -231,32 +228,27 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
   if (!verifier.ok()) return verifier.status();
   auto text = verifier->Open(note_text);
   if (!text.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "integrity: the checkpoint of size ", size, " was not signed by this key (",
-        signer_.VerifierKey(), "): ", text.status().message(),
-        "; start with the key and origin that signed it"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("integrity: the checkpoint of size ", size, " was not signed by this key (", signer_.VerifierKey(),
+                     "): ", text.status().message(), "; start with the key and origin that signed it"));
   }
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok() || cp->size != size || cp->origin != options_.origin) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "integrity: the checkpoint stored at size ", size, " is not a checkpoint of '",
-        options_.origin, "' at that size"));
+    return absl::FailedPreconditionError(absl::StrCat("integrity: the checkpoint stored at size ", size,
+                                                      " is not a checkpoint of '", options_.origin, "' at that size"));
   }
   if (size > state.size) {
-    return absl::DataLossError(absl::StrCat(
-        "integrity: a checkpoint of size ", size, " was signed but the store holds only ",
-        state.size, " entries"));
+    return absl::DataLossError(absl::StrCat("integrity: a checkpoint of size ", size,
+                                            " was signed but the store holds only ", state.size, " entries"));
   }
   auto root = merkle::RootHash(size, node);
   if (!root.ok()) {
-    return absl::DataLossError(absl::StrCat("integrity: tree of size ", size,
-                                            " cannot be recomputed: ",
-                                            root.status().message()));
+    return absl::DataLossError(
+        absl::StrCat("integrity: tree of size ", size, " cannot be recomputed: ", root.status().message()));
   }
   if (*root != cp->root) {
-    return absl::DataLossError(absl::StrCat(
-        "integrity: at tree size ", size, " the stored nodes give root ", hash::Hex(*root),
-        " but the signed checkpoint says ", hash::Hex(cp->root)));
+    return absl::DataLossError(absl::StrCat("integrity: at tree size ", size, " the stored nodes give root ",
+                                            hash::Hex(*root), " but the signed checkpoint says ", hash::Hex(cp->root)));
   }
   SignedCheckpoint found{size, cp->root, note_text, {}, 0, std::nullopt};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
@@ -281,14 +273,14 @@ absl::StatusOr<Log::SignedTime> Log::ReadCheckpointTime(uint64_t size) const {
   auto text = verifier->Open(*note_text);
   auto time = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
   if (!time.ok() || time->checkpoint.size != size || time->checkpoint.origin != options_.origin) {
-    return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, " does not verify",
-                                            time.ok() ? "" : ": ", time.ok() ? "" : time.status().message()));
+    return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, " does not verify", time.ok() ? "" : ": ",
+                                            time.ok() ? "" : time.status().message()));
   }
   return SignedTime{*std::move(note_text), time->time_us, time->run_map_root};
 }
 
 absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
-                                                         std::optional<hash::Hash> runs, int64_t now) {
+                                                        std::optional<hash::Hash> runs, int64_t now) {
   {
     sync::MutexLock lock(&mu_);
     if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards
@@ -298,25 +290,23 @@ absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const has
   return SignedTime{*std::move(signed_note), now, runs};
 }
 
-absl::Status Log::Append(const std::string& emitter,
-                         std::vector<const receipt::Receipt*> receipts, AppendDone done) {
+absl::Status Log::Append(const std::string& emitter, std::vector<const receipt::Receipt*> receipts, AppendDone done) {
   if (emitter == receipt::kLedgerEmitter) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "emitter: '", emitter, "' is the name of the ledger's own entries; no caller appends as it"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("emitter: '", emitter, "' is the name of the ledger's own entries; no caller appends as it"));
   }
   return AppendAs(emitter, receipt::Author::kEmitter, std::move(receipts), std::move(done));
 }
 
-absl::Status Log::AppendAsLedger(std::vector<const receipt::Receipt*> receipts,
-                                 AppendDone done) {
+absl::Status Log::AppendAsLedger(std::vector<const receipt::Receipt*> receipts, AppendDone done) {
   return AppendAs("ledger", receipt::Author::kLedger, std::move(receipts), std::move(done));
 }
 
 absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
                            std::vector<const receipt::Receipt*> receipts, AppendDone done) {
   if (receipts.size() > kMaxReceiptsPerAppend) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "receipts: at most ", kMaxReceiptsPerAppend, " per request, got ", receipts.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("receipts: at most ", kMaxReceiptsPerAppend, " per request, got ", receipts.size()));
   }
   if (!integrity_.ok()) return integrity_;
   std::vector<sequencer::Outcome> results(receipts.size());
@@ -337,13 +327,12 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
     done(std::move(results));
     return absl::OkStatus();
   }
-  return sequencer_->Submit(
-      std::move(submissions),
-      [results = std::move(results), where = std::move(where),
-       done = std::move(done)](std::vector<sequencer::Outcome> outcomes) mutable {
-        for (size_t k = 0; k < outcomes.size(); ++k) results[where[k]] = std::move(outcomes[k]);
-        done(std::move(results));
-      });
+  return sequencer_->Submit(std::move(submissions),
+                            [results = std::move(results), where = std::move(where),
+                             done = std::move(done)](std::vector<sequencer::Outcome> outcomes) mutable {
+                              for (size_t k = 0; k < outcomes.size(); ++k) results[where[k]] = std::move(outcomes[k]);
+                              done(std::move(results));
+                            });
 }
 
 void Log::SetBeforeSign(std::function<void(int64_t now_us)> fn) {
@@ -455,15 +444,14 @@ absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   }
   auto note_text = store_->GetCheckpoint(size);
   if (absl::IsNotFound(note_text.status())) {
-    return absl::NotFoundError(absl::StrCat("tree_size: no checkpoint of size ", size,
-                                            " was signed"));
+    return absl::NotFoundError(absl::StrCat("tree_size: no checkpoint of size ", size, " was signed"));
   }
   if (!note_text.ok()) return note_text.status();
   auto verifier = note::Verifier::Parse(signer_.VerifierKey());
   auto text = verifier->Open(*note_text);
   if (!text.ok()) {
-    return absl::DataLossError(absl::StrCat("checkpoint of size ", size,
-                                            " does not verify: ", text.status().message()));
+    return absl::DataLossError(
+        absl::StrCat("checkpoint of size ", size, " does not verify: ", text.status().message()));
   }
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok()) return absl::DataLossError(cp.status().message());
@@ -486,8 +474,7 @@ absl::StatusOr<uint64_t> Log::ResolveSize(uint64_t tree_size) const {
   }
   uint64_t size = head().size;
   if (tree_size > size) {
-    return absl::OutOfRangeError(
-        absl::StrCat("tree_size: ", tree_size, " is beyond the log's size ", size));
+    return absl::OutOfRangeError(absl::StrCat("tree_size: ", tree_size, " is beyond the log's size ", size));
   }
   return tree_size;
 }
@@ -496,8 +483,7 @@ absl::StatusOr<Inclusion> Log::ProveInclusion(uint64_t seq, uint64_t tree_size) 
   auto size = ResolveSize(tree_size);
   if (!size.ok()) return size.status();
   if (seq >= *size) {
-    return absl::OutOfRangeError(absl::StrCat("seq: ", seq, " is not in the tree of size ",
-                                              *size));
+    return absl::OutOfRangeError(absl::StrCat("seq: ", seq, " is not in the tree of size ", *size));
   }
   auto node = [&](int level, uint64_t index) { return store_->GetNode(level, index); };
   Inclusion out;
@@ -514,13 +500,13 @@ absl::StatusOr<Inclusion> Log::ProveInclusion(uint64_t seq, uint64_t tree_size) 
 }
 
 absl::StatusOr<uint64_t> Log::SeqOf(std::string_view team, std::string_view receipt_id) const {
-  store::IdSpace space = receipt_id.starts_with(receipt::kLedgerIdPrefix) ? store::IdSpace::kLedger
-                                                                          : store::IdSpace::kEmitter;
+  store::IdSpace space =
+      receipt_id.starts_with(receipt::kLedgerIdPrefix) ? store::IdSpace::kLedger : store::IdSpace::kEmitter;
   auto ref = store_->FindReceipt({space, team, receipt_id});
   if (!ref.ok()) return ref.status();
   if (!ref->has_value() || (*ref)->seq >= head().size) {
-    return absl::NotFoundError(
-        absl::StrCat("receipt_id: '", std::string(receipt_id), "' of team '", std::string(team), "' is not in the log"));
+    return absl::NotFoundError(absl::StrCat("receipt_id: '", std::string(receipt_id), "' of team '", std::string(team),
+                                            "' is not in the log"));
   }
   return (*ref)->seq;
 }
@@ -537,13 +523,12 @@ absl::StatusOr<uint64_t> MigrateLegacyReceipts(store::Store& store) {
       auto leaf = store.GetLeaf(ref.seq);
       auto entry = leaf.ok() ? receipt::ParseLeaf(*leaf) : absl::StatusOr<receipt::Entry>(leaf.status());
       if (!entry.ok() || entry->receipt.receipt_id() != id) {
-        return absl::DataLossError(absl::StrCat(
-            "receipt index: the format-1 row of '", id, "' points at seq ", ref.seq,
-            ", which does not hold that receipt", entry.ok() ? "" : ": ",
-            entry.ok() ? "" : entry.status().message()));
+        return absl::DataLossError(absl::StrCat("receipt index: the format-1 row of '", id, "' points at seq ", ref.seq,
+                                                ", which does not hold that receipt", entry.ok() ? "" : ": ",
+                                                entry.ok() ? "" : entry.status().message()));
       }
-      store::IdSpace space = entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger
-                                                                       : store::IdSpace::kEmitter;
+      store::IdSpace space =
+          entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger : store::IdSpace::kEmitter;
       batch.PutReceipt({space, entry->receipt.team(), id}, ref);
       batch.DeleteLegacyReceipt(id);
     }
@@ -556,12 +541,10 @@ absl::StatusOr<Consistency> Log::ProveConsistency(uint64_t from, uint64_t to) co
   auto size = ResolveSize(to);
   if (!size.ok()) return size.status();
   if (from > *size) {
-    return absl::OutOfRangeError(
-        absl::StrCat("from_size: ", from, " is larger than to_size ", *size));
+    return absl::OutOfRangeError(absl::StrCat("from_size: ", from, " is larger than to_size ", *size));
   }
-  auto hashes = merkle::ConsistencyProof(from, *size, [&](int level, uint64_t index) {
-    return store_->GetNode(level, index);
-  });
+  auto hashes =
+      merkle::ConsistencyProof(from, *size, [&](int level, uint64_t index) { return store_->GetNode(level, index); });
   if (!hashes.ok()) return hashes.status();
   return Consistency{from, *size, *std::move(hashes)};
 }
@@ -570,12 +553,10 @@ absl::Status Log::ScanEntries(uint64_t from, uint64_t to,
                               absl::FunctionRef<absl::Status(uint64_t, std::string_view)> fn) const {
   uint64_t size = head().size;
   if (from > to) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("from_seq: ", from, " is larger than to_seq ", to));
+    return absl::InvalidArgumentError(absl::StrCat("from_seq: ", from, " is larger than to_seq ", to));
   }
   if (to > size) {
-    return absl::OutOfRangeError(
-        absl::StrCat("to_seq: ", to, " is beyond the log's size ", size));
+    return absl::OutOfRangeError(absl::StrCat("to_seq: ", to, " is beyond the log's size ", size));
   }
   return store_->ScanLeaves(from, to, fn);
 }
@@ -596,15 +577,13 @@ sequencer::Head Log::head() const {
   return state.ok() ? sequencer::Head{state->size, {}, state->head} : sequencer::Head{};
 }
 
-absl::Status ReplayProjections(store::Store& store, projection::Projector& projector,
-                               uint64_t from, uint64_t to,
+absl::Status ReplayProjections(store::Store& store, projection::Projector& projector, uint64_t from, uint64_t to,
                                const std::function<void(uint64_t done, uint64_t total)>& progress) {
   constexpr uint64_t kChunk = 20'000;
   for (uint64_t first = from; first < to; first += kChunk) {
     uint64_t last = std::min(to, first + kChunk);
-    projection::OverlayTxn txn(nullptr, [&](projection::Table t, std::string_view key) {
-      return store.GetProjection(t, key);
-    });
+    projection::OverlayTxn txn(nullptr,
+                               [&](projection::Table t, std::string_view key) { return store.GetProjection(t, key); });
     std::vector<receipt::Entry> parsed;
     parsed.reserve(last - first);
     absl::Status read = store.ScanLeaves(first, last, [&](uint64_t seq, std::string_view leaf) {
@@ -645,8 +624,7 @@ absl::Status RebuildProjections(const std::string& data_dir, projection::Project
   if (state->size == 0) {
     // An empty log: the projections cover it.
     store::Batch batch = store.NewBatch();
-    batch.PutProjection(projection::Table::kIndex, projection::kProjectedSizeKey,
-                        std::string(8, '\0'));
+    batch.PutProjection(projection::Table::kIndex, projection::kProjectedSizeKey, std::string(8, '\0'));
     if (progress) progress(0, 0);
     return store.Commit(batch);
   }

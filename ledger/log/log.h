@@ -127,8 +127,7 @@ class Log {
   // `emitter` is receipt::kLedgerEmitter (that name is AppendAsLedger's).
   // A receipt whose (team, receipt_id) is in the log already is a retry
   // (its seq back) or ALREADY_EXISTS; ids are unique per team only.
-  absl::Status Append(const std::string& emitter, std::vector<const receipt::Receipt*> receipts,
-                      AppendDone done);
+  absl::Status Append(const std::string& emitter, std::vector<const receipt::Receipt*> receipts, AppendDone done);
 
   // Appends receipts the ledger itself writes (step_unknown), with emitter
   // "ledger". Same contract as Append.
@@ -199,9 +198,7 @@ class Log {
   std::pair<uint64_t, int64_t> LatestCheckpointTime() const;
   // The sequencer's queue and commit figures.
   size_t queued() const { return sequencer_ ? sequencer_->queued() : 0; }
-  const sequencer::Sequencer::Stats* sequencer_stats() const {
-    return sequencer_ ? &sequencer_->stats() : nullptr;
-  }
+  const sequencer::Sequencer::Stats* sequencer_stats() const { return sequencer_ ? &sequencer_->stats() : nullptr; }
   // Read access for projections' queries.
   const store::Store& store() const { return *store_; }
   const std::string& origin() const { return options_.origin; }
@@ -232,8 +229,8 @@ class Log {
     std::optional<hash::Hash> runs;
   };
   absl::StatusOr<SignedTime> ReadCheckpointTime(uint64_t size) const;
-  absl::StatusOr<SignedTime> SignCheckpointTime(uint64_t size, const hash::Hash& root,
-                                                std::optional<hash::Hash> runs, int64_t now);
+  absl::StatusOr<SignedTime> SignCheckpointTime(uint64_t size, const hash::Hash& root, std::optional<hash::Hash> runs,
+                                                int64_t now);
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
@@ -278,8 +275,7 @@ absl::StatusOr<uint64_t> MigrateLegacyReceipts(store::Store& store);
 
 // Applies entries [from, to) of `store`'s log to its projections, in
 // batches, and advances the projected-size marker.
-absl::Status ReplayProjections(store::Store& store, projection::Projector& projector,
-                               uint64_t from, uint64_t to,
+absl::Status ReplayProjections(store::Store& store, projection::Projector& projector, uint64_t from, uint64_t to,
                                const std::function<void(uint64_t done, uint64_t total)>& progress);
 
 // Drops the projections of the log in `data_dir` and replays every entry

@@ -2,10 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <atomic>
 #include <iterator>
 
 #include "gtest/gtest.h"
@@ -18,9 +18,8 @@ namespace ledger::log {
 namespace {
 
 receipt::Receipt Model(const std::string& id) {
-  auto r = receipt::FromJsonText(
-      R"({"kind":"model_call","team":"team-a","run_id":"run-1","occurred_at_us":1,)"
-      R"("route":"r","decision":"allow"})");
+  auto r = receipt::FromJsonText(R"({"kind":"model_call","team":"team-a","run_id":"run-1","occurred_at_us":1,)"
+                                 R"("route":"r","decision":"allow"})");
   r->set_receipt_id(id);
   return *r;
 }
@@ -35,8 +34,8 @@ std::vector<const receipt::Receipt*> Pointers(const std::vector<receipt::Receipt
 std::vector<sequencer::Outcome> AppendAll(Log& log, std::vector<receipt::Receipt> rs) {
   std::promise<std::vector<sequencer::Outcome>> p;
   auto f = p.get_future();
-  absl::Status s = log.Append("tester", Pointers(rs),
-                              [&](std::vector<sequencer::Outcome> o) { p.set_value(std::move(o)); });
+  absl::Status s =
+      log.Append("tester", Pointers(rs), [&](std::vector<sequencer::Outcome> o) { p.set_value(std::move(o)); });
   EXPECT_TRUE(s.ok()) << s;
   return f.get();
 }
@@ -105,8 +104,7 @@ TEST_F(LogTest, AppendsProvesAndChecksConsistency) {
   EXPECT_EQ(*log->SeqOf("team-a", "r11"), 11u);
   EXPECT_EQ(log->SeqOf("team-a", "nope").status().message(), "receipt_id: 'nope' of team 'team-a' is not in the log");
   EXPECT_EQ(log->ProveInclusion(13, 0).status().code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(log->ProveInclusion(0, 14).status().message(),
-            "tree_size: 14 is beyond the log's size 13");
+  EXPECT_EQ(log->ProveInclusion(0, 14).status().message(), "tree_size: 14 is beyond the log's size 13");
   EXPECT_EQ(log->Checkpoint(7).status().message(), "tree_size: no checkpoint of size 7 was signed");
 }
 
@@ -242,7 +240,8 @@ receipt::Receipt InRun(const std::string& id, const std::string& run) {
 TEST_F(LogTest, EveryCheckpointSignsTheRunHeadMapAndRunsAreProvedAgainstIt) {
   auto log = OpenLog();
   auto key = *note::Verifier::Parse(log->verifier_key());
-  std::vector<sequencer::Outcome> a = AppendAll(*log, {InRun("a1", "run-a"), InRun("b1", "run-b"), InRun("a2", "run-a")});
+  std::vector<sequencer::Outcome> a =
+      AppendAll(*log, {InRun("a1", "run-a"), InRun("b1", "run-b"), InRun("a2", "run-a")});
   ASSERT_TRUE(log->SignCheckpoint().ok());
   auto cp = *log->Checkpoint(0);
   ASSERT_EQ(cp.size, 3u);
@@ -255,11 +254,12 @@ TEST_F(LogTest, EveryCheckpointSignsTheRunHeadMapAndRunsAreProvedAgainstIt) {
   ASSERT_TRUE(proof.path.found.has_value());
   runmap::Head head = proof.path.found->head;
   EXPECT_EQ(head, (runmap::Head{2, 2, a[2].leaf_hash}));
-  EXPECT_TRUE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a"), head,
-                                      proof.path.siblings).ok());
+  EXPECT_TRUE(
+      runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a"), head, proof.path.siblings).ok());
   // A shorter head (the run without its last entry) is refused.
-  EXPECT_FALSE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a"),
-                                       {1, 0, a[0].leaf_hash}, proof.path.siblings).ok());
+  EXPECT_FALSE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a"), {1, 0, a[0].leaf_hash},
+                                       proof.path.siblings)
+                   .ok());
   auto none = *log->ProveRun("team-a", "run-z");
   EXPECT_FALSE(none.path.found.has_value());
   runmap::AbsenceProof absence{none.path.siblings, none.path.other};
@@ -316,7 +316,8 @@ TEST_F(LogTest, OpenMigratesRunRowsOfFormat1) {
   EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head.count, 2u);
   AppendAll(*log, {InRun("a3", "run-a")});
   ASSERT_TRUE(log->SignCheckpoint().ok());
-  EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head, (runmap::Head{3, 3, hash::LeafHash(*log->store().GetLeaf(3))}));
+  EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head,
+            (runmap::Head{3, 3, hash::LeafHash(*log->store().GetLeaf(3))}));
 }
 
 TEST_F(LogTest, TooManyReceiptsInOneRequest) {
@@ -359,8 +360,7 @@ TEST_F(LogTest, KeyNamedOtherThanTheOriginIsRefused) {
   o.data_dir = dir_.Sub("data");
   o.origin = "ledger.test/other";
   auto log = Log::Open(o, signer_);
-  EXPECT_EQ(log.status().message(),
-            "signing key: named 'ledger.test/log' but the origin is 'ledger.test/other'");
+  EXPECT_EQ(log.status().message(), "signing key: named 'ledger.test/log' but the origin is 'ledger.test/other'");
 }
 
 TEST_F(LogTest, AlteredTreeNodeRefusesAppendsWithDataLoss) {
@@ -382,9 +382,8 @@ TEST_F(LogTest, AlteredTreeNodeRefusesAppendsWithDataLoss) {
   // Size 3 = node(1, 0) over leaves 0-1, then leaf 2.
   hash::Hash bad_root = hash::NodeHash(forged, leaf_c);
   EXPECT_EQ(log->integrity().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(log->integrity().message(),
-            "integrity: at tree size 3 the stored nodes give root " + hash::Hex(bad_root) +
-                " but the signed checkpoint says " + hash::Hex(good_root));
+  EXPECT_EQ(log->integrity().message(), "integrity: at tree size 3 the stored nodes give root " + hash::Hex(bad_root) +
+                                            " but the signed checkpoint says " + hash::Hex(good_root));
   receipt::Receipt d = Model("d");
   auto s = log->Append("t", {&d}, [](std::vector<sequencer::Outcome>) { FAIL(); });
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
@@ -463,7 +462,8 @@ TEST_F(LogTest, StoreOfAnotherHistoryIsRefused) {
   EXPECT_EQ(refused.status().message(),
             "rollback guard: at tree size 2 the store's root is " + hash::Hex(store_root) +
                 " but the signed checkpoint in " + dir_.Sub("data") + "/" + Log::kGuardFile + " says " +
-                hash::Hex(root) + ": the store is not the log that signed it; to start anyway, knowing that "
+                hash::Hex(root) +
+                ": the store is not the log that signed it; to start anyway, knowing that "
                 "checkpoints already given out may not be consistent with the ones signed from now on, pass "
                 "--accept-rollback");
 }
@@ -492,8 +492,7 @@ TEST(KeyFileTest, CreatedWithMode0600AndNeverOverwritten) {
   auto read = ReadKeyFile(path, "o.example/x");
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(read->VerifierKey(), created->VerifierKey());
-  EXPECT_EQ(ReadKeyFile(path, "o.example/y").status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadKeyFile(path, "o.example/y").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(KeyFileTest, LoadOrCreateReusesTheDataDirectoryKey) {

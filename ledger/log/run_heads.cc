@@ -61,16 +61,19 @@ absl::StatusOr<uint64_t> RewriteRunHeads(store::Store& store, bool check_rows) {
       nullptr);
   if (!replayed.ok()) return replayed;
   // Every row must name the last entry the replay found for its run.
-  absl::Status checked = !check_rows ? absl::OkStatus() : store.ScanRunHeads(
-      [&](std::string_view team, std::string_view run_id, const store::RunHead& row) -> absl::Status {
-        auto it = heads.find({std::string(team), std::string(run_id)});
-        if (it == heads.end() || it->second.last_seq != row.last_seq ||
-            (row.count != 0 && row != it->second)) {
-          return absl::DataLossError(absl::StrCat("runs: the row of ", std::string(team), "/", std::string(run_id),
-                                                  " does not name the run's last entry in the log"));
-        }
-        return absl::OkStatus();
-      });
+  absl::Status checked =
+      !check_rows
+          ? absl::OkStatus()
+          : store.ScanRunHeads([&](std::string_view team, std::string_view run_id,
+                                   const store::RunHead& row) -> absl::Status {
+              auto it = heads.find({std::string(team), std::string(run_id)});
+              if (it == heads.end() || it->second.last_seq != row.last_seq || (row.count != 0 && row != it->second)) {
+                return absl::DataLossError(absl::StrCat("runs: the row of ", std::string(team), "/",
+                                                        std::string(run_id),
+                                                        " does not name the run's last entry in the log"));
+              }
+              return absl::OkStatus();
+            });
   if (!checked.ok()) return checked;
   constexpr size_t kRowsPerBatch = 10'000;
   uint64_t rewritten = 0;
@@ -95,20 +98,21 @@ absl::StatusOr<uint64_t> RewriteRunHeads(store::Store& store, bool check_rows) {
 
 absl::StatusOr<runmap::RunMap> LoadRunMap(const store::Store& store) {
   runmap::RunMap map;
-  auto s = store.ScanRunHeads(
-      [&](std::string_view team, std::string_view run_id, const store::RunHead& head) -> absl::Status {
-        if (head.count == 0) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("runs: the row of ", std::string(team), "/", std::string(run_id), " is of format 1 (MigrateRunHeads first)"));
-        }
-        auto key = runmap::RunKey(team, run_id);
-        if (!key.ok()) return absl::DataLossError(absl::StrCat("runs: ", key.status().message()));
-        auto set = map.Set(*key, {head.count, head.last_seq, head.last_leaf_hash});
-        if (!set.ok()) {
-          return absl::DataLossError(absl::StrCat("runs: the row of ", std::string(team), "/", std::string(run_id), ": ", std::string(set.message())));
-        }
-        return absl::OkStatus();
-      });
+  auto s = store.ScanRunHeads([&](std::string_view team, std::string_view run_id,
+                                  const store::RunHead& head) -> absl::Status {
+    if (head.count == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "runs: the row of ", std::string(team), "/", std::string(run_id), " is of format 1 (MigrateRunHeads first)"));
+    }
+    auto key = runmap::RunKey(team, run_id);
+    if (!key.ok()) return absl::DataLossError(absl::StrCat("runs: ", key.status().message()));
+    auto set = map.Set(*key, {head.count, head.last_seq, head.last_leaf_hash});
+    if (!set.ok()) {
+      return absl::DataLossError(absl::StrCat("runs: the row of ", std::string(team), "/", std::string(run_id), ": ",
+                                              std::string(set.message())));
+    }
+    return absl::OkStatus();
+  });
   if (!s.ok()) return s;
   return map;
 }

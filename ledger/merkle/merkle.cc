@@ -17,8 +17,7 @@ uint64_t SplitPoint(uint64_t n) { return std::bit_floor(n - 1); }
 // stored nodes.
 // Ranges that are not perfect subtrees are right-edge ranges (they end at
 // the tree's size), so `edges`, when given, caches them by begin.
-absl::StatusOr<Hash> RangeHash(uint64_t begin, uint64_t n, NodeFn node,
-                               EdgeCache* edges = nullptr) {
+absl::StatusOr<Hash> RangeHash(uint64_t begin, uint64_t n, NodeFn node, EdgeCache* edges = nullptr) {
   if (std::has_single_bit(n)) {
     int level = std::countr_zero(n);
     if (begin % n != 0) std::abort();  // unreachable from the RFC recursion
@@ -37,8 +36,7 @@ absl::StatusOr<Hash> RangeHash(uint64_t begin, uint64_t n, NodeFn node,
   return h;
 }
 
-absl::Status Path(uint64_t m, uint64_t begin, uint64_t n, NodeFn node,
-                  std::vector<Hash>* out, EdgeCache* edges) {
+absl::Status Path(uint64_t m, uint64_t begin, uint64_t n, NodeFn node, std::vector<Hash>* out, EdgeCache* edges) {
   if (n == 1) return absl::OkStatus();
   uint64_t k = SplitPoint(n);
   absl::StatusOr<Hash> sibling;
@@ -54,8 +52,7 @@ absl::Status Path(uint64_t m, uint64_t begin, uint64_t n, NodeFn node,
   return absl::OkStatus();
 }
 
-absl::Status SubProof(uint64_t m, uint64_t begin, uint64_t n, bool whole,
-                      NodeFn node, std::vector<Hash>* out) {
+absl::Status SubProof(uint64_t m, uint64_t begin, uint64_t n, bool whole, NodeFn node, std::vector<Hash>* out) {
   if (m == n) {
     if (whole) return absl::OkStatus();
     auto h = RangeHash(begin, n, node);
@@ -109,22 +106,18 @@ absl::StatusOr<Hash> RootHash(uint64_t size, NodeFn node) {
   return RangeHash(0, size, node);
 }
 
-absl::StatusOr<std::vector<Hash>> InclusionProof(uint64_t index, uint64_t size,
-                                                 NodeFn node, EdgeCache* edges) {
+absl::StatusOr<std::vector<Hash>> InclusionProof(uint64_t index, uint64_t size, NodeFn node, EdgeCache* edges) {
   if (index >= size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "seq: ", index, " is not in a tree of size ", size));
+    return absl::InvalidArgumentError(absl::StrCat("seq: ", index, " is not in a tree of size ", size));
   }
   std::vector<Hash> out;
   if (auto s = Path(index, 0, size, node, &out, edges); !s.ok()) return s;
   return out;
 }
 
-absl::StatusOr<std::vector<Hash>> ConsistencyProof(uint64_t from, uint64_t to,
-                                                   NodeFn node) {
+absl::StatusOr<std::vector<Hash>> ConsistencyProof(uint64_t from, uint64_t to, NodeFn node) {
   if (from > to) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "from_size: ", from, " is larger than to_size ", to));
+    return absl::InvalidArgumentError(absl::StrCat("from_size: ", from, " is larger than to_size ", to));
   }
   std::vector<Hash> out;
   if (from == 0 || from == to) return out;
@@ -132,38 +125,32 @@ absl::StatusOr<std::vector<Hash>> ConsistencyProof(uint64_t from, uint64_t to,
   return out;
 }
 
-absl::Status VerifyInclusion(uint64_t index, uint64_t size,
-                             const Hash& leaf_hash,
-                             absl::Span<const Hash> proof, const Hash& root) {
+absl::Status VerifyInclusion(uint64_t index, uint64_t size, const Hash& leaf_hash, absl::Span<const Hash> proof,
+                             const Hash& root) {
   if (index >= size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inclusion: index ", index, " is not below tree size ", size));
+    return absl::InvalidArgumentError(absl::StrCat("inclusion: index ", index, " is not below tree size ", size));
   }
   uint64_t fn = index, sn = size - 1;
   Hash r = leaf_hash;
   for (const Hash& p : proof) {
     if (sn == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "inclusion: proof has ", proof.size(),
-          " hashes, too many for index ", index, " in size ", size));
+      return absl::InvalidArgumentError(absl::StrCat("inclusion: proof has ", proof.size(),
+                                                     " hashes, too many for index ", index, " in size ", size));
     }
     r = Climb(&fn, &sn) ? hash::NodeHash(p, r) : hash::NodeHash(r, p);
   }
   if (sn != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inclusion: proof has ", proof.size(), " hashes, too few for index ",
-        index, " in size ", size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("inclusion: proof has ", proof.size(), " hashes, too few for index ", index, " in size ", size));
   }
   if (r != root) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inclusion: proof for index ", index, " leads to root ",
-        hash::Hex(r), ", expected ", hash::Hex(root)));
+    return absl::InvalidArgumentError(absl::StrCat("inclusion: proof for index ", index, " leads to root ",
+                                                   hash::Hex(r), ", expected ", hash::Hex(root)));
   }
   return absl::OkStatus();
 }
 
-absl::Status InclusionVerifier::Verify(uint64_t index, const Hash& leaf_hash,
-                                      absl::Span<const Hash> proof) {
+absl::Status InclusionVerifier::Verify(uint64_t index, const Hash& leaf_hash, absl::Span<const Hash> proof) {
   if (index >= size_) return VerifyInclusion(index, size_, leaf_hash, proof, root_);
   uint64_t fn = index, sn = size_ - 1;
   Hash r = leaf_hash;
@@ -174,9 +161,8 @@ absl::Status InclusionVerifier::Verify(uint64_t index, const Hash& leaf_hash,
     ++nodes_hashed_;
     r = Climb(&fn, &sn) ? hash::NodeHash(proof[i], r) : hash::NodeHash(r, proof[i]);
     trace.push_back({fn, sn, r});
-    if (i < trace_.size() && proof.size() == proof_.size() && trace_[i].fn == fn &&
-        trace_[i].sn == sn && trace_[i].r == r &&
-        std::equal(proof.begin() + i + 1, proof.end(), proof_.data() + i + 1)) {
+    if (i < trace_.size() && proof.size() == proof_.size() && trace_[i].fn == fn && trace_[i].sn == sn &&
+        trace_[i].r == r && std::equal(proof.begin() + i + 1, proof.end(), proof_.data() + i + 1)) {
       // The same state and the same remaining hashes as an accepted proof.
       std::copy(trace.begin(), trace.end(), trace_.begin());
       std::copy(proof.begin(), proof.begin() + i + 1, proof_.begin());
@@ -190,26 +176,21 @@ absl::Status InclusionVerifier::Verify(uint64_t index, const Hash& leaf_hash,
   return absl::OkStatus();
 }
 
-absl::Status VerifyConsistency(uint64_t from, uint64_t to,
-                               const Hash& from_root, const Hash& to_root,
+absl::Status VerifyConsistency(uint64_t from, uint64_t to, const Hash& from_root, const Hash& to_root,
                                absl::Span<const Hash> proof) {
   if (from > to) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "consistency: from size ", from, " is larger than to size ", to));
+    return absl::InvalidArgumentError(absl::StrCat("consistency: from size ", from, " is larger than to size ", to));
   }
   if (from == to || from == 0) {
     if (!proof.empty()) {
-      return absl::InvalidArgumentError(
-          "consistency: proof must be empty from an empty or equal tree");
+      return absl::InvalidArgumentError("consistency: proof must be empty from an empty or equal tree");
     }
     if (from == to && from_root != to_root) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "consistency: trees of equal size ", from, " have roots ",
-          hash::Hex(from_root), " and ", hash::Hex(to_root)));
+      return absl::InvalidArgumentError(absl::StrCat("consistency: trees of equal size ", from, " have roots ",
+                                                     hash::Hex(from_root), " and ", hash::Hex(to_root)));
     }
     if (from == 0 && from_root != hash::EmptyRoot()) {
-      return absl::InvalidArgumentError(
-          "consistency: the root of size 0 must be the empty root");
+      return absl::InvalidArgumentError("consistency: the root of size 0 must be the empty root");
     }
     return absl::OkStatus();
   }
@@ -229,9 +210,8 @@ absl::Status VerifyConsistency(uint64_t from, uint64_t to,
   for (size_t i = 1; i < path.size(); ++i) {
     const Hash& c = path[i];
     if (sn == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "consistency: proof has too many hashes for sizes ", from, " -> ",
-          to));
+      return absl::InvalidArgumentError(
+          absl::StrCat("consistency: proof has too many hashes for sizes ", from, " -> ", to));
     }
     if (Climb(&fn, &sn)) {
       fr = hash::NodeHash(c, fr);
@@ -241,18 +221,16 @@ absl::Status VerifyConsistency(uint64_t from, uint64_t to,
     }
   }
   if (sn != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "consistency: proof has too few hashes for sizes ", from, " -> ", to));
+    return absl::InvalidArgumentError(
+        absl::StrCat("consistency: proof has too few hashes for sizes ", from, " -> ", to));
   }
   if (fr != from_root) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "consistency: proof leads to old root ", hash::Hex(fr), ", expected ",
-        hash::Hex(from_root)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("consistency: proof leads to old root ", hash::Hex(fr), ", expected ", hash::Hex(from_root)));
   }
   if (sr != to_root) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "consistency: proof leads to new root ", hash::Hex(sr), ", expected ",
-        hash::Hex(to_root)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("consistency: proof leads to new root ", hash::Hex(sr), ", expected ", hash::Hex(to_root)));
   }
   return absl::OkStatus();
 }
@@ -272,9 +250,7 @@ absl::StatusOr<Frontier> Frontier::Load(uint64_t size, NodeFn node) {
   return f;
 }
 
-void Frontier::Append(
-    const Hash& leaf_hash,
-    absl::FunctionRef<void(int level, uint64_t index, const Hash&)> emit) {
+void Frontier::Append(const Hash& leaf_hash, absl::FunctionRef<void(int level, uint64_t index, const Hash&)> emit) {
   uint64_t index = size_;
   int level = 0;
   Hash h = leaf_hash;

@@ -40,26 +40,23 @@ using EdgeCache = std::map<uint64_t, Hash>;
 // RFC 9162 §2.1.3.1 audit path for leaf `index` in the tree of `size`,
 // leaf-to-root order. INVALID_ARGUMENT unless index < size. With `edges`,
 // right-edge hashes are taken from and added to it.
-absl::StatusOr<std::vector<Hash>> InclusionProof(uint64_t index, uint64_t size,
-                                                 NodeFn node, EdgeCache* edges = nullptr);
+absl::StatusOr<std::vector<Hash>> InclusionProof(uint64_t index, uint64_t size, NodeFn node,
+                                                 EdgeCache* edges = nullptr);
 
 // RFC 9162 §2.1.4.1 proof that the tree of size `from` is a prefix of the
 // tree of size `to`. Empty when from == to or from == 0.
 // INVALID_ARGUMENT unless from <= to.
-absl::StatusOr<std::vector<Hash>> ConsistencyProof(uint64_t from, uint64_t to,
-                                                   NodeFn node);
+absl::StatusOr<std::vector<Hash>> ConsistencyProof(uint64_t from, uint64_t to, NodeFn node);
 
 // RFC 9162 §2.1.3.2. OK only when `proof` leads from `leaf_hash` at `index`
 // to `root` in a tree of `size`; otherwise an error that says why (the
 // computed root when the path is well-formed but leads elsewhere).
-absl::Status VerifyInclusion(uint64_t index, uint64_t size,
-                             const Hash& leaf_hash,
-                             absl::Span<const Hash> proof, const Hash& root);
+absl::Status VerifyInclusion(uint64_t index, uint64_t size, const Hash& leaf_hash, absl::Span<const Hash> proof,
+                             const Hash& root);
 
 // RFC 9162 §2.1.4.2. OK only when `proof` shows the tree (from, from_root)
 // is a prefix of (to, to_root).
-absl::Status VerifyConsistency(uint64_t from, uint64_t to,
-                               const Hash& from_root, const Hash& to_root,
+absl::Status VerifyConsistency(uint64_t from, uint64_t to, const Hash& from_root, const Hash& to_root,
                                absl::Span<const Hash> proof);
 
 // Verifies many inclusion proofs against one tree, with exactly the result
@@ -103,9 +100,7 @@ class Frontier {
 
   // Appends one leaf; calls emit(level, index, hash) for the leaf itself and
   // for each node the leaf completes, bottom-up.
-  void Append(const Hash& leaf_hash,
-              absl::FunctionRef<void(int level, uint64_t index, const Hash&)>
-                  emit);
+  void Append(const Hash& leaf_hash, absl::FunctionRef<void(int level, uint64_t index, const Hash&)> emit);
 
   Hash Root() const;
   uint64_t size() const { return size_; }

@@ -1,7 +1,7 @@
 #include "ledger/merkle/merkle.h"
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <random>
@@ -21,9 +21,7 @@ using hash::Hex;
 class MemoryTree {
  public:
   void Append(const Hash& leaf) {
-    frontier_.Append(leaf, [&](int level, uint64_t index, const Hash& h) {
-      nodes_[{level, index}] = h;
-    });
+    frontier_.Append(leaf, [&](int level, uint64_t index, const Hash& h) { nodes_[{level, index}] = h; });
     leaves_.push_back(leaf);
   }
   absl::StatusOr<Hash> Node(int level, uint64_t index) const {
@@ -54,12 +52,10 @@ Hash NaiveRoot(const std::vector<Hash>& d, size_t begin, size_t end) {
   if (n == 1) return d[begin];
   size_t k = 1;
   while (k * 2 < n) k *= 2;
-  return hash::NodeHash(NaiveRoot(d, begin, begin + k),
-                        NaiveRoot(d, begin + k, end));
+  return hash::NodeHash(NaiveRoot(d, begin, begin + k), NaiveRoot(d, begin + k, end));
 }
 
-std::vector<Hash> NaivePath(size_t m, const std::vector<Hash>& d, size_t begin,
-                            size_t end) {
+std::vector<Hash> NaivePath(size_t m, const std::vector<Hash>& d, size_t begin, size_t end) {
   size_t n = end - begin;
   if (n == 1) return {};
   size_t k = 1;
@@ -75,8 +71,7 @@ std::vector<Hash> NaivePath(size_t m, const std::vector<Hash>& d, size_t begin,
   return out;
 }
 
-std::vector<Hash> NaiveSubProof(size_t m, const std::vector<Hash>& d,
-                                size_t begin, size_t end, bool b) {
+std::vector<Hash> NaiveSubProof(size_t m, const std::vector<Hash>& d, size_t begin, size_t end, bool b) {
   size_t n = end - begin;
   if (m == n) {
     if (b) return {};
@@ -131,9 +126,7 @@ TEST(MerkleVectorsTest, RootsForEverySize) {
   auto v = LoadVectors();
   MemoryTree t = VectorTree(v);
   for (auto& [size, root] : v["roots"].items()) {
-    EXPECT_EQ(Hex(*RootHash(std::stoull(size), t.fn())),
-              root.get<std::string>())
-        << "size " << size;
+    EXPECT_EQ(Hex(*RootHash(std::stoull(size), t.fn())), root.get<std::string>()) << "size " << size;
   }
 }
 
@@ -192,8 +185,7 @@ TEST(MerkleNaiveTest, EverySizeUpTo300) {
       auto proof = ConsistencyProof(m, n, t.fn());
       ASSERT_TRUE(proof.ok());
       ASSERT_EQ(*proof, NaiveSubProof(m, d, 0, n, true)) << m << " -> " << n;
-      ASSERT_TRUE(
-          VerifyConsistency(m, n, NaiveRoot(d, 0, m), root, *proof).ok());
+      ASSERT_TRUE(VerifyConsistency(m, n, NaiveRoot(d, 0, m), root, *proof).ok());
     }
   }
 }
@@ -304,8 +296,7 @@ TEST(MerkleTest, InclusionVerifierAgreesWithVerifyInclusion) {
         if (!proof.empty()) {
           auto shorter = proof;
           shorter.pop_back();
-          ASSERT_EQ(v.Verify(m, d[m], shorter).message(),
-                    VerifyInclusion(m, n, d[m], shorter, root).message());
+          ASSERT_EQ(v.Verify(m, d[m], shorter).message(), VerifyInclusion(m, n, d[m], shorter, root).message());
         }
       }
       std::shuffle(order.begin(), order.end(), rng);
@@ -347,10 +338,8 @@ TEST(MerkleTest, ConsistencyRejectsTampering) {
 TEST(MerkleTest, ProofArgumentsOutOfRange) {
   MemoryTree t;
   t.Append(hash::LeafHash("x"));
-  EXPECT_EQ(InclusionProof(1, 1, t.fn()).status().message(),
-            "seq: 1 is not in a tree of size 1");
-  EXPECT_EQ(ConsistencyProof(2, 1, t.fn()).status().message(),
-            "from_size: 2 is larger than to_size 1");
+  EXPECT_EQ(InclusionProof(1, 1, t.fn()).status().message(), "seq: 1 is not in a tree of size 1");
+  EXPECT_EQ(ConsistencyProof(2, 1, t.fn()).status().message(), "from_size: 2 is larger than to_size 1");
   EXPECT_TRUE(ConsistencyProof(0, 1, t.fn())->empty());
 }
 

@@ -3,9 +3,9 @@
 #include <sodium.h>
 
 #include <charconv>
-#include <limits>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -40,8 +40,7 @@ absl::StatusOr<uint32_t> ParseHex8(std::string_view s) {
 
 // Splits at `sep` into at most `max_parts` parts (the last keeps the rest:
 // base64 key data may itself contain '+').
-std::vector<std::string_view> Split(std::string_view s, char sep,
-                                    size_t max_parts = SIZE_MAX) {
+std::vector<std::string_view> Split(std::string_view s, char sep, size_t max_parts = SIZE_MAX) {
   std::vector<std::string_view> out;
   while (true) {
     size_t at = out.size() + 1 == max_parts ? std::string_view::npos : s.find(sep);
@@ -56,8 +55,7 @@ std::vector<std::string_view> Split(std::string_view s, char sep,
 std::string S(std::string_view v) { return std::string(v); }
 
 uint32_t BigEndian32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
-         uint32_t{p[3]};
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
 }
 
 // Go's note package: UTF-8, no control characters but '\n', no U+FFFD.
@@ -80,8 +78,7 @@ bool IsWellFormedText(std::string_view s) {
       if ((cc & 0xc0) != 0x80) return false;
       cp = cp << 6 | (cc & 0x3f);
     }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
         (cp >= 0xd800 && cp <= 0xdfff)) {
       return false;
     }
@@ -95,14 +92,12 @@ bool IsWellFormedText(std::string_view s) {
 bool IsValidKeyName(std::string_view name) {
   if (name.empty() || !IsWellFormedText(name)) return false;
   for (char c : name) {
-    if (c == '+' || c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
-        c == '\v' || c == '\f') {
+    if (c == '+' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
       return false;
     }
   }
   // Unicode spaces outside ASCII that Go's unicode.IsSpace also rejects.
-  for (std::string_view sp : {"\xc2\x85", "\xc2\xa0", "\xe2\x80\xa8",
-                              "\xe2\x80\xa9", "\xe3\x80\x80", "\xe1\x9a\x80"}) {
+  for (std::string_view sp : {"\xc2\x85", "\xc2\xa0", "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe3\x80\x80", "\xe1\x9a\x80"}) {
     if (name.find(sp) != std::string_view::npos) return false;
   }
   for (uint8_t third = 0x80; third <= 0x8a; ++third) {  // U+2000..U+200A
@@ -125,12 +120,11 @@ uint32_t KeyId(std::string_view name, const PublicKey& key) {
   return BigEndian32(h.data());
 }
 
-absl::StatusOr<Signer> Signer::FromSeed(std::string_view name,
-                                        std::string_view seed) {
+absl::StatusOr<Signer> Signer::FromSeed(std::string_view name, std::string_view seed) {
   InitSodium();
   if (!IsValidKeyName(name)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "key name: '", S(name), "' must be non-empty UTF-8 without spaces or '+'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("key name: '", S(name), "' must be non-empty UTF-8 without spaces or '+'"));
   }
   if (seed.size() != 32) {
     return absl::InvalidArgumentError("signing key: Ed25519 seed must be 32 bytes");
@@ -138,8 +132,7 @@ absl::StatusOr<Signer> Signer::FromSeed(std::string_view name,
   Signer s;
   s.name_ = std::string(name);
   std::memcpy(s.seed_.data(), seed.data(), 32);
-  crypto_sign_ed25519_seed_keypair(s.public_key_.data(), s.secret_key_.data(),
-                                   s.seed_.data());
+  crypto_sign_ed25519_seed_keypair(s.public_key_.data(), s.secret_key_.data(), s.seed_.data());
   s.key_id_ = KeyId(s.name_, s.public_key_);
   return s;
 }
@@ -159,22 +152,19 @@ absl::StatusOr<Signer> Signer::ParseKeyFile(std::string_view text) {
   }
   std::vector<std::string_view> parts = Split(text, '+', 5);
   if (parts.size() != 5 || parts[0] != "PRIVATE" || parts[1] != "KEY") {
-    return absl::InvalidArgumentError(
-        "signing key: want PRIVATE+KEY+<name>+<key id>+<base64 key>");
+    return absl::InvalidArgumentError("signing key: want PRIVATE+KEY+<name>+<key id>+<base64 key>");
   }
   auto id = ParseHex8(parts[3]);
   if (!id.ok()) return id.status();
   auto key = hash::Base64Decode(parts[4]);
-  if (!key.ok() || key->size() != 33 ||
-      static_cast<uint8_t>((*key)[0]) != kAlgEd25519) {
-    return absl::InvalidArgumentError(
-        "signing key: key data must be base64 of 0x01 and a 32-byte Ed25519 seed");
+  if (!key.ok() || key->size() != 33 || static_cast<uint8_t>((*key)[0]) != kAlgEd25519) {
+    return absl::InvalidArgumentError("signing key: key data must be base64 of 0x01 and a 32-byte Ed25519 seed");
   }
   auto s = FromSeed(parts[2], std::string_view(*key).substr(1));
   if (!s.ok()) return s.status();
   if (s->key_id() != *id) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "signing key: key id ", S(parts[3]), " does not match the key (", Hex8(s->key_id()), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("signing key: key id ", S(parts[3]), " does not match the key (", Hex8(s->key_id()), ")"));
   }
   return s;
 }
@@ -182,8 +172,7 @@ absl::StatusOr<Signer> Signer::ParseKeyFile(std::string_view text) {
 std::string Signer::KeyFileText() const {
   std::string key(1, static_cast<char>(kAlgEd25519));
   key.append(reinterpret_cast<const char*>(seed_.data()), seed_.size());
-  return absl::StrCat("PRIVATE+KEY+", name_, "+", Hex8(key_id_), "+",
-                      hash::Base64(key), "\n");
+  return absl::StrCat("PRIVATE+KEY+", name_, "+", Hex8(key_id_), "+", hash::Base64(key), "\n");
 }
 
 std::string Signer::VerifierKey() const {
@@ -193,47 +182,38 @@ std::string Signer::VerifierKey() const {
 }
 
 absl::StatusOr<std::string> Signer::Sign(std::string_view text) const {
-  if (text.empty() || text.back() != '\n' ||
-      text.find("\n\n") != std::string_view::npos || !IsWellFormedText(text)) {
-    return absl::InvalidArgumentError(
-        "note text: must be UTF-8 lines each ending in a newline, no blank line");
+  if (text.empty() || text.back() != '\n' || text.find("\n\n") != std::string_view::npos || !IsWellFormedText(text)) {
+    return absl::InvalidArgumentError("note text: must be UTF-8 lines each ending in a newline, no blank line");
   }
   uint8_t sig[4 + crypto_sign_BYTES];
   sig[0] = key_id_ >> 24;
   sig[1] = key_id_ >> 16;
   sig[2] = key_id_ >> 8;
   sig[3] = key_id_;
-  crypto_sign_detached(sig + 4, nullptr,
-                       reinterpret_cast<const uint8_t*>(text.data()),
-                       text.size(), secret_key_.data());
+  crypto_sign_detached(sig + 4, nullptr, reinterpret_cast<const uint8_t*>(text.data()), text.size(),
+                       secret_key_.data());
   return absl::StrCat(S(text), "\n", S(kSigPrefix), name_, " ",
-                      hash::Base64(std::string_view(
-                          reinterpret_cast<const char*>(sig), sizeof sig)),
-                      "\n");
+                      hash::Base64(std::string_view(reinterpret_cast<const char*>(sig), sizeof sig)), "\n");
 }
 
 absl::StatusOr<Verifier> Verifier::Parse(std::string_view vkey) {
   InitSodium();
   std::vector<std::string_view> parts = Split(vkey, '+', 3);
   if (parts.size() != 3 || !IsValidKeyName(parts[0])) {
-    return absl::InvalidArgumentError(
-        "verifier key: want <name>+<key id>+<base64 key>");
+    return absl::InvalidArgumentError("verifier key: want <name>+<key id>+<base64 key>");
   }
   auto id = ParseHex8(parts[1]);
   if (!id.ok()) return absl::InvalidArgumentError("verifier key: key id must be 8 hex digits");
   auto key = hash::Base64Decode(parts[2]);
-  if (!key.ok() || key->size() != 33 ||
-      static_cast<uint8_t>((*key)[0]) != kAlgEd25519) {
-    return absl::InvalidArgumentError(
-        "verifier key: key data must be base64 of 0x01 and a 32-byte Ed25519 key");
+  if (!key.ok() || key->size() != 33 || static_cast<uint8_t>((*key)[0]) != kAlgEd25519) {
+    return absl::InvalidArgumentError("verifier key: key data must be base64 of 0x01 and a 32-byte Ed25519 key");
   }
   Verifier v;
   v.name_ = std::string(parts[0]);
   std::memcpy(v.public_key_.data(), key->data() + 1, 32);
   v.key_id_ = *id;
   if (KeyId(v.name_, v.public_key_) != v.key_id_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "verifier key: key id ", S(parts[1]), " does not match the key"));
+    return absl::InvalidArgumentError(absl::StrCat("verifier key: key id ", S(parts[1]), " does not match the key"));
   }
   return v;
 }
@@ -271,18 +251,15 @@ absl::StatusOr<std::string> Verifier::Open(std::string_view note) const {
     if (found) return malformed("two signatures by the same key");
     found = true;
     if (sig->size() != 4 + crypto_sign_BYTES ||
-        crypto_sign_verify_detached(
-            reinterpret_cast<const uint8_t*>(sig->data()) + 4,
-            reinterpret_cast<const uint8_t*>(text.data()), text.size(),
-            public_key_.data()) != 0) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "signed note: signature by ", name_, "+", Hex8(key_id_),
-          " does not verify"));
+        crypto_sign_verify_detached(reinterpret_cast<const uint8_t*>(sig->data()) + 4,
+                                    reinterpret_cast<const uint8_t*>(text.data()), text.size(),
+                                    public_key_.data()) != 0) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("signed note: signature by ", name_, "+", Hex8(key_id_), " does not verify"));
     }
   }
   if (!found) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "signed note: no signature by ", name_, "+", Hex8(key_id_)));
+    return absl::PermissionDeniedError(absl::StrCat("signed note: no signature by ", name_, "+", Hex8(key_id_)));
   }
   return std::string(text);
 }
@@ -297,8 +274,8 @@ bool ParseDecimal(std::string_view v, uint64_t* out) {
 }
 
 template <typename Bad>
-absl::StatusOr<Checkpoint> ParseCheckpointLines(std::string_view origin, std::string_view size,
-                                                std::string_view root, Bad bad) {
+absl::StatusOr<Checkpoint> ParseCheckpointLines(std::string_view origin, std::string_view size, std::string_view root,
+                                                Bad bad) {
   Checkpoint c;
   c.origin = std::string(origin);
   if (c.origin.empty()) return bad("origin line is empty");
@@ -312,17 +289,13 @@ absl::StatusOr<Checkpoint> ParseCheckpointLines(std::string_view origin, std::st
 }  // namespace
 
 std::string FormatCheckpoint(const Checkpoint& c) {
-  return absl::StrCat(c.origin, "\n", c.size, "\n",
-                      hash::Base64(hash::AsBytes(c.root)), "\n");
+  return absl::StrCat(c.origin, "\n", c.size, "\n", hash::Base64(hash::AsBytes(c.root)), "\n");
 }
 
 absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
-  auto bad = [](std::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint: ", S(why)));
-  };
+  auto bad = [](std::string_view why) { return absl::InvalidArgumentError(absl::StrCat("checkpoint: ", S(why))); };
   if (text.empty() || text.back() != '\n') return bad("must end in a newline");
-  std::vector<std::string_view> lines =
-      Split(text.substr(0, text.size() - 1), '\n');
+  std::vector<std::string_view> lines = Split(text.substr(0, text.size() - 1), '\n');
   if (lines.size() != 3) return bad("want exactly three lines: origin, size, root");
   return ParseCheckpointLines(lines[0], lines[1], lines[2], bad);
 }
@@ -336,9 +309,7 @@ std::string FormatCheckpointTime(const CheckpointTime& t) {
 }
 
 absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
-  auto bad = [](std::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint time: ", S(why)));
-  };
+  auto bad = [](std::string_view why) { return absl::InvalidArgumentError(absl::StrCat("checkpoint time: ", S(why))); };
   if (text.empty() || text.back() != '\n') return bad("must end in a newline");
   std::vector<std::string_view> lines = Split(text.substr(0, text.size() - 1), '\n');
   const bool v2 = !lines.empty() && lines[0] == kCheckpointTimeHeaderV2;
@@ -355,8 +326,7 @@ absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
   if (v2) {
     std::string_view runs = lines[4];
     auto bytes = runs.starts_with("runs ") ? hash::Base64Decode(runs.substr(5)) : absl::StatusOr<std::string>("");
-    if (!bytes.ok() || bytes->size() != 32 ||
-        hash::Base64(std::string_view(*bytes)) != runs.substr(5)) {
+    if (!bytes.ok() || bytes->size() != 32 || hash::Base64(std::string_view(*bytes)) != runs.substr(5)) {
       return bad("the fifth line must be 'runs ' and the base64 of the 32-byte run-head map root");
     }
     hash::Hash root;

@@ -38,8 +38,7 @@ uint32_t KeyId(std::string_view name, const PublicKey& key);
 class Signer {
  public:
   // INVALID_ARGUMENT for a bad name or a seed that is not 32 bytes.
-  static absl::StatusOr<Signer> FromSeed(std::string_view name,
-                                         std::string_view seed);
+  static absl::StatusOr<Signer> FromSeed(std::string_view name, std::string_view seed);
   // A new random key.
   static absl::StatusOr<Signer> Generate(std::string_view name);
   // Parses the signer-key form above; INVALID_ARGUMENT when malformed or

@@ -25,10 +25,8 @@ std::string Unhex(std::string_view hex) {
 }
 
 // The example in the documentation of Go's golang.org/x/mod/sumdb/note.
-constexpr char kGoSignerKey[] =
-    "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
-constexpr char kGoVerifierKey[] =
-    "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
+constexpr char kGoSignerKey[] = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz";
+constexpr char kGoVerifierKey[] = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
 constexpr char kGoText[] =
     "If you think cryptography is the answer to your problem,\n"
     "then you don't know what your problem is.\n";
@@ -57,19 +55,16 @@ TEST(NoteTest, GoDocumentationExampleSignsIdentically) {
 
 TEST(NoteTest, ContractVectorKeyIdVerifierKeyAndCheckpoint) {
   auto vec = LoadCheckpointVector();
-  auto s = Signer::FromSeed(vec["origin"].get<std::string>(),
-                            Unhex(vec["ed25519_seed_hex"].get<std::string>()));
+  auto s = Signer::FromSeed(vec["origin"].get<std::string>(), Unhex(vec["ed25519_seed_hex"].get<std::string>()));
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(hash::Hex(std::string_view(
-                reinterpret_cast<const char*>(s->public_key().data()), 32)),
+  EXPECT_EQ(hash::Hex(std::string_view(reinterpret_cast<const char*>(s->public_key().data()), 32)),
             vec["public_key_hex"].get<std::string>());
   char id[9];
   std::snprintf(id, sizeof id, "%08x", s->key_id());
   EXPECT_EQ(id, vec["key_id_hex"].get<std::string>());
   EXPECT_EQ(s->VerifierKey(), vec["verifier_key"].get<std::string>());
 
-  Checkpoint c{vec["origin"], vec["tree_size"],
-               *hash::ParseHex(vec["root_hex"].get<std::string>())};
+  Checkpoint c{vec["origin"], vec["tree_size"], *hash::ParseHex(vec["root_hex"].get<std::string>())};
   auto signed_note = s->Sign(FormatCheckpoint(c));
   ASSERT_TRUE(signed_note.ok());
   EXPECT_EQ(*signed_note, vec["checkpoint_note"].get<std::string>());
@@ -91,8 +86,7 @@ TEST(NoteTest, TamperedNoteIsRefused) {
   note[3] = 'X';
   auto r = v.Open(note);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(r.status().message(),
-            "signed note: signature by PeterNeumann+c74f20a3 does not verify");
+  EXPECT_EQ(r.status().message(), "signed note: signature by PeterNeumann+c74f20a3 does not verify");
 }
 
 TEST(NoteTest, NoteByAnotherKeyIsRefused) {
@@ -101,8 +95,7 @@ TEST(NoteTest, NoteByAnotherKeyIsRefused) {
   auto v = *Verifier::Parse(kGoVerifierKey);
   auto r = v.Open(note);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(r.status().message(),
-            "signed note: no signature by PeterNeumann+c74f20a3");
+  EXPECT_EQ(r.status().message(), "signed note: no signature by PeterNeumann+c74f20a3");
 }
 
 TEST(NoteTest, ExtraSignaturesByOtherKeysAreIgnored) {
@@ -118,12 +111,10 @@ TEST(NoteTest, MalformedNotes) {
   EXPECT_EQ(v.Open(kGoText).status().code(), absl::StatusCode::kInvalidArgument);
   std::string no_newline = kGoNote;
   no_newline.pop_back();
-  EXPECT_EQ(v.Open(no_newline).status().message(),
-            "signed note: does not end in a newline");
+  EXPECT_EQ(v.Open(no_newline).status().message(), "signed note: does not end in a newline");
   std::string dash = kGoNote;
   dash.replace(dash.find("\xe2\x80\x94"), 3, "-");
-  EXPECT_EQ(v.Open(dash).status().message(),
-            "signed note: signature line does not start with an em dash and space");
+  EXPECT_EQ(v.Open(dash).status().message(), "signed note: signature line does not start with an em dash and space");
   std::string control = kGoNote;
   control[0] = '\x01';
   EXPECT_EQ(v.Open(control).status().code(), absl::StatusCode::kInvalidArgument);
@@ -213,14 +204,17 @@ TEST(CheckpointTimeTest, RefusesEveryOtherShape) {
   ASSERT_TRUE(ParseCheckpointTime(head + "time 0\n").ok());
   const std::string time_rule =
       "checkpoint time: the last line must be 'time ' and microseconds since the Unix epoch, without leading zeros";
-  for (const char* last : {"time 01\n", "time -1\n", "time \n", "time  1\n", "time 1 \n", "Time 1\n",
-                                  "time 9223372036854775808\n"}) {
+  for (const char* last :
+       {"time 01\n", "time -1\n", "time \n", "time  1\n", "time 1 \n", "Time 1\n", "time 9223372036854775808\n"}) {
     EXPECT_EQ(ParseCheckpointTime(head + last).status().message(), time_rule) << last;
   }
   EXPECT_EQ(ParseCheckpointTime(head + "time 1").status().message(), "checkpoint time: must end in a newline");
   EXPECT_FALSE(ParseCheckpointTime(head + "time 1\nextra\n").ok());
-  EXPECT_FALSE(ParseCheckpointTime("evidence-ledger/checkpoint-time/v2\no\n8\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n").ok());
-  EXPECT_EQ(ParseCheckpointTime("evidence-ledger/checkpoint-time/v1\no\n08\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n")
+  EXPECT_FALSE(ParseCheckpointTime(
+                   "evidence-ledger/checkpoint-time/v2\no\n8\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n")
+                   .ok());
+  EXPECT_EQ(ParseCheckpointTime(
+                "evidence-ledger/checkpoint-time/v1\no\n08\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n")
                 .status()
                 .message(),
             "checkpoint time: size must be a decimal number without leading zeros");

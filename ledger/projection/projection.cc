@@ -4,10 +4,14 @@ namespace ledger::projection {
 
 const char* TableName(Table t) {
   switch (t) {
-    case Table::kSteps: return "p_steps";
-    case Table::kRuns: return "p_runs";
-    case Table::kIndex: return "p_index";
-    case Table::kChanges: return "p_changes";
+    case Table::kSteps:
+      return "p_steps";
+    case Table::kRuns:
+      return "p_runs";
+    case Table::kIndex:
+      return "p_index";
+    case Table::kChanges:
+      return "p_changes";
   }
   return "p_unknown";
 }

@@ -12,16 +12,16 @@
 #ifndef LEDGER_PROJECTION_PROJECTION_H_
 #define LEDGER_PROJECTION_PROJECTION_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
-#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "absl/status/status.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ledger/receipt/receipt.h"
@@ -35,7 +35,9 @@ const char* TableName(Table t);
 
 // In Table::kIndex: the number of log entries the projections cover, a
 // big-endian u64. Query code MUST NOT use keys starting with 0xff.
-inline constexpr std::string_view kProjectedSizeKey = "\xff" "projected_size";
+inline constexpr std::string_view kProjectedSizeKey =
+    "\xff"
+    "projected_size";
 
 // What a projector sees of an entry.
 struct Entry {
@@ -56,9 +58,7 @@ class Txn {
   // For records that no Get through this Txn, or one built on it, will ask
   // for before they are stored (index rows that only queries read, step
   // changes): a Txn may send them straight to storage.
-  virtual void PutUnread(Table t, std::string_view key, std::string_view value) {
-    Put(t, key, value);
-  }
+  virtual void PutUnread(Table t, std::string_view key, std::string_view value) { Put(t, key, value); }
   virtual void DeleteUnread(Table t, std::string_view key) { Delete(t, key); }
   // False when unread records are dropped (projections kept only for their
   // steps and runs, as an evidence pack's outcomes): a projector may then
@@ -91,8 +91,7 @@ class Projector {
 // store, or nothing).
 class OverlayTxn final : public Txn {
  public:
-  using Fallback =
-      std::function<absl::StatusOr<std::optional<std::string>>(Table, std::string_view)>;
+  using Fallback = std::function<absl::StatusOr<std::optional<std::string>>(Table, std::string_view)>;
   // Per table: a key's value, or nullopt for a delete.
   using TableWrites = absl::flat_hash_map<std::string, std::optional<std::string>>;
   using Writes = std::array<TableWrites, kTableCount>;

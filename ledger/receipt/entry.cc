@@ -10,24 +10,19 @@
 namespace ledger::receipt {
 namespace {
 
-absl::Status Bad(std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("leaf: ", std::string(why)));
-}
+absl::Status Bad(std::string_view why) { return absl::InvalidArgumentError(absl::StrCat("leaf: ", std::string(why))); }
 
 }  // namespace
 
-std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev,
-                       std::optional<uint64_t> run_prev, int64_t logged_at_us,
-                       std::string_view emitter,
-                       std::string_view canonical_receipt) {
+std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev, std::optional<uint64_t> run_prev, int64_t logged_at_us,
+                       std::string_view emitter, std::string_view canonical_receipt) {
   std::string out;
   EncodeLeafTo(&out, seq, prev, run_prev, logged_at_us, emitter, canonical_receipt);
   return out;
 }
 
-void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev,
-                  std::optional<uint64_t> run_prev, int64_t logged_at_us,
-                  std::string_view emitter, std::string_view canonical_receipt) {
+void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev, std::optional<uint64_t> run_prev,
+                  int64_t logged_at_us, std::string_view emitter, std::string_view canonical_receipt) {
   out->reserve(out->size() + canonical_receipt.size() + emitter.size() + 160);
   out->append("{\"emitter\":");
   canonical::AppendString(emitter, out);
@@ -82,8 +77,7 @@ absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf) {
   if (!tail.ok()) return tail.status();
   std::string_view probe = tail->first;
   auto run_prev = TakeNumber(&probe);
-  if (run_prev && probe.size() >= kRunPrev.size() &&
-      probe.substr(probe.size() - kRunPrev.size()) == kRunPrev) {
+  if (run_prev && probe.size() >= kRunPrev.size() && probe.substr(probe.size() - kRunPrev.size()) == kRunPrev) {
     return std::optional<uint64_t>(*run_prev);
   }
   return std::optional<uint64_t>();
@@ -125,9 +119,9 @@ bool ReadLeaf(std::string_view leaf, Entry* out) {
     return true;
   };
   int64_t n;
-  if (!take("{\"emitter\":") || !canonical::ReadString(&p, end, &out->emitter) ||
-      !take(",\"logged_at_us\":") || !canonical::ReadInt(&p, end, &out->logged_at_us) ||
-      !take(",\"prev\":\"") || end - p < 64 || !hash::ParseHexTo(std::string_view(p, 64), &out->prev)) {
+  if (!take("{\"emitter\":") || !canonical::ReadString(&p, end, &out->emitter) || !take(",\"logged_at_us\":") ||
+      !canonical::ReadInt(&p, end, &out->logged_at_us) || !take(",\"prev\":\"") || end - p < 64 ||
+      !hash::ParseHexTo(std::string_view(p, 64), &out->prev)) {
     return false;
   }
   p += 64;
@@ -150,8 +144,8 @@ absl::StatusOr<Entry> ParseLeafByTree(std::string_view leaf) {
   const canonical::Value& j = *parsed;
   if (j.type != canonical::Value::Type::kObject) return Bad("not a JSON object");
   for (const canonical::Member& m : j.members) {
-    if (m.key != "emitter" && m.key != "logged_at_us" && m.key != "prev" && m.key != "receipt" &&
-        m.key != "run_prev" && m.key != "seq" && m.key != "v") {
+    if (m.key != "emitter" && m.key != "logged_at_us" && m.key != "prev" && m.key != "receipt" && m.key != "run_prev" &&
+        m.key != "seq" && m.key != "v") {
       return Bad("unknown field");
     }
   }
@@ -186,8 +180,7 @@ absl::StatusOr<Entry> ParseLeafByTree(std::string_view leaf) {
     return Bad(absl::StrCat("receipt.", std::string(receipt.status().message())));
   }
   e.receipt = *std::move(receipt);
-  if (EncodeLeaf(e.seq, e.prev, e.run_prev, e.logged_at_us, e.emitter,
-                 Encode(e.receipt)) != leaf) {
+  if (EncodeLeaf(e.seq, e.prev, e.run_prev, e.logged_at_us, e.emitter, Encode(e.receipt)) != leaf) {
     return Bad("not in canonical form");
   }
   return e;

@@ -39,15 +39,12 @@ struct Entry {
 
 // `canonical_receipt` MUST be the output of Canonicalize or Encode, and
 // `emitter` valid UTF-8.
-std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev,
-                       std::optional<uint64_t> run_prev, int64_t logged_at_us,
-                       std::string_view emitter,
-                       std::string_view canonical_receipt);
+std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev, std::optional<uint64_t> run_prev, int64_t logged_at_us,
+                       std::string_view emitter, std::string_view canonical_receipt);
 
 // Appends the leaf to `out` (which the caller may reuse across leaves).
-void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev,
-                  std::optional<uint64_t> run_prev, int64_t logged_at_us,
-                  std::string_view emitter, std::string_view canonical_receipt);
+void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev, std::optional<uint64_t> run_prev,
+                  int64_t logged_at_us, std::string_view emitter, std::string_view canonical_receipt);
 
 // The run_prev of a leaf in canonical form, read from its fixed tail
 // (',"run_prev":N,"seq":N,"v":1}') without parsing the whole leaf: for

@@ -29,9 +29,8 @@ TEST(EntryVectorsTest, LeafBytesHashesAndRootMatch) {
     ASSERT_TRUE(canonical.ok()) << canonical.status();
     std::optional<uint64_t> run_prev;
     if (e.contains("run_prev")) run_prev = e["run_prev"].get<uint64_t>();
-    std::string leaf = EncodeLeaf(e["seq"], *hash::ParseHex(e["prev"].get<std::string>()),
-                                  run_prev, e["logged_at_us"], e["emitter"].get<std::string>(),
-                                  *canonical);
+    std::string leaf = EncodeLeaf(e["seq"], *hash::ParseHex(e["prev"].get<std::string>()), run_prev, e["logged_at_us"],
+                                  e["emitter"].get<std::string>(), *canonical);
     EXPECT_EQ(leaf, item["leaf_bytes_utf8"].get<std::string>());
     EXPECT_EQ(hash::Hex(hash::LeafHash(leaf)), item["leaf_hash_hex"].get<std::string>());
     tree.Append(hash::LeafHash(leaf), [](int, uint64_t, const hash::Hash&) {});
@@ -66,8 +65,8 @@ TEST(EntryTest, ParseRefusesNonCanonicalLeaves) {
   // Keys out of order.
   std::string reordered = leaf;
   size_t at = reordered.find(",\"logged_at_us\"");
-  reordered = "{\"logged_at_us\":1767225600000101,\"emitter\":\"local\"" +
-              reordered.substr(reordered.find(",\"prev\""));
+  reordered =
+      "{\"logged_at_us\":1767225600000101,\"emitter\":\"local\"" + reordered.substr(reordered.find(",\"prev\""));
   EXPECT_EQ(ParseLeaf(reordered).status().message(), "leaf: not in canonical form");
   (void)at;
   // An escaped slash is valid JSON but not canonical.
@@ -93,17 +92,15 @@ TEST(EntryTest, RunPrevOfReadsTheTail) {
   EXPECT_EQ(*RunPrevOf(v["entries"][0]["leaf_bytes_utf8"].get<std::string>()), std::nullopt);
   EXPECT_EQ(*RunPrevOf(v["entries"][2]["leaf_bytes_utf8"].get<std::string>()), 1u);
   // A receipt whose strings mention run_prev does not confuse it.
-  std::string tricky = EncodeLeaf(9, kZeroHash, std::nullopt, 1, "e",
-                                  R"({"reason":"","run_prev":7,"seq":9"})");
+  std::string tricky = EncodeLeaf(9, kZeroHash, std::nullopt, 1, "e", R"({"reason":"","run_prev":7,"seq":9"})");
   EXPECT_EQ(*RunPrevOf(tricky), std::nullopt);
   EXPECT_FALSE(RunPrevOf("{}").ok());
 }
 
 TEST(EntryTest, GenesisPrevIsZeros) {
   std::string leaf = EncodeLeaf(0, kZeroHash, std::nullopt, 1, "e", "{}");
-  EXPECT_EQ(leaf,
-            "{\"emitter\":\"e\",\"logged_at_us\":1,\"prev\":\"" + std::string(64, '0') +
-                "\",\"receipt\":{},\"seq\":0,\"v\":1}");
+  EXPECT_EQ(leaf, "{\"emitter\":\"e\",\"logged_at_us\":1,\"prev\":\"" + std::string(64, '0') +
+                      "\",\"receipt\":{},\"seq\":0,\"v\":1}");
 }
 
 }  // namespace

@@ -29,20 +29,40 @@ class Random {
   // Strings that exercise the escapes, multi-byte UTF-8 and the text the
   // fast path searches for.
   std::string String() {
-    static const std::vector<std::string> kPieces = {
-        "a", "team-code", "run-0042", "0", "\"", "\\", "\n", "\t", "\b", "\f", "\r",
-        "\x01", "\x1f", "\x7f", "/", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
-        "\"kind\":\"model_call\"", "kind", " ", "{", "}", ",", ":", "9f86d081884c7d65"};
+    static const std::vector<std::string> kPieces = {"a",
+                                                     "team-code",
+                                                     "run-0042",
+                                                     "0",
+                                                     "\"",
+                                                     "\\",
+                                                     "\n",
+                                                     "\t",
+                                                     "\b",
+                                                     "\f",
+                                                     "\r",
+                                                     "\x01",
+                                                     "\x1f",
+                                                     "\x7f",
+                                                     "/",
+                                                     "\xc3\xa9",
+                                                     "\xe2\x82\xac",
+                                                     "\xf0\x9f\x98\x80",
+                                                     "\"kind\":\"model_call\"",
+                                                     "kind",
+                                                     " ",
+                                                     "{",
+                                                     "}",
+                                                     ",",
+                                                     ":",
+                                                     "9f86d081884c7d65"};
     std::string s;
     for (size_t n = Below(6); n > 0; --n) s += kPieces[Below(kPieces.size())];
     return s;
   }
 
   int64_t Int() {
-    static const std::vector<int64_t> kValues = {0, 1, -1, 200, 9007199254740991, -9007199254740991,
-                                                 1767225600123456};
-    return OneIn(2) ? kValues[Below(kValues.size())]
-                    : static_cast<int64_t>(Below(2'000'000'000)) - 1'000'000'000;
+    static const std::vector<int64_t> kValues = {0, 1, -1, 200, 9007199254740991, -9007199254740991, 1767225600123456};
+    return OneIn(2) ? kValues[Below(kValues.size())] : static_cast<int64_t>(Below(2'000'000'000)) - 1'000'000'000;
   }
 
   void Fill(Message* m) {
@@ -59,12 +79,17 @@ class Random {
         continue;
       }
       switch (f->cpp_type()) {
-        case FieldDescriptor::CPPTYPE_STRING: rf->SetString(m, f, String()); break;
-        case FieldDescriptor::CPPTYPE_INT64: rf->SetInt64(m, f, Int()); break;
+        case FieldDescriptor::CPPTYPE_STRING:
+          rf->SetString(m, f, String());
+          break;
+        case FieldDescriptor::CPPTYPE_INT64:
+          rf->SetInt64(m, f, Int());
+          break;
         case FieldDescriptor::CPPTYPE_ENUM:
           rf->SetEnumValue(m, f, 1 + static_cast<int>(Below(f->enum_type()->value_count() - 1)));
           break;
-        default: break;
+        default:
+          break;
       }
     }
   }
@@ -85,11 +110,21 @@ class Random {
     static const std::string kBytes = "\"\\{}:,-0159aAz \x01\x7f\x80\xc3\xff";
     size_t at = Below(leaf.size());
     switch (Below(5)) {
-      case 0: leaf[at] = kBytes[Below(kBytes.size())]; break;
-      case 1: leaf.erase(at, 1 + Below(8)); break;
-      case 2: leaf.insert(at, 1, kBytes[Below(kBytes.size())]); break;
-      case 3: leaf.insert(at, leaf.substr(Below(leaf.size()), Below(24))); break;
-      default: leaf[at] = static_cast<char>(leaf[at] ^ (1 << Below(8))); break;
+      case 0:
+        leaf[at] = kBytes[Below(kBytes.size())];
+        break;
+      case 1:
+        leaf.erase(at, 1 + Below(8));
+        break;
+      case 2:
+        leaf.insert(at, 1, kBytes[Below(kBytes.size())]);
+        break;
+      case 3:
+        leaf.insert(at, leaf.substr(Below(leaf.size()), Below(24)));
+        break;
+      default:
+        leaf[at] = static_cast<char>(leaf[at] ^ (1 << Below(8)));
+        break;
     }
     return leaf;
   }
@@ -160,10 +195,9 @@ TEST(ReadLeafTest, NeverAcceptsWhatTheReferenceRefuses) {
 // Texts one step from canonical, each refused by the reference for a rule
 // the fast path must enforce itself.
 TEST(ReadLeafTest, DeclinesEachNearCanonicalText) {
-  auto r = FromJsonText(
-      R"({"kind":"model_call","receipt_id":"r-1","team":"t","run_id":"run","step_id":"s",)"
-      R"("attempt":2,"model":"m","decision":"allow","input_tokens":0,)"
-      R"("attributes":{"a":"1","b":""}})");
+  auto r = FromJsonText(R"({"kind":"model_call","receipt_id":"r-1","team":"t","run_id":"run","step_id":"s",)"
+                        R"("attempt":2,"model":"m","decision":"allow","input_tokens":0,)"
+                        R"("attributes":{"a":"1","b":""}})");
   ASSERT_TRUE(r.ok()) << r.status();
   const std::string good = EncodeLeaf(5, hash::Sha256("p"), 3, 17, "e", Encode(*r));
   Entry e;
@@ -175,12 +209,12 @@ TEST(ReadLeafTest, DeclinesEachNearCanonicalText) {
     return at == std::string::npos ? good : s.replace(at, from.size(), to);
   };
   const std::string cases[] = {
-      edit("\"model\":\"m\"", "\"model\":\"\""),                      // an empty string
-      edit("\"attempt\":2,", ""),                                     // attempt left out
+      edit("\"model\":\"m\"", "\"model\":\"\""),  // an empty string
+      edit("\"attempt\":2,", ""),                 // attempt left out
       edit("\"attributes\":{\"a\":\"1\",\"b\":\"\"}", "\"attributes\":{}"),
-      edit("{\"a\":\"1\",\"b\":\"\"}", "{\"b\":\"\",\"a\":\"1\"}"),   // attributes unsorted
-      edit("{\"a\":\"1\",\"b\":\"\"}", "{\"a\":\"1\",\"a\":\"\"}"),   // an attribute twice
-      edit("\"b\":\"\"", "\"b\":2"),                                  // an attribute not a string
+      edit("{\"a\":\"1\",\"b\":\"\"}", "{\"b\":\"\",\"a\":\"1\"}"),  // attributes unsorted
+      edit("{\"a\":\"1\",\"b\":\"\"}", "{\"a\":\"1\",\"a\":\"\"}"),  // an attribute twice
+      edit("\"b\":\"\"", "\"b\":2"),                                 // an attribute not a string
       edit("\"decision\":\"allow\"", "\"decision\":\"unspecified\""),
       edit("\"decision\":\"allow\"", "\"decision\":1"),
       edit("\"input_tokens\":0", "\"input_tokens\":-0"),
@@ -188,17 +222,17 @@ TEST(ReadLeafTest, DeclinesEachNearCanonicalText) {
       edit("\"input_tokens\":0", "\"input_tokens\":\"0\""),
       edit("\"input_tokens\":0", "\"input_tokens\":9007199254740992"),
       edit("\"kind\":\"model_call\"", "\"kind\":\"tool_call\""),
-      edit("\"kind\":\"model_call\",", ""),                           // no kind
-      edit("\"model\":\"m\"", "\"model\":\"m\",\"model\":\"n\""),     // a key twice
-      edit("\"model\":\"m\"", "\"model\":\"m\",\"mode\":\"n\""),      // keys unsorted
-      edit("\"model\":\"m\"", "\"model\":\"m\",\"tool\":\"n\""),      // another kind's field
-      edit("\"model\":\"m\"", "\"model\":\"m\",\"zzz\":\"n\""),       // an unknown field
-      edit("\"model\":\"m\"", "\"model\":\"\\u006d\""),               // an escape not written
+      edit("\"kind\":\"model_call\",", ""),                        // no kind
+      edit("\"model\":\"m\"", "\"model\":\"m\",\"model\":\"n\""),  // a key twice
+      edit("\"model\":\"m\"", "\"model\":\"m\",\"mode\":\"n\""),   // keys unsorted
+      edit("\"model\":\"m\"", "\"model\":\"m\",\"tool\":\"n\""),   // another kind's field
+      edit("\"model\":\"m\"", "\"model\":\"m\",\"zzz\":\"n\""),    // an unknown field
+      edit("\"model\":\"m\"", "\"model\":\"\\u006d\""),            // an escape not written
       edit("\"model\":\"m\"", "\"model\":\"\\/\""),
-      edit("\"model\":\"m\"", "\"model\":\"\x01\""),                  // a raw control character
-      edit("\"model\":\"m\"", "\"model\":\"\xc3\""),                  // not UTF-8
-      edit("\"model\":\"m\"", "\"model\": \"m\""),                    // white space
-      edit("\"model\":\"m\"", "\"mod\\u0065l\":\"m\""),               // an escaped key
+      edit("\"model\":\"m\"", "\"model\":\"\x01\""),     // a raw control character
+      edit("\"model\":\"m\"", "\"model\":\"\xc3\""),     // not UTF-8
+      edit("\"model\":\"m\"", "\"model\": \"m\""),       // white space
+      edit("\"model\":\"m\"", "\"mod\\u0065l\":\"m\""),  // an escaped key
       edit("\"run_prev\":3", "\"run_prev\":-3"),
       edit("\"seq\":5", "\"seq\":-5"),
       edit("\"v\":1}", "\"v\":2}"),
@@ -208,8 +242,8 @@ TEST(ReadLeafTest, DeclinesEachNearCanonicalText) {
       good.substr(0, good.size() - 1),
   };
   // The kind's text in an attribute only: the guess it makes is refused.
-  auto tricky = FromJsonText(
-      R"({"kind":"model_call","receipt_id":"r-1","attempt":1,"attributes":{"kind":"model_call"}})");
+  auto tricky =
+      FromJsonText(R"({"kind":"model_call","receipt_id":"r-1","attempt":1,"attributes":{"kind":"model_call"}})");
   ASSERT_TRUE(tricky.ok()) << tricky.status();
   std::string no_kind = EncodeLeaf(5, hash::Sha256("p"), 3, 17, "e", Encode(*tricky));
   ASSERT_TRUE(ReadLeaf(no_kind, &e));

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
@@ -30,7 +30,6 @@ using schema::Member;
 using schema::Rule;
 using schema::Schema;
 
-
 std::string S(std::string_view v) { return std::string(v); }
 
 absl::Status Invalid(std::string_view field, std::string_view rule) {
@@ -38,8 +37,8 @@ absl::Status Invalid(std::string_view field, std::string_view rule) {
 }
 
 bool IsIdChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-         (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' || c == '-';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == ':' || c == '-';
 }
 
 bool IsReceiptId(std::string_view s) {
@@ -47,26 +46,21 @@ bool IsReceiptId(std::string_view s) {
 }
 
 bool IsTeam(std::string_view s) {
-  return !s.empty() && s.size() <= 63 &&
-         std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-         });
+  return !s.empty() && s.size() <= 63 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
 }
 
 bool IsAttributeKey(std::string_view s) {
-  return !s.empty() && s.size() <= 64 &&
-         std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '.' || c == '-';
-         });
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+  });
 }
 
 bool IsLowerHex(std::string_view s, size_t n) {
-  return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == n &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
-
 
 // Whether `s` starts with `prefix`, ignoring the case of ASCII letters
 // (`prefix` in lower case).
@@ -262,8 +256,9 @@ absl::Status CheckIdentity(const Receipt& r, Author author) {
     return Invalid("receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
   }
   if (author != Author::kLedger && r.receipt_id().starts_with(kLedgerIdPrefix)) {
-    return Invalid("receipt_id", absl::StrCat("'", r.receipt_id(), "' is in the ledger's namespace: ids starting with '",
-                                              S(kLedgerIdPrefix), "' are written by the ledger only"));
+    return Invalid("receipt_id",
+                   absl::StrCat("'", r.receipt_id(), "' is in the ledger's namespace: ids starting with '",
+                                S(kLedgerIdPrefix), "' are written by the ledger only"));
   }
   if (r.body_case() == Receipt::BODY_NOT_SET) {
     return Invalid("kind", absl::StrCat("required, one of ", GetSchema().kind_choices()));
@@ -290,12 +285,10 @@ absl::Status CheckTimeAndTrace(const Receipt& r) {
   if (!r.has_occurred_at_us() || r.occurred_at_us() <= 0) {
     return Invalid("occurred_at_us", "required, microseconds since the Unix epoch, > 0");
   }
-  if (!r.trace_id().empty() &&
-      (!IsLowerHex(r.trace_id(), 32) || r.trace_id() == std::string(32, '0'))) {
+  if (!r.trace_id().empty() && (!IsLowerHex(r.trace_id(), 32) || r.trace_id() == std::string(32, '0'))) {
     return Invalid("trace_id", "must be 32 lowercase hex digits, not all zero (W3C trace context)");
   }
-  if (!r.span_id().empty() &&
-      (!IsLowerHex(r.span_id(), 16) || r.span_id() == std::string(16, '0'))) {
+  if (!r.span_id().empty() && (!IsLowerHex(r.span_id(), 16) || r.span_id() == std::string(16, '0'))) {
     return Invalid("span_id", "must be 16 lowercase hex digits, not all zero (W3C trace context)");
   }
   return absl::OkStatus();
@@ -471,8 +464,7 @@ absl::Status AppendEnumField(const Member& m, const Message& msg, bool check, bo
 // at the first broken one.
 absl::Status EncodeTo(const Receipt& r, bool check, std::string* out) {
   const Layout& layout = GetSchema().LayoutFor(r.body_case());
-  const Message* body =
-      layout.body ? &r.GetReflection()->GetMessage(r, layout.body) : nullptr;
+  const Message* body = layout.body ? &r.GetReflection()->GetMessage(r, layout.body) : nullptr;
   out->reserve(512);
   out->push_back('{');
   bool first = true;
@@ -526,8 +518,7 @@ absl::StatusOr<std::string> Canonicalize(const Receipt& r, Author author) {
   std::string out;
   if (auto s = EncodeTo(r, /*check=*/true, &out); !s.ok()) return s;
   if (out.size() > kMaxReceiptBytes) {
-    return Invalid("receipt", absl::StrCat("canonical form is ", out.size(),
-                                           " bytes, more than 16384"));
+    return Invalid("receipt", absl::StrCat("canonical form is ", out.size(), " bytes, more than 16384"));
   }
   return out;
 }
@@ -603,11 +594,9 @@ absl::StatusOr<Receipt> FromJsonT(const J& j) {
     const FieldDescriptor* f = found ? found->field : nullptr;
     Message* target = found && found->in_body ? body : &r;
     if (f == nullptr) {
-      bool printable = key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
-                         return c > 0x20 && c < 0x7f;
-                       });
-      return Invalid(printable ? key : "receipt",
-                     absl::StrCat("not a field of ", body_field->name(), " receipts"));
+      bool printable =
+          key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+      return Invalid(printable ? key : "receipt", absl::StrCat("not a field of ", body_field->name(), " receipts"));
     }
     if (IsNull(value)) return Invalid(key, "null is not allowed; omit the field");
     const Reflection* rf = target->GetReflection();
@@ -652,7 +641,6 @@ absl::StatusOr<Receipt> FromJsonT(const J& j) {
 absl::StatusOr<Receipt> FromJson(const nlohmann::json& j) { return FromJsonT(j); }
 
 absl::StatusOr<Receipt> FromCanonical(const canonical::Value& v) { return FromJsonT(v); }
-
 
 absl::StatusOr<Receipt> FromJsonText(std::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -35,7 +35,7 @@ enum class Rule { kNone, kSha256, kNonNegative };
 // One key of a flattened canonical receipt.
 struct Member {
   std::string key;
-  std::string prefix;  // ',"key":' without the leading comma
+  std::string prefix;                      // ',"key":' without the leading comma
   const FieldDescriptor* field = nullptr;  // null for "kind"
   bool in_body = false;
   Rule rule = Rule::kNone;
@@ -72,10 +72,8 @@ inline bool EndsWith(std::string_view s, std::string_view suffix) {
 
 // Integers that count or measure something and so cannot be negative.
 inline bool IsNonNegative(std::string_view name) {
-  return EndsWith(name, "_micros") || EndsWith(name, "_ms") ||
-         EndsWith(name, "_us") || EndsWith(name, "_tokens") ||
-         EndsWith(name, "_bytes") || name == "dlp_findings" ||
-         name == "start_seq";
+  return EndsWith(name, "_micros") || EndsWith(name, "_ms") || EndsWith(name, "_us") || EndsWith(name, "_tokens") ||
+         EndsWith(name, "_bytes") || name == "dlp_findings" || name == "start_seq";
 }
 
 class Schema {

@@ -45,8 +45,8 @@ std::string EncodeProof(const KeyedPath& proof) {
   std::string out = absl::StrCat("{\"key\":\"", hash::Hex(proof.key), "\"");
   if (proof.path.found.has_value()) {
     const Head& h = proof.path.found->head;
-    absl::StrAppend(&out, ",\"head\":{\"count\":", h.count, ",\"last_seq\":", h.last_seq,
-                    ",\"last_leaf_hash\":\"", hash::Hex(h.last_leaf_hash), "\"}");
+    absl::StrAppend(&out, ",\"head\":{\"count\":", h.count, ",\"last_seq\":", h.last_seq, ",\"last_leaf_hash\":\"",
+                    hash::Hex(h.last_leaf_hash), "\"}");
   }
   out += ",\"siblings\":[";
   for (size_t i = 0; i < proof.path.siblings.size(); ++i) {
@@ -65,7 +65,8 @@ absl::StatusOr<KeyedPath> ParseProof(std::string_view text) {
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Bad("proof", "not JSON");
   if (auto s = ExactKeys(j, "", {"key", "siblings"}, {"head", "leaf"}); !s.ok()) return s;
-  if (j.contains("head") && j.contains("leaf")) return Bad("leaf", "not with head (a proof is of inclusion or of absence)");
+  if (j.contains("head") && j.contains("leaf"))
+    return Bad("leaf", "not with head (a proof is of inclusion or of absence)");
   KeyedPath out;
   auto key = HashOf(j["key"], "key");
   if (!key.ok()) return key.status();

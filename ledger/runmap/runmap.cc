@@ -50,17 +50,16 @@ Hash Fold(const Key& key, Hash h, absl::Span<const Hash> siblings) {
 
 absl::Status CheckRoot(const Hash& root, const Hash& computed) {
   if (computed == root) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "proof: leads to root ", hash::Hex(computed), ", expected ", hash::Hex(root)));
+  return absl::FailedPreconditionError(
+      absl::StrCat("proof: leads to root ", hash::Hex(computed), ", expected ", hash::Hex(root)));
 }
 
 }  // namespace
 
 absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id) {
-  bool team_ok = !team.empty() && team.size() <= 63 &&
-                 std::all_of(team.begin(), team.end(), [](char c) {
-                   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-                 });
+  bool team_ok = !team.empty() && team.size() <= 63 && std::all_of(team.begin(), team.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
   if (!team_ok) return absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]");
   if (run_id.empty() || run_id.size() > 128) {
     return absl::InvalidArgumentError("run_id: must be 1-128 bytes");
@@ -192,16 +191,15 @@ absl::StatusOr<Hash> AbsenceRoot(const Key& key, const AbsenceProof& proof) {
       return absl::InvalidArgumentError("leaf.key: is the key whose absence is claimed");
     }
     if (CommonBits(proof.leaf->key, key) < d) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "leaf.key: must share the first ", d, " bits of the key (the leaf's depth)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("leaf.key: must share the first ", d, " bits of the key (the leaf's depth)"));
     }
     h = LeafHashOfValue(proof.leaf->key, proof.leaf->value_hash);
   }
   return Fold(key, h, proof.siblings);
 }
 
-absl::Status VerifyInclusion(const Hash& root, const Key& key, const Head& head,
-                             absl::Span<const Hash> proof) {
+absl::Status VerifyInclusion(const Hash& root, const Key& key, const Head& head, absl::Span<const Hash> proof) {
   auto computed = InclusionRoot(key, head, proof);
   if (!computed.ok()) return computed.status();
   return CheckRoot(root, *computed);
@@ -245,9 +243,7 @@ int RunMap::Leaves(const NodeId& node, Leaf* first) const {
 
 template <typename F>
 auto RunMap::WithSource(F f) {
-  auto leaves = [this](const NodeId& n, Leaf* first) -> absl::StatusOr<int> {
-    return Leaves(n, first);
-  };
+  auto leaves = [this](const NodeId& n, Leaf* first) -> absl::StatusOr<int> { return Leaves(n, first); };
   auto node = [this](const NodeId& n) -> absl::StatusOr<std::optional<Hash>> {
     auto it = nodes_.find(n);
     if (it == nodes_.end()) return std::optional<Hash>();
@@ -265,8 +261,7 @@ absl::StatusOr<Path> RunMap::PathOf(const Key& key) {
 }
 
 Hash RunMap::Root() {
-  absl::StatusOr<Hash> root =
-      WithSource([](const Source& src) { return SubtreeHash(NodeId{}, src); });
+  absl::StatusOr<Hash> root = WithSource([](const Source& src) { return SubtreeHash(NodeId{}, src); });
   if (!root.ok()) std::abort();  // the in-memory source never fails
   return *root;
 }

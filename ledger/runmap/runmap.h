@@ -146,8 +146,7 @@ absl::StatusOr<Path> ProvePath(const Key& key, const Source& src);
 // OK only when `proof` leads from (key, head) to `root`; otherwise an error
 // that says why (INVALID_ARGUMENT for a malformed proof or head, and
 // FAILED_PRECONDITION with the computed root when it leads elsewhere).
-absl::Status VerifyInclusion(const Hash& root, const Key& key, const Head& head,
-                             absl::Span<const Hash> proof);
+absl::Status VerifyInclusion(const Hash& root, const Key& key, const Head& head, absl::Span<const Hash> proof);
 
 // OK only when `proof` shows that `key` has no leaf in the map of `root`.
 absl::Status VerifyAbsence(const Hash& root, const Key& key, const AbsenceProof& proof);

@@ -54,26 +54,21 @@ TEST(RunKey, IsTheHashOfTheTaggedTeamAndRun) {
 }
 
 TEST(RunKey, RefusesATeamOrRunOutsideTheContract) {
-  EXPECT_EQ(RunKey("", "r").status(),
-            absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
-  EXPECT_EQ(RunKey("Alpha", "r").status(),
-            absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
+  EXPECT_EQ(RunKey("", "r").status(), absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
+  EXPECT_EQ(RunKey("Alpha", "r").status(), absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
   EXPECT_EQ(RunKey(std::string(64, 'a'), "r").status(),
             absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
   EXPECT_TRUE(RunKey(std::string(63, 'a'), std::string(128, 'r')).ok());
   EXPECT_EQ(RunKey("alpha", "").status(), absl::InvalidArgumentError("run_id: must be 1-128 bytes"));
-  EXPECT_EQ(RunKey("alpha", std::string(129, 'r')).status(),
-            absl::InvalidArgumentError("run_id: must be 1-128 bytes"));
+  EXPECT_EQ(RunKey("alpha", std::string(129, 'r')).status(), absl::InvalidArgumentError("run_id: must be 1-128 bytes"));
 }
 
 TEST(RunMap, SetRefusesAnImpossibleHeadAndChangesNothing) {
   RunMap m;
   Key k = *RunKey("alpha", "r");
   EXPECT_EQ(m.Set(k, Head{0, 5, {}}), absl::InvalidArgumentError("count: must be at least 1"));
-  EXPECT_EQ(m.Set(k, Head{7, 5, {}}),
-            absl::InvalidArgumentError("count: must be at most last_seq + 1"));
-  EXPECT_EQ(m.Set(k, Head{1, uint64_t{1} << 53, {}}),
-            absl::InvalidArgumentError("last_seq: must be at most 2^53 - 2"));
+  EXPECT_EQ(m.Set(k, Head{7, 5, {}}), absl::InvalidArgumentError("count: must be at most last_seq + 1"));
+  EXPECT_EQ(m.Set(k, Head{1, uint64_t{1} << 53, {}}), absl::InvalidArgumentError("last_seq: must be at most 2^53 - 2"));
   EXPECT_EQ(m.size(), 0u);
   EXPECT_EQ(m.Root(), EmptyHash());
 }
@@ -233,8 +228,7 @@ TEST_F(RandomMap, EveryPresentRunsInclusionProofVerifies) {
     ASSERT_TRUE(proof.ok());
     ASSERT_TRUE(VerifyInclusion(root_, l.key, l.head, proof->siblings).ok());
     longest = std::max(longest, proof->siblings.size());
-    EXPECT_EQ(map_.ProveAbsence(l.key).status(),
-              absl::FailedPreconditionError("key: the run is in the map"));
+    EXPECT_EQ(map_.ProveAbsence(l.key).status(), absl::FailedPreconditionError("key: the run is in the map"));
   }
   EXPECT_LE(longest, 40u);
 }
@@ -246,8 +240,7 @@ TEST_F(RandomMap, EveryAbsentKeysAbsenceProofVerifies) {
     ASSERT_TRUE(proof.ok());
     ASSERT_TRUE(VerifyAbsence(root_, k, *proof).ok());
     with_leaf += proof->leaf.has_value();
-    EXPECT_EQ(map_.ProveInclusion(k).status(),
-              absl::NotFoundError("key: no run with this key in the map"));
+    EXPECT_EQ(map_.ProveInclusion(k).status(), absl::NotFoundError("key: no run with this key in the map"));
   }
   // Both shapes of absence occur.
   EXPECT_GT(with_leaf, 0);
@@ -344,8 +337,7 @@ json ReadVectors() {
 Hash H(const json& j) { return *hash::ParseHex(j.get<std::string>()); }
 
 Head HeadOf(const json& j) {
-  return Head{j.at("count").get<uint64_t>(), j.at("last_seq").get<uint64_t>(),
-              H(j.at("last_leaf_hash"))};
+  return Head{j.at("count").get<uint64_t>(), j.at("last_seq").get<uint64_t>(), H(j.at("last_leaf_hash"))};
 }
 
 json HeadJson(const Head& h) {
@@ -376,9 +368,7 @@ json AbsenceJson(const Key& key, const AbsenceProof& p) {
   return j;
 }
 
-Key KeyOf(const json& j) {
-  return *RunKey(j.at("team").get<std::string>(), j.at("run_id").get<std::string>());
-}
+Key KeyOf(const json& j) { return *RunKey(j.at("team").get<std::string>(), j.at("run_id").get<std::string>()); }
 
 TEST(GoldenVectors, RootsAndProofsAreReproduced) {
   json v = ReadVectors();
@@ -409,9 +399,8 @@ TEST(GoldenVectors, RootsAndProofsAreReproduced) {
   }
   for (const json& t : v["tampered"]) {
     Key k = *hash::ParseHex(t["key"].get<std::string>());
-    absl::Status s = t["kind"] == "inclusion"
-                         ? VerifyInclusion(root, k, HeadOf(t["head"]), Hashes(t["siblings"]))
-                         : VerifyAbsence(root, k, AbsenceOf(t));
+    absl::Status s = t["kind"] == "inclusion" ? VerifyInclusion(root, k, HeadOf(t["head"]), Hashes(t["siblings"]))
+                                              : VerifyAbsence(root, k, AbsenceOf(t));
     EXPECT_FALSE(s.ok()) << t["reason"];
     EXPECT_EQ(s.message(), t["error"].get<std::string>()) << t["reason"];
   }
@@ -449,24 +438,29 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   };
   json v;
   v["empty_root"] = Hex(EmptyHash());
-  v["long_prefix"] = {{"team", "alpha"},
-                      {"run_ids", {cands[best].second, cands[best + 1].second}},
-                      {"common_bits", best_bits}};
+  v["long_prefix"] = {
+      {"team", "alpha"}, {"run_ids", {cands[best].second, cands[best + 1].second}}, {"common_bits", best_bits}};
   RunMap m;
   v["steps"] = json::array();
   for (const Run& r : runs) {
     Key k = *RunKey(r.team, r.run_id);
     ASSERT_TRUE(m.Set(k, r.head).ok());
-    v["steps"].push_back({{"team", r.team}, {"run_id", r.run_id}, {"key", Hex(k)},
-                          {"head", HeadJson(r.head)}, {"value_hash", Hex(ValueHash(r.head))},
-                          {"leaf_hash", Hex(LeafHash(k, r.head))}, {"root", Hex(m.Root())}});
+    v["steps"].push_back({{"team", r.team},
+                          {"run_id", r.run_id},
+                          {"key", Hex(k)},
+                          {"head", HeadJson(r.head)},
+                          {"value_hash", Hex(ValueHash(r.head))},
+                          {"leaf_hash", Hex(LeafHash(k, r.head))},
+                          {"root", Hex(m.Root())}});
   }
   Hash root = m.Root();
   v["root"] = Hex(root);
   v["inclusion"] = json::array();
   for (size_t i = 1; i < runs.size(); ++i) {
     Key k = *RunKey(runs[i].team, runs[i].run_id);
-    json p = {{"team", runs[i].team}, {"run_id", runs[i].run_id}, {"key", Hex(k)},
+    json p = {{"team", runs[i].team},
+              {"run_id", runs[i].run_id},
+              {"key", Hex(k)},
               {"head", HeadJson(runs[i].head)},
               {"siblings", HexList(m.ProveInclusion(k)->siblings)}};
     v["inclusion"].push_back(p);
@@ -496,9 +490,8 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   auto tamper = [&](json t, const std::string& reason) {
     t["reason"] = reason;
     Key k = *hash::ParseHex(t["key"].get<std::string>());
-    absl::Status s = t["kind"] == "inclusion"
-                         ? VerifyInclusion(root, k, HeadOf(t["head"]), Hashes(t["siblings"]))
-                         : VerifyAbsence(root, k, AbsenceOf(t));
+    absl::Status s = t["kind"] == "inclusion" ? VerifyInclusion(root, k, HeadOf(t["head"]), Hashes(t["siblings"]))
+                                              : VerifyAbsence(root, k, AbsenceOf(t));
     ASSERT_FALSE(s.ok()) << reason;
     t["error"] = std::string(s.message());
     v["tampered"].push_back(t);
@@ -523,8 +516,10 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   t.erase("team"), t.erase("run_id");
   t["head"] = v["steps"][0]["head"];
   tamper(t, "the head of an older state presented as current");
-  t = json{{"kind", "inclusion"}, {"key", v["absence"][2]["key"]},
-           {"head", v["steps"][5]["head"]}, {"siblings", v["inclusion"][4]["siblings"]}};
+  t = json{{"kind", "inclusion"},
+           {"key", v["absence"][2]["key"]},
+           {"head", v["steps"][5]["head"]},
+           {"siblings", v["inclusion"][4]["siblings"]}};
   tamper(t, "a run that is not in the map claimed with another run's proof");
   for (const json& a : v["absence"]) {
     if (!a.contains("leaf")) continue;
@@ -543,8 +538,7 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   for (const json& a : v["absence"]) {
     if (a.contains("leaf")) continue;
     Key k = KeyOf(v["steps"][2]);  // present: the first long-prefix run
-    t = {{"kind", "absence"}, {"key", Hex(k)},
-         {"siblings", HexList(m.ProveInclusion(k)->siblings)}};
+    t = {{"kind", "absence"}, {"key", Hex(k)}, {"siblings", HexList(m.ProveInclusion(k)->siblings)}};
     tamper(t, "absence of a present run claimed by an empty subtree in its place");
     Key other = KeyOf(v["steps"][3]);
     t["leaf"] = {{"key", Hex(other)}, {"value_hash", v["steps"][3]["value_hash"]}};

@@ -3,8 +3,8 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <future>
 #include <chrono>
+#include <future>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -42,30 +42,25 @@ Submission Submission::Of(const receipt::Receipt& r, std::string canonical, std:
 }
 
 store::ReceiptKey Submission::key() const {
-  return {emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger : store::IdSpace::kEmitter,
-          receipt->team(), receipt->receipt_id()};
+  return {emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger : store::IdSpace::kEmitter, receipt->team(),
+          receipt->receipt_id()};
 }
 
 int64_t SystemClockMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-absl::StatusOr<std::unique_ptr<Sequencer>> Sequencer::Start(store::Store* store,
-                                                            Options options) {
+absl::StatusOr<std::unique_ptr<Sequencer>> Sequencer::Start(store::Store* store, Options options) {
   auto state = store->ReadState();
   if (!state.ok()) return state.status();
-  auto frontier = merkle::Frontier::Load(state->size, [&](int level, uint64_t index) {
-    return store->GetNode(level, index);
-  });
+  auto frontier =
+      merkle::Frontier::Load(state->size, [&](int level, uint64_t index) { return store->GetNode(level, index); });
   if (!frontier.ok()) {
-    return absl::DataLossError(absl::StrCat("tree of size ", state->size,
-                                            " cannot be loaded: ",
-                                            std::string(frontier.status().message())));
+    return absl::DataLossError(
+        absl::StrCat("tree of size ", state->size, " cannot be loaded: ", std::string(frontier.status().message())));
   }
-  return std::unique_ptr<Sequencer>(
-      new Sequencer(store, std::move(options), *std::move(frontier), *state));
+  return std::unique_ptr<Sequencer>(new Sequencer(store, std::move(options), *std::move(frontier), *state));
 }
 
 // A batch built by the writer, committed by the committer.
@@ -92,8 +87,7 @@ struct Sequencer::Prepared {
   absl::Status result;
 };
 
-Sequencer::Sequencer(store::Store* store, Options options, merkle::Frontier frontier,
-                     store::State state)
+Sequencer::Sequencer(store::Store* store, Options options, merkle::Frontier frontier, store::State state)
     : store_(store),
       options_(std::move(options)),
       frontier_(frontier),
@@ -129,8 +123,8 @@ absl::Status Sequencer::Submit(std::vector<Submission> items, Done done) {
     sync::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("ledger: shutting down");
     if (queued_ + n > options_.max_queued) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "ledger: append queue is full (", queued_, " receipts waiting); retry with back-off"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("ledger: append queue is full (", queued_, " receipts waiting); retry with back-off"));
     }
     queued_ += n;
     queue_.push_back({std::move(items), std::move(done)});
@@ -207,9 +201,9 @@ bool Sequencer::Finish(Prepared& p) {
   } else {
     // A failed sync may still leave the batch in the WAL: after a restart it
     // may be in the log. Retrying by receipt_id is right either way.
-    absl::Status failed = absl::UnavailableError(absl::StrCat(
-        "storage: write failed (", p.result.message(),
-        "); the receipt is not acknowledged: retry with the same receipt_id"));
+    absl::Status failed =
+        absl::UnavailableError(absl::StrCat("storage: write failed (", p.result.message(),
+                                            "); the receipt is not acknowledged: retry with the same receipt_id"));
     for (Outcome* o : p.pending) *o = Outcome{failed};
     // What was built on this batch is rebuilt from the durable head.
     frontier_ = durable_frontier_;
@@ -233,8 +227,7 @@ void Sequencer::Run() {
       in_flight_done = in_flight != nullptr && in_flight->committed;
       if (!in_flight_done) {
         size_t taken = 0;
-        while (!queue_.empty() &&
-               (work.empty() || taken + queue_.front().items.size() <= options_.max_batch)) {
+        while (!queue_.empty() && (work.empty() || taken + queue_.front().items.size() <= options_.max_batch)) {
           taken += queue_.front().items.size();
           work.push_back(std::move(queue_.front()));
           queue_.pop_front();

@@ -131,7 +131,7 @@ class Sequencer {
 
   struct Stats {
     stats::Histogram batch_entries{stats::Histogram::Decades(10'000)};  // new entries per commit
-    stats::Histogram commit_us{stats::Histogram::Decades(1e7)};       // one synced RocksDB write
+    stats::Histogram commit_us{stats::Histogram::Decades(1e7)};         // one synced RocksDB write
   };
   const Stats& stats() const { return stats_; }
 
@@ -147,8 +147,7 @@ class Sequencer {
   struct Prepared;
   struct Placement;
 
-  Sequencer(store::Store* store, Options options, merkle::Frontier frontier,
-            store::State state);
+  Sequencer(store::Store* store, Options options, merkle::Frontier frontier, store::State state);
   void Run();
   void RunCommitter();
 

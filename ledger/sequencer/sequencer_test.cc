@@ -2,8 +2,8 @@
 
 #include <atomic>
 #include <deque>
-#include <mutex>
 #include <future>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -25,10 +25,9 @@ receipt::Receipt& Keep(receipt::Receipt r) {
   return kept->back();
 }
 
-Submission Make(const std::string& id, const std::string& run = "run-1",
-                const std::string& model = "m", const std::string& team = "team-a") {
-  auto r = receipt::FromJsonText(
-      R"({"kind":"model_call","occurred_at_us":1,"route":"r","decision":"allow"})");
+Submission Make(const std::string& id, const std::string& run = "run-1", const std::string& model = "m",
+                const std::string& team = "team-a") {
+  auto r = receipt::FromJsonText(R"({"kind":"model_call","occurred_at_us":1,"route":"r","decision":"allow"})");
   r->set_receipt_id(id);
   r->set_team(team);
   r->set_run_id(run);
@@ -41,9 +40,7 @@ Submission Make(const std::string& id, const std::string& run = "run-1",
 std::vector<Outcome> Append(Sequencer& seq, std::vector<Submission> items) {
   std::promise<std::vector<Outcome>> p;
   auto f = p.get_future();
-  absl::Status s = seq.Submit(std::move(items), [&](std::vector<Outcome> o) {
-    p.set_value(std::move(o));
-  });
+  absl::Status s = seq.Submit(std::move(items), [&](std::vector<Outcome> o) { p.set_value(std::move(o)); });
   EXPECT_TRUE(s.ok()) << s;
   return f.get();
 }
@@ -112,8 +109,7 @@ TEST_F(SequencerTest, RetryIsIdempotentAndConflictIsRefused) {
   EXPECT_EQ(again[0].seq, 1u);
   EXPECT_EQ(again[0].leaf_hash, first[1].leaf_hash);
   EXPECT_EQ(again[1].status.code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(again[1].status.message(),
-            "receipt_id: 'a' is already in the log (seq 0) with different content");
+  EXPECT_EQ(again[1].status.message(), "receipt_id: 'a' is already in the log (seq 0) with different content");
   EXPECT_EQ(again[2].seq, 2u);
   EXPECT_EQ(seq->committed().size, 3u);
 }
@@ -155,8 +151,7 @@ TEST_F(SequencerTest, ConcurrentSubmittersGetDenseUniqueSeqs) {
       for (int i = 0; i < kPerThread; i += 4) {
         std::vector<Submission> items;
         for (int k = 0; k < 4; ++k) {
-          items.push_back(Make("t" + std::to_string(t) + "-" + std::to_string(i + k),
-                               "run-" + std::to_string(t)));
+          items.push_back(Make("t" + std::to_string(t) + "-" + std::to_string(i + k), "run-" + std::to_string(t)));
         }
         for (const auto& o : Append(*seq, std::move(items))) {
           ASSERT_TRUE(o.status.ok());
@@ -292,10 +287,12 @@ TEST_F(SequencerTest, FullQueueIsResourceExhausted) {
   std::shared_future<void> released = release.get_future().share();
   std::promise<void> writer_busy;
   // The first request's callback holds the writer until released.
-  ASSERT_TRUE(seq->Submit({Make("hold")}, [&](std::vector<Outcome>) {
-                   writer_busy.set_value();
-                   released.wait();
-                 }).ok());
+  ASSERT_TRUE(seq->Submit({Make("hold")},
+                          [&](std::vector<Outcome>) {
+                            writer_busy.set_value();
+                            released.wait();
+                          })
+                  .ok());
   writer_busy.get_future().wait();
   std::atomic<int> done{0};
   auto count = [&](std::vector<Outcome>) { ++done; };
@@ -303,8 +300,7 @@ TEST_F(SequencerTest, FullQueueIsResourceExhausted) {
   EXPECT_TRUE(seq->Submit({Make("q3")}, count).ok());
   absl::Status full = seq->Submit({Make("q4")}, count);
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(full.message(),
-            "ledger: append queue is full (3 receipts waiting); retry with back-off");
+  EXPECT_EQ(full.message(), "ledger: append queue is full (3 receipts waiting); retry with back-off");
   release.set_value();
   seq.reset();  // drains the queue before stopping
   EXPECT_EQ(done.load(), 2);

@@ -61,12 +61,18 @@ Screened Screen(const auth::Caller& caller, const pb::AppendRequest& request) {
 
 std::string KindName(const receipt::Receipt& r) {
   switch (r.body_case()) {
-    case receipt::Receipt::kAgentStart: return "agent_start";
-    case receipt::Receipt::kAgentExec: return "agent_exec";
-    case receipt::Receipt::kModelCall: return "model_call";
-    case receipt::Receipt::kToolCall: return "tool_call";
-    case receipt::Receipt::kStepUnknown: return "step_unknown";
-    default: return "none";
+    case receipt::Receipt::kAgentStart:
+      return "agent_start";
+    case receipt::Receipt::kAgentExec:
+      return "agent_exec";
+    case receipt::Receipt::kModelCall:
+      return "model_call";
+    case receipt::Receipt::kToolCall:
+      return "tool_call";
+    case receipt::Receipt::kStepUnknown:
+      return "step_unknown";
+    default:
+      return "none";
   }
 }
 
@@ -83,8 +89,7 @@ void FillResult(const absl::Status& s, pb::AppendResult* r) {
 
 // One result per receipt of the request, in its order: the denied ones'
 // refusals between the outcomes of the allowed ones.
-void FillResults(const Screened& screened, const std::vector<sequencer::Outcome>& outcomes,
-                 pb::AppendResponse* out) {
+void FillResults(const Screened& screened, const std::vector<sequencer::Outcome>& outcomes, pb::AppendResponse* out) {
   out->mutable_results()->Reserve(static_cast<int>(screened.denied.size()));
   size_t next = 0;
   for (const absl::Status& denied : screened.denied) {
@@ -116,8 +121,8 @@ grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::S
 }
 
 // A refusal answered after `hold_us` (0: at once).
-grpc::ServerUnaryReactor* FinishLater(grpc::CallbackServerContext* ctx, const absl::Status& s,
-                                      int64_t hold_us, Later* later) {
+grpc::ServerUnaryReactor* FinishLater(grpc::CallbackServerContext* ctx, const absl::Status& s, int64_t hold_us,
+                                      Later* later) {
   if (hold_us <= 0) return Finish(ctx, s);
   auto* reactor = ctx->DefaultReactor();
   later->Run(hold_us, [reactor, s] { reactor->Finish(ToGrpc(s)); });
@@ -128,15 +133,13 @@ grpc::ServerUnaryReactor* FinishLater(grpc::CallbackServerContext* ctx, const ab
 // being appended at once; beyond that the reactor stops reading, which is
 // the stream's back-pressure. The reactor finishes only when no append is
 // in flight, so the log's callbacks never outlive it.
-class AppendStreamReactor final
-    : public grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse> {
+class AppendStreamReactor final : public grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse> {
  public:
   // `caller` holds one of its identity's concurrent calls for the
   // stream's life.
   AppendStreamReactor(LedgerService* service, log::Log* log, auth::Gate* gate, auth::Caller caller,
                       grpc::CallbackServerContext* ctx, IdleStreams* idle, Later* later)
-      : service_(service), log_(log), gate_(gate), caller_(std::move(caller)), ctx_(ctx), idle_(idle),
-        later_(later) {
+      : service_(service), log_(log), gate_(gate), caller_(std::move(caller)), ctx_(ctx), idle_(idle), later_(later) {
     last_us_ = IdleStreams::NowUs();
     idle_->Add(ctx_, &last_us_);
     // A new policy reaches an idle stream too.
@@ -183,12 +186,11 @@ class AppendStreamReactor final
         Complete(slot);
         mu_.Unlock();
       } else {
-        s = log_->Append(caller_.identity, slot->screened.allowed,
-                         [this, slot](std::vector<sequencer::Outcome> out) {
-                           sync::MutexLock l(&mu_);
-                           FillResults(slot->screened, out, &slot->response);
-                           Complete(slot);
-                         });
+        s = log_->Append(caller_.identity, slot->screened.allowed, [this, slot](std::vector<sequencer::Outcome> out) {
+          sync::MutexLock l(&mu_);
+          FillResults(slot->screened, out, &slot->response);
+          Complete(slot);
+        });
       }
     }
     mu_.Lock();
@@ -400,8 +402,8 @@ absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> RangesOf(const pb::Ge
   for (int i = 0; i < request.seqs_size(); ++i) {
     uint64_t seq = request.seqs(i);
     if (!ranges.empty() && seq < ranges.back().second) {
-      return absl::InvalidArgumentError(absl::StrCat("seqs[", i, "]: ", seq, " is not above seqs[", i - 1,
-                                                     "] (ascending, without repeats)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("seqs[", i, "]: ", seq, " is not above seqs[", i - 1, "] (ascending, without repeats)"));
     }
     if (seq >= size) {
       return absl::OutOfRangeError(absl::StrCat("seqs[", i, "]: ", seq, " is beyond the log's size ", size));
@@ -419,7 +421,10 @@ absl::StatusOr<std::vector<std::pair<uint64_t, uint64_t>>> RangesOf(const pb::Ge
 
 LedgerService::LedgerService(log::Log* log, auth::Gate* gate, int64_t stream_idle_ms,
                              const backup::BackupRoot* backup_root)
-    : log_(log), gate_(gate), backup_root_(backup_root), idle_(std::make_unique<IdleStreams>(stream_idle_ms)),
+    : log_(log),
+      gate_(gate),
+      backup_root_(backup_root),
+      idle_(std::make_unique<IdleStreams>(stream_idle_ms)),
       later_(std::make_unique<Later>()) {}
 
 LedgerService::~LedgerService() = default;
@@ -429,9 +434,9 @@ void LedgerService::Count(const pb::AppendRequest& request, const pb::AppendResp
   std::map<std::pair<std::string, std::string>, uint64_t> tally;
   for (int i = 0; i < request.receipts_size() && i < response.results_size(); ++i) {
     const pb::AppendResult& r = response.results(i);
-    std::string result = r.code() != 0 ? absl::AsciiStrToLower(absl::StatusCodeToString(
-                                             static_cast<absl::StatusCode>(r.code())))
-                                       : (r.duplicate() ? "duplicate" : "ok");
+    std::string result = r.code() != 0
+                             ? absl::AsciiStrToLower(absl::StatusCodeToString(static_cast<absl::StatusCode>(r.code())))
+                             : (r.duplicate() ? "duplicate" : "ok");
     ++tally[{KindName(request.receipts(i)), result}];
     if (result == "ok" && Denied(request.receipts(i))) {
       stats_.denied.With({request.receipts(i).team(), KindName(request.receipts(i))})->Add();
@@ -446,8 +451,7 @@ void LedgerService::Count(const pb::AppendRequest& request, const absl::Status& 
   Count(request, all);
 }
 
-grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx,
-                                                const pb::AppendRequest* request,
+grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx, const pb::AppendRequest* request,
                                                 pb::AppendResponse* response) {
   int64_t hold_us = 0;
   auto caller = gate_->Admit(*ctx, std::max(1, request->receipts_size()), &hold_us);
@@ -470,12 +474,13 @@ grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx
     return reactor;
   }
   auto held = std::make_shared<auth::Caller>(*std::move(caller));
-  absl::Status s = log_->Append(held->identity, screened->allowed,
-                                [this, reactor, request, response, screened, held](std::vector<sequencer::Outcome> out) {
-                                  FillResults(*screened, out, response);
-                                  Count(*request, *response);
-                                  reactor->Finish(grpc::Status::OK);
-                                });
+  absl::Status s =
+      log_->Append(held->identity, screened->allowed,
+                   [this, reactor, request, response, screened, held](std::vector<sequencer::Outcome> out) {
+                     FillResults(*screened, out, response);
+                     Count(*request, *response);
+                     reactor->Finish(grpc::Status::OK);
+                   });
   if (!s.ok()) {
     Count(*request, s);
     reactor->Finish(ToGrpc(s));
@@ -536,17 +541,16 @@ grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerConte
 }
 
 grpc::ServerUnaryReactor* LedgerService::GetVerifierKey(grpc::CallbackServerContext* ctx,
-                                                        const pb::GetVerifierKeyRequest*,
-                                                        pb::VerifierKey* response) {
+                                                        const pb::GetVerifierKeyRequest*, pb::VerifierKey* response) {
   if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
   response->set_vkey(log_->verifier_key());
   response->set_origin(log_->origin());
   return Finish(ctx, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
-    grpc::CallbackServerContext* ctx, const pb::GetInclusionProofRequest* request,
-    pb::InclusionProof* response) {
+grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(grpc::CallbackServerContext* ctx,
+                                                           const pb::GetInclusionProofRequest* request,
+                                                           pb::InclusionProof* response) {
   auto caller = gate_->Admit(*ctx);
   if (!caller.ok()) return Finish(ctx, caller.status());
   if (auto s = caller->CheckRole(Action::kReadEntries); !s.ok()) return Finish(ctx, s);
@@ -558,7 +562,8 @@ grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
       // Receipt ids are the team's own: the right on the team is checked
       // before the lookup, so nothing says whether another team has an id.
       if (request->team().empty()) {
-        return Finish(ctx, absl::InvalidArgumentError("team: required with receipt_id (receipt ids are unique per team)"));
+        return Finish(ctx,
+                      absl::InvalidArgumentError("team: required with receipt_id (receipt ids are unique per team)"));
       }
       if (auto s = caller->Check(Action::kReadEntries, request->team()); !s.ok()) return Finish(ctx, s);
       auto found = log_->SeqOf(request->team(), request->receipt_id());
@@ -595,8 +600,7 @@ grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(
 }
 
 grpc::ServerUnaryReactor* LedgerService::GetRunProof(grpc::CallbackServerContext* ctx,
-                                                     const pb::GetRunProofRequest* request,
-                                                     pb::RunProof* response) {
+                                                     const pb::GetRunProofRequest* request, pb::RunProof* response) {
   auto caller = gate_->Admit(*ctx);
   if (!caller.ok()) return Finish(ctx, caller.status());
   if (request->team().empty()) return Finish(ctx, absl::InvalidArgumentError("team: required"));
@@ -619,9 +623,9 @@ grpc::ServerUnaryReactor* LedgerService::GetRunProof(grpc::CallbackServerContext
   return Finish(ctx, absl::OkStatus());
 }
 
-grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(
-    grpc::CallbackServerContext* ctx, const pb::GetConsistencyProofRequest* request,
-    pb::ConsistencyProof* response) {
+grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(grpc::CallbackServerContext* ctx,
+                                                             const pb::GetConsistencyProofRequest* request,
+                                                             pb::ConsistencyProof* response) {
   if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
   stats_.proofs.With({"consistency"})->Add();
   auto proof = log_->ProveConsistency(request->from_size(), request->to_size());
@@ -633,8 +637,7 @@ grpc::ServerUnaryReactor* LedgerService::GetConsistencyProof(
   return Finish(ctx, proof.status());
 }
 
-grpc::ServerUnaryReactor* LedgerService::Backup(grpc::CallbackServerContext* ctx,
-                                                const pb::BackupRequest* request,
+grpc::ServerUnaryReactor* LedgerService::Backup(grpc::CallbackServerContext* ctx, const pb::BackupRequest* request,
                                                 pb::BackupResponse* response) {
   auto caller = gate_->Admit(*ctx);
   if (!caller.ok()) return Finish(ctx, caller.status());
@@ -656,14 +659,14 @@ grpc::ServerUnaryReactor* LedgerService::Backup(grpc::CallbackServerContext* ctx
       return;
     }
     // Errors name the directory as the operator does.
-    reactor->Finish(ToGrpc(absl::Status(info.status().code(), absl::StrReplaceAll(info.status().message(),
-                                                                                  {{dir.handle(), dir.path()}}))));
+    reactor->Finish(ToGrpc(absl::Status(info.status().code(),
+                                        absl::StrReplaceAll(info.status().message(), {{dir.handle(), dir.path()}}))));
   }).detach();
   return reactor;
 }
 
-grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(
-    grpc::CallbackServerContext* ctx, const pb::GetEntriesRequest* request) {
+grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(grpc::CallbackServerContext* ctx,
+                                                               const pb::GetEntriesRequest* request) {
   using Base = grpc::ServerWriteReactor<pb::Entry>;
   auto caller = gate_->Admit(*ctx);
   if (!caller.ok()) return new Refused<Base>(caller.status());
@@ -675,12 +678,12 @@ grpc::ServerWriteReactor<pb::Entry>* LedgerService::GetEntries(
     return new EntriesReactor(log_, gate_, *std::move(caller), *std::move(ranges));
   }
   if (request->from_seq() > request->to_seq()) {
-    return new Refused<Base>(absl::InvalidArgumentError(absl::StrCat(
-        "from_seq: ", request->from_seq(), " is larger than to_seq ", request->to_seq())));
+    return new Refused<Base>(absl::InvalidArgumentError(
+        absl::StrCat("from_seq: ", request->from_seq(), " is larger than to_seq ", request->to_seq())));
   }
   if (request->to_seq() > size) {
-    return new Refused<Base>(absl::OutOfRangeError(
-        absl::StrCat("to_seq: ", request->to_seq(), " is beyond the log's size ", size)));
+    return new Refused<Base>(
+        absl::OutOfRangeError(absl::StrCat("to_seq: ", request->to_seq(), " is beyond the log's size ", size)));
   }
   return new EntriesReactor(log_, gate_, *std::move(caller), {{request->from_seq(), request->to_seq()}});
 }

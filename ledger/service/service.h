@@ -28,7 +28,6 @@ namespace ledger::service {
 
 namespace pb = evidence::ledger::v1;
 
-
 // Every handler admits its caller through the gate first: appends need the
 // emitter role for each receipt's team (a receipt of another team is
 // refused alone, PERMISSION_DENIED, while the rest are appended); entries
@@ -46,16 +45,13 @@ class LedgerService final : public pb::LedgerService::CallbackService {
                 const backup::BackupRoot* backup_root = nullptr);
   ~LedgerService() override;
 
-  grpc::ServerUnaryReactor* Append(grpc::CallbackServerContext* ctx,
-                                   const pb::AppendRequest* request,
+  grpc::ServerUnaryReactor* Append(grpc::CallbackServerContext* ctx, const pb::AppendRequest* request,
                                    pb::AppendResponse* response) override;
   grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>* AppendStream(
       grpc::CallbackServerContext* ctx) override;
-  grpc::ServerUnaryReactor* GetCheckpoint(grpc::CallbackServerContext* ctx,
-                                          const pb::GetCheckpointRequest* request,
+  grpc::ServerUnaryReactor* GetCheckpoint(grpc::CallbackServerContext* ctx, const pb::GetCheckpointRequest* request,
                                           pb::Checkpoint* response) override;
-  grpc::ServerUnaryReactor* GetVerifierKey(grpc::CallbackServerContext* ctx,
-                                           const pb::GetVerifierKeyRequest* request,
+  grpc::ServerUnaryReactor* GetVerifierKey(grpc::CallbackServerContext* ctx, const pb::GetVerifierKeyRequest* request,
                                            pb::VerifierKey* response) override;
   grpc::ServerUnaryReactor* GetInclusionProof(grpc::CallbackServerContext* ctx,
                                               const pb::GetInclusionProofRequest* request,
@@ -75,7 +71,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
     // or the refusal's status code, e.g. "invalid_argument").
     stats::CounterFamily appends;
     stats::Histogram request_receipts{stats::Histogram::Decades(1000)};  // receipts per request
-    stats::CounterFamily proofs;  // by type: inclusion, consistency
+    stats::CounterFamily proofs;                                         // by type: inclusion, consistency
     // Receipts appended (not duplicates) whose decision is deny, by team and
     // kind (agent_start, model_call, tool_call).
     stats::CounterFamily denied;
@@ -98,7 +94,6 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   void Count(const pb::AppendRequest& request, const absl::Status& refused);
 
  private:
-
   log::Log* const log_;
   auth::Gate* const gate_;
   const backup::BackupRoot* const backup_root_;

@@ -1,5 +1,7 @@
 // The ledger service end to end: a real server on a loopback port, real gRPC clients, a real
 // RocksDB store in a temporary directory.
+#include "ledger/service/service.h"
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -7,18 +9,17 @@
 #include <set>
 #include <thread>
 
+#include "google/protobuf/dynamic_message.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "health.grpc.pb.h"
-#include "google/protobuf/dynamic_message.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "ledger/log/log.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
 #include "ledger/receipt/entry.h"
-#include "ledger/service/service.h"
-#include "server/server.h"
 #include "ledger_service.grpc.pb.h"
+#include "server/server.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger {
@@ -223,8 +224,7 @@ TEST_F(E2eTest, ConcurrentUnaryAndStreamClientsGetDenseUniqueSeqs) {
       EXPECT_EQ(proof.checkpoint(), cp.note());
       std::vector<hash::Hash> path;
       for (const auto& h : proof.hashes()) path.push_back(*hash::FromBytes(h));
-      EXPECT_TRUE(merkle::VerifyInclusion(seq, total, hash::LeafHash(leaves[seq]), path,
-                                          tree.Root()).ok());
+      EXPECT_TRUE(merkle::VerifyInclusion(seq, total, hash::LeafHash(leaves[seq]), path, tree.Root()).ok());
     }
   }
 }
@@ -257,8 +257,7 @@ TEST_F(E2eTest, RetriesAreIdempotentOverUnaryAndStream) {
   changed.mutable_model_call()->set_cost_micros(999);
   auto conflict = Append({changed});
   EXPECT_EQ(conflict.results(0).code(), grpc::StatusCode::ALREADY_EXISTS);
-  EXPECT_EQ(conflict.results(0).message(),
-            "receipt_id: 'a' is already in the log (seq 0) with different content");
+  EXPECT_EQ(conflict.results(0).message(), "receipt_id: 'a' is already in the log (seq 0) with different content");
   EXPECT_EQ(log_->head().size, 2u);
 }
 
@@ -281,8 +280,7 @@ TEST_F(E2eTest, EachInvalidReceiptNamesItsFieldWhileNeighboursAreAppended) {
   EXPECT_EQ(resp.results(1).code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(resp.results(1).message(), "team: required, 1-63 bytes of [a-z0-9-]");
   EXPECT_EQ(resp.results(3).message(), "run_id: required, at most 128 bytes");
-  EXPECT_EQ(resp.results(4).message(),
-            "request_sha256: must be a SHA-256 digest: 64 lowercase hex digits");
+  EXPECT_EQ(resp.results(4).message(), "request_sha256: must be a SHA-256 digest: 64 lowercase hex digits");
   EXPECT_EQ(resp.results(6).message(), "timeout_ms: required when decision is allow, 1..86400000");
   std::vector<uint64_t> seqs;
   for (int i : {0, 2, 5}) {

@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "util/jsonlog/jsonlog.h"
 #include "ledger/projection/keys.h"
 #include "ledger/store/testing.h"
+#include "util/jsonlog/jsonlog.h"
 
 namespace ledger::store {
 namespace {
@@ -42,8 +42,7 @@ class StoreFile final : public rocksdb::FSWritableFileOwnerWrapper {
     return FSWritableFileOwnerWrapper::Append(data, options, dbg);
   }
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
-                           const rocksdb::DataVerificationInfo& info,
-                           rocksdb::IODebugContext* dbg) override {
+                           const rocksdb::DataVerificationInfo& info, rocksdb::IODebugContext* dbg) override {
     if (faults_->fail_writes) return Injected(faults_, "injected write failure");
     return FSWritableFileOwnerWrapper::Append(data, options, info, dbg);
   }
@@ -64,9 +63,8 @@ class StoreFile final : public rocksdb::FSWritableFileOwnerWrapper {
     if (sync_us_ == nullptr) return sync();
     auto started = std::chrono::steady_clock::now();
     rocksdb::IOStatus s = sync();
-    sync_us_->Observe(static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                              std::chrono::steady_clock::now() - started)
-                                              .count()));
+    sync_us_->Observe(static_cast<double>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()));
     return s;
   }
 
@@ -76,8 +74,7 @@ class StoreFile final : public rocksdb::FSWritableFileOwnerWrapper {
 
 class StoreFileSystem final : public rocksdb::FileSystemWrapper {
  public:
-  StoreFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target, const Faults* faults,
-                  stats::Histogram* sync_us)
+  StoreFileSystem(const std::shared_ptr<rocksdb::FileSystem>& target, const Faults* faults, stats::Histogram* sync_us)
       : FileSystemWrapper(target), faults_(faults), sync_us_(sync_us) {}
   const char* Name() const override { return "ledger-store"; }
 
@@ -97,12 +94,9 @@ class StoreFileSystem final : public rocksdb::FileSystemWrapper {
 
 class KeyPrefix : public rocksdb::SliceTransform {
  public:
-  KeyPrefix(bool family_byte, int parts, const char* name)
-      : family_byte_(family_byte), parts_(parts), name_(name) {}
+  KeyPrefix(bool family_byte, int parts, const char* name) : family_byte_(family_byte), parts_(parts), name_(name) {}
   const char* Name() const override { return name_; }
-  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
-    return rocksdb::Slice(key.data(), Length(key));
-  }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override { return rocksdb::Slice(key.data(), Length(key)); }
   bool InDomain(const rocksdb::Slice& key) const override { return Length(key) > 0; }
 
  private:

@@ -1,13 +1,10 @@
 #include "ledger/store/store.h"
 
-#include <filesystem>
-
-#include "ledger/store/rocksdb_plugins.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -15,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "ledger/store/rocksdb_plugins.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/filter_policy.h"
@@ -35,14 +33,13 @@ constexpr size_t kReceiptRefSize = 1 + 8 + 32 + 32;
 // follow, in projection::Table order.
 enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kCheckpointTimes, kLogCfCount };
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
-const char* const kLogCfNames[kLogCfCount] = {"default", "entries", "receipts", "nodes",
-                                              "runs", "checkpoints", "checkpoint_times"};
+const char* const kLogCfNames[kLogCfCount] = {"default", "entries",     "receipts",        "nodes",
+                                              "runs",    "checkpoints", "checkpoint_times"};
 
 int ProjectionCf(projection::Table t) { return kLogCfCount + static_cast<int>(t); }
 
 const char* CfName(int cf) {
-  return cf < kLogCfCount ? kLogCfNames[cf]
-                          : projection::TableName(static_cast<projection::Table>(cf - kLogCfCount));
+  return cf < kLogCfCount ? kLogCfNames[cf] : projection::TableName(static_cast<projection::Table>(cf - kLogCfCount));
 }
 
 void PutU64(std::string* out, uint64_t v) {
@@ -173,7 +170,7 @@ struct Batch::Rep {
 
 struct Store::Rep {
   stats::Histogram sync_us{stats::Histogram::Decades(1e7)};  // before env, which reports to it
-  std::unique_ptr<rocksdb::Env> env;  // timing syncs, with injected faults, if any; outlives db
+  std::unique_ptr<rocksdb::Env> env;                         // timing syncs, with injected faults, if any; outlives db
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
   rocksdb::ColumnFamilyOptions projection_options;
@@ -207,9 +204,7 @@ Batch::~Batch() = default;
 Batch::Batch(Batch&&) noexcept = default;
 Batch& Batch::operator=(Batch&&) noexcept = default;
 
-void Batch::PutEntry(uint64_t seq, std::string_view leaf) {
-  rep_->Put(kEntries, U64Key(seq), leaf);
-}
+void Batch::PutEntry(uint64_t seq, std::string_view leaf) { rep_->Put(kEntries, U64Key(seq), leaf); }
 
 void Batch::PutReceipt(const ReceiptKey& key, const ReceiptRef& ref) {
   std::string v(1, kFormatV1);
@@ -353,31 +348,24 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   // Step changes arrive in seq order, like entries, and are only scanned,
   // never looked up by key: no memtable bloom filter to feed.
   rocksdb::ColumnFamilyOptions change_options = cf_options;
-  change_options.memtable_insert_with_hint_prefix_extractor =
-      entry_options.memtable_insert_with_hint_prefix_extractor;
+  change_options.memtable_insert_with_hint_prefix_extractor = entry_options.memtable_insert_with_hint_prefix_extractor;
   rocksdb::ColumnFamilyOptions index_options = lookup_options;
-  index_options.memtable_insert_with_hint_prefix_extractor.reset(
-      NewKeyPrefix(true, 1, "ledger.IndexFamilyAndTeam.v1"));
+  index_options.memtable_insert_with_hint_prefix_extractor.reset(NewKeyPrefix(true, 1, "ledger.IndexFamilyAndTeam.v1"));
   rocksdb::ColumnFamilyOptions step_options = lookup_options;
-  step_options.memtable_insert_with_hint_prefix_extractor.reset(
-      NewKeyPrefix(false, 2, "ledger.TeamAndRun.v1"));
+  step_options.memtable_insert_with_hint_prefix_extractor.reset(NewKeyPrefix(false, 2, "ledger.TeamAndRun.v1"));
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
     bool lookup = cf == kReceipts || cf == kRuns || cf >= kLogCfCount;
-    descriptors.emplace_back(CfName(cf), cf == kEntries ? entry_options
-                                         : cf == ProjectionCf(projection::Table::kChanges)
-                                             ? change_options
-                                         : cf == ProjectionCf(projection::Table::kIndex)
-                                             ? index_options
-                                         : cf == ProjectionCf(projection::Table::kSteps)
-                                             ? step_options
-                                         : lookup ? lookup_options
-                                                  : cf_options);
+    descriptors.emplace_back(CfName(cf), cf == kEntries                                    ? entry_options
+                                         : cf == ProjectionCf(projection::Table::kChanges) ? change_options
+                                         : cf == ProjectionCf(projection::Table::kIndex)   ? index_options
+                                         : cf == ProjectionCf(projection::Table::kSteps)   ? step_options
+                                         : lookup                                          ? lookup_options
+                                                                                           : cf_options);
   }
   rep->projection_options = lookup_options;
   rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(options), dir, descriptors,
-                                        &rep->cfs, &db);
+  rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(options), dir, descriptors, &rep->cfs, &db);
   if (!s.ok()) return FromRocks(s, absl::StrCat("open ", dir));
   rep->db.reset(db);
   return std::unique_ptr<Store>(new Store(std::move(rep)));
@@ -410,9 +398,9 @@ absl::Status Store::Commit(Batch& batch) {
       absl::Status s = FromRocks(r, "the disk is still failing");
       if (std::chrono::steady_clock::now() - rep_->failed_at > rep_->resume_window) {
         std::lock_guard<std::mutex> lock(rep_->failure_mu);
-        rep_->failure = absl::UnavailableError(absl::StrCat(
-            "storage: writes have failed for ", absl::FormatDuration(absl::FromChrono(rep_->resume_window)),
-            " and RocksDB has not resumed: ", s.message()));
+        rep_->failure = absl::UnavailableError(absl::StrCat("storage: writes have failed for ",
+                                                            absl::FormatDuration(absl::FromChrono(rep_->resume_window)),
+                                                            " and RocksDB has not resumed: ", s.message()));
         return rep_->failure;
       }
       return s;
@@ -436,8 +424,7 @@ absl::Status Store::Commit(Batch& batch) {
       // The log's part is durable and cannot be taken back; memory must not
       // claim projections the store does not have. A restart catches the
       // projections up from the log.
-      std::fprintf(stderr, "storage: projection write failed after the log's: %s; stopping\n",
-                   s.ToString().c_str());
+      std::fprintf(stderr, "storage: projection write failed after the log's: %s; stopping\n", s.ToString().c_str());
       std::abort();
     }
   }
@@ -455,8 +442,7 @@ absl::StatusOr<std::string> Store::NodeGroup(int level, uint64_t group) const {
     auto it = rep_->open_groups.find(level);
     if (it != rep_->open_groups.end() && it->second.first == group) return it->second.second;
   }
-  auto v = rep_->Get(kNodes, NodeKey(level, group),
-                     absl::StrCat("tree nodes (level ", level, ", group ", group, ")"));
+  auto v = rep_->Get(kNodes, NodeKey(level, group), absl::StrCat("tree nodes (level ", level, ", group ", group, ")"));
   if (absl::IsNotFound(v.status())) return std::string();
   if (!v.ok()) return v.status();
   if (v->empty() || v->size() % 32 != 0 || v->size() > kNodesPerGroup * 32) {
@@ -490,8 +476,7 @@ absl::StatusOr<hash::Hash> Store::GetNode(int level, uint64_t index) const {
   }
   size_t offset = (index % kNodesPerGroup) * 32;
   if (v->size() < offset + 32) {
-    return absl::NotFoundError(
-        absl::StrCat("storage: tree node (level ", level, ", index ", index, "): NotFound"));
+    return absl::NotFoundError(absl::StrCat("storage: tree node (level ", level, ", index ", index, "): NotFound"));
   }
   return ReadHash(v->data() + offset);
 }
@@ -515,17 +500,15 @@ absl::StatusOr<std::optional<ReceiptRef>> Store::FindReceipt(const ReceiptKey& k
   return DecodeReceiptRef(*v);
 }
 
-absl::StatusOr<std::optional<RunHead>> Store::GetRunHead(std::string_view team,
-                                                         std::string_view run_id) const {
+absl::StatusOr<std::optional<RunHead>> Store::GetRunHead(std::string_view team, std::string_view run_id) const {
   auto v = rep_->Get(kRuns, RunKey(team, run_id), "run head");
   if (absl::IsNotFound(v.status())) return std::nullopt;
   if (!v.ok()) return v.status();
   return DecodeRunHead(*v);
 }
 
-absl::Status Store::ScanLeaves(
-    uint64_t from, uint64_t to,
-    absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const {
+absl::Status Store::ScanLeaves(uint64_t from, uint64_t to,
+                               absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const {
   if (from >= to) return absl::OkStatus();
   rocksdb::ReadOptions options;
   std::string upper = U64Key(to);
@@ -553,10 +536,8 @@ absl::Status Store::ScanLeaves(
 
 absl::Status Store::WalkLeavesBack(
     uint64_t from,
-    absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)>
-        next) const {
-  std::unique_ptr<rocksdb::Iterator> it(
-      rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kEntries]));
+    absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)> next) const {
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kEntries]));
   std::optional<uint64_t> at = from;
   it->Seek(U64Key(from));
   // Steps of one seq back in a row, and the lowest seq read forwards.
@@ -595,17 +576,15 @@ absl::Status Store::WalkLeavesBack(
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<std::string>> Store::GetProjection(projection::Table t,
-                                                                std::string_view key) const {
+absl::StatusOr<std::optional<std::string>> Store::GetProjection(projection::Table t, std::string_view key) const {
   auto v = rep_->Get(ProjectionCf(t), key, projection::TableName(t));
   if (absl::IsNotFound(v.status())) return std::nullopt;
   if (!v.ok()) return v.status();
   return *std::move(v);
 }
 
-absl::Status Store::ScanProjection(
-    projection::Table t, std::string_view from, std::string_view to, bool reverse,
-    absl::FunctionRef<bool(std::string_view key, std::string_view value)> fn) const {
+absl::Status Store::ScanProjection(projection::Table t, std::string_view from, std::string_view to, bool reverse,
+                                   absl::FunctionRef<bool(std::string_view key, std::string_view value)> fn) const {
   rocksdb::ReadOptions options;
   rocksdb::Slice lower = AsSlice(from), upper = AsSlice(to);
   options.iterate_lower_bound = &lower;
@@ -694,8 +673,7 @@ absl::StatusOr<std::vector<std::pair<std::string, ReceiptRef>>> Store::LegacyRec
 }
 
 absl::Status Store::ScanRunHeads(
-    absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, const RunHead& head)> fn)
-    const {
+    absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, const RunHead& head)> fn) const {
   return ScanRows(
       kRuns,
       [&](std::string_view key, std::string_view v) -> absl::Status {
@@ -720,8 +698,7 @@ auto BySize(absl::FunctionRef<absl::Status(uint64_t size, std::string_view value
 
 }  // namespace
 
-absl::Status Store::ScanCheckpoints(
-    absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const {
+absl::Status Store::ScanCheckpoints(absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const {
   return ScanRows(kCheckpoints, BySize(fn, "checkpoint key"), "scan checkpoints");
 }
 
@@ -731,8 +708,7 @@ absl::Status Store::ScanCheckpointTimes(
 }
 
 absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {
-  std::unique_ptr<rocksdb::Iterator> it(
-      rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kEntries]));
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kEntries]));
   it->SeekToLast();
   if (!it->Valid()) {
     if (auto s = FromRocks(it->status(), "read entries"); !s.ok()) return s;
@@ -757,8 +733,7 @@ absl::Status Store::Backup(const std::string& dir) const {
 }
 
 absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> Store::LatestCheckpoint() const {
-  std::unique_ptr<rocksdb::Iterator> it(
-      rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kCheckpoints]));
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kCheckpoints]));
   it->SeekToLast();
   if (!it->Valid()) {
     if (auto s = FromRocks(it->status(), "read checkpoints"); !s.ok()) return s;

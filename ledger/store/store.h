@@ -61,15 +61,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ledger/hash/hash.h"
-#include "util/stats/stats.h"
 #include "ledger/projection/projection.h"
+#include "util/stats/stats.h"
 
 namespace ledger::store {
 
 struct State {
-  uint64_t size = 0;             // entries in the log
-  hash::Hash head{};             // leaf hash of entry size-1 (zeros if empty)
-  int64_t last_logged_at_us = 0; // logged_at_us of entry size-1
+  uint64_t size = 0;              // entries in the log
+  hash::Hash head{};              // leaf hash of entry size-1 (zeros if empty)
+  int64_t last_logged_at_us = 0;  // logged_at_us of entry size-1
 };
 
 // Whose receipt ids a key is unique among (DO NOT CHANGE the values: they
@@ -145,8 +145,7 @@ class Store {
   // Opens or creates the store in `dir`. UNAVAILABLE when the directory is
   // unusable or locked by another process. `faults`, if set, MUST outlive
   // the store.
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir,
-                                                     Faults* faults = nullptr);
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir, Faults* faults = nullptr);
   ~Store();
 
   // The duration of each sync of a file RocksDB wrote (WAL, flushes), in
@@ -179,31 +178,26 @@ class Store {
   // the last one stored: one read for a reader that wants neighbours too.
   absl::StatusOr<std::vector<hash::Hash>> GetNodeGroup(int level, uint64_t group) const;
   absl::StatusOr<std::optional<ReceiptRef>> FindReceipt(const ReceiptKey& key) const;
-  absl::StatusOr<std::optional<RunHead>> GetRunHead(std::string_view team,
-                                                    std::string_view run_id) const;
+  absl::StatusOr<std::optional<RunHead>> GetRunHead(std::string_view team, std::string_view run_id) const;
 
   // Calls fn(seq, leaf) for from <= seq < to in order; stops at and returns
   // the first error of fn. DATA_LOSS when a seq in the range is missing.
-  absl::Status ScanLeaves(
-      uint64_t from, uint64_t to,
-      absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const;
+  absl::Status ScanLeaves(uint64_t from, uint64_t to,
+                          absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const;
 
   // The Scan functions are for audits: they call fn for every row, stop at
   // and return fn's first error, and return DATA_LOSS on a malformed row.
   // The receipt index: rows of format 2 first, then those of format 1 (as
   // kLegacy keys).
-  absl::Status ScanReceipts(
-      absl::FunctionRef<absl::Status(const ReceiptKey& key, const ReceiptRef& ref)> fn) const;
+  absl::Status ScanReceipts(absl::FunctionRef<absl::Status(const ReceiptKey& key, const ReceiptRef& ref)> fn) const;
   // Rows of format 1 (keyed by the bare receipt_id), in key order, at most
   // `limit`; empty when none are left.
   absl::StatusOr<std::vector<std::pair<std::string, ReceiptRef>>> LegacyReceipts(size_t limit) const;
   // Run heads, checkpoints and checkpoint-time notes, in key order.
   absl::Status ScanRunHeads(
-      absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, const RunHead& head)> fn)
-      const;
+      absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, const RunHead& head)> fn) const;
   absl::Status ScanCheckpoints(absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const;
-  absl::Status ScanCheckpointTimes(
-      absl::FunctionRef<absl::Status(uint64_t size, std::string_view time_note)> fn) const;
+  absl::Status ScanCheckpointTimes(absl::FunctionRef<absl::Status(uint64_t size, std::string_view time_note)> fn) const;
   // The highest seq with an entry, whatever the state says; nullopt if none.
   absl::StatusOr<std::optional<uint64_t>> LastLeafSeq() const;
 
@@ -218,18 +212,15 @@ class Store {
   static constexpr uint64_t kWarmEntries = 8192;
   absl::Status WalkLeavesBack(
       uint64_t from,
-      absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)>
-          next) const;
+      absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)> next) const;
 
   // A projection record; nullopt when absent.
-  absl::StatusOr<std::optional<std::string>> GetProjection(projection::Table t,
-                                                           std::string_view key) const;
+  absl::StatusOr<std::optional<std::string>> GetProjection(projection::Table t, std::string_view key) const;
   // Calls fn(key, value) for the records of `t` with from <= key < to (an
   // empty `to`: no upper bound), ascending, or descending with `reverse`,
   // until fn returns false.
-  absl::Status ScanProjection(
-      projection::Table t, std::string_view from, std::string_view to, bool reverse,
-      absl::FunctionRef<bool(std::string_view key, std::string_view value)> fn) const;
+  absl::Status ScanProjection(projection::Table t, std::string_view from, std::string_view to, bool reverse,
+                              absl::FunctionRef<bool(std::string_view key, std::string_view value)> fn) const;
   // Removes every projection record (for a rebuild). MUST NOT run while
   // anything else uses the store.
   absl::Status DropProjections();

@@ -74,10 +74,13 @@ TEST(StoreTest, ScanLeavesInOrderAndReportsGaps) {
   }
   ASSERT_TRUE(store->Commit(b).ok());
   std::string seen;
-  ASSERT_TRUE(store->ScanLeaves(2, 5, [&](uint64_t seq, std::string_view leaf) {
-    seen += std::to_string(seq) + "=" + std::string(leaf) + ";";
-    return absl::OkStatus();
-  }).ok());
+  ASSERT_TRUE(store
+                  ->ScanLeaves(2, 5,
+                               [&](uint64_t seq, std::string_view leaf) {
+                                 seen += std::to_string(seq) + "=" + std::string(leaf) + ";";
+                                 return absl::OkStatus();
+                               })
+                  .ok());
   EXPECT_EQ(seen, "2=leaf2;3=leaf3;4=leaf4;");
   auto gap = store->ScanLeaves(4, 9, [](uint64_t, std::string_view) { return absl::OkStatus(); });
   EXPECT_EQ(gap.code(), absl::StatusCode::kDataLoss);
@@ -119,17 +122,14 @@ TEST(StoreTest, WalkLeavesBackDenseStretchesJumpsAndGaps) {
   ASSERT_TRUE(walked.ok()) << walked;
   EXPECT_EQ(seen, want);
   EXPECT_TRUE(leaves_match);
-  auto gap = store->WalkLeavesBack(
-      100, [&](uint64_t seq, std::string_view) -> absl::StatusOr<std::optional<uint64_t>> {
-        return seq > 0 ? std::optional<uint64_t>(seq - 1) : std::nullopt;
-      });
+  auto gap = store->WalkLeavesBack(100, [&](uint64_t seq, std::string_view) -> absl::StatusOr<std::optional<uint64_t>> {
+    return seq > 0 ? std::optional<uint64_t>(seq - 1) : std::nullopt;
+  });
   EXPECT_EQ(gap.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(gap.message(), "storage: entry 7 is missing");
 }
 
-hash::Hash H(int level, uint64_t index) {
-  return hash::Sha256(std::to_string(level) + "/" + std::to_string(index));
-}
+hash::Hash H(int level, uint64_t index) { return hash::Sha256(std::to_string(level) + "/" + std::to_string(index)); }
 
 TEST(StoreTest, NodesAcrossGroupsBatchesAndReopen) {
   testing::TempDir dir;
@@ -200,10 +200,13 @@ TEST(StoreTest, ProjectionRecordsScanAndDrop) {
   ASSERT_TRUE(store->ScanProjection(Table::kIndex, "a", "", true, collect).ok());
   EXPECT_EQ(seen, "b1,a2,a1,");
   seen.clear();
-  ASSERT_TRUE(store->ScanProjection(Table::kIndex, "", "", true, [&](std::string_view k, std::string_view) {
-    seen += std::string(k) + ",";
-    return seen.size() < 6;  // stop after two
-  }).ok());
+  ASSERT_TRUE(store
+                  ->ScanProjection(Table::kIndex, "", "", true,
+                                   [&](std::string_view k, std::string_view) {
+                                     seen += std::string(k) + ",";
+                                     return seen.size() < 6;  // stop after two
+                                   })
+                  .ok());
   EXPECT_EQ(seen, "b1,a2,");
 
   ASSERT_TRUE(store->DropProjections().ok());
@@ -247,8 +250,8 @@ TEST(StoreTest, ScanReceiptsReadsBothFormatsAndLegacyReceiptsOnlyFormat1) {
                     return absl::OkStatus();
                   })
                   .ok());
-  EXPECT_EQ(seen, (std::vector<std::string>{"1/team-a/x=1", "1/team-b/x=2", "2/team-a/x=3", "0//old-1=4",
-                                            "0//old-2=5"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"1/team-a/x=1", "1/team-b/x=2", "2/team-a/x=3", "0//old-1=4", "0//old-2=5"}));
   auto legacy = *store->LegacyReceipts(1);
   ASSERT_EQ(legacy.size(), 1u);
   EXPECT_EQ(legacy[0].first, "old-1");

@@ -102,7 +102,8 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
     } else if (f[0] == "quorum") {
       if (f.size() != 2) return bad("want 'quorum <name>'");
       if (has_quorum) return bad("a second quorum line");
-      if (f[1] != "none" && !defined(f[1])) return bad(absl::StrCat("quorum '", S(f[1]), "' is not defined on an earlier line"));
+      if (f[1] != "none" && !defined(f[1]))
+        return bad(absl::StrCat("quorum '", S(f[1]), "' is not defined on an earlier line"));
       has_quorum = true;
       p.quorum_ = S(f[1]);
     } else {

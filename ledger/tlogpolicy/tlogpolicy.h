@@ -55,8 +55,8 @@ struct Cosigned {
 };
 
 struct Evaluation {
-  bool quorum = false;              // the quorum is met
-  std::vector<Cosigned> cosigned;   // in policy order
+  bool quorum = false;             // the quorum is met
+  std::vector<Cosigned> cosigned;  // in policy order
   // Witnesses named (through groups) by the quorum that did not cosign,
   // in policy order; empty when the quorum is met.
   std::vector<std::string> missing;
@@ -74,7 +74,7 @@ class Policy {
   const std::string& quorum() const { return quorum_; }  // "none", a witness or a group
 
   // The text of `note` when a log of the policy signed it;
-  // PERMISSION_DENIED when none did (or a log's line fails), 
+  // PERMISSION_DENIED when none did (or a log's line fails),
   // INVALID_ARGUMENT for a malformed note.
   absl::StatusOr<std::string> OpenCheckpoint(std::string_view note) const;
 

@@ -83,7 +83,8 @@ TEST(TlogPolicyTest, QuorumNoneIsMetWithoutCosignaturesAndAnotherLogIsRefused) {
 }
 
 TEST(TlogPolicyTest, ControlCharactersAndUnknownKeywordsAreRefused) {
-  EXPECT_EQ(Policy::Parse("quorum none\r\n").status().message(), "policy line 1: only tab and newline may be control characters");
+  EXPECT_EQ(Policy::Parse("quorum none\r\n").status().message(),
+            "policy line 1: only tab and newline may be control characters");
   EXPECT_EQ(Policy::Parse("quorom none\n").status().message(),
             "policy line 1: unknown keyword 'quorom' (log, witness, group, quorum)");
   EXPECT_TRUE(Policy::Parse("  # comment\n\n\t\nquorum none").ok());

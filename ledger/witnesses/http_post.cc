@@ -1,6 +1,7 @@
 #include "ledger/witnesses/http_post.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -9,8 +10,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <cerrno>
 #include <chrono>
@@ -55,7 +54,8 @@ absl::StatusOr<Ctx> ClientContext(const TlsClient& tls) {
   if (ctx == nullptr) return absl::InternalError("witness tls: SSL_CTX_new failed");
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   auto bio_of = [](const std::string& pem) {
-    return std::unique_ptr<BIO, decltype(&BIO_free)>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+    return std::unique_ptr<BIO, decltype(&BIO_free)>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
+                                                     BIO_free);
   };
   auto ca = bio_of(tls.ca_pem);
   int cas = 0;
@@ -107,8 +107,9 @@ absl::StatusOr<std::string> Exchange(int fd, const TlsClient& tls, const std::st
   auto failed = [&](std::string_view what) {
     long verify = SSL_get_verify_result(ssl.get());
     ERR_clear_error();
-    return absl::UnavailableError(absl::StrCat("witness ", authority, ": tls ", std::string(what),
-                                               verify != X509_V_OK ? absl::StrCat(": ", X509_verify_cert_error_string(verify)) : ""));
+    return absl::UnavailableError(
+        absl::StrCat("witness ", authority, ": tls ", std::string(what),
+                     verify != X509_V_OK ? absl::StrCat(": ", X509_verify_cert_error_string(verify)) : ""));
   };
   if (SSL_connect(ssl.get()) != 1) return failed("handshake");
   for (size_t sent = 0; sent < request.size();) {
@@ -122,7 +123,8 @@ absl::StatusOr<std::string> Exchange(int fd, const TlsClient& tls, const std::st
     int n = SSL_read(ssl.get(), buf, sizeof buf);
     if (n > 0) {
       in.append(buf, static_cast<size_t>(n));
-      if (in.size() > (1 << 20)) return absl::DataLossError(absl::StrCat("witness ", authority, ": answer above 1 MiB"));
+      if (in.size() > (1 << 20))
+        return absl::DataLossError(absl::StrCat("witness ", authority, ": answer above 1 MiB"));
       continue;
     }
     int e = SSL_get_error(ssl.get(), n);
@@ -141,7 +143,8 @@ absl::StatusOr<std::string> ExchangePlain(int fd, const std::string& request, co
     if (n > 0) {
       sent += static_cast<size_t>(n);
     } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (!Wait(fd, POLLOUT, deadline)) return absl::UnavailableError(absl::StrCat("witness ", authority, ": send timed out"));
+      if (!Wait(fd, POLLOUT, deadline))
+        return absl::UnavailableError(absl::StrCat("witness ", authority, ": send timed out"));
     } else {
       return absl::UnavailableError(absl::StrCat("witness ", authority, ": send: ", std::strerror(errno)));
     }
@@ -152,11 +155,13 @@ absl::StatusOr<std::string> ExchangePlain(int fd, const std::string& request, co
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n > 0) {
       in.append(buf, static_cast<size_t>(n));
-      if (in.size() > (1 << 20)) return absl::DataLossError(absl::StrCat("witness ", authority, ": answer above 1 MiB"));
+      if (in.size() > (1 << 20))
+        return absl::DataLossError(absl::StrCat("witness ", authority, ": answer above 1 MiB"));
     } else if (n == 0) {
       break;
     } else if (errno == EAGAIN || errno == EINTR) {
-      if (!Wait(fd, POLLIN, deadline)) return absl::UnavailableError(absl::StrCat("witness ", authority, ": no answer in time"));
+      if (!Wait(fd, POLLIN, deadline))
+        return absl::UnavailableError(absl::StrCat("witness ", authority, ": no answer in time"));
     } else {
       return absl::UnavailableError(absl::StrCat("witness ", authority, ": recv: ", std::strerror(errno)));
     }
@@ -194,7 +199,8 @@ absl::StatusOr<HttpReply> HttpPost(const std::string& url, const std::string& bo
     return absl::InvalidArgumentError(absl::StrCat("witness url '", url, "': want http:// or https://host:port/path"));
   }
   if (https && tls == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("witness url '", url, "': https needs a CA to verify the witness with"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("witness url '", url, "': https needs a CA to verify the witness with"));
   }
   std::string rest = url.substr(https ? 8 : 7);
   size_t slash = rest.find('/');
@@ -224,7 +230,8 @@ absl::StatusOr<HttpReply> HttpPost(const std::string& url, const std::string& bo
   if (rc != 0) {
     int err = 0;
     socklen_t len = sizeof err;
-    if (!Wait(s.fd, POLLOUT, deadline)) return absl::UnavailableError(absl::StrCat("witness ", authority, ": connect timed out"));
+    if (!Wait(s.fd, POLLOUT, deadline))
+      return absl::UnavailableError(absl::StrCat("witness ", authority, ": connect timed out"));
     ::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) return absl::UnavailableError(absl::StrCat("witness ", authority, ": connect: ", std::strerror(err)));
   }

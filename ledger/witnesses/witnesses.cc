@@ -1,12 +1,12 @@
 #include "ledger/witnesses/witnesses.h"
 
 #include <charconv>
-#include <deque>
-#include <map>
 #include <chrono>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -14,9 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "ledger/cosign/cosign.h"
-#include "util/jsonlog/jsonlog.h"
 #include "ledger/note/note.h"
 #include "util/files/files.h"
+#include "util/jsonlog/jsonlog.h"
 #include "witness/state.h"
 
 namespace ledger::witnesses {
@@ -83,7 +83,8 @@ Witnesses::Witnesses(tlogpolicy::Policy policy, Source source, Post post, Option
 absl::StatusOr<std::unique_ptr<Witnesses>> Witnesses::Start(tlogpolicy::Policy policy, Source source, Post post,
                                                             Options options) {
   if (!options.now_s) options.now_s = [] { return static_cast<int64_t>(std::time(nullptr)); };
-  std::unique_ptr<Witnesses> w(new Witnesses(std::move(policy), std::move(source), std::move(post), std::move(options)));
+  std::unique_ptr<Witnesses> w(
+      new Witnesses(std::move(policy), std::move(source), std::move(post), std::move(options)));
   for (const tlogpolicy::Witness& witness : w->policy_.witnesses()) {
     if (witness.url.empty()) continue;
     auto state = std::make_unique<State>();
@@ -197,7 +198,8 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
       continue;
     }
     if (reply->status != 200) {
-      return failed(w.refused, absl::StrCat("HTTP ", reply->status, ": ", reply->body.substr(0, reply->body.find('\n'))));
+      return failed(w.refused,
+                    absl::StrCat("HTTP ", reply->status, ": ", reply->body.substr(0, reply->body.find('\n'))));
     }
     auto time = witness.key.Verify(note + reply->body);
     if (!time.ok()) return failed(w.refused, absl::StrCat("the answer: ", S(time.status().message())));
@@ -247,8 +249,7 @@ std::string Witnesses::Cosigned(std::string_view note) const {
   return out;
 }
 
-absl::StatusOr<std::string> Witnesses::CosignedWithQuorum(std::string_view note,
-                                                          std::chrono::milliseconds wait) const {
+absl::StatusOr<std::string> Witnesses::CosignedWithQuorum(std::string_view note, std::chrono::milliseconds wait) const {
   auto split = TextAndSize(note);
   if (!split.ok()) return split.status();
   const auto deadline = std::chrono::steady_clock::now() + wait;
@@ -258,9 +259,8 @@ absl::StatusOr<std::string> Witnesses::CosignedWithQuorum(std::string_view note,
     if (!evaluation.ok()) return evaluation.status();
     if (evaluation->quorum) return cosigned;
     if (std::chrono::steady_clock::now() >= deadline) {
-      return absl::UnavailableError(absl::StrCat("the checkpoint of size ", split->second,
-                                                 " lacks the witness quorum ", policy_.quorum(), " after ",
-                                                 wait.count(), " ms: no cosignature from ",
+      return absl::UnavailableError(absl::StrCat("the checkpoint of size ", split->second, " lacks the witness quorum ",
+                                                 policy_.quorum(), " after ", wait.count(), " ms: no cosignature from ",
                                                  absl::StrJoin(evaluation->missing, ", ")));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -275,10 +275,13 @@ std::string Witnesses::RenderMetrics() const {
   int64_t now = options_.now_s();
   for (const auto& state : states_) {
     const std::string& name = state->witness->name;
-    absl::StrAppend(&total, "ledger_witness_cosignatures_total{witness=\"", name, "\"} ", state->cosignatures.load(), "\n");
-    for (auto [reason, n] : {std::pair{"conflict", state->conflicts.load()}, std::pair{"refused", state->refused.load()},
-                             std::pair{"unavailable", state->unavailable.load()}}) {
-      absl::StrAppend(&failures, "ledger_witness_failures_total{witness=\"", name, "\",reason=\"", reason, "\"} ", n, "\n");
+    absl::StrAppend(&total, "ledger_witness_cosignatures_total{witness=\"", name, "\"} ", state->cosignatures.load(),
+                    "\n");
+    for (auto [reason, n] :
+         {std::pair{"conflict", state->conflicts.load()}, std::pair{"refused", state->refused.load()},
+          std::pair{"unavailable", state->unavailable.load()}}) {
+      absl::StrAppend(&failures, "ledger_witness_failures_total{witness=\"", name, "\",reason=\"", reason, "\"} ", n,
+                      "\n");
     }
     sync::MutexLock lock(&state->mu);
     if (!state->has_held) continue;

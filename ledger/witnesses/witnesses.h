@@ -30,10 +30,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "util/sync/mutex.h"
 #include "ledger/hash/hash.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ledger/witnesses/http_post.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::witnesses {
 
@@ -59,8 +59,8 @@ struct Held {
 class Witnesses {
  public:
   struct Options {
-    std::string data_dir;       // MUST exist
-    int poll_ms = 100;          // how often a new checkpoint is looked for
+    std::string data_dir;  // MUST exist
+    int poll_ms = 100;     // how often a new checkpoint is looked for
     int max_backoff_ms = 10'000;
     std::function<int64_t()> now_s;  // POSIX seconds, for ages; default: the system clock
   };

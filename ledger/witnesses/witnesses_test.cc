@@ -24,8 +24,9 @@ class TestLog {
   void Grow(uint64_t size) {
     sync::MutexLock lock(&mu_);
     while (frontier_.size() < size) {
-      frontier_.Append(hash::LeafHash(absl::StrCat(frontier_.size())),
-                       [&](int level, uint64_t index, const Hash& h) { nodes_[{level, index}] = h; });
+      frontier_.Append(hash::LeafHash(absl::StrCat(frontier_.size())), [&](int level, uint64_t index, const Hash& h) {
+        nodes_[{level, index}] = h;
+      });
     }
     latest_ = size;
   }
@@ -58,7 +59,8 @@ class TestLog {
 struct InProcessWitness {
   InProcessWitness(const std::string& dir, const std::string& name, char seed, const std::string& log_vkey)
       : cosigner(*cosign::Cosigner::FromSeed(name, std::string(32, seed))),
-        witness(*witness::Witness::Open(dir, cosigner, {*note::Verifier::Parse(log_vkey)}, [] { return uint64_t{1700000000}; })) {}
+        witness(*witness::Witness::Open(dir, cosigner, {*note::Verifier::Parse(log_vkey)},
+                                        [] { return uint64_t{1700000000}; })) {}
   absl::StatusOr<HttpReply> Post(const std::string& url, const std::string& body) {
     ++posts;
     if (down) return absl::UnavailableError("witness down");
@@ -83,19 +85,19 @@ bool Eventually(F f) {
 class WitnessesTest : public ::testing::Test {
  protected:
   WitnessesTest()
-      : a_(dir_.Sub(""), "a.example/w", '\x0a', log_.vkey()),
-        b_(wdir_.path(), "b.example/w", '\x0b', log_.vkey()) {}
+      : a_(dir_.Sub(""), "a.example/w", '\x0a', log_.vkey()), b_(wdir_.path(), "b.example/w", '\x0b', log_.vkey()) {}
 
   std::unique_ptr<Witnesses> Start() {
-    std::string policy = absl::StrCat("log ", log_.vkey(), "\nwitness A ", a_.cosigner.VerifierKey(),
-                                      " http://a.example\nwitness B ", b_.cosigner.VerifierKey(),
-                                      " http://b.example\nwitness C ", c_.VerifierKey(), "\ngroup G 2 A B C\nquorum G\n");
+    std::string policy = absl::StrCat(
+        "log ", log_.vkey(), "\nwitness A ", a_.cosigner.VerifierKey(), " http://a.example\nwitness B ",
+        b_.cosigner.VerifierKey(), " http://b.example\nwitness C ", c_.VerifierKey(), "\ngroup G 2 A B C\nquorum G\n");
     Post post = [this](const std::string& url, const std::string& body) {
       EXPECT_TRUE(url == "http://a.example/add-checkpoint" || url == "http://b.example/add-checkpoint") << url;
       return url.starts_with("http://a.") ? a_.Post(url, body) : b_.Post(url, body);
     };
-    auto w = Witnesses::Start(*tlogpolicy::Policy::Parse(policy), log_.source(), post,
-                              {.data_dir = ldir_.path(), .poll_ms = 5, .max_backoff_ms = 50, .now_s = [] { return int64_t{1700000100}; }});
+    auto w = Witnesses::Start(
+        *tlogpolicy::Policy::Parse(policy), log_.source(), post,
+        {.data_dir = ldir_.path(), .poll_ms = 5, .max_backoff_ms = 50, .now_s = [] { return int64_t{1700000100}; }});
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() ? *std::move(w) : nullptr;
   }
@@ -183,9 +185,8 @@ TEST_F(WitnessesTest, AQuorumIsWaitedForBoundedAndTheMissingWitnessesAreNamed) {
   ASSERT_TRUE(Eventually([&] { return w->For(note).size() == 1; }));
   // B alone does not make "2 of A B C": refused after the wait, naming A and C.
   auto refused = w->CosignedWithQuorum(note, std::chrono::milliseconds(50));
-  EXPECT_EQ(refused.status(),
-            absl::UnavailableError("the checkpoint of size 8 lacks the witness quorum G after 50 ms: "
-                                   "no cosignature from A, C"));
+  EXPECT_EQ(refused.status(), absl::UnavailableError("the checkpoint of size 8 lacks the witness quorum G after 50 ms: "
+                                                     "no cosignature from A, C"));
   // A comes back while an export waits: the wait ends with both lines.
   std::thread revive([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -60,18 +60,13 @@ nlohmann::json StepJson(const pb::Step& s) {
     }
   }
   if (s.has_completion()) {
-    j["completion"] = {{"seq", s.completion_seq()},
-                       {"receipt_id", s.completion_receipt_id()},
-                       {"logged_at_us", s.completed_at_us()},
-                       {"status", StatusName(s.exec_status())},
-                       {"exit_code", s.exit_code()},
-                       {"duration_ms", s.duration_ms()},
+    j["completion"] = {{"seq", s.completion_seq()},           {"receipt_id", s.completion_receipt_id()},
+                       {"logged_at_us", s.completed_at_us()}, {"status", StatusName(s.exec_status())},
+                       {"exit_code", s.exit_code()},          {"duration_ms", s.duration_ms()},
                        {"cost_micros", s.exec_cost_micros()}};
   }
   if (s.has_unknown()) {
-    j["unknown"] = {{"seq", s.unknown_seq()},
-                    {"logged_at_us", s.unknown_at_us()},
-                    {"deadline_us", s.deadline_us()}};
+    j["unknown"] = {{"seq", s.unknown_seq()}, {"logged_at_us", s.unknown_at_us()}, {"deadline_us", s.deadline_us()}};
   }
   nlohmann::json anomalies = nlohmann::json::array();
   for (int a : s.anomalies()) anomalies.push_back(AnomalyName(static_cast<pb::Anomaly>(a)));

@@ -69,8 +69,7 @@ std::string StatePrefix(std::string_view team, int state) {
   return out;
 }
 
-std::string StateRow(std::string_view team, int state, uint64_t first_at_us,
-                     std::string_view step_key) {
+std::string StateRow(std::string_view team, int state, uint64_t first_at_us, std::string_view step_key) {
   return StatePrefix(team, state) + U64(first_at_us) + std::string(step_key);
 }
 
@@ -95,8 +94,6 @@ std::string StartRow(std::string_view team, std::string_view receipt_id) {
   return out;
 }
 
-std::string_view StepKeyOfRow(std::string_view row, size_t prefix_size) {
-  return row.substr(prefix_size + 8);
-}
+std::string_view StepKeyOfRow(std::string_view row, size_t prefix_size) { return row.substr(prefix_size + 8); }
 
 }  // namespace ledger::query

@@ -50,8 +50,7 @@ std::string TeamTimeRow(std::string_view team, uint64_t first_at_us, std::string
 std::string TeamTimePrefix(std::string_view team);
 std::string RunTimeRow(std::string_view run_key, uint64_t first_at_us, std::string_view step_key);
 std::string RunTimePrefix(std::string_view run_key);
-std::string StateRow(std::string_view team, int state, uint64_t first_at_us,
-                     std::string_view step_key);
+std::string StateRow(std::string_view team, int state, uint64_t first_at_us, std::string_view step_key);
 std::string StatePrefix(std::string_view team, int state);
 std::string RunsRow(std::string_view team, uint64_t first_at_us, std::string_view run_key);
 std::string RunsPrefix(std::string_view team);

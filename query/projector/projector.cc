@@ -4,7 +4,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
-
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -74,8 +73,7 @@ class Records {
   absl::flat_hash_map<std::string, std::string> deadlines_;
 
   template <typename M>
-  absl::StatusOr<M*> Find(Cache<M>& cache, Table t, const std::string& key, bool* exists,
-                          std::string_view what) {
+  absl::StatusOr<M*> Find(Cache<M>& cache, Table t, const std::string& key, bool* exists, std::string_view what) {
     auto it = cache.find(key);
     if (it == cache.end()) {
       auto raw = txn_.Get(t, key);
@@ -158,9 +156,7 @@ void Charge(pb::Step* s) {
   s->set_charged_cost_micros(conservative ? std::max(actual, s->cost_reserved_micros()) : actual);
 }
 
-StepKey KeyOf(const pb::Receipt& r) {
-  return {r.team(), r.run_id(), r.step_id(), r.attempt() > 0 ? r.attempt() : 1};
-}
+StepKey KeyOf(const pb::Receipt& r) { return {r.team(), r.run_id(), r.step_id(), r.attempt() > 0 ? r.attempt() : 1}; }
 
 // The run an entry belongs to.
 class RunEdit {
@@ -202,8 +198,7 @@ class RunEdit {
 // the indexes in step with it, and writes the StepChange.
 class StepEdit {
  public:
-  StepEdit(Records& records, const projection::Entry& e, RunEdit& run)
-      : records_(records), e_(e), run_(run) {}
+  StepEdit(Records& records, const projection::Entry& e, RunEdit& run) : records_(records), e_(e), run_(run) {}
 
   // Loads the step; creates it when `create` (else NOT_FOUND when absent).
   absl::Status Load(const StepKey& key, bool create) {
@@ -238,8 +233,7 @@ class StepEdit {
   pb::Step& step() { return *step_; }
 
   void Flag(pb::Anomaly a) {
-    if (std::find(step_->anomalies().begin(), step_->anomalies().end(), a) ==
-        step_->anomalies().end()) {
+    if (std::find(step_->anomalies().begin(), step_->anomalies().end(), a) == step_->anomalies().end()) {
       step_->add_anomalies(a);
     }
   }
@@ -250,8 +244,7 @@ class StepEdit {
     const bool indexed = records_.indexed();
     if (fresh_ && indexed) {
       txn.PutUnread(Table::kIndex, TeamTimeRow(key_.team, first_at, encoded_), "");
-      txn.PutUnread(Table::kIndex,
-                    RunTimeRow(EncodeRunKey(key_.team, key_.run_id), first_at, encoded_), "");
+      txn.PutUnread(Table::kIndex, RunTimeRow(EncodeRunKey(key_.team, key_.run_id), first_at, encoded_), "");
     }
     Charge(step_);
     pb::Run& run = run_.run();
@@ -276,8 +269,7 @@ class StepEdit {
     }
     if (!old_anomalous_ && step_->anomalies_size() > 0) run.set_anomalies(run.anomalies() + 1);
     run.set_actual_cost_micros(run.actual_cost_micros() + step_->actual_cost_micros() - old_actual_);
-    run.set_charged_cost_micros(run.charged_cost_micros() + step_->charged_cost_micros() -
-                                old_charged_);
+    run.set_charged_cost_micros(run.charged_cost_micros() + step_->charged_cost_micros() - old_charged_);
     step_->add_seqs(e_.seq);
     step_->set_last_seq(e_.seq);
     // A change is what a dashboard follows: the state, the start, the
@@ -298,12 +290,23 @@ class StepEdit {
 
   static void Count(pb::Run& run, int state, int delta) {
     switch (state) {
-      case pb::STEP_STATE_PENDING: run.set_steps_pending(run.steps_pending() + delta); break;
-      case pb::STEP_STATE_SUCCEEDED: run.set_steps_succeeded(run.steps_succeeded() + delta); break;
-      case pb::STEP_STATE_FAILED: run.set_steps_failed(run.steps_failed() + delta); break;
-      case pb::STEP_STATE_DENIED: run.set_steps_denied(run.steps_denied() + delta); break;
-      case pb::STEP_STATE_UNKNOWN: run.set_steps_unknown(run.steps_unknown() + delta); break;
-      default: break;
+      case pb::STEP_STATE_PENDING:
+        run.set_steps_pending(run.steps_pending() + delta);
+        break;
+      case pb::STEP_STATE_SUCCEEDED:
+        run.set_steps_succeeded(run.steps_succeeded() + delta);
+        break;
+      case pb::STEP_STATE_FAILED:
+        run.set_steps_failed(run.steps_failed() + delta);
+        break;
+      case pb::STEP_STATE_DENIED:
+        run.set_steps_denied(run.steps_denied() + delta);
+        break;
+      case pb::STEP_STATE_UNKNOWN:
+        run.set_steps_unknown(run.steps_unknown() + delta);
+        break;
+      default:
+        break;
     }
   }
 
@@ -410,8 +413,7 @@ absl::Status OnExec(Records& records, const projection::Entry& e, RunEdit& run) 
   if (step.decision() == pb::DECISION_DENY) {
     edit.Flag(pb::ANOMALY_COMPLETION_AFTER_DENY);
   } else if (step.has_completion()) {
-    edit.Flag(step.exec_status() == x.status() ? pb::ANOMALY_DUPLICATE_COMPLETION
-                                               : pb::ANOMALY_CONFLICTING_COMPLETION);
+    edit.Flag(step.exec_status() == x.status() ? pb::ANOMALY_DUPLICATE_COMPLETION : pb::ANOMALY_CONFLICTING_COMPLETION);
   } else if (step.has_unknown()) {
     edit.Flag(pb::ANOMALY_LATE_COMPLETION);
     RecordCompletion(step, e);
@@ -477,8 +479,7 @@ std::string Serialize(const google::protobuf::MessageLite& m) {
   return out;
 }
 
-absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries,
-                                  projection::Txn& txn) {
+absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries, projection::Txn& txn) {
   Records records(txn);
   for (const projection::Entry& entry : entries) {
     const pb::Receipt& r = *entry.receipt;
@@ -486,12 +487,21 @@ absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries,
     if (auto s = run.Load(); !s.ok()) return s;
     absl::Status s;
     switch (r.body_case()) {
-      case pb::Receipt::kAgentStart: s = OnStart(records, entry, run); break;
-      case pb::Receipt::kAgentExec: s = OnExec(records, entry, run); break;
-      case pb::Receipt::kStepUnknown: s = OnUnknown(records, entry, run); break;
+      case pb::Receipt::kAgentStart:
+        s = OnStart(records, entry, run);
+        break;
+      case pb::Receipt::kAgentExec:
+        s = OnExec(records, entry, run);
+        break;
+      case pb::Receipt::kStepUnknown:
+        s = OnUnknown(records, entry, run);
+        break;
       case pb::Receipt::kModelCall:
-      case pb::Receipt::kToolCall: s = OnCall(records, entry, run); break;
-      case pb::Receipt::BODY_NOT_SET: break;
+      case pb::Receipt::kToolCall:
+        s = OnCall(records, entry, run);
+        break;
+      case pb::Receipt::BODY_NOT_SET:
+        break;
     }
     if (!s.ok()) return s;
   }

@@ -30,8 +30,8 @@
 #include <string>
 
 #include "google/protobuf/message_lite.h"
-#include "nlohmann/json.hpp"
 #include "ledger/projection/projection.h"
+#include "nlohmann/json.hpp"
 #include "query.pb.h"
 
 namespace ledger::query {

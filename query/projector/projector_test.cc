@@ -45,12 +45,9 @@ class Log {
   }
 
   // Whether `row` was written or deleted at all.
-  bool Touched(const std::string& row) {
-    return txn_.writes()[static_cast<int>(Table::kIndex)].contains(row);
-  }
+  bool Touched(const std::string& row) { return txn_.writes()[static_cast<int>(Table::kIndex)].contains(row); }
 
-  pb::Step Step(const std::string& team, const std::string& run, const std::string& step,
-                int64_t attempt = 1) {
+  pb::Step Step(const std::string& team, const std::string& run, const std::string& step, int64_t attempt = 1) {
     auto raw = txn_.Get(Table::kSteps, EncodeStepKey({team, run, step, attempt}));
     pb::Step s;
     EXPECT_TRUE(raw.ok() && raw->has_value()) << "no step " << step;
@@ -81,38 +78,35 @@ class Log {
 };
 
 std::string Start(const std::string& id, const std::string& step, const std::string& extra = "") {
-  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":"t","run_id":"r","step_id":")" +
-         step + R"(","occurred_at_us":1,"decision":"allow","timeout_ms":60000,"cost_reserved_micros":500)" +
-         extra + "}";
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":"t","run_id":"r","step_id":")" + step +
+         R"(","occurred_at_us":1,"decision":"allow","timeout_ms":60000,"cost_reserved_micros":500)" + extra + "}";
 }
 
 std::string Deny(const std::string& id, const std::string& step) {
-  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":"t","run_id":"r","step_id":")" +
-         step + R"(","occurred_at_us":1,"decision":"deny","reason":"policy"})";
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":"t","run_id":"r","step_id":")" + step +
+         R"(","occurred_at_us":1,"decision":"deny","reason":"policy"})";
 }
 
-std::string Exec(const std::string& id, const std::string& start, const std::string& step,
-                 const std::string& status, int cost = 100, const std::string& team = "t") {
-  return R"({"receipt_id":")" + id + R"(","kind":"agent_exec","team":")" + team +
-         R"(","run_id":"r","step_id":")" + step + R"(","occurred_at_us":2,"start_receipt_id":")" +
-         start + R"(","status":")" + status + R"(","cost_micros":)" + std::to_string(cost) + "}";
+std::string Exec(const std::string& id, const std::string& start, const std::string& step, const std::string& status,
+                 int cost = 100, const std::string& team = "t") {
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_exec","team":")" + team + R"(","run_id":"r","step_id":")" +
+         step + R"(","occurred_at_us":2,"start_receipt_id":")" + start + R"(","status":")" + status +
+         R"(","cost_micros":)" + std::to_string(cost) + "}";
 }
 
-std::string Call(const std::string& id, const std::string& step, const std::string& decision,
-                 int cost, const std::string& kind = "model_call") {
-  std::string body = kind == "model_call" ? R"("route":"m","input_tokens":10,"output_tokens":5)"
-                                          : R"("tool":"git")";
-  return R"({"receipt_id":")" + id + R"(","kind":")" + kind +
-         R"(","team":"t","run_id":"r","step_id":")" + step +
-         R"(","occurred_at_us":3,"decision":")" + decision + R"(",)" + body +
-         R"(,"cost_micros":)" + std::to_string(cost) + "}";
+std::string Call(const std::string& id, const std::string& step, const std::string& decision, int cost,
+                 const std::string& kind = "model_call") {
+  std::string body = kind == "model_call" ? R"("route":"m","input_tokens":10,"output_tokens":5)" : R"("tool":"git")";
+  return R"({"receipt_id":")" + id + R"(","kind":")" + kind + R"(","team":"t","run_id":"r","step_id":")" + step +
+         R"(","occurred_at_us":3,"decision":")" + decision + R"(",)" + body + R"(,"cost_micros":)" +
+         std::to_string(cost) + "}";
 }
 
 std::string Unknown(uint64_t start_seq, const std::string& start_id, const std::string& step) {
   return R"({"receipt_id":"ledger.unknown.)" + std::to_string(start_seq) +
          R"(","kind":"step_unknown","team":"t","run_id":"r","step_id":")" + step +
-         R"(","occurred_at_us":4,"start_seq":)" + std::to_string(start_seq) +
-         R"(,"start_receipt_id":")" + start_id + R"(","deadline_us":99})";
+         R"(","occurred_at_us":4,"start_seq":)" + std::to_string(start_seq) + R"(,"start_receipt_id":")" + start_id +
+         R"(","deadline_us":99})";
 }
 
 std::vector<pb::Anomaly> Flags(const pb::Step& s) {
@@ -204,8 +198,7 @@ TEST(ProjectorTest, StartOfAnotherTeamIsAnOrphan) {
   log.Add(Start("a", "s1"));
   log.Add(Exec("b", "a", "s1", "succeeded", 1, "other-team"));
   EXPECT_EQ(log.Step("t", "r", "s1").state(), pb::STEP_STATE_PENDING);  // untouched
-  EXPECT_EQ(Flags(log.Step("other-team", "r", "s1")),
-            std::vector<pb::Anomaly>{pb::ANOMALY_ORPHAN_COMPLETION});
+  EXPECT_EQ(Flags(log.Step("other-team", "r", "s1")), std::vector<pb::Anomaly>{pb::ANOMALY_ORPHAN_COMPLETION});
 }
 
 TEST(ProjectorTest, DuplicateAndConflictingCompletions) {
@@ -217,8 +210,7 @@ TEST(ProjectorTest, DuplicateAndConflictingCompletions) {
   log.Add(Exec("d", "a", "s1", "killed"));
   pb::Step s = log.Step("t", "r", "s1");
   EXPECT_EQ(s.state(), pb::STEP_STATE_SUCCEEDED);  // the first completion stands
-  EXPECT_EQ(Flags(s), (std::vector<pb::Anomaly>{pb::ANOMALY_DUPLICATE_COMPLETION,
-                                                pb::ANOMALY_CONFLICTING_COMPLETION}));
+  EXPECT_EQ(Flags(s), (std::vector<pb::Anomaly>{pb::ANOMALY_DUPLICATE_COMPLETION, pb::ANOMALY_CONFLICTING_COMPLETION}));
 }
 
 TEST(ProjectorTest, MismatchedCompletionDoesNotCompleteTheStart) {
@@ -283,8 +275,7 @@ TEST(ProjectorTest, IndexesFollowTheState) {
 
 TEST(ProjectorTest, DeadlineRowOfAStepStartedAndFinishedInOneBatchIsNeverWritten) {
   Log log;
-  log.AddBatch({Start("a", "s1"), Call("c", "s1", "allow", 5), Exec("b", "a", "s1", "succeeded"),
-                Start("d", "s2")});
+  log.AddBatch({Start("a", "s1"), Call("c", "s1", "allow", 5), Exec("b", "a", "s1", "succeeded"), Start("d", "s2")});
   pb::Step s1 = log.Step("t", "r", "s1"), s2 = log.Step("t", "r", "s2");
   EXPECT_EQ(s1.state(), pb::STEP_STATE_SUCCEEDED);
   EXPECT_FALSE(log.Touched(DeadlineRow(s1.timeout_at_us(), 0)));
@@ -318,10 +309,17 @@ TEST(ProjectorTest, OutcomesOnlyTxnGetsTheSameStepsAndRunsAndNoRows) {
     bool keeps = true;
     int given = 0;
   };
-  std::vector<std::string> jsons = {
-      Start("a", "s1"), Call("c", "s1", "allow", 5), Start("d", "s2"), Deny("x", "s3"),
-      Exec("b", "a", "s1", "succeeded"), Exec("e", "d", "s2", "error"), Exec("y", "x", "s3", "succeeded"),
-      Start("f", "s4"), Unknown(7, "f", "s4"), Exec("g", "f", "s4", "succeeded"), Exec("h", "nope", "s5", "failed")};
+  std::vector<std::string> jsons = {Start("a", "s1"),
+                                    Call("c", "s1", "allow", 5),
+                                    Start("d", "s2"),
+                                    Deny("x", "s3"),
+                                    Exec("b", "a", "s1", "succeeded"),
+                                    Exec("e", "d", "s2", "error"),
+                                    Exec("y", "x", "s3", "succeeded"),
+                                    Start("f", "s4"),
+                                    Unknown(7, "f", "s4"),
+                                    Exec("g", "f", "s4", "succeeded"),
+                                    Exec("h", "nope", "s5", "failed")};
   std::vector<pb::Receipt> receipts;
   for (const auto& json : jsons) {
     auto r = receipt::FromJsonText(json);
@@ -364,7 +362,9 @@ TEST(KeysTest, StepKeyRoundTripAndOrder) {
   auto back = DecodeStepKey(EncodeStepKey(k));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, k);
-  EXPECT_FALSE(DecodeStepKey("\x05" "ab").ok());
+  EXPECT_FALSE(DecodeStepKey("\x05"
+                             "ab")
+                   .ok());
   EXPECT_LT(TeamTimeRow("t", 5, "z"), TeamTimeRow("t", 6, "a"));  // time orders rows
   EXPECT_EQ(StateName(pb::STEP_STATE_UNKNOWN), "unknown");
   EXPECT_EQ(AnomalyName(pb::ANOMALY_LATE_COMPLETION), "late_completion");
@@ -393,16 +393,24 @@ TEST(KeysTest, PrefixesTheStoreCutsAreTeamAndRunOrFamilyAndTeam) {
 // characters in their strings, and extreme numbers.
 TEST(ProjectorJsonTest, DirectWritersMatchTheJsonTrees) {
   std::mt19937_64 rng(11);
-  const std::vector<std::string> strings = {"", "run-1", "quote\" back\\slash", "tab\tnew\nline\r",
-                                            std::string("nul\0ctl\x01\x1f\x7f", 11), "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x94\x91",
+  const std::vector<std::string> strings = {"",
+                                            "run-1",
+                                            "quote\" back\\slash",
+                                            "tab\tnew\nline\r",
+                                            std::string("nul\0ctl\x01\x1f\x7f", 11),
+                                            "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x94\x91",
                                             "</script>&"};
   auto str = [&] { return strings[rng() % strings.size()]; };
   auto num = [&]() -> int64_t {
     switch (rng() % 4) {
-      case 0: return 0;
-      case 1: return INT64_MAX;
-      case 2: return INT64_MIN;
-      default: return static_cast<int64_t>(rng() % 100000) - 50000;
+      case 0:
+        return 0;
+      case 1:
+        return INT64_MAX;
+      case 2:
+        return INT64_MIN;
+      default:
+        return static_cast<int64_t>(rng() % 100000) - 50000;
     }
   };
   auto calls = [&](pb::CallTotals* c) {

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/status.h"
 #include "ledger/hash/hash.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
+#include "server/status.h"
 
 namespace ledger::query {
 namespace {
@@ -22,8 +22,7 @@ constexpr int kMaxPageSize = 1000;
 constexpr char kTokenVersion = 0x01;
 
 grpc::Status Invalid(std::string_view field, std::string_view rule) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      absl::StrCat(std::string(field), ": ", std::string(rule)));
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, absl::StrCat(std::string(field), ": ", std::string(rule)));
 }
 
 using server::ToGrpc;
@@ -38,8 +37,8 @@ absl::StatusOr<auth::Caller> Allow(auth::Gate* gate, grpc::ServerContext* ctx, c
 
 bool IsTeam(const std::string& t) {
   return !t.empty() && t.size() <= 63 && std::all_of(t.begin(), t.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-         });
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
 }
 
 // The key just after every key starting with `prefix`.
@@ -49,14 +48,11 @@ std::string PrefixEnd(std::string prefix) {
   return prefix;
 }
 
-std::string EncodeToken(std::string_view row) {
-  return hash::Base64(std::string(1, kTokenVersion) + std::string(row));
-}
+std::string EncodeToken(std::string_view row) { return hash::Base64(std::string(1, kTokenVersion) + std::string(row)); }
 
 absl::StatusOr<std::string> DecodeToken(const std::string& token, std::string_view prefix) {
   auto raw = hash::Base64Decode(token);
-  if (!raw.ok() || raw->empty() || (*raw)[0] != kTokenVersion ||
-      raw->compare(1, prefix.size(), prefix) != 0) {
+  if (!raw.ok() || raw->empty() || (*raw)[0] != kTokenVersion || raw->compare(1, prefix.size(), prefix) != 0) {
     return absl::InvalidArgumentError("page_token: not a token of this query");
   }
   return raw->substr(1);
@@ -88,12 +84,10 @@ bool Matches(const pb::StepFilter& f, const pb::Step& s) {
   if (s.team() != f.team()) return false;
   if (!f.run_id().empty() && s.run_id() != f.run_id()) return false;
   if (!f.trace_id().empty() && s.trace_id() != f.trace_id()) return false;
-  if (f.states_size() > 0 &&
-      std::find(f.states().begin(), f.states().end(), s.state()) == f.states().end()) {
+  if (f.states_size() > 0 && std::find(f.states().begin(), f.states().end(), s.state()) == f.states().end()) {
     return false;
   }
-  if (f.anomalies_size() > 0 &&
-      std::none_of(s.anomalies().begin(), s.anomalies().end(), [&](int a) {
+  if (f.anomalies_size() > 0 && std::none_of(s.anomalies().begin(), s.anomalies().end(), [&](int a) {
         return std::find(f.anomalies().begin(), f.anomalies().end(), a) != f.anomalies().end();
       })) {
     return false;
@@ -105,8 +99,7 @@ bool Matches(const pb::StepFilter& f, const pb::Step& s) {
 
 }  // namespace
 
-grpc::Status QueryService::GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request,
-                                   pb::Step* response) {
+grpc::Status QueryService::GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request, pb::Step* response) {
   if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
   auto caller = Allow(gate_, ctx, request->team());
   if (!caller.ok()) return ToGrpc(caller.status());
@@ -114,14 +107,13 @@ grpc::Status QueryService::GetStep(grpc::ServerContext* ctx, const pb::GetStepRe
     return Invalid(request->run_id().empty() ? "run_id" : "step_id", "required");
   }
   if (request->attempt() < 0) return Invalid("attempt", "must be >= 1 (0: 1)");
-  StepKey key{request->team(), request->run_id(), request->step_id(),
-              request->attempt() == 0 ? 1 : request->attempt()};
+  StepKey key{request->team(), request->run_id(), request->step_id(), request->attempt() == 0 ? 1 : request->attempt()};
   auto raw = log_->store().GetProjection(Table::kSteps, EncodeStepKey(key));
   if (!raw.ok()) return ToGrpc(raw.status());
   if (!raw->has_value()) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("step: no step '", key.step_id, "' (attempt ", key.attempt,
-                                     ") in run '", key.run_id, "' of team ", key.team));
+                        absl::StrCat("step: no step '", key.step_id, "' (attempt ", key.attempt, ") in run '",
+                                     key.run_id, "' of team ", key.team));
   }
   if (!response->ParseFromString(**raw)) {
     return grpc::Status(grpc::StatusCode::DATA_LOSS, "projection: malformed step record");
@@ -131,8 +123,8 @@ grpc::Status QueryService::GetStep(grpc::ServerContext* ctx, const pb::GetStepRe
 
 // Pending steps of a team, newest first, from the deadline rows: the pending
 // set is the steps in flight, so it is read whole and sorted.
-grpc::Status ListPending(const store::Store& store, const pb::StepFilter& f, int page_size,
-                         const std::string& token, pb::ListStepsResponse* response) {
+grpc::Status ListPending(const store::Store& store, const pb::StepFilter& f, int page_size, const std::string& token,
+                         pb::ListStepsResponse* response) {
   std::string prefix = StatePrefix(f.team(), pb::STEP_STATE_PENDING);
   std::string after;
   if (!token.empty()) {
@@ -152,15 +144,14 @@ grpc::Status ListPending(const store::Store& store, const pb::StepFilter& f, int
           return false;
         }
         if (step.state() != pb::STEP_STATE_PENDING || !Matches(f, step)) return true;
-        std::string row = StateRow(f.team(), pb::STEP_STATE_PENDING,
-                                   static_cast<uint64_t>(step.first_at_us()), step_key);
+        std::string row =
+            StateRow(f.team(), pb::STEP_STATE_PENDING, static_cast<uint64_t>(step.first_at_us()), step_key);
         if (after.empty() || row < after) rows.emplace_back(std::move(row), std::move(step));
         return true;
       });
   if (!scanned.ok()) return ToGrpc(scanned);
   if (!read.ok()) return ToGrpc(read);
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t i = 0; i < rows.size() && static_cast<int>(i) < page_size; ++i) {
     *response->add_steps() = std::move(rows[i].second);
   }
@@ -204,8 +195,8 @@ grpc::Status QueryService::ListSteps(grpc::ServerContext* ctx, const pb::ListSte
   std::string last_row;
   bool more = false;
   absl::Status read;
-  absl::Status scanned = store.ScanProjection(
-      Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
+  absl::Status scanned =
+      store.ScanProjection(Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
         if (response->steps_size() >= page_size || examined >= budget) {
           more = true;
           return false;
@@ -227,8 +218,7 @@ grpc::Status QueryService::ListSteps(grpc::ServerContext* ctx, const pb::ListSte
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetRun(grpc::ServerContext* ctx, const pb::GetRunRequest* request,
-                                  pb::Run* response) {
+grpc::Status QueryService::GetRun(grpc::ServerContext* ctx, const pb::GetRunRequest* request, pb::Run* response) {
   if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
   auto caller = Allow(gate_, ctx, request->team());
   if (!caller.ok()) return ToGrpc(caller.status());
@@ -255,8 +245,7 @@ grpc::Status QueryService::ListRuns(grpc::ServerContext* ctx, const pb::ListRuns
   if (auto s = CheckPageSize(request->page_size(), &page_size); !s.ok()) return s;
   std::string prefix = RunsPrefix(request->team());
   std::string lower = prefix + U64(static_cast<uint64_t>(request->from_us()));
-  std::string upper = request->to_us() != 0 ? prefix + U64(static_cast<uint64_t>(request->to_us()))
-                                            : PrefixEnd(prefix);
+  std::string upper = request->to_us() != 0 ? prefix + U64(static_cast<uint64_t>(request->to_us())) : PrefixEnd(prefix);
   if (!request->page_token().empty()) {
     auto after = DecodeToken(request->page_token(), prefix);
     if (!after.ok()) return ToGrpc(after.status());
@@ -266,8 +255,8 @@ grpc::Status QueryService::ListRuns(grpc::ServerContext* ctx, const pb::ListRuns
   std::string last_row;
   bool more = false;
   absl::Status read;
-  absl::Status scanned = store.ScanProjection(
-      Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
+  absl::Status scanned =
+      store.ScanProjection(Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
         if (response->runs_size() >= page_size) {
           more = true;
           return false;

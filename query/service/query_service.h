@@ -23,12 +23,10 @@ class QueryService final : public pb::QueryService::Service {
   // projections. Every call needs a caller allowed to query its team.
   QueryService(const log::Log* log, auth::Gate* gate) : log_(log), gate_(gate) {}
 
-  grpc::Status GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request,
-                       pb::Step* response) override;
+  grpc::Status GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request, pb::Step* response) override;
   grpc::Status ListSteps(grpc::ServerContext* ctx, const pb::ListStepsRequest* request,
                          pb::ListStepsResponse* response) override;
-  grpc::Status GetRun(grpc::ServerContext* ctx, const pb::GetRunRequest* request,
-                      pb::Run* response) override;
+  grpc::Status GetRun(grpc::ServerContext* ctx, const pb::GetRunRequest* request, pb::Run* response) override;
   grpc::Status ListRuns(grpc::ServerContext* ctx, const pb::ListRunsRequest* request,
                         pb::ListRunsResponse* response) override;
   grpc::Status ListTeams(grpc::ServerContext* ctx, const pb::ListTeamsRequest* request,

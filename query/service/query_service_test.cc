@@ -1,5 +1,7 @@
 // Steps through the real gRPC API: a server on a loopback port with the
 // projector, the query service and a sweeper on an injected clock.
+#include "query/service/query_service.h"
+
 #include <atomic>
 #include <future>
 #include <map>
@@ -11,12 +13,11 @@
 #include "gtest/gtest.h"
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
-#include "server/server.h"
 #include "ledger_service.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
-#include "query/service/query_service.h"
 #include "query/service/sweeper.h"
+#include "server/server.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::query {
@@ -117,36 +118,33 @@ class QueryTest : public ::testing::Test {
 
 std::string Start(const std::string& id, const std::string& step, int timeout_ms = 60'000,
                   const std::string& run = "run-1", const std::string& team = "team-a") {
-  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":")" + team +
-         R"(","run_id":")" + run + R"(","step_id":")" + step +
-         R"(","occurred_at_us":1,"decision":"allow","timeout_ms":)" + std::to_string(timeout_ms) +
-         R"(,"cost_reserved_micros":1000})";
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":")" + team + R"(","run_id":")" + run +
+         R"(","step_id":")" + step + R"(","occurred_at_us":1,"decision":"allow","timeout_ms":)" +
+         std::to_string(timeout_ms) + R"(,"cost_reserved_micros":1000})";
 }
 
 std::string Deny(const std::string& id, const std::string& step) {
-  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":"team-a","run_id":"run-1","step_id":")" +
-         step + R"(","occurred_at_us":1,"decision":"deny","reason":"image not allowed"})";
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_start","team":"team-a","run_id":"run-1","step_id":")" + step +
+         R"(","occurred_at_us":1,"decision":"deny","reason":"image not allowed"})";
 }
 
-std::string Exec(const std::string& id, const std::string& start, const std::string& step,
-                 const std::string& status, const std::string& run = "run-1",
-                 const std::string& team = "team-a") {
-  return R"({"receipt_id":")" + id + R"(","kind":"agent_exec","team":")" + team +
-         R"(","run_id":")" + run + R"(","step_id":")" + step +
-         R"(","occurred_at_us":2,"start_receipt_id":")" + start + R"(","status":")" + status +
-         R"(","exit_code":0,"cost_micros":250})";
+std::string Exec(const std::string& id, const std::string& start, const std::string& step, const std::string& status,
+                 const std::string& run = "run-1", const std::string& team = "team-a") {
+  return R"({"receipt_id":")" + id + R"(","kind":"agent_exec","team":")" + team + R"(","run_id":")" + run +
+         R"(","step_id":")" + step + R"(","occurred_at_us":2,"start_receipt_id":")" + start + R"(","status":")" +
+         status + R"(","exit_code":0,"cost_micros":250})";
 }
 
 std::string Model(const std::string& id, const std::string& step, const std::string& decision) {
-  return R"({"receipt_id":")" + id + R"(","kind":"model_call","team":"team-a","run_id":"run-1","step_id":")" +
-         step + R"(","occurred_at_us":3,"route":"openai/gpt","decision":")" + decision +
+  return R"({"receipt_id":")" + id + R"(","kind":"model_call","team":"team-a","run_id":"run-1","step_id":")" + step +
+         R"(","occurred_at_us":3,"route":"openai/gpt","decision":")" + decision +
          R"(","input_tokens":100,"output_tokens":20,"cost_micros":40})";
 }
 
 TEST_F(QueryTest, EveryState) {
   Append({Start("p", "pending")});
-  Append({Start("s", "ok"), Model("m1", "ok", "allow"), Model("m2", "ok", "deny"),
-          Exec("s-x", "s", "ok", "succeeded")});
+  Append(
+      {Start("s", "ok"), Model("m1", "ok", "allow"), Model("m2", "ok", "deny"), Exec("s-x", "s", "ok", "succeeded")});
   Append({Start("f", "bad"), Exec("f-x", "f", "bad", "timed_out")});
   Append({Deny("d", "denied")});
   Append({Start("u", "lost", 500)});
@@ -181,8 +179,7 @@ TEST_F(QueryTest, EveryState) {
   ASSERT_TRUE(reader->Read(&e));
   EXPECT_NE(e.leaf().find(R"("emitter":"ledger")"), std::string::npos);
   EXPECT_NE(e.leaf().find(R"("kind":"step_unknown")"), std::string::npos);
-  EXPECT_NE(e.leaf().find(R"("receipt_id":"ledger.unknown.)" + std::to_string(lost.start_seq())),
-            std::string::npos);
+  EXPECT_NE(e.leaf().find(R"("receipt_id":"ledger.unknown.)" + std::to_string(lost.start_seq())), std::string::npos);
   EXPECT_TRUE(reader->Finish().ok());
 
   pb::GetRunRequest rr;
@@ -216,12 +213,12 @@ TEST_F(QueryTest, EveryAnomaly) {
   Append({Exec("orphan-x", "never-started", "orphan", "succeeded")});
   EXPECT_EQ(Anomalies(Step("orphan")), std::vector<pb::Anomaly>{pb::ANOMALY_ORPHAN_COMPLETION});
 
-  Append({Start("dup", "dup"), Exec("dup-1", "dup", "dup", "failed"),
-          Exec("dup-2", "dup", "dup", "failed"), Exec("dup-3", "dup", "dup", "killed")});
+  Append({Start("dup", "dup"), Exec("dup-1", "dup", "dup", "failed"), Exec("dup-2", "dup", "dup", "failed"),
+          Exec("dup-3", "dup", "dup", "killed")});
   pb::Step dup = Step("dup");
   EXPECT_EQ(dup.exec_status(), pb::EXEC_STATUS_FAILED);
-  EXPECT_EQ(Anomalies(dup), (std::vector<pb::Anomaly>{pb::ANOMALY_DUPLICATE_COMPLETION,
-                                                      pb::ANOMALY_CONFLICTING_COMPLETION}));
+  EXPECT_EQ(Anomalies(dup),
+            (std::vector<pb::Anomaly>{pb::ANOMALY_DUPLICATE_COMPLETION, pb::ANOMALY_CONFLICTING_COMPLETION}));
 
   Append({Start("mm", "mm"), Exec("mm-x", "mm", "other-step", "succeeded")});
   pb::Step mm = Step("mm");
@@ -476,11 +473,13 @@ TEST_F(QueryTest, WatchResumesWithoutGapOrDuplicateWhileAppendsContinue) {
   // calls (to another step) are not changes.
   std::set<uint64_t> expected;
   const store::Store& store = log_->store();
-  ASSERT_TRUE(store.ScanProjection(projection::Table::kChanges, "", "", false,
-                                   [&](std::string_view k, std::string_view) {
-                                     expected.insert(ReadU64(k));
-                                     return true;
-                                   }).ok());
+  ASSERT_TRUE(store
+                  .ScanProjection(projection::Table::kChanges, "", "", false,
+                                  [&](std::string_view k, std::string_view) {
+                                    expected.insert(ReadU64(k));
+                                    return true;
+                                  })
+                  .ok());
   EXPECT_EQ(std::set<uint64_t>(got.begin(), got.end()), expected);
 }
 
@@ -516,10 +515,14 @@ std::map<std::string, std::string> Dump(const store::Store& store) {
   std::map<std::string, std::string> out;
   for (int t = 0; t < projection::kTableCount; ++t) {
     auto table = static_cast<projection::Table>(t);
-    EXPECT_TRUE(store.ScanProjection(table, "", "", false, [&](std::string_view k, std::string_view v) {
-      out[std::string(projection::TableName(table)) + "/" + std::string(k)] = std::string(v);
-      return true;
-    }).ok());
+    EXPECT_TRUE(store
+                    .ScanProjection(table, "", "", false,
+                                    [&](std::string_view k, std::string_view v) {
+                                      out[std::string(projection::TableName(table)) + "/" + std::string(k)] =
+                                          std::string(v);
+                                      return true;
+                                    })
+                    .ok());
   }
   return out;
 }
@@ -534,12 +537,17 @@ TEST_F(QueryTest, RebuildIsByteIdenticalToLiveProjections) {
       std::string id = "r" + std::to_string(n);
       std::string run = "run-" + std::to_string(rng() % 7);
       switch (rng() % 8) {
-        case 0: case 1: case 2:
+        case 0:
+        case 1:
+        case 2:
           batch.push_back(Start(id, "st" + std::to_string(n), 1 + rng() % 3000, run));
           started.push_back(id + "|" + run + "|st" + std::to_string(n));
           break;
-        case 3: batch.push_back(Deny(id, "dn" + std::to_string(n))); break;
-        case 4: case 5: {
+        case 3:
+          batch.push_back(Deny(id, "dn" + std::to_string(n)));
+          break;
+        case 4:
+        case 5: {
           if (started.empty()) break;
           std::string s = started[rng() % started.size()];
           std::string sid = s.substr(0, s.find('|'));
@@ -550,8 +558,12 @@ TEST_F(QueryTest, RebuildIsByteIdenticalToLiveProjections) {
           batch.push_back(Exec(id, sid, rng() % 10 == 0 ? "wrong" : step, st[rng() % 4], srun));
           break;
         }
-        case 6: batch.push_back(Model(id, "st" + std::to_string(rng() % (n + 1)), rng() % 3 ? "allow" : "deny")); break;
-        default: batch.push_back(Exec(id, "ghost" + std::to_string(n), "gh", "error")); break;
+        case 6:
+          batch.push_back(Model(id, "st" + std::to_string(rng() % (n + 1)), rng() % 3 ? "allow" : "deny"));
+          break;
+        default:
+          batch.push_back(Exec(id, "ghost" + std::to_string(n), "gh", "error"));
+          break;
       }
     }
     if (!batch.empty()) Append(batch);
@@ -565,8 +577,9 @@ TEST_F(QueryTest, RebuildIsByteIdenticalToLiveProjections) {
   uint64_t size = log_->head().size;
   Close();
   uint64_t progress_seen = 0;
-  ASSERT_TRUE(log::RebuildProjections(dir_.Sub("data"), projector_,
-                                      [&](uint64_t done, uint64_t) { progress_seen = done; }).ok());
+  ASSERT_TRUE(log::RebuildProjections(dir_.Sub("data"), projector_, [&](uint64_t done, uint64_t) {
+                progress_seen = done;
+              }).ok());
   EXPECT_EQ(progress_seen, size);
   auto store = *store::Store::Open(dir_.Sub("data") + "/db");
   auto rebuilt = Dump(*store);
@@ -586,8 +599,7 @@ TEST_F(QueryTest, ProjectionsBehindTheLogAreCaughtUpAtOpen) {
     auto plain = *log::Log::Open(o, signer_);  // no projector
     std::promise<void> done;
     receipt::Receipt a = *receipt::FromJsonText(Start("a", "a"));
-    ASSERT_TRUE(plain->Append("t", {&a},
-                              [&](std::vector<sequencer::Outcome>) { done.set_value(); }).ok());
+    ASSERT_TRUE(plain->Append("t", {&a}, [&](std::vector<sequencer::Outcome>) { done.set_value(); }).ok());
     done.get_future().wait();
   }
   log::Log::Options o;

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "util/jsonlog/jsonlog.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
+#include "util/jsonlog/jsonlog.h"
 
 namespace ledger::query {
 
@@ -47,9 +47,9 @@ void Sweeper::Failed(uint64_t start_seq, const absl::Status& why) {
   jsonlog::Error("step_unknown_not_declared")
       .Int("start_seq", static_cast<int64_t>(start_seq))
       .Str("code", absl::StatusCodeToString(why.code()))
-      .Msg(absl::StrCat("sweeper: the step started at seq ", start_seq,
-                        " is due but could not be declared unknown (logged once; retried at every sweep): ",
-                        why.message()))
+      .Msg(absl::StrCat(
+          "sweeper: the step started at seq ", start_seq,
+          " is due but could not be declared unknown (logged once; retried at every sweep): ", why.message()))
       .Emit();
 }
 
@@ -99,8 +99,7 @@ absl::StatusOr<int> Sweeper::SweepAt(int64_t now) {
   return declared;
 }
 
-absl::StatusOr<receipt::Receipt> Sweeper::UnknownOf(std::string_view step_key, int64_t now,
-                                                    int64_t grace_us) const {
+absl::StatusOr<receipt::Receipt> Sweeper::UnknownOf(std::string_view step_key, int64_t now, int64_t grace_us) const {
   auto step_raw = log_->store().GetProjection(projection::Table::kSteps, step_key);
   pb::Step step;
   if (!step_raw.ok() || !step_raw->has_value() || !step.ParseFromString(**step_raw)) {
@@ -122,15 +121,13 @@ absl::StatusOr<receipt::Receipt> Sweeper::UnknownOf(std::string_view step_key, i
   return r;
 }
 
-std::vector<std::pair<size_t, absl::Status>> Sweeper::Declare(std::span<const receipt::Receipt> chunk,
-                                                              int* declared) {
+std::vector<std::pair<size_t, absl::Status>> Sweeper::Declare(std::span<const receipt::Receipt> chunk, int* declared) {
   std::vector<const receipt::Receipt*> items;
   for (const auto& r : chunk) items.push_back(&r);
   std::promise<std::vector<sequencer::Outcome>> done;
   auto outcomes = done.get_future();
-  absl::Status s = log_->AppendAsLedger(std::move(items), [&](std::vector<sequencer::Outcome> o) {
-    done.set_value(std::move(o));
-  });
+  absl::Status s =
+      log_->AppendAsLedger(std::move(items), [&](std::vector<sequencer::Outcome> o) { done.set_value(std::move(o)); });
   std::vector<std::pair<size_t, absl::Status>> failed;
   if (!s.ok()) {
     for (size_t i = 0; i < chunk.size(); ++i) failed.emplace_back(i, s);

@@ -27,15 +27,15 @@
 #include <set>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "ledger/log/log.h"
-#include "util/stats/stats.h"
 #include "ledger/sequencer/sequencer.h"
+#include "util/stats/stats.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::query {
@@ -92,7 +92,7 @@ class Sweeper {
   stats::CounterFamily declared_by_team_;
   stats::Counter failures_;
   std::atomic<uint64_t> overdue_{0};
-  sync::Mutex sweep_mu_;  // one sweep at a time
+  sync::Mutex sweep_mu_;                                  // one sweep at a time
   std::set<uint64_t> logged_ ABSL_GUARDED_BY(sweep_mu_);  // start seqs whose failure was logged
   sync::Mutex mu_;
   sync::CondVar cv_;

@@ -16,9 +16,7 @@ TEST(Histogram, CumulativeBucketsCountAndSum) {
   EXPECT_DOUBLE_EQ(s.sum, 564.5);
 }
 
-TEST(Histogram, Decades) {
-  EXPECT_EQ(Histogram::Decades(100), (std::vector<double>{1, 2, 5, 10, 20, 50, 100}));
-}
+TEST(Histogram, Decades) { EXPECT_EQ(Histogram::Decades(100), (std::vector<double>{1, 2, 5, 10, 20, 50, 100})); }
 
 TEST(Histogram, FamiliesKeepOneHistogramPerLabelTuple) {
   HistogramFamily f({1, 10});

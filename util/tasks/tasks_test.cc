@@ -6,8 +6,8 @@
 #include <string>
 #include <thread>
 
-#include "util/tasks/channel.h"
 #include "gtest/gtest.h"
+#include "util/tasks/channel.h"
 
 namespace ledger::tasks {
 namespace {
