@@ -49,7 +49,7 @@ run() {
     # gRPC's libraries are not built with TSan: their own synchronization
     # is invisible to it, so a test that serves gRPC in-process reports
     # races inside gRPC's inline headers. Those suites run under asan only.
-    tsan) sanitize=thread; skip='^(QueryTest|E2eTest)\.|^Metrics\.FiguresFromARealServer$' ;;
+    tsan) sanitize=thread; skip='^(QueryTest|E2eTest|ExportServiceTest)\.|^Metrics\.FiguresFromARealServer$' ;;
     *) echo "unknown build: $kind (asan or tsan)" >&2; exit 2 ;;
   esac
   local out="$build/$kind"

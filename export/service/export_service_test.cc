@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -99,7 +100,7 @@ TEST_F(ExportServiceTest, AStreamedPackVerifiesAndABadScopeIsRefusedNamingTheFie
 }
 
 TEST_F(ExportServiceTest, TheCosignHookFillsTheCheckpointAndItsRefusalLeavesNoPack) {
-  bool refuse = false;
+  std::atomic<bool> refuse{false};  // read on gRPC's threads
   auto witness = *cosign::Cosigner::FromSeed("w.example/w", std::string(32, '\x07'));
   exports_->SetCosign([&](const std::string& note) -> absl::StatusOr<std::string> {
     if (refuse) return absl::UnavailableError("the checkpoint of size 1 lacks the witness quorum W");
