@@ -140,6 +140,50 @@ enum class Fault {
   kRange
 };
 
+// The character the escape at `p` (a backslash, with at least one byte
+// after it) stands for; `*extra` is how many bytes it takes beyond two (4
+// for \u00xx).
+Fault DecodeEscape(const char* p, const char* end, char* decoded, int* extra) {
+  switch (p[1]) {
+    case '"':
+      *decoded = '"';
+      break;
+    case '\\':
+      *decoded = '\\';
+      break;
+    case 'b':
+      *decoded = '\b';
+      break;
+    case 'f':
+      *decoded = '\f';
+      break;
+    case 'n':
+      *decoded = '\n';
+      break;
+    case 'r':
+      *decoded = '\r';
+      break;
+    case 't':
+      *decoded = '\t';
+      break;
+    case 'u': {
+      // Only \u00xx (lowercase hex) for a control character without a
+      // short escape.
+      auto hex = [](char h) { return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1; };
+      if (end - p < 6 || p[2] != '0' || p[3] != '0' || hex(p[4]) < 0 || hex(p[5]) < 0) {
+        return Fault::kHexEscape;
+      }
+      *decoded = static_cast<char>(hex(p[4]) * 16 + hex(p[5]));
+      if (kEscape.v[static_cast<unsigned char>(*decoded)] != 'u') return Fault::kHexNotControl;
+      *extra = 4;
+      break;
+    }
+    default:
+      return Fault::kEscape;
+  }
+  return Fault::kNone;
+}
+
 // *pp is just after the opening quote; on success it is after the closing
 // one and `out` holds the string decoded, appended. On a fault *pp is where
 // it was found.
@@ -173,43 +217,9 @@ Fault ScanString(const char** pp, const char* end, std::string* out) {
     out->append(run, p);
     if (end - p < 2) return Fault::kShortEscape;
     char decoded;
-    switch (p[1]) {
-      case '"':
-        decoded = '"';
-        break;
-      case '\\':
-        decoded = '\\';
-        break;
-      case 'b':
-        decoded = '\b';
-        break;
-      case 'f':
-        decoded = '\f';
-        break;
-      case 'n':
-        decoded = '\n';
-        break;
-      case 'r':
-        decoded = '\r';
-        break;
-      case 't':
-        decoded = '\t';
-        break;
-      case 'u': {
-        // Only \u00xx (lowercase hex) for a control character without a
-        // short escape.
-        auto hex = [](char h) { return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1; };
-        if (end - p < 6 || p[2] != '0' || p[3] != '0' || hex(p[4]) < 0 || hex(p[5]) < 0) {
-          return Fault::kHexEscape;
-        }
-        decoded = static_cast<char>(hex(p[4]) * 16 + hex(p[5]));
-        if (kEscape.v[static_cast<unsigned char>(decoded)] != 'u') return Fault::kHexNotControl;
-        p += 4;
-        break;
-      }
-      default:
-        return Fault::kEscape;
-    }
+    int extra = 0;
+    if (Fault f = DecodeEscape(p, end, &decoded, &extra); f != Fault::kNone) return f;
+    p += extra;
     out->push_back(decoded);
     p += 2;
     run = p;
