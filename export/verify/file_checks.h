@@ -1,0 +1,69 @@
+// The checks VerifyPack makes of single files of a pack, apart from the
+// streaming of entries and proofs (stream_check.h): consistency.json, the
+// checkpoint-time note, run-head.json, the outcomes' deadlines, and the
+// report rebuilt. Each returns what fails, or "" (a status for what cannot
+// be computed).
+//
+// Thread-safe: pure functions of their arguments.
+#ifndef EXPORT_VERIFY_FILE_CHECKS_H_
+#define EXPORT_VERIFY_FILE_CHECKS_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "export/manifest/manifest.h"
+#include "export/pack/pack.h"
+#include "export/verify/stream_check.h"
+#include "export/verify/verify.h"
+#include "ledger/note/note.h"
+
+namespace ledger::verify {
+
+// Checks consistency.json (`json`, null when the pack has none) against the
+// checkpoint `cp`, and that it starts at `since` when given; notes the
+// earlier checkpoint in `r`. What fails, or "".
+std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpoint& cp, const std::string* json,
+                             const std::optional<note::Checkpoint>& since, Result* r);
+
+// Checks checkpoint-time (`time_note`, null when the pack has none): from
+// format 2 on it is there, signed by the key, naming exactly the pack's
+// checkpoint; notes its time in `r`. What fails, or "".
+std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp, const manifest::Manifest& m,
+                      const std::string* time_note, Result* r);
+
+// The run-head proof of a format 3 pack (CONTRACT section 7, "Proven
+// completeness"): what fails, or "". Notes what is proven in `r`.
+std::string CheckRunHead(const manifest::Manifest& m, const std::string* run_head, const StreamCheck& stream,
+                         Result* r);
+
+// In a run pack, a step shown pending although its deadline (start +
+// timeout + the manifest's grace) is before the signed time: what fails,
+// or "".
+std::string CheckDeadlines(const manifest::Manifest& m, std::optional<int64_t> signed_at_us, pack::Outcomes& outcomes);
+
+// The times the auditor kept with earlier checkpoints: the pack's MUST be
+// stated and not before them. What fails, or "".
+std::string CheckTimeOrder(std::optional<int64_t> signed_at_us, std::optional<int64_t> since_us,
+                           std::optional<int64_t> not_older_than_us);
+
+// What the report is made from (pack::WriteReport): the manifest without
+// its files, as the exporter gives it before the digests exist.
+absl::StatusOr<manifest::Manifest> ReportHeader(const std::string& manifest_text);
+
+// The report rebuilt with the exporter's own function, a piece at a time,
+// from `outcomes` fed every checked entry: the page lists the entries
+// (pack::ReportEntries) as well as their outcomes.
+absl::Status RebuildReport(const std::string& manifest_text, pack::Outcomes& outcomes,
+                           const std::string& checkpoint_note, absl::FunctionRef<void(std::string_view)> out);
+
+// Where the pack's report first differs from the one rebuilt: reads the
+// archive again (only when the digests differ) and compares the two as
+// they come, holding neither. "at byte N (line L)" of the pack's report.
+std::string ReportDifference(const std::string& pack_path, const std::string& manifest_text, pack::Outcomes& outcomes,
+                             const std::string& checkpoint_note);
+
+}  // namespace ledger::verify
+
+#endif  // EXPORT_VERIFY_FILE_CHECKS_H_
