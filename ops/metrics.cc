@@ -129,7 +129,7 @@ void Process(std::string* out) {
 }  // namespace
 
 std::pair<Metrics::StepCounts, Metrics::TeamCosts> Metrics::CountSteps() {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   auto now = std::chrono::steady_clock::now();
   if (steps_at_ != std::chrono::steady_clock::time_point{} && now - steps_at_ < std::chrono::seconds(30)) {
     return {steps_, costs_};

@@ -45,6 +45,7 @@
 #include "ledger/service/service.h"
 #include "query/service/sweeper.h"
 #include "server/rpc_log.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::ops {
 
@@ -72,10 +73,10 @@ class Metrics {
   std::pair<StepCounts, TeamCosts> CountSteps();
 
   const Sources sources_;
-  std::mutex mu_;
-  StepCounts steps_;
-  TeamCosts costs_;
-  std::chrono::steady_clock::time_point steps_at_{};
+  sync::Mutex mu_;
+  StepCounts steps_ ABSL_GUARDED_BY(mu_);
+  TeamCosts costs_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point steps_at_ ABSL_GUARDED_BY(mu_){};
 };
 
 // Whether `identity` may read /metrics, whose figures name every team: the

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/support/log.h"
 #include "util/jsonlog/jsonlog.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::server {
 namespace {
@@ -20,7 +21,7 @@ class Budget {
   // True when a line may be written; *suppressed is how many were dropped
   // since the last one written.
   bool Take(int64_t* suppressed) {
-    std::lock_guard<std::mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     auto now = std::chrono::steady_clock::now();
     if (now - window_ >= std::chrono::seconds(1)) {
       window_ = now;
@@ -37,10 +38,10 @@ class Budget {
   }
 
  private:
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point window_{};
-  int used_ = 0;
-  int64_t dropped_ = 0;
+  sync::Mutex mu_;
+  std::chrono::steady_clock::time_point window_ ABSL_GUARDED_BY(mu_){};
+  int used_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class RpcLog final : public grpc::experimental::Interceptor {

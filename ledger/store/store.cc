@@ -20,6 +20,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::store {
 namespace {
@@ -176,15 +177,15 @@ struct Store::Rep {
   rocksdb::ColumnFamilyOptions projection_options;
   // The last committed record of the rightmost group of each level, so that
   // appending a node does not read it back from RocksDB.
-  std::mutex open_mu;
-  std::map<int, std::pair<uint64_t, std::string>> open_groups;
+  sync::Mutex open_mu;
+  std::map<int, std::pair<uint64_t, std::string>> open_groups ABSL_GUARDED_BY(open_mu);
   // A commit failed: RocksDB stopped writes until it resumes. Only Commit
   // (one committer) touches it.
   bool resume_needed = false;
   std::chrono::steady_clock::time_point failed_at;
   std::chrono::milliseconds resume_window{10'000};
-  mutable std::mutex failure_mu;
-  absl::Status failure;  // set once RocksDB cannot resume
+  mutable sync::Mutex failure_mu;
+  absl::Status failure ABSL_GUARDED_BY(failure_mu);  // set once RocksDB cannot resume
   ~Rep() {
     for (auto* h : cfs) {
       if (h != nullptr) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
@@ -397,7 +398,7 @@ absl::Status Store::Commit(Batch& batch) {
     if (!r.ok()) {
       absl::Status s = FromRocks(r, "the disk is still failing");
       if (std::chrono::steady_clock::now() - rep_->failed_at > rep_->resume_window) {
-        std::lock_guard<std::mutex> lock(rep_->failure_mu);
+        sync::MutexLock lock(&rep_->failure_mu);
         rep_->failure = absl::UnavailableError(absl::StrCat("storage: writes have failed for ",
                                                             absl::FormatDuration(absl::FromChrono(rep_->resume_window)),
                                                             " and RocksDB has not resumed: ", s.message()));
@@ -428,7 +429,7 @@ absl::Status Store::Commit(Batch& batch) {
       std::abort();
     }
   }
-  std::lock_guard<std::mutex> lock(rep_->open_mu);
+  sync::MutexLock lock(&rep_->open_mu);
   for (const auto& [key, value] : b.groups) {
     auto& open = rep_->open_groups[key.first];
     if (open.second.empty() || key.second >= open.first) open = {key.second, value};
@@ -438,7 +439,7 @@ absl::Status Store::Commit(Batch& batch) {
 
 absl::StatusOr<std::string> Store::NodeGroup(int level, uint64_t group) const {
   {
-    std::lock_guard<std::mutex> lock(rep_->open_mu);
+    sync::MutexLock lock(&rep_->open_mu);
     auto it = rep_->open_groups.find(level);
     if (it != rep_->open_groups.end() && it->second.first == group) return it->second.second;
   }
@@ -721,7 +722,7 @@ absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {
 void Store::set_resume_window(std::chrono::milliseconds window) { rep_->resume_window = window; }
 
 absl::Status Store::failure() const {
-  std::lock_guard<std::mutex> lock(rep_->failure_mu);
+  sync::MutexLock lock(&rep_->failure_mu);
   return rep_->failure;
 }
 
