@@ -20,8 +20,8 @@ absl::Status Errno(std::string_view what, const std::string& path) {
 }
 
 absl::Status SyncDirOf(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  const std::string dir = parent.empty() ? std::string(".") : parent;
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Errno("open", dir);
   int rc = ::fsync(fd);
