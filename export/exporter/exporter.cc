@@ -160,6 +160,16 @@ namespace {
 
 // One export (ExportPack), its steps in order.
 struct PackExport {
+  PackExport(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
+             Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign)
+      : log(log),
+        scope(scope),
+        out_path(out_path),
+        since(since),
+        lease(lease),
+        unknown_grace_ms(unknown_grace_ms),
+        cosign(cosign) {}
+
   // A batch of leaves handed to the projecting thread.
   struct Batch {
     std::vector<uint64_t> seqs;
@@ -497,7 +507,7 @@ absl::Status PackExport::Seal() {
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
                         Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign) {
-  PackExport e{log, scope, out_path, since, lease, unknown_grace_ms, cosign};
+  PackExport e(log, scope, out_path, since, lease, unknown_grace_ms, cosign);
   for (auto step : {&PackExport::Prepare, &PackExport::Stage, &PackExport::WriteSmallFiles, &PackExport::WriteDerived,
                     &PackExport::Seal}) {
     if (absl::Status s = (e.*step)(); !s.ok()) return s;

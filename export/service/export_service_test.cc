@@ -62,7 +62,9 @@ class ExportServiceTest : public ::testing::Test {
       bytes += chunk.data().size();
     }
     grpc::Status s = reader->Finish();
-    if (s.ok()) EXPECT_GT(bytes, 0u);
+    if (s.ok()) {
+      EXPECT_GT(bytes, 0u);
+    }
     return s;
   }
   static pb::ExportRequest Run(const std::string& team, const std::string& run) {
@@ -84,7 +86,9 @@ TEST_F(ExportServiceTest, AStreamedPackVerifiesAndABadScopeIsRefusedNamingTheFie
   Serve();
   std::string path = dir_.Sub("run.tar.gz");
   ASSERT_TRUE(Export(Run("team-a", "run-1"), path).ok());
-  auto r = verify::VerifyPack(path, {.vkey = log_->verifier_key()});
+  verify::Options with_key;
+  with_key.vkey = log_->verifier_key();
+  auto r = verify::VerifyPack(path, with_key);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->ok) << r->message;
   EXPECT_EQ(r->entries, 1u);
@@ -109,13 +113,15 @@ TEST_F(ExportServiceTest, TheCosignHookFillsTheCheckpointAndItsRefusalLeavesNoPa
   Serve();
   std::string path = dir_.Sub("cosigned.tar.gz");
   ASSERT_TRUE(Export(Run("team-a", "run-1"), path).ok());
-  auto r = verify::VerifyPack(path, {.vkey = log_->verifier_key()});
+  verify::Options with_key;
+  with_key.vkey = log_->verifier_key();
+  auto r = verify::VerifyPack(path, with_key);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->ok) << r->message;  // a cosignature is ignored without a policy
-  auto under =
-      verify::VerifyPack(path, {.vkey = log_->verifier_key(),
-                                .policy = *tlogpolicy::Policy::Parse("log " + log_->verifier_key() + "\nwitness W " +
-                                                                     witness.VerifierKey() + "\nquorum W\n")});
+  verify::Options under_policy = with_key;
+  under_policy.policy = *tlogpolicy::Policy::Parse("log " + log_->verifier_key() + "\nwitness W " +
+                                                   witness.VerifierKey() + "\nquorum W\n");
+  auto under = verify::VerifyPack(path, under_policy);
   ASSERT_TRUE(under.ok()) << under.status();
   EXPECT_TRUE(under->ok) << under->message;
   refuse = true;
