@@ -31,8 +31,7 @@ sys.path.insert(0, HERE)
 import pack_tamper_test as pt  # noqa: E402
 import tlog_spec as t  # noqa: E402
 from ledger_testlib import fail  # noqa: E402
-from witness_server_test import WitnessProcess, witness_vkey  # noqa: E402
-from witnessed_ledger_test import ORIGIN, Ledger, receipts, write_log_key  # noqa: E402
+from witnessed_ledger_test import ORIGIN, Ledger, receipts, start_witnesses, write_log_key  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 
@@ -92,13 +91,7 @@ def main():
         vkey_file = os.path.join(work, "log.vkey")
         with open(vkey_file, "w") as f:
             f.write(log_vkey + "\n")
-        vkeys, procs = {}, {}
-        for name in ("A", "B"):
-            data = os.path.join(work, "w" + name)
-            subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", data, "--name",
-                            "witness-%s.example" % name.lower()], check=True, capture_output=True)
-            vkeys[name] = witness_vkey(build, data)
-            procs[name] = WitnessProcess(build, data, [vkey_file])
+        vkeys, procs = start_witnesses(build, work, ("A", "B"), vkey_file)
         ledger_policy = os.path.join(work, "ledger.policy")
         with open(ledger_policy, "w") as f:
             f.write("log %s\n" % log_vkey)

@@ -176,19 +176,26 @@ def tls_witness(build, work):
         w.wait()
 
 
+def start_witnesses(build, work, names, vkey_file):
+    """A real ledger-witness per name, each for the log of `vkey_file`:
+    (name -> the witness's vkey, name -> its WitnessProcess)."""
+    vkeys, procs = {}, {}
+    for name in names:
+        data = os.path.join(work, "w" + name)
+        subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", data, "--name",
+                        "witness-%s.example" % name.lower()], check=True, capture_output=True)
+        vkeys[name] = witness_vkey(build, data)
+        procs[name] = WitnessProcess(build, data, [vkey_file])
+    return vkeys, procs
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as work:
         log_vkey = write_log_key(os.path.join(work, "data"))
         with open(os.path.join(work, "log.vkey"), "w") as f:
             f.write(log_vkey + "\n")
-        vkeys, procs = {}, {}
-        for name in ("A", "B"):
-            data = os.path.join(work, "w" + name)
-            subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", data, "--name",
-                            "witness-%s.example" % name.lower()], check=True, capture_output=True)
-            vkeys[name] = witness_vkey(build, data)
-            procs[name] = WitnessProcess(build, data, [os.path.join(work, "log.vkey")])
+        vkeys, procs = start_witnesses(build, work, ("A", "B"), os.path.join(work, "log.vkey"))
         policy = os.path.join(work, "witnesses.policy")
         with open(policy, "w") as f:
             f.write("log %s\n" % log_vkey)
