@@ -13,7 +13,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "export/gzip/blocked_gzip.h"
+#include "export/exporter/team_window_bounds.h"
 #include "export/pack/pack.h"
+#include "export/pack/team_window.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
@@ -213,6 +215,11 @@ struct PackExport {
   const CosignFn& cosign;
 
   std::optional<runmap::KeyedPath> run_head;
+  // A team window's: the team's head proof (none without the map), the
+  // entries held, and team-window.json.
+  std::optional<runmap::KeyedPath> team_head;
+  WindowEntries held;
+  std::optional<pack::TeamWindow> team_window;
   std::optional<log::SignedCheckpoint> cp;
   std::string checkpoint_file;  // the checkpoint with the cosignatures held for it
   uint64_t size = 0;
@@ -240,8 +247,16 @@ absl::Status PackExport::Prepare() {
     if (!proof.ok()) return proof.status();
     found = proof->checkpoint;
     run_head = runmap::KeyedPath{proof->key, std::move(proof->path)};
+  } else if (auto team = scope.is_team_window() ? log.ProveTeam(scope.team)
+                                                : absl::StatusOr<log::RunProof>(absl::FailedPreconditionError(""));
+             team.ok()) {
+    // A team window is of the checkpoint its team-head proof is of.
+    found = team->checkpoint;
+    team_head = runmap::KeyedPath{team->key, std::move(team->path)};
+  } else if (absl::IsFailedPrecondition(team.status())) {
+    found = log.Checkpoint(0);  // a seq range, or a ledger without the maps
   } else {
-    found = log.Checkpoint(0);
+    return team.status();
   }
   if (!found.ok()) return found.status();
   cp = *std::move(found);
@@ -262,6 +277,8 @@ absl::Status PackExport::Prepare() {
   header.tree_size = size;
   header.root = hash::Hex(cp->root);
   header.unknown_grace_ms = unknown_grace_ms;
+  // The format says what the pack carries, as the checkpoint's note does.
+  header.format = cp->team_map_root ? 4 : cp->run_map_root ? 3 : 2;
   if (scope.is_run()) {
     header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {
@@ -390,6 +407,12 @@ absl::Status PackExport::ReadScope() {
       auto team = receipt::TeamOf(leaf);
       if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
       if (*team != scope.team) return absl::OkStatus();
+      if (held.count++ == 0) {
+        auto link = receipt::TeamLinkOf(leaf);
+        if (!link.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", link.status().message()));
+        held.first_seq = seq;
+        held.first_link = *link;
+      }
       return counted(seq, leaf);
     });
   } else {
@@ -417,6 +440,14 @@ absl::Status PackExport::Stage() {
     digests[name] = *digest;
   }
   header.entries = count;
+  if (team_head.has_value()) {
+    auto w = TeamWindowBounds(log.store(), *team_head, window_hi, held, [this](uint64_t seq) {
+      return merkle::InclusionProof(
+          seq, size, [this](int level, uint64_t index) { return Node(level, index); }, &edges);
+    });
+    if (!w.ok()) return w.status();
+    team_window = *std::move(w);
+  }
   return absl::OkStatus();
 }
 
@@ -431,6 +462,10 @@ absl::Status PackExport::WriteSmallFiles() {
   if (run_head.has_value()) {
     files[pack::kRunHead] = {Path(pack::kRunHead)};
     if (auto s = WriteFile(files[pack::kRunHead].path, runmap::EncodeProof(*run_head) + "\n"); !s.ok()) return s;
+  }
+  if (team_window.has_value()) {
+    files[pack::kTeamWindow] = {Path(pack::kTeamWindow)};
+    if (auto s = WriteFile(files[pack::kTeamWindow].path, pack::EncodeTeamWindow(*team_window)); !s.ok()) return s;
   }
   if (!since.empty()) {
     if (auto s = WriteConsistency(); !s.ok()) return s;

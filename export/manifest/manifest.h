@@ -12,7 +12,7 @@
 //   files             object, file name -> string, 64 lower-case hex: the
 //                     SHA-256 of that file of the pack (every file but
 //                     manifest.json and manifest.sig)
-//   format            uint, 1, 2 or 3 (the exporter writes kFormatVersion)
+//   format            uint, 1, 2, 3 or 4 (the exporter writes kFormatVersion)
 //   origin            string, not empty: the log's origin
 //   root              string, 64 lower-case hex: the checkpoint's root
 //   scope             object, one of:
@@ -30,7 +30,9 @@
 // Format 1 is the manifest of packs written before format 2 existed; it is
 // still read. Format 3 has the fields of format 2 and says more of the pack:
 // its checkpoint-time note is of format 2 (with the run-head map root), and
-// a run pack carries run-head.json (CONTRACT section 7). DO NOT CHANGE the meaning of a field of a format: a new field
+// a run pack carries run-head.json (CONTRACT section 7). Format 4 has the
+// fields of format 3: its checkpoint-time note is of format 3 (with the
+// team-head map root too), and a team window carries team-window.json. DO NOT CHANGE the meaning of a field of a format: a new field
 // is a new format.
 //
 // Thread-safe: pure functions.
@@ -47,7 +49,7 @@
 
 namespace ledger::manifest {
 
-inline constexpr int kFormatVersion = 3;
+inline constexpr int kFormatVersion = 4;
 
 // What a pack holds: a run, a seq range, or a team's time window. The kind
 // follows from the fields: a run names its run_id (and team), a team window

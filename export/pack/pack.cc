@@ -1,4 +1,5 @@
 #include "export/pack/pack.h"
+#include "export/pack/team_window.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -168,7 +169,7 @@ PackReader::~PackReader() {
 absl::StatusOr<std::optional<std::string>> PackReader::Next() {
   static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries,
                                                kVkey,       kManifest,       kManifestSig, kOutcomes,
-                                               kProofs,     kReport,         kRunHead};
+                                               kProofs,     kReport,         kRunHead,     kTeamWindow};
   archive_entry* e = nullptr;
   int rc = archive_read_next_header(archive_, &e);
   if (rc == ARCHIVE_EOF) return std::nullopt;

@@ -73,11 +73,15 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
     return absl::StrCat("names the checkpoint of ", t->checkpoint.origin, " at size ", t->checkpoint.size, " root ",
                         hash::Hex(t->checkpoint.root), ", the pack's is size ", cp.size, " root ", hash::Hex(cp.root));
   }
+  if (m.format >= 4 && !t->team_map_root.has_value()) {
+    return "a format 4 pack carries a version 3 note (with the team-head map root)";
+  }
   if (m.format >= 3 && !t->run_map_root.has_value()) {
     return "a format 3 pack carries a version 2 note (with the run-head map root)";
   }
   r->signed_at_us = t->time_us;
   r->run_map_root = t->run_map_root;
+  r->team_map_root = t->team_map_root;
   return "";
 }
 

@@ -38,6 +38,13 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
 std::string CheckRunHead(const manifest::Manifest& m, const std::string* run_head, const StreamCheck& stream,
                          Result* r);
 
+// team-window.json (`file`, null when the pack has none) of a team window
+// whose note signs a team-head map root (CONTRACT section 7, "Closed team
+// windows"), against the checkpoint `cp`: what fails, or "". Notes what is
+// proven in `r` (team_window).
+std::string CheckTeamWindow(const manifest::Manifest& m, const note::Checkpoint& cp, const std::string* file,
+                            const StreamCheck& stream, Result* r);
+
 // In a run pack, a step shown pending although its deadline (start +
 // timeout + the manifest's grace) is before the signed time: what fails,
 // or "".

@@ -32,7 +32,7 @@ std::string WitnessedLine(const std::string& quorum, const std::vector<tlogpolic
 KeptCheckpoint SplitKeptCheckpoint(const std::string& file) {
   // The first line that is a time note's header, of either format.
   size_t at = std::string::npos;
-  for (const char* h : {note::kCheckpointTimeHeader, note::kCheckpointTimeHeaderV2}) {
+  for (const char* h : {note::kCheckpointTimeHeader, note::kCheckpointTimeHeaderV2, note::kCheckpointTimeHeaderV3}) {
     const std::string header = absl::StrCat(h, "\n");
     size_t found = file.compare(0, header.size(), header) == 0 ? 0 : file.find("\n" + header);
     if (found != std::string::npos && found > 0) ++found;
@@ -112,6 +112,7 @@ nlohmann::json Result::Json() const {
     j["complete"] = {{"entries", *run_complete}, {"up_to_seq", tree_size - 1}};
     j["complete"]["no_completion_proven"] = unsettled;
   }
+  if (!team_window.empty()) j["team_window"] = team_window;
   if (signed_at_us) {
     j["signed_at_us"] = *signed_at_us;
     j["signed_at"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixMicros(*signed_at_us), absl::UTCTimeZone());
@@ -159,6 +160,7 @@ std::string Result::Summary() const {
         absl::StrAppend(&out, step, ": no completion in the log up to seq ", tree_size - 1, " (proven).\n");
       }
     }
+    if (!team_window.empty()) absl::StrAppend(&out, team_window, "\n");
   } else {
     absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ", message, "\n");
   }

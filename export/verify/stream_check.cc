@@ -238,6 +238,7 @@ class StreamCheck::EntryPass : public LinePass {
   const hash::Hash& last_hash() const { return last_hash_; }
   const std::string& first_team() const { return first_team_; }
   const std::string& first_run() const { return first_run_; }
+  const TeamChainFacts& team_chain() const { return team_chain_; }
 
  private:
   struct Decoded {
@@ -328,14 +329,35 @@ class StreamCheck::EntryPass : public LinePass {
     // failure comes before a link failure on the same line.
     records_->write(reinterpret_cast<const char*>(&rec), sizeof rec);
     if (failure_) return;
+    NoteTeamLink(*entry);
     last_seq_ = entry->seq;
     last_hash_ = d.hashes[k];
     batch->entries.push_back(*std::move(entry));
     ++entries_;
   }
 
+  // `entry`, the pack's next, in the team chain facts.
+  void NoteTeamLink(const receipt::Entry& entry) {
+    TeamChainFacts& t = team_chain_;
+    if (entries_ == 0) {
+      t.first_seq = entry.seq;
+      t.first_version = entry.version;
+      t.first_team_prev = entry.team_prev;
+    } else if (entry.version == 1) {
+      t.top_v1 = entry.seq;
+      t.top_break.reset();  // the walk stops above it
+    } else if (entry.team_prev != last_seq_) {
+      t.top_break = TeamChainFacts::Break{entry.seq, entry.team_prev, *last_seq_};
+    }
+    if (entries_ == 0 && entry.version == 1) t.top_v1 = entry.seq;
+    t.last_seq = entry.seq;
+    t.last_version = entry.version;
+    t.last_team_prev = entry.team_prev;
+  }
+
   const uint64_t tree_size_;
   std::ofstream* records_;
+  TeamChainFacts team_chain_;
   std::deque<std::future<Decoded>> inflight_;
   uint64_t next_line_ = 0, entries_ = 0;
   std::optional<uint64_t> last_seq_;
@@ -535,5 +557,6 @@ bool StreamCheck::more_proofs_than_entries() const { return proof_pass_->more_pr
 uint64_t StreamCheck::entries() const { return entry_pass_->entries(); }
 std::optional<uint64_t> StreamCheck::last_seq() const { return entry_pass_->last_seq(); }
 hash::Hash StreamCheck::last_leaf_hash() const { return entry_pass_->last_hash(); }
+const TeamChainFacts& StreamCheck::team_chain() const { return entry_pass_->team_chain(); }
 
 }  // namespace ledger::verify

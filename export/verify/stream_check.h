@@ -50,6 +50,27 @@ struct Failure {
 
 void KeepFirst(std::optional<Failure>* first, std::optional<Failure> f);
 
+// The team chain (team_prev, CONTRACT section 1) among a pack's entries, for
+// the walk of a closed team window (CONTRACT section 7): the walk from the
+// top goes down through the links checked here, and stops at the highest
+// version 1 entry.
+struct TeamChainFacts {
+  // The pack's first and last entries: seq, version and team_prev.
+  uint64_t first_seq = 0, last_seq = 0;
+  int first_version = 0, last_version = 0;
+  std::optional<uint64_t> first_team_prev, last_team_prev;
+  // The highest version 1 entry, if any.
+  std::optional<uint64_t> top_v1;
+  // The highest entry above top_v1 whose team_prev is not the seq of the
+  // entry below it in the pack.
+  struct Break {
+    uint64_t seq = 0;
+    std::optional<uint64_t> team_prev;
+    uint64_t below = 0;  // the seq of the pack's entry below it
+  };
+  std::optional<Break> top_break;
+};
+
 // The next piece of a file; empty at its end.
 using NextPiece = absl::FunctionRef<absl::StatusOr<std::string_view>()>;
 
@@ -77,6 +98,7 @@ class StreamCheck {
   std::optional<uint64_t> last_seq() const;
   // The leaf hash of the entry of last_seq() (meaningless without one).
   hash::Hash last_leaf_hash() const;
+  const TeamChainFacts& team_chain() const;
 
  private:
   class EntryPass;

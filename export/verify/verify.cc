@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "export/pack/pack.h"
+#include "export/pack/team_window.h"
 #include "export/verify/digest_thread.h"
 #include "export/verify/file_checks.h"
 #include "export/verify/stream_check.h"
@@ -423,14 +424,17 @@ PackCheck::Stop PackCheck::ConsistencyAndTime() {
   // from the auditor's, when given.
   std::optional<note::Checkpoint> since;
   std::optional<int64_t> since_time;
-  bool since_signs_map = false;  // the kept time note is version 2
+  bool since_signs_map = false;    // the kept time note is version 2 or 3
+  bool since_signs_teams = false;  // the kept time note is version 3
   if (!options.since.empty()) {
     KeptCheckpoint kept = SplitKeptCheckpoint(options.since);
     if (!kept.time_note.empty()) {
       auto t = KeptCheckpointTime(vkey, kept);
       if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", t.status().message()));
       since_time = *t;
-      since_signs_map = kept.time_note.starts_with(absl::StrCat(note::kCheckpointTimeHeaderV2, "\n"));
+      since_signs_teams = kept.time_note.starts_with(absl::StrCat(note::kCheckpointTimeHeaderV3, "\n"));
+      since_signs_map =
+          since_signs_teams || kept.time_note.starts_with(absl::StrCat(note::kCheckpointTimeHeaderV2, "\n"));
     }
     auto since_text = verifier->Open(kept.checkpoint);
     if (!since_text.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", since_text.status().message()));
@@ -457,6 +461,12 @@ PackCheck::Stop PackCheck::ConsistencyAndTime() {
                 "a version 1 note, but the checkpoint given with --since has a version 2 note: a ledger that "
                 "signs the run-head map root signs it with every later checkpoint");
   }
+  if (since_signs_teams && r.signed_at_us && !r.team_map_root) {
+    return Fail(r, pack::kCheckpointTime, -1,
+                absl::StrCat("a version ", r.run_map_root ? 2 : 1,
+                             " note, but the checkpoint given with --since has a version 3 note: a ledger that signs "
+                             "the team-head map root signs it with every later checkpoint"));
+  }
 
   return std::nullopt;
 }
@@ -474,6 +484,11 @@ PackCheck::Stop PackCheck::EntriesAndProofs() {
   const std::string* run_head = digests.count(pack::kRunHead) ? &small[pack::kRunHead] : nullptr;
   if (std::string failure = CheckRunHead(manifest, run_head, stream, &r); !failure.empty()) {
     return Fail(r, pack::kRunHead, -1, failure);
+  }
+  // That a team window holds every entry of its team (the team chain).
+  const std::string* team_window = digests.count(pack::kTeamWindow) ? &small[pack::kTeamWindow] : nullptr;
+  if (std::string failure = CheckTeamWindow(manifest, *cp, team_window, stream, &r); !failure.empty()) {
+    return Fail(r, pack::kTeamWindow, -1, failure);
   }
   if (stream.more_proofs_than_entries()) return Fail(r, pack::kProofs, -1, "more proofs than entries");
   std::optional<uint64_t> last_seq = stream.last_seq();

@@ -106,6 +106,11 @@ struct Result {
   // ("TEAM/RUN/STEP attempt N (state)").
   std::optional<uint64_t> run_complete;
   std::vector<std::string> unsettled;
+  // The team-head map root the time note signs (format 3 notes), and, for a
+  // team window checked against it, what is proven: the line the OK line is
+  // followed by ("complete: every entry of team ...").
+  std::optional<hash::Hash> team_map_root;
+  std::string team_window;
   // The earlier checkpoint the pack proved consistency with, and whether
   // it is the one given in Options::since.
   std::optional<uint64_t> since_size;

@@ -58,13 +58,23 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
       log->integrity_ = migrated.status();
     }
   }
+  if (log->integrity_.ok()) {
+    auto filled = FillTeamHeads(*log->store_);
+    if (filled.ok()) {
+      log->filled_team_heads_ = *filled;
+    } else {
+      log->integrity_ = filled.status();
+    }
+  }
   if (log->integrity_.ok() && log->options_.run_map) {
     auto map = LoadRunMap(*log->store_);
-    if (map.ok()) {
+    auto teams = map.ok() ? LoadTeamMap(*log->store_) : absl::StatusOr<runmap::RunMap>(map.status());
+    if (teams.ok()) {
       sync::MutexLock lock(&log->map_mu_);
       log->map_ = *std::move(map);
+      log->team_map_ = *std::move(teams);
     } else {
-      log->integrity_ = map.status();
+      log->integrity_ = teams.status();
     }
   }
   if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr && log->projected_ < state->size) {
@@ -76,6 +86,7 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
   if (log->integrity_.ok()) {
     sequencer::Sequencer::Options seq_options = log->options_.sequencer;
     seq_options.track_runs = log->options_.run_map;
+    seq_options.team_chain = log->options_.run_map && seq_options.team_chain;
     auto seq = sequencer::Sequencer::Start(log->store_.get(), std::move(seq_options));
     if (seq.ok()) {
       log->sequencer_ = *std::move(seq);
@@ -250,11 +261,12 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
     return absl::DataLossError(absl::StrCat("integrity: at tree size ", size, " the stored nodes give root ",
                                             hash::Hex(*root), " but the signed checkpoint says ", hash::Hex(cp->root)));
   }
-  SignedCheckpoint found{size, cp->root, note_text, {}, 0, std::nullopt};
+  SignedCheckpoint found{size, cp->root, note_text, {}, 0, std::nullopt, std::nullopt};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
     found.time_note = time->note;
     found.signed_at_us = time->time_us;
     found.run_map_root = time->runs;
+    found.team_map_root = time->teams;
   } else if (!absl::IsNotFound(time.status())) {
     return time.status();
   }
@@ -276,18 +288,19 @@ absl::StatusOr<Log::SignedTime> Log::ReadCheckpointTime(uint64_t size) const {
     return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, " does not verify", time.ok() ? "" : ": ",
                                             time.ok() ? "" : time.status().message()));
   }
-  return SignedTime{*std::move(note_text), time->time_us, time->run_map_root};
+  return SignedTime{*std::move(note_text), time->time_us, time->run_map_root, time->team_map_root};
 }
 
 absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
-                                                        std::optional<hash::Hash> runs, int64_t now) {
+                                                        std::optional<hash::Hash> runs,
+                                                        std::optional<hash::Hash> teams, int64_t now) {
   {
     sync::MutexLock lock(&mu_);
     if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards
   }
-  auto signed_note = signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now, runs}));
+  auto signed_note = signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now, runs, teams}));
   if (!signed_note.ok()) return signed_note.status();
-  return SignedTime{*std::move(signed_note), now, runs};
+  return SignedTime{*std::move(signed_note), now, runs, teams};
 }
 
 absl::Status Log::Append(const std::string& emitter, std::vector<const receipt::Receipt*> receipts, AppendDone done) {
@@ -354,28 +367,36 @@ absl::Status Log::SignCheckpoint() {
   // The map and the head are taken together and held until the checkpoint
   // is the latest: a run proof (ProveRun) is always of the latest one.
   sync::MutexLock map_lock(&map_mu_);
-  const sequencer::Head head = sequencer_->TakeCommitted(&changed_runs_);
-  std::optional<hash::Hash> runs;
+  const sequencer::Head head = sequencer_->TakeCommitted(&changed_runs_, &changed_teams_);
+  std::optional<hash::Hash> runs, teams;
   if (options_.run_map) {
     for (const sequencer::RunChange& c : changed_runs_) {
       if (auto s = map_.Set(c.key, c.head); !s.ok()) {
         return absl::DataLossError(absl::StrCat("run-head map: ", s.message()));
       }
     }
+    for (const sequencer::RunChange& c : changed_teams_) {
+      if (auto s = team_map_.Set(c.key, c.head); !s.ok()) {
+        return absl::DataLossError(absl::StrCat("team-head map: ", s.message()));
+      }
+    }
     map_size_ = head.size;
     runs = map_.Root();
+    teams = team_map_.Root();
   }
   bool timed = false;
   {
     sync::MutexLock lock(&mu_);
     if (has_latest_ && latest_.size == head.size) {
-      if (!latest_.time_note.empty() && latest_.run_map_root == runs) return absl::OkStatus();
+      if (!latest_.time_note.empty() && latest_.run_map_root == runs && latest_.team_map_root == teams) {
+        return absl::OkStatus();
+      }
       // Signed before the ledger signed times (or run-head map roots): sign
       // them now.
       timed = true;
     }
   }
-  auto time = SignCheckpointTime(head.size, head.root, runs, now);
+  auto time = SignCheckpointTime(head.size, head.root, runs, teams, now);
   if (!time.ok()) return time.status();
   if (timed) {
     if (auto s = store_->PutCheckpoint(head.size, {}, time->note); !s.ok()) return s;
@@ -383,6 +404,7 @@ absl::Status Log::SignCheckpoint() {
     latest_.time_note = time->note;
     latest_.signed_at_us = time->time_us;
     latest_.run_map_root = time->runs;
+    latest_.team_map_root = time->teams;
     return absl::OkStatus();
   }
   auto signed_note = signer_.Sign(note::FormatCheckpoint({options_.origin, head.size, head.root}));
@@ -392,7 +414,7 @@ absl::Status Log::SignCheckpoint() {
   // with the same (deterministic) signature at the next interval.
   if (auto s = WriteGuard(*signed_note); !s.ok()) return s;
   sync::MutexLock lock(&mu_);
-  latest_ = {head.size, head.root, *signed_note, time->note, time->time_us, time->runs};
+  latest_ = {head.size, head.root, *signed_note, time->note, time->time_us, time->runs, time->teams};
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
   return absl::OkStatus();
@@ -405,17 +427,31 @@ absl::StatusOr<RunProof> Log::ProveRun(std::string_view team, std::string_view r
     return absl::FailedPreconditionError("run-head map: this ledger runs without it (--run-map=false)");
   }
   sync::MutexLock map_lock(&map_mu_);
+  return ProveKey(*key, map_);
+}
+
+absl::StatusOr<RunProof> Log::ProveTeam(std::string_view team) const {
+  auto key = runmap::TeamKey(team);
+  if (!key.ok()) return key.status();
+  if (!options_.run_map) {
+    return absl::FailedPreconditionError("team-head map: this ledger runs without it (--run-map=false)");
+  }
+  sync::MutexLock map_lock(&map_mu_);
+  return ProveKey(*key, team_map_);
+}
+
+absl::StatusOr<RunProof> Log::ProveKey(const runmap::Key& key, runmap::RunMap& map) const {
   RunProof proof;
   {
     sync::MutexLock lock(&mu_);
-    if (!has_latest_ || !latest_.run_map_root.has_value() || latest_.size != map_size_) {
+    if (!has_latest_ || !latest_.team_map_root.has_value() || latest_.size != map_size_) {
       return absl::UnavailableError(
           "run-head map: the latest checkpoint is not signed with the map yet; retry after the next checkpoint");
     }
     proof.checkpoint = latest_;
   }
-  proof.key = *key;
-  auto path = map_.Prove(*key);
+  proof.key = key;
+  auto path = map.Prove(key);
   if (!path.ok()) return path.status();
   proof.path = *std::move(path);
   return proof;
@@ -455,11 +491,12 @@ absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   }
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok()) return absl::DataLossError(cp.status().message());
-  SignedCheckpoint out{size, cp->root, *note_text, {}, 0, std::nullopt};
+  SignedCheckpoint out{size, cp->root, *note_text, {}, 0, std::nullopt, std::nullopt};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
     out.time_note = time->note;
     out.signed_at_us = time->time_us;
     out.run_map_root = time->runs;
+    out.team_map_root = time->teams;
   } else if (!absl::IsNotFound(time.status())) {
     return time.status();
   }

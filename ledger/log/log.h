@@ -53,8 +53,10 @@ struct SignedCheckpoint {
   // signed times that is no longer the latest.
   std::string time_note;
   int64_t signed_at_us = 0;
-  // The run-head map root its time note signs (format 2), if it does.
+  // The run-head map root its time note signs (format 2), if it does, and
+  // the team-head map root (format 3).
   std::optional<hash::Hash> run_map_root;
+  std::optional<hash::Hash> team_map_root;
 };
 
 // A run's place in the run-head map of a checkpoint: its head (path.found)
@@ -92,8 +94,10 @@ class Log {
     // checkpoint kept outside it (kGuardFile). The operator's decision; the
     // refused checkpoint is kept beside it for the record.
     bool accept_rollback = false;
-    // Keep the run-head map (runmap.h) and sign its root in every
-    // checkpoint-time note (format 2). Off: format 1 notes, no run proofs.
+    // Keep the run-head and team-head maps (runmap.h), sign their roots in
+    // every checkpoint-time note (format 3), and append leaves of version 2
+    // (team chains). Off: format 1 notes, version 1 leaves, no run or team
+    // proofs.
     bool run_map = true;
   };
 
@@ -151,6 +155,9 @@ class Log {
   // without options.run_map; UNAVAILABLE until a checkpoint with the map is
   // signed (at Open it is, unless signing failed).
   absl::StatusOr<RunProof> ProveRun(std::string_view team, std::string_view run_id) const;
+  // The team-head map proof of `team` at the latest checkpoint, the same way
+  // (its key a team key).
+  absl::StatusOr<RunProof> ProveTeam(std::string_view team) const;
 
   // Consistency proof from `from` to `to` (0: the latest checkpoint's
   // size, which the result states). OUT_OF_RANGE when `to` is beyond the
@@ -210,6 +217,9 @@ class Log {
   uint64_t migrated_receipts() const { return migrated_receipts_; }
   // Run rows of format 1 that Open rewrote (MigrateRunHeads).
   uint64_t migrated_run_heads() const { return migrated_run_heads_; }
+  // Team rows Open wrote for a store of a version without them
+  // (FillTeamHeads).
+  uint64_t filled_team_heads() const { return filled_team_heads_; }
   // OK, or the DATA_LOSS found on Open.
   const absl::Status& integrity() const { return integrity_; }
   // With options.accept_rollback: what Open accepted ("" if nothing), and
@@ -227,10 +237,14 @@ class Log {
     std::string note;
     int64_t time_us = 0;
     std::optional<hash::Hash> runs;
+    std::optional<hash::Hash> teams;
   };
   absl::StatusOr<SignedTime> ReadCheckpointTime(uint64_t size) const;
   absl::StatusOr<SignedTime> SignCheckpointTime(uint64_t size, const hash::Hash& root, std::optional<hash::Hash> runs,
-                                                int64_t now);
+                                                std::optional<hash::Hash> teams, int64_t now);
+  // ProveRun and ProveTeam: `key` in `map` at the latest checkpoint.
+  absl::StatusOr<RunProof> ProveKey(const runmap::Key& key, runmap::RunMap& map) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
@@ -243,6 +257,7 @@ class Log {
   uint64_t projected_ = 0;  // entries the projections covered at open
   uint64_t migrated_receipts_ = 0;
   uint64_t migrated_run_heads_ = 0;
+  uint64_t filled_team_heads_ = 0;
   std::string rollback_;
   bool stopped_ = false;  // set by the destructor once the sequencer is gone
   std::unique_ptr<sequencer::Sequencer> sequencer_;
@@ -260,6 +275,9 @@ class Log {
   mutable runmap::RunMap map_ ABSL_GUARDED_BY(map_mu_);
   uint64_t map_size_ ABSL_GUARDED_BY(map_mu_) = 0;
   std::vector<sequencer::RunChange> changed_runs_ ABSL_GUARDED_BY(map_mu_);
+  // The team-head map, the same way.
+  mutable runmap::RunMap team_map_ ABSL_GUARDED_BY(map_mu_);
+  std::vector<sequencer::RunChange> changed_teams_ ABSL_GUARDED_BY(map_mu_);
   sync::Mutex before_sign_mu_;
   std::function<void(int64_t)> before_sign_ ABSL_GUARDED_BY(before_sign_mu_);
   std::thread checkpointer_;

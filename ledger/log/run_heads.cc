@@ -136,3 +136,73 @@ absl::StatusOr<runmap::RunMap> ReplayRunMap(const store::Store& store, uint64_t 
 }
 
 }  // namespace ledger::log
+
+namespace ledger::log {
+namespace {
+
+// The heads of the teams of entries [0, size), from the entries.
+absl::StatusOr<std::map<std::string, store::RunHead>> ReplayTeamHeads(const store::Store& store, uint64_t size) {
+  std::map<std::string, store::RunHead> heads;
+  auto replayed = ForEachEntry(
+      store, size,
+      [&](const std::string& team, const std::string&, const hash::Hash& leaf_hash, uint64_t seq) {
+        store::RunHead& h = heads[team];
+        h = {h.count + 1, seq, leaf_hash};
+      },
+      nullptr);
+  if (!replayed.ok()) return replayed;
+  return heads;
+}
+
+absl::StatusOr<uint64_t> WriteTeamHeads(store::Store& store) {
+  auto state = store.ReadState();
+  if (!state.ok()) return state.status();
+  auto heads = ReplayTeamHeads(store, state->size);
+  if (!heads.ok()) return heads.status();
+  store::Batch batch = store.NewBatch();
+  for (const auto& [team, head] : *heads) batch.PutTeamHead(team, head);
+  if (auto s = store.Commit(batch); !s.ok()) return s;
+  return heads->size();
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> FillTeamHeads(store::Store& store) {
+  bool any = false;
+  auto scanned = store.ScanTeamHeads([&](std::string_view, const store::RunHead&) {
+    any = true;
+    return absl::CancelledError();  // one row is enough
+  });
+  if (!scanned.ok() && !absl::IsCancelled(scanned)) return scanned;
+  if (any) return 0;
+  return WriteTeamHeads(store);
+}
+
+absl::StatusOr<uint64_t> RebuildTeamHeads(store::Store& store) { return WriteTeamHeads(store); }
+
+absl::StatusOr<runmap::RunMap> LoadTeamMap(const store::Store& store) {
+  runmap::RunMap map;
+  auto s = store.ScanTeamHeads([&](std::string_view team, const store::RunHead& head) -> absl::Status {
+    auto key = runmap::TeamKey(team);
+    if (!key.ok()) return absl::DataLossError(absl::StrCat("teams: ", key.status().message()));
+    auto set = map.Set(*key, {head.count, head.last_seq, head.last_leaf_hash});
+    if (!set.ok()) {
+      return absl::DataLossError(absl::StrCat("teams: the row of ", std::string(team), ": ", set.message()));
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return map;
+}
+
+absl::StatusOr<runmap::RunMap> ReplayTeamMap(const store::Store& store, uint64_t size) {
+  auto heads = ReplayTeamHeads(store, size);
+  if (!heads.ok()) return heads.status();
+  runmap::RunMap map;
+  for (const auto& [team, head] : *heads) {
+    if (auto s = map.Set(runmap::TeamKeyOf(team), {head.count, head.last_seq, head.last_leaf_hash}); !s.ok()) return s;
+  }
+  return map;
+}
+
+}  // namespace ledger::log

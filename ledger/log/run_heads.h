@@ -30,6 +30,21 @@ absl::StatusOr<uint64_t> MigrateRunHeads(store::Store& store);
 // report.
 absl::StatusOr<uint64_t> RebuildRunHeads(store::Store& store);
 
+// Fills the `teams` rows (store.h) from a replay of the log when there are
+// none and the log is not empty: a store of a version that did not keep
+// them. One atomic batch, so a crash leaves none or all. Returns the rows
+// written (0 when there were rows already).
+absl::StatusOr<uint64_t> FillTeamHeads(store::Store& store);
+
+// Rewrites every `teams` row from a replay of the whole log (a rebuild),
+// in one atomic batch. Returns the rows written.
+absl::StatusOr<uint64_t> RebuildTeamHeads(store::Store& store);
+
+// The team-head map of the `teams` rows, and of a replay of entries
+// [0, size).
+absl::StatusOr<runmap::RunMap> LoadTeamMap(const store::Store& store);
+absl::StatusOr<runmap::RunMap> ReplayTeamMap(const store::Store& store, uint64_t size);
+
 // The map of the heads in the `runs` rows (all of format 2): the map of the
 // whole committed log.
 absl::StatusOr<runmap::RunMap> LoadRunMap(const store::Store& store);

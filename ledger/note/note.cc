@@ -304,36 +304,67 @@ std::string FormatCheckpointTime(const CheckpointTime& t) {
   if (!t.run_map_root.has_value()) {
     return absl::StrCat(kCheckpointTimeHeader, "\n", FormatCheckpoint(t.checkpoint), "time ", t.time_us, "\n");
   }
-  return absl::StrCat(kCheckpointTimeHeaderV2, "\n", FormatCheckpoint(t.checkpoint), "runs ",
-                      hash::Base64(hash::AsBytes(*t.run_map_root)), "\n", "time ", t.time_us, "\n");
+  std::string runs = absl::StrCat("runs ", hash::Base64(hash::AsBytes(*t.run_map_root)), "\n");
+  if (!t.team_map_root.has_value()) {
+    return absl::StrCat(kCheckpointTimeHeaderV2, "\n", FormatCheckpoint(t.checkpoint), runs, "time ", t.time_us,
+                        "\n");
+  }
+  return absl::StrCat(kCheckpointTimeHeaderV3, "\n", FormatCheckpoint(t.checkpoint), runs, "teams ",
+                      hash::Base64(hash::AsBytes(*t.team_map_root)), "\n", "time ", t.time_us, "\n");
 }
+
+namespace {
+
+// The root on a line '<label> <base64 of 32 bytes>'.
+bool ParseRootLine(std::string_view line, std::string_view label, hash::Hash* root) {
+  if (!line.starts_with(label) || line.size() <= label.size() || line[label.size()] != ' ') return false;
+  std::string_view b64 = line.substr(label.size() + 1);
+  auto bytes = hash::Base64Decode(b64);
+  if (!bytes.ok() || bytes->size() != 32 || hash::Base64(std::string_view(*bytes)) != b64) return false;
+  std::memcpy(root->data(), bytes->data(), 32);
+  return true;
+}
+
+}  // namespace
 
 absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
   auto bad = [](std::string_view why) { return absl::InvalidArgumentError(absl::StrCat("checkpoint time: ", S(why))); };
   if (text.empty() || text.back() != '\n') return bad("must end in a newline");
   std::vector<std::string_view> lines = Split(text.substr(0, text.size() - 1), '\n');
-  const bool v2 = !lines.empty() && lines[0] == kCheckpointTimeHeaderV2;
-  if (v2 && lines.size() != 6) {
+  const int version = lines.empty()                           ? 0
+                      : lines[0] == kCheckpointTimeHeader     ? 1
+                      : lines[0] == kCheckpointTimeHeaderV2   ? 2
+                      : lines[0] == kCheckpointTimeHeaderV3   ? 3
+                                                              : 0;
+  if (version == 3 && lines.size() != 7) {
+    return bad(
+        absl::StrCat("want exactly seven lines: '", kCheckpointTimeHeaderV3, "', origin, size, root, runs, teams, time"));
+  }
+  if (version == 2 && lines.size() != 6) {
     return bad(absl::StrCat("want exactly six lines: '", kCheckpointTimeHeaderV2, "', origin, size, root, runs, time"));
   }
-  if (!v2 && (lines.size() != 5 || lines[0] != kCheckpointTimeHeader)) {
+  if (version <= 1 && (lines.size() != 5 || version != 1)) {
     return bad(absl::StrCat("want exactly five lines: '", kCheckpointTimeHeader, "', origin, size, root, time"));
   }
   CheckpointTime t;
   auto cp = ParseCheckpointLines(lines[1], lines[2], lines[3], bad);
   if (!cp.ok()) return cp.status();
   t.checkpoint = *std::move(cp);
-  if (v2) {
-    std::string_view runs = lines[4];
-    auto bytes = runs.starts_with("runs ") ? hash::Base64Decode(runs.substr(5)) : absl::StatusOr<std::string>("");
-    if (!bytes.ok() || bytes->size() != 32 || hash::Base64(std::string_view(*bytes)) != runs.substr(5)) {
+  if (version >= 2) {
+    hash::Hash root;
+    if (!ParseRootLine(lines[4], "runs", &root)) {
       return bad("the fifth line must be 'runs ' and the base64 of the 32-byte run-head map root");
     }
-    hash::Hash root;
-    std::memcpy(root.data(), bytes->data(), 32);
     t.run_map_root = root;
   }
-  std::string_view time = lines[v2 ? 5 : 4];
+  if (version == 3) {
+    hash::Hash root;
+    if (!ParseRootLine(lines[5], "teams", &root)) {
+      return bad("the sixth line must be 'teams ' and the base64 of the 32-byte team-head map root");
+    }
+    t.team_map_root = root;
+  }
+  std::string_view time = lines[lines.size() - 1];
   uint64_t us = 0;
   if (!time.starts_with("time ") || !ParseDecimal(time.substr(5), &us) ||
       us > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {

@@ -126,19 +126,32 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text);
 //   runs <run-head map root, standard base64>\n
 //   time <microseconds since the Unix epoch>\n
 inline constexpr char kCheckpointTimeHeader[] = "evidence-ledger/checkpoint-time/v1";
+//
+// Format version 3 adds the root of the team-head map (CONTRACT section 6a,
+// "The team-head map") after the runs line:
+//
+//   ...
+//   runs <run-head map root, standard base64>\n
+//   teams <team-head map root, standard base64>\n
+//   time <microseconds since the Unix epoch>\n
 inline constexpr char kCheckpointTimeHeaderV2[] = "evidence-ledger/checkpoint-time/v2";
+inline constexpr char kCheckpointTimeHeaderV3[] = "evidence-ledger/checkpoint-time/v3";
 
 struct CheckpointTime {
   Checkpoint checkpoint;
   int64_t time_us = 0;
-  // Set: format 2.
+  // Set: format 2 or 3.
   std::optional<hash::Hash> run_map_root;
+  // Set (with run_map_root): format 3.
+  std::optional<hash::Hash> team_map_root;
+  // 1, 2 or 3 by the roots set.
+  int version() const { return !run_map_root.has_value() ? 1 : !team_map_root.has_value() ? 2 : 3; }
 };
 
-// Format 2 when t.run_map_root is set, else format 1.
+// Format 3 when both roots are set, 2 when only the run map's, else 1.
 std::string FormatCheckpointTime(const CheckpointTime& t);
 
-// Parses exactly the body of format 1 or 2 above; INVALID_ARGUMENT naming
+// Parses exactly the body of format 1, 2 or 3 above; INVALID_ARGUMENT naming
 // the line and the rule otherwise.
 absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text);
 

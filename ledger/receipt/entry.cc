@@ -21,8 +21,11 @@ std::string EncodeLeaf(uint64_t seq, const hash::Hash& prev, std::optional<uint6
   return out;
 }
 
-void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev, std::optional<uint64_t> run_prev,
-                  int64_t logged_at_us, std::string_view emitter, std::string_view canonical_receipt) {
+namespace {
+
+// Everything up to the version's tail.
+void EncodeLeafHead(std::string* out, uint64_t seq, const hash::Hash& prev, std::optional<uint64_t> run_prev,
+                    int64_t logged_at_us, std::string_view emitter, std::string_view canonical_receipt) {
   out->reserve(out->size() + canonical_receipt.size() + emitter.size() + 160);
   out->append("{\"emitter\":");
   canonical::AppendString(emitter, out);
@@ -38,7 +41,35 @@ void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev, std::o
   }
   out->append(",\"seq\":");
   canonical::AppendInt(static_cast<int64_t>(seq), out);
+}
+
+}  // namespace
+
+void EncodeLeafTo(std::string* out, uint64_t seq, const hash::Hash& prev, std::optional<uint64_t> run_prev,
+                  int64_t logged_at_us, std::string_view emitter, std::string_view canonical_receipt) {
+  EncodeLeafHead(out, seq, prev, run_prev, logged_at_us, emitter, canonical_receipt);
   out->append(",\"v\":1}");
+}
+
+void EncodeLeafV2To(std::string* out, uint64_t seq, const hash::Hash& prev, std::optional<uint64_t> run_prev,
+                    std::optional<uint64_t> team_prev, int64_t logged_at_us, std::string_view emitter,
+                    std::string_view canonical_receipt) {
+  EncodeLeafHead(out, seq, prev, run_prev, logged_at_us, emitter, canonical_receipt);
+  if (team_prev.has_value()) {
+    out->append(",\"team_prev\":");
+    canonical::AppendInt(static_cast<int64_t>(*team_prev), out);
+  }
+  out->append(",\"v\":2}");
+}
+
+std::string EncodeEntry(const Entry& e, std::string_view canonical_receipt) {
+  std::string out;
+  if (e.version == 1) {
+    EncodeLeafTo(&out, e.seq, e.prev, e.run_prev, e.logged_at_us, e.emitter, canonical_receipt);
+  } else {
+    EncodeLeafV2To(&out, e.seq, e.prev, e.run_prev, e.team_prev, e.logged_at_us, e.emitter, canonical_receipt);
+  }
+  return out;
 }
 
 namespace {
@@ -54,20 +85,42 @@ std::optional<uint64_t> TakeNumber(std::string_view* s) {
   return v;
 }
 
-constexpr std::string_view kEnd = ",\"v\":1}", kSeq = ",\"seq\":", kRunPrev = ",\"run_prev\":";
+constexpr std::string_view kEndV1 = ",\"v\":1}", kEndV2 = ",\"v\":2}", kSeq = ",\"seq\":",
+                           kRunPrev = ",\"run_prev\":", kTeamPrev = ",\"team_prev\":";
 
-// The leaf before ",\"seq\":N,\"v\":1}", and N.
-absl::StatusOr<std::pair<std::string_view, uint64_t>> SplitTail(std::string_view leaf) {
-  if (leaf.size() < kEnd.size() || leaf.substr(leaf.size() - kEnd.size()) != kEnd) {
-    return Bad("not a version 1 leaf");
+bool TakeSuffix(std::string_view* s, std::string_view suffix) {
+  if (s->size() < suffix.size() || s->substr(s->size() - suffix.size()) != suffix) return false;
+  s->remove_suffix(suffix.size());
+  return true;
+}
+
+struct Tail {
+  std::string_view rest;  // the leaf before ',"seq":'
+  uint64_t seq = 0;
+  TeamLink link;
+};
+
+// The leaf split before ',"seq":N' and its version's tail.
+absl::StatusOr<Tail> SplitTail(std::string_view leaf) {
+  Tail t;
+  std::string_view rest = leaf;
+  if (TakeSuffix(&rest, kEndV1)) {
+    t.link.version = 1;
+  } else if (TakeSuffix(&rest, kEndV2)) {
+    t.link.version = 2;
+    std::string_view probe = rest;
+    if (auto team_prev = TakeNumber(&probe); team_prev && TakeSuffix(&probe, kTeamPrev)) {
+      t.link.team_prev = *team_prev;
+      rest = probe;
+    }
+  } else {
+    return Bad("not a leaf of version 1 or 2");
   }
-  std::string_view rest = leaf.substr(0, leaf.size() - kEnd.size());
   auto seq = TakeNumber(&rest);
-  if (!seq || rest.size() < kSeq.size() || rest.substr(rest.size() - kSeq.size()) != kSeq) {
-    return Bad("no seq at the end");
-  }
-  rest.remove_suffix(kSeq.size());
-  return std::pair{rest, *seq};
+  if (!seq || !TakeSuffix(&rest, kSeq)) return Bad("no seq at the end");
+  t.rest = rest;
+  t.seq = *seq;
+  return t;
 }
 
 }  // namespace
@@ -75,18 +128,22 @@ absl::StatusOr<std::pair<std::string_view, uint64_t>> SplitTail(std::string_view
 absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf) {
   auto tail = SplitTail(leaf);
   if (!tail.ok()) return tail.status();
-  std::string_view probe = tail->first;
+  std::string_view probe = tail->rest;
   auto run_prev = TakeNumber(&probe);
-  if (run_prev && probe.size() >= kRunPrev.size() && probe.substr(probe.size() - kRunPrev.size()) == kRunPrev) {
-    return std::optional<uint64_t>(*run_prev);
-  }
+  if (run_prev && TakeSuffix(&probe, kRunPrev)) return std::optional<uint64_t>(*run_prev);
   return std::optional<uint64_t>();
 }
 
 absl::StatusOr<uint64_t> SeqOf(std::string_view leaf) {
   auto tail = SplitTail(leaf);
   if (!tail.ok()) return tail.status();
-  return tail->second;
+  return tail->seq;
+}
+
+absl::StatusOr<TeamLink> TeamLinkOf(std::string_view leaf) {
+  auto tail = SplitTail(leaf);
+  if (!tail.ok()) return tail.status();
+  return tail->link;
 }
 
 absl::StatusOr<std::string> TeamOf(std::string_view leaf) {
@@ -132,7 +189,16 @@ bool ReadLeaf(std::string_view leaf, Entry* out) {
   }
   if (!take(kSeq) || !canonical::ReadInt(&p, end, &n) || n < 0) return false;
   out->seq = static_cast<uint64_t>(n);
-  return take(kEnd) && p == end;
+  if (take(kEndV1)) {
+    out->version = 1;
+    return p == end;
+  }
+  out->version = 2;
+  if (take(kTeamPrev)) {
+    if (!canonical::ReadInt(&p, end, &n) || n < 0) return false;
+    out->team_prev = static_cast<uint64_t>(n);
+  }
+  return take(kEndV2) && p == end;
 }
 
 absl::StatusOr<Entry> ParseLeafByTree(std::string_view leaf) {
@@ -145,16 +211,22 @@ absl::StatusOr<Entry> ParseLeafByTree(std::string_view leaf) {
   if (j.type != canonical::Value::Type::kObject) return Bad("not a JSON object");
   for (const canonical::Member& m : j.members) {
     if (m.key != "emitter" && m.key != "logged_at_us" && m.key != "prev" && m.key != "receipt" && m.key != "run_prev" &&
-        m.key != "seq" && m.key != "v") {
+        m.key != "seq" && m.key != "team_prev" && m.key != "v") {
       return Bad("unknown field");
     }
   }
   using Type = canonical::Value::Type;
   const canonical::Value* v = j.Find("v");
-  if (v == nullptr || v->type != Type::kInt || v->num != kEntryFormatVersion) {
-    return Bad("v: want format version 1");
+  if (v == nullptr || v->type != Type::kInt || (v->num != 1 && v->num != 2)) {
+    return Bad("v: want format version 1 or 2");
   }
   Entry e;
+  e.version = static_cast<int>(v->num);
+  if (const canonical::Value* tp = j.Find("team_prev"); tp != nullptr) {
+    if (e.version == 1) return Bad("team_prev: not a field of version 1");
+    if (tp->type != Type::kInt || tp->num < 0) return Bad("team_prev: want an integer >= 0");
+    e.team_prev = static_cast<uint64_t>(tp->num);
+  }
   const canonical::Value* seq = j.Find("seq");
   if (seq == nullptr || seq->type != Type::kInt || seq->num < 0) return Bad("seq: want an integer >= 0");
   e.seq = static_cast<uint64_t>(seq->num);
@@ -180,7 +252,7 @@ absl::StatusOr<Entry> ParseLeafByTree(std::string_view leaf) {
     return Bad(absl::StrCat("receipt.", std::string(receipt.status().message())));
   }
   e.receipt = *std::move(receipt);
-  if (EncodeLeaf(e.seq, e.prev, e.run_prev, e.logged_at_us, e.emitter, Encode(e.receipt)) != leaf) {
+  if (EncodeEntry(e, Encode(e.receipt)) != leaf) {
     return Bad("not in canonical form");
   }
   return e;

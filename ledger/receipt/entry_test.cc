@@ -74,9 +74,13 @@ TEST(EntryTest, ParseRefusesNonCanonicalLeaves) {
   slash.replace(slash.find("not in"), 6, "not\\/in");
   EXPECT_EQ(ParseLeaf(slash).status().message(), "leaf: not in canonical form");
   // Another version.
-  std::string v2 = leaf;
-  v2.replace(v2.find("\"v\":1"), 5, "\"v\":2");
-  EXPECT_EQ(ParseLeaf(v2).status().message(), "leaf: v: want format version 1");
+  std::string v3 = leaf;
+  v3.replace(v3.find("\"v\":1"), 5, "\"v\":3");
+  EXPECT_EQ(ParseLeaf(v3).status().message(), "leaf: v: want format version 1 or 2");
+  // team_prev in a version 1 leaf.
+  std::string v1_team = leaf;
+  v1_team.replace(v1_team.find(",\"v\":1"), 6, ",\"team_prev\":0,\"v\":1");
+  EXPECT_EQ(ParseLeaf(v1_team).status().message(), "leaf: team_prev: not a field of version 1");
   // An extra field.
   std::string extra = leaf;
   extra.insert(extra.size() - 1, ",\"x\":1");

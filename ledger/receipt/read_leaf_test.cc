@@ -235,7 +235,11 @@ TEST(ReadLeafTest, DeclinesEachNearCanonicalText) {
       edit("\"model\":\"m\"", "\"mod\\u0065l\":\"m\""),  // an escaped key
       edit("\"run_prev\":3", "\"run_prev\":-3"),
       edit("\"seq\":5", "\"seq\":-5"),
-      edit("\"v\":1}", "\"v\":2}"),
+      edit("\"v\":1}", "\"v\":3}"),
+      edit("\"v\":1}", "\"team_prev\":4,\"v\":1}"),  // team_prev in version 1
+      edit(",\"v\":1}", ",\"team_prev\":-4,\"v\":2}"),
+      edit(",\"v\":1}", ",\"team_prev\":04,\"v\":2}"),
+      edit(",\"v\":1}", ",\"v\":2,\"team_prev\":4}"),  // keys unsorted
       edit("\"v\":1}", "\"v\":1} "),
       edit("\"emitter\":\"e\"", "\"emitter\":1"),
       good.substr(0, good.find("\"prev\":\"") + 8) + "A" + good.substr(good.find("\"prev\":\"") + 9),

@@ -56,11 +56,33 @@ absl::Status CheckRoot(const Hash& root, const Hash& computed) {
 
 }  // namespace
 
-absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id) {
+namespace {
+
+absl::Status CheckTeam(std::string_view team) {
   bool team_ok = !team.empty() && team.size() <= 63 && std::all_of(team.begin(), team.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
   });
   if (!team_ok) return absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Key> TeamKey(std::string_view team) {
+  if (auto s = CheckTeam(team); !s.ok()) return s;
+  return TeamKeyOf(team);
+}
+
+Key TeamKeyOf(std::string_view team) {
+  std::string in("evidence-ledger/team-key/v1");
+  in.push_back('\0');
+  in.push_back(static_cast<char>(team.size()));
+  in.append(team);
+  return hash::Sha256(in);
+}
+
+absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id) {
+  if (auto s = CheckTeam(team); !s.ok()) return s;
   if (run_id.empty() || run_id.size() > 128) {
     return absl::InvalidArgumentError("run_id: must be 1-128 bytes");
   }

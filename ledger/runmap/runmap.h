@@ -65,6 +65,12 @@ absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id);
 // valid): RunKey without the checks.
 Key RunKeyOf(std::string_view team, std::string_view run_id);
 
+// The team key (CONTRACT section 6a, "The team-head map"): the key of a
+// team in the team-head map, a map of this same shape. INVALID_ARGUMENT
+// unless team is 1-63 bytes of [a-z0-9-]; TeamKeyOf skips the check.
+absl::StatusOr<Key> TeamKey(std::string_view team);
+Key TeamKeyOf(std::string_view team);
+
 // INVALID_ARGUMENT unless 1 <= count <= last_seq + 1 <= 2^53 - 1.
 absl::Status CheckHead(const Head& head);
 

@@ -76,9 +76,11 @@ struct Sequencer::Prepared {
   // before it is committed.
   absl::flat_hash_map<std::string, store::ReceiptRef> new_ids;
   absl::flat_hash_map<std::string, store::RunHead> run_heads;
-  // The runs this batch changes, keyed for the run-head map (with
+  absl::flat_hash_map<std::string, store::RunHead> team_heads;  // by team
+  // The runs and teams this batch changes, keyed for the maps (with
   // Options::track_runs only).
   std::vector<RunChange> changed_runs;
+  std::vector<RunChange> changed_teams;
   // Projection records this batch writes; reads fall through to the batch
   // being committed, then the store.
   std::unique_ptr<projection::OverlayTxn> txn;
@@ -138,12 +140,16 @@ Head Sequencer::committed() const {
   return head_;
 }
 
-Head Sequencer::TakeCommitted(std::vector<RunChange>* changed) {
+Head Sequencer::TakeCommitted(std::vector<RunChange>* changed, std::vector<RunChange>* changed_teams) {
   sync::MutexLock lock(&mu_);
-  changed->clear();
-  changed->reserve(changed_runs_.size());
-  for (const auto& [key, head] : changed_runs_) changed->push_back({key, head});
-  changed_runs_.clear();
+  auto take = [](absl::flat_hash_map<runmap::Key, runmap::Head>& from, std::vector<RunChange>* to) {
+    to->clear();
+    to->reserve(from.size());
+    for (const auto& [key, head] : from) to->push_back({key, head});
+    from.clear();
+  };
+  take(changed_runs_, changed);
+  if (changed_teams != nullptr) take(changed_teams_, changed_teams);
   return head_;
 }
 
@@ -191,6 +197,7 @@ bool Sequencer::Finish(Prepared& p) {
     if (p.result.ok()) {
       head_ = {p.state.size, p.frontier.Root(), p.state.head};
       for (const RunChange& c : p.changed_runs) changed_runs_[c.key] = c.head;
+      for (const RunChange& c : p.changed_teams) changed_teams_[c.key] = c.head;
     }
   }
   committed_cv_.SignalAll();
@@ -278,6 +285,9 @@ struct Sequencer::Placement {
   };
   std::vector<RunHead> run_heads;
   absl::flat_hash_map<std::string, size_t> run_index;  // RunKey -> run_heads
+  // The same for teams.
+  std::vector<RunHead> team_heads;
+  absl::flat_hash_map<std::string, size_t> team_index;  // team -> team_heads
   // A receipt this batch appends: placed in the first pass, hashed into the
   // chain in the second, while the projector (if any) runs beside it.
   struct Placed {
@@ -287,6 +297,8 @@ struct Sequencer::Placement {
     int64_t logged_at_us;
     std::optional<uint64_t> run_prev;
     size_t run;  // index in run_heads
+    std::optional<uint64_t> team_prev;
+    size_t team;  // index in team_heads
   };
   std::vector<Placed> placed;
   absl::flat_hash_map<std::string_view, size_t> placed_ids;  // id_key -> placed
@@ -359,6 +371,13 @@ void Sequencer::Place(Prepared& p, const Prepared* base, Placement& placement) {
       } else if (!StoredRunHead(s, run_key, base, &prev, out)) {
         continue;
       }
+      std::optional<store::RunHead> team_prev_head;
+      auto team_in_batch = placement.team_index.find(s.receipt->team());
+      if (team_in_batch != placement.team_index.end()) {
+        team_prev_head = placement.team_heads[team_in_batch->second].head;
+      } else if (!StoredTeamHead(s, base, &team_prev_head, out)) {
+        continue;
+      }
       uint64_t seq = next_seq++;
       last_logged_at = std::max(options_.clock(), last_logged_at);
       std::optional<uint64_t> run_prev;
@@ -373,8 +392,20 @@ void Sequencer::Place(Prepared& p, const Prepared* base, Placement& placement) {
       }
       placement.run_heads[run].submission = &s;
       placement.run_heads[run].head = {prev.has_value() ? prev->count + 1 : 1, seq, {}};
+      std::optional<uint64_t> team_prev;
+      if (team_prev_head.has_value()) team_prev = team_prev_head->last_seq;
+      size_t team;
+      if (team_in_batch != placement.team_index.end()) {
+        team = team_in_batch->second;
+      } else {
+        team = placement.team_heads.size();
+        placement.team_index.emplace(s.receipt->team(), team);
+        placement.team_heads.push_back({&s, {}});
+      }
+      placement.team_heads[team].submission = &s;
+      placement.team_heads[team].head = {team_prev_head.has_value() ? team_prev_head->count + 1 : 1, seq, {}};
       placement.placed_ids.emplace(s.id_key, placement.placed.size());
-      placement.placed.push_back({&s, &out, seq, last_logged_at, run_prev, run});
+      placement.placed.push_back({&s, &out, seq, last_logged_at, run_prev, run, team_prev, team});
       if (options_.projector != nullptr) {
         placement.entries.push_back({seq, last_logged_at, s.emitter, s.receipt});
       }
@@ -444,15 +475,40 @@ bool Sequencer::StoredRunHead(const Submission& s, const std::string& run_key, c
   return true;
 }
 
+bool Sequencer::StoredTeamHead(const Submission& s, const Prepared* base, std::optional<store::RunHead>* prev,
+                               Outcome& out) {
+  if (base != nullptr) {
+    if (auto it = base->team_heads.find(s.receipt->team()); it != base->team_heads.end()) {
+      *prev = it->second;
+      return true;
+    }
+  }
+  auto head = store_->GetTeamHead(s.receipt->team());
+  if (!head.ok()) {
+    out.status = absl::UnavailableError(absl::StrCat("storage: team index unreadable: ", head.status().message()));
+    return false;
+  }
+  *prev = *head;
+  return true;
+}
+
 void Sequencer::HashIntoChain(Prepared& p, Placement& placement) {
   store::Batch& batch = *p.batch;
   std::string leaf;  // one buffer for every leaf of the batch
   for (const Placement::Placed& e : placement.placed) {
     const Submission& s = *e.submission;
     leaf.clear();
-    receipt::EncodeLeafTo(&leaf, e.seq, state_.head, e.run_prev, e.logged_at_us, s.emitter, s.canonical);
+    if (options_.team_chain) {
+      receipt::EncodeLeafV2To(&leaf, e.seq, state_.head, e.run_prev, e.team_prev, e.logged_at_us, s.emitter,
+                              s.canonical);
+    } else {
+      receipt::EncodeLeafTo(&leaf, e.seq, state_.head, e.run_prev, e.logged_at_us, s.emitter, s.canonical);
+    }
     hash::Hash leaf_hash = hash::LeafHash(leaf);
     if (store::RunHead& head = placement.run_heads[e.run].head; head.last_seq == e.seq) {
+      head.last_leaf_hash = leaf_hash;
+    }
+    if (store::RunHead& head = placement.team_heads[e.team].head; head.last_seq == e.seq) {
       head.last_leaf_hash = leaf_hash;
     }
     batch.PutEntry(e.seq, leaf);
@@ -487,6 +543,14 @@ void Sequencer::PutHeads(Prepared& p, const Placement& placement) {
           {runmap::RunKeyOf(r.team(), r.run_id()), {run.head.count, run.head.last_seq, run.head.last_leaf_hash}});
     }
   }
+  for (const auto& [team, index] : placement.team_index) {
+    const store::RunHead& head = placement.team_heads[index].head;
+    batch.PutTeamHead(team, head);
+    p.team_heads.emplace(team, head);
+    if (options_.track_runs) {
+      p.changed_teams.push_back({runmap::TeamKeyOf(team), {head.count, head.last_seq, head.last_leaf_hash}});
+    }
+  }
   batch.PutState(state_);
   if (options_.projector != nullptr) {
     PutProjectedSize(*p.txn, state_.size);
@@ -503,6 +567,8 @@ void Sequencer::Abandon(Prepared& p, const Prepared* base, const absl::Status& p
   p.new_ids.clear();
   p.run_heads.clear();
   p.changed_runs.clear();
+  p.team_heads.clear();
+  p.changed_teams.clear();
   p.txn.reset();
   // The head is what it was before this batch.
   frontier_ = base != nullptr ? base->frontier : durable_frontier_;

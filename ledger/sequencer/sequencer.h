@@ -100,6 +100,11 @@ class Sequencer {
     // Keep the heads of the runs each commit changes for TakeCommitted (the
     // run-head map's input).
     bool track_runs = false;
+    // Append leaves of version 2, each with its team's previous entry
+    // (team_prev). Off: version 1 leaves, as ledgers wrote before team
+    // chains. The teams' heads are kept in the store either way (and, with
+    // track_runs, for TakeCommitted).
+    bool team_chain = true;
   };
 
   // Loads the head from `store` (which MUST outlive the sequencer) and starts
@@ -120,7 +125,9 @@ class Sequencer {
   // run changed since the last call, as of that committed head (one per
   // run, in no order): atomically, so a run-head map updated with `changed`
   // stands at exactly the returned size.
-  Head TakeCommitted(std::vector<RunChange>* changed);
+  // `changed_teams`, if set, receives the teams' heads the same way (keyed
+  // by runmap::TeamKeyOf).
+  Head TakeCommitted(std::vector<RunChange>* changed, std::vector<RunChange>* changed_teams = nullptr);
 
   // Commits everything already queued, then stops the writer; Submit then
   // fails with UNAVAILABLE. committed() and TakeCommitted keep working.
@@ -169,6 +176,8 @@ class Sequencer {
   // UNAVAILABLE, when the store cannot be read.
   bool StoredRunHead(const Submission& s, const std::string& run_key, const Prepared* base,
                      std::optional<store::RunHead>* prev, Outcome& out);
+  // The same for `s`'s team.
+  bool StoredTeamHead(const Submission& s, const Prepared* base, std::optional<store::RunHead>* prev, Outcome& out);
   // The second pass: leaves, receipt index rows and tree nodes into the
   // batch, each placed receipt's (and retry's) outcome.
   void HashIntoChain(Prepared& p, Placement& placement);
@@ -193,6 +202,7 @@ class Sequencer {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Head head_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<runmap::Key, runmap::Head> changed_runs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<runmap::Key, runmap::Head> changed_teams_ ABSL_GUARDED_BY(mu_);
 
   // The hand-off between the writer and the committer, one batch at a time;
   // cv_ wakes the writer (new requests, a finished commit), commit_cv_ the

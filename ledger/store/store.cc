@@ -32,10 +32,10 @@ constexpr size_t kReceiptRefSize = 1 + 8 + 32 + 32;
 
 // Order matters: it is the order of Store::Rep::cfs. The projection tables
 // follow, in projection::Table order.
-enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kCheckpointTimes, kLogCfCount };
+enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kCheckpointTimes, kTeams, kLogCfCount };
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
 const char* const kLogCfNames[kLogCfCount] = {"default", "entries",     "receipts",        "nodes",
-                                              "runs",    "checkpoints", "checkpoint_times"};
+                                              "runs",    "checkpoints", "checkpoint_times", "teams"};
 
 int ProjectionCf(projection::Table t) { return kLogCfCount + static_cast<int>(t); }
 
@@ -257,6 +257,16 @@ void Batch::PutRunHead(std::string_view team, std::string_view run_id, const Run
   rep_->Put(kRuns, RunKey(team, run_id), v);
 }
 
+void Batch::PutTeamHead(std::string_view team, const RunHead& head) {
+  std::string v;
+  v.reserve(kRunHeadBytes);
+  v.push_back(kRunHeadFormat2);
+  v.append(U64Key(head.count));
+  v.append(U64Key(head.last_seq));
+  v.append(reinterpret_cast<const char*>(head.last_leaf_hash.data()), head.last_leaf_hash.size());
+  rep_->Put(kTeams, team, v);
+}
+
 void Batch::PutProjection(projection::Table t, std::string_view key, std::string_view value) {
   if (!rep_->pwb.Put((*rep_->cfs)[ProjectionCf(t)], AsSlice(key), AsSlice(value)).ok()) {
     std::abort();
@@ -356,7 +366,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   step_options.memtable_insert_with_hint_prefix_extractor.reset(NewKeyPrefix(false, 2, "ledger.TeamAndRun.v1"));
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
-    bool lookup = cf == kReceipts || cf == kRuns || cf >= kLogCfCount;
+    bool lookup = cf == kReceipts || cf == kRuns || cf == kTeams || cf >= kLogCfCount;
     descriptors.emplace_back(CfName(cf), cf == kEntries                                    ? entry_options
                                          : cf == ProjectionCf(projection::Table::kChanges) ? change_options
                                          : cf == ProjectionCf(projection::Table::kIndex)   ? index_options
@@ -671,6 +681,28 @@ absl::StatusOr<std::vector<std::pair<std::string, ReceiptRef>>> Store::LegacyRec
   }
   if (auto s = FromRocks(it->status(), "scan the receipt index"); !s.ok()) return s;
   return rows;
+}
+
+absl::StatusOr<std::optional<RunHead>> Store::GetTeamHead(std::string_view team) const {
+  auto v = rep_->Get(kTeams, team, "team head");
+  if (absl::IsNotFound(v.status())) return std::nullopt;
+  if (!v.ok()) return v.status();
+  auto head = DecodeRunHead(*v);
+  if (head.ok() && head->count == 0) return Malformed("team head");
+  return head;
+}
+
+absl::Status Store::ScanTeamHeads(
+    absl::FunctionRef<absl::Status(std::string_view team, const RunHead& head)> fn) const {
+  return ScanRows(
+      kTeams,
+      [&](std::string_view key, std::string_view v) -> absl::Status {
+        auto head = DecodeRunHead(v);
+        if (!head.ok()) return head.status();
+        if (key.empty() || head->count == 0) return Malformed("team head");
+        return fn(key, *head);
+      },
+      "scan team heads");
 }
 
 absl::Status Store::ScanRunHeads(

@@ -20,6 +20,13 @@
 //                before the ledger kept the run-head map; Log::Open rewrites
 //                format-1 rows into format 2 (MigrateRunHeads) before it
 //                appends
+//   teams        team                     -> the team's head (RunHead, format
+//                                             2 as in `runs`): its number of
+//                                             entries and its last entry;
+//                                             written with every append from
+//                                             the version that keeps team
+//                                             chains (Log::Open fills it from
+//                                             the log when it is empty)
 //   checkpoints  tree size u64            -> signed checkpoint note
 //   checkpoint_times tree size u64        -> signed checkpoint-time note of
 //                                             that checkpoint (note.h); absent
@@ -125,6 +132,7 @@ class Batch final : public projection::Sink {
   void PutRunHead(std::string_view team, std::string_view run_id, const RunHead& head);
   // A row as format 1 wrote it (the last seq alone): for tests of upgrades.
   void PutRunHeadOfFormat1(std::string_view team, std::string_view run_id, uint64_t last_seq);
+  void PutTeamHead(std::string_view team, const RunHead& head);
   void PutState(const State& s);
   void PutProjection(projection::Table t, std::string_view key, std::string_view value) override;
   void DeleteProjection(projection::Table t, std::string_view key) override;
@@ -179,6 +187,7 @@ class Store {
   absl::StatusOr<std::vector<hash::Hash>> GetNodeGroup(int level, uint64_t group) const;
   absl::StatusOr<std::optional<ReceiptRef>> FindReceipt(const ReceiptKey& key) const;
   absl::StatusOr<std::optional<RunHead>> GetRunHead(std::string_view team, std::string_view run_id) const;
+  absl::StatusOr<std::optional<RunHead>> GetTeamHead(std::string_view team) const;
 
   // Calls fn(seq, leaf) for from <= seq < to in order; stops at and returns
   // the first error of fn. DATA_LOSS when a seq in the range is missing.
@@ -196,6 +205,7 @@ class Store {
   // Run heads, checkpoints and checkpoint-time notes, in key order.
   absl::Status ScanRunHeads(
       absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, const RunHead& head)> fn) const;
+  absl::Status ScanTeamHeads(absl::FunctionRef<absl::Status(std::string_view team, const RunHead& head)> fn) const;
   absl::Status ScanCheckpoints(absl::FunctionRef<absl::Status(uint64_t size, std::string_view note)> fn) const;
   absl::Status ScanCheckpointTimes(absl::FunctionRef<absl::Status(uint64_t size, std::string_view time_note)> fn) const;
   // The highest seq with an entry, whatever the state says; nullopt if none.

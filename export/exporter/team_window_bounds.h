@@ -1,0 +1,42 @@
+// What a team window of format 4 carries besides its entries: the team's
+// entries on both sides of the window and the team's head proof
+// (team-window.json, export/pack/team_window.h; CONTRACT section 7, "Closed
+// team windows").
+//
+// Thread-safe: reads the store only.
+#ifndef EXPORT_EXPORTER_TEAM_WINDOW_BOUNDS_H_
+#define EXPORT_EXPORTER_TEAM_WINDOW_BOUNDS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "export/pack/team_window.h"
+#include "ledger/receipt/entry.h"
+#include "ledger/runmap/proof_json.h"
+#include "ledger/store/store.h"
+
+namespace ledger::exporter {
+
+// The team's entries the window holds: how many, and the first's seq and
+// link.
+struct WindowEntries {
+  uint64_t count = 0;
+  uint64_t first_seq = 0;
+  receipt::TeamLink first_link;
+};
+
+using ProveFn = absl::FunctionRef<absl::StatusOr<std::vector<hash::Hash>>(uint64_t seq)>;
+
+// `team_head` is the team's head proof at the pack's tree size; the window
+// covers seqs [lo, hi) (the entries logged in its times). `after` is found
+// by walking the team chain down from the head to the first seq at or above
+// `hi`; `before` is the entry the window's first entry (or, with none, the
+// walk) reaches below `lo`. `prove(seq)` is the inclusion proof of seq.
+absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, const runmap::KeyedPath& team_head,
+                                                  uint64_t hi, const WindowEntries& held, ProveFn prove);
+
+}  // namespace ledger::exporter
+
+#endif  // EXPORT_EXPORTER_TEAM_WINDOW_BOUNDS_H_
