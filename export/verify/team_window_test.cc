@@ -111,6 +111,13 @@ TEST_F(TeamWindowTest, AWindowWithEntriesAfterItCarriesBothNeighbours) {
   EXPECT_EQ(w.before->seq, 0u);
   EXPECT_EQ(w.after->seq, 6u);
   EXPECT_FALSE(w.head.has_value());
+  // The page says what the window proves, in words.
+  std::string dir = dir_.Sub("page");
+  std::filesystem::create_directories(dir);
+  std::string report = Read((*pack::ExtractArchive(p, dir, pack::Limits()))[pack::kReport]);
+  EXPECT_NE(report.find("holds <strong>every</strong> entry of team <code>team-a</code> logged from"),
+            std::string::npos);
+  EXPECT_NE(report.find("<li><code>team-window.json</code>"), std::string::npos);
 }
 
 TEST_F(TeamWindowTest, AWindowReachingTheHeadCarriesTheTeamHeadProof) {
