@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "export/exporter/team_window_bounds.h"
 #include "export/pack/team_window.h"
 #include "export/verify/pack_test_fixture.h"
 #include "gtest/gtest.h"
@@ -156,6 +157,29 @@ TEST_F(TeamWindowTest, EmptyWindowsAndAbsentTeamsAreProvenToo) {
   ASSERT_TRUE(from_start.ok) << from_start.Summary();
   EXPECT_EQ(from_start.team_window, Complete("team-a", 0, 1500, 7, 1));
   EXPECT_FALSE(Bounds(first).before.has_value());
+}
+
+// The team's next entry after a window is found by reading forwards or, past
+// the look-ahead, by walking the team chain down from its head: the same.
+TEST_F(TeamWindowTest, ReadingForwardsAndWalkingTheChainFindTheSameNeighbours) {
+  auto proof = *log_->ProveTeam("team-a");
+  runmap::KeyedPath head{proof.key, proof.path};
+  auto prove = [&](uint64_t seq) -> absl::StatusOr<std::vector<hash::Hash>> {
+    auto p = log_->ProveInclusion(seq, proof.checkpoint.size);
+    if (!p.ok()) return p.status();
+    return p->path;
+  };
+  // Windows over seqs [2, 6) and [1, 2) (team-a's entries 2, 3, 5 and none).
+  for (auto [hi, held] : {std::pair<uint64_t, exporter::WindowEntries>{6, {3, 2, {2, 0}}},
+                          std::pair<uint64_t, exporter::WindowEntries>{2, {0, 0, {}}}}) {
+    auto read = *exporter::TeamWindowBounds(log_->store(), "team-a", head, hi, held, prove);
+    auto walked = *exporter::TeamWindowBounds(log_->store(), "team-a", head, hi, held, prove, /*look_ahead=*/0);
+    EXPECT_EQ(pack::EncodeTeamWindow(read), pack::EncodeTeamWindow(walked)) << hi;
+    ASSERT_TRUE(read.after.has_value());
+    EXPECT_EQ(read.after->seq, hi == 6 ? 6u : 2u);
+    ASSERT_TRUE(read.before.has_value());
+    EXPECT_EQ(read.before->seq, 0u);
+  }
 }
 
 TEST_F(TeamWindowTest, AWholeRunDroppedFromTheWindowIsRefusedEvenResigned) {
