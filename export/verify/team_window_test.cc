@@ -22,6 +22,9 @@ class TeamWindowTest : public PackTest {
   void Configure(log::Log::Options& o) override {
     o.sequencer.clock = [this] { return now_; };
   }
+  // The log signs a last checkpoint as it closes, reading the clock above:
+  // it goes before this fixture's members do.
+  void TearDown() override { log_.reset(); }
 
   // team-a's entries at seqs 0, 2, 3, 5, 6 (run-1: 0, 2, 6; run-2: 3, 5),
   // team-b's at 1 and 4; entry i logged at (i + 1) * 1000 us.
