@@ -12,8 +12,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "export/gzip/blocked_gzip.h"
 #include "export/exporter/team_window_bounds.h"
+#include "export/gzip/blocked_gzip.h"
 #include "export/pack/pack.h"
 #include "export/pack/team_window.h"
 #include "ledger/hash/hash.h"

@@ -32,8 +32,8 @@
 // its checkpoint-time note is of format 2 (with the run-head map root), and
 // a run pack carries run-head.json (CONTRACT section 7). Format 4 has the
 // fields of format 3: its checkpoint-time note is of format 3 (with the
-// team-head map root too), and a team window carries team-window.json. DO NOT CHANGE the meaning of a field of a format: a new field
-// is a new format.
+// team-head map root too), and a team window carries team-window.json. DO NOT CHANGE the meaning of a field of a
+// format: a new field is a new format.
 //
 // Thread-safe: pure functions.
 #ifndef EXPORT_MANIFEST_MANIFEST_H_

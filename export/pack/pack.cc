@@ -1,5 +1,4 @@
 #include "export/pack/pack.h"
-#include "export/pack/team_window.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -18,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "export/gzip/blocked_gzip.h"
+#include "export/pack/team_window.h"
 #include "ledger/hash/hash.h"
 #include "ledger/receipt/entry.h"
 #include "query/projector/keys.h"

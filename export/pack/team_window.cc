@@ -41,7 +41,8 @@ absl::StatusOr<Bound> ParseBound(const Json& j, const std::string& name) {
     return Bad(name + ".inclusion", "want an array of 64 lowercase hex digits");
   }
   for (const Json& h : j["inclusion"]) {
-    auto parsed = h.is_string() ? hash::ParseHex(h.get<std::string>()) : absl::StatusOr<hash::Hash>(absl::UnknownError(""));
+    auto parsed =
+        h.is_string() ? hash::ParseHex(h.get<std::string>()) : absl::StatusOr<hash::Hash>(absl::UnknownError(""));
     if (!parsed.ok()) return Bad(name + ".inclusion", "want an array of 64 lowercase hex digits");
     b.inclusion.push_back(*parsed);
   }

@@ -22,12 +22,13 @@ struct BoundEntry {
   receipt::Entry entry;
 };
 
-std::string CheckBound(const char* name, const pack::Bound& b, const manifest::Manifest& m,
-                       const note::Checkpoint& cp, BoundEntry* out) {
+std::string CheckBound(const char* name, const pack::Bound& b, const manifest::Manifest& m, const note::Checkpoint& cp,
+                       BoundEntry* out) {
   auto entry = receipt::ParseLeaf(b.leaf);
   if (!entry.ok()) return absl::StrCat(name, ": ", entry.status().message());
   if (entry->seq != b.seq) return absl::StrCat(name, ".seq: ", b.seq, ", but the leaf's seq is ", entry->seq);
-  if (b.seq >= cp.size) return absl::StrCat(name, ": seq ", b.seq, " is not in the checkpoint's tree of size ", cp.size);
+  if (b.seq >= cp.size)
+    return absl::StrCat(name, ": seq ", b.seq, " is not in the checkpoint's tree of size ", cp.size);
   if (entry->receipt.team() != m.scope.team) return absl::StrCat(name, ": entry ", b.seq, " is of another team");
   out->seq = b.seq;
   out->leaf_hash = hash::LeafHash(b.leaf);
@@ -43,7 +44,8 @@ std::string CheckBound(const char* name, const pack::Bound& b, const manifest::M
 std::string Link(uint64_t seq, std::optional<uint64_t> team_prev, std::optional<uint64_t> below) {
   if (!team_prev.has_value()) {
     if (!below.has_value()) return "";
-    return absl::StrCat("entry ", seq, " has no team_prev, so it is its team's first entry, but the pack holds the "
+    return absl::StrCat("entry ", seq,
+                        " has no team_prev, so it is its team's first entry, but the pack holds the "
                         "team's entry ",
                         *below, " below it");
   }
@@ -64,8 +66,8 @@ std::string CheckHead(const runmap::KeyedPath& head, const manifest::Manifest& m
   auto leads_to = runmap::ProofRoot(head);
   if (!leads_to.ok()) return absl::StrCat("head: ", leads_to.status().message());
   if (*leads_to != *r.team_map_root) {
-    return absl::StrCat("head: the proof leads to map root ", hash::Hex(*leads_to),
-                        ", the checkpoint-time note signs ", hash::Hex(*r.team_map_root));
+    return absl::StrCat("head: the proof leads to map root ", hash::Hex(*leads_to), ", the checkpoint-time note signs ",
+                        hash::Hex(*r.team_map_root));
   }
   const uint64_t n = m.tree_size;
   const uint64_t held = stream.entries() + (before ? 1 : 0);
@@ -123,8 +125,7 @@ std::string Walk(const manifest::Manifest& m, const StreamCheck& stream, const s
   if (t.top_break) return Link(t.top_break->seq, t.top_break->team_prev, t.top_break->below);
   if (t.top_v1) {
     r->team_window = absl::StrCat("complete after seq ", *t.top_v1, ": every entry of ", window, " after seq ",
-                                  *t.top_v1, up_to,
-                                  " (team chain); the window's entries up to seq ", *t.top_v1,
+                                  *t.top_v1, up_to, " (team chain); the window's entries up to seq ", *t.top_v1,
                                   " are version 1 leaves, written before the ledger kept team chains: that none of "
                                   "them was left out is not proven.");
     return "";

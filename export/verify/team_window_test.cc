@@ -2,6 +2,8 @@
 // proves it holds every entry of its team logged in its times, through the
 // team chain in the leaves and the team-head map, and a window cut short
 // is refused even when re-signed with the ledger's key.
+#include "export/pack/team_window.h"
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "export/exporter/team_window_bounds.h"
-#include "export/pack/team_window.h"
 #include "export/verify/pack_test_fixture.h"
 #include "gtest/gtest.h"
 #include "ledger/receipt/entry.h"
@@ -39,15 +40,15 @@ class TeamWindowTest : public PackTest {
   void AppendAt(const std::string& team, const std::string& run, const std::string& kind) {
     now_ = (next_++ + 1) * 1000;
     std::string id = absl::StrCat("r", next_);
-    std::string base = absl::StrCat(R"("team":")", team, R"(","run_id":")", run, R"(","step_id":"s","occurred_at_us":5)");
-    std::string json = kind == "agent_start"
-                           ? absl::StrCat(R"({"receipt_id":")", run, R"(-start","kind":"agent_start",)", base,
-                                          R"(,"decision":"allow","timeout_ms":60000})")
-                       : kind == "agent_exec"
-                           ? absl::StrCat(R"({"receipt_id":")", id, R"(","kind":"agent_exec",)", base,
-                                          R"(,"start_receipt_id":")", run, R"(-start","status":"failed"})")
-                           : absl::StrCat(R"({"receipt_id":")", id, R"(","kind":"model_call",)", base,
-                                          R"(,"route":"m","decision":"allow","input_tokens":3})");
+    std::string base =
+        absl::StrCat(R"("team":")", team, R"(","run_id":")", run, R"(","step_id":"s","occurred_at_us":5)");
+    std::string json =
+        kind == "agent_start"  ? absl::StrCat(R"({"receipt_id":")", run, R"(-start","kind":"agent_start",)", base,
+                                              R"(,"decision":"allow","timeout_ms":60000})")
+        : kind == "agent_exec" ? absl::StrCat(R"({"receipt_id":")", id, R"(","kind":"agent_exec",)", base,
+                                              R"(,"start_receipt_id":")", run, R"(-start","status":"failed"})")
+                               : absl::StrCat(R"({"receipt_id":")", id, R"(","kind":"model_call",)", base,
+                                              R"(,"route":"m","decision":"allow","input_tokens":3})");
     Append({json});
   }
 
@@ -70,7 +71,8 @@ class TeamWindowTest : public PackTest {
           int dropped = 0;
           for (const char* name : {pack::kEntries, pack::kProofs}) {
             std::string kept;
-            for (const std::string& line : std::vector<std::string>(absl::StrSplit(Read(dir + "/" + name), '\n', absl::SkipEmpty()))) {
+            for (const std::string& line :
+                 std::vector<std::string>(absl::StrSplit(Read(dir + "/" + name), '\n', absl::SkipEmpty()))) {
               bool drop = false;
               for (uint64_t s : seqs) drop = drop || line.find(absl::StrCat("\"seq\":", s, ",")) != std::string::npos;
               if (drop) {
@@ -187,7 +189,8 @@ TEST_F(TeamWindowTest, ReadingForwardsAndWalkingTheChainFindTheSameNeighbours) {
 
 TEST_F(TeamWindowTest, AWholeRunDroppedFromTheWindowIsRefusedEvenResigned) {
   verify::Result r = Verify(Drop(Window("team-a", 2500, 6500), {3, 5}));
-  ExpectFailure(r, pack::kTeamWindow, -1, "entry 6 follows the team's entry 5 (team_prev), which the pack does not hold");
+  ExpectFailure(r, pack::kTeamWindow, -1,
+                "entry 6 follows the team's entry 5 (team_prev), which the pack does not hold");
 }
 
 TEST_F(TeamWindowTest, TheWindowsFirstOrLastEntryDroppedIsRefused) {
@@ -221,8 +224,7 @@ TEST_F(TeamWindowTest, ALaterAfterOrAnOlderHeadIsRefused) {
   pack::TeamWindow stale = Bounds(p);
   stale.after.reset();
   stale.head = old_bounds.head;
-  ExpectFailure(Verify(ReplaceTeamWindow(p, stale)), pack::kTeamWindow, -1,
-                "head: the proof leads to map root ");
+  ExpectFailure(Verify(ReplaceTeamWindow(p, stale)), pack::kTeamWindow, -1, "head: the proof leads to map root ");
 }
 
 TEST_F(TeamWindowTest, BoundsOutsideTheirPlaceAreRefused) {
@@ -239,15 +241,15 @@ TEST_F(TeamWindowTest, BoundsOutsideTheirPlaceAreRefused) {
   both.head = Bounds(Window("team-a", 2500, 9000)).head;
   ExpectFailure(Verify(ReplaceTeamWindow(p, both)), pack::kTeamWindow, -1, "want exactly one of after and head");
   // No team-window.json at all, re-signed.
-  std::string removed =
-      Tamper(p,
-             [](const std::string& dir) {
-               auto m = nlohmann::json::parse(Read(dir + "/" + pack::kManifest));
-               m["files"].erase(pack::kTeamWindow);
-               Write(dir + "/" + pack::kManifest, m.dump() + "\n");
-               std::filesystem::remove(dir + "/" + pack::kTeamWindow);
-             },
-             true);
+  std::string removed = Tamper(
+      p,
+      [](const std::string& dir) {
+        auto m = nlohmann::json::parse(Read(dir + "/" + pack::kManifest));
+        m["files"].erase(pack::kTeamWindow);
+        Write(dir + "/" + pack::kManifest, m.dump() + "\n");
+        std::filesystem::remove(dir + "/" + pack::kTeamWindow);
+      },
+      true);
   ExpectFailure(Verify(removed), pack::kTeamWindow, -1,
                 "missing: a team window whose checkpoint-time note signs a team-head map root carries its team chain "
                 "proof");

@@ -142,7 +142,8 @@ TEST_F(AuditTest, CheckpointTimeThatGoesBackwards) {
   auto cp = *note::ParseCheckpoint(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpoint(25)));
   auto earlier =
       *note::ParseCheckpointTime(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpointTime(10)));
-  std::string forged = *signer_->Sign(note::FormatCheckpointTime({cp, earlier.time_us - 1, std::nullopt, std::nullopt}));
+  std::string forged =
+      *signer_->Sign(note::FormatCheckpointTime({cp, earlier.time_us - 1, std::nullopt, std::nullopt}));
   ASSERT_TRUE(store->PutCheckpoint(25, {}, forged).ok());
   EXPECT_EQ(Run(*store).Summary(),
             absl::StrCat("INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: time: "
@@ -154,12 +155,15 @@ TEST_F(AuditTest, CheckpointTimeOfAnotherCheckpointOrKey) {
   auto store = Copy();
   auto other = *note::Signer::Generate(kOrigin);
   auto cp = *note::ParseCheckpoint(*note::Verifier::Parse(signer_->VerifierKey())->Open(*store->GetCheckpoint(25)));
-  ASSERT_TRUE(store->PutCheckpoint(25, {}, *other.Sign(note::FormatCheckpointTime({cp, 1, std::nullopt, std::nullopt}))).ok());
+  ASSERT_TRUE(
+      store->PutCheckpoint(25, {}, *other.Sign(note::FormatCheckpointTime({cp, 1, std::nullopt, std::nullopt}))).ok());
   EXPECT_EQ(Run(*store).Summary().substr(0, 96),
             "INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: signature: expe");
   note::Checkpoint wrong = cp;
   wrong.size = 40;
-  ASSERT_TRUE(store->PutCheckpoint(25, {}, *signer_->Sign(note::FormatCheckpointTime({wrong, 1, std::nullopt, std::nullopt}))).ok());
+  ASSERT_TRUE(
+      store->PutCheckpoint(25, {}, *signer_->Sign(note::FormatCheckpointTime({wrong, 1, std::nullopt, std::nullopt})))
+          .ok());
   std::string root = hash::Hex(cp.root);
   EXPECT_EQ(Run(*store).Summary(),
             "INCONSISTENT: checkpoint_time at seq 24: time note of the checkpoint of size 25: checkpoint: expected "

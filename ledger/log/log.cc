@@ -292,8 +292,8 @@ absl::StatusOr<Log::SignedTime> Log::ReadCheckpointTime(uint64_t size) const {
 }
 
 absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
-                                                        std::optional<hash::Hash> runs,
-                                                        std::optional<hash::Hash> teams, int64_t now) {
+                                                        std::optional<hash::Hash> runs, std::optional<hash::Hash> teams,
+                                                        int64_t now) {
   {
     sync::MutexLock lock(&mu_);
     if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards

@@ -306,8 +306,7 @@ std::string FormatCheckpointTime(const CheckpointTime& t) {
   }
   std::string runs = absl::StrCat("runs ", hash::Base64(hash::AsBytes(*t.run_map_root)), "\n");
   if (!t.team_map_root.has_value()) {
-    return absl::StrCat(kCheckpointTimeHeaderV2, "\n", FormatCheckpoint(t.checkpoint), runs, "time ", t.time_us,
-                        "\n");
+    return absl::StrCat(kCheckpointTimeHeaderV2, "\n", FormatCheckpoint(t.checkpoint), runs, "time ", t.time_us, "\n");
   }
   return absl::StrCat(kCheckpointTimeHeaderV3, "\n", FormatCheckpoint(t.checkpoint), runs, "teams ",
                       hash::Base64(hash::AsBytes(*t.team_map_root)), "\n", "time ", t.time_us, "\n");
@@ -331,14 +330,14 @@ absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
   auto bad = [](std::string_view why) { return absl::InvalidArgumentError(absl::StrCat("checkpoint time: ", S(why))); };
   if (text.empty() || text.back() != '\n') return bad("must end in a newline");
   std::vector<std::string_view> lines = Split(text.substr(0, text.size() - 1), '\n');
-  const int version = lines.empty()                           ? 0
-                      : lines[0] == kCheckpointTimeHeader     ? 1
-                      : lines[0] == kCheckpointTimeHeaderV2   ? 2
-                      : lines[0] == kCheckpointTimeHeaderV3   ? 3
-                                                              : 0;
+  const int version = lines.empty()                         ? 0
+                      : lines[0] == kCheckpointTimeHeader   ? 1
+                      : lines[0] == kCheckpointTimeHeaderV2 ? 2
+                      : lines[0] == kCheckpointTimeHeaderV3 ? 3
+                                                            : 0;
   if (version == 3 && lines.size() != 7) {
-    return bad(
-        absl::StrCat("want exactly seven lines: '", kCheckpointTimeHeaderV3, "', origin, size, root, runs, teams, time"));
+    return bad(absl::StrCat("want exactly seven lines: '", kCheckpointTimeHeaderV3,
+                            "', origin, size, root, runs, teams, time"));
   }
   if (version == 2 && lines.size() != 6) {
     return bad(absl::StrCat("want exactly six lines: '", kCheckpointTimeHeaderV2, "', origin, size, root, runs, time"));

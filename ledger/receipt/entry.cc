@@ -85,8 +85,8 @@ std::optional<uint64_t> TakeNumber(std::string_view* s) {
   return v;
 }
 
-constexpr std::string_view kEndV1 = ",\"v\":1}", kEndV2 = ",\"v\":2}", kSeq = ",\"seq\":",
-                           kRunPrev = ",\"run_prev\":", kTeamPrev = ",\"team_prev\":";
+constexpr std::string_view kEndV1 = ",\"v\":1}", kEndV2 = ",\"v\":2}",
+                           kSeq = ",\"seq\":", kRunPrev = ",\"run_prev\":", kTeamPrev = ",\"team_prev\":";
 
 bool TakeSuffix(std::string_view* s, std::string_view suffix) {
   if (s->size() < suffix.size() || s->substr(s->size() - suffix.size()) != suffix) return false;

@@ -417,7 +417,9 @@ TEST_P(GoldenVectors, RootsAndProofsAreReproduced) {
 INSTANTIATE_TEST_SUITE_P(Maps, GoldenVectors, ::testing::Values("runmap.json", "teammap.json"));
 
 TEST(GoldenVectors, TeamKeysAreNotRunKeys) {
-  EXPECT_EQ(Hex(*TeamKey("alpha")), Hex(hash::Sha256(std::string("evidence-ledger/team-key/v1\0\x05" "alpha", 34))));
+  EXPECT_EQ(Hex(*TeamKey("alpha")), Hex(hash::Sha256(std::string("evidence-ledger/team-key/v1\0\x05"
+                                                                 "alpha",
+                                                                 34))));
   EXPECT_NE(*TeamKey("alpha"), RunKeyOf("alpha", ""));
   EXPECT_EQ(TeamKey("Alpha").status().message(), "team: must be 1-63 bytes of [a-z0-9-]");
 }

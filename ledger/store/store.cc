@@ -34,7 +34,7 @@ constexpr size_t kReceiptRefSize = 1 + 8 + 32 + 32;
 // follow, in projection::Table order.
 enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kCheckpointTimes, kTeams, kLogCfCount };
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
-const char* const kLogCfNames[kLogCfCount] = {"default", "entries",     "receipts",        "nodes",
+const char* const kLogCfNames[kLogCfCount] = {"default", "entries",     "receipts",         "nodes",
                                               "runs",    "checkpoints", "checkpoint_times", "teams"};
 
 int ProjectionCf(projection::Table t) { return kLogCfCount + static_cast<int>(t); }
