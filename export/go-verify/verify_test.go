@@ -142,11 +142,14 @@ func TestLeavesOutsideCanonicalFormAreRefusedWithTheRule(t *testing.T) {
 	}
 }
 
-func TestEntryFieldsOfFormatVersionOne(t *testing.T) {
+func TestEntryFieldsOfFormatVersionsOneAndTwo(t *testing.T) {
 	prev := strings.Repeat("0", 64)
 	cases := []struct{ leaf, want string }{
 		{`{"emitter":"x","extra":1,"logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":0,"v":1}`, `unknown key "extra"`},
-		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":0,"v":2}`, "v: expected 1"},
+		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":0,"v":3}`, "v: expected 1 or 2"},
+		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":3,"team_prev":1,"v":1}`, `unknown key "team_prev"`},
+		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":3,"team_prev":3,"v":2}`, "seq 3: team_prev: expected a seq below 3"},
+		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":3,"team_prev":-1,"v":2}`, "seq 3: team_prev: expected a seq below 3"},
 		{`{"emitter":"x","logged_at_us":1,"prev":"` + strings.Repeat("A", 64) + `","receipt":{"team":"t"},"seq":0,"v":1}`, "seq 0: prev: expected 64 lowercase hex digits"},
 		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"run_prev":3,"seq":3,"v":1}`, "seq 3: run_prev: expected a seq below 3"},
 		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"run_prev":1,"seq":3,"v":1}`, "seq 3: run_prev: expected none, the receipt has no run_id"},
