@@ -344,25 +344,26 @@ func mapRoot(runs map[mapHash]mapHash) mapHash {
 	for k := range runs {
 		keys = append(keys, k)
 	}
-	var subtree func(keys []mapHash, depth int) mapHash
-	subtree = func(keys []mapHash, depth int) mapHash {
-		switch len(keys) {
-		case 0:
-			return emptyMap
-		case 1:
-			return mapLeafHash(keys[0], runs[keys[0]])
-		}
-		var left, right []mapHash
-		for _, k := range keys {
-			if keyBit(k, depth) == 0 {
-				left = append(left, k)
-			} else {
-				right = append(right, k)
-			}
-		}
-		return mapNodeHash(depth, subtree(left, depth+1), subtree(right, depth+1))
+	return mapSubtree(runs, keys, 0)
+}
+
+// mapSubtree is the hash of the subtree at depth holding keys of m.
+func mapSubtree(m map[mapHash]mapHash, keys []mapHash, depth int) mapHash {
+	switch len(keys) {
+	case 0:
+		return emptyMap
+	case 1:
+		return mapLeafHash(keys[0], m[keys[0]])
 	}
-	return subtree(keys, 0)
+	var left, right []mapHash
+	for _, k := range keys {
+		if keyBit(k, depth) == 0 {
+			left = append(left, k)
+		} else {
+			right = append(right, k)
+		}
+	}
+	return mapNodeHash(depth, mapSubtree(m, left, depth+1), mapSubtree(m, right, depth+1))
 }
 
 // The golden checkpoint-time notes, versions 1 and 2 (CONTRACT section 5).
