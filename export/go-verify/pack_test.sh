@@ -36,6 +36,7 @@ ctl export --seq 3:20 --out "$work/seq.tar.gz" > /dev/null
 ctl export --team team-code --from "$t0" --to "$t1" --out "$work/team.tar.gz" > /dev/null
 ctl export --team team-code --from "$mid" --to "$t1" --out "$work/late.tar.gz" > /dev/null
 ctl export --team team-code --from "$t0" --to "$t1" --out "$work/team-since.tar.gz" --since "$work/old.note" > /dev/null
+ctl export --team team-code --from "$t0" --to "$mid" --out "$work/early.tar.gz" > /dev/null
 # The old checkpoint kept with its time note, as an auditor keeps it.
 { cat "$work/old.note"; ctl checkpoint --time-note --size "$(sed -n 2p "$work/old.note")"; } > "$work/old-kept.note"
 ctl checkpoint > "$work/latest.note"
@@ -124,12 +125,16 @@ us() { echo $(($(date -d "$1" +%s) * 1000000)); }
 # Genuine packs of every scope.
 accept run "$work/run.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz")$(done_part "$work/run.tar.gz"); outcomes.json not recomputed$(step_lines "$work/run.tar.gz")" "${key[@]}"
 accept seq "$work/seq.tar.gz" "OK seq 3:20: $(ok_tail "$work/seq.tar.gz")$(done_part "$work/seq.tar.gz"); outcomes.json not recomputed$(step_lines "$work/seq.tar.gz")" "${key[@]}"
-for w in team late; do
-  from=$t0; [ $w = late ] && from=$mid
+for w in team late early; do
+  from=$t0; to=$t1; [ $w = late ] && from=$mid; [ $w = early ] && to=$mid
   seqs=$(pack_field "$work/$w.tar.gz" '"%d:%d" % (m["scope"]["from_seq"], m["scope"]["to_seq"])')
   accept "$w window" "$work/$w.tar.gz" \
-    "OK team team-code from_us $(us "$from") to_us $(us "$t1") (seqs $seqs): $(ok_tail "$work/$w.tar.gz")$(done_part "$work/$w.tar.gz"); outcomes.json not recomputed$(step_lines "$work/$w.tar.gz")" "${key[@]}"
+    "OK team team-code from_us $(us "$from") to_us $(us "$to") (seqs $seqs): $(ok_tail "$work/$w.tar.gz")$(done_part "$work/$w.tar.gz"); outcomes.json not recomputed$(step_lines "$work/$w.tar.gz")" "${key[@]}"
 done
+# The early window ends before the team's later entries: the first of them
+# closes it (after), where the late window ends with the team's head.
+[ "$(pack_field "$work/early.tar.gz" '"after" in w and "head" not in w')" = True ] || fail "early window: no after"
+[ "$(pack_field "$work/late.tar.gz" '"head" in w and "head" in w["head"]')" = True ] || fail "late window: no head"
 # The late window starts inside runs: its first entry links below from_seq.
 [ "$(pack_field "$work/late.tar.gz" 'e[0].get("run_prev", -1) < m["scope"]["from_seq"] <= e[0]["seq"] and "run_prev" in e[0]')" = True ] ||
   fail "late window: its first entry does not link below the window"
@@ -218,10 +223,10 @@ refuse "a scope of unknown kind" "$work/t-kind.tar.gz" \
 last=$(($(pack_field "$work/team.tar.gz" 'len(e)') - 1))
 repack "$work/team.tar.gz" "$work/t-team-last.tar.gz" "drop:$last"
 refuse "a team window without the team's last entry" "$work/t-team-last.tar.gz" \
-  "$(pack_field "$work/team.tar.gz" '"FAIL: team-window.json: entry %d follows the team'"'"'s entry %d (team_prev), which the pack does not hold" % (
+  "$(pack_field "$work/team.tar.gz" '("FAIL: team-window.json: entry %d follows the team'"'"'s entry %d (team_prev), which the pack does not hold" % (
       w["after"]["seq"], e[-1]["seq"]) if "after" in w else
     "FAIL: team-window.json: head: the team'"'"'s last entry up to tree size %s is seq %d with leaf hash %s, the pack'"'"'s last is seq %d with leaf hash %s" % (
-      cp[1], w["head"]["head"]["last_seq"], w["head"]["head"]["last_leaf_hash"], e[-2]["seq"], "LAST2")' |
+      cp[1], w["head"]["head"]["last_seq"], w["head"]["head"]["last_leaf_hash"], e[-2]["seq"], "LAST2"))' |
     sed "s/LAST2/$(hash_at "$work/team.tar.gz" $((last - 1)))/")" "${key[@]}"
 repack "$work/team.tar.gz" "$work/t-team-nofile.tar.gz" remove:team-window.json
 refuse "a team window without team-window.json" "$work/t-team-nofile.tar.gz" \
