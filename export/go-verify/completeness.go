@@ -1,6 +1,6 @@
 package main
 
-// The checkpoint's time note (CONTRACT section 5, versions 1 and 2) and a
+// The checkpoint's time note (CONTRACT section 5, versions 1 to 3) and a
 // format 3 run pack's proof that it holds its whole run (section 7,
 // "Proven completeness (format 3)"): run-head.json read in the JSON form of
 // section 6a, its key the scope's run key, its root the note's `runs` root,
@@ -198,8 +198,9 @@ func runHeadError(format string, args ...interface{}) error {
 	return fmt.Errorf("run-head.json: "+format, args...)
 }
 
-// checkRunHeadFile makes steps 1 and 2 of section 7: the version 2 note of
-// a format 3 pack; run-head.json in a run pack whose note is version 2,
+// checkRunHeadFile makes steps 1 and 2 of section 7: a note of version 2
+// or 3 in a format 3 pack, of version 3 in a format 4 pack; run-head.json in
+// a run pack whose note signs a run-head map root (version 2 or 3),
 // whatever the manifest's format, and in no other pack; its key the scope's
 // run key and its root the note's. It returns the proof of such a run pack,
 // else nil.
