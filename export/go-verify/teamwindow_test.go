@@ -489,6 +489,10 @@ func TestTeamWindowFileIsRequiredWhereTheNoteSignsTheTeamMapAndRefusedElsewhere(
 	checkLine(t, "the same with a version 2 note, format 4", w.withFormat(4),
 		"FAIL: checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
 	w = honestWindow(t, l, 20, "t", 300, 700)
+	w.format = 3
+	checkLine(t, "a window of format 3 whose note is version 3, with its team-window.json", w, okLine(t, w,
+		"complete: every entry of team t logged in [300, 700) up to seq 19 (team chain, 4 entries)"))
+	w = honestWindow(t, l, 20, "t", 300, 700)
 	w.noteVersion, w.format = 2, 3
 	checkLine(t, "a window of format 3 with a version 2 note and team-window.json", w,
 		"FAIL: team-window.json: only a team window carries a team chain proof")
