@@ -11,9 +11,9 @@
 namespace ledger::receipt {
 namespace {
 
-nlohmann::json LoadLeaves() {
+nlohmann::json LoadLeaves(const std::string& name = "leaves.json") {
   const char* dir = std::getenv("LEDGER_VECTORS");
-  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/leaves.json");
+  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/" + name);
   return nlohmann::json::parse(in);
 }
 
@@ -89,6 +89,39 @@ TEST(EntryTest, ParseRefusesNonCanonicalLeaves) {
   std::string bad_receipt = leaf;
   bad_receipt.replace(bad_receipt.find("\"kind\":\"model_call\""), 19, "\"kind\":\"nope\"");
   EXPECT_EQ(ParseLeaf(bad_receipt).status().message().substr(0, 19), "leaf: receipt.kind:");
+}
+
+// Leaves of versions 1 and 2 made from the contract's text: each parses to
+// its entry, re-encodes to its exact bytes, and its tail gives its link.
+TEST(EntryVectorsTest, LeavesOfBothVersions) {
+  auto v = LoadLeaves("leaf_v2.json");
+  ASSERT_EQ(v["entries"].size(), 4u);
+  merkle::Frontier tree;
+  for (const auto& e : v["entries"]) {
+    const std::string leaf = e["leaf_bytes_utf8"];
+    SCOPED_TRACE(leaf);
+    EXPECT_EQ(hash::Hex(hash::LeafHash(leaf)), e["leaf_hash_hex"]);
+    tree.Append(hash::LeafHash(leaf), [](int, uint64_t, const hash::Hash&) {});
+    auto parsed = ParseLeaf(leaf);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    Entry fast;
+    EXPECT_TRUE(ReadLeaf(leaf, &fast));
+    const auto& want = e["entry"];
+    EXPECT_EQ(parsed->version, want["v"].get<int>());
+    EXPECT_EQ(fast.version, want["v"].get<int>());
+    std::optional<uint64_t> team_prev;
+    if (want.contains("team_prev")) team_prev = want["team_prev"].get<uint64_t>();
+    EXPECT_EQ(parsed->team_prev, team_prev);
+    EXPECT_EQ(fast.team_prev, team_prev);
+    EXPECT_EQ(parsed->seq, want["seq"].get<uint64_t>());
+    EXPECT_EQ(EncodeEntry(*parsed, Encode(parsed->receipt)), leaf);
+    auto link = TeamLinkOf(leaf);
+    ASSERT_TRUE(link.ok());
+    EXPECT_EQ(link->version, want["v"].get<int>());
+    EXPECT_EQ(link->team_prev, team_prev);
+    EXPECT_EQ(*SeqOf(leaf), want["seq"].get<uint64_t>());
+  }
+  EXPECT_EQ(hash::Hex(tree.Root()), v["root_hex"]);
 }
 
 TEST(EntryTest, RunPrevOfReadsTheTail) {

@@ -328,9 +328,9 @@ TEST_F(RandomMap, AnySingleBitFlipInAnAbsenceProofFails) {
 }
 
 // The golden vectors: tests/vectors/runmap.json.
-json ReadVectors() {
+json ReadVectors(const std::string& name = "runmap.json") {
   const char* dir = std::getenv("LEDGER_VECTORS");
-  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/runmap.json");
+  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/" + name);
   return json::parse(in);
 }
 
@@ -368,10 +368,18 @@ json AbsenceJson(const Key& key, const AbsenceProof& p) {
   return j;
 }
 
-Key KeyOf(const json& j) { return *RunKey(j.at("team").get<std::string>(), j.at("run_id").get<std::string>()); }
+// A run's key, or in the team-head map's vectors (no run_id) a team's.
+Key KeyOf(const json& j) {
+  if (!j.contains("run_id")) return *TeamKey(j.at("team").get<std::string>());
+  return *RunKey(j.at("team").get<std::string>(), j.at("run_id").get<std::string>());
+}
 
-TEST(GoldenVectors, RootsAndProofsAreReproduced) {
-  json v = ReadVectors();
+// runmap.json and teammap.json (the team-head map: the same map keyed by
+// team, CONTRACT section 6a), made from the contract's text.
+class GoldenVectors : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenVectors, RootsAndProofsAreReproduced) {
+  json v = ReadVectors(GetParam());
   EXPECT_EQ(Hex(EmptyHash()), v["empty_root"]);
   RunMap m;
   for (const json& step : v["steps"]) {
@@ -404,6 +412,14 @@ TEST(GoldenVectors, RootsAndProofsAreReproduced) {
     EXPECT_FALSE(s.ok()) << t["reason"];
     EXPECT_EQ(s.message(), t["error"].get<std::string>()) << t["reason"];
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Maps, GoldenVectors, ::testing::Values("runmap.json", "teammap.json"));
+
+TEST(GoldenVectors, TeamKeysAreNotRunKeys) {
+  EXPECT_EQ(Hex(*TeamKey("alpha")), Hex(hash::Sha256(std::string("evidence-ledger/team-key/v1\0\x05" "alpha", 34))));
+  EXPECT_NE(*TeamKey("alpha"), RunKeyOf("alpha", ""));
+  EXPECT_EQ(TeamKey("Alpha").status().message(), "team: must be 1-63 bytes of [a-z0-9-]");
 }
 
 // Writes tests/vectors/runmap.json:
