@@ -1,12 +1,13 @@
 package main
 
-// The checkpoint's time note (CONTRACT section 5, versions 1 and 2) and a
+// The checkpoint's time note (CONTRACT section 5, versions 1 to 3) and a
 // format 3 run pack's proof that it holds its whole run (section 7,
 // "Proven completeness (format 3)"): run-head.json read in the JSON form of
 // section 6a, its key the scope's run key, its root the note's `runs` root,
 // and the run's entries in the pack exactly the head.
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -17,20 +18,30 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// timeNote is a checkpoint-time note; runs is nil in a version 1 note.
+// timeNote is a checkpoint-time note; runs is nil in a version 1 note,
+// teams nil in a version 1 or 2 note.
 type timeNote struct {
-	cp     checkpoint
-	timeUs int64
-	runs   *mapHash
+	cp      checkpoint
+	version int
+	timeUs  int64
+	runs    *mapHash
+	teams   *mapHash
+}
+
+var timeNoteVersions = map[string]int{
+	"evidence-ledger/checkpoint-time/v1": 1,
+	"evidence-ledger/checkpoint-time/v2": 2,
+	"evidence-ledger/checkpoint-time/v3": 3,
 }
 
 // openTimeNote opens a checkpoint-time note signed by the key:
 //
-//	evidence-ledger/checkpoint-time/v1 | v2
+//	evidence-ledger/checkpoint-time/v1 | v2 | v3
 //	<origin>
 //	<tree size>
 //	<root, base64>
-//	runs <run-head map root, base64>     (version 2 only)
+//	runs <run-head map root, base64>     (versions 2 and 3)
+//	teams <team-head map root, base64>   (version 3)
 //	time <microseconds>
 func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 	n, err := note.Open(msg, vs)
@@ -38,11 +49,11 @@ func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 		return timeNote{}, fmt.Errorf("checkpoint-time: signature: %v", err)
 	}
 	lines := strings.Split(n.Text, "\n")
-	version := map[string]int{"evidence-ledger/checkpoint-time/v1": 1, "evidence-ledger/checkpoint-time/v2": 2}[lines[0]]
+	version := timeNoteVersions[lines[0]]
 	if version == 0 || len(lines) != 5+version || lines[len(lines)-1] != "" {
-		return timeNote{}, fmt.Errorf("checkpoint-time: expected the lines of a version 1 or 2 note, found %q", n.Text)
+		return timeNote{}, fmt.Errorf("checkpoint-time: expected the lines of a version 1, 2 or 3 note, found %q", n.Text)
 	}
-	var t timeNote
+	t := timeNote{version: version}
 	t.cp.origin = lines[1]
 	size, err := strconv.ParseInt(lines[2], 10, 64)
 	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[2] {
@@ -54,12 +65,15 @@ func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 		return t, fmt.Errorf("checkpoint-time: root: expected standard base64 of 32 bytes, found %q", lines[3])
 	}
 	t.cp.root = root
-	if version == 2 {
-		runs, ok := base64Hash(strings.TrimPrefix(lines[4], "runs "))
-		if !ok || !strings.HasPrefix(lines[4], "runs ") {
-			return t, fmt.Errorf("checkpoint-time: expected 'runs ' and the run-head map root in base64, found %q", lines[4])
+	if version >= 2 {
+		if t.runs, err = mapRootLine(lines[4], "runs", "run-head"); err != nil {
+			return t, err
 		}
-		t.runs = &runs
+	}
+	if version == 3 {
+		if t.teams, err = mapRootLine(lines[5], "teams", "team-head"); err != nil {
+			return t, err
+		}
 	}
 	last := lines[len(lines)-2]
 	us, err := strconv.ParseInt(strings.TrimPrefix(last, "time "), 10, 64)
@@ -68,6 +82,15 @@ func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 	}
 	t.timeUs = us
 	return t, nil
+}
+
+// mapRootLine reads the line "<word> <map root, standard base64>".
+func mapRootLine(line, word, name string) (*mapHash, error) {
+	h, ok := base64Hash(strings.TrimPrefix(line, word+" "))
+	if !ok || !strings.HasPrefix(line, word+" ") {
+		return nil, fmt.Errorf("checkpoint-time: expected '%s ' and the %s map root in base64, found %q", word, name, line)
+	}
+	return &h, nil
 }
 
 func base64Hash(s string) ([32]byte, bool) {
@@ -101,25 +124,30 @@ func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint) (*timeNote, error)
 
 // splitKept splits a --since file into the checkpoint and the time note
 // kept after it (nil when there is none): the note starts at the first line
-// evidence-ledger/checkpoint-time/v1 or v2.
+// evidence-ledger/checkpoint-time/v1, v2 or v3.
 func splitKept(data []byte) ([]byte, []byte) {
-	for _, h := range []string{"evidence-ledger/checkpoint-time/v1\n", "evidence-ledger/checkpoint-time/v2\n"} {
-		if strings.HasPrefix(string(data), h) {
-			return nil, data
+	for i := 0; i < len(data); {
+		end := bytes.IndexByte(data[i:], '\n')
+		if end < 0 {
+			break
 		}
-		if i := strings.Index(string(data), "\n"+h); i >= 0 {
-			return data[:i+1], data[i+1:]
+		if timeNoteVersions[string(data[i:i+end])] != 0 {
+			if i == 0 {
+				return nil, data
+			}
+			return data[:i], data[i:]
 		}
+		i += end + 1
 	}
 	return data, nil
 }
 
 // checkKeptTime applies the time note kept with the --since checkpoint
 // (section 7): it names that checkpoint; the pack then states a time, not
-// an earlier one, and, when the kept note signs a run-head map root, a
-// version 2 note (a ledger that signs the root signs it with every later
-// checkpoint: a pack rewritten as format 2 with a version 1 note is
-// refused).
+// an earlier one, and a note of at least the kept note's version (a ledger
+// that signs the run-head map root, version 2, or the team-head map root,
+// version 3, signs it with every later checkpoint: a pack rewritten with a
+// note of an older version is refused).
 func checkKeptTime(t *timeNote, vs note.Verifiers, o options) error {
 	if o.sinceTime == nil {
 		return nil
@@ -140,8 +168,10 @@ func checkKeptTime(t *timeNote, vs note.Verifiers, o options) error {
 		return fmt.Errorf("checkpoint-time: missing: the checkpoint given with --since has a signed time, so every later checkpoint has one")
 	case t.timeUs < kept.timeUs:
 		return fmt.Errorf("checkpoint-time: time %d us is before %d us, the time of the checkpoint given with --since (times never go backwards)", t.timeUs, kept.timeUs)
-	case kept.runs != nil && t.runs == nil:
-		return fmt.Errorf("checkpoint-time: a version 1 note, but the checkpoint given with --since has a version 2 note: a ledger that signs the run-head map root signs it with every later checkpoint")
+	case t.version < kept.version:
+		root := map[int]string{2: "run-head", 3: "team-head"}[kept.version]
+		return fmt.Errorf("checkpoint-time: a version %d note, but the checkpoint given with --since has a version %d note: a ledger that signs the %s map root signs it with every later checkpoint",
+			t.version, kept.version, root)
 	}
 	return nil
 }
@@ -155,21 +185,33 @@ type runHeadProof struct {
 	siblings []mapHash
 }
 
+// root returns the map root the proof leads to (section 6a, verification
+// steps 1-3), for the proof's own key: callers compare that key first.
+func (p *runHeadProof) root() (mapHash, error) {
+	if p.head != nil {
+		return inclusionRoot(p.key, *p.head, p.siblings)
+	}
+	return absenceRoot(p.key, p.siblings, p.leaf)
+}
+
 func runHeadError(format string, args ...interface{}) error {
 	return fmt.Errorf("run-head.json: "+format, args...)
 }
 
-// checkRunHeadFile makes steps 1 and 2 of section 7: the version 2 note of
-// a format 3 pack; run-head.json in a run pack whose note is version 2,
+// checkRunHeadFile makes steps 1 and 2 of section 7: a note of version 2
+// or 3 in a format 3 pack, of version 3 in a format 4 pack; run-head.json in
+// a run pack whose note signs a run-head map root (version 2 or 3),
 // whatever the manifest's format, and in no other pack; its key the scope's
 // run key and its root the note's. It returns the proof of such a run pack,
 // else nil.
-func checkRunHeadFile(p *pack, format int64, scope *value, runs *mapHash) (*runHeadProof, error) {
+func checkRunHeadFile(p *pack, format int64, scope *value, runs, teams *mapHash) (*runHeadProof, error) {
 	data, has := p.files["run-head.json"]
 	kind, _ := str(scope.get("kind"))
 	switch {
-	case format >= 3 && runs == nil:
+	case format == 3 && runs == nil:
 		return nil, fmt.Errorf("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+	case format >= 4 && teams == nil:
+		return nil, fmt.Errorf("checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
 	case (kind != "run" || runs == nil) && has:
 		return nil, runHeadError("only a run pack carries a run-head proof")
 	case kind != "run" || runs == nil:
@@ -190,12 +232,7 @@ func checkRunHeadFile(p *pack, format int64, scope *value, runs *mapHash) (*runH
 	if proof.key != key {
 		return nil, runHeadError("key %s is not the run key of %s/%s (%s)", hex.EncodeToString(proof.key[:]), team, run, hex.EncodeToString(key[:]))
 	}
-	var root mapHash
-	if proof.head != nil {
-		root, err = inclusionRoot(key, *proof.head, proof.siblings)
-	} else {
-		root, err = absenceRoot(key, proof.siblings, proof.leaf)
-	}
+	root, err := proof.root()
 	if err != nil {
 		return nil, runHeadError("%v", err)
 	}
@@ -205,85 +242,105 @@ func checkRunHeadFile(p *pack, format int64, scope *value, runs *mapHash) (*runH
 	return proof, nil
 }
 
-// readRunHead reads the JSON form of section 6a: any spacing and key
-// order, no other key, hashes in lowercase hex, count and last_seq JSON
-// integers.
+// readRunHead reads run-head.json, a proof in the JSON form of section 6a.
 func readRunHead(data []byte) (*runHeadProof, error) {
 	v, err := parseJSON(data)
 	if err != nil {
 		return nil, runHeadError("%v", err)
 	}
-	if v.kind != kObject {
-		return nil, runHeadError("want a JSON object")
+	proof, err := readMapProof(v, "", "a run-head proof")
+	if err != nil {
+		return nil, runHeadError("%v", err)
 	}
+	return proof, nil
+}
+
+// readMapProof reads a map proof in the JSON form of section 6a: any
+// spacing and key order, no other key, hashes in lowercase hex, count and
+// last_seq JSON integers. Errors name the field, after prefix; what names
+// the proof in the error for a key of no proof.
+func readMapProof(v *value, prefix, what string) (*runHeadProof, error) {
 	keys := []string{"key", "siblings"}
-	if v.get("head") != nil {
+	if v.kind == kObject && v.get("head") != nil {
 		keys = append(keys, "head")
-	} else if v.get("leaf") != nil {
+	} else if v.kind == kObject && v.get("leaf") != nil {
 		keys = append(keys, "leaf")
 	}
-	if err := exactKeys(v, "", keys...); err != nil {
+	if err := exactKeys(v, prefix, what, keys...); err != nil {
 		return nil, err
 	}
 	out := &runHeadProof{}
-	if out.key, err = proofHash(v.get("key"), "key"); err != nil {
+	var err error
+	if out.key, err = proofHash(v.get("key"), prefix+"key"); err != nil {
 		return nil, err
 	}
 	sib := v.get("siblings")
 	if sib.kind != kArray {
-		return nil, runHeadError("siblings: want a JSON array of hashes")
+		return nil, fmt.Errorf("%ssiblings: want a JSON array of hashes", prefix)
 	}
 	if len(sib.array) > 256 {
-		return nil, runHeadError("siblings: %d hashes, a proof has at most 256", len(sib.array))
+		return nil, fmt.Errorf("%ssiblings: %d hashes, a proof has at most 256", prefix, len(sib.array))
 	}
 	for i, s := range sib.array {
-		h, err := proofHash(s, fmt.Sprintf("siblings[%d]", i))
+		h, err := proofHash(s, fmt.Sprintf("%ssiblings[%d]", prefix, i))
 		if err != nil {
 			return nil, err
 		}
 		out.siblings = append(out.siblings, h)
 	}
 	if h := v.get("head"); h != nil {
-		if err := exactKeys(h, "head.", "count", "last_seq", "last_leaf_hash"); err != nil {
-			return nil, err
-		}
-		out.head = &runHead{}
-		var ok bool
-		if out.head.count, ok = h.get("count").integer(); !ok {
-			return nil, runHeadError("head.count: want a JSON integer")
-		}
-		if out.head.lastSeq, ok = h.get("last_seq").integer(); !ok {
-			return nil, runHeadError("head.last_seq: want a JSON integer")
-		}
-		if out.head.lastLeafHash, err = proofHash(h.get("last_leaf_hash"), "head.last_leaf_hash"); err != nil {
+		if out.head, err = readMapHead(h, prefix+"head.", what); err != nil {
 			return nil, err
 		}
 	}
 	if l := v.get("leaf"); l != nil {
-		if err := exactKeys(l, "leaf.", "key", "value_hash"); err != nil {
+		if err := exactKeys(l, prefix+"leaf.", what, "key", "value_hash"); err != nil {
 			return nil, err
 		}
 		out.leaf = &mapLeaf{}
-		if out.leaf.key, err = proofHash(l.get("key"), "leaf.key"); err != nil {
+		if out.leaf.key, err = proofHash(l.get("key"), prefix+"leaf.key"); err != nil {
 			return nil, err
 		}
-		if out.leaf.valueHash, err = proofHash(l.get("value_hash"), "leaf.value_hash"); err != nil {
+		if out.leaf.valueHash, err = proofHash(l.get("value_hash"), prefix+"leaf.value_hash"); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
+func readMapHead(h *value, prefix, what string) (*runHead, error) {
+	if err := exactKeys(h, prefix, what, "count", "last_seq", "last_leaf_hash"); err != nil {
+		return nil, err
+	}
+	out := &runHead{}
+	var ok bool
+	var err error
+	if out.count, ok = h.get("count").integer(); !ok {
+		return nil, fmt.Errorf("%scount: want a JSON integer", prefix)
+	}
+	if out.lastSeq, ok = h.get("last_seq").integer(); !ok {
+		return nil, fmt.Errorf("%slast_seq: want a JSON integer", prefix)
+	}
+	if out.lastLeafHash, err = proofHash(h.get("last_leaf_hash"), prefix+"last_leaf_hash"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // exactKeys requires v to be an object of exactly keys, naming the first
-// missing key, else the first other one (in byte order).
-func exactKeys(v *value, prefix string, keys ...string) error {
+// missing key, else the first other one (in byte order), which is not a
+// field of what.
+func exactKeys(v *value, prefix, what string, keys ...string) error {
 	if v.kind != kObject {
-		return runHeadError("%s: want a JSON object", strings.TrimSuffix(prefix, "."))
+		if prefix == "" {
+			return fmt.Errorf("want a JSON object")
+		}
+		return fmt.Errorf("%s: want a JSON object", strings.TrimSuffix(prefix, "."))
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
 		if v.get(k) == nil {
-			return runHeadError("%s%s: missing", prefix, k)
+			return fmt.Errorf("%s%s: missing", prefix, k)
 		}
 	}
 	var others []string
@@ -294,7 +351,7 @@ func exactKeys(v *value, prefix string, keys ...string) error {
 	}
 	if len(others) > 0 {
 		sort.Strings(others)
-		return runHeadError("%s%s: not a field of a run-head proof", prefix, others[0])
+		return fmt.Errorf("%s%s: not a field of %s", prefix, others[0], what)
 	}
 	return nil
 }
@@ -303,7 +360,7 @@ func proofHash(v *value, field string) (mapHash, error) {
 	s, _ := str(v)
 	h, ok := parseHash(s)
 	if !ok {
-		return mapHash{}, runHeadError("%s: want 64 lower-case hex digits", field)
+		return mapHash{}, fmt.Errorf("%s: want 64 lower-case hex digits", field)
 	}
 	return h, nil
 }

@@ -11,14 +11,17 @@ import (
 )
 
 type entry struct {
-	seq      int64
-	prev     string
-	runPrev  int64
-	hasPrev  bool // run_prev present
-	loggedAt int64
-	team     string
-	runID    string // "" when the receipt has none
-	hash     tlog.Hash
+	seq         int64
+	prev        string
+	runPrev     int64
+	hasPrev     bool // run_prev present
+	version     int64
+	teamPrev    int64
+	hasTeamPrev bool // team_prev present (version 2 only)
+	loggedAt    int64
+	team        string
+	runID       string // "" when the receipt has none
+	hash        tlog.Hash
 	// What names a step (section 3), read for the steps a complete run
 	// pack proves have no completion.
 	kind, receiptID, stepID, decision, startReceiptID string
@@ -60,22 +63,34 @@ func checkEntries(p *pack, cp checkpoint) ([]entry, error) {
 	return out, nil
 }
 
-// readEntry reads the fields of format version 1 (CONTRACT section 2).
+// readEntry reads the fields of format versions 1 and 2 (CONTRACT section
+// 2): version 2 is version 1 with team_prev, the seq of the team's previous
+// entry (absent for the team's first).
 func readEntry(leaf []byte) (entry, error) {
 	v, err := canonical(leaf)
 	if err != nil {
 		return entry{}, err
 	}
-	if err := v.onlyKeys("v", "seq", "prev", "run_prev", "logged_at_us", "emitter", "receipt"); err != nil {
-		return entry{}, err
-	}
 	e := entry{hash: tlog.RecordHash(leaf)}
 	var ok bool
-	if ver, _ := v.get("v").integer(); ver != 1 {
-		return e, fmt.Errorf("v: expected 1")
+	if e.version, _ = v.get("v").integer(); e.version != 1 && e.version != 2 {
+		return e, fmt.Errorf("v: expected 1 or 2")
+	}
+	keys := []string{"v", "seq", "prev", "run_prev", "logged_at_us", "emitter", "receipt"}
+	if e.version == 2 {
+		keys = append(keys, "team_prev")
+	}
+	if err := v.onlyKeys(keys...); err != nil {
+		return e, err
 	}
 	if e.seq, ok = v.get("seq").integer(); !ok || e.seq < 0 {
 		return e, fmt.Errorf("seq: expected an integer >= 0")
+	}
+	if tp := v.get("team_prev"); tp != nil {
+		if e.teamPrev, ok = tp.integer(); !ok || e.teamPrev < 0 || e.teamPrev >= e.seq {
+			return e, fmt.Errorf("seq %d: team_prev: expected a seq below %d", e.seq, e.seq)
+		}
+		e.hasTeamPrev = true
 	}
 	if e.prev, ok = str(v.get("prev")); !ok || !isHash(e.prev) {
 		return e, fmt.Errorf("seq %d: prev: expected 64 lowercase hex digits", e.seq)

@@ -16,12 +16,13 @@ import (
 
 // The files a pack may hold; consistency.json only when exported --since,
 // checkpoint-time from manifest format 2 on, run-head.json in format 3 run
-// packs (completeness.go reads both).
+// packs (completeness.go reads both), team-window.json in team windows of
+// format 4 (teamwindow.go).
 var packFiles = map[string]bool{
 	"checkpoint": true, "ledger.vkey": true, "entries.jsonl": true,
 	"proofs.jsonl": true, "consistency.json": false, "outcomes.json": true,
 	"manifest.json": true, "manifest.sig": true, "report.html": true, "checkpoint-time": false,
-	"run-head.json": false,
+	"run-head.json": false, "team-window.json": false,
 }
 
 const maxPackBytes = 4 << 30

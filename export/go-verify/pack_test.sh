@@ -35,6 +35,10 @@ ctl export --run team-code/run-0000 --out "$work/since.tar.gz" --since "$work/ol
 ctl export --seq 3:20 --out "$work/seq.tar.gz" > /dev/null
 ctl export --team team-code --from "$t0" --to "$t1" --out "$work/team.tar.gz" > /dev/null
 ctl export --team team-code --from "$mid" --to "$t1" --out "$work/late.tar.gz" > /dev/null
+ctl export --team team-code --from "$t0" --to "$t1" --out "$work/team-since.tar.gz" --since "$work/old.note" > /dev/null
+ctl export --team team-code --from "$t0" --to "$mid" --out "$work/early.tar.gz" > /dev/null
+# The old checkpoint kept with its time note, as an auditor keeps it.
+{ cat "$work/old.note"; ctl checkpoint --time-note --size "$(sed -n 2p "$work/old.note")"; } > "$work/old-kept.note"
 ctl checkpoint > "$work/latest.note"
 ctl export --run team-code/run-0000 --out "$work/since0.tar.gz" --since "$work/zero.note" > /dev/null
 ctl export --run team-code/run-0000 --out "$work/since-same.tar.gz" --since "$work/latest.note" > /dev/null
@@ -52,6 +56,7 @@ import base64, json, sys, tarfile
 with tarfile.open(sys.argv[1]) as t:
     read = lambda n: t.extractfile("evidence/" + n).read().decode()
     m = json.loads(read("manifest.json"))
+    w = json.loads(read("team-window.json")) if "evidence/team-window.json" in t.getnames() else None
     e = [json.loads(l) for l in read("entries.jsonl").splitlines()]
     cp = read("checkpoint").split("\n")
     root = base64.b64decode(cp[2]).hex()
@@ -65,10 +70,14 @@ ok_tail() {
 }
 
 # done_part PACK: what a format 3 run pack's OK line says of its run-head
-# proof; step_lines PACK: the lines after it, one per step the run starts
-# and no agent_exec of the same step and attempt completes.
+# proof, and a format 4 team window of its team chain (every leaf of a new
+# ledger is of version 2); step_lines PACK: the lines after it, one per step
+# the run starts and no agent_exec of the same step and attempt completes.
 done_part() {
-  pack_field "$1" '("" if m["format"] < 3 or m["scope"]["kind"] != "run" else
+  pack_field "$1" '("; complete: every entry of team %s logged in [%d, %d) up to seq %d (team chain, %d entries)" % (
+      m["scope"]["team"], m["scope"]["from_us"], m["scope"]["to_us"], int(cp[1]) - 1, len(e))
+    if m["format"] >= 4 and m["scope"]["kind"] == "team" else
+    "" if m["format"] < 3 or m["scope"]["kind"] != "run" else
     "; complete: every entry of the run up to seq %d (run-head proof, %d entries)" % (int(cp[1]) - 1, len(e)) if e else
     "; complete: the run has no entry up to seq %d (absence proof)" % (int(cp[1]) - 1))'
 }
@@ -116,12 +125,16 @@ us() { echo $(($(date -d "$1" +%s) * 1000000)); }
 # Genuine packs of every scope.
 accept run "$work/run.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz")$(done_part "$work/run.tar.gz"); outcomes.json not recomputed$(step_lines "$work/run.tar.gz")" "${key[@]}"
 accept seq "$work/seq.tar.gz" "OK seq 3:20: $(ok_tail "$work/seq.tar.gz")$(done_part "$work/seq.tar.gz"); outcomes.json not recomputed$(step_lines "$work/seq.tar.gz")" "${key[@]}"
-for w in team late; do
-  from=$t0; [ $w = late ] && from=$mid
+for w in team late early; do
+  from=$t0; to=$t1; [ $w = late ] && from=$mid; [ $w = early ] && to=$mid
   seqs=$(pack_field "$work/$w.tar.gz" '"%d:%d" % (m["scope"]["from_seq"], m["scope"]["to_seq"])')
   accept "$w window" "$work/$w.tar.gz" \
-    "OK team team-code from_us $(us "$from") to_us $(us "$t1") (seqs $seqs): $(ok_tail "$work/$w.tar.gz")$(done_part "$work/$w.tar.gz"); outcomes.json not recomputed$(step_lines "$work/$w.tar.gz")" "${key[@]}"
+    "OK team team-code from_us $(us "$from") to_us $(us "$to") (seqs $seqs): $(ok_tail "$work/$w.tar.gz")$(done_part "$work/$w.tar.gz"); outcomes.json not recomputed$(step_lines "$work/$w.tar.gz")" "${key[@]}"
 done
+# The early window ends before the team's later entries: the first of them
+# closes it (after), where the late window ends with the team's head.
+[ "$(pack_field "$work/early.tar.gz" '"after" in w and "head" not in w')" = True ] || fail "early window: no after"
+[ "$(pack_field "$work/late.tar.gz" '"head" in w and "head" in w["head"]')" = True ] || fail "late window: no head"
 # The late window starts inside runs: its first entry links below from_seq.
 [ "$(pack_field "$work/late.tar.gz" 'e[0].get("run_prev", -1) < m["scope"]["from_seq"] <= e[0]["seq"] and "run_prev" in e[0]')" = True ] ||
   fail "late window: its first entry does not link below the window"
@@ -204,6 +217,32 @@ repack "$work/seq.tar.gz" "$work/t-kind.tar.gz" \
   'scope:{"kind":"teamx","team":"team-code","from_us":0,"to_us":9999999999999999,"from_seq":3,"to_seq":20}'
 refuse "a scope of unknown kind" "$work/t-kind.tar.gz" \
   'FAIL: manifest.json: scope.kind: expected run, seq or team, found "teamx"' "${key[@]}"
+
+# Team windows of format 4, cut short and re-signed: the team chain in the
+# leaves and the team-head proof refuse them.
+last=$(($(pack_field "$work/team.tar.gz" 'len(e)') - 1))
+repack "$work/team.tar.gz" "$work/t-team-last.tar.gz" "drop:$last"
+refuse "a team window without the team's last entry" "$work/t-team-last.tar.gz" \
+  "$(pack_field "$work/team.tar.gz" '("FAIL: team-window.json: entry %d follows the team'"'"'s entry %d (team_prev), which the pack does not hold" % (
+      w["after"]["seq"], e[-1]["seq"]) if "after" in w else
+    "FAIL: team-window.json: head: the team'"'"'s last entry up to tree size %s is seq %d with leaf hash %s, the pack'"'"'s last is seq %d with leaf hash %s" % (
+      cp[1], w["head"]["head"]["last_seq"], w["head"]["head"]["last_leaf_hash"], e[-2]["seq"], "LAST2"))' |
+    sed "s/LAST2/$(hash_at "$work/team.tar.gz" $((last - 1)))/")" "${key[@]}"
+repack "$work/team.tar.gz" "$work/t-team-nofile.tar.gz" remove:team-window.json
+refuse "a team window without team-window.json" "$work/t-team-nofile.tar.gz" \
+  "FAIL: team-window.json: missing: a team window whose checkpoint-time note signs a team-head map root carries its team chain proof" "${key[@]}"
+repack "$work/late.tar.gz" "$work/t-late-before.tar.gz" window-drop:before
+refuse "a team window without its before" "$work/t-late-before.tar.gz" \
+  "$(pack_field "$work/late.tar.gz" '"FAIL: team-window.json: entry %d follows the team'"'"'s entry %d (team_prev), which the pack does not hold" % (
+      e[0]["seq"], e[0]["team_prev"])')" "${key[@]}"
+since_window="OK team team-code from_us $(us "$t0") to_us $(us "$t1") (seqs $(pack_field "$work/team-since.tar.gz" '"%d:%d" % (m["scope"]["from_seq"], m["scope"]["to_seq"])')): $(ok_tail "$work/team-since.tar.gz"), consistent with the --since checkpoint size $old_size root $old_root$(done_part "$work/team-since.tar.gz"); outcomes.json not recomputed"
+accept "a team window --since a checkpoint kept with its version 3 note" "$work/team-since.tar.gz" "$since_window" \
+  "${key[@]}" --since "$work/old-kept.note"
+repack "$work/team-since.tar.gz" "$work/t-team-v2.tar.gz" "drop:$(($(pack_field "$work/team-since.tar.gz" 'len(e)') - 1))" \
+  remove:team-window.json time-note-v2 format:3
+refuse "a team window cut short, re-signed with a version 2 note, --since a version 3 note" "$work/t-team-v2.tar.gz" \
+  "FAIL: checkpoint-time: a version 2 note, but the checkpoint given with --since has a version 3 note: a ledger that signs the team-head map root signs it with every later checkpoint" \
+  "${key[@]}" --since "$work/old-kept.note"
 
 # Genuine packs, the wrong question.
 refuse "a pack verified with another key" "$work/run.tar.gz" \

@@ -18,6 +18,11 @@ CHANGE is one of:
                     proofs.jsonl or checkpoint replaced, or an entry (and its
                     proof line) dropped, repeated or swapped with the next
   unsigned-counts   after re-signing, change counts.entries in the manifest
+  remove:NAME       remove the file NAME and its digest
+  format:N          set the manifest's format
+  window-drop:KEY   remove KEY (before, after or head) from team-window.json
+  time-note-v2      re-sign checkpoint-time as a version 2 note (its teams
+                    line removed)
 Lines are numbered from 0.
 """
 import argparse
@@ -141,6 +146,19 @@ def main():
             mutate(random.Random(int(arg)), files, entries, proofs)
         elif what == "unsigned-counts":
             unsigned_counts = True
+        elif what == "remove":
+            del files[arg], manifest["files"][arg]
+        elif what == "format":
+            manifest["format"] = int(arg)
+        elif what == "window-drop":
+            window = json.loads(files["team-window.json"])
+            del window[arg]
+            files["team-window.json"] = json.dumps(window, separators=(",", ":")).encode()
+        elif what == "time-note-v2":
+            text = files["checkpoint-time"].decode().split("\n\n")[0] + "\n"
+            text = "\n".join(l for l in text.split("\n") if not l.startswith("teams "))
+            text = text.replace("evidence-ledger/checkpoint-time/v3\n", "evidence-ledger/checkpoint-time/v2\n", 1)
+            files["checkpoint-time"] = sign_note(text, open(args.key).read())
         else:
             sys.exit("repack.py: unknown change " + change)
     files["entries.jsonl"] = b"".join(e + b"\n" for e in entries)

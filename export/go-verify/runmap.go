@@ -38,19 +38,27 @@ type runHead struct {
 // runKey returns the map key of (team, run_id); team must be 1-63 bytes of
 // [a-z0-9-] and run_id 1-128 bytes.
 func runKey(team, runID string) (mapHash, error) {
-	if len(team) < 1 || len(team) > 63 {
-		return mapHash{}, fmt.Errorf("team: must be 1-63 bytes of [a-z0-9-]")
-	}
-	for i := 0; i < len(team); i++ {
-		if c := team[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return mapHash{}, fmt.Errorf("team: must be 1-63 bytes of [a-z0-9-]")
-		}
+	if err := checkTeamName(team); err != nil {
+		return mapHash{}, err
 	}
 	if len(runID) < 1 || len(runID) > 128 {
 		return mapHash{}, fmt.Errorf("run_id: must be 1-128 bytes")
 	}
 	b := append([]byte("evidence-ledger/run-key/v1\x00"), byte(len(team)))
 	return sha256.Sum256(append(append(b, team...), runID...)), nil
+}
+
+// checkTeamName requires team to be 1-63 bytes of [a-z0-9-] (section 3).
+func checkTeamName(team string) error {
+	if len(team) < 1 || len(team) > 63 {
+		return fmt.Errorf("team: must be 1-63 bytes of [a-z0-9-]")
+	}
+	for i := 0; i < len(team); i++ {
+		if c := team[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("team: must be 1-63 bytes of [a-z0-9-]")
+		}
+	}
+	return nil
 }
 
 func valueHash(h runHead) (mapHash, error) {

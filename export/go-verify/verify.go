@@ -109,8 +109,9 @@ func verify(o options) (string, error) {
 	return line, nil
 }
 
-// checkCompleteness reads the checkpoint's time note and, in a format 3 run
-// pack, checks run-head.json (section 7, "Proven completeness"). It returns
+// checkCompleteness reads the checkpoint's time note and checks, in a run
+// pack, run-head.json (section 7, "Proven completeness") and, in a team
+// window, team-window.json ("Closed team windows"). It returns
 // what the OK line adds and the lines of the steps proven to have no
 // completion.
 func checkCompleteness(p *pack, vs note.Verifiers, m *manifest, entries []entry, cp checkpoint, o options) (string, []string, error) {
@@ -121,13 +122,20 @@ func checkCompleteness(p *pack, vs note.Verifiers, m *manifest, entries []entry,
 	if err := checkKeptTime(t, vs, o); err != nil {
 		return "", nil, err
 	}
-	var runs *mapHash
+	var runs, teams *mapHash
 	if t != nil {
-		runs = t.runs
+		runs, teams = t.runs, t.teams
 	}
-	proof, err := checkRunHeadFile(p, m.format, m.scope, runs)
-	if err != nil || proof == nil {
+	proof, err := checkRunHeadFile(p, m.format, m.scope, runs, teams)
+	if err != nil {
 		return "", nil, err
+	}
+	if proof == nil {
+		window, err := checkClosedWindow(p, m.scope, entries, cp, teams)
+		if err != nil || window == "" {
+			return "", nil, err
+		}
+		return "; " + window, nil, nil
 	}
 	team, _ := str(m.scope.get("team"))
 	run, _ := str(m.scope.get("run_id"))
@@ -239,8 +247,8 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: expected an object")
 	}
 	format, ok := v.get("format").integer()
-	if !ok || format < 1 || format > 3 {
-		return nil, fmt.Errorf("manifest.json: format: expected 1, 2 or 3")
+	if !ok || format < 1 || format > 4 {
+		return nil, fmt.Errorf("manifest.json: format: expected 1, 2, 3 or 4")
 	}
 	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
 	if format >= 2 {
@@ -254,7 +262,7 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 	}
 	_, hasTime := p.files["checkpoint-time"]
 	if hasTime != (format >= 2) {
-		return nil, fmt.Errorf("checkpoint-time: a format 2 or 3 pack, and only one, carries it")
+		return nil, fmt.Errorf("checkpoint-time: a pack of format 2, 3 or 4, and only one, carries it")
 	}
 	m := &manifest{format: format, scope: v.get("scope")}
 	if m.origin, ok = str(v.get("origin")); !ok {

@@ -142,11 +142,14 @@ func TestLeavesOutsideCanonicalFormAreRefusedWithTheRule(t *testing.T) {
 	}
 }
 
-func TestEntryFieldsOfFormatVersionOne(t *testing.T) {
+func TestEntryFieldsOfFormatVersionsOneAndTwo(t *testing.T) {
 	prev := strings.Repeat("0", 64)
 	cases := []struct{ leaf, want string }{
 		{`{"emitter":"x","extra":1,"logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":0,"v":1}`, `unknown key "extra"`},
-		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":0,"v":2}`, "v: expected 1"},
+		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":0,"v":3}`, "v: expected 1 or 2"},
+		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":3,"team_prev":1,"v":1}`, `unknown key "team_prev"`},
+		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":3,"team_prev":3,"v":2}`, "seq 3: team_prev: expected a seq below 3"},
+		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"seq":3,"team_prev":-1,"v":2}`, "seq 3: team_prev: expected a seq below 3"},
 		{`{"emitter":"x","logged_at_us":1,"prev":"` + strings.Repeat("A", 64) + `","receipt":{"team":"t"},"seq":0,"v":1}`, "seq 0: prev: expected 64 lowercase hex digits"},
 		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"run_prev":3,"seq":3,"v":1}`, "seq 3: run_prev: expected a seq below 3"},
 		{`{"emitter":"x","logged_at_us":1,"prev":"` + prev + `","receipt":{"team":"t"},"run_prev":1,"seq":3,"v":1}`, "seq 3: run_prev: expected none, the receipt has no run_id"},
@@ -187,7 +190,23 @@ func TestWindowRunChains(t *testing.T) {
 // below), the inclusion and absence proofs, and every tampered proof
 // refused with the message the vectors give.
 func TestRunMapVectors(t *testing.T) {
-	raw, err := os.ReadFile(vectors + "runmap.json")
+	checkMapVectors(t, "runmap.json", runKey)
+}
+
+// The team-head map's golden vectors (section 6a, "The team-head map"): the
+// same map keyed by the team key, no run_id.
+func TestTeamMapVectors(t *testing.T) {
+	checkMapVectors(t, "teammap.json", func(team, runID string) (mapHash, error) {
+		if runID != "" {
+			return mapHash{}, fmt.Errorf("teammap.json: a run_id %q", runID)
+		}
+		return teamKey(team)
+	})
+}
+
+// checkMapVectors checks a map's vectors file, keys made by keyOf.
+func checkMapVectors(t *testing.T, file string, keyOf func(team, runID string) (mapHash, error)) {
+	raw, err := os.ReadFile(vectors + file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +253,7 @@ func TestRunMapVectors(t *testing.T) {
 		LongPrefix struct {
 			Team       string   `json:"team"`
 			RunIDs     []string `json:"run_ids"`
+			Teams      []string `json:"teams"`
 			CommonBits int      `json:"common_bits"`
 		} `json:"long_prefix"`
 	}
@@ -247,13 +267,16 @@ func TestRunMapVectors(t *testing.T) {
 		}
 		return x
 	}
+	if len(v.Steps) == 0 || len(v.Inclusion) == 0 || len(v.Absence) == 0 || len(v.Tampered) == 0 {
+		t.Fatalf("%s: steps, inclusion, absence or tampered empty", file)
+	}
 	toHead := func(x head) runHead { return runHead{x.Count, x.LastSeq, h(x.LastLeaf)} }
 	if hex.EncodeToString(emptyMap[:]) != v.Empty {
 		t.Errorf("empty: %x, want %s", emptyMap, v.Empty)
 	}
 	runs := map[mapHash]mapHash{}
 	for i, s := range v.Steps {
-		key, err := runKey(s.Team, s.RunID)
+		key, err := keyOf(s.Team, s.RunID)
 		if err != nil || hex.EncodeToString(key[:]) != s.Key {
 			t.Fatalf("steps[%d]: key %x (%v), want %s", i, key, err, s.Key)
 		}
@@ -298,7 +321,7 @@ func TestRunMapVectors(t *testing.T) {
 		return err
 	}
 	for i, p := range v.Inclusion {
-		key, _ := runKey(p.Team, p.RunID)
+		key, _ := keyOf(p.Team, p.RunID)
 		if p.Head == nil || hex.EncodeToString(key[:]) != p.Key {
 			t.Fatalf("inclusion[%d]: not an inclusion proof of %s/%s", i, p.Team, p.RunID)
 		}
@@ -307,7 +330,7 @@ func TestRunMapVectors(t *testing.T) {
 		}
 	}
 	for i, p := range v.Absence {
-		key, _ := runKey(p.Team, p.RunID)
+		key, _ := keyOf(p.Team, p.RunID)
 		if p.Head != nil || hex.EncodeToString(key[:]) != p.Key {
 			t.Fatalf("absence[%d]: not an absence proof of %s/%s", i, p.Team, p.RunID)
 		}
@@ -323,8 +346,14 @@ func TestRunMapVectors(t *testing.T) {
 			t.Errorf("tampered[%d] (%s): got %v, want %s", i, p.Reason, err, p.Error)
 		}
 	}
-	a, _ := runKey(v.LongPrefix.Team, v.LongPrefix.RunIDs[0])
-	b, _ := runKey(v.LongPrefix.Team, v.LongPrefix.RunIDs[1])
+	var a, b mapHash
+	if len(v.LongPrefix.Teams) == 2 {
+		a, _ = keyOf(v.LongPrefix.Teams[0], "")
+		b, _ = keyOf(v.LongPrefix.Teams[1], "")
+	} else {
+		a, _ = keyOf(v.LongPrefix.Team, v.LongPrefix.RunIDs[0])
+		b, _ = keyOf(v.LongPrefix.Team, v.LongPrefix.RunIDs[1])
+	}
 	common := 0
 	for keyBit(a, common) == keyBit(b, common) {
 		common++
@@ -341,28 +370,29 @@ func mapRoot(runs map[mapHash]mapHash) mapHash {
 	for k := range runs {
 		keys = append(keys, k)
 	}
-	var subtree func(keys []mapHash, depth int) mapHash
-	subtree = func(keys []mapHash, depth int) mapHash {
-		switch len(keys) {
-		case 0:
-			return emptyMap
-		case 1:
-			return mapLeafHash(keys[0], runs[keys[0]])
-		}
-		var left, right []mapHash
-		for _, k := range keys {
-			if keyBit(k, depth) == 0 {
-				left = append(left, k)
-			} else {
-				right = append(right, k)
-			}
-		}
-		return mapNodeHash(depth, subtree(left, depth+1), subtree(right, depth+1))
-	}
-	return subtree(keys, 0)
+	return mapSubtree(runs, keys, 0)
 }
 
-// The golden checkpoint-time notes, versions 1 and 2 (CONTRACT section 5).
+// mapSubtree is the hash of the subtree at depth holding keys of m.
+func mapSubtree(m map[mapHash]mapHash, keys []mapHash, depth int) mapHash {
+	switch len(keys) {
+	case 0:
+		return emptyMap
+	case 1:
+		return mapLeafHash(keys[0], m[keys[0]])
+	}
+	var left, right []mapHash
+	for _, k := range keys {
+		if keyBit(k, depth) == 0 {
+			left = append(left, k)
+		} else {
+			right = append(right, k)
+		}
+	}
+	return mapNodeHash(depth, mapSubtree(m, left, depth+1), mapSubtree(m, right, depth+1))
+}
+
+// The golden checkpoint-time notes, versions 1, 2 and 3 (CONTRACT section 5).
 func TestGoldenCheckpointTimeNotes(t *testing.T) {
 	raw, err := os.ReadFile(vectors + "checkpoint_time.json")
 	if err != nil {
@@ -374,12 +404,14 @@ func TestGoldenCheckpointTimeNotes(t *testing.T) {
 		Size   int64  `json:"tree_size"`
 		Root   string `json:"root_hex"`
 		Runs   string `json:"runs_hex"`
+		Teams  string `json:"teams_hex"`
 		Time   int64  `json:"time_us"`
 		Note   string `json:"note"`
 	}
 	var v struct {
 		vec
 		V2 vec `json:"v2"`
+		V3 vec `json:"v3"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
@@ -388,21 +420,103 @@ func TestGoldenCheckpointTimeNotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []vec{v.vec, v.V2} {
+	for _, want := range []vec{v.vec, v.V2, v.V3} {
 		got, err := openTimeNote([]byte(want.Note), note.VerifierList(verifier))
 		if err != nil {
 			t.Fatalf("%q: %v", want.Note, err)
 		}
-		runs := ""
+		runs, teams := "", ""
 		if got.runs != nil {
 			runs = hex.EncodeToString(got.runs[:])
 		}
+		if got.teams != nil {
+			teams = hex.EncodeToString(got.teams[:])
+		}
 		if got.cp.origin != want.Origin || got.cp.size != want.Size || hex.EncodeToString(got.cp.root[:]) != want.Root ||
-			runs != want.Runs || got.timeUs != want.Time {
-			t.Errorf("%q: read %+v runs %q", want.Note, got, runs)
+			runs != want.Runs || teams != want.Teams || got.timeUs != want.Time {
+			t.Errorf("%q: read %+v runs %q teams %q", want.Note, got, runs, teams)
 		}
 	}
-	if v.V2.Runs == "" {
-		t.Error("checkpoint_time.json: no v2 vector")
+	if v.V2.Runs == "" || v.V3.Teams == "" || v.V3.Runs == "" {
+		t.Error("checkpoint_time.json: no v2 or v3 vector")
+	}
+}
+
+// The golden leaves of versions 1 and 2 (CONTRACT section 2): each is read,
+// hashes as pinned and is the canonical encoding of its entry; the tree's
+// root and the team-head map root (section 6a) of the entries are pinned.
+func TestGoldenLeavesOfVersionsOneAndTwo(t *testing.T) {
+	raw, err := os.ReadFile(vectors + "leaf_v2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Entries []struct {
+			Entry    json.RawMessage `json:"entry"`
+			Leaf     string          `json:"leaf_bytes_utf8"`
+			LeafHash string          `json:"leaf_hash_hex"`
+		} `json:"entries"`
+		Root  string `json:"root_hex"`
+		Teams string `json:"teams_root_hex"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	var hashes []tlog.Hash
+	heads := map[string]runHead{}
+	versions := map[int64]int{}
+	for i, e := range v.Entries {
+		got, err := readEntry([]byte(e.Leaf))
+		if err != nil {
+			t.Fatalf("vector %d: %v", i, err)
+		}
+		if hex.EncodeToString(got.hash[:]) != e.LeafHash || got.seq != int64(i) {
+			t.Errorf("vector %d: leaf hash %x seq %d, want %s seq %d", i, got.hash, got.seq, e.LeafHash, i)
+		}
+		parsed, err := parseJSON(e.Entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var enc bytes.Buffer
+		encodeCanonical(&enc, parsed)
+		if enc.String() != e.Leaf {
+			t.Errorf("vector %d: encoded\n%s\nwant\n%s", i, enc.String(), e.Leaf)
+		}
+		if got.version == 2 {
+			want := fmt.Sprintf(`,"seq":%d,"v":2}`, got.seq)
+			if got.hasTeamPrev {
+				want = fmt.Sprintf(`,"seq":%d,"team_prev":%d,"v":2}`, got.seq, got.teamPrev)
+			}
+			if !strings.HasSuffix(e.Leaf, want) {
+				t.Errorf("vector %d: a version 2 leaf ending %q", i, e.Leaf[len(e.Leaf)-30:])
+			}
+		}
+		versions[got.version]++
+		hashes = append(hashes, got.hash)
+		h, seen := heads[got.team]
+		if got.version == 2 && (got.hasTeamPrev != seen || seen && got.teamPrev != h.lastSeq) {
+			t.Errorf("vector %d: team_prev %d (present %v), the team's previous entry %d (present %v)",
+				i, got.teamPrev, got.hasTeamPrev, h.lastSeq, seen)
+		}
+		heads[got.team] = runHead{h.count + 1, got.seq, got.hash}
+	}
+	if versions[1] == 0 || versions[2] == 0 {
+		t.Errorf("leaf_v2.json: leaves of version 1 (%d) and 2 (%d) expected", versions[1], versions[2])
+	}
+	if root := merkleRoot(hashes); hex.EncodeToString(root[:]) != v.Root {
+		t.Errorf("root %x, want %s", root, v.Root)
+	}
+	m := map[mapHash]mapHash{}
+	for team, h := range heads {
+		k, err := teamKey(team)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m[k], err = valueHash(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if root := mapRoot(m); hex.EncodeToString(root[:]) != v.Teams {
+		t.Errorf("teams root %x, want %s", root, v.Teams)
 	}
 }
