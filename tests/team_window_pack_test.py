@@ -296,6 +296,10 @@ def check_all(e, work, data, tools, outcomes_tool):
             files = t.edited(files, "manifest.json", apply)
         return t.resigned(files, sign, outcomes_tool)
 
+    def rewindowed(files, p, **changes):
+        """files with p's team-window.json changed, re-signed."""
+        return resigned(with_file(files, "team-window.json", window_json(dict(p.window, **changes))))
+
     def format3(m):
         m["format"] = 3
 
@@ -312,8 +316,6 @@ def check_all(e, work, data, tools, outcomes_tool):
                "carries its team chain proof")
     h = {n: hashlib.sha256(b"\x00" + line).hexdigest() for p in packs.values() for n, line in
          zip([x["seq"] for x in p.entries], p.lines)}
-    later = dict(after.window, after=head.bound(seq["w3b"]))
-    older = dict(head.window, head=packs["head-old"].window["head"])
     body = since.note
     v2 = sign(("\n".join(["evidence-ledger/checkpoint-time/v2"] + body[1:5] + body[6:]) + "\n").encode())
     kept = os.path.join(work, "old.kept")
@@ -342,13 +344,25 @@ def check_all(e, work, data, tools, outcomes_tool):
          refused(last % (head.size, seq["w3c"], h[seq["w3c"]], seq["w3b"], h[seq["w3b"]]))),
         ("the window's first entry dropped (before)", resigned(dropped(after.files, {seq["w2a"]})),
          refused(walk % (seq["w2b"], seq["w2a"]))),
-        ("after replaced by a later entry of the team",
-         resigned(with_file(after.files, "team-window.json", window_json(later))),
+        ("after replaced by a later entry of the team", rewindowed(after.files, after, after=head.bound(seq["w3b"])),
          refused(walk % (seq["w3b"], seq["w3a"]))),
         ("head taken from an older export (older tree size), the last entry dropped",
-         resigned(with_file(dropped(head.files, {seq["w3c"]}), "team-window.json", window_json(older))),
+         rewindowed(dropped(head.files, {seq["w3c"]}), head, head=packs["head-old"].window["head"]),
          refused("team-window.json: head: the proof leads to map root %s, the checkpoint-time note signs %s"
                  % (packs["head-old"].teams_root().hex(), head.teams_root().hex()))),
+        ("team-window.json with both after and head", rewindowed(after.files, after, head=head.window["head"]),
+         refused("team-window.json: want exactly one of after and head")),
+        ("before.seq written as a string",
+         rewindowed(after.files, after, before=dict(after.window["before"], seq="%d" % seq["w1b"])),
+         refused("team-window.json: before.seq: want a JSON integer")),
+        ("before replaced by the window's first entry",
+         rewindowed(dropped(after.files, {seq["w2a"]}), after, before=after.bound(seq["w2a"])),
+         refused("team-window.json: before: entry %d was logged at %d, not before the window's from_us %d"
+                 % (seq["w2a"], e["w2a"]["logged_at_us"], after.scope["from_us"]))),
+        ("after replaced by the window's last entry",
+         rewindowed(dropped(after.files, {seq["w2d"]}), after, after=after.bound(seq["w2d"])),
+         refused("team-window.json: after: entry %d was logged at %d, inside the window, which ends at %d"
+                 % (seq["w2d"], e["w2d"]["logged_at_us"], after.scope["to_us"]))),
         ("team-window.json removed", resigned(with_file(after.files, "team-window.json", None)), refused(missing)),
         ("team-window.json removed, the manifest made format 3", resigned(with_file(after.files, "team-window.json",
                                                                                     None), format3),
