@@ -392,6 +392,9 @@ int Rebuild(const Flags& flags) {
   if (!rows.ok()) return Fail(rows.status());
   secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << *rows << " run heads rebuilt from the log in " << secs << " s\n";
+  auto teams = ledger::log::RebuildTeamHeads(**store);
+  if (!teams.ok()) return Fail(teams.status());
+  std::cout << *teams << " team heads rebuilt from the log\n";
   return 0;
 }
 

@@ -509,6 +509,14 @@ void Daemon::LogOpened() const {
             "run-head map")
         .Emit();
   }
+  if (log_->filled_team_heads() > 0) {
+    ledger::jsonlog::Info("team_heads_filled")
+        .Int("rows", static_cast<int64_t>(log_->filled_team_heads()))
+        .Msg(
+            "team rows written from the log for the team chains (leaves of version 2 from now on) and the "
+            "team-head map")
+        .Emit();
+  }
   if (!log_->rollback_accepted().empty()) {
     ledger::jsonlog::Warn("rollback_accepted")
         .Msg(absl::StrCat("--accept-rollback: ", log_->rollback_accepted()))

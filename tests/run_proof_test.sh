@@ -30,7 +30,7 @@ sys.path.insert(0, sys.argv[1])
 import runmap
 proof = json.load(open(sys.argv[2]))
 body = open(sys.argv[3]).read().split("\n\n")[0].split("\n")
-assert body[0] == "evidence-ledger/checkpoint-time/v2", body
+assert body[0] == "evidence-ledger/checkpoint-time/v3", body
 size, runs_root = int(body[2]), base64.b64decode(body[4][len("runs "):])
 team, run = sys.argv[5], sys.argv[6]
 key = runmap.run_key(team.encode(), run.encode())

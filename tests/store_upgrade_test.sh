@@ -25,20 +25,24 @@ tar -C "$work" -xzf "$root/tests/fixtures/store-v1-squatted.tar.gz"
 grep -q '^OK: 8 entries' "$work/audit" || { cat "$work/audit"; fail "audit summary"; }
 
 # The store's latest checkpoint (size 8) was signed before the ledger signed
-# times (and run-head map roots): the first start signs its time note, of
-# format 2, without appending anything, once the run rows are migrated.
+# times (and run-head and team-head map roots): the first start signs its
+# time note, of format 3, without appending anything, once the run rows are
+# migrated and the team rows filled.
 start_ledgerd --origin "$origin" --signing-key "$work/data/signing.key" --projections=false
 before=$(( $(date +%s) * 1000000 ))
 ctl checkpoint --time-note > "$work/time.note"
 /usr/bin/python3 - "$work/time.note" "$before" <<'EOF' || { cat "$work/time.note"; fail "no time note for the old checkpoint"; }
 import sys
 body = open(sys.argv[1]).read().split("\n\n")[0].split("\n")
-assert body[:3] == ["evidence-ledger/checkpoint-time/v2", "fixture.example/v1", "8"], body
+assert body[:3] == ["evidence-ledger/checkpoint-time/v3", "fixture.example/v1", "8"], body
 assert body[4].startswith("runs ") and len(body[4]) == 5 + 44, body
-assert body[5].startswith("time ") and int(body[5][5:]) >= int(sys.argv[2]) - 10_000_000, body
+assert body[5].startswith("teams ") and len(body[5]) == 6 + 44, body
+assert body[6].startswith("time ") and int(body[6][5:]) >= int(sys.argv[2]) - 10_000_000, body
 EOF
 grep -q '"event":"run_heads_migrated".*"rows":[1-9]' "$work/ledgerd.out" ||
   { cat "$work/ledgerd.out"; fail "no word of the migration of the run rows"; }
+grep -q '"event":"team_heads_filled".*"rows":3' "$work/ledgerd.out" ||
+  { cat "$work/ledgerd.out"; fail "no word of the team rows filled"; }
 kill -TERM "$pid"; wait "$pid"; pid=""
 mv "$work/ledgerd.out" "$work/ledgerd.out.first"
 
@@ -83,6 +87,23 @@ grep -q '"seq":6,.*"duplicate":true' "$work/retry.out" || { cat "$work/retry.out
 printf '{"receipt_id":"shared-id","team":"team-a","run_id":"run-team-a","step_id":"s1","occurred_at_us":%s,"kind":"model_call","route":"m","decision":"allow"}\n' "$now" |
   ctl append - > "$work/shared.out" || { cat "$work/shared.out"; fail "team-a's shared-id"; }
 grep -q '"duplicate"' "$work/shared.out" && fail "team-a's shared-id taken for team-b's"
+# Entries appended now are of version 2 and chain their team back into the
+# old entries of version 1.
+size=$(ctl checkpoint | sed -n 2p)
+ctl entries --from 0 --to "$size" > "$work/all"
+/usr/bin/python3 - "$work/all" <<'EOF' || fail "the team chain does not link the new entries to the old"
+import json, sys
+entries = [json.loads(line) for line in open(sys.argv[1])]
+last = {}
+for e in entries:
+    team = e["receipt"]["team"]
+    if e["seq"] < 8:
+        assert e["v"] == 1 and "team_prev" not in e, e
+    else:
+        assert e["v"] == 2 and e.get("team_prev") == last.get(team), (e, last.get(team))
+    last[team] = e["seq"]
+assert len(entries) > 8, len(entries)
+EOF
 
 kill -TERM "$pid"
 wait "$pid"

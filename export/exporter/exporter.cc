@@ -441,7 +441,7 @@ absl::Status PackExport::Stage() {
   }
   header.entries = count;
   if (team_head.has_value()) {
-    auto w = TeamWindowBounds(log.store(), *team_head, window_hi, held, [this](uint64_t seq) {
+    auto w = TeamWindowBounds(log.store(), scope.team, *team_head, window_hi, held, [this](uint64_t seq) {
       return merkle::InclusionProof(
           seq, size, [this](int level, uint64_t index) { return Node(level, index); }, &edges);
     });

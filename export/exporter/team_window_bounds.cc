@@ -1,5 +1,6 @@
 #include "export/exporter/team_window_bounds.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,15 +20,32 @@ absl::StatusOr<pack::Bound> BoundAt(const store::Store& store, uint64_t seq, Pro
 
 }  // namespace
 
-absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, const runmap::KeyedPath& team_head,
-                                                  uint64_t hi, const WindowEntries& held, ProveFn prove) {
+absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, std::string_view team_name,
+                                                  const runmap::KeyedPath& team_head, uint64_t hi,
+                                                  const WindowEntries& held, ProveFn prove, uint64_t look_ahead) {
   pack::TeamWindow w;
   const std::optional<runmap::Leaf>& found = team_head.path.found;
   // The walk from the head down to the window: the lowest entry at or after
   // `hi` it reaches, and where that entry's team_prev leads.
   std::optional<uint64_t> after;
   receipt::TeamLink after_link;
+  // A busy team's next entry is close after the window: look there first,
+  // so that an old window does not walk the chain of all that came since.
   if (found.has_value() && found->head.last_seq >= hi) {
+    const uint64_t end = std::min(found->head.last_seq + 1, hi + look_ahead);
+    absl::Status scanned = store.ScanLeaves(hi, end, [&](uint64_t at, std::string_view leaf) -> absl::Status {
+      auto team = receipt::TeamOf(leaf);
+      if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", at, ": ", team.status().message()));
+      if (*team != team_name) return absl::OkStatus();
+      auto link = receipt::TeamLinkOf(leaf);
+      if (!link.ok()) return absl::DataLossError(absl::StrCat("entry ", at, ": ", link.status().message()));
+      after = at;
+      after_link = *link;
+      return absl::CancelledError();  // found: the first at or after hi
+    });
+    if (!scanned.ok() && !absl::IsCancelled(scanned)) return scanned;
+  }
+  if (!after.has_value() && found.has_value() && found->head.last_seq >= hi) {
     absl::Status walked = store.WalkLeavesBack(
         found->head.last_seq, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
           auto link = receipt::TeamLinkOf(leaf);

@@ -8,6 +8,7 @@
 #define EXPORT_EXPORTER_TEAM_WINDOW_BOUNDS_H_
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -29,13 +30,16 @@ struct WindowEntries {
 
 using ProveFn = absl::FunctionRef<absl::StatusOr<std::vector<hash::Hash>>(uint64_t seq)>;
 
-// `team_head` is the team's head proof at the pack's tree size; the window
-// covers seqs [lo, hi) (the entries logged in its times). `after` is found
-// by walking the team chain down from the head to the first seq at or above
-// `hi`; `before` is the entry the window's first entry (or, with none, the
+// `team_head` is `team_name`'s head proof at the pack's tree size; the
+// window covers seqs [lo, hi) (the entries logged in its times). `after` is
+// the team's first entry at or after `hi`, found by reading forwards from
+// `hi` (at most `look_ahead` entries), else by walking the team chain down from the head (where
+// the walk meets a version 1 leaf, it stops there); `before` is the entry the window's first entry (or, with none, the
 // walk) reaches below `lo`. `prove(seq)` is the inclusion proof of seq.
-absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, const runmap::KeyedPath& team_head,
-                                                  uint64_t hi, const WindowEntries& held, ProveFn prove);
+absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, std::string_view team_name,
+                                                  const runmap::KeyedPath& team_head, uint64_t hi,
+                                                  const WindowEntries& held, ProveFn prove,
+                                                  uint64_t look_ahead = 65'536);
 
 }  // namespace ledger::exporter
 

@@ -641,7 +641,7 @@ void Commands(const manifest::Manifest& m, std::string* h) {
                   "<code>FAILED:</code> with the file and reason otherwise.</p>\n");
 }
 
-void HandSteps(bool proves_run, std::string* h) {
+void HandSteps(bool proves_run, bool proves_window, std::string* h) {
   *h +=
       "<h3>What a verifier checks</h3>\n<ol>"
       "<li><code>manifest.sig</code> is a signed note by the key in <code>ledger.vkey</code> whose text is the "
@@ -662,6 +662,13 @@ void HandSteps(bool proves_run, std::string* h) {
         "(CONTRACT section 6a): the pack holds exactly its <code>count</code> entries and ends with its "
         "<code>last_seq</code> and <code>last_leaf_hash</code>.</li>";
   }
+  if (proves_window) {
+    *h +=
+        "<li><code>team-window.json</code>: the team's entries on both sides of the window, each in the tree, "
+        "and, when nothing of the team came after it, the team's head against the <code>teams</code> root of "
+        "<code>checkpoint-time</code>; from the top down, each entry's <code>team_prev</code> names the entry "
+        "below it in the pack (CONTRACT section 7, closed team windows).</li>";
+  }
   *h += "</ol>\n";
 }
 
@@ -680,6 +687,20 @@ void Completeness(const manifest::Manifest& m, std::string* h) {
                   "replays the log (<code>ledgerctl audit</code>) checks it.</p>\n");
 }
 
+void WindowCompleteness(const manifest::Manifest& m, std::string* h) {
+  const std::string last = m.tree_size > 0 ? std::to_string(m.tree_size - 1) : "-1";
+  absl::StrAppend(
+      h, "<h3>Completeness</h3>\n<p>This pack states that it holds <strong>every</strong> entry of team <code>",
+      E(m.scope.team), "</code> logged from ", E(UtcTime(m.scope.from_us)), " to ", E(UtcTime(m.scope.to_us)),
+      " (the end excluded) up to seq ", last,
+      ", not only entries that are in the log. Each entry the ledger writes names its team's previous entry, and "
+      "<code>team-window.json</code> holds the team's entries just before and just after the window (or its last "
+      "entry, proven against the team-head map root signed with this checkpoint): a verifier follows the links "
+      "from one to the other through this pack. Entries the ledger wrote before it kept these links are not "
+      "covered; the verifier says from which seq on the window is proven. It cannot show a receipt that an "
+      "emitter never sent.</p>\n");
+}
+
 void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std::string* h) {
   *h +=
       "<h2>Why to trust this page</h2>\n<p><strong>This page is only as good as a verifier's OK.</strong> "
@@ -689,8 +710,10 @@ void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std:
   CheckpointFacts(checkpoint_note, h);
   Commands(m, h);
   const bool proves_run = m.format >= 3 && m.scope.is_run();
-  HandSteps(proves_run, h);
+  const bool proves_window = m.format >= 4 && m.scope.is_team_window();
+  HandSteps(proves_run, proves_window, h);
   if (proves_run) Completeness(m, h);
+  if (proves_window) WindowCompleteness(m, h);
 }
 
 }  // namespace

@@ -99,6 +99,7 @@ class Auditor {
     }
     hash::Hash leaf_hash_of_run = hash::LeafHash(leaf);
     head = {head.count + 1, seq, leaf_hash_of_run};
+    if (auto s = CheckTeamChain(*entry, at, leaf_hash_of_run); !s.ok()) return s;
     if (auto set = map_.Set(runmap::RunKeyOf(r.team(), r.run_id()), {head.count, seq, leaf_hash_of_run}); !set.ok()) {
       return Find("run_map", at, absl::StrCat("run-head map entry of ", run), "a valid head",
                   std::string(set.message()));
@@ -205,6 +206,13 @@ class Auditor {
                   absl::StrCat("at least ", last_time_us_, " (the time of an earlier checkpoint)"),
                   absl::StrCat(t->time_us));
     }
+    if (t->team_map_root.has_value()) {
+      hash::Hash root = team_map_.Root();
+      if (root != *t->team_map_root) {
+        return Find("team_map", at, absl::StrCat(what, ": team-head map root (signed)"), hash::Hex(root),
+                    hash::Hex(*t->team_map_root));
+      }
+    }
     if (t->run_map_root.has_value()) {
       hash::Hash root = map_.Root();
       if (root != *t->run_map_root) {
@@ -215,6 +223,52 @@ class Auditor {
     }
     last_time_us_ = t->time_us;
     ++times_;
+    return absl::OkStatus();
+  }
+
+  // A version 2 entry's team_prev names its team's previous entry; every
+  // entry is its team's head in the team-head map.
+  absl::Status CheckTeamChain(const receipt::Entry& entry, int64_t at, const hash::Hash& leaf_hash) {
+    const std::string& team = entry.receipt.team();
+    store::RunHead& head = team_last_[team];
+    if (entry.version >= 2) {
+      std::optional<uint64_t> want;
+      if (head.count > 0) want = head.last_seq;
+      if (entry.team_prev != want) {
+        auto name = [](std::optional<uint64_t> v) { return v ? absl::StrCat(*v) : std::string("none"); };
+        return Find("team_chain", at, absl::StrCat("team_prev of team ", team), name(want), name(entry.team_prev));
+      }
+    }
+    head = {head.count + 1, entry.seq, leaf_hash};
+    if (auto set = team_map_.Set(runmap::TeamKeyOf(team), {head.count, head.last_seq, leaf_hash}); !set.ok()) {
+      return Find("team_map", at, absl::StrCat("team-head map entry of ", team), "a valid head",
+                  std::string(set.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  // The team rows, each its team's head (none at all in a store a version
+  // without them wrote and no ledger of this version opened yet).
+  absl::Status CheckTeamRows() {
+    uint64_t rows = 0;
+    absl::Status s = store_.ScanTeamHeads([&](std::string_view team, const store::RunHead& row) {
+      ++rows;
+      auto it = team_last_.find(std::string(team));
+      auto text = [](const store::RunHead& h) {
+        return absl::StrCat(h.last_seq, " (entry ", h.count, " of the team, leaf hash ", hash::Hex(h.last_leaf_hash),
+                            ")");
+      };
+      if (it == team_last_.end() || it->second != row) {
+        return Find("team_head", it == team_last_.end() ? -1 : static_cast<int64_t>(it->second.last_seq),
+                    absl::StrCat("team head of ", std::string(team)),
+                    it == team_last_.end() ? "no team" : text(it->second), text(row));
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (rows != 0 && rows != team_last_.size()) {
+      return Find("team_head", -1, "team heads", absl::StrCat(team_last_.size()), absl::StrCat(rows));
+    }
     return absl::OkStatus();
   }
 
@@ -289,7 +343,7 @@ class Auditor {
     if (heads != run_last_.size()) {
       return Find("run_head", -1, "run heads", absl::StrCat(run_last_.size()), absl::StrCat(heads));
     }
-    return absl::OkStatus();
+    return CheckTeamRows();
   }
 
   const store::Store& store_;
@@ -300,6 +354,8 @@ class Auditor {
   hash::Hash prev_{};
   absl::flat_hash_map<std::string, store::RunHead> run_last_;
   runmap::RunMap map_;  // of the entries read so far
+  absl::flat_hash_map<std::string, store::RunHead> team_last_;
+  runmap::RunMap team_map_;  // of the entries read so far
   std::optional<std::pair<uint64_t, std::vector<hash::Hash>>> groups_[64];
   uint64_t entries_ = 0, nodes_ = 0, verified_ = 0, times_ = 0, map_roots_ = 0;
   int64_t last_time_us_ = 0;

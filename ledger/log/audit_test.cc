@@ -251,5 +251,34 @@ TEST_F(AuditTest, SignedRunMapRootThatTheEntriesRefute) {
                 hash::Hex(true_root) + ", found " + hash::Hex(false_root) + "\n");
 }
 
+TEST_F(AuditTest, AlteredTeamHead) {
+  auto store = Copy();
+  auto b = store->NewBatch();
+  b.PutTeamHead("team-a", {39, 38, hash::Sha256("x")});  // one entry fewer than the team has
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: team_head at seq 39: team head of team-a: expected 39 (entry 40 of the team, leaf hash " +
+                LeafHashOf(*store, 39) + "), found 38 (entry 39 of the team, leaf hash " +
+                hash::Hex(hash::Sha256("x")) + ")\n");
+}
+
+// The operator signs a team-head map root that leaves out the team's last
+// entry: the key verifies it, the entries refute it.
+TEST_F(AuditTest, SignedTeamMapRootThatTheEntriesRefute) {
+  auto store = Copy();
+  auto key = *note::Verifier::Parse(signer_->VerifierKey());
+  auto time = *note::ParseCheckpointTime(*key.Open(*store->GetCheckpointTime(40)));
+  ASSERT_TRUE(time.team_map_root.has_value());
+  runmap::RunMap lie;
+  ASSERT_TRUE(lie.Set(runmap::TeamKeyOf("team-a"), {39, 38, *hash::ParseHex(LeafHashOf(*store, 38))}).ok());
+  hash::Hash true_root = *time.team_map_root;
+  time.team_map_root = lie.Root();
+  ASSERT_TRUE(store->PutCheckpoint(40, {}, *signer_->Sign(note::FormatCheckpointTime(time))).ok());
+  EXPECT_EQ(Run(*store).Summary(),
+            "INCONSISTENT: team_map at seq 39: time note of the checkpoint of size 40: team-head map root (signed): "
+            "expected " +
+                hash::Hex(true_root) + ", found " + hash::Hex(lie.Root()) + "\n");
+}
+
 }  // namespace
 }  // namespace ledger::log

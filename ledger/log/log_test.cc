@@ -12,6 +12,7 @@
 #include "ledger/log/key_file.h"
 #include "ledger/log/run_heads.h"
 #include "ledger/merkle/merkle.h"
+#include "ledger/receipt/entry.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::log {
@@ -281,6 +282,86 @@ TEST_F(LogTest, EveryCheckpointSignsTheRunHeadMapAndRunsAreProvedAgainstIt) {
   EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head.count, 3u);
   auto replayed = *ReplayRunMap(log->store(), 4);
   EXPECT_EQ(replayed.Root(), root4);
+}
+
+receipt::Receipt OfTeam(const std::string& id, const std::string& team) {
+  receipt::Receipt r = Model(id);
+  r.set_team(team);
+  return r;
+}
+
+// Every leaf carries its team's previous seq (team_prev), across batches,
+// and each checkpoint-time note (version 3) signs the team-head map.
+TEST_F(LogTest, LeavesChainEachTeamAndTheTeamHeadMapIsSigned) {
+  auto log = OpenLog();
+  AppendAll(*log, {OfTeam("a1", "team-a"), OfTeam("b1", "team-b"), OfTeam("a2", "team-a")});
+  AppendAll(*log, {OfTeam("b2", "team-b")});
+  AppendAll(*log, {OfTeam("a3", "team-a"), OfTeam("c1", "team-c")});
+  const std::vector<std::optional<uint64_t>> want = {std::nullopt, std::nullopt, 0, 1, 2, std::nullopt};
+  for (uint64_t seq = 0; seq < want.size(); ++seq) {
+    auto e = *receipt::ParseLeaf(*log->store().GetLeaf(seq));
+    EXPECT_EQ(e.version, 2) << seq;
+    EXPECT_EQ(e.team_prev, want[seq]) << seq;
+  }
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  auto key = *note::Verifier::Parse(log->verifier_key());
+  auto cp = *log->Checkpoint(0);
+  auto time = *note::ParseCheckpointTime(*key.Open(cp.time_note));
+  EXPECT_EQ(time.version(), 3);
+  ASSERT_TRUE(time.team_map_root.has_value());
+  EXPECT_EQ(cp.team_map_root, time.team_map_root);
+  EXPECT_EQ(ReplayTeamMap(log->store(), 6)->Root(), *time.team_map_root);
+
+  auto proof = *log->ProveTeam("team-a");
+  ASSERT_TRUE(proof.path.found.has_value());
+  runmap::Head head = proof.path.found->head;
+  EXPECT_EQ(head, (runmap::Head{3, 4, hash::LeafHash(*log->store().GetLeaf(4))}));
+  EXPECT_TRUE(runmap::VerifyInclusion(*time.team_map_root, *runmap::TeamKey("team-a"), head, proof.path.siblings).ok());
+  // A team key is not a run key: the run map does not hold it.
+  EXPECT_FALSE(runmap::VerifyInclusion(*time.run_map_root, *runmap::TeamKey("team-a"), head, proof.path.siblings).ok());
+  auto none = *log->ProveTeam("team-z");
+  EXPECT_FALSE(none.path.found.has_value());
+  EXPECT_TRUE(runmap::VerifyAbsence(*time.team_map_root, *runmap::TeamKey("team-z"),
+                                    runmap::AbsenceProof{none.path.siblings, none.path.other})
+                  .ok());
+
+  // A restart loads the map from the team rows: the same root.
+  log.reset();
+  log = OpenLog();
+  EXPECT_EQ(log->filled_team_heads(), 0u);
+  EXPECT_EQ(log->Checkpoint(0)->team_map_root, time.team_map_root);
+  AppendAll(*log, {OfTeam("a4", "team-a")});
+  EXPECT_EQ(receipt::ParseLeaf(*log->store().GetLeaf(6))->team_prev, 4u);
+}
+
+// A store of a version without team rows: Open fills them from the log and
+// signs its latest checkpoint again with a version 3 note.
+TEST_F(LogTest, OpenFillsTheTeamRowsOfAnOlderStore) {
+  hash::Hash root;
+  {
+    auto log = OpenLog();
+    AppendAll(*log, {OfTeam("a1", "team-a"), OfTeam("b1", "team-b"), OfTeam("a2", "team-a")});
+  }
+  {
+    auto store = *store::Store::Open(dir_.Sub("data") + "/db");
+    root = ReplayTeamMap(*store, 3)->Root();
+    auto b = store->NewBatch();
+    b.DeleteTeamHead("team-a");
+    b.DeleteTeamHead("team-b");
+    ASSERT_TRUE(store->Commit(b).ok());
+    ASSERT_FALSE(store->GetTeamHead("team-a")->has_value());
+    auto key = *note::Verifier::Parse(signer_.VerifierKey());
+    auto t = *note::ParseCheckpointTime(*key.Open(*store->GetCheckpointTime(3)));
+    t.team_map_root.reset();  // the version 2 note an earlier version signed
+    ASSERT_TRUE(store->PutCheckpoint(3, {}, *signer_.Sign(note::FormatCheckpointTime(t))).ok());
+  }
+  auto log = OpenLog();
+  EXPECT_EQ(log->filled_team_heads(), 2u);
+  EXPECT_EQ(log->Checkpoint(0)->team_map_root, root);
+  auto key = *note::Verifier::Parse(signer_.VerifierKey());
+  EXPECT_EQ(note::ParseCheckpointTime(*key.Open(log->Checkpoint(0)->time_note))->version(), 3);
+  AppendAll(*log, {OfTeam("a3", "team-a")});
+  EXPECT_EQ(receipt::ParseLeaf(*log->store().GetLeaf(3))->team_prev, 2u);
 }
 
 // A store whose run rows are of format 1 (the last seq alone) is migrated

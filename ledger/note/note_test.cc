@@ -186,6 +186,54 @@ TEST(CheckpointTimeTest, ContractVectorFormatsSignsAndParses) {
   EXPECT_EQ(parsed->time_us, 1767225600000000);
 }
 
+// The version 2 and 3 notes of the vectors (made with Python's
+// cryptography) are what this code formats, signs and parses.
+TEST(CheckpointTimeTest, ContractVectorsOfVersions2And3) {
+  auto vec = LoadVector("checkpoint_time.json");
+  auto s = Signer::FromSeed(vec["origin"].get<std::string>(), Unhex(vec["ed25519_seed_hex"].get<std::string>()));
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (const char* version : {"v2", "v3"}) {
+    SCOPED_TRACE(version);
+    ASSERT_TRUE(vec.contains(version));
+    const auto& v = vec[version];
+    CheckpointTime t;
+    t.checkpoint.origin = v["origin"];
+    t.checkpoint.size = v["tree_size"];
+    std::memcpy(t.checkpoint.root.data(), Unhex(v["root_hex"].get<std::string>()).data(), 32);
+    t.time_us = v["time_us"];
+    hash::Hash runs, teams;
+    std::memcpy(runs.data(), Unhex(v["runs_hex"].get<std::string>()).data(), 32);
+    t.run_map_root = runs;
+    if (v.contains("teams_hex")) {
+      std::memcpy(teams.data(), Unhex(v["teams_hex"].get<std::string>()).data(), 32);
+      t.team_map_root = teams;
+    }
+    EXPECT_EQ(t.version(), std::string_view(version) == "v2" ? 2 : 3);
+    EXPECT_EQ(FormatCheckpointTime(t), v["body"].get<std::string>());
+    EXPECT_EQ(*s->Sign(FormatCheckpointTime(t)), v["note"].get<std::string>());
+    auto parsed = ParseCheckpointTime(v["body"].get<std::string>());
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->run_map_root, t.run_map_root);
+    EXPECT_EQ(parsed->team_map_root, t.team_map_root);
+    EXPECT_EQ(parsed->time_us, t.time_us);
+  }
+  // A version 3 note without its teams line, or with it out of place.
+  std::string v3 = vec["v3"]["body"];
+  std::string teams_line = v3.substr(v3.find("teams "));
+  teams_line = teams_line.substr(0, teams_line.find('\n') + 1);
+  std::string without = v3;
+  without.erase(without.find(teams_line), teams_line.size());
+  EXPECT_EQ(ParseCheckpointTime(without).status().message(),
+            "checkpoint time: want exactly seven lines: 'evidence-ledger/checkpoint-time/v3', origin, size, root, "
+            "runs, teams, time");
+  std::string swapped = v3;
+  std::string runs_line = v3.substr(v3.find("runs "));
+  runs_line = runs_line.substr(0, runs_line.find('\n') + 1);
+  swapped.replace(swapped.find(runs_line), runs_line.size() + teams_line.size(), teams_line + runs_line);
+  EXPECT_EQ(ParseCheckpointTime(swapped).status().message(),
+            "checkpoint time: the fifth line must be 'runs ' and the base64 of the 32-byte run-head map root");
+}
+
 // Neither note can be taken for the other.
 TEST(CheckpointTimeTest, NeitherNoteParsesAsTheOther) {
   auto vec = LoadVector("checkpoint_time.json");

@@ -267,6 +267,10 @@ void Batch::PutTeamHead(std::string_view team, const RunHead& head) {
   rep_->Put(kTeams, team, v);
 }
 
+void Batch::DeleteTeamHead(std::string_view team) {
+  if (!rep_->wb.Delete((*rep_->cfs)[kTeams], AsSlice(team)).ok()) std::abort();
+}
+
 void Batch::PutProjection(projection::Table t, std::string_view key, std::string_view value) {
   if (!rep_->pwb.Put((*rep_->cfs)[ProjectionCf(t)], AsSlice(key), AsSlice(value)).ok()) {
     std::abort();

@@ -133,6 +133,8 @@ class Batch final : public projection::Sink {
   // A row as format 1 wrote it (the last seq alone): for tests of upgrades.
   void PutRunHeadOfFormat1(std::string_view team, std::string_view run_id, uint64_t last_seq);
   void PutTeamHead(std::string_view team, const RunHead& head);
+  // Removes a team's row: for tests of stores written before team rows.
+  void DeleteTeamHead(std::string_view team);
   void PutState(const State& s);
   void PutProjection(projection::Table t, std::string_view key, std::string_view value) override;
   void DeleteProjection(projection::Table t, std::string_view key) override;
