@@ -319,6 +319,10 @@ def check_all(e, work, data, tools, outcomes_tool):
     body = since.note
     v2 = sign(("\n".join(["evidence-ledger/checkpoint-time/v2"] + body[1:5] + body[6:]) + "\n").encode())
     kept = os.path.join(work, "old.kept")
+    downgraded = resigned(t.edited(with_file(dropped(since.files, {seq["w2d"]}), "team-window.json", None),
+                                   "checkpoint-time", lambda _: v2), format3)
+    downgrade = ("checkpoint-time: a version 2 note, but the checkpoint given with %s has a version 3 note: a ledger "
+                 "that signs the team-head map root signs it with every later checkpoint")
     cases = [
         ("a window with entries after it", after.files, ok(after, complete(after))),
         ("a window reaching the end of the log", head.files, ok(head, complete(head))),
@@ -368,11 +372,9 @@ def check_all(e, work, data, tools, outcomes_tool):
                                                                                     None), format3),
          refused(missing)),
         ("the last entry dropped, team-window.json removed, a version 2 note re-signed, format 3; --since a kept "
-         "version 3 note",
-         resigned(t.edited(with_file(dropped(since.files, {seq["w2d"]}), "team-window.json", None), "checkpoint-time",
-                           lambda _: v2), format3),
-         refused("checkpoint-time: a version 2 note, but the checkpoint given with --since has a version 3 note: a "
-                 "ledger that signs the team-head map root signs it with every later checkpoint", kept)),
+         "version 3 note", downgraded, refused(downgrade % "--since", kept)),
+        ("the last entry dropped, team-window.json removed, a version 2 note re-signed, format 3; --not-older-than "
+         "a kept version 3 note", downgraded, refused(downgrade % "--not-older-than", ["--not-older-than", kept])),
     ]
     return run_cases(cases, work, vkey, tools)
 
@@ -398,14 +400,14 @@ def run_cases(cases, work, vkey, tools):
     for label, files, (code, p, line, kept) in cases:
         path = os.path.join(work, "case.tar.gz")
         t.write_pack(files, path)
-        extra = ["--since", kept] if kept else []
+        extra = kept if isinstance(kept, list) else ["--since", kept] if kept else []
         verdicts = {}
         for tool, cmd in (("verify_pack.py", ["/usr/bin/python3", tools["verify_pack.py"], path, "--vkey", vkey]),
                           ("ledger-verify-go", [tools["ledger-verify-go"], "--vkey", vkey, path]),
                           ("ledgerctl", [tools["ledgerctl"], "verify", path, "--vkey", vkey])):
             r = subprocess.run(cmd + extra, capture_output=True, text=True)
             got = (r.stdout + r.stderr).strip()
-            if tool == "ledger-verify-go" and not go_format4:
+            if tool == "ledger-verify-go" and (not go_format4 or "--not-older-than" in extra):  # it has no such flag
                 continue
             verdicts[tool] = r.returncode
             if code == 0:
