@@ -18,15 +18,19 @@ class Failure(Exception):
     pass
 
 
-def _fail(rule):
-    return Failure("run-head.json: " + rule)
+def _fail(rule, where="run-head.json"):
+    return Failure("%s: %s" % (where, rule))
+
+
+class _Twice(Exception):
+    pass
 
 
 def _no_duplicates(pairs):
     obj = {}
     for k, v in pairs:
         if k in obj:
-            raise _fail("%s: a key given twice" % k)
+            raise _Twice("%s: a key given twice" % k)
         obj[k] = v
     return obj
 
@@ -35,60 +39,95 @@ def _not_json(constant):
     raise ValueError("%s is not JSON" % constant)
 
 
-def _hash(value, field):
-    if not isinstance(value, str) or not HEX64.match(value):
-        raise _fail("%s: want 64 lower-case hex digits" % field)
-    return bytes.fromhex(value)
+def load_json(data, where):
+    """data parsed strictly: no key twice, no NaN or Infinity."""
+    try:
+        return json.loads(data, object_pairs_hook=_no_duplicates, parse_constant=_not_json)
+    except ValueError as e:  # UnicodeDecodeError is one
+        raise _fail("not JSON (%s)" % e, where)
+    except _Twice as e:
+        raise _fail(str(e), where)
 
 
-def _integer(value, field):
-    if type(value) is not int:
-        raise _fail("%s: want a JSON integer" % field)
-    return value
+class _Reader:
+    """Reads the JSON form of a section 6a proof; errors start with `where`
+    and name the field, prefixed with `field` ("head." in team-window.json)."""
 
+    def __init__(self, where, field="", kind="run-head"):
+        self.where, self.field, self.kind = where, field, kind
 
-def _exact(obj, field, keys):
-    """obj is a JSON object of exactly `keys` (any order)."""
-    if not isinstance(obj, dict):
-        raise _fail("%s: want a JSON object" % field)
-    prefix = field + "." if field != "proof" else ""
-    for k in sorted(keys):
-        if k not in obj:
-            raise _fail("%s%s: missing" % (prefix, k))
-    for k in sorted(obj):
-        if k not in keys:
-            raise _fail("%s%s: not a field of a run-head proof" % (prefix, k))
+    def fail(self, rule):
+        return _fail(rule, self.where)
+
+    def hash(self, value, field):
+        if not isinstance(value, str) or not HEX64.match(value):
+            raise self.fail("%s%s: want 64 lower-case hex digits" % (self.field, field))
+        return bytes.fromhex(value)
+
+    def integer(self, value, field):
+        if type(value) is not int:
+            raise self.fail("%s%s: want a JSON integer" % (self.field, field))
+        return value
+
+    def exact(self, obj, field, keys):
+        """obj is a JSON object of exactly `keys` (any order)."""
+        name = (self.field + field).rstrip(".") or "proof"
+        if not isinstance(obj, dict):
+            raise self.fail("%s: want a JSON object" % name)
+        for k in sorted(keys):
+            if k not in obj:
+                raise self.fail("%s%s%s: missing" % (self.field, field, k))
+        for k in sorted(obj):
+            if k not in keys:
+                raise self.fail("%s%s%s: not a field of a %s proof" % (self.field, field, k, self.kind))
+
+    def proof(self, p):
+        inclusion = isinstance(p, dict) and "head" in p
+        keys = {"key", "siblings"} | ({"head"} if inclusion else {"leaf"} & set(p or ()))
+        self.exact(p, "", keys)
+        out = {"kind": "inclusion" if inclusion else "absence", "key": self.hash(p["key"], "key"),
+               "head": None, "leaf": None}
+        if not isinstance(p["siblings"], list):
+            raise self.fail("%ssiblings: want a JSON array of hashes" % self.field)
+        if len(p["siblings"]) > 256:
+            raise self.fail("%ssiblings: %d hashes, a proof has at most 256" % (self.field, len(p["siblings"])))
+        out["siblings"] = [self.hash(s, "siblings[%d]" % i) for i, s in enumerate(p["siblings"])]
+        if inclusion:
+            h = p["head"]
+            self.exact(h, "head.", {"count", "last_seq", "last_leaf_hash"})
+            out["head"] = (self.integer(h["count"], "head.count"), self.integer(h["last_seq"], "head.last_seq"),
+                           self.hash(h["last_leaf_hash"], "head.last_leaf_hash"))
+        elif "leaf" in p:
+            self.exact(p["leaf"], "leaf.", {"key", "value_hash"})
+            out["leaf"] = (self.hash(p["leaf"]["key"], "leaf.key"),
+                           self.hash(p["leaf"]["value_hash"], "leaf.value_hash"))
+        return out
 
 
 def read_proof(data):
     """run-head.json as a dict: kind ("inclusion" or "absence"), key,
     siblings, and head (count, last_seq, last_leaf_hash) or leaf (key,
     value hash) or None. Any spacing and key order; no other key."""
-    try:
-        p = json.loads(data, object_pairs_hook=_no_duplicates, parse_constant=_not_json)
-    except ValueError as e:  # UnicodeDecodeError is one
-        raise _fail("not JSON (%s)" % e)
+    p = load_json(data, "run-head.json")
     if not isinstance(p, dict):
         raise _fail("want a JSON object")
-    inclusion = "head" in p
-    keys = {"key", "siblings"} | ({"head"} if inclusion else {"leaf"} & set(p))
-    _exact(p, "proof", keys)
-    out = {"kind": "inclusion" if inclusion else "absence", "key": _hash(p["key"], "key"),
-           "head": None, "leaf": None}
-    if not isinstance(p["siblings"], list):
-        raise _fail("siblings: want a JSON array of hashes")
-    if len(p["siblings"]) > 256:
-        raise _fail("siblings: %d hashes, a proof has at most 256" % len(p["siblings"]))
-    out["siblings"] = [_hash(s, "siblings[%d]" % i) for i, s in enumerate(p["siblings"])]
-    if inclusion:
-        h = p["head"]
-        _exact(h, "head", {"count", "last_seq", "last_leaf_hash"})
-        out["head"] = (_integer(h["count"], "head.count"), _integer(h["last_seq"], "head.last_seq"),
-                       _hash(h["last_leaf_hash"], "head.last_leaf_hash"))
-    elif "leaf" in p:
-        _exact(p["leaf"], "leaf", {"key", "value_hash"})
-        out["leaf"] = (_hash(p["leaf"]["key"], "leaf.key"), _hash(p["leaf"]["value_hash"], "leaf.value_hash"))
-    return out
+    return _Reader("run-head.json").proof(p)
+
+
+def read_map_proof(obj, where, field):
+    """A section 6a proof already parsed (the head of team-window.json):
+    read_proof's dict; errors start with `where` and name `field`."""
+    return _Reader(where, field, "team-head").proof(obj)
+
+
+def map_root(p):
+    """The map root the proof (read_proof) leads to; Refused as Failure."""
+    try:
+        if p["kind"] == "inclusion":
+            return runmap.inclusion_root(p["key"], *p["head"], p["siblings"])
+        return runmap.absence_root(p["key"], p["siblings"], p["leaf"])
+    except runmap.Refused as e:
+        raise Failure(str(e))
 
 
 def check_proof(data, team, run_id, runs_root):
@@ -103,11 +142,8 @@ def check_proof(data, team, run_id, runs_root):
     if p["key"] != key:
         raise _fail("key %s is not the run key of %s/%s (%s)" % (p["key"].hex(), team, run_id, key.hex()))
     try:
-        if p["kind"] == "inclusion":
-            root = runmap.inclusion_root(key, *p["head"], p["siblings"])
-        else:
-            root = runmap.absence_root(key, p["siblings"], p["leaf"])
-    except runmap.Refused as e:
+        root = map_root(p)
+    except Failure as e:
         raise _fail(str(e))
     if root != runs_root:
         raise _fail("the proof leads to map root %s, the checkpoint-time note signs %s"
@@ -115,6 +151,26 @@ def check_proof(data, team, run_id, runs_root):
     return p
 
 
+def run_head_proof(files, manifest, runs_root, teams_root):
+    """Steps 1 and 2 of "Proven completeness (format 3)" (CONTRACT.md section
+    7): the version 2 (or 3) note a format 3 pack carries, the version 3 note
+    of a format 4 pack; run-head.json in a run pack whose note signs a runs
+    root (version 2 or 3), whatever the manifest's format, and in no other
+    pack; its proof to the note's runs root. The proof (for step 3,
+    check_entries) of such a run pack, else None."""
+    if manifest["format"] >= 4 and teams_root is None:
+        raise Failure("checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
+    if manifest["format"] >= 3 and runs_root is None:
+        raise Failure("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+    scope = manifest["scope"]
+    if scope["kind"] != "run" or runs_root is None:
+        if "run-head.json" in files:
+            raise _fail("only a run pack carries a run-head proof")
+        return None
+    if "run-head.json" not in files:
+        raise _fail("missing: a run pack whose checkpoint-time note signs a run-head map root "
+                    "carries its run's head proof")
+    return check_proof(files["run-head.json"], scope["team"], scope["run_id"], runs_root)
 def check_entries(p, team, run_id, tree_size, entries):
     """Step 3 of section 7: entries, [(seq, leaf hash)] of the run in the
     pack in seq order, are exactly the run the head commits to (an absence

@@ -5,10 +5,11 @@ Written from the contract's text: the run key, the head, value, leaf, node
 and empty hashes, the root of a set of runs computed from the definition
 (not incrementally), and the verification of inclusion and absence proofs.
 
-Usage: runmap.py --vectors FILE
-  recomputes every root of the golden vectors from their runs, verifies
-  their inclusion and absence proofs, and refuses every tampered proof.
-  Exit 0 when all hold; 1, naming the first that does not.
+Usage: runmap.py --vectors FILE...
+  recomputes every root of the golden vectors from their runs (or teams:
+  tests/vectors/teammap.json, the team-head map of section 6a keyed by team
+  key), verifies their inclusion and absence proofs, and refuses every
+  tampered proof. Exit 0 when all hold; 1, naming the first that does not.
 """
 import argparse
 import hashlib
@@ -18,6 +19,7 @@ import sys
 
 T = b"evidence-ledger/run-map/v1"
 KEY_TAG = b"evidence-ledger/run-key/v1"
+TEAM_KEY_TAG = b"evidence-ledger/team-key/v1"
 MAX_SAFE = 2**53 - 1
 TEAM_RE = re.compile(rb"[a-z0-9-]{1,63}")
 
@@ -36,6 +38,13 @@ def run_key(team, run_id):
     if not 1 <= len(run_id) <= 128:
         raise Refused("run_id: must be 1-128 bytes")
     return sha256(KEY_TAG + b"\x00" + bytes([len(team)]) + team + run_id)
+
+
+def team_key(team):
+    """The key of a team in the team-head map (section 6a, "The team-head map")."""
+    if not TEAM_RE.fullmatch(team):
+        raise Refused("team: must be 1-63 bytes of [a-z0-9-]")
+    return sha256(TEAM_KEY_TAG + b"\x00" + bytes([len(team)]) + team)
 
 
 def check_head(count, last_seq, last_leaf_hash):
@@ -172,13 +181,21 @@ def verify_absence_json(trusted_root, key, proof):
     verify_absence(trusted_root, key, siblings_of(proof), leaf)
 
 
+def key_of(obj):
+    """The run key of a vector with a run_id, else the team key of its team
+    (tests/vectors/teammap.json)."""
+    if "run_id" in obj:
+        return run_key(obj["team"].encode(), obj["run_id"].encode())
+    return team_key(obj["team"].encode())
+
+
 def check_vectors(v):
     """Raises Refused naming the first vector that does not hold."""
     if EMPTY.hex() != v["empty_root"]:
         raise Refused("empty_root: computed %s" % EMPTY.hex())
     runs = {}
     for n, step in enumerate(v["steps"]):
-        key = run_key(step["team"].encode(), step["run_id"].encode())
+        key = key_of(step)
         if key.hex() != step["key"]:
             raise Refused("steps[%d].key: computed %s" % (n, key.hex()))
         head = step["head"]
@@ -189,7 +206,8 @@ def check_vectors(v):
         if root(runs).hex() != step["root"]:
             raise Refused("steps[%d].root: computed %s" % (n, root(runs).hex()))
     lp = v["long_prefix"]
-    a, b = (run_key(lp["team"].encode(), r.encode()) for r in lp["run_ids"])
+    a, b = ((run_key(lp["team"].encode(), r.encode()) for r in lp["run_ids"]) if "run_ids" in lp
+            else (team_key(t.encode()) for t in lp["teams"]))
     common = next(i for i in range(256) if bit(a, i) != bit(b, i))
     if common != lp["common_bits"]:
         raise Refused("long_prefix: the keys share %d bits, the vectors say %d" % (common, lp["common_bits"]))
@@ -197,10 +215,10 @@ def check_vectors(v):
     if root(runs) != trusted:
         raise Refused("root: computed %s" % root(runs).hex())
     for p in v["inclusion"]:
-        key = run_key(p["team"].encode(), p["run_id"].encode())
+        key = key_of(p)
         verify_inclusion_json(trusted, key, {k: p[k] for k in ("key", "head", "siblings")})
     for p in v["absence"]:
-        key = run_key(p["team"].encode(), p["run_id"].encode())
+        key = key_of(p)
         verify_absence_json(trusted, key, {k: p[k] for k in ("key", "siblings", "leaf") if k in p})
     for n, t in enumerate(v["tampered"]):
         key = bytes.fromhex(t["key"])
@@ -219,17 +237,18 @@ def check_vectors(v):
 
 def main():
     ap = argparse.ArgumentParser(description="Check the run-head map's golden vectors.")
-    ap.add_argument("--vectors", required=True)
+    ap.add_argument("--vectors", required=True, nargs="+")
     args = ap.parse_args()
-    with open(args.vectors, encoding="utf-8") as f:
-        v = json.load(f)
-    try:
-        check_vectors(v)
-    except Refused as e:
-        print("FAIL: %s" % e)
-        return 1
-    print("OK: %d roots, %d inclusion and %d absence proofs, %d tampered proofs refused"
-          % (len(v["steps"]), len(v["inclusion"]), len(v["absence"]), len(v["tampered"])))
+    for path in args.vectors:
+        with open(path, encoding="utf-8") as f:
+            v = json.load(f)
+        try:
+            check_vectors(v)
+        except Refused as e:
+            print("FAIL: %s: %s" % (path, e))
+            return 1
+        print("OK: %s: %d roots, %d inclusion and %d absence proofs, %d tampered proofs refused"
+              % (path, len(v["steps"]), len(v["inclusion"]), len(v["absence"]), len(v["tampered"])))
     return 0
 
 

@@ -34,6 +34,11 @@ a format 3 run pack proves with run-head.json (export/completeness.py) that
 it holds every entry of its run up to the checkpoint, or, with an absence
 proof, that the run has none: the lines after the OK line say so, and name
 each step pending or unknown as having no completion in the log.
+A format 4 pack's time note is version 3 and signs the team-head map root
+too; a team window proves with team-window.json (export/teamwindow.py) that
+it holds every entry of its team logged in the window, as far back as the
+team chain (team_prev, leaf version 2) reaches: the line after the OK line
+says how far. A --since note of version 2 or 3 demands one as new.
 --policy POLICY (a c2sp.org/tlog-policy, export/tlogpolicy.py): the key must
 be a log of the policy (without a key given, the key is the policy's log
 named as the manifest's origin), every cosignature line of a policy witness
@@ -57,12 +62,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import completeness  # noqa: E402
+import teamwindow  # noqa: E402
 import tlogpolicy  # noqa: E402
 
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
-         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json", "checkpoint-time", "run-head.json"}
-OPTIONAL = {"consistency.json", "checkpoint-time", "run-head.json"}
-TIME_HEADERS = {"evidence-ledger/checkpoint-time/v1": 1, "evidence-ledger/checkpoint-time/v2": 2}
+         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json", "checkpoint-time", "run-head.json",
+         "team-window.json"}
+OPTIONAL = {"consistency.json", "checkpoint-time", "run-head.json", "team-window.json"}
+TIME_HEADERS = {"evidence-ledger/checkpoint-time/v%d" % v: v for v in (1, 2, 3)}
 MAX_FILE = 4 << 30
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -246,30 +253,35 @@ def base64_hash(text):
 
 
 def checkpoint_time(note, key):
-    """(origin, size, root, time_us, runs) of a signed checkpoint-time note
-    (CONTRACT.md section 5); runs, the run-head map root, is None in a
-    version 1 note."""
+    """(origin, size, root, time_us, runs, teams) of a signed checkpoint-time
+    note (CONTRACT.md section 5); runs, the run-head map root, is None in a
+    version 1 note, teams, the team-head map root, below version 3."""
     lines = open_note(note, key).split("\n")
     version = TIME_HEADERS.get(lines[0])
     if version is None or len(lines) != 5 + version or lines[-1] != "":
         raise Failure("checkpoint time: want exactly five lines: 'evidence-ledger/checkpoint-time/v1', origin, size, "
-                      "root, time; or six: 'evidence-ledger/checkpoint-time/v2', origin, size, root, runs, time")
+                      "root, time; six: 'evidence-ledger/checkpoint-time/v2', origin, size, root, runs, time; or "
+                      "seven: 'evidence-ledger/checkpoint-time/v3', origin, size, root, runs, teams, time")
     decimal = re.compile(r"(0|[1-9][0-9]*)\Z")
     if not decimal.match(lines[2]):
         raise Failure("checkpoint time: the size is not a decimal number")
     root = base64_hash(lines[3])
     if root is None:
         raise Failure("checkpoint time: the root is not a base64 SHA-256 hash")
-    runs = None
-    if version == 2:
+    runs = teams = None
+    if version >= 2:
         runs = base64_hash(lines[4][5:]) if lines[4].startswith("runs ") else None
         if runs is None:
             raise Failure("checkpoint time: the fifth line must be 'runs ' and the run-head map root in base64")
+    if version == 3:
+        teams = base64_hash(lines[5][6:]) if lines[5].startswith("teams ") else None
+        if teams is None:
+            raise Failure("checkpoint time: the sixth line must be 'teams ' and the team-head map root in base64")
     last = lines[-2]
     if not last.startswith("time ") or not decimal.match(last[5:]) or int(last[5:]) >= 1 << 63:
         raise Failure("checkpoint time: the last line must be 'time ' and microseconds since the Unix epoch, "
                       "without leading zeros")
-    return lines[1], int(lines[2]), root, int(last[5:]), runs
+    return lines[1], int(lines[2]), root, int(last[5:]), runs, teams
 
 
 def split_kept(data):
@@ -285,8 +297,8 @@ def split_kept(data):
 
 
 def kept_checkpoint(data, key):
-    """(origin, size, root, time_us or None, runs or None) of a kept
-    checkpoint file; runs is the map root of a version 2 time note."""
+    """(origin, size, root, time_us or None, note version or None) of a kept
+    checkpoint file."""
     cp, time_note = split_kept(data)
     origin, size, root = checkpoint_of(cp, key)
     if time_note is None:
@@ -297,7 +309,7 @@ def kept_checkpoint(data, key):
         raise Failure("time note: %s" % e)
     if t[:3] != (origin, size, root):
         raise Failure("time note: not the time note of the checkpoint before it")
-    return origin, size, root, t[3], t[4]
+    return origin, size, root, t[3], 1 + (t[4] is not None) + (t[5] is not None)
 
 
 def signed_time(us):
@@ -376,8 +388,8 @@ def parse_manifest(data):
         m = None
     if not isinstance(m, dict):
         raise bad("manifest", "not a JSON object")
-    if type(m.get("format")) is not int or m["format"] not in (1, 2, 3):
-        raise bad("format", "want 1, 2 or 3, found %s" % (json.dumps(m["format"]) if "format" in m else "none"))
+    if type(m.get("format")) is not int or m["format"] not in (1, 2, 3, 4):
+        raise bad("format", "want 1, 2, 3 or 4, found %s" % (json.dumps(m["format"]) if "format" in m else "none"))
     keys = {"counts", "files", "format", "origin", "root", "scope", "tree_size"}
     if m["format"] >= 2:
         keys.add("unknown_grace_ms")
@@ -486,7 +498,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
                       % (size, root.hex(), manifest["tree_size"], manifest["root"]))
     scope = manifest["scope"]
     kept_times = {"--since": None, "--not-older-than": None}  # the times the auditor kept
-    kept_maps = set()  # the flags whose kept time note signs a run-head map root
+    kept_versions = {}  # flag -> the version of the time note kept with it
     if expect_scope is not None:
         keys = {"run": ("team", "run_id"), "seq": ("from_seq", "to_seq"), "team": ("team", "from_us", "to_us")}
         if (not isinstance(scope, dict) or scope.get("kind") != expect_scope["kind"]
@@ -497,12 +509,10 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         want_root = None
         if isinstance(not_older_than, bytes):
             try:
-                _, not_older_than, want_root, kept_times["--not-older-than"], runs = kept_checkpoint(not_older_than,
-                                                                                                      key)
+                _, not_older_than, want_root, kept_times["--not-older-than"], kept_versions["--not-older-than"] = \
+                    kept_checkpoint(not_older_than, key)
             except (Failure, ValueError) as e:
                 raise UsageError("--not-older-than: %s" % e)
-            if runs is not None:
-                kept_maps.add("--not-older-than")
         if size < not_older_than:
             raise Failure("checkpoint: tree size %d is older than the %d asked for (--not-older-than)"
                           % (size, not_older_than))
@@ -514,10 +524,8 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             since = kept_checkpoint(since, key)
         except (Failure, ValueError) as e:
             raise UsageError("--since: %s" % e)
-        kept_times["--since"], runs = since[3], since[4]
+        kept_times["--since"], kept_versions["--since"] = since[3], since[4]
         since = since[:3]
-        if runs is not None:
-            kept_maps.add("--since")
         if "consistency.json" not in files and since[1:] != (size, root):
             raise Failure("consistency.json: missing: --since asks for consistency with the checkpoint at size %d"
                           % since[1])
@@ -541,7 +549,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if not verify_consistency(old_size, size, old_root, root, proof):
             raise Failure("consistency.json: the proof does not join the two checkpoints")
         consistent = (old_size, old_root, since is not None)
-    signed_at = runs_root = None
+    signed_at = runs_root = teams_root = None
     if "checkpoint-time" not in files:
         if manifest["format"] >= 2:
             raise Failure("checkpoint-time: missing: a format 2 pack carries its checkpoint's time note")
@@ -555,7 +563,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if t[:3] != (origin, size, root):
             raise Failure("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s"
                           % (t[0], t[1], t[2].hex(), size, root.hex()))
-        signed_at, runs_root = t[3], t[4]
+        signed_at, runs_root, teams_root = t[3], t[4], t[5]
     for flag in ("--since", "--not-older-than"):
         kept = kept_times[flag]
         if kept is None:
@@ -566,10 +574,16 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         if signed_at < kept:
             raise Failure("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s "
                           "(times never go backwards)" % (signed_time(signed_at), signed_time(kept), flag))
-        if flag in kept_maps and runs_root is None:
-            raise Failure("checkpoint-time: a version 1 note, but the checkpoint given with %s has a version 2 note: a "
-                          "ledger that signs the run-head map root signs it with every later checkpoint" % flag)
-    run_head = run_head_proof(files, manifest, runs_root)
+        version = 1 + (runs_root is not None) + (teams_root is not None)
+        if kept_versions[flag] > version:
+            raise Failure("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: "
+                          "a ledger that signs the %s-head map root signs it with every later checkpoint"
+                          % (version, flag, kept_versions[flag], "team" if kept_versions[flag] == 3 else "run"))
+    try:
+        run_head = completeness.run_head_proof(files, manifest, runs_root, teams_root)
+        window = teamwindow.presence(files, scope, teams_root)
+    except completeness.Failure as e:
+        raise Failure(str(e))
     entries = files["entries.jsonl"].split(b"\n")[:-1]
     proofs = files["proofs.jsonl"].split(b"\n")[:-1]
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
@@ -578,9 +592,12 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     last_seq, last_hash = None, None
     of_run = []  # (seq, leaf hash) of the entries of a run pack
     last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
+    of_team = []  # (entry, leaf hash) of the entries of a team window
     for leaf, proof_text in zip(entries, proofs):
         entry = json.loads(leaf)
         seq = entry["seq"]
+        if teamwindow.leaf_entry(leaf) is None:
+            raise Failure("entries.jsonl seq %d: not a leaf of version 1 or 2" % seq)
         canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         if canonical != leaf:
             raise Failure("entries.jsonl seq %d: not canonical JSON" % seq)
@@ -612,6 +629,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
                 raise Failure("entries.jsonl seq %d: not in the window's seqs [%d, %d)"
                               % (seq, scope["from_seq"], scope["to_seq"]))
             run_chain(entry, last_of_run, scope["from_seq"], "the window's first seq")
+            of_team.append((entry, leaf_hash))
         elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
             raise Failure("entries.jsonl seq %d: seq expected %d (the range has a gap)"
                           % (seq, scope["from_seq"] if last_seq is None else last_seq + 1))
@@ -627,6 +645,11 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         except completeness.Failure as e:
             raise Failure(str(e))
         unsettled = completeness.unsettled_steps(json.loads(files["outcomes.json"]), size)
+    if window is not None:
+        try:
+            complete = teamwindow.check(window, scope, size, root, teams_root, of_team, verify_inclusion)
+        except completeness.Failure as e:
+            raise Failure(str(e))
     if signed_at is not None and scope["kind"] == "run":  # only a run pack holds its steps' every entry
         check_deadlines(json.loads(files["outcomes.json"]), manifest["unknown_grace_ms"], signed_at)
     return {"entries": len(entries), "origin": origin, "tree_size": size, "root": root, "scope": scope,
@@ -657,28 +680,6 @@ def witnessed(policy, vkey, text, note):
     try:
         return tlogpolicy.check_checkpoint(policy, text.encode(), note)
     except tlogpolicy.Refused as e:
-        raise Failure(str(e))
-
-
-def run_head_proof(files, manifest, runs_root):
-    """Steps 1 and 2 of "Proven completeness (format 3)" (CONTRACT.md section
-    7): the version 2 note a format 3 pack carries; run-head.json in a run
-    pack whose note is version 2, whatever the manifest's format, and in no
-    other pack; its proof to the note's runs root. The proof (for step 3,
-    completeness.check_entries) of such a run pack, else None."""
-    if manifest["format"] >= 3 and runs_root is None:
-        raise Failure("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
-    scope = manifest["scope"]
-    if scope["kind"] != "run" or runs_root is None:
-        if "run-head.json" in files:
-            raise Failure("run-head.json: only a run pack carries a run-head proof")
-        return None
-    if "run-head.json" not in files:
-        raise Failure("run-head.json: missing: a run pack whose checkpoint-time note signs a run-head map root "
-                      "carries its run's head proof")
-    try:
-        return completeness.check_proof(files["run-head.json"], scope["team"], scope["run_id"], runs_root)
-    except completeness.Failure as e:
         raise Failure(str(e))
 
 

@@ -6,11 +6,15 @@ Version 1 (the file's top-level keys) is the time note of checkpoint.json's
 checkpoint. Version 2 (key "v2") is the time note of the log of the three
 entries of leaves.json: its root is their RFC 9162 root, its `runs` line the
 run-head map root of those entries (one run, three entries), so every line
-of it can be recomputed from the vectors. Ed25519 signatures are
-deterministic: the notes are compared byte for byte.
+of it can be recomputed from the vectors. Version 3 (key "v3") is the time
+note of the same checkpoint with, after its `runs` line, the `teams` line:
+the team-head map root (section 6a, "The team-head map") of those entries
+(one team, three entries). Ed25519 signatures are deterministic: the notes
+are compared byte for byte.
 
 Usage: checkpoint_time_vectors_test.py [--write]
-  --write adds (or rewrites) the "v2" key, leaving the others as they are.
+  --write adds (or rewrites) the "v2" and "v3" keys, leaving the others as
+  they are.
 """
 import base64
 import hashlib
@@ -46,9 +50,9 @@ def mth(hashes):
     return hashlib.sha256(b"\x01" + mth(hashes[:k]) + mth(hashes[k:])).digest()
 
 
-def v2_vector(v1, checkpoint, leaves):
-    """The version 2 note of the log of leaves.json's entries."""
-    hashes, heads = [], {}
+def v2_vector(v1, checkpoint, leaves, version=2):
+    """The version 2 (or 3) note of the log of leaves.json's entries."""
+    hashes, heads, team_heads = [], {}, {}
     for e in leaves["entries"]:
         leaf = e["leaf_bytes_utf8"].encode()
         hashes.append(hashlib.sha256(b"\x00" + leaf).digest())
@@ -56,8 +60,29 @@ def v2_vector(v1, checkpoint, leaves):
         key = runmap.run_key(r["team"].encode(), r["run_id"].encode())
         count = heads[key][0] + 1 if key in heads else 1
         heads[key] = (count, json.loads(leaf)["seq"], hashes[-1])
+        key = runmap.team_key(r["team"].encode())
+        team_heads[key] = (team_heads[key][0] + 1 if key in team_heads else 1, json.loads(leaf)["seq"], hashes[-1])
     root = mth(hashes)
     runs = runmap.root({k: runmap.value_hash(*h) for k, h in heads.items()})
+    teams = runmap.root({k: runmap.value_hash(*h) for k, h in team_heads.items()})
+    if version == 3:
+        body = "evidence-ledger/checkpoint-time/v3\n%s\n%d\n%s\nruns %s\nteams %s\ntime %d\n" % (
+            v1["origin"], len(hashes), base64.b64encode(root).decode(), base64.b64encode(runs).decode(),
+            base64.b64encode(teams).decode(), v1["time_us"])
+        return {
+            "comment": "The checkpoint-time note version 3 (CONTRACT section 5) of the checkpoint of v2: its root, "
+                       "the run-head map root and the team-head map root (section 6a) of leaves.json's entries; "
+                       "signed with the key above; made with Python's cryptography by "
+                       "tests/checkpoint_time_vectors_test.py --write, not the ledger's code.",
+            "origin": v1["origin"],
+            "tree_size": len(hashes),
+            "root_hex": root.hex(),
+            "runs_hex": runs.hex(),
+            "teams_hex": teams.hex(),
+            "time_us": v1["time_us"],
+            "body": body,
+            "note": sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"], body),
+        }
     body = "evidence-ledger/checkpoint-time/v2\n%s\n%d\n%s\nruns %s\ntime %d\n" % (
         v1["origin"], len(hashes), base64.b64encode(root).decode(), base64.b64encode(runs).decode(), v1["time_us"])
     return {
@@ -78,38 +103,48 @@ def v2_vector(v1, checkpoint, leaves):
 def check(v1, checkpoint, leaves):
     """Failures, as strings."""
     failures = []
-    want = v2_vector(v1, checkpoint, leaves)
+    want, want3 = v2_vector(v1, checkpoint, leaves), v2_vector(v1, checkpoint, leaves, 3)
     if v1.get("v2") != want:
         failures.append("v2: the file holds %s, recomputed %s" % (json.dumps(v1.get("v2")), json.dumps(want)))
+    if v1.get("v3") != want3:
+        failures.append("v3: the file holds %s, recomputed %s" % (json.dumps(v1.get("v3")), json.dumps(want3)))
     if sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"], v1["body"]) != v1["note"]:
         failures.append("v1: note: not the signature of body by the seed")
     key = verify_pack.parse_vkey(v1["verifier_key"])
-    v2 = v1.get("v2", want)
-    read = [(v1["note"], (v1["origin"], v1["tree_size"], bytes.fromhex(v1["root_hex"]), v1["time_us"], None)),
+    v2, v3 = v1.get("v2", want), v1.get("v3", want3)
+    read = [(v1["note"], (v1["origin"], v1["tree_size"], bytes.fromhex(v1["root_hex"]), v1["time_us"], None, None)),
             (v2["note"], (v2["origin"], v2["tree_size"], bytes.fromhex(v2["root_hex"]), v2["time_us"],
-                          bytes.fromhex(v2["runs_hex"])))]
+                          bytes.fromhex(v2["runs_hex"]), None)),
+            (v3["note"], (v3["origin"], v3["tree_size"], bytes.fromhex(v3["root_hex"]), v3["time_us"],
+                          bytes.fromhex(v3["runs_hex"]), bytes.fromhex(v3["teams_hex"])))]
     for note, expected in read:
         got = verify_pack.checkpoint_time(note.encode(), key)
         if got != expected:
             failures.append("verify_pack.checkpoint_time: read %r, expected %r" % (got, expected))
     # Neither version's header on the other's lines.
     for body, header in ((v2["body"], "evidence-ledger/checkpoint-time/v1"),
-                         (v1["body"], "evidence-ledger/checkpoint-time/v2")):
+                         (v1["body"], "evidence-ledger/checkpoint-time/v2"),
+                         (v3["body"], "evidence-ledger/checkpoint-time/v2"),
+                         (v2["body"], "evidence-ledger/checkpoint-time/v3")):
         text = header + body[body.index("\n"):]
         note = sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"], text).encode()
         try:
             verify_pack.checkpoint_time(note, key)
             failures.append("%s with the other version's lines: accepted" % header)
         except verify_pack.Failure as e:
-            print("refused, as it must be (%s on the other version's lines): %s" % (header[-2:], e))
-    # A v2 note whose runs line is not base64 of 32 bytes.
-    text = v2["body"].replace("runs ", "runs x")
-    try:
-        verify_pack.checkpoint_time(sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"],
-                                         text).encode(), key)
-        failures.append("a runs line that is not a hash: accepted")
-    except verify_pack.Failure as e:
-        print("refused, as it must be (a runs line that is not a hash): %s" % e)
+            print("refused, as it must be (%s on another version's lines): %s" % (header[-2:], e))
+    # A v2 note whose runs line, a v3 note whose teams line, is not base64 of
+    # 32 bytes; a v3 note with its runs and teams lines swapped.
+    lines = v3["body"].split("\n")
+    for what, text in (("a runs line that is not a hash", v2["body"].replace("runs ", "runs x")),
+                       ("a teams line that is not a hash", v3["body"].replace("teams ", "teams x")),
+                       ("the runs and teams lines swapped", "\n".join(lines[:4] + [lines[5], lines[4]] + lines[6:]))):
+        try:
+            verify_pack.checkpoint_time(sign(v1["ed25519_seed_hex"], v1["origin"], checkpoint["key_id_hex"],
+                                             text).encode(), key)
+            failures.append("%s: accepted" % what)
+        except verify_pack.Failure as e:
+            print("refused, as it must be (%s): %s" % (what, e))
     return failures
 
 
@@ -118,16 +153,17 @@ def main():
     v1, checkpoint, leaves = load("checkpoint_time.json"), load("checkpoint.json"), load("leaves.json")
     if sys.argv[1:] == ["--write"]:
         v1["v2"] = v2_vector(v1, checkpoint, leaves)
+        v1["v3"] = v2_vector(v1, checkpoint, leaves, 3)
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps(v1, indent=1))
-        print("wrote %s: v2" % path)
+        print("wrote %s: v2, v3" % path)
         return 0
     failures = check(v1, checkpoint, leaves)
     for f in failures:
         print("FAIL: %s" % f)
     if failures:
         return 1
-    print("OK: the version 1 and 2 checkpoint-time vectors rebuilt, signed and read")
+    print("OK: the version 1, 2 and 3 checkpoint-time vectors rebuilt, signed and read")
     return 0
 
 

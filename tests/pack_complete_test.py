@@ -59,7 +59,7 @@ def main():
     packs = {n: Pack(os.path.join(work, n + ".tar.gz")) for n in ("live-old", "live", "unknown", "done", "failed",
                                                                    "failed-since", "none", "seq")}
     for name, p in packs.items():
-        assert p.manifest["format"] == 3, (name, p.manifest["format"])
+        assert p.manifest["format"] == 4, (name, p.manifest["format"])
     live, old, unknown, done = packs["live"], packs["live-old"], packs["unknown"], packs["done"]
     failed = packs["failed"]
     assert unknown.entries[-1]["receipt"]["kind"] == "step_unknown", unknown.entries[-1]
@@ -145,7 +145,7 @@ def main():
     # version 1 note re-signed for the checkpoint, the manifest format 2.
     since = packs["failed-since"]
     body = note_lines(since.get("checkpoint-time"))
-    v1 = sign(("\n".join(["evidence-ledger/checkpoint-time/v1"] + body[1:4] + body[5:]) + "\n").encode())
+    v1 = sign(("\n".join(["evidence-ledger/checkpoint-time/v1"] + body[1:4] + body[-1:]) + "\n").encode())
     v1_downgrade = resigned(t.edited(drop_last(no_run_head(since.files)), "checkpoint-time", lambda _: v1), format2)
     kept = ["--since", os.path.join(work, "old.kept")]
     old_cp = note_lines(open(os.path.join(work, "old.note"), "rb").read())
@@ -177,12 +177,12 @@ def main():
         ("(e) run-head.json removed, the last entry dropped, the manifest made format 2",
          resigned(downgraded, format2),
          refused(missing)),
-        ("a genuine pack, --since the kept checkpoint and its version 2 time note", since.files,
+        ("a genuine pack, --since the kept checkpoint and its version 3 time note", since.files,
          ok(since, [], (old_size, old_root)), kept),
         ("(e) the failed agent_exec dropped, run-head.json removed, a version 1 note re-signed, format 2; --since a "
-         "kept version 2 note", v1_downgrade,
-         refused("checkpoint-time: a version 1 note, but the checkpoint given with --since has a version 2 note: a "
-                 "ledger that signs the run-head map root signs it with every later checkpoint", ""), kept),
+         "kept version 3 note", v1_downgrade,
+         refused("checkpoint-time: a version 1 note, but the checkpoint given with --since has a version 3 note: a "
+                 "ledger that signs the team-head map root signs it with every later checkpoint", ""), kept),
         ("a seq range given a run's head proof", resigned(with_run_head(packs["seq"].files, done.get("run-head.json"))),
          refused("run-head.json: only a run pack carries a run-head proof")),
     ]

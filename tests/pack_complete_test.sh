@@ -32,7 +32,7 @@ covered() {  # covered: waits for a checkpoint that covers the receipts appended
   [ -n "$seq" ] || { echo "FAIL: append"; exit 1; }
   ctl checkpoint --at-least "$((seq + 1))" > /dev/null
 }
-# The auditor's kept checkpoint and its (version 2) time note.
+# The auditor's kept checkpoint and its (version 3) time note.
 ctl checkpoint > "$work/old.note"
 ctl checkpoint --time-note --size "$(sed -n 2p "$work/old.note")" > "$work/old.time"
 cat "$work/old.note" "$work/old.time" > "$work/old.kept"
