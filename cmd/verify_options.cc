@@ -49,6 +49,7 @@ absl::StatusOr<std::string> GivenKey(const Flags& flags) {
 struct FlagCheckpointAndTime {
   note::Checkpoint checkpoint;
   std::optional<int64_t> time_us;
+  int note_version = 0;  // of the time note, 0 when none
 };
 absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const std::string& name,
                                                      const std::string& vkey) {
@@ -64,6 +65,7 @@ absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const s
     auto t = verify::KeptCheckpointTime(vkey, kept);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", t.status().message()));
     out.time_us = *t;
+    out.note_version = verify::KeptNoteVersion(kept);
   }
   return out;
 }
@@ -131,6 +133,7 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
       options.not_older_than = cp->checkpoint.size;
       options.not_older_than_root = cp->checkpoint.root;
       options.not_older_than_time_us = cp->time_us;
+      options.not_older_than_note_version = cp->note_version;
     }
   }
   return options;

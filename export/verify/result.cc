@@ -42,6 +42,15 @@ KeptCheckpoint SplitKeptCheckpoint(const std::string& file) {
   return {file.substr(0, at), file.substr(at)};
 }
 
+int KeptNoteVersion(const KeptCheckpoint& kept) {
+  int version = 0;
+  for (auto [h, v] : {std::pair{note::kCheckpointTimeHeader, 1}, std::pair{note::kCheckpointTimeHeaderV2, 2},
+                      std::pair{note::kCheckpointTimeHeaderV3, 3}}) {
+    if (kept.time_note.starts_with(absl::StrCat(h, "\n"))) version = v;
+  }
+  return version;
+}
+
 absl::StatusOr<int64_t> KeptCheckpointTime(const std::string& vkey, const KeptCheckpoint& kept) {
   auto verifier = note::Verifier::Parse(vkey);
   if (!verifier.ok()) return verifier.status();

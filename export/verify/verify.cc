@@ -424,17 +424,14 @@ PackCheck::Stop PackCheck::ConsistencyAndTime() {
   // from the auditor's, when given.
   std::optional<note::Checkpoint> since;
   std::optional<int64_t> since_time;
-  bool since_signs_map = false;    // the kept time note is version 2 or 3
-  bool since_signs_teams = false;  // the kept time note is version 3
+  int since_note_version = 0;  // of the kept time note, 0 when none
   if (!options.since.empty()) {
     KeptCheckpoint kept = SplitKeptCheckpoint(options.since);
     if (!kept.time_note.empty()) {
       auto t = KeptCheckpointTime(vkey, kept);
       if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", t.status().message()));
       since_time = *t;
-      since_signs_teams = kept.time_note.starts_with(absl::StrCat(note::kCheckpointTimeHeaderV3, "\n"));
-      since_signs_map =
-          since_signs_teams || kept.time_note.starts_with(absl::StrCat(note::kCheckpointTimeHeaderV2, "\n"));
+      since_note_version = KeptNoteVersion(kept);
     }
     auto since_text = verifier->Open(kept.checkpoint);
     if (!since_text.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", since_text.status().message()));
@@ -456,16 +453,17 @@ PackCheck::Stop PackCheck::ConsistencyAndTime() {
       !failure.empty()) {
     return Fail(r, pack::kCheckpointTime, -1, failure);
   }
-  if (since_signs_map && r.signed_at_us && !r.run_map_root) {
-    return Fail(r, pack::kCheckpointTime, -1,
-                "a version 1 note, but the checkpoint given with --since has a version 2 note: a ledger that "
-                "signs the run-head map root signs it with every later checkpoint");
-  }
-  if (since_signs_teams && r.signed_at_us && !r.team_map_root) {
-    return Fail(r, pack::kCheckpointTime, -1,
-                absl::StrCat("a version ", r.run_map_root ? 2 : 1,
-                             " note, but the checkpoint given with --since has a version 3 note: a ledger that signs "
-                             "the team-head map root signs it with every later checkpoint"));
+  // A ledger that signed a map root with a kept checkpoint signs it with
+  // every later one.
+  const int note_version = !r.signed_at_us ? 0 : r.team_map_root ? 3 : r.run_map_root ? 2 : 1;
+  for (auto [kept, flag] :
+       {std::pair{since_note_version, "--since"}, std::pair{options.not_older_than_note_version, "--not-older-than"}}) {
+    if (r.signed_at_us && note_version < kept && kept >= 2) {
+      return Fail(r, pack::kCheckpointTime, -1,
+                  absl::StrCat("a version ", note_version, " note, but the checkpoint given with ", flag,
+                               " has a version ", kept, " note: a ledger that signs the ",
+                               kept >= 3 ? "team-head" : "run-head", " map root signs it with every later checkpoint"));
+    }
   }
 
   return std::nullopt;

@@ -54,6 +54,9 @@ struct Options {
   // The signed time of that checkpoint, when its time note was given: the
   // pack's checkpoint MUST carry a time, and not an earlier one.
   std::optional<int64_t> not_older_than_time_us;
+  // The version of that time note (0: none given): the pack's MUST be at
+  // least as new.
+  int not_older_than_note_version = 0;
   // The auditor's tlog-policy (CONTRACT section 7, "Witnessed packs"): the
   // ledger's key MUST be one of its logs and the checkpoint's cosignatures
   // MUST meet its quorum. With it, vkey may be empty (and trust_pack_key
@@ -72,6 +75,8 @@ struct KeptCheckpoint {
   std::string time_note;
 };
 KeptCheckpoint SplitKeptCheckpoint(const std::string& file);
+// The version of its time note by its header line: 0 when there is none.
+int KeptNoteVersion(const KeptCheckpoint& kept);
 
 // The time a kept checkpoint's time note states, after checking it is
 // signed by `vkey` and names exactly `checkpoint_note`'s checkpoint;
