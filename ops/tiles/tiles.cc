@@ -41,7 +41,8 @@ absl::StatusOr<uint64_t> Index(const std::vector<std::string_view>& groups) {
       g.remove_prefix(1);
     }
     if (g.size() != 3 || !AllDigits(g) || (i == 0 && !last && g == "000")) return absl::InvalidArgumentError(kRule);
-    uint64_t d = static_cast<uint64_t>((g[0] - '0') * 100 + (g[1] - '0') * 10 + (g[2] - '0'));
+    uint64_t d = 0;
+    for (char c : g) d = d * 10 + static_cast<uint64_t>(c - '0');
     if (n > (kMaxIndex - d) / 1000) return absl::InvalidArgumentError(absl::StrCat("tile index: at most ", kMaxIndex));
     n = n * 1000 + d;
   }
