@@ -1,6 +1,7 @@
 #include "ops/tiles/tiles.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@ namespace {
 
 constexpr uint64_t kMaxIndex = UINT64_MAX / kTileWidth;  // 256N + W fits a u64
 constexpr uint64_t kMaxEntryBytes = 0xFFFF;
+constexpr uint64_t kHashBytes = std::tuple_size_v<hash::Hash>;
 
 bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -138,7 +140,7 @@ absl::StatusOr<std::string> HashTile(const store::Store& store, uint64_t tree_si
   const int level = kTileHeight * tile.level;
   if (absl::Status s = Within(tile, NodesAt(tree_size, level), tree_size); !s.ok()) return s;
   std::string out;
-  out.reserve(tile.width * 32);
+  out.reserve(tile.width * kHashBytes);
   const uint64_t first = tile.index * kTileWidth, end = first + tile.width;
   for (uint64_t group = first / store::Store::kNodesPerGroup; group * store::Store::kNodesPerGroup < end; ++group) {
     auto nodes = store.GetNodeGroup(level, group);
@@ -150,9 +152,9 @@ absl::StatusOr<std::string> HashTile(const store::Store& store, uint64_t tree_si
       out.append(reinterpret_cast<const char*>((*nodes)[i].data()), (*nodes)[i].size());
     }
   }
-  if (out.size() != tile.width * 32) {
-    return absl::DataLossError(absl::StrCat("tile/", TilePath(tile), ": the store holds ", out.size() / 32, " of its ",
-                                            tile.width, " nodes of level ", level));
+  if (out.size() != tile.width * kHashBytes) {
+    return absl::DataLossError(absl::StrCat("tile/", TilePath(tile), ": the store holds ", out.size() / kHashBytes,
+                                            " of its ", tile.width, " nodes of level ", level));
   }
   return out;
 }
