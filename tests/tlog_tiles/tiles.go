@@ -31,7 +31,8 @@ const height = 8
 // the height element: "tile/8/0/x001/067" is served as "tile/0/x001/067").
 type tileServer struct {
 	base    string
-	fetched int
+	fetched map[string]bool // paths read
+	reads   int
 	tamper  bool // flip a bit of every tile read, as a dishonest server would
 }
 
@@ -58,7 +59,11 @@ func (s *tileServer) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 		if s.tamper {
 			data[len(data)-1] ^= 1
 		}
-		s.fetched++
+		if s.fetched == nil {
+			s.fetched = map[string]bool{}
+		}
+		s.fetched[path] = true
+		s.reads++
 		out = append(out, data)
 	}
 	return out, nil
@@ -196,6 +201,14 @@ func run(base string, verifiers note.Verifiers, oldNote []byte, seqs []int64) er
 	if err := tlog.CheckTree(proof, tree.N, tree.Hash, old.N, old.Hash); err != nil {
 		return fmt.Errorf("CheckTree %d -> %d: %v", old.N, tree.N, err)
 	}
+	// The tree's partial tiles at levels 0, 1 and 2 were among those read.
+	for level, width := range []int64{tree.N % 256, tree.N >> height % 256, tree.N >> (2 * height) % 256} {
+		t := tlog.Tile{H: height, L: level, N: tree.N >> (height * (level + 1)), W: int(width)}
+		path := "/tlog/tile/" + strings.TrimPrefix(t.Path(), fmt.Sprintf("tile/%d/", height))
+		if width == 0 || !server.fetched[path] {
+			return fmt.Errorf("the partial tile %s was not read (read: %d tiles)", path, len(server.fetched))
+		}
+	}
 	// The older tree's own partial tiles are served too.
 	oldHashes := tlog.TileHashReader(old, &tileServer{base: base})
 	if h, err := tlog.TreeHash(old.N, oldHashes); err != nil || h != old.Hash {
@@ -223,8 +236,8 @@ func run(base string, verifiers note.Verifiers, oldNote []byte, seqs []int64) er
 	} else {
 		fmt.Printf("a tampered tile is refused: %v\n", err)
 	}
-	fmt.Printf("%s: %d entries proved and consistency %d -> %d checked from %d tiles alone\n", origin, len(seqs), old.N,
-		tree.N, server.fetched)
+	fmt.Printf("%s: %d entries proved and consistency %d -> %d checked from %d tiles alone (%d reads)\n", origin, len(seqs),
+		old.N, tree.N, len(server.fetched), server.reads)
 	return nil
 }
 
