@@ -34,6 +34,7 @@
 #include "ops/dashboard.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
+#include "ops/tiles/tiles.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
 #include "query/service/sweeper.h"
@@ -294,7 +295,7 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
 ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledger::log::Log& log,
                                   ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
                                   const ledger::auth::Gate* gate, bool stopping,
-                                  const ledger::witnesses::Witnesses* witnesses = nullptr) {
+                                  const ledger::witnesses::Witnesses* witnesses = nullptr, bool tlog_public = false) {
   using ledger::ops::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz") {
@@ -324,6 +325,14 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
     auto cp = log.Checkpoint(0);
     if (!cp.ok()) return Text(404, "no checkpoint signed yet\n");
     return Text(200, witnesses ? witnesses->Cosigned(cp->note) : cp->note);
+  }
+  if (r.path.rfind("/tlog/", 0) == 0) {
+    // The log as C2SP tlog-tiles, bounded by the latest checkpoint (ops/tiles/tiles.h).
+    auto cp = log.Checkpoint(0);
+    if (!cp.ok()) return Text(404, "no checkpoint signed yet\n");
+    auto policy = gate != nullptr && gate->tls() ? gate->policy() : nullptr;
+    return ledger::ops::tiles::Serve(r, log.store(), {cp->size, witnesses ? witnesses->Cosigned(cp->note) : cp->note},
+                                     {policy.get(), tlog_public});
   }
   if (dashboard == nullptr) return Text(404, "no dashboard: ledgerd runs with --projections=false\n");
   return dashboard->Handle(r);
@@ -609,8 +618,9 @@ absl::Status Daemon::StartHttp() {
   if (!flags_.Get("http-listen").empty()) {
     auto started = ledger::ops::HttpServer::Start(
         flags_.Get("http-listen"),
-        [this](const ledger::ops::HttpRequest& r) {
-          return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(), witnesses_.get());
+        [this, tlog_public = flags_.Bool("tlog-public")](const ledger::ops::HttpRequest& r) {
+          return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(), witnesses_.get(),
+                         tlog_public);
         },
         config_.http, gate_->tls() ? &http_tls : nullptr);
     if (!started.ok()) return named("http-listen", started.status());

@@ -66,6 +66,10 @@ void DefineNetworkFlags(Flags& flags) {
   flags.Define("http-listen", "127.0.0.1:7421",
                "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
                "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("tlog-public", "",
+               "serve the log's tiles (/tlog/tile/...) to every caller of the HTTP port, not only to auditors of "
+               "every team: for a log whose entries are public",
+               true);
   flags.Define("http-connections-per-peer", "16",
                "HTTP port: connections open at once from one peer address (more are closed at once); raise it "
                "when the port sits behind a proxy that does not keep clients' addresses");

@@ -280,7 +280,9 @@ Prepared Prepare(const HttpResponse& response, bool head_only) {
   }
   out.bytes = absl::StrCat("HTTP/1.1 ", response.status, " ", Reason(response.status),
                            "\r\nContent-Type: ", response.content_type, "\r\nContent-Length: ", length,
-                           "\r\nConnection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n");
+                           "\r\nConnection: close\r\n",
+                           response.headers.contains("Cache-Control") ? "" : "Cache-Control: no-store\r\n",
+                           "X-Content-Type-Options: nosniff\r\n");
   for (const auto& [k, v] : response.headers) absl::StrAppend(&out.bytes, k, ": ", v, "\r\n");
   out.bytes += "\r\n";
   if (response.file_to_send_and_remove.empty()) {

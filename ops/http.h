@@ -58,6 +58,7 @@ struct HttpResponse {
   std::string body;
   // When set, the body is this file's contents (streamed), then it is removed.
   std::string file_to_send_and_remove;
+  // Sent after the server's own; a "Cache-Control" replaces its default "no-store".
   std::map<std::string, std::string> headers;
   // Why the request was refused, for the log line of a 403 or 429 (not
   // sent); when empty, the first line of a plain-text body.

@@ -2,7 +2,7 @@
 """A real ledgerd with --witness-policy and two real ledger-witness processes
 on loopback: each checkpoint gets both witnesses' cosignatures (verified here
 with `cryptography`, from the C2SP texts), served by `ledgerctl checkpoint`
-and HTTP /checkpoint; one witness killed with SIGKILL mid-run blocks no
+and HTTP /checkpoint and /tlog/checkpoint; one witness killed with SIGKILL mid-run blocks no
 append and is counted in /metrics, the other keeps cosigning, and the killed
 one, restarted, catches up from the size it cosigned.
 
@@ -213,7 +213,10 @@ def main():
             if int(served.split("\n")[1]) == size and served != note:
                 fail("HTTP /checkpoint %r differs from ledgerctl checkpoint %r" % (served, note))
             check_cosigned(served, log_vkey, {"A": vkeys["A"], "B": vkeys["B"]})
-            print("ok: HTTP /checkpoint serves the cosigned checkpoint")
+            tiled = ledger.get("/tlog/checkpoint")
+            if tiled != served:
+                fail("HTTP /tlog/checkpoint %r differs from /checkpoint %r" % (tiled, served))
+            print("ok: HTTP /checkpoint and /tlog/checkpoint serve the cosigned checkpoint")
             check_tlog_proof(ledger, size, log_vkey, vkeys)
             auditor = os.path.join(work, "auditor.policy")
             with open(auditor, "w") as f:  # an auditor's policy: no URLs
