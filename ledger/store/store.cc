@@ -247,25 +247,26 @@ void Batch::PutRunHeadOfFormat1(std::string_view team, std::string_view run_id, 
   rep_->Put(kRuns, RunKey(team, run_id), U64Key(last_seq));
 }
 
-void Batch::PutRunHead(std::string_view team, std::string_view run_id, const RunHead& head) {
+namespace {
+
+// A run's or a team's head, format 2.
+std::string EncodeHead(const RunHead& head) {
   std::string v;
   v.reserve(kRunHeadBytes);
   v.push_back(kRunHeadFormat2);
   v.append(U64Key(head.count));
   v.append(U64Key(head.last_seq));
   v.append(reinterpret_cast<const char*>(head.last_leaf_hash.data()), head.last_leaf_hash.size());
-  rep_->Put(kRuns, RunKey(team, run_id), v);
+  return v;
 }
 
-void Batch::PutTeamHead(std::string_view team, const RunHead& head) {
-  std::string v;
-  v.reserve(kRunHeadBytes);
-  v.push_back(kRunHeadFormat2);
-  v.append(U64Key(head.count));
-  v.append(U64Key(head.last_seq));
-  v.append(reinterpret_cast<const char*>(head.last_leaf_hash.data()), head.last_leaf_hash.size());
-  rep_->Put(kTeams, team, v);
+}  // namespace
+
+void Batch::PutRunHead(std::string_view team, std::string_view run_id, const RunHead& head) {
+  rep_->Put(kRuns, RunKey(team, run_id), EncodeHead(head));
 }
+
+void Batch::PutTeamHead(std::string_view team, const RunHead& head) { rep_->Put(kTeams, team, EncodeHead(head)); }
 
 void Batch::DeleteTeamHead(std::string_view team) {
   if (!rep_->wb.Delete((*rep_->cfs)[kTeams], AsSlice(team)).ok()) std::abort();
