@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ledger::receipt::ReadLeaf(text, &fast)) {
     auto reference = ledger::receipt::ParseLeafByTree(text);
     if (!reference.ok() || reference->seq != fast.seq || reference->prev != fast.prev ||
-        reference->run_prev != fast.run_prev || reference->logged_at_us != fast.logged_at_us ||
+        reference->run_prev != fast.run_prev || reference->team_prev != fast.team_prev ||
+        reference->version != fast.version || reference->logged_at_us != fast.logged_at_us ||
         reference->emitter != fast.emitter ||
         !google::protobuf::util::MessageDifferencer::Equals(reference->receipt, fast.receipt)) {
       std::abort();
@@ -40,11 +41,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parsed = ledger::canonical::Parse(text);
   if (auto e = ledger::receipt::ParseLeaf(text); e.ok()) {
     if (!parsed.ok()) std::abort();
-    std::string leaf = ledger::receipt::EncodeLeaf(e->seq, e->prev, e->run_prev, e->logged_at_us, e->emitter,
-                                                   ledger::receipt::Encode(e->receipt));
+    // Either version re-encodes to the very bytes, and the tail readers agree.
+    std::string leaf = ledger::receipt::EncodeEntry(*e, ledger::receipt::Encode(e->receipt));
     if (leaf != text) std::abort();
     auto seq = ledger::receipt::SeqOf(text);
     if (!seq.ok() || *seq != e->seq) std::abort();
+    auto link = ledger::receipt::TeamLinkOf(text);
+    if (!link.ok() || link->version != e->version || link->team_prev != e->team_prev) std::abort();
   }
   return 0;
 }
