@@ -55,8 +55,8 @@ absl::StatusOr<hash::Hash> SignedMapRoot(const store::Store& store, const note::
   if (!t.ok()) return absl::DataLossError(std::string(t.status().message()));
   const std::optional<hash::Hash>& root = kind.team ? t->team_map_root : t->run_map_root;
   if (!root) {
-    return absl::NotFoundError(
-        absl::StrCat("size: the checkpoint of size ", size, " was signed before the ledger signed ", std::string(kind.signed_)));
+    return absl::NotFoundError(absl::StrCat("size: the checkpoint of size ", size,
+                                            " was signed before the ledger signed ", std::string(kind.signed_)));
   }
   return *root;
 }
@@ -70,7 +70,8 @@ int Offline(const Flags& flags, const MapKind& kind) {
   auto size = flags.Int("size");
   if (!size.ok()) return Fail(size.status());
   if (*size <= 0) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(std::string(kind.command), ": --data needs --size S, a checkpoint's size")));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat(std::string(kind.command), ": --data needs --size S, a checkpoint's size")));
   }
   auto signer = log::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
   if (!signer.ok()) return unreadable(signer.status());
