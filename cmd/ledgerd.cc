@@ -459,6 +459,13 @@ absl::Status Daemon::Open() {
   options_.sequencer.max_queued = static_cast<size_t>(config_.max_queued);
   options_.accept_rollback = flags_.Bool("accept-rollback");
   options_.run_map = flags_.Bool("run-map");
+  auto store_memory_mb = flags_.Int("store-memory-mb");
+  if (!store_memory_mb.ok()) return store_memory_mb.status();
+  if (*store_memory_mb < 16 || *store_memory_mb > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--store-memory-mb: from 16 to 1073741824 (MiB), not ", *store_memory_mb));
+  }
+  options_.store_memory_bytes = static_cast<uint64_t>(*store_memory_mb) << 20;
   if (config_.projections) options_.sequencer.projector = &projector_;
   bool had_data = false, had_tmp = false, had_guard = false;
   if (auto s = PrepareDataDir(&had_data, &had_tmp, &had_guard); !s.ok()) return s;

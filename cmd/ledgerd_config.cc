@@ -25,6 +25,9 @@ void DefineStoreFlags(Flags& flags) {
   flags.Define("run-map", "true",
                "keep the run-head map and sign its root with every checkpoint, so run packs prove they hold "
                "the whole run; false: checkpoint-time notes of format 1 and no run proofs (for comparison)");
+  flags.Define("store-memory-mb", "256",
+               "what the store's RocksDB may hold in memory, in MiB, however large the log grows: its cache of "
+               "blocks, indexes and filters, and its memtables (at most half of it); at least 16");
   flags.Define("restore-from", "",
                "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
                "must not hold a store yet; the signing key must be the one that signed it");

@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
     return absl::UnavailableError(absl::StrCat("data directory ", options.data_dir, ": ", ec.message()));
   }
   ::chmod(options.data_dir.c_str(), 0700);
-  auto store = store::Store::Open(options.data_dir + "/db");
+  auto store = store::Store::Open(options.data_dir + "/db", nullptr, options.store_memory_bytes);
   if (!store.ok()) return store.status();
   auto state = (*store)->ReadState();
   if (!state.ok()) return state.status();

@@ -99,6 +99,8 @@ class Log {
     // (team chains). Off: format 1 notes, version 1 leaves, no run or team
     // proofs.
     bool run_map = true;
+    // What the store's RocksDB may hold in memory (store::Store::Open).
+    uint64_t store_memory_bytes = store::Store::kDefaultMemoryBytes;
   };
 
   // The latest signed checkpoint, kept outside RocksDB in the data
