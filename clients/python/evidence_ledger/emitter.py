@@ -39,7 +39,7 @@ import logging
 import random
 import threading
 import time
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Deque, List, NamedTuple, Optional, Sequence, Tuple
 
 import grpc
 
@@ -114,7 +114,7 @@ class Emitter:
         self._max_backoff = max_backoff
         self._on_result = on_result
         self._cv = threading.Condition()
-        self._queue = collections.deque()  # receipts not yet sent (or sent and to be retried)
+        self._queue: Deque[Receipt] = collections.deque()  # receipts not yet sent (or sent and to be retried)
         self._unsettled = 0                # queued + in flight
         self._closed = False
         self._stop = False
@@ -148,7 +148,7 @@ class Emitter:
             self._unsettled += 1
             self._cv.notify_all()
 
-    def flush(self, timeout=_FOREVER) -> bool:
+    def flush(self, timeout: Optional[float] = _FOREVER) -> bool:  # type: ignore[assignment]
         """Waits until every receipt emitted so far is settled: at most `timeout` seconds (default: the
         emitter's flush_timeout, 30 s; None: for good). False on timeout."""
         if timeout is _FOREVER:
@@ -162,7 +162,7 @@ class Emitter:
                 self._cv.wait(left)
         return True
 
-    def close(self, timeout=_FOREVER) -> bool:
+    def close(self, timeout: Optional[float] = _FOREVER) -> bool:  # type: ignore[assignment]
         """Flushes (as flush(timeout)), then stops the thread and closes the channel. False if the flush
         timed out; the receipts not settled are then in `unsettled`, for the caller to keep."""
         flushed = self.flush(timeout)
@@ -180,7 +180,7 @@ class Emitter:
     def __enter__(self) -> "Emitter":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _settle(self, receipt, result):
