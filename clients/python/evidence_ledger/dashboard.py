@@ -71,11 +71,14 @@ class Dashboard:
               after_seq: int = -1, retry: bool = True) -> Iterator["q.StepChange"]:
         """Step changes after `after_seq`, the past then live, forever. On
         UNAVAILABLE it reconnects after the last change received: no gap,
-        no duplicate."""
+        no duplicate. With `retry`, a call waits for the ledger to be there
+        (wait_for_ready) rather than failing at once while the channel is
+        between connection attempts, so a restarted ledger is watched again
+        as soon as it serves."""
         backoff = 0.1
         while True:
             call = self._stub.WatchSteps(q.WatchStepsRequest(filter=self._filter(team, run, states, ()),
-                                                             after_seq=after_seq))
+                                                             after_seq=after_seq), wait_for_ready=retry)
             try:
                 for change in call:
                     after_seq = change.seq

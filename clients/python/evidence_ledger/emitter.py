@@ -102,9 +102,8 @@ class Emitter:
         when it cannot take those two arguments."""
         _check_callback(on_result)
         self._flush_timeout = flush_timeout
-        self._channel = (grpc.secure_channel(target, credentials, channel_options) if credentials
-                         else grpc.insecure_channel(target, channel_options))
-        self._stub = stubs.ledger_grpc.LedgerServiceStub(self._channel)
+        self._target, self._credentials, self._channel_options = target, credentials, channel_options
+        self._connect()
         self._batch_size = min(batch_size, 1000)
         self._linger = linger
         self._max_buffer = max_buffer
@@ -183,6 +182,14 @@ class Emitter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _connect(self) -> None:
+        """A new channel. gRPC's own channel, once a connection failed, fails every call at once until its
+        reconnect back-off (up to 120 s) has passed, whatever the emitter's back-off: a restarted ledger would
+        wait for it. A new channel connects at its first call."""
+        self._channel = (grpc.secure_channel(self._target, self._credentials, self._channel_options)
+                         if self._credentials else grpc.insecure_channel(self._target, self._channel_options))
+        self._stub = stubs.ledger_grpc.LedgerServiceStub(self._channel)
+
     def _settle(self, receipt, result):
         with self._cv:
             self._unsettled -= 1
@@ -225,6 +232,9 @@ class Emitter:
             except grpc.RpcError as e:
                 if e.code() in _RETRYABLE:
                     self._requeue(batch)
+                    if e.code() == grpc.StatusCode.UNAVAILABLE:
+                        self._channel.close()
+                        self._connect()
                     self._pause(backoff, len(batch), e.code(), e.details())
                     backoff = min(backoff * 2, self._max_backoff)
                     continue
