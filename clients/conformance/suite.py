@@ -4,13 +4,16 @@ each client's runner against a fresh ledgerd of its own, then checked in
 the runner's events and in the log. Across the runners, the receipts in the
 log must be byte-identical, receipt by receipt.
 
-Usage: suite.py BUILD_DIR --runner NAME='COMMAND' [--runner ...] [--scenario NAME ...]
+Usage: suite.py BUILD_DIR [--prepare NAME='COMMAND'] --runner NAME='COMMAND' [--runner ...]
+                [--scenario NAME ...]
 
   suite.py build --runner python='build/clients/python/venv/bin/python -m evidence_ledger.conformance' \
                  --runner go='build/clients/go/conformance' \
                  --runner typescript='node clients/typescript/dist/conformance.js'
 
-A runner runs in a directory of its own, outside the source tree. Prints one
+--prepare runs a command once before the scenarios (e.g. building a
+runner); when it fails, so does that runner. A runner runs in a directory
+of its own, outside the source tree. Prints one
 line per scenario and runner with its time, every failed check with the
 scenario, the runner, what was expected and what came; exits 1 if any check
 failed.
@@ -372,7 +375,7 @@ def log_receipts(ledger, checks, expected_ids, others=()):
     checks.equal("receipts missing from the log", missing, [])
     unexpected = sorted(r for r in counts if r not in set(expected_ids) | set(others)
                         and not r.startswith("ledger."))
-    checks.equal("receipts in the log that were not sent", unexpected, [])
+    checks.equal("receipts in the log besides those expected", unexpected, [])
     return {r: found[r] for r in expected_ids if r in found}
 
 
@@ -588,14 +591,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build")
     parser.add_argument("--runner", action="append", required=True, metavar="NAME=COMMAND")
+    parser.add_argument("--prepare", action="append", default=[], metavar="NAME=COMMAND")
     parser.add_argument("--scenario", action="append", choices=[n for n, _ in SCENARIOS])
     args = parser.parse_args()
-    runners = []
-    for spec in args.runner:
+
+    def named(option, spec):
         name, sep, command = spec.partition("=")
         if not sep or not name or not command.strip():
-            parser.error("--runner: NAME=COMMAND, not %r" % spec)
-        runners.append((name, command))
+            parser.error("%s: NAME=COMMAND, not %r" % (option, spec))
+        return name, command
+    runners = [named("--runner", spec) for spec in args.runner]
+    unprepared = {}
+    for name, command in (named("--prepare", spec) for spec in args.prepare):
+        t = time.monotonic()
+        result = subprocess.run(shlex.split(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print("%s prepare %-8s %5.1f s" % ("ok  " if result.returncode == 0 else "FAIL", name,
+                                          time.monotonic() - t), flush=True)
+        if result.returncode != 0:
+            unprepared[name] = "prepare (%s) exited %d:\n%s" % (command, result.returncode, result.stdout[-3000:])
     build = os.path.abspath(args.build)
     work = tempfile.mkdtemp(prefix="conformance-")
     generate_stubs(os.path.join(work, "stubs"), ("receipt", "ledger_service"))
@@ -611,6 +624,8 @@ def main():
             ctx.begin(scenario, name)
             t = time.monotonic()
             try:
+                if name in unprepared:
+                    raise Failed(unprepared[name])
                 logged[name] = play(ctx, command, checks)
             except Failed as e:
                 checks.failures.append(str(e))
