@@ -17,13 +17,15 @@ if _DIR and _PACKAGE not in sys.modules:
     _spec.submodule_search_locations = [os.path.abspath(_DIR)]
     sys.modules[_PACKAGE] = importlib.util.module_from_spec(_spec)
 try:
-    from evidence_ledger._generated import export_pb2 as export  # noqa: E402,F401
-    from evidence_ledger._generated import export_pb2_grpc as export_grpc  # noqa: E402,F401
-    from evidence_ledger._generated import ledger_service_pb2 as ledger  # noqa: E402,F401
-    from evidence_ledger._generated import ledger_service_pb2_grpc as ledger_grpc  # noqa: E402,F401
-    from evidence_ledger._generated import query_pb2 as query  # noqa: E402,F401
-    from evidence_ledger._generated import query_pb2_grpc as query_grpc  # noqa: E402,F401
-    from evidence_ledger._generated import receipt_pb2 as receipt  # noqa: E402,F401
+    from evidence_ledger._generated import export_pb2 as export  # noqa: E402
+    from evidence_ledger._generated import export_pb2_grpc as export_grpc  # noqa: E402
+    from evidence_ledger._generated import ledger_service_pb2 as ledger  # noqa: E402
+    from evidence_ledger._generated import ledger_service_pb2_grpc as ledger_grpc  # noqa: E402
+    from evidence_ledger._generated import query_pb2 as query  # noqa: E402
+    from evidence_ledger._generated import query_pb2_grpc as query_grpc  # noqa: E402
+    from evidence_ledger._generated import receipt_pb2 as receipt  # noqa: E402
 except ImportError as e:
     raise ImportError("evidence_ledger: no generated stubs in %s (run clients/python/generate.sh): %s"
                       % (_DIR or os.path.join(os.path.dirname(os.path.abspath(__file__)), "_generated"), e)) from e
+
+__all__ = ["export", "export_grpc", "ledger", "ledger_grpc", "query", "query_grpc", "receipt"]
