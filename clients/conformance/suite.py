@@ -348,7 +348,7 @@ def emit_events(runner, checks, first, end, skip=()):
         checks.equal("event of emit %d" % index, event, {"event": "emitted", "index": index})
 
 
-def closed(runner, checks, acknowledged, refused=(), unsettled=(), flushed=True, retries=None):
+def closed(runner, checks, acknowledged, refused=(), unsettled=(), flushed=True, retries=None, duplicates=None):
     event = runner.expect("closed")
     checks.equal("closed.flushed", event.get("flushed"), flushed)
     checks.equal("closed.acknowledged", event.get("acknowledged"), acknowledged)
@@ -356,6 +356,8 @@ def closed(runner, checks, acknowledged, refused=(), unsettled=(), flushed=True,
     checks.equal("closed.unsettled", event.get("unsettled"), list(unsettled))
     if retries is not None:
         checks.equal("closed.retries", event.get("retries"), retries)
+    if duplicates is not None:
+        checks.equal("closed.duplicates", event.get("duplicates"), duplicates)
     for name in ("duplicates", "retries"):
         checks.true("closed.%s is a count" % name, isinstance(event.get(name), int) and event[name] >= 0,
                     json.dumps(event.get(name)))
@@ -389,7 +391,7 @@ def batching(ctx, command, checks, tls=None):
                 "receipts": specs, "steps": [{"do": "emit", "from": 0, "to": 60}, {"do": "close"}]}
     runner = ctx.runner(command, scenario)
     emit_events(runner, checks, 0, 60)
-    closed(runner, checks, 60, retries=0)
+    closed(runner, checks, 60, retries=0, duplicates=0)
     runner.finish()
     calls = ledger.append_calls()
     checks.true("Append calls in ledger_rpcs_total: between 3 (60 receipts in batches of 25) and 59",
@@ -434,7 +436,7 @@ def refusal(ctx, command, checks):
                 "steps": [{"do": "emit", "from": 0, "to": 10}, {"do": "close"}]}
     runner = ctx.runner(command, scenario)
     emit_events(runner, checks, 0, 10)
-    closed(runner, checks, 9, retries=0,
+    closed(runner, checks, 9, retries=0, duplicates=0,
            refused=[{"receipt_id": "rf-model-3", "code": "INVALID_ARGUMENT", "message": TRACE_ID_REFUSAL}])
     runner.finish()
     good = [s["receipt_id"] for s in specs if s["receipt_id"] != "rf-model-3"]
@@ -459,7 +461,7 @@ def full_buffer(ctx, command, checks):
             checks.true(what + "buffer_full after emit_timeout_ms 300", 300 <= waited < 3000, "waited_ms %s" % waited)
         else:
             checks.true(what + "buffer_full at once", 0 <= waited < 200, "waited_ms %s" % waited)
-        closed(runner, checks, 0, flushed=False, unsettled=["fb-tool-0", "fb-tool-1"])
+        closed(runner, checks, 0, flushed=False, unsettled=["fb-tool-0", "fb-tool-1"], duplicates=0)
         runner.finish()
         ctx.next_run()
     return {}
@@ -485,7 +487,7 @@ def watch_resume(ctx, command, checks):
                           {"do": "step", "team": TEAM, "run_id": WATCH_RUN, "step_id": "w4"}]}
     runner = ctx.runner(command, scenario)
     emit_events(runner, checks, 0, len(specs))
-    closed(runner, checks, len(specs), retries=0)
+    closed(runner, checks, len(specs), retries=0, duplicates=0)
     changes = []
     while len(changes) < 12:
         changes.append(runner.expect("change"))
