@@ -44,7 +44,7 @@ import evidence_ledger
 from evidence_ledger import Dashboard, Emitter, receipts, stubs
 from evidence_ledger.dashboard import state_name
 address, venv = sys.argv[1], sys.argv[2]
-assert evidence_ledger.__file__.startswith(os.path.realpath(venv)), evidence_ledger.__file__
+assert os.path.realpath(evidence_ledger.__file__).startswith(os.path.realpath(venv)), evidence_ledger.__file__
 try:
     import receipt_pb2  # noqa: F401
     raise SystemExit("the stubs took the top-level name receipt_pb2")
