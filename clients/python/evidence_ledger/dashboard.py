@@ -12,6 +12,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import grpc
 
 from evidence_ledger import stubs
+from evidence_ledger.emitter import own_connections
 
 q = stubs.query
 _STATES = {name[len("STEP_STATE_"):].lower(): value for name, value in q.StepState.items() if value}
@@ -30,6 +31,7 @@ class Dashboard:
 
     def __init__(self, target: str, credentials: Optional[grpc.ChannelCredentials] = None, *,
                  timeout: float = 10.0, channel_options: Sequence[Tuple[str, object]] = ()):
+        channel_options = own_connections(channel_options)
         self._channel = (grpc.secure_channel(target, credentials, channel_options) if credentials
                          else grpc.insecure_channel(target, channel_options))
         self._stub = stubs.query_grpc.QueryServiceStub(self._channel)

@@ -49,6 +49,15 @@ log = logging.getLogger("evidence_ledger")
 DEFAULT_TIMEOUT = 30.0
 _FOREVER = object()
 
+def own_connections(options: Sequence[Tuple[str, object]]) -> List[Tuple[str, object]]:
+    """Channel options with the channel's connections its own: gRPC shares connections to one address among
+    a process's channels (a Dashboard's and an Emitter's), and with them their reconnect back-off."""
+    options = list(options)
+    if "grpc.use_local_subchannel_pool" not in {name for name, _ in options}:
+        options.append(("grpc.use_local_subchannel_pool", 1))
+    return options
+
+
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED}
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 
@@ -102,7 +111,8 @@ class Emitter:
         when it cannot take those two arguments."""
         _check_callback(on_result)
         self._flush_timeout = flush_timeout
-        self._target, self._credentials, self._channel_options = target, credentials, channel_options
+        self._target, self._credentials = target, credentials
+        self._channel_options = own_connections(channel_options)
         self._connect()
         self._batch_size = min(batch_size, 1000)
         self._linger = linger
@@ -185,7 +195,7 @@ class Emitter:
     def _connect(self) -> None:
         """A new channel. gRPC's own channel, once a connection failed, fails every call at once until its
         reconnect back-off (up to 120 s) has passed, whatever the emitter's back-off: a restarted ledger would
-        wait for it. A new channel connects at its first call."""
+        wait for it. A new channel, on connections of its own, connects at its first call."""
         self._channel = (grpc.secure_channel(self._target, self._credentials, self._channel_options)
                          if self._credentials else grpc.insecure_channel(self._target, self._channel_options))
         self._stub = stubs.ledger_grpc.LedgerServiceStub(self._channel)
