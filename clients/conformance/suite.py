@@ -263,16 +263,17 @@ class Runner:
 
     def _read(self):
         for line in self.proc.stdout:
-            self.events.put(line)
-        self.events.put(None)
+            self.events.put((time.monotonic(), line))
+        self.events.put((time.monotonic(), None))
 
     def send(self, line):
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
     def next(self):
+        """The next event; `last_at` is when it came."""
         try:
-            line = self.events.get(timeout=EVENT_TIMEOUT)
+            self.last_at, line = self.events.get(timeout=EVENT_TIMEOUT)
         except queue.Empty:
             raise Failed("no event from the runner in %d s" % EVENT_TIMEOUT) from None
         if line is None:
@@ -305,7 +306,7 @@ class Runner:
             self.proc.kill()
             raise Failed("the runner did not exit after the last step") from None
         while True:
-            line = self.events.get(timeout=EVENT_TIMEOUT)
+            _, line = self.events.get(timeout=EVENT_TIMEOUT)
             if line is None:
                 break
             extra.append(line.strip())
@@ -495,6 +496,10 @@ def watch_resume(ctx, command, checks):
             ledger.kill()
             ledger.start()
             ledger.append(later)
+            appended = time.monotonic()
+    after = runner.last_at - appended
+    checks.true("the last change within %d s of its append after the restart" % RECONNECT_S, after < RECONNECT_S,
+                "after %.1f s" % after)
     step = runner.expect("step")
     runner.finish()
     checks.equal("step w4", step, {"event": "step", "state": "failed", "run_id": WATCH_RUN, "step_id": "w4",
