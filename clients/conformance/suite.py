@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import shlex
+import shutil
 import signal
 import ssl
 import subprocess
@@ -648,6 +649,7 @@ def main():
     if failures:
         print("the work directory (ledgers' and runners' standard error) is kept: " + work)
         return 1
+    shutil.rmtree(work, ignore_errors=True)
     print("PASS: %d scenarios x %d runners (%s), receipts byte-identical across them, in %.1f s"
           % (len(args.scenario or SCENARIOS), len(runners), ", ".join(n for n, _ in runners),
              time.monotonic() - began))

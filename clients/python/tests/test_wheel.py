@@ -174,6 +174,7 @@ def main():
     finally:
         ledgerd.terminate()
         ledgerd.wait(timeout=30)
+    shutil.rmtree(work, ignore_errors=True)
     print("PASS: wheel built and installed in %.1f s; emitted, read back and README's example run from %s"
           % (built, venv))
 
