@@ -49,6 +49,7 @@ log = logging.getLogger("evidence_ledger")
 DEFAULT_TIMEOUT = 30.0
 _FOREVER = object()
 
+
 def own_connections(options: Sequence[Tuple[str, object]]) -> List[Tuple[str, object]]:
     """Channel options with the channel's connections its own: gRPC shares connections to one address among
     a process's channels (a Dashboard's and an Emitter's), and with them their reconnect back-off."""
