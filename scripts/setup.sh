@@ -18,6 +18,7 @@ PACKAGES=(
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
   python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
+  python3-pip python3-setuptools python3-wheel python3-venv
   chromium poppler-utils clang clang-format curl
 )
 
