@@ -20,6 +20,8 @@ PACKAGES=(
   python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
   chromium poppler-utils clang clang-format curl
 )
+# Node and npm from Debian, unless a Node with npm is already there
+command -v npm > /dev/null || PACKAGES+=(nodejs npm)
 
 install_missing() {
   local missing=()
@@ -53,6 +55,8 @@ case "${1:-}" in
     ;;
   test)
     install_missing
+    # The OpenTelemetry SDK that tests/otlp_test.py sends spans with.
+    (cd tests/otlp && npm ci --no-audit --no-fund --loglevel=error)
     build ON
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
     exec scripts/check_builds.sh build
