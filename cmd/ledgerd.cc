@@ -136,9 +136,9 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(const ledge
     }
     if (!flags.Get("otlp-listen").empty() && !ledger::ops::IsLoopback(flags.Get("otlp-listen")) &&
         !flags.Bool("insecure")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--otlp-listen: ", flags.Get("otlp-listen"),
-          " is not a loopback address; in plain-text mode every sender appends as 'local' to any team: give --insecure"));
+      return absl::InvalidArgumentError(absl::StrCat("--otlp-listen: ", flags.Get("otlp-listen"),
+                                                     " is not a loopback address; in plain-text mode every sender "
+                                                     "appends as 'local' to any team: give --insecure"));
     }
     if (!ledger::ops::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -643,6 +643,7 @@ absl::Status Daemon::StartHttp() {
         server_->InProcessChannel(), ledger::otlp::Listener::Options{.tls = gate_->tls(), .max_body_bytes = max_body});
     ledger::ops::HttpOptions options = config_.http;
     options.max_body_bytes = max_body;
+    options.chunked_bodies = true;  // Node's exporters stream their bodies
     auto started = ledger::ops::HttpServer::Start(
         flags_.Get("otlp-listen"),
         [this](const ledger::ops::HttpRequest& r) {

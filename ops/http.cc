@@ -612,10 +612,13 @@ class EventLoop {
     }
     if (options_.max_body_bytes > 0) {
       int64_t length = ContentLength(c.in);
-      if (length == kChunked) {
+      if (length == kChunked && options_.chunked_bodies) {
         if (!ReadChunked(c, end + 4)) return;
       } else if (length < 0) {
-        return Send(c, Prepare(Text(411, "a body needs a Content-Length or chunked Transfer-Encoding\n"), false));
+        return Send(c, Prepare(Text(411, options_.chunked_bodies
+                                             ? "a body needs a Content-Length or chunked Transfer-Encoding\n"
+                                             : "a body needs a Content-Length (no chunked bodies)\n"),
+                               false));
       } else if (static_cast<uint64_t>(length) > options_.max_body_bytes) {
         return Send(c, Prepare(Text(413, absl::StrCat("body: at most ", options_.max_body_bytes, " bytes\n")), false));
       } else if (!ReadBody(c, end + 4 + static_cast<size_t>(length))) {

@@ -1,8 +1,8 @@
 // A small HTTP/1.1 server for operators' endpoints (/metrics, /healthz,
 // /readyz, the dashboard): GET and HEAD, and POST with a body of at most
 // HttpOptions::max_body_bytes when that is set (the witness's
-// add-checkpoint, OTLP/HTTP), sent with a Content-Length or chunked; one
-// request per connection (Connection: close).
+// add-checkpoint, OTLP/HTTP), sent with a Content-Length, or chunked when
+// HttpOptions::chunked_bodies; one request per connection (Connection: close).
 //
 // One thread runs an event loop (epoll, non-blocking sockets and OpenSSL)
 // that accepts connections, completes TLS handshakes, reads requests and
@@ -92,6 +92,9 @@ struct HttpOptions {
   // before it is read when Content-Length says so, else once the chunks
   // pass it); 0: POST is refused with 405.
   size_t max_body_bytes = 0;
+  // POST bodies may also come chunked (Transfer-Encoding: chunked), as
+  // Node's http client sends a streamed body; false: 411 for them.
+  bool chunked_bodies = false;
 };
 
 class EventLoop;

@@ -17,8 +17,10 @@ Checked, through the real process, its gRPC API and its data directory:
     exporter's partial success, while the good ones are appended;
   - the exporter's resend of the same spans appends nothing (duplicates);
   - bad requests get their OTLP/HTTP status (415, 400, 404) and a
-    google.rpc.Status, an identity without the emitter role 403, and none
-    of them appends anything;
+    google.rpc.Status, a certificate naming no identity 401 (never the
+    server's own in-process identity), an identity without the emitter role
+    403, and none of them appends anything;
+  - in plain text, --otlp-listen off loopback needs --insecure;
   - neither the prompt, the completion nor the tool's arguments and result
     are anywhere in the data directory, while the model name is (so the
     search can see what is stored).
@@ -116,6 +118,7 @@ def main():
     ca = Certificates(os.path.join(work, "pki"), "ca")
     server_cert, server_key = ca.issue("server", "ledger", "IP:127.0.0.1,DNS:localhost")
     clients = {name: ca.issue(name, name) for name in ("writer", "auditor", "outsider")}
+    clients["nameless"] = ca.issue("nameless", None)
     policy = os.path.join(work, "policy.json")
     with open(policy, "w") as f:
         json.dump(POLICY, f)
@@ -229,6 +232,9 @@ def main():
          {"code": 12, "message": "Content-Encoding: 'br' is not gzip or identity"}),
         ("writer", "/v1/logs", good, "application/json", None, 404,
          {"code": 5, "message": "path: '/v1/logs': only /v1/traces"}),
+        # Never the server's own identity: a certificate without one is refused.
+        ("nameless", "/v1/traces", good, "application/json", None, 401,
+         {"code": 16, "message": "client certificate: names no identity"}),
         ("outsider", "/v1/traces", good, "application/json", None, 403,
          {"code": 7, "message": "identity 'cn:outsider' may not append (its roles do not allow it)"}),
     ]
@@ -243,6 +249,13 @@ def main():
     check(len(entries()) == before, "refused requests appended: %d -> %d" % (before, len(entries())))
     # The good body itself is appended, with OTLP/JSON's empty response.
     check(post("writer", "/v1/traces", good, "application/json") == (200, b"{}"), "the raw good body")
+
+    # In plain text, every sender would be 'local' (admin): off loopback only with --insecure.
+    refused = subprocess.run([os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, "plain"),
+                              "--otlp-listen", "0.0.0.0:0"], capture_output=True, text=True, timeout=30)
+    check(refused.returncode == 1 and "--otlp-listen: 0.0.0.0:0 is not a loopback address; in plain-text mode every "
+          "sender appends as 'local' to any team: give --insecure" in refused.stderr,
+          "plain text off loopback: %d %s" % (refused.returncode, refused.stderr))
 
     # No content in the data directory; the model name is (the search sees what is stored).
     ledger.stop()

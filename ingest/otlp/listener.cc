@@ -69,8 +69,8 @@ absl::StatusOr<Encoding> EncodingOf(const ops::HttpRequest& request) {
   type = absl::AsciiStrToLower(std::string(absl::StripAsciiWhitespace(type.substr(0, type.find(';')))));
   if (type == "application/json") return Encoding::kJson;
   if (type == "application/x-protobuf") return Encoding::kProtobuf;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Content-Type: '", type, "' is not application/json or application/x-protobuf (OTLP/HTTP)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("Content-Type: '", type, "' is not application/json or application/x-protobuf (OTLP/HTTP)"));
 }
 
 // The body, inflated when gzip.

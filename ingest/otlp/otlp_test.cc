@@ -27,7 +27,8 @@ std::string Int(const std::string& k, const std::string& v) {
 std::string SpanJson(const std::string& span_id, const std::string& attributes) {
   return R"({"traceId":")" + std::string(kTrace) + R"(","spanId":")" + span_id +
          R"(","name":"x","kind":3,"startTimeUnixNano":"1700000000123456789","endTimeUnixNano":1700000001623456789,)"
-         R"("attributes":[)" + attributes + "]}";
+         R"("attributes":[)" +
+         attributes + "]}";
 }
 
 std::vector<Mapped> MapJson(const std::string& body) {
@@ -111,11 +112,11 @@ TEST(OtlpSpans, SpansWithoutAGenAiCallAreIgnoredNotRefused) {
 }
 
 TEST(OtlpSpans, TheLedgerAttributesComeFromTheSpanElseItsResource) {
-  std::string resource = Str("ledger.team", "team-r") + "," + Str("ledger.run_id", "run-r") + "," +
-                         Str("ledger.step_id", "step-r");
-  std::string spans = SpanJson("00000000000000c1", Str("gen_ai.operation.name", "chat")) + "," +
-                      SpanJson("00000000000000c2", Str("gen_ai.operation.name", "chat") + "," +
-                                                       Str("ledger.team", "team-s"));
+  std::string resource =
+      Str("ledger.team", "team-r") + "," + Str("ledger.run_id", "run-r") + "," + Str("ledger.step_id", "step-r");
+  std::string spans =
+      SpanJson("00000000000000c1", Str("gen_ai.operation.name", "chat")) + "," +
+      SpanJson("00000000000000c2", Str("gen_ai.operation.name", "chat") + "," + Str("ledger.team", "team-s"));
   auto mapped = MapJson(Body(resource, spans));
   ASSERT_EQ(mapped.size(), 2u);
   EXPECT_EQ(mapped[0].receipt->team(), "team-r");
@@ -197,7 +198,9 @@ TEST(OtlpSpans, ResponsesAndStatusesAreOtlpsMessages) {
   EXPECT_EQ(r.partial_success().error_message(), "span a: x");
   EXPECT_EQ(EncodeStatus(absl::InvalidArgumentError("body: not JSON"), Encoding::kJson),
             R"({"code":3,"message":"body: not JSON"})");
-  EXPECT_EQ(EncodeStatus(absl::InvalidArgumentError("ab"), Encoding::kProtobuf), std::string("\x08\x03\x12\x02" "ab", 6));
+  EXPECT_EQ(EncodeStatus(absl::InvalidArgumentError("ab"), Encoding::kProtobuf), std::string("\x08\x03\x12\x02"
+                                                                                             "ab",
+                                                                                             6));
 }
 
 }  // namespace

@@ -29,7 +29,10 @@ absl::Status HexIdToBase64(nlohmann::json& id, const std::string& where) {
   for (size_t i = 0; i < hex.size(); i += 2) {
     int v = 0;
     for (char c : {hex[i], hex[i + 1]}) {
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
       if (d < 0) return absl::InvalidArgumentError(absl::StrCat(where, ": must be hex digits"));
       v = v * 16 + d;
     }
@@ -84,14 +87,15 @@ absl::Status HexIdsToBase64(nlohmann::json& doc) {
         nlohmann::json& span = (**spans)[k];
         auto links = ArrayMember(span, "links", "links", at);
         if (!links.ok()) return links.status();
-        if (auto s = RewriteIds(span, at, {"traceId", "spanId", "parentSpanId"},
-                                {"trace_id", "span_id", "parent_span_id"});
+        if (auto s =
+                RewriteIds(span, at, {"traceId", "spanId", "parentSpanId"}, {"trace_id", "span_id", "parent_span_id"});
             !s.ok()) {
           return s;
         }
         for (size_t l = 0; *links != nullptr && l < (*links)->size(); ++l) {
           std::string link_at = absl::StrCat(at, ".links[", l, "]");
-          if (!(**links)[l].is_object()) return absl::InvalidArgumentError(absl::StrCat(link_at, ": must be an object"));
+          if (!(**links)[l].is_object())
+            return absl::InvalidArgumentError(absl::StrCat(link_at, ": must be an object"));
           if (auto s = RewriteIds((**links)[l], link_at, {"traceId", "spanId"}, {"trace_id", "span_id"}); !s.ok()) {
             return s;
           }
@@ -138,7 +142,8 @@ const AnyValue* Find(const KeyValues& attributes, std::string_view key) {
 absl::StatusOr<std::string> StringOf(const KeyValues& attributes, std::string_view key) {
   const AnyValue* v = Find(attributes, key);
   if (v == nullptr) return std::string();
-  if (v->value_case() != AnyValue::kStringValue) return absl::InvalidArgumentError(absl::StrCat(std::string(key), ": must be a string"));
+  if (v->value_case() != AnyValue::kStringValue)
+    return absl::InvalidArgumentError(absl::StrCat(std::string(key), ": must be a string"));
   return v->string_value();
 }
 
@@ -152,11 +157,13 @@ absl::StatusOr<std::string> FirstStringOf(const KeyValues& attributes, std::init
 }
 
 // An integer attribute: nullopt when absent.
-absl::StatusOr<std::optional<int64_t>> IntOf(const KeyValues& attributes, std::initializer_list<std::string_view> keys) {
+absl::StatusOr<std::optional<int64_t>> IntOf(const KeyValues& attributes,
+                                             std::initializer_list<std::string_view> keys) {
   for (std::string_view key : keys) {
     const AnyValue* v = Find(attributes, key);
     if (v == nullptr) continue;
-    if (v->value_case() != AnyValue::kIntValue) return absl::InvalidArgumentError(absl::StrCat(std::string(key), ": must be an integer"));
+    if (v->value_case() != AnyValue::kIntValue)
+      return absl::InvalidArgumentError(absl::StrCat(std::string(key), ": must be an integer"));
     return v->int_value();
   }
   return std::nullopt;
@@ -167,7 +174,8 @@ absl::StatusOr<std::string> LedgerAttribute(const Span& span, const Resource& re
   auto v = StringOf(span.attributes(), key);
   if (v.ok() && v->empty() && Find(span.attributes(), key) == nullptr) v = StringOf(resource.attributes(), key);
   if (!v.ok()) return v.status();
-  if (v->empty()) return absl::InvalidArgumentError(absl::StrCat(std::string(key), ": required on the span or its resource"));
+  if (v->empty())
+    return absl::InvalidArgumentError(absl::StrCat(std::string(key), ": required on the span or its resource"));
   return v;
 }
 
@@ -184,8 +192,8 @@ std::string DigestOf(const KeyValues& attributes, const std::string_view (&keys)
 
 bool AllZero(const std::string& bytes) { return bytes.find_first_not_of('\0') == std::string::npos; }
 
-#define OTLP_ASSIGN(lhs, expr)        \
-  auto lhs##_or = (expr);             \
+#define OTLP_ASSIGN(lhs, expr)                  \
+  auto lhs##_or = (expr);                       \
   if (!lhs##_or.ok()) return lhs##_or.status(); \
   auto lhs = *std::move(lhs##_or)
 
@@ -249,7 +257,8 @@ absl::StatusOr<Receipt> MapSpan(const Span& span, const Resource& resource, cons
   }
   if (span.start_time_unix_nano() < 1000) return absl::InvalidArgumentError("startTimeUnixNano: required");
   Receipt r;
-  r.set_receipt_id(absl::StrCat(std::string(kReceiptIdPrefix), hash::Hex(span.trace_id()), ".", hash::Hex(span.span_id())));
+  r.set_receipt_id(
+      absl::StrCat(std::string(kReceiptIdPrefix), hash::Hex(span.trace_id()), ".", hash::Hex(span.span_id())));
   OTLP_ASSIGN(team, LedgerAttribute(span, resource, "ledger.team"));
   OTLP_ASSIGN(run_id, LedgerAttribute(span, resource, "ledger.run_id"));
   OTLP_ASSIGN(step_id, LedgerAttribute(span, resource, "ledger.step_id"));
