@@ -20,6 +20,8 @@ Checked, through the real process, its gRPC API and its data directory:
     google.rpc.Status, a certificate naming no identity 401 (never the
     server's own in-process identity), an identity without the emitter role
     403, and none of them appends anything;
+  - a body nested a million deep is refused (400), not walked until the
+    stack runs out;
   - in plain text, --otlp-listen off loopback needs --insecure;
   - neither the prompt, the completion nor the tool's arguments and result
     are anywhere in the data directory, while the model name is (so the
@@ -230,6 +232,9 @@ def main():
          {"code": 3, "message": "body: Content-Encoding is gzip but the body is not"}),
         ("writer", "/v1/traces", good, "application/json", "br", 415,
          {"code": 12, "message": "Content-Encoding: 'br' is not gzip or identity"}),
+        # Nested a million deep (2 MB, within the body limit): refused, and ledgerd lives on.
+        ("writer", "/v1/traces", b'{"resourceSpans":[],"x":' + b"[" * 1000000 + b"]" * 1000000 + b"}",
+         "application/json", None, 400, {"code": 3, "message": "body: JSON nested deeper than 100 levels"}),
         ("writer", "/v1/logs", good, "application/json", None, 404,
          {"code": 5, "message": "path: '/v1/logs': only /v1/traces"}),
         # Never the server's own identity: a certificate without one is refused.
@@ -239,7 +244,11 @@ def main():
          {"code": 7, "message": "identity 'cn:outsider' may not append (its roles do not allow it)"}),
     ]
     for who, path, body, content_type, encoding, status, want in cases:
-        got_status, got_body = post(who, path, body, content_type, encoding)
+        try:
+            got_status, got_body = post(who, path, body, content_type, encoding)
+        except OSError as e:
+            fail("%s %s: no answer (%s); ledgerd exited %r:\n%s" % (who, path, e, ledger.proc.poll(),
+                                                                  open(os.path.join(work, "ledgerd.log")).read()[-2000:]))
         try:
             got = json.loads(got_body)
         except ValueError:

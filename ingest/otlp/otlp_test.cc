@@ -152,6 +152,18 @@ TEST(OtlpSpans, BadIdsAreRefusedPerSpanOrAsABadBody) {
             "body: not an OTLP protobuf ExportTraceServiceRequest");
 }
 
+// A body nested a million deep, which the limit on bodies lets through,
+// is refused before anything walks it recursively.
+TEST(OtlpSpans, DeeplyNestedJsonIsRefusedNotWalked) {
+  std::string deep = R"({"resourceSpans":[],"x":)" + std::string(1'000'000, '[') + std::string(1'000'000, ']') + "}";
+  EXPECT_EQ(Decode(deep, Encoding::kJson).status().message(), "body: JSON nested deeper than 100 levels");
+  std::string fine = R"({"resourceSpans":[],"x":)" + std::string(99, '[') + std::string(99, ']') + "}";
+  EXPECT_TRUE(Decode(fine, Encoding::kJson).ok());
+  // Brackets inside strings are text.
+  std::string text = R"({"resourceSpans":[],"x":")" + std::string(1000, '[') + R"(\"[["})";
+  EXPECT_TRUE(Decode(text, Encoding::kJson).ok()) << Decode(text, Encoding::kJson).status();
+}
+
 TEST(OtlpSpans, ProtobufAndJsonBodiesMapAlike) {
   auto json = Decode(Body("", SpanJson("00f067aa0ba902b7", kLedger + "," + Str("gen_ai.operation.name", "chat"))),
                      Encoding::kJson);

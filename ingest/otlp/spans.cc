@@ -106,7 +106,38 @@ absl::Status HexIdsToBase64(nlohmann::json& doc) {
   return absl::OkStatus();
 }
 
+// Deeper JSON is refused before it is parsed: the document tree is walked
+// recursively (dump, destruction), and protobuf's reader stops at 100 too.
+constexpr int kMaxJsonDepth = 100;
+
+// Whether the arrays and objects of `text` nest at most kMaxJsonDepth deep
+// (brackets in strings are text).
+bool ShallowJson(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
 absl::StatusOr<Request> DecodeJson(std::string_view body) {
+  if (!ShallowJson(body)) {
+    return absl::InvalidArgumentError(absl::StrCat("body: JSON nested deeper than ", kMaxJsonDepth, " levels"));
+  }
   nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("body: not JSON");
   if (auto s = HexIdsToBase64(doc); !s.ok()) return s;
