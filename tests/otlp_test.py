@@ -268,6 +268,10 @@ def main():
 
     # No content in the data directory; the model name is (the search sees what is stored).
     ledger.stop()
+    logged = [json.loads(line) for line in open(os.path.join(work, "ledgerd.log"))
+              if '"otlp_spans_refused"' in line]
+    check(len(logged) == 4 and all(e["identity"] == "cn:writer" and e["rejected"] == 3 and e["spans"] == 5
+                                   for e in logged), "the refusals logged: %r" % logged)
     stored = b""
     for root, _, files in os.walk(ledger.data):
         for f in files:

@@ -11,6 +11,7 @@
 #include "ingest/otlp/spans.h"
 #include "ledger/log/log.h"
 #include "ledger_service.grpc.pb.h"
+#include "util/jsonlog/jsonlog.h"
 
 namespace ledger::otlp {
 
@@ -152,6 +153,17 @@ ops::HttpResponse Listener::Handle(const ops::HttpRequest& request) const {
   std::string message = absl::StrJoin(refusals, "; ");
   if (rejected > static_cast<int64_t>(refusals.size())) {
     absl::StrAppend(&message, "; and ", rejected - static_cast<int64_t>(refusals.size()), " more");
+  }
+  if (rejected > 0) {
+    // The exporter only warns in its own log: the operator sees them here.
+    jsonlog::Warn("otlp_spans_refused")
+        .Str("identity", request.identity)
+        .Str("peer", request.peer)
+        .Str("request_id", request.request_id)
+        .Int("spans", static_cast<int64_t>(mapped.size()))
+        .Int("rejected", rejected)
+        .Msg(message)
+        .Emit();
   }
   return Answer(200, EncodeResponse(rejected, message, answer), answer);
 }

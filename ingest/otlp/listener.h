@@ -13,7 +13,8 @@
 // another method; 413 for a body over the limit (inflated included); 415
 // for another Content-Type or Content-Encoding; 401, 403, 429 (with
 // Retry-After) and 503 when the whole Append is refused. Every 4xx and 5xx
-// of its own carries a google.rpc.Status.
+// of its own carries a google.rpc.Status. Refused spans are logged (event
+// "otlp_spans_refused": identity, peer, request id, counts, the message).
 //
 // Thread-safe: Handle is called from several threads at once.
 #ifndef INGEST_OTLP_LISTENER_H_
