@@ -70,8 +70,11 @@ TEST(Http, RoutesQueriesAndRefusals) {
 // Bodies come with a Content-Length or in chunks (as Node's http client
 // sends a piped body); either way the handler sees the data, within the limit.
 TEST(Http, PostBodiesByLengthOrInChunksWithinTheLimit) {
-  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest& r) { return Text(200, "[" + r.body + "]"); },
-                                  {.max_body_bytes = 10, .chunked_bodies = true});
+  HttpOptions options;
+  options.max_body_bytes = 10;
+  options.chunked_bodies = true;
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest& r) { return Text(200, "[" + r.body + "]"); }, options);
   ASSERT_TRUE(server.ok()) << server.status();
   std::string addr = (*server)->address();
   auto body_of = [](const std::string& response) { return response.substr(response.find("\r\n\r\n") + 4); };
@@ -87,8 +90,9 @@ TEST(Http, PostBodiesByLengthOrInChunksWithinTheLimit) {
   EXPECT_EQ(Exchange(addr, "POST /p HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n").substr(0, 12), "HTTP/1.1 411");
   EXPECT_EQ(Exchange(addr, "POST /p HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello world").substr(0, 12), "HTTP/1.1 413");
   // Without chunked_bodies, chunks are refused.
-  auto strict =
-      HttpServer::Start("127.0.0.1:0", [](const HttpRequest& r) { return Text(200, r.body); }, {.max_body_bytes = 10});
+  options.chunked_bodies = false;
+  auto strict = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest& r) { return Text(200, r.body); }, options);
   ASSERT_TRUE(strict.ok()) << strict.status();
   EXPECT_EQ(Exchange((*strict)->address(), chunked + "2\r\nhe\r\n0\r\n\r\n").substr(0, 12), "HTTP/1.1 411");
 }
