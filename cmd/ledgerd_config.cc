@@ -69,6 +69,10 @@ void DefineNetworkFlags(Flags& flags) {
   flags.Define("http-listen", "127.0.0.1:7421",
                "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
                "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("otlp-listen", "",
+               "OTLP/HTTP address for OpenTelemetry GenAI spans (POST /v1/traces, JSON or protobuf): model and tool "
+               "call spans become receipts, appended as the caller; HTTPS with client certificates when TLS is on, "
+               "as the HTTP port; bodies up to --max-message-bytes; '' (default): off");
   flags.Define("tlog-public", "",
                "serve the log's tiles (/tlog/tile/...) to every caller of the HTTP port, not only to auditors of "
                "every team: for a log whose entries are public",
