@@ -6,6 +6,7 @@
 # Prints one JSON line per sample, then a summary: the resident memory's growth
 # per million entries over the second half of the run (a least-squares slope),
 # its peak, and the ingest rate of the first and last sample intervals.
+# STORE_MEMORY_MB "-" passes no flag (a ledgerd from before the flag).
 # Usage: bench/memory.sh BUILD_DIR [SECONDS] [STORE_MEMORY_MB]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -13,9 +14,11 @@ secs=${2:-120}
 mb=${3:-256}
 work=$(mktemp -d)
 pid=""
+memory=()
+[ "$mb" = - ] || memory=(--store-memory-mb "$mb")
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
-  --origin memory.bench/log --store-memory-mb "$mb" > "$work/out" 2> "$work/err" &
+  --origin memory.bench/log "${memory[@]}" > "$work/out" 2> "$work/err" &
 pid=$!
 for _ in $(seq 200); do grep -q '^http on ' "$work/out" && break; sleep 0.05; done
 addr=$(sed -n 's/^listening on //p' "$work/out")
@@ -25,7 +28,7 @@ http=$(sed -n 's/^http on //p' "$work/out")
 load=$!
 /usr/bin/python3 - "$http" "$secs" "$mb" <<'PY'
 import json, re, sys, time, urllib.request
-http, secs, mb = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+http, secs, mb = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 names = {"ledger_tree_size": "entries", "process_resident_memory_bytes": "rss",
          "ledger_store_cache_bytes": "cache", "ledger_store_memtable_bytes": "memtables",
          "ledger_store_table_reader_bytes": "table_readers"}
