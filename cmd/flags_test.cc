@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "gtest/gtest.h"
+#include "tests/util/temp_dir.h"
 
 namespace ledger::cmd {
 namespace {
@@ -49,8 +50,11 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
   EXPECT_EQ(h.Int("seq").status().message(), "--seq: '12x' is not an integer");
 }
 
+// In a directory of this process's own: test binaries of several build
+// trees may run at once.
 std::string WriteConfig(const std::string& text) {
-  std::string path = ::testing::TempDir() + "/flags_test_config.json";
+  static const ledger::testing::TempDir dir;
+  std::string path = dir.Sub("flags_test_config.json");
   std::ofstream(path) << text;
   return path;
 }
