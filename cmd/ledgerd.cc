@@ -223,7 +223,8 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
 // On SIGHUP, with TLS: the certificate, key and client CA files read
 // again, for handshakes from now on; a file that is missing or broken
 // keeps the old ones.
-void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server) {
+void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server,
+               const std::vector<ledger::ops::HttpServer*>& https) {
   if (flags.Get("tls-cert").empty()) return;
   absl::Status s;
   ledger::server::TlsPem pem;
@@ -237,7 +238,9 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server) 
     *part = *std::move(read);
   }
   std::string why(s.message());
+  ledger::ops::HttpTls http_tls;
   if (s.ok()) {
+    http_tls = {pem.cert, pem.key, pem.client_ca};
     s = server->ReloadTls(std::move(pem));
     why = std::string(s.message());
     // The part at fault, by its flag and file.
@@ -252,8 +255,22 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server) 
     ledger::jsonlog::Error("tls_reload_failed").Msg(absl::StrCat("SIGHUP: kept the old TLS credentials: ", why)).Emit();
     return;
   }
+  // The HTTPS ports (--http-listen, --otlp-listen) take what the gRPC port
+  // took: the material passed its checks, so theirs are not expected to fail.
+  for (ledger::ops::HttpServer* h : https) {
+    if (h == nullptr) continue;
+    if (auto r = h->ReloadTls(http_tls); !r.ok()) {
+      ledger::jsonlog::Error("tls_reload_failed")
+          .Msg(absl::StrCat("SIGHUP: the gRPC port took the new TLS credentials, the HTTPS port ", h->address(),
+                            " kept its old ones: ", r.message()))
+          .Emit();
+      return;
+    }
+  }
   ledger::jsonlog::Info("tls_reloaded")
-      .Msg("SIGHUP: TLS credentials reloaded (--tls-cert, --tls-key, --client-ca) for new connections")
+      .Msg(
+          "SIGHUP: TLS credentials reloaded (--tls-cert, --tls-key, --client-ca) for new connections, on the gRPC, "
+          "HTTP and OTLP ports")
       .Emit();
 }
 
@@ -689,7 +706,8 @@ int Daemon::Wait() {
   while ((sig < 0 || sig == SIGHUP) && failure.ok()) {
     if (sig == SIGHUP) {
       ReloadPolicy(flags_.Get("policy"), gate_.get());
-      ReloadTls(flags_, server_.get());
+      ReloadTls(flags_, server_.get(),
+                {gate_->tls() ? http_.get() : nullptr, gate_->tls() ? otlp_http_.get() : nullptr});
     }
     sig = sigtimedwait(&signals_, nullptr, &tick);
     failure = log_->store().failure();

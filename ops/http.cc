@@ -351,6 +351,7 @@ class EventLoop {
   EventLoop(HttpHandler handler, HttpOptions options, std::shared_ptr<SSL_CTX> tls, int listen_fd)
       : handler_(std::move(handler)),
         options_(std::move(options)),
+        with_tls_(tls != nullptr),
         tls_(std::move(tls)),
         listen_fd_(listen_fd),
         epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
@@ -360,6 +361,16 @@ class EventLoop {
     Watch(listen_fd_, kListenId, EPOLLIN);
     Watch(wake_fd_, kWakeId, EPOLLIN);
     thread_ = std::thread([this] { Run(); });
+  }
+
+  bool with_tls() const { return with_tls_; }
+  std::shared_ptr<SSL_CTX> Tls() ABSL_LOCKS_EXCLUDED(tls_mu_) {
+    sync::MutexLock lock(&tls_mu_);
+    return tls_;
+  }
+  void SetTls(std::shared_ptr<SSL_CTX> ctx) ABSL_LOCKS_EXCLUDED(tls_mu_) {
+    sync::MutexLock lock(&tls_mu_);
+    tls_ = std::move(ctx);
   }
 
   ~EventLoop() {
@@ -474,7 +485,7 @@ class EventLoop {
         refused = !EvictOldestUnanswered();
       }
       if (refused) {
-        if (tls_ == nullptr) {
+        if (!with_tls_) {
           static constexpr char kBusy[] =
               "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
           [[maybe_unused]] ssize_t w = ::send(fd, kBusy, sizeof kBusy - 1, MSG_NOSIGNAL);
@@ -489,8 +500,8 @@ class EventLoop {
       c->ip = std::move(ip);
       c->peer = std::move(peer);
       c->deadline = Clock::now() + std::chrono::milliseconds(options_.request_deadline_ms);
-      if (tls_ != nullptr) {
-        c->ssl = SSL_new(tls_.get());
+      if (with_tls_) {
+        c->ssl = SSL_new(Tls().get());
         if (c->ssl == nullptr) {
           ERR_clear_error();
           ::close(fd);
@@ -788,7 +799,9 @@ class EventLoop {
 
   const HttpHandler handler_;
   const HttpOptions options_;
-  const std::shared_ptr<SSL_CTX> tls_;
+  const bool with_tls_;
+  sync::Mutex tls_mu_;
+  std::shared_ptr<SSL_CTX> tls_ ABSL_GUARDED_BY(tls_mu_);  // replaced by a reload
   const int listen_fd_, epoll_fd_, wake_fd_;
   std::unique_ptr<tasks::Pool> workers_;
   std::unique_ptr<tasks::Pool> quick_;  // for options_.quick_paths
@@ -847,5 +860,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
 }
 
 HttpServer::~HttpServer() = default;
+
+absl::Status HttpServer::ReloadTls(const HttpTls& tls) {
+  if (!loop_->with_tls()) return absl::FailedPreconditionError("http tls: this server was started without TLS");
+  auto made = NewTlsContext(tls);
+  if (!made.ok()) return made.status();
+  loop_->SetTls(*std::move(made));
+  return absl::OkStatus();
+}
 
 }  // namespace ledger::ops

@@ -113,6 +113,11 @@ class HttpServer {
 
   const std::string& address() const { return address_; }
 
+  // New certificate, key and client CAs for handshakes from now on (open
+  // connections keep theirs). INVALID_ARGUMENT for unusable material, which
+  // changes nothing; FAILED_PRECONDITION for a server started without TLS.
+  absl::Status ReloadTls(const HttpTls& tls);
+
  private:
   HttpServer() = default;
 

@@ -21,12 +21,16 @@ A real ledgerd runs with --tls-cert, --tls-key, --client-ca and --policy
     client CA (and says why in the log); then the certificate, key and
     client CA are replaced by ones of a new CA and SIGHUP: a client that
     trusts only the new CA connects, and a client certificate of the old
-    CA, no longer in --client-ca, is refused by the handshake.
+    CA, no longer in --client-ca, is refused by the handshake: on the gRPC
+    port, the HTTPS port (--http-listen) and the OTLP port (--otlp-listen)
+    alike.
 """
+import http.client
 import json
 import os
 import queue
 import signal
+import ssl
 import sys
 import tempfile
 import threading
@@ -82,7 +86,9 @@ def main():
     with open(policy_path, "w") as f:
         json.dump(policy(PEOPLE), f)
     ledger = Ledger(build, work, ["--tls-cert", server_cert, "--tls-key", server_key, "--client-ca", ca.ca,
-                                  "--policy", policy_path, "--unknown-grace-ms", "600000"])
+                                  "--policy", policy_path, "--unknown-grace-ms", "600000",
+                                  "--otlp-listen", "127.0.0.1:0"])
+    otlp = ledger.proc.stdout.readline().decode().split()[-1]
 
     def channel(who, trust=ca.ca, certs=clients, options=()):
         cert, key = certs[who]
@@ -302,6 +308,34 @@ def main():
             if e.code() != grpc.StatusCode.UNAVAILABLE:
                 fail("a client of the old CA: %s %s" % (e.code(), e.details()))
     print("TLS reload: the new CA's client connects; the removed CA's client certificate is refused")
+
+    # The HTTPS and OTLP ports take the same files: reloaded with them.
+    def https(address, trust, cert_key):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.load_verify_locations(trust)
+        context.load_cert_chain(*cert_key)
+        host, port = address.rsplit(":", 1)
+        conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=10)
+        try:
+            conn.request("GET", "/healthz")
+            return conn.getresponse().status
+        except (ssl.SSLError, ConnectionError) as e:
+            return "refused: %s" % e
+        finally:
+            conn.close()
+
+    for name, address in (("http", ledger.http), ("otlp", otlp)):
+        got = https(address, ca2.ca, new_clients["admin"])
+        if not isinstance(got, int):
+            fail("%s port: a client of the new CA after the reload: %s" % (name, got))
+        got = https(address, ca2.ca, clients["admin"])
+        if isinstance(got, int):
+            fail("%s port: a client certificate of the removed CA was accepted after the reload (HTTP %d)"
+                 % (name, got))
+        got = https(address, old_ca, clients["admin"])
+        if isinstance(got, int):
+            fail("%s port: still serves the old certificate after the reload (HTTP %d)" % (name, got))
+    print("TLS reload: the HTTPS and OTLP ports too")
     ledger.stop()
     print("PASS")
 
