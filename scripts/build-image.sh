@@ -55,6 +55,7 @@ ensure_base() {
   dir=$(mktemp -d)
   debootstrap --variant=minbase bookworm "$dir/rootfs" http://deb.debian.org/debian > "$dir/debootstrap.log" 2>&1 ||
     { tail -20 "$dir/debootstrap.log"; rm -rf "$dir"; exit 1; }
+  rm -f "$dir"/rootfs/var/cache/apt/archives/*.deb
   tar -C "$dir/rootfs" --numeric-owner -c . | "$engine" import - debian:12 > /dev/null
   rm -rf "$dir"
 }
@@ -78,7 +79,9 @@ if [ -n "$prebuilt" ]; then
   "$engine" build --network host --layers=false -f "$root/deploy/Dockerfile" --build-arg RUNTIME_FROM=prebuilt -t "$tag" "$work/context"
 else
   ensure_base
-  "$engine" build --network host -f "$root/deploy/Dockerfile" -t "$tag" "$root"
+  # RUNTIME_FROM given although it is the default: podman 4.3 finds the
+  # stages a build needs from the build arguments given, not the defaults.
+  "$engine" build --network host -f "$root/deploy/Dockerfile" --build-arg RUNTIME_FROM=build -t "$tag" "$root"
 fi
 size=$("$engine" image inspect --format '{{.Size}}' "$tag")
 echo "image $tag: $((size / 1000000)) MB"
