@@ -13,7 +13,8 @@ container then runs as the manifests run it: --read-only, --cap-drop ALL,
 Plain text, the image's own command (checkpoints at most hourly, so that
 the one covering the receipts can only come from the stop):
   - the host's ledgerctl appends receipts; /healthz, /readyz and /metrics
-    answer; the process runs as ledger (10001) with no capability;
+    answer; /proc shows ledgerd as UID 10001 with no capability, no new
+    privileges, a seccomp filter and a read-only root;
   - podman stop: exit 0, and `ledgerctl audit` of the volume, run from the
     image, finds the final checkpoint;
   - a new container on the same volume: the log continues at the next seq,
@@ -146,6 +147,24 @@ def metric(port, name):
     return m.group(1)
 
 
+def hardened(name):
+    """The container's ledgerd, as the host's /proc sees it: UID and GID
+    10001, no capability, no new privileges, a seccomp filter, and a
+    read-only root."""
+    pid = podman("inspect", "--format", "{{.State.Pid}}", name).stdout.strip()
+    with open("/proc/%s/status" % pid) as f:
+        status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+    got = {k: status[k] for k in ("Uid", "Gid", "CapEff", "CapPrm", "CapBnd", "NoNewPrivs", "Seccomp")}
+    want = {"Uid": "10001\t10001\t10001\t10001", "Gid": "10001\t10001\t10001\t10001",
+            "CapEff": "0" * 16, "CapPrm": "0" * 16, "CapBnd": "0" * 16, "NoNewPrivs": "1", "Seccomp": "2"}
+    if got != want:
+        fail("%s: ledgerd runs with %s, want %s" % (name, got, want))
+    with open("/proc/%s/mountinfo" % pid) as f:
+        root = [line.split() for line in f if line.split()[4] == "/"]
+    if len(root) != 1 or "ro" not in root[0][5].split(","):
+        fail("%s: the root file system is not read-only: %s" % (name, root))
+
+
 def audit(vol, entries, checkpoints):
     """ledgerctl audit of the volume, run from the image as the ledger runs."""
     r = podman("run", "--rm", *HARDENED, "-v", vol + ":/var/lib/ledger", "--entrypoint", "/usr/local/bin/ledgerctl",
@@ -173,11 +192,9 @@ def plain_text(build, work):
     sizes = (metric(port[7421], "ledger_tree_size"), metric(port[7421], "ledger_checkpoint_tree_size"))
     if sizes != (str(first), "0"):
         fail("/metrics before the stop: tree and checkpoint sizes %s, want (%d, 0)" % (sizes, first))
-    top = podman("top", name, "user", "group", "capeff", "seccomp").stdout.split("\n")[1].split()
-    if top != ["ledger", "ledger", "none", "filter"]:
-        fail("the process runs as %s, want ledger ledger none filter (user, group, capabilities, seccomp)" % top)
-    print("plain text: %d receipts appended from the host; /healthz, /readyz, /metrics answer; "
-          "ledgerd runs as ledger (10001) with no capability" % first)
+    hardened(name)
+    print("plain text: %d receipts appended from the host; /healthz, /readyz, /metrics answer; ledgerd runs as "
+          "10001, without capabilities or new privileges, under seccomp, on a read-only root" % first)
 
     stop(name)
     # The checkpoint of size 0 signed at the first start, and the stop's.
@@ -232,6 +249,7 @@ def mutual_tls(build, work):
               keys + ":/etc/ledger/keys:ro"]
     name, port = start([7420, 7421], mounts, ["--hostname", "ledger-0"],
                        ["--config", "/etc/ledger/config/ledgerd.json", "--shard-from-hostname"])
+    hardened(name)
     listening = [json.loads(line) for line in podman("logs", name).stderr.splitlines()
                  if line.startswith("{") and '"event":"listening"' in line]
     if [(e["origin"], e["transport"]) for e in listening] != [("ledger.agents.example.com/log/shard-0", "mtls")]:
