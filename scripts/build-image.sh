@@ -34,7 +34,8 @@ tag=${1:-evidence-ledger:0.1.0}
 
 if command -v podman > /dev/null; then
   engine=podman
-  CONTAINERS_CONF=$(realpath "${CONTAINERS_CONF:-$root/deploy/podman/containers.conf}")  # podman's helpers run elsewhere
+  # An absolute path: podman's helper processes run in other directories.
+  CONTAINERS_CONF=$(realpath "${CONTAINERS_CONF:-$root/deploy/podman/containers.conf}")
   export CONTAINERS_CONF
 elif command -v docker > /dev/null && docker info > /dev/null 2>&1; then
   engine=docker

@@ -32,8 +32,8 @@ assert len(stages) == 4, "want build, prebuilt, tree and runtime stages, found %
 build, prebuilt, tree, runtime = stages
 assert build.startswith("debian:12 AS build"), "the build stage is not Debian 12"
 assert "\nRUN scripts/setup.sh packages\n" in build, "the build stage does not install with scripts/setup.sh"
-assert re.search(r"(?m)^RUN --mount=type=cache,\S*target=/ccache\s+CCACHE_DIR=/ccache scripts/setup.sh build ", build), \
-    "the build stage does not build with scripts/setup.sh and a ccache cache mount"
+ccache = r"(?m)^RUN --mount=type=cache,\S*target=/ccache\s+CCACHE_DIR=/ccache scripts/setup.sh build "
+assert re.search(ccache, build), "the build stage does not build with scripts/setup.sh and a ccache cache mount"
 assert "deploy/collect-runtime.sh build /runtime" in build, "the build stage does not collect /runtime"
 assert prebuilt == "scratch AS prebuilt\nADD runtime.tar /runtime/\n", "the prebuilt stage is not runtime.tar alone"
 assert tree.startswith("${RUNTIME_FROM} AS tree"), "the tree stage does not follow RUNTIME_FROM"
