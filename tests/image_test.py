@@ -26,7 +26,7 @@ Mutual TLS: the TLS Secret, the signing key and the configuration
 mounted read-only where the production overlay mounts them, root's and
 readable by group 10001 as the kubelet leaves them; --shard-from-hostname
 with hostname ledger-0. The host's ledgerctl appends with a client
-certificate, and without one is refused.
+certificate, and without one is refused; /readyz answers over HTTPS.
 
 The containers, volumes and image are named for this run and removed at
 the end, even on failure. Prints the image's size and the time taken.
@@ -37,6 +37,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -258,12 +259,17 @@ def mutual_tls(build, work):
     n = receipts(os.path.join(work, "tls.jsonl"), "run-tls", 3)
     append(build, server, os.path.join(work, "tls.jsonl"), 0, "--tls-ca", certs.ca, "--cert", client_pem,
            "--key", client_key)
+    https = ssl.create_default_context(cafile=certs.ca)
+    https.load_cert_chain(client_pem, client_key)
+    with urllib.request.urlopen("https://127.0.0.1:%d/readyz" % port[7421], timeout=10, context=https) as got:
+        if (got.status, got.read()) != (200, b"ready\n"):
+            fail("mutual TLS: https /readyz: %d" % got.status)
     r = ledgerctl(build, "--server", server, "--tls-ca", certs.ca, "checkpoint", check=False)
     if r.returncode != 1 or not r.stderr.startswith("ledgerctl: "):
         fail("mutual TLS: a client without a certificate: exit %d, %s; want exit 1" % (r.returncode, r.stderr))
     stop(name)
     print("mutual TLS: the Secret, key and configuration mounted read-only as in production; %d receipts "
-          "appended with a client certificate; refused without one (%s)" % (n, r.stderr.strip()))
+          "appended with a client certificate, /readyz over HTTPS; refused without one (%s)" % (n, r.stderr.strip()))
 
 
 def cleanup():
