@@ -25,8 +25,11 @@ Mutual TLS: the TLS Secret, the signing key and the configuration
 (deploy/kustomize/base/ledgerd.json as is, a policy naming the client)
 mounted read-only where the production overlay mounts them, root's and
 readable by group 10001 as the kubelet leaves them; --shard-from-hostname
-with hostname ledger-0. The host's ledgerctl appends with a client
-certificate, and without one is refused; /readyz answers over HTTPS.
+with hostname ledger-0, and the production overlay's --witness-policy
+naming a witness: ledger-witness from the same image, run as
+deploy/kustomize/witness runs it. The host's ledgerctl appends with a
+client certificate, and without one is refused; the witness cosigns the
+checkpoint; /readyz answers over HTTPS.
 
 The containers, volumes and image are named for this run and removed at
 the end, even on failure. Prints the image's size and the time taken.
@@ -73,8 +76,9 @@ def volume():
     return name
 
 
-def start(ports, mounts, extra, args):
-    """A hardened container of the image; returns (name, {container port: host port}) once it serves."""
+def start(ports, mounts, extra, args, ready=r"(?m)^http on "):
+    """A hardened container of the image; returns (name, {container port: host port}) once its
+    output matches `ready`."""
     name = "%s-%d" % (RUN, len(made["container"]))
     made["container"].append(name)
     host = {p: free_port() for p in ports}
@@ -86,7 +90,7 @@ def start(ports, mounts, extra, args):
     podman(*(cmd + [IMAGE] + args))
     for _ in range(200):
         logs = podman("logs", name).stdout
-        if re.search(r"(?m)^http on ", logs):
+        if re.search(ready, logs):
             return name, host
         if podman("inspect", "--format", "{{.State.Running}}", name).stdout.strip() != "true":
             break
@@ -231,6 +235,26 @@ def secret_dir(path, files):
     return path
 
 
+def witness(build, work, log_vkey):
+    """ledger-witness from the image, as deploy/kustomize/witness runs it, for
+    the log of `log_vkey`: (its vkey, its URL on the containers' network)."""
+    key_dir = os.path.join(work, "witness")
+    vkey = subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", key_dir, "--name",
+                           "witness.auditor.example"], check=True, capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(work, "shard-0.vkey"), "w") as f:
+        f.write(log_vkey)
+    key = secret_dir(os.path.join(work, "witness-key"), {"witness.key": os.path.join(key_dir, "witness.key")})
+    logs = secret_dir(os.path.join(work, "witness-logs"), {"shard-0.vkey": os.path.join(work, "shard-0.vkey")})
+    # :U makes the volume the container user's, as fsGroup does a claim.
+    mounts = [volume() + ":/var/lib/witness:U", key + ":/etc/witness/key:ro", logs + ":/etc/witness/logs:ro"]
+    name, _ = start([], mounts, ["--entrypoint", "/usr/local/bin/ledger-witness"],
+                    ["--data", "/var/lib/witness", "--key", "/etc/witness/key/witness.key", "--listen", "0.0.0.0:7480",
+                     "--insecure", "--log", "/etc/witness/logs/shard-0.vkey"], ready=r"(?m)^listening on ")
+    hardened(name)
+    address = podman("inspect", "--format", "{{.NetworkSettings.IPAddress}}", name).stdout.strip()
+    return vkey, "http://%s:7480" % address
+
+
 def mutual_tls(build, work):
     certs = Certificates(os.path.join(work, "certs"))
     server_pem, server_key = certs.issue("server", "ledger-0", "IP:127.0.0.1,DNS:ledger-0.ledger-headless")
@@ -240,16 +264,22 @@ def mutual_tls(build, work):
     with open(policy, "w") as f:
         json.dump({"identities": [{"identity": GATEWAY, "roles": ["emitter"], "teams": ["team-a"]}]}, f)
     key = os.path.join(work, "shard-0.key")
-    ledgerctl(build, "keygen", "--origin", "ledger.agents.example.com/log/shard-0", "--out", key)
+    log_vkey = ledgerctl(build, "keygen", "--origin", "ledger.agents.example.com/log/shard-0", "--out", key).stdout
+    witness_vkey, witness_url = witness(build, work, log_vkey)
+    policy_file = os.path.join(work, "witnesses.policy")
+    with open(policy_file, "w") as f:
+        f.write("log %switness auditor %s %s\nquorum auditor\n" % (log_vkey, witness_vkey, witness_url))
     config = secret_dir(os.path.join(work, "config"), {"ledgerd.json": os.path.join(base, "ledgerd.json"),
                                                          "policy.json": policy,
                                                          "shard-map.json": os.path.join(base, "shard-map.json")})
     tls = secret_dir(os.path.join(work, "tls"), {"tls.crt": server_pem, "tls.key": server_key, "ca.crt": certs.ca})
     keys = secret_dir(os.path.join(work, "keys"), {"shard-0.key": key})
+    witnesses = secret_dir(os.path.join(work, "witnesses"), {"witnesses.policy": policy_file})
     mounts = [volume() + ":/var/lib/ledger", config + ":/etc/ledger/config:ro", tls + ":/etc/ledger/tls:ro",
-              keys + ":/etc/ledger/keys:ro"]
+              keys + ":/etc/ledger/keys:ro", witnesses + ":/etc/ledger/witnesses:ro"]
     name, port = start([7420, 7421], mounts, ["--hostname", "ledger-0"],
-                       ["--config", "/etc/ledger/config/ledgerd.json", "--shard-from-hostname"])
+                       ["--config", "/etc/ledger/config/ledgerd.json", "--shard-from-hostname",
+                        "--witness-policy=/etc/ledger/witnesses/witnesses.policy"])
     hardened(name)
     listening = [json.loads(line) for line in podman("logs", name).stderr.splitlines()
                  if line.startswith("{") and '"event":"listening"' in line]
@@ -259,6 +289,11 @@ def mutual_tls(build, work):
     n = receipts(os.path.join(work, "tls.jsonl"), "run-tls", 3)
     append(build, server, os.path.join(work, "tls.jsonl"), 0, "--tls-ca", certs.ca, "--cert", client_pem,
            "--key", client_key)
+    tls_flags = ("--tls-ca", certs.ca, "--cert", client_pem, "--key", client_key)
+    note = ledgerctl(build, "--server", server, *tls_flags, "checkpoint", "--at-least", str(n), "--cosignatures", "1",
+                     "--timeout-ms", "20000").stdout
+    if not re.search(r"(?m)^\u2014 witness\.auditor\.example ", note):
+        fail("mutual TLS: the checkpoint is not cosigned by the witness: %r" % note)
     https = ssl.create_default_context(cafile=certs.ca)
     https.load_cert_chain(client_pem, client_key)
     with urllib.request.urlopen("https://127.0.0.1:%d/readyz" % port[7421], timeout=10, context=https) as got:
@@ -268,13 +303,15 @@ def mutual_tls(build, work):
     if r.returncode != 1 or not r.stderr.startswith("ledgerctl: "):
         fail("mutual TLS: a client without a certificate: exit %d, %s; want exit 1" % (r.returncode, r.stderr))
     stop(name)
+    stop(made["container"][-2])  # the witness
+    print("mutual TLS: the witness, from the image, cosigned checkpoint %s" % note.split("\n")[1])
     print("mutual TLS: the Secret, key and configuration mounted read-only as in production; %d receipts "
           "appended with a client certificate, /readyz over HTTPS; refused without one (%s)" % (n, r.stderr.strip()))
 
 
 def cleanup():
     for name in made["container"]:
-        podman("rm", "-f", "-t", "0", name, check=False)
+        podman("rm", "-f", "-v", "-t", "0", name, check=False)  # -v: anonymous volumes too
     for name in made["volume"]:
         podman("volume", "rm", "-f", name, check=False)
     podman("rmi", "-f", IMAGE, check=False)
