@@ -3,7 +3,8 @@
 # auditors), ledger-witness (the witness an auditor runs) and every shared
 # library they load (ldd), the
 # dynamic loader included, into OUT as a root file system: what the
-# runtime image holds, and nothing else (no shell).
+# runtime image holds, and nothing else (no shell). The data directory,
+# var/lib/ledger, belongs to UID 10001 when this runs as root.
 # Usage: deploy/collect-runtime.sh BUILD_DIR OUT
 set -eu
 build=$1
@@ -20,3 +21,5 @@ done
 # The user the image runs as, for tools that look it up.
 printf 'root:x:0:0:root:/:/nonexistent\nledger:x:10001:10001:evidence ledger:/var/lib/ledger:/nonexistent\n' > "$out/etc/passwd"
 printf 'root:x:0:\nledger:x:10001:\n' > "$out/etc/group"
+install -d -m 0700 "$out/var/lib/ledger"
+[ "$(id -u)" != 0 ] || chown 10001:10001 "$out/var/lib/ledger"

@@ -4,7 +4,11 @@
 #   scripts/setup.sh demo   install what is missing, build, run the demo
 #   scripts/setup.sh test   install what is missing, build with -Werror, run every test,
 #                           then the sanitizer builds' unit tests (scripts/check_builds.sh)
-#   scripts/setup.sh build  install what is missing, build (the container image's build stage)
+#   scripts/setup.sh build [TARGET...]
+#                           install what is missing, build (all, or the targets named:
+#                           the container image's build stage)
+#   scripts/setup.sh packages
+#                           install what is missing, nothing else
 #
 # Idempotent: packages already installed are not touched, the build is
 # incremental. Only Debian's package archive is used.
@@ -20,6 +24,7 @@ PACKAGES=(
   python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
   python3-pip python3-setuptools python3-wheel python3-venv
   chromium poppler-utils clang clang-format curl
+  podman runc debootstrap
 )
 # Node and npm from Debian, unless a Node with npm is already there
 command -v npm > /dev/null || PACKAGES+=(nodejs npm)
@@ -38,10 +43,10 @@ install_missing() {
   fi
 }
 
-# build [ON|OFF]: warnings as errors (the test build) or not
+# build [ON|OFF [TARGET...]]: warnings as errors (the test build) or not
 build() {
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEDGER_WERROR="${1:-OFF}" > /dev/null
-  ninja -C build
+  ninja -C build "${@:2}"
 }
 
 case "${1:-}" in
@@ -52,7 +57,10 @@ case "${1:-}" in
     ;;
   build)
     install_missing
-    build
+    build OFF "${@:2}"
+    ;;
+  packages)
+    install_missing
     ;;
   test)
     install_missing
@@ -63,7 +71,7 @@ case "${1:-}" in
     exec scripts/check_builds.sh build
     ;;
   *)
-    echo "usage: $0 demo|test|build" >&2
+    echo "usage: $0 demo|test|build [TARGET...]|packages" >&2
     exit 2
     ;;
 esac

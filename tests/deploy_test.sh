@@ -2,8 +2,10 @@
 # The deployment: the image's structure, its runtime file system, and the
 # Kubernetes manifests.
 #   - deploy/Dockerfile: a Debian 12 build stage that runs scripts/setup.sh
-#     (the README's script), a runtime stage from scratch that runs no
-#     command, as UID 10001, with /var/lib/ledger as its volume;
+#     (the README's script) with a ccache cache mount, or a prebuilt tree
+#     (runtime.tar), then one runtime stage from scratch that runs no
+#     command, as UID 10001, with /var/lib/ledger as its volume
+#     (tests/image_test.py builds and runs it);
 #   - deploy/collect-runtime.sh gathers ledgerd, ledgerctl, ledger-verify and their
 #     libraries, and no shell; as root, ledgerd then starts from that tree
 #     alone (chroot, UID 10001) and serves;
@@ -24,18 +26,24 @@ fail() { echo "FAIL: $*"; exit 1; }
 import json, re, sys
 lines = [l.strip() for l in open(sys.argv[1]) if l.strip() and not l.lstrip().startswith("#")]
 text = "\n".join(lines).replace("\\\n", " ")
+assert text.startswith("ARG RUNTIME_FROM=build\n"), "the compiled tree is not the default"
 stages = re.split(r"(?m)^FROM ", text)[1:]
-assert len(stages) == 2, "want a build and a runtime stage, found %d" % len(stages)
-build, runtime = stages
+assert len(stages) == 4, "want build, prebuilt, tree and runtime stages, found %d" % len(stages)
+build, prebuilt, tree, runtime = stages
 assert build.startswith("debian:12 AS build"), "the build stage is not Debian 12"
-assert "RUN scripts/setup.sh build" in build, "the build stage does not use scripts/setup.sh"
-assert runtime.startswith("scratch"), "the runtime stage is not from scratch"
+assert "\nRUN scripts/setup.sh packages\n" in build, "the build stage does not install with scripts/setup.sh"
+ccache = r"(?m)^RUN --mount=type=cache,\S*target=/ccache\s+CCACHE_DIR=/ccache scripts/setup.sh build "
+assert re.search(ccache, build), "the build stage does not build with scripts/setup.sh and a ccache cache mount"
+assert "deploy/collect-runtime.sh build /runtime" in build, "the build stage does not collect /runtime"
+assert prebuilt == "scratch AS prebuilt\nADD runtime.tar /runtime/\n", "the prebuilt stage is not runtime.tar alone"
+assert tree.startswith("${RUNTIME_FROM} AS tree"), "the tree stage does not follow RUNTIME_FROM"
+assert runtime.startswith("scratch\nCOPY --from=tree /runtime/ /\n"), "the runtime stage is not the tree from scratch"
 assert "\nRUN " not in runtime, "the runtime stage runs a command (it has no shell)"
 assert re.search(r"(?m)^USER 10001:10001$", runtime), "the runtime does not run as UID 10001"
 assert 'VOLUME ["/var/lib/ledger"]' in runtime, "no data volume"
 entry = re.search(r"(?m)^ENTRYPOINT (.*)$", runtime).group(1)
 assert json.loads(entry) == ["/usr/local/bin/ledgerd"], "ENTRYPOINT is not exec form of ledgerd"
-print("Dockerfile: two stages, setup.sh build, scratch runtime as 10001, no shell")
+print("Dockerfile: a compiled (setup.sh, ccache) or prebuilt tree; one scratch runtime as 10001, no shell")
 PY
 
 # 2. The runtime tree.
