@@ -157,19 +157,19 @@ const firstBackoff = 50 * time.Millisecond
 
 // Emitter sends receipts to one ledger. Make it with NewEmitter; Close it.
 type Emitter struct {
-	opts   Options
-	conn   *grpc.ClientConn
-	stub   ledgerpb.LedgerServiceClient
+	opts    Options
+	conn    *grpc.ClientConn
+	stub    ledgerpb.LedgerServiceClient
 	stopRPC context.CancelFunc // ends an Append in flight at Close
 	rpcCtx  context.Context
 	done    chan struct{} // closed when the sender has returned
 
 	mu        sync.Mutex
-	changed   chan struct{}        // closed (and replaced) at every change below
-	queue     []*ledgerpb.Receipt  // not yet sent, or to be sent again; first in front
-	unsettled int                  // queued + in flight
-	closed    bool                 // Emit refuses
-	stop      bool                 // the sender returns
+	changed   chan struct{}       // closed (and replaced) at every change below
+	queue     []*ledgerpb.Receipt // not yet sent, or to be sent again; first in front
+	unsettled int                 // queued + in flight
+	closed    bool                // Emit refuses
+	stop      bool                // the sender returns
 	stats     Stats
 	refused   []Result
 	left      []*ledgerpb.Receipt // after Close: never settled
