@@ -191,9 +191,9 @@ func NewEmitter(target string, opts Options) (*Emitter, error) {
 }
 
 func dial(target string, tls credentials.TransportCredentials, extra []grpc.DialOption) (*grpc.ClientConn, error) {
-	opts := []grpc.DialOption{grpc.WithInsecure()}
+	opts := []grpc.DialOption{CodecOption(), grpc.WithInsecure()}
 	if tls != nil {
-		opts = []grpc.DialOption{grpc.WithTransportCredentials(tls)}
+		opts[1] = grpc.WithTransportCredentials(tls)
 	}
 	conn, err := grpc.Dial(target, append(opts, extra...)...)
 	if err != nil {
