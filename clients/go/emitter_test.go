@@ -143,8 +143,12 @@ func TestServerRestartMidStreamLosesNothingAndDuplicatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := e.Stats()
-	if len(e.Refused()) != 0 || st.Acknowledged != len(sent) {
-		t.Fatalf("acknowledged %d of %d, refused %v", st.Acknowledged, len(sent), e.Refused())
+	if refused := e.Refused(); len(refused) != 0 || st.Acknowledged != len(sent) {
+		first := ledger.Result{}
+		if len(refused) > 0 {
+			first = refused[0]
+		}
+		t.Fatalf("acknowledged %d of %d, refused %d, the first %+v", st.Acknowledged, len(sent), len(refused), first)
 	}
 	if st.Retries == 0 {
 		t.Fatal("no retries: the restart was not seen, the test did not test it")
