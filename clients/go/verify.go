@@ -74,9 +74,10 @@ func VerifyInclusion(tree tlog.Tree, seq int64, leaf []byte, proof []tlog.Hash) 
 	if seq < 0 || seq >= tree.N {
 		return fmt.Errorf("seq %d: not below the tree size %d", seq, tree.N)
 	}
-	if err := tlog.CheckRecord(proof, tree.N, tree.Hash, seq, tlog.RecordHash(leaf)); err != nil {
+	h := tlog.RecordHash(leaf)
+	if err := tlog.CheckRecord(proof, tree.N, tree.Hash, seq, h); err != nil {
 		return fmt.Errorf("seq %d: the inclusion proof of leaf hash %x does not lead to root %x of size %d",
-			seq, tlog.RecordHash(leaf), tree.Hash[:], tree.N)
+			seq, h[:], tree.Hash[:], tree.N)
 	}
 	return nil
 }
