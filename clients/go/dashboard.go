@@ -151,8 +151,9 @@ func (d *Dashboard) Runs(ctx context.Context, team string, limit int) ([]*ledger
 // start), the past then live, in seq order, until fn returns an error
 // (ErrStopWatch: Watch returns nil; another: Watch returns it), ctx ends
 // (ctx's error) or the ledger refuses the watch (its status error). On
-// UNAVAILABLE (a ledger restarting) it reconnects after the last change
-// it passed to fn, with a back-off of 0.1 s to 5 s: no gap, no duplicate.
+// UNAVAILABLE, or CANCELLED by the ledger (a ledger restarting), it
+// reconnects after the last change it passed to fn, with a back-off of
+// 0.1 s to 5 s: no gap, no duplicate.
 func (d *Dashboard) Watch(ctx context.Context, q StepQuery, afterSeq int64,
 	fn func(*ledgerpb.StepChange) error) error {
 	f, err := q.filter()
@@ -168,7 +169,9 @@ func (d *Dashboard) Watch(ctx context.Context, q StepQuery, afterSeq int64,
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if status.Code(err) != codes.Unavailable {
+		// UNAVAILABLE: the connection broke; CANCELLED that this side did not
+		// ask for: the ledger shut down and ended its watches.
+		if code := status.Code(err); code != codes.Unavailable && code != codes.Canceled {
 			return err
 		}
 		select {
