@@ -213,4 +213,3 @@ func sorted(s []string) []string {
 	}
 	return out
 }
-
