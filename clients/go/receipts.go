@@ -231,3 +231,6 @@ func enumNames(prefix string, values map[string]int32) []string {
 	}
 	return names[1:]
 }
+
+// Receipt is the receipt message of proto/receipt.proto.
+type Receipt = ledgerpb.Receipt
