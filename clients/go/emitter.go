@@ -217,8 +217,7 @@ func (e *Emitter) Emit(ctx context.Context, r *ledgerpb.Receipt) error {
 		return fmt.Errorf("receipt_id: '%s' is in the ledger's namespace: ids starting with '%s' are "+
 			"written by the ledger only", r.ReceiptId, LedgerIDPrefix)
 	}
-	timer := time.NewTimer(e.opts.EmitTimeout)
-	defer timer.Stop()
+	var timer *time.Timer // made when the buffer is full
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for {
@@ -230,6 +229,10 @@ func (e *Emitter) Emit(ctx context.Context, r *ledgerpb.Receipt) error {
 		}
 		if e.opts.NoBlock {
 			return fmt.Errorf("%w: %d receipts are not settled yet (MaxBuffer)", ErrBufferFull, e.unsettled)
+		}
+		if timer == nil {
+			timer = time.NewTimer(e.opts.EmitTimeout)
+			defer timer.Stop()
 		}
 		changed := e.changed
 		e.mu.Unlock()
@@ -374,7 +377,7 @@ func (e *Emitter) take() []*ledgerpb.Receipt {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for len(e.queue) == 0 && !e.stop {
-		e.wait(0)
+		e.wait(0, true)
 	}
 	if e.stop {
 		return nil
@@ -382,7 +385,7 @@ func (e *Emitter) take() []*ledgerpb.Receipt {
 	if len(e.queue) < e.opts.BatchSize && e.opts.Linger > 0 {
 		deadline := time.Now().Add(e.opts.Linger)
 		for len(e.queue) < e.opts.BatchSize && !e.stop && time.Now().Before(deadline) {
-			e.wait(time.Until(deadline))
+			e.wait(time.Until(deadline), false)
 		}
 		if e.stop {
 			return nil
@@ -397,19 +400,23 @@ func (e *Emitter) take() []*ledgerpb.Receipt {
 	return batch
 }
 
-// wait releases mu until the next change, or d has passed (d > 0).
-func (e *Emitter) wait(d time.Duration) {
+// wait releases mu until the next change, or until d has passed when
+// forever is false (at once when d <= 0).
+func (e *Emitter) wait(d time.Duration, forever bool) {
+	if !forever && d <= 0 {
+		return
+	}
 	changed := e.changed
 	e.mu.Unlock()
-	if d > 0 {
+	if forever {
+		<-changed
+	} else {
 		t := time.NewTimer(d)
 		select {
 		case <-changed:
 		case <-t.C:
 		}
 		t.Stop()
-	} else {
-		<-changed
 	}
 	e.mu.Lock()
 }
@@ -490,7 +497,7 @@ func (e *Emitter) pause(backoff time.Duration, count int, code codes.Code, messa
 	defer e.mu.Unlock()
 	deadline := time.Now().Add(delay)
 	for !e.stop && time.Now().Before(deadline) {
-		e.wait(time.Until(deadline))
+		e.wait(time.Until(deadline), false)
 	}
 }
 
