@@ -55,7 +55,7 @@ func NewDashboard(target string, opts DashboardOptions) (*Dashboard, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	conn, err := dial(target, opts.TLS, opts.DialOptions)
+	conn, err := dial(target, opts.TLS, time.Second, opts.DialOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +161,8 @@ func (d *Dashboard) Watch(ctx context.Context, q StepQuery, afterSeq int64,
 		return err
 	}
 	backoff := 100 * time.Millisecond
-	for {
-		err := d.watchOnce(ctx, f, &afterSeq, &backoff, fn)
+	for resumed := false; ; resumed = true {
+		err := d.watchOnce(ctx, f, &afterSeq, &backoff, resumed, fn)
 		if errors.Is(err, ErrStopWatch) || err == io.EOF { // io.EOF: the ledger ended the watch
 			return nil
 		}
@@ -187,11 +187,14 @@ func (d *Dashboard) Watch(ctx context.Context, q StepQuery, afterSeq int64,
 
 // watchOnce reads one stream to its end; afterSeq follows the changes passed
 // to fn.
+// A resumed watch waits for the ledger to be back (bounded by ctx) rather
+// than failing while the connection is down.
 func (d *Dashboard) watchOnce(ctx context.Context, f *ledgerpb.StepFilter, afterSeq *int64,
-	backoff *time.Duration, fn func(*ledgerpb.StepChange) error) error {
+	backoff *time.Duration, resumed bool, fn func(*ledgerpb.StepChange) error) error {
 	c, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := d.stub.WatchSteps(c, &ledgerpb.WatchStepsRequest{Filter: f, AfterSeq: *afterSeq})
+	stream, err := d.stub.WatchSteps(c, &ledgerpb.WatchStepsRequest{Filter: f, AfterSeq: *afterSeq},
+		grpc.WaitForReady(resumed))
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
@@ -179,7 +180,7 @@ type Emitter struct {
 // HOST:PORT, and starts the sender.
 func NewEmitter(target string, opts Options) (*Emitter, error) {
 	opts = opts.withDefaults()
-	conn, err := dial(target, opts.TLS, opts.DialOptions)
+	conn, err := dial(target, opts.TLS, opts.MaxBackoff, opts.DialOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -190,8 +191,18 @@ func NewEmitter(target string, opts Options) (*Emitter, error) {
 	return e, nil
 }
 
-func dial(target string, tls credentials.TransportCredentials, extra []grpc.DialOption) (*grpc.ClientConn, error) {
-	opts := []grpc.DialOption{CodecOption(), grpc.WithInsecure()}
+// dial connects with the codec, the credentials, and gRPC's reconnect
+// back-off capped at maxBackoff: a restarted ledger is reached again within
+// it, not after gRPC's default of up to 120 s.
+func dial(target string, tls credentials.TransportCredentials, maxBackoff time.Duration,
+	extra []grpc.DialOption) (*grpc.ClientConn, error) {
+	reconnect := backoff.DefaultConfig
+	reconnect.MaxDelay = maxBackoff
+	if reconnect.BaseDelay > maxBackoff/5 {
+		reconnect.BaseDelay = maxBackoff / 5
+	}
+	opts := []grpc.DialOption{CodecOption(), grpc.WithInsecure(),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnect, MinConnectTimeout: 20 * time.Second})}
 	if tls != nil {
 		opts[1] = grpc.WithTransportCredentials(tls)
 	}

@@ -3,7 +3,8 @@
 # with Debian's Go packages only (GOPATH mode, no module download): the
 # module's folder is linked into a GOPATH under BUILD_DIR, beside
 # /usr/share/gocode. First checks that the committed stubs are what
-# generate.sh makes of proto/ today.
+# generate.sh makes of proto/ today. Leaves the conformance runner in
+# BUILD_DIR/clients/go/conformance.
 # Usage: clients/go/test.sh BUILD_DIR [go test flags...]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,5 +27,7 @@ export GOPATH="$work/gopath:/usr/share/gocode" GO111MODULE=off GOPROXY=off GOFLA
   GOCACHE="$work/gocache" LEDGER_BUILD="$build"
 cd "$work/gopath/src/evidence-ledger/clients/go"
 go vet ./...
+# The conformance runner, where clients/conformance/suite.py looks for it.
+go build -o "$work/conformance" ./cmd/conformance
 # -count=1: the results depend on ledgerd, which go test cannot see change.
 go test -count=1 "$@" ./...
