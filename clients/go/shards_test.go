@@ -1,6 +1,8 @@
 package ledger_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	ledger "evidence-ledger/clients/go"
@@ -32,5 +34,45 @@ func TestShardMapRoutesAsLedgerctlDoes(t *testing.T) {
 		if _, err := ledger.ParseShardMap([]byte(doc)); err == nil || err.Error() != want {
 			t.Errorf("%s: %v, want %q", doc, err, want)
 		}
+	}
+}
+
+func TestAShardedEmitterSendsEachTeamToItsShard(t *testing.T) {
+	a, b := startLedger(t), startLedger(t)
+	m, err := ledger.ParseShardMap([]byte(`{"version":1,"shards":[{"shard":0,"address":"` + a.Address +
+		`"},{"shard":1,"address":"` + b.Address + `"}],"teams":{"team-a":1,"team-b":0}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ledger.NewShardedEmitter(m, ledger.Options{Logger: (&quiet{}).Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, team := range []string{"team-a", "team-b", "team-a"} {
+		r, err := ledger.ToolCall(ledger.Base{Team: team, RunID: "r", StepID: "s", ReceiptID: fmt.Sprintf("%s-%d", team, i)},
+			ledger.ToolCallFields{Tool: "grep", Decision: ledger.Allow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Emit(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(context.Background()); err != nil || s.Stats().Acknowledged != 3 {
+		t.Fatalf("Close: %v, %+v", err, s.Stats())
+	}
+	if got := b.ReceiptIDs(); !equal(got, []string{"team-a-0", "team-a-2"}) {
+		t.Fatalf("shard 1 holds %v", got)
+	}
+	if got := a.ReceiptIDs(); !equal(got, []string{"team-b-1"}) {
+		t.Fatalf("shard 0 holds %v", got)
+	}
+	d, err := ledger.NewShardedDashboard(m, ledger.DashboardOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if runs, err := d.ForTeam("team-a").Runs(context.Background(), "team-a", 10); err != nil || len(runs) != 1 {
+		t.Fatalf("team-a's runs on its shard: %v %v", runs, err)
 	}
 }
