@@ -158,12 +158,13 @@ const firstBackoff = 50 * time.Millisecond
 
 // Emitter sends receipts to one ledger. Make it with NewEmitter; Close it.
 type Emitter struct {
-	opts    Options
-	conn    *grpc.ClientConn
-	stub    ledgerpb.LedgerServiceClient
-	stopRPC context.CancelFunc // ends an Append in flight at Close
-	rpcCtx  context.Context
-	done    chan struct{} // closed when the sender has returned
+	opts      Options
+	conn      *grpc.ClientConn
+	stub      ledgerpb.LedgerServiceClient
+	stopRPC   context.CancelFunc // ends an Append in flight at Close
+	rpcCtx    context.Context
+	done      chan struct{} // closed when the sender has returned
+	closeOnce sync.Once
 
 	mu        sync.Mutex
 	changed   chan struct{}       // closed (and replaced) at every change below
@@ -298,10 +299,7 @@ func (e *Emitter) Flush(ctx context.Context) error {
 // order, for the caller to keep; they are also in Unsettled(). Closing
 // twice returns what the first Close returned.
 func (e *Emitter) Close(ctx context.Context) error {
-	e.mu.Lock()
-	already := e.closed
-	e.mu.Unlock()
-	if !already {
+	e.closeOnce.Do(func() { // a second Close waits for the first
 		e.Flush(ctx) //nolint:errcheck // what is left is counted below
 		e.mu.Lock()
 		e.closed, e.stop = true, true
@@ -313,8 +311,7 @@ func (e *Emitter) Close(ctx context.Context) error {
 		e.mu.Lock()
 		e.left, e.queue = e.queue, nil
 		e.mu.Unlock()
-	}
-	<-e.done
+	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.left) > 0 {

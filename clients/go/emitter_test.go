@@ -388,3 +388,19 @@ func TestTLSWithTheDevelopmentCertificates(t *testing.T) {
 		t.Fatalf("a stranger's Close: %v, acknowledged %d", err, s.Stats().Acknowledged)
 	}
 }
+
+func TestConcurrentClosesReportTheSameUnsettledReceipts(t *testing.T) {
+	target := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens
+	e := newEmitter(t, target, ledger.Options{RPCTimeout: 100 * time.Millisecond, FlushTimeout: 300 * time.Millisecond})
+	emitAll(t, e, calls(t, 3, "j"))
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() { errs <- e.Close(context.Background()) }()
+	}
+	for i := 0; i < 2; i++ {
+		var u *ledger.UnsettledError
+		if err := <-errs; !errors.As(err, &u) || !equal(receiptIDs(u.Receipts), ids("j", 3)) {
+			t.Fatalf("Close %d: %v", i, err)
+		}
+	}
+}
