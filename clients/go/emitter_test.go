@@ -404,3 +404,35 @@ func TestConcurrentClosesReportTheSameUnsettledReceipts(t *testing.T) {
 		}
 	}
 }
+
+func TestAReceiptSentAgainIsAcknowledgedAsADuplicateOfItsEntry(t *testing.T) {
+	l := startLedger(t)
+	rs := calls(t, 3, "dup")
+	first := newEmitter(t, l.Address, ledger.Options{})
+	emitAll(t, first, rs)
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var results []ledger.Result
+	var mu sync.Mutex
+	again := newEmitter(t, l.Address, ledger.Options{OnResult: func(_ *ledgerpb.Receipt, res ledger.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		results = append(results, res)
+	}})
+	emitAll(t, again, rs[1:])
+	if err := again.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := again.Stats(); st.Acknowledged != 2 || st.Duplicates != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	want := []ledger.Result{{ReceiptID: "dup-1", Code: codes.OK, Seq: 1, Duplicate: true},
+		{ReceiptID: "dup-2", Code: codes.OK, Seq: 2, Duplicate: true}}
+	if fmt.Sprint(results) != fmt.Sprint(want) {
+		t.Fatalf("results %+v, want %+v", results, want)
+	}
+	if got := l.ReceiptIDs(); !equal(got, ids("dup", 3)) {
+		t.Fatalf("the log holds %v", got)
+	}
+}
