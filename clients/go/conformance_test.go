@@ -12,18 +12,31 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
+var runner struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// buildRunner builds cmd/conformance once for every test of the package.
 func buildRunner(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "conformance")
-	out, err := exec.Command("go", "build", "-o", bin, "evidence-ledger/clients/go/cmd/conformance").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	runner.once.Do(func() {
+		runner.bin = filepath.Join(binDir, "conformance")
+		out, err := exec.Command("go", "build", "-o", runner.bin, "evidence-ledger/clients/go/cmd/conformance").CombinedOutput()
+		if err != nil {
+			runner.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if runner.err != nil {
+		t.Fatal(runner.err)
 	}
-	return bin
+	return runner.bin
 }
 
 type runnerProc struct {

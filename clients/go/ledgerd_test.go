@@ -27,6 +27,21 @@ import (
 	"evidence-ledger/clients/go/ledgerpb"
 )
 
+// binDir holds programs the tests build (removed at the end).
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ledger-go-client-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 func buildDir(t *testing.T) string {
 	dir := os.Getenv("LEDGER_BUILD")
 	if dir == "" {
