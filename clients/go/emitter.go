@@ -197,6 +197,9 @@ func NewEmitter(target string, opts Options) (*Emitter, error) {
 // it, not after gRPC's default of up to 120 s.
 func dial(target string, tls credentials.TransportCredentials, maxBackoff time.Duration,
 	extra []grpc.DialOption) (*grpc.ClientConn, error) {
+	if target == "" {
+		return nil, errors.New("target: required, HOST:PORT of the ledger")
+	}
 	reconnect := backoff.DefaultConfig
 	reconnect.MaxDelay = maxBackoff
 	if reconnect.BaseDelay > maxBackoff/5 {

@@ -436,3 +436,12 @@ func TestAReceiptSentAgainIsAcknowledgedAsADuplicateOfItsEntry(t *testing.T) {
 		t.Fatalf("the log holds %v", got)
 	}
 }
+
+func TestAnEmitterOrADashboardWithoutATargetIsRefused(t *testing.T) {
+	if _, err := ledger.NewEmitter("", ledger.Options{}); err == nil || err.Error() != "target: required, HOST:PORT of the ledger" {
+		t.Fatalf("NewEmitter: %v", err)
+	}
+	if _, err := ledger.NewDashboard("", ledger.DashboardOptions{}); err == nil || err.Error() != "target: required, HOST:PORT of the ledger" {
+		t.Fatalf("NewDashboard: %v", err)
+	}
+}
