@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	ledger "evidence-ledger/clients/go"
 	"evidence-ledger/clients/go/ledgerpb"
@@ -371,6 +373,26 @@ func TestTLSWithTheDevelopmentCertificates(t *testing.T) {
 	if e.Stats().Acknowledged != 1 || len(refused) != 1 || refused[0].Code != codes.PermissionDenied ||
 		!strings.Contains(refused[0].Message, "team-b") { // the gateway emits for team-a only
 		t.Fatalf("acknowledged %d, refused %+v", e.Stats().Acknowledged, refused)
+	}
+
+	// The auditor reads team-a's run; the gateway, an emitter, may not.
+	auditor, err := ledger.TLSFromFiles(c("ca.pem"), c("auditor.pem"), c("auditor.key"), "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []struct {
+		creds credentials.TransportCredentials
+		code  codes.Code
+	}{{auditor, codes.OK}, {creds, codes.PermissionDenied}} {
+		d, err := ledger.NewDashboard(fmt.Sprintf("localhost:%d", l.port), ledger.DashboardOptions{TLS: who.creds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := d.Runs(context.Background(), "team-a", 10)
+		if status.Code(err) != who.code || (who.code == codes.OK && len(runs) != 1) {
+			t.Fatalf("runs of team-a: %v %v, want %v", runs, err, who.code)
+		}
+		d.Close()
 	}
 
 	// A client whose certificate no CA of the ledger signed gets nowhere.
