@@ -109,14 +109,17 @@ type Options struct {
 	// NoBlock: Emit fails at once with ErrBufferFull when the buffer is
 	// full, instead of waiting EmitTimeout for room.
 	NoBlock bool
-	// EmitTimeout: how long Emit waits for room (default 30 s).
+	// EmitTimeout: how long Emit waits for room (default 30 s; negative:
+	// not at all).
 	EmitTimeout time.Duration
 	// FlushTimeout: how long Flush and Close wait at most (default 30 s;
 	// negative: until their context ends).
 	FlushTimeout time.Duration
-	// RPCTimeout: the deadline of each Append (default 10 s).
+	// RPCTimeout: the deadline of each Append (default 10 s, also for a
+	// negative value).
 	RPCTimeout time.Duration
-	// MaxBackoff: the longest pause between retries (default 5 s).
+	// MaxBackoff: the longest pause between retries, and between attempts
+	// to reconnect (default 5 s, also for a negative value).
 	MaxBackoff time.Duration
 	// OnResult is called once per receipt when it is settled.
 	OnResult func(*ledgerpb.Receipt, Result)
@@ -144,8 +147,12 @@ func (o Options) withDefaults() Options {
 	def(&o.Linger, 20*time.Millisecond)
 	def(&o.EmitTimeout, 30*time.Second)
 	def(&o.FlushTimeout, 30*time.Second)
-	def(&o.RPCTimeout, 10*time.Second)
-	def(&o.MaxBackoff, 5*time.Second)
+	if o.RPCTimeout <= 0 {
+		o.RPCTimeout = 10 * time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = log.Default()
 	}
