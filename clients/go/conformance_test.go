@@ -6,6 +6,7 @@ package ledger_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,6 +110,7 @@ func TestConformanceRunnerBatchesRefusesAndCloses(t *testing.T) {
 		"receipts": receipts, "steps": []interface{}{
 			map[string]interface{}{"do": "emit", "from": 0, "to": 8},
 			map[string]interface{}{"do": "close"},
+			map[string]interface{}{"do": "wait"},
 			map[string]interface{}{"do": "step", "team": "team-a", "run_id": "r1", "step_id": "s-c-4"},
 		}})
 	for i := 0; i < 8; i++ {
@@ -122,6 +124,17 @@ func TestConformanceRunnerBatchesRefusesAndCloses(t *testing.T) {
 	if closed != want {
 		t.Fatalf("got  %s\nwant %s", closed, want)
 	}
+	if got := r.next(); got != `{"event":"waiting"}` {
+		t.Fatalf("got %s", got)
+	}
+	d := newDashboard(t, l.Address)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); { // the projection follows the log
+		if run, err := d.Run(context.Background(), "team-a", "r1"); err == nil && run.Entries == 7 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.stdin.Write([]byte("\n")) //nolint:errcheck
 	if got := r.next(); got != `{"attempt":1,"event":"step","run_id":"r1","state":"pending","step_id":"s-c-4"}` {
 		t.Fatalf("step: %s", got)
 	}

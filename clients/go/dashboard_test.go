@@ -175,3 +175,15 @@ func TestWatchEndsWithTheLedgersRefusal(t *testing.T) {
 		t.Fatalf("Watch without a team: %v, want the ledger's refusal", err)
 	}
 }
+
+// runsOnceProjected returns the team's runs once there are some (the query
+// projection follows the log: a receipt just acknowledged may not be in it
+// yet), or after 10 s.
+func runsOnceProjected(d *ledger.Dashboard, team string) ([]*ledgerpb.Run, error) {
+	runs, err := d.Runs(context.Background(), team, 10)
+	for deadline := time.Now().Add(10 * time.Second); err == nil && len(runs) == 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		runs, err = d.Runs(context.Background(), team, 10)
+	}
+	return runs, err
+}

@@ -388,7 +388,7 @@ func TestTLSWithTheDevelopmentCertificates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs, err := d.Runs(context.Background(), "team-a", 10)
+		runs, err := runsOnceProjected(d, "team-a")
 		if status.Code(err) != who.code || (who.code == codes.OK && len(runs) != 1) {
 			t.Fatalf("runs of team-a: %v %v, want %v", runs, err, who.code)
 		}

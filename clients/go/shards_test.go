@@ -72,7 +72,7 @@ func TestAShardedEmitterSendsEachTeamToItsShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if runs, err := d.ForTeam("team-a").Runs(context.Background(), "team-a", 10); err != nil || len(runs) != 1 {
+	if runs, err := runsOnceProjected(d.ForTeam("team-a"), "team-a"); err != nil || len(runs) != 1 {
 		t.Fatalf("team-a's runs on its shard: %v %v", runs, err)
 	}
 }
