@@ -19,8 +19,11 @@ PACKAGES=(
   golang-go golang-golang-x-mod-dev
   golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
   python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
+  python3-pip python3-setuptools python3-wheel python3-venv
   chromium poppler-utils clang clang-format curl
 )
+# Node and npm from Debian, unless a Node with npm is already there
+command -v npm > /dev/null || PACKAGES+=(nodejs npm)
 
 install_missing() {
   local missing=()
@@ -54,6 +57,8 @@ case "${1:-}" in
     ;;
   test)
     install_missing
+    # The OpenTelemetry SDK that tests/otlp_test.py sends spans with.
+    (cd tests/otlp && npm ci --no-audit --no-fund --loglevel=error)
     build ON
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
     exec scripts/check_builds.sh build
