@@ -21,6 +21,7 @@ PACKAGES=(
   librocksdb-dev libsodium-dev nlohmann-json3-dev libarchive-dev libdeflate-dev libssl-dev
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
+  golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
   python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
   python3-pip python3-setuptools python3-wheel python3-venv
   chromium poppler-utils clang clang-format curl

@@ -1,0 +1,247 @@
+package ledger
+
+// Offline verification of a pack's checkpoint and proofs (CONTRACT.md
+// sections 5 to 7) with Go's sumdb packages. This checks what the proofs
+// prove: the checkpoint is signed by the ledger's key, every entry of the
+// pack is in the tree it names, and an earlier checkpoint is a prefix of
+// it. It is not the whole pack verifier (manifest, chains, scope,
+// outcomes, report, times): ledgerctl verify and ledger-verify-go do that.
+//
+// Thread safety: pure functions.
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Checkpoint is a verified checkpoint: the tree of Size entries with Root,
+// of the log named Origin.
+type Checkpoint struct {
+	Origin string
+	Tree   tlog.Tree
+}
+
+// VerifyCheckpoint opens a signed checkpoint (a C2SP signed note:
+// "<origin>\n<size>\n<base64 root>\n", a blank line, signature lines) with
+// the ledger's verifier key ("<name>+<key id>+<base64 key>"), and requires
+// the key's name to be the origin. Other signature lines (a witness's
+// cosignatures) are allowed and not checked.
+func VerifyCheckpoint(signed []byte, vkey string) (Checkpoint, error) {
+	verifier, err := note.NewVerifier(strings.TrimSpace(vkey))
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("vkey: %w", err)
+	}
+	n, err := note.Open(signed, note.VerifierList(verifier))
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: not signed by %s: %w", verifier.Name(), err)
+	}
+	lines := strings.Split(n.Text, "\n")
+	if len(lines) != 4 || lines[3] != "" || lines[0] == "" {
+		return Checkpoint{}, errors.New("checkpoint: want three lines: origin, tree size, root hash")
+	}
+	if lines[0] != verifier.Name() {
+		return Checkpoint{}, fmt.Errorf("checkpoint: origin %q is not the key's name %q", lines[0], verifier.Name())
+	}
+	size, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
+		return Checkpoint{}, fmt.Errorf("checkpoint: tree size %q: want a decimal number", lines[1])
+	}
+	root, err := base64.StdEncoding.DecodeString(lines[2])
+	if err != nil || len(root) != tlog.HashSize || base64.StdEncoding.EncodeToString(root) != lines[2] {
+		return Checkpoint{}, fmt.Errorf("checkpoint: root hash %q: want 32 bytes in standard base64", lines[2])
+	}
+	c := Checkpoint{Origin: lines[0], Tree: tlog.Tree{N: size}}
+	copy(c.Tree.Hash[:], root)
+	return c, nil
+}
+
+// VerifyInclusion checks that leaf (the entry's exact bytes) is entry seq
+// of tree, by its RFC 9162 inclusion proof (leaf to root).
+func VerifyInclusion(tree tlog.Tree, seq int64, leaf []byte, proof []tlog.Hash) error {
+	if seq < 0 || seq >= tree.N {
+		return fmt.Errorf("seq %d: not below the tree size %d", seq, tree.N)
+	}
+	h := tlog.RecordHash(leaf)
+	if err := tlog.CheckRecord(proof, tree.N, tree.Hash, seq, h); err != nil {
+		return fmt.Errorf("seq %d: the inclusion proof of leaf hash %x does not lead to root %x of size %d",
+			seq, h[:], tree.Hash[:], tree.N)
+	}
+	return nil
+}
+
+// VerifyConsistency checks that old is a prefix of tree, by their RFC 9162
+// consistency proof.
+func VerifyConsistency(old, tree tlog.Tree, proof []tlog.Hash) error {
+	if old.N > tree.N {
+		return fmt.Errorf("consistency: the old tree (size %d) is larger than the new (size %d)", old.N, tree.N)
+	}
+	if err := tlog.CheckTree(proof, tree.N, tree.Hash, old.N, old.Hash); err != nil {
+		return fmt.Errorf("consistency: the proof does not lead from size %d root %x to size %d root %x",
+			old.N, old.Hash[:], tree.N, tree.Hash[:])
+	}
+	return nil
+}
+
+// PackProofs is what VerifyPackProofs found.
+type PackProofs struct {
+	Checkpoint Checkpoint
+	Entries    int         // entries in the pack, each proven in Checkpoint's tree
+	Since      *Checkpoint // the earlier checkpoint of consistency.json, when the pack has one
+}
+
+// VerifyPackProofs reads an evidence pack (.tar.gz, one top folder) and
+// checks its checkpoint against vkey, every line of entries.jsonl against
+// its line of proofs.jsonl (same seq, leaf hash of the line's bytes, an
+// inclusion proof to the checkpoint), and consistency.json when there.
+// Errors name the file, the line and the seq.
+func VerifyPackProofs(path, vkey string) (*PackProofs, error) {
+	files, err := readPack(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"checkpoint", "entries.jsonl", "proofs.jsonl"} {
+		if _, ok := files[name]; !ok {
+			return nil, fmt.Errorf("%s: missing from the pack", name)
+		}
+	}
+	cp, err := VerifyCheckpoint(files["checkpoint"], vkey)
+	if err != nil {
+		return nil, err
+	}
+	out := &PackProofs{Checkpoint: cp}
+	if out.Entries, err = verifyEntries(cp.Tree, files["entries.jsonl"], files["proofs.jsonl"]); err != nil {
+		return nil, err
+	}
+	if doc, ok := files["consistency.json"]; ok {
+		if out.Since, err = verifyConsistencyFile(cp, doc, vkey); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+type proofLine struct {
+	Seq       *int64   `json:"seq"`
+	LeafHash  string   `json:"leaf_hash"`
+	Inclusion []string `json:"inclusion"`
+}
+
+func verifyEntries(tree tlog.Tree, entries, proofs []byte) (int, error) {
+	leaves, lines := splitLines(entries), splitLines(proofs)
+	if len(leaves) != len(lines) {
+		return 0, fmt.Errorf("proofs.jsonl: %d lines for the %d entries of entries.jsonl", len(lines), len(leaves))
+	}
+	for i, leaf := range leaves {
+		var p proofLine
+		dec := json.NewDecoder(bytes.NewReader(lines[i]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil || p.Seq == nil {
+			return 0, fmt.Errorf("proofs.jsonl line %d: want {\"seq\":N,\"leaf_hash\":HEX,\"inclusion\":[HEX,...]}", i+1)
+		}
+		if got := tlog.RecordHash(leaf); hex.EncodeToString(got[:]) != p.LeafHash {
+			return 0, fmt.Errorf("entries.jsonl line %d (seq %d): leaf hash %x, proofs.jsonl says %s", i+1, *p.Seq,
+				got[:], p.LeafHash)
+		}
+		hashes, err := parseHashes(p.Inclusion)
+		if err != nil {
+			return 0, fmt.Errorf("proofs.jsonl line %d: inclusion: %w", i+1, err)
+		}
+		if err := VerifyInclusion(tree, *p.Seq, leaf, hashes); err != nil {
+			return 0, fmt.Errorf("proofs.jsonl line %d: %w", i+1, err)
+		}
+	}
+	return len(leaves), nil
+}
+
+func verifyConsistencyFile(cp Checkpoint, doc []byte, vkey string) (*Checkpoint, error) {
+	var c struct {
+		OldCheckpoint string   `json:"old_checkpoint"`
+		Proof         []string `json:"proof"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("consistency.json: want {\"old_checkpoint\":NOTE,\"proof\":[HEX,...]}: %w", err)
+	}
+	old, err := VerifyCheckpoint([]byte(c.OldCheckpoint), vkey)
+	if err != nil {
+		return nil, fmt.Errorf("consistency.json: old_checkpoint: %w", err)
+	}
+	hashes, err := parseHashes(c.Proof)
+	if err != nil {
+		return nil, fmt.Errorf("consistency.json: proof: %w", err)
+	}
+	if err := VerifyConsistency(old.Tree, cp.Tree, hashes); err != nil {
+		return nil, fmt.Errorf("consistency.json: %w", err)
+	}
+	return &old, nil
+}
+
+func parseHashes(in []string) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(in))
+	for i, s := range in {
+		b, err := hex.DecodeString(s)
+		if err != nil || len(b) != tlog.HashSize || hex.EncodeToString(b) != s {
+			return nil, fmt.Errorf("hash %d: %q is not 64 lowercase hex digits", i, s)
+		}
+		copy(out[i][:], b)
+	}
+	return out, nil
+}
+
+// splitLines splits newline-terminated lines (the last newline optional).
+func splitLines(b []byte) [][]byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+}
+
+// readPack returns the regular files of the pack's one top folder, by name.
+func readPack(path string) (map[string][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("pack: %w", err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("pack: not gzip: %w", err)
+	}
+	files := map[string][]byte{}
+	top := ""
+	t := tar.NewReader(gz)
+	for {
+		h, err := t.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pack: not a tar archive: %w", err)
+		}
+		if h.Typeflag == tar.TypeDir {
+			continue
+		}
+		dir, name, ok := strings.Cut(h.Name, "/")
+		if !ok || strings.Contains(name, "/") || (top != "" && dir != top) || h.Typeflag != tar.TypeReg {
+			return nil, fmt.Errorf("pack: %s: want a regular file in the one top folder", h.Name)
+		}
+		top = dir
+		if files[name], err = io.ReadAll(io.LimitReader(t, 1<<30)); err != nil {
+			return nil, fmt.Errorf("pack: %s: %w", h.Name, err)
+		}
+	}
+}

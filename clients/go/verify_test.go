@@ -1,0 +1,188 @@
+package ledger_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	ledger "evidence-ledger/clients/go"
+)
+
+func ledgerctl(t *testing.T, l *testLedger, args ...string) string {
+	t.Helper()
+	return string(runScript(t, filepath.Join(buildDir(t), "cmd", "ledgerctl"), append([]string{"--server", l.Address}, args...)...))
+}
+
+// exportPacks logs two runs, keeps a checkpoint, logs more, and exports
+// team-a/run-1 with --since the kept checkpoint.
+func exportPacks(t *testing.T) (pack, vkey string) {
+	l := startLedger(t)
+	e := newEmitter(t, l.Address, ledger.Options{})
+	emitAll(t, e, calls(t, 120, "p"))
+	if err := e.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(l.work, "old.note")
+	if err := os.WriteFile(old, []byte(ledgerctl(t, l, "checkpoint", "--at-least", "120")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	emitAll(t, e, calls(t, 180, "q"))
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ledgerctl(t, l, "checkpoint", "--at-least", "300")
+	pack = filepath.Join(l.work, "run.tar.gz")
+	ledgerctl(t, l, "export", "--run", "team-a/run-1", "--out", pack, "--since", old)
+	return pack, strings.TrimSpace(ledgerctl(t, l, "vkey"))
+}
+
+func TestVerifyPackProofsOfARealPack(t *testing.T) {
+	pack, vkey := exportPacks(t)
+	got, err := ledger.VerifyPackProofs(pack, vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run-1 is receipts 50-99 of each batch: 100 entries, in a tree of 300.
+	if got.Entries != 100 || got.Checkpoint.Tree.N < 300 || got.Since == nil || got.Since.Tree.N < 120 ||
+		got.Since.Tree.N > got.Checkpoint.Tree.N || got.Checkpoint.Origin != strings.Split(vkey, "+")[0] {
+		t.Fatalf("%d entries, checkpoint %+v, since %+v", got.Entries, got.Checkpoint, got.Since)
+	}
+}
+
+// packFiles returns the pack's files by name (without the top folder).
+func packFiles(t *testing.T, pack string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name[strings.Index(h.Name, "/")+1:]], _ = io.ReadAll(tr)
+	}
+}
+
+// rewrite writes a copy of the pack with some files replaced.
+func rewrite(t *testing.T, pack string, replace map[string][]byte) string {
+	t.Helper()
+	files := packFiles(t, pack)
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	tw := tar.NewWriter(zw)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		data := files[name]
+		if r, ok := replace[name]; ok {
+			data = r
+		}
+		tw.WriteHeader(&tar.Header{Name: "evidence/" + name, Mode: 0o644, Size: int64(len(data)), //nolint:errcheck
+			Typeflag: tar.TypeReg})
+		tw.Write(data) //nolint:errcheck // into a bytes.Buffer
+	}
+	tw.Close()
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "tampered.tar.gz")
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func leafHash(leaf string) string {
+	h := tlog.RecordHash([]byte(leaf))
+	return hex.EncodeToString(h[:])
+}
+
+func TestVerifyPackProofsRefusesATamperedPack(t *testing.T) {
+	pack, vkey := exportPacks(t)
+	files := packFiles(t, pack)
+	entries := strings.SplitN(string(files["entries.jsonl"]), "\n", 2)
+	proofs := strings.SplitN(string(files["proofs.jsonl"]), "\n", 2)
+	seq := strings.TrimPrefix(strings.Split(proofs[0], ",")[0], `{"seq":`)
+	checkpoint := strings.Split(string(files["checkpoint"]), "\n")
+	root, _ := base64.StdEncoding.DecodeString(checkpoint[2])
+
+	// The first entry rewritten (fewer tokens): its leaf hash is not the one
+	// proofs.jsonl names.
+	changed := strings.Replace(entries[0], `"input_tokens":50`, `"input_tokens":5`, 1)
+	if changed == entries[0] {
+		t.Fatalf("the first entry has no input_tokens 50: %s", entries[0])
+	}
+	edited := rewrite(t, pack, map[string][]byte{"entries.jsonl": []byte(changed + "\n" + entries[1])})
+	_, err := ledger.VerifyPackProofs(edited, vkey)
+	want := fmt.Sprintf("entries.jsonl line 1 (seq %s): leaf hash %s, proofs.jsonl says %s", seq, leafHash(changed),
+		leafHash(entries[0]))
+	if err == nil || err.Error() != want {
+		t.Fatalf("an entry rewritten: %v\nwant %s", err, want)
+	}
+
+	// As an attacker would: proofs.jsonl names the new leaf hash too. The
+	// inclusion proof no longer leads to the signed root.
+	forged := rewrite(t, pack, map[string][]byte{
+		"entries.jsonl": []byte(changed + "\n" + entries[1]),
+		"proofs.jsonl":  []byte(strings.Replace(proofs[0], leafHash(entries[0]), leafHash(changed), 1) + "\n" + proofs[1]),
+	})
+	_, err = ledger.VerifyPackProofs(forged, vkey)
+	want = fmt.Sprintf("proofs.jsonl line 1: seq %s: the inclusion proof of leaf hash %s does not lead to root %x of size %s",
+		seq, leafHash(changed), root, checkpoint[1])
+	if err == nil || err.Error() != want {
+		t.Fatalf("an entry and its leaf hash rewritten: %v\nwant %s", err, want)
+	}
+
+	// The checkpoint signed by a key of the ledger's name that is not the
+	// ledger's.
+	origin := checkpoint[0]
+	skey, _, err := note.GenerateKey(rand.Reader, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := note.NewSigner(skey)
+	signed, err := note.Sign(&note.Note{Text: strings.Join(checkpoint[:3], "\n") + "\n"}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ledger.VerifyPackProofs(rewrite(t, pack, map[string][]byte{"checkpoint": signed}), vkey)
+	if err == nil || err.Error() != "checkpoint: not signed by "+origin+": note has no verifiable signatures" {
+		t.Fatalf("a checkpoint signed by another key: %v", err)
+	}
+
+	// consistency.json's proof without its last hash.
+	c := files["consistency.json"]
+	i := bytes.LastIndex(c, []byte(`,"`))
+	cut := append(append([]byte{}, c[:i]...), []byte("]}")...)
+	_, err = ledger.VerifyPackProofs(rewrite(t, pack, map[string][]byte{"consistency.json": cut}), vkey)
+	if err == nil || !strings.HasPrefix(err.Error(), "consistency.json: consistency: the proof does not lead from size ") {
+		t.Fatalf("a consistency proof cut short: %v", err)
+	}
+}
