@@ -458,7 +458,9 @@ absl::Status Daemon::PrepareDataDir(bool* had_data, bool* had_tmp, bool* had_gua
   *had_tmp = std::filesystem::exists(options_.data_dir + "/tmp", ec);
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) return absl::UnavailableError("--data: " + ec.message());
-  *had_guard = std::filesystem::exists(options_.data_dir + "/" + ledger::log::Log::kGuardFile);
+  const std::string guard = options_.data_dir + "/" + ledger::log::Log::kGuardFile;
+  *had_guard = std::filesystem::exists(guard, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("--data: cannot read ", guard, ": ", ec.message()));
   if (restore_from.empty()) return absl::OkStatus();
   if (auto s = Restore(restore_from, options_.data_dir); !s.ok()) {
     if (!*had_data) std::filesystem::remove(options_.data_dir, ec);  // only when still empty

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A data directory ledgerd cannot use is a start_failed line naming --data and
+# the path, with exit status 1: never an uncaught exception. As root, ledgerd
+# runs as UID 10001 (the image's user) over a directory only root may read;
+# otherwise (exit 77, skipped) the permission case cannot be made.
+# Usage: data_dir_errors_test.sh BUILD_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+fail() { echo "FAIL: $*"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+
+# Expects ledgerd with the given flags to exit 1 with this start_failed message.
+refused() {
+  local want=$1
+  shift
+  "$@" --listen 127.0.0.1:0 --insecure > "$work/out" 2> "$work/err"
+  local rc=$?
+  [ "$rc" -eq 1 ] || { cat "$work/err"; fail "exit $rc, want 1: $*"; }
+  grep -q "terminate called" "$work/err" && fail "an uncaught exception: $(cat "$work/err")"
+  grep -qF "\"event\":\"start_failed\",\"msg\":\"$want\"" "$work/err" || { cat "$work/err"; fail "want: $want"; }
+}
+
+touch "$work/file"
+refused "--data: Not a directory" "$build/cmd/ledgerd" --data "$work/file"
+[ "$(id -u)" -eq 0 ] || { echo "data_dir_errors: not root, the permission cases skipped"; exit 77; }
+mkdir -p "$work/root-only/data" "$work/closed"
+chmod 700 "$work/root-only/data" "$work/closed"
+chmod 755 "$work/root-only"
+as_user=(setpriv --reuid 10001 --regid 10001 --clear-groups)
+refused "--data: cannot read $work/root-only/data/latest-checkpoint: Permission denied" \
+  "${as_user[@]}" "$build/cmd/ledgerd" --data "$work/root-only/data"
+refused "--data: Permission denied" "${as_user[@]}" "$build/cmd/ledgerd" --data "$work/closed/data"
+echo "data_dir_errors: OK"
