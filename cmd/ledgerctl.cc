@@ -807,8 +807,8 @@ using OnLedger = int (*)(pb::LedgerService::Stub&, const Flags&);
 using OnQuery = int (*)(pb::QueryService::Stub&, const Flags&);
 
 const std::map<std::string_view, Offline> kOffline = {
-    {"keygen", Keygen}, {"rebuild", Rebuild}, {"audit", AuditStore}, {"verify", Verify}, {"policy-check", PolicyCheck},
-    {"prove-team", ledger::ctl::ProveTeam}};
+    {"keygen", Keygen}, {"rebuild", Rebuild},          {"audit", AuditStore},
+    {"verify", Verify}, {"policy-check", PolicyCheck}, {"prove-team", ledger::ctl::ProveTeam}};
 const std::map<std::string_view, Routed> kRouted = {
     {"route", ShowRoute}, {"append", AppendRouted}, {"steps", StepsRouted}};
 const std::map<std::string_view, OnLedger> kOnLedger = {
