@@ -74,7 +74,7 @@ export interface EmitterOptions extends ConnectionOptions {
   rpcTimeoutMs?: number;
   /** The longest back-off between retries (5 s); also the channel's longest reconnect back-off. */
   maxBackoffMs?: number;
-  /** How long flush() and close() wait when not told (30 s). */
+  /** How long flush() and close() wait when not told (DEFAULT_FLUSH_TIMEOUT_MS, 30 s). */
   flushTimeoutMs?: number;
   onResult?: OnResult;
   logger?: Logger;
@@ -90,6 +90,9 @@ export const LEDGER_ID_PREFIX = "ledger.";
 
 const RETRYABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED, grpc.status.DEADLINE_EXCEEDED]);
 const FIRST_BACKOFF_MS = 50;
+
+/** How long flush() and close() wait unless told otherwise. */
+export const DEFAULT_FLUSH_TIMEOUT_MS = 30000;
 
 interface AppendResult {
   seq: number;
@@ -142,7 +145,7 @@ export class Emitter {
     this.emitTimeoutMs = options.emitTimeoutMs ?? 30000;
     this.rpcTimeoutMs = options.rpcTimeoutMs ?? 10000;
     this.maxBackoffMs = options.maxBackoffMs ?? 5000;
-    this.flushTimeoutMs = options.flushTimeoutMs ?? 30000;
+    this.flushTimeoutMs = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
     this.onResult = options.onResult;
     this.logger = options.logger ?? console;
     this.client = new LedgerService(target, ...channelArgs(options, {
