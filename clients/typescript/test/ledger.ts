@@ -82,6 +82,11 @@ export class Ledger {
 
   /** Every receipt_id in the log, in seq order (duplicates kept), once the checkpoint caught up with the head. */
   async receiptIds(): Promise<string[]> {
+    return (await this.receipts()).map((r) => r.receipt_id as string);
+  }
+
+  /** The `receipt` member of every leaf in the log, in seq order (duplicates kept), once the checkpoint caught up with the head. */
+  async receipts(): Promise<Record<string, unknown>[]> {
     const client = new LedgerService(this.address, grpc.credentials.createInsecure());
     const call = <T>(method: string, request: object): Promise<T> => new Promise((resolve, reject) =>
       client[method](request, { deadline: Date.now() + 10000 }, (e: Error | null, r: T) => (e ? reject(e) : resolve(r))));
@@ -91,11 +96,11 @@ export class Ledger {
         sizes.push((await call<{ tree_size: number }>("GetCheckpoint", {})).tree_size);
         await sleep(30);
       }
-      const ids: string[] = [];
+      const out: Record<string, unknown>[] = [];
       for await (const entry of client.GetEntries({ from_seq: 0, to_seq: sizes[sizes.length - 1] })) {
-        ids.push(JSON.parse(Buffer.from(entry.leaf).toString("utf8")).receipt.receipt_id);
+        out.push(JSON.parse(Buffer.from(entry.leaf).toString("utf8")).receipt);
       }
-      return ids;
+      return out;
     } finally {
       client.close();
     }
