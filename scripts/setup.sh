@@ -20,6 +20,8 @@ PACKAGES=(
   python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
   chromium poppler-utils clang clang-format curl
 )
+# Node and npm from Debian, unless a Node with npm is already there
+command -v npm > /dev/null || PACKAGES+=(nodejs npm)
 
 install_missing() {
   local missing=()
@@ -41,6 +43,14 @@ build() {
   ninja -C build
 }
 
+# The TypeScript client's packages, as package-lock.json pins them (from the
+# npm registry; again only when the lock file changed), and its build.
+typescript_client() {
+  (cd clients/typescript &&
+   { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } &&
+   npm run --silent build)
+}
+
 case "${1:-}" in
   demo)
     install_missing
@@ -54,6 +64,7 @@ case "${1:-}" in
   test)
     install_missing
     build ON
+    typescript_client
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
     exec scripts/check_builds.sh build
     ;;
