@@ -148,7 +148,9 @@ export class Dashboard {
 
   /** `target` is HOST:PORT. */
   constructor(target: string, options: DashboardOptions = {}) {
-    this.client = new QueryService(target, ...channelArgs(options));
+    // A watch reconnects within 5 s of the ledger's return, however long it was away.
+    this.client = new QueryService(target, ...channelArgs(options, { "grpc.initial_reconnect_backoff_ms": 100,
+                                                                      "grpc.max_reconnect_backoff_ms": 5000 }));
     this.timeoutMs = options.timeoutMs ?? 10000;
   }
 

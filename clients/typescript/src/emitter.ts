@@ -100,6 +100,10 @@ interface AppendResult {
   code: number;
   message: string;
 }
+// Stands for the result of a receipt that a response lacks (the ledger
+// answers every receipt): sent again, as the ledger appends it once.
+const MISSING: AppendResult = { seq: 0, duplicate: false, code: grpc.status.INTERNAL,
+                                message: "the ledger's response has no result for this receipt" };
 
 export class Emitter {
   /** After close(): the receipts never settled, in the order they were emitted. */
@@ -138,6 +142,12 @@ export class Emitter {
     if (options.onResult !== undefined && typeof options.onResult !== "function") {
       throw new TypeError(`onResult: must be a function onResult(receipt, result), not ${JSON.stringify(options.onResult)}`);
     }
+    for (const name of ["batchSize", "maxBuffer"] as const) {
+      const value = options[name];
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
+        throw new RangeError(`${name}: must be an integer of at least 1, not ${value}`);
+      }
+    }
     this.batchSize = Math.min(options.batchSize ?? 200, 1000);
     this.lingerMs = options.lingerMs ?? 20;
     this.maxBuffer = options.maxBuffer ?? 10000;
@@ -152,7 +162,9 @@ export class Emitter {
       "grpc.initial_reconnect_backoff_ms": Math.min(100, this.maxBackoffMs),
       "grpc.max_reconnect_backoff_ms": this.maxBackoffMs,
     }));
-    this.sender = this.run();
+    this.sender = this.run().catch((error) => {
+      this.logger.error("the emitter's sender stopped: nothing more is sent", error);
+    });
   }
 
   /** Queues a receipt (made with `receipts`). Rejects with TypeError for a
@@ -294,8 +306,8 @@ export class Emitter {
       const retry: Receipt[] = [];
       let why: AppendResult | undefined;
       batch.forEach((r, i) => {
-        const result = results[i];
-        if (RETRYABLE.has(result.code)) {
+        const result = results[i] ?? MISSING;
+        if (RETRYABLE.has(result.code) || result === MISSING) {
           retry.push(r);
           why ??= result;
         } else {

@@ -141,7 +141,12 @@ test("a callback that throws is logged, counted, and never stops the sender", as
   assert.deepEqual(logger.errors[0][1], new Error("a gateway's bug"));
 });
 
-test("onResult must be a function", () => {
+test("options are checked at construction", () => {
+  assert.throws(() => new Emitter("127.0.0.1:1", { batchSize: 0 }),
+                new RangeError("batchSize: must be an integer of at least 1, not 0"));
+  assert.throws(() => new Emitter("127.0.0.1:1", { maxBuffer: 2.5 }),
+                new RangeError("maxBuffer: must be an integer of at least 1, not 2.5"));
+
   assert.throws(() => new Emitter("127.0.0.1:1", { onResult: "print" as any }),
                 new TypeError("onResult: must be a function onResult(receipt, result), not \"print\""));
 });
