@@ -135,6 +135,7 @@ export class Emitter {
   private closed = false;
   private stopped = false;
   private wakeups: (() => void)[] = [];
+  private closing?: Promise<boolean>;
   private readonly sender: Promise<void>;
 
   /** `target` is HOST:PORT. TypeError for an onResult that is not a function. */
@@ -207,8 +208,14 @@ export class Emitter {
 
   /** Flushes (as flush(timeoutMs)), then stops the sender and closes the
    * channel. False if the flush timed out; the receipts not settled are then
-   * in `unsettled`, for the caller to keep. */
-  async close(timeoutMs: number = this.flushTimeoutMs): Promise<boolean> {
+   * in `unsettled`, for the caller to keep. Calls after the first resolve as
+   * the first does. */
+  close(timeoutMs: number = this.flushTimeoutMs): Promise<boolean> {
+    this.closing ??= this.shutDown(timeoutMs);
+    return this.closing;
+  }
+
+  private async shutDown(timeoutMs: number): Promise<boolean> {
     const flushed = await this.flush(timeoutMs);
     this.closed = true;
     this.stopped = true;

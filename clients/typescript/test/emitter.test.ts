@@ -117,6 +117,8 @@ test("the bounded buffer waits or rejects", async () => {
   assert.ok(Date.now() - started >= 290, `waited ${Date.now() - started} ms, not 300`);
   assert.equal(await e.close(200), false);  // not flushed: said so, not hidden
   assert.deepEqual(e.unsettled.map((r) => r.receipt_id), ["e-0", "e-1", "e-2", "e-3", "e-4"]);
+  assert.equal(await e.close(200), false);  // a second close keeps the account
+  assert.deepEqual(e.unsettled.map((r) => r.receipt_id), ["e-0", "e-1", "e-2", "e-3", "e-4"]);
   assert.equal(await waiting.close(200), false);
   assert.deepEqual(waiting.unsettled.map((r) => r.receipt_id), ["f-0"]);
 });
