@@ -38,6 +38,13 @@ test("a gateway over mutual TLS with the development certificates", async (t) =>
   t.after(() => stranger.close());
   await assert.rejects(stranger.run("team-a", "run-1"), (e: any) => e.code === status.PERMISSION_DENIED);
 
+  // An identity with no rule is refused, for good: reported, never retried.
+  const outsider = new Emitter(`localhost:${ledger.port}`, { tls: tls("stranger") });
+  await outsider.emit(receipts.modelCall("team-a", "run-1", "step-1", { receipt_id: "s-1", route: "m" }));
+  assert.equal(await outsider.close(), true);
+  assert.deepEqual([outsider.acknowledged, outsider.retries], [0, 0]);
+  assert.deepEqual(outsider.refused.map((r) => [r.receipt_id, r.code]), [["s-1", status.PERMISSION_DENIED]]);
+
   // Without a client certificate the ledger refuses the connection: nothing is settled.
   const anonymous = new Emitter(`localhost:${ledger.port}`, { tls: { ca: readFileSync(c("ca.pem")) },
                                                               rpcTimeoutMs: 300, logger: { warn() {}, error() {} } });
