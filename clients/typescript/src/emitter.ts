@@ -31,7 +31,8 @@
 //     and the reason (the gRPC code and message).
 //
 // Thread-safety: none needed; every method runs on Node's event loop, and
-// the sender is a task on it.
+// the sender is a task on it. Timeouts run on the monotonic clock
+// (performance.now()), the RPC deadline on the wall clock, as gRPC wants.
 import * as grpc from "@grpc/grpc-js";
 
 import type { Receipt } from "./receipts";
@@ -170,20 +171,20 @@ export class Emitter {
 
   /** Queues a receipt (made with `receipts`). Rejects with TypeError for a
    * receipt without its id, RangeError for an id of the ledger's,
-   * BufferFullError when the buffer stays full, Error after close. The
-   * receipt is queued before the first await: emits that are not awaited
-   * keep their order. */
+   * BufferFullError when the buffer stays full, Error after close. While
+   * the buffer has room the receipt is queued before the first await, so
+   * emits that are not awaited keep their order. */
   async emit(receipt: Receipt): Promise<void> {
     if (!receipt.receipt_id) throw new TypeError("receipt_id: required (retries rely on it)");
     if (receipt.receipt_id.startsWith(LEDGER_ID_PREFIX)) {
       throw new RangeError(`receipt_id: '${receipt.receipt_id}' is in the ledger's namespace: ids starting with ` +
                            `'${LEDGER_ID_PREFIX}' are written by the ledger only`);
     }
-    const deadline = Date.now() + this.emitTimeoutMs;
+    const deadline = performance.now() + this.emitTimeoutMs;
     for (;;) {
       if (this.closed) throw new Error("emitter is closed");
       if (this.pending < this.maxBuffer) break;
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (!this.block || left <= 0) {
         throw new BufferFullError(`maxBuffer: ${this.pending} receipts are not settled yet`);
       }
@@ -197,9 +198,9 @@ export class Emitter {
   /** Resolves to true once every receipt emitted so far is settled, or to
    * false after `timeoutMs` (default: flushTimeoutMs; Infinity: for good). */
   async flush(timeoutMs: number = this.flushTimeoutMs): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     while (this.pending > 0) {
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) return false;
       await this.changed(left);
     }
@@ -245,8 +246,8 @@ export class Emitter {
   }
 
   private async sleep(ms: number): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!this.stopped && Date.now() < deadline) await this.changed(deadline - Date.now());
+    const deadline = performance.now() + ms;
+    while (!this.stopped && performance.now() < deadline) await this.changed(deadline - performance.now());
   }
 
   private settle(receipt: Receipt, result: Result): void {
@@ -275,9 +276,9 @@ export class Emitter {
   private async take(): Promise<Receipt[] | null> {
     while (this.queue.length === 0 && !this.closed) await this.changed();
     if (this.queue.length === 0 || this.stopped) return null;
-    const deadline = Date.now() + this.lingerMs;
-    while (this.queue.length < this.batchSize && !this.stopped && Date.now() < deadline) {
-      await this.changed(deadline - Date.now());  // let a batch fill
+    const deadline = performance.now() + this.lingerMs;
+    while (this.queue.length < this.batchSize && !this.stopped && performance.now() < deadline) {
+      await this.changed(deadline - performance.now());  // let a batch fill
     }
     return this.queue.splice(0, this.batchSize);
   }

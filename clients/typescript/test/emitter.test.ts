@@ -158,10 +158,10 @@ test("flush and close wait 30 s by default, then say so", async () => {
   const e = new Emitter(`127.0.0.1:${port}`, { rpcTimeoutMs: 200, flushTimeoutMs: 500, logger: recorder() });
   await e.emit(calls(1, "h")[0]);
   const started = Date.now();
-  assert.equal(await e.flush(), false);
-  assert.equal(await e.close(), false);
+  assert.equal(await e.flush(), false, `flushed: ${JSON.stringify(e.refused)}`);
+  assert.equal(await e.close(), false, `flushed: ${JSON.stringify(e.refused)}`);
   const took = Date.now() - started;
-  assert.ok(took >= 950 && took < 5000, `took ${took} ms`);
+  assert.ok(took >= 950 && took < 20000, `took ${took} ms, not twice flushTimeoutMs (and far from twice 30 s)`);
   assert.deepEqual(e.unsettled.map((r) => r.receipt_id), ["h-0"]);
   assert.equal(DEFAULT_FLUSH_TIMEOUT_MS, 30000);
 });
