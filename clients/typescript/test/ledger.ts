@@ -1,8 +1,8 @@
 // A real ledgerd for the tests: its own temporary data directory, a free
 // loopback port it keeps across kill() and start(), and a reader of the
-// receipt ids in its log.
+// receipts in its log.
 import { ChildProcess, spawn } from "child_process";
-import { mkdtempSync, openSync } from "fs";
+import { mkdtempSync, openSync, rmSync } from "fs";
 import { createServer } from "net";
 import { tmpdir } from "os";
 import * as path from "path";
@@ -68,8 +68,10 @@ export class Ledger {
     await this.signal("SIGKILL");
   }
 
+  /** Stops it and removes its directory (kept when LEDGER_KEEP is set, with ledgerd.err in it). */
   async stop(): Promise<void> {
     await this.signal("SIGTERM");
+    if (!process.env.LEDGER_KEEP) rmSync(this.work, { recursive: true, force: true });
   }
 
   private async signal(signal: NodeJS.Signals): Promise<void> {

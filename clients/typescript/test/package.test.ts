@@ -2,7 +2,7 @@
 // in it) emits to a ledger from a directory of its own.
 import { execFile, execFileSync } from "node:child_process";
 import * as assert from "node:assert/strict";
-import { cpSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
@@ -23,6 +23,7 @@ test("npm packs dist/ with the protos, and the copy runs alone", async (t) => {
   assert.deepEqual(files.filter((f) => !f.startsWith("dist/") && f !== "package.json"), []);
 
   const copy = mkdtempSync(path.join(tmpdir(), "ledger-ts-package-"));
+  t.after(() => rmSync(copy, { recursive: true, force: true }));
   for (const f of files) cpSync(path.join(PACKAGE, f), path.join(copy, f));
   symlinkSync(path.join(PACKAGE, "node_modules"), path.join(copy, "node_modules"));
   writeFileSync(path.join(copy, "emit.js"), `

@@ -2,7 +2,7 @@
 // shard map across two ledgers.
 import { execFileSync } from "node:child_process";
 import * as assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
@@ -13,6 +13,7 @@ import { BUILD, Ledger, ROOT } from "./ledger";
 
 test("a gateway over mutual TLS with the development certificates", async (t) => {
   const certs = mkdtempSync(path.join(tmpdir(), "ledger-ts-certs-"));
+  t.after(() => rmSync(certs, { recursive: true, force: true }));
   execFileSync(path.join(ROOT, "scripts", "dev-certs.sh"), [certs, "gateway", "auditor", "stranger"], { stdio: "ignore" });
   const c = (name: string) => path.join(certs, name);
   const ledger = await Ledger.start("--tls-cert", c("server.pem"), "--tls-key", c("server.key"),
