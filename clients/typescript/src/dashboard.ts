@@ -131,7 +131,8 @@ const STATES: readonly string[] = ["pending", "succeeded", "failed", "denied", "
 const ANOMALIES: readonly string[] = ["late_completion", "orphan_completion", "duplicate_completion",
   "conflicting_completion", "mismatched_completion", "completion_after_deny", "duplicate_start"];
 
-function names(field: string, given: readonly string[] | undefined, known: readonly string[], prefix: string): string[] {
+function names(field: string, given: readonly string[] | undefined, known: readonly string[],
+               prefix: string): string[] {
   return (given ?? []).map((name) => {
     if (!known.includes(name)) throw new RangeError(`${field}: '${name}' is not one of ${known.join(", ")}`);
     return prefix + name.toUpperCase();
@@ -175,7 +176,8 @@ export class Dashboard {
   }
 
   step(team: string, run: string, step: string, attempt = 1): Promise<Step> {
-    return unary((done) => this.client.GetStep({ team, run_id: run, step_id: step, attempt }, this.callOptions(), done));
+    const request = { team, run_id: run, step_id: step, attempt };
+    return unary((done) => this.client.GetStep(request, this.callOptions(), done));
   }
 
   run(team: string, run: string): Promise<Run> {

@@ -142,7 +142,8 @@ export class Emitter {
   /** `target` is HOST:PORT. TypeError for an onResult that is not a function. */
   constructor(target: string, options: EmitterOptions = {}) {
     if (options.onResult !== undefined && typeof options.onResult !== "function") {
-      throw new TypeError(`onResult: must be a function onResult(receipt, result), not ${JSON.stringify(options.onResult)}`);
+      throw new TypeError("onResult: must be a function onResult(receipt, result), not " +
+                          JSON.stringify(options.onResult));
     }
     for (const name of ["batchSize", "maxBuffer"] as const) {
       const value = options[name];
@@ -306,7 +307,8 @@ export class Emitter {
           backoff = Math.min(backoff * 2, this.maxBackoffMs);
         } else {
           for (const r of batch) {
-            this.settle(r, { receipt_id: r.receipt_id, code: error.code, message: error.details, seq: 0, duplicate: false });
+            this.settle(r, { receipt_id: r.receipt_id, code: error.code, message: error.details, seq: 0,
+                             duplicate: false });
           }
         }
         continue;
@@ -336,7 +338,8 @@ export class Emitter {
   /** Logs the retry, then sleeps for the back-off with jitter, or until close stops the sender. */
   private async pause(backoffMs: number, count: number, code: grpc.status, message: string): Promise<void> {
     const delay = backoffMs * (0.5 + Math.random());
-    this.logger.warn(`retrying ${count} receipt(s) in ${(delay / 1000).toFixed(2)} s: ${grpc.status[code]}: ${message}`);
+    const seconds = (delay / 1000).toFixed(2);
+    this.logger.warn(`retrying ${count} receipt(s) in ${seconds} s: ${grpc.status[code]}: ${message}`);
     await this.sleep(delay);
   }
 

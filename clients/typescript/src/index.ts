@@ -9,7 +9,9 @@ export { status } from "@grpc/grpc-js";
 export * as receipts from "./receipts";
 export type { Receipt } from "./receipts";
 export { Dashboard, stateName } from "./dashboard";
-export type { DashboardOptions, Run, Step, StepChange, StepState, StateName, StepsOptions, WatchOptions } from "./dashboard";
+export type {
+  DashboardOptions, Run, Step, StepChange, StepState, StateName, StepsOptions, WatchOptions,
+} from "./dashboard";
 export { BufferFullError, DEFAULT_FLUSH_TIMEOUT_MS, Emitter, LEDGER_ID_PREFIX } from "./emitter";
 export type { EmitterOptions, Logger, OnResult, Result } from "./emitter";
 export { fnv1a64, ShardedDashboard, ShardedEmitter, ShardMap } from "./shards";

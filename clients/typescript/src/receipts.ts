@@ -194,7 +194,8 @@ export function agentExec(team: string, run_id: string, step_id: string, start_r
 }
 
 /** A model call the gateway allowed or denied. */
-export function modelCall(team: string, run_id: string, step_id: string, fields: ModelCallFields = {}): ModelCallReceipt {
+export function modelCall(team: string, run_id: string, step_id: string,
+                          fields: ModelCallFields = {}): ModelCallReceipt {
   return build("model_call", team, run_id, step_id, { ...fields }) as ModelCallReceipt;
 }
 

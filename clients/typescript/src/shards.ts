@@ -36,7 +36,9 @@ export class ShardMap {
       throw new Error("shard map: shards: numbered 0 to n-1, each once");
     }
     shards.forEach((s, i) => {
-      if (typeof s.address !== "string" || !s.address) throw new Error(`shard map: shards[${i}].address: HOST:PORT is required`);
+      if (typeof s.address !== "string" || !s.address) {
+        throw new Error(`shard map: shards[${i}].address: HOST:PORT is required`);
+      }
     });
     this.addresses = shards.map((s) => s.address);
     this.teams = { ...(doc.teams ?? {}) };

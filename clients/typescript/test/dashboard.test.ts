@@ -5,7 +5,7 @@ import { test } from "node:test";
 
 import { Dashboard, Emitter, receipts, status, StepChange, stateName } from "evidence-ledger";
 
-import { Ledger, sleep } from "./ledger";
+import { closing, Ledger, sleep } from "./ledger";
 
 test("steps, run and watch", async (t) => {
   const ledger = await Ledger.start();
@@ -13,7 +13,7 @@ test("steps, run and watch", async (t) => {
   const d = new Dashboard(ledger.address);
   t.after(() => d.close());
   const changes: StepChange[] = [];
-  const watcher = (async () => {
+  const watcher = (async (t) => {
     for await (const change of d.watch("team-w")) {
       changes.push(change);
       if (changes.length === 4) return;
@@ -21,7 +21,7 @@ test("steps, run and watch", async (t) => {
   })();
   const start = receipts.agentStart("team-w", "run-1", "build", { decision: receipts.ALLOW, timeout_ms: 600000 });
   const lost = receipts.agentStart("team-w", "run-1", "test", { decision: receipts.ALLOW, timeout_ms: 50 });
-  const e = new Emitter(ledger.address);
+  const e = closing(t, new Emitter(ledger.address));
   await e.emit(start);
   await e.emit(receipts.modelCall("team-w", "run-1", "build", { route: "m", decision: receipts.DENY }));
   await e.emit(receipts.agentExec("team-w", "run-1", "build", start.receipt_id, { status: receipts.SUCCEEDED }));
@@ -54,7 +54,7 @@ test("a watch resumes after the ledger restarts: every change once, in seq order
   t.after(() => d.close());
   const changes: StepChange[] = [];
   let seen = 0;
-  const watcher = (async () => {
+  const watcher = (async (t) => {
     for await (const change of d.watch("team-r", { afterSeq: -1 })) {
       changes.push(change);
       seen++;
@@ -63,7 +63,7 @@ test("a watch resumes after the ledger restarts: every change once, in seq order
   })();
   const starts = [0, 1, 2, 3].map((i) => receipts.agentStart("team-r", "run-1", `s${i}`, { decision: "allow",
                                                                                           timeout_ms: 600000 }));
-  const before = new Emitter(ledger.address);
+  const before = closing(t, new Emitter(ledger.address));
   for (const s of starts) await before.emit(s);
   await before.emit(receipts.agentExec("team-r", "run-1", "s0", starts[0].receipt_id, { status: "succeeded" }));
   await before.emit(receipts.agentExec("team-r", "run-1", "s1", starts[1].receipt_id, { status: "failed" }));
@@ -72,7 +72,7 @@ test("a watch resumes after the ledger restarts: every change once, in seq order
   await ledger.kill();
   await sleep(200);
   await ledger.start();
-  const after = new Emitter(ledger.address);
+  const after = closing(t, new Emitter(ledger.address));
   await after.emit(receipts.agentExec("team-r", "run-1", "s2", starts[2].receipt_id, { status: "succeeded" }));
   await after.emit(receipts.agentExec("team-r", "run-1", "s3", starts[3].receipt_id, { status: "killed" }));
   assert.equal(await after.close(), true);

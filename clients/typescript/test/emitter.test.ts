@@ -4,7 +4,7 @@ import { test } from "node:test";
 
 import { BufferFullError, DEFAULT_FLUSH_TIMEOUT_MS, Emitter, Logger, receipts, Result, status } from "evidence-ledger";
 
-import { freePort, Ledger, sleep } from "./ledger";
+import { closing, freePort, Ledger, sleep } from "./ledger";
 
 function calls(n: number, prefix: string, team = "team-a"): receipts.ModelCallReceipt[] {
   return Array.from({ length: n }, (_, i) => receipts.modelCall(team, `run-${Math.floor(i / 50)}`, `step-${i % 7}`, {
@@ -22,7 +22,7 @@ test("batches and flushes on close", async (t) => {
   const ledger = await Ledger.start();
   t.after(() => ledger.stop());
   const results: Result[] = [];
-  const e = new Emitter(ledger.address, { batchSize: 64, onResult: (_, result) => results.push(result) });
+  const e = closing(t, new Emitter(ledger.address, { batchSize: 64, onResult: (_, result) => results.push(result) }));
   for (const r of calls(1000, "a")) await e.emit(r);
   assert.equal(await e.close(), true);
   assert.equal(e.acknowledged, 1000);
@@ -37,9 +37,9 @@ test("a ledger killed mid-stream and restarted loses nothing and duplicates noth
   t.after(() => ledger.stop());
   const sent = calls(6000, "b");
   let settled = 0;
-  const e = new Emitter(ledger.address, { batchSize: 100, maxBackoffMs: 500, logger: recorder(),
-                                          onResult: () => settled++ });
-  const producer = (async () => {
+  const e = closing(t, new Emitter(ledger.address, { batchSize: 100, maxBackoffMs: 500, logger: recorder(),
+                                          onResult: () => settled++ }));
+  const producer = (async (t) => {
     for (const [i, r] of sent.entries()) {
       await e.emit(r);
       if (i % 20 === 0) await sleep(1);
@@ -66,7 +66,7 @@ test("refusals are reported, not retried", async (t) => {
   t.after(() => ledger.stop());
   const [good, bad] = calls(2, "c");
   bad.team = "Not A Team";
-  const e = new Emitter(ledger.address);
+  const e = closing(t, new Emitter(ledger.address));
   await e.emit(good);
   await e.emit(bad);
   assert.equal(await e.close(), true);
@@ -78,10 +78,10 @@ test("refusals are reported, not retried", async (t) => {
   assert.equal(e.retries, 0);
 });
 
-test("ids in the ledger's namespace are refused at emit", async () => {
+test("ids in the ledger's namespace are refused at emit", async (t) => {
   const [r] = calls(1, "c");
   r.receipt_id = "ledger.unknown.0";
-  const e = new Emitter("127.0.0.1:1");
+  const e = closing(t, new Emitter("127.0.0.1:1"));
   await assert.rejects(e.emit(r), new RangeError("receipt_id: 'ledger.unknown.0' is in the ledger's namespace: " +
                                                  "ids starting with 'ledger.' are written by the ledger only"));
   r.receipt_id = "";
@@ -95,7 +95,7 @@ test("RESOURCE_EXHAUSTED is retried with back-off", async (t) => {
   const ledger = await Ledger.start("--rate-per-identity", "400");
   t.after(() => ledger.stop());
   const logger = recorder();
-  const e = new Emitter(ledger.address, { batchSize: 200, maxBackoffMs: 500, logger });
+  const e = closing(t, new Emitter(ledger.address, { batchSize: 200, maxBackoffMs: 500, logger }));
   for (const r of calls(1200, "d")) await e.emit(r);
   assert.equal(await e.close(), true);
   assert.equal(e.acknowledged, 1200);
@@ -104,13 +104,14 @@ test("RESOURCE_EXHAUSTED is retried with back-off", async (t) => {
   assert.deepEqual((await ledger.receiptIds()).sort(), Array.from({ length: 1200 }, (_, i) => `d-${i}`).sort());
 });
 
-test("the bounded buffer waits or rejects", async () => {
+test("the bounded buffer waits or rejects", async (t) => {
   const port = await freePort();  // nothing listens: nothing is ever settled
-  const e = new Emitter(`127.0.0.1:${port}`, { maxBuffer: 5, block: false, rpcTimeoutMs: 200, logger: recorder() });
+  const e = closing(t, new Emitter(`127.0.0.1:${port}`, { maxBuffer: 5, block: false, rpcTimeoutMs: 200,
+                                                          logger: recorder() }));
   for (const r of calls(5, "e")) await e.emit(r);
   await assert.rejects(e.emit(calls(6, "e")[5]), new BufferFullError("maxBuffer: 5 receipts are not settled yet"));
-  const waiting = new Emitter(`127.0.0.1:${port}`, { maxBuffer: 1, emitTimeoutMs: 300, rpcTimeoutMs: 200,
-                                                     logger: recorder() });
+  const waiting = closing(t, new Emitter(`127.0.0.1:${port}`, { maxBuffer: 1, emitTimeoutMs: 300, rpcTimeoutMs: 200,
+                                                     logger: recorder() }));
   await waiting.emit(calls(1, "f")[0]);
   const started = Date.now();
   await assert.rejects(waiting.emit(calls(2, "f")[1]), BufferFullError);
@@ -128,10 +129,10 @@ test("a callback that throws is logged, counted, and never stops the sender", as
   t.after(() => ledger.stop());
   const logger = recorder();
   let asyncCalls = 0;
-  const e = new Emitter(ledger.address, { batchSize: 10, logger, onResult: (receipt) => {
+  const e = closing(t, new Emitter(ledger.address, { batchSize: 10, logger, onResult: (receipt) => {
     if (receipt.receipt_id.endsWith("7")) return Promise.reject(new Error("an async bug")).finally(() => asyncCalls++);
     throw new Error("a gateway's bug");
-  } });
+  } }));
   for (const r of calls(50, "g")) await e.emit(r);
   assert.equal(await e.flush(10000), true, "the sender stopped at the callback's error: flush hangs");
   assert.equal(await e.close(10000), true);
@@ -153,9 +154,10 @@ test("options are checked at construction", () => {
                 new TypeError("onResult: must be a function onResult(receipt, result), not \"print\""));
 });
 
-test("flush and close wait 30 s by default, then say so", async () => {
+test("flush and close wait 30 s by default, then say so", async (t) => {
   const port = await freePort();  // nothing listens: nothing is ever settled
-  const e = new Emitter(`127.0.0.1:${port}`, { rpcTimeoutMs: 200, flushTimeoutMs: 500, logger: recorder() });
+  const e = closing(t, new Emitter(`127.0.0.1:${port}`, { rpcTimeoutMs: 200, flushTimeoutMs: 500,
+                                                          logger: recorder() }));
   await e.emit(calls(1, "h")[0]);
   const started = Date.now();
   assert.equal(await e.flush(), false, `flushed: ${JSON.stringify(e.refused)}`);
@@ -166,10 +168,10 @@ test("flush and close wait 30 s by default, then say so", async () => {
   assert.equal(DEFAULT_FLUSH_TIMEOUT_MS, 30000);
 });
 
-test("retries are logged with the reason", async () => {
+test("retries are logged with the reason", async (t) => {
   const port = await freePort();
   const logger = recorder();
-  const e = new Emitter(`127.0.0.1:${port}`, { rpcTimeoutMs: 200, maxBackoffMs: 100, logger });
+  const e = closing(t, new Emitter(`127.0.0.1:${port}`, { rpcTimeoutMs: 200, maxBackoffMs: 100, logger }));
   await e.emit(calls(1, "i")[0]);
   await sleep(500);
   await e.close(100);

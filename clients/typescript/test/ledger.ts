@@ -7,6 +7,7 @@ import { createServer } from "net";
 import { tmpdir } from "os";
 import * as path from "path";
 import { createInterface } from "readline";
+import type { TestContext } from "node:test";
 
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
@@ -28,6 +29,13 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** `client`, closed when the test ends however it ends: an emitter left
+ * retrying would keep the test's process alive. */
+export function closing<T extends { close(timeoutMs?: number): unknown }>(t: TestContext, client: T): T {
+  t.after(() => client.close(0));
+  return client;
 }
 
 export function sleep(ms: number): Promise<void> {
@@ -87,11 +95,13 @@ export class Ledger {
     return (await this.receipts()).map((r) => r.receipt_id as string);
   }
 
-  /** The `receipt` member of every leaf in the log, in seq order (duplicates kept), once the checkpoint caught up with the head. */
+  /** The `receipt` member of every leaf in the log, in seq order (duplicates kept), once the checkpoint caught
+   * up with the head. */
   async receipts(): Promise<Record<string, unknown>[]> {
     const client = new LedgerService(this.address, grpc.credentials.createInsecure());
     const call = <T>(method: string, request: object): Promise<T> => new Promise((resolve, reject) =>
-      client[method](request, { deadline: Date.now() + 10000 }, (e: Error | null, r: T) => (e ? reject(e) : resolve(r))));
+      client[method](request, { deadline: Date.now() + 10000 },
+                     (e: Error | null, r: T) => (e ? reject(e) : resolve(r))));
     try {
       const sizes: number[] = [-1];
       while (sizes.length < 5 || new Set(sizes.slice(-5)).size > 1) {

@@ -9,19 +9,20 @@ import { test } from "node:test";
 
 import { Dashboard, Emitter, fnv1a64, receipts, ShardedEmitter, ShardMap, status } from "evidence-ledger";
 
-import { BUILD, Ledger, ROOT } from "./ledger";
+import { BUILD, closing, Ledger, ROOT } from "./ledger";
 
 test("a gateway over mutual TLS with the development certificates", async (t) => {
   const certs = mkdtempSync(path.join(tmpdir(), "ledger-ts-certs-"));
   t.after(() => rmSync(certs, { recursive: true, force: true }));
-  execFileSync(path.join(ROOT, "scripts", "dev-certs.sh"), [certs, "gateway", "auditor", "stranger"], { stdio: "ignore" });
+  execFileSync(path.join(ROOT, "scripts", "dev-certs.sh"), [certs, "gateway", "auditor", "stranger"],
+               { stdio: "ignore" });
   const c = (name: string) => path.join(certs, name);
   const ledger = await Ledger.start("--tls-cert", c("server.pem"), "--tls-key", c("server.key"),
                                     "--client-ca", c("ca.pem"), "--policy", c("policy.json"));
   t.after(() => ledger.stop());
   const tls = (who: string) => ({ ca: readFileSync(c("ca.pem")), cert: readFileSync(c(`${who}.pem`)),
                                   key: readFileSync(c(`${who}.key`)) });
-  const emitter = new Emitter(`localhost:${ledger.port}`, { tls: tls("gateway") });
+  const emitter = closing(t, new Emitter(`localhost:${ledger.port}`, { tls: tls("gateway") }));
   await emitter.emit(receipts.modelCall("team-a", "run-1", "step-1", { route: "m", decision: receipts.ALLOW }));
   await emitter.emit(receipts.modelCall("team-b", "run-1", "step-1", { receipt_id: "b-1", route: "m",
                                                                         decision: receipts.ALLOW }));
@@ -40,19 +41,20 @@ test("a gateway over mutual TLS with the development certificates", async (t) =>
   await assert.rejects(stranger.run("team-a", "run-1"), (e: any) => e.code === status.PERMISSION_DENIED);
 
   // An identity with no rule is refused, for good: reported, never retried.
-  const outsider = new Emitter(`localhost:${ledger.port}`, { tls: tls("stranger") });
+  const outsider = closing(t, new Emitter(`localhost:${ledger.port}`, { tls: tls("stranger") }));
   await outsider.emit(receipts.modelCall("team-a", "run-1", "step-1", { receipt_id: "s-1", route: "m" }));
   assert.equal(await outsider.close(), true);
   assert.deepEqual([outsider.acknowledged, outsider.retries], [0, 0]);
   assert.deepEqual(outsider.refused.map((r) => [r.receipt_id, r.code]), [["s-1", status.PERMISSION_DENIED]]);
 
   // Without a client certificate the ledger refuses the connection: nothing is settled.
-  const anonymous = new Emitter(`localhost:${ledger.port}`, { tls: { ca: readFileSync(c("ca.pem")) },
-                                                              rpcTimeoutMs: 300, logger: { warn() {}, error() {} } });
+  const anonymous = closing(t, new Emitter(`localhost:${ledger.port}`, { tls: { ca: readFileSync(c("ca.pem")) },
+                                                              rpcTimeoutMs: 300, logger: { warn() {}, error() {} } }));
   await anonymous.emit(receipts.modelCall("team-a", "run-1", "step-1", { receipt_id: "anon-1", route: "m" }));
   assert.equal(await anonymous.close(500), false);
   assert.deepEqual(anonymous.unsettled.map((r) => r.receipt_id), ["anon-1"]);
-  assert.throws(() => new Emitter("localhost:1", { tls: { ca: Buffer.from(""), cert: readFileSync(c("gateway.pem")) } }),
+  const halfTls = { ca: Buffer.from(""), cert: readFileSync(c("gateway.pem")) };
+  assert.throws(() => new Emitter("localhost:1", { tls: halfTls }),
                 new TypeError("tls: cert and key go together (mutual TLS) or not at all"));
 });
 
@@ -66,17 +68,19 @@ test("the shard map routes as ledgerctl does", async (t) => {
                                                             { shard: 0, address: a.address }],
                                        teams: { "team-pinned": 1 } }));
   const map = ShardMap.load(file);
-  const teams = ["team-pinned", "team-a", "team-b", "team-c", "team-d", "équipe-ü"];
+  const teams = ["team-pinned", "team-a", "team-b", "team-c", "team-d", "équipe-ü"];  // the last: routed, not emitted
   const expected = teams.map((team) => JSON.parse(execFileSync(path.join(BUILD, "cmd", "ledgerctl"),
     ["--shard-map", file, "route", "--team", team], { encoding: "utf8" })).shard as number);
   assert.deepEqual(teams.map((team) => map.shardFor(team)), expected);
   assert.deepEqual(new Set(expected), new Set([0, 1]), "every team on one shard: the test did not test routing");
-  const e = new ShardedEmitter(map);
-  for (const team of teams.filter((t) => /^[a-z-]+$/.test(t))) await e.emit(receipts.toolCall(team, "run-1", "s", { receipt_id: `${team}-1`, tool: "t", decision: "allow" }));
+  const e = closing(t, new ShardedEmitter(map));
+  for (const team of teams.filter((name) => /^[a-z-]+$/.test(name))) {
+    await e.emit(receipts.toolCall(team, "run-1", "s", { receipt_id: `${team}-1`, tool: "t", decision: "allow" }));
+  }
   assert.equal(await e.close(), true);
   assert.deepEqual(e.refused, []);
   assert.equal(e.acknowledged, teams.length - 1);
-  const on = (shard: number) => teams.filter((t, i) => expected[i] === shard && /^[a-z-]+$/.test(t))
+  const on = (shard: number) => teams.filter((name, i) => expected[i] === shard && /^[a-z-]+$/.test(name))
     .map((team) => `${team}-1`).sort();
   assert.deepEqual((await a.receiptIds()).sort(), on(0));
   assert.deepEqual((await b.receiptIds()).sort(), on(1));
