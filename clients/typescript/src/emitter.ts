@@ -29,6 +29,9 @@
 //     the sender. Keep it quick: it runs before the next batch is sent.
 //   - Every retry is logged with `logger.warn`: the receipts' count, the delay
 //     and the reason (the gRPC code and message).
+//   - While receipts are unsettled the sender's retries keep Node running;
+//     once all are settled nothing does. A process ends its emitting with
+//     close(), which bounds the wait and names what is left.
 //
 // Thread-safety: none needed; every method runs on Node's event loop, and
 // the sender is a task on it. Timeouts run on the monotonic clock
