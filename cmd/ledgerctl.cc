@@ -583,6 +583,7 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S] [--format tlog-proof]\n"
     "  ledgerctl --server HOST:PORT prove-run --team T --run R\n"
     "  ledgerctl prove-run --data DIR --origin O --size S --team T --run R  (a stopped ledger: replays the log)\n"
+    "  ledgerctl prove-team --data DIR --origin O --size S --team T  (the same for a team's head)\n"
     "  ledgerctl --server HOST:PORT consistency --from A [--to B]\n"
     "  ledgerctl --server HOST:PORT entries --from A --to B\n"
     "  ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,..] [--anomaly A,..] [--json]\n"
@@ -806,7 +807,8 @@ using OnLedger = int (*)(pb::LedgerService::Stub&, const Flags&);
 using OnQuery = int (*)(pb::QueryService::Stub&, const Flags&);
 
 const std::map<std::string_view, Offline> kOffline = {
-    {"keygen", Keygen}, {"rebuild", Rebuild}, {"audit", AuditStore}, {"verify", Verify}, {"policy-check", PolicyCheck}};
+    {"keygen", Keygen}, {"rebuild", Rebuild}, {"audit", AuditStore}, {"verify", Verify}, {"policy-check", PolicyCheck},
+    {"prove-team", ledger::ctl::ProveTeam}};
 const std::map<std::string_view, Routed> kRouted = {
     {"route", ShowRoute}, {"append", AppendRouted}, {"steps", StepsRouted}};
 const std::map<std::string_view, OnLedger> kOnLedger = {

@@ -32,6 +32,10 @@ int Watch(pb::QueryService::Stub& stub, const Flags& flags);
 // --data from a stopped ledger's store (then `stub` may be null).
 int ProveRun(pb::LedgerService::Stub* stub, const Flags& flags);
 
+// prove-team (ledgerctl_prove_run.cc): a team's head proof in the team-head
+// map, replayed from a stopped ledger's store (--data, --size).
+int ProveTeam(const Flags& flags);
+
 }  // namespace ledger::ctl
 
 #endif  // CMD_LEDGERCTL_H_

@@ -3,6 +3,8 @@
 // latest checkpoint), or, with --data, from a stopped ledger's store by a
 // replay of its entries up to --size (what a monitor does): the replayed
 // root must be the one the checkpoint-time note of that size signs.
+// ledgerctl prove-team: the same for a team's head in the team-head map,
+// as team-window.json's `head` holds it, from a stopped ledger's store.
 #include <filesystem>
 #include <iostream>
 
@@ -26,8 +28,21 @@ absl::Status Need(const Flags& flags) {
   return absl::OkStatus();
 }
 
+// Which head map a command proves from: the run-head map (note version 2 on)
+// or the team-head map (version 3 on).
+struct MapKind {
+  std::string_view command;
+  std::string_view name;     // "run-head map"
+  std::string_view signed_;  // what notes before it lack
+  bool team;
+};
+constexpr MapKind kRunMap{"prove-run", "run-head map", "run-head map roots", false};
+constexpr MapKind kTeamMap{"prove-team", "team-head map", "team-head map roots (checkpoint-time notes of version 3)",
+                           true};
+
 // The map root the time note of `size` signs, checked against the key.
-absl::StatusOr<hash::Hash> SignedMapRoot(const store::Store& store, const note::Verifier& key, uint64_t size) {
+absl::StatusOr<hash::Hash> SignedMapRoot(const store::Store& store, const note::Verifier& key, uint64_t size,
+                                         const MapKind& kind) {
   auto note_text = store.GetCheckpointTime(size);
   if (absl::IsNotFound(note_text.status())) {
     return absl::NotFoundError(absl::StrCat("size: no checkpoint of size ", size, " has a signed time note"));
@@ -38,22 +53,26 @@ absl::StatusOr<hash::Hash> SignedMapRoot(const store::Store& store, const note::
     return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, ": ", text.status().message()));
   auto t = note::ParseCheckpointTime(*text);
   if (!t.ok()) return absl::DataLossError(std::string(t.status().message()));
-  if (!t->run_map_root) {
-    return absl::NotFoundError(
-        absl::StrCat("size: the checkpoint of size ", size, " was signed before the ledger signed run-head map roots"));
+  const std::optional<hash::Hash>& root = kind.team ? t->team_map_root : t->run_map_root;
+  if (!root) {
+    return absl::NotFoundError(absl::StrCat("size: the checkpoint of size ", size,
+                                            " was signed before the ledger signed ", std::string(kind.signed_)));
   }
-  return *t->run_map_root;
+  return *root;
 }
 
-int Offline(const Flags& flags) {
-  auto unreadable = [](const absl::Status& s) {
-    std::cerr << "ledgerctl: prove-run: " << s.message() << "\n";
+int Offline(const Flags& flags, const MapKind& kind) {
+  auto unreadable = [&kind](const absl::Status& s) {
+    std::cerr << "ledgerctl: " << kind.command << ": " << s.message() << "\n";
     return 3;
   };
   const std::string& data = flags.Get("data");
   auto size = flags.Int("size");
   if (!size.ok()) return Fail(size.status());
-  if (*size <= 0) return Fail(absl::InvalidArgumentError("prove-run: --data needs --size S, a checkpoint's size"));
+  if (*size <= 0) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat(std::string(kind.command), ": --data needs --size S, a checkpoint's size")));
+  }
   auto signer = log::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
   if (!signer.ok()) return unreadable(signer.status());
   auto key = note::Verifier::Parse(signer->VerifierKey());
@@ -63,17 +82,18 @@ int Offline(const Flags& flags) {
   }
   auto store = store::Store::Open(data + "/db");
   if (!store.ok()) return unreadable(store.status());
-  auto signed_root = SignedMapRoot(**store, *key, static_cast<uint64_t>(*size));
+  auto k = kind.team ? runmap::TeamKey(flags.Get("team")) : runmap::RunKey(flags.Get("team"), flags.Get("run"));
+  if (!k.ok()) return Fail(k.status());
+  auto signed_root = SignedMapRoot(**store, *key, static_cast<uint64_t>(*size), kind);
   if (!signed_root.ok()) return unreadable(signed_root.status());
-  auto map = log::ReplayRunMap(**store, static_cast<uint64_t>(*size));
+  auto map = kind.team ? log::ReplayTeamMap(**store, static_cast<uint64_t>(*size))
+                       : log::ReplayRunMap(**store, static_cast<uint64_t>(*size));
   if (!map.ok()) return unreadable(map.status());
   if (map->Root() != *signed_root) {
-    return unreadable(absl::DataLossError(absl::StrCat("the checkpoint-time note of size ", *size,
-                                                       " signs the run-head map root ", hash::Hex(*signed_root),
+    return unreadable(absl::DataLossError(absl::StrCat("the checkpoint-time note of size ", *size, " signs the ",
+                                                       std::string(kind.name), " root ", hash::Hex(*signed_root),
                                                        ", the log's entries give ", hash::Hex(map->Root()))));
   }
-  auto k = runmap::RunKey(flags.Get("team"), flags.Get("run"));
-  if (!k.ok()) return Fail(k.status());
   auto path = map->Prove(*k);
   if (!path.ok()) return unreadable(path.status());
   std::cout << runmap::EncodeProof({*k, *path}) << "\n";
@@ -84,7 +104,7 @@ int Offline(const Flags& flags) {
 
 int ProveRun(pb::LedgerService::Stub* stub, const Flags& flags) {
   if (auto s = Need(flags); !s.ok()) return Fail(s);
-  if (!flags.Get("data").empty()) return Offline(flags);
+  if (!flags.Get("data").empty()) return Offline(flags, kRunMap);
   if (stub == nullptr) return Fail(absl::InvalidArgumentError("prove-run: give --server or --data"));
   pb::GetRunProofRequest request;
   request.set_team(flags.Get("team"));
@@ -98,6 +118,14 @@ int ProveRun(pb::LedgerService::Stub* stub, const Flags& flags) {
   if (!s.ok()) return Fail(FromGrpc(s));
   std::cout << proof.proof() << "\n";
   return 0;
+}
+
+int ProveTeam(const Flags& flags) {
+  if (flags.Get("team").empty()) return Fail(absl::InvalidArgumentError("prove-team: give --team T"));
+  if (flags.Get("data").empty()) {
+    return Fail(absl::InvalidArgumentError("prove-team: give --data DIR (a stopped ledger's data directory)"));
+  }
+  return Offline(flags, kTeamMap);
 }
 
 }  // namespace ledger::ctl

@@ -24,6 +24,7 @@
 #include "cmd/flags.h"
 #include "cmd/ledgerd_config.h"
 #include "export/service/export_service.h"
+#include "ingest/otlp/listener.h"
 #include "ledger/backup/backup_root.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
@@ -132,6 +133,12 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(const ledge
       return absl::InvalidArgumentError(absl::StrCat(
           "--http-listen: ", flags.Get("http-listen"),
           " is not a loopback address; in plain-text mode the dashboard shows every team's evidence: give --insecure"));
+    }
+    if (!flags.Get("otlp-listen").empty() && !ledger::ops::IsLoopback(flags.Get("otlp-listen")) &&
+        !flags.Bool("insecure")) {
+      return absl::InvalidArgumentError(absl::StrCat("--otlp-listen: ", flags.Get("otlp-listen"),
+                                                     " is not a loopback address; in plain-text mode every sender "
+                                                     "appends as 'local' to any team: give --insecure"));
     }
     if (!ledger::ops::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -388,7 +395,8 @@ class Daemon {
   std::atomic<bool> stopping_{false};
   std::unique_ptr<ledger::ops::Metrics> metrics_;
   std::unique_ptr<ledger::ops::Dashboard> dashboard_;
-  std::unique_ptr<ledger::ops::HttpServer> http_, health_;
+  std::unique_ptr<ledger::otlp::Listener> otlp_;
+  std::unique_ptr<ledger::ops::HttpServer> http_, health_, otlp_http_;
   std::unique_ptr<ledger::server::HealthServer> grpc_health_;
 };
 
@@ -459,6 +467,13 @@ absl::Status Daemon::Open() {
   options_.sequencer.max_queued = static_cast<size_t>(config_.max_queued);
   options_.accept_rollback = flags_.Bool("accept-rollback");
   options_.run_map = flags_.Bool("run-map");
+  auto store_memory_mb = flags_.Int("store-memory-mb");
+  if (!store_memory_mb.ok()) return store_memory_mb.status();
+  if (*store_memory_mb < 16 || *store_memory_mb > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--store-memory-mb: from 16 to 1073741824 (MiB), not ", *store_memory_mb));
+  }
+  options_.store_memory_bytes = static_cast<uint64_t>(*store_memory_mb) << 20;
   if (config_.projections) options_.sequencer.projector = &projector_;
   bool had_data = false, had_tmp = false, had_guard = false;
   if (auto s = PrepareDataDir(&had_data, &had_tmp, &had_guard); !s.ok()) return s;
@@ -627,6 +642,26 @@ absl::Status Daemon::StartHttp() {
     http_ = *std::move(started);
     std::cout << "http on " << http_->address() << std::endl;
   }
+  if (!flags_.Get("otlp-listen").empty()) {
+    // The same TLS and client certificates as the HTTP port; spans are
+    // appended through the gRPC Append, as their sender (ingest/otlp).
+    size_t max_body = static_cast<size_t>(server_options_.max_message_bytes);
+    otlp_ = std::make_unique<ledger::otlp::Listener>(
+        server_->InProcessChannel(), ledger::otlp::Listener::Options{.tls = gate_->tls(), .max_body_bytes = max_body});
+    ledger::ops::HttpOptions options = config_.http;
+    options.max_body_bytes = max_body;
+    options.chunked_bodies = true;  // Node's exporters stream their bodies
+    auto started = ledger::ops::HttpServer::Start(
+        flags_.Get("otlp-listen"),
+        [this](const ledger::ops::HttpRequest& r) {
+          if (stopping_.load()) return ledger::ops::Text(503, "stopping\n");
+          return otlp_->Handle(r);
+        },
+        options, gate_->tls() ? &http_tls : nullptr);
+    if (!started.ok()) return named("otlp-listen", started.status());
+    otlp_http_ = *std::move(started);
+    std::cout << "otlp on " << otlp_http_->address() << std::endl;
+  }
   if (!flags_.Get("grpc-health-listen").empty()) {
     auto started = ledger::server::HealthServer::Start(flags_.Get("grpc-health-listen"));
     if (!started.ok()) return named("grpc-health-listen", started.status());
@@ -678,6 +713,7 @@ void Daemon::Stop() {
   stopping_ = true;
   if (grpc_health_) grpc_health_->SetServing(false);
   http_.reset();  // before what its handler reads
+  otlp_http_.reset();
   health_.reset();
   sweeper_.reset();
   server_->Shutdown();

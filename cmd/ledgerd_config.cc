@@ -25,6 +25,9 @@ void DefineStoreFlags(Flags& flags) {
   flags.Define("run-map", "true",
                "keep the run-head map and sign its root with every checkpoint, so run packs prove they hold "
                "the whole run; false: checkpoint-time notes of format 1 and no run proofs (for comparison)");
+  flags.Define("store-memory-mb", "256",
+               "what the store's RocksDB may hold in memory, in MiB, however large the log grows: its cache of "
+               "blocks, indexes and filters, and its memtables (at most half of it); at least 16");
   flags.Define("restore-from", "",
                "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
                "must not hold a store yet; the signing key must be the one that signed it");
@@ -66,6 +69,10 @@ void DefineNetworkFlags(Flags& flags) {
   flags.Define("http-listen", "127.0.0.1:7421",
                "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
                "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("otlp-listen", "",
+               "OTLP/HTTP address for OpenTelemetry GenAI spans (POST /v1/traces, JSON or protobuf): model and tool "
+               "call spans become receipts, appended as the caller; HTTPS with client certificates when TLS is on, "
+               "as the HTTP port; bodies up to --max-message-bytes; '' (default): off");
   flags.Define("tlog-public", "",
                "serve the log's tiles (/tlog/tile/...) to every caller of the HTTP port, not only to auditors of "
                "every team: for a log whose entries are public",

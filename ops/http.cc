@@ -110,6 +110,11 @@ absl::StatusOr<std::shared_ptr<SSL_CTX>> NewTlsContext(const HttpTls& tls) {
   ERR_clear_error();
   if (cas == 0) return absl::InvalidArgumentError("http tls: no client CA certificate");
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  // A client resuming a session (Node's https agent does, on its next
+  // connection) is refused by OpenSSL with an internal error alert unless
+  // the server names a session id context when it verifies clients.
+  static constexpr unsigned char kSessionContext[] = "ledger-http";
+  SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext - 1);
   return ctx;
 }
 
@@ -187,8 +192,11 @@ std::pair<std::string, std::string> PeerName(const sockaddr_storage& peer) {
   return {ip, absl::StrCat(ip, ":", port)};
 }
 
-// The Content-Length of a request head: 0 when absent, -1 when malformed
-// or when the body is chunked (not supported).
+constexpr int64_t kChunked = -2;
+
+// The Content-Length of a request head: 0 when absent, kChunked for
+// "Transfer-Encoding: chunked" (what Node's http client sends for a piped
+// body), -1 when malformed or for another transfer coding.
 int64_t ContentLength(const std::string& head) {
   int64_t length = 0;
   std::vector<std::string> lines = absl::StrSplit(head.substr(0, head.find("\r\n\r\n")), "\r\n");
@@ -197,12 +205,50 @@ int64_t ContentLength(const std::string& head) {
     if (colon == std::string::npos) continue;
     std::string name = absl::AsciiStrToLower(line.substr(0, colon));
     std::string value(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-    if (name == "transfer-encoding") return -1;
+    if (name == "transfer-encoding") return absl::AsciiStrToLower(value) == "chunked" ? kChunked : -1;
     if (name != "content-length") continue;
     if (value.empty() || value.size() > 12 || !std::all_of(value.begin(), value.end(), absl::ascii_isdigit)) return -1;
     length = std::stoll(value);
   }
   return length;
+}
+
+enum class Chunks { kDone, kMore, kBad, kTooLarge };
+
+// Decodes the chunked body (RFC 9112 §7.1) in `in` from *at, appending the
+// data to *body and moving *at past what was decoded: kDone once the last
+// chunk and the trailer section (skipped) are in, kMore while bytes are
+// missing. Chunk extensions are ignored. kTooLarge when the data would
+// exceed `max` bytes.
+Chunks DecodeChunks(const std::string& in, size_t* at, std::string* body, size_t max) {
+  constexpr size_t kMaxLine = 1024;
+  while (true) {
+    size_t eol = in.find("\r\n", *at);
+    if (eol == std::string::npos) return in.size() - *at > kMaxLine ? Chunks::kBad : Chunks::kMore;
+    std::string_view line(in.data() + *at, eol - *at);
+    line = line.substr(0, line.find(';'));
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    if (line.empty() || line.size() > 8 || !std::all_of(line.begin(), line.end(), absl::ascii_isxdigit)) {
+      return Chunks::kBad;
+    }
+    size_t size = std::stoul(std::string(line), nullptr, 16);
+    if (size == 0) {
+      for (size_t p = eol + 2;;) {
+        size_t end = in.find("\r\n", p);
+        if (end == std::string::npos) return in.size() - p > kMaxHeaderBytes ? Chunks::kBad : Chunks::kMore;
+        if (end == p) {
+          *at = end + 2;
+          return Chunks::kDone;
+        }
+        p = end + 2;
+      }
+    }
+    if (body->size() + size > max) return Chunks::kTooLarge;
+    if (in.size() < eol + 2 + size + 2) return Chunks::kMore;
+    if (in.compare(eol + 2 + size, 2, "\r\n") != 0) return Chunks::kBad;
+    body->append(in, eol + 2, size);
+    *at = eol + 2 + size + 2;
+  }
 }
 
 // The response to a whole request (head and body): parsed here, then the
@@ -347,6 +393,8 @@ class EventLoop {
     Clock::time_point deadline;  // of the request head; while writing, of the next progress
     uint32_t events = 0;         // as registered with epoll
     std::string in;
+    size_t chunk_at = 0;       // a chunked body: where its next chunk starts in `in`
+    std::string chunked_body;  // and what was decoded so far
     std::string out;
     size_t sent = 0;
     std::ifstream file;
@@ -564,11 +612,18 @@ class EventLoop {
     }
     if (options_.max_body_bytes > 0) {
       int64_t length = ContentLength(c.in);
-      if (length < 0) return Send(c, Prepare(Text(411, "a body needs a Content-Length (no chunked bodies)\n"), false));
-      if (static_cast<uint64_t>(length) > options_.max_body_bytes) {
+      if (length == kChunked && options_.chunked_bodies) {
+        if (!ReadChunked(c, end + 4)) return;
+      } else if (length < 0) {
+        return Send(c, Prepare(Text(411, options_.chunked_bodies
+                                             ? "a body needs a Content-Length or chunked Transfer-Encoding\n"
+                                             : "a body needs a Content-Length (no chunked bodies)\n"),
+                               false));
+      } else if (static_cast<uint64_t>(length) > options_.max_body_bytes) {
         return Send(c, Prepare(Text(413, absl::StrCat("body: at most ", options_.max_body_bytes, " bytes\n")), false));
+      } else if (!ReadBody(c, end + 4 + static_cast<size_t>(length))) {
+        return;
       }
-      if (!ReadBody(c, end + 4 + static_cast<size_t>(length))) return;
     }
     // The handler may take a while (a pack is exported first): on a worker.
     c.phase = Phase::kHandle;
@@ -616,6 +671,48 @@ class EventLoop {
     }
     c.in.resize(total);
     return true;
+  }
+
+  // Reads a chunked body that starts at c.in[body_start] until it is whole,
+  // then leaves in c.in the head and the decoded body; false while waiting
+  // or when the connection was answered (400, 413) or closed. The raw bytes
+  // are bounded too: twice the limit, and a little more.
+  bool ReadChunked(Connection& c, size_t body_start) {
+    if (c.chunk_at == 0) c.chunk_at = body_start;
+    char buf[4096];
+    while (true) {
+      Chunks got = DecodeChunks(c.in, &c.chunk_at, &c.chunked_body, options_.max_body_bytes);
+      if (got == Chunks::kMore && c.in.size() - body_start > 2 * options_.max_body_bytes + 64 * 1024) {
+        got = Chunks::kTooLarge;
+      }
+      if (got == Chunks::kDone) {
+        c.in.resize(body_start);
+        c.in += c.chunked_body;
+        c.chunked_body.clear();
+        return true;
+      }
+      if (got == Chunks::kBad) return Send(c, Prepare(Text(400, "malformed chunked body\n"), false)), false;
+      if (got == Chunks::kTooLarge) {
+        return Send(c, Prepare(Text(413, absl::StrCat("body: at most ", options_.max_body_bytes, " bytes\n")), false)),
+               false;
+      }
+      ssize_t n;
+      if (c.ssl != nullptr) {
+        int r = SSL_read(c.ssl, buf, sizeof buf);
+        if (r <= 0) {
+          int e = SSL_get_error(c.ssl, r);
+          if (e == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN), false;
+          if (e == SSL_ERROR_WANT_WRITE) return Want(c, EPOLLOUT), false;
+          return Close(c), false;
+        }
+        n = r;
+      } else {
+        n = ::recv(c.fd, buf, sizeof buf, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLIN), false;
+        if (n <= 0) return Close(c), false;
+      }
+      c.in.append(buf, static_cast<size_t>(n));
+    }
   }
 
   // Whether the request line of `head` asks for one of the quick paths

@@ -1,7 +1,8 @@
 // A small HTTP/1.1 server for operators' endpoints (/metrics, /healthz,
 // /readyz, the dashboard): GET and HEAD, and POST with a body of at most
 // HttpOptions::max_body_bytes when that is set (the witness's
-// add-checkpoint); one request per connection (Connection: close).
+// add-checkpoint, OTLP/HTTP), sent with a Content-Length, or chunked when
+// HttpOptions::chunked_bodies; one request per connection (Connection: close).
 //
 // One thread runs an event loop (epoll, non-blocking sockets and OpenSSL)
 // that accepts connections, completes TLS handshakes, reads requests and
@@ -48,7 +49,7 @@ struct HttpRequest {
   // The client's X-Request-Id when usable (jsonlog::RequestId), else a
   // fresh one; the response carries it back as X-Request-Id.
   std::string request_id;
-  // A POST's body (Content-Length bytes); empty otherwise.
+  // A POST's body (Content-Length bytes, or the chunks' data); empty otherwise.
   std::string body;
 };
 
@@ -87,9 +88,13 @@ struct HttpOptions {
   // Requests for these paths (e.g. probes and scrapes) run on a thread of
   // their own, so they never wait behind slow pages or pack downloads.
   std::vector<std::string> quick_paths;
-  // POST is accepted, with a Content-Length of at most this many bytes
-  // (413 beyond, before the body is read); 0: POST is refused with 405.
+  // POST is accepted, with a body of at most this many bytes (413 beyond:
+  // before it is read when Content-Length says so, else once the chunks
+  // pass it); 0: POST is refused with 405.
   size_t max_body_bytes = 0;
+  // POST bodies may also come chunked (Transfer-Encoding: chunked), as
+  // Node's http client sends a streamed body; false: 411 for them.
+  bool chunked_bodies = false;
 };
 
 class EventLoop;

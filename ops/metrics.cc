@@ -222,6 +222,18 @@ std::string Metrics::Render() {
   Family(&out, "ledger_proofs_served_total", "Proofs served, by type.", {"type"}, ledger.proofs);
   Gauge(&out, "ledger_store_failed", "1 when the store failed in a way it cannot resume from.",
         log.store().failure().ok() ? 0 : 1);
+  store::Store::Memory memory = log.store().MemoryUse();
+  Gauge(&out, "ledger_store_memory_budget_bytes",
+        "What the store's RocksDB may hold in its cache, memtables included (--store-memory-mb).",
+        static_cast<double>(memory.budget));
+  Gauge(&out, "ledger_store_cache_bytes",
+        "What the store's cache holds: blocks, indexes, filters and the memtables' charge.",
+        static_cast<double>(memory.cache));
+  Gauge(&out, "ledger_store_memtable_bytes", "The store's memtables (charged to its cache).",
+        static_cast<double>(memory.memtables));
+  Gauge(&out, "ledger_store_table_reader_bytes",
+        "Memory the store's table readers hold outside the cache (top-level indexes and filters).",
+        static_cast<double>(memory.table_readers));
   if (sources_.rpc != nullptr) {
     Head(&out, "ledger_rpc_seconds", "histogram", "Duration of gRPC calls (of a stream: its whole life), by method.");
     for (const auto& [labels, snapshot] : sources_.rpc->seconds.Read()) {

@@ -18,6 +18,11 @@
 //   ledger_exports_total{scope,result}       evidence packs exported
 //   ledger_proofs_served_total{type}         inclusion and consistency proofs served
 //   ledger_store_failed                      1 when the store failed and cannot resume
+//   ledger_store_memory_budget_bytes         gauge: --store-memory-mb, in bytes
+//   ledger_store_cache_bytes                 gauge: what RocksDB's one cache holds (blocks,
+//                                            indexes, filters, the memtables' charge)
+//   ledger_store_memtable_bytes              gauge: the memtables
+//   ledger_store_table_reader_bytes          gauge: table readers outside the cache
 //   ledger_rpc_seconds{method}               histogram: a call's duration (a stream's life)
 //   ledger_rpcs_total{method,code}           calls by method and status code ("ok" included)
 //   ledger_denied_total{team,kind}           receipts appended with decision deny

@@ -67,6 +67,36 @@ TEST(Http, RoutesQueriesAndRefusals) {
   EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n");  // headers only
 }
 
+// Bodies come with a Content-Length or in chunks (as Node's http client
+// sends a piped body); either way the handler sees the data, within the limit.
+TEST(Http, PostBodiesByLengthOrInChunksWithinTheLimit) {
+  HttpOptions options;
+  options.max_body_bytes = 10;
+  options.chunked_bodies = true;
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest& r) { return Text(200, "[" + r.body + "]"); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::string addr = (*server)->address();
+  auto body_of = [](const std::string& response) { return response.substr(response.find("\r\n\r\n") + 4); };
+  EXPECT_EQ(body_of(Exchange(addr, "POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")), "[hello]");
+  EXPECT_EQ(body_of(Exchange(addr,
+                             "POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "3;ext=1\r\nhel\r\n7\r\nlo, wor\r\n0\r\nX-Trailer: t\r\n\r\n")),
+            "[hello, wor]");
+  std::string chunked = "POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  EXPECT_EQ(Exchange(addr, chunked + "6\r\nhello,\r\n5\r\n worl\r\n0\r\n\r\n").substr(0, 12), "HTTP/1.1 413");
+  EXPECT_EQ(Exchange(addr, chunked + "zz\r\nhello\r\n0\r\n\r\n").substr(0, 12), "HTTP/1.1 400");
+  EXPECT_EQ(Exchange(addr, chunked + "2\r\nhello\r\n0\r\n\r\n").substr(0, 12), "HTTP/1.1 400");
+  EXPECT_EQ(Exchange(addr, "POST /p HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n").substr(0, 12), "HTTP/1.1 411");
+  EXPECT_EQ(Exchange(addr, "POST /p HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello world").substr(0, 12), "HTTP/1.1 413");
+  // Without chunked_bodies, chunks are refused.
+  options.chunked_bodies = false;
+  auto strict = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest& r) { return Text(200, r.body); }, options);
+  ASSERT_TRUE(strict.ok()) << strict.status();
+  EXPECT_EQ(Exchange((*strict)->address(), chunked + "2\r\nhe\r\n0\r\n\r\n").substr(0, 12), "HTTP/1.1 411");
+}
+
 // A connection to `address` from `source`, or -1.
 int Connect(const std::string& address, const char* source = "127.0.0.1") {
   int port = std::stoi(address.substr(address.rfind(':') + 1));

@@ -18,6 +18,7 @@ PACKAGES=(
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
   python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
+  python3-pip python3-setuptools python3-wheel python3-venv
   chromium poppler-utils clang clang-format curl
 )
 # Node and npm from Debian, unless a Node with npm is already there
@@ -63,6 +64,8 @@ case "${1:-}" in
     ;;
   test)
     install_missing
+    # The OpenTelemetry SDK that tests/otlp_test.py sends spans with.
+    (cd tests/otlp && npm ci --no-audit --no-fund --loglevel=error)
     build ON
     typescript_client
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)

@@ -86,7 +86,34 @@ size=$("$build/cmd/ledgerctl" audit --data "$work/data" --origin "$origin" --jso
   /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["ok"] and r["run_map_roots"] >= 2, r; print(r["entries"])')
 "$build/cmd/ledgerctl" prove-run --data "$work/data" --origin "$origin" --size "$size" --team "$team" --run "$run" \
   > "$work/replayed.json" || fail "prove-run --data"
+# The team's head, from the same replay, against the team-head map root the
+# note of that size signs (export/runmap.py's team key, CONTRACT section 6a).
+"$build/cmd/ledgerctl" prove-team --data "$work/data" --origin "$origin" --size "$size" --team "$team" \
+  > "$work/team.json" || fail "prove-team --data"
+"$build/cmd/ledgerctl" prove-team --data "$work/data" --origin "$origin" --size "$size" --team no-such-team \
+  > "$work/team-absent.json" || fail "prove-team of a missing team"
+"$build/cmd/ledgerctl" prove-team --data "$work/data" --origin "$origin" --size 0 --team "$team" 2> "$work/err" &&
+  fail "prove-team without a size"
+grep -q "prove-team: --data needs --size S, a checkpoint's size" "$work/err" || { cat "$work/err"; fail "message"; }
 start_ledgerd --origin "$origin"
+ctl checkpoint --size "$size" --time-note > "$work/time-final.note" || fail "the final checkpoint's time note"
+ctl entries --from 0 --to "$size" > "$work/entries.jsonl"
+/usr/bin/python3 - "$root/export" "$work/team.json" "$work/team-absent.json" "$work/time-final.note" \
+  "$work/entries.jsonl" "$team" <<'PY' || fail "the team-head proof does not verify against the signed map root"
+import base64, json, sys
+sys.path.insert(0, sys.argv[1])
+import runmap
+body = open(sys.argv[4]).read().split("\n\n")[0].split("\n")
+assert body[5].startswith("teams "), body
+size, teams_root = int(body[2]), base64.b64decode(body[5][len("teams "):])
+team = sys.argv[6]
+proof = json.load(open(sys.argv[2]))
+runmap.verify_inclusion_json(teams_root, runmap.team_key(team.encode()), proof)
+mine = [e for e in map(json.loads, open(sys.argv[5])) if e["seq"] < size and e["receipt"]["team"] == team]
+assert proof["head"]["count"] == len(mine) and proof["head"]["last_seq"] == mine[-1]["seq"], (proof["head"], len(mine))
+runmap.verify_absence_json(teams_root, runmap.team_key(b"no-such-team"), json.load(open(sys.argv[3])))
+print("team head ok", proof["head"]["count"])
+PY
 ctl prove-run --team "$team" --run "$run" > "$work/online.json"
 cmp "$work/replayed.json" "$work/online.json" || fail "the replay and the server prove different heads"
 echo "run_proof: OK ($n entries in $team/$run)"

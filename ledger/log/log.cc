@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
     return absl::UnavailableError(absl::StrCat("data directory ", options.data_dir, ": ", ec.message()));
   }
   ::chmod(options.data_dir.c_str(), 0700);
-  auto store = store::Store::Open(options.data_dir + "/db");
+  auto store = store::Store::Open(options.data_dir + "/db", nullptr, options.store_memory_bytes);
   if (!store.ok()) return store.status();
   auto state = (*store)->ReadState();
   if (!state.ok()) return state.status();
@@ -427,7 +427,7 @@ absl::StatusOr<RunProof> Log::ProveRun(std::string_view team, std::string_view r
     return absl::FailedPreconditionError("run-head map: this ledger runs without it (--run-map=false)");
   }
   sync::MutexLock map_lock(&map_mu_);
-  return ProveKey(*key, map_);
+  return ProveKey(*key, map_, "run-head map");
 }
 
 absl::StatusOr<RunProof> Log::ProveTeam(std::string_view team) const {
@@ -437,16 +437,17 @@ absl::StatusOr<RunProof> Log::ProveTeam(std::string_view team) const {
     return absl::FailedPreconditionError("team-head map: this ledger runs without it (--run-map=false)");
   }
   sync::MutexLock map_lock(&map_mu_);
-  return ProveKey(*key, team_map_);
+  return ProveKey(*key, team_map_, "team-head map");
 }
 
-absl::StatusOr<RunProof> Log::ProveKey(const runmap::Key& key, runmap::RunMap& map) const {
+absl::StatusOr<RunProof> Log::ProveKey(const runmap::Key& key, runmap::RunMap& map, std::string_view map_name) const {
   RunProof proof;
   {
     sync::MutexLock lock(&mu_);
     if (!has_latest_ || !latest_.team_map_root.has_value() || latest_.size != map_size_) {
       return absl::UnavailableError(
-          "run-head map: the latest checkpoint is not signed with the map yet; retry after the next checkpoint");
+          absl::StrCat(std::string(map_name),
+                       ": the latest checkpoint is not signed with the map yet; retry after the next checkpoint"));
     }
     proof.checkpoint = latest_;
   }

@@ -99,6 +99,8 @@ class Log {
     // (team chains). Off: format 1 notes, version 1 leaves, no run or team
     // proofs.
     bool run_map = true;
+    // What the store's RocksDB may hold in memory (store::Store::Open).
+    uint64_t store_memory_bytes = store::Store::kDefaultMemoryBytes;
   };
 
   // The latest signed checkpoint, kept outside RocksDB in the data
@@ -243,7 +245,7 @@ class Log {
   absl::StatusOr<SignedTime> SignCheckpointTime(uint64_t size, const hash::Hash& root, std::optional<hash::Hash> runs,
                                                 std::optional<hash::Hash> teams, int64_t now);
   // ProveRun and ProveTeam: `key` in `map` at the latest checkpoint.
-  absl::StatusOr<RunProof> ProveKey(const runmap::Key& key, runmap::RunMap& map) const
+  absl::StatusOr<RunProof> ProveKey(const runmap::Key& key, runmap::RunMap& map, std::string_view map_name) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;

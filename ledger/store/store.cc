@@ -20,6 +20,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
+#include "rocksdb/write_buffer_manager.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::store {
@@ -175,6 +176,8 @@ struct Store::Rep {
   std::unique_ptr<rocksdb::DB> db;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
   rocksdb::ColumnFamilyOptions projection_options;
+  uint64_t memory_bytes = 0;
+  std::shared_ptr<rocksdb::Cache> cache;  // blocks, indexes, filters, and the memtables' charge
   // The last committed record of the rightmost group of each level, so that
   // appending a node does not read it back from RocksDB.
   sync::Mutex open_mu;
@@ -315,9 +318,33 @@ uint64_t Store::TableReaderBytes() const {
   return bytes;
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Faults* faults) {
+Store::Memory Store::MemoryUse() const {
+  Memory m;
+  m.budget = rep_->memory_bytes;
+  m.cache = rep_->cache->GetUsage();
+  m.cache_pinned = rep_->cache->GetPinnedUsage();
+  rep_->db->GetAggregatedIntProperty("rocksdb.size-all-mem-tables", &m.memtables);
+  m.table_readers = TableReaderBytes();
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Faults* faults, uint64_t memory_bytes) {
+  if (memory_bytes < kMinMemoryBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory: at least ", kMinMemoryBytes >> 20, " MiB, not ", memory_bytes >> 20, " MiB"));
+  }
   auto rep = std::make_unique<Rep>();
+  rep->memory_bytes = memory_bytes;
+  // Index and filter blocks go first in the cache's high-priority half, so
+  // data blocks are evicted before them.
+  rocksdb::LRUCacheOptions cache_options;
+  cache_options.capacity = memory_bytes;
+  cache_options.high_pri_pool_ratio = 0.5;
+  rep->cache = rocksdb::NewLRUCache(cache_options);
   rocksdb::Options options;
+  // Memtables of every column family together take at most half the
+  // budget, charged to the cache: their memory is the cache's.
+  options.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(memory_bytes / 2, rep->cache);
   rep->env = rocksdb::NewCompositeEnv(NewStoreFileSystem(rocksdb::FileSystem::Default(), faults, &rep->sync_us));
   options.env = rep->env.get();
   options.create_if_missing = true;
@@ -339,7 +366,18 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
 
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  table.block_cache = rocksdb::NewLRUCache(64 << 20);
+  table.block_cache = rep->cache;
+  // Indexes and filters grow with the store (about 2 bytes per key):
+  // outside the cache they would grow RSS without bound. Partitioned, a
+  // lookup reads only the partition it needs; level 0's and the top-level
+  // indexes stay pinned, as each flush and lookup uses them.
+  table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  table.pin_top_level_index_and_filter = true;
+  table.index_type = rocksdb::BlockBasedTableOptions::IndexType::kTwoLevelIndexSearch;
+  table.partition_filters = true;
+  table.metadata_block_size = 4096;
   // Debian's RocksDB computes CRC-32C without the CPU's instruction; XXH3
   // block checksums cost the flush thread a fraction of that. Each table
   // file records its checksum type, so older files still read.

@@ -152,18 +152,38 @@ struct Faults;  // a test hook: ledger/store/testing.h
 
 class Store {
  public:
+  // What RocksDB may hold in memory unless told: see Open.
+  static constexpr uint64_t kDefaultMemoryBytes = uint64_t{256} << 20;
+  // What a store needs at least to work at all.
+  static constexpr uint64_t kMinMemoryBytes = uint64_t{16} << 20;
+
   // Opens or creates the store in `dir`. UNAVAILABLE when the directory is
   // unusable or locked by another process. `faults`, if set, MUST outlive
-  // the store.
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir, Faults* faults = nullptr);
+  // the store. `memory_bytes` bounds what RocksDB holds in memory however
+  // large the store grows: one cache of that size holds the data blocks,
+  // the index and filter blocks (partitioned, so that only the parts in use
+  // stay), and is charged for the memtables, which may take half of it.
+  // INVALID_ARGUMENT below kMinMemoryBytes.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir, Faults* faults = nullptr,
+                                                     uint64_t memory_bytes = kDefaultMemoryBytes);
   ~Store();
 
   // The duration of each sync of a file RocksDB wrote (WAL, flushes), in
   // microseconds.
   const stats::Histogram& sync_us() const;
-  // Memory RocksDB holds for reading its table files (indexes and filters
-  // outside the block cache): it grows with the database.
+  // Memory RocksDB holds for reading its table files outside the cache
+  // (the table readers themselves, and the top level of partitioned
+  // indexes and filters).
   uint64_t TableReaderBytes() const;
+  // Where RocksDB's memory goes, in bytes.
+  struct Memory {
+    uint64_t budget = 0;         // memory_bytes of Open
+    uint64_t cache = 0;          // what the cache holds, memtables' charge included
+    uint64_t cache_pinned = 0;   // of which pinned (level 0 indexes and filters, blocks being read)
+    uint64_t memtables = 0;      // the memtables (charged to the cache)
+    uint64_t table_readers = 0;  // TableReaderBytes()
+  };
+  Memory MemoryUse() const;
 
   // A new batch. With `base`, a batch not yet committed that this one
   // follows: node records rewritten by `base` are continued from its

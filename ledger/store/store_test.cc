@@ -264,5 +264,42 @@ TEST(StoreTest, ScanReceiptsReadsBothFormatsAndLegacyReceiptsOnlyFormat1) {
   EXPECT_EQ((**store->FindReceipt({IdSpace::kEmitter, "team-b", "x"})).seq, 2u);
 }
 
+// The memory budget: refused below the minimum; memtables are charged to
+// the one cache; partitioned indexes and filters still find every key after
+// a reopen (from table files) and answer misses.
+TEST(StoreTest, MemoryBudgetIsOneCacheChargedForMemtables) {
+  testing::TempDir dir;
+  auto small = Store::Open(dir.path(), nullptr, Store::kMinMemoryBytes - 1);
+  ASSERT_EQ(small.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(small.status().message(), "memory: at least 16 MiB, not 15 MiB");
+  constexpr int kKeys = 20000;
+  {
+    auto store = *Store::Open(dir.path(), nullptr, 32 << 20);
+    for (int batch = 0; batch < 10; ++batch) {
+      Batch b = store->NewBatch();
+      for (int i = batch * kKeys / 10; i < (batch + 1) * kKeys / 10; ++i) {
+        std::string id = absl::StrCat("r-", i);
+        b.PutEntry(static_cast<uint64_t>(i), id);
+        b.PutReceipt({IdSpace::kEmitter, "team-a", id},
+                     {static_cast<uint64_t>(i), hash::LeafHash(id), hash::Sha256(id)});
+      }
+      ASSERT_TRUE(store->Commit(b).ok());
+    }
+    Store::Memory m = store->MemoryUse();
+    EXPECT_EQ(m.budget, uint64_t{32} << 20);
+    EXPECT_GT(m.memtables, 0u);
+    EXPECT_GE(m.cache, m.memtables);
+  }
+  auto store = *Store::Open(dir.path(), nullptr, Store::kMinMemoryBytes);
+  for (int i = 0; i < kKeys; i += 997) {
+    std::string id = absl::StrCat("r-", i);
+    auto ref = store->FindReceipt({IdSpace::kEmitter, "team-a", id});
+    ASSERT_TRUE(ref.ok() && ref->has_value()) << id;
+    EXPECT_EQ((*ref)->seq, static_cast<uint64_t>(i));
+  }
+  EXPECT_FALSE(store->FindReceipt({IdSpace::kEmitter, "team-a", "r-missing"})->has_value());
+  EXPECT_EQ(store->MemoryUse().budget, Store::kMinMemoryBytes);
+}
+
 }  // namespace
 }  // namespace ledger::store

@@ -12,6 +12,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import grpc
 
 from evidence_ledger import stubs
+from evidence_ledger.emitter import own_connections
 
 q = stubs.query
 _STATES = {name[len("STEP_STATE_"):].lower(): value for name, value in q.StepState.items() if value}
@@ -30,6 +31,7 @@ class Dashboard:
 
     def __init__(self, target: str, credentials: Optional[grpc.ChannelCredentials] = None, *,
                  timeout: float = 10.0, channel_options: Sequence[Tuple[str, object]] = ()):
+        channel_options = own_connections(channel_options)
         self._channel = (grpc.secure_channel(target, credentials, channel_options) if credentials
                          else grpc.insecure_channel(target, channel_options))
         self._stub = stubs.query_grpc.QueryServiceStub(self._channel)
@@ -71,11 +73,14 @@ class Dashboard:
               after_seq: int = -1, retry: bool = True) -> Iterator["q.StepChange"]:
         """Step changes after `after_seq`, the past then live, forever. On
         UNAVAILABLE it reconnects after the last change received: no gap,
-        no duplicate."""
+        no duplicate. With `retry`, a call waits for the ledger to be there
+        (wait_for_ready) rather than failing at once while the channel is
+        between connection attempts, so a restarted ledger is watched again
+        as soon as it serves."""
         backoff = 0.1
         while True:
             call = self._stub.WatchSteps(q.WatchStepsRequest(filter=self._filter(team, run, states, ()),
-                                                             after_seq=after_seq))
+                                                             after_seq=after_seq), wait_for_ready=retry)
             try:
                 for change in call:
                     after_seq = change.seq

@@ -39,7 +39,7 @@ import logging
 import random
 import threading
 import time
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Deque, List, NamedTuple, Optional, Sequence, Tuple
 
 import grpc
 
@@ -48,6 +48,16 @@ from evidence_ledger import stubs
 log = logging.getLogger("evidence_ledger")
 DEFAULT_TIMEOUT = 30.0
 _FOREVER = object()
+
+
+def own_connections(options: Sequence[Tuple[str, object]]) -> List[Tuple[str, object]]:
+    """Channel options with the channel's connections its own: gRPC shares connections to one address among
+    a process's channels (a Dashboard's and an Emitter's), and with them their reconnect back-off."""
+    options = list(options)
+    if "grpc.use_local_subchannel_pool" not in {name for name, _ in options}:
+        options.append(("grpc.use_local_subchannel_pool", 1))
+    return options
+
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED}
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
@@ -102,9 +112,9 @@ class Emitter:
         when it cannot take those two arguments."""
         _check_callback(on_result)
         self._flush_timeout = flush_timeout
-        self._channel = (grpc.secure_channel(target, credentials, channel_options) if credentials
-                         else grpc.insecure_channel(target, channel_options))
-        self._stub = stubs.ledger_grpc.LedgerServiceStub(self._channel)
+        self._target, self._credentials = target, credentials
+        self._channel_options = own_connections(channel_options)
+        self._connect()
         self._batch_size = min(batch_size, 1000)
         self._linger = linger
         self._max_buffer = max_buffer
@@ -114,7 +124,7 @@ class Emitter:
         self._max_backoff = max_backoff
         self._on_result = on_result
         self._cv = threading.Condition()
-        self._queue = collections.deque()  # receipts not yet sent (or sent and to be retried)
+        self._queue: Deque[Receipt] = collections.deque()  # receipts not yet sent (or sent and to be retried)
         self._unsettled = 0                # queued + in flight
         self._closed = False
         self._stop = False
@@ -148,7 +158,7 @@ class Emitter:
             self._unsettled += 1
             self._cv.notify_all()
 
-    def flush(self, timeout=_FOREVER) -> bool:
+    def flush(self, timeout: Optional[float] = _FOREVER) -> bool:  # type: ignore[assignment]
         """Waits until every receipt emitted so far is settled: at most `timeout` seconds (default: the
         emitter's flush_timeout, 30 s; None: for good). False on timeout."""
         if timeout is _FOREVER:
@@ -162,7 +172,7 @@ class Emitter:
                 self._cv.wait(left)
         return True
 
-    def close(self, timeout=_FOREVER) -> bool:
+    def close(self, timeout: Optional[float] = _FOREVER) -> bool:  # type: ignore[assignment]
         """Flushes (as flush(timeout)), then stops the thread and closes the channel. False if the flush
         timed out; the receipts not settled are then in `unsettled`, for the caller to keep."""
         flushed = self.flush(timeout)
@@ -180,8 +190,16 @@ class Emitter:
     def __enter__(self) -> "Emitter":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _connect(self) -> None:
+        """A new channel. gRPC's own channel, once a connection failed, fails every call at once until its
+        reconnect back-off (up to 120 s) has passed, whatever the emitter's back-off: a restarted ledger would
+        wait for it. A new channel, on connections of its own, connects at its first call."""
+        self._channel = (grpc.secure_channel(self._target, self._credentials, self._channel_options)
+                         if self._credentials else grpc.insecure_channel(self._target, self._channel_options))
+        self._stub = stubs.ledger_grpc.LedgerServiceStub(self._channel)
 
     def _settle(self, receipt, result):
         with self._cv:
@@ -225,6 +243,9 @@ class Emitter:
             except grpc.RpcError as e:
                 if e.code() in _RETRYABLE:
                     self._requeue(batch)
+                    if e.code() == grpc.StatusCode.UNAVAILABLE:
+                        self._channel.close()
+                        self._connect()
                     self._pause(backoff, len(batch), e.code(), e.details())
                     backoff = min(backoff * 2, self._max_backoff)
                     continue

@@ -11,12 +11,15 @@ FNV-1a-64(team) mod (number of shards), as ledgerctl computes it
 (cmd/shard_map.h).
 """
 import json
+from typing import Any, Dict, List, Mapping, Optional
+
+import grpc
 
 from evidence_ledger.dashboard import Dashboard
-from evidence_ledger.emitter import _FOREVER, Emitter
+from evidence_ledger.emitter import _FOREVER, Emitter, Receipt, Result
 
 
-def fnv1a64(text):
+def fnv1a64(text: str) -> int:
     h = 14695981039346656037
     for byte in text.encode():
         h = ((h ^ byte) * 1099511628211) % (1 << 64)
@@ -24,81 +27,83 @@ def fnv1a64(text):
 
 
 class ShardMap:
-    def __init__(self, doc):
+    def __init__(self, doc: Mapping[str, Any]):
         if doc.get("version") != 1:
             raise ValueError("shard map: version: must be 1")
         shards = sorted(doc.get("shards") or [], key=lambda s: s.get("shard", -1))
         if not shards or [s.get("shard") for s in shards] != list(range(len(shards))):
             raise ValueError("shard map: shards: numbered 0 to n-1, each once")
-        self.addresses = [s["address"] for s in shards]
-        self.teams = dict(doc.get("teams") or {})
+        self.addresses: List[str] = [s["address"] for s in shards]
+        self.teams: Dict[str, int] = dict(doc.get("teams") or {})
         for team, n in self.teams.items():
             if not isinstance(n, int) or not 0 <= n < len(shards):
                 raise ValueError("shard map: teams.%s: not a shard of this map" % team)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str) -> "ShardMap":
         with open(path) as f:
             return cls(json.load(f))
 
-    def shard_for(self, team):
+    def shard_for(self, team: str) -> int:
         return self.teams.get(team, fnv1a64(team) % len(self.addresses))
 
-    def address_for(self, team):
+    def address_for(self, team: str) -> str:
         return self.addresses[self.shard_for(team)]
 
 
 class ShardedEmitter:
     """An Emitter per shard; emit() routes by the receipt's team."""
 
-    def __init__(self, shard_map, credentials=None, **emitter_options):
+    def __init__(self, shard_map: ShardMap, credentials: Optional[grpc.ChannelCredentials] = None,
+                 **emitter_options: Any):
         self.shard_map = shard_map
         self.emitters = [Emitter(address, credentials, **emitter_options) for address in shard_map.addresses]
 
-    def emit(self, receipt):
+    def emit(self, receipt: Receipt) -> None:
         self.emitters[self.shard_map.shard_for(receipt.team)].emit(receipt)
 
-    def flush(self, timeout=_FOREVER):
+    def flush(self, timeout: Optional[float] = _FOREVER) -> bool:  # type: ignore[assignment]
         """Each shard's Emitter.flush(timeout), one after the other."""
         return all([e.flush(timeout) for e in self.emitters])
 
-    def close(self, timeout=_FOREVER):
+    def close(self, timeout: Optional[float] = _FOREVER) -> bool:  # type: ignore[assignment]
         """Each shard's Emitter.close(timeout); their unsettled receipts are in `unsettled`."""
         return all([e.close(timeout) for e in self.emitters])
 
     @property
-    def unsettled(self):
+    def unsettled(self) -> List[Receipt]:
         return [r for e in self.emitters for r in e.unsettled]
 
     @property
-    def callback_errors(self):
+    def callback_errors(self) -> int:
         return sum(e.callback_errors for e in self.emitters)
 
     @property
-    def refused(self):
+    def refused(self) -> List[Result]:
         return [r for e in self.emitters for r in e.refused]
 
     @property
-    def acknowledged(self):
+    def acknowledged(self) -> int:
         return sum(e.acknowledged for e in self.emitters)
 
-    def __enter__(self):
+    def __enter__(self) -> "ShardedEmitter":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
 class ShardedDashboard:
     """Dashboard calls routed to the team's shard."""
 
-    def __init__(self, shard_map, credentials=None, **options):
+    def __init__(self, shard_map: ShardMap, credentials: Optional[grpc.ChannelCredentials] = None,
+                 **options: Any):
         self.shard_map = shard_map
         self.dashboards = [Dashboard(address, credentials, **options) for address in shard_map.addresses]
 
-    def for_team(self, team):
+    def for_team(self, team: str) -> Dashboard:
         return self.dashboards[self.shard_map.shard_for(team)]
 
-    def close(self):
+    def close(self) -> None:
         for d in self.dashboards:
             d.close()

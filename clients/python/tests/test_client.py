@@ -125,6 +125,25 @@ class EmitterTest(unittest.TestCase):
         self.assertEqual(len(ids), len(set(ids)), "a receipt was appended twice")
         self.assertEqual(set(ids), {r.receipt_id for r in sent})
 
+    def test_a_restarted_ledger_is_reached_within_the_emitters_back_off(self):
+        # gRPC's channel, once its connections failed, fails calls at once until its own reconnect back-off
+        # (growing to 120 s) has passed: the emitter must not wait for it.
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        e = Emitter(ledger.address, max_backoff=0.5)
+        self.addCleanup(e.close, 0)
+        e.emit(calls(1, "r")[0])
+        self.assertTrue(e.flush(10))
+        ledger.kill()
+        for r in calls(10, "s"):
+            e.emit(r)
+        time.sleep(2)
+        ledger.start()
+        began = time.monotonic()
+        self.assertTrue(e.flush(30))
+        self.assertLess(time.monotonic() - began, 2.0, "flushed %.1f s after the restart" % (time.monotonic() - began))
+        self.assertGreater(e.retries, 0)
+
     def test_refusals_are_reported_not_retried(self):
         ledger = Ledger()
         self.addCleanup(ledger.stop)
@@ -317,6 +336,39 @@ class DashboardTest(unittest.TestCase):
         self.assertEqual(len(changes), 4)
         self.assertEqual([c.seq for c in changes], sorted(c.seq for c in changes))
         self.assertIn(stubs.query.STEP_STATE_UNKNOWN, [c.step.state for c in changes])
+
+    def test_a_watch_resumes_as_soon_as_the_ledger_is_back(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        d = Dashboard(ledger.address)
+        self.addCleanup(d.close)
+        arrived = []
+
+        def watch():
+            for change in d.watch("team-v"):
+                arrived.append((time.monotonic(), change.seq))
+                if len(arrived) == 2:
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        start = receipts.agent_start("team-v", "run-1", "build", decision=receipts.ALLOW, timeout_ms=600000)
+        with Emitter(ledger.address) as e:
+            e.emit(start)
+        deadline = time.monotonic() + 10
+        while not arrived and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual([seq for _, seq in arrived], [0])
+        ledger.kill()
+        time.sleep(1.2)  # the watch's channel backs off
+        ledger.start()
+        restarted = time.monotonic()
+        with Emitter(ledger.address) as e:
+            e.emit(receipts.agent_exec("team-v", "run-1", "build", start.receipt_id, status=receipts.SUCCEEDED))
+        watcher.join(timeout=20)
+        self.assertEqual([seq for _, seq in arrived], [0, 1])
+        self.assertLess(arrived[1][0] - restarted, 2.0, "the change came %.1f s after the restart"
+                        % (arrived[1][0] - restarted))
 
 
 if __name__ == "__main__":
