@@ -127,6 +127,9 @@ export interface DashboardOptions extends ConnectionOptions {
   timeoutMs?: number;
 }
 
+// The longest wait before a watch or the channel tries the ledger again.
+const RECONNECT_MS = 1000;
+
 const STATES: readonly string[] = ["pending", "succeeded", "failed", "denied", "unknown"];
 const ANOMALIES: readonly string[] = ["late_completion", "orphan_completion", "duplicate_completion",
   "conflicting_completion", "mismatched_completion", "completion_after_deny", "duplicate_start"];
@@ -149,9 +152,7 @@ export class Dashboard {
 
   /** `target` is HOST:PORT. */
   constructor(target: string, options: DashboardOptions = {}) {
-    // A watch reconnects within 5 s of the ledger's return, however long it was away.
-    this.client = new QueryService(target, ...channelArgs(options, { "grpc.initial_reconnect_backoff_ms": 100,
-                                                                      "grpc.max_reconnect_backoff_ms": 5000 }));
+    this.client = new QueryService(target, ...channelArgs(options, RECONNECT_MS));
     this.timeoutMs = options.timeoutMs ?? 10000;
   }
 
@@ -192,13 +193,18 @@ export class Dashboard {
 
   /** Step changes after `afterSeq`, the past then live, until the caller
    * stops iterating. On UNAVAILABLE it reconnects after the last change
-   * received: no gap, no duplicate. Any other error ends it, thrown. */
+   * received: no gap, no duplicate. Any other error ends it, thrown. With
+   * `retry`, each call waits for the ledger to be there (waitForReady)
+   * rather than failing while the channel is between connection attempts,
+   * so a watch resumes within about a second of the ledger's return,
+   * however long it was away. */
   async *watch(team: string, options: WatchOptions = {}): AsyncGenerator<StepChange, void, undefined> {
     const filter = this.filter(team, options.run, options.states, []);
     let after_seq = options.afterSeq ?? -1;
     let backoff = 100;
     for (;;) {
-      const call = this.client.WatchSteps({ filter, after_seq });
+      const call = this.client.WatchSteps({ filter, after_seq },
+                                          new grpc.Metadata({ waitForReady: options.retry !== false }));
       try {
         for await (const change of call as AsyncIterable<StepChange>) {
           after_seq = change.seq;
@@ -209,7 +215,7 @@ export class Dashboard {
       } catch (e) {
         if (options.retry === false || (e as grpc.ServiceError).code !== grpc.status.UNAVAILABLE) throw e;
         await sleep(backoff);
-        backoff = Math.min(backoff * 2, 5000);
+        backoff = Math.min(backoff * 2, RECONNECT_MS);
       } finally {
         call.on("error", () => {});  // the CANCELLED that cancel() reports
         call.cancel();

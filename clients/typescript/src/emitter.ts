@@ -76,7 +76,8 @@ export interface EmitterOptions extends ConnectionOptions {
   emitTimeoutMs?: number;
   /** Deadline of one Append request (10 s). */
   rpcTimeoutMs?: number;
-  /** The longest back-off between retries (5 s); also the channel's longest reconnect back-off. */
+  /** The longest back-off between retries (5 s); also the channel's longest reconnect back-off, so that
+   * a ledger back from a restart is sent to within about twice this. */
   maxBackoffMs?: number;
   /** How long flush() and close() wait when not told (DEFAULT_FLUSH_TIMEOUT_MS, 30 s). */
   flushTimeoutMs?: number;
@@ -164,10 +165,7 @@ export class Emitter {
     this.flushTimeoutMs = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
     this.onResult = options.onResult;
     this.logger = options.logger ?? console;
-    this.client = new LedgerService(target, ...channelArgs(options, {
-      "grpc.initial_reconnect_backoff_ms": Math.min(100, this.maxBackoffMs),
-      "grpc.max_reconnect_backoff_ms": this.maxBackoffMs,
-    }));
+    this.client = new LedgerService(target, ...channelArgs(options, this.maxBackoffMs));
     this.sender = this.run().catch((error) => {
       this.logger.error("the emitter's sender stopped: nothing more is sent", error);
     });

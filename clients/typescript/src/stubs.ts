@@ -33,7 +33,7 @@ export interface QueryServiceClient extends grpc.Client {
   ListSteps(request: object, options: grpc.CallOptions, callback: Callback<any>): grpc.ClientUnaryCall;
   GetRun(request: object, options: grpc.CallOptions, callback: Callback<any>): grpc.ClientUnaryCall;
   ListRuns(request: object, options: grpc.CallOptions, callback: Callback<any>): grpc.ClientUnaryCall;
-  WatchSteps(request: object, options?: grpc.CallOptions): grpc.ClientReadableStream<any>;
+  WatchSteps(request: object, metadata?: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<any>;
 }
 
 type ClientConstructor<T> = new (target: string, credentials: grpc.ChannelCredentials,
@@ -70,10 +70,20 @@ export interface ConnectionOptions {
   channelOptions?: grpc.ChannelOptions;
 }
 
-/** The credentials and channel options of a connection. */
+/** The credentials and channel options of a connection. Unless the caller
+ * says otherwise, a channel has connections of its own (grpc-js shares a
+ * process's connections to one address among its channels, and with them
+ * their reconnect back-off) and tries again after a failed connection within
+ * `maxReconnectMs` (grpc-js waits up to 120 s by default, so a restarted
+ * ledger would be reached long after it is back). */
 export function channelArgs(options: ConnectionOptions,
-                            defaults: grpc.ChannelOptions = {}): [grpc.ChannelCredentials, grpc.ChannelOptions] {
-  const channelOptions: grpc.ChannelOptions = { ...defaults, ...options.channelOptions };
+                            maxReconnectMs: number): [grpc.ChannelCredentials, grpc.ChannelOptions] {
+  const channelOptions: grpc.ChannelOptions = {
+    "grpc.use_local_subchannel_pool": 1,
+    "grpc.initial_reconnect_backoff_ms": Math.min(100, maxReconnectMs),
+    "grpc.max_reconnect_backoff_ms": maxReconnectMs,
+    ...options.channelOptions,
+  };
   if (options.credentials && options.tls) {
     throw new TypeError("tls: give tls or credentials, not both");
   }
