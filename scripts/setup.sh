@@ -50,6 +50,14 @@ build() {
   ninja -C build "${@:2}"
 }
 
+# The TypeScript client's packages, as package-lock.json pins them (from the
+# npm registry; again only when the lock file changed), and its build.
+typescript_client() {
+  (cd clients/typescript &&
+   { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } &&
+   npm run --silent build)
+}
+
 case "${1:-}" in
   demo)
     install_missing
@@ -68,6 +76,7 @@ case "${1:-}" in
     # The OpenTelemetry SDK that tests/otlp_test.py sends spans with.
     (cd tests/otlp && npm ci --no-audit --no-fund --loglevel=error)
     build ON
+    typescript_client
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
     exec scripts/check_builds.sh build
     ;;

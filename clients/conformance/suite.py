@@ -7,14 +7,14 @@ log must be byte-identical, receipt by receipt.
 Usage: suite.py BUILD_DIR [--prepare NAME='COMMAND'] --runner NAME='COMMAND' [--runner ...]
                 [--scenario NAME ...]
 
-  suite.py build --runner python='build/clients/python/venv/bin/python -m evidence_ledger.conformance' \
-                 --prepare go='clients/conformance/build-go-runner.sh build' \
-                 --runner go='build/clients/go/conformance' \
-                 --runner typescript='node clients/typescript/dist/conformance.js'
+  suite.py build --runner python="$PWD/build/clients/python/venv/bin/python -m evidence_ledger.conformance" \
+                 --prepare go="$PWD/clients/conformance/build-go-runner.sh $PWD/build" \
+                 --runner go="$PWD/build/clients/go/conformance" \
+                 --runner typescript="node $PWD/clients/typescript/dist/conformance.js"
 
 --prepare runs a command once before the scenarios (e.g. building a
 runner); when it fails, so does that runner. A runner runs in a directory
-of its own, outside the source tree. Prints one line per scenario and
+of its own, outside the source tree: its paths must be absolute. Prints one line per scenario and
 runner with its time, every failed check with the scenario, the runner,
 what was expected and what came; exits 1 if any check failed.
 """

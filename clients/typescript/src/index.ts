@@ -1,0 +1,18 @@
+// A TypeScript client for the evidence ledger.
+//
+//   import { Emitter, Dashboard, receipts } from "evidence-ledger";
+//
+// Emitter sends receipts in batches in the background and retries with the
+// same receipt_id until the ledger has them; Dashboard reads step outcomes
+// and watches changes. scripts/dev-certs.sh makes certificates for trying TLS.
+export { status } from "@grpc/grpc-js";
+export * as receipts from "./receipts";
+export type { Receipt } from "./receipts";
+export { Dashboard, stateName } from "./dashboard";
+export type {
+  DashboardOptions, Run, Step, StepChange, StepState, StateName, StepsOptions, WatchOptions,
+} from "./dashboard";
+export { BufferFullError, DEFAULT_FLUSH_TIMEOUT_MS, Emitter, LEDGER_ID_PREFIX } from "./emitter";
+export type { EmitterOptions, Logger, OnResult, Result } from "./emitter";
+export { fnv1a64, ShardedDashboard, ShardedEmitter, ShardMap } from "./shards";
+export type { ConnectionOptions, Tls } from "./stubs";
