@@ -50,12 +50,16 @@ build() {
   ninja -C build "${@:2}"
 }
 
-# The TypeScript client's packages, as package-lock.json pins them (from the
-# npm registry; again only when the lock file changed), and its build.
+# npm_ci DIR: DIR's packages as its package-lock.json pins them, from the npm
+# registry; again only when the lock file changed.
+npm_ci() {
+  [ "$1/node_modules/.package-lock.json" -nt "$1/package-lock.json" ] ||
+    (cd "$1" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
+# The TypeScript client's packages and its build.
 typescript_client() {
-  (cd clients/typescript &&
-   { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } &&
-   npm run --silent build)
+  npm_ci clients/typescript && (cd clients/typescript && npm run --silent build)
 }
 
 case "${1:-}" in
@@ -74,7 +78,7 @@ case "${1:-}" in
   test)
     install_missing
     # The OpenTelemetry SDK that tests/otlp_test.py sends spans with.
-    (cd tests/otlp && npm ci --no-audit --no-fund --loglevel=error)
+    npm_ci tests/otlp
     build ON
     typescript_client
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
