@@ -16,7 +16,7 @@ work=$(mktemp -d)
 pid=""
 memory=()
 [ "$mb" = - ] || memory=(--store-memory-mb "$mb")
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid"; rm -rf "$work"' EXIT
 "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
   --origin memory.bench/log "${memory[@]}" > "$work/out" 2> "$work/err" &
 pid=$!
@@ -48,11 +48,19 @@ n = len(half)
 xs, ys = [s["entries"] / 1e6 for s in half], [s["rss"] / 2**20 for s in half]
 mx, my = sum(xs) / n, sum(ys) / n
 slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / max(1e-9, sum((x - mx) ** 2 for x in xs))
-rate = lambda a, b: round((b["entries"] - a["entries"]) / (b["t"] - a["t"]))
+# Ingest rates over the load's first and last minute (or sixth, when shorter).
+loaded = [s for s in samples if s["t"] <= secs + 0.5]
+span = min(60.0, secs / 6)
+first = [s for s in loaded if s["t"] <= span + 2.5][-1]
+last = loaded[-1]
+before_last = [s for s in loaded if s["t"] <= last["t"] - span + 2.5][-1]
+rate = lambda a, b: round((b["entries"] - a["entries"]) / (b["t"] - a["t"])) if b["t"] > a["t"] else 0
+first_rate = round(first["entries"] / first["t"])
+last_rate = rate(before_last, last)
 print(json.dumps({"store_memory_mb": mb, "entries": samples[-1]["entries"],
                   "rss_peak_mb": round(max(s["rss"] for s in samples) / 2**20, 1),
                   "rss_mb_per_million_entries_second_half": round(slope, 2),
-                  "rate_first_interval": rate(samples[0], samples[1]),
-                  "rate_last_interval": rate(samples[-2], samples[-1])}))
+                  "rate_first_%ds" % span: first_rate, "rate_last_%ds" % span: last_rate,
+                  "last_over_first": round(last_rate / first_rate, 3) if first_rate else 0}))
 PY
 wait "$load"

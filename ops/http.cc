@@ -24,7 +24,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "auth/identity.h"
+#include "ops/http_message.h"
+#include "ops/http_tls.h"
 #include "util/jsonlog/jsonlog.h"
 #include "util/sync/mutex.h"
 #include "util/tasks/tasks.h"
@@ -32,104 +33,21 @@
 namespace ledger::ops {
 namespace {
 
+using http_message::Chunks;
+using http_message::ContentLength;
+using http_message::DecodeChunks;
+using http_message::kChunked;
+using http_message::kMaxHeaderBytes;
+using http_message::LogRefusal;
+using http_message::Prepare;
+using http_message::Prepared;
+using http_message::Respond;
+using http_tls::NewTlsContext;
+using http_tls::PeerIdentity;
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxHeaderBytes = 16 * 1024;
 constexpr size_t kFileChunk = 64 * 1024;
 constexpr int kTickMs = 100;  // how often deadlines are looked at
-
-const char* Reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 303:
-      return "See Other";
-    case 400:
-      return "Bad Request";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 409:
-      return "Conflict";
-    case 411:
-      return "Length Required";
-    case 413:
-      return "Content Too Large";
-    case 422:
-      return "Unprocessable Content";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Status";
-  }
-}
-
-absl::StatusOr<std::shared_ptr<SSL_CTX>> NewTlsContext(const HttpTls& tls) {
-  std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
-  if (ctx == nullptr) return absl::InternalError("http tls: SSL_CTX_new failed");
-  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
-  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  auto bio_of = [](const std::string& pem) {
-    return std::unique_ptr<BIO, decltype(&BIO_free)>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
-                                                     BIO_free);
-  };
-  auto cert_bio = bio_of(tls.cert_pem);
-  X509* cert = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr);
-  if (cert == nullptr || SSL_CTX_use_certificate(ctx.get(), cert) != 1) {
-    X509_free(cert);
-    return absl::InvalidArgumentError("http tls: the server certificate is not usable");
-  }
-  X509_free(cert);
-  while (X509* extra = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr)) {
-    SSL_CTX_add_extra_chain_cert(ctx.get(), extra);  // owned by ctx
-  }
-  ERR_clear_error();
-  auto key_bio = bio_of(tls.key_pem);
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr);
-  bool key_ok =
-      key != nullptr && SSL_CTX_use_PrivateKey(ctx.get(), key) == 1 && SSL_CTX_check_private_key(ctx.get()) == 1;
-  EVP_PKEY_free(key);
-  if (!key_ok) return absl::InvalidArgumentError("http tls: the private key is not usable with the certificate");
-  X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());
-  auto ca_bio = bio_of(tls.client_ca_pem);
-  int cas = 0;
-  while (X509* ca = PEM_read_bio_X509(ca_bio.get(), nullptr, nullptr, nullptr)) {
-    X509_STORE_add_cert(store, ca);
-    X509_free(ca);
-    ++cas;
-  }
-  ERR_clear_error();
-  if (cas == 0) return absl::InvalidArgumentError("http tls: no client CA certificate");
-  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-  // A client resuming a session (Node's https agent does, on its next
-  // connection) is refused by OpenSSL with an internal error alert unless
-  // the server names a session id context when it verifies clients.
-  static constexpr unsigned char kSessionContext[] = "ledger-http";
-  SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext - 1);
-  return ctx;
-}
-
-// The identity of the peer's verified certificate, or "".
-std::string PeerIdentity(SSL* ssl) {
-  X509* peer = SSL_get1_peer_certificate(ssl);
-  if (peer == nullptr) return "";
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
-  PEM_write_bio_X509(bio.get(), peer);
-  X509_free(peer);
-  char* data = nullptr;
-  long n = BIO_get_mem_data(bio.get(), &data);
-  auto id = auth::IdentityOfCertificate(std::string_view(data, static_cast<size_t>(n)));
-  return id.ok() ? *id : "";
-}
 
 }  // namespace
 
@@ -190,155 +108,6 @@ std::pair<std::string, std::string> PeerName(const sockaddr_storage& peer) {
     port = ntohs(a->sin6_port);
   }
   return {ip, absl::StrCat(ip, ":", port)};
-}
-
-constexpr int64_t kChunked = -2;
-
-// The Content-Length of a request head: 0 when absent, kChunked for
-// "Transfer-Encoding: chunked" (what Node's http client sends for a piped
-// body), -1 when malformed or for another transfer coding.
-int64_t ContentLength(const std::string& head) {
-  int64_t length = 0;
-  std::vector<std::string> lines = absl::StrSplit(head.substr(0, head.find("\r\n\r\n")), "\r\n");
-  for (const std::string& line : lines) {
-    size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string name = absl::AsciiStrToLower(line.substr(0, colon));
-    std::string value(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-    if (name == "transfer-encoding") return absl::AsciiStrToLower(value) == "chunked" ? kChunked : -1;
-    if (name != "content-length") continue;
-    if (value.empty() || value.size() > 12 || !std::all_of(value.begin(), value.end(), absl::ascii_isdigit)) return -1;
-    length = std::stoll(value);
-  }
-  return length;
-}
-
-enum class Chunks { kDone, kMore, kBad, kTooLarge };
-
-// Decodes the chunked body (RFC 9112 §7.1) in `in` from *at, appending the
-// data to *body and moving *at past what was decoded: kDone once the last
-// chunk and the trailer section (skipped) are in, kMore while bytes are
-// missing. Chunk extensions are ignored. kTooLarge when the data would
-// exceed `max` bytes.
-Chunks DecodeChunks(const std::string& in, size_t* at, std::string* body, size_t max) {
-  constexpr size_t kMaxLine = 1024;
-  while (true) {
-    size_t eol = in.find("\r\n", *at);
-    if (eol == std::string::npos) return in.size() - *at > kMaxLine ? Chunks::kBad : Chunks::kMore;
-    std::string_view line(in.data() + *at, eol - *at);
-    line = line.substr(0, line.find(';'));
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
-    if (line.empty() || line.size() > 8 || !std::all_of(line.begin(), line.end(), absl::ascii_isxdigit)) {
-      return Chunks::kBad;
-    }
-    size_t size = std::stoul(std::string(line), nullptr, 16);
-    if (size == 0) {
-      for (size_t p = eol + 2;;) {
-        size_t end = in.find("\r\n", p);
-        if (end == std::string::npos) return in.size() - p > kMaxHeaderBytes ? Chunks::kBad : Chunks::kMore;
-        if (end == p) {
-          *at = end + 2;
-          return Chunks::kDone;
-        }
-        p = end + 2;
-      }
-    }
-    if (body->size() + size > max) return Chunks::kTooLarge;
-    if (in.size() < eol + 2 + size + 2) return Chunks::kMore;
-    if (in.compare(eol + 2 + size, 2, "\r\n") != 0) return Chunks::kBad;
-    body->append(in, eol + 2, size);
-    *at = eol + 2 + size + 2;
-  }
-}
-
-// The response to a whole request (head and body): parsed here, then the
-// handler's.
-HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHandler& handler, bool allow_post) {
-  std::vector<std::string> lines = absl::StrSplit(head.substr(0, head.find("\r\n\r\n")), "\r\n");
-  std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
-  if (first.size() != 3 || first[2].rfind("HTTP/1.", 0) != 0) return Text(400, "bad request line\n");
-  request.method = first[0];
-  std::string target = first[1];
-  size_t q = target.find('?');
-  request.raw_path = target.substr(0, q);
-  auto path = UrlDecode(request.raw_path);
-  bool bad = !path.ok();
-  if (path.ok()) request.path = *path;
-  if (q != std::string::npos) {
-    std::vector<std::string> pairs = absl::StrSplit(target.substr(q + 1), '&', absl::SkipEmpty());
-    for (std::string_view pair : pairs) {
-      size_t eq = pair.find('=');
-      auto k = UrlDecode(pair.substr(0, eq));
-      auto v = UrlDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-      if (!k.ok() || !v.ok())
-        bad = true;
-      else
-        request.query[*k] = *v;
-    }
-  }
-  for (size_t i = 1; i < lines.size(); ++i) {
-    size_t colon = lines[i].find(':');
-    if (colon == std::string::npos) continue;
-    request.headers[absl::AsciiStrToLower(lines[i].substr(0, colon))] =
-        std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
-  }
-  auto id = request.headers.find("x-request-id");
-  request.request_id = jsonlog::RequestId(id == request.headers.end() ? "" : id->second);
-  if (bad) return Text(400, "bad escape in the URL\n");
-  if (request.method == "POST" && allow_post) {
-    request.body = head.substr(head.find("\r\n\r\n") + 4);
-  } else if (request.method != "GET" && request.method != "HEAD") {
-    HttpResponse r = Text(405, allow_post ? "only GET, HEAD and POST\n" : "only GET and HEAD\n");
-    r.headers["Allow"] = allow_post ? "GET, HEAD, POST" : "GET, HEAD";
-    return r;
-  }
-  return handler(request);
-}
-
-void LogRefusal(const HttpRequest& request, const HttpResponse& response) {
-  std::string_view why = response.refusal;
-  if (why.empty() && response.content_type.rfind("text/plain", 0) == 0) {
-    why = std::string_view(response.body).substr(0, response.body.find('\n'));
-  }
-  jsonlog::Warn("http_refused")
-      .Str("path", request.path)
-      .Int("status", response.status)
-      .Str("identity", request.identity)
-      .Str("peer", request.peer)
-      .Str("request_id", request.request_id)
-      .Msg(why)
-      .Emit();
-}
-
-// What the loop sends: the status line and headers, then a body or a file.
-struct Prepared {
-  std::string bytes;      // head, and the body unless a file follows
-  std::string file_path;  // sent after `bytes`, then removed
-};
-
-Prepared Prepare(const HttpResponse& response, bool head_only) {
-  Prepared out;
-  std::ifstream file;
-  uint64_t length = response.body.size();
-  if (!response.file_to_send_and_remove.empty()) {
-    file.open(response.file_to_send_and_remove, std::ios::binary | std::ios::ate);
-    length = file ? static_cast<uint64_t>(file.tellg()) : 0;
-  }
-  out.bytes = absl::StrCat("HTTP/1.1 ", response.status, " ", Reason(response.status),
-                           "\r\nContent-Type: ", response.content_type, "\r\nContent-Length: ", length,
-                           "\r\nConnection: close\r\n",
-                           response.headers.contains("Cache-Control") ? "" : "Cache-Control: no-store\r\n",
-                           "X-Content-Type-Options: nosniff\r\n");
-  for (const auto& [k, v] : response.headers) absl::StrAppend(&out.bytes, k, ": ", v, "\r\n");
-  out.bytes += "\r\n";
-  if (response.file_to_send_and_remove.empty()) {
-    if (!head_only) out.bytes += response.body;
-  } else if (head_only || !file) {
-    std::remove(response.file_to_send_and_remove.c_str());
-  } else {
-    out.file_path = response.file_to_send_and_remove;
-  }
-  return out;
 }
 
 }  // namespace
