@@ -7,18 +7,20 @@
 # per million entries over the second half of the run (a least-squares slope),
 # its peak, and the ingest rate of the first and last sample intervals.
 # STORE_MEMORY_MB "-" passes no flag (a ledgerd from before the flag).
-# Usage: bench/memory.sh BUILD_DIR [SECONDS] [STORE_MEMORY_MB]
+# Other ledgerd flags follow (e.g. --projections=false, to see what they hold).
+# Usage: bench/memory.sh BUILD_DIR [SECONDS] [STORE_MEMORY_MB] [LEDGERD FLAGS...]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 secs=${2:-120}
 mb=${3:-256}
+shift $(( $# < 3 ? $# : 3 ))
 work=$(mktemp -d)
 pid=""
 memory=()
 [ "$mb" = - ] || memory=(--store-memory-mb "$mb")
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid"; rm -rf "$work"' EXIT
 "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
-  --origin memory.bench/log "${memory[@]}" > "$work/out" 2> "$work/err" &
+  --origin memory.bench/log "${memory[@]}" "$@" > "$work/out" 2> "$work/err" &
 pid=$!
 for _ in $(seq 200); do grep -q '^http on ' "$work/out" && break; sleep 0.05; done
 addr=$(sed -n 's/^listening on //p' "$work/out")

@@ -170,6 +170,19 @@ struct Batch::Rep {
   }
 };
 
+namespace {
+
+// Reads of many entries or rows in a row (exports, replays, audits, tiles)
+// pass by the cache: they would evict the indexes, filters and hot blocks
+// appends and lookups use, and raise memory by what they read.
+rocksdb::ReadOptions BulkRead() {
+  rocksdb::ReadOptions options;
+  options.fill_cache = false;
+  return options;
+}
+
+}  // namespace
+
 struct Store::Rep {
   stats::Histogram sync_us{stats::Histogram::Decades(1e7)};  // before env, which reports to it
   std::unique_ptr<rocksdb::Env> env;                         // timing syncs, with injected faults, if any; outlives db
@@ -564,7 +577,7 @@ absl::StatusOr<std::optional<RunHead>> Store::GetRunHead(std::string_view team, 
 absl::Status Store::ScanLeaves(uint64_t from, uint64_t to,
                                absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const {
   if (from >= to) return absl::OkStatus();
-  rocksdb::ReadOptions options;
+  rocksdb::ReadOptions options = BulkRead();
   std::string upper = U64Key(to);
   rocksdb::Slice upper_slice(upper);
   options.iterate_upper_bound = &upper_slice;
@@ -600,7 +613,7 @@ absl::Status Store::WalkLeavesBack(
   uint64_t warm_from = from;
   auto warm = [&](uint64_t below) {
     uint64_t lo = below > kWarmEntries ? below - kWarmEntries : 0;
-    rocksdb::ReadOptions options;
+    rocksdb::ReadOptions options = BulkRead();
     options.readahead_size = 2 << 20;
     std::string lo_key = U64Key(lo), hi_key = U64Key(below);
     rocksdb::Slice hi_slice(hi_key);
@@ -691,7 +704,7 @@ absl::StatusOr<std::string> Store::GetCheckpoint(uint64_t size) const {
 
 absl::Status Store::ScanRows(int cf, absl::FunctionRef<absl::Status(std::string_view, std::string_view)> fn,
                              const char* what) const {
-  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[cf]));
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(BulkRead(), rep_->cfs[cf]));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     auto s = fn(std::string_view(it->key().data(), it->key().size()),
                 std::string_view(it->value().data(), it->value().size()));
@@ -702,7 +715,7 @@ absl::Status Store::ScanRows(int cf, absl::FunctionRef<absl::Status(std::string_
 
 absl::Status Store::ScanReceipts(
     absl::FunctionRef<absl::Status(const ReceiptKey& key, const ReceiptRef& ref)> fn) const {
-  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kReceipts]));
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(BulkRead(), rep_->cfs[kReceipts]));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     std::string_view k(it->key().data(), it->key().size());
     auto key = DecodeReceiptKey(k);
