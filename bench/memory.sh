@@ -8,6 +8,8 @@
 # its peak, and the ingest rate of the first and last sample intervals.
 # STORE_MEMORY_MB "-" passes no flag (a ledgerd from before the flag).
 # Other ledgerd flags follow (e.g. --projections=false, to see what they hold).
+# LEDGERD_PRELOAD=LIB runs ledgerd with LD_PRELOAD=LIB (another allocator, to
+# tell the heap's growth from freed pages malloc keeps).
 # Usage: bench/memory.sh BUILD_DIR [SECONDS] [STORE_MEMORY_MB] [LEDGERD FLAGS...]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -19,7 +21,7 @@ pid=""
 memory=()
 [ "$mb" = - ] || memory=(--store-memory-mb "$mb")
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid"; rm -rf "$work"' EXIT
-"$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
+env ${LEDGERD_PRELOAD:+LD_PRELOAD="$LEDGERD_PRELOAD"} "$build/cmd/ledgerd" --data "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
   --origin memory.bench/log "${memory[@]}" "$@" > "$work/out" 2> "$work/err" &
 pid=$!
 for _ in $(seq 200); do grep -q '^http on ' "$work/out" && break; sleep 0.05; done
