@@ -1,6 +1,7 @@
-// ledgerctl's commands, by file: ledgerctl.cc (the log's commands, packs,
-// main), ledgerctl_query.cc (step outcomes and runs) and
-// ledgerctl_prove_run.cc (run-head proofs).
+// ledgerctl's commands, by file: ledgerctl.cc (the log's commands, export,
+// main), ledgerctl_query.cc (step outcomes and runs),
+// ledgerctl_prove_run.cc (run-head and team-head proofs) and
+// ledgerctl_files.cc (commands on files alone).
 #ifndef CMD_LEDGERCTL_H_
 #define CMD_LEDGERCTL_H_
 
@@ -35,6 +36,14 @@ int ProveRun(pb::LedgerService::Stub* stub, const Flags& flags);
 // prove-team (ledgerctl_prove_run.cc): a team's head proof in the team-head
 // map, replayed from a stopped ledger's store (--data, --size).
 int ProveTeam(const Flags& flags);
+
+// ledgerctl_files.cc: on a stopped ledger's data directory (--data), a
+// pack, a key file or a checkpoint; no server.
+int Rebuild(const Flags& flags);
+int AuditStore(const Flags& flags);
+int Verify(const Flags& flags);
+int Keygen(const Flags& flags);
+int PolicyCheck(const Flags& flags);
 
 }  // namespace ledger::ctl
 
