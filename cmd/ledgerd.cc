@@ -23,6 +23,7 @@
 #include "auth/gate.h"
 #include "cmd/flags.h"
 #include "cmd/ledgerd_config.h"
+#include "cmd/ledgerd_security.h"
 #include "export/service/export_service.h"
 #include "ingest/otlp/listener.h"
 #include "ledger/backup/backup_root.h"
@@ -81,17 +82,6 @@ absl::Status Restore(const std::string& from, const std::string& data) {
 
 namespace {
 
-absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().find("-----BEGIN ") == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", path, " holds no PEM block"));
-  }
-  return text.str();
-}
-
 // The trailing number of the hostname: a StatefulSet pod's ordinal.
 absl::StatusOr<int> ShardFromHostname() {
   char name[256] = {0};
@@ -104,68 +94,6 @@ absl::StatusOr<int> ShardFromHostname() {
                                                    "' does not end in a number (a StatefulSet pod's ordinal)"));
   }
   return std::stoi(n);
-}
-
-// A warning for each identity the policy names without a kind.
-void WarnUntyped(const ledger::auth::Policy& policy) {
-  for (const auto& u : policy.untyped()) {
-    ledger::jsonlog::Warn("policy_identity_untyped")
-        .Msg(absl::StrCat("--policy: '", u.written, "' names no kind (uri:, dns:, cn:); read as '", u.read_as, "'"))
-        .Str("identity", u.written)
-        .Str("read_as", u.read_as)
-        .Emit();
-  }
-}
-
-// TLS and the policy from the flags: the policy (nullptr in plain text),
-// and the PEM files in `options`. Plain text only on a loopback address or
-// with --insecure.
-absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(const ledger::cmd::Flags& flags,
-                                                                     ledger::server::ServerOptions* options) {
-  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
-  if (!tls) {
-    if (flags.Has("policy")) {
-      return absl::InvalidArgumentError(
-          "--policy: needs --tls-cert, --tls-key and --client-ca (callers are identified by their certificates)");
-    }
-    if (!flags.Get("http-listen").empty() && !ledger::ops::IsLoopback(flags.Get("http-listen")) &&
-        !flags.Bool("insecure")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--http-listen: ", flags.Get("http-listen"),
-          " is not a loopback address; in plain-text mode the dashboard shows every team's evidence: give --insecure"));
-    }
-    if (!flags.Get("otlp-listen").empty() && !ledger::ops::IsLoopback(flags.Get("otlp-listen")) &&
-        !flags.Bool("insecure")) {
-      return absl::InvalidArgumentError(absl::StrCat("--otlp-listen: ", flags.Get("otlp-listen"),
-                                                     " is not a loopback address; in plain-text mode every sender "
-                                                     "appends as 'local' to any team: give --insecure"));
-    }
-    if (!ledger::ops::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--listen: ", flags.Get("listen"),
-          " is not a loopback address; give --tls-cert, --tls-key, --client-ca and --policy, or --insecure"));
-    }
-    return nullptr;
-  }
-  for (const char* f : {"tls-cert", "tls-key", "client-ca", "policy"}) {
-    if (flags.Get(f).empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", f, ": required with TLS (--tls-cert, --tls-key, --client-ca, --policy)"));
-    }
-  }
-  auto cert = ReadPem("tls-cert", flags.Get("tls-cert"));
-  if (!cert.ok()) return cert.status();
-  auto key = ReadPem("tls-key", flags.Get("tls-key"));
-  if (!key.ok()) return key.status();
-  auto ca = ReadPem("client-ca", flags.Get("client-ca"));
-  if (!ca.ok()) return ca.status();
-  options->cert_pem = *std::move(cert);
-  options->key_pem = *std::move(key);
-  options->client_ca_pem = *std::move(ca);
-  auto policy = ledger::auth::Policy::Load(flags.Get("policy"));
-  if (!policy.ok()) return absl::Status(policy.status().code(), absl::StrCat("--policy: ", policy.status().message()));
-  WarnUntyped(*policy);
-  return std::make_shared<const ledger::auth::Policy>(*std::move(policy));
 }
 
 absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& flags,
@@ -192,86 +120,6 @@ absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& 
   options->max_streams_per_connection = static_cast<int>(v["max-streams-per-connection"]);
   options->stream_idle_ms = v["stream-idle-ms"];
   return limits;
-}
-
-// On SIGHUP: a good file replaces the policy, for new calls and for open
-// streams and watches (which end if their caller lost the right); a broken
-// one keeps the old policy. Connections stay up either way.
-void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
-  if (!gate->tls()) {
-    ledger::jsonlog::Warn("policy_reload_skipped").Msg("SIGHUP: no --policy to reload (plain text)").Emit();
-    return;
-  }
-  auto policy = ledger::auth::Policy::Load(path);
-  if (!policy.ok()) {
-    ledger::jsonlog::Error("policy_reload_failed")
-        .Msg(absl::StrCat("SIGHUP: kept the old policy: ", policy.status().message()))
-        .Str("path", path)
-        .Emit();
-    return;
-  }
-  size_t rules = policy->size();
-  WarnUntyped(*policy);
-  gate->SetPolicy(std::make_shared<const ledger::auth::Policy>(*std::move(policy)));
-  ledger::jsonlog::Info("policy_reloaded")
-      .Msg(absl::StrCat("SIGHUP: policy reloaded from ", path))
-      .Str("path", path)
-      .Int("rules", static_cast<int64_t>(rules))
-      .Emit();
-}
-
-// On SIGHUP, with TLS: the certificate, key and client CA files read
-// again, for handshakes from now on; a file that is missing or broken
-// keeps the old ones.
-void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server,
-               const std::vector<ledger::ops::HttpServer*>& https) {
-  if (flags.Get("tls-cert").empty()) return;
-  absl::Status s;
-  ledger::server::TlsPem pem;
-  for (auto [flag, part] :
-       {std::pair{"tls-cert", &pem.cert}, std::pair{"tls-key", &pem.key}, std::pair{"client-ca", &pem.client_ca}}) {
-    auto read = ReadPem(flag, flags.Get(flag));
-    if (!read.ok()) {
-      s = read.status();
-      break;
-    }
-    *part = *std::move(read);
-  }
-  std::string why(s.message());
-  ledger::ops::HttpTls http_tls;
-  if (s.ok()) {
-    http_tls = {pem.cert, pem.key, pem.client_ca};
-    s = server->ReloadTls(std::move(pem));
-    why = std::string(s.message());
-    // The part at fault, by its flag and file.
-    for (auto [part, flag] :
-         {std::pair{"cert: ", "tls-cert"}, std::pair{"key: ", "tls-key"}, std::pair{"client_ca: ", "client-ca"}}) {
-      if (why.rfind(part, 0) == 0) {
-        why = absl::StrCat("--", flag, ": ", flags.Get(flag), ": ", why.substr(std::string(part).size()));
-      }
-    }
-  }
-  if (!s.ok()) {
-    ledger::jsonlog::Error("tls_reload_failed").Msg(absl::StrCat("SIGHUP: kept the old TLS credentials: ", why)).Emit();
-    return;
-  }
-  // The HTTPS ports (--http-listen, --otlp-listen) take what the gRPC port
-  // took: the material passed its checks, so theirs are not expected to fail.
-  for (ledger::ops::HttpServer* h : https) {
-    if (h == nullptr) continue;
-    if (auto r = h->ReloadTls(http_tls); !r.ok()) {
-      ledger::jsonlog::Error("tls_reload_failed")
-          .Msg(absl::StrCat("SIGHUP: the gRPC port took the new TLS credentials, the HTTPS port ", h->address(),
-                            " kept its old ones: ", r.message()))
-          .Emit();
-      return;
-    }
-  }
-  ledger::jsonlog::Info("tls_reloaded")
-      .Msg(
-          "SIGHUP: TLS credentials reloaded (--tls-cert, --tls-key, --client-ca) for new connections, on the gRPC, "
-          "HTTP and OTLP ports")
-      .Emit();
 }
 
 }  // namespace
@@ -418,7 +266,7 @@ class Daemon {
 };
 
 absl::Status Daemon::Secure() {
-  auto security = Security(flags_, &server_options_);
+  auto security = ledger::cmd::Security(flags_, &server_options_);
   if (!security.ok()) return security.status();
   auto limits = Limits(flags_, &server_options_);
   if (!limits.ok()) return limits.status();
@@ -707,9 +555,9 @@ int Daemon::Wait() {
   absl::Status failure;
   while ((sig < 0 || sig == SIGHUP) && failure.ok()) {
     if (sig == SIGHUP) {
-      ReloadPolicy(flags_.Get("policy"), gate_.get());
-      ReloadTls(flags_, server_.get(),
-                {gate_->tls() ? http_.get() : nullptr, gate_->tls() ? otlp_http_.get() : nullptr});
+      ledger::cmd::ReloadPolicy(flags_.Get("policy"), gate_.get());
+      ledger::cmd::ReloadTls(flags_, server_.get(),
+                             {gate_->tls() ? http_.get() : nullptr, gate_->tls() ? otlp_http_.get() : nullptr});
     }
     sig = sigtimedwait(&signals_, nullptr, &tick);
     failure = log_->store().failure();

@@ -1,0 +1,37 @@
+// ledgerd's security from its flags: TLS material and the policy at start,
+// and both read again on SIGHUP.
+#ifndef CMD_LEDGERD_SECURITY_H_
+#define CMD_LEDGERD_SECURITY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "auth/gate.h"
+#include "auth/policy.h"
+#include "cmd/flags.h"
+#include "ops/http.h"
+#include "server/server.h"
+
+namespace ledger::cmd {
+
+// TLS and the policy from the flags: the policy (nullptr in plain text),
+// and the PEM files in `options`. Plain text only on a loopback address or
+// with --insecure.
+absl::StatusOr<std::shared_ptr<const auth::Policy>> Security(const Flags& flags, server::ServerOptions* options);
+
+// On SIGHUP: a good file replaces the policy, for new calls and for open
+// streams and watches (which end if their caller lost the right); a broken
+// one keeps the old policy. Connections stay up either way.
+void ReloadPolicy(const std::string& path, auth::Gate* gate);
+
+// On SIGHUP, with TLS: the certificate, key and client CA files read again
+// for handshakes from now on, on the gRPC port and on `https` (the HTTPS
+// ports; null entries are skipped); a file that is missing or broken keeps
+// the old ones.
+void ReloadTls(const Flags& flags, server::Server* server, const std::vector<ops::HttpServer*>& https);
+
+}  // namespace ledger::cmd
+
+#endif  // CMD_LEDGERD_SECURITY_H_
