@@ -129,10 +129,67 @@ absl::Status Sequencer::Submit(std::vector<Submission> items, Done done) {
           absl::StrCat("ledger: append queue is full (", queued_, " receipts waiting); retry with back-off"));
     }
     queued_ += n;
-    queue_.push_back({std::move(items), std::move(done)});
+    std::string emitter = items.empty() ? std::string() : items.front().emitter;
+    auto [lane, added] = lanes_.try_emplace(emitter);
+    if (lane->second.empty()) turns_.push_back(emitter);
+    const size_t slice = std::max<size_t>(1, options_.emitter_slice);
+    if (n <= slice) {
+      lane->second.push_back({std::move(emitter), std::move(items), std::move(done)});
+    } else {
+      // Slices, each answered into one outcome vector; the last one
+      // answered (on the writer thread, so no two at once) calls `done`.
+      struct Joined {
+        std::vector<Outcome> outcomes;
+        size_t unanswered;
+        Done done;
+      };
+      auto joined = std::make_shared<Joined>(Joined{std::vector<Outcome>(n), (n + slice - 1) / slice, std::move(done)});
+      for (size_t from = 0; from < n; from += slice) {
+        auto begin = items.begin() + static_cast<std::ptrdiff_t>(from);
+        auto end = items.begin() + static_cast<std::ptrdiff_t>(std::min(n, from + slice));
+        lane->second.push_back({emitter,
+                                {std::make_move_iterator(begin), std::make_move_iterator(end)},
+                                [joined, from](std::vector<Outcome> out) {
+                                  std::move(out.begin(), out.end(),
+                                            joined->outcomes.begin() + static_cast<std::ptrdiff_t>(from));
+                                  if (--joined->unanswered == 0) joined->done(std::move(joined->outcomes));
+                                }});
+      }
+    }
   }
   cv_.Signal();
   return absl::OkStatus();
+}
+
+std::vector<Sequencer::Request> Sequencer::TakeQueued() {
+  std::vector<Request> work;
+  size_t taken = 0;
+  while (!turns_.empty()) {
+    auto lane = lanes_.find(turns_.front());
+    size_t n = lane->second.front().items.size();
+    if (!work.empty() && taken + n > options_.max_batch) break;
+    taken += n;
+    work.push_back(std::move(lane->second.front()));
+    lane->second.pop_front();
+    std::string emitter = std::move(turns_.front());
+    turns_.pop_front();
+    if (lane->second.empty()) {
+      lanes_.erase(lane);
+    } else {
+      turns_.push_back(std::move(emitter));
+    }
+  }
+  queued_ -= taken;
+  return work;
+}
+
+void Sequencer::Requeue(std::vector<Request> requests) {
+  for (auto it = requests.rbegin(); it != requests.rend(); ++it) {
+    queued_ += it->items.size();
+    auto& lane = lanes_[it->emitter];
+    if (lane.empty()) turns_.push_front(it->emitter);
+    lane.push_front(std::move(*it));
+  }
 }
 
 Head Sequencer::committed() const {
@@ -228,19 +285,11 @@ void Sequencer::Run() {
     bool in_flight_done = false;
     {
       sync::MutexLock lock(&mu_);
-      while (queue_.empty() && !stopping_ && !(in_flight != nullptr && in_flight->committed)) {
+      while (turns_.empty() && !stopping_ && !(in_flight != nullptr && in_flight->committed)) {
         cv_.Wait(&mu_);
       }
       in_flight_done = in_flight != nullptr && in_flight->committed;
-      if (!in_flight_done) {
-        size_t taken = 0;
-        while (!queue_.empty() && (work.empty() || taken + queue_.front().items.size() <= options_.max_batch)) {
-          taken += queue_.front().items.size();
-          work.push_back(std::move(queue_.front()));
-          queue_.pop_front();
-        }
-        queued_ -= taken;
-      }
+      if (!in_flight_done) work = TakeQueued();
     }
     if (in_flight_done || (work.empty() && in_flight != nullptr)) {
       Finish(*in_flight);
@@ -258,10 +307,7 @@ void Sequencer::Run() {
         // `next` was built on a batch that is not in the store: queue its
         // requests again, first, and build them anew.
         sync::MutexLock lock(&mu_);
-        for (auto it = next->requests.rbegin(); it != next->requests.rend(); ++it) {
-          queued_ += it->items.size();
-          queue_.push_front(std::move(*it));
-        }
+        Requeue(std::move(next->requests));
         continue;
       }
     }

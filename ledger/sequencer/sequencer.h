@@ -1,5 +1,6 @@
 // The single writer of the log. Receipts from any number of callers queue
-// here; one thread takes everything queued (up to a batch limit), assigns
+// here, by emitter; one thread takes what is queued (up to a batch limit,
+// round-robin by emitter, a large submission in slices), assigns
 // seqs, builds the leaves, the hash chain, the run chain and the new Merkle
 // nodes into one RocksDB batch (group commit); a second thread commits it
 // with sync while the first already builds the next batch on top of it.
@@ -94,6 +95,12 @@ class Sequencer {
     Clock clock = SystemClockMicros;
     size_t max_queued = 100'000;  // receipts waiting; beyond: RESOURCE_EXHAUSTED
     size_t max_batch = 8'192;     // receipts per RocksDB batch
+    // Fairness: the writer takes queued receipts from the emitters in turn,
+    // at most this many of one emitter's at each turn, so that an emitter
+    // with a deep queue delays another's receipt by at most one batch. A
+    // submission of more receipts is split across turns (and batches); its
+    // Done still comes once, with every outcome in order.
+    size_t emitter_slice = 256;
     // Applied to every new entry in the batch that appends it; null: no
     // projections. MUST outlive the sequencer.
     projection::Projector* projector = nullptr;
@@ -147,7 +154,9 @@ class Sequencer {
   Head WaitCommitted(uint64_t size, std::chrono::milliseconds timeout) const;
 
  private:
+  // A submission, or a slice of one (Options::emitter_slice).
   struct Request {
+    std::string emitter;
     std::vector<Submission> items;
     Done done;
   };
@@ -155,6 +164,11 @@ class Sequencer {
   struct Placement;
 
   Sequencer(store::Store* store, Options options, merkle::Frontier frontier, store::State state);
+  // The next batch's requests: from the emitters in turn, one request each
+  // per turn, up to Options::max_batch receipts (at least one request).
+  std::vector<Request> TakeQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts `requests` back at the front of their emitters' queues, in order.
+  void Requeue(std::vector<Request> requests) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Run();
   void RunCommitter();
 
@@ -197,7 +211,9 @@ class Sequencer {
   mutable sync::Mutex mu_;
   sync::CondVar cv_;
   mutable sync::CondVar committed_cv_;  // head_ grew
-  std::deque<Request> queue_ ABSL_GUARDED_BY(mu_);
+  // Each emitter's queued requests, and the emitters with any, in turn.
+  absl::flat_hash_map<std::string, std::deque<Request>> lanes_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> turns_ ABSL_GUARDED_BY(mu_);
   size_t queued_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Head head_ ABSL_GUARDED_BY(mu_);

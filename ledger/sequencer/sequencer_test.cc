@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/store/testing.h"
@@ -323,6 +324,64 @@ TEST_F(SequencerTest, ReceiptIdsAreScopedByTeam) {
   auto changed = Append(*seq, {Make("same", "run-1", "other", "team-a")});
   EXPECT_EQ(changed[0].status.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(changed[0].status.message(), "receipt_id: 'same' is already in the log (seq 0) with different content");
+}
+
+Submission MakeFrom(const std::string& emitter, const std::string& id) {
+  Submission s = Make(id, "run-" + emitter);
+  s.emitter = emitter;
+  return s;
+}
+
+// An emitter with a deep queue does not keep another's receipt waiting
+// behind it: the writer takes them in turn, a large submission in slices,
+// and the large submission is still answered once, in order.
+TEST_F(SequencerTest, TakesEmittersInTurnAndSplitsLargeSubmissions) {
+  Sequencer::Options o;
+  o.max_batch = 400;
+  o.emitter_slice = 100;
+  auto seq = Start(o);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> writer_busy;
+  ASSERT_TRUE(seq->Submit({MakeFrom("flood", "hold")},
+                          [&](std::vector<Outcome>) {
+                            writer_busy.set_value();
+                            released.wait();
+                          })
+                  .ok());
+  writer_busy.get_future().wait();
+  // Three submissions of 300 from the flood (900 queued), then one receipt.
+  std::vector<std::promise<std::vector<Outcome>>> floods(3);
+  for (int f = 0; f < 3; ++f) {
+    std::vector<Submission> items;
+    for (int i = 0; i < 300; ++i) items.push_back(MakeFrom("flood", absl::StrCat("f", f, "-", i)));
+    ASSERT_TRUE(
+        seq->Submit(std::move(items), [&, f](std::vector<Outcome> o) { floods[f].set_value(std::move(o)); }).ok());
+  }
+  std::promise<std::vector<Outcome>> polite;
+  ASSERT_TRUE(
+      seq->Submit({MakeFrom("polite", "p")}, [&](std::vector<Outcome> o) { polite.set_value(std::move(o)); }).ok());
+  EXPECT_EQ(seq->queued(), 901u);
+  release.set_value();
+  // The next batch: the flood's first slice, the polite receipt, then the
+  // flood's next slices up to 400 receipts. In arrival order it would have
+  // been seq 901.
+  auto p = polite.get_future().get();
+  ASSERT_EQ(p.size(), 1u);
+  ASSERT_TRUE(p[0].status.ok()) << p[0].status;
+  EXPECT_EQ(p[0].seq, 101u);
+  uint64_t next = 1;
+  for (int f = 0; f < 3; ++f) {
+    auto out = floods[f].get_future().get();
+    ASSERT_EQ(out.size(), 300u);
+    for (int i = 0; i < 300; ++i) {
+      ASSERT_TRUE(out[i].status.ok()) << out[i].status;
+      if (next == 101) ++next;  // the polite receipt's
+      EXPECT_EQ(out[i].seq, next++) << "flood " << f << " receipt " << i;
+      EXPECT_EQ(receipt::ParseLeaf(*store_->GetLeaf(out[i].seq))->receipt.receipt_id(), absl::StrCat("f", f, "-", i));
+    }
+  }
+  EXPECT_EQ(seq->committed().size, 902u);
 }
 
 }  // namespace
