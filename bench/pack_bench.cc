@@ -1,6 +1,6 @@
 // pack_bench: evidence-pack export and verification of one large run.
 //
-//   pack_bench [--entries N] [--data DIR]
+//   pack_bench [--entries N] [--data DIR] [--store-memory-mb MB]
 //
 // Fills a ledger (in this process, through Log::Append, projections off:
 // export does not read them) with one run of N entries (steps of start,
@@ -9,7 +9,9 @@
 // own (this program with --phase export or --phase verify), and prints one
 // JSON line: seconds, entries per second, pack size, and each phase's peak
 // resident memory (getrusage in that process), to show whether memory
-// grows with the pack.
+// grows with the pack. The export opens the store with RocksDB's memory
+// bounded by --store-memory-mb (as ledgerd's --store-memory-mb does; its
+// cache counts in the export's peak).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -71,9 +73,10 @@ pb::Receipt Make(uint64_t i) {
 }
 
 // The bench's ledger in `data`, its key created there the first time.
-absl::StatusOr<std::unique_ptr<ledger::log::Log>> OpenLog(const std::string& data) {
+absl::StatusOr<std::unique_ptr<ledger::log::Log>> OpenLog(const std::string& data, uint64_t memory_mb = 0) {
   ledger::log::Log::Options o;
   o.data_dir = data;
+  if (memory_mb > 0) o.store_memory_bytes = memory_mb << 20;
   o.origin = "pack-bench.test/log";
   auto key = ledger::log::LoadOrCreateKey(data, "", o.origin);
   if (!key.ok()) return key.status();
@@ -81,12 +84,12 @@ absl::StatusOr<std::unique_ptr<ledger::log::Log>> OpenLog(const std::string& dat
 }
 
 // The export or the verification alone, in this process: one JSON line.
-int Phase(const std::string& phase, const std::string& data, uint64_t n) {
+int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_t memory_mb) {
   std::string pack = data + "/big-run.tar.gz";
   auto t = Clock::now();
   bool ok = false;
   if (phase == "export") {
-    auto log = OpenLog(data);
+    auto log = OpenLog(data, memory_mb);
     if (!log.ok()) {
       std::cerr << log.status() << "\n";
       return 1;
@@ -119,9 +122,10 @@ int Phase(const std::string& phase, const std::string& data, uint64_t n) {
 }
 
 // Runs this program for one phase and returns its JSON line.
-nlohmann::json RunPhase(const std::string& phase, const std::string& data, uint64_t n) {
+nlohmann::json RunPhase(const std::string& phase, const std::string& data, uint64_t n, uint64_t memory_mb) {
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string cmd = absl::StrCat("'", self, "' --phase ", phase, " --entries ", n, " --data '", data, "'");
+  std::string cmd = absl::StrCat("'", self, "' --phase ", phase, " --entries ", n, " --data '", data,
+                                 "' --store-memory-mb ", memory_mb);
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -137,13 +141,15 @@ int main(int argc, char** argv) {
   flags.Define("entries", "1000000", "entries in the run");
   flags.Define("data", "", "data directory to fill or reuse (default: a temporary one)");
   flags.Define("phase", "all", "all, or export or verify alone (in this process)");
+  flags.Define("store-memory-mb", "64", "the export's bound on RocksDB's memory (ledgerd's --store-memory-mb)");
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
   }
   uint64_t n = static_cast<uint64_t>(*flags.Int("entries"));
   std::string data = flags.Get("data");
-  if (flags.Get("phase") != "all") return Phase(flags.Get("phase"), data, n);
+  uint64_t memory_mb = static_cast<uint64_t>(*flags.Int("store-memory-mb"));
+  if (flags.Get("phase") != "all") return Phase(flags.Get("phase"), data, n, memory_mb);
   bool temporary = data.empty();
   if (temporary) data = absl::StrCat(std::filesystem::temp_directory_path().string(), "/pack-bench-", ::getpid());
   std::filesystem::create_directories(data);
@@ -172,14 +178,15 @@ int main(int argc, char** argv) {
     if (auto s = (*log)->SignCheckpoint(); !s.ok()) std::cerr << s << "\n";
     fill_s = std::chrono::duration<double>(Clock::now() - t).count();
   }
-  nlohmann::json exported = RunPhase("export", data, n);
-  nlohmann::json verified = RunPhase("verify", data, n);
+  nlohmann::json exported = RunPhase("export", data, n, memory_mb);
+  nlohmann::json verified = RunPhase("verify", data, n, memory_mb);
   std::string pack = data + "/big-run.tar.gz";
   double export_s = exported.value("s", 0.0), verify_s = verified.value("s", 0.0);
   nlohmann::json out = {{"entries", n},
                         {"fill_s", fill_s},
                         {"export_s", export_s},
                         {"export_entries_per_s", export_s > 0 ? static_cast<double>(n) / export_s : 0},
+                        {"export_store_memory_mb", memory_mb},
                         {"export_peak_rss_kb", exported.value("peak_rss_kb", 0)},
                         {"export_rss_kb_after_open", exported.value("rss_kb_open", 0)},
                         {"export_rocksdb_table_readers_kb", exported.value("rocksdb_table_readers_kb", 0)},

@@ -1,6 +1,7 @@
 // query_bench: query latency with many steps stored.
 //
 //   query_bench [--steps N] [--data DIR] [--calls N]
+//   query_bench --server HOST:PORT [--calls N]
 //
 // Fills a ledger (in this process, through Log::Append: real sequencer,
 // projector and RocksDB) with N steps (agent_start + agent_exec each; three
@@ -10,6 +11,11 @@
 // state's page, and a page 50 pages deep through page tokens), and
 // inclusion proofs of random entries against the latest checkpoint. Prints one
 // JSON line of p50/p99 latencies in milliseconds.
+//
+// With --server it fills nothing and measures a running ledgerd (plaintext
+// gRPC) as it is: the steps queried are those of entries drawn at random from
+// its whole log (read with GetEntries, not timed), so old steps are asked
+// for as often as new ones.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -23,6 +29,7 @@
 #include "grpcpp/grpcpp.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
+#include "ledger/receipt/entry.h"
 #include "ledger/service/service.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
@@ -40,6 +47,11 @@ using Clock = std::chrono::steady_clock;
 std::string Team(uint64_t step) { return absl::StrCat("team-", step % 3); }
 std::string Run(uint64_t step) { return absl::StrCat("run-", step / 20); }
 std::string StepId(uint64_t step) { return absl::StrCat("step-", step); }
+
+// A step to query.
+struct StepRef {
+  std::string team, run, step;
+};
 
 absl::Status Fill(ledger::log::Log& log, uint64_t from, uint64_t to) {
   const uint64_t kPerAppend = 500;  // steps: 1,000 receipts
@@ -108,6 +120,150 @@ nlohmann::json Summary(const std::vector<double>& ms) {
           {"max_ms", Percentile(ms, 1.0)}};
 }
 
+// Draws `n` entries at random from a running ledger's log (GetEntries, by
+// seqs) and returns the steps of those that belong to one.
+absl::StatusOr<std::vector<StepRef>> SampleSteps(pb::LedgerService::Stub& ledger, uint64_t entries, int n,
+                                                 std::mt19937_64& rng) {
+  std::vector<StepRef> refs;
+  while (static_cast<int>(refs.size()) < n) {
+    std::vector<uint64_t> seqs;
+    for (int i = 0; i < 1000; ++i) seqs.push_back(rng() % entries);
+    std::sort(seqs.begin(), seqs.end());
+    seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+    pb::GetEntriesRequest req;
+    for (uint64_t seq : seqs) req.add_seqs(seq);
+    grpc::ClientContext ctx;
+    auto reader = ledger.GetEntries(&ctx, req);
+    pb::Entry e;
+    while (reader->Read(&e)) {
+      auto entry = ledger::receipt::ParseLeaf(e.leaf());
+      if (!entry.ok()) return entry.status();
+      const auto& r = entry->receipt;
+      if (!r.step_id().empty()) refs.push_back({r.team(), r.run_id(), r.step_id()});
+    }
+    if (grpc::Status s = reader->Finish(); !s.ok()) return absl::UnavailableError(s.error_message());
+  }
+  std::shuffle(refs.begin(), refs.end(), rng);
+  refs.resize(static_cast<size_t>(n));
+  return refs;
+}
+
+// Times the queries over `channel`: GetStep of each of `refs`, ListSteps
+// pages of their teams, runs and the succeeded state, deep pages of `teams`,
+// and inclusion proofs of random entries of the first `entries`.
+nlohmann::json Measure(const std::shared_ptr<grpc::Channel>& channel, const std::vector<StepRef>& refs,
+                       const std::vector<std::string>& teams, uint64_t entries, int calls, std::mt19937_64& rng) {
+  auto stub = pb::QueryService::NewStub(channel);
+  auto timed = [&](auto call) {
+    auto t0 = Clock::now();
+    grpc::Status s = call();
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (!s.ok()) std::cerr << "query failed: " << s.error_message() << "\n";
+    return ms;
+  };
+
+  std::vector<double> get_step, list_team, list_run, list_state, list_deep;
+  for (const StepRef& ref : refs) {
+    get_step.push_back(timed([&] {
+      pb::GetStepRequest req;
+      req.set_team(ref.team);
+      req.set_run_id(ref.run);
+      req.set_step_id(ref.step);
+      pb::Step out;
+      grpc::ClientContext ctx;
+      return stub->GetStep(&ctx, req, &out);
+    }));
+  }
+  auto list = [&](pb::ListStepsRequest req, int* rows) {
+    pb::ListStepsResponse out;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub->ListSteps(&ctx, req, &out);
+    if (rows) *rows = out.steps_size();
+    return s;
+  };
+  int rows = 0;
+  for (const StepRef& ref : refs) {
+    pb::ListStepsRequest req;
+    req.mutable_filter()->set_team(ref.team);
+    req.set_page_size(100);
+    list_team.push_back(timed([&] { return list(req, &rows); }));
+    req.mutable_filter()->set_run_id(ref.run);
+    list_run.push_back(timed([&] { return list(req, nullptr); }));
+    req.mutable_filter()->clear_run_id();
+    req.mutable_filter()->add_states(pb::STEP_STATE_SUCCEEDED);
+    list_state.push_back(timed([&] { return list(req, nullptr); }));
+  }
+  // Deep pages: follow tokens 50 pages down, timing each page.
+  for (const std::string& team : teams) {
+    pb::ListStepsRequest req;
+    req.mutable_filter()->set_team(team);
+    req.set_page_size(100);
+    for (int page = 0; page < std::max(1, calls / 150); ++page) {
+      pb::ListStepsResponse out;
+      double ms = timed([&] {
+        grpc::ClientContext ctx;
+        return stub->ListSteps(&ctx, req, &out);
+      });
+      list_deep.push_back(ms);
+      if (out.next_page_token().empty()) break;
+      req.set_page_token(out.next_page_token());
+    }
+  }
+  // Inclusion proofs of random entries against the latest checkpoint.
+  auto ledger = pb::LedgerService::NewStub(channel);
+  std::vector<double> prove;
+  for (int i = 0; i < calls; ++i) {
+    uint64_t seq = rng() % entries;
+    prove.push_back(timed([&] {
+      pb::GetInclusionProofRequest req;
+      req.set_seq(seq);
+      pb::InclusionProof out;
+      grpc::ClientContext ctx;
+      return ledger->GetInclusionProof(&ctx, req, &out);
+    }));
+  }
+  return {{"get_step", Summary(get_step)},
+          {"list_steps_team_100", Summary(list_team)},
+          {"list_steps_run", Summary(list_run)},
+          {"list_steps_state_100", Summary(list_state)},
+          {"list_steps_following_tokens_100", Summary(list_deep)},
+          {"inclusion_proof", Summary(prove)},
+          {"rows_per_team_page", rows}};
+}
+
+// --server: a running ledgerd as it is.
+int MeasureServer(const std::string& address, int calls) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto ledger = pb::LedgerService::NewStub(channel);
+  pb::Checkpoint checkpoint;
+  {
+    grpc::ClientContext ctx;
+    if (grpc::Status s = ledger->GetCheckpoint(&ctx, {}, &checkpoint); !s.ok()) {
+      std::cerr << "GetCheckpoint: " << s.error_message() << "\n";
+      return 1;
+    }
+  }
+  uint64_t entries = checkpoint.tree_size();
+  if (entries == 0) {
+    std::cerr << "the ledger's latest checkpoint is of an empty log\n";
+    return 1;
+  }
+  std::mt19937_64 rng(1);
+  auto refs = SampleSteps(*ledger, entries, calls, rng);
+  if (!refs.ok()) {
+    std::cerr << "sampling steps: " << refs.status() << "\n";
+    return 1;
+  }
+  std::vector<std::string> teams;
+  for (const StepRef& r : *refs) {
+    if (teams.size() < 3 && std::find(teams.begin(), teams.end(), r.team) == teams.end()) teams.push_back(r.team);
+  }
+  nlohmann::json out = {{"server", address}, {"entries", entries}};
+  out.update(Measure(channel, *refs, teams, entries, calls, rng));
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,12 +271,14 @@ int main(int argc, char** argv) {
   flags.Define("steps", "1000000", "steps to store");
   flags.Define("data", "", "data directory to fill or reuse (default: a temporary one)");
   flags.Define("calls", "5000", "calls per measured query");
+  flags.Define("server", "", "measure this running ledgerd (plaintext gRPC HOST:PORT) instead of filling one");
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
   }
-  uint64_t steps = static_cast<uint64_t>(*flags.Int("steps"));
   int calls = static_cast<int>(*flags.Int("calls"));
+  if (!flags.Get("server").empty()) return MeasureServer(flags.Get("server"), calls);
+  uint64_t steps = static_cast<uint64_t>(*flags.Int("steps"));
   std::string data = flags.Get("data");
   bool temporary = data.empty();
   if (temporary) data = absl::StrCat(std::filesystem::temp_directory_path().string(), "/query-bench-", ::getpid());
@@ -162,91 +320,16 @@ int main(int argc, char** argv) {
   ledger::service::LedgerService ledger_service(log->get(), &gate);
   auto server = ledger::server::Server::Start(&gate, "127.0.0.1:0", {&ledger_service, &query});
   auto channel = grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials());
-  auto stub = pb::QueryService::NewStub(channel);
   std::mt19937_64 rng(1);
-
-  auto timed = [&](auto call) {
-    auto t0 = Clock::now();
-    grpc::Status s = call();
-    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (!s.ok()) std::cerr << "query failed: " << s.error_message() << "\n";
-    return ms;
-  };
-
-  std::vector<double> get_step, list_team, list_run, list_state, list_deep;
+  std::vector<StepRef> refs;
   for (int i = 0; i < calls; ++i) {
     uint64_t k = rng() % steps;
-    get_step.push_back(timed([&] {
-      pb::GetStepRequest req;
-      req.set_team(Team(k));
-      req.set_run_id(Run(k));
-      req.set_step_id(StepId(k));
-      pb::Step out;
-      grpc::ClientContext ctx;
-      return stub->GetStep(&ctx, req, &out);
-    }));
+    refs.push_back({Team(k), Run(k), StepId(k)});
   }
-  auto list = [&](pb::ListStepsRequest req, int* rows) {
-    pb::ListStepsResponse out;
-    grpc::ClientContext ctx;
-    grpc::Status s = stub->ListSteps(&ctx, req, &out);
-    if (rows) *rows = out.steps_size();
-    return s;
-  };
-  int rows = 0;
-  for (int i = 0; i < calls; ++i) {
-    uint64_t k = rng() % steps;
-    pb::ListStepsRequest req;
-    req.mutable_filter()->set_team(Team(k));
-    req.set_page_size(100);
-    list_team.push_back(timed([&] { return list(req, &rows); }));
-    req.mutable_filter()->set_run_id(Run(k));
-    list_run.push_back(timed([&] { return list(req, nullptr); }));
-    req.mutable_filter()->clear_run_id();
-    req.mutable_filter()->add_states(pb::STEP_STATE_SUCCEEDED);
-    list_state.push_back(timed([&] { return list(req, nullptr); }));
-  }
-  // Deep pages: follow tokens 50 pages down, timing each page.
-  for (int t = 0; t < 3; ++t) {
-    pb::ListStepsRequest req;
-    req.mutable_filter()->set_team(Team(t));
-    req.set_page_size(100);
-    for (int page = 0; page < std::max(1, calls / 150); ++page) {
-      pb::ListStepsResponse out;
-      double ms = timed([&] {
-        grpc::ClientContext ctx;
-        return stub->ListSteps(&ctx, req, &out);
-      });
-      list_deep.push_back(ms);
-      if (out.next_page_token().empty()) break;
-      req.set_page_token(out.next_page_token());
-    }
-  }
-  // Inclusion proofs of random entries against the latest checkpoint.
-  auto ledger = pb::LedgerService::NewStub(channel);
   (*log)->SignCheckpoint().IgnoreError();
   uint64_t entries = (*log)->head().size;
-  std::vector<double> prove;
-  for (int i = 0; i < calls; ++i) {
-    uint64_t seq = rng() % entries;
-    prove.push_back(timed([&] {
-      pb::GetInclusionProofRequest req;
-      req.set_seq(seq);
-      pb::InclusionProof out;
-      grpc::ClientContext ctx;
-      return ledger->GetInclusionProof(&ctx, req, &out);
-    }));
-  }
-  nlohmann::json out = {{"steps", steps},
-                        {"entries", static_cast<uint64_t>((*log)->head().size)},
-                        {"fill_s", fill_s},
-                        {"get_step", Summary(get_step)},
-                        {"list_steps_team_100", Summary(list_team)},
-                        {"list_steps_run", Summary(list_run)},
-                        {"list_steps_state_100", Summary(list_state)},
-                        {"list_steps_following_tokens_100", Summary(list_deep)},
-                        {"inclusion_proof", Summary(prove)},
-                        {"rows_per_team_page", rows}};
+  nlohmann::json out = {{"steps", steps}, {"entries", entries}, {"fill_s", fill_s}};
+  out.update(Measure(channel, refs, {Team(0), Team(1), Team(2)}, entries, calls, rng));
   (*server)->Shutdown();
   log->reset();
   if (temporary) std::filesystem::remove_all(data);
