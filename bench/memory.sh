@@ -5,7 +5,10 @@
 # RocksDB's cache (memtables' charge included), memtables and table readers.
 # Prints one JSON line per sample, then a summary: the resident memory's growth
 # per million entries over the second half of the run (a least-squares slope),
-# its peak, and the ingest rate of the first and last sample intervals.
+# its peak, and the ingest rate of the first and last sample intervals. Then,
+# at the size reached, with the load stopped: query latencies (query_bench
+# --server: GetStep and ListSteps of steps drawn from the whole log) and the
+# store's bytes on disk per entry.
 # STORE_MEMORY_MB "-" passes no flag (a ledgerd from before the flag).
 # Other ledgerd flags follow (e.g. --projections=false, to see what they hold).
 # LEDGERD_PRELOAD=LIB runs ledgerd with LD_PRELOAD=LIB (another allocator, to
@@ -68,3 +71,7 @@ print(json.dumps({"store_memory_mb": mb, "entries": samples[-1]["entries"],
                   "last_over_first": round(last_rate / first_rate, 3) if first_rate else 0}))
 PY
 wait "$load"
+"$build/bench/query_bench" --server "$addr" --calls "${QUERY_CALLS:-2000}"
+bytes=$(du -sb "$work/data/db" | cut -f1)
+size=$("$build/cmd/ledgerctl" --server "$addr" checkpoint --at-least 1 | sed -n 2p)
+echo "{\"entries_in_checkpoint\": $size, \"store_bytes\": $bytes, \"store_bytes_per_entry\": $((bytes / size))}"

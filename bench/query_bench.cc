@@ -120,8 +120,8 @@ nlohmann::json Summary(const std::vector<double>& ms) {
           {"max_ms", Percentile(ms, 1.0)}};
 }
 
-// Draws `n` entries at random from a running ledger's log (GetEntries, by
-// seqs) and returns the steps of those that belong to one.
+// Draws entries at random from a running ledger's log (GetEntries, by seqs)
+// until `n` of them are steps' starts or completions, and returns their steps.
 absl::StatusOr<std::vector<StepRef>> SampleSteps(pb::LedgerService::Stub& ledger, uint64_t entries, int n,
                                                  std::mt19937_64& rng) {
   std::vector<StepRef> refs;
@@ -139,7 +139,9 @@ absl::StatusOr<std::vector<StepRef>> SampleSteps(pb::LedgerService::Stub& ledger
       auto entry = ledger::receipt::ParseLeaf(e.leaf());
       if (!entry.ok()) return entry.status();
       const auto& r = entry->receipt;
-      if (!r.step_id().empty()) refs.push_back({r.team(), r.run_id(), r.step_id()});
+      // A step exists once its start or its completion is in the log (a
+      // call may name a step the ledger has no record of).
+      if (r.has_agent_start() || r.has_agent_exec()) refs.push_back({r.team(), r.run_id(), r.step_id()});
     }
     if (grpc::Status s = reader->Finish(); !s.ok()) return absl::UnavailableError(s.error_message());
   }
