@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -67,15 +68,10 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
     }
   }
   if (log->integrity_.ok() && log->options_.run_map) {
-    auto map = LoadRunMap(*log->store_);
-    auto teams = map.ok() ? LoadTeamMap(*log->store_) : absl::StatusOr<runmap::RunMap>(map.status());
-    if (teams.ok()) {
-      sync::MutexLock lock(&log->map_mu_);
-      log->map_ = *std::move(map);
-      log->team_map_ = *std::move(teams);
-    } else {
-      log->integrity_ = teams.status();
-    }
+    log->integrity_ = CatchUpStoredMaps(*log->store_, state->size);
+    sync::MutexLock lock(&log->map_mu_);
+    log->map_ = std::make_unique<storedmap::StoredMap>(log->store_.get(), storedmap::StoredMap::Id::kRuns);
+    log->team_map_ = std::make_unique<storedmap::StoredMap>(log->store_.get(), storedmap::StoredMap::Id::kTeams);
   }
   if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr && log->projected_ < state->size) {
     // Projections written since the last flush were lost with the process:
@@ -370,19 +366,25 @@ absl::Status Log::SignCheckpoint() {
   const sequencer::Head head = sequencer_->TakeCommitted(&changed_runs_, &changed_teams_);
   std::optional<hash::Hash> runs, teams;
   if (options_.run_map) {
-    for (const sequencer::RunChange& c : changed_runs_) {
-      if (auto s = map_.Set(c.key, c.head); !s.ok()) {
-        return absl::DataLossError(absl::StrCat("run-head map: ", s.message()));
-      }
-    }
-    for (const sequencer::RunChange& c : changed_teams_) {
-      if (auto s = team_map_.Set(c.key, c.head); !s.ok()) {
-        return absl::DataLossError(absl::StrCat("team-head map: ", s.message()));
-      }
+    // Written to the store as of head.size. Heads a failed write did not
+    // store are kept and written first the next time, so the map never
+    // moves on without them.
+    for (auto [map, changes, unapplied, name] :
+         {std::tuple{map_.get(), &changed_runs_, &unapplied_runs_, "run-head map"},
+          std::tuple{team_map_.get(), &changed_teams_, &unapplied_teams_, "team-head map"}}) {
+      for (const sequencer::RunChange& c : *changes) unapplied->push_back({c.key, c.head});
+      absl::Status applied = map->Apply(head.size, *unapplied);
+      if (absl::IsInvalidArgument(applied)) return absl::DataLossError(absl::StrCat(name, ": ", applied.message()));
+      if (!applied.ok()) return applied;
+      unapplied->clear();
     }
     map_size_ = head.size;
-    runs = map_.Root();
-    teams = team_map_.Root();
+    auto run_root = map_->Root();
+    if (!run_root.ok()) return run_root.status();
+    auto team_root = team_map_->Root();
+    if (!team_root.ok()) return team_root.status();
+    runs = *run_root;
+    teams = *team_root;
   }
   bool timed = false;
   {
@@ -427,7 +429,7 @@ absl::StatusOr<RunProof> Log::ProveRun(std::string_view team, std::string_view r
     return absl::FailedPreconditionError("run-head map: this ledger runs without it (--run-map=false)");
   }
   sync::MutexLock map_lock(&map_mu_);
-  return ProveKey(*key, map_, "run-head map");
+  return ProveKey(*key, *map_, "run-head map");
 }
 
 absl::StatusOr<RunProof> Log::ProveTeam(std::string_view team) const {
@@ -437,10 +439,11 @@ absl::StatusOr<RunProof> Log::ProveTeam(std::string_view team) const {
     return absl::FailedPreconditionError("team-head map: this ledger runs without it (--run-map=false)");
   }
   sync::MutexLock map_lock(&map_mu_);
-  return ProveKey(*key, team_map_, "team-head map");
+  return ProveKey(*key, *team_map_, "team-head map");
 }
 
-absl::StatusOr<RunProof> Log::ProveKey(const runmap::Key& key, runmap::RunMap& map, std::string_view map_name) const {
+absl::StatusOr<RunProof> Log::ProveKey(const runmap::Key& key, const storedmap::StoredMap& map,
+                                       std::string_view map_name) const {
   RunProof proof;
   {
     sync::MutexLock lock(&mu_);

@@ -37,6 +37,7 @@
 #include "ledger/runmap/runmap.h"
 #include "ledger/sequencer/sequencer.h"
 #include "ledger/store/store.h"
+#include "ledger/storedmap/storedmap.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::log {
@@ -245,8 +246,8 @@ class Log {
   absl::StatusOr<SignedTime> SignCheckpointTime(uint64_t size, const hash::Hash& root, std::optional<hash::Hash> runs,
                                                 std::optional<hash::Hash> teams, int64_t now);
   // ProveRun and ProveTeam: `key` in `map` at the latest checkpoint.
-  absl::StatusOr<RunProof> ProveKey(const runmap::Key& key, runmap::RunMap& map, std::string_view map_name) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
+  absl::StatusOr<RunProof> ProveKey(const runmap::Key& key, const storedmap::StoredMap& map,
+                                    std::string_view map_name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
   void RunCheckpointer();
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
@@ -272,13 +273,17 @@ class Log {
   bool has_latest_ ABSL_GUARDED_BY(mu_) = false;
   sync::Mutex sign_mu_;  // one signer at a time
   // The run-head map as of map_size_ entries: the latest checkpoint's size
-  // once it is signed. Lock order: sign_mu_, map_mu_, mu_.
+  // once it is signed. Kept in the store (null without Options::run_map).
+  // Lock order: sign_mu_, map_mu_, mu_.
   mutable sync::Mutex map_mu_;
-  mutable runmap::RunMap map_ ABSL_GUARDED_BY(map_mu_);
+  std::unique_ptr<storedmap::StoredMap> map_ ABSL_GUARDED_BY(map_mu_);
   uint64_t map_size_ ABSL_GUARDED_BY(map_mu_) = 0;
   std::vector<sequencer::RunChange> changed_runs_ ABSL_GUARDED_BY(map_mu_);
   // The team-head map, the same way.
-  mutable runmap::RunMap team_map_ ABSL_GUARDED_BY(map_mu_);
+  std::unique_ptr<storedmap::StoredMap> team_map_ ABSL_GUARDED_BY(map_mu_);
+  // Heads taken from the sequencer that a failed write did not store yet.
+  std::vector<runmap::Leaf> unapplied_runs_ ABSL_GUARDED_BY(map_mu_);
+  std::vector<runmap::Leaf> unapplied_teams_ ABSL_GUARDED_BY(map_mu_);
   std::vector<sequencer::RunChange> changed_teams_ ABSL_GUARDED_BY(map_mu_);
   sync::Mutex before_sign_mu_;
   std::function<void(int64_t)> before_sign_ ABSL_GUARDED_BY(before_sign_mu_);

@@ -8,11 +8,13 @@
 #include <future>
 #include <iterator>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/run_heads.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/storedmap/storedmap.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::log {
@@ -362,6 +364,102 @@ TEST_F(LogTest, OpenFillsTheTeamRowsOfAnOlderStore) {
   EXPECT_EQ(note::ParseCheckpointTime(*key.Open(log->Checkpoint(0)->time_note))->version(), 3);
   AppendAll(*log, {OfTeam("a3", "team-a")});
   EXPECT_EQ(receipt::ParseLeaf(*log->store().GetLeaf(3))->team_prev, 2u);
+}
+
+// Receipts of `runs` runs in three teams, `per_run` each.
+std::vector<receipt::Receipt> ManyRuns(const std::string& prefix, int runs, int per_run) {
+  std::vector<receipt::Receipt> out;
+  for (int i = 0; i < per_run; ++i) {
+    for (int r = 0; r < runs; ++r) {
+      receipt::Receipt x = OfTeam(absl::StrCat(prefix, "-", r, "-", i), absl::StrCat("team-", r % 3));
+      x.set_run_id(absl::StrCat("run-", r));
+      out.push_back(std::move(x));
+    }
+  }
+  return out;
+}
+
+// The stored maps' size rows, read with the log closed.
+std::pair<std::optional<uint64_t>, std::optional<uint64_t>> StoredMapSizes(const std::string& db) {
+  auto store = *store::Store::Open(db);
+  storedmap::StoredMap runs(store.get(), storedmap::StoredMap::Id::kRuns);
+  storedmap::StoredMap teams(store.get(), storedmap::StoredMap::Id::kTeams);
+  return {*runs.Size(), *teams.Size()};
+}
+
+// The run-head and team-head maps live in the store, not in memory: they
+// stand at the signed size after a restart, and a store written by a version
+// that kept them in memory (no map rows at all) gets them rebuilt from its
+// run and team rows at Open, with the roots it signed.
+TEST_F(LogTest, TheMapsAreKeptInTheStoreAndAnOlderStoreHasThemRebuilt) {
+  hash::Hash runs, teams;
+  {
+    auto log = OpenLog();
+    AppendAll(*log, ManyRuns("a", 60, 3));
+    AppendAll(*log, ManyRuns("b", 90, 1));
+    ASSERT_TRUE(log->SignCheckpoint().ok());
+    runs = *log->Checkpoint(0)->run_map_root;
+    teams = *log->Checkpoint(0)->team_map_root;
+    ASSERT_EQ(log->Checkpoint(0)->size, 270u);
+  }
+  const std::string db = dir_.Sub("data") + "/db";
+  EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(270), std::optional<uint64_t>(270)));
+  {
+    auto store = *store::Store::Open(db);
+    EXPECT_EQ(ReplayRunMap(*store, 270)->Root(), runs);
+    EXPECT_EQ(ReplayTeamMap(*store, 270)->Root(), teams);
+    for (auto id : {storedmap::StoredMap::Id::kRuns, storedmap::StoredMap::Id::kTeams}) {
+      ASSERT_TRUE(storedmap::StoredMap::Forget(*store, id).ok());
+    }
+  }
+  EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(), std::optional<uint64_t>()));
+  {
+    auto log = OpenLog();
+    EXPECT_EQ(log->Checkpoint(0)->size, 270u);
+    EXPECT_EQ(log->Checkpoint(0)->run_map_root, runs);
+    EXPECT_EQ(log->Checkpoint(0)->team_map_root, teams);
+    auto proof = *log->ProveRun("team-1", "run-4");
+    ASSERT_TRUE(proof.path.found.has_value());
+    EXPECT_EQ(proof.path.found->head.count, 4u);
+    EXPECT_TRUE(
+        runmap::VerifyInclusion(runs, *runmap::RunKey("team-1", "run-4"), proof.path.found->head, proof.path.siblings)
+            .ok());
+    AppendAll(*log, ManyRuns("c", 70, 1));
+    ASSERT_TRUE(log->SignCheckpoint().ok());
+    EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 340)->Root());
+    EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 340)->Root());
+  }
+  EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(340), std::optional<uint64_t>(340)));
+}
+
+// Entries appended while the maps were not kept (--run-map=false) are caught
+// up at the next Open that keeps them, from the rows of the runs and teams
+// those entries touched.
+TEST_F(LogTest, TheMapsCatchUpWithEntriesAppendedWithoutThem) {
+  auto open = [&](bool run_map) {
+    Log::Options o;
+    o.data_dir = dir_.Sub("data");
+    o.origin = "ledger.test/log";
+    o.checkpoint_interval_ms = 60'000;
+    o.run_map = run_map;
+    return *Log::Open(o, signer_);
+  };
+  {
+    auto log = open(true);
+    AppendAll(*log, ManyRuns("a", 30, 2));
+  }
+  {
+    auto log = open(false);
+    AppendAll(*log, ManyRuns("b", 45, 1));  // 30 runs again and 15 new ones
+  }
+  const std::string db = dir_.Sub("data") + "/db";
+  EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(60), std::optional<uint64_t>(60)));
+  auto log = open(true);
+  EXPECT_EQ(log->Checkpoint(0)->size, 105u);
+  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 105)->Root());
+  EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 105)->Root());
+  EXPECT_EQ(log->ProveRun("team-2", "run-44")->path.found->head.count, 1u);
+  EXPECT_EQ(log->ProveRun("team-2", "run-5")->path.found->head.count, 3u);
 }
 
 // A store whose run rows are of format 1 (the last seq alone) is migrated

@@ -4,9 +4,11 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "ledger/hash/hash.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/storedmap/storedmap.h"
 
 namespace ledger::log {
 namespace {
@@ -91,31 +93,12 @@ absl::StatusOr<uint64_t> RewriteRunHeads(store::Store& store, bool check_rows) {
   if (in_batch > 0) {
     if (auto s = store.Commit(batch); !s.ok()) return s;
   }
+  // The stored map is rebuilt from the rows at the next open.
+  if (auto s = storedmap::StoredMap::Forget(store, storedmap::StoredMap::Id::kRuns); !s.ok()) return s;
   return rewritten;
 }
 
 }  // namespace
-
-absl::StatusOr<runmap::RunMap> LoadRunMap(const store::Store& store) {
-  runmap::RunMap map;
-  auto s = store.ScanRunHeads([&](std::string_view team, std::string_view run_id,
-                                  const store::RunHead& head) -> absl::Status {
-    if (head.count == 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "runs: the row of ", std::string(team), "/", std::string(run_id), " is of format 1 (MigrateRunHeads first)"));
-    }
-    auto key = runmap::RunKey(team, run_id);
-    if (!key.ok()) return absl::DataLossError(absl::StrCat("runs: ", key.status().message()));
-    auto set = map.Set(*key, {head.count, head.last_seq, head.last_leaf_hash});
-    if (!set.ok()) {
-      return absl::DataLossError(absl::StrCat("runs: the row of ", std::string(team), "/", std::string(run_id), ": ",
-                                              std::string(set.message())));
-    }
-    return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
-  return map;
-}
 
 absl::StatusOr<runmap::RunMap> ReplayRunMap(const store::Store& store, uint64_t size,
                                             const std::function<void(uint64_t done)>& progress) {
@@ -162,6 +145,7 @@ absl::StatusOr<uint64_t> WriteTeamHeads(store::Store& store) {
   store::Batch batch = store.NewBatch();
   for (const auto& [team, head] : *heads) batch.PutTeamHead(team, head);
   if (auto s = store.Commit(batch); !s.ok()) return s;
+  if (auto s = storedmap::StoredMap::Forget(store, storedmap::StoredMap::Id::kTeams); !s.ok()) return s;
   return heads->size();
 }
 
@@ -180,21 +164,6 @@ absl::StatusOr<uint64_t> FillTeamHeads(store::Store& store) {
 
 absl::StatusOr<uint64_t> RebuildTeamHeads(store::Store& store) { return WriteTeamHeads(store); }
 
-absl::StatusOr<runmap::RunMap> LoadTeamMap(const store::Store& store) {
-  runmap::RunMap map;
-  auto s = store.ScanTeamHeads([&](std::string_view team, const store::RunHead& head) -> absl::Status {
-    auto key = runmap::TeamKey(team);
-    if (!key.ok()) return absl::DataLossError(absl::StrCat("teams: ", key.status().message()));
-    auto set = map.Set(*key, {head.count, head.last_seq, head.last_leaf_hash});
-    if (!set.ok()) {
-      return absl::DataLossError(absl::StrCat("teams: the row of ", std::string(team), ": ", set.message()));
-    }
-    return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
-  return map;
-}
-
 absl::StatusOr<runmap::RunMap> ReplayTeamMap(const store::Store& store, uint64_t size) {
   auto heads = ReplayTeamHeads(store, size);
   if (!heads.ok()) return heads.status();
@@ -203,6 +172,84 @@ absl::StatusOr<runmap::RunMap> ReplayTeamMap(const store::Store& store, uint64_t
     if (auto s = map.Set(runmap::TeamKeyOf(team), {head.count, head.last_seq, head.last_leaf_hash}); !s.ok()) return s;
   }
   return map;
+}
+
+absl::Status CatchUpStoredMaps(store::Store& store, uint64_t size) {
+  using storedmap::StoredMap;
+  StoredMap runs(&store, StoredMap::Id::kRuns), teams(&store, StoredMap::Id::kTeams);
+  auto run_size = runs.Size();
+  if (!run_size.ok()) return run_size.status();
+  auto team_size = teams.Size();
+  if (!team_size.ok()) return team_size.status();
+  // A map never written (a store of an earlier version), or ahead of the
+  // log: from every row.
+  bool rebuild_runs = !run_size->has_value() || **run_size > size;
+  bool rebuild_teams = !team_size->has_value() || **team_size > size;
+  if (rebuild_runs) {
+    auto s = runs.Rebuild(size, [&](StoredMap::Put put) {
+      return store.ScanRunHeads(
+          [&](std::string_view team, std::string_view run_id, const store::RunHead& head) -> absl::Status {
+            auto key = runmap::RunKey(team, run_id);
+            if (!key.ok()) return absl::DataLossError(absl::StrCat("runs: ", key.status().message()));
+            if (head.count == 0) {
+              return absl::FailedPreconditionError(absl::StrCat("runs: the row of ", std::string(team), "/",
+                                                                std::string(run_id),
+                                                                " is of format 1 (MigrateRunHeads first)"));
+            }
+            return put(*key, {head.count, head.last_seq, head.last_leaf_hash});
+          });
+    });
+    if (!s.ok()) return s;
+  }
+  if (rebuild_teams) {
+    auto s = teams.Rebuild(size, [&](StoredMap::Put put) {
+      return store.ScanTeamHeads([&](std::string_view team, const store::RunHead& head) -> absl::Status {
+        auto key = runmap::TeamKey(team);
+        if (!key.ok()) return absl::DataLossError(absl::StrCat("teams: ", key.status().message()));
+        return put(*key, {head.count, head.last_seq, head.last_leaf_hash});
+      });
+    });
+    if (!s.ok()) return s;
+  }
+  // Otherwise from the rows of the runs and teams the entries since the
+  // map's size touched (the rows stand at `size`).
+  const uint64_t from_runs = rebuild_runs ? size : **run_size, from_teams = rebuild_teams ? size : **team_size;
+  const uint64_t from = std::min(from_runs, from_teams);
+  if (from == size) return absl::OkStatus();
+  absl::flat_hash_set<std::pair<std::string, std::string>> touched_runs;
+  absl::flat_hash_set<std::string> touched_teams;
+  auto scanned = store.ScanLeaves(from, size, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
+    auto entry = receipt::ParseLeaf(leaf);
+    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
+    if (seq >= from_runs) touched_runs.emplace(entry->receipt.team(), entry->receipt.run_id());
+    if (seq >= from_teams) touched_teams.insert(entry->receipt.team());
+    return absl::OkStatus();
+  });
+  if (!scanned.ok()) return scanned;
+  auto missing = [](std::string_view what) {
+    return absl::DataLossError(absl::StrCat(std::string(what), ": an entry's row is missing"));
+  };
+  std::vector<runmap::Leaf> leaves;
+  for (const auto& [team, run_id] : touched_runs) {
+    auto head = store.GetRunHead(team, run_id);
+    if (!head.ok()) return head.status();
+    if (!head->has_value()) return missing("runs");
+    leaves.push_back({runmap::RunKeyOf(team, run_id), {(*head)->count, (*head)->last_seq, (*head)->last_leaf_hash}});
+  }
+  if (from_runs < size) {
+    if (auto s = runs.Apply(size, leaves); !s.ok()) return s;
+  }
+  leaves.clear();
+  for (const std::string& team : touched_teams) {
+    auto head = store.GetTeamHead(team);
+    if (!head.ok()) return head.status();
+    if (!head->has_value()) return missing("teams");
+    leaves.push_back({runmap::TeamKeyOf(team), {(*head)->count, (*head)->last_seq, (*head)->last_leaf_hash}});
+  }
+  if (from_teams < size) {
+    if (auto s = teams.Apply(size, leaves); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ledger::log

@@ -40,14 +40,16 @@ absl::StatusOr<uint64_t> FillTeamHeads(store::Store& store);
 // in one atomic batch. Returns the rows written.
 absl::StatusOr<uint64_t> RebuildTeamHeads(store::Store& store);
 
-// The team-head map of the `teams` rows, and of a replay of entries
-// [0, size).
-absl::StatusOr<runmap::RunMap> LoadTeamMap(const store::Store& store);
+// The team-head map of a replay of entries [0, size).
 absl::StatusOr<runmap::RunMap> ReplayTeamMap(const store::Store& store, uint64_t size);
 
-// The map of the heads in the `runs` rows (all of format 2): the map of the
-// whole committed log.
-absl::StatusOr<runmap::RunMap> LoadRunMap(const store::Store& store);
+// Brings the run-head and team-head maps kept in the store
+// (ledger/storedmap) to the log's `size`, whose heads the `runs` and `teams`
+// rows hold: from the rows of the runs and teams that the entries since a
+// map's size touched, or, for a map never written (a store of an earlier
+// version, or after a rebuild of the rows), from every row. Nothing may
+// append meanwhile.
+absl::Status CatchUpStoredMaps(store::Store& store, uint64_t size);
 
 // The map of entries [0, size), computed from the entries alone (the leaf
 // hash of each, its team and run_id). `progress`, if set, is called with

@@ -33,10 +33,21 @@ constexpr size_t kReceiptRefSize = 1 + 8 + 32 + 32;
 
 // Order matters: it is the order of Store::Rep::cfs. The projection tables
 // follow, in projection::Table order.
-enum Cf { kDefault = 0, kEntries, kReceipts, kNodes, kRuns, kCheckpoints, kCheckpointTimes, kTeams, kLogCfCount };
+enum Cf {
+  kDefault = 0,
+  kEntries,
+  kReceipts,
+  kNodes,
+  kRuns,
+  kCheckpoints,
+  kCheckpointTimes,
+  kTeams,
+  kMaps,
+  kLogCfCount
+};
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
-const char* const kLogCfNames[kLogCfCount] = {"default", "entries",     "receipts",         "nodes",
-                                              "runs",    "checkpoints", "checkpoint_times", "teams"};
+const char* const kLogCfNames[kLogCfCount] = {"default",     "entries",          "receipts", "nodes", "runs",
+                                              "checkpoints", "checkpoint_times", "teams",    "maps"};
 
 int ProjectionCf(projection::Table t) { return kLogCfCount + static_cast<int>(t); }
 
@@ -288,6 +299,16 @@ void Batch::DeleteTeamHead(std::string_view team) {
   if (!rep_->wb.Delete((*rep_->cfs)[kTeams], AsSlice(team)).ok()) std::abort();
 }
 
+void Batch::PutMapRow(std::string_view key, std::string_view value) { rep_->Put(kMaps, key, value); }
+
+void Batch::DeleteMapRow(std::string_view key) {
+  if (!rep_->wb.Delete((*rep_->cfs)[kMaps], AsSlice(key)).ok()) std::abort();
+}
+
+void Batch::DeleteMapRows(std::string_view from, std::string_view to) {
+  if (!rep_->wb.DeleteRange((*rep_->cfs)[kMaps], AsSlice(from), AsSlice(to)).ok()) std::abort();
+}
+
 void Batch::PutProjection(projection::Table t, std::string_view key, std::string_view value) {
   if (!rep_->pwb.Put((*rep_->cfs)[ProjectionCf(t)], AsSlice(key), AsSlice(value)).ok()) {
     std::abort();
@@ -422,7 +443,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   step_options.memtable_insert_with_hint_prefix_extractor.reset(NewKeyPrefix(false, 2, "ledger.TeamAndRun.v1"));
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
-    bool lookup = cf == kReceipts || cf == kRuns || cf == kTeams || cf >= kLogCfCount;
+    bool lookup = cf == kReceipts || cf == kRuns || cf == kTeams || cf == kMaps || cf >= kLogCfCount;
     descriptors.emplace_back(CfName(cf), cf == kEntries                                    ? entry_options
                                          : cf == ProjectionCf(projection::Table::kChanges) ? change_options
                                          : cf == ProjectionCf(projection::Table::kIndex)   ? index_options
@@ -641,6 +662,39 @@ absl::Status Store::WalkLeavesBack(
     at = *to;
   }
   return absl::OkStatus();
+}
+
+absl::Status Store::CommitMapRows(Batch& batch) {
+  Batch::Rep& b = *batch.rep_;
+  if (!b.groups.empty() || b.pwb.Count() > 0) std::abort();  // a bug: map rows only
+  if (b.wb.Count() == 0) return absl::OkStatus();
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  return FromRocks(rep_->db->Write(options, &b.wb), "write maps");
+}
+
+absl::StatusOr<std::optional<std::string>> Store::GetMapRow(std::string_view key) const {
+  auto v = rep_->Get(kMaps, key, "maps");
+  if (absl::IsNotFound(v.status())) return std::nullopt;
+  if (!v.ok()) return v.status();
+  return *std::move(v);
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Store::MapRows(std::string_view from,
+                                                                                std::string_view to, size_t limit,
+                                                                                bool reverse) const {
+  rocksdb::ReadOptions options;
+  rocksdb::Slice lower = AsSlice(from), upper = AsSlice(to);
+  options.iterate_lower_bound = &lower;
+  options.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(options, rep_->cfs[kMaps]));
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (reverse ? it->SeekToLast() : it->Seek(lower); it->Valid() && rows.size() < limit;
+       reverse ? it->Prev() : it->Next()) {
+    rows.emplace_back(it->key().ToString(), it->value().ToString());
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scan maps");
+  return rows;
 }
 
 absl::StatusOr<std::optional<std::string>> Store::GetProjection(projection::Table t, std::string_view key) const {

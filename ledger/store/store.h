@@ -27,6 +27,8 @@
 //                                             the version that keeps team
 //                                             chains (Log::Open fills it from
 //                                             the log when it is empty)
+//   maps         rows of the run-head and team-head maps kept on disk;
+//                their layout is ledger/storedmap/storedmap.h's
 //   checkpoints  tree size u64            -> signed checkpoint note
 //   checkpoint_times tree size u64        -> signed checkpoint-time note of
 //                                             that checkpoint (note.h); absent
@@ -136,6 +138,11 @@ class Batch final : public projection::Sink {
   // Removes a team's row: for tests of stores written before team rows.
   void DeleteTeamHead(std::string_view team);
   void PutState(const State& s);
+  // Rows of the `maps` column family (ledger/storedmap): written with the
+  // log's records. DeleteMapRows removes those with from <= key < to.
+  void PutMapRow(std::string_view key, std::string_view value);
+  void DeleteMapRow(std::string_view key);
+  void DeleteMapRows(std::string_view from, std::string_view to);
   void PutProjection(projection::Table t, std::string_view key, std::string_view value) override;
   void DeleteProjection(projection::Table t, std::string_view key) override;
   // Every put and delete an overlay holds.
@@ -245,6 +252,17 @@ class Store {
   absl::Status WalkLeavesBack(
       uint64_t from,
       absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)> next) const;
+
+  // Writes `batch`, which MUST hold map rows only, synced: beside the
+  // sequencer's commits (as PutCheckpoint is), from the one thread that
+  // writes the maps.
+  absl::Status CommitMapRows(Batch& batch);
+  // A row of the `maps` column family; nullopt when absent.
+  absl::StatusOr<std::optional<std::string>> GetMapRow(std::string_view key) const;
+  // The first `limit` rows with from <= key < to, ascending, or the last
+  // `limit` descending with `reverse`.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> MapRows(std::string_view from, std::string_view to,
+                                                                           size_t limit, bool reverse = false) const;
 
   // A projection record; nullopt when absent.
   absl::StatusOr<std::optional<std::string>> GetProjection(projection::Table t, std::string_view key) const;
