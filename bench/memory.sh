@@ -8,7 +8,8 @@
 # its peak, and the ingest rate of the first and last sample intervals. Then,
 # at the size reached, with the load stopped: query latencies (query_bench
 # --server: GetStep and ListSteps of steps drawn from the whole log) and the
-# store's bytes on disk per entry.
+# store's bytes on disk per entry. QUERY_WAIT=S measures the queries again
+# after S seconds more with no load (RocksDB's compactions settling).
 # STORE_MEMORY_MB "-" passes no flag (a ledgerd from before the flag).
 # Other ledgerd flags follow (e.g. --projections=false, to see what they hold).
 # LEDGERD_PRELOAD=LIB runs ledgerd with LD_PRELOAD=LIB (another allocator, to
@@ -30,12 +31,14 @@ pid=$!
 for _ in $(seq 200); do grep -q '^http on ' "$work/out" && break; sleep 0.05; done
 addr=$(sed -n 's/^listening on //p' "$work/out")
 http=$(sed -n 's/^http on //p' "$work/out")
+# Which malloc ledgerd runs with (linked or preloaded jemalloc, else glibc's).
+if grep -q libjemalloc "/proc/$pid/maps"; then allocator=jemalloc; else allocator=glibc; fi
 "$build/bench/ledger_load" --server "$addr" --duration "$secs" --workload steps --clients 4 --baseline=false \
   > "$work/load.json" &
 load=$!
-/usr/bin/python3 - "$http" "$secs" "$mb" <<'PY'
+/usr/bin/python3 - "$http" "$secs" "$mb" "$allocator" <<'PY'
 import json, re, sys, time, urllib.request
-http, secs, mb = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+http, secs, mb, allocator = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 names = {"ledger_tree_size": "entries", "process_resident_memory_bytes": "rss",
          "ledger_store_cache_bytes": "cache", "ledger_store_memtable_bytes": "memtables",
          "ledger_store_table_reader_bytes": "table_readers"}
@@ -64,7 +67,7 @@ before_last = [s for s in loaded if s["t"] <= last["t"] - span + 2.5][-1]
 rate = lambda a, b: round((b["entries"] - a["entries"]) / (b["t"] - a["t"])) if b["t"] > a["t"] else 0
 first_rate = round(first["entries"] / first["t"])
 last_rate = rate(before_last, last)
-print(json.dumps({"store_memory_mb": mb, "entries": samples[-1]["entries"],
+print(json.dumps({"store_memory_mb": mb, "allocator": allocator, "entries": samples[-1]["entries"],
                   "rss_peak_mb": round(max(s["rss"] for s in samples) / 2**20, 1),
                   "rss_mb_per_million_entries_second_half": round(slope, 2),
                   "rate_first_%ds" % span: first_rate, "rate_last_%ds" % span: last_rate,
@@ -72,6 +75,10 @@ print(json.dumps({"store_memory_mb": mb, "entries": samples[-1]["entries"],
 PY
 wait "$load"
 "$build/bench/query_bench" --server "$addr" --calls "${QUERY_CALLS:-2000}"
+if [ -n "${QUERY_WAIT:-}" ]; then
+  sleep "$QUERY_WAIT"
+  "$build/bench/query_bench" --server "$addr" --calls "${QUERY_CALLS:-2000}"
+fi
 bytes=$(du -sb "$work/data/db" | cut -f1)
 size=$("$build/cmd/ledgerctl" --server "$addr" checkpoint --at-least 1 | sed -n 2p)
 echo "{\"entries_in_checkpoint\": $size, \"store_bytes\": $bytes, \"store_bytes_per_entry\": $((bytes / size))}"

@@ -72,6 +72,9 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
     sync::MutexLock lock(&log->map_mu_);
     log->map_ = std::make_unique<storedmap::StoredMap>(log->store_.get(), storedmap::StoredMap::Id::kRuns);
     log->team_map_ = std::make_unique<storedmap::StoredMap>(log->store_.get(), storedmap::StoredMap::Id::kTeams);
+    for (storedmap::StoredMap* m : {log->map_.get(), log->team_map_.get()}) {
+      if (log->integrity_.ok()) log->integrity_ = m->LoadTop();
+    }
   }
   if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr && log->projected_ < state->size) {
     // Projections written since the last flush were lost with the process:

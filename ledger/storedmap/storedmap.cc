@@ -1,6 +1,7 @@
 #include "ledger/storedmap/storedmap.h"
 
 #include <algorithm>
+#include <limits>
 #include <string_view>
 #include <utility>
 
@@ -77,6 +78,7 @@ absl::Status StoredMap::Forget(store::Store& store, Id id) {
 
 absl::Status StoredMap::Rebuild(uint64_t size, absl::FunctionRef<absl::Status(Put)> scan) {
   if (auto s = Forget(*store_, id_); !s.ok()) return s;
+  top_.clear();
   store::Batch batch = store_->NewBatch();
   size_t pending = 0;
   absl::Status written;
@@ -124,8 +126,15 @@ absl::Status StoredMap::Apply(uint64_t size, absl::Span<const runmap::Leaf> leav
       depth = std::max(depth, CommonBits(other, leaf.key) + 1);
     }
     for (int d = 0; d < depth; ++d) {
-      std::string node = NodeKey(runmap::NodeOf(leaf.key, d));
-      if (forgotten.insert(node).second) batch.DeleteMapRow(node);
+      const NodeId id = runmap::NodeOf(leaf.key, d);
+      std::string node = NodeKey(id);
+      if (!forgotten.insert(node).second) continue;
+      batch.DeleteMapRow(node);
+      // A remembered node keeps its two or more leaves (none is ever
+      // removed): only its hash is unknown now.
+      if (top_loaded_ && d < kMemoryDepth) {
+        if (auto it = top_.find(id); it != top_.end()) it->second.reset();
+      }
     }
     batch.PutMapRow(at, runmap::HeadBytes(leaf.head));
   }
@@ -146,7 +155,31 @@ absl::StatusOr<std::optional<Head>> StoredMap::Get(const Key& key) const {
   return head;
 }
 
+absl::Status StoredMap::LoadTop() {
+  top_.clear();
+  std::string from{static_cast<char>(id_), kNodeRow}, to = from + static_cast<char>(kMemoryDepth);
+  auto rows = store_->MapRows(from, to, std::numeric_limits<size_t>::max());
+  if (!rows.ok()) return rows.status();
+  for (const auto& [k, v] : *rows) {
+    NodeId node;
+    node.depth = static_cast<uint8_t>(k[2]);
+    size_t prefix_bytes = static_cast<size_t>((node.depth + 7) / 8);
+    if (k.size() != 3 + prefix_bytes || v.size() != 32) return Malformed(id_, "node");
+    std::copy(k.begin() + 3, k.end(), node.prefix.begin());
+    Hash h;
+    std::copy(v.begin(), v.end(), h.begin());
+    top_.emplace(node, h);
+  }
+  top_loaded_ = true;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> StoredMap::Leaves(const NodeId& node, runmap::Leaf* first) const {
+  if (top_loaded_ && node.depth < kMemoryDepth) {
+    // A node whose hash a change made unknown: two or more leaves, and the
+    // caller needs no first leaf then.
+    if (auto it = top_.find(node); it != top_.end() && !it->second.has_value()) return 2;
+  }
   Key hi = node.prefix;
   for (int i = node.depth; i < runmap::kKeyBits; ++i) hi[i / 8] |= static_cast<uint8_t>(0x80u >> (i % 8));
   // Leaf keys are all 34 bytes: those up to hi's are below hi's and a zero.
@@ -162,6 +195,10 @@ absl::StatusOr<int> StoredMap::Leaves(const NodeId& node, runmap::Leaf* first) c
 }
 
 absl::StatusOr<std::optional<Hash>> StoredMap::Node(const NodeId& node) const {
+  if (top_loaded_ && node.depth < kMemoryDepth) {
+    auto it = top_.find(node);
+    return it == top_.end() ? std::optional<Hash>() : it->second;
+  }
   auto row = store_->GetMapRow(NodeKey(node));
   if (!row.ok()) return row.status();
   if (!row->has_value()) return std::optional<Hash>();
@@ -179,6 +216,7 @@ absl::StatusOr<Hash> StoredMap::Root() {
   auto node = [this](const NodeId& n) { return Node(n); };
   auto put = [&](const NodeId& n, const Hash& h) {
     batch.PutMapRow(NodeKey(n), Bytes(h));
+    if (top_loaded_ && n.depth < kMemoryDepth) top_[n] = h;
     if (++pending == kNodesPerCommit) {
       if (written.ok()) written = store_->CommitMapRows(batch);
       batch = store_->NewBatch();

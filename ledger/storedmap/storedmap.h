@@ -21,8 +21,13 @@
 // A store without a map's size row (written by a version that kept the maps
 // in memory) is rebuilt from the `runs` or `teams` rows when opened.
 //
-// Thread-compatible: the caller serializes writes (Apply, Rebuild, Root)
-// against everything else; reads (Get, Prove) may run together.
+// The nodes of the top kMemoryDepth levels are also kept in memory once
+// LoadTop is called (at most 2^kMemoryDepth of them, whatever the map's
+// size), with those whose hash a change made unknown marked as such: a
+// root then reads the store only below those levels.
+//
+// Thread-compatible: the caller serializes writes (Apply, Rebuild, Root,
+// LoadTop) against everything else; reads (Get, Prove) may run together.
 #ifndef LEDGER_STOREDMAP_STOREDMAP_H_
 #define LEDGER_STOREDMAP_STOREDMAP_H_
 
@@ -30,6 +35,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -71,6 +77,11 @@ class StoredMap {
   // else an absence proof. Writes nothing.
   absl::StatusOr<runmap::Path> Prove(const runmap::Key& key) const;
 
+  // Reads the top levels' node rows into memory; from then on they are
+  // kept there too.
+  static constexpr int kMemoryDepth = 16;
+  absl::Status LoadTop();
+
   // Removes every row of the map `id` (its next open rebuilds it).
   static absl::Status Forget(store::Store& store, Id id);
 
@@ -86,6 +97,11 @@ class StoredMap {
 
   store::Store* const store_;
   const Id id_;
+  // With LoadTop: every remembered node above kMemoryDepth, with its hash,
+  // or nullopt for one that has two or more leaves under it and whose hash
+  // a change made unknown. A node absent here has no row.
+  bool top_loaded_ = false;
+  absl::flat_hash_map<runmap::NodeId, std::optional<runmap::Hash>> top_;
 };
 
 }  // namespace ledger::storedmap

@@ -49,16 +49,25 @@ void ExpectSamePath(StoredMap& stored, runmap::RunMap& memory, const Key& key) {
 class StoredMapTest : public ::testing::Test {
  protected:
   void SetUp() override { store_ = *store::Store::Open(dir_.path()); }
+  void Rounds(StoredMap::Id id, bool top);
   testing::TempDir dir_;
   std::unique_ptr<store::Store> store_;
 };
 
 // Rounds of inserts and updates, including keys that share long prefixes
 // (neighbours that split deep nodes): after each, the same root and the same
-// proofs as the in-memory map's.
+// proofs as the in-memory map's; with the top levels in memory (LoadTop,
+// here after rows were written) and without.
 TEST_F(StoredMapTest, RootsAndProofsAreTheInMemoryMapsAfterEveryRound) {
+  for (bool top : {false, true}) {
+    SCOPED_TRACE(top ? "top levels in memory" : "rows only");
+    Rounds(top ? StoredMap::Id::kTeams : StoredMap::Id::kRuns, top);
+  }
+}
+
+void StoredMapTest::Rounds(StoredMap::Id id, bool top) {
   std::mt19937_64 rng(7);
-  StoredMap stored(store_.get(), StoredMap::Id::kRuns);
+  StoredMap stored(store_.get(), id);
   runmap::RunMap memory;
   EXPECT_EQ(*stored.Root(), memory.Root());  // the empty map
   std::vector<Key> keys;
@@ -81,6 +90,9 @@ TEST_F(StoredMapTest, RootsAndProofsAreTheInMemoryMapsAfterEveryRound) {
       ASSERT_TRUE(memory.Set(k, HeadOf(n)).ok());
     }
     ASSERT_TRUE(stored.Apply(1000 + round, leaves).ok());
+    if (top && round == 2) {
+      ASSERT_TRUE(stored.LoadTop().ok());
+    }
     EXPECT_EQ(*stored.Size(), std::optional<uint64_t>(1000 + round));
     auto root = stored.Root();
     ASSERT_TRUE(root.ok()) << root.status();
