@@ -25,14 +25,6 @@ Hash Tagged(uint8_t prefix, std::string_view rest) {
   return hash::Sha256(in);
 }
 
-// The number of leading bits two keys share (256 when equal).
-int CommonBits(const Key& a, const Key& b) {
-  for (int i = 0; i < 32; ++i) {
-    if (a[i] != b[i]) return i * 8 + __builtin_clz(static_cast<unsigned>(a[i] ^ b[i])) - 24;
-  }
-  return kKeyBits;
-}
-
 Key Flip(Key key, int i) {
   key[i / 8] ^= static_cast<uint8_t>(0x80u >> (i % 8));
   return key;
@@ -107,6 +99,25 @@ absl::Status CheckHead(const Head& head) {
     return absl::InvalidArgumentError("count: must be at most last_seq + 1");
   }
   return absl::OkStatus();
+}
+
+int CommonBits(const Key& a, const Key& b) {
+  for (int i = 0; i < 32; ++i) {
+    if (a[i] != b[i]) return i * 8 + __builtin_clz(static_cast<unsigned>(a[i] ^ b[i])) - 24;
+  }
+  return kKeyBits;
+}
+
+std::optional<Head> HeadOfBytes(std::string_view bytes) {
+  if (bytes.size() != 48) return std::nullopt;
+  auto u64 = [&](size_t at) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; ++i) v = v << 8 | static_cast<uint8_t>(bytes[at + i]);
+    return v;
+  };
+  Head head{u64(0), u64(8), {}};
+  std::copy(bytes.begin() + 16, bytes.end(), head.last_leaf_hash.begin());
+  return head;
 }
 
 std::string HeadBytes(const Head& head) {

@@ -75,6 +75,9 @@ Key TeamKeyOf(std::string_view team);
 absl::Status CheckHead(const Head& head);
 
 std::string HeadBytes(const Head& head);
+// HeadBytes read back: nullopt unless `bytes` is 48 bytes long. The head is
+// not checked (CheckHead).
+std::optional<Head> HeadOfBytes(std::string_view bytes);
 Hash ValueHash(const Head& head);
 Hash LeafHashOfValue(const Key& key, const Hash& value_hash);
 Hash LeafHash(const Key& key, const Head& head);
@@ -84,6 +87,8 @@ Hash EmptyHash();
 
 // Bit i of the key, 0 <= i < 256.
 int Bit(const Key& key, int i);
+// The number of leading bits two keys share (256 when equal).
+int CommonBits(const Key& a, const Key& b);
 
 // An interior position of the tree: the first `depth` bits of `prefix`; the
 // other bits are zero.

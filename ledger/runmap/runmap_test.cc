@@ -63,6 +63,18 @@ TEST(RunKey, RefusesATeamOrRunOutsideTheContract) {
   EXPECT_EQ(RunKey("alpha", std::string(129, 'r')).status(), absl::InvalidArgumentError("run_id: must be 1-128 bytes"));
 }
 
+TEST(HeadBytes, ReadBackGivesTheHeadAndOtherLengthsAreRefused) {
+  Head head{3, 0x0102030405060708, {}};
+  head.last_leaf_hash[0] = 0xab;
+  head.last_leaf_hash[31] = 0xcd;
+  std::string bytes = HeadBytes(head);
+  ASSERT_EQ(bytes.size(), 48u);
+  EXPECT_EQ(bytes.substr(8, 8), std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8));
+  EXPECT_EQ(HeadOfBytes(bytes), head);
+  EXPECT_EQ(HeadOfBytes(bytes.substr(1)), std::nullopt);
+  EXPECT_EQ(HeadOfBytes(bytes + "x"), std::nullopt);
+}
+
 TEST(RunMap, SetRefusesAnImpossibleHeadAndChangesNothing) {
   RunMap m;
   Key k = *RunKey("alpha", "r");

@@ -130,7 +130,7 @@ absl::Status Sequencer::Submit(std::vector<Submission> items, Done done) {
     }
     queued_ += n;
     std::string emitter = items.empty() ? std::string() : items.front().emitter;
-    auto [lane, added] = lanes_.try_emplace(emitter);
+    auto lane = lanes_.try_emplace(emitter).first;
     if (lane->second.empty()) turns_.push_back(emitter);
     const size_t slice = std::max<size_t>(1, options_.emitter_slice);
     if (n <= slice) {

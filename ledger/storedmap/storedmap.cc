@@ -18,7 +18,6 @@ using runmap::NodeId;
 
 constexpr char kSizeRow = 0x00, kLeafRow = 0x01, kNodeRow = 0x02;
 constexpr char kSizeFormat = 0x01;
-constexpr size_t kHeadBytes = 48;
 
 void PutU64(std::string* out, uint64_t v) {
   for (int i = 7; i >= 0; --i) out->push_back(static_cast<char>(v >> (8 * i)));
@@ -28,13 +27,6 @@ uint64_t GetU64(std::string_view p) {
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = v << 8 | static_cast<uint8_t>(p[static_cast<size_t>(i)]);
   return v;
-}
-
-int CommonBits(const Key& a, const Key& b) {
-  for (int i = 0; i < 32; ++i) {
-    if (a[i] != b[i]) return i * 8 + __builtin_clz(static_cast<unsigned>(a[i] ^ b[i])) - 24;
-  }
-  return runmap::kKeyBits;
 }
 
 std::string_view Bytes(const Hash& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
@@ -123,7 +115,7 @@ absl::Status StoredMap::Apply(uint64_t size, absl::Span<const runmap::Leaf> leav
       if (k.size() != 34) return Malformed(id_, "leaf key");
       Key other;
       std::copy(k.begin() + 2, k.end(), other.begin());
-      depth = std::max(depth, CommonBits(other, leaf.key) + 1);
+      depth = std::max(depth, runmap::CommonBits(other, leaf.key) + 1);
     }
     for (int d = 0; d < depth; ++d) {
       const NodeId id = runmap::NodeOf(leaf.key, d);
@@ -148,10 +140,8 @@ absl::StatusOr<std::optional<Head>> StoredMap::Get(const Key& key) const {
   auto row = store_->GetMapRow(LeafKey(key));
   if (!row.ok()) return row.status();
   if (!row->has_value()) return std::nullopt;
-  std::string_view v = **row;
-  if (v.size() != kHeadBytes) return Malformed(id_, "head");
-  Head head{GetU64(v), GetU64(v.substr(8)), {}};
-  std::copy(v.begin() + 16, v.end(), head.last_leaf_hash.begin());
+  std::optional<Head> head = runmap::HeadOfBytes(**row);
+  if (!head.has_value()) return Malformed(id_, "head");
   return head;
 }
 
@@ -187,10 +177,10 @@ absl::StatusOr<int> StoredMap::Leaves(const NodeId& node, runmap::Leaf* first) c
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return 0;
   const auto& [k, v] = rows->front();
-  if (k.size() != 34 || v.size() != kHeadBytes) return Malformed(id_, "leaf");
+  std::optional<Head> head = runmap::HeadOfBytes(v);
+  if (k.size() != 34 || !head.has_value()) return Malformed(id_, "leaf");
   std::copy(k.begin() + 2, k.end(), first->key.begin());
-  first->head = {GetU64(v), GetU64(std::string_view(v).substr(8)), {}};
-  std::copy(v.begin() + 16, v.end(), first->head.last_leaf_hash.begin());
+  first->head = *head;
   return static_cast<int>(rows->size());
 }
 
