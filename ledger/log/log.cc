@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
     return absl::UnavailableError(absl::StrCat("data directory ", options.data_dir, ": ", ec.message()));
   }
   ::chmod(options.data_dir.c_str(), 0700);
-  auto store = store::Store::Open(options.data_dir + "/db", nullptr, options.store_memory_bytes);
+  auto store = store::Store::Open(options.data_dir + "/db", options.faults, options.store_memory_bytes);
   if (!store.ok()) return store.status();
   auto state = (*store)->ReadState();
   if (!state.ok()) return state.status();
@@ -369,13 +369,14 @@ absl::Status Log::SignCheckpoint() {
   const sequencer::Head head = sequencer_->TakeCommitted(&changed_runs_, &changed_teams_);
   std::optional<hash::Hash> runs, teams;
   if (options_.run_map) {
-    // Written to the store as of head.size. Heads a failed write did not
-    // store are kept and written first the next time, so the map never
-    // moves on without them.
-    for (auto [map, changes, unapplied, name] :
-         {std::tuple{map_.get(), &changed_runs_, &unapplied_runs_, "run-head map"},
-          std::tuple{team_map_.get(), &changed_teams_, &unapplied_teams_, "team-head map"}}) {
-      for (const sequencer::RunChange& c : *changes) unapplied->push_back({c.key, c.head});
+    // Written to the store as of head.size. The heads taken are kept, for
+    // both maps before either is written, until a write stores them: a
+    // failed write leaves them for the next time, so that neither map moves
+    // on without them.
+    for (const sequencer::RunChange& c : changed_runs_) unapplied_runs_.push_back({c.key, c.head});
+    for (const sequencer::RunChange& c : changed_teams_) unapplied_teams_.push_back({c.key, c.head});
+    for (auto [map, unapplied, name] : {std::tuple{map_.get(), &unapplied_runs_, "run-head map"},
+                                        std::tuple{team_map_.get(), &unapplied_teams_, "team-head map"}}) {
       absl::Status applied = map->Apply(head.size, *unapplied);
       if (absl::IsInvalidArgument(applied)) return absl::DataLossError(absl::StrCat(name, ": ", applied.message()));
       if (!applied.ok()) return applied;

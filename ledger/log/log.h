@@ -102,6 +102,9 @@ class Log {
     bool run_map = true;
     // What the store's RocksDB may hold in memory (store::Store::Open).
     uint64_t store_memory_bytes = store::Store::kDefaultMemoryBytes;
+    // Injected storage faults (ledger/store/testing.h), for tests; MUST
+    // outlive the log.
+    store::Faults* faults = nullptr;
   };
 
   // The latest signed checkpoint, kept outside RocksDB in the data

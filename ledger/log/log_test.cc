@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 #include <iterator>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -14,6 +15,7 @@
 #include "ledger/log/run_heads.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/store/testing.h"
 #include "ledger/storedmap/storedmap.h"
 #include "tests/util/temp_dir.h"
 
@@ -460,6 +462,38 @@ TEST_F(LogTest, TheMapsCatchUpWithEntriesAppendedWithoutThem) {
   EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 105)->Root());
   EXPECT_EQ(log->ProveRun("team-2", "run-44")->path.found->head.count, 1u);
   EXPECT_EQ(log->ProveRun("team-2", "run-5")->path.found->head.count, 3u);
+}
+
+// A checkpoint whose map writes fail (a full disk) is not signed, and the
+// heads it took from the sequencer are not lost: the next checkpoint signs
+// maps that hold them, the roots a replay of the entries gives.
+TEST_F(LogTest, MapsWrittenWhileTheDiskFailsLoseNoHead) {
+  store::Faults faults;
+  faults.retryable = true;  // as a full disk is
+  Log::Options o;
+  o.data_dir = dir_.Sub("data");
+  o.origin = "ledger.test/log";
+  o.checkpoint_interval_ms = 60'000;
+  o.faults = &faults;
+  auto log = *Log::Open(o, signer_);
+  AppendAll(*log, ManyRuns("a", 12, 2));
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  AppendAll(*log, ManyRuns("b", 20, 1));  // every team and some new runs
+  faults.fail_syncs = true;
+  EXPECT_FALSE(log->SignCheckpoint().ok());
+  faults.fail_syncs = false;
+  // RocksDB resumes by itself; the checkpointer retries meanwhile.
+  absl::Status signed_again;
+  for (int i = 0; i < 100; ++i) {
+    signed_again = log->SignCheckpoint();
+    if (signed_again.ok() && log->Checkpoint(0)->size == 44) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(signed_again.ok()) << signed_again;
+  ASSERT_EQ(log->Checkpoint(0)->size, 44u);
+  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 44)->Root());
+  EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 44)->Root());
+  EXPECT_EQ(log->ProveTeam("team-1")->path.found->head.count, 15u);
 }
 
 // A store whose run rows are of format 1 (the last seq alone) is migrated
