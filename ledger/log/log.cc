@@ -373,6 +373,9 @@ absl::Status Log::SignCheckpoint() {
     // both maps before either is written, until a write stores them: a
     // failed write leaves them for the next time, so that neither map moves
     // on without them.
+    // From here the stored maps may stand past the latest checkpoint: no
+    // proof is served until it is signed with them.
+    map_size_ = head.size;
     for (const sequencer::RunChange& c : changed_runs_) unapplied_runs_.push_back({c.key, c.head});
     for (const sequencer::RunChange& c : changed_teams_) unapplied_teams_.push_back({c.key, c.head});
     for (auto [map, unapplied, name] : {std::tuple{map_.get(), &unapplied_runs_, "run-head map"},
@@ -382,7 +385,6 @@ absl::Status Log::SignCheckpoint() {
       if (!applied.ok()) return applied;
       unapplied->clear();
     }
-    map_size_ = head.size;
     auto run_root = map_->Root();
     if (!run_root.ok()) return run_root.status();
     auto team_root = team_map_->Root();

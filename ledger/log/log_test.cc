@@ -481,6 +481,9 @@ TEST_F(LogTest, MapsWrittenWhileTheDiskFailsLoseNoHead) {
   AppendAll(*log, ManyRuns("b", 20, 1));  // every team and some new runs
   faults.fail_syncs = true;
   EXPECT_FALSE(log->SignCheckpoint().ok());
+  // One map may have been written and the other not: no proof is served
+  // from them until a checkpoint signs them.
+  EXPECT_EQ(log->ProveRun("team-0", "run-0").status().code(), absl::StatusCode::kUnavailable);
   faults.fail_syncs = false;
   // RocksDB resumes by itself; the checkpointer retries meanwhile.
   absl::Status signed_again;
