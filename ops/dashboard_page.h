@@ -1,0 +1,82 @@
+// The dashboard's page parts: the page around a body, error pages, links
+// that keep the request's parameters, query parameters read with their
+// rules, and the tables and forms several pages share. Everything a page
+// shows from a request or a record is escaped here.
+#ifndef LEDGER_OPS_DASHBOARD_PAGE_H_
+#define LEDGER_OPS_DASHBOARD_PAGE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "ledger_service.grpc.pb.h"
+#include "ops/http_message.h"
+#include "query.grpc.pb.h"
+
+namespace ledger::ops::page {
+
+namespace pb = evidence::ledger::v1;
+
+// `s` escaped for HTML text and attribute values.
+std::string E(std::string_view s);
+// A time in microseconds since the epoch, in UTC (ISO 8601).
+std::string Time(int64_t us);
+// A step state or anomaly as the pages name it: "succeeded", "late_completion".
+std::string StateName(pb::StepState s);
+std::string AnomalyName(int a);
+// The path of a step's page.
+std::string StepHref(const pb::Step& st);
+
+// A path segment or query value, percent-encoded.
+std::string Seg(std::string_view s);
+
+std::string Param(const HttpRequest& request, const std::string& name);
+
+// ?refresh=N: seconds in [5, 3600], 0 when absent.
+absl::StatusOr<int> RefreshOf(const HttpRequest& request);
+
+// The links that turn auto-refresh off or on, keeping the page's other parameters.
+std::string RefreshLinks(const HttpRequest& request, int refresh = 0);
+
+HttpResponse Html(int status, const std::string& title, const std::string& body, int refresh = 0);
+
+HttpResponse Failed(const grpc::Status& s);
+
+HttpResponse BadRequest(const absl::Status& s);
+
+std::string Crumbs(const std::string& team, const std::string& run = "");
+
+std::string Calls(const pb::CallTotals& c);
+
+// A table of steps; `team` and `run` columns on request.
+std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, const std::string& caption);
+
+// "next page" for a list read with page tokens.
+std::string NextLink(const HttpRequest& request, const std::string& token, size_t shown);
+
+// "page N of M" for a list paged by number.
+std::string NumberedLinks(const HttpRequest& request, int64_t page, bool more);
+
+absl::StatusOr<int64_t> PageOf(const HttpRequest& request);
+
+// ?from / ?to: a UTC time, "2026-01-01T12:00" (as a datetime-local field
+// sends it), with seconds, a trailing Z, or a date alone; 0 when absent.
+absl::StatusOr<int64_t> TimeParam(const HttpRequest& request, const std::string& name);
+
+// The filter form of a team's page, filled in with the request's values.
+std::string FilterForm(const HttpRequest& request, const std::string& team);
+
+// The facts of a step, for its page.
+std::string StepFacts(const pb::Step& st);
+
+// One receipt as a row of the step's calls table.
+std::string ReceiptRow(const pb::Entry& entry);
+
+}  // namespace ledger::ops::page
+
+#endif  // LEDGER_OPS_DASHBOARD_PAGE_H_
