@@ -15,9 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "export/pack/pack.h"
-#include "ledger/cosign/cosign.h"
+#include "export/pack/report_html.h"
 #include "ledger/hash/hash.h"
-#include "ledger/note/note.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
 
@@ -127,16 +126,7 @@ std::string Duration(int64_t us) {
   return buf;
 }
 
-namespace {
-
-using query::pb::Step;
-using Out = absl::FunctionRef<void(std::string_view)>;
-
-std::string Dollars(int64_t micros) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "$%.6f", static_cast<double>(micros) / 1e6);
-  return buf;
-}
+namespace html {
 
 std::string E(std::string_view s) { return HtmlEscape(s); }
 
@@ -150,21 +140,28 @@ int64_t StepEnd(const Step& s) {
   return -1;
 }
 
-std::string KeyOf(const Step& s) { return query::EncodeStepKey({s.team(), s.run_id(), s.step_id(), s.attempt()}); }
-
 std::string StateOf(const Step& s) { return query::StateName(s.state()); }
+
+void Fact(const std::string& name, const std::string& html, std::string* h) {
+  if (html.empty()) return;
+  absl::StrAppend(h, "<tr><th scope=\"row\">", name, "</th><td>", html, "</td></tr>");
+}
+
+namespace {
+
+using Out = absl::FunctionRef<void(std::string_view)>;
+
+std::string Dollars(int64_t micros) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "$%.6f", static_cast<double>(micros) / 1e6);
+  return buf;
+}
+
+std::string KeyOf(const Step& s) { return query::EncodeStepKey({s.team(), s.run_id(), s.step_id(), s.attempt()}); }
 
 // The steps the report shows: the kMaxSteps earliest by start (then key),
 // in that order, and what is counted of all of them.
 constexpr size_t kMaxSteps = 1000;
-
-struct Shown {
-  std::vector<Step> steps;
-  int64_t total = 0, unknown = 0;
-  int64_t t0 = INT64_MAX, t1 = INT64_MIN;  // over the shown steps
-  std::set<std::string> step_keys;         // row keys that name a step
-  bool multi_run = false;
-};
 
 absl::StatusOr<Shown> SelectSteps(Outcomes& outcomes, const ReportEntries& entries) {
   Shown shown;
@@ -256,115 +253,6 @@ void Summary(const manifest::Manifest& m, const Shown& shown, const ReportEntrie
   }
 }
 
-// The timeline: inline SVG, no script, no external asset. A label column on
-// the left (clipped, and cut to fit), the plot, and a margin on the right
-// for the state word; an axis of UTC ticks on top.
-constexpr int kLabel = 220, kPlot = 700, kRight = 90, kAxis = 28, kRow = 18;
-constexpr size_t kLabelChars = 28;  // 12px monospace: 28 fit in kLabel - 8
-
-// At most kLabelChars code points, the last one an ellipsis when cut.
-std::string FitLabel(std::string_view s) {
-  size_t points = 0, cut = std::string_view::npos;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if ((static_cast<unsigned char>(s[i]) & 0xc0) == 0x80) continue;
-    if (++points == kLabelChars) cut = i;
-  }
-  if (points <= kLabelChars) return std::string(s);
-  return std::string(s.substr(0, cut)) + "\xe2\x80\xa6";
-}
-
-// The tick spacing: the smallest of these with at most 6 ticks over `span`.
-int64_t TickStep(int64_t span) {
-  static constexpr int64_t kMs = 1000, kS = 1000 * kMs, kMin = 60 * kS, kH = 60 * kMin, kD = 24 * kH;
-  static constexpr int64_t kSteps[] = {
-      kMs,    2 * kMs, 5 * kMs, 10 * kMs, 20 * kMs, 50 * kMs, 100 * kMs, 200 * kMs, 500 * kMs, kS,        2 * kS,
-      5 * kS, 10 * kS, 15 * kS, 30 * kS,  kMin,     2 * kMin, 5 * kMin,  10 * kMin, 15 * kMin, 30 * kMin, kH,
-      2 * kH, 3 * kH,  6 * kH,  12 * kH,  kD,       2 * kD,   7 * kD,    30 * kD,   365 * kD};
-  for (int64_t step : kSteps) {
-    if (span / step <= 6) return step;
-  }
-  return span / 6 + 1;
-}
-
-std::string TickLabel(int64_t us, int64_t step) {
-  const char* format = step < 1'000'000 ? "%H:%M:%E3SZ" : step < int64_t{86'400'000'000} ? "%H:%M:%SZ" : "%Y-%m-%d";
-  return absl::FormatTime(format, absl::FromUnixMicros(us), absl::UTCTimeZone());
-}
-
-struct Plot {
-  int64_t t0, t1;
-  int x(int64_t t) const {
-    double span = static_cast<double>(std::max<int64_t>(1, t1 - t0));
-    return kLabel + static_cast<int>(static_cast<double>(t - t0) * kPlot / span);
-  }
-};
-
-void TimelineAxis(const Plot& p, int height, std::string* h) {
-  int64_t step = TickStep(p.t1 - p.t0);
-  int64_t first = p.t0 % step == 0 ? p.t0 : (p.t0 / step + 1) * step;
-  for (int64_t t = first; t <= p.t1; t += step) {
-    int x = p.x(t);
-    absl::StrAppend(h, "<line class=\"tick\" x1=\"", x, "\" y1=\"", kAxis - 6, "\" x2=\"", x, "\" y2=\"", height - 4,
-                    "\" stroke=\"#cccccc\"/><text class=\"tick\" x=\"", x, "\" y=\"14\" text-anchor=\"middle\">",
-                    TickLabel(t, step), "</text>\n");
-  }
-}
-
-const char* Fill(const std::string& state) {
-  return state == "succeeded" ? "#3b7d1f"
-         : state == "failed"  ? "#b36b00"
-         : state == "unknown" ? "#c00000"
-         : state == "denied"  ? "#555555"
-                              : "#3f6fc0";
-}
-
-// One step's row: its label, then a bar from its start to its end (a
-// pending one open to the latest time shown), or, denied at its start, a
-// diamond; then its state in words.
-void TimelineRow(const Step& s, const Plot& p, bool multi_run, int row, std::string* h) {
-  std::string state = StateOf(s);
-  std::string name = multi_run ? absl::StrCat(s.run_id(), "/", s.step_id()) : s.step_id();
-  if (s.attempt() != 1) absl::StrAppend(&name, " #", s.attempt());
-  int y = kAxis + row * kRow;
-  int64_t start = StepStart(s), end = StepEnd(s);
-  absl::StrAppend(h, "<svg x=\"0\" y=\"", y, "\" width=\"", kLabel - 8, "\" height=\"", kRow,
-                  "\" overflow=\"hidden\"><text class=\"label\" x=\"4\" y=\"13\">", E(FitLabel(name)), "</text></svg>");
-  std::string title = absl::StrCat(E(name), ": ", state == "unknown" ? "UNKNOWN" : state, ", from ", UtcTime(start));
-  int x0 = p.x(start), right;
-  if (state == "denied") {
-    absl::StrAppend(h, "<polygon class=\"step denied\" points=\"", x0, ",", y + 2, " ", x0 + 6, ",", y + 8, " ", x0,
-                    ",", y + 14, " ", x0 - 6, ",", y + 8, "\" fill=\"", Fill(state), "\"><title>", title,
-                    "</title></polygon>");
-    right = x0 + 6;
-  } else {
-    int w = std::max(3, p.x(end < 0 ? p.t1 : end) - x0);
-    if (end >= 0) absl::StrAppend(&title, " to ", UtcTime(end), " (", Duration(end - start), ")");
-    absl::StrAppend(h, "<rect class=\"step ", E(state), "\" x=\"", x0, "\" y=\"", y + 3, "\" width=\"", w,
-                    "\" height=\"12\" fill=\"", Fill(state), "\"", end < 0 ? " fill-opacity=\"0.45\"" : "", "><title>",
-                    title, "</title></rect>");
-    right = x0 + w;
-  }
-  absl::StrAppend(h, "<text class=\"state\" x=\"", right + 4, "\" y=\"", y + 13, "\" fill=\"", Fill(state), "\">",
-                  state == "unknown" ? "UNKNOWN" : state, "</text>\n");
-}
-
-void Timeline(const Shown& shown, std::string* h) {
-  if (shown.steps.empty()) return;
-  Plot p{shown.t0, shown.t1};
-  int height = kAxis + static_cast<int>(shown.steps.size()) * kRow + 6;
-  int width = kLabel + kPlot + kRight;
-  absl::StrAppend(h, "<h2>Timeline</h2>\n<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 ",
-                  width, " ", height, "\" width=\"", width, "\" height=\"", height,
-                  "\" role=\"img\" aria-label=\"step timeline, UTC\">\n");
-  TimelineAxis(p, height, h);
-  int row = 0;
-  for (const Step& s : shown.steps) TimelineRow(s, p, shown.multi_run, row++, h);
-  absl::StrAppend(h, "</svg>\n<p>Steps in the order they started, from ", UtcTime(shown.t0), " to ", UtcTime(shown.t1),
-                  " (UTC, the ledger's clock). Green: succeeded; orange: failed; red: unknown (no completion "
-                  "by its deadline, drawn to its declaration); grey diamond: denied at its start; pale blue: "
-                  "pending, still open at the checkpoint.</p>\n");
-}
-
 std::string RowClass(const std::string& state) {
   return state == "unknown" || state == "failed" || state == "denied" ? state : "";
 }
@@ -394,11 +282,6 @@ void StepTable(const Shown& shown, std::string* h) {
                     Dollars(s.charged_cost_micros()), "</td></tr>\n");
   }
   *h += "</tbody></table>\n";
-}
-
-void Fact(const std::string& name, const std::string& html, std::string* h) {
-  if (html.empty()) return;
-  absl::StrAppend(h, "<tr><th scope=\"row\">", name, "</th><td>", html, "</td></tr>");
 }
 
 // How the step ended, in words, with its time.
@@ -559,182 +442,26 @@ void Costs(std::string* h) {
       "and charged.</p>\n";
 }
 
-// A word for a shell as it is, or in single quotes.
-std::string ShellWord(std::string_view s) {
-  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("._/:,@+=-").find(c) != std::string_view::npos;
-  });
-  if (plain) return std::string(s);
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// The pack's scope as --expect-scope takes it.
-std::string ExpectScope(const manifest::Scope& scope) {
-  if (scope.is_run()) return absl::StrCat("run:", scope.team, "/", scope.run_id);
-  if (scope.is_team_window()) {
-    auto t = [](int64_t us) {
-      return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixMicros(us), absl::UTCTimeZone());
-    };
-    return absl::StrCat("team:", scope.team, ",", t(scope.from_us), ",", t(scope.to_us));
-  }
-  return absl::StrCat("seq:", scope.from_seq, ":", scope.to_seq);
-}
-
-// The checkpoint as its note says, unchecked: origin, size, root, the
-// ledger's key, then each further signature line (a witness's cosignature).
-void CheckpointFacts(const std::string& note_text, std::string* h) {
-  *h += "<h3>The checkpoint</h3>\n";
-  auto parts = cosign::SplitNote(note_text);
-  auto cp = parts.ok() ? note::ParseCheckpoint(parts->text) : absl::StatusOr<note::Checkpoint>(parts.status());
-  auto signer = parts.ok() ? cosign::ParseSignatureLine(parts->signatures[0])
-                           : absl::StatusOr<cosign::SignatureLine>(parts.status());
-  if (!cp.ok() || !signer.ok()) {
-    *h += "<p class=\"flag\">The checkpoint file is not a signed checkpoint.</p>\n";
-  } else {
-    char id[16];
-    std::snprintf(id, sizeof id, "%08x", signer->key_id());
-    *h += "<table class=\"facts\">";
-    Fact("origin", absl::StrCat("<code>", E(cp->origin), "</code>"), h);
-    Fact("tree size", absl::StrCat(cp->size), h);
-    Fact("root",
-         absl::StrCat("<code>", hash::Hex(cp->root), "</code> (hex; base64 <code>",
-                      hash::Base64(hash::AsBytes(cp->root)), "</code>)"),
-         h);
-    Fact("signed by", absl::StrCat("key <code>", E(signer->name), "</code>, key id <code>", id, "</code>"), h);
-    for (size_t i = 1; i < parts->signatures.size(); ++i) {
-      auto line = cosign::ParseSignatureLine(parts->signatures[i]);
-      std::string words = "a signature line that does not parse (not checked by this page)";
-      if (line.ok() && line->data.size() == 76) {
-        uint64_t t = 0;
-        for (int b = 4; b < 12; ++b) t = t << 8 | static_cast<uint8_t>(line->data[b]);
-        std::string when = t <= static_cast<uint64_t>(INT64_MAX / 1'000'000)
-                               ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(t)),
-                                                  absl::UTCTimeZone())
-                               : absl::StrCat(t);
-        words = absl::StrCat("cosigned by <code>", E(line->name), "</code> at ", when, " (not checked by this page)");
-      } else if (line.ok()) {
-        words = absl::StrCat("signed by <code>", E(line->name), "</code> (not checked by this page)");
-      }
-      Fact("witness", words, h);
-    }
-    *h += "</table>\n";
-  }
-  absl::StrAppend(h, "<pre>", E(note_text), "</pre>\n");
-}
-
-void Commands(const manifest::Manifest& m, std::string* h) {
-  std::string scope = ShellWord(ExpectScope(m.scope));
-  absl::StrAppend(h,
-                  "<h3>The commands</h3>\n<p>With <code>PACK.tar.gz</code> this pack and <code>ledger.vkey</code> "
-                  "the ledger's verifier key line, obtained from its operator apart from the pack; for a witnessed "
-                  "ledger, add <code>--policy FILE</code> with your tlog-policy, which names the witnesses you "
-                  "trust and their quorum:</p>\n<pre>ledger-verify PACK.tar.gz --vkey ledger.vkey --expect-scope ",
-                  E(scope),
-                  " [--policy FILE]\n/usr/bin/python3 export/verify_pack.py PACK.tar.gz --vkey ledger.vkey "
-                  "--expect-scope ",
-                  E(scope),
-                  " [--policy FILE]\nledger-verify-go --vkey ledger.vkey [--policy FILE] PACK.tar.gz</pre>\n"
-                  "<p>Each prints a line starting <code>OK:</code> and exits 0 when every check holds, and "
-                  "<code>FAILED:</code> with the file and reason otherwise.</p>\n");
-}
-
-void HandSteps(bool proves_run, bool proves_window, std::string* h) {
-  *h +=
-      "<h3>What a verifier checks</h3>\n<ol>"
-      "<li><code>manifest.sig</code> is a signed note by the key in <code>ledger.vkey</code> whose text is the "
-      "SHA-256 of <code>manifest.json</code>, and every file's SHA-256 matches the manifest.</li>"
-      "<li>The signature of <code>checkpoint</code> (C2SP signed note, Ed25519) by that key; with a policy, "
-      "the witnesses' cosignatures and their quorum.</li>"
-      "<li>For each line of <code>entries.jsonl</code>: its leaf hash is SHA-256(0x00 || line); the matching "
-      "line of <code>proofs.jsonl</code> is an RFC 9162 inclusion proof of that hash in the checkpoint's tree "
-      "(Go: <code>tlog.CheckRecord</code>).</li>"
-      "<li>Each entry's <code>prev</code> is the leaf hash of the entry before it; in a run pack, each "
-      "<code>run_prev</code> names the run's previous entry; the entries are those of the scope.</li>"
-      "<li>The step outcomes recomputed from the entries (CONTRACT section 4) are <code>outcomes.json</code>, "
-      "and this page rebuilt from the manifest, the entries and the checkpoint is this page, byte for byte "
-      "(<code>ledger-verify</code> only; the other two check its digest).</li>";
-  if (proves_run) {
-    *h +=
-        "<li><code>run-head.json</code> against the <code>runs</code> root of <code>checkpoint-time</code> "
-        "(CONTRACT section 6a): the pack holds exactly its <code>count</code> entries and ends with its "
-        "<code>last_seq</code> and <code>last_leaf_hash</code>.</li>";
-  }
-  if (proves_window) {
-    *h +=
-        "<li><code>team-window.json</code>: the team's entries on both sides of the window, each in the tree, "
-        "and, when nothing of the team came after it, the team's head against the <code>teams</code> root of "
-        "<code>checkpoint-time</code>; from the top down, each entry's <code>team_prev</code> names the entry "
-        "below it in the pack (CONTRACT section 7, closed team windows).</li>";
-  }
-  *h += "</ol>\n";
-}
-
-void Completeness(const manifest::Manifest& m, std::string* h) {
-  const std::string last = m.tree_size > 0 ? std::to_string(m.tree_size - 1) : "-1";
-  absl::StrAppend(h,
-                  "<h3>Completeness</h3>\n<p>This pack states that it holds <strong>every</strong> entry of run <code>",
-                  E(m.scope.run_id), "</code> of team <code>", E(m.scope.team), "</code> logged up to seq ", last,
-                  ", not only entries that are in the log. <code>run-head.json</code> proves the run's number of "
-                  "entries and its last entry against the run-head map root that the ledger signed with this "
-                  "checkpoint (<code>checkpoint-time</code>, CONTRACT section 6a). When a verifier says OK, a step "
-                  "shown above as pending or unknown has <strong>no completion in the log up to seq ",
-                  last,
-                  " (proven)</strong>, and no entry of the run was left out. It cannot show a receipt that an "
-                  "emitter never sent, and a verifier holding only this pack relies on the signed root: anyone who "
-                  "replays the log (<code>ledgerctl audit</code>) checks it.</p>\n");
-}
-
-void WindowCompleteness(const manifest::Manifest& m, std::string* h) {
-  const std::string last = m.tree_size > 0 ? std::to_string(m.tree_size - 1) : "-1";
-  absl::StrAppend(
-      h, "<h3>Completeness</h3>\n<p>This pack states that it holds <strong>every</strong> entry of team <code>",
-      E(m.scope.team), "</code> logged from ", E(UtcTime(m.scope.from_us)), " to ", E(UtcTime(m.scope.to_us)),
-      " (the end excluded) up to seq ", last,
-      ", not only entries that are in the log. Each entry the ledger writes names its team's previous entry, and "
-      "<code>team-window.json</code> holds the team's entries just before and just after the window (or its last "
-      "entry, proven against the team-head map root signed with this checkpoint): a verifier follows the links "
-      "from one to the other through this pack. Entries the ledger wrote before it kept these links are not "
-      "covered; the verifier says from which seq on the window is proven. It cannot show a receipt that an "
-      "emitter never sent.</p>\n");
-}
-
-void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std::string* h) {
-  *h +=
-      "<h2>Why to trust this page</h2>\n<p><strong>This page is only as good as a verifier's OK.</strong> "
-      "The ledger that exported the pack wrote it, and whoever holds the ledger's key can write any page. "
-      "Run a verifier on the pack: <code>ledger-verify</code> rebuilds this page from the entries it checked "
-      "and refuses a pack whose page differs.</p>\n";
-  CheckpointFacts(checkpoint_note, h);
-  Commands(m, h);
-  const bool proves_run = m.format >= 3 && m.scope.is_run();
-  const bool proves_window = m.format >= 4 && m.scope.is_team_window();
-  HandSteps(proves_run, proves_window, h);
-  if (proves_run) Completeness(m, h);
-  if (proves_window) WindowCompleteness(m, h);
-}
-
 }  // namespace
+}  // namespace html
 
 absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes, const std::string& checkpoint_note,
                          absl::FunctionRef<void(std::string_view)> out) {
   const ReportEntries& entries = outcomes.report_entries();
-  auto shown = SelectSteps(outcomes, entries);
+  auto shown = html::SelectSteps(outcomes, entries);
   if (!shown.ok()) return shown.status();
   std::string h;
-  Head(&h);
-  Summary(manifest, *shown, entries, &h);
-  Timeline(*shown, &h);
-  StepTable(*shown, &h);
-  StepDetails(*shown, entries, &h);
-  OtherEntries(*shown, entries, &h);
+  html::Head(&h);
+  html::Summary(manifest, *shown, entries, &h);
+  html::Timeline(*shown, &h);
+  html::StepTable(*shown, &h);
+  html::StepDetails(*shown, entries, &h);
+  html::OtherEntries(*shown, entries, &h);
   out(h);
   h.clear();
-  if (auto s = Runs(outcomes, out, &h); !s.ok()) return s;
-  Costs(&h);
-  Trust(manifest, checkpoint_note, &h);
+  if (auto s = html::Runs(outcomes, out, &h); !s.ok()) return s;
+  html::Costs(&h);
+  html::Trust(manifest, checkpoint_note, &h);
   h += "</body></html>\n";
   out(h);
   return absl::OkStatus();
