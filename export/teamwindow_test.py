@@ -4,8 +4,9 @@ section 7, "Closed team windows (format 4)"): the walk's three endings and
 its two refusals, the head's, the bounds' and the file form's refusals,
 each with its exact message. Cases a real ledger cannot be made to write
 (a second first entry, a leaf of version 3) are here; tests/team_window_pack_test.py
-covers real packs. Inclusion proofs are checked by verify_pack.py's RFC 9162
-code in the real packs; here a fake accepts every proof but one seq's.
+covers real packs. Inclusion proofs are checked by packproof.py's RFC 9162
+code (through verify_pack.py) in the real packs; here a fake accepts every
+proof but one seq's.
 
 Usage: teamwindow_test.py   (exit 0 when every case holds, 1 naming those that do not)
 """

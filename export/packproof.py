@@ -1,0 +1,200 @@
+"""The entries and their proofs (CONTRACT.md sections 1, 6 and 7), with the
+standard library only: RFC 9162 inclusion and consistency proofs, the lines
+of proofs.jsonl, consistency.json against the pack's checkpoint, and
+entries.jsonl line by line: each a canonical leaf proven to the checkpoint's
+root, the hash chain between consecutive seqs, and the scope's rules (a run
+pack's run chain from the run's first entry, every seq of a seq range, each
+run's chain from the first seq within a team window or seq range).
+
+Every failure is a packerror.Failure.
+"""
+import hashlib
+import json
+import re
+
+import packnote
+import teamwindow
+from packerror import Failure
+
+HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+
+
+def hash_hex(h):
+    """A hash written as 64 lowercase hex digits, as bytes; None otherwise."""
+    return bytes.fromhex(h) if isinstance(h, str) and HEX64.match(h) else None
+
+
+def proof_line(line):
+    """(seq, leaf_hash, path) of a proofs.jsonl line: a JSON object of
+    exactly seq, leaf_hash and inclusion, any spacing; None otherwise."""
+    try:
+        p = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(p, dict) or set(p) != {"seq", "leaf_hash", "inclusion"}:
+        return None
+    seq, leaf, inclusion = p["seq"], p["leaf_hash"], p["inclusion"]
+    if type(seq) is not int or not 0 <= seq < 1 << 63 or not isinstance(leaf, str) or not isinstance(inclusion, list):
+        return None
+    path = [hash_hex(h) for h in inclusion]
+    if None in path:
+        return None
+    return seq, leaf, path
+
+
+def node(left, right):
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def verify_inclusion(index, size, leaf, proof, root):
+    # RFC 9162 section 2.1.3.2
+    if index >= size:
+        return False
+    fn, sn, r = index, size - 1, leaf
+    for p in proof:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = node(p, r)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            r = node(r, p)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and r == root
+
+
+def verify_consistency(m, n, old_root, new_root, proof):
+    # RFC 9162 section 2.1.4.2
+    if m == n or m == 0:
+        return not proof and (m != n or old_root == new_root)
+    if m > n or not proof:
+        return False
+    if m & (m - 1) == 0:
+        proof = [old_root] + proof
+    fn, sn = m - 1, n - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = proof[0]
+    for c in proof[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node(c, fr), node(c, sr)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            sr = node(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return fr == old_root and sr == new_root and sn == 0
+
+
+def run_chain(entry, last_of_run, first, name):
+    """Within a window or range of seqs from `first`: an entry whose run_prev
+    is at or after it links to the previous entry of its run in the pack;
+    the first of its run in the pack has none, or one below it."""
+    key = (entry["receipt"]["team"], entry["receipt"]["run_id"])
+    before, run_prev = last_of_run.get(key), entry.get("run_prev")
+    last_of_run[key] = entry["seq"]
+    found = "none" if run_prev is None else run_prev
+    if before is not None:
+        if run_prev != before:
+            raise Failure("entries.jsonl seq %d: run_prev expected %d (the run's previous entry in the pack), found %s"
+                          % (entry["seq"], before, found))
+    elif run_prev is not None and run_prev >= first:
+        raise Failure("entries.jsonl seq %d: run_prev expected none or below %d (%s), found %s"
+                      % (entry["seq"], first, name, found))
+
+
+def check_consistency(files, key, origin, size, root, since):
+    """consistency.json, if the pack has one: its old checkpoint signed by the
+    key, of the pack's origin, the one given with --since (since: its origin,
+    size and root, or None), and joined to the pack's checkpoint (size, root)
+    by the proof. Returns (size, root, given with --since) of the earlier
+    checkpoint, or None."""
+    if "consistency.json" not in files:
+        return None if since is None else (since[1], since[2], True)
+    c = json.loads(files["consistency.json"])
+    try:
+        old_origin, old_size, old_root = packnote.checkpoint_of(c["old_checkpoint"].encode(), key)
+    except Failure as e:
+        raise Failure("consistency.json: old_checkpoint: %s" % e)
+    if old_origin != origin:
+        raise Failure("consistency.json: old_checkpoint: not a checkpoint of this log")
+    if since is not None and since != (old_origin, old_size, old_root):
+        raise Failure("consistency.json: old_checkpoint is size %d root %s, --since is size %d root %s"
+                      % (old_size, old_root.hex(), since[1], since[2].hex()))
+    proof = [hash_hex(h) for h in c["proof"]]
+    if None in proof:
+        raise Failure("consistency.json: proof: not a list of hex hashes")
+    if not verify_consistency(old_size, size, old_root, root, proof):
+        raise Failure("consistency.json: the proof does not join the two checkpoints")
+    return old_size, old_root, since is not None
+
+
+def check_entries(files, manifest, size, root):
+    """entries.jsonl and proofs.jsonl against the checkpoint (size, root) and
+    the manifest's count and scope. Returns the number of entries, the (seq,
+    leaf hash) of each in a run pack and the (entry, leaf hash) of each in a
+    team window."""
+    scope = manifest["scope"]
+    entries = files["entries.jsonl"].split(b"\n")[:-1]
+    proofs = files["proofs.jsonl"].split(b"\n")[:-1]
+    if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
+        raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
+                      % (len(entries), len(proofs), manifest["counts"]["entries"]))
+    last_seq, last_hash = None, None
+    of_run = []  # (seq, leaf hash) of the entries of a run pack
+    last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
+    of_team = []  # (entry, leaf hash) of the entries of a team window
+    for leaf, proof_text in zip(entries, proofs):
+        entry = json.loads(leaf)
+        seq = entry["seq"]
+        if teamwindow.leaf_entry(leaf) is None:
+            raise Failure("entries.jsonl seq %d: not a leaf of version 1 or 2" % seq)
+        canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        if canonical != leaf:
+            raise Failure("entries.jsonl seq %d: not canonical JSON" % seq)
+        leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
+        proof = proof_line(proof_text)
+        if proof is None or proof[0] != seq:
+            raise Failure("proofs.jsonl seq %d: not the proof line of this entry" % seq)
+        if proof[1] != leaf_hash.hex():
+            raise Failure("proofs.jsonl seq %d: leaf_hash expected %s, found %s" % (seq, leaf_hash.hex(), proof[1]))
+        if not verify_inclusion(seq, size, leaf_hash, proof[2], root):
+            raise Failure("proofs.jsonl seq %d: inclusion proof does not lead to the checkpoint's root" % seq)
+        if last_seq is not None and seq <= last_seq:
+            raise Failure("entries.jsonl seq %d: not after seq %d" % (seq, last_seq))
+        if last_seq is not None and seq == last_seq + 1 and entry["prev"] != last_hash.hex():
+            raise Failure("entries.jsonl seq %d: prev expected %s, found %s" % (seq, last_hash.hex(), entry["prev"]))
+        if scope["kind"] == "run":
+            r = entry["receipt"]
+            if r["team"] != scope["team"] or r["run_id"] != scope["run_id"]:
+                raise Failure("entries.jsonl seq %d: not an entry of the pack's run" % seq)
+            if entry.get("run_prev") != last_seq:
+                raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
+                              % (seq, last_seq, entry.get("run_prev")))
+            of_run.append((seq, leaf_hash))
+        elif scope["kind"] == "team":
+            if (entry["receipt"]["team"] != scope["team"]
+                    or not scope["from_us"] <= entry["logged_at_us"] < scope["to_us"]):
+                raise Failure("entries.jsonl seq %d: not an entry of the pack's team and time window" % seq)
+            if not scope["from_seq"] <= seq < scope["to_seq"]:
+                raise Failure("entries.jsonl seq %d: not in the window's seqs [%d, %d)"
+                              % (seq, scope["from_seq"], scope["to_seq"]))
+            run_chain(entry, last_of_run, scope["from_seq"], "the window's first seq")
+            of_team.append((entry, leaf_hash))
+        elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
+            raise Failure("entries.jsonl seq %d: seq expected %d (the range has a gap)"
+                          % (seq, scope["from_seq"] if last_seq is None else last_seq + 1))
+        else:
+            run_chain(entry, last_of_run, scope["from_seq"], "the range's first seq")
+        last_seq, last_hash = seq, leaf_hash
+    if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
+        raise Failure("entries.jsonl: the seq range ends early")
+    return len(entries), of_run, of_team
