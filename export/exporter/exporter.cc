@@ -232,6 +232,9 @@ struct PackExport {
   // record holds sixteen neighbours.
   absl::flat_hash_map<uint64_t, std::vector<hash::Hash>> groups;
   merkle::EdgeCache edges;
+  // The entries' proofs, each from the last one (of the tree of `size`).
+  std::optional<merkle::InclusionProver> prover;
+  std::vector<hash::Hash> path;
   Batch batch;
   std::future<absl::Status> projecting;
   uint64_t count = 0;
@@ -349,17 +352,23 @@ absl::Status PackExport::HandOver() {
 
 absl::Status PackExport::Add(uint64_t seq, std::string_view leaf) {
   ++count;
-  auto path = merkle::InclusionProof(
-      seq, size, [this](int level, uint64_t index) { return Node(level, index); }, &edges);
-  if (!path.ok()) return path.status();
+  if (!prover) prover.emplace(size);
+  if (auto s = prover->Prove(
+          seq, [this](int level, uint64_t index) { return Node(level, index); }, &path);
+      !s.ok()) {
+    return s;
+  }
   std::string& entries_out = *entries->buffer();
   std::string& proofs_out = *proofs->buffer();
   entries_out.append(leaf);
   entries_out.push_back('\n');
-  absl::StrAppend(&proofs_out, "{\"seq\":", seq, ",\"leaf_hash\":\"", hash::Hex(hash::LeafHash(leaf)),
-                  "\",\"inclusion\":[");
-  for (size_t i = 0; i < path->size(); ++i) {
-    absl::StrAppend(&proofs_out, i ? ",\"" : "\"", hash::Hex((*path)[i]), "\"");
+  absl::StrAppend(&proofs_out, "{\"seq\":", seq, ",\"leaf_hash\":\"");
+  hash::AppendHex(hash::LeafHash(leaf), &proofs_out);
+  proofs_out += "\",\"inclusion\":[";
+  for (size_t i = 0; i < path.size(); ++i) {
+    proofs_out += i ? ",\"" : "\"";
+    hash::AppendHex(path[i], &proofs_out);
+    proofs_out += '"';
   }
   proofs_out += "]}\n";
   entries->Spill();

@@ -133,17 +133,39 @@ Hash EmptyRoot() { return Sha256(""); }
 
 std::string_view AsBytes(const Hash& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
 
+namespace {
+
+// The two hex digits of every byte value.
+struct HexPairs {
+  char v[256][2];
+  constexpr HexPairs() : v() {
+    for (int i = 0; i < 256; ++i) {
+      v[i][0] = kHexDigits[i >> 4];
+      v[i][1] = kHexDigits[i & 0xf];
+    }
+  }
+};
+constexpr HexPairs kHexPairs;
+
+void HexTo(std::string_view bytes, char* out) {
+  for (size_t i = 0; i < bytes.size(); ++i) std::memcpy(out + 2 * i, kHexPairs.v[static_cast<uint8_t>(bytes[i])], 2);
+}
+
+}  // namespace
+
 std::string Hex(std::string_view bytes) {
   std::string out(bytes.size() * 2, '\0');
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    auto b = static_cast<uint8_t>(bytes[i]);
-    out[2 * i] = kHexDigits[b >> 4];
-    out[2 * i + 1] = kHexDigits[b & 0xf];
-  }
+  HexTo(bytes, out.data());
   return out;
 }
 
 std::string Hex(const Hash& h) { return Hex(AsBytes(h)); }
+
+void AppendHex(const Hash& h, std::string* out) {
+  char hex[2 * std::tuple_size_v<Hash>];
+  HexTo(AsBytes(h), hex);
+  out->append(hex, sizeof hex);
+}
 
 absl::StatusOr<Hash> ParseHex(std::string_view hex) {
   if (hex.size() != 64) {

@@ -46,6 +46,8 @@ std::string_view AsBytes(const Hash& h);
 // Lowercase hex.
 std::string Hex(std::string_view bytes);
 std::string Hex(const Hash& h);
+// The same appended to `out`, for hot loops.
+void AppendHex(const Hash& h, std::string* out);
 
 // Accepts exactly 64 lowercase hex digits.
 absl::StatusOr<Hash> ParseHex(std::string_view hex);

@@ -36,6 +36,10 @@ TEST(HashTest, HexRoundTrip) {
   auto parsed = ParseHex(Hex(h));
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(*parsed, h);
+  std::string appended = "[";
+  AppendHex(h, &appended);
+  AppendHex(EmptyRoot(), &appended);
+  EXPECT_EQ(appended, "[" + Hex(h) + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 TEST(HashTest, ParseHexRejectsUppercaseAndWrongLength) {

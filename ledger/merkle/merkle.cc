@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -173,6 +174,40 @@ absl::Status InclusionVerifier::Verify(uint64_t index, const Hash& leaf_hash, ab
   if (auto s = VerifyInclusion(index, size_, leaf_hash, proof, root_); !s.ok()) return s;
   trace_ = std::move(trace);
   proof_.assign(proof.begin(), proof.end());
+  return absl::OkStatus();
+}
+
+absl::Status InclusionProver::Prove(uint64_t index, NodeFn node, std::vector<Hash>* out) {
+  if (index >= size_) {
+    return absl::InvalidArgumentError(absl::StrCat("seq: ", index, " is not in a tree of size ", size_));
+  }
+  // The sibling of `leaf`'s ancestor at `level`, when it starts inside the tree.
+  auto sibling = [this](uint64_t leaf, int level) -> std::optional<uint64_t> {
+    uint64_t begin = ((leaf >> level) ^ 1) << level;
+    return begin < size_ ? std::optional(begin) : std::nullopt;
+  };
+  const int levels = static_cast<int>(std::bit_width(size_ - 1));  // the root's level
+  // From level `shared` up, the last proof's hashes are this one's.
+  const int shared = proved_ ? std::min(static_cast<int>(std::bit_width(index ^ last_)), levels) : levels;
+  size_t kept = 0;  // the last proof's hashes below `shared`
+  if (proved_) {
+    for (int l = 0; l < shared; ++l) kept += sibling(last_, l).has_value();
+  }
+  std::vector<Hash> path;
+  path.reserve(proof_.size() + 1);
+  for (int l = 0; l < shared; ++l) {
+    std::optional<uint64_t> begin = sibling(index, l);
+    if (!begin) continue;
+    ++nodes_read_;
+    auto h = RangeHash(*begin, std::min(uint64_t{1} << l, size_ - *begin), node, &edges_);
+    if (!h.ok()) return h.status();
+    path.push_back(*h);
+  }
+  if (proved_) path.insert(path.end(), proof_.begin() + static_cast<ptrdiff_t>(kept), proof_.end());
+  proof_ = path;
+  last_ = index;
+  proved_ = true;
+  *out = std::move(path);
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <random>
 #include <string>
 #include <utility>
@@ -316,6 +317,48 @@ TEST(MerkleTest, InclusionVerifierHashesFewNodesForNeighbours) {
   // log2(n) = 13 per proof without the cache; about 2 with it.
   EXPECT_LT(v.nodes_hashed(), 3 * n);
   EXPECT_GT(v.nodes_hashed(), n);
+}
+
+// The prover's paths are InclusionProof's, whatever the order of the
+// leaves: ascending, descending, shuffled, and a leaf proved twice in a row.
+TEST(MerkleTest, InclusionProverAgreesWithInclusionProof) {
+  std::mt19937_64 rng(7);
+  MemoryTree t;
+  std::vector<uint64_t> sizes;
+  for (uint64_t n = 1; n <= 70; ++n) sizes.push_back(n);
+  for (uint64_t n : {127, 128, 129, 1000, 4096 + 77}) sizes.push_back(n);
+  for (uint64_t n : sizes) {
+    while (t.leaves().size() < n) t.Append(hash::LeafHash(std::to_string(t.leaves().size())));
+    std::vector<uint64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::vector<uint64_t> shuffled = order;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    std::vector<uint64_t> descending(order.rbegin(), order.rend());
+    std::vector<uint64_t> twice = {n / 2, n / 2, n - 1, n - 1, 0, 0};
+    for (const auto* leaves : {&order, &descending, &shuffled, &twice}) {
+      InclusionProver prover(n);
+      for (uint64_t m : *leaves) {
+        std::vector<Hash> path;
+        ASSERT_TRUE(prover.Prove(m, t.fn(), &path).ok());
+        ASSERT_EQ(path, *InclusionProof(m, n, t.fn())) << "leaf " << m << " of " << n;
+      }
+    }
+  }
+  InclusionProver prover(5);
+  std::vector<Hash> path;
+  EXPECT_EQ(prover.Prove(5, t.fn(), &path).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MerkleTest, InclusionProverReadsFewNodesForNeighbours) {
+  MemoryTree t;
+  const uint64_t n = 4096 + 77;
+  for (uint64_t i = 0; i < n; ++i) t.Append(hash::LeafHash(std::to_string(i)));
+  InclusionProver prover(n);
+  std::vector<Hash> path;
+  for (uint64_t m = 0; m < n; ++m) ASSERT_TRUE(prover.Prove(m, t.fn(), &path).ok());
+  // log2(n) = 13 per proof without the last one kept; about 2 with it.
+  EXPECT_LT(prover.nodes_read(), 3 * n);
+  EXPECT_GE(prover.nodes_read(), n);
 }
 
 TEST(MerkleTest, ConsistencyRejectsTampering) {
