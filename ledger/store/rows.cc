@@ -3,6 +3,12 @@
 #include "absl/strings/str_cat.h"
 
 namespace ledger::store {
+namespace {
+
+const char* const kLogCfNames[kLogCfCount] = {"default",     "entries",          "receipts", "nodes", "runs",
+                                              "checkpoints", "checkpoint_times", "teams",    "maps"};
+
+}  // namespace
 
 const char* CfName(int cf) {
   return cf < kLogCfCount ? kLogCfNames[cf] : projection::TableName(static_cast<projection::Table>(cf - kLogCfCount));

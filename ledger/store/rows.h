@@ -40,8 +40,6 @@ enum Cf {
   kLogCfCount
 };
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
-inline const char* const kLogCfNames[kLogCfCount] = {"default",     "entries",          "receipts", "nodes", "runs",
-                                                     "checkpoints", "checkpoint_times", "teams",    "maps"};
 
 inline int ProjectionCf(projection::Table t) { return kLogCfCount + static_cast<int>(t); }
 
