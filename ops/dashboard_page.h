@@ -1,7 +1,8 @@
 // The dashboard's page parts: the page around a body, error pages, links
 // that keep the request's parameters, query parameters read with their
-// rules, and the tables and forms several pages share. Everything a page
-// shows from a request or a record is escaped here.
+// rules, and the tables and forms several pages share. What these parts
+// put on a page from a request or a record they escape (E, Seg); a page
+// that adds more escapes it with them.
 #ifndef LEDGER_OPS_DASHBOARD_PAGE_H_
 #define LEDGER_OPS_DASHBOARD_PAGE_H_
 
@@ -35,6 +36,7 @@ std::string StepHref(const pb::Step& st);
 // A path segment or query value, percent-encoded.
 std::string Seg(std::string_view s);
 
+// The query parameter `name` as sent, "" when absent.
 std::string Param(const HttpRequest& request, const std::string& name);
 
 // ?refresh=N: seconds in [5, 3600], 0 when absent.
@@ -43,14 +45,24 @@ absl::StatusOr<int> RefreshOf(const HttpRequest& request);
 // The links that turn auto-refresh off or on, keeping the page's other parameters.
 std::string RefreshLinks(const HttpRequest& request, int refresh = 0);
 
+// A whole page around `body` (HTML, escaped by its maker): the title, the
+// style sheet, a CSP that allows no script, and a refresh every `refresh`
+// seconds when above 0.
 HttpResponse Html(int status, const std::string& title, const std::string& body, int refresh = 0);
 
+// The error page of a failed call, with the HTTP status of its code (404,
+// 403, 429, 400, else 503) and its message.
 HttpResponse Failed(const grpc::Status& s);
 
+// A 400 page naming what was wrong with the request.
 HttpResponse BadRequest(const absl::Status& s);
 
+// The links back: teams, the team, the run.
 std::string Crumbs(const std::string& team, const std::string& run = "");
 
+// Call totals as four table cells, the first opened and the last closed by
+// the caller: model calls and tool calls (allowed / denied), tokens (in /
+// out), cost in micro-units.
 std::string Calls(const pb::CallTotals& c);
 
 // A table of steps; `team` and `run` columns on request.
@@ -62,6 +74,7 @@ std::string NextLink(const HttpRequest& request, const std::string& token, size_
 // "page N of M" for a list paged by number.
 std::string NumberedLinks(const HttpRequest& request, int64_t page, bool more);
 
+// ?page=N: a number from 1; 1 when absent.
 absl::StatusOr<int64_t> PageOf(const HttpRequest& request);
 
 // ?from / ?to: a UTC time, "2026-01-01T12:00" (as a datetime-local field
