@@ -307,25 +307,34 @@ absl::Status Store::ScanCheckpointTimes(
   return ScanRows(kCheckpointTimes, BySize(fn, "checkpoint time key"), "scan checkpoint times");
 }
 
-absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {
-  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kEntries]));
+namespace {
+
+// The last row of a table keyed by a u64 (a seq or a tree size), with its
+// value; nullopt when the table is empty.
+absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> LastBySize(rocksdb::DB* db,
+                                                                           rocksdb::ColumnFamilyHandle* cf,
+                                                                           const char* what, const char* key_name) {
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
   it->SeekToLast();
   if (!it->Valid()) {
-    if (auto s = FromRocks(it->status(), "read entries"); !s.ok()) return s;
+    if (auto s = FromRocks(it->status(), what); !s.ok()) return s;
     return std::nullopt;
   }
-  if (it->key().size() != 8) return Malformed("entry key");
-  return GetU64(it->key().data());
-}
-absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> Store::LatestCheckpoint() const {
-  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kCheckpoints]));
-  it->SeekToLast();
-  if (!it->Valid()) {
-    if (auto s = FromRocks(it->status(), "read checkpoints"); !s.ok()) return s;
-    return std::nullopt;
-  }
-  if (it->key().size() != 8) return Malformed("checkpoint key");
+  if (it->key().size() != 8) return Malformed(key_name);
   return std::make_pair(GetU64(it->key().data()), it->value().ToString());
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<uint64_t>> Store::LastLeafSeq() const {
+  auto last = LastBySize(rep_->db.get(), rep_->cfs[kEntries], "read entries", "entry key");
+  if (!last.ok()) return last.status();
+  if (!last->has_value()) return std::nullopt;
+  return (*last)->first;
+}
+
+absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> Store::LatestCheckpoint() const {
+  return LastBySize(rep_->db.get(), rep_->cfs[kCheckpoints], "read checkpoints", "checkpoint key");
 }
 
 }  // namespace ledger::store
