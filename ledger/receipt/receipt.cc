@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "google/protobuf/reflection.h"
 #include "ledger/canonical/canonical.h"
 #include "ledger/receipt/schema.h"
+#include "util/text/terminal.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::receipt {
@@ -242,6 +244,16 @@ absl::Status CheckLength(std::string_view field, const std::string& v, size_t ma
   return absl::OkStatus();
 }
 
+// An id people read in listings, pages and terminals: no control or bidi
+// character, which could move a terminal's cursor, erase a line or reorder
+// what is shown (CONTRACT section 3).
+absl::Status CheckPrintable(std::string_view field, std::string_view v) {
+  std::optional<text::UnsafeCharacter> bad = text::FindUnsafeCharacter(v);
+  if (!bad.has_value()) return absl::OkStatus();
+  if (bad->invalid_utf8) return Invalid(field, "must be valid UTF-8");
+  return Invalid(field, text::DescribeUnsafe(*bad));
+}
+
 absl::Status CheckDecision(const std::string& field, evidence::ledger::v1::Decision d) {
   if (d == evidence::ledger::v1::DECISION_UNSPECIFIED) {
     return Invalid(field, "required, one of allow, deny");
@@ -269,14 +281,18 @@ absl::Status CheckIdentity(const Receipt& r, Author author) {
   if (!IsTeam(r.team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
   if (r.run_id().empty()) return Invalid("run_id", "required, at most 128 bytes");
   if (auto s = CheckLength("run_id", r.run_id(), 128); !s.ok()) return s;
+  if (auto s = CheckPrintable("run_id", r.run_id()); !s.ok()) return s;
   bool step_required = r.has_agent_start() || r.has_agent_exec();
   if (step_required && r.step_id().empty()) {
     return Invalid("step_id", absl::StrCat("required for ", S(KindName(r)), ", at most 128 bytes"));
   }
   if (auto s = CheckLength("step_id", r.step_id(), 128); !s.ok()) return s;
+  if (auto s = CheckPrintable("step_id", r.step_id()); !s.ok()) return s;
   if (r.has_attempt() && r.attempt() < 1) return Invalid("attempt", "must be >= 1 (default 1)");
   if (auto s = CheckLength("workflow", r.workflow(), 128); !s.ok()) return s;
+  if (auto s = CheckPrintable("workflow", r.workflow()); !s.ok()) return s;
   if (auto s = CheckLength("agent", r.agent(), 128); !s.ok()) return s;
+  if (auto s = CheckPrintable("agent", r.agent()); !s.ok()) return s;
   return absl::OkStatus();
 }
 
@@ -325,6 +341,7 @@ absl::Status CheckBody(const Receipt& r) {
         return Invalid("timeout_ms", "must be 1..86400000");
       }
       if (auto s = CheckLength("credential_id", b.credential_id(), 128); !s.ok()) return s;
+      if (auto s = CheckPrintable("credential_id", b.credential_id()); !s.ok()) return s;
       break;
     }
     case Receipt::kAgentExec: {
@@ -345,6 +362,7 @@ absl::Status CheckBody(const Receipt& r) {
         return Invalid("status_code", "must be 0..999");
       }
       if (auto s = CheckLength("credential_id", b.credential_id(), 128); !s.ok()) return s;
+      if (auto s = CheckPrintable("credential_id", b.credential_id()); !s.ok()) return s;
       break;
     }
     case Receipt::kToolCall: {
@@ -355,6 +373,7 @@ absl::Status CheckBody(const Receipt& r) {
         return Invalid("status_code", "must be 0..999");
       }
       if (auto s = CheckLength("credential_id", b.credential_id(), 128); !s.ok()) return s;
+      if (auto s = CheckPrintable("credential_id", b.credential_id()); !s.ok()) return s;
       break;
     }
     case Receipt::kStepUnknown: {

@@ -120,6 +120,15 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"NoStepIdOnStart", R"({"step_id":""})", "step_id: required for agent_start, at most 128 bytes"},
         Case{"NoStepIdOnExec", R"({"step_id":""})", "step_id: required for agent_exec, at most 128 bytes", kExec},
         Case{"AttemptZero", R"({"attempt":0})", "attempt: must be >= 1 (default 1)"},
+        // Terminal injection: an id that would erase a verifier's warning
+        // and print a fake OK, or reorder what a page shows.
+        Case{"StepIdWithEscapes", R"({"step_id":"step\r\u001b[2KOK: verified"})",
+             "step_id: control or bidi character U+000D at byte 4"},
+        Case{"RunIdWithBidi", R"({"run_id":"run-\u202egpj.exe"})", "run_id: control or bidi character U+202E at byte 4"},
+        Case{"WorkflowWithC1", R"({"workflow":"w\u009b31m"})", "workflow: control or bidi character U+009B at byte 1"},
+        Case{"AgentWithNewline", R"({"agent":"a\nb"})", "agent: control or bidi character U+000A at byte 1"},
+        Case{"CredentialIdWithDel", R"({"credential_id":"c\u007f"})",
+             "credential_id: control or bidi character U+007F at byte 1"},
         Case{"AgentTooLong", "{\"agent\":\"" + std::string(129, 'a') + "\"}", "agent: at most 128 bytes"},
         Case{"NoOccurredAt", R"({"occurred_at_us":null})",
              "occurred_at_us: required, microseconds since the Unix epoch, > 0"},
