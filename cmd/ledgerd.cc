@@ -227,7 +227,8 @@ class Daemon {
   // key, the log, the export staging area and the backup root.
   absl::Status Open();
   // The services, the witnesses, the gRPC server, then the HTTP ports;
-  // prints "listening on" and the ports' addresses once each serves.
+  // prints "listening on" and the ports' addresses once every one of them
+  // serves (nothing when one cannot start).
   absl::Status Serve();
   // Until SIGINT or SIGTERM (SIGHUP reloads the policy and TLS files), or
   // a store failure RocksDB cannot resume from; then stops. The exit code.
@@ -237,7 +238,7 @@ class Daemon {
   absl::Status PrepareDataDir(bool* had_data, bool* had_tmp, bool* had_guard);
   void LogOpened() const;
   absl::Status StartWitnessing();
-  absl::Status StartHttp();
+  absl::Status StartHttp(std::string* ready);
   void Stop();
 
   const Flags& flags_;
@@ -469,7 +470,7 @@ absl::Status Daemon::Serve() {
   auto server = ledger::server::Server::Start(gate_.get(), flags_.Get("listen"), services, server_options_);
   if (!server.ok()) return server.status();
   server_ = *std::move(server);
-  std::cout << "listening on " << server_->address() << std::endl;
+  std::string ready = absl::StrCat("listening on ", server_->address(), "\n");
   ledger::jsonlog::Info("listening")
       .Str("address", server_->address())
       .Str("origin", log_->origin())
@@ -484,15 +485,18 @@ absl::Status Daemon::Serve() {
                            .rpc = &server_->rpc_stats(),
                            .projections = options_.sequencer.projector != nullptr});
   if (query_ != nullptr) {
-    dashboard_ = std::make_unique<ledger::ops::Dashboard>(server_->InProcessChannel(), log_.get(), gate_.get());
+    dashboard_ = std::make_unique<ledger::ops::Dashboard>(server_->InProcessChannel(), log_.get(), gate_.get(),
+                                                          staging_.get());
   }
-  return StartHttp();
+  if (auto s = StartHttp(&ready); !s.ok()) return s;
+  std::cout << ready << std::flush;
+  return absl::OkStatus();
 }
 
 // With TLS the HTTP port is HTTPS and wants a client certificate too, so
 // that the dashboard knows its caller; --health-listen serves the probes
 // in plain text, and --grpc-health-listen gRPC's health service.
-absl::Status Daemon::StartHttp() {
+absl::Status Daemon::StartHttp(std::string* ready) {
   auto named = [](const char* flag, const absl::Status& s) {
     return absl::Status(s.code(), absl::StrCat("--", flag, ": ", s.message()));
   };
@@ -507,14 +511,15 @@ absl::Status Daemon::StartHttp() {
         config_.http, gate_->tls() ? &http_tls : nullptr);
     if (!started.ok()) return named("http-listen", started.status());
     http_ = *std::move(started);
-    std::cout << "http on " << http_->address() << std::endl;
+    absl::StrAppend(ready, "http on ", http_->address(), "\n");
   }
   if (!flags_.Get("otlp-listen").empty()) {
     // The same TLS and client certificates as the HTTP port; spans are
     // appended through the gRPC Append, as their sender (ingest/otlp).
     size_t max_body = static_cast<size_t>(server_options_.max_message_bytes);
     otlp_ = std::make_unique<ledger::otlp::Listener>(
-        server_->InProcessChannel(), ledger::otlp::Listener::Options{.tls = gate_->tls(), .max_body_bytes = max_body});
+        server_->InProcessChannel(), gate_.get(),
+        ledger::otlp::Listener::Options{.tls = gate_->tls(), .max_body_bytes = max_body});
     ledger::ops::HttpOptions options = config_.http;
     options.max_body_bytes = max_body;
     options.chunked_bodies = true;  // Node's exporters stream their bodies
@@ -527,13 +532,13 @@ absl::Status Daemon::StartHttp() {
         options, gate_->tls() ? &http_tls : nullptr);
     if (!started.ok()) return named("otlp-listen", started.status());
     otlp_http_ = *std::move(started);
-    std::cout << "otlp on " << otlp_http_->address() << std::endl;
+    absl::StrAppend(ready, "otlp on ", otlp_http_->address(), "\n");
   }
   if (!flags_.Get("grpc-health-listen").empty()) {
     auto started = ledger::server::HealthServer::Start(flags_.Get("grpc-health-listen"));
     if (!started.ok()) return named("grpc-health-listen", started.status());
     grpc_health_ = *std::move(started);
-    std::cout << "grpc health on " << grpc_health_->address() << std::endl;
+    absl::StrAppend(ready, "grpc health on ", grpc_health_->address(), "\n");
   }
   if (!flags_.Get("health-listen").empty()) {
     auto started =
@@ -542,7 +547,7 @@ absl::Status Daemon::StartHttp() {
         });
     if (!started.ok()) return named("health-listen", started.status());
     health_ = *std::move(started);
-    std::cout << "health on " << health_->address() << std::endl;
+    absl::StrAppend(ready, "health on ", health_->address(), "\n");
   }
   return absl::OkStatus();
 }

@@ -154,6 +154,7 @@ absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
   }
   c.http.max_per_peer = static_cast<int>(*per_peer);
   c.http.quick_paths = {"/healthz", "/readyz", "/metrics"};
+  c.http.slow_suffixes = {"/pack.tar.gz"};  // the dashboard's pack downloads
   if (flags.Bool("witness-quorum-required") && flags.Get("witness-policy").empty()) {
     return absl::InvalidArgumentError("--witness-quorum-required: needs --witness-policy");
   }

@@ -18,14 +18,18 @@
 #include "nlohmann/json.hpp"
 #include "ops/dashboard_page.h"
 #include "ops/timeline.h"
+#include "server/status.h"
+#include "util/files/files.h"
 
 namespace ledger::ops {
 
 namespace pb = evidence::ledger::v1;
 
-Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate)
+Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate,
+                     exporter::Staging* staging)
     : log_(log),
       gate_(gate),
+      staging_(staging),
       ledger_(pb::LedgerService::NewStub(channel)),
       query_(pb::QueryService::NewStub(channel)),
       exports_(pb::ExportService::NewStub(channel)) {}
@@ -90,6 +94,16 @@ HttpResponse Dashboard::Route(const HttpRequest& request) {
   if (parts[0] != "teams" || n < 2) return Text(404, "not found\n");
   const std::string& team = parts[1];
   auth::Action action = n == 5 && parts[4] == "pack.tar.gz" ? auth::Action::kExport : auth::Action::kQuery;
+  // A pack is built on a GET: a page of another site must not make the
+  // caller's browser (and its client certificate) start exports.
+  if (auto site = request.headers.find("sec-fetch-site");
+      action == auth::Action::kExport && site != request.headers.end() && site->second != "same-origin" &&
+      site->second != "none") {
+    return page::Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                     "pack downloads: only from the dashboard's own pages (this request came from "
+                                     "another site: Sec-Fetch-Site: " +
+                                         site->second + ")"));
+  }
   if (absl::Status s = Allowed(request.identity, action, team); !s.ok()) {
     return page::Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(s.message())));
   }
@@ -453,24 +467,31 @@ HttpResponse Dashboard::Pack(const HttpRequest& request, const std::string& team
   pb::ExportRequest req;
   req.mutable_run()->set_team(team);
   req.mutable_run()->set_run_id(run);
-  std::string path = absl::StrCat(std::filesystem::temp_directory_path().string(), "/ledger-dashboard-pack-",
-                                  ::getpid(), "-", reinterpret_cast<uintptr_t>(&req), ".tar.gz");
+  // The pack is copied into a file of its own with no name, counted in the
+  // staging quota until its download is done: another download can neither
+  // open nor overwrite it.
+  auto lease = std::make_shared<exporter::Staging::Lease>(staging_);
+  auto fd = staging_->CreateUnlinked();
+  if (!fd.ok()) return page::Failed(server::ToGrpc(fd.status()));
+  auto file = std::make_shared<BodyFile>(*fd, lease);
   auto ctx = Context(request);
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
   auto reader = exports_->Export(ctx.get(), req);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
   pb::ExportChunk chunk;
-  while (reader->Read(&chunk)) out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
-  out.close();
-  grpc::Status s = reader->Finish();
-  if (!s.ok() || !out) {
-    std::filesystem::remove(path);
-    return page::Failed(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "pack: cannot write a temporary file")
-                               : s);
+  uint64_t written = 0;
+  absl::Status wrote;
+  while (wrote.ok() && reader->Read(&chunk)) {
+    wrote = files::WriteAll(file->fd(), chunk.data(), "the pack download");
+    written += chunk.data().size();
+    if (wrote.ok()) wrote = lease->Set(written);
   }
+  if (!wrote.ok()) ctx->TryCancel();
+  grpc::Status s = reader->Finish();
+  if (!wrote.ok()) return page::Failed(server::ToGrpc(wrote));
+  if (!s.ok()) return page::Failed(s);
   HttpResponse r;
   r.content_type = "application/gzip";
-  r.file_to_send_and_remove = path;
+  r.file = std::move(file);
   r.headers["Content-Disposition"] =
       absl::StrCat("attachment; filename=\"", page::Seg(team), "-", page::Seg(run), ".tar.gz\"");
   return r;

@@ -18,7 +18,9 @@
 //                                         tool, target, tokens, cost, decision and
 //                                         reason; denials stand out), each with a
 //                                         link to its inclusion proof
-//   /teams/T/runs/R/pack.tar.gz           the run's evidence pack (CONTRACT section 7)
+//   /teams/T/runs/R/pack.tar.gz           the run's evidence pack (CONTRACT section 7);
+//                                         ledgerd serves it from a pool of its own
+//                                         (HttpOptions::slow_suffixes)
 //   /proofs/N                             entry N and its inclusion proof, as JSON
 //
 //   A step page shows kStepPageSize receipts, ?page=N (from 1) the others,
@@ -49,6 +51,7 @@
 
 #include "auth/gate.h"
 #include "export.grpc.pb.h"
+#include "export/exporter/staging.h"
 #include "ledger/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "ops/http.h"
@@ -62,9 +65,11 @@ inline constexpr int kListPageSize = 50;
 class Dashboard {
  public:
   // `channel` reaches the ledger's gRPC API with the right to read
-  // everything; `log` (for the list of teams) and `gate` (for the policy)
-  // MUST outlive the dashboard.
-  Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate);
+  // everything; `log` (for the list of teams), `gate` (for the policy) and
+  // `staging` (where pack downloads are held while they are sent, within
+  // its quota) MUST outlive the dashboard.
+  Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate,
+            exporter::Staging* staging);
 
   // A response for a dashboard path, or nullptr-like status 404 for others.
   HttpResponse Handle(const HttpRequest& request);
@@ -93,6 +98,7 @@ class Dashboard {
 
   const log::Log* const log_;
   auth::Gate* const gate_;
+  exporter::Staging* const staging_;
   std::unique_ptr<evidence::ledger::v1::LedgerService::Stub> ledger_;
   std::unique_ptr<evidence::ledger::v1::QueryService::Stub> query_;
   std::unique_ptr<evidence::ledger::v1::ExportService::Stub> exports_;

@@ -8,6 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "ops/timeline.h"
 #include "util/html/html.h"
+#include "util/text/terminal.h"
 
 namespace ledger::ops::page {
 
@@ -39,7 +40,9 @@ constexpr char kStyle[] =
 
 }  // namespace
 
-std::string E(std::string_view s) { return HtmlEscape(s); }
+// Control and bidi characters shown as escapes (util/text), so that a
+// value cannot reorder what the page shows; then HTML-escaped.
+std::string E(std::string_view s) { return HtmlEscape(text::TerminalEscape(s)); }
 
 // A path segment or query value, percent-encoded.
 std::string Seg(std::string_view s) {
@@ -125,7 +128,8 @@ HttpResponse Html(int status, const std::string& title, const std::string& body,
   HttpResponse r;
   r.status = status;
   r.content_type = "text/html; charset=utf-8";
-  r.headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
+  r.headers["Content-Security-Policy"] =
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
   r.body = absl::StrCat("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">",
                         refresh > 0 ? absl::StrCat("<meta http-equiv=\"refresh\" content=\"", refresh, "\">") : "",
                         "<title>", E(title), " · evidence ledger</title><style>", kStyle, "</style></head><body><main>",

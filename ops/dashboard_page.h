@@ -23,7 +23,8 @@ namespace ledger::ops::page {
 
 namespace pb = evidence::ledger::v1;
 
-// `s` escaped for HTML text and attribute values.
+// `s` escaped for HTML text and attribute values, its control and bidi
+// characters shown as escapes (util/text/terminal.h).
 std::string E(std::string_view s);
 // A time in microseconds since the epoch, in UTC (ISO 8601).
 std::string Time(int64_t us);

@@ -16,7 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -112,6 +112,8 @@ std::pair<std::string, std::string> PeerName(const sockaddr_storage& peer) {
 
 }  // namespace
 
+BodyFile::~BodyFile() { ::close(fd_); }
+
 // The loop's side of HttpServer; see http.h. Connections are touched by the
 // loop thread only; workers see a copy of the request and hand back a
 // Prepared response through `done_`.
@@ -126,7 +128,8 @@ class EventLoop {
         epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
         wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
         workers_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options_.workers)))),
-        quick_(std::make_unique<tasks::Pool>(1)) {
+        quick_(std::make_unique<tasks::Pool>(1)),
+        slow_(std::make_unique<tasks::Pool>(static_cast<size_t>(std::max(1, options_.slow_workers)))) {
     Watch(listen_fd_, kListenId, EPOLLIN);
     Watch(wake_fd_, kWakeId, EPOLLIN);
     thread_ = std::thread([this] { Run(); });
@@ -151,9 +154,7 @@ class EventLoop {
     thread_.join();
     workers_.reset();  // running handlers return; queued ones are skipped
     quick_.reset();
-    for (auto& [id, prepared] : ready_) {
-      if (!prepared.file_path.empty()) std::remove(prepared.file_path.c_str());
-    }
+    slow_.reset();
     ::close(wake_fd_);
     ::close(epoll_fd_);
     ::close(listen_fd_);
@@ -177,8 +178,8 @@ class EventLoop {
     std::string chunked_body;  // and what was decoded so far
     std::string out;
     size_t sent = 0;
-    std::ifstream file;
-    std::string file_path;
+    std::shared_ptr<BodyFile> file;  // sent after `out`, from file_at to file_size
+    uint64_t file_at = 0, file_size = 0;
   };
 
   void Watch(int fd, uint64_t id, uint32_t events) {
@@ -312,9 +313,8 @@ class EventLoop {
   }
 
   void Close(Connection& c) {
-    // The file goes first: a client that saw the end of its response finds it removed.
-    if (c.file.is_open()) c.file.close();
-    if (!c.file_path.empty()) std::remove(c.file_path.c_str());
+    // The file goes first: a client that saw the end of its response finds it released.
+    c.file.reset();
     if (c.ssl != nullptr) {
       if (c.phase == Phase::kWrite) SSL_shutdown(c.ssl);
       SSL_free(c.ssl);
@@ -411,8 +411,13 @@ class EventLoop {
     HttpRequest request;
     request.peer = c.peer;
     request.identity = c.identity;
-    tasks::Pool& pool = IsQuick(c.in) ? *quick_ : *workers_;
-    pool.Run([this, id = c.id, head = std::move(c.in), request = std::move(request)]() mutable {
+    std::string_view target = Target(c.in);
+    tasks::Pool* pool = IsQuick(target) ? quick_.get() : workers_.get();
+    if (IsSlow(target)) {
+      if (auto refused = TakeSlowTurn(c); refused.has_value()) return Send(c, Prepare(*std::move(refused), false));
+      pool = slow_.get();
+    }
+    pool->Run([this, id = c.id, head = std::move(c.in), request = std::move(request)]() mutable {
       if (stopping()) return;
       HttpResponse response = Respond(head, request, handler_, options_.max_body_bytes > 0);
       if (!request.request_id.empty()) response.headers["X-Request-Id"] = request.request_id;
@@ -495,14 +500,50 @@ class EventLoop {
     }
   }
 
-  // Whether the request line of `head` asks for one of the quick paths
-  // (compared as sent, without the query).
-  bool IsQuick(std::string_view head) const {
+  // The path of `head`'s request line as sent, without the query.
+  static std::string_view Target(std::string_view head) {
     size_t from = head.find(' ');
-    if (from == std::string_view::npos) return false;
+    if (from == std::string_view::npos) return {};
     size_t to = head.find_first_of(" ?\r", from + 1);
-    std::string_view target = head.substr(from + 1, to == std::string_view::npos ? 0 : to - from - 1);
+    return head.substr(from + 1, to == std::string_view::npos ? 0 : to - from - 1);
+  }
+
+  bool IsQuick(std::string_view target) const {
     return std::find(options_.quick_paths.begin(), options_.quick_paths.end(), target) != options_.quick_paths.end();
+  }
+
+  bool IsSlow(std::string_view target) const {
+    return std::any_of(options_.slow_suffixes.begin(), options_.slow_suffixes.end(),
+                       [&](const std::string& suffix) { return target.ends_with(suffix); });
+  }
+
+  // Counts c's slow request against the bounds of HttpOptions, or the
+  // response that refuses it. Its turn is given back with its response.
+  std::optional<HttpResponse> TakeSlowTurn(const Connection& c) {
+    const std::string& who = c.identity.empty() ? c.ip : c.identity;
+    if (static_cast<int>(slow_running_.size()) >= options_.slow_queue) {
+      HttpResponse r = Text(503, absl::StrCat("busy: ", slow_running_.size(), " pack downloads are being built or wait; retry later\n"));
+      r.headers["Retry-After"] = "5";
+      return r;
+    }
+    if (slow_per_identity_[who] >= options_.slow_per_identity) {
+      HttpResponse r = Text(429, absl::StrCat("pack downloads: at most ", options_.slow_per_identity,
+                                              " at once for one identity; wait for yours to finish\n"));
+      r.headers["Retry-After"] = "5";
+      return r;
+    }
+    ++slow_per_identity_[who];
+    slow_running_[c.id] = who;
+    return std::nullopt;
+  }
+
+  void GiveBackSlowTurn(uint64_t id) {
+    auto it = slow_running_.find(id);
+    if (it == slow_running_.end()) return;
+    if (auto n = slow_per_identity_.find(it->second); n != slow_per_identity_.end() && --n->second <= 0) {
+      slow_per_identity_.erase(n);
+    }
+    slow_running_.erase(it);
   }
 
   // Responses the workers finished, to their connections.
@@ -513,11 +554,9 @@ class EventLoop {
       ready.swap(ready_);
     }
     for (auto& [id, prepared] : ready) {
+      GiveBackSlowTurn(id);
       auto it = connections_.find(id);
-      if (it == connections_.end()) {
-        if (!prepared.file_path.empty()) std::remove(prepared.file_path.c_str());
-        continue;
-      }
+      if (it == connections_.end()) continue;  // its file, if any, is released with `ready`
       Send(*it->second, std::move(prepared));
     }
   }
@@ -526,8 +565,9 @@ class EventLoop {
     c.phase = Phase::kWrite;
     c.out = std::move(prepared.bytes);
     c.sent = 0;
-    c.file_path = std::move(prepared.file_path);
-    if (!c.file_path.empty()) c.file.open(c.file_path, std::ios::binary);
+    c.file = std::move(prepared.file);
+    c.file_at = 0;
+    c.file_size = prepared.file_size;
     c.deadline = Clock::now() + std::chrono::milliseconds(options_.send_idle_ms);
     Write(c);
   }
@@ -537,10 +577,12 @@ class EventLoop {
       if (c.sent == c.out.size()) {
         c.out.clear();
         c.sent = 0;
-        if (c.file.is_open()) {
-          c.out.resize(kFileChunk);
-          c.file.read(c.out.data(), static_cast<std::streamsize>(c.out.size()));
-          c.out.resize(static_cast<size_t>(c.file.gcount()));
+        if (c.file != nullptr && c.file_at < c.file_size) {
+          c.out.resize(static_cast<size_t>(std::min<uint64_t>(kFileChunk, c.file_size - c.file_at)));
+          ssize_t n = ::pread(c.file->fd(), c.out.data(), c.out.size(), static_cast<off_t>(c.file_at));
+          if (n <= 0) return Close(c);  // the file shrank or failed: the client sees a short body
+          c.out.resize(static_cast<size_t>(n));
+          c.file_at += static_cast<uint64_t>(n);
         }
         if (c.out.empty()) return Close(c);  // all sent
       }
@@ -574,10 +616,13 @@ class EventLoop {
   const int listen_fd_, epoll_fd_, wake_fd_;
   std::unique_ptr<tasks::Pool> workers_;
   std::unique_ptr<tasks::Pool> quick_;  // for options_.quick_paths
+  std::unique_ptr<tasks::Pool> slow_;   // for options_.slow_suffixes
   std::thread thread_;
   // The loop thread's own.
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;
   std::map<std::string, int> per_peer_;
+  std::map<uint64_t, std::string> slow_running_;  // connection -> identity, while its slow request is out
+  std::map<std::string, int> slow_per_identity_;
   uint64_t next_id_ = 2;
   bool accept_paused_ = false;
   sync::Mutex mu_;

@@ -7,7 +7,8 @@
 // One thread runs an event loop (epoll, non-blocking sockets and OpenSSL)
 // that accepts connections, completes TLS handshakes, reads requests and
 // writes responses, files included; a few worker threads run the handler
-// (and one more the requests for quick_paths).
+// (one more the requests for quick_paths, and a pool of their own those for
+// slow_suffixes).
 // So a connection that is slow to speak costs a socket, not a thread, and:
 //   - the TLS handshake and the request head (at most 16 KiB) must arrive
 //     within one deadline from the accept (HttpOptions::request_deadline_ms),
@@ -53,12 +54,33 @@ struct HttpRequest {
   std::string body;
 };
 
+// A response body on disk: an open descriptor, read from offset 0 to its
+// end when the response is sent, and closed when the response is done
+// (sent, cut short, refused or its connection gone), whatever `hold` keeps
+// (a staging quota's lease) released with it. The file SHOULD have no name
+// (exporter::Staging::CreateUnlinked), so that no other request can open,
+// truncate or replace it and nothing is left on disk after a crash.
+class BodyFile {
+ public:
+  // Takes `fd`, open for reading.
+  explicit BodyFile(int fd, std::shared_ptr<void> hold = nullptr) : fd_(fd), hold_(std::move(hold)) {}
+  ~BodyFile();
+  BodyFile(const BodyFile&) = delete;
+  BodyFile& operator=(const BodyFile&) = delete;
+
+  int fd() const { return fd_; }
+
+ private:
+  const int fd_;
+  std::shared_ptr<void> hold_;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
-  // When set, the body is this file's contents (streamed), then it is removed.
-  std::string file_to_send_and_remove;
+  // When set, the body is this file's contents (streamed), not `body`.
+  std::shared_ptr<BodyFile> file;
   // Sent after the server's own; a "Cache-Control" replaces its default "no-store".
   std::map<std::string, std::string> headers;
   // Why the request was refused, for the log line of a 403 or 429 (not
@@ -88,6 +110,16 @@ struct HttpOptions {
   // Requests for these paths (e.g. probes and scrapes) run on a thread of
   // their own, so they never wait behind slow pages or pack downloads.
   std::vector<std::string> quick_paths;
+  // Requests whose path (as sent, without the query) ends with one of
+  // these (pack downloads: long and heavy) run on slow_workers threads of
+  // their own, so that they never hold the threads that serve pages. At
+  // most slow_per_identity of them are taken from one identity (the
+  // client certificate's, else the peer address) at once, 429 beyond; at
+  // most slow_queue wait or run in all, 503 beyond.
+  std::vector<std::string> slow_suffixes;
+  int slow_workers = 2;
+  int slow_per_identity = 2;
+  int slow_queue = 8;
   // POST is accepted, with a body of at most this many bytes (413 beyond:
   // before it is read when Content-Length says so, else once the chunks
   // pass it); 0: POST is refused with 405.

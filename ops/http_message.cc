@@ -1,8 +1,9 @@
 #include "ops/http_message.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -163,25 +164,22 @@ void LogRefusal(const HttpRequest& request, const HttpResponse& response) {
 
 Prepared Prepare(const HttpResponse& response, bool head_only) {
   Prepared out;
-  std::ifstream file;
   uint64_t length = response.body.size();
-  if (!response.file_to_send_and_remove.empty()) {
-    file.open(response.file_to_send_and_remove, std::ios::binary | std::ios::ate);
-    length = file ? static_cast<uint64_t>(file.tellg()) : 0;
-  }
+  struct stat st;
+  bool file = response.file != nullptr && ::fstat(response.file->fd(), &st) == 0 && S_ISREG(st.st_mode);
+  if (response.file != nullptr) length = file ? static_cast<uint64_t>(st.st_size) : 0;
   out.bytes = absl::StrCat("HTTP/1.1 ", response.status, " ", Reason(response.status),
                            "\r\nContent-Type: ", response.content_type, "\r\nContent-Length: ", length,
                            "\r\nConnection: close\r\n",
                            response.headers.contains("Cache-Control") ? "" : "Cache-Control: no-store\r\n",
-                           "X-Content-Type-Options: nosniff\r\n");
+                           "X-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n");
   for (const auto& [k, v] : response.headers) absl::StrAppend(&out.bytes, k, ": ", v, "\r\n");
   out.bytes += "\r\n";
-  if (response.file_to_send_and_remove.empty()) {
+  if (response.file == nullptr) {
     if (!head_only) out.bytes += response.body;
-  } else if (head_only || !file) {
-    std::remove(response.file_to_send_and_remove.c_str());
-  } else {
-    out.file_path = response.file_to_send_and_remove;
+  } else if (!head_only && file) {
+    out.file = response.file;
+    out.file_size = length;
   }
   return out;
 }

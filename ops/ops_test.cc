@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "export/exporter/staging.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "ledger/log/log.h"
@@ -266,25 +267,132 @@ TEST(Http, AResponseThatMakesNoProgressIsDropped) {
   ::close(fd);
 }
 
-TEST(Http, StreamsAFileAndRemovesIt) {
+// Connects to `address` and sends `raw`; the socket, for the caller to read.
+int SendRequest(const std::string& address, const std::string& raw) {
+  int port = std::stoi(address.substr(address.rfind(':') + 1));
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;  // a small receive buffer: the server's sending stalls until we read
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// A file of `content` with no name, in `staging`, as the dashboard makes one.
+std::shared_ptr<BodyFile> UnlinkedFile(const exporter::Staging& staging, const std::string& content,
+                                       std::shared_ptr<void> hold) {
+  auto fd = staging.CreateUnlinked();
+  EXPECT_TRUE(fd.ok()) << fd.status();
+  EXPECT_EQ(::write(*fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+  return std::make_shared<BodyFile>(*fd, std::move(hold));
+}
+
+std::string Patterned(size_t size, char seed) {
+  std::string content(size, seed);
+  for (size_t i = 0; i < content.size(); i += 7) content[i] = static_cast<char>(seed + i % 26);
+  return content;
+}
+
+TEST(Http, StreamsABodyFileAndReleasesIt) {
   testing::TempDir dir;
-  std::string path = dir.Sub("pack.bin");
-  std::string content(300 * 1024, 'x');
-  for (size_t i = 0; i < content.size(); i += 7) content[i] = static_cast<char>('a' + i % 26);
-  {
-    std::ofstream f(path, std::ios::binary);
-    f << content;
-  }
+  exporter::Staging staging(dir.path(), 1 << 30);
+  std::string content = Patterned(300 * 1024, 'a');
+  auto released = std::make_shared<std::atomic<int>>(0);
   auto server = HttpServer::Start("127.0.0.1:0", [&](const HttpRequest&) {
     HttpResponse r;
-    r.file_to_send_and_remove = path;
+    r.file = UnlinkedFile(staging, content, std::shared_ptr<void>(nullptr, [released](void*) { ++*released; }));
     return r;
   });
   ASSERT_TRUE(server.ok()) << server.status();
   std::string got = Exchange((*server)->address(), "GET / HTTP/1.1\r\n\r\n");
   ASSERT_NE(got.find("Content-Length: 307200\r\n"), std::string::npos) << got.substr(0, 200);
   EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), content);
-  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));  // the file never had a name
+  for (int i = 0; i < 200 && released->load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(released->load(), 1);
+  std::string head = Exchange((*server)->address(), "HEAD / HTTP/1.1\r\n\r\n");
+  EXPECT_NE(head.find("Content-Length: 307200\r\n"), std::string::npos);
+  EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n");
+}
+
+// The dashboard's pack downloads once shared a file name per handler
+// thread: a second download made on the thread while the first was still
+// being sent truncated and rewrote the first's file. With one worker, a
+// slow reader's body stays its own while others are answered.
+TEST(Http, ABodyStillBeingSentIsNotTouchedByTheNextResponse) {
+  testing::TempDir dir;
+  exporter::Staging staging(dir.path(), 1 << 30);
+  HttpOptions options;
+  options.workers = 1;
+  auto server = HttpServer::Start(
+      "127.0.0.1:0",
+      [&](const HttpRequest& r) {
+        HttpResponse out;
+        out.file = UnlinkedFile(staging, Patterned(r.path == "/a" ? 4 << 20 : 1 << 20, r.path == "/a" ? 'a' : 'A'),
+                                nullptr);
+        return out;
+      },
+      options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  int slow = SendRequest((*server)->address(), "GET /a HTTP/1.1\r\n\r\n");
+  char first[1024];
+  ssize_t started = ::recv(slow, first, sizeof first, 0);
+  ASSERT_GT(started, 0);  // its response has started
+  for (int i = 0; i < 3; ++i) {
+    std::string other = Exchange((*server)->address(), "GET /b HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(other.substr(other.find("\r\n\r\n") + 4), Patterned(1 << 20, 'A'));
+  }
+  std::string got = std::string(first, static_cast<size_t>(started)) + ReadAll(slow, 30);
+  ::close(slow);
+  EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), Patterned(4 << 20, 'a'));
+}
+
+// Slow requests (pack downloads) run on threads of their own: a page is
+// answered while every worker for them is busy, and one identity gets at
+// most slow_per_identity of them at once.
+TEST(Http, SlowRequestsHaveAPoolOfTheirOwnAndABoundPerIdentity) {
+  HttpOptions options;
+  options.workers = 1;
+  options.slow_suffixes = {"/pack.tar.gz"};
+  options.slow_workers = 1;
+  options.slow_per_identity = 2;
+  options.slow_queue = 3;
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0};
+  auto server = HttpServer::Start(
+      "127.0.0.1:0",
+      [&](const HttpRequest& r) {
+        if (!r.path.ends_with("/pack.tar.gz")) return Text(200, "page\n");
+        ++started;
+        while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return Text(200, "pack\n");
+      },
+      options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::string addr = (*server)->address();
+  int first = SendRequest(addr, "GET /teams/a/runs/r/pack.tar.gz HTTP/1.1\r\n\r\n");
+  int second = SendRequest(addr, "GET /teams/a/runs/s/pack.tar.gz HTTP/1.1\r\n\r\n");
+  for (int i = 0; i < 500 && started.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_EQ(started.load(), 1);
+  // A page, while the one slow worker is held and a second download waits.
+  std::string page = Exchange(addr, "GET /teams/a HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(page.substr(page.size() - 5), "page\n");
+  // A third download from the same peer is refused, and says why.
+  std::string third = Exchange(addr, "GET /teams/a/runs/t/pack.tar.gz HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(third.substr(0, 12), "HTTP/1.1 429") << third;
+  EXPECT_NE(third.find("pack downloads: at most 2 at once for one identity"), std::string::npos) << third;
+  release = true;
+  EXPECT_EQ(ReadAll(first).substr(0, 15), "HTTP/1.1 200 OK");
+  EXPECT_EQ(ReadAll(second).substr(0, 15), "HTTP/1.1 200 OK");
+  ::close(first);
+  ::close(second);
+  // Turns are given back: the same peer may download again.
+  std::string again = Exchange(addr, "GET /teams/a/runs/t/pack.tar.gz HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(again.substr(0, 15), "HTTP/1.1 200 OK") << again;
 }
 
 TEST(Http, EscapingHelpers) {

@@ -1,7 +1,9 @@
 // The disk that exports stage on: one directory (ledgerd: <data>/tmp) that
 // holds every export's staging directory (kStagingPrefix-XXXXXX) and its
-// pack while it is sent (kPackPrefix<pid>-<n>.tar.gz), and a quota on the
-// bytes they hold together, so that exports cannot fill the store's disk.
+// pack while it is sent (kPackPrefix<pid>-<n>.tar.gz), the dashboard's
+// copies of packs while they are downloaded (files with no name:
+// CreateUnlinked), and a quota on the bytes they hold together, so that
+// exports cannot fill the store's disk.
 // Each export holds a Lease and reports its bytes on disk as it grows; a
 // report that would take all leases past the quota is refused.
 //
@@ -52,6 +54,14 @@ class Staging {
     Staging* const staging_;
     uint64_t bytes_ = 0;
   };
+
+  // A new, empty file in dir() that has no name (O_TMPFILE; where the file
+  // system has none, a unique name made with O_EXCL and removed at once),
+  // open for reading and writing: no other request can open, truncate or
+  // replace it, and nothing of it is left when the process dies. Its bytes
+  // count against the quota only through a Lease. UNAVAILABLE, with the
+  // reason, when dir() cannot hold one.
+  absl::StatusOr<int> CreateUnlinked() const;
 
   const std::string& dir() const { return dir_; }
   uint64_t quota() const { return quota_; }

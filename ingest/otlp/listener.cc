@@ -74,19 +74,53 @@ absl::StatusOr<Encoding> EncodingOf(const ops::HttpRequest& request) {
       absl::StrCat("Content-Type: '", type, "' is not application/json or application/x-protobuf (OTLP/HTTP)"));
 }
 
-// The body, inflated when gzip.
-absl::StatusOr<std::string> BodyOf(const ops::HttpRequest& request, size_t max_bytes) {
+bool IsGzip(const ops::HttpRequest& request, absl::Status* unsupported) {
   auto it = request.headers.find("content-encoding");
   std::string coding = it == request.headers.end() ? "" : absl::AsciiStrToLower(it->second);
-  if (coding.empty() || coding == "identity") return request.body;
-  if (coding == "gzip") return Gunzip(request.body, max_bytes);
-  return absl::UnimplementedError(absl::StrCat("Content-Encoding: '", coding, "' is not gzip or identity"));
+  if (coding == "gzip") return true;
+  if (!coding.empty() && coding != "identity") {
+    *unsupported = absl::UnimplementedError(absl::StrCat("Content-Encoding: '", coding, "' is not gzip or identity"));
+  }
+  return false;
 }
 
 }  // namespace
 
-Listener::Listener(std::shared_ptr<grpc::Channel> channel, Options options)
-    : stub_(std::make_unique<Stub>(Stub{pb::LedgerService::NewStub(std::move(channel))})), options_(options) {}
+// A reservation of inflated bytes for one caller, returned when it goes.
+class Listener::Budget {
+ public:
+  Budget(const Listener* listener, std::string who) : listener_(listener), who_(std::move(who)) {}
+  ~Budget() {
+    sync::MutexLock lock(&listener_->mu_);
+    auto it = listener_->inflating_.find(who_);
+    if (it != listener_->inflating_.end() && (it->second -= bytes_) == 0) listener_->inflating_.erase(it);
+  }
+  Budget(const Budget&) = delete;
+  Budget& operator=(const Budget&) = delete;
+
+  // Reserves `bytes`; false when the caller's requests would then hold more than the limit.
+  bool Take(size_t bytes) {
+    sync::MutexLock lock(&listener_->mu_);
+    size_t& held = listener_->inflating_[who_];
+    if (held + bytes > listener_->options_.max_inflated_per_peer) {
+      if (held == 0) listener_->inflating_.erase(who_);
+      return false;
+    }
+    held += bytes;
+    bytes_ = bytes;
+    return true;
+  }
+
+ private:
+  const Listener* const listener_;
+  const std::string who_;
+  size_t bytes_ = 0;
+};
+
+Listener::Listener(std::shared_ptr<grpc::Channel> channel, const auth::Gate* gate, Options options)
+    : stub_(std::make_unique<Stub>(Stub{pb::LedgerService::NewStub(std::move(channel))})),
+      gate_(gate),
+      options_(options) {}
 
 Listener::~Listener() = default;
 
@@ -103,18 +137,43 @@ ops::HttpResponse Listener::Handle(const ops::HttpRequest& request) const {
     return r;
   }
   if (!encoding.ok()) return Refuse(415, encoding.status(), answer);
-  auto body = BodyOf(request, options_.max_body_bytes);
-  if (!body.ok()) {
-    int status = body.status().code() == absl::StatusCode::kResourceExhausted ? 413
-                 : body.status().code() == absl::StatusCode::kUnimplemented   ? 415
-                                                                              : 400;
-    return Refuse(status, body.status(), answer);
-  }
-  auto decoded = Decode(*body, answer);
-  if (!decoded.ok()) return Refuse(400, decoded.status(), answer);
+  absl::Status unsupported;
+  bool gzip = IsGzip(request, &unsupported);
+  if (!unsupported.ok()) return Refuse(415, unsupported, answer);
+  // Who is asking, before anything of the body is inflated or decoded.
   if (options_.tls && request.identity.empty()) {
     return Refuse(401, absl::UnauthenticatedError("client certificate: names no identity"), answer);
   }
+  if (options_.tls && gate_ != nullptr) {
+    auth::Caller caller{request.identity, gate_->policy(), {}};
+    if (absl::Status s = caller.CheckRole(auth::Action::kAppend); !s.ok()) return Refuse(403, s, answer);
+  }
+  size_t inflated_limit = request.body.size();
+  if (gzip) {
+    inflated_limit = std::min(options_.max_body_bytes, request.body.size() * options_.max_inflate_ratio);
+  }
+  Budget budget(this, request.identity.empty() ? request.peer.substr(0, request.peer.rfind(':')) : request.identity);
+  if (!budget.Take(inflated_limit)) {
+    return Refuse(429,
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      "body: this caller's requests already hold close to ", options_.max_inflated_per_peer,
+                      " inflated bytes; retry when they are done")),
+                  answer);
+  }
+  absl::StatusOr<std::string> inflated;
+  if (gzip) {
+    inflated = Gunzip(request.body, inflated_limit);
+    if (!inflated.ok() && inflated.status().code() == absl::StatusCode::kResourceExhausted) {
+      return Refuse(413,
+                    absl::ResourceExhaustedError(absl::StrCat(
+                        "body: gzip inflates past ", inflated_limit, " bytes (at most ", options_.max_inflate_ratio,
+                        " times the ", request.body.size(), " bytes sent, and ", options_.max_body_bytes, " in all)")),
+                    answer);
+    }
+    if (!inflated.ok()) return Refuse(400, inflated.status(), answer);
+  }
+  auto decoded = Decode(gzip ? *inflated : request.body, answer);
+  if (!decoded.ok()) return Refuse(400, decoded.status(), answer);
 
   std::vector<Mapped> mapped = MapSpans(*decoded);
   std::vector<std::string> refusals;

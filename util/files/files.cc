@@ -32,6 +32,14 @@ absl::Status SyncDirOf(const std::string& path) {
 
 // Writes all of `bytes` to `fd` and fsyncs it.
 absl::Status WriteAllAndSync(int fd, std::string_view bytes, const std::string& path) {
+  if (auto s = WriteAll(fd, bytes, path); !s.ok()) return s;
+  if (::fsync(fd) != 0) return Errno("fsync", path);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -39,11 +47,8 @@ absl::Status WriteAllAndSync(int fd, std::string_view bytes, const std::string& 
     if (n <= 0) return Errno("write", path);
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) return Errno("fsync", path);
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

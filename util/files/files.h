@@ -33,6 +33,10 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view bytes
 // ALREADY_EXISTS), fsynced with its directory; on failure nothing is left.
 absl::Status CreateFileDurably(const std::string& path, std::string_view bytes, mode_t mode = 0600);
 
+// Writes all of `bytes` to the open `fd` at its offset (no fsync); `path`
+// names the file in an error.
+absl::Status WriteAll(int fd, std::string_view bytes, const std::string& path);
+
 }  // namespace ledger::files
 
 #endif  // UTIL_FILES_FILES_H_
