@@ -104,7 +104,7 @@ ledger::ops::HttpResponse Serve(const ledger::ops::HttpRequest& r, ledger::witne
       m.headers["Allow"] = "POST";
       return m;
     }
-    reply = witness.AddCheckpoint(r.body);
+    reply = witness.AddCheckpoint(r.body, r.peer.substr(0, r.peer.rfind(':')));
   } else if (r.path.size() == 1 + 64 + 11 && r.path.ends_with("/checkpoint") &&
              IsOriginHash(std::string_view(r.path).substr(1, 64)) && r.method != "POST") {
     reply = witness.GetCheckpoint(std::string_view(r.path).substr(1, 64));

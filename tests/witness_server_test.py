@@ -124,6 +124,21 @@ def statuses(build, work, log, leaves):
         expect("a bad consistency proof", t.post_add_checkpoint(a, body(8, bad, note(20))), 422)
         fork = log.sign(t.checkpoint_text(ORIGIN, 8, t.mth(leaves[:7] + [t.leaf_hash(b"fork")])))
         expect("size 8 again with another root", t.post_add_checkpoint(a, body(8, [], fork)), 422)
+        kept = os.path.join(data, "logs", hashlib.sha256(ORIGIN.encode()).hexdigest() + ".refused")
+        with open(kept, "rb") as f:
+            evidence = f.read()
+        if fork.encode() not in evidence:
+            fail("the fork is not kept as evidence: %r" % evidence[:200])
+        # Anyone can post the log's public checkpoint with a junk proof; it
+        # once replaced the kept evidence of the fork and raised another alarm.
+        junk = [bytes([i]) * 32 for i in range(3)]
+        expect("the log's own checkpoint with a junk proof", t.post_add_checkpoint(a, body(8, junk, note(20))), 422)
+        other_fork = log.sign(t.checkpoint_text(ORIGIN, 8, t.mth(leaves[:7] + [t.leaf_hash(b"fork 2")])))
+        expect("a second fork of size 8", t.post_add_checkpoint(a, body(8, [], other_fork)), 422)
+        with open(kept, "rb") as f:
+            if f.read() != evidence:
+                fail("a later request replaced the kept evidence of the fork")
+        print("ok: the first fork's evidence is kept; a junk proof and a second fork leave it as it was")
         r = t.post_add_checkpoint(a, body(8, proof, note(20)))
         expect("a consistent checkpoint", r, 200)
         t.verify_cosignature(vkey, t.checkpoint_text(ORIGIN, 20, t.mth(leaves[:20])), r[2])
@@ -135,6 +150,14 @@ def statuses(build, work, log, leaves):
         expect("a body above 64 KiB", t.post_add_checkpoint(a, b"old 0\n" + b"A" * 70000), 413,
                "body: at most 65536 bytes\n")
         expect("a chunked body", chunked_post(a), 411)
+        # Requests that do not verify: at most 30 a minute from one address.
+        answers = []
+        while len(answers) < 70 and 429 not in answers:
+            answers.append(t.post_add_checkpoint(a, body(20, junk, note(24)))[0])
+        limited = t.post_add_checkpoint(a, body(20, t.consistency_proof(20, leaves[:24]), note(24)))
+        if set(answers) != {422, 429} or limited[0] != 429 or "at most 30 a minute" not in limited[2]:
+            fail("junk proofs then a good one: %r, then %r" % (sorted(set(answers)), limited))
+        print("ok: after 30 requests that did not verify, this address gets 429 for the minute")
         go_open(work, served[2], log.vkey())
     finally:
         w.kill(signal.SIGTERM)
@@ -205,7 +228,7 @@ def crash_loop(build, work, log, cycles):
                     known[side] = size
                 elif status == 409:
                     known[side] = int(text)
-                elif status != 422:
+                elif status not in (422, 429):  # refused: inconsistent, or too many refusals a minute
                     fail("cycle %d: unexpected %d %s" % (cycle, status, text))
         finally:
             timer.cancel()

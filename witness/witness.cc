@@ -166,7 +166,33 @@ std::optional<Reply> Witness::CheckLogSignature(const LogState& log, const AddCh
   return std::nullopt;
 }
 
-Reply Witness::AddCheckpoint(std::string_view body) {
+Reply Witness::AddCheckpoint(std::string_view body, std::string_view peer) {
+  if (OverFailures(peer)) {
+    return Answer(429, absl::StrCat("too many requests from this address did not verify (at most ",
+                                    kMaxFailuresPerMinute, " a minute); retry in a minute\n"));
+  }
+  Reply reply = Add(body);
+  CountFailure(peer, reply);
+  return reply;
+}
+
+bool Witness::OverFailures(std::string_view peer) {
+  ledger::sync::MutexLock lock(&failures_mu_);
+  if (uint64_t minute = clock_() / 60; minute != failures_minute_) {
+    failures_minute_ = minute;
+    failures_.clear();
+  }
+  auto it = failures_.find(peer);
+  return it != failures_.end() && it->second >= kMaxFailuresPerMinute;
+}
+
+void Witness::CountFailure(std::string_view peer, const Reply& reply) {
+  if (reply.status != 400 && reply.status != 403 && reply.status != 422) return;
+  ledger::sync::MutexLock lock(&failures_mu_);
+  ++failures_[std::string(peer)];
+}
+
+Reply Witness::Add(std::string_view body) {
   auto request = ParseAddCheckpoint(body);
   if (!request.ok()) return Bad(S(request.status().message()));
   auto found = by_origin_.find(request->origin);
@@ -189,17 +215,18 @@ Reply Witness::AddCheckpoint(std::string_view body) {
   } else if (request->old_size == 0 && !request->proof.empty()) {
     why = "consistency proof: must be empty from size 0";
   } else if (request->old_size == request->size && request->root != log.root) {
+    // Two roots the log signed for one size: a fork, whatever anyone sends later.
     why = absl::StrCat("checkpoint: size ", log.size, " was cosigned with root ", hash::Base64(hash::AsBytes(log.root)),
                        ", not ", hash::Base64(hash::AsBytes(request->root)));
+    KeepFork(log, body, why);
   } else if (request->old_size > 0) {
+    // A proof that does not verify proves nothing (anyone can send junk
+    // with the log's public checkpoint): refused, and nothing is kept.
     absl::Status s =
         merkle::VerifyConsistency(request->old_size, request->size, log.root, request->root, request->proof);
     if (!s.ok()) why = S(s.message());
   }
-  if (!why.empty()) {
-    KeepRefused(log, body, why);
-    return Answer(422, absl::StrCat(why, "\n"));
-  }
+  if (!why.empty()) return Answer(422, absl::StrCat(why, "\n"));
   return Cosign(log, *request, log_lines);
 }
 
@@ -219,16 +246,17 @@ Reply Witness::Cosign(LogState& log, const AddCheckpointRequest& request, const 
   return Answer(200, *std::move(line));
 }
 
-void Witness::KeepRefused(const LogState& log, std::string_view body, std::string_view why) const {
-  // Signed by the log yet inconsistent with what was cosigned: possible
-  // evidence of a fork, kept (the latest one per log) for the operator.
+void Witness::KeepFork(const LogState& log, std::string_view body, std::string_view why) const {
+  // The first evidence is kept for the operator and never replaced: the
+  // log's signatures make it evidence whoever sent it, and a later
+  // request must not be able to make the witness forget it.
   std::string path = absl::StrCat(state_dir_, "/", OriginHash(log.origin), ".refused");
-  absl::Status s = files::WriteFileAtomically(path, body);
-  jsonlog::Warn("witness_inconsistent_checkpoint")
-      .Str("origin", log.origin)
-      .Str("kept", s.ok() ? path : "")
-      .Msg(why)
-      .Emit();
+  absl::Status s = files::CreateFileDurably(path, body);
+  if (s.code() == absl::StatusCode::kAlreadyExists) {
+    jsonlog::Info("witness_fork_kept_already").Str("origin", log.origin).Str("kept", path).Msg(why).Emit();
+    return;
+  }
+  jsonlog::Error("witness_fork").Str("origin", log.origin).Str("kept", s.ok() ? path : "").Msg(why).Emit();
 }
 
 Reply Witness::GetCheckpoint(std::string_view origin_hash) const {

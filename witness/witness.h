@@ -85,7 +85,15 @@ class Witness {
   // size 0, a size-0 checkpoint whose root is not the empty root, or the
   // size last cosigned with another root; 503 when the record cannot be
   // written (nothing is cosigned then).
-  Reply AddCheckpoint(std::string_view body);
+  //
+  // Evidence of a fork (a checkpoint the log signed at the size last
+  // cosigned, with another root) is kept in <origin hash>.refused beside
+  // the record, once: a later request never replaces it. Any other request
+  // that does not verify (400, 403, 422) leaves no state; `peer` (the
+  // client's address) may make kMaxFailuresPerMinute of those a minute,
+  // then gets 429 until the minute is over.
+  Reply AddCheckpoint(std::string_view body, std::string_view peer = "");
+  static constexpr int kMaxFailuresPerMinute = 30;
 
   // GET <origin hash>/checkpoint: the record (state.h) of the log whose
   // origin hashes to `origin_hash` (lowercase hex SHA-256); 404 when there
@@ -111,15 +119,22 @@ class Witness {
   // line fails; fills `verified` with the lines that verified.
   std::optional<Reply> CheckLogSignature(const LogState& log, const AddCheckpointRequest& request,
                                          std::vector<std::string>* verified) const;
+  Reply Add(std::string_view body);
   Reply Cosign(LogState& log, const AddCheckpointRequest& request, const std::vector<std::string>& log_lines)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(log.mu);
-  void KeepRefused(const LogState& log, std::string_view body, std::string_view why) const;
+  void KeepFork(const LogState& log, std::string_view body, std::string_view why) const;
+  // Whether `peer` is over its failures this minute; counts `failed`.
+  bool OverFailures(std::string_view peer) ABSL_LOCKS_EXCLUDED(failures_mu_);
+  void CountFailure(std::string_view peer, const Reply& reply) ABSL_LOCKS_EXCLUDED(failures_mu_);
 
   const std::string state_dir_;
   const cosign::Cosigner cosigner_;
   const Clock clock_;
   std::map<std::string, std::unique_ptr<LogState>> by_origin_;  // fixed after Open
   std::map<std::string, LogState*> by_hash_;
+  ledger::sync::Mutex failures_mu_;
+  uint64_t failures_minute_ ABSL_GUARDED_BY(failures_mu_) = 0;          // clock_() / 60 they count in
+  std::map<std::string, int, std::less<>> failures_ ABSL_GUARDED_BY(failures_mu_);  // peer -> failures then
 };
 
 }  // namespace ledger::witness

@@ -1,5 +1,6 @@
 #include "witness/witness.h"
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -161,12 +162,62 @@ TEST_F(WitnessTest, ABadProofAFalseEqualSizeAndANonEmptySizeZeroAre422) {
   EXPECT_EQ(split.status, 422);
   EXPECT_EQ(split.body, "checkpoint: size 10 was cosigned with root " + hash::Base64(hash::AsBytes(log_.Root(10))) +
                             ", not " + hash::Base64(hash::AsBytes(log_.Root(11))) + "\n");
-  // The refused, log-signed request is kept as evidence.
+  // The refused, log-signed request is kept as evidence of the fork.
   std::ifstream kept(dir_.Sub(OriginHash("example.org/log") + ".refused"));
   std::string evidence((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
   EXPECT_EQ(evidence, TestLog::BodyWith(10, {}, fork));
   // Nothing changed: the consistent successor is still cosigned.
   EXPECT_EQ(w->AddCheckpoint(log_.Body(10, 20)).status, 200);
+}
+
+// Anyone can post the log's public checkpoint with a junk proof. Once such
+// a request replaced the kept evidence of a real fork and raised another
+// alarm; now evidence is kept once, and requests that prove nothing keep
+// nothing.
+TEST_F(WitnessTest, ForkEvidenceIsNeverReplacedByALaterRequest) {
+  auto w = Open();
+  ASSERT_EQ(w->AddCheckpoint(log_.Body(0, 10)).status, 200);
+  std::string fork = *log_.key().Sign(log_.Text(10, log_.Root(11)));
+  ASSERT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, {}, fork)).status, 422);
+  std::string kept_path = dir_.Sub(OriginHash("example.org/log") + ".refused");
+  auto kept = [&] {
+    std::ifstream f(kept_path);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  ASSERT_EQ(kept(), TestLog::BodyWith(10, {}, fork));
+  // The genuine, public checkpoint of size 20 with a junk proof.
+  std::vector<Hash> junk(4, log_.Root(3));
+  Reply r = w->AddCheckpoint(TestLog::BodyWith(10, junk, log_.Note(20)), "192.0.2.7");
+  EXPECT_EQ(r.status, 422);
+  EXPECT_EQ(kept(), TestLog::BodyWith(10, {}, fork));
+  // A second fork of the same size does not replace the first either.
+  std::string other = *log_.key().Sign(log_.Text(10, log_.Root(12)));
+  EXPECT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, {}, other)).status, 422);
+  EXPECT_EQ(kept(), TestLog::BodyWith(10, {}, fork));
+  // Nothing else was written beside the record and the evidence.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 2);
+}
+
+TEST_F(WitnessTest, RequestsThatDoNotVerifyAreLimitedPerPeer) {
+  auto w = Open();
+  ASSERT_EQ(w->AddCheckpoint(log_.Body(0, 10)).status, 200);
+  std::vector<Hash> junk(4, log_.Root(3));
+  for (int i = 0; i < Witness::kMaxFailuresPerMinute; ++i) {
+    ASSERT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, junk, log_.Note(20)), "192.0.2.7").status, 422) << i;
+  }
+  Reply limited = w->AddCheckpoint(log_.Body(10, 20), "192.0.2.7");
+  EXPECT_EQ(limited.status, 429);
+  EXPECT_EQ(limited.body, "too many requests from this address did not verify (at most 30 a minute); retry in a minute\n");
+  // Another peer is not held back, and 409s (the protocol's own) do not count.
+  for (int i = 0; i < Witness::kMaxFailuresPerMinute + 5; ++i) {
+    ASSERT_EQ(w->AddCheckpoint(log_.Body(0, 20), "192.0.2.8").status, 409) << i;
+  }
+  EXPECT_EQ(w->AddCheckpoint(log_.Body(10, 20), "192.0.2.8").status, 200);
+  // The next minute, the first peer may try again.
+  now_ += 60;
+  EXPECT_EQ(w->AddCheckpoint(log_.Body(20, 30), "192.0.2.7").status, 200);
 }
 
 TEST_F(WitnessTest, FromSizeZeroAProofOrANonEmptyRootOfSizeZeroIs422) {
