@@ -55,6 +55,10 @@ struct Caller {
   bool CoversAllTeams(Action action) const;
   // May do `action` on some team (the team comes later, e.g. per receipt).
   absl::Status CheckRole(Action action) const;
+  // As Check, for entry `seq` of `team`, asked for by its seq: a refusal
+  // names the seq but never the entry's team, so that a caller learns
+  // nothing of whose entries it may not read.
+  absl::Status CheckEntry(Action action, std::string_view team, uint64_t seq) const;
 };
 
 class Gate {

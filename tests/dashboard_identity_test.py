@@ -246,7 +246,8 @@ def run(build, work, ca, clients, tls, policy, ledger):
                  % (3 + BIG_CALLS + BIG_CALLS // 10 + 1 + 3 + 1)),
                 (list(range(1001)), grpc.StatusCode.INVALID_ARGUMENT, "seqs: at most 1000, got 1001"),
                 ([0, team_b], grpc.StatusCode.PERMISSION_DENIED,
-                 "entry %d: identity '%s' may not read entries and proofs for team 'team-b'" % (team_b, ALICE))]:
+                 "entry %d: identity '%s' may not read entries and proofs for the team of this entry" %
+                 (team_b, ALICE))]:
             try:
                 list(stub.GetEntries(svc.GetEntriesRequest(seqs=seqs), timeout=10))
                 problems.append("GetEntries seqs %s succeeded" % seqs[:5])

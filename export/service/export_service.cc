@@ -28,9 +28,9 @@ absl::Status ExportService::CheckScope(const auth::Caller& caller, const Scope& 
   absl::Status read = log_->ScanEntries(scope.from_seq, to, [&](uint64_t seq, std::string_view leaf) {
     auto team = receipt::TeamOf(leaf);
     if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
-    absl::Status s = caller.Check(auth::Action::kExport, *team);
+    absl::Status s = caller.CheckEntry(auth::Action::kExport, *team, seq);
     if (!s.ok()) {
-      denied = absl::PermissionDeniedError(absl::StrCat("seqs: entry ", seq, ": ", s.message()));
+      denied = absl::PermissionDeniedError(absl::StrCat("seqs: ", s.message()));
       return denied;
     }
     return absl::OkStatus();

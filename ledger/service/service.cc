@@ -118,9 +118,9 @@ class EntriesReactor final : public grpc::ServerWriteReactor<pb::Entry> {
         if (!all_) {
           auto team = receipt::TeamOf(leaf);
           if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
-          absl::Status allowed = caller_.Check(Action::kReadEntries, *team);
+          absl::Status allowed = caller_.CheckEntry(Action::kReadEntries, *team, seq);
           if (!allowed.ok()) {
-            denied_ = absl::PermissionDeniedError(absl::StrCat("entry ", seq, ": ", allowed.message()));
+            denied_ = allowed;
             return denied_;
           }
         }
@@ -348,13 +348,11 @@ grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(grpc::CallbackServerC
     absl::Status read = log_->ScanEntries(seq, seq + 1, [&](uint64_t, std::string_view leaf) {
       auto team = receipt::TeamOf(leaf);
       if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
-      allowed = caller->Check(Action::kReadEntries, *team);
+      allowed = caller->CheckEntry(Action::kReadEntries, *team, seq);
       return absl::OkStatus();
     });
     if (!read.ok()) return Finish(ctx, read);
-    if (!allowed.ok()) {
-      return Finish(ctx, absl::PermissionDeniedError(absl::StrCat("entry ", seq, ": ", allowed.message())));
-    }
+    if (!allowed.ok()) return Finish(ctx, allowed);
   }
   stats_.proofs.With({"inclusion"})->Add();
   auto proof = log_->ProveInclusion(seq, request->tree_size());
