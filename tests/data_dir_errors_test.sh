@@ -2,7 +2,8 @@
 # A data directory ledgerd cannot use is a start_failed line naming --data and
 # the path, with exit status 1: never an uncaught exception. As root, ledgerd
 # runs as UID 10001 (the image's user) over a directory only root may read;
-# otherwise (exit 77, skipped) the permission case cannot be made.
+# otherwise (exit 77, skipped) the permission case cannot be made. A taken
+# HTTP port fails the start before any ready line is printed.
 # Usage: data_dir_errors_test.sh BUILD_DIR
 set -uo pipefail
 build=$(cd "$1" && pwd)
@@ -24,6 +25,17 @@ refused() {
 
 touch "$work/file"
 refused "--data: Not a directory" "$build/cmd/ledgerd" --data "$work/file"
+
+# An HTTP port that is taken: no ready line at all (a supervisor or a script
+# waiting for "listening on" must not take a ledgerd that is about to exit).
+exec 9< <(/usr/bin/python3 -c 'import socket,sys,time
+s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)')
+read -r taken <&9
+"$build/cmd/ledgerd" --data "$work/taken" --listen 127.0.0.1:0 --http-listen "127.0.0.1:$taken" > "$work/out" 2> "$work/err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "a taken HTTP port: exit $rc, want 1"
+grep -q '"event":"start_failed"' "$work/err" || fail "a taken HTTP port: no start_failed: $(cat "$work/err")"
+[ ! -s "$work/out" ] || fail "a taken HTTP port: ledgerd printed a ready line first: $(cat "$work/out")"
 [ "$(id -u)" -eq 0 ] || { echo "data_dir_errors: not root, the permission cases skipped"; exit 77; }
 mkdir -p "$work/root-only/data" "$work/closed"
 chmod 700 "$work/root-only/data" "$work/closed"
