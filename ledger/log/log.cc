@@ -347,26 +347,52 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
                             });
 }
 
-void Log::SetBeforeSign(std::function<void(int64_t now_us)> fn) {
+void Log::SetBeforeSign(std::function<int(int64_t now_us)> fn) {
   sync::MutexLock lock(&before_sign_mu_);  // waits for a call under way
   before_sign_ = std::move(fn);
+}
+
+sequencer::Head Log::TakeHead() {
+  std::vector<sequencer::RunChange> runs, teams;
+  sequencer::Head head = sequencer_->TakeCommitted(&runs, &teams);
+  changed_runs_.insert(changed_runs_.end(), runs.begin(), runs.end());
+  changed_teams_.insert(changed_teams_.end(), teams.begin(), teams.end());
+  return head;
 }
 
 absl::Status Log::SignCheckpoint() {
   if (sequencer_ == nullptr) return integrity_;
   sync::MutexLock signing(&sign_mu_);
-  const int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
-  if (!stopped_) {
-    // Everything due by `now` (the sweeper's declarations) is committed
-    // before the head is read, so the time note's time never precedes a
-    // deadline the signed tree leaves undeclared.
+  int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
+  // Everything due by `now` (the sweeper's declarations) is committed
+  // before the head is read, so the time note's time never precedes a
+  // deadline the signed tree leaves undeclared.
+  auto owed_by = [this](int64_t time) {
     sync::MutexLock lock(&before_sign_mu_);
-    if (before_sign_) before_sign_(now);
-  }
+    return !stopped_ && before_sign_ ? before_sign_(time) : 0;
+  };
+  owed_by(now);
   // The map and the head are taken together and held until the checkpoint
   // is the latest: a run proof (ProveRun) is always of the latest one.
   sync::MutexLock map_lock(&map_mu_);
-  const sequencer::Head head = sequencer_->TakeCommitted(&changed_runs_, &changed_teams_);
+  changed_runs_.clear();
+  changed_teams_.clear();
+  sequencer::Head head = TakeHead();
+  // Entries logged after `now` are in the head too, and the note's time
+  // must not precede them: it moves to the newest one's time when nothing
+  // fell due in between; when something did, its declaration is in the
+  // next head, taken with the newest time again (a few rounds at most,
+  // since declarations are rare; past them the time stays `now`, as the
+  // verifiers' deadline check requires).
+  for (int round = 0; round < 4 && head.last_logged_at_us > now; ++round) {
+    const int64_t newest = head.last_logged_at_us;
+    if (owed_by(newest) == 0) {
+      now = newest;
+      break;
+    }
+    now = newest;
+    head = TakeHead();
+  }
   std::optional<hash::Hash> runs, teams;
   if (options_.run_map) {
     // Written to the store as of head.size. The heads taken are kept, for

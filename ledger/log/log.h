@@ -176,16 +176,21 @@ class Log {
 
   // Signs a checkpoint of the committed log now if it grew since the last.
   // First calls the before-sign hook (SetBeforeSign) with the time the
-  // checkpoint-time note will state.
+  // checkpoint-time note will state. That time is never before the
+  // logged_at_us of an entry the checkpoint covers: when entries were
+  // logged after the hook's time, the hook is called again with the newest
+  // one's, and the checkpoint is signed at that time only if nothing fell
+  // due in between (else the head is taken again with what was declared).
   absl::Status SignCheckpoint();
 
   // `fn(now_us)` is called before each checkpoint is signed, with the time
   // its time note will state, and MUST return only once everything the
   // ledger owes by then is in the committed log: the sweeper declares every
   // step due by `now_us`, so no signed time ever follows an undeclared
-  // deadline. nullptr clears it; clearing waits for a call under way, so the
-  // owner of `fn` MUST clear it before it goes away.
-  void SetBeforeSign(std::function<void(int64_t now_us)> fn);
+  // deadline. It returns how many entries it appended for that (0: none
+  // were owed). nullptr clears it; clearing waits for a call under way, so
+  // the owner of `fn` MUST clear it before it goes away.
+  void SetBeforeSign(std::function<int(int64_t now_us)> fn);
 
   struct BackupInfo {
     uint64_t tree_size = 0;
@@ -289,7 +294,10 @@ class Log {
   std::vector<runmap::Leaf> unapplied_teams_ ABSL_GUARDED_BY(map_mu_);
   std::vector<sequencer::RunChange> changed_teams_ ABSL_GUARDED_BY(map_mu_);
   sync::Mutex before_sign_mu_;
-  std::function<void(int64_t)> before_sign_ ABSL_GUARDED_BY(before_sign_mu_);
+  std::function<int(int64_t)> before_sign_ ABSL_GUARDED_BY(before_sign_mu_);
+  // The committed head; the runs and teams it changed since the last take
+  // are added to changed_runs_ and changed_teams_.
+  sequencer::Head TakeHead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
   std::thread checkpointer_;
 };
 

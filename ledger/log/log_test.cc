@@ -117,6 +117,56 @@ TEST_F(LogTest, EveryCheckpointHasASignedTimeThatNeverGoesBackwards) {
   check(*log->Checkpoint(0), 1'767'225'700'000'000);  // the same checkpoint, its own time
 }
 
+// An entry logged after the clock was read for a checkpoint is in its
+// head: the time note's time is never before it (verifiers refuse a time
+// before an entry's logged_at_us), and what fell due by that later time is
+// declared first and signed with it.
+TEST_F(LogTest, TheSignedTimeIsNeverBeforeAnEntryItCovers) {
+  const int64_t t0 = 1'767'225'600'000'000;
+  std::atomic<int64_t> now{t0};
+  Log::Options o;
+  o.data_dir = dir_.Sub("data");
+  o.origin = "ledger.test/log";
+  o.checkpoint_interval_ms = 60'000;
+  o.sequencer.clock = [&] { return now.load(); };
+  auto log = *Log::Open(o, signer_);
+  std::vector<int64_t> asked;
+  log->SetBeforeSign([&](int64_t t) {
+    asked.push_back(t);
+    if (asked.size() == 1) {  // an emitter's entry lands while the checkpoint is made
+      now += 5'000;
+      AppendAll(*log, {Model("late")});
+    }
+    return 0;
+  });
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  SignedCheckpoint cp = *log->Checkpoint(0);
+  EXPECT_EQ(cp.size, 1u);
+  EXPECT_EQ(cp.signed_at_us, t0 + 5'000);
+  EXPECT_EQ(asked, (std::vector<int64_t>{t0, t0 + 5'000}));
+  // Something falls due by the later time: it is declared, and in the head signed.
+  asked.clear();
+  log->SetBeforeSign([&](int64_t t) {
+    asked.push_back(t);
+    if (asked.size() == 1) {
+      now += 5'000;
+      AppendAll(*log, {Model("late-2")});
+      return 0;
+    }
+    if (asked.size() == 2) {
+      AppendAll(*log, {Model("declared")});
+      return 1;
+    }
+    return 0;
+  });
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  cp = *log->Checkpoint(0);
+  EXPECT_EQ(cp.size, 3u);
+  EXPECT_EQ(cp.signed_at_us, t0 + 10'000);
+  EXPECT_EQ(asked, (std::vector<int64_t>{t0 + 5'000, t0 + 10'000}));
+  log->SetBeforeSign(nullptr);
+}
+
 TEST_F(LogTest, NoCallerAppendsAsTheLedger) {
   auto log = OpenLog();
   std::vector<receipt::Receipt> rs = {Model("m-1")};

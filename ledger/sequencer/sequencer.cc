@@ -96,7 +96,7 @@ Sequencer::Sequencer(store::Store* store, Options options, merkle::Frontier fron
       state_(state),
       durable_frontier_(std::move(frontier)),
       durable_state_(state) {
-  head_ = {state_.size, frontier_.Root(), state_.head};
+  head_ = {state_.size, frontier_.Root(), state_.head, state_.last_logged_at_us};
   committer_ = std::thread([this] { RunCommitter(); });
   writer_ = std::thread([this] { Run(); });
 }
@@ -252,7 +252,7 @@ bool Sequencer::Finish(Prepared& p) {
     sync::MutexLock lock(&mu_);
     while (!p.committed) cv_.Wait(&mu_);
     if (p.result.ok()) {
-      head_ = {p.state.size, p.frontier.Root(), p.state.head};
+      head_ = {p.state.size, p.frontier.Root(), p.state.head, p.state.last_logged_at_us};
       for (const RunChange& c : p.changed_runs) changed_runs_[c.key] = c.head;
       for (const RunChange& c : p.changed_teams) changed_teams_[c.key] = c.head;
     }

@@ -87,6 +87,7 @@ struct Head {
   uint64_t size = 0;
   hash::Hash root{};
   hash::Hash chain_head{};
+  int64_t last_logged_at_us = 0;  // of entry size-1 (0 for an empty log)
 };
 
 class Sequencer {

@@ -13,7 +13,9 @@
 namespace ledger::query {
 
 Sweeper::Sweeper(log::Log* log, Options options) : log_(log), options_(std::move(options)) {
-  log_->SetBeforeSign([this](int64_t now_us) { SweepAt(now_us).IgnoreError(); });  // failures are counted
+  // Failures are counted (and retried at every sweep); the log hears how
+  // many were declared.
+  log_->SetBeforeSign([this](int64_t now_us) { return SweepAt(now_us).value_or(0); });
   if (options_.interval_ms > 0) thread_ = std::thread([this] { Run(); });
 }
 
