@@ -44,10 +44,20 @@ install_missing() {
   fi
 }
 
-# build [ON|OFF [TARGET...]]: warnings as errors (the test build) or not
+# build [ON|OFF [TARGET...]]: warnings as errors or not. The demo and the
+# tests build the same tree with the same flags, so that one after the
+# other compiles nothing again.
 build() {
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEDGER_WERROR="${1:-OFF}" > /dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLEDGER_WERROR="${1:-ON}" > /dev/null
   ninja -C build "${@:2}"
+}
+
+# phase NAME: prints how long the phase before it took (the test command's
+# figures in docs/building.md come from these lines).
+phase_started=$SECONDS
+phase() {
+  echo "setup: $1 took $((SECONDS - phase_started)) s"
+  phase_started=$SECONDS
 }
 
 # npm_ci DIR: DIR's packages as its package-lock.json pins them, from the npm
@@ -79,9 +89,12 @@ case "${1:-}" in
     install_missing
     # The OpenTelemetry SDK that tests/otlp_test.py sends spans with.
     npm_ci tests/otlp
+    phase "installing"
     build ON
     typescript_client
+    phase "the gcc build"
     (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+    phase "the tests"
     exec scripts/check_builds.sh build
     ;;
   *)
