@@ -31,7 +31,8 @@ absl::Status Caller::CheckRole(Action action) const {
 }
 
 absl::Status Caller::CheckEntry(Action action, std::string_view team, uint64_t seq) const {
-  if (absl::Status s = CheckRole(action); !s.ok()) return absl::PermissionDeniedError(absl::StrCat("entry ", seq, ": ", s.message()));
+  if (absl::Status s = CheckRole(action); !s.ok())
+    return absl::PermissionDeniedError(absl::StrCat("entry ", seq, ": ", s.message()));
   if (Check(action, team).ok()) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat("entry ", seq, ": identity '", identity, "' may not ",
                                                   std::string(ActionName(action)), " for the team of this entry"));

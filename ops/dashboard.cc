@@ -96,9 +96,9 @@ HttpResponse Dashboard::Route(const HttpRequest& request) {
   auth::Action action = n == 5 && parts[4] == "pack.tar.gz" ? auth::Action::kExport : auth::Action::kQuery;
   // A pack is built on a GET: a page of another site must not make the
   // caller's browser (and its client certificate) start exports.
-  if (auto site = request.headers.find("sec-fetch-site");
-      action == auth::Action::kExport && site != request.headers.end() && site->second != "same-origin" &&
-      site->second != "none") {
+  if (auto site = request.headers.find("sec-fetch-site"); action == auth::Action::kExport &&
+                                                          site != request.headers.end() &&
+                                                          site->second != "same-origin" && site->second != "none") {
     return page::Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                                      "pack downloads: only from the dashboard's own pages (this request came from "
                                      "another site: Sec-Fetch-Site: " +

@@ -68,8 +68,7 @@ class Dashboard {
   // everything; `log` (for the list of teams), `gate` (for the policy) and
   // `staging` (where pack downloads are held while they are sent, within
   // its quota) MUST outlive the dashboard.
-  Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate,
-            exporter::Staging* staging);
+  Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate, exporter::Staging* staging);
 
   // A response for a dashboard path, or nullptr-like status 404 for others.
   HttpResponse Handle(const HttpRequest& request);

@@ -522,7 +522,8 @@ class EventLoop {
   std::optional<HttpResponse> TakeSlowTurn(const Connection& c) {
     const std::string& who = c.identity.empty() ? c.ip : c.identity;
     if (static_cast<int>(slow_running_.size()) >= options_.slow_queue) {
-      HttpResponse r = Text(503, absl::StrCat("busy: ", slow_running_.size(), " pack downloads are being built or wait; retry later\n"));
+      HttpResponse r = Text(
+          503, absl::StrCat("busy: ", slow_running_.size(), " pack downloads are being built or wait; retry later\n"));
       r.headers["Retry-After"] = "5";
       return r;
     }

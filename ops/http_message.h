@@ -43,9 +43,9 @@ void LogRefusal(const HttpRequest& request, const HttpResponse& response);
 
 // What the loop sends: the status line and headers, then a body or a file.
 struct Prepared {
-  std::string bytes;                // head, and the body unless a file follows
-  std::shared_ptr<BodyFile> file;   // sent after `bytes`, from offset 0
-  uint64_t file_size = 0;           // as announced in Content-Length
+  std::string bytes;               // head, and the body unless a file follows
+  std::shared_ptr<BodyFile> file;  // sent after `bytes`, from offset 0
+  uint64_t file_size = 0;          // as announced in Content-Length
 };
 
 Prepared Prepare(const HttpResponse& response, bool head_only);

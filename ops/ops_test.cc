@@ -332,8 +332,8 @@ TEST(Http, ABodyStillBeingSentIsNotTouchedByTheNextResponse) {
       "127.0.0.1:0",
       [&](const HttpRequest& r) {
         HttpResponse out;
-        out.file = UnlinkedFile(staging, Patterned(r.path == "/a" ? 4 << 20 : 1 << 20, r.path == "/a" ? 'a' : 'A'),
-                                nullptr);
+        out.file =
+            UnlinkedFile(staging, Patterned(r.path == "/a" ? 4 << 20 : 1 << 20, r.path == "/a" ? 'a' : 'A'), nullptr);
         return out;
       },
       options);

@@ -73,12 +73,14 @@ absl::StatusOr<int> Staging::CreateUnlinked() const {
   int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd >= 0) return fd;
   if (errno != EOPNOTSUPP && errno != EISDIR) {
-    return absl::UnavailableError(absl::StrCat("export staging: cannot create a file in ", dir_, ": ", std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("export staging: cannot create a file in ", dir_, ": ", std::strerror(errno)));
   }
   std::string name = absl::StrCat(dir_, "/", kPackPrefix, "XXXXXX");
   fd = ::mkostemp(name.data(), O_CLOEXEC);  // O_EXCL: a new file, never one that was there
   if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("export staging: cannot create a file in ", dir_, ": ", std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("export staging: cannot create a file in ", dir_, ": ", std::strerror(errno)));
   }
   ::unlink(name.c_str());
   return fd;

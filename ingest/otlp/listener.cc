@@ -155,9 +155,9 @@ ops::HttpResponse Listener::Handle(const ops::HttpRequest& request) const {
   Budget budget(this, request.identity.empty() ? request.peer.substr(0, request.peer.rfind(':')) : request.identity);
   if (!budget.Take(inflated_limit)) {
     return Refuse(429,
-                  absl::ResourceExhaustedError(absl::StrCat(
-                      "body: this caller's requests already hold close to ", options_.max_inflated_per_peer,
-                      " inflated bytes; retry when they are done")),
+                  absl::ResourceExhaustedError(absl::StrCat("body: this caller's requests already hold close to ",
+                                                            options_.max_inflated_per_peer,
+                                                            " inflated bytes; retry when they are done")),
                   answer);
   }
   absl::StatusOr<std::string> inflated;

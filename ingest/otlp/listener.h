@@ -47,10 +47,10 @@ class Listener {
     // caller without one is refused, 401); plain text: as the server
     // itself ("local").
     bool tls = false;
-    size_t max_body_bytes = 4 << 20;               // inflated, for gzip bodies
-    size_t max_inflate_ratio = 100;                // inflated bytes per byte sent
-    size_t max_inflated_per_peer = 16 << 20;       // inflated bytes in hand at once
-    int64_t deadline_ms = 30'000;                  // of each Append
+    size_t max_body_bytes = 4 << 20;          // inflated, for gzip bodies
+    size_t max_inflate_ratio = 100;           // inflated bytes per byte sent
+    size_t max_inflated_per_peer = 16 << 20;  // inflated bytes in hand at once
+    int64_t deadline_ms = 30'000;             // of each Append
   };
 
   // `channel` is the gRPC server's in-process channel; `gate` (its policy,

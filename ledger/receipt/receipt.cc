@@ -14,8 +14,8 @@
 #include "google/protobuf/reflection.h"
 #include "ledger/canonical/canonical.h"
 #include "ledger/receipt/schema.h"
-#include "util/text/terminal.h"
 #include "nlohmann/json.hpp"
+#include "util/text/terminal.h"
 
 namespace ledger::receipt {
 namespace {

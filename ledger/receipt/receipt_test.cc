@@ -124,7 +124,8 @@ INSTANTIATE_TEST_SUITE_P(
         // and print a fake OK, or reorder what a page shows.
         Case{"StepIdWithEscapes", R"({"step_id":"step\r\u001b[2KOK: verified"})",
              "step_id: control or bidi character U+000D at byte 4"},
-        Case{"RunIdWithBidi", R"({"run_id":"run-\u202egpj.exe"})", "run_id: control or bidi character U+202E at byte 4"},
+        Case{"RunIdWithBidi", R"({"run_id":"run-\u202egpj.exe"})",
+             "run_id: control or bidi character U+202E at byte 4"},
         Case{"WorkflowWithC1", R"({"workflow":"w\u009b31m"})", "workflow: control or bidi character U+009B at byte 1"},
         Case{"AgentWithNewline", R"({"agent":"a\nb"})", "agent: control or bidi character U+000A at byte 1"},
         Case{"CredentialIdWithDel", R"({"credential_id":"c\u007f"})",
