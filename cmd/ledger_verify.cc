@@ -2,7 +2,7 @@
 //
 //   ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]
 //                 [--since CHECKPOINT] [--expect-scope SCOPE]
-//                 [--not-older-than SIZE|CHECKPOINT] [--json]
+//                 [--not-older-than SIZE|CHECKPOINT] [--expect-grace-ms N] [--json]
 //
 // The same flags, output and exit codes as `ledgerctl verify` (both call
 // cmd/verify_options). It links the verifier's libraries only: hashing,
@@ -14,18 +14,19 @@
 #include "absl/status/status.h"
 #include "cmd/flags.h"
 #include "cmd/verify_options.h"
+#include "util/text/terminal.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
     "                     [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
-    "                     [--not-older-than SIZE|CHECKPOINT_FILE] [--json]\n"
+    "                     [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--json]\n"
     "Exit 0 when the pack holds, 1 (naming the first failing item) when it does not, 2 for bad usage.\n\n"
     "options:\n";
 
 int Usage(const absl::Status& s) {
-  std::cerr << "ledger-verify: " << s.message() << "\n";
+  std::cerr << "ledger-verify: " << ledger::text::TerminalEscape(std::string(s.message())) << "\n";
   return 2;
 }
 

@@ -18,7 +18,7 @@
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
 //   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]
 //             [--since CHECKPOINT] [--expect-scope SCOPE]
-//             [--not-older-than SIZE|CHECKPOINT] [--json]
+//             [--not-older-than SIZE|CHECKPOINT] [--expect-grace-ms N] [--json]
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
 #include "cmd/ledgerctl.h"
@@ -61,11 +61,13 @@
 #include "nlohmann/json.hpp"
 #include "query.grpc.pb.h"
 #include "query/projector/projector.h"
+#include "util/text/terminal.h"
 
 namespace ledger::ctl {
 
 int Fail(const absl::Status& s) {
-  std::cerr << "ledgerctl: " << s.message() << "\n";
+  // A message may quote the ledger's or a file's values (util/text).
+  std::cerr << "ledgerctl: " << text::TerminalEscape(std::string(s.message())) << "\n";
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
@@ -432,7 +434,7 @@ constexpr char kUsage[] =
     "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
     "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
     "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
-    "            [--not-older-than SIZE|CHECKPOINT_FILE] [--json]\n"
+    "            [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--json]\n"
     "            (--policy FILE, a tlog-policy: the checkpoint's cosignatures meet its quorum; without\n"
     "            --vkey the key is the policy's log named as the pack's)\n"
     "  ledgerctl policy-check --policy FILE [CHECKPOINT_FILE|-]   (a checkpoint against a tlog-policy)\n"
@@ -523,6 +525,9 @@ void DefineCommandFlags(Flags& flags) {
                "verify: a tree size, or a file holding a signed checkpoint: a pack against an older checkpoint fails");
   flags.Define("trust-pack-key", "",
                "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)", true);
+  flags.Define("expect-grace-ms", "",
+               "verify: the ledger's grace (ledgerd --unknown-grace-ms) the auditor expects: a pack whose manifest "
+               "states another unknown_grace_ms fails");
 }
 
 // Where commands go: the server, shards, TLS.

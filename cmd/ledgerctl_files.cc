@@ -24,6 +24,7 @@
 #include "ledger/store/store.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "query/projector/projector.h"
+#include "util/text/terminal.h"
 
 namespace ledger::ctl {
 namespace {
@@ -113,7 +114,7 @@ int AuditStore(const Flags& flags) {
   const std::string& data = flags.Get("data");
   if (data.empty()) return Fail(absl::InvalidArgumentError("audit: --data DIR is required"));
   auto unreadable = [](const absl::Status& s) {
-    std::cerr << "ledgerctl: audit: " << s.message() << "\n";
+    std::cerr << "ledgerctl: audit: " << text::TerminalEscape(std::string(s.message())) << "\n";
     return 3;
   };
   std::string vkey;
@@ -190,8 +191,9 @@ int PolicyCheck(const Flags& flags) {
                      policy->quorum(), "': missing cosignatures of ", missing,
                      cosigned.empty() ? "" : absl::StrCat(" (cosigned by ", cosigned, ")"))));
   }
-  std::cout << "OK: checkpoint " << checkpoint->origin << " size " << checkpoint->size << " meets the quorum '"
-            << policy->quorum() << "'" << (cosigned.empty() ? "" : absl::StrCat(": cosigned by ", cosigned)) << "\n";
+  std::cout << "OK: checkpoint " << text::TerminalEscape(checkpoint->origin) << " size " << checkpoint->size
+            << " meets the quorum '" << policy->quorum() << "'"
+            << (cosigned.empty() ? "" : absl::StrCat(": cosigned by ", cosigned)) << "\n";
   return 0;
 }
 

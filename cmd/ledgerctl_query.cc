@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "cmd/ledgerctl.h"
 #include "query/projector/projector.h"
+#include "util/text/terminal.h"
 
 namespace ledger::ctl {
 namespace {
@@ -67,9 +68,20 @@ absl::StatusOr<pb::StepFilter> Filter(const Flags& flags) {
   return f;
 }
 
+// JSON with every character outside ASCII as \uXXXX: the same values, and
+// nothing a terminal acts on (nlohmann::json escapes only C0 controls).
+template <typename JsonType>
+std::string AsciiJson(const JsonType& j) {
+  return j.dump(-1, ' ', /*ensure_ascii=*/true);
+}
+
 // Prints rows as columns as wide as their widest cell (the last one
-// unpadded), two spaces apart.
-void PrintColumns(const std::vector<std::vector<std::string>>& rows) {
+// unpadded), two spaces apart. Cells hold what emitters wrote (ids,
+// reasons): escaped for the terminal (util/text).
+void PrintColumns(std::vector<std::vector<std::string>> rows) {
+  for (auto& row : rows) {
+    for (auto& cell : row) cell = ledger::text::TerminalEscape(cell);
+  }
   std::vector<size_t> width;
   for (const auto& row : rows) {
     if (width.size() < row.size()) width.resize(row.size());
@@ -111,7 +123,7 @@ void PrintStepTable(const std::vector<pb::Step>& steps, bool team) {
     row({s.team(), state, s.run_id(), s.step_id(), absl::StrCat(s.attempt()), Time(s.first_at_us()), calls,
          Dollars(s.charged_cost_micros()), seqs, anomalies.empty() ? "-" : anomalies});
   }
-  PrintColumns(rows);
+  PrintColumns(std::move(rows));
 }
 
 // Up to `limit` steps matching `filter`, newest first.
@@ -166,7 +178,7 @@ int Steps(const std::vector<pb::QueryService::Stub*>& stubs, const Flags& flags)
     if (static_cast<int64_t>(steps.size()) > *limit) steps.resize(static_cast<size_t>(*limit));
   }
   if (flags.Bool("json")) {
-    for (const auto& st : steps) std::cout << ledger::query::StepJson(st).dump() << "\n";
+    for (const auto& st : steps) std::cout << AsciiJson(ledger::query::StepJson(st)) << "\n";
   } else {
     PrintStepTable(steps, /*team=*/filter->team().empty());
   }
@@ -182,11 +194,12 @@ int RunSummary(pb::QueryService::Stub& stub, const Flags& flags) {
   grpc::Status s = stub.GetRun(&ctx, req, &run);
   if (!s.ok()) return Fail(FromGrpc(s));
   if (flags.Bool("json")) {
-    std::cout << ledger::query::RunJson(run).dump() << "\n";
+    std::cout << AsciiJson(ledger::query::RunJson(run)) << "\n";
     return 0;
   }
-  std::printf("run %s of %s%s%s\n", run.run_id().c_str(), run.team().c_str(),
-              run.workflow().empty() ? "" : ", workflow ", run.workflow().c_str());
+  auto e = [](const std::string& value) { return ledger::text::TerminalEscape(value); };
+  std::printf("run %s of %s%s%s\n", e(run.run_id()).c_str(), e(run.team()).c_str(),
+              run.workflow().empty() ? "" : ", workflow ", e(run.workflow()).c_str());
   std::printf("  entries %lld (seq %llu..%llu), %s .. %s\n", static_cast<long long>(run.entries()),
               static_cast<unsigned long long>(run.first_seq()), static_cast<unsigned long long>(run.last_seq()),
               Time(run.first_at_us()).c_str(), Time(run.last_at_us()).c_str());
@@ -195,7 +208,7 @@ int RunSummary(pb::QueryService::Stub& stub, const Flags& flags) {
               static_cast<long long>(run.steps_denied()), static_cast<long long>(run.steps_pending()),
               static_cast<long long>(run.steps_unknown()));
   for (const auto& u : run.unknown_steps()) {
-    std::printf("  UNKNOWN: step %s attempt %lld never reported a completion\n", u.step_id().c_str(),
+    std::printf("  UNKNOWN: step %s attempt %lld never reported a completion\n", e(u.step_id()).c_str(),
                 static_cast<long long>(u.attempt()));
   }
   const auto& c = run.calls();
@@ -221,7 +234,7 @@ int Watch(pb::QueryService::Stub& stub, const Flags& flags) {
   pb::StepChange change;
   while (reader->Read(&change)) {
     nlohmann::json line = {{"seq", change.seq()}, {"step", ledger::query::StepJson(change.step())}};
-    std::cout << line.dump() << std::endl;
+    std::cout << AsciiJson(line) << std::endl;
   }
   grpc::Status s = reader->Finish();
   if (!s.ok()) return Fail(FromGrpc(s));

@@ -10,6 +10,7 @@
 #include "ledger/note/note.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "util/files/files.h"
+#include "util/text/terminal.h"
 
 namespace ledger::cmd {
 namespace {
@@ -48,8 +49,7 @@ absl::StatusOr<std::string> GivenKey(const Flags& flags) {
 // of the time note that may follow it (verify::SplitKeptCheckpoint).
 struct FlagCheckpointAndTime {
   note::Checkpoint checkpoint;
-  std::optional<int64_t> time_us;
-  int note_version = 0;  // of the time note, 0 when none
+  std::optional<verify::KeptTime> note;  // its time note's, when there is one
 };
 absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const std::string& name,
                                                      const std::string& vkey) {
@@ -62,10 +62,9 @@ absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const s
   if (!cp.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", cp.status().message()));
   FlagCheckpointAndTime out{*cp, std::nullopt};
   if (!kept.time_note.empty()) {
-    auto t = verify::KeptCheckpointTime(vkey, kept);
+    auto t = verify::KeptCheckpointNote(vkey, kept);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", t.status().message()));
-    out.time_us = *t;
-    out.note_version = verify::KeptNoteVersion(kept);
+    out.note = *t;
   }
   return out;
 }
@@ -132,9 +131,21 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
       if (!cp.ok()) return cp.status();
       options.not_older_than = cp->checkpoint.size;
       options.not_older_than_root = cp->checkpoint.root;
-      options.not_older_than_time_us = cp->time_us;
-      options.not_older_than_note_version = cp->note_version;
+      if (cp->note) {
+        options.not_older_than_time_us = cp->note->time_us;
+        options.not_older_than_note_version = cp->note->version;
+        options.not_older_than_run_map_root = cp->note->run_map_root;
+        options.not_older_than_team_map_root = cp->note->team_map_root;
+      }
     }
+  }
+  if (flags.Has("expect-grace-ms")) {
+    const std::string& arg = flags.Get("expect-grace-ms");
+    auto ms = flags.Int("expect-grace-ms");
+    if (arg.empty() || arg.find_first_not_of("0123456789") != std::string::npos || !ms.ok()) {
+      return absl::InvalidArgumentError("--expect-grace-ms: want a number of milliseconds");
+    }
+    options.expect_grace_ms = static_cast<uint64_t>(*ms);
   }
   return options;
 }
@@ -154,12 +165,16 @@ void DefineVerifyFlags(Flags& flags) {
   flags.Define("policy", "",
                "a C2SP tlog-policy file: the ledger's key must be one of its logs (the key, when no --vkey is "
                "given) and the checkpoint's cosignatures must meet its quorum");
+  flags.Define("expect-grace-ms", "",
+               "the ledger's grace (ledgerd --unknown-grace-ms) the auditor expects: a pack whose manifest states "
+               "another unknown_grace_ms fails");
   flags.Define("json", "", "the result as JSON", true);
 }
 
 int RunVerify(const Flags& flags, const std::string& pack_path, std::string_view program) {
   auto fail = [&](const absl::Status& s) {
-    std::cerr << program << ": " << s.message() << "\n";
+    // The message may quote the pack or the files given (util/text).
+    std::cerr << program << ": " << text::TerminalEscape(std::string(s.message())) << "\n";
     return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   };
   auto options = VerifyOptions(flags);
@@ -167,7 +182,9 @@ int RunVerify(const Flags& flags, const std::string& pack_path, std::string_view
   auto result = verify::VerifyPack(pack_path, *options);
   if (!result.ok()) return fail(result.status());
   if (flags.Bool("json")) {
-    std::cout << result->Json().dump() << "\n";
+    // Every character outside ASCII as \uXXXX: the same JSON, and nothing
+    // a terminal acts on.
+    std::cout << result->Json().dump(-1, ' ', /*ensure_ascii=*/true) << "\n";
   } else {
     std::cout << result->Summary();
   }

@@ -1,7 +1,7 @@
 // The options of `ledgerctl verify` from its flags, for every command that
 // verifies packs: --vkey FILE | --vkey-string S | --trust-pack-key,
 // --since CHECKPOINT, --expect-scope SCOPE, --not-older-than
-// SIZE|CHECKPOINT. The caller defines the flags.
+// SIZE|CHECKPOINT, --expect-grace-ms N. The caller defines the flags.
 //
 // Bad usage is INVALID_ARGUMENT naming the flag: a key given but empty or
 // malformed (never a fall back to the key inside the pack), no key and no
@@ -22,7 +22,8 @@ namespace ledger::cmd {
 absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags);
 
 // Defines the flags of verification (--vkey, --vkey-string,
-// --trust-pack-key, --since, --expect-scope, --not-older-than, --json), for
+// --trust-pack-key, --since, --expect-scope, --not-older-than,
+// --expect-grace-ms, --json), for
 // a program that only verifies.
 void DefineVerifyFlags(Flags& flags);
 

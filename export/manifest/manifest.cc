@@ -94,7 +94,7 @@ absl::StatusOr<Scope> ParseScope(const Json& j) {
     if (!from_us.ok()) return from_us.status();
     auto to_us = Int(j["to_us"], "scope.to_us");
     if (!to_us.ok()) return to_us.status();
-    if (*from_us >= *to_us) return Bad("scope.to_us", "want from_us < to_us");
+    if (*from_us >= *to_us) return Bad("scope.from_us", "want less than to_us");
     s.team = *team;
     s.from_us = *from_us;
     s.to_us = *to_us;

@@ -107,7 +107,7 @@ TEST(ManifestTest, RefusesEachBrokenRuleNamingTheField) {
                 "scope: a team window names its seqs (from_seq, to_seq)");
   ExpectRefused(with("{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"}",
                      "{\"from_seq\":0,\"from_us\":2,\"kind\":\"team\",\"team\":\"team-a\",\"to_seq\":1,\"to_us\":2}"),
-                "scope.to_us: want from_us < to_us");
+                "scope.from_us: want less than to_us");
   ExpectRefused(with("{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"}",
                      "{\"from_seq\":7,\"kind\":\"seq\",\"to_seq\":7}"),
                 "scope.to_seq: want from_seq < to_seq");

@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <malloc.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <climits>
@@ -137,7 +138,7 @@ la_ssize_t InflatedRead(archive* a, void* gzip, const void** buffer) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PackReader>> PackReader::Open(const std::string& pack_path, const Limits& limits) {
-  std::unique_ptr<PackReader> r(new PackReader(limits));
+  std::unique_ptr<PackReader> r(new PackReader(pack_path, limits));
   std::string head(gzip::kHeaderBytes, '\0');
   {
     std::ifstream in(pack_path, std::ios::binary);
@@ -167,30 +168,55 @@ PackReader::~PackReader() {
 }
 
 absl::StatusOr<std::optional<std::string>> PackReader::Next() {
+  while (true) {
+    archive_entry* e = nullptr;
+    int rc = archive_read_next_header(archive_, &e);
+    if (rc == ARCHIVE_EOF) {
+      if (auto s = CheckEnd(); !s.ok()) return s;
+      return std::nullopt;
+    }
+    if (rc != ARCHIVE_OK) return ArchiveError(archive_, "read");
+    auto name = Member(e);
+    if (!name.ok() || name->has_value()) return name;
+  }
+}
+
+absl::StatusOr<std::optional<std::string>> PackReader::Member(archive_entry* e) {
   static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries,
                                                kVkey,       kManifest,       kManifestSig, kOutcomes,
                                                kProofs,     kReport,         kRunHead,     kTeamWindow};
-  archive_entry* e = nullptr;
-  int rc = archive_read_next_header(archive_, &e);
-  if (rc == ARCHIVE_EOF) return std::nullopt;
-  if (rc != ARCHIVE_OK) return ArchiveError(archive_, "read");
   const char* raw = archive_entry_pathname(e);
   std::string path = raw ? raw : "";
   auto bad = [&](std::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat("pack: entry '", path, "': ", std::string(why)));
   };
-  if (archive_entry_filetype(e) != AE_IFREG) return bad("not a regular file");
+  // The top folder's own entry, "evidence" or "evidence/", first.
+  const size_t slash = path.find('/');
+  const bool top_dir = archive_entry_filetype(e) == AE_IFDIR && last_path_.empty() && !path.empty() &&
+                       (slash == std::string::npos || slash == path.size() - 1);
+  if (archive_entry_filetype(e) != AE_IFREG && !top_dir) return bad("not a regular file");
   if (path.empty() || path[0] == '/') return bad("absolute or empty name");
-  size_t slash = path.find('/');
-  if (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos) {
+  if (!top_dir && (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos)) {
     return bad("not a file directly in the top folder");
   }
-  std::string folder = path.substr(0, slash), name = path.substr(slash + 1);
+  std::string folder = path.substr(0, slash), name = top_dir ? "" : path.substr(slash + 1);
   if (folder == ".." || folder == "." || name == ".." || name == ".") return bad("'..' or '.'");
   if (top_.empty()) top_ = folder;
   if (folder != top_) return bad("a second top folder");
-  if (!kKnown.count(name)) return bad("not a file of an evidence pack");
+  if (!top_dir && !kKnown.count(name)) return bad("not a file of an evidence pack");
   if (seen_.count(name)) return bad("duplicate name");
+  if (path <= last_path_) return bad(absl::StrCat("not in sorted name order: it follows '", last_path_, "'"));
+  const unsigned mode = archive_entry_perm(e), want = top_dir ? 0755 : 0644;
+  if (mode != want) {
+    char octal[16];
+    std::snprintf(octal, sizeof octal, "%04o", mode);
+    return bad(absl::StrCat("mode ", octal, ", want ", top_dir ? "0755" : "0644"));
+  }
+  if (archive_entry_mtime(e) != 0 || archive_entry_mtime_nsec(e) != 0) {
+    return bad(absl::StrCat("mtime ", archive_entry_mtime(e), ", want 0"));
+  }
+  last_path_ = path;
+  if (top_dir) return std::nullopt;
   if (static_cast<int>(seen_.size()) >= limits_.max_files) return bad("too many files");
   int64_t declared = archive_entry_size(e);
   if (declared < 0 || static_cast<uint64_t>(declared) > limits_.max_file_bytes) {
@@ -200,6 +226,71 @@ absl::StatusOr<std::optional<std::string>> PackReader::Next() {
   name_ = path;
   file_bytes_ = 0;
   return name;
+}
+
+namespace {
+
+// A plain gzip file (not blocked, read by libarchive, which stops at the
+// tar's end and skips what follows the last member): its members inflated
+// again, each CRC checked, and nothing after the last.
+absl::Status PlainGzipEndsWithItsLastMember(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("pack: open ", path, ": cannot read it"));
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return absl::InternalError("pack: zlib: cannot start inflating");
+  std::vector<unsigned char> input(1 << 16), output(1 << 16);
+  absl::Status status;
+  uint64_t offset = 0;  // of the byte at z.next_in in the file
+  auto refill = [&] {
+    in.read(reinterpret_cast<char*>(input.data()), static_cast<std::streamsize>(input.size()));
+    z.next_in = input.data();
+    z.avail_in = static_cast<uInt>(in.gcount());
+    return z.avail_in > 0;
+  };
+  if (!refill()) return absl::InvalidArgumentError("pack: gzip: empty");
+  while (true) {
+    z.next_out = output.data();
+    z.avail_out = static_cast<uInt>(output.size());
+    const uInt before = z.avail_in;
+    int rc = inflate(&z, Z_NO_FLUSH);
+    offset += before - z.avail_in;
+    if (rc == Z_STREAM_END) {
+      if (z.avail_in == 0 && !refill()) break;
+      // Another member may follow (RFC 1952 section 2.2); nothing else may.
+      if (z.next_in[0] != 0x1f || (z.avail_in > 1 && z.next_in[1] != 0x8b)) {
+        status = absl::InvalidArgumentError(absl::StrCat("pack: bytes after the gzip stream, at byte ", offset));
+        break;
+      }
+      inflateReset(&z);
+      continue;
+    }
+    if (rc != Z_OK && !(rc == Z_BUF_ERROR && z.avail_in == 0)) {
+      status = absl::InvalidArgumentError(absl::StrCat("pack: gzip: bad data at byte ", offset));
+      break;
+    }
+    if (z.avail_in == 0 && !refill()) {
+      status = absl::InvalidArgumentError("pack: gzip: the last member is cut short");
+      break;
+    }
+  }
+  inflateEnd(&z);
+  return status;
+}
+
+}  // namespace
+
+absl::Status PackReader::CheckEnd() {
+  if (gzip_ == nullptr) return PlainGzipEndsWithItsLastMember(pack_path_);
+  // Blocked members to the end: what libarchive left unread is read here,
+  // and a byte that does not start a member is refused.
+  while (true) {
+    auto piece = gzip_->Next();
+    if (!piece.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pack: bytes after the gzip stream (", piece.status().message(), ")"));
+    }
+    if (piece->empty()) return absl::OkStatus();
+  }
 }
 
 absl::StatusOr<std::string_view> PackReader::Read() {

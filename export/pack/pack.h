@@ -54,6 +54,7 @@ class Run;
 }  // namespace evidence::ledger::v1
 
 struct archive;
+struct archive_entry;
 
 namespace ledger::pack {
 
@@ -99,8 +100,11 @@ struct Limits {
 // Reads a pack's files in archive order, once, without writing anything:
 // blocked gzip (export/gzip) is inflated on several threads, any other gzip
 // by libarchive. Refuses, naming the entry: more than one top folder,
-// absolute names, "..", any type but a regular file, duplicate or unknown
-// names, files or a total over the limits, and archives that do not decode.
+// absolute names, "..", any type but a regular file (the top folder's own
+// directory entry excepted, first, mode 0755, mtime 0), duplicate or
+// unknown names, names out of sorted order, a mode other than 0644, an
+// mtime other than 0, files or a total over the limits, and archives that
+// do not decode; at the end, any byte after the last gzip member.
 class PackReader {
  public:
   static absl::StatusOr<std::unique_ptr<PackReader>> Open(const std::string& pack_path, const Limits& limits);
@@ -109,20 +113,26 @@ class PackReader {
   PackReader& operator=(const PackReader&) = delete;
 
   // Moves to the next file and returns its name (without the top folder);
-  // nullopt after the last.
+  // nullopt after the last, once the rest of the file is checked.
   absl::StatusOr<std::optional<std::string>> Next();
   // The next piece of the current file, valid until the next call; empty
   // at the file's end. A sparse file (a gap in the data) is refused.
   absl::StatusOr<std::string_view> Read();
 
  private:
-  explicit PackReader(const Limits& limits) : limits_(limits) {}
+  explicit PackReader(const std::string& pack_path, const Limits& limits) : pack_path_(pack_path), limits_(limits) {}
+  // The member's header checked; its name in the top folder, or nullopt
+  // for the top folder's directory entry.
+  absl::StatusOr<std::optional<std::string>> Member(archive_entry* e);
+  // After the tar's end: nothing but gzip members up to the file's end.
+  absl::Status CheckEnd();
 
+  std::string pack_path_;
   Limits limits_;
   archive* archive_ = nullptr;
   std::unique_ptr<gzip::Reader> gzip_;
   std::set<std::string> seen_;
-  std::string top_, name_;
+  std::string top_, name_, last_path_;
   uint64_t file_bytes_ = 0, total_bytes_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -108,7 +109,10 @@ TEST_F(ExportServiceTest, TheCosignHookFillsTheCheckpointAndItsRefusalLeavesNoPa
   auto witness = *cosign::Cosigner::FromSeed("w.example/w", std::string(32, '\x07'));
   exports_->SetCosign([&](const std::string& note) -> absl::StatusOr<std::string> {
     if (refuse) return absl::UnavailableError("the checkpoint of size 1 lacks the witness quorum W");
-    return note + *witness.Cosign(note.substr(0, note.find("\n\n") + 1), 1767225600);
+    // A witness cosigns after the ledger signed (a verifier refuses a cosignature before the signed time).
+    uint64_t now_s = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    return note + *witness.Cosign(note.substr(0, note.find("\n\n") + 1), now_s + 1);
   });
   Serve();
   std::string path = dir_.Sub("cosigned.tar.gz");

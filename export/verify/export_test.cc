@@ -384,8 +384,8 @@ TEST_F(PackTest, ARunPackWithoutItsLastEntryIsRefusedEvenResigned) {
   r = Verify(Tamper(p, shorter, true));
   ExpectFailure(r, pack::kRunHead, -1, "the proof leads to map root ");
 
-  // Without the proof, as a format 2 pack: its time note still signs a map
-  // root, so the proof is owed.
+  // Without the proof, as a format 2 pack: its time note signs map roots,
+  // which no format 2 pack's note does (section 7's table).
   auto downgraded = [&](const std::string& dir) {
     Forge(dir, drop_last, [](nlohmann::json& m) {
       m["format"] = 2;
@@ -394,9 +394,7 @@ TEST_F(PackTest, ARunPackWithoutItsLastEntryIsRefusedEvenResigned) {
     std::filesystem::remove(dir + "/" + pack::kRunHead);
   };
   r = Verify(Tamper(p, downgraded, true));
-  ExpectFailure(r, pack::kRunHead, -1,
-                "missing: a run pack whose checkpoint-time note signs a run-head map root carries its run's head "
-                "proof");
+  ExpectFailure(r, pack::kCheckpointTime, -1, "format 2 pack with a version 3 note");
   // Dropping a whole run's entries is the same claim, refused the same way.
   r = Verify(Tamper(
       p,
@@ -485,7 +483,7 @@ TEST_F(PackTest, ChangedOutcomesAreRefused) {
       p,
       [&](const std::string& dir) {
         std::string o = Read(dir + "/outcomes.json");
-        size_t at = o.find("\"pending\"");
+        size_t at = o.find("\"state\":\"pending\"") + 8;
         o.replace(at, 9, "\"succeeded\"");
         Write(dir + "/outcomes.json", o);
       },
@@ -503,8 +501,12 @@ TEST_F(PackTest, HostileArchivesAreRefused) {
   std::filesystem::create_directories(d + "/evidence");
   std::filesystem::create_symlink("/etc/passwd", d + "/evidence/checkpoint");
   std::string link = dir_.Sub("link.tar.gz");
-  ASSERT_EQ(std::system(("tar -czf " + link + " -C " + d + " evidence").c_str()), 0);
-  EXPECT_EQ(Verify(link).message, "pack: entry 'evidence/': not a regular file");
+  ASSERT_EQ(std::system(("tar -czf " + link + " -C " + d + " evidence/checkpoint").c_str()), 0);
+  EXPECT_EQ(Verify(link).message, "pack: entry 'evidence/checkpoint': not a regular file");
+  // A top folder's directory entry other than the exporter's (mtime 0).
+  std::string folder = dir_.Sub("folder.tar.gz");
+  ASSERT_EQ(std::system(("tar --mtime=@5 --mode=0755 -czf " + folder + " -C " + d + " evidence").c_str()), 0);
+  EXPECT_EQ(Verify(folder).message, "pack: entry 'evidence/': mtime 5, want 0");
   std::filesystem::remove_all(d + "/evidence");
   std::filesystem::create_directories(d + "/a");
   Write(d + "/a/x", "x");
@@ -552,7 +554,7 @@ class WitnessedPackTest : public PackTest {
 
 TEST_F(WitnessedPackTest, ThePackCarriesTheCosignedCheckpointAndAPolicyChecksItsQuorum) {
   std::string pack = ExportCosigned("both.tar.gz", [&](const std::string& text) {
-    return *a_.Cosign(text, 1767225600) + *stranger_.Cosign(text, 5) + *b_.Cosign(text, 1767225601);
+    return *a_.Cosign(text, 4102444800) + *stranger_.Cosign(text, 5) + *b_.Cosign(text, 4102444801);
   });
   // Without a policy, the lines change nothing.
   EXPECT_TRUE(Verify(pack).ok) << Verify(pack).message;
@@ -561,8 +563,8 @@ TEST_F(WitnessedPackTest, ThePackCarriesTheCosignedCheckpointAndAPolicyChecksIts
   ASSERT_TRUE(r->ok) << r->message;
   EXPECT_EQ(r->quorum, "both");
   std::string summary = r->Summary();
-  EXPECT_NE(summary.find("\nwitnessed: quorum both met; cosigned by A at 2026-01-01T00:00:00Z (1767225600), B at "
-                         "2026-01-01T00:00:01Z (1767225601)\n"),
+  EXPECT_NE(summary.find("\nwitnessed: quorum both met; cosigned by A at 2100-01-01T00:00:00Z (4102444800), B at "
+                         "2100-01-01T00:00:01Z (4102444801)\n"),
             std::string::npos)
       << summary;  // the stranger's line is ignored
   EXPECT_EQ(r->Json()["witnessed"]["cosigned"].size(), 2u);
@@ -576,7 +578,8 @@ TEST_F(WitnessedPackTest, ThePackCarriesTheCosignedCheckpointAndAPolicyChecksIts
 }
 
 TEST_F(WitnessedPackTest, AMissingForgedOrUnlistedCosignatureIsRefused) {
-  std::string only_a = ExportCosigned("a.tar.gz", [&](const std::string& text) { return *a_.Cosign(text, 7); });
+  std::string only_a =
+      ExportCosigned("a.tar.gz", [&](const std::string& text) { return *a_.Cosign(text, 4102444800); });
   auto r = VerifyUnder(only_a, Policy("both"), true);
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectFailure(*r, pack::kCheckpoint, -1, "the policy's quorum both is not met: no cosignature from B; cosigned by A");
@@ -585,7 +588,7 @@ TEST_F(WitnessedPackTest, AMissingForgedOrUnlistedCosignatureIsRefused) {
   EXPECT_TRUE(VerifyUnder(only_a, Policy("A"), true)->ok);
   // B's line made over another checkpoint, pasted in.
   std::string forged = ExportCosigned("forged.tar.gz", [&](const std::string& text) {
-    return *a_.Cosign(text, 7) + *b_.Cosign("ledger.test/packs\n1\nAAAA\n", 7);
+    return *a_.Cosign(text, 4102444800) + *b_.Cosign("ledger.test/packs\n1\nAAAA\n", 4102444800);
   });
   ExpectFailure(*VerifyUnder(forged, Policy("A"), true), pack::kCheckpoint, -1,
                 "the cosignature of witness B does not verify");

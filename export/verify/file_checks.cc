@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <istream>
+#include <streambuf>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "export/verify/signature_lines.h"
+#include "export/verify/strict_json.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/runmap/proof_json.h"
@@ -17,21 +22,27 @@ namespace ledger::verify {
 std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpoint& cp, const std::string* json,
                              const std::optional<note::Checkpoint>& since, Result* r) {
   if (json == nullptr) {
+    // With --since the file is required, at equal sizes too (the exporter
+    // writes it with an empty proof): CONTRACT.md section 7.
     if (!since) return "";
-    if (since->size != cp.size || since->root != cp.root) {
-      return absl::StrCat("missing: --since asks for consistency with the checkpoint at size ", since->size);
-    }
-    r->since_size = since->size;
-    r->since_root = hash::Hex(since->root);
-    r->since_given = true;
-    return "";
+    return absl::StrCat("missing: --since asks for consistency with the checkpoint at size ", since->size);
   }
-  nlohmann::json c = nlohmann::json::parse(*json, nullptr, false);
-  if (c.is_discarded() || !c.is_object() || !c.contains("old_checkpoint") || !c["old_checkpoint"].is_string() ||
-      !c.contains("proof") || !c["proof"].is_array()) {
+  auto parsed = ParseStrictJson(*json);
+  if (!parsed.ok()) return std::string(parsed.status().message());
+  const nlohmann::json& c = *parsed;
+  if (!c.is_object()) return "not {\"old_checkpoint\":...,\"proof\":[...]}";
+  for (const auto& [key, value] : c.items()) {
+    if (key != "old_checkpoint" && key != "proof") return absl::StrCat(key, ": not a field");
+  }
+  if (!c.contains("old_checkpoint") || !c["old_checkpoint"].is_string() || !c.contains("proof") ||
+      !c["proof"].is_array()) {
     return "not {\"old_checkpoint\":...,\"proof\":[...]}";
   }
-  auto old_text = verifier.Open(c["old_checkpoint"].get<std::string>());
+  const std::string& old_note = c["old_checkpoint"].get_ref<const std::string&>();
+  if (std::string bad = CheckSignatureLines(old_note, verifier.name(), verifier.key_id()); !bad.empty()) {
+    return absl::StrCat("old_checkpoint: ", bad);
+  }
+  auto old_text = verifier.Open(old_note);
   if (!old_text.ok()) return absl::StrCat("old_checkpoint: ", old_text.status().message());
   auto old = note::ParseCheckpoint(*old_text);
   if (!old.ok() || old->origin != cp.origin) return "old_checkpoint: not a checkpoint of this log";
@@ -65,10 +76,14 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
     return m.format >= 2 ? "missing: a format 2 pack carries its checkpoint's time note" : "";
   }
   if (m.format < 2) return "a format 1 pack carries no time note";
+  if (std::string bad = CheckSignatureLines(*time_note, verifier.name(), verifier.key_id()); !bad.empty()) return bad;
   auto text = verifier.Open(*time_note);
   if (!text.ok()) return std::string(text.status().message());
   auto t = note::ParseCheckpointTime(*text);
   if (!t.ok()) return std::string(t.status().message());
+  // Section 7's table: a format 2 pack carries a version 1 note (and no
+  // run-head.json); a note with a map root makes it format 3 or 4.
+  if (m.format == 2 && t->version() >= 2) return absl::StrCat("format 2 pack with a version ", t->version(), " note");
   if (t->checkpoint.origin != cp.origin || t->checkpoint.size != cp.size || t->checkpoint.root != cp.root) {
     return absl::StrCat("names the checkpoint of ", t->checkpoint.origin, " at size ", t->checkpoint.size, " root ",
                         hash::Hex(t->checkpoint.root), ", the pack's is size ", cp.size, " root ", hash::Hex(cp.root));
@@ -100,6 +115,7 @@ std::string CheckRunHead(const manifest::Manifest& m, const std::string* run_hea
   if (run_head == nullptr) return "missing: a format 3 run pack carries its run's head proof";
   std::string text = *run_head;
   if (!text.empty() && text.back() == '\n') text.pop_back();
+  if (auto twice = DuplicateKey(text)) return absl::StrCat("key ", *twice, " twice");
   auto proof = runmap::ParseProof(text);
   if (!proof.ok()) return std::string(proof.status().message());
   auto key = runmap::RunKey(m.scope.team, m.scope.run_id);
@@ -174,6 +190,91 @@ std::string CheckTimeOrder(std::optional<int64_t> signed_at_us, std::optional<in
     }
   }
   return "";
+}
+
+std::string CheckKeptRoots(const Result& r, const std::optional<hash::Hash>& kept_run_root,
+                           const std::optional<hash::Hash>& kept_team_root, const char* flag) {
+  for (auto [kept, pack_root, map] :
+       {std::tuple{&kept_run_root, &r.run_map_root, "runs"}, std::tuple{&kept_team_root, &r.team_map_root, "teams"}}) {
+    if (!kept->has_value() || !pack_root->has_value() || **kept == **pack_root) continue;
+    return absl::StrCat(map, " root ", hash::Hex(**pack_root), " at tree size ", r.tree_size,
+                        ", the note kept with the checkpoint given with ", flag, " signs ", hash::Hex(**kept),
+                        " at that size");
+  }
+  return "";
+}
+
+namespace {
+
+// A witness's cosignature times are whole seconds: the time is after one
+// only when it is in a later second.
+std::string CheckCosignatureTimes(int64_t signed_at_us, const std::vector<std::pair<std::string, uint64_t>>& times) {
+  const int64_t seconds = signed_at_us / 1'000'000;
+  for (const auto& [witness, time] : times) {
+    if (seconds <= 0 || static_cast<uint64_t>(seconds) <= time) continue;
+    return absl::StrCat("time ", SignedTime(signed_at_us), " is after the cosignature time ", time, " of witness ",
+                        witness, ": a witness cosigns a checkpoint after the ledger signed it");
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string CheckTimeAgainstEntries(const Result& r, const StreamCheck& stream,
+                                    const std::vector<std::pair<std::string, uint64_t>>& cosignature_times) {
+  if (auto v2 = stream.first_version2_seq(); v2 && !r.team_map_root) {
+    return absl::StrCat(r.signed_at_us ? absl::StrCat("a version ", r.run_map_root ? 2 : 1, " note") : "missing",
+                        ", but entries.jsonl holds a leaf of version 2 (seq ", *v2,
+                        "): a ledger that writes version 2 leaves signs version 3 notes");
+  }
+  if (!r.signed_at_us) return "";
+  if (auto latest = stream.latest_logged(); latest && *r.signed_at_us < latest->logged_at_us) {
+    return absl::StrCat("time ", SignedTime(*r.signed_at_us), " is before entry ", latest->seq, "'s logged_at_us ",
+                        SignedTime(latest->logged_at_us), ": the ledger signs a checkpoint after it logs its entries");
+  }
+  return CheckCosignatureTimes(*r.signed_at_us, cosignature_times);
+}
+
+std::string CheckGrace(const manifest::Manifest& m, std::optional<uint64_t> expect_grace_ms) {
+  if (!expect_grace_ms || m.unknown_grace_ms == expect_grace_ms) return "";
+  return absl::StrCat(
+      "unknown_grace_ms: ", m.unknown_grace_ms ? absl::StrCat(*m.unknown_grace_ms) : "none (a format 1 pack)",
+      ", the auditor expects ", *expect_grace_ms, " (--expect-grace-ms)");
+}
+
+namespace {
+
+// A file of the archive as a stream, the reader's pieces in turn.
+class PieceBuffer : public std::streambuf {
+ public:
+  explicit PieceBuffer(pack::PackReader& reader) : reader_(reader) {}
+
+ protected:
+  int_type underflow() override {
+    auto piece = reader_.Read();
+    if (!piece.ok() || piece->empty()) return traits_type::eof();
+    char* at = const_cast<char*>(piece->data());
+    setg(at, at, at + piece->size());
+    return traits_type::to_int_type(*at);
+  }
+
+ private:
+  pack::PackReader& reader_;
+};
+
+}  // namespace
+
+std::optional<std::string> ArchivedFileDuplicateKey(const std::string& pack_path, const std::string& name) {
+  auto reader = pack::PackReader::Open(pack_path, pack::Limits());
+  if (!reader.ok()) return std::nullopt;
+  while (true) {
+    auto next = (*reader)->Next();
+    if (!next.ok() || !next->has_value()) return std::nullopt;
+    if (**next == name) break;
+  }
+  PieceBuffer buffer(**reader);
+  std::istream in(&buffer);
+  return DuplicateKey(in);
 }
 
 // What the report is made from (pack::WriteReport): the manifest without

@@ -8,8 +8,11 @@
 #ifndef EXPORT_VERIFY_FILE_CHECKS_H_
 #define EXPORT_VERIFY_FILE_CHECKS_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
@@ -21,15 +24,18 @@
 
 namespace ledger::verify {
 
-// Checks consistency.json (`json`, null when the pack has none) against the
-// checkpoint `cp`, and that it starts at `since` when given; notes the
-// earlier checkpoint in `r`. What fails, or "".
+// Checks consistency.json (`json`, null when the pack has none; required
+// when `since` is given) against the checkpoint `cp`: exactly the keys
+// old_checkpoint and proof, each once, and a proof that starts at `since`
+// when given; notes the earlier checkpoint in `r`. What fails, or "".
 std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpoint& cp, const std::string* json,
                              const std::optional<note::Checkpoint>& since, Result* r);
 
 // Checks checkpoint-time (`time_note`, null when the pack has none): from
-// format 2 on it is there, signed by the key, naming exactly the pack's
-// checkpoint; notes its time in `r`. What fails, or "".
+// format 2 on it is there, its signature lines well formed and signed once
+// by the key, of a version the format allows (format 2: version 1; format
+// 3: 2 or 3; format 4: 3), naming exactly the pack's checkpoint; notes its
+// time in `r`. What fails, or "".
 std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp, const manifest::Manifest& m,
                       const std::string* time_note, Result* r);
 
@@ -54,6 +60,33 @@ std::string CheckDeadlines(const manifest::Manifest& m, std::optional<int64_t> s
 // stated and not before them. What fails, or "".
 std::string CheckTimeOrder(std::optional<int64_t> signed_at_us, std::optional<int64_t> since_us,
                            std::optional<int64_t> not_older_than_us);
+
+// A time note kept with an earlier checkpoint of the pack's very tree size
+// (`flag`: --since or --not-older-than) and the pack's note: each map root
+// both sign MUST be the same (one tree has one run-head and one team-head
+// map). What fails, or "".
+std::string CheckKeptRoots(const Result& r, const std::optional<hash::Hash>& kept_run_root,
+                           const std::optional<hash::Hash>& kept_team_root, const char* flag);
+
+// The signed time and the note's version against what the pack holds: a
+// ledger that writes version 2 leaves (team chains) signs version 3 notes;
+// it signs a checkpoint after it logs the entries emitters appended to it
+// (its own declarations it logs as it signs); and a
+// witness cosigns a checkpoint after the ledger signed it, so the time is
+// not after any of `cosignature_times` (witness name, POSIX seconds). What
+// fails, or "".
+std::string CheckTimeAgainstEntries(const Result& r, const StreamCheck& stream,
+                                    const std::vector<std::pair<std::string, uint64_t>>& cosignature_times);
+
+// The manifest's grace against the one the auditor expects
+// (--expect-grace-ms). What fails, or "".
+std::string CheckGrace(const manifest::Manifest& m, std::optional<uint64_t> expect_grace_ms);
+
+// The key found twice in one object of the pack's file `name` (a JSON
+// document checked by its digest, such as outcomes.json), read again from
+// the archive as it streams out: asked only when the digest differs, to
+// name the reason.
+std::optional<std::string> ArchivedFileDuplicateKey(const std::string& pack_path, const std::string& name);
 
 // What the report is made from (pack::WriteReport): the manifest without
 // its files, as the exporter gives it before the digests exist.

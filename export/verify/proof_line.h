@@ -1,5 +1,5 @@
 // A line of proofs.jsonl: {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]}
-// (JSON: any spacing and key order, no other key).
+// (JSON: any spacing and key order, no other key, no key twice).
 //
 // ProofLineParser reads the exporter's exact compact form fast, reusing the
 // hashes the line before spelled the same way (neighbours share most of

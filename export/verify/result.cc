@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "export/verify/verify.h"
 #include "ledger/note/note.h"
+#include "util/text/terminal.h"
 
 namespace ledger::verify {
 namespace {
@@ -19,7 +20,7 @@ std::string WitnessedLine(const std::string& quorum, const std::vector<tlogpolic
   out += "cosigned by ";
   for (size_t i = 0; i < cosigned.size(); ++i) {
     absl::StrAppend(
-        &out, i ? ", " : "", cosigned[i].witness, " at ",
+        &out, i ? ", " : "", text::TerminalEscape(cosigned[i].witness), " at ",
         absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(cosigned[i].time)),
                          absl::UTCTimeZone()),
         " (", cosigned[i].time, ")");
@@ -42,16 +43,7 @@ KeptCheckpoint SplitKeptCheckpoint(const std::string& file) {
   return {file.substr(0, at), file.substr(at)};
 }
 
-int KeptNoteVersion(const KeptCheckpoint& kept) {
-  int version = 0;
-  for (auto [h, v] : {std::pair{note::kCheckpointTimeHeader, 1}, std::pair{note::kCheckpointTimeHeaderV2, 2},
-                      std::pair{note::kCheckpointTimeHeaderV3, 3}}) {
-    if (kept.time_note.starts_with(absl::StrCat(h, "\n"))) version = v;
-  }
-  return version;
-}
-
-absl::StatusOr<int64_t> KeptCheckpointTime(const std::string& vkey, const KeptCheckpoint& kept) {
+absl::StatusOr<KeptTime> KeptCheckpointNote(const std::string& vkey, const KeptCheckpoint& kept) {
   auto verifier = note::Verifier::Parse(vkey);
   if (!verifier.ok()) return verifier.status();
   auto cp_text = verifier->Open(kept.checkpoint);
@@ -65,7 +57,13 @@ absl::StatusOr<int64_t> KeptCheckpointTime(const std::string& vkey, const KeptCh
   if (t->checkpoint.origin != cp->origin || t->checkpoint.size != cp->size || t->checkpoint.root != cp->root) {
     return absl::InvalidArgumentError("time note: not the time note of the checkpoint before it");
   }
-  return t->time_us;
+  return KeptTime{t->time_us, t->version(), t->run_map_root, t->team_map_root};
+}
+
+absl::StatusOr<int64_t> KeptCheckpointTime(const std::string& vkey, const KeptCheckpoint& kept) {
+  auto note = KeptCheckpointNote(vkey, kept);
+  if (!note.ok()) return note.status();
+  return note->time_us;
 }
 
 std::string SignedTime(int64_t time_us) {
@@ -140,6 +138,9 @@ nlohmann::json Result::Json() const {
 }
 
 std::string Result::Summary() const {
+  // Every value below but the counts came from the pack: escaped for the
+  // terminal (util/text), so that a name cannot rewrite the lines around it.
+  auto e = [](std::string_view value) { return text::TerminalEscape(value); };
   std::string out;
   if (trusted_key_in_pack) {
     out +=
@@ -148,15 +149,15 @@ std::string Result::Summary() const {
         "published key.\n";
   }
   if (ok) {
-    absl::StrAppend(&out, "OK: ", entries, " entries of ", scope, " verified against the checkpoint of ", origin,
-                    " at tree size ", tree_size, ", root ", root,
+    absl::StrAppend(&out, "OK: ", entries, " entries of ", e(scope), " verified against the checkpoint of ", e(origin),
+                    " at tree size ", tree_size, ", root ", e(root),
                     signed_at_us ? absl::StrCat(", signed at ", SignedTime(*signed_at_us))
                                  : ", signing time: not stated (checkpoint signed before the ledger signed times)",
                     ".\n");
     if (quorum) absl::StrAppend(&out, WitnessedLine(*quorum, cosigned));
     if (since_size.has_value()) {
       absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
-                      since_root, since_given ? " (the one given with --since)" : "", ".\n");
+                      e(since_root), since_given ? " (the one given with --since)" : "", ".\n");
     }
     if (run_complete.has_value()) {
       if (*run_complete == 0) {
@@ -166,12 +167,12 @@ std::string Result::Summary() const {
                         *run_complete, " entries).\n");
       }
       for (const std::string& step : unsettled) {
-        absl::StrAppend(&out, step, ": no completion in the log up to seq ", tree_size - 1, " (proven).\n");
+        absl::StrAppend(&out, e(step), ": no completion in the log up to seq ", tree_size - 1, " (proven).\n");
       }
     }
-    if (!team_window.empty()) absl::StrAppend(&out, team_window, "\n");
+    if (!team_window.empty()) absl::StrAppend(&out, e(team_window), "\n");
   } else {
-    absl::StrAppend(&out, "FAILED: ", file, seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ", message, "\n");
+    absl::StrAppend(&out, "FAILED: ", e(file), seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ", e(message), "\n");
   }
   return out;
 }

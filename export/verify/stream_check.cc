@@ -12,9 +12,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "export/verify/proof_line.h"
+#include "export/verify/strict_json.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/receipt/receipt.h"
 #include "util/tasks/channel.h"
 #include "util/tasks/tasks.h"
 
@@ -111,13 +113,23 @@ class LinePass {
   virtual void Finish() = 0;
   // A line was longer than kMaxLineBytes: the rest is not checked.
   virtual void Overlong() = 0;
+  // After Finish: the file's last line has no "\n" (a line is a leaf or a
+  // proof and its newline; a last line without one is not a line of the
+  // pack, and a reader that drops it would see one entry fewer).
+  virtual void Unterminated() = 0;
 };
+
+// The failure of a last line without its newline, the file's line `line`
+// (0-based).
+Failure UnterminatedLine(const char* file, uint64_t line) {
+  return Failure{line, Failure::kDecode, file, -1, absl::StrCat("line ", line + 1, ": no newline at its end")};
+}
 
 // Cuts `next`'s pieces into chunks of whole lines for `pass`.
 absl::Status Feed(LinePass& pass, NextPiece next) {
   LineChunker chunker;
   auto emit = [&](std::string chunk, size_t lines) { pass.AddChunk(std::move(chunk), lines); };
-  bool fits = true;
+  bool fits = true, ends_in_newline = true;
   while (true) {
     auto piece = next();
     if (!piece.ok()) {
@@ -125,11 +137,13 @@ absl::Status Feed(LinePass& pass, NextPiece next) {
       return piece.status();
     }
     if (piece->empty()) break;
+    ends_in_newline = piece->back() == '\n';
     if (fits && !chunker.Add(*piece, emit)) fits = false;
   }
   if (fits) {
     chunker.Finish(emit);
     pass.Finish();
+    if (!ends_in_newline) pass.Unterminated();
   } else {
     pass.Overlong();
   }
@@ -231,6 +245,7 @@ class StreamCheck::EntryPass : public LinePass {
     KeepFirst(&failure_, Failure{next_line_, Failure::kDecode, pack::kEntries, -1,
                                  absl::StrCat("a line longer than ", kMaxLineBytes, " bytes")});
   }
+  void Unterminated() override { KeepFirst(&failure_, UnterminatedLine(pack::kEntries, next_line_ - 1)); }
 
   const std::optional<Failure>& failure() const { return failure_; }
   uint64_t entries() const { return entries_; }
@@ -239,6 +254,8 @@ class StreamCheck::EntryPass : public LinePass {
   const std::string& first_team() const { return first_team_; }
   const std::string& first_run() const { return first_run_; }
   const TeamChainFacts& team_chain() const { return team_chain_; }
+  const std::optional<StreamCheck::Logged>& latest_logged() const { return latest_logged_; }
+  std::optional<uint64_t> first_version2_seq() const { return first_version2_seq_; }
 
  private:
   struct Decoded {
@@ -330,6 +347,13 @@ class StreamCheck::EntryPass : public LinePass {
     records_->write(reinterpret_cast<const char*>(&rec), sizeof rec);
     if (failure_) return;
     NoteTeamLink(*entry);
+    // The ledger's own declarations (step_unknown) are logged while it
+    // signs, after the time it signs: only what emitters appended counts.
+    if (entry->emitter != receipt::kLedgerEmitter &&
+        (!latest_logged_ || entry->logged_at_us > latest_logged_->logged_at_us)) {
+      latest_logged_ = StreamCheck::Logged{entry->seq, entry->logged_at_us};
+    }
+    if (entry->version >= 2 && !first_version2_seq_) first_version2_seq_ = entry->seq;
     last_seq_ = entry->seq;
     last_hash_ = d.hashes[k];
     batch->entries.push_back(*std::move(entry));
@@ -358,6 +382,8 @@ class StreamCheck::EntryPass : public LinePass {
   const uint64_t tree_size_;
   std::ofstream* records_;
   TeamChainFacts team_chain_;
+  std::optional<StreamCheck::Logged> latest_logged_;
+  std::optional<uint64_t> first_version2_seq_;
   std::deque<std::future<Decoded>> inflight_;
   uint64_t next_line_ = 0, entries_ = 0;
   std::optional<uint64_t> last_seq_;
@@ -421,6 +447,7 @@ class StreamCheck::ProofPass : public LinePass {
     KeepFirst(&failure_, Failure{next_line_, Failure::kProof, pack::kProofs, -1,
                                  absl::StrCat("a line longer than ", kMaxLineBytes, " bytes")});
   }
+  void Unterminated() override { KeepFirst(&failure_, UnterminatedLine(pack::kProofs, next_line_ - 1)); }
 
   const std::optional<Failure>& failure() const { return failure_; }
   bool more_proofs() const { return more_proofs_; }
@@ -450,6 +477,9 @@ class StreamCheck::ProofPass : public LinePass {
       int64_t proof_seq = -1;
       std::string_view proof_leaf_hash;
       if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash) || proof_seq != rec.tail_seq) {
+        if (auto twice = DuplicateKey(line)) {
+          return fail(Failure::kProof, absl::StrCat("line ", at + 1, ": key ", *twice, " twice"));
+        }
         return fail(Failure::kProof, "not the proof line of this entry");
       }
       hash::Hash proof_leaf;
@@ -558,5 +588,7 @@ uint64_t StreamCheck::entries() const { return entry_pass_->entries(); }
 std::optional<uint64_t> StreamCheck::last_seq() const { return entry_pass_->last_seq(); }
 hash::Hash StreamCheck::last_leaf_hash() const { return entry_pass_->last_hash(); }
 const TeamChainFacts& StreamCheck::team_chain() const { return entry_pass_->team_chain(); }
+std::optional<StreamCheck::Logged> StreamCheck::latest_logged() const { return entry_pass_->latest_logged(); }
+std::optional<uint64_t> StreamCheck::first_version2_seq() const { return entry_pass_->first_version2_seq(); }
 
 }  // namespace ledger::verify

@@ -99,6 +99,15 @@ class StreamCheck {
   // The leaf hash of the entry of last_seq() (meaningless without one).
   hash::Hash last_leaf_hash() const;
   const TeamChainFacts& team_chain() const;
+  // The entry an emitter logged last (the largest logged_at_us, the first
+  // of equal ones; not the ledger's own declarations, logged as it signs),
+  // and the first version 2 leaf: nullopt when there is none.
+  struct Logged {
+    uint64_t seq = 0;
+    int64_t logged_at_us = 0;
+  };
+  std::optional<Logged> latest_logged() const;
+  std::optional<uint64_t> first_version2_seq() const;
 
  private:
   class EntryPass;

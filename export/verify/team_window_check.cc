@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "export/pack/team_window.h"
 #include "export/verify/file_checks.h"
+#include "export/verify/strict_json.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/receipt/entry.h"
@@ -144,6 +145,7 @@ std::string CheckTeamWindow(const manifest::Manifest& m, const note::Checkpoint&
     return "missing: a team window whose checkpoint-time note signs a team-head map root carries its team chain "
            "proof";
   }
+  if (auto twice = DuplicateKey(*file)) return absl::StrCat("key ", *twice, " twice");
   auto w = pack::ParseTeamWindow(*file);
   if (!w.ok()) return std::string(w.status().message());
   std::optional<BoundEntry> before, after;

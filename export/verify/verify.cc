@@ -16,12 +16,14 @@
 #include "export/pack/team_window.h"
 #include "export/verify/digest_thread.h"
 #include "export/verify/file_checks.h"
+#include "export/verify/signature_lines.h"
 #include "export/verify/stream_check.h"
 #include "ledger/cosign/cosign.h"
 #include "ledger/hash/hash.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
 #include "ledger/runmap/proof_json.h"
+#include "util/text/terminal.h"
 
 namespace ledger::verify {
 namespace {
@@ -32,7 +34,7 @@ namespace {
 // the way. A file that comes before what it needs (a pack whose names are
 // not in the order the exporter writes them) is spilled to a private
 // temporary file and checked after the archive.
-constexpr size_t kSmallFileBytes = size_t{1} << 20;
+constexpr size_t kSmallFileBytes = size_t{1} << 20;  // 1 MiB
 
 // A checkpoint's body, read before its signature can be checked (the key
 // may come later in the archive); it is verified before anything that
@@ -43,25 +45,6 @@ std::optional<note::Checkpoint> UncheckedCheckpoint(std::string_view signed_note
   auto cp = note::ParseCheckpoint(signed_note.substr(0, end + 1));
   if (!cp.ok()) return std::nullopt;
   return *cp;
-}
-
-// A message as an auditor's terminal and JSON may show it: a hostile pack
-// chooses some of its text (names, hashes), so every byte outside printable
-// ASCII, and the backslash, is written \xNN.
-std::string Printable(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && c != '\\') {
-      out += c;
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
 }
 
 // A scope as asked for with --expect-scope, for messages: a team window's
@@ -81,9 +64,11 @@ bool SameScope(const Scope& pack, const Scope& want) {
 
 Result Fail(Result r, const std::string& file, int64_t seq, const std::string& message) {
   r.ok = false;
-  r.file = Printable(file);
+  // A hostile pack chooses some of the text (names, ids, hashes): what a
+  // terminal would act on is escaped (util/text).
+  r.file = text::TerminalEscape(file);
   r.seq = seq;
-  r.message = Printable(message);
+  r.message = text::TerminalEscape(message);
   return r;
 }
 
@@ -101,26 +86,51 @@ absl::StatusOr<std::string> PolicyKey(const tlogpolicy::Policy& policy, const st
   return absl::InvalidArgumentError(absl::StrCat("--policy: no log of the policy is named ", name));
 }
 
+// The checkpoint file with one cosignature line per policy witness: the
+// first of a witness's lines, once every line of that witness (same name
+// and key ID) verifies on its own; a witness cosigning twice counts once
+// towards the quorum. `times` gets every verified line's time.
+absl::StatusOr<std::string> OneLinePerWitness(const tlogpolicy::Policy& policy, const std::string& note,
+                                              std::vector<std::pair<std::string, uint64_t>>* times) {
+  auto parts = cosign::SplitNote(note);
+  if (!parts.ok()) return parts.status();
+  std::string out = parts->text + "\n";
+  std::vector<bool> kept(policy.witnesses().size(), false);
+  for (const std::string& line : parts->signatures) {
+    auto parsed = cosign::ParseSignatureLine(line);
+    if (!parsed.ok()) return parsed.status();
+    bool drop = false;
+    for (size_t i = 0; i < policy.witnesses().size(); ++i) {
+      const tlogpolicy::Witness& w = policy.witnesses()[i];
+      if (parsed->name != w.key.name() || parsed->key_id() != w.key.key_id()) continue;
+      auto time = w.key.Verify(cosign::NoteParts{parts->text, {line}});
+      if (!time.ok()) {
+        return absl::PermissionDeniedError(absl::StrCat("the cosignature of witness ", w.name, " does not verify"));
+      }
+      times->emplace_back(w.name, *time);
+      drop = kept[i];
+      kept[i] = true;
+    }
+    if (!drop) absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
 // The checks of a policy on the pack's checkpoint file, once its signature
 // by `vkey` holds: `vkey` is a log of the policy, every line of a policy
-// witness verifies, the quorum is met. Fills r.quorum and r.cosigned.
+// witness verifies, the quorum is met. Fills r.quorum and r.cosigned, and
+// `times` with every verified cosignature's witness and time.
 absl::Status CheckWitnesses(const tlogpolicy::Policy& policy, const std::string& vkey, const std::string& note,
-                            Result& r) {
+                            Result& r, std::vector<std::pair<std::string, uint64_t>>* times) {
   bool listed = false;
   for (const tlogpolicy::Log& log : policy.logs()) listed = listed || log.vkey == vkey;
   if (!listed) {
     return absl::PermissionDeniedError(absl::StrCat(
         "the ledger's key ", vkey.substr(0, vkey.find('+', vkey.find('+') + 1)), " is not a log of the policy"));
   }
-  auto parts = cosign::SplitNote(note);
-  if (!parts.ok()) return parts.status();
-  for (const tlogpolicy::Witness& w : policy.witnesses()) {
-    auto time = w.key.Verify(*parts);
-    if (!time.ok() && time.status().code() != absl::StatusCode::kNotFound) {
-      return absl::PermissionDeniedError(absl::StrCat("the cosignature of witness ", w.name, " does not verify"));
-    }
-  }
-  auto evaluation = policy.Evaluate(note);
+  auto once = OneLinePerWitness(policy, note, times);
+  if (!once.ok()) return once.status();
+  auto evaluation = policy.Evaluate(*once);
   if (!evaluation.ok()) return evaluation.status();
   if (!evaluation->quorum) {
     std::vector<std::string> by;
@@ -151,6 +161,7 @@ struct PackCheck {
   Stop KeyAndManifest();
   Stop Checkpoint();
   Stop ConsistencyAndTime();
+  Stop KeptNotes(const std::optional<note::Checkpoint>& since, const std::optional<KeptTime>& since_note);
   Stop EntriesAndProofs();
   Stop OutcomesAndReport();
 
@@ -180,6 +191,8 @@ struct PackCheck {
   std::string vkey;  // the key the pack is checked with
   std::optional<note::Verifier> verifier;
   std::optional<note::Checkpoint> cp;  // once its signature holds
+  // Under a policy: each verified cosignature's witness and time.
+  std::vector<std::pair<std::string, uint64_t>> cosignature_times;
 };
 
 absl::Status PackCheck::CheckStreamed(const std::string& name, NextPiece next) {
@@ -271,7 +284,7 @@ PackCheck::Stop PackCheck::ReadArchive() {
         }
         content.append(*piece);
         if (content.size() > kSmallFileBytes) {
-          return Fail(r, file, -1, absl::StrCat("larger than ", kSmallFileBytes, " bytes"));
+          return Fail(r, file, -1, "larger than 1 MiB");
         }
       }
       if (file == pack::kCheckpoint) unchecked_cp = UncheckedCheckpoint(content);
@@ -310,8 +323,12 @@ PackCheck::Stop PackCheck::KeyAndManifest() {
   }
 
   // The key.
-  std::string pack_vkey = small[pack::kVkey];
-  while (!pack_vkey.empty() && pack_vkey.back() == '\n') pack_vkey.pop_back();
+  const std::string& vkey_file = small[pack::kVkey];
+  if (vkey_file.empty() || vkey_file.back() != '\n' || vkey_file.find('\n') != vkey_file.size() - 1 ||
+      vkey_file.find('\r') != std::string::npos) {
+    return Fail(r, pack::kVkey, -1, "want one line ending in a newline");
+  }
+  std::string pack_vkey = vkey_file.substr(0, vkey_file.size() - 1);
   vkey = options.vkey;
   if (vkey.empty() && !options.trust_pack_key) {
     auto named = PolicyKey(*options.policy, pack_vkey);
@@ -330,6 +347,10 @@ PackCheck::Stop PackCheck::KeyAndManifest() {
 
   // The manifest and every file's digest.
   const std::string& manifest_text = small[pack::kManifest];
+  if (std::string bad = CheckSignatureLines(small[pack::kManifestSig], verifier->name(), verifier->key_id());
+      !bad.empty()) {
+    return Fail(r, pack::kManifestSig, -1, bad);
+  }
   auto signed_digest = verifier->Open(small[pack::kManifestSig]);
   if (!signed_digest.ok()) {
     return Fail(r, pack::kManifestSig, -1, std::string(signed_digest.status().message()));
@@ -370,6 +391,10 @@ PackCheck::Stop PackCheck::KeyAndManifest() {
 
 PackCheck::Stop PackCheck::Checkpoint() {
   const manifest::Manifest& manifest = **unchecked_manifest;
+  if (std::string bad = CheckSignatureLines(small[pack::kCheckpoint], verifier->name(), verifier->key_id());
+      !bad.empty()) {
+    return Fail(r, pack::kCheckpoint, -1, bad);
+  }
   auto cp_text = verifier->Open(small[pack::kCheckpoint]);
   if (!cp_text.ok()) return Fail(r, pack::kCheckpoint, -1, std::string(cp_text.status().message()));
   auto parsed = note::ParseCheckpoint(*cp_text);
@@ -391,7 +416,7 @@ PackCheck::Stop PackCheck::Checkpoint() {
   }
   r.root = hash::Hex(cp->root);
   if (options.policy) {
-    if (auto s = CheckWitnesses(*options.policy, vkey, small[pack::kCheckpoint], r); !s.ok()) {
+    if (auto s = CheckWitnesses(*options.policy, vkey, small[pack::kCheckpoint], r, &cosignature_times); !s.ok()) {
       return Fail(r, pack::kCheckpoint, -1, std::string(s.message()));
     }
   }
@@ -401,6 +426,9 @@ PackCheck::Stop PackCheck::Checkpoint() {
     return Fail(
         r, pack::kManifest, -1,
         absl::StrCat("scope is ", r.scope, ", expected ", AskedScopeJson(*options.expect_scope), " (--expect-scope)"));
+  }
+  if (std::string failure = CheckGrace(manifest, options.expect_grace_ms); !failure.empty()) {
+    return Fail(r, pack::kManifest, -1, failure);
   }
   if (cp->size < options.not_older_than) {
     return Fail(r, pack::kCheckpoint, -1,
@@ -423,15 +451,13 @@ PackCheck::Stop PackCheck::ConsistencyAndTime() {
   // The consistency proof from an earlier checkpoint, when there is one;
   // from the auditor's, when given.
   std::optional<note::Checkpoint> since;
-  std::optional<int64_t> since_time;
-  int since_note_version = 0;  // of the kept time note, 0 when none
+  std::optional<KeptTime> since_note;
   if (!options.since.empty()) {
     KeptCheckpoint kept = SplitKeptCheckpoint(options.since);
     if (!kept.time_note.empty()) {
-      auto t = KeptCheckpointTime(vkey, kept);
+      auto t = KeptCheckpointNote(vkey, kept);
       if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", t.status().message()));
-      since_time = *t;
-      since_note_version = KeptNoteVersion(kept);
+      since_note = *t;
     }
     auto since_text = verifier->Open(kept.checkpoint);
     if (!since_text.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", since_text.status().message()));
@@ -449,12 +475,22 @@ PackCheck::Stop PackCheck::ConsistencyAndTime() {
   if (std::string failure = CheckTime(*verifier, *cp, manifest, time_note, &r); !failure.empty()) {
     return Fail(r, pack::kCheckpointTime, -1, failure);
   }
+  std::optional<int64_t> since_time;
+  if (since_note) since_time = since_note->time_us;
   if (std::string failure = CheckTimeOrder(r.signed_at_us, since_time, options.not_older_than_time_us);
       !failure.empty()) {
     return Fail(r, pack::kCheckpointTime, -1, failure);
   }
-  // A ledger that signed a map root with a kept checkpoint signs it with
-  // every later one.
+  return KeptNotes(since, since_note);
+}
+
+// The time notes the auditor kept (with --since, --not-older-than) against
+// the pack's: a ledger that signed a map root with a kept checkpoint signs
+// it with every later one, and a note of the pack's very tree size signs
+// the same map roots.
+PackCheck::Stop PackCheck::KeptNotes(const std::optional<note::Checkpoint>& since,
+                                     const std::optional<KeptTime>& since_note) {
+  const int since_note_version = since_note ? since_note->version : 0;
   const int note_version = !r.signed_at_us ? 0 : r.team_map_root ? 3 : r.run_map_root ? 2 : 1;
   for (auto [kept, flag] :
        {std::pair{since_note_version, "--since"}, std::pair{options.not_older_than_note_version, "--not-older-than"}}) {
@@ -465,7 +501,19 @@ PackCheck::Stop PackCheck::ConsistencyAndTime() {
                                kept >= 3 ? "team-head" : "run-head", " map root signs it with every later checkpoint"));
     }
   }
-
+  if (since_note && since && since->size == cp->size) {
+    if (std::string failure = CheckKeptRoots(r, since_note->run_map_root, since_note->team_map_root, "--since");
+        !failure.empty()) {
+      return Fail(r, pack::kCheckpointTime, -1, failure);
+    }
+  }
+  if (options.not_older_than_time_us && options.not_older_than == cp->size) {
+    if (std::string failure = CheckKeptRoots(r, options.not_older_than_run_map_root,
+                                             options.not_older_than_team_map_root, "--not-older-than");
+        !failure.empty()) {
+      return Fail(r, pack::kCheckpointTime, -1, failure);
+    }
+  }
   return std::nullopt;
 }
 
@@ -476,6 +524,9 @@ PackCheck::Stop PackCheck::EntriesAndProofs() {
     return absl::InternalError("verify: entries or proofs were not checked");
   }
   if (auto first = stream.first_failure()) return Fail(r, first->file, first->seq, first->message);
+  if (std::string failure = CheckTimeAgainstEntries(r, stream, cosignature_times); !failure.empty()) {
+    return Fail(r, pack::kCheckpointTime, -1, failure);
+  }
 
   // That the pack is the whole run (the run chain, gap-free from the run's
   // first entry, was checked with the proofs).
@@ -509,6 +560,9 @@ PackCheck::Stop PackCheck::OutcomesAndReport() {
   auto recomputed = outcomes_digest.get();
   if (!recomputed.ok()) return Fail(r, pack::kOutcomes, -1, std::string(recomputed.status().message()));
   if (*recomputed != digests[pack::kOutcomes]) {
+    if (auto twice = ArchivedFileDuplicateKey(pack_path, pack::kOutcomes)) {
+      return Fail(r, pack::kOutcomes, -1, absl::StrCat("key ", *twice, " twice"));
+    }
     return Fail(r, pack::kOutcomes, -1, "differs from the outcomes recomputed from the entries");
   }
   if (auto s = CheckDeadlines(manifest, r.signed_at_us, outcomes); !s.empty()) {

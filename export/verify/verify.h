@@ -1,13 +1,21 @@
 // The offline verifier of evidence packs. It links hashing, Merkle
 // verification, signed notes, JSON and the step projector: no RocksDB, no
-// gRPC, no network. It checks, in this order, and stops at the first
-// failure, naming the file, the seq, and what was expected and found:
+// gRPC, no network. A pack is read strictly (CONTRACT section 7): what the
+// contract does not allow, or what two readers could read two ways (a JSON
+// key twice, a note signed twice by the ledger's key, a malformed signature
+// line, tar members out of order or of another mode or mtime, bytes after
+// the gzip stream, a last line without its newline), is refused. It
+// checks, in this order, and stops at the first failure, naming the file,
+// the seq, and what was expected and found:
 //   the archive's shape; the manifest's signature, grammar
 //   (export/manifest) and every file's digest; the checkpoint's signature
-//   and that the manifest describes it; the consistency proof; the
-//   checkpoint's time note and that its time is not before the auditor's
-//   kept times; every
-//   entry's canonical form, leaf hash and inclusion proof; prev links
+//   and that the manifest describes it, and the grace asked for; the
+//   consistency proof; the checkpoint's time note and that its time is not
+//   before the auditor's kept times, and signs the same map roots as a
+//   kept note of the same tree size; every
+//   entry's canonical form, leaf hash and inclusion proof; the signed
+//   time not before the entries' logged_at_us nor after a witness's
+//   cosignature, and a version 3 note with version 2 leaves; prev links
 //   between consecutive seqs; for a run pack, that every entry is the run's
 //   and the run chain is gap-free from its first entry; for a seq pack, that
 //   the range is complete; the outcomes recomputed from the entries, and
@@ -57,6 +65,12 @@ struct Options {
   // The version of that time note (0: none given): the pack's MUST be at
   // least as new.
   int not_older_than_note_version = 0;
+  // The map roots that note signs (versions 2 and 3): a pack whose
+  // checkpoint is of that very size MUST carry a note signing the same.
+  std::optional<hash::Hash> not_older_than_run_map_root, not_older_than_team_map_root;
+  // The ledger's grace the auditor expects (--expect-grace-ms): the
+  // manifest's unknown_grace_ms MUST be it.
+  std::optional<uint64_t> expect_grace_ms;
   // The auditor's tlog-policy (CONTRACT section 7, "Witnessed packs"): the
   // ledger's key MUST be one of its logs and the checkpoint's cosignatures
   // MUST meet its quorum. With it, vkey may be empty (and trust_pack_key
@@ -75,12 +89,17 @@ struct KeptCheckpoint {
   std::string time_note;
 };
 KeptCheckpoint SplitKeptCheckpoint(const std::string& file);
-// The version of its time note by its header line: 0 when there is none.
-int KeptNoteVersion(const KeptCheckpoint& kept);
 
-// The time a kept checkpoint's time note states, after checking it is
-// signed by `vkey` and names exactly `checkpoint_note`'s checkpoint;
-// INVALID_ARGUMENT naming the rule otherwise.
+// What a kept checkpoint's time note states, after checking it is signed
+// by `vkey` and names exactly the kept checkpoint; INVALID_ARGUMENT naming
+// the rule otherwise.
+struct KeptTime {
+  int64_t time_us = 0;
+  int version = 1;
+  std::optional<hash::Hash> run_map_root, team_map_root;  // versions 2 and 3
+};
+absl::StatusOr<KeptTime> KeptCheckpointNote(const std::string& vkey, const KeptCheckpoint& kept);
+// Its time alone.
 absl::StatusOr<int64_t> KeptCheckpointTime(const std::string& vkey, const KeptCheckpoint& kept);
 
 // A signed time as verifiers print it: UTC, ISO 8601 with microseconds and

@@ -31,10 +31,10 @@ TEST(TerminalEscapeTest, EverythingElseIsKeptTheBackslashIncluded) {
 }
 
 TEST(TerminalEscapeTest, InvalidUtf8IsEachOfItsBytes) {
-  EXPECT_EQ(TerminalEscape("a\xff" "b"), "a\\xffb");
-  EXPECT_EQ(TerminalEscape("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
-  EXPECT_EQ(TerminalEscape("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
-  EXPECT_EQ(TerminalEscape("\xe2\x80"), "\\xe2\\x80");          // cut short
+  EXPECT_EQ(TerminalEscape(std::string("a\xff") + "b"), "a\\xffb");
+  EXPECT_EQ(TerminalEscape("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(TerminalEscape("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
+  EXPECT_EQ(TerminalEscape("\xe2\x80"), "\\xe2\\x80");                    // cut short
   EXPECT_EQ(TerminalEscape("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
 }
 
