@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -44,25 +45,25 @@ var timeNoteVersions = map[string]int{
 //	teams <team-head map root, base64>   (version 3)
 //	time <microseconds>
 func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
-	n, err := note.Open(msg, vs)
+	n, err := openNote("checkpoint-time", msg, vs)
 	if err != nil {
-		return timeNote{}, fmt.Errorf("checkpoint-time: signature: %v", err)
+		return timeNote{}, err
 	}
 	lines := strings.Split(n.Text, "\n")
 	version := timeNoteVersions[lines[0]]
 	if version == 0 || len(lines) != 5+version || lines[len(lines)-1] != "" {
-		return timeNote{}, fmt.Errorf("checkpoint-time: expected the lines of a version 1, 2 or 3 note, found %q", n.Text)
+		return timeNote{}, fmt.Errorf("checkpoint-time: expected the lines of a version 1, 2 or 3 note, found \"%s\"", n.Text)
 	}
 	t := timeNote{version: version}
 	t.cp.origin = lines[1]
 	size, err := strconv.ParseInt(lines[2], 10, 64)
 	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[2] {
-		return t, fmt.Errorf("checkpoint-time: tree size: expected a decimal integer, found %q", lines[2])
+		return t, fmt.Errorf("checkpoint-time: tree size: expected a decimal integer, found \"%s\"", lines[2])
 	}
 	t.cp.size = size
 	root, ok := base64Hash(lines[3])
 	if !ok {
-		return t, fmt.Errorf("checkpoint-time: root: expected standard base64 of 32 bytes, found %q", lines[3])
+		return t, fmt.Errorf("checkpoint-time: root: expected standard base64 of 32 bytes, found \"%s\"", lines[3])
 	}
 	t.cp.root = root
 	if version >= 2 {
@@ -78,7 +79,7 @@ func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 	last := lines[len(lines)-2]
 	us, err := strconv.ParseInt(strings.TrimPrefix(last, "time "), 10, 64)
 	if err != nil || us < 0 || "time "+strconv.FormatInt(us, 10) != last {
-		return t, fmt.Errorf("checkpoint-time: expected 'time ' and microseconds since the Unix epoch, found %q", last)
+		return t, fmt.Errorf("checkpoint-time: expected 'time ' and microseconds since the Unix epoch, found \"%s\"", last)
 	}
 	t.timeUs = us
 	return t, nil
@@ -88,7 +89,7 @@ func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 func mapRootLine(line, word, name string) (*mapHash, error) {
 	h, ok := base64Hash(strings.TrimPrefix(line, word+" "))
 	if !ok || !strings.HasPrefix(line, word+" ") {
-		return nil, fmt.Errorf("checkpoint-time: expected '%s ' and the %s map root in base64, found %q", word, name, line)
+		return nil, fmt.Errorf("checkpoint-time: expected '%s ' and the %s map root in base64, found \"%s\"", word, name, line)
 	}
 	return &h, nil
 }
@@ -103,10 +104,11 @@ func base64Hash(s string) ([32]byte, bool) {
 	return h, true
 }
 
-// checkTimeNote reads the pack's checkpoint-time (format 2 and 3 packs
+// checkTimeNote reads the pack's checkpoint-time (packs of format 2 to 4
 // carry one, readManifest checked) and requires it to name the pack's
-// checkpoint. It returns the note, nil in a format 1 pack.
-func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint) (*timeNote, error) {
+// checkpoint and to be of the version the format says. It returns the
+// note, nil in a format 1 pack.
+func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint, format int64) (*timeNote, error) {
 	data, ok := p.files["checkpoint-time"]
 	if !ok {
 		return nil, nil
@@ -119,7 +121,7 @@ func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint) (*timeNote, error)
 		return nil, fmt.Errorf("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s",
 			t.cp.origin, t.cp.size, hex.EncodeToString(t.cp.root[:]), cp.size, hex.EncodeToString(cp.root[:]))
 	}
-	return &t, nil
+	return &t, checkNoteVersion(format, t.version)
 }
 
 // splitKept splits a --since file into the checkpoint and the time note
@@ -142,38 +144,146 @@ func splitKept(data []byte) ([]byte, []byte) {
 	return data, nil
 }
 
-// checkKeptTime applies the time note kept with the --since checkpoint
-// (section 7): it names that checkpoint; the pack then states a time, not
-// an earlier one, and a note of at least the kept note's version (a ledger
-// that signs the run-head map root, version 2, or the team-head map root,
-// version 3, signs it with every later checkpoint: a pack rewritten with a
-// note of an older version is refused).
-func checkKeptTime(t *timeNote, vs note.Verifiers, o options) error {
-	if o.sinceTime == nil {
-		return nil
+// keptNote is a time note the auditor kept with an earlier checkpoint:
+// flag names where it was given (--since, --not-older-than).
+type keptNote struct {
+	flag string
+	note timeNote
+}
+
+// keptNotes opens the time notes kept with the --since and
+// --not-older-than checkpoints, each signed by the key and naming exactly
+// the checkpoint before it.
+func keptNotes(vs note.Verifiers, o options) ([]keptNote, error) {
+	var out []keptNote
+	if o.sinceTime != nil {
+		kept, err := openTimeNote(o.sinceTime, vs)
+		if err != nil {
+			return nil, fmt.Errorf("--since: time note: %v", err)
+		}
+		given, err := openCheckpoint("--since", o.since, vs, kept.cp.origin)
+		if err != nil {
+			return nil, err
+		}
+		if kept.cp != given {
+			return nil, fmt.Errorf("--since: time note: not the time note of the checkpoint before it")
+		}
+		out = append(out, keptNote{"--since", kept})
 	}
-	kept, err := openTimeNote(o.sinceTime, vs)
-	if err != nil {
-		return fmt.Errorf("--since: time note: %v", err)
+	if o.notOlder != nil && o.notOlder.note != nil {
+		out = append(out, keptNote{"--not-older-than", *o.notOlder.note})
 	}
-	given, err := openCheckpoint("--since", o.since, vs, kept.cp.origin)
-	if err != nil {
-		return err
-	}
-	if kept.cp != given {
-		return fmt.Errorf("--since: time note: not the time note of the checkpoint before it")
-	}
-	switch {
-	case t == nil:
-		return fmt.Errorf("checkpoint-time: missing: the checkpoint given with --since has a signed time, so every later checkpoint has one")
-	case t.timeUs < kept.timeUs:
-		return fmt.Errorf("checkpoint-time: time %d us is before %d us, the time of the checkpoint given with --since (times never go backwards)", t.timeUs, kept.timeUs)
-	case t.version < kept.version:
-		root := map[int]string{2: "run-head", 3: "team-head"}[kept.version]
-		return fmt.Errorf("checkpoint-time: a version %d note, but the checkpoint given with --since has a version %d note: a ledger that signs the %s map root signs it with every later checkpoint",
-			t.version, kept.version, root)
+	return out, nil
+}
+
+// checkKeptTimes applies the time notes kept with earlier checkpoints
+// (section 7), each in turn: the pack then states a time, not an earlier
+// one, and a note of at least the kept note's version (a ledger that signs
+// the run-head map root, version 2, or the team-head map root, version 3,
+// signs it with every later checkpoint: a pack rewritten with a note of an
+// older version is refused); a kept note of the pack's tree size signs the
+// same map roots as the pack's (one tree has one map root).
+func checkKeptTimes(t *timeNote, cp checkpoint, kept []keptNote) error {
+	for _, k := range kept {
+		switch {
+		case t == nil:
+			return fmt.Errorf("checkpoint-time: missing: the checkpoint given with %s has a signed time, so every later checkpoint has one", k.flag)
+		case t.timeUs < k.note.timeUs:
+			return fmt.Errorf("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s (times never go backwards)",
+				signedTime(t.timeUs), signedTime(k.note.timeUs), k.flag)
+		case t.version < k.note.version && k.note.version >= 2:
+			root := map[int]string{2: "run-head", 3: "team-head"}[k.note.version]
+			return fmt.Errorf("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: a ledger that signs the %s map root signs it with every later checkpoint",
+				t.version, k.flag, k.note.version, root)
+		case k.note.cp.size != cp.size:
+			continue
+		}
+		for _, r := range []struct {
+			name        string
+			pack, given *mapHash
+		}{{"runs", t.runs, k.note.runs}, {"teams", t.teams, k.note.teams}} {
+			if r.given != nil && (r.pack == nil || *r.pack != *r.given) {
+				return fmt.Errorf("checkpoint-time: %s root %s at tree size %d, the note kept with the checkpoint given with %s signs %s at that size",
+					r.name, hexOrNone(r.pack), cp.size, k.flag, hex.EncodeToString(r.given[:]))
+			}
+		}
 	}
 	return nil
+}
+
+func hexOrNone(h *mapHash) string {
+	if h == nil {
+		return "none"
+	}
+	return hex.EncodeToString(h[:])
+}
+
+// checkTimeBounds refuses a signed time before the latest logged_at_us of
+// the pack's entries (the ledger signs a checkpoint after logging what it
+// holds), or after a policy witness's cosignature of the checkpoint (a
+// witness cosigns a checkpoint the ledger signed before; its time is in
+// whole seconds, so the signed time is compared in seconds).
+func checkTimeBounds(t *timeNote, entries []entry, cosigned []cosignature) error {
+	if t == nil {
+		return nil
+	}
+	var latest *entry
+	for i := range entries {
+		if latest == nil || entries[i].loggedAt > latest.loggedAt {
+			latest = &entries[i]
+		}
+	}
+	if latest != nil && t.timeUs < latest.loggedAt {
+		return fmt.Errorf("checkpoint-time: time %s is before entry %d's logged_at_us %s: the ledger signs a checkpoint after it logs its entries",
+			signedTime(t.timeUs), latest.seq, signedTime(latest.loggedAt))
+	}
+	for _, c := range cosigned {
+		if t.timeUs >= 0 && uint64(t.timeUs/1_000_000) > c.earliest {
+			return fmt.Errorf("checkpoint-time: time %s is after the cosignature time %d of witness %s: a witness cosigns a checkpoint after the ledger signed it",
+				signedTime(t.timeUs), c.earliest, c.witness)
+		}
+	}
+	return nil
+}
+
+// checkLeafVersions requires a pack holding version 2 leaves (written by a
+// ledger that keeps team chains, which signs version 3 notes) to carry a
+// version 3 note.
+func checkLeafVersions(t *timeNote, entries []entry) error {
+	for _, e := range entries {
+		if e.version != 2 || t != nil && t.version == 3 {
+			continue
+		}
+		stated := "missing"
+		if t != nil {
+			stated = fmt.Sprintf("a version %d note", t.version)
+		}
+		return fmt.Errorf("checkpoint-time: %s, but entries.jsonl holds a leaf of version 2 (seq %d): a ledger that writes version 2 leaves signs version 3 notes",
+			stated, e.seq)
+	}
+	return nil
+}
+
+// checkNoteVersion requires the note's version to be the one the
+// manifest's format says (section 7, the manifest's `format`): a format F
+// pack (F >= 2) carries a note of version F - 1.
+func checkNoteVersion(format int64, version int) error {
+	switch {
+	case format >= 4 && version < 3:
+		return fmt.Errorf("checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
+	case format == 3 && version < 2:
+		return fmt.Errorf("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+	case int64(version) != format-1:
+		return fmt.Errorf("checkpoint-time: format %d pack with a version %d note: a format %d pack carries a version %d note",
+			format, version, format, format-1)
+	}
+	return nil
+}
+
+// signedTime writes a signed time as the verifiers print it: UTC, ISO 8601
+// with microseconds and 'Z', then the microseconds.
+func signedTime(us int64) string {
+	return fmt.Sprintf("%s (%d us)", time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z"), us)
 }
 
 // runHeadProof is run-head.json read: an inclusion proof has a head, an

@@ -26,6 +26,9 @@ type entry struct {
 	// pack proves have no completion.
 	kind, receiptID, stepID, decision, startReceiptID string
 	attempt                                           int64
+	// An agent_start's timeout_ms and a step_unknown's start_seq (0 when
+	// absent), for the deadlines of a run pack (deadline.go).
+	timeoutMs, unknownStartSeq int64
 }
 
 var genesisPrev = hex.EncodeToString(make([]byte, 32))
@@ -55,7 +58,7 @@ func checkEntries(p *pack, cp checkpoint) ([]entry, error) {
 		if err := checkOrder(e, out, cp); err != nil {
 			return nil, err
 		}
-		if err := checkProof(e, proofs[i], cp); err != nil {
+		if err := checkProof(e, i+1, proofs[i], cp); err != nil {
 			return nil, err
 		}
 		out = append(out, e)
@@ -127,6 +130,8 @@ func readEntry(leaf []byte) (entry, error) {
 	if e.attempt, ok = r.get("attempt").integer(); !ok {
 		e.attempt = 1
 	}
+	e.timeoutMs, _ = r.get("timeout_ms").integer()
+	e.unknownStartSeq, _ = r.get("start_seq").integer()
 	if e.runID == "" && e.hasPrev {
 		return e, fmt.Errorf("seq %d: run_prev: expected none, the receipt has no run_id", e.seq)
 	}
@@ -162,7 +167,7 @@ func checkOrder(e entry, before []entry, cp checkpoint) error {
 // checkProof checks one line of proofs.jsonl:
 // {"seq":N,"leaf_hash":HEX,"inclusion":[HEX,...]} in any spacing and key
 // order, no other key, for e, and its RFC 9162 inclusion proof.
-func checkProof(e entry, line []byte, cp checkpoint) error {
+func checkProof(e entry, number int, line []byte, cp checkpoint) error {
 	v, err := parseJSON(line)
 	if err == nil && v.kind != kObject {
 		err = fmt.Errorf("expected an object")
@@ -171,7 +176,7 @@ func checkProof(e entry, line []byte, cp checkpoint) error {
 		err = v.onlyKeys("seq", "leaf_hash", "inclusion")
 	}
 	if err != nil {
-		return fmt.Errorf("proofs.jsonl seq %d: %v", e.seq, err)
+		return fmt.Errorf("proofs.jsonl line %d: %v", number, err)
 	}
 	if seq, ok := v.get("seq").integer(); !ok || seq != e.seq {
 		return fmt.Errorf("proofs.jsonl seq %d: seq: expected %d, found %s", e.seq, e.seq, show(v.get("seq")))

@@ -57,7 +57,7 @@ func (v *value) onlyKeys(allowed ...string) error {
 			ok = ok || m.key == a
 		}
 		if !ok {
-			return fmt.Errorf("unknown key %q", m.key)
+			return fmt.Errorf("unknown key \"%s\"", m.key)
 		}
 	}
 	return nil
@@ -69,7 +69,8 @@ type parser struct {
 }
 
 // parseJSON reads one JSON value filling all of s (surrounding whitespace
-// allowed). Duplicate keys and invalid UTF-8 are refused.
+// allowed). Invalid UTF-8 is refused, and so is a key twice in an object
+// ("key K twice").
 func parseJSON(s []byte) (*value, error) {
 	p := &parser{s: s}
 	p.space()
@@ -126,7 +127,7 @@ func (p *parser) value(depth int) (*value, error) {
 		p.pos += 4
 		return &value{kind: kNull}, nil
 	}
-	return nil, p.errorf("unexpected character %q", p.s[p.pos])
+	return nil, p.errorf("unexpected byte 0x%02x", p.s[p.pos])
 }
 
 func (p *parser) objectValue(depth int) (*value, error) {
@@ -148,7 +149,7 @@ func (p *parser) objectValue(depth int) (*value, error) {
 			return nil, err
 		}
 		if seen[key] {
-			return nil, p.errorf("duplicate key %q", key)
+			return nil, fmt.Errorf("key %s twice", key)
 		}
 		seen[key] = true
 		p.space()
@@ -366,7 +367,7 @@ func canonicalRules(v *value, path string) error {
 		}
 		for _, m := range v.object {
 			if !validKey(m.key) {
-				return fmt.Errorf("%s: key %q is not ASCII [a-z0-9_.-]", path, m.key)
+				return fmt.Errorf("%s: key \"%s\" is not ASCII [a-z0-9_.-]", path, m.key)
 			}
 			if err := canonicalRules(m.val, path+"."+m.key); err != nil {
 				return err

@@ -5,6 +5,7 @@
 // Usage:
 //
 //	ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE] [--policy POLICY_FILE]
+//	    [--expect-scope SCOPE] [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N]
 //
 // It prints one line, "OK <scope>: ..." naming the scope, tree size and root
 // (exit 0), or "FAIL: <reason>" (exit 1). Usage errors exit 2. With
@@ -12,28 +13,34 @@
 // (without --vkey it is the policy's log named as the pack's origin), the
 // checkpoint's cosignatures must meet the policy's quorum, and the OK line
 // is followed by a "witnessed:" line naming each witness and its time.
+// --expect-scope and --not-older-than are those of `ledgerctl verify`;
+// --expect-grace-ms N refuses a pack whose manifest states another grace.
+// Every value taken from the pack is printed escaped (esc).
 package main
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 )
 
 const usage = "usage: ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE] " +
-	"[--policy POLICY_FILE]"
+	"[--policy POLICY_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] " +
+	"[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N]"
 
 func usageError(format string, args ...interface{}) {
-	fmt.Fprintf(os.Stderr, "ledger-verify-go: %s\n%s\n", fmt.Sprintf(format, args...), usage)
+	fmt.Fprintf(os.Stderr, "ledger-verify-go: %s\n%s\n", esc(fmt.Sprintf(format, args...)), usage)
 	os.Exit(2)
 }
 
 func parseArgs(args []string) options {
 	var o options
-	var vkeyFile, sinceFile, policyFile string
+	var vkeyFile, sinceFile, policyFile, scopeArg, olderArg, graceArg string
+	var hasScope, hasOlder, hasGrace bool
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		flagValue := func() string {
@@ -54,6 +61,12 @@ func parseArgs(args []string) options {
 			sinceFile = flagValue()
 		case a == "--policy" || strings.HasPrefix(a, "--policy="):
 			policyFile = flagValue()
+		case a == "--expect-scope" || strings.HasPrefix(a, "--expect-scope="):
+			scopeArg, hasScope = flagValue(), true
+		case a == "--not-older-than" || strings.HasPrefix(a, "--not-older-than="):
+			olderArg, hasOlder = flagValue(), true
+		case a == "--expect-grace-ms" || strings.HasPrefix(a, "--expect-grace-ms="):
+			graceArg, hasGrace = flagValue(), true
 		case a == "--trust-pack-key":
 			o.trustPackKey = true
 		case a == "-h" || a == "--help":
@@ -105,6 +118,25 @@ func parseArgs(args []string) options {
 			usageError("--since: %s holds a time note but no checkpoint before it", sinceFile)
 		}
 	}
+	if hasScope {
+		s, err := parseExpectedScope(scopeArg)
+		if err != nil {
+			usageError("--expect-scope: %v", err)
+		}
+		o.expectScope = s
+	}
+	if hasOlder {
+		if err := notOlderThan(&o, olderArg); err != nil {
+			usageError("%v", err)
+		}
+	}
+	if hasGrace {
+		n, err := strconv.ParseUint(graceArg, 10, 63)
+		if err != nil || strconv.FormatUint(n, 10) != graceArg {
+			usageError("--expect-grace-ms: want milliseconds, a decimal integer, found %s", graceArg)
+		}
+		o.expectGraceMs = &n
+	}
 	return o
 }
 
@@ -115,27 +147,28 @@ func main() {
 			usageError("--vkey: not a verifier key (name+id+base64): %v", err)
 		}
 	}
-	line, err := verify(o)
-	var usage *usageErr
-	if errors.As(err, &usage) {
-		usageError("%s", usage.msg)
+	out, code := run(o)
+	if code == 2 {
+		usageError("%s", out)
 	}
-	if err != nil {
-		fmt.Printf("FAIL: %s\n", printable(err.Error()))
-		os.Exit(1)
-	}
-	fmt.Println(line)
+	fmt.Println(out)
+	os.Exit(code)
 }
 
-// printable shows what a pack chose of a message as printable ASCII.
-func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r >= 0x20 && r < 0x7f {
-			b.WriteRune(r)
-		} else {
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
+// run verifies the pack and returns what is printed, escaped (esc), and
+// the exit code: the OK lines and 0, "FAIL: ..." and 1, or the message of a
+// usage error found once the pack is read and 2 (printed by usageError).
+func run(o options) (string, int) {
+	lines, err := verify(o)
+	var usage *usageErr
+	if errors.As(err, &usage) {
+		return usage.msg, 2
 	}
-	return b.String()
+	if err != nil {
+		return "FAIL: " + esc(err.Error()), 1
+	}
+	for i, l := range lines {
+		lines[i] = esc(l)
+	}
+	return strings.Join(lines, "\n"), 0
 }

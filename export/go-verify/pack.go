@@ -6,7 +6,9 @@ package main
 
 import (
 	"archive/tar"
+	"bufio"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +29,41 @@ var packFiles = map[string]bool{
 
 const maxPackBytes = 4 << 30
 
+// The JSON files of a pack other than entries, proofs and outcomes are at
+// most 1 MiB.
+var smallJSON = map[string]bool{"manifest.json": true, "consistency.json": true, "run-head.json": true,
+	"team-window.json": true}
+
+const maxSmallJSON = 1 << 20
+
+var errAfterGzip = errors.New("pack: bytes after the gzip stream")
+
+// members reads a gzip file member after member (RFC 1952 2.2, as packs
+// are written), and refuses bytes after the last member that are no gzip
+// member.
+type members struct {
+	br *bufio.Reader
+	gz *gzip.Reader
+}
+
+func (m *members) Read(b []byte) (int, error) {
+	for {
+		n, err := m.gz.Read(b)
+		if err != io.EOF || n > 0 {
+			return n, err
+		}
+		if _, err := m.br.Peek(1); err == io.EOF {
+			return 0, io.EOF
+		} else if err != nil {
+			return 0, err
+		}
+		if err := m.gz.Reset(m.br); err != nil {
+			return 0, errAfterGzip
+		}
+		m.gz.Multistream(false)
+	}
+}
+
 var zeroTime = time.Unix(0, 0)
 
 type pack struct {
@@ -40,11 +77,14 @@ func readPack(path string) (*pack, error) {
 		return nil, fmt.Errorf("pack: %v", err)
 	}
 	defer f.Close()
-	gz, err := gzip.NewReader(f)
+	br := bufio.NewReaderSize(f, 1<<16)
+	gz, err := gzip.NewReader(br)
 	if err != nil {
 		return nil, fmt.Errorf("pack: not gzip: %v", err)
 	}
-	tr := tar.NewReader(gz)
+	gz.Multistream(false)
+	stream := &members{br, gz}
+	tr := tar.NewReader(stream)
 	p := &pack{files: map[string][]byte{}}
 	var total int64
 	last := ""
@@ -53,8 +93,15 @@ func readPack(path string) (*pack, error) {
 		if err == io.EOF {
 			break
 		}
+		if errors.Is(err, errAfterGzip) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("pack: tar: %v", err)
+		}
+		if p.topDirectory(h, last) {
+			last = h.Name
+			continue
 		}
 		name, err := p.member(h, last)
 		if err != nil {
@@ -66,6 +113,9 @@ func readPack(path string) (*pack, error) {
 			return nil, fmt.Errorf("pack: more than %d bytes of files", int64(maxPackBytes))
 		}
 		data, err := io.ReadAll(io.LimitReader(tr, h.Size+1))
+		if errors.Is(err, errAfterGzip) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("pack: %s: %v", h.Name, err)
 		}
@@ -74,9 +124,14 @@ func readPack(path string) (*pack, error) {
 		}
 		p.files[name] = data
 	}
-	// The rest of the gzip stream must be whole (its CRC checked).
-	if _, err := io.Copy(io.Discard, io.LimitReader(gz, 1<<20)); err != nil {
+	// The rest of the gzip stream must be whole (its CRC checked), with
+	// nothing after it.
+	if n, err := io.Copy(io.Discard, io.LimitReader(stream, 1<<20+1)); errors.Is(err, errAfterGzip) {
+		return nil, err
+	} else if err != nil {
 		return nil, fmt.Errorf("pack: gzip: %v", err)
+	} else if n > 1<<20 {
+		return nil, fmt.Errorf("pack: more than 1 MiB after the tar archive's end")
 	}
 	for name, required := range packFiles {
 		if _, ok := p.files[name]; required && !ok {
@@ -86,34 +141,50 @@ func readPack(path string) (*pack, error) {
 	return p, nil
 }
 
+// topDirectory reports whether h is the top folder's own directory entry
+// ("evidence/"), the one member that is not a regular file a pack may hold:
+// first, mtime 0, no content.
+func (p *pack) topDirectory(h *tar.Header, last string) bool {
+	top := strings.TrimSuffix(h.Name, "/")
+	if h.Typeflag != tar.TypeDir || last != "" || top == "" || top == "." || top == ".." || strings.Contains(top, "/") ||
+		!h.ModTime.Equal(zeroTime) || h.Size != 0 {
+		return false
+	}
+	p.top = top
+	return true
+}
+
 // member checks one tar header and returns the file's name in the top folder.
 func (p *pack) member(h *tar.Header, last string) (string, error) {
 	if h.Typeflag != tar.TypeReg {
-		return "", fmt.Errorf("pack: %q is not a regular file (type %q)", h.Name, h.Typeflag)
+		return "", fmt.Errorf("pack: \"%s\" is not a regular file (type '%s')", h.Name, string([]byte{h.Typeflag}))
 	}
 	top, name, ok := strings.Cut(h.Name, "/")
 	if !ok || top == "" || top == "." || top == ".." || strings.Contains(name, "/") {
-		return "", fmt.Errorf("pack: %q is not a file in one top folder", h.Name)
+		return "", fmt.Errorf("pack: \"%s\" is not a file in one top folder", h.Name)
 	}
 	if p.top == "" {
 		p.top = top
 	} else if top != p.top {
-		return "", fmt.Errorf("pack: %q is outside the top folder %q", h.Name, p.top)
+		return "", fmt.Errorf("pack: \"%s\" is outside the top folder \"%s\"", h.Name, p.top)
 	}
 	if _, known := packFiles[name]; !known {
-		return "", fmt.Errorf("pack: unknown file %q", h.Name)
+		return "", fmt.Errorf("pack: unknown file \"%s\"", h.Name)
 	}
 	if _, dup := p.files[name]; dup {
-		return "", fmt.Errorf("pack: %q appears twice", h.Name)
+		return "", fmt.Errorf("pack: \"%s\" appears twice", h.Name)
 	}
 	if h.Name <= last {
-		return "", fmt.Errorf("pack: %q comes after %q: names are not sorted", h.Name, last)
+		return "", fmt.Errorf("pack: \"%s\" comes after \"%s\": names are not sorted", h.Name, last)
 	}
 	if h.Mode&0o7777 != 0o644 || !h.ModTime.Equal(zeroTime) {
-		return "", fmt.Errorf("pack: %q has mode %o and mtime %d, expected 644 and 0", h.Name, h.Mode&0o7777, h.ModTime.Unix())
+		return "", fmt.Errorf("pack: \"%s\" has mode %o and mtime %d, expected 644 and 0", h.Name, h.Mode&0o7777, h.ModTime.Unix())
 	}
 	if h.Size < 0 || h.Size > maxPackBytes {
-		return "", fmt.Errorf("pack: %q: size %d out of bounds", h.Name, h.Size)
+		return "", fmt.Errorf("pack: \"%s\": size %d out of bounds", h.Name, h.Size)
+	}
+	if smallJSON[name] && h.Size > maxSmallJSON {
+		return "", fmt.Errorf("%s: larger than 1 MiB (%d bytes)", name, h.Size)
 	}
 	return name, nil
 }

@@ -205,7 +205,7 @@ repack "$work/run.tar.gz" "$work/t-unsigned.tar.gz" unsigned-counts
 signed=$(tar -xOzf "$work/t-unsigned.tar.gz" evidence/manifest.sig | head -1)
 actual=$(tar -xOzf "$work/t-unsigned.tar.gz" evidence/manifest.json | sha256sum | cut -c1-64)
 refuse "a manifest changed after signing" "$work/t-unsigned.tar.gz" \
-  "$(printf 'FAIL: manifest.sig: expected the text "%s\\n" (manifest.json'"'"'s SHA-256), found "%s\\n"' "$actual" "$signed")" "${key[@]}"
+  "$(printf 'FAIL: manifest.sig: expected the text "%s\\x0a" (manifest.json'"'"'s SHA-256), found "%s\\x0a"' "$actual" "$signed")" "${key[@]}"
 
 repack "$work/run.tar.gz" "$work/t-vkey.tar.gz" "vkey:$work/other.vkey"
 refuse "a pack naming another key" "$work/t-vkey.tar.gz" \

@@ -307,8 +307,9 @@ func cosignatureTime(key policyKey, text, sig []byte) (uint64, bool) {
 }
 
 type cosignature struct {
-	witness string
-	time    uint64
+	witness  string
+	time     uint64 // of the witness's first valid line
+	earliest uint64 // the earliest of its valid lines
 }
 
 // checkWitnessed makes steps 3 and 4 of "Witnessed packs" on a checkpoint
@@ -320,7 +321,7 @@ func checkWitnessed(p *policy, msg []byte, ledger note.Verifier) ([]cosignature,
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: signature: %v", err)
 	}
-	times := map[string]uint64{}
+	times, earliest := map[string]uint64{}, map[string]uint64{}
 	for _, s := range n.UnverifiedSigs {
 		for _, name := range p.order {
 			k := p.witnesses[name]
@@ -333,7 +334,10 @@ func checkWitnessed(p *policy, msg []byte, ledger note.Verifier) ([]cosignature,
 				return nil, fmt.Errorf("checkpoint: the cosignature of witness %s does not verify", name)
 			}
 			if _, seen := times[name]; !seen {
-				times[name] = t
+				times[name], earliest[name] = t, t
+			}
+			if t < earliest[name] {
+				earliest[name] = t
 			}
 		}
 	}
@@ -341,7 +345,7 @@ func checkWitnessed(p *policy, msg []byte, ledger note.Verifier) ([]cosignature,
 	var names []string
 	for _, name := range p.order {
 		if t, ok := times[name]; ok {
-			cosigned = append(cosigned, cosignature{name, t})
+			cosigned = append(cosigned, cosignature{name, t, earliest[name]})
 			names = append(names, name)
 		}
 	}

@@ -42,7 +42,7 @@ func checkScope(s *value, entries []entry, cp checkpoint, mayBeEmpty bool) (stri
 		}
 		team, ok1 := str(s.get("team"))
 		run, ok2 := str(s.get("run_id"))
-		if !ok1 || !ok2 || run == "" {
+		if !ok1 || !ok2 || run == "" || team == "" {
 			return "", fmt.Errorf("manifest.json: scope: a run scope names team and run_id")
 		}
 		return fmt.Sprintf("run %s/%s", team, run), checkRun(team, run, entries, mayBeEmpty)
@@ -60,8 +60,8 @@ func checkScope(s *value, entries []entry, cp checkpoint, mayBeEmpty bool) (stri
 			return "", fmt.Errorf("manifest.json: scope: %v", err)
 		}
 		team, ok := str(s.get("team"))
-		if !ok {
-			return "", fmt.Errorf("manifest.json: scope.team: expected a string in a team scope")
+		if !ok || team == "" {
+			return "", fmt.Errorf("manifest.json: scope.team: want a non-empty string")
 		}
 		r, err := ints("from_us", "to_us", "from_seq", "to_seq")
 		if err != nil {
@@ -70,7 +70,7 @@ func checkScope(s *value, entries []entry, cp checkpoint, mayBeEmpty bool) (stri
 		name := fmt.Sprintf("team %s from_us %d to_us %d (seqs %d:%d)", team, r[0], r[1], r[2], r[3])
 		return name, checkTeamWindow(team, r[0], r[1], r[2], r[3], entries, cp)
 	}
-	return "", fmt.Errorf("manifest.json: scope.kind: expected run, seq or team, found %q", kind)
+	return "", fmt.Errorf("manifest.json: scope.kind: expected run, seq or team, found \"%s\"", kind)
 }
 
 func checkRun(team, run string, entries []entry, mayBeEmpty bool) error {
@@ -92,7 +92,10 @@ func checkRun(team, run string, entries []entry, mayBeEmpty bool) error {
 }
 
 func checkSeqRange(from, to int64, entries []entry, cp checkpoint) error {
-	if from > to || to > cp.size {
+	if from >= to {
+		return fmt.Errorf("manifest.json: scope.from_seq: want less than to_seq")
+	}
+	if to > cp.size {
 		return fmt.Errorf("manifest.json: scope: expected from_seq <= to_seq <= tree size %d, found %d:%d", cp.size, from, to)
 	}
 	for i, e := range entries {
@@ -107,7 +110,10 @@ func checkSeqRange(from, to int64, entries []entry, cp checkpoint) error {
 }
 
 func checkTeamWindow(team string, fromUs, toUs, from, to int64, entries []entry, cp checkpoint) error {
-	if from > to || to > cp.size || fromUs > toUs {
+	if fromUs >= toUs {
+		return fmt.Errorf("manifest.json: scope.from_us: want less than to_us")
+	}
+	if from > to || to > cp.size {
 		return fmt.Errorf("manifest.json: scope: expected from_seq <= to_seq <= tree size %d and from_us <= to_us, found seqs %d:%d, times %d:%d",
 			cp.size, from, to, fromUs, toUs)
 	}

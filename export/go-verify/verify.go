@@ -8,10 +8,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -24,6 +27,10 @@ type options struct {
 	policy       *policy // the auditor's tlog-policy, or nil
 	since        []byte  // the auditor's earlier signed checkpoint, or nil
 	sinceTime    []byte  // the time note kept with it, or nil
+	// --expect-scope, --not-older-than (asked.go) and --expect-grace-ms.
+	expectScope   *askedScope
+	notOlder      *olderThan
+	expectGraceMs *uint64
 }
 
 type checkpoint struct {
@@ -36,92 +43,120 @@ func (c checkpoint) String() string {
 	return fmt.Sprintf("size %d root %s", c.size, hex.EncodeToString(c.root[:]))
 }
 
-// verify checks the pack and returns the OK line.
-func verify(o options) (string, error) {
+// verify checks the pack and returns the lines it prints when the pack
+// holds (the OK line first), not yet escaped: run escapes them.
+func verify(o options) ([]string, error) {
 	p, err := readPack(o.pack)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	if _, err := packKeyLine(p); err != nil {
+		return nil, err
 	}
 	if o.policy != nil && o.vkey == "" && !o.trustPackKey {
 		if o.vkey, err = policyVKey(o.policy, p); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	v, err := packVerifier(p, o)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	vs := note.VerifierList(v)
 	m, err := readManifest(p, vs)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := checkPackKey(p, o); err != nil {
-		return "", err
+		return nil, err
 	}
 	cp, err := openCheckpoint("checkpoint", p.files["checkpoint"], vs, v.Name())
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var cosigned []cosignature
 	if o.policy != nil {
 		if cosigned, err = checkPolicy(o, p, v); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	if m.origin != cp.origin || m.treeSize != cp.size || m.root != hex.EncodeToString(cp.root[:]) {
-		return "", fmt.Errorf("manifest.json: origin, tree_size, root: expected the checkpoint's %s %d %s, found %s %d %s",
+		return nil, fmt.Errorf("manifest.json: origin, tree_size, root: expected the checkpoint's %s %d %s, found %s %d %s",
 			cp.origin, cp.size, hex.EncodeToString(cp.root[:]), m.origin, m.treeSize, m.root)
+	}
+	if err := checkAsked(o, m, cp); err != nil {
+		return nil, err
 	}
 	entries, err := checkEntries(p, cp)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if int64(len(entries)) != m.entries {
-		return "", fmt.Errorf("manifest.json: counts.entries: expected %d (entries.jsonl), found %d", len(entries), m.entries)
+		return nil, fmt.Errorf("manifest.json: counts.entries: expected %d (entries.jsonl), found %d", len(entries), m.entries)
 	}
 	scope, err := checkScope(m.scope, entries, cp, m.format >= 3)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	consistent, err := checkConsistency(p, vs, cp, o.since)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	complete, unsettled, err := checkCompleteness(p, vs, m, entries, cp, o)
+	t, err := checkSignedTime(p, vs, m, cp, o)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	complete, unsettled, err := checkCompleteness(p, m, entries, cp, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLeafVersions(t, entries); err != nil {
+		return nil, err
+	}
+	if err := checkTimeBounds(t, entries, cosigned); err != nil {
+		return nil, err
 	}
 	if _, err := parseJSON(p.files["outcomes.json"]); err != nil {
-		return "", fmt.Errorf("outcomes.json: %v", err)
+		return nil, fmt.Errorf("outcomes.json: %v", err)
+	}
+	if err := checkDeadlines(m, t, entries); err != nil {
+		return nil, err
 	}
 	line := fmt.Sprintf("OK %s: %d entries, tree size %d, root %s%s%s; outcomes.json not recomputed",
 		scope, len(entries), cp.size, hex.EncodeToString(cp.root[:]), consistent, complete)
 	if o.trustPackKey {
 		line += "; the key was the pack's own (--trust-pack-key): this proves nothing about the ledger's identity"
 	}
+	out := []string{line}
 	if o.policy != nil {
-		line += "\n" + witnessedLine(o.policy, cosigned)
+		out = append(out, witnessedLine(o.policy, cosigned))
 	}
-	for _, u := range unsettled {
-		line += "\n" + u
-	}
-	return line, nil
+	return append(out, unsettled...), nil
 }
 
-// checkCompleteness reads the checkpoint's time note and checks, in a run
-// pack, run-head.json (section 7, "Proven completeness") and, in a team
-// window, team-window.json ("Closed team windows"). It returns
-// what the OK line adds and the lines of the steps proven to have no
-// completion.
-func checkCompleteness(p *pack, vs note.Verifiers, m *manifest, entries []entry, cp checkpoint, o options) (string, []string, error) {
-	t, err := checkTimeNote(p, vs, cp)
+// checkSignedTime reads the checkpoint's time note and checks it against
+// the times the auditor kept (--since, --not-older-than). It returns the
+// note, nil in a format 1 pack.
+func checkSignedTime(p *pack, vs note.Verifiers, m *manifest, cp checkpoint, o options) (*timeNote, error) {
+	t, err := checkTimeNote(p, vs, cp, m.format)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	if err := checkKeptTime(t, vs, o); err != nil {
-		return "", nil, err
+	kept, err := keptNotes(vs, o)
+	if err != nil {
+		return nil, err
 	}
+	if err := checkKeptTimes(t, cp, kept); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkCompleteness checks, in a run pack, run-head.json (section 7,
+// "Proven completeness") and, in a team window, team-window.json ("Closed
+// team windows"). It returns what the OK line adds and the lines of the
+// steps proven to have no completion.
+func checkCompleteness(p *pack, m *manifest, entries []entry, cp checkpoint, t *timeNote) (string, []string, error) {
 	var runs, teams *mapHash
 	if t != nil {
 		runs, teams = t.runs, t.teams
@@ -137,6 +172,7 @@ func checkCompleteness(p *pack, vs note.Verifiers, m *manifest, entries []entry,
 		}
 		return "; " + window, nil, nil
 	}
+
 	team, _ := str(m.scope.get("team"))
 	run, _ := str(m.scope.get("run_id"))
 	complete, err := checkRunHeadEntries(proof, team+"/"+run, entries, cp)
@@ -164,7 +200,7 @@ func checkPolicy(o options, p *pack, v note.Verifier) ([]cosignature, error) {
 // packVerifier returns the key every signature must verify with: the one
 // given, or with --trust-pack-key the pack's own.
 func packVerifier(p *pack, o options) (note.Verifier, error) {
-	inPack := strings.TrimSuffix(string(p.files["ledger.vkey"]), "\n")
+	inPack, _ := packKeyLine(p)
 	if o.trustPackKey {
 		v, err := note.NewVerifier(inPack)
 		if err != nil {
@@ -183,35 +219,100 @@ func packVerifier(p *pack, o options) (note.Verifier, error) {
 // manifest that lists its digest is signed with that key, so a pack that
 // names another key is one the ledger should not have signed).
 func checkPackKey(p *pack, o options) error {
-	inPack := strings.TrimSuffix(string(p.files["ledger.vkey"]), "\n")
+	inPack, _ := packKeyLine(p)
 	if !o.trustPackKey && inPack != o.vkey {
-		return fmt.Errorf("ledger.vkey: expected the key given with --vkey %q, found %q", o.vkey, inPack)
+		return fmt.Errorf("ledger.vkey: expected the key given with --vkey \"%s\", found \"%s\"", o.vkey, inPack)
 	}
 	return nil
+}
+
+// packKeyLine returns the key line of ledger.vkey, which holds exactly one
+// line ending in a newline (no carriage return, no second line).
+func packKeyLine(p *pack) (string, error) {
+	data := p.files["ledger.vkey"]
+	if len(data) == 0 || data[len(data)-1] != '\n' || bytes.Count(data, []byte("\n")) != 1 || bytes.IndexByte(data, '\r') >= 0 {
+		return "", fmt.Errorf("ledger.vkey: want one line ending in a newline")
+	}
+	return string(data[:len(data)-1]), nil
+}
+
+// openNote opens a signed note of the pack (what names it), or one the
+// auditor kept, after the checks note.Open leaves out: every signature
+// line is "— NAME BASE64\n" with NAME non-empty and holding no '+' and no
+// space, BASE64 canonical standard base64 (padded, no stray bits) of at
+// least 5 bytes (the 4-byte key hash and a signature); and the key of vs
+// signed it once.
+func openNote(what string, msg []byte, vs note.Verifiers) (*note.Note, error) {
+	if i := bytes.LastIndex(msg, []byte("\n\n")); i >= 0 {
+		seen := map[string]bool{}
+		sigs := msg[i+2:]
+		for n := 1; len(sigs) > 0; n++ {
+			line := sigs
+			if end := bytes.IndexByte(sigs, '\n'); end >= 0 {
+				line, sigs = sigs[:end], sigs[end+1:]
+			} else {
+				return nil, fmt.Errorf("%s: signature line %d: malformed", what, n)
+			}
+			name, hash, ok := signatureLine(line)
+			if !ok {
+				return nil, fmt.Errorf("%s: signature line %d: malformed", what, n)
+			}
+			if _, err := vs.Verifier(name, hash); err == nil {
+				id := fmt.Sprintf("%s+%08x", name, hash)
+				if seen[id] {
+					return nil, fmt.Errorf("%s: signed twice by the ledger's key", what)
+				}
+				seen[id] = true
+			}
+		}
+	}
+	n, err := note.Open(msg, vs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: signature: %v", what, err)
+	}
+	return n, nil
+}
+
+// signatureLine reads "— NAME BASE64" (c2sp.org/signed-note) strictly.
+func signatureLine(line []byte) (string, uint32, bool) {
+	prefix := []byte("\u2014 ")
+	if !bytes.HasPrefix(line, prefix) {
+		return "", 0, false
+	}
+	name, b64, ok := strings.Cut(string(line[len(prefix):]), " ")
+	if !ok || name == "" || !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsSpace) >= 0 ||
+		strings.Contains(name, "+") {
+		return "", 0, false
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(b64)
+	if err != nil || len(raw) < 5 || base64.StdEncoding.EncodeToString(raw) != b64 {
+		return "", 0, false
+	}
+	return name, binary.BigEndian.Uint32(raw[:4]), true
 }
 
 // openCheckpoint opens a signed checkpoint (CONTRACT section 5): a note
 // signed by the key, three lines (origin, decimal size, base64 root), and
 // the origin is the key's name.
 func openCheckpoint(what string, msg []byte, vs note.Verifiers, keyName string) (checkpoint, error) {
-	n, err := note.Open(msg, vs)
+	n, err := openNote(what, msg, vs)
 	if err != nil {
-		return checkpoint{}, fmt.Errorf("%s: signature: %v", what, err)
+		return checkpoint{}, err
 	}
 	lines := strings.Split(n.Text, "\n")
 	if len(lines) != 4 || lines[3] != "" {
-		return checkpoint{}, fmt.Errorf("%s: expected three lines (origin, size, root), found %q", what, n.Text)
+		return checkpoint{}, fmt.Errorf("%s: expected three lines (origin, size, root), found \"%s\"", what, n.Text)
 	}
 	size, err := strconv.ParseInt(lines[1], 10, 64)
 	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
-		return checkpoint{}, fmt.Errorf("%s: tree size: expected a decimal integer, found %q", what, lines[1])
+		return checkpoint{}, fmt.Errorf("%s: tree size: expected a decimal integer, found \"%s\"", what, lines[1])
 	}
 	raw, err := base64.StdEncoding.DecodeString(lines[2])
 	if err != nil || len(raw) != tlog.HashSize || base64.StdEncoding.EncodeToString(raw) != lines[2] {
-		return checkpoint{}, fmt.Errorf("%s: root: expected standard base64 of 32 bytes, found %q", what, lines[2])
+		return checkpoint{}, fmt.Errorf("%s: root: expected standard base64 of 32 bytes, found \"%s\"", what, lines[2])
 	}
 	if lines[0] != keyName {
-		return checkpoint{}, fmt.Errorf("%s: origin: expected the key name %q, found %q", what, keyName, lines[0])
+		return checkpoint{}, fmt.Errorf("%s: origin: expected the key name \"%s\", found \"%s\"", what, keyName, lines[0])
 	}
 	c := checkpoint{origin: lines[0], size: size}
 	copy(c.root[:], raw)
@@ -225,19 +326,20 @@ type manifest struct {
 	root     string
 	entries  int64
 	scope    *value
+	graceMs  int64 // unknown_grace_ms, formats 2 to 4; -1 in format 1
 }
 
 // readManifest checks manifest.sig (a note whose text is manifest.json's hex
 // SHA-256 and a newline), the manifest's fields, and that it lists exactly
 // the pack's other files with their SHA-256.
 func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
-	n, err := note.Open(p.files["manifest.sig"], vs)
+	n, err := openNote("manifest.sig", p.files["manifest.sig"], vs)
 	if err != nil {
-		return nil, fmt.Errorf("manifest.sig: signature: %v", err)
+		return nil, err
 	}
 	sum := sha256.Sum256(p.files["manifest.json"])
 	if want := hex.EncodeToString(sum[:]) + "\n"; n.Text != want {
-		return nil, fmt.Errorf("manifest.sig: expected the text %q (manifest.json's SHA-256), found %q", want, n.Text)
+		return nil, fmt.Errorf("manifest.sig: expected the text \"%s\" (manifest.json's SHA-256), found \"%s\"", want, n.Text)
 	}
 	v, err := parseJSON(p.files["manifest.json"])
 	if err != nil {
@@ -251,10 +353,11 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: format: expected 1, 2, 3 or 4")
 	}
 	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
+	grace := int64(-1)
 	if format >= 2 {
 		keys = append(keys, "unknown_grace_ms")
-		if _, ok := v.get("unknown_grace_ms").integer(); !ok {
-			return nil, fmt.Errorf("manifest.json: unknown_grace_ms: expected an integer")
+		if grace, ok = v.get("unknown_grace_ms").integer(); !ok || grace < 0 {
+			return nil, fmt.Errorf("manifest.json: unknown_grace_ms: expected an integer >= 0")
 		}
 	}
 	if err := v.onlyKeys(keys...); err != nil {
@@ -264,12 +367,12 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 	if hasTime != (format >= 2) {
 		return nil, fmt.Errorf("checkpoint-time: a pack of format 2, 3 or 4, and only one, carries it")
 	}
-	m := &manifest{format: format, scope: v.get("scope")}
-	if m.origin, ok = str(v.get("origin")); !ok {
-		return nil, fmt.Errorf("manifest.json: origin: expected a string")
+	m := &manifest{format: format, scope: v.get("scope"), graceMs: grace}
+	if m.origin, ok = str(v.get("origin")); !ok || m.origin == "" {
+		return nil, fmt.Errorf("manifest.json: origin: expected a non-empty string")
 	}
-	if m.treeSize, ok = v.get("tree_size").integer(); !ok {
-		return nil, fmt.Errorf("manifest.json: tree_size: expected an integer")
+	if m.treeSize, ok = v.get("tree_size").integer(); !ok || m.treeSize < 0 {
+		return nil, fmt.Errorf("manifest.json: tree_size: expected an integer >= 0")
 	}
 	if m.root, ok = str(v.get("root")); !ok || !isHash(m.root) {
 		return nil, fmt.Errorf("manifest.json: root: expected 64 lowercase hex digits")
@@ -278,13 +381,25 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 	if counts == nil || counts.kind != kObject || counts.onlyKeys("entries") != nil {
 		return nil, fmt.Errorf("manifest.json: counts: expected {\"entries\":N}")
 	}
-	if m.entries, ok = counts.get("entries").integer(); !ok {
-		return nil, fmt.Errorf("manifest.json: counts.entries: expected an integer")
+	if m.entries, ok = counts.get("entries").integer(); !ok || m.entries < 0 {
+		return nil, fmt.Errorf("manifest.json: counts.entries: expected an integer >= 0")
 	}
 	if m.scope == nil || m.scope.kind != kObject {
 		return nil, fmt.Errorf("manifest.json: scope: expected an object")
 	}
-	return m, checkDigests(p, v.get("files"))
+	if err := checkDigests(p, v.get("files")); err != nil {
+		return nil, err
+	}
+	// The one form the exporter writes: keys sorted, each once, no spaces,
+	// one newline at the end (section 7, "The manifest").
+	var enc bytes.Buffer
+	encodeCanonical(&enc, v)
+	enc.WriteByte('\n')
+	if !bytes.Equal(enc.Bytes(), p.files["manifest.json"]) {
+		return nil, fmt.Errorf("manifest.json: not in the one form the exporter writes (keys sorted, each once, no spaces, " +
+			"one newline at the end)")
+	}
+	return m, nil
 }
 
 func checkDigests(p *pack, files *value) error {
@@ -294,7 +409,7 @@ func checkDigests(p *pack, files *value) error {
 	for _, f := range files.object {
 		data, ok := p.files[f.key]
 		if !ok || f.key == "manifest.json" || f.key == "manifest.sig" {
-			return fmt.Errorf("manifest.json: files: %q is listed but not in the pack", f.key)
+			return fmt.Errorf("manifest.json: files: \"%s\" is listed but not in the pack", f.key)
 		}
 		sum := sha256.Sum256(data)
 		if want, ok := str(f.val); !ok || want != hex.EncodeToString(sum[:]) {
@@ -343,7 +458,7 @@ func lines(name string, data []byte) ([][]byte, error) {
 		return nil, nil
 	}
 	if data[len(data)-1] != '\n' {
-		return nil, fmt.Errorf("%s: the last line has no newline", name)
+		return nil, fmt.Errorf("%s line %d: no newline at its end", name, bytes.Count(data, []byte("\n"))+1)
 	}
 	return bytes.Split(data[:len(data)-1], []byte("\n")), nil
 }
@@ -369,8 +484,21 @@ func checkConsistency(p *pack, vs note.Verifiers, cp checkpoint, since []byte) (
 		return "", nil
 	}
 	v, err := parseJSON(data)
-	if err != nil || v.kind != kObject || v.onlyKeys("old_checkpoint", "proof") != nil {
-		return "", fmt.Errorf("consistency.json: expected {\"old_checkpoint\":NOTE,\"proof\":[HEX,...]}")
+	if err != nil {
+		return "", fmt.Errorf("consistency.json: %v", err)
+	}
+	if v.kind != kObject {
+		return "", fmt.Errorf("consistency.json: want a JSON object {\"old_checkpoint\":NOTE,\"proof\":[HEX,...]}")
+	}
+	for _, f := range v.object {
+		if f.key != "old_checkpoint" && f.key != "proof" {
+			return "", fmt.Errorf("consistency.json: %s: not a field", f.key)
+		}
+	}
+	for _, k := range []string{"old_checkpoint", "proof"} {
+		if v.get(k) == nil {
+			return "", fmt.Errorf("consistency.json: %s: missing", k)
+		}
 	}
 	oldText, ok := str(v.get("old_checkpoint"))
 	if !ok {

@@ -121,7 +121,7 @@ func TestLeavesOutsideCanonicalFormAreRefusedWithTheRule(t *testing.T) {
 		{`{"a":""}`, "leaf.a: an empty string must be omitted"},
 		{`{"a":{}}`, "leaf.a: an empty object must be omitted"},
 		{`{"A":1}`, `leaf: key "A" is not ASCII [a-z0-9_.-]`},
-		{`{"a":1,"a":1}`, `JSON at byte 10: duplicate key "a"`},
+		{`{"a":1,"a":1}`, `key a twice`},
 		{"{\"a\":\"\xff\"}", "JSON at byte 6: invalid UTF-8"},
 		{"{\"a\":\"\x01\"}", "JSON at byte 6: raw control character in a string"},
 		{`{"a":"\ud800"}`, "JSON at byte 12: unpaired surrogate escape"},
