@@ -3,50 +3,26 @@ the standard library only: run-head.json read in its JSON form (section
 6a), its key and root checked against the scope and the checkpoint-time
 note's `runs` root, and the run's entries in the pack against the head.
 
-Every failure is a Failure whose message starts with the file it is about;
-verify_pack.py raises it as its own.
+Every failure is a packerror.Failure whose message starts with the file it
+is about.
 """
-import json
 import re
 
+import packread
 import runmap
+from packerror import Failure
+from packread import shown
 
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
-
-
-class Failure(Exception):
-    pass
 
 
 def _fail(rule, where="run-head.json"):
     return Failure("%s: %s" % (where, rule))
 
 
-class _Twice(Exception):
-    pass
-
-
-def _no_duplicates(pairs):
-    obj = {}
-    for k, v in pairs:
-        if k in obj:
-            raise _Twice("%s: a key given twice" % k)
-        obj[k] = v
-    return obj
-
-
-def _not_json(constant):
-    raise ValueError("%s is not JSON" % constant)
-
-
 def load_json(data, where):
     """data parsed strictly: no key twice, no NaN or Infinity."""
-    try:
-        return json.loads(data, object_pairs_hook=_no_duplicates, parse_constant=_not_json)
-    except ValueError as e:  # UnicodeDecodeError is one
-        raise _fail("not JSON (%s)" % e, where)
-    except _Twice as e:
-        raise _fail(str(e), where)
+    return packread.load_json(data, where)
 
 
 class _Reader:
@@ -79,7 +55,7 @@ class _Reader:
                 raise self.fail("%s%s%s: missing" % (self.field, field, k))
         for k in sorted(obj):
             if k not in keys:
-                raise self.fail("%s%s%s: not a field of a %s proof" % (self.field, field, k, self.kind))
+                raise self.fail("%s: not a field of a %s proof" % (shown(self.field + field + k), self.kind))
 
     def proof(self, p):
         inclusion = isinstance(p, dict) and "head" in p
@@ -140,7 +116,7 @@ def check_proof(data, team, run_id, runs_root):
     except runmap.Refused as e:
         raise _fail("the scope's run has no run key: %s" % e)
     if p["key"] != key:
-        raise _fail("key %s is not the run key of %s/%s (%s)" % (p["key"].hex(), team, run_id, key.hex()))
+        raise _fail("key %s is not the run key of %s/%s (%s)" % (p["key"].hex(), shown(team), shown(run_id), key.hex()))
     try:
         root = map_root(p)
     except Failure as e:
@@ -178,7 +154,7 @@ def check_entries(p, team, run_id, tree_size, entries):
     if p["kind"] == "absence":
         if entries:
             raise _fail("the map shows no entry of %s/%s up to tree size %d, the pack holds %d"
-                        % (team, run_id, tree_size, len(entries)))
+                        % (shown(team), shown(run_id), tree_size, len(entries)))
         return "complete: the run has no entry up to seq %d (absence proof)" % (tree_size - 1)
     count, last_seq, last_hash = p["head"]
     if len(entries) != count:
@@ -189,9 +165,10 @@ def check_entries(p, team, run_id, tree_size, entries):
     return "complete: every entry of the run up to seq %d (run-head proof, %d entries)" % (tree_size - 1, count)
 
 
-def unsettled_steps(outcomes, tree_size):
-    """The lines for the steps outcomes.json shows pending or unknown with no
-    completion: in a complete run pack, none was logged before tree_size."""
+def unsettled_steps(steps, tree_size):
+    """The lines for the steps the run's entries leave pending or unknown with
+    no completion (packsteps.steps()): in a complete run pack, none was
+    logged before tree_size."""
     return ["%s/%s/%s attempt %d (%s): no completion in the log up to seq %d (proven)."
-            % (s["team"], s["run_id"], s["step_id"], s["attempt"], s["state"], tree_size - 1)
-            for s in outcomes["steps"] if s["state"] in ("pending", "unknown") and "completion" not in s]
+            % (shown(s.team), shown(s.run_id), shown(s.step_id), s.attempt, s.state, tree_size - 1)
+            for s in steps if s.state in ("pending", "unknown") and not s.completed]

@@ -2,8 +2,8 @@
 packproof.py, packmanifest.py) so that each is one class everywhere:
 Failure, a pack that breaks a rule of CONTRACT.md section 7 (the message
 names the first item that does not hold; exit 1), and UsageError, a flag's
-value that cannot be used (exit 2). completeness.py and teamwindow.py raise
-completeness.Failure, which verify_pack.py raises as a Failure.
+value that cannot be used (exit 2). completeness.py, teamwindow.py and
+packread.py raise this Failure too (completeness.Failure is the same class).
 """
 
 

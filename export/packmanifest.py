@@ -12,6 +12,7 @@ import json
 import re
 
 from packerror import Failure, UsageError
+from packread import load_json, shown
 
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z")
@@ -61,7 +62,7 @@ def parse_manifest(data):
                 raise bad(prefix + k, "missing")
         for k in sorted(obj):
             if k not in keys:
-                raise bad(prefix + k, "not a field of the manifest")
+                raise bad(shown(prefix + k), "not a field of the manifest")
 
     def uint(v, field):
         if type(v) is not int or not 0 <= v < 1 << 64:
@@ -78,14 +79,12 @@ def parse_manifest(data):
             raise bad(field, "want a non-empty string")
         return v
 
-    try:
-        m = json.loads(data)
-    except ValueError:
-        m = None
+    m = load_json(data, "manifest.json")
     if not isinstance(m, dict):
         raise bad("manifest", "not a JSON object")
     if type(m.get("format")) is not int or m["format"] not in (1, 2, 3, 4):
-        raise bad("format", "want 1, 2, 3 or 4, found %s" % (json.dumps(m["format"]) if "format" in m else "none"))
+        raise bad("format", "want 1, 2, 3 or 4, found %s" % (shown(json.dumps(m["format"], ensure_ascii=False))
+                                                             if "format" in m else "none"))
     keys = {"counts", "files", "format", "origin", "root", "scope", "tree_size"}
     if m["format"] >= 2:
         keys.add("unknown_grace_ms")
@@ -105,7 +104,7 @@ def parse_manifest(data):
         exact_keys(s, "scope.", {"kind", "team", "from_us", "to_us", "from_seq", "to_seq"})
         name(s["team"], "scope.team")
         if integer(s["from_us"], "scope.from_us") >= integer(s["to_us"], "scope.to_us"):
-            raise bad("scope.to_us", "want from_us < to_us")
+            raise bad("scope.from_us", "want less than to_us")
     elif kind == "seq":
         exact_keys(s, "scope.", {"kind", "from_seq", "to_seq"})
     else:
@@ -129,7 +128,7 @@ def parse_manifest(data):
         if not f:
             raise bad("files", "a file name is empty")
         if not isinstance(sha, str) or not HEX64.match(sha):
-            raise bad("files." + f, "want 64 lower-case hex digits")
+            raise bad(shown("files." + f), "want 64 lower-case hex digits")
     if (scope_text(m) + "\n").encode() != data:
         raise bad("manifest", "not in the one form the exporter writes (keys sorted, each once, no spaces, "
                               "one newline at the end)")
@@ -153,7 +152,7 @@ def check_files(files, manifest):
             raise Failure("%s: SHA-256 expected %s, found %s" % (name, want, got))
     for name in sorted(manifest["files"]):
         if name not in files:
-            raise Failure("%s: listed in the manifest but missing" % name)
+            raise Failure("%s: listed in the manifest but missing" % shown(name))
 
 
 def check_scope(scope, expect):
@@ -163,4 +162,4 @@ def check_scope(scope, expect):
     if (not isinstance(scope, dict) or scope.get("kind") != expect["kind"]
             or any(scope.get(k) != expect[k] for k in keys[expect["kind"]])):
         raise Failure("manifest.json: scope is %s, expected %s (--expect-scope)"
-                      % (scope_text(scope), scope_text(expect)))
+                      % (shown(scope_text(scope)), shown(scope_text(expect))))

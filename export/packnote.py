@@ -15,6 +15,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from packerror import Failure
+from packread import canonical_base64, decimal, shown
+
+DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
 TIME_HEADERS = {"evidence-ledger/checkpoint-time/v%d" % v: v for v in (1, 2, 3)}
 
@@ -36,48 +39,77 @@ def parse_vkey(vkey):
     return name, bytes.fromhex(key_id), Ed25519PublicKey.from_public_bytes(raw[1:])
 
 
-def open_note(note, key):
-    name, key_id, public = key
-    text, sep, sigs = note.rpartition(b"\n\n")
-    if not sep:
+def signature_lines(note):
+    """(text, [(key name, key hash, signature)]) of a signed note (bytes)
+    read strictly (c2sp.org/signed-note, CONTRACT.md section 7, "Reading a
+    pack strictly"): the text up to the last blank line, then lines
+    `— NAME BASE64`, each ended by a newline, NAME neither empty nor holding
+    '+' or a space, BASE64 canonical and of at least 5 bytes."""
+    if not note.endswith(b"\n"):
+        raise Failure("the note does not end in a newline")
+    split = note.rfind(b"\n\n")
+    if split < 0:
         raise Failure("no signature block")
-    text += b"\n"
+    text, block = note[:split + 1], note[split + 2:]
     try:
-        sig_lines = sigs.decode().splitlines()
+        lines = block.decode("utf-8").split("\n")[:-1]
     except UnicodeDecodeError:
-        raise Failure("malformed signature line")
-    for line in sig_lines:
-        if not line.startswith("\u2014 "):
-            raise Failure("malformed signature line")
-        try:
-            signer, sig = line[2:].split(" ", 1)
-            sig = base64.b64decode(sig, validate=True)
-        except ValueError:  # binascii.Error is one
-            raise Failure("malformed signature line")
-        if signer == name and sig[:4] == key_id:
-            try:
-                public.verify(sig[4:], text)
-            except InvalidSignature:
-                raise Failure("signature by %s does not verify" % name)
-            return text.decode()
-    raise Failure("no signature by %s" % name)
+        raise Failure("the signature block is not UTF-8")
+    sigs = []
+    for n, line in enumerate(lines, 1):
+        name, sep, b64 = line[2:].partition(" ")
+        raw = canonical_base64(b64)
+        if (not line.startswith("\u2014 ") or not sep or not name or "+" in name or any(c.isspace() for c in name)
+                or raw is None or len(raw) < 5):
+            raise Failure("signature line %d: malformed" % n)
+        sigs.append((name, raw[:4], raw[4:]))
+    return text, sigs
+
+
+def open_note(note, key):
+    """The text of a note signed once by the key (parse_vkey); Failure
+    otherwise. Lines of other keys are not checked here."""
+    name, key_id, public = key
+    text, sigs = signature_lines(note)
+    own = [sig for signer, kid, sig in sigs if signer == name and kid == key_id]
+    if len(own) > 1:
+        raise Failure("signed twice by the ledger's key")
+    if not own:
+        raise Failure("no signature by %s" % shown(name))
+    try:
+        public.verify(own[0], text)
+    except InvalidSignature:
+        raise Failure("signature by %s does not verify" % shown(name))
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Failure("the note's text is not UTF-8")
+
+
+def checkpoint_body(text):
+    """(origin, size, root) of a checkpoint's text: exactly its three lines,
+    the size a decimal number, the root canonical base64 of 32 bytes."""
+    lines = text.split("\n")
+    if len(lines) != 4 or lines[3] != "":
+        raise Failure("want exactly three lines (origin, tree size, root), found %d" % (len(lines) - 1))
+    if not lines[0]:
+        raise Failure("origin: empty")
+    size = decimal(lines[1], "tree size")
+    root = base64_hash(lines[2])
+    if root is None:
+        raise Failure("root: want standard base64 of 32 bytes, found '%s'" % shown(lines[2]))
+    return lines[0], size, root
 
 
 def checkpoint_of(note, key):
     """(origin, size, root) of a signed checkpoint note."""
-    lines = open_note(note, key).split("\n")
-    if len(lines) < 4 or not lines[1].isdigit():
-        raise Failure("not a checkpoint")
-    return lines[0], int(lines[1]), base64.b64decode(lines[2], validate=True)
+    return checkpoint_body(open_note(note, key))
 
 
 def base64_hash(text):
-    """The 32 bytes of a hash written in standard base64, or None."""
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except ValueError:
-        return None
-    return raw if len(raw) == 32 and base64.b64encode(raw).decode() == text else None
+    """The 32 bytes of a hash written in canonical standard base64, or None."""
+    raw = canonical_base64(text)
+    return raw if raw is not None and len(raw) == 32 else None
 
 
 def checkpoint_time(note, key):
@@ -90,9 +122,7 @@ def checkpoint_time(note, key):
         raise Failure("checkpoint time: want exactly five lines: 'evidence-ledger/checkpoint-time/v1', origin, size, "
                       "root, time; six: 'evidence-ledger/checkpoint-time/v2', origin, size, root, runs, time; or "
                       "seven: 'evidence-ledger/checkpoint-time/v3', origin, size, root, runs, teams, time")
-    decimal = re.compile(r"(0|[1-9][0-9]*)\Z")
-    if not decimal.match(lines[2]):
-        raise Failure("checkpoint time: the size is not a decimal number")
+    decimal(lines[2], "checkpoint time: tree size")
     root = base64_hash(lines[3])
     if root is None:
         raise Failure("checkpoint time: the root is not a base64 SHA-256 hash")
@@ -106,7 +136,7 @@ def checkpoint_time(note, key):
         if teams is None:
             raise Failure("checkpoint time: the sixth line must be 'teams ' and the team-head map root in base64")
     last = lines[-2]
-    if not last.startswith("time ") or not decimal.match(last[5:]) or int(last[5:]) >= 1 << 63:
+    if not last.startswith("time ") or not DECIMAL.fullmatch(last[5:]) or int(last[5:]) >= 1 << 63:
         raise Failure("checkpoint time: the last line must be 'time ' and microseconds since the Unix epoch, "
                       "without leading zeros")
     return lines[1], int(lines[2]), root, int(last[5:]), runs, teams
@@ -125,19 +155,20 @@ def split_kept(data):
 
 
 def kept_checkpoint(data, key):
-    """(origin, size, root, time_us or None, note version or None) of a kept
-    checkpoint file."""
+    """(origin, size, root, time note) of a kept checkpoint file; the time
+    note is None, or checkpoint_time()'s tuple with its version added:
+    (origin, size, root, time_us, runs, teams, version)."""
     cp, time_note = split_kept(data)
     origin, size, root = checkpoint_of(cp, key)
     if time_note is None:
-        return origin, size, root, None, None
+        return origin, size, root, None
     try:
         t = checkpoint_time(time_note, key)
     except Failure as e:
         raise Failure("time note: %s" % e)
     if t[:3] != (origin, size, root):
         raise Failure("time note: not the time note of the checkpoint before it")
-    return origin, size, root, t[3], 1 + (t[4] is not None) + (t[5] is not None)
+    return origin, size, root, t + (1 + (t[4] is not None) + (t[5] is not None),)
 
 
 def signed_time(us):

@@ -15,6 +15,7 @@ import re
 import packnote
 import teamwindow
 from packerror import Failure
+from packread import KeyTwice, jsonl_lines, load_json, shown
 
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -24,12 +25,15 @@ def hash_hex(h):
     return bytes.fromhex(h) if isinstance(h, str) and HEX64.match(h) else None
 
 
-def proof_line(line):
+def proof_line(line, where="proofs.jsonl"):
     """(seq, leaf_hash, path) of a proofs.jsonl line: a JSON object of
-    exactly seq, leaf_hash and inclusion, any spacing; None otherwise."""
+    exactly seq, leaf_hash and inclusion, any spacing; None otherwise (a key
+    twice is a Failure naming it)."""
     try:
-        p = json.loads(line)
-    except ValueError:
+        p = load_json(line, where)
+    except KeyTwice:
+        raise
+    except Failure:
         return None
     if not isinstance(p, dict) or set(p) != {"seq", "leaf_hash", "inclusion"}:
         return None
@@ -101,7 +105,7 @@ def run_chain(entry, last_of_run, first, name):
     key = (entry["receipt"]["team"], entry["receipt"]["run_id"])
     before, run_prev = last_of_run.get(key), entry.get("run_prev")
     last_of_run[key] = entry["seq"]
-    found = "none" if run_prev is None else run_prev
+    found = "none" if run_prev is None else shown(run_prev)
     if before is not None:
         if run_prev != before:
             raise Failure("entries.jsonl seq %d: run_prev expected %d (the run's previous entry in the pack), found %s"
@@ -111,17 +115,43 @@ def run_chain(entry, last_of_run, first, name):
                       % (entry["seq"], first, name, found))
 
 
-def check_consistency(files, key, origin, size, root, since):
-    """consistency.json, if the pack has one: its old checkpoint signed by the
-    key, of the pack's origin, the one given with --since (since: its origin,
-    size and root, or None), and joined to the pack's checkpoint (size, root)
-    by the proof. Returns (size, root, given with --since) of the earlier
-    checkpoint, or None."""
-    if "consistency.json" not in files:
-        return None if since is None else (since[1], since[2], True)
-    c = json.loads(files["consistency.json"])
+def read_consistency(data):
+    """consistency.json read strictly: exactly old_checkpoint (a string) and
+    proof (a list of hex hashes). Returns (old checkpoint bytes, proof)."""
+    c = load_json(data, "consistency.json")
+    if not isinstance(c, dict):
+        raise Failure("consistency.json: want a JSON object")
+    for k in ("old_checkpoint", "proof"):
+        if k not in c:
+            raise Failure("consistency.json: %s: missing" % k)
+    for k in sorted(c):
+        if k not in ("old_checkpoint", "proof"):
+            raise Failure("consistency.json: %s: not a field" % shown(k))
+    if not isinstance(c["old_checkpoint"], str):
+        raise Failure("consistency.json: old_checkpoint: want a JSON string")
+    proof = [hash_hex(h) for h in c["proof"]] if isinstance(c["proof"], list) else [None]
+    if None in proof:
+        raise Failure("consistency.json: proof: not a list of hex hashes")
     try:
-        old_origin, old_size, old_root = packnote.checkpoint_of(c["old_checkpoint"].encode(), key)
+        return c["old_checkpoint"].encode("utf-8"), proof
+    except UnicodeEncodeError:
+        raise Failure("consistency.json: old_checkpoint: not UTF-8 (a lone surrogate)")
+
+
+def check_consistency(files, key, origin, size, root, since):
+    """consistency.json: required with --since (since: its origin, size and
+    root, or None); its old checkpoint signed by the key, of the pack's
+    origin, the one given with --since, and joined to the pack's checkpoint
+    (size, root) by the proof. Returns (size, root, given with --since) of
+    the earlier checkpoint, or None."""
+    if "consistency.json" not in files:
+        if since is not None:
+            raise Failure("consistency.json: missing: --since asks for consistency with the checkpoint at size %d"
+                          % since[1])
+        return None
+    old, proof = read_consistency(files["consistency.json"])
+    try:
+        old_origin, old_size, old_root = packnote.checkpoint_of(old, key)
     except Failure as e:
         raise Failure("consistency.json: old_checkpoint: %s" % e)
     if old_origin != origin:
@@ -129,72 +159,102 @@ def check_consistency(files, key, origin, size, root, since):
     if since is not None and since != (old_origin, old_size, old_root):
         raise Failure("consistency.json: old_checkpoint is size %d root %s, --since is size %d root %s"
                       % (old_size, old_root.hex(), since[1], since[2].hex()))
-    proof = [hash_hex(h) for h in c["proof"]]
-    if None in proof:
-        raise Failure("consistency.json: proof: not a list of hex hashes")
     if not verify_consistency(old_size, size, old_root, root, proof):
         raise Failure("consistency.json: the proof does not join the two checkpoints")
     return old_size, old_root, since is not None
 
 
+class Entries:
+    """What check_entries() read: count; run, the (seq, leaf hash) of each
+    entry of a run pack; team, the (entry, leaf hash) of each of a team
+    window; parsed, every entry; last_logged, the (seq, logged_at_us) of the
+    latest an emitter appended (the ledger's own declarations, which it
+    makes while it signs, are logged after the time it signs); first_v2,
+    the seq of the first leaf of version 2."""
+
+    def __init__(self):
+        self.count, self.run, self.team, self.parsed = 0, [], [], []
+        self.last_logged = self.first_v2 = None
+
+
+def _entry(leaf, n):
+    """Line n of entries.jsonl read: a leaf of version 1 or 2 in canonical
+    form, no key twice."""
+    where = "entries.jsonl: line %d" % n
+    entry = load_json(leaf, where)
+    if not isinstance(entry, dict) or teamwindow.leaf_entry(leaf) is None:
+        raise Failure("%s: not a leaf of version 1 or 2" % where)
+    canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    if canonical != leaf:
+        raise Failure("entries.jsonl seq %d: not canonical JSON" % entry["seq"])
+    return entry
+
+
+def _check_scope_entry(entry, scope, last_seq, last_of_run):
+    """The scope's rules for one entry (CONTRACT.md section 7)."""
+    seq, r = entry["seq"], entry["receipt"]
+    if scope["kind"] == "run":
+        if r.get("team") != scope["team"] or r.get("run_id") != scope["run_id"]:
+            raise Failure("entries.jsonl seq %d: not an entry of the pack's run" % seq)
+        if entry.get("run_prev") != last_seq:
+            raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
+                          % (seq, last_seq, shown(entry.get("run_prev"))))
+    elif scope["kind"] == "team":
+        if r.get("team") != scope["team"] or not scope["from_us"] <= entry["logged_at_us"] < scope["to_us"]:
+            raise Failure("entries.jsonl seq %d: not an entry of the pack's team and time window" % seq)
+        if not scope["from_seq"] <= seq < scope["to_seq"]:
+            raise Failure("entries.jsonl seq %d: not in the window's seqs [%d, %d)"
+                          % (seq, scope["from_seq"], scope["to_seq"]))
+        run_chain(entry, last_of_run, scope["from_seq"], "the window's first seq")
+    elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
+        raise Failure("entries.jsonl seq %d: seq expected %d (the range has a gap)"
+                      % (seq, scope["from_seq"] if last_seq is None else last_seq + 1))
+    else:
+        run_chain(entry, last_of_run, scope["from_seq"], "the range's first seq")
+
+
 def check_entries(files, manifest, size, root):
     """entries.jsonl and proofs.jsonl against the checkpoint (size, root) and
-    the manifest's count and scope. Returns the number of entries, the (seq,
-    leaf hash) of each in a run pack and the (entry, leaf hash) of each in a
-    team window."""
+    the manifest's count and scope. Returns an Entries."""
     scope = manifest["scope"]
-    entries = files["entries.jsonl"].split(b"\n")[:-1]
-    proofs = files["proofs.jsonl"].split(b"\n")[:-1]
+    entries = jsonl_lines(files["entries.jsonl"], "entries.jsonl")
+    proofs = jsonl_lines(files["proofs.jsonl"], "proofs.jsonl")
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
                       % (len(entries), len(proofs), manifest["counts"]["entries"]))
+    out = Entries()
+    out.count = len(entries)
     last_seq, last_hash = None, None
-    of_run = []  # (seq, leaf hash) of the entries of a run pack
     last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
-    of_team = []  # (entry, leaf hash) of the entries of a team window
-    for leaf, proof_text in zip(entries, proofs):
-        entry = json.loads(leaf)
+    for n, (leaf, proof_text) in enumerate(zip(entries, proofs), 1):
+        entry = _entry(leaf, n)
         seq = entry["seq"]
-        if teamwindow.leaf_entry(leaf) is None:
-            raise Failure("entries.jsonl seq %d: not a leaf of version 1 or 2" % seq)
-        canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-        if canonical != leaf:
-            raise Failure("entries.jsonl seq %d: not canonical JSON" % seq)
         leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
-        proof = proof_line(proof_text)
+        proof = proof_line(proof_text, "proofs.jsonl: line %d" % n)
         if proof is None or proof[0] != seq:
             raise Failure("proofs.jsonl seq %d: not the proof line of this entry" % seq)
         if proof[1] != leaf_hash.hex():
-            raise Failure("proofs.jsonl seq %d: leaf_hash expected %s, found %s" % (seq, leaf_hash.hex(), proof[1]))
+            raise Failure("proofs.jsonl seq %d: leaf_hash expected %s, found %s"
+                          % (seq, leaf_hash.hex(), shown(proof[1])))
         if not verify_inclusion(seq, size, leaf_hash, proof[2], root):
             raise Failure("proofs.jsonl seq %d: inclusion proof does not lead to the checkpoint's root" % seq)
         if last_seq is not None and seq <= last_seq:
             raise Failure("entries.jsonl seq %d: not after seq %d" % (seq, last_seq))
         if last_seq is not None and seq == last_seq + 1 and entry["prev"] != last_hash.hex():
-            raise Failure("entries.jsonl seq %d: prev expected %s, found %s" % (seq, last_hash.hex(), entry["prev"]))
+            raise Failure("entries.jsonl seq %d: prev expected %s, found %s"
+                          % (seq, last_hash.hex(), shown(entry["prev"])))
+        _check_scope_entry(entry, scope, last_seq, last_of_run)
         if scope["kind"] == "run":
-            r = entry["receipt"]
-            if r["team"] != scope["team"] or r["run_id"] != scope["run_id"]:
-                raise Failure("entries.jsonl seq %d: not an entry of the pack's run" % seq)
-            if entry.get("run_prev") != last_seq:
-                raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
-                              % (seq, last_seq, entry.get("run_prev")))
-            of_run.append((seq, leaf_hash))
+            out.run.append((seq, leaf_hash))
         elif scope["kind"] == "team":
-            if (entry["receipt"]["team"] != scope["team"]
-                    or not scope["from_us"] <= entry["logged_at_us"] < scope["to_us"]):
-                raise Failure("entries.jsonl seq %d: not an entry of the pack's team and time window" % seq)
-            if not scope["from_seq"] <= seq < scope["to_seq"]:
-                raise Failure("entries.jsonl seq %d: not in the window's seqs [%d, %d)"
-                              % (seq, scope["from_seq"], scope["to_seq"]))
-            run_chain(entry, last_of_run, scope["from_seq"], "the window's first seq")
-            of_team.append((entry, leaf_hash))
-        elif seq != (scope["from_seq"] if last_seq is None else last_seq + 1):
-            raise Failure("entries.jsonl seq %d: seq expected %d (the range has a gap)"
-                          % (seq, scope["from_seq"] if last_seq is None else last_seq + 1))
-        else:
-            run_chain(entry, last_of_run, scope["from_seq"], "the range's first seq")
+            out.team.append((entry, leaf_hash))
+        out.parsed.append(entry)
+        if entry.get("emitter") != "ledger" and (out.last_logged is None or
+                                                 entry["logged_at_us"] > out.last_logged[1]):
+            out.last_logged = (seq, entry["logged_at_us"])
+        if entry["v"] == 2 and out.first_v2 is None:
+            out.first_v2 = seq
         last_seq, last_hash = seq, leaf_hash
     if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
         raise Failure("entries.jsonl: the seq range ends early")
-    return len(entries), of_run, of_team
+    return out

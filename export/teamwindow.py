@@ -8,14 +8,15 @@ checkpoint-time note's `teams` root, and the walk down the team chain
     {"before":BOUND,"after":BOUND,"head":PROOF}      exactly one of after, head
     BOUND = {"seq":S,"leaf":"<leaf bytes>","inclusion":["<hex>",...]}
 
-Every failure is a completeness.Failure whose message starts with
-`team-window.json: `; verify_pack.py raises it as its own.
+Every failure is a completeness.Failure (packerror.Failure) whose message
+starts with `team-window.json: `.
 """
 import hashlib
 import json
 
 import completeness
 import runmap
+from packread import shown
 
 WHERE = "team-window.json"
 Failure = completeness.Failure
@@ -47,7 +48,7 @@ def _bound(b, name):
             raise _fail("%s.%s: missing" % (name, k))
     for k in sorted(b):
         if k not in ("seq", "leaf", "inclusion"):
-            raise _fail("%s.%s: not a field of a bound" % (name, k))
+            raise _fail("%s.%s: not a field of a bound" % (name, shown(k)))
     if type(b["seq"]) is not int:
         raise _fail("%s.seq: want a JSON integer" % name)
     if not isinstance(b["leaf"], str):
@@ -74,7 +75,7 @@ def parse(data):
         raise _fail("want a JSON object")
     for k in sorted(obj):
         if k not in ("before", "after", "head"):
-            raise _fail("%s: not a field of team-window.json" % k)
+            raise _fail("%s: not a field of team-window.json" % shown(k))
     if ("after" in obj) == ("head" in obj):
         raise _fail("want exactly one of after and head")
     out = {k: _bound(obj[k], k) if k in obj else None for k in ("before", "after")}
@@ -112,8 +113,8 @@ def _check_bound(name, bound, scope, size, root, verify_inclusion):
     if not 0 <= seq < size:
         raise _fail("%s.seq: %d is not below the tree size %d" % (name, seq, size))
     if e["receipt"]["team"] != scope["team"]:
-        raise _fail("%s: entry %d is of team %s, not the window's team %s" % (name, seq, e["receipt"]["team"],
-                                                                              scope["team"]))
+        raise _fail("%s: entry %d is of team %s, not the window's team %s" % (name, seq, shown(e["receipt"]["team"]),
+                                                                              shown(scope["team"])))
     leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
     if not verify_inclusion(seq, size, leaf_hash, path, root):
         raise _fail("%s: the inclusion proof of entry %d does not lead to the checkpoint's root" % (name, seq))
@@ -154,7 +155,7 @@ def _check_head(p, scope, size, teams_root, entries, before):
     except runmap.Refused as e:
         raise _fail("the scope's team has no team key: %s" % e)
     if p["key"] != key:
-        raise _fail("head: key %s is not the team key of team %s (%s)" % (p["key"].hex(), team, key.hex()))
+        raise _fail("head: key %s is not the team key of team %s (%s)" % (p["key"].hex(), shown(team), key.hex()))
     try:
         got = completeness.map_root(p)
     except Failure as e:
@@ -166,7 +167,7 @@ def _check_head(p, scope, size, teams_root, entries, before):
         held = len(entries) + (before is not None)
         if held:
             raise _fail("head: the map shows no entry of team %s up to tree size %d, the pack holds %d"
-                        % (team, size, held))
+                        % (shown(team), size, held))
         return
     _, last_seq, last_hash = p["head"]
     last = entries[-1] if entries else before
@@ -216,7 +217,7 @@ def check(data, scope, size, root, teams_root, entries, verify_inclusion):
     x = ([(before[0], True)] if before else []) + [(e, False) for e, _ in entries]
     x += [(after[0], False)] if after else []
     stop = _walk(x)
-    team, a, b, n = scope["team"], scope["from_us"], scope["to_us"], size - 1
+    team, a, b, n = shown(scope["team"]), scope["from_us"], scope["to_us"], size - 1
     if stop is None:
         return "complete: every entry of team %s logged in [%d, %d) up to seq %d (team chain, %d entries)" % (
             team, a, b, n, len(entries))

@@ -124,7 +124,7 @@ def main():
         ("a key of no team window", {"after": bound(a9), "note": 1}, entries(w3), None,
          "FAIL: team-window.json: note: not a field of team-window.json"),
         ("a key given twice", b'{"after":1,"after":2}', [], None,
-         "FAIL: team-window.json: after: a key given twice"),
+         "FAIL: team-window.json: key after twice"),
         ("a bound without its proof", {"after": {"seq": 9, "leaf": a9.decode()}}, entries(w3), None,
          "FAIL: team-window.json: after.inclusion: missing"),
         ("a head's count not an integer", {"head": dict(head7, head=dict(head7["head"], count="4"))}, [], root7,

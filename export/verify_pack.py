@@ -15,7 +15,7 @@ report re-signed by whoever holds the ledger's key passes this script.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
          [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
-         [--policy POLICY]
+         [--policy POLICY] [--expect-grace-ms N]
        verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
 FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
 --trust-pack-key trusts the key inside the pack instead, and the result then
@@ -27,8 +27,14 @@ holding a signed checkpoint; a pack against an older checkpoint fails.
 The checkpoint's time note (checkpoint-time) must be signed by the key and
 name the pack's checkpoint; its time is printed, and a step still pending
 past its deadline (start + timeout + the manifest's unknown_grace_ms) at
-that time fails. A --since or --not-older-than file may hold the checkpoint
-followed by its time note: the pack's time must then not be earlier.
+that time fails; the steps and their deadlines are recomputed from
+entries.jsonl (export/packsteps.py), never read from outcomes.json. The time
+is not before the latest entry's logged_at_us, nor after a policy witness's
+cosignature; a pack of version 2 leaves carries a version 3 note. A --since
+or --not-older-than file may hold the checkpoint followed by its time note:
+the pack's time must then not be earlier, and at the same tree size the
+notes sign the same map roots. --expect-grace-ms N: the manifest's
+unknown_grace_ms must be N.
 A format 3 pack's time note is version 2 and signs the run-head map root;
 a format 3 run pack proves with run-head.json (export/completeness.py) that
 it holds every entry of its run up to the checkpoint, or, with an absence
@@ -44,19 +50,26 @@ be a log of the policy (without a key given, the key is the policy's log
 named as the manifest's origin), every cosignature line of a policy witness
 in the checkpoint must verify, and the witnesses with a valid line must meet
 the quorum; the line after the OK line names them with their times.
+The pack is read strictly (export/packread.py, CONTRACT.md section 7,
+"Reading a pack strictly"): gzip with nothing after it, sorted regular tar
+members of mode 0644 and mtime 0, no JSON key twice, every .jsonl line
+ended by a newline, one form only of every number, base64 and signature
+line. Every value from the pack is printed escaped (packread.shown).
 Exit 0 when everything holds; 1, naming the first failing item, when
 something does not; 2 for bad usage (a key given but empty or malformed).
 """
 import argparse
 import base64
 import hashlib
-import json
 import os
+import re
 import sys
 import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import completeness  # noqa: E402
+import packread  # noqa: E402
+import packsteps  # noqa: E402
 import teamwindow  # noqa: E402
 import tlogpolicy  # noqa: E402
 # What moved to packnote.py, packproof.py and packmanifest.py keeps its name
@@ -65,8 +78,9 @@ import tlogpolicy  # noqa: E402
 from packerror import Failure, UsageError  # noqa: E402
 from packmanifest import (RFC3339, check_files, check_scope, expected_scope, parse_manifest,  # noqa: E402,F401
                           scope_text)
-from packnote import (TIME_HEADERS, base64_hash, checkpoint_of, checkpoint_time, kept_checkpoint,  # noqa: E402,F401
-                      open_note, parse_vkey, signed_time, split_kept)
+from packnote import (TIME_HEADERS, base64_hash, checkpoint_body, checkpoint_of, checkpoint_time,  # noqa: E402,F401
+                      kept_checkpoint, open_note, parse_vkey, signed_time, split_kept)
+from packread import shown  # noqa: E402
 from packproof import (HEX64, check_consistency, check_entries, hash_hex, node, proof_line,  # noqa: E402,F401
                        run_chain, verify_consistency, verify_inclusion)
 
@@ -78,23 +92,12 @@ MAX_FILE = 4 << 30
 
 
 def read_pack(path):
-    files, top = {}, None
-    with tarfile.open(path, "r:gz") as tar:
-        for m in tar:
-            parts = m.name.split("/")
-            if not m.isreg() or len(parts) != 2 or m.name.startswith("/") or ".." in parts:
-                raise Failure("%s: not a regular file directly in the top folder" % m.name)
-            if top is None:
-                top = parts[0]
-            if parts[0] != top or parts[1] not in FILES or parts[1] in files:
-                raise Failure("%s: unexpected or duplicate entry" % m.name)
-            if m.size > MAX_FILE:
-                raise Failure("%s: too large" % m.name)
-            files[parts[1]] = tar.extractfile(m).read()
-    return files
+    """{file name: bytes} of the pack, read strictly (packread.read_pack)."""
+    return packread.read_pack(path, FILES, MAX_FILE)
 
 
-def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None, policy=None):
+def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None, policy=None,
+           expect_grace_ms=None):
     """Raises Failure naming the first item that does not hold. vkey is the
     ledger's key line; None with trust_pack_key to trust the pack's own, or
     with a policy to take the policy's log named as the manifest's origin.
@@ -103,39 +106,49 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     for (expected_scope()). not_older_than: a size, or a signed checkpoint
     (bytes) the pack's checkpoint must be at least as large as, with its
     root at that very size. policy: a tlogpolicy.Policy the checkpoint
-    must meet ("Witnessed packs", CONTRACT.md section 7)."""
+    must meet ("Witnessed packs", CONTRACT.md section 7). expect_grace_ms:
+    the unknown_grace_ms the auditor knows the ledger runs with."""
     files = read_pack(pack_path)
     vkey, key, manifest = signed_files(files, vkey, trust_pack_key, policy)
+    if expect_grace_ms is not None:
+        check_grace(manifest, expect_grace_ms)
     origin, size, root, cosigned = pack_checkpoint(files, key, vkey, manifest, policy)
     scope = manifest["scope"]
     if expect_scope is not None:
         check_scope(scope, expect_scope)
-    since, kept_times, kept_versions = given_checkpoints(files, key, size, root, since, not_older_than)
+    since, kept = given_checkpoints(files, key, size, root, since, not_older_than)
     consistent = check_consistency(files, key, origin, size, root, since)
-    signed_at, runs_root, teams_root = time_note(files, manifest, key, origin, size, root, kept_times, kept_versions)
-    try:
-        run_head = completeness.run_head_proof(files, manifest, runs_root, teams_root)
-        window = teamwindow.presence(files, scope, teams_root)
-    except completeness.Failure as e:
-        raise Failure(str(e))
-    entries, of_run, of_team = check_entries(files, manifest, size, root)
+    note = time_note(files, manifest, key, origin, size, root, kept)
+    signed_at, runs_root, teams_root = note[:3]
+    run_head = completeness.run_head_proof(files, manifest, runs_root, teams_root)
+    window = teamwindow.presence(files, scope, teams_root)
+    entries = check_entries(files, manifest, size, root)
+    check_time_against(note, entries, cosigned)
     complete, unsettled = None, []
+    steps = packsteps.steps(entries.parsed) if scope["kind"] == "run" else []
     if run_head is not None:
-        try:
-            complete = completeness.check_entries(run_head, scope["team"], scope["run_id"], size, of_run)
-        except completeness.Failure as e:
-            raise Failure(str(e))
-        unsettled = completeness.unsettled_steps(json.loads(files["outcomes.json"]), size)
+        complete = completeness.check_entries(run_head, scope["team"], scope["run_id"], size, entries.run)
+        unsettled = completeness.unsettled_steps(steps, size)
     if window is not None:
-        try:
-            complete = teamwindow.check(window, scope, size, root, teams_root, of_team, verify_inclusion)
-        except completeness.Failure as e:
-            raise Failure(str(e))
+        complete = teamwindow.check(window, scope, size, root, teams_root, entries.team, verify_inclusion)
+    if not isinstance(packread.load_json(files["outcomes.json"], "outcomes.json"), dict):
+        raise Failure("outcomes.json: want a JSON object")
     if signed_at is not None and scope["kind"] == "run":  # only a run pack holds its steps' every entry
-        check_deadlines(json.loads(files["outcomes.json"]), manifest["unknown_grace_ms"], signed_at)
-    return {"entries": entries, "origin": origin, "tree_size": size, "root": root, "scope": scope,
+        check_deadlines(steps, manifest["unknown_grace_ms"], signed_at)
+    return {"entries": entries.count, "origin": origin, "tree_size": size, "root": root, "scope": scope,
             "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
             "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned)}
+
+
+def pack_key_line(files):
+    """The key line of ledger.vkey: exactly one line, ended by one LF."""
+    data = files["ledger.vkey"]
+    if data.count(b"\n") != 1 or not data.endswith(b"\n") or b"\r" in data:
+        raise Failure("ledger.vkey: want one line ending in a newline")
+    try:
+        return data[:-1].decode("utf-8")
+    except UnicodeDecodeError:
+        raise Failure("ledger.vkey: not UTF-8")
 
 
 def signed_files(files, vkey, trust_pack_key, policy):
@@ -143,15 +156,16 @@ def signed_files(files, vkey, trust_pack_key, policy):
     trust_pack_key; else the policy's log) and ledger.vkey, manifest.sig
     over manifest.json, the manifest's grammar and every file's digest.
     Returns (vkey, key, manifest)."""
-    for name in FILES - OPTIONAL:
+    for name in sorted(FILES - OPTIONAL):
         if name not in files:
             raise Failure("%s: missing" % name)
+    in_pack = pack_key_line(files)
     if trust_pack_key:
-        vkey = files["ledger.vkey"].decode().strip()
+        vkey = in_pack
     elif vkey is None:
         vkey = policy_log(policy, files)
     key = parse_vkey(vkey)
-    if files["ledger.vkey"].decode().strip() != vkey.strip():
+    if in_pack != vkey.strip():
         raise Failure("ledger.vkey: not the key given")
     digest = hashlib.sha256(files["manifest.json"]).hexdigest()
     try:
@@ -165,19 +179,27 @@ def signed_files(files, vkey, trust_pack_key, policy):
     return vkey, key, manifest
 
 
+def check_grace(manifest, expect_grace_ms):
+    """--expect-grace-ms: the manifest states the grace the auditor knows."""
+    grace = manifest.get("unknown_grace_ms")
+    if grace != expect_grace_ms:
+        raise Failure("manifest.json: unknown_grace_ms: %s, the auditor expects %d (--expect-grace-ms)"
+                      % ("none (a format 1 pack)" if grace is None else grace, expect_grace_ms))
+
+
 def pack_checkpoint(files, key, vkey, manifest, policy):
     """checkpoint: signed by the key (and with a policy, cosigned as it asks),
     of the key's and the manifest's origin, at the manifest's size and root.
     Returns (origin, size, root, witnessed()'s list or None without a policy)."""
     try:
         cp = open_note(files["checkpoint"], key)
+        origin, size, root = checkpoint_body(cp)
     except Failure as e:
         raise Failure("checkpoint: %s" % e)
     cosigned = None if policy is None else witnessed(policy, vkey, cp, files["checkpoint"])
-    cp = cp.split("\n")
-    origin, size, root = cp[0], int(cp[1]), base64.b64decode(cp[2], validate=True)
     if origin != manifest.get("origin") or origin != key[0]:
-        raise Failure("checkpoint: origin '%s', manifest and key say '%s'" % (origin, manifest.get("origin")))
+        raise Failure("checkpoint: origin '%s', manifest and key say '%s'"
+                      % (shown(origin), shown(manifest.get("origin"))))
     if size != manifest["tree_size"] or root.hex() != manifest["root"]:
         raise Failure("checkpoint: size %d root %s, the manifest says size %s root %s"
                       % (size, root.hex(), manifest["tree_size"], manifest["root"]))
@@ -186,18 +208,15 @@ def pack_checkpoint(files, key, vkey, manifest, policy):
 
 def given_checkpoints(files, key, size, root, since, not_older_than):
     """--not-older-than and --since (verify()'s arguments) against the pack's
-    checkpoint (size, root); with --since and no consistency.json, the pack's
-    checkpoint must be the one given. Returns since as (origin, size, root)
-    or None, and by flag the time kept with the checkpoint given (None
-    without one) and the version of its time note."""
-    kept_times = {"--since": None, "--not-older-than": None}  # the times the auditor kept
-    kept_versions = {}  # flag -> the version of the time note kept with it
+    checkpoint (size, root). Returns since as (origin, size, root) or None,
+    and by flag the checkpoint-time note kept with the checkpoint given
+    (packnote.kept_checkpoint()'s, None without one)."""
+    kept = {"--since": None, "--not-older-than": None}  # the time notes the auditor kept
     if not_older_than is not None:
         want_root = None
         if isinstance(not_older_than, bytes):
             try:
-                _, not_older_than, want_root, kept_times["--not-older-than"], kept_versions["--not-older-than"] = \
-                    kept_checkpoint(not_older_than, key)
+                _, not_older_than, want_root, kept["--not-older-than"] = kept_checkpoint(not_older_than, key)
             except (Failure, ValueError) as e:
                 raise UsageError("--not-older-than: %s" % e)
         if size < not_older_than:
@@ -211,21 +230,32 @@ def given_checkpoints(files, key, size, root, since, not_older_than):
             since = kept_checkpoint(since, key)
         except (Failure, ValueError) as e:
             raise UsageError("--since: %s" % e)
-        kept_times["--since"], kept_versions["--since"] = since[3], since[4]
+        kept["--since"] = since[3]
         since = since[:3]
-        if "consistency.json" not in files and since[1:] != (size, root):
-            raise Failure("consistency.json: missing: --since asks for consistency with the checkpoint at size %d"
-                          % since[1])
-    return since, kept_times, kept_versions
+    return since, kept
 
 
-def time_note(files, manifest, key, origin, size, root, kept_times, kept_versions):
-    """checkpoint-time: in a format 2 pack or later required, and refused in a
-    format 1 pack; signed by the key, naming the pack's checkpoint, not older
-    than, nor of a lower version than, a time note kept with --since or
-    --not-older-than. Returns (time, runs root, teams root), each None
-    without the note or below its version."""
-    signed_at = runs_root = teams_root = None
+def note_version(manifest, version):
+    """The note's version against the manifest's format: a format F pack
+    (F >= 2) carries a note of version F - 1."""
+    f = manifest["format"]
+    if f >= 4 and version < 3:
+        raise Failure("checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
+    if f == 3 and version < 2:
+        raise Failure("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+    if version != f - 1:
+        raise Failure("checkpoint-time: format %d pack with a version %d note: a format %d pack carries a version %d "
+                      "note" % (f, version, f, f - 1))
+
+
+def time_note(files, manifest, key, origin, size, root, kept):
+    """checkpoint-time: in a format 2 pack or later required, of the version
+    the format says, and refused in a format 1 pack; signed by the key,
+    naming the pack's checkpoint, not older than, nor of a lower version
+    than, a time note kept with --since or --not-older-than, and of the
+    same map roots as a kept note of the same tree size. Returns (time,
+    runs root, teams root, version), all None without the note."""
+    t = None
     if "checkpoint-time" not in files:
         if manifest["format"] >= 2:
             raise Failure("checkpoint-time: missing: a format 2 pack carries its checkpoint's time note")
@@ -238,24 +268,61 @@ def time_note(files, manifest, key, origin, size, root, kept_times, kept_version
             raise Failure("checkpoint-time: %s" % e)
         if t[:3] != (origin, size, root):
             raise Failure("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s"
-                          % (t[0], t[1], t[2].hex(), size, root.hex()))
-        signed_at, runs_root, teams_root = t[3], t[4], t[5]
+                          % (shown(t[0]), t[1], t[2].hex(), size, root.hex()))
+        note_version(manifest, 1 + (t[4] is not None) + (t[5] is not None))
     for flag in ("--since", "--not-older-than"):
-        kept = kept_times[flag]
-        if kept is None:
-            continue
-        if signed_at is None:
-            raise Failure("checkpoint-time: missing: the checkpoint given with %s has a signed time, so every later "
-                          "checkpoint has one" % flag)
-        if signed_at < kept:
-            raise Failure("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s "
-                          "(times never go backwards)" % (signed_time(signed_at), signed_time(kept), flag))
-        version = 1 + (runs_root is not None) + (teams_root is not None)
-        if kept_versions[flag] > version:
-            raise Failure("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: "
-                          "a ledger that signs the %s-head map root signs it with every later checkpoint"
-                          % (version, flag, kept_versions[flag], "team" if kept_versions[flag] == 3 else "run"))
-    return signed_at, runs_root, teams_root
+        if kept[flag] is not None:
+            against_kept(t, kept[flag], flag)
+    if t is None:
+        return None, None, None, None
+    return t[3], t[4], t[5], 1 + (t[4] is not None) + (t[5] is not None)
+
+
+def against_kept(t, k, flag):
+    """The pack's time note t (checkpoint_time()'s tuple, or None) against
+    the note k kept with the checkpoint given with flag
+    (kept_checkpoint()'s): stated, not earlier, not of a lower version, and
+    at the same tree size signing the same map roots."""
+    if t is None:
+        raise Failure("checkpoint-time: missing: the checkpoint given with %s has a signed time, so every later "
+                      "checkpoint has one" % flag)
+    if t[3] < k[3]:
+        raise Failure("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s "
+                      "(times never go backwards)" % (signed_time(t[3]), signed_time(k[3]), flag))
+    version = 1 + (t[4] is not None) + (t[5] is not None)
+    if k[6] > version:
+        raise Failure("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: "
+                      "a ledger that signs the %s-head map root signs it with every later checkpoint"
+                      % (version, flag, k[6], "team" if k[6] == 3 else "run"))
+    if k[1] != t[1]:
+        return
+    for at, name in ((4, "runs"), (5, "teams")):
+        if k[at] is not None and k[at] != t[at]:
+            raise Failure("checkpoint-time: %s root %s at tree size %d, the note kept with the checkpoint given with "
+                          "%s signs %s at that size" % (name, t[at].hex(), t[1], flag, k[at].hex()))
+
+
+def check_time_against(note, entries, cosigned):
+    """The signed time against what the pack holds: not before the latest
+    logged_at_us of its emitters' entries, not after a witness's cosignature time (in
+    seconds) on the checkpoint; and a pack holding version 2 leaves carries
+    a version 3 note (a ledger that keeps team chains signs the team-head
+    map root)."""
+    signed_at, version = note[0], note[3]
+    if entries.first_v2 is not None and version != 3:
+        raise Failure("checkpoint-time: %s, but entries.jsonl holds a leaf of version 2 (seq %d): a ledger that "
+                      "writes version 2 leaves signs version 3 notes"
+                      % ("missing" if version is None else "a version %d note" % version, entries.first_v2))
+    if signed_at is None:
+        return
+    if entries.last_logged is not None and signed_at < entries.last_logged[1]:
+        seq, logged = entries.last_logged
+        raise Failure("checkpoint-time: time %s is before entry %d's logged_at_us %s: the ledger signs a checkpoint "
+                      "after it logs its entries" % (signed_time(signed_at), seq, signed_time(logged)))
+    for name, when in cosigned or []:
+        if signed_at // 1000000 > when:
+            raise Failure("checkpoint-time: time %s is after the cosignature time %d of witness %s: a witness "
+                          "cosigns a checkpoint after the ledger signed it" % (signed_time(signed_at), when, shown(name)))
 
 
 def policy_log(policy, files):
@@ -265,7 +332,7 @@ def policy_log(policy, files):
     origin = parse_manifest(files["manifest.json"])["origin"]
     logs = policy.log_named(origin)
     if not logs:
-        raise UsageError("--policy: no log of the policy is named %s" % origin)
+        raise UsageError("--policy: no log of the policy is named %s" % shown(origin))
     lines = ["%s+%s+%s" % (k.name, k.key_id.hex(), base64.b64encode(b"\x01" + k.public).decode()) for k in logs]
     in_pack = files["ledger.vkey"].decode("utf-8", "replace").strip()
     return in_pack if in_pack in lines else lines[0]
@@ -284,25 +351,24 @@ def witnessed(policy, vkey, text, note):
         raise Failure(str(e))
 
 
-def check_deadlines(outcomes, grace_ms, signed_at):
-    """A step pending although its deadline (the start's logged_at_us +
-    timeout + the manifest's grace) is before the signed time is a finding:
-    an honest ledger declares it unknown before signing. outcomes.json is
-    the one the manifest signs (ledgerctl verify recomputes it)."""
-    for step in outcomes["steps"]:
-        if step["state"] != "pending" or "start" not in step:
-            continue
-        deadline = step["start"]["timeout_at_us"] + grace_ms * 1000
-        if deadline < signed_at:
-            raise Failure("outcomes.json: step %s/%s/%s attempt %d is pending, but its deadline (start + timeout + "
-                          "the manifest's unknown_grace_ms %d) %s is before the checkpoint's signed time %s: an honest "
-                          "ledger declares it unknown before signing"
-                          % (step["team"], step["run_id"], step["step_id"], step["attempt"], grace_ms,
-                             signed_time(deadline), signed_time(signed_at)))
+def check_deadlines(steps, grace_ms, signed_at):
+    """A step the run's entries leave pending (packsteps.steps()) although
+    its deadline (the start's logged_at_us + timeout + the manifest's grace)
+    is before the signed time is a finding: an honest ledger declares it
+    unknown before signing."""
+    overdue = packsteps.first_overdue(steps, grace_ms, signed_at)
+    if overdue is None:
+        return
+    step, deadline = overdue
+    raise Failure("outcomes.json: step %s/%s/%s attempt %d is pending, but its deadline (start + timeout + the "
+                  "manifest's unknown_grace_ms %d) %s is before the checkpoint's signed time %s: an honest ledger "
+                  "declares it unknown before signing"
+                  % (shown(step.team), shown(step.run_id), shown(step.step_id), step.attempt, grace_ms,
+                     signed_time(deadline), signed_time(signed_at)))
 
 
 def usage_error(message):
-    print("verify_pack.py: %s" % message, file=sys.stderr)
+    say("verify_pack.py: %s" % message, sys.stderr)
     sys.exit(2)
 
 
@@ -359,6 +425,7 @@ def main():
     parser.add_argument("--expect-scope")
     parser.add_argument("--not-older-than")
     parser.add_argument("--policy")
+    parser.add_argument("--expect-grace-ms")
     args = parser.parse_args()
     vkey = key_argument(args)
     policy = None
@@ -385,9 +452,15 @@ def main():
             expect = expected_scope(args.expect_scope)
         except UsageError as e:
             usage_error("--expect-scope: %s" % e)
+    grace = None
+    if args.expect_grace_ms is not None:
+        try:
+            grace = packread.decimal(args.expect_grace_ms, "--expect-grace-ms")
+        except Failure as e:
+            usage_error(e)
     not_older = None
     if args.not_older_than is not None:
-        if args.not_older_than.isdigit():
+        if re.fullmatch(r"[0-9]+", args.not_older_than):
             not_older = int(args.not_older_than)
         elif vkey is None and policy is None:
             usage_error("verify: --not-older-than CHECKPOINT needs the ledger's key (--vkey or --vkey-string)")
@@ -403,27 +476,39 @@ def main():
               "published key.")
     try:
         r = verify(args.pack, vkey, trust_pack_key=args.trust_pack_key, since=since, expect_scope=expect,
-                   not_older_than=not_older, policy=policy)
+                   not_older_than=not_older, policy=policy, expect_grace_ms=grace)
     except UsageError as e:
         usage_error(e)
     except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
-        print("FAILED: %s" % e)
+        say("FAILED: %s" % e)
         return 1
+    for line in result_lines(r):
+        say(line)
+    return 0
+
+
+def say(line, stream=None):
+    """Prints a line whose values come from a pack, escaped (packread.shown)."""
+    print(shown(line), file=stream or sys.stdout)
+
+
+def result_lines(r):
+    """The lines verify()'s result r is printed as: the OK line, then what
+    the pack proves besides."""
     when = (", signed at " + signed_time(r["signed_at"]) if r["signed_at"] is not None
             else ", signing time: not stated (checkpoint signed before the ledger signed times)")
-    print("OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s%s."
-          % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex(), when))
+    lines = ["OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s%s."
+             % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex(), when)]
     if r["witnessed"] is not None:
-        print(r["witnessed"])
+        lines.append(r["witnessed"])
     if r["consistent"] is not None:
         size, root, given = r["consistent"]
-        print("The checkpoint is consistent with the earlier one at size %d, root %s%s."
-              % (size, root.hex(), " (the one given with --since)" if given else ""))
+        lines.append("The checkpoint is consistent with the earlier one at size %d, root %s%s."
+                     % (size, root.hex(), " (the one given with --since)" if given else ""))
     if r["complete"] is not None:
-        print("%s." % r["complete"])
-        for line in r["unsettled"]:
-            print(line)
-    return 0
+        lines.append("%s." % r["complete"])
+        lines += r["unsettled"]
+    return lines
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ operator's forgeries, re-signed with the ledger's key
 by all three with the reason section 7 gives: the run's last entry
 dropped, its step_unknown dropped, a head claimed shorter, the head of an
 older export presented as current, run-head.json removed (and the manifest
-made format 2).
+made format 2, which a version 3 note refutes).
 
 Usage: pack_complete_test.py LEDGERCTL VERIFY_PACK_PY LEDGER_VERIFY_GO PACK_OUTCOMES VKEY_FILE
        LEDGER_KEY_FILE WORK_DIR
@@ -176,7 +176,8 @@ def main():
          refused(missing)),
         ("(e) run-head.json removed, the last entry dropped, the manifest made format 2",
          resigned(downgraded, format2),
-         refused(missing)),
+         refused("checkpoint-time: format 2 pack with a version 3 note: a format 2 pack carries a version 1 note",
+                 "format 2 pack with a version 3 note")),
         ("a genuine pack, --since the kept checkpoint and its version 3 time note", since.files,
          ok(since, [], (old_size, old_root)), kept),
         ("(e) the failed agent_exec dropped, run-head.json removed, a version 1 note re-signed, format 2; --since a "

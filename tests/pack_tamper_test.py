@@ -156,8 +156,8 @@ def main():
         cases.append(("a flipped byte in " + name, edited(files, name, flip), ctl, py))
     cases += [
         ("a signature line that is not base64", edited(files, "manifest.sig", signature_not_base64),
-         r"^FAILED: manifest\.sig: signed note: signature line is malformed",
-         r"^FAILED: manifest\.sig: malformed signature line"),
+         r"^FAILED: manifest\.sig: signature line 1: malformed$",
+         r"^FAILED: manifest\.sig: signature line 1: malformed$"),
         ("a manifest changed, its signature not", edited(files, "manifest.json", manifest_changed),
          r"^FAILED: manifest\.json: SHA-256 is ", r"^FAILED: manifest\.json: SHA-256 [0-9a-f]{64} is not the one signed"),
         ("an entry dropped in the middle of the run",

@@ -370,7 +370,7 @@ def check_all(e, work, data, tools, outcomes_tool):
         ("team-window.json removed", resigned(with_file(after.files, "team-window.json", None)), refused(missing)),
         ("team-window.json removed, the manifest made format 3", resigned(with_file(after.files, "team-window.json",
                                                                                     None), format3),
-         refused(missing)),
+         refused("checkpoint-time: format 3 pack with a version 3 note: a format 3 pack carries a version 2 note")),
         ("the last entry dropped, team-window.json removed, a version 2 note re-signed, format 3; --since a kept "
          "version 3 note", downgraded, refused(downgrade % "--since", kept)),
         ("the last entry dropped, team-window.json removed, a version 2 note re-signed, format 3; --not-older-than "
