@@ -25,7 +25,9 @@ class Gen {
 
   int Below(int n) { return static_cast<int>(rng_() % n); }
 
-  std::string Text(int max_len) {
+  // `printable`: none of the control characters (C0, DEL, C1) that ids may
+  // not hold (CONTRACT section 3); free text keeps them all.
+  std::string Text(int max_len, bool printable = false) {
     static const char* const kPieces[] = {"a",
                                           "Z",
                                           "0",
@@ -50,10 +52,16 @@ class Gen {
                                           "\r",
                                           "\b",
                                           "\f"};
+    // The pieces before kFirstControl print as they are.
+    constexpr int kFirstControl = 7;
     std::string out;
     int len = Below(max_len + 1);
     for (int i = 0; i < len; ++i) {
-      if (Below(6) == 0) {
+      if (printable) {
+        // Pieces 0-6, then 9-18 ("\xc3\xa9" to "'"): not DEL, U+0080 or the controls after.
+        int piece = Below(sizeof kPieces / sizeof kPieces[0] - 7);
+        out += kPieces[piece < kFirstControl ? piece : piece + 2];
+      } else if (Below(6) == 0) {
         out += static_cast<char>(Below(0x20));  // any control character, NUL included
       } else {
         out += kPieces[Below(sizeof kPieces / sizeof kPieces[0])];
@@ -87,11 +95,11 @@ class Gen {
     pb::Receipt r;
     r.set_receipt_id("c-" + std::to_string(i));
     r.set_team("team-" + std::to_string(Below(3)));
-    r.set_run_id("run " + Text(8));
-    r.set_step_id("step " + Text(8));
+    r.set_run_id("run " + Text(8, true));
+    r.set_step_id("step " + Text(8, true));
     if (Below(2)) r.set_attempt(1 + Below(3));
-    if (Below(2)) r.set_workflow(Text(12));
-    if (Below(2)) r.set_agent(Text(12));
+    if (Below(2)) r.set_workflow(Text(12, true));
+    if (Below(2)) r.set_agent(Text(12, true));
     r.set_occurred_at_us(1 + Int() % ledger::canonical::kMaxSafeInteger);
     if (Below(2)) r.set_trace_id("1" + Hex(31));
     if (Below(2)) r.set_span_id("1" + Hex(15));

@@ -28,11 +28,15 @@ refused "--data: Not a directory" "$build/cmd/ledgerd" --data "$work/file"
 
 # An HTTP port that is taken: no ready line at all (a supervisor or a script
 # waiting for "listening on" must not take a ledgerd that is about to exit).
-exec 9< <(/usr/bin/python3 -c 'import socket,sys,time
-s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)')
-read -r taken <&9
-"$build/cmd/ledgerd" --data "$work/taken" --listen 127.0.0.1:0 --http-listen "127.0.0.1:$taken" > "$work/out" 2> "$work/err"
+/usr/bin/python3 -c 'import socket,sys,time
+s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); open(sys.argv[1],"w").write(str(s.getsockname()[1])); time.sleep(60)' \
+  "$work/port" > /dev/null 2>&1 &
+holder=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
+"$build/cmd/ledgerd" --data "$work/taken" --listen 127.0.0.1:0 --http-listen "127.0.0.1:$(cat "$work/port")" \
+  > "$work/out" 2> "$work/err"
 rc=$?
+kill "$holder"
 [ "$rc" -eq 1 ] || fail "a taken HTTP port: exit $rc, want 1"
 grep -q '"event":"start_failed"' "$work/err" || fail "a taken HTTP port: no start_failed: $(cat "$work/err")"
 [ ! -s "$work/out" ] || fail "a taken HTTP port: ledgerd printed a ready line first: $(cat "$work/out")"

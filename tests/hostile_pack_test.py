@@ -113,7 +113,7 @@ def main():
         ("entries not UTF-8", replaced("entries.jsonl", b'{"emitter":"\xff\xfe"}\n'), "entries.jsonl",
          r"^SHA-256 expected "),
         ("oversized manifest", replaced("manifest.json", b" " * (2 << 20)), "manifest.json",
-         r"^larger than 1048576 bytes$"),
+         r"^larger than 1 MiB$"),
     ]
     failures = []
 
@@ -177,8 +177,10 @@ def main():
             if name == "evidence/report.html":
                 f.seek(1 << 20)  # a hole of a megabyte, then the report
             f.write(data)
+    # Mode and mtime as a pack's, so that the holes are what is refused.
     sparse_tar = subprocess.run(["tar", "--sparse", "--format=gnu", "--sort=name", "--owner=0", "--group=0",
-                                 "-cf", "-", "-C", sparse_dir, "evidence"], check=True, stdout=subprocess.PIPE).stdout
+                                 "--mode=0644", "--mtime=@0", "-cf", "-", "-C", sparse_dir, "evidence"],
+                                check=True, stdout=subprocess.PIPE).stdout
     shutil.rmtree(sparse_dir)
     # tar adds the folder itself first; the reader would refuse that before
     # it reached the holes, so it is cut out: the first 512-byte header.
@@ -187,17 +189,18 @@ def main():
     for framing, wrap in (("gzip", lambda d: gzip.compress(d, mtime=0)), ("blocked gzip", blocked_gzip)):
         run(f"sparse file ({framing})", wrap(sparse_tar), "archive", r"a sparse file")
 
-    # Not hostile: the same files in another order (proofs and the manifest
-    # before the entries), as an auditor's own tar might write them. The
-    # files that come before what they need are spilled to the temporary
-    # directory and checked after the archive; the pack verifies.
+    # The same files in another order (proofs and the manifest before the
+    # entries), as an auditor's own tar might write them: the contract says
+    # sorted names (CONTRACT.md section 7, read strictly), so it is refused,
+    # naming the member out of order.
     for order in (["evidence/proofs.jsonl", "evidence/manifest.json", "evidence/report.html"],
                   ["evidence/report.html", "evidence/proofs.jsonl", "evidence/entries.jsonl"]):
         reordered = sorted(good, key=lambda m: (m[0].name not in order,
                                                 order.index(m[0].name) if m[0].name in order else 0))
         first = order[0].split("/")[1] + ", " + order[1].split("/")[1]
         for framing, wrap in (("gzip", lambda d: gzip.compress(d, mtime=0)), ("blocked gzip", blocked_gzip)):
-            run(f"{first} first, verifies ({framing})", wrap(tar_bytes(reordered)), "", "", expect_ok=True)
+            run(f"{first} first, refused ({framing})", wrap(tar_bytes(reordered)), "archive",
+                r"not in sorted name order")
 
     # A decompression bomb: a gigabyte of zeros (about a megabyte packed) as
     # entries.jsonl, one endless line. Verified in bounded memory; refused by

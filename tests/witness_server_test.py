@@ -124,13 +124,16 @@ def statuses(build, work, log, leaves):
         expect("a bad consistency proof", t.post_add_checkpoint(a, body(8, bad, note(20))), 422)
         fork = log.sign(t.checkpoint_text(ORIGIN, 8, t.mth(leaves[:7] + [t.leaf_hash(b"fork")])))
         expect("size 8 again with another root", t.post_add_checkpoint(a, body(8, [], fork)), 422)
-        kept = os.path.join(data, "logs", hashlib.sha256(ORIGIN.encode()).hexdigest() + ".refused")
+        kept = os.path.join(data, "logs", hashlib.sha256(ORIGIN.encode()).hexdigest() + ".fork")
         with open(kept, "rb") as f:
             evidence = f.read()
         if fork.encode() not in evidence:
             fail("the fork is not kept as evidence: %r" % evidence[:200])
         # Anyone can post the log's public checkpoint with a junk proof; it
         # once replaced the kept evidence of the fork and raised another alarm.
+        # (Unproven evidence, a log-signed checkpoint no proof joins, goes to
+        # .refused, first kept; the junk one below was already kept there by
+        # "a bad consistency proof" above, the fork's two roots in .fork.)
         junk = [bytes([i]) * 32 for i in range(3)]
         expect("the log's own checkpoint with a junk proof", t.post_add_checkpoint(a, body(8, junk, note(20))), 422)
         other_fork = log.sign(t.checkpoint_text(ORIGIN, 8, t.mth(leaves[:7] + [t.leaf_hash(b"fork 2")])))

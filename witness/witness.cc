@@ -1,6 +1,7 @@
 #include "witness/witness.h"
 
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -218,13 +219,17 @@ Reply Witness::Add(std::string_view body) {
     // Two roots the log signed for one size: a fork, whatever anyone sends later.
     why = absl::StrCat("checkpoint: size ", log.size, " was cosigned with root ", hash::Base64(hash::AsBytes(log.root)),
                        ", not ", hash::Base64(hash::AsBytes(request->root)));
-    KeepFork(log, body, why);
+    KeepEvidence(log, body, why, Evidence::kFork);
   } else if (request->old_size > 0) {
-    // A proof that does not verify proves nothing (anyone can send junk
-    // with the log's public checkpoint): refused, and nothing is kept.
     absl::Status s =
         merkle::VerifyConsistency(request->old_size, request->size, log.root, request->root, request->proof);
-    if (!s.ok()) why = S(s.message());
+    if (!s.ok()) {
+      // A log-signed checkpoint that no proof joined to what was cosigned:
+      // a fork, or the log's public checkpoint with a junk proof. Kept if
+      // nothing is yet, never replacing what is.
+      why = S(s.message());
+      KeepEvidence(log, body, why, Evidence::kUnproven);
+    }
   }
   if (!why.empty()) return Answer(422, absl::StrCat(why, "\n"));
   return Cosign(log, *request, log_lines);
@@ -243,20 +248,45 @@ Reply Witness::Cosign(LogState& log, const AddCheckpointRequest& request, const 
   log.size = request.size;
   log.root = request.root;
   log.record = std::move(record);
+  WithdrawUnproven(log, request.text);
   return Answer(200, *std::move(line));
 }
 
-void Witness::KeepFork(const LogState& log, std::string_view body, std::string_view why) const {
-  // The first evidence is kept for the operator and never replaced: the
-  // log's signatures make it evidence whoever sent it, and a later
-  // request must not be able to make the witness forget it.
-  std::string path = absl::StrCat(state_dir_, "/", OriginHash(log.origin), ".refused");
+std::string Witness::EvidencePath(const LogState& log, Evidence kind) const {
+  return absl::StrCat(state_dir_, "/", OriginHash(log.origin), kind == Evidence::kFork ? ".fork" : ".refused");
+}
+
+void Witness::KeepEvidence(const LogState& log, std::string_view body, std::string_view why, Evidence kind) const {
+  // The first of each kind is kept for the operator and never replaced by
+  // a later request: the log's signatures make it evidence whoever sent
+  // it, and no later request can make the witness forget it.
+  std::string path = EvidencePath(log, kind);
   absl::Status s = files::CreateFileDurably(path, body);
   if (s.code() == absl::StatusCode::kAlreadyExists) {
-    jsonlog::Info("witness_fork_kept_already").Str("origin", log.origin).Str("kept", path).Msg(why).Emit();
+    jsonlog::Info("witness_evidence_kept_already").Str("origin", log.origin).Str("kept", path).Msg(why).Emit();
     return;
   }
-  jsonlog::Error("witness_fork").Str("origin", log.origin).Str("kept", s.ok() ? path : "").Msg(why).Emit();
+  jsonlog::Error(kind == Evidence::kFork ? "witness_fork" : "witness_inconsistent_checkpoint")
+      .Str("origin", log.origin)
+      .Str("kept", s.ok() ? path : "")
+      .Msg(why)
+      .Emit();
+}
+
+void Witness::WithdrawUnproven(const LogState& log, const std::string& cosigned_text) const {
+  // Kept unproven evidence of the checkpoint just cosigned was no fork (a
+  // junk proof with the log's own checkpoint): it makes room for real evidence.
+  std::string path = EvidencePath(log, Evidence::kUnproven);
+  auto kept = files::ReadFile(path);
+  if (!kept.ok()) return;
+  auto request = ParseAddCheckpoint(*kept);
+  if (!request.ok() || request->text != cosigned_text) return;
+  if (std::remove(path.c_str()) == 0) {
+    jsonlog::Info("witness_evidence_withdrawn")
+        .Str("origin", log.origin)
+        .Msg("the checkpoint kept in " + path + " is now cosigned with a consistency proof: it was no fork")
+        .Emit();
+  }
 }
 
 Reply Witness::GetCheckpoint(std::string_view origin_hash) const {

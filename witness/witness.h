@@ -86,12 +86,15 @@ class Witness {
   // size last cosigned with another root; 503 when the record cannot be
   // written (nothing is cosigned then).
   //
-  // Evidence of a fork (a checkpoint the log signed at the size last
-  // cosigned, with another root) is kept in <origin hash>.refused beside
-  // the record, once: a later request never replaces it. Any other request
-  // that does not verify (400, 403, 422) leaves no state; `peer` (the
-  // client's address) may make kMaxFailuresPerMinute of those a minute,
-  // then gets 429 until the minute is over.
+  // Evidence is kept beside the record, the first of each kind, and no
+  // later request replaces it: a checkpoint the log signed at the size last
+  // cosigned with another root (a fork: <origin hash>.fork, forever), and a
+  // log-signed checkpoint whose consistency proof did not verify (a fork,
+  // or the log's public checkpoint sent with a junk proof: <origin
+  // hash>.refused, removed when that very checkpoint is later cosigned).
+  // Requests the log did not sign, or malformed, leave no state. `peer`
+  // (the client's address) may make kMaxFailuresPerMinute requests a
+  // minute that fail (400, 403, 422), then gets 429 until the minute is over.
   Reply AddCheckpoint(std::string_view body, std::string_view peer = "");
   static constexpr int kMaxFailuresPerMinute = 30;
 
@@ -122,7 +125,14 @@ class Witness {
   Reply Add(std::string_view body);
   Reply Cosign(LogState& log, const AddCheckpointRequest& request, const std::vector<std::string>& log_lines)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(log.mu);
-  void KeepFork(const LogState& log, std::string_view body, std::string_view why) const;
+  enum class Evidence {
+    kFork,      // <origin hash>.fork: two roots the log signed for one size
+    kUnproven,  // <origin hash>.refused: a log-signed checkpoint whose proof did not verify
+  };
+  std::string EvidencePath(const LogState& log, Evidence kind) const;
+  void KeepEvidence(const LogState& log, std::string_view body, std::string_view why, Evidence kind) const;
+  // Removes the kept unproven evidence when it is of `cosigned_text`.
+  void WithdrawUnproven(const LogState& log, const std::string& cosigned_text) const;
   // Whether `peer` is over its failures this minute; counts `failed`.
   bool OverFailures(std::string_view peer) ABSL_LOCKS_EXCLUDED(failures_mu_);
   void CountFailure(std::string_view peer, const Reply& reply) ABSL_LOCKS_EXCLUDED(failures_mu_);
@@ -133,7 +143,7 @@ class Witness {
   std::map<std::string, std::unique_ptr<LogState>> by_origin_;  // fixed after Open
   std::map<std::string, LogState*> by_hash_;
   ledger::sync::Mutex failures_mu_;
-  uint64_t failures_minute_ ABSL_GUARDED_BY(failures_mu_) = 0;          // clock_() / 60 they count in
+  uint64_t failures_minute_ ABSL_GUARDED_BY(failures_mu_) = 0;                      // clock_() / 60 they count in
   std::map<std::string, int, std::less<>> failures_ ABSL_GUARDED_BY(failures_mu_);  // peer -> failures then
 };
 

@@ -163,7 +163,7 @@ TEST_F(WitnessTest, ABadProofAFalseEqualSizeAndANonEmptySizeZeroAre422) {
   EXPECT_EQ(split.body, "checkpoint: size 10 was cosigned with root " + hash::Base64(hash::AsBytes(log_.Root(10))) +
                             ", not " + hash::Base64(hash::AsBytes(log_.Root(11))) + "\n");
   // The refused, log-signed request is kept as evidence of the fork.
-  std::ifstream kept(dir_.Sub(OriginHash("example.org/log") + ".refused"));
+  std::ifstream kept(dir_.Sub(OriginHash("example.org/log") + ".fork"));
   std::string evidence((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
   EXPECT_EQ(evidence, TestLog::BodyWith(10, {}, fork));
   // Nothing changed: the consistent successor is still cosigned.
@@ -172,32 +172,48 @@ TEST_F(WitnessTest, ABadProofAFalseEqualSizeAndANonEmptySizeZeroAre422) {
 
 // Anyone can post the log's public checkpoint with a junk proof. Once such
 // a request replaced the kept evidence of a real fork and raised another
-// alarm; now evidence is kept once, and requests that prove nothing keep
-// nothing.
+// alarm; now the first evidence of each kind is kept, and what a junk
+// proof left is withdrawn once that checkpoint is cosigned.
 TEST_F(WitnessTest, ForkEvidenceIsNeverReplacedByALaterRequest) {
   auto w = Open();
   ASSERT_EQ(w->AddCheckpoint(log_.Body(0, 10)).status, 200);
-  std::string fork = *log_.key().Sign(log_.Text(10, log_.Root(11)));
-  ASSERT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, {}, fork)).status, 422);
-  std::string kept_path = dir_.Sub(OriginHash("example.org/log") + ".refused");
-  auto kept = [&] {
-    std::ifstream f(kept_path);
+  auto read = [&](const std::string& suffix) {
+    std::ifstream f(dir_.Sub(OriginHash("example.org/log") + suffix));
     return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   };
-  ASSERT_EQ(kept(), TestLog::BodyWith(10, {}, fork));
-  // The genuine, public checkpoint of size 20 with a junk proof.
+  // A fork that grew from size 10 (signed by the log, another root at 20): no proof joins it.
+  std::string grown = *log_.key().Sign(log_.Text(20, log_.Root(21)));
+  std::vector<Hash> its_proof = log_.Proof(10, 20);
+  ASSERT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, its_proof, grown)).status, 422);
+  ASSERT_EQ(read(".refused"), TestLog::BodyWith(10, its_proof, grown));
+  // The genuine, public checkpoint of size 20 with a junk proof: refused, the evidence stays.
   std::vector<Hash> junk(4, log_.Root(3));
-  Reply r = w->AddCheckpoint(TestLog::BodyWith(10, junk, log_.Note(20)), "192.0.2.7");
-  EXPECT_EQ(r.status, 422);
-  EXPECT_EQ(kept(), TestLog::BodyWith(10, {}, fork));
-  // A second fork of the same size does not replace the first either.
+  EXPECT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, junk, log_.Note(20)), "192.0.2.7").status, 422);
+  EXPECT_EQ(read(".refused"), TestLog::BodyWith(10, its_proof, grown));
+  // Two roots for size 10: kept as a fork, and a second one replaces nothing.
+  std::string fork = *log_.key().Sign(log_.Text(10, log_.Root(11)));
+  ASSERT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, {}, fork)).status, 422);
   std::string other = *log_.key().Sign(log_.Text(10, log_.Root(12)));
   EXPECT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, {}, other)).status, 422);
-  EXPECT_EQ(kept(), TestLog::BodyWith(10, {}, fork));
-  // Nothing else was written beside the record and the evidence.
-  int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) files += e.is_regular_file();
-  EXPECT_EQ(files, 2);
+  EXPECT_EQ(read(".fork"), TestLog::BodyWith(10, {}, fork));
+  EXPECT_EQ(read(".refused"), TestLog::BodyWith(10, its_proof, grown));
+}
+
+// A junk proof sent first with the log's public checkpoint takes the slot
+// of unproven evidence only until that checkpoint is cosigned.
+TEST_F(WitnessTest, UnprovenEvidenceOfACheckpointLaterCosignedIsWithdrawn) {
+  auto w = Open();
+  ASSERT_EQ(w->AddCheckpoint(log_.Body(0, 10)).status, 200);
+  std::vector<Hash> junk(4, log_.Root(3));
+  ASSERT_EQ(w->AddCheckpoint(TestLog::BodyWith(10, junk, log_.Note(20))).status, 422);
+  std::string path = dir_.Sub(OriginHash("example.org/log") + ".refused");
+  ASSERT_TRUE(std::filesystem::exists(path));
+  ASSERT_EQ(w->AddCheckpoint(log_.Body(10, 20)).status, 200);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // Then a real fork is kept.
+  std::string grown = *log_.key().Sign(log_.Text(30, log_.Root(31)));
+  ASSERT_EQ(w->AddCheckpoint(TestLog::BodyWith(20, log_.Proof(20, 30), grown)).status, 422);
+  EXPECT_TRUE(std::filesystem::exists(path));
 }
 
 TEST_F(WitnessTest, RequestsThatDoNotVerifyAreLimitedPerPeer) {
@@ -209,7 +225,8 @@ TEST_F(WitnessTest, RequestsThatDoNotVerifyAreLimitedPerPeer) {
   }
   Reply limited = w->AddCheckpoint(log_.Body(10, 20), "192.0.2.7");
   EXPECT_EQ(limited.status, 429);
-  EXPECT_EQ(limited.body, "too many requests from this address did not verify (at most 30 a minute); retry in a minute\n");
+  EXPECT_EQ(limited.body,
+            "too many requests from this address did not verify (at most 30 a minute); retry in a minute\n");
   // Another peer is not held back, and 409s (the protocol's own) do not count.
   for (int i = 0; i < Witness::kMaxFailuresPerMinute + 5; ++i) {
     ASSERT_EQ(w->AddCheckpoint(log_.Body(0, 20), "192.0.2.8").status, 409) << i;
