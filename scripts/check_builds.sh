@@ -8,7 +8,7 @@
 #         ledger-verify, so the whole product goes through clang's
 #         -Wthread-safety -Werror=thread-safety
 #   tsan  ThreadSanitizer, on the unit tests of the libraries that run
-#         threads (label "concurrent": ledger_test(NAME CONCURRENT ...))
+#         threads (label "concurrent_unit": ledger_test(NAME CONCURRENT ...))
 #
 # Both are -O1 without debug information (a sanitizer's report still names
 # every function of its stack) and unity builds (each library's sources
@@ -58,7 +58,7 @@ run() {
     # is invisible to it, so a test that serves gRPC in-process reports
     # races inside gRPC's inline headers. Those suites run under asan only
     # (the query and export services' tests are not "concurrent" for that).
-    tsan) sanitize=thread; targets=(concurrent_tests); label=concurrent
+    tsan) sanitize=thread; targets=(concurrent_tests); label=concurrent_unit
           skip='^E2eTest\.|^Metrics\.FiguresFromARealServer$' ;;
     *) echo "unknown build: $kind (asan or tsan)" >&2; exit 2 ;;
   esac
@@ -81,6 +81,11 @@ run() {
         ctest -L "$label" -E "$skip" -j "$jobs" --timeout 600 --output-on-failure > "$out/test.log" 2>&1); then
     grep -E 'tests passed|Failed|\*\*\*' "$out/test.log" | head -40
     echo "FAIL: the unit tests under $kind; the log is $out/test.log"
+    exit 1
+  fi
+  # A label that matches nothing runs nothing, and ctest says so with exit 0.
+  if grep -q "No tests were found" "$out/test.log" || ! grep -q "tests passed" "$out/test.log"; then
+    echo "FAIL: no unit test ran under $kind (label $label); the log is $out/test.log"
     exit 1
   fi
   echo "$kind: built in $((built - started)) s, $(grep -o "[0-9]*% tests passed.*" "$out/test.log" || true)," \
