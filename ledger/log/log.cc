@@ -378,12 +378,9 @@ absl::Status Log::SignCheckpoint() {
   changed_runs_.clear();
   changed_teams_.clear();
   sequencer::Head head = TakeHead();
-  // Entries logged after `now` are in the head too, and the note's time
-  // must not precede them: it moves to the newest one's time when nothing
-  // fell due in between; when something did, its declaration is in the
-  // next head, taken with the newest time again (a few rounds at most,
-  // since declarations are rare; past them the time stays `now`, as the
-  // verifiers' deadline check requires).
+  // The note's time must not precede entries logged after `now`: it moves
+  // to the newest one's when nothing fell due in between, else the head is
+  // taken again with the declarations (a few rounds; past them it stays `now`).
   for (int round = 0; round < 4 && head.last_logged_at_us > now; ++round) {
     const int64_t newest = head.last_logged_at_us;
     if (owed_by(newest) == 0) {

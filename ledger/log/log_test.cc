@@ -83,11 +83,7 @@ TEST_F(LogTest, InvalidReceiptsFailAloneAndValidNeighboursAreAppended) {
 // naming it; the time is the clock's and never goes backwards.
 TEST_F(LogTest, EveryCheckpointHasASignedTimeThatNeverGoesBackwards) {
   std::atomic<int64_t> now{1'767'225'600'000'000};
-  Log::Options o;
-  o.data_dir = dir_.Sub("data");
-  o.origin = "ledger.test/log";
-  o.checkpoint_interval_ms = 60'000;
-  o.sequencer.clock = [&] { return now.load(); };
+  Log::Options o = ClockedOptions(&now);
   auto log = *Log::Open(o, signer_);
   auto verifier = *note::Verifier::Parse(signer_.VerifierKey());
   auto check = [&](const SignedCheckpoint& cp, int64_t want_us) {
@@ -124,12 +120,7 @@ TEST_F(LogTest, EveryCheckpointHasASignedTimeThatNeverGoesBackwards) {
 TEST_F(LogTest, TheSignedTimeIsNeverBeforeAnEntryItCovers) {
   const int64_t t0 = 1'767'225'600'000'000;
   std::atomic<int64_t> now{t0};
-  Log::Options o;
-  o.data_dir = dir_.Sub("data");
-  o.origin = "ledger.test/log";
-  o.checkpoint_interval_ms = 60'000;
-  o.sequencer.clock = [&] { return now.load(); };
-  auto log = *Log::Open(o, signer_);
+  auto log = *Log::Open(ClockedOptions(&now), signer_);
   std::vector<int64_t> asked;
   log->SetBeforeSign([&](int64_t t) {
     asked.push_back(t);

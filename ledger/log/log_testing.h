@@ -3,6 +3,7 @@
 #ifndef LEDGER_LOG_LOG_TESTING_H_
 #define LEDGER_LOG_LOG_TESTING_H_
 
+#include <atomic>
 #include <fstream>
 #include <future>
 #include <iterator>
@@ -54,6 +55,15 @@ class LogTest : public ::testing::Test {
     o.checkpoint_interval_ms = 60'000;  // tests sign explicitly
     o.accept_rollback = accept_rollback;
     return Log::Open(o, signer_);
+  }
+  // The options of OpenLog's log, its clock read from `now`.
+  Log::Options ClockedOptions(std::atomic<int64_t>* now) {
+    Log::Options o;
+    o.data_dir = dir_.Sub("data");
+    o.origin = "ledger.test/log";
+    o.checkpoint_interval_ms = 60'000;  // tests sign explicitly
+    o.sequencer.clock = [now] { return now->load(); };
+    return o;
   }
   std::string Guard() {
     std::ifstream in(dir_.Sub("data") + "/" + Log::kGuardFile);
