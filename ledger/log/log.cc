@@ -76,6 +76,15 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
       if (log->integrity_.ok()) log->integrity_ = m->LoadTop();
     }
   }
+  if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr) {
+    auto upgraded = UpgradeProjections(*log->store_, *log->options_.sequencer.projector);
+    if (!upgraded.ok() && absl::IsFailedPrecondition(upgraded.status())) return upgraded.status();
+    if (upgraded.ok()) {
+      log->projection_upgrade_ = *upgraded;
+    } else {
+      log->integrity_ = upgraded.status();
+    }
+  }
   if (log->integrity_.ok() && log->options_.sequencer.projector != nullptr && log->projected_ < state->size) {
     // Projections written since the last flush were lost with the process:
     // the log has them all.
@@ -645,60 +654,6 @@ sequencer::Head Log::head() const {
   if (sequencer_ != nullptr) return sequencer_->committed();
   auto state = store_->ReadState();
   return state.ok() ? sequencer::Head{state->size, {}, state->head} : sequencer::Head{};
-}
-
-absl::Status ReplayProjections(store::Store& store, projection::Projector& projector, uint64_t from, uint64_t to,
-                               const std::function<void(uint64_t done, uint64_t total)>& progress) {
-  constexpr uint64_t kChunk = 20'000;
-  for (uint64_t first = from; first < to; first += kChunk) {
-    uint64_t last = std::min(to, first + kChunk);
-    projection::OverlayTxn txn(nullptr,
-                               [&](projection::Table t, std::string_view key) { return store.GetProjection(t, key); });
-    std::vector<receipt::Entry> parsed;
-    parsed.reserve(last - first);
-    absl::Status read = store.ScanLeaves(first, last, [&](uint64_t seq, std::string_view leaf) {
-      auto entry = receipt::ParseLeaf(leaf);
-      if (!entry.ok()) {
-        return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
-      }
-      if (entry->seq != seq) {
-        return absl::DataLossError(absl::StrCat("entry ", seq, " says it is seq ", entry->seq));
-      }
-      parsed.push_back(*std::move(entry));
-      return absl::OkStatus();
-    });
-    if (!read.ok()) return read;
-    std::vector<projection::Entry> entries;
-    entries.reserve(parsed.size());
-    for (const auto& e : parsed) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
-    if (auto s = projector.Apply(entries, txn); !s.ok()) return s;
-    std::string size;
-    for (int i = 7; i >= 0; --i) size.push_back(static_cast<char>(last >> (8 * i)));
-    txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, size);
-    store::Batch batch = store.NewBatch();
-    batch.PutProjections(txn.writes());
-    if (auto s = store.Commit(batch); !s.ok()) return s;
-    if (progress) progress(last, to);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RebuildProjections(const std::string& data_dir, projection::Projector& projector,
-                                const std::function<void(uint64_t done, uint64_t total)>& progress) {
-  auto opened = store::Store::Open(data_dir + "/db");
-  if (!opened.ok()) return opened.status();
-  store::Store& store = **opened;
-  auto state = store.ReadState();
-  if (!state.ok()) return state.status();
-  if (auto s = store.DropProjections(); !s.ok()) return s;
-  if (state->size == 0) {
-    // An empty log: the projections cover it.
-    store::Batch batch = store.NewBatch();
-    batch.PutProjection(projection::Table::kIndex, projection::kProjectedSizeKey, std::string(8, '\0'));
-    if (progress) progress(0, 0);
-    return store.Commit(batch);
-  }
-  return ReplayProjections(store, projector, 0, state->size, progress);
 }
 
 }  // namespace ledger::log

@@ -82,6 +82,12 @@ struct Consistency {
   std::vector<hash::Hash> hashes;
 };
 
+// What UpgradeProjections found and did: the stored format (`from`), the
+// projector's (`to`) and the records rewritten.
+struct ProjectionUpgrade {
+  uint64_t from = 0, to = 0, rows = 0;
+};
+
 class Log {
  public:
   struct Options {
@@ -231,6 +237,8 @@ class Log {
   // Team rows Open wrote for a store of a version without them
   // (FillTeamHeads).
   uint64_t filled_team_heads() const { return filled_team_heads_; }
+  // What Open did to the projections' format (UpgradeProjections).
+  const ProjectionUpgrade& projection_upgrade() const { return projection_upgrade_; }
   // OK, or the DATA_LOSS found on Open.
   const absl::Status& integrity() const { return integrity_; }
   // With options.accept_rollback: what Open accepted ("" if nothing), and
@@ -269,6 +277,7 @@ class Log {
   uint64_t migrated_receipts_ = 0;
   uint64_t migrated_run_heads_ = 0;
   uint64_t filled_team_heads_ = 0;
+  ProjectionUpgrade projection_upgrade_;
   std::string rollback_;
   bool stopped_ = false;  // set by the destructor once the sequencer is gone
   std::unique_ptr<sequencer::Sequencer> sequencer_;
@@ -308,6 +317,13 @@ class Log {
 // rewrote. DATA_LOSS when a row does not point at its receipt's entry.
 // Nothing may append meanwhile.
 absl::StatusOr<uint64_t> MigrateLegacyReceipts(store::Store& store);
+
+// Brings the projections' records to `projector`'s format (Projector::Format
+// and Upgrade) in one batch, and records the format: a crash leaves the old
+// format whole, and the next call starts again. FAILED_PRECONDITION when the
+// stored format is newer than the projector's, or cannot be upgraded.
+// Nothing may append meanwhile.
+absl::StatusOr<ProjectionUpgrade> UpgradeProjections(store::Store& store, projection::Projector& projector);
 
 // Applies entries [from, to) of `store`'s log to its projections, in
 // batches, and advances the projected-size marker.

@@ -1,5 +1,7 @@
 #include "ledger/projection/projection.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace ledger::projection {
 
 const char* TableName(Table t) {
@@ -14,6 +16,12 @@ const char* TableName(Table t) {
       return "p_changes";
   }
   return "p_unknown";
+}
+
+absl::StatusOr<uint64_t> Projector::Upgrade(uint64_t from, Txn&, const Scan&) {
+  return absl::FailedPreconditionError(absl::StrCat("projections: records of format ", from,
+                                                    " cannot be upgraded to format ", Format(),
+                                                    "; stop the server and run ledgerctl rebuild"));
 }
 
 absl::StatusOr<std::optional<std::string>> OverlayTxn::Get(Table t, std::string_view key) {

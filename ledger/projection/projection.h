@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -38,6 +39,13 @@ const char* TableName(Table t);
 inline constexpr std::string_view kProjectedSizeKey =
     "\xff"
     "projected_size";
+// In Table::kIndex: the format of the projections' records
+// (Projector::Format), a big-endian u64. Absent in a store written before
+// formats were kept: format 1 if kProjectedSizeKey is there, else no
+// projection was ever made.
+inline constexpr std::string_view kFormatKey =
+    "\xff"
+    "format";
 
 // What a projector sees of an entry.
 struct Entry {
@@ -84,6 +92,20 @@ class Projector {
   // not be read or is malformed; the caller MUST NOT write any of the Txn's
   // updates then.
   virtual absl::Status Apply(absl::Span<const Entry> entries, Txn& txn) = 0;
+
+  // The format of the records Apply writes, kept beside them (kFormatKey),
+  // so that records an older version wrote are upgraded before use.
+  virtual uint64_t Format() const { return 1; }
+
+  // Reads the stored rows of table `t` whose keys start with `prefix`, in
+  // key order, until `row` returns false.
+  using Scan = std::function<absl::Status(Table t, std::string_view prefix,
+                                          absl::FunctionRef<bool(std::string_view key, std::string_view value)> row)>;
+  // Rewrites records of format `from` (1 <= from < Format()) through `txn`
+  // into what Apply would have written for the same entries. Returns how
+  // many records it wrote. The caller stores the writes and the new format
+  // in one batch, with nothing appended meanwhile.
+  virtual absl::StatusOr<uint64_t> Upgrade(uint64_t from, Txn& txn, const Scan& scan);
 };
 
 // A Txn that buffers its writes over what another source holds: the writes

@@ -1,5 +1,6 @@
-// Keys of the step and run projections (format version 1; DO NOT CHANGE:
-// stored projections and page tokens depend on them). Strings are parts
+// Keys of the step and run projections (format 2, StepProjector::Format;
+// DO NOT CHANGE without a new format and its upgrade: stored projections
+// and page tokens depend on them). Strings are parts
 // (str: prefixed with their length, ledger/projection/keys.h, whose shapes
 // the store's memtable hints rely on), integers are big-endian u64, so rows
 // sort by team, then time, and parse back.
@@ -12,7 +13,8 @@
 //   p_index     'T' str(team) u64(first_at_us) step key        -> ""
 //               'R' run key u64(first_at_us) step key           -> ""
 //               'S' str(team) u8(state) u64(first_at_us) step key -> ""
-//                   (not for pending steps: their 'D' row lists them)
+//                   (format 1 had none for pending steps, which only
+//                   their 'D' row listed)
 //               'U' str(team) u64(first_at_us) run key          -> ""
 //               'D' u64(timeout_at_us) u64(start_seq)           -> step key
 //               'A' str(team) receipt_id                        -> step key

@@ -248,18 +248,12 @@ class StepEdit {
     }
     Charge(step_);
     pb::Run& run = run_.run();
-    // Pending steps are listed from the deadline rows ('D'), which exist
-    // exactly while a step is pending: they get no state row of their own.
     if (fresh_ || step_->state() != old_state_) {
       if (!fresh_) {
-        if (old_state_ != pb::STEP_STATE_PENDING && indexed) {
-          txn.DeleteUnread(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
-        }
+        if (indexed) txn.DeleteUnread(Table::kIndex, StateRow(key_.team, old_state_, first_at, encoded_));
         Count(run, old_state_, -1);
       }
-      if (step_->state() != pb::STEP_STATE_PENDING && indexed) {
-        txn.PutUnread(Table::kIndex, StateRow(key_.team, step_->state(), first_at, encoded_), "");
-      }
+      if (indexed) txn.PutUnread(Table::kIndex, StateRow(key_.team, step_->state(), first_at, encoded_), "");
       Count(run, step_->state(), +1);
       if (step_->state() == pb::STEP_STATE_UNKNOWN) {
         pb::StepRef* ref = run.add_unknown_steps();
@@ -477,6 +471,31 @@ std::string Serialize(const google::protobuf::MessageLite& m) {
     m.SerializeToCodedStream(&coded);
   }
   return out;
+}
+
+// Format 1 listed pending steps only by their deadline rows ('D'), with no
+// state row: format 2 gives them their 'S' row, found from the 'D' rows.
+absl::StatusOr<uint64_t> StepProjector::Upgrade(uint64_t from, projection::Txn& txn, const Scan& scan) {
+  if (from != 1) return Projector::Upgrade(from, txn, scan);
+  uint64_t rows = 0;
+  absl::Status read;
+  absl::Status scanned = scan(Table::kIndex, kDeadlinePrefix, [&](std::string_view, std::string_view step_key) {
+    auto key = DecodeStepKey(step_key);
+    auto raw = txn.Get(Table::kSteps, step_key);
+    pb::Step step;
+    if (!key.ok() || !raw.ok() || !raw->has_value() || !step.ParseFromString(**raw)) {
+      read = absl::DataLossError("projection: a deadline row names a step whose record is missing or malformed");
+      return false;
+    }
+    if (step.state() != pb::STEP_STATE_PENDING) return true;
+    txn.PutUnread(Table::kIndex,
+                  StateRow(key->team, pb::STEP_STATE_PENDING, static_cast<uint64_t>(step.first_at_us()), step_key), "");
+    ++rows;
+    return true;
+  });
+  if (!scanned.ok()) return scanned;
+  if (!read.ok()) return read;
+  return rows;
 }
 
 absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries, projection::Txn& txn) {

@@ -41,6 +41,10 @@ namespace pb = evidence::ledger::v1;
 class StepProjector final : public projection::Projector {
  public:
   absl::Status Apply(absl::Span<const projection::Entry> entries, projection::Txn& txn) override;
+  // Format 2: pending steps have a state row ('S', keys.h) like every other
+  // state; format 1 listed them by their deadline rows only.
+  uint64_t Format() const override { return 2; }
+  absl::StatusOr<uint64_t> Upgrade(uint64_t from, projection::Txn& txn, const Scan& scan) override;
 };
 
 // Protobuf bytes with deterministic serialization: what projections store,

@@ -1,5 +1,8 @@
 #include "query/projector/projector.h"
 
+#include <array>
+#include <functional>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -64,6 +67,8 @@ class Log {
   }
 
   bool HasRow(const std::string& row) { return txn_.Get(Table::kIndex, row)->has_value(); }
+  const projection::OverlayTxn& txn() const { return txn_; }
+  StepProjector& projector() { return projector_; }
   bool HasChange(uint64_t seq) { return txn_.Get(Table::kChanges, U64(seq))->has_value(); }
   size_t Rows(Table t) {
     size_t n = 0;
@@ -264,13 +269,81 @@ TEST(ProjectorTest, IndexesFollowTheState) {
   uint64_t at = static_cast<uint64_t>(s.first_at_us());
   EXPECT_TRUE(log.HasRow(TeamTimeRow("t", at, key)));
   EXPECT_TRUE(log.HasRow(RunTimeRow(EncodeRunKey("t", "r"), at, key)));
-  EXPECT_FALSE(log.HasRow(StateRow("t", pb::STEP_STATE_PENDING, at, key)));  // its 'D' row lists it
+  EXPECT_TRUE(log.HasRow(StateRow("t", pb::STEP_STATE_PENDING, at, key)));
   EXPECT_TRUE(log.HasRow(DeadlineRow(s.timeout_at_us(), 0)));
   log.Add(Exec("b", "a", "s1", "error"));
   EXPECT_FALSE(log.HasRow(DeadlineRow(s.timeout_at_us(), 0)));
+  EXPECT_FALSE(log.HasRow(StateRow("t", pb::STEP_STATE_PENDING, at, key)));
   EXPECT_TRUE(log.HasRow(StateRow("t", pb::STEP_STATE_FAILED, at, key)));
   EXPECT_TRUE(log.HasRow(RunsRow("t", 1'000'000, EncodeRunKey("t", "r"))));
   EXPECT_EQ(log.Rows(Table::kChanges), 2u);
+}
+
+// The records of `from` in a Txn of their own, less the rows `drop` picks,
+// with a scan over them in key order.
+struct Stored {
+  explicit Stored(const projection::OverlayTxn& from, const std::function<bool(Table, const std::string&)>& drop) {
+    for (int t = 0; t < projection::kTableCount; ++t) {
+      for (const auto& [key, value] : from.writes()[t]) {
+        if (value.has_value() && !drop(static_cast<Table>(t), key)) {
+          rows[t][key] = *value;
+          txn.Put(static_cast<Table>(t), key, *value);
+        }
+      }
+    }
+  }
+  projection::Projector::Scan Scan() {
+    return [this](Table t, std::string_view prefix, absl::FunctionRef<bool(std::string_view, std::string_view)> row) {
+      for (const auto& [key, value] : rows[static_cast<int>(t)]) {
+        if (key.starts_with(prefix) && !row(key, value)) break;
+      }
+      return absl::OkStatus();
+    };
+  }
+  std::map<std::string, std::string> Index() const {
+    std::map<std::string, std::string> out;
+    for (const auto& [key, value] : txn.writes()[static_cast<int>(Table::kIndex)]) {
+      if (value.has_value()) out[key] = *value;
+    }
+    return out;
+  }
+  std::array<std::map<std::string, std::string>, projection::kTableCount> rows;
+  projection::OverlayTxn txn{nullptr, nullptr};
+};
+
+TEST(ProjectorTest, UpgradeFromFormat1GivesPendingStepsTheStateRowsApplyWrites) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  log.Add(Start("b", "s2"));
+  log.Add(Exec("c", "a", "s1", "succeeded"));
+  log.Add(Start("d", "s3"));
+  log.Add(Deny("e", "s4"));
+  const std::string pending_prefix = StatePrefix("t", pb::STEP_STATE_PENDING);
+  Stored today(log.txn(), [](Table, const std::string&) { return false; });
+  // What format 1 stored: the same, with no state row for a pending step.
+  Stored old(log.txn(),
+             [&](Table t, const std::string& key) { return t == Table::kIndex && key.starts_with(pending_prefix); });
+  ASSERT_EQ(today.Index().size(), old.Index().size() + 2);
+  auto rows = log.projector().Upgrade(1, old.txn, old.Scan());
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, 2u);
+  EXPECT_EQ(old.Index(), today.Index());
+  EXPECT_EQ(log.projector().Format(), 2u);
+}
+
+TEST(ProjectorTest, UpgradeRefusesWhatItCannotRead) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  // A deadline row whose step record is gone.
+  Stored damaged(log.txn(), [](Table t, const std::string&) { return t == Table::kSteps; });
+  auto rows = log.projector().Upgrade(1, damaged.txn, damaged.Scan());
+  EXPECT_EQ(rows.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(rows.status().message(), "projection: a deadline row names a step whose record is missing or malformed");
+  auto newer = log.projector().Upgrade(3, damaged.txn, damaged.Scan());
+  EXPECT_EQ(newer.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(newer.status().message(),
+            "projections: records of format 3 cannot be upgraded to format 2; stop the server and run ledgerctl "
+            "rebuild");
 }
 
 TEST(ProjectorTest, DeadlineRowOfAStepStartedAndFinishedInOneBatchIsNeverWritten) {

@@ -121,46 +121,6 @@ grpc::Status QueryService::GetStep(grpc::ServerContext* ctx, const pb::GetStepRe
   return grpc::Status::OK;
 }
 
-// Pending steps of a team, newest first, from the deadline rows: the pending
-// set is the steps in flight, so it is read whole and sorted.
-grpc::Status ListPending(const store::Store& store, const pb::StepFilter& f, int page_size, const std::string& token,
-                         pb::ListStepsResponse* response) {
-  std::string prefix = StatePrefix(f.team(), pb::STEP_STATE_PENDING);
-  std::string after;
-  if (!token.empty()) {
-    auto decoded = DecodeToken(token, prefix);
-    if (!decoded.ok()) return ToGrpc(decoded.status());
-    after = *decoded;
-  }
-  std::vector<std::pair<std::string, pb::Step>> rows;  // (state-style row, step)
-  absl::Status read;
-  absl::Status scanned = store.ScanProjection(
-      Table::kIndex, kDeadlinePrefix, PrefixEnd(kDeadlinePrefix), false,
-      [&](std::string_view, std::string_view step_key) {
-        auto raw = store.GetProjection(Table::kSteps, step_key);
-        pb::Step step;
-        if (!raw.ok() || !raw->has_value() || !step.ParseFromString(**raw)) {
-          read = absl::DataLossError("projection: a pending step's record is missing or malformed");
-          return false;
-        }
-        if (step.state() != pb::STEP_STATE_PENDING || !Matches(f, step)) return true;
-        std::string row =
-            StateRow(f.team(), pb::STEP_STATE_PENDING, static_cast<uint64_t>(step.first_at_us()), step_key);
-        if (after.empty() || row < after) rows.emplace_back(std::move(row), std::move(step));
-        return true;
-      });
-  if (!scanned.ok()) return ToGrpc(scanned);
-  if (!read.ok()) return ToGrpc(read);
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = 0; i < rows.size() && static_cast<int>(i) < page_size; ++i) {
-    *response->add_steps() = std::move(rows[i].second);
-  }
-  if (static_cast<int>(rows.size()) > page_size) {
-    response->set_next_page_token(EncodeToken(rows[page_size - 1].first));
-  }
-  return grpc::Status::OK;
-}
-
 grpc::Status QueryService::ListSteps(grpc::ServerContext* ctx, const pb::ListStepsRequest* request,
                                      pb::ListStepsResponse* response) {
   const pb::StepFilter& f = request->filter();
@@ -169,9 +129,6 @@ grpc::Status QueryService::ListSteps(grpc::ServerContext* ctx, const pb::ListSte
   if (!caller.ok()) return ToGrpc(caller.status());
   int page_size = 0;
   if (auto s = CheckPageSize(request->page_size(), &page_size); !s.ok()) return s;
-  if (f.run_id().empty() && f.states_size() == 1 && f.states(0) == pb::STEP_STATE_PENDING) {
-    return ListPending(log_->store(), f, page_size, request->page_token(), response);
-  }
   std::string prefix;
   if (!f.run_id().empty()) {
     prefix = RunTimePrefix(EncodeRunKey(f.team(), f.run_id()));
