@@ -401,6 +401,15 @@ void Daemon::LogOpened() const {
             "run-head map")
         .Emit();
   }
+  if (const auto& u = log_->projection_upgrade(); u.from < u.to) {
+    ledger::jsonlog::Info("projections_upgraded")
+        .Int("from", static_cast<int64_t>(u.from))
+        .Int("to", static_cast<int64_t>(u.to))
+        .Int("rows", static_cast<int64_t>(u.rows))
+        .Msg(absl::StrCat("step projections upgraded from format ", u.from, " to ", u.to, " (", u.rows,
+                          " pending steps given the state row their team's queries read)"))
+        .Emit();
+  }
   if (log_->filled_team_heads() > 0) {
     ledger::jsonlog::Info("team_heads_filled")
         .Int("rows", static_cast<int64_t>(log_->filled_team_heads()))
@@ -523,6 +532,7 @@ absl::Status Daemon::StartHttp(std::string* ready) {
     ledger::ops::HttpOptions options = config_.http;
     options.max_body_bytes = max_body;
     options.chunked_bodies = true;  // Node's exporters stream their bodies
+    options.admit = [this](const ledger::ops::HttpRequest& head) { return otlp_->Admit(head); };
     auto started = ledger::ops::HttpServer::Start(
         flags_.Get("otlp-listen"),
         [this](const ledger::ops::HttpRequest& r) {

@@ -39,6 +39,7 @@ using http_message::DecodeChunks;
 using http_message::kChunked;
 using http_message::kMaxHeaderBytes;
 using http_message::LogRefusal;
+using http_message::ParseHead;
 using http_message::Prepare;
 using http_message::Prepared;
 using http_message::Respond;
@@ -122,6 +123,8 @@ class EventLoop {
   EventLoop(HttpHandler handler, HttpOptions options, std::shared_ptr<SSL_CTX> tls, int listen_fd)
       : handler_(std::move(handler)),
         options_(std::move(options)),
+        body_bytes_per_peer_(options_.max_body_bytes_per_peer > 0 ? options_.max_body_bytes_per_peer
+                                                                  : 4 * options_.max_body_bytes),
         with_tls_(tls != nullptr),
         tls_(std::move(tls)),
         listen_fd_(listen_fd),
@@ -163,7 +166,11 @@ class EventLoop {
  private:
   static constexpr uint64_t kListenId = 0, kWakeId = 1;
 
-  enum class Phase { kHandshake, kRead, kHandle, kWrite };
+  // kDrain: answered before its request was read whole; what the client
+  // still sends is read and dropped for a moment, so that closing with
+  // unread bytes (a reset) does not destroy the answer before the client
+  // reads it.
+  enum class Phase { kHandshake, kRead, kHandle, kWrite, kDrain };
 
   struct Connection {
     uint64_t id = 0;
@@ -176,6 +183,10 @@ class EventLoop {
     std::string in;
     size_t chunk_at = 0;       // a chunked body: where its next chunk starts in `in`
     std::string chunked_body;  // and what was decoded so far
+    size_t held = 0;           // bytes of a body still arriving, counted in held_by_peer_
+    bool admitted = false;     // options_.admit let its POST in
+    bool drain = false;        // answered from kRead: drained after the answer
+    size_t drained = 0;
     std::string out;
     size_t sent = 0;
     std::shared_ptr<BodyFile> file;  // sent after `out`, from file_at to file_size
@@ -322,6 +333,7 @@ class EventLoop {
     }
     Want(c, 0);
     ::close(c.fd);
+    Hold(c, 0);
     if (auto it = per_peer_.find(c.ip); it != per_peer_.end() && --it->second <= 0) per_peer_.erase(it);
     connections_.erase(c.id);  // c is gone
   }
@@ -343,6 +355,8 @@ class EventLoop {
       Read(c);
     else if (c.phase == Phase::kWrite)
       Write(c);
+    else if (c.phase == Phase::kDrain)
+      Drain(c);
   }
 
   // False when the handshake is not done (waiting, or the connection closed).
@@ -391,6 +405,7 @@ class EventLoop {
       return Send(c, Prepare(Text(431, "request headers too large\n"), false));
     }
     if (options_.max_body_bytes > 0) {
+      if (options_.admit && !Admit(c, end + 4)) return;
       int64_t length = ContentLength(c.in);
       if (length == kChunked && options_.chunked_bodies) {
         if (!ReadChunked(c, end + 4)) return;
@@ -401,9 +416,10 @@ class EventLoop {
                                false));
       } else if (static_cast<uint64_t>(length) > options_.max_body_bytes) {
         return Send(c, Prepare(Text(413, absl::StrCat("body: at most ", options_.max_body_bytes, " bytes\n")), false));
-      } else if (!ReadBody(c, end + 4 + static_cast<size_t>(length))) {
+      } else if (!ReadBody(c, end + 4, end + 4 + static_cast<size_t>(length))) {
         return;
       }
+      Hold(c, 0);  // the body is whole: what it holds is the handler's now
     }
     // The handler may take a while (a pack is exported first): on a worker.
     c.phase = Phase::kHandle;
@@ -431,12 +447,51 @@ class EventLoop {
     });
   }
 
-  // Reads until c.in holds `total` bytes (the head and its body); false
-  // while waiting or when the connection closed. The request deadline
-  // covers the body too.
-  bool ReadBody(Connection& c, size_t total) {
+  // Asks options_.admit about a POST whose head ends at `head_end` (once per
+  // request: c.admitted); false when it refused (and the answer is sent).
+  bool Admit(Connection& c, size_t head_end) {
+    if (c.admitted) return true;
+    HttpRequest head;
+    head.peer = c.peer;
+    head.identity = c.identity;
+    std::optional<HttpResponse> refused = ParseHead(std::string_view(c.in).substr(0, head_end), head);
+    if (!refused.has_value() && head.method == "POST") refused = options_.admit(head);
+    if (!refused.has_value()) return c.admitted = true;
+    if (refused->status == 403 || refused->status == 429) LogRefusal(head, *refused);
+    Send(c, Prepare(*std::move(refused), false));
+    return false;
+  }
+
+  // Counts `bytes` as what c holds of a body still arriving; false when
+  // that takes its peer address past max_body_bytes_per_peer.
+  bool Hold(Connection& c, size_t bytes) {
+    if (bytes == c.held) return true;
+    size_t& peer = held_by_peer_[c.ip];
+    peer = peer - c.held + bytes;
+    c.held = bytes;
+    if (peer == 0) held_by_peer_.erase(c.ip);
+    return bytes == 0 || peer <= body_bytes_per_peer_;
+  }
+
+  // Answers a request whose body took its peer past its bound, and lets go
+  // of what it held.
+  void RefuseHeldBody(Connection& c) {
+    Hold(c, 0);
+    c.in.clear();
+    c.chunked_body.clear();
+    Send(c, Prepare(Text(429, absl::StrCat("body: this address has more than ", body_bytes_per_peer_,
+                                           " bytes of request bodies arriving at once; finish or close the others "
+                                           "first\n")),
+                    false));
+  }
+
+  // Reads until c.in holds `total` bytes (the head and the body starting at
+  // `body_start`); false while waiting, or when the connection closed or was
+  // answered (429). The request deadline covers the body too.
+  bool ReadBody(Connection& c, size_t body_start, size_t total) {
     char buf[4096];
     while (c.in.size() < total) {
+      if (!Hold(c, c.in.size() - std::min(body_start, c.in.size()))) return RefuseHeldBody(c), false;
       ssize_t n;
       if (c.ssl != nullptr) {
         int r = SSL_read(c.ssl, buf, sizeof buf);
@@ -474,7 +529,11 @@ class EventLoop {
         c.in.resize(body_start);
         c.in += c.chunked_body;
         c.chunked_body.clear();
+        Hold(c, 0);
         return true;
+      }
+      if (got == Chunks::kMore && !Hold(c, c.in.size() - body_start + c.chunked_body.size())) {
+        return RefuseHeldBody(c), false;
       }
       if (got == Chunks::kBad) return Send(c, Prepare(Text(400, "malformed chunked body\n"), false)), false;
       if (got == Chunks::kTooLarge) {
@@ -563,6 +622,12 @@ class EventLoop {
   }
 
   void Send(Connection& c, Prepared prepared) {
+    c.drain = c.phase == Phase::kRead;
+    if (c.drain) {
+      Hold(c, 0);
+      c.in.clear();
+      c.chunked_body.clear();
+    }
     c.phase = Phase::kWrite;
     c.out = std::move(prepared.bytes);
     c.sent = 0;
@@ -571,6 +636,44 @@ class EventLoop {
     c.file_size = prepared.file_size;
     c.deadline = Clock::now() + std::chrono::milliseconds(options_.send_idle_ms);
     Write(c);
+  }
+
+  // The answer is sent: no more is written, and what the client still
+  // sends is read and dropped until it closes, kDrainMs pass or
+  // kDrainBytes are dropped.
+  static constexpr int kDrainMs = 2000;
+  static constexpr size_t kDrainBytes = 16 << 20;
+  void StartDrain(Connection& c) {
+    if (c.ssl != nullptr) {
+      SSL_shutdown(c.ssl);
+      ERR_clear_error();
+    } else {
+      ::shutdown(c.fd, SHUT_WR);
+    }
+    c.phase = Phase::kDrain;
+    c.deadline = Clock::now() + std::chrono::milliseconds(kDrainMs);
+    Drain(c);
+  }
+
+  void Drain(Connection& c) {
+    char buf[16384];
+    while (c.drained < kDrainBytes) {
+      ssize_t n;
+      if (c.ssl != nullptr) {
+        int r = SSL_read(c.ssl, buf, sizeof buf);
+        if (r <= 0) {
+          if (SSL_get_error(c.ssl, r) == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN);
+          return Close(c);
+        }
+        n = r;
+      } else {
+        n = ::recv(c.fd, buf, sizeof buf, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLIN);
+        if (n <= 0) return Close(c);
+      }
+      c.drained += static_cast<size_t>(n);
+    }
+    Close(c);
   }
 
   void Write(Connection& c) {
@@ -585,7 +688,7 @@ class EventLoop {
           c.out.resize(static_cast<size_t>(n));
           c.file_at += static_cast<uint64_t>(n);
         }
-        if (c.out.empty()) return Close(c);  // all sent
+        if (c.out.empty()) return c.drain ? StartDrain(c) : Close(c);  // all sent
       }
       const char* data = c.out.data() + c.sent;
       size_t left = c.out.size() - c.sent;
@@ -611,6 +714,7 @@ class EventLoop {
 
   const HttpHandler handler_;
   const HttpOptions options_;
+  const size_t body_bytes_per_peer_;
   const bool with_tls_;
   sync::Mutex tls_mu_;
   std::shared_ptr<SSL_CTX> tls_ ABSL_GUARDED_BY(tls_mu_);  // replaced by a reload
@@ -622,6 +726,7 @@ class EventLoop {
   // The loop thread's own.
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;
   std::map<std::string, int> per_peer_;
+  std::map<std::string, size_t> held_by_peer_;    // bytes of bodies arriving, by address
   std::map<uint64_t, std::string> slow_running_;  // connection -> identity, while its slow request is out
   std::map<std::string, int> slow_per_identity_;
   uint64_t next_id_ = 2;

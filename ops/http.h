@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,17 @@ struct HttpOptions {
   // POST bodies may also come chunked (Transfer-Encoding: chunked), as
   // Node's http client sends a streamed body; false: 411 for them.
   bool chunked_bodies = false;
+  // Bytes of request bodies still arriving that one peer address may have
+  // held at once (the raw bytes read past the heads, and chunks decoded so
+  // far, over all its connections); the request whose bytes pass it is
+  // answered 429 and closed. 0: four times max_body_bytes.
+  size_t max_body_bytes_per_peer = 0;
+  // Called for each POST once its head is in, before its body is read, with
+  // everything of the request but the body (method, paths, query, headers,
+  // peer, identity): a response refuses the request with no byte of its
+  // body read (an OTLP caller that may not append). Runs on the server's
+  // loop thread: it MUST be quick and MUST NOT block.
+  std::function<std::optional<HttpResponse>(const HttpRequest& head)> admit;
 };
 
 class EventLoop;

@@ -103,10 +103,12 @@ Chunks DecodeChunks(const std::string& in, size_t* at, std::string* body, size_t
   }
 }
 
-// The response to a whole request (head and body): parsed here, then the
-// handler's.
-HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHandler& handler, bool allow_post) {
-  std::vector<std::string> lines = absl::StrSplit(head.substr(0, head.find("\r\n\r\n")), "\r\n");
+std::optional<HttpResponse> ParseHead(std::string_view head, HttpRequest& request) {
+  std::vector<std::string> lines = absl::StrSplit(std::string(head.substr(0, head.find("\r\n\r\n"))), "\r\n");
+  request.headers.clear();
+  request.query.clear();
+  request.headers.clear();
+  request.query.clear();
   std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
   if (first.size() != 3 || first[2].rfind("HTTP/1.", 0) != 0) return Text(400, "bad request line\n");
   request.method = first[0];
@@ -137,6 +139,13 @@ HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHa
   auto id = request.headers.find("x-request-id");
   request.request_id = jsonlog::RequestId(id == request.headers.end() ? "" : id->second);
   if (bad) return Text(400, "bad escape in the URL\n");
+  return std::nullopt;
+}
+
+// The response to a whole request (head and body): parsed here, then the
+// handler's.
+HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHandler& handler, bool allow_post) {
+  if (auto refused = ParseHead(head, request); refused.has_value()) return *std::move(refused);
   if (request.method == "POST" && allow_post) {
     request.body = head.substr(head.find("\r\n\r\n") + 4);
   } else if (request.method != "GET" && request.method != "HEAD") {

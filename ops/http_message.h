@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ops/http.h"
@@ -33,6 +34,10 @@ enum class Chunks { kDone, kMore, kBad, kTooLarge };
 // bytes are missing. Chunk extensions are ignored. kTooLarge when the data
 // would exceed `max` bytes.
 Chunks DecodeChunks(const std::string& in, size_t* at, std::string* body, size_t max);
+
+// Parses the request line and headers of `head` (up to its blank line)
+// into `request`; a 400 response for a bad request line or URL escape.
+std::optional<HttpResponse> ParseHead(std::string_view head, HttpRequest& request);
 
 // The response to a whole request (head and body): parsed here, then the
 // handler's.

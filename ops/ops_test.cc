@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "export/exporter/staging.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -191,6 +192,55 @@ TEST(Http, CapsConnectionsPerPeerAddress) {
   EXPECT_EQ(ReadAll(again).substr(0, 15), "HTTP/1.1 200 OK");
   ::close(again);
   for (int fd : held) ::close(fd);
+}
+
+TEST(Http, BodiesStillArrivingAreBoundedPerPeerAddress) {
+  HttpOptions options;
+  options.max_body_bytes = 64 << 10;
+  options.max_body_bytes_per_peer = 100 << 10;
+  options.chunked_bodies = true;
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", [](const HttpRequest& r) { return Text(200, std::to_string(r.body.size())); }, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string addr = (*server)->address();
+  // A chunked upload of 20 KiB, not finished: the server holds 40 KiB of
+  // it (the chunk as sent, and its data decoded).
+  const std::string chunk = absl::StrCat(absl::Hex(20 << 10), "\r\n", std::string(20 << 10, 'x'), "\r\n");
+  auto begin = [&](const char* source) {
+    int fd = Connect(addr, source);
+    std::string head = "POST /v1/traces HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk;
+    ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // read by the server
+    return fd;
+  };
+  auto finish = [](int fd) {
+    ::send(fd, "0\r\n\r\n", 5, MSG_NOSIGNAL);
+    std::string out = ReadAll(fd);
+    ::close(fd);
+    return out.substr(0, out.find("\r\n")) + " " + out.substr(out.find("\r\n\r\n") + 4);
+  };
+  int a = begin("127.0.0.3"), b = begin("127.0.0.3");
+  // A third would make 120 KiB arriving at once from 127.0.0.3.
+  int c = begin("127.0.0.3");
+  EXPECT_EQ(finish(c),
+            "HTTP/1.1 429 Too Many Requests body: this address has more than 102400 bytes of request bodies arriving "
+            "at once; finish or close the others first\n");
+  // Another address has a bound of its own; the first two finish.
+  EXPECT_EQ(finish(begin("127.0.0.4")), "HTTP/1.1 200 OK 20480");
+  EXPECT_EQ(finish(a), "HTTP/1.1 200 OK 20480");
+  // A finished body and a closed connection free their bytes.
+  ::close(b);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int d = begin("127.0.0.3"), e = begin("127.0.0.3");
+  EXPECT_EQ(finish(d), "HTTP/1.1 200 OK 20480");
+  EXPECT_EQ(finish(e), "HTTP/1.1 200 OK 20480");
+  // Content-Length bodies count too.
+  int f = begin("127.0.0.3"), g = begin("127.0.0.3");
+  int h = Connect(addr, "127.0.0.3");
+  std::string sized = "POST /v1/traces HTTP/1.1\r\nContent-Length: 60000\r\n\r\n" + std::string(40000, 'y');
+  ::send(h, sized.data(), sized.size(), MSG_NOSIGNAL);
+  EXPECT_EQ(ReadAll(h).substr(0, 12), "HTTP/1.1 429");
+  for (int fd : {f, g, h}) ::close(fd);
 }
 
 TEST(Http, QuickPathsDoNotWaitBehindSlowHandlers) {

@@ -15,13 +15,21 @@ names nowhere (stranger). Attacks, through the real port:
     body was inflated and decoded before the caller was looked at);
   - the emitter's body that inflates past 100 times its size is refused,
     413, with the limits named, and nothing is appended;
-  - the emitter's ordinary gzip body is still accepted.
+  - the emitter's ordinary gzip body is still accepted;
+  - unfinished chunked uploads: the stranger's are answered 403 as soon
+    as their heads are in, with no byte of their bodies held; the
+    emitter's sixteen at once, each 2 MiB sent and never finished, hold at
+    most 16 MiB (four times the largest body) from its address, the
+    uploads past it answered 429, and ledgerd's peak memory grows by less
+    than 48 MiB (about 131 MiB when every upload was held to its
+    deadline).
 
 Every check runs; the failures are listed together.
 """
 import gzip
 import json
 import os
+import socket
 import ssl
 import sys
 import tempfile
@@ -91,7 +99,7 @@ def main():
             ledger.proc.kill()
     if problems:
         fail("%d problem(s):\n  %s" % (len(problems), "\n  ".join(problems)))
-    print("the OTLP port refuses before it inflates, and bounds what it inflates")
+    print("the OTLP port refuses before it reads a body, and bounds what it holds and inflates")
 
 
 def run(ledger, otlp, ca, clients, problems):
@@ -133,6 +141,55 @@ def run(ledger, otlp, ca, clients, problems):
     status, body = post("writer", ordinary())
     if status != 200:
         problems.append("the emitter's ordinary body: want 200, got %d %s" % (status, body[:300]))
+    unfinished(ledger, otlp, ca, clients, problems)
+
+
+def unfinished(ledger, otlp, ca, clients, problems):
+    host, port = otlp.rsplit(":", 1)
+
+    def begin(who, data_bytes):
+        """A chunked upload sent up to `data_bytes` of data, never finished.
+        Returns the socket and what the server answered meanwhile."""
+        ctx = ssl.create_default_context(cafile=ca.ca)
+        ctx.load_cert_chain(*clients[who])
+        sock = ctx.wrap_socket(socket.create_connection((host, int(port))), server_hostname="localhost")
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n")
+        chunk = b"%x\r\n%s\r\n" % (64 << 10, b" " * (64 << 10))
+        sock.settimeout(0.5)
+        answer = b""
+        try:
+            for _ in range(data_bytes // (64 << 10)):
+                sock.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout):
+            pass
+        try:
+            answer = sock.recv(4096)
+        except (socket.timeout, ssl.SSLError, ConnectionResetError):
+            pass
+        return sock, answer
+
+    before = peak_kib(ledger.proc.pid)
+    held = []
+    stranger = [begin("stranger", 2 << 20) for _ in range(8)]
+    refused = [a for _, a in stranger if a.startswith(b"HTTP/1.1 403") and b"has no rule in the policy" in a]
+    if len(refused) != len(stranger):
+        problems.append("the stranger's unfinished uploads: want 403 for all %d, got %d, e.g. %r" %
+                        (len(stranger), len(refused), stranger[0][1][:200]))
+    writer = [begin("writer", 2 << 20) for _ in range(16)]
+    busy = [a for _, a in writer if a.startswith(b"HTTP/1.1 429") and b"arriving at once" in a]
+    quiet = [a for _, a in writer if not a]
+    print("16 unfinished uploads of the emitter: %d held, %d answered 429" % (len(quiet), len(busy)))
+    if len(busy) < 10 or len(quiet) + len(busy) != 16:
+        problems.append("the emitter's unfinished uploads: want at most 6 held and the rest 429, got %d held, "
+                        "%d 429, e.g. %r" % (len(quiet), len(busy), ([a for a in writer if a[1]] or [(0, b"")])[0][1][:200]))
+    held.extend(stranger + writer)
+    grown = (peak_kib(ledger.proc.pid) - before) // 1024
+    print("unfinished uploads: ledgerd's peak memory grew by %d MiB" % grown)
+    if grown >= 48:
+        problems.append("unfinished uploads raised ledgerd's peak memory by %d MiB" % grown)
+    for sock, _ in held:
+        sock.close()
 
 
 if __name__ == "__main__":

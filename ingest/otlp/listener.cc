@@ -124,7 +124,7 @@ Listener::Listener(std::shared_ptr<grpc::Channel> channel, const auth::Gate* gat
 
 Listener::~Listener() = default;
 
-ops::HttpResponse Listener::Handle(const ops::HttpRequest& request) const {
+std::optional<ops::HttpResponse> Listener::Admit(const ops::HttpRequest& request) const {
   // Before the body is known, answers are in protobuf unless JSON was sent.
   auto encoding = EncodingOf(request);
   Encoding answer = encoding.ok() ? *encoding : Encoding::kProtobuf;
@@ -138,7 +138,7 @@ ops::HttpResponse Listener::Handle(const ops::HttpRequest& request) const {
   }
   if (!encoding.ok()) return Refuse(415, encoding.status(), answer);
   absl::Status unsupported;
-  bool gzip = IsGzip(request, &unsupported);
+  IsGzip(request, &unsupported);
   if (!unsupported.ok()) return Refuse(415, unsupported, answer);
   // Who is asking, before anything of the body is inflated or decoded.
   if (options_.tls && request.identity.empty()) {
@@ -148,6 +148,15 @@ ops::HttpResponse Listener::Handle(const ops::HttpRequest& request) const {
     auth::Caller caller{request.identity, gate_->policy(), {}};
     if (absl::Status s = caller.CheckRole(auth::Action::kAppend); !s.ok()) return Refuse(403, s, answer);
   }
+  return std::nullopt;
+}
+
+ops::HttpResponse Listener::Handle(const ops::HttpRequest& request) const {
+  if (auto refused = Admit(request); refused.has_value()) return *std::move(refused);
+  auto encoding = EncodingOf(request);
+  Encoding answer = encoding.ok() ? *encoding : Encoding::kProtobuf;
+  absl::Status unsupported;
+  bool gzip = IsGzip(request, &unsupported);
   size_t inflated_limit = request.body.size();
   if (gzip) {
     inflated_limit = std::min(options_.max_body_bytes, request.body.size() * options_.max_inflate_ratio);

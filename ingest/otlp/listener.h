@@ -7,10 +7,10 @@
 // the log validates (credential screening included) and sequences each
 // receipt exactly as for an Append over the network.
 //
-// The caller is identified and authorized before its body is inflated or
-// decoded: with TLS a certificate without an identity gets 401, and one
-// whose policy rule grants no append right at all (to any team) 403; only
-// then is the body read. A gzip body may inflate to at most
+// The caller is identified and authorized before its body is read (Admit,
+// the HTTP server's admit hook): with TLS a certificate without an identity
+// gets 401, and one whose policy rule grants no append right at all (to any
+// team) 403; only then is the body read. A gzip body may inflate to at most
 // max_inflate_ratio times its size and max_body_bytes in all (413 beyond),
 // and one identity (else peer address) has at most max_inflated_per_peer
 // inflated bytes in hand at once across its requests (429 beyond).
@@ -30,6 +30,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -59,6 +60,11 @@ class Listener {
   ~Listener();
 
   ops::HttpResponse Handle(const ops::HttpRequest& request) const;
+  // The answers Handle gives from a request's head alone (404, 405, 415,
+  // 401, 403); nullopt when its body should be read. For
+  // ops::HttpOptions::admit, so that a caller who may not append makes the
+  // server hold none of its body.
+  std::optional<ops::HttpResponse> Admit(const ops::HttpRequest& head) const;
 
  private:
   // `who`'s share of max_inflated_per_peer, while it inflates and decodes.
