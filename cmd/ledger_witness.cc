@@ -28,6 +28,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
+#include "cmd/loopback.h"
 #include "ledger/cosign/cosign.h"
 #include "ops/http.h"
 #include "util/files/files.h"
@@ -161,7 +162,7 @@ absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::
 absl::StatusOr<std::optional<ledger::ops::HttpTls>> WitnessTls(const ledger::cmd::Flags& flags) {
   bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
   if (!tls) {
-    if (!ledger::ops::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+    if (!ledger::cmd::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat("--listen: ", flags.Get("listen"),
                                                      " is not a loopback address; give --tls-cert, --tls-key and "
                                                      "--client-ca, or --insecure"));

@@ -41,10 +41,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cmd/flags.h"
+#include "cmd/loopback.h"
 #include "cmd/shard_map.h"
 #include "cmd/verify_options.h"
 #include "export.grpc.pb.h"
@@ -445,7 +447,8 @@ constexpr char kUsage[] =
 
 }  // namespace
 
-// Plain text, or TLS with a client certificate when --tls-ca is given.
+// Plain text (where CheckPlainText allows it), or TLS with a client
+// certificate when --tls-ca is given.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(const Flags& flags,
                                                                              grpc::ChannelArguments* args) {
   if (flags.Get("tls-ca").empty()) {
@@ -540,6 +543,8 @@ void DefineConnectionFlags(Flags& flags) {
   flags.Define("cert", "", "TLS: this client's certificate (PEM), its identity for the server");
   flags.Define("key", "", "TLS: this client's private key (PEM)");
   flags.Define("tls-server-name", "", "TLS: the name to check in the server's certificate (default: HOST)");
+  flags.Define("insecure", "", "without --tls-ca: plain text to a --server or shard that is not a loopback address",
+               true);
   flags.Define("config", "", "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
   flags.Define("help", "", "print this help", true);
 }
@@ -599,6 +604,25 @@ class Connections {
   std::optional<ledger::cmd::ShardMap> shards_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
 };
+
+// Without --tls-ca, plain text only to a loopback address or a unix socket,
+// unless --insecure: INVALID_ARGUMENT naming the first address off this
+// machine (--server, or every shard's of --shard-map), before any is dialed.
+absl::Status CheckPlainText(const Flags& flags, const std::optional<ledger::cmd::ShardMap>& shards) {
+  if (!flags.Get("tls-ca").empty() || flags.Bool("insecure")) return absl::OkStatus();
+  auto check = [](const std::string& where, const std::string& address) {
+    if (ledger::cmd::IsLoopback(address) || absl::StartsWith(address, "unix:")) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "address \"", address,
+        "\" is not a loopback address: give TLS options (--tls-ca, --cert and --key), or ask for plain text "
+        "explicitly with --insecure"));
+  };
+  if (!shards) return check("--server: ", flags.Get("server"));
+  for (const ledger::cmd::Shard& shard : shards->shards()) {
+    if (auto s = check(absl::StrCat("--shard-map: shard ", shard.shard, ": "), shard.address); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 int ShowRoute(Connections& c, const Flags& flags) {
   if (!c.shards()) return Fail(absl::InvalidArgumentError("route: needs --shard-map"));
@@ -674,6 +698,9 @@ int Run(const std::string& command, const Flags& flags) {
   if (!known) return Fail(absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'")));
   auto connections = Connections::Open(flags);
   if (!connections.ok()) return Fail(connections.status());
+  if (command != "route") {  // route reads the map alone
+    if (auto s = CheckPlainText(flags, (*connections)->shards()); !s.ok()) return Fail(s);
+  }
   if (auto it = kRouted.find(command); it != kRouted.end()) return it->second(**connections, flags);
   auto address = (*connections)->Target();
   if (!address.ok()) return Fail(address.status());

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cmd/loopback.h"
 #include "server/tls.h"
 #include "util/jsonlog/jsonlog.h"
 
@@ -43,19 +44,17 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(const ledge
       return absl::InvalidArgumentError(
           "--policy: needs --tls-cert, --tls-key and --client-ca (callers are identified by their certificates)");
     }
-    if (!flags.Get("http-listen").empty() && !ledger::ops::IsLoopback(flags.Get("http-listen")) &&
-        !flags.Bool("insecure")) {
+    if (!flags.Get("http-listen").empty() && !IsLoopback(flags.Get("http-listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--http-listen: ", flags.Get("http-listen"),
           " is not a loopback address; in plain-text mode the dashboard shows every team's evidence: give --insecure"));
     }
-    if (!flags.Get("otlp-listen").empty() && !ledger::ops::IsLoopback(flags.Get("otlp-listen")) &&
-        !flags.Bool("insecure")) {
+    if (!flags.Get("otlp-listen").empty() && !IsLoopback(flags.Get("otlp-listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat("--otlp-listen: ", flags.Get("otlp-listen"),
                                                      " is not a loopback address; in plain-text mode every sender "
                                                      "appends as 'local' to any team: give --insecure"));
     }
-    if (!ledger::ops::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+    if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--listen: ", flags.Get("listen"),
           " is not a loopback address; give --tls-cert, --tls-key, --client-ca and --policy, or --insecure"));

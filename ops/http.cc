@@ -59,14 +59,6 @@ HttpResponse Text(int status, std::string body) {
   return r;
 }
 
-bool IsLoopback(const std::string& listen) {
-  std::string host = listen.substr(0, listen.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host == "localhost" || host == "::1") return true;
-  in_addr a{};
-  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
-
 absl::StatusOr<std::string> UrlDecode(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {

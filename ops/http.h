@@ -171,9 +171,6 @@ class HttpServer {
 
 // "%41" and "+" decoded; INVALID_ARGUMENT for a bad escape.
 absl::StatusOr<std::string> UrlDecode(std::string_view s);
-// Whether a listen address HOST:PORT is on loopback (localhost, ::1,
-// 127.0.0.0/8): where plain text is allowed without --insecure.
-bool IsLoopback(const std::string& listen);
 // HTML text and attribute escaping (util/html).
 using html::HtmlEscape;
 

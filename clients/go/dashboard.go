@@ -24,7 +24,8 @@ import (
 
 // DashboardOptions of a Dashboard; a zero field takes its default.
 type DashboardOptions struct {
-	TLS         credentials.TransportCredentials // nil: plain text
+	TLS         credentials.TransportCredentials // nil: plain text, to a loopback address unless Insecure
+	Insecure    bool                             // plain text to a target off this machine (as Options.Insecure)
 	Timeout     time.Duration                    // of each call but Watch (default 10 s)
 	DialOptions []grpc.DialOption
 }
@@ -50,12 +51,13 @@ type StepQuery struct {
 // returns nil.
 var ErrStopWatch = errors.New("stop watching")
 
-// NewDashboard connects (lazily) to target, HOST:PORT.
+// NewDashboard connects (lazily) to target, HOST:PORT; without TLS, to a
+// loopback address only unless Insecure (as NewEmitter).
 func NewDashboard(target string, opts DashboardOptions) (*Dashboard, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	conn, err := dial(target, opts.TLS, time.Second, opts.DialOptions)
+	conn, err := dial(target, opts.TLS, opts.Insecure, time.Second, opts.DialOptions)
 	if err != nil {
 		return nil, err
 	}

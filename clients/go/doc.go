@@ -11,4 +11,13 @@
 // outcomes and watches their changes; VerifyCheckpoint, VerifyInclusion
 // and VerifyConsistency check a pack's checkpoint and proofs offline
 // (CONTRACT.md sections 5 to 7). The gRPC stubs are in ledgerpb.
+//
+// Without TLS (Options.TLS, DashboardOptions.TLS: see TLSFromFiles) a
+// client dials plain text only to a loopback address (127.0.0.0/8, ::1,
+// localhost) or a unix socket. Any other target, or any shard's address in
+// a ShardMap, is refused before anything is dialed:
+//
+//	address "10.0.0.5:7420" is not a loopback address: give TLS options (CA, certificate and key), or ask for plain text explicitly with Insecure: true
+//
+// Insecure: true in the options is that explicit request.
 package ledger

@@ -97,8 +97,13 @@ type Stats struct {
 
 // Options of an Emitter. A zero field takes its default.
 type Options struct {
-	// TLS: credentials for mutual TLS (see TLSFromFiles); nil: plain text.
+	// TLS: credentials for mutual TLS (see TLSFromFiles); nil: plain text,
+	// which NewEmitter refuses for a target that is not a loopback address
+	// (127.0.0.0/8, ::1, localhost) or a unix socket, unless Insecure.
 	TLS credentials.TransportCredentials
+	// Insecure: plain text to a target off this machine, where anyone on
+	// the way reads the receipts and the ledger cannot tell who sent them.
+	Insecure bool
 	// BatchSize: receipts per Append (default 200, at most 1000).
 	BatchSize int
 	// Linger: how long the sender waits for a batch to fill (default 20 ms;
@@ -185,10 +190,11 @@ type Emitter struct {
 }
 
 // NewEmitter connects (lazily: a ledger that is down is retried) to target,
-// HOST:PORT, and starts the sender.
+// HOST:PORT, and starts the sender. Without TLS it fails, dialing nothing,
+// for a target that is not a loopback address, unless Insecure.
 func NewEmitter(target string, opts Options) (*Emitter, error) {
 	opts = opts.withDefaults()
-	conn, err := dial(target, opts.TLS, opts.MaxBackoff, opts.DialOptions)
+	conn, err := dial(target, opts.TLS, opts.Insecure, opts.MaxBackoff, opts.DialOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -199,13 +205,17 @@ func NewEmitter(target string, opts Options) (*Emitter, error) {
 	return e, nil
 }
 
-// dial connects with the codec, the credentials, and gRPC's reconnect
-// back-off capped at maxBackoff: a restarted ledger is reached again within
-// it, not after gRPC's default of up to 120 s.
-func dial(target string, tls credentials.TransportCredentials, maxBackoff time.Duration,
+// dial connects with the codec, the credentials (plain text as
+// checkPlainText allows), and gRPC's reconnect back-off capped at
+// maxBackoff: a restarted ledger is reached again within it, not after
+// gRPC's default of up to 120 s.
+func dial(target string, tls credentials.TransportCredentials, insecure bool, maxBackoff time.Duration,
 	extra []grpc.DialOption) (*grpc.ClientConn, error) {
 	if target == "" {
 		return nil, errors.New("target: required, HOST:PORT of the ledger")
+	}
+	if err := checkPlainText(target, tls, insecure); err != nil {
+		return nil, err
 	}
 	reconnect := backoff.DefaultConfig
 	reconnect.MaxDelay = maxBackoff

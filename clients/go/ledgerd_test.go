@@ -70,8 +70,15 @@ type testLedger struct {
 
 func startLedger(t *testing.T, args ...string) *testLedger {
 	t.Helper()
+	return startLedgerOn(t, "127.0.0.1", args...)
+}
+
+// startLedgerOn starts ledgerd listening on host (off loopback, ledgerd
+// wants --insecure or TLS among args).
+func startLedgerOn(t *testing.T, host string, args ...string) *testLedger {
+	t.Helper()
 	l := &testLedger{t: t, work: t.TempDir(), port: freePort(t), args: args}
-	l.Address = fmt.Sprintf("127.0.0.1:%d", l.port)
+	l.Address = net.JoinHostPort(host, fmt.Sprint(l.port))
 	l.Start()
 	t.Cleanup(l.Stop)
 	return l

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"os"
 
+	"google.golang.org/grpc/credentials"
+
 	"evidence-ledger/clients/go/ledgerpb"
 )
 
@@ -102,8 +104,13 @@ type ShardedEmitter struct {
 	Emitters []*Emitter // by shard number
 }
 
-// NewShardedEmitter makes an Emitter per shard of m, each with opts.
+// NewShardedEmitter makes an Emitter per shard of m, each with opts. Without
+// TLS it fails, dialing nothing, when any shard's address is not a
+// loopback address, unless Insecure.
 func NewShardedEmitter(m *ShardMap, opts Options) (*ShardedEmitter, error) {
+	if err := checkShardsPlainText(m, opts.TLS, opts.Insecure); err != nil {
+		return nil, err
+	}
 	s := &ShardedEmitter{Map: m}
 	for _, address := range m.Addresses {
 		e, err := NewEmitter(address, opts)
@@ -181,8 +188,12 @@ type ShardedDashboard struct {
 	Dashboards []*Dashboard // by shard number
 }
 
-// NewShardedDashboard makes a Dashboard per shard of m, each with opts.
+// NewShardedDashboard makes a Dashboard per shard of m, each with opts
+// (every address checked first, as NewShardedEmitter).
 func NewShardedDashboard(m *ShardMap, opts DashboardOptions) (*ShardedDashboard, error) {
+	if err := checkShardsPlainText(m, opts.TLS, opts.Insecure); err != nil {
+		return nil, err
+	}
 	s := &ShardedDashboard{Map: m}
 	for _, address := range m.Addresses {
 		d, err := NewDashboard(address, opts)
@@ -193,6 +204,17 @@ func NewShardedDashboard(m *ShardMap, opts DashboardOptions) (*ShardedDashboard,
 		s.Dashboards = append(s.Dashboards, d)
 	}
 	return s, nil
+}
+
+// checkShardsPlainText is checkPlainText of every shard's address, before
+// any shard is dialed.
+func checkShardsPlainText(m *ShardMap, tls credentials.TransportCredentials, insecure bool) error {
+	for n, address := range m.Addresses {
+		if err := checkPlainText(address, tls, insecure); err != nil {
+			return fmt.Errorf("shard %d: %w", n, err)
+		}
+	}
+	return nil
 }
 
 // ForTeam returns the Dashboard of the team's shard.

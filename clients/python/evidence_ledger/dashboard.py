@@ -12,7 +12,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import grpc
 
 from evidence_ledger import stubs
-from evidence_ledger.emitter import own_connections
+from evidence_ledger.emitter import own_connections, plain_text_refusal
 
 q = stubs.query
 _STATES = {name[len("STEP_STATE_"):].lower(): value for name, value in q.StepState.items() if value}
@@ -30,7 +30,11 @@ class Dashboard:
     (e.g. PERMISSION_DENIED for a team the certificate's identity may not query)."""
 
     def __init__(self, target: str, credentials: Optional[grpc.ChannelCredentials] = None, *,
-                 timeout: float = 10.0, channel_options: Sequence[Tuple[str, object]] = ()):
+                 timeout: float = 10.0, channel_options: Sequence[Tuple[str, object]] = (), insecure: bool = False):
+        """Plain text (credentials None) to a loopback address only, unless `insecure` (as the Emitter's)."""
+        refusal = plain_text_refusal(target, credentials, insecure)
+        if refusal:
+            raise ValueError(refusal)
         channel_options = own_connections(channel_options)
         self._channel = (grpc.secure_channel(target, credentials, channel_options) if credentials
                          else grpc.insecure_channel(target, channel_options))

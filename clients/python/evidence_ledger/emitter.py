@@ -35,6 +35,8 @@ Guarantees:
 """
 import collections
 import inspect
+import ipaddress
+import json
 import logging
 import random
 import threading
@@ -57,6 +59,43 @@ def own_connections(options: Sequence[Tuple[str, object]]) -> List[Tuple[str, ob
     if "grpc.use_local_subchannel_pool" not in {name for name, _ in options}:
         options.append(("grpc.use_local_subchannel_pool", 1))
     return options
+
+
+def _is_loopback(target: str) -> bool:
+    """Whether `target`, HOST:PORT or a gRPC name ("dns:///HOST:PORT", "passthrough:///HOST:PORT",
+    "unix:PATH"), stays on this machine. A name with a DNS authority ("dns://SERVER/HOST:PORT") does not:
+    that server answers for the host."""
+    if target.startswith("unix:"):
+        return True
+    for scheme in ("dns:///", "passthrough:///"):
+        if target.startswith(scheme):
+            target = target[len(scheme):]
+            break
+    host = target
+    if host.startswith("["):  # [IPV6]:PORT
+        host, bracket, port = host[1:].partition("]")
+        if not bracket or port and not port.startswith(":"):
+            return False
+    elif host.count(":") == 1:  # HOST:PORT; more colons: an IPv6 address without a port
+        host = host.partition(":")[0]
+    if host.lower() == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+def plain_text_refusal(target: str, credentials: Optional[grpc.ChannelCredentials], insecure: bool) -> Optional[str]:
+    """Why a channel to `target` is refused before anything is dialed: plain text (no credentials) to a
+    target that is not a loopback address (127.0.0.0/8, ::1, localhost) or a unix socket, not asked for
+    with `insecure`. None when it is not refused."""
+    if credentials is not None or insecure or _is_loopback(target):
+        return None
+    return ("address %s is not a loopback address: give TLS options (CA, certificate and key), or ask for plain "
+            "text explicitly with insecure=True" % json.dumps(target))
 
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -104,12 +143,18 @@ class Emitter:
                  batch_size: int = 200, linger: float = 0.02, max_buffer: int = 10000, block: bool = True,
                  timeout: float = 30.0, rpc_timeout: float = 10.0, max_backoff: float = 5.0,
                  on_result: Optional[OnResult] = None, channel_options: Sequence[Tuple[str, object]] = (),
-                 flush_timeout: float = DEFAULT_TIMEOUT):
+                 flush_timeout: float = DEFAULT_TIMEOUT, insecure: bool = False):
         """`target` is HOST:PORT; `credentials` a grpc.ChannelCredentials for TLS
         (grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)) or None for plain
-        text. `timeout`: how long emit() waits for room in a full buffer; `flush_timeout`: how long flush()
-        and close() wait when not told. `on_result(receipt, result)`: see the module's docstring; TypeError
-        when it cannot take those two arguments."""
+        text, which is refused (ValueError, before anything is dialed) for a target that is not a loopback
+        address or a unix socket, unless `insecure`: plain text to a target off this machine, where anyone on
+        the way reads the receipts and the ledger cannot tell who sent them. `timeout`: how long emit() waits
+        for room in a full buffer; `flush_timeout`: how long flush() and close() wait when not told.
+        `on_result(receipt, result)`: see the module's docstring; TypeError when it cannot take those two
+        arguments."""
+        refusal = plain_text_refusal(target, credentials, insecure)
+        if refusal:
+            raise ValueError(refusal)
         _check_callback(on_result)
         self._flush_timeout = flush_timeout
         self._target, self._credentials = target, credentials

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional
 import grpc
 
 from evidence_ledger.dashboard import Dashboard
-from evidence_ledger.emitter import _FOREVER, Emitter, Receipt, Result
+from evidence_ledger.emitter import _FOREVER, Emitter, Receipt, Result, plain_text_refusal
 
 
 def fnv1a64(text: str) -> int:
@@ -51,11 +51,23 @@ class ShardMap:
         return self.addresses[self.shard_for(team)]
 
 
+def _check_plain_text(shard_map: ShardMap, credentials: Optional[grpc.ChannelCredentials], insecure: bool) -> None:
+    """Every shard's address checked as an Emitter or a Dashboard checks its target, before any shard is
+    dialed: ValueError naming the first refused."""
+    for n, address in enumerate(shard_map.addresses):
+        refusal = plain_text_refusal(address, credentials, insecure)
+        if refusal:
+            raise ValueError("shard %d: %s" % (n, refusal))
+
+
 class ShardedEmitter:
     """An Emitter per shard; emit() routes by the receipt's team."""
 
     def __init__(self, shard_map: ShardMap, credentials: Optional[grpc.ChannelCredentials] = None,
                  **emitter_options: Any):
+        """ValueError, before any shard is dialed, for plain text to a shard that is not a loopback address,
+        unless insecure=True."""
+        _check_plain_text(shard_map, credentials, emitter_options.get("insecure", False))
         self.shard_map = shard_map
         self.emitters = [Emitter(address, credentials, **emitter_options) for address in shard_map.addresses]
 
@@ -98,6 +110,7 @@ class ShardedDashboard:
 
     def __init__(self, shard_map: ShardMap, credentials: Optional[grpc.ChannelCredentials] = None,
                  **options: Any):
+        _check_plain_text(shard_map, credentials, options.get("insecure", False))
         self.shard_map = shard_map
         self.dashboards = [Dashboard(address, credentials, **options) for address in shard_map.addresses]
 

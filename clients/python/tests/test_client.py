@@ -23,7 +23,8 @@ sys.path.insert(0, CLIENT)
 
 import grpc  # noqa: E402
 
-from evidence_ledger import BufferFull, Dashboard, Emitter, receipts  # noqa: E402
+from evidence_ledger import BufferFull, Dashboard, Emitter, ShardedDashboard, ShardedEmitter, ShardMap  # noqa: E402
+from evidence_ledger import receipts  # noqa: E402
 from evidence_ledger import stubs  # noqa: E402
 
 
@@ -34,12 +35,13 @@ def free_port():
 
 
 class Ledger:
-    """A ledgerd on a fixed port, which can be killed and started again."""
+    """A ledgerd on a fixed port, which can be killed and started again; on `host`, an IPv4 address (off
+    loopback, ledgerd wants --insecure or TLS among `args`)."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, host="127.0.0.1"):
         self.work = tempfile.mkdtemp(prefix="ledger-client-")
         self.port = free_port()
-        self.address = "127.0.0.1:%d" % self.port
+        self.address = "%s:%d" % (host, self.port)
         self.args = list(args)
         self.proc = None
         self.start()
@@ -293,6 +295,99 @@ class TlsTest(unittest.TestCase):
         self.assertEqual([(r.receipt_id[:10], r.code) for r in emitter.refused],
                          [("model_call", grpc.StatusCode.PERMISSION_DENIED)])  # gateway emits for team-a only
         self.assertIn("team-b", emitter.refused[0].message)
+
+
+def refusal(target):
+    return ('address "%s" is not a loopback address: give TLS options (CA, certificate and key), or ask for '
+            'plain text explicitly with insecure=True' % target)
+
+
+def non_loopback_ipv4():
+    """An IPv4 address of this machine off loopback, None if it has none."""
+    candidates = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("203.0.113.1", 9))  # sends nothing: the address of the route out
+            candidates.append(s.getsockname()[0])
+        except OSError:
+            pass
+    try:
+        candidates += [a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)]
+    except OSError:
+        pass
+    return next((a for a in candidates if not a.startswith(("127.", "169.254.", "0."))), None)
+
+
+class PlainTextTest(unittest.TestCase):
+    """Plain text (no credentials) is dialed only to this machine unless asked for with insecure=True
+    (security issue 31, item 8: the clients dialed any host in plain text, silently)."""
+
+    def test_plain_text_to_an_address_off_this_machine_is_refused(self):
+        for target in ["10.0.0.5:7420", "ledger:7420", "ledger.example.com:7420", "localhost.example.com:7420",
+                       "127.0.0.1.example.com:7420", ":7420", "[fd00::2]:7420", "[::ffff:10.0.0.5]:7420",
+                       "dns:///ledger:7420", "dns://8.8.8.8/localhost:7420", "ipv4:10.0.0.5:7420"]:
+            for client in (Emitter, Dashboard):
+                with self.subTest(client=client.__name__, target=target):
+                    with self.assertRaises(ValueError) as refused:
+                        client(target).close()
+                    self.assertEqual(str(refused.exception), refusal(target))
+
+    def test_every_shards_address_is_checked_before_any_shard_is_dialed(self):
+        with socket.socket() as near:  # shard 0, a loopback address: never dialed either
+            near.bind(("127.0.0.1", 0))
+            near.listen()
+            shard_map = ShardMap({"version": 1, "shards": [
+                {"shard": 0, "address": "127.0.0.1:%d" % near.getsockname()[1]},
+                {"shard": 1, "address": "10.0.0.5:7420"}]})
+            for client in (ShardedEmitter, ShardedDashboard):
+                with self.subTest(client=client.__name__):
+                    with self.assertRaises(ValueError) as refused:
+                        client(shard_map).close()
+                    self.assertEqual(str(refused.exception), "shard 1: " + refusal("10.0.0.5:7420"))
+            near.settimeout(0.2)
+            with self.assertRaises(socket.timeout, msg="shard 0 was dialed"):
+                near.accept()[0].close()
+
+    def test_plain_text_to_loopback_or_a_unix_socket_and_tls_to_any_address_are_dialed_as_before(self):
+        for target in ["localhost:7420", "LocalHost:7420", "127.0.0.1:7420", "127.1.2.3:7420", "[::1]:7420", "::1",
+                       "127.0.0.1", "dns:///localhost:7420", "passthrough:///127.0.0.1:7420", "unix:/run/ledger.sock",
+                       "unix:///run/ledger.sock"]:
+            with self.subTest(target=target):
+                self.assertTrue(Emitter(target).close())
+                Dashboard(target).close()
+        self.assertTrue(Emitter("10.0.0.5:7420", grpc.ssl_channel_credentials()).close())
+
+    def test_insecure_dials_plain_text_to_an_address_off_loopback(self):
+        host = non_loopback_ipv4()
+        if host is None:
+            # No such address here: insecure=True at least gets past the refusal to a connection that fails
+            # (TEST-NET-3 answers nobody).
+            d = Dashboard("203.0.113.1:7420", insecure=True, timeout=0.3)
+            self.addCleanup(d.close)
+            with self.assertRaises(grpc.RpcError) as failed:
+                d.steps("team-a")
+            self.assertIn(failed.exception.code(), {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+            return
+        ledger = Ledger("--insecure", host=host)
+        self.addCleanup(ledger.stop)
+        with self.assertRaises(ValueError) as refused:
+            Emitter(ledger.address).close()
+        self.assertEqual(str(refused.exception), refusal(ledger.address))
+        e = Emitter(ledger.address, insecure=True)
+        for r in calls(2, "insecure"):
+            e.emit(r)
+        self.assertTrue(e.close())
+        self.assertEqual(e.acknowledged, 2)
+        self.assertEqual(ledger.receipt_ids(), ["insecure-0", "insecure-1"])
+        d = Dashboard(ledger.address, insecure=True)
+        self.addCleanup(d.close)
+        deadline = time.monotonic() + 10
+        while not d.runs("team-a") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual([r.run_id for r in d.runs("team-a")], ["run-0"])
+        shard_map = ShardMap({"version": 1, "shards": [{"shard": 0, "address": ledger.address}]})
+        self.assertTrue(ShardedEmitter(shard_map, insecure=True).close())
+        ShardedDashboard(shard_map, insecure=True).close()
 
 
 class DashboardTest(unittest.TestCase):

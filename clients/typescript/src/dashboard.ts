@@ -150,9 +150,9 @@ export class Dashboard {
   private readonly client: QueryServiceClient;
   private readonly timeoutMs: number;
 
-  /** `target` is HOST:PORT. */
+  /** `target` is HOST:PORT; plain text to a loopback address only, unless `insecure` (as the Emitter's). */
   constructor(target: string, options: DashboardOptions = {}) {
-    this.client = new QueryService(target, ...channelArgs(options, RECONNECT_MS));
+    this.client = new QueryService(target, ...channelArgs(target, options, RECONNECT_MS));
     this.timeoutMs = options.timeoutMs ?? 10000;
   }
 

@@ -143,7 +143,8 @@ export class Emitter {
   private closing?: Promise<boolean>;
   private readonly sender: Promise<void>;
 
-  /** `target` is HOST:PORT. TypeError for an onResult that is not a function. */
+  /** `target` is HOST:PORT. TypeError for an onResult that is not a function; Error, before anything is
+   * dialed, for plain text to a target that is not a loopback address without `insecure`. */
   constructor(target: string, options: EmitterOptions = {}) {
     if (options.onResult !== undefined && typeof options.onResult !== "function") {
       throw new TypeError("onResult: must be a function onResult(receipt, result), not " +
@@ -165,7 +166,7 @@ export class Emitter {
     this.flushTimeoutMs = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
     this.onResult = options.onResult;
     this.logger = options.logger ?? console;
-    this.client = new LedgerService(target, ...channelArgs(options, this.maxBackoffMs));
+    this.client = new LedgerService(target, ...channelArgs(target, options, this.maxBackoffMs));
     this.sender = this.run().catch((error) => {
       this.logger.error("the emitter's sender stopped: nothing more is sent", error);
     });

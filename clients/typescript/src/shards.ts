@@ -14,6 +14,7 @@ import { readFileSync } from "fs";
 import { Dashboard, DashboardOptions } from "./dashboard";
 import { Emitter, EmitterOptions, Result } from "./emitter";
 import type { Receipt } from "./receipts";
+import { ConnectionOptions, plainTextRefusal } from "./stubs";
 
 /** FNV-1a, 64 bits, of the UTF-8 bytes of `text`. */
 export function fnv1a64(text: string): bigint {
@@ -63,11 +64,23 @@ export class ShardMap {
   }
 }
 
+/** Every shard's address checked as an Emitter or a Dashboard checks its
+ * target, before any shard is dialed: Error naming the first refused. */
+function checkPlainText(shardMap: ShardMap, options: ConnectionOptions): void {
+  shardMap.addresses.forEach((address, n) => {
+    const refusal = plainTextRefusal(address, options);
+    if (refusal) throw new Error(`shard ${n}: ${refusal}`);
+  });
+}
+
 /** An Emitter per shard; emit() routes by the receipt's team. */
 export class ShardedEmitter {
   readonly emitters: Emitter[];
 
+  /** Error, before any shard is dialed, for plain text to a shard that is not a loopback address without
+   * `insecure`. */
   constructor(readonly shardMap: ShardMap, options: EmitterOptions = {}) {
+    checkPlainText(shardMap, options);
     this.emitters = shardMap.addresses.map((address) => new Emitter(address, options));
   }
 
@@ -106,7 +119,9 @@ export class ShardedEmitter {
 export class ShardedDashboard {
   readonly dashboards: Dashboard[];
 
+  /** Every shard's address checked first, as ShardedEmitter's. */
   constructor(readonly shardMap: ShardMap, options: DashboardOptions = {}) {
+    checkPlainText(shardMap, options);
     this.dashboards = shardMap.addresses.map((address) => new Dashboard(address, options));
   }
 

@@ -5,6 +5,7 @@
 // CONTRACT.md writes them). Decoded: 64-bit integers are numbers (the
 // contract keeps every number within +-(2^53-1), so they are exact), enums
 // are their names ("STEP_STATE_UNKNOWN"), unset fields take their defaults.
+import { BlockList, isIP } from "net";
 import * as path from "path";
 
 import * as grpc from "@grpc/grpc-js";
@@ -62,22 +63,65 @@ export interface Tls {
 
 /** Options every client takes to reach the ledger. */
 export interface ConnectionOptions {
-  /** TLS, or plain text when absent (and `credentials` is absent). */
+  /** TLS, or plain text when absent (and `credentials` is absent): plain text
+   * only to a loopback address (127.0.0.0/8, ::1, localhost) or a unix
+   * socket, unless `insecure`; any other target is refused (Error) before
+   * anything is dialed. */
   tls?: Tls;
-  /** Channel credentials made by the caller; instead of `tls`. */
+  /** Channel credentials made by the caller; instead of `tls` (the caller's
+   * choice: not checked). */
   credentials?: grpc.ChannelCredentials;
+  /** Plain text to a target off this machine, where anyone on the way reads
+   * the receipts and the ledger cannot tell who sent them. */
+  insecure?: boolean;
   /** gRPC channel options (e.g. "grpc.max_reconnect_backoff_ms"). */
   channelOptions?: grpc.ChannelOptions;
 }
 
-/** The credentials and channel options of a connection. Unless the caller
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");  // and ::ffff:127.x.y.z, which BlockList matches against the IPv4 rule
+
+/** Whether `target`, HOST:PORT or a gRPC name ("dns:///HOST:PORT",
+ * "passthrough:///HOST:PORT", "unix:PATH"), stays on this machine. A name
+ * with a DNS authority ("dns://SERVER/HOST:PORT") does not: that server
+ * answers for the host. */
+function isLoopback(target: string): boolean {
+  if (target.startsWith("unix:")) return true;
+  const scheme = ["dns:///", "passthrough:///"].find((s) => target.startsWith(s));
+  let host = scheme ? target.slice(scheme.length) : target;
+  if (host.startsWith("[")) {  // [IPV6]:PORT
+    const end = host.indexOf("]");
+    if (end < 0 || !/^(:.*)?$/.test(host.slice(end + 1))) return false;
+    host = host.slice(1, end);
+  } else if (host.split(":").length === 2) {  // HOST:PORT; more colons: an IPv6 address without a port
+    host = host.slice(0, host.indexOf(":"));
+  }
+  if (host.toLowerCase() === "localhost") return true;
+  const family = isIP(host);
+  return family !== 0 && LOOPBACK.check(host, family === 4 ? "ipv4" : "ipv6");
+}
+
+/** Why a connection to `target` with `options` is refused before anything is
+ * dialed (plain text to a target off this machine, not asked for); undefined
+ * when it is not. */
+export function plainTextRefusal(target: string, options: ConnectionOptions): string | undefined {
+  if (options.tls || options.credentials || options.insecure || isLoopback(target)) return undefined;
+  return `address ${JSON.stringify(target)} is not a loopback address: give TLS options (CA, certificate and key), ` +
+    "or ask for plain text explicitly with insecure: true";
+}
+
+/** The credentials and channel options of a connection to `target`; Error
+ * for plain text refused (plainTextRefusal). Unless the caller
  * says otherwise, a channel has connections of its own (grpc-js shares a
  * process's connections to one address among its channels, and with them
  * their reconnect back-off) and tries again after a failed connection within
  * `maxReconnectMs` (grpc-js waits up to 120 s by default, so a restarted
  * ledger would be reached long after it is back). */
-export function channelArgs(options: ConnectionOptions,
+export function channelArgs(target: string, options: ConnectionOptions,
                             maxReconnectMs: number): [grpc.ChannelCredentials, grpc.ChannelOptions] {
+  const refusal = plainTextRefusal(target, options);
+  if (refusal) throw new Error(refusal);
   const channelOptions: grpc.ChannelOptions = {
     "grpc.use_local_subchannel_pool": 1,
     "grpc.initial_reconnect_backoff_ms": Math.min(100, maxReconnectMs),

@@ -47,12 +47,17 @@ export class Ledger {
   address = "";
   private proc?: ChildProcess;
 
-  private constructor(readonly port: number, private readonly args: string[]) {
-    this.address = `127.0.0.1:${port}`;
+  private constructor(readonly port: number, private readonly args: string[], host: string) {
+    this.address = `${host}:${port}`;
   }
 
   static async start(...args: string[]): Promise<Ledger> {
-    const ledger = new Ledger(await freePort(), args);
+    return Ledger.startOn("127.0.0.1", ...args);
+  }
+
+  /** A ledgerd listening on `host`, an IPv4 address (off loopback, ledgerd wants --insecure or TLS in `args`). */
+  static async startOn(host: string, ...args: string[]): Promise<Ledger> {
+    const ledger = new Ledger(await freePort(), args, host);
     await ledger.start();
     return ledger;
   }

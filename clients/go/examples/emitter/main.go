@@ -11,7 +11,7 @@ import (
 
 func main() {
 	ctx := context.Background()
-	emitter, err := ledger.NewEmitter(os.Getenv("LEDGER"), ledger.Options{}) // plain text; Options.TLS for mTLS
+	emitter, err := ledger.NewEmitter(os.Getenv("LEDGER"), ledger.Options{}) // plain text on loopback; Options.TLS for mTLS
 	if err != nil {
 		log.Fatal(err)
 	}
