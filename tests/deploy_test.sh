@@ -4,11 +4,14 @@
 #   - deploy/Dockerfile: a Debian 12 build stage that runs scripts/setup.sh
 #     (the README's script) with a ccache cache mount, or a prebuilt tree
 #     (runtime.tar), then one runtime stage from scratch that runs no
-#     command, as UID 10001, with /var/lib/ledger as its volume
+#     command, as UID 10001, with /var/lib/ledger as its volume, whose own
+#     command serves plain text on loopback alone, never --insecure
 #     (tests/image_test.py builds and runs it);
 #   - deploy/collect-runtime.sh gathers ledgerd, ledgerctl, ledger-verify and their
 #     libraries, and no shell; as root, ledgerd then starts from that tree
-#     alone (chroot, UID 10001) and serves;
+#     alone (chroot, UID 10001) and serves, and the Dockerfile's ENTRYPOINT
+#     and CMD as they are, in a network namespace of their own, listen on
+#     127.0.0.1:7420 and :7421 alone and say so in the log;
 #   - deploy/check_manifests.py passes on every overlay rendered by
 #     kubectl kustomize, and fails, naming each, on an overlay that breaks
 #     the hardening (skipped when kubectl is missing).
@@ -43,7 +46,15 @@ assert re.search(r"(?m)^USER 10001:10001$", runtime), "the runtime does not run 
 assert 'VOLUME ["/var/lib/ledger"]' in runtime, "no data volume"
 entry = re.search(r"(?m)^ENTRYPOINT (.*)$", runtime).group(1)
 assert json.loads(entry) == ["/usr/local/bin/ledgerd"], "ENTRYPOINT is not exec form of ledgerd"
-print("Dockerfile: a compiled (setup.sh, ccache) or prebuilt tree; one scratch runtime as 10001, no shell")
+cmd = json.loads(re.search(r"(?m)^CMD (.*)$", runtime).group(1))
+flags = dict(zip(cmd[::2], cmd[1::2]))
+loopback = lambda a: a.rsplit(":", 1)[0] in ("localhost", "[::1]") or a.startswith("127.")
+assert "--insecure" not in cmd and not any(f.startswith("--insecure=") for f in cmd), \
+    "the default command serves plain text to the network (--insecure): %s" % cmd
+assert all(loopback(flags[f]) for f in ("--listen", "--http-listen", "--otlp-listen") if f in flags), \
+    "the default command listens off loopback: %s" % cmd
+print("Dockerfile: a compiled (setup.sh, ccache) or prebuilt tree; one scratch runtime as 10001, no shell; "
+      "the default command on loopback: %s" % " ".join(cmd))
 PY
 
 # 2. The runtime tree.
@@ -63,6 +74,27 @@ if [ "$(id -u)" = 0 ]; then
   [ -f "$work/rootfs/var/lib/ledger/signing.key" ] || fail "no signing key in the data directory"
   [ -d "$work/rootfs/var/lib/ledger/tmp" ] || fail "packs are not staged in the data directory"
   kill -TERM "$pid"; wait "$pid"; pid=""
+  # The image's own command (ENTRYPOINT and CMD as the Dockerfile has them),
+  # in a network namespace of its own as in a container: it serves loopback
+  # alone and says so.
+  mapfile -t image_cmd < <(/usr/bin/python3 -c 'import json, re, sys
+text = open(sys.argv[1]).read()
+for m in ("ENTRYPOINT", "CMD"):
+    print("\n".join(json.loads(re.findall(r"(?m)^%s (.*)$" % m, text)[-1])))' "$root/deploy/Dockerfile")
+  unshare --net -- sh -c 'ip link set lo up && exec chroot --userspec=10001:10001 "$0" "$@"' "$work/rootfs" \
+    "${image_cmd[@]}" > "$work/default.out" 2> "$work/default.err" &
+  pid=$!
+  for _ in $(seq 100); do grep -q '^http on ' "$work/default.out" && break; sleep 0.05; done
+  want=$'listening on 127.0.0.1:7420\nhttp on 127.0.0.1:7421'
+  [ "$(cat "$work/default.out")" = "$want" ] || { cat "$work/default.out" "$work/default.err"; fail "the image's command: want $want"; }
+  # (gRPC binds an IPv6 socket to the v4-mapped address: [::ffff:127.0.0.1].)
+  sockets=$(nsenter --net="/proc/$pid/ns/net" ss -ltnH | awk '{print $4}' | sed 's/^\[::ffff:\(.*\)\]/\1/' |
+    sort | paste -sd' ')
+  [ "$sockets" = "127.0.0.1:7420 127.0.0.1:7421" ] || fail "the image's command listens on $sockets"
+  grep -qF '"event":"plaintext_loopback","msg":"plain text on loopback only (127.0.0.1:7420, 127.0.0.1:7421): every caller is '"'local'"' with role admin, and only this host can connect (in a container, only the container itself: a published port does not reach it); to serve the network give --tls-cert, --tls-key, --client-ca and --policy"' "$work/default.err" ||
+    { cat "$work/default.err"; fail "the image's command does not say that it serves loopback alone"; }
+  kill -TERM "$pid"; wait "$pid"; pid=""
+  echo "runtime: the image's command (${image_cmd[*]}) serves 127.0.0.1:7420 and :7421 alone, and says how to give TLS"
   chroot --userspec=10001:10001 "$work/rootfs" /usr/local/bin/ledger-verify --help | grep -q '^usage: ledger-verify PACK' ||
     fail "ledger-verify does not run from the runtime tree"
   chroot --userspec=10001:10001 "$work/rootfs" /usr/local/bin/ledger-witness vkey --data /var/lib/ledger/witness \

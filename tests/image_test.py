@@ -10,8 +10,13 @@ container then runs as the manifests run it: --read-only, --cap-drop ALL,
 --security-opt no-new-privileges, --user 10001, a volume for
 /var/lib/ledger, its ports published on 127.0.0.1.
 
-Plain text, the image's own command (checkpoints at most hourly, so that
-the one covering the receipts can only come from the stop):
+The image's own command, its ports published: the published ports answer
+nothing (it serves the container's loopback alone), its log says so and how
+to give TLS, and ledgerctl run inside the container is served.
+
+Plain text asked for on purpose (0.0.0.0 and --insecure; checkpoints at
+most hourly, so that the one covering the receipts can only come from the
+stop):
   - the host's ledgerctl appends receipts; /healthz, /readyz and /metrics
     answer; /proc shows ledgerd as UID 10001 with no capability, no new
     privileges, a seccomp filter and a read-only root;
@@ -35,6 +40,7 @@ The containers, volumes and image are named for this run and removed at
 the end, even on failure. Prints the image's size and the time taken.
 Needs root (rootful podman); exits 77 (skipped) otherwise.
 """
+import http.client
 import json
 import os
 import re
@@ -55,15 +61,17 @@ from ledger_testlib import ROOT, Certificates, fail, free_port  # noqa: E402
 RUN = "ledger-image-test-" + uuid.uuid4().hex[:10]
 IMAGE = "localhost/%s:test" % RUN
 HARDENED = ["--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "10001"]
-DEFAULT_ARGS = ["--data", "/var/lib/ledger", "--listen", "0.0.0.0:7420", "--http-listen", "0.0.0.0:7421",
-                "--insecure"]
+# Plain text to the network, asked for on purpose (the image's own command
+# serves loopback alone).
+INSECURE_ARGS = ["--data", "/var/lib/ledger", "--listen", "0.0.0.0:7420", "--http-listen", "0.0.0.0:7421",
+                 "--insecure"]
 ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, "deploy", "podman", "containers.conf"))
 GATEWAY = "spiffe://cluster/ns/team-a/sa/gateway"
 made = {"container": [], "volume": []}
 
 
-def podman(*args, check=True, timeout=120):
-    r = subprocess.run(("podman",) + args, env=ENV, capture_output=True, text=True, timeout=timeout)
+def podman(*args, check=True, timeout=120, stdin=None):
+    r = subprocess.run(("podman",) + args, env=ENV, capture_output=True, text=True, timeout=timeout, input=stdin)
     if check and r.returncode != 0:
         fail("podman %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
     return r
@@ -182,10 +190,41 @@ def audit(vol, entries, checkpoints):
     return report
 
 
+def default_command(build, work):
+    """The image's own command, its ports published: nothing answers on
+    them, the container's log says why and how to give TLS, and inside the
+    container the ledger answers on loopback (as deploy/README.md runs it)."""
+    name, port = start([7420, 7421], [volume() + ":/var/lib/ledger"], [], [])
+    out = podman("logs", name)
+    if out.stdout != "listening on 127.0.0.1:7420\nhttp on 127.0.0.1:7421\n":
+        fail("the image's command: %r, want loopback alone" % out.stdout)
+    warned = [json.loads(line)["msg"] for line in out.stderr.splitlines() if '"event":"plaintext_loopback"' in line]
+    if len(warned) != 1 or "a published port does not reach it" not in warned[0]:
+        fail("the image's command does not say that it serves loopback alone: %s" % out.stderr)
+    r = ledgerctl(build, "--server", "127.0.0.1:%d" % port[7420], "checkpoint", check=False)
+    if r.returncode != 1:
+        fail("the published gRPC port answered: exit %d, %s%s" % (r.returncode, r.stdout, r.stderr))
+    try:
+        got = http_get(port[7421], "/readyz")
+        fail("the published HTTP port answered: %s" % (got,))
+    except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as e:
+        http_refused = e
+    n = receipts(os.path.join(work, "inside.jsonl"), "run-inside", 2)
+    with open(os.path.join(work, "inside.jsonl")) as f:
+        out = podman("exec", "-i", name, "/usr/local/bin/ledgerctl", "--server", "127.0.0.1:7420", "append", "-",
+                     stdin=f.read()).stdout
+    if [json.loads(line).get("seq") for line in out.splitlines()] != list(range(n)):
+        fail("inside the container, ledgerctl append on loopback: %r" % out)
+    stop(name)
+    print("default command: the published ports answer nothing (gRPC: %s; HTTP: %s); ledgerctl inside the "
+          "container appended %d receipts on loopback; the log says: %s" % (r.stderr.strip(), http_refused, n,
+                                                                           warned[0]))
+
+
 def plain_text(build, work):
     vol = volume()
-    # The image's own command, with checkpoints at most hourly.
-    args = DEFAULT_ARGS + ["--checkpoint-interval-ms", "3600000"]
+    # Plain text published on purpose, with checkpoints at most hourly.
+    args = INSECURE_ARGS + ["--checkpoint-interval-ms", "3600000"]
     name, port = start([7420, 7421], [vol + ":/var/lib/ledger"], [], args)
     server = "127.0.0.1:%d" % port[7420]
     first = receipts(os.path.join(work, "first.jsonl"), "run-1", 10)
@@ -334,6 +373,7 @@ def main():
         if r.returncode != 0:
             fail("build-image.sh: exit %d: %s%s" % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
         print("%s (built in %.1f s)" % (r.stdout.strip().splitlines()[-1], time.monotonic() - began))
+        default_command(build, work)
         plain_text(build, work)
         mutual_tls(build, work)
     finally:
