@@ -30,10 +30,13 @@ Mutual TLS: the TLS Secret, the signing key and the configuration
 (deploy/kustomize/base/ledgerd.json as is, a policy naming the client)
 mounted read-only where the production overlay mounts them, root's and
 readable by group 10001 as the kubelet leaves them; --shard-from-hostname
-with hostname ledger-0, and the production overlay's --witness-policy
-naming a witness: ledger-witness from the same image, run as
-deploy/kustomize/witness runs it. The host's ledgerctl appends with a
-client certificate, and without one is refused; the witness cosigns the
+with hostname ledger-0, and the production overlay's --witness-* flags
+(its policy naming one witness by its https URL, its CA and client
+certificate mounted where the overlay mounts them): ledger-witness from the
+same image, with the arguments of deploy/kustomize/witness (HTTPS with
+client certificates; /healthz on the plain-HTTP health port, nothing in
+plain HTTP on the other). The host's ledgerctl appends with a client
+certificate, and without one is refused; the witness cosigns the
 checkpoint; /readyz answers over HTTPS.
 
 The containers, volumes and image are named for this run and removed at
@@ -55,6 +58,8 @@ import urllib.error
 import urllib.request
 import uuid
 
+import yaml
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ledger_testlib import ROOT, Certificates, fail, free_port  # noqa: E402
 
@@ -67,6 +72,7 @@ INSECURE_ARGS = ["--data", "/var/lib/ledger", "--listen", "0.0.0.0:7420", "--htt
                  "--insecure"]
 ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, "deploy", "podman", "containers.conf"))
 GATEWAY = "spiffe://cluster/ns/team-a/sa/gateway"
+WITNESS_HOST = "ledger-witness.witness-auditor"
 made = {"container": [], "volume": []}
 
 
@@ -274,9 +280,32 @@ def secret_dir(path, files):
     return path
 
 
-def witness(build, work, log_vkey):
-    """ledger-witness from the image, as deploy/kustomize/witness runs it, for
-    the log of `log_vkey`: (its vkey, its URL on the containers' network)."""
+def witness_args():
+    """The witness's arguments as deploy/kustomize/witness/deployment.yaml
+    has them, with the one log of this test (shard 0)."""
+    with open(os.path.join(ROOT, "deploy", "kustomize", "witness", "deployment.yaml")) as f:
+        (dep,) = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "Deployment"]
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    pairs = list(zip(args[::2], args[1::2]))
+    return [a for p in pairs if p != ("--log", "/etc/witness/logs/shard-1.vkey") and
+            p != ("--log", "/etc/witness/logs/shard-2.vkey") for a in p]
+
+
+def production_witness_args():
+    """The --witness-* arguments that the production overlay adds to the
+    ledger's."""
+    with open(os.path.join(ROOT, "deploy", "kustomize", "overlays", "production", "kustomization.yaml")) as f:
+        patches = yaml.safe_load(f)["patches"]
+    ops = [op for p in patches for op in yaml.safe_load(p["patch"])]
+    return [op["value"] for op in ops if op["path"].endswith("/args/-") and op["value"].startswith("--witness")]
+
+
+def witness(build, work, log_vkey, certs):
+    """ledger-witness from the image, as deploy/kustomize/witness runs it
+    (HTTPS with client certificates, /healthz in plain HTTP on port 7481),
+    for the log of `log_vkey`: (its vkey, its IP address on the containers'
+    network). Its certificate names ledger-witness.witness-auditor, the
+    Service of a witness in the namespace witness-auditor."""
     key_dir = os.path.join(work, "witness")
     vkey = subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", key_dir, "--name",
                            "witness.auditor.example"], check=True, capture_output=True, text=True).stdout.strip()
@@ -284,14 +313,23 @@ def witness(build, work, log_vkey):
         f.write(log_vkey)
     key = secret_dir(os.path.join(work, "witness-key"), {"witness.key": os.path.join(key_dir, "witness.key")})
     logs = secret_dir(os.path.join(work, "witness-logs"), {"shard-0.vkey": os.path.join(work, "shard-0.vkey")})
+    cert, cert_key = certs.issue("witness-server", "ledger-witness", "DNS:" + WITNESS_HOST)
+    tls = secret_dir(os.path.join(work, "witness-tls"), {"tls.crt": cert, "tls.key": cert_key, "ca.crt": certs.ca})
     # :U makes the volume the container user's, as fsGroup does a claim.
-    mounts = [volume() + ":/var/lib/witness:U", key + ":/etc/witness/key:ro", logs + ":/etc/witness/logs:ro"]
-    name, _ = start([], mounts, ["--entrypoint", "/usr/local/bin/ledger-witness"],
-                    ["--data", "/var/lib/witness", "--key", "/etc/witness/key/witness.key", "--listen", "0.0.0.0:7480",
-                     "--insecure", "--log", "/etc/witness/logs/shard-0.vkey"], ready=r"(?m)^listening on ")
+    mounts = [volume() + ":/var/lib/witness:U", key + ":/etc/witness/key:ro", logs + ":/etc/witness/logs:ro",
+              tls + ":/etc/witness/tls:ro"]
+    name, port = start([7480, 7481], mounts, ["--entrypoint", "/usr/local/bin/ledger-witness"], witness_args(),
+                       ready=r"(?m)^health on ")
     hardened(name)
+    # The kubelet's probe: plain HTTP on the health port; none on the HTTPS one.
+    if http_get(port[7481], "/healthz") != (200, "ok\n"):
+        fail("the witness's health port: %s" % (http_get(port[7481], "/healthz"),))
+    try:
+        fail("the witness's HTTPS port answered plain HTTP: %s" % (http_get(port[7480], "/healthz"),))
+    except (urllib.error.URLError, ConnectionError, http.client.HTTPException):
+        pass
     address = podman("inspect", "--format", "{{.NetworkSettings.IPAddress}}", name).stdout.strip()
-    return vkey, "http://%s:7480" % address
+    return vkey, address
 
 
 def mutual_tls(build, work):
@@ -304,21 +342,29 @@ def mutual_tls(build, work):
         json.dump({"identities": [{"identity": GATEWAY, "roles": ["emitter"], "teams": ["team-a"]}]}, f)
     key = os.path.join(work, "shard-0.key")
     log_vkey = ledgerctl(build, "keygen", "--origin", "ledger.agents.example.com/log/shard-0", "--out", key).stdout
-    witness_vkey, witness_url = witness(build, work, log_vkey)
+    witness_vkey, witness_ip = witness(build, work, log_vkey, certs)
     policy_file = os.path.join(work, "witnesses.policy")
     with open(policy_file, "w") as f:
-        f.write("log %switness auditor %s %s\nquorum auditor\n" % (log_vkey, witness_vkey, witness_url))
+        f.write("log %switness auditor %s https://%s:7480\nquorum auditor\n" % (log_vkey, witness_vkey, WITNESS_HOST))
+    witness_client = certs.issue("ledger-witness-client", "ledger",
+                                 "URI:spiffe://cluster.local/ns/evidence-ledger/sa/ledger")
     config = secret_dir(os.path.join(work, "config"), {"ledgerd.json": os.path.join(base, "ledgerd.json"),
                                                          "policy.json": policy,
                                                          "shard-map.json": os.path.join(base, "shard-map.json")})
     tls = secret_dir(os.path.join(work, "tls"), {"tls.crt": server_pem, "tls.key": server_key, "ca.crt": certs.ca})
     keys = secret_dir(os.path.join(work, "keys"), {"shard-0.key": key})
     witnesses = secret_dir(os.path.join(work, "witnesses"), {"witnesses.policy": policy_file})
+    witness_tls = secret_dir(os.path.join(work, "ledger-witness-tls"), {"tls.crt": witness_client[0],
+                                                                        "tls.key": witness_client[1],
+                                                                        "ca.crt": certs.ca})
     mounts = [volume() + ":/var/lib/ledger", config + ":/etc/ledger/config:ro", tls + ":/etc/ledger/tls:ro",
-              keys + ":/etc/ledger/keys:ro", witnesses + ":/etc/ledger/witnesses:ro"]
-    name, port = start([7420, 7421], mounts, ["--hostname", "ledger-0"],
-                       ["--config", "/etc/ledger/config/ledgerd.json", "--shard-from-hostname",
-                        "--witness-policy=/etc/ledger/witnesses/witnesses.policy"])
+              keys + ":/etc/ledger/keys:ro", witnesses + ":/etc/ledger/witnesses:ro",
+              witness_tls + ":/etc/ledger/witness-tls:ro"]
+    # The witness's Service name resolves to its container, as the cluster's DNS would.
+    name, port = start([7420, 7421], mounts, ["--hostname", "ledger-0", "--add-host", "%s:%s" % (WITNESS_HOST,
+                                                                                                 witness_ip)],
+                       ["--config", "/etc/ledger/config/ledgerd.json", "--shard-from-hostname"] +
+                       production_witness_args())
     hardened(name)
     listening = [json.loads(line) for line in podman("logs", name).stderr.splitlines()
                  if line.startswith("{") and '"event":"listening"' in line]
@@ -343,7 +389,8 @@ def mutual_tls(build, work):
         fail("mutual TLS: a client without a certificate: exit %d, %s; want exit 1" % (r.returncode, r.stderr))
     stop(name)
     stop(made["container"][-2])  # the witness
-    print("mutual TLS: the witness, from the image, cosigned checkpoint %s" % note.split("\n")[1])
+    print("mutual TLS: the witness, from the image over HTTPS as %s, cosigned checkpoint %s; its health port "
+          "answers plain HTTP, its HTTPS port does not" % (WITNESS_HOST, note.split("\n")[1]))
     print("mutual TLS: the Secret, key and configuration mounted read-only as in production; %d receipts "
           "appended with a client certificate, /readyz over HTTPS; refused without one (%s)" % (n, r.stderr.strip()))
 
