@@ -21,7 +21,7 @@ build=$(cd "$1" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid"; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # 1. The Dockerfile's structure.
@@ -102,6 +102,63 @@ for m in ("ENTRYPOINT", "CMD"):
   echo "runtime: ledgerd served from the tree alone, as 10001, writing only /var/lib/ledger"
 else
   echo "runtime: not root, the chroot start is skipped"
+fi
+
+# 2b. The local overlay's ledger as its pod runs it, from the runtime tree:
+# the StatefulSet's arguments, the overlay's ledgerd.json, policy.json and
+# shard-map.json where the ConfigMap is mounted, deploy/local-tls.sh's
+# certificates where the Secret ledger-tls is (root's, readable by group
+# 10001, as the kubelet leaves them), hostname ledger-0, a network of its
+# own. It serves mutual TLS alone, with the policy those certificates match.
+overlay="$root/deploy/kustomize/overlays/local"
+"$root/deploy/local-tls.sh" "$work/local-tls" > /dev/null || fail "deploy/local-tls.sh"
+/usr/bin/python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
+  "$overlay/policy.json" "$work/local-tls/policy.json" ||
+  fail "the local overlay's policy.json names other identities than deploy/local-tls.sh's certificates"
+if [ "$(id -u)" = 0 ]; then
+  etc="$work/rootfs/etc/ledger"
+  install -d -o 0 -g 10001 -m 0750 "$etc/config" "$etc/tls"
+  install -o 0 -g 10001 -m 0440 "$overlay/ledgerd.json" "$overlay/policy.json" "$overlay/shard-map.json" "$etc/config/"
+  install -o 0 -g 10001 -m 0440 -T "$work/local-tls/server.pem" "$etc/tls/tls.crt"
+  install -o 0 -g 10001 -m 0440 -T "$work/local-tls/server.key" "$etc/tls/tls.key"
+  install -o 0 -g 10001 -m 0440 -T "$work/local-tls/ca.pem" "$etc/tls/ca.crt"
+  rm -rf "$work/rootfs/var/lib/ledger" && install -d -o 10001 -g 10001 -m 0700 "$work/rootfs/var/lib/ledger"
+  mapfile -t pod_args < <(/usr/bin/python3 -c 'import sys, yaml
+(c,) = yaml.safe_load(open(sys.argv[1]))["spec"]["template"]["spec"]["containers"]
+print("\n".join(c["args"]))' "$root/deploy/kustomize/base/statefulset.yaml")
+  unshare --net --uts -- sh -c 'hostname ledger-0 && ip link set lo up && exec chroot --userspec=10001:10001 "$0" "$@"' \
+    "$work/rootfs" /usr/local/bin/ledgerd "${pod_args[@]}" > "$work/local.out" 2> "$work/local.err" &
+  pid=$!
+  for _ in $(seq 200); do grep -q '^grpc health on ' "$work/local.out" && break; sleep 0.05; done
+  grep -q '^grpc health on ' "$work/local.out" || { cat "$work/local.err"; fail "the local overlay's ledger did not start"; }
+  grep -q '"event":"listening".*"origin":"ledger.local/log/shard-0".*"transport":"mtls"' "$work/local.err" ||
+    { cat "$work/local.err"; fail "the local overlay's ledger is not shard 0 over mutual TLS"; }
+  in_pod() { nsenter --net="/proc/$pid/ns/net" "$@"; }
+  ctl() {  # ctl CLIENT ARGS...: ledgerctl in the pod's network with CLIENT's certificate
+    local c=$1
+    shift
+    in_pod "$build/cmd/ledgerctl" --server 127.0.0.1:7420 --tls-ca "$work/local-tls/ca.pem" \
+      --cert "$work/local-tls/$c.pem" --key "$work/local-tls/$c.key" "$@"
+  }
+  receipt() {
+    printf '{"team":"%s","run_id":"r1","step_id":"s1","occurred_at_us":%d,"kind":"agent_start","receipt_id":"%s.start","decision":"allow","timeout_ms":600000}\n' \
+      "$1" "$(date +%s%6N)" "$1"
+  }
+  receipt team-a | ctl gateway append - > "$work/append.out" 2>&1 || { cat "$work/append.out"; fail "gateway: append to team-a"; }
+  grep -q '"seq":0' "$work/append.out" || { cat "$work/append.out"; fail "gateway: append to team-a: no seq 0"; }
+  if receipt team-b | ctl gateway append - > "$work/denied.out" 2>&1 || ! grep -q 'PERMISSION_DENIED' "$work/denied.out"; then
+    cat "$work/denied.out"; fail "gateway: an append to team-b was not refused"
+  fi
+  ctl admin checkpoint > /dev/null 2>&1 || fail "admin: checkpoint"
+  if in_pod "$build/cmd/ledgerctl" --server 127.0.0.1:7420 checkpoint > "$work/plain.out" 2>&1; then
+    fail "the local overlay's ledger answered plain text"
+  fi
+  kill -TERM "$pid"; wait "$pid"; pid=""
+  echo "local overlay: ledgerd serves mutual TLS alone with deploy/local-tls.sh's certificates; gateway appends" \
+    "to team-a, is refused team-b ($(grep -o 'PERMISSION_DENIED[^"]*' "$work/denied.out" | head -1)); plain text" \
+    "refused ($(tail -1 "$work/plain.out"))"
+else
+  echo "local overlay: not root, its start is skipped"
 fi
 
 # 3. The manifests.
