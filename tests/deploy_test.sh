@@ -12,9 +12,15 @@
 #     alone (chroot, UID 10001) and serves, and the Dockerfile's ENTRYPOINT
 #     and CMD as they are, in a network namespace of their own, listen on
 #     127.0.0.1:7420 and :7421 alone and say so in the log;
-#   - deploy/check_manifests.py passes on every overlay rendered by
-#     kubectl kustomize, and fails, naming each, on an overlay that breaks
-#     the hardening (skipped when kubectl is missing).
+#   - the local overlay's ledger, started from that tree as its pod would
+#     be with deploy/local-tls.sh's certificates (as root), serves mutual
+#     TLS alone under the overlay's policy;
+#   - deploy/check_manifests.py passes on every overlay and the witness as
+#     kubectl kustomize renders them, and fails, naming each violation, on
+#     an overlay that breaks the hardening, on plain text off loopback (the
+#     local overlay and the witness as they were, with insecure; --insecure
+#     on the command line; a configuration without TLS) and on a witness
+#     that breaks its properties (skipped when kubectl is missing).
 # Usage: deploy_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -193,33 +199,115 @@ for want in "readOnlyRootFilesystem is not true" "capabilities must drop ALL and
   grep -qF "$want" "$work/bad.out" || { cat "$work/bad.out"; fail "not reported: $want"; }
 done
 echo "manifests: a broken overlay fails with each violation named"
-# The witness an auditor runs (deploy/kustomize/witness).
-kubectl kustomize "$root/deploy/kustomize/witness" | /usr/bin/python3 -c '
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
-kinds = {}
-for d in docs:
-    kinds.setdefault(d["kind"], []).append(d)
-(dep,) = kinds["Deployment"]
-spec, pod = dep["spec"], dep["spec"]["template"]["spec"]
-assert spec["replicas"] == 1 and spec["strategy"]["type"] == "Recreate", "witness: not one replica replaced by Recreate"
-assert pod["automountServiceAccountToken"] is False and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
-(c,) = pod["containers"]
-sc = c["securityContext"]
-assert sc["readOnlyRootFilesystem"] and not sc["allowPrivilegeEscalation"] and sc["capabilities"]["drop"] == ["ALL"]
-vols = {v["name"]: v for v in pod["volumes"]}
-assert "persistentVolumeClaim" in vols["data"] and vols["key"]["secret"]["secretName"] == "witness-key"
-assert all(m.get("readOnly") for m in c["volumeMounts"] if m["name"] != "data"), "witness: a writable mount besides data"
-assert "--key" in c["args"] and c["command"] == ["/usr/local/bin/ledger-witness"]
-assert len(kinds["PersistentVolumeClaim"]) == 1
-pols = kinds["NetworkPolicy"]
-assert any(p["spec"]["podSelector"] == {} and not p["spec"].get("ingress") for p in pols), "witness: no default deny"
-for p in pols:
-    for rule in p["spec"].get("ingress", []):
-        for peer in rule["from"]:
-            ns = peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
-            assert ns in ("evidence-ledger", "auditors"), "witness: ingress from %s" % ns
-print("manifests: the witness: one replica (Recreate), its record on a claim, its key from a Secret, hardened, fenced")
-'
+# Expects check_manifests.py on this kustomization to fail, naming each of
+# the violations given (whole lines).
+refused_manifests() {
+  local dir=$1
+  shift
+  if /usr/bin/python3 "$root/deploy/check_manifests.py" "$dir" > "$work/refused.out"; then
+    cat "$work/refused.out"; fail "$(basename "$dir") passed"
+  fi
+  for want in "$@"; do
+    grep -qxF "  $want" "$work/refused.out" || { cat "$work/refused.out"; fail "not reported: $want"; }
+  done
+  echo "manifests: $(basename "$dir") fails: $1"
+}
+admin="every caller is 'local' with role admin: give --tls-cert, --tls-key, --client-ca and --policy instead"
+# The local overlay as it was, plain text inside the cluster.
+mkdir -p "$work/plain-local"
+cp "$root/deploy/kustomize/overlays/local/shard-map.json" "$work/plain-local/"
+cat > "$work/plain-local/ledgerd.json" <<'JSON'
+{"data": "/var/lib/ledger", "listen": "0.0.0.0:7420", "http-listen": "0.0.0.0:7421", "grpc-health-listen": "0.0.0.0:7422",
+ "insecure": true, "origin": "ledger.local/log", "unknown-grace-ms": 5000}
+JSON
+cat > "$work/plain-local/kustomization.yaml" <<'YAML'
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../base]
+configMapGenerator:
+  - {name: ledger-config, behavior: merge, files: [ledgerd.json, shard-map.json]}
+patches:
+  - target: {kind: StatefulSet, name: ledger}
+    patch: |-
+      - {op: replace, path: /spec/replicas, value: 1}
+      - {op: remove, path: /spec/template/spec/containers/0/volumeMounts/3}
+      - {op: remove, path: /spec/template/spec/containers/0/volumeMounts/2}
+      - {op: remove, path: /spec/template/spec/volumes/2}
+      - {op: remove, path: /spec/template/spec/volumes/1}
+YAML
+refused_manifests "$work/plain-local" \
+  "StatefulSet ledger, container ledgerd: \"insecure\": true in /etc/ledger/config/ledgerd.json serves plain text on 0.0.0.0:7420, 0.0.0.0:7421, where $admin"
+# --insecure on the command line over a configuration with TLS (the command line wins).
+mkdir -p "$work/insecure-arg"
+cat > "$work/insecure-arg/kustomization.yaml" <<'YAML'
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../base]
+patches:
+  - target: {kind: StatefulSet, name: ledger}
+    patch: |-
+      - {op: replace, path: /spec/replicas, value: 3}
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: --insecure}
+      - {op: add, path: /spec/template/spec/containers/0/args/-, value: --otlp-listen=0.0.0.0:4318}
+YAML
+refused_manifests "$work/insecure-arg" \
+  "StatefulSet ledger, container ledgerd: --insecure serves plain text on 0.0.0.0:7420, 0.0.0.0:7421, 0.0.0.0:4318, where $admin"
+# No TLS in the configuration, off loopback (ledgerd would not start).
+mkdir -p "$work/no-tls"
+/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+for k in ("tls-cert", "tls-key", "client-ca", "policy"):
+    del c[k]
+json.dump(c, open(sys.argv[2], "w"))' "$root/deploy/kustomize/base/ledgerd.json" "$work/no-tls/ledgerd.json"
+cat > "$work/no-tls/kustomization.yaml" <<'YAML'
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../base]
+configMapGenerator:
+  - {name: ledger-config, behavior: merge, files: [ledgerd.json]}
+patches:
+  - target: {kind: StatefulSet, name: ledger}
+    patch: |-
+      - {op: replace, path: /spec/replicas, value: 3}
+YAML
+refused_manifests "$work/no-tls" \
+  "StatefulSet ledger, container ledgerd: plain text on 0.0.0.0:7420, 0.0.0.0:7421 (no --tls-cert, --tls-key, --client-ca, --policy), where $admin" \
+  "--tls-cert (not given), --tls-key (not given), --client-ca (not given): not from the Secret ledger-tls" \
+  "--policy (not given) is not a file of a mounted ConfigMap"
+# The witness as it was (plain HTTP, --insecure, probes on that port), and a
+# witness that breaks its other properties.
+cp -r "$root/deploy/kustomize/witness" "$work/plain-witness"
+cp -r "$root/deploy/kustomize/witness" "$work/bad-witness"
+/usr/bin/python3 -c 'import sys, yaml
+def edit(path, change):
+    docs = list(yaml.safe_load_all(open(path)))
+    for d in docs:
+        if d["kind"] == "Deployment":
+            change(d["spec"], d["spec"]["template"]["spec"]["containers"][0])
+    yaml.safe_dump_all(docs, open(path, "w"))
+def plain(spec, c):
+    c["args"] = ["--data", "/var/lib/witness", "--key", "/etc/witness/key/witness.key", "--listen", "0.0.0.0:7480",
+                 "--insecure", "--log", "/etc/witness/logs/shard-0.vkey"]
+    c["ports"] = [{"name": "http", "containerPort": 7480}]
+    for probe in ("livenessProbe", "readinessProbe"):
+        c[probe]["httpGet"]["port"] = "http"
+    c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != "tls"]
+def broken(spec, c):
+    spec["replicas"], spec["strategy"] = 2, {"type": "RollingUpdate"}
+    c["livenessProbe"]["httpGet"]["port"] = "https"
+    c["securityContext"]["readOnlyRootFilesystem"] = False
+edit(sys.argv[1] + "/deployment.yaml", plain)
+edit(sys.argv[2] + "/deployment.yaml", broken)' "$work/plain-witness" "$work/bad-witness"
+sed -i 's/kubernetes.io\/metadata.name: auditors/kubernetes.io\/metadata.name: agent-workers/' \
+  "$work/bad-witness/networkpolicy.yaml"
+refused_manifests "$work/plain-witness" \
+  "Deployment ledger-witness, container ledger-witness: --insecure serves plain text on 0.0.0.0:7480, where anyone who reaches it submits and spends its per-address budget unidentified: give --tls-cert, --tls-key and --client-ca instead" \
+  "container ledger-witness: --tls-cert (not given), --tls-key (not given), --client-ca (not given): not from the Secret witness-tls" \
+  "container ledger-witness: livenessProbe is not on the plain-HTTP health port (--health-listen): the kubelet presents no client certificate"
+refused_manifests "$work/bad-witness" \
+  "witness: not one replica replaced with Recreate (two could cosign both sides of a fork)" \
+  "container ledger-witness: livenessProbe is not on the plain-HTTP health port (--health-listen): the kubelet presents no client certificate" \
+  "container ledger-witness: readOnlyRootFilesystem is not true" \
+  "NetworkPolicy witness-ingress admits {'namespaceSelector': {'matchLabels': {'kubernetes.io/metadata.name': 'agent-workers'}}}"
 
 echo "PASS"
