@@ -3,14 +3,17 @@
 //
 //   ledger-witness --data DIR --listen HOST:PORT --log VKEY_FILE [--log VKEY_FILE ...]
 //                  [--name NAME] [--key FILE] [--tls-cert F --tls-key F --client-ca F] [--insecure]
+//                  [--health-listen HOST:PORT]
 //   ledger-witness vkey --data DIR [--name NAME]
 //
-// Serves POST /add-checkpoint and GET /<hex sha256(origin)>/checkpoint.
-// Prints "listening on HOST:PORT" (the real port) once it serves. The key is
-// --key FILE when given (a mounted Secret; never created), else
-// <data>/witness.key (mode 0600, created on first use); the records of what
-// it cosigned are <data>/logs/ (witness/state.h). One process per data
-// directory (<data>/LOCK). SIGINT or SIGTERM stops it.
+// Serves POST /add-checkpoint and GET /<hex sha256(origin)>/checkpoint, and
+// GET /healthz; --health-listen serves /healthz alone in plain HTTP, for
+// probes that cannot present a client certificate. Prints "listening on
+// HOST:PORT" (the real port) once it serves, then "health on HOST:PORT"
+// with --health-listen. The key is --key FILE when given (a mounted Secret;
+// never created), else <data>/witness.key (mode 0600, created on first
+// use); the records of what it cosigned are <data>/logs/ (witness/state.h).
+// One process per data directory (<data>/LOCK). SIGINT or SIGTERM stops it.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -24,7 +27,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
@@ -120,6 +125,12 @@ ledger::ops::HttpResponse Serve(const ledger::ops::HttpRequest& r, ledger::witne
   return out;
 }
 
+// The --health-listen port: /healthz and nothing else, in plain HTTP.
+ledger::ops::HttpResponse ServeHealth(const ledger::ops::HttpRequest& r) {
+  if (r.path == "/healthz") return ledger::ops::Text(200, "ok\n");
+  return ledger::ops::Text(404, "not found: this port serves GET /healthz only\n");
+}
+
 // Takes the repeated --log flags out of argv (Flags keeps one value each).
 std::vector<std::string> TakeLogFlags(int* argc, char** argv) {
   std::vector<std::string> logs;
@@ -199,12 +210,22 @@ int ServeUntilStopped(const ledger::cmd::Flags& flags, ledger::witness::Witness&
       tls ? &*tls : nullptr);
   if (!server.ok())
     return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
+  std::unique_ptr<ledger::ops::HttpServer> health;
+  if (!flags.Get("health-listen").empty()) {
+    auto started = ledger::ops::HttpServer::Start(flags.Get("health-listen"), ServeHealth);
+    if (!started.ok()) {
+      return Fail(absl::Status(started.status().code(), absl::StrCat("--health-listen: ", started.status().message())));
+    }
+    health = *std::move(started);
+  }
   ledger::jsonlog::Info("witness_started")
       .Str("name", key.name())
       .Str("vkey", key.VerifierKey())
       .Str("address", (*server)->address())
       .Emit();
-  std::cout << "listening on " << (*server)->address() << std::endl;
+  std::string ready = absl::StrCat("listening on ", (*server)->address(), "\n");
+  if (health != nullptr) absl::StrAppend(&ready, "health on ", health->address(), "\n");
+  std::cout << ready << std::flush;
   int sig = 0;
   sigwait(&stop, &sig);
   ledger::jsonlog::Info("stopping").Int("signal", sig).Emit();
@@ -227,6 +248,9 @@ int main(int argc, char** argv) {
   flags.Define("tls-key", "", "its private key (PEM)");
   flags.Define("client-ca", "", "CA certificates (PEM) that clients' certificates must chain to");
   flags.Define("insecure", "false", "allow plain HTTP on a non-loopback address", true);
+  flags.Define("health-listen", "",
+               "plain-HTTP address serving only /healthz (for probes that cannot present a certificate); '' "
+               "(default): none");
   flags.Define("help", "false", "print this help", true);
   if (absl::Status s = flags.Parse(argc, argv, 1); !s.ok()) {
     std::cerr << s.message() << "\n" << flags.Usage();

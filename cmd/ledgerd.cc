@@ -273,12 +273,7 @@ absl::Status Daemon::Secure() {
   if (!limits.ok()) return limits.status();
   gate_ = std::make_unique<ledger::auth::Gate>(
       ledger::auth::Gate::Options{.tls = !server_options_.cert_pem.empty(), .limits = *limits}, *security);
-  if (flags_.Bool("insecure") && server_options_.cert_pem.empty()) {
-    ledger::jsonlog::Warn("insecure")
-        .Msg(absl::StrCat("--insecure: plain text on ", flags_.Get("listen"),
-                          "; every caller is 'local' with role admin"))
-        .Emit();
-  }
+  ledger::cmd::WarnPlainText(flags_);
   ledger::server::LogGrpcThroughJson();
   // A reader of stdout that went away is no reason to stop serving.
   signal(SIGPIPE, SIG_IGN);

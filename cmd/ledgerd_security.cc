@@ -45,14 +45,16 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(const ledge
           "--policy: needs --tls-cert, --tls-key and --client-ca (callers are identified by their certificates)");
     }
     if (!flags.Get("http-listen").empty() && !IsLoopback(flags.Get("http-listen")) && !flags.Bool("insecure")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--http-listen: ", flags.Get("http-listen"),
-          " is not a loopback address; in plain-text mode the dashboard shows every team's evidence: give --insecure"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--http-listen: ", flags.Get("http-listen"),
+                       " is not a loopback address; in plain-text mode the dashboard shows every team's evidence: give "
+                       "--tls-cert, --tls-key, --client-ca and --policy, or --insecure"));
     }
     if (!flags.Get("otlp-listen").empty() && !IsLoopback(flags.Get("otlp-listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat("--otlp-listen: ", flags.Get("otlp-listen"),
                                                      " is not a loopback address; in plain-text mode every sender "
-                                                     "appends as 'local' to any team: give --insecure"));
+                                                     "appends as 'local' to any team: give --tls-cert, --tls-key, "
+                                                     "--client-ca and --policy, or --insecure"));
     }
     if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -80,6 +82,28 @@ absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(const ledge
   if (!policy.ok()) return absl::Status(policy.status().code(), absl::StrCat("--policy: ", policy.status().message()));
   WarnUntyped(*policy);
   return std::make_shared<const ledger::auth::Policy>(*std::move(policy));
+}
+
+void WarnPlainText(const ledger::cmd::Flags& flags) {
+  if (!flags.Get("tls-cert").empty()) return;
+  if (flags.Bool("insecure")) {
+    ledger::jsonlog::Warn("insecure")
+        .Msg(absl::StrCat("--insecure: plain text on ", flags.Get("listen"),
+                          "; every caller is 'local' with role admin"))
+        .Emit();
+    return;
+  }
+  std::string addresses = flags.Get("listen");
+  for (const char* f : {"http-listen", "otlp-listen"}) {
+    if (!flags.Get(f).empty()) absl::StrAppend(&addresses, ", ", flags.Get(f));
+  }
+  ledger::jsonlog::Warn("plaintext_loopback")
+      .Msg(absl::StrCat("plain text on loopback only (", addresses,
+                        "): every caller is 'local' with role admin, and only this host can connect (in a "
+                        "container, only the container itself: a published port does not reach it); to serve the "
+                        "network give --tls-cert, --tls-key, --client-ca and --policy"))
+      .Str("address", flags.Get("listen"))
+      .Emit();
 }
 
 void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {

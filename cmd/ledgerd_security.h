@@ -21,6 +21,12 @@ namespace ledger::cmd {
 // with --insecure.
 absl::StatusOr<std::shared_ptr<const auth::Policy>> Security(const Flags& flags, server::ServerOptions* options);
 
+// In plain text (no --tls-cert), one warning at start: with --insecure
+// (`insecure`) that every caller is admin, else (`plaintext_loopback`) that
+// only this host, or this container, reaches the loopback ports, and which
+// flags give TLS. Nothing with TLS.
+void WarnPlainText(const Flags& flags);
+
 // On SIGHUP: a good file replaces the policy, for new calls and for open
 // streams and watches (which end if their caller lost the right); a broken
 // one keeps the old policy. Connections stay up either way.

@@ -6,6 +6,8 @@
 # production: the CA's key lies beside its certificate.
 #
 # Usage: scripts/dev-certs.sh DIR [CLIENT...]   (default clients: gateway auditor admin)
+# SERVER_SAN, when set, is the server certificate's subjectAltName instead
+# of DNS:localhost,IP:127.0.0.1 (deploy/local-tls.sh names a cluster's).
 #
 # Writes DIR/ca.pem, DIR/ca.key, DIR/server.pem, DIR/server.key and, for each
 # client, DIR/<client>.pem and DIR/<client>.key, and DIR/policy.json giving
@@ -36,7 +38,7 @@ issue() {  # issue NAME SUBJECT SAN
     -out "$1.pem" 2>/dev/null
   rm -f "$1.csr"
 }
-issue server "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
+issue server "/CN=localhost" "${SERVER_SAN:-DNS:localhost,IP:127.0.0.1}"
 for client in "$@"; do
   issue "$client" "/CN=$client" "URI:spiffe://dev/$client"
 done

@@ -10,8 +10,13 @@ container then runs as the manifests run it: --read-only, --cap-drop ALL,
 --security-opt no-new-privileges, --user 10001, a volume for
 /var/lib/ledger, its ports published on 127.0.0.1.
 
-Plain text, the image's own command (checkpoints at most hourly, so that
-the one covering the receipts can only come from the stop):
+The image's own command, its ports published: the published ports answer
+nothing (it serves the container's loopback alone), its log says so and how
+to give TLS, and ledgerctl run inside the container is served.
+
+Plain text asked for on purpose (0.0.0.0 and --insecure; checkpoints at
+most hourly, so that the one covering the receipts can only come from the
+stop):
   - the host's ledgerctl appends receipts; /healthz, /readyz and /metrics
     answer; /proc shows ledgerd as UID 10001 with no capability, no new
     privileges, a seccomp filter and a read-only root;
@@ -25,16 +30,20 @@ Mutual TLS: the TLS Secret, the signing key and the configuration
 (deploy/kustomize/base/ledgerd.json as is, a policy naming the client)
 mounted read-only where the production overlay mounts them, root's and
 readable by group 10001 as the kubelet leaves them; --shard-from-hostname
-with hostname ledger-0, and the production overlay's --witness-policy
-naming a witness: ledger-witness from the same image, run as
-deploy/kustomize/witness runs it. The host's ledgerctl appends with a
-client certificate, and without one is refused; the witness cosigns the
+with hostname ledger-0, and the production overlay's --witness-* flags
+(its policy naming one witness by its https URL, its CA and client
+certificate mounted where the overlay mounts them): ledger-witness from the
+same image, with the arguments of deploy/kustomize/witness (HTTPS with
+client certificates; /healthz on the plain-HTTP health port, nothing in
+plain HTTP on the other). The host's ledgerctl appends with a client
+certificate, and without one is refused; the witness cosigns the
 checkpoint; /readyz answers over HTTPS.
 
 The containers, volumes and image are named for this run and removed at
 the end, even on failure. Prints the image's size and the time taken.
 Needs root (rootful podman); exits 77 (skipped) otherwise.
 """
+import http.client
 import json
 import os
 import re
@@ -49,21 +58,26 @@ import urllib.error
 import urllib.request
 import uuid
 
+import yaml
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ledger_testlib import ROOT, Certificates, fail, free_port  # noqa: E402
 
 RUN = "ledger-image-test-" + uuid.uuid4().hex[:10]
 IMAGE = "localhost/%s:test" % RUN
 HARDENED = ["--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "10001"]
-DEFAULT_ARGS = ["--data", "/var/lib/ledger", "--listen", "0.0.0.0:7420", "--http-listen", "0.0.0.0:7421",
-                "--insecure"]
+# Plain text to the network, asked for on purpose (the image's own command
+# serves loopback alone).
+INSECURE_ARGS = ["--data", "/var/lib/ledger", "--listen", "0.0.0.0:7420", "--http-listen", "0.0.0.0:7421",
+                 "--insecure"]
 ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, "deploy", "podman", "containers.conf"))
 GATEWAY = "spiffe://cluster/ns/team-a/sa/gateway"
+WITNESS_HOST = "ledger-witness.witness-auditor"
 made = {"container": [], "volume": []}
 
 
-def podman(*args, check=True, timeout=120):
-    r = subprocess.run(("podman",) + args, env=ENV, capture_output=True, text=True, timeout=timeout)
+def podman(*args, check=True, timeout=120, stdin=None):
+    r = subprocess.run(("podman",) + args, env=ENV, capture_output=True, text=True, timeout=timeout, input=stdin)
     if check and r.returncode != 0:
         fail("podman %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
     return r
@@ -182,10 +196,41 @@ def audit(vol, entries, checkpoints):
     return report
 
 
+def default_command(build, work):
+    """The image's own command, its ports published: nothing answers on
+    them, the container's log says why and how to give TLS, and inside the
+    container the ledger answers on loopback (as deploy/README.md runs it)."""
+    name, port = start([7420, 7421], [volume() + ":/var/lib/ledger"], [], [])
+    out = podman("logs", name)
+    if out.stdout != "listening on 127.0.0.1:7420\nhttp on 127.0.0.1:7421\n":
+        fail("the image's command: %r, want loopback alone" % out.stdout)
+    warned = [json.loads(line)["msg"] for line in out.stderr.splitlines() if '"event":"plaintext_loopback"' in line]
+    if len(warned) != 1 or "a published port does not reach it" not in warned[0]:
+        fail("the image's command does not say that it serves loopback alone: %s" % out.stderr)
+    r = ledgerctl(build, "--server", "127.0.0.1:%d" % port[7420], "checkpoint", check=False)
+    if r.returncode != 1:
+        fail("the published gRPC port answered: exit %d, %s%s" % (r.returncode, r.stdout, r.stderr))
+    try:
+        got = http_get(port[7421], "/readyz")
+        fail("the published HTTP port answered: %s" % (got,))
+    except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as e:
+        http_refused = e
+    n = receipts(os.path.join(work, "inside.jsonl"), "run-inside", 2)
+    with open(os.path.join(work, "inside.jsonl")) as f:
+        out = podman("exec", "-i", name, "/usr/local/bin/ledgerctl", "--server", "127.0.0.1:7420", "append", "-",
+                     stdin=f.read()).stdout
+    if [json.loads(line).get("seq") for line in out.splitlines()] != list(range(n)):
+        fail("inside the container, ledgerctl append on loopback: %r" % out)
+    stop(name)
+    print("default command: the published ports answer nothing (gRPC: %s; HTTP: %s); ledgerctl inside the "
+          "container appended %d receipts on loopback; the log says: %s" % (r.stderr.strip(), http_refused, n,
+                                                                           warned[0]))
+
+
 def plain_text(build, work):
     vol = volume()
-    # The image's own command, with checkpoints at most hourly.
-    args = DEFAULT_ARGS + ["--checkpoint-interval-ms", "3600000"]
+    # Plain text published on purpose, with checkpoints at most hourly.
+    args = INSECURE_ARGS + ["--checkpoint-interval-ms", "3600000"]
     name, port = start([7420, 7421], [vol + ":/var/lib/ledger"], [], args)
     server = "127.0.0.1:%d" % port[7420]
     first = receipts(os.path.join(work, "first.jsonl"), "run-1", 10)
@@ -235,9 +280,32 @@ def secret_dir(path, files):
     return path
 
 
-def witness(build, work, log_vkey):
-    """ledger-witness from the image, as deploy/kustomize/witness runs it, for
-    the log of `log_vkey`: (its vkey, its URL on the containers' network)."""
+def witness_args():
+    """The witness's arguments as deploy/kustomize/witness/deployment.yaml
+    has them, with the one log of this test (shard 0)."""
+    with open(os.path.join(ROOT, "deploy", "kustomize", "witness", "deployment.yaml")) as f:
+        (dep,) = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "Deployment"]
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    pairs = list(zip(args[::2], args[1::2]))
+    return [a for p in pairs if p != ("--log", "/etc/witness/logs/shard-1.vkey") and
+            p != ("--log", "/etc/witness/logs/shard-2.vkey") for a in p]
+
+
+def production_witness_args():
+    """The --witness-* arguments that the production overlay adds to the
+    ledger's."""
+    with open(os.path.join(ROOT, "deploy", "kustomize", "overlays", "production", "kustomization.yaml")) as f:
+        patches = yaml.safe_load(f)["patches"]
+    ops = [op for p in patches for op in yaml.safe_load(p["patch"])]
+    return [op["value"] for op in ops if op["path"].endswith("/args/-") and op["value"].startswith("--witness")]
+
+
+def witness(build, work, log_vkey, certs):
+    """ledger-witness from the image, as deploy/kustomize/witness runs it
+    (HTTPS with client certificates, /healthz in plain HTTP on port 7481),
+    for the log of `log_vkey`: (its vkey, its IP address on the containers'
+    network). Its certificate names ledger-witness.witness-auditor, the
+    Service of a witness in the namespace witness-auditor."""
     key_dir = os.path.join(work, "witness")
     vkey = subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", key_dir, "--name",
                            "witness.auditor.example"], check=True, capture_output=True, text=True).stdout.strip()
@@ -245,14 +313,23 @@ def witness(build, work, log_vkey):
         f.write(log_vkey)
     key = secret_dir(os.path.join(work, "witness-key"), {"witness.key": os.path.join(key_dir, "witness.key")})
     logs = secret_dir(os.path.join(work, "witness-logs"), {"shard-0.vkey": os.path.join(work, "shard-0.vkey")})
+    cert, cert_key = certs.issue("witness-server", "ledger-witness", "DNS:" + WITNESS_HOST)
+    tls = secret_dir(os.path.join(work, "witness-tls"), {"tls.crt": cert, "tls.key": cert_key, "ca.crt": certs.ca})
     # :U makes the volume the container user's, as fsGroup does a claim.
-    mounts = [volume() + ":/var/lib/witness:U", key + ":/etc/witness/key:ro", logs + ":/etc/witness/logs:ro"]
-    name, _ = start([], mounts, ["--entrypoint", "/usr/local/bin/ledger-witness"],
-                    ["--data", "/var/lib/witness", "--key", "/etc/witness/key/witness.key", "--listen", "0.0.0.0:7480",
-                     "--insecure", "--log", "/etc/witness/logs/shard-0.vkey"], ready=r"(?m)^listening on ")
+    mounts = [volume() + ":/var/lib/witness:U", key + ":/etc/witness/key:ro", logs + ":/etc/witness/logs:ro",
+              tls + ":/etc/witness/tls:ro"]
+    name, port = start([7480, 7481], mounts, ["--entrypoint", "/usr/local/bin/ledger-witness"], witness_args(),
+                       ready=r"(?m)^health on ")
     hardened(name)
+    # The kubelet's probe: plain HTTP on the health port; none on the HTTPS one.
+    if http_get(port[7481], "/healthz") != (200, "ok\n"):
+        fail("the witness's health port: %s" % (http_get(port[7481], "/healthz"),))
+    try:
+        fail("the witness's HTTPS port answered plain HTTP: %s" % (http_get(port[7480], "/healthz"),))
+    except (urllib.error.URLError, ConnectionError, http.client.HTTPException):
+        pass
     address = podman("inspect", "--format", "{{.NetworkSettings.IPAddress}}", name).stdout.strip()
-    return vkey, "http://%s:7480" % address
+    return vkey, address
 
 
 def mutual_tls(build, work):
@@ -265,21 +342,29 @@ def mutual_tls(build, work):
         json.dump({"identities": [{"identity": GATEWAY, "roles": ["emitter"], "teams": ["team-a"]}]}, f)
     key = os.path.join(work, "shard-0.key")
     log_vkey = ledgerctl(build, "keygen", "--origin", "ledger.agents.example.com/log/shard-0", "--out", key).stdout
-    witness_vkey, witness_url = witness(build, work, log_vkey)
+    witness_vkey, witness_ip = witness(build, work, log_vkey, certs)
     policy_file = os.path.join(work, "witnesses.policy")
     with open(policy_file, "w") as f:
-        f.write("log %switness auditor %s %s\nquorum auditor\n" % (log_vkey, witness_vkey, witness_url))
+        f.write("log %switness auditor %s https://%s:7480\nquorum auditor\n" % (log_vkey, witness_vkey, WITNESS_HOST))
+    witness_client = certs.issue("ledger-witness-client", "ledger",
+                                 "URI:spiffe://cluster.local/ns/evidence-ledger/sa/ledger")
     config = secret_dir(os.path.join(work, "config"), {"ledgerd.json": os.path.join(base, "ledgerd.json"),
                                                          "policy.json": policy,
                                                          "shard-map.json": os.path.join(base, "shard-map.json")})
     tls = secret_dir(os.path.join(work, "tls"), {"tls.crt": server_pem, "tls.key": server_key, "ca.crt": certs.ca})
     keys = secret_dir(os.path.join(work, "keys"), {"shard-0.key": key})
     witnesses = secret_dir(os.path.join(work, "witnesses"), {"witnesses.policy": policy_file})
+    witness_tls = secret_dir(os.path.join(work, "ledger-witness-tls"), {"tls.crt": witness_client[0],
+                                                                        "tls.key": witness_client[1],
+                                                                        "ca.crt": certs.ca})
     mounts = [volume() + ":/var/lib/ledger", config + ":/etc/ledger/config:ro", tls + ":/etc/ledger/tls:ro",
-              keys + ":/etc/ledger/keys:ro", witnesses + ":/etc/ledger/witnesses:ro"]
-    name, port = start([7420, 7421], mounts, ["--hostname", "ledger-0"],
-                       ["--config", "/etc/ledger/config/ledgerd.json", "--shard-from-hostname",
-                        "--witness-policy=/etc/ledger/witnesses/witnesses.policy"])
+              keys + ":/etc/ledger/keys:ro", witnesses + ":/etc/ledger/witnesses:ro",
+              witness_tls + ":/etc/ledger/witness-tls:ro"]
+    # The witness's Service name resolves to its container, as the cluster's DNS would.
+    name, port = start([7420, 7421], mounts, ["--hostname", "ledger-0", "--add-host", "%s:%s" % (WITNESS_HOST,
+                                                                                                 witness_ip)],
+                       ["--config", "/etc/ledger/config/ledgerd.json", "--shard-from-hostname"] +
+                       production_witness_args())
     hardened(name)
     listening = [json.loads(line) for line in podman("logs", name).stderr.splitlines()
                  if line.startswith("{") and '"event":"listening"' in line]
@@ -304,7 +389,8 @@ def mutual_tls(build, work):
         fail("mutual TLS: a client without a certificate: exit %d, %s; want exit 1" % (r.returncode, r.stderr))
     stop(name)
     stop(made["container"][-2])  # the witness
-    print("mutual TLS: the witness, from the image, cosigned checkpoint %s" % note.split("\n")[1])
+    print("mutual TLS: the witness, from the image over HTTPS as %s, cosigned checkpoint %s; its health port "
+          "answers plain HTTP, its HTTPS port does not" % (WITNESS_HOST, note.split("\n")[1]))
     print("mutual TLS: the Secret, key and configuration mounted read-only as in production; %d receipts "
           "appended with a client certificate, /readyz over HTTPS; refused without one (%s)" % (n, r.stderr.strip()))
 
@@ -334,6 +420,7 @@ def main():
         if r.returncode != 0:
             fail("build-image.sh: exit %d: %s%s" % (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
         print("%s (built in %.1f s)" % (r.stdout.strip().splitlines()[-1], time.monotonic() - began))
+        default_command(build, work)
         plain_text(build, work)
         mutual_tls(build, work)
     finally:

@@ -264,7 +264,8 @@ def main():
     refused = subprocess.run([os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, "plain"),
                               "--otlp-listen", "0.0.0.0:0"], capture_output=True, text=True, timeout=30)
     check(refused.returncode == 1 and "--otlp-listen: 0.0.0.0:0 is not a loopback address; in plain-text mode every "
-          "sender appends as 'local' to any team: give --insecure" in refused.stderr,
+          "sender appends as 'local' to any team: give --tls-cert, --tls-key, --client-ca and --policy, or "
+          "--insecure" in refused.stderr,
           "plain text off loopback: %d %s" % (refused.returncode, refused.stderr))
 
     # No content in the data directory; the model name is (the search sees what is stored).

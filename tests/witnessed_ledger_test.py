@@ -4,11 +4,15 @@ on loopback: each checkpoint gets both witnesses' cosignatures (verified here
 with `cryptography`, from the C2SP texts), served by `ledgerctl checkpoint`
 and HTTP /checkpoint and /tlog/checkpoint; one witness killed with SIGKILL mid-run blocks no
 append and is counted in /metrics, the other keeps cosigning, and the killed
-one, restarted, catches up from the size it cosigned.
+one, restarted, catches up from the size it cosigned. A witness over HTTPS
+with client certificates cosigns for a ledger given its CA and a client
+certificate, not for one given another CA, and its --health-listen port
+serves /healthz alone in plain HTTP.
 
 Usage: witnessed_ledger_test.py BUILD_DIR"""
 import base64
 import hashlib
+import http.client
 import json
 import os
 import signal
@@ -16,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -122,6 +127,32 @@ def check_tlog_proof(ledger, size, log_vkey, vkeys):
           (seq, len(path)))
 
 
+def health_port(line, address):
+    """The witness's --health-listen port (`line`, its "health on" line):
+    /healthz in plain HTTP and nothing else, while the HTTPS port `address`
+    answers no plain HTTP."""
+    if not line.startswith("health on "):
+        fail("want a 'health on' line after 'listening on', got %r" % line)
+    health = line.split()[-1]
+    got = []
+    for path in ("/healthz", "/add-checkpoint"):
+        try:
+            with urllib.request.urlopen("http://%s%s" % (health, path), timeout=10) as r:
+                got.append((r.status, r.read().decode()))
+        except urllib.error.HTTPError as e:
+            got.append((e.code, e.read().decode()))
+    want = [(200, "ok\n"), (404, "not found: this port serves GET /healthz only\n")]
+    if got != want:
+        fail("--health-listen: %r, want %r" % (got, want))
+    try:
+        urllib.request.urlopen("http://%s/healthz" % address, timeout=10)
+        fail("the HTTPS port answered plain HTTP")
+    except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as e:
+        refused = e
+    print("ok: --health-listen %s serves /healthz alone in plain HTTP; the HTTPS port refuses it (%s)" %
+          (health, refused))
+
+
 def tls_witness(build, work):
     """A witness over HTTPS with client certificates: the ledger verifies it
     with --witness-tls-ca and presents --witness-tls-cert; with another CA
@@ -138,9 +169,10 @@ def tls_witness(build, work):
     vkey = witness_vkey(build, data)
     w = subprocess.Popen([os.path.join(build, "cmd", "ledger-witness"), "--data", data, "--listen", "127.0.0.1:0",
                           "--log", os.path.join(work, "tls-log.vkey"), "--tls-cert", server_cert, "--tls-key",
-                          server_key, "--client-ca", certs.ca], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True)
+                          server_key, "--client-ca", certs.ca, "--health-listen", "127.0.0.1:0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     address = w.stdout.readline().split()[-1]
+    health_port(w.stdout.readline(), address)
     policy = os.path.join(work, "tls.policy")
     with open(policy, "w") as f:
         f.write("log %s\nwitness T %s https://%s\nquorum T\n" % (log_vkey, vkey, address))
