@@ -372,25 +372,39 @@ class EventLoop {
     }
   }
 
+  // Reads at most `size` bytes of c into `buf`: how many, or 0 when none
+  // can be read now (c is then watched for what it waits on) or c is
+  // closed (end of stream or an error: c is gone).
+  size_t Receive(Connection& c, char* buf, size_t size) {
+    if (c.ssl != nullptr) {
+      int r = SSL_read(c.ssl, buf, static_cast<int>(size));
+      if (r > 0) return static_cast<size_t>(r);
+      int e = SSL_get_error(c.ssl, r);
+      if (e == SSL_ERROR_WANT_READ) {
+        Want(c, EPOLLIN);
+      } else if (e == SSL_ERROR_WANT_WRITE && c.phase != Phase::kDrain) {
+        Want(c, EPOLLOUT);
+      } else {
+        Close(c);
+      }
+      return 0;
+    }
+    ssize_t n = ::recv(c.fd, buf, size, 0);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      Want(c, EPOLLIN);
+    } else {
+      Close(c);
+    }
+    return 0;
+  }
+
   void Read(Connection& c) {
     char buf[4096];
     while (c.in.find("\r\n\r\n") == std::string::npos && c.in.size() <= kMaxHeaderBytes) {
-      ssize_t n;
-      if (c.ssl != nullptr) {
-        int r = SSL_read(c.ssl, buf, sizeof buf);
-        if (r <= 0) {
-          int e = SSL_get_error(c.ssl, r);
-          if (e == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN);
-          if (e == SSL_ERROR_WANT_WRITE) return Want(c, EPOLLOUT);
-          return Close(c);
-        }
-        n = r;
-      } else {
-        n = ::recv(c.fd, buf, sizeof buf, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLIN);
-        if (n <= 0) return Close(c);
-      }
-      c.in.append(buf, static_cast<size_t>(n));
+      size_t n = Receive(c, buf, sizeof buf);
+      if (n == 0) return;
+      c.in.append(buf, n);
     }
     size_t end = c.in.find("\r\n\r\n");
     if (end == std::string::npos || end > kMaxHeaderBytes) {
@@ -484,22 +498,9 @@ class EventLoop {
     char buf[4096];
     while (c.in.size() < total) {
       if (!Hold(c, c.in.size() - std::min(body_start, c.in.size()))) return RefuseHeldBody(c), false;
-      ssize_t n;
-      if (c.ssl != nullptr) {
-        int r = SSL_read(c.ssl, buf, sizeof buf);
-        if (r <= 0) {
-          int e = SSL_get_error(c.ssl, r);
-          if (e == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN), false;
-          if (e == SSL_ERROR_WANT_WRITE) return Want(c, EPOLLOUT), false;
-          return Close(c), false;
-        }
-        n = r;
-      } else {
-        n = ::recv(c.fd, buf, sizeof buf, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLIN), false;
-        if (n <= 0) return Close(c), false;
-      }
-      c.in.append(buf, static_cast<size_t>(n));
+      size_t n = Receive(c, buf, sizeof buf);
+      if (n == 0) return false;
+      c.in.append(buf, n);
     }
     c.in.resize(total);
     return true;
@@ -532,22 +533,9 @@ class EventLoop {
         return Send(c, Prepare(Text(413, absl::StrCat("body: at most ", options_.max_body_bytes, " bytes\n")), false)),
                false;
       }
-      ssize_t n;
-      if (c.ssl != nullptr) {
-        int r = SSL_read(c.ssl, buf, sizeof buf);
-        if (r <= 0) {
-          int e = SSL_get_error(c.ssl, r);
-          if (e == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN), false;
-          if (e == SSL_ERROR_WANT_WRITE) return Want(c, EPOLLOUT), false;
-          return Close(c), false;
-        }
-        n = r;
-      } else {
-        n = ::recv(c.fd, buf, sizeof buf, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLIN), false;
-        if (n <= 0) return Close(c), false;
-      }
-      c.in.append(buf, static_cast<size_t>(n));
+      size_t n = Receive(c, buf, sizeof buf);
+      if (n == 0) return false;
+      c.in.append(buf, n);
     }
   }
 
@@ -650,20 +638,9 @@ class EventLoop {
   void Drain(Connection& c) {
     char buf[16384];
     while (c.drained < kDrainBytes) {
-      ssize_t n;
-      if (c.ssl != nullptr) {
-        int r = SSL_read(c.ssl, buf, sizeof buf);
-        if (r <= 0) {
-          if (SSL_get_error(c.ssl, r) == SSL_ERROR_WANT_READ) return Want(c, EPOLLIN);
-          return Close(c);
-        }
-        n = r;
-      } else {
-        n = ::recv(c.fd, buf, sizeof buf, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return Want(c, EPOLLIN);
-        if (n <= 0) return Close(c);
-      }
-      c.drained += static_cast<size_t>(n);
+      size_t n = Receive(c, buf, sizeof buf);
+      if (n == 0) return;
+      c.drained += n;
     }
     Close(c);
   }
