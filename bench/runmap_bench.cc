@@ -23,7 +23,10 @@ using ledger::runmap::Head;
 using ledger::runmap::Key;
 using ledger::runmap::RunMap;
 
-Key KeyOf(uint64_t i) { return *ledger::runmap::RunKey("team-" + std::to_string(i % 50), "run-" + std::to_string(i)); }
+Key KeyOf(uint64_t i) {
+  return *ledger::runmap::RunKey("team-" + std::to_string(i % 50), "run-" + std::to_string(i),
+                                 ledger::runmap::KeyVersion::kV2);
+}
 
 Head HeadOf(uint64_t i, uint64_t version) {
   return Head{version + 1, i * 8 + version, ledger::hash::Sha256(std::to_string(i + version))};

@@ -40,8 +40,13 @@ constexpr MapKind kRunMap{"prove-run", "run-head map", "run-head map roots", fal
 constexpr MapKind kTeamMap{"prove-team", "team-head map", "team-head map roots (checkpoint-time notes of version 3)",
                            true};
 
-// The map root the time note of `size` signs, checked against the key.
-absl::StatusOr<hash::Hash> SignedMapRoot(const store::Store& store, const note::Verifier& key, uint64_t size,
+// The map root the time note of `size` signs, checked against the key, and
+// the run keys it is under.
+struct SignedRoot {
+  hash::Hash root;
+  runmap::KeyVersion keys;
+};
+absl::StatusOr<SignedRoot> SignedMapRoot(const store::Store& store, const note::Verifier& key, uint64_t size,
                                          const MapKind& kind) {
   auto note_text = store.GetCheckpointTime(size);
   if (absl::IsNotFound(note_text.status())) {
@@ -58,7 +63,7 @@ absl::StatusOr<hash::Hash> SignedMapRoot(const store::Store& store, const note::
     return absl::NotFoundError(absl::StrCat("size: the checkpoint of size ", size,
                                             " was signed before the ledger signed ", std::string(kind.signed_)));
   }
-  return *root;
+  return SignedRoot{*root, runmap::KeysOfNote(t->version()).value_or(runmap::KeyVersion::kV2)};
 }
 
 int Offline(const Flags& flags, const MapKind& kind) {
@@ -82,21 +87,28 @@ int Offline(const Flags& flags, const MapKind& kind) {
   }
   auto store = store::Store::Open(data + "/db");
   if (!store.ok()) return unreadable(store.status());
-  auto k = kind.team ? runmap::TeamKey(flags.Get("team")) : runmap::RunKey(flags.Get("team"), flags.Get("run"));
-  if (!k.ok()) return Fail(k.status());
+  // Checked before the note is read: a bad team or run is the caller's.
+  if (auto k = kind.team ? runmap::TeamKey(flags.Get("team"))
+                         : runmap::RunKey(flags.Get("team"), flags.Get("run"), runmap::KeyVersion::kV2);
+      !k.ok()) {
+    return Fail(k.status());
+  }
   auto signed_root = SignedMapRoot(**store, *key, static_cast<uint64_t>(*size), kind);
   if (!signed_root.ok()) return unreadable(signed_root.status());
+  // The keys of the note's version (CONTRACT section 6a, "Which run key").
+  const runmap::Key k = kind.team ? runmap::TeamKeyOf(flags.Get("team"))
+                                  : runmap::RunKeyOf(flags.Get("team"), flags.Get("run"), signed_root->keys);
   auto map = kind.team ? log::ReplayTeamMap(**store, static_cast<uint64_t>(*size))
-                       : log::ReplayRunMap(**store, static_cast<uint64_t>(*size));
+                       : log::ReplayRunMap(**store, static_cast<uint64_t>(*size), signed_root->keys);
   if (!map.ok()) return unreadable(map.status());
-  if (map->Root() != *signed_root) {
+  if (map->Root() != signed_root->root) {
     return unreadable(absl::DataLossError(absl::StrCat("the checkpoint-time note of size ", *size, " signs the ",
-                                                       std::string(kind.name), " root ", hash::Hex(*signed_root),
+                                                       std::string(kind.name), " root ", hash::Hex(signed_root->root),
                                                        ", the log's entries give ", hash::Hex(map->Root()))));
   }
-  auto path = map->Prove(*k);
+  auto path = map->Prove(k);
   if (!path.ok()) return unreadable(path.status());
-  std::cout << runmap::EncodeProof({*k, *path}) << "\n";
+  std::cout << runmap::EncodeProof({k, *path}) << "\n";
   return 0;
 }
 

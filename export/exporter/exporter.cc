@@ -281,7 +281,8 @@ absl::Status PackExport::Prepare() {
   header.root = hash::Hex(cp->root);
   header.unknown_grace_ms = unknown_grace_ms;
   // The format says what the pack carries, as the checkpoint's note does.
-  header.format = cp->team_map_root ? 4 : cp->run_map_root ? 3 : 2;
+  // Format F carries a note of version F - 1 (CONTRACT section 7).
+  header.format = std::max(cp->time_version, 1) + 1;
   if (scope.is_run()) {
     header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {

@@ -12,7 +12,9 @@
 //   files             object, file name -> string, 64 lower-case hex: the
 //                     SHA-256 of that file of the pack (every file but
 //                     manifest.json and manifest.sig)
-//   format            uint, 1, 2, 3 or 4 (the exporter writes kFormatVersion)
+//   format            uint, 1 to 5 (the exporter writes kFormatVersion): a
+//                     pack of format F >= 2 carries a checkpoint-time note
+//                     of version F - 1
 //   origin            string, not empty: the log's origin
 //   root              string, 64 lower-case hex: the checkpoint's root
 //   scope             object, one of:
@@ -49,7 +51,7 @@
 
 namespace ledger::manifest {
 
-inline constexpr int kFormatVersion = 4;
+inline constexpr int kFormatVersion = 5;
 
 // What a pack holds: a run, a seq range, or a team's time window. The kind
 // follows from the fields: a run names its run_id (and team), a team window

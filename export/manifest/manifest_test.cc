@@ -45,7 +45,7 @@ TEST(ManifestTest, EncodesTheBytesTheExporterHasAlwaysWritten) {
                   "\",\"scope\":{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"},\"tree_size\":12,"
                   "\"unknown_grace_ms\":30000}\n");
   }
-  EXPECT_EQ(kFormatVersion, 4);
+  EXPECT_EQ(kFormatVersion, 5);
   Manifest team = RunManifest();
   team.scope = {"team-a", "", 4, 9, 100, 200};
   EXPECT_EQ(ScopeJson(team.scope),

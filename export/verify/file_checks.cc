@@ -81,12 +81,18 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
   if (!text.ok()) return std::string(text.status().message());
   auto t = note::ParseCheckpointTime(*text);
   if (!t.ok()) return std::string(t.status().message());
-  // Section 7's table: a format 2 pack carries a version 1 note (and no
-  // run-head.json); a note with a map root makes it format 3 or 4.
-  if (m.format == 2 && t->version() >= 2) return absl::StrCat("format 2 pack with a version ", t->version(), " note");
+  // Section 7's table: a format F pack carries a version F - 1 note (a
+  // format 2 pack no run-head.json); a note of a lower version is named by
+  // what it lacks, below.
+  if (t->version() > m.format - 1) {
+    return absl::StrCat("format ", m.format, " pack with a version ", t->version(), " note");
+  }
   if (t->checkpoint.origin != cp.origin || t->checkpoint.size != cp.size || t->checkpoint.root != cp.root) {
     return absl::StrCat("names the checkpoint of ", t->checkpoint.origin, " at size ", t->checkpoint.size, " root ",
                         hash::Hex(t->checkpoint.root), ", the pack's is size ", cp.size, " root ", hash::Hex(cp.root));
+  }
+  if (m.format >= 5 && !t->runs_keyed_by_team) {
+    return "a format 5 pack carries a version 4 note (with run keys of version 2)";
   }
   if (m.format >= 4 && !t->team_map_root.has_value()) {
     return "a format 4 pack carries a version 3 note (with the team-head map root)";
@@ -95,6 +101,7 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
     return "a format 3 pack carries a version 2 note (with the run-head map root)";
   }
   r->signed_at_us = t->time_us;
+  r->note_version = t->version();
   r->run_map_root = t->run_map_root;
   r->team_map_root = t->team_map_root;
   return "";
@@ -118,7 +125,9 @@ std::string CheckRunHead(const manifest::Manifest& m, const std::string* run_hea
   if (auto twice = DuplicateKey(text)) return absl::StrCat("key ", *twice, " twice");
   auto proof = runmap::ParseProof(text);
   if (!proof.ok()) return std::string(proof.status().message());
-  auto key = runmap::RunKey(m.scope.team, m.scope.run_id);
+  // The run keys of the note's version (CONTRACT section 6a, "Which run key").
+  auto key = runmap::RunKey(m.scope.team, m.scope.run_id,
+                            runmap::KeysOfNote(r->note_version).value_or(runmap::KeyVersion::kV2));
   if (!key.ok()) return std::string(key.status().message());
   std::string run = absl::StrCat(m.scope.team, "/", m.scope.run_id);
   if (proof->key != *key) {
@@ -192,11 +201,15 @@ std::string CheckTimeOrder(std::optional<int64_t> signed_at_us, std::optional<in
   return "";
 }
 
-std::string CheckKeptRoots(const Result& r, const std::optional<hash::Hash>& kept_run_root,
+std::string CheckKeptRoots(const Result& r, int kept_version, const std::optional<hash::Hash>& kept_run_root,
                            const std::optional<hash::Hash>& kept_team_root, const char* flag) {
+  // Runs keyed otherwise (a note signed again as version 4 when the ledger
+  // began to key runs by team) have another root for the same runs.
+  const bool runs_alike = runmap::KeysOfNote(kept_version) == runmap::KeysOfNote(r.note_version);
   for (auto [kept, pack_root, map] :
        {std::tuple{&kept_run_root, &r.run_map_root, "runs"}, std::tuple{&kept_team_root, &r.team_map_root, "teams"}}) {
     if (!kept->has_value() || !pack_root->has_value() || **kept == **pack_root) continue;
+    if (kept == &kept_run_root && !runs_alike) continue;
     return absl::StrCat(map, " root ", hash::Hex(**pack_root), " at tree size ", r.tree_size,
                         ", the note kept with the checkpoint given with ", flag, " signs ", hash::Hex(**kept),
                         " at that size");

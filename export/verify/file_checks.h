@@ -64,8 +64,9 @@ std::string CheckTimeOrder(std::optional<int64_t> signed_at_us, std::optional<in
 // A time note kept with an earlier checkpoint of the pack's very tree size
 // (`flag`: --since or --not-older-than) and the pack's note: each map root
 // both sign MUST be the same (one tree has one run-head and one team-head
-// map). What fails, or "".
-std::string CheckKeptRoots(const Result& r, const std::optional<hash::Hash>& kept_run_root,
+// map; the runs roots only when both notes key runs alike, by version,
+// runmap::KeysOfNote). What fails, or "".
+std::string CheckKeptRoots(const Result& r, int kept_version, const std::optional<hash::Hash>& kept_run_root,
                            const std::optional<hash::Hash>& kept_team_root, const char* flag);
 
 // The signed time and the note's version against what the pack holds: a

@@ -33,7 +33,8 @@ std::string WitnessedLine(const std::string& quorum, const std::vector<tlogpolic
 KeptCheckpoint SplitKeptCheckpoint(const std::string& file) {
   // The first line that is a time note's header, of either format.
   size_t at = std::string::npos;
-  for (const char* h : {note::kCheckpointTimeHeader, note::kCheckpointTimeHeaderV2, note::kCheckpointTimeHeaderV3}) {
+  for (const char* h : {note::kCheckpointTimeHeader, note::kCheckpointTimeHeaderV2, note::kCheckpointTimeHeaderV3,
+                        note::kCheckpointTimeHeaderV4}) {
     const std::string header = absl::StrCat(h, "\n");
     size_t found = file.compare(0, header.size(), header) == 0 ? 0 : file.find("\n" + header);
     if (found != std::string::npos && found > 0) ++found;

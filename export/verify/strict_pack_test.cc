@@ -455,12 +455,12 @@ class HostileNameTest : public StrictPackTest {
                                   "\",\"inclusion\":", path.dump(), "}\n");
     }
     runmap::RunMap runs;
-    const runmap::Key key = *runmap::RunKey("team-a", "run-1");
+    const runmap::Key key = *runmap::RunKey("team-a", "run-1", runmap::KeyVersion::kV1);  // a format 3 pack
     EXPECT_TRUE(runs.Set(key, runmap::Head{n, n - 1, hashes.back()}).ok());
     const int64_t signed_at = entries.back().logged_at_us + signed_after_us;
     std::map<std::string, std::string> files = {
         {pack::kCheckpoint, Signed(note::FormatCheckpoint(cp))},
-        {pack::kCheckpointTime, Signed(note::FormatCheckpointTime({cp, signed_at, runs.Root(), std::nullopt}))},
+        {pack::kCheckpointTime, Signed(note::FormatCheckpointTime({cp, signed_at, runs.Root(), std::nullopt, false}))},
         {pack::kRunHead, runmap::EncodeProof({key, *runs.Prove(key)}) + "\n"},
         {pack::kEntries, entries_text},
         {pack::kProofs, proofs_text},

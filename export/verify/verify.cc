@@ -491,25 +491,30 @@ PackCheck::Stop PackCheck::ConsistencyAndTime() {
 PackCheck::Stop PackCheck::KeptNotes(const std::optional<note::Checkpoint>& since,
                                      const std::optional<KeptTime>& since_note) {
   const int since_note_version = since_note ? since_note->version : 0;
-  const int note_version = !r.signed_at_us ? 0 : r.team_map_root ? 3 : r.run_map_root ? 2 : 1;
+  const int note_version = r.signed_at_us ? r.note_version : 0;
   for (auto [kept, flag] :
        {std::pair{since_note_version, "--since"}, std::pair{options.not_older_than_note_version, "--not-older-than"}}) {
     if (r.signed_at_us && note_version < kept && kept >= 2) {
       return Fail(r, pack::kCheckpointTime, -1,
                   absl::StrCat("a version ", note_version, " note, but the checkpoint given with ", flag,
-                               " has a version ", kept, " note: a ledger that signs the ",
-                               kept >= 3 ? "team-head" : "run-head", " map root signs it with every later checkpoint"));
+                               " has a version ", kept, " note: a ledger that ",
+                               kept >= 4   ? "keys runs by team does so"
+                               : kept >= 3 ? "signs the team-head map root signs it"
+                                           : "signs the run-head map root signs it",
+                               " with every later checkpoint"));
     }
   }
   if (since_note && since && since->size == cp->size) {
-    if (std::string failure = CheckKeptRoots(r, since_note->run_map_root, since_note->team_map_root, "--since");
+    if (std::string failure =
+            CheckKeptRoots(r, since_note->version, since_note->run_map_root, since_note->team_map_root, "--since");
         !failure.empty()) {
       return Fail(r, pack::kCheckpointTime, -1, failure);
     }
   }
   if (options.not_older_than_time_us && options.not_older_than == cp->size) {
-    if (std::string failure = CheckKeptRoots(r, options.not_older_than_run_map_root,
-                                             options.not_older_than_team_map_root, "--not-older-than");
+    if (std::string failure =
+            CheckKeptRoots(r, options.not_older_than_note_version, options.not_older_than_run_map_root,
+                           options.not_older_than_team_map_root, "--not-older-than");
         !failure.empty()) {
       return Fail(r, pack::kCheckpointTime, -1, failure);
     }

@@ -65,7 +65,7 @@ struct Options {
   // The version of that time note (0: none given): the pack's MUST be at
   // least as new.
   int not_older_than_note_version = 0;
-  // The map roots that note signs (versions 2 and 3): a pack whose
+  // The map roots that note signs (versions 2 to 4): a pack whose
   // checkpoint is of that very size MUST carry a note signing the same.
   std::optional<hash::Hash> not_older_than_run_map_root, not_older_than_team_map_root;
   // The ledger's grace the auditor expects (--expect-grace-ms): the
@@ -81,9 +81,8 @@ struct Options {
 // A checkpoint as an auditor keeps it in a file: the signed checkpoint,
 // optionally followed by its checkpoint-time note (the output of
 // `ledgerctl checkpoint` then `ledgerctl checkpoint --time-note`). The time
-// note starts at the first line that is kCheckpointTimeHeader or
-// kCheckpointTimeHeaderV2; empty when
-// there is none.
+// note starts at the first line that is the header of a checkpoint-time
+// note of any version; empty when there is none.
 struct KeptCheckpoint {
   std::string checkpoint;
   std::string time_note;
@@ -96,7 +95,7 @@ KeptCheckpoint SplitKeptCheckpoint(const std::string& file);
 struct KeptTime {
   int64_t time_us = 0;
   int version = 1;
-  std::optional<hash::Hash> run_map_root, team_map_root;  // versions 2 and 3
+  std::optional<hash::Hash> run_map_root, team_map_root;  // versions 2 to 4
 };
 absl::StatusOr<KeptTime> KeptCheckpointNote(const std::string& vkey, const KeptCheckpoint& kept);
 // Its time alone.
@@ -122,7 +121,9 @@ struct Result {
   // The checkpoint's signed time; nullopt for a checkpoint signed before
   // the ledger signed times (a format 1 pack).
   std::optional<int64_t> signed_at_us;
-  // The run-head map root the time note signs (format 2 notes).
+  // The time note's version (0: none), and the run-head map root it signs
+  // (versions 2 to 4; under run keys v2 in version 4).
+  int note_version = 0;
   std::optional<hash::Hash> run_map_root;
   // A format 3 run pack: the run's entries up to the checkpoint, all in the
   // pack (0: the run has none, by an absence proof), and the steps it shows

@@ -100,7 +100,11 @@ class Auditor {
     hash::Hash leaf_hash_of_run = hash::LeafHash(leaf);
     head = {head.count + 1, seq, leaf_hash_of_run};
     if (auto s = CheckTeamChain(*entry, at, leaf_hash_of_run); !s.ok()) return s;
-    if (auto set = map_.Set(runmap::RunKeyOf(r.team(), r.run_id()), {head.count, seq, leaf_hash_of_run}); !set.ok()) {
+    const runmap::Head run_head{head.count, seq, leaf_hash_of_run};
+    absl::Status set = map_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV2), run_head);
+    if (set.ok() && !v1_done_)
+      set = map_v1_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV1), run_head);
+    if (!set.ok()) {
       return Find("run_map", at, absl::StrCat("run-head map entry of ", run), "a valid head",
                   std::string(set.message()));
     }
@@ -213,8 +217,18 @@ class Auditor {
                     hash::Hex(*t->team_map_root));
       }
     }
+    if (t->version() == 4) {
+      // From here on every note keys runs by team: the map under v1 keys is
+      // not needed again.
+      v1_done_ = true;
+      map_v1_ = runmap::RunMap();
+    } else if (v1_done_ && t->run_map_root.has_value()) {
+      return Find("checkpoint_time", at, absl::StrCat(what, ": version"),
+                  "4 (a ledger that keys runs by team does so with every later checkpoint)",
+                  absl::StrCat(t->version()));
+    }
     if (t->run_map_root.has_value()) {
-      hash::Hash root = map_.Root();
+      hash::Hash root = t->version() == 4 ? map_.Root() : map_v1_.Root();
       if (root != *t->run_map_root) {
         return Find("run_map", at, absl::StrCat(what, ": run-head map root (signed)"), hash::Hex(root),
                     hash::Hex(*t->run_map_root));
@@ -353,7 +367,10 @@ class Auditor {
   merkle::Frontier frontier_;
   hash::Hash prev_{};
   absl::flat_hash_map<std::string, store::RunHead> run_last_;
-  runmap::RunMap map_;  // of the entries read so far
+  runmap::RunMap map_;  // of the entries read so far, under run keys v2
+  // Under run keys v1, for notes of versions 2 and 3, until a note of version 4.
+  runmap::RunMap map_v1_;
+  bool v1_done_ = false;
   absl::flat_hash_map<std::string, store::RunHead> team_last_;
   runmap::RunMap team_map_;  // of the entries read so far
   std::optional<std::pair<uint64_t, std::vector<hash::Hash>>> groups_[64];

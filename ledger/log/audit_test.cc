@@ -242,7 +242,8 @@ TEST_F(AuditTest, SignedRunMapRootThatTheEntriesRefute) {
     uint64_t last = 39 - (39 - run) % 3, count = (last - run) / 3 + 1;
     if (run == 1) last -= 3, --count;  // drop run-1's last entry (seq 37)
     hash::Hash h = *hash::ParseHex(LeafHashOf(*store, last));
-    ASSERT_TRUE(lie.Set(runmap::RunKeyOf("team-a", absl::StrCat("run-", run)), {count, last, h}).ok());
+    ASSERT_TRUE(
+        lie.Set(runmap::RunKeyOf("team-a", absl::StrCat("run-", run), runmap::KeyVersion::kV2), {count, last, h}).ok());
   }
   hash::Hash false_root = lie.Root();
   ASSERT_NE(false_root, *time.run_map_root);

@@ -269,12 +269,13 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
     return absl::DataLossError(absl::StrCat("integrity: at tree size ", size, " the stored nodes give root ",
                                             hash::Hex(*root), " but the signed checkpoint says ", hash::Hex(cp->root)));
   }
-  SignedCheckpoint found{size, cp->root, note_text, {}, 0, std::nullopt, std::nullopt};
+  SignedCheckpoint found{size, cp->root, note_text, {}, 0, std::nullopt, std::nullopt, 0};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
     found.time_note = time->note;
     found.signed_at_us = time->time_us;
     found.run_map_root = time->runs;
     found.team_map_root = time->teams;
+    found.time_version = time->version;
   } else if (!absl::IsNotFound(time.status())) {
     return time.status();
   }
@@ -296,7 +297,7 @@ absl::StatusOr<Log::SignedTime> Log::ReadCheckpointTime(uint64_t size) const {
     return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, " does not verify", time.ok() ? "" : ": ",
                                             time.ok() ? "" : time.status().message()));
   }
-  return SignedTime{*std::move(note_text), time->time_us, time->run_map_root, time->team_map_root};
+  return SignedTime{*std::move(note_text), time->time_us, time->run_map_root, time->team_map_root, time->version()};
 }
 
 absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const hash::Hash& root,
@@ -306,9 +307,12 @@ absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const has
     sync::MutexLock lock(&mu_);
     if (has_latest_) now = std::max(now, latest_.signed_at_us);  // never backwards
   }
-  auto signed_note = signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now, runs, teams}));
+  // With both maps the runs are keyed by team (run keys v2): note version 4.
+  const bool keyed_by_team = teams.has_value();
+  auto signed_note =
+      signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now, runs, teams, keyed_by_team}));
   if (!signed_note.ok()) return signed_note.status();
-  return SignedTime{*std::move(signed_note), now, runs, teams};
+  return SignedTime{*std::move(signed_note), now, runs, teams, keyed_by_team ? 4 : runs ? 2 : 1};
 }
 
 absl::Status Log::Append(const std::string& emitter, std::vector<const receipt::Receipt*> receipts, AppendDone done) {
@@ -428,7 +432,11 @@ absl::Status Log::SignCheckpoint() {
   {
     sync::MutexLock lock(&mu_);
     if (has_latest_ && latest_.size == head.size) {
-      if (!latest_.time_note.empty() && latest_.run_map_root == runs && latest_.team_map_root == teams) {
+      // Equal roots of another version are not the same statement: the
+      // runs of an empty map have the same root under both run keys.
+      const int version = teams ? 4 : runs ? 2 : 1;
+      if (!latest_.time_note.empty() && latest_.run_map_root == runs && latest_.team_map_root == teams &&
+          latest_.time_version == version) {
         return absl::OkStatus();
       }
       // Signed before the ledger signed times (or run-head map roots): sign
@@ -445,6 +453,7 @@ absl::Status Log::SignCheckpoint() {
     latest_.signed_at_us = time->time_us;
     latest_.run_map_root = time->runs;
     latest_.team_map_root = time->teams;
+    latest_.time_version = time->version;
     return absl::OkStatus();
   }
   auto signed_note = signer_.Sign(note::FormatCheckpoint({options_.origin, head.size, head.root}));
@@ -454,19 +463,29 @@ absl::Status Log::SignCheckpoint() {
   // with the same (deterministic) signature at the next interval.
   if (auto s = WriteGuard(*signed_note); !s.ok()) return s;
   sync::MutexLock lock(&mu_);
-  latest_ = {head.size, head.root, *signed_note, time->note, time->time_us, time->runs, time->teams};
+  latest_ = {head.size, head.root, *signed_note, time->note, time->time_us, time->runs, time->teams, time->version};
   latest_at_us_ = sequencer::SystemClockMicros();
   has_latest_ = true;
   return absl::OkStatus();
 }
 
 absl::StatusOr<RunProof> Log::ProveRun(std::string_view team, std::string_view run_id) const {
-  auto key = runmap::RunKey(team, run_id);
+  auto key = runmap::RunKey(team, run_id, runmap::KeyVersion::kV2);
   if (!key.ok()) return key.status();
   if (!options_.run_map) {
     return absl::FailedPreconditionError("run-head map: this ledger runs without it (--run-map=false)");
   }
   sync::MutexLock map_lock(&map_mu_);
+  // The path of a key of a team with no entry ends at another team's run
+  // (CONTRACT section 6a, "What a proof reveals"): the team-head map's
+  // absence proof says what such a proof would.
+  auto team_head = team_map_->Get(runmap::TeamKeyOf(team));
+  if (!team_head.ok()) return team_head.status();
+  if (!team_head->has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat("run ", std::string(team), "/", std::string(run_id), ": team ",
+                                                      std::string(team), " has no entry up to tree size ", map_size_,
+                                                      " (a team window of ", std::string(team), " proves it)"));
+  }
   return ProveKey(*key, *map_, "run-head map");
 }
 
@@ -533,12 +552,13 @@ absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   }
   auto cp = note::ParseCheckpoint(*text);
   if (!cp.ok()) return absl::DataLossError(cp.status().message());
-  SignedCheckpoint out{size, cp->root, *note_text, {}, 0, std::nullopt, std::nullopt};
+  SignedCheckpoint out{size, cp->root, *note_text, {}, 0, std::nullopt, std::nullopt, 0};
   if (auto time = ReadCheckpointTime(size); time.ok()) {
     out.time_note = time->note;
     out.signed_at_us = time->time_us;
     out.run_map_root = time->runs;
     out.team_map_root = time->teams;
+    out.time_version = time->version;
   } else if (!absl::IsNotFound(time.status())) {
     return time.status();
   }

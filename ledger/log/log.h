@@ -58,6 +58,9 @@ struct SignedCheckpoint {
   // the team-head map root (format 3).
   std::optional<hash::Hash> run_map_root;
   std::optional<hash::Hash> team_map_root;
+  // The time note's version (note::CheckpointTime::version), 0 without one:
+  // 4 when run_map_root is under run keys v2 (runmap::KeysOfNote).
+  int time_version = 0;
 };
 
 // A run's place in the run-head map of a checkpoint: its head (path.found)
@@ -257,6 +260,7 @@ class Log {
     int64_t time_us = 0;
     std::optional<hash::Hash> runs;
     std::optional<hash::Hash> teams;
+    int version = 0;
   };
   absl::StatusOr<SignedTime> ReadCheckpointTime(uint64_t size) const;
   absl::StatusOr<SignedTime> SignCheckpointTime(uint64_t size, const hash::Hash& root, std::optional<hash::Hash> runs,

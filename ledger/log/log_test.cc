@@ -241,7 +241,7 @@ TEST_F(LogTest, OpenMigratesRunRowsOfFormat1) {
   {
     // The rows as an earlier version stored them: 8 bytes, the last seq.
     auto store = *store::Store::Open(dir_.Sub("data") + "/db");
-    root = ReplayRunMap(*store, 3)->Root();
+    root = ReplayRunMap(*store, 3, runmap::KeyVersion::kV2)->Root();
     auto b = store->NewBatch();
     b.PutRunHeadOfFormat1("team-a", "run-a", 2);
     b.PutRunHeadOfFormat1("team-a", "run-b", 1);

@@ -40,16 +40,19 @@ TEST_F(LogTest, EveryCheckpointSignsTheRunHeadMapAndRunsAreProvedAgainstIt) {
   ASSERT_TRUE(proof.path.found.has_value());
   runmap::Head head = proof.path.found->head;
   EXPECT_EQ(head, (runmap::Head{2, 2, a[2].leaf_hash}));
-  EXPECT_TRUE(
-      runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a"), head, proof.path.siblings).ok());
+  EXPECT_TRUE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a", runmap::KeyVersion::kV2),
+                                      head, proof.path.siblings)
+                  .ok());
   // A shorter head (the run without its last entry) is refused.
-  EXPECT_FALSE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a"), {1, 0, a[0].leaf_hash},
-                                       proof.path.siblings)
+  EXPECT_FALSE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a", runmap::KeyVersion::kV2),
+                                       {1, 0, a[0].leaf_hash}, proof.path.siblings)
                    .ok());
   auto none = *log->ProveRun("team-a", "run-z");
   EXPECT_FALSE(none.path.found.has_value());
   runmap::AbsenceProof absence{none.path.siblings, none.path.other};
-  EXPECT_TRUE(runmap::VerifyAbsence(*time.run_map_root, *runmap::RunKey("team-a", "run-z"), absence).ok());
+  EXPECT_TRUE(
+      runmap::VerifyAbsence(*time.run_map_root, *runmap::RunKey("team-a", "run-z", runmap::KeyVersion::kV2), absence)
+          .ok());
   EXPECT_EQ(log->ProveRun("Team A", "run-a").status().code(), absl::StatusCode::kInvalidArgument);
 
   // Appended but not yet signed: the proof stays that of the latest checkpoint.
@@ -65,7 +68,7 @@ TEST_F(LogTest, EveryCheckpointSignsTheRunHeadMapAndRunsAreProvedAgainstIt) {
   log = OpenLog();
   EXPECT_EQ(log->Checkpoint(0)->run_map_root, root4);
   EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head.count, 3u);
-  auto replayed = *ReplayRunMap(log->store(), 4);
+  auto replayed = *ReplayRunMap(log->store(), 4, runmap::KeyVersion::kV2);
   EXPECT_EQ(replayed.Root(), root4);
 }
 
@@ -183,7 +186,7 @@ TEST_F(LogTest, TheMapsAreKeptInTheStoreAndAnOlderStoreHasThemRebuilt) {
   EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(270), std::optional<uint64_t>(270)));
   {
     auto store = *store::Store::Open(db);
-    EXPECT_EQ(ReplayRunMap(*store, 270)->Root(), runs);
+    EXPECT_EQ(ReplayRunMap(*store, 270, runmap::KeyVersion::kV2)->Root(), runs);
     EXPECT_EQ(ReplayTeamMap(*store, 270)->Root(), teams);
     for (auto id : {storedmap::StoredMap::Id::kRuns, storedmap::StoredMap::Id::kTeams}) {
       ASSERT_TRUE(storedmap::StoredMap::Forget(*store, id).ok());
@@ -198,12 +201,12 @@ TEST_F(LogTest, TheMapsAreKeptInTheStoreAndAnOlderStoreHasThemRebuilt) {
     auto proof = *log->ProveRun("team-1", "run-4");
     ASSERT_TRUE(proof.path.found.has_value());
     EXPECT_EQ(proof.path.found->head.count, 4u);
-    EXPECT_TRUE(
-        runmap::VerifyInclusion(runs, *runmap::RunKey("team-1", "run-4"), proof.path.found->head, proof.path.siblings)
-            .ok());
+    EXPECT_TRUE(runmap::VerifyInclusion(runs, *runmap::RunKey("team-1", "run-4", runmap::KeyVersion::kV2),
+                                        proof.path.found->head, proof.path.siblings)
+                    .ok());
     AppendAll(*log, ManyRuns("c", 70, 1));
     ASSERT_TRUE(log->SignCheckpoint().ok());
-    EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 340)->Root());
+    EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 340, runmap::KeyVersion::kV2)->Root());
     EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 340)->Root());
   }
   EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(340), std::optional<uint64_t>(340)));
@@ -233,7 +236,7 @@ TEST_F(LogTest, TheMapsCatchUpWithEntriesAppendedWithoutThem) {
   EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(60), std::optional<uint64_t>(60)));
   auto log = open(true);
   EXPECT_EQ(log->Checkpoint(0)->size, 105u);
-  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 105)->Root());
+  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 105, runmap::KeyVersion::kV2)->Root());
   EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 105)->Root());
   EXPECT_EQ(log->ProveRun("team-2", "run-44")->path.found->head.count, 1u);
   EXPECT_EQ(log->ProveRun("team-2", "run-5")->path.found->head.count, 3u);
@@ -269,7 +272,7 @@ TEST_F(LogTest, MapsWrittenWhileTheDiskFailsLoseNoHead) {
   }
   ASSERT_TRUE(signed_again.ok()) << signed_again;
   ASSERT_EQ(log->Checkpoint(0)->size, 44u);
-  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 44)->Root());
+  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 44, runmap::KeyVersion::kV2)->Root());
   EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 44)->Root());
   EXPECT_EQ(log->ProveTeam("team-1")->path.found->head.count, 15u);
 }

@@ -95,18 +95,19 @@ absl::StatusOr<uint64_t> RewriteRunHeads(store::Store& store, bool check_rows) {
   }
   // The stored map is rebuilt from the rows at the next open.
   if (auto s = storedmap::StoredMap::Forget(store, storedmap::StoredMap::Id::kRuns); !s.ok()) return s;
+  if (auto s = storedmap::StoredMap::Forget(store, storedmap::StoredMap::Id::kRunsV1); !s.ok()) return s;
   return rewritten;
 }
 
 }  // namespace
 
-absl::StatusOr<runmap::RunMap> ReplayRunMap(const store::Store& store, uint64_t size,
+absl::StatusOr<runmap::RunMap> ReplayRunMap(const store::Store& store, uint64_t size, runmap::KeyVersion keys,
                                             const std::function<void(uint64_t done)>& progress) {
   absl::flat_hash_map<runmap::Key, runmap::Head> heads;
   auto replayed = ForEachEntry(
       store, size,
       [&](const std::string& team, const std::string& run_id, const hash::Hash& leaf_hash, uint64_t seq) {
-        runmap::Head& h = heads[runmap::RunKeyOf(team, run_id)];
+        runmap::Head& h = heads[runmap::RunKeyOf(team, run_id, keys)];
         h = {h.count + 1, seq, leaf_hash};
       },
       progress);
@@ -177,6 +178,10 @@ absl::StatusOr<runmap::RunMap> ReplayTeamMap(const store::Store& store, uint64_t
 absl::Status CatchUpStoredMaps(store::Store& store, uint64_t size) {
   using storedmap::StoredMap;
   StoredMap runs(&store, StoredMap::Id::kRuns), teams(&store, StoredMap::Id::kTeams);
+  // The map under run keys v1, kept by versions that signed notes of
+  // version 2 and 3: no proof is served from it again (its rows go, also
+  // those a rebuild cut short left).
+  if (auto s = StoredMap::Forget(store, StoredMap::Id::kRunsV1); !s.ok()) return s;
   auto run_size = runs.Size();
   if (!run_size.ok()) return run_size.status();
   auto team_size = teams.Size();
@@ -189,7 +194,7 @@ absl::Status CatchUpStoredMaps(store::Store& store, uint64_t size) {
     auto s = runs.Rebuild(size, [&](StoredMap::Put put) {
       return store.ScanRunHeads(
           [&](std::string_view team, std::string_view run_id, const store::RunHead& head) -> absl::Status {
-            auto key = runmap::RunKey(team, run_id);
+            auto key = runmap::RunKey(team, run_id, runmap::KeyVersion::kV2);
             if (!key.ok()) return absl::DataLossError(absl::StrCat("runs: ", key.status().message()));
             if (head.count == 0) {
               return absl::FailedPreconditionError(absl::StrCat("runs: the row of ", std::string(team), "/",
@@ -234,7 +239,8 @@ absl::Status CatchUpStoredMaps(store::Store& store, uint64_t size) {
     auto head = store.GetRunHead(team, run_id);
     if (!head.ok()) return head.status();
     if (!head->has_value()) return missing("runs");
-    leaves.push_back({runmap::RunKeyOf(team, run_id), {(*head)->count, (*head)->last_seq, (*head)->last_leaf_hash}});
+    leaves.push_back({runmap::RunKeyOf(team, run_id, runmap::KeyVersion::kV2),
+                      {(*head)->count, (*head)->last_seq, (*head)->last_leaf_hash}});
   }
   if (from_runs < size) {
     if (auto s = runs.Apply(size, leaves); !s.ok()) return s;

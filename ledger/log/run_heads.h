@@ -51,10 +51,10 @@ absl::StatusOr<runmap::RunMap> ReplayTeamMap(const store::Store& store, uint64_t
 // append meanwhile.
 absl::Status CatchUpStoredMaps(store::Store& store, uint64_t size);
 
-// The map of entries [0, size), computed from the entries alone (the leaf
-// hash of each, its team and run_id). `progress`, if set, is called with
-// the entries replayed so far.
-absl::StatusOr<runmap::RunMap> ReplayRunMap(const store::Store& store, uint64_t size,
+// The map of entries [0, size) under run keys `keys`, computed from the
+// entries alone (the leaf hash of each, its team and run_id). `progress`, if
+// set, is called with the entries replayed so far.
+absl::StatusOr<runmap::RunMap> ReplayRunMap(const store::Store& store, uint64_t size, runmap::KeyVersion keys,
                                             const std::function<void(uint64_t done)>& progress = nullptr);
 
 }  // namespace ledger::log

@@ -308,8 +308,9 @@ std::string FormatCheckpointTime(const CheckpointTime& t) {
   if (!t.team_map_root.has_value()) {
     return absl::StrCat(kCheckpointTimeHeaderV2, "\n", FormatCheckpoint(t.checkpoint), runs, "time ", t.time_us, "\n");
   }
-  return absl::StrCat(kCheckpointTimeHeaderV3, "\n", FormatCheckpoint(t.checkpoint), runs, "teams ",
-                      hash::Base64(hash::AsBytes(*t.team_map_root)), "\n", "time ", t.time_us, "\n");
+  return absl::StrCat(t.runs_keyed_by_team ? kCheckpointTimeHeaderV4 : kCheckpointTimeHeaderV3, "\n",
+                      FormatCheckpoint(t.checkpoint), runs, "teams ", hash::Base64(hash::AsBytes(*t.team_map_root)),
+                      "\n", "time ", t.time_us, "\n");
 }
 
 namespace {
@@ -334,10 +335,11 @@ absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
                       : lines[0] == kCheckpointTimeHeader   ? 1
                       : lines[0] == kCheckpointTimeHeaderV2 ? 2
                       : lines[0] == kCheckpointTimeHeaderV3 ? 3
+                      : lines[0] == kCheckpointTimeHeaderV4 ? 4
                                                             : 0;
-  if (version == 3 && lines.size() != 7) {
-    return bad(absl::StrCat("want exactly seven lines: '", kCheckpointTimeHeaderV3,
-                            "', origin, size, root, runs, teams, time"));
+  if (version >= 3 && lines.size() != 7) {
+    return bad(
+        absl::StrCat("want exactly seven lines: '", std::string(lines[0]), "', origin, size, root, runs, teams, time"));
   }
   if (version == 2 && lines.size() != 6) {
     return bad(absl::StrCat("want exactly six lines: '", kCheckpointTimeHeaderV2, "', origin, size, root, runs, time"));
@@ -356,12 +358,13 @@ absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text) {
     }
     t.run_map_root = root;
   }
-  if (version == 3) {
+  if (version >= 3) {
     hash::Hash root;
     if (!ParseRootLine(lines[5], "teams", &root)) {
       return bad("the sixth line must be 'teams ' and the base64 of the 32-byte team-head map root");
     }
     t.team_map_root = root;
+    t.runs_keyed_by_team = version == 4;
   }
   std::string_view time = lines[lines.size() - 1];
   uint64_t us = 0;

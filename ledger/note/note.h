@@ -136,22 +136,32 @@ inline constexpr char kCheckpointTimeHeader[] = "evidence-ledger/checkpoint-time
 //   time <microseconds since the Unix epoch>\n
 inline constexpr char kCheckpointTimeHeaderV2[] = "evidence-ledger/checkpoint-time/v2";
 inline constexpr char kCheckpointTimeHeaderV3[] = "evidence-ledger/checkpoint-time/v3";
+//
+// Format version 4 has the lines of version 3; its `runs` root is the map's
+// under run keys of version 2 (CONTRACT section 6a, "Which run key").
+inline constexpr char kCheckpointTimeHeaderV4[] = "evidence-ledger/checkpoint-time/v4";
 
 struct CheckpointTime {
   Checkpoint checkpoint;
   int64_t time_us = 0;
   // Set: format 2 or 3.
   std::optional<hash::Hash> run_map_root;
-  // Set (with run_map_root): format 3.
+  // Set (with run_map_root): format 3 or 4.
   std::optional<hash::Hash> team_map_root;
-  // 1, 2 or 3 by the roots set.
-  int version() const { return !run_map_root.has_value() ? 1 : !team_map_root.has_value() ? 2 : 3; }
+  // With both roots: run_map_root is under run keys of version 2 (format 4)
+  // rather than 1 (format 3).
+  bool runs_keyed_by_team = false;
+  // 1, 2, 3 or 4 by the roots set and their keys.
+  int version() const {
+    return !run_map_root.has_value() ? 1 : !team_map_root.has_value() ? 2 : runs_keyed_by_team ? 4 : 3;
+  }
 };
 
-// Format 3 when both roots are set, 2 when only the run map's, else 1.
+// Format 4 or 3 when both roots are set (by runs_keyed_by_team), 2 when only
+// the run map's, else 1.
 std::string FormatCheckpointTime(const CheckpointTime& t);
 
-// Parses exactly the body of format 1, 2 or 3 above; INVALID_ARGUMENT naming
+// Parses exactly the body of format 1, 2, 3 or 4 above; INVALID_ARGUMENT naming
 // the line and the rule otherwise.
 absl::StatusOr<CheckpointTime> ParseCheckpointTime(std::string_view text);
 

@@ -186,13 +186,13 @@ TEST(CheckpointTimeTest, ContractVectorFormatsSignsAndParses) {
   EXPECT_EQ(parsed->time_us, 1767225600000000);
 }
 
-// The version 2 and 3 notes of the vectors (made with Python's
+// The version 2, 3 and 4 notes of the vectors (made with Python's
 // cryptography) are what this code formats, signs and parses.
-TEST(CheckpointTimeTest, ContractVectorsOfVersions2And3) {
+TEST(CheckpointTimeTest, ContractVectorsOfVersions2To4) {
   auto vec = LoadVector("checkpoint_time.json");
   auto s = Signer::FromSeed(vec["origin"].get<std::string>(), Unhex(vec["ed25519_seed_hex"].get<std::string>()));
   ASSERT_TRUE(s.ok()) << s.status();
-  for (const char* version : {"v2", "v3"}) {
+  for (const char* version : {"v2", "v3", "v4"}) {
     SCOPED_TRACE(version);
     ASSERT_TRUE(vec.contains(version));
     const auto& v = vec[version];
@@ -208,15 +208,25 @@ TEST(CheckpointTimeTest, ContractVectorsOfVersions2And3) {
       std::memcpy(teams.data(), Unhex(v["teams_hex"].get<std::string>()).data(), 32);
       t.team_map_root = teams;
     }
-    EXPECT_EQ(t.version(), std::string_view(version) == "v2" ? 2 : 3);
+    const int number = version[1] - '0';
+    t.runs_keyed_by_team = number == 4;
+    EXPECT_EQ(t.version(), number);
     EXPECT_EQ(FormatCheckpointTime(t), v["body"].get<std::string>());
     EXPECT_EQ(*s->Sign(FormatCheckpointTime(t)), v["note"].get<std::string>());
     auto parsed = ParseCheckpointTime(v["body"].get<std::string>());
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(parsed->run_map_root, t.run_map_root);
     EXPECT_EQ(parsed->team_map_root, t.team_map_root);
+    EXPECT_EQ(parsed->version(), number);
     EXPECT_EQ(parsed->time_us, t.time_us);
   }
+  // The same lines under the other header are the other statement.
+  std::string v4 = vec["v4"]["body"];
+  std::string v4_lines = v4.substr(v4.find('\n'));
+  EXPECT_EQ(ParseCheckpointTime(std::string("evidence-ledger/checkpoint-time/v3") + v4_lines)->version(), 3);
+  EXPECT_EQ(ParseCheckpointTime(std::string("evidence-ledger/checkpoint-time/v5") + v4_lines).status().message(),
+            "checkpoint time: want exactly five lines: 'evidence-ledger/checkpoint-time/v1', origin, size, root, "
+            "time");
   // A version 3 note without its teams line, or with it out of place.
   std::string v3 = vec["v3"]["body"];
   std::string teams_line = v3.substr(v3.find("teams "));

@@ -73,21 +73,35 @@ Key TeamKeyOf(std::string_view team) {
   return hash::Sha256(in);
 }
 
-absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id) {
+absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id, KeyVersion version) {
   if (auto s = CheckTeam(team); !s.ok()) return s;
   if (run_id.empty() || run_id.size() > 128) {
     return absl::InvalidArgumentError("run_id: must be 1-128 bytes");
   }
-  return RunKeyOf(team, run_id);
+  return RunKeyOf(team, run_id, version);
 }
 
-Key RunKeyOf(std::string_view team, std::string_view run_id) {
-  std::string in(kKeyTag);
+Key RunKeyOf(std::string_view team, std::string_view run_id, KeyVersion version) {
+  std::string in(version == KeyVersion::kV1 ? kKeyTag : kKeyTagV2);
   in.push_back('\0');
   in.push_back(static_cast<char>(team.size()));
   in.append(team);
   in.append(run_id);
-  return hash::Sha256(in);
+  Key key = hash::Sha256(in);
+  if (version == KeyVersion::kV1) return key;
+  // The team's 64 bits first: every key of a team shares them, so a path
+  // along one ends among that team's runs (CONTRACT section 6a, "What a
+  // proof reveals"); the hash's first 24 bytes follow.
+  const Key team_key = TeamKeyOf(team);
+  std::copy(key.begin(), key.begin() + 24, key.begin() + kTeamPrefixBytes);
+  std::copy(team_key.begin(), team_key.begin() + kTeamPrefixBytes, key.begin());
+  return key;
+}
+
+std::optional<KeyVersion> KeysOfNote(int note_version) {
+  if (note_version == 2 || note_version == 3) return KeyVersion::kV1;
+  if (note_version == 4) return KeyVersion::kV2;
+  return std::nullopt;
 }
 
 absl::Status CheckHead(const Head& head) {

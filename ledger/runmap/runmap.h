@@ -4,9 +4,14 @@
 // normative text; this header repeats its grammar beside the encoder.
 //
 //   T          = "evidence-ledger/run-map/v1"                 (26 bytes)
-//   RunKey     = SHA-256("evidence-ledger/run-key/v1" || 0x00 ||
+//   RunKey v2  = TeamKey(team)[0:8] ||
+//                SHA-256("evidence-ledger/run-key/v2" || 0x00 ||
+//                        u8 len(team) || team || run_id)[0:24]
+//   RunKey v1  = SHA-256("evidence-ledger/run-key/v1" || 0x00 ||
 //                        u8 len(team) || team || run_id)
 //                team: 1-63 bytes of [a-z0-9-]; run_id: 1-128 bytes
+//   TeamKey    = SHA-256("evidence-ledger/team-key/v1" || 0x00 ||
+//                        u8 len(team) || team)
 //   HeadBytes  = u64be count || u64be last_seq || last_leaf_hash (48 bytes)
 //                1 <= count <= last_seq + 1 <= 2^53 - 1
 //   ValueHash  = SHA-256(0x02 || T || HeadBytes)
@@ -46,6 +51,9 @@ using Key = Hash;
 
 inline constexpr std::string_view kTag = "evidence-ledger/run-map/v1";
 inline constexpr std::string_view kKeyTag = "evidence-ledger/run-key/v1";
+inline constexpr std::string_view kKeyTagV2 = "evidence-ledger/run-key/v2";
+// The bytes of a team's key a v2 run key starts with.
+inline constexpr int kTeamPrefixBytes = 8;
 inline constexpr int kKeyBits = 256;
 
 // A run's head: how many entries it has, and the seq and leaf hash of its
@@ -57,13 +65,22 @@ struct Head {
   bool operator==(const Head&) const = default;
 };
 
+// The run keys of a map (CONTRACT section 6a, "Which run key"): version 1
+// under checkpoint-time notes of versions 2 and 3, version 2 (a team's runs
+// under one 64-bit prefix) under version 4. The ledger keys by version 2.
+enum class KeyVersion { kV1 = 1, kV2 = 2 };
+
+// The run keys a checkpoint-time note of `note_version` signs a root of;
+// nullopt for a version without a run-head map root (1) or unknown.
+std::optional<KeyVersion> KeysOfNote(int note_version);
+
 // INVALID_ARGUMENT naming the field and rule unless team is 1-63 bytes of
 // [a-z0-9-] and run_id is 1-128 bytes.
-absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id);
+absl::StatusOr<Key> RunKey(std::string_view team, std::string_view run_id, KeyVersion version);
 
 // The run key of a receipt the log accepted (its team and run_id are
 // valid): RunKey without the checks.
-Key RunKeyOf(std::string_view team, std::string_view run_id);
+Key RunKeyOf(std::string_view team, std::string_view run_id, KeyVersion version);
 
 // The team key (CONTRACT section 6a, "The team-head map"): the key of a
 // team in the team-head map, a map of this same shape. INVALID_ARGUMENT

@@ -46,21 +46,77 @@ Hash NaiveRoot(const std::map<Key, Head>& m) {
   return NaiveSubtree(leaves, 0);
 }
 
+// The v1 key (notes of versions 2 and 3; runmap.json's vectors).
+absl::StatusOr<Key> RunKey1(std::string_view team, std::string_view run_id) {
+  return RunKey(team, run_id, KeyVersion::kV1);
+}
+
 TEST(RunKey, IsTheHashOfTheTaggedTeamAndRun) {
   std::string in = std::string("evidence-ledger/run-key/v1") + '\0' + '\x05' + "alphar-1";
-  EXPECT_EQ(*RunKey("alpha", "r-1"), hash::Sha256(in));
+  EXPECT_EQ(*RunKey1("alpha", "r-1"), hash::Sha256(in));
   // The team's length keeps ("ab", "c") and ("a", "bc") apart.
-  EXPECT_NE(*RunKey("ab", "c"), *RunKey("a", "bc"));
+  EXPECT_NE(*RunKey1("ab", "c"), *RunKey1("a", "bc"));
+}
+
+TEST(RunKey, Version2IsTheTeamKeysFirst8BytesThenTheTaggedHash) {
+  std::string in = std::string("evidence-ledger/run-key/v2") + '\0' + '\x05' + "alphar-1";
+  Key expected;
+  Hash team = *TeamKey("alpha"), run = hash::Sha256(in);
+  std::copy(team.begin(), team.begin() + 8, expected.begin());
+  std::copy(run.begin(), run.begin() + 24, expected.begin() + 8);
+  EXPECT_EQ(*RunKey("alpha", "r-1", KeyVersion::kV2), expected);
+  EXPECT_NE(*RunKey("ab", "c", KeyVersion::kV2), *RunKey("a", "bc", KeyVersion::kV2));
+  EXPECT_EQ(RunKey("Alpha", "r", KeyVersion::kV2).status().message(), "team: must be 1-63 bytes of [a-z0-9-]");
+  EXPECT_EQ(RunKey("alpha", "", KeyVersion::kV2).status().message(), "run_id: must be 1-128 bytes");
+}
+
+TEST(RunKey, TheNoteVersionSaysWhichKeys) {
+  EXPECT_EQ(KeysOfNote(1), std::nullopt);
+  EXPECT_EQ(KeysOfNote(2), KeyVersion::kV1);
+  EXPECT_EQ(KeysOfNote(3), KeyVersion::kV1);
+  EXPECT_EQ(KeysOfNote(4), KeyVersion::kV2);
+  EXPECT_EQ(KeysOfNote(5), std::nullopt);
+}
+
+// What CONTRACT section 6a, "What a proof reveals", rests on: under v2 keys
+// the absence proof of any made-up run of a team that has runs ends at a run
+// of that team, while under v1 keys an identity reading one team can choose
+// run ids whose proofs show another team's run.
+TEST(RunKey, AnAbsenceProofUnderV2KeysShowsOnlyRunsOfItsTeam) {
+  for (KeyVersion keys : {KeyVersion::kV1, KeyVersion::kV2}) {
+    RunMap m;
+    std::map<Key, std::string> team_of;
+    for (int i = 0; i < 200; ++i) {
+      for (const char* team : {"team-a", "team-b", "team-c"}) {
+        if (std::string(team) == "team-b" && i >= 2) continue;  // team-b has two runs
+        Key k = *RunKey(team, absl::StrCat("run-", i), keys);
+        ASSERT_TRUE(m.Set(k, Head{1, static_cast<uint64_t>(i), {}}).ok());
+        team_of[k] = team;
+      }
+    }
+    int foreign = 0;
+    for (int guess = 0; guess < 2000; ++guess) {
+      auto proof = m.ProveAbsence(*RunKey("team-b", absl::StrCat("made-up-", guess), keys));
+      ASSERT_TRUE(proof.ok());
+      if (proof->leaf.has_value() && team_of.at(proof->leaf->key) != "team-b") ++foreign;
+    }
+    if (keys == KeyVersion::kV1) {
+      EXPECT_GT(foreign, 1000);  // the oracle: most proofs show a run of team-a or team-c
+    } else {
+      EXPECT_EQ(foreign, 0);
+    }
+  }
 }
 
 TEST(RunKey, RefusesATeamOrRunOutsideTheContract) {
-  EXPECT_EQ(RunKey("", "r").status(), absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
-  EXPECT_EQ(RunKey("Alpha", "r").status(), absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
-  EXPECT_EQ(RunKey(std::string(64, 'a'), "r").status(),
+  EXPECT_EQ(RunKey1("", "r").status(), absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
+  EXPECT_EQ(RunKey1("Alpha", "r").status(), absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
+  EXPECT_EQ(RunKey1(std::string(64, 'a'), "r").status(),
             absl::InvalidArgumentError("team: must be 1-63 bytes of [a-z0-9-]"));
-  EXPECT_TRUE(RunKey(std::string(63, 'a'), std::string(128, 'r')).ok());
-  EXPECT_EQ(RunKey("alpha", "").status(), absl::InvalidArgumentError("run_id: must be 1-128 bytes"));
-  EXPECT_EQ(RunKey("alpha", std::string(129, 'r')).status(), absl::InvalidArgumentError("run_id: must be 1-128 bytes"));
+  EXPECT_TRUE(RunKey1(std::string(63, 'a'), std::string(128, 'r')).ok());
+  EXPECT_EQ(RunKey1("alpha", "").status(), absl::InvalidArgumentError("run_id: must be 1-128 bytes"));
+  EXPECT_EQ(RunKey1("alpha", std::string(129, 'r')).status(),
+            absl::InvalidArgumentError("run_id: must be 1-128 bytes"));
 }
 
 TEST(HeadBytes, ReadBackGivesTheHeadAndOtherLengthsAreRefused) {
@@ -77,7 +133,7 @@ TEST(HeadBytes, ReadBackGivesTheHeadAndOtherLengthsAreRefused) {
 
 TEST(RunMap, SetRefusesAnImpossibleHeadAndChangesNothing) {
   RunMap m;
-  Key k = *RunKey("alpha", "r");
+  Key k = *RunKey1("alpha", "r");
   EXPECT_EQ(m.Set(k, Head{0, 5, {}}), absl::InvalidArgumentError("count: must be at least 1"));
   EXPECT_EQ(m.Set(k, Head{7, 5, {}}), absl::InvalidArgumentError("count: must be at most last_seq + 1"));
   EXPECT_EQ(m.Set(k, Head{1, uint64_t{1} << 53, {}}), absl::InvalidArgumentError("last_seq: must be at most 2^53 - 2"));
@@ -88,7 +144,7 @@ TEST(RunMap, SetRefusesAnImpossibleHeadAndChangesNothing) {
 TEST(RunMap, EmptyMapAndOneRunHaveTheStatedRoots) {
   RunMap m;
   EXPECT_EQ(m.Root(), hash::Sha256(std::string("\x05") + "evidence-ledger/run-map/v1"));
-  Key k = *RunKey("alpha", "r");
+  Key k = *RunKey1("alpha", "r");
   Head h{3, 9, hash::Sha256("x")};
   ASSERT_TRUE(m.Set(k, h).ok());
   EXPECT_EQ(m.Root(), LeafHash(k, h));
@@ -381,14 +437,19 @@ json AbsenceJson(const Key& key, const AbsenceProof& p) {
 }
 
 // A run's key, or in the team-head map's vectors (no run_id) a team's.
-Key KeyOf(const json& j) {
+Key KeyOf(const json& j, KeyVersion keys = KeyVersion::kV1) {
   if (!j.contains("run_id")) return *TeamKey(j.at("team").get<std::string>());
-  return *RunKey(j.at("team").get<std::string>(), j.at("run_id").get<std::string>());
+  return *RunKey(j.at("team").get<std::string>(), j.at("run_id").get<std::string>(), keys);
 }
 
 // runmap.json and teammap.json (the team-head map: the same map keyed by
 // team, CONTRACT section 6a), made from the contract's text.
-class GoldenVectors : public ::testing::TestWithParam<const char*> {};
+class GoldenVectors : public ::testing::TestWithParam<const char*> {
+ protected:
+  Key KeyOf(const json& j) const {
+    return ::ledger::runmap::KeyOf(j, std::string(GetParam()) == "runmap_v2.json" ? KeyVersion::kV2 : KeyVersion::kV1);
+  }
+};
 
 TEST_P(GoldenVectors, RootsAndProofsAreReproduced) {
   json v = ReadVectors(GetParam());
@@ -426,13 +487,13 @@ TEST_P(GoldenVectors, RootsAndProofsAreReproduced) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Maps, GoldenVectors, ::testing::Values("runmap.json", "teammap.json"));
+INSTANTIATE_TEST_SUITE_P(Maps, GoldenVectors, ::testing::Values("runmap.json", "runmap_v2.json", "teammap.json"));
 
 TEST(GoldenVectors, TeamKeysAreNotRunKeys) {
   EXPECT_EQ(Hex(*TeamKey("alpha")), Hex(hash::Sha256(std::string("evidence-ledger/team-key/v1\0\x05"
                                                                  "alpha",
                                                                  34))));
-  EXPECT_NE(*TeamKey("alpha"), RunKeyOf("alpha", ""));
+  EXPECT_NE(*TeamKey("alpha"), RunKeyOf("alpha", "", KeyVersion::kV1));
   EXPECT_EQ(TeamKey("Alpha").status().message(), "team: must be 1-63 bytes of [a-z0-9-]");
 }
 
@@ -443,7 +504,7 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   std::vector<std::pair<Key, std::string>> cands;
   for (int i = 0; i < (1 << 18); ++i) {
     std::string id = "run-" + std::to_string(i);
-    cands.push_back({*RunKey("alpha", id), id});
+    cands.push_back({*RunKey1("alpha", id), id});
   }
   std::sort(cands.begin(), cands.end());
   size_t best = 0;
@@ -473,7 +534,7 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   RunMap m;
   v["steps"] = json::array();
   for (const Run& r : runs) {
-    Key k = *RunKey(r.team, r.run_id);
+    Key k = *RunKey1(r.team, r.run_id);
     ASSERT_TRUE(m.Set(k, r.head).ok());
     v["steps"].push_back({{"team", r.team},
                           {"run_id", r.run_id},
@@ -487,7 +548,7 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   v["root"] = Hex(root);
   v["inclusion"] = json::array();
   for (size_t i = 1; i < runs.size(); ++i) {
-    Key k = *RunKey(runs[i].team, runs[i].run_id);
+    Key k = *RunKey1(runs[i].team, runs[i].run_id);
     json p = {{"team", runs[i].team},
               {"run_id", runs[i].run_id},
               {"key", Hex(k)},
@@ -499,7 +560,7 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   // another run's leaf, and the run of another team with a present run_id.
   v["absence"] = json::array();
   auto add_absent = [&](const std::string& team, const std::string& id) {
-    Key k = *RunKey(team, id);
+    Key k = *RunKey1(team, id);
     json p = AbsenceJson(k, *m.ProveAbsence(k));
     p["team"] = team;
     p["run_id"] = id;
@@ -509,7 +570,7 @@ TEST(GoldenVectors, DISABLED_WriteVectors) {
   bool have_leaf = false, have_empty = false;
   for (int i = 0; !(have_leaf && have_empty); ++i) {
     std::string id = "run-absent-" + std::to_string(i);
-    bool leaf = m.ProveAbsence(*RunKey("alpha", id))->leaf.has_value();
+    bool leaf = m.ProveAbsence(*RunKey1("alpha", id))->leaf.has_value();
     if (leaf ? have_leaf : have_empty) continue;
     (leaf ? have_leaf : have_empty) = true;
     add_absent("alpha", id);

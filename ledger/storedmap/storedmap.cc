@@ -31,7 +31,7 @@ uint64_t GetU64(std::string_view p) {
 
 std::string_view Bytes(const Hash& h) { return {reinterpret_cast<const char*>(h.data()), h.size()}; }
 
-std::string MapName(StoredMap::Id id) { return id == StoredMap::Id::kRuns ? "run-head map" : "team-head map"; }
+std::string MapName(StoredMap::Id id) { return id == StoredMap::Id::kTeams ? "team-head map" : "run-head map"; }
 
 absl::Status Malformed(StoredMap::Id id, std::string_view what) {
   return absl::DataLossError(absl::StrCat(MapName(id), ": a stored ", std::string(what), " is malformed"));

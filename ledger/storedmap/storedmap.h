@@ -14,7 +14,9 @@
 //                                    -> hash[32]: the hash of an interior
 //                                       node with two or more leaves under it
 //                                       (its prefix's bits past depth zero)
-// id: 0x01 the run-head map, 0x02 the team-head map. Integers big-endian.
+// id: 0x01 the run-head map under run keys v1 (written by earlier versions;
+// forgotten when opened), 0x02 the team-head map, 0x03 the run-head map under
+// run keys v2 (CONTRACT section 6a, "Which run key"). Integers big-endian.
 // A node row is deleted in the same write that changes a head under it, and
 // written again when the root is next computed: a node row present is
 // always right, and one missing is computed from the rows below it.
@@ -47,7 +49,7 @@ namespace ledger::storedmap {
 
 class StoredMap {
  public:
-  enum class Id : uint8_t { kRuns = 1, kTeams = 2 };
+  enum class Id : uint8_t { kRunsV1 = 1, kTeams = 2, kRuns = 3 };
 
   // `store` MUST outlive the map.
   StoredMap(store::Store* store, Id id) : store_(store), id_(id) {}
