@@ -205,11 +205,11 @@ def _walk(x):
 
 
 def check(data, scope, size, root, teams_root, entries, verify_inclusion):
-    """Steps 1 (the form) to 4 of "Closed team windows (format 4)" on the
-    bytes of team-window.json. entries: [(entry, leaf hash)] of the pack in
-    seq order, already checked against the checkpoint; verify_inclusion:
-    RFC 9162 (index, size, leaf hash, path, root) -> bool. Returns what the
-    line after the OK line says."""
+    """Steps 1 (the form) to 4 of "Closed team windows (format 4)" (format
+    5 likewise) on the bytes of team-window.json. entries: [(entry, leaf
+    hash)] of the pack in seq order, already checked against the
+    checkpoint; verify_inclusion: RFC 9162 (index, size, leaf hash, path,
+    root) -> bool. Returns what the line after the OK line says."""
     tw = parse(data)
     before, after = _check_bounds(tw, scope, size, root, entries, verify_inclusion)
     if tw["head"] is not None:

@@ -30,10 +30,11 @@ past its deadline (start + timeout + the manifest's unknown_grace_ms) at
 that time fails; the steps and their deadlines are recomputed from
 entries.jsonl (export/packsteps.py), never read from outcomes.json. The time
 is not before the latest entry's logged_at_us, nor after a policy witness's
-cosignature; a pack of version 2 leaves carries a version 3 note. A --since
-or --not-older-than file may hold the checkpoint followed by its time note:
-the pack's time must then not be earlier, and at the same tree size the
-notes sign the same map roots. --expect-grace-ms N: the manifest's
+cosignature; a pack of version 2 leaves carries a note of version 3 or 4.
+A --since or --not-older-than file may hold the checkpoint followed by its
+time note: the pack's time must then not be earlier, and at the same tree
+size the notes sign the same map roots (the runs roots compared only when
+both notes key runs alike). --expect-grace-ms N: the manifest's
 unknown_grace_ms must be N.
 A format 3 pack's time note is version 2 and signs the run-head map root;
 a format 3 run pack proves with run-head.json (export/completeness.py) that
