@@ -1,7 +1,9 @@
-"""Proven completeness of a format 3 run pack (CONTRACT.md section 7), with
-the standard library only: run-head.json read in its JSON form (section
-6a), its key and root checked against the scope and the checkpoint-time
-note's `runs` root, and the run's entries in the pack against the head.
+"""Proven completeness of a run pack of format 3 or later (CONTRACT.md
+section 7), with the standard library only: run-head.json read in its JSON
+form (section 6a), its key (of the run key version the note's version says,
+section 6a "Which run key") and root checked against the scope and the
+checkpoint-time note's `runs` root, and the run's entries in the pack
+against the head.
 
 Every failure is a packerror.Failure whose message starts with the file it
 is about.
@@ -106,13 +108,14 @@ def map_root(p):
         raise Failure(str(e))
 
 
-def check_proof(data, team, run_id, runs_root):
-    """Steps 2 of section 7: the proof read, its key the scope's run key, and
-    the map root it leads to the one the checkpoint-time note signs.
-    Returns the proof (read_proof)."""
+def check_proof(data, team, run_id, runs_root, run_keys):
+    """Step 2 of section 7: the proof read, its key the scope's run key of
+    version run_keys (1 under a note of version 2 or 3, 2 under one of
+    version 4), and the map root it leads to the one the checkpoint-time
+    note signs. Returns the proof (read_proof)."""
     p = read_proof(data)
     try:
-        key = runmap.run_key(team.encode(), run_id.encode())
+        key = runmap.run_key(team.encode(), run_id.encode(), run_keys)
     except runmap.Refused as e:
         raise _fail("the scope's run has no run key: %s" % e)
     if p["key"] != key:
@@ -127,17 +130,14 @@ def check_proof(data, team, run_id, runs_root):
     return p
 
 
-def run_head_proof(files, manifest, runs_root, teams_root):
+def run_head_proof(files, manifest, runs_root, run_keys):
     """Steps 1 and 2 of "Proven completeness (format 3)" (CONTRACT.md section
-    7): the version 2 (or 3) note a format 3 pack carries, the version 3 note
-    of a format 4 pack; run-head.json in a run pack whose note signs a runs
-    root (version 2 or 3), whatever the manifest's format, and in no other
-    pack; its proof to the note's runs root. The proof (for step 3,
-    check_entries) of such a run pack, else None."""
-    if manifest["format"] >= 4 and teams_root is None:
-        raise Failure("checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
-    if manifest["format"] >= 3 and runs_root is None:
-        raise Failure("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+    7), after the note's version was checked against the format
+    (verify_pack.note_version): run-head.json in a run pack whose note signs
+    a runs root (version 2, 3 or 4), whatever the manifest's format, and in
+    no other pack; its proof, keyed by run keys of version run_keys, to the
+    note's runs root. The proof (for step 3, check_entries) of such a run
+    pack, else None."""
     scope = manifest["scope"]
     if scope["kind"] != "run" or runs_root is None:
         if "run-head.json" in files:
@@ -146,7 +146,7 @@ def run_head_proof(files, manifest, runs_root, teams_root):
     if "run-head.json" not in files:
         raise _fail("missing: a run pack whose checkpoint-time note signs a run-head map root "
                     "carries its run's head proof")
-    return check_proof(files["run-head.json"], scope["team"], scope["run_id"], runs_root)
+    return check_proof(files["run-head.json"], scope["team"], scope["run_id"], runs_root, run_keys)
 def check_entries(p, team, run_id, tree_size, entries):
     """Step 3 of section 7: entries, [(seq, leaf hash)] of the run in the
     pack in seq order, are exactly the run the head commits to (an absence

@@ -1,8 +1,8 @@
 """Signed notes, keys and checkpoint times (CONTRACT.md section 5), with the
 standard library and `cryptography` only: a verifier key line read and its
 key id checked, a signed note opened with the key, a checkpoint and its
-checkpoint-time note (version 1, 2 or 3) read, and a checkpoint the auditor
-kept (--since, --not-older-than), followed or not by its time note.
+checkpoint-time note (version 1, 2, 3 or 4) read, and a checkpoint the
+auditor kept (--since, --not-older-than), followed or not by its time note.
 
 Every failure is a packerror.Failure.
 """
@@ -19,7 +19,16 @@ from packread import canonical_base64, decimal, shown
 
 DECIMAL = re.compile(r"0|[1-9][0-9]*")
 
-TIME_HEADERS = {"evidence-ledger/checkpoint-time/v%d" % v: v for v in (1, 2, 3)}
+TIME_HEADERS = {"evidence-ledger/checkpoint-time/v%d" % v: v for v in (1, 2, 3, 4)}
+
+# The lines of a checkpoint-time note of each version (section 5): version 4
+# has those of version 3; its header says that its runs root is the map
+# under run keys of version 2.
+TIME_LINES = {1: 5, 2: 6, 3: 7, 4: 7}
+
+# The version of the run keys of the map whose root a note of each version
+# signs in its runs line (section 6a, "Which run key").
+RUN_KEYS = {2: 1, 3: 1, 4: 2}
 
 
 def parse_vkey(vkey):
@@ -113,15 +122,16 @@ def base64_hash(text):
 
 
 def checkpoint_time(note, key):
-    """(origin, size, root, time_us, runs, teams) of a signed checkpoint-time
-    note (CONTRACT.md section 5); runs, the run-head map root, is None in a
-    version 1 note, teams, the team-head map root, below version 3."""
+    """(origin, size, root, time_us, runs, teams, version) of a signed
+    checkpoint-time note (CONTRACT.md section 5); runs, the run-head map
+    root, is None in a version 1 note, teams, the team-head map root, below
+    version 3."""
     lines = open_note(note, key).split("\n")
     version = TIME_HEADERS.get(lines[0])
-    if version is None or len(lines) != 5 + version or lines[-1] != "":
+    if version is None or len(lines) != 1 + TIME_LINES[version] or lines[-1] != "":
         raise Failure("checkpoint time: want exactly five lines: 'evidence-ledger/checkpoint-time/v1', origin, size, "
                       "root, time; six: 'evidence-ledger/checkpoint-time/v2', origin, size, root, runs, time; or "
-                      "seven: 'evidence-ledger/checkpoint-time/v3', origin, size, root, runs, teams, time")
+                      "seven: 'evidence-ledger/checkpoint-time/v3' or '/v4', origin, size, root, runs, teams, time")
     decimal(lines[2], "checkpoint time: tree size")
     root = base64_hash(lines[3])
     if root is None:
@@ -131,7 +141,7 @@ def checkpoint_time(note, key):
         runs = base64_hash(lines[4][5:]) if lines[4].startswith("runs ") else None
         if runs is None:
             raise Failure("checkpoint time: the fifth line must be 'runs ' and the run-head map root in base64")
-    if version == 3:
+    if version >= 3:
         teams = base64_hash(lines[5][6:]) if lines[5].startswith("teams ") else None
         if teams is None:
             raise Failure("checkpoint time: the sixth line must be 'teams ' and the team-head map root in base64")
@@ -139,25 +149,25 @@ def checkpoint_time(note, key):
     if not last.startswith("time ") or not DECIMAL.fullmatch(last[5:]) or int(last[5:]) >= 1 << 63:
         raise Failure("checkpoint time: the last line must be 'time ' and microseconds since the Unix epoch, "
                       "without leading zeros")
-    return lines[1], int(lines[2]), root, int(last[5:]), runs, teams
+    return lines[1], int(lines[2]), root, int(last[5:]), runs, teams, version
 
 
 def split_kept(data):
     """(checkpoint, time note or None) of a file holding a signed checkpoint,
-    optionally followed by its checkpoint-time note (either version)."""
-    for header in sorted(TIME_HEADERS):
-        header = (header + "\n").encode()
-        at = 0 if data.startswith(header) else data.find(b"\n" + header)
-        if at >= 0:
-            at = at + 1 if at > 0 else 0
+    optionally followed by its checkpoint-time note (of any version): the
+    note starts at the first line that is a checkpoint-time header."""
+    at = 0
+    for line in data.split(b"\n")[:-1]:
+        if line.decode("utf-8", "replace") in TIME_HEADERS:
             return data[:at], data[at:]
+        at += len(line) + 1
     return data, None
 
 
 def kept_checkpoint(data, key):
     """(origin, size, root, time note) of a kept checkpoint file; the time
-    note is None, or checkpoint_time()'s tuple with its version added:
-    (origin, size, root, time_us, runs, teams, version)."""
+    note is None, or checkpoint_time()'s tuple (origin, size, root, time_us,
+    runs, teams, version)."""
     cp, time_note = split_kept(data)
     origin, size, root = checkpoint_of(cp, key)
     if time_note is None:
@@ -168,7 +178,7 @@ def kept_checkpoint(data, key):
         raise Failure("time note: %s" % e)
     if t[:3] != (origin, size, root):
         raise Failure("time note: not the time note of the checkpoint before it")
-    return origin, size, root, t + (1 + (t[4] is not None) + (t[5] is not None),)
+    return origin, size, root, t
 
 
 def signed_time(us):

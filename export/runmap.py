@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """The run-head map of CONTRACT.md section 6a, with the standard library only.
 
-Written from the contract's text: the run key, the head, value, leaf, node
-and empty hashes, the root of a set of runs computed from the definition
-(not incrementally), and the verification of inclusion and absence proofs.
+Written from the contract's text: the run keys (versions 1 and 2, "Which
+run key"), the head, value, leaf, node and empty hashes, the root of a set
+of runs computed from the definition (not incrementally), and the
+verification of inclusion and absence proofs.
 
-Usage: runmap.py --vectors FILE...
+Usage: runmap.py --vectors FILE... [--vectors-v2 FILE...]
   recomputes every root of the golden vectors from their runs (or teams:
   tests/vectors/teammap.json, the team-head map of section 6a keyed by team
   key), verifies their inclusion and absence proofs, and refuses every
-  tampered proof. Exit 0 when all hold; 1, naming the first that does not.
+  tampered proof; the files of --vectors key runs by run keys of version 1
+  (tests/vectors/runmap.json), those of --vectors-v2 by run keys of version
+  2 (tests/vectors/runmap_v2.json). Exit 0 when all hold; 1, naming the
+  first that does not.
 """
 import argparse
 import hashlib
@@ -18,7 +22,7 @@ import re
 import sys
 
 T = b"evidence-ledger/run-map/v1"
-KEY_TAG = b"evidence-ledger/run-key/v1"
+KEY_TAGS = {1: b"evidence-ledger/run-key/v1", 2: b"evidence-ledger/run-key/v2"}
 TEAM_KEY_TAG = b"evidence-ledger/team-key/v1"
 MAX_SAFE = 2**53 - 1
 TEAM_RE = re.compile(rb"[a-z0-9-]{1,63}")
@@ -32,12 +36,21 @@ def sha256(data):
     return hashlib.sha256(data).digest()
 
 
-def run_key(team, run_id):
+def run_key(team, run_id, version=1):
+    """The run key of (team, run_id), bytes, of version 1 or 2 (section 6a):
+
+    v1  SHA-256("evidence-ledger/run-key/v1" || 0x00 || u8 len(team) || team || run_id)
+    v2  team key(team)[0:8] || SHA-256("evidence-ledger/run-key/v2" || 0x00 || u8 len(team) || team || run_id)[0:24]
+
+    Under v2 every key of a team starts with the same 64 bits, so a proof's
+    path along a key of a team that has runs ends among that team's runs.
+    """
     if not TEAM_RE.fullmatch(team):
         raise Refused("team: must be 1-63 bytes of [a-z0-9-]")
     if not 1 <= len(run_id) <= 128:
         raise Refused("run_id: must be 1-128 bytes")
-    return sha256(KEY_TAG + b"\x00" + bytes([len(team)]) + team + run_id)
+    digest = sha256(KEY_TAGS[version] + b"\x00" + bytes([len(team)]) + team + run_id)
+    return digest if version == 1 else team_key(team)[:8] + digest[:24]
 
 
 def team_key(team):
@@ -181,21 +194,22 @@ def verify_absence_json(trusted_root, key, proof):
     verify_absence(trusted_root, key, siblings_of(proof), leaf)
 
 
-def key_of(obj):
-    """The run key of a vector with a run_id, else the team key of its team
-    (tests/vectors/teammap.json)."""
+def key_of(obj, run_keys=1):
+    """The run key (of version run_keys) of a vector with a run_id, else the
+    team key of its team (tests/vectors/teammap.json)."""
     if "run_id" in obj:
-        return run_key(obj["team"].encode(), obj["run_id"].encode())
+        return run_key(obj["team"].encode(), obj["run_id"].encode(), run_keys)
     return team_key(obj["team"].encode())
 
 
-def check_vectors(v):
-    """Raises Refused naming the first vector that does not hold."""
+def check_vectors(v, run_keys=1):
+    """Raises Refused naming the first vector that does not hold; run_keys
+    is the version of the run keys of the vectors' runs."""
     if EMPTY.hex() != v["empty_root"]:
         raise Refused("empty_root: computed %s" % EMPTY.hex())
     runs = {}
     for n, step in enumerate(v["steps"]):
-        key = key_of(step)
+        key = key_of(step, run_keys)
         if key.hex() != step["key"]:
             raise Refused("steps[%d].key: computed %s" % (n, key.hex()))
         head = step["head"]
@@ -206,7 +220,7 @@ def check_vectors(v):
         if root(runs).hex() != step["root"]:
             raise Refused("steps[%d].root: computed %s" % (n, root(runs).hex()))
     lp = v["long_prefix"]
-    a, b = ((run_key(lp["team"].encode(), r.encode()) for r in lp["run_ids"]) if "run_ids" in lp
+    a, b = ((run_key(lp["team"].encode(), r.encode(), run_keys) for r in lp["run_ids"]) if "run_ids" in lp
             else (team_key(t.encode()) for t in lp["teams"]))
     common = next(i for i in range(256) if bit(a, i) != bit(b, i))
     if common != lp["common_bits"]:
@@ -215,10 +229,10 @@ def check_vectors(v):
     if root(runs) != trusted:
         raise Refused("root: computed %s" % root(runs).hex())
     for p in v["inclusion"]:
-        key = key_of(p)
+        key = key_of(p, run_keys)
         verify_inclusion_json(trusted, key, {k: p[k] for k in ("key", "head", "siblings")})
     for p in v["absence"]:
-        key = key_of(p)
+        key = key_of(p, run_keys)
         verify_absence_json(trusted, key, {k: p[k] for k in ("key", "siblings", "leaf") if k in p})
     for n, t in enumerate(v["tampered"]):
         key = bytes.fromhex(t["key"])
@@ -238,12 +252,13 @@ def check_vectors(v):
 def main():
     ap = argparse.ArgumentParser(description="Check the run-head map's golden vectors.")
     ap.add_argument("--vectors", required=True, nargs="+")
+    ap.add_argument("--vectors-v2", nargs="+", default=[])
     args = ap.parse_args()
-    for path in args.vectors:
+    for path, run_keys in [(p, 1) for p in args.vectors] + [(p, 2) for p in args.vectors_v2]:
         with open(path, encoding="utf-8") as f:
             v = json.load(f)
         try:
-            check_vectors(v)
+            check_vectors(v, run_keys)
         except Refused as e:
             print("FAIL: %s: %s" % (path, e))
             return 1

@@ -1,9 +1,9 @@
-"""Closed team windows of format 4 (CONTRACT.md section 7), with the standard
-library only: team-window.json read in its JSON form, its bounds (`before`,
-`after`) checked as entries of the log, its `head` as a team-head map proof
-(section 6a, through completeness.py and runmap.py) against the
-checkpoint-time note's `teams` root, and the walk down the team chain
-(`team_prev`, section 1) from the top of the window to its bottom.
+"""Closed team windows of format 4 or 5 (CONTRACT.md section 7), with the
+standard library only: team-window.json read in its JSON form, its bounds
+(`before`, `after`) checked as entries of the log, its `head` as a
+team-head map proof (section 6a, through completeness.py and runmap.py)
+against the checkpoint-time note's `teams` root, and the walk down the team
+chain (`team_prev`, section 1) from the top of the window to its bottom.
 
     {"before":BOUND,"after":BOUND,"head":PROOF}      exactly one of after, head
     BOUND = {"seq":S,"leaf":"<leaf bytes>","inclusion":["<hex>",...]}
@@ -28,7 +28,7 @@ def _fail(rule):
 
 def presence(files, scope, teams_root):
     """Step 1, the file's place: required in a team window whose note is
-    version 3 (teams_root not None), whatever the manifest's format, and
+    version 3 or 4 (teams_root not None), whatever the manifest's format, and
     refused in any other pack. Returns the file's bytes, or None."""
     window = scope["kind"] == "team" and teams_root is not None
     if WHERE in files and not window:
@@ -205,11 +205,11 @@ def _walk(x):
 
 
 def check(data, scope, size, root, teams_root, entries, verify_inclusion):
-    """Steps 1 (the form) to 4 of "Closed team windows (format 4)" on the
-    bytes of team-window.json. entries: [(entry, leaf hash)] of the pack in
-    seq order, already checked against the checkpoint; verify_inclusion:
-    RFC 9162 (index, size, leaf hash, path, root) -> bool. Returns what the
-    line after the OK line says."""
+    """Steps 1 (the form) to 4 of "Closed team windows (format 4)" (format
+    5 likewise) on the bytes of team-window.json. entries: [(entry, leaf
+    hash)] of the pack in seq order, already checked against the
+    checkpoint; verify_inclusion: RFC 9162 (index, size, leaf hash, path,
+    root) -> bool. Returns what the line after the OK line says."""
     tw = parse(data)
     before, after = _check_bounds(tw, scope, size, root, entries, verify_inclusion)
     if tw["head"] is not None:

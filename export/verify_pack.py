@@ -30,10 +30,11 @@ past its deadline (start + timeout + the manifest's unknown_grace_ms) at
 that time fails; the steps and their deadlines are recomputed from
 entries.jsonl (export/packsteps.py), never read from outcomes.json. The time
 is not before the latest entry's logged_at_us, nor after a policy witness's
-cosignature; a pack of version 2 leaves carries a version 3 note. A --since
-or --not-older-than file may hold the checkpoint followed by its time note:
-the pack's time must then not be earlier, and at the same tree size the
-notes sign the same map roots. --expect-grace-ms N: the manifest's
+cosignature; a pack of version 2 leaves carries a note of version 3 or 4.
+A --since or --not-older-than file may hold the checkpoint followed by its
+time note: the pack's time must then not be earlier, and at the same tree
+size the notes sign the same map roots (the runs roots compared only when
+both notes key runs alike). --expect-grace-ms N: the manifest's
 unknown_grace_ms must be N.
 A format 3 pack's time note is version 2 and signs the run-head map root;
 a format 3 run pack proves with run-head.json (export/completeness.py) that
@@ -44,7 +45,10 @@ A format 4 pack's time note is version 3 and signs the team-head map root
 too; a team window proves with team-window.json (export/teamwindow.py) that
 it holds every entry of its team logged in the window, as far back as the
 team chain (team_prev, leaf version 2) reaches: the line after the OK line
-says how far. A --since note of version 2 or 3 demands one as new.
+says how far. A format 5 pack's time note is version 4: as in format 4,
+with the runs root of the map under run keys of version 2, by which its
+run-head proof is keyed. A --since note of version 2, 3 or 4 demands one as
+new.
 --policy POLICY (a c2sp.org/tlog-policy, export/tlogpolicy.py): the key must
 be a log of the policy (without a key given, the key is the policy's log
 named as the manifest's origin), every cosignature line of a policy witness
@@ -78,8 +82,8 @@ import tlogpolicy  # noqa: E402
 from packerror import Failure, UsageError  # noqa: E402
 from packmanifest import (RFC3339, check_files, check_scope, expected_scope, parse_manifest,  # noqa: E402,F401
                           scope_text)
-from packnote import (TIME_HEADERS, base64_hash, checkpoint_body, checkpoint_of, checkpoint_time,  # noqa: E402,F401
-                      kept_checkpoint, open_note, parse_vkey, signed_time, split_kept)
+from packnote import (RUN_KEYS, TIME_HEADERS, base64_hash, checkpoint_body, checkpoint_of,  # noqa: E402,F401
+                      checkpoint_time, kept_checkpoint, open_note, parse_vkey, signed_time, split_kept)
 from packread import shown  # noqa: E402
 from packproof import (HEX64, check_consistency, check_entries, hash_hex, node, proof_line,  # noqa: E402,F401
                        run_chain, verify_consistency, verify_inclusion)
@@ -119,8 +123,8 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     since, kept = given_checkpoints(files, key, size, root, since, not_older_than)
     consistent = check_consistency(files, key, origin, size, root, since)
     note = time_note(files, manifest, key, origin, size, root, kept)
-    signed_at, runs_root, teams_root = note[:3]
-    run_head = completeness.run_head_proof(files, manifest, runs_root, teams_root)
+    signed_at, runs_root, teams_root, version = note
+    run_head = completeness.run_head_proof(files, manifest, runs_root, RUN_KEYS.get(version))
     window = teamwindow.presence(files, scope, teams_root)
     entries = check_entries(files, manifest, size, root)
     check_time_against(note, entries, cosigned)
@@ -235,14 +239,19 @@ def given_checkpoints(files, key, size, root, since, not_older_than):
     return since, kept
 
 
+# What a note of a lower version than its pack's format lacks, by format
+# ("Proven completeness", step 1).
+LOWER_NOTE = {3: "a format 3 pack carries a version 2 note (with the run-head map root)",
+              4: "a format 4 pack carries a version 3 note (with the team-head map root)",
+              5: "a format 5 pack carries a version 4 note (with run keys of version 2)"}
+
+
 def note_version(manifest, version):
     """The note's version against the manifest's format: a format F pack
     (F >= 2) carries a note of version F - 1."""
     f = manifest["format"]
-    if f >= 4 and version < 3:
-        raise Failure("checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
-    if f == 3 and version < 2:
-        raise Failure("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+    if version < f - 1 and f in LOWER_NOTE:
+        raise Failure("checkpoint-time: " + LOWER_NOTE[f])
     if version != f - 1:
         raise Failure("checkpoint-time: format %d pack with a version %d note: a format %d pack carries a version %d "
                       "note" % (f, version, f, f - 1))
@@ -269,34 +278,43 @@ def time_note(files, manifest, key, origin, size, root, kept):
         if t[:3] != (origin, size, root):
             raise Failure("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s"
                           % (shown(t[0]), t[1], t[2].hex(), size, root.hex()))
-        note_version(manifest, 1 + (t[4] is not None) + (t[5] is not None))
+        note_version(manifest, t[6])
     for flag in ("--since", "--not-older-than"):
         if kept[flag] is not None:
             against_kept(t, kept[flag], flag)
     if t is None:
         return None, None, None, None
-    return t[3], t[4], t[5], 1 + (t[4] is not None) + (t[5] is not None)
+    return t[3], t[4], t[5], t[6]
+
+
+# What a ledger that signed a note of each version signs with every later
+# checkpoint ("The signed time").
+KEPT_VERSION = {2: "a ledger that signs the run-head map root signs it with every later checkpoint",
+                3: "a ledger that signs the team-head map root signs it with every later checkpoint",
+                4: "a ledger that keys runs by team does so with every later checkpoint"}
 
 
 def against_kept(t, k, flag):
     """The pack's time note t (checkpoint_time()'s tuple, or None) against
     the note k kept with the checkpoint given with flag
     (kept_checkpoint()'s): stated, not earlier, not of a lower version, and
-    at the same tree size signing the same map roots."""
+    at the same tree size signing the same map roots (the runs roots only
+    when both notes key runs alike: a ledger that starts keying runs by
+    team signs its latest checkpoint again with a version 4 note)."""
     if t is None:
         raise Failure("checkpoint-time: missing: the checkpoint given with %s has a signed time, so every later "
                       "checkpoint has one" % flag)
     if t[3] < k[3]:
         raise Failure("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s "
                       "(times never go backwards)" % (signed_time(t[3]), signed_time(k[3]), flag))
-    version = 1 + (t[4] is not None) + (t[5] is not None)
-    if k[6] > version:
-        raise Failure("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: "
-                      "a ledger that signs the %s-head map root signs it with every later checkpoint"
-                      % (version, flag, k[6], "team" if k[6] == 3 else "run"))
+    if k[6] > t[6]:
+        raise Failure("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: %s"
+                      % (t[6], flag, k[6], KEPT_VERSION[k[6]]))
     if k[1] != t[1]:
         return
     for at, name in ((4, "runs"), (5, "teams")):
+        if name == "runs" and RUN_KEYS.get(k[6]) != RUN_KEYS.get(t[6]):
+            continue
         if k[at] is not None and k[at] != t[at]:
             raise Failure("checkpoint-time: %s root %s at tree size %d, the note kept with the checkpoint given with "
                           "%s signs %s at that size" % (name, t[at].hex(), t[1], flag, k[at].hex()))
@@ -306,10 +324,10 @@ def check_time_against(note, entries, cosigned):
     """The signed time against what the pack holds: not before the latest
     logged_at_us of its emitters' entries, not after a witness's cosignature time (in
     seconds) on the checkpoint; and a pack holding version 2 leaves carries
-    a version 3 note (a ledger that keeps team chains signs the team-head
-    map root)."""
+    a note of version 3 or later (a ledger that keeps team chains signs the
+    team-head map root)."""
     signed_at, version = note[0], note[3]
-    if entries.first_v2 is not None and version != 3:
+    if entries.first_v2 is not None and (version or 0) < 3:
         raise Failure("checkpoint-time: %s, but entries.jsonl holds a leaf of version 2 (seq %d): a ledger that "
                       "writes version 2 leaves signs version 3 notes"
                       % ("missing" if version is None else "a version %d note" % version, entries.first_v2))

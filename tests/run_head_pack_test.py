@@ -1,11 +1,14 @@
-"""Format 3 packs built from CONTRACT.md's text alone (sections 1, 2, 5, 6,
-6a and 7), with Python's standard library and cryptography, signed with a
-test key: a log of three runs, its RFC 9162 tree, its run-head map and the
-map's proofs, the checkpoint and its version 2 time note. export/verify_pack.py
-and ledger-verify-go must accept the genuine packs (a run pack, an absence
+"""Format 3 and format 5 packs built from CONTRACT.md's text alone (sections
+1, 2, 5, 6, 6a and 7), with Python's standard library and cryptography,
+signed with a test key: a log of three runs, its RFC 9162 tree, its
+run-head map (under run keys of version 1, and of version 2 for format 5)
+and the map's proofs, the team-head map, the checkpoint and its time note
+(version 2; version 4 in format 5). export/verify_pack.py and
+ledger-verify-go must accept the genuine packs (a run pack, an absence
 pack, a seq range, a format 2 pack of an older ledger) and refuse each
 forged one with the reason section 7 gives, the manifest re-signed with the
-key as the ledger's operator could.
+key as the ledger's operator could; some are verified --since a kept
+checkpoint and its time note.
 
 Usage: run_head_pack_test.py VERIFY_PACK_PY LEDGER_VERIFY_GO WORK_DIR
 """
@@ -19,6 +22,7 @@ import sys
 import tarfile
 import datetime
 import gzip
+import itertools
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -103,15 +107,25 @@ class Log:
         count = self.heads[run][0] + 1 if run in self.heads else 1
         self.heads[run] = (count, seq, self.hashes[-1])
 
-    def map_at(self, size):
-        """{key: value hash} of the first size entries."""
+    def map_at(self, size, run_keys=1):
+        """{key: (head, value hash)} of the first size entries, keyed by run
+        keys of version run_keys."""
         heads = {}
         for leaf in self.leaves[:size]:
             r = json.loads(leaf)["receipt"]
             run = (r["team"], r["run_id"])
             count = heads[run][0] + 1 if run in heads else 1
             heads[run] = (count, json.loads(leaf)["seq"], leaf_hash(leaf))
-        return {runmap.run_key(t.encode(), r.encode()): (h, runmap.value_hash(*h)) for (t, r), h in heads.items()}
+        return {runmap.run_key(t.encode(), r.encode(), run_keys): (h, runmap.value_hash(*h))
+                for (t, r), h in heads.items()}
+
+    def teams_root(self, size):
+        """The team-head map root of the first size entries."""
+        heads = {}
+        for leaf in self.leaves[:size]:
+            team = json.loads(leaf)["receipt"]["team"]
+            heads[team] = (heads[team][0] + 1 if team in heads else 1, json.loads(leaf)["seq"], leaf_hash(leaf))
+        return runmap.root({runmap.team_key(t.encode()): runmap.value_hash(*h) for t, h in heads.items()})
 
 
 def map_proof(runs, key):
@@ -181,24 +195,43 @@ def outcomes(log, size, team, run):
     return canonical({"runs": [], "steps": list(steps.values())}) + b"\n"
 
 
+def run_keys_of(note_version):
+    """The run key version of a note's runs root (section 6a, "Which run
+    key"): 2 in a note of version 4, else 1."""
+    return 2 if note_version == 4 else 1
+
+
+def time_note(key, log, size, note_version, runs_root=None):
+    """The checkpoint-time note (section 5) of version note_version of the
+    log's checkpoint at size; runs_root, when given, in place of the map's."""
+    b64 = base64.b64encode(mth(log.hashes[:size])).decode()
+    if runs_root is None:
+        runs_root = runmap.root({k: v[1] for k, v in log.map_at(size, run_keys_of(note_version)).items()})
+    lines = ["evidence-ledger/checkpoint-time/v%d" % note_version, ORIGIN, str(size), b64]
+    if note_version >= 2:
+        lines.append("runs " + base64.b64encode(runs_root).decode())
+    if note_version >= 3:
+        lines.append("teams " + base64.b64encode(log.teams_root(size)).decode())
+    return key.sign("\n".join(lines + ["time %d" % (T0 + 1000 * size)]) + "\n")
+
+
 def build_pack(key, log, size, scope, fmt=3, note_version=2, map_size=None):
     """The files of a pack of scope against the log's checkpoint at size."""
     hashes = log.hashes[:size]
     root = mth(hashes)
     b64 = base64.b64encode(root).decode()
-    runs = log.map_at(size if map_size is None else map_size)
+    runs = log.map_at(size if map_size is None else map_size, run_keys_of(note_version))
     files = {"checkpoint": key.sign("%s\n%d\n%s\n" % (ORIGIN, size, b64)), "ledger.vkey": (key.vkey + "\n").encode()}
     if fmt >= 2:
-        runs_line = "runs %s\n" % base64.b64encode(runmap.root({k: v[1] for k, v in runs.items()})).decode()
-        files["checkpoint-time"] = key.sign("evidence-ledger/checkpoint-time/v%d\n%s\n%d\n%s\n%stime %d\n" % (
-            note_version, ORIGIN, size, b64, runs_line if note_version == 2 else "", T0 + 1000 * size))
+        files["checkpoint-time"] = time_note(key, log, size, note_version,
+                                             runmap.root({k: v[1] for k, v in runs.items()}))
     if scope["kind"] == "run":
         seqs = [i for i in range(size) if (json.loads(log.leaves[i])["receipt"]["team"],
                                            json.loads(log.leaves[i])["receipt"]["run_id"])
                 == (scope["team"], scope["run_id"])]
         files["outcomes.json"] = outcomes(log, size, scope["team"], scope["run_id"])
-        if fmt == 3:
-            rk = runmap.run_key(scope["team"].encode(), scope["run_id"].encode())
+        if fmt >= 3:
+            rk = runmap.run_key(scope["team"].encode(), scope["run_id"].encode(), run_keys_of(note_version))
             files["run-head.json"] = json.dumps(map_proof(runs, rk), separators=(",", ":")).encode()
     else:
         seqs = list(range(scope["from_seq"], scope["to_seq"]))
@@ -253,13 +286,10 @@ def cases(key, log):
     hash_of = {i: log.hashes[i].hex() for i in range(n)}
 
     def ok_py(files, entries):
-        scope = json.loads(files["manifest.json"])["scope"]
-        return ["OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s, signed at "
-                "%s." % (entries, canonical(scope).decode(), ORIGIN, n, mth(log.hashes).hex(), iso(T0 + 1000 * n))]
+        return py_ok(log, files, entries)
 
     def ok_go(scope_name, entries, tail=""):
-        return "OK %s: %d entries, tree size %d, root %s%s; outcomes.json not recomputed" % (
-            scope_name, entries, n, mth(log.hashes).hex(), tail)
+        return go_ok(log, scope_name, entries, tail)
 
     def edit(files, run_head):
         """files with run-head.json replaced (removed if None), re-signed."""
@@ -387,6 +417,97 @@ def cases(key, log):
            ["FAILED: " + msg], "FAIL: " + msg)
 
 
+def py_ok(log, files, entries):
+    """verify_pack.py's OK line of a pack of the whole log."""
+    n = len(log.leaves)
+    scope = json.loads(files["manifest.json"])["scope"]
+    return ["OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s, signed at "
+            "%s." % (entries, canonical(scope).decode(), ORIGIN, n, mth(log.hashes).hex(), iso(T0 + 1000 * n))]
+
+
+def go_ok(log, scope_name, entries, tail=""):
+    """ledger-verify-go's OK line of a pack of the whole log, tail before
+    its end."""
+    return "OK %s: %d entries, tree size %d, root %s%s; outcomes.json not recomputed" % (
+        scope_name, entries, len(log.leaves), mth(log.hashes).hex(), tail)
+
+
+def format5_cases(key, log):
+    """Packs of format 5 (section 7): a version 4 note whose runs root is the
+    map under run keys of version 2, run-head.json keyed by them; as
+    cases(), each with the kept checkpoint file given with --since, if any."""
+    n = len(log.leaves)
+    last = n - 1
+    run1 = {"kind": "run", "team": "team-a", "run_id": "run-1"}
+    genuine = build_pack(key, log, n, run1, fmt=5, note_version=4)
+    complete1 = "complete: every entry of the run up to seq %d (run-head proof, 3 entries)" % last
+    pending = "team-a/run-1/s2 attempt 1 (pending): no completion in the log up to seq %d (proven)." % last
+    go_pending = "\nstep team-a/run-1/s2 attempt 1: no completion in the log up to seq %d (proven)" % last
+    yield ("format 5: a run pack under run keys of version 2", genuine, 0,
+           py_ok(log, genuine, 3) + [complete1 + ".", pending],
+           go_ok(log, "run team-a/run-1", 3, "; " + complete1) + go_pending)
+    absent = build_pack(key, log, n, {"kind": "run", "team": "team-a", "run_id": "run-0"}, fmt=5, note_version=4)
+    leaf = json.loads(absent["run-head.json"])["leaf"]["key"]
+    assert leaf[:16] == runmap.team_key(b"team-a")[:8].hex(), "the run in run-0's place is not one of team-a's"
+    yield ("format 5: a run of a team with runs has no entry (the proof's leaf is a run of the team)", absent, 0,
+           py_ok(log, absent, 0) + ["complete: the run has no entry up to seq %d (absence proof)." % last],
+           go_ok(log, "run team-a/run-0", 0, "; complete: the run has no entry up to seq %d (absence proof)" % last))
+    seq = build_pack(key, log, n, {"kind": "seq", "from_seq": 2, "to_seq": 5}, fmt=5, note_version=4)
+    yield ("format 5: a seq range", seq, 0, py_ok(log, seq, 3), go_ok(log, "seq 2:5", 3))
+
+    v1_keyed = build_pack(key, log, n, run1, fmt=4, note_version=3)
+    k1 = runmap.run_key(b"team-a", b"run-1")
+    k2 = runmap.run_key(b"team-a", b"run-1", 2)
+    msg = "run-head.json: key %s is not the run key of team-a/run-1 (%s)" % (k1.hex(), k2.hex())
+    forged = dict(genuine, **{"run-head.json": v1_keyed["run-head.json"],
+                              "checkpoint-time": time_note(key, log, n, 4, runmap.root(
+                                  {k: v[1] for k, v in log.map_at(n).items()}))})
+    yield ("format 5: a version 4 note signing the v1-keyed root, with the v1-keyed proof", resign(key, forged), 1,
+           ["FAILED: " + msg], "FAIL: " + msg)
+    msg = "checkpoint-time: format 4 pack with a version 4 note: a format 4 pack carries a version 3 note"
+    yield ("a format 4 pack with a version 4 note", build_pack(key, log, n, run1, fmt=4, note_version=4), 1,
+           ["FAILED: " + msg], "FAIL: " + msg)
+    msg = "checkpoint-time: a format 5 pack carries a version 4 note (with run keys of version 2)"
+    yield ("a format 5 pack with a version 3 note and its v1-keyed proof",
+           build_pack(key, log, n, run1, fmt=5, note_version=3), 1, ["FAILED: " + msg], "FAIL: " + msg)
+    yield from kept_cases(key, log, genuine, v1_keyed)
+
+
+def kept_cases(key, log, genuine, v1_keyed):
+    """Format 4 and 5 run packs --since a kept checkpoint of the same size
+    and its note (section 7, "The signed time")."""
+    n = len(log.leaves)
+    checkpoint = genuine["checkpoint"]
+    consistency = json.dumps({"old_checkpoint": checkpoint.decode(), "proof": []}, separators=(",", ":")).encode()
+    v3, v5 = (resign(key, dict(p, **{"consistency.json": consistency})) for p in (v1_keyed, genuine))
+    msg = ("checkpoint-time: a version 3 note, but the checkpoint given with --since has a version 4 note: a ledger "
+           "that keys runs by team does so with every later checkpoint")
+    yield ("a format 4 pack (version 3 note) --since a kept version 4 note", v3, 1, ["FAILED: " + msg],
+           "FAIL: " + msg, checkpoint + genuine["checkpoint-time"])
+    last = n - 1
+    complete1 = "complete: every entry of the run up to seq %d (run-head proof, 3 entries)" % last
+    consistent = ("The checkpoint is consistent with the earlier one at size %d, root %s (the one given with --since)."
+                  % (n, mth(log.hashes).hex()))
+    ok_py = py_ok(log, v5, 3) + [consistent, complete1 + ".",
+                                 "team-a/run-1/s2 attempt 1 (pending): no completion in the log up to seq %d "
+                                 "(proven)." % last]
+    ok_go = go_ok(log, "run team-a/run-1", 3, ", consistent with the --since checkpoint size %d root %s; %s" % (
+        n, mth(log.hashes).hex(), complete1)) + (
+        "\nstep team-a/run-1/s2 attempt 1: no completion in the log up to seq %d (proven)" % last)
+    yield ("a format 5 pack --since the version 3 note of its checkpoint (the runs roots key runs apart)", v5, 0,
+           ok_py, ok_go, checkpoint + v1_keyed["checkpoint-time"])
+    yield ("a format 5 pack --since the version 2 note of its checkpoint", v5, 0, ok_py, ok_go,
+           checkpoint + time_note(key, log, n, 2))
+    yield ("a format 5 pack --since its own version 4 note", v5, 0, ok_py, ok_go,
+           checkpoint + genuine["checkpoint-time"])
+    other = runmap.EMPTY
+    runs2 = runmap.root({k: v[1] for k, v in log.map_at(n, 2).items()})
+    msg = ("checkpoint-time: runs root %s at tree size %d, the note kept with the checkpoint given with --since signs "
+           "%s at that size" % (runs2.hex(), n, other.hex()))
+    yield ("a format 5 pack --since a version 4 note of its size signing another runs root", v5, 1,
+           ["FAILED: " + msg], "FAIL: " + msg, checkpoint + time_note(key, log, n, 4, other))
+
+
 def iso(us):
     t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=us)
     return "%s (%d us)" % (t.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), us)
@@ -400,12 +521,17 @@ def main():
         f.write(key.vkey + "\n")
     log = build_log()
     failures = 0
-    for name, files, code, py_lines, go_line in cases(key, log):
+    for name, files, code, py_lines, go_line, *kept in itertools.chain(cases(key, log), format5_cases(key, log)):
         pack = os.path.join(work, "pack.tar.gz")
         write_pack(files, pack)
+        since = []
+        if kept:
+            since = ["--since", os.path.join(work, "kept")]
+            with open(since[1], "wb") as f:
+                f.write(kept[0])
         for tool, cmd, want in (
-                ("verify_pack.py", ["/usr/bin/python3", verify_py, pack, "--vkey", vkey], "\n".join(py_lines)),
-                ("ledger-verify-go", [lvg, "--vkey", vkey, pack], go_line)):
+                ("verify_pack.py", ["/usr/bin/python3", verify_py, pack, "--vkey", vkey] + since, "\n".join(py_lines)),
+                ("ledger-verify-go", [lvg, "--vkey", vkey, pack] + since, go_line)):
             p = subprocess.run(cmd, capture_output=True, text=True)
             got = (p.stdout + p.stderr).strip()
             if p.returncode != code or got != want:
@@ -418,7 +544,7 @@ def main():
     if failures:
         print("%d failures" % failures)
         sys.exit(1)
-    print("hand-made format 3 packs: verify_pack.py and ledger-verify-go agree, with section 7's reasons")
+    print("hand-made format 3 and 5 packs: verify_pack.py and ledger-verify-go agree, with section 7's reasons")
 
 
 if __name__ == "__main__":

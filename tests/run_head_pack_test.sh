@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Format 3 packs built from CONTRACT.md's text with a test key, genuine and
-# forged, against export/verify_pack.py and ledger-verify-go
+# Format 3 and 5 packs built from CONTRACT.md's text with a test key, genuine
+# and forged, against export/verify_pack.py and ledger-verify-go
 # (tests/run_head_pack_test.py). Usage: run_head_pack_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)

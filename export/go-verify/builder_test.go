@@ -77,8 +77,14 @@ func (l *testLog) push(t *testing.T, leaf []byte) {
 }
 
 // runMap is the run-head map of the first n entries but those in left out
-// (section 6a): what an operator who drops them signs.
+// (section 6a), under run keys of version 1: what an operator who drops
+// them signs.
 func (l *testLog) runMap(t *testing.T, n int64, leftOut map[int64]bool) map[mapHash]mapHash {
+	return l.runMapKeyed(t, n, leftOut, 1)
+}
+
+// runMapKeyed is runMap under run keys of the version given.
+func (l *testLog) runMapKeyed(t *testing.T, n int64, leftOut map[int64]bool, version int) map[mapHash]mapHash {
 	heads := map[[2]string]runHead{}
 	for _, e := range l.es[:n] {
 		if e.runID == "" || leftOut[e.seq] {
@@ -90,7 +96,7 @@ func (l *testLog) runMap(t *testing.T, n int64, leftOut map[int64]bool) map[mapH
 	}
 	m := map[mapHash]mapHash{}
 	for k, h := range heads {
-		key, err := runKey(k[0], k[1])
+		key, err := runKey(k[0], k[1], version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,19 +124,31 @@ type builtPack struct {
 	order    []string // member order, sorted when nil
 }
 
-// runPack is the pack an honest exporter writes of run team/run at tree
-// size n, signed at signedAt with grace ms of grace; entries in left out
-// are dropped and the run-head map signed without them (the operator's
-// forgery), when given.
+// runPack is the format 4 pack an honest exporter writes of run team/run
+// at tree size n, signed at signedAt with grace ms of grace; entries in
+// left out are dropped and the run-head map signed without them (the
+// operator's forgery), when given.
 func runPack(t *testing.T, l *testLog, n int64, team, run string, signedAt, grace int64, leftOut map[int64]bool) *builtPack {
 	t.Helper()
+	return runPackOf(t, l, n, team, run, signedAt, grace, leftOut, 4)
+}
+
+// runPackOf is runPack of format 4 or 5: a format 5 pack carries a version
+// 4 note, its runs root and run-head.json under run keys of version 2.
+func runPackOf(t *testing.T, l *testLog, n int64, team, run string, signedAt, grace int64, leftOut map[int64]bool,
+	format int) *builtPack {
+	t.Helper()
+	runKeys := 1
+	if format == 5 {
+		runKeys = 2
+	}
 	root := l.root(t, n)
-	runs := l.runMap(t, n, leftOut)
+	runs := l.runMapKeyed(t, n, leftOut, runKeys)
 	teams := l.teamMap(t, n)
 	s, _, vkey := testKey(t, testOrigin)
 	b := &builtPack{files: map[string][]byte{
 		"checkpoint":      sign(t, s, fmt.Sprintf("%s\n%d\n%s\n", testOrigin, n, b64(root))),
-		"checkpoint-time": sign(t, s, timeNoteText(3, n, root, mapRoot(runs), mapRoot(teams), signedAt)),
+		"checkpoint-time": sign(t, s, timeNoteText(format-1, n, root, mapRoot(runs), mapRoot(teams), signedAt)),
 		"ledger.vkey":     []byte(vkey + "\n"),
 		"outcomes.json":   []byte(`{"runs":[],"steps":[]}` + "\n"),
 		"report.html":     []byte("<!doctype html>\n"),
@@ -144,12 +162,12 @@ func runPack(t *testing.T, l *testLog, n int64, team, run string, signedAt, grac
 		}
 	}
 	b.setEntries(t, l, n, seqs)
-	key, err := runKey(team, run)
+	key, err := runKey(team, run, runKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.files["run-head.json"], _ = json.Marshal(mapProofJSON(runs, key, head))
-	b.manifest = map[string]interface{}{"counts": map[string]int{"entries": len(seqs)}, "format": 4,
+	b.manifest = map[string]interface{}{"counts": map[string]int{"entries": len(seqs)}, "format": format,
 		"origin": testOrigin, "root": hex.EncodeToString(root[:]), "tree_size": n, "unknown_grace_ms": grace,
 		"scope": map[string]interface{}{"kind": "run", "team": team, "run_id": run}}
 	return b

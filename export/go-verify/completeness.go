@@ -1,10 +1,11 @@
 package main
 
-// The checkpoint's time note (CONTRACT section 5, versions 1 to 3) and a
-// format 3 run pack's proof that it holds its whole run (section 7,
-// "Proven completeness (format 3)"): run-head.json read in the JSON form of
-// section 6a, its key the scope's run key, its root the note's `runs` root,
-// and the run's entries in the pack exactly the head.
+// The checkpoint's time note (CONTRACT section 5, versions 1 to 4) and the
+// proof of a run pack of format 3 or later that it holds its whole run
+// (section 7, "Proven completeness (format 3)"): run-head.json read in the
+// JSON form of section 6a, its key the scope's run key (of the version the
+// note's says, section 6a "Which run key"), its root the note's `runs`
+// root, and the run's entries in the pack exactly the head.
 
 import (
 	"bytes"
@@ -29,20 +30,35 @@ type timeNote struct {
 	teams   *mapHash
 }
 
+// runKeys is the version of the run keys of the map whose root the note
+// signs in its runs line (section 6a, "Which run key"): 1 in a note of
+// version 2 or 3, 2 in one of version 4.
+func (t *timeNote) runKeys() int {
+	if t.version >= 4 {
+		return 2
+	}
+	return 1
+}
+
 var timeNoteVersions = map[string]int{
 	"evidence-ledger/checkpoint-time/v1": 1,
 	"evidence-ledger/checkpoint-time/v2": 2,
 	"evidence-ledger/checkpoint-time/v3": 3,
+	"evidence-ledger/checkpoint-time/v4": 4,
 }
+
+// timeNoteLines is the number of lines of a note of each version: version
+// 4 has the lines of version 3 (its header says what keys its runs root).
+var timeNoteLines = map[int]int{1: 5, 2: 6, 3: 7, 4: 7}
 
 // openTimeNote opens a checkpoint-time note signed by the key:
 //
-//	evidence-ledger/checkpoint-time/v1 | v2 | v3
+//	evidence-ledger/checkpoint-time/v1 | v2 | v3 | v4
 //	<origin>
 //	<tree size>
 //	<root, base64>
-//	runs <run-head map root, base64>     (versions 2 and 3)
-//	teams <team-head map root, base64>   (version 3)
+//	runs <run-head map root, base64>     (versions 2 to 4; run keys v2 in version 4)
+//	teams <team-head map root, base64>   (versions 3 and 4)
 //	time <microseconds>
 func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 	n, err := openNote("checkpoint-time", msg, vs)
@@ -51,8 +67,8 @@ func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 	}
 	lines := strings.Split(n.Text, "\n")
 	version := timeNoteVersions[lines[0]]
-	if version == 0 || len(lines) != 5+version || lines[len(lines)-1] != "" {
-		return timeNote{}, fmt.Errorf("checkpoint-time: expected the lines of a version 1, 2 or 3 note, found \"%s\"", n.Text)
+	if version == 0 || len(lines) != 1+timeNoteLines[version] || lines[len(lines)-1] != "" {
+		return timeNote{}, fmt.Errorf("checkpoint-time: expected the lines of a version 1, 2, 3 or 4 note, found \"%s\"", n.Text)
 	}
 	t := timeNote{version: version}
 	t.cp.origin = lines[1]
@@ -71,7 +87,7 @@ func openTimeNote(msg []byte, vs note.Verifiers) (timeNote, error) {
 			return t, err
 		}
 	}
-	if version == 3 {
+	if version >= 3 {
 		if t.teams, err = mapRootLine(lines[5], "teams", "team-head"); err != nil {
 			return t, err
 		}
@@ -104,7 +120,7 @@ func base64Hash(s string) ([32]byte, bool) {
 	return h, true
 }
 
-// checkTimeNote reads the pack's checkpoint-time (packs of format 2 to 4
+// checkTimeNote reads the pack's checkpoint-time (packs of format 2 to 5
 // carry one, readManifest checked) and requires it to name the pack's
 // checkpoint and to be of the version the format says. It returns the
 // note, nil in a format 1 pack.
@@ -126,7 +142,7 @@ func checkTimeNote(p *pack, vs note.Verifiers, cp checkpoint, format int64) (*ti
 
 // splitKept splits a --since file into the checkpoint and the time note
 // kept after it (nil when there is none): the note starts at the first line
-// evidence-ledger/checkpoint-time/v1, v2 or v3.
+// evidence-ledger/checkpoint-time/v1, v2, v3 or v4.
 func splitKept(data []byte) ([]byte, []byte) {
 	for i := 0; i < len(data); {
 		end := bytes.IndexByte(data[i:], '\n')
@@ -176,13 +192,24 @@ func keptNotes(vs note.Verifiers, o options) ([]keptNote, error) {
 	return out, nil
 }
 
+// keptVersionRule is what a ledger that signed a note of each version signs
+// with every later checkpoint (section 7, "The signed time").
+var keptVersionRule = map[int]string{
+	2: "a ledger that signs the run-head map root signs it with every later checkpoint",
+	3: "a ledger that signs the team-head map root signs it with every later checkpoint",
+	4: "a ledger that keys runs by team does so with every later checkpoint",
+}
+
 // checkKeptTimes applies the time notes kept with earlier checkpoints
 // (section 7), each in turn: the pack then states a time, not an earlier
 // one, and a note of at least the kept note's version (a ledger that signs
-// the run-head map root, version 2, or the team-head map root, version 3,
-// signs it with every later checkpoint: a pack rewritten with a note of an
-// older version is refused); a kept note of the pack's tree size signs the
-// same map roots as the pack's (one tree has one map root).
+// the run-head map root, version 2, the team-head map root, version 3, or
+// keys runs by team, version 4, does so with every later checkpoint: a pack
+// rewritten with a note of an older version is refused); a kept note of the
+// pack's tree size signs the same map roots as the pack's (one tree has one
+// map root), the runs roots compared only when both notes key runs alike (a
+// ledger that starts keying runs by team signs its latest checkpoint again
+// with a version 4 note).
 func checkKeptTimes(t *timeNote, cp checkpoint, kept []keptNote) error {
 	for _, k := range kept {
 		switch {
@@ -192,16 +219,19 @@ func checkKeptTimes(t *timeNote, cp checkpoint, kept []keptNote) error {
 			return fmt.Errorf("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s (times never go backwards)",
 				signedTime(t.timeUs), signedTime(k.note.timeUs), k.flag)
 		case t.version < k.note.version && k.note.version >= 2:
-			root := map[int]string{2: "run-head", 3: "team-head"}[k.note.version]
-			return fmt.Errorf("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: a ledger that signs the %s map root signs it with every later checkpoint",
-				t.version, k.flag, k.note.version, root)
+			return fmt.Errorf("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: %s",
+				t.version, k.flag, k.note.version, keptVersionRule[k.note.version])
 		case k.note.cp.size != cp.size:
 			continue
+		}
+		runs := k.note.runs
+		if t.runKeys() != k.note.runKeys() {
+			runs = nil
 		}
 		for _, r := range []struct {
 			name        string
 			pack, given *mapHash
-		}{{"runs", t.runs, k.note.runs}, {"teams", t.teams, k.note.teams}} {
+		}{{"runs", t.runs, runs}, {"teams", t.teams, k.note.teams}} {
 			if r.given != nil && (r.pack == nil || *r.pack != *r.given) {
 				return fmt.Errorf("checkpoint-time: %s root %s at tree size %d, the note kept with the checkpoint given with %s signs %s at that size",
 					r.name, hexOrNone(r.pack), cp.size, k.flag, hex.EncodeToString(r.given[:]))
@@ -247,11 +277,11 @@ func checkTimeBounds(t *timeNote, entries []entry, cosigned []cosignature) error
 }
 
 // checkLeafVersions requires a pack holding version 2 leaves (written by a
-// ledger that keeps team chains, which signs version 3 notes) to carry a
-// version 3 note.
+// ledger that keeps team chains, which signs notes of version 3 or later) to
+// carry a note of version 3 or later.
 func checkLeafVersions(t *timeNote, entries []entry) error {
 	for _, e := range entries {
-		if e.version != 2 || t != nil && t.version == 3 {
+		if e.version != 2 || t != nil && t.version >= 3 {
 			continue
 		}
 		stated := "missing"
@@ -264,15 +294,21 @@ func checkLeafVersions(t *timeNote, entries []entry) error {
 	return nil
 }
 
+// lowerNote is what a note of a lower version than its pack's format lacks,
+// by format (section 7, "Proven completeness", step 1).
+var lowerNote = map[int64]string{
+	3: "a format 3 pack carries a version 2 note (with the run-head map root)",
+	4: "a format 4 pack carries a version 3 note (with the team-head map root)",
+	5: "a format 5 pack carries a version 4 note (with run keys of version 2)",
+}
+
 // checkNoteVersion requires the note's version to be the one the
 // manifest's format says (section 7, the manifest's `format`): a format F
 // pack (F >= 2) carries a note of version F - 1.
 func checkNoteVersion(format int64, version int) error {
 	switch {
-	case format >= 4 && version < 3:
-		return fmt.Errorf("checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
-	case format == 3 && version < 2:
-		return fmt.Errorf("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
+	case int64(version) < format-1 && lowerNote[format] != "":
+		return fmt.Errorf("checkpoint-time: %s", lowerNote[format])
 	case int64(version) != format-1:
 		return fmt.Errorf("checkpoint-time: format %d pack with a version %d note: a format %d pack carries a version %d note",
 			format, version, format, format-1)
@@ -308,20 +344,20 @@ func runHeadError(format string, args ...interface{}) error {
 	return fmt.Errorf("run-head.json: "+format, args...)
 }
 
-// checkRunHeadFile makes steps 1 and 2 of section 7: a note of version 2
-// or 3 in a format 3 pack, of version 3 in a format 4 pack; run-head.json in
-// a run pack whose note signs a run-head map root (version 2 or 3),
+// checkRunHeadFile makes steps 1 and 2 of section 7, after the note's
+// version was checked against the format (checkNoteVersion): run-head.json
+// in a run pack whose note t signs a run-head map root (version 2, 3 or 4),
 // whatever the manifest's format, and in no other pack; its key the scope's
-// run key and its root the note's. It returns the proof of such a run pack,
-// else nil.
-func checkRunHeadFile(p *pack, format int64, scope *value, runs, teams *mapHash) (*runHeadProof, error) {
+// run key of the version the note says and its root the note's. It returns
+// the proof of such a run pack, else nil.
+func checkRunHeadFile(p *pack, scope *value, t *timeNote) (*runHeadProof, error) {
 	data, has := p.files["run-head.json"]
 	kind, _ := str(scope.get("kind"))
+	var runs *mapHash
+	if t != nil {
+		runs = t.runs
+	}
 	switch {
-	case format == 3 && runs == nil:
-		return nil, fmt.Errorf("checkpoint-time: a format 3 pack carries a version 2 note (with the run-head map root)")
-	case format >= 4 && teams == nil:
-		return nil, fmt.Errorf("checkpoint-time: a format 4 pack carries a version 3 note (with the team-head map root)")
 	case (kind != "run" || runs == nil) && has:
 		return nil, runHeadError("only a run pack carries a run-head proof")
 	case kind != "run" || runs == nil:
@@ -335,7 +371,7 @@ func checkRunHeadFile(p *pack, format int64, scope *value, runs, teams *mapHash)
 	}
 	team, _ := str(scope.get("team"))
 	run, _ := str(scope.get("run_id"))
-	key, err := runKey(team, run)
+	key, err := runKey(team, run, t.runKeys())
 	if err != nil {
 		return nil, runHeadError("the scope's run has no run key: %v", err)
 	}

@@ -17,9 +17,9 @@ import (
 )
 
 // The files a pack may hold; consistency.json only when exported --since,
-// checkpoint-time from manifest format 2 on, run-head.json in format 3 run
-// packs (completeness.go reads both), team-window.json in team windows of
-// format 4 (teamwindow.go).
+// checkpoint-time from manifest format 2 on, run-head.json in run packs of
+// format 3 or later (completeness.go reads both), team-window.json in team windows of
+// format 4 or 5 (teamwindow.go).
 var packFiles = map[string]bool{
 	"checkpoint": true, "ledger.vkey": true, "entries.jsonl": true,
 	"proofs.jsonl": true, "consistency.json": false, "outcomes.json": true,

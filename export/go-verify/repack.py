@@ -21,8 +21,10 @@ CHANGE is one of:
   remove:NAME       remove the file NAME and its digest
   format:N          set the manifest's format
   window-drop:KEY   remove KEY (before, after or head) from team-window.json
-  time-note-v2      re-sign checkpoint-time as a version 2 note (its teams
-                    line removed)
+  time-note-v2      re-sign checkpoint-time (version 3 or 4) as a version 2
+                    note (its teams line removed)
+  time-note-v3      re-sign a version 4 checkpoint-time as a version 3 note
+                    (the same lines: its runs root keeps the v2 run keys)
 Lines are numbered from 0.
 """
 import argparse
@@ -67,6 +69,15 @@ def sign_note(text, skey):
     sig = Ed25519PrivateKey.from_private_bytes(seed).sign(text.encode())
     blob = struct.pack(">I", int(key_id, 16)) + sig
     return (text + "\n\u2014 " + name + " " + base64.b64encode(blob).decode() + "\n").encode()
+
+
+def time_header(text, version):
+    """A checkpoint-time note's text with the header of version, the lines
+    left as they are."""
+    header, rest = text.split("\n", 1)
+    if not header.startswith("evidence-ledger/checkpoint-time/v"):
+        sys.exit("repack.py: checkpoint-time: not a time note")
+    return "evidence-ledger/checkpoint-time/v%d\n%s" % (version, rest)
 
 
 def leaf_hash(leaf):
@@ -157,8 +168,10 @@ def main():
         elif what == "time-note-v2":
             text = files["checkpoint-time"].decode().split("\n\n")[0] + "\n"
             text = "\n".join(l for l in text.split("\n") if not l.startswith("teams "))
-            text = text.replace("evidence-ledger/checkpoint-time/v3\n", "evidence-ledger/checkpoint-time/v2\n", 1)
-            files["checkpoint-time"] = sign_note(text, open(args.key).read())
+            files["checkpoint-time"] = sign_note(time_header(text, 2), open(args.key).read())
+        elif what == "time-note-v3":
+            text = files["checkpoint-time"].decode().split("\n\n")[0] + "\n"
+            files["checkpoint-time"] = sign_note(time_header(text, 3), open(args.key).read())
         else:
             sys.exit("repack.py: unknown change " + change)
     files["entries.jsonl"] = b"".join(e + b"\n" for e in entries)

@@ -1,10 +1,11 @@
 package main
 
 // The run-head map of CONTRACT section 6a, written from its text: the run
-// key, the value, leaf, node and empty hashes, and the root an inclusion or
-// absence proof leads to. Pure functions, no I/O.
+// keys of versions 1 and 2, the value, leaf, node and empty hashes, and the
+// root an inclusion or absence proof leads to. Pure functions, no I/O.
 //
-//	run key     SHA-256("evidence-ledger/run-key/v1" || 0x00 || u8 len(team) || team || run_id)
+//	run key v1  SHA-256("evidence-ledger/run-key/v1" || 0x00 || u8 len(team) || team || run_id)
+//	run key v2  team key(team)[0:8] || SHA-256("evidence-ledger/run-key/v2" || 0x00 || u8 len(team) || team || run_id)[0:24]
 //	head bytes  u64be count || u64be last_seq || last_leaf_hash
 //	value hash  SHA-256(0x02 || T || head bytes)
 //	leaf hash   SHA-256(0x03 || T || key || value hash)
@@ -35,17 +36,29 @@ type runHead struct {
 	lastLeafHash   mapHash
 }
 
-// runKey returns the map key of (team, run_id); team must be 1-63 bytes of
-// [a-z0-9-] and run_id 1-128 bytes.
-func runKey(team, runID string) (mapHash, error) {
+// runKey returns the map key of (team, run_id) of version 1 or 2 (section
+// 6a, "Which run key": a note of version 2 or 3 signs the map under v1 keys,
+// one of version 4 the map under v2 keys); team must be 1-63 bytes of
+// [a-z0-9-] and run_id 1-128 bytes. Every v2 key of a team starts with the
+// first 8 bytes of its team key, so a proof's path along a key of a team
+// that has runs ends among that team's runs.
+func runKey(team, runID string, version int) (mapHash, error) {
 	if err := checkTeamName(team); err != nil {
 		return mapHash{}, err
 	}
 	if len(runID) < 1 || len(runID) > 128 {
 		return mapHash{}, fmt.Errorf("run_id: must be 1-128 bytes")
 	}
-	b := append([]byte("evidence-ledger/run-key/v1\x00"), byte(len(team)))
-	return sha256.Sum256(append(append(b, team...), runID...)), nil
+	b := append([]byte(fmt.Sprintf("evidence-ledger/run-key/v%d\x00", version)), byte(len(team)))
+	sum := sha256.Sum256(append(append(b, team...), runID...))
+	if version == 1 {
+		return sum, nil
+	}
+	var key mapHash
+	tk, _ := teamKey(team)
+	copy(key[:8], tk[:8])
+	copy(key[8:], sum[:24])
+	return key, nil
 }
 
 // checkTeamName requires team to be 1-63 bytes of [a-z0-9-] (section 3).

@@ -371,7 +371,7 @@ func TestCheckpointAndTimeNoteFieldsAreWrittenOneWay(t *testing.T) {
 	}
 	longer := strings.Replace(timeNoteText(3, 7, root, root, root, 5), "time 5\n", "extra\ntime 5\n", 1)
 	if _, err := openTimeNote(sign(t, s, longer), vs); err == nil ||
-		!strings.HasPrefix(err.Error(), "checkpoint-time: expected the lines of a version 1, 2 or 3 note") {
+		!strings.HasPrefix(err.Error(), "checkpoint-time: expected the lines of a version 1, 2, 3 or 4 note") {
 		t.Errorf("a time note with an extra line: %v", err)
 	}
 	strayRoot := strings.Replace(timeNoteText(3, 7, root, root, root, 5), "\n"+b64(root)+"\nruns", "\n"+strayBits(t, b64(root))+"\nruns", 1)

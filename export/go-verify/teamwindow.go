@@ -1,8 +1,8 @@
 package main
 
 // Closed team windows (CONTRACT section 7, "Closed team windows (format
-// 4)"): a team window whose checkpoint-time note signs a team-head map root
-// carries team-window.json,
+// 4)", and format 5 likewise): a team window whose checkpoint-time note
+// signs a team-head map root (version 3 or 4) carries team-window.json,
 //
 //	{"before":BOUND,"after":BOUND,"head":PROOF}
 //	BOUND = {"seq":S,"leaf":"<the entry's leaf bytes>","inclusion":["<hex>",...]}
@@ -58,7 +58,7 @@ func teamWindowError(format string, args ...interface{}) error {
 
 // checkClosedWindow makes the checks of "Closed team windows", steps 1 to
 // 4, in order, and returns what the OK line says of the window; "" when the
-// pack is no team window whose note is version 3 (teams nil otherwise).
+// pack is no team window whose note is version 3 or 4 (teams nil otherwise).
 // entries are the pack's, already checked to be the scope's (scope.go).
 func checkClosedWindow(p *pack, scope *value, entries []entry, cp checkpoint, teams *mapHash) (string, error) {
 	data, has := p.files["team-window.json"]

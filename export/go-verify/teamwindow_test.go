@@ -733,7 +733,7 @@ func TestTimeNoteOfVersionThree(t *testing.T) {
 	}
 	short := strings.Replace(timeNoteText(3, 7, root, runs, teams, 12), "teams "+b64(teams)+"\n", "", 1)
 	if _, err := openTimeNote(sign(t, s, short), note.VerifierList(v)); err == nil ||
-		!strings.HasPrefix(err.Error(), "checkpoint-time: expected the lines of a version 1, 2 or 3 note") {
+		!strings.HasPrefix(err.Error(), "checkpoint-time: expected the lines of a version 1, 2, 3 or 4 note") {
 		t.Errorf("a version 3 note without teams: %v", err)
 	}
 	old := []byte("o\n1\n" + b64(root) + "\n\n— o abc\n")

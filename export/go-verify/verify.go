@@ -157,11 +157,11 @@ func checkSignedTime(p *pack, vs note.Verifiers, m *manifest, cp checkpoint, o o
 // team windows"). It returns what the OK line adds and the lines of the
 // steps proven to have no completion.
 func checkCompleteness(p *pack, m *manifest, entries []entry, cp checkpoint, t *timeNote) (string, []string, error) {
-	var runs, teams *mapHash
+	var teams *mapHash
 	if t != nil {
-		runs, teams = t.runs, t.teams
+		teams = t.teams
 	}
-	proof, err := checkRunHeadFile(p, m.format, m.scope, runs, teams)
+	proof, err := checkRunHeadFile(p, m.scope, t)
 	if err != nil {
 		return "", nil, err
 	}
@@ -326,7 +326,7 @@ type manifest struct {
 	root     string
 	entries  int64
 	scope    *value
-	graceMs  int64 // unknown_grace_ms, formats 2 to 4; -1 in format 1
+	graceMs  int64 // unknown_grace_ms, formats 2 to 5; -1 in format 1
 }
 
 // readManifest checks manifest.sig (a note whose text is manifest.json's hex
@@ -349,8 +349,8 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: expected an object")
 	}
 	format, ok := v.get("format").integer()
-	if !ok || format < 1 || format > 4 {
-		return nil, fmt.Errorf("manifest.json: format: expected 1, 2, 3 or 4")
+	if !ok || format < 1 || format > 5 {
+		return nil, fmt.Errorf("manifest.json: format: expected 1, 2, 3, 4 or 5")
 	}
 	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
 	grace := int64(-1)
@@ -365,7 +365,7 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 	}
 	_, hasTime := p.files["checkpoint-time"]
 	if hasTime != (format >= 2) {
-		return nil, fmt.Errorf("checkpoint-time: a pack of format 2, 3 or 4, and only one, carries it")
+		return nil, fmt.Errorf("checkpoint-time: a pack of format 2 to 5, and only one, carries it")
 	}
 	m := &manifest{format: format, scope: v.get("scope"), graceMs: grace}
 	if m.origin, ok = str(v.get("origin")); !ok || m.origin == "" {

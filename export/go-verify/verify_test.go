@@ -190,7 +190,45 @@ func TestWindowRunChains(t *testing.T) {
 // below), the inclusion and absence proofs, and every tampered proof
 // refused with the message the vectors give.
 func TestRunMapVectors(t *testing.T) {
-	checkMapVectors(t, "runmap.json", runKey)
+	checkMapVectors(t, "runmap.json", func(team, runID string) (mapHash, error) { return runKey(team, runID, 1) })
+}
+
+// The run-head map's vectors under run keys of version 2 (section 6a,
+// "Which run key"), the same file's shape: every key of a team starts with
+// the first 8 bytes of its team key, so each absence proof's leaf of a run
+// of a team with runs is a run of that team.
+func TestRunMapVectorsOfRunKeysV2(t *testing.T) {
+	keyOf := func(team, runID string) (mapHash, error) { return runKey(team, runID, 2) }
+	checkMapVectors(t, "runmap_v2.json", keyOf)
+	raw, err := os.ReadFile(vectors + "runmap_v2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Absence []struct {
+			Team  string `json:"team"`
+			RunID string `json:"run_id"`
+			Leaf  *struct {
+				Key string `json:"key"`
+			} `json:"leaf"`
+		} `json:"absence"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	leaves := 0
+	for _, p := range v.Absence {
+		tk, _ := teamKey(p.Team)
+		if p.Leaf != nil {
+			leaves++
+			if !strings.HasPrefix(p.Leaf.Key, hex.EncodeToString(tk[:8])) {
+				t.Errorf("absence of %s/%s: the leaf %s is not a run of the team", p.Team, p.RunID, p.Leaf.Key)
+			}
+		}
+	}
+	if leaves == 0 {
+		t.Error("runmap_v2.json: no absence proof with a leaf")
+	}
 }
 
 // The team-head map's golden vectors (section 6a, "The team-head map"): the
@@ -392,7 +430,7 @@ func mapSubtree(m map[mapHash]mapHash, keys []mapHash, depth int) mapHash {
 	return mapNodeHash(depth, mapSubtree(m, left, depth+1), mapSubtree(m, right, depth+1))
 }
 
-// The golden checkpoint-time notes, versions 1, 2 and 3 (CONTRACT section 5).
+// The golden checkpoint-time notes, versions 1 to 4 (CONTRACT section 5).
 func TestGoldenCheckpointTimeNotes(t *testing.T) {
 	raw, err := os.ReadFile(vectors + "checkpoint_time.json")
 	if err != nil {
@@ -412,6 +450,7 @@ func TestGoldenCheckpointTimeNotes(t *testing.T) {
 		vec
 		V2 vec `json:"v2"`
 		V3 vec `json:"v3"`
+		V4 vec `json:"v4"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
@@ -420,10 +459,13 @@ func TestGoldenCheckpointTimeNotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []vec{v.vec, v.V2, v.V3} {
+	for i, want := range []vec{v.vec, v.V2, v.V3, v.V4} {
 		got, err := openTimeNote([]byte(want.Note), note.VerifierList(verifier))
 		if err != nil {
 			t.Fatalf("%q: %v", want.Note, err)
+		}
+		if got.version != i+1 {
+			t.Errorf("%q: version %d, want %d", want.Note, got.version, i+1)
 		}
 		runs, teams := "", ""
 		if got.runs != nil {
@@ -437,8 +479,13 @@ func TestGoldenCheckpointTimeNotes(t *testing.T) {
 			t.Errorf("%q: read %+v runs %q teams %q", want.Note, got, runs, teams)
 		}
 	}
-	if v.V2.Runs == "" || v.V3.Teams == "" || v.V3.Runs == "" {
-		t.Error("checkpoint_time.json: no v2 or v3 vector")
+	if v.V2.Runs == "" || v.V3.Teams == "" || v.V3.Runs == "" || v.V4.Runs == "" {
+		t.Error("checkpoint_time.json: no v2, v3 or v4 vector")
+	}
+	// The same log: v4's teams root is v3's; its runs root, of other keys, is
+	// the v2-keyed map's.
+	if v.V4.Teams != v.V3.Teams || v.V4.Runs == v.V3.Runs || v.V4.Root != v.V3.Root {
+		t.Errorf("checkpoint_time.json: v4 runs %s teams %s, v3 runs %s teams %s", v.V4.Runs, v.V4.Teams, v.V3.Runs, v.V3.Teams)
 	}
 }
 
