@@ -2,12 +2,14 @@
 // it, a checkpoint's update (1000 changed runs, then the root), proving one
 // run (the p99 of single proofs, and the proof's size), and the resident
 // memory per run of the in-memory map the ledger keeps.
+// Runs of 50 teams.
 //   build/bench/runmap_bench --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -23,9 +25,18 @@ using ledger::runmap::Head;
 using ledger::runmap::Key;
 using ledger::runmap::RunMap;
 
+// RUNMAP_KEYS=1 measures run keys v1 (CONTRACT section 6a), otherwise v2:
+// bench/runmap_keys.sh alternates them.
+ledger::runmap::KeyVersion Keys() {
+  static const ledger::runmap::KeyVersion keys = [] {
+    const char* v = std::getenv("RUNMAP_KEYS");
+    return v != nullptr && std::string(v) == "1" ? ledger::runmap::KeyVersion::kV1 : ledger::runmap::KeyVersion::kV2;
+  }();
+  return keys;
+}
+
 Key KeyOf(uint64_t i) {
-  return *ledger::runmap::RunKey("team-" + std::to_string(i % 50), "run-" + std::to_string(i),
-                                 ledger::runmap::KeyVersion::kV2);
+  return *ledger::runmap::RunKey("team-" + std::to_string(i % 50), "run-" + std::to_string(i), Keys());
 }
 
 Head HeadOf(uint64_t i, uint64_t version) {

@@ -59,7 +59,7 @@ def main():
     packs = {n: Pack(os.path.join(work, n + ".tar.gz")) for n in ("live-old", "live", "unknown", "done", "failed",
                                                                    "failed-since", "none", "seq")}
     for name, p in packs.items():
-        assert p.manifest["format"] == 4, (name, p.manifest["format"])
+        assert p.manifest["format"] == 5, (name, p.manifest["format"])
     live, old, unknown, done = packs["live"], packs["live-old"], packs["unknown"], packs["done"]
     failed = packs["failed"]
     assert unknown.entries[-1]["receipt"]["kind"] == "step_unknown", unknown.entries[-1]
@@ -176,14 +176,13 @@ def main():
          refused(missing)),
         ("(e) run-head.json removed, the last entry dropped, the manifest made format 2",
          resigned(downgraded, format2),
-         refused("checkpoint-time: format 2 pack with a version 3 note: a format 2 pack carries a version 1 note",
-                 "format 2 pack with a version 3 note")),
-        ("a genuine pack, --since the kept checkpoint and its version 3 time note", since.files,
+         refused("checkpoint-time: format 2 pack with a version 4 note: a format 2 pack carries a version 1 note")),
+        ("a genuine pack, --since the kept checkpoint and its version 4 time note", since.files,
          ok(since, [], (old_size, old_root)), kept),
         ("(e) the failed agent_exec dropped, run-head.json removed, a version 1 note re-signed, format 2; --since a "
-         "kept version 3 note", v1_downgrade,
-         refused("checkpoint-time: a version 1 note, but the checkpoint given with --since has a version 3 note: a "
-                 "ledger that signs the team-head map root signs it with every later checkpoint", ""), kept),
+         "kept version 4 note", v1_downgrade,
+         refused("checkpoint-time: a version 1 note, but the checkpoint given with --since has a version 4 note: a "
+                 "ledger that keys runs by team does so with every later checkpoint"), kept),
         ("a seq range given a run's head proof", resigned(with_run_head(packs["seq"].files, done.get("run-head.json"))),
          refused("run-head.json: only a run pack carries a run-head proof")),
     ]

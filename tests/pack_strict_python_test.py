@@ -102,8 +102,19 @@ def real_cases(files, unknown, sign, work):
     policy = os.path.join(work, "policy-a.txt")
     with open(policy, "w") as f:
         f.write("log %s\nwitness A %s\nquorum A\n" % (files["ledger.vkey"].decode().strip(), w.vkey))
-    v2 = sign(("\n".join(["evidence-ledger/checkpoint-time/v2"] + body[1:5] + body[6:])).encode())
-    as_format3 = manifest_edited(dict(files, **{"checkpoint-time": v2}), lambda m: m.update(format=3))
+    # A version 2 note keys runs by v1 keys: the forger proves the run in a
+    # map of it alone (its root the run's leaf hash), which the key signs.
+    import runmap
+    scope = json.loads(files["manifest.json"])["scope"]
+    head = json.loads(files["run-head.json"])["head"]
+    key1 = runmap.run_key(scope["team"].encode(), scope["run_id"].encode(), 1)
+    alone = runmap.leaf_hash(key1, runmap.value_hash(head["count"], head["last_seq"],
+                                                      bytes.fromhex(head["last_leaf_hash"])))
+    v2 = sign(("\n".join(["evidence-ledger/checkpoint-time/v2"] + body[1:4] +
+                         ["runs " + base64.b64encode(alone).decode()] + body[6:])).encode())
+    proof1 = json.dumps({"key": key1.hex(), "head": head, "siblings": []}, separators=(",", ":")).encode() + b"\n"
+    as_format3 = manifest_edited(dict(files, **{"checkpoint-time": v2, "run-head.json": proof1}),
+                                 lambda m: m.update(format=3))
 
     def format1(m):
         m.update(format=1)

@@ -30,10 +30,10 @@ sys.path.insert(0, sys.argv[1])
 import runmap
 proof = json.load(open(sys.argv[2]))
 body = open(sys.argv[3]).read().split("\n\n")[0].split("\n")
-assert body[0] == "evidence-ledger/checkpoint-time/v3", body
+assert body[0] == "evidence-ledger/checkpoint-time/v4", body
 size, runs_root = int(body[2]), base64.b64decode(body[4][len("runs "):])
 team, run = sys.argv[5], sys.argv[6]
-key = runmap.run_key(team.encode(), run.encode())
+key = runmap.run_key(team.encode(), run.encode(), 2)
 runmap.verify_inclusion_json(runs_root, key, proof)
 entries = [json.loads(l) for l in open(sys.argv[4])]
 mine = [e for e in entries if e["seq"] < size and e["receipt"]["team"] == team and e["receipt"]["run_id"] == run]
@@ -52,7 +52,7 @@ import base64, json, sys
 sys.path.insert(0, sys.argv[1])
 import runmap
 body = open(sys.argv[3]).read().split("\n\n")[0].split("\n")
-runmap.verify_absence_json(base64.b64decode(body[4][5:]), runmap.run_key(sys.argv[4].encode(), b"no-such-run"),
+runmap.verify_absence_json(base64.b64decode(body[4][5:]), runmap.run_key(sys.argv[4].encode(), b"no-such-run", 2),
                            json.load(open(sys.argv[2])))
 PY
 

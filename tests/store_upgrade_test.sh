@@ -26,7 +26,7 @@ grep -q '^OK: 8 entries' "$work/audit" || { cat "$work/audit"; fail "audit summa
 
 # The store's latest checkpoint (size 8) was signed before the ledger signed
 # times (and run-head and team-head map roots): the first start signs its
-# time note, of format 3, without appending anything, once the run rows are
+# time note, of format 4, without appending anything, once the run rows are
 # migrated and the team rows filled.
 start_ledgerd --origin "$origin" --signing-key "$work/data/signing.key" --projections=false
 before=$(( $(date +%s) * 1000000 ))
@@ -34,7 +34,7 @@ ctl checkpoint --time-note > "$work/time.note"
 /usr/bin/python3 - "$work/time.note" "$before" <<'EOF' || { cat "$work/time.note"; fail "no time note for the old checkpoint"; }
 import sys
 body = open(sys.argv[1]).read().split("\n\n")[0].split("\n")
-assert body[:3] == ["evidence-ledger/checkpoint-time/v3", "fixture.example/v1", "8"], body
+assert body[:3] == ["evidence-ledger/checkpoint-time/v4", "fixture.example/v1", "8"], body
 assert body[4].startswith("runs ") and len(body[4]) == 5 + 44, body
 assert body[5].startswith("teams ") and len(body[5]) == 6 + 44, body
 assert body[6].startswith("time ") and int(body[6][5:]) >= int(sys.argv[2]) - 10_000_000, body

@@ -316,7 +316,7 @@ def build(a):
     run, team, since = (dict(t.read_pack(p)) for p in (a.run, a.team, a.since_run))
     for name, p in (("run", run), ("team", team), ("since-run", since)):
         m = json.loads(p["manifest.json"])
-        assert m["format"] == 4, (name, m["format"])
+        assert m["format"] == 5, (name, m["format"])
     assert "run-head.json" in run and "team-window.json" in team and "consistency.json" in since
     vkey = open(a.vkey).read().strip()
     exported = {n: open(p, "rb").read() for n, p in (("run", a.run), ("team", a.team), ("since", a.since_run))}

@@ -17,7 +17,7 @@ from the window, the ledger's step_unknown dropped, the window's last entry
 dropped (with head), its first entry dropped (with before), `after`
 replaced by a later entry of the team, `head` taken from an older export,
 team-window.json removed, and the same with the note re-signed as version 2
-and the manifest made format 3 while --since holds a kept version 3 note.
+and the manifest made format 3 while --since holds a kept version 4 note.
 
 Usage: team_window_pack_test.py BUILD_DIR
 """
@@ -281,7 +281,7 @@ def check_all(e, work, data, tools, outcomes_tool):
     with open(vkey, "wb") as f:
         f.write(packs["after"].get("ledger.vkey"))
     for name, p in packs.items():
-        assert p.manifest["format"] == 4, (name, p.manifest["format"])
+        assert p.manifest["format"] == 5, (name, p.manifest["format"])
     after, head, since = packs["after"], packs["head"], packs["after-since"]
     assert [x["seq"] for x in after.entries] == [seq[k] for k in ("w2a", "w2b", "w2c", "w2d")], after.entries
     assert packs["v1-only"].window["after"]["seq"] == seq["u1"], packs["v1-only"].window
@@ -321,8 +321,8 @@ def check_all(e, work, data, tools, outcomes_tool):
     kept = os.path.join(work, "old.kept")
     downgraded = resigned(t.edited(with_file(dropped(since.files, {seq["w2d"]}), "team-window.json", None),
                                    "checkpoint-time", lambda _: v2), format3)
-    downgrade = ("checkpoint-time: a version 2 note, but the checkpoint given with %s has a version 3 note: a ledger "
-                 "that signs the team-head map root signs it with every later checkpoint")
+    downgrade = ("checkpoint-time: a version 2 note, but the checkpoint given with %s has a version 4 note: a ledger "
+                 "that keys runs by team does so with every later checkpoint")
     cases = [
         ("a window with entries after it", after.files, ok(after, complete(after))),
         ("a window reaching the end of the log", head.files, ok(head, complete(head))),
@@ -370,11 +370,11 @@ def check_all(e, work, data, tools, outcomes_tool):
         ("team-window.json removed", resigned(with_file(after.files, "team-window.json", None)), refused(missing)),
         ("team-window.json removed, the manifest made format 3", resigned(with_file(after.files, "team-window.json",
                                                                                     None), format3),
-         refused("checkpoint-time: format 3 pack with a version 3 note: a format 3 pack carries a version 2 note")),
+         refused("checkpoint-time: format 3 pack with a version 4 note: a format 3 pack carries a version 2 note")),
         ("the last entry dropped, team-window.json removed, a version 2 note re-signed, format 3; --since a kept "
-         "version 3 note", downgraded, refused(downgrade % "--since", kept)),
+         "version 4 note", downgraded, refused(downgrade % "--since", kept)),
         ("the last entry dropped, team-window.json removed, a version 2 note re-signed, format 3; --not-older-than "
-         "a kept version 3 note", downgraded, refused(downgrade % "--not-older-than", ["--not-older-than", kept])),
+         "a kept version 4 note", downgraded, refused(downgrade % "--not-older-than", ["--not-older-than", kept])),
     ]
     return run_cases(cases, work, vkey, tools)
 

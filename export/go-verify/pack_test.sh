@@ -240,8 +240,8 @@ accept "a team window --since a checkpoint kept with its version 3 note" "$work/
   "${key[@]}" --since "$work/old-kept.note"
 repack "$work/team-since.tar.gz" "$work/t-team-v2.tar.gz" "drop:$(($(pack_field "$work/team-since.tar.gz" 'len(e)') - 1))" \
   remove:team-window.json time-note-v2 format:3
-refuse "a team window cut short, re-signed with a version 2 note, --since a version 3 note" "$work/t-team-v2.tar.gz" \
-  "FAIL: checkpoint-time: a version 2 note, but the checkpoint given with --since has a version 3 note: a ledger that signs the team-head map root signs it with every later checkpoint" \
+refuse "a team window cut short, re-signed with a version 2 note, --since a version 4 note" "$work/t-team-v2.tar.gz" \
+  "FAIL: checkpoint-time: a version 2 note, but the checkpoint given with --since has a version 4 note: a ledger that keys runs by team does so with every later checkpoint" \
   "${key[@]}" --since "$work/old-kept.note"
 
 # Genuine packs, the wrong question.

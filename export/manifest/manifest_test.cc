@@ -79,9 +79,9 @@ TEST(ManifestTest, RefusesEachBrokenRuleNamingTheField) {
   };
   ExpectRefused("[]", "manifest: not a JSON object");
   ExpectRefused("{", "manifest: not a JSON object");
-  ExpectRefused(with("\"format\":1", "\"format\":5"), "format: want 1, 2, 3 or 4, found 5");
-  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2, 3 or 4, found \"1\"");
-  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3 or 4, found none");
+  ExpectRefused(with("\"format\":1", "\"format\":6"), "format: want 1, 2, 3, 4 or 5, found 6");
+  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2, 3, 4 or 5, found \"1\"");
+  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3, 4 or 5, found none");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"note\":\"x\""), "note: not a field of the manifest");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"unknown_grace_ms\":5"),
                 "unknown_grace_ms: not a field of the manifest");

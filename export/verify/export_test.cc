@@ -394,7 +394,7 @@ TEST_F(PackTest, ARunPackWithoutItsLastEntryIsRefusedEvenResigned) {
     std::filesystem::remove(dir + "/" + pack::kRunHead);
   };
   r = Verify(Tamper(p, downgraded, true));
-  ExpectFailure(r, pack::kCheckpointTime, -1, "format 2 pack with a version 3 note");
+  ExpectFailure(r, pack::kCheckpointTime, -1, "format 2 pack with a version 4 note");
   // Dropping a whole run's entries is the same claim, refused the same way.
   r = Verify(Tamper(
       p,

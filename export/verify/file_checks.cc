@@ -85,7 +85,8 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
   // format 2 pack no run-head.json); a note of a lower version is named by
   // what it lacks, below.
   if (t->version() > m.format - 1) {
-    return absl::StrCat("format ", m.format, " pack with a version ", t->version(), " note");
+    return absl::StrCat("format ", m.format, " pack with a version ", t->version(), " note: a format ", m.format,
+                        " pack carries a version ", m.format - 1, " note");
   }
   if (t->checkpoint.origin != cp.origin || t->checkpoint.size != cp.size || t->checkpoint.root != cp.root) {
     return absl::StrCat("names the checkpoint of ", t->checkpoint.origin, " at size ", t->checkpoint.size, " root ",

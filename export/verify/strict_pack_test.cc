@@ -215,12 +215,55 @@ TEST_F(SincePackTest, AKeptNoteOfTheSameSizeMustSignTheSameMapRoots) {
     o.not_older_than = 16;
     o.not_older_than_root = cp.root;
     o.not_older_than_time_us = time.time_us;
-    o.not_older_than_note_version = 3;
+    o.not_older_than_note_version = time.version();
     o.not_older_than_run_map_root = time.run_map_root;
     o.not_older_than_team_map_root = time.team_map_root;
   });
   ExpectFailure(n, pack::kCheckpointTime, -1, "runs root " + genuine_runs + " at tree size 16, the note kept with");
   EXPECT_NE(n.message.find("given with --not-older-than"), std::string::npos) << n.message;
+}
+
+// A ledger that begins to key runs by team signs its latest checkpoint again
+// with a version 4 note: a version 3 note kept of that size signs another
+// runs root (of v1 keys), and that is no lie; its teams root is still the
+// one root of that tree. A kept version 4 note asks for a version 4 note.
+TEST_F(SincePackTest, AKeptVersion3NoteOfTheSameSizeKeysRunsOtherwise) {
+  auto cp = *log_->Checkpoint(0);
+  auto verifier = *note::Verifier::Parse(log_->verifier_key());
+  auto time = *note::ParseCheckpointTime(*verifier.Open(cp.time_note));
+  ASSERT_EQ(time.version(), 4);
+  note::CheckpointTime v3 = time;
+  v3.runs_keyed_by_team = false;
+  v3.run_map_root = hash::Sha256("the runs root under v1 keys");
+  std::string kept = cp.note + Signed(note::FormatCheckpointTime(v3));
+  verify::Result r = VerifySince(SincePack(kept, "v3.tar.gz"), kept);
+  EXPECT_TRUE(r.ok) << r.message;
+  v3.team_map_root = hash::Sha256("another team-head map");
+  kept = cp.note + Signed(note::FormatCheckpointTime(v3));
+  r = VerifySince(SincePack(kept, "v3-teams.tar.gz"), kept);
+  ExpectFailure(r, pack::kCheckpointTime, -1, "teams root ");
+  // A pack re-signed with a version 3 note (its runs proof as v1 keys give
+  // it) and made format 4, given the kept version 4 note.
+  note::CheckpointTime downgraded = time;
+  downgraded.runs_keyed_by_team = false;
+  std::string p = Tamper(
+      RunPack(),
+      [&](const std::string& dir) {
+        Write(dir + "/" + pack::kCheckpointTime, Signed(note::FormatCheckpointTime(downgraded)));
+        nlohmann::json m = nlohmann::json::parse(Read(dir + "/" + pack::kManifest));
+        m["format"] = 4;
+        Write(dir + "/" + pack::kManifest, m.dump() + "\n");
+      },
+      /*resign=*/true);
+  verify::Result n = VerifyWith(p, [&](verify::Options& o) {
+    o.not_older_than = 16;
+    o.not_older_than_root = cp.root;
+    o.not_older_than_time_us = time.time_us;
+    o.not_older_than_note_version = 4;
+  });
+  ExpectFailure(n, pack::kCheckpointTime, -1,
+                "a version 3 note, but the checkpoint given with --not-older-than has a version 4 note: a ledger that "
+                "keys runs by team does so with every later checkpoint");
 }
 
 // Before: members out of order, of mode 0600 or mtime 1 were read as any
@@ -394,7 +437,7 @@ TEST_F(StrictPackTest, AFormatTwoPackWithAMapRootNoteIsRefused) {
     m["format"] = 2;
     text = m.dump() + "\n";
   });
-  ExpectFailure(Verify(t), pack::kCheckpointTime, -1, "format 2 pack with a version 3 note");
+  ExpectFailure(Verify(t), pack::kCheckpointTime, -1, "format 2 pack with a version 4 note");
 }
 
 // Before: "scope.to_us: want from_us < to_us".

@@ -89,7 +89,7 @@ TEST_F(LogTest, LeavesChainEachTeamAndTheTeamHeadMapIsSigned) {
   auto key = *note::Verifier::Parse(log->verifier_key());
   auto cp = *log->Checkpoint(0);
   auto time = *note::ParseCheckpointTime(*key.Open(cp.time_note));
-  EXPECT_EQ(time.version(), 3);
+  EXPECT_EQ(time.version(), 4);
   ASSERT_TRUE(time.team_map_root.has_value());
   EXPECT_EQ(cp.team_map_root, time.team_map_root);
   EXPECT_EQ(ReplayTeamMap(log->store(), 6)->Root(), *time.team_map_root);
@@ -141,7 +141,7 @@ TEST_F(LogTest, OpenFillsTheTeamRowsOfAnOlderStore) {
   EXPECT_EQ(log->filled_team_heads(), 2u);
   EXPECT_EQ(log->Checkpoint(0)->team_map_root, root);
   auto key = *note::Verifier::Parse(signer_.VerifierKey());
-  EXPECT_EQ(note::ParseCheckpointTime(*key.Open(log->Checkpoint(0)->time_note))->version(), 3);
+  EXPECT_EQ(note::ParseCheckpointTime(*key.Open(log->Checkpoint(0)->time_note))->version(), 4);
   AppendAll(*log, {OfTeam("a3", "team-a")});
   EXPECT_EQ(receipt::ParseLeaf(*log->store().GetLeaf(3))->team_prev, 2u);
 }

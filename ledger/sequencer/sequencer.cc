@@ -585,9 +585,8 @@ void Sequencer::PutHeads(Prepared& p, const Placement& placement) {
     batch.PutRunHead(r.team(), r.run_id(), run.head);
     p.run_heads.emplace(key, run.head);
     if (options_.track_runs) {
-      p.changed_runs.push_back(
-          {runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV2),
-           {run.head.count, run.head.last_seq, run.head.last_leaf_hash}});
+      p.changed_runs.push_back({runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV2),
+                                {run.head.count, run.head.last_seq, run.head.last_leaf_hash}});
     }
   }
   for (const auto& [team, index] : placement.team_index) {
