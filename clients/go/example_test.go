@@ -8,19 +8,19 @@ import (
 	"testing"
 )
 
-// The README's Go example is examples/emitter/main.go, byte for byte, and
-// it logs its three receipts in a real ledgerd.
+// The example of this module's README.md is examples/emitter/main.go, byte
+// for byte, and it logs its three receipts in a real ledgerd.
 func TestTheReadmesExampleIsTheExampleAndItRuns(t *testing.T) {
 	example, err := os.ReadFile("examples/emitter/main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "```go\n"+string(example)+"```\n") {
-		t.Fatal("README.md does not show examples/emitter/main.go as it is: copy the file into its ```go block")
+		t.Fatal("clients/go/README.md does not show examples/emitter/main.go as it is: copy the file into its ```go block")
 	}
 	l := startLedger(t)
 	bin := filepath.Join(t.TempDir(), "emitter")

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the TypeScript client (tsc, strict, into dist/), typechecks and
-# compiles its tests and the README's example (into test-out/), and runs the
-# tests with Node's test runner against BUILD_DIR/cmd/ledgerd.
+# compiles its tests and the example its README shows (into test-out/), and
+# runs the tests with Node's test runner against BUILD_DIR/cmd/ledgerd.
 # Usage: clients/typescript/test.sh BUILD_DIR [--build-only|--run-only] [TEST_FILE...]   (npm ci first)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

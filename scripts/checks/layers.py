@@ -1,31 +1,60 @@
 #!/usr/bin/env python3
-"""The rooms of README's Layout table, checked against the build: every
-library of the tree is in the table, and no library links one of a room
-below its own (rooms are listed from the bottom up: a folder uses folders
-of its room or of rooms above it in the table, never below).
+"""The rooms of docs/rooms.json, checked against the build: every library
+of the tree is in the table, and no library links one of a room below its
+own (rooms are listed from the bottom up: a folder uses folders of its room
+or of rooms above it in the table, never below). docs/design.md shows the
+table as layers.py --markdown renders it, and the check fails when the two
+differ.
 
-Usage: layers.py SOURCE_DIR      exit 0 when the build keeps the rooms, 1 naming each edge that does not"""
+Usage: layers.py SOURCE_DIR      exit 0 when the build keeps the rooms, 1 naming each edge that does not
+       layers.py --markdown [SOURCE_DIR]   print the table as docs/design.md shows it"""
+import json
 import os
 import re
 import subprocess
 import sys
 
+ROOMS = os.path.join("docs", "rooms.json")
+DESIGN = os.path.join("docs", "design.md")
+BEGIN = "<!-- rooms: docs/rooms.json as scripts/checks/layers.py --markdown renders it -->\n"
+END = "<!-- end of rooms -->\n"
 
-def rooms_from_readme(root):
-    """{library: (room index, room, folder)} from README's Layout table."""
-    text = open(os.path.join(root, "README.md"), encoding="utf-8").read()
-    table = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
-    libraries, room, order = {}, None, []
-    for line in table.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 4 or cells[1] in ("folder", "---") or not cells[1].startswith("`"):
-            continue
-        if cells[0]:
-            room = cells[0]
-            order.append(room)
-        for lib in re.findall(r"`([a-z_0-9]+)`", cells[2]):
-            libraries[lib] = (len(order) - 1, room, cells[1].strip("`"))
+
+def load_rooms(root):
+    with open(os.path.join(root, ROOMS), encoding="utf-8") as f:
+        return json.load(f)["rooms"]
+
+
+def rooms_by_library(rooms):
+    """{library: (room index, room, folder)}."""
+    libraries = {}
+    for index, room in enumerate(rooms):
+        for folder in room["folders"]:
+            for lib in folder["libraries"]:
+                libraries[lib] = (index, room["room"], folder["folder"])
     return libraries
+
+
+def markdown(rooms):
+    """The table of rooms in Markdown, a room's name on its first folder's row."""
+    def row(cells):
+        return "|" + "".join(" %s |" % c if c else " |" for c in cells)
+
+    lines = [row(["room", "folder", "library", "what"]), "|---|---|---|---|"]
+    for room in rooms:
+        for i, folder in enumerate(room["folders"]):
+            lines.append(row([room["room"] if i == 0 else "", "`%s`" % folder["folder"],
+                              ", ".join("`%s`" % lib for lib in folder["libraries"]), folder["what"]]))
+    return "\n".join(lines) + "\n"
+
+
+def shown_table(root):
+    """The table between BEGIN and END in docs/design.md, None when it has none."""
+    with open(os.path.join(root, DESIGN), encoding="utf-8") as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        return None
+    return text.split(BEGIN, 1)[1].split(END, 1)[0]
 
 
 def build_graph(root):
@@ -45,15 +74,23 @@ def build_graph(root):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
-    rooms = rooms_from_readme(root)
+    args = sys.argv[1:]
+    if args[:1] == ["--markdown"]:
+        sys.stdout.write(markdown(load_rooms(os.path.abspath(args[1] if len(args) > 1 else "."))))
+        return 0
+    root = os.path.abspath(args[0] if args else ".")
+    table = load_rooms(root)
+    rooms = rooms_by_library(table)
     graph = build_graph(root)
     problems = []
+    if shown_table(root) != markdown(table):
+        problems.append("%s does not show %s as it is: put the output of scripts/checks/layers.py --markdown "
+                        "between its lines %r and %r" % (DESIGN, ROOMS, BEGIN.strip(), END.strip()))
     for lib, (folder, _) in sorted(graph.items()):
         if lib not in rooms:
-            problems.append("%s (%s/): not in README's Layout table" % (lib, folder))
+            problems.append("%s (%s/): not in %s" % (lib, folder, ROOMS))
         elif rooms[lib][2].rstrip("/") != folder:
-            problems.append("%s: README's table says %s, the build has it in %s/" % (lib, rooms[lib][2], folder))
+            problems.append("%s: %s says %s, the build has it in %s/" % (lib, ROOMS, rooms[lib][2], folder))
     for lib, (folder, links) in sorted(graph.items()):
         if lib not in rooms:
             continue

@@ -271,7 +271,7 @@ class EmitterTest(unittest.TestCase):
 
 class TlsTest(unittest.TestCase):
     def test_a_gateway_over_tls_with_the_development_certificates(self):
-        """The README's TLS example, with scripts/dev-certs.sh's certificates."""
+        """clients/python/README.md's TLS example, with scripts/dev-certs.sh's certificates."""
         certs = tempfile.mkdtemp(prefix="ledger-client-certs-")
         subprocess.run([os.path.join(CLIENT, "..", "..", "scripts", "dev-certs.sh"), certs], check=True,
                        stdout=subprocess.DEVNULL)

@@ -16,8 +16,8 @@ Usage: test_wheel.py BUILD_DIR
   - From that environment, in a directory outside the source tree: the
     package is the installed one, the stubs take no top-level names, a
     batch is emitted to a real ledgerd and read back from the log and the
-    dashboard; README's emitter example is this directory's
-    examples/emitter.py, word for word, and runs.
+    dashboard; the emitter example of clients/python/README.md is this
+    directory's examples/emitter.py, word for word, and runs.
 """
 import json
 import os
@@ -134,10 +134,11 @@ def install(wheel, build):
 def readme_example():
     with open(EXAMPLE) as f:
         example = f.read()
-    with open(os.path.join(ROOT, "README.md")) as f:
+    with open(os.path.join(CLIENT, "README.md")) as f:
         readme = f.read()
     if "```python\n" + example + "```\n" not in readme:
-        fail("README.md does not show clients/python/examples/emitter.py word for word in a python block")
+        fail("clients/python/README.md does not show clients/python/examples/emitter.py word for word in a python "
+             "block")
 
 
 def main():
@@ -168,14 +169,14 @@ def main():
                 {"build": "succeeded"}]
         if lines != want:
             fail("from the installed wheel: expected %s, got %s" % (want, out))
-        out = run([python, EXAMPLE], "README's example", cwd=outside, env=dict(env, LEDGER=address))
+        out = run([python, EXAMPLE], "the README's example", cwd=outside, env=dict(env, LEDGER=address))
         if out != "logged 3 receipts, 0 refused\n":
-            fail("README's example printed %r" % out)
+            fail("the README's example printed %r" % out)
     finally:
         ledgerd.terminate()
         ledgerd.wait(timeout=30)
     shutil.rmtree(work, ignore_errors=True)
-    print("PASS: wheel built and installed in %.1f s; emitted, read back and README's example run from %s"
+    print("PASS: wheel built and installed in %.1f s; emitted, read back and the README's example run from %s"
           % (built, venv))
 
 

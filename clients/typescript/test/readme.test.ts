@@ -1,5 +1,5 @@
-// The README's TypeScript example is examples/emitter.ts, word for word, and
-// it runs against a real ledgerd.
+// The example of this client's README.md is examples/emitter.ts, word for
+// word, and it runs against a real ledgerd.
 import { execFile } from "node:child_process";
 import * as assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -12,10 +12,10 @@ import { Ledger, ROOT } from "./ledger";
 const EXAMPLE = path.join(ROOT, "clients", "typescript", "examples", "emitter.ts");
 
 test("the README's example is examples/emitter.ts", () => {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(path.join(ROOT, "clients", "typescript", "README.md"), "utf8");
   const marker = "(`clients/typescript/examples/emitter.ts`):\n\n```ts\n";
   const at = readme.indexOf(marker);
-  assert.notEqual(at, -1, "README.md: no TypeScript example after " + JSON.stringify(marker));
+  assert.notEqual(at, -1, "clients/typescript/README.md: no TypeScript example after " + JSON.stringify(marker));
   const start = at + marker.length;
   assert.equal(readme.slice(start, readme.indexOf("```\n", start)), readFileSync(EXAMPLE, "utf8"));
 });
