@@ -7,10 +7,10 @@
 #include <string>
 
 #include "auth/gate.h"
-#include "auth/identity.h"
 #include "auth/limiter.h"
 #include "auth/policy.h"
 #include "gtest/gtest.h"
+#include "util/tls/identity.h"
 
 namespace ledger::auth {
 namespace {
@@ -203,18 +203,19 @@ std::string Certificate(const std::string& sans, const std::string& cn) {
 }
 
 TEST(Identity, FirstUriSanThenDnsSanThenCommonNameEachTypedByItsKind) {
-  EXPECT_EQ(
-      *IdentityOfCertificate(Certificate("DNS:gw.example, URI:spiffe://c/ns/a/sa/gw, URI:spiffe://c/second", "cn")),
-      "uri:spiffe://c/ns/a/sa/gw");
-  EXPECT_EQ(*IdentityOfCertificate(Certificate("DNS:gw.example, DNS:other, IP:127.0.0.1", "cn")), "dns:gw.example");
-  EXPECT_EQ(*IdentityOfCertificate(Certificate("IP:127.0.0.1", "auditor-1")), "cn:auditor-1");
-  EXPECT_EQ(*IdentityOfCertificate(Certificate("", "aud\xc3\xaftor")), "cn:aud\xc3\xaftor");
+  EXPECT_EQ(*tls::IdentityOfCertificate(
+                Certificate("DNS:gw.example, URI:spiffe://c/ns/a/sa/gw, URI:spiffe://c/second", "cn")),
+            "uri:spiffe://c/ns/a/sa/gw");
+  EXPECT_EQ(*tls::IdentityOfCertificate(Certificate("DNS:gw.example, DNS:other, IP:127.0.0.1", "cn")),
+            "dns:gw.example");
+  EXPECT_EQ(*tls::IdentityOfCertificate(Certificate("IP:127.0.0.1", "auditor-1")), "cn:auditor-1");
+  EXPECT_EQ(*tls::IdentityOfCertificate(Certificate("", "aud\xc3\xaftor")), "cn:aud\xc3\xaftor");
   // The ledger's own names are out of reach.
-  EXPECT_EQ(*IdentityOfCertificate(Certificate("", "ledger")), "cn:ledger");
-  EXPECT_EQ(*IdentityOfCertificate(Certificate("DNS:in-process", "local")), "dns:in-process");
-  auto none = IdentityOfCertificate(Certificate("", ""));
+  EXPECT_EQ(*tls::IdentityOfCertificate(Certificate("", "ledger")), "cn:ledger");
+  EXPECT_EQ(*tls::IdentityOfCertificate(Certificate("DNS:in-process", "local")), "dns:in-process");
+  auto none = tls::IdentityOfCertificate(Certificate("", ""));
   EXPECT_EQ(none.status().code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_EQ(IdentityOfCertificate("not a certificate").status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(tls::IdentityOfCertificate("not a certificate").status().code(), absl::StatusCode::kUnauthenticated);
 }
 
 TEST(Identity, ControlCharactersAndBrokenUtf8AreRefused) {
@@ -227,17 +228,17 @@ TEST(Identity, ControlCharactersAndBrokenUtf8AreRefused) {
       {"", "a\xc2\x85", "client certificate: its subject CN holds a control character (U+0085)"},
   };
   for (const Case& c : cases) {
-    auto id = IdentityOfCertificate(Certificate(c.sans, c.cn));
+    auto id = tls::IdentityOfCertificate(Certificate(c.sans, c.cn));
     EXPECT_EQ(id.status().code(), absl::StatusCode::kUnauthenticated) << c.message;
     EXPECT_EQ(id.status().message(), c.message);
   }
-  EXPECT_EQ(IdentityFault("ok/\xc3\xa9"), "");
-  EXPECT_EQ(IdentityFault("\xff"), "is not valid UTF-8");
-  EXPECT_EQ(IdentityFault("\xc0\xaf"), "is not valid UTF-8");          // overlong '/'
-  EXPECT_EQ(IdentityFault("\xed\xa0\x80"), "is not valid UTF-8");      // a surrogate
-  EXPECT_EQ(IdentityFault("\xf4\x90\x80\x80"), "is not valid UTF-8");  // beyond U+10FFFF
-  EXPECT_EQ(IdentityFault("a\xe2\x80"), "is not valid UTF-8");         // truncated
-  EXPECT_EQ(IdentityFault(std::string("a\0b", 3)), "holds a control character (U+0000)");
+  EXPECT_EQ(tls::IdentityFault("ok/\xc3\xa9"), "");
+  EXPECT_EQ(tls::IdentityFault("\xff"), "is not valid UTF-8");
+  EXPECT_EQ(tls::IdentityFault("\xc0\xaf"), "is not valid UTF-8");          // overlong '/'
+  EXPECT_EQ(tls::IdentityFault("\xed\xa0\x80"), "is not valid UTF-8");      // a surrogate
+  EXPECT_EQ(tls::IdentityFault("\xf4\x90\x80\x80"), "is not valid UTF-8");  // beyond U+10FFFF
+  EXPECT_EQ(tls::IdentityFault("a\xe2\x80"), "is not valid UTF-8");         // truncated
+  EXPECT_EQ(tls::IdentityFault(std::string("a\0b", 3)), "holds a control character (U+0000)");
 }
 
 TEST(Gate, RefreshMovesACallerToTheNewPolicyAndSubscribersHearOfIt) {

@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "auth/identity.h"
 #include "grpcpp/security/auth_context.h"
+#include "util/tls/identity.h"
 
 namespace ledger::auth {
 
@@ -118,7 +118,7 @@ absl::StatusOr<std::string> Gate::Identify(const grpc::ServerContextBase& ctx) {
     auto it = identities_.find(pem);
     if (it != identities_.end()) return it->second;
   }
-  auto id = IdentityOfCertificate(pem);
+  auto id = tls::IdentityOfCertificate(pem);
   if (!id.ok()) return id.status();
   sync::MutexLock lock(&mu_);
   if (identities_.size() >= 4096) identities_.clear();

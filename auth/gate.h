@@ -29,7 +29,7 @@
 namespace ledger::auth {
 
 // The ledger's own names have no kind ("uri:", "dns:", "cn:"), so no
-// certificate's identity can be one of them (auth/identity.h).
+// certificate's identity can be one of them (util/tls/identity.h).
 // In plain-text mode every caller is this identity, with role admin.
 inline constexpr std::string_view kLocalIdentity = "local";
 // Calls on the server's in-process channel (grpc::Server::InProcessChannel)

@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "auth/identity.h"
 #include "nlohmann/json.hpp"
 #include "util/files/files.h"
+#include "util/tls/identity.h"
 
 namespace ledger::auth {
 namespace {
@@ -57,7 +57,7 @@ absl::Status CheckIdentity(const std::string& identity, const std::string& field
   if (star != std::string::npos && star + 1 != name.size()) {
     return Bad(field, "'*' may only end an identity (a prefix pattern)");
   }
-  std::string fault = IdentityFault(name);
+  std::string fault = tls::IdentityFault(name);
   if (!fault.empty()) return Bad(field, fault);
   return absl::OkStatus();
 }

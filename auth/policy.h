@@ -8,7 +8,7 @@
 //      "roles": ["auditor"], "teams": ["*"]},
 //     {"identity": "dns:ops.example.com", "roles": ["admin"]}]}
 //
-// An identity names its kind, as certificates' identities do (auth/identity.h):
+// An identity names its kind, as certificates' identities do (util/tls/identity.h):
 // "uri:" a URI SAN, "dns:" a DNS SAN, "cn:" a subject CN; a rule matches
 // identities of its kind only. An identity written without a kind (policies
 // older than kinds) is read as "uri:" when it contains "://" and as "dns:"

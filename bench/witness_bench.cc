@@ -1,5 +1,5 @@
 // witness_bench: add-checkpoint requests per second through a witness's
-// HTTP server (the same witness::Witness and ops::HttpServer ledger-witness
+// HTTP server (the same witness::Witness and http::HttpServer ledger-witness
 // runs, in process, records fsynced in a temporary directory), from N
 // logs each submitting its next checkpoint (one more leaf, with its
 // consistency proof) as soon as the last one was cosigned.
@@ -20,7 +20,7 @@
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
 #include "ledger/witnesses/http_post.h"
-#include "ops/http.h"
+#include "util/http/http.h"
 #include "witness/witness.h"
 
 namespace {
@@ -93,15 +93,15 @@ int main(int argc, char** argv) {
     std::cerr << witness.status() << "\n";
     return 1;
   }
-  ledger::ops::HttpOptions options;
+  ledger::http::HttpOptions options;
   options.max_body_bytes = 64 * 1024;
   options.max_per_peer = options.max_connections;  // every client is on loopback
   ledger::witness::Witness& w = **witness;
-  auto server = ledger::ops::HttpServer::Start(
+  auto server = ledger::http::HttpServer::Start(
       "127.0.0.1:0",
-      [&w](const ledger::ops::HttpRequest& r) {
+      [&w](const ledger::http::HttpRequest& r) {
         ledger::witness::Reply reply = w.AddCheckpoint(r.body);
-        ledger::ops::HttpResponse out = ledger::ops::Text(reply.status, std::move(reply.body));
+        ledger::http::HttpResponse out = ledger::http::Text(reply.status, std::move(reply.body));
         out.content_type = reply.content_type;
         return out;
       },

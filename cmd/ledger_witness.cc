@@ -35,8 +35,8 @@
 #include "cmd/flags.h"
 #include "cmd/loopback.h"
 #include "ledger/cosign/cosign.h"
-#include "ops/http.h"
 #include "util/files/files.h"
+#include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
 #include "witness/state.h"
 #include "witness/witness.h"
@@ -102,11 +102,11 @@ bool IsOriginHash(std::string_view s) {
 }
 
 // The HTTP surface: a thin adapter over witness::Witness.
-ledger::ops::HttpResponse Serve(const ledger::ops::HttpRequest& r, ledger::witness::Witness& witness) {
+ledger::http::HttpResponse Serve(const ledger::http::HttpRequest& r, ledger::witness::Witness& witness) {
   ledger::witness::Reply reply;
   if (r.path == "/add-checkpoint") {
     if (r.method != "POST") {
-      ledger::ops::HttpResponse m = ledger::ops::Text(405, "add-checkpoint: POST only\n");
+      ledger::http::HttpResponse m = ledger::http::Text(405, "add-checkpoint: POST only\n");
       m.headers["Allow"] = "POST";
       return m;
     }
@@ -120,15 +120,15 @@ ledger::ops::HttpResponse Serve(const ledger::ops::HttpRequest& r, ledger::witne
     reply.status = 404;
     reply.body = "not found: POST /add-checkpoint, GET /<hex sha256(origin)>/checkpoint\n";
   }
-  ledger::ops::HttpResponse out = ledger::ops::Text(reply.status, std::move(reply.body));
+  ledger::http::HttpResponse out = ledger::http::Text(reply.status, std::move(reply.body));
   out.content_type = reply.content_type;
   return out;
 }
 
 // The --health-listen port: /healthz and nothing else, in plain HTTP.
-ledger::ops::HttpResponse ServeHealth(const ledger::ops::HttpRequest& r) {
-  if (r.path == "/healthz") return ledger::ops::Text(200, "ok\n");
-  return ledger::ops::Text(404, "not found: this port serves GET /healthz only\n");
+ledger::http::HttpResponse ServeHealth(const ledger::http::HttpRequest& r) {
+  if (r.path == "/healthz") return ledger::http::Text(200, "ok\n");
+  return ledger::http::Text(404, "not found: this port serves GET /healthz only\n");
 }
 
 // Takes the repeated --log flags out of argv (Flags keeps one value each).
@@ -170,7 +170,7 @@ absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::
 
 // HTTPS with client certificates when any TLS flag is given (then all
 // three are required); plain HTTP only on loopback unless --insecure.
-absl::StatusOr<std::optional<ledger::ops::HttpTls>> WitnessTls(const ledger::cmd::Flags& flags) {
+absl::StatusOr<std::optional<ledger::http::HttpTls>> WitnessTls(const ledger::cmd::Flags& flags) {
   bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
   if (!tls) {
     if (!ledger::cmd::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
@@ -180,7 +180,7 @@ absl::StatusOr<std::optional<ledger::ops::HttpTls>> WitnessTls(const ledger::cmd
     }
     return std::nullopt;
   }
-  ledger::ops::HttpTls http_tls;
+  ledger::http::HttpTls http_tls;
   for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
                             std::pair{"client-ca", &http_tls.client_ca_pem}}) {
     auto pem = ReadFile(flag, flags.Get(flag));
@@ -195,24 +195,24 @@ absl::StatusOr<std::optional<ledger::ops::HttpTls>> WitnessTls(const ledger::cmd
 
 // Serves `witness` on --listen until SIGINT or SIGTERM.
 int ServeUntilStopped(const ledger::cmd::Flags& flags, ledger::witness::Witness& witness, const Cosigner& key,
-                      const std::optional<ledger::ops::HttpTls>& tls) {
+                      const std::optional<ledger::http::HttpTls>& tls) {
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  ledger::ops::HttpOptions options;
+  ledger::http::HttpOptions options;
   options.max_body_bytes = kMaxBody;
   options.quick_paths = {"/healthz"};
-  auto server = ledger::ops::HttpServer::Start(
-      flags.Get("listen"), [&witness](const ledger::ops::HttpRequest& r) { return Serve(r, witness); }, options,
+  auto server = ledger::http::HttpServer::Start(
+      flags.Get("listen"), [&witness](const ledger::http::HttpRequest& r) { return Serve(r, witness); }, options,
       tls ? &*tls : nullptr);
   if (!server.ok())
     return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
-  std::unique_ptr<ledger::ops::HttpServer> health;
+  std::unique_ptr<ledger::http::HttpServer> health;
   if (!flags.Get("health-listen").empty()) {
-    auto started = ledger::ops::HttpServer::Start(flags.Get("health-listen"), ServeHealth);
+    auto started = ledger::http::HttpServer::Start(flags.Get("health-listen"), ServeHealth);
     if (!started.ok()) {
       return Fail(absl::Status(started.status().code(), absl::StrCat("--health-listen: ", started.status().message())));
     }

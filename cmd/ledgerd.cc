@@ -34,13 +34,13 @@
 #include "ledger/witnesses/log_source.h"
 #include "ledger/witnesses/witnesses.h"
 #include "ops/dashboard.h"
-#include "ops/http.h"
 #include "ops/metrics.h"
 #include "ops/tiles/tiles.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
 #include "query/service/sweeper.h"
 #include "server/server.h"
+#include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace {
@@ -164,11 +164,11 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
 
 // The operators' HTTP endpoints. `dashboard` is null without projections;
 // `gate` too on the plain-text health port, which serves no /metrics.
-ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledger::log::Log& log,
-                                  ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
-                                  const ledger::auth::Gate* gate, bool stopping,
-                                  const ledger::witnesses::Witnesses* witnesses = nullptr, bool tlog_public = false) {
-  using ledger::ops::Text;
+ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const ledger::log::Log& log,
+                                   ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
+                                   const ledger::auth::Gate* gate, bool stopping,
+                                   const ledger::witnesses::Witnesses* witnesses = nullptr, bool tlog_public = false) {
+  using ledger::http::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz") {
     if (stopping) return Text(503, "stopping\n");
@@ -184,7 +184,7 @@ ledger::ops::HttpResponse Operate(const ledger::ops::HttpRequest& r, const ledge
         return Text(403, absl::StrCat(s.message(), "\n"));
       }
     }
-    ledger::ops::HttpResponse m = Text(200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : ""));
+    ledger::http::HttpResponse m = Text(200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : ""));
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
   }
@@ -262,7 +262,7 @@ class Daemon {
   std::unique_ptr<ledger::ops::Metrics> metrics_;
   std::unique_ptr<ledger::ops::Dashboard> dashboard_;
   std::unique_ptr<ledger::otlp::Listener> otlp_;
-  std::unique_ptr<ledger::ops::HttpServer> http_, health_, otlp_http_;
+  std::unique_ptr<ledger::http::HttpServer> http_, health_, otlp_http_;
   std::unique_ptr<ledger::server::HealthServer> grpc_health_;
 };
 
@@ -504,11 +504,11 @@ absl::Status Daemon::StartHttp(std::string* ready) {
   auto named = [](const char* flag, const absl::Status& s) {
     return absl::Status(s.code(), absl::StrCat("--", flag, ": ", s.message()));
   };
-  ledger::ops::HttpTls http_tls{server_options_.cert_pem, server_options_.key_pem, server_options_.client_ca_pem};
+  ledger::http::HttpTls http_tls{server_options_.cert_pem, server_options_.key_pem, server_options_.client_ca_pem};
   if (!flags_.Get("http-listen").empty()) {
-    auto started = ledger::ops::HttpServer::Start(
+    auto started = ledger::http::HttpServer::Start(
         flags_.Get("http-listen"),
-        [this, tlog_public = flags_.Bool("tlog-public")](const ledger::ops::HttpRequest& r) {
+        [this, tlog_public = flags_.Bool("tlog-public")](const ledger::http::HttpRequest& r) {
           return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(), witnesses_.get(),
                          tlog_public);
         },
@@ -524,14 +524,14 @@ absl::Status Daemon::StartHttp(std::string* ready) {
     otlp_ = std::make_unique<ledger::otlp::Listener>(
         server_->InProcessChannel(), gate_.get(),
         ledger::otlp::Listener::Options{.tls = gate_->tls(), .max_body_bytes = max_body});
-    ledger::ops::HttpOptions options = config_.http;
+    ledger::http::HttpOptions options = config_.http;
     options.max_body_bytes = max_body;
     options.chunked_bodies = true;  // Node's exporters stream their bodies
-    options.admit = [this](const ledger::ops::HttpRequest& head) { return otlp_->Admit(head); };
-    auto started = ledger::ops::HttpServer::Start(
+    options.admit = [this](const ledger::http::HttpRequest& head) { return otlp_->Admit(head); };
+    auto started = ledger::http::HttpServer::Start(
         flags_.Get("otlp-listen"),
-        [this](const ledger::ops::HttpRequest& r) {
-          if (stopping_.load()) return ledger::ops::Text(503, "stopping\n");
+        [this](const ledger::http::HttpRequest& r) {
+          if (stopping_.load()) return ledger::http::Text(503, "stopping\n");
           return otlp_->Handle(r);
         },
         options, gate_->tls() ? &http_tls : nullptr);
@@ -547,7 +547,7 @@ absl::Status Daemon::StartHttp(std::string* ready) {
   }
   if (!flags_.Get("health-listen").empty()) {
     auto started =
-        ledger::ops::HttpServer::Start(flags_.Get("health-listen"), [this](const ledger::ops::HttpRequest& r) {
+        ledger::http::HttpServer::Start(flags_.Get("health-listen"), [this](const ledger::http::HttpRequest& r) {
           return Operate(r, *log_, nullptr, nullptr, nullptr, stopping_.load());
         });
     if (!started.ok()) return named("health-listen", started.status());

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "cmd/flags.h"
-#include "ops/http.h"
+#include "util/http/http.h"
 
 namespace ledger::cmd {
 
@@ -24,7 +24,7 @@ struct LedgerdConfig {
   int64_t export_staging_bytes = 0;
   int64_t max_queued = 0;
   int64_t witness_quorum_wait_ms = 0;
-  ops::HttpOptions http;
+  http::HttpOptions http;
 };
 
 // INVALID_ARGUMENT naming the flag and its rule: --data missing, a number

@@ -130,7 +130,7 @@ void ReloadPolicy(const std::string& path, ledger::auth::Gate* gate) {
 }
 
 void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server,
-               const std::vector<ledger::ops::HttpServer*>& https) {
+               const std::vector<ledger::http::HttpServer*>& https) {
   if (flags.Get("tls-cert").empty()) return;
   absl::Status s;
   ledger::server::TlsPem pem;
@@ -144,7 +144,7 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server,
     *part = *std::move(read);
   }
   std::string why(s.message());
-  ledger::ops::HttpTls http_tls;
+  ledger::http::HttpTls http_tls;
   if (s.ok()) {
     http_tls = {pem.cert, pem.key, pem.client_ca};
     s = server->ReloadTls(std::move(pem));
@@ -163,7 +163,7 @@ void ReloadTls(const ledger::cmd::Flags& flags, ledger::server::Server* server,
   }
   // The HTTPS ports (--http-listen, --otlp-listen) take what the gRPC port
   // took: the material passed its checks, so theirs are not expected to fail.
-  for (ledger::ops::HttpServer* h : https) {
+  for (ledger::http::HttpServer* h : https) {
     if (h == nullptr) continue;
     if (auto r = h->ReloadTls(http_tls); !r.ok()) {
       ledger::jsonlog::Error("tls_reload_failed")

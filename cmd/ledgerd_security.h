@@ -11,8 +11,8 @@
 #include "auth/gate.h"
 #include "auth/policy.h"
 #include "cmd/flags.h"
-#include "ops/http.h"
 #include "server/server.h"
+#include "util/http/http.h"
 
 namespace ledger::cmd {
 
@@ -36,7 +36,7 @@ void ReloadPolicy(const std::string& path, auth::Gate* gate);
 // for handshakes from now on, on the gRPC port and on `https` (the HTTPS
 // ports; null entries are skipped); a file that is missing or broken keeps
 // the old ones.
-void ReloadTls(const Flags& flags, server::Server* server, const std::vector<ops::HttpServer*>& https);
+void ReloadTls(const Flags& flags, server::Server* server, const std::vector<http::HttpServer*>& https);
 
 }  // namespace ledger::cmd
 

@@ -34,7 +34,7 @@ Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log
       query_(pb::QueryService::NewStub(channel)),
       exports_(pb::ExportService::NewStub(channel)) {}
 
-std::unique_ptr<grpc::ClientContext> Dashboard::Context(const HttpRequest& request) const {
+std::unique_ptr<grpc::ClientContext> Dashboard::Context(const http::HttpRequest& request) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   if (gate_ != nullptr && gate_->tls()) ctx->AddMetadata(std::string(auth::kActingForMetadata), request.identity);
@@ -47,13 +47,13 @@ absl::Status Dashboard::Allowed(const std::string& identity, auth::Action action
   return gate_->policy()->Check(identity.empty() ? "(no identity)" : identity, action, team);
 }
 
-HttpResponse Dashboard::Handle(const HttpRequest& request) {
+http::HttpResponse Dashboard::Handle(const http::HttpRequest& request) {
   if (gate_ != nullptr && gate_->tls() && request.identity.empty()) {
     return page::Failed(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "client certificate: names no identity"));
   }
   auto refresh = page::RefreshOf(request);
   if (!refresh.ok()) return page::BadRequest(refresh.status());
-  HttpResponse r = Route(request);
+  http::HttpResponse r = Route(request);
   // Auto-refresh for the pages people watch: a meta refresh, no script.
   if (r.status == 200 && r.content_type.rfind("text/html", 0) == 0) {
     if (*refresh > 0) {
@@ -65,18 +65,18 @@ HttpResponse Dashboard::Handle(const HttpRequest& request) {
   return r;
 }
 
-HttpResponse Dashboard::Route(const HttpRequest& request) {
+http::HttpResponse Dashboard::Route(const http::HttpRequest& request) {
   std::vector<std::string> parts;
   for (const std::string& raw : std::vector<std::string>(absl::StrSplit(request.raw_path, '/', absl::SkipEmpty()))) {
-    auto decoded = UrlDecode(raw);
-    if (!decoded.ok()) return Text(400, "bad escape in the path\n");
+    auto decoded = http::UrlDecode(raw);
+    if (!decoded.ok()) return http::Text(400, "bad escape in the path\n");
     parts.push_back(*decoded);
   }
   size_t n = parts.size();
   if (n == 0) {
     auto it = request.query.find("team");
     if (it != request.query.end() && !it->second.empty()) {
-      HttpResponse r = Text(303, "");
+      http::HttpResponse r = http::Text(303, "");
       r.headers["Location"] = "/teams/" + page::Seg(it->second);
       return r;
     }
@@ -86,12 +86,12 @@ HttpResponse Dashboard::Route(const HttpRequest& request) {
   if (parts[0] == "proofs" && n == 2) {
     uint64_t seq = 0;
     if (parts[1].empty() || parts[1].size() > 19 || parts[1].find_first_not_of("0123456789") != std::string::npos) {
-      return Text(400, "proofs: the seq is a number\n");
+      return http::Text(400, "proofs: the seq is a number\n");
     }
     seq = std::stoull(parts[1]);
     return Proof(request, seq);
   }
-  if (parts[0] != "teams" || n < 2) return Text(404, "not found\n");
+  if (parts[0] != "teams" || n < 2) return http::Text(404, "not found\n");
   const std::string& team = parts[1];
   auth::Action action = n == 5 && parts[4] == "pack.tar.gz" ? auth::Action::kExport : auth::Action::kQuery;
   // A pack is built on a GET: a page of another site must not make the
@@ -108,7 +108,7 @@ HttpResponse Dashboard::Route(const HttpRequest& request) {
     return page::Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(s.message())));
   }
   if (n == 2) return Team(request, parts[1]);
-  if (parts[2] != "runs" || n < 4) return Text(404, "not found\n");
+  if (parts[2] != "runs" || n < 4) return http::Text(404, "not found\n");
   if (n == 4) return Run(request, parts[1], parts[3]);
   if (n == 5 && parts[4] == "pack.tar.gz") return Pack(request, parts[1], parts[3]);
   if (n == 6 && parts[4] == "steps") {
@@ -117,7 +117,7 @@ HttpResponse Dashboard::Route(const HttpRequest& request) {
     if (it != request.query.end()) {
       if (it->second.empty() || it->second.size() > 9 ||
           it->second.find_first_not_of("0123456789") != std::string::npos) {
-        return Text(400, "attempt: a number\n");
+        return http::Text(400, "attempt: a number\n");
       }
       attempt = std::stoll(it->second);
     }
@@ -125,17 +125,17 @@ HttpResponse Dashboard::Route(const HttpRequest& request) {
     if (auto p = request.query.find("page"); p != request.query.end()) {
       if (p->second.empty() || p->second.size() > 9 || p->second.find_first_not_of("0123456789") != std::string::npos ||
           std::stoll(p->second) < 1) {
-        return Text(400, "page: a number from 1\n");
+        return http::Text(400, "page: a number from 1\n");
       }
       page = std::stoll(p->second);
     }
     bool receipts = Allowed(request.identity, auth::Action::kReadEntries, team).ok();
     return Step(request, parts[1], parts[3], parts[5], attempt, page, receipts);
   }
-  return Text(404, "not found\n");
+  return http::Text(404, "not found\n");
 }
 
-HttpResponse Dashboard::Teams(const HttpRequest& request) {
+http::HttpResponse Dashboard::Teams(const http::HttpRequest& request) {
   auto page = page::PageOf(request);
   if (!page.ok()) return page::BadRequest(page.status());
   // The teams the caller may query: the service lists no others.
@@ -170,7 +170,7 @@ HttpResponse Dashboard::Teams(const HttpRequest& request) {
   return page::Html(200, "teams", body);
 }
 
-HttpResponse Dashboard::Unknown(const HttpRequest& request) {
+http::HttpResponse Dashboard::Unknown(const http::HttpRequest& request) {
   auto page = page::PageOf(request);
   if (!page.ok()) return page::BadRequest(page.status());
   if (*page > 20) return page::BadRequest(absl::InvalidArgumentError("page: at most 20 (narrow by team)"));
@@ -212,7 +212,7 @@ HttpResponse Dashboard::Unknown(const HttpRequest& request) {
   return page::Html(200, "unknown now", body);
 }
 
-grpc::Status Dashboard::TeamExists(const HttpRequest& request, const std::string& team) {
+grpc::Status Dashboard::TeamExists(const http::HttpRequest& request, const std::string& team) {
   pb::ListRunsRequest req;
   req.set_team(team);
   req.set_page_size(1);
@@ -226,7 +226,7 @@ grpc::Status Dashboard::TeamExists(const HttpRequest& request, const std::string
   return grpc::Status::OK;
 }
 
-HttpResponse Dashboard::Team(const HttpRequest& request, const std::string& team) {
+http::HttpResponse Dashboard::Team(const http::HttpRequest& request, const std::string& team) {
   if (grpc::Status s = TeamExists(request, team); !s.ok()) return page::Failed(s);
   if (std::string receipt = page::Param(request, "receipt"); !receipt.empty())
     return FindReceipt(request, team, receipt);
@@ -237,7 +237,7 @@ HttpResponse Dashboard::Team(const HttpRequest& request, const std::string& team
     pb::Run found;
     auto ctx = Context(request);
     if (grpc::Status s = query_->GetRun(ctx.get(), rreq, &found); !s.ok()) return page::Failed(s);
-    HttpResponse r = Text(303, "");
+    http::HttpResponse r = http::Text(303, "");
     r.headers["Location"] = absl::StrCat("/teams/", page::Seg(team), "/runs/", page::Seg(run));
     return r;
   }
@@ -271,7 +271,7 @@ HttpResponse Dashboard::Team(const HttpRequest& request, const std::string& team
   return Steps(request, filter);
 }
 
-HttpResponse Dashboard::Steps(const HttpRequest& request, const pb::StepFilter& filter) {
+http::HttpResponse Dashboard::Steps(const http::HttpRequest& request, const pb::StepFilter& filter) {
   const std::string& team = filter.team();
   pb::ListStepsRequest req;
   *req.mutable_filter() = filter;
@@ -290,8 +290,8 @@ HttpResponse Dashboard::Steps(const HttpRequest& request, const pb::StepFilter& 
   return page::Html(200, team, body);
 }
 
-HttpResponse Dashboard::FindReceipt(const HttpRequest& request, const std::string& team,
-                                    const std::string& receipt_id) {
+http::HttpResponse Dashboard::FindReceipt(const http::HttpRequest& request, const std::string& team,
+                                          const std::string& receipt_id) {
   if (absl::Status a = Allowed(request.identity, auth::Action::kReadEntries, team); !a.ok()) {
     return page::Failed(grpc::Status(
         grpc::StatusCode::PERMISSION_DENIED,
@@ -318,7 +318,7 @@ HttpResponse Dashboard::FindReceipt(const HttpRequest& request, const std::strin
   }
   const nlohmann::json& rc = leaf["receipt"];
   std::string run = rc.value("run_id", ""), step = rc.value("step_id", "");
-  HttpResponse r = Text(303, "");
+  http::HttpResponse r = http::Text(303, "");
   r.headers["Location"] = absl::StrCat("/teams/", page::Seg(team), "/runs/", page::Seg(run));
   if (!step.empty()) {
     absl::StrAppend(&r.headers["Location"], "/steps/", page::Seg(step), "?attempt=", rc.value("attempt", int64_t{1}));
@@ -326,7 +326,8 @@ HttpResponse Dashboard::FindReceipt(const HttpRequest& request, const std::strin
   return r;
 }
 
-HttpResponse Dashboard::Runs(const HttpRequest& request, const std::string& team, int64_t from_us, int64_t to_us) {
+http::HttpResponse Dashboard::Runs(const http::HttpRequest& request, const std::string& team, int64_t from_us,
+                                   int64_t to_us) {
   pb::ListRunsRequest req;
   req.set_team(team);
   req.set_from_us(from_us);
@@ -358,7 +359,7 @@ HttpResponse Dashboard::Runs(const HttpRequest& request, const std::string& team
   return page::Html(200, team, body);
 }
 
-HttpResponse Dashboard::Run(const HttpRequest& request, const std::string& team, const std::string& run) {
+http::HttpResponse Dashboard::Run(const http::HttpRequest& request, const std::string& team, const std::string& run) {
   pb::GetRunRequest rreq;
   rreq.set_team(team);
   rreq.set_run_id(run);
@@ -400,8 +401,8 @@ HttpResponse Dashboard::Run(const HttpRequest& request, const std::string& team,
   return page::Html(200, run, body);
 }
 
-HttpResponse Dashboard::Step(const HttpRequest& request, const std::string& team, const std::string& run,
-                             const std::string& step, int64_t attempt, int64_t page, bool receipts) {
+http::HttpResponse Dashboard::Step(const http::HttpRequest& request, const std::string& team, const std::string& run,
+                                   const std::string& step, int64_t attempt, int64_t page, bool receipts) {
   pb::GetStepRequest req;
   req.set_team(team);
   req.set_run_id(run);
@@ -432,7 +433,7 @@ HttpResponse Dashboard::Step(const HttpRequest& request, const std::string& team
   int64_t total = st.seqs_size();
   int64_t pages = std::max<int64_t>(1, (total + kStepPageSize - 1) / kStepPageSize);
   if (page > pages) {
-    return Text(404, absl::StrCat("page: beyond the last page (", pages, ")\n"));
+    return http::Text(404, absl::StrCat("page: beyond the last page (", pages, ")\n"));
   }
   int64_t first = (page - 1) * kStepPageSize, last = std::min(total, first + kStepPageSize);
   pb::GetEntriesRequest ereq;
@@ -463,7 +464,7 @@ HttpResponse Dashboard::Step(const HttpRequest& request, const std::string& team
   return page::Html(200, step, body);
 }
 
-HttpResponse Dashboard::Pack(const HttpRequest& request, const std::string& team, const std::string& run) {
+http::HttpResponse Dashboard::Pack(const http::HttpRequest& request, const std::string& team, const std::string& run) {
   pb::ExportRequest req;
   req.mutable_run()->set_team(team);
   req.mutable_run()->set_run_id(run);
@@ -473,7 +474,7 @@ HttpResponse Dashboard::Pack(const HttpRequest& request, const std::string& team
   auto lease = std::make_shared<exporter::Staging::Lease>(staging_);
   auto fd = staging_->CreateUnlinked();
   if (!fd.ok()) return page::Failed(server::ToGrpc(fd.status()));
-  auto file = std::make_shared<BodyFile>(*fd, lease);
+  auto file = std::make_shared<http::BodyFile>(*fd, lease);
   auto ctx = Context(request);
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
   auto reader = exports_->Export(ctx.get(), req);
@@ -489,7 +490,7 @@ HttpResponse Dashboard::Pack(const HttpRequest& request, const std::string& team
   grpc::Status s = reader->Finish();
   if (!wrote.ok()) return page::Failed(server::ToGrpc(wrote));
   if (!s.ok()) return page::Failed(s);
-  HttpResponse r;
+  http::HttpResponse r;
   r.content_type = "application/gzip";
   r.file = std::move(file);
   r.headers["Content-Disposition"] =
@@ -497,7 +498,7 @@ HttpResponse Dashboard::Pack(const HttpRequest& request, const std::string& team
   return r;
 }
 
-HttpResponse Dashboard::Proof(const HttpRequest& request, uint64_t seq) {
+http::HttpResponse Dashboard::Proof(const http::HttpRequest& request, uint64_t seq) {
   // The service checks the caller may read the entry's team.
   pb::GetEntriesRequest ereq;
   ereq.set_from_seq(seq);
@@ -525,7 +526,7 @@ HttpResponse Dashboard::Proof(const HttpRequest& request, uint64_t seq) {
     if (!s.ok()) return page::Failed(s);
     std::string out = absl::StrCat("c2sp.org/tlog-proof@v1\nindex ", proof.seq(), "\n");
     for (const std::string& h : proof.hashes()) absl::StrAppend(&out, hash::Base64(h), "\n");
-    return Text(200, absl::StrCat(out, "\n", cp.cosigned_note().empty() ? cp.note() : cp.cosigned_note()));
+    return http::Text(200, absl::StrCat(out, "\n", cp.cosigned_note().empty() ? cp.note() : cp.cosigned_note()));
   }
   // As `ledgerctl prove` prints it, with the leaf and the checkpoint.
   nlohmann::json hashes = nlohmann::json::array();
@@ -536,7 +537,7 @@ HttpResponse Dashboard::Proof(const HttpRequest& request, uint64_t seq) {
                       {"inclusion", hashes},
                       {"leaf", entry.leaf()},
                       {"checkpoint", proof.checkpoint()}};
-  HttpResponse r = Text(200, j.dump(2) + "\n");
+  http::HttpResponse r = http::Text(200, j.dump(2) + "\n");
   r.content_type = "application/json";
   return r;
 }

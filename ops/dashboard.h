@@ -20,7 +20,7 @@
 //                                         link to its inclusion proof
 //   /teams/T/runs/R/pack.tar.gz           the run's evidence pack (CONTRACT section 7);
 //                                         ledgerd serves it from a pool of its own
-//                                         (HttpOptions::slow_suffixes)
+//                                         (http::HttpOptions::slow_suffixes)
 //   /proofs/N                             entry N and its inclusion proof, as JSON
 //
 //   A step page shows kStepPageSize receipts, ?page=N (from 1) the others,
@@ -54,8 +54,8 @@
 #include "export/exporter/staging.h"
 #include "ledger/log/log.h"
 #include "ledger_service.grpc.pb.h"
-#include "ops/http.h"
 #include "query.grpc.pb.h"
+#include "util/http/http.h"
 
 namespace ledger::ops {
 
@@ -71,29 +71,30 @@ class Dashboard {
   Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate, exporter::Staging* staging);
 
   // A response for a dashboard path, or nullptr-like status 404 for others.
-  HttpResponse Handle(const HttpRequest& request);
+  http::HttpResponse Handle(const http::HttpRequest& request);
 
  private:
   // OK when the caller may do `action` on `team`; PERMISSION_DENIED else.
   absl::Status Allowed(const std::string& identity, auth::Action action, const std::string& team) const;
 
   // A context for a call made for `request`'s caller.
-  std::unique_ptr<grpc::ClientContext> Context(const HttpRequest& request) const;
+  std::unique_ptr<grpc::ClientContext> Context(const http::HttpRequest& request) const;
 
-  HttpResponse Route(const HttpRequest& request);
-  HttpResponse Teams(const HttpRequest& request);
-  HttpResponse Unknown(const HttpRequest& request);
-  HttpResponse Team(const HttpRequest& request, const std::string& team);
-  HttpResponse Runs(const HttpRequest& request, const std::string& team, int64_t from_us, int64_t to_us);
-  HttpResponse Steps(const HttpRequest& request, const evidence::ledger::v1::StepFilter& filter);
-  HttpResponse FindReceipt(const HttpRequest& request, const std::string& team, const std::string& receipt_id);
+  http::HttpResponse Route(const http::HttpRequest& request);
+  http::HttpResponse Teams(const http::HttpRequest& request);
+  http::HttpResponse Unknown(const http::HttpRequest& request);
+  http::HttpResponse Team(const http::HttpRequest& request, const std::string& team);
+  http::HttpResponse Runs(const http::HttpRequest& request, const std::string& team, int64_t from_us, int64_t to_us);
+  http::HttpResponse Steps(const http::HttpRequest& request, const evidence::ledger::v1::StepFilter& filter);
+  http::HttpResponse FindReceipt(const http::HttpRequest& request, const std::string& team,
+                                 const std::string& receipt_id);
   // NOT_FOUND when `team` has no runs (or the caller may not query it).
-  grpc::Status TeamExists(const HttpRequest& request, const std::string& team);
-  HttpResponse Run(const HttpRequest& request, const std::string& team, const std::string& run);
-  HttpResponse Step(const HttpRequest& request, const std::string& team, const std::string& run,
-                    const std::string& step, int64_t attempt, int64_t page, bool receipts);
-  HttpResponse Pack(const HttpRequest& request, const std::string& team, const std::string& run);
-  HttpResponse Proof(const HttpRequest& request, uint64_t seq);
+  grpc::Status TeamExists(const http::HttpRequest& request, const std::string& team);
+  http::HttpResponse Run(const http::HttpRequest& request, const std::string& team, const std::string& run);
+  http::HttpResponse Step(const http::HttpRequest& request, const std::string& team, const std::string& run,
+                          const std::string& step, int64_t attempt, int64_t page, bool receipts);
+  http::HttpResponse Pack(const http::HttpRequest& request, const std::string& team, const std::string& run);
+  http::HttpResponse Proof(const http::HttpRequest& request, uint64_t seq);
 
   const log::Log* const log_;
   auth::Gate* const gate_;

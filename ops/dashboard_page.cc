@@ -42,7 +42,7 @@ constexpr char kStyle[] =
 
 // Control and bidi characters shown as escapes (util/text), so that a
 // value cannot reorder what the page shows; then HTML-escaped.
-std::string E(std::string_view s) { return HtmlEscape(text::TerminalEscape(s)); }
+std::string E(std::string_view s) { return html::HtmlEscape(text::TerminalEscape(s)); }
 
 // A path segment or query value, percent-encoded.
 std::string Seg(std::string_view s) {
@@ -92,13 +92,13 @@ std::string Href(const std::string& raw_path, const std::map<std::string, std::s
 
 }  // namespace
 
-std::string Param(const HttpRequest& request, const std::string& name) {
+std::string Param(const http::HttpRequest& request, const std::string& name) {
   auto it = request.query.find(name);
   return it == request.query.end() ? "" : it->second;
 }
 
 // ?refresh=N: seconds in [5, 3600], 0 when absent.
-absl::StatusOr<int> RefreshOf(const HttpRequest& request) {
+absl::StatusOr<int> RefreshOf(const http::HttpRequest& request) {
   std::string v = Param(request, "refresh");
   if (v.empty() || v == "0") return 0;
   if (v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 5 ||
@@ -109,7 +109,7 @@ absl::StatusOr<int> RefreshOf(const HttpRequest& request) {
 }
 
 // The links that turn auto-refresh off or on, keeping the page's other parameters.
-std::string RefreshLinks(const HttpRequest& request, int refresh) {
+std::string RefreshLinks(const http::HttpRequest& request, int refresh) {
   std::map<std::string, std::string> params = request.query;
   std::string out = "<p class=\"muted\">Auto-refresh: ";
   for (int n : {0, 10, 60}) {
@@ -124,8 +124,8 @@ std::string RefreshLinks(const HttpRequest& request, int refresh) {
   return out + "</p>";
 }
 
-HttpResponse Html(int status, const std::string& title, const std::string& body, int refresh) {
-  HttpResponse r;
+http::HttpResponse Html(int status, const std::string& title, const std::string& body, int refresh) {
+  http::HttpResponse r;
   r.status = status;
   r.content_type = "text/html; charset=utf-8";
   r.headers["Content-Security-Policy"] =
@@ -137,7 +137,7 @@ HttpResponse Html(int status, const std::string& title, const std::string& body,
   return r;
 }
 
-HttpResponse Failed(const grpc::Status& s) {
+http::HttpResponse Failed(const grpc::Status& s) {
   int status = 503;
   switch (s.error_code()) {
     case grpc::StatusCode::NOT_FOUND:
@@ -157,14 +157,14 @@ HttpResponse Failed(const grpc::Status& s) {
     default:
       break;
   }
-  HttpResponse r =
+  http::HttpResponse r =
       Html(status, "error",
            absl::StrCat("<h1>", status, "</h1><p>", E(s.error_message()), "</p><p><a href=\"/\">teams</a></p>"));
   r.refusal = s.error_message();
   return r;
 }
 
-HttpResponse BadRequest(const absl::Status& s) {
+http::HttpResponse BadRequest(const absl::Status& s) {
   return Failed(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message())));
 }
 
@@ -229,7 +229,7 @@ std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, 
 }
 
 // "next page" for a list read with page tokens.
-std::string NextLink(const HttpRequest& request, const std::string& token, size_t shown) {
+std::string NextLink(const http::HttpRequest& request, const std::string& token, size_t shown) {
   std::map<std::string, std::string> params = request.query;
   bool first = params.erase("after") == 0;
   std::string out = absl::StrCat("<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">", shown, " shown");
@@ -242,7 +242,7 @@ std::string NextLink(const HttpRequest& request, const std::string& token, size_
 }
 
 // "page N of M" for a list paged by number.
-std::string NumberedLinks(const HttpRequest& request, int64_t page, bool more) {
+std::string NumberedLinks(const http::HttpRequest& request, int64_t page, bool more) {
   std::map<std::string, std::string> params = request.query;
   std::string out = absl::StrCat("<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">page ", page);
   if (page > 1) {
@@ -256,7 +256,7 @@ std::string NumberedLinks(const HttpRequest& request, int64_t page, bool more) {
   return out + "</p></nav>";
 }
 
-absl::StatusOr<int64_t> PageOf(const HttpRequest& request) {
+absl::StatusOr<int64_t> PageOf(const http::HttpRequest& request) {
   std::string v = Param(request, "page");
   if (v.empty()) return 1;
   if (v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < 1) {
@@ -267,7 +267,7 @@ absl::StatusOr<int64_t> PageOf(const HttpRequest& request) {
 
 // ?from / ?to: a UTC time, "2026-01-01T12:00" (as a datetime-local field
 // sends it), with seconds, a trailing Z, or a date alone; 0 when absent.
-absl::StatusOr<int64_t> TimeParam(const HttpRequest& request, const std::string& name) {
+absl::StatusOr<int64_t> TimeParam(const http::HttpRequest& request, const std::string& name) {
   std::string v = Param(request, name);
   if (v.empty()) return 0;
   std::string t = v;
@@ -283,7 +283,7 @@ absl::StatusOr<int64_t> TimeParam(const HttpRequest& request, const std::string&
 }
 
 // The filter form of a team's page, filled in with the request's values.
-std::string FilterForm(const HttpRequest& request, const std::string& team) {
+std::string FilterForm(const http::HttpRequest& request, const std::string& team) {
   auto input = [&](const char* name, const char* label, const char* type, const char* hint) {
     return absl::StrCat("<label>", label, " <input type=\"", type, "\" name=\"", name, "\" value=\"",
                         E(Param(request, name)), "\"", *hint ? absl::StrCat(" placeholder=\"", hint, "\"") : "",

@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger_service.grpc.pb.h"
-#include "ops/http_message.h"
 #include "query.grpc.pb.h"
+#include "util/http/message.h"
 
 namespace ledger::ops::page {
 
@@ -38,25 +38,25 @@ std::string StepHref(const pb::Step& st);
 std::string Seg(std::string_view s);
 
 // The query parameter `name` as sent, "" when absent.
-std::string Param(const HttpRequest& request, const std::string& name);
+std::string Param(const http::HttpRequest& request, const std::string& name);
 
 // ?refresh=N: seconds in [5, 3600], 0 when absent.
-absl::StatusOr<int> RefreshOf(const HttpRequest& request);
+absl::StatusOr<int> RefreshOf(const http::HttpRequest& request);
 
 // The links that turn auto-refresh off or on, keeping the page's other parameters.
-std::string RefreshLinks(const HttpRequest& request, int refresh = 0);
+std::string RefreshLinks(const http::HttpRequest& request, int refresh = 0);
 
 // A whole page around `body` (HTML, escaped by its maker): the title, the
 // style sheet, a CSP that allows no script, and a refresh every `refresh`
 // seconds when above 0.
-HttpResponse Html(int status, const std::string& title, const std::string& body, int refresh = 0);
+http::HttpResponse Html(int status, const std::string& title, const std::string& body, int refresh = 0);
 
 // The error page of a failed call, with the HTTP status of its code (404,
 // 403, 429, 400, else 503) and its message.
-HttpResponse Failed(const grpc::Status& s);
+http::HttpResponse Failed(const grpc::Status& s);
 
 // A 400 page naming what was wrong with the request.
-HttpResponse BadRequest(const absl::Status& s);
+http::HttpResponse BadRequest(const absl::Status& s);
 
 // The links back: teams, the team, the run.
 std::string Crumbs(const std::string& team, const std::string& run = "");
@@ -70,20 +70,20 @@ std::string Calls(const pb::CallTotals& c);
 std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, const std::string& caption);
 
 // "next page" for a list read with page tokens.
-std::string NextLink(const HttpRequest& request, const std::string& token, size_t shown);
+std::string NextLink(const http::HttpRequest& request, const std::string& token, size_t shown);
 
 // "page N of M" for a list paged by number.
-std::string NumberedLinks(const HttpRequest& request, int64_t page, bool more);
+std::string NumberedLinks(const http::HttpRequest& request, int64_t page, bool more);
 
 // ?page=N: a number from 1; 1 when absent.
-absl::StatusOr<int64_t> PageOf(const HttpRequest& request);
+absl::StatusOr<int64_t> PageOf(const http::HttpRequest& request);
 
 // ?from / ?to: a UTC time, "2026-01-01T12:00" (as a datetime-local field
 // sends it), with seconds, a trailing Z, or a date alone; 0 when absent.
-absl::StatusOr<int64_t> TimeParam(const HttpRequest& request, const std::string& name);
+absl::StatusOr<int64_t> TimeParam(const http::HttpRequest& request, const std::string& name);
 
 // The filter form of a team's page, filled in with the request's values.
-std::string FilterForm(const HttpRequest& request, const std::string& team);
+std::string FilterForm(const http::HttpRequest& request, const std::string& team);
 
 // The facts of a step, for its page.
 std::string StepFacts(const pb::Step& st);

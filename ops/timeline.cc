@@ -8,7 +8,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "ops/http.h"
+#include "util/html/html.h"
+#include "util/http/http.h"
 
 namespace ledger::ops {
 namespace {
@@ -100,14 +101,14 @@ std::string StepTimeline(const std::vector<pb::Step>& steps,
     std::string what = s.mark ? absl::StrCat(name, ": denied at ", IsoTime(s.from))
                               : absl::StrCat(name, ": ", state, ", ", IsoTime(s.from), " to ", IsoTime(s.to), " (",
                                              Duration(s.to - s.from), ")");
-    absl::StrAppend(&out, "<div class=\"tl-row\"><a class=\"tl-label\" href=\"", step_href(st), "\">", HtmlEscape(name),
-                    "</a><span class=\"tl-track\">");
+    absl::StrAppend(&out, "<div class=\"tl-row\"><a class=\"tl-label\" href=\"", step_href(st), "\">",
+                    html::HtmlEscape(name), "</a><span class=\"tl-track\">");
     if (s.mark) {
-      absl::StrAppend(&out, "<span class=\"tl-mark ", state, "\" role=\"img\" aria-label=\"", HtmlEscape(what),
-                      "\" title=\"", HtmlEscape(what), "\" style=\"left:", Percent(at(s.from)), "\"></span>");
+      absl::StrAppend(&out, "<span class=\"tl-mark ", state, "\" role=\"img\" aria-label=\"", html::HtmlEscape(what),
+                      "\" title=\"", html::HtmlEscape(what), "\" style=\"left:", Percent(at(s.from)), "\"></span>");
     } else {
-      absl::StrAppend(&out, "<span class=\"tl-bar ", state, "\" role=\"img\" aria-label=\"", HtmlEscape(what),
-                      "\" title=\"", HtmlEscape(what), "\" style=\"left:", Percent(at(s.from)),
+      absl::StrAppend(&out, "<span class=\"tl-bar ", state, "\" role=\"img\" aria-label=\"", html::HtmlEscape(what),
+                      "\" title=\"", html::HtmlEscape(what), "\" style=\"left:", Percent(at(s.from)),
                       ";width:", Percent(at(s.to) - at(s.from)), "\"></span>");
     }
     out += "</span></div>";

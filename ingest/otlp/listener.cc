@@ -26,8 +26,8 @@ namespace {
 // At most this many refusals are named in error_message; the rest are counted.
 constexpr size_t kMaxNamedRefusals = 10;
 
-ops::HttpResponse Answer(int status, std::string body, Encoding encoding) {
-  ops::HttpResponse r;
+http::HttpResponse Answer(int status, std::string body, Encoding encoding) {
+  http::HttpResponse r;
   r.status = status;
   r.content_type = encoding == Encoding::kJson ? "application/json" : "application/x-protobuf";
   r.body = std::move(body);
@@ -35,8 +35,8 @@ ops::HttpResponse Answer(int status, std::string body, Encoding encoding) {
 }
 
 // A refused request: the HTTP status and a google.rpc.Status body.
-ops::HttpResponse Refuse(int status, const absl::Status& why, Encoding encoding) {
-  ops::HttpResponse r = Answer(status, EncodeStatus(why, encoding), encoding);
+http::HttpResponse Refuse(int status, const absl::Status& why, Encoding encoding) {
+  http::HttpResponse r = Answer(status, EncodeStatus(why, encoding), encoding);
   r.refusal = std::string(why.message());
   if (status == 429 || status == 503) r.headers["Retry-After"] = "1";
   return r;
@@ -64,7 +64,7 @@ int HttpStatusOf(grpc::StatusCode code) {
 }
 
 // The body's encoding from its Content-Type (parameters ignored).
-absl::StatusOr<Encoding> EncodingOf(const ops::HttpRequest& request) {
+absl::StatusOr<Encoding> EncodingOf(const http::HttpRequest& request) {
   auto it = request.headers.find("content-type");
   std::string type = it == request.headers.end() ? "" : it->second;
   type = absl::AsciiStrToLower(std::string(absl::StripAsciiWhitespace(type.substr(0, type.find(';')))));
@@ -74,7 +74,7 @@ absl::StatusOr<Encoding> EncodingOf(const ops::HttpRequest& request) {
       absl::StrCat("Content-Type: '", type, "' is not application/json or application/x-protobuf (OTLP/HTTP)"));
 }
 
-bool IsGzip(const ops::HttpRequest& request, absl::Status* unsupported) {
+bool IsGzip(const http::HttpRequest& request, absl::Status* unsupported) {
   auto it = request.headers.find("content-encoding");
   std::string coding = it == request.headers.end() ? "" : absl::AsciiStrToLower(it->second);
   if (coding == "gzip") return true;
@@ -124,7 +124,7 @@ Listener::Listener(std::shared_ptr<grpc::Channel> channel, const auth::Gate* gat
 
 Listener::~Listener() = default;
 
-std::optional<ops::HttpResponse> Listener::Admit(const ops::HttpRequest& request) const {
+std::optional<http::HttpResponse> Listener::Admit(const http::HttpRequest& request) const {
   // Before the body is known, answers are in protobuf unless JSON was sent.
   auto encoding = EncodingOf(request);
   Encoding answer = encoding.ok() ? *encoding : Encoding::kProtobuf;
@@ -132,7 +132,7 @@ std::optional<ops::HttpResponse> Listener::Admit(const ops::HttpRequest& request
     return Refuse(404, absl::NotFoundError(absl::StrCat("path: '", request.path, "': only /v1/traces")), answer);
   }
   if (request.method != "POST") {
-    ops::HttpResponse r = Refuse(405, absl::UnimplementedError("method: only POST /v1/traces"), answer);
+    http::HttpResponse r = Refuse(405, absl::UnimplementedError("method: only POST /v1/traces"), answer);
     r.headers["Allow"] = "POST";
     return r;
   }
@@ -151,7 +151,7 @@ std::optional<ops::HttpResponse> Listener::Admit(const ops::HttpRequest& request
   return std::nullopt;
 }
 
-ops::HttpResponse Listener::Handle(const ops::HttpRequest& request) const {
+http::HttpResponse Listener::Handle(const http::HttpRequest& request) const {
   if (auto refused = Admit(request); refused.has_value()) return *std::move(refused);
   auto encoding = EncodingOf(request);
   Encoding answer = encoding.ok() ? *encoding : Encoding::kProtobuf;

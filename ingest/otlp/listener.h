@@ -36,7 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "auth/gate.h"
 #include "grpcpp/channel.h"
-#include "ops/http.h"
+#include "util/http/http.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::otlp {
@@ -59,12 +59,12 @@ class Listener {
   Listener(std::shared_ptr<grpc::Channel> channel, const auth::Gate* gate, Options options);
   ~Listener();
 
-  ops::HttpResponse Handle(const ops::HttpRequest& request) const;
+  http::HttpResponse Handle(const http::HttpRequest& request) const;
   // The answers Handle gives from a request's head alone (404, 405, 415,
   // 401, 403); nullopt when its body should be read. For
-  // ops::HttpOptions::admit, so that a caller who may not append makes the
+  // http::HttpOptions::admit, so that a caller who may not append makes the
   // server hold none of its body.
-  std::optional<ops::HttpResponse> Admit(const ops::HttpRequest& head) const;
+  std::optional<http::HttpResponse> Admit(const http::HttpRequest& head) const;
 
  private:
   // `who`'s share of max_inflated_per_peer, while it inflates and decodes.

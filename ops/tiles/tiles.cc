@@ -63,25 +63,25 @@ absl::Status Within(const Tile& tile, uint64_t count, uint64_t tree_size) {
   return absl::OkStatus();
 }
 
-HttpResponse Refused(std::string why) {
-  HttpResponse r = Text(403, why + "\n");
+http::HttpResponse Refused(std::string why) {
+  http::HttpResponse r = http::Text(403, why + "\n");
   r.refusal = std::move(why);
   return r;
 }
 
-HttpResponse Failed(const HttpRequest& request, const absl::Status& s) {
-  if (s.code() == absl::StatusCode::kInvalidArgument) return Text(400, absl::StrCat(s.message(), "\n"));
-  if (s.code() == absl::StatusCode::kNotFound) return Text(404, absl::StrCat(s.message(), "\n"));
+http::HttpResponse Failed(const http::HttpRequest& request, const absl::Status& s) {
+  if (s.code() == absl::StatusCode::kInvalidArgument) return http::Text(400, absl::StrCat(s.message(), "\n"));
+  if (s.code() == absl::StatusCode::kNotFound) return http::Text(404, absl::StrCat(s.message(), "\n"));
   jsonlog::Error("tile_failed")
       .Str("path", request.path)
       .Str("request_id", request.request_id)
       .Str("status", s.ToString())
       .Emit();
-  return Text(500, "the store cannot serve this tile; the ledger's log says why\n");
+  return http::Text(500, "the store cannot serve this tile; the ledger's log says why\n");
 }
 
 // Who may read tiles and bundles: OK, or why not.
-absl::Status MayReadLog(const HttpRequest& request, const Access& access) {
+absl::Status MayReadLog(const http::HttpRequest& request, const Access& access) {
   if (access.public_read || access.policy == nullptr) return absl::OkStatus();
   if (access.policy->CoversAllTeams(request.identity, auth::Action::kReadEntries)) return absl::OkStatus();
   return absl::PermissionDeniedError(
@@ -176,22 +176,23 @@ absl::StatusOr<std::string> EntryBundle(const store::Store& store, uint64_t tree
   return out;
 }
 
-HttpResponse Serve(const HttpRequest& request, const store::Store& store, const Latest& latest, const Access& access) {
+http::HttpResponse Serve(const http::HttpRequest& request, const store::Store& store, const Latest& latest,
+                         const Access& access) {
   if (access.policy != nullptr && request.identity.empty()) return Refused("client certificate: names no identity");
   const std::string_view path = request.path;
   if (path == "/tlog/checkpoint") {
-    HttpResponse r = Text(200, latest.note);
+    http::HttpResponse r = http::Text(200, latest.note);
     r.headers["Cache-Control"] = "no-cache";
     return r;
   }
   constexpr std::string_view kTiles = "/tlog/tile/";
-  if (!path.starts_with(kTiles)) return Text(404, "not found: /tlog/checkpoint, /tlog/tile/...\n");
+  if (!path.starts_with(kTiles)) return http::Text(404, "not found: /tlog/checkpoint, /tlog/tile/...\n");
   if (absl::Status s = MayReadLog(request, access); !s.ok()) return Refused(std::string(s.message()));
   auto tile = ParseTilePath(path.substr(kTiles.size()));
   if (!tile.ok()) return Failed(request, tile.status());
   auto bytes = tile->entries ? EntryBundle(store, latest.size, *tile) : HashTile(store, latest.size, *tile);
   if (!bytes.ok()) return Failed(request, bytes.status());
-  HttpResponse r = Text(200, *std::move(bytes));
+  http::HttpResponse r = http::Text(200, *std::move(bytes));
   r.content_type = "application/octet-stream";
   // Shared caches keep a tile only when anyone may read it.
   r.headers["Cache-Control"] =

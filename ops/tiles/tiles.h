@@ -47,7 +47,7 @@
 #include "absl/status/statusor.h"
 #include "auth/policy.h"
 #include "ledger/store/store.h"
-#include "ops/http.h"
+#include "util/http/http.h"
 
 namespace ledger::ops::tiles {
 
@@ -96,7 +96,8 @@ struct Access {
 };
 
 // The response for a request whose path starts with "/tlog/" (GET or HEAD).
-HttpResponse Serve(const HttpRequest& request, const store::Store& store, const Latest& latest, const Access& access);
+http::HttpResponse Serve(const http::HttpRequest& request, const store::Store& store, const Latest& latest,
+                         const Access& access);
 
 }  // namespace ledger::ops::tiles
 

@@ -177,7 +177,7 @@ TEST_F(TilesTest, ServesTheAuditorsOfEveryTeamOrEveryoneWhenPublic) {
       {"identity": "cn:admin", "roles": ["admin"]}]})");
   const Latest latest{kSize, "checkpoint note\n"};
   auto get = [&](const std::string& identity, const std::string& path, const Access& access) {
-    HttpRequest r;
+    http::HttpRequest r;
     r.method = "GET";
     r.path = path;
     r.identity = identity;
@@ -186,14 +186,14 @@ TEST_F(TilesTest, ServesTheAuditorsOfEveryTeamOrEveryoneWhenPublic) {
   const Access tls{&policy, false}, open{&policy, true}, plain{nullptr, false};
   const std::string tile = "/tlog/tile/0/018.p/92";
   for (const char* who : {"cn:auditor-all", "cn:admin"}) {
-    HttpResponse r = get(who, tile, tls);
+    http::HttpResponse r = get(who, tile, tls);
     EXPECT_EQ(r.status, 200) << who;
     EXPECT_EQ(r.body, LeafHashes(18 * 256, kSize));
     EXPECT_EQ(r.content_type, "application/octet-stream");
     EXPECT_EQ(r.headers["Cache-Control"], "private, max-age=60");
   }
   for (const char* who : {"cn:auditor-a", "cn:reader-all", "cn:stranger"}) {
-    HttpResponse r = get(who, tile, tls);
+    http::HttpResponse r = get(who, tile, tls);
     EXPECT_EQ(r.status, 403) << who;
     EXPECT_EQ(r.body, absl::StrCat("identity '", who,
                                    "' may not read the log's tiles: they hold every team's entries (an auditor of "
@@ -205,17 +205,17 @@ TEST_F(TilesTest, ServesTheAuditorsOfEveryTeamOrEveryoneWhenPublic) {
   }
   EXPECT_EQ(get("", "/tlog/checkpoint", tls).status, 403);
   EXPECT_EQ(get("", "/tlog/checkpoint", tls).body, "client certificate: names no identity\n");
-  HttpResponse pub = get("cn:auditor-a", "/tlog/tile/0/000", open);
+  http::HttpResponse pub = get("cn:auditor-a", "/tlog/tile/0/000", open);
   EXPECT_EQ(pub.status, 200);
   EXPECT_EQ(pub.headers["Cache-Control"], "public, max-age=31536000, immutable");
   EXPECT_EQ(get("", "/tlog/tile/entries/000", plain).status, 200);
-  HttpResponse cp = get("", "/tlog/checkpoint", plain);
+  http::HttpResponse cp = get("", "/tlog/checkpoint", plain);
   EXPECT_EQ(cp.status, 200);
   EXPECT_EQ(cp.headers["Cache-Control"], "no-cache");
-  HttpResponse bad = get("", "/tlog/tile/0/x000/018", plain);
+  http::HttpResponse bad = get("", "/tlog/tile/0/x000/018", plain);
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body, "tile index: groups of three digits, all but the last prefixed 'x', without a leading x000\n");
-  HttpResponse beyond = get("", "/tlog/tile/1/000", plain);
+  http::HttpResponse beyond = get("", "/tlog/tile/1/000", plain);
   EXPECT_EQ(beyond.status, 404);
   EXPECT_EQ(beyond.body, "tile/1/000: beyond the latest checkpoint (tree size 4700)\n");
   EXPECT_EQ(get("", "/tlog/other", plain).status, 404);

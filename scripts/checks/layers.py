@@ -1,10 +1,21 @@
 #!/usr/bin/env python3
-"""The rooms of docs/rooms.json, checked against the build: every library
-of the tree is in the table, and no library links one of a room below its
-own (rooms are listed from the bottom up: a folder uses folders of its room
-or of rooms above it in the table, never below). docs/design.md shows the
-table as layers.py --markdown renders it, and the check fails when the two
-differ.
+"""The rooms of docs/rooms.json, checked against the build and the sources:
+
+- every library of the tree is in the table, in the folder the table says;
+  every other target (executables, tests) is in a folder of the table, and
+  its room is its folder's (the longest folder of the table its path starts
+  with);
+- no library or executable links a library of a room above its own (rooms
+  are listed from the bottom up: a folder uses folders of its room or of
+  rooms below it); a test may link what it tests through;
+- no source file includes a header of a room above its own (a test's files
+  may include the test helpers of tests/);
+- the rules of the table's "rules" hold on the whole link graph: a target
+  named there reaches none of the names or rooms it must not, through any
+  chain of links (a static library brings everything it links).
+
+docs/design.md shows the table as layers.py --markdown renders it, and the
+check fails when the two differ.
 
 Usage: layers.py SOURCE_DIR      exit 0 when the build keeps the rooms, 1 naming each edge that does not
        layers.py --markdown [SOURCE_DIR]   print the table as docs/design.md shows it"""
@@ -16,13 +27,15 @@ import sys
 
 ROOMS = os.path.join("docs", "rooms.json")
 DESIGN = os.path.join("docs", "design.md")
+# A test's sources, which may include the test helpers of tests/.
+TEST_FILES = ("_test.cc", "_testing.h", "_test_fixture.h")
 BEGIN = "<!-- rooms: docs/rooms.json as scripts/checks/layers.py --markdown renders it -->\n"
 END = "<!-- end of rooms -->\n"
 
 
-def load_rooms(root):
+def load_table(root):
     with open(os.path.join(root, ROOMS), encoding="utf-8") as f:
-        return json.load(f)["rooms"]
+        return json.load(f)
 
 
 def rooms_by_library(rooms):
@@ -33,6 +46,17 @@ def rooms_by_library(rooms):
             for lib in folder["libraries"]:
                 libraries[lib] = (index, room["room"], folder["folder"])
     return libraries
+
+
+def room_of_path(rooms, path):
+    """(room index, room) of the longest folder of the table `path` is in; None when none."""
+    best = None
+    for index, room in enumerate(rooms):
+        for folder in room["folders"]:
+            f = folder["folder"]
+            if (path + "/").startswith(f) and (best is None or len(f) > len(best[2])):
+                best = (index, room["room"], f)
+    return best[:2] if best else None
 
 
 def markdown(rooms):
@@ -57,54 +81,136 @@ def shown_table(root):
     return text.split(BEGIN, 1)[1].split(END, 1)[0]
 
 
+def tracked(root, *patterns):
+    return subprocess.run(["git", "-C", root, "ls-files"] + list(patterns),
+                          capture_output=True, text=True, check=True).stdout.split()
+
+
 def build_graph(root):
-    """{library: (folder, [linked names])} from every CMakeLists.txt."""
-    files = subprocess.run(["git", "-C", root, "ls-files", "*CMakeLists.txt", "CMakeLists.txt"],
-                           capture_output=True, text=True, check=True).stdout.split()
+    """{target: (kind, folder, [linked names])} from every CMakeLists.txt:
+    libraries, executables and tests (ledger_test)."""
     graph = {}
-    for f in files:
+    for f in tracked(root, "*CMakeLists.txt", "CMakeLists.txt"):
         text = re.sub(r"#[^\n]*", "", open(os.path.join(root, f), encoding="utf-8").read())
         folder = os.path.dirname(f)
-        for name in re.findall(r"add_library\(\s*([A-Za-z_0-9]+)", text):
-            graph.setdefault(name, (folder, []))
-        for name, args in re.findall(r"target_link_libraries\(\s*([A-Za-z_0-9]+)([^)]*)\)", text):
+        for kind, pattern in (("library", r"add_library\(\s*([A-Za-z_0-9-]+)"),
+                              ("executable", r"add_executable\(\s*([A-Za-z_0-9-]+)"),
+                              ("test", r"ledger_test\(\s*([A-Za-z_0-9-]+)")):
+            for name in re.findall(pattern, text):
+                graph.setdefault(name, (kind, folder, []))
+        for name, args in re.findall(r"target_link_libraries\(\s*([A-Za-z_0-9-]+)([^)]*)\)", text):
             if name in graph:
-                graph[name][1].extend(args.split())
+                graph[name][2].extend(a for a in args.split() if a not in ("PUBLIC", "PRIVATE", "INTERFACE"))
     return graph
+
+
+def reach(graph, target):
+    """Every name `target` links, directly or through the libraries it links."""
+    seen, todo = set(), list(graph[target][2])
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in graph:
+            todo.extend(graph[name][2])
+    return seen
+
+
+def check_rules(table, graph, rooms):
+    problems = []
+    for rule in table.get("rules", []):
+        for target in rule["targets"]:
+            if target not in graph:
+                problems.append("rule for %s: no such target" % target)
+                continue
+            reached = reach(graph, target)
+            for banned in rule["must_not_reach"]:
+                if banned.startswith("room:"):
+                    hits = sorted(n for n in reached if n in rooms and rooms[n][1] == banned[5:])
+                else:
+                    hits = [banned] if banned in reached else []
+                if hits:
+                    problems.append("%s reaches %s (%s): %s" % (target, banned, ", ".join(hits), rule["why"]))
+    return problems
+
+
+def check_includes(root, rooms, read=None):
+    """An include from a source to a header of a room above it. `read`
+    (path -> text) reads the sources, from the tree unless given."""
+    read = read or (lambda path: open(os.path.join(root, path), encoding="utf-8", errors="replace").read())
+    problems = []
+    for path in tracked(root, "*.cc", "*.h"):
+        if path.endswith(TEST_FILES) or "/fuzz/" in path or path.startswith(("tests/", "bench/")):
+            continue
+        mine = room_of_path(rooms, os.path.dirname(path))
+        if mine is None:
+            continue
+        text = read(path)
+        for header in re.findall(r'^#include "([^"]+/[^"]+)"', text, re.M):
+            theirs = room_of_path(rooms, os.path.dirname(header))
+            if theirs and theirs[0] > mine[0]:
+                problems.append("%s (room '%s') includes %s of room '%s', above it" % (path, mine[1], header, theirs[1]))
+    return problems
+
+
+def check_folders(table_rooms, graph):
+    """(problems, {target: (room index, room)}): each library in the table,
+    in the folder the table says; every other target in a folder of a room."""
+    rooms = rooms_by_library(table_rooms)
+    problems, room_of = [], {}
+    for name, (kind, folder, _) in sorted(graph.items()):
+        if kind == "library":
+            if name not in rooms:
+                problems.append("%s (%s/): not in %s" % (name, folder, ROOMS))
+                continue
+            if rooms[name][2].rstrip("/") != folder:
+                problems.append("%s: %s says %s, the build has it in %s/" % (name, ROOMS, rooms[name][2], folder))
+            room_of[name] = rooms[name][:2]
+        else:
+            found = room_of_path(table_rooms, folder)
+            if found is None:
+                problems.append("%s %s (%s/): its folder is in no room of %s" % (kind, name, folder, ROOMS))
+                continue
+            room_of[name] = found
+    return problems, room_of
 
 
 def main():
     args = sys.argv[1:]
     if args[:1] == ["--markdown"]:
-        sys.stdout.write(markdown(load_rooms(os.path.abspath(args[1] if len(args) > 1 else "."))))
+        sys.stdout.write(markdown(load_table(os.path.abspath(args[1] if len(args) > 1 else "."))["rooms"]))
         return 0
     root = os.path.abspath(args[0] if args else ".")
-    table = load_rooms(root)
-    rooms = rooms_by_library(table)
+    table = load_table(root)
+    rooms = rooms_by_library(table["rooms"])
     graph = build_graph(root)
     problems = []
-    if shown_table(root) != markdown(table):
+    if shown_table(root) != markdown(table["rooms"]):
         problems.append("%s does not show %s as it is: put the output of scripts/checks/layers.py --markdown "
                         "between its lines %r and %r" % (DESIGN, ROOMS, BEGIN.strip(), END.strip()))
-    for lib, (folder, _) in sorted(graph.items()):
-        if lib not in rooms:
-            problems.append("%s (%s/): not in %s" % (lib, folder, ROOMS))
-        elif rooms[lib][2].rstrip("/") != folder:
-            problems.append("%s: %s says %s, the build has it in %s/" % (lib, ROOMS, rooms[lib][2], folder))
-    for lib, (folder, links) in sorted(graph.items()):
-        if lib not in rooms:
+    folder_problems, room_of = check_folders(table["rooms"], graph)
+    problems += folder_problems
+    for name, (kind, folder, links) in sorted(graph.items()):
+        # A test may link what it tests through (a program's options, say).
+        if name not in room_of or kind == "test":
             continue
         for dep in links:
-            if dep in rooms and rooms[dep][0] > rooms[lib][0]:
-                problems.append("%s (room '%s') links %s of room '%s', below it" %
-                                (lib, rooms[lib][1], dep, rooms[dep][1]))
+            if dep in rooms and rooms[dep][0] > room_of[name][0]:
+                problems.append("%s %s (room '%s') links %s of room '%s', above it" %
+                                (kind, name, room_of[name][1], dep, rooms[dep][1]))
+    problems += check_rules(table, graph, rooms)
+    problems += check_includes(root, table["rooms"])
     for p in problems:
         print("FAIL: " + p)
     if problems:
         return 1
-    edges = sum(1 for _, links in graph.values() for d in links if d in rooms)
-    print("layers: %d libraries in %d rooms, %d edges between them, none running back up" %
-          (len(graph), len({r[1] for r in rooms.values()}), edges))
+    edges = sum(1 for _, _, links in graph.values() for d in links if d in rooms)
+    kinds = {k: sum(1 for v in graph.values() if v[0] == k) for k in ("library", "executable", "test")}
+    print("layers: %d libraries, %d executables and %d tests in %d rooms, %d edges between them, none running "
+          "up; %d rules hold; no include runs up" %
+          (kinds["library"], kinds["executable"], kinds["test"], len(table["rooms"]), edges,
+           sum(len(r["targets"]) for r in table.get("rules", []))))
     return 0
 
 

@@ -1,12 +1,12 @@
-#include "ops/http_tls.h"
+#include "util/http/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "auth/identity.h"
+#include "util/tls/identity.h"
 
-namespace ledger::ops::http_tls {
+namespace ledger::http::tls {
 
 absl::StatusOr<std::shared_ptr<SSL_CTX>> NewTlsContext(const HttpTls& tls) {
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
@@ -61,8 +61,8 @@ std::string PeerIdentity(SSL* ssl) {
   X509_free(peer);
   char* data = nullptr;
   long n = BIO_get_mem_data(bio.get(), &data);
-  auto id = auth::IdentityOfCertificate(std::string_view(data, static_cast<size_t>(n)));
+  auto id = ::ledger::tls::IdentityOfCertificate(std::string_view(data, static_cast<size_t>(n)));
   return id.ok() ? *id : "";
 }
 
-}  // namespace ledger::ops::http_tls
+}  // namespace ledger::http::tls

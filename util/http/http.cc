@@ -1,4 +1,4 @@
-#include "ops/http.h"
+#include "util/http/http.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -24,27 +24,27 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "ops/http_message.h"
-#include "ops/http_tls.h"
+#include "util/http/message.h"
+#include "util/http/tls.h"
 #include "util/jsonlog/jsonlog.h"
 #include "util/sync/mutex.h"
 #include "util/tasks/tasks.h"
 
-namespace ledger::ops {
+namespace ledger::http {
 namespace {
 
-using http_message::Chunks;
-using http_message::ContentLength;
-using http_message::DecodeChunks;
-using http_message::kChunked;
-using http_message::kMaxHeaderBytes;
-using http_message::LogRefusal;
-using http_message::ParseHead;
-using http_message::Prepare;
-using http_message::Prepared;
-using http_message::Respond;
-using http_tls::NewTlsContext;
-using http_tls::PeerIdentity;
+using message::Chunks;
+using message::ContentLength;
+using message::DecodeChunks;
+using message::kChunked;
+using message::kMaxHeaderBytes;
+using message::LogRefusal;
+using message::ParseHead;
+using message::Prepare;
+using message::Prepared;
+using message::Respond;
+using tls::NewTlsContext;
+using tls::PeerIdentity;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kFileChunk = 64 * 1024;
@@ -758,4 +758,4 @@ absl::Status HttpServer::ReloadTls(const HttpTls& tls) {
   return absl::OkStatus();
 }
 
-}  // namespace ledger::ops
+}  // namespace ledger::http

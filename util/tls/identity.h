@@ -11,15 +11,15 @@
 // without control characters (IdentityFault).
 //
 // Thread-safe: pure functions.
-#ifndef AUTH_IDENTITY_H_
-#define AUTH_IDENTITY_H_
+#ifndef UTIL_TLS_IDENTITY_H_
+#define UTIL_TLS_IDENTITY_H_
 
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 
-namespace ledger::auth {
+namespace ledger::tls {
 
 // `pem` holds one X.509 certificate (the peer's, already verified by TLS).
 // UNAUTHENTICATED when it cannot be parsed, names no identity, or its
@@ -32,6 +32,6 @@ absl::StatusOr<std::string> IdentityOfCertificate(std::string_view pem);
 // U+202A-U+202E, U+2066-U+2069), or "" when it can.
 std::string IdentityFault(std::string_view name);
 
-}  // namespace ledger::auth
+}  // namespace ledger::tls
 
-#endif  // AUTH_IDENTITY_H_
+#endif  // UTIL_TLS_IDENTITY_H_

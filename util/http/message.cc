@@ -1,4 +1,4 @@
-#include "ops/http_message.h"
+#include "util/http/message.h"
 
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "util/jsonlog/jsonlog.h"
 
-namespace ledger::ops::http_message {
+namespace ledger::http::message {
 
 const char* Reason(int status) {
   switch (status) {
@@ -193,4 +193,4 @@ Prepared Prepare(const HttpResponse& response, bool head_only) {
   return out;
 }
 
-}  // namespace ledger::ops::http_message
+}  // namespace ledger::http::message

@@ -23,8 +23,8 @@
 // identity, peer, request id, the response's first line).
 //
 // Thread-safe: the handler is called from several threads at once.
-#ifndef OPS_HTTP_H_
-#define OPS_HTTP_H_
+#ifndef UTIL_HTTP_HTTP_H_
+#define UTIL_HTTP_HTTP_H_
 
 #include <functional>
 #include <map>
@@ -34,9 +34,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "util/html/html.h"
 
-namespace ledger::ops {
+namespace ledger::http {
 
 struct HttpRequest {
   std::string method;
@@ -46,7 +45,7 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;  // names in lower case
   std::string peer;                            // "ip:port"
   // With TLS: the identity of the verified client certificate (first URI
-  // SAN, else DNS SAN, else CN; auth/identity.h). Empty in plain text.
+  // SAN, else DNS SAN, else CN; util/tls/identity.h). Empty in plain text.
   std::string identity;
   // The client's X-Request-Id when usable (jsonlog::RequestId), else a
   // fresh one; the response carries it back as X-Request-Id.
@@ -171,9 +170,7 @@ class HttpServer {
 
 // "%41" and "+" decoded; INVALID_ARGUMENT for a bad escape.
 absl::StatusOr<std::string> UrlDecode(std::string_view s);
-// HTML text and attribute escaping (util/html).
-using html::HtmlEscape;
 
-}  // namespace ledger::ops
+}  // namespace ledger::http
 
-#endif  // OPS_HTTP_H_
+#endif  // UTIL_HTTP_HTTP_H_

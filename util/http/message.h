@@ -1,7 +1,7 @@
 // The HTTP server's messages (ops/http.cc): a request head and body read
 // from bytes, a response written as bytes. Internal to ops.
-#ifndef OPS_HTTP_MESSAGE_H_
-#define OPS_HTTP_MESSAGE_H_
+#ifndef UTIL_HTTP_MESSAGE_H_
+#define UTIL_HTTP_MESSAGE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
-#include "ops/http.h"
+#include "util/http/http.h"
 
-namespace ledger::ops::http_message {
+namespace ledger::http::message {
 
 // A request head is at most this long.
 inline constexpr size_t kMaxHeaderBytes = 16 * 1024;
@@ -55,6 +55,6 @@ struct Prepared {
 
 Prepared Prepare(const HttpResponse& response, bool head_only);
 
-}  // namespace ledger::ops::http_message
+}  // namespace ledger::http::message
 
-#endif  // OPS_HTTP_MESSAGE_H_
+#endif  // UTIL_HTTP_MESSAGE_H_

@@ -1,8 +1,8 @@
 // The HTTP server's TLS (ops/http.cc): a server context that verifies
 // client certificates, and the identity a verified peer's certificate names.
 // Internal to ops.
-#ifndef OPS_HTTP_TLS_H_
-#define OPS_HTTP_TLS_H_
+#ifndef UTIL_HTTP_TLS_H_
+#define UTIL_HTTP_TLS_H_
 
 #include <openssl/ssl.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "ops/http.h"
+#include "util/http/http.h"
 
-namespace ledger::ops::http_tls {
+namespace ledger::http::tls {
 
 // TLS 1.2 or later, the certificate and key of `tls`, and clients required
 // to present a certificate that chains to its client CAs. INVALID_ARGUMENT
@@ -22,6 +22,6 @@ absl::StatusOr<std::shared_ptr<SSL_CTX>> NewTlsContext(const HttpTls& tls);
 // The identity of the peer's verified certificate, or "".
 std::string PeerIdentity(SSL* ssl);
 
-}  // namespace ledger::ops::http_tls
+}  // namespace ledger::http::tls
 
-#endif  // OPS_HTTP_TLS_H_
+#endif  // UTIL_HTTP_TLS_H_

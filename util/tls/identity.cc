@@ -1,4 +1,4 @@
-#include "auth/identity.h"
+#include "util/tls/identity.h"
 
 #include <openssl/bio.h>
 #include <openssl/pem.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace ledger::auth {
+namespace ledger::tls {
 namespace {
 
 struct BioFree {
@@ -110,4 +110,4 @@ absl::StatusOr<std::string> IdentityOfCertificate(std::string_view pem) {
   return absl::UnauthenticatedError("client certificate: names no identity (no URI or DNS SAN, no CN)");
 }
 
-}  // namespace ledger::auth
+}  // namespace ledger::tls
