@@ -1,9 +1,13 @@
 #include "ledger/hash/hash.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::hash {
 namespace {
+
+using ::ledger::testing::StatusIs;
 
 TEST(HashTest, Sha256OfEmptyIsTheEmptyRoot) {
   EXPECT_EQ(Hex(EmptyRoot()), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -60,11 +64,12 @@ TEST(HashTest, Base64KnownValues) {
 }
 
 TEST(HashTest, Base64DecodeIsStrict) {
-  EXPECT_FALSE(Base64Decode("Zg").ok());      // missing padding
-  EXPECT_FALSE(Base64Decode("Zh==").ok());    // non-zero dropped bits
-  EXPECT_FALSE(Base64Decode("Zm9v\n").ok());  // whitespace
-  EXPECT_FALSE(Base64Decode("Zm-v").ok());    // URL alphabet
-  EXPECT_FALSE(Base64Decode("Z===").ok());
+  const auto refused = StatusIs(absl::StatusCode::kInvalidArgument, "base64: not canonical standard base64");
+  EXPECT_THAT(Base64Decode("Zg"), refused);      // missing padding
+  EXPECT_THAT(Base64Decode("Zh=="), refused);    // non-zero dropped bits
+  EXPECT_THAT(Base64Decode("Zm9v\n"), refused);  // whitespace
+  EXPECT_THAT(Base64Decode("Zm-v"), refused);    // URL alphabet
+  EXPECT_THAT(Base64Decode("Z==="), refused);
 }
 
 }  // namespace

@@ -10,13 +10,38 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::merkle {
 namespace {
 
 using hash::Hex;
+using ::ledger::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::EndsWith;
+using ::testing::Matcher;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
+
+// VerifyInclusion's refusal of a proof of the right length for `index`
+// that leads to another root than `root` (which it names).
+Matcher<absl::Status> LeadsElsewhere(uint64_t index, const Hash& root) {
+  return StatusIs(absl::StatusCode::kInvalidArgument,
+                  AllOf(StartsWith(absl::StrCat("inclusion: proof for index ", index, " leads to root ")),
+                        EndsWith(", expected " + Hex(root))));
+}
+
+// VerifyInclusion's refusal of a proof of `got` hashes for `index` in a
+// tree of `size`, whose proofs have `want`.
+Matcher<absl::Status> WrongLength(uint64_t index, uint64_t size, size_t got, size_t want) {
+  return StatusIs(absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("inclusion: proof has ", got, " hashes, too ", got < want ? "few" : "many",
+                               " for index ", index, " in size ", size));
+}
 
 // A node store filled the way the sequencer fills RocksDB: by Frontier.
 class MemoryTree {
@@ -245,9 +270,9 @@ TEST(MerkleTest, InclusionRejectsTampering) {
   auto proof = *InclusionProof(5, 13, t.fn());
   EXPECT_TRUE(VerifyInclusion(5, 13, t.leaves()[5], proof, root).ok());
   // Wrong leaf.
-  EXPECT_FALSE(VerifyInclusion(5, 13, t.leaves()[6], proof, root).ok());
+  EXPECT_THAT(VerifyInclusion(5, 13, t.leaves()[6], proof, root), LeadsElsewhere(5, root));
   // Wrong index.
-  EXPECT_FALSE(VerifyInclusion(4, 13, t.leaves()[5], proof, root).ok());
+  EXPECT_THAT(VerifyInclusion(4, 13, t.leaves()[5], proof, root), LeadsElsewhere(4, root));
   // Flipped proof hash.
   auto bad = proof;
   bad[1][0] ^= 1;
@@ -255,14 +280,20 @@ TEST(MerkleTest, InclusionRejectsTampering) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("expected " + Hex(root)), std::string::npos);
   // Truncated and extended proofs.
+  ASSERT_EQ(proof.size(), 4u);
   auto shorter = proof;
   shorter.pop_back();
-  EXPECT_FALSE(VerifyInclusion(5, 13, t.leaves()[5], shorter, root).ok());
+  EXPECT_THAT(
+      VerifyInclusion(5, 13, t.leaves()[5], shorter, root),
+      StatusIs(absl::StatusCode::kInvalidArgument, "inclusion: proof has 3 hashes, too few for index 5 in size 13"));
   auto longer = proof;
   longer.push_back(root);
-  EXPECT_FALSE(VerifyInclusion(5, 13, t.leaves()[5], longer, root).ok());
+  EXPECT_THAT(
+      VerifyInclusion(5, 13, t.leaves()[5], longer, root),
+      StatusIs(absl::StatusCode::kInvalidArgument, "inclusion: proof has 5 hashes, too many for index 5 in size 13"));
   // Index out of range.
-  EXPECT_FALSE(VerifyInclusion(13, 13, t.leaves()[5], proof, root).ok());
+  EXPECT_THAT(VerifyInclusion(13, 13, t.leaves()[5], proof, root),
+              StatusIs(absl::StatusCode::kInvalidArgument, "inclusion: index 13 is not below tree size 13"));
 }
 
 // The caching verifier gives exactly VerifyInclusion's answer: on every
@@ -285,11 +316,16 @@ TEST(MerkleTest, InclusionVerifierAgreesWithVerifyInclusion) {
         for (size_t k = 0; k < proof.size(); ++k) {
           auto bad = proof;
           bad[k][31] ^= 0x40;
-          ASSERT_FALSE(v.Verify(m, d[m], bad).ok()) << m << " in " << n << " hash " << k;
+          ASSERT_THAT(v.Verify(m, d[m], bad), LeadsElsewhere(m, root)) << m << " in " << n << " hash " << k;
         }
-        ASSERT_FALSE(v.Verify(m, hash::LeafHash("other"), proof).ok());
+        ASSERT_THAT(v.Verify(m, hash::LeafHash("other"), proof), LeadsElsewhere(m, root));
         if (m + 1 < n) {
-          ASSERT_FALSE(v.Verify(m + 1, d[m], proof).ok());
+          // Leaf m's proof given for leaf m + 1: refused for its length
+          // where m + 1's proofs have another (at the right edge), else for
+          // the root it leads to.
+          size_t want = InclusionProof(m + 1, n, t.fn())->size();
+          ASSERT_THAT(v.Verify(m + 1, d[m], proof),
+                      want == proof.size() ? LeadsElsewhere(m + 1, root) : WrongLength(m + 1, n, proof.size(), want));
         }
         auto longer = proof;
         longer.push_back(root);
@@ -302,7 +338,8 @@ TEST(MerkleTest, InclusionVerifierAgreesWithVerifyInclusion) {
       }
       std::shuffle(order.begin(), order.end(), rng);
     }
-    EXPECT_FALSE(v.Verify(n, d[0], {}).ok());
+    EXPECT_THAT(v.Verify(n, d[0], {}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                absl::StrCat("inclusion: index ", n, " is not below tree size ", n)));
   }
 }
 
@@ -367,15 +404,26 @@ TEST(MerkleTest, ConsistencyRejectsTampering) {
   Hash r7 = *RootHash(7, t.fn()), r21 = *RootHash(21, t.fn());
   auto proof = *ConsistencyProof(7, 21, t.fn());
   EXPECT_TRUE(VerifyConsistency(7, 21, r7, r21, proof).ok());
-  EXPECT_FALSE(VerifyConsistency(7, 21, r21, r21, proof).ok());
-  EXPECT_FALSE(VerifyConsistency(8, 21, r7, r21, proof).ok());
+  EXPECT_THAT(VerifyConsistency(7, 21, r21, r21, proof),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("consistency: proof leads to old root ", Hex(r7), ", expected ", Hex(r21))));
+  // The proof of 7 -> 21 given for 8 -> 21: 8 is a power of two, so its
+  // root comes first, and the hashes are too many.
+  EXPECT_THAT(VerifyConsistency(8, 21, r7, r21, proof),
+              StatusIs(absl::StatusCode::kInvalidArgument, "consistency: proof has too many hashes for sizes 8 -> 21"));
   auto bad = proof;
   bad[0][31] ^= 0x80;
-  EXPECT_FALSE(VerifyConsistency(7, 21, r7, r21, bad).ok());
-  EXPECT_FALSE(VerifyConsistency(7, 21, r7, r21, {}).ok());
-  EXPECT_FALSE(VerifyConsistency(21, 7, r21, r7, proof).ok());
+  EXPECT_THAT(VerifyConsistency(7, 21, r7, r21, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       MatchesRegex("consistency: proof leads to old root [0-9a-f]{64}, expected " + Hex(r7))));
+  EXPECT_THAT(VerifyConsistency(7, 21, r7, r21, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "consistency: proof is empty"));
+  EXPECT_THAT(VerifyConsistency(21, 7, r21, r7, proof),
+              StatusIs(absl::StatusCode::kInvalidArgument, "consistency: from size 21 is larger than to size 7"));
   EXPECT_TRUE(VerifyConsistency(0, 21, hash::EmptyRoot(), r21, {}).ok());
-  EXPECT_FALSE(VerifyConsistency(21, 21, r21, r21, proof).ok());
+  EXPECT_THAT(
+      VerifyConsistency(21, 21, r21, r21, proof),
+      StatusIs(absl::StatusCode::kInvalidArgument, "consistency: proof must be empty from an empty or equal tree"));
 }
 
 TEST(MerkleTest, ProofArgumentsOutOfRange) {

@@ -4,11 +4,15 @@
 #include <cstring>
 #include <fstream>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::note {
 namespace {
+
+using ::ledger::testing::StatusIs;
 
 nlohmann::json LoadCheckpointVector() {
   const char* dir = std::getenv("LEDGER_VECTORS");
@@ -129,30 +133,45 @@ TEST(NoteTest, KeyFileRoundTrip) {
 }
 
 TEST(NoteTest, BadKeysAreRefused) {
-  EXPECT_FALSE(Signer::ParseKeyFile("PRIVATE+KEY+x+00000000+AAAA").ok());
+  EXPECT_THAT(Signer::ParseKeyFile("PRIVATE+KEY+x+00000000+AAAA"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "signing key: key data must be base64 of 0x01 and a 32-byte Ed25519 seed"));
   std::string wrong_id = kGoSignerKey;
   wrong_id.replace(wrong_id.find("c74f20a3"), 8, "c74f20a4");
   EXPECT_EQ(Signer::ParseKeyFile(wrong_id).status().message(),
             "signing key: key id c74f20a4 does not match the key (c74f20a3)");
-  EXPECT_FALSE(Verifier::Parse("PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW").ok());
-  EXPECT_FALSE(Signer::FromSeed("has space", std::string(32, 'k')).ok());
-  EXPECT_FALSE(Signer::FromSeed("a+b", std::string(32, 'k')).ok());
-  EXPECT_FALSE(Signer::FromSeed("ok", std::string(31, 'k')).ok());
+  EXPECT_THAT(Verifier::Parse("PeterNeumann+c74f20a4+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "verifier key: key id c74f20a4 does not match the key"));
+  EXPECT_THAT(Signer::FromSeed("has space", std::string(32, 'k')),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "key name: 'has space' must be non-empty UTF-8 without spaces or '+'"));
+  EXPECT_THAT(
+      Signer::FromSeed("a+b", std::string(32, 'k')),
+      StatusIs(absl::StatusCode::kInvalidArgument, "key name: 'a+b' must be non-empty UTF-8 without spaces or '+'"));
+  EXPECT_THAT(Signer::FromSeed("ok", std::string(31, 'k')),
+              StatusIs(absl::StatusCode::kInvalidArgument, "signing key: Ed25519 seed must be 32 bytes"));
 }
 
 TEST(NoteTest, SignRefusesBadText) {
   auto s = *Signer::Generate("n");
-  EXPECT_FALSE(s.Sign("").ok());
-  EXPECT_FALSE(s.Sign("no newline").ok());
-  EXPECT_FALSE(s.Sign("a\n\nb\n").ok());
+  const std::string rule = "note text: must be UTF-8 lines each ending in a newline, no blank line";
+  EXPECT_THAT(s.Sign(""), StatusIs(absl::StatusCode::kInvalidArgument, rule));
+  EXPECT_THAT(s.Sign("no newline"), StatusIs(absl::StatusCode::kInvalidArgument, rule));
+  EXPECT_THAT(s.Sign("a\n\nb\n"), StatusIs(absl::StatusCode::kInvalidArgument, rule));
 }
 
 TEST(CheckpointTest, ParseRejectsMalformedBodies) {
-  EXPECT_FALSE(ParseCheckpoint("o\n1\n").ok());
-  EXPECT_FALSE(ParseCheckpoint("o\n01\n" + hash::Base64(std::string(32, 'a')) + "\n").ok());
-  EXPECT_FALSE(ParseCheckpoint("o\n-1\n" + hash::Base64(std::string(32, 'a')) + "\n").ok());
-  EXPECT_FALSE(ParseCheckpoint("o\n1\n" + hash::Base64(std::string(31, 'a')) + "\n").ok());
-  EXPECT_FALSE(ParseCheckpoint("o\n1\n" + hash::Base64(std::string(32, 'a')) + "\next\n").ok());
+  const std::string lines = "checkpoint: want exactly three lines: origin, size, root";
+  const std::string size = "checkpoint: size must be a decimal number without leading zeros";
+  EXPECT_THAT(ParseCheckpoint("o\n1\n"), StatusIs(absl::StatusCode::kInvalidArgument, lines));
+  EXPECT_THAT(ParseCheckpoint("o\n01\n" + hash::Base64(std::string(32, 'a')) + "\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, size));
+  EXPECT_THAT(ParseCheckpoint("o\n-1\n" + hash::Base64(std::string(32, 'a')) + "\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, size));
+  EXPECT_THAT(ParseCheckpoint("o\n1\n" + hash::Base64(std::string(31, 'a')) + "\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "checkpoint: root must be base64 of 32 bytes"));
+  EXPECT_THAT(ParseCheckpoint("o\n1\n" + hash::Base64(std::string(32, 'a')) + "\next\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, lines));
   auto ok = ParseCheckpoint("o\n0\n" + hash::Base64(std::string(32, 'a')) + "\n");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->size, 0u);
@@ -248,7 +267,8 @@ TEST(CheckpointTimeTest, ContractVectorsOfVersions2To4) {
 TEST(CheckpointTimeTest, NeitherNoteParsesAsTheOther) {
   auto vec = LoadVector("checkpoint_time.json");
   std::string body = vec["body"];
-  EXPECT_FALSE(ParseCheckpoint(body).ok());
+  EXPECT_THAT(ParseCheckpoint(body),
+              StatusIs(absl::StatusCode::kInvalidArgument, "checkpoint: want exactly three lines: origin, size, root"));
   std::string checkpoint = body.substr(body.find('\n') + 1);
   checkpoint = checkpoint.substr(0, checkpoint.rfind("time "));
   ASSERT_TRUE(ParseCheckpoint(checkpoint).ok());
@@ -267,10 +287,16 @@ TEST(CheckpointTimeTest, RefusesEveryOtherShape) {
     EXPECT_EQ(ParseCheckpointTime(head + last).status().message(), time_rule) << last;
   }
   EXPECT_EQ(ParseCheckpointTime(head + "time 1").status().message(), "checkpoint time: must end in a newline");
-  EXPECT_FALSE(ParseCheckpointTime(head + "time 1\nextra\n").ok());
-  EXPECT_FALSE(ParseCheckpointTime(
-                   "evidence-ledger/checkpoint-time/v2\no\n8\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n")
-                   .ok());
+  EXPECT_THAT(ParseCheckpointTime(head + "time 1\nextra\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "checkpoint time: want exactly five lines: 'evidence-ledger/checkpoint-time/v1', origin, size, "
+                       "root, time"));
+  EXPECT_THAT(
+      ParseCheckpointTime(
+          "evidence-ledger/checkpoint-time/v2\no\n8\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "checkpoint time: want exactly six lines: 'evidence-ledger/checkpoint-time/v2', origin, size, root, "
+               "runs, time"));
   EXPECT_EQ(ParseCheckpointTime(
                 "evidence-ledger/checkpoint-time/v1\no\n08\nXcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg=\ntime 1\n")
                 .status()

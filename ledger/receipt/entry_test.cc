@@ -4,12 +4,16 @@
 #include <fstream>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/merkle/merkle.h"
 #include "nlohmann/json.hpp"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::receipt {
 namespace {
+
+using ::ledger::testing::StatusIs;
 
 nlohmann::json LoadLeaves(const std::string& name = "leaves.json") {
   const char* dir = std::getenv("LEDGER_VECTORS");
@@ -131,7 +135,7 @@ TEST(EntryTest, RunPrevOfReadsTheTail) {
   // A receipt whose strings mention run_prev does not confuse it.
   std::string tricky = EncodeLeaf(9, kZeroHash, std::nullopt, 1, "e", R"({"reason":"","run_prev":7,"seq":9"})");
   EXPECT_EQ(*RunPrevOf(tricky), std::nullopt);
-  EXPECT_FALSE(RunPrevOf("{}").ok());
+  EXPECT_THAT(RunPrevOf("{}"), StatusIs(absl::StatusCode::kInvalidArgument, "leaf: not a leaf of version 1 or 2"));
 }
 
 TEST(EntryTest, GenesisPrevIsZeros) {

@@ -5,19 +5,23 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/receipt/receipt.h"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::receipt {
 namespace {
 
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
+using ::ledger::testing::StatusIs;
 
 class Random {
  public:
@@ -157,7 +161,7 @@ TEST(ReadLeafTest, ReadsEveryCanonicalLeafAsTheReferenceDoes) {
     ASSERT_EQ(Diff(fast, *reference), "") << leaf;
     auto team = TeamOf(leaf);
     if (reference->receipt.team().empty()) {
-      EXPECT_FALSE(team.ok()) << leaf;
+      EXPECT_THAT(team, StatusIs(absl::StatusCode::kInvalidArgument, "leaf: no receipt.team")) << leaf;
     } else {
       EXPECT_EQ(team.value_or(""), reference->receipt.team()) << leaf;
     }
@@ -208,42 +212,50 @@ TEST(ReadLeafTest, DeclinesEachNearCanonicalText) {
     EXPECT_NE(at, std::string::npos) << from;
     return at == std::string::npos ? good : s.replace(at, from.size(), to);
   };
-  const std::string cases[] = {
-      edit("\"model\":\"m\"", "\"model\":\"\""),  // an empty string
-      edit("\"attempt\":2,", ""),                 // attempt left out
-      edit("\"attributes\":{\"a\":\"1\",\"b\":\"\"}", "\"attributes\":{}"),
-      edit("{\"a\":\"1\",\"b\":\"\"}", "{\"b\":\"\",\"a\":\"1\"}"),  // attributes unsorted
-      edit("{\"a\":\"1\",\"b\":\"\"}", "{\"a\":\"1\",\"a\":\"\"}"),  // an attribute twice
-      edit("\"b\":\"\"", "\"b\":2"),                                 // an attribute not a string
-      edit("\"decision\":\"allow\"", "\"decision\":\"unspecified\""),
-      edit("\"decision\":\"allow\"", "\"decision\":1"),
-      edit("\"input_tokens\":0", "\"input_tokens\":-0"),
-      edit("\"input_tokens\":0", "\"input_tokens\":00"),
-      edit("\"input_tokens\":0", "\"input_tokens\":\"0\""),
-      edit("\"input_tokens\":0", "\"input_tokens\":9007199254740992"),
-      edit("\"kind\":\"model_call\"", "\"kind\":\"tool_call\""),
-      edit("\"kind\":\"model_call\",", ""),                        // no kind
-      edit("\"model\":\"m\"", "\"model\":\"m\",\"model\":\"n\""),  // a key twice
-      edit("\"model\":\"m\"", "\"model\":\"m\",\"mode\":\"n\""),   // keys unsorted
-      edit("\"model\":\"m\"", "\"model\":\"m\",\"tool\":\"n\""),   // another kind's field
-      edit("\"model\":\"m\"", "\"model\":\"m\",\"zzz\":\"n\""),    // an unknown field
-      edit("\"model\":\"m\"", "\"model\":\"\\u006d\""),            // an escape not written
-      edit("\"model\":\"m\"", "\"model\":\"\\/\""),
-      edit("\"model\":\"m\"", "\"model\":\"\x01\""),     // a raw control character
-      edit("\"model\":\"m\"", "\"model\":\"\xc3\""),     // not UTF-8
-      edit("\"model\":\"m\"", "\"model\": \"m\""),       // white space
-      edit("\"model\":\"m\"", "\"mod\\u0065l\":\"m\""),  // an escaped key
-      edit("\"run_prev\":3", "\"run_prev\":-3"),
-      edit("\"seq\":5", "\"seq\":-5"),
-      edit("\"v\":1}", "\"v\":3}"),
-      edit("\"v\":1}", "\"team_prev\":4,\"v\":1}"),  // team_prev in version 1
-      edit(",\"v\":1}", ",\"team_prev\":-4,\"v\":2}"),
-      edit(",\"v\":1}", ",\"team_prev\":04,\"v\":2}"),
-      edit(",\"v\":1}", ",\"v\":2,\"team_prev\":4}"),  // keys unsorted
-      edit("\"v\":1}", "\"v\":1} "),
-      edit("\"emitter\":\"e\"", "\"emitter\":1"),
-      good.substr(0, good.find("\"prev\":\"") + 8) + "A" + good.substr(good.find("\"prev\":\"") + 9),
-      good.substr(0, good.size() - 1),
+  const std::string kNotCanonical = "leaf: not in canonical form";
+  const std::string kDecision = "leaf: receipt.decision: must be one of allow, deny";
+  const std::string kKind =
+      "leaf: receipt.kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown";
+  // Each text and the reference's refusal of it.
+  const std::pair<std::string, std::string> cases[] = {
+      {edit("\"model\":\"m\"", "\"model\":\"\""), kNotCanonical},  // an empty string
+      {edit("\"attempt\":2,", ""), kNotCanonical},                 // attempt left out
+      {edit("\"attributes\":{\"a\":\"1\",\"b\":\"\"}", "\"attributes\":{}"), kNotCanonical},
+      {edit("{\"a\":\"1\",\"b\":\"\"}", "{\"b\":\"\",\"a\":\"1\"}"), kNotCanonical},    // attributes unsorted
+      {edit("{\"a\":\"1\",\"b\":\"\"}", "{\"a\":\"1\",\"a\":\"\"}"), kNotCanonical},    // an attribute twice
+      {edit("\"b\":\"\"", "\"b\":2"), "leaf: receipt.attributes.b: must be a string"},  // an attribute not a string
+      {edit("\"decision\":\"allow\"", "\"decision\":\"unspecified\""), kDecision},
+      {edit("\"decision\":\"allow\"", "\"decision\":1"), kDecision},
+      {edit("\"input_tokens\":0", "\"input_tokens\":-0"), kNotCanonical},
+      {edit("\"input_tokens\":0", "\"input_tokens\":00"), kNotCanonical},
+      {edit("\"input_tokens\":0", "\"input_tokens\":\"0\""), "leaf: receipt.input_tokens: must be an integer"},
+      {edit("\"input_tokens\":0", "\"input_tokens\":9007199254740992"), kNotCanonical},
+      {edit("\"kind\":\"model_call\"", "\"kind\":\"tool_call\""),
+       "leaf: receipt.input_tokens: not a field of tool_call receipts"},
+      {edit("\"kind\":\"model_call\",", ""), kKind},                                // no kind
+      {edit("\"model\":\"m\"", "\"model\":\"m\",\"model\":\"n\""), kNotCanonical},  // a key twice
+      {edit("\"model\":\"m\"", "\"model\":\"m\",\"mode\":\"n\""), kNotCanonical},   // keys unsorted
+      {edit("\"model\":\"m\"", "\"model\":\"m\",\"tool\":\"n\""), kNotCanonical},   // another kind's field
+      {edit("\"model\":\"m\"", "\"model\":\"m\",\"zzz\":\"n\""), kNotCanonical},    // an unknown field
+      {edit("\"model\":\"m\"", "\"model\":\"\\u006d\""), kNotCanonical},            // an escape not written
+      {edit("\"model\":\"m\"", "\"model\":\"\\/\""), kNotCanonical},
+      {edit("\"model\":\"m\"", "\"model\":\"\x01\""), kNotCanonical},     // a raw control character
+      {edit("\"model\":\"m\"", "\"model\":\"\xc3\""), kNotCanonical},     // not UTF-8
+      {edit("\"model\":\"m\"", "\"model\": \"m\""), kNotCanonical},       // white space
+      {edit("\"model\":\"m\"", "\"mod\\u0065l\":\"m\""), kNotCanonical},  // an escaped key
+      {edit("\"run_prev\":3", "\"run_prev\":-3"), "leaf: run_prev: want an integer >= 0"},
+      {edit("\"seq\":5", "\"seq\":-5"), "leaf: seq: want an integer >= 0"},
+      {edit("\"v\":1}", "\"v\":3}"), "leaf: v: want format version 1 or 2"},
+      {edit("\"v\":1}", "\"team_prev\":4,\"v\":1}"),
+       "leaf: team_prev: not a field of version 1"},  // team_prev in version 1
+      {edit(",\"v\":1}", ",\"team_prev\":-4,\"v\":2}"), "leaf: team_prev: want an integer >= 0"},
+      {edit(",\"v\":1}", ",\"team_prev\":04,\"v\":2}"), kNotCanonical},
+      {edit(",\"v\":1}", ",\"v\":2,\"team_prev\":4}"), kNotCanonical},  // keys unsorted
+      {edit("\"v\":1}", "\"v\":1} "), kNotCanonical},
+      {edit("\"emitter\":\"e\"", "\"emitter\":1"), "leaf: emitter: want a string"},
+      {good.substr(0, good.find("\"prev\":\"") + 8) + "A" + good.substr(good.find("\"prev\":\"") + 9),
+       "leaf: prev: want 64 lowercase hex digits"},
+      {good.substr(0, good.size() - 1), kNotCanonical},
   };
   // The kind's text in an attribute only: the guess it makes is refused.
   auto tricky =
@@ -252,12 +264,12 @@ TEST(ReadLeafTest, DeclinesEachNearCanonicalText) {
   std::string no_kind = EncodeLeaf(5, hash::Sha256("p"), 3, 17, "e", Encode(*tricky));
   ASSERT_TRUE(ReadLeaf(no_kind, &e));
   no_kind.erase(no_kind.find(",\"kind\":\"model_call\""), 20);
-  std::vector<std::string> all(std::begin(cases), std::end(cases));
-  all.push_back(no_kind);
-  for (const std::string& text : all) {
+  std::vector<std::pair<std::string, std::string>> all(std::begin(cases), std::end(cases));
+  all.push_back({no_kind, kKind});
+  for (const auto& [text, refusal] : all) {
     Entry fast;
     EXPECT_FALSE(ReadLeaf(text, &fast)) << text;
-    EXPECT_FALSE(ParseLeafByTree(text).ok()) << text;
+    EXPECT_THAT(ParseLeafByTree(text), StatusIs(absl::StatusCode::kInvalidArgument, refusal)) << text;
   }
 }
 

@@ -7,14 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::runmap {
 namespace {
 
 using hash::Hex;
+using ::ledger::testing::StatusIs;
 using nlohmann::json;
+using ::testing::AllOf;
+using ::testing::EndsWith;
+using ::testing::Matcher;
+using ::testing::StartsWith;
 
 Key RandomKey(std::mt19937_64& rng) {
   Key k;
@@ -317,7 +325,45 @@ TEST_F(RandomMap, EveryAbsentKeysAbsenceProofVerifies) {
 
 void FlipBit(uint8_t* bytes, int bit) { bytes[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8)); }
 
+// The refusal of a proof that is well formed but leads to another root
+// than `root`.
+Matcher<absl::Status> LeadsElsewhere(const Hash& root) {
+  return StatusIs(absl::StatusCode::kFailedPrecondition,
+                  AllOf(StartsWith("proof: leads to root "), EndsWith(", expected " + Hex(root))));
+}
+
+// How a proof of `head` is refused (CheckHead's contract: 1 <= count <=
+// last_seq + 1 <= 2^53 - 1), or, for a head that keeps it, by the root it
+// leads to.
+Matcher<absl::Status> RefusedHead(const Head& head, const Hash& root) {
+  if (head.count < 1) return StatusIs(absl::StatusCode::kInvalidArgument, "count: must be at least 1");
+  if (head.last_seq > (uint64_t{1} << 53) - 2) {
+    return StatusIs(absl::StatusCode::kInvalidArgument, "last_seq: must be at most 2^53 - 2");
+  }
+  if (head.count > head.last_seq + 1) {
+    return StatusIs(absl::StatusCode::kInvalidArgument, "count: must be at most last_seq + 1");
+  }
+  return LeadsElsewhere(root);
+}
+
+// How an absence proof whose leaf is `leaf`, at depth `depth`, is refused
+// for `key`: the leaf must be another key sharing the key's first `depth`
+// bits; past those rules, by the root it leads to.
+Matcher<absl::Status> RefusedAbsence(const Key& key, const Key& leaf, int depth, const Hash& root) {
+  if (leaf == key) {
+    return StatusIs(absl::StatusCode::kInvalidArgument, "leaf.key: is the key whose absence is claimed");
+  }
+  int shared = 0;
+  while (shared < depth && Bit(leaf, shared) == Bit(key, shared)) ++shared;
+  if (shared < depth) {
+    return StatusIs(absl::StatusCode::kInvalidArgument,
+                    absl::StrCat("leaf.key: must share the first ", depth, " bits of the key (the leaf's depth)"));
+  }
+  return LeadsElsewhere(root);
+}
+
 TEST_F(RandomMap, AnySingleBitFlipInAnInclusionProofOrValueFails) {
+  const Matcher<absl::Status> elsewhere = LeadsElsewhere(root_);
   for (int i = 0; i < 10; ++i) {
     const Leaf& l = present_[i * 97];
     std::vector<Hash> sib = map_.ProveInclusion(l.key)->siblings;
@@ -325,37 +371,41 @@ TEST_F(RandomMap, AnySingleBitFlipInAnInclusionProofOrValueFails) {
       for (int b = 0; b < 256; ++b) {
         std::vector<Hash> bad = sib;
         FlipBit(bad[s].data(), b);
-        ASSERT_FALSE(VerifyInclusion(root_, l.key, l.head, bad).ok()) << s << " " << b;
+        ASSERT_THAT(VerifyInclusion(root_, l.key, l.head, bad), elsewhere) << s << " " << b;
       }
     }
     for (int b = 0; b < 256; ++b) {
       Key key = l.key;
       FlipBit(key.data(), b);
-      ASSERT_FALSE(VerifyInclusion(root_, key, l.head, sib).ok());
+      ASSERT_THAT(VerifyInclusion(root_, key, l.head, sib), elsewhere) << b;
       Head head = l.head;
       FlipBit(head.last_leaf_hash.data(), b);
-      ASSERT_FALSE(VerifyInclusion(root_, l.key, head, sib).ok());
+      ASSERT_THAT(VerifyInclusion(root_, l.key, head, sib), elsewhere) << b;
       Hash root = root_;
       FlipBit(root.data(), b);
-      ASSERT_FALSE(VerifyInclusion(root, l.key, l.head, sib).ok());
+      ASSERT_THAT(VerifyInclusion(root, l.key, l.head, sib),
+                  StatusIs(absl::StatusCode::kFailedPrecondition,
+                           "proof: leads to root " + Hex(root_) + ", expected " + Hex(root)))
+          << b;
     }
     for (int b = 0; b < 64; ++b) {
       Head head = l.head;
       head.count ^= uint64_t{1} << b;
-      ASSERT_FALSE(VerifyInclusion(root_, l.key, head, sib).ok());
+      ASSERT_THAT(VerifyInclusion(root_, l.key, head, sib), RefusedHead(head, root_)) << b;
       head = l.head;
       head.last_seq ^= uint64_t{1} << b;
-      ASSERT_FALSE(VerifyInclusion(root_, l.key, head, sib).ok());
+      ASSERT_THAT(VerifyInclusion(root_, l.key, head, sib), RefusedHead(head, root_)) << b;
     }
     std::vector<Hash> shorter(sib.begin() + 1, sib.end());
-    EXPECT_FALSE(VerifyInclusion(root_, l.key, l.head, shorter).ok());
+    EXPECT_THAT(VerifyInclusion(root_, l.key, l.head, shorter), elsewhere);
     std::vector<Hash> longer = sib;
     longer.insert(longer.begin(), EmptyHash());
-    EXPECT_FALSE(VerifyInclusion(root_, l.key, l.head, longer).ok());
+    EXPECT_THAT(VerifyInclusion(root_, l.key, l.head, longer), elsewhere);
   }
 }
 
 TEST_F(RandomMap, AnySingleBitFlipInAnAbsenceProofFails) {
+  const Matcher<absl::Status> elsewhere = LeadsElsewhere(root_);
   int checked_leaf = 0, checked_empty = 0;
   for (const Key& k : absent_) {
     AbsenceProof proof = *map_.ProveAbsence(k);
@@ -366,21 +416,22 @@ TEST_F(RandomMap, AnySingleBitFlipInAnAbsenceProofFails) {
       for (int b = 0; b < 256; ++b) {
         AbsenceProof bad = proof;
         FlipBit(bad.siblings[s].data(), b);
-        ASSERT_FALSE(VerifyAbsence(root_, k, bad).ok());
+        ASSERT_THAT(VerifyAbsence(root_, k, bad), elsewhere) << s << " " << b;
       }
     }
+    const int depth = static_cast<int>(proof.siblings.size());
     if (proof.leaf) {
       for (int b = 0; b < 256; ++b) {
         AbsenceProof bad = proof;
         FlipBit(bad.leaf->key.data(), b);
-        ASSERT_FALSE(VerifyAbsence(root_, k, bad).ok());
+        ASSERT_THAT(VerifyAbsence(root_, k, bad), RefusedAbsence(k, bad.leaf->key, depth, root_)) << b;
         bad = proof;
         FlipBit(bad.leaf->value_hash.data(), b);
-        ASSERT_FALSE(VerifyAbsence(root_, k, bad).ok());
+        ASSERT_THAT(VerifyAbsence(root_, k, bad), elsewhere) << b;
       }
       AbsenceProof bad = proof;
       bad.leaf.reset();
-      EXPECT_FALSE(VerifyAbsence(root_, k, bad).ok());
+      EXPECT_THAT(VerifyAbsence(root_, k, bad), elsewhere);
       // The occupying leaf's own key: refused before any hashing.
       EXPECT_EQ(VerifyAbsence(root_, proof.leaf->key, proof),
                 absl::InvalidArgumentError("leaf.key: is the key whose absence is claimed"));
@@ -388,7 +439,9 @@ TEST_F(RandomMap, AnySingleBitFlipInAnAbsenceProofFails) {
     // A present key never has a verifying absence proof, whichever path is
     // offered.
     for (const Leaf& l : present_) {
-      if (VerifyAbsence(root_, l.key, proof).ok()) FAIL() << Hex(l.key);
+      ASSERT_THAT(VerifyAbsence(root_, l.key, proof),
+                  proof.leaf ? RefusedAbsence(l.key, proof.leaf->key, depth, root_) : elsewhere)
+          << Hex(l.key);
     }
   }
   EXPECT_EQ(checked_leaf, 5);
@@ -482,8 +535,13 @@ TEST_P(GoldenVectors, RootsAndProofsAreReproduced) {
     Key k = *hash::ParseHex(t["key"].get<std::string>());
     absl::Status s = t["kind"] == "inclusion" ? VerifyInclusion(root, k, HeadOf(t["head"]), Hashes(t["siblings"]))
                                               : VerifyAbsence(root, k, AbsenceOf(t));
-    EXPECT_FALSE(s.ok()) << t["reason"];
-    EXPECT_EQ(s.message(), t["error"].get<std::string>()) << t["reason"];
+    // The vectors give the message; its code follows from it: a proof that
+    // leads to another root is FAILED_PRECONDITION, one that breaks a rule
+    // of proofs or heads INVALID_ARGUMENT.
+    const std::string error = t["error"];
+    absl::StatusCode code = error.starts_with("proof: leads to root ") ? absl::StatusCode::kFailedPrecondition
+                                                                       : absl::StatusCode::kInvalidArgument;
+    EXPECT_THAT(s, StatusIs(code, error)) << t["reason"];
   }
 }
 

@@ -6,11 +6,15 @@
 #include <random>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "query/projector/keys.h"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::query {
 namespace {
+
+using ::ledger::testing::StatusIs;
 
 using projection::Table;
 
@@ -435,9 +439,9 @@ TEST(KeysTest, StepKeyRoundTripAndOrder) {
   auto back = DecodeStepKey(EncodeStepKey(k));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, k);
-  EXPECT_FALSE(DecodeStepKey("\x05"
-                             "ab")
-                   .ok());
+  EXPECT_THAT(DecodeStepKey("\x05"
+                            "ab"),
+              StatusIs(absl::StatusCode::kDataLoss, "projection: malformed step key"));
   EXPECT_LT(TeamTimeRow("t", 5, "z"), TeamTimeRow("t", 6, "a"));  // time orders rows
   EXPECT_EQ(StateName(pb::STEP_STATE_UNKNOWN), "unknown");
   EXPECT_EQ(AnomalyName(pb::ANOMALY_LATE_COMPLETION), "late_completion");
