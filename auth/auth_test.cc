@@ -9,11 +9,15 @@
 #include "auth/gate.h"
 #include "auth/limiter.h"
 #include "auth/policy.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/status_matchers.h"
 #include "util/tls/identity.h"
 
 namespace ledger::auth {
 namespace {
+
+using ::ledger::testing::StatusIs;
 
 constexpr char kPolicy[] = R"({"identities": [
   {"identity": "uri:spiffe://c/ns/team-a/sa/gateway", "roles": ["emitter"], "teams": ["team-a"]},
@@ -91,16 +95,26 @@ TEST(Policy, RolesAndTeams) {
   // The exact rule applies alone: the gateway is not also a reader.
   const std::string worker = "uri:spiffe://c/ns/team-a/sa/worker";
   EXPECT_TRUE(p->Check(worker, Action::kQuery, "team-b").ok());
-  EXPECT_FALSE(p->Check(worker, Action::kQuery, "team-c").ok());
-  EXPECT_FALSE(p->Check(worker, Action::kReadEntries, "team-a").ok());
-  EXPECT_FALSE(p->Check(worker, Action::kAppend, "team-a").ok());
+  EXPECT_THAT(
+      p->Check(worker, Action::kQuery, "team-c"),
+      StatusIs(absl::StatusCode::kPermissionDenied, "identity '" + worker + "' may not query for team 'team-c'"));
+  EXPECT_THAT(p->Check(worker, Action::kReadEntries, "team-a"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "identity '" + worker + "' may not read entries and proofs (its roles do not allow it)"));
+  EXPECT_THAT(p->Check(worker, Action::kAppend, "team-a"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "identity '" + worker + "' may not append (its roles do not allow it)"));
   const std::string auditor = "uri:spiffe://c/ns/audit/sa/x";
   for (Action a : {Action::kQuery, Action::kReadEntries, Action::kExport}) {
     EXPECT_TRUE(p->Check(auditor, a, "any-team").ok());
     EXPECT_TRUE(p->CoversAllTeams(auditor, a));
   }
-  EXPECT_FALSE(p->Check(auditor, Action::kAppend, "team-a").ok());
-  EXPECT_FALSE(p->Check(auditor, Action::kAdminister, "").ok());
+  EXPECT_THAT(p->Check(auditor, Action::kAppend, "team-a"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "identity '" + auditor + "' may not append (its roles do not allow it)"));
+  EXPECT_THAT(p->Check(auditor, Action::kAdminister, ""),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "identity '" + auditor + "' may not administer (its roles do not allow it)"));
   EXPECT_FALSE(p->CoversAllTeams(worker, Action::kQuery));
   for (Action a : {Action::kAppend, Action::kQuery, Action::kReadEntries, Action::kExport, Action::kAdminister}) {
     EXPECT_TRUE(p->Check("dns:ops", a, "t").ok());
@@ -126,8 +140,15 @@ TEST(Policy, MetricsMayBeScrapedByTheMetricsRoleAdminAndReadersOfEveryTeam) {
     EXPECT_FALSE(p->Find(may_not)->Permits(Action::kScrapeMetrics)) << may_not;
   }
   // The metrics role opens nothing else.
-  for (Action a : {Action::kAppend, Action::kQuery, Action::kReadEntries, Action::kExport, Action::kAdminister}) {
-    EXPECT_FALSE(p->Check("dns:prom", a, "team-a").ok());
+  const std::pair<Action, std::string> others[] = {{Action::kAppend, "append"},
+                                                   {Action::kQuery, "query"},
+                                                   {Action::kReadEntries, "read entries and proofs"},
+                                                   {Action::kExport, "export"},
+                                                   {Action::kAdminister, "administer"}};
+  for (const auto& [a, name] : others) {
+    EXPECT_THAT(p->Check("dns:prom", a, "team-a"),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "identity 'dns:prom' may not " + name + " (its roles do not allow it)"));
   }
 }
 
@@ -162,10 +183,7 @@ TEST(Policy, ErrorsNameTheFieldAndRule) {
        "policy: identities[0].teams[0]: must not be empty"},
   };
   for (const Case& c : cases) {
-    auto p = Policy::Parse(c.json);
-    ASSERT_FALSE(p.ok()) << c.json;
-    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(p.status().message(), c.message) << c.json;
+    EXPECT_THAT(Policy::Parse(c.json), StatusIs(absl::StatusCode::kInvalidArgument, c.message)) << c.json;
   }
   EXPECT_EQ(Policy::Parse("{").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Policy::Load("/nonexistent/policy.json").status().code(), absl::StatusCode::kNotFound);
@@ -295,18 +313,20 @@ TEST(Limiter, RatePerIdentity) {
   absl::Status s = limiter.Spend("a", 5, &hold_us);
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(hold_us, 50'001);  // 5 units at 100 a second
-  EXPECT_FALSE(limiter.Spend("a", 1000, &hold_us).ok());
+  const auto over = StatusIs(absl::StatusCode::kResourceExhausted,
+                             "identity 'a' is over its rate of 100 receipts and calls a second; back off and retry");
+  EXPECT_THAT(limiter.Spend("a", 1000, &hold_us), over);
   EXPECT_EQ(hold_us, Limiter::kMaxHoldUs);
   EXPECT_TRUE(limiter.Spend("b", 100).ok());  // its own bucket
   now += 100'000;                             // 0.1 s: 10 units back
   EXPECT_TRUE(limiter.Spend("a", 10).ok());
-  EXPECT_FALSE(limiter.Spend("a", 1).ok());
+  EXPECT_THAT(limiter.Spend("a", 1), over);
   // A batch above one second's worth passes only from a full bucket, and
   // leaves it in debt.
   now += 10'000'000;
   EXPECT_TRUE(limiter.Spend("a", 250).ok());
   now += 1'000'000;
-  EXPECT_FALSE(limiter.Spend("a", 1).ok());  // -150 + 100 = -50
+  EXPECT_THAT(limiter.Spend("a", 1), over);  // -150 + 100 = -50
   now += 1'510'000;
   EXPECT_TRUE(limiter.Spend("a", 100).ok());
 }

@@ -8,12 +8,16 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::gzip {
 namespace {
 
-std::string TempPath(const std::string& name) { return absl::StrCat(testing::TempDir(), "/", name, "-", ::getpid()); }
+using ::ledger::testing::StatusIs;
+
+std::string TempPath(const std::string& name) { return absl::StrCat(::testing::TempDir(), "/", name, "-", ::getpid()); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -64,15 +68,20 @@ std::string ZlibInflateAll(const std::string& gz) {
   return out;
 }
 
+// The little-endian 32-bit number at `at`.
+uint32_t Le32(const std::string& bytes, size_t at) {
+  uint32_t n = 0;
+  for (int i = 3; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(bytes[at + i]);
+  return n;
+}
+
 // Where each member starts, by the EL length fields.
 std::vector<size_t> MemberOffsets(const std::string& gz) {
   std::vector<size_t> out;
   for (size_t at = 0; at < gz.size();) {
     EXPECT_TRUE(IsBlocked(std::string_view(gz).substr(at)));
     out.push_back(at);
-    size_t length = 0;
-    for (int i = 3; i >= 0; --i) length = length << 8 | static_cast<unsigned char>(gz[at + 16 + i]);
-    at += length;
+    at += Le32(gz, at + 16);
   }
   return out;
 }
@@ -157,25 +166,30 @@ TEST(BlockedGzip, DamagedFilesAreRefusedNamingTheMember) {
   plain[second + 3] = 0;  // no FEXTRA
   std::string size = gz;
   size[second - 2] = 0x7f;  // ISIZE of the first member
+  // The whole message each: the member and what is wrong with it.
   std::vector<Case> cases = {
       {"truncated", gz.substr(0, gz.size() - 3), absl::StrCat("gzip member at byte ", at[2], ": truncated")},
-      {"header", gz + std::string("\x1f\x8b", 2), "truncated header"},
-      {"deflate", flipped, absl::StrCat("gzip member at byte ", second, ":")},
+      {"header", gz + std::string("\x1f\x8b", 2),
+       absl::StrCat("gzip member at byte ", gz.size(), ": truncated header")},
+      // A byte of DEFLATE data flipped: it still inflates, to other bytes.
+      {"deflate", flipped, absl::StrCat("gzip member at byte ", second, ": CRC-32 mismatch")},
       {"crc", crc, "gzip member at byte 0: CRC-32 mismatch"},
-      {"length", huge, absl::StrCat("gzip member at byte ", second, ": length")},
-      {"plain", plain, absl::StrCat("gzip member at byte ", second, ": not a member this ledger writes")},
-      {"size", size, "gzip member at byte 0: says it holds"},
+      {"length", huge,
+       absl::StrCat("gzip member at byte ", second, ": length ", Le32(huge, second + 16), " is out of range")},
+      {"plain", plain,
+       absl::StrCat("gzip member at byte ", second, ": not a member this ledger writes (no EL length field)")},
+      {"size", size,
+       absl::StrCat("gzip member at byte 0: says it holds ", Le32(size, second - 4), " bytes, more than a block (",
+                    kBlockBytes, ")")},
   };
   for (const Case& c : cases) {
     std::string bad = TempPath(c.name);
     WriteFile(bad, c.bytes);
-    auto got = ReadAll(bad);
-    ASSERT_FALSE(got.ok()) << c.name;
-    EXPECT_NE(got.status().message().find(c.want), std::string::npos) << c.name << ": " << got.status();
+    EXPECT_THAT(ReadAll(bad), StatusIs(absl::StatusCode::kInvalidArgument, c.want)) << c.name;
   }
   std::string other = TempPath("zlib");
   WriteFile(other, std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10) + std::string(20, 'x'));
-  EXPECT_FALSE(Reader::Open(other).ok());
+  EXPECT_THAT(Reader::Open(other), StatusIs(absl::StatusCode::kInvalidArgument, "gzip: not a blocked gzip file"));
 }
 
 }  // namespace

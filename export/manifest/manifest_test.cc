@@ -2,10 +2,14 @@
 
 #include <string>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::manifest {
 namespace {
+
+using ::ledger::testing::StatusIs;
 
 const std::string kRoot(64, 'a');
 const std::string kSha(64, 'b');
@@ -24,10 +28,7 @@ Manifest RunManifest() {
 
 // Parse(text) fails with exactly `message`.
 void ExpectRefused(const std::string& text, const std::string& message) {
-  auto m = Parse(text);
-  ASSERT_FALSE(m.ok()) << text;
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.status().message(), message) << text;
+  EXPECT_THAT(Parse(text), StatusIs(absl::StatusCode::kInvalidArgument, message)) << text;
 }
 
 TEST(ManifestTest, EncodesTheBytesTheExporterHasAlwaysWritten) {

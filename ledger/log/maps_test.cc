@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/log/log.h"
 #include "ledger/log/log_testing.h"
@@ -17,9 +18,15 @@
 #include "ledger/runmap/runmap.h"
 #include "ledger/store/testing.h"
 #include "ledger/storedmap/storedmap.h"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::log {
 namespace {
+
+using ::ledger::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::EndsWith;
+using ::testing::StartsWith;
 
 // Each checkpoint-time note signs the run-head map of its tree, and ProveRun
 // proves a run's head (or its absence) against it.
@@ -44,9 +51,11 @@ TEST_F(LogTest, EveryCheckpointSignsTheRunHeadMapAndRunsAreProvedAgainstIt) {
                                       head, proof.path.siblings)
                   .ok());
   // A shorter head (the run without its last entry) is refused.
-  EXPECT_FALSE(runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a", runmap::KeyVersion::kV2),
-                                       {1, 0, a[0].leaf_hash}, proof.path.siblings)
-                   .ok());
+  EXPECT_THAT(
+      runmap::VerifyInclusion(*time.run_map_root, *runmap::RunKey("team-a", "run-a", runmap::KeyVersion::kV2),
+                              {1, 0, a[0].leaf_hash}, proof.path.siblings),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               AllOf(StartsWith("proof: leads to root "), EndsWith(", expected " + hash::Hex(*time.run_map_root)))));
   auto none = *log->ProveRun("team-a", "run-z");
   EXPECT_FALSE(none.path.found.has_value());
   runmap::AbsenceProof absence{none.path.siblings, none.path.other};
@@ -100,7 +109,10 @@ TEST_F(LogTest, LeavesChainEachTeamAndTheTeamHeadMapIsSigned) {
   EXPECT_EQ(head, (runmap::Head{3, 4, hash::LeafHash(*log->store().GetLeaf(4))}));
   EXPECT_TRUE(runmap::VerifyInclusion(*time.team_map_root, *runmap::TeamKey("team-a"), head, proof.path.siblings).ok());
   // A team key is not a run key: the run map does not hold it.
-  EXPECT_FALSE(runmap::VerifyInclusion(*time.run_map_root, *runmap::TeamKey("team-a"), head, proof.path.siblings).ok());
+  EXPECT_THAT(
+      runmap::VerifyInclusion(*time.run_map_root, *runmap::TeamKey("team-a"), head, proof.path.siblings),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               AllOf(StartsWith("proof: leads to root "), EndsWith(", expected " + hash::Hex(*time.run_map_root)))));
   auto none = *log->ProveTeam("team-z");
   EXPECT_FALSE(none.path.found.has_value());
   EXPECT_TRUE(runmap::VerifyAbsence(*time.team_map_root, *runmap::TeamKey("team-z"),
@@ -258,7 +270,9 @@ TEST_F(LogTest, MapsWrittenWhileTheDiskFailsLoseNoHead) {
   ASSERT_TRUE(log->SignCheckpoint().ok());
   AppendAll(*log, ManyRuns("b", 20, 1));  // every team and some new runs
   faults.fail_syncs = true;
-  EXPECT_FALSE(log->SignCheckpoint().ok());
+  EXPECT_THAT(log->SignCheckpoint(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(StartsWith("storage: write maps: "), EndsWith("injected sync failure"))));
   // One map may have been written and the other not: no proof is served
   // from them until a checkpoint signs them.
   EXPECT_EQ(log->ProveRun("team-0", "run-0").status().code(), absl::StatusCode::kUnavailable);

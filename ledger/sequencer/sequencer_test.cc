@@ -8,13 +8,18 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/receipt/entry.h"
 #include "ledger/store/testing.h"
+#include "tests/util/status_matchers.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::sequencer {
 namespace {
+
+using ::ledger::testing::StatusIs;
+using ::testing::StartsWith;
 
 // Submissions point at their receipts, which must outlive the append: the
 // tests keep them here for the whole run of the binary.
@@ -245,7 +250,7 @@ TEST(SequencerFaultTest, ServesAgainWhenTheFaultClearsWithoutARestart) {
   EXPECT_EQ(store->ReadState()->size, 3u);
   EXPECT_EQ(receipt::ParseLeaf(*store->GetLeaf(1))->receipt.receipt_id(), "g-b");
   EXPECT_EQ(receipt::ParseLeaf(*store->GetLeaf(2))->receipt.receipt_id(), "g-s");
-  EXPECT_FALSE(store->GetLeaf(3).ok());
+  EXPECT_THAT(store->GetLeaf(3), StatusIs(absl::StatusCode::kNotFound, StartsWith("storage: entry 3:")));
   EXPECT_FALSE(store->FindReceipt({store::IdSpace::kEmitter, "team-a", "g-w"})->has_value());
 }
 
