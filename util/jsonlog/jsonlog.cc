@@ -3,14 +3,15 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
 #include <random>
+
+#include "util/sync/mutex.h"
 
 namespace ledger::jsonlog {
 namespace {
 
-std::mutex& WriteMu() {
-  static std::mutex mu;
+sync::Mutex& WriteMu() {
+  static sync::Mutex mu;
   return mu;
 }
 
@@ -81,7 +82,7 @@ void Line::Emit() {
   if (emitted_) return;
   emitted_ = true;
   std::string line = text_ + "}\n";
-  std::lock_guard<std::mutex> lock(WriteMu());
+  sync::MutexLock lock(&WriteMu());
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

@@ -39,28 +39,28 @@ std::vector<double> Histogram::Decades(double max) {
 }
 
 Counter* CounterFamily::With(const std::vector<std::string>& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   auto& c = counters_[labels];
   if (c == nullptr) c = std::make_unique<Counter>();
   return c.get();
 }
 
 std::vector<std::pair<std::vector<std::string>, uint64_t>> CounterFamily::Read() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   std::vector<std::pair<std::vector<std::string>, uint64_t>> out;
   for (const auto& [labels, c] : counters_) out.emplace_back(labels, c->value());
   return out;
 }
 
 Histogram* HistogramFamily::With(const std::vector<std::string>& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   auto& h = histograms_[labels];
   if (h == nullptr) h = std::make_unique<Histogram>(bounds_);
   return h.get();
 }
 
 std::vector<std::pair<std::vector<std::string>, Histogram::Snapshot>> HistogramFamily::Read() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  sync::MutexLock lock(&mu_);
   std::vector<std::pair<std::vector<std::string>, Histogram::Snapshot>> out;
   for (const auto& [labels, h] : histograms_) out.emplace_back(labels, h->Read());
   return out;

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::stats {
 
@@ -58,8 +60,8 @@ class CounterFamily {
   std::vector<std::pair<std::vector<std::string>, uint64_t>> Read() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Counter>> counters_;
+  mutable sync::Mutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<Counter>> counters_ ABSL_GUARDED_BY(mu_);
 };
 
 // Histograms by a tuple of label values, created on first use, all with the
@@ -74,8 +76,8 @@ class HistogramFamily {
 
  private:
   const std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Histogram>> histograms_;
+  mutable sync::Mutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<Histogram>> histograms_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ledger::stats

@@ -7,13 +7,14 @@
 #ifndef UTIL_TASKS_CHANNEL_H_
 #define UTIL_TASKS_CHANNEL_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::tasks {
 
@@ -27,62 +28,62 @@ class Channel {
   // Waits for room. An item pushed after Close is still popped.
   void Push(T item) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [this] { return items_.size() < capacity_; });
+      sync::MutexLock lock(&mu_);
+      while (items_.size() >= capacity_) changed_.Wait(&mu_);
       items_.push_back(std::move(item));
     }
-    changed_.notify_all();
+    changed_.SignalAll();
   }
   // False, with `item` dropped, when the channel is full.
   bool TryPush(T item) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       if (items_.size() >= capacity_) return false;
       items_.push_back(std::move(item));
     }
-    changed_.notify_all();
+    changed_.SignalAll();
     return true;
   }
   // The oldest item; waits for one. nullopt once closed and empty.
   std::optional<T> Pop() {
     std::optional<T> item;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [this] { return closed_ || !items_.empty(); });
+      sync::MutexLock lock(&mu_);
+      while (!closed_ && items_.empty()) changed_.Wait(&mu_);
       if (items_.empty()) return std::nullopt;
       item.emplace(std::move(items_.front()));
       items_.pop_front();
     }
-    changed_.notify_all();
+    changed_.SignalAll();
     return item;
   }
   // The oldest item if there is one, without waiting.
   std::optional<T> TryPop() {
     std::optional<T> item;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       if (items_.empty()) return std::nullopt;
       item.emplace(std::move(items_.front()));
       items_.pop_front();
     }
-    changed_.notify_all();
+    changed_.SignalAll();
     return item;
   }
   // Pops return nullopt once what is queued is taken.
   void Close() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       closed_ = true;
     }
-    changed_.notify_all();
+    changed_.SignalAll();
   }
 
  private:
   const size_t capacity_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<T> items_;
-  bool closed_ = false;
+  sync::Mutex mu_;
+  sync::CondVar changed_;
+  std::deque<T> items_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ledger::tasks
