@@ -3,8 +3,11 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "auth/gate.h"
 #include "auth/limiter.h"
@@ -287,6 +290,24 @@ TEST(Gate, RefreshMovesACallerToTheNewPolicyAndSubscribersHearOfIt) {
   gate.Unsubscribe(every);
   gate.SetPolicy(after);
   EXPECT_EQ(runs, 3);
+}
+
+// Once Unsubscribe returns, the subscriber is not running, even when
+// SetPolicy runs it on another thread at that moment: what it captured may
+// go.
+TEST(Gate, UnsubscribeWaitsForARunUnderWayOnAnotherThread) {
+  Gate gate({}, nullptr);
+  std::atomic<bool> started = false, finished = false;
+  uint64_t id = gate.Subscribe([&] {
+    started = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    finished = true;
+  });
+  std::thread set([&] { gate.SetPolicy(nullptr); });
+  while (!started) std::this_thread::yield();
+  gate.Unsubscribe(id);
+  EXPECT_TRUE(finished);
+  set.join();
 }
 
 TEST(Limiter, ConcurrencyPerIdentity) {

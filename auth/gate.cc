@@ -46,14 +46,27 @@ void Gate::SetPolicy(std::shared_ptr<const Policy> policy) {
     sync::MutexLock lock(&mu_);
     policy_ = std::move(policy);
   }
-  std::lock_guard<std::recursive_mutex> lock(subscribers_mu_);
+  sync::MutexLock run(&run_mu_);
   std::vector<uint64_t> ids;
-  for (const auto& [id, fn] : subscribers_) ids.push_back(id);
+  {
+    sync::MutexLock lock(&subscribers_mu_);
+    for (const auto& [id, fn] : subscribers_) ids.push_back(id);
+  }
   for (uint64_t id : ids) {
-    auto it = subscribers_.find(id);
-    if (it == subscribers_.end()) continue;  // gone meanwhile
-    std::function<void()> fn = it->second;   // a copy: fn may Unsubscribe itself
+    std::function<void()> fn;  // a copy: fn may Unsubscribe itself
+    {
+      sync::MutexLock lock(&subscribers_mu_);
+      auto it = subscribers_.find(id);
+      if (it == subscribers_.end()) continue;  // gone meanwhile
+      fn = it->second;
+      running_ = id;
+      runner_ = std::this_thread::get_id();
+    }
     fn();
+    fn = nullptr;  // the copy, and what it captured, is gone before Unsubscribe(id) returns
+    sync::MutexLock lock(&subscribers_mu_);
+    running_ = 0;
+    ran_.SignalAll();
   }
 }
 
@@ -63,15 +76,17 @@ void Gate::Refresh(Caller* caller) const {
 }
 
 uint64_t Gate::Subscribe(std::function<void()> fn) {
-  std::lock_guard<std::recursive_mutex> lock(subscribers_mu_);
+  sync::MutexLock lock(&subscribers_mu_);
   uint64_t id = ++next_subscriber_;
   subscribers_.emplace(id, std::move(fn));
   return id;
 }
 
 void Gate::Unsubscribe(uint64_t id) {
-  std::lock_guard<std::recursive_mutex> lock(subscribers_mu_);
+  sync::MutexLock lock(&subscribers_mu_);
   subscribers_.erase(id);
+  // A run of `id` on this thread is the caller itself.
+  while (running_ == id && runner_ != std::this_thread::get_id()) ran_.Wait(&subscribers_mu_);
 }
 
 std::shared_ptr<const Policy> Gate::policy() const {

@@ -16,9 +16,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "auth/limiter.h"
@@ -83,8 +83,9 @@ class Gate {
   void Refresh(Caller* caller) const;
 
   // Runs `fn` after each SetPolicy, on the thread that called SetPolicy,
-  // until Unsubscribe(id) returns; Unsubscribe waits for a run under way
-  // on another thread. `fn` MUST NOT block, and MAY Unsubscribe itself.
+  // until Unsubscribe(id) returns; Unsubscribe waits for a run of `fn`
+  // under way on another thread. `fn` MUST NOT block, and MAY Unsubscribe
+  // itself. One SetPolicy runs the subscribers at a time.
   uint64_t Subscribe(std::function<void()> fn);
   void Unsubscribe(uint64_t id);
 
@@ -113,10 +114,15 @@ class Gate {
   mutable sync::Mutex mu_;
   std::shared_ptr<const Policy> policy_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string, std::less<>> identities_ ABSL_GUARDED_BY(mu_);  // PEM -> identity
-  // Held while subscribers run; recursive so that one may Unsubscribe.
-  std::recursive_mutex subscribers_mu_;
-  uint64_t next_subscriber_ = 0;                           // guarded by subscribers_mu_
-  std::map<uint64_t, std::function<void()>> subscribers_;  // guarded by subscribers_mu_
+  // Held through SetPolicy's run of the subscribers: one run at a time.
+  sync::Mutex run_mu_ ABSL_ACQUIRED_BEFORE(subscribers_mu_);
+  // Not held while a subscriber runs, so that it may Unsubscribe.
+  sync::Mutex subscribers_mu_;
+  sync::CondVar ran_;  // running_ went back to 0
+  uint64_t next_subscriber_ ABSL_GUARDED_BY(subscribers_mu_) = 0;
+  std::map<uint64_t, std::function<void()>> subscribers_ ABSL_GUARDED_BY(subscribers_mu_);
+  uint64_t running_ ABSL_GUARDED_BY(subscribers_mu_) = 0;    // the subscriber running now, 0: none
+  std::thread::id runner_ ABSL_GUARDED_BY(subscribers_mu_);  // the thread it runs on
 };
 
 }  // namespace ledger::auth

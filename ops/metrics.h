@@ -38,7 +38,6 @@
 #define OPS_METRICS_H_
 
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>

@@ -1,7 +1,6 @@
 #include "server/rpc_log.h"
 
 #include <chrono>
-#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"

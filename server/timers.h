@@ -1,22 +1,24 @@
 // Two timers of the append service: the idle-stream reaper and delayed
 // answers. Internal to ledger/service.
 //
-// Thread-safe.
+// Thread-safe. Each runs a thread of its own and calls out (TryCancel, the
+// delayed functions) without its lock held.
 #ifndef SERVER_TIMERS_H_
 #define SERVER_TIMERS_H_
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "grpcpp/server_context.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::server {
 
@@ -29,10 +31,10 @@ class IdleStreams {
   }
   ~IdleStreams() {
     {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       stop_ = true;
     }
-    wake_.notify_all();
+    wake_.SignalAll();
     if (thread_.joinable()) thread_.join();
   }
 
@@ -44,39 +46,64 @@ class IdleStreams {
   // `last_us` MUST stay valid until Remove(ctx).
   void Add(grpc::CallbackServerContext* ctx, const std::atomic<int64_t>* last_us) {
     if (idle_us_ <= 0) return;
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     streams_[ctx] = last_us;
   }
+  // After Remove(ctx) the reaper no longer touches `ctx`: a cancel of it
+  // under way on the reaper's thread ends first, unless Remove is called
+  // from within that cancel (the stream's OnDone, on the reaper's thread).
   void Remove(grpc::CallbackServerContext* ctx) {
     if (idle_us_ <= 0) return;
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    sync::MutexLock lock(&mu_);
     streams_.erase(ctx);
+    while (cancelling_ == ctx && std::this_thread::get_id() != reaper_) cancelled_.Wait(&mu_);
   }
 
  private:
   void Run(int64_t tick_ms) {
-    std::unique_lock<std::recursive_mutex> lock(mu_);
-    while (!stop_) {
-      wake_.wait_for(lock, std::chrono::milliseconds(tick_ms));
-      int64_t now = NowUs();
+    {
+      sync::MutexLock lock(&mu_);
+      reaper_ = std::this_thread::get_id();
+    }
+    while (true) {
       std::vector<grpc::CallbackServerContext*> idle;
-      for (const auto& [ctx, last] : streams_) {
-        if (now - last->load(std::memory_order_relaxed) > idle_us_) idle.push_back(ctx);
+      {
+        sync::MutexLock lock(&mu_);
+        if (stop_) return;
+        wake_.WaitUntil(&mu_, sync::CondVar::Clock::now() + std::chrono::milliseconds(tick_ms));
+        if (stop_) return;
+        int64_t now = NowUs();
+        for (const auto& [ctx, last] : streams_) {
+          if (now - last->load(std::memory_order_relaxed) > idle_us_) idle.push_back(ctx);
+        }
       }
-      // The lock is held while cancelling, so Remove (from the stream's
-      // OnDone, perhaps on this very thread) waits and `ctx` stays valid.
-      for (grpc::CallbackServerContext* ctx : idle) {
-        streams_.erase(ctx);
-        ctx->TryCancel();
-      }
+      for (grpc::CallbackServerContext* ctx : idle) Cancel(ctx);
     }
   }
 
+  // Cancels `ctx` unless it was removed since the scan. A Remove(ctx) on
+  // another thread waits until TryCancel returns, so `ctx` stays valid
+  // through it.
+  void Cancel(grpc::CallbackServerContext* ctx) {
+    {
+      sync::MutexLock lock(&mu_);
+      if (streams_.erase(ctx) == 0) return;
+      cancelling_ = ctx;
+    }
+    ctx->TryCancel();
+    sync::MutexLock lock(&mu_);
+    cancelling_ = nullptr;
+    cancelled_.SignalAll();
+  }
+
   const int64_t idle_us_;
-  std::recursive_mutex mu_;
-  std::condition_variable_any wake_;
-  bool stop_ = false;
-  std::map<grpc::CallbackServerContext*, const std::atomic<int64_t>*> streams_;
+  sync::Mutex mu_;
+  sync::CondVar wake_;
+  sync::CondVar cancelled_;  // cancelling_ went back to nullptr
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<grpc::CallbackServerContext*, const std::atomic<int64_t>*> streams_ ABSL_GUARDED_BY(mu_);
+  grpc::CallbackServerContext* cancelling_ ABSL_GUARDED_BY(mu_) = nullptr;  // in TryCancel on the reaper's thread
+  std::thread::id reaper_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -89,48 +116,52 @@ class Later {
   Later() : thread_([this] { Loop(); }) {}
   ~Later() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       stop_ = true;
     }
-    wake_.notify_all();
+    wake_.SignalAll();
     thread_.join();
   }
 
   void Run(int64_t delay_us, std::function<void()> fn) {
-    auto at = std::chrono::steady_clock::now() + std::chrono::microseconds(delay_us);
+    auto at = sync::CondVar::Clock::now() + std::chrono::microseconds(delay_us);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      sync::MutexLock lock(&mu_);
       pending_.emplace(at, std::move(fn));
     }
-    wake_.notify_all();
+    wake_.SignalAll();
   }
 
  private:
   void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
+    while (std::optional<std::function<void()>> fn = Next()) (*fn)();
+  }
+
+  // The first function due, once it is (at once after destruction began);
+  // nullopt once stopped with nothing pending.
+  std::optional<std::function<void()>> Next() {
+    sync::MutexLock lock(&mu_);
     while (true) {
       if (pending_.empty()) {
-        if (stop_) return;
-        wake_.wait(lock);
+        if (stop_) return std::nullopt;
+        wake_.Wait(&mu_);
         continue;
       }
       auto first = pending_.begin();
-      if (!stop_ && first->first > std::chrono::steady_clock::now()) {
-        wake_.wait_until(lock, first->first);
+      if (!stop_ && first->first > sync::CondVar::Clock::now()) {
+        wake_.WaitUntil(&mu_, first->first);
         continue;
       }
       std::function<void()> fn = std::move(first->second);
       pending_.erase(first);
-      lock.unlock();
-      fn();
-      lock.lock();
+      return fn;
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> pending_;
+  sync::Mutex mu_;
+  sync::CondVar wake_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::multimap<sync::CondVar::Clock::time_point, std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
