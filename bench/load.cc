@@ -15,12 +15,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -40,6 +38,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/write_batch.h"
 #include "server/server.h"
+#include "util/sync/mutex.h"
 
 namespace {
 
@@ -205,16 +204,16 @@ class UnaryClient {
   void Start() { Send(); }
 
   void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
+    ledger::sync::MutexLock lock(&mu_);
+    while (!done_) cv_.Wait(&mu_);
   }
 
  private:
   void Send() {
     if (Clock::now() >= end_) {
-      std::lock_guard<std::mutex> lock(mu_);
+      ledger::sync::MutexLock lock(&mu_);
       done_ = true;
-      cv_.notify_all();
+      cv_.SignalAll();
       return;
     }
     Pace(begun_, next_);
@@ -245,9 +244,9 @@ class UnaryClient {
   pb::AppendResponse response_;
   std::unique_ptr<grpc::ClientContext> ctx_;
   Clock::time_point sent_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
+  ledger::sync::Mutex mu_;
+  ledger::sync::CondVar cv_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 void StreamClient(std::shared_ptr<grpc::Channel> channel, int id, int batch, int window, Clock::time_point end,
@@ -255,8 +254,8 @@ void StreamClient(std::shared_ptr<grpc::Channel> channel, int id, int batch, int
   auto stub = pb::LedgerService::NewStub(channel);
   grpc::ClientContext ctx;
   auto stream = stub->AppendStream(&ctx);
-  std::mutex mu;
-  std::condition_variable cv;
+  ledger::sync::Mutex mu;
+  ledger::sync::CondVar cv;
   std::deque<Clock::time_point> sent;
   std::thread writer([&] {
     uint64_t i = 0;
@@ -266,8 +265,8 @@ void StreamClient(std::shared_ptr<grpc::Channel> channel, int id, int batch, int
       pb::AppendRequest req;
       for (int k = 0; k < batch; ++k) *req.add_receipts() = MakeReceipt(id, i++);
       {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return static_cast<int>(sent.size()) < window; });
+        ledger::sync::MutexLock lock(&mu);
+        while (static_cast<int>(sent.size()) >= window) cv.Wait(&mu);
         sent.push_back(Clock::now());
       }
       if (!stream->Write(req)) break;
@@ -278,11 +277,11 @@ void StreamClient(std::shared_ptr<grpc::Channel> channel, int id, int batch, int
   while (stream->Read(&resp)) {
     Clock::time_point t0;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      ledger::sync::MutexLock lock(&mu);
       t0 = sent.front();
       sent.pop_front();
     }
-    cv.notify_one();
+    cv.Signal();
     CountResults(resp, out, Micros(Clock::now() - t0));
   }
   writer.join();

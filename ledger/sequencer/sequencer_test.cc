@@ -3,7 +3,6 @@
 #include <atomic>
 #include <deque>
 #include <future>
-#include <mutex>
 #include <set>
 #include <thread>
 
@@ -14,6 +13,7 @@
 #include "ledger/store/testing.h"
 #include "tests/util/status_matchers.h"
 #include "tests/util/temp_dir.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::sequencer {
 namespace {
@@ -24,9 +24,9 @@ using ::testing::StartsWith;
 // Submissions point at their receipts, which must outlive the append: the
 // tests keep them here for the whole run of the binary.
 receipt::Receipt& Keep(receipt::Receipt r) {
-  static std::mutex mu;
+  static sync::Mutex mu;
   static std::deque<receipt::Receipt>* kept = new std::deque<receipt::Receipt>();
-  std::lock_guard<std::mutex> lock(mu);
+  sync::MutexLock lock(&mu);
   kept->push_back(std::move(r));
   return kept->back();
 }
@@ -150,7 +150,7 @@ TEST_F(SequencerTest, ConcurrentSubmittersGetDenseUniqueSeqs) {
   auto seq = Start();
   constexpr int kThreads = 8, kPerThread = 200;
   std::vector<std::thread> threads;
-  std::mutex mu;
+  sync::Mutex mu;
   std::set<uint64_t> seqs;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -161,7 +161,7 @@ TEST_F(SequencerTest, ConcurrentSubmittersGetDenseUniqueSeqs) {
         }
         for (const auto& o : Append(*seq, std::move(items))) {
           ASSERT_TRUE(o.status.ok());
-          std::lock_guard<std::mutex> lock(mu);
+          sync::MutexLock lock(&mu);
           EXPECT_TRUE(seqs.insert(o.seq).second);
         }
       }

@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -21,6 +20,7 @@
 #include "ledger_service.grpc.pb.h"
 #include "server/server.h"
 #include "tests/util/temp_dir.h"
+#include "util/sync/mutex.h"
 
 namespace ledger {
 namespace {
@@ -106,7 +106,7 @@ class E2eTest : public ::testing::Test {
 TEST_F(E2eTest, ConcurrentUnaryAndStreamClientsGetDenseUniqueSeqs) {
   constexpr int kUnaryClients = 8, kUnaryEach = 60;
   constexpr int kStreamClients = 4, kBatches = 10, kBatchSize = 50;
-  std::mutex mu;
+  sync::Mutex mu;
   std::map<std::string, uint64_t> seq_of;  // receipt_id -> seq
   std::vector<std::thread> threads;
   for (int c = 0; c < kUnaryClients; ++c) {
@@ -121,7 +121,7 @@ TEST_F(E2eTest, ConcurrentUnaryAndStreamClientsGetDenseUniqueSeqs) {
         ASSERT_TRUE(stub->Append(&ctx, req, &resp).ok());
         ASSERT_EQ(resp.results_size(), 1);
         ASSERT_EQ(resp.results(0).code(), 0) << resp.results(0).message();
-        std::lock_guard<std::mutex> lock(mu);
+        sync::MutexLock lock(&mu);
         seq_of[id] = resp.results(0).seq();
       }
     });
@@ -150,7 +150,7 @@ TEST_F(E2eTest, ConcurrentUnaryAndStreamClientsGetDenseUniqueSeqs) {
         ASSERT_EQ(resp.results_size(), kBatchSize);
         for (int i = 0; i < kBatchSize; ++i) {
           ASSERT_EQ(resp.results(i).code(), 0) << resp.results(i).message();
-          std::lock_guard<std::mutex> lock(mu);
+          sync::MutexLock lock(&mu);
           seq_of[sent[b][i]] = resp.results(i).seq();
         }
         ++b;
