@@ -12,7 +12,7 @@
 namespace ledger::server {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(auth::Gate* gate, const std::string& listen,
-                                                      std::vector<grpc::Service*> services,
+                                                      const std::vector<grpc::Service*>& services,
                                                       const ServerOptions& options) {
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {

@@ -41,7 +41,7 @@ class Server {
   // identities for the RPC log) and `services` MUST outlive the server.
   // UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<Server>> Start(auth::Gate* gate, const std::string& listen,
-                                                       std::vector<grpc::Service*> services,
+                                                       const std::vector<grpc::Service*>& services,
                                                        const ServerOptions& options = {});
   ~Server();
 

@@ -20,7 +20,8 @@ using hash::Hash;
 // A log in memory: leaves "0", "1", ..., its checkpoints signed with `key`.
 class TestLog {
  public:
-  explicit TestLog(std::string origin, char seed = 1) : key_(*note::Signer::FromSeed(origin, std::string(32, seed))) {}
+  explicit TestLog(const std::string& origin, char seed = 1)
+      : key_(*note::Signer::FromSeed(origin, std::string(32, seed))) {}
 
   void Grow(uint64_t size) {
     while (frontier_.size() < size) {
@@ -271,7 +272,7 @@ TEST_F(WitnessTest, MalformedBodiesAre400NamingThePart) {
       {"old 0\nAAAA\n\n" + note, "consistency proof: line 1 is not base64 of 32 bytes\n"},
       {"old 0\n", "consistency proof: want an empty line before the checkpoint\n"},
       {"old 0\n\nexample.org/log\n10\n", "signed note: no blank line before signatures\n"},
-      {"old 0\n\nexample.org/log\n010\n" + note.substr(note.find("\n", 20)),
+      {"old 0\n\nexample.org/log\n010\n" + note.substr(note.find('\n', 20)),
        "checkpoint: size must be a decimal number without leading zeros\n"},
   };
   for (const Case& c : cases) {

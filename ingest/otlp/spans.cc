@@ -226,7 +226,7 @@ bool AllZero(const std::string& bytes) { return bytes.find_first_not_of('\0') ==
 #define OTLP_ASSIGN(lhs, expr)                  \
   auto lhs##_or = (expr);                       \
   if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto lhs = *std::move(lhs##_or)
+  auto lhs = *std::move(lhs##_or)  // NOLINT(bugprone-macro-parentheses): lhs is the name declared
 
 // Outcome: status_code from http.response.status_code, else from a numeric
 // error.type; reason = error.type.

@@ -245,7 +245,7 @@ grpc::ServerUnaryReactor* LedgerService::Append(grpc::CallbackServerContext* ctx
   auto held = std::make_shared<auth::Caller>(*std::move(caller));
   absl::Status s =
       log_->Append(held->identity, screened->allowed,
-                   [this, reactor, request, response, screened, held](std::vector<sequencer::Outcome> out) {
+                   [this, reactor, request, response, screened, held](const std::vector<sequencer::Outcome>& out) {
                      FillResults(*screened, out, response);
                      Count(*request, *response);
                      reactor->Finish(grpc::Status::OK);

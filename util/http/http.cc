@@ -444,7 +444,7 @@ class EventLoop {
       HttpResponse response = Respond(head, request, handler_, options_.max_body_bytes > 0);
       if (!request.request_id.empty()) response.headers["X-Request-Id"] = request.request_id;
       if (response.status == 403 || response.status == 429) LogRefusal(request, response);
-      Prepared prepared = Prepare(std::move(response), request.method == "HEAD");
+      Prepared prepared = Prepare(response, request.method == "HEAD");
       {
         sync::MutexLock lock(&mu_);
         ready_.emplace_back(id, std::move(prepared));

@@ -167,6 +167,7 @@ TEST(Http, CapsConnectionsPerPeerAddress) {
       "127.0.0.1:0", [](const HttpRequest&) { return Text(200, "ok\n"); }, options);
   ASSERT_TRUE(server.ok()) << server.status();
   std::vector<int> held;
+  held.reserve(3);
   for (int i = 0; i < 3; ++i) held.push_back(Connect((*server)->address(), "127.0.0.2"));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // accepted
   int over = Connect((*server)->address(), "127.0.0.2");
@@ -249,6 +250,7 @@ TEST(Http, QuickPathsDoNotWaitBehindSlowHandlers) {
       options);
   ASSERT_TRUE(server.ok()) << server.status();
   std::vector<std::thread> slow;
+  slow.reserve(3);
   for (int i = 0; i < 3; ++i) {
     slow.emplace_back([&] { Exchange((*server)->address(), "GET /slow HTTP/1.1\r\n\r\n"); });
   }

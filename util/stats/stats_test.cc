@@ -35,6 +35,7 @@ TEST(Counters, ConcurrentAddsAndFamilies) {
   Counter c;
   CounterFamily f;
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 1000; ++i) {

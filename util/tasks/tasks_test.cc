@@ -15,6 +15,7 @@ namespace {
 TEST(PoolTest, RunsEveryTaskAndReturnsItsResult) {
   Pool pool(3);
   std::vector<std::future<std::string>> results;
+  results.reserve(1000);
   for (int i = 0; i < 1000; ++i) results.push_back(pool.Run([i] { return std::to_string(i * i); }));
   for (int i = 0; i < 1000; ++i) EXPECT_EQ(results[i].get(), std::to_string(i * i));
 }
@@ -23,6 +24,7 @@ TEST(PoolTest, RunsOnItsOwnThreadsAtMostThatManyAtOnce) {
   Pool pool(2);
   std::atomic<int> running{0}, most{0};
   std::vector<std::future<std::thread::id>> ids;
+  ids.reserve(200);
   for (int i = 0; i < 200; ++i) {
     ids.push_back(pool.Run([&] {
       int now = ++running;
