@@ -32,14 +32,14 @@
 #include "ledger/receipt/receipt.h"
 #include "ledger/service/service.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
-#include "ledger/witnesses/log_source.h"
-#include "ledger/witnesses/witnesses.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "query/projector/projector.h"
 #include "rocksdb/db.h"
 #include "rocksdb/write_batch.h"
 #include "server/server.h"
+#include "witness/client/log_source.h"
+#include "witness/client/witnesses.h"
 
 namespace {
 
