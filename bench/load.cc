@@ -30,8 +30,6 @@
 #include "ledger/receipt/receipt.h"
 #include "ledger/service/service.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
-#include "ledger/witnesses/log_source.h"
-#include "ledger/witnesses/witnesses.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "query/projector/projector.h"
@@ -39,6 +37,8 @@
 #include "rocksdb/write_batch.h"
 #include "server/server.h"
 #include "util/sync/mutex.h"
+#include "witness/client/log_source.h"
+#include "witness/client/witnesses.h"
 
 namespace {
 

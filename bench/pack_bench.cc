@@ -26,7 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "export/exporter/exporter.h"
-#include "export/verify/verify.h"
+#include "export/verify/cc/verify.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
 #include "nlohmann/json.hpp"

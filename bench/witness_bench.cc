@@ -19,9 +19,9 @@
 #include "ledger/cosign/cosign.h"
 #include "ledger/merkle/merkle.h"
 #include "ledger/note/note.h"
-#include "ledger/witnesses/http_post.h"
 #include "util/http/http.h"
-#include "witness/witness.h"
+#include "witness/client/http_post.h"
+#include "witness/server/witness.h"
 
 namespace {
 

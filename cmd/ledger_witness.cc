@@ -38,8 +38,8 @@
 #include "util/files/files.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
-#include "witness/state.h"
-#include "witness/witness.h"
+#include "witness/server/state.h"
+#include "witness/server/witness.h"
 
 namespace {
 

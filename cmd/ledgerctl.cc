@@ -50,7 +50,7 @@
 #include "cmd/shard_map.h"
 #include "cmd/verify_options.h"
 #include "export.grpc.pb.h"
-#include "export/verify/verify.h"
+#include "export/verify/cc/verify.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/hash/hash.h"
 #include "ledger/log/audit.h"

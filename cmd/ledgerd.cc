@@ -31,8 +31,6 @@
 #include "ledger/log/log.h"
 #include "ledger/service/service.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
-#include "ledger/witnesses/log_source.h"
-#include "ledger/witnesses/witnesses.h"
 #include "ops/dashboard.h"
 #include "ops/metrics.h"
 #include "ops/tiles/tiles.h"
@@ -42,6 +40,8 @@
 #include "server/server.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
+#include "witness/client/log_source.h"
+#include "witness/client/witnesses.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "cmd/flags.h"
-#include "export/verify/verify.h"
+#include "export/verify/cc/verify.h"
 
 namespace ledger::cmd {
 

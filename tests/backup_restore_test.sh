@@ -2,7 +2,7 @@
 # A backup taken while receipts are being appended restores into a ledger
 # that audits clean, holds the same entries, and continues the same log: its
 # next checkpoint is consistent with the backup's (RFC 9162 proof checked by
-# export/verify_pack.py). Restoring over a data directory whose guard is
+# export/verify/python/verify_pack.py). Restoring over a data directory whose guard is
 # ahead of the backup is refused as a rollback. Backups go only under
 # --backup-root: without it they are refused, and a path outside the root,
 # through '..' or a symbolic link, or inside the data directory creates
@@ -139,7 +139,7 @@ pid=""
 /usr/bin/python3 - "$root" "$work" "$size" "$total" <<'PY'
 import base64, importlib.util, json, os, sys
 root, work, size, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-spec = importlib.util.spec_from_file_location("vp", os.path.join(root, "export", "verify_pack.py"))
+spec = importlib.util.spec_from_file_location("vp", os.path.join(root, "export", "verify", "python", "verify_pack.py"))
 vp = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(vp)
 key = vp.parse_vkey(open(os.path.join(work, "vkey")).read())

@@ -1,6 +1,6 @@
 """The golden checkpoint-time notes (tests/vectors/checkpoint_time.json,
 CONTRACT.md section 5), rebuilt with Python's cryptography and the run-head
-map of export/runmap.py (section 6a), and read by export/verify_pack.py.
+map of export/verify/python/runmap.py (section 6a), and read by export/verify/python/verify_pack.py.
 
 Version 1 (the file's top-level keys) is the time note of checkpoint.json's
 checkpoint. Version 2 (key "v2") is the time note of the log of the three
@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.path.join(HERE, "vectors")
-sys.path.insert(0, os.path.join(HERE, "..", "export"))
+sys.path.insert(0, os.path.join(HERE, "..", "export", "verify", "python"))
 import runmap  # noqa: E402
 import verify_pack  # noqa: E402
 

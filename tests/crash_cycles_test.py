@@ -15,7 +15,7 @@ with the same receipt ids. At the end:
   - the log is dense and holds each receipt id once (retries made no
     duplicates), and every receipt sent was eventually acknowledged;
   - every checkpoint a client saw is the stored one of its size, and each is
-    consistent with the next (RFC 9162 proofs checked by export/verify_pack.py);
+    consistent with the next (RFC 9162 proofs checked by export/verify/python/verify_pack.py);
   - ledgerctl audit finds the store consistent;
   - step outcomes equal those of a full rebuild of the projections;
   - SIGTERM under load exits 0 within 10 s with a checkpoint of every entry.
@@ -212,7 +212,7 @@ def main():
             for name in dir(m):
                 if not name.startswith("_"):
                     setattr(svc, name, getattr(m, name))
-        spec = importlib.util.spec_from_file_location("verify_pack", os.path.join(ROOT, "export", "verify_pack.py"))
+        spec = importlib.util.spec_from_file_location("verify_pack", os.path.join(ROOT, "export", "verify", "python", "verify_pack.py"))
         vp = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(vp)
 

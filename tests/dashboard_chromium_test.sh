@@ -3,7 +3,7 @@
 # runs (the run with the unknown step stands out), the run's steps (every
 # step of the run, the unknown one marked), a step's receipts with links to
 # inclusion proofs that verify against the signed checkpoint (checked with
-# export/verify_pack.py's functions), and the evidence pack behind the
+# export/verify/python/verify_pack.py's functions), and the evidence pack behind the
 # download button, verified by ledgerctl.
 # Usage: dashboard_chromium_test.sh BUILD_DIR
 set -euo pipefail
@@ -31,7 +31,7 @@ browse "/teams/team-support/runs/run-0007/steps/$unknown_step?attempt=1" step.ht
 /usr/bin/python3 - "$work" "$http" "$root" <<'PY'
 import base64, hashlib, importlib.util, json, re, sys, urllib.request
 work, http, root = sys.argv[1:]
-spec = importlib.util.spec_from_file_location("verify_pack", root + "/export/verify_pack.py")
+spec = importlib.util.spec_from_file_location("verify_pack", root + "/export/verify/python/verify_pack.py")
 vp = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(vp)
 read = lambda name: open("%s/%s" % (work, name)).read()

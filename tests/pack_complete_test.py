@@ -1,5 +1,5 @@
 """Proven completeness (CONTRACT.md section 7, format 3) against the three
-verifiers: `ledgerctl verify`, export/verify_pack.py and ledger-verify-go.
+verifiers: `ledgerctl verify`, export/verify/python/verify_pack.py and ledger-verify-go.
 Genuine run packs verify and say what is proven as of the tree size; the
 operator's forgeries, re-signed with the ledger's key
 (tests/pack_tamper_test.py's helpers, outcomes.json recomputed), are refused
@@ -28,7 +28,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "export"))
+sys.path.insert(0, os.path.join(HERE, "..", "export", "verify", "python"))
 import pack_tamper_test as t  # noqa: E402
 import runmap  # noqa: E402
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proven completeness through a real ledgerd: format 3 run packs exported
 # by the ledger verify with all three verifiers (ledgerctl verify,
-# export/verify_pack.py, ledger-verify-go), and the operator's forgeries,
+# export/verify/python/verify_pack.py, ledger-verify-go), and the operator's forgeries,
 # re-signed with the ledger's key from the data directory, are refused by
 # all three naming what is missing (tests/pack_complete_test.py).
 # Usage: pack_complete_test.sh BUILD_DIR
@@ -11,8 +11,8 @@ build=$(cd "$1" && pwd)
 source "$(dirname "$0")/ledgerd.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 lvg="$work/ledger-verify-go"
-(cd "$root/export/go-verify" && GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off GOFLAGS= \
-  GOCACHE="$build/export/go-verify/gocache" go build -o "$lvg" .)
+(cd "$root/export/verify/go" && GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off GOFLAGS= \
+  GOCACHE="$build/export/verify/go/gocache" go build -o "$lvg" .)
 
 start_ledgerd --origin complete.test/log --checkpoint-interval-ms 20 --unknown-grace-ms 200 \
   --sweep-interval-ms 50
@@ -53,5 +53,5 @@ ctl export --run team-ops/run-failed --out "$work/failed.tar.gz" > /dev/null
 ctl export --run team-ops/run-failed --since "$work/old.note" --out "$work/failed-since.tar.gz" > /dev/null
 ctl export --run team-ops/run-none --out "$work/none.tar.gz" > /dev/null
 ctl export --seq 0:5 --out "$work/seq.tar.gz" > /dev/null
-/usr/bin/python3 "$root/tests/pack_complete_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" "$lvg" \
+/usr/bin/python3 "$root/tests/pack_complete_test.py" "$build/cmd/ledgerctl" "$root/export/verify/python/verify_pack.py" "$lvg" \
   "$build/tests/pack_outcomes" "$work/vkey" "$work/data/signing.key" "$work"

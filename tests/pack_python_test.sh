@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A pack exported by a real ledgerd is verified by export/verify_pack.py
+# A pack exported by a real ledgerd is verified by export/verify/python/verify_pack.py
 # (Python's standard library and cryptography, not the ledger's code), by
 # ledgerctl verify and by ledger-verify; a tampered pack and a wrong key are
 # refused by all three with the reason. Usage: pack_python_test.sh BUILD_DIR
@@ -29,7 +29,7 @@ ctl checkpoint > "$work/new.note"
 ctl checkpoint --time-note --size "$(sed -n 2p "$work/new.note")" > "$work/new.time"
 ctl export --team team-data --from "$mid" --to 2100-01-01T00:00:00Z --out "$work/late.tar.gz" > /dev/null
 vkey=$(cat "$work/vkey")
-py() { /usr/bin/python3 "$root/export/verify_pack.py" "$@"; }
+py() { /usr/bin/python3 "$root/export/verify/python/verify_pack.py" "$@"; }
 verifier() {  # verifier ledgerctl|ledger-verify|py: sets run, the command that verifies
   case $1 in
     ledgerctl) run=("$build/cmd/ledgerctl" verify) ;;
@@ -196,7 +196,7 @@ sleep 0.2
 ctl export --run team-support/lost-0007 --out "$work/unknown.tar.gz" > /dev/null
 # Every tamper case, refused by the three verifiers with its reason.
 mkdir "$work/tamper"
-/usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \
+/usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify/python/verify_pack.py" \
   "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper" \
   "$work/seq.tar.gz" "$work/team.tar.gz" "$work/unknown.tar.gz"
 echo "packs: verified by verify_pack.py, ledgerctl and ledger-verify; tampering and a wrong key refused by all three"

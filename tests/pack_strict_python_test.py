@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""export/verify_pack.py against the operator's attacks on what a pack
+"""export/verify/python/verify_pack.py against the operator's attacks on what a pack
 states and the printing of what a pack holds (CONTRACT.md section 7,
 "Reading a pack strictly", "The signed time"): each attack, re-signed with
 the ledger's key, is refused with the rule named; the genuine packs verify.
@@ -32,7 +32,7 @@ import gzip
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "export"))
+sys.path.insert(0, os.path.join(HERE, "..", "export", "verify", "python"))
 import pack_tamper_test as t  # noqa: E402
 import run_head_pack_test as rh  # noqa: E402
 import runmap  # noqa: E402

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# export/verify_pack.py against the operator's attacks on the signed time
+# export/verify/python/verify_pack.py against the operator's attacks on the signed time
 # and on outcomes.json, with packs a real ledgerd exported and re-signed
 # with its key, and the escaping of what a pack holds when printed
 # (tests/pack_strict_python_test.py). Usage: pack_strict_python_test.sh BUILD_DIR
@@ -15,5 +15,5 @@ append_demo_runs  # team-support/run-0007's crashed step declared unknown
 ctl export --run team-support/run-0007 --out "$work/unknown.tar.gz" > /dev/null
 ctl export --run team-code/run-0000 --out "$work/run.tar.gz" > /dev/null
 mkdir "$work/cases"
-/usr/bin/python3 "$root/tests/pack_strict_python_test.py" "$root/export/verify_pack.py" "$work/vkey" \
+/usr/bin/python3 "$root/tests/pack_strict_python_test.py" "$root/export/verify/python/verify_pack.py" "$work/vkey" \
   "$work/data/signing.key" "$work/unknown.tar.gz" "$work/run.tar.gz" "$work/cases"

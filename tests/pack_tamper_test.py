@@ -1,5 +1,5 @@
 """Every tamper case against the three verifiers: `ledgerctl verify`,
-`ledger-verify` (beside ledgerctl in the build) and export/verify_pack.py
+`ledger-verify` (beside ledgerctl in the build) and export/verify/python/verify_pack.py
 must each refuse, with the reason expected; ledger-verify prints exactly
 what ledgerctl verify prints, with the same exit code.
 

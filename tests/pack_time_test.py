@@ -1,5 +1,5 @@
 """The checkpoint's signed time, against both verifiers (`ledgerctl verify`
-and export/verify_pack.py), which must give the same verdict with the
+and export/verify/python/verify_pack.py), which must give the same verdict with the
 reason expected. Tampered packs are rebuilt as the ledger's operator would,
 re-signing with the data directory's signing.key (tests/pack_tamper_test.py).
 

@@ -27,5 +27,5 @@ ctl checkpoint --at-least "$(($(sed -n 2p "$work/old.note") + 1))" > /dev/null
 ctl steps --team team-support --state pending --json | grep -q '"run-0007"' ||
   { echo "FAIL: the crashed worker's step is not pending"; exit 1; }
 ctl export --run team-support/run-0007 --out "$work/run.tar.gz" --since "$work/old.note" > /dev/null
-/usr/bin/python3 "$root/tests/pack_time_test.py" "$build/cmd/ledgerctl" "$root/export/verify_pack.py" \
+/usr/bin/python3 "$root/tests/pack_time_test.py" "$build/cmd/ledgerctl" "$root/export/verify/python/verify_pack.py" \
   "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/old.kept" "$work"

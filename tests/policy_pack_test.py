@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Witnessed packs under an auditor's tlog-policy (CONTRACT.md section 7,
-"Witnessed packs"), through both independent verifiers: export/verify_pack.py
-and ledger-verify-go (export/go-verify).
+"Witnessed packs"), through both independent verifiers: export/verify/python/verify_pack.py
+and ledger-verify-go (export/verify/go).
 
 A real ledgerd with --witness-policy and --witness-quorum-required, and two
 real ledger-witness processes (A and B), exports a run pack whose checkpoint
@@ -56,8 +56,8 @@ class Cosigner:
 def build_go_verifier(build):
     out = os.path.join(build, "tests", "policy_pack", "ledger-verify-go")
     env = dict(os.environ, GOPATH="/usr/share/gocode", GO111MODULE="off", GOPROXY="off", GOFLAGS="",
-               GOCACHE=os.path.join(build, "export", "go-verify", "gocache"))
-    subprocess.run(["go", "build", "-o", out, "."], cwd=os.path.join(ROOT, "export", "go-verify"), env=env,
+               GOCACHE=os.path.join(build, "export", "verify", "go", "gocache"))
+    subprocess.run(["go", "build", "-o", out, "."], cwd=os.path.join(ROOT, "export", "verify", "go"), env=env,
                    check=True)
     return out
 
@@ -83,7 +83,7 @@ def with_checkpoint(files, checkpoint, sign):
 def main():
     build = os.path.abspath(sys.argv[1])
     lvg = build_go_verifier(build)
-    verify_py = os.path.join(ROOT, "export", "verify_pack.py")
+    verify_py = os.path.join(ROOT, "export", "verify", "python", "verify_pack.py")
     with tempfile.TemporaryDirectory() as work:
         # A key whose base64 holds a '+': a vkey splits at its first two.
         seed = next(x for x in iter(lambda: os.urandom(32), None) if "+" in t.LogKey(ORIGIN, x).vkey().split("+", 2)[2])

@@ -3,7 +3,7 @@
 signed with a test key: a log of three runs, its RFC 9162 tree, its
 run-head map (under run keys of version 1, and of version 2 for format 5)
 and the map's proofs, the team-head map, the checkpoint and its time note
-(version 2; version 4 in format 5). export/verify_pack.py and
+(version 2; version 4 in format 5). export/verify/python/verify_pack.py and
 ledger-verify-go must accept the genuine packs (a run pack, an absence
 pack, a seq range, a format 2 pack of an older ledger) and refuse each
 forged one with the reason section 7 gives, the manifest re-signed with the
@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "export"))
+sys.path.insert(0, os.path.join(HERE, "..", "export", "verify", "python"))
 import runmap  # noqa: E402
 
 ORIGIN = "run-head.test/log"

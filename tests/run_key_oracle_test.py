@@ -29,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "export"))
+sys.path.insert(0, os.path.join(ROOT, "export", "verify", "python"))
 import runmap  # noqa: E402
 from access_control_test import Ledger  # noqa: E402
 from ledger_testlib import Certificates, fail  # noqa: E402
@@ -156,12 +156,12 @@ def main():
     with open(vkey, "w") as f:
         f.write(ctl("auditor-b", "vkey").stdout)
     lvg = os.path.join(work, "ledger-verify-go")
-    subprocess.run(["go", "build", "-o", lvg, "."], cwd=os.path.join(ROOT, "export", "go-verify"), check=True,
+    subprocess.run(["go", "build", "-o", lvg, "."], cwd=os.path.join(ROOT, "export", "verify", "go"), check=True,
                    env=dict(os.environ, GOPATH="/usr/share/gocode", GO111MODULE="off", GOPROXY="off", GOFLAGS="",
-                            GOCACHE=os.path.join(build, "export", "go-verify", "gocache")))
+                            GOCACHE=os.path.join(build, "export", "verify", "go", "gocache")))
     verifiers = {
         "ledgerctl verify": [os.path.join(build, "cmd", "ledgerctl"), "verify", pack, "--vkey", vkey],
-        "verify_pack.py": ["/usr/bin/python3", os.path.join(ROOT, "export", "verify_pack.py"), pack, "--vkey", vkey],
+        "verify_pack.py": ["/usr/bin/python3", os.path.join(ROOT, "export", "verify", "python", "verify_pack.py"), pack, "--vkey", vkey],
         "ledger-verify-go": [lvg, "--vkey", vkey, pack],
     }
     for name, command in verifiers.items():

@@ -17,13 +17,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 origin=fixture.example/runkeys
 tar -C "$work" -xzf "$root/tests/fixtures/store-runkeys-v1.tar.gz"
 lvg="$work/ledger-verify-go"
-(cd "$root/export/go-verify" && GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off GOFLAGS= \
-  GOCACHE="$build/export/go-verify/gocache" go build -o "$lvg" .)
+(cd "$root/export/verify/go" && GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off GOFLAGS= \
+  GOCACHE="$build/export/verify/go/gocache" go build -o "$lvg" .)
 verify_all() {  # pack [flags...]: every verifier accepts it
   local pack=$1; shift
   "$build/cmd/ledgerctl" verify "$pack" --vkey "$work/vkey" "$@" > "$work/v.out" 2>&1 ||
     { cat "$work/v.out"; fail "ledgerctl verify $pack $*"; }
-  /usr/bin/python3 "$root/export/verify_pack.py" "$pack" --vkey "$work/vkey" "$@" > "$work/v.out" 2>&1 ||
+  /usr/bin/python3 "$root/export/verify/python/verify_pack.py" "$pack" --vkey "$work/vkey" "$@" > "$work/v.out" 2>&1 ||
     { cat "$work/v.out"; fail "verify_pack.py $pack $*"; }
   "$lvg" --vkey "$work/vkey" "$@" "$pack" > "$work/v.out" 2>&1 || { cat "$work/v.out"; fail "ledger-verify-go $pack $*"; }
 }
@@ -51,7 +51,7 @@ PY
 
 # Runs proven under v2 keys against the version 4 note.
 ctl prove-run --team team-support --run run-0007 > "$work/proof.json" || fail "prove-run"
-/usr/bin/python3 - "$root/export" "$work/proof.json" "$work/now.note" <<'PY' || fail "the v2 proof does not verify"
+/usr/bin/python3 - "$root/export/verify/python" "$work/proof.json" "$work/now.note" <<'PY' || fail "the v2 proof does not verify"
 import base64, json, sys
 sys.path.insert(0, sys.argv[1])
 import runmap

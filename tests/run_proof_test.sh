@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run-head proofs from a real ledgerd: `ledgerctl prove-run` proves a run's
 # head (and a missing run's absence) against the map root its latest
-# checkpoint-time note signs, checked here by export/runmap.py (written from
+# checkpoint-time note signs, checked here by export/verify/python/runmap.py (written from
 # CONTRACT section 6a); a run pack says it is complete and names the step with
 # no completion; a stopped ledger's replay gives the same proof; audit
 # recomputes every signed root.
@@ -24,7 +24,7 @@ ctl prove-run --team "$team" --run "$run" > "$work/proof.json" || fail "prove-ru
 ctl checkpoint --time-note > "$work/time.note"
 size=$(sed -n 3p "$work/time.note")
 ctl entries --from 0 --to "$size" > "$work/entries.jsonl"
-/usr/bin/python3 - "$root/export" "$work/proof.json" "$work/time.note" "$work/entries.jsonl" "$team" "$run" <<'PY' ||
+/usr/bin/python3 - "$root/export/verify/python" "$work/proof.json" "$work/time.note" "$work/entries.jsonl" "$team" "$run" <<'PY' ||
 import base64, hashlib, json, sys
 sys.path.insert(0, sys.argv[1])
 import runmap
@@ -47,7 +47,7 @@ PY
 
 ctl prove-run --team "$team" --run no-such-run > "$work/absent.json" || fail "prove-run of a missing run"
 grep -q '"head"' "$work/absent.json" && fail "a missing run has a head"
-/usr/bin/python3 - "$root/export" "$work/absent.json" "$work/time.note" "$team" <<'PY' || fail "the absence proof does not verify"
+/usr/bin/python3 - "$root/export/verify/python" "$work/absent.json" "$work/time.note" "$team" <<'PY' || fail "the absence proof does not verify"
 import base64, json, sys
 sys.path.insert(0, sys.argv[1])
 import runmap
@@ -87,7 +87,7 @@ size=$("$build/cmd/ledgerctl" audit --data "$work/data" --origin "$origin" --jso
 "$build/cmd/ledgerctl" prove-run --data "$work/data" --origin "$origin" --size "$size" --team "$team" --run "$run" \
   > "$work/replayed.json" || fail "prove-run --data"
 # The team's head, from the same replay, against the team-head map root the
-# note of that size signs (export/runmap.py's team key, CONTRACT section 6a).
+# note of that size signs (export/verify/python/runmap.py's team key, CONTRACT section 6a).
 "$build/cmd/ledgerctl" prove-team --data "$work/data" --origin "$origin" --size "$size" --team "$team" \
   > "$work/team.json" || fail "prove-team --data"
 "$build/cmd/ledgerctl" prove-team --data "$work/data" --origin "$origin" --size "$size" --team no-such-team \
@@ -98,7 +98,7 @@ grep -q "prove-team: --data needs --size S, a checkpoint's size" "$work/err" || 
 start_ledgerd --origin "$origin"
 ctl checkpoint --size "$size" --time-note > "$work/time-final.note" || fail "the final checkpoint's time note"
 ctl entries --from 0 --to "$size" > "$work/entries.jsonl"
-/usr/bin/python3 - "$root/export" "$work/team.json" "$work/team-absent.json" "$work/time-final.note" \
+/usr/bin/python3 - "$root/export/verify/python" "$work/team.json" "$work/team-absent.json" "$work/time-final.note" \
   "$work/entries.jsonl" "$team" <<'PY' || fail "the team-head proof does not verify against the signed map root"
 import base64, json, sys
 sys.path.insert(0, sys.argv[1])

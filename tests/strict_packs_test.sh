@@ -2,7 +2,7 @@
 # "Reading a pack strictly" (CONTRACT.md section 7) through a real ledgerd:
 # genuine packs it exports, and one pack per rule broken and re-signed with
 # the ledger's key (tests/strict_packs.py build), against the four
-# verifiers: ledgerctl verify, ledger-verify, export/verify_pack.py and
+# verifiers: ledgerctl verify, ledger-verify, export/verify/python/verify_pack.py and
 # ledger-verify-go. Prints the table case x verifier (ok, wrong, skip) and
 # fails when a verdict is not the one the contract gives.
 # Usage: strict_packs_test.sh BUILD_DIR
@@ -12,11 +12,11 @@ build=$(cd "$1" && pwd)
 source "$(dirname "$0")/ledgerd.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 lvg="$work/ledger-verify-go"
-mkdir -p "$build/export/go-verify"
+mkdir -p "$build/export/verify/go"
 # A Go verifier that does not build gets every verdict wrong, and the other
 # columns are still shown.
-if ! (cd "$root/export/go-verify" && GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off GOFLAGS= \
-  GOCACHE="$build/export/go-verify/gocache" go build -o "$lvg" .); then
+if ! (cd "$root/export/verify/go" && GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off GOFLAGS= \
+  GOCACHE="$build/export/verify/go/gocache" go build -o "$lvg" .); then
   printf '#!/bin/sh\necho "ledger-verify-go: did not build"\nexit 3\n' > "$lvg"
   chmod +x "$lvg"
 fi
@@ -39,5 +39,5 @@ ctl export --team team-code --from "$t0" --to "$t1" --out "$work/team.tar.gz" > 
 /usr/bin/python3 "$root/tests/strict_packs.py" check --dir "$work/corpus" --vkey "$work/vkey" \
   --verifier "ledgerctl=$build/cmd/ledgerctl verify" \
   --verifier "ledger-verify=$build/cmd/ledger-verify" \
-  --verifier "verify_pack.py=/usr/bin/python3 $root/export/verify_pack.py" \
+  --verifier "verify_pack.py=/usr/bin/python3 $root/export/verify/python/verify_pack.py" \
   --verifier "ledger-verify-go=$lvg"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Closed team windows (CONTRACT.md section 7, format 4) through a real
 ledgerd, against the three verifiers: `ledgerctl verify`,
-export/verify_pack.py and ledger-verify-go.
+export/verify/python/verify_pack.py and ledger-verify-go.
 
 One ledger, two lifetimes: first with --run-map=false (version 1 leaves and
 notes), then restarted without it (version 2 leaves, team_prev, version 3
@@ -110,8 +110,8 @@ def receipt(team, rid, run, kind="model_call", **fields):
 def build_go_verifier(build):
     out = os.path.join(build, "tests", "team_window_pack", "ledger-verify-go")
     env = dict(os.environ, GOPATH="/usr/share/gocode", GO111MODULE="off", GOPROXY="off", GOFLAGS="",
-               GOCACHE=os.path.join(build, "export", "go-verify", "gocache"))
-    subprocess.run(["go", "build", "-o", out, "."], cwd=os.path.join(ROOT, "export", "go-verify"), env=env,
+               GOCACHE=os.path.join(build, "export", "verify", "go", "gocache"))
+    subprocess.run(["go", "build", "-o", out, "."], cwd=os.path.join(ROOT, "export", "verify", "go"), env=env,
                    check=True)
     return out
 
@@ -167,7 +167,7 @@ def dropped(files, seqs):
 def main():
     build = os.path.abspath(sys.argv[1])
     lvg = build_go_verifier(build)
-    tools = {"verify_pack.py": os.path.join(ROOT, "export", "verify_pack.py"), "ledger-verify-go": lvg,
+    tools = {"verify_pack.py": os.path.join(ROOT, "export", "verify", "python", "verify_pack.py"), "ledger-verify-go": lvg,
              "ledgerctl": os.path.join(build, "cmd", "ledgerctl")}
     outcomes_tool = os.path.join(build, "tests", "pack_outcomes")
     with tempfile.TemporaryDirectory() as work:

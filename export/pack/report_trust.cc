@@ -89,6 +89,9 @@ void Commands(const manifest::Manifest& m, std::string* h) {
                   "ledger, add <code>--policy FILE</code> with your tlog-policy, which names the witnesses you "
                   "trust and their quorum:</p>\n<pre>ledger-verify PACK.tar.gz --vkey ledger.vkey --expect-scope ",
                   E(scope),
+                  // The report is rebuilt byte for byte by the verifiers from
+                  // the pack: this path stays as packs of formats 1-5 print
+                  // it (export/verify_pack.py runs export/verify/python/'s).
                   " [--policy FILE]\n/usr/bin/python3 export/verify_pack.py PACK.tar.gz --vkey ledger.vkey "
                   "--expect-scope ",
                   E(scope),

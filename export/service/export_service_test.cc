@@ -13,7 +13,7 @@
 #include <future>
 #include <map>
 
-#include "export/verify/verify.h"
+#include "export/verify/cc/verify.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "ledger/cosign/cosign.h"

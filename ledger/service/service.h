@@ -76,7 +76,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
     // kind (agent_start, model_call, tool_call).
     stats::CounterFamily denied;
   };
-  // The witnesses' cosignatures held for a checkpoint note (ledger/witnesses),
+  // The witnesses' cosignatures held for a checkpoint note (witness/client),
   // for GetCheckpoint. MUST be set before the service serves, if at all.
   struct Cosignature {
     std::string witness;

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "export/pack/pack.h"
-#include "export/verify/proof_line.h"
+#include "export/verify/cc/proof_line.h"
 
 namespace {
 

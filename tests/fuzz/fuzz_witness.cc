@@ -10,7 +10,7 @@
 
 #include "ledger/cosign/cosign.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
-#include "witness/witness.h"
+#include "witness/server/witness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

@@ -2,14 +2,14 @@
 """Writes, or checks byte for byte, tests/vectors/runmap_v2.json: the
 run-head map of CONTRACT.md section 6a under run keys of version 2 ("Which
 run key"), made from the contract's text with Python's standard library
-(export/runmap.py), not from the ledger's code.
+(export/verify/python/runmap.py), not from the ledger's code.
 
 Laid out exactly like runmap.json (run keys of version 1): `empty_root`;
 `steps`, runs added one at a time (the last replaces the head of the first
 run), each with its team, run_id, key, head, value hash, leaf hash and the
 root after it; `root`; `inclusion` and `absence` proofs against it, each
 with its team and run_id; `tampered` proofs that MUST be refused, each with
-its `kind`, `reason` and the message export/runmap.py gives; `long_prefix`,
+its `kind`, `reason` and the message export/verify/python/runmap.py gives; `long_prefix`,
 two runs of one team whose keys share their first `common_bits` bits.
 
 The runs are of three teams, two or three each. What v2 keys change ("What
@@ -32,7 +32,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "export"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "export", "verify", "python"))
 import runmap  # noqa: E402
 from team_vectors import head_json, path_to  # noqa: E402  (one proof builder for both maps' vectors)
 

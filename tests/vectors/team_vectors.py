@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes, or checks byte for byte, two golden vector files made from
-CONTRACT.md's text with Python's standard library (export/runmap.py), not
+CONTRACT.md's text with Python's standard library (export/verify/python/runmap.py), not
 from the ledger's code:
 
 teammap.json: the team-head map (section 6a, "The team-head map"), laid out
@@ -9,7 +9,7 @@ added one at a time (the last replaces the head of the first team), each
 with its team, key, head, value hash, leaf hash and the root after it;
 `root`; `inclusion` and `absence` proofs against it, each with its team;
 `tampered` proofs that MUST be refused, each with its `kind`, `reason` and
-the message export/runmap.py gives; `long_prefix`, two teams of the map
+the message export/verify/python/runmap.py gives; `long_prefix`, two teams of the map
 whose keys share their first `common_bits` bits.
 
 leaf_v2.json: leaves of both versions (section 2), laid out like
@@ -20,7 +20,7 @@ seqs 1 to 3 are version 2, seq 2 its team's first entry (no team_prev).
 
 Usage: team_vectors.py [--write]
   without --write, recomputes both files and compares them with the stored
-  ones, and reads each leaf of leaf_v2.json with export/teamwindow.py; exit
+  ones, and reads each leaf of leaf_v2.json with export/verify/python/teamwindow.py; exit
   0 when all hold, 1 naming the file that differs.
 """
 import hashlib
@@ -29,7 +29,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "export"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "export", "verify", "python"))
 import runmap  # noqa: E402
 import teamwindow  # noqa: E402
 
@@ -202,7 +202,7 @@ def main():
         for e in json.load(f)["entries"]:
             leaf = e["leaf_bytes_utf8"].encode()
             if teamwindow.leaf_entry(leaf) != e["entry"]:
-                print("FAIL: leaf_v2.json seq %d: export/teamwindow.py does not read it" % e["entry"]["seq"])
+                print("FAIL: leaf_v2.json seq %d: export/verify/python/teamwindow.py does not read it" % e["entry"]["seq"])
                 failures += 1
     return 1 if failures else 0
 

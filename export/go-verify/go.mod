@@ -1,5 +1,0 @@
-module evidence-ledger/export/go-verify
-
-go 1.19
-
-require golang.org/x/mod v0.7.0

@@ -1,0 +1,153 @@
+// The fixture of the evidence pack tests: a real log on disk, packs
+// exported from it and verified offline, and tampering that re-signs with
+// the ledger's key.
+#ifndef EXPORT_VERIFY_CC_PACK_TEST_FIXTURE_H_
+#define EXPORT_VERIFY_CC_PACK_TEST_FIXTURE_H_
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "export/exporter/exporter.h"
+#include "export/pack/pack.h"
+#include "export/verify/cc/verify.h"
+#include "gtest/gtest.h"
+#include "ledger/hash/hash.h"
+#include "ledger/log/log.h"
+#include "ledger/note/note.h"
+#include "ledger/receipt/receipt.h"
+#include "nlohmann/json.hpp"
+#include "query/projector/projector.h"
+#include "tests/util/temp_dir.h"
+
+namespace ledger {
+
+inline std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void Write(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+class PackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log::Log::Options o;
+    o.data_dir = dir_.Sub("data");
+    o.origin = "ledger.test/packs";
+    o.checkpoint_interval_ms = 60'000;
+    o.sequencer.projector = &projector_;
+    Configure(o);
+    log_ = *log::Log::Open(o, signer_);
+    Populate();
+  }
+
+  // Hooks for fixtures built on this one: the log's options, and what it
+  // holds to start with (by default two runs of team-a, three steps each).
+  virtual void Configure(log::Log::Options& o) {}
+  virtual void Populate() {
+    std::vector<std::string> json;
+    for (int run = 0; run < 2; ++run) {
+      for (int step = 0; step < 3; ++step) {
+        std::string base = R"("team":"team-a","run_id":"run-)" + std::to_string(run) + R"(","step_id":"s)" +
+                           std::to_string(step) + R"(","occurred_at_us":5)";
+        std::string id = "r" + std::to_string(run) + "s" + std::to_string(step);
+        json.push_back(R"({"receipt_id":")" + id + R"(-start","kind":"agent_start",)" + base +
+                       R"(,"decision":"allow","timeout_ms":60000,"cost_reserved_micros":900})");
+        json.push_back(R"({"receipt_id":")" + id + R"(-m","kind":"model_call",)" + base +
+                       R"(,"route":"m","decision":"deny","reason":"policy <b>","input_tokens":3})");
+        if (step != 2) {
+          json.push_back(R"({"receipt_id":")" + id + R"(-x","kind":"agent_exec",)" + base + R"(,"start_receipt_id":")" +
+                         id + R"(-start","status":"succeeded","cost_micros":40})");
+        }
+      }
+    }
+    Append(json);
+  }
+
+  // Appends the receipts (JSON texts) and signs a checkpoint.
+  void Append(const std::vector<std::string>& json) {
+    std::vector<receipt::Receipt> receipts;
+    for (const auto& j : json) receipts.push_back(*receipt::FromJsonText(j));
+    std::vector<const receipt::Receipt*> ptrs;
+    for (const auto& r : receipts) ptrs.push_back(&r);
+    std::promise<void> done;
+    ASSERT_TRUE(log_->Append("gateway", ptrs,
+                             [&](std::vector<sequencer::Outcome> out) {
+                               for (const auto& o : out) EXPECT_TRUE(o.status.ok()) << o.status;
+                               done.set_value();
+                             })
+                    .ok());
+    done.get_future().wait();
+    ASSERT_TRUE(log_->SignCheckpoint().ok());
+  }
+
+  std::string Export(const exporter::Scope& scope, const std::string& name) {
+    std::string path = dir_.Sub(name);
+    absl::Status s = exporter::ExportPack(*log_, scope, path);
+    EXPECT_TRUE(s.ok()) << s;
+    return path;
+  }
+
+  verify::Result Verify(const std::string& pack, bool with_key = true) {
+    verify::Options o;
+    if (with_key) {
+      o.vkey = log_->verifier_key();
+    } else {
+      o.trust_pack_key = true;
+    }
+    auto r = verify::VerifyPack(pack, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : verify::Result();
+  }
+
+  // Unpacks `pack`, lets `edit` change the files, optionally re-signs the
+  // manifest over the new digests (as a forger holding the key could not,
+  // but as a test of the later checks must), and packs it again.
+  std::string Tamper(const std::string& pack, const std::function<void(const std::string& dir)>& edit, bool resign) {
+    std::string dir = dir_.Sub("t" + std::to_string(++tampered_));
+    std::filesystem::create_directories(dir);
+    auto files = *pack::ExtractArchive(pack, dir, pack::Limits());
+    edit(dir);
+    std::erase_if(files, [](const auto& f) { return !std::filesystem::exists(f.second); });
+    if (resign) {
+      nlohmann::json manifest = nlohmann::json::parse(Read(files[pack::kManifest]));
+      for (const auto& [name, path] : files) {
+        if (name == pack::kManifest || name == pack::kManifestSig) continue;
+        manifest["files"][name] = *pack::FileSha256(path);
+      }
+      std::string text = manifest.dump() + "\n";
+      Write(files[pack::kManifest], text);
+      Write(files[pack::kManifestSig], *log_->SignNote(hash::Hex(hash::Sha256(text)) + "\n"));
+    }
+    std::string out = dir + ".tar.gz";
+    EXPECT_TRUE(pack::WriteArchive(files, out).ok());
+    return out;
+  }
+
+  void ExpectFailure(const verify::Result& r, const std::string& file, int64_t seq, const std::string& message_start) {
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.file, file);
+    EXPECT_EQ(r.seq, seq);
+    EXPECT_EQ(r.message.substr(0, message_start.size()), message_start) << r.message;
+  }
+
+  testing::TempDir dir_;
+  query::StepProjector projector_;
+  note::Signer signer_ = *note::Signer::Generate("ledger.test/packs");
+  std::unique_ptr<log::Log> log_;
+  int tampered_ = 0;
+};
+
+}  // namespace ledger
+
+#endif  // EXPORT_VERIFY_CC_PACK_TEST_FIXTURE_H_

@@ -1,0 +1,594 @@
+#include "export/verify/cc/stream_check.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "export/verify/cc/proof_line.h"
+#include "export/verify/cc/strict_json.h"
+#include "ledger/hash/hash.h"
+#include "ledger/merkle/merkle.h"
+#include "ledger/receipt/entry.h"
+#include "ledger/receipt/receipt.h"
+#include "util/tasks/channel.h"
+#include "util/tasks/tasks.h"
+
+namespace ledger::verify {
+
+void KeepFirst(std::optional<Failure>* first, std::optional<Failure> f) {
+  if (f && (!*first || *f < **first)) *first = std::move(f);
+}
+
+namespace {
+
+constexpr size_t kChunkBytes = size_t{1} << 18;
+// A leaf holds a receipt of at most 16 KiB; a proof line, 64 hashes.
+constexpr size_t kMaxLineBytes = size_t{1} << 20;
+
+size_t MaxInflight() { return 2 * std::max(2u, std::thread::hardware_concurrency()) + 2; }
+
+// Whole lines out of a file's pieces, a chunk of about kChunkBytes at a
+// time. Lines are split at "\n"; a last line without one is a line.
+class LineChunker {
+ public:
+  // Appends a piece; calls emit(chunk, lines) for each whole chunk.
+  // False if a line grows beyond kMaxLineBytes.
+  template <typename Emit>
+  bool Add(std::string_view piece, Emit emit) {
+    // Pieces can be larger than a chunk (a gzip member is 1 MiB).
+    while (piece.size() > kChunkBytes) {
+      if (!Add(piece.substr(0, kChunkBytes), emit)) return false;
+      piece.remove_prefix(kChunkBytes);
+    }
+    buf_.append(piece);
+    if (buf_.size() < kChunkBytes) return true;
+    size_t cut = buf_.rfind('\n');
+    if (cut == std::string::npos) return buf_.size() <= kMaxLineBytes;
+    std::string rest = buf_.substr(cut + 1);
+    buf_.resize(cut + 1);
+    Hand(emit);
+    buf_ = std::move(rest);
+    return true;
+  }
+  template <typename Emit>
+  void Finish(Emit emit) {
+    if (!buf_.empty()) Hand(emit);
+  }
+
+ private:
+  template <typename Emit>
+  void Hand(Emit& emit) {
+    size_t lines = 0;
+    for (const char* at = buf_.data();
+         (at = static_cast<const char*>(std::memchr(at, '\n', buf_.data() + buf_.size() - at))) != nullptr; ++at) {
+      ++lines;
+    }
+    if (buf_.back() != '\n') ++lines;
+    emit(std::move(buf_), lines);
+    buf_ = std::string();
+  }
+  std::string buf_;
+};
+
+// Calls fn(line) for each line of a chunk.
+template <typename Fn>
+void ForEachLine(std::string_view chunk, Fn fn) {
+  size_t at = 0;
+  while (at < chunk.size()) {
+    size_t nl = chunk.find('\n', at);
+    if (nl == std::string_view::npos) nl = chunk.size();
+    fn(chunk.substr(at, nl - at));
+    at = nl + 1;
+  }
+}
+
+// What the proof pass needs of each entry line, kept in a temporary file
+// between the two passes so that memory does not grow with the pack.
+struct Record {
+  enum Flags : uint8_t { kParsed = 1, kSameTeam = 2, kSameRun = 4 };
+  int64_t tail_seq;  // the seq at the end of the leaf, -1 if none
+  hash::Hash leaf_hash;
+  uint64_t seq;
+  int64_t logged_at_us;
+  uint64_t run_prev_plus_one;  // 0: none
+  // The seq of the previous entry of the same run (team and run_id) in the
+  // pack, plus one; 0: none.
+  uint64_t run_before_plus_one;
+  uint8_t flags;
+};
+
+// A pass over one file's lines, fed a chunk at a time.
+class LinePass {
+ public:
+  virtual ~LinePass() = default;
+  virtual void AddChunk(std::string chunk, size_t lines) = 0;
+  // Waits for every chunk.
+  virtual void Finish() = 0;
+  // A line was longer than kMaxLineBytes: the rest is not checked.
+  virtual void Overlong() = 0;
+  // After Finish: the file's last line has no "\n" (a line is a leaf or a
+  // proof and its newline; a last line without one is not a line of the
+  // pack, and a reader that drops it would see one entry fewer).
+  virtual void Unterminated() = 0;
+};
+
+// The failure of a last line without its newline, the file's line `line`
+// (0-based).
+Failure UnterminatedLine(const char* file, uint64_t line) {
+  return Failure{line, Failure::kDecode, file, -1, absl::StrCat("line ", line + 1, ": no newline at its end")};
+}
+
+// Cuts `next`'s pieces into chunks of whole lines for `pass`.
+absl::Status Feed(LinePass& pass, NextPiece next) {
+  LineChunker chunker;
+  auto emit = [&](std::string chunk, size_t lines) { pass.AddChunk(std::move(chunk), lines); };
+  bool fits = true, ends_in_newline = true;
+  while (true) {
+    auto piece = next();
+    if (!piece.ok()) {
+      pass.Finish();
+      return piece.status();
+    }
+    if (piece->empty()) break;
+    ends_in_newline = piece->back() == '\n';
+    if (fits && !chunker.Add(*piece, emit)) fits = false;
+  }
+  if (fits) {
+    chunker.Finish(emit);
+    pass.Finish();
+    if (!ends_in_newline) pass.Unterminated();
+  } else {
+    pass.Overlong();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Projection on a thread of its own. It is the one stage that must see the
+// entries in order after their checks; the checking thread hands it a few
+// chunks' entries at a time and goes on, and frees them once projected
+// (FreeProjected), which the projection thread would otherwise spend its time on. A
+// projection failure is kept with its line: checking stops when it learns
+// of it, and since nothing after that line can come first, the report is
+// the same as if the two had run in one thread.
+class Projection {
+ public:
+  // Consecutive lines from `first_line`.
+  struct Batch {
+    uint64_t first_line = 0;
+    std::vector<receipt::Entry> entries;
+  };
+
+  explicit Projection(pack::Outcomes* outcomes) : outcomes_(outcomes), thread_([this] { Run(); }) {}
+  ~Projection() { Finish(); }
+  Projection(const Projection&) = delete;
+  Projection& operator=(const Projection&) = delete;
+
+  // Waits while kQueued batches wait.
+  void Add(Batch batch) { queue_.Push(std::move(batch)); }
+  // Frees the batches projected so far.
+  void FreeProjected() {
+    while (done_.TryPop()) {
+    }
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  // Waits for every batch.
+  std::optional<Failure> Finish() {
+    if (thread_.joinable()) {
+      queue_.Close();
+      thread_.join();
+    }
+    return failure_;
+  }
+
+ private:
+  static constexpr size_t kQueued = 4;
+
+  void Run() {
+    while (auto batch = queue_.Pop()) {
+      if (!failure_) Project(*batch);
+      done_.Push(*std::move(batch));
+    }
+  }
+
+  // Outcomes fail only when their spilled records cannot be read back: the
+  // batch is named by its first line.
+  void Project(const Batch& batch) {
+    absl::Status st = outcomes_->Project(batch.entries);
+    if (st.ok()) return;
+    failure_ = Failure{batch.first_line, Failure::kProject, pack::kEntries,
+                       static_cast<int64_t>(batch.entries.front().seq), std::string(st.message())};
+    failed_.store(true, std::memory_order_relaxed);
+  }
+
+  pack::Outcomes* const outcomes_;
+  tasks::Channel<Batch> queue_{kQueued};
+  tasks::Channel<Batch> done_;  // projected, for the checking thread to free
+  std::atomic<bool> failed_{false};
+  std::optional<Failure> failure_;  // the projection thread's until joined
+  std::thread thread_;
+};
+
+// The first entry pass: decodes each line (on worker threads), then, in
+// order, checks seq order, the tree size and prev links, projects the
+// entry into outcomes and records what the proof pass needs.
+class StreamCheck::EntryPass : public LinePass {
+ public:
+  EntryPass(uint64_t tree_size, pack::Outcomes* outcomes, std::ofstream* records)
+      : tree_size_(tree_size), records_(records), projection_(outcomes) {}
+
+  void AddChunk(std::string chunk, size_t lines) override {
+    uint64_t first = next_line_;
+    next_line_ += lines;
+    if (stopped()) return;
+    inflight_.push_back(
+        tasks::Pool::Shared().Run([chunk = std::move(chunk), first, lines] { return Decode(chunk, first, lines); }));
+    while (inflight_.size() > MaxInflight()) TakeOldest();
+  }
+  // Waits for every chunk and the projection.
+  void Finish() override {
+    while (!inflight_.empty()) TakeOldest();
+    SendBatch();
+    KeepFirst(&failure_, projection_.Finish());
+  }
+  // A line too long to be an entry.
+  void Overlong() override {
+    Finish();
+    KeepFirst(&failure_, Failure{next_line_, Failure::kDecode, pack::kEntries, -1,
+                                 absl::StrCat("a line longer than ", kMaxLineBytes, " bytes")});
+  }
+  void Unterminated() override { KeepFirst(&failure_, UnterminatedLine(pack::kEntries, next_line_ - 1)); }
+
+  const std::optional<Failure>& failure() const { return failure_; }
+  uint64_t entries() const { return entries_; }
+  std::optional<uint64_t> last_seq() const { return last_seq_; }
+  const hash::Hash& last_hash() const { return last_hash_; }
+  const std::string& first_team() const { return first_team_; }
+  const std::string& first_run() const { return first_run_; }
+  const TeamChainFacts& team_chain() const { return team_chain_; }
+  const std::optional<StreamCheck::Logged>& latest_logged() const { return latest_logged_; }
+  std::optional<uint64_t> first_version2_seq() const { return first_version2_seq_; }
+
+ private:
+  struct Decoded {
+    uint64_t first_line;
+    std::vector<absl::StatusOr<receipt::Entry>> entries;
+    std::vector<hash::Hash> hashes;
+    std::vector<int64_t> tail_seqs;
+  };
+
+  static Decoded Decode(const std::string& chunk, uint64_t first_line, size_t lines) {
+    Decoded d{first_line, {}, {}, {}};
+    d.entries.reserve(lines);
+    d.hashes.reserve(lines);
+    d.tail_seqs.reserve(lines);
+    ForEachLine(chunk, [&](std::string_view leaf) {
+      d.hashes.push_back(hash::LeafHash(leaf));
+      auto tail = receipt::SeqOf(leaf);
+      d.tail_seqs.push_back(tail.ok() ? static_cast<int64_t>(*tail) : -1);
+      // ParseLeaf, read in place.
+      absl::StatusOr<receipt::Entry>& entry = d.entries.emplace_back(receipt::Entry());
+      if (!receipt::ReadLeaf(leaf, &*entry)) entry = receipt::ParseLeafByTree(leaf);
+    });
+    return d;
+  }
+
+  bool stopped() const { return failure_.has_value() || projection_.failed(); }
+
+  // The previous entry of `entry`'s run in the pack, plus one (0: none);
+  // `entry` becomes its run's last.
+  uint64_t RunBefore(const receipt::Entry& entry) {
+    run_key_.assign(entry.receipt.team());
+    run_key_ += '\0';
+    run_key_ += entry.receipt.run_id();
+    auto it = last_of_run_.try_emplace(run_key_, 0).first;
+    uint64_t before = it->second;
+    it->second = entry.seq + 1;
+    return before;
+  }
+
+  void TakeOldest() {
+    Decoded d = inflight_.front().get();
+    inflight_.pop_front();
+    projection_.FreeProjected();  // here, while the projection goes on
+    if (stopped()) return;
+    for (size_t k = 0; k < d.entries.size() && !failure_; ++k) {
+      if (batch_.entries.empty()) batch_.first_line = d.first_line + k;
+      Check(d.first_line + k, d, k, &batch_);
+    }
+    if (batch_.entries.size() >= kBatchEntries || failure_) SendBatch();
+  }
+
+  void SendBatch() {
+    if (!batch_.entries.empty()) projection_.Add(std::move(batch_));
+    batch_ = Projection::Batch();
+  }
+
+  void Check(uint64_t line, Decoded& d, size_t k, Projection::Batch* batch) {
+    Record rec{d.tail_seqs[k], d.hashes[k], 0, 0, 0, 0, 0};
+    auto fail = [&](int stage, int64_t seq, std::string message) {
+      failure_ = Failure{line, stage, pack::kEntries, seq, std::move(message)};
+    };
+    absl::StatusOr<receipt::Entry>& entry = d.entries[k];
+    if (!entry.ok()) {
+      fail(Failure::kDecode, last_seq_ ? static_cast<int64_t>(*last_seq_ + 1) : -1,
+           std::string(entry.status().message()));
+    } else {
+      int64_t seq = static_cast<int64_t>(entry->seq);
+      if (last_seq_.has_value() && entry->seq <= *last_seq_) {
+        fail(Failure::kOrder, seq, absl::StrCat("seq after ", *last_seq_, " is not ascending"));
+      } else if (entry->seq >= tree_size_) {
+        fail(Failure::kTreeSize, seq, absl::StrCat("not in the checkpoint's tree of size ", tree_size_));
+      } else if (last_seq_.has_value() && entry->seq == *last_seq_ + 1 && entry->prev != last_hash_) {
+        fail(Failure::kLinks, seq,
+             absl::StrCat("prev expected ", hash::Hex(last_hash_), ", found ", hash::Hex(entry->prev)));
+      }
+      if (entries_ == 0) {
+        first_team_ = entry->receipt.team();
+        first_run_ = entry->receipt.run_id();
+      }
+      rec.seq = entry->seq;
+      rec.logged_at_us = entry->logged_at_us;
+      rec.run_prev_plus_one = entry->run_prev ? *entry->run_prev + 1 : 0;
+      if (!failure_) rec.run_before_plus_one = RunBefore(*entry);
+      rec.flags = Record::kParsed | (entry->receipt.team() == first_team_ ? Record::kSameTeam : 0) |
+                  (entry->receipt.run_id() == first_run_ ? Record::kSameRun : 0);
+    }
+    // The failing line's record too: its proof is checked, and a proof
+    // failure comes before a link failure on the same line.
+    records_->write(reinterpret_cast<const char*>(&rec), sizeof rec);
+    if (failure_) return;
+    NoteTeamLink(*entry);
+    // The ledger's own declarations (step_unknown) are logged while it
+    // signs, after the time it signs: only what emitters appended counts.
+    if (entry->emitter != receipt::kLedgerEmitter &&
+        (!latest_logged_ || entry->logged_at_us > latest_logged_->logged_at_us)) {
+      latest_logged_ = StreamCheck::Logged{entry->seq, entry->logged_at_us};
+    }
+    if (entry->version >= 2 && !first_version2_seq_) first_version2_seq_ = entry->seq;
+    last_seq_ = entry->seq;
+    last_hash_ = d.hashes[k];
+    batch->entries.push_back(*std::move(entry));
+    ++entries_;
+  }
+
+  // `entry`, the pack's next, in the team chain facts.
+  void NoteTeamLink(const receipt::Entry& entry) {
+    TeamChainFacts& t = team_chain_;
+    if (entries_ == 0) {
+      t.first_seq = entry.seq;
+      t.first_version = entry.version;
+      t.first_team_prev = entry.team_prev;
+    } else if (entry.version == 1) {
+      t.top_v1 = entry.seq;
+      t.top_break.reset();  // the walk stops above it
+    } else if (entry.team_prev != last_seq_) {
+      t.top_break = TeamChainFacts::Break{entry.seq, entry.team_prev, *last_seq_};
+    }
+    if (entries_ == 0 && entry.version == 1) t.top_v1 = entry.seq;
+    t.last_seq = entry.seq;
+    t.last_version = entry.version;
+    t.last_team_prev = entry.team_prev;
+  }
+
+  const uint64_t tree_size_;
+  std::ofstream* records_;
+  TeamChainFacts team_chain_;
+  std::optional<StreamCheck::Logged> latest_logged_;
+  std::optional<uint64_t> first_version2_seq_;
+  std::deque<std::future<Decoded>> inflight_;
+  uint64_t next_line_ = 0, entries_ = 0;
+  std::optional<uint64_t> last_seq_;
+  hash::Hash last_hash_{};
+  std::string first_team_, first_run_;
+  // Each run's last entry so far, plus one, by team "\0" run_id.
+  absl::flat_hash_map<std::string, uint64_t> last_of_run_;
+  std::string run_key_;
+  std::optional<Failure> failure_;
+  // Entries checked, for the projection: a few chunks' worth at a time.
+  static constexpr size_t kBatchEntries = 2048;
+  Projection::Batch batch_;
+  // Last: its thread stops before the rest goes.
+  Projection projection_;
+};
+
+// The second pass: each proof line against its entry's record, its
+// inclusion proof against the checkpoint, and the scope checks, chunks on
+// worker threads.
+class StreamCheck::ProofPass : public LinePass {
+ public:
+  ProofPass(const note::Checkpoint& cp, const Scope& scope, const EntryPass& entries, const std::string& records_path)
+      : cp_(cp),
+        scope_(scope),
+        first_team_(entries.first_team()),
+        first_run_(entries.first_run()),
+        records_(records_path, std::ios::binary) {}
+
+  void AddChunk(std::string chunk, size_t lines) override {
+    uint64_t first = next_line_;
+    next_line_ += lines;
+    if (failure_ || exhausted_) {
+      if (exhausted_) more_proofs_ = true;
+      return;
+    }
+    std::vector<Record> recs(lines);
+    records_.read(reinterpret_cast<char*>(recs.data()), static_cast<std::streamsize>(lines * sizeof(Record)));
+    size_t got = static_cast<size_t>(records_.gcount()) / sizeof(Record);
+    if (got < lines) {
+      exhausted_ = true;
+      more_proofs_ = true;
+      recs.resize(got);
+    }
+    std::optional<Record> before = previous_;
+    if (!recs.empty()) previous_ = recs.back();
+    inflight_.push_back(tasks::Pool::Shared().Run([this, chunk = std::move(chunk), first, recs = std::move(recs),
+                                                   before] { return Check(chunk, first, recs, before); }));
+    while (inflight_.size() > MaxInflight()) TakeOldest();
+  }
+  // Waits for every chunk; then, if entries remain, the first without a
+  // proof fails.
+  void Finish() override {
+    while (!inflight_.empty()) TakeOldest();
+    Record rec;
+    if (!failure_ && !exhausted_ && records_.read(reinterpret_cast<char*>(&rec), sizeof rec).gcount() == sizeof rec) {
+      failure_ = Failure{next_line_, Failure::kMissingProof, pack::kProofs, rec.tail_seq, "fewer proofs than entries"};
+    }
+  }
+  void Overlong() override {
+    Finish();
+    KeepFirst(&failure_, Failure{next_line_, Failure::kProof, pack::kProofs, -1,
+                                 absl::StrCat("a line longer than ", kMaxLineBytes, " bytes")});
+  }
+  void Unterminated() override { KeepFirst(&failure_, UnterminatedLine(pack::kProofs, next_line_ - 1)); }
+
+  const std::optional<Failure>& failure() const { return failure_; }
+  bool more_proofs() const { return more_proofs_; }
+
+ private:
+  void TakeOldest() {
+    KeepFirst(&failure_, inflight_.front().get());
+    inflight_.pop_front();
+  }
+
+  std::optional<Failure> Check(const std::string& chunk, uint64_t first_line, const std::vector<Record>& recs,
+                               std::optional<Record> before) const {
+    merkle::InclusionVerifier inclusion(cp_.size, cp_.root);
+    ProofLineParser parser;
+    std::optional<Failure> failure;
+    size_t k = 0;
+    ForEachLine(chunk, [&](std::string_view line) {
+      if (failure || k >= recs.size()) return;
+      const Record& rec = recs[k];
+      const Record* prev = k > 0 ? &recs[k - 1] : before ? &*before : nullptr;
+      uint64_t at = first_line + k++;
+      auto fail = [&](int stage, std::string message) {
+        bool scope = stage == Failure::kScope;
+        failure = Failure{at, stage, scope ? pack::kEntries : pack::kProofs,
+                          scope ? static_cast<int64_t>(rec.seq) : rec.tail_seq, std::move(message)};
+      };
+      int64_t proof_seq = -1;
+      std::string_view proof_leaf_hash;
+      if (rec.tail_seq < 0 || !parser.Parse(line, &proof_seq, &proof_leaf_hash) || proof_seq != rec.tail_seq) {
+        if (auto twice = DuplicateKey(line)) {
+          return fail(Failure::kProof, absl::StrCat("line ", at + 1, ": key ", *twice, " twice"));
+        }
+        return fail(Failure::kProof, "not the proof line of this entry");
+      }
+      hash::Hash proof_leaf;
+      if (!hash::ParseHexTo(proof_leaf_hash, &proof_leaf) || proof_leaf != rec.leaf_hash) {
+        return fail(Failure::kProof, absl::StrCat("leaf_hash expected ", hash::Hex(rec.leaf_hash), ", found ",
+                                                  std::string(proof_leaf_hash)));
+      }
+      if (static_cast<uint64_t>(rec.tail_seq) < cp_.size) {
+        if (auto st = inclusion.Verify(static_cast<uint64_t>(rec.tail_seq), rec.leaf_hash, parser.path()); !st.ok()) {
+          return fail(Failure::kProof, std::string(st.message()));
+        }
+      }
+      if (!(rec.flags & Record::kParsed)) return;
+      std::optional<uint64_t> last_seq;
+      if (prev != nullptr) last_seq = prev->seq;
+      std::string scope_failure = ScopeFailure(rec, last_seq);
+      if (!scope_failure.empty()) fail(Failure::kScope, std::move(scope_failure));
+    });
+    return failure;
+  }
+
+  // Why an entry is outside the pack's scope, or "".
+  std::string ScopeFailure(const Record& rec, std::optional<uint64_t> last_seq) const {
+    bool team = (rec.flags & Record::kSameTeam) && first_team_ == scope_.team;
+    bool run = (rec.flags & Record::kSameRun) && first_run_ == scope_.run_id;
+    std::optional<uint64_t> run_prev;
+    if (rec.run_prev_plus_one > 0) run_prev = rec.run_prev_plus_one - 1;
+    if (scope_.kind() == "run") {
+      if (!team || !run) return "not an entry of the pack's run";
+      if (run_prev != last_seq) {
+        return absl::StrCat("run_prev expected ", last_seq ? std::to_string(*last_seq) : "none (the run's first entry)",
+                            ", found ", run_prev ? std::to_string(*run_prev) : "none");
+      }
+    } else if (scope_.kind() == "team") {
+      if (!team || rec.logged_at_us < scope_.from_us || rec.logged_at_us >= scope_.to_us) {
+        return "not an entry of the pack's team and time window";
+      }
+      if (rec.seq < scope_.from_seq || rec.seq >= scope_.to_seq) {
+        return absl::StrCat("not in the window's seqs [", scope_.from_seq, ", ", scope_.to_seq, ")");
+      }
+      return RunChainFailure(rec, run_prev, "the window's first seq");
+    } else if (rec.seq != (last_seq ? *last_seq + 1 : scope_.from_seq)) {
+      return absl::StrCat("seq expected ", last_seq ? *last_seq + 1 : scope_.from_seq, " (the range has a gap)");
+    } else {
+      return RunChainFailure(rec, run_prev, "the range's first seq");
+    }
+    return "";
+  }
+
+  // Within a window or range of seqs from scope_.from_seq: an entry whose
+  // run_prev is at or after it links to the previous entry of its run in
+  // the pack; the first of its run in the pack has none, or one below it.
+  std::string RunChainFailure(const Record& rec, std::optional<uint64_t> run_prev, const char* first) const {
+    auto found = [&] { return run_prev ? std::to_string(*run_prev) : std::string("none"); };
+    if (rec.run_before_plus_one > 0) {
+      uint64_t before = rec.run_before_plus_one - 1;
+      if (run_prev == before) return "";
+      return absl::StrCat("run_prev expected ", before, " (the run's previous entry in the pack), found ", found());
+    }
+    if (!run_prev || *run_prev < scope_.from_seq) return "";
+    return absl::StrCat("run_prev expected none or below ", scope_.from_seq, " (", first, "), found ", found());
+  }
+
+  const note::Checkpoint cp_;
+  const Scope scope_;
+  const std::string first_team_, first_run_;
+  std::ifstream records_;
+  std::deque<std::future<std::optional<Failure>>> inflight_;
+  std::optional<Record> previous_;
+  uint64_t next_line_ = 0;
+  bool exhausted_ = false, more_proofs_ = false;
+  std::optional<Failure> failure_;
+};
+
+StreamCheck::StreamCheck(const std::string& scratch_dir, pack::Outcomes* outcomes)
+    : records_path_(scratch_dir + "/records"), outcomes_(outcomes) {}
+
+StreamCheck::~StreamCheck() = default;
+
+absl::Status StreamCheck::Entries(uint64_t tree_size, NextPiece next) {
+  std::ofstream records(records_path_, std::ios::binary | std::ios::trunc);
+  entry_pass_ = std::make_unique<EntryPass>(tree_size, outcomes_, &records);
+  if (auto s = Feed(*entry_pass_, next); !s.ok()) return s;
+  records.close();
+  if (!records) return absl::UnavailableError("verify: cannot write a temporary file");
+  return absl::OkStatus();
+}
+
+bool StreamCheck::entries_checked() const { return entry_pass_ != nullptr; }
+
+absl::Status StreamCheck::Proofs(const note::Checkpoint& cp, const Scope& scope, NextPiece next) {
+  proof_pass_ = std::make_unique<ProofPass>(cp, scope, *entry_pass_, records_path_);
+  return Feed(*proof_pass_, next);
+}
+
+bool StreamCheck::proofs_checked() const { return proof_pass_ != nullptr; }
+
+std::optional<Failure> StreamCheck::first_failure() const {
+  std::optional<Failure> first = entry_pass_->failure();
+  KeepFirst(&first, proof_pass_->failure());
+  return first;
+}
+
+bool StreamCheck::more_proofs_than_entries() const { return proof_pass_->more_proofs(); }
+uint64_t StreamCheck::entries() const { return entry_pass_->entries(); }
+std::optional<uint64_t> StreamCheck::last_seq() const { return entry_pass_->last_seq(); }
+hash::Hash StreamCheck::last_leaf_hash() const { return entry_pass_->last_hash(); }
+const TeamChainFacts& StreamCheck::team_chain() const { return entry_pass_->team_chain(); }
+std::optional<StreamCheck::Logged> StreamCheck::latest_logged() const { return entry_pass_->latest_logged(); }
+std::optional<uint64_t> StreamCheck::first_version2_seq() const { return entry_pass_->first_version2_seq(); }
+
+}  // namespace ledger::verify

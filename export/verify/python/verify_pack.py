@@ -1,0 +1,533 @@
+#!/usr/bin/env python3
+"""Verify an evidence pack without trusting the ledger's own code.
+
+Uses only Python's standard library and the `cryptography` package. Checks
+the manifest's signature and every file's SHA-256 (a file the manifest
+lists must be in the pack, and every file in the pack listed), the
+checkpoint's signature, every entry's leaf hash and RFC 9162 inclusion
+proof, the hash chain between consecutive seqs, and the scope: for a run
+pack the run chain from the run's first entry, for a seq range every seq
+from its first to its last, within a team window or seq range each run's
+chain from its first seq. (Step outcomes are recomputed, and report.html
+rebuilt, by `ledgerctl verify` and `ledger-verify`; here outcomes.json and
+report.html are checked by their digests in the signed manifest only, so a
+report re-signed by whoever holds the ledger's key passes this script.)
+
+Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
+         [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
+         [--policy POLICY] [--expect-grace-ms N]
+       verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
+FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
+--trust-pack-key trusts the key inside the pack instead, and the result then
+proves nothing about the ledger's identity. --since CHECKPOINT (a file
+holding the auditor's earlier signed checkpoint): the pack must prove
+consistency from exactly that checkpoint. --expect-scope: the scope asked
+for; a pack of another scope fails. --not-older-than: a tree size or a file
+holding a signed checkpoint; a pack against an older checkpoint fails.
+The checkpoint's time note (checkpoint-time) must be signed by the key and
+name the pack's checkpoint; its time is printed, and a step still pending
+past its deadline (start + timeout + the manifest's unknown_grace_ms) at
+that time fails; the steps and their deadlines are recomputed from
+entries.jsonl (export/verify/python/packsteps.py), never read from outcomes.json. The time
+is not before the latest entry's logged_at_us, nor after a policy witness's
+cosignature; a pack of version 2 leaves carries a note of version 3 or 4.
+A --since or --not-older-than file may hold the checkpoint followed by its
+time note: the pack's time must then not be earlier, and at the same tree
+size the notes sign the same map roots (the runs roots compared only when
+both notes key runs alike). --expect-grace-ms N: the manifest's
+unknown_grace_ms must be N.
+A format 3 pack's time note is version 2 and signs the run-head map root;
+a format 3 run pack proves with run-head.json (export/verify/python/completeness.py) that
+it holds every entry of its run up to the checkpoint, or, with an absence
+proof, that the run has none: the lines after the OK line say so, and name
+each step pending or unknown as having no completion in the log.
+A format 4 pack's time note is version 3 and signs the team-head map root
+too; a team window proves with team-window.json (export/verify/python/teamwindow.py) that
+it holds every entry of its team logged in the window, as far back as the
+team chain (team_prev, leaf version 2) reaches: the line after the OK line
+says how far. A format 5 pack's time note is version 4: as in format 4,
+with the runs root of the map under run keys of version 2, by which its
+run-head proof is keyed. A --since note of version 2, 3 or 4 demands one as
+new.
+--policy POLICY (a c2sp.org/tlog-policy, export/verify/python/tlogpolicy.py): the key must
+be a log of the policy (without a key given, the key is the policy's log
+named as the manifest's origin), every cosignature line of a policy witness
+in the checkpoint must verify, and the witnesses with a valid line must meet
+the quorum; the line after the OK line names them with their times.
+The pack is read strictly (export/verify/python/packread.py, CONTRACT.md section 7,
+"Reading a pack strictly"): gzip with nothing after it, sorted regular tar
+members of mode 0644 and mtime 0, no JSON key twice, every .jsonl line
+ended by a newline, one form only of every number, base64 and signature
+line. Every value from the pack is printed escaped (packread.shown).
+Exit 0 when everything holds; 1, naming the first failing item, when
+something does not; 2 for bad usage (a key given but empty or malformed).
+"""
+import argparse
+import base64
+import hashlib
+import os
+import re
+import sys
+import tarfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import completeness  # noqa: E402
+import packread  # noqa: E402
+import packsteps  # noqa: E402
+import teamwindow  # noqa: E402
+import tlogpolicy  # noqa: E402
+# What moved to packnote.py, packproof.py and packmanifest.py keeps its name
+# here too: tests load verify_pack.py for parse_vkey, open_note,
+# checkpoint_time, verify_inclusion, verify_consistency and Failure.
+from packerror import Failure, UsageError  # noqa: E402
+from packmanifest import (RFC3339, check_files, check_scope, expected_scope, parse_manifest,  # noqa: E402,F401
+                          scope_text)
+from packnote import (RUN_KEYS, TIME_HEADERS, base64_hash, checkpoint_body, checkpoint_of,  # noqa: E402,F401
+                      checkpoint_time, kept_checkpoint, open_note, parse_vkey, signed_time, split_kept)
+from packread import shown  # noqa: E402
+from packproof import (HEX64, check_consistency, check_entries, hash_hex, node, proof_line,  # noqa: E402,F401
+                       run_chain, verify_consistency, verify_inclusion)
+
+FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
+         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json", "checkpoint-time", "run-head.json",
+         "team-window.json"}
+OPTIONAL = {"consistency.json", "checkpoint-time", "run-head.json", "team-window.json"}
+MAX_FILE = 4 << 30
+
+
+def read_pack(path):
+    """{file name: bytes} of the pack, read strictly (packread.read_pack)."""
+    return packread.read_pack(path, FILES, MAX_FILE)
+
+
+def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None, policy=None,
+           expect_grace_ms=None):
+    """Raises Failure naming the first item that does not hold. vkey is the
+    ledger's key line; None with trust_pack_key to trust the pack's own, or
+    with a policy to take the policy's log named as the manifest's origin.
+    since: the auditor's earlier checkpoint (a signed note, bytes): the pack
+    must prove consistency from exactly it. expect_scope: the scope asked
+    for (expected_scope()). not_older_than: a size, or a signed checkpoint
+    (bytes) the pack's checkpoint must be at least as large as, with its
+    root at that very size. policy: a tlogpolicy.Policy the checkpoint
+    must meet ("Witnessed packs", CONTRACT.md section 7). expect_grace_ms:
+    the unknown_grace_ms the auditor knows the ledger runs with."""
+    files = read_pack(pack_path)
+    vkey, key, manifest = signed_files(files, vkey, trust_pack_key, policy)
+    if expect_grace_ms is not None:
+        check_grace(manifest, expect_grace_ms)
+    origin, size, root, cosigned = pack_checkpoint(files, key, vkey, manifest, policy)
+    scope = manifest["scope"]
+    if expect_scope is not None:
+        check_scope(scope, expect_scope)
+    since, kept = given_checkpoints(files, key, size, root, since, not_older_than)
+    consistent = check_consistency(files, key, origin, size, root, since)
+    note = time_note(files, manifest, key, origin, size, root, kept)
+    signed_at, runs_root, teams_root, version = note
+    run_head = completeness.run_head_proof(files, manifest, runs_root, RUN_KEYS.get(version))
+    window = teamwindow.presence(files, scope, teams_root)
+    entries = check_entries(files, manifest, size, root)
+    check_time_against(note, entries, cosigned)
+    complete, unsettled = None, []
+    steps = packsteps.steps(entries.parsed) if scope["kind"] == "run" else []
+    if run_head is not None:
+        complete = completeness.check_entries(run_head, scope["team"], scope["run_id"], size, entries.run)
+        unsettled = completeness.unsettled_steps(steps, size)
+    if window is not None:
+        complete = teamwindow.check(window, scope, size, root, teams_root, entries.team, verify_inclusion)
+    if not isinstance(packread.load_json(files["outcomes.json"], "outcomes.json"), dict):
+        raise Failure("outcomes.json: want a JSON object")
+    if signed_at is not None and scope["kind"] == "run":  # only a run pack holds its steps' every entry
+        check_deadlines(steps, manifest["unknown_grace_ms"], signed_at)
+    return {"entries": entries.count, "origin": origin, "tree_size": size, "root": root, "scope": scope,
+            "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
+            "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned)}
+
+
+def pack_key_line(files):
+    """The key line of ledger.vkey: exactly one line, ended by one LF."""
+    data = files["ledger.vkey"]
+    if data.count(b"\n") != 1 or not data.endswith(b"\n") or b"\r" in data:
+        raise Failure("ledger.vkey: want one line ending in a newline")
+    try:
+        return data[:-1].decode("utf-8")
+    except UnicodeDecodeError:
+        raise Failure("ledger.vkey: not UTF-8")
+
+
+def signed_files(files, vkey, trust_pack_key, policy):
+    """The files every pack has, the key (vkey; the pack's own with
+    trust_pack_key; else the policy's log) and ledger.vkey, manifest.sig
+    over manifest.json, the manifest's grammar and every file's digest.
+    Returns (vkey, key, manifest)."""
+    for name in sorted(FILES - OPTIONAL):
+        if name not in files:
+            raise Failure("%s: missing" % name)
+    in_pack = pack_key_line(files)
+    if trust_pack_key:
+        vkey = in_pack
+    elif vkey is None:
+        vkey = policy_log(policy, files)
+    key = parse_vkey(vkey)
+    if in_pack != vkey.strip():
+        raise Failure("ledger.vkey: not the key given")
+    digest = hashlib.sha256(files["manifest.json"]).hexdigest()
+    try:
+        signed = open_note(files["manifest.sig"], key)
+    except Failure as e:
+        raise Failure("manifest.sig: %s" % e)
+    if signed != digest + "\n":
+        raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
+    manifest = parse_manifest(files["manifest.json"])
+    check_files(files, manifest)
+    return vkey, key, manifest
+
+
+def check_grace(manifest, expect_grace_ms):
+    """--expect-grace-ms: the manifest states the grace the auditor knows."""
+    grace = manifest.get("unknown_grace_ms")
+    if grace != expect_grace_ms:
+        raise Failure("manifest.json: unknown_grace_ms: %s, the auditor expects %d (--expect-grace-ms)"
+                      % ("none (a format 1 pack)" if grace is None else grace, expect_grace_ms))
+
+
+def pack_checkpoint(files, key, vkey, manifest, policy):
+    """checkpoint: signed by the key (and with a policy, cosigned as it asks),
+    of the key's and the manifest's origin, at the manifest's size and root.
+    Returns (origin, size, root, witnessed()'s list or None without a policy)."""
+    try:
+        cp = open_note(files["checkpoint"], key)
+        origin, size, root = checkpoint_body(cp)
+    except Failure as e:
+        raise Failure("checkpoint: %s" % e)
+    cosigned = None if policy is None else witnessed(policy, vkey, cp, files["checkpoint"])
+    if origin != manifest.get("origin") or origin != key[0]:
+        raise Failure("checkpoint: origin '%s', manifest and key say '%s'"
+                      % (shown(origin), shown(manifest.get("origin"))))
+    if size != manifest["tree_size"] or root.hex() != manifest["root"]:
+        raise Failure("checkpoint: size %d root %s, the manifest says size %s root %s"
+                      % (size, root.hex(), manifest["tree_size"], manifest["root"]))
+    return origin, size, root, cosigned
+
+
+def given_checkpoints(files, key, size, root, since, not_older_than):
+    """--not-older-than and --since (verify()'s arguments) against the pack's
+    checkpoint (size, root). Returns since as (origin, size, root) or None,
+    and by flag the checkpoint-time note kept with the checkpoint given
+    (packnote.kept_checkpoint()'s, None without one)."""
+    kept = {"--since": None, "--not-older-than": None}  # the time notes the auditor kept
+    if not_older_than is not None:
+        want_root = None
+        if isinstance(not_older_than, bytes):
+            try:
+                _, not_older_than, want_root, kept["--not-older-than"] = kept_checkpoint(not_older_than, key)
+            except (Failure, ValueError) as e:
+                raise UsageError("--not-older-than: %s" % e)
+        if size < not_older_than:
+            raise Failure("checkpoint: tree size %d is older than the %d asked for (--not-older-than)"
+                          % (size, not_older_than))
+        if want_root is not None and size == not_older_than and root != want_root:
+            raise Failure("checkpoint: root %s at tree size %d, the checkpoint given with --not-older-than has root %s"
+                          % (root.hex(), size, want_root.hex()))
+    if since is not None:
+        try:
+            since = kept_checkpoint(since, key)
+        except (Failure, ValueError) as e:
+            raise UsageError("--since: %s" % e)
+        kept["--since"] = since[3]
+        since = since[:3]
+    return since, kept
+
+
+# What a note of a lower version than its pack's format lacks, by format
+# ("Proven completeness", step 1).
+LOWER_NOTE = {3: "a format 3 pack carries a version 2 note (with the run-head map root)",
+              4: "a format 4 pack carries a version 3 note (with the team-head map root)",
+              5: "a format 5 pack carries a version 4 note (with run keys of version 2)"}
+
+
+def note_version(manifest, version):
+    """The note's version against the manifest's format: a format F pack
+    (F >= 2) carries a note of version F - 1."""
+    f = manifest["format"]
+    if version < f - 1 and f in LOWER_NOTE:
+        raise Failure("checkpoint-time: " + LOWER_NOTE[f])
+    if version != f - 1:
+        raise Failure("checkpoint-time: format %d pack with a version %d note: a format %d pack carries a version %d "
+                      "note" % (f, version, f, f - 1))
+
+
+def time_note(files, manifest, key, origin, size, root, kept):
+    """checkpoint-time: in a format 2 pack or later required, of the version
+    the format says, and refused in a format 1 pack; signed by the key,
+    naming the pack's checkpoint, not older than, nor of a lower version
+    than, a time note kept with --since or --not-older-than, and of the
+    same map roots as a kept note of the same tree size. Returns (time,
+    runs root, teams root, version), all None without the note."""
+    t = None
+    if "checkpoint-time" not in files:
+        if manifest["format"] >= 2:
+            raise Failure("checkpoint-time: missing: a format 2 pack carries its checkpoint's time note")
+    elif manifest["format"] < 2:
+        raise Failure("checkpoint-time: a format 1 pack carries no time note")
+    else:
+        try:
+            t = checkpoint_time(files["checkpoint-time"], key)
+        except Failure as e:
+            raise Failure("checkpoint-time: %s" % e)
+        if t[:3] != (origin, size, root):
+            raise Failure("checkpoint-time: names the checkpoint of %s at size %d root %s, the pack's is size %d root %s"
+                          % (shown(t[0]), t[1], t[2].hex(), size, root.hex()))
+        note_version(manifest, t[6])
+    for flag in ("--since", "--not-older-than"):
+        if kept[flag] is not None:
+            against_kept(t, kept[flag], flag)
+    if t is None:
+        return None, None, None, None
+    return t[3], t[4], t[5], t[6]
+
+
+# What a ledger that signed a note of each version signs with every later
+# checkpoint ("The signed time").
+KEPT_VERSION = {2: "a ledger that signs the run-head map root signs it with every later checkpoint",
+                3: "a ledger that signs the team-head map root signs it with every later checkpoint",
+                4: "a ledger that keys runs by team does so with every later checkpoint"}
+
+
+def against_kept(t, k, flag):
+    """The pack's time note t (checkpoint_time()'s tuple, or None) against
+    the note k kept with the checkpoint given with flag
+    (kept_checkpoint()'s): stated, not earlier, not of a lower version, and
+    at the same tree size signing the same map roots (the runs roots only
+    when both notes key runs alike: a ledger that starts keying runs by
+    team signs its latest checkpoint again with a version 4 note)."""
+    if t is None:
+        raise Failure("checkpoint-time: missing: the checkpoint given with %s has a signed time, so every later "
+                      "checkpoint has one" % flag)
+    if t[3] < k[3]:
+        raise Failure("checkpoint-time: time %s is before %s, the time of the checkpoint given with %s "
+                      "(times never go backwards)" % (signed_time(t[3]), signed_time(k[3]), flag))
+    if k[6] > t[6]:
+        raise Failure("checkpoint-time: a version %d note, but the checkpoint given with %s has a version %d note: %s"
+                      % (t[6], flag, k[6], KEPT_VERSION[k[6]]))
+    if k[1] != t[1]:
+        return
+    for at, name in ((4, "runs"), (5, "teams")):
+        if name == "runs" and RUN_KEYS.get(k[6]) != RUN_KEYS.get(t[6]):
+            continue
+        if k[at] is not None and k[at] != t[at]:
+            raise Failure("checkpoint-time: %s root %s at tree size %d, the note kept with the checkpoint given with "
+                          "%s signs %s at that size" % (name, t[at].hex(), t[1], flag, k[at].hex()))
+
+
+def check_time_against(note, entries, cosigned):
+    """The signed time against what the pack holds: not before the latest
+    logged_at_us of its emitters' entries, not after a witness's cosignature time (in
+    seconds) on the checkpoint; and a pack holding version 2 leaves carries
+    a note of version 3 or later (a ledger that keeps team chains signs the
+    team-head map root)."""
+    signed_at, version = note[0], note[3]
+    if entries.first_v2 is not None and (version or 0) < 3:
+        raise Failure("checkpoint-time: %s, but entries.jsonl holds a leaf of version 2 (seq %d): a ledger that "
+                      "writes version 2 leaves signs version 3 notes"
+                      % ("missing" if version is None else "a version %d note" % version, entries.first_v2))
+    if signed_at is None:
+        return
+    if entries.last_logged is not None and signed_at < entries.last_logged[1]:
+        seq, logged = entries.last_logged
+        raise Failure("checkpoint-time: time %s is before entry %d's logged_at_us %s: the ledger signs a checkpoint "
+                      "after it logs its entries" % (signed_time(signed_at), seq, signed_time(logged)))
+    for name, when in cosigned or []:
+        if signed_at // 1000000 > when:
+            raise Failure("checkpoint-time: time %s is after the cosignature time %d of witness %s: a witness "
+                          "cosigns a checkpoint after the ledger signed it" % (signed_time(signed_at), when, shown(name)))
+
+
+def policy_log(policy, files):
+    """The key line of the policy's log named as the manifest's origin (the
+    one the pack's ledger.vkey names when several are); UsageError when the
+    policy has none."""
+    origin = parse_manifest(files["manifest.json"])["origin"]
+    logs = policy.log_named(origin)
+    if not logs:
+        raise UsageError("--policy: no log of the policy is named %s" % shown(origin))
+    lines = ["%s+%s+%s" % (k.name, k.key_id.hex(), base64.b64encode(b"\x01" + k.public).decode()) for k in logs]
+    in_pack = files["ledger.vkey"].decode("utf-8", "replace").strip()
+    return in_pack if in_pack in lines else lines[0]
+
+
+def witnessed(policy, vkey, text, note):
+    """Steps 2 to 4 of "Witnessed packs" (CONTRACT.md section 7), on the
+    checkpoint whose text the key opened: [(witness, time)] with a valid
+    line, in policy order."""
+    key = tlogpolicy.parse_vkey(vkey.strip(), tlogpolicy.TYPE_ED25519)
+    if not policy.is_log(key):
+        raise Failure("checkpoint: the ledger's key %s is not a log of the policy" % key.vkey_id())
+    try:
+        return tlogpolicy.check_checkpoint(policy, text.encode(), note)
+    except tlogpolicy.Refused as e:
+        raise Failure(str(e))
+
+
+def check_deadlines(steps, grace_ms, signed_at):
+    """A step the run's entries leave pending (packsteps.steps()) although
+    its deadline (the start's logged_at_us + timeout + the manifest's grace)
+    is before the signed time is a finding: an honest ledger declares it
+    unknown before signing."""
+    overdue = packsteps.first_overdue(steps, grace_ms, signed_at)
+    if overdue is None:
+        return
+    step, deadline = overdue
+    raise Failure("outcomes.json: step %s/%s/%s attempt %d is pending, but its deadline (start + timeout + the "
+                  "manifest's unknown_grace_ms %d) %s is before the checkpoint's signed time %s: an honest ledger "
+                  "declares it unknown before signing"
+                  % (shown(step.team), shown(step.run_id), shown(step.step_id), step.attempt, grace_ms,
+                     signed_time(deadline), signed_time(signed_at)))
+
+
+def usage_error(message):
+    say("verify_pack.py: %s" % message, sys.stderr)
+    sys.exit(2)
+
+
+def key_argument(args):
+    """The key line the arguments give, or None with --trust-pack-key; a key
+    given but empty or malformed is a usage error naming the flag."""
+    given = [f for f, v in (("--vkey", args.vkey), ("--vkey-string", args.vkey_string), ("VKEY", args.key))
+             if v is not None]
+    if len(given) > 1:
+        usage_error("verify: give one of %s" % ", ".join(given))
+    if args.trust_pack_key:
+        if given:
+            usage_error("verify: --trust-pack-key with a key given: give one or the other")
+        return None
+    if not given:
+        if args.policy is not None:
+            return None  # the policy's log named as the manifest's origin
+        usage_error("verify: give the ledger's key (--vkey FILE or --vkey-string S), a --policy FILE naming it in a "
+                    "log line, or --trust-pack-key to trust the key inside the pack")
+    if args.vkey is not None:
+        try:
+            with open(args.vkey, "rb") as f:
+                line = f.read().split(b"\n")[0].decode("utf-8", "replace").rstrip("\r ")
+        except OSError:
+            usage_error("--vkey: cannot read %s" % args.vkey)
+        if not line:
+            usage_error("--vkey: %s holds no verifier key line" % args.vkey)
+        flag = "--vkey: %s" % args.vkey
+    elif args.vkey_string is not None:
+        line, flag = args.vkey_string, "--vkey-string"
+        if not line:
+            usage_error("--vkey-string: empty")
+    else:
+        line, flag = args.key, "VKEY"
+    try:
+        parse_vkey(line)
+    except Failure as e:
+        if flag == "VKEY":
+            usage_error("VKEY: not a verifier key line (NAME+ID+KEY); give a file with --vkey FILE")
+        usage_error("%s: not a verifier key (%s)" % (flag, e))
+    return line
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        prog="verify_pack.py", usage=argparse.SUPPRESS, description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pack")
+    parser.add_argument("key", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("--vkey")
+    parser.add_argument("--vkey-string")
+    parser.add_argument("--trust-pack-key", action="store_true")
+    parser.add_argument("--since")
+    parser.add_argument("--expect-scope")
+    parser.add_argument("--not-older-than")
+    parser.add_argument("--policy")
+    parser.add_argument("--expect-grace-ms")
+    args = parser.parse_args()
+    vkey = key_argument(args)
+    policy = None
+    if args.policy is not None:
+        try:
+            with open(args.policy, "rb") as f:
+                policy = tlogpolicy.parse(f.read())
+        except OSError:
+            usage_error("--policy: cannot read %s" % args.policy)
+        except tlogpolicy.PolicyError as e:
+            usage_error("--policy: %s" % e)
+    since = None
+    if args.since is not None:
+        try:
+            with open(args.since, "rb") as f:
+                since = f.read()
+        except OSError:
+            usage_error("--since: cannot read %s" % args.since)
+        if not since:
+            usage_error("--since: %s is empty" % args.since)
+    expect = None
+    if args.expect_scope is not None:
+        try:
+            expect = expected_scope(args.expect_scope)
+        except UsageError as e:
+            usage_error("--expect-scope: %s" % e)
+    grace = None
+    if args.expect_grace_ms is not None:
+        try:
+            grace = packread.decimal(args.expect_grace_ms, "--expect-grace-ms")
+        except Failure as e:
+            usage_error(e)
+    not_older = None
+    if args.not_older_than is not None:
+        if re.fullmatch(r"[0-9]+", args.not_older_than):
+            not_older = int(args.not_older_than)
+        elif vkey is None and policy is None:
+            usage_error("verify: --not-older-than CHECKPOINT needs the ledger's key (--vkey or --vkey-string)")
+        else:
+            try:
+                with open(args.not_older_than, "rb") as f:
+                    not_older = f.read()
+            except OSError:
+                usage_error("--not-older-than: neither a size nor a readable file: %s" % args.not_older_than)
+    if args.trust_pack_key:
+        print("WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
+              "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "
+              "published key.")
+    try:
+        r = verify(args.pack, vkey, trust_pack_key=args.trust_pack_key, since=since, expect_scope=expect,
+                   not_older_than=not_older, policy=policy, expect_grace_ms=grace)
+    except UsageError as e:
+        usage_error(e)
+    except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
+        say("FAILED: %s" % e)
+        return 1
+    for line in result_lines(r):
+        say(line)
+    return 0
+
+
+def say(line, stream=None):
+    """Prints a line whose values come from a pack, escaped (packread.shown)."""
+    print(shown(line), file=stream or sys.stdout)
+
+
+def result_lines(r):
+    """The lines verify()'s result r is printed as: the OK line, then what
+    the pack proves besides."""
+    when = (", signed at " + signed_time(r["signed_at"]) if r["signed_at"] is not None
+            else ", signing time: not stated (checkpoint signed before the ledger signed times)")
+    lines = ["OK: %d entries of %s verified against the checkpoint of %s at tree size %d, root %s%s."
+             % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex(), when)]
+    if r["witnessed"] is not None:
+        lines.append(r["witnessed"])
+    if r["consistent"] is not None:
+        size, root, given = r["consistent"]
+        lines.append("The checkpoint is consistent with the earlier one at size %d, root %s%s."
+                     % (size, root.hex(), " (the one given with --since)" if given else ""))
+    if r["complete"] is not None:
+        lines.append("%s." % r["complete"])
+        lines += r["unsettled"]
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())
