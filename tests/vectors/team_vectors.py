@@ -38,6 +38,18 @@ def h(text):
     return hashlib.sha256(text.encode()).digest()
 
 
+def refusal(root, kind, reason, proof):
+    """The vector of a tampered proof: its fields, kind, reason and the
+    message runmap.py refuses it with (AssertionError if it is accepted)."""
+    verify = runmap.verify_inclusion_json if kind == "inclusion" else runmap.verify_absence_json
+    body = {k: proof[k] for k in ("key", "head", "siblings", "leaf") if k in proof}
+    try:
+        verify(root, bytes.fromhex(proof["key"]), body)
+    except runmap.Refused as e:
+        return dict(body, kind=kind, reason=reason, error=str(e))
+    raise AssertionError("tampered proof accepted: " + reason)
+
+
 def path_to(items, key, depth=0):
     """(siblings bottom-up, the items left where the key's path ends) in the
     map of items [(key, value hash)] sharing their first `depth` bits."""
@@ -105,14 +117,7 @@ def tampered(root, inclusion, absence, steps):
     deep = max(inclusion, key=lambda p: len(p["siblings"]))
 
     def add(kind, reason, proof):
-        verify = runmap.verify_inclusion_json if kind == "inclusion" else runmap.verify_absence_json
-        body = {k: proof[k] for k in ("key", "head", "siblings", "leaf") if k in proof}
-        try:
-            verify(root, bytes.fromhex(proof["key"]), body)
-        except runmap.Refused as e:
-            out.append(dict(body, kind=kind, reason=reason, error=str(e)))
-            return
-        raise AssertionError("tampered proof accepted: " + reason)
+        out.append(refusal(root, kind, reason, proof))
 
     shorter = dict(deep, head=dict(deep["head"], count=deep["head"]["count"] - 1))
     add("inclusion", "a shorter count than committed (the team's last entry dropped)", shorter)
