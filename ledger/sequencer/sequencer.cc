@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ledger/receipt/entry.h"
 
@@ -70,6 +71,12 @@ struct Sequencer::Prepared {
   std::vector<Outcome*> pending;  // outcomes that hold only if this commits
   std::optional<store::Batch> batch;
   bool has_entries = false;
+  bool replay = false;
+  uint64_t first_seq = 0;
+  // The new leaves, for Options::replicate (else empty).
+  std::vector<std::string> leaves;
+  // A replayed leaf that differs from the one built (Replay).
+  absl::Status replay_error;
   merkle::Frontier frontier;  // the head after this batch
   store::State state;
   // Idempotency keys (Submission::id_key) and run heads this batch adds, for batches built on it
@@ -161,6 +168,59 @@ absl::Status Sequencer::Submit(std::vector<Submission> items, Done done) {
   return absl::OkStatus();
 }
 
+absl::Status Sequencer::Replay(std::vector<std::string> leaves, ReplayDone done) {
+  // The receipts the submissions point at, kept until `done`.
+  struct Replayed {
+    std::vector<std::string> leaves;
+    std::vector<receipt::Entry> entries;
+  };
+  auto replayed = std::make_shared<Replayed>();
+  replayed->leaves = std::move(leaves);
+  replayed->entries.reserve(replayed->leaves.size());
+  std::vector<Submission> items;
+  items.reserve(replayed->leaves.size());
+  for (const std::string& leaf : replayed->leaves) {
+    auto entry = receipt::ParseLeaf(leaf);
+    if (!entry.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("replayed leaf ", replayed->entries.size(), ": ", entry.status().message()));
+    }
+    replayed->entries.push_back(*std::move(entry));
+  }
+  for (size_t i = 0; i < replayed->entries.size(); ++i) {
+    const receipt::Entry& e = replayed->entries[i];
+    Submission s = Submission::Of(e.receipt, receipt::Encode(e.receipt), e.emitter);
+    s.replayed_leaf = &replayed->leaves[i];
+    s.replayed_at_us = e.logged_at_us;
+    items.push_back(std::move(s));
+  }
+  const size_t n = items.size();
+  Done finish = [this, replayed, done = std::move(done)](std::vector<Outcome> outcomes) {
+    absl::Status status;
+    for (size_t i = 0; i < outcomes.size() && status.ok(); ++i) {
+      if (!outcomes[i].status.ok()) {
+        status = outcomes[i].status;
+      } else if (outcomes[i].duplicate) {
+        status = absl::DataLossError(absl::StrCat("replayed entry ", replayed->entries[i].seq,
+                                                  ": its receipt is already in this node's log (seq ", outcomes[i].seq,
+                                                  "): this store is not the leader's"));
+      }
+    }
+    done(status, committed());
+  };
+  {
+    sync::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("ledger: shutting down");
+    queued_ += n;
+    static const std::string kLane("\x01replay");  // no emitter's name
+    auto lane = lanes_.try_emplace(kLane).first;
+    if (lane->second.empty()) turns_.push_back(kLane);
+    lane->second.push_back({kLane, std::move(items), std::move(finish), true});
+  }
+  cv_.Signal();
+  return absl::OkStatus();
+}
+
 std::vector<Sequencer::Request> Sequencer::TakeQueued() {
   std::vector<Request> work;
   size_t taken = 0;
@@ -168,6 +228,8 @@ std::vector<Sequencer::Request> Sequencer::TakeQueued() {
     auto lane = lanes_.find(turns_.front());
     size_t n = lane->second.front().items.size();
     if (!work.empty() && taken + n > options_.max_batch) break;
+    // A replayed batch holds nothing else: it is not replicated again.
+    if (!work.empty() && lane->second.front().replay != work.front().replay) break;
     taken += n;
     work.push_back(std::move(lane->second.front()));
     lane->second.pop_front();
@@ -230,7 +292,13 @@ void Sequencer::RunCommitter() {
     absl::Status result;
     if (p->has_entries) {
       auto started = std::chrono::steady_clock::now();
-      result = store_->Commit(*p->batch);
+      if (options_.replicate && !p->replay) {
+        result = options_.replicate({p->first_seq, &p->leaves, p->state.size, p->frontier.Root()});
+        if (!result.ok()) {
+          result = absl::Status(result.code(), absl::StrCat("replication: ", result.message()));
+        }
+      }
+      if (result.ok()) result = store_->Commit(*p->batch);
       stats_.commit_us.Observe(static_cast<double>(
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()));
       stats_.batch_entries.Observe(static_cast<double>(p->pending.size()));
@@ -265,9 +333,12 @@ bool Sequencer::Finish(Prepared& p) {
   } else {
     // A failed sync may still leave the batch in the WAL: after a restart it
     // may be in the log. Retrying by receipt_id is right either way.
-    absl::Status failed =
-        absl::UnavailableError(absl::StrCat("storage: write failed (", p.result.message(),
-                                            "); the receipt is not acknowledged: retry with the same receipt_id"));
+    absl::Status failed = p.replay ? p.result
+                                   : absl::UnavailableError(absl::StrCat(
+                                         absl::StartsWith(p.result.message(), "replication: ")
+                                             ? std::string(p.result.message())
+                                             : absl::StrCat("storage: write failed (", p.result.message(), ")"),
+                                         "; the receipt is not acknowledged: retry with the same receipt_id"));
     for (Outcome* o : p.pending) *o = Outcome{failed};
     // What was built on this batch is rebuilt from the durable head.
     frontier_ = durable_frontier_;
@@ -371,10 +442,17 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
   HashIntoChain(*p, placement);
   if (projected.valid()) projection_error = projected.get();
 
+  p->first_seq = first_seq;
   p->has_entries = state_.size != first_seq;
   if (p->has_entries) PutHeads(*p, placement);
   if (!projection_error.ok()) {
-    Abandon(*p, base, projection_error);
+    Abandon(*p, base,
+            absl::UnavailableError(
+                absl::StrCat("projection: ", projection_error.message(), "; nothing of this batch was appended")));
+    return p;
+  }
+  if (!p->replay_error.ok()) {
+    Abandon(*p, base, p->replay_error);
     return p;
   }
   p->frontier = frontier_;
@@ -385,6 +463,7 @@ std::unique_ptr<Sequencer::Prepared> Sequencer::Prepare(std::vector<Request> req
 std::unique_ptr<Sequencer::Prepared> Sequencer::NewPrepared(std::vector<Request> requests, const Prepared* base) {
   auto p = std::make_unique<Prepared>();
   p->requests = std::move(requests);
+  p->replay = !p->requests.empty() && p->requests.front().replay;
   p->batch = store_->NewBatch(base != nullptr ? &*base->batch : nullptr);
   if (options_.projector != nullptr) {
     p->txn = std::make_unique<projection::OverlayTxn>(
@@ -405,7 +484,15 @@ void Sequencer::Place(Prepared& p, const Prepared* base, Placement& placement) {
     for (size_t i = 0; i < items.size(); ++i) {
       Submission& s = items[i];
       Outcome& out = p.outcomes[r][i];
-      if (Answered(s, base, p, placement, out)) continue;
+      if (Answered(s, base, p, placement, out)) {
+        if (s.replayed_leaf != nullptr && p.replay_error.ok()) {
+          // The leader appended it, so its id was new there.
+          p.replay_error = absl::DataLossError(absl::StrCat(
+              "replayed entry ", next_seq, ": receipt_id '", s.receipt->receipt_id(), "' of team '", s.receipt->team(),
+              "' is already in this node's log (seq ", out.seq, "): this store is not the leader's"));
+        }
+        continue;
+      }
 
       // The run's head before this entry: this batch, the batch being
       // committed, the store.
@@ -425,7 +512,7 @@ void Sequencer::Place(Prepared& p, const Prepared* base, Placement& placement) {
         continue;
       }
       uint64_t seq = next_seq++;
-      last_logged_at = std::max(options_.clock(), last_logged_at);
+      last_logged_at = s.replayed_leaf != nullptr ? s.replayed_at_us : std::max(options_.clock(), last_logged_at);
       std::optional<uint64_t> run_prev;
       if (prev.has_value()) run_prev = prev->last_seq;
       size_t run;
@@ -550,6 +637,12 @@ void Sequencer::HashIntoChain(Prepared& p, Placement& placement) {
     } else {
       receipt::EncodeLeafTo(&leaf, e.seq, state_.head, e.run_prev, e.logged_at_us, s.emitter, s.canonical);
     }
+    if (s.replayed_leaf != nullptr && leaf != *s.replayed_leaf && p.replay_error.ok()) {
+      p.replay_error = absl::DataLossError(absl::StrCat(
+          "replayed entry ", e.seq, ": the leaf built from this node's log differs from the leader's (", leaf.size(),
+          " bytes here, ", s.replayed_leaf->size(), " there): this store is not the leader's"));
+    }
+    if (options_.replicate && !p.replay) p.leaves.push_back(leaf);
     hash::Hash leaf_hash = hash::LeafHash(leaf);
     if (store::RunHead& head = placement.run_heads[e.run].head; head.last_seq == e.seq) {
       head.last_leaf_hash = leaf_hash;
@@ -604,10 +697,8 @@ void Sequencer::PutHeads(Prepared& p, const Placement& placement) {
   }
 }
 
-void Sequencer::Abandon(Prepared& p, const Prepared* base, const absl::Status& projection_error) {
-  absl::Status failed = absl::UnavailableError(
-      absl::StrCat("projection: ", projection_error.message(), "; nothing of this batch was appended"));
-  for (Outcome* o : p.pending) *o = Outcome{failed};
+void Sequencer::Abandon(Prepared& p, const Prepared* base, const absl::Status& error) {
+  for (Outcome* o : p.pending) *o = Outcome{error};
   p.pending.clear();
   p.has_entries = false;
   p.new_ids.clear();
@@ -615,6 +706,7 @@ void Sequencer::Abandon(Prepared& p, const Prepared* base, const absl::Status& p
   p.changed_runs.clear();
   p.team_heads.clear();
   p.changed_teams.clear();
+  p.leaves.clear();
   p.txn.reset();
   // The head is what it was before this batch.
   frontier_ = base != nullptr ? base->frontier : durable_frontier_;

@@ -58,6 +58,11 @@ struct Submission {
   // The idempotency key's stored form (store::EncodeReceiptKey): the team's
   // ids, or the ledger's own when emitter is receipt::kLedgerEmitter.
   std::string id_key;
+  // Set only by Sequencer::Replay: the leaf the leader appended for this
+  // receipt, and the time it states. The writer builds the leaf itself and
+  // MUST arrive at these bytes.
+  const std::string* replayed_leaf = nullptr;
+  int64_t replayed_at_us = 0;
 
   store::ReceiptKey key() const;
 
@@ -81,6 +86,19 @@ struct Outcome {
 // Called once per Submit, from the writer thread, with one outcome per
 // submission in order. It MUST NOT block for long: it delays every append.
 using Done = std::function<void(std::vector<Outcome>)>;
+
+// A batch as the replicated log keeps it (ledger/replication): the leaves
+// it appends, in seq order from first_seq, and the tree after it.
+struct ReplicatedBatch {
+  uint64_t first_seq = 0;
+  const std::vector<std::string>* leaves = nullptr;
+  uint64_t size = 0;
+  hash::Hash root{};
+};
+
+// Makes a batch durable elsewhere before it is written to the store: only
+// an OK return lets the batch be committed and its receipts acknowledged.
+using Replicate = std::function<absl::Status(const ReplicatedBatch&)>;
 
 // The log as last committed: every field describes the same tree.
 struct Head {
@@ -113,6 +131,11 @@ class Sequencer {
     // chains. The teams' heads are kept in the store either way (and, with
     // track_runs, for TakeCommitted).
     bool team_chain = true;
+    // Called by the committer with each batch of new entries (never with a
+    // replayed one) before it is written to the store. An error fails the
+    // batch as a failed store write does: nothing of it is acknowledged or
+    // kept, and the batch built on it is built again.
+    Replicate replicate;
   };
 
   // Loads the head from `store` (which MUST outlive the sequencer) and starts
@@ -126,6 +149,18 @@ class Sequencer {
   // returned: RESOURCE_EXHAUSTED when the queue is full, UNAVAILABLE after
   // shutdown began. Never blocks on I/O.
   absl::Status Submit(std::vector<Submission> items, Done done);
+
+  // Appends `leaves`, entries another writer appended (the replicated log's
+  // leader), through the same steps as Submit: the seqs, times and emitters
+  // are the leaves', the chains, tree nodes, run and team heads and
+  // projections are built here. The first leaf's seq MUST be the committed
+  // size, and every leaf built MUST equal the given one byte for byte;
+  // otherwise nothing of the batch is kept and `done` gets DATA_LOSS naming
+  // the first leaf that differs. `done` is called once, with the committed
+  // head after the batch; errors as Submit's, and INVALID_ARGUMENT for a
+  // leaf that does not parse.
+  using ReplayDone = std::function<void(absl::Status, Head)>;
+  absl::Status Replay(std::vector<std::string> leaves, ReplayDone done);
 
   Head committed() const;
 
@@ -160,6 +195,7 @@ class Sequencer {
     std::string emitter;
     std::vector<Submission> items;
     Done done;
+    bool replay = false;  // from Replay: never in a batch with Submit's
   };
   struct Prepared;
   struct Placement;
@@ -198,9 +234,10 @@ class Sequencer {
   void HashIntoChain(Prepared& p, Placement& placement);
   // The runs' heads, the state and the projection records into the batch.
   void PutHeads(Prepared& p, const Placement& placement);
-  // A projection record could not be read: nothing of the batch is written,
-  // its receipts fail, and the head is what it was before it.
-  void Abandon(Prepared& p, const Prepared* base, const absl::Status& projection_error);
+  // A projection record could not be read, or a replayed leaf differs:
+  // nothing of the batch is written, its receipts fail with `error`, and
+  // the head is what it was before it.
+  void Abandon(Prepared& p, const Prepared* base, const absl::Status& error);
   // Waits for `p`'s commit, then publishes it or fails it. Returns whether
   // it was committed.
   bool Finish(Prepared& p);
