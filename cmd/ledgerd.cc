@@ -29,6 +29,7 @@
 #include "ledger/backup/backup_root.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log.h"
+#include "ledger/replication/node.h"
 #include "ledger/service/service.h"
 #include "ledger/tlogpolicy/tlogpolicy.h"
 #include "ops/dashboard.h"
@@ -167,15 +168,33 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
 ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const ledger::log::Log& log,
                                    ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
                                    const ledger::auth::Gate* gate, bool stopping,
-                                   const ledger::witnesses::Witnesses* witnesses = nullptr, bool tlog_public = false) {
+                                   const ledger::witnesses::Witnesses* witnesses = nullptr, bool tlog_public = false,
+                                   const ledger::replication::Node* node = nullptr) {
   using ledger::http::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
-  if (r.path == "/readyz") {
+  if (r.path == "/readyz" || r.path == "/readyz/leader") {
     if (stopping) return Text(503, "stopping\n");
     if (!log.store().failure().ok())
       return Text(503, absl::StrCat("store failed: ", log.store().failure().message(), "\n"));
     if (!log.integrity().ok()) return Text(503, absl::StrCat("appends refused: ", log.integrity().message(), "\n"));
-    return Text(200, "ready\n");
+    if (node == nullptr) return Text(200, "ready\n");
+    // Replicated: /readyz for reads (every node that follows or leads),
+    // /readyz/leader for appends (the leader only).
+    const auto st = node->state();
+    if (st.role == ledger::replication::Role::kLeader) {
+      return Text(200, absl::StrCat("ready: leader, epoch ", st.epoch, "; appends and reads\n"));
+    }
+    if (st.role == ledger::replication::Role::kFollower && r.path == "/readyz") {
+      return Text(200, absl::StrCat("ready: follower, applied ", st.applied, " of ", st.fence_size, "; reads only; ",
+                                    st.leader_address.empty() ? std::string("no leader known")
+                                                              : absl::StrCat("appends go to ", st.leader_address),
+                                    "\n"));
+    }
+    return Text(
+        503, absl::StrCat("not ready for ", r.path == "/readyz" ? "reads" : "appends", ": ",
+                          ledger::replication::RoleName(st.role),
+                          st.failure.empty() ? "" : absl::StrCat(" (", st.failure, ")"),
+                          st.leader_address.empty() ? "" : absl::StrCat("; the leader is ", st.leader_address), "\n"));
   }
   if (metrics == nullptr) return Text(404, "not found: /healthz, /readyz\n");
   if (r.path == "/metrics") {
@@ -184,7 +203,8 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
         return Text(403, absl::StrCat(s.message(), "\n"));
       }
     }
-    ledger::http::HttpResponse m = Text(200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : ""));
+    ledger::http::HttpResponse m = Text(
+        200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : "") + (node ? node->RenderMetrics() : ""));
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
   }
@@ -236,6 +256,8 @@ class Daemon {
 
  private:
   absl::Status PrepareDataDir(bool* had_data, bool* had_tmp, bool* had_guard);
+  // With --replication: the node, whose hooks go into the log's options.
+  absl::Status PrepareReplication();
   void LogOpened() const;
   absl::Status StartWitnessing();
   absl::Status StartHttp(std::string* ready);
@@ -251,6 +273,7 @@ class Daemon {
   ledger::query::StepProjector projector_;
   std::unique_ptr<ledger::exporter::Staging> staging_;
   std::unique_ptr<ledger::backup::BackupRoot> backup_root_;
+  std::unique_ptr<ledger::replication::Node> node_;  // stopped before log_ goes, destroyed after it
   std::unique_ptr<ledger::log::Log> log_;
   std::unique_ptr<ledger::service::LedgerService> ledger_;
   std::unique_ptr<ledger::exporter::ExportService> exports_;
@@ -338,6 +361,7 @@ absl::Status Daemon::Open() {
   }
   options_.store_memory_bytes = static_cast<uint64_t>(*store_memory_mb) << 20;
   if (config_.projections) options_.sequencer.projector = &projector_;
+  if (auto s = PrepareReplication(); !s.ok()) return s;
   bool had_data = false, had_tmp = false, had_guard = false;
   if (auto s = PrepareDataDir(&had_data, &had_tmp, &had_guard); !s.ok()) return s;
   // Evidence packs are staged beside the data, not in a shared /tmp (which
@@ -367,6 +391,9 @@ absl::Status Daemon::Open() {
   if (!log.ok()) return log.status();
   log_ = *std::move(log);
   LogOpened();
+  if (node_ != nullptr) {
+    if (auto s = node_->Start(log_.get()); !s.ok()) return s;
+  }
   // The store is open, so no other ledgerd uses this directory: what is
   // staged was left by exports that a crash cut short.
   auto stale = staging_->RemoveStale();
@@ -377,6 +404,48 @@ absl::Status Daemon::Open() {
         .Int("removed", *stale)
         .Emit();
   }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::PrepareReplication() {
+  const std::string& uri = flags_.Get("replication");
+  if (uri.empty()) {
+    for (const char* flag : {"node-id", "advertise", "replication-password-file"}) {
+      if (!flags_.Get(flag).empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("--", flag, ": only with --replication"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (options_.accept_rollback) {
+    return absl::InvalidArgumentError(
+        "--accept-rollback: refused with --replication: a node's store is rebuilt from the shard's committed "
+        "batches, and a rollback would fork the shard's log");
+  }
+  ledger::replication::Node::Options o;
+  o.db.uri = uri;
+  o.db.origin = options_.origin;
+  if (const std::string& file = flags_.Get("replication-password-file"); !file.empty()) {
+    std::ifstream in(file);
+    if (!in) return absl::NotFoundError(absl::StrCat("--replication-password-file: cannot read ", file));
+    std::getline(in, o.db.password);
+  }
+  o.node_id = flags_.Get("node-id");
+  o.address = flags_.Get("advertise").empty() ? flags_.Get("listen") : flags_.Get("advertise");
+  for (auto [flag, out] :
+       {std::pair{"replication-lease-ms", &o.lease}, std::pair{"replication-timeout-ms", &o.db.timeout}}) {
+    auto ms = flags_.Int(flag);
+    if (!ms.ok()) return ms.status();
+    if (*ms < 100 || *ms > 3'600'000) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": from 100 to 3600000 (ms), not ", *ms));
+    }
+    *out = std::chrono::milliseconds(*ms);
+  }
+  auto node = ledger::replication::Node::Create(std::move(o));
+  if (!node.ok()) return node.status();
+  node_ = *std::move(node);
+  options_.sequencer.replicate = node_->ReplicateHook();
+  options_.replicated = node_->LogHooks();
   return absl::OkStatus();
 }
 
@@ -510,7 +579,7 @@ absl::Status Daemon::StartHttp(std::string* ready) {
         flags_.Get("http-listen"),
         [this, tlog_public = flags_.Bool("tlog-public")](const ledger::http::HttpRequest& r) {
           return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(), witnesses_.get(),
-                         tlog_public);
+                         tlog_public, node_.get());
         },
         config_.http, gate_->tls() ? &http_tls : nullptr);
     if (!started.ok()) return named("http-listen", started.status());
@@ -548,7 +617,7 @@ absl::Status Daemon::StartHttp(std::string* ready) {
   if (!flags_.Get("health-listen").empty()) {
     auto started =
         ledger::http::HttpServer::Start(flags_.Get("health-listen"), [this](const ledger::http::HttpRequest& r) {
-          return Operate(r, *log_, nullptr, nullptr, nullptr, stopping_.load());
+          return Operate(r, *log_, nullptr, nullptr, nullptr, stopping_.load(), nullptr, false, node_.get());
         });
     if (!started.ok()) return named("health-listen", started.status());
     health_ = *std::move(started);
@@ -595,8 +664,10 @@ void Daemon::Stop() {
   health_.reset();
   sweeper_.reset();
   server_->Shutdown();
-  witnesses_.reset();  // its threads read the log
+  witnesses_.reset();                   // its threads read the log
+  if (node_ != nullptr) node_->Stop();  // no more replays; the log's hooks still answer
   log_.reset();
+  if (node_ != nullptr) node_->Release();  // a follower takes over now
 }
 
 }  // namespace

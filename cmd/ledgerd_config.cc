@@ -37,6 +37,21 @@ void DefineStoreFlags(Flags& flags) {
   flags.Define("backup-root", "",
                "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
                "without it, backups are refused");
+  flags.Define("replication", "",
+               "a libpq connection URI (PostgreSQL with a synchronous standby) holding this shard's batch log and "
+               "fence: every node of the shard names the same database; one leads, the others follow. Without a "
+               "password: see --replication-password-file");
+  flags.Define("replication-password-file", "",
+               "a file holding the replication database's password (else PGPASSWORD or ~/.pgpass, as libpq reads "
+               "them)");
+  flags.Define("node-id", "", "this node's name among the shard's nodes (with --replication)");
+  flags.Define("advertise", "",
+               "the address clients reach this node's gRPC port at, told to them when it leads (default: --listen)");
+  flags.Define("replication-lease-ms", "3000",
+               "the leader's lease: a follower takes over once the leader has not renewed it for this long");
+  flags.Define("replication-timeout-ms", "5000",
+               "a statement on the replication database, commits included, that takes longer is cancelled and "
+               "counted as failed (the leader steps down)");
   flags.Define("accept-rollback", "",
                "start even if the store is behind or not consistent with <data>/latest-checkpoint "
                "(after restoring an old copy on purpose); logged",

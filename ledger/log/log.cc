@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <tuple>
 #include <utility>
@@ -103,7 +104,9 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
     }
   }
   if (log->integrity_.ok()) {
-    if (auto s = log->SignCheckpoint(); !s.ok()) return s;
+    if (!log->options_.replicated.has_value()) {
+      if (auto s = log->SignCheckpoint(); !s.ok()) return s;
+    }
     log->checkpointer_ = std::thread([l = log.get()] { l->RunCheckpointer(); });
   }
   return log;
@@ -122,7 +125,7 @@ Log::~Log() {
   if (sequencer_ != nullptr) {
     sequencer_->Stop();  // commits what is queued
     stopped_ = true;
-    SignCheckpoint().IgnoreError();  // best effort: the next start signs it otherwise
+    if (Writable().ok()) SignCheckpoint().IgnoreError();  // best effort: the next start signs it otherwise
     sequencer_.reset();
   }
 }
@@ -334,6 +337,7 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
         absl::StrCat("receipts: at most ", kMaxReceiptsPerAppend, " per request, got ", receipts.size()));
   }
   if (!integrity_.ok()) return integrity_;
+  if (auto writable = Writable(); !writable.ok()) return writable;
   std::vector<sequencer::Outcome> results(receipts.size());
   std::vector<sequencer::Submission> submissions;
   std::vector<size_t> where;
@@ -373,14 +377,57 @@ sequencer::Head Log::TakeHead() {
   return head;
 }
 
-absl::Status Log::SignCheckpoint() {
+absl::Status Log::Writable() const {
+  if (!options_.replicated.has_value() || !options_.replicated->writable) return absl::OkStatus();
+  return options_.replicated->writable();
+}
+
+absl::StatusOr<sequencer::Head> Log::Replay(std::vector<std::string> leaves, uint64_t size, const hash::Hash& root) {
+  if (sequencer_ == nullptr) return integrity_;
+  std::promise<std::pair<absl::Status, sequencer::Head>> replayed;
+  auto result = replayed.get_future();
+  if (auto s = sequencer_->Replay(std::move(leaves),
+                                  [&](absl::Status st, sequencer::Head h) {
+                                    replayed.set_value({std::move(st), h});
+                                  });
+      !s.ok()) {
+    return s;
+  }
+  auto [status, head] = result.get();
+  if (!status.ok()) return status;
+  if (head.size != size || head.root != root) {
+    return absl::DataLossError(absl::StrCat("replayed batch: this node's tree is of size ", head.size, " with root ",
+                                            hash::Hex(head.root), ", the leader committed size ", size, " with root ",
+                                            hash::Hex(root)));
+  }
+  return head;
+}
+
+absl::Status Log::AdoptCheckpoint(const std::string& note_text, const std::string& time_note) {
+  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
+  if (!verifier.ok()) return verifier.status();
+  auto text = verifier->Open(time_note);
+  auto time = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
+  if (!time.ok()) {
+    return absl::DataLossError(absl::StrCat("leader's checkpoint time note: ", time.status().message()));
+  }
+  Adopted adopt{time->checkpoint.size, time->time_us, note_text, time_note};
+  return Sign(&adopt);
+}
+
+absl::Status Log::SignCheckpoint() { return Sign(nullptr); }
+
+absl::Status Log::Sign(const Adopted* adopt) {
   if (sequencer_ == nullptr) return integrity_;
   sync::MutexLock signing(&sign_mu_);
-  int64_t now = options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros();
+  int64_t now = adopt != nullptr           ? adopt->time_us
+                : options_.sequencer.clock ? options_.sequencer.clock()
+                                           : sequencer::SystemClockMicros();
   // Everything due by `now` (the sweeper's declarations) is committed
   // before the head is read, so the time note's time never precedes a
   // deadline the signed tree leaves undeclared.
-  auto owed_by = [this](int64_t time) {
+  auto owed_by = [this, adopt](int64_t time) {
+    if (adopt != nullptr) return 0;  // the leader declared what was due
     sync::MutexLock lock(&before_sign_mu_);
     return !stopped_ && before_sign_ ? before_sign_(time) : 0;
   };
@@ -391,10 +438,14 @@ absl::Status Log::SignCheckpoint() {
   changed_runs_.clear();
   changed_teams_.clear();
   sequencer::Head head = TakeHead();
+  if (adopt != nullptr && head.size != adopt->size) {
+    return absl::FailedPreconditionError(absl::StrCat("adopt checkpoint: this node's log holds ", head.size,
+                                                      " entries, the leader's checkpoint ", adopt->size));
+  }
   // The note's time must not precede entries logged after `now`: it moves
   // to the newest one's when nothing fell due in between, else the head is
   // taken again with the declarations (a few rounds; past them it stays `now`).
-  for (int round = 0; round < 4 && head.last_logged_at_us > now; ++round) {
+  for (int round = 0; adopt == nullptr && round < 4 && head.last_logged_at_us > now; ++round) {
     const int64_t newest = head.last_logged_at_us;
     if (owed_by(newest) == 0) {
       now = newest;
@@ -446,7 +497,27 @@ absl::Status Log::SignCheckpoint() {
   }
   auto time = SignCheckpointTime(head.size, head.root, runs, teams, now);
   if (!time.ok()) return time.status();
+  if (adopt != nullptr && time->note != adopt->time_note) {
+    return absl::DataLossError(
+        absl::StrCat("adopt checkpoint of size ", head.size,
+                     ": the leader's time note is not the one this node's tree and maps give (roots: tree ",
+                     hash::Hex(head.root), runs ? absl::StrCat(", runs ", hash::Hex(*runs)) : "",
+                     teams ? absl::StrCat(", teams ", hash::Hex(*teams)) : "", ")"));
+  }
+  auto publish = [&](const std::string& note) -> absl::Status {
+    if (adopt != nullptr || !options_.replicated.has_value() || !options_.replicated->publish) {
+      return absl::OkStatus();
+    }
+    return options_.replicated->publish(
+        {head.size, head.root, note, time->note, time->time_us, time->runs, time->teams, time->version});
+  };
   if (timed) {
+    std::string note;
+    {
+      sync::MutexLock lock(&mu_);
+      note = latest_.note;
+    }
+    if (auto s = publish(note); !s.ok()) return s;
     if (auto s = store_->PutCheckpoint(head.size, {}, time->note); !s.ok()) return s;
     sync::MutexLock lock(&mu_);
     latest_.time_note = time->note;
@@ -458,6 +529,12 @@ absl::Status Log::SignCheckpoint() {
   }
   auto signed_note = signer_.Sign(note::FormatCheckpoint({options_.origin, head.size, head.root}));
   if (!signed_note.ok()) return signed_note.status();
+  if (adopt != nullptr && *signed_note != adopt->note) {
+    return absl::DataLossError(absl::StrCat("adopt checkpoint of size ", head.size,
+                                            ": the leader's checkpoint is not the one this node's tree gives (root ",
+                                            hash::Hex(head.root), ")"));
+  }
+  if (auto s = publish(*signed_note); !s.ok()) return s;
   if (auto s = store_->PutCheckpoint(head.size, *signed_note, time->note); !s.ok()) return s;
   // Not the latest until the guard says so too; a failure here is retried
   // with the same (deterministic) signature at the next interval.
@@ -528,7 +605,7 @@ void Log::RunCheckpointer() {
     }
     if (stopping_) return;
     mu_.Unlock();
-    SignCheckpoint().IgnoreError();  // retried at the next interval
+    if (Writable().ok()) SignCheckpoint().IgnoreError();  // retried at the next interval
     mu_.Lock();
   }
 }

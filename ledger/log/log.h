@@ -114,6 +114,19 @@ class Log {
     // Injected storage faults (ledger/store/testing.h), for tests; MUST
     // outlive the log.
     store::Faults* faults = nullptr;
+    // Set on every node of a replicated shard (ledger/replication), with
+    // sequencer.replicate. Such a log signs nothing at Open: it appends and
+    // signs only while `writable` says OK, and every checkpoint it signs is
+    // given to `publish` before it is stored or served (an error: it is not
+    // signed). A node that follows fills its log with Replay and takes the
+    // leader's checkpoints with AdoptCheckpoint.
+    struct Replicated {
+      // OK while this node leads; otherwise the error every append gets
+      // (UNAVAILABLE, naming the leader).
+      std::function<absl::Status()> writable;
+      std::function<absl::Status(const SignedCheckpoint&)> publish;
+    };
+    std::optional<Replicated> replicated;
   };
 
   // The latest signed checkpoint, kept outside RocksDB in the data
@@ -182,6 +195,22 @@ class Log {
   // Calls fn for from <= seq < to. OUT_OF_RANGE when `to` is beyond the log.
   absl::Status ScanEntries(uint64_t from, uint64_t to,
                            absl::FunctionRef<absl::Status(uint64_t, std::string_view)> fn) const;
+
+  // Replication (Options::replicated): appends the leader's `leaves`, the
+  // entries from the committed size on, through the sequencer
+  // (Sequencer::Replay), and checks that the tree then has `size` entries
+  // and `root`. DATA_LOSS when a leaf or the root differs: nothing of that
+  // batch is kept. Returns the committed head.
+  absl::StatusOr<sequencer::Head> Replay(std::vector<std::string> leaves, uint64_t size, const hash::Hash& root);
+
+  // Replication: takes the leader's checkpoint of the committed size as
+  // this log's latest, as SignCheckpoint would have signed it. The run and
+  // team maps are brought to that size, and the notes this log's key signs
+  // for that tree, those maps and the leader's time MUST be the leader's
+  // notes byte for byte (Ed25519 signatures are deterministic): DATA_LOSS,
+  // and nothing stored, when they differ; FAILED_PRECONDITION when the
+  // committed size is not the checkpoint's.
+  absl::Status AdoptCheckpoint(const std::string& note, const std::string& time_note);
 
   // Signs a checkpoint of the committed log now if it grew since the last.
   // First calls the before-sign hook (SetBeforeSign) with the time the
@@ -269,6 +298,16 @@ class Log {
   absl::StatusOr<RunProof> ProveKey(const runmap::Key& key, const storedmap::StoredMap& map,
                                     std::string_view map_name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
   void RunCheckpointer();
+  // SignCheckpoint, or with `adopt` AdoptCheckpoint: the leader's time, its
+  // notes compared instead of signed anew.
+  struct Adopted {
+    uint64_t size = 0;
+    int64_t time_us = 0;
+    std::string note, time_note;
+  };
+  absl::Status Sign(const Adopted* adopt);
+  // Whether this log may append and sign now (Options::replicated).
+  absl::Status Writable() const;
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
                         std::vector<const receipt::Receipt*> receipts, AppendDone done);

@@ -1,0 +1,434 @@
+#include "ledger/replication/node.h"
+
+#include <pthread.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "util/jsonlog/jsonlog.h"
+
+namespace ledger::replication {
+namespace {
+
+constexpr size_t kCatchUpBytes = 16 << 20;  // leaves read per round
+
+int64_t NowMicros() { return sequencer::SystemClockMicros(); }
+
+}  // namespace
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kStarting:
+      return "starting";
+    case Role::kFollower:
+      return "follower";
+    case Role::kLeader:
+      return "leader";
+    case Role::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+absl::StatusOr<std::unique_ptr<Node>> Node::Create(Options options) {
+  if (options.node_id.empty()) return absl::InvalidArgumentError("--node-id: required with --replication");
+  if (options.address.empty()) return absl::InvalidArgumentError("--advertise: required with --replication");
+  auto node = std::unique_ptr<Node>(new Node(std::move(options)));
+  auto commits = ShardLog::Open(node->options_.db);
+  if (!commits.ok()) return commits.status();
+  auto loop = ShardLog::Open(node->options_.db);
+  if (!loop.ok()) return loop.status();
+  node->commits_ = *std::move(commits);
+  node->loop_ = *std::move(loop);
+  return node;
+}
+
+Node::~Node() { Stop(); }
+
+void Node::Stop() {
+  {
+    sync::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  cv_.SignalAll();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Node::Release() {
+  int64_t epoch = 0;
+  {
+    sync::MutexLock lock(&mu_);
+    if (state_.role != Role::kLeader) return;
+    state_.role = Role::kFollower;
+    epoch = state_.epoch;
+  }
+  sync::MutexLock lock(&commit_mu_);
+  absl::Status released = commits_->Release(epoch, options_.node_id);
+  jsonlog::Info("replication_released")
+      .Str("node", options_.node_id)
+      .Int("epoch", epoch)
+      .Str("result", released.ok() ? "ok" : std::string(released.message()))
+      .Emit();
+}
+
+Node::State Node::state() const {
+  sync::MutexLock lock(&mu_);
+  return state_;
+}
+
+absl::Status Node::NotLeader() const {
+  sync::MutexLock lock(&mu_);
+  if (state_.role == Role::kFailed) {
+    return absl::UnavailableError(absl::StrCat("replication: node ", options_.node_id, " stopped: ", state_.failure));
+  }
+  if (state_.leader_address.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("replication: node ", options_.node_id, " does not lead and no leader is known yet; retry"));
+  }
+  return absl::UnavailableError(absl::StrCat("replication: node ", options_.node_id, " follows; the leader is ",
+                                             state_.leader, " at leader=", state_.leader_address, " (epoch ",
+                                             state_.epoch, "); send appends there"));
+}
+
+sequencer::Replicate Node::ReplicateHook() {
+  return [this](const sequencer::ReplicatedBatch& batch) -> absl::Status {
+    int64_t epoch = 0;
+    bool leading = false;
+    {
+      sync::MutexLock lock(&mu_);
+      leading = state_.role == Role::kLeader;
+      epoch = state_.epoch;
+    }
+    if (!leading) return NotLeader();
+    absl::Status committed;
+    {
+      sync::MutexLock lock(&commit_mu_);
+      committed = commits_->Commit(epoch, batch);
+    }
+    if (!committed.ok()) {
+      StepDown(epoch, committed);
+      return committed;
+    }
+    sync::MutexLock lock(&mu_);
+    state_.fence_size = batch.size;
+    state_.last_commit_us = NowMicros();
+    return absl::OkStatus();
+  };
+}
+
+log::Log::Options::Replicated Node::LogHooks() {
+  log::Log::Options::Replicated hooks;
+  hooks.writable = [this]() -> absl::Status {
+    {
+      sync::MutexLock lock(&mu_);
+      if (state_.role == Role::kLeader) return absl::OkStatus();
+    }
+    return NotLeader();
+  };
+  hooks.publish = [this](const log::SignedCheckpoint& cp) -> absl::Status {
+    int64_t epoch = 0;
+    {
+      sync::MutexLock lock(&mu_);
+      if (state_.role != Role::kLeader) return absl::UnavailableError("replication: this node no longer leads");
+      epoch = state_.epoch;
+    }
+    absl::Status stored;
+    {
+      sync::MutexLock lock(&commit_mu_);
+      stored = commits_->PutCheckpoint(epoch, cp.size, cp.note, cp.time_note);
+    }
+    if (!stored.ok()) StepDown(epoch, stored);
+    return stored;
+  };
+  return hooks;
+}
+
+void Node::StepDown(int64_t epoch, const absl::Status& why) {
+  {
+    sync::MutexLock lock(&mu_);
+    if (state_.role != Role::kLeader || state_.epoch != epoch) return;
+    state_.role = Role::kFollower;
+    ++state_.step_downs;
+    ++state_.commit_failures;
+    state_.leader.clear();
+    state_.leader_address.clear();
+  }
+  jsonlog::Warn("replication_step_down")
+      .Str("node", options_.node_id)
+      .Int("epoch", epoch)
+      .Msg(std::string(why.message()))
+      .Emit();
+  cv_.SignalAll();
+}
+
+void Node::Fail(const absl::Status& why) {
+  {
+    sync::MutexLock lock(&mu_);
+    state_.role = Role::kFailed;
+    state_.failure = std::string(why.message());
+  }
+  jsonlog::Error("replication_stopped")
+      .Str("node", options_.node_id)
+      .Str("code", absl::StatusCodeToString(why.code()))
+      .Msg(std::string(why.message()))
+      .Emit();
+}
+
+bool Node::Sleep(std::chrono::milliseconds d) {
+  const auto deadline = sync::CondVar::Clock::now() + d;
+  sync::MutexLock lock(&mu_);
+  while (!stopping_ && cv_.WaitUntil(&mu_, deadline)) {
+  }
+  return !stopping_;
+}
+
+absl::Status Node::Start(log::Log* log) {
+  log_ = log;
+  const sequencer::Head head = log->head();
+  auto fence = loop_->Init(head.size, head.root);
+  if (!fence.ok()) return fence.status();
+  if (head.size > fence->size) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("replication: this node's log holds ", head.size, " entries, the shard committed ", fence->size,
+                     ": entries past the fence were never committed; start it from an empty data directory or a "
+                     "backup of the shard"));
+  }
+  if (head.size == fence->size && head.root != fence->root) {
+    return absl::DataLossError(absl::StrCat("replication: this node's tree of size ", head.size, " has root ",
+                                            hash::Hex(head.root), ", the shard's ", hash::Hex(fence->root),
+                                            ": this store is not the shard's"));
+  }
+  if (head.size < fence->size) {
+    auto first = loop_->FirstKept();
+    if (!first.ok()) return first.status();
+    if (!first->has_value() || **first > head.size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "replication: this node's log holds ", head.size, " entries and the shard keeps batches from ",
+          first->has_value() ? absl::StrCat(**first) : std::string("none"),
+          " only: start it from a backup of the shard (--restore-from) taken at a size the kept tail reaches"));
+    }
+  }
+  if (auto s = loop_->Listen(); !s.ok()) return s;
+  {
+    sync::MutexLock lock(&mu_);
+    state_.role = Role::kFollower;
+    state_.applied = head.size;
+    state_.fence_size = fence->size;
+    state_.epoch = fence->epoch;
+    if (fence->lease_live) {
+      state_.leader = fence->holder;
+      state_.leader_address = fence->address;
+    }
+  }
+  jsonlog::Info("replication_started")
+      .Str("node", options_.node_id)
+      .Int("applied", static_cast<int64_t>(head.size))
+      .Int("shard_size", static_cast<int64_t>(fence->size))
+      .Int("epoch", fence->epoch)
+      .Emit();
+  thread_ = std::thread([this] { Run(); });
+  return absl::OkStatus();
+}
+
+absl::Status Node::CatchUp(const Fence& fence, bool all) {
+  uint64_t local = log_->head().size;
+  uint64_t target = fence.size;
+  std::vector<StoredCheckpoint> checkpoints;
+  if (local < fence.size) {
+    auto cps = loop_->Checkpoints(local, fence.size);
+    if (!cps.ok()) return cps.status();
+    checkpoints = *std::move(cps);
+    if (!all) target = checkpoints.empty() ? local : checkpoints.back().size;
+  }
+  size_t next_cp = 0;
+  while (local < target) {
+    auto batches = loop_->Batches(local, kCatchUpBytes);
+    if (!batches.ok()) return batches.status();
+    if (batches->empty() || batches->front().first_seq != local) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("replication: the shard no longer keeps the batch at ", local,
+                       " (trimmed): restart this node from a backup of the shard (--restore-from)"));
+    }
+    for (StoredBatch& b : *batches) {
+      if (b.first_seq != local || local >= target) break;
+      if (b.size > target) {
+        return absl::DataLossError(absl::StrCat("replication: batch [", b.first_seq, ", ", b.size,
+                                                ") runs past the checkpoint of size ", target));
+      }
+      auto head = log_->Replay(std::move(b.leaves), b.size, b.root);
+      if (!head.ok()) return head.status();
+      local = head->size;
+      {
+        sync::MutexLock lock(&mu_);
+        state_.applied = local;
+        state_.last_commit_us = NowMicros();
+      }
+      while (next_cp < checkpoints.size() && checkpoints[next_cp].size < local) ++next_cp;
+      if (next_cp < checkpoints.size() && checkpoints[next_cp].size == local) {
+        const StoredCheckpoint& cp = checkpoints[next_cp];
+        if (auto s = log_->AdoptCheckpoint(cp.note, cp.time_note); !s.ok()) return s;
+        ++next_cp;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Node::Lead(const Fence& taken) {
+  const auto started = std::chrono::steady_clock::now();
+  // No other node can commit in this epoch: what the fence holds is final.
+  if (auto s = CatchUp(taken, /*all=*/true); !s.ok()) return s;
+  const sequencer::Head head = log_->head();
+  if (head.size != taken.size || head.root != taken.root) {
+    return absl::DataLossError(absl::StrCat("replication: after every committed batch this node's tree is of size ",
+                                            head.size, " with root ", hash::Hex(head.root), ", the fence's ",
+                                            taken.size, " with root ", hash::Hex(taken.root)));
+  }
+  int64_t previous_epoch = 0;
+  {
+    sync::MutexLock lock(&mu_);
+    previous_epoch = state_.epoch;
+    state_.role = Role::kLeader;
+    state_.epoch = taken.epoch;
+    state_.leader = options_.node_id;
+    state_.leader_address = options_.address;
+    state_.fence_size = taken.size;
+    ++state_.failovers;
+  }
+  // The first checkpoint of the epoch, over what the last one committed.
+  absl::Status signed_now = log_->SignCheckpoint();
+  const auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+  {
+    sync::MutexLock lock(&mu_);
+    state_.takeover_ms = took;
+  }
+  jsonlog::Warn("replication_leading")
+      .Str("node", options_.node_id)
+      .Int("epoch", taken.epoch)
+      .Int("previous_epoch", previous_epoch)
+      .Int("size", static_cast<int64_t>(taken.size))
+      .Int("takeover_ms", took)
+      .Str("checkpoint", signed_now.ok() ? "signed" : std::string(signed_now.message()))
+      .Emit();
+  return absl::OkStatus();
+}
+
+void Node::Run() {
+  pthread_setname_np(pthread_self(), "ledger-replica");
+  auto last_trim = std::chrono::steady_clock::now();
+  while (true) {
+    State now = state();
+    {
+      sync::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    if (now.role == Role::kFailed) {
+      if (!Sleep(std::chrono::seconds(1))) return;
+      continue;
+    }
+    if (now.role == Role::kLeader) {
+      absl::Status renewed = loop_->Renew(now.epoch, options_.node_id, options_.lease);
+      if (renewed.ok()) {
+        sync::MutexLock lock(&mu_);
+        ++state_.renewals;
+      } else if (absl::IsFailedPrecondition(renewed)) {
+        StepDown(now.epoch, renewed);
+        continue;
+      }
+      // A renewal that did not reach the database changes nothing: the
+      // fence, not the lease, keeps a deposed leader from committing.
+      (void)loop_->Report(options_.node_id, options_.address, log_->head().size);
+      if (std::chrono::steady_clock::now() - last_trim >= options_.trim_every) {
+        last_trim = std::chrono::steady_clock::now();
+        if (auto trimmed = loop_->Trim(options_.trim_grace); trimmed.ok() && *trimmed > 0) {
+          jsonlog::Info("replication_trimmed").Int("batches", static_cast<int64_t>(*trimmed)).Emit();
+        }
+        if (auto tail = loop_->Tail(); tail.ok()) {
+          sync::MutexLock lock(&mu_);
+          state_.tail_batches = tail->batches;
+          state_.tail_bytes = tail->bytes;
+        }
+      }
+      if (!Sleep(options_.lease / 3)) return;
+      continue;
+    }
+    // A follower.
+    auto fence = loop_->Read();
+    if (!fence.ok()) {
+      jsonlog::Warn("replication_unreachable")
+          .Str("node", options_.node_id)
+          .Msg(std::string(fence.status().message()))
+          .Emit();
+      if (!Sleep(options_.poll)) return;
+      continue;
+    }
+    {
+      sync::MutexLock lock(&mu_);
+      state_.fence_size = fence->size;
+      state_.epoch = std::max(state_.epoch, fence->epoch);
+      state_.leader = fence->lease_live ? fence->holder : "";
+      state_.leader_address = fence->lease_live ? fence->address : "";
+    }
+    if (absl::Status s = CatchUp(*fence, /*all=*/false); !s.ok()) {
+      if (absl::IsDataLoss(s) || absl::IsFailedPrecondition(s)) {
+        Fail(s);
+        continue;
+      }
+      jsonlog::Warn("replication_catch_up").Str("node", options_.node_id).Msg(std::string(s.message())).Emit();
+      if (!Sleep(options_.poll)) return;
+      continue;
+    }
+    (void)loop_->Report(options_.node_id, options_.address, log_->head().size);
+    if (!fence->lease_live) {
+      auto taken = loop_->TakeOver(options_.node_id, options_.address, options_.lease);
+      if (taken.ok() && taken->has_value()) {
+        if (absl::Status s = Lead(**taken); !s.ok()) {
+          Fail(s);
+        }
+        continue;
+      }
+    }
+    auto notified = loop_->WaitNotify(options_.poll);
+    if (!notified.ok() && !Sleep(options_.poll)) return;
+  }
+}
+
+std::string Node::RenderMetrics() const {
+  State s = state();
+  std::string out;
+  auto gauge = [&](const std::string& name, const std::string& help, double v) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n", name, " ", v, "\n");
+  };
+  auto counter = [&](const std::string& name, const std::string& help, uint64_t v) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", v, "\n");
+  };
+  absl::StrAppend(&out, "# HELP ledger_replication_role This node's role (1 for the role it has).\n",
+                  "# TYPE ledger_replication_role gauge\n");
+  for (Role r : {Role::kStarting, Role::kFollower, Role::kLeader, Role::kFailed}) {
+    absl::StrAppend(&out, "ledger_replication_role{role=\"", RoleName(r), "\"} ", s.role == r ? 1 : 0, "\n");
+  }
+  gauge("ledger_replication_epoch", "The shard's epoch as this node last saw it.", static_cast<double>(s.epoch));
+  gauge("ledger_replication_applied_entries", "Entries this node has committed or applied.",
+        static_cast<double>(s.applied));
+  gauge("ledger_replication_lag_entries", "Entries the shard committed that this node has not applied.",
+        static_cast<double>(s.fence_size > s.applied ? s.fence_size - s.applied : 0));
+  gauge("ledger_replication_lag_seconds", "Seconds since this node last committed or applied a batch, while behind.",
+        s.fence_size > s.applied && s.last_commit_us > 0 ? static_cast<double>(NowMicros() - s.last_commit_us) / 1e6
+                                                         : 0.0);
+  counter("ledger_replication_lease_renewals_total", "Lease renewals by this node.", s.renewals);
+  counter("ledger_replication_takeovers_total", "Times this node took the lease over.", s.failovers);
+  counter("ledger_replication_step_downs_total", "Times this node stopped leading after a failed commit.",
+          s.step_downs);
+  gauge("ledger_replication_tail_batches", "Batches the database keeps (the leader's view).",
+        static_cast<double>(s.tail_batches));
+  gauge("ledger_replication_tail_bytes", "Bytes of the database's batch table (the leader's view).",
+        static_cast<double>(s.tail_bytes));
+  if (s.takeover_ms >= 0) {
+    gauge("ledger_replication_takeover_ms", "The last take-over, from the lease won to leading.",
+          static_cast<double>(s.takeover_ms));
+  }
+  return out;
+}
+
+}  // namespace ledger::replication
