@@ -233,14 +233,23 @@ absl::Status Node::Start(log::Log* log) {
 absl::Status Node::CatchUp(const Fence& fence, bool all) {
   uint64_t local = log_->head().size;
   uint64_t target = fence.size;
+  // The leader's checkpoints past this node's latest one: a deposed leader
+  // holds entries its own checkpoints do not cover yet.
+  const uint64_t signed_size = log_->LatestCheckpointTime().first;
   std::vector<StoredCheckpoint> checkpoints;
-  if (local < fence.size) {
-    auto cps = loop_->Checkpoints(local, fence.size);
+  if (signed_size < fence.size) {
+    auto cps = loop_->Checkpoints(signed_size, fence.size);
     if (!cps.ok()) return cps.status();
     checkpoints = *std::move(cps);
-    if (!all) target = checkpoints.empty() ? local : checkpoints.back().size;
+    if (!all) target = checkpoints.empty() ? local : std::max(local, checkpoints.back().size);
   }
   size_t next_cp = 0;
+  while (next_cp < checkpoints.size() && checkpoints[next_cp].size < local) ++next_cp;
+  if (next_cp < checkpoints.size() && checkpoints[next_cp].size == local) {
+    const StoredCheckpoint& cp = checkpoints[next_cp];
+    if (auto s = log_->AdoptCheckpoint(cp.note, cp.time_note); !s.ok()) return s;
+    ++next_cp;
+  }
   while (local < target) {
     auto batches = loop_->Batches(local, kCatchUpBytes);
     if (!batches.ok()) return batches.status();

@@ -1,0 +1,569 @@
+#!/usr/bin/python3
+"""A replicated shard survives the loss of a node, of its disk, and of the
+PostgreSQL primary: real PostgreSQL servers (a primary and a synchronous
+standby) and real ledgerd processes on loopback.
+
+Usage: replication_test.py BUILD_DIR SCENARIO [--receipts N]
+
+Scenarios:
+  leader-killed   SIGKILL the leader under a stream from 4 clients (2 unary,
+                  2 streaming); every acknowledged receipt is on the new
+                  leader with its seq, no seq twice, the checkpoints before
+                  and after are consistent (RFC 9162), the take-over is timed
+  deposed         SIGSTOP the leader past its lease, a follower takes over
+                  and appends, SIGCONT: the old leader acknowledges and
+                  signs nothing more
+  sync-warning    the standby is gone, so a commit waits; the wait is
+                  cancelled and PostgreSQL answers "committed locally, but
+                  might not have been replicated": nothing is acknowledged
+  pg-failover     SIGKILL the PostgreSQL primary under the stream and promote
+                  the standby: nothing acknowledged is lost
+  follower-restore  a follower's data directory is deleted; it comes back
+                  from a backup plus the tail and serves the same roots;
+                  without a backup, behind the trimmed tail, it is refused
+  ten-failovers   kill whichever node leads, ten times, under load
+"""
+import argparse
+import base64
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from ledger_testlib import ROOT, fail, free_port, generate_stubs  # noqa: E402
+from pgcluster import PgCluster  # noqa: E402
+
+ORIGIN = "replication.test/shard-0"
+TEAMS = ["team-a", "team-b"]
+LEASE_MS = 1500
+
+
+def load_verify_pack():
+    spec = importlib.util.spec_from_file_location(
+        "verify_pack", os.path.join(ROOT, "export", "verify", "python", "verify_pack.py"))
+    vp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vp)
+    return vp
+
+
+class Node:
+    """One ledgerd of the shard."""
+
+    def __init__(self, build, work, name, uri, key, extra=()):
+        self.build, self.name = build, name
+        self.data = os.path.join(work, name)
+        self.port, self.http = free_port(), free_port()
+        self.address = "127.0.0.1:%d" % self.port
+        self.cmd = [os.path.join(build, "cmd", "ledgerd"), "--data", self.data, "--listen", self.address,
+                    "--http-listen", "127.0.0.1:%d" % self.http, "--origin", ORIGIN, "--signing-key", key,
+                    "--replication", uri, "--node-id", name, "--replication-lease-ms", str(LEASE_MS),
+                    "--replication-timeout-ms", "3000", "--checkpoint-interval-ms", "100"] + list(extra)
+        self.log_path = os.path.join(work, name + ".log")
+        self.proc = None
+
+    def start(self, extra=()):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.cmd + list(extra), stdout=self.log, stderr=self.log)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                return -9
+        return self.proc.returncode if self.proc else None
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.http, path), timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except Exception as e:  # not up
+            return 0, str(e)
+
+    def leads(self):
+        return self.alive() and self.get("/readyz/leader")[0] == 200
+
+    def metric(self, name):
+        status, text = self.get("/metrics")
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
+
+    def log_text(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+
+def wait_leader(nodes, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for n in nodes:
+            if n.leads():
+                return n
+        time.sleep(0.05)
+    fail("no node leads after %d s" % timeout)
+
+
+def receipts(pb, client):
+    """Endless receipts: per step a start, a model call and a completion."""
+    i = 0
+    while True:
+        team = TEAMS[i % 2]
+        run, step = "c%d-run-%d" % (client, i // 20), "step-%d" % i
+        start_id = "c%d-%d-start" % (client, i)
+        yield pb.Receipt(receipt_id=start_id, team=team, run_id=run, step_id=step, occurred_at_us=1 + i,
+                         agent_start=pb.AgentStart(decision=pb.DECISION_ALLOW, timeout_ms=600000))
+        yield pb.Receipt(receipt_id="c%d-%d-call" % (client, i), team=team, run_id=run, step_id=step,
+                         occurred_at_us=1 + i,
+                         model_call=pb.ModelCall(route="m", decision=pb.DECISION_ALLOW, input_tokens=3))
+        yield pb.Receipt(receipt_id="c%d-%d-exec" % (client, i), team=team, run_id=run, step_id=step,
+                         occurred_at_us=1 + i,
+                         agent_exec=pb.AgentExec(start_receipt_id=start_id, status=pb.EXEC_STATUS_SUCCEEDED))
+        i += 1
+
+
+class Client(threading.Thread):
+    """Appends batches until `quota` receipts are acknowledged, to whichever
+    node takes them: on any failure it retries the same receipts (same ids)
+    on the next node. Every acknowledgement is recorded with its node."""
+
+    def __init__(self, grpc, svc, pb, nodes, number, streaming, quota, acks, lock, batch=50):
+        super().__init__(daemon=True)
+        self.grpc, self.svc, self.nodes = grpc, svc, nodes
+        self.source = receipts(pb, number)
+        self.streaming, self.quota, self.batch = streaming, quota, batch
+        self.acks, self.lock = acks, lock
+        self.error, self.retries, self.done_count = None, 0, 0
+        self.at = number % len(nodes)
+        self.stop = threading.Event()
+
+    def record(self, batch, results, node):
+        if len(results) != len(batch) or any(r.code != 0 for r in results):
+            return False
+        with self.lock:
+            for receipt, result in zip(batch, results):
+                ack = (result.seq, result.leaf_hash.hex())
+                old = self.acks.get(receipt.receipt_id)
+                if old is not None and old[:2] != ack:
+                    self.error = "receipt %s acknowledged as %s and later as %s" % (receipt.receipt_id, old, ack)
+                self.acks[receipt.receipt_id] = ack + (node.name, time.monotonic())
+        self.done_count += len(batch)
+        return True
+
+    def run(self):
+        todo = []
+        while self.done_count < self.quota and self.error is None and not self.stop.is_set():
+            while len(todo) < (4 if self.streaming else 1):
+                todo.append([next(self.source) for _ in range(self.batch)])
+            node = self.nodes[self.at]
+            try:
+                with self.grpc.insecure_channel(node.address) as channel:
+                    stub = self.svc.LedgerServiceStub(channel)
+                    if self.streaming:
+                        window = list(todo)
+                        requests = iter([self.svc.AppendRequest(receipts=b) for b in window])
+                        for response, b in zip(stub.AppendStream(requests, timeout=10), window):
+                            if not self.record(b, response.results, node):
+                                raise RuntimeError("not appended")
+                            todo.pop(0)
+                    else:
+                        response = stub.Append(self.svc.AppendRequest(receipts=todo[0]), timeout=10)
+                        if not self.record(todo[0], response.results, node):
+                            raise RuntimeError("not appended")
+                        todo.pop(0)
+            except Exception:
+                self.retries += 1
+                self.at = (self.at + 1) % len(self.nodes)
+                time.sleep(0.02)
+
+
+class Shard:
+    def __init__(self, build, work, nodes=2, standby=True):
+        self.build, self.work = build, work
+        self.pg = PgCluster(work, standby=standby)
+        self.key = os.path.join(work, "signing.key")
+        subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "keygen", "--origin", ORIGIN, "--out", self.key],
+                       check=True, capture_output=True)
+        self.nodes = [Node(build, work, "node-%d" % (i + 1), self.pg.uri, self.key) for i in range(nodes)]
+
+    def start(self):
+        for n in self.nodes:
+            n.start()
+        return wait_leader(self.nodes)
+
+    def close(self):
+        for n in self.nodes:
+            n.stop()
+        self.pg.remove()
+
+
+def stubs(work):
+    generate_stubs(os.path.join(work, "stubs"))
+    import grpc
+    import receipt_pb2 as pb
+    import ledger_service_pb2 as m
+    import ledger_service_pb2_grpc as g
+
+    class Svc:
+        pass
+    svc = Svc()
+    for mod in (m, g):
+        for name in dir(mod):
+            if not name.startswith("_"):
+                setattr(svc, name, getattr(mod, name))
+    return grpc, svc, pb
+
+
+def entries_of(grpc, svc, node):
+    with grpc.insecure_channel(node.address, options=[("grpc.max_receive_message_length", 256 << 20)]) as ch:
+        stub = svc.LedgerServiceStub(ch)
+        latest = stub.GetCheckpoint(svc.GetCheckpointRequest(), timeout=10)
+        entries = list(stub.GetEntries(svc.GetEntriesRequest(from_seq=0, to_seq=latest.tree_size), timeout=120))
+        return latest, entries
+
+
+def checkpoint(grpc, svc, node, size=0):
+    with grpc.insecure_channel(node.address) as ch:
+        return svc.LedgerServiceStub(ch).GetCheckpoint(svc.GetCheckpointRequest(tree_size=size), timeout=5)
+
+
+def check_history(grpc, svc, node, acks, vp, checkpoints=()):
+    """Every acknowledged receipt is in `node`'s log with its seq and leaf
+    hash; the log is dense and holds each receipt id once; each checkpoint
+    in `checkpoints` (size, note) is consistent with the latest."""
+    want = max((a[0] for a in acks.values()), default=-1) + 1
+    deadline = time.monotonic() + 20
+    while checkpoint(grpc, svc, node).tree_size < want and time.monotonic() < deadline:
+        time.sleep(0.1)
+    latest, entries = entries_of(grpc, svc, node)
+    ids = {}
+    for i, e in enumerate(entries):
+        if e.seq != i:
+            fail("%s: the log is not dense at %d" % (node.name, i))
+        if hashlib.sha256(b"\x00" + e.leaf).hexdigest() != e.leaf_hash.hex():
+            fail("%s: entry %d: leaf hash" % (node.name, i))
+        rid = json.loads(e.leaf)["receipt"]["receipt_id"]
+        if rid in ids:
+            fail("%s: receipt %s is in the log twice (seqs %d and %d)" % (node.name, rid, ids[rid], i))
+        ids[rid] = i
+    lost = [rid for rid, (seq, leaf_hash, *_) in acks.items()
+            if ids.get(rid) != seq or entries[seq].leaf_hash.hex() != leaf_hash]
+    if lost:
+        fail("%s: %d acknowledged receipts are missing or at another seq, e.g. %s acknowledged as %s"
+             % (node.name, len(lost), lost[0], acks[lost[0]][:3]))
+    with grpc.insecure_channel(node.address) as ch:
+        stub = svc.LedgerServiceStub(ch)
+        key = vp.parse_vkey(stub.GetVerifierKey(svc.GetVerifierKeyRequest(), timeout=5).vkey)
+        new = vp.open_note(latest.note.encode(), key)
+        new_root = base64.b64decode(new.split("\n")[2])
+        for size, note in checkpoints:
+            if size == 0 or size == latest.tree_size:
+                continue
+            old = vp.open_note(note.encode(), key)
+            proof = stub.GetConsistencyProof(
+                svc.GetConsistencyProofRequest(from_size=size, to_size=latest.tree_size), timeout=5)
+            if not vp.verify_consistency(size, latest.tree_size, base64.b64decode(old.split("\n")[2]), new_root,
+                                         list(proof.hashes)):
+                fail("%s: the checkpoint of size %d is not consistent with the latest (%d)"
+                     % (node.name, size, latest.tree_size))
+            stored = checkpoint(grpc, svc, node, size).note
+            if stored != note:
+                fail("%s: the checkpoint of size %d it serves is not the one signed before" % (node.name, size))
+    return latest, entries
+
+
+def stream(grpc, svc, pb, nodes, quota, acks, lock, clients=4, first=0):
+    """`clients` clients (from number `first`: each number has its own
+    receipt ids), half of them streaming."""
+    cs = [Client(grpc, svc, pb, nodes, first + c, c >= clients // 2, quota // clients, acks, lock)
+          for c in range(clients)]
+    for c in cs:
+        c.start()
+    return cs
+
+
+def join(clients, timeout=300):
+    deadline = time.monotonic() + timeout
+    for c in clients:
+        c.join(timeout=max(1, deadline - time.monotonic()))
+        if c.error:
+            fail(c.error)
+        if c.is_alive():
+            fail("a client could not finish its receipts (%d of %d, %d retries)" % (c.done_count, c.quota, c.retries))
+
+
+def acked_count(acks, lock):
+    with lock:
+        return len(acks)
+
+
+def scenario_leader_killed(args, work, shard, grpc, svc, pb, vp, failovers=1):
+    leader = shard.start()
+    acks, lock = {}, threading.Lock()
+    clients = stream(grpc, svc, pb, shard.nodes, args.receipts, acks, lock)
+    seen = []
+    for round_ in range(failovers):
+        target = args.receipts * (round_ + 1) // (failovers + 1)
+        while acked_count(acks, lock) < target:
+            time.sleep(0.05)
+        leader = wait_leader(shard.nodes)
+        before = checkpoint(grpc, svc, leader)
+        seen.append((before.tree_size, before.note))
+        killed_at = time.monotonic()
+        leader.kill()
+        print("round %d: SIGKILL %s with %d receipts acknowledged, its checkpoint at %d"
+              % (round_ + 1, leader.name, acked_count(acks, lock), before.tree_size), flush=True)
+        others = [n for n in shard.nodes if n is not leader]
+        new = wait_leader(others)
+        # The first append the new leader acknowledges after the kill.
+        while True:
+            with lock:
+                first = min((a[3] for a in acks.values() if a[2] == new.name and a[3] > killed_at), default=None)
+            if first is not None:
+                break
+            time.sleep(0.01)
+        print("  %s leads; first acknowledged append %.0f ms after the kill" % (new.name, (first - killed_at) * 1000),
+              flush=True)
+        after = checkpoint(grpc, svc, new)
+        seen.append((after.tree_size, after.note))
+        leader.start()  # back as a follower
+    join(clients)
+    leader = wait_leader(shard.nodes)
+    latest, entries = check_history(grpc, svc, leader, acks, vp, seen)
+    if len(acks) < args.receipts:
+        fail("only %d receipts were acknowledged" % len(acks))
+    # Every node ends with the same history.
+    for n in shard.nodes:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            cp = checkpoint(grpc, svc, n)
+            if cp.tree_size >= latest.tree_size:
+                break
+            time.sleep(0.2)
+        check_history(grpc, svc, n, acks, vp, [(latest.tree_size, latest.note)] if cp.tree_size > latest.tree_size
+                      else [])
+    print("ok: %d receipts acknowledged across %d failover(s), %d entries, one history on %d nodes"
+          % (len(acks), failovers, latest.tree_size, len(shard.nodes)))
+
+
+def scenario_deposed(args, work, shard, grpc, svc, pb, vp):
+    old = shard.start()
+    acks, lock = {}, threading.Lock()
+    # Warm up: the old leader appends.
+    join(stream(grpc, svc, pb, [old], 2000, acks, lock, clients=2))
+    old.proc.send_signal(signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    # Receipts sent to the stopped leader wait in its socket until SIGCONT.
+    late = {}
+    late_lock = threading.Lock()
+    late_client = Client(grpc, svc, pb, [old], 7, False, 200, late, late_lock)
+    late_client.start()
+    new = wait_leader([n for n in shard.nodes if n is not old], timeout=LEASE_MS / 1000 * 10)
+    print("%s leads %.0f ms after SIGSTOP of %s" % (new.name, (time.monotonic() - stopped_at) * 1000, old.name))
+    join(stream(grpc, svc, pb, [new], 2000, acks, lock, clients=2, first=2))
+    epoch_new = shard.pg.primary.sql("SELECT epoch FROM ledger_shard")
+    old.proc.send_signal(signal.SIGCONT)
+    resumed_at = time.monotonic()
+    time.sleep(LEASE_MS / 1000 * 2)
+    late_client.stop.set()
+    late_client.join(timeout=20)
+    if late:
+        fail("the deposed leader acknowledged %d receipts after SIGCONT, e.g. %s"
+             % (len(late), next(iter(late.items()))))
+    # Nothing it signed after the resume reached the shard or its readers.
+    old_checkpoints = shard.pg.primary.sql(
+        "SELECT count(*) FROM ledger_checkpoints WHERE epoch < %s AND size > (SELECT min(size) FROM "
+        "ledger_checkpoints WHERE epoch = %s)" % (epoch_new, epoch_new))
+    if old_checkpoints not in ("", "0"):
+        fail("the deposed leader stored %s checkpoints past the new epoch's first" % old_checkpoints)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not old.get("/readyz")[1].startswith("ready: follower"):
+        time.sleep(0.1)
+    status, body = old.get("/readyz")
+    if not body.startswith("ready: follower"):
+        fail("the deposed leader is not a follower after SIGCONT: %d %s" % (status, body))
+    if "replication_step_down" not in old.log_text():
+        fail("the deposed leader did not log its step-down")
+    latest, _ = check_history(grpc, svc, new, acks, vp)
+    # The old node follows the new history.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and checkpoint(grpc, svc, old).tree_size < latest.tree_size:
+        time.sleep(0.2)
+    if checkpoint(grpc, svc, old).note != checkpoint(grpc, svc, new, latest.tree_size).note:
+        fail("the old leader serves another checkpoint of size %d than the new one" % latest.tree_size)
+    print("ok: after SIGCONT (%.1f s after SIGSTOP) the deposed leader acknowledged and signed nothing, and follows"
+          % (resumed_at - stopped_at))
+
+
+def scenario_sync_warning(args, work, shard, grpc, svc, pb, vp):
+    leader = shard.start()
+    acks, lock = {}, threading.Lock()
+    join(stream(grpc, svc, pb, [leader], 500, acks, lock, clients=1))
+    shard.pg.standby.stop()  # commits now wait for a standby that is gone
+    got = {}
+
+    def append():
+        with grpc.insecure_channel(leader.address) as ch:
+            try:
+                r = svc.LedgerServiceStub(ch).Append(svc.AppendRequest(receipts=[pb.Receipt(
+                    receipt_id="waits-for-the-standby", team="team-a", run_id="r", step_id="s", occurred_at_us=1,
+                    model_call=pb.ModelCall(route="m", decision=pb.DECISION_ALLOW))]), timeout=20)
+                got["result"] = r.results[0]
+            except Exception as e:
+                got["error"] = e
+    t = threading.Thread(target=append)
+    t.start()
+    # The ledger's commit waits on SyncRep; cancel that wait as an operator
+    # (or a failing primary) would: PostgreSQL answers with a WARNING and
+    # the commit's success.
+    deadline = time.monotonic() + 10
+    cancelled = ""
+    while time.monotonic() < deadline and cancelled in ("", "0"):
+        cancelled = shard.pg.primary.sql(
+            "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE application_name = 'evidence-ledger' "
+            "AND wait_event = 'SyncRep' AND query LIKE 'WITH fence%'")
+        time.sleep(0.05)
+    if cancelled in ("", "0"):
+        fail("no commit of the ledger waited for the standby")
+    t.join(timeout=30)
+    local = shard.pg.primary.sql("SELECT count(*) FROM ledger_batches WHERE leaves LIKE '%waits-for-the-standby%'")
+    if "result" in got and got["result"].code == 0:
+        fail("the ledger acknowledged seq %d although PostgreSQL said the commit might not have been replicated "
+             "(batch rows on the primary: %s)" % (got["result"].seq, local))
+    refusal = str(got.get("result") or got.get("error")).strip()
+    print("refused: %s" % refusal[:400])
+    if "the commit came back with a warning" not in refusal:
+        fail("the append was not refused for the commit's warning")
+    print("ok: the commit answered with PostgreSQL's warning was not acknowledged (rows on the primary alone: %s)"
+          % local)
+
+
+def scenario_pg_failover(args, work, shard, grpc, svc, pb, vp):
+    shard.start()
+    acks, lock = {}, threading.Lock()
+    clients = stream(grpc, svc, pb, shard.nodes, args.receipts, acks, lock)
+    while acked_count(acks, lock) < args.receipts // 3:
+        time.sleep(0.05)
+    before = acked_count(acks, lock)
+    shard.pg.primary.kill()
+    killed = time.monotonic()
+    shard.pg.promote_standby()
+    print("PostgreSQL primary killed with %d receipts acknowledged; standby promoted in %.1f s"
+          % (before, time.monotonic() - killed), flush=True)
+    join(clients)
+    leader = wait_leader(shard.nodes)
+    latest, _ = check_history(grpc, svc, leader, acks, vp)
+    print("ok: %d receipts acknowledged, every one on %s (%d entries) after the database failed over"
+          % (len(acks), leader.name, latest.tree_size))
+
+
+def scenario_follower_restore(args, work, shard, grpc, svc, pb, vp):
+    backups = os.path.join(work, "backups")
+    os.makedirs(backups)
+    for n in shard.nodes:
+        n.cmd += ["--backup-root", backups]
+    leader = shard.start()
+    acks, lock = {}, threading.Lock()
+    join(stream(grpc, svc, pb, shard.nodes, 3000, acks, lock, clients=2))
+    follower = next(n for n in shard.nodes if n is not leader)
+    backup = os.path.join(backups, "b1")
+    subprocess.run([os.path.join(args.build, "cmd", "ledgerctl"), "--server", follower.address, "backup", "--out",
+                    backup], check=True, capture_output=True)
+    join(stream(grpc, svc, pb, [leader], 3000, acks, lock, clients=2, first=2))
+    follower.kill()
+    shutil.rmtree(follower.data)
+    # The tail the follower needs is still kept (it reported within the
+    # grace): it comes back from the backup plus the tail.
+    follower.start(["--restore-from", backup])
+    latest = checkpoint(grpc, svc, leader)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if checkpoint(grpc, svc, follower).tree_size >= latest.tree_size:
+                break
+        except Exception:
+            pass
+        time.sleep(0.2)
+    if checkpoint(grpc, svc, follower, latest.tree_size).note != latest.note:
+        fail("the restored follower serves another checkpoint of size %d" % latest.tree_size)
+    check_history(grpc, svc, follower, acks, vp)
+    print("ok: the follower came back from its backup plus the tail and serves checkpoint %d" % latest.tree_size)
+    # Without a backup an empty follower needs batches that were trimmed.
+    follower.kill()
+    shutil.rmtree(follower.data)
+    join(stream(grpc, svc, pb, [leader], 300, acks, lock, clients=1, first=4))
+    shard.pg.primary.sql("UPDATE ledger_nodes SET reported_at = to_timestamp(0) WHERE node = '%s'" % follower.name)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and shard.pg.primary.sql("SELECT min(first_seq) FROM ledger_batches") in ("", "0"):
+        time.sleep(0.5)
+    follower.start()
+    follower.proc.wait(timeout=30)
+    if follower.proc.returncode == 0 or "restart this node from a backup" not in follower.log_text() and \
+            "start it from a backup" not in follower.log_text():
+        fail("an empty follower behind the trimmed tail was not refused with a way out:\n" + follower.log_text()[-800:])
+    print("ok: an empty follower behind the trimmed tail is refused: it names --restore-from")
+
+
+SCENARIOS = {
+    "leader-killed": scenario_leader_killed,
+    "deposed": scenario_deposed,
+    "sync-warning": scenario_sync_warning,
+    "pg-failover": scenario_pg_failover,
+    "follower-restore": scenario_follower_restore,
+    "ten-failovers": lambda *a: scenario_leader_killed(*a, failovers=10),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--receipts", type=int, default=50000)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = ap.parse_args()
+    args.build = os.path.abspath(args.build)
+    work = tempfile.mkdtemp(prefix="replication-%s-" % args.scenario)
+    os.chmod(work, 0o755)
+    grpc, svc, pb = stubs(work)
+    vp = load_verify_pack()
+    shard = Shard(args.build, work)
+    ok = False
+    try:
+        SCENARIOS[args.scenario](args, work, shard, grpc, svc, pb, vp)
+        ok = True
+    finally:
+        shard.close()
+        if not ok:
+            for n in shard.nodes:
+                print("--- %s (last lines)" % n.name)
+                print("\n".join(n.log_text().splitlines()[-15:]))
+        if ok and not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
