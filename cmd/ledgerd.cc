@@ -536,6 +536,9 @@ absl::Status Daemon::Serve() {
       ledger::query::Sweeper::Options so;
       so.grace_ms = config_.unknown_grace_ms;
       so.interval_ms = config_.sweep_interval_ms;
+      if (node_ != nullptr) {
+        so.active = [node = node_.get()] { return node->state().role == ledger::replication::Role::kLeader; };
+      }
       sweeper_ = std::make_unique<ledger::query::Sweeper>(log_.get(), so);
     }
   }

@@ -34,7 +34,9 @@ void Sweeper::Run() {
   sync::MutexLock lock(&mu_);
   while (true) {
     mu_.Unlock();
-    SweepNow().IgnoreError();  // the projection keeps the work: the next sweep retries
+    if (!options_.active || options_.active()) {
+      SweepNow().IgnoreError();  // the projection keeps the work: the next sweep retries
+    }
     mu_.Lock();
     const auto deadline = sync::CondVar::Clock::now() + std::chrono::milliseconds(options_.interval_ms);
     while (!stopping_ && cv_.WaitUntil(&mu_, deadline)) {

@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <span>
 #include <string_view>
@@ -47,6 +48,10 @@ class Sweeper {
     // How often to look; 0: never on its own (tests call SweepNow).
     int64_t interval_ms = 1'000;
     sequencer::Clock clock = sequencer::SystemClockMicros;
+    // If set, the timer sweeps only while it returns true: on a replicated
+    // shard's node, while it leads (a follower's log takes the leader's
+    // declarations; its own appends are refused).
+    std::function<bool()> active;
   };
 
   // `log` MUST outlive the sweeper and keep projections. The sweeper also

@@ -68,7 +68,8 @@ class Node:
         self.cmd = [os.path.join(build, "cmd", "ledgerd"), "--data", self.data, "--listen", self.address,
                     "--http-listen", "127.0.0.1:%d" % self.http, "--origin", ORIGIN, "--signing-key", key,
                     "--replication", uri, "--node-id", name, "--replication-lease-ms", str(LEASE_MS),
-                    "--replication-timeout-ms", "3000", "--checkpoint-interval-ms", "100"] + list(extra)
+                    "--replication-timeout-ms", "3000", "--checkpoint-interval-ms", "100",
+                    "--unknown-grace-ms", "50", "--sweep-interval-ms", "50"] + list(extra)
         self.log_path = os.path.join(work, name + ".log")
         self.proc = None
 
@@ -135,11 +136,19 @@ def receipts(pb, client):
         team = TEAMS[i % 2]
         run, step = "c%d-run-%d" % (client, i // 20), "step-%d" % i
         start_id = "c%d-%d-start" % (client, i)
+        never_completes = i % 10 == 9  # the leader's sweeper declares it unknown
         yield pb.Receipt(receipt_id=start_id, team=team, run_id=run, step_id=step, occurred_at_us=1 + i,
-                         agent_start=pb.AgentStart(decision=pb.DECISION_ALLOW, timeout_ms=600000))
+                         agent_start=pb.AgentStart(decision=pb.DECISION_ALLOW,
+                                                   timeout_ms=20 if never_completes else 600000))
         yield pb.Receipt(receipt_id="c%d-%d-call" % (client, i), team=team, run_id=run, step_id=step,
                          occurred_at_us=1 + i,
                          model_call=pb.ModelCall(route="m", decision=pb.DECISION_ALLOW, input_tokens=3))
+        if never_completes:
+            yield pb.Receipt(receipt_id="c%d-%d-call2" % (client, i), team=team, run_id=run, step_id=step,
+                             occurred_at_us=1 + i,
+                             model_call=pb.ModelCall(route="m", decision=pb.DECISION_ALLOW, input_tokens=1))
+            i += 1
+            continue
         yield pb.Receipt(receipt_id="c%d-%d-exec" % (client, i), team=team, run_id=run, step_id=step,
                          occurred_at_us=1 + i,
                          agent_exec=pb.AgentExec(start_receipt_id=start_id, status=pb.EXEC_STATUS_SUCCEEDED))
@@ -270,6 +279,9 @@ def check_history(grpc, svc, node, acks, vp, checkpoints=()):
         if rid in ids:
             fail("%s: receipt %s is in the log twice (seqs %d and %d)" % (node.name, rid, ids[rid], i))
         ids[rid] = i
+    unknown = sum(1 for rid in ids if rid.startswith("ledger.unknown."))
+    if unknown == 0:
+        fail("%s: no step was declared unknown: the sweeper was not exercised" % node.name)
     lost = [rid for rid, (seq, leaf_hash, *_) in acks.items()
             if ids.get(rid) != seq or entries[seq].leaf_hash.hex() != leaf_hash]
     if lost:
@@ -366,8 +378,13 @@ def scenario_leader_killed(args, work, shard, grpc, svc, pb, vp, failovers=1):
             time.sleep(0.2)
         check_history(grpc, svc, n, acks, vp, [(latest.tree_size, latest.note)] if cp.tree_size > latest.tree_size
                       else [])
-    print("ok: %d receipts acknowledged across %d failover(s), %d entries, one history on %d nodes"
-          % (len(acks), failovers, latest.tree_size, len(shard.nodes)))
+    for n in shard.nodes:
+        if "step_unknown_not_declared" in n.log_text():
+            fail("%s: its sweeper tried to declare a step while it did not lead" % n.name)
+    unknown = sum(1 for e in entries if b'"ledger.unknown.' in e.leaf)
+    print("ok: %d receipts acknowledged across %d failover(s), %d entries (%d steps declared unknown by the "
+          "leaders' sweepers), one history on %d nodes" % (len(acks), failovers, latest.tree_size, unknown,
+                                                            len(shard.nodes)))
 
 
 def scenario_deposed(args, work, shard, grpc, svc, pb, vp):
