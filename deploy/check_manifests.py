@@ -35,6 +35,7 @@ only from the ledger's and the auditors' namespaces.
 """
 import glob
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -212,9 +213,17 @@ def check_network(by_kind, allowed):
     if not deny:
         bad.append("no default-deny NetworkPolicy")
     for p in policies:
+        # A replicated shard's database (CloudNativePG pods) is reached only
+        # by the ledger's pods, its own pods and its operator.
+        database = p["spec"].get("podSelector", {}).get("matchLabels", {}).get("cnpg.io/cluster")
         for rule in p["spec"].get("ingress", []):
             for peer in rule.get("from", []):
                 ns = peer.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name")
+                if database and set(peer) == {"podSelector"} and peer["podSelector"].get("matchLabels") in (
+                        {"app.kubernetes.io/component": "ledger"}, {"cnpg.io/cluster": database}):
+                    continue
+                if database and set(peer) == {"namespaceSelector"} and ns == "cnpg-system":
+                    continue
                 if ns not in allowed or "podSelector" in peer or "ipBlock" in peer:
                     bad.append("NetworkPolicy %s admits %s" % (p["metadata"]["name"], peer))
             if not rule.get("from"):
@@ -232,10 +241,17 @@ def check_ledger_config(pod, maps, spec, overlay):
         return ["the policy is not in a ConfigMap mounted by the pod"]
     json.loads(config["data"]["policy.json"])
     shard_map = json.loads(config["data"]["shard-map.json"])
-    if len(shard_map["shards"]) != spec["replicas"]:
-        bad.append("the shard map names %d shards for %d replicas" % (len(shard_map["shards"]), spec["replicas"]))
     c = pod["containers"][0]
     settings, _ = ledgerd_settings(c, volumes, maps)
+    # With --replication the replicas are the nodes of one shard; without,
+    # each replica is a shard.
+    replicated = bool(settings.get("replication"))
+    shards = 1 if replicated else spec["replicas"]
+    if len(shard_map["shards"]) != shards:
+        bad.append("the shard map names %d shards for %d %s" % (
+            len(shard_map["shards"]), shards, "replicated shard" if replicated else "replicas"))
+    if replicated:
+        bad += check_replication(settings, c, volumes, spec)
     # The signing key is made in the volume unless one is given (the local
     # overlay); production gives each shard's from a Secret.
     wanted = [("tls-cert", "ledger-tls"), ("tls-key", "ledger-tls"), ("client-ca", "ledger-tls")]
@@ -250,8 +266,32 @@ def check_ledger_config(pod, maps, spec, overlay):
         if missing:
             bad.append("--witness-policy without %s from a Secret: the witnesses are https://, their certificates "
                        "verified with their CA, and the ledger's client certificate given" % ", ".join(missing))
-    if "--shard-from-hostname" not in c.get("args", []):
+    if not replicated and "--shard-from-hostname" not in c.get("args", []):
         bad.append("ledgerd does not take its shard from the pod's ordinal (--shard-from-hostname)")
+    return bad
+
+
+def check_replication(settings, container, volumes, spec):
+    """A replicated shard: at least two nodes on different machines, each
+    named by its pod, the database's password from a Secret (never in the
+    URI), no --accept-rollback, and one signing key for every node."""
+    bad = []
+    if spec["replicas"] < 2:
+        bad.append("--replication with %d replica: a shard survives a node only with two" % spec["replicas"])
+    if settings.get("node-id") != "$(POD_NAME)":
+        bad.append("--node-id is not the pod's name ($(POD_NAME))")
+    if "--shard-from-hostname" in container.get("args", []):
+        bad.append("--shard-from-hostname with --replication: every node of the shard has one origin and key")
+    uri = settings.get("replication", "")
+    if re.search(r"//[^/@]*:[^/@]*@|password=", uri):
+        bad.append("--replication carries a password: give it with --replication-password-file from a Secret")
+    bad += not_from_secrets("", [("replication-password-file", "ledger-db-app")], settings, container, volumes)
+    if truthy(settings.get("accept-rollback", "")):
+        bad.append("--accept-rollback with --replication (ledgerd refuses it)")
+    anti = spec["template"]["spec"].get("affinity", {}).get("podAntiAffinity", {})
+    if not any(t.get("topologyKey") == "kubernetes.io/hostname"
+               for t in anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])):
+        bad.append("the nodes of a replicated shard may share a machine (no required pod anti-affinity)")
     return bad
 
 

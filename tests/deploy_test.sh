@@ -237,6 +237,22 @@ patches:
 YAML
 refused_manifests "$work/plain-local" \
   "StatefulSet ledger, container ledgerd: \"insecure\": true in /etc/ledger/config/ledgerd.json serves plain text on 0.0.0.0:7420, 0.0.0.0:7421, where $admin"
+# The ha overlay with one node, a password in --replication's URI and no
+# anti-affinity: a shard that does not survive a node.
+mkdir -p "$work/bad-ha"
+cp "$root/deploy/kustomize/overlays/ha/"*.yaml "$root/deploy/kustomize/overlays/ha/shard-map.json" "$work/bad-ha/"
+sed -i 's|../../base|../base|' "$work/bad-ha/kustomization.yaml"
+cat >> "$work/bad-ha/kustomization.yaml" <<'YAML'
+  - target: {kind: StatefulSet, name: ledger}
+    patch: |-
+      - {op: replace, path: /spec/replicas, value: 1}
+      - {op: replace, path: /spec/template/spec/containers/0/args/5, value: "--replication=postgresql://ledger:hunter2@ledger-db-rw:5432/ledger"}
+      - {op: remove, path: /spec/template/spec/affinity}
+YAML
+refused_manifests "$work/bad-ha" \
+  "--replication with 1 replica: a shard survives a node only with two" \
+  "--replication carries a password: give it with --replication-password-file from a Secret" \
+  "the nodes of a replicated shard may share a machine (no required pod anti-affinity)"
 # --insecure on the command line over a configuration with TLS (the command line wins).
 mkdir -p "$work/insecure-arg"
 cat > "$work/insecure-arg/kustomization.yaml" <<'YAML'
