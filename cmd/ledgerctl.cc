@@ -13,6 +13,7 @@
 //   ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]
 //   ledgerctl rebuild --data DIR
 //   ledgerctl --server HOST:PORT backup --out DIR
+//   ledgerctl --server HOST:PORT replication [--json]
 //   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
@@ -430,6 +431,7 @@ constexpr char kUsage[] =
     "  ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]\n"
     "  ledgerctl rebuild --data DIR          (server stopped)\n"
     "  ledgerctl --server HOST:PORT backup --out DIR   (DIR: new, under the server's --backup-root)\n"
+    "  ledgerctl --server HOST:PORT replication [--json]   (a node's role, epoch, applied size, leader)\n"
     "  ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]   (server stopped;\n"
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
@@ -507,7 +509,7 @@ void DefineCommandFlags(Flags& flags) {
   flags.Define("anomaly", "", "steps, watch: anomalies, comma-separated (e.g. late_completion)");
   flags.Define("limit", "100", "steps: at most this many, newest first");
   flags.Define("after-seq", "-1", "watch: changes after this seq (-1: from the start)");
-  flags.Define("json", "", "steps, run, verify, audit: JSON instead of text", true);
+  flags.Define("json", "", "steps, run, verify, audit, replication: JSON instead of text", true);
   flags.Define("data", "", "rebuild, audit: the data directory");
   flags.Define("out", "",
                "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory under the "
@@ -686,7 +688,8 @@ const std::map<std::string_view, OnLedger> kOnLedger = {
     {"prove-run",
      [](pb::LedgerService::Stub& stub, const Flags& flags) { return ledger::ctl::ProveRun(&stub, flags); }},
     {"consistency", Consistency},
-    {"entries", Entries}};
+    {"entries", Entries},
+    {"replication", ledger::ctl::Replication}};
 const std::map<std::string_view, OnQuery> kOnQuery = {{"run", RunSummary}, {"watch", Watch}};
 
 int Run(const std::string& command, const Flags& flags) {

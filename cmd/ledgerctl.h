@@ -1,6 +1,7 @@
 // ledgerctl's commands, by file: ledgerctl.cc (the log's commands, export,
 // main), ledgerctl_query.cc (step outcomes and runs),
-// ledgerctl_prove_run.cc (run-head and team-head proofs) and
+// ledgerctl_prove_run.cc (run-head and team-head proofs),
+// ledgerctl_replication.cc (a node of a replicated shard) and
 // ledgerctl_files.cc (commands on files alone).
 #ifndef CMD_LEDGERCTL_H_
 #define CMD_LEDGERCTL_H_
@@ -36,6 +37,9 @@ int ProveRun(pb::LedgerService::Stub* stub, const Flags& flags);
 // prove-team (ledgerctl_prove_run.cc): a team's head proof in the team-head
 // map, replayed from a stopped ledger's store (--data, --size).
 int ProveTeam(const Flags& flags);
+// replication (ledgerctl_replication.cc): the node's role, epoch, applied
+// size and leader; on the leader, every node's lag. --json for one object.
+int Replication(pb::LedgerService::Stub& stub, const Flags& flags);
 
 // ledgerctl_files.cc: on a stopped ledger's data directory (--data), a
 // pack, a key file or a checkpoint; no server.

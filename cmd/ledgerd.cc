@@ -542,6 +542,28 @@ absl::Status Daemon::Serve() {
       sweeper_ = std::make_unique<ledger::query::Sweeper>(log_.get(), so);
     }
   }
+  if (node_ != nullptr) {
+    ledger_->SetReplication([node = node_.get()](evidence::ledger::v1::Replication* r) {
+      const auto st = node->state();
+      r->set_replicated(true);
+      r->set_node_id(node->id());
+      r->set_role(ledger::replication::RoleName(st.role));
+      r->set_epoch(st.epoch);
+      r->set_applied_size(st.applied);
+      r->set_shard_size(st.fence_size);
+      r->set_leader(st.leader);
+      r->set_leader_address(st.leader_address);
+      r->set_failure(st.failure);
+      r->set_takeovers(static_cast<int64_t>(st.failovers));
+      for (const auto& n : st.nodes) {
+        auto* out = r->add_nodes();
+        out->set_node_id(n.node);
+        out->set_address(n.address);
+        out->set_applied_size(n.applied);
+        out->set_seconds_since_report(n.seconds_ago);
+      }
+    });
+  }
   if (auto s = StartWitnessing(); !s.ok()) return s;
   auto server = ledger::server::Server::Start(gate_.get(), flags_.Get("listen"), services, server_options_);
   if (!server.ok()) return server.status();

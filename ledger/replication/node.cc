@@ -32,6 +32,12 @@ const char* RoleName(Role r) {
 
 absl::StatusOr<std::unique_ptr<Node>> Node::Create(Options options) {
   if (options.node_id.empty()) return absl::InvalidArgumentError("--node-id: required with --replication");
+  if (options.node_id.size() > 64 ||
+      options.node_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+          std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-id: 1 to 64 of [A-Za-z0-9._-], not '", options.node_id, "'"));
+  }
   if (options.address.empty()) return absl::InvalidArgumentError("--advertise: required with --replication");
   auto node = std::unique_ptr<Node>(new Node(std::move(options)));
   auto commits = ShardLog::Open(node->options_.db);
@@ -348,6 +354,11 @@ void Node::Run() {
       // A renewal that did not reach the database changes nothing: the
       // fence, not the lease, keeps a deposed leader from committing.
       (void)loop_->Report(options_.node_id, options_.address, log_->head().size);
+      if (auto nodes = loop_->Nodes(); nodes.ok()) {
+        sync::MutexLock lock(&mu_);
+        state_.nodes = *std::move(nodes);
+        state_.applied = log_->head().size;
+      }
       if (std::chrono::steady_clock::now() - last_trim >= options_.trim_every) {
         last_trim = std::chrono::steady_clock::now();
         if (auto trimmed = loop_->Trim(options_.trim_grace); trimmed.ok() && *trimmed > 0) {
@@ -433,6 +444,21 @@ std::string Node::RenderMetrics() const {
         static_cast<double>(s.tail_batches));
   gauge("ledger_replication_tail_bytes", "Bytes of the database's batch table (the leader's view).",
         static_cast<double>(s.tail_bytes));
+  if (s.role == Role::kLeader && !s.nodes.empty()) {
+    absl::StrAppend(&out,
+                    "# HELP ledger_replication_node_lag_entries Entries each node of the shard has not applied "
+                    "(the leader's view).\n# TYPE ledger_replication_node_lag_entries gauge\n");
+    for (const NodeReport& n : s.nodes) {
+      absl::StrAppend(&out, "ledger_replication_node_lag_entries{node=\"", n.node, "\"} ",
+                      s.applied > n.applied ? s.applied - n.applied : 0, "\n");
+    }
+    absl::StrAppend(&out,
+                    "# HELP ledger_replication_node_report_age_seconds Seconds since each node last reported what "
+                    "it applied.\n# TYPE ledger_replication_node_report_age_seconds gauge\n");
+    for (const NodeReport& n : s.nodes) {
+      absl::StrAppend(&out, "ledger_replication_node_report_age_seconds{node=\"", n.node, "\"} ", n.seconds_ago, "\n");
+    }
+  }
   if (s.takeover_ms >= 0) {
     gauge("ledger_replication_takeover_ms", "The last take-over, from the lease won to leading.",
           static_cast<double>(s.takeover_ms));

@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -86,9 +87,11 @@ class Node {
     int64_t last_commit_us = 0;  // the last batch committed (leader) or applied (follower)
     std::string failure;         // with kFailed: why the node stopped
     uint64_t tail_batches = 0, tail_bytes = 0;
-    int64_t takeover_ms = -1;  // the last take-over: lease won to leading
+    int64_t takeover_ms = -1;       // the last take-over: lease won to leading
+    std::vector<NodeReport> nodes;  // the leader's: every node's last report
   };
   State state() const;
+  const std::string& id() const { return options_.node_id; }
   // Prometheus text: role, epoch, applied, lag, renewals, failovers.
   std::string RenderMetrics() const;
   // The error an append gets on a node that does not lead.

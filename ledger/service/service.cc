@@ -317,6 +317,20 @@ grpc::ServerUnaryReactor* LedgerService::GetVerifierKey(grpc::CallbackServerCont
   return Finish(ctx, absl::OkStatus());
 }
 
+grpc::ServerUnaryReactor* LedgerService::GetReplication(grpc::CallbackServerContext* ctx,
+                                                        const pb::GetReplicationRequest*, pb::Replication* response) {
+  if (auto caller = gate_->Admit(*ctx); !caller.ok()) return Finish(ctx, caller.status());
+  if (replication_) {
+    replication_(response);
+  } else {
+    response->set_replicated(false);
+    response->set_role("single");
+    response->set_applied_size(log_->head().size);
+    response->set_shard_size(log_->head().size);
+  }
+  return Finish(ctx, absl::OkStatus());
+}
+
 grpc::ServerUnaryReactor* LedgerService::GetInclusionProof(grpc::CallbackServerContext* ctx,
                                                            const pb::GetInclusionProofRequest* request,
                                                            pb::InclusionProof* response) {

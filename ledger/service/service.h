@@ -65,6 +65,8 @@ class LedgerService final : public pb::LedgerService::CallbackService {
                                                   const pb::GetEntriesRequest* request) override;
   grpc::ServerUnaryReactor* Backup(grpc::CallbackServerContext* ctx, const pb::BackupRequest* request,
                                    pb::BackupResponse* response) override;
+  grpc::ServerUnaryReactor* GetReplication(grpc::CallbackServerContext* ctx, const pb::GetReplicationRequest* request,
+                                           pb::Replication* response) override;
 
   struct Stats {
     // Receipts by kind (agent_start, ...) and result ("ok", "duplicate",
@@ -85,6 +87,10 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   };
   using CosignaturesFn = std::function<std::vector<Cosignature>(std::string_view note)>;
   void SetCosignatures(CosignaturesFn fn) { cosignatures_ = std::move(fn); }
+  // Fills GetReplication's answer on a node of a replicated shard
+  // (ledger/replication). MUST be set before the service serves, if at all.
+  using ReplicationFn = std::function<void(pb::Replication*)>;
+  void SetReplication(ReplicationFn fn) { replication_ = std::move(fn); }
 
   const Stats& stats() const { return stats_; }
 
@@ -101,6 +107,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   std::unique_ptr<server::Later> later_;
   Stats stats_;
   CosignaturesFn cosignatures_;
+  ReplicationFn replication_;
 };
 
 }  // namespace ledger::service

@@ -308,6 +308,30 @@ def check_history(grpc, svc, node, acks, vp, checkpoints=()):
     return latest, entries
 
 
+def check_status(build, nodes, leader):
+    """ledgerctl replication --json and /metrics say who leads, on every node."""
+    ctl = os.path.join(build, "cmd", "ledgerctl")
+    deadline = time.monotonic() + 10
+    for n in nodes:
+        while True:
+            r = json.loads(subprocess.run([ctl, "--server", n.address, "replication", "--json"], check=True,
+                                          capture_output=True, text=True).stdout)
+            want_role = "leader" if n is leader else "follower"
+            if (r["role"] == want_role and r["leader_address"] == leader.address
+                    and (n is not leader or len(r["nodes"]) == len(nodes))) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if not r["replicated"] or r["node_id"] != n.name or r["role"] != want_role:
+            fail("ledgerctl replication on %s: %s" % (n.name, r))
+        if r["leader_address"] != leader.address or r["leader"] != leader.name:
+            fail("ledgerctl replication on %s names another leader: %s" % (n.name, r))
+        if n is leader and sorted(x["node_id"] for x in r["nodes"]) != sorted(x.name for x in nodes):
+            fail("the leader does not list every node: %s" % r["nodes"])
+        role = n.metric('ledger_replication_role{role="%s"}' % want_role)
+        if role != 1:
+            fail("%s: /metrics says ledger_replication_role{role=\"%s\"} %s" % (n.name, want_role, role))
+
+
 def go_consistency(build, work, node, pairs):
     """Each (old note, new note) pair across a failover checked by Go's
     x/mod sumdb: note.Open with the log's key, tlog.CheckTree with the
@@ -409,6 +433,7 @@ def scenario_leader_killed(args, work, shard, grpc, svc, pb, vp, failovers=1):
             time.sleep(0.2)
         check_history(grpc, svc, n, acks, vp, [(latest.tree_size, latest.note)] if cp.tree_size > latest.tree_size
                       else [])
+    check_status(args.build, shard.nodes, leader)
     for n in shard.nodes:
         if "step_unknown_not_declared" in n.log_text():
             fail("%s: its sweeper tried to declare a step while it did not lead" % n.name)

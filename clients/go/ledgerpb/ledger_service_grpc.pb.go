@@ -50,6 +50,11 @@ type LedgerServiceClient interface {
 	// '..', through a symbolic link or into the data directory. Start a
 	// ledger from it with ledgerd --restore-from.
 	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (*BackupResponse, error)
+	// This node's place in its shard (ledgerd --replication): its role, the
+	// epoch, what it has applied, where the leader takes appends, and (on the
+	// leader) every node's applied size. `replicated` false: a single node.
+	// Any caller the gate admits.
+	GetReplication(ctx context.Context, in *GetReplicationRequest, opts ...grpc.CallOption) (*Replication, error)
 }
 
 type ledgerServiceClient struct {
@@ -186,6 +191,15 @@ func (c *ledgerServiceClient) Backup(ctx context.Context, in *BackupRequest, opt
 	return out, nil
 }
 
+func (c *ledgerServiceClient) GetReplication(ctx context.Context, in *GetReplicationRequest, opts ...grpc.CallOption) (*Replication, error) {
+	out := new(Replication)
+	err := c.cc.Invoke(ctx, "/evidence.ledger.v1.LedgerService/GetReplication", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LedgerServiceServer is the server API for LedgerService service.
 // All implementations must embed UnimplementedLedgerServiceServer
 // for forward compatibility
@@ -223,6 +237,11 @@ type LedgerServiceServer interface {
 	// '..', through a symbolic link or into the data directory. Start a
 	// ledger from it with ledgerd --restore-from.
 	Backup(context.Context, *BackupRequest) (*BackupResponse, error)
+	// This node's place in its shard (ledgerd --replication): its role, the
+	// epoch, what it has applied, where the leader takes appends, and (on the
+	// leader) every node's applied size. `replicated` false: a single node.
+	// Any caller the gate admits.
+	GetReplication(context.Context, *GetReplicationRequest) (*Replication, error)
 	mustEmbedUnimplementedLedgerServiceServer()
 }
 
@@ -256,6 +275,9 @@ func (UnimplementedLedgerServiceServer) GetRunProof(context.Context, *GetRunProo
 }
 func (UnimplementedLedgerServiceServer) Backup(context.Context, *BackupRequest) (*BackupResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Backup not implemented")
+}
+func (UnimplementedLedgerServiceServer) GetReplication(context.Context, *GetReplicationRequest) (*Replication, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetReplication not implemented")
 }
 func (UnimplementedLedgerServiceServer) mustEmbedUnimplementedLedgerServiceServer() {}
 
@@ -443,6 +465,24 @@ func _LedgerService_Backup_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LedgerService_GetReplication_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetReplicationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LedgerServiceServer).GetReplication(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/evidence.ledger.v1.LedgerService/GetReplication",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LedgerServiceServer).GetReplication(ctx, req.(*GetReplicationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _LedgerService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "evidence.ledger.v1.LedgerService",
 	HandlerType: (*LedgerServiceServer)(nil),
@@ -474,6 +514,10 @@ var _LedgerService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Backup",
 			Handler:    _LedgerService_Backup_Handler,
+		},
+		{
+			MethodName: "GetReplication",
+			Handler:    _LedgerService_GetReplication_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
