@@ -509,6 +509,9 @@ def scenario_sync_warning(args, work, shard, grpc, svc, pb, vp):
     leader = shard.start()
     acks, lock = {}, threading.Lock()
     join(stream(grpc, svc, pb, [leader], 500, acks, lock, clients=1))
+    # The sweeper's declarations of the warm-up's unfinished steps, and the
+    # checkpoint over them, are committed before the standby goes.
+    time.sleep(1.5)
     shard.pg.standby.stop()  # commits now wait for a standby that is gone
     got = {}
 
@@ -526,14 +529,14 @@ def scenario_sync_warning(args, work, shard, grpc, svc, pb, vp):
     # The ledger's commit waits on SyncRep; cancel that wait as an operator
     # (or a failing primary) would: PostgreSQL answers with a WARNING and
     # the commit's success.
-    deadline = time.monotonic() + 10
-    cancelled = ""
-    while time.monotonic() < deadline and cancelled in ("", "0"):
-        cancelled = shard.pg.primary.sql(
+    deadline = time.monotonic() + 20
+    cancelled = 0
+    while time.monotonic() < deadline and t.is_alive():
+        cancelled += int(shard.pg.primary.sql(
             "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE application_name = 'evidence-ledger' "
-            "AND wait_event = 'SyncRep' AND query LIKE 'WITH fence%'")
-        time.sleep(0.05)
-    if cancelled in ("", "0"):
+            "AND wait_event = 'SyncRep' AND query LIKE 'WITH fence%'") or 0)
+        time.sleep(0.02)
+    if cancelled == 0:
         fail("no commit of the ledger waited for the standby")
     t.join(timeout=30)
     local = shard.pg.primary.sql("SELECT count(*) FROM ledger_batches WHERE leaves LIKE '%waits-for-the-standby%'")
