@@ -21,7 +21,7 @@ struct Kept {
   std::deque<receipt::Receipt> receipts;
 };
 
-Submission Make(Kept& kept, const std::string& id, const std::string& run, const std::string& team) {
+Submission MakeIn(Kept& kept, const std::string& id, const std::string& run, const std::string& team) {
   auto r = receipt::FromJsonText(R"({"kind":"model_call","occurred_at_us":1,"route":"r","decision":"allow"})");
   r->set_receipt_id(id);
   r->set_team(team);
@@ -32,7 +32,7 @@ Submission Make(Kept& kept, const std::string& id, const std::string& run, const
   return Submission::Of(kept.receipts.back(), std::move(canonical), "emitter-" + team);
 }
 
-std::vector<Outcome> Append(Sequencer& seq, std::vector<Submission> items) {
+std::vector<Outcome> AppendWaiting(Sequencer& seq, std::vector<Submission> items) {
   std::promise<std::vector<Outcome>> p;
   auto f = p.get_future();
   absl::Status s = seq.Submit(std::move(items), [&](std::vector<Outcome> o) { p.set_value(std::move(o)); });
@@ -40,7 +40,7 @@ std::vector<Outcome> Append(Sequencer& seq, std::vector<Submission> items) {
   return f.get();
 }
 
-std::pair<absl::Status, Head> Replay(Sequencer& seq, std::vector<std::string> leaves) {
+std::pair<absl::Status, Head> ReplayWaiting(Sequencer& seq, std::vector<std::string> leaves) {
   std::promise<std::pair<absl::Status, Head>> p;
   auto f = p.get_future();
   absl::Status s = seq.Replay(std::move(leaves), [&](absl::Status st, Head h) { p.set_value({st, h}); });
@@ -93,10 +93,10 @@ TEST_F(ReplayTest, AFollowerBuiltFromTheReplicatedBatchesHoldsTheLeadersLog) {
   for (int round = 0; round < 5; ++round) {
     std::vector<Submission> items;
     for (int i = 0; i < 7; ++i) {
-      items.push_back(
-          Make(kept_, absl::StrCat("r", round, "-", i), absl::StrCat("run-", i % 3), i % 2 == 0 ? "team-a" : "team-b"));
+      items.push_back(MakeIn(kept_, absl::StrCat("r", round, "-", i), absl::StrCat("run-", i % 3),
+                             i % 2 == 0 ? "team-a" : "team-b"));
     }
-    for (const Outcome& o : Append(*leader, std::move(items))) ASSERT_TRUE(o.status.ok()) << o.status;
+    for (const Outcome& o : AppendWaiting(*leader, std::move(items))) ASSERT_TRUE(o.status.ok()) << o.status;
   }
   const Head leader_head = leader->committed();
   ASSERT_EQ(leader_head.size, 35u);
@@ -105,7 +105,7 @@ TEST_F(ReplayTest, AFollowerBuiltFromTheReplicatedBatchesHoldsTheLeadersLog) {
   uint64_t expected_first = 0;
   for (const Recorded& b : Batches()) {
     EXPECT_EQ(b.first_seq, expected_first);
-    auto [status, head] = Replay(*follower, b.leaves);
+    auto [status, head] = ReplayWaiting(*follower, b.leaves);
     ASSERT_TRUE(status.ok()) << status;
     EXPECT_EQ(head.size, b.size);
     EXPECT_EQ(head.root, b.root);
@@ -126,9 +126,9 @@ TEST_F(ReplayTest, AFollowerBuiltFromTheReplicatedBatchesHoldsTheLeadersLog) {
 
 TEST_F(ReplayTest, AFailedReplicationAcknowledgesNothingAndWritesNothing) {
   auto leader = StartLeader();
-  for (const Outcome& o : Append(*leader, {Make(kept_, "a", "run", "team-a")})) ASSERT_TRUE(o.status.ok());
+  for (const Outcome& o : AppendWaiting(*leader, {MakeIn(kept_, "a", "run", "team-a")})) ASSERT_TRUE(o.status.ok());
   FailReplication(absl::UnavailableError("fence moved: epoch 2 is not ours"));
-  auto out = Append(*leader, {Make(kept_, "b", "run", "team-a"), Make(kept_, "c", "run", "team-a")});
+  auto out = AppendWaiting(*leader, {MakeIn(kept_, "b", "run", "team-a"), MakeIn(kept_, "c", "run", "team-a")});
   for (const Outcome& o : out) {
     EXPECT_THAT(o.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("replication: fence moved")));
     EXPECT_THAT(std::string(o.status.message()), HasSubstr("retry with the same receipt_id"));
@@ -138,7 +138,7 @@ TEST_F(ReplayTest, AFailedReplicationAcknowledgesNothingAndWritesNothing) {
   EXPECT_THAT(leader_store_->GetLeaf(1).status(), StatusIs(absl::StatusCode::kNotFound));
   // Once replication works again, the retry appends them at the next seqs.
   FailReplication(absl::OkStatus());
-  out = Append(*leader, {Make(kept_, "b", "run", "team-a"), Make(kept_, "c", "run", "team-a")});
+  out = AppendWaiting(*leader, {MakeIn(kept_, "b", "run", "team-a"), MakeIn(kept_, "c", "run", "team-a")});
   ASSERT_TRUE(out[0].status.ok()) << out[0].status;
   EXPECT_EQ(out[0].seq, 1u);
   EXPECT_EQ(out[1].seq, 2u);
@@ -147,48 +147,48 @@ TEST_F(ReplayTest, AFailedReplicationAcknowledgesNothingAndWritesNothing) {
 
 TEST_F(ReplayTest, ATamperedLeafIsRefusedAndNothingOfItsBatchIsKept) {
   auto leader = StartLeader();
-  Append(*leader, {Make(kept_, "a", "run", "team-a")});
-  Append(*leader, {Make(kept_, "b", "run", "team-a"), Make(kept_, "c", "run", "team-a")});
+  AppendWaiting(*leader, {MakeIn(kept_, "a", "run", "team-a")});
+  AppendWaiting(*leader, {MakeIn(kept_, "b", "run", "team-a"), MakeIn(kept_, "c", "run", "team-a")});
   auto batches = Batches();
   ASSERT_EQ(batches.size(), 2u);
   auto follower = *Sequencer::Start(follower_store_.get(), {});
-  ASSERT_TRUE(Replay(*follower, batches[0].leaves).first.ok());
+  ASSERT_TRUE(ReplayWaiting(*follower, batches[0].leaves).first.ok());
 
   // Another time than the one built: the leader's leaf must be reproduced.
   std::vector<std::string> tampered = batches[1].leaves;
   auto entry = *receipt::ParseLeaf(tampered[1]);
   entry.run_prev = 0;  // the run's previous entry is seq 1, not 0
   tampered[1] = receipt::EncodeEntry(entry, receipt::Encode(entry.receipt));
-  auto [status, head] = Replay(*follower, tampered);
+  auto [status, head] = ReplayWaiting(*follower, tampered);
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("replayed entry 2: the leaf built")));
   EXPECT_EQ(head.size, 1u);
   EXPECT_EQ((*follower_store_->ReadState()).size, 1u);
   EXPECT_THAT(follower_store_->GetLeaf(1).status(), StatusIs(absl::StatusCode::kNotFound));
   // The untampered batch still applies.
-  auto [ok, after] = Replay(*follower, batches[1].leaves);
+  auto [ok, after] = ReplayWaiting(*follower, batches[1].leaves);
   ASSERT_TRUE(ok.ok()) << ok;
   EXPECT_EQ(after.root, leader->committed().root);
 }
 
 TEST_F(ReplayTest, ALeaderBatchIsRefusedByAStoreWithAnotherHistory) {
   auto leader = StartLeader();
-  Append(*leader, {Make(kept_, "a", "run", "team-a")});
+  AppendWaiting(*leader, {MakeIn(kept_, "a", "run", "team-a")});
   // The follower's store already has another first entry.
   auto follower = *Sequencer::Start(follower_store_.get(), {});
-  Append(*follower, {Make(kept_, "z", "run", "team-a")});
-  auto [status, head] = Replay(*follower, Batches()[0].leaves);
+  AppendWaiting(*follower, {MakeIn(kept_, "z", "run", "team-a")});
+  auto [status, head] = ReplayWaiting(*follower, Batches()[0].leaves);
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("replayed entry 1")));
   EXPECT_EQ(head.size, 1u);
   // The same receipt id a second time is refused too.
-  Append(*leader, {Make(kept_, "z", "run", "team-a")});
-  auto [dup, unchanged] = Replay(*follower, Batches()[1].leaves);
+  AppendWaiting(*leader, {MakeIn(kept_, "z", "run", "team-a")});
+  auto [dup, unchanged] = ReplayWaiting(*follower, Batches()[1].leaves);
   EXPECT_THAT(dup, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("already in this node's log")));
   EXPECT_EQ(unchanged.size, 1u);
 }
 
 TEST_F(ReplayTest, AnUnparsableLeafIsRefusedBeforeAnythingIsQueued) {
   auto follower = *Sequencer::Start(follower_store_.get(), {});
-  EXPECT_THAT(Replay(*follower, {"{\"not\":\"a leaf\"}"}).first,
+  EXPECT_THAT(ReplayWaiting(*follower, {"{\"not\":\"a leaf\"}"}).first,
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("replayed leaf 0")));
   EXPECT_EQ(follower->queued(), 0u);
 }
