@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -250,12 +251,16 @@ absl::Status Node::CatchUp(const Fence& fence, bool all) {
     if (!all) target = checkpoints.empty() ? local : std::max(local, checkpoints.back().size);
   }
   size_t next_cp = 0;
-  while (next_cp < checkpoints.size() && checkpoints[next_cp].size < local) ++next_cp;
-  if (next_cp < checkpoints.size() && checkpoints[next_cp].size == local) {
-    const StoredCheckpoint& cp = checkpoints[next_cp];
-    if (auto s = log_->AdoptCheckpoint(cp.note, cp.time_note); !s.ok()) return s;
-    ++next_cp;
-  }
+  // Takes the leader's checkpoint of the size this node's log is at, if any.
+  auto adopt_at_local = [&]() -> absl::Status {
+    while (next_cp < checkpoints.size() && checkpoints[next_cp].size < local) ++next_cp;
+    if (next_cp < checkpoints.size() && checkpoints[next_cp].size == local) {
+      const StoredCheckpoint& cp = checkpoints[next_cp++];
+      return log_->AdoptCheckpoint(cp.note, cp.time_note);
+    }
+    return absl::OkStatus();
+  };
+  if (auto s = adopt_at_local(); !s.ok()) return s;
   while (local < target) {
     auto batches = loop_->Batches(local, kCatchUpBytes);
     if (!batches.ok()) return batches.status();
@@ -271,19 +276,40 @@ absl::Status Node::CatchUp(const Fence& fence, bool all) {
                                                 ") runs past the checkpoint of size ", target));
       }
       auto head = log_->Replay(std::move(b.leaves), b.size, b.root);
-      if (!head.ok()) return head.status();
+      if (!head.ok()) {
+        // A leader that just stepped down may still be writing a batch it
+        // committed behind the fence before: its log then grows by itself,
+        // and the replay of that batch finds its entries. Such growth must
+        // end where one of the fence's batches does, with its root.
+        const sequencer::Head now = log_->head();
+        if (!absl::IsDataLoss(head.status()) || now.size <= local) return head.status();
+        auto ends_there =
+            std::find_if(batches->begin(), batches->end(), [&](const StoredBatch& c) { return c.size == now.size; });
+        if (ends_there == batches->end() || ends_there->root != now.root) {
+          return absl::DataLossError(absl::StrCat(
+              "replication: this node's log grew to ", now.size, " entries with root ", hash::Hex(now.root),
+              " while it followed, and no committed batch ends there so: ", head.status().message()));
+        }
+        jsonlog::Info("replication_own_batch")
+            .Str("node", options_.node_id)
+            .Int("size", static_cast<int64_t>(now.size))
+            .Msg("a batch this node committed while it led reached its store after it stepped down; it is the fence's")
+            .Emit();
+        local = now.size;
+        {
+          sync::MutexLock lock(&mu_);
+          state_.applied = local;
+        }
+        if (auto s = adopt_at_local(); !s.ok()) return s;
+        break;  // read the batches again from here
+      }
       local = head->size;
       {
         sync::MutexLock lock(&mu_);
         state_.applied = local;
         state_.last_commit_us = NowMicros();
       }
-      while (next_cp < checkpoints.size() && checkpoints[next_cp].size < local) ++next_cp;
-      if (next_cp < checkpoints.size() && checkpoints[next_cp].size == local) {
-        const StoredCheckpoint& cp = checkpoints[next_cp];
-        if (auto s = log_->AdoptCheckpoint(cp.note, cp.time_note); !s.ok()) return s;
-        ++next_cp;
-      }
+      if (auto s = adopt_at_local(); !s.ok()) return s;
     }
   }
   return absl::OkStatus();

@@ -327,6 +327,15 @@ def check_status(build, nodes, leader):
             fail("ledgerctl replication on %s names another leader: %s" % (n.name, r))
         if n is leader and sorted(x["node_id"] for x in r["nodes"]) != sorted(x.name for x in nodes):
             fail("the leader does not list every node: %s" % r["nodes"])
+        if n is not leader:
+            # An append sent to a follower is refused, and says where to go.
+            out = subprocess.run([ctl, "--server", n.address, "append", "-"], input=json.dumps(
+                {"receipt_id": "to-a-follower", "team": "team-a", "run_id": "r", "kind": "model_call",
+                 "occurred_at_us": 1, "route": "m", "decision": "allow"}), capture_output=True, text=True)
+            want = "leader=%s" % leader.address
+            if out.returncode == 0 or "UNAVAILABLE" not in out.stdout or want not in out.stdout:
+                fail("an append to the follower %s: exit %d, %s (want UNAVAILABLE naming %s)"
+                     % (n.name, out.returncode, out.stdout.strip(), want))
         role = n.metric('ledger_replication_role{role="%s"}' % want_role)
         if role != 1:
             fail("%s: /metrics says ledger_replication_role{role=\"%s\"} %s" % (n.name, want_role, role))
@@ -499,7 +508,10 @@ def scenario_deposed(args, work, shard, grpc, svc, pb, vp):
           "of batches it had committed before) and signed nothing%s, and follows; %d receipts acknowledged in all"
           % (resumed_at - stopped_at, epoch_start, len(late),
                                                          " (its in-flight batch refused by the fence)"
-                                                         if "the fence is at epoch" in old.log_text() else "",
+                                                         if "the fence is at epoch" in old.log_text() else
+                                                         " (a batch it had committed reached its store after it "
+                                                         "stepped down)" if "replication_own_batch" in old.log_text()
+                                                         else "",
                                                          len(acks)))
     if not refused:
         fail("the deposed leader did not log a step-down")
