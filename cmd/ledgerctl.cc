@@ -110,15 +110,40 @@ bool Retryable(grpc::StatusCode c) {
   return c == grpc::StatusCode::UNAVAILABLE || c == grpc::StatusCode::RESOURCE_EXHAUSTED;
 }
 
+// A stub for an address, on the command's channel credentials.
+using Connect = std::function<pb::LedgerService::Stub*(const std::string& address)>;
+
+// The leader a follower of a replicated shard names when it refuses an
+// append ("... leader=HOST:PORT ..."), else "".
+std::string LeaderNamed(const grpc::Status& s) {
+  if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return "";
+  const std::string& m = s.error_message();
+  size_t at = m.find("leader=");
+  if (at == std::string::npos) return "";
+  at += 7;
+  size_t end = m.find_first_of(" ;)", at);
+  return m.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
 // Sends one batch, retrying with back-off while the ledger is busy or
-// unreachable: a retry by receipt_id never appends twice.
-grpc::Status SendBatch(pb::LedgerService::Stub& stub, const pb::AppendRequest& request, pb::AppendResponse* response) {
+// unreachable: a retry by receipt_id never appends twice. A follower's
+// refusal that names the leader sends the batch there at once (with the
+// same credentials: under TLS the leader's certificate is checked as any).
+grpc::Status SendBatch(pb::LedgerService::Stub& first, const pb::AppendRequest& request, pb::AppendResponse* response,
+                       const Connect& connect) {
   auto backoff = std::chrono::milliseconds(50);
+  pb::LedgerService::Stub* stub = &first;
+  std::string followed;
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     response->Clear();
-    grpc::Status s = stub.Append(&ctx, request, response);
+    grpc::Status s = stub->Append(&ctx, request, response);
+    if (std::string leader = LeaderNamed(s); !leader.empty() && leader != followed && attempt < 8 && connect) {
+      followed = leader;
+      stub = connect(leader);
+      continue;
+    }
     if (s.ok() || !Retryable(s.error_code()) || attempt == 8) return s;
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
@@ -129,7 +154,7 @@ grpc::Status SendBatch(pb::LedgerService::Stub& stub, const pb::AppendRequest& r
 // The stub for a receipt's team: one server, or its shard's.
 using Route = std::function<pb::LedgerService::Stub*(const std::string& team)>;
 
-int Append(const Route& route, std::istream& in) {
+int Append(const Route& route, const Connect& connect, std::istream& in) {
   bool all_ok = true;
   std::vector<Json> pending;  // output lines of the current batch, in order
   std::vector<size_t> sent;   // indexes in `pending` of the receipts sent
@@ -147,7 +172,7 @@ int Append(const Route& route, std::istream& in) {
     for (auto& [stub, part] : parts) {
       const auto& [sub, lines] = part;
       pb::AppendResponse response;
-      grpc::Status s = SendBatch(*stub, sub, &response);
+      grpc::Status s = SendBatch(*stub, sub, &response, connect);
       if (!s.ok() || response.results_size() != sub.receipts_size()) {
         absl::Status err = s.ok() ? absl::InternalError("server returned the wrong number of results") : FromGrpc(s);
         for (size_t i : lines) pending[i] = ErrorJson(err.code(), err.message());
@@ -637,17 +662,19 @@ int ShowRoute(Connections& c, const Flags& flags) {
 // Each receipt to its team's shard (or --server).
 int AppendRouted(Connections& c, const Flags& flags) {
   std::map<std::string, std::unique_ptr<pb::LedgerService::Stub>> stubs;
-  Route route = [&](const std::string& team) {
-    std::string address = c.shards() ? c.shards()->For(team).address : flags.Get("server");
+  Connect connect = [&](const std::string& address) {
     auto& stub = stubs[address];
     if (stub == nullptr) stub = pb::LedgerService::NewStub(c.Channel(address));
     return stub.get();
   };
+  Route route = [&](const std::string& team) {
+    return connect(c.shards() ? c.shards()->For(team).address : flags.Get("server"));
+  };
   std::string file = flags.positional().size() > 1 ? flags.positional()[1] : "-";
-  if (file == "-") return Append(route, std::cin);
+  if (file == "-") return Append(route, connect, std::cin);
   std::ifstream in(file);
   if (!in) return Fail(absl::NotFoundError(absl::StrCat("append: cannot read ", file)));
-  return Append(route, in);
+  return Append(route, connect, in);
 }
 
 // Steps of --team, or, with --shard-map and no --team or --shard, of every shard.

@@ -308,7 +308,7 @@ def check_history(grpc, svc, node, acks, vp, checkpoints=()):
     return latest, entries
 
 
-def check_status(build, nodes, leader):
+def check_status(build, nodes, leader, grpc, svc, pb):
     """ledgerctl replication --json and /metrics say who leads, on every node."""
     ctl = os.path.join(build, "cmd", "ledgerctl")
     deadline = time.monotonic() + 10
@@ -328,14 +328,26 @@ def check_status(build, nodes, leader):
         if n is leader and sorted(x["node_id"] for x in r["nodes"]) != sorted(x.name for x in nodes):
             fail("the leader does not list every node: %s" % r["nodes"])
         if n is not leader:
-            # An append sent to a follower is refused, and says where to go.
+            # A follower refuses an append and names the leader; ledgerctl
+            # then sends it there.
+            with grpc.insecure_channel(n.address) as ch:
+                try:
+                    svc.LedgerServiceStub(ch).Append(svc.AppendRequest(receipts=[pb.Receipt(
+                        receipt_id="to-a-follower-%s" % n.name, team="team-a", run_id="r", step_id="s",
+                        occurred_at_us=1, model_call=pb.ModelCall(route="m", decision=pb.DECISION_ALLOW))]),
+                        timeout=5)
+                    fail("the follower %s took an append" % n.name)
+                except grpc.RpcError as e:
+                    if e.code() != grpc.StatusCode.UNAVAILABLE or "leader=%s " % leader.address not in e.details():
+                        fail("the follower %s refused an append with %s: %s" % (n.name, e.code(), e.details()))
+            started = time.monotonic()
             out = subprocess.run([ctl, "--server", n.address, "append", "-"], input=json.dumps(
-                {"receipt_id": "to-a-follower", "team": "team-a", "run_id": "r", "kind": "model_call",
+                {"receipt_id": "via-a-follower-%s" % n.name, "team": "team-a", "run_id": "r", "kind": "model_call",
                  "occurred_at_us": 1, "route": "m", "decision": "allow"}), capture_output=True, text=True)
-            want = "leader=%s" % leader.address
-            if out.returncode == 0 or "UNAVAILABLE" not in out.stdout or want not in out.stdout:
-                fail("an append to the follower %s: exit %d, %s (want UNAVAILABLE naming %s)"
-                     % (n.name, out.returncode, out.stdout.strip(), want))
+            took = time.monotonic() - started
+            if out.returncode != 0 or '"seq"' not in out.stdout or took > 3:
+                fail("ledgerctl append --server %s (a follower) did not reach the leader at once: exit %d after "
+                     "%.1f s, %s" % (n.name, out.returncode, took, out.stdout.strip()))
         role = n.metric('ledger_replication_role{role="%s"}' % want_role)
         if role != 1:
             fail("%s: /metrics says ledger_replication_role{role=\"%s\"} %s" % (n.name, want_role, role))
@@ -442,7 +454,7 @@ def scenario_leader_killed(args, work, shard, grpc, svc, pb, vp, failovers=1):
             time.sleep(0.2)
         check_history(grpc, svc, n, acks, vp, [(latest.tree_size, latest.note)] if cp.tree_size > latest.tree_size
                       else [])
-    check_status(args.build, shard.nodes, leader)
+    check_status(args.build, shard.nodes, leader, grpc, svc, pb)
     for n in shard.nodes:
         if "step_unknown_not_declared" in n.log_text():
             fail("%s: its sweeper tried to declare a step while it did not lead" % n.name)
