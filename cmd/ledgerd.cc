@@ -537,7 +537,10 @@ absl::Status Daemon::Serve() {
       so.grace_ms = config_.unknown_grace_ms;
       so.interval_ms = config_.sweep_interval_ms;
       if (node_ != nullptr) {
-        so.active = [node = node_.get()] { return node->state().role == ledger::replication::Role::kLeader; };
+        so.active = [node = node_.get()] {
+          auto st = node->state();
+          return st.role == ledger::replication::Role::kLeader && st.open;
+        };
       }
       sweeper_ = std::make_unique<ledger::query::Sweeper>(log_.get(), so);
     }

@@ -96,6 +96,13 @@ void ReportEntries::Add(const receipt::Entry& entry) {
       row.kind = "step_unknown";
       if (r.step_unknown().has_deadline_us()) row.detail = "deadline " + UtcTime(r.step_unknown().deadline_us());
       break;
+    case pb::Receipt::kLeaderEpoch: {
+      const auto& e = r.leader_epoch();
+      row.kind = "leader_epoch";
+      row.detail = absl::StrCat("epoch ", e.epoch(), ", node ", e.node(), ", after size ", e.previous_size(), " root ",
+                                e.previous_root().substr(0, 16));
+      break;
+    }
     case pb::Receipt::BODY_NOT_SET:
       row.kind = "(none)";
       break;

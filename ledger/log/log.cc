@@ -338,6 +338,9 @@ absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
   }
   if (!integrity_.ok()) return integrity_;
   if (auto writable = Writable(); !writable.ok()) return writable;
+  if (author == receipt::Author::kEmitter && options_.replicated.has_value() && options_.replicated->open) {
+    if (auto open = options_.replicated->open(); !open.ok()) return open;
+  }
   std::vector<sequencer::Outcome> results(receipts.size());
   std::vector<sequencer::Submission> submissions;
   std::vector<size_t> where;

@@ -124,6 +124,10 @@ class Log {
       // OK while this node leads; otherwise the error every append gets
       // (UNAVAILABLE, naming the leader).
       std::function<absl::Status()> writable;
+      // OK once this node's epoch takes emitters' appends (after its
+      // leader_epoch entry is committed); until then they get its error.
+      // Unset: as `writable`.
+      std::function<absl::Status()> open;
       std::function<absl::Status(const SignedCheckpoint&)> publish;
     };
     std::optional<Replicated> replicated;

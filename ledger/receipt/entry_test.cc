@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/merkle/merkle.h"
+#include "ledger/receipt/receipt.h"
 #include "nlohmann/json.hpp"
 #include "tests/util/status_matchers.h"
 
@@ -126,6 +127,82 @@ TEST(EntryVectorsTest, LeavesOfBothVersions) {
     EXPECT_EQ(*SeqOf(leaf), want["seq"].get<uint64_t>());
   }
   EXPECT_EQ(hash::Hex(tree.Root()), v["root_hex"]);
+}
+
+// A log of leaves made from the contract's text with a leader_epoch inside:
+// the entry reads, re-encodes, is what receipt::LeaderEpoch makes, passes the
+// ledger's validation and no emitter's, and names the root before it.
+TEST(EntryVectorsTest, LeaderEpochNamesTheTreeBeforeIt) {
+  auto v = LoadLeaves("leader_epoch.json");
+  const size_t at = v["epoch_seq"].get<size_t>();
+  merkle::Frontier tree;
+  for (size_t i = 0; i < v["entries"].size(); ++i) {
+    const std::string leaf = v["entries"][i]["leaf_bytes_utf8"];
+    SCOPED_TRACE(leaf);
+    auto parsed = ParseLeaf(leaf);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(EncodeEntry(*parsed, Encode(parsed->receipt)), leaf);
+    if (i == at) {
+      const auto& r = parsed->receipt;
+      ASSERT_TRUE(r.has_leader_epoch());
+      EXPECT_EQ(r.leader_epoch().previous_size(), static_cast<int64_t>(at));
+      EXPECT_EQ(r.leader_epoch().previous_root(), hash::Hex(tree.Root()));
+      Receipt made = LeaderEpoch(r.leader_epoch().epoch(), r.leader_epoch().node(), at,
+                                 r.leader_epoch().previous_root(), r.occurred_at_us());
+      EXPECT_EQ(Encode(made), Encode(r));
+      auto checked = Canonicalize(made, Author::kLedger);
+      ASSERT_TRUE(checked.ok()) << checked.status();
+      EXPECT_EQ(*checked, Encode(r));
+      EXPECT_EQ(parsed->emitter, kLedgerEmitter);
+      EXPECT_THAT(Canonicalize(made, Author::kEmitter),
+                  StatusIs(absl::StatusCode::kInvalidArgument, ::testing::StartsWith("receipt_id: 'ledger.epoch.2'")));
+      made.set_receipt_id("epoch-2");
+      EXPECT_THAT(Canonicalize(made, Author::kEmitter),
+                  StatusIs(absl::StatusCode::kInvalidArgument, "kind: leader_epoch is written by the ledger only"));
+    }
+    tree.Append(hash::LeafHash(leaf), [](int, uint64_t, const hash::Hash&) {});
+  }
+  EXPECT_EQ(hash::Hex(tree.Root()), v["root_hex"]);
+}
+
+TEST(ReceiptTest, LeaderEpochFieldsAreChecked) {
+  const std::string root(64, 'a');
+  auto refused = [&](Receipt r, const std::string& message) {
+    EXPECT_THAT(Canonicalize(r, Author::kLedger), StatusIs(absl::StatusCode::kInvalidArgument, message));
+  };
+  Receipt ok = LeaderEpoch(3, "node-a", 10, root, 1767225600000000);
+  EXPECT_TRUE(Canonicalize(ok, Author::kLedger).ok());
+  refused(LeaderEpoch(0, "node-a", 10, root, 1767225600000000), "epoch: required, >= 1");
+  refused(LeaderEpoch(3, "node a", 10, root, 1767225600000000), "node: required, 1-64 bytes of [A-Za-z0-9._-]");
+  refused(LeaderEpoch(3, "", 10, root, 1767225600000000), "node: required, 1-64 bytes of [A-Za-z0-9._-]");
+  refused(LeaderEpoch(3, "node-a", 10, std::string(64, 'A'), 1767225600000000),
+          "previous_root: required, 64 lower-case hex");
+  Receipt other = ok;
+  other.set_receipt_id("ledger.epoch.4");
+  refused(other, "receipt_id: a leader_epoch's is 'ledger.epoch.3'");
+  other = ok;
+  other.set_team("team-a");
+  refused(other, "team: a leader_epoch's is 'ledger'");
+  other = ok;
+  other.set_run_id("ledger.other");
+  refused(other, "run_id: a leader_epoch's is 'ledger.epochs'");
+  other = ok;
+  other.set_step_id("s1");
+  refused(other, "step_id: a leader_epoch has none");
+  // The run of epochs is the ledger's: no emitter writes into it.
+  Receipt call;
+  call.set_receipt_id("c1");
+  call.set_team("ledger");
+  call.set_run_id("ledger.epochs");
+  call.set_occurred_at_us(1767225600000000);
+  call.mutable_tool_call()->set_tool("git");
+  call.mutable_tool_call()->set_decision(evidence::ledger::v1::DECISION_ALLOW);
+  EXPECT_THAT(Canonicalize(call, Author::kEmitter),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "run_id: 'ledger.epochs' is in the ledger's namespace: ids starting with 'ledger.' are written "
+                       "by the ledger only"));
+  call.set_run_id("run-1");
+  EXPECT_TRUE(Canonicalize(call, Author::kEmitter).ok()) << Canonicalize(call, Author::kEmitter).status();
 }
 
 TEST(EntryTest, RunPrevOfReadsTheTail) {

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
@@ -278,6 +279,13 @@ absl::Status CheckIdentity(const Receipt& r, Author author) {
   if (r.has_step_unknown() && author != Author::kLedger) {
     return Invalid("kind", "step_unknown is written by the ledger only");
   }
+  if (r.has_leader_epoch() && author != Author::kLedger) {
+    return Invalid("kind", "leader_epoch is written by the ledger only");
+  }
+  if (author != Author::kLedger && r.run_id().starts_with(kLedgerIdPrefix)) {
+    return Invalid("run_id", absl::StrCat("'", r.run_id(), "' is in the ledger's namespace: ids starting with '",
+                                          S(kLedgerIdPrefix), "' are written by the ledger only"));
+  }
   if (!IsTeam(r.team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
   if (r.run_id().empty()) return Invalid("run_id", "required, at most 128 bytes");
   if (auto s = CheckLength("run_id", r.run_id(), 128); !s.ok()) return s;
@@ -383,6 +391,27 @@ absl::Status CheckBody(const Receipt& r) {
         return Invalid("start_receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
       }
       if (!b.has_deadline_us()) return Invalid("deadline_us", "required");
+      break;
+    }
+    case Receipt::kLeaderEpoch: {
+      const auto& b = r.leader_epoch();
+      if (!b.has_epoch() || b.epoch() < 1) return Invalid("epoch", "required, >= 1");
+      if (b.node().empty() || b.node().size() > 64 || !std::all_of(b.node().begin(), b.node().end(), [](char c) {
+            return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+          })) {
+        return Invalid("node", "required, 1-64 bytes of [A-Za-z0-9._-]");
+      }
+      if (!b.has_previous_size() || b.previous_size() < 0) return Invalid("previous_size", "required, >= 0");
+      if (b.previous_root().size() != 64 ||
+          !std::all_of(b.previous_root().begin(), b.previous_root().end(),
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+        return Invalid("previous_root", "required, 64 lower-case hex");
+      }
+      const std::string id = absl::StrCat(S(kLedgerIdPrefix), "epoch.", b.epoch());
+      if (r.receipt_id() != id) return Invalid("receipt_id", absl::StrCat("a leader_epoch's is '", id, "'"));
+      if (r.team() != kLedgerTeam) return Invalid("team", absl::StrCat("a leader_epoch's is '", S(kLedgerTeam), "'"));
+      if (r.run_id() != kEpochsRun) return Invalid("run_id", absl::StrCat("a leader_epoch's is '", S(kEpochsRun), "'"));
+      if (!r.step_id().empty()) return Invalid("step_id", "a leader_epoch has none");
       break;
     }
     case Receipt::BODY_NOT_SET:
@@ -665,6 +694,22 @@ absl::StatusOr<Receipt> FromJsonText(std::string_view text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Invalid("receipt", "not valid JSON (or not UTF-8)");
   return FromJson(j);
+}
+
+Receipt LeaderEpoch(int64_t epoch, std::string_view node, uint64_t previous_size, std::string_view previous_root_hex,
+                    int64_t now_us) {
+  Receipt r;
+  r.set_receipt_id(absl::StrCat(S(kLedgerIdPrefix), "epoch.", epoch));
+  r.set_team(S(kLedgerTeam));
+  r.set_run_id(S(kEpochsRun));
+  r.set_attempt(1);
+  r.set_occurred_at_us(now_us);
+  auto* b = r.mutable_leader_epoch();
+  b->set_epoch(epoch);
+  b->set_node(S(node));
+  b->set_previous_size(static_cast<int64_t>(previous_size));
+  b->set_previous_root(S(previous_root_hex));
+  return r;
 }
 
 }  // namespace ledger::receipt

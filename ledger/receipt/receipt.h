@@ -37,6 +37,15 @@ enum class Author { kEmitter, kLedger };
 inline constexpr std::string_view kLedgerIdPrefix = "ledger.";
 // The emitter the ledger's own entries carry. No caller appends as it.
 inline constexpr std::string_view kLedgerEmitter = "ledger";
+// The team and run of a replicated shard's leader_epoch entries (CONTRACT
+// §3, "Leader epochs").
+inline constexpr std::string_view kLedgerTeam = "ledger";
+inline constexpr std::string_view kEpochsRun = "ledger.epochs";
+
+// The leader_epoch entry a node appends when it takes the lead of epoch
+// `epoch` over a committed tree of `previous_size` with `previous_root`.
+Receipt LeaderEpoch(int64_t epoch, std::string_view node, uint64_t previous_size, std::string_view previous_root_hex,
+                    int64_t now_us);
 
 // Checks every rule of CONTRACT §3 and returns the canonical JSON, with the
 // defaults applied (an absent attempt is written as 1). INVALID_ARGUMENT

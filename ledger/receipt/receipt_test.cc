@@ -106,9 +106,9 @@ INSTANTIATE_TEST_SUITE_P(
              "receipt_id: 'ledger.' is in the ledger's namespace: ids starting with 'ledger.' are "
              "written by the ledger only"},
         Case{"NoKind", R"({"kind":null})",
-             "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown"},
+             "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch"},
         Case{"UnknownKind", R"({"kind":"agent_stop"})",
-             "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown"},
+             "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch"},
         Case{
             "StepUnknownFromEmitter",
             R"({"kind":"step_unknown","decision":null,"timeout_ms":null,"start_seq":1,"start_receipt_id":"x","deadline_us":1})",

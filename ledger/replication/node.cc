@@ -3,9 +3,12 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <future>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/receipt/receipt.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::replication {
@@ -14,6 +17,15 @@ namespace {
 constexpr size_t kCatchUpBytes = 16 << 20;  // leaves read per round
 
 int64_t NowMicros() { return sequencer::SystemClockMicros(); }
+
+// The leaf is the ledger's leader_epoch entry of `epoch`. Canonical JSON
+// escapes every '"' inside a string, so these bytes occur only as the
+// receipt's own receipt_id and the leaf's own emitter.
+bool IsEpochLeaf(const std::string& leaf, int64_t epoch) {
+  return leaf.find(absl::StrCat("\"receipt_id\":\"", std::string(receipt::kLedgerIdPrefix), "epoch.", epoch, "\"")) !=
+             std::string::npos &&
+         leaf.find(absl::StrCat("\"emitter\":\"", std::string(receipt::kLedgerEmitter), "\"")) != std::string::npos;
+}
 
 }  // namespace
 
@@ -67,6 +79,7 @@ void Node::Release() {
     sync::MutexLock lock(&mu_);
     if (state_.role != Role::kLeader) return;
     state_.role = Role::kFollower;
+    state_.open = false;
     epoch = state_.epoch;
   }
   sync::MutexLock lock(&commit_mu_);
@@ -100,13 +113,21 @@ absl::Status Node::NotLeader() const {
 sequencer::Replicate Node::ReplicateHook() {
   return [this](const sequencer::ReplicatedBatch& batch) -> absl::Status {
     int64_t epoch = 0;
-    bool leading = false;
+    bool leading = false, open = false;
+    uint64_t epoch_seq = 0;
     {
       sync::MutexLock lock(&mu_);
       leading = state_.role == Role::kLeader;
       epoch = state_.epoch;
+      open = state_.open;
+      epoch_seq = state_.epoch_seq;
     }
     if (!leading) return NotLeader();
+    // An epoch's first batch starts with its leader_epoch entry (CONTRACT
+    // §3): nothing else is committed in the epoch before it.
+    const bool opens =
+        !open && batch.first_seq == epoch_seq && !batch.leaves->empty() && IsEpochLeaf(batch.leaves->front(), epoch);
+    if (!open && !opens) return Opening(epoch);
     absl::Status committed;
     {
       sync::MutexLock lock(&commit_mu_);
@@ -119,8 +140,14 @@ sequencer::Replicate Node::ReplicateHook() {
     sync::MutexLock lock(&mu_);
     state_.fence_size = batch.size;
     state_.last_commit_us = NowMicros();
+    if (opens && state_.epoch == epoch) state_.open = true;
     return absl::OkStatus();
   };
+}
+
+absl::Status Node::Opening(int64_t epoch) const {
+  return absl::UnavailableError(absl::StrCat("replication: node ", options_.node_id, " is taking the lead (epoch ",
+                                             epoch, ") and appends its leader_epoch entry first; retry"));
 }
 
 log::Log::Options::Replicated Node::LogHooks() {
@@ -131,6 +158,16 @@ log::Log::Options::Replicated Node::LogHooks() {
       if (state_.role == Role::kLeader) return absl::OkStatus();
     }
     return NotLeader();
+  };
+  hooks.open = [this]() -> absl::Status {
+    int64_t epoch = 0;
+    {
+      sync::MutexLock lock(&mu_);
+      if (state_.role != Role::kLeader) return NotLeader();
+      if (state_.open) return absl::OkStatus();
+      epoch = state_.epoch;
+    }
+    return Opening(epoch);
   };
   hooks.publish = [this](const log::SignedCheckpoint& cp) -> absl::Status {
     int64_t epoch = 0;
@@ -155,6 +192,7 @@ void Node::StepDown(int64_t epoch, const absl::Status& why) {
     sync::MutexLock lock(&mu_);
     if (state_.role != Role::kLeader || state_.epoch != epoch) return;
     state_.role = Role::kFollower;
+    state_.open = false;
     ++state_.step_downs;
     ++state_.commit_failures;
     state_.leader.clear();
@@ -334,9 +372,21 @@ absl::Status Node::Lead(const Fence& taken) {
     state_.leader = options_.node_id;
     state_.leader_address = options_.address;
     state_.fence_size = taken.size;
+    state_.open = false;
+    state_.epoch_seq = taken.size;
     ++state_.failovers;
   }
-  // The first checkpoint of the epoch, over what the last one committed.
+  // The epoch's first entry, then its first checkpoint.
+  if (options_.before_epoch_entry) options_.before_epoch_entry();
+  if (absl::Status appended = AppendEpochEntry(taken); !appended.ok()) {
+    jsonlog::Error("replication_epoch_entry")
+        .Str("node", options_.node_id)
+        .Int("epoch", taken.epoch)
+        .Msg(std::string(appended.message()))
+        .Emit();
+    StepDown(taken.epoch, appended);
+    return absl::OkStatus();
+  }
   absl::Status signed_now = log_->SignCheckpoint();
   const auto took =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
@@ -352,6 +402,28 @@ absl::Status Node::Lead(const Fence& taken) {
       .Int("takeover_ms", took)
       .Str("checkpoint", signed_now.ok() ? "signed" : std::string(signed_now.message()))
       .Emit();
+  return absl::OkStatus();
+}
+
+absl::Status Node::AppendEpochEntry(const Fence& taken) {
+  auto entry = std::make_shared<receipt::Receipt>(
+      receipt::LeaderEpoch(taken.epoch, options_.node_id, taken.size, hash::Hex(taken.root), NowMicros()));
+  auto result = std::make_shared<std::promise<sequencer::Outcome>>();
+  std::future<sequencer::Outcome> outcome = result->get_future();
+  absl::Status queued = log_->AppendAsLedger({entry.get()}, [entry, result](std::vector<sequencer::Outcome> out) {
+    result->set_value(out.empty() ? sequencer::Outcome{absl::InternalError("no outcome")} : std::move(out[0]));
+  });
+  if (!queued.ok()) return queued;
+  // The commit's own deadline bounds this; the margin covers the local write.
+  if (outcome.wait_for(options_.db.timeout * 4 + std::chrono::seconds(5)) != std::future_status::ready) {
+    return absl::DeadlineExceededError("replication: the leader_epoch entry was not committed in time");
+  }
+  sequencer::Outcome got = outcome.get();
+  if (!got.status.ok()) return got.status;
+  if (got.duplicate || got.seq != taken.size) {
+    return absl::DataLossError(absl::StrCat("replication: the leader_epoch entry of epoch ", taken.epoch, " got seq ",
+                                            got.seq, got.duplicate ? " (a duplicate)" : "", ", not ", taken.size));
+  }
   return absl::OkStatus();
 }
 

@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,6 +53,9 @@ class Node {
     // trimmed (below the newest checkpoint).
     std::chrono::seconds trim_grace{600};
     std::chrono::seconds trim_every{10};
+    // Fault injection, for tests: runs as the node takes the lead, after it
+    // leads and before it appends its leader_epoch entry.
+    std::function<void()> before_epoch_entry;
   };
   // Connects twice (the commit path and the node's loop) and creates the
   // tables when missing. Nothing leads or follows until Start.
@@ -88,6 +92,8 @@ class Node {
     std::string failure;         // with kFailed: why the node stopped
     uint64_t tail_batches = 0, tail_bytes = 0;
     int64_t takeover_ms = -1;       // the last take-over: lease won to leading
+    bool open = false;              // leading, its leader_epoch entry committed
+    uint64_t epoch_seq = 0;         // leading: the seq of its leader_epoch entry
     std::vector<NodeReport> nodes;  // the leader's: every node's last report
   };
   State state() const;
@@ -96,6 +102,8 @@ class Node {
   std::string RenderMetrics() const;
   // The error an append gets on a node that does not lead.
   absl::Status NotLeader() const;
+  // The error an emitter's append gets while this node's epoch opens.
+  absl::Status Opening(int64_t epoch) const;
 
  private:
   explicit Node(Options options) : options_(std::move(options)) {}
@@ -104,6 +112,8 @@ class Node {
   // whole committed log), adopting checkpoints on the way.
   absl::Status CatchUp(const Fence& fence, bool all);
   absl::Status Lead(const Fence& taken);
+  // Appends the leader_epoch entry of the epoch just taken and waits for it.
+  absl::Status AppendEpochEntry(const Fence& taken);
   void StepDown(int64_t epoch, const absl::Status& why);
   void Fail(const absl::Status& why);
   bool Sleep(std::chrono::milliseconds d);

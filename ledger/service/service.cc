@@ -43,6 +43,8 @@ std::string KindName(const receipt::Receipt& r) {
       return "tool_call";
     case receipt::Receipt::kStepUnknown:
       return "step_unknown";
+    case receipt::Receipt::kLeaderEpoch:
+      return "leader_epoch";
     default:
       return "none";
   }

@@ -260,7 +260,51 @@ def checkpoint(grpc, svc, node, size=0):
         return svc.LedgerServiceStub(ch).GetCheckpoint(svc.GetCheckpointRequest(tree_size=size), timeout=5)
 
 
-def check_history(grpc, svc, node, acks, vp, checkpoints=()):
+def tree_root(hashes):
+    """RFC 9162 section 2.1 root of the leaf hashes."""
+    if not hashes:
+        return hashlib.sha256(b"").digest()
+    if len(hashes) == 1:
+        return hashes[0]
+    k = 1
+    while k * 2 < len(hashes):
+        k *= 2
+    return hashlib.sha256(b"\x01" + tree_root(hashes[:k]) + tree_root(hashes[k:])).digest()
+
+
+def check_epochs(node, entries, at_least):
+    """CONTRACT section 3, "Leader epochs": each leader's epoch begins with
+    its leader_epoch entry, at the seq of the tree it took over, naming that
+    tree's root; epochs rise; they form the run (ledger, ledger.epochs)."""
+    hashes = [e.leaf_hash for e in entries]
+    epochs, last_epoch, last_seq = [], 0, None
+    for e in entries:
+        leaf = json.loads(e.leaf)
+        r = leaf["receipt"]
+        if r.get("kind") != "leader_epoch":
+            continue
+        where = "%s: leader_epoch at seq %d" % (node.name, e.seq)
+        if leaf["emitter"] != "ledger" or r["team"] != "ledger" or r["run_id"] != "ledger.epochs":
+            fail("%s: not the ledger's entry of the run (ledger, ledger.epochs): %s" % (where, e.leaf))
+        if r["receipt_id"] != "ledger.epoch.%d" % r["epoch"]:
+            fail("%s: receipt_id %s for epoch %d" % (where, r["receipt_id"], r["epoch"]))
+        if r["epoch"] <= last_epoch:
+            fail("%s: epoch %d after epoch %d" % (where, r["epoch"], last_epoch))
+        if r["previous_size"] != e.seq:
+            fail("%s: previous_size %d: not the first entry of its epoch" % (where, r["previous_size"]))
+        if r["previous_root"] != tree_root(hashes[:e.seq]).hex():
+            fail("%s: previous_root %s is not the root of the %d leaves before it" % (where, r["previous_root"], e.seq))
+        if leaf.get("run_prev") != last_seq:
+            fail("%s: run_prev %s, the previous epoch's entry is at %s" % (where, leaf.get("run_prev"), last_seq))
+        last_epoch, last_seq = r["epoch"], e.seq
+        epochs.append((r["epoch"], r["node"], e.seq))
+    if len(epochs) < at_least:
+        fail("%s: %d leader_epoch entries, at least %d leaders took the lead: %s" % (node.name, len(epochs), at_least,
+                                                                                  epochs))
+    return epochs
+
+
+def check_history(grpc, svc, node, acks, vp, checkpoints=(), epochs_at_least=1):
     """Every acknowledged receipt is in `node`'s log with its seq and leaf
     hash; the log is dense and holds each receipt id once; each checkpoint
     in `checkpoints` (size, note) is consistent with the latest."""
@@ -282,6 +326,7 @@ def check_history(grpc, svc, node, acks, vp, checkpoints=()):
     unknown = sum(1 for rid in ids if rid.startswith("ledger.unknown."))
     if unknown == 0:
         fail("%s: no step was declared unknown: the sweeper was not exercised" % node.name)
+    check_epochs(node, entries, epochs_at_least)
     lost = [rid for rid, (seq, leaf_hash, *_) in acks.items()
             if ids.get(rid) != seq or entries[seq].leaf_hash.hex() != leaf_hash]
     if lost:
@@ -440,7 +485,7 @@ def scenario_leader_killed(args, work, shard, grpc, svc, pb, vp, failovers=1):
         leader.start()  # back as a follower
     join(clients)
     leader = wait_leader(shard.nodes)
-    latest, entries = check_history(grpc, svc, leader, acks, vp, seen)
+    latest, entries = check_history(grpc, svc, leader, acks, vp, seen, epochs_at_least=failovers + 1)
     go_consistency(args.build, work, leader, across)
     if len(acks) < args.receipts:
         fail("only %d receipts were acknowledged" % len(acks))
@@ -459,9 +504,10 @@ def scenario_leader_killed(args, work, shard, grpc, svc, pb, vp, failovers=1):
         if "step_unknown_not_declared" in n.log_text():
             fail("%s: its sweeper tried to declare a step while it did not lead" % n.name)
     unknown = sum(1 for e in entries if b'"ledger.unknown.' in e.leaf)
+    epochs = check_epochs(leader, entries, failovers + 1)
     print("ok: %d receipts acknowledged across %d failover(s), %d entries (%d steps declared unknown by the "
-          "leaders' sweepers), one history on %d nodes" % (len(acks), failovers, latest.tree_size, unknown,
-                                                            len(shard.nodes)))
+          "leaders' sweepers), one history on %d nodes; leader epochs (epoch, node, seq): %s"
+          % (len(acks), failovers, latest.tree_size, unknown, len(shard.nodes), epochs))
 
 
 def scenario_deposed(args, work, shard, grpc, svc, pb, vp):
