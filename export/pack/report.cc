@@ -99,8 +99,8 @@ void ReportEntries::Add(const receipt::Entry& entry) {
     case pb::Receipt::kLeaderEpoch: {
       const auto& e = r.leader_epoch();
       row.kind = "leader_epoch";
-      row.detail = absl::StrCat("epoch ", e.epoch(), ", node ", e.node(), ", after size ", e.previous_size(), " root ",
-                                e.previous_root().substr(0, 16));
+      row.detail = absl::StrCat("epoch ", e.epoch(), ", node ", e.node(), ", over the tree of size ", e.previous_size(),
+                                " with root ", e.previous_root());
       break;
     }
     case pb::Receipt::BODY_NOT_SET:
@@ -417,6 +417,29 @@ void OtherEntries(const Shown& shown, const ReportEntries& entries, std::string*
   EntryTable(rows, h);
 }
 
+// A replicated shard's leader epochs in the pack: who led from which seq.
+void LeaderEpochs(const ReportEntries& entries, std::string* h) {
+  std::vector<const ReportRow*> rows;
+  for (const auto& [key, list] : entries.rows()) {
+    for (const ReportRow& r : list) {
+      if (r.kind == "leader_epoch") rows.push_back(&r);
+    }
+  }
+  if (rows.empty()) return;
+  std::sort(rows.begin(), rows.end(), [](const ReportRow* a, const ReportRow* b) { return a->seq < b->seq; });
+  *h +=
+      "<h2>Leader epochs</h2>\n<p>The shard is replicated: each row is a node taking the lead. Every entry from "
+      "its seq on was committed under that epoch, until the next row; the tree it took over is named by its size "
+      "and root (a consistency proof from any earlier checkpoint passes over it).</p>\n"
+      "<table><thead><tr><th scope=\"col\">seq</th><th scope=\"col\">time (UTC)</th>"
+      "<th scope=\"col\">epoch, node, tree taken over</th></tr></thead><tbody>\n";
+  for (const ReportRow* r : rows) {
+    absl::StrAppend(h, "<tr><td>", r->seq, "</td><td>", UtcTime(r->logged_at_us), "</td><td>", E(r->detail),
+                    "</td></tr>\n");
+  }
+  *h += "</tbody></table>\n";
+}
+
 absl::Status Runs(Outcomes& outcomes, Out out, std::string* h) {
   *h +=
       "<h2>Runs</h2>\n<table><thead><tr><th scope=\"col\">team</th><th scope=\"col\">run</th>"
@@ -464,6 +487,7 @@ absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
   html::StepTable(*shown, &h);
   html::StepDetails(*shown, entries, &h);
   html::OtherEntries(*shown, entries, &h);
+  html::LeaderEpochs(entries, &h);
   out(h);
   h.clear();
   if (auto s = html::Runs(outcomes, out, &h); !s.ok()) return s;

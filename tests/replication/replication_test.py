@@ -32,6 +32,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import sys
 import tempfile
 import threading
@@ -304,6 +305,48 @@ def check_epochs(node, entries, at_least):
     return epochs
 
 
+def check_epoch_packs(build, work, node, epochs, tree_size):
+    """A seq range across the last failover and the run (ledger,
+    ledger.epochs), exported by `node`: the four verifiers pass both and
+    name every leader epoch each holds; report.html lists them."""
+    ctl = os.path.join(build, "cmd", "ledgerctl")
+    vkey = os.path.join(work, "epochs.vkey")
+    with open(vkey, "w") as f:
+        subprocess.run([ctl, "--server", node.address, "vkey"], check=True, stdout=f)
+    lvg = os.path.join(work, "ledger-verify-go")
+    env = dict(os.environ, GOPATH="/usr/share/gocode", GO111MODULE="off", GOPROXY="off", GOFLAGS="",
+               GOCACHE=os.path.join(build, "export", "verify", "go", "gocache"))
+    subprocess.run(["go", "build", "-o", lvg, "."], cwd=os.path.join(ROOT, "export", "verify", "go"), env=env,
+                   check=True)
+    _, node_id, at = epochs[-1]
+    lo, hi = max(0, at - 3), min(tree_size, at + 3)
+    for label, scope, holds in (("seq %d:%d" % (lo, hi), ["--seq", "%d:%d" % (lo, hi)],
+                                 [e for e in epochs if lo <= e[2] < hi]),
+                                ("run ledger/ledger.epochs", ["--run", "ledger/ledger.epochs"], epochs)):
+        pack = os.path.join(work, "epochs-%d.tar.gz" % len(label))
+        subprocess.run([ctl, "--server", node.address, "export"] + scope + ["--out", pack], check=True,
+                       capture_output=True)
+        for tool, cmd in (("ledgerctl verify", [ctl, "verify", pack, "--vkey", vkey]),
+                          ("ledger-verify", [os.path.join(build, "cmd", "ledger-verify"), pack, "--vkey", vkey]),
+                          ("verify_pack.py", ["/usr/bin/python3", os.path.join(ROOT, "export", "verify", "python",
+                                                                             "verify_pack.py"), pack, "--vkey", vkey]),
+                          ("ledger-verify-go", [lvg, "--vkey", vkey, pack])):
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                fail("%s refused the pack of %s: %s" % (tool, label, (p.stdout + p.stderr).strip()))
+            for epoch, name, seq in holds:
+                if "leader epoch %d: node %s leads from seq %d," % (epoch, name, seq) not in p.stdout:
+                    fail("%s does not show leader epoch %d (seq %d) in the pack of %s:\n%s"
+                         % (tool, epoch, seq, label, p.stdout))
+        with tarfile.open(pack) as t:
+            report = next(t.extractfile(m).read().decode() for m in t.getmembers() if m.name.endswith("report.html"))
+        if "<h2>Leader epochs</h2>" not in report or any("epoch %d, node %s," % (e, n) not in report
+                                                         for e, n, _ in holds):
+            fail("report.html of the pack of %s does not list its leader epochs" % label)
+        print("  the pack of %s: %d leader epoch(s) shown by the four verifiers and report.html" % (label, len(holds)),
+              flush=True)
+
+
 def check_history(grpc, svc, node, acks, vp, checkpoints=(), epochs_at_least=1):
     """Every acknowledged receipt is in `node`'s log with its seq and leaf
     hash; the log is dense and holds each receipt id once; each checkpoint
@@ -505,6 +548,7 @@ def scenario_leader_killed(args, work, shard, grpc, svc, pb, vp, failovers=1):
             fail("%s: its sweeper tried to declare a step while it did not lead" % n.name)
     unknown = sum(1 for e in entries if b'"ledger.unknown.' in e.leaf)
     epochs = check_epochs(leader, entries, failovers + 1)
+    check_epoch_packs(args.build, work, leader, epochs, latest.tree_size)
     print("ok: %d receipts acknowledged across %d failover(s), %d entries (%d steps declared unknown by the "
           "leaders' sweepers), one history on %d nodes; leader epochs (epoch, node, seq): %s"
           % (len(acks), failovers, latest.tree_size, unknown, len(shard.nodes), epochs))

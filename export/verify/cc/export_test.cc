@@ -13,12 +13,14 @@
 #include "export/pack/pack.h"
 #include "export/verify/cc/pack_test_fixture.h"
 #include "export/verify/cc/verify.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/cosign/cosign.h"
 #include "ledger/hash/hash.h"
 #include "ledger/log/log.h"
 #include "ledger/note/note.h"
 #include "ledger/receipt/entry.h"
+#include "ledger/receipt/receipt.h"
 #include "ledger/runmap/proof_json.h"
 #include "query/projector/projector.h"
 #include "tests/util/temp_dir.h"
@@ -155,6 +157,35 @@ TEST_F(PackTest, SeqRangePackVerifies) {
   EXPECT_EQ(r.entries, 8u);
   auto bad = exporter::ExportPack(*log_, {"", "", 3, 99}, dir_.Sub("bad.tar.gz"));
   EXPECT_EQ(bad.code(), absl::StatusCode::kOutOfRange);
+}
+
+// A replicated shard's leader_epoch entries (CONTRACT §3): a seq range that
+// holds one verifies and names it, its report lists it; one that does not
+// begin its epoch (previous_size not its seq) is refused.
+TEST_F(PackTest, ASeqRangeShowsItsLeaderEpochsAndRefusesOneThatDoesNotBeginItsEpoch) {
+  auto append_as_ledger = [&](const receipt::Receipt& r) {
+    std::promise<std::vector<sequencer::Outcome>> done;
+    ASSERT_TRUE(log_->AppendAsLedger({&r}, [&](std::vector<sequencer::Outcome> o) { done.set_value(o); }).ok());
+    auto out = done.get_future().get();
+    ASSERT_TRUE(out[0].status.ok()) << out[0].status;
+    ASSERT_TRUE(log_->SignCheckpoint().ok());
+  };
+  const uint64_t at = log_->head().size;
+  append_as_ledger(receipt::LeaderEpoch(2, "node-b", at, hash::Hex(log_->head().root), 7));
+  verify::Result r = Verify(Export({"", "", at - 2, at + 1}, "epoch.tar.gz"));
+  ASSERT_TRUE(r.ok) << r.Summary();
+  EXPECT_THAT(r.Summary(), ::testing::HasSubstr(absl::StrCat("leader epoch 2: node node-b leads from seq ", at,
+                                                             ", over the tree of size ", at, " with root ")));
+  std::string dir = dir_.Sub("epoch");
+  std::filesystem::create_directories(dir);
+  std::string report = Read((*pack::ExtractArchive(dir_.Sub("epoch.tar.gz"), dir, pack::Limits()))[pack::kReport]);
+  EXPECT_THAT(report, ::testing::HasSubstr("<h2>Leader epochs</h2>"));
+  EXPECT_THAT(report, ::testing::HasSubstr("epoch 2, node node-b, over the tree of size"));
+  // A leader_epoch written by a key holder at a seq other than the tree it
+  // names.
+  append_as_ledger(receipt::LeaderEpoch(3, "node-c", at, hash::Hex(log_->head().root), 8));
+  ExpectFailure(Verify(Export({"", "", at - 2, at + 2}, "lying.tar.gz")), pack::kEntries, at + 1,
+                absl::StrCat("leader_epoch: previous_size ", at, " is not its seq"));
 }
 
 // A run with no entry exports as a pack of none, which proves the absence.

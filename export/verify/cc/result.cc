@@ -131,6 +131,7 @@ nlohmann::json Result::Json() const {
       j["witnessed"]["cosigned"].push_back({{"witness", c.witness}, {"time", c.time}});
     }
   }
+  if (!leader_epochs.empty()) j["leader_epochs"] = leader_epochs;
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
     if (seq >= 0) j["failure"]["seq"] = seq;
@@ -172,6 +173,7 @@ std::string Result::Summary() const {
       }
     }
     if (!team_window.empty()) absl::StrAppend(&out, e(team_window), "\n");
+    for (const std::string& epoch : leader_epochs) absl::StrAppend(&out, e(epoch), "\n");
   } else {
     absl::StrAppend(&out, "FAILED: ", e(file), seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ", e(message), "\n");
   }

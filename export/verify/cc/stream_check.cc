@@ -256,6 +256,7 @@ class StreamCheck::EntryPass : public LinePass {
   const TeamChainFacts& team_chain() const { return team_chain_; }
   const std::optional<StreamCheck::Logged>& latest_logged() const { return latest_logged_; }
   std::optional<uint64_t> first_version2_seq() const { return first_version2_seq_; }
+  const std::vector<StreamCheck::Epoch>& epochs() const { return epochs_; }
 
  private:
   struct Decoded {
@@ -330,6 +331,21 @@ class StreamCheck::EntryPass : public LinePass {
       } else if (last_seq_.has_value() && entry->seq == *last_seq_ + 1 && entry->prev != last_hash_) {
         fail(Failure::kLinks, seq,
              absl::StrCat("prev expected ", hash::Hex(last_hash_), ", found ", hash::Hex(entry->prev)));
+      } else if (entry->receipt.has_leader_epoch()) {
+        const auto& le = entry->receipt.leader_epoch();
+        if (entry->emitter != receipt::kLedgerEmitter) {
+          fail(Failure::kLinks, seq, absl::StrCat("leader_epoch: emitter '", entry->emitter, "': the ledger's only"));
+        } else if (le.previous_size() != seq) {
+          fail(Failure::kLinks, seq,
+               absl::StrCat("leader_epoch: previous_size ", le.previous_size(),
+                            " is not its seq: an epoch begins with its leader_epoch entry"));
+        } else if (!epochs_.empty() && le.epoch() <= epochs_.back().epoch) {
+          fail(Failure::kLinks, seq,
+               absl::StrCat("leader_epoch: epoch ", le.epoch(), " after epoch ", epochs_.back().epoch, " at seq ",
+                            epochs_.back().seq, ": epochs only rise"));
+        } else {
+          epochs_.push_back({entry->seq, le.epoch(), le.node(), le.previous_root()});
+        }
       }
       if (entries_ == 0) {
         first_team_ = entry->receipt.team();
@@ -383,6 +399,7 @@ class StreamCheck::EntryPass : public LinePass {
   std::ofstream* records_;
   TeamChainFacts team_chain_;
   std::optional<StreamCheck::Logged> latest_logged_;
+  std::vector<StreamCheck::Epoch> epochs_;
   std::optional<uint64_t> first_version2_seq_;
   std::deque<std::future<Decoded>> inflight_;
   uint64_t next_line_ = 0, entries_ = 0;
@@ -589,6 +606,7 @@ std::optional<uint64_t> StreamCheck::last_seq() const { return entry_pass_->last
 hash::Hash StreamCheck::last_leaf_hash() const { return entry_pass_->last_hash(); }
 const TeamChainFacts& StreamCheck::team_chain() const { return entry_pass_->team_chain(); }
 std::optional<StreamCheck::Logged> StreamCheck::latest_logged() const { return entry_pass_->latest_logged(); }
+const std::vector<StreamCheck::Epoch>& StreamCheck::epochs() const { return entry_pass_->epochs(); }
 std::optional<uint64_t> StreamCheck::first_version2_seq() const { return entry_pass_->first_version2_seq(); }
 
 }  // namespace ledger::verify

@@ -108,6 +108,15 @@ class StreamCheck {
   };
   std::optional<Logged> latest_logged() const;
   std::optional<uint64_t> first_version2_seq() const;
+  // The leader_epoch entries of the pack (CONTRACT §3, "Leader epochs"), in
+  // seq order, each checked to begin its epoch.
+  struct Epoch {
+    uint64_t seq = 0;
+    int64_t epoch = 0;
+    std::string node;
+    std::string previous_root;  // hex
+  };
+  const std::vector<Epoch>& epochs() const;
 
  private:
   class EntryPass;

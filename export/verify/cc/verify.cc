@@ -550,6 +550,10 @@ PackCheck::Stop PackCheck::EntriesAndProofs() {
     return Fail(r, pack::kEntries, -1, "the seq range ends early");
   }
   r.entries = stream.entries();
+  for (const StreamCheck::Epoch& e : stream.epochs()) {
+    r.leader_epochs.push_back(absl::StrCat("leader epoch ", e.epoch, ": node ", e.node, " leads from seq ", e.seq,
+                                           ", over the tree of size ", e.seq, " with root ", e.previous_root, "."));
+  }
   if (r.entries != manifest.entries) {
     return Fail(r, pack::kManifest, -1,
                 absl::StrCat("counts.entries says ", manifest.entries, ", the pack has ", r.entries));

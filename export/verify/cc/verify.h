@@ -136,6 +136,9 @@ struct Result {
   // followed by ("complete: every entry of team ...").
   std::optional<hash::Hash> team_map_root;
   std::string team_window;
+  // The leader epochs the pack's entries show (replicated shards): one
+  // line each, "leader epoch N: node X leads from seq S (...)".
+  std::vector<std::string> leader_epochs;
   // The earlier checkpoint the pack proved consistency with, and whether
   // it is the one given in Options::since.
   std::optional<uint64_t> since_size;

@@ -29,6 +29,11 @@ type entry struct {
 	// An agent_start's timeout_ms and a step_unknown's start_seq (0 when
 	// absent), for the deadlines of a run pack (deadline.go).
 	timeoutMs, unknownStartSeq int64
+	// The entry's emitter, and a leader_epoch's fields (section 3, "Leader
+	// epochs"; epoch 0 when it is none).
+	emitter                      string
+	epoch, previousSize          int64
+	epochNode, epochPreviousRoot string
 }
 
 var genesisPrev = hex.EncodeToString(make([]byte, 32))
@@ -107,7 +112,7 @@ func readEntry(leaf []byte) (entry, error) {
 	if e.loggedAt, ok = v.get("logged_at_us").integer(); !ok {
 		return e, fmt.Errorf("seq %d: logged_at_us: expected an integer", e.seq)
 	}
-	if _, ok = str(v.get("emitter")); !ok {
+	if e.emitter, ok = str(v.get("emitter")); !ok {
 		return e, fmt.Errorf("seq %d: emitter: expected a string", e.seq)
 	}
 	r := v.get("receipt")
@@ -132,6 +137,12 @@ func readEntry(leaf []byte) (entry, error) {
 	}
 	e.timeoutMs, _ = r.get("timeout_ms").integer()
 	e.unknownStartSeq, _ = r.get("start_seq").integer()
+	if e.kind == "leader_epoch" {
+		e.epoch, _ = r.get("epoch").integer()
+		e.previousSize, _ = r.get("previous_size").integer()
+		e.epochNode, _ = str(r.get("node"))
+		e.epochPreviousRoot, _ = str(r.get("previous_root"))
+	}
 	if e.runID == "" && e.hasPrev {
 		return e, fmt.Errorf("seq %d: run_prev: expected none, the receipt has no run_id", e.seq)
 	}
@@ -204,4 +215,33 @@ func show(v *value) string {
 		return v.number
 	}
 	return "a non-integer"
+}
+
+// leaderEpochs checks the pack's leader_epoch entries (section 3, "Leader
+// epochs"): each the ledger's, the first of its epoch (its seq is its
+// previous_size), epochs rising. It returns one line for each.
+func leaderEpochs(entries []entry) ([]string, error) {
+	var out []string
+	var last *entry
+	for i := range entries {
+		e := &entries[i]
+		if e.kind != "leader_epoch" {
+			continue
+		}
+		if e.emitter != "ledger" {
+			return nil, fmt.Errorf("entries.jsonl seq %d: leader_epoch: emitter '%s': the ledger's only", e.seq, e.emitter)
+		}
+		if e.previousSize != e.seq {
+			return nil, fmt.Errorf("entries.jsonl seq %d: leader_epoch: previous_size %d is not its seq: an epoch begins "+
+				"with its leader_epoch entry", e.seq, e.previousSize)
+		}
+		if last != nil && e.epoch <= last.epoch {
+			return nil, fmt.Errorf("entries.jsonl seq %d: leader_epoch: epoch %d after epoch %d at seq %d: epochs only rise",
+				e.seq, e.epoch, last.epoch, last.seq)
+		}
+		last = e
+		out = append(out, fmt.Sprintf("leader epoch %d: node %s leads from seq %d, over the tree of size %d with root %s.",
+			e.epoch, e.epochNode, e.seq, e.seq, e.epochPreviousRoot))
+	}
+	return out, nil
 }

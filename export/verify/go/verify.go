@@ -122,6 +122,10 @@ func verify(o options) ([]string, error) {
 	if err := checkDeadlines(m, t, entries); err != nil {
 		return nil, err
 	}
+	epochs, err := leaderEpochs(entries)
+	if err != nil {
+		return nil, err
+	}
 	line := fmt.Sprintf("OK %s: %d entries, tree size %d, root %s%s%s; outcomes.json not recomputed",
 		scope, len(entries), cp.size, hex.EncodeToString(cp.root[:]), consistent, complete)
 	if o.trustPackKey {
@@ -131,7 +135,7 @@ func verify(o options) ([]string, error) {
 	if o.policy != nil {
 		out = append(out, witnessedLine(o.policy, cosigned))
 	}
-	return append(out, unsettled...), nil
+	return append(append(out, unsettled...), epochs...), nil
 }
 
 // checkSignedTime reads the checkpoint's time note and checks it against

@@ -127,6 +127,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     run_head = completeness.run_head_proof(files, manifest, runs_root, RUN_KEYS.get(version))
     window = teamwindow.presence(files, scope, teams_root)
     entries = check_entries(files, manifest, size, root)
+    epochs = leader_epochs(entries.parsed)
     check_time_against(note, entries, cosigned)
     complete, unsettled = None, []
     steps = packsteps.steps(entries.parsed) if scope["kind"] == "run" else []
@@ -141,7 +142,32 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
         check_deadlines(steps, manifest["unknown_grace_ms"], signed_at)
     return {"entries": entries.count, "origin": origin, "tree_size": size, "root": root, "scope": scope,
             "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
-            "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned)}
+            "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned),
+            "leader_epochs": epochs}
+
+
+def leader_epochs(parsed):
+    """The leader_epoch entries among the parsed leaves (CONTRACT.md section
+    3, "Leader epochs"), each the ledger's, first of its epoch (its seq is its
+    previous_size), epochs rising: the lines that say so."""
+    lines, last = [], None
+    for entry in parsed:
+        r = entry["receipt"]
+        if r.get("kind") != "leader_epoch":
+            continue
+        seq = entry["seq"]
+        if entry["emitter"] != "ledger":
+            raise Failure("entries.jsonl seq %d: leader_epoch: emitter '%s': the ledger's only" % (seq, entry["emitter"]))
+        if r.get("previous_size") != seq:
+            raise Failure("entries.jsonl seq %d: leader_epoch: previous_size %s is not its seq: an epoch begins with "
+                          "its leader_epoch entry" % (seq, r.get("previous_size")))
+        if last is not None and r["epoch"] <= last[0]:
+            raise Failure("entries.jsonl seq %d: leader_epoch: epoch %d after epoch %d at seq %d: epochs only rise"
+                          % (seq, r["epoch"], last[0], last[1]))
+        last = (r["epoch"], seq)
+        lines.append("leader epoch %d: node %s leads from seq %d, over the tree of size %d with root %s."
+                     % (r["epoch"], r["node"], seq, seq, r["previous_root"]))
+    return lines
 
 
 def pack_key_line(files):
@@ -526,6 +552,7 @@ def result_lines(r):
     if r["complete"] is not None:
         lines.append("%s." % r["complete"])
         lines += r["unsettled"]
+    lines += r.get("leader_epochs", [])
     return lines
 
 
