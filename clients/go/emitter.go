@@ -177,7 +177,8 @@ var retryable = map[codes.Code]bool{codes.Unavailable: true, codes.ResourceExhau
 
 const firstBackoff = 50 * time.Millisecond
 
-// Emitter sends receipts to one ledger. Make it with NewEmitter; Close it.
+// Emitter sends receipts to one ledger (one shard: its node, or the node
+// that leads it). Make it with NewEmitter; Close it.
 type Emitter struct {
 	opts      Options
 	targets   *targets         // the sender's only
