@@ -13,7 +13,11 @@ Usage: suite.py BUILD_DIR [--prepare NAME='COMMAND'] --runner NAME='COMMAND' [--
                  --runner typescript="node $PWD/clients/typescript/dist/conformance.js"
 
 --prepare runs a command once before the scenarios (e.g. building a
-runner); when it fails, so does that runner. A runner runs in a directory
+runner); when it fails, so does that runner. The replicated scenarios
+("failover", "failover list": a real PostgreSQL and two ledgerd nodes) run
+only when named with --scenario; without PostgreSQL 15
+(/usr/lib/postgresql/15/bin) they are skipped, and when nothing else was
+asked for the suite exits 77. A runner runs in a directory
 of its own, outside the source tree: its paths must be absolute. Prints one line per scenario and
 runner with its time, every failed check with the scenario, the runner,
 what was expected and what came; exits 1 if any check failed.
@@ -31,11 +35,14 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "replication"))
 from ledger_testlib import Certificates, free_port, generate_stubs, read  # noqa: E402
+import pgcluster  # noqa: E402
 
 TEAM = "team-a"
 T0 = 1767225600000000  # 2026-01-01, microseconds
@@ -327,6 +334,13 @@ class Runner:
             return f.read()[-3000:]
 
 
+def shown(value, most=20):
+    """JSON of a value, a list longer than `most` cut to its first ones and its length."""
+    if isinstance(value, list) and len(value) > most:
+        return "%s, ... (%d in all)]" % (json.dumps(value[:most])[:-1], len(value))
+    return json.dumps(value)
+
+
 class Checks:
     """Failed checks of one scenario and runner, kept to be reported together."""
 
@@ -335,7 +349,7 @@ class Checks:
 
     def equal(self, what, got, want):
         if got != want:
-            self.failures.append("%s: expected %s, got %s" % (what, json.dumps(want), json.dumps(got)))
+            self.failures.append("%s: expected %s, got %s" % (what, shown(want), shown(got)))
 
     def true(self, what, ok, detail=""):
         if not ok:
@@ -521,8 +535,132 @@ def watch_resume(ctx, command, checks):
     return log_receipts(ledger, checks, [s["receipt_id"] for s in specs], [s["receipt_id"] for s in later])
 
 
+class Node(Ledger):
+    """One ledgerd of a replicated shard (its batch log and fence in PostgreSQL), killed at will."""
+
+    def __init__(self, build, work, name, uri, key):
+        self.build, self.work, self.tls, self.name = build, work, None, name
+        self.port, self.http_port = free_port(), free_port()
+        self.address = "127.0.0.1:%d" % self.port
+        self.args = [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, name), "--listen",
+                     self.address, "--http-listen", "127.0.0.1:%d" % self.http_port, "--origin", FAILOVER_ORIGIN,
+                     "--signing-key", key, "--replication", uri, "--node-id", name,
+                     "--replication-lease-ms", str(LEASE_MS), "--replication-timeout-ms", "3000",
+                     "--checkpoint-interval-ms", "100", "--unknown-grace-ms", "100", "--sweep-interval-ms", "50"]
+        self.proc = None
+
+    def start(self):
+        with open(os.path.join(self.work, self.name + ".log"), "ab") as log:
+            self.proc = subprocess.Popen(self.args, stdout=log, stderr=log)
+
+    def ready(self):
+        """/readyz: its status and text; 0 while it does not answer."""
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.http_port, timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError as e:
+            return 0, str(e)
+
+    def wait_ready(self, prefix, timeout=30):
+        """Waits until /readyz is 200 and starts with `prefix` ("ready: leader", "ready: follower")."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise Failed("%s exited %d (see %s/%s.log)" % (self.name, self.proc.returncode, self.work, self.name))
+            status, body = self.ready()
+            if status == 200 and body.startswith(prefix):
+                return time.monotonic()
+            time.sleep(0.05)
+        raise Failed("%s: /readyz does not say %r after %d s: %s" % (self.name, prefix, timeout, body.strip()))
+
+    def receipt_ids(self):
+        return {receipt_member(leaf)[1] for leaf in self.leaves()}
+
+
+FAILOVER_ORIGIN = "conformance.test/shard-0"
+LEASE_MS = 1500
+# How long the receipts a client sent through the follower may take to reach the leader: with the follow, one
+# batch's round trip more; without it, never while the leader lives.
+FOLLOW_S = 10
+
+
+def replicated_shard(ctx):
+    """Two ledgerd nodes of a new database on the suite's PostgreSQL: the first leads, the second follows and
+    knows the leader."""
+    uri = ctx.database()
+    key = os.path.join(ctx.work, "signing.key")
+    subprocess.run([os.path.join(ctx.build, "cmd", "ledgerctl"), "keygen", "--origin", FAILOVER_ORIGIN, "--out",
+                    key], check=True, capture_output=True)
+    leader, follower = (Node(ctx.build, ctx.work, name, uri, key) for name in ("node-1", "node-2"))
+    for node in (leader, follower):
+        ctx.ledgers.append(node)
+    leader.start()
+    leader.wait_ready("ready: leader")
+    follower.start()
+    follower.wait_ready("ready: follower")
+    follower.wait_ready("ready: follower, applied")  # past its catch-up
+    deadline = time.monotonic() + 30
+    while "appends go to %s" % leader.address not in follower.ready()[1]:
+        if time.monotonic() > deadline:
+            raise Failed("the follower does not name the leader: %s" % follower.ready()[1].strip())
+        time.sleep(0.05)
+    return leader, follower
+
+
+def failover(ctx, command, checks, listed=False):
+    """The runner's target is the follower (or both nodes, the leader first); the suite SIGKILLs the leader
+    while receipts are in flight. Every receipt acknowledged, each once in the survivor's log."""
+    specs = four_kinds(400, "fo-")
+    leader, follower = replicated_shard(ctx)
+    target = "%s,%s" % (leader.address, follower.address) if listed else follower.address
+    scenario = {"target": target, "options": OPTIONS, "receipts": specs,
+                "steps": [{"do": "emit", "from": 0, "to": 100}, {"do": "wait"},
+                          {"do": "emit", "from": 100, "to": 300}, {"do": "wait"},
+                          {"do": "emit", "from": 300, "to": 400}, {"do": "close"}]}
+    runner = ctx.runner(command, scenario)
+    emit_events(runner, checks, 0, 100)
+    runner.expect("waiting")
+    # The follower takes no append: the first 100 reach the leader only if the client went where the follower's
+    # refusal sent it (or, given both nodes, to the leader it was given).
+    first = {s["receipt_id"] for s in specs[:100]}
+    deadline = time.monotonic() + FOLLOW_S
+    while not first <= leader.receipt_ids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    missing = sorted(first - leader.receipt_ids())
+    checks.true("receipts 0-99 on the leader within %d s, the client sent to the %s" % (
+        FOLLOW_S, "nodes" if listed else "follower"), not missing,
+        "%d of them are not: the client did not follow the follower's refusal to the leader it names" % len(missing))
+    if missing:
+        raise Failed("the rest of the scenario needs the leader followed")
+    runner.send("")
+    emit_events(runner, checks, 100, 300)
+    runner.expect("waiting")
+    leader.kill()  # receipts 100-299 are queued or in flight
+    killed = time.monotonic()
+    runner.send("")
+    took_over = follower.wait_ready("ready: leader", timeout=30)
+    emit_events(runner, checks, 300, 400)
+    event = closed(runner, checks, 400)
+    after = runner.last_at - took_over
+    checks.true("closed within %d s of the survivor leading (%.1f s after the kill)" % (
+        RECONNECT_S, took_over - killed), after < RECONNECT_S, "after %.1f s" % after)
+    checks.true("closed.retries > 0 (receipts were in flight at the kill)", event.get("retries", 0) > 0,
+                json.dumps(event.get("retries")))
+    runner.finish()
+    return log_receipts(follower, checks, [s["receipt_id"] for s in specs])
+
+
+def failover_list(ctx, command, checks):
+    return failover(ctx, command, checks, listed=True)
+
+
 SCENARIOS = [("batching", batching), ("retry after kill", retry_after_kill), ("refusal", refusal),
              ("full buffer", full_buffer), ("watch resume", watch_resume), ("TLS", tls)]
+# Played only when named (--scenario): a PostgreSQL and two ledgerd nodes each. What each says of a client,
+# in the table the suite prints after them.
+REPLICATED = [("failover", failover, "follows the leader"), ("failover list", failover_list, "takes a list of nodes")]
 
 
 class Context:
@@ -530,6 +668,8 @@ class Context:
 
     def __init__(self, build, work, certs):
         self.build, self.root, self.certs = build, work, certs
+        self.pg = None
+        self.databases = 0
         self.client_tls = {"ca": certs["ca"], "cert": certs["client_cert"], "key": certs["client_key"],
                            "server_name": "localhost"}
         self.ledgers, self.runners = [], []
@@ -561,6 +701,23 @@ class Context:
         for ledger in self.ledgers:
             ledger.stop()
         self.ledgers, self.runners = [], []
+
+    def database(self):
+        """The URI of a new database on the suite's PostgreSQL (a primary alone, started at the first call, as
+        an unprivileged user)."""
+        if self.pg is None:
+            os.chmod(self.root, 0o755)  # PostgreSQL's user reaches its directory
+            pg_work = os.path.join(self.root, "postgresql")
+            os.makedirs(pg_work)
+            self.pg = pgcluster.PgCluster(pg_work, standby=False)
+        self.databases += 1
+        name = "failover_%d" % self.databases
+        self.pg.primary.sql("CREATE DATABASE %s" % name)
+        return "postgresql://ledger@127.0.0.1:%d/%s?connect_timeout=2" % (self.pg.primary.port, name)
+
+    def close(self):
+        if self.pg is not None:
+            self.pg.remove()
 
 
 def certificates(work):
@@ -600,7 +757,8 @@ def main():
     parser.add_argument("build")
     parser.add_argument("--runner", action="append", required=True, metavar="NAME=COMMAND")
     parser.add_argument("--prepare", action="append", default=[], metavar="NAME=COMMAND")
-    parser.add_argument("--scenario", action="append", choices=[n for n, _ in SCENARIOS])
+    parser.add_argument("--scenario", action="append",
+                        choices=[n for n, _ in SCENARIOS] + [n for n, _, _ in REPLICATED])
     args = parser.parse_args()
 
     def named(option, spec):
@@ -618,32 +776,44 @@ def main():
         if result.returncode != 0:
             unprepared[name] = "prepare (%s) exited %d:\n%s" % (command, result.returncode, result.stdout[-3000:])
     build = os.path.abspath(args.build)
+    played = [(n, f) for n, f in SCENARIOS if not args.scenario or n in args.scenario]
+    replicated = [(n, f) for n, f, _ in REPLICATED if args.scenario and n in args.scenario]
+    if replicated and not os.path.exists(os.path.join(pgcluster.BIN, "initdb")):
+        print("skip %s: PostgreSQL 15 is not installed (%s)" % (", ".join(n for n, _ in replicated), pgcluster.BIN))
+        replicated = []
+        if not played:
+            return 77
     work = tempfile.mkdtemp(prefix="conformance-")
     generate_stubs(os.path.join(work, "stubs"), ("receipt", "ledger_service"))
     ctx = Context(build, work, certificates(work))
     failures = []
+    outcomes = {}  # (scenario, runner): passed
     began = time.monotonic()
-    for scenario, play in SCENARIOS:
-        if args.scenario and scenario not in args.scenario:
-            continue
-        logged = {}
-        for name, command in runners:
-            checks = Checks()
-            ctx.begin(scenario, name)
-            t = time.monotonic()
-            try:
-                if name in unprepared:
-                    raise Failed(unprepared[name])
-                logged[name] = play(ctx, command, checks)
-            except Failed as e:
-                checks.failures.append(str(e))
-                logged[name] = None
-            finally:
-                ctx.end()
-            status = "ok  " if not checks.failures else "FAIL"
-            print("%s %-16s %-12s %5.1f s" % (status, scenario, name, time.monotonic() - t), flush=True)
-            failures += ["%s, %s: %s" % (scenario, name, f) for f in checks.failures]
-        failures += compare(scenario, logged)
+    try:
+        for scenario, play in played + replicated:
+            logged = {}
+            for name, command in runners:
+                checks = Checks()
+                ctx.begin(scenario, name)
+                t = time.monotonic()
+                try:
+                    if name in unprepared:
+                        raise Failed(unprepared[name])
+                    logged[name] = play(ctx, command, checks)
+                except Failed as e:
+                    checks.failures.append(str(e))
+                    logged[name] = None
+                finally:
+                    ctx.end()
+                outcomes[scenario, name] = not checks.failures
+                status = "ok  " if not checks.failures else "FAIL"
+                print("%s %-16s %-12s %5.1f s" % (status, scenario, name, time.monotonic() - t), flush=True)
+                failures += ["%s, %s: %s" % (scenario, name, f) for f in checks.failures]
+            failures += compare(scenario, logged)
+    finally:
+        ctx.close()
+    if replicated:
+        print_followers(runners, replicated, outcomes)
     for f in failures:
         print("FAIL: " + f)
     if failures:
@@ -651,9 +821,19 @@ def main():
         return 1
     shutil.rmtree(work, ignore_errors=True)
     print("PASS: %d scenarios x %d runners (%s), receipts byte-identical across them, in %.1f s"
-          % (len(args.scenario or SCENARIOS), len(runners), ", ".join(n for n, _ in runners),
-             time.monotonic() - began))
+          % (len(played + replicated), len(runners), ", ".join(n for n, _ in runners), time.monotonic() - began))
     return 0
+
+
+def print_followers(runners, replicated, outcomes):
+    """Which client follows the leader, which takes a list of nodes (PROTOCOL.md's table), from the replicated
+    scenarios it passed."""
+    says = {n: what for n, _, what in REPLICATED}
+    width = max(len(n) for n in ["client"] + [n for n, _ in runners])
+    print("%-*s  %s" % (width, "client", "  ".join(says[n] for n, _ in replicated)))
+    for name, _ in runners:
+        cells = ["%-*s" % (len(says[n]), "yes" if outcomes[n, name] else "NO") for n, _ in replicated]
+        print(("%-*s  %s" % (width, name, "  ".join(cells))).rstrip())
 
 
 if __name__ == "__main__":

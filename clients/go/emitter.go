@@ -26,6 +26,15 @@ package ledger
 //     runs before the next batch is sent.
 //   - Every retry is logged, with the receipts' count, the delay and the
 //     reason (the gRPC code and message).
+//   - Replicated shards: the target may name several nodes of the shard,
+//     separated by commas. A node that follows refuses an append with
+//     UNAVAILABLE naming the leader (leader=HOST:PORT): the batch goes there
+//     at once, with the same TLS credentials (the server name checked as
+//     before) and dial options, and so do the next ones. When the followed
+//     leader fails (UNAVAILABLE or a deadline) the Emitter goes back to the
+//     configured nodes, and on each such failure moves on to the next of
+//     them. The receipt_id stays the same on every node, so no receipt is
+//     appended twice (follow.go).
 //
 // Thread safety: every method may be called from any goroutine.
 
@@ -168,10 +177,13 @@ var retryable = map[codes.Code]bool{codes.Unavailable: true, codes.ResourceExhau
 
 const firstBackoff = 50 * time.Millisecond
 
-// Emitter sends receipts to one ledger. Make it with NewEmitter; Close it.
+// Emitter sends receipts to one ledger (one shard: its node, or the node
+// that leads it). Make it with NewEmitter; Close it.
 type Emitter struct {
 	opts      Options
-	conn      *grpc.ClientConn
+	targets   *targets         // the sender's only
+	connected string           // the target conn is to; the sender's only
+	conn      *grpc.ClientConn // replaced by the sender only; Close closes it once the sender returned
 	stub      ledgerpb.LedgerServiceClient
 	stopRPC   context.CancelFunc // ends an Append in flight at Close
 	rpcCtx    context.Context
@@ -190,17 +202,31 @@ type Emitter struct {
 }
 
 // NewEmitter connects (lazily: a ledger that is down is retried) to target,
-// HOST:PORT, and starts the sender. Without TLS it fails, dialing nothing,
-// for a target that is not a loopback address, unless Insecure.
+// HOST:PORT, or to the first of the nodes of a replicated shard, HOST:PORT
+// separated by commas ("node-a:7420,node-b:7420"), and starts the sender.
+// Without TLS it fails, dialing nothing, for a target that is not a
+// loopback address, unless Insecure; a leader that a node names is followed
+// only where a target would be dialed.
 func NewEmitter(target string, opts Options) (*Emitter, error) {
 	opts = opts.withDefaults()
-	conn, err := dial(target, opts.TLS, opts.Insecure, opts.MaxBackoff, opts.DialOptions)
+	list, err := splitTargets(target)
 	if err != nil {
 		return nil, err
 	}
+	for _, t := range list {
+		if err := checkPlainText(t, opts.TLS, opts.Insecure); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := dial(list[0], opts.TLS, opts.Insecure, opts.MaxBackoff, opts.DialOptions)
+	if err != nil {
+		return nil, err
+	}
+	mayDial := func(address string) bool { return checkPlainText(address, opts.TLS, opts.Insecure) == nil }
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Emitter{opts: opts, conn: conn, stub: ledgerpb.NewLedgerServiceClient(conn), rpcCtx: ctx,
-		stopRPC: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+	e := &Emitter{opts: opts, targets: &targets{configured: list, mayDial: mayDial}, connected: list[0],
+		conn: conn, stub: ledgerpb.NewLedgerServiceClient(conn), rpcCtx: ctx, stopRPC: cancel,
+		done: make(chan struct{}), changed: make(chan struct{})}
 	go e.run()
 	return e, nil
 }
@@ -468,8 +494,10 @@ func (e *Emitter) run() {
 			}
 			if retryable[st.Code()] {
 				e.requeue(batch, true)
-				e.pause(backoff, len(batch), st.Code(), st.Message())
-				backoff = next(backoff, e.opts.MaxBackoff)
+				if !e.failed(st.Code(), st.Message()) {
+					e.pause(backoff, len(batch), st.Code(), st.Message())
+					backoff = next(backoff, e.opts.MaxBackoff)
+				}
 				continue
 			}
 			for _, r := range batch {
@@ -477,6 +505,7 @@ func (e *Emitter) run() {
 			}
 			continue
 		}
+		e.targets.accepted()
 		var retry []*ledgerpb.Receipt
 		var whyCode codes.Code
 		var whyMessage string
@@ -500,12 +529,38 @@ func (e *Emitter) run() {
 		}
 		if len(retry) > 0 {
 			e.requeue(retry, true)
-			e.pause(backoff, len(retry), whyCode, whyMessage)
-			backoff = next(backoff, e.opts.MaxBackoff)
+			if LeaderNamed(whyCode, whyMessage) == "" || !e.failed(whyCode, whyMessage) {
+				e.pause(backoff, len(retry), whyCode, whyMessage)
+				backoff = next(backoff, e.opts.MaxBackoff)
+			}
 		} else {
 			backoff = firstBackoff
 		}
 	}
+}
+
+// failed moves to the target to send to after a failure (targets.failed),
+// logging a leader followed, and dials it: true when the batch goes again at
+// once.
+func (e *Emitter) failed(code codes.Code, message string) bool {
+	before := e.targets.current()
+	atOnce := e.targets.failed(code, message)
+	target := e.targets.current()
+	if target == e.connected {
+		return atOnce
+	}
+	if e.targets.followed != "" {
+		e.opts.Logger.Printf("evidence_ledger: %s does not lead: following the leader it names at %s: %s: %s",
+			before, target, CodeName(code), message)
+	}
+	conn, err := dial(target, e.opts.TLS, e.opts.Insecure, e.opts.MaxBackoff, e.opts.DialOptions)
+	if err != nil {
+		e.opts.Logger.Printf("evidence_ledger: staying on %s: %v", e.connected, err)
+		return false
+	}
+	e.conn.Close()
+	e.conn, e.stub, e.connected = conn, ledgerpb.NewLedgerServiceClient(conn), target
+	return atOnce
 }
 
 func next(backoff, max time.Duration) time.Duration {

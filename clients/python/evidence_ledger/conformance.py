@@ -79,7 +79,9 @@ class Runner:
     def __init__(self, scenario: Dict[str, Any], stdin: TextIO, stdout: TextIO):
         self._stdin = stdin
         self._stdout = stdout
-        self._target = scenario["target"]
+        # One node, or the nodes of a shard separated by commas: the Emitter takes them as a list; a
+        # Dashboard reads from the first.
+        self._targets = str(scenario["target"]).split(",")
         self._tls = scenario.get("tls")
         self._options = emitter_options(scenario.get("options") or {})
         self._receipts = [build_receipt(spec) for spec in scenario.get("receipts") or []]
@@ -104,13 +106,13 @@ class Runner:
 
     def emitter(self) -> Emitter:
         if self._emitter is None:
-            self._emitter = Emitter(self._target, credentials(self._tls),
+            self._emitter = Emitter(self._targets, credentials(self._tls),
                                     channel_options=channel_options(self._tls), **self._options)
         return self._emitter
 
     def dashboard(self) -> Dashboard:
         if self._dashboard is None:
-            self._dashboard = Dashboard(self._target, credentials(self._tls),
+            self._dashboard = Dashboard(self._targets[0], credentials(self._tls),
                                         channel_options=channel_options(self._tls))
         return self._dashboard
 

@@ -32,6 +32,15 @@ Guarantees:
   - Every retry is logged at WARNING on the "evidence_ledger" logger, with
     the receipts' count, the delay and the reason (the gRPC code and
     message).
+  - Replicated shards: `target` may name several nodes of the shard (a list,
+    or one string of addresses separated by commas). A node that follows
+    refuses an append with UNAVAILABLE naming the leader (`leader=HOST:PORT`):
+    the batch goes there at once, with the same credentials and channel
+    options (the server name checked as before), and so do the next ones.
+    When the followed leader fails (UNAVAILABLE or a deadline) the emitter
+    goes back to the configured nodes, and on each such failure moves on to
+    the next of them. The receipt_id stays the same on every node, so no
+    receipt is appended twice.
 """
 import collections
 import inspect
@@ -41,7 +50,7 @@ import logging
 import random
 import threading
 import time
-from typing import Callable, Deque, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Deque, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -102,6 +111,77 @@ _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, g
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 
 
+def leader_named(code: grpc.StatusCode, message: str) -> Optional[str]:
+    """The leader a follower's refusal names: HOST:PORT after "leader=" in an UNAVAILABLE message (up to a
+    space, ';' or ')'), as ledgerctl reads it (cmd/ledgerctl.cc LeaderNamed); None for any other status."""
+    if code != grpc.StatusCode.UNAVAILABLE:
+        return None
+    at = message.find("leader=")
+    if at < 0:
+        return None
+    rest = message[at + len("leader="):]
+    for end, c in enumerate(rest):
+        if c in " ;)":
+            rest = rest[:end]
+            break
+    return rest or None
+
+
+def parse_targets(target: Union[str, Sequence[str]]) -> List[str]:
+    """The nodes `target` names: one address, a list of them, or a string of them separated by commas.
+    ValueError when it names none or has an empty one."""
+    targets = target.split(",") if isinstance(target, str) else list(target)
+    targets = [t.strip() if isinstance(t, str) else t for t in targets]
+    if not targets or not all(isinstance(t, str) and t for t in targets):
+        raise ValueError("target: HOST:PORT, or several separated by commas (the nodes of a shard), not %r"
+                         % (target,))
+    return targets
+
+
+# Follows in a row, without an accepted batch between them, sent at once; after these the emitter backs off
+# before each follow (two nodes that each name the other, while a failover settles, are not hammered).
+_FOLLOWS_AT_ONCE = 3
+_FAILED_OVER = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+class Targets:
+    """Where the emitter sends next: the leader a node named, else the configured nodes in turn. Pure (no
+    I/O); used by the emitter's thread only."""
+
+    def __init__(self, configured: Sequence[str], may_dial: Callable[[str], bool] = lambda address: True):
+        """`may_dial(address)`: whether a leader that a node names may be dialed (plain text off loopback
+        is not, unless asked for)."""
+        self.configured = list(configured)
+        self.followed: Optional[str] = None
+        self._at = 0
+        self._may_dial = may_dial
+        self._follows = 0
+
+    @property
+    def current(self) -> str:
+        return self.followed or self.configured[self._at]
+
+    def accepted(self) -> None:
+        """The current node took a batch."""
+        self._follows = 0
+
+    def failed(self, code: grpc.StatusCode, message: str) -> bool:
+        """After a batch, or some of its receipts, failed with `code`: moves to the leader the message names,
+        or off a node that failed over. True when the batch goes again at once (to the leader just named),
+        False when it waits its back-off first."""
+        leader = leader_named(code, message)
+        if leader is not None and leader != self.current and self._may_dial(leader):
+            self.followed = leader
+            self._follows += 1
+            return self._follows <= _FOLLOWS_AT_ONCE
+        if code in _FAILED_OVER:
+            if self.followed is not None:
+                self.followed = None  # back to the configured node that named it
+            else:
+                self._at = (self._at + 1) % len(self.configured)
+        return False
+
+
 class BufferFull(Exception):
     """emit() found the buffer full (and was told not to wait, or waited in vain)."""
 
@@ -139,25 +219,30 @@ def _check_callback(on_result: Optional[OnResult]) -> None:
 
 
 class Emitter:
-    def __init__(self, target: str, credentials: Optional[grpc.ChannelCredentials] = None, *,
+    def __init__(self, target: Union[str, Sequence[str]], credentials: Optional[grpc.ChannelCredentials] = None, *,
                  batch_size: int = 200, linger: float = 0.02, max_buffer: int = 10000, block: bool = True,
                  timeout: float = 30.0, rpc_timeout: float = 10.0, max_backoff: float = 5.0,
                  on_result: Optional[OnResult] = None, channel_options: Sequence[Tuple[str, object]] = (),
                  flush_timeout: float = DEFAULT_TIMEOUT, insecure: bool = False):
-        """`target` is HOST:PORT; `credentials` a grpc.ChannelCredentials for TLS
+        """`target` is HOST:PORT, or the nodes of a replicated shard: a list of them, or one string of them
+        separated by commas ("node-a:7420,node-b:7420"); `credentials` a grpc.ChannelCredentials for TLS
         (grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)) or None for plain
         text, which is refused (ValueError, before anything is dialed) for a target that is not a loopback
         address or a unix socket, unless `insecure`: plain text to a target off this machine, where anyone on
-        the way reads the receipts and the ledger cannot tell who sent them. `timeout`: how long emit() waits
+        the way reads the receipts and the ledger cannot tell who sent them. A leader that a node names is
+        followed only where a target would be dialed. `timeout`: how long emit() waits
         for room in a full buffer; `flush_timeout`: how long flush() and close() wait when not told.
         `on_result(receipt, result)`: see the module's docstring; TypeError when it cannot take those two
         arguments."""
-        refusal = plain_text_refusal(target, credentials, insecure)
-        if refusal:
-            raise ValueError(refusal)
+        targets = parse_targets(target)
+        for t in targets:
+            refusal = plain_text_refusal(t, credentials, insecure)
+            if refusal:
+                raise ValueError(refusal)
         _check_callback(on_result)
         self._flush_timeout = flush_timeout
-        self._target, self._credentials = target, credentials
+        self._targets = Targets(targets, lambda address: not plain_text_refusal(address, credentials, insecure))
+        self._credentials = credentials
         self._channel_options = own_connections(channel_options)
         self._connect()
         self._batch_size = min(batch_size, 1000)
@@ -241,9 +326,11 @@ class Emitter:
     def _connect(self) -> None:
         """A new channel. gRPC's own channel, once a connection failed, fails every call at once until its
         reconnect back-off (up to 120 s) has passed, whatever the emitter's back-off: a restarted ledger would
-        wait for it. A new channel, on connections of its own, connects at its first call."""
-        self._channel = (grpc.secure_channel(self._target, self._credentials, self._channel_options)
-                         if self._credentials else grpc.insecure_channel(self._target, self._channel_options))
+        wait for it. A new channel, on connections of its own, connects at its first call. It goes to the
+        current target (the leader followed, or a configured node)."""
+        self._connected = target = self._targets.current
+        self._channel = (grpc.secure_channel(target, self._credentials, self._channel_options)
+                         if self._credentials else grpc.insecure_channel(target, self._channel_options))
         self._stub = stubs.ledger_grpc.LedgerServiceStub(self._channel)
 
     def _settle(self, receipt, result):
@@ -288,15 +375,18 @@ class Emitter:
             except grpc.RpcError as e:
                 if e.code() in _RETRYABLE:
                     self._requeue(batch)
-                    if e.code() == grpc.StatusCode.UNAVAILABLE:
+                    at_once = self._failed(e.code(), e.details() or "")
+                    if e.code() == grpc.StatusCode.UNAVAILABLE or self._connected != self._targets.current:
                         self._channel.close()
                         self._connect()
-                    self._pause(backoff, len(batch), e.code(), e.details())
-                    backoff = min(backoff * 2, self._max_backoff)
+                    if not at_once:
+                        self._pause(backoff, len(batch), e.code(), e.details())
+                        backoff = min(backoff * 2, self._max_backoff)
                     continue
                 for r in batch:
                     self._settle(r, Result(r.receipt_id, e.code(), e.details(), 0, False))
                 continue
+            self._targets.accepted()
             retry = []
             why = None
             for r, res in zip(batch, response.results):
@@ -308,10 +398,24 @@ class Emitter:
                     self._settle(r, Result(r.receipt_id, code, res.message, res.seq, res.duplicate))
             if retry:
                 self._requeue(retry)
-                self._pause(backoff, len(retry), *why)
-                backoff = min(backoff * 2, self._max_backoff)
+                at_once = self._failed(*why) if leader_named(*why) else False
+                if self._connected != self._targets.current:
+                    self._channel.close()
+                    self._connect()
+                if not at_once:
+                    self._pause(backoff, len(retry), *why)
+                    backoff = min(backoff * 2, self._max_backoff)
             else:
                 backoff = 0.05
+
+    def _failed(self, code, message):
+        """Targets.failed, logged when the emitter follows a leader: True when the batch goes again at once."""
+        before = self._targets.current
+        at_once = self._targets.failed(code, message)
+        if self._targets.followed and self._targets.current != before:
+            log.warning("%s does not lead: following the leader it names at %s: %s: %s", before,
+                        self._targets.current, code.name, message)
+        return at_once
 
     def _pause(self, backoff, count, code, message):
         """Logs the retry, then sleeps for the back-off with jitter, or until close stops the thread."""

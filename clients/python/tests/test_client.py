@@ -26,6 +26,7 @@ import grpc  # noqa: E402
 from evidence_ledger import BufferFull, Dashboard, Emitter, ShardedDashboard, ShardedEmitter, ShardMap  # noqa: E402
 from evidence_ledger import receipts  # noqa: E402
 from evidence_ledger import stubs  # noqa: E402
+from evidence_ledger.emitter import Targets, leader_named, parse_targets  # noqa: E402
 
 
 def free_port():
@@ -267,6 +268,152 @@ class EmitterTest(unittest.TestCase):
             receipts.tool_call("team-a", "r", "s", model="m")
         self.assertIn("tool_call:", str(unknown.exception))
         self.assertIn("model", str(unknown.exception))
+
+
+# A follower's refusal, as ledger/replication/node.cc Node::NotLeader writes it.
+def not_leader(leader):
+    return "replication: node b follows; the leader is a at leader=%s (epoch 3); send appends there" % leader
+
+
+NO_LEADER = "replication: node b does not lead and no leader is known yet; retry"
+UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
+
+
+class Follower:
+    """A node that follows: it refuses every Append with UNAVAILABLE naming `leader` (changed at will), or,
+    with no leader, as a node that knows none yet. Counts the Appends it refused."""
+
+    def __init__(self, leader=None):
+        from concurrent import futures
+        self.leader = leader
+        self.refused = 0
+        follower = self
+
+        class Servicer(stubs.ledger_grpc.LedgerServiceServicer):
+            def Append(self, request, context):
+                follower.refused += 1
+                context.abort(UNAVAILABLE, not_leader(follower.leader) if follower.leader else NO_LEADER)
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        stubs.ledger_grpc.add_LedgerServiceServicer_to_server(Servicer(), self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.address = "127.0.0.1:%d" % self.port
+        self.server.start()
+
+    def stop(self):
+        self.server.stop(0)
+
+
+class FollowTest(unittest.TestCase):
+    def test_the_leader_is_read_from_a_followers_refusal_as_ledgerctl_reads_it(self):
+        self.assertEqual(leader_named(UNAVAILABLE, not_leader("127.0.0.1:7421")), "127.0.0.1:7421")
+        self.assertEqual(leader_named(UNAVAILABLE, "leader=[::1]:7421"), "[::1]:7421")
+        self.assertEqual(leader_named(UNAVAILABLE, "at leader=node-a.ledger:7420; send appends there"),
+                         "node-a.ledger:7420")
+        self.assertEqual(leader_named(UNAVAILABLE, "(leader=10.0.0.2:7420)"), "10.0.0.2:7420")
+        self.assertIsNone(leader_named(UNAVAILABLE, NO_LEADER))
+        self.assertIsNone(leader_named(UNAVAILABLE, "leader= (epoch 3)"))
+        self.assertIsNone(leader_named(grpc.StatusCode.PERMISSION_DENIED, not_leader("127.0.0.1:7421")))
+
+    def test_a_target_names_one_node_or_several(self):
+        self.assertEqual(parse_targets("a:1"), ["a:1"])
+        self.assertEqual(parse_targets("a:1, b:2"), ["a:1", "b:2"])
+        self.assertEqual(parse_targets(["a:1", "b:2"]), ["a:1", "b:2"])
+        for bad in ("", "a:1,", [], ["a:1", ""]):
+            with self.assertRaises(ValueError, msg=repr(bad)) as e:
+                parse_targets(bad)
+            self.assertEqual(str(e.exception), "target: HOST:PORT, or several separated by commas (the nodes of "
+                             "a shard), not %r" % (bad,))
+
+    def test_targets_follow_the_leader_named_and_fall_back_to_the_nodes_when_it_fails(self):
+        t = Targets(["f1:1", "f2:2"])
+        self.assertTrue(t.failed(UNAVAILABLE, not_leader("l:9")))  # at once
+        self.assertEqual(t.current, "l:9")
+        t.accepted()
+        self.assertEqual(t.current, "l:9")  # later batches too
+        self.assertFalse(t.failed(UNAVAILABLE, "failed to connect to all addresses"))
+        self.assertEqual(t.current, "f1:1")  # back to the node that named it
+        self.assertFalse(t.failed(UNAVAILABLE, NO_LEADER))
+        self.assertEqual(t.current, "f2:2")  # on to the next
+        self.assertFalse(t.failed(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded"))
+        self.assertEqual(t.current, "f1:1")
+        self.assertFalse(t.failed(grpc.StatusCode.RESOURCE_EXHAUSTED, "busy"))  # back-pressure: stay
+        self.assertEqual(t.current, "f1:1")
+        self.assertFalse(t.failed(UNAVAILABLE, not_leader("f1:1")))  # names itself: not followed, moved on
+        self.assertEqual(t.current, "f2:2")
+
+    def test_two_nodes_that_name_each_other_are_followed_at_once_three_times_then_after_the_back_off(self):
+        t = Targets(["a:1"])
+        hops = [t.failed(UNAVAILABLE, not_leader("b:2" if t.current == "a:1" else "a:1")) for _ in range(5)]
+        self.assertEqual(hops, [True, True, True, False, False])
+        t.accepted()
+        self.assertTrue(t.failed(UNAVAILABLE, not_leader("c:3")))
+
+    def test_a_leader_that_may_not_be_dialed_is_not_followed(self):
+        t = Targets(["127.0.0.1:1"], may_dial=lambda address: address.startswith("127."))
+        self.assertFalse(t.failed(UNAVAILABLE, not_leader("10.0.0.2:7420")))
+        self.assertEqual(t.current, "127.0.0.1:1")
+        self.assertIsNone(t.followed)
+
+    def test_a_follower_sends_the_batch_to_the_leader_it_names_and_the_emitter_stays_there(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        follower = Follower(ledger.address)
+        self.addCleanup(follower.stop)
+        sent = calls(300, "fl")
+        with self.assertLogs("evidence_ledger", "WARNING") as logs:
+            e = Emitter(follower.address, batch_size=50, linger=0, max_backoff=0.5)
+            for r in sent:
+                e.emit(r)
+            self.assertTrue(e.close(timeout=30))
+        self.assertEqual((e.acknowledged, e.duplicates, e.refused), (300, 0, []))
+        self.assertEqual(follower.refused, 1)  # the first batch; every later one went to the leader
+        self.assertEqual(ledger.receipt_ids(), [r.receipt_id for r in sent])
+        self.assertIn("WARNING:evidence_ledger:%s does not lead: following the leader it names at %s: "
+                      "UNAVAILABLE: %s" % (follower.address, ledger.address, not_leader(ledger.address)),
+                      logs.output)
+
+    def test_when_the_leader_followed_dies_the_emitter_goes_back_to_the_follower_and_on_to_the_new_leader(self):
+        old, new = Ledger(), Ledger()
+        self.addCleanup(old.stop)
+        self.addCleanup(new.stop)
+        follower = Follower(old.address)
+        self.addCleanup(follower.stop)
+        e = Emitter(follower.address, batch_size=10, linger=0, max_backoff=0.2)
+        first, second = calls(50, "f1"), calls(50, "f2")
+        for r in first:
+            e.emit(r)
+        self.assertTrue(e.flush(timeout=30))
+        old.kill()
+        follower.leader = None  # the lease has not expired yet
+        for r in second:
+            e.emit(r)
+        time.sleep(0.5)
+        self.assertFalse(e.flush(timeout=0))
+        follower.leader = new.address  # a new leader took over
+        self.assertTrue(e.close(timeout=30))
+        self.assertEqual((e.acknowledged, e.refused), (100, []))
+        self.assertGreater(e.retries, 0)
+        self.assertEqual(new.receipt_ids(), [r.receipt_id for r in second])
+
+    def test_a_list_of_nodes_is_tried_in_turn_past_one_that_is_down(self):
+        ledger = Ledger()
+        self.addCleanup(ledger.stop)
+        down = "127.0.0.1:%d" % free_port()
+        for target in ([down, ledger.address], "%s,%s" % (down, ledger.address)):
+            e = Emitter(target, max_backoff=0.2)
+            prefix = "ls%d" % isinstance(target, str)
+            for r in calls(20, prefix):
+                e.emit(r)
+            self.assertTrue(e.close(timeout=10), target)
+            self.assertEqual((e.acknowledged, e.refused), (20, []))
+        ids = ledger.receipt_ids()
+        self.assertEqual(ids, ["ls0-%d" % i for i in range(20)] + ["ls1-%d" % i for i in range(20)])
+
+    def test_every_node_of_a_list_is_checked_for_plain_text_before_any_is_dialed(self):
+        with self.assertRaises(ValueError) as e:
+            Emitter(["127.0.0.1:7420", "10.0.0.5:7420"])
+        self.assertEqual(str(e.exception), refusal("10.0.0.5:7420"))
 
 
 class TlsTest(unittest.TestCase):

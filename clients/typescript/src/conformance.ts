@@ -68,7 +68,7 @@ function event(fields: Record<string, unknown>): void {
 }
 
 class Runner {
-  private readonly target: string;
+  private readonly targets: string[];
   private readonly tls?: Tls;
   private readonly options: EmitterOptions;
   private readonly receipts: receipts.Receipt[];
@@ -77,7 +77,9 @@ class Runner {
   private dashboardNow?: Dashboard;
 
   constructor(scenario: Spec, private readonly lines: AsyncIterator<string>) {
-    this.target = scenario.target;
+    // One node, or the nodes of a shard separated by commas: the Emitter takes them as an array; a
+    // Dashboard reads from the first.
+    this.targets = String(scenario.target).split(",");
     this.tls = tlsOf(scenario.tls);
     this.options = emitterOptions(scenario.options ?? {});
     this.receipts = (scenario.receipts ?? []).map(buildReceipt);
@@ -99,12 +101,12 @@ class Runner {
   }
 
   private emitter(): Emitter {
-    this.emitterNow ??= new Emitter(this.target, { ...this.options, tls: this.tls });
+    this.emitterNow ??= new Emitter(this.targets, { ...this.options, tls: this.tls });
     return this.emitterNow;
   }
 
   private dashboard(): Dashboard {
-    this.dashboardNow ??= new Dashboard(this.target, { tls: this.tls });
+    this.dashboardNow ??= new Dashboard(this.targets[0], { tls: this.tls });
     return this.dashboardNow;
   }
 

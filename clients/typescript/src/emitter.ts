@@ -29,6 +29,15 @@
 //     the sender. Keep it quick: it runs before the next batch is sent.
 //   - Every retry is logged with `logger.warn`: the receipts' count, the delay
 //     and the reason (the gRPC code and message).
+//   - Replicated shards: `target` may name several nodes of the shard (an
+//     array, or one string of addresses separated by commas). A node that
+//     follows refuses an append with UNAVAILABLE naming the leader
+//     (`leader=HOST:PORT`): the batch goes there at once, with the same TLS
+//     options (the server name checked as before) and channel options, and
+//     so do the next ones. When the followed leader fails (UNAVAILABLE or a
+//     deadline) the emitter goes back to the configured nodes, and on each
+//     such failure moves on to the next of them. The receipt_id stays the
+//     same on every node, so no receipt is appended twice (follow.ts).
 //   - While receipts are unsettled the sender's retries keep Node running;
 //     once all are settled nothing does. A process ends its emitting with
 //     close(), which bounds the wait and names what is left.
@@ -38,8 +47,9 @@
 // (performance.now()), the RPC deadline on the wall clock, as gRPC wants.
 import * as grpc from "@grpc/grpc-js";
 
+import { leaderNamed, parseTargets, Targets } from "./follow";
 import type { Receipt } from "./receipts";
-import { channelArgs, ConnectionOptions, LedgerService, LedgerServiceClient } from "./stubs";
+import { channelArgs, ConnectionOptions, LedgerService, LedgerServiceClient, plainTextRefusal } from "./stubs";
 
 /** How the ledger settled a receipt. */
 export interface Result {
@@ -124,7 +134,10 @@ export class Emitter {
   /** Errors onResult threw (logged, then ignored). */
   callbackErrors = 0;
 
-  private readonly client: LedgerServiceClient;
+  private client: LedgerServiceClient;
+  private connected: string;  // the target `client` is to
+  private readonly targets: Targets;
+  private readonly connection: ConnectionOptions;
   private readonly batchSize: number;
   private readonly lingerMs: number;
   private readonly maxBuffer: number;
@@ -143,9 +156,12 @@ export class Emitter {
   private closing?: Promise<boolean>;
   private readonly sender: Promise<void>;
 
-  /** `target` is HOST:PORT. TypeError for an onResult that is not a function; Error, before anything is
-   * dialed, for plain text to a target that is not a loopback address without `insecure`. */
-  constructor(target: string, options: EmitterOptions = {}) {
+  /** `target` is HOST:PORT, or the nodes of a replicated shard: an array of them, or one string of them
+   * separated by commas ("node-a:7420,node-b:7420"). TypeError for an onResult that is not a function or a
+   * target without a node; Error, before anything is dialed, for plain text to a target that is not a
+   * loopback address without `insecure` (a leader that a node names is followed only where a target would
+   * be dialed). */
+  constructor(target: string | readonly string[], options: EmitterOptions = {}) {
     if (options.onResult !== undefined && typeof options.onResult !== "function") {
       throw new TypeError("onResult: must be a function onResult(receipt, result), not " +
                           JSON.stringify(options.onResult));
@@ -166,7 +182,15 @@ export class Emitter {
     this.flushTimeoutMs = options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS;
     this.onResult = options.onResult;
     this.logger = options.logger ?? console;
-    this.client = new LedgerService(target, ...channelArgs(target, options, this.maxBackoffMs));
+    const targets = parseTargets(target);
+    for (const t of targets) {
+      const refusal = plainTextRefusal(t, options);
+      if (refusal) throw new Error(refusal);
+    }
+    this.connection = options;
+    this.targets = new Targets(targets, (address) => plainTextRefusal(address, options) === undefined);
+    this.connected = targets[0];
+    this.client = new LedgerService(targets[0], ...channelArgs(targets[0], options, this.maxBackoffMs));
     this.sender = this.run().catch((error) => {
       this.logger.error("the emitter's sender stopped: nothing more is sent", error);
     });
@@ -305,8 +329,10 @@ export class Emitter {
         const error = e as grpc.ServiceError;
         if (RETRYABLE.has(error.code)) {
           this.requeue(batch);
-          await this.pause(backoff, batch.length, error.code, error.details);
-          backoff = Math.min(backoff * 2, this.maxBackoffMs);
+          if (!this.failed(error.code, error.details)) {
+            await this.pause(backoff, batch.length, error.code, error.details);
+            backoff = Math.min(backoff * 2, this.maxBackoffMs);
+          }
         } else {
           for (const r of batch) {
             this.settle(r, { receipt_id: r.receipt_id, code: error.code, message: error.details, seq: 0,
@@ -315,6 +341,7 @@ export class Emitter {
         }
         continue;
       }
+      this.targets.accepted();
       const retry: Receipt[] = [];
       let why: AppendResult | undefined;
       batch.forEach((r, i) => {
@@ -329,12 +356,31 @@ export class Emitter {
       });
       if (why) {
         this.requeue(retry);
-        await this.pause(backoff, retry.length, why.code, why.message);
-        backoff = Math.min(backoff * 2, this.maxBackoffMs);
+        if (leaderNamed(why.code, why.message) === undefined || !this.failed(why.code, why.message)) {
+          await this.pause(backoff, retry.length, why.code, why.message);
+          backoff = Math.min(backoff * 2, this.maxBackoffMs);
+        }
       } else {
         backoff = FIRST_BACKOFF_MS;
       }
     }
+  }
+
+  /** Moves to the target to send to after a failure (Targets.failed), logging a leader followed, and opens a
+   * channel to it: true when the batch goes again at once. */
+  private failed(code: grpc.status, message: string): boolean {
+    const before = this.targets.current;
+    const atOnce = this.targets.failed(code, message);
+    const target = this.targets.current;
+    if (target === this.connected) return atOnce;
+    if (this.targets.followed !== undefined) {
+      this.logger.warn(`${before} does not lead: following the leader it names at ${target}: ` +
+                       `${grpc.status[code]}: ${message}`);
+    }
+    this.client.close();
+    this.client = new LedgerService(target, ...channelArgs(target, this.connection, this.maxBackoffMs));
+    this.connected = target;
+    return atOnce;
   }
 
   /** Logs the retry, then sleeps for the back-off with jitter, or until close stops the sender. */

@@ -23,5 +23,6 @@ export type {
 } from "./dashboard";
 export { BufferFullError, DEFAULT_FLUSH_TIMEOUT_MS, Emitter, LEDGER_ID_PREFIX } from "./emitter";
 export type { EmitterOptions, Logger, OnResult, Result } from "./emitter";
+export { leaderNamed } from "./follow";
 export { fnv1a64, ShardedDashboard, ShardedEmitter, ShardMap } from "./shards";
 export type { ConnectionOptions, Tls } from "./stubs";
