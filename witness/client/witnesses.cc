@@ -222,7 +222,8 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
       w.Hold(size, note.substr(0, note.find("\n\n") + 1), {witness.name, *time, line});
     }
     ++w.cosignatures;
-    Keep(w);
+    // The shard's record first: a node that takes the lead reads it, and
+    // the local file only serves this node's restart.
     if (options_.shared.has_value()) {
       if (absl::Status s = options_.shared->record({w.id, size, line}); !s.ok()) {
         jsonlog::Warn("witness_cosignature_not_recorded")
@@ -233,6 +234,7 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
             .Emit();
       }
     }
+    Keep(w);
     return true;
   }
   return failed(w.refused, "409 again and again");
