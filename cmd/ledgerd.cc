@@ -361,6 +361,17 @@ absl::Status Daemon::Open() {
   options_.data_dir = flags_.Get("data");
   options_.origin = flags_.Get("origin");
   signing_key_ = flags_.Get("signing-key");
+  // A data directory started again without --origin is the log its key
+  // names: the key's name is the origin checkpoints are signed with.
+  if (!flags_.Has("origin") && !flags_.Bool("shard-from-hostname")) {
+    const std::string key = signing_key_.empty() ? options_.data_dir + "/signing.key" : signing_key_;
+    auto name = ledger::log::KeyFileName(key);
+    if (name.ok()) {
+      options_.origin = *name;
+    } else if (!absl::IsNotFound(name.status())) {
+      return name.status();
+    }
+  }
   if (flags_.Bool("shard-from-hostname")) {
     auto shard = ShardFromHostname();
     if (!shard.ok()) return shard.status();
