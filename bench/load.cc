@@ -356,7 +356,7 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
   };
   return ledger::witnesses::Witnesses::Start(
       *std::move(parsed), std::move(source), post,
-      {.data_dir = dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr});
+      {.data_dir = dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr, .shared = {}});
 }
 
 int Fail(const absl::Status& s) {

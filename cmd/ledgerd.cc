@@ -128,9 +128,12 @@ absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& 
 // Submits each checkpoint to the witnesses of the tlog-policy in `path`;
 // https:// witnesses are verified with --witness-tls-ca, and given
 // --witness-tls-cert and --witness-tls-key when they ask for a certificate.
+// In a replicated shard (`node`) only the leader submits, and the nodes
+// share what each witness last cosigned through the shard's database.
 absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(const ledger::cmd::Flags& flags,
                                                                              const ledger::log::Log* log,
-                                                                             const std::string& data_dir) {
+                                                                             const std::string& data_dir,
+                                                                             ledger::replication::Node* node) {
   auto tls = std::make_shared<ledger::witnesses::TlsClient>();
   for (auto [flag, part] : {std::pair{"witness-tls-ca", &tls->ca_pem}, std::pair{"witness-tls-cert", &tls->cert_pem},
                             std::pair{"witness-tls-key", &tls->key_pem}}) {
@@ -155,9 +158,26 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
   auto post = [tls](const std::string& url, const std::string& body) {
     return ledger::witnesses::HttpPost(url, body, 5000, tls->ca_pem.empty() ? nullptr : tls.get());
   };
+  std::optional<ledger::witnesses::Shared> shared;
+  if (node != nullptr) {
+    shared =
+        ledger::witnesses::Shared{.submits = [node] { return node->Submits(); },
+                                  .record =
+                                      [node](const ledger::witnesses::Recorded& r) {
+                                        return node->RecordCosignature({r.witness, r.size, r.line});
+                                      },
+                                  .recorded = [node]() -> absl::StatusOr<std::vector<ledger::witnesses::Recorded>> {
+                                    auto stored = node->Cosignatures();
+                                    if (!stored.ok()) return stored.status();
+                                    std::vector<ledger::witnesses::Recorded> out;
+                                    for (auto& c : *stored)
+                                      out.push_back({std::move(c.witness), c.size, std::move(c.line)});
+                                    return out;
+                                  }};
+  }
   auto started = ledger::witnesses::Witnesses::Start(
       *std::move(policy), std::move(source), post,
-      {.data_dir = data_dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr});
+      {.data_dir = data_dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr, .shared = std::move(shared)});
   if (!started.ok())
     return absl::Status(started.status().code(), absl::StrCat("--witness-policy: ", started.status().message()));
   return started;
@@ -341,6 +361,17 @@ absl::Status Daemon::Open() {
   options_.data_dir = flags_.Get("data");
   options_.origin = flags_.Get("origin");
   signing_key_ = flags_.Get("signing-key");
+  // A data directory started again without --origin is the log its key
+  // names: the key's name is the origin checkpoints are signed with.
+  if (!flags_.Has("origin") && !flags_.Bool("shard-from-hostname")) {
+    const std::string key = signing_key_.empty() ? options_.data_dir + "/signing.key" : signing_key_;
+    auto name = ledger::log::KeyFileName(key);
+    if (name.ok()) {
+      options_.origin = *name;
+    } else if (!absl::IsNotFound(name.status())) {
+      return name.status();
+    }
+  }
   if (flags_.Bool("shard-from-hostname")) {
     auto shard = ShardFromHostname();
     if (!shard.ok()) return shard.status();
@@ -504,7 +535,7 @@ void Daemon::LogOpened() const {
 // cosignatures served with it and carried by packs.
 absl::Status Daemon::StartWitnessing() {
   if (flags_.Get("witness-policy").empty()) return absl::OkStatus();
-  auto started = StartWitnesses(flags_, log_.get(), options_.data_dir);
+  auto started = StartWitnesses(flags_, log_.get(), options_.data_dir, node_.get());
   if (!started.ok()) return started.status();
   witnesses_ = *std::move(started);
   ledger_->SetCosignatures([w = witnesses_.get()](std::string_view note) {

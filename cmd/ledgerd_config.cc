@@ -14,7 +14,8 @@ namespace {
 void DefineStoreFlags(Flags& flags) {
   flags.Define("data", "", "data directory (created if missing; holds the store and signing.key)");
   flags.Define("listen", "127.0.0.1:7420", "gRPC address HOST:PORT; port 0 picks a free port");
-  flags.Define("origin", log::kDefaultOrigin, "the log's origin, also the key name");
+  flags.Define("origin", log::kDefaultOrigin,
+               "the log's origin, also the key name (default: the name of the key in --data or --signing-key, if any)");
   flags.Define("signing-key", "", "signing key file (default: <data>/signing.key, created at first start)");
   flags.Define("checkpoint-interval-ms", "1000", "sign a checkpoint at most this often when the log grew");
   flags.Define("max-queued", "100000", "receipts waiting to be appended before RESOURCE_EXHAUSTED");

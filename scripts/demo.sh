@@ -5,10 +5,14 @@
 # its proofs checked by Go's golang.org/x/mod/sumdb (note.Open,
 # tlog.CheckRecord, tlog.CheckTree), a verifier the ledger's authors did not
 # write; two witnesses cosign the checkpoints, and an auditor's policy that
-# requires both accepts the cosigned checkpoint.
-# Usage: demo.sh BUILD_DIR
+# requires both accepts the cosigned checkpoint. Then the ledger stays up for
+# a person to browse (its dashboard, the unknown step, the report) until
+# Ctrl-C; --no-keep stops it at the end instead.
+# Usage: demo.sh BUILD_DIR [--no-keep]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
+keep=1
+[ "${2:-}" = "--no-keep" ] && keep=0
 root=$(cd "$(dirname "$0")/.." && pwd)
 data="$build/demo-data"
 work="$build/demo-out"
@@ -38,8 +42,15 @@ for w in auditor regulator; do
 done
 printf 'group both all auditor regulator\nquorum both\n' | tee -a "$work/witnesses.policy" >> "$work/auditor.policy"
 
+# The usual ports when the ledger stays up and they are free, so that its
+# address is the one the docs give; any free port otherwise.
+port() {
+  if [ "$keep" = 1 ] && ! (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; then echo "127.0.0.1:$1"; else echo 127.0.0.1:0; fi
+}
 step "starting ledgerd on $data"
-"$build/cmd/ledgerd" --data "$data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --origin demo.evidence-ledger.local/log \
+grpc_at=$(port 7420)
+http_at=$(port 7421)
+"$build/cmd/ledgerd" --data "$data" --listen "$grpc_at" --http-listen "$http_at" --origin demo.evidence-ledger.local/log \
   --checkpoint-interval-ms 100 --unknown-grace-ms 1000 --sweep-interval-ms 200 \
   --witness-policy "$work/witnesses.policy" --witness-quorum-required > "$work/ledgerd.log" 2>&1 &
 pid=$!
@@ -81,8 +92,8 @@ echo "the ledger declared it unknown; now the late worker reports:"
 ctl append "$work/late.jsonl" | tee "$work/late.out"
 size=$(($(sed -n 's/.*"seq":\([0-9]*\).*/\1/p' "$work/late.out" | tail -1) + 1))
 
-step "step outcomes of team-support (newest first)"
-ctl steps --team team-support --limit 12
+step "the steps of team-support that did not succeed (newest first)"
+ctl steps --team team-support --state unknown,failed,denied,pending
 step "steps with anomalies, all teams"
 for t in team-code team-support team-data; do
   ctl steps --team "$t" --anomaly late_completion,orphan_completion,duplicate_completion,conflicting_completion,mismatched_completion,completion_after_deny --json
@@ -116,11 +127,14 @@ old=$(sed -n 2p "$work/old.note")
 ctl consistency --from "$old" --to "$(sed -n 2p "$work/new.note")" | tee "$work/consistency.json"
 
 step "offline verification with Go's x/mod sumdb (not our code)"
-new=$(sed -n 2p "$work/new.note")
-ctl entries --from 0 --to "$new" > "$work/entries.jsonl"
-for s in $(seq 0 $((new - 1))); do ctl prove --seq "$s" --size "$new"; done > "$work/proofs.jsonl"
-GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE="$build/gocache" GOPROXY=off \
-  go run "$root/tests/interop/verify.go" "$work"
+# Every entry of the log, in a pack: its checkpoint opened with note.Open and
+# each entry's inclusion proof checked with tlog.CheckRecord; then the two
+# checkpoints above, consistent by tlog.CheckTree.
+ctl export --seq "0:$(sed -n 2p "$work/new.note")" --out "$work/all.tar.gz" > /dev/null
+mkdir -p "$work/all" && tar -xzf "$work/all.tar.gz" -C "$work/all"
+export GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE="$build/gocache" GOPROXY=off
+go run "$root/tests/interop/verify.go" -pack "$work/all/evidence" "$(cat "$work/vkey")"
+go run "$root/tests/interop/verify.go" -consistency "$work"
 
 step "the evidence pack of the run with the unknown step, verified offline under the auditor's policy"
 ctl export --run team-support/run-0007 --out "$work/run-0007.tar.gz"
@@ -131,15 +145,35 @@ echo "report for people: $work/pack/evidence/report.html"
 
 step "what an operator's Prometheus scrapes (http://$http/metrics), in part"
 curl -s "http://$http/metrics" | grep -E '^ledger_(appends_total|steps|unknown_steps_declared_total|tree_size|checkpoint_tree_size|exports_total)' | head -n 24
-echo "the dashboard for people: http://$http/teams/team-support/runs/run-0007 (to browse it after the demo:"
-echo "  build/cmd/ledgerd --data build/demo-data --origin demo.evidence-ledger.local/log, then http://127.0.0.1:7421/)"
 
-step "stopping ledgerd (SIGTERM: finishes appends, signs a final checkpoint)"
-kill -TERM "$pid"
+stop() {
+  step "stopping ledgerd (SIGTERM: finishes appends, signs a final checkpoint)"
+  kill -TERM "$pid" 2> /dev/null || true
+  wait "$pid" || true
+  pid=""
+  tail -n 1 "$work/ledgerd.log"
+  for w in $witnesses; do kill -TERM "$w" 2> /dev/null || true; wait "$w" || true; done
+  witnesses=""
+  echo
+  echo "demo output in $work; data directory $data"
+  echo "to start it again: $build/cmd/ledgerd --data $data   (the origin is read from its key)"
+}
+
+step "for people"
+echo "  the dashboard:                  http://$http/"
+echo "  the steps nobody saw finish:    http://$http/unknown"
+echo "  the run with the unknown step:  http://$http/teams/team-support/runs/run-0007"
+echo "  its evidence pack's report:     $work/pack/evidence/report.html"
+if [ "$keep" = 0 ]; then
+  stop
+  exit 0
+fi
+trap 'trap - INT TERM; echo; stop; exit 0' INT TERM
+echo
+echo "the ledger stays up (gRPC $addr): append with"
+echo "  $build/cmd/ledgerctl --server $addr append FILE.jsonl"
+echo "Ctrl-C stops it."
 wait "$pid" || true
 pid=""
-tail -n 1 "$work/ledgerd.log"
-for w in $witnesses; do kill -TERM "$w"; wait "$w" || true; done
-witnesses=""
-echo
-echo "demo output in $work; data directory $data"
+echo "ledgerd stopped: $(tail -n 1 "$work/ledgerd.log")"
+echo "to start it again: $build/cmd/ledgerd --data $data   (the origin is read from its key)"

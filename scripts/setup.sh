@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The two ways in, for a fresh Debian 12 machine (as root) or a developer's:
 #
-#   scripts/setup.sh demo   install what is missing, build, run the demo
+#   scripts/setup.sh demo [--no-keep]
+#                           install what the demo needs, build what it runs, run
+#                           it, and keep its ledger up until Ctrl-C (--no-keep:
+#                           stop it at the end)
 #   scripts/setup.sh test   install what is missing, build with -Werror, run every test,
 #                           then the sanitizer builds' unit tests (scripts/check_builds.sh)
 #   scripts/setup.sh build [TARGET...]
@@ -15,25 +18,36 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(
+# What the demo needs: the compiler and the libraries the product links,
+# Go and x/mod for the demo's offline check with Go's sumdb, curl.
+DEMO_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libsodium-dev nlohmann-json3-dev libarchive-dev libdeflate-dev libssl-dev libjemalloc-dev libpq-dev
-  postgresql-15
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
+  python3 curl
+)
+# What the tests need besides: PostgreSQL servers, the Go client's gRPC,
+# Python's grpcio and cryptography, headless Chromium, clang for the
+# sanitizer trees, podman for the image, Node for the TypeScript client.
+TEST_PACKAGES=(
+  postgresql-15
   golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
-  python3 python3-grpcio python3-protobuf python3-cryptography python3-yaml
+  python3-grpcio python3-protobuf python3-cryptography python3-yaml
   python3-pip python3-setuptools python3-wheel python3-venv
-  chromium poppler-utils clang clang-format curl
+  chromium poppler-utils clang clang-format
   podman runc debootstrap
 )
 # Node and npm from Debian, unless a Node with npm is already there
-command -v npm > /dev/null || PACKAGES+=(nodejs npm)
+command -v npm > /dev/null || TEST_PACKAGES+=(nodejs npm)
+# What the demo runs: the build builds these and what they link, nothing else.
+DEMO_TARGETS=(ledgerd ledgerctl ledger-witness ledger-verify)
 
+# install_missing PACKAGE...: those not installed yet, from Debian's archive.
 install_missing() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -75,19 +89,20 @@ typescript_client() {
 
 case "${1:-}" in
   demo)
-    install_missing
-    build
-    exec scripts/demo.sh build
+    install_missing "${DEMO_PACKAGES[@]}"
+    build ON "${DEMO_TARGETS[@]}"
+    phase "installing and the demo's build"
+    exec scripts/demo.sh build "${@:2}"
     ;;
   build)
-    install_missing
+    install_missing "${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
     build OFF "${@:2}"
     ;;
   packages)
-    install_missing
+    install_missing "${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
     ;;
   test)
-    install_missing
+    install_missing "${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
     # The OpenTelemetry SDK that tests/otlp_test.py sends spans with.
     npm_ci tests/otlp
     phase "installing"
@@ -99,7 +114,7 @@ case "${1:-}" in
     exec scripts/check_builds.sh build
     ;;
   *)
-    echo "usage: $0 demo|test|build [TARGET...]|packages" >&2
+    echo "usage: $0 demo [--no-keep]|test|build [TARGET...]|packages" >&2
     exit 2
     ;;
 esac

@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$root/scripts/demo.sh" "$1" > "$out" 2>&1 || { cat "$out"; exit 1; }
+"$root/scripts/demo.sh" "$1" --no-keep > "$out" 2>&1 || { cat "$out"; exit 1; }
 check() {
   grep -qE -- "$1" "$out" || { cat "$out"; echo "FAIL: the demo did not print: $1"; exit 1; }
 }
@@ -17,7 +17,14 @@ check 'run-0010 +step-0 +unknown +late_completion'
 check 'run-0002 +step-9 +succeeded orphan_completion'
 check '"duplicate":true'
 check 'INVALID_ARGUMENT","message":"team: required'
-check 'go interop: [0-9]+ entries, checkpoints [0-9]+ and [0-9]+, all verified with x/mod sumdb'
+check 'go interop: pack of [0-9]+ entries verified with x/mod sumdb against size [0-9]+'
+check 'go interop: checkpoints [0-9]+ and [0-9]+ open with note.Open and are consistent by tlog.CheckTree'
+# The table of steps that did not succeed holds the crashed worker's step.
+check '^UNKNOWN\(!\) +run-0007 +step-0 '
+check 'the steps nobody saw finish: +http://127\.0\.0\.1:[0-9]+/unknown'
+check 'the run with the unknown step: +http://127\.0\.0\.1:[0-9]+/teams/team-support/runs/run-0007'
+check "to start it again: .*/cmd/ledgerd --data .*/demo-data "
+
 check 'OK: [0-9]+ entries of \{"kind":"run","run_id":"run-0007","team":"team-support"\} verified'
 check 'witnessed: quorum both met; cosigned by auditor at [-0-9T:]+Z \([0-9]+\), regulator at '
 check 'report for people: .*/report.html'

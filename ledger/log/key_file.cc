@@ -39,6 +39,16 @@ absl::StatusOr<note::Signer> ReadKeyFile(const std::string& path, const std::str
   return signer;
 }
 
+absl::StatusOr<std::string> KeyFileName(const std::string& path) {
+  auto text = files::ReadFile(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat("signing key: cannot read ", path));
+  auto signer = note::Signer::ParseKeyFile(*text);
+  if (!signer.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", std::string(signer.status().message())));
+  }
+  return signer->name();
+}
+
 absl::StatusOr<note::Signer> LoadOrCreateKey(const std::string& data_dir, const std::string& explicit_path,
                                              const std::string& origin) {
   if (!explicit_path.empty()) return ReadKeyFile(explicit_path, origin);

@@ -20,6 +20,10 @@ absl::StatusOr<note::Signer> CreateKeyFile(const std::string& path, const std::s
 // checkpoints are signed with the origin as key name.
 absl::StatusOr<note::Signer> ReadKeyFile(const std::string& path, const std::string& origin);
 
+// The name of the key in `path` (its origin): NOT_FOUND when there is no
+// file, INVALID_ARGUMENT when it is not a key file.
+absl::StatusOr<std::string> KeyFileName(const std::string& path);
+
 // `explicit_path` when non-empty; otherwise `<data_dir>/signing.key`,
 // created on first use.
 absl::StatusOr<note::Signer> LoadOrCreateKey(const std::string& data_dir, const std::string& explicit_path,

@@ -96,6 +96,34 @@ Node::State Node::state() const {
   return state_;
 }
 
+bool Node::Submits() const {
+  sync::MutexLock lock(&mu_);
+  return state_.role == Role::kLeader && state_.open;
+}
+
+absl::StatusOr<ShardLog*> Node::WitnessConnection() {
+  if (witness_ == nullptr) {
+    auto opened = ShardLog::Open(options_.db);
+    if (!opened.ok()) return opened.status();
+    witness_ = *std::move(opened);
+  }
+  return witness_.get();
+}
+
+absl::Status Node::RecordCosignature(const StoredCosignature& c) {
+  sync::MutexLock lock(&witness_mu_);
+  auto db = WitnessConnection();
+  if (!db.ok()) return db.status();
+  return (*db)->PutCosignature(c);
+}
+
+absl::StatusOr<std::vector<StoredCosignature>> Node::Cosignatures() {
+  sync::MutexLock lock(&witness_mu_);
+  auto db = WitnessConnection();
+  if (!db.ok()) return db.status();
+  return (*db)->Cosignatures();
+}
+
 absl::Status Node::NotLeader() const {
   sync::MutexLock lock(&mu_);
   if (state_.role == Role::kFailed) {

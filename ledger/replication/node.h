@@ -100,6 +100,15 @@ class Node {
   const std::string& id() const { return options_.node_id; }
   // Prometheus text: role, epoch, applied, lag, renewals, failovers.
   std::string RenderMetrics() const;
+  // Witnesses: true while this node leads an open epoch, when it alone
+  // sends checkpoints to witnesses.
+  bool Submits() const;
+  // What each witness last cosigned, shared by the shard's nodes
+  // (ShardLog::PutCosignature, ShardLog::Cosignatures), on a connection of
+  // its own opened at the first call.
+  absl::Status RecordCosignature(const StoredCosignature& c);
+  absl::StatusOr<std::vector<StoredCosignature>> Cosignatures();
+
   // The error an append gets on a node that does not lead.
   absl::Status NotLeader() const;
   // The error an emitter's append gets while this node's epoch opens.
@@ -116,6 +125,7 @@ class Node {
   absl::Status AppendEpochEntry(const Fence& taken);
   void StepDown(int64_t epoch, const absl::Status& why);
   void Fail(const absl::Status& why);
+  absl::StatusOr<ShardLog*> WitnessConnection() ABSL_EXCLUSIVE_LOCKS_REQUIRED(witness_mu_);
   bool Sleep(std::chrono::milliseconds d);
 
   const Options options_;
@@ -124,6 +134,8 @@ class Node {
   log::Log* log_ = nullptr;
 
   sync::Mutex commit_mu_;  // one statement on commits_ at a time
+  sync::Mutex witness_mu_;
+  std::unique_ptr<ShardLog> witness_ ABSL_GUARDED_BY(witness_mu_);  // the witnesses' connection
   mutable sync::Mutex mu_;
   sync::CondVar cv_;
   State state_ ABSL_GUARDED_BY(mu_);

@@ -16,6 +16,8 @@ constexpr const char* kSchema[] = {
     "note text NOT NULL, time_note text NOT NULL, PRIMARY KEY (origin, size))",
     "CREATE TABLE IF NOT EXISTS ledger_nodes (origin text NOT NULL, node text NOT NULL, address text NOT NULL, "
     "applied bigint NOT NULL, reported_at timestamptz NOT NULL, PRIMARY KEY (origin, node))",
+    "CREATE TABLE IF NOT EXISTS ledger_cosignatures (origin text NOT NULL, witness text NOT NULL, size bigint NOT "
+    "NULL, line text NOT NULL, PRIMARY KEY (origin, witness))",
 };
 
 constexpr char kFenceColumns[] =
@@ -271,6 +273,33 @@ absl::StatusOr<std::vector<StoredCheckpoint>> ShardLog::Checkpoints(uint64_t aft
     if (!row[1] || !absl::SimpleAtoi(*row[1], &c.epoch)) return absl::DataLossError("a checkpoint's epoch");
     c.note = row[2].value_or("");
     c.time_note = row[3].value_or("");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::Status ShardLog::PutCosignature(const StoredCosignature& c) {
+  auto r = Exec(
+      "INSERT INTO ledger_cosignatures (origin, witness, size, line) VALUES ($1, $2, $3, $4) "
+      "ON CONFLICT (origin, witness) DO UPDATE SET size = EXCLUDED.size, line = EXCLUDED.line "
+      "WHERE ledger_cosignatures.size <= EXCLUDED.size",
+      {pg::Param::Text(options_.origin), pg::Param::Text(c.witness), pg::Param::Int(static_cast<int64_t>(c.size)),
+       pg::Param::Text(c.line)});
+  return r.status();
+}
+
+absl::StatusOr<std::vector<StoredCosignature>> ShardLog::Cosignatures() {
+  auto r = Exec("SELECT witness, size, line FROM ledger_cosignatures WHERE origin = $1 ORDER BY witness",
+                {pg::Param::Text(options_.origin)});
+  if (!r.ok()) return r.status();
+  std::vector<StoredCosignature> out;
+  for (const auto& row : r->rows) {
+    StoredCosignature c;
+    c.witness = row[0].value_or("");
+    auto size = Unsigned(row[1], "a cosignature's size");
+    if (!size.ok()) return size.status();
+    c.size = *size;
+    c.line = row[2].value_or("");
     out.push_back(std::move(c));
   }
   return out;

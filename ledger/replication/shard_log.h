@@ -20,6 +20,13 @@
 //       Every checkpoint a leader signed, stored before it is served.
 //   ledger_nodes(origin, node, address, applied, reported_at)
 //       What each node has applied, for lag and for trimming.
+//   ledger_cosignatures(origin, witness, size, line)
+//       What each witness last cosigned, as the node that submitted to it
+//       recorded it: `witness` is the hex SHA-256 of its verifier key,
+//       `line` its cosignature line over the checkpoint of `size`. Sizes
+//       only grow. A node that takes the lead resumes each witness from
+//       there (C2SP tlog-witness: a submission names the size the witness
+//       last cosigned, or gets a 409).
 //
 // A batch commits in one statement that moves the fence only if the epoch
 // is the committer's and the fence's size is the batch's first seq; it
@@ -72,6 +79,12 @@ struct StoredCheckpoint {
   uint64_t size = 0;
   int64_t epoch = 0;
   std::string note, time_note;
+};
+
+struct StoredCosignature {
+  std::string witness;  // hex SHA-256 of the witness's verifier key
+  uint64_t size = 0;    // of the checkpoint it covers
+  std::string line;     // the cosignature line, with its "\n"
 };
 
 struct NodeReport {
@@ -128,6 +141,11 @@ class ShardLog {
   absl::Status PutCheckpoint(int64_t epoch, uint64_t size, const std::string& note, const std::string& time_note);
   // The checkpoints of size in (after, upto], by size.
   absl::StatusOr<std::vector<StoredCheckpoint>> Checkpoints(uint64_t after, uint64_t upto);
+
+  // Records what a witness cosigned, unless a larger size is recorded for it.
+  absl::Status PutCosignature(const StoredCosignature& c);
+  // Every witness's recorded cosignature, by witness.
+  absl::StatusOr<std::vector<StoredCosignature>> Cosignatures();
 
   absl::Status Report(const std::string& node, const std::string& address, uint64_t applied);
   absl::StatusOr<std::vector<NodeReport>> Nodes();

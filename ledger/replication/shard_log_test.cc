@@ -170,5 +170,31 @@ TEST_F(ShardLogTest, TrimKeepsWhatANodeStillNeedsAndWhatNoCheckpointCovers) {
   EXPECT_EQ(from4->front().first_seq, 6u);
 }
 
+TEST_F(ShardLogTest, AWitnessCosignatureIsKeptPerWitnessAndNeverGoesBack) {
+  auto a = Open(), b = Open();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  auto none = b->Cosignatures();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  ASSERT_TRUE(a->PutCosignature({"w1", 10, "- w1 A10\n"}).ok());
+  ASSERT_TRUE(a->PutCosignature({"w2", 7, "- w2 B7\n"}).ok());
+  ASSERT_TRUE(a->PutCosignature({"w1", 12, "- w1 A12\n"}).ok());
+  // A node that recorded later, but of an older checkpoint, moves nothing back.
+  ASSERT_TRUE(b->PutCosignature({"w1", 11, "- w1 A11\n"}).ok());
+  auto got = b->Cosignatures();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].witness, "w1");
+  EXPECT_EQ((*got)[0].size, 12u);
+  EXPECT_EQ((*got)[0].line, "- w1 A12\n");
+  EXPECT_EQ((*got)[1].witness, "w2");
+  EXPECT_EQ((*got)[1].size, 7u);
+  // Another shard's origin sees none of them.
+  auto other = ShardLog::Open({Uri(), "", origin_ + "-other", std::chrono::milliseconds(5000)});
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE((*other)->Cosignatures()->empty());
+}
+
 }  // namespace
 }  // namespace ledger::replication

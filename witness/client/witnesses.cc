@@ -46,6 +46,7 @@ absl::StatusOr<std::pair<std::string, uint64_t>> TextAndSize(std::string_view no
 
 struct Witnesses::State {
   const tlogpolicy::Witness* witness = nullptr;
+  std::string id;    // hex SHA-256 of its verifier key
   std::string path;  // where its latest cosignature is kept
   std::thread thread;
   mutable sync::Mutex mu;
@@ -89,7 +90,8 @@ absl::StatusOr<std::unique_ptr<Witnesses>> Witnesses::Start(tlogpolicy::Policy p
     if (witness.url.empty()) continue;
     auto state = std::make_unique<State>();
     state->witness = &witness;
-    state->path = absl::StrCat(w->options_.data_dir, "/witnesses/", hash::Hex(hash::Sha256(witness.key.vkey())));
+    state->id = hash::Hex(hash::Sha256(witness.key.vkey()));
+    state->path = absl::StrCat(w->options_.data_dir, "/witnesses/", state->id);
     w->states_.push_back(std::move(state));
   }
   if (w->states_.empty()) {
@@ -144,6 +146,10 @@ void Witnesses::Run(State& w) {
       while (!stop_ && stop_cv_.WaitUntil(&stop_mu_, deadline)) {
       }
       if (stop_) return;
+    }
+    if (options_.shared.has_value()) {
+      TakeRecorded(w);
+      if (!options_.shared->submits()) continue;
     }
     auto note = source_.checkpoint(0);
     if (!note.ok()) continue;
@@ -216,6 +222,18 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
       w.Hold(size, note.substr(0, note.find("\n\n") + 1), {witness.name, *time, line});
     }
     ++w.cosignatures;
+    // The shard's record first: a node that takes the lead reads it, and
+    // the local file only serves this node's restart.
+    if (options_.shared.has_value()) {
+      if (absl::Status s = options_.shared->record({w.id, size, line}); !s.ok()) {
+        jsonlog::Warn("witness_cosignature_not_recorded")
+            .Str("witness", witness.name)
+            .Int("size", size)
+            .Msg(absl::StrCat("the shard's record of the cosignature: ", S(s.message()),
+                              "; a node that takes the lead may get a 409 from this witness"))
+            .Emit();
+      }
+    }
     Keep(w);
     return true;
   }
@@ -230,6 +248,33 @@ void Witnesses::Keep(State& w) {
   }
   if (absl::Status s = files::WriteFileAtomically(w.path, kept); !s.ok()) {
     jsonlog::Warn("witness_cosignature_not_kept").Str("witness", w.witness->name).Msg(S(s.message())).Emit();
+  }
+}
+
+void Witnesses::TakeRecorded(State& w) {
+  auto recorded = options_.shared->recorded();
+  if (!recorded.ok()) return;  // the next poll asks again
+  for (const Recorded& r : *recorded) {
+    if (r.witness != w.id) continue;
+    {
+      sync::MutexLock lock(&w.mu);
+      if (r.size < w.known_size || (w.has_held && r.size == w.held_size && r.line == w.held.line)) return;
+    }
+    auto note = source_.checkpoint(r.size);
+    auto split = note.ok() ? TextAndSize(*note) : note.status();
+    auto time = split.ok() ? w.witness->key.Verify(*note + r.line) : split.status();
+    if (!time.ok()) {
+      // Not (yet) this node's checkpoint: the size alone, for the next
+      // submission's proof, if this node comes to lead.
+      sync::MutexLock lock(&w.mu);
+      w.known_size = std::max(w.known_size, r.size);
+      return;
+    }
+    {
+      sync::MutexLock lock(&w.mu);
+      w.Hold(r.size, split->first, {w.witness->name, *time, r.line});
+    }
+    Keep(w);
   }
 }
 

@@ -14,6 +14,8 @@
 // tree size it covers, in <data_dir>/witnesses/<hex SHA-256 of the
 // witness's vkey> (format version 1: "<size>\n<cosignature line>\n",
 // replaced atomically), so a restart serves it and resumes from that size.
+// In a replicated shard the same is shared through the shard's database
+// (Shared, below).
 //
 // Thread-safe: every method may be called concurrently.
 #ifndef WITNESS_CLIENT_WITNESSES_H_
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +52,26 @@ struct Source {
 // POSTs a body to a URL: HttpPost, or a fake for fault injection.
 using Post = std::function<absl::StatusOr<HttpReply>(const std::string& url, const std::string& body)>;
 
+// What a witness last cosigned, as recorded by one of a shard's nodes.
+struct Recorded {
+  std::string witness;  // hex SHA-256 of the witness's verifier key
+  uint64_t size = 0;    // of the checkpoint it covers
+  std::string line;     // the cosignature line, with its "\n"
+};
+
+// A replicated shard's nodes share one witness history: only the node for
+// which `submits()` is true sends checkpoints, each node records the
+// cosignatures it receives (`record`), and every node takes those the
+// others recorded (`recorded`), polled with the log. So a node that takes
+// the lead sends each witness its consistency proof from the size that
+// witness last cosigned (no 409), and followers serve the cosignatures of
+// the checkpoints they adopted.
+struct Shared {
+  std::function<bool()> submits;
+  std::function<absl::Status(const Recorded&)> record;
+  std::function<absl::StatusOr<std::vector<Recorded>>()> recorded;
+};
+
 // A witness's cosignature held for a checkpoint.
 struct Held {
   std::string witness;  // the name in the policy
@@ -63,6 +86,7 @@ class Witnesses {
     int poll_ms = 100;     // how often a new checkpoint is looked for
     int max_backoff_ms = 10'000;
     std::function<int64_t()> now_s;  // POSIX seconds, for ages; default: the system clock
+    std::optional<Shared> shared;    // unset: this process alone submits
   };
 
   // Loads what was kept and starts one thread per witness with a URL.
@@ -101,6 +125,10 @@ class Witnesses {
   // holds it cosigned.
   bool Submit(State& w, const std::string& note, uint64_t size);
   void Keep(State& w);
+  // Takes what another node recorded for `w`'s witness (Options::shared):
+  // held when it verifies over this log's checkpoint of its size, else
+  // only the size the witness is at.
+  void TakeRecorded(State& w);
 
   const tlogpolicy::Policy policy_;
   const Source source_;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -87,17 +88,22 @@ class WitnessesTest : public ::testing::Test {
   WitnessesTest()
       : a_(dir_.Sub(""), "a.example/w", '\x0a', log_.vkey()), b_(wdir_.path(), "b.example/w", '\x0b', log_.vkey()) {}
 
-  std::unique_ptr<Witnesses> Start() {
+  std::unique_ptr<Witnesses> Start(std::optional<Shared> shared = std::nullopt, const std::string& data_dir = "",
+                                   std::atomic<int>* posts = nullptr) {
     std::string policy = absl::StrCat(
         "log ", log_.vkey(), "\nwitness A ", a_.cosigner.VerifierKey(), " http://a.example\nwitness B ",
         b_.cosigner.VerifierKey(), " http://b.example\nwitness C ", c_.VerifierKey(), "\ngroup G 2 A B C\nquorum G\n");
-    Post post = [this](const std::string& url, const std::string& body) {
+    Post post = [this, posts](const std::string& url, const std::string& body) {
       EXPECT_TRUE(url == "http://a.example/add-checkpoint" || url == "http://b.example/add-checkpoint") << url;
+      if (posts != nullptr) ++*posts;
       return url.starts_with("http://a.") ? a_.Post(url, body) : b_.Post(url, body);
     };
-    auto w = Witnesses::Start(
-        *tlogpolicy::Policy::Parse(policy), log_.source(), post,
-        {.data_dir = ldir_.path(), .poll_ms = 5, .max_backoff_ms = 50, .now_s = [] { return int64_t{1700000100}; }});
+    auto w = Witnesses::Start(*tlogpolicy::Policy::Parse(policy), log_.source(), post,
+                              {.data_dir = data_dir.empty() ? ldir_.path() : data_dir,
+                               .poll_ms = 5,
+                               .max_backoff_ms = 50,
+                               .now_s = [] { return int64_t{1700000100}; },
+                               .shared = std::move(shared)});
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() ? *std::move(w) : nullptr;
   }
@@ -199,10 +205,64 @@ TEST_F(WitnessesTest, AQuorumIsWaitedForBoundedAndTheMissingWitnessesAreNamed) {
   EXPECT_EQ(w->For(note).size(), 2u);
 }
 
+// The shard's database, as far as witnesses go: what each witness last
+// cosigned, sizes only growing (ShardLog::PutCosignature).
+class SharedRecord {
+ public:
+  Shared For(std::atomic<bool>* leads) {
+    return {.submits = [leads] { return leads->load(); },
+            .record =
+                [this](const Recorded& r) {
+                  sync::MutexLock lock(&mu_);
+                  if (rows_[r.witness].size <= r.size) rows_[r.witness] = r;
+                  return absl::OkStatus();
+                },
+            .recorded = [this]() -> absl::StatusOr<std::vector<Recorded>> {
+              sync::MutexLock lock(&mu_);
+              std::vector<Recorded> out;
+              for (const auto& [id, r] : rows_) out.push_back(r);
+              return out;
+            }};
+  }
+
+ private:
+  sync::Mutex mu_;
+  std::map<std::string, Recorded> rows_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(WitnessesTest, InAShardOnlyTheLeaderSubmitsAndTheNextLeaderResumesFromTheSharedRecordWithout409) {
+  SharedRecord db;
+  std::atomic<bool> one_leads{true}, two_leads{false};
+  std::atomic<int> one_posts{0}, two_posts{0};
+  testing::TempDir two_dir;
+  log_.Grow(6);
+  auto one = Start(db.For(&one_leads), ldir_.path(), &one_posts);
+  auto two = Start(db.For(&two_leads), two_dir.path(), &two_posts);
+  std::string note = log_.Note(6);
+  ASSERT_TRUE(Eventually([&] { return one->For(note).size() == 2; }));
+  // The follower sent nothing, and serves the leader's cosignatures.
+  ASSERT_TRUE(Eventually([&] { return two->For(note).size() == 2; }));
+  EXPECT_EQ(two->Cosigned(note), one->Cosigned(note));
+  EXPECT_EQ(two_posts, 0);
+  // The leader is gone; the follower leads a longer log.
+  one.reset();
+  one_leads = false;
+  two_leads = true;
+  log_.Grow(15);
+  std::string next = log_.Note(15);
+  ASSERT_TRUE(Eventually([&] { return two->For(next).size() == 2; }));
+  EXPECT_EQ(two_posts, 2);  // one submission a witness, each from size 6: no 409
+  EXPECT_NE(two->RenderMetrics().find("ledger_witness_failures_total{witness=\"A\",reason=\"conflict\"} 0\n"),
+            std::string::npos)
+      << two->RenderMetrics();
+  EXPECT_NE(two->RenderMetrics().find("ledger_witness_failures_total{witness=\"B\",reason=\"refused\"} 0\n"),
+            std::string::npos);
+}
+
 TEST_F(WitnessesTest, APolicyWithoutAWitnessUrlIsRefused) {
-  auto w = Witnesses::Start(*tlogpolicy::Policy::Parse(absl::StrCat("witness C ", c_.VerifierKey(), "\nquorum C\n")),
-                            log_.source(), nullptr,
-                            {.data_dir = ldir_.path(), .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr});
+  auto w = Witnesses::Start(
+      *tlogpolicy::Policy::Parse(absl::StrCat("witness C ", c_.VerifierKey(), "\nquorum C\n")), log_.source(), nullptr,
+      {.data_dir = ldir_.path(), .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr, .shared = {}});
   EXPECT_EQ(w.status().message(), "witness policy: no witness has a URL (witness <name> <vkey> <url>)");
 }
 

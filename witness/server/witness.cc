@@ -174,6 +174,16 @@ Reply Witness::AddCheckpoint(std::string_view body, std::string_view peer) {
   }
   Reply reply = Add(body);
   CountFailure(peer, reply);
+  if (reply.status != 200) {
+    // Each refusal, for the operator (a 409 is a ledger whose idea of the
+    // size last cosigned is behind, e.g. a node that took the lead of a
+    // shard without the shard's record).
+    jsonlog::Warn("witness_refused")
+        .Int("status", reply.status)
+        .Str("peer", S(peer))
+        .Msg(reply.body.substr(0, reply.body.find('\n')))
+        .Emit();
+  }
   return reply;
 }
 

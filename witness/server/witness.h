@@ -95,6 +95,8 @@ class Witness {
   // Requests the log did not sign, or malformed, leave no state. `peer`
   // (the client's address) may make kMaxFailuresPerMinute requests a
   // minute that fail (400, 403, 422), then gets 429 until the minute is over.
+  // Every answer but 200 is logged (witness_refused: its status, the peer,
+  // the first line of its body).
   Reply AddCheckpoint(std::string_view body, std::string_view peer = "");
   static constexpr int kMaxFailuresPerMinute = 30;
 
