@@ -11,7 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
-#include "ledger/receipt/entry.h"
+#include "ledger/format/receipt/entry.h"
 #include "server/status.h"
 
 namespace ledger::exporter {

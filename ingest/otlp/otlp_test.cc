@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "ingest/otlp/spans.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 
 namespace ledger::otlp {
 namespace {

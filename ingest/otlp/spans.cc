@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::otlp {

@@ -7,11 +7,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "ledger/hash/hash.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/receipt/receipt.h"
-#include "ledger/runmap/runmap.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/receipt.h"
+#include "ledger/format/runmap/runmap.h"
 
 namespace ledger::log {
 namespace {

@@ -25,7 +25,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "ledger/note/note.h"
+#include "ledger/format/note/note.h"
 #include "ledger/store/store.h"
 #include "nlohmann/json.hpp"
 

@@ -4,8 +4,8 @@
 #include <future>
 
 #include "gtest/gtest.h"
+#include "ledger/format/merkle/merkle.h"
 #include "ledger/log/log.h"
-#include "ledger/merkle/merkle.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::log {

@@ -1,5 +1,5 @@
 // The ledger's signing key on disk: one line in the signer-key form of
-// ledger/note/note.h (Go's note.NewSigner reads it too), file mode 0600.
+// ledger/format/note/note.h (Go's note.NewSigner reads it too), file mode 0600.
 //
 // Thread-safe: functions touch only the files they are given.
 #ifndef LEDGER_LOG_KEY_FILE_H_
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "ledger/note/note.h"
+#include "ledger/format/note/note.h"
 
 namespace ledger::log {
 

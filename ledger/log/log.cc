@@ -16,9 +16,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/receipt/entry.h"
 #include "ledger/log/run_heads.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/receipt/entry.h"
 #include "util/files/files.h"
 
 namespace ledger::log {

@@ -10,12 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/runmap/runmap.h"
 #include "ledger/log/key_file.h"
 #include "ledger/log/log_testing.h"
 #include "ledger/log/run_heads.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/runmap/runmap.h"
 #include "ledger/store/testing.h"
 #include "tests/util/temp_dir.h"
 

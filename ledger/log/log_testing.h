@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ledger/format/receipt/entry.h"
 #include "ledger/log/log.h"
-#include "ledger/receipt/entry.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::log {

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/format/receipt/entry.h"
 #include "ledger/log/log.h"
-#include "ledger/receipt/entry.h"
 
 namespace ledger::log {
 namespace {

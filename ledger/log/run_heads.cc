@@ -6,8 +6,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "ledger/hash/hash.h"
-#include "ledger/receipt/entry.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/receipt/entry.h"
 #include "ledger/storedmap/storedmap.h"
 
 namespace ledger::log {

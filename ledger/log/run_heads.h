@@ -11,7 +11,7 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
-#include "ledger/runmap/runmap.h"
+#include "ledger/format/runmap/runmap.h"
 #include "ledger/store/store.h"
 
 namespace ledger::log {

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "ledger/receipt/receipt.h"
+#include "ledger/format/receipt/receipt.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::replication {

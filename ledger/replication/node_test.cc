@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ledger/hash/hash.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/receipt/receipt.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/receipt.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::replication {

@@ -42,7 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 #include "ledger/replication/pg.h"
 #include "ledger/sequencer/sequencer.h"
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ledger/merkle/merkle.h"
+#include "ledger/format/merkle/merkle.h"
 #include "tests/util/status_matchers.h"
 
 namespace ledger::replication {

@@ -10,7 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "ledger/receipt/entry.h"
+#include "ledger/format/receipt/entry.h"
 
 namespace ledger::sequencer {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ledger/receipt/entry.h"
+#include "ledger/format/receipt/entry.h"
 #include "ledger/store/testing.h"
 #include "tests/util/status_matchers.h"
 #include "tests/util/temp_dir.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "ledger/projection/keys.h"
+#include "ledger/format/projection/keys.h"
 #include "ledger/store/testing.h"
 #include "util/jsonlog/jsonlog.h"
 

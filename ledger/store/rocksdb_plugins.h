@@ -32,7 +32,7 @@ std::shared_ptr<rocksdb::FileSystem> NewStoreFileSystem(const std::shared_ptr<ro
 // that share a prefix mostly arrive in key order, so an insert can start
 // where the last one with its prefix ended instead of searching the whole
 // skip list. The prefix is projection::KeyPrefixLength's
-// (ledger/projection/keys.h): the first `parts` parts, after a family byte
+// (ledger/format/projection/keys.h): the first `parts` parts, after a family byte
 // for index rows; deadline rows all share the prefix "D". `name` MUST be a
 // string literal.
 const rocksdb::SliceTransform* NewKeyPrefix(bool family_byte, int parts, const char* name);

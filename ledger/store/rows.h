@@ -11,8 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ledger/hash/hash.h"
-#include "ledger/projection/projection.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/projection/projection.h"
 #include "ledger/store/store.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"

@@ -37,7 +37,7 @@
 //   p_steps, p_runs, p_index, p_changes   -> projection records; their
 //                                             layouts are query/projector/
 //                                             keys.h's, made of the parts
-//                                             of ledger/projection/keys.h
+//                                             of ledger/format/projection/keys.h
 //                                             (the memtable hints cut
 //                                             prefixes by them)
 // Projection records are derived from the log and are written without the
@@ -69,8 +69,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ledger/hash/hash.h"
-#include "ledger/projection/projection.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/projection/projection.h"
 #include "util/stats/stats.h"
 
 namespace ledger::store {

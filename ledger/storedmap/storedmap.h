@@ -1,4 +1,4 @@
-// A run-head or team-head map (ledger/runmap) kept in the store, so that
+// A run-head or team-head map (ledger/format/runmap) kept in the store, so that
 // what a ledger holds in memory does not grow with the number of runs: the
 // leaves and the remembered interior node hashes are rows of the store's
 // `maps` column family, read through RocksDB's bounded cache. The roots and
@@ -42,7 +42,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "ledger/runmap/runmap.h"
+#include "ledger/format/runmap/runmap.h"
 #include "ledger/store/store.h"
 
 namespace ledger::storedmap {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
 #include "server/status.h"
