@@ -13,9 +13,9 @@
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/runmap/proof_json.h"
-#include "ledger/log/key_file.h"
-#include "ledger/log/run_heads.h"
-#include "ledger/store/store.h"
+#include "ledger/storage/log/key_file.h"
+#include "ledger/storage/log/run_heads.h"
+#include "ledger/storage/store/store.h"
 #include "ledger_service.grpc.pb.h"
 
 namespace ledger::ctl {

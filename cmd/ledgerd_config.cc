@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 #include "server/server.h"
 
 namespace ledger::cmd {

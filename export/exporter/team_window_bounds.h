@@ -16,7 +16,7 @@
 #include "export/pack/team_window.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/runmap/proof_json.h"
-#include "ledger/store/store.h"
+#include "ledger/storage/store/store.h"
 
 namespace ledger::exporter {
 

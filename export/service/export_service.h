@@ -9,7 +9,7 @@
 #include "export.grpc.pb.h"
 #include "export/exporter/exporter.h"
 #include "export/exporter/staging.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 #include "util/stats/stats.h"
 
 namespace ledger::exporter {

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "ledger/format/cosign/cosign.h"
 #include "ledger/format/receipt/receipt.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 #include "server/server.h"
 #include "tests/util/temp_dir.h"
 

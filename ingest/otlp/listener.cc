@@ -9,7 +9,7 @@
 #include "auth/gate.h"
 #include "grpcpp/client_context.h"
 #include "ingest/otlp/spans.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "util/jsonlog/jsonlog.h"
 

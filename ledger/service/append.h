@@ -8,8 +8,8 @@
 
 #include "absl/status/status.h"
 #include "auth/gate.h"
-#include "ledger/log/log.h"
 #include "ledger/service/service.h"
+#include "ledger/storage/log/log.h"
 #include "server/timers.h"
 
 namespace ledger::service {

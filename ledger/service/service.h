@@ -1,5 +1,5 @@
 // The gRPC face of the log: thin adapters that decode a request, call
-// ledger/log, and map the result and status. Built on gRPC's callback API so
+// ledger/storage/log, and map the result and status. Built on gRPC's callback API so
 // that no thread waits while an append is being made durable.
 //
 // Thread-safe: gRPC calls the handlers from its own threads; the log is
@@ -15,8 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "auth/gate.h"
-#include "ledger/backup/backup_root.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/backup/backup_root.h"
+#include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 
 namespace ledger::server {
@@ -88,7 +88,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   using CosignaturesFn = std::function<std::vector<Cosignature>(std::string_view note)>;
   void SetCosignatures(CosignaturesFn fn) { cosignatures_ = std::move(fn); }
   // Fills GetReplication's answer on a node of a replicated shard
-  // (ledger/replication). MUST be set before the service serves, if at all.
+  // (ledger/storage/replication). MUST be set before the service serves, if at all.
   using ReplicationFn = std::function<void(pb::Replication*)>;
   void SetReplication(ReplicationFn fn) { replication_ = std::move(fn); }
 

@@ -16,7 +16,7 @@
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/entry.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "server/server.h"
 #include "tests/util/temp_dir.h"

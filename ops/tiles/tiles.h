@@ -46,7 +46,7 @@
 
 #include "absl/status/statusor.h"
 #include "auth/policy.h"
-#include "ledger/store/store.h"
+#include "ledger/storage/store/store.h"
 #include "util/http/http.h"
 
 namespace ledger::ops::tiles {

@@ -11,8 +11,8 @@
 
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "ledger/log/log.h"
 #include "ledger/service/service.h"
+#include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"

@@ -34,8 +34,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ledger/log/log.h"
-#include "ledger/sequencer/sequencer.h"
+#include "ledger/storage/log/log.h"
+#include "ledger/storage/sequencer/sequencer.h"
 #include "util/stats/stats.h"
 #include "util/sync/mutex.h"
 

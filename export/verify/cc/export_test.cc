@@ -21,7 +21,7 @@
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/runmap/proof_json.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 #include "query/projector/projector.h"
 #include "tests/util/temp_dir.h"
 

@@ -19,7 +19,7 @@
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/receipt.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 #include "nlohmann/json.hpp"
 #include "query/projector/projector.h"
 #include "tests/util/temp_dir.h"
