@@ -28,7 +28,8 @@
 #include "cmd/flags.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/format/receipt/entry.h"
-#include "ledger/service/service.h"
+#include "ledger/rpc/server/server.h"
+#include "ledger/rpc/service/service.h"
 #include "ledger/storage/log/key_file.h"
 #include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
@@ -37,7 +38,6 @@
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
-#include "server/server.h"
 
 namespace {
 

@@ -49,9 +49,9 @@
 #include <memory>
 #include <string>
 
-#include "auth/gate.h"
 #include "export.grpc.pb.h"
 #include "export/exporter/staging.h"
+#include "ledger/rpc/auth/gate.h"
 #include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"

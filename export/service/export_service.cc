@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
 #include "ledger/format/receipt/entry.h"
-#include "server/status.h"
+#include "ledger/rpc/server/status.h"
 
 namespace ledger::exporter {
 

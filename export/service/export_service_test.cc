@@ -18,8 +18,8 @@
 #include "gtest/gtest.h"
 #include "ledger/format/cosign/cosign.h"
 #include "ledger/format/receipt/receipt.h"
+#include "ledger/rpc/server/server.h"
 #include "ledger/storage/log/log.h"
-#include "server/server.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::exporter {

@@ -34,8 +34,8 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "auth/gate.h"
 #include "grpcpp/channel.h"
+#include "ledger/rpc/auth/gate.h"
 #include "util/http/http.h"
 #include "util/sync/mutex.h"
 

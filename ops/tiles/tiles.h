@@ -45,7 +45,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "auth/policy.h"
+#include "ledger/rpc/auth/policy.h"
 #include "ledger/storage/store/store.h"
 #include "util/http/http.h"
 

@@ -9,7 +9,7 @@
 #ifndef QUERY_SERVICE_QUERY_SERVICE_H_
 #define QUERY_SERVICE_QUERY_SERVICE_H_
 
-#include "auth/gate.h"
+#include "ledger/rpc/auth/gate.h"
 #include "ledger/storage/log/log.h"
 #include "query.grpc.pb.h"
 

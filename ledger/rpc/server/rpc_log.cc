@@ -1,4 +1,4 @@
-#include "server/rpc_log.h"
+#include "ledger/rpc/server/rpc_log.h"
 
 #include <chrono>
 #include <string>

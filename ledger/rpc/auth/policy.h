@@ -40,8 +40,8 @@
 // authenticated caller, whether the policy names it or not.
 //
 // Thread-safe: a Policy is immutable once parsed.
-#ifndef AUTH_POLICY_H_
-#define AUTH_POLICY_H_
+#ifndef LEDGER_RPC_AUTH_POLICY_H_
+#define LEDGER_RPC_AUTH_POLICY_H_
 
 #include <string>
 #include <string_view>
@@ -113,4 +113,4 @@ class Policy {
 
 }  // namespace ledger::auth
 
-#endif  // AUTH_POLICY_H_
+#endif  // LEDGER_RPC_AUTH_POLICY_H_

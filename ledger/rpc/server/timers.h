@@ -1,10 +1,10 @@
 // Two timers of the append service: the idle-stream reaper and delayed
-// answers. Internal to ledger/service.
+// answers. Internal to ledger/rpc/service.
 //
 // Thread-safe. Each runs a thread of its own and calls out (TryCancel, the
 // delayed functions) without its lock held.
-#ifndef SERVER_TIMERS_H_
-#define SERVER_TIMERS_H_
+#ifndef LEDGER_RPC_SERVER_TIMERS_H_
+#define LEDGER_RPC_SERVER_TIMERS_H_
 
 #include <algorithm>
 #include <atomic>
@@ -167,4 +167,4 @@ class Later {
 
 }  // namespace ledger::server
 
-#endif  // SERVER_TIMERS_H_
+#endif  // LEDGER_RPC_SERVER_TIMERS_H_

@@ -9,8 +9,8 @@
 //
 // Thread-safe: the policy is swapped atomically (SetPolicy, on SIGHUP); a
 // Caller keeps the policy it was admitted under until Refresh.
-#ifndef AUTH_GATE_H_
-#define AUTH_GATE_H_
+#ifndef LEDGER_RPC_AUTH_GATE_H_
+#define LEDGER_RPC_AUTH_GATE_H_
 
 #include <cstdint>
 #include <functional>
@@ -21,9 +21,9 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "auth/limiter.h"
-#include "auth/policy.h"
 #include "grpcpp/server_context.h"
+#include "ledger/rpc/auth/limiter.h"
+#include "ledger/rpc/auth/policy.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::auth {
@@ -127,4 +127,4 @@ class Gate {
 
 }  // namespace ledger::auth
 
-#endif  // AUTH_GATE_H_
+#endif  // LEDGER_RPC_AUTH_GATE_H_

@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
-#include "auth/gate.h"
-#include "auth/limiter.h"
-#include "auth/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ledger/rpc/auth/gate.h"
+#include "ledger/rpc/auth/limiter.h"
+#include "ledger/rpc/auth/policy.h"
 #include "tests/util/status_matchers.h"
 #include "util/tls/identity.h"
 

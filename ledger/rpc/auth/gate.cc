@@ -1,4 +1,4 @@
-#include "auth/gate.h"
+#include "ledger/rpc/auth/gate.h"
 
 #include <vector>
 

@@ -1,8 +1,8 @@
 // absl::Status to grpc::Status, for the services' handlers.
 //
 // Thread-safe: a pure function.
-#ifndef SERVER_STATUS_H_
-#define SERVER_STATUS_H_
+#ifndef LEDGER_RPC_SERVER_STATUS_H_
+#define LEDGER_RPC_SERVER_STATUS_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ inline grpc::Status ToGrpc(const absl::Status& s) {
 
 }  // namespace ledger::server
 
-#endif  // SERVER_STATUS_H_
+#endif  // LEDGER_RPC_SERVER_STATUS_H_

@@ -1,16 +1,16 @@
 // Appending, shared by the unary and streamed calls of the LedgerService:
 // which receipts of a request the caller may append, the response's results
 // in request order, and the append stream's reactor. Inside ledger_service.
-#ifndef LEDGER_SERVICE_APPEND_H_
-#define LEDGER_SERVICE_APPEND_H_
+#ifndef LEDGER_RPC_SERVICE_APPEND_H_
+#define LEDGER_RPC_SERVICE_APPEND_H_
 
 #include <vector>
 
 #include "absl/status/status.h"
-#include "auth/gate.h"
-#include "ledger/service/service.h"
+#include "ledger/rpc/auth/gate.h"
+#include "ledger/rpc/server/timers.h"
+#include "ledger/rpc/service/service.h"
 #include "ledger/storage/log/log.h"
-#include "server/timers.h"
 
 namespace ledger::service {
 
@@ -42,4 +42,4 @@ grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>* NewAppendStream(
 
 }  // namespace ledger::service
 
-#endif  // LEDGER_SERVICE_APPEND_H_
+#endif  // LEDGER_RPC_SERVICE_APPEND_H_

@@ -1,4 +1,4 @@
-#include "ledger/service/append.h"
+#include "ledger/rpc/service/append.h"
 
 #include <atomic>
 #include <deque>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
-#include "server/status.h"
+#include "ledger/rpc/server/status.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::service {

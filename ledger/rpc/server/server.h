@@ -1,21 +1,21 @@
 // The process's gRPC server: the services it is given, gRPC health
 // checking and server reflection on one listening address, TLS (with
 // client certificates) when configured, every call through the RPC log
-// (server/rpc_log.h); and the plain-text health-only server for probes.
+// (ledger/rpc/server/rpc_log.h); and the plain-text health-only server for probes.
 //
 // Thread-safe: gRPC runs the services on its own threads.
-#ifndef SERVER_SERVER_H_
-#define SERVER_SERVER_H_
+#ifndef LEDGER_RPC_SERVER_SERVER_H_
+#define LEDGER_RPC_SERVER_SERVER_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "auth/gate.h"
 #include "grpcpp/grpcpp.h"
-#include "server/rpc_log.h"
-#include "server/tls.h"
+#include "ledger/rpc/auth/gate.h"
+#include "ledger/rpc/server/rpc_log.h"
+#include "ledger/rpc/server/tls.h"
 
 namespace ledger::server {
 
@@ -90,4 +90,4 @@ class HealthServer {
 
 }  // namespace ledger::server
 
-#endif  // SERVER_SERVER_H_
+#endif  // LEDGER_RPC_SERVER_SERVER_H_

@@ -1,6 +1,6 @@
 // The ledger service end to end: a real server on a loopback port, real gRPC clients, a real
 // RocksDB store in a temporary directory.
-#include "ledger/service/service.h"
+#include "ledger/rpc/service/service.h"
 
 #include <atomic>
 #include <map>
@@ -16,9 +16,9 @@
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/rpc/server/server.h"
 #include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
-#include "server/server.h"
 #include "tests/util/temp_dir.h"
 #include "util/sync/mutex.h"
 

@@ -1,4 +1,4 @@
-#include "auth/policy.h"
+#include "ledger/rpc/auth/policy.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "server/server.h"
+#include "ledger/rpc/server/server.h"
 
 #include <algorithm>
 #include <chrono>

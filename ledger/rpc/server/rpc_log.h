@@ -10,13 +10,13 @@
 // in RpcStats by method and code, with its duration.
 //
 // Thread-safe.
-#ifndef SERVER_RPC_LOG_H_
-#define SERVER_RPC_LOG_H_
+#ifndef LEDGER_RPC_SERVER_RPC_LOG_H_
+#define LEDGER_RPC_SERVER_RPC_LOG_H_
 
 #include <memory>
 
-#include "auth/gate.h"
 #include "grpcpp/support/server_interceptor.h"
+#include "ledger/rpc/auth/gate.h"
 #include "util/stats/stats.h"
 
 namespace ledger::server {
@@ -41,4 +41,4 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewRpcLog
 
 }  // namespace ledger::server
 
-#endif  // SERVER_RPC_LOG_H_
+#endif  // LEDGER_RPC_SERVER_RPC_LOG_H_

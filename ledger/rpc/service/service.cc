@@ -1,4 +1,4 @@
-#include "ledger/service/service.h"
+#include "ledger/rpc/service/service.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,9 +14,9 @@
 #include "absl/strings/str_replace.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/runmap/proof_json.h"
-#include "ledger/service/append.h"
-#include "server/status.h"
-#include "server/timers.h"
+#include "ledger/rpc/server/status.h"
+#include "ledger/rpc/server/timers.h"
+#include "ledger/rpc/service/append.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::service {

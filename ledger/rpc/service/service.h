@@ -4,8 +4,8 @@
 //
 // Thread-safe: gRPC calls the handlers from its own threads; the log is
 // thread-safe.
-#ifndef LEDGER_SERVICE_SERVICE_H_
-#define LEDGER_SERVICE_SERVICE_H_
+#ifndef LEDGER_RPC_SERVICE_SERVICE_H_
+#define LEDGER_RPC_SERVICE_SERVICE_H_
 
 #include <functional>
 #include <memory>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "auth/gate.h"
+#include "ledger/rpc/auth/gate.h"
 #include "ledger/storage/backup/backup_root.h"
 #include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
@@ -112,4 +112,4 @@ class LedgerService final : public pb::LedgerService::CallbackService {
 
 }  // namespace ledger::service
 
-#endif  // LEDGER_SERVICE_SERVICE_H_
+#endif  // LEDGER_RPC_SERVICE_SERVICE_H_

@@ -6,8 +6,8 @@
 // budget, not the others'.
 //
 // Thread-safe.
-#ifndef AUTH_LIMITER_H_
-#define AUTH_LIMITER_H_
+#ifndef LEDGER_RPC_AUTH_LIMITER_H_
+#define LEDGER_RPC_AUTH_LIMITER_H_
 
 #include <cstdint>
 #include <functional>
@@ -83,4 +83,4 @@ class Limiter {
 
 }  // namespace ledger::auth
 
-#endif  // AUTH_LIMITER_H_
+#endif  // LEDGER_RPC_AUTH_LIMITER_H_

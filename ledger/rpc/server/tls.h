@@ -6,8 +6,8 @@
 // what they were made with.
 //
 // Thread-safe.
-#ifndef SERVER_TLS_H_
-#define SERVER_TLS_H_
+#ifndef LEDGER_RPC_SERVER_TLS_H_
+#define LEDGER_RPC_SERVER_TLS_H_
 
 #include <cstdint>
 #include <memory>
@@ -58,4 +58,4 @@ class ServerTls {
 
 }  // namespace ledger::server
 
-#endif  // SERVER_TLS_H_
+#endif  // LEDGER_RPC_SERVER_TLS_H_

@@ -1,4 +1,4 @@
-#include "auth/limiter.h"
+#include "ledger/rpc/auth/limiter.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "server/tls.h"
+#include "ledger/rpc/server/tls.h"
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
