@@ -24,7 +24,6 @@
 #include "cmd/ledgerd_config.h"
 #include "cmd/ledgerd_security.h"
 #include "export/service/export_service.h"
-#include "ingest/otlp/listener.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/rpc/server/server.h"
@@ -35,6 +34,7 @@
 #include "ledger/storage/replication/node.h"
 #include "ops/dashboard.h"
 #include "ops/metrics.h"
+#include "ops/otlp/listener.h"
 #include "ops/tiles/tiles.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
@@ -616,7 +616,7 @@ absl::Status Daemon::StartHttp(std::string* ready) {
   }
   if (!flags_.Get("otlp-listen").empty()) {
     // The same TLS and client certificates as the HTTP port; spans are
-    // appended through the gRPC Append, as their sender (ingest/otlp).
+    // appended through the gRPC Append, as their sender (ops/otlp).
     size_t max_body = static_cast<size_t>(server_options_.max_message_bytes);
     otlp_ = std::make_unique<ledger::otlp::Listener>(
         server_->InProcessChannel(), gate_.get(),

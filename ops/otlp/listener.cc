@@ -1,4 +1,4 @@
-#include "ingest/otlp/listener.h"
+#include "ops/otlp/listener.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "grpcpp/client_context.h"
-#include "ingest/otlp/spans.h"
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
+#include "ops/otlp/spans.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::otlp {

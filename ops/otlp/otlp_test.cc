@@ -3,8 +3,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "ingest/otlp/spans.h"
 #include "ledger/format/hash/hash.h"
+#include "ops/otlp/spans.h"
 
 namespace ledger::otlp {
 namespace {

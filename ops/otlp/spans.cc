@@ -1,4 +1,4 @@
-#include "ingest/otlp/spans.h"
+#include "ops/otlp/spans.h"
 
 #include <zlib.h>
 

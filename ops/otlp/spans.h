@@ -17,8 +17,8 @@
 //   those named in the contract.
 //
 // Thread-safe: pure functions.
-#ifndef INGEST_OTLP_SPANS_H_
-#define INGEST_OTLP_SPANS_H_
+#ifndef OPS_OTLP_SPANS_H_
+#define OPS_OTLP_SPANS_H_
 
 #include <cstdint>
 #include <string>
@@ -87,4 +87,4 @@ std::string EncodeStatus(const absl::Status& status, Encoding encoding);
 
 }  // namespace ledger::otlp
 
-#endif  // INGEST_OTLP_SPANS_H_
+#endif  // OPS_OTLP_SPANS_H_

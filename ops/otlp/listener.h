@@ -25,8 +25,8 @@
 // "otlp_spans_refused": identity, peer, request id, counts, the message).
 //
 // Thread-safe: Handle is called from several threads at once.
-#ifndef INGEST_OTLP_LISTENER_H_
-#define INGEST_OTLP_LISTENER_H_
+#ifndef OPS_OTLP_LISTENER_H_
+#define OPS_OTLP_LISTENER_H_
 
 #include <map>
 #include <memory>
@@ -80,4 +80,4 @@ class Listener {
 
 }  // namespace ledger::otlp
 
-#endif  // INGEST_OTLP_LISTENER_H_
+#endif  // OPS_OTLP_LISTENER_H_
