@@ -38,7 +38,7 @@
 #include "ops/tiles/tiles.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
-#include "query/service/sweeper.h"
+#include "query/sweeper/sweeper.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
 #include "witness/client/log_source.h"

@@ -48,7 +48,7 @@
 #include "ledger/rpc/server/rpc_log.h"
 #include "ledger/rpc/service/service.h"
 #include "ledger/storage/log/log.h"
-#include "query/service/sweeper.h"
+#include "query/sweeper/sweeper.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::ops {

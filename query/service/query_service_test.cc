@@ -17,7 +17,7 @@
 #include "ledger_service.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
-#include "query/service/sweeper.h"
+#include "query/sweeper/sweeper.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::query {

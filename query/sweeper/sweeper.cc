@@ -1,4 +1,4 @@
-#include "query/service/sweeper.h"
+#include "query/sweeper/sweeper.h"
 
 #include <pthread.h>
 

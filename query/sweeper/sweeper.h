@@ -19,8 +19,8 @@
 // undeclared after it (overdue()); both are metrics.
 //
 // Thread-safe: SweepNow may be called from any thread; sweeps are serial.
-#ifndef QUERY_SERVICE_SWEEPER_H_
-#define QUERY_SERVICE_SWEEPER_H_
+#ifndef QUERY_SWEEPER_SWEEPER_H_
+#define QUERY_SWEEPER_SWEEPER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -107,4 +107,4 @@ class Sweeper {
 
 }  // namespace ledger::query
 
-#endif  // QUERY_SERVICE_SWEEPER_H_
+#endif  // QUERY_SWEEPER_SWEEPER_H_
