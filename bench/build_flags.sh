@@ -11,7 +11,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 rounds=${2:-3}
-files=(ops/dashboard.cc ledger/service/service.cc ledger/runmap/runmap_test.cc)
+files=(ops/dashboard.cc ledger/rpc/service/service.cc ledger/format/runmap/runmap_test.cc)
 common=(-I"$root" -I"$build/proto/proto" -I"$build/proto" -DNDEBUG -Wall -Wextra -Wno-unused-parameter -pthread
         -std=c++20 -DGTEST_HAS_PTHREAD=1)
 san=(-Wthread-safety -fno-omit-frame-pointer -fno-sanitize-recover=all)

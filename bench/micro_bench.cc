@@ -3,12 +3,12 @@
 //   build/bench/micro_bench
 #include <benchmark/benchmark.h>
 
-#include "ledger/hash/hash.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/note/note.h"
-#include "ledger/projection/projection.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/receipt/receipt.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/note/note.h"
+#include "ledger/format/projection/projection.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/receipt.h"
 #include "query/projector/projector.h"
 
 namespace {

@@ -27,8 +27,8 @@
 #include "cmd/flags.h"
 #include "export/exporter/exporter.h"
 #include "export/verify/cc/verify.h"
-#include "ledger/log/key_file.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/key_file.h"
+#include "ledger/storage/log/log.h"
 #include "nlohmann/json.hpp"
 
 namespace {

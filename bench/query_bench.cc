@@ -27,17 +27,17 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "grpcpp/grpcpp.h"
-#include "ledger/log/key_file.h"
-#include "ledger/log/log.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/service/service.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/rpc/server/server.h"
+#include "ledger/rpc/service/service.h"
+#include "ledger/storage/log/key_file.h"
+#include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "query.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
-#include "server/server.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "ledger/runmap/runmap.h"
+#include "ledger/format/runmap/runmap.h"
 
 namespace {
 

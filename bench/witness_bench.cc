@@ -16,9 +16,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
-#include "ledger/cosign/cosign.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/note/note.h"
+#include "ledger/format/cosign/cosign.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/note/note.h"
 #include "util/http/http.h"
 #include "witness/client/http_post.h"
 #include "witness/server/witness.h"

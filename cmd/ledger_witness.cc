@@ -34,7 +34,7 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "cmd/loopback.h"
-#include "ledger/cosign/cosign.h"
+#include "ledger/format/cosign/cosign.h"
 #include "util/files/files.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"

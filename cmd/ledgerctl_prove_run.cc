@@ -10,12 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "cmd/ledgerctl.h"
-#include "ledger/hash/hash.h"
-#include "ledger/log/key_file.h"
-#include "ledger/log/run_heads.h"
-#include "ledger/note/note.h"
-#include "ledger/runmap/proof_json.h"
-#include "ledger/store/store.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/note/note.h"
+#include "ledger/format/runmap/proof_json.h"
+#include "ledger/storage/log/key_file.h"
+#include "ledger/storage/log/run_heads.h"
+#include "ledger/storage/store/store.h"
 #include "ledger_service.grpc.pb.h"
 
 namespace ledger::ctl {

@@ -20,25 +20,25 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "auth/gate.h"
 #include "cmd/flags.h"
 #include "cmd/ledgerd_config.h"
 #include "cmd/ledgerd_security.h"
 #include "export/service/export_service.h"
-#include "ingest/otlp/listener.h"
-#include "ledger/backup/backup_root.h"
-#include "ledger/log/key_file.h"
-#include "ledger/log/log.h"
-#include "ledger/replication/node.h"
-#include "ledger/service/service.h"
-#include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/format/tlogpolicy/tlogpolicy.h"
+#include "ledger/rpc/auth/gate.h"
+#include "ledger/rpc/server/server.h"
+#include "ledger/rpc/service/service.h"
+#include "ledger/storage/backup/backup_root.h"
+#include "ledger/storage/log/key_file.h"
+#include "ledger/storage/log/log.h"
+#include "ledger/storage/replication/node.h"
 #include "ops/dashboard.h"
 #include "ops/metrics.h"
+#include "ops/otlp/listener.h"
 #include "ops/tiles/tiles.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
-#include "query/service/sweeper.h"
-#include "server/server.h"
+#include "query/sweeper/sweeper.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
 #include "witness/client/log_source.h"
@@ -647,7 +647,7 @@ absl::Status Daemon::StartHttp(std::string* ready) {
   }
   if (!flags_.Get("otlp-listen").empty()) {
     // The same TLS and client certificates as the HTTP port; spans are
-    // appended through the gRPC Append, as their sender (ingest/otlp).
+    // appended through the gRPC Append, as their sender (ops/otlp).
     size_t max_body = static_cast<size_t>(server_options_.max_message_bytes);
     otlp_ = std::make_unique<ledger::otlp::Listener>(
         server_->InProcessChannel(), gate_.get(),

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
-#include "ledger/log/log.h"
-#include "server/server.h"
+#include "ledger/rpc/server/server.h"
+#include "ledger/storage/log/log.h"
 
 namespace ledger::cmd {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cmd/loopback.h"
-#include "server/tls.h"
+#include "ledger/rpc/server/tls.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::cmd {

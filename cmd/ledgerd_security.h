@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "auth/gate.h"
-#include "auth/policy.h"
 #include "cmd/flags.h"
-#include "server/server.h"
+#include "ledger/rpc/auth/gate.h"
+#include "ledger/rpc/auth/policy.h"
+#include "ledger/rpc/server/server.h"
 #include "util/http/http.h"
 
 namespace ledger::cmd {

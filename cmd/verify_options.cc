@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "ledger/note/note.h"
-#include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/format/note/note.h"
+#include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "util/files/files.h"
 #include "util/text/terminal.h"
 

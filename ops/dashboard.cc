@@ -14,11 +14,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/rpc/server/status.h"
 #include "nlohmann/json.hpp"
 #include "ops/dashboard_page.h"
 #include "ops/timeline.h"
-#include "server/status.h"
 #include "util/files/files.h"
 
 namespace ledger::ops {

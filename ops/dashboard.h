@@ -49,10 +49,10 @@
 #include <memory>
 #include <string>
 
-#include "auth/gate.h"
 #include "export.grpc.pb.h"
 #include "export/exporter/staging.h"
-#include "ledger/log/log.h"
+#include "ledger/rpc/auth/gate.h"
+#include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
 #include "util/http/http.h"

@@ -43,12 +43,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "auth/policy.h"
 #include "export/service/export_service.h"
-#include "ledger/log/log.h"
-#include "ledger/service/service.h"
-#include "query/service/sweeper.h"
-#include "server/rpc_log.h"
+#include "ledger/rpc/auth/policy.h"
+#include "ledger/rpc/server/rpc_log.h"
+#include "ledger/rpc/service/service.h"
+#include "ledger/storage/log/log.h"
+#include "query/sweeper/sweeper.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::ops {

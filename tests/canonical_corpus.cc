@@ -11,9 +11,9 @@
 #include <random>
 #include <string>
 
-#include "ledger/canonical/canonical.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/receipt/receipt.h"
+#include "ledger/format/canonical/canonical.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/receipt.h"
 
 namespace {
 

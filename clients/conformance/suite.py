@@ -51,7 +51,7 @@ RECONNECT_S = 5  # a restarted ledger is reached again within this, given max_ba
 CLIENT = "spiffe://conformance/client"
 APPEND = '{method="/evidence.ledger.v1.LedgerService/Append",'
 # The ledger's refusal of a trace_id that is not 32 lowercase hex digits
-# (ledger/receipt/receipt.cc), as every client must report it.
+# (ledger/format/receipt/receipt.cc), as every client must report it.
 TRACE_ID_REFUSAL = "trace_id: must be 32 lowercase hex digits, not all zero (W3C trace context)"
 
 

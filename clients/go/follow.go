@@ -3,7 +3,7 @@ package ledger
 // Following the leader of a replicated shard. A node that follows refuses
 // an append with UNAVAILABLE and names the leader ("... at
 // leader=HOST:PORT (epoch E); send appends there",
-// ledger/replication/node.cc); the Emitter sends the batch there at once
+// ledger/storage/replication/node.cc); the Emitter sends the batch there at once
 // and keeps sending there. When the leader it follows fails it goes back to
 // the nodes it was given, and on each failure moves on to the next of them.
 //

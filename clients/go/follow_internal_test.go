@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// notLeader is a follower's refusal, as ledger/replication/node.cc
+// notLeader is a follower's refusal, as ledger/storage/replication/node.cc
 // Node::NotLeader writes it.
 func notLeader(leader string) string {
 	return "replication: node b follows; the leader is a at leader=" + leader + " (epoch 3); send appends there"

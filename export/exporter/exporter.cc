@@ -16,11 +16,11 @@
 #include "export/gzip/blocked_gzip.h"
 #include "export/pack/pack.h"
 #include "export/pack/team_window.h"
-#include "ledger/hash/hash.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/note/note.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/runmap/proof_json.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/note/note.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/runmap/proof_json.h"
 
 namespace ledger::exporter {
 namespace {

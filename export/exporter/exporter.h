@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "export/exporter/staging.h"
 #include "export/manifest/manifest.h"
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 
 namespace ledger::exporter {
 

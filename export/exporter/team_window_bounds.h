@@ -14,9 +14,9 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "export/pack/team_window.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/runmap/proof_json.h"
-#include "ledger/store/store.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/runmap/proof_json.h"
+#include "ledger/storage/store/store.h"
 
 namespace ledger::exporter {
 

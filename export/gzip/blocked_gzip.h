@@ -34,7 +34,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 
 namespace ledger::gzip {
 

@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "export/gzip/blocked_gzip.h"
 #include "export/pack/team_window.h"
-#include "ledger/hash/hash.h"
-#include "ledger/receipt/entry.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/receipt/entry.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
 

@@ -4,7 +4,7 @@
 // from the same files:
 //
 //   checkpoint        the signed checkpoint every proof is against
-//   checkpoint-time   its checkpoint-time note (ledger/note/note.h), from
+//   checkpoint-time   its checkpoint-time note (ledger/format/note/note.h), from
 //                     manifest format 2 on
 //   consistency.json  only with an earlier checkpoint: {"old_checkpoint":
 //                     "<that signed note>","proof":["<hex>",...]}
@@ -43,8 +43,8 @@
 #include "export/manifest/manifest.h"
 #include "export/pack/report.h"
 #include "export/pack/spill.h"
-#include "ledger/projection/projection.h"
-#include "ledger/receipt/entry.h"
+#include "ledger/format/projection/projection.h"
+#include "ledger/format/receipt/entry.h"
 #include "nlohmann/json.hpp"
 #include "util/html/html.h"
 

@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "export/pack/pack.h"
 #include "export/pack/report_html.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
 

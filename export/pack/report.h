@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ledger/receipt/entry.h"
+#include "ledger/format/receipt/entry.h"
 
 namespace ledger::pack {
 

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "export/pack/pack.h"
 #include "gtest/gtest.h"
-#include "ledger/cosign/cosign.h"
-#include "ledger/note/note.h"
+#include "ledger/format/cosign/cosign.h"
+#include "ledger/format/note/note.h"
 #include "receipt.pb.h"
 
 namespace ledger::pack {

@@ -8,9 +8,9 @@
 #include "absl/time/time.h"
 #include "export/pack/report.h"
 #include "export/pack/report_html.h"
-#include "ledger/cosign/cosign.h"
-#include "ledger/hash/hash.h"
-#include "ledger/note/note.h"
+#include "ledger/format/cosign/cosign.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/note/note.h"
 
 namespace ledger::pack::html {
 namespace {

@@ -25,7 +25,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "ledger/projection/projection.h"
+#include "ledger/format/projection/projection.h"
 
 namespace ledger::pack {
 

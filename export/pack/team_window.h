@@ -4,7 +4,7 @@
 //
 //   {"before":BOUND,"after":BOUND,"head":PROOF}     (absent keys omitted)
 //   BOUND = {"seq":S,"leaf":"<the leaf's bytes as a JSON string>","inclusion":["<hex>",...]}
-//   PROOF = a team-head map proof (ledger/runmap/proof_json.h)
+//   PROOF = a team-head map proof (ledger/format/runmap/proof_json.h)
 //
 // `before` is the team's last entry before the window, `after` its first
 // entry after it, `head` (when there is no `after`) the team's head at the
@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ledger/hash/hash.h"
-#include "ledger/runmap/proof_json.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/runmap/proof_json.h"
 
 namespace ledger::pack {
 

@@ -11,8 +11,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "export/exporter/exporter.h"
-#include "ledger/receipt/entry.h"
-#include "server/status.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/rpc/server/status.h"
 
 namespace ledger::exporter {
 

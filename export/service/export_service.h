@@ -5,11 +5,11 @@
 #ifndef EXPORT_EXPORTER_EXPORT_SERVICE_H_
 #define EXPORT_EXPORTER_EXPORT_SERVICE_H_
 
-#include "auth/gate.h"
 #include "export.grpc.pb.h"
 #include "export/exporter/exporter.h"
 #include "export/exporter/staging.h"
-#include "ledger/log/log.h"
+#include "ledger/rpc/auth/gate.h"
+#include "ledger/storage/log/log.h"
 #include "util/stats/stats.h"
 
 namespace ledger::exporter {

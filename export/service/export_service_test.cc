@@ -16,10 +16,10 @@
 #include "export/verify/cc/verify.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "ledger/cosign/cosign.h"
-#include "ledger/log/log.h"
-#include "ledger/receipt/receipt.h"
-#include "server/server.h"
+#include "ledger/format/cosign/cosign.h"
+#include "ledger/format/receipt/receipt.h"
+#include "ledger/rpc/server/server.h"
+#include "ledger/storage/log/log.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::exporter {

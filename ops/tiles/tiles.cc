@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::ops::tiles {

@@ -45,8 +45,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "auth/policy.h"
-#include "ledger/store/store.h"
+#include "ledger/rpc/auth/policy.h"
+#include "ledger/storage/store/store.h"
 #include "util/http/http.h"
 
 namespace ledger::ops::tiles {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "ledger/canonical/canonical.h"
+#include "ledger/format/canonical/canonical.h"
 #include "query/projector/projector.h"
 
 namespace ledger::query {

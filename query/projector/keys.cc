@@ -1,7 +1,7 @@
 #include "query/projector/keys.h"
 
 #include "absl/status/status.h"
-#include "ledger/projection/keys.h"
+#include "ledger/format/projection/keys.h"
 
 namespace ledger::query {
 

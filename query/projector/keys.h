@@ -1,7 +1,7 @@
 // Keys of the step and run projections (format 2, StepProjector::Format;
 // DO NOT CHANGE without a new format and its upgrade: stored projections
 // and page tokens depend on them). Strings are parts
-// (str: prefixed with their length, ledger/projection/keys.h, whose shapes
+// (str: prefixed with their length, ledger/format/projection/keys.h, whose shapes
 // the store's memtable hints rely on), integers are big-endian u64, so rows
 // sort by team, then time, and parse back.
 //
@@ -28,7 +28,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "ledger/projection/keys.h"
+#include "ledger/format/projection/keys.h"
 
 namespace ledger::query {
 

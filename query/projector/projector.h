@@ -30,7 +30,7 @@
 #include <string>
 
 #include "google/protobuf/message_lite.h"
-#include "ledger/projection/projection.h"
+#include "ledger/format/projection/projection.h"
 #include "nlohmann/json.hpp"
 #include "query.pb.h"
 

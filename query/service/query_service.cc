@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/rpc/server/status.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
-#include "server/status.h"
 
 namespace ledger::query {
 namespace {

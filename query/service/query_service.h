@@ -9,8 +9,8 @@
 #ifndef QUERY_SERVICE_QUERY_SERVICE_H_
 #define QUERY_SERVICE_QUERY_SERVICE_H_
 
-#include "auth/gate.h"
-#include "ledger/log/log.h"
+#include "ledger/rpc/auth/gate.h"
+#include "ledger/storage/log/log.h"
 #include "query.grpc.pb.h"
 
 namespace ledger::query {

@@ -11,13 +11,13 @@
 
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "ledger/log/log.h"
-#include "ledger/service/service.h"
+#include "ledger/rpc/server/server.h"
+#include "ledger/rpc/service/service.h"
+#include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
-#include "query/service/sweeper.h"
-#include "server/server.h"
+#include "query/sweeper/sweeper.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::query {

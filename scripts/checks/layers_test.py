@@ -48,10 +48,10 @@ def main():
     def read(path):
         text = open(os.path.join(root, path), encoding="utf-8", errors="replace").read()
         if path == "util/http/http.h":
-            text += '#include "ledger/log/log.h"\n'
+            text += '#include "ledger/storage/log/log.h"\n'
         return text
-    expect("util/http/http.h includes ledger/log/log.h", layers.check_includes(root, table["rooms"], read),
-           "util/http/http.h (room 'utilities') includes ledger/log/log.h of room 'storage'")
+    expect("util/http/http.h includes ledger/storage/log/log.h", layers.check_includes(root, table["rooms"], read),
+           "util/http/http.h (room 'utilities') includes ledger/storage/log/log.h of room 'storage'")
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0

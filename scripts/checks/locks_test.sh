@@ -37,7 +37,7 @@ for lock in 'std::mutex mu_;' 'std::recursive_mutex mu_;' 'std::shared_mutex mu_
 done
 for good in 'sync::Mutex mu_;' 'sync::MutexLock lock(&mu_);' 'sync::CondVar cv_;' 'std::mutex_free_thing x;'; do
   n=$((n + 1))
-  dir=$(tree "good$n" server/y.cc "  $good")
+  dir=$(tree "good$n" ledger/rpc/server/y.cc "  $good")
   if ! out=$("$check" "$dir" 2>&1); then
     echo "FAIL: '$good' was refused"
     echo "$out"

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "ledger/note/note.h"
+#include "ledger/format/note/note.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto* key = new ledger::note::Verifier(*ledger::note::Verifier::Parse(

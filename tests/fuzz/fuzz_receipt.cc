@@ -11,9 +11,9 @@
 #include <string_view>
 
 #include "google/protobuf/util/message_differencer.h"
-#include "ledger/canonical/canonical.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/receipt/receipt.h"
+#include "ledger/format/canonical/canonical.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/receipt.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "ledger/cosign/cosign.h"
-#include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/format/cosign/cosign.h"
+#include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "witness/server/witness.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

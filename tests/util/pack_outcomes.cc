@@ -5,7 +5,7 @@
 #include <string>
 
 #include "export/pack/pack.h"
-#include "ledger/receipt/entry.h"
+#include "ledger/format/receipt/entry.h"
 
 int main() {
   ledger::pack::Outcomes outcomes;

@@ -5,7 +5,7 @@
 #ifndef WITNESS_CLIENT_LOG_SOURCE_H_
 #define WITNESS_CLIENT_LOG_SOURCE_H_
 
-#include "ledger/log/log.h"
+#include "ledger/storage/log/log.h"
 #include "witness/client/witnesses.h"
 
 namespace ledger::witnesses {

@@ -33,8 +33,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ledger/hash/hash.h"
-#include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "util/sync/mutex.h"
 #include "witness/client/http_post.h"
 

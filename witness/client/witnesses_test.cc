@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/note/note.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/note/note.h"
 #include "tests/util/temp_dir.h"
 #include "witness/server/witness.h"
 

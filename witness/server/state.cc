@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 #include "util/files/files.h"
 
 namespace ledger::witness {

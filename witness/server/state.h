@@ -7,7 +7,7 @@
 //
 // the checkpoint text as submitted (extension lines included), the log's
 // signature lines that verified, and the witness's cosignature lines
-// (ledger/cosign). A record is replaced atomically: written to
+// (ledger/format/cosign). A record is replaced atomically: written to
 // "<hash>.tmp", fsynced, renamed over "<hash>", and the directory fsynced.
 // After a crash the file is the old record or the new one, never a mix,
 // and a new record is durable before Write returns.

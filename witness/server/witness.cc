@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "ledger/merkle/merkle.h"
+#include "ledger/format/merkle/merkle.h"
 #include "util/files/files.h"
 #include "util/jsonlog/jsonlog.h"
 #include "witness/server/state.h"

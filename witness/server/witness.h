@@ -24,9 +24,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "ledger/cosign/cosign.h"
-#include "ledger/hash/hash.h"
-#include "ledger/note/note.h"
+#include "ledger/format/cosign/cosign.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/note/note.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::witness {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "ledger/merkle/merkle.h"
+#include "ledger/format/merkle/merkle.h"
 #include "tests/util/temp_dir.h"
 #include "util/files/files.h"
 #include "witness/server/state.h"

@@ -1,7 +1,7 @@
 // Receipts: what gateways and workers report to the ledger (CONTRACT §3).
 //
 // Field names are the contract's JSON names; the canonical JSON of a receipt
-// is derived from these messages field by field (ledger/receipt). Optional
+// is derived from these messages field by field (ledger/format/receipt). Optional
 // integers use explicit presence because the contract writes a present 0.
 // DO NOT renumber fields or enum values: stored clients depend on them.
 

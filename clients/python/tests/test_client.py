@@ -270,7 +270,7 @@ class EmitterTest(unittest.TestCase):
         self.assertIn("model", str(unknown.exception))
 
 
-# A follower's refusal, as ledger/replication/node.cc Node::NotLeader writes it.
+# A follower's refusal, as ledger/storage/replication/node.cc Node::NotLeader writes it.
 def not_leader(leader):
     return "replication: node b follows; the leader is a at leader=%s (epoch 3); send appends there" % leader
 

@@ -10,7 +10,7 @@ import { Emitter, leaderNamed, receipts, status } from "evidence-ledger";
 import { parseTargets, Targets } from "../src/follow";
 import { closing, freePort, Ledger, sleep } from "./ledger";
 
-/** A follower's refusal, as ledger/replication/node.cc Node::NotLeader writes it. */
+/** A follower's refusal, as ledger/storage/replication/node.cc Node::NotLeader writes it. */
 function notLeader(leader: string): string {
   return `replication: node b follows; the leader is a at leader=${leader} (epoch 3); send appends there`;
 }

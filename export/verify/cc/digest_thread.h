@@ -17,7 +17,7 @@
 #include <string_view>
 #include <thread>
 
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 #include "util/tasks/channel.h"
 
 namespace ledger::verify {

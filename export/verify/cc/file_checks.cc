@@ -10,9 +10,9 @@
 #include "absl/time/time.h"
 #include "export/verify/cc/signature_lines.h"
 #include "export/verify/cc/strict_json.h"
-#include "ledger/hash/hash.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/runmap/proof_json.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/runmap/proof_json.h"
 
 namespace ledger::verify {
 

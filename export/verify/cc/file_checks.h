@@ -20,7 +20,7 @@
 #include "export/pack/pack.h"
 #include "export/verify/cc/stream_check.h"
 #include "export/verify/cc/verify.h"
-#include "ledger/note/note.h"
+#include "ledger/format/note/note.h"
 
 namespace ledger::verify {
 

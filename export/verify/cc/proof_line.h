@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 
 namespace ledger::verify {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "export/verify/cc/verify.h"
-#include "ledger/note/note.h"
+#include "ledger/format/note/note.h"
 #include "util/text/terminal.h"
 
 namespace ledger::verify {

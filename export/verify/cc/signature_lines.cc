@@ -1,7 +1,7 @@
 #include "export/verify/cc/signature_lines.h"
 
 #include "absl/strings/str_cat.h"
-#include "ledger/hash/hash.h"
+#include "ledger/format/hash/hash.h"
 
 namespace ledger::verify {
 

@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "export/pack/pack.h"
 #include "export/verify/cc/scope.h"
-#include "ledger/note/note.h"
+#include "ledger/format/note/note.h"
 
 namespace ledger::verify {
 

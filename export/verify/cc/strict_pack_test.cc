@@ -22,14 +22,14 @@
 #include "export/verify/cc/strict_json.h"
 #include "export/verify/cc/verify.h"
 #include "gtest/gtest.h"
-#include "ledger/cosign/cosign.h"
-#include "ledger/hash/hash.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/note/note.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/receipt/receipt.h"
-#include "ledger/runmap/proof_json.h"
-#include "ledger/runmap/runmap.h"
+#include "ledger/format/cosign/cosign.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/note/note.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/receipt.h"
+#include "ledger/format/runmap/proof_json.h"
+#include "ledger/format/runmap/runmap.h"
 
 namespace ledger {
 namespace {

@@ -8,10 +8,10 @@
 #include "export/pack/team_window.h"
 #include "export/verify/cc/file_checks.h"
 #include "export/verify/cc/strict_json.h"
-#include "ledger/hash/hash.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/receipt/entry.h"
-#include "ledger/runmap/proof_json.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/runmap/proof_json.h"
 
 namespace ledger::verify {
 namespace {

@@ -13,7 +13,7 @@
 #include "export/exporter/team_window_bounds.h"
 #include "export/verify/cc/pack_test_fixture.h"
 #include "gtest/gtest.h"
-#include "ledger/receipt/entry.h"
+#include "ledger/format/receipt/entry.h"
 
 namespace ledger {
 namespace {

@@ -18,11 +18,11 @@
 #include "export/verify/cc/file_checks.h"
 #include "export/verify/cc/signature_lines.h"
 #include "export/verify/cc/stream_check.h"
-#include "ledger/cosign/cosign.h"
-#include "ledger/hash/hash.h"
-#include "ledger/merkle/merkle.h"
-#include "ledger/note/note.h"
-#include "ledger/runmap/proof_json.h"
+#include "ledger/format/cosign/cosign.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/note/note.h"
+#include "ledger/format/runmap/proof_json.h"
 #include "util/text/terminal.h"
 
 namespace ledger::verify {

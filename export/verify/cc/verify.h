@@ -33,8 +33,8 @@
 
 #include "absl/status/statusor.h"
 #include "export/verify/cc/scope.h"
-#include "ledger/hash/hash.h"
-#include "ledger/tlogpolicy/tlogpolicy.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::verify {

@@ -1,0 +1,80 @@
+// Receipts: validation against CONTRACT §3, the canonical JSON that goes into
+// a leaf, and strict decoding from the contract's JSON.
+//
+// Canonical receipt grammar (CONTRACT §2, §3; format version 1):
+//   receipt = canonical object of the common fields, "kind", and the fields
+//             of the body that is set, flattened into one object;
+//   a string field is present when non-empty; an optional integer when set
+//   (0 included); an enum when not UNSPECIFIED, as its lowercase JSON name;
+//   "attributes" is an object of strings, present when non-empty.
+// The JSON names are the proto field names, so the format is pinned by
+// proto/receipt.proto's names and by the golden vectors in tests/vectors.
+//
+// Thread-safe: pure functions.
+#ifndef LEDGER_FORMAT_RECEIPT_RECEIPT_H_
+#define LEDGER_FORMAT_RECEIPT_RECEIPT_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "ledger/format/canonical/canonical.h"
+#include "nlohmann/json_fwd.hpp"
+#include "receipt.pb.h"
+
+namespace ledger::receipt {
+
+using Receipt = evidence::ledger::v1::Receipt;
+
+inline constexpr size_t kMaxReceiptBytes = 16 * 1024;
+
+// Who wrote the receipt: only the ledger may write step_unknown, and only
+// the ledger may use receipt ids in its namespace (kLedgerIdPrefix).
+enum class Author { kEmitter, kLedger };
+
+// Receipt ids starting with this are the ledger's (e.g. a step_unknown's
+// "ledger.unknown.<start seq>"): refused to every emitter.
+inline constexpr std::string_view kLedgerIdPrefix = "ledger.";
+// The emitter the ledger's own entries carry. No caller appends as it.
+inline constexpr std::string_view kLedgerEmitter = "ledger";
+// The team and run of a replicated shard's leader_epoch entries (CONTRACT
+// §3, "Leader epochs").
+inline constexpr std::string_view kLedgerTeam = "ledger";
+inline constexpr std::string_view kEpochsRun = "ledger.epochs";
+
+// The leader_epoch entry a node appends when it takes the lead of epoch
+// `epoch` over a committed tree of `previous_size` with `previous_root`.
+Receipt LeaderEpoch(int64_t epoch, std::string_view node, uint64_t previous_size, std::string_view previous_root_hex,
+                    int64_t now_us);
+
+// Checks every rule of CONTRACT §3 and returns the canonical JSON, with the
+// defaults applied (an absent attempt is written as 1). INVALID_ARGUMENT
+// with "<field>: <rule>" on the first broken rule.
+absl::StatusOr<std::string> Canonicalize(const Receipt& r, Author author);
+
+// The canonical JSON of a receipt, defaults applied, without validation.
+std::string Encode(const Receipt& r);
+
+// The JSON name of the receipt's kind ("agent_start", ...), "" if none.
+std::string_view KindName(const Receipt& r);
+
+// Decodes the contract's JSON form (field names as in CONTRACT §3, "kind"
+// selecting the body). Strict: unknown fields, nulls, floats and wrong types
+// are INVALID_ARGUMENT naming the field. Does not validate values.
+absl::StatusOr<Receipt> FromJson(const nlohmann::json& j);
+absl::StatusOr<Receipt> FromJsonText(std::string_view text);
+// The same, from a parsed canonical document (a leaf's "receipt").
+absl::StatusOr<Receipt> FromCanonical(const canonical::Value& v);
+
+// Reads the canonical receipt that starts at *p in place, with no document
+// tree: the fast path of leaf decoding. True, with `out` (which MUST be
+// empty) filled and *p moved past the receipt, only when the text there is
+// exactly Encode(*out), so FromCanonical(canonical::Parse(text)) would give
+// the same receipt. False on anything else, and on the few canonical texts
+// it leaves to that slow path (keys with escapes); `out` is then
+// unspecified, and the slow path names the rule broken.
+bool ReadCanonical(const char** p, const char* end, Receipt* out);
+
+}  // namespace ledger::receipt
+
+#endif  // LEDGER_FORMAT_RECEIPT_RECEIPT_H_

@@ -1,0 +1,407 @@
+#include "ledger/storage/log/audit.h"
+
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "ledger/format/hash/hash.h"
+#include "ledger/format/merkle/merkle.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/receipt.h"
+#include "ledger/format/runmap/runmap.h"
+
+namespace ledger::log {
+namespace {
+
+struct Finding {
+  std::string check;
+  int64_t seq = -1;
+  std::string what, expected, found;
+};
+
+// Stops a scan once a finding is recorded.
+absl::Status Stop() { return absl::CancelledError("audit: finding"); }
+
+std::string RunName(std::string_view team, std::string_view run_id) {
+  return absl::StrCat(std::string(team), "/", std::string(run_id));
+}
+
+class Auditor {
+ public:
+  Auditor(const store::Store& store, const note::Verifier& key) : store_(store), key_(key) {}
+
+  absl::StatusOr<AuditReport> Run() {
+    auto state = store_.ReadState();
+    if (!state.ok()) return state.status();
+    state_ = *state;
+    absl::Status s = store_.ScanCheckpoints([&](uint64_t size, std::string_view note) {
+      checkpoints_.emplace(size, std::string(note));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    s = CheckCheckpointAt(0);
+    if (s.ok())
+      s = store_.ScanLeaves(0, state_.size, [&](uint64_t seq, std::string_view leaf) { return Entry(seq, leaf); });
+    if (absl::IsDataLoss(s) && !finding_) {
+      // ScanLeaves: a seq below the tree size has no entry.
+      Find("entry", -1, "entry", "an entry for every seq below the tree size", std::string(s.message()))
+          .IgnoreError();  // the finding is what counts
+    }
+    if (s.ok()) s = After();
+    if (!s.ok() && !finding_) return s;
+    AuditReport r;
+    r.entries = entries_;
+    r.nodes = nodes_;
+    r.checkpoints = verified_;
+    r.runs = run_last_.size();
+    r.map_roots = map_roots_;
+    if (finding_) {
+      r.ok = false;
+      r.check = finding_->check;
+      r.seq = finding_->seq;
+      r.what = finding_->what;
+      r.expected = finding_->expected;
+      r.found = finding_->found;
+    }
+    return r;
+  }
+
+ private:
+  absl::Status Find(std::string check, int64_t seq, std::string what, std::string expected, std::string found) {
+    finding_ = Finding{std::move(check), seq, std::move(what), std::move(expected), std::move(found)};
+    return Stop();
+  }
+
+  absl::Status Entry(uint64_t seq, std::string_view leaf) {
+    int64_t at = static_cast<int64_t>(seq);
+    auto entry = receipt::ParseLeaf(leaf);
+    if (!entry.ok()) {
+      return Find("entry", at, "leaf", "a leaf in canonical form", std::string(entry.status().message()));
+    }
+    if (entry->seq != seq) {
+      return Find("entry", at, "seq in the leaf", absl::StrCat(seq), absl::StrCat(entry->seq));
+    }
+    hash::Hash leaf_hash = hash::LeafHash(leaf);
+    if (entry->prev != prev_) {
+      return Find("chain", at, "prev", hash::Hex(prev_), hash::Hex(entry->prev));
+    }
+    const receipt::Receipt& r = entry->receipt;
+    std::string run = RunName(r.team(), r.run_id());
+    std::optional<uint64_t> run_prev;
+    store::RunHead& head = run_last_[run];
+    if (head.count > 0) run_prev = head.last_seq;
+    if (entry->run_prev != run_prev) {
+      auto name = [](std::optional<uint64_t> v) { return v ? absl::StrCat(*v) : std::string("none"); };
+      return Find("run_chain", at, absl::StrCat("run_prev of run ", run), name(run_prev), name(entry->run_prev));
+    }
+    hash::Hash leaf_hash_of_run = hash::LeafHash(leaf);
+    head = {head.count + 1, seq, leaf_hash_of_run};
+    if (auto s = CheckTeamChain(*entry, at, leaf_hash_of_run); !s.ok()) return s;
+    const runmap::Head run_head{head.count, seq, leaf_hash_of_run};
+    absl::Status set = map_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV2), run_head);
+    if (set.ok() && !v1_done_)
+      set = map_v1_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV1), run_head);
+    if (!set.ok()) {
+      return Find("run_map", at, absl::StrCat("run-head map entry of ", run), "a valid head",
+                  std::string(set.message()));
+    }
+
+    // The row of format 2, or in a store not yet migrated, of format 1.
+    store::IdSpace space =
+        entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger : store::IdSpace::kEmitter;
+    auto ref = store_.FindReceipt({space, r.team(), r.receipt_id()});
+    if (ref.ok() && !ref->has_value()) ref = store_.FindReceipt({store::IdSpace::kLegacy, {}, r.receipt_id()});
+    if (!ref.ok()) return ref.status();
+    std::string row = absl::StrCat("receipt index row of '", r.receipt_id(), "'");
+    if (!ref->has_value()) return Find("receipt_index", at, row, absl::StrCat("seq ", seq), "no row");
+    if ((*ref)->seq != seq) {
+      return Find("receipt_index", at, row, absl::StrCat("seq ", seq), absl::StrCat("seq ", (*ref)->seq));
+    }
+    if ((*ref)->leaf_hash != leaf_hash) {
+      return Find("receipt_index", at, absl::StrCat(row, ": leaf hash"), hash::Hex(leaf_hash),
+                  hash::Hex((*ref)->leaf_hash));
+    }
+    hash::Hash digest = hash::Sha256(receipt::Encode(r));
+    if ((*ref)->digest != digest) {
+      return Find("receipt_index", at, absl::StrCat(row, ": receipt digest"), hash::Hex(digest),
+                  hash::Hex((*ref)->digest));
+    }
+
+    absl::Status nodes = absl::OkStatus();
+    frontier_.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
+      if (nodes.ok()) nodes = Node(at, level, index, h);
+    });
+    if (!nodes.ok()) return nodes;
+    prev_ = leaf_hash;
+    ++entries_;
+    return CheckCheckpointAt(seq + 1);
+  }
+
+  absl::Status Node(int64_t at, int level, uint64_t index, const hash::Hash& h) {
+    uint64_t group = index / store::Store::kNodesPerGroup;
+    auto& cached = groups_[level];
+    if (!cached.has_value() || cached->first != group) {
+      auto g = store_.GetNodeGroup(level, group);
+      if (absl::IsNotFound(g.status())) {
+        g = std::vector<hash::Hash>();
+      } else if (!g.ok()) {
+        return g.status();
+      }
+      cached = std::make_pair(group, *std::move(g));
+    }
+    std::string what = absl::StrCat("node (level ", level, ", index ", index, ")");
+    size_t i = index % store::Store::kNodesPerGroup;
+    if (i >= cached->second.size()) return Find("node", at, what, hash::Hex(h), "missing");
+    if (cached->second[i] != h) return Find("node", at, what, hash::Hex(h), hash::Hex(cached->second[i]));
+    ++nodes_;
+    return absl::OkStatus();
+  }
+
+  // The stored checkpoint of `size`, if any, against the tree of that size.
+  absl::Status CheckCheckpointAt(uint64_t size) {
+    auto it = checkpoints_.find(size);
+    if (it == checkpoints_.end()) return absl::OkStatus();
+    int64_t at = static_cast<int64_t>(size) - 1;
+    std::string what = absl::StrCat("checkpoint of size ", size);
+    auto text = key_.Open(it->second);
+    if (!text.ok()) {
+      return Find("checkpoint", at, absl::StrCat(what, ": signature"),
+                  absl::StrCat("a valid signature by ", key_.name()), std::string(text.status().message()));
+    }
+    auto cp = note::ParseCheckpoint(*text);
+    if (!cp.ok()) {
+      return Find("checkpoint", at, what, "a checkpoint body", std::string(cp.status().message()));
+    }
+    if (cp->origin != key_.name() || cp->size != size) {
+      return Find("checkpoint", at, absl::StrCat(what, ": origin and size"), absl::StrCat(key_.name(), " ", size),
+                  absl::StrCat(cp->origin, " ", cp->size));
+    }
+    hash::Hash root = size == 0 ? hash::EmptyRoot() : frontier_.Root();
+    if (cp->root != root)
+      return Find("checkpoint", at, absl::StrCat(what, ": root"), hash::Hex(root), hash::Hex(cp->root));
+    ++verified_;
+    return CheckTimeAt(size, at, *cp);
+  }
+
+  // The checkpoint's time note, if it has one: signed by the key, naming
+  // the checkpoint, and never earlier than the time of the one before.
+  absl::Status CheckTimeAt(uint64_t size, int64_t at, const note::Checkpoint& cp) {
+    auto note_text = store_.GetCheckpointTime(size);
+    if (absl::IsNotFound(note_text.status())) return absl::OkStatus();
+    if (!note_text.ok()) return note_text.status();
+    std::string what = absl::StrCat("time note of the checkpoint of size ", size);
+    auto text = key_.Open(*note_text);
+    if (!text.ok()) {
+      return Find("checkpoint_time", at, absl::StrCat(what, ": signature"),
+                  absl::StrCat("a valid signature by ", key_.name()), std::string(text.status().message()));
+    }
+    auto t = note::ParseCheckpointTime(*text);
+    if (!t.ok()) return Find("checkpoint_time", at, what, "a checkpoint-time body", std::string(t.status().message()));
+    if (t->checkpoint.origin != cp.origin || t->checkpoint.size != cp.size || t->checkpoint.root != cp.root) {
+      return Find("checkpoint_time", at, absl::StrCat(what, ": checkpoint"),
+                  absl::StrCat(cp.origin, " ", cp.size, " ", hash::Hex(cp.root)),
+                  absl::StrCat(t->checkpoint.origin, " ", t->checkpoint.size, " ", hash::Hex(t->checkpoint.root)));
+    }
+    if (t->time_us < last_time_us_) {
+      return Find("checkpoint_time", at, absl::StrCat(what, ": time"),
+                  absl::StrCat("at least ", last_time_us_, " (the time of an earlier checkpoint)"),
+                  absl::StrCat(t->time_us));
+    }
+    if (t->team_map_root.has_value()) {
+      hash::Hash root = team_map_.Root();
+      if (root != *t->team_map_root) {
+        return Find("team_map", at, absl::StrCat(what, ": team-head map root (signed)"), hash::Hex(root),
+                    hash::Hex(*t->team_map_root));
+      }
+    }
+    if (t->version() == 4) {
+      // From here on every note keys runs by team: the map under v1 keys is
+      // not needed again.
+      v1_done_ = true;
+      map_v1_ = runmap::RunMap();
+    } else if (v1_done_ && t->run_map_root.has_value()) {
+      return Find("checkpoint_time", at, absl::StrCat(what, ": version"),
+                  "4 (a ledger that keys runs by team does so with every later checkpoint)",
+                  absl::StrCat(t->version()));
+    }
+    if (t->run_map_root.has_value()) {
+      hash::Hash root = t->version() == 4 ? map_.Root() : map_v1_.Root();
+      if (root != *t->run_map_root) {
+        return Find("run_map", at, absl::StrCat(what, ": run-head map root (signed)"), hash::Hex(root),
+                    hash::Hex(*t->run_map_root));
+      }
+      ++map_roots_;
+    }
+    last_time_us_ = t->time_us;
+    ++times_;
+    return absl::OkStatus();
+  }
+
+  // A version 2 entry's team_prev names its team's previous entry; every
+  // entry is its team's head in the team-head map.
+  absl::Status CheckTeamChain(const receipt::Entry& entry, int64_t at, const hash::Hash& leaf_hash) {
+    const std::string& team = entry.receipt.team();
+    store::RunHead& head = team_last_[team];
+    if (entry.version >= 2) {
+      std::optional<uint64_t> want;
+      if (head.count > 0) want = head.last_seq;
+      if (entry.team_prev != want) {
+        auto name = [](std::optional<uint64_t> v) { return v ? absl::StrCat(*v) : std::string("none"); };
+        return Find("team_chain", at, absl::StrCat("team_prev of team ", team), name(want), name(entry.team_prev));
+      }
+    }
+    head = {head.count + 1, entry.seq, leaf_hash};
+    if (auto set = team_map_.Set(runmap::TeamKeyOf(team), {head.count, head.last_seq, leaf_hash}); !set.ok()) {
+      return Find("team_map", at, absl::StrCat("team-head map entry of ", team), "a valid head",
+                  std::string(set.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  // The team rows, each its team's head (none at all in a store a version
+  // without them wrote and no ledger of this version opened yet).
+  absl::Status CheckTeamRows() {
+    uint64_t rows = 0;
+    absl::Status s = store_.ScanTeamHeads([&](std::string_view team, const store::RunHead& row) {
+      ++rows;
+      auto it = team_last_.find(std::string(team));
+      auto text = [](const store::RunHead& h) {
+        return absl::StrCat(h.last_seq, " (entry ", h.count, " of the team, leaf hash ", hash::Hex(h.last_leaf_hash),
+                            ")");
+      };
+      if (it == team_last_.end() || it->second != row) {
+        return Find("team_head", it == team_last_.end() ? -1 : static_cast<int64_t>(it->second.last_seq),
+                    absl::StrCat("team head of ", std::string(team)),
+                    it == team_last_.end() ? "no team" : text(it->second), text(row));
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (rows != 0 && rows != team_last_.size()) {
+      return Find("team_head", -1, "team heads", absl::StrCat(team_last_.size()), absl::StrCat(rows));
+    }
+    return absl::OkStatus();
+  }
+
+  // What is only known once every entry was read.
+  absl::Status After() {
+    if (auto s = Rest(); !s.ok()) return s;
+    // Every time note belongs to a checkpoint that was checked.
+    uint64_t times = 0;
+    absl::Status orphan = store_.ScanCheckpointTimes([&](uint64_t size, std::string_view) {
+      ++times;
+      if (!checkpoints_.contains(size)) {
+        return Find("checkpoint_time", -1, absl::StrCat("time note of size ", size), "a checkpoint of that size",
+                    "none");
+      }
+      return absl::OkStatus();
+    });
+    if (!orphan.ok()) return orphan;
+    if (times != times_) {
+      return Find("checkpoint_time", -1, "time notes", absl::StrCat(times_, " (of checkpoints within the tree)"),
+                  absl::StrCat(times));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Rest() {
+    auto last = store_.LastLeafSeq();
+    if (!last.ok()) return last.status();
+    uint64_t stored = last->has_value() ? **last + 1 : 0;
+    if (stored != state_.size) {
+      return Find("state", -1, "tree size", absl::StrCat(stored, ", the number of entries stored"),
+                  absl::StrCat(state_.size));
+    }
+    if (state_.head != prev_) return Find("state", -1, "chain head", hash::Hex(prev_), hash::Hex(state_.head));
+    for (const auto& [size, note] : checkpoints_) {
+      if (size > state_.size) {
+        return Find("checkpoint", -1, absl::StrCat("checkpoint of size ", size),
+                    absl::StrCat("a size of at most the tree size ", state_.size), absl::StrCat(size));
+      }
+    }
+    uint64_t rows = 0;
+    absl::Status s = store_.ScanReceipts([&](const store::ReceiptKey& key, const store::ReceiptRef& ref) {
+      ++rows;
+      if (ref.seq >= state_.size) {
+        return Find("receipt_index", static_cast<int64_t>(ref.seq),
+                    absl::StrCat("receipt index row of '", std::string(key.receipt_id), "'"),
+                    absl::StrCat("a seq below the tree size ", state_.size), absl::StrCat("seq ", ref.seq));
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (rows != entries_) {
+      return Find("receipt_index", -1, "receipt index rows", absl::StrCat(entries_), absl::StrCat(rows));
+    }
+    uint64_t heads = 0;
+    s = store_.ScanRunHeads([&](std::string_view team, std::string_view run_id, const store::RunHead& row) {
+      ++heads;
+      std::string run = RunName(team, run_id);
+      auto it = run_last_.find(run);
+      auto text = [](const store::RunHead& h) {
+        if (h.count == 0) return absl::StrCat(h.last_seq, " (a row of format 1: count and leaf hash not kept)");
+        return absl::StrCat(h.last_seq, " (entry ", h.count, " of the run, leaf hash ", hash::Hex(h.last_leaf_hash),
+                            ")");
+      };
+      std::string want = it == run_last_.end() ? "no run" : text(it->second);
+      if (it == run_last_.end() || it->second.last_seq != row.last_seq || (row.count != 0 && it->second != row)) {
+        return Find("run_head", it == run_last_.end() ? -1 : static_cast<int64_t>(it->second.last_seq),
+                    absl::StrCat("run head of ", run), want, text(row));
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (heads != run_last_.size()) {
+      return Find("run_head", -1, "run heads", absl::StrCat(run_last_.size()), absl::StrCat(heads));
+    }
+    return CheckTeamRows();
+  }
+
+  const store::Store& store_;
+  const note::Verifier& key_;
+  store::State state_;
+  std::map<uint64_t, std::string> checkpoints_;
+  merkle::Frontier frontier_;
+  hash::Hash prev_{};
+  absl::flat_hash_map<std::string, store::RunHead> run_last_;
+  runmap::RunMap map_;  // of the entries read so far, under run keys v2
+  // Under run keys v1, for notes of versions 2 and 3, until a note of version 4.
+  runmap::RunMap map_v1_;
+  bool v1_done_ = false;
+  absl::flat_hash_map<std::string, store::RunHead> team_last_;
+  runmap::RunMap team_map_;  // of the entries read so far
+  std::optional<std::pair<uint64_t, std::vector<hash::Hash>>> groups_[64];
+  uint64_t entries_ = 0, nodes_ = 0, verified_ = 0, times_ = 0, map_roots_ = 0;
+  int64_t last_time_us_ = 0;
+  std::optional<Finding> finding_;
+};
+
+}  // namespace
+
+nlohmann::json AuditReport::Json() const {
+  nlohmann::json j = {{"ok", ok},     {"entries", entries},        {"nodes", nodes}, {"checkpoints", checkpoints},
+                      {"runs", runs}, {"run_map_roots", map_roots}};
+  if (!ok) {
+    j["finding"] = {{"check", check}, {"what", what}, {"expected", expected}, {"found", found}};
+    if (seq >= 0) j["finding"]["seq"] = seq;
+  }
+  return j;
+}
+
+std::string AuditReport::Summary() const {
+  if (ok) {
+    return absl::StrCat("OK: ", entries, " entries, ", nodes, " tree nodes, ", checkpoints, " checkpoints and ", runs,
+                        " runs are consistent; ", map_roots, " signed run-head map roots recomputed.\n");
+  }
+  return absl::StrCat("INCONSISTENT: ", check, seq >= 0 ? absl::StrCat(" at seq ", seq) : "", ": ", what, ": expected ",
+                      expected, ", found ", found, "\n");
+}
+
+absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key) {
+  return Auditor(store, key).Run();
+}
+
+}  // namespace ledger::log

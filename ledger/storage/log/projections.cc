@@ -1,0 +1,119 @@
+// Projections beside the log: catching them up, upgrading their records'
+// format, rebuilding them.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/storage/log/log.h"
+
+namespace ledger::log {
+namespace {
+
+std::string U64(uint64_t v) {
+  std::string out;
+  for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i)));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ProjectionUpgrade> UpgradeProjections(store::Store& store, projection::Projector& projector) {
+  const uint64_t to = projector.Format();
+  auto stored = store.GetProjection(projection::Table::kIndex, projection::kFormatKey);
+  if (!stored.ok()) return stored.status();
+  uint64_t from = 0;
+  if (stored->has_value()) {
+    if ((*stored)->size() != 8) return absl::DataLossError("projections: the format record is not 8 bytes");
+    for (char c : **stored) from = from << 8 | static_cast<uint8_t>(c);
+  } else {
+    auto projected = store.GetProjection(projection::Table::kIndex, projection::kProjectedSizeKey);
+    if (!projected.ok()) return projected.status();
+    from = projected->has_value() ? 1 : to;  // never projected: they start in today's format
+  }
+  if (from > to) {
+    return absl::FailedPreconditionError(absl::StrCat("projections are of format ", from,
+                                                      ", newer than this ledger's (", to,
+                                                      "): run the newer ledger, or ledgerctl rebuild with this one"));
+  }
+  ProjectionUpgrade upgrade{from, to, 0};
+  projection::OverlayTxn txn(nullptr,
+                             [&](projection::Table t, std::string_view key) { return store.GetProjection(t, key); });
+  if (from < to) {
+    auto scan = [&](projection::Table t, std::string_view prefix,
+                    absl::FunctionRef<bool(std::string_view, std::string_view)> row) {
+      return store.ScanProjection(t, prefix, "", false, [&](std::string_view key, std::string_view value) {
+        return key.substr(0, prefix.size()) == prefix && row(key, value);
+      });
+    };
+    auto rows = projector.Upgrade(from, txn, scan);
+    if (!rows.ok()) return rows.status();
+    upgrade.rows = *rows;
+  } else if (stored->has_value()) {
+    return upgrade;
+  }
+  txn.Put(projection::Table::kIndex, projection::kFormatKey, U64(to));
+  store::Batch batch = store.NewBatch();
+  batch.PutProjections(txn.writes());
+  if (auto s = store.Commit(batch); !s.ok()) return s;
+  return upgrade;
+}
+
+absl::Status ReplayProjections(store::Store& store, projection::Projector& projector, uint64_t from, uint64_t to,
+                               const std::function<void(uint64_t done, uint64_t total)>& progress) {
+  constexpr uint64_t kChunk = 20'000;
+  for (uint64_t first = from; first < to; first += kChunk) {
+    uint64_t last = std::min(to, first + kChunk);
+    projection::OverlayTxn txn(nullptr,
+                               [&](projection::Table t, std::string_view key) { return store.GetProjection(t, key); });
+    std::vector<receipt::Entry> parsed;
+    parsed.reserve(last - first);
+    absl::Status read = store.ScanLeaves(first, last, [&](uint64_t seq, std::string_view leaf) {
+      auto entry = receipt::ParseLeaf(leaf);
+      if (!entry.ok()) {
+        return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
+      }
+      if (entry->seq != seq) {
+        return absl::DataLossError(absl::StrCat("entry ", seq, " says it is seq ", entry->seq));
+      }
+      parsed.push_back(*std::move(entry));
+      return absl::OkStatus();
+    });
+    if (!read.ok()) return read;
+    std::vector<projection::Entry> entries;
+    entries.reserve(parsed.size());
+    for (const auto& e : parsed) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
+    if (auto s = projector.Apply(entries, txn); !s.ok()) return s;
+    txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, U64(last));
+    store::Batch batch = store.NewBatch();
+    batch.PutProjections(txn.writes());
+    if (auto s = store.Commit(batch); !s.ok()) return s;
+    if (progress) progress(last, to);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RebuildProjections(const std::string& data_dir, projection::Projector& projector,
+                                const std::function<void(uint64_t done, uint64_t total)>& progress) {
+  auto opened = store::Store::Open(data_dir + "/db");
+  if (!opened.ok()) return opened.status();
+  store::Store& store = **opened;
+  auto state = store.ReadState();
+  if (!state.ok()) return state.status();
+  if (auto s = store.DropProjections(); !s.ok()) return s;
+  {
+    // The projections start empty, in the projector's format, covering an
+    // empty log.
+    store::Batch batch = store.NewBatch();
+    batch.PutProjection(projection::Table::kIndex, projection::kFormatKey, U64(projector.Format()));
+    batch.PutProjection(projection::Table::kIndex, projection::kProjectedSizeKey, U64(0));
+    if (auto s = store.Commit(batch); !s.ok()) return s;
+  }
+  if (state->size == 0) {
+    if (progress) progress(0, 0);
+    return absl::OkStatus();
+  }
+  return ReplayProjections(store, projector, 0, state->size, progress);
+}
+
+}  // namespace ledger::log

@@ -1,0 +1,197 @@
+// Sequencer::Replay and Options::replicate: a second store built from the
+// batches a first one replicated holds the same leaves, tree and heads.
+#include <future>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ledger/format/receipt/entry.h"
+#include "ledger/storage/sequencer/sequencer.h"
+#include "tests/util/status_matchers.h"
+#include "tests/util/temp_dir.h"
+#include "util/sync/mutex.h"
+
+namespace ledger::sequencer {
+namespace {
+
+using ::ledger::testing::StatusIs;
+using ::testing::HasSubstr;
+
+struct Kept {
+  std::deque<receipt::Receipt> receipts;
+};
+
+Submission MakeIn(Kept& kept, const std::string& id, const std::string& run, const std::string& team) {
+  auto r = receipt::FromJsonText(R"({"kind":"model_call","occurred_at_us":1,"route":"r","decision":"allow"})");
+  r->set_receipt_id(id);
+  r->set_team(team);
+  r->set_run_id(run);
+  r->mutable_model_call()->set_model("m");
+  std::string canonical = *receipt::Canonicalize(*r, receipt::Author::kEmitter);
+  kept.receipts.push_back(*std::move(r));
+  return Submission::Of(kept.receipts.back(), std::move(canonical), "emitter-" + team);
+}
+
+std::vector<Outcome> AppendWaiting(Sequencer& seq, std::vector<Submission> items) {
+  std::promise<std::vector<Outcome>> p;
+  auto f = p.get_future();
+  absl::Status s = seq.Submit(std::move(items), [&](std::vector<Outcome> o) { p.set_value(std::move(o)); });
+  EXPECT_TRUE(s.ok()) << s;
+  return f.get();
+}
+
+std::pair<absl::Status, Head> ReplayWaiting(Sequencer& seq, std::vector<std::string> leaves) {
+  std::promise<std::pair<absl::Status, Head>> p;
+  auto f = p.get_future();
+  absl::Status s = seq.Replay(std::move(leaves), [&](absl::Status st, Head h) { p.set_value({st, h}); });
+  if (!s.ok()) return {s, {}};
+  return f.get();
+}
+
+class ReplayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    leader_store_ = *store::Store::Open(leader_dir_.path());
+    follower_store_ = *store::Store::Open(follower_dir_.path());
+  }
+  // A leader whose every batch is recorded as the replicated log would.
+  std::unique_ptr<Sequencer> StartLeader() {
+    Sequencer::Options o;
+    o.replicate = [this](const ReplicatedBatch& b) {
+      sync::MutexLock lock(&mu_);
+      if (!replicate_status_.ok()) return replicate_status_;
+      batches_.push_back({b.first_seq, *b.leaves, b.size, b.root});
+      return absl::OkStatus();
+    };
+    return *Sequencer::Start(leader_store_.get(), std::move(o));
+  }
+  struct Recorded {
+    uint64_t first_seq;
+    std::vector<std::string> leaves;
+    uint64_t size;
+    hash::Hash root;
+  };
+  std::vector<Recorded> Batches() {
+    sync::MutexLock lock(&mu_);
+    return batches_;
+  }
+  void FailReplication(absl::Status s) {
+    sync::MutexLock lock(&mu_);
+    replicate_status_ = std::move(s);
+  }
+
+  Kept kept_;
+  testing::TempDir leader_dir_, follower_dir_;
+  std::unique_ptr<store::Store> leader_store_, follower_store_;
+  sync::Mutex mu_;
+  std::vector<Recorded> batches_ ABSL_GUARDED_BY(mu_);
+  absl::Status replicate_status_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(ReplayTest, AFollowerBuiltFromTheReplicatedBatchesHoldsTheLeadersLog) {
+  auto leader = StartLeader();
+  for (int round = 0; round < 5; ++round) {
+    std::vector<Submission> items;
+    for (int i = 0; i < 7; ++i) {
+      items.push_back(MakeIn(kept_, absl::StrCat("r", round, "-", i), absl::StrCat("run-", i % 3),
+                             i % 2 == 0 ? "team-a" : "team-b"));
+    }
+    for (const Outcome& o : AppendWaiting(*leader, std::move(items))) ASSERT_TRUE(o.status.ok()) << o.status;
+  }
+  const Head leader_head = leader->committed();
+  ASSERT_EQ(leader_head.size, 35u);
+
+  auto follower = *Sequencer::Start(follower_store_.get(), {});
+  uint64_t expected_first = 0;
+  for (const Recorded& b : Batches()) {
+    EXPECT_EQ(b.first_seq, expected_first);
+    auto [status, head] = ReplayWaiting(*follower, b.leaves);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(head.size, b.size);
+    EXPECT_EQ(head.root, b.root);
+    expected_first = b.size;
+  }
+  EXPECT_EQ(follower->committed().root, leader_head.root);
+  EXPECT_EQ(follower->committed().chain_head, leader_head.chain_head);
+  for (uint64_t seq = 0; seq < leader_head.size; ++seq) {
+    EXPECT_EQ(*follower_store_->GetLeaf(seq), *leader_store_->GetLeaf(seq)) << seq;
+  }
+  EXPECT_EQ(**follower_store_->GetRunHead("team-a", "run-1"), **leader_store_->GetRunHead("team-a", "run-1"));
+  EXPECT_EQ(**follower_store_->GetTeamHead("team-b"), **leader_store_->GetTeamHead("team-b"));
+  // A retry on the follower's log finds the leader's seq.
+  auto retried = *follower_store_->FindReceipt({store::IdSpace::kEmitter, "team-b", "r3-5"});
+  ASSERT_TRUE(retried.has_value());
+  EXPECT_EQ(retried->seq, (*leader_store_->FindReceipt({store::IdSpace::kEmitter, "team-b", "r3-5"}))->seq);
+}
+
+TEST_F(ReplayTest, AFailedReplicationAcknowledgesNothingAndWritesNothing) {
+  auto leader = StartLeader();
+  for (const Outcome& o : AppendWaiting(*leader, {MakeIn(kept_, "a", "run", "team-a")})) ASSERT_TRUE(o.status.ok());
+  FailReplication(absl::UnavailableError("fence moved: epoch 2 is not ours"));
+  auto out = AppendWaiting(*leader, {MakeIn(kept_, "b", "run", "team-a"), MakeIn(kept_, "c", "run", "team-a")});
+  for (const Outcome& o : out) {
+    EXPECT_THAT(o.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("replication: fence moved")));
+    EXPECT_THAT(std::string(o.status.message()), HasSubstr("retry with the same receipt_id"));
+  }
+  EXPECT_EQ(leader->committed().size, 1u);
+  EXPECT_EQ((*leader_store_->ReadState()).size, 1u);
+  EXPECT_THAT(leader_store_->GetLeaf(1).status(), StatusIs(absl::StatusCode::kNotFound));
+  // Once replication works again, the retry appends them at the next seqs.
+  FailReplication(absl::OkStatus());
+  out = AppendWaiting(*leader, {MakeIn(kept_, "b", "run", "team-a"), MakeIn(kept_, "c", "run", "team-a")});
+  ASSERT_TRUE(out[0].status.ok()) << out[0].status;
+  EXPECT_EQ(out[0].seq, 1u);
+  EXPECT_EQ(out[1].seq, 2u);
+  EXPECT_EQ(Batches().back().first_seq, 1u);
+}
+
+TEST_F(ReplayTest, ATamperedLeafIsRefusedAndNothingOfItsBatchIsKept) {
+  auto leader = StartLeader();
+  AppendWaiting(*leader, {MakeIn(kept_, "a", "run", "team-a")});
+  AppendWaiting(*leader, {MakeIn(kept_, "b", "run", "team-a"), MakeIn(kept_, "c", "run", "team-a")});
+  auto batches = Batches();
+  ASSERT_EQ(batches.size(), 2u);
+  auto follower = *Sequencer::Start(follower_store_.get(), {});
+  ASSERT_TRUE(ReplayWaiting(*follower, batches[0].leaves).first.ok());
+
+  // Another time than the one built: the leader's leaf must be reproduced.
+  std::vector<std::string> tampered = batches[1].leaves;
+  auto entry = *receipt::ParseLeaf(tampered[1]);
+  entry.run_prev = 0;  // the run's previous entry is seq 1, not 0
+  tampered[1] = receipt::EncodeEntry(entry, receipt::Encode(entry.receipt));
+  auto [status, head] = ReplayWaiting(*follower, tampered);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("replayed entry 2: the leaf built")));
+  EXPECT_EQ(head.size, 1u);
+  EXPECT_EQ((*follower_store_->ReadState()).size, 1u);
+  EXPECT_THAT(follower_store_->GetLeaf(1).status(), StatusIs(absl::StatusCode::kNotFound));
+  // The untampered batch still applies.
+  auto [ok, after] = ReplayWaiting(*follower, batches[1].leaves);
+  ASSERT_TRUE(ok.ok()) << ok;
+  EXPECT_EQ(after.root, leader->committed().root);
+}
+
+TEST_F(ReplayTest, ALeaderBatchIsRefusedByAStoreWithAnotherHistory) {
+  auto leader = StartLeader();
+  AppendWaiting(*leader, {MakeIn(kept_, "a", "run", "team-a")});
+  // The follower's store already has another first entry.
+  auto follower = *Sequencer::Start(follower_store_.get(), {});
+  AppendWaiting(*follower, {MakeIn(kept_, "z", "run", "team-a")});
+  auto [status, head] = ReplayWaiting(*follower, Batches()[0].leaves);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("replayed entry 1")));
+  EXPECT_EQ(head.size, 1u);
+  // The same receipt id a second time is refused too.
+  AppendWaiting(*leader, {MakeIn(kept_, "z", "run", "team-a")});
+  auto [dup, unchanged] = ReplayWaiting(*follower, Batches()[1].leaves);
+  EXPECT_THAT(dup, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("already in this node's log")));
+  EXPECT_EQ(unchanged.size, 1u);
+}
+
+TEST_F(ReplayTest, AnUnparsableLeafIsRefusedBeforeAnythingIsQueued) {
+  auto follower = *Sequencer::Start(follower_store_.get(), {});
+  EXPECT_THAT(ReplayWaiting(*follower, {"{\"not\":\"a leaf\"}"}).first,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("replayed leaf 0")));
+  EXPECT_EQ(follower->queued(), 0u);
+}
+
+}  // namespace
+}  // namespace ledger::sequencer
