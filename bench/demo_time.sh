@@ -19,13 +19,18 @@ git clone -q "$root" "$work/tree"
 (cd "$root" && git diff HEAD) | (cd "$work/tree" && git apply --allow-empty)
 export CCACHE_DIR="$work/ccache"
 
+# The wall time, and the CPU time (user + system, all processes): on a
+# machine that runs other work beside it, CPU time / cores is what the
+# command would take alone.
 run() {
-  local started=$SECONDS
-  (cd "$work/tree" && scripts/setup.sh demo --no-keep) > "$work/$1.out" 2>&1 ||
+  local started=$SECONDS cpu
+  local TIMEFORMAT='%U %S'
+  cpu=$( { time (cd "$work/tree" && scripts/setup.sh demo --no-keep) > "$work/$1.out" 2>&1; } 2>&1) ||
     { tail -n 30 "$work/$1.out"; echo "FAIL: the $1 demo"; exit 1; }
   local took=$((SECONDS - started))
+  cpu=$(awk '{printf "%.0f", $1 + $2}' <<< "$cpu")
   grep '^setup: ' "$work/$1.out" | sed "s/^/$1: /"
-  echo "$1: the whole command took $took s"
+  echo "$1: the whole command took $took s, $cpu s of CPU ($(nproc) cores: at least $((cpu / $(nproc))) s alone)"
   eval "$1=$took"
 }
 run cold
