@@ -25,7 +25,7 @@ export CCACHE_DIR="$work/ccache"
 run() {
   local started=$SECONDS cpu
   local TIMEFORMAT='%U %S'
-  cpu=$( { time (cd "$work/tree" && scripts/setup.sh demo --no-keep) > "$work/$1.out" 2>&1; } 2>&1) ||
+  cpu=$( { time (cd "$work/tree" && scripts/setup.sh demo --no-keep > "$work/$1.out" 2>&1); } 2>&1) ||
     { tail -n 30 "$work/$1.out"; echo "FAIL: the $1 demo"; exit 1; }
   local took=$((SECONDS - started))
   cpu=$(awk '{printf "%.0f", $1 + $2}' <<< "$cpu")
