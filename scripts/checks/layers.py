@@ -86,22 +86,61 @@ def tracked(root, *patterns):
                           capture_output=True, text=True, check=True).stdout.split()
 
 
+# The keywords of ledger_library() (cmake/LedgerHelpers.cmake).
+LIBRARY_KEYWORDS = ("NAME", "SRCS", "HDRS", "DEPS", "PRIVATE_DEPS", "INTERFACE")
+
+
+def library_call(args):
+    """{keyword: [words]} of a ledger_library() call's arguments."""
+    lists, key = {}, None
+    for word in args.split():
+        if word in LIBRARY_KEYWORDS:
+            key = word
+            lists.setdefault(key, [])
+        elif key is not None:
+            lists[key].append(word)
+    return lists
+
+
 def build_graph(root):
     """{target: (kind, folder, [linked names])} from every CMakeLists.txt:
-    libraries, executables and tests (ledger_test)."""
-    graph = {}
+    libraries (ledger_library, named by their alias ledger::NAME; add_library),
+    executables and tests (ledger_test). A library is named by its ledger::
+    alias where it has one, and its links are as written."""
+    graph, links = {}, []
     for f in tracked(root, "*CMakeLists.txt", "CMakeLists.txt"):
         text = re.sub(r"#[^\n]*", "", open(os.path.join(root, f), encoding="utf-8").read())
         folder = os.path.dirname(f)
-        for kind, pattern in (("library", r"add_library\(\s*([A-Za-z_0-9-]+)"),
-                              ("executable", r"add_executable\(\s*([A-Za-z_0-9-]+)"),
-                              ("test", r"ledger_test\(\s*([A-Za-z_0-9-]+)")):
+        for args in re.findall(r"\bledger_library\(([^)]*)\)", text):
+            call = library_call(args)
+            graph.setdefault("ledger::" + call["NAME"][0],
+                             ("library", folder, call.get("DEPS", []) + call.get("PRIVATE_DEPS", [])))
+        aliases = dict((target, alias) for alias, target in
+                       re.findall(r"\badd_library\(\s*(ledger::[A-Za-z_0-9]+)\s+ALIAS\s+([A-Za-z_0-9-]+)\s*\)", text))
+        for kind, pattern in (("library", r"\badd_library\(\s*([A-Za-z_0-9-]+)(?!\S*\s+ALIAS)"),
+                              ("executable", r"\badd_executable\(\s*([A-Za-z_0-9-]+)"),
+                              ("test", r"\bledger_test\(\s*([A-Za-z_0-9-]+)")):
             for name in re.findall(pattern, text):
-                graph.setdefault(name, (kind, folder, []))
-        for name, args in re.findall(r"target_link_libraries\(\s*([A-Za-z_0-9-]+)([^)]*)\)", text):
-            if name in graph:
-                graph[name][2].extend(a for a in args.split() if a not in ("PUBLIC", "PRIVATE", "INTERFACE"))
+                graph.setdefault(aliases.get(name, name), (kind, folder, []))
+        links += re.findall(r"\btarget_link_libraries\(\s*([A-Za-z_0-9-]+)([^)]*)\)", text)
+    for name, args in links:
+        name = alias_of(graph, name)
+        if name in graph:
+            graph[name][2].extend(a for a in args.split() if a not in ("PUBLIC", "PRIVATE", "INTERFACE"))
     return graph
+
+
+def alias_of(graph, name):
+    """The name the graph knows a target by: ledger::x for ledger_x when it has that alias."""
+    if name.startswith("ledger_") and "ledger::" + name[len("ledger_"):] in graph:
+        return "ledger::" + name[len("ledger_"):]
+    return name
+
+
+def check_aliases(graph):
+    """A link that names a library by its target (ledger_x) rather than its alias (ledger::x)."""
+    return ["%s links %s: link its alias, %s" % (name, dep, alias_of(graph, dep))
+            for name, (_, _, links) in sorted(graph.items()) for dep in links if alias_of(graph, dep) != dep]
 
 
 def reach(graph, target):
@@ -199,6 +238,7 @@ def main():
             if dep in rooms and rooms[dep][0] > room_of[name][0]:
                 problems.append("%s %s (room '%s') links %s of room '%s', above it" %
                                 (kind, name, room_of[name][1], dep, rooms[dep][1]))
+    problems += check_aliases(graph)
     problems += check_rules(table, graph, rooms)
     problems += check_includes(root, table["rooms"])
     for p in problems:
