@@ -39,11 +39,11 @@ def main():
     for room in t["rooms"]:
         for f in room["folders"]:
             if f["folder"] == "util/http/":
-                f["libraries"].remove("util_http")
+                f["libraries"].remove("ledger::util_http")
             if f["folder"] == "ops/":
-                f["libraries"].append("util_http")
-    expect("util_http listed under ops/", layers.check_folders(t["rooms"], graph)[0],
-           "util_http: docs/rooms.json says ops/, the build has it in util/http/")
+                f["libraries"].append("ledger::util_http")
+    expect("ledger::util_http listed under ops/", layers.check_folders(t["rooms"], graph)[0],
+           "ledger::util_http: docs/rooms.json says ops/, the build has it in util/http/")
     # An include up the rooms, from a file of util/.
     def read(path):
         text = open(os.path.join(root, path), encoding="utf-8", errors="replace").read()
