@@ -29,11 +29,11 @@ def main():
     if (layers.check_rules(table, graph, rooms) or layers.check_includes(root, table["rooms"]) or
             layers.check_folders(table["rooms"], graph)[0]):
         failures.append("the tree itself does not pass")
-    # ledger-witness as it linked before util/http: through ledger_ops.
+    # ledger-witness as it linked before util/http: through ledger::ops.
     g = copy.deepcopy(graph)
-    g["ledger-witness"][2].append("ledger_ops")
-    expect("ledger-witness links ledger_ops", layers.check_rules(table, g, rooms), "ledger-witness reaches RocksDB::rocksdb")
-    expect("ledger-witness links ledger_ops", layers.check_rules(table, g, rooms), "ledger-witness reaches gRPC::grpc++")
+    g["ledger-witness"][2].append("ledger::ops")
+    expect("ledger-witness links ledger::ops", layers.check_rules(table, g, rooms), "ledger-witness reaches RocksDB::rocksdb")
+    expect("ledger-witness links ledger::ops", layers.check_rules(table, g, rooms), "ledger-witness reaches gRPC::grpc++")
     # A library whose folder the table puts in another room.
     t = copy.deepcopy(table)
     for room in t["rooms"]:
