@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The rooms of docs/rooms.json, checked against the build and the sources:
 
-- every library of the tree is in the table, in the folder the table says;
+- every library of the tree is in the table, in the folder the table says,
+  named after its folder as ledger_library() names it (cmake/LedgerHelpers.cmake:
+  ledger::<path below the root, '/' -> '_', without "ledger/">, e.g.
+  ledger::format_hash for ledger/format/hash/) and linked by that alias;
   every other target (executables, tests) is in a folder of the table, and
   its room is its folder's (the longest folder of the table its path starts
   with);
@@ -10,6 +13,8 @@
   rooms below it); a test may link what it tests through;
 - no source file includes a header of a room above its own (a test's files
   may include the test helpers of tests/);
+- a header under a folder's internal/ is included only by the files of that
+  folder (its library's sources and tests, and its other internal headers);
 - the rules of the table's "rules" hold on the whole link graph: a target
   named there reaches none of the names or rooms it must not, through any
   chain of links (a static library brings everything it links).
@@ -193,6 +198,49 @@ def check_includes(root, rooms, read=None):
     return problems
 
 
+def library_name(folder):
+    """The name ledger_library() gives the library of `folder`: ledger/format/hash -> format_hash."""
+    return re.sub(r"^ledger/", "", folder).replace("/", "_")
+
+
+def check_names(graph):
+    """A library not named after its folder: ledger::<library_name(folder)>,
+    or ledger::<library_name(folder)>_<what> in a top folder that holds more
+    than one (cmd/)."""
+    problems = []
+    for name, (kind, folder, _) in sorted(graph.items()):
+        if kind != "library":
+            continue
+        expected = "ledger::" + library_name(folder)
+        if name != expected and not ("/" not in folder and name.startswith(expected + "_")):
+            either = " or %s_<what>" % expected if "/" not in folder else ""
+            problems.append("%s (%s/): the library of %s/ is named %s%s (ledger_library, cmake/LedgerHelpers.cmake)" %
+                            (name, folder, folder, expected, either))
+    return problems
+
+
+def owner_of(path):
+    """The folder whose internal/ holds `path`, or None (ledger/storage/store/internal/rows.h: ledger/storage/store)."""
+    parts = path.split("/")
+    return "/".join(parts[:parts.index("internal")]) if "internal" in parts[:-1] else None
+
+
+def check_internal(root, read=None):
+    """An include of a header under some folder's internal/ from a file of
+    another folder. `read` (path -> text) reads the sources, from the tree
+    unless given."""
+    read = read or (lambda path: open(os.path.join(root, path), encoding="utf-8", errors="replace").read())
+    problems = []
+    for path in tracked(root, "*.cc", "*.h"):
+        mine = owner_of(path) or os.path.dirname(path)
+        for header in re.findall(r'^#include "([^"]+/internal/[^"]+)"', read(path), re.M):
+            owner = owner_of(header)
+            if owner != mine:
+                problems.append("%s includes %s, internal to %s/: only the files of %s/ may" %
+                                (path, header, owner, owner))
+    return problems
+
+
 def check_folders(table_rooms, graph):
     """(problems, {target: (room index, room)}): each library in the table,
     in the folder the table says; every other target in a folder of a room."""
@@ -238,9 +286,11 @@ def main():
             if dep in rooms and rooms[dep][0] > room_of[name][0]:
                 problems.append("%s %s (room '%s') links %s of room '%s', above it" %
                                 (kind, name, room_of[name][1], dep, rooms[dep][1]))
+    problems += check_names(graph)
     problems += check_aliases(graph)
     problems += check_rules(table, graph, rooms)
     problems += check_includes(root, table["rooms"])
+    problems += check_internal(root)
     for p in problems:
         print("FAIL: " + p)
     if problems:
@@ -248,7 +298,8 @@ def main():
     edges = sum(1 for _, _, links in graph.values() for d in links if d in rooms)
     kinds = {k: sum(1 for v in graph.values() if v[0] == k) for k in ("library", "executable", "test")}
     print("layers: %d libraries, %d executables and %d tests in %d rooms, %d edges between them, none running "
-          "up; %d rules hold; no include runs up" %
+          "up; %d rules hold; no include runs up; each library is named after its folder and no other folder "
+          "includes its internal/ headers" %
           (kinds["library"], kinds["executable"], kinds["test"], len(table["rooms"]), edges,
            sum(len(r["targets"]) for r in table.get("rules", []))))
     return 0
