@@ -1,4 +1,4 @@
-#include "export/verify/cc/signature_lines.h"
+#include "export/verify/cc/internal/signature_lines.h"
 
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"

@@ -14,10 +14,10 @@
 #include "absl/time/time.h"
 #include "export/pack/pack.h"
 #include "export/pack/team_window.h"
-#include "export/verify/cc/digest_thread.h"
-#include "export/verify/cc/file_checks.h"
-#include "export/verify/cc/signature_lines.h"
-#include "export/verify/cc/stream_check.h"
+#include "export/verify/cc/internal/digest_thread.h"
+#include "export/verify/cc/internal/file_checks.h"
+#include "export/verify/cc/internal/signature_lines.h"
+#include "export/verify/cc/internal/stream_check.h"
 #include "ledger/format/cosign/cosign.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
@@ -30,7 +30,7 @@ namespace {
 
 // The pack is read once, in archive order, and never extracted: small files
 // are kept in memory, entries.jsonl and proofs.jsonl are checked as they
-// stream out of the archive (stream_check.h), and every file is hashed on
+// stream out of the archive (internal/stream_check.h), and every file is hashed on
 // the way. A file that comes before what it needs (a pack whose names are
 // not in the order the exporter writes them) is spilled to a private
 // temporary file and checked after the archive.

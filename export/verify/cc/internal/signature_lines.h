@@ -6,8 +6,8 @@
 // readers can open the note with two different signatures.
 //
 // Thread-safe: a pure function.
-#ifndef EXPORT_VERIFY_CC_SIGNATURE_LINES_H_
-#define EXPORT_VERIFY_CC_SIGNATURE_LINES_H_
+#ifndef EXPORT_VERIFY_CC_INTERNAL_SIGNATURE_LINES_H_
+#define EXPORT_VERIFY_CC_INTERNAL_SIGNATURE_LINES_H_
 
 #include <cstdint>
 #include <string>
@@ -22,4 +22,4 @@ std::string CheckSignatureLines(std::string_view note, std::string_view key_name
 
 }  // namespace ledger::verify
 
-#endif  // EXPORT_VERIFY_CC_SIGNATURE_LINES_H_
+#endif  // EXPORT_VERIFY_CC_INTERNAL_SIGNATURE_LINES_H_
