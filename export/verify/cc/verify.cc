@@ -1,8 +1,6 @@
 #include "export/verify/cc/verify.h"
 
 #include <algorithm>
-#include <fstream>
-#include <future>
 #include <map>
 #include <optional>
 #include <vector>
@@ -14,9 +12,9 @@
 #include "absl/time/time.h"
 #include "export/pack/pack.h"
 #include "export/pack/team_window.h"
-#include "export/verify/cc/digest_thread.h"
 #include "export/verify/cc/file_checks.h"
 #include "export/verify/cc/signature_lines.h"
+#include "export/verify/cc/steps.h"
 #include "export/verify/cc/stream_check.h"
 #include "ledger/format/cosign/cosign.h"
 #include "ledger/format/hash/hash.h"
@@ -27,25 +25,6 @@
 
 namespace ledger::verify {
 namespace {
-
-// The pack is read once, in archive order, and never extracted: small files
-// are kept in memory, entries.jsonl and proofs.jsonl are checked as they
-// stream out of the archive (stream_check.h), and every file is hashed on
-// the way. A file that comes before what it needs (a pack whose names are
-// not in the order the exporter writes them) is spilled to a private
-// temporary file and checked after the archive.
-constexpr size_t kSmallFileBytes = size_t{1} << 20;  // 1 MiB
-
-// A checkpoint's body, read before its signature can be checked (the key
-// may come later in the archive); it is verified before anything that
-// used it is reported.
-std::optional<note::Checkpoint> UncheckedCheckpoint(std::string_view signed_note) {
-  size_t end = signed_note.find("\n\n");
-  if (end == std::string_view::npos) return std::nullopt;
-  auto cp = note::ParseCheckpoint(signed_note.substr(0, end + 1));
-  if (!cp.ok()) return std::nullopt;
-  return *cp;
-}
 
 // A scope as asked for with --expect-scope, for messages: a team window's
 // seqs are found by the exporter, not asked for.
@@ -62,6 +41,8 @@ bool SameScope(const Scope& pack, const Scope& want) {
   return pack.from_seq == want.from_seq && pack.to_seq == want.to_seq;
 }
 
+}  // namespace
+
 Result Fail(Result r, const std::string& file, int64_t seq, const std::string& message) {
   r.ok = false;
   // A hostile pack chooses some of the text (names, ids, hashes): what a
@@ -71,8 +52,6 @@ Result Fail(Result r, const std::string& file, int64_t seq, const std::string& m
   r.message = text::TerminalEscape(message);
   return r;
 }
-
-}  // namespace
 
 namespace {
 
@@ -148,16 +127,21 @@ absl::Status CheckWitnesses(const tlogpolicy::Policy& policy, const std::string&
 
 namespace {
 
-// One verification of a pack, its steps in order (VerifyPack). Each step
-// returns nullopt to go on, or what VerifyPack returns: a failed Result, or
-// an error when the pack cannot be examined.
+// One verification of a pack once its archive is read, its steps in order
+// (VerifyPack). Each step returns nullopt to go on, or what VerifyPack
+// returns: a failed Result, or an error when the pack cannot be examined.
 struct PackCheck {
   using Stop = std::optional<absl::StatusOr<Result>>;
 
-  PackCheck(const std::string& pack_path, const Options& options)
-      : pack_path(pack_path), options(options), dir("ledger-verify"), stream(dir.path(), &outcomes) {}
+  PackCheck(const std::string& pack_path, const Options& options, Archive& archive)
+      : pack_path(pack_path),
+        options(options),
+        small(archive.files.small),
+        digests(archive.files.digests),
+        unchecked(archive.unchecked),
+        streamed(*archive.streamed),
+        stream(streamed.stream()) {}
 
-  Stop ReadArchive();
   Stop KeyAndManifest();
   Stop Checkpoint();
   Stop ConsistencyAndTime();
@@ -165,155 +149,20 @@ struct PackCheck {
   Stop EntriesAndProofs();
   Stop OutcomesAndReport();
 
-  // Checks entries.jsonl or proofs.jsonl, `next` giving its pieces.
-  absl::Status CheckStreamed(const std::string& name, NextPiece next);
-  // Whether what `name` is checked against was read.
-  bool Ready(const std::string& name) const;
-  Stop CheckSpilled();
-
   const std::string& pack_path;
   const Options& options;
   Result r;
-  pack::ScratchDir dir;
-  std::map<std::string, std::string> small, digests, spilled;
-  std::optional<note::Checkpoint> unchecked_cp;
-  // The manifest as parsed before its signature is checked (the key may
-  // come later): its scope steers the proof pass, and nothing it said is
-  // reported before the signature is.
-  std::optional<absl::StatusOr<manifest::Manifest>> unchecked_manifest;
-  std::optional<Scope> scope;
-  pack::Outcomes outcomes;
-  StreamCheck stream;
-  // The outcomes' digest, recomputed while the proofs are checked, then the
-  // report's, rebuilt from them.
-  std::shared_future<absl::StatusOr<std::string>> outcomes_digest;
-  std::future<absl::StatusOr<std::string>> report_digest;
+  std::map<std::string, std::string>& small;
+  std::map<std::string, std::string>& digests;
+  const Unchecked& unchecked;
+  StreamedChecks& streamed;
+  const StreamCheck& stream;
   std::string vkey;  // the key the pack is checked with
   std::optional<note::Verifier> verifier;
   std::optional<note::Checkpoint> cp;  // once its signature holds
   // Under a policy: each verified cosignature's witness and time.
   std::vector<std::pair<std::string, uint64_t>> cosignature_times;
 };
-
-absl::Status PackCheck::CheckStreamed(const std::string& name, NextPiece next) {
-  if (name == pack::kProofs) {
-    // The manifest and checkpoint are read by now; their texts are what
-    // the checks below hold the report to.
-    if (outcomes_digest.valid()) {
-      report_digest = std::async(
-          std::launch::async,
-          [&outcomes = outcomes, outcomes_digest = outcomes_digest, manifest = small[pack::kManifest],
-           note = small[pack::kCheckpoint]]() -> absl::StatusOr<std::string> {
-            if (!outcomes_digest.get().ok()) return outcomes_digest.get().status();
-            hash::Sha256Stream rebuilt;
-            auto s = RebuildReport(manifest, outcomes, note, [&](std::string_view piece) { rebuilt.Update(piece); });
-            if (!s.ok()) return s;
-            return hash::Hex(rebuilt.Final());
-          });
-    }
-    return stream.Proofs(*unchecked_cp, *scope, next);
-  }
-  if (auto s = stream.Entries(unchecked_cp->size, next); !s.ok()) return s;
-  outcomes_digest = std::async(std::launch::async, [&outcomes = outcomes]() -> absl::StatusOr<std::string> {
-    hash::Sha256Stream recomputed;
-    if (auto s = outcomes.Write([&](std::string_view piece) { recomputed.Update(piece); }); !s.ok()) return s;
-    return hash::Hex(recomputed.Final());
-  });
-  return absl::OkStatus();
-}
-
-bool PackCheck::Ready(const std::string& name) const {
-  if (name == pack::kEntries) return unchecked_cp.has_value();
-  return stream.entries_checked() && scope.has_value();
-}
-
-// One pass over the archive: small files kept, entries and proofs checked
-// as they stream (or spilled, when they come before what they need).
-PackCheck::Stop PackCheck::ReadArchive() {
-  if (dir.path().empty()) {
-    return absl::UnavailableError("verify: cannot create a temporary directory (set TMPDIR to a writable one)");
-  }
-  auto opened = pack::PackReader::Open(pack_path, pack::Limits());
-  if (!opened.ok()) return Fail(r, "archive", -1, std::string(opened.status().message()));
-  pack::PackReader* reader = opened->get();
-  DigestThread file_digest;
-  while (true) {
-    auto name = reader->Next();
-    if (!name.ok()) return Fail(r, "archive", -1, std::string(name.status().message()));
-    if (!name->has_value()) break;
-    const std::string file = **name;
-    auto next = [&]() -> absl::StatusOr<std::string_view> {
-      auto piece = reader->Read();
-      if (piece.ok()) file_digest.Update(*piece);
-      return piece;
-    };
-    absl::Status read;
-    if (file == pack::kEntries || file == pack::kProofs) {
-      if (Ready(file)) {
-        read = CheckStreamed(file, next);
-      } else {
-        std::string path = dir.path() + "/" + file;
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        while (true) {
-          auto piece = next();
-          if (!piece.ok() || piece->empty()) {
-            read = piece.status();
-            break;
-          }
-          out.write(piece->data(), static_cast<std::streamsize>(piece->size()));
-        }
-        out.close();
-        if (!out) return absl::UnavailableError("verify: cannot write a temporary file");
-        spilled[file] = path;
-      }
-    } else if (file == pack::kOutcomes || file == pack::kReport) {
-      while (true) {
-        auto piece = next();
-        if (!piece.ok() || piece->empty()) {
-          read = piece.status();
-          break;
-        }
-      }
-    } else {
-      std::string& content = small[file];
-      while (true) {
-        auto piece = next();
-        if (!piece.ok() || piece->empty()) {
-          read = piece.status();
-          break;
-        }
-        content.append(*piece);
-        if (content.size() > kSmallFileBytes) {
-          return Fail(r, file, -1, "larger than 1 MiB");
-        }
-      }
-      if (file == pack::kCheckpoint) unchecked_cp = UncheckedCheckpoint(content);
-      if (file == pack::kManifest) {
-        unchecked_manifest = manifest::Parse(content);
-        if (unchecked_manifest->ok()) scope = (*unchecked_manifest)->scope;
-      }
-    }
-    if (!read.ok()) return Fail(r, "archive", -1, std::string(read.message()));
-    digests[file] = hash::Hex(file_digest.Final());
-  }
-  return CheckSpilled();
-}
-
-// Files that came before what they need.
-PackCheck::Stop PackCheck::CheckSpilled() {
-  for (const char* name : {pack::kEntries, pack::kProofs}) {
-    if (!spilled.count(name) || !Ready(name)) continue;
-    std::ifstream in(spilled[name], std::ios::binary);
-    std::string buf(1 << 18, '\0');
-    auto next = [&]() -> absl::StatusOr<std::string_view> {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      return std::string_view(buf.data(), static_cast<size_t>(in.gcount()));
-    };
-    if (auto s = CheckStreamed(name, next); !s.ok()) return s;
-  }
-
-  return std::nullopt;
-}
 
 // The key, the manifest's signature and every file's digest.
 PackCheck::Stop PackCheck::KeyAndManifest() {
@@ -361,10 +210,10 @@ PackCheck::Stop PackCheck::KeyAndManifest() {
         r, pack::kManifest, -1,
         absl::StrCat("SHA-256 is ", digest.substr(0, 64), ", the signature covers ", signed_digest->substr(0, 64)));
   }
-  if (!unchecked_manifest->ok()) {
-    return Fail(r, pack::kManifest, -1, std::string(unchecked_manifest->status().message()));
+  if (!unchecked.manifest.ok()) {
+    return Fail(r, pack::kManifest, -1, std::string(unchecked.manifest.status().message()));
   }
-  const manifest::Manifest& manifest = **unchecked_manifest;
+  const manifest::Manifest& manifest = *unchecked.manifest;
   r.origin = manifest.origin;
   r.tree_size = manifest.tree_size;
   r.scope = manifest::ScopeJson(manifest.scope);
@@ -390,7 +239,7 @@ PackCheck::Stop PackCheck::KeyAndManifest() {
 }
 
 PackCheck::Stop PackCheck::Checkpoint() {
-  const manifest::Manifest& manifest = **unchecked_manifest;
+  const manifest::Manifest& manifest = *unchecked.manifest;
   if (std::string bad = CheckSignatureLines(small[pack::kCheckpoint], verifier->name(), verifier->key_id());
       !bad.empty()) {
     return Fail(r, pack::kCheckpoint, -1, bad);
@@ -411,7 +260,7 @@ PackCheck::Stop PackCheck::Checkpoint() {
   }
   // What the entries were checked against, before the signature was, is
   // what the signature covers.
-  if (!unchecked_cp || unchecked_cp->size != cp->size || unchecked_cp->root != cp->root) {
+  if (!unchecked.cp || unchecked.cp->size != cp->size || unchecked.cp->root != cp->root) {
     return Fail(r, pack::kCheckpoint, -1, "its text is not the one its signature covers");
   }
   r.root = hash::Hex(cp->root);
@@ -447,7 +296,7 @@ PackCheck::Stop PackCheck::Checkpoint() {
 }
 
 PackCheck::Stop PackCheck::ConsistencyAndTime() {
-  const manifest::Manifest& manifest = **unchecked_manifest;
+  const manifest::Manifest& manifest = *unchecked.manifest;
   // The consistency proof from an earlier checkpoint, when there is one;
   // from the auditor's, when given.
   std::optional<note::Checkpoint> since;
@@ -523,7 +372,7 @@ PackCheck::Stop PackCheck::KeptNotes(const std::optional<note::Checkpoint>& sinc
 }
 
 PackCheck::Stop PackCheck::EntriesAndProofs() {
-  const manifest::Manifest& manifest = **unchecked_manifest;
+  const manifest::Manifest& manifest = *unchecked.manifest;
   // Entries and proofs.
   if (!stream.entries_checked() || !stream.proofs_checked()) {
     return absl::InternalError("verify: entries or proofs were not checked");
@@ -546,7 +395,7 @@ PackCheck::Stop PackCheck::EntriesAndProofs() {
   }
   if (stream.more_proofs_than_entries()) return Fail(r, pack::kProofs, -1, "more proofs than entries");
   std::optional<uint64_t> last_seq = stream.last_seq();
-  if (scope->kind() == "seq" && (!last_seq || *last_seq + 1 != scope->to_seq)) {
+  if (manifest.scope.kind() == "seq" && (!last_seq || *last_seq + 1 != manifest.scope.to_seq)) {
     return Fail(r, pack::kEntries, -1, "the seq range ends early");
   }
   r.entries = stream.entries();
@@ -563,10 +412,10 @@ PackCheck::Stop PackCheck::EntriesAndProofs() {
 }
 
 PackCheck::Stop PackCheck::OutcomesAndReport() {
-  const manifest::Manifest& manifest = **unchecked_manifest;
+  const manifest::Manifest& manifest = *unchecked.manifest;
   // Outcomes, compared by digest, so that neither document is held in memory.
-  if (!outcomes_digest.valid()) return absl::InternalError("verify: outcomes were not recomputed");
-  auto recomputed = outcomes_digest.get();
+  if (!streamed.outcomes_recomputed()) return absl::InternalError("verify: outcomes were not recomputed");
+  auto recomputed = streamed.OutcomesDigest();
   if (!recomputed.ok()) return Fail(r, pack::kOutcomes, -1, std::string(recomputed.status().message()));
   if (*recomputed != digests[pack::kOutcomes]) {
     if (auto twice = ArchivedFileDuplicateKey(pack_path, pack::kOutcomes)) {
@@ -574,23 +423,23 @@ PackCheck::Stop PackCheck::OutcomesAndReport() {
     }
     return Fail(r, pack::kOutcomes, -1, "differs from the outcomes recomputed from the entries");
   }
-  if (auto s = CheckDeadlines(manifest, r.signed_at_us, outcomes); !s.empty()) {
+  if (auto s = CheckDeadlines(manifest, r.signed_at_us, streamed.outcomes()); !s.empty()) {
     return Fail(r, pack::kOutcomes, -1, s);
   }
   if (r.run_complete.has_value()) {
-    auto unsettled = pack::UnsettledSteps(outcomes);
+    auto unsettled = pack::UnsettledSteps(streamed.outcomes());
     if (!unsettled.ok()) return Fail(r, pack::kOutcomes, -1, std::string(unsettled.status().message()));
     r.unsettled = *std::move(unsettled);
   }
 
   // The report, rebuilt from what was checked above by the exporter's own
   // function, byte for byte.
-  if (!report_digest.valid()) return absl::InternalError("verify: the report was not rebuilt");
-  auto rebuilt = report_digest.get();
+  if (!streamed.report_rebuilt()) return absl::InternalError("verify: the report was not rebuilt");
+  auto rebuilt = streamed.ReportDigest();
   if (!rebuilt.ok()) return Fail(r, pack::kReport, -1, std::string(rebuilt.status().message()));
   if (*rebuilt != digests[pack::kReport]) {
     return Fail(r, pack::kReport, -1,
-                ReportDifference(pack_path, small[pack::kManifest], outcomes, small[pack::kCheckpoint]));
+                ReportDifference(pack_path, small[pack::kManifest], streamed.outcomes(), small[pack::kCheckpoint]));
   }
   return std::nullopt;
 }
@@ -609,9 +458,11 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
       return absl::InvalidArgumentError(absl::StrCat("verify: vkey: ", given.status().message()));
     }
   }
-  PackCheck check(pack_path, options);
-  for (auto step : {&PackCheck::ReadArchive, &PackCheck::KeyAndManifest, &PackCheck::Checkpoint,
-                    &PackCheck::ConsistencyAndTime, &PackCheck::EntriesAndProofs, &PackCheck::OutcomesAndReport}) {
+  Step<Archive> archive = ReadArchive(pack_path);
+  if (Stop* stop = archive.stop()) return std::move(*stop);
+  PackCheck check(pack_path, options, *archive);
+  for (auto step : {&PackCheck::KeyAndManifest, &PackCheck::Checkpoint, &PackCheck::ConsistencyAndTime,
+                    &PackCheck::EntriesAndProofs, &PackCheck::OutcomesAndReport}) {
     if (PackCheck::Stop stop = (check.*step)()) return *std::move(stop);
   }
   check.r.ok = true;
