@@ -1,7 +1,19 @@
-// The steps of VerifyPack (verify.h), each a function of the values the
-// steps before it produced; the first, ReadArchive, reads the pack into an
-// Archive. A step that fails stops the chain with what VerifyPack returns
-// (Stop).
+// The steps of VerifyPack (verify.h), in the order it takes them, each a
+// function of the values the steps before it produced (and the Options):
+//
+//   Archive       ReadArchive(the pack's path)
+//   Keyed         CheckKeyAndManifest(Files, the unchecked manifest)
+//   Checkpointed  CheckCheckpoint(the checkpoint file, the unchecked checkpoint, Keyed)
+//   Timed         CheckConsistencyAndTime(consistency.json, checkpoint-time, Keyed, Checkpointed)
+//   Proven        CheckEntriesAndProofs(the StreamCheck, run-head.json, team-window.json, Keyed, Checkpointed, Timed)
+//   Projected     CheckOutcomes(outcomes.json's digest, the manifest, StreamedChecks, Proven)
+//   Result        CheckReport(Files, StreamedChecks, Projected)
+//
+// A step that fails stops the chain with what VerifyPack returns (Stop).
+// Each value after the archive carries `told`: the Result as far as the
+// steps up to it established (the key trusted, the origin, the root, the
+// signed time, ...), which a failure in a later step reports with its
+// reason, as Result::Json and Summary print it.
 //
 // Internal to export_verify. Thread-compatible: one thread runs the chain;
 // StreamedChecks hashes the outcomes and the report on threads of its own.
@@ -135,6 +147,68 @@ struct Archive {
   std::unique_ptr<StreamedChecks> streamed;  // never null
 };
 Step<Archive> ReadArchive(const std::string& pack_path);
+
+// The key the pack is checked with, and the manifest its signature
+// (manifest.sig) holds, listing every file of the pack with its digest.
+struct Keyed {
+  std::string vkey;
+  note::Verifier verifier;
+  const manifest::Manifest& manifest;  // the Archive's, now checked
+  Result told;                         // trusted_key_in_pack, origin, tree_size, scope
+};
+Step<Keyed> CheckKeyAndManifest(const Files& files, const absl::StatusOr<manifest::Manifest>& unchecked_manifest,
+                                const Options& options);
+
+// The checkpoint (`checkpoint_note`, the pack's file), its signature
+// holding, the one the manifest describes and the entries were checked
+// against (`unchecked_cp`), and what the auditor asked of it
+// (--expect-scope, --expect-grace-ms, --not-older-than); under a policy,
+// its quorum met.
+struct Checkpointed {
+  note::Checkpoint cp;
+  // Under a policy: each verified cosignature's witness and time.
+  std::vector<std::pair<std::string, uint64_t>> cosignature_times;
+  Result told;  // and root; quorum and cosigned under a policy
+};
+Step<Checkpointed> CheckCheckpoint(const std::string& checkpoint_note,
+                                   const std::optional<note::Checkpoint>& unchecked_cp, const Keyed& keyed,
+                                   const Options& options);
+
+// The consistency proof (`consistency`, null when the pack has none) from
+// an earlier checkpoint, the auditor's when given (--since), and the
+// checkpoint's signed time (`time_note`, null likewise) against the times
+// and notes the auditor kept.
+struct Timed {
+  Result told;  // and since_*, signed_at_us, note_version, run_map_root, team_map_root
+};
+Step<Timed> CheckConsistencyAndTime(const std::string* consistency, const std::string* time_note, const Keyed& keyed,
+                                    const Checkpointed& checkpointed, const Options& options);
+
+// The entries and proofs as `stream` checked them, the signed time against
+// them, and what the scope promises: the whole run (`run_head`, null when
+// the pack has none), the whole team in a window (`team_window`, likewise),
+// a complete seq range, the entries the manifest counts.
+struct Proven {
+  Result told;  // and entries, leader_epochs; run_complete, team_window when proven
+};
+Step<Proven> CheckEntriesAndProofs(const StreamCheck& stream, const std::string* run_head,
+                                   const std::string* team_window, const Keyed& keyed, const Checkpointed& checkpointed,
+                                   Timed timed);
+
+// outcomes.json (its digest `outcomes_digest`) against the outcomes that
+// `streamed` recomputed from the entries, and no step pending past its
+// deadline at the signed time. `pack_path` is read again only to name why
+// the digests differ.
+struct Projected {
+  Result told;  // and unsettled, in a run pack proven complete
+};
+Step<Projected> CheckOutcomes(const std::string& pack_path, const std::string& outcomes_digest,
+                              const manifest::Manifest& manifest, StreamedChecks& streamed, Proven proven);
+
+// report.html against the one `streamed` rebuilt, byte for byte: the Result,
+// ok. `pack_path` is read again only to name the first byte that differs.
+absl::StatusOr<Result> CheckReport(const std::string& pack_path, const Files& files, StreamedChecks& streamed,
+                                   Projected projected);
 
 }  // namespace ledger::verify
 
