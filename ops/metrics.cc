@@ -222,7 +222,7 @@ std::string Metrics::Render() {
   Family(&out, "ledger_proofs_served_total", "Proofs served, by type.", {"type"}, ledger.proofs);
   Gauge(&out, "ledger_store_failed", "1 when the store failed in a way it cannot resume from.",
         log.store().failure().ok() ? 0 : 1);
-  store::Store::Memory memory = log.store().MemoryUse();
+  store::Memory memory = log.store().MemoryUse();
   Gauge(&out, "ledger_store_memory_budget_bytes",
         "What the store's RocksDB may hold in its cache, memtables included (--store-memory-mb).",
         static_cast<double>(memory.budget));

@@ -309,7 +309,7 @@ absl::Status PackExport::Prepare() {
 }
 
 absl::StatusOr<hash::Hash> PackExport::Node(int level, uint64_t index) {
-  uint64_t group = index / store::Store::kNodesPerGroup, at = index % store::Store::kNodesPerGroup;
+  uint64_t group = index / store::kNodesPerGroup, at = index % store::kNodesPerGroup;
   uint64_t key = group << 6 | static_cast<uint64_t>(level);
   auto it = groups.find(key);
   if (it == groups.end()) {

@@ -142,12 +142,12 @@ absl::StatusOr<std::string> HashTile(const store::Store& store, uint64_t tree_si
   std::string out;
   out.reserve(tile.width * kHashBytes);
   const uint64_t first = tile.index * kTileWidth, end = first + tile.width;
-  for (uint64_t group = first / store::Store::kNodesPerGroup; group * store::Store::kNodesPerGroup < end; ++group) {
+  for (uint64_t group = first / store::kNodesPerGroup; group * store::kNodesPerGroup < end; ++group) {
     auto nodes = store.GetNodeGroup(level, group);
     if (absl::IsNotFound(nodes.status())) break;  // DATA_LOSS below: the tree holds these nodes
     if (!nodes.ok()) return nodes.status();
     for (uint64_t i = 0; i < nodes->size(); ++i) {
-      uint64_t at = group * store::Store::kNodesPerGroup + i;
+      uint64_t at = group * store::kNodesPerGroup + i;
       if (at >= end) break;
       out.append(reinterpret_cast<const char*>((*nodes)[i].data()), (*nodes)[i].size());
     }

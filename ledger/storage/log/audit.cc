@@ -12,6 +12,7 @@
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/runmap/runmap.h"
+#include "ledger/storage/store/store.h"
 
 namespace ledger::log {
 namespace {
@@ -141,7 +142,7 @@ class Auditor {
   }
 
   absl::Status Node(int64_t at, int level, uint64_t index, const hash::Hash& h) {
-    uint64_t group = index / store::Store::kNodesPerGroup;
+    uint64_t group = index / store::kNodesPerGroup;
     auto& cached = groups_[level];
     if (!cached.has_value() || cached->first != group) {
       auto g = store_.GetNodeGroup(level, group);
@@ -153,7 +154,7 @@ class Auditor {
       cached = std::make_pair(group, *std::move(g));
     }
     std::string what = absl::StrCat("node (level ", level, ", index ", index, ")");
-    size_t i = index % store::Store::kNodesPerGroup;
+    size_t i = index % store::kNodesPerGroup;
     if (i >= cached->second.size()) return Find("node", at, what, hash::Hex(h), "missing");
     if (cached->second[i] != h) return Find("node", at, what, hash::Hex(h), hash::Hex(cached->second[i]));
     ++nodes_;

@@ -26,7 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "ledger/format/note/note.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/store/types.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::log {

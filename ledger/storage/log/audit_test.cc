@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/storage/log/log.h"
+#include "ledger/storage/store/store.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::log {

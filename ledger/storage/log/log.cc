@@ -19,6 +19,7 @@
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/storage/log/run_heads.h"
+#include "ledger/storage/store/store.h"
 #include "util/files/files.h"
 
 namespace ledger::log {

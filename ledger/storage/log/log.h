@@ -110,7 +110,7 @@ class Log {
     // proofs.
     bool run_map = true;
     // What the store's RocksDB may hold in memory (store::Store::Open).
-    uint64_t store_memory_bytes = store::Store::kDefaultMemoryBytes;
+    uint64_t store_memory_bytes = store::kDefaultMemoryBytes;
     // Injected storage faults (ledger/storage/store/testing.h), for tests; MUST
     // outlive the log.
     store::Faults* faults = nullptr;

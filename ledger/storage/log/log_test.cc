@@ -16,6 +16,7 @@
 #include "ledger/storage/log/key_file.h"
 #include "ledger/storage/log/log_testing.h"
 #include "ledger/storage/log/run_heads.h"
+#include "ledger/storage/store/store.h"
 #include "ledger/storage/store/testing.h"
 #include "tests/util/temp_dir.h"
 

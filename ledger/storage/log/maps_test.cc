@@ -16,6 +16,7 @@
 #include "ledger/storage/log/log.h"
 #include "ledger/storage/log/log_testing.h"
 #include "ledger/storage/log/run_heads.h"
+#include "ledger/storage/store/store.h"
 #include "ledger/storage/store/testing.h"
 #include "ledger/storage/storedmap/storedmap.h"
 #include "tests/util/status_matchers.h"

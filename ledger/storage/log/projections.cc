@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/storage/log/log.h"
+#include "ledger/storage/store/store.h"
 
 namespace ledger::log {
 namespace {

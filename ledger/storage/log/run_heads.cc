@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/storage/store/store.h"
 #include "ledger/storage/storedmap/storedmap.h"
 
 namespace ledger::log {

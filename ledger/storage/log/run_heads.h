@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "ledger/format/runmap/runmap.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/store/types.h"
 
 namespace ledger::log {
 

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/storage/sequencer/sequencer.h"
+#include "ledger/storage/store/store.h"
 #include "tests/util/status_matchers.h"
 #include "tests/util/temp_dir.h"
 #include "util/sync/mutex.h"

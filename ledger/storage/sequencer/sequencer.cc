@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/storage/store/store.h"
 
 namespace ledger::sequencer {
 namespace {

@@ -36,7 +36,8 @@
 #include "ledger/format/projection/projection.h"
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/runmap/runmap.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/store/types.h"
+#include "util/stats/stats.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::sequencer {

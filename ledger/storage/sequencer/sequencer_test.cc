@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/storage/store/store.h"
 #include "ledger/storage/store/testing.h"
 #include "tests/util/status_matchers.h"
 #include "tests/util/temp_dir.h"

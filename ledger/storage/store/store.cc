@@ -46,8 +46,8 @@ void Batch::DeleteLegacyReceipt(std::string_view receipt_id) {
 }
 
 void Batch::PutNode(int level, uint64_t index, const hash::Hash& h) {
-  uint64_t group = index / Store::kNodesPerGroup;
-  size_t offset = (index % Store::kNodesPerGroup) * 32;
+  uint64_t group = index / kNodesPerGroup;
+  size_t offset = (index % kNodesPerGroup) * 32;
   auto [it, fresh] = rep_->groups.try_emplace({level, group});
   std::string& value = it->second;
   if (fresh && offset > 0 && rep_->base != nullptr) {
@@ -135,7 +135,7 @@ uint64_t Store::TableReaderBytes() const {
   return bytes;
 }
 
-Store::Memory Store::MemoryUse() const {
+Memory Store::MemoryUse() const {
   Memory m;
   m.budget = rep_->memory_bytes;
   m.cache = rep_->cache->GetUsage();

@@ -1,4 +1,5 @@
-// The log's durable state in RocksDB. RocksDB types stay below this header.
+// The log's durable state in RocksDB. RocksDB types stay below this header;
+// the values its records decode to (State, RunHead, ...) are in types.h.
 //
 // Column families and their records (format version 1; DO NOT CHANGE the
 // byte layouts, stored data depends on them):
@@ -71,48 +72,10 @@
 #include "absl/status/statusor.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/projection/projection.h"
+#include "ledger/storage/store/types.h"
 #include "util/stats/stats.h"
 
 namespace ledger::store {
-
-struct State {
-  uint64_t size = 0;              // entries in the log
-  hash::Hash head{};              // leaf hash of entry size-1 (zeros if empty)
-  int64_t last_logged_at_us = 0;  // logged_at_us of entry size-1
-};
-
-// Whose receipt ids a key is unique among (DO NOT CHANGE the values: they
-// are stored).
-enum class IdSpace : uint8_t {
-  kLegacy = 0x00,   // a row of format 1: keyed by the bare receipt_id, team unknown
-  kEmitter = 0x01,  // receipts appended by emitters, unique per team
-  kLedger = 0x02,   // entries the ledger writes itself (step_unknown)
-};
-
-// The idempotency key of a receipt: (space, team, receipt_id).
-struct ReceiptKey {
-  IdSpace space = IdSpace::kEmitter;
-  std::string_view team;
-  std::string_view receipt_id;
-};
-// The stored key of `key` (format 2, above; the bare receipt_id for
-// kLegacy), for maps keyed like the index.
-std::string EncodeReceiptKey(const ReceiptKey& key);
-
-// The head of a run: its number of entries and its last entry. A row of
-// format 1 has only last_seq: count is 0 and last_leaf_hash zeros.
-struct RunHead {
-  uint64_t count = 0;
-  uint64_t last_seq = 0;
-  hash::Hash last_leaf_hash{};
-  bool operator==(const RunHead&) const = default;
-};
-
-struct ReceiptRef {
-  uint64_t seq = 0;
-  hash::Hash leaf_hash{};
-  hash::Hash digest{};  // SHA-256 of the canonical receipt
-};
 
 // A set of writes that Commit applies atomically. Made by Store::NewBatch
 // and valid only with that store.
@@ -155,15 +118,8 @@ class Batch final : public projection::Sink {
   std::unique_ptr<Rep> rep_;
 };
 
-struct Faults;  // a test hook: ledger/storage/store/testing.h
-
 class Store {
  public:
-  // What RocksDB may hold in memory unless told: see Open.
-  static constexpr uint64_t kDefaultMemoryBytes = uint64_t{256} << 20;
-  // What a store needs at least to work at all.
-  static constexpr uint64_t kMinMemoryBytes = uint64_t{16} << 20;
-
   // Opens or creates the store in `dir`. UNAVAILABLE when the directory is
   // unusable or locked by another process. `faults`, if set, MUST outlive
   // the store. `memory_bytes` bounds what RocksDB holds in memory however
@@ -183,13 +139,6 @@ class Store {
   // indexes and filters).
   uint64_t TableReaderBytes() const;
   // Where RocksDB's memory goes, in bytes.
-  struct Memory {
-    uint64_t budget = 0;         // memory_bytes of Open
-    uint64_t cache = 0;          // what the cache holds, memtables' charge included
-    uint64_t cache_pinned = 0;   // of which pinned (level 0 indexes and filters, blocks being read)
-    uint64_t memtables = 0;      // the memtables (charged to the cache)
-    uint64_t table_readers = 0;  // TableReaderBytes()
-  };
   Memory MemoryUse() const;
 
   // A new batch. With `base`, a batch not yet committed that this one
@@ -203,9 +152,6 @@ class Store {
   // the projection part fails after the log's part was written. Only reads
   // `batch`'s node records, so a batch based on it may be filled meanwhile.
   absl::Status Commit(Batch& batch);
-
-  // The number of hashes in one node record.
-  static constexpr uint64_t kNodesPerGroup = 16;
 
   absl::StatusOr<State> ReadState() const;
   // NOT_FOUND when absent; DATA_LOSS when a stored record is malformed.

@@ -133,7 +133,7 @@ hash::Hash H(int level, uint64_t index) { return hash::Sha256(std::to_string(lev
 
 TEST(StoreTest, NodesAcrossGroupsBatchesAndReopen) {
   testing::TempDir dir;
-  const uint64_t n = 3 * Store::kNodesPerGroup + 5;
+  const uint64_t n = 3 * kNodesPerGroup + 5;
   {
     auto store = *Store::Open(dir.path());
     // Nodes arrive in index order over several batches that split groups.
@@ -269,7 +269,7 @@ TEST(StoreTest, ScanReceiptsReadsBothFormatsAndLegacyReceiptsOnlyFormat1) {
 // a reopen (from table files) and answer misses.
 TEST(StoreTest, MemoryBudgetIsOneCacheChargedForMemtables) {
   testing::TempDir dir;
-  auto small = Store::Open(dir.path(), nullptr, Store::kMinMemoryBytes - 1);
+  auto small = Store::Open(dir.path(), nullptr, kMinMemoryBytes - 1);
   ASSERT_EQ(small.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(small.status().message(), "memory: at least 16 MiB, not 15 MiB");
   constexpr int kKeys = 20000;
@@ -285,12 +285,12 @@ TEST(StoreTest, MemoryBudgetIsOneCacheChargedForMemtables) {
       }
       ASSERT_TRUE(store->Commit(b).ok());
     }
-    Store::Memory m = store->MemoryUse();
+    Memory m = store->MemoryUse();
     EXPECT_EQ(m.budget, uint64_t{32} << 20);
     EXPECT_GT(m.memtables, 0u);
     EXPECT_GE(m.cache, m.memtables);
   }
-  auto store = *Store::Open(dir.path(), nullptr, Store::kMinMemoryBytes);
+  auto store = *Store::Open(dir.path(), nullptr, kMinMemoryBytes);
   for (int i = 0; i < kKeys; i += 997) {
     std::string id = absl::StrCat("r-", i);
     auto ref = store->FindReceipt({IdSpace::kEmitter, "team-a", id});
@@ -298,7 +298,7 @@ TEST(StoreTest, MemoryBudgetIsOneCacheChargedForMemtables) {
     EXPECT_EQ((*ref)->seq, static_cast<uint64_t>(i));
   }
   EXPECT_FALSE(store->FindReceipt({IdSpace::kEmitter, "team-a", "r-missing"})->has_value());
-  EXPECT_EQ(store->MemoryUse().budget, Store::kMinMemoryBytes);
+  EXPECT_EQ(store->MemoryUse().budget, kMinMemoryBytes);
 }
 
 }  // namespace

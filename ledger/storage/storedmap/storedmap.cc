@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ledger/storage/store/store.h"
 
 namespace ledger::storedmap {
 namespace {

@@ -43,7 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ledger/format/runmap/runmap.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/store/types.h"
 
 namespace ledger::storedmap {
 

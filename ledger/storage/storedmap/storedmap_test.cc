@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "ledger/storage/store/store.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::storedmap {
