@@ -620,6 +620,25 @@ absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
     if (has_latest_ && (size == 0 || size == latest_.size)) return latest_;
     if (size == 0) return absl::NotFoundError("checkpoint: none signed yet");
   }
+  return StoredCheckpoint(size);
+}
+
+LogView Log::View() const {
+  sync::MutexLock lock(&mu_);
+  return LogView(*store_, has_latest_ ? latest_ : SignedCheckpoint{});
+}
+
+absl::StatusOr<LogView> Log::ViewAt(uint64_t size) const {
+  {
+    sync::MutexLock lock(&mu_);
+    if (has_latest_ && size == latest_.size) return LogView(*store_, latest_);
+  }
+  auto cp = StoredCheckpoint(size);
+  if (!cp.ok()) return cp.status();
+  return LogView(*store_, *std::move(cp));
+}
+
+absl::StatusOr<SignedCheckpoint> Log::StoredCheckpoint(uint64_t size) const {
   auto note_text = store_->GetCheckpoint(size);
   if (absl::IsNotFound(note_text.status())) {
     return absl::NotFoundError(absl::StrCat("tree_size: no checkpoint of size ", size, " was signed"));

@@ -35,6 +35,7 @@
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/runmap/runmap.h"
+#include "ledger/storage/log/log_view.h"
 #include "ledger/storage/sequencer/sequencer.h"
 #include "ledger/storage/store/store.h"
 #include "ledger/storage/storedmap/storedmap.h"
@@ -44,24 +45,6 @@ namespace ledger::log {
 
 inline constexpr char kDefaultOrigin[] = "evidence-ledger.local/dev";
 inline constexpr size_t kMaxReceiptsPerAppend = 1000;
-
-struct SignedCheckpoint {
-  uint64_t size = 0;
-  hash::Hash root{};
-  std::string note;
-  // The checkpoint-time note signed with it (note::CheckpointTime), and the
-  // time it states; empty and 0 for a checkpoint signed before the ledger
-  // signed times that is no longer the latest.
-  std::string time_note;
-  int64_t signed_at_us = 0;
-  // The run-head map root its time note signs (format 2), if it does, and
-  // the team-head map root (format 3).
-  std::optional<hash::Hash> run_map_root;
-  std::optional<hash::Hash> team_map_root;
-  // The time note's version (note::CheckpointTime::version), 0 without one:
-  // 4 when run_map_root is under run keys v2 (runmap::KeysOfNote).
-  int time_version = 0;
-};
 
 // A run's place in the run-head map of a checkpoint: its head (path.found)
 // or the proof that it has none.
@@ -172,6 +155,14 @@ class Log {
   // The checkpoint of `size`, or the latest when size is 0. NOT_FOUND when
   // no checkpoint of that size was signed.
   absl::StatusOr<SignedCheckpoint> Checkpoint(uint64_t size) const;
+
+  // A reader's view of the log (log_view.h) at the latest checkpoint: of the
+  // empty tree, its checkpoint empty, while none is signed yet.
+  LogView View() const;
+  // The view at the checkpoint of `size` (0: of the empty tree). NOT_FOUND
+  // when no checkpoint of that size was signed; DATA_LOSS when it does not
+  // verify.
+  absl::StatusOr<LogView> ViewAt(uint64_t size) const;
 
   // Inclusion proof of `seq` in the tree of `tree_size` (0: the latest
   // checkpoint). OUT_OF_RANGE when seq or tree_size is beyond the log.
@@ -296,6 +287,8 @@ class Log {
     int version = 0;
   };
   absl::StatusOr<SignedTime> ReadCheckpointTime(uint64_t size) const;
+  // The stored checkpoint of `size` with its time note, as Checkpoint.
+  absl::StatusOr<SignedCheckpoint> StoredCheckpoint(uint64_t size) const;
   absl::StatusOr<SignedTime> SignCheckpointTime(uint64_t size, const hash::Hash& root, std::optional<hash::Hash> runs,
                                                 std::optional<hash::Hash> teams, int64_t now);
   // ProveRun and ProveTeam: `key` in `map` at the latest checkpoint.
