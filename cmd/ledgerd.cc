@@ -240,10 +240,11 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
   }
   if (r.path.rfind("/tlog/", 0) == 0) {
     // The log as C2SP tlog-tiles, bounded by the latest checkpoint (ops/tiles/tiles.h).
-    auto cp = log.Checkpoint(0);
-    if (!cp.ok()) return Text(404, "no checkpoint signed yet\n");
+    const ledger::log::LogView view = log.View();
+    const std::string& note = view.checkpoint().note;
+    if (note.empty()) return Text(404, "no checkpoint signed yet\n");
     auto policy = gate != nullptr && gate->tls() ? gate->policy() : nullptr;
-    return ledger::ops::tiles::Serve(r, log.store(), {cp->size, witnesses ? witnesses->Cosigned(cp->note) : cp->note},
+    return ledger::ops::tiles::Serve(r, view, witnesses ? witnesses->Cosigned(note) : note,
                                      {policy.get(), tlog_public});
   }
   if (dashboard == nullptr) return Text(404, "no dashboard: ledgerd runs with --projections=false\n");

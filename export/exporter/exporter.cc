@@ -113,8 +113,8 @@ class SeqSpool {
 
 // Spools the seqs of a run's entries by walking its run chain back from
 // `head`, the run's head at the pack's checkpoint (runmap.h).
-absl::Status RunSeqs(const store::Store& store, const runmap::Head& head, uint64_t size, SeqSpool* spool) {
-  absl::Status walked = store.WalkLeavesBack(
+absl::Status RunSeqs(const log::LogView& view, const runmap::Head& head, uint64_t size, SeqSpool* spool) {
+  absl::Status walked = view.WalkLeavesBack(
       head.last_seq, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
         // The whole entry is checked when it is written into the pack.
         auto run_prev = receipt::RunPrevOf(leaf);
@@ -137,13 +137,13 @@ absl::Status RunSeqs(const store::Store& store, const runmap::Head& head, uint64
   return absl::OkStatus();
 }
 
-// The first seq below `size` whose logged_at_us is >= t (logged_at_us never
-// decreases along the log).
-absl::StatusOr<uint64_t> FirstAtOrAfter(const store::Store& store, uint64_t size, int64_t t) {
-  uint64_t lo = 0, hi = size;
+// The first seq below the view's size whose logged_at_us is >= t
+// (logged_at_us never decreases along the log).
+absl::StatusOr<uint64_t> FirstAtOrAfter(const log::LogView& view, int64_t t) {
+  uint64_t lo = 0, hi = view.size();
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
-    auto leaf = store.GetLeaf(mid);
+    auto leaf = view.GetLeaf(mid);
     if (!leaf.ok()) return leaf.status();
     auto entry = receipt::ParseLeaf(*leaf);
     if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", mid, ": ", entry.status().message()));
@@ -221,6 +221,9 @@ struct PackExport {
   WindowEntries held;
   std::optional<pack::TeamWindow> team_window;
   std::optional<log::SignedCheckpoint> cp;
+  // The log at that checkpoint: every leaf and node of the pack is read
+  // through it.
+  std::optional<log::LogView> view;
   std::string checkpoint_file;  // the checkpoint with the cosignatures held for it
   uint64_t size = 0;
   manifest::Manifest header;              // all but the files
@@ -263,6 +266,9 @@ absl::Status PackExport::Prepare() {
   }
   if (!found.ok()) return found.status();
   cp = *std::move(found);
+  auto taken = log.ViewAt(cp->size);
+  if (!taken.ok()) return taken.status();
+  view = *std::move(taken);
   if (cp->time_note.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("export: the checkpoint of size ", cp->size, " has no signed time"));
@@ -287,9 +293,9 @@ absl::Status PackExport::Prepare() {
     header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {
     if (scope.to_us <= scope.from_us) return absl::InvalidArgumentError("time: want from < to");
-    auto lo = FirstAtOrAfter(log.store(), size, scope.from_us);
+    auto lo = FirstAtOrAfter(*view, scope.from_us);
     if (!lo.ok()) return lo.status();
-    auto hi = FirstAtOrAfter(log.store(), size, scope.to_us);
+    auto hi = FirstAtOrAfter(*view, scope.to_us);
     if (!hi.ok()) return hi.status();
     window_lo = *lo;
     window_hi = *hi;
@@ -309,11 +315,11 @@ absl::Status PackExport::Prepare() {
 }
 
 absl::StatusOr<hash::Hash> PackExport::Node(int level, uint64_t index) {
-  uint64_t group = index / store::kNodesPerGroup, at = index % store::kNodesPerGroup;
+  uint64_t group = index / log::LogView::kNodesPerGroup, at = index % log::LogView::kNodesPerGroup;
   uint64_t key = group << 6 | static_cast<uint64_t>(level);
   auto it = groups.find(key);
   if (it == groups.end()) {
-    auto g = log.store().GetNodeGroup(level, group);
+    auto g = view->GetNodeGroup(level, group);
     if (!g.ok()) return g.status();
     if (groups.size() > 4096) groups.clear();  // bounded memory
     it = groups.emplace(key, *std::move(g)).first;
@@ -389,13 +395,13 @@ absl::Status PackExport::ReadScope() {
   absl::Status read;
   SeqSpool spool(Path("run-seqs"), [this] { return Charge(0); });
   if (scope.is_run()) {
-    read = run_head->path.found.has_value() ? RunSeqs(log.store(), run_head->path.found->head, size, &spool)
+    read = run_head->path.found.has_value() ? RunSeqs(*view, run_head->path.found->head, size, &spool)
                                             : absl::OkStatus();  // no entry: the proof is of absence
     uint64_t first = 0, end = 0;                                 // the consecutive seqs [first, end) not yet read
     auto flush = [&]() -> absl::Status {
       if (end == first) return absl::OkStatus();
-      if (end - first > 1) return log.store().ScanLeaves(first, end, counted);
-      auto leaf = log.store().GetLeaf(first);
+      if (end - first > 1) return view->ScanLeaves(first, end, counted);
+      auto leaf = view->GetLeaf(first);
       return leaf.ok() ? counted(first, *leaf) : leaf.status();
     };
     if (read.ok()) {
@@ -412,7 +418,7 @@ absl::Status PackExport::ReadScope() {
     }
     if (read.ok()) read = flush();
   } else if (scope.is_team_window()) {
-    read = log.store().ScanLeaves(window_lo, window_hi, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
+    read = view->ScanLeaves(window_lo, window_hi, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
       // Only the team's entries; the rest of the window is skipped.
       auto team = receipt::TeamOf(leaf);
       if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
@@ -426,7 +432,7 @@ absl::Status PackExport::ReadScope() {
       return counted(seq, leaf);
     });
   } else {
-    read = log.store().ScanLeaves(scope.from_seq, scope.to_seq, counted);
+    read = view->ScanLeaves(scope.from_seq, scope.to_seq, counted);
   }
   return read;
 }
@@ -451,7 +457,7 @@ absl::Status PackExport::Stage() {
   }
   header.entries = count;
   if (team_head.has_value()) {
-    auto w = TeamWindowBounds(log.store(), scope.team, *team_head, window_hi, held, [this](uint64_t seq) {
+    auto w = TeamWindowBounds(*view, scope.team, *team_head, window_hi, held, [this](uint64_t seq) {
       return merkle::InclusionProof(
           seq, size, [this](int level, uint64_t index) { return Node(level, index); }, &edges);
     });

@@ -10,8 +10,8 @@
 namespace ledger::exporter {
 namespace {
 
-absl::StatusOr<pack::Bound> BoundAt(const store::Store& store, uint64_t seq, ProveFn prove) {
-  auto leaf = store.GetLeaf(seq);
+absl::StatusOr<pack::Bound> BoundAt(const log::LogView& view, uint64_t seq, ProveFn prove) {
+  auto leaf = view.GetLeaf(seq);
   if (!leaf.ok()) return leaf.status();
   auto proof = prove(seq);
   if (!proof.ok()) return proof.status();
@@ -20,7 +20,7 @@ absl::StatusOr<pack::Bound> BoundAt(const store::Store& store, uint64_t seq, Pro
 
 }  // namespace
 
-absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, std::string_view team_name,
+absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const log::LogView& view, std::string_view team_name,
                                                   const runmap::KeyedPath& team_head, uint64_t hi,
                                                   const WindowEntries& held, ProveFn prove, uint64_t look_ahead) {
   pack::TeamWindow w;
@@ -33,7 +33,7 @@ absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, std
   // so that an old window does not walk the chain of all that came since.
   if (found.has_value() && found->head.last_seq >= hi) {
     const uint64_t end = std::min(found->head.last_seq + 1, hi + look_ahead);
-    absl::Status scanned = store.ScanLeaves(hi, end, [&](uint64_t at, std::string_view leaf) -> absl::Status {
+    absl::Status scanned = view.ScanLeaves(hi, end, [&](uint64_t at, std::string_view leaf) -> absl::Status {
       auto team = receipt::TeamOf(leaf);
       if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", at, ": ", team.status().message()));
       if (*team != team_name) return absl::OkStatus();
@@ -46,7 +46,7 @@ absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, std
     if (!scanned.ok() && !absl::IsCancelled(scanned)) return scanned;
   }
   if (!after.has_value() && found.has_value() && found->head.last_seq >= hi) {
-    absl::Status walked = store.WalkLeavesBack(
+    absl::Status walked = view.WalkLeavesBack(
         found->head.last_seq, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
           auto link = receipt::TeamLinkOf(leaf);
           if (!link.ok()) return absl::DataLossError(absl::StrCat("entry ", at, ": ", link.status().message()));
@@ -61,7 +61,7 @@ absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, std
     if (!walked.ok()) return walked;
   }
   if (after.has_value()) {
-    auto bound = BoundAt(store, *after, prove);
+    auto bound = BoundAt(view, *after, prove);
     if (!bound.ok()) return bound.status();
     w.after = *std::move(bound);
   } else {
@@ -76,7 +76,7 @@ absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, std
     before = found->head.last_seq;  // the team's last entry is before the window
   }
   if (before.has_value()) {
-    auto bound = BoundAt(store, *before, prove);
+    auto bound = BoundAt(view, *before, prove);
     if (!bound.ok()) return bound.status();
     w.before = *std::move(bound);
   }

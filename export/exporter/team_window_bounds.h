@@ -3,7 +3,7 @@
 // (team-window.json, export/pack/team_window.h; CONTRACT section 7, "Closed
 // team windows").
 //
-// Thread-safe: reads the store only.
+// Thread-safe: reads the log through a view only.
 #ifndef EXPORT_EXPORTER_TEAM_WINDOW_BOUNDS_H_
 #define EXPORT_EXPORTER_TEAM_WINDOW_BOUNDS_H_
 
@@ -16,7 +16,7 @@
 #include "export/pack/team_window.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/runmap/proof_json.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/log/log_view.h"
 
 namespace ledger::exporter {
 
@@ -36,7 +36,7 @@ using ProveFn = absl::FunctionRef<absl::StatusOr<std::vector<hash::Hash>>(uint64
 // `hi` (at most `look_ahead` entries), else by walking the team chain down from the head (where
 // the walk meets a version 1 leaf, it stops there); `before` is the entry the window's first entry (or, with none, the
 // walk) reaches below `lo`. `prove(seq)` is the inclusion proof of seq.
-absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const store::Store& store, std::string_view team_name,
+absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const log::LogView& view, std::string_view team_name,
                                                   const runmap::KeyedPath& team_head, uint64_t hi,
                                                   const WindowEntries& held, ProveFn prove,
                                                   uint64_t look_ahead = 65'536);

@@ -136,18 +136,20 @@ std::string TilePath(const Tile& tile) {
   return out;
 }
 
-absl::StatusOr<std::string> HashTile(const store::Store& store, uint64_t tree_size, const Tile& tile) {
+absl::StatusOr<std::string> HashTile(const log::LogView& view, const Tile& tile) {
+  const uint64_t tree_size = view.size();
   const int level = kTileHeight * tile.level;
   if (absl::Status s = Within(tile, NodesAt(tree_size, level), tree_size); !s.ok()) return s;
   std::string out;
   out.reserve(tile.width * kHashBytes);
   const uint64_t first = tile.index * kTileWidth, end = first + tile.width;
-  for (uint64_t group = first / store::kNodesPerGroup; group * store::kNodesPerGroup < end; ++group) {
-    auto nodes = store.GetNodeGroup(level, group);
+  constexpr uint64_t kGroup = log::LogView::kNodesPerGroup;
+  for (uint64_t group = first / kGroup; group * kGroup < end; ++group) {
+    auto nodes = view.GetNodeGroup(level, group);
     if (absl::IsNotFound(nodes.status())) break;  // DATA_LOSS below: the tree holds these nodes
     if (!nodes.ok()) return nodes.status();
     for (uint64_t i = 0; i < nodes->size(); ++i) {
-      uint64_t at = group * store::kNodesPerGroup + i;
+      uint64_t at = group * kGroup + i;
       if (at >= end) break;
       out.append(reinterpret_cast<const char*>((*nodes)[i].data()), (*nodes)[i].size());
     }
@@ -159,11 +161,11 @@ absl::StatusOr<std::string> HashTile(const store::Store& store, uint64_t tree_si
   return out;
 }
 
-absl::StatusOr<std::string> EntryBundle(const store::Store& store, uint64_t tree_size, const Tile& tile) {
-  if (absl::Status s = Within(tile, tree_size, tree_size); !s.ok()) return s;
+absl::StatusOr<std::string> EntryBundle(const log::LogView& view, const Tile& tile) {
+  if (absl::Status s = Within(tile, view.size(), view.size()); !s.ok()) return s;
   std::string out;
   const uint64_t first = tile.index * kTileWidth;
-  absl::Status s = store.ScanLeaves(first, first + tile.width, [&](uint64_t seq, std::string_view leaf) {
+  absl::Status s = view.ScanLeaves(first, first + tile.width, [&](uint64_t seq, std::string_view leaf) {
     if (leaf.size() > kMaxEntryBytes) {
       return absl::DataLossError(absl::StrCat("entry ", seq, ": ", leaf.size(), " bytes, more than a bundle holds"));
     }
@@ -176,12 +178,12 @@ absl::StatusOr<std::string> EntryBundle(const store::Store& store, uint64_t tree
   return out;
 }
 
-http::HttpResponse Serve(const http::HttpRequest& request, const store::Store& store, const Latest& latest,
+http::HttpResponse Serve(const http::HttpRequest& request, const log::LogView& view, const std::string& checkpoint,
                          const Access& access) {
   if (access.policy != nullptr && request.identity.empty()) return Refused("client certificate: names no identity");
   const std::string_view path = request.path;
   if (path == "/tlog/checkpoint") {
-    http::HttpResponse r = http::Text(200, latest.note);
+    http::HttpResponse r = http::Text(200, checkpoint);
     r.headers["Cache-Control"] = "no-cache";
     return r;
   }
@@ -190,7 +192,7 @@ http::HttpResponse Serve(const http::HttpRequest& request, const store::Store& s
   if (absl::Status s = MayReadLog(request, access); !s.ok()) return Refused(std::string(s.message()));
   auto tile = ParseTilePath(path.substr(kTiles.size()));
   if (!tile.ok()) return Failed(request, tile.status());
-  auto bytes = tile->entries ? EntryBundle(store, latest.size, *tile) : HashTile(store, latest.size, *tile);
+  auto bytes = tile->entries ? EntryBundle(view, *tile) : HashTile(view, *tile);
   if (!bytes.ok()) return Failed(request, bytes.status());
   http::HttpResponse r = http::Text(200, *std::move(bytes));
   r.content_type = "application/octet-stream";

@@ -1,5 +1,5 @@
-// The log as C2SP tlog-tiles (c2sp.org/tlog-tiles), read from the store and
-// served under /tlog on the HTTP port:
+// The log as C2SP tlog-tiles (c2sp.org/tlog-tiles), read through a view of
+// the log (log_view.h) and served under /tlog on the HTTP port:
 //
 //   /tlog/checkpoint                the latest signed checkpoint note, with the
 //                                   witnesses' cosignatures held for it
@@ -20,8 +20,9 @@
 //                                           the first group is not "x000"
 //   W     = [1-9] [0-9]? [0-9]?             1 .. 255
 //
-// Only what the latest signed checkpoint covers is served: a tile whose last
-// hash is not a node of that tree (or an entry beyond its size) is 404. A
+// Only what the view's checkpoint (the latest signed one) covers is served: a
+// tile whose last hash is not a node of that tree (or an entry beyond its
+// size) is 404. A
 // tile of width W is served whenever the tree holds its first W hashes, so a
 // client that verifies an older checkpoint finds the partial tiles of that
 // size too. Every tile's bytes are fixed once served (the nodes and leaves
@@ -36,7 +37,7 @@
 // identity, as /checkpoint is. In plain text every caller is "local", admin.
 // Refusals are 403 with a body that says why.
 //
-// Thread-safe: pure functions over a store that is itself thread-safe.
+// Thread-safe: pure functions over a view of the log, itself thread-safe.
 #ifndef OPS_TILES_TILES_H_
 #define OPS_TILES_TILES_H_
 
@@ -46,7 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "ledger/rpc/auth/policy.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/log/log_view.h"
 #include "util/http/http.h"
 
 namespace ledger::ops::tiles {
@@ -71,20 +72,14 @@ absl::StatusOr<Tile> ParseTilePath(std::string_view path);
 // The path of `tile` after "tile/": the inverse of ParseTilePath.
 std::string TilePath(const Tile& tile);
 
-// The bytes of hash tile `tile` (not an entry bundle) in the tree of
-// `tree_size`. NOT_FOUND when that tree does not hold its W hashes;
+// The bytes of hash tile `tile` (not an entry bundle) in the tree of the
+// view's size. NOT_FOUND when that tree does not hold its W hashes;
 // DATA_LOSS when the store lacks a node it should hold.
-absl::StatusOr<std::string> HashTile(const store::Store& store, uint64_t tree_size, const Tile& tile);
-// The bytes of entry bundle `tile` in the tree of `tree_size`. NOT_FOUND
+absl::StatusOr<std::string> HashTile(const log::LogView& view, const Tile& tile);
+// The bytes of entry bundle `tile` in the tree of the view's size. NOT_FOUND
 // when the tree does not hold its W entries; DATA_LOSS when the store lacks
 // one or one is longer than 65,535 bytes.
-absl::StatusOr<std::string> EntryBundle(const store::Store& store, uint64_t tree_size, const Tile& tile);
-
-// The latest signed checkpoint: its size and its note as served.
-struct Latest {
-  uint64_t size = 0;
-  std::string note;
-};
+absl::StatusOr<std::string> EntryBundle(const log::LogView& view, const Tile& tile);
 
 // Who may read.
 struct Access {
@@ -95,8 +90,10 @@ struct Access {
   bool public_read = false;
 };
 
-// The response for a request whose path starts with "/tlog/" (GET or HEAD).
-http::HttpResponse Serve(const http::HttpRequest& request, const store::Store& store, const Latest& latest,
+// The response for a request whose path starts with "/tlog/" (GET or HEAD),
+// from `view`, taken at the latest checkpoint, whose note is served as
+// `checkpoint` (with the witnesses' cosignatures held for it).
+http::HttpResponse Serve(const http::HttpRequest& request, const log::LogView& view, const std::string& checkpoint,
                          const Access& access);
 
 }  // namespace ledger::ops::tiles

@@ -46,6 +46,14 @@ class TilesTest : public ::testing::Test {
     ASSERT_TRUE(store_->Commit(batch).ok());
   }
 
+  // The log as a view at `size` shows it, though the store may hold more
+  // (or less).
+  log::LogView At(uint64_t size) const {
+    log::SignedCheckpoint cp;
+    cp.size = size;
+    return log::LogView(*store_, cp);
+  }
+
   std::string LeafHashes(uint64_t begin, uint64_t end) const {
     std::string out;
     for (uint64_t i = begin; i < end; ++i) out += Bytes(leaves_[i]);
@@ -118,15 +126,15 @@ TEST(TilePath, RefusesEveryOtherFormNamingTheRule) {
 }
 
 TEST_F(TilesTest, HashTilesHoldTheNodesOfTheirLevelUpToTheTreeSize) {
-  EXPECT_EQ(*HashTile(*store_, kSize, {false, 0, 0, 256}), LeafHashes(0, 256));
-  EXPECT_EQ(*HashTile(*store_, kSize, {false, 0, 17, 256}), LeafHashes(17 * 256, 18 * 256));
-  EXPECT_EQ(*HashTile(*store_, kSize, {false, 0, 18, 92}), LeafHashes(18 * 256, kSize));
+  EXPECT_EQ(*HashTile(At(kSize), {false, 0, 0, 256}), LeafHashes(0, 256));
+  EXPECT_EQ(*HashTile(At(kSize), {false, 0, 17, 256}), LeafHashes(17 * 256, 18 * 256));
+  EXPECT_EQ(*HashTile(At(kSize), {false, 0, 18, 92}), LeafHashes(18 * 256, kSize));
   // A narrower width, as an older checkpoint gives it, is its prefix.
-  EXPECT_EQ(*HashTile(*store_, kSize, {false, 0, 18, 5}), LeafHashes(18 * 256, 18 * 256 + 5));
+  EXPECT_EQ(*HashTile(At(kSize), {false, 0, 18, 5}), LeafHashes(18 * 256, 18 * 256 + 5));
   // Level 1 holds the roots of the perfect subtrees of 256 leaves.
   std::string level1;
   for (uint64_t i = 0; i < 18; ++i) level1 += Bytes(Mth(leaves_, i * 256, (i + 1) * 256));
-  EXPECT_EQ(*HashTile(*store_, kSize, {false, 1, 0, 18}), level1);
+  EXPECT_EQ(*HashTile(At(kSize), {false, 1, 0, 18}), level1);
   // What the tree does not hold.
   for (const Tile& t : std::vector<Tile>{{false, 0, 18, 93},
                                          {false, 0, 18, 256},
@@ -135,29 +143,29 @@ TEST_F(TilesTest, HashTilesHoldTheNodesOfTheirLevelUpToTheTreeSize) {
                                          {false, 1, 0, 256},
                                          {false, 2, 0, 1},
                                          {false, 63, 0, 1}}) {
-    auto got = HashTile(*store_, kSize, t);
+    auto got = HashTile(At(kSize), t);
     EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound) << TilePath(t);
   }
-  EXPECT_EQ(std::string(HashTile(*store_, kSize, {false, 0, 18, 93}).status().message()),
+  EXPECT_EQ(std::string(HashTile(At(kSize), {false, 0, 18, 93}).status().message()),
             "tile/0/018.p/93: beyond the latest checkpoint (tree size 4700)");
 }
 
 TEST_F(TilesTest, NothingBeyondTheGivenTreeSizeIsServedThoughTheStoreHoldsIt) {
-  EXPECT_EQ(*HashTile(*store_, 1000, {false, 0, 3, 232}), LeafHashes(768, 1000));
-  EXPECT_EQ(HashTile(*store_, 1000, {false, 0, 3, 233}).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(HashTile(*store_, 1000, {false, 0, 4, 1}).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(EntryBundle(*store_, 1000, {true, 0, 3, 233}).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(HashTile(*store_, 255, {false, 0, 0, 256}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*HashTile(At(1000), {false, 0, 3, 232}), LeafHashes(768, 1000));
+  EXPECT_EQ(HashTile(At(1000), {false, 0, 3, 233}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(HashTile(At(1000), {false, 0, 4, 1}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(EntryBundle(At(1000), {true, 0, 3, 233}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(HashTile(At(255), {false, 0, 0, 256}).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(TilesTest, AStoreThatLacksANodeItShouldHoldIsDataLoss) {
-  auto got = HashTile(*store_, kSize + 300, {false, 0, 19, 136});
+  auto got = HashTile(At(kSize + 300), {false, 0, 19, 136});
   EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(std::string(got.status().message()), "tile/0/019.p/136: the store holds 0 of its 136 nodes of level 0");
 }
 
 TEST_F(TilesTest, EntryBundlesHoldTheLeavesLengthPrefixed) {
-  auto bundle = EntryBundle(*store_, kSize, {true, 0, 18, 92});
+  auto bundle = EntryBundle(At(kSize), {true, 0, 18, 92});
   ASSERT_TRUE(bundle.ok()) << bundle.status();
   std::string want;
   for (uint64_t seq = 18 * 256; seq < kSize; ++seq) {
@@ -165,7 +173,7 @@ TEST_F(TilesTest, EntryBundlesHoldTheLeavesLengthPrefixed) {
     want += std::string{static_cast<char>(leaf.size() >> 8), static_cast<char>(leaf.size() & 0xFF)} + leaf;
   }
   EXPECT_EQ(*bundle, want);
-  EXPECT_EQ(EntryBundle(*store_, kSize, {true, 0, 0, 256})->substr(0, 2 + Leaf(0).size()),
+  EXPECT_EQ(EntryBundle(At(kSize), {true, 0, 0, 256})->substr(0, 2 + Leaf(0).size()),
             std::string("\0\x0b", 2) + "{\"entry\":0}");
 }
 
@@ -175,13 +183,13 @@ TEST_F(TilesTest, ServesTheAuditorsOfEveryTeamOrEveryoneWhenPublic) {
       {"identity": "cn:reader-all", "roles": ["reader"], "teams": ["*"]},
       {"identity": "cn:auditor-all", "roles": ["auditor"], "teams": ["*"]},
       {"identity": "cn:admin", "roles": ["admin"]}]})");
-  const Latest latest{kSize, "checkpoint note\n"};
+  const log::LogView view = At(kSize);
   auto get = [&](const std::string& identity, const std::string& path, const Access& access) {
     http::HttpRequest r;
     r.method = "GET";
     r.path = path;
     r.identity = identity;
-    return Serve(r, *store_, latest, access);
+    return Serve(r, view, "checkpoint note\n", access);
   };
   const Access tls{&policy, false}, open{&policy, true}, plain{nullptr, false};
   const std::string tile = "/tlog/tile/0/018.p/92";

@@ -177,8 +177,9 @@ TEST_F(TeamWindowTest, ReadingForwardsAndWalkingTheChainFindTheSameNeighbours) {
   // Windows over seqs [2, 6) and [1, 2) (team-a's entries 2, 3, 5 and none).
   for (auto [hi, held] : {std::pair<uint64_t, exporter::WindowEntries>{6, {3, 2, {2, 0}}},
                           std::pair<uint64_t, exporter::WindowEntries>{2, {0, 0, {}}}}) {
-    auto read = *exporter::TeamWindowBounds(log_->store(), "team-a", head, hi, held, prove);
-    auto walked = *exporter::TeamWindowBounds(log_->store(), "team-a", head, hi, held, prove, /*look_ahead=*/0);
+    const log::LogView view = *log_->ViewAt(proof.checkpoint.size);
+    auto read = *exporter::TeamWindowBounds(view, "team-a", head, hi, held, prove);
+    auto walked = *exporter::TeamWindowBounds(view, "team-a", head, hi, held, prove, /*look_ahead=*/0);
     EXPECT_EQ(pack::EncodeTeamWindow(read), pack::EncodeTeamWindow(walked)) << hi;
     ASSERT_TRUE(read.after.has_value());
     EXPECT_EQ(read.after->seq, hi == 6 ? 6u : 2u);
@@ -217,7 +218,7 @@ TEST_F(TeamWindowTest, ALaterAfterOrAnOlderHeadIsRefused) {
   EXPECT_EQ(w.after->seq, 7u);
   // An entry further on as `after`: its team_prev is not the window's last.
   auto inclusion = *log_->ProveInclusion(8, 9);
-  w.after = pack::Bound{8, *log_->store().GetLeaf(8), inclusion.path};
+  w.after = pack::Bound{8, *log_->View().GetLeaf(8), inclusion.path};
   ExpectFailure(Verify(ReplaceTeamWindow(p, w)), pack::kTeamWindow, -1,
                 "entry 8 follows the team's entry 7 (team_prev), which the pack does not hold");
   // The head of the older tree, presented as current.
@@ -231,11 +232,11 @@ TEST_F(TeamWindowTest, BoundsOutsideTheirPlaceAreRefused) {
   std::string p = Window("team-a", 2500, 6500);
   pack::TeamWindow w = Bounds(p);
   pack::TeamWindow inside = w;
-  inside.after = pack::Bound{5, *log_->store().GetLeaf(5), log_->ProveInclusion(5, 7)->path};
+  inside.after = pack::Bound{5, *log_->View().GetLeaf(5), log_->ProveInclusion(5, 7)->path};
   ExpectFailure(Verify(ReplaceTeamWindow(p, inside)), pack::kTeamWindow, -1,
                 "after: entry 5 was logged at 6000, inside the window, which ends at 6500");
   pack::TeamWindow other_team = w;
-  other_team.before = pack::Bound{1, *log_->store().GetLeaf(1), log_->ProveInclusion(1, 7)->path};
+  other_team.before = pack::Bound{1, *log_->View().GetLeaf(1), log_->ProveInclusion(1, 7)->path};
   ExpectFailure(Verify(ReplaceTeamWindow(p, other_team)), pack::kTeamWindow, -1, "before: entry 1 is of another team");
   pack::TeamWindow both = w;
   both.head = Bounds(Window("team-a", 2500, 9000)).head;
@@ -271,13 +272,13 @@ TEST_F(TeamWindowTest, AWindowAcrossTheUpgradeSaysWhichPartIsProven) {
   next_ = 0;
   AppendAt("team-a", "run-1", "agent_start");  // seq 0, version 1
   AppendAt("team-a", "run-1", "model_call");   // seq 1, version 1
-  EXPECT_EQ(receipt::ParseLeaf(*log_->store().GetLeaf(1))->version, 1);
+  EXPECT_EQ(receipt::ParseLeaf(*log_->View().GetLeaf(1))->version, 1);
   log_.reset();
   o.run_map = true;
   log_ = *log::Log::Open(o, signer_);
   AppendAt("team-a", "run-1", "model_call");  // seq 2, version 2, team_prev 1
   AppendAt("team-a", "run-1", "agent_exec");  // seq 3
-  auto leaf = *receipt::ParseLeaf(*log_->store().GetLeaf(2));
+  auto leaf = *receipt::ParseLeaf(*log_->View().GetLeaf(2));
   EXPECT_EQ(leaf.version, 2);
   EXPECT_EQ(leaf.team_prev, 1u);
   verify::Result across = Verify(Window("team-a", 1500, 9000));
