@@ -108,7 +108,7 @@ grpc::Status QueryService::GetStep(grpc::ServerContext* ctx, const pb::GetStepRe
   }
   if (request->attempt() < 0) return Invalid("attempt", "must be >= 1 (0: 1)");
   StepKey key{request->team(), request->run_id(), request->step_id(), request->attempt() == 0 ? 1 : request->attempt()};
-  auto raw = log_->store().GetProjection(Table::kSteps, EncodeStepKey(key));
+  auto raw = log_->View().GetProjection(Table::kSteps, EncodeStepKey(key));
   if (!raw.ok()) return ToGrpc(raw.status());
   if (!raw->has_value()) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -144,7 +144,7 @@ grpc::Status QueryService::ListSteps(grpc::ServerContext* ctx, const pb::ListSte
     if (!after.ok()) return ToGrpc(after.status());
     upper = std::min(upper, *after);
   }
-  const store::Store& store = log_->store();
+  const log::LogView view = log_->View();
   // Rows looked at per page, matching or not: a filter that matches little
   // returns short pages with a token rather than scanning a whole team.
   const int budget = 20 * page_size + 1000;
@@ -153,14 +153,14 @@ grpc::Status QueryService::ListSteps(grpc::ServerContext* ctx, const pb::ListSte
   bool more = false;
   absl::Status read;
   absl::Status scanned =
-      store.ScanProjection(Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
+      view.ScanProjection(Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
         if (response->steps_size() >= page_size || examined >= budget) {
           more = true;
           return false;
         }
         ++examined;
         last_row = std::string(row);
-        auto raw = store.GetProjection(Table::kSteps, StepKeyOfRow(row, prefix.size()));
+        auto raw = view.GetProjection(Table::kSteps, StepKeyOfRow(row, prefix.size()));
         pb::Step step;
         if (!raw.ok() || !raw->has_value() || !step.ParseFromString(**raw)) {
           read = absl::DataLossError("projection: an indexed step record is missing or malformed");
@@ -180,7 +180,7 @@ grpc::Status QueryService::GetRun(grpc::ServerContext* ctx, const pb::GetRunRequ
   auto caller = Allow(gate_, ctx, request->team());
   if (!caller.ok()) return ToGrpc(caller.status());
   if (request->run_id().empty()) return Invalid("run_id", "required");
-  auto raw = log_->store().GetProjection(Table::kRuns, EncodeRunKey(request->team(), request->run_id()));
+  auto raw = log_->View().GetProjection(Table::kRuns, EncodeRunKey(request->team(), request->run_id()));
   if (!raw.ok()) return ToGrpc(raw.status());
   if (!raw->has_value()) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -208,18 +208,18 @@ grpc::Status QueryService::ListRuns(grpc::ServerContext* ctx, const pb::ListRuns
     if (!after.ok()) return ToGrpc(after.status());
     upper = std::min(upper, *after);
   }
-  const store::Store& store = log_->store();
+  const log::LogView view = log_->View();
   std::string last_row;
   bool more = false;
   absl::Status read;
   absl::Status scanned =
-      store.ScanProjection(Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
+      view.ScanProjection(Table::kIndex, lower, upper, /*reverse=*/true, [&](std::string_view row, std::string_view) {
         if (response->runs_size() >= page_size) {
           more = true;
           return false;
         }
         last_row = std::string(row);
-        auto raw = store.GetProjection(Table::kRuns, row.substr(prefix.size() + 8));
+        auto raw = view.GetProjection(Table::kRuns, row.substr(prefix.size() + 8));
         pb::Run run;
         if (!raw.ok() || !raw->has_value() || !run.ParseFromString(**raw)) {
           read = absl::DataLossError("projection: an indexed run record is missing or malformed");
@@ -242,12 +242,12 @@ grpc::Status QueryService::ListTeams(grpc::ServerContext* ctx, const pb::ListTea
   std::string from = "U";
   while (response->teams_size() < 100'000) {
     std::string found;
-    absl::Status s = log_->store().ScanProjection(projection::Table::kIndex, from, "V", false,
-                                                  [&](std::string_view key, std::string_view) {
-                                                    size_t n = key.size() > 1 ? static_cast<unsigned char>(key[1]) : 0;
-                                                    if (key.size() >= 2 + n) found = std::string(key.substr(2, n));
-                                                    return false;
-                                                  });
+    absl::Status s = log_->View().ScanProjection(projection::Table::kIndex, from, "V", false,
+                                                 [&](std::string_view key, std::string_view) {
+                                                   size_t n = key.size() > 1 ? static_cast<unsigned char>(key[1]) : 0;
+                                                   if (key.size() >= 2 + n) found = std::string(key.substr(2, n));
+                                                   return false;
+                                                 });
     if (!s.ok()) return ToGrpc(s);
     if (found.empty()) break;
     if (caller->Check(auth::Action::kQuery, found).ok()) response->add_teams(found);
@@ -271,14 +271,15 @@ grpc::Status QueryService::WatchSteps(grpc::ServerContext* ctx, const pb::WatchS
     return caller->Check(auth::Action::kQuery, f.team());
   };
   uint64_t next = static_cast<uint64_t>(request->after_seq() + 1);
-  const store::Store& store = log_->store();
   while (!ctx->IsCancelled()) {
     if (absl::Status s = allowed(); !s.ok()) return ToGrpc(s);
     uint64_t size = log_->head().size;
     if (next < size) {
       bool broken = false;
       absl::Status read;
-      absl::Status scanned = store.ScanProjection(
+      // Changes up to the committed size, not the view's: projections are of
+      // the latest state.
+      absl::Status scanned = log_->View().ScanProjection(
           Table::kChanges, U64(next), U64(size), false, [&](std::string_view, std::string_view value) {
             pb::StepChange change;
             if (!change.ParseFromArray(value.data(), static_cast<int>(value.size()))) {

@@ -1,5 +1,6 @@
 // The gRPC QueryService: step outcomes and run summaries for dashboards,
-// read from the projections. Handlers decode, read, and map statuses.
+// read from the projections through a view of the log (LogView: the latest
+// applied state). Handlers decode, read, and map statuses.
 //
 // Pagination: newest first by first_at_us; a page token is the last index
 // row returned, so pages continue strictly below it and steps appended

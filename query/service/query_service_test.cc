@@ -472,9 +472,8 @@ TEST_F(QueryTest, WatchResumesWithoutGapOrDuplicateWhileAppendsContinue) {
   // Exactly the entries that changed a step: every start and exec; the
   // calls (to another step) are not changes.
   std::set<uint64_t> expected;
-  const store::Store& store = log_->store();
-  ASSERT_TRUE(store
-                  .ScanProjection(projection::Table::kChanges, "", "", false,
+  const log::LogView view = log_->View();
+  ASSERT_TRUE(view.ScanProjection(projection::Table::kChanges, "", "", false,
                                   [&](std::string_view k, std::string_view) {
                                     expected.insert(ReadU64(k));
                                     return true;
@@ -510,8 +509,10 @@ TEST_F(QueryTest, GetStepNotFoundAndListRuns) {
   EXPECT_EQ(runs, (std::vector<std::string>{"r3", "r2", "r1"}));
 }
 
-// Every projection record, table by table.
-std::map<std::string, std::string> Dump(const store::Store& store) {
+// Every projection record, table by table, of a log's view or a stopped
+// ledger's store.
+template <typename Projections>
+std::map<std::string, std::string> Dump(const Projections& store) {
   std::map<std::string, std::string> out;
   for (int t = 0; t < projection::kTableCount; ++t) {
     auto table = static_cast<projection::Table>(t);
@@ -572,7 +573,7 @@ TEST_F(QueryTest, RebuildIsByteIdenticalToLiveProjections) {
       ASSERT_TRUE(sweeper_->SweepNow().ok());
     }
   }
-  auto live = Dump(log_->store());
+  auto live = Dump(log_->View());
   ASSERT_GT(live.size(), 1000u);
   uint64_t size = log_->head().size;
   Close();
@@ -610,7 +611,7 @@ TEST_F(QueryTest, ProjectionsBehindTheLogAreCaughtUpAtOpen) {
   {
     auto log = log::Log::Open(o, signer_);  // catches up the one entry
     ASSERT_TRUE(log.ok()) << log.status();
-    caught_up = Dump((*log)->store());
+    caught_up = Dump((*log)->View());
     ASSERT_TRUE(caught_up.count("p_steps/" + EncodeStepKey({"team-a", "run-1", "a", 1})));
   }
   ASSERT_TRUE(log::RebuildProjections(other.Sub("data"), projector_, nullptr).ok());

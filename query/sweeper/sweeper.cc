@@ -73,12 +73,13 @@ absl::StatusOr<int> Sweeper::SweepAt(int64_t now) {
   for (bool more = true; more;) {
     std::vector<receipt::Receipt> receipts;
     std::string last;
-    absl::Status scanned = log_->store().ScanProjection(
+    const log::LogView view = log_->View();
+    absl::Status scanned = view.ScanProjection(
         projection::Table::kIndex, from, end, false,
         // Called by ScanProjection before it returns, under sweep_mu_.
         [&](std::string_view row, std::string_view step_key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(sweep_mu_) {
           last = row;
-          auto r = UnknownOf(step_key, now, grace_us);
+          auto r = UnknownOf(view, step_key, now, grace_us);
           if (!r.ok()) {
             ++undeclared;
             Failed(row.size() >= 17 ? ReadU64(row.substr(9)) : 0, r.status());
@@ -103,8 +104,9 @@ absl::StatusOr<int> Sweeper::SweepAt(int64_t now) {
   return declared;
 }
 
-absl::StatusOr<receipt::Receipt> Sweeper::UnknownOf(std::string_view step_key, int64_t now, int64_t grace_us) const {
-  auto step_raw = log_->store().GetProjection(projection::Table::kSteps, step_key);
+absl::StatusOr<receipt::Receipt> Sweeper::UnknownOf(const log::LogView& view, std::string_view step_key, int64_t now,
+                                                    int64_t grace_us) const {
+  auto step_raw = view.GetProjection(projection::Table::kSteps, step_key);
   pb::Step step;
   if (!step_raw.ok() || !step_raw->has_value() || !step.ParseFromString(**step_raw)) {
     return absl::DataLossError("the pending step's record is missing or malformed");

@@ -86,7 +86,8 @@ class Sweeper {
 
   // The step_unknown of the pending step at `step_key`; DATA_LOSS when its
   // record is missing or malformed.
-  absl::StatusOr<receipt::Receipt> UnknownOf(std::string_view step_key, int64_t now, int64_t grace_us) const;
+  absl::StatusOr<receipt::Receipt> UnknownOf(const log::LogView& view, std::string_view step_key, int64_t now,
+                                             int64_t grace_us) const;
   // Appends the declarations of `chunk` and waits for them; adds the new
   // ones to *declared; returns the failed ones, by index in `chunk`.
   std::vector<std::pair<size_t, absl::Status>> Declare(std::span<const receipt::Receipt> chunk, int* declared);
