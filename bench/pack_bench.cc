@@ -105,7 +105,7 @@ int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_
                                 {"ok", ok},
                                 {"rss_kb_open", before},
                                 {"peak_rss_kb", PeakRssKb()},
-                                {"rocksdb_table_readers_kb", (*log)->store().TableReaderBytes() / 1024}}
+                                {"rocksdb_table_readers_kb", (*log)->View().MemoryUse().table_readers / 1024}}
                      .dump()
               << std::endl;
     return ok ? 0 : 1;

@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
   {
     // Count the steps already stored by the last step key written.
     for (uint64_t s = steps; s > 0; s /= 2) {
-      auto raw = (*log)->store().GetProjection(
+      auto raw = (*log)->View().GetProjection(
           ledger::projection::Table::kSteps, ledger::query::EncodeStepKey({Team(s - 1), Run(s - 1), StepId(s - 1), 1}));
       if (raw.ok() && raw->has_value()) {
         have_steps = s;

@@ -194,8 +194,8 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz" || r.path == "/readyz/leader") {
     if (stopping) return Text(503, "stopping\n");
-    if (!log.store().failure().ok())
-      return Text(503, absl::StrCat("store failed: ", log.store().failure().message(), "\n"));
+    if (absl::Status failed = log.View().failure(); !failed.ok())
+      return Text(503, absl::StrCat("store failed: ", failed.message(), "\n"));
     if (!log.integrity().ok()) return Text(503, absl::StrCat("appends refused: ", log.integrity().message(), "\n"));
     if (node == nullptr) return Text(200, "ready\n");
     // Replicated: /readyz for reads (every node that follows or leads),
@@ -699,7 +699,7 @@ int Daemon::Wait() {
                              {gate_->tls() ? http_.get() : nullptr, gate_->tls() ? otlp_http_.get() : nullptr});
     }
     sig = sigtimedwait(&signals_, nullptr, &tick);
-    failure = log_->store().failure();
+    failure = log_->View().failure();
   }
   if (!failure.ok()) {
     ledger::jsonlog::Error("exiting")

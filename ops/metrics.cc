@@ -135,8 +135,9 @@ std::pair<Metrics::StepCounts, Metrics::TeamCosts> Metrics::CountSteps() {
     return {steps_, costs_};
   }
   std::map<std::string, int64_t> costs;
-  absl::Status runs = sources_.log->store().ScanProjection(
-      projection::Table::kRuns, "", "\x80", false, [&](std::string_view, std::string_view value) {
+  const log::LogView view = sources_.log->View();
+  absl::Status runs =
+      view.ScanProjection(projection::Table::kRuns, "", "\x80", false, [&](std::string_view, std::string_view value) {
         evidence::ledger::v1::Run run;
         if (run.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
           costs[run.team()] += run.charged_cost_micros();
@@ -146,8 +147,8 @@ std::pair<Metrics::StepCounts, Metrics::TeamCosts> Metrics::CountSteps() {
   costs_.assign(runs.ok() ? costs.begin() : costs.end(), costs.end());
   // State index rows: 'S', team length, team, state byte, time, step key.
   std::map<std::pair<std::string, int>, uint64_t> counts;
-  absl::Status s = sources_.log->store().ScanProjection(
-      projection::Table::kIndex, "S", "T", false, [&](std::string_view key, std::string_view) {
+  absl::Status s =
+      view.ScanProjection(projection::Table::kIndex, "S", "T", false, [&](std::string_view key, std::string_view) {
         if (key.size() < 3) return true;
         size_t n = static_cast<unsigned char>(key[1]);
         if (key.size() < 3 + n) return true;
@@ -169,6 +170,7 @@ std::pair<Metrics::StepCounts, Metrics::TeamCosts> Metrics::CountSteps() {
 std::string Metrics::Render() {
   std::string out;
   const log::Log& log = *sources_.log;
+  const log::LogView view = log.View();  // the store's health and memory
   const service::LedgerService::Stats& ledger = sources_.ledger->stats();
   Family(&out, "ledger_appends_total", "Receipts by kind and result (ok, duplicate, or the refusal's code).",
          {"kind", "result"}, ledger.appends);
@@ -178,7 +180,7 @@ std::string Metrics::Render() {
     Histogram(&out, "ledger_commit_seconds", "Duration of one synced RocksDB write (a group commit).", seq->commit_us,
               1e-6);
   }
-  Histogram(&out, "ledger_fsync_seconds", "Duration of each file sync the store makes.", log.store().sync_us(), 1e-6);
+  Histogram(&out, "ledger_fsync_seconds", "Duration of each file sync the store makes.", view.sync_us(), 1e-6);
   Gauge(&out, "ledger_append_queue_receipts", "Receipts queued for the writer.", static_cast<double>(log.queued()));
   Gauge(&out, "ledger_tree_size", "Entries in the log.", static_cast<double>(log.head().size));
   auto [cp_size, cp_at_us] = log.LatestCheckpointTime();
@@ -221,8 +223,8 @@ std::string Metrics::Render() {
   }
   Family(&out, "ledger_proofs_served_total", "Proofs served, by type.", {"type"}, ledger.proofs);
   Gauge(&out, "ledger_store_failed", "1 when the store failed in a way it cannot resume from.",
-        log.store().failure().ok() ? 0 : 1);
-  store::Memory memory = log.store().MemoryUse();
+        view.failure().ok() ? 0 : 1);
+  const store::Memory memory = view.MemoryUse();
   Gauge(&out, "ledger_store_memory_budget_bytes",
         "What the store's RocksDB may hold in its cache, memtables included (--store-memory-mb).",
         static_cast<double>(memory.budget));

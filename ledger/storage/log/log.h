@@ -250,8 +250,6 @@ class Log {
   // The sequencer's queue and commit figures.
   size_t queued() const { return sequencer_ ? sequencer_->queued() : 0; }
   const sequencer::Sequencer::Stats* sequencer_stats() const { return sequencer_ ? &sequencer_->stats() : nullptr; }
-  // Read access for projections' queries.
-  const store::Store& store() const { return *store_; }
   const std::string& origin() const { return options_.origin; }
   std::string verifier_key() const { return signer_.VerifierKey(); }
   // How many entries the projections covered when Open found them (Open
@@ -273,6 +271,8 @@ class Log {
   const std::string& rollback_accepted() const { return rollback_; }
 
  private:
+  // The log's own tests read its rows (log_testing.h); readers take a View.
+  friend const store::Store& TestingStoreOf(const Log& log);
   Log(Options options, note::Signer signer, std::unique_ptr<store::Store> store);
   absl::Status CheckIntegrity(const store::State& state);
   absl::Status CheckGuard(const store::State& state);

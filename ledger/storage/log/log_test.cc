@@ -205,7 +205,7 @@ TEST_F(LogTest, OpenMigratesReceiptRowsOfFormat1) {
   }
   auto log = OpenLog();
   EXPECT_EQ(log->migrated_receipts(), 2u);
-  EXPECT_TRUE(log->store().LegacyReceipts(10)->empty());
+  EXPECT_TRUE(TestingStoreOf(*log).LegacyReceipts(10)->empty());
   EXPECT_EQ(*log->SeqOf("team-a", "m-1"), 1u);
   auto retry = AppendAll(*log, {Model("m-1")});
   EXPECT_TRUE(retry[0].duplicate);
@@ -264,7 +264,7 @@ TEST_F(LogTest, OpenMigratesRunRowsOfFormat1) {
   AppendAll(*log, {InRun("a3", "run-a")});
   ASSERT_TRUE(log->SignCheckpoint().ok());
   EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head,
-            (runmap::Head{3, 3, hash::LeafHash(*log->store().GetLeaf(3))}));
+            (runmap::Head{3, 3, hash::LeafHash(*TestingStoreOf(*log).GetLeaf(3))}));
 }
 
 TEST_F(LogTest, TooManyReceiptsInOneRequest) {

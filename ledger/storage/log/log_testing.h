@@ -18,6 +18,9 @@
 
 namespace ledger::log {
 
+// The store behind `log`, whose rows the log's tests read and plant.
+inline const store::Store& TestingStoreOf(const Log& log) { return *log.store_; }
+
 inline receipt::Receipt Model(const std::string& id) {
   auto r = receipt::FromJsonText(R"({"kind":"model_call","team":"team-a","run_id":"run-1","occurred_at_us":1,)"
                                  R"("route":"r","decision":"allow"})");

@@ -78,7 +78,7 @@ TEST_F(LogTest, EveryCheckpointSignsTheRunHeadMapAndRunsAreProvedAgainstIt) {
   log = OpenLog();
   EXPECT_EQ(log->Checkpoint(0)->run_map_root, root4);
   EXPECT_EQ(log->ProveRun("team-a", "run-a")->path.found->head.count, 3u);
-  auto replayed = *ReplayRunMap(log->store(), 4, runmap::KeyVersion::kV2);
+  auto replayed = *ReplayRunMap(TestingStoreOf(*log), 4, runmap::KeyVersion::kV2);
   EXPECT_EQ(replayed.Root(), root4);
 }
 
@@ -91,7 +91,7 @@ TEST_F(LogTest, LeavesChainEachTeamAndTheTeamHeadMapIsSigned) {
   AppendAll(*log, {OfTeam("a3", "team-a"), OfTeam("c1", "team-c")});
   const std::vector<std::optional<uint64_t>> want = {std::nullopt, std::nullopt, 0, 1, 2, std::nullopt};
   for (uint64_t seq = 0; seq < want.size(); ++seq) {
-    auto e = *receipt::ParseLeaf(*log->store().GetLeaf(seq));
+    auto e = *receipt::ParseLeaf(*TestingStoreOf(*log).GetLeaf(seq));
     EXPECT_EQ(e.version, 2) << seq;
     EXPECT_EQ(e.team_prev, want[seq]) << seq;
   }
@@ -102,12 +102,12 @@ TEST_F(LogTest, LeavesChainEachTeamAndTheTeamHeadMapIsSigned) {
   EXPECT_EQ(time.version(), 4);
   ASSERT_TRUE(time.team_map_root.has_value());
   EXPECT_EQ(cp.team_map_root, time.team_map_root);
-  EXPECT_EQ(ReplayTeamMap(log->store(), 6)->Root(), *time.team_map_root);
+  EXPECT_EQ(ReplayTeamMap(TestingStoreOf(*log), 6)->Root(), *time.team_map_root);
 
   auto proof = *log->ProveTeam("team-a");
   ASSERT_TRUE(proof.path.found.has_value());
   runmap::Head head = proof.path.found->head;
-  EXPECT_EQ(head, (runmap::Head{3, 4, hash::LeafHash(*log->store().GetLeaf(4))}));
+  EXPECT_EQ(head, (runmap::Head{3, 4, hash::LeafHash(*TestingStoreOf(*log).GetLeaf(4))}));
   EXPECT_TRUE(runmap::VerifyInclusion(*time.team_map_root, *runmap::TeamKey("team-a"), head, proof.path.siblings).ok());
   // A team key is not a run key: the run map does not hold it.
   EXPECT_THAT(
@@ -126,7 +126,7 @@ TEST_F(LogTest, LeavesChainEachTeamAndTheTeamHeadMapIsSigned) {
   EXPECT_EQ(log->filled_team_heads(), 0u);
   EXPECT_EQ(log->Checkpoint(0)->team_map_root, time.team_map_root);
   AppendAll(*log, {OfTeam("a4", "team-a")});
-  EXPECT_EQ(receipt::ParseLeaf(*log->store().GetLeaf(6))->team_prev, 4u);
+  EXPECT_EQ(receipt::ParseLeaf(*TestingStoreOf(*log).GetLeaf(6))->team_prev, 4u);
 }
 
 // A store of a version without team rows: Open fills them from the log and
@@ -156,7 +156,7 @@ TEST_F(LogTest, OpenFillsTheTeamRowsOfAnOlderStore) {
   auto key = *note::Verifier::Parse(signer_.VerifierKey());
   EXPECT_EQ(note::ParseCheckpointTime(*key.Open(log->Checkpoint(0)->time_note))->version(), 4);
   AppendAll(*log, {OfTeam("a3", "team-a")});
-  EXPECT_EQ(receipt::ParseLeaf(*log->store().GetLeaf(3))->team_prev, 2u);
+  EXPECT_EQ(receipt::ParseLeaf(*TestingStoreOf(*log).GetLeaf(3))->team_prev, 2u);
 }
 
 // Receipts of `runs` runs in three teams, `per_run` each.
@@ -219,8 +219,9 @@ TEST_F(LogTest, TheMapsAreKeptInTheStoreAndAnOlderStoreHasThemRebuilt) {
                     .ok());
     AppendAll(*log, ManyRuns("c", 70, 1));
     ASSERT_TRUE(log->SignCheckpoint().ok());
-    EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 340, runmap::KeyVersion::kV2)->Root());
-    EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 340)->Root());
+    EXPECT_EQ(log->Checkpoint(0)->run_map_root,
+              ReplayRunMap(TestingStoreOf(*log), 340, runmap::KeyVersion::kV2)->Root());
+    EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(TestingStoreOf(*log), 340)->Root());
   }
   EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(340), std::optional<uint64_t>(340)));
 }
@@ -249,8 +250,8 @@ TEST_F(LogTest, TheMapsCatchUpWithEntriesAppendedWithoutThem) {
   EXPECT_EQ(StoredMapSizes(db), std::make_pair(std::optional<uint64_t>(60), std::optional<uint64_t>(60)));
   auto log = open(true);
   EXPECT_EQ(log->Checkpoint(0)->size, 105u);
-  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 105, runmap::KeyVersion::kV2)->Root());
-  EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 105)->Root());
+  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(TestingStoreOf(*log), 105, runmap::KeyVersion::kV2)->Root());
+  EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(TestingStoreOf(*log), 105)->Root());
   EXPECT_EQ(log->ProveRun("team-2", "run-44")->path.found->head.count, 1u);
   EXPECT_EQ(log->ProveRun("team-2", "run-5")->path.found->head.count, 3u);
 }
@@ -287,8 +288,8 @@ TEST_F(LogTest, MapsWrittenWhileTheDiskFailsLoseNoHead) {
   }
   ASSERT_TRUE(signed_again.ok()) << signed_again;
   ASSERT_EQ(log->Checkpoint(0)->size, 44u);
-  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(log->store(), 44, runmap::KeyVersion::kV2)->Root());
-  EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(log->store(), 44)->Root());
+  EXPECT_EQ(log->Checkpoint(0)->run_map_root, ReplayRunMap(TestingStoreOf(*log), 44, runmap::KeyVersion::kV2)->Root());
+  EXPECT_EQ(log->Checkpoint(0)->team_map_root, ReplayTeamMap(TestingStoreOf(*log), 44)->Root());
   EXPECT_EQ(log->ProveTeam("team-1")->path.found->head.count, 15u);
 }
 
