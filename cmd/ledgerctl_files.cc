@@ -1,6 +1,11 @@
 // ledgerctl's commands on files alone: a stopped ledger's data directory
 // (rebuild, audit), a pack (verify), a key (keygen) and a checkpoint
 // against a tlog-policy (policy-check).
+//
+// Rebuild and audit open the stopped ledger's store itself: the one place
+// above the storage room allowed to (docs/rooms.json, `private`), because
+// they must see the rows as they lie on disk, where Log::Open would first
+// migrate, catch up and sign, and refuse the damaged store an audit is for.
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -5,6 +5,8 @@
 // root must be the one the checkpoint-time note of that size signs.
 // ledgerctl prove-team: the same for a team's head in the team-head map,
 // as team-window.json's `head` holds it, from a stopped ledger's store.
+// Like audit (ledgerctl_files.cc), --data opens the stopped store itself
+// (docs/rooms.json, `private`): a monitor's replay reads it as it lies.
 #include <filesystem>
 #include <iostream>
 

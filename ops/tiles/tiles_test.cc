@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/store/testing.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::ops::tiles {

@@ -14,6 +14,7 @@
 #include "ledger/rpc/server/server.h"
 #include "ledger/rpc/service/service.h"
 #include "ledger/storage/log/log.h"
+#include "ledger/storage/store/testing.h"
 #include "ledger_service.grpc.pb.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"

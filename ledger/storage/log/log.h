@@ -1,5 +1,7 @@
 // The ledger's log: the store, the sequencer and the checkpointer behind
-// one small API that the gRPC service adapts.
+// one API that the gRPC service adapts. Readers (exports, tiles, queries,
+// the sweeper, metrics) take a LogView (log_view.h) at a checkpoint; the
+// store itself stays inside the storage room.
 //
 // On Open the log checks itself: the stored tree must reproduce the root of
 // the latest signed checkpoint and the chain head must be the hash of the
@@ -37,7 +39,7 @@
 #include "ledger/format/runmap/runmap.h"
 #include "ledger/storage/log/log_view.h"
 #include "ledger/storage/sequencer/sequencer.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/store/types.h"
 #include "ledger/storage/storedmap/storedmap.h"
 #include "util/sync/mutex.h"
 

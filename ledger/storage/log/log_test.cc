@@ -244,8 +244,8 @@ TEST_F(LogTest, OpenMigratesRunRowsOfFormat1) {
     auto store = *store::Store::Open(dir_.Sub("data") + "/db");
     root = ReplayRunMap(*store, 3, runmap::KeyVersion::kV2)->Root();
     auto b = store->NewBatch();
-    b.PutRunHeadOfFormat1("team-a", "run-a", 2);
-    b.PutRunHeadOfFormat1("team-a", "run-b", 1);
+    ledger::store::Testing::PutRunHeadOfFormat1(b, "team-a", "run-a", 2);
+    ledger::store::Testing::PutRunHeadOfFormat1(b, "team-a", "run-b", 1);
     ASSERT_TRUE(store->Commit(b).ok());
     ASSERT_EQ(store->GetRunHead("team-a", "run-a")->value().count, 0u);
   }

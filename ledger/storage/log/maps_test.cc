@@ -141,8 +141,8 @@ TEST_F(LogTest, OpenFillsTheTeamRowsOfAnOlderStore) {
     auto store = *store::Store::Open(dir_.Sub("data") + "/db");
     root = ReplayTeamMap(*store, 3)->Root();
     auto b = store->NewBatch();
-    b.DeleteTeamHead("team-a");
-    b.DeleteTeamHead("team-b");
+    ledger::store::Testing::DeleteTeamHead(b, "team-a");
+    ledger::store::Testing::DeleteTeamHead(b, "team-b");
     ASSERT_TRUE(store->Commit(b).ok());
     ASSERT_FALSE(store->GetTeamHead("team-a")->has_value());
     auto key = *note::Verifier::Parse(signer_.VerifierKey());

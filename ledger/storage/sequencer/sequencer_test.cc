@@ -263,7 +263,7 @@ TEST(SequencerFaultTest, UnrecoverableFailureIsReportedAndARestartRecovers) {
   store::Faults faults;
   {
     auto store = *store::Store::Open(dir.path(), &faults);
-    store->set_resume_window(std::chrono::milliseconds(200));
+    ledger::store::Testing::SetResumeWindow(*store, std::chrono::milliseconds(200));
     auto seq = *Sequencer::Start(store.get(), {});
     ASSERT_TRUE(Append(*seq, {Make("h-a")})[0].status.ok());
     faults.fail_syncs = true;

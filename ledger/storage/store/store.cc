@@ -69,18 +69,11 @@ void Batch::PutNode(int level, uint64_t index, const hash::Hash& h) {
   std::memcpy(value.data() + offset, h.data(), 32);
 }
 
-void Batch::PutRunHeadOfFormat1(std::string_view team, std::string_view run_id, uint64_t last_seq) {
-  rep_->Put(kRuns, RunKey(team, run_id), U64Key(last_seq));
-}
 void Batch::PutRunHead(std::string_view team, std::string_view run_id, const RunHead& head) {
   rep_->Put(kRuns, RunKey(team, run_id), EncodeHead(head));
 }
 
 void Batch::PutTeamHead(std::string_view team, const RunHead& head) { rep_->Put(kTeams, team, EncodeHead(head)); }
-
-void Batch::DeleteTeamHead(std::string_view team) {
-  if (!rep_->wb.Delete((*rep_->cfs)[kTeams], AsSlice(team)).ok()) std::abort();
-}
 
 void Batch::PutMapRow(std::string_view key, std::string_view value) { rep_->Put(kMaps, key, value); }
 
@@ -337,8 +330,6 @@ absl::Status Store::PutCheckpoint(uint64_t size, std::string_view note, std::str
   options.sync = true;
   return FromRocks(rep_->db->Write(options, &wb), "write checkpoint");
 }
-
-void Store::set_resume_window(std::chrono::milliseconds window) { rep_->resume_window = window; }
 
 absl::Status Store::failure() const {
   sync::MutexLock lock(&rep_->failure_mu);

@@ -95,11 +95,7 @@ class Batch final : public projection::Sink {
   void PutNode(int level, uint64_t index, const hash::Hash& h);
   // Always writes format 2.
   void PutRunHead(std::string_view team, std::string_view run_id, const RunHead& head);
-  // A row as format 1 wrote it (the last seq alone): for tests of upgrades.
-  void PutRunHeadOfFormat1(std::string_view team, std::string_view run_id, uint64_t last_seq);
   void PutTeamHead(std::string_view team, const RunHead& head);
-  // Removes a team's row: for tests of stores written before team rows.
-  void DeleteTeamHead(std::string_view team);
   void PutState(const State& s);
   // Rows of the `maps` column family (ledger/storage/storedmap): written with the
   // log's records. DeleteMapRows removes those with from <= key < to.
@@ -113,6 +109,7 @@ class Batch final : public projection::Sink {
 
  private:
   friend class Store;
+  friend class Testing;  // testing.h
   struct Rep;
   explicit Batch(std::unique_ptr<Rep> rep);
   std::unique_ptr<Rep> rep_;
@@ -134,10 +131,6 @@ class Store {
   // The duration of each sync of a file RocksDB wrote (WAL, flushes), in
   // microseconds.
   const stats::Histogram& sync_us() const;
-  // Memory RocksDB holds for reading its table files outside the cache
-  // (the table readers themselves, and the top level of partitioned
-  // indexes and filters).
-  uint64_t TableReaderBytes() const;
   // Where RocksDB's memory goes, in bytes.
   Memory MemoryUse() const;
 
@@ -232,9 +225,6 @@ class Store {
   // and RocksDB cannot resume. The data on disk is intact up to the last
   // acknowledged commit; reopening the store (a restart) recovers.
   absl::Status failure() const;
-  // How long commits may keep failing while RocksDB tries to resume before
-  // failure() is set (default 10 s). Call before the first commit.
-  void set_resume_window(std::chrono::milliseconds window);
 
   // A consistent copy of the whole store in `dir`, which MUST NOT exist:
   // memtables are flushed first (all column families together), then files
@@ -246,8 +236,13 @@ class Store {
 
  private:
   friend class Batch;
+  friend class Testing;  // testing.h
   struct Rep;
   explicit Store(std::unique_ptr<Rep> rep);
+  // Memory RocksDB holds for reading its table files outside the cache
+  // (the table readers themselves, and the top level of partitioned
+  // indexes and filters): MemoryUse's table_readers.
+  uint64_t TableReaderBytes() const;
   // The stored record of a node group ("" if none).
   absl::StatusOr<std::string> NodeGroup(int level, uint64_t group) const;
   absl::Status ScanRows(int cf, absl::FunctionRef<absl::Status(std::string_view, std::string_view)> fn,

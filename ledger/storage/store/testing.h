@@ -1,11 +1,21 @@
-// Test hooks of the store: tests set them, the store's file system
-// (rocksdb_plugins.cc) reads them; nothing else includes this header.
+// The store's test door: the fault hooks tests set and the store's file
+// system (rocksdb_plugins.cc) reads, and the writers only tests use (rows as
+// earlier versions wrote them, the recovery window). A test anywhere that
+// writes or reads a store directly includes this header, never store.h
+// (docs/rooms.json, `private`); nothing but tests and the store itself
+// includes it.
 //
-// Thread-safe: the flags are atomics, flipped by a test while the store runs.
+// Thread-safe: the flags are atomics, flipped by a test while the store runs;
+// the writers are Batch's and Store's, with their rules.
 #ifndef LEDGER_STORAGE_STORE_TESTING_H_
 #define LEDGER_STORAGE_STORE_TESTING_H_
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+#include "ledger/storage/store/store.h"
 
 namespace ledger::store {
 
@@ -17,6 +27,19 @@ struct Faults {
   // Marked retryable (RocksDB then recovers by itself once they stop, as it
   // does for a full disk), or not (as for EIO: only a restart recovers).
   std::atomic<bool> retryable{false};
+};
+
+// Writes no ledger makes any more, and knobs no ledger turns.
+class Testing {
+ public:
+  // A `runs` row as format 1 wrote it (the last seq alone): for tests of
+  // upgrades.
+  static void PutRunHeadOfFormat1(Batch& batch, std::string_view team, std::string_view run_id, uint64_t last_seq);
+  // Removes a team's row: for tests of stores written before team rows.
+  static void DeleteTeamHead(Batch& batch, std::string_view team);
+  // How long commits may keep failing while RocksDB tries to resume before
+  // failure() is set (10 s unless set). Call before the first commit.
+  static void SetResumeWindow(Store& store, std::chrono::milliseconds window);
 };
 
 }  // namespace ledger::store
