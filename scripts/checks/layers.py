@@ -18,6 +18,11 @@
 - the rules of the table's "rules" hold on the whole link graph: a target
   named there reaches none of the names or rooms it must not, through any
   chain of links (a static library brings everything it links).
+- a header the table's "private" names is its room's own: no source of
+  another room includes it, directly or through other headers, but those
+  the entry excepts (each with its reason); a test's files reach it only
+  through the entry's testing header, which no other file outside the room
+  includes.
 
 docs/design.md shows the table as layers.py --markdown renders it, and the
 check fails when the two differ.
@@ -241,6 +246,52 @@ def check_internal(root, read=None):
     return problems
 
 
+def check_private(root, table, read=None):
+    """A source outside a private header's room that reaches it: directly or
+    through the headers it includes, the chain named. `read` as in
+    check_includes."""
+    read = read or (lambda path: open(os.path.join(root, path), encoding="utf-8", errors="replace").read())
+    files = tracked(root, "*.cc", "*.h")
+    known = set(files)
+    includes = {}
+
+    def included(path):
+        if path not in includes:
+            includes[path] = [h for h in re.findall(r'^#include "([^"]+)"', read(path), re.M) if h in known]
+        return includes[path]
+
+    problems = []
+    for entry in table.get("private", []):
+        header, room, door = entry["header"], entry["room"], entry.get("tests_through")
+        for path in files:
+            mine = room_of_path(table["rooms"], os.path.dirname(path))
+            if (mine and mine[1] == room) or path in entry.get("except", []) or path in (header, door):
+                continue
+            test = path.endswith(TEST_FILES) or path.startswith("tests/")
+            # Breadth first, so that the chain named is a shortest one.
+            parent, todo, found = {path: None}, [path], None
+            while todo and found is None:
+                at = todo.pop(0)
+                for h in included(at):
+                    if h in parent:
+                        continue
+                    parent[h] = at
+                    if h == header or (h == door and not test):
+                        found = h
+                        break
+                    if h != door:  # a test's door leads to the header: that is its purpose
+                        todo.append(h)
+            if found is None:
+                continue
+            chain = [found]
+            while parent[chain[-1]] is not None:
+                chain.append(parent[chain[-1]])
+            problems.append("%s (room '%s') reaches %s, private to room '%s', through %s: %s" %
+                            (path, mine[1] if mine else "none", found, room, " -> ".join(reversed(chain)),
+                             entry["why"]))
+    return problems
+
+
 def check_folders(table_rooms, graph):
     """(problems, {target: (room index, room)}): each library in the table,
     in the folder the table says; every other target in a folder of a room."""
@@ -291,6 +342,7 @@ def main():
     problems += check_rules(table, graph, rooms)
     problems += check_includes(root, table["rooms"])
     problems += check_internal(root)
+    problems += check_private(root, table)
     for p in problems:
         print("FAIL: " + p)
     if problems:
@@ -299,9 +351,9 @@ def main():
     kinds = {k: sum(1 for v in graph.values() if v[0] == k) for k in ("library", "executable", "test")}
     print("layers: %d libraries, %d executables and %d tests in %d rooms, %d edges between them, none running "
           "up; %d rules hold; no include runs up; each library is named after its folder and no other folder "
-          "includes its internal/ headers" %
+          "includes its internal/ headers; private headers kept in their rooms: %d" %
           (kinds["library"], kinds["executable"], kinds["test"], len(table["rooms"]), edges,
-           sum(len(r["targets"]) for r in table.get("rules", []))))
+           sum(len(r["targets"]) for r in table.get("rules", [])), len(table.get("private", []))))
     return 0
 
 

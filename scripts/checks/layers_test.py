@@ -3,8 +3,10 @@
 table: a library moved into another room's folder, ledger-witness linking
 the operations room (and so RocksDB and gRPC), a link up the rooms, an
 include up the rooms, a library not named after its folder, a link to a
-library's target instead of its alias, and an include of another folder's
-internal/ header. Each is made on a copy of what layers.py read.
+library's target instead of its alias, an include of another folder's
+internal/ header, and the store's header reached from above the storage
+room (directly, through a header, or through its testing header outside a
+test). Each is made on a copy of what layers.py read.
 
 Usage: layers_test.py SOURCE_DIR"""
 import copy
@@ -30,7 +32,7 @@ def main():
 
     if (layers.check_rules(table, graph, rooms) or layers.check_includes(root, table["rooms"]) or
             layers.check_folders(table["rooms"], graph)[0] or layers.check_names(graph) or
-            layers.check_aliases(graph) or layers.check_internal(root)):
+            layers.check_aliases(graph) or layers.check_internal(root) or layers.check_private(root, table)):
         failures.append("the tree itself does not pass")
     # ledger-witness as it linked before util/http: through ledger::ops.
     g = copy.deepcopy(graph)
@@ -82,6 +84,34 @@ def main():
     if any(p.startswith(("ledger/storage/store/store_test.cc ", "ledger/storage/store/internal/rows.h "))
            for p in internal):
         failures.append("the store's own files refused its internal headers: %s" % internal)
+    # The store reached from above the storage room, as the exporter, tiles
+    # and metrics once reached it.
+    def plant(plants):
+        def read(path):
+            text = open(os.path.join(root, path), encoding="utf-8", errors="replace").read()
+            return text + "".join('#include "%s"\n' % h for h in plants.get(path, []))
+        return read
+    store_h, testing_h = "ledger/storage/store/store.h", "ledger/storage/store/testing.h"
+    expect("ops/metrics.cc includes store.h",
+           layers.check_private(root, table, plant({"ops/metrics.cc": [store_h]})),
+           "ops/metrics.cc (room 'operations') reaches ledger/storage/store/store.h, private to room 'storage', "
+           "through ops/metrics.cc -> ledger/storage/store/store.h")
+    expect("ops/tiles/tiles.h includes store.h, tiles.cc reaches it",
+           layers.check_private(root, table, plant({"ops/tiles/tiles.h": [store_h]})),
+           "ops/tiles/tiles.cc (room 'operations') reaches ledger/storage/store/store.h, private to room 'storage', "
+           "through ops/tiles/tiles.cc -> ops/tiles/tiles.h -> ledger/storage/store/store.h")
+    expect("log_view.h includes store.h, every reader reaches it",
+           layers.check_private(root, table, plant({"ledger/storage/log/log_view.h": [store_h]})),
+           "query/sweeper/sweeper.cc (room 'services') reaches ledger/storage/store/store.h")
+    expect("export/exporter/exporter.cc includes the store's testing header",
+           layers.check_private(root, table, plant({"export/exporter/exporter.cc": [testing_h]})),
+           "export/exporter/exporter.cc (room 'services') reaches ledger/storage/store/testing.h")
+    # A test reaches the store through its testing header only.
+    if layers.check_private(root, table, plant({"query/service/query_service_test.cc": [testing_h]})):
+        failures.append("a test that includes ledger/storage/store/testing.h is refused")
+    expect("ops/tiles/tiles_test.cc includes store.h itself",
+           layers.check_private(root, table, plant({"ops/tiles/tiles_test.cc": [store_h]})),
+           "ops/tiles/tiles_test.cc (room 'operations') reaches ledger/storage/store/store.h")
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0
