@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +53,7 @@
 #include "cmd/verify_options.h"
 #include "export.grpc.pb.h"
 #include "export/verify/cc/verify.h"
+#include "grpc/support/log.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/receipt/receipt.h"
@@ -641,9 +643,14 @@ class Connections {
 
   const std::optional<ledger::cmd::ShardMap>& shards() const { return shards_; }
 
+  // The channel to `address`; a call on it that fails to connect because
+  // the TLS options do not match the server says so (TlsDiagnosis).
   std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
     auto& c = channels_[address];
-    if (c == nullptr) c = grpc::CreateCustomChannel(address, creds_, args_);
+    if (c == nullptr) {
+      c = grpc::experimental::CreateCustomChannelWithInterceptors(address, creds_, args_,
+                                                                  ledger::ctl::TlsDiagnosis(tls_, address));
+    }
     return c;
   }
 
@@ -669,8 +676,9 @@ class Connections {
   }
 
  private:
-  explicit Connections(const Flags& flags) : flags_(flags) {}
+  explicit Connections(const Flags& flags) : flags_(flags), tls_(ledger::ctl::TlsOptionsOf(flags)) {}
   const Flags& flags_;
+  const ledger::ctl::TlsOptions tls_;
   grpc::ChannelArguments args_;
   std::shared_ptr<grpc::ChannelCredentials> creds_;
   std::optional<ledger::cmd::ShardMap> shards_;
@@ -792,6 +800,9 @@ int Run(const std::string& command, const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // ledgerctl says itself why a call failed (ledgerctl_tls.cc); gRPC's own
+  // log lines ("Handshake failed ...") only when GRPC_VERBOSITY asks.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
   Flags flags;
   DefineCommandFlags(flags);
   DefineConnectionFlags(flags);
