@@ -1,6 +1,12 @@
 #include "export/verify/cc/verify.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <map>
@@ -315,6 +321,19 @@ PackCheck::Stop PackCheck::CheckSpilled() {
   return std::nullopt;
 }
 
+// "signed by <key>, not by <the key verified with> (...)" when no
+// signature line of `note` names `key`; "" when one does.
+std::string OtherSigner(const std::string& note, const note::Verifier& key, const Options& options) {
+  const std::string want = KeyNameAndId(key.name(), key.key_id());
+  std::vector<std::string> signers = SignatureKeys(note);
+  if (std::find(signers.begin(), signers.end(), want) != signers.end()) return "";
+  const char* which = options.trust_pack_key ? "the pack's own key, ledger.vkey"
+                      : options.vkey.empty() ? "the policy's log"
+                                             : "the key given";
+  return absl::StrCat("signed by ", signers.empty() ? "no key" : absl::StrJoin(signers, ", "), ", not by ", want, " (",
+                      which, ")");
+}
+
 // The key, the manifest's signature and every file's digest.
 PackCheck::Stop PackCheck::KeyAndManifest() {
   for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kManifest, pack::kManifestSig,
@@ -338,18 +357,23 @@ PackCheck::Stop PackCheck::KeyAndManifest() {
   if (options.trust_pack_key) {
     vkey = pack_vkey;
     r.trusted_key_in_pack = true;
-  } else if (vkey != pack_vkey) {
-    return Fail(r, pack::kVkey, -1, absl::StrCat("expected the given key ", vkey, ", found ", pack_vkey));
   }
   auto parsed = note::Verifier::Parse(vkey);
   if (!parsed.ok()) return Fail(r, pack::kVkey, -1, std::string(parsed.status().message()));
   verifier = *std::move(parsed);
 
-  // The manifest and every file's digest.
+  // The manifest and every file's digest, after who signed it: a pack of
+  // another ledger says so, naming both keys.
   const std::string& manifest_text = small[pack::kManifest];
   if (std::string bad = CheckSignatureLines(small[pack::kManifestSig], verifier->name(), verifier->key_id());
       !bad.empty()) {
     return Fail(r, pack::kManifestSig, -1, bad);
+  }
+  if (std::string other = OtherSigner(small[pack::kManifestSig], *verifier, options); !other.empty()) {
+    return Fail(r, pack::kManifestSig, -1, other);
+  }
+  if (!options.trust_pack_key && vkey != pack_vkey) {
+    return Fail(r, pack::kVkey, -1, absl::StrCat("expected the given key ", vkey, ", found ", pack_vkey));
   }
   auto signed_digest = verifier->Open(small[pack::kManifestSig]);
   if (!signed_digest.ok()) {
@@ -595,6 +619,18 @@ PackCheck::Stop PackCheck::OutcomesAndReport() {
   return std::nullopt;
 }
 
+// NOT_FOUND, naming the path and why, when the pack's file cannot be
+// opened for reading or is a directory: nothing of it is judged then.
+absl::Status Readable(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int error = fd < 0 ? errno : 0;
+  struct stat st;
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) error = EISDIR;
+  if (fd >= 0) ::close(fd);
+  if (error == 0) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("cannot read the pack ", path, ": ", std::strerror(error)));
+}
+
 }  // namespace
 
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
@@ -609,6 +645,7 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
       return absl::InvalidArgumentError(absl::StrCat("verify: vkey: ", given.status().message()));
     }
   }
+  if (auto readable = Readable(pack_path); !readable.ok()) return readable;
   PackCheck check(pack_path, options);
   for (auto step : {&PackCheck::ReadArchive, &PackCheck::KeyAndManifest, &PackCheck::Checkpoint,
                     &PackCheck::ConsistencyAndTime, &PackCheck::EntriesAndProofs, &PackCheck::OutcomesAndReport}) {

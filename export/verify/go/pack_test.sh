@@ -246,7 +246,8 @@ refuse "a team window cut short, re-signed with a version 2 note, --since a vers
 
 # Genuine packs, the wrong question.
 refuse "a pack verified with another key" "$work/run.tar.gz" \
-  "FAIL: manifest.sig: signature: note has no verifiable signatures" --vkey "$work/other.vkey"
+  "FAIL: manifest.sig: signed by $(cut -d+ -f1,2 "$work/vkey"), not by $(cut -d+ -f1,2 "$work/other.vkey") (the key given)" \
+  --vkey "$work/other.vkey"
 tar -xOzf "$work/since.tar.gz" evidence/checkpoint > "$work/since.note"
 refuse "--since a checkpoint the pack does not prove from" "$work/since.tar.gz" \
   "FAIL: consistency.json: old_checkpoint: expected the --since checkpoint size $(pack_field "$work/since.tar.gz" 'cp[1]') root $(pack_field "$work/since.tar.gz" 'root'), found size $old_size root $old_root" \
