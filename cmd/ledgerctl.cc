@@ -17,6 +17,7 @@
 //   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
+//             [--allow-empty]
 //   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]
 //             [--since CHECKPOINT] [--expect-scope SCOPE]
 //             [--not-older-than SIZE|CHECKPOINT] [--expect-grace-ms N] [--json]
@@ -460,6 +461,7 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
     note << in.rdbuf();
     req.set_since_checkpoint(note.str());
   }
+  req.set_allow_empty(flags.Bool("allow-empty"));
   const std::string& out = flags.Get("out");
   if (out.empty()) return Fail(absl::InvalidArgumentError("export: --out FILE is required"));
   std::string tmp = out + ".part";
@@ -477,6 +479,11 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
   file.close();
   if (!s.ok() || !file) {
     std::remove(tmp.c_str());
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {  // the scope has no entry (proto/export.proto)
+      return Fail(absl::NotFoundError(absl::StrCat("export: ", s.error_message(), ": no pack written; check the ",
+                                                   req.has_run() ? "team and run id" : "team and times",
+                                                   ", or give --allow-empty for a pack that proves it empty")));
+    }
     return Fail(s.ok() ? absl::UnavailableError("export: write failed") : FromGrpc(s));
   }
   if (std::rename(tmp.c_str(), out.c_str()) != 0) {
@@ -507,7 +514,7 @@ constexpr char kUsage[] =
     "  ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]   (server stopped;\n"
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
-    "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
+    "            --out FILE [--since OLD_CHECKPOINT_FILE] [--allow-empty]\n"
     "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
     "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
     "            [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--json]\n"
@@ -591,6 +598,10 @@ void DefineCommandFlags(Flags& flags) {
                "must be one of its logs (the key, when no --vkey is given) and the checkpoint's cosignatures must "
                "meet its quorum");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
+  flags.Define("allow-empty", "",
+               "export: write the pack of a run or team window with no entry (it proves there is none); "
+               "without it such an export fails, nothing written",
+               true);
   flags.Define("since", "",
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
                "consistency from exactly it)");

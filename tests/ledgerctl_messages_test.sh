@@ -4,8 +4,9 @@
 # unknown --state or --anomaly lists the valid ones, with the nearest when
 # one is close; append's error lines name the input line and the
 # receipt_id; append to a ledger that is not there says each retry and,
-# at the end, the address. Each case checks the whole of stderr, the exit
-# code and stdout, against a real ledgerd.
+# at the end, the address; export of a run or window with no entry writes
+# nothing and says so, unless --allow-empty. Each case checks the whole of
+# stderr, the exit code and stdout, against a real ledgerd.
 # Usage: ledgerctl_messages_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -88,11 +89,48 @@ if [ "$rc" != 1 ] || ! cmp -s "$work/err" "$work/want" ||
   [ "$(sed -n 's/.*"message":"\(line [0-9] (receipt_id r-[0-9])\): failed to connect .*/\1/p' "$work/out" |
     paste -sd,)" != "line 1 (receipt_id r-1),line 2 (receipt_id r-2),line 3 (receipt_id r-3)" ]; then
   echo "FAIL: append to 127.0.0.1:$gone: exit $rc, stderr:"
-  diff "$work/want" "$work/err"
+  diff "$work/want" "$work/err" || true
   cat "$work/out"
   failures=$((failures + 1))
 else
   echo "ok: append to 127.0.0.1:$gone: 8 retries said, then the address"
+fi
+
+# export: a scope with no entry (a mistyped run id, a window of another
+# year) writes nothing unless --allow-empty; then the pack proves it empty.
+size=$(ctl checkpoint --at-least 2 | sed -n 2p)
+hint="no pack written; check the team and run id, or give --allow-empty for a pack that proves it empty"
+expect 1 "ledgerctl: export: run team-a/nope has no entry up to tree size $size: $hint" \
+  export --run team-a/nope --out "$work/nope.tar.gz"
+expect 1 "ledgerctl: export: team team-a has no entry logged in [2000-01-01T00:00:00Z, 2000-01-02T00:00:00Z) up to tree size $size: ${hint/team and run id/team and times}" \
+  export --team team-a --from 2000-01-01T00:00:00Z --to 2000-01-02T00:00:00Z --out "$work/window.tar.gz"
+if ls "$work"/nope.tar.gz* "$work"/window.tar.gz* > /dev/null 2>&1; then
+  echo "FAIL: a refused export left a file: $(ls "$work"/nope.tar.gz* "$work"/window.tar.gz* 2> /dev/null)"
+  failures=$((failures + 1))
+fi
+# The dashboard's download goes through the same export service.
+http=$(sed -n 's/^http on //p' "$work/ledgerd.out")
+/usr/bin/python3 - "http://$http/teams/team-a/runs/nope/pack.tar.gz" "run team-a/nope has no entry up to tree size $size" <<'PY' ||
+import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=30)
+    print("FAIL: the dashboard sent a pack of team-a/nope")
+    sys.exit(1)
+except urllib.error.HTTPError as e:
+    body = e.read().decode()
+    if e.code != 404 or sys.argv[2] not in body:
+        print("FAIL: the dashboard's download of team-a/nope: %d %s" % (e.code, body))
+        sys.exit(1)
+print("ok: the dashboard's download of team-a/nope: 404, %s" % sys.argv[2])
+PY
+  failures=$((failures + 1))
+ctl vkey > "$work/vkey"
+if ! ctl export --run team-a/nope --allow-empty --out "$work/nope.tar.gz" > /dev/null ||
+  ! "$build/cmd/ledger-verify" "$work/nope.tar.gz" --vkey "$work/vkey" | grep -q '^OK: 0 entries of '; then
+  echo "FAIL: export --allow-empty of team-a/nope: no pack that verifies"
+  failures=$((failures + 1))
+else
+  echo "ok: export --allow-empty: a pack of 0 entries that verifies"
 fi
 
 [ "$failures" = 0 ] || { echo "FAIL: $failures cases"; exit 1; }

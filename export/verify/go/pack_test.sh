@@ -42,7 +42,7 @@ ctl export --team team-code --from "$t0" --to "$mid" --out "$work/early.tar.gz" 
 ctl checkpoint > "$work/latest.note"
 ctl export --run team-code/run-0000 --out "$work/since0.tar.gz" --since "$work/zero.note" > /dev/null
 ctl export --run team-code/run-0000 --out "$work/since-same.tar.gz" --since "$work/latest.note" > /dev/null
-ctl export --team team-none --from "$t0" --to "$t1" --out "$work/empty.tar.gz" > /dev/null
+ctl export --team team-none --from "$t0" --to "$t1" --allow-empty --out "$work/empty.tar.gz" > /dev/null
 "$build/cmd/ledgerctl" keygen --origin go-verify.test/log --out "$work/other.key" > "$work/other.vkey"
 
 failures=0
