@@ -6,7 +6,7 @@
 # last field: the index of that set). The figures of docs/building.md come from this script.
 #
 # Usage: bench/build_flags.sh BUILD_DIR [ROUNDS]   (BUILD_DIR: a configured
-# gcc tree whose protoc outputs exist, e.g. after `ninja -C build proto_service`)
+# gcc tree whose protoc outputs exist, e.g. after `ninja -C build ledger_proto_service`)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)

@@ -17,8 +17,8 @@
 #include "ledger/format/hash/hash.h"
 #include "ledger/rpc/server/status.h"
 #include "nlohmann/json.hpp"
-#include "ops/dashboard_page.h"
-#include "ops/timeline.h"
+#include "ops/internal/dashboard_page.h"
+#include "ops/internal/timeline.h"
 #include "util/files/files.h"
 
 namespace ledger::ops {

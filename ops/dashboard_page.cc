@@ -1,4 +1,4 @@
-#include "ops/dashboard_page.h"
+#include "ops/internal/dashboard_page.h"
 
 #include <map>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
-#include "ops/timeline.h"
+#include "ops/internal/timeline.h"
 #include "util/html/html.h"
 #include "util/text/terminal.h"
 

@@ -20,8 +20,8 @@
 #include "ledger/rpc/service/service.h"
 #include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
+#include "ops/internal/timeline.h"
 #include "ops/metrics.h"
-#include "ops/timeline.h"
 #include "tests/util/temp_dir.h"
 #include "util/http/http.h"
 

@@ -1,4 +1,4 @@
-#include "ops/timeline.h"
+#include "ops/internal/timeline.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -38,7 +38,8 @@ PY
 kill -TERM "$pid"
 wait "$pid" || true
 pid=""
-"$build/cmd/ledgerctl" rebuild --data "$work/data" > /dev/null 2>&1
+"$build/cmd/ledgerctl" rebuild --data "$work/data" > "$work/rebuild.out" 2>&1 ||
+  { cat "$work/rebuild.out"; echo "FAIL: ledgerctl rebuild of the stopped ledger"; exit 1; }
 start_ledgerd "${flags[@]}"
 dump > "$work/rebuilt.jsonl"
 [ -s "$work/rebuilt.jsonl" ] || { echo "FAIL: no steps"; exit 1; }

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,6 +66,7 @@ type testLedger struct {
 	work    string
 	port    int
 	Address string
+	http    string // ledgerd's HTTP address (metrics), as it printed it
 	args    []string
 	cmd     *exec.Cmd
 }
@@ -104,9 +107,12 @@ func (l *testLedger) Start() {
 	if err := l.cmd.Start(); err != nil {
 		l.t.Fatal(err)
 	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	go io.Copy(io.Discard, out) //nolint:errcheck // ledgerd's further lines are not read
-	if !strings.HasPrefix(line, "listening on") {
+	reader := bufio.NewReader(out)
+	line, _ := reader.ReadString('\n')
+	httpLine, _ := reader.ReadString('\n')
+	go io.Copy(io.Discard, reader) //nolint:errcheck // ledgerd's further lines are not read
+	l.http = strings.TrimSpace(strings.TrimPrefix(httpLine, "http on "))
+	if !strings.HasPrefix(line, "listening on") || !strings.HasPrefix(httpLine, "http on ") {
 		l.cmd.Process.Kill() //nolint:errcheck
 		l.cmd.Wait()         //nolint:errcheck
 		log, _ := os.ReadFile(filepath.Join(l.work, "ledgerd.err"))
@@ -135,6 +141,31 @@ func (l *testLedger) Stop() {
 	}
 }
 
+// metric returns the value of an unlabelled gauge of ledgerd's /metrics.
+func (l *testLedger) metric(name string) uint64 {
+	l.t.Helper()
+	resp, err := http.Get("http://" + l.http + "/metrics")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, name+" ") {
+			n, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, name+" ")), 10, 64)
+			if err != nil {
+				l.t.Fatalf("%s: %q", name, line)
+			}
+			return n
+		}
+	}
+	l.t.Fatalf("/metrics has no %s", name)
+	return 0
+}
+
 // ReceiptIDs returns every receipt_id in the log, in seq order (duplicates
 // kept), once the checkpoint has caught up with the head.
 func (l *testLedger) ReceiptIDs() []string {
@@ -147,16 +178,24 @@ func (l *testLedger) ReceiptIDs() []string {
 	stub := ledgerpb.NewLedgerServiceClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var sizes []uint64
-	for len(sizes) < 5 || sizes[len(sizes)-1] != sizes[len(sizes)-5] {
+	// Every acknowledged entry is in the head (ledger_tree_size); read once
+	// the latest checkpoint covers the head, however late it is signed.
+	var size uint64
+	for {
+		head := l.metric("ledger_tree_size")
 		cp, err := stub.GetCheckpoint(ctx, &ledgerpb.GetCheckpointRequest{})
 		if err != nil {
 			l.t.Fatal(err)
 		}
-		sizes = append(sizes, cp.TreeSize)
-		time.Sleep(30 * time.Millisecond)
+		if cp.TreeSize >= head {
+			size = cp.TreeSize
+			break
+		}
+		if ctx.Err() != nil {
+			l.t.Fatalf("the checkpoint stays at %d entries, the head is at %d", cp.TreeSize, head)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	size := sizes[len(sizes)-1]
 	stream, err := stub.GetEntries(ctx, &ledgerpb.GetEntriesRequest{FromSeq: 0, ToSeq: size})
 	if err != nil {
 		l.t.Fatal(err)

@@ -235,7 +235,7 @@ absl::StatusOr<std::vector<std::string>> UnsettledSteps(Outcomes& outcomes);
 absl::StatusOr<std::string> FileSha256(const std::string& path);
 
 // Text for HTML (util/html).
-using html::HtmlEscape;
+using ::ledger::html::HtmlEscape;
 
 // The report for people (report.cc), a piece at a time: the scope in
 // words; the steps in the order they started, on a timeline with a UTC axis

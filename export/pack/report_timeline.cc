@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "export/pack/internal/report_html.h"
 #include "export/pack/report.h"
-#include "export/pack/report_html.h"
 
 namespace ledger::pack::html {
 namespace {

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The rooms of docs/rooms.json, checked against the build and the sources:
 
-- every library of the tree is in the table, in the folder the table says;
+- every library of the tree is in the table, in the folder the table says,
+  named after its folder as ledger_library() names it (cmake/LedgerHelpers.cmake:
+  ledger::<path below the root, '/' -> '_', without "ledger/">, e.g.
+  ledger::format_hash for ledger/format/hash/) and linked by that alias;
   every other target (executables, tests) is in a folder of the table, and
   its room is its folder's (the longest folder of the table its path starts
   with);
@@ -10,6 +13,8 @@
   rooms below it); a test may link what it tests through;
 - no source file includes a header of a room above its own (a test's files
   may include the test helpers of tests/);
+- a header under a folder's internal/ is included only by the files of that
+  folder (its library's sources and tests, and its other internal headers);
 - the rules of the table's "rules" hold on the whole link graph: a target
   named there reaches none of the names or rooms it must not, through any
   chain of links (a static library brings everything it links).
@@ -86,22 +91,61 @@ def tracked(root, *patterns):
                           capture_output=True, text=True, check=True).stdout.split()
 
 
+# The keywords of ledger_library() (cmake/LedgerHelpers.cmake).
+LIBRARY_KEYWORDS = ("NAME", "SRCS", "HDRS", "DEPS", "PRIVATE_DEPS", "INTERFACE")
+
+
+def library_call(args):
+    """{keyword: [words]} of a ledger_library() call's arguments."""
+    lists, key = {}, None
+    for word in args.split():
+        if word in LIBRARY_KEYWORDS:
+            key = word
+            lists.setdefault(key, [])
+        elif key is not None:
+            lists[key].append(word)
+    return lists
+
+
 def build_graph(root):
     """{target: (kind, folder, [linked names])} from every CMakeLists.txt:
-    libraries, executables and tests (ledger_test)."""
-    graph = {}
+    libraries (ledger_library, named by their alias ledger::NAME; add_library),
+    executables and tests (ledger_test). A library is named by its ledger::
+    alias where it has one, and its links are as written."""
+    graph, links = {}, []
     for f in tracked(root, "*CMakeLists.txt", "CMakeLists.txt"):
         text = re.sub(r"#[^\n]*", "", open(os.path.join(root, f), encoding="utf-8").read())
         folder = os.path.dirname(f)
-        for kind, pattern in (("library", r"add_library\(\s*([A-Za-z_0-9-]+)"),
-                              ("executable", r"add_executable\(\s*([A-Za-z_0-9-]+)"),
-                              ("test", r"ledger_test\(\s*([A-Za-z_0-9-]+)")):
+        for args in re.findall(r"\bledger_library\(([^)]*)\)", text):
+            call = library_call(args)
+            graph.setdefault("ledger::" + call["NAME"][0],
+                             ("library", folder, call.get("DEPS", []) + call.get("PRIVATE_DEPS", [])))
+        aliases = dict((target, alias) for alias, target in
+                       re.findall(r"\badd_library\(\s*(ledger::[A-Za-z_0-9]+)\s+ALIAS\s+([A-Za-z_0-9-]+)\s*\)", text))
+        for kind, pattern in (("library", r"\badd_library\(\s*([A-Za-z_0-9-]+)(?!\S*\s+ALIAS)"),
+                              ("executable", r"\badd_executable\(\s*([A-Za-z_0-9-]+)"),
+                              ("test", r"\bledger_test\(\s*([A-Za-z_0-9-]+)")):
             for name in re.findall(pattern, text):
-                graph.setdefault(name, (kind, folder, []))
-        for name, args in re.findall(r"target_link_libraries\(\s*([A-Za-z_0-9-]+)([^)]*)\)", text):
-            if name in graph:
-                graph[name][2].extend(a for a in args.split() if a not in ("PUBLIC", "PRIVATE", "INTERFACE"))
+                graph.setdefault(aliases.get(name, name), (kind, folder, []))
+        links += re.findall(r"\btarget_link_libraries\(\s*([A-Za-z_0-9-]+)([^)]*)\)", text)
+    for name, args in links:
+        name = alias_of(graph, name)
+        if name in graph:
+            graph[name][2].extend(a for a in args.split() if a not in ("PUBLIC", "PRIVATE", "INTERFACE"))
     return graph
+
+
+def alias_of(graph, name):
+    """The name the graph knows a target by: ledger::x for ledger_x when it has that alias."""
+    if name.startswith("ledger_") and "ledger::" + name[len("ledger_"):] in graph:
+        return "ledger::" + name[len("ledger_"):]
+    return name
+
+
+def check_aliases(graph):
+    """A link that names a library by its target (ledger_x) rather than its alias (ledger::x)."""
+    return ["%s links %s: link its alias, %s" % (name, dep, alias_of(graph, dep))
+            for name, (_, _, links) in sorted(graph.items()) for dep in links if alias_of(graph, dep) != dep]
 
 
 def reach(graph, target):
@@ -154,6 +198,49 @@ def check_includes(root, rooms, read=None):
     return problems
 
 
+def library_name(folder):
+    """The name ledger_library() gives the library of `folder`: ledger/format/hash -> format_hash."""
+    return re.sub(r"^ledger/", "", folder).replace("/", "_")
+
+
+def check_names(graph):
+    """A library not named after its folder: ledger::<library_name(folder)>,
+    or ledger::<library_name(folder)>_<what> in a top folder that holds more
+    than one (cmd/)."""
+    problems = []
+    for name, (kind, folder, _) in sorted(graph.items()):
+        if kind != "library":
+            continue
+        expected = "ledger::" + library_name(folder)
+        if name != expected and not ("/" not in folder and name.startswith(expected + "_")):
+            either = " or %s_<what>" % expected if "/" not in folder else ""
+            problems.append("%s (%s/): the library of %s/ is named %s%s (ledger_library, cmake/LedgerHelpers.cmake)" %
+                            (name, folder, folder, expected, either))
+    return problems
+
+
+def owner_of(path):
+    """The folder whose internal/ holds `path`, or None (ledger/storage/store/internal/rows.h: ledger/storage/store)."""
+    parts = path.split("/")
+    return "/".join(parts[:parts.index("internal")]) if "internal" in parts[:-1] else None
+
+
+def check_internal(root, read=None):
+    """An include of a header under some folder's internal/ from a file of
+    another folder. `read` (path -> text) reads the sources, from the tree
+    unless given."""
+    read = read or (lambda path: open(os.path.join(root, path), encoding="utf-8", errors="replace").read())
+    problems = []
+    for path in tracked(root, "*.cc", "*.h"):
+        mine = owner_of(path) or os.path.dirname(path)
+        for header in re.findall(r'^#include "([^"]+/internal/[^"]+)"', read(path), re.M):
+            owner = owner_of(header)
+            if owner != mine:
+                problems.append("%s includes %s, internal to %s/: only the files of %s/ may" %
+                                (path, header, owner, owner))
+    return problems
+
+
 def check_folders(table_rooms, graph):
     """(problems, {target: (room index, room)}): each library in the table,
     in the folder the table says; every other target in a folder of a room."""
@@ -199,8 +286,11 @@ def main():
             if dep in rooms and rooms[dep][0] > room_of[name][0]:
                 problems.append("%s %s (room '%s') links %s of room '%s', above it" %
                                 (kind, name, room_of[name][1], dep, rooms[dep][1]))
+    problems += check_names(graph)
+    problems += check_aliases(graph)
     problems += check_rules(table, graph, rooms)
     problems += check_includes(root, table["rooms"])
+    problems += check_internal(root)
     for p in problems:
         print("FAIL: " + p)
     if problems:
@@ -208,7 +298,8 @@ def main():
     edges = sum(1 for _, _, links in graph.values() for d in links if d in rooms)
     kinds = {k: sum(1 for v in graph.values() if v[0] == k) for k in ("library", "executable", "test")}
     print("layers: %d libraries, %d executables and %d tests in %d rooms, %d edges between them, none running "
-          "up; %d rules hold; no include runs up" %
+          "up; %d rules hold; no include runs up; each library is named after its folder and no other folder "
+          "includes its internal/ headers" %
           (kinds["library"], kinds["executable"], kinds["test"], len(table["rooms"]), edges,
            sum(len(r["targets"]) for r in table.get("rules", []))))
     return 0

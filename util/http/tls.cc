@@ -1,4 +1,4 @@
-#include "util/http/tls.h"
+#include "util/http/internal/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>

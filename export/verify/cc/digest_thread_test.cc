@@ -1,4 +1,4 @@
-#include "export/verify/cc/digest_thread.h"
+#include "export/verify/cc/internal/digest_thread.h"
 
 #include <random>
 #include <string>

@@ -1,4 +1,4 @@
-#include "export/verify/cc/file_checks.h"
+#include "export/verify/cc/internal/file_checks.h"
 
 #include <algorithm>
 #include <fstream>
@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "export/verify/cc/signature_lines.h"
-#include "export/verify/cc/strict_json.h"
+#include "export/verify/cc/internal/signature_lines.h"
+#include "export/verify/cc/internal/strict_json.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/runmap/proof_json.h"

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "export/verify/cc/strict_json.h"
+#include "export/verify/cc/internal/strict_json.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::verify {

@@ -1,4 +1,4 @@
-#include "export/verify/cc/signature_lines.h"
+#include "export/verify/cc/internal/signature_lines.h"
 
 #include <optional>
 

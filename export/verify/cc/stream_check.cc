@@ -1,4 +1,4 @@
-#include "export/verify/cc/stream_check.h"
+#include "export/verify/cc/internal/stream_check.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,8 +11,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "export/verify/cc/internal/strict_json.h"
 #include "export/verify/cc/proof_line.h"
-#include "export/verify/cc/strict_json.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/receipt/entry.h"

@@ -1,4 +1,4 @@
-#include "export/verify/cc/strict_json.h"
+#include "export/verify/cc/internal/strict_json.h"
 
 #include <optional>
 #include <set>

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "export/pack/team_window.h"
-#include "export/verify/cc/file_checks.h"
-#include "export/verify/cc/strict_json.h"
+#include "export/verify/cc/internal/file_checks.h"
+#include "export/verify/cc/internal/strict_json.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/receipt/entry.h"

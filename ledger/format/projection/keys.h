@@ -2,7 +2,7 @@
 // rely on (format version 1; DO NOT CHANGE: stored projections and page
 // tokens depend on them). The projector (query/projector/keys.h) builds
 // every key from these parts; the store's memtable insert hints
-// (ledger/storage/store/rocksdb_plugins.h) cut a key's prefix by them.
+// (ledger/storage/store/internal/rocksdb_plugins.h) cut a key's prefix by them.
 //
 //   part          = u8(len) len bytes     (len <= 255; key parts are at
 //                                          most 128 bytes)

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "ledger/format/canonical/canonical.h"
+#include "ledger/format/receipt/internal/schema.h"
 #include "ledger/format/receipt/receipt.h"
-#include "ledger/format/receipt/schema.h"
 
 namespace ledger::receipt {
 

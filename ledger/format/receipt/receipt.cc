@@ -14,7 +14,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
 #include "ledger/format/canonical/canonical.h"
-#include "ledger/format/receipt/schema.h"
+#include "ledger/format/receipt/internal/schema.h"
 #include "nlohmann/json.hpp"
 #include "util/text/terminal.h"
 

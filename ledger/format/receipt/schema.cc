@@ -1,4 +1,4 @@
-#include "ledger/format/receipt/schema.h"
+#include "ledger/format/receipt/internal/schema.h"
 
 namespace ledger::receipt::schema {
 

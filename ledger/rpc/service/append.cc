@@ -1,4 +1,4 @@
-#include "ledger/rpc/service/append.h"
+#include "ledger/rpc/service/internal/append.h"
 
 #include <atomic>
 #include <deque>

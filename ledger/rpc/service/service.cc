@@ -16,7 +16,7 @@
 #include "ledger/format/runmap/proof_json.h"
 #include "ledger/rpc/server/status.h"
 #include "ledger/rpc/server/timers.h"
-#include "ledger/rpc/service/append.h"
+#include "ledger/rpc/service/internal/append.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::service {

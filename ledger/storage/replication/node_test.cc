@@ -75,7 +75,12 @@ TEST(NodeTest, AnEpochBeginsWithItsLeaderEpochEntryBeforeAnyEmittersAppend) {
   ASSERT_TRUE(early_called);
   EXPECT_TRUE(absl::IsUnavailable(early_status)) << early_status;
   EXPECT_THAT(std::string(early_status.message()), HasSubstr("is taking the lead (epoch 1)"));
-  // The log's first entry is the epoch's, naming the empty tree.
+  // The log's first entry is the epoch's, naming the empty tree. The epoch
+  // opens when its entry is committed in the database, a moment before the
+  // local store has it.
+  while (opened->head().size < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   std::string first;
   ASSERT_TRUE(opened
                   ->ScanEntries(0, 1,

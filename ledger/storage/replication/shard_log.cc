@@ -65,14 +65,24 @@ absl::StatusOr<std::unique_ptr<ShardLog>> ShardLog::Open(Options options) {
   auto conn = pg::Connection::Open(options.uri, options.password, options.timeout);
   if (!conn.ok()) return conn.status();
   auto log = std::unique_ptr<ShardLog>(new ShardLog(std::move(options), *std::move(conn)));
-  for (const char* sql : kSchema) {
-    auto r = log->Exec(sql, {});
-    // Two nodes creating a table at once: one of them fails on the catalog's
-    // unique index, and the table is there.
-    if (absl::IsFailedPrecondition(r.status())) r = log->Exec(sql, {});
-    if (!r.ok()) return r.status();
-  }
+  if (auto s = log->CreateSchema(); !s.ok()) return s;
   return log;
+}
+
+// CREATE TABLE IF NOT EXISTS is not safe against a concurrent CREATE of the
+// same table (PostgreSQL fails one of them on the catalog: "type ... already
+// exists"), so nodes starting together take turns: one transaction, under a
+// transaction-scoped advisory lock, creates what is missing.
+absl::Status ShardLog::CreateSchema() {
+  if (auto r = Exec("BEGIN", {}); !r.ok()) return r.status();
+  absl::Status status = Exec("SELECT pg_advisory_xact_lock(hashtext('evidence-ledger schema'))", {}).status();
+  for (const char* sql : kSchema) {
+    if (!status.ok()) break;
+    status = Exec(sql, {}).status();
+  }
+  if (status.ok()) status = Exec("COMMIT", {}).status();
+  if (!status.ok()) (void)Exec("ROLLBACK", {});
+  return status;
 }
 
 absl::Status ShardLog::EnsureConnected() {

@@ -170,6 +170,8 @@ class ShardLog {
   ShardLog(Options options, std::unique_ptr<pg::Connection> conn)
       : options_(std::move(options)), conn_(std::move(conn)) {}
   absl::StatusOr<pg::Result> Exec(std::string_view sql, const std::vector<pg::Param>& params, bool binary = false);
+  // Creates the tables that are missing, one node at a time.
+  absl::Status CreateSchema();
   absl::StatusOr<Fence> FenceOf(const pg::Result& r);
 
   const Options options_;

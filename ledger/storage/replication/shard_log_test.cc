@@ -3,12 +3,17 @@
 // gives its URI in LEDGER_TEST_PG_URI. Each test uses its own origin.
 #include "ledger/storage/replication/shard_log.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/format/merkle/merkle.h"
+#include "ledger/storage/replication/pg.h"
 #include "tests/util/status_matchers.h"
 
 namespace ledger::replication {
@@ -194,6 +199,31 @@ TEST_F(ShardLogTest, AWitnessCosignatureIsKeptPerWitnessAndNeverGoesBack) {
   auto other = ShardLog::Open({Uri(), "", origin_ + "-other", std::chrono::milliseconds(5000)});
   ASSERT_TRUE(other.ok());
   EXPECT_TRUE((*other)->Cosignatures()->empty());
+}
+
+// Every node of a shard opens the same database at start, often at the same
+// moment: each must find the tables, none may fail on another's CREATE.
+TEST(ShardLogSchema, NodesOpeningANewDatabaseTogetherAllStart) {
+  if (Uri().empty()) GTEST_SKIP() << "LEDGER_TEST_PG_URI is not set";
+  ASSERT_NE(Uri().find("/ledger?"), std::string::npos) << Uri();
+  auto admin = pg::Connection::Open(Uri(), "", std::chrono::milliseconds(5000));
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  for (int round = 0; round < 6; ++round) {
+    const std::string db = absl::StrCat("schema_race_", getpid(), "_", round);
+    ASSERT_TRUE((*admin)->Exec(absl::StrCat("CREATE DATABASE ", db), {}, std::chrono::milliseconds(30000)).ok());
+    const std::string uri = absl::StrReplaceAll(Uri(), {{"/ledger?", absl::StrCat("/", db, "?")}});
+    constexpr int kNodes = 8;
+    std::vector<absl::Status> opened(kNodes);
+    std::vector<std::thread> nodes;
+    for (int i = 0; i < kNodes; ++i) {
+      nodes.emplace_back([&, i] {
+        opened[i] = ShardLog::Open({uri, "", absl::StrCat("node-", i), std::chrono::milliseconds(10000)}).status();
+      });
+    }
+    for (auto& t : nodes) t.join();
+    for (int i = 0; i < kNodes; ++i)
+      EXPECT_TRUE(opened[i].ok()) << "round " << round << ", node " << i << ": " << opened[i];
+  }
 }
 
 }  // namespace

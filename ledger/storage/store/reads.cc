@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ledger/storage/store/rows.h"
+#include "ledger/storage/store/internal/rows.h"
+#include "ledger/storage/store/internal/store_rep.h"
 #include "ledger/storage/store/store.h"
-#include "ledger/storage/store/store_rep.h"
 #include "rocksdb/db.h"
 #include "rocksdb/iterator.h"
 #include "util/sync/mutex.h"

@@ -1,4 +1,4 @@
-#include "ledger/storage/store/rocksdb_plugins.h"
+#include "ledger/storage/store/internal/rocksdb_plugins.h"
 
 #include <chrono>
 #include <cstdarg>

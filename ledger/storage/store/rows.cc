@@ -1,4 +1,4 @@
-#include "ledger/storage/store/rows.h"
+#include "ledger/storage/store/internal/rows.h"
 
 #include "absl/strings/str_cat.h"
 

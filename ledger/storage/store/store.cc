@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "ledger/storage/store/rocksdb_plugins.h"
-#include "ledger/storage/store/rows.h"
-#include "ledger/storage/store/store_rep.h"
+#include "ledger/storage/store/internal/rocksdb_plugins.h"
+#include "ledger/storage/store/internal/rows.h"
+#include "ledger/storage/store/internal/store_rep.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/filter_policy.h"

@@ -4,8 +4,8 @@
 //
 // Thread-safe: the objects hold no mutable state of their own (the fault
 // switches are atomics).
-#ifndef LEDGER_STORAGE_STORE_ROCKSDB_PLUGINS_H_
-#define LEDGER_STORAGE_STORE_ROCKSDB_PLUGINS_H_
+#ifndef LEDGER_STORAGE_STORE_INTERNAL_ROCKSDB_PLUGINS_H_
+#define LEDGER_STORAGE_STORE_INTERNAL_ROCKSDB_PLUGINS_H_
 
 #include <memory>
 
@@ -39,4 +39,4 @@ const rocksdb::SliceTransform* NewKeyPrefix(bool family_byte, int parts, const c
 
 }  // namespace ledger::store
 
-#endif  // LEDGER_STORAGE_STORE_ROCKSDB_PLUGINS_H_
+#endif  // LEDGER_STORAGE_STORE_INTERNAL_ROCKSDB_PLUGINS_H_

@@ -1,8 +1,8 @@
 // The store's rows, inside the library: column families in their order,
 // keys and the encodings of values, as documented in store.h. Not part of
 // the store's interface.
-#ifndef LEDGER_STORAGE_STORE_ROWS_H_
-#define LEDGER_STORAGE_STORE_ROWS_H_
+#ifndef LEDGER_STORAGE_STORE_INTERNAL_ROWS_H_
+#define LEDGER_STORAGE_STORE_INTERNAL_ROWS_H_
 
 #include <cstdint>
 #include <cstring>
@@ -111,4 +111,4 @@ rocksdb::ReadOptions BulkRead();
 
 }  // namespace ledger::store
 
-#endif  // LEDGER_STORAGE_STORE_ROWS_H_
+#endif  // LEDGER_STORAGE_STORE_INTERNAL_ROWS_H_

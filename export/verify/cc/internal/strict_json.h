@@ -4,8 +4,8 @@
 // language might keep the first.
 //
 // Thread-safe: pure functions.
-#ifndef EXPORT_VERIFY_CC_STRICT_JSON_H_
-#define EXPORT_VERIFY_CC_STRICT_JSON_H_
+#ifndef EXPORT_VERIFY_CC_INTERNAL_STRICT_JSON_H_
+#define EXPORT_VERIFY_CC_INTERNAL_STRICT_JSON_H_
 
 #include <istream>
 #include <optional>
@@ -30,4 +30,4 @@ absl::StatusOr<nlohmann::json> ParseStrictJson(std::string_view text);
 
 }  // namespace ledger::verify
 
-#endif  // EXPORT_VERIFY_CC_STRICT_JSON_H_
+#endif  // EXPORT_VERIFY_CC_INTERNAL_STRICT_JSON_H_

@@ -5,8 +5,8 @@
 // not part of the library's interface.
 //
 // Thread-safe: read-only once built.
-#ifndef LEDGER_FORMAT_RECEIPT_SCHEMA_H_
-#define LEDGER_FORMAT_RECEIPT_SCHEMA_H_
+#ifndef LEDGER_FORMAT_RECEIPT_INTERNAL_SCHEMA_H_
+#define LEDGER_FORMAT_RECEIPT_INTERNAL_SCHEMA_H_
 
 #include <algorithm>
 #include <cctype>
@@ -169,4 +169,4 @@ const Schema& GetSchema();
 
 }  // namespace ledger::receipt::schema
 
-#endif  // LEDGER_FORMAT_RECEIPT_SCHEMA_H_
+#endif  // LEDGER_FORMAT_RECEIPT_INTERNAL_SCHEMA_H_

@@ -7,8 +7,8 @@
 //   pending) its deadline; a step with no start begins at its first entry.
 //
 // Thread-safe: a pure function.
-#ifndef OPS_TIMELINE_H_
-#define OPS_TIMELINE_H_
+#ifndef OPS_INTERNAL_TIMELINE_H_
+#define OPS_INTERNAL_TIMELINE_H_
 
 #include <functional>
 #include <string>
@@ -33,4 +33,4 @@ std::string Duration(int64_t us);
 
 }  // namespace ledger::ops
 
-#endif  // OPS_TIMELINE_H_
+#endif  // OPS_INTERNAL_TIMELINE_H_

@@ -3,8 +3,8 @@
 // rules, and the tables and forms several pages share. What these parts
 // put on a page from a request or a record they escape (E, Seg); a page
 // that adds more escapes it with them.
-#ifndef LEDGER_OPS_DASHBOARD_PAGE_H_
-#define LEDGER_OPS_DASHBOARD_PAGE_H_
+#ifndef LEDGER_OPS_INTERNAL_DASHBOARD_PAGE_H_
+#define LEDGER_OPS_INTERNAL_DASHBOARD_PAGE_H_
 
 #include <cstdint>
 #include <map>
@@ -93,4 +93,4 @@ std::string ReceiptRow(const pb::Entry& entry);
 
 }  // namespace ledger::ops::page
 
-#endif  // LEDGER_OPS_DASHBOARD_PAGE_H_
+#endif  // LEDGER_OPS_INTERNAL_DASHBOARD_PAGE_H_

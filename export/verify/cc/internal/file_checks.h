@@ -5,8 +5,8 @@
 // be computed).
 //
 // Thread-safe: pure functions of their arguments.
-#ifndef EXPORT_VERIFY_CC_FILE_CHECKS_H_
-#define EXPORT_VERIFY_CC_FILE_CHECKS_H_
+#ifndef EXPORT_VERIFY_CC_INTERNAL_FILE_CHECKS_H_
+#define EXPORT_VERIFY_CC_INTERNAL_FILE_CHECKS_H_
 
 #include <cstdint>
 #include <optional>
@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "export/manifest/manifest.h"
 #include "export/pack/pack.h"
-#include "export/verify/cc/stream_check.h"
+#include "export/verify/cc/internal/stream_check.h"
 #include "export/verify/cc/verify.h"
 #include "ledger/format/note/note.h"
 
@@ -107,4 +107,4 @@ std::string ReportDifference(const std::string& pack_path, const std::string& ma
 
 }  // namespace ledger::verify
 
-#endif  // EXPORT_VERIFY_CC_FILE_CHECKS_H_
+#endif  // EXPORT_VERIFY_CC_INTERNAL_FILE_CHECKS_H_

@@ -6,8 +6,8 @@
 // readers can open the note with two different signatures.
 //
 // Thread-safe: a pure function.
-#ifndef EXPORT_VERIFY_CC_SIGNATURE_LINES_H_
-#define EXPORT_VERIFY_CC_SIGNATURE_LINES_H_
+#ifndef EXPORT_VERIFY_CC_INTERNAL_SIGNATURE_LINES_H_
+#define EXPORT_VERIFY_CC_INTERNAL_SIGNATURE_LINES_H_
 
 #include <cstdint>
 #include <string>
@@ -31,4 +31,4 @@ std::vector<std::string> SignatureKeys(std::string_view note);
 
 }  // namespace ledger::verify
 
-#endif  // EXPORT_VERIFY_CC_SIGNATURE_LINES_H_
+#endif  // EXPORT_VERIFY_CC_INTERNAL_SIGNATURE_LINES_H_

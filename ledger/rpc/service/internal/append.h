@@ -1,8 +1,8 @@
 // Appending, shared by the unary and streamed calls of the LedgerService:
 // which receipts of a request the caller may append, the response's results
 // in request order, and the append stream's reactor. Inside ledger_service.
-#ifndef LEDGER_RPC_SERVICE_APPEND_H_
-#define LEDGER_RPC_SERVICE_APPEND_H_
+#ifndef LEDGER_RPC_SERVICE_INTERNAL_APPEND_H_
+#define LEDGER_RPC_SERVICE_INTERNAL_APPEND_H_
 
 #include <vector>
 
@@ -42,4 +42,4 @@ grpc::ServerBidiReactor<pb::AppendRequest, pb::AppendResponse>* NewAppendStream(
 
 }  // namespace ledger::service
 
-#endif  // LEDGER_RPC_SERVICE_APPEND_H_
+#endif  // LEDGER_RPC_SERVICE_INTERNAL_APPEND_H_

@@ -17,8 +17,8 @@
 // order and, within a line, in the order a single pass would meet them.
 //
 // Thread-compatible: one thread calls; workers are its own.
-#ifndef EXPORT_VERIFY_CC_STREAM_CHECK_H_
-#define EXPORT_VERIFY_CC_STREAM_CHECK_H_
+#ifndef EXPORT_VERIFY_CC_INTERNAL_STREAM_CHECK_H_
+#define EXPORT_VERIFY_CC_INTERNAL_STREAM_CHECK_H_
 
 #include <cstdint>
 #include <memory>
@@ -129,4 +129,4 @@ class StreamCheck {
 
 }  // namespace ledger::verify
 
-#endif  // EXPORT_VERIFY_CC_STREAM_CHECK_H_
+#endif  // EXPORT_VERIFY_CC_INTERNAL_STREAM_CHECK_H_

@@ -1,8 +1,8 @@
-// The HTTP server's TLS (ops/http.cc): a server context that verifies
+// The HTTP server's TLS (util/http/http.cc): a server context that verifies
 // client certificates, and the identity a verified peer's certificate names.
-// Internal to ops.
-#ifndef UTIL_HTTP_TLS_H_
-#define UTIL_HTTP_TLS_H_
+// Internal to util/http.
+#ifndef UTIL_HTTP_INTERNAL_TLS_H_
+#define UTIL_HTTP_INTERNAL_TLS_H_
 
 #include <openssl/ssl.h>
 
@@ -24,4 +24,4 @@ std::string PeerIdentity(SSL* ssl);
 
 }  // namespace ledger::http::tls
 
-#endif  // UTIL_HTTP_TLS_H_
+#endif  // UTIL_HTTP_INTERNAL_TLS_H_

@@ -1,8 +1,8 @@
 // report.html's parts shared by the files that write its sections
 // (report.cc, report_timeline.cc, report_trust.cc). Inside export_pack;
 // not part of its interface.
-#ifndef LEDGER_EXPORT_PACK_REPORT_HTML_H_
-#define LEDGER_EXPORT_PACK_REPORT_HTML_H_
+#ifndef LEDGER_EXPORT_PACK_INTERNAL_REPORT_HTML_H_
+#define LEDGER_EXPORT_PACK_INTERNAL_REPORT_HTML_H_
 
 #include <climits>
 #include <cstdint>
@@ -48,4 +48,4 @@ void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std:
 
 }  // namespace ledger::pack::html
 
-#endif  // LEDGER_EXPORT_PACK_REPORT_HTML_H_
+#endif  // LEDGER_EXPORT_PACK_INTERNAL_REPORT_HTML_H_

@@ -9,8 +9,8 @@
 // queue, returns the digest and starts the next stream.
 //
 // Thread-compatible: one thread calls; the hashing thread is its own.
-#ifndef EXPORT_VERIFY_CC_DIGEST_THREAD_H_
-#define EXPORT_VERIFY_CC_DIGEST_THREAD_H_
+#ifndef EXPORT_VERIFY_CC_INTERNAL_DIGEST_THREAD_H_
+#define EXPORT_VERIFY_CC_INTERNAL_DIGEST_THREAD_H_
 
 #include <future>
 #include <string>
@@ -53,4 +53,4 @@ class DigestThread {
 
 }  // namespace ledger::verify
 
-#endif  // EXPORT_VERIFY_CC_DIGEST_THREAD_H_
+#endif  // EXPORT_VERIFY_CC_INTERNAL_DIGEST_THREAD_H_

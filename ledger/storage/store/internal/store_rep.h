@@ -1,7 +1,7 @@
 // What a Store and a Batch hold, inside the library: RocksDB's handles,
 // the cache, the open node groups, and the state of a failed commit.
-#ifndef LEDGER_STORAGE_STORE_STORE_REP_H_
-#define LEDGER_STORAGE_STORE_STORE_REP_H_
+#ifndef LEDGER_STORAGE_STORE_INTERNAL_STORE_REP_H_
+#define LEDGER_STORAGE_STORE_INTERNAL_STORE_REP_H_
 
 #include <chrono>
 #include <cstdlib>
@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ledger/storage/store/rows.h"
+#include "ledger/storage/store/internal/rows.h"
 #include "ledger/storage/store/store.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
@@ -77,4 +77,4 @@ struct Store::Rep {
 
 }  // namespace ledger::store
 
-#endif  // LEDGER_STORAGE_STORE_STORE_REP_H_
+#endif  // LEDGER_STORAGE_STORE_INTERNAL_STORE_REP_H_
