@@ -30,11 +30,10 @@ size_t Distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-std::string Flags::Nearest(const std::string& name) const {
+std::string Nearest(const std::string& name, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_distance = std::max<size_t>(1, name.size() / 4) + 1;
-  for (const std::string& candidate : order_) {
-    if (candidate == "config") continue;
+  for (const std::string& candidate : candidates) {
     size_t d = Distance(name, candidate);
     if (d < best_distance) {
       best = candidate;
@@ -42,6 +41,14 @@ std::string Flags::Nearest(const std::string& name) const {
     }
   }
   return best;
+}
+
+std::string Flags::Nearest(const std::string& name) const {
+  std::vector<std::string> options;
+  for (const std::string& candidate : order_) {
+    if (candidate != "config") options.push_back(candidate);
+  }
+  return cmd::Nearest(name, options);
 }
 
 void Flags::Define(const std::string& name, const std::string& default_value, const std::string& help, bool boolean) {

@@ -14,6 +14,11 @@
 
 namespace ledger::cmd {
 
+// The candidate nearest to `name` in edits (insert, delete, replace, swap
+// two neighbours), when it is close: at most a quarter of `name`'s length
+// away (at least one edit); else "". For "did you mean" in messages.
+std::string Nearest(const std::string& name, const std::vector<std::string>& candidates);
+
 class Flags {
  public:
   // Declares an option (without the leading dashes). A boolean flag takes

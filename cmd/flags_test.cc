@@ -105,5 +105,13 @@ TEST(FlagsTest, UsageListsDefaults) {
             "  --json\n      a switch\n");
 }
 
+TEST(NearestTest, TheCandidateAFewEditsAwayOrNone) {
+  const std::vector<std::string> states = {"pending", "succeeded", "failed", "denied", "unknown"};
+  EXPECT_EQ(Nearest("unknwn", states), "unknown");
+  EXPECT_EQ(Nearest("sucseeded", states), "succeeded");
+  EXPECT_EQ(Nearest("lost", states), "");
+  EXPECT_EQ(Nearest("", states), "");
+}
+
 }  // namespace
 }  // namespace ledger::cmd

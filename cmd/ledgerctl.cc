@@ -17,6 +17,7 @@
 //   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
 //   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
 //             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
+//             [--allow-empty]
 //   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]
 //             [--since CHECKPOINT] [--expect-scope SCOPE]
 //             [--not-older-than SIZE|CHECKPOINT] [--expect-grace-ms N] [--json]
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +54,7 @@
 #include "cmd/verify_options.h"
 #include "export.grpc.pb.h"
 #include "export/verify/cc/verify.h"
+#include "grpc/support/log.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/receipt/receipt.h"
@@ -125,90 +128,135 @@ std::string LeaderNamed(const grpc::Status& s) {
   return m.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
-// Sends one batch, retrying with back-off while the ledger is busy or
-// unreachable: a retry by receipt_id never appends twice. A follower's
-// refusal that names the leader sends the batch there at once (with the
-// same credentials: under TLS the leader's certificate is checked as any).
-grpc::Status SendBatch(pb::LedgerService::Stub& first, const pb::AppendRequest& request, pb::AppendResponse* response,
+// The last clause of a gRPC message ("... ipv4:127.0.0.1:1: Failed to
+// connect to remote host: Connection refused" gives "Connection
+// refused"), for the lines that say why a batch is retried.
+std::string LastClause(const std::string& message) {
+  size_t at = message.rfind(": ");
+  return at == std::string::npos ? message : message.substr(at + 2);
+}
+
+constexpr int kAttempts = 9;
+
+// Sends one batch to `address`, retrying with back-off while the ledger is
+// busy or unreachable: a retry by receipt_id never appends twice. Each
+// retry is said on stderr ("retrying (n)..."), and so is giving up, with
+// the address. A follower's refusal that names the leader sends the batch
+// there at once (with the same credentials: under TLS the leader's
+// certificate is checked as any).
+grpc::Status SendBatch(const std::string& address, const pb::AppendRequest& request, pb::AppendResponse* response,
                        const Connect& connect) {
   auto backoff = std::chrono::milliseconds(50);
-  pb::LedgerService::Stub* stub = &first;
-  std::string followed;
-  for (int attempt = 0;; ++attempt) {
+  std::string at = address, followed;
+  for (int attempt = 1;; ++attempt) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     response->Clear();
-    grpc::Status s = stub->Append(&ctx, request, response);
-    if (std::string leader = LeaderNamed(s); !leader.empty() && leader != followed && attempt < 8 && connect) {
-      followed = leader;
-      stub = connect(leader);
+    grpc::Status s = connect(at)->Append(&ctx, request, response);
+    if (std::string leader = LeaderNamed(s); !leader.empty() && leader != followed && attempt < kAttempts) {
+      followed = at = leader;
       continue;
     }
-    if (s.ok() || !Retryable(s.error_code()) || attempt == 8) return s;
+    if (s.ok() || !Retryable(s.error_code())) return s;
+    const std::string code = absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()));
+    const std::string why = ledger::text::TerminalEscape(LastClause(s.error_message()));
+    if (attempt == kAttempts) {
+      std::cerr << "ledgerctl: append: gave up after " << kAttempts << " attempts: the ledger at " << at
+                << (s.error_code() == grpc::StatusCode::UNAVAILABLE
+                        ? absl::StrCat(" is unavailable (", why, "); is ledgerd running there (--server)?")
+                        : absl::StrCat(" is busy (", code, ": ", why, "); try again later"))
+                << "\n";
+      return s;
+    }
+    std::cerr << "ledgerctl: append: " << at << ": " << code << ": " << why << "; retrying (" << attempt << ")...\n";
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
   }
 }
 
-// One line of input per receipt; every line gets one line of output, in order.
-// The stub for a receipt's team: one server, or its shard's.
-using Route = std::function<pb::LedgerService::Stub*(const std::string& team)>;
+// The address of a receipt's team: the server, or its shard's.
+using Route = std::function<std::string(const std::string& team)>;
 
+// What an output line says of the input line it answers: "line N
+// (receipt_id ID): " (without the id when there is none to read).
+std::string LineOf(size_t line, const std::string& receipt_id) {
+  if (receipt_id.empty()) return absl::StrCat("line ", line, ": ");
+  return absl::StrCat("line ", line, " (receipt_id ", receipt_id, "): ");
+}
+
+// The receipt_id of a line that is not a valid receipt, if it has one.
+std::string ReceiptIdOf(const std::string& line) {
+  auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "";
+  auto id = j.find("receipt_id");
+  return id != j.end() && id->is_string() ? id->get<std::string>() : "";
+}
+
+// One line of input per receipt; every line gets one line of output, in
+// order. An error line names the input line and the receipt_id.
 int Append(const Route& route, const Connect& connect, std::istream& in) {
   bool all_ok = true;
-  std::vector<Json> pending;  // output lines of the current batch, in order
-  std::vector<size_t> sent;   // indexes in `pending` of the receipts sent
+  std::vector<Json> pending;       // output lines of the current batch, in order
+  std::vector<size_t> sent;        // indexes in `pending` of the receipts sent
+  std::vector<std::string> where;  // LineOf each receipt sent
   pb::AppendRequest request;
   size_t bytes = 0;
 
   auto flush = [&]() -> absl::Status {
     // One request per server, in the receipts' order within it.
-    std::map<pb::LedgerService::Stub*, std::pair<pb::AppendRequest, std::vector<size_t>>> parts;
+    std::map<std::string, std::pair<pb::AppendRequest, std::vector<size_t>>> parts;
     for (int k = 0; k < request.receipts_size(); ++k) {
       auto& part = parts[route(request.receipts(k).team())];
       *part.first.add_receipts() = request.receipts(k);
-      part.second.push_back(sent[k]);
+      part.second.push_back(static_cast<size_t>(k));
     }
-    for (auto& [stub, part] : parts) {
-      const auto& [sub, lines] = part;
+    for (auto& [address, part] : parts) {
+      const auto& [sub, ks] = part;
       pb::AppendResponse response;
-      grpc::Status s = SendBatch(*stub, sub, &response, connect);
+      grpc::Status s = SendBatch(address, sub, &response, connect);
       if (!s.ok() || response.results_size() != sub.receipts_size()) {
         absl::Status err = s.ok() ? absl::InternalError("server returned the wrong number of results") : FromGrpc(s);
-        for (size_t i : lines) pending[i] = ErrorJson(err.code(), err.message());
+        if (!Retryable(s.error_code())) {
+          std::cerr << "ledgerctl: append: " << ledger::text::TerminalEscape(std::string(err.message())) << "\n";
+        }
+        for (size_t k : ks) pending[sent[k]] = ErrorJson(err.code(), where[k] + std::string(err.message()));
         all_ok = false;
         continue;
       }
-      for (int k = 0; k < response.results_size(); ++k) {
-        const auto& r = response.results(k);
+      for (int i = 0; i < response.results_size(); ++i) {
+        const auto& r = response.results(i);
+        const size_t k = ks[static_cast<size_t>(i)];
         if (r.code() != 0) {
-          pending[lines[k]] = ErrorJson(static_cast<absl::StatusCode>(r.code()), r.message());
+          pending[sent[k]] = ErrorJson(static_cast<absl::StatusCode>(r.code()), where[k] + r.message());
           all_ok = false;
           continue;
         }
         Json line{{"seq", r.seq()}, {"leaf_hash", Hex(r.leaf_hash())}};
         if (r.duplicate()) line["duplicate"] = true;
-        pending[lines[k]] = line;
+        pending[sent[k]] = line;
       }
     }
     for (const auto& line : pending) std::cout << line.dump() << "\n";
     std::cout.flush();
     pending.clear();
     sent.clear();
+    where.clear();
     request.Clear();
     bytes = 0;
     return absl::OkStatus();
   };
 
   std::string line;
-  while (std::getline(in, line)) {
+  for (size_t number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto receipt = ledger::receipt::FromJsonText(line);
     if (!receipt.ok()) {
-      pending.push_back(ErrorJson(receipt.status().code(), receipt.status().message()));
+      pending.push_back(ErrorJson(receipt.status().code(),
+                                  LineOf(number, ReceiptIdOf(line)) + std::string(receipt.status().message())));
       all_ok = false;
     } else {
       sent.push_back(pending.size());
+      where.push_back(LineOf(number, receipt->receipt_id()));
       pending.emplace_back();
       bytes += line.size();
       *request.add_receipts() = *std::move(receipt);
@@ -413,6 +461,7 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
     note << in.rdbuf();
     req.set_since_checkpoint(note.str());
   }
+  req.set_allow_empty(flags.Bool("allow-empty"));
   const std::string& out = flags.Get("out");
   if (out.empty()) return Fail(absl::InvalidArgumentError("export: --out FILE is required"));
   std::string tmp = out + ".part";
@@ -430,6 +479,11 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
   file.close();
   if (!s.ok() || !file) {
     std::remove(tmp.c_str());
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {  // the scope has no entry (proto/export.proto)
+      return Fail(absl::NotFoundError(absl::StrCat("export: ", s.error_message(), ": no pack written; check the ",
+                                                   req.has_run() ? "team and run id" : "team and times",
+                                                   ", or give --allow-empty for a pack that proves it empty")));
+    }
     return Fail(s.ok() ? absl::UnavailableError("export: write failed") : FromGrpc(s));
   }
   if (std::rename(tmp.c_str(), out.c_str()) != 0) {
@@ -460,7 +514,7 @@ constexpr char kUsage[] =
     "  ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]   (server stopped;\n"
     "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
     "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
-    "            --out FILE [--since OLD_CHECKPOINT_FILE]\n"
+    "            --out FILE [--since OLD_CHECKPOINT_FILE] [--allow-empty]\n"
     "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
     "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
     "            [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--json]\n"
@@ -544,6 +598,10 @@ void DefineCommandFlags(Flags& flags) {
                "must be one of its logs (the key, when no --vkey is given) and the checkpoint's cosignatures must "
                "meet its quorum");
   flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
+  flags.Define("allow-empty", "",
+               "export: write the pack of a run or team window with no entry (it proves there is none); "
+               "without it such an export fails, nothing written",
+               true);
   flags.Define("since", "",
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
                "consistency from exactly it)");
@@ -596,9 +654,14 @@ class Connections {
 
   const std::optional<ledger::cmd::ShardMap>& shards() const { return shards_; }
 
+  // The channel to `address`; a call on it that fails to connect because
+  // the TLS options do not match the server says so (TlsDiagnosis).
   std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
     auto& c = channels_[address];
-    if (c == nullptr) c = grpc::CreateCustomChannel(address, creds_, args_);
+    if (c == nullptr) {
+      c = grpc::experimental::CreateCustomChannelWithInterceptors(address, creds_, args_,
+                                                                  ledger::ctl::TlsDiagnosis(tls_, address));
+    }
     return c;
   }
 
@@ -624,8 +687,9 @@ class Connections {
   }
 
  private:
-  explicit Connections(const Flags& flags) : flags_(flags) {}
+  explicit Connections(const Flags& flags) : flags_(flags), tls_(ledger::ctl::TlsOptionsOf(flags)) {}
   const Flags& flags_;
+  const ledger::ctl::TlsOptions tls_;
   grpc::ChannelArguments args_;
   std::shared_ptr<grpc::ChannelCredentials> creds_;
   std::optional<ledger::cmd::ShardMap> shards_;
@@ -668,7 +732,7 @@ int AppendRouted(Connections& c, const Flags& flags) {
     return stub.get();
   };
   Route route = [&](const std::string& team) {
-    return connect(c.shards() ? c.shards()->For(team).address : flags.Get("server"));
+    return c.shards() ? c.shards()->For(team).address : flags.Get("server");
   };
   std::string file = flags.positional().size() > 1 ? flags.positional()[1] : "-";
   if (file == "-") return Append(route, connect, std::cin);
@@ -747,6 +811,9 @@ int Run(const std::string& command, const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // ledgerctl says itself why a call failed (ledgerctl_tls.cc); gRPC's own
+  // log lines ("Handshake failed ...") only when GRPC_VERBOSITY asks.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
   Flags flags;
   DefineCommandFlags(flags);
   DefineConnectionFlags(flags);

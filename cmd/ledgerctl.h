@@ -1,16 +1,20 @@
 // ledgerctl's commands, by file: ledgerctl.cc (the log's commands, export,
-// main), ledgerctl_query.cc (step outcomes and runs),
+// main), ledgerctl_tls.cc (why a connection failed, when TLS options do
+// not match the server), ledgerctl_query.cc (step outcomes and runs),
 // ledgerctl_prove_run.cc (run-head and team-head proofs),
 // ledgerctl_replication.cc (a node of a replicated shard) and
 // ledgerctl_files.cc (commands on files alone).
 #ifndef CMD_LEDGERCTL_H_
 #define CMD_LEDGERCTL_H_
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "cmd/flags.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/support/client_interceptor.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "query.grpc.pb.h"
@@ -24,6 +28,28 @@ using Json = nlohmann::ordered_json;
 // Prints "ledgerctl: <message>"; exit code 2 for usage errors, else 1.
 int Fail(const absl::Status& s);
 absl::Status FromGrpc(const grpc::Status& s);
+
+// The TLS options of a command (--tls-ca, --cert, --key); all empty for
+// plain text.
+struct TlsOptions {
+  std::string ca, cert, key;
+};
+TlsOptions TlsOptionsOf(const Flags& flags);
+
+// What to give instead, when a probe of the handshake of the server at
+// `address` (util/tls/probe.h) shows that `tls` does not match what it
+// speaks: "the server at A speaks TLS: give --tls-ca, --cert and --key",
+// "... wants a client certificate: give --cert and --key", "... refused
+// the client certificate F (TLS alert: X): ...", "... speaks plain text,
+// not TLS: ..."; "" when it shows nothing wrong with them.
+std::string ExplainTlsMismatch(const TlsOptions& tls, const std::string& address);
+
+// Interceptors for a channel to `address`: a call that failed to connect
+// (closed or refused in the handshake) gets INVALID_ARGUMENT with
+// ExplainTlsMismatch's message instead of its status, when there is one;
+// any other status is left as it is.
+std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> TlsDiagnosis(
+    const TlsOptions& tls, const std::string& address);
 
 // steps: one server, or (a shard map and no --team) every shard, whose
 // teams are each asked and the answers merged newest first.

@@ -5,9 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cmd/ledgerctl.h"
+#include "ledger/format/receipt/receipt.h"
 #include "query/projector/projector.h"
 #include "util/text/terminal.h"
 
@@ -30,37 +32,50 @@ std::string Dollars(int64_t micros) {
   return buf;
 }
 
-// Parses "a,b" into enum values by their JSON names.
+// Parses "a,b" into enum values by their JSON names (1..max). An unknown
+// name is INVALID_ARGUMENT naming the flag, the nearest valid name when one
+// is close, and every valid name.
 template <typename E>
 absl::Status ParseNames(const std::string& list, const std::string& flag, std::string (*name)(E), int max,
                         std::vector<E>* out) {
   if (list.empty()) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (int v = 1; v <= max; ++v) names.push_back(name(static_cast<E>(v)));
   for (absl::string_view part : absl::StrSplit(list, ',')) {
-    bool found = false;
-    for (int v = 1; v <= max; ++v) {
-      if (name(static_cast<E>(v)) == std::string(part)) {
-        out->push_back(static_cast<E>(v));
-        found = true;
-      }
+    auto it = std::find(names.begin(), names.end(), part);
+    if (it != names.end()) {
+      out->push_back(static_cast<E>(it - names.begin() + 1));
+      continue;
     }
-    if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": unknown value '", part, "'"));
-    }
+    std::string near = cmd::Nearest(std::string(part), names);
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": unknown value '", part, "'",
+                                                   near.empty() ? "" : absl::StrCat("; did you mean '", near, "'?"),
+                                                   " (", absl::StrJoin(names, ", "), ")"));
   }
   return absl::OkStatus();
 }
 
+// --team, when given, as the receipts' team rule says (ledger/format/receipt).
+absl::Status CheckTeamFlag(const Flags& flags) {
+  if (!flags.Has("team")) return absl::OkStatus();
+  return receipt::CheckTeam("--team", flags.Get("team"));
+}
+
 absl::StatusOr<pb::StepFilter> Filter(const Flags& flags) {
+  if (auto s = CheckTeamFlag(flags); !s.ok()) return s;
   pb::StepFilter f;
   f.set_team(flags.Get("team"));
   f.set_run_id(flags.Get("run"));
   std::vector<pb::StepState> states;
-  if (auto s = ParseNames<pb::StepState>(flags.Get("state"), "state", ledger::query::StateName, 5, &states); !s.ok()) {
+  if (auto s =
+          ParseNames<pb::StepState>(flags.Get("state"), "state", ledger::query::StateName, pb::StepState_MAX, &states);
+      !s.ok()) {
     return s;
   }
   for (auto st : states) f.add_states(st);
   std::vector<pb::Anomaly> anomalies;
-  if (auto s = ParseNames<pb::Anomaly>(flags.Get("anomaly"), "anomaly", ledger::query::AnomalyName, 7, &anomalies);
+  if (auto s = ParseNames<pb::Anomaly>(flags.Get("anomaly"), "anomaly", ledger::query::AnomalyName, pb::Anomaly_MAX,
+                                       &anomalies);
       !s.ok()) {
     return s;
   }
@@ -186,6 +201,8 @@ int Steps(const std::vector<pb::QueryService::Stub*>& stubs, const Flags& flags)
 }
 
 int RunSummary(pb::QueryService::Stub& stub, const Flags& flags) {
+  if (auto s = receipt::CheckTeam("--team", flags.Get("team")); !s.ok()) return Fail(s);
+  if (flags.Get("run").empty()) return Fail(absl::InvalidArgumentError("--run: required, the run_id"));
   pb::GetRunRequest req;
   req.set_team(flags.Get("team"));
   req.set_run_id(flags.Get("run"));
@@ -222,6 +239,7 @@ int RunSummary(pb::QueryService::Stub& stub, const Flags& flags) {
 }
 
 int Watch(pb::QueryService::Stub& stub, const Flags& flags) {
+  if (auto s = receipt::CheckTeam("--team", flags.Get("team")); !s.ok()) return Fail(s);
   auto filter = Filter(flags);
   if (!filter.ok()) return Fail(filter.status());
   auto after = flags.Int("after-seq");

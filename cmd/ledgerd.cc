@@ -5,7 +5,8 @@
 //
 // Prints "listening on HOST:PORT" (the real port) once it serves. SIGINT or
 // SIGTERM stops it: no new calls, in-flight appends finish, a final
-// checkpoint is signed, exit 0.
+// checkpoint is signed, exit 0. Run with no arguments at all, it prints a
+// short usage on stderr and exits 2.
 #include <arpa/inet.h>
 #include <signal.h>
 #include <unistd.h>
@@ -50,6 +51,20 @@ int Fail(const absl::Status& s) {
   ledger::jsonlog::Error("start_failed").Msg(std::string(s.message())).Emit();
   return 1;
 }
+
+// What `ledgerd` alone prints (exit 2): the flags everyone needs; every
+// flag is under --help.
+constexpr char kShortUsage[] =
+    "usage: ledgerd --data DIR [--listen HOST:PORT] [--http-listen HOST:PORT] [options]\n"
+    "\n"
+    "  --data DIR             the ledger's data directory: its store and signing key (created if missing)\n"
+    "  --listen HOST:PORT     the gRPC address (default 127.0.0.1:7420; port 0 picks a free port)\n"
+    "  --http-listen H:P      the dashboard, /metrics and health (default 127.0.0.1:7421)\n"
+    "  --tls-cert F --tls-key F --client-ca F --policy F\n"
+    "                         mutual TLS, to serve beyond this machine (without them: plain text on loopback)\n"
+    "\n"
+    "For example: ledgerd --data /var/lib/ledger\n"
+    "Every flag: ledgerd --help. The manual: docs/operating.md.\n";
 
 }  // namespace
 
@@ -733,6 +748,10 @@ void Daemon::Stop() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 1) {
+    std::cerr << kShortUsage;
+    return 2;
+  }
   Flags flags;
   ledger::cmd::DefineLedgerdFlags(flags);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);

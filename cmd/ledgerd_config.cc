@@ -140,7 +140,10 @@ void DefineLedgerdFlags(Flags& flags) {
 }
 
 absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
-  if (flags.Get("data").empty()) return absl::InvalidArgumentError("--data: required");
+  if (flags.Get("data").empty()) {
+    return absl::InvalidArgumentError(
+        "--data: required, the directory of the ledger's store and signing key (ledgerd --help: every flag)");
+  }
   LedgerdConfig c;
   struct Bound {
     const char* flag;

@@ -175,7 +175,7 @@ int RunVerify(const Flags& flags, const std::string& pack_path, std::string_view
   auto fail = [&](const absl::Status& s) {
     // The message may quote the pack or the files given (util/text).
     std::cerr << program << ": " << text::TerminalEscape(std::string(s.message())) << "\n";
-    return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 3;  // usage, or the pack never judged
   };
   auto options = VerifyOptions(flags);
   if (!options.ok()) return fail(options.status());

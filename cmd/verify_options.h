@@ -30,7 +30,8 @@ void DefineVerifyFlags(Flags& flags);
 // Verifies the pack at `pack_path` with the options of `flags`: the result
 // on stdout (JSON with --json, else its summary), an error on stderr as
 // "PROGRAM: message". Returns the exit code: 0 the pack holds, 1 it does
-// not (or cannot be examined), 2 bad usage.
+// not (the pack is refused), 2 bad usage, 3 the pack cannot be read (or
+// examined: no temporary directory), so nothing of it was judged.
 int RunVerify(const Flags& flags, const std::string& pack_path, std::string_view program);
 
 }  // namespace ledger::cmd

@@ -16,7 +16,7 @@ check 'steps: 1 succeeded, 0 failed, 0 denied, 0 pending, 1 UNKNOWN'
 check 'run-0010 +step-0 +unknown +late_completion'
 check 'run-0002 +step-9 +succeeded orphan_completion'
 check '"duplicate":true'
-check 'INVALID_ARGUMENT","message":"team: required'
+check 'INVALID_ARGUMENT","message":"line 1 \(receipt_id bad-1\): team: '\''Team A'\'' is not 1-63 bytes of \[a-z0-9-\]'
 check 'go interop: pack of [0-9]+ entries verified with x/mod sumdb against size [0-9]+'
 check 'go interop: checkpoints [0-9]+ and [0-9]+ open with note.Open and are consistent by tlog.CheckTree'
 # The table of steps that did not succeed holds the crashed worker's step.

@@ -29,11 +29,12 @@ want=$(printf '  --%s\n' expect-scope json not-older-than since trust-pack-key v
 out=$("$bin" 2>&1) && { echo "FAIL: no PACK was accepted"; exit 1; } || code=$?
 [ "$code" = 2 ] && [ "$out" = "ledger-verify: verify: give one PACK" ] || { echo "FAIL: no PACK: exit $code: $out"; exit 1; }
 # Without a usable temporary directory (the scratch image has no /tmp) it
-# says so, and does not abort.
+# says so, and does not abort: the pack was not examined (exit 3).
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 key=$("$ctl" keygen --origin links.test/log --out "$work/key")
-code=0; out=$(TMPDIR=/nonexistent "$bin" /nonexistent.tar.gz --vkey-string "$key" 2>&1) || code=$?
-[ "$code" = 1 ] && [ "$out" = "ledger-verify: verify: cannot create a temporary directory (set TMPDIR to a writable one)" ] ||
+: > "$work/pack.tar.gz"
+code=0; out=$(TMPDIR=/nonexistent "$bin" "$work/pack.tar.gz" --vkey-string "$key" 2>&1) || code=$?
+[ "$code" = 3 ] && [ "$out" = "ledger-verify: verify: cannot create a temporary directory (set TMPDIR to a writable one)" ] ||
   { echo "FAIL: no temporary directory: exit $code: $out"; exit 1; }
 echo "ledger-verify: $(readelf -d "$bin" | grep -c NEEDED) libraries needed, none of RocksDB or gRPC; no server symbol; the flags of ledgerctl verify"

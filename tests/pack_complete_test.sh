@@ -51,7 +51,7 @@ ctl export --run team-support/run-0007 --out "$work/unknown.tar.gz" > /dev/null
 ctl export --run team-code/run-0000 --out "$work/done.tar.gz" > /dev/null
 ctl export --run team-ops/run-failed --out "$work/failed.tar.gz" > /dev/null
 ctl export --run team-ops/run-failed --since "$work/old.note" --out "$work/failed-since.tar.gz" > /dev/null
-ctl export --run team-ops/run-none --out "$work/none.tar.gz" > /dev/null
+ctl export --run team-ops/run-none --allow-empty --out "$work/none.tar.gz" > /dev/null
 ctl export --seq 0:5 --out "$work/seq.tar.gz" > /dev/null
 /usr/bin/python3 "$root/tests/pack_complete_test.py" "$build/cmd/ledgerctl" "$root/export/verify/python/verify_pack.py" "$lvg" \
   "$build/tests/pack_outcomes" "$work/vkey" "$work/data/signing.key" "$work"

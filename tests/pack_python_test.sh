@@ -86,8 +86,9 @@ expect_fail "python, tampered entry" '^FAILED: entries.jsonl: SHA-256 expected' 
 expect_fail "ledgerctl, tampered entry" '^FAILED: entries.jsonl: SHA-256 expected' \
   "$build/cmd/ledgerctl" verify "$work/tampered.tar.gz" --vkey "$work/vkey"
 other=$("$build/cmd/ledgerctl" keygen --origin packs.test/log --out "$work/other.key")
-expect_fail "python, another key" '^FAILED: ledger.vkey: not the key given' py "$work/run.tar.gz" "$other"
-expect_fail "ledgerctl, another key" '^FAILED: ledger.vkey: expected the given key' \
+expect_fail "python, another key" '^FAILED: manifest.sig: signed by packs.test/log\+[0-9a-f]{8}, not by packs.test/log\+[0-9a-f]{8} \(the key given\)$' \
+  py "$work/run.tar.gz" "$other"
+expect_fail "ledgerctl, another key" '^FAILED: manifest.sig: signed by packs.test/log\+[0-9a-f]{8}, not by packs.test/log\+[0-9a-f]{8} \(the key given\)$' \
   "$build/cmd/ledgerctl" verify "$work/run.tar.gz" --vkey-string "$other"
 # A key given but empty or malformed is a usage error (exit 2) naming the
 # flag, never a fall back to the key inside the pack; trusting that key

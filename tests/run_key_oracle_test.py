@@ -149,7 +149,7 @@ def main():
 
     # A run of team-b with no entry: a format 5 pack that every verifier reads.
     pack = os.path.join(work, "b-never.tar.gz")
-    out = ctl("auditor-b", "export", "--run", "team-b/never", "--out", pack)
+    out = ctl("auditor-b", "export", "--run", "team-b/never", "--allow-empty", "--out", pack)
     if out.returncode != 0:
         fail("export team-b/never: %s" % out.stderr)
     vkey = os.path.join(work, "vkey")

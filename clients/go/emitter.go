@@ -26,6 +26,15 @@ package ledger
 //     runs before the next batch is sent.
 //   - Every retry is logged, with the receipts' count, the delay and the
 //     reason (the gRPC code and message).
+//   - A configuration error is never retried: a whole request refused with
+//     UNAUTHENTICATED or PERMISSION_DENIED, or a connection that fails in
+//     the handshake because Options.TLS does not match what the server
+//     speaks (learned from a probe of its TLS handshake: "the server at
+//     HOST:PORT speaks TLS: give Options.TLS ..."). The batch and every
+//     receipt queued are settled as refused with it (FAILED_PRECONDITION
+//     and that message for a TLS mismatch), it is logged once, Failure()
+//     returns it, and Emit fails with it (a *ConfigurationError) from then
+//     on: every later receipt would meet it too.
 //   - Replicated shards: the target may name several nodes of the shard,
 //     separated by commas. A node that follows refuses an append with
 //     UNAVAILABLE naming the leader (leader=HOST:PORT): the batch goes there
@@ -68,6 +77,15 @@ var (
 	// ErrClosed: Emit after Close.
 	ErrClosed = errors.New("emitter is closed")
 )
+
+// ConfigurationError is what stopped an Emitter (Failure) and what Emit
+// returns from then on: its credentials do not match what the server
+// speaks, or the ledger refused its identity.
+type ConfigurationError struct {
+	Message string
+}
+
+func (e *ConfigurationError) Error() string { return e.Message }
 
 // UnsettledError is what Flush and Close return when they ran out of time:
 // Receipts are those not settled (from Close: every one, in emit order, for
@@ -199,6 +217,8 @@ type Emitter struct {
 	stats     Stats
 	refused   []Result
 	left      []*ledgerpb.Receipt // after Close: never settled
+	failure   *ConfigurationError // what stopped the emitter, if anything
+	answered  map[string]bool     // targets that answered a request; the sender's only
 }
 
 // NewEmitter connects (lazily: a ledger that is down is retried) to target,
@@ -226,7 +246,7 @@ func NewEmitter(target string, opts Options) (*Emitter, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Emitter{opts: opts, targets: &targets{configured: list, mayDial: mayDial}, connected: list[0],
 		conn: conn, stub: ledgerpb.NewLedgerServiceClient(conn), rpcCtx: ctx, stopRPC: cancel,
-		done: make(chan struct{}), changed: make(chan struct{})}
+		done: make(chan struct{}), changed: make(chan struct{}), answered: map[string]bool{}}
 	go e.run()
 	return e, nil
 }
@@ -263,7 +283,8 @@ func dial(target string, tls credentials.TransportCredentials, insecure bool, ma
 // Emit queues a receipt (made with AgentStart, ModelCall, ...). It fails for
 // a receipt without its id or with an id of the ledger's, with
 // ErrBufferFull when the buffer stays full (until EmitTimeout or ctx's
-// end), and with ErrClosed after Close.
+// end), with ErrClosed after Close, and with a *ConfigurationError once
+// the emitter met one (Failure).
 func (e *Emitter) Emit(ctx context.Context, r *ledgerpb.Receipt) error {
 	if r == nil {
 		return errors.New("receipt: required")
@@ -279,6 +300,9 @@ func (e *Emitter) Emit(ctx context.Context, r *ledgerpb.Receipt) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for {
+		if e.failure != nil {
+			return e.failure
+		}
 		if e.closed {
 			return ErrClosed
 		}
@@ -492,6 +516,9 @@ func (e *Emitter) run() {
 				e.requeue(batch, false)
 				return
 			}
+			if e.configurationError(batch, st.Code(), st.Message()) {
+				continue
+			}
 			if retryable[st.Code()] {
 				e.requeue(batch, true)
 				if !e.failed(st.Code(), st.Message()) {
@@ -506,6 +533,7 @@ func (e *Emitter) run() {
 			continue
 		}
 		e.targets.accepted()
+		e.answered[e.connected] = true
 		var retry []*ledgerpb.Receipt
 		var whyCode codes.Code
 		var whyMessage string
@@ -537,6 +565,47 @@ func (e *Emitter) run() {
 			backoff = firstBackoff
 		}
 	}
+}
+
+// configurationError, when a request failed for a reason no retry mends
+// (the guarantees above), settles the batch and every receipt queued as
+// refused with it, logs it and keeps it (Failure): true then.
+func (e *Emitter) configurationError(batch []*ledgerpb.Receipt, code codes.Code, message string) bool {
+	var why string
+	switch {
+	case code == codes.Unauthenticated || code == codes.PermissionDenied:
+		why = CodeName(code) + ": " + message
+	case e.opts.TLS != nil && e.answered[e.connected]:
+		return false // it took these credentials before: not a mismatch
+	default:
+		why = tlsMismatch(code, message, e.connected, e.opts.TLS != nil,
+			func(target string) string { return tlsProbe(target, 3*time.Second) })
+		if why == "" {
+			return false
+		}
+		code, message = codes.FailedPrecondition, why
+	}
+	e.mu.Lock()
+	e.failure = &ConfigurationError{Message: why}
+	queued := e.queue
+	e.queue = nil
+	e.mu.Unlock()
+	e.opts.Logger.Printf("evidence_ledger: %s; the emitter stops: %d receipt(s) refused, and Emit fails", why,
+		len(batch)+len(queued))
+	for _, r := range append(append([]*ledgerpb.Receipt(nil), batch...), queued...) {
+		e.settle(r, Result{ReceiptID: r.ReceiptId, Code: code, Message: message})
+	}
+	return true
+}
+
+// Failure returns the configuration error that stopped the emitter, or nil.
+func (e *Emitter) Failure() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failure == nil {
+		return nil
+	}
+	return e.failure
 }
 
 // failed moves to the target to send to after a failure (targets.failed),

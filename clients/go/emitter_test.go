@@ -395,19 +395,83 @@ func TestTLSWithTheDevelopmentCertificates(t *testing.T) {
 		d.Close()
 	}
 
-	// A client whose certificate no CA of the ledger signed gets nowhere.
-	other := t.TempDir()
+}
+
+// TestConfigurationErrorsStopTheEmitter: credentials that do not match the
+// server, and an identity the ledger refuses, stop the emitter at once
+// (issue 38: a TLS mismatch was retried for good): the receipts are
+// refused with the reason, it is logged once, and Emit fails with it.
+func TestConfigurationErrorsStopTheEmitter(t *testing.T) {
+	certs, other := t.TempDir(), t.TempDir()
+	runScript(t, "../../scripts/dev-certs.sh", certs, "gateway", "stranger")
 	runScript(t, "../../scripts/dev-certs.sh", other)
-	stranger, err := ledger.TLSFromFiles(c("ca.pem"), other+"/gateway.pem", other+"/gateway.key", "localhost")
+	c := func(name string) string { return certs + "/" + name }
+	l := startLedger(t, "--tls-cert", c("server.pem"), "--tls-key", c("server.key"), "--client-ca", c("ca.pem"),
+		"--policy", c("policy.json"))
+	plain := startLedger(t)
+	tlsAt, plainAt := fmt.Sprintf("localhost:%d", l.port), fmt.Sprintf("localhost:%d", plain.port)
+	files := func(dir, who string) credentials.TransportCredentials {
+		creds, err := ledger.TLSFromFiles(c("ca.pem"), dir+"/"+who+".pem", dir+"/"+who+".key", "localhost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return creds
+	}
+	caOnly, err := credentials.NewClientTLSFromFile(c("ca.pem"), "localhost")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newEmitter(t, fmt.Sprintf("localhost:%d", l.port), ledger.Options{TLS: stranger,
-		RPCTimeout: 300 * time.Millisecond, FlushTimeout: time.Second})
-	emitAll(t, s, calls(t, 1, "tls"))
-	var u *ledger.UnsettledError
-	if err := s.Close(context.Background()); !errors.As(err, &u) || s.Stats().Acknowledged != 0 {
-		t.Fatalf("a stranger's Close: %v, acknowledged %d", err, s.Stats().Acknowledged)
+	const how = "ledger.TLSFromFiles(ca, cert, key, serverName)"
+	closed := "the server at " + tlsAt + " closed the connection in the TLS handshake: it wants a client " +
+		"certificate issued by a CA it trusts: give one in Options.TLS (" + how + ")"
+	for _, tc := range []struct {
+		name, target string
+		creds        credentials.TransportCredentials
+		code         codes.Code
+		message, why string
+	}{
+		{"plain text to TLS", tlsAt, nil, codes.FailedPrecondition,
+			"the server at " + tlsAt + " speaks TLS: give Options.TLS (" + how + ")", ""},
+		{"no client certificate", tlsAt, caOnly, codes.FailedPrecondition, closed, ""},
+		{"a certificate of another CA", tlsAt, files(other, "gateway"), codes.FailedPrecondition, closed, ""},
+		{"TLS to plain text", plainAt, files(certs, "gateway"), codes.FailedPrecondition,
+			"the server at " + plainAt + " speaks plain text, not TLS: leave Options.TLS nil (plain text goes to " +
+				"a loopback address only, or with Options.Insecure)", ""},
+		{"an identity with no rule", tlsAt, files(certs, "stranger"), codes.PermissionDenied,
+			"identity 'uri:spiffe://dev/stranger' has no rule in the policy",
+			"PERMISSION_DENIED: identity 'uri:spiffe://dev/stranger' has no rule in the policy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			why := tc.why
+			if why == "" {
+				why = tc.message
+			}
+			logged := &quiet{}
+			e := newEmitter(t, tc.target, ledger.Options{TLS: tc.creds, MaxBackoff: 200 * time.Millisecond,
+				Logger: logged.Logger()})
+			started := time.Now()
+			emitAll(t, e, calls(t, 1, "c"))
+			if err := e.Flush(context.Background()); err != nil || time.Since(started) > 5*time.Second {
+				t.Fatalf("Flush: %v after %v", err, time.Since(started))
+			}
+			var ce *ledger.ConfigurationError
+			if err := e.Emit(context.Background(), calls(t, 1, "d")[0]); !errors.As(err, &ce) || ce.Message != why {
+				t.Fatalf("Emit after the failure: %v, want %q", err, why)
+			}
+			if err := e.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			refused := e.Refused()
+			if len(refused) != 1 || refused[0].ReceiptID != "c-0" || refused[0].Code != tc.code ||
+				refused[0].Message != tc.message || e.Stats().Retries != 0 || e.Failure() == nil ||
+				e.Failure().Error() != why {
+				t.Fatalf("refused %+v, retries %d, failure %v, logged %q", refused, e.Stats().Retries, e.Failure(),
+					logged.String())
+			}
+			if want := "evidence_ledger: " + why + "; the emitter stops: 1 receipt(s) refused, and Emit fails\n"; logged.String() != want {
+				t.Fatalf("logged %q, want %q", logged.String(), want)
+			}
+		})
 	}
 }
 

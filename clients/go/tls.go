@@ -5,10 +5,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
+	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 )
 
@@ -71,4 +74,84 @@ func isLoopback(target string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// What tlsProbe learned of a server.
+const (
+	speaksTLS       = "tls"        // took the handshake and waits, or sent an alert not about a client certificate
+	speaksTLSClosed = "tls-closed" // closed the connection once the handshake was done: it wants a client certificate
+	speaksPlain     = "plain"      // answered the TLS hello with bytes that are not TLS
+)
+
+// tlsProbe tells what the server at target (HOST:PORT) speaks, from a TLS
+// handshake with it (ALPN h2, as gRPC; its certificate not checked, no
+// client certificate given), within timeout: speaksTLS, speaksTLSClosed,
+// speaksPlain, or "" when it cannot be reached or said nothing. For saying
+// why a connection failed, never a security check.
+func tlsProbe(target string, timeout time.Duration) string {
+	for _, scheme := range []string{"dns:///", "passthrough:///"} {
+		target = strings.TrimPrefix(target, scheme)
+	}
+	raw, err := net.DialTimeout("tcp", target, timeout)
+	if err != nil {
+		return ""
+	}
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(timeout))                                                   //nolint:errcheck // a failure shows as the handshake's
+	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}) //nolint:gosec
+	if err := conn.Handshake(); err != nil {
+		var header tls.RecordHeaderError
+		switch {
+		case errors.As(err, &header):
+			return speaksPlain
+		case strings.Contains(err.Error(), "certificate"):
+			return speaksTLSClosed
+		case errors.Is(err, io.EOF):
+			return ""
+		}
+		return speaksTLS
+	}
+	// A server that took the handshake waits for the client's first bytes.
+	raw.SetReadDeadline(time.Now().Add(time.Second)) //nolint:errcheck
+	var b [1]byte
+	if _, err := conn.Read(b[:]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return speaksTLS
+		}
+		return speaksTLSClosed
+	}
+	return speaksTLS
+}
+
+const howTLS = "ledger.TLSFromFiles(ca, cert, key, serverName)"
+
+// tlsMismatch says what to give, when a request to target failed to connect
+// (closed, or refused in the handshake) and a probe (tlsProbe) shows that
+// the credentials, TLS (withTLS) or not, do not match what the server
+// speaks; "" for any other failure.
+func tlsMismatch(code codes.Code, message, target string, withTLS bool, probe func(string) string) string {
+	if code != codes.Unavailable {
+		return ""
+	}
+	closed := false
+	for _, s := range []string{"connection closed", "closed network connection", "broken pipe", "connection reset",
+		"EOF", "authentication handshake failed"} {
+		closed = closed || strings.Contains(message, s)
+	}
+	if !closed {
+		return ""
+	}
+	speaks := probe(target)
+	switch {
+	case !withTLS && (speaks == speaksTLS || speaks == speaksTLSClosed):
+		return fmt.Sprintf("the server at %s speaks TLS: give Options.TLS (%s)", target, howTLS)
+	case withTLS && speaks == speaksTLSClosed:
+		return fmt.Sprintf("the server at %s closed the connection in the TLS handshake: it wants a client "+
+			"certificate issued by a CA it trusts: give one in Options.TLS (%s)", target, howTLS)
+	case withTLS && speaks == speaksPlain:
+		return fmt.Sprintf("the server at %s speaks plain text, not TLS: leave Options.TLS nil (plain text goes "+
+			"to a loopback address only, or with Options.Insecure)", target)
+	}
+	return ""
 }

@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "export/exporter/team_window_bounds.h"
 #include "export/gzip/blocked_gzip.h"
 #include "export/pack/pack.h"
@@ -163,14 +164,15 @@ namespace {
 // One export (ExportPack), its steps in order.
 struct PackExport {
   PackExport(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
-             Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign)
+             Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign, EmptyScope empty)
       : log(log),
         scope(scope),
         out_path(out_path),
         since(since),
         lease(lease),
         unknown_grace_ms(unknown_grace_ms),
-        cosign(cosign) {}
+        cosign(cosign),
+        empty(empty) {}
 
   // A batch of leaves handed to the projecting thread.
   struct Batch {
@@ -186,6 +188,9 @@ struct PackExport {
   // second thread meanwhile.
   absl::Status Stage();
   absl::Status ReadScope();
+  // NOT_FOUND for a scope with no entry, under EmptyScope::kRefuse: a run's
+  // is known from its run-head proof, a window's once it was read.
+  absl::Status CheckNotEmpty();
   // One entry in scope: its leaf, its inclusion proof, its projection.
   absl::Status Add(uint64_t seq, std::string_view leaf);
   absl::StatusOr<hash::Hash> Node(int level, uint64_t index);
@@ -213,6 +218,7 @@ struct PackExport {
   Staging::Lease* const lease;
   const uint64_t unknown_grace_ms;
   const CosignFn& cosign;
+  const EmptyScope empty;
 
   std::optional<runmap::KeyedPath> run_head;
   // A team window's: the team's head proof (none without the map), the
@@ -263,6 +269,9 @@ absl::Status PackExport::Prepare() {
     found = log.Checkpoint(0);  // a seq range, or a ledger without the maps
   } else {
     return team.status();
+  }
+  if (absl::IsNotFound(found.status())) {
+    return absl::FailedPreconditionError(absl::StrCat("export: ", found.status().message()));
   }
   if (!found.ok()) return found.status();
   cp = *std::move(found);
@@ -437,6 +446,22 @@ absl::Status PackExport::ReadScope() {
   return read;
 }
 
+absl::Status PackExport::CheckNotEmpty() {
+  if (empty == EmptyScope::kWrite) return absl::OkStatus();
+  if (scope.is_run() && !run_head->path.found.has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat("run ", scope.team, "/", scope.run_id, " has no entry up to tree size ", size));
+  }
+  if (scope.is_team_window() && dir.has_value() && count == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "team ", scope.team, " has no entry logged in [",
+        absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixMicros(scope.from_us), absl::UTCTimeZone()), ", ",
+        absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", absl::FromUnixMicros(scope.to_us), absl::UTCTimeZone()),
+        ") up to tree size ", size));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PackExport::Stage() {
   dir.emplace(lease != nullptr ? lease->dir() : std::filesystem::temp_directory_path().string(), kStagingPrefix);
   if (dir->path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
@@ -557,10 +582,10 @@ absl::Status PackExport::Seal() {
 }  // namespace
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
-                        Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign) {
-  PackExport e(log, scope, out_path, since, lease, unknown_grace_ms, cosign);
-  for (auto step : {&PackExport::Prepare, &PackExport::Stage, &PackExport::WriteSmallFiles, &PackExport::WriteDerived,
-                    &PackExport::Seal}) {
+                        Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign, EmptyScope empty) {
+  PackExport e(log, scope, out_path, since, lease, unknown_grace_ms, cosign, empty);
+  for (auto step : {&PackExport::Prepare, &PackExport::CheckNotEmpty, &PackExport::Stage, &PackExport::CheckNotEmpty,
+                    &PackExport::WriteSmallFiles, &PackExport::WriteDerived, &PackExport::Seal}) {
     if (absl::Status s = (e.*step)(); !s.ok()) return s;
   }
   return absl::OkStatus();

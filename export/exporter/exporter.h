@@ -46,11 +46,22 @@ using Scope = manifest::Scope;
 // checkpoint): the note with the witnesses' cosignature lines held for it
 // (CONTRACT section 7, "Witnessed packs"); its error fails the export,
 // nothing written.
+//
+// A scope with no entry (a run no entry names, a window with none of the
+// team's entries) is written as a pack of none, which proves it (an
+// absence proof, the window's bounds), with EmptyScope::kWrite; with
+// kRefuse it is NOT_FOUND ("run T/R has no entry up to tree size N", "team
+// T has no entry logged in [FROM, TO) up to tree size N"), found before the
+// archive is written, and nothing is. (A seq range is never empty: A < B
+// <= the checkpoint's size.) NOT_FOUND means only that: no checkpoint
+// signed yet is FAILED_PRECONDITION.
 inline constexpr uint64_t kDefaultUnknownGraceMs = 30000;
 using CosignFn = std::function<absl::StatusOr<std::string>(const std::string& note)>;
+enum class EmptyScope { kWrite, kRefuse };
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
                         const std::string& since = "", Staging::Lease* lease = nullptr,
-                        uint64_t unknown_grace_ms = kDefaultUnknownGraceMs, const CosignFn& cosign = nullptr);
+                        uint64_t unknown_grace_ms = kDefaultUnknownGraceMs, const CosignFn& cosign = nullptr,
+                        EmptyScope empty = EmptyScope::kWrite);
 
 }  // namespace ledger::exporter
 

@@ -83,8 +83,9 @@ grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequ
   std::string path =
       absl::StrCat(staging_ != nullptr ? staging_->dir() : std::filesystem::temp_directory_path().string(), "/",
                    kPackPrefix, ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
-  absl::Status built = ExportPack(*log_, scope, path, request->since_checkpoint(), lease ? &*lease : nullptr,
-                                  unknown_grace_ms_, cosign_);
+  absl::Status built =
+      ExportPack(*log_, scope, path, request->since_checkpoint(), lease ? &*lease : nullptr, unknown_grace_ms_, cosign_,
+                 request->allow_empty() ? EmptyScope::kWrite : EmptyScope::kRefuse);
   // While it is sent, the pack alone is held (less than what was staged,
   // so never refused).
   if (built.ok() && lease) lease->Set(DiskUsage(path)).IgnoreError();

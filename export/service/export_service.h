@@ -20,7 +20,11 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
   // auditor role for the scope's team; a seq range, for the team of every
   // entry in it. Packs are staged in `staging`, within its quota; without
   // it, in the system's temporary directory. `unknown_grace_ms` MUST be
-  // the sweeper's grace (ledgerd --unknown-grace-ms); packs state it.
+  // the sweeper's grace (ledgerd --unknown-grace-ms); packs state it. A
+  // scope with no entry is NOT_FOUND unless the request sets allow_empty
+  // (EmptyScope): the check is here, not in a client, so that every caller
+  // (ledgerctl, the dashboard's downloads, any gRPC client) is told before
+  // a pack is staged or sent.
   ExportService(const log::Log* log, auth::Gate* gate, Staging* staging = nullptr,
                 uint64_t unknown_grace_ms = kDefaultUnknownGraceMs)
       : log_(log), gate_(gate), staging_(staging), unknown_grace_ms_(unknown_grace_ms) {}

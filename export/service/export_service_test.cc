@@ -104,6 +104,38 @@ TEST_F(ExportServiceTest, AStreamedPackVerifiesAndABadScopeIsRefusedNamingTheFie
   EXPECT_EQ(counted[(std::vector<std::string>{"run", "invalid_argument"})], 1u);
 }
 
+// Issue 38: a mistyped run id wrote a pack that verified "OK: 0 entries".
+// A scope with no entry is NOT_FOUND, nothing sent, unless allow_empty.
+TEST_F(ExportServiceTest, AScopeWithNoEntryIsRefusedUnlessAllowEmpty) {
+  Serve();
+  grpc::Status run = Export(Run("team-a", "run-2"), dir_.Sub("run-2.tar.gz"));
+  EXPECT_EQ(run.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(run.error_message(), "run team-a/run-2 has no entry up to tree size 1");
+  pb::ExportRequest window;
+  window.mutable_team()->set_team("team-a");
+  window.mutable_team()->set_from_us(1767225600000000);
+  window.mutable_team()->set_to_us(1767225601000000);
+  grpc::Status empty = Export(window, dir_.Sub("window.tar.gz"));
+  EXPECT_EQ(empty.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(empty.error_message(),
+            "team team-a has no entry logged in [2026-01-01T00:00:00Z, 2026-01-01T00:00:01Z) up to tree size 1");
+
+  pb::ExportRequest allowed = Run("team-a", "run-2");
+  allowed.set_allow_empty(true);
+  std::string path = dir_.Sub("allowed.tar.gz");
+  ASSERT_TRUE(Export(allowed, path).ok());
+  verify::Options with_key;
+  with_key.vkey = log_->verifier_key();
+  auto r = verify::VerifyPack(path, with_key);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok) << r->message;
+  EXPECT_EQ(r->entries, 0u);
+  std::map<std::vector<std::string>, uint64_t> counted;
+  for (const auto& [labels, n] : exports_->exports().Read()) counted[labels] = n;
+  EXPECT_EQ(counted[(std::vector<std::string>{"run", "not_found"})], 1u);
+  EXPECT_EQ(counted[(std::vector<std::string>{"team", "not_found"})], 1u);
+}
+
 TEST_F(ExportServiceTest, TheCosignHookFillsTheCheckpointAndItsRefusalLeavesNoPack) {
   std::atomic<bool> refuse{false};  // read on gRPC's threads
   auto witness = *cosign::Cosigner::FromSeed("w.example/w", std::string(32, '\x07'));

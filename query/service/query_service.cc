@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"
+#include "ledger/format/receipt/receipt.h"
 #include "ledger/rpc/server/status.h"
 #include "query/projector/keys.h"
 #include "query/projector/projector.h"
@@ -35,10 +36,9 @@ absl::StatusOr<auth::Caller> Allow(auth::Gate* gate, grpc::ServerContext* ctx, c
   return caller;
 }
 
-bool IsTeam(const std::string& t) {
-  return !t.empty() && t.size() <= 63 && std::all_of(t.begin(), t.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-  });
+// The team rule of receipts (ledger/format/receipt), naming `field`.
+grpc::Status CheckTeam(std::string_view field, const std::string& team) {
+  return ToGrpc(receipt::CheckTeam(field, team));
 }
 
 // The key just after every key starting with `prefix`.
@@ -65,7 +65,7 @@ grpc::Status CheckPageSize(int32_t requested, int* size) {
 }
 
 grpc::Status CheckFilter(const pb::StepFilter& f) {
-  if (!IsTeam(f.team())) return Invalid("filter.team", "required, 1-63 bytes of [a-z0-9-]");
+  if (grpc::Status s = CheckTeam("filter.team", f.team()); !s.ok()) return s;
   if (f.run_id().size() > 128) return Invalid("filter.run_id", "at most 128 bytes");
   if (f.trace_id().size() > 128) return Invalid("filter.trace_id", "at most 128 bytes");
   if (f.from_us() < 0 || f.to_us() < 0 || (f.to_us() != 0 && f.to_us() < f.from_us())) {
@@ -100,7 +100,7 @@ bool Matches(const pb::StepFilter& f, const pb::Step& s) {
 }  // namespace
 
 grpc::Status QueryService::GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request, pb::Step* response) {
-  if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  if (grpc::Status s = CheckTeam("team", request->team()); !s.ok()) return s;
   auto caller = Allow(gate_, ctx, request->team());
   if (!caller.ok()) return ToGrpc(caller.status());
   if (request->run_id().empty() || request->step_id().empty()) {
@@ -176,7 +176,7 @@ grpc::Status QueryService::ListSteps(grpc::ServerContext* ctx, const pb::ListSte
 }
 
 grpc::Status QueryService::GetRun(grpc::ServerContext* ctx, const pb::GetRunRequest* request, pb::Run* response) {
-  if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  if (grpc::Status s = CheckTeam("team", request->team()); !s.ok()) return s;
   auto caller = Allow(gate_, ctx, request->team());
   if (!caller.ok()) return ToGrpc(caller.status());
   if (request->run_id().empty()) return Invalid("run_id", "required");
@@ -194,7 +194,7 @@ grpc::Status QueryService::GetRun(grpc::ServerContext* ctx, const pb::GetRunRequ
 
 grpc::Status QueryService::ListRuns(grpc::ServerContext* ctx, const pb::ListRunsRequest* request,
                                     pb::ListRunsResponse* response) {
-  if (!IsTeam(request->team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  if (grpc::Status s = CheckTeam("team", request->team()); !s.ok()) return s;
   auto caller = Allow(gate_, ctx, request->team());
   if (!caller.ok()) return ToGrpc(caller.status());
   if (request->from_us() < 0 || request->to_us() < 0) return Invalid("from_us", "must be >= 0");

@@ -364,6 +364,9 @@ TEST_F(QueryTest, ListStepsFiltersPagesAndValidates) {
   pb::ListStepsRequest no_team;
   EXPECT_EQ(error(no_team).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(error(no_team).error_message(), "filter.team: required, 1-63 bytes of [a-z0-9-]");
+  pb::ListStepsRequest upper_team = all;
+  upper_team.mutable_filter()->set_team("Team-A");  // there, so not "required"
+  EXPECT_EQ(error(upper_team).error_message(), "filter.team: 'Team-A' is not 1-63 bytes of [a-z0-9-]");
   pb::ListStepsRequest big = all;
   big.set_page_size(1001);
   EXPECT_EQ(error(big).error_message(), "page_size: must be 0..1000 (0: 100)");

@@ -22,8 +22,8 @@ insecure=True is that explicit request.
 """
 from evidence_ledger import receipts
 from evidence_ledger.dashboard import Dashboard, state_name
-from evidence_ledger.emitter import BufferFull, Emitter, Result
+from evidence_ledger.emitter import BufferFull, ConfigurationError, Emitter, Result
 from evidence_ledger.shards import ShardedDashboard, ShardedEmitter, ShardMap
 
-__all__ = ["BufferFull", "Dashboard", "Emitter", "Result", "ShardMap", "ShardedDashboard", "ShardedEmitter",
-           "receipts", "state_name"]
+__all__ = ["BufferFull", "ConfigurationError", "Dashboard", "Emitter", "Result", "ShardMap", "ShardedDashboard",
+           "ShardedEmitter", "receipts", "state_name"]

@@ -32,6 +32,15 @@ Guarantees:
   - Every retry is logged at WARNING on the "evidence_ledger" logger, with
     the receipts' count, the delay and the reason (the gRPC code and
     message).
+  - A configuration error is never retried: a whole request refused with
+    UNAUTHENTICATED or PERMISSION_DENIED, or a connection that fails in the
+    handshake because the credentials do not match what the server speaks
+    (learned from a probe of its TLS handshake, tls_probe: "the server at
+    HOST:PORT speaks TLS: give credentials ..."). The batch and every
+    receipt queued are settled as refused with it (FAILED_PRECONDITION and
+    that message for a TLS mismatch), it is logged once at ERROR and kept in
+    `failure`, and emit() raises ConfigurationError from then on: every
+    later receipt would meet it too.
   - Replicated shards: `target` may name several nodes of the shard (a list,
     or one string of addresses separated by commas). A node that follows
     refuses an append with UNAVAILABLE naming the leader (`leader=HOST:PORT`):
@@ -48,6 +57,8 @@ import ipaddress
 import json
 import logging
 import random
+import socket
+import ssl
 import threading
 import time
 from typing import Callable, Deque, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -109,6 +120,80 @@ def plain_text_refusal(target: str, credentials: Optional[grpc.ChannelCredential
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED}
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
+_REFUSED_CALLER = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
+
+
+class ConfigurationError(Exception):
+    """The emitter met an error no retry mends (Emitter.failure): its credentials do not match what the server
+    speaks, or the ledger refused its identity (UNAUTHENTICATED, PERMISSION_DENIED). emit() raises it."""
+
+
+def _host_port(target: str) -> Optional[Tuple[str, int]]:
+    for scheme in ("dns:///", "passthrough:///"):
+        if target.startswith(scheme):
+            target = target[len(scheme):]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or target.startswith("unix:"):
+        return None
+    return host.strip("[]"), int(port)
+
+
+def tls_probe(target: str, timeout: float = 3.0) -> Optional[str]:
+    """What the server at `target` (HOST:PORT) speaks, from a TLS handshake with it (ALPN h2, as gRPC; its
+    certificate not checked, no client certificate given): "tls" when it took the handshake and waits, or
+    sent an alert that is not about a client certificate; "tls-closed" when it closed the connection, or
+    asked for a certificate by an alert, once the handshake was done (a server that wants a client
+    certificate it was not given); "plain" when it answered the TLS hello with bytes that are not TLS; None
+    when it cannot be reached or said nothing. For saying why a connection failed, never a security
+    check."""
+    address = _host_port(target)
+    if address is None:
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    try:
+        with socket.create_connection(address, timeout=timeout) as raw, context.wrap_socket(raw) as tls:
+            tls.settimeout(1.0)  # a server that took the handshake waits for the client's bytes
+            try:
+                return "tls" if tls.recv(1) else "tls-closed"
+            except (socket.timeout, TimeoutError):
+                return "tls"
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError, ConnectionResetError):
+                return "tls-closed"
+            except ssl.SSLError as e:
+                return "tls-closed" if "CERTIFICATE" in (e.reason or "") else "tls"
+    except ssl.SSLError as e:
+        if e.reason in ("WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST"):
+            return "plain"
+        return None if isinstance(e, ssl.SSLEOFError) else "tls"
+    except OSError:
+        return None
+
+
+_HOW = "grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)"
+
+
+def tls_mismatch(code: grpc.StatusCode, message: str, target: str, tls: bool,
+                 probe: Callable[[str], Optional[str]] = tls_probe) -> Optional[str]:
+    """What to give, when a request to `target` failed to connect (closed, or refused in the handshake) and
+    a probe of the server (tls_probe) shows that the credentials, TLS (`tls`) or not, do not match what it
+    speaks; None for any other failure."""
+    if code != grpc.StatusCode.UNAVAILABLE or not message.startswith("failed to connect to all addresses"):
+        return None
+    if not any(s in message for s in ("Socket closed", "andshake", "Connection reset", "End of TCP stream")):
+        return None
+    speaks = probe(target)
+    if not tls and speaks in ("tls", "tls-closed"):
+        return "the server at %s speaks TLS: give credentials (%s)" % (target, _HOW)
+    if tls and speaks == "tls-closed":
+        return ("the server at %s closed the connection in the TLS handshake: it wants a client certificate "
+                "issued by a CA it trusts: give credentials with one (%s)" % (target, _HOW))
+    if tls and speaks == "plain":
+        return ("the server at %s speaks plain text, not TLS: give no credentials (plain text goes to a loopback "
+                "address only, or with insecure=True)" % target)
+    return None
 
 
 def leader_named(code: grpc.StatusCode, message: str) -> Optional[str]:
@@ -264,12 +349,15 @@ class Emitter:
         self.retries = 0
         self.callback_errors = 0  # exceptions on_result raised (logged, then ignored)
         self.refused: List[Result] = []  # receipts the ledger refused for good
+        self.failure: Optional[ConfigurationError] = None  # the configuration error that stopped the emitter
+        self._answered = set()  # targets that answered a request: a later closed handshake is not a mismatch
         self._thread = threading.Thread(target=self._run, name="evidence-ledger-emitter", daemon=True)
         self._thread.start()
 
     def emit(self, receipt: Receipt) -> None:
         """Queues a receipt (made with evidence_ledger.receipts). ValueError for a receipt without its id
-        or with an id of the ledger's; BufferFull when the buffer stays full; RuntimeError after close."""
+        or with an id of the ledger's; BufferFull when the buffer stays full; RuntimeError after close;
+        ConfigurationError once the emitter met one (`failure`)."""
         if not receipt.receipt_id:
             raise ValueError("receipt_id: required (retries rely on it)")
         if receipt.receipt_id.startswith(LEDGER_ID_PREFIX):
@@ -277,6 +365,8 @@ class Emitter:
                              "written by the ledger only" % (receipt.receipt_id, LEDGER_ID_PREFIX))
         deadline = time.monotonic() + self._timeout
         with self._cv:
+            if self.failure is not None:
+                raise ConfigurationError(str(self.failure))
             if self._closed:
                 raise RuntimeError("emitter is closed")
             while self._unsettled >= self._max_buffer:
@@ -373,6 +463,8 @@ class Emitter:
             try:
                 response = self._stub.Append(stubs.ledger.AppendRequest(receipts=batch), timeout=self._rpc_timeout)
             except grpc.RpcError as e:
+                if self._configuration_error(batch, e.code(), e.details() or ""):
+                    continue
                 if e.code() in _RETRYABLE:
                     self._requeue(batch)
                     at_once = self._failed(e.code(), e.details() or "")
@@ -387,6 +479,7 @@ class Emitter:
                     self._settle(r, Result(r.receipt_id, e.code(), e.details(), 0, False))
                 continue
             self._targets.accepted()
+            self._answered.add(self._connected)
             retry = []
             why = None
             for r, res in zip(batch, response.results):
@@ -407,6 +500,29 @@ class Emitter:
                     backoff = min(backoff * 2, self._max_backoff)
             else:
                 backoff = 0.05
+
+    def _configuration_error(self, batch, code, message) -> bool:
+        """When a request failed for a reason no retry mends (the module's docstring): settles the batch and
+        every receipt queued as refused with it, logs it, keeps it in `failure`; True then."""
+        if code in _REFUSED_CALLER:
+            why = "%s: %s" % (code.name, message)
+        else:
+            tls = self._credentials is not None
+            if tls and self._connected in self._answered:
+                return False  # it took these credentials before: not a mismatch
+            why = tls_mismatch(code, message, self._connected, tls)
+            if why is None:
+                return False
+            code, message = grpc.StatusCode.FAILED_PRECONDITION, why
+        with self._cv:
+            self.failure = ConfigurationError(why)
+            queued = list(self._queue)
+            self._queue.clear()
+        log.error("%s; the emitter stops: %d receipt(s) refused, and emit() raises ConfigurationError", why,
+                  len(batch) + len(queued))
+        for r in batch + queued:
+            self._settle(r, Result(r.receipt_id, code, message, 0, False))
+        return True
 
     def _failed(self, code, message):
         """Targets.failed, logged when the emitter follows a leader: True when the batch goes again at once."""

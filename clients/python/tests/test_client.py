@@ -23,7 +23,8 @@ sys.path.insert(0, CLIENT)
 
 import grpc  # noqa: E402
 
-from evidence_ledger import BufferFull, Dashboard, Emitter, ShardedDashboard, ShardedEmitter, ShardMap  # noqa: E402
+from evidence_ledger import (BufferFull, ConfigurationError, Dashboard, Emitter, Result, ShardedDashboard,  # noqa: E402
+                             ShardedEmitter, ShardMap)
 from evidence_ledger import receipts  # noqa: E402
 from evidence_ledger import stubs  # noqa: E402
 from evidence_ledger.emitter import Targets, leader_named, parse_targets  # noqa: E402
@@ -463,6 +464,80 @@ def non_loopback_ipv4():
     except OSError:
         pass
     return next((a for a in candidates if not a.startswith(("127.", "169.254.", "0."))), None)
+
+
+class ConfigurationErrorTest(unittest.TestCase):
+    """Credentials that do not match the server, and an identity the ledger refuses, stop the emitter at once
+    (issue 38: it retried a TLS mismatch for good): the receipts are refused with the reason, and emit()
+    raises it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.certs = tempfile.mkdtemp(prefix="ledger-client-certs-")
+        subprocess.run([os.path.join(CLIENT, "..", "..", "scripts", "dev-certs.sh"), cls.certs, "gateway",
+                        "stranger"], check=True, stdout=subprocess.DEVNULL)
+        c = lambda name: os.path.join(cls.certs, name)  # noqa: E731
+        cls.tls = Ledger("--tls-cert", c("server.pem"), "--tls-key", c("server.key"), "--client-ca", c("ca.pem"),
+                         "--policy", c("policy.json"))
+        cls.plain = Ledger()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tls.stop()
+        cls.plain.stop()
+
+    def read(self, name):
+        with open(os.path.join(self.certs, name), "rb") as f:
+            return f.read()
+
+    def stopped(self, target, credentials, code, message):
+        """Emits two receipts, the second after the first is settled; both refused with `code` and `message`,
+        at once, and emit() then raises it."""
+        e = Emitter(target, credentials, max_backoff=0.2)
+        started = time.monotonic()
+        with self.assertLogs("evidence_ledger", "ERROR") as logged:
+            e.emit(receipts.model_call("team-a", "run-1", "step-1", receipt_id="c-1", route="m",
+                                       decision=receipts.ALLOW))
+            self.assertTrue(e.flush(timeout=10))
+        self.assertLess(time.monotonic() - started, 5)
+        with self.assertRaises(ConfigurationError) as raised:
+            e.emit(receipts.model_call("team-a", "run-1", "step-1", receipt_id="c-2", route="m"))
+        self.assertTrue(e.close(timeout=5))
+        self.assertEqual(e.refused, [Result("c-1", code, message, 0, False)])
+        why = message if code == grpc.StatusCode.FAILED_PRECONDITION else "%s: %s" % (code.name, message)
+        self.assertEqual(str(raised.exception), why)
+        self.assertEqual(str(e.failure), why)
+        self.assertEqual((e.retries, e.unsettled), (0, []))
+        self.assertEqual(logged.output, ["ERROR:evidence_ledger:%s; the emitter stops: 1 receipt(s) refused, and "
+                                         "emit() raises ConfigurationError" % why])
+
+    def test_plain_text_to_a_tls_port(self):
+        target = "localhost:%d" % self.tls.port
+        self.stopped(target, None, grpc.StatusCode.FAILED_PRECONDITION,
+                     "the server at %s speaks TLS: give credentials (grpc.ssl_channel_credentials(root_certificates, "
+                     "private_key, certificate_chain))" % target)
+
+    def test_tls_without_a_client_certificate(self):
+        target = "localhost:%d" % self.tls.port
+        self.stopped(target, grpc.ssl_channel_credentials(root_certificates=self.read("ca.pem")),
+                     grpc.StatusCode.FAILED_PRECONDITION,
+                     "the server at %s closed the connection in the TLS handshake: it wants a client certificate "
+                     "issued by a CA it trusts: give credentials with one (grpc.ssl_channel_credentials("
+                     "root_certificates, private_key, certificate_chain))" % target)
+
+    def test_tls_to_a_plain_text_port(self):
+        target = "localhost:%d" % self.plain.port
+        self.stopped(target, grpc.ssl_channel_credentials(self.read("ca.pem"), self.read("gateway.key"),
+                                                          self.read("gateway.pem")),
+                     grpc.StatusCode.FAILED_PRECONDITION,
+                     "the server at %s speaks plain text, not TLS: give no credentials (plain text goes to a "
+                     "loopback address only, or with insecure=True)" % target)
+
+    def test_an_identity_with_no_rule(self):
+        self.stopped("localhost:%d" % self.tls.port,
+                     grpc.ssl_channel_credentials(self.read("ca.pem"), self.read("stranger.key"),
+                                                  self.read("stranger.pem")),
+                     grpc.StatusCode.PERMISSION_DENIED, "identity 'uri:spiffe://dev/stranger' has no rule in the policy")
 
 
 class PlainTextTest(unittest.TestCase):

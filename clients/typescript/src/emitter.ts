@@ -29,6 +29,15 @@
 //     the sender. Keep it quick: it runs before the next batch is sent.
 //   - Every retry is logged with `logger.warn`: the receipts' count, the delay
 //     and the reason (the gRPC code and message).
+//   - A configuration error is never retried: a whole request refused with
+//     UNAUTHENTICATED or PERMISSION_DENIED, or a connection that fails
+//     because the TLS options do not match what the server speaks (learned
+//     from a probe of its TLS handshake, probe.ts: "the server at HOST:PORT
+//     speaks TLS: give tls: { ca, cert, key }"). The batch and every receipt
+//     queued are settled as refused with it (FAILED_PRECONDITION and that
+//     message for a TLS mismatch), it is logged once with `logger.error`,
+//     kept in `failure`, and emit() rejects with ConfigurationError from
+//     then on: every later receipt would meet it too.
 //   - Replicated shards: `target` may name several nodes of the shard (an
 //     array, or one string of addresses separated by commas). A node that
 //     follows refuses an append with UNAVAILABLE naming the leader
@@ -48,6 +57,7 @@
 import * as grpc from "@grpc/grpc-js";
 
 import { leaderNamed, parseTargets, Targets } from "./follow";
+import { tlsMismatch } from "./probe";
 import type { Receipt } from "./receipts";
 import { channelArgs, ConnectionOptions, LedgerService, LedgerServiceClient, plainTextRefusal } from "./stubs";
 
@@ -100,6 +110,14 @@ export class BufferFullError extends Error {
   override name = "BufferFullError";
 }
 
+/** What stopped an emitter (`failure`), and what emit() rejects with from then on: its TLS options do not
+ * match what the server speaks, or the ledger refused its identity (UNAUTHENTICATED, PERMISSION_DENIED). */
+export class ConfigurationError extends Error {
+  override name = "ConfigurationError";
+}
+
+const REFUSED_CALLER = new Set([grpc.status.UNAUTHENTICATED, grpc.status.PERMISSION_DENIED]);
+
 /** Receipt ids the ledger keeps for itself (CONTRACT section 3). */
 export const LEDGER_ID_PREFIX = "ledger.";
 
@@ -133,6 +151,8 @@ export class Emitter {
   retries = 0;
   /** Errors onResult threw (logged, then ignored). */
   callbackErrors = 0;
+  /** The configuration error that stopped the emitter, if one did. */
+  failure?: ConfigurationError;
 
   private client: LedgerServiceClient;
   private connected: string;  // the target `client` is to
@@ -154,6 +174,7 @@ export class Emitter {
   private stopped = false;
   private wakeups: (() => void)[] = [];
   private closing?: Promise<boolean>;
+  private readonly answered = new Set<string>();  // targets that answered a request
   private readonly sender: Promise<void>;
 
   /** `target` is HOST:PORT, or the nodes of a replicated shard: an array of them, or one string of them
@@ -198,7 +219,8 @@ export class Emitter {
 
   /** Queues a receipt (made with `receipts`). Rejects with TypeError for a
    * receipt without its id, RangeError for an id of the ledger's,
-   * BufferFullError when the buffer stays full, Error after close. While
+   * BufferFullError when the buffer stays full, Error after close,
+   * ConfigurationError once the emitter met one (`failure`). While
    * the buffer has room the receipt is queued before the first await, so
    * emits that are not awaited keep their order. */
   async emit(receipt: Receipt): Promise<void> {
@@ -209,6 +231,7 @@ export class Emitter {
     }
     const deadline = performance.now() + this.emitTimeoutMs;
     for (;;) {
+      if (this.failure) throw new ConfigurationError(this.failure.message);
       if (this.closed) throw new Error("emitter is closed");
       if (this.pending < this.maxBuffer) break;
       const left = deadline - performance.now();
@@ -327,6 +350,7 @@ export class Emitter {
         results = await this.append(batch);
       } catch (e) {
         const error = e as grpc.ServiceError;
+        if (await this.configurationError(batch, error.code, error.details)) continue;
         if (RETRYABLE.has(error.code)) {
           this.requeue(batch);
           if (!this.failed(error.code, error.details)) {
@@ -342,6 +366,7 @@ export class Emitter {
         continue;
       }
       this.targets.accepted();
+      this.answered.add(this.connected);
       const retry: Receipt[] = [];
       let why: AppendResult | undefined;
       batch.forEach((r, i) => {
@@ -364,6 +389,31 @@ export class Emitter {
         backoff = FIRST_BACKOFF_MS;
       }
     }
+  }
+
+  /** When a request failed for a reason no retry mends (the guarantees above): settles the batch and every
+   * receipt queued as refused with it, logs it, keeps it in `failure`; true then. */
+  private async configurationError(batch: Receipt[], code: grpc.status, message: string): Promise<boolean> {
+    let why: string | undefined;
+    if (REFUSED_CALLER.has(code)) {
+      why = `${grpc.status[code]}: ${message}`;
+    } else {
+      const tls = this.connection.tls !== undefined || this.connection.credentials !== undefined;
+      if (tls && this.answered.has(this.connected)) return false;  // it took these options before
+      why = await tlsMismatch(code, message, this.connected, this.connection);
+      if (why === undefined) return false;
+      code = grpc.status.FAILED_PRECONDITION;
+      message = why;
+    }
+    this.failure = new ConfigurationError(why);
+    const queued = this.queue;
+    this.queue = [];
+    this.logger.error(`${why}; the emitter stops: ${batch.length + queued.length} receipt(s) refused, and emit() ` +
+                      "rejects with ConfigurationError", this.failure);
+    for (const r of [...batch, ...queued]) {
+      this.settle(r, { receipt_id: r.receipt_id, code, message, seq: 0, duplicate: false });
+    }
+    return true;
   }
 
   /** Moves to the target to send to after a failure (Targets.failed), logging a leader followed, and opens a

@@ -21,7 +21,7 @@ export { Dashboard, stateName } from "./dashboard";
 export type {
   DashboardOptions, Run, Step, StepChange, StepState, StateName, StepsOptions, WatchOptions,
 } from "./dashboard";
-export { BufferFullError, DEFAULT_FLUSH_TIMEOUT_MS, Emitter, LEDGER_ID_PREFIX } from "./emitter";
+export { BufferFullError, ConfigurationError, DEFAULT_FLUSH_TIMEOUT_MS, Emitter, LEDGER_ID_PREFIX } from "./emitter";
 export type { EmitterOptions, Logger, OnResult, Result } from "./emitter";
 export { leaderNamed } from "./follow";
 export { fnv1a64, ShardedDashboard, ShardedEmitter, ShardMap } from "./shards";

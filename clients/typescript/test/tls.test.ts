@@ -7,7 +7,9 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { Dashboard, Emitter, fnv1a64, receipts, ShardedEmitter, ShardMap, status } from "evidence-ledger";
+import {
+  ConfigurationError, Dashboard, Emitter, fnv1a64, receipts, ShardedEmitter, ShardMap, status,
+} from "evidence-ledger";
 
 import { BUILD, closing, Ledger, ROOT } from "./ledger";
 
@@ -40,22 +42,60 @@ test("a gateway over mutual TLS with the development certificates", async (t) =>
   t.after(() => stranger.close());
   await assert.rejects(stranger.run("team-a", "run-1"), (e: any) => e.code === status.PERMISSION_DENIED);
 
-  // An identity with no rule is refused, for good: reported, never retried.
-  const outsider = closing(t, new Emitter(`localhost:${ledger.port}`, { tls: tls("stranger") }));
-  await outsider.emit(receipts.modelCall("team-a", "run-1", "step-1", { receipt_id: "s-1", route: "m" }));
-  assert.equal(await outsider.close(), true);
-  assert.deepEqual([outsider.acknowledged, outsider.retries], [0, 0]);
-  assert.deepEqual(outsider.refused.map((r) => [r.receipt_id, r.code]), [["s-1", status.PERMISSION_DENIED]]);
-
-  // Without a client certificate the ledger refuses the connection: nothing is settled.
-  const anonymous = closing(t, new Emitter(`localhost:${ledger.port}`, { tls: { ca: readFileSync(c("ca.pem")) },
-                                                              rpcTimeoutMs: 300, logger: { warn() {}, error() {} } }));
-  await anonymous.emit(receipts.modelCall("team-a", "run-1", "step-1", { receipt_id: "anon-1", route: "m" }));
-  assert.equal(await anonymous.close(500), false);
-  assert.deepEqual(anonymous.unsettled.map((r) => r.receipt_id), ["anon-1"]);
   const halfTls = { ca: Buffer.from(""), cert: readFileSync(c("gateway.pem")) };
   assert.throws(() => new Emitter("localhost:1", { tls: halfTls }),
                 new TypeError("tls: cert and key go together (mutual TLS) or not at all"));
+});
+
+// Issue 38: a TLS mismatch was retried for good. TLS options that do not match the server, and an identity the
+// ledger refuses, stop the emitter at once: the receipts are refused with the reason, logged once, and emit()
+// rejects with it.
+test("configuration errors stop the emitter with what to give", async (t) => {
+  const certs = mkdtempSync(path.join(tmpdir(), "ledger-ts-certs-"));
+  const other = mkdtempSync(path.join(tmpdir(), "ledger-ts-other-"));
+  t.after(() => [certs, other].forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  execFileSync(path.join(ROOT, "scripts", "dev-certs.sh"), [certs, "gateway", "stranger"], { stdio: "ignore" });
+  execFileSync(path.join(ROOT, "scripts", "dev-certs.sh"), [other], { stdio: "ignore" });
+  const c = (name: string) => path.join(certs, name);
+  const ledger = await Ledger.start("--tls-cert", c("server.pem"), "--tls-key", c("server.key"),
+                                    "--client-ca", c("ca.pem"), "--policy", c("policy.json"));
+  const plain = await Ledger.start();
+  t.after(() => Promise.all([ledger.stop(), plain.stop()]));
+  const tlsAt = `localhost:${ledger.port}`, plainAt = `localhost:${plain.port}`;
+  const tls = (dir: string, who: string) => ({ ca: readFileSync(c("ca.pem")),
+                                               cert: readFileSync(path.join(dir, `${who}.pem`)),
+                                               key: readFileSync(path.join(dir, `${who}.key`)) });
+  const stranger = "identity 'uri:spiffe://dev/stranger' has no rule in the policy";
+  const cases: [string, string, object, status, string, string?][] = [
+    ["plain text to TLS", tlsAt, {}, status.FAILED_PRECONDITION,
+     `the server at ${tlsAt} speaks TLS: give tls: { ca, cert, key }`],
+    ["no client certificate", tlsAt, { tls: { ca: readFileSync(c("ca.pem")) } }, status.FAILED_PRECONDITION,
+     `the server at ${tlsAt} wants a client certificate: give tls.cert and tls.key`],
+    ["a certificate of another CA", tlsAt, { tls: tls(other, "gateway") }, status.FAILED_PRECONDITION,
+     `the server at ${tlsAt} refused the client certificate (it closed the connection in the TLS handshake): ` +
+     "give tls.cert and tls.key of a certificate issued by a CA it trusts"],
+    ["TLS to plain text", plainAt, { tls: tls(certs, "gateway") }, status.FAILED_PRECONDITION,
+     `the server at ${plainAt} speaks plain text, not TLS: leave out tls (plain text goes to a loopback address ` +
+     "only, or with insecure: true)"],
+    ["an identity with no rule", tlsAt, { tls: tls(certs, "stranger") }, status.PERMISSION_DENIED, stranger,
+     `PERMISSION_DENIED: ${stranger}`],
+  ];
+  for (const [name, target, options, code, message, failure = message] of cases) {
+    const logged: string[] = [];
+    const e = closing(t, new Emitter(target, { ...options, maxBackoffMs: 200,
+                                               logger: { warn: (m) => logged.push(m), error: (m) => logged.push(m) } }));
+    const started = performance.now();
+    await e.emit(receipts.modelCall("team-a", "run-1", "step-1", { receipt_id: "c-1", route: "m" }));
+    assert.equal(await e.flush(10000), true, name);
+    assert.ok(performance.now() - started < 5000, name);
+    await assert.rejects(e.emit(receipts.modelCall("team-a", "run-1", "step-1", { receipt_id: "c-2", route: "m" })),
+                         new ConfigurationError(failure), name);
+    assert.equal(await e.close(), true, name);
+    assert.deepEqual(e.refused, [{ receipt_id: "c-1", code, message, seq: 0, duplicate: false }], name);
+    assert.deepEqual([e.retries, e.unsettled, e.failure?.message], [0, [], failure], name);
+    assert.deepEqual(logged, [`${failure}; the emitter stops: 1 receipt(s) refused, and emit() rejects with ` +
+                              "ConfigurationError"], name);
+  }
 });
 
 test("the shard map routes as ledgerctl does", async (t) => {

@@ -2,6 +2,7 @@
 // (steps.h): the key, the manifest, the checkpoint with the policy's
 // witnesses and what the auditor asked of it, the consistency proof and the
 // signed time.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,7 +37,21 @@ struct Key {
   std::string vkey;
   note::Verifier verifier;
   Result told;  // trusted_key_in_pack
+  // ledger.vkey when it is not the key given: refused once the manifest's
+  // signature has said who signed the pack.
+  std::string other_pack_vkey;
+  const char* which = "";  // where the key came from, for a message
 };
+
+// "signed by <key>, not by <the key verified with> (<which>)" when no
+// signature line of `note` names the key; "" when one does.
+std::string OtherSigner(const std::string& note, const Key& key) {
+  const std::string want = KeyNameAndId(key.verifier.name(), key.verifier.key_id());
+  std::vector<std::string> signers = SignatureKeys(note);
+  if (std::find(signers.begin(), signers.end(), want) != signers.end()) return "";
+  return absl::StrCat("signed by ", signers.empty() ? "no key" : absl::StrJoin(signers, ", "), ", not by ", want, " (",
+                      key.which, ")");
+}
 
 // ledger.vkey (`vkey_file`): the key given, or the policy's log named as
 // the pack's key, or with trust_pack_key the pack's own.
@@ -53,15 +68,17 @@ Step<Key> CheckKey(const std::string& vkey_file, const Options& options) {
     vkey = *named;
   }
   Result told;
+  const char* which = options.trust_pack_key ? "the pack's own key, ledger.vkey"
+                      : options.vkey.empty() ? "the policy's log"
+                                             : "the key given";
   if (options.trust_pack_key) {
     vkey = pack_vkey;
     told.trusted_key_in_pack = true;
-  } else if (vkey != pack_vkey) {
-    return Fail(told, pack::kVkey, -1, absl::StrCat("expected the given key ", vkey, ", found ", pack_vkey));
   }
   auto verifier = note::Verifier::Parse(vkey);
   if (!verifier.ok()) return Fail(told, pack::kVkey, -1, std::string(verifier.status().message()));
-  return Key{std::move(vkey), *std::move(verifier), std::move(told)};
+  std::string other = vkey != pack_vkey ? pack_vkey : "";
+  return Key{std::move(vkey), *std::move(verifier), std::move(told), std::move(other), which};
 }
 
 // The files the manifest lists against those of the archive (`digests`):
@@ -95,6 +112,13 @@ Step<Keyed> CheckManifest(const Files& files, const absl::StatusOr<manifest::Man
   const std::string& sig = files.small.at(pack::kManifestSig);
   if (std::string bad = CheckSignatureLines(sig, key.verifier.name(), key.verifier.key_id()); !bad.empty()) {
     return Fail(key.told, pack::kManifestSig, -1, bad);
+  }
+  // Who signed it, before anything else: a pack of another ledger says so,
+  // naming both keys.
+  if (std::string other = OtherSigner(sig, key); !other.empty()) return Fail(key.told, pack::kManifestSig, -1, other);
+  if (!key.other_pack_vkey.empty()) {
+    return Fail(key.told, pack::kVkey, -1,
+                absl::StrCat("expected the given key ", key.vkey, ", found ", key.other_pack_vkey));
   }
   auto signed_digest = key.verifier.Open(sig);
   if (!signed_digest.ok()) return Fail(key.told, pack::kManifestSig, -1, std::string(signed_digest.status().message()));

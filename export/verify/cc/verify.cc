@@ -2,6 +2,12 @@
 // values the steps before it produced.
 #include "export/verify/cc/verify.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -43,10 +49,23 @@ absl::Status CheckKeyOptions(const Options& options) {
   return absl::OkStatus();
 }
 
+// NOT_FOUND, naming the path and why, when the pack's file cannot be
+// opened for reading or is a directory: nothing of it is judged then.
+absl::Status Readable(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int error = fd < 0 ? errno : 0;
+  struct stat st;
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) error = EISDIR;
+  if (fd >= 0) ::close(fd);
+  if (error == 0) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("cannot read the pack ", path, ": ", std::strerror(error)));
+}
+
 }  // namespace
 
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
   if (absl::Status s = CheckKeyOptions(options); !s.ok()) return s;
+  if (absl::Status s = Readable(pack_path); !s.ok()) return s;
   Step<Archive> archive = ReadArchive(pack_path);
   if (Stop* stop = archive.stop()) return std::move(*stop);
   const Files& files = archive->files;

@@ -161,9 +161,12 @@ struct Result {
 // INVALID_ARGUMENT when the options give no key (nor a policy with a log
 // named as the pack's key), or a key that is not a
 // verifier key line, or both a key and trust_pack_key, or a since that is
-// not a checkpoint the key signed; UNAVAILABLE when no
-// temporary directory can be made. Every verification failure is a Result
-// with ok == false.
+// not a checkpoint the key signed; NOT_FOUND ("cannot read the pack P:
+// <why>") when the pack's file cannot be opened for reading or is a
+// directory; UNAVAILABLE when no temporary directory can be made. Every
+// verification failure is a Result with ok == false; a pack signed by
+// another key than the one verified with fails at manifest.sig naming both
+// ("signed by <name>+<id>, not by <name>+<id> (the key given)").
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options);
 
 }  // namespace ledger::verify

@@ -8,7 +8,10 @@
 //	    [--expect-scope SCOPE] [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N]
 //
 // It prints one line, "OK <scope>: ..." naming the scope, tree size and root
-// (exit 0), or "FAIL: <reason>" (exit 1). Usage errors exit 2. With
+// (exit 0), or "FAIL: <reason>" (exit 1; a pack signed by another key than
+// the one given: "FAIL: manifest.sig: signed by NAME+ID, not by NAME+ID
+// (the key given)"). Usage errors exit 2; a pack that cannot be read exits
+// 3 ("cannot read the pack P: ..."), nothing of it judged. With
 // --policy (a c2sp.org/tlog-policy) the key must be a log of the policy
 // (without --vkey it is the policy's log named as the pack's origin), the
 // checkpoint's cosignatures must meet the policy's quorum, and the OK line
@@ -147,12 +150,31 @@ func main() {
 			usageError("--vkey: not a verifier key (name+id+base64): %v", err)
 		}
 	}
+	if f, err := os.Open(o.pack); err != nil {
+		fmt.Fprintf(os.Stderr, "ledger-verify-go: cannot read the pack %s: %s\n", esc(o.pack), esc(reason(err)))
+		os.Exit(3)
+	} else if info, err := f.Stat(); err == nil && info.IsDir() {
+		fmt.Fprintf(os.Stderr, "ledger-verify-go: cannot read the pack %s: is a directory\n", esc(o.pack))
+		os.Exit(3)
+	} else {
+		f.Close()
+	}
 	out, code := run(o)
 	if code == 2 {
 		usageError("%s", out)
 	}
 	fmt.Println(out)
 	os.Exit(code)
+}
+
+// reason is what an error of the file system says, without the path and
+// operation it repeats ("no such file or directory").
+func reason(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // run verifies the pack and returns what is printed, escaped (esc), and

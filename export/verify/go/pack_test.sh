@@ -42,7 +42,7 @@ ctl export --team team-code --from "$t0" --to "$mid" --out "$work/early.tar.gz" 
 ctl checkpoint > "$work/latest.note"
 ctl export --run team-code/run-0000 --out "$work/since0.tar.gz" --since "$work/zero.note" > /dev/null
 ctl export --run team-code/run-0000 --out "$work/since-same.tar.gz" --since "$work/latest.note" > /dev/null
-ctl export --team team-none --from "$t0" --to "$t1" --out "$work/empty.tar.gz" > /dev/null
+ctl export --team team-none --from "$t0" --to "$t1" --allow-empty --out "$work/empty.tar.gz" > /dev/null
 "$build/cmd/ledgerctl" keygen --origin go-verify.test/log --out "$work/other.key" > "$work/other.vkey"
 
 failures=0
@@ -246,7 +246,8 @@ refuse "a team window cut short, re-signed with a version 2 note, --since a vers
 
 # Genuine packs, the wrong question.
 refuse "a pack verified with another key" "$work/run.tar.gz" \
-  "FAIL: manifest.sig: signature: note has no verifiable signatures" --vkey "$work/other.vkey"
+  "FAIL: manifest.sig: signed by $(cut -d+ -f1,2 "$work/vkey"), not by $(cut -d+ -f1,2 "$work/other.vkey") (the key given)" \
+  --vkey "$work/other.vkey"
 tar -xOzf "$work/since.tar.gz" evidence/checkpoint > "$work/since.note"
 refuse "--since a checkpoint the pack does not prove from" "$work/since.tar.gz" \
   "FAIL: consistency.json: old_checkpoint: expected the --since checkpoint size $(pack_field "$work/since.tar.gz" 'cp[1]') root $(pack_field "$work/since.tar.gz" 'root'), found size $old_size root $old_root" \

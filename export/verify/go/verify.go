@@ -24,9 +24,11 @@ type options struct {
 	pack         string
 	vkey         string // the verifier key line, obtained apart from the pack
 	trustPackKey bool
-	policy       *policy // the auditor's tlog-policy, or nil
-	since        []byte  // the auditor's earlier signed checkpoint, or nil
-	sinceTime    []byte  // the time note kept with it, or nil
+	// vkeyFromPolicy: vkey is the policy's log named as the pack's origin.
+	vkeyFromPolicy bool
+	policy         *policy // the auditor's tlog-policy, or nil
+	since          []byte  // the auditor's earlier signed checkpoint, or nil
+	sinceTime      []byte  // the time note kept with it, or nil
 	// --expect-scope, --not-older-than (asked.go) and --expect-grace-ms.
 	expectScope   *askedScope
 	notOlder      *olderThan
@@ -57,12 +59,16 @@ func verify(o options) ([]string, error) {
 		if o.vkey, err = policyVKey(o.policy, p); err != nil {
 			return nil, err
 		}
+		o.vkeyFromPolicy = true
 	}
 	v, err := packVerifier(p, o)
 	if err != nil {
 		return nil, err
 	}
 	vs := note.VerifierList(v)
+	if err := otherSigner(p.files["manifest.sig"], v, o); err != nil {
+		return nil, err
+	}
 	m, err := readManifest(p, vs)
 	if err != nil {
 		return nil, err
@@ -293,6 +299,37 @@ func signatureLine(line []byte) (string, uint32, bool) {
 		return "", 0, false
 	}
 	return name, binary.BigEndian.Uint32(raw[:4]), true
+}
+
+// otherSigner fails naming both keys when no well-formed signature line of
+// manifest.sig (a note) is by v, the key the pack is verified with: "signed
+// by NAME+ID, not by NAME+ID (the key given)".
+func otherSigner(manifestSig []byte, v note.Verifier, o options) error {
+	var signers []string
+	want := fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash())
+	if i := bytes.LastIndex(manifestSig, []byte("\n\n")); i >= 0 {
+		for _, line := range strings.Split(strings.TrimSuffix(string(manifestSig[i+2:]), "\n"), "\n") {
+			if name, hash, ok := signatureLine([]byte(line)); ok {
+				signers = append(signers, fmt.Sprintf("%s+%08x", name, hash))
+			}
+		}
+	}
+	for _, s := range signers {
+		if s == want {
+			return nil
+		}
+	}
+	which := "the key given"
+	if o.trustPackKey {
+		which = "the pack's own key, ledger.vkey"
+	} else if o.vkeyFromPolicy {
+		which = "the policy's log"
+	}
+	by := strings.Join(signers, ", ")
+	if by == "" {
+		by = "no key"
+	}
+	return fmt.Errorf("manifest.sig: signed by %s, not by %s (%s)", by, want, which)
 }
 
 // openCheckpoint opens a signed checkpoint (CONTRACT section 5): a note

@@ -60,7 +60,10 @@ members of mode 0644 and mtime 0, no JSON key twice, every .jsonl line
 ended by a newline, one form only of every number, base64 and signature
 line. Every value from the pack is printed escaped (packread.shown).
 Exit 0 when everything holds; 1, naming the first failing item, when
-something does not; 2 for bad usage (a key given but empty or malformed).
+something does not (a pack signed by another key than the one given says
+which signed it: "manifest.sig: signed by NAME+ID, not by NAME+ID (the key
+given)"); 2 for bad usage (a key given but empty or malformed); 3 when the
+pack cannot be read, so nothing of it was judged.
 """
 import argparse
 import base64
@@ -83,7 +86,8 @@ from packerror import Failure, UsageError  # noqa: E402
 from packmanifest import (RFC3339, check_files, check_scope, expected_scope, parse_manifest,  # noqa: E402,F401
                           scope_text)
 from packnote import (RUN_KEYS, TIME_HEADERS, base64_hash, checkpoint_body, checkpoint_of,  # noqa: E402,F401
-                      checkpoint_time, kept_checkpoint, open_note, parse_vkey, signed_time, split_kept)
+                      checkpoint_time, kept_checkpoint, open_note, parse_vkey, signature_lines, signed_time,
+                      split_kept)
 from packread import shown  # noqa: E402
 from packproof import (HEX64, check_consistency, check_entries, hash_hex, node, proof_line,  # noqa: E402,F401
                        run_chain, verify_consistency, verify_inclusion)
@@ -181,6 +185,24 @@ def pack_key_line(files):
         raise Failure("ledger.vkey: not UTF-8")
 
 
+def key_name(name, key_id):
+    """A key as signature lines and verifier keys name it: NAME+ID (8 hex digits)."""
+    return "%s+%s" % (name, key_id.hex())
+
+
+def other_signer(note, key, which):
+    """Failure naming both keys when no signature line of manifest.sig (a note, bytes) is by `key` (parse_vkey),
+    the key verified with (`which` says whose)."""
+    try:
+        _, sigs = signature_lines(note)
+    except Failure as e:
+        raise Failure("manifest.sig: %s" % e)
+    signers = [key_name(name, kid) for name, kid, _ in sigs]
+    want = key_name(key[0], key[1])
+    if want not in signers:
+        raise Failure("manifest.sig: signed by %s, not by %s (%s)" % (", ".join(signers) or "no key", want, which))
+
+
 def signed_files(files, vkey, trust_pack_key, policy):
     """The files every pack has, the key (vkey; the pack's own with
     trust_pack_key; else the policy's log) and ledger.vkey, manifest.sig
@@ -190,11 +212,13 @@ def signed_files(files, vkey, trust_pack_key, policy):
         if name not in files:
             raise Failure("%s: missing" % name)
     in_pack = pack_key_line(files)
+    which = "the key given"
     if trust_pack_key:
-        vkey = in_pack
+        vkey, which = in_pack, "the pack's own key, ledger.vkey"
     elif vkey is None:
-        vkey = policy_log(policy, files)
+        vkey, which = policy_log(policy, files), "the policy's log"
     key = parse_vkey(vkey)
+    other_signer(files["manifest.sig"], key, which)
     if in_pack != vkey.strip():
         raise Failure("ledger.vkey: not the key given")
     digest = hashlib.sha256(files["manifest.json"]).hexdigest()
@@ -514,6 +538,12 @@ def main():
                     not_older = f.read()
             except OSError:
                 usage_error("--not-older-than: neither a size nor a readable file: %s" % args.not_older_than)
+    try:
+        with open(args.pack, "rb"):
+            pass
+    except OSError as e:
+        say("verify_pack.py: cannot read the pack %s: %s" % (args.pack, e.strerror), sys.stderr)
+        return 3
     if args.trust_pack_key:
         print("WARNING: --trust-pack-key: the key inside the pack was trusted; this result proves nothing "
               "about the ledger's identity. Compare the pack's ledger.vkey with the ledger operator's "

@@ -172,11 +172,11 @@ TEST(ReceiptTest, LeaderEpochFieldsAreChecked) {
   };
   Receipt ok = LeaderEpoch(3, "node-a", 10, root, 1767225600000000);
   EXPECT_TRUE(Canonicalize(ok, Author::kLedger).ok());
-  refused(LeaderEpoch(0, "node-a", 10, root, 1767225600000000), "epoch: required, >= 1");
-  refused(LeaderEpoch(3, "node a", 10, root, 1767225600000000), "node: required, 1-64 bytes of [A-Za-z0-9._-]");
+  refused(LeaderEpoch(0, "node-a", 10, root, 1767225600000000), "epoch: must be >= 1, not 0");
+  refused(LeaderEpoch(3, "node a", 10, root, 1767225600000000), "node: 'node a' is not 1-64 bytes of [A-Za-z0-9._-]");
   refused(LeaderEpoch(3, "", 10, root, 1767225600000000), "node: required, 1-64 bytes of [A-Za-z0-9._-]");
   refused(LeaderEpoch(3, "node-a", 10, std::string(64, 'A'), 1767225600000000),
-          "previous_root: required, 64 lower-case hex");
+          "previous_root: '" + std::string(64, 'A') + "' is not 64 lower-case hex");
   Receipt other = ok;
   other.set_receipt_id("ledger.epoch.4");
   refused(other, "receipt_id: a leader_epoch's is 'ledger.epoch.3'");

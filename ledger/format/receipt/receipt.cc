@@ -39,6 +39,24 @@ absl::Status Invalid(std::string_view field, std::string_view rule) {
   return absl::InvalidArgumentError(absl::StrCat(S(field), ": ", S(rule)));
 }
 
+// A value quoted in a refusal: escaped for terminals (util/text), its
+// first 64 bytes when it is longer.
+std::string Quoted(std::string_view v) {
+  if (v.size() <= 64) return absl::StrCat("'", text::TerminalEscape(v), "'");
+  return absl::StrCat("'", text::TerminalEscape(v.substr(0, 64)), "...' (", v.size(), " bytes)");
+}
+
+// The refusal of a string field that breaks `rule`: "required, <rule>" when
+// it is absent (empty), "'<value>' is not <rule>" when it is there, so
+// that a value given is never called missing.
+absl::Status Broken(std::string_view field, std::string_view value, std::string_view rule) {
+  if (value.empty()) return Invalid(field, absl::StrCat("required, ", S(rule)));
+  return Invalid(field, absl::StrCat(Quoted(value), " is not ", S(rule)));
+}
+
+constexpr std::string_view kReceiptIdRule = "1-128 bytes of [A-Za-z0-9._:-]";
+constexpr std::string_view kTeamRule = "1-63 bytes of [a-z0-9-]";
+
 bool IsIdChar(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
          c == ':' || c == '-';
@@ -265,9 +283,7 @@ absl::Status CheckDecision(const std::string& field, evidence::ledger::v1::Decis
 // CheckContract's steps, in the contract's order. Who and where: the
 // receipt id, kind, team, run, step and the names around them.
 absl::Status CheckIdentity(const Receipt& r, Author author) {
-  if (!IsReceiptId(r.receipt_id())) {
-    return Invalid("receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
-  }
+  if (!IsReceiptId(r.receipt_id())) return Broken("receipt_id", r.receipt_id(), kReceiptIdRule);
   if (author != Author::kLedger && r.receipt_id().starts_with(kLedgerIdPrefix)) {
     return Invalid("receipt_id",
                    absl::StrCat("'", r.receipt_id(), "' is in the ledger's namespace: ids starting with '",
@@ -286,7 +302,7 @@ absl::Status CheckIdentity(const Receipt& r, Author author) {
     return Invalid("run_id", absl::StrCat("'", r.run_id(), "' is in the ledger's namespace: ids starting with '",
                                           S(kLedgerIdPrefix), "' are written by the ledger only"));
   }
-  if (!IsTeam(r.team())) return Invalid("team", "required, 1-63 bytes of [a-z0-9-]");
+  if (auto s = CheckTeam("team", r.team()); !s.ok()) return s;
   if (r.run_id().empty()) return Invalid("run_id", "required, at most 128 bytes");
   if (auto s = CheckLength("run_id", r.run_id(), 128); !s.ok()) return s;
   if (auto s = CheckPrintable("run_id", r.run_id()); !s.ok()) return s;
@@ -306,8 +322,12 @@ absl::Status CheckIdentity(const Receipt& r, Author author) {
 
 // When, and the trace it belongs to.
 absl::Status CheckTimeAndTrace(const Receipt& r) {
-  if (!r.has_occurred_at_us() || r.occurred_at_us() <= 0) {
+  if (!r.has_occurred_at_us()) {
     return Invalid("occurred_at_us", "required, microseconds since the Unix epoch, > 0");
+  }
+  if (r.occurred_at_us() <= 0) {
+    return Invalid("occurred_at_us",
+                   absl::StrCat("must be > 0 (microseconds since the Unix epoch), not ", r.occurred_at_us()));
   }
   if (!r.trace_id().empty() && (!IsLowerHex(r.trace_id(), 32) || r.trace_id() == std::string(32, '0'))) {
     return Invalid("trace_id", "must be 32 lowercase hex digits, not all zero (W3C trace context)");
@@ -354,9 +374,7 @@ absl::Status CheckBody(const Receipt& r) {
     }
     case Receipt::kAgentExec: {
       const auto& b = r.agent_exec();
-      if (!IsReceiptId(b.start_receipt_id())) {
-        return Invalid("start_receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
-      }
+      if (!IsReceiptId(b.start_receipt_id())) return Broken("start_receipt_id", b.start_receipt_id(), kReceiptIdRule);
       if (b.status() == evidence::ledger::v1::EXEC_STATUS_UNSPECIFIED) {
         return Invalid("status", "required, one of succeeded, failed, timed_out, killed, error");
       }
@@ -387,25 +405,25 @@ absl::Status CheckBody(const Receipt& r) {
     case Receipt::kStepUnknown: {
       const auto& b = r.step_unknown();
       if (!b.has_start_seq()) return Invalid("start_seq", "required");
-      if (!IsReceiptId(b.start_receipt_id())) {
-        return Invalid("start_receipt_id", "required, 1-128 bytes of [A-Za-z0-9._:-]");
-      }
+      if (!IsReceiptId(b.start_receipt_id())) return Broken("start_receipt_id", b.start_receipt_id(), kReceiptIdRule);
       if (!b.has_deadline_us()) return Invalid("deadline_us", "required");
       break;
     }
     case Receipt::kLeaderEpoch: {
       const auto& b = r.leader_epoch();
-      if (!b.has_epoch() || b.epoch() < 1) return Invalid("epoch", "required, >= 1");
+      if (!b.has_epoch()) return Invalid("epoch", "required, >= 1");
+      if (b.epoch() < 1) return Invalid("epoch", absl::StrCat("must be >= 1, not ", b.epoch()));
       if (b.node().empty() || b.node().size() > 64 || !std::all_of(b.node().begin(), b.node().end(), [](char c) {
             return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
           })) {
-        return Invalid("node", "required, 1-64 bytes of [A-Za-z0-9._-]");
+        return Broken("node", b.node(), "1-64 bytes of [A-Za-z0-9._-]");
       }
-      if (!b.has_previous_size() || b.previous_size() < 0) return Invalid("previous_size", "required, >= 0");
+      if (!b.has_previous_size()) return Invalid("previous_size", "required, >= 0");
+      if (b.previous_size() < 0) return Invalid("previous_size", absl::StrCat("must be >= 0, not ", b.previous_size()));
       if (b.previous_root().size() != 64 ||
           !std::all_of(b.previous_root().begin(), b.previous_root().end(),
                        [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
-        return Invalid("previous_root", "required, 64 lower-case hex");
+        return Broken("previous_root", b.previous_root(), "64 lower-case hex");
       }
       const std::string id = absl::StrCat(S(kLedgerIdPrefix), "epoch.", b.epoch());
       if (r.receipt_id() != id) return Invalid("receipt_id", absl::StrCat("a leader_epoch's is '", id, "'"));
@@ -550,6 +568,10 @@ absl::Status EncodeTo(const Receipt& r, bool check, std::string* out) {
 
 }  // namespace
 
+absl::Status CheckTeam(std::string_view field, std::string_view team) {
+  return IsTeam(team) ? absl::OkStatus() : Broken(field, team, kTeamRule);
+}
+
 std::string_view KindName(const Receipt& r) {
   const Layout& layout = GetSchema().LayoutFor(r.body_case());
   return layout.body ? std::string_view(layout.body->name()) : std::string_view();
@@ -618,12 +640,11 @@ absl::StatusOr<Receipt> FromJsonT(const J& j) {
   const Schema& schema = GetSchema();
   if (!IsObject(j)) return Invalid("receipt", "must be a JSON object");
   const J* kind = FindMember(j, "kind");
-  if (kind == nullptr || !IsString(*kind)) {
-    return Invalid("kind", absl::StrCat("required, one of ", schema.kind_choices()));
-  }
+  if (kind == nullptr) return Invalid("kind", absl::StrCat("required, one of ", schema.kind_choices()));
+  if (!IsString(*kind)) return Invalid("kind", absl::StrCat("must be a string, one of ", schema.kind_choices()));
   const FieldDescriptor* body_field = schema.KindField(StringOf(*kind));
   if (body_field == nullptr) {
-    return Invalid("kind", absl::StrCat("required, one of ", schema.kind_choices()));
+    return Invalid("kind", absl::StrCat(Quoted(StringOf(*kind)), " is not one of ", schema.kind_choices()));
   }
   Receipt r;
   Message* body = r.GetReflection()->MutableMessage(&r, body_field);

@@ -49,8 +49,17 @@ Receipt LeaderEpoch(int64_t epoch, std::string_view node, uint64_t previous_size
 
 // Checks every rule of CONTRACT §3 and returns the canonical JSON, with the
 // defaults applied (an absent attempt is written as 1). INVALID_ARGUMENT
-// with "<field>: <rule>" on the first broken rule.
+// with "<field>: <rule>" on the first broken rule: "required, ..." only for
+// a field that is absent; a value that is there is quoted ("'<value>' is
+// not ...") or named ("must be ..., not <value>").
 absl::StatusOr<std::string> Canonicalize(const Receipt& r, Author author);
+
+// The team rule of CONTRACT §3, for every field that names a team (a
+// receipt's, a query's filter, a command-line flag): OK for 1-63 bytes of
+// [a-z0-9-]; else INVALID_ARGUMENT "<field>: required, 1-63 bytes of
+// [a-z0-9-]" when `team` is empty, and "<field>: '<team>' is not 1-63 bytes
+// of [a-z0-9-]" when it is there (escaped for terminals, its first 64 bytes).
+absl::Status CheckTeam(std::string_view field, std::string_view team);
 
 // The canonical JSON of a receipt, defaults applied, without validation.
 std::string Encode(const Receipt& r);

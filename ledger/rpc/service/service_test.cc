@@ -278,7 +278,7 @@ TEST_F(E2eTest, EachInvalidReceiptNamesItsFieldWhileNeighboursAreAppended) {
   auto resp = Append(batch);
   ASSERT_EQ(resp.results_size(), 7);
   EXPECT_EQ(resp.results(1).code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(resp.results(1).message(), "team: required, 1-63 bytes of [a-z0-9-]");
+  EXPECT_EQ(resp.results(1).message(), "team: 'Team_A' is not 1-63 bytes of [a-z0-9-]");
   EXPECT_EQ(resp.results(3).message(), "run_id: required, at most 128 bytes");
   EXPECT_EQ(resp.results(4).message(), "request_sha256: must be a SHA-256 digest: 64 lowercase hex digits");
   EXPECT_EQ(resp.results(6).message(), "timeout_ms: required when decision is allow, 1..86400000");

@@ -75,7 +75,7 @@ TEST_F(LogTest, InvalidReceiptsFailAloneAndValidNeighboursAreAppended) {
   auto out = AppendAll(*log, {Model("a"), bad, Model("b")});
   EXPECT_EQ(out[0].seq, 0u);
   EXPECT_EQ(out[1].status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(out[1].status.message(), "team: required, 1-63 bytes of [a-z0-9-]");
+  EXPECT_EQ(out[1].status.message(), "team: 'Team A' is not 1-63 bytes of [a-z0-9-]");
   EXPECT_EQ(out[2].seq, 1u);
   EXPECT_EQ(log->head().size, 2u);
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ledger::verify {
 
@@ -19,6 +20,14 @@ namespace ledger::verify {
 // the ledger's key" (the key named `key_name` with `key_id`), or "". A
 // note without a blank line is left to note::Verifier::Open to refuse.
 std::string CheckSignatureLines(std::string_view note, std::string_view key_name, uint32_t key_id);
+
+// "<key name>+<key id in 8 hex digits>", as a note's signature lines and
+// verifier keys name a key.
+std::string KeyNameAndId(std::string_view key_name, uint32_t key_id);
+
+// The keys the signature lines of `note` name (KeyNameAndId), in order; the
+// lines CheckSignatureLines calls malformed are left out.
+std::vector<std::string> SignatureKeys(std::string_view note);
 
 }  // namespace ledger::verify
 
