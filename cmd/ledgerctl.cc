@@ -67,6 +67,7 @@
 #include "nlohmann/json.hpp"
 #include "query.grpc.pb.h"
 #include "query/projector/projector.h"
+#include "util/text/progress.h"
 #include "util/text/terminal.h"
 
 namespace ledger::ctl {
@@ -467,15 +468,24 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
   std::string tmp = out + ".part";
   std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
   if (!file) return Fail(absl::UnavailableError(absl::StrCat("export: cannot write ", tmp)));
+  // The server tells how far the pack's building is, when there is a
+  // terminal to show it on.
+  ledger::text::ProgressMeter progress("exporting", "entries", !flags.Bool("no-progress"));
+  req.set_progress(progress.shown());
   grpc::ClientContext ctx;
   auto reader = stub.Export(&ctx, req);
   pb::ExportChunk chunk;
   uint64_t bytes = 0;
   while (reader->Read(&chunk)) {
+    if (chunk.has_progress()) {
+      if (chunk.progress().entries_total() > 0) progress.SetTotal(chunk.progress().entries_total());
+      progress.Set(chunk.progress().entries());
+    }
     file.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
     bytes += chunk.data().size();
   }
   grpc::Status s = reader->Finish();
+  progress.Finish();
   file.close();
   if (!s.ok() || !file) {
     std::remove(tmp.c_str());
@@ -589,6 +599,8 @@ void DefineCommandFlags(Flags& flags) {
   flags.Define("limit", "100", "steps: at most this many, newest first");
   flags.Define("after-seq", "-1", "watch: changes after this seq (-1: from the start)");
   flags.Define("json", "", "steps, run, verify, audit, replication: JSON instead of text", true);
+  flags.Define("no-progress", "",
+               "export, verify, audit: no progress line on stderr (shown only when stderr is a terminal)", true);
   flags.Define("data", "", "rebuild, audit: the data directory");
   flags.Define("out", "",
                "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory under the "

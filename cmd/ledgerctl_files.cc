@@ -29,6 +29,7 @@
 #include "ledger/storage/log/run_heads.h"
 #include "ledger/storage/store/store.h"
 #include "query/projector/projector.h"
+#include "util/text/progress.h"
 #include "util/text/terminal.h"
 
 namespace ledger::ctl {
@@ -143,7 +144,9 @@ int AuditStore(const Flags& flags) {
   }
   auto store = ledger::store::Store::Open(data + "/db");
   if (!store.ok()) return unreadable(store.status());
-  auto report = ledger::log::Audit(**store, *key);
+  text::ProgressMeter progress("auditing", "entries", !flags.Bool("no-progress"));
+  auto report = ledger::log::Audit(**store, *key, &progress);
+  progress.Finish();  // the line erased before the report is printed
   if (!report.ok()) return unreadable(report.status());
   return Report(*report, flags);
 }

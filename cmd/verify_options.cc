@@ -10,6 +10,7 @@
 #include "ledger/format/note/note.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "util/files/files.h"
+#include "util/text/progress.h"
 #include "util/text/terminal.h"
 
 namespace ledger::cmd {
@@ -169,6 +170,7 @@ void DefineVerifyFlags(Flags& flags) {
                "the ledger's grace (ledgerd --unknown-grace-ms) the auditor expects: a pack whose manifest states "
                "another unknown_grace_ms fails");
   flags.Define("json", "", "the result as JSON", true);
+  flags.Define("no-progress", "", "no progress line on stderr (shown only when stderr is a terminal)", true);
 }
 
 int RunVerify(const Flags& flags, const std::string& pack_path, std::string_view program) {
@@ -179,7 +181,10 @@ int RunVerify(const Flags& flags, const std::string& pack_path, std::string_view
   };
   auto options = VerifyOptions(flags);
   if (!options.ok()) return fail(options.status());
+  text::ProgressMeter progress("verifying", "entries", !flags.Bool("no-progress"));
+  options->progress = &progress;
   auto result = verify::VerifyPack(pack_path, *options);
+  progress.Finish();  // the line erased before the result is printed
   if (!result.ok()) return fail(result.status());
   if (flags.Bool("json")) {
     // Every character outside ASCII as \uXXXX: the same JSON, and nothing

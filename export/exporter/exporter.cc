@@ -164,7 +164,8 @@ namespace {
 // One export (ExportPack), its steps in order.
 struct PackExport {
   PackExport(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
-             Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign, EmptyScope empty)
+             Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign, EmptyScope empty,
+             const ProgressFn& progress)
       : log(log),
         scope(scope),
         out_path(out_path),
@@ -172,7 +173,8 @@ struct PackExport {
         lease(lease),
         unknown_grace_ms(unknown_grace_ms),
         cosign(cosign),
-        empty(empty) {}
+        empty(empty),
+        progress(progress) {}
 
   // A batch of leaves handed to the projecting thread.
   struct Batch {
@@ -219,6 +221,10 @@ struct PackExport {
   const uint64_t unknown_grace_ms;
   const CosignFn& cosign;
   const EmptyScope empty;
+  const ProgressFn& progress;
+  // The entries the scope holds, when known before they are read (a run's
+  // head counts them; a seq range is its length): progress's total.
+  std::optional<uint64_t> expected;
 
   std::optional<runmap::KeyedPath> run_head;
   // A team window's: the team's head proof (none without the map), the
@@ -392,7 +398,10 @@ absl::Status PackExport::Add(uint64_t seq, std::string_view leaf) {
   batch.seqs.push_back(seq);
   batch.leaves.append(leaf);
   batch.ends.push_back(batch.leaves.size());
-  if (batch.seqs.size() >= 4096) return HandOver();
+  if (batch.seqs.size() >= 4096) {
+    if (progress) progress(count, expected);
+    return HandOver();
+  }
   return absl::OkStatus();
 }
 
@@ -468,7 +477,14 @@ absl::Status PackExport::Stage() {
   entries.emplace(Path(pack::kEntries));
   proofs.emplace(Path(pack::kProofs));
   outcomes.emplace(pack::Outcomes::kSpillBytes, dir->path());
+  if (scope.is_run()) {
+    expected = run_head->path.found.has_value() ? run_head->path.found->head.count : 0;
+  } else if (!scope.is_team_window()) {
+    expected = scope.to_seq - scope.from_seq;
+  }
+  if (progress) progress(0, expected);
   absl::Status read = ReadScope();
+  if (read.ok() && progress) progress(count, expected);
   // The projecting thread MUST be joined before anything it uses goes.
   absl::Status handed = HandOver();
   absl::Status projected = projecting.valid() ? projecting.get() : absl::OkStatus();
@@ -582,8 +598,9 @@ absl::Status PackExport::Seal() {
 }  // namespace
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
-                        Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign, EmptyScope empty) {
-  PackExport e(log, scope, out_path, since, lease, unknown_grace_ms, cosign, empty);
+                        Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign, EmptyScope empty,
+                        const ProgressFn& progress) {
+  PackExport e(log, scope, out_path, since, lease, unknown_grace_ms, cosign, empty, progress);
   for (auto step : {&PackExport::Prepare, &PackExport::CheckNotEmpty, &PackExport::Stage, &PackExport::CheckNotEmpty,
                     &PackExport::WriteSmallFiles, &PackExport::WriteDerived, &PackExport::Seal}) {
     if (absl::Status s = (e.*step)(); !s.ok()) return s;

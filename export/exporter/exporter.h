@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -55,13 +56,19 @@ using Scope = manifest::Scope;
 // archive is written, and nothing is. (A seq range is never empty: A < B
 // <= the checkpoint's size.) NOT_FOUND means only that: no checkpoint
 // signed yet is FAILED_PRECONDITION.
+//
+// With `progress`, it is told the entries staged so far, and how many the
+// scope holds when that is known before they are read (a run's head counts
+// them, a seq range is its length; a team window's is not): once before
+// the first, every 4,096 and once after the last; from the calling thread.
 inline constexpr uint64_t kDefaultUnknownGraceMs = 30000;
 using CosignFn = std::function<absl::StatusOr<std::string>(const std::string& note)>;
+using ProgressFn = std::function<void(uint64_t entries, std::optional<uint64_t> total)>;
 enum class EmptyScope { kWrite, kRefuse };
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
                         const std::string& since = "", Staging::Lease* lease = nullptr,
                         uint64_t unknown_grace_ms = kDefaultUnknownGraceMs, const CosignFn& cosign = nullptr,
-                        EmptyScope empty = EmptyScope::kWrite);
+                        EmptyScope empty = EmptyScope::kWrite, const ProgressFn& progress = nullptr);
 
 }  // namespace ledger::exporter
 

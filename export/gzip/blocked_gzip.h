@@ -103,6 +103,9 @@ class Reader {
   // truncated file.
   absl::StatusOr<std::string_view> Next();
 
+  // The bytes of the file read so far (members being inflated count).
+  uint64_t offset() const { return offset_; }
+
  private:
   explicit Reader(const std::string& path) : in_(path, std::ios::binary) {}
   // Reads the next member and starts inflating it; false at the end.

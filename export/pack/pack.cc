@@ -145,6 +145,8 @@ absl::StatusOr<std::unique_ptr<PackReader>> PackReader::Open(const std::string& 
     if (!in) return absl::InvalidArgumentError(absl::StrCat("pack: open ", pack_path, ": cannot read it"));
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<size_t>(in.gcount()));
+    in.seekg(0, std::ios::end);
+    r->pack_file_bytes_ = in ? static_cast<uint64_t>(in.tellg()) : 0;
   }
   r->archive_ = archive_read_new();
   archive_read_support_format_tar(r->archive_);
@@ -161,6 +163,12 @@ absl::StatusOr<std::unique_ptr<PackReader>> PackReader::Open(const std::string& 
   }
   if (rc != ARCHIVE_OK) return ArchiveError(r->archive_, "open " + pack_path);
   return r;
+}
+
+uint64_t PackReader::bytes_read() const {
+  if (gzip_ != nullptr) return gzip_->offset();
+  const la_int64_t n = archive_filter_bytes(archive_, -1);
+  return n > 0 ? static_cast<uint64_t>(n) : 0;
 }
 
 PackReader::~PackReader() {

@@ -119,6 +119,11 @@ class PackReader {
   // at the file's end. A sparse file (a gap in the data) is refused.
   absl::StatusOr<std::string_view> Read();
 
+  // How far into the pack's file reading is: its bytes read so far (a few
+  // blocks ahead of what Read gave), and its size.
+  uint64_t bytes_read() const;
+  uint64_t file_bytes() const { return pack_file_bytes_; }
+
  private:
   explicit PackReader(const std::string& pack_path, const Limits& limits) : pack_path_(pack_path), limits_(limits) {}
   // The member's header checked; its name in the top folder, or nullopt
@@ -134,6 +139,7 @@ class PackReader {
   std::set<std::string> seen_;
   std::string top_, name_, last_path_;
   uint64_t file_bytes_ = 0, total_bytes_ = 0;
+  uint64_t pack_file_bytes_ = 0;
 };
 
 // Extracts the pack at `pack_path` into `dir` (existing, empty), with

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -83,9 +84,24 @@ grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequ
   std::string path =
       absl::StrCat(staging_ != nullptr ? staging_->dir() : std::filesystem::temp_directory_path().string(), "/",
                    kPackPrefix, ::getpid(), "-", reinterpret_cast<uintptr_t>(ctx), ".tar.gz");
+  // Progress, when asked for: at most every 250 ms, and the last.
+  ProgressFn progress;
+  std::chrono::steady_clock::time_point last_told;
+  if (request->progress()) {
+    progress = [&](uint64_t entries, std::optional<uint64_t> total) {
+      auto now = std::chrono::steady_clock::now();
+      bool last = total && entries == *total;
+      if (!last && now - last_told < std::chrono::milliseconds(250)) return;
+      last_told = now;
+      pb::ExportChunk told;
+      told.mutable_progress()->set_entries(entries);
+      told.mutable_progress()->set_entries_total(total.value_or(0));
+      writer->Write(told);  // a client gone is seen when the pack is sent
+    };
+  }
   absl::Status built =
       ExportPack(*log_, scope, path, request->since_checkpoint(), lease ? &*lease : nullptr, unknown_grace_ms_, cosign_,
-                 request->allow_empty() ? EmptyScope::kWrite : EmptyScope::kRefuse);
+                 request->allow_empty() ? EmptyScope::kWrite : EmptyScope::kRefuse, progress);
   // While it is sent, the pack alone is held (less than what was staged,
   // so never refused).
   if (built.ok() && lease) lease->Set(DiskUsage(path)).IgnoreError();

@@ -1,6 +1,7 @@
 // The first step of VerifyPack: the pack read once, in archive order, and
 // never extracted (steps.h, ReadArchive), and the checks that run as it
 // streams (StreamedChecks).
+#include <algorithm>
 #include <fstream>
 #include <future>
 #include <map>
@@ -13,6 +14,7 @@
 #include "export/verify/cc/internal/file_checks.h"
 #include "export/verify/cc/steps.h"
 #include "ledger/format/hash/hash.h"
+#include "util/text/progress.h"
 
 namespace ledger::verify {
 
@@ -76,8 +78,17 @@ bool Ready(const std::string& name, const Unchecked& unchecked, const StreamChec
 
 // entries.jsonl or proofs.jsonl (`name`), `next` giving its pieces, checked
 // against what was read before it; `name` MUST be Ready.
-absl::Status CheckStreamed(const std::string& name, NextPiece next, const Files& files, const Unchecked& unchecked,
-                           StreamedChecks& streamed) {
+// Each line of entries.jsonl read is told to `progress`, when there is one.
+absl::Status CheckStreamed(const std::string& name, NextPiece read, const Files& files, const Unchecked& unchecked,
+                           StreamedChecks& streamed, text::ProgressMeter* progress) {
+  auto counted = [&]() -> absl::StatusOr<std::string_view> {
+    auto piece = read();
+    if (piece.ok() && name == pack::kEntries) {
+      progress->Add(static_cast<uint64_t>(std::count(piece->begin(), piece->end(), '\n')));
+    }
+    return piece;
+  };
+  NextPiece next = progress != nullptr ? NextPiece(counted) : read;
   if (name == pack::kProofs) {
     // The manifest and checkpoint are read by now; their texts are what
     // the checks that follow hold the report to.
@@ -124,11 +135,11 @@ std::optional<absl::Status> Spill(NextPiece next, const std::string& path) {
 // scratch directory and named in `spilled` when what they are checked
 // against comes later; outcomes and the report only hashed (by `next`).
 std::optional<Stop> ReadFile(const std::string& name, NextPiece next, Archive& archive,
-                             std::map<std::string, std::string>& spilled) {
+                             std::map<std::string, std::string>& spilled, text::ProgressMeter* progress) {
   absl::Status read;
   if (name == pack::kEntries || name == pack::kProofs) {
     if (Ready(name, archive.unchecked, archive.streamed->stream())) {
-      read = CheckStreamed(name, next, archive.files, archive.unchecked, *archive.streamed);
+      read = CheckStreamed(name, next, archive.files, archive.unchecked, *archive.streamed, progress);
     } else {
       std::string path = archive.streamed->scratch_dir() + "/" + name;
       std::optional<absl::Status> spilled_read = Spill(next, path);
@@ -144,6 +155,7 @@ std::optional<Stop> ReadFile(const std::string& name, NextPiece next, Archive& a
     if (content.size() > kSmallFileBytes) return Fail(Result(), name, -1, "larger than 1 MiB");
     if (name == pack::kCheckpoint) archive.unchecked.cp = UncheckedCheckpoint(content);
     if (name == pack::kManifest) archive.unchecked.manifest = manifest::Parse(content);
+
   }
   if (!read.ok()) return Fail(Result(), "archive", -1, std::string(read.message()));
   return std::nullopt;
@@ -153,7 +165,7 @@ std::optional<Stop> ReadFile(const std::string& name, NextPiece next, Archive& a
 // what they are checked against, checked now that the archive is read: an
 // error when one cannot be read.
 absl::Status CheckSpilled(const std::map<std::string, std::string>& spilled, const Files& files,
-                          const Unchecked& unchecked, StreamedChecks& streamed) {
+                          const Unchecked& unchecked, StreamedChecks& streamed, text::ProgressMeter* progress) {
   for (const char* name : {pack::kEntries, pack::kProofs}) {
     auto path = spilled.find(name);
     if (path == spilled.end() || !Ready(name, unchecked, streamed.stream())) continue;
@@ -163,14 +175,14 @@ absl::Status CheckSpilled(const std::map<std::string, std::string>& spilled, con
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
       return std::string_view(buf.data(), static_cast<size_t>(in.gcount()));
     };
-    if (auto s = CheckStreamed(name, next, files, unchecked, streamed); !s.ok()) return s;
+    if (auto s = CheckStreamed(name, next, files, unchecked, streamed, progress); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-Step<Archive> ReadArchive(const std::string& pack_path) {
+Step<Archive> ReadArchive(const std::string& pack_path, text::ProgressMeter* progress) {
   Archive archive{.files = {}, .unchecked = {}, .streamed = std::make_unique<StreamedChecks>()};
   if (archive.streamed->scratch_dir().empty()) {
     return absl::UnavailableError("verify: cannot create a temporary directory (set TMPDIR to a writable one)");
@@ -188,12 +200,15 @@ Step<Archive> ReadArchive(const std::string& pack_path) {
     auto next = [&]() -> absl::StatusOr<std::string_view> {
       auto piece = reader.Read();
       if (piece.ok()) file_digest.Update(*piece);
+      if (progress != nullptr) progress->SetWork(reader.bytes_read(), reader.file_bytes());
       return piece;
     };
-    if (std::optional<Stop> stop = ReadFile(file, next, archive, spilled)) return *std::move(stop);
+    if (std::optional<Stop> stop = ReadFile(file, next, archive, spilled, progress)) return *std::move(stop);
     archive.files.digests[file] = hash::Hex(file_digest.Final());
   }
-  if (auto s = CheckSpilled(spilled, archive.files, archive.unchecked, *archive.streamed); !s.ok()) return s;
+  if (auto s = CheckSpilled(spilled, archive.files, archive.unchecked, *archive.streamed, progress); !s.ok()) {
+    return s;
+  }
   return archive;
 }
 

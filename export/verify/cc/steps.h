@@ -146,7 +146,9 @@ struct Archive {
   Unchecked unchecked;
   std::unique_ptr<StreamedChecks> streamed;  // never null
 };
-Step<Archive> ReadArchive(const std::string& pack_path);
+// Each entry checked is told to `progress`, and the bytes of the pack read
+// of its size (the count of entries, in the manifest, comes after them).
+Step<Archive> ReadArchive(const std::string& pack_path, text::ProgressMeter* progress = nullptr);
 
 // The key the pack is checked with, and the manifest its signature
 // (manifest.sig) holds, listing every file of the pack with its digest.

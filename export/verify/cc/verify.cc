@@ -66,7 +66,7 @@ absl::Status Readable(const std::string& path) {
 absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& options) {
   if (absl::Status s = CheckKeyOptions(options); !s.ok()) return s;
   if (absl::Status s = Readable(pack_path); !s.ok()) return s;
-  Step<Archive> archive = ReadArchive(pack_path);
+  Step<Archive> archive = ReadArchive(pack_path, options.progress);
   if (Stop* stop = archive.stop()) return std::move(*stop);
   const Files& files = archive->files;
   StreamedChecks& streamed = *archive->streamed;

@@ -37,6 +37,10 @@
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "nlohmann/json.hpp"
 
+namespace ledger::text {
+class ProgressMeter;  // util/text/progress.h
+}  // namespace ledger::text
+
 namespace ledger::verify {
 
 struct Options {
@@ -76,6 +80,9 @@ struct Options {
   // MUST meet its quorum. With it, vkey may be empty (and trust_pack_key
   // unset): the key is then its log named as the pack's key.
   std::optional<tlogpolicy::Policy> policy;
+  // Told of each entry as it is checked and of the bytes of the pack read
+  // (ProgressMeter::SetWork); or none.
+  text::ProgressMeter* progress = nullptr;
 };
 
 // A checkpoint as an auditor keeps it in a file: the signed checkpoint,

@@ -13,6 +13,7 @@
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/runmap/runmap.h"
 #include "ledger/storage/store/store.h"
+#include "util/text/progress.h"
 
 namespace ledger::log {
 namespace {
@@ -32,7 +33,8 @@ std::string RunName(std::string_view team, std::string_view run_id) {
 
 class Auditor {
  public:
-  Auditor(const store::Store& store, const note::Verifier& key) : store_(store), key_(key) {}
+  Auditor(const store::Store& store, const note::Verifier& key, text::ProgressMeter* progress)
+      : store_(store), key_(key), progress_(progress) {}
 
   absl::StatusOr<AuditReport> Run() {
     auto state = store_.ReadState();
@@ -44,8 +46,13 @@ class Auditor {
     });
     if (!s.ok()) return s;
     s = CheckCheckpointAt(0);
-    if (s.ok())
-      s = store_.ScanLeaves(0, state_.size, [&](uint64_t seq, std::string_view leaf) { return Entry(seq, leaf); });
+    if (progress_ != nullptr) progress_->SetTotal(state_.size);
+    if (s.ok()) {
+      s = store_.ScanLeaves(0, state_.size, [&](uint64_t seq, std::string_view leaf) {
+        if (progress_ != nullptr) progress_->Add(1);
+        return Entry(seq, leaf);
+      });
+    }
     if (absl::IsDataLoss(s) && !finding_) {
       // ScanLeaves: a seq below the tree size has no entry.
       Find("entry", -1, "entry", "an entry for every seq below the tree size", std::string(s.message()))
@@ -363,6 +370,7 @@ class Auditor {
 
   const store::Store& store_;
   const note::Verifier& key_;
+  text::ProgressMeter* const progress_;
   store::State state_;
   std::map<uint64_t, std::string> checkpoints_;
   merkle::Frontier frontier_;
@@ -401,8 +409,8 @@ std::string AuditReport::Summary() const {
                       expected, ", found ", found, "\n");
 }
 
-absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key) {
-  return Auditor(store, key).Run();
+absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key, text::ProgressMeter* progress) {
+  return Auditor(store, key, progress).Run();
 }
 
 }  // namespace ledger::log

@@ -29,6 +29,10 @@
 #include "ledger/storage/store/types.h"
 #include "nlohmann/json.hpp"
 
+namespace ledger::text {
+class ProgressMeter;  // util/text/progress.h
+}  // namespace ledger::text
+
 namespace ledger::log {
 
 struct AuditReport {
@@ -48,10 +52,12 @@ struct AuditReport {
   std::string Summary() const;
 };
 
-// Audits `store` against the key that signs its checkpoints.
+// Audits `store` against the key that signs its checkpoints, telling
+// `progress` (if any) of each entry read, the tree size its total.
 // Errors are for a store that cannot be read at all; everything else is a
 // report.
-absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key);
+absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key,
+                                  text::ProgressMeter* progress = nullptr);
 
 }  // namespace ledger::log
 
