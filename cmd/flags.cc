@@ -51,8 +51,15 @@ std::string Flags::Nearest(const std::string& name) const {
   return cmd::Nearest(name, options);
 }
 
+void Flags::Group(const std::string& heading) {
+  group_ = heading;
+  if (!heading.empty() && std::find(groups_.begin(), groups_.end(), heading) == groups_.end()) {
+    groups_.push_back(heading);
+  }
+}
+
 void Flags::Define(const std::string& name, const std::string& default_value, const std::string& help, bool boolean) {
-  options_[name] = {default_value, default_value, help, boolean, false, ""};
+  options_[name] = {default_value, default_value, help, boolean, false, "", group_};
   order_.push_back(name);
 }
 
@@ -172,15 +179,32 @@ absl::StatusOr<int64_t> Flags::Int(const std::string& name) const {
   return out;
 }
 
+const std::string& Flags::GroupOf(const std::string& name) const {
+  auto it = options_.find(name);
+  if (it == options_.end()) std::abort();  // a flag the program never defined
+  return it->second.group;
+}
+
 std::string Flags::Usage() const {
   std::string out;
+  for (const auto& name : order_) absl::StrAppend(&out, Usage(name, ""));
+  return out;
+}
+
+std::string Flags::Usage(const std::string& name, const std::string& help) const {
+  auto it = options_.find(name);
+  if (it == options_.end()) std::abort();  // a flag the program never defined
+  const Option& o = it->second;
+  std::string out = absl::StrCat("  --", name);
+  if (!o.boolean) absl::StrAppend(&out, " (default: ", o.default_value.empty() ? "none" : o.default_value, ")");
+  absl::StrAppend(&out, "\n      ", help.empty() ? o.help : help, "\n");
+  return out;
+}
+
+std::string Flags::GroupUsage(const std::string& heading) const {
+  std::string out = absl::StrCat(heading, ":\n");
   for (const auto& name : order_) {
-    const Option& o = options_.at(name);
-    absl::StrAppend(&out, "  --", name);
-    if (!o.boolean) {
-      absl::StrAppend(&out, " (default: ", o.default_value.empty() ? "none" : o.default_value, ")");
-    }
-    absl::StrAppend(&out, "\n      ", o.help, "\n");
+    if (options_.at(name).group == heading) absl::StrAppend(&out, Usage(name, ""));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // A small command-line parser for ledgerd and ledgerctl: "--name value" or
-// "--name=value" options, declared with a default and a help line, and
-// positional arguments. Unknown options and bad integers are errors that
-// name the flag.
+// "--name=value" options, declared with a default, a help line and a group
+// (the heading help shows them under), and positional arguments. Unknown
+// options and bad integers are errors that name the flag.
 #ifndef CMD_FLAGS_H_
 #define CMD_FLAGS_H_
 
@@ -21,8 +21,14 @@ std::string Nearest(const std::string& name, const std::vector<std::string>& can
 
 class Flags {
  public:
-  // Declares an option (without the leading dashes). A boolean flag takes
-  // no value and is "true" when present.
+  // The options defined after this call belong to the group `heading`,
+  // until the next call; Group("") ends the group. Options defined outside
+  // a group are in none (GroupOf gives ""): a program whose help is grouped
+  // MUST define none such, and its test checks it.
+  void Group(const std::string& heading);
+
+  // Declares an option (without the leading dashes), in the current group.
+  // A boolean flag takes no value and is "true" when present.
   void Define(const std::string& name, const std::string& default_value, const std::string& help, bool boolean = false);
 
   // Parses argv[first..argc). Options may come before or after positional
@@ -45,8 +51,24 @@ class Flags {
   absl::StatusOr<int64_t> Int(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
-  // One line per option: "  --name (default: x)  help".
+  // The options' names in the order defined, and whether one is defined.
+  const std::vector<std::string>& names() const { return order_; }
+  bool Defined(const std::string& name) const { return options_.contains(name); }
+  // The heading of the group `name` was defined in; "" for none. Aborts
+  // for an option never defined.
+  const std::string& GroupOf(const std::string& name) const;
+  // The groups' headings, in the order first named.
+  const std::vector<std::string>& groups() const { return groups_; }
+
+  // Two lines per option, in the order defined:
+  // "  --name (default: x)\n      help\n" (no default for a boolean flag).
   std::string Usage() const;
+  // The option `name` as Usage prints it, with `help` in place of its own
+  // when not empty (what the option means to one command). Aborts for an
+  // option never defined.
+  std::string Usage(const std::string& name, const std::string& help) const;
+  // "heading:\n" and the options of that group as Usage prints them.
+  std::string GroupUsage(const std::string& heading) const;
 
  private:
   // The defined option nearest to `name` in edits, when it is close; "".
@@ -59,9 +81,12 @@ class Flags {
     bool boolean = false;
     bool given = false;
     std::string source;  // "" (command line) or the config file's path
+    std::string group;   // its heading, "" for none
   };
   std::map<std::string, Option> options_;
   std::vector<std::string> order_;
+  std::vector<std::string> groups_;
+  std::string group_;  // of the options defined next
   std::vector<std::string> positional_;
 };
 

@@ -105,6 +105,38 @@ TEST(FlagsTest, UsageListsDefaults) {
             "  --json\n      a switch\n");
 }
 
+TEST(FlagsTest, GroupsHoldTheOptionsDefinedAfterThem) {
+  Flags f;
+  f.Define("loose", "", "defined before any group");
+  f.Group("Storage");
+  f.Define("data", "", "a directory");
+  f.Group("Network");
+  f.Define("listen", "127.0.0.1:1", "an address");
+  f.Group("Storage");
+  f.Define("sync", "", "a switch", true);
+  f.Group("");
+  f.Define("stray", "", "defined after the groups ended");
+  EXPECT_EQ(f.GroupOf("loose"), "");
+  EXPECT_EQ(f.GroupOf("stray"), "");
+  EXPECT_EQ(f.GroupOf("data"), "Storage");
+  EXPECT_EQ(f.GroupOf("sync"), "Storage");
+  EXPECT_EQ(f.groups(), (std::vector<std::string>{"Storage", "Network"}));
+  EXPECT_EQ(f.names(), (std::vector<std::string>{"loose", "data", "listen", "sync", "stray"}));
+  EXPECT_EQ(f.GroupUsage("Storage"),
+            "Storage:\n"
+            "  --data (default: none)\n      a directory\n"
+            "  --sync\n      a switch\n");
+  EXPECT_EQ(f.GroupUsage("Network"), "Network:\n  --listen (default: 127.0.0.1:1)\n      an address\n");
+}
+
+TEST(FlagsTest, UsageOfOneOptionTakesAHelpOfItsOwn) {
+  Flags f = Make();
+  EXPECT_EQ(f.Usage("seq", ""), "  --seq (default: 0)\n      a number\n");
+  EXPECT_EQ(f.Usage("seq", "the entry's seq"), "  --seq (default: 0)\n      the entry's seq\n");
+  EXPECT_TRUE(f.Defined("json"));
+  EXPECT_FALSE(f.Defined("jsno"));
+}
+
 TEST(NearestTest, TheCandidateAFewEditsAwayOrNone) {
   const std::vector<std::string> states = {"pending", "succeeded", "failed", "denied", "unknown"};
   EXPECT_EQ(Nearest("unknwn", states), "unknown");

@@ -1,26 +1,7 @@
-// ledgerctl: the ledger's command-line client and local tools.
-//
-//   ledgerctl keygen --origin O --out FILE
-//   ledgerctl --server HOST:PORT append [FILE|-]
-//   ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--time-note]
-//   ledgerctl --server HOST:PORT vkey
-//   ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S]
-//   ledgerctl --server HOST:PORT consistency --from A [--to B]
-//   ledgerctl --server HOST:PORT entries --from A --to B
-//   ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,...]
-//             [--anomaly A,...] [--limit N] [--json]
-//   ledgerctl --server HOST:PORT run --team T --run R [--json]
-//   ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]
-//   ledgerctl rebuild --data DIR
-//   ledgerctl --server HOST:PORT backup --out DIR
-//   ledgerctl --server HOST:PORT replication [--json]
-//   ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]
-//   ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B |
-//             --team T --from RFC3339 --to RFC3339) --out FILE [--since CHECKPOINT]
-//             [--allow-empty]
-//   ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]
-//             [--since CHECKPOINT] [--expect-scope SCOPE]
-//             [--not-older-than SIZE|CHECKPOINT] [--expect-grace-ms N] [--json]
+// ledgerctl: the ledger's command-line client and local tools. Its commands,
+// what each reads and examples are the table of ledgerctl_commands.cc
+// (`ledgerctl help COMMAND`); their handlers are here and in the files
+// ledgerctl.h names.
 //
 // Output is meant for scripts: JSON lines, or exact bytes (notes, leaves).
 #include "cmd/ledgerctl.h"
@@ -38,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -49,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cmd/flags.h"
+#include "cmd/ledgerctl_commands.h"
 #include "cmd/loopback.h"
 #include "cmd/shard_map.h"
 #include "cmd/verify_options.h"
@@ -503,39 +486,6 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
   return 0;
 }
 
-constexpr char kUsage[] =
-    "usage:\n"
-    "  ledgerctl keygen --origin O --out FILE\n"
-    "  ledgerctl --server HOST:PORT append [FILE|-]\n"
-    "  ledgerctl --server HOST:PORT checkpoint [--at-least N] [--size S] [--cosignatures N] [--time-note]\n"
-    "  ledgerctl --server HOST:PORT vkey\n"
-    "  ledgerctl --server HOST:PORT prove (--seq N | --team T --receipt-id ID) [--size S] [--format tlog-proof]\n"
-    "  ledgerctl --server HOST:PORT prove-run --team T --run R\n"
-    "  ledgerctl prove-run --data DIR --origin O --size S --team T --run R  (a stopped ledger: replays the log)\n"
-    "  ledgerctl prove-team --data DIR --origin O --size S --team T  (the same for a team's head)\n"
-    "  ledgerctl --server HOST:PORT consistency --from A [--to B]\n"
-    "  ledgerctl --server HOST:PORT entries --from A --to B\n"
-    "  ledgerctl --server HOST:PORT steps --team T [--run R] [--state S,..] [--anomaly A,..] [--json]\n"
-    "  ledgerctl --server HOST:PORT run --team T --run R [--json]\n"
-    "  ledgerctl --server HOST:PORT watch --team T [--run R] [--after-seq N]\n"
-    "  ledgerctl rebuild --data DIR          (server stopped)\n"
-    "  ledgerctl --server HOST:PORT backup --out DIR   (DIR: new, under the server's --backup-root)\n"
-    "  ledgerctl --server HOST:PORT replication [--json]   (a node's role, epoch, applied size, leader)\n"
-    "  ledgerctl audit --data DIR [--vkey FILE | --origin O] [--json]   (server stopped;\n"
-    "            exit 0 consistent, 1 inconsistent, 2 usage, 3 unreadable)\n"
-    "  ledgerctl --server HOST:PORT export (--run TEAM/RUN | --seq A:B | --team T --from T1 --to T2)\n"
-    "            --out FILE [--since OLD_CHECKPOINT_FILE] [--allow-empty]\n"
-    "  ledgerctl verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
-    "            [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
-    "            [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--json]\n"
-    "            (--policy FILE, a tlog-policy: the checkpoint's cosignatures meet its quorum; without\n"
-    "            --vkey the key is the policy's log named as the pack's)\n"
-    "  ledgerctl policy-check --policy FILE [CHECKPOINT_FILE|-]   (a checkpoint against a tlog-policy)\n"
-    "  ledgerctl --shard-map FILE route --team T      (which shard holds T)\n"
-    "  with --shard-map FILE instead of --server: commands go to the team's shard, or --shard N;\n"
-    "  append routes each receipt; steps without --team asks every shard\n\n"
-    "options:\n";
-
 }  // namespace
 
 // Plain text (where CheckPlainText allows it), or TLS with a client
@@ -572,79 +522,6 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentials(con
 }
 
 namespace {
-
-// The flags of the commands (one flag may mean one thing per command: its
-// help says which).
-void DefineCommandFlags(Flags& flags) {
-  flags.Define("server", "127.0.0.1:7420", "ledger address HOST:PORT");
-  flags.Define("origin", "evidence-ledger.local/dev",
-               "keygen: the log's origin (the key name); audit: the name of <data>/signing.key");
-
-  flags.Define("at-least", "0", "checkpoint: wait until the checkpoint covers N entries");
-  flags.Define("format", "json", "prove: json, or tlog-proof (c2sp.org/tlog-proof@v1 with the cosigned checkpoint)");
-  flags.Define("cosignatures", "0", "checkpoint: wait until the checkpoint carries N witnesses' cosignatures");
-  flags.Define("time-note", "", "checkpoint: print the checkpoint's signed time note instead of the checkpoint", true);
-  flags.Define("timeout-ms", "30000", "checkpoint: how long to wait for --at-least");
-  flags.Define("seq", "", "prove: the entry's seq; export: a range A:B");
-  flags.Define("receipt-id", "", "prove: the entry's receipt_id");
-  flags.Define("size", "0", "tree size to prove against (0: the latest checkpoint)");
-  flags.Define("from", "0", "consistency: old tree size; entries: first seq; export: RFC 3339 time");
-  flags.Define("to", "0",
-               "consistency: new tree size (0: latest checkpoint); entries: end seq (exclusive); "
-               "export: RFC 3339 time");
-  flags.Define("team", "", "steps, run, watch, prove --receipt-id: the team");
-  flags.Define("run", "", "steps, run, watch: the run_id; export: TEAM/RUN");
-  flags.Define("state", "", "steps, watch: states, comma-separated (pending,succeeded,failed,denied,unknown)");
-  flags.Define("anomaly", "", "steps, watch: anomalies, comma-separated (e.g. late_completion)");
-  flags.Define("limit", "100", "steps: at most this many, newest first");
-  flags.Define("after-seq", "-1", "watch: changes after this seq (-1: from the start)");
-  flags.Define("json", "", "steps, run, verify, audit, replication: JSON instead of text", true);
-  flags.Define("no-progress", "",
-               "export, verify, audit: no progress line on stderr (shown only when stderr is a terminal)", true);
-  flags.Define("data", "", "rebuild, audit: the data directory");
-  flags.Define("out", "",
-               "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory under the "
-               "server's --backup-root (absolute, or relative to it)");
-  flags.Define("policy", "",
-               "policy-check, verify: a C2SP tlog-policy file (logs, witnesses, quorum); verify: the ledger's key "
-               "must be one of its logs (the key, when no --vkey is given) and the checkpoint's cosignatures must "
-               "meet its quorum");
-  flags.Define("vkey", "", "verify, audit: a file holding the ledger's verifier key line");
-  flags.Define("allow-empty", "",
-               "export: write the pack of a run or team window with no entry (it proves there is none); "
-               "without it such an export fails, nothing written",
-               true);
-  flags.Define("since", "",
-               "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
-               "consistency from exactly it)");
-  flags.Define("vkey-string", "", "verify: the ledger's verifier key line itself");
-  flags.Define("expect-scope", "",
-               "verify: the scope asked for (run:TEAM/RUN, seq:A:B, team:TEAM,FROM,TO with RFC 3339 times); "
-               "a pack of another scope fails");
-  flags.Define("not-older-than", "",
-               "verify: a tree size, or a file holding a signed checkpoint: a pack against an older checkpoint fails");
-  flags.Define("trust-pack-key", "",
-               "verify: trust the key inside the pack (the result proves nothing about the ledger's identity)", true);
-  flags.Define("expect-grace-ms", "",
-               "verify: the ledger's grace (ledgerd --unknown-grace-ms) the auditor expects: a pack whose manifest "
-               "states another unknown_grace_ms fails");
-}
-
-// Where commands go: the server, shards, TLS.
-void DefineConnectionFlags(Flags& flags) {
-  flags.Define("shard-map", "",
-               "a shard map (JSON, deploy/README.md): commands go to the team's shard (--team, --run TEAM/RUN) "
-               "or to --shard N; append routes each receipt; steps without --team asks every shard");
-  flags.Define("shard", "", "with --shard-map: the shard to ask (checkpoint, vkey, prove, entries, ...)");
-  flags.Define("tls-ca", "", "TLS: CA certificates (PEM) the server's certificate must chain to");
-  flags.Define("cert", "", "TLS: this client's certificate (PEM), its identity for the server");
-  flags.Define("key", "", "TLS: this client's private key (PEM)");
-  flags.Define("tls-server-name", "", "TLS: the name to check in the server's certificate (default: HOST)");
-  flags.Define("insecure", "", "without --tls-ca: plain text to a --server or shard that is not a loopback address",
-               true);
-  flags.Define("config", "", "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
-  flags.Define("help", "", "print this help", true);
-}
 
 // The channels of one invocation: to --server, or to the shards of
 // --shard-map; each address's channel made once.
@@ -795,13 +672,27 @@ const std::map<std::string_view, OnLedger> kOnLedger = {
     {"replication", ledger::ctl::Replication}};
 const std::map<std::string_view, OnQuery> kOnQuery = {{"run", RunSummary}, {"watch", Watch}};
 
+// The handlers name the commands of the table (ledgerctl_commands.cc), no
+// more and no fewer: a command without help, or help of no command, is a
+// bug, and every run of ledgerctl says so.
+void CheckTable() {
+  std::set<std::string_view> handled = {"export"}, listed;
+  for (const auto& [name, handler] : kOffline) handled.insert(name);
+  for (const auto& [name, handler] : kRouted) handled.insert(name);
+  for (const auto& [name, handler] : kOnLedger) handled.insert(name);
+  for (const auto& [name, handler] : kOnQuery) handled.insert(name);
+  for (const ledger::ctl::Command& c : ledger::ctl::Commands()) listed.insert(c.name);
+  if (handled != listed) {
+    std::cerr << "ledgerctl: the handlers and the table of commands (ledgerctl_commands.cc) differ\n";
+    std::abort();
+  }
+}
+
 int Run(const std::string& command, const Flags& flags) {
+  if (ledger::ctl::FindCommand(command) == nullptr) return Fail(ledger::ctl::UnknownCommand(command));
   if (auto it = kOffline.find(command); it != kOffline.end()) return it->second(flags);
   // prove-run replays a stopped ledger's log with --data, else asks the server.
   if (command == "prove-run" && !flags.Get("data").empty()) return ledger::ctl::ProveRun(nullptr, flags);
-  bool known =
-      kRouted.contains(command) || kOnLedger.contains(command) || kOnQuery.contains(command) || command == "export";
-  if (!known) return Fail(absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'")));
   auto connections = Connections::Open(flags);
   if (!connections.ok()) return Fail(connections.status());
   if (command != "route") {  // route reads the map alone
@@ -820,22 +711,39 @@ int Run(const std::string& command, const Flags& flags) {
   return Export(*pb::ExportService::NewStub(channel), flags);
 }
 
+// `ledgerctl help [COMMAND]`, `ledgerctl [COMMAND] --help`: the overview or
+// the command's help on stdout, exit 0; an unknown command is bad usage.
+int Help(const std::vector<std::string>& commands, const Flags& flags) {
+  if (commands.empty()) {
+    std::cout << ledger::ctl::Overview(flags);
+    return 0;
+  }
+  if (commands.size() > 1) return Fail(absl::InvalidArgumentError("help: give one COMMAND"));
+  const ledger::ctl::Command* command = ledger::ctl::FindCommand(commands[0]);
+  if (command == nullptr) return Fail(ledger::ctl::UnknownCommand(commands[0]));
+  std::cout << ledger::ctl::CommandHelp(*command, flags);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // ledgerctl says itself why a call failed (ledgerctl_tls.cc); gRPC's own
   // log lines ("Handshake failed ...") only when GRPC_VERBOSITY asks.
   if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
+  CheckTable();
   Flags flags;
-  DefineCommandFlags(flags);
-  DefineConnectionFlags(flags);
+  ledger::ctl::DefineCtlFlags(flags);
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) return Fail(s);
   if (!flags.Get("config").empty()) {
     if (auto s = flags.LoadConfig(flags.Get("config")); !s.ok()) return Fail(s);
   }
-  if (flags.Bool("help") || flags.positional().empty()) {
-    std::cout << kUsage << flags.Usage();
-    return flags.Bool("help") ? 0 : 2;
+  const std::vector<std::string>& args = flags.positional();
+  if (!args.empty() && args[0] == "help") return Help({args.begin() + 1, args.end()}, flags);
+  if (flags.Bool("help")) return Help({args.begin(), args.begin() + (args.empty() ? 0 : 1)}, flags);
+  if (args.empty()) {
+    std::cerr << ledger::ctl::Overview(flags);
+    return 2;
   }
-  return Run(flags.positional()[0], flags);
+  return Run(args[0], flags);
 }

@@ -1,5 +1,6 @@
-// ledgerctl's commands, by file: ledgerctl.cc (the log's commands, export,
-// main), ledgerctl_tls.cc (why a connection failed, when TLS options do
+// ledgerctl's commands, by file: ledgerctl_commands.cc (the table of
+// commands: what each does and reads, its help), ledgerctl.cc (the log's
+// commands, export, main), ledgerctl_tls.cc (why a connection failed, when TLS options do
 // not match the server), ledgerctl_query.cc (step outcomes and runs),
 // ledgerctl_prove_run.cc (run-head and team-head proofs),
 // ledgerctl_replication.cc (a node of a replicated shard) and

@@ -759,7 +759,7 @@ int main(int argc, char** argv) {
     if (auto s = flags.LoadConfig(flags.Get("config")); !s.ok()) return Fail(s);
   }
   if (flags.Bool("help")) {
-    std::cout << "usage: ledgerd --data DIR --listen HOST:PORT [options]\n\n" << flags.Usage();
+    std::cout << ledger::cmd::LedgerdHelp(flags);
     return 0;
   }
   auto config = ledger::cmd::ParseLedgerdConfig(flags);

@@ -1,22 +1,27 @@
 #include "cmd/ledgerd_config.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "export/exporter/exporter.h"
+#include "absl/strings/str_replace.h"
 #include "ledger/rpc/server/server.h"
 #include "ledger/storage/log/log.h"
 
 namespace ledger::cmd {
 namespace {
 
-// The store, the log and what it keeps.
+// Each Define*Flags is one group of --help (DefineLedgerdFlags names its heading).
+
 void DefineStoreFlags(Flags& flags) {
   flags.Define("data", "", "data directory (created if missing; holds the store and signing.key)");
-  flags.Define("listen", "127.0.0.1:7420", "gRPC address HOST:PORT; port 0 picks a free port");
   flags.Define("origin", log::kDefaultOrigin,
                "the log's origin, also the key name (default: the name of the key in --data or --signing-key, if any)");
   flags.Define("signing-key", "", "signing key file (default: <data>/signing.key, created at first start)");
+  flags.Define("shard-from-hostname", "",
+               "a shard of a StatefulSet: the hostname's trailing number N (ledger-2: 2) makes the origin "
+               "<origin>/shard-N, and replaces {shard} in --signing-key",
+               true);
   flags.Define("checkpoint-interval-ms", "1000", "sign a checkpoint at most this often when the log grew");
   flags.Define("max-queued", "100000", "receipts waiting to be appended before RESOURCE_EXHAUSTED");
   flags.Define("unknown-grace-ms", "30000",
@@ -29,15 +34,63 @@ void DefineStoreFlags(Flags& flags) {
   flags.Define("store-memory-mb", "256",
                "what the store's RocksDB may hold in memory, in MiB, however large the log grows: its cache of "
                "blocks, indexes and filters, and its memtables (at most half of it); at least 16");
-  flags.Define("restore-from", "",
-               "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
-               "must not hold a store yet; the signing key must be the one that signed it");
-  flags.Define("export-staging-bytes", "4294967296",
-               "bytes that exports in progress may hold together in <data>/tmp (staged files and packs being "
-               "sent); an export that would exceed it is refused with RESOURCE_EXHAUSTED");
-  flags.Define("backup-root", "",
-               "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
-               "without it, backups are refused");
+  flags.Define("accept-rollback", "",
+               "start even if the store is behind or not consistent with <data>/latest-checkpoint "
+               "(after restoring an old copy on purpose); logged",
+               true);
+}
+
+void DefinePortFlags(Flags& flags) {
+  flags.Define("listen", "127.0.0.1:7420", "gRPC address HOST:PORT; port 0 picks a free port");
+  flags.Define("http-listen", "127.0.0.1:7421",
+               "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
+               "when TLS is on); port 0 picks one; '' turns it off");
+  flags.Define("http-connections-per-peer", "16",
+               "HTTP port: connections open at once from one peer address (more are closed at once); raise it "
+               "when the port sits behind a proxy that does not keep clients' addresses");
+  flags.Define("tlog-public", "",
+               "serve the log's tiles (/tlog/tile/...) to every caller of the HTTP port, not only to auditors of "
+               "every team: for a log whose entries are public",
+               true);
+  flags.Define("otlp-listen", "",
+               "OTLP/HTTP address for OpenTelemetry GenAI spans (POST /v1/traces, JSON or protobuf): model and tool "
+               "call spans become receipts, appended as the caller; HTTPS with client certificates when TLS is on, "
+               "as the HTTP port; bodies up to --max-message-bytes; '' (default): off");
+  flags.Define("health-listen", "",
+               "plain-HTTP address serving only /healthz and /readyz (for probes that cannot present a "
+               "certificate); '' (default): none");
+  flags.Define("grpc-health-listen", "",
+               "plain-text gRPC address serving only grpc.health.v1 (Kubernetes' gRPC probes cannot use TLS); "
+               "'' (default): none");
+}
+
+void DefineAccessFlags(Flags& flags) {
+  flags.Define("tls-cert", "", "TLS: the server's certificate chain (PEM); needs --tls-key, --client-ca, --policy");
+  flags.Define("tls-key", "", "TLS: the server's private key (PEM)");
+  flags.Define("client-ca", "",
+               "TLS: CA certificates (PEM) that client certificates must chain to; callers are "
+               "identified by their certificate's first URI SAN (uri:...), else first DNS SAN (dns:...), "
+               "else CN (cn:...); SIGHUP reloads it");
+  flags.Define("policy", "",
+               "TLS: the access policy (JSON: identities, uri:/dns:/cn:, to roles and teams); SIGHUP reloads it "
+               "and the TLS files, for new calls and open streams; a broken file keeps the old one");
+  flags.Define("insecure", "", "allow plain text on a non-loopback address (every caller is 'local', admin); logged",
+               true);
+}
+
+void DefineLimitFlags(Flags& flags) {
+  flags.Define("rate-per-identity", "0",
+               "receipts and calls a second per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
+  flags.Define("concurrency-per-identity", "256",
+               "calls and streams open at once per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
+  flags.Define("max-message-bytes", std::to_string(server::kMaxRequestBytes), "largest request accepted, in bytes");
+  flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
+  flags.Define(
+      "stream-idle-ms", "300000",
+      "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
+}
+
+void DefineReplicationFlags(Flags& flags) {
   flags.Define("replication", "",
                "a libpq connection URI (PostgreSQL with a synchronous standby) holding this shard's batch log and "
                "fence: every node of the shard names the same database; one leads, the others follow. Without a "
@@ -53,59 +106,6 @@ void DefineStoreFlags(Flags& flags) {
   flags.Define("replication-timeout-ms", "5000",
                "a statement on the replication database, commits included, that takes longer is cancelled and "
                "counted as failed (the leader steps down)");
-  flags.Define("accept-rollback", "",
-               "start even if the store is behind or not consistent with <data>/latest-checkpoint "
-               "(after restoring an old copy on purpose); logged",
-               true);
-}
-
-// The network: TLS, limits, the HTTP and health ports.
-void DefineNetworkFlags(Flags& flags) {
-  flags.Define("tls-cert", "", "TLS: the server's certificate chain (PEM); needs --tls-key, --client-ca, --policy");
-  flags.Define("tls-key", "", "TLS: the server's private key (PEM)");
-  flags.Define("client-ca", "",
-               "TLS: CA certificates (PEM) that client certificates must chain to; callers are "
-               "identified by their certificate's first URI SAN (uri:...), else first DNS SAN (dns:...), "
-               "else CN (cn:...); SIGHUP reloads it");
-  flags.Define("policy", "",
-               "TLS: the access policy (JSON: identities, uri:/dns:/cn:, to roles and teams); SIGHUP reloads it "
-               "and the TLS files, for new calls and open streams; a broken file keeps the old one");
-  flags.Define("insecure", "", "allow plain text on a non-loopback address (every caller is 'local', admin); logged",
-               true);
-  flags.Define("rate-per-identity", "0",
-               "receipts and calls a second per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
-  flags.Define("concurrency-per-identity", "256",
-               "calls and streams open at once per caller identity before RESOURCE_EXHAUSTED (0: no limit)");
-  flags.Define("max-message-bytes", std::to_string(server::kMaxRequestBytes), "largest request accepted, in bytes");
-  flags.Define("max-streams-per-connection", "100", "concurrent calls on one HTTP/2 connection");
-  flags.Define(
-      "stream-idle-ms", "300000",
-      "an append stream idle this long is closed (0: never); a connection without calls, after 10 minutes or this");
-  flags.Define("config", "", "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
-  flags.Define("http-listen", "127.0.0.1:7421",
-               "HTTP address for /metrics, /healthz, /readyz and the dashboard (HTTPS with client certificates "
-               "when TLS is on); port 0 picks one; '' turns it off");
-  flags.Define("otlp-listen", "",
-               "OTLP/HTTP address for OpenTelemetry GenAI spans (POST /v1/traces, JSON or protobuf): model and tool "
-               "call spans become receipts, appended as the caller; HTTPS with client certificates when TLS is on, "
-               "as the HTTP port; bodies up to --max-message-bytes; '' (default): off");
-  flags.Define("tlog-public", "",
-               "serve the log's tiles (/tlog/tile/...) to every caller of the HTTP port, not only to auditors of "
-               "every team: for a log whose entries are public",
-               true);
-  flags.Define("http-connections-per-peer", "16",
-               "HTTP port: connections open at once from one peer address (more are closed at once); raise it "
-               "when the port sits behind a proxy that does not keep clients' addresses");
-  flags.Define("grpc-health-listen", "",
-               "plain-text gRPC address serving only grpc.health.v1 (Kubernetes' gRPC probes cannot use TLS); "
-               "'' (default): none");
-  flags.Define("shard-from-hostname", "",
-               "a shard of a StatefulSet: the hostname's trailing number N (ledger-2: 2) makes the origin "
-               "<origin>/shard-N, and replaces {shard} in --signing-key",
-               true);
-  flags.Define("health-listen", "",
-               "plain-HTTP address serving only /healthz and /readyz (for probes that cannot present a "
-               "certificate); '' (default): none");
 }
 
 void DefineWitnessFlags(Flags& flags) {
@@ -122,6 +122,23 @@ void DefineWitnessFlags(Flags& flags) {
   flags.Define("witness-quorum-wait-ms", "10000", "how long an export waits for the witness quorum");
 }
 
+void DefineBackupFlags(Flags& flags) {
+  flags.Define("backup-root", "",
+               "backups (ledgerctl backup --out) go only under this existing directory, outside --data; "
+               "without it, backups are refused");
+  flags.Define("restore-from", "",
+               "start from a backup (ledgerctl backup): copies DIR/db into the data directory, which "
+               "must not hold a store yet; the signing key must be the one that signed it");
+  flags.Define("export-staging-bytes", "4294967296",
+               "bytes that exports in progress may hold together in <data>/tmp (staged files and packs being "
+               "sent); an export that would exceed it is refused with RESOURCE_EXHAUSTED");
+}
+
+void DefineGeneralFlags(Flags& flags) {
+  flags.Define("config", "", "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
+  flags.Define("help", "", "print this help", true);
+}
+
 // The value of the integer flag `name`, at least `min`.
 absl::StatusOr<int64_t> AtLeast(const Flags& flags, const std::string& name, int64_t min) {
   auto v = flags.Int(name);
@@ -133,10 +150,50 @@ absl::StatusOr<int64_t> AtLeast(const Flags& flags, const std::string& name, int
 }  // namespace
 
 void DefineLedgerdFlags(Flags& flags) {
-  DefineStoreFlags(flags);
-  DefineNetworkFlags(flags);
-  DefineWitnessFlags(flags);
-  flags.Define("help", "", "print this help", true);
+  struct HelpGroup {
+    const char* heading;
+    void (*define)(Flags&);
+  };
+  for (const HelpGroup& g :
+       {HelpGroup{"The store and the log", DefineStoreFlags}, HelpGroup{"Ports", DefinePortFlags},
+        HelpGroup{"TLS and access", DefineAccessFlags}, HelpGroup{"Limits", DefineLimitFlags},
+        HelpGroup{"Replication", DefineReplicationFlags}, HelpGroup{"Witnesses", DefineWitnessFlags},
+        HelpGroup{"Backups and exports", DefineBackupFlags},
+        HelpGroup{"The config file and this help", DefineGeneralFlags}}) {
+    flags.Group(g.heading);
+    g.define(flags);
+    flags.Group("");
+  }
+}
+
+const std::vector<LedgerdExample>& LedgerdExamples() {
+  static const auto* const kExamples = new std::vector<LedgerdExample>{
+      {"A ledger for development, on this machine only (plain text on loopback):",
+       "ledgerd --data ./ledger-dev --listen 127.0.0.1:7420"},
+      {"Serving the network: mutual TLS, callers' roles and teams from the policy:",
+       "ledgerd --data /var/lib/ledger --listen 0.0.0.0:7420 --http-listen 0.0.0.0:7421\n"
+       "--tls-cert /etc/ledger/tls/server.pem --tls-key /etc/ledger/tls/server.key\n"
+       "--client-ca /etc/ledger/tls/clients-ca.pem --policy /etc/ledger/policy.json"},
+      {"A node of a replicated shard, TLS and the policy in the config file (each node its own --node-id):",
+       "ledgerd --config /etc/ledger/ledgerd.json --data /var/lib/ledger\n"
+       "--replication postgresql://ledger@db-rw:5432/ledger --replication-password-file /etc/ledger/pg-password\n"
+       "--node-id ledger-0 --advertise ledger-0.ledger:7420"},
+      {"Checkpoints cosigned by witnesses, and exports that wait for their quorum:",
+       "ledgerd --data /var/lib/ledger --witness-policy /etc/ledger/witnesses.policy --witness-quorum-required"},
+  };
+  return *kExamples;
+}
+
+std::string LedgerdHelp(const Flags& flags) {
+  std::string out = "usage: ledgerd --data DIR [--listen HOST:PORT] [--http-listen HOST:PORT] [options]\n";
+  for (const std::string& group : flags.groups()) absl::StrAppend(&out, "\n", flags.GroupUsage(group));
+  absl::StrAppend(&out, "\nExamples:\n");
+  for (const LedgerdExample& e : LedgerdExamples()) {
+    absl::StrAppend(&out, &e == &LedgerdExamples().front() ? "" : "\n", "  ", e.what, "\n    ",
+                    absl::StrReplaceAll(e.command, {{"\n", " \\\n        "}}), "\n");
+  }
+  absl::StrAppend(&out, "\nThe manual: docs/operating.md.\n");
+  return out;
 }
 
 absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {

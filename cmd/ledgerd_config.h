@@ -5,6 +5,8 @@
 #define CMD_LEDGERD_CONFIG_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cmd/flags.h"
@@ -12,8 +14,22 @@
 
 namespace ledger::cmd {
 
-// Defines every flag of ledgerd on `flags`.
+// Defines every flag of ledgerd on `flags`, each in its group (the
+// headings of --help).
 void DefineLedgerdFlags(Flags& flags);
+
+// A command line of --help's examples: what it runs, and the command, whose
+// arguments are separated by single spaces, with "\n" where help breaks
+// the line. Each is valid for the flags (ledgerd_config_test parses them).
+struct LedgerdExample {
+  const char* what;
+  const char* command;
+};
+const std::vector<LedgerdExample>& LedgerdExamples();
+
+// What `ledgerd --help` prints: the usage line, every flag with its
+// default under its group's heading, and the examples.
+std::string LedgerdHelp(const Flags& flags);
 
 // The numbers and switches of ledgerd's flags, checked.
 struct LedgerdConfig {

@@ -21,11 +21,12 @@ in_ctl=$(server_code "$ctl")
 echo "$in_ctl" | grep -q 'libgrpc' || { echo "FAIL: the check does not find libgrpc in ledgerctl"; exit 1; }
 echo "$in_ctl" | grep -qx 'grpc' || { echo "FAIL: the check does not find gRPC symbols in ledgerctl"; exit 1; }
 echo "$in_ctl" | grep -qix 'rocksdb' || { echo "FAIL: the check does not find RocksDB's symbols in ledgerctl"; exit 1; }
-# The flags of verification, as each program's help lists them.
-flags_of() { "$@" --help | grep -oE '^  --(vkey|vkey-string|trust-pack-key|since|expect-scope|not-older-than|json)( |$)' | sed 's/ $//' | sort; }
+# The flags of verification, as ledger-verify's help and ledgerctl's help of
+# verify list them.
+flags_of() { "$@" | grep -oE '^  --(vkey|vkey-string|trust-pack-key|since|expect-scope|not-older-than|json)( |$)' | sed 's/ $//' | sort; }
 want=$(printf '  --%s\n' expect-scope json not-older-than since trust-pack-key vkey vkey-string | sort)
-[ "$(flags_of "$bin")" = "$want" ] || { echo "FAIL: ledger-verify's flags:"; "$bin" --help; exit 1; }
-[ "$(flags_of "$ctl")" = "$want" ] || { echo "FAIL: ledgerctl's verify flags:"; "$ctl" --help; exit 1; }
+[ "$(flags_of "$bin" --help)" = "$want" ] || { echo "FAIL: ledger-verify's flags:"; "$bin" --help; exit 1; }
+[ "$(flags_of "$ctl" help verify)" = "$want" ] || { echo "FAIL: ledgerctl's verify flags:"; "$ctl" help verify; exit 1; }
 out=$("$bin" 2>&1) && { echo "FAIL: no PACK was accepted"; exit 1; } || code=$?
 [ "$code" = 2 ] && [ "$out" = "ledger-verify: verify: give one PACK" ] || { echo "FAIL: no PACK: exit $code: $out"; exit 1; }
 # Without a usable temporary directory (the scratch image has no /tmp) it
