@@ -18,7 +18,9 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 const progressInterval = 250 * time.Millisecond
@@ -97,12 +99,14 @@ type progress struct {
 }
 
 // terminalProgress is the progress written to stderr when it is a
-// terminal (a character device) and noProgress is false; nil otherwise.
+// terminal and noProgress is false; nil otherwise. A terminal is a file
+// that answers the TCGETS ioctl, as isatty(3) asks: /dev/null, a character
+// device too, is not one.
 func terminalProgress(noProgress bool) *progress {
 	if noProgress {
 		return nil
 	}
-	if fi, err := os.Stderr.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+	if !isTerminal(os.Stderr.Fd()) {
 		return nil
 	}
 	return &progress{w: os.Stderr, interval: progressIntervalFrom(os.Getenv(progressIntervalVariable)),
@@ -160,4 +164,11 @@ func (p *progress) end() {
 	if p.shown {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
+}
+
+// isTerminal reports whether fd is a terminal: whether it answers TCGETS.
+func isTerminal(fd uintptr) bool {
+	var t syscall.Termios
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, uintptr(syscall.TCGETS), uintptr(unsafe.Pointer(&t)))
+	return errno == 0
 }

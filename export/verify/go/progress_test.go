@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"testing"
 	"time"
 )
@@ -127,5 +128,25 @@ func TestProgressNilIsSilent(t *testing.T) {
 	p.end()
 	if terminalProgress(true) != nil {
 		t.Errorf("terminalProgress(true): a progress despite --no-progress")
+	}
+}
+
+// /dev/null is a character device but not a terminal: no progress there.
+func TestDevNullIsNoTerminal(t *testing.T) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if isTerminal(null.Fd()) {
+		t.Errorf("isTerminal(%s) = true", os.DevNull)
+	}
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skip("no /dev/ptmx:", err)
+	}
+	defer ptmx.Close()
+	if !isTerminal(ptmx.Fd()) {
+		t.Errorf("isTerminal(/dev/ptmx) = false")
 	}
 }
