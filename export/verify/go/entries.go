@@ -41,8 +41,12 @@ var genesisPrev = hex.EncodeToString(make([]byte, 32))
 // checkEntries checks every line of entries.jsonl: canonical JSON, its
 // fields, its leaf hash and inclusion proof (the same line of proofs.jsonl)
 // against cp, ascending seqs, prev between consecutive seqs, and logging
-// times that never decrease.
-func checkEntries(p *pack, cp checkpoint) ([]entry, error) {
+// times that never decrease. pr (nil: none) counts the entries checked
+// against total, the manifest's counts.entries; its line is erased before
+// checkEntries returns.
+func checkEntries(p *pack, cp checkpoint, total int64, pr *progress) ([]entry, error) {
+	pr.begin(total)
+	defer pr.end()
 	leaves, err := lines("entries.jsonl", p.files["entries.jsonl"])
 	if err != nil {
 		return nil, err
@@ -67,6 +71,7 @@ func checkEntries(p *pack, cp checkpoint) ([]entry, error) {
 			return nil, err
 		}
 		out = append(out, e)
+		pr.tick(int64(len(out)))
 	}
 	return out, nil
 }

@@ -5,7 +5,7 @@
 // Usage:
 //
 //	ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE] [--policy POLICY_FILE]
-//	    [--expect-scope SCOPE] [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N]
+//	    [--expect-scope SCOPE] [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--no-progress]
 //
 // It prints one line, "OK <scope>: ..." naming the scope, tree size and root
 // (exit 0), or "FAIL: <reason>" (exit 1; a pack signed by another key than
@@ -19,6 +19,12 @@
 // --expect-scope and --not-older-than are those of `ledgerctl verify`;
 // --expect-grace-ms N refuses a pack whose manifest states another grace.
 // Every value taken from the pack is printed escaped (esc).
+//
+// While the entries are checked, a line on stderr says how many are done,
+// of how many, and how long the rest will take (progress.go), rewritten in
+// place and erased when they are done; only when stderr is a terminal,
+// never with --no-progress. LEDGER_PROGRESS_INTERVAL_MS, for tests, sets
+// the line's interval in milliseconds (250 unless set).
 package main
 
 import (
@@ -33,7 +39,7 @@ import (
 
 const usage = "usage: ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE] " +
 	"[--policy POLICY_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] " +
-	"[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N]"
+	"[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--no-progress]"
 
 func usageError(format string, args ...interface{}) {
 	fmt.Fprintf(os.Stderr, "ledger-verify-go: %s\n%s\n", esc(fmt.Sprintf(format, args...)), usage)
@@ -43,7 +49,7 @@ func usageError(format string, args ...interface{}) {
 func parseArgs(args []string) options {
 	var o options
 	var vkeyFile, sinceFile, policyFile, scopeArg, olderArg, graceArg string
-	var hasScope, hasOlder, hasGrace bool
+	var hasScope, hasOlder, hasGrace, noProgress bool
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		flagValue := func() string {
@@ -72,6 +78,8 @@ func parseArgs(args []string) options {
 			graceArg, hasGrace = flagValue(), true
 		case a == "--trust-pack-key":
 			o.trustPackKey = true
+		case a == "--no-progress":
+			noProgress = true
 		case a == "-h" || a == "--help":
 			fmt.Println(usage)
 			os.Exit(0)
@@ -140,6 +148,7 @@ func parseArgs(args []string) options {
 		}
 		o.expectGraceMs = &n
 	}
+	o.progress = terminalProgress(noProgress)
 	return o
 }
 

@@ -33,6 +33,8 @@ type options struct {
 	expectScope   *askedScope
 	notOlder      *olderThan
 	expectGraceMs *uint64
+	// The line on a terminal while the entries are checked, or nil.
+	progress *progress
 }
 
 type checkpoint struct {
@@ -93,7 +95,7 @@ func verify(o options) ([]string, error) {
 	if err := checkAsked(o, m, cp); err != nil {
 		return nil, err
 	}
-	entries, err := checkEntries(p, cp)
+	entries, err := checkEntries(p, cp, m.entries, o.progress)
 	if err != nil {
 		return nil, err
 	}

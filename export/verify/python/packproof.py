@@ -213,9 +213,10 @@ def _check_scope_entry(entry, scope, last_seq, last_of_run):
         run_chain(entry, last_of_run, scope["from_seq"], "the range's first seq")
 
 
-def check_entries(files, manifest, size, root):
+def check_entries(files, manifest, size, root, checked=None):
     """entries.jsonl and proofs.jsonl against the checkpoint (size, root) and
-    the manifest's count and scope. Returns an Entries."""
+    the manifest's count and scope. Returns an Entries. checked(n), when
+    given, is called once the first n entries hold."""
     scope = manifest["scope"]
     entries = jsonl_lines(files["entries.jsonl"], "entries.jsonl")
     proofs = jsonl_lines(files["proofs.jsonl"], "proofs.jsonl")
@@ -255,6 +256,8 @@ def check_entries(files, manifest, size, root):
         if entry["v"] == 2 and out.first_v2 is None:
             out.first_v2 = seq
         last_seq, last_hash = seq, leaf_hash
+        if checked is not None:
+            checked(n)
     if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
         raise Failure("entries.jsonl: the seq range ends early")
     return out

@@ -15,7 +15,7 @@ report re-signed by whoever holds the ledger's key passes this script.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
          [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
-         [--policy POLICY] [--expect-grace-ms N]
+         [--policy POLICY] [--expect-grace-ms N] [--no-progress]
        verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
 FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
 --trust-pack-key trusts the key inside the pack instead, and the result then
@@ -59,6 +59,11 @@ The pack is read strictly (export/verify/python/packread.py, CONTRACT.md section
 members of mode 0644 and mtime 0, no JSON key twice, every .jsonl line
 ended by a newline, one form only of every number, base64 and signature
 line. Every value from the pack is printed escaped (packread.shown).
+While the entries are checked, a line on stderr says how many are done, of
+how many, and how long the rest will take (export/verify/python/progress.py),
+rewritten in place and erased when they are done; only when stderr is a
+terminal, never with --no-progress. (LEDGER_PROGRESS_INTERVAL_MS, for tests:
+the line's interval in milliseconds, 250 unless set.)
 Exit 0 when everything holds; 1, naming the first failing item, when
 something does not (a pack signed by another key than the one given says
 which signed it: "manifest.sig: signed by NAME+ID, not by NAME+ID (the key
@@ -77,6 +82,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import completeness  # noqa: E402
 import packread  # noqa: E402
 import packsteps  # noqa: E402
+import progress  # noqa: E402
 import teamwindow  # noqa: E402
 import tlogpolicy  # noqa: E402
 # What moved to packnote.py, packproof.py and packmanifest.py keeps its name
@@ -105,7 +111,7 @@ def read_pack(path):
 
 
 def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None, policy=None,
-           expect_grace_ms=None):
+           expect_grace_ms=None, shown_progress=None):
     """Raises Failure naming the first item that does not hold. vkey is the
     ledger's key line; None with trust_pack_key to trust the pack's own, or
     with a policy to take the policy's log named as the manifest's origin.
@@ -115,7 +121,8 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     (bytes) the pack's checkpoint must be at least as large as, with its
     root at that very size. policy: a tlogpolicy.Policy the checkpoint
     must meet ("Witnessed packs", CONTRACT.md section 7). expect_grace_ms:
-    the unknown_grace_ms the auditor knows the ledger runs with."""
+    the unknown_grace_ms the auditor knows the ledger runs with.
+    shown_progress: the progress.Progress of the entries' check, or None."""
     files = read_pack(pack_path)
     vkey, key, manifest = signed_files(files, vkey, trust_pack_key, policy)
     if expect_grace_ms is not None:
@@ -130,7 +137,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     signed_at, runs_root, teams_root, version = note
     run_head = completeness.run_head_proof(files, manifest, runs_root, RUN_KEYS.get(version))
     window = teamwindow.presence(files, scope, teams_root)
-    entries = check_entries(files, manifest, size, root)
+    entries = entries_in_progress(files, manifest, size, root, shown_progress or progress.Progress(None))
     epochs = leader_epochs(entries.parsed)
     check_time_against(note, entries, cosigned)
     complete, unsettled = None, []
@@ -148,6 +155,17 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
             "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned),
             "leader_epochs": epochs}
+
+
+def entries_in_progress(files, manifest, size, root, shown_progress):
+    """check_entries() while shown_progress counts them against the
+    manifest's counts.entries; its line erased before this returns or
+    raises."""
+    shown_progress.begin(manifest["counts"]["entries"])
+    try:
+        return check_entries(files, manifest, size, root, shown_progress.tick)
+    finally:
+        shown_progress.end()
 
 
 def leader_epochs(parsed):
@@ -494,6 +512,7 @@ def main():
     parser.add_argument("--not-older-than")
     parser.add_argument("--policy")
     parser.add_argument("--expect-grace-ms")
+    parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
     vkey = key_argument(args)
     policy = None
@@ -550,7 +569,8 @@ def main():
               "published key.")
     try:
         r = verify(args.pack, vkey, trust_pack_key=args.trust_pack_key, since=since, expect_scope=expect,
-                   not_older_than=not_older, policy=policy, expect_grace_ms=grace)
+                   not_older_than=not_older, policy=policy, expect_grace_ms=grace,
+                   shown_progress=progress.for_stderr(sys.stderr, args.no_progress))
     except UsageError as e:
         usage_error(e)
     except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
