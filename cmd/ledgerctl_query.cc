@@ -11,6 +11,7 @@
 #include "cmd/ledgerctl.h"
 #include "ledger/format/receipt/receipt.h"
 #include "query/projector/projector.h"
+#include "util/text/money.h"
 #include "util/text/terminal.h"
 
 namespace ledger::ctl {
@@ -23,12 +24,6 @@ std::string Time(int64_t us) {
   gmtime_r(&secs, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string Dollars(int64_t micros) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "$%.4f", static_cast<double>(micros) / 1e6);
   return buf;
 }
 
@@ -136,7 +131,7 @@ void PrintStepTable(const std::vector<pb::Step>& steps, bool team) {
                                      c.model_calls_denied() + c.tool_calls_denied());
     std::string seqs = s.seqs_size() > 0 ? absl::StrCat(s.seqs(0), "..", s.seqs(s.seqs_size() - 1)) : "-";
     row({s.team(), state, s.run_id(), s.step_id(), absl::StrCat(s.attempt()), Time(s.first_at_us()), calls,
-         Dollars(s.charged_cost_micros()), seqs, anomalies.empty() ? "-" : anomalies});
+         ledger::text::Dollars(s.charged_cost_micros()), seqs, anomalies.empty() ? "-" : anomalies});
   }
   PrintColumns(std::move(rows));
 }
@@ -233,8 +228,9 @@ int RunSummary(pb::QueryService::Stub& stub, const Flags& flags) {
               static_cast<long long>(c.model_calls_allowed()), static_cast<long long>(c.model_calls_denied()),
               static_cast<long long>(c.tool_calls_allowed()), static_cast<long long>(c.tool_calls_denied()),
               static_cast<long long>(c.input_tokens()), static_cast<long long>(c.output_tokens()));
-  std::printf("  cost: actual %s, charged %s; steps with anomalies: %lld\n", Dollars(run.actual_cost_micros()).c_str(),
-              Dollars(run.charged_cost_micros()).c_str(), static_cast<long long>(run.anomalies()));
+  std::printf("  cost: actual %s, charged %s; steps with anomalies: %lld\n",
+              ledger::text::Dollars(run.actual_cost_micros()).c_str(),
+              ledger::text::Dollars(run.charged_cost_micros()).c_str(), static_cast<long long>(run.anomalies()));
   return 0;
 }
 

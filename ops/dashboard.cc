@@ -20,6 +20,7 @@
 #include "ops/internal/dashboard_page.h"
 #include "ops/internal/timeline.h"
 #include "util/files/files.h"
+#include "util/text/money.h"
 
 namespace ledger::ops {
 
@@ -393,11 +394,11 @@ http::HttpResponse Dashboard::Run(const http::HttpRequest& request, const std::s
   absl::StrAppend(&body,
                   "<h2>Totals</h2><table><caption>Calls of every step of the run</caption><thead><tr><th "
                   "scope=\"col\">model calls allowed / denied</th><th scope=\"col\">tool calls allowed / "
-                  "denied</th><th scope=\"col\">tokens in / out</th><th scope=\"col\">call cost (µ)</th></tr>"
+                  "denied</th><th scope=\"col\">tokens in / out</th><th scope=\"col\">call cost</th></tr>"
                   "</thead><tbody><tr><td>",
-                  page::Calls(r.calls()), "</td></tr></tbody></table><p>Actual cost ", r.actual_cost_micros(),
-                  " µ, charged ", r.charged_cost_micros(),
-                  " µ: a failed or unknown step is charged at least the cost reserved at its start.</p>");
+                  page::Calls(r.calls()), "</td></tr></tbody></table><p>Actual cost ",
+                  text::Dollars(r.actual_cost_micros()), ", charged ", text::Dollars(r.charged_cost_micros()),
+                  ": a failed or unknown step is charged at least the cost reserved at its start.</p>");
   return page::Html(200, run, body);
 }
 
@@ -457,7 +458,7 @@ http::HttpResponse Dashboard::Step(const http::HttpRequest& request, const std::
                   "</caption><thead><tr><th scope=\"col\">seq</th><th scope=\"col\">logged (UTC)</th><th "
                   "scope=\"col\">kind</th><th scope=\"col\">model / tool</th><th scope=\"col\">route / target</th>"
                   "<th scope=\"col\">decision / status</th><th scope=\"col\">reason</th><th scope=\"col\">tokens in /"
-                  " out</th><th scope=\"col\">cost (µ)</th><th scope=\"col\">receipt id</th><th scope=\"col\">"
+                  " out</th><th scope=\"col\">cost</th><th scope=\"col\">receipt id</th><th scope=\"col\">"
                   "emitter</th><th scope=\"col\">proof</th></tr></thead><tbody>");
   for (const pb::Entry& entry : entries) body += page::ReceiptRow(entry);
   absl::StrAppend(&body, "</tbody></table>", pages > 1 ? nav : "");

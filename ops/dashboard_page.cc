@@ -8,6 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "ops/internal/timeline.h"
 #include "util/html/html.h"
+#include "util/text/money.h"
 #include "util/text/terminal.h"
 
 namespace ledger::ops::page {
@@ -180,7 +181,7 @@ std::string Crumbs(const std::string& team, const std::string& run) {
 std::string Calls(const pb::CallTotals& c) {
   return absl::StrCat(c.model_calls_allowed(), " / ", c.model_calls_denied(), "</td><td>", c.tool_calls_allowed(),
                       " / ", c.tool_calls_denied(), "</td><td>", c.input_tokens(), " / ", c.output_tokens(),
-                      "</td><td>", c.cost_micros());
+                      "</td><td>", text::Dollars(c.cost_micros()));
 }
 
 std::string StepHref(const pb::Step& st) {
@@ -205,7 +206,7 @@ std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, 
                                  "</th><th scope=\"col\">anomalies</th><th scope=\"col\">started (UTC)</th><th "
                                  "scope=\"col\">duration</th><th scope=\"col\">model calls allowed / denied</th><th "
                                  "scope=\"col\">tool calls allowed / denied</th><th scope=\"col\">tokens in / out"
-                                 "</th><th scope=\"col\">call cost (µ)</th><th scope=\"col\">charged (µ)</th></tr>"
+                                 "</th><th scope=\"col\">call cost</th><th scope=\"col\">charged</th></tr>"
                                  "</thead><tbody>");
   for (const pb::Step& st : steps) {
     std::string state = StateName(st.state());
@@ -223,7 +224,7 @@ std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, 
                     "</td><td>", state == "unknown" ? "UNKNOWN" : state, "</td><td class=\"anomaly\">", E(anomalies),
                     "</td><td class=\"t\">", Time(st.first_at_us()), "</td><td class=\"t\">",
                     end > 0 ? Duration(end - begin) : "", "</td><td>", Calls(st.calls()), "</td><td>",
-                    st.charged_cost_micros(), "</td></tr>");
+                    text::Dollars(st.charged_cost_micros()), "</td></tr>");
   }
   return out + "</tbody></table>";
 }
@@ -336,8 +337,9 @@ std::string StepFacts(const pb::Step& st) {
     fact("duration reported", Duration(st.duration_ms() * 1000));
   }
   if (st.has_unknown()) fact("declared unknown (UTC)", Time(st.unknown_at_us()));
-  fact("cost reserved / actual / charged (µ)",
-       absl::StrCat(st.cost_reserved_micros(), " / ", st.actual_cost_micros(), " / ", st.charged_cost_micros()));
+  fact("cost reserved / actual / charged",
+       absl::StrCat(text::Dollars(st.cost_reserved_micros()), " / ", text::Dollars(st.actual_cost_micros()), " / ",
+                    text::Dollars(st.charged_cost_micros())));
   return out + "</dl>";
 }
 
@@ -350,6 +352,9 @@ std::string ReceiptRow(const pb::Entry& entry) {
   auto num = [&](const char* k) {
     return rc.contains(k) && rc[k].is_number_integer() ? std::to_string(rc[k].get<int64_t>()) : "";
   };
+  auto money = [&](const char* k) {
+    return rc.contains(k) && rc[k].is_number_integer() ? text::Dollars(rc[k].get<int64_t>()) : "";
+  };
   std::string kind = str("kind");
   std::string decision = str("decision");
   std::string outcome = decision.empty() ? str("status") : decision;
@@ -361,7 +366,7 @@ std::string ReceiptRow(const pb::Entry& entry) {
   return absl::StrCat("<tr", cls, "><td>", entry.seq(), "</td><td class=\"t\">",
                       Time(leaf.value("logged_at_us", int64_t{0})), "</td><td>", E(kind), "</td><td>", E(who),
                       "</td><td>", E(where), "</td><td>", denied ? "<strong>DENY</strong>" : E(outcome), "</td><td>",
-                      E(str("reason")), "</td><td>", tokens, "</td><td>", num("cost_micros"), "</td><td>",
+                      E(str("reason")), "</td><td>", tokens, "</td><td>", money("cost_micros"), "</td><td>",
                       E(str("receipt_id")), "</td><td>", E(leaf.value("emitter", "")), "</td><td><a href=\"/proofs/",
                       entry.seq(), "\">inclusion proof</a> (<a href=\"/proofs/", entry.seq(),
                       "?format=tlog-proof\">tlog-proof</a>)</td></tr>");
