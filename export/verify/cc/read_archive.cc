@@ -155,7 +155,6 @@ std::optional<Stop> ReadFile(const std::string& name, NextPiece next, Archive& a
     if (content.size() > kSmallFileBytes) return Fail(Result(), name, -1, "larger than 1 MiB");
     if (name == pack::kCheckpoint) archive.unchecked.cp = UncheckedCheckpoint(content);
     if (name == pack::kManifest) archive.unchecked.manifest = manifest::Parse(content);
-
   }
   if (!read.ok()) return Fail(Result(), "archive", -1, std::string(read.message()));
   return std::nullopt;
