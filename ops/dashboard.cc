@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/format/hash/hash.h"
@@ -151,22 +152,56 @@ http::HttpResponse Dashboard::Teams(const http::HttpRequest& request) {
   if (teams.size() > 1) {
     body += "<p><a href=\"/unknown\">Steps in state unknown now, in every team you may see</a></p>";
   }
-  body += "<h2>Teams</h2><ul>";
+  const int64_t now_us = absl::ToUnixMicros(absl::Now());
+  body += "<h2>Teams</h2>";
   int64_t first = (*page - 1) * kListPageSize;
+  if (teams.empty()) {
+    body += "<p class=\"muted\">no runs yet</p>";
+  } else {
+    body +=
+        "<table class=\"teams\"><caption>Each team's steps now; overdue: pending past their deadline, to be "
+        "declared unknown once the grace is over</caption><thead><tr><th scope=\"col\">team</th><th "
+        "scope=\"col\">unknown</th><th scope=\"col\">failed</th><th scope=\"col\">pending</th><th "
+        "scope=\"col\">overdue</th><th scope=\"col\">succeeded</th><th scope=\"col\">denied</th><th "
+        "scope=\"col\">last activity</th></tr></thead><tbody>";
+  }
   for (int64_t i = first; i < teams.size() && i < first + kListPageSize; ++i) {
     const std::string& t = teams[static_cast<int>(i)];
-    absl::StrAppend(&body, "<li><a href=\"/teams/", page::Seg(t), "\">", page::E(t), "</a></li>");
+    pb::GetTeamSummaryRequest req;
+    req.set_team(t);
+    pb::TeamSummary sum;
+    auto ctx = Context(request);
+    if (grpc::Status s = query_->GetTeamSummary(ctx.get(), req, &sum); !s.ok()) return page::Failed(s);
+    // A count links to the team's steps in that state.
+    auto count = [&](int64_t n, const char* state) {
+      if (n == 0) return std::string("0");
+      return absl::StrCat("<a href=\"/teams/", page::Seg(t), "?state=", state, "\">", n, "</a>");
+    };
+    const char* cls = sum.steps_unknown() > 0   ? " class=\"unknown\""
+                      : sum.steps_failed() > 0  ? " class=\"failed\""
+                      : sum.steps_overdue() > 0 ? " class=\"denied\""
+                                                : "";
+    absl::StrAppend(&body, "<tr", cls, "><td><a href=\"/teams/", page::Seg(t), "\">", page::E(t), "</a></td><td>",
+                    count(sum.steps_unknown(), "unknown"), "</td><td>", count(sum.steps_failed(), "failed"),
+                    "</td><td>", count(sum.steps_pending(), "pending"), "</td><td>", sum.steps_overdue(), "</td><td>",
+                    count(sum.steps_succeeded(), "succeeded"), "</td><td>", count(sum.steps_denied(), "denied"),
+                    "</td><td class=\"t\">", page::Ago(now_us, sum.last_activity_us()), "</td></tr>");
   }
-  if (teams.empty()) body += "<li class=\"muted\">no runs yet</li>";
-  body += "</ul>";
+  if (!teams.empty()) body += "</tbody></table>";
   if (teams.size() > kListPageSize || *page > 1) {
     body += page::NumberedLinks(request, *page, first + kListPageSize < teams.size());
   }
   auto head = Context(request);
   pb::Checkpoint cp;
   if (ledger_->GetCheckpoint(head.get(), pb::GetCheckpointRequest(), &cp).ok()) {
-    absl::StrAppend(&body, "<p class=\"muted\">Latest checkpoint: ", cp.tree_size(), " entries, root <code>",
-                    hash::Hex(cp.root_hash()), "</code></p>");
+    std::string witnesses;
+    for (const pb::Cosignature& c : cp.cosignatures()) {
+      absl::StrAppend(&witnesses, witnesses.empty() ? "" : ", ", page::E(c.witness()));
+    }
+    absl::StrAppend(&body, "<p class=\"checkpoint\">Latest checkpoint: ", cp.tree_size(), " entries, signed ",
+                    cp.signed_at_us() > 0 ? page::Ago(now_us, cp.signed_at_us()) : "at a time it does not state", "; ",
+                    witnesses.empty() ? "cosigned by no witness" : absl::StrCat("cosigned by ", witnesses),
+                    ". Root <code>", hash::Hex(cp.root_hash()), "</code></p>");
   }
   return page::Html(200, "teams", body);
 }

@@ -1,6 +1,10 @@
 // The dashboard: read-only HTML pages for people, on the HTTP port.
 //
-//   /                                     teams (and a form to name one)
+//   /                                     teams, each with its steps counted by
+//                                         state (GetTeamSummary) and its last
+//                                         activity; the latest checkpoint's
+//                                         age and cosigning witnesses; a form
+//                                         to name a team
 //   /unknown                              the steps in state unknown now, in every
 //                                         team the caller may query (newest first)
 //   /teams/T                              runs of team T, newest first; with

@@ -18,7 +18,7 @@ namespace {
 constexpr char kStyle[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#1f1f1f;background:#fff}a{color:#0645ad}"
     "a:focus,button:focus,input:focus,select:focus{outline:3px solid #1a5fb4;outline-offset:1px}"
-    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.3em .6em;text-align:left}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.3em .45em;text-align:left}"
     "th{background:#ececec}td a,td.t{white-space:nowrap}caption{text-align:left;font-weight:bold;padding:.3em 0}"
     ".unknown{background:#ffd6d6;font-weight:bold}.unknown td:first-child::before"
     "{content:'\\26A0  '}.denied{background:#fff1c9}.failed{background:#ffe7d1}.succeeded{background:#e7f7e7}"
@@ -62,6 +62,12 @@ std::string Seg(std::string_view s) {
 }
 
 std::string Time(int64_t us) { return IsoTime(us); }
+
+std::string Ago(int64_t now_us, int64_t us) {
+  if (us <= 0) return "never";
+  const std::string when = us > now_us ? "just now" : absl::StrCat(Duration(now_us - us), " ago");
+  return absl::StrCat("<time datetime=\"", IsoTime(us), "\" title=\"", IsoTime(us), "\">", when, "</time>");
+}
 
 namespace {
 

@@ -34,6 +34,7 @@ Every check runs; the failures are listed together.
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -214,10 +215,39 @@ def main():
         # Teams and the cross-team view of unknown steps.
         visit("teams", "/")
         check(browser.eval("!!document.querySelector('a[href=\"/unknown\"]')"), "teams: no link to /unknown")
+        # The home page counts each team's steps by state; a team with an
+        # unknown step stands out; the counts link to the team's steps.
+        home = {r["cells"][0]: r for r in rows("table.teams")}
+        check(sorted(home) == ["team-code", "team-data", "team-support"],
+              "teams: the table's teams are %s" % sorted(home))
+        for team, row in home.items():
+            unknown, failed, pending, overdue, succeeded, denied = (int(c) for c in row["cells"][1:7])
+            want = "unknown" if unknown else "failed" if failed else "denied" if overdue else ""
+            check(unknown == (0 if team == "team-data" else 1) and row["cls"] == want,
+                  "teams: %s shows %d unknown, row class %r (want %r)" % (team, unknown, row["cls"], want))
+            check(row["cells"][7].endswith(" ago"), "teams: %s's last activity is %r" % (team, row["cells"][7]))
+            for state, n in (("failed", failed), ("pending", pending), ("succeeded", succeeded),
+                             ("denied", denied)):
+                if n == 0:
+                    continue
+                href = "/teams/%s?state=%s" % (team, state)
+                check(browser.eval("!!document.querySelector('table.teams a[href=\"%s\"]')" % href),
+                      "teams: %s's %d %s steps link nowhere" % (team, n, state))
+        code = home.get("team-code", {"cells": [""] * 8})["cells"]
+        # run-timeline: step-a and step-b succeeded, step-c denied, step-d
+        # unknown; the demo's team-code runs and the hostile one beside them.
+        check(int(code[5] or 0) >= 2 and int(code[6] or 0) >= 1, "teams: team-code counts %s" % code[1:7])
+        check(re.search(r"Latest checkpoint: [0-9]+ entries, signed [0-9.]+ (ms|s) ago; cosigned by no witness",
+                        browser.eval("document.querySelector('p.checkpoint')?.textContent || ''")) is not None,
+              "teams: the checkpoint's line says %r"
+              % browser.eval("document.querySelector('p.checkpoint')?.textContent || ''"))
         f = visit("unknown", "/unknown")
         got = [(r["cells"][0], r["cells"][1]) for r in rows("table.steps")]
         check(sorted(got) == [("team-code", "run-timeline"), ("team-support", "run-0007")],
               "unknown now: %s" % got)
+        for team, _ in got:
+            check(int(home.get(team, {"cells": ["", "0"]})["cells"][1]) == sum(1 for t, _ in got if t == team),
+                  "teams: %s's unknown count differs from /unknown's" % team)
         check(browser.eval("document.querySelector('table.steps thead th')?.textContent") == "team",
               "unknown now: no team column")
 
@@ -284,9 +314,9 @@ def main():
         denied = by_id.get("timeline.step-b.model_call.1", {"cells": [""] * 12, "cls": "", "bg": ""})
         tool = by_id.get("timeline.step-b.tool_call.0", {"cells": [""] * 12})
         check(allowed["cells"][2:9] == ["model_call", "demo-claude", "anthropic/demo-claude", "allow", "",
-                                        "1200 / 345", "1870"], "allowed call: %s" % allowed["cells"])
+                                        "1200 / 345", "$0.001870"], "allowed call: %s" % allowed["cells"])
         check(denied["cells"][2:9] == ["model_call", "demo-openai", "openai/demo-openai", "DENY",
-                                       "tokenLimit exceeded for workflow", "9000 / 0", "0"],
+                                       "tokenLimit exceeded for workflow", "9000 / 0", "$0.000000"],
               "denied call: %s" % denied["cells"])
         check(denied["cls"] == "denied" and denied["bg"] != allowed.get("bg"), "the denial does not stand out")
         check(tool["cells"][2:6] == ["tool_call", "git", "https://git.internal/repo", "allow"],

@@ -28,6 +28,9 @@ namespace pb = evidence::ledger::v1;
 std::string E(std::string_view s);
 // A time in microseconds since the epoch, in UTC (ISO 8601).
 std::string Time(int64_t us);
+// How long before `now_us` the time `us` was, as a <time> element holding
+// the UTC time ("12.5 s ago", "3 min 20 s ago"); "never" for 0.
+std::string Ago(int64_t now_us, int64_t us);
 // A step state or anomaly as the pages name it: "succeeded", "late_completion".
 std::string StateName(pb::StepState s);
 std::string AnomalyName(int a);

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/rpc/server/status.h"
@@ -253,6 +255,79 @@ grpc::Status QueryService::ListTeams(grpc::ServerContext* ctx, const pb::ListTea
     if (caller->Check(auth::Action::kQuery, found).ok()) response->add_teams(found);
     from = RunsPrefix(found) + "\xff";
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::GetTeamSummary(grpc::ServerContext* ctx, const pb::GetTeamSummaryRequest* request,
+                                          pb::TeamSummary* response) {
+  if (grpc::Status s = CheckTeam("team", request->team()); !s.ok()) return s;
+  auto caller = Allow(gate_, ctx, request->team());
+  if (!caller.ok()) return ToGrpc(caller.status());
+  const std::string& team = request->team();
+  response->set_team(team);
+  const log::LogView view = log_->View();
+  // Each state's rows, keys only.
+  struct Counted {
+    pb::StepState state;
+    void (pb::TeamSummary::*set)(int64_t);
+  };
+  for (Counted c : {Counted{pb::STEP_STATE_PENDING, &pb::TeamSummary::set_steps_pending},
+                    Counted{pb::STEP_STATE_SUCCEEDED, &pb::TeamSummary::set_steps_succeeded},
+                    Counted{pb::STEP_STATE_FAILED, &pb::TeamSummary::set_steps_failed},
+                    Counted{pb::STEP_STATE_DENIED, &pb::TeamSummary::set_steps_denied},
+                    Counted{pb::STEP_STATE_UNKNOWN, &pb::TeamSummary::set_steps_unknown}}) {
+    const std::string prefix = StatePrefix(team, c.state);
+    int64_t n = 0;
+    absl::Status s =
+        view.ScanProjection(Table::kIndex, prefix, PrefixEnd(prefix), false, [&](std::string_view, std::string_view) {
+          ++n;
+          return true;
+        });
+    if (!s.ok()) return ToGrpc(s);
+    (response->*c.set)(n);
+  }
+  // Overdue: the deadline rows up to now (every team's, few: a step leaves
+  // them when it completes or is declared unknown), this team's counted.
+  const auto now_us = static_cast<uint64_t>(clock_ ? clock_() : absl::ToUnixMicros(absl::Now()));
+  const std::string deadlines(kDeadlinePrefix, sizeof kDeadlinePrefix - 1);
+  int64_t overdue = 0;
+  absl::Status read;
+  absl::Status s = view.ScanProjection(Table::kIndex, deadlines, deadlines + U64(now_us), false,
+                                       [&](std::string_view, std::string_view step_key) {
+                                         auto key = DecodeStepKey(step_key);
+                                         if (!key.ok()) {
+                                           read = absl::DataLossError("projection: a deadline row names no step");
+                                           return false;
+                                         }
+                                         if (key->team == team) ++overdue;
+                                         return true;
+                                       });
+  if (!s.ok()) return ToGrpc(s);
+  if (!read.ok()) return ToGrpc(read);
+  response->set_steps_overdue(overdue);
+  // The newest step's first entry, the newest run's last.
+  int64_t last = 0;
+  const std::string steps = TeamTimePrefix(team);
+  s = view.ScanProjection(Table::kIndex, steps, PrefixEnd(steps), /*reverse=*/true,
+                          [&](std::string_view row, std::string_view) {
+                            if (row.size() >= steps.size() + 8) {
+                              last = std::max(last, static_cast<int64_t>(ReadU64(row.substr(steps.size()))));
+                            }
+                            return false;
+                          });
+  if (!s.ok()) return ToGrpc(s);
+  const std::string runs = RunsPrefix(team);
+  s = view.ScanProjection(Table::kIndex, runs, PrefixEnd(runs), /*reverse=*/true,
+                          [&](std::string_view row, std::string_view) {
+                            auto raw = view.GetProjection(Table::kRuns, row.substr(runs.size() + 8));
+                            pb::Run run;
+                            if (raw.ok() && raw->has_value() && run.ParseFromString(**raw)) {
+                              last = std::max(last, run.last_at_us());
+                            }
+                            return false;
+                          });
+  if (!s.ok()) return ToGrpc(s);
+  response->set_last_activity_us(last);
   return grpc::Status::OK;
 }
 

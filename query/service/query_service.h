@@ -10,6 +10,8 @@
 #ifndef QUERY_SERVICE_QUERY_SERVICE_H_
 #define QUERY_SERVICE_QUERY_SERVICE_H_
 
+#include <functional>
+
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/storage/log/log.h"
 #include "query.grpc.pb.h"
@@ -22,7 +24,11 @@ class QueryService final : public pb::QueryService::Service {
  public:
   // `log` and `gate` MUST outlive the service; `log` MUST keep
   // projections. Every call needs a caller allowed to query its team.
-  QueryService(const log::Log* log, auth::Gate* gate) : log_(log), gate_(gate) {}
+  // `clock` (microseconds since the epoch; the system's when empty) is
+  // what GetTeamSummary finds deadlines passed by: the sweeper's.
+  using Clock = std::function<int64_t()>;
+  QueryService(const log::Log* log, auth::Gate* gate, Clock clock = nullptr)
+      : log_(log), gate_(gate), clock_(std::move(clock)) {}
 
   grpc::Status GetStep(grpc::ServerContext* ctx, const pb::GetStepRequest* request, pb::Step* response) override;
   grpc::Status ListSteps(grpc::ServerContext* ctx, const pb::ListStepsRequest* request,
@@ -32,12 +38,15 @@ class QueryService final : public pb::QueryService::Service {
                         pb::ListRunsResponse* response) override;
   grpc::Status ListTeams(grpc::ServerContext* ctx, const pb::ListTeamsRequest* request,
                          pb::ListTeamsResponse* response) override;
+  grpc::Status GetTeamSummary(grpc::ServerContext* ctx, const pb::GetTeamSummaryRequest* request,
+                              pb::TeamSummary* response) override;
   grpc::Status WatchSteps(grpc::ServerContext* ctx, const pb::WatchStepsRequest* request,
                           grpc::ServerWriter<pb::StepChange>* writer) override;
 
  private:
   const log::Log* const log_;
   auth::Gate* const gate_;
+  const Clock clock_;
 };
 
 }  // namespace ledger::query

@@ -42,7 +42,7 @@ class QueryTest : public ::testing::Test {
     auto log = log::Log::Open(o, signer_);
     ASSERT_TRUE(log.ok()) << log.status();
     log_ = *std::move(log);
-    query_ = std::make_unique<QueryService>(log_.get(), &gate_);
+    query_ = std::make_unique<QueryService>(log_.get(), &gate_, [this] { return now_.load(); });
     ledger_service_ = std::make_unique<service::LedgerService>(log_.get(), &gate_);
     server_ = *server::Server::Start(&gate_, "127.0.0.1:0", {ledger_service_.get(), query_.get()});
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
@@ -198,6 +198,67 @@ TEST_F(QueryTest, EveryState) {
   EXPECT_EQ(run.unknown_steps(0).step_id(), "lost");
   // pending: 0 charged; ok: 330; bad: max(250, 1000); lost: max(0, 1000).
   EXPECT_EQ(run.charged_cost_micros(), 330 + 1000 + 1000);
+}
+
+TEST_F(QueryTest, ATeamSummaryCountsEachStateTheOverdueAndTheLastActivity) {
+  auto summary = [&](const std::string& team) {
+    pb::GetTeamSummaryRequest req;
+    req.set_team(team);
+    pb::TeamSummary out;
+    grpc::ClientContext ctx;
+    grpc::Status s = steps_->GetTeamSummary(&ctx, req, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return out;
+  };
+  Append({Start("p", "pending")});
+  Append({Start("s", "ok"), Exec("s-x", "s", "ok", "succeeded")});
+  Append({Start("f", "bad"), Exec("f-x", "f", "bad", "timed_out")});
+  Append({Deny("d", "denied")});
+  Append({Start("u", "lost", 500)});
+  Append({Start("o", "elsewhere", 500, "run-9", "team-b")});
+  const int64_t last_b = now_.load() - 1000;  // Append moves the clock on after it
+  Append({Start("p2", "later")});
+  const int64_t last_a = now_.load() - 1000;
+
+  pb::TeamSummary a = summary("team-a");
+  EXPECT_EQ(a.team(), "team-a");
+  EXPECT_EQ(a.steps_pending(), 3);
+  EXPECT_EQ(a.steps_succeeded(), 1);
+  EXPECT_EQ(a.steps_failed(), 1);
+  EXPECT_EQ(a.steps_denied(), 1);
+  EXPECT_EQ(a.steps_unknown(), 0);
+  EXPECT_EQ(a.steps_overdue(), 0);
+  EXPECT_EQ(a.last_activity_us(), last_a);
+
+  // Past the 500 ms deadlines, within the grace: overdue, still pending;
+  // team-b's own is team-b's.
+  now_ += 600 * 1000;
+  a = summary("team-a");
+  EXPECT_EQ(a.steps_pending(), 3);
+  EXPECT_EQ(a.steps_overdue(), 1);
+  pb::TeamSummary b = summary("team-b");
+  EXPECT_EQ(b.steps_pending(), 1);
+  EXPECT_EQ(b.steps_overdue(), 1);
+  EXPECT_EQ(b.last_activity_us(), last_b);
+
+  // Declared unknown: no longer pending nor overdue.
+  now_ += kGraceMs * 1000;
+  auto declared = sweeper_->SweepNow();
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_EQ(*declared, 2);
+  a = summary("team-a");
+  EXPECT_EQ(a.steps_pending(), 2);
+  EXPECT_EQ(a.steps_unknown(), 1);
+  EXPECT_EQ(a.steps_overdue(), 0);
+  EXPECT_GT(a.last_activity_us(), last_a);  // the step_unknown entry is the run's last
+
+  pb::GetTeamSummaryRequest bad;
+  bad.set_team("Team-A");
+  pb::TeamSummary out;
+  grpc::ClientContext ctx;
+  grpc::Status s = steps_->GetTeamSummary(&ctx, bad, &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "team: 'Team-A' is not 1-63 bytes of [a-z0-9-]");
 }
 
 TEST_F(QueryTest, EveryAnomaly) {
