@@ -24,6 +24,8 @@ type QueryServiceClient interface {
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	// The teams with runs in this log that the caller may query, in order.
 	ListTeams(ctx context.Context, in *ListTeamsRequest, opts ...grpc.CallOption) (*ListTeamsResponse, error)
+	// A team's steps now, counted by state, and its latest activity.
+	GetTeamSummary(ctx context.Context, in *GetTeamSummaryRequest, opts ...grpc.CallOption) (*TeamSummary, error)
 	// Every step change after `after_seq`, in seq order: the log's past, then
 	// live. Resume with the last seq received: no gap, no duplicate. A change
 	// is an entry that changes a step's state, start, completion, unknown
@@ -84,6 +86,15 @@ func (c *queryServiceClient) ListTeams(ctx context.Context, in *ListTeamsRequest
 	return out, nil
 }
 
+func (c *queryServiceClient) GetTeamSummary(ctx context.Context, in *GetTeamSummaryRequest, opts ...grpc.CallOption) (*TeamSummary, error) {
+	out := new(TeamSummary)
+	err := c.cc.Invoke(ctx, "/evidence.ledger.v1.QueryService/GetTeamSummary", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *queryServiceClient) WatchSteps(ctx context.Context, in *WatchStepsRequest, opts ...grpc.CallOption) (QueryService_WatchStepsClient, error) {
 	stream, err := c.cc.NewStream(ctx, &_QueryService_serviceDesc.Streams[0], "/evidence.ledger.v1.QueryService/WatchSteps", opts...)
 	if err != nil {
@@ -127,6 +138,8 @@ type QueryServiceServer interface {
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	// The teams with runs in this log that the caller may query, in order.
 	ListTeams(context.Context, *ListTeamsRequest) (*ListTeamsResponse, error)
+	// A team's steps now, counted by state, and its latest activity.
+	GetTeamSummary(context.Context, *GetTeamSummaryRequest) (*TeamSummary, error)
 	// Every step change after `after_seq`, in seq order: the log's past, then
 	// live. Resume with the last seq received: no gap, no duplicate. A change
 	// is an entry that changes a step's state, start, completion, unknown
@@ -153,6 +166,9 @@ func (UnimplementedQueryServiceServer) ListRuns(context.Context, *ListRunsReques
 }
 func (UnimplementedQueryServiceServer) ListTeams(context.Context, *ListTeamsRequest) (*ListTeamsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListTeams not implemented")
+}
+func (UnimplementedQueryServiceServer) GetTeamSummary(context.Context, *GetTeamSummaryRequest) (*TeamSummary, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetTeamSummary not implemented")
 }
 func (UnimplementedQueryServiceServer) WatchSteps(*WatchStepsRequest, QueryService_WatchStepsServer) error {
 	return status.Errorf(codes.Unimplemented, "method WatchSteps not implemented")
@@ -260,6 +276,24 @@ func _QueryService_ListTeams_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueryService_GetTeamSummary_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTeamSummaryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServiceServer).GetTeamSummary(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/evidence.ledger.v1.QueryService/GetTeamSummary",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServiceServer).GetTeamSummary(ctx, req.(*GetTeamSummaryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _QueryService_WatchSteps_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchStepsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -304,6 +338,10 @@ var _QueryService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTeams",
 			Handler:    _QueryService_ListTeams_Handler,
+		},
+		{
+			MethodName: "GetTeamSummary",
+			Handler:    _QueryService_GetTeamSummary_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
