@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strings"
@@ -106,10 +105,12 @@ func tlsProbe(target string, timeout time.Duration) string {
 			return speaksPlain
 		case strings.Contains(err.Error(), "certificate"):
 			return speaksTLSClosed
-		case errors.Is(err, io.EOF):
-			return ""
+		case strings.Contains(err.Error(), "remote error: tls"):
+			return speaksTLS // the server answered with a TLS alert
 		}
-		return speaksTLS
+		// EOF, a reset, a timeout: a server going away, or one that said
+		// nothing of what it speaks.
+		return ""
 	}
 	// A server that took the handshake waits for the client's first bytes.
 	raw.SetReadDeadline(time.Now().Add(time.Second)) //nolint:errcheck
