@@ -376,18 +376,22 @@ http::HttpResponse Dashboard::Runs(const http::HttpRequest& request, const std::
   if (!s.ok()) return page::Failed(s);
   std::string body = absl::StrCat(
       page::Crumbs(team), "<h1>Runs of ", page::E(team), "</h1>", page::FilterForm(request, team),
-      "<table class=\"runs\"><caption>Runs, newest first</caption><thead><tr><th scope=\"col\">run</th><th "
-      "scope=\"col\">workflow</th><th scope=\"col\">first entry (UTC)</th><th scope=\"col\">steps</th><th "
-      "scope=\"col\">succeeded</th><th scope=\"col\">failed</th><th scope=\"col\">denied</th><th scope=\"col\">"
-      "pending</th><th scope=\"col\">unknown</th><th scope=\"col\">anomalies</th></tr></thead><tbody>");
+      "<table class=\"runs\"><caption>Runs, newest first; a run with an unknown step in red, one with a failed "
+      "step in orange</caption><thead><tr><th scope=\"col\">run</th><th scope=\"col\">workflow</th><th "
+      "scope=\"col\">first entry (UTC)</th><th scope=\"col\">duration</th><th scope=\"col\">last "
+      "activity</th><th scope=\"col\">succeeded</th><th scope=\"col\">failed</th><th scope=\"col\">denied</th>"
+      "<th scope=\"col\">pending</th><th scope=\"col\">unknown</th><th scope=\"col\">anomalies</th><th "
+      "scope=\"col\">charged</th></tr></thead><tbody>");
+  const int64_t now_us = absl::ToUnixMicros(absl::Now());
   for (const pb::Run& r : resp.runs()) {
-    absl::StrAppend(&body, "<tr", r.steps_unknown() > 0 ? " class=\"unknown\"" : "", "><td><a href=\"/teams/",
-                    page::Seg(team), "/runs/", page::Seg(r.run_id()), "\">", page::E(r.run_id()), "</a></td><td>",
-                    page::E(r.workflow()), "</td><td class=\"t\">", page::Time(r.first_at_us()), "</td><td>",
-                    r.steps_succeeded() + r.steps_failed() + r.steps_denied() + r.steps_pending() + r.steps_unknown(),
-                    "</td><td>", r.steps_succeeded(), "</td><td>", r.steps_failed(), "</td><td>", r.steps_denied(),
-                    "</td><td>", r.steps_pending(), "</td><td>", r.steps_unknown(), "</td><td>", r.anomalies(),
-                    "</td></tr>");
+    const char* cls = r.steps_unknown() > 0 ? " class=\"unknown\"" : r.steps_failed() > 0 ? " class=\"failed\"" : "";
+    absl::StrAppend(&body, "<tr", cls, "><td><a href=\"/teams/", page::Seg(team), "/runs/", page::Seg(r.run_id()),
+                    "\">", page::E(r.run_id()), "</a></td><td>", page::E(r.workflow()), "</td><td class=\"t\">",
+                    page::Time(r.first_at_us()), "</td><td class=\"t\">", Duration(r.last_at_us() - r.first_at_us()),
+                    "</td><td class=\"t\">", page::Ago(now_us, r.last_at_us()), "</td><td>", r.steps_succeeded(),
+                    "</td><td>", r.steps_failed(), "</td><td>", r.steps_denied(), "</td><td>", r.steps_pending(),
+                    "</td><td>", r.steps_unknown(), "</td><td>", r.anomalies(), "</td><td>",
+                    text::Dollars(r.charged_cost_micros()), "</td></tr>");
   }
   body += "</tbody></table>";
   if (resp.runs().empty()) body += "<p class=\"muted\">No runs.</p>";

@@ -1,9 +1,11 @@
 #include "ops/internal/dashboard_page.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "ops/internal/timeline.h"
@@ -21,7 +23,8 @@ constexpr char kStyle[] =
     "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.3em .45em;text-align:left}"
     "th{background:#ececec}td a,td.t{white-space:nowrap}caption{text-align:left;font-weight:bold;padding:.3em 0}"
     ".unknown{background:#ffd6d6;font-weight:bold}.unknown td:first-child::before"
-    "{content:'\\26A0  '}.denied{background:#fff1c9}.failed{background:#ffe7d1}.succeeded{background:#e7f7e7}"
+    "{content:'\\26A0  "
+    "'}.denied,.anomalous{background:#fff1c9}.failed{background:#ffe7d1}.succeeded{background:#e7f7e7}"
     ".anomaly{color:#a00}.muted{color:#595959}a.button{display:inline-block;padding:.4em .8em;border:1px solid #246;"
     "border-radius:4px;text-decoration:none;background:#eef4fb}code{font-size:12px}"
     "form.filters{display:flex;flex-wrap:wrap;gap:.5em 1em;align-items:flex-end;margin:1em 0}"
@@ -214,23 +217,34 @@ std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, 
                                  "scope=\"col\">tool calls allowed / denied</th><th scope=\"col\">tokens in / out"
                                  "</th><th scope=\"col\">call cost</th><th scope=\"col\">charged</th></tr>"
                                  "</thead><tbody>");
+  const int64_t now_us = absl::ToUnixMicros(absl::Now());
   for (const pb::Step& st : steps) {
     std::string state = StateName(st.state());
     std::string anomalies;
     for (int a : st.anomalies()) absl::StrAppend(&anomalies, anomalies.empty() ? "" : ", ", AnomalyName(a));
     int64_t begin = st.has_start() ? st.started_at_us() : st.first_at_us();
     int64_t end = EndOf(st);
-    absl::StrAppend(&out, "<tr class=\"", state, "\">");
+    // A completion whose start is not in the log proves no success: it
+    // never shows as one.
+    const bool orphan =
+        std::find(st.anomalies().begin(), st.anomalies().end(), pb::ANOMALY_ORPHAN_COMPLETION) != st.anomalies().end();
+    std::string shown = state == "unknown" ? "UNKNOWN" : state;
+    if (orphan) shown = absl::StrCat(state, " (no start in the log)");
+    if (st.state() == pb::STEP_STATE_PENDING && st.timeout_at_us() > 0) {
+      shown = st.timeout_at_us() > now_us
+                  ? absl::StrCat("pending, deadline in ", Duration(st.timeout_at_us() - now_us))
+                  : absl::StrCat("pending, deadline passed ", Duration(now_us - st.timeout_at_us()), " ago");
+    }
+    absl::StrAppend(&out, "<tr class=\"", orphan ? "anomalous" : state, "\">");
     if (team) absl::StrAppend(&out, "<td><a href=\"/teams/", Seg(st.team()), "\">", E(st.team()), "</a></td>");
     if (run) {
       absl::StrAppend(&out, "<td><a href=\"/teams/", Seg(st.team()), "/runs/", Seg(st.run_id()), "\">", E(st.run_id()),
                       "</a></td>");
     }
     absl::StrAppend(&out, "<td><a href=\"", StepHref(st), "\">", E(st.step_id()), "</a></td><td>", st.attempt(),
-                    "</td><td>", state == "unknown" ? "UNKNOWN" : state, "</td><td class=\"anomaly\">", E(anomalies),
-                    "</td><td class=\"t\">", Time(st.first_at_us()), "</td><td class=\"t\">",
-                    end > 0 ? Duration(end - begin) : "", "</td><td>", Calls(st.calls()), "</td><td>",
-                    text::Dollars(st.charged_cost_micros()), "</td></tr>");
+                    "</td><td>", E(shown), "</td><td class=\"anomaly\">", E(anomalies), "</td><td class=\"t\">",
+                    Time(st.first_at_us()), "</td><td class=\"t\">", end > 0 ? Duration(end - begin) : "", "</td><td>",
+                    Calls(st.calls()), "</td><td>", text::Dollars(st.charged_cost_micros()), "</td></tr>");
   }
   return out + "</tbody></table>";
 }

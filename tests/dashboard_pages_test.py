@@ -253,7 +253,21 @@ def main():
 
         # Runs, paged.
         visit("runs", "/teams/team-support")
-        first = [r["cells"][0] for r in rows("table.runs")]
+        runs_rows = rows("table.runs")
+        first = [r["cells"][0] for r in runs_rows]
+        # Each run: its duration, last activity and charged cost; a run with
+        # an unknown step in red, one with a failed step (and none unknown)
+        # in orange, never the other way round.
+        for r in runs_rows:
+            c = r["cells"]
+            failed, unknown = int(c[6]), int(c[9])
+            want = "unknown" if unknown else "failed" if failed else ""
+            check(r["cls"] == want, "runs: %s (%d failed, %d unknown) has class %r" % (c[0], failed, unknown, r["cls"]))
+            check(re.fullmatch(r"[0-9.]+ (ms|s)|[0-9]+ min [0-9]+ s", c[3]) is not None, "runs: %s lasted %r"
+                  % (c[0], c[3]))
+            check(c[4].endswith(" ago") and re.fullmatch(r"\$[0-9]+\.[0-9]{6}", c[11]) is not None,
+                  "runs: %s last active %r, charged %r" % (c[0], c[4], c[11]))
+        check(any(r["cls"] == "failed" for r in runs_rows), "runs: no run with a failed step stands out")
         check(len(first) == 50, "runs page 1 shows %d runs, not 50" % len(first))
         nxt = browser.eval("(document.querySelector('a[rel=next]') || {}).href || ''")
         check(nxt != "", "runs: no next page link")
@@ -287,6 +301,17 @@ def main():
               "state=succeeded over its pages: %d steps, want %d" % (len(seen), len(succeeded)))
         got = steps_of("filter-anomaly", "/teams/team-support?anomaly=orphan_completion")
         check(got == [("run-0002", "step-9")], "anomaly=orphan_completion: %s" % got)
+        # A completion with no start in the log proves no success: never green.
+        orphan = rows("table.steps")[0] if got else {"cls": "", "cells": [""] * 5, "bg": ""}
+        check(orphan["cls"] == "anomalous" and orphan["cells"][3] == "succeeded (no start in the log)"
+              and orphan["bg"] != "rgb(231, 247, 231)",
+              "the orphan completion shows as %r, class %r, background %s" % (orphan["cells"][3], orphan["cls"],
+                                                                               orphan["bg"]))
+        # A pending step says when its deadline is.
+        visit("filter-pending", "/teams/team-code?state=pending")
+        pending = [r["cells"][3] for r in rows("table.steps")]
+        check(pending and all(re.fullmatch(r"pending, deadline (in [0-9.]+ (ms|s)|in [0-9]+ min [0-9]+ s|passed .* ago)",
+                                           p) for p in pending), "pending steps say %s" % pending)
         iso = lambda us: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(us / 1e6)) + "Z"  # noqa: E731
         got = steps_of("filter-time", "/teams/team-code?state=succeeded&from=%s&to=%s" % (
             iso(before_us), iso(after_us + 1_000_000)))
