@@ -110,6 +110,18 @@ def main():
     for expr in exprs:
         for n in sorted(metric_names(expr) - known):
             check(False, "dashboard query %r names %s, which ledgerd does not export" % (expr, n))
+    # The unknown steps lead to the ledger's own dashboard: the alert's
+    # runbook and the panels' data links.
+    rising = alerts.get("LedgerUnknownStepsRising", {}).get("annotations", {})
+    check(rising.get("runbook_url", "").endswith("/unknown") and
+          rising.get("dashboard", "").endswith("/teams/{{ $labels.team }}?state=unknown"),
+          "LedgerUnknownStepsRising links to %s" % rising)
+    urls = {link["url"] for p in dashboard["panels"] if p["title"].startswith("Unknown steps declared")
+            for link in p.get("fieldConfig", {}).get("defaults", {}).get("links", [])}
+    check(urls == {"${ledger_dashboard}/teams/${__field.labels.team}?state=unknown", "${ledger_dashboard}/unknown"},
+          "the unknown steps panel links to %s" % sorted(urls))
+    check(any(v["name"] == "ledger_dashboard" for v in dashboard["templating"]["list"]),
+          "no ledger_dashboard variable for the links")
     ids = [p["id"] for p in dashboard["panels"]]
     check(len(ids) == len(set(ids)), "dashboard panel ids repeat")
 
