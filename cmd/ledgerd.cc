@@ -633,8 +633,8 @@ absl::Status Daemon::Serve() {
                            .rpc = &server_->rpc_stats(),
                            .projections = options_.sequencer.projector != nullptr});
   if (query_ != nullptr) {
-    dashboard_ =
-        std::make_unique<ledger::ops::Dashboard>(server_->InProcessChannel(), log_.get(), gate_.get(), staging_.get());
+    dashboard_ = std::make_unique<ledger::ops::Dashboard>(server_->InProcessChannel(), log_.get(), gate_.get(),
+                                                          staging_.get(), config_.trace_url);
   }
   if (auto s = StartHttp(&ready); !s.ok()) return s;
   std::cout << ready << std::flush;

@@ -48,6 +48,9 @@ void DefinePortFlags(Flags& flags) {
   flags.Define("http-connections-per-peer", "16",
                "HTTP port: connections open at once from one peer address (more are closed at once); raise it "
                "when the port sits behind a proxy that does not keep clients' addresses");
+  flags.Define("trace-url", "",
+               "the dashboard links a step's trace id to your tracing UI: a URL with {trace_id} in it "
+               "(https://jaeger.example/trace/{trace_id}, Tempo's or Langfuse's); '' (default): no link");
   flags.Define("tlog-public", "",
                "serve the log's tiles (/tlog/tile/...) to every caller of the HTTP port, not only to auditors of "
                "every team: for a log whose entries are public",
@@ -231,6 +234,11 @@ absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
   c.http.max_per_peer = static_cast<int>(*per_peer);
   c.http.quick_paths = {"/healthz", "/readyz", "/metrics"};
   c.http.slow_suffixes = {"/pack.tar.gz"};  // the dashboard's pack downloads
+  c.trace_url = flags.Get("trace-url");
+  if (!c.trace_url.empty() && (!(c.trace_url.rfind("https://", 0) == 0 || c.trace_url.rfind("http://", 0) == 0) ||
+                               c.trace_url.find("{trace_id}") == std::string::npos)) {
+    return absl::InvalidArgumentError("--trace-url: want an http:// or https:// URL with {trace_id} in it");
+  }
   if (flags.Bool("witness-quorum-required") && flags.Get("witness-policy").empty()) {
     return absl::InvalidArgumentError("--witness-quorum-required: needs --witness-policy");
   }

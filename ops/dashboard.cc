@@ -28,8 +28,9 @@ namespace ledger::ops {
 namespace pb = evidence::ledger::v1;
 
 Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate,
-                     exporter::Staging* staging)
-    : log_(log),
+                     exporter::Staging* staging, std::string trace_url)
+    : trace_url_(std::move(trace_url)),
+      log_(log),
       gate_(gate),
       staging_(staging),
       ledger_(pb::LedgerService::NewStub(channel)),
@@ -319,7 +320,8 @@ http::HttpResponse Dashboard::Steps(const http::HttpRequest& request, const pb::
   if (!s.ok()) return page::Failed(s);
   std::vector<pb::Step> steps(resp.steps().begin(), resp.steps().end());
   std::string body =
-      absl::StrCat(page::Crumbs(team), "<h1>Steps of ", page::E(team), "</h1>", page::FilterForm(request, team));
+      absl::StrCat(page::Crumbs(team), "<h1>Steps of ", page::E(team), "</h1>", page::FilterForm(request, team),
+                   page::TimePresets(request, team, absl::ToUnixMicros(absl::Now())));
   body += steps.empty() ? "<p class=\"muted\">No step matches on this page.</p>"
                         : page::StepsTable(steps, /*team=*/false, /*run=*/true, "Steps that match, newest first");
   body += page::NextLink(request, resp.next_page_token(), steps.size());
@@ -376,6 +378,7 @@ http::HttpResponse Dashboard::Runs(const http::HttpRequest& request, const std::
   if (!s.ok()) return page::Failed(s);
   std::string body = absl::StrCat(
       page::Crumbs(team), "<h1>Runs of ", page::E(team), "</h1>", page::FilterForm(request, team),
+      page::TimePresets(request, team, absl::ToUnixMicros(absl::Now())),
       "<table class=\"runs\"><caption>Runs, newest first; a run with an unknown step in red, one with a failed "
       "step in orange</caption><thead><tr><th scope=\"col\">run</th><th scope=\"col\">workflow</th><th "
       "scope=\"col\">first entry (UTC)</th><th scope=\"col\">duration</th><th scope=\"col\">last "
@@ -462,7 +465,7 @@ http::HttpResponse Dashboard::Step(const http::HttpRequest& request, const std::
     for (int a : st.anomalies()) absl::StrAppend(&body, page::E(page::AnomalyName(a)), " ");
     body += "</p>";
   }
-  body += page::StepFacts(st);
+  body += page::StepFacts(st, trace_url_);
   if (!receipts) {
     body +=
         "<p class=\"muted\">Receipts and proofs: your role does not include reading this team's entries "

@@ -71,8 +71,10 @@ class Dashboard {
   // `channel` reaches the ledger's gRPC API with the right to read
   // everything; `log` (for the list of teams), `gate` (for the policy) and
   // `staging` (where pack downloads are held while they are sent, within
-  // its quota) MUST outlive the dashboard.
-  Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate, exporter::Staging* staging);
+  // its quota) MUST outlive the dashboard. `trace_url`, when not empty, is
+  // a URL with "{trace_id}" in it: a step's trace id links there.
+  Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log, auth::Gate* gate, exporter::Staging* staging,
+            std::string trace_url = "");
 
   // A response for a dashboard path, or nullptr-like status 404 for others.
   http::HttpResponse Handle(const http::HttpRequest& request);
@@ -100,6 +102,7 @@ class Dashboard {
   http::HttpResponse Pack(const http::HttpRequest& request, const std::string& team, const std::string& run);
   http::HttpResponse Proof(const http::HttpRequest& request, uint64_t seq);
 
+  const std::string trace_url_;
   const log::Log* const log_;
   auth::Gate* const gate_;
   exporter::Staging* const staging_;

@@ -332,15 +332,40 @@ std::string FilterForm(const http::HttpRequest& request, const std::string& team
       "<button>Search</button> <a href=\"/teams/", Seg(team), "\">clear</a></form>");
 }
 
+std::string TimePresets(const http::HttpRequest& request, const std::string& team, int64_t now_us) {
+  std::string kept;
+  for (const char* name : {"state", "anomaly", "trace", "refresh"}) {
+    if (std::string v = Param(request, name); !v.empty()) absl::StrAppend(&kept, "&amp;", name, "=", Seg(v));
+  }
+  std::string out = "<p class=\"presets\">Last: ";
+  struct Preset {
+    const char* label;
+    int64_t seconds;
+  };
+  for (Preset p : {Preset{"hour", 3600}, Preset{"day", 86400}, Preset{"week", 7 * 86400}}) {
+    const std::string from =
+        absl::FormatTime("%Y-%m-%dT%H:%M", absl::FromUnixMicros(now_us - p.seconds * 1000000), absl::UTCTimeZone());
+    absl::StrAppend(&out, p.seconds == 3600 ? "" : " · ", "<a href=\"/teams/", Seg(team), "?from=", from, kept, "\">",
+                    p.label, "</a>");
+  }
+  return out + "</p>";
+}
+
 // The facts of a step, for its page.
-std::string StepFacts(const pb::Step& st) {
+std::string StepFacts(const pb::Step& st, const std::string& trace_url) {
   std::string out = "<dl class=\"facts\">";
   auto fact = [&](const std::string& name, const std::string& value) {
     if (!value.empty()) absl::StrAppend(&out, "<dt>", name, "</dt><dd>", value, "</dd>");
   };
   fact("workflow", E(st.workflow()));
   fact("agent", E(st.agent()));
-  fact("trace id", st.trace_id().empty() ? "" : absl::StrCat("<code>", E(st.trace_id()), "</code>"));
+  std::string trace = st.trace_id().empty() ? "" : absl::StrCat("<code>", E(st.trace_id()), "</code>");
+  if (!trace.empty() && !trace_url.empty()) {
+    std::string href = trace_url;
+    href.replace(href.find("{trace_id}"), 10, Seg(st.trace_id()));
+    trace = absl::StrCat("<a href=\"", E(href), "\" rel=\"noreferrer\">", trace, "</a>");
+  }
+  fact("trace id", trace);
   if (st.has_start()) {
     fact("decision", st.decision() == pb::DECISION_DENY ? "<strong>deny</strong>" : "allow");
     fact("reason", E(st.reason()));

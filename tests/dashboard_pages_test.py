@@ -134,7 +134,8 @@ def main():
     ledgerd = subprocess.Popen(
         [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, "data"), "--listen", "127.0.0.1:0",
          "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "20", "--unknown-grace-ms", "200",
-         "--sweep-interval-ms", "50"], stdout=subprocess.PIPE, stderr=open(os.path.join(work, "ledgerd.err"), "wb"))
+         "--sweep-interval-ms", "50", "--trace-url", "https://tracing.example/trace/{trace_id}?from=ledger"],
+        stdout=subprocess.PIPE, stderr=open(os.path.join(work, "ledgerd.err"), "wb"))
     browser = None
     try:
         address = ledgerd.stdout.readline().decode().split()[-1]
@@ -278,6 +279,19 @@ def main():
                   "runs: the two pages hold %d runs, not the team's %d" % (len(first + second), len(support_runs)))
             check(browser.eval("document.querySelector('a[rel=next]')") is None, "runs: a next link on the last page")
 
+        # Time presets: the last hour, day and week, each a from= link that
+        # keeps the other filters.
+        browser.open(http + "/teams/team-support?state=failed")
+        presets = browser.eval("[...document.querySelectorAll('p.presets a')].map(a => [a.textContent, "
+                               "a.getAttribute('href')])")
+        check([p[0] for p in presets] == ["hour", "day", "week"] and
+              all(re.fullmatch(r"/teams/team-support\?from=20[0-9-]{8}T[0-9]{2}:[0-9]{2}&state=failed", p[1])
+                  for p in presets), "presets: %s" % presets)
+        if presets:
+            browser.open(http + presets[0][1])
+            hour = rows("table.steps")
+            check(hour and all(r["cls"] == "failed" for r in hour), "the last hour's failed steps: %d rows" % len(hour))
+
         # Filters.
         def steps_of(name, path):
             visit(name, path)
@@ -348,6 +362,9 @@ def main():
               "tool call: %s" % tool["cells"])
         check(browser.eval("!!document.querySelector('dl.facts')?.textContent.includes('%s')" % TRACE),
               "step page: no trace id")
+        # The trace id links to the tracing UI through --trace-url.
+        href = browser.eval("document.querySelector('dl.facts a[rel=noreferrer]')?.getAttribute('href') || ''")
+        check(href == "https://tracing.example/trace/%s?from=ledger" % TRACE, "step page: the trace links to %r" % href)
 
         # The run page's timeline.
         f = visit("run", "/teams/team-code/runs/run-timeline")

@@ -87,9 +87,13 @@ absl::StatusOr<int64_t> TimeParam(const http::HttpRequest& request, const std::s
 
 // The filter form of a team's page, filled in with the request's values.
 std::string FilterForm(const http::HttpRequest& request, const std::string& team);
+// Links to the team's page over the last hour, day and week (UTC, from
+// `now_us`), keeping the request's other filters.
+std::string TimePresets(const http::HttpRequest& request, const std::string& team, int64_t now_us);
 
 // The facts of a step, for its page.
-std::string StepFacts(const pb::Step& st);
+// `trace_url` ("" or a URL with "{trace_id}"): where its trace id links.
+std::string StepFacts(const pb::Step& st, const std::string& trace_url);
 
 // One receipt as a row of the step's calls table.
 std::string ReceiptRow(const pb::Entry& entry);
