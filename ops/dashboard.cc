@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -472,30 +473,61 @@ http::HttpResponse Dashboard::Step(const http::HttpRequest& request, const std::
         "(auditor).</p>";
     return page::Html(200, step, body);
   }
-  // One page of receipts, read in one call.
+  // The receipts' filters: a kind, a decision.
+  const std::string kind = page::Param(request, "kind"), decision = page::Param(request, "decision");
+  static const std::vector<std::string> kKinds = {"agent_start", "agent_exec", "model_call", "tool_call",
+                                                  "step_unknown"};
+  static const std::vector<std::string> kDecisions = {"allow", "deny"};
+  if (!kind.empty() && std::find(kKinds.begin(), kKinds.end(), kind) == kKinds.end()) {
+    return page::BadRequest(absl::InvalidArgumentError(absl::StrCat("kind: one of ", absl::StrJoin(kKinds, ", "))));
+  }
+  if (!decision.empty() && std::find(kDecisions.begin(), kDecisions.end(), decision) == kDecisions.end()) {
+    return page::BadRequest(absl::InvalidArgumentError("decision: allow or deny"));
+  }
+  const bool filtered = !kind.empty() || !decision.empty();
+  // Unfiltered, one page of receipts read in one call; filtered, the
+  // step's first kMaxFilteredReceipts read and those that match paged.
+  auto read = [&](int64_t from, int64_t to, std::vector<pb::Entry>* out) -> grpc::Status {
+    pb::GetEntriesRequest ereq;
+    for (int64_t i = from; i < to; ++i) ereq.add_seqs(st.seqs(static_cast<int>(i)));
+    if (ereq.seqs_size() == 0) return grpc::Status::OK;
+    auto ectx = Context(request);
+    auto reader = ledger_->GetEntries(ectx.get(), ereq);
+    for (pb::Entry entry; reader->Read(&entry);) {
+      if (!filtered || page::ReceiptMatches(entry, kind, decision)) out->push_back(std::move(entry));
+    }
+    return reader->Finish();
+  };
+  std::vector<pb::Entry> entries;
   int64_t total = st.seqs_size();
+  const bool cut = filtered && total > kMaxFilteredReceipts;
+  if (filtered) {
+    if (grpc::Status es = read(0, std::min<int64_t>(total, kMaxFilteredReceipts), &entries); !es.ok()) {
+      return page::Failed(es);
+    }
+    total = static_cast<int64_t>(entries.size());
+  }
   int64_t pages = std::max<int64_t>(1, (total + kStepPageSize - 1) / kStepPageSize);
   if (page > pages) {
     return http::Text(404, absl::StrCat("page: beyond the last page (", pages, ")\n"));
   }
   int64_t first = (page - 1) * kStepPageSize, last = std::min(total, first + kStepPageSize);
-  pb::GetEntriesRequest ereq;
-  for (int64_t i = first; i < last; ++i) ereq.add_seqs(st.seqs(static_cast<int>(i)));
-  std::vector<pb::Entry> entries;
-  if (ereq.seqs_size() > 0) {
-    auto ectx = Context(request);
-    auto reader = ledger_->GetEntries(ectx.get(), ereq);
-    for (pb::Entry entry; reader->Read(&entry);) entries.push_back(std::move(entry));
-    grpc::Status es = reader->Finish();
-    if (!es.ok()) return page::Failed(es);
+  if (filtered) {
+    entries = std::vector<pb::Entry>(entries.begin() + first, entries.begin() + last);
+  } else if (grpc::Status es = read(first, last, &entries); !es.ok()) {
+    return page::Failed(es);
   }
   std::string link = absl::StrCat("/teams/", page::Seg(team), "/runs/", page::Seg(run), "/steps/", page::Seg(step),
-                                  "?attempt=", st.attempt(), "&amp;page=");
-  std::string nav = absl::StrCat(
-      "<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">Receipts ", total == 0 ? 0 : first + 1, "–", last,
-      " of ", total, page > 1 ? absl::StrCat(" · <a href=\"", link, page - 1, "\">previous</a>") : "",
-      page < pages ? absl::StrCat(" · <a href=\"", link, page + 1, "\">next</a>") : "", "</p></nav>");
-  absl::StrAppend(&body, "<h2>Receipts and calls</h2>", nav,
+                                  "?attempt=", st.attempt(), kind.empty() ? "" : "&amp;kind=", kind,
+                                  decision.empty() ? "" : "&amp;decision=", decision, "&amp;page=");
+  std::string nav =
+      absl::StrCat("<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">Receipts ", total == 0 ? 0 : first + 1,
+                   "–", last, " of ", total, filtered ? " that match" : "",
+                   cut ? absl::StrCat(" (among the step's first ", kMaxFilteredReceipts, ")") : "",
+                   page > 1 ? absl::StrCat(" · <a href=\"", link, page - 1, "\">previous</a>") : "",
+                   page < pages ? absl::StrCat(" · <a href=\"", link, page + 1, "\">next</a>") : "", "</p></nav>");
+  absl::StrAppend(&body, "<h2>Receipts and calls</h2>",
+                  page::ReceiptFilterForm(request, team, run, step, st.attempt(), kKinds, kDecisions), nav,
                   "<table class=\"calls\"><caption>The step's receipts in log order; denied calls stand out"
                   "</caption><thead><tr><th scope=\"col\">seq</th><th scope=\"col\">logged (UTC)</th><th "
                   "scope=\"col\">kind</th><th scope=\"col\">model / tool</th><th scope=\"col\">route / target</th>"

@@ -18,6 +18,7 @@
 //                                         (unknown ones stand out), the evidence
 //                                         pack's download link
 //   /teams/T/runs/R/steps/S?attempt=N     a step: its times, costs and decision,
+//     [&kind=K][&decision=D]
 //                                         and its receipts (the calls: model or
 //                                         tool, target, tokens, cost, decision and
 //                                         reason; denials stand out), each with a
@@ -65,6 +66,8 @@ namespace ledger::ops {
 
 inline constexpr int kStepPageSize = 100;
 inline constexpr int kListPageSize = 50;
+// A step's receipts filtered by kind or decision: among its first this many.
+inline constexpr int64_t kMaxFilteredReceipts = 10000;
 
 class Dashboard {
  public:

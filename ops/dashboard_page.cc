@@ -388,6 +388,31 @@ std::string StepFacts(const pb::Step& st, const std::string& trace_url) {
   return out + "</dl>";
 }
 
+bool ReceiptMatches(const pb::Entry& entry, const std::string& kind, const std::string& decision) {
+  nlohmann::json leaf = nlohmann::json::parse(entry.leaf(), nullptr, false);
+  if (leaf.is_discarded() || !leaf.contains("receipt") || !leaf["receipt"].is_object()) return false;
+  const nlohmann::json& rc = leaf["receipt"];
+  auto str = [&](const char* k) { return rc.contains(k) && rc[k].is_string() ? rc[k].get<std::string>() : ""; };
+  return (kind.empty() || str("kind") == kind) && (decision.empty() || str("decision") == decision);
+}
+
+std::string ReceiptFilterForm(const http::HttpRequest& request, const std::string& team, const std::string& run,
+                              const std::string& step, int64_t attempt, const std::vector<std::string>& kinds,
+                              const std::vector<std::string>& decisions) {
+  auto select = [&](const char* name, const char* label, const std::vector<std::string>& options) {
+    std::string out = absl::StrCat("<label>", label, " <select name=\"", name, "\"><option value=\"\">any</option>");
+    for (const std::string& o : options) {
+      absl::StrAppend(&out, "<option", Param(request, name) == o ? " selected" : "", ">", o, "</option>");
+    }
+    return out + "</select></label>";
+  };
+  const std::string action = absl::StrCat("/teams/", Seg(team), "/runs/", Seg(run), "/steps/", Seg(step));
+  return absl::StrCat("<form class=\"filters\" action=\"", action, "\" method=\"get\" role=\"search\">",
+                      "<input type=\"hidden\" name=\"attempt\" value=\"", attempt, "\">", select("kind", "Kind", kinds),
+                      select("decision", "Decision", decisions), "<button>Filter</button> <a href=\"", action,
+                      "?attempt=", attempt, "\">clear</a></form>");
+}
+
 // One receipt as a row of the step's calls table.
 std::string ReceiptRow(const pb::Entry& entry) {
   nlohmann::json leaf = nlohmann::json::parse(entry.leaf(), nullptr, false);

@@ -362,6 +362,21 @@ def main():
               "tool call: %s" % tool["cells"])
         check(browser.eval("!!document.querySelector('dl.facts')?.textContent.includes('%s')" % TRACE),
               "step page: no trace id")
+        # The step's receipts filtered by kind and decision, the form kept
+        # filled in; a kind that is none is a 400 naming the field.
+        visit("step-filtered", "/teams/team-code/runs/run-timeline/steps/step-b?attempt=1&kind=model_call"
+              "&decision=deny")
+        ids = [r["cells"][9] for r in rows("table.calls")]
+        check(ids == ["timeline.step-b.model_call.1"], "kind=model_call&decision=deny: %s" % ids)
+        check(browser.eval("document.querySelector('select[name=kind]').value") == "model_call",
+              "the receipts' filter form does not keep its kind")
+        visit("step-kind", "/teams/team-code/runs/run-timeline/steps/step-b?attempt=1&kind=model_call")
+        ids = sorted(r["cells"][9] for r in rows("table.calls"))
+        check(ids == ["timeline.step-b.model_call.0", "timeline.step-b.model_call.1"], "kind=model_call: %s" % ids)
+        status, _, body = get(http + "/teams/team-code/runs/run-timeline/steps/step-b?attempt=1&kind=model")
+        check(status == 400 and "kind: one of agent_start, agent_exec, model_call, tool_call, step_unknown" in body,
+              "kind=model: %d %s" % (status, body[:200]))
+        visit("step", "/teams/team-code/runs/run-timeline/steps/step-b?attempt=1")
         # The trace id links to the tracing UI through --trace-url.
         href = browser.eval("document.querySelector('dl.facts a[rel=noreferrer]')?.getAttribute('href') || ''")
         check(href == "https://tracing.example/trace/%s?from=ledger" % TRACE, "step page: the trace links to %r" % href)

@@ -92,6 +92,12 @@ std::string FilterForm(const http::HttpRequest& request, const std::string& team
 std::string TimePresets(const http::HttpRequest& request, const std::string& team, int64_t now_us);
 
 // The facts of a step, for its page.
+// Whether a receipt's entry is of `kind` and `decision` (each "" for any).
+bool ReceiptMatches(const pb::Entry& entry, const std::string& kind, const std::string& decision);
+// The form that filters a step's receipts by kind and decision.
+std::string ReceiptFilterForm(const http::HttpRequest& request, const std::string& team, const std::string& run,
+                              const std::string& step, int64_t attempt, const std::vector<std::string>& kinds,
+                              const std::vector<std::string>& decisions);
 // `trace_url` ("" or a URL with "{trace_id}"): where its trace id links.
 std::string StepFacts(const pb::Step& st, const std::string& trace_url);
 
