@@ -8,6 +8,9 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -431,7 +434,32 @@ http::HttpResponse Dashboard::Run(const http::HttpRequest& request, const std::s
   s = query_->ListSteps(sctx.get(), sreq, &listed);
   if (!s.ok()) return page::Failed(s);
   std::vector<pb::Step> steps(listed.steps().begin(), listed.steps().end());
-  absl::StrAppend(&body, "<h2>Steps</h2>", StepTimeline(steps, page::StepHref),
+  // The calls of the steps shown, for the timeline's ticks: read with the
+  // receipts (auditors), at most kMaxTimelineCalls entries.
+  std::map<std::pair<std::string, int64_t>, std::vector<TimelineCall>> calls;
+  if (Allowed(request.identity, auth::Action::kReadEntries, team).ok()) {
+    std::set<uint64_t> seqs;  // GetEntries wants them ascending, each once
+    for (const pb::Step& st : steps) seqs.insert(st.seqs().begin(), st.seqs().end());
+    pb::GetEntriesRequest ereq;
+    for (uint64_t seq : seqs) {
+      if (ereq.seqs_size() == kMaxTimelineCalls) break;
+      ereq.add_seqs(seq);
+    }
+    if (ereq.seqs_size() > 0) {
+      auto ectx = Context(request);
+      auto reader = ledger_->GetEntries(ectx.get(), ereq);
+      for (pb::Entry entry; reader->Read(&entry);) {
+        std::optional<page::Call> call = page::CallOf(entry);
+        if (call) calls[{call->step_id, call->attempt}].push_back(std::move(call->shown));
+      }
+      if (grpc::Status es = reader->Finish(); !es.ok()) return page::Failed(es);
+    }
+  }
+  auto calls_of = [&](const pb::Step& st) {
+    auto found = calls.find({st.step_id(), st.attempt()});
+    return found == calls.end() ? std::vector<TimelineCall>() : found->second;
+  };
+  absl::StrAppend(&body, "<h2>Steps</h2>", StepTimeline(steps, page::StepHref, calls_of),
                   page::StepsTable(steps, /*team=*/false, /*run=*/false, "Steps, newest first"),
                   page::NextLink(request, listed.next_page_token(), steps.size()));
   absl::StrAppend(&body,

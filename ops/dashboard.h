@@ -68,6 +68,9 @@ inline constexpr int kStepPageSize = 100;
 inline constexpr int kListPageSize = 50;
 // A step's receipts filtered by kind or decision: among its first this many.
 inline constexpr int64_t kMaxFilteredReceipts = 10000;
+// A run page's timeline ticks the calls among its steps' first this many
+// entries.
+inline constexpr int kMaxTimelineCalls = 5000;
 
 class Dashboard {
  public:

@@ -40,7 +40,10 @@ constexpr char kStyle[] =
     ".tl-bar{position:absolute;top:.15em;height:.8em;min-width:3px;border:1px solid #333;box-sizing:border-box}"
     ".tl-bar.succeeded{background:#3a8a3a}.tl-bar.failed{background:#d9822b}.tl-bar.unknown{background:#c62828}"
     ".tl-bar.pending{background:#9a9a9a}.tl-mark{position:absolute;top:.1em;width:.8em;height:.8em;"
-    "transform:translateX(-50%) rotate(45deg);background:#b35900;border:1px solid #333}";
+    "transform:translateX(-50%) rotate(45deg);background:#b35900;border:1px solid #333}"
+    ".tl-deadline{position:absolute;top:-.1em;height:1.3em;width:0;border-left:2px dashed #7a0000}"
+    ".tl-call{position:absolute;top:.3em;height:.5em;width:2px;background:#fff;transform:translateX(-50%)}"
+    ".tl-call.denied{background:#b00000;width:4px;height:.9em;top:.1em}";
 
 }  // namespace
 
@@ -386,6 +389,22 @@ std::string StepFacts(const pb::Step& st, const std::string& trace_url) {
        absl::StrCat(text::Dollars(st.cost_reserved_micros()), " / ", text::Dollars(st.actual_cost_micros()), " / ",
                     text::Dollars(st.charged_cost_micros())));
   return out + "</dl>";
+}
+
+std::optional<Call> CallOf(const pb::Entry& entry) {
+  nlohmann::json leaf = nlohmann::json::parse(entry.leaf(), nullptr, false);
+  if (leaf.is_discarded() || !leaf.contains("receipt") || !leaf["receipt"].is_object()) return std::nullopt;
+  const nlohmann::json& rc = leaf["receipt"];
+  auto str = [&](const char* k) { return rc.contains(k) && rc[k].is_string() ? rc[k].get<std::string>() : ""; };
+  const std::string kind = str("kind");
+  if (kind != "model_call" && kind != "tool_call") return std::nullopt;
+  Call c;
+  c.step_id = str("step_id");
+  c.attempt = rc.contains("attempt") && rc["attempt"].is_number_integer() ? rc["attempt"].get<int64_t>() : 1;
+  c.shown.at_us = leaf.value("logged_at_us", int64_t{0});
+  c.shown.denied = str("decision") == "deny";
+  c.shown.what = absl::StrCat(kind, " ", kind == "model_call" ? str("model") : str("tool"), ": ", str("decision"));
+  return c;
 }
 
 bool ReceiptMatches(const pb::Entry& entry, const std::string& kind, const std::string& decision) {

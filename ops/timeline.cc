@@ -67,20 +67,28 @@ std::string Duration(int64_t us) {
 }
 
 std::string StepTimeline(const std::vector<pb::Step>& steps,
-                         const std::function<std::string(const pb::Step&)>& step_href) {
+                         const std::function<std::string(const pb::Step&)>& step_href,
+                         const std::function<std::vector<TimelineCall>(const pb::Step&)>& calls_of) {
   if (steps.empty()) return "";
   std::vector<Span> spans;
   for (const pb::Step& s : steps) spans.push_back(SpanOf(s));
-  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    return a.from != b.from ? a.from < b.from : a.step->step_id() < b.step->step_id();
-  });
+  // The axis: every step's span, and the deadline of those still waiting
+  // for a completion or declared unknown.
   int64_t lo = spans.front().from, hi = lo;
-  for (const Span& s : spans) hi = std::max(hi, s.to);
+  for (const Span& s : spans) {
+    lo = std::min(lo, s.from);
+    hi = std::max(hi, s.to);
+    const pb::StepState state = s.step->state();
+    if ((state == pb::STEP_STATE_PENDING || state == pb::STEP_STATE_UNKNOWN) && s.step->timeout_at_us() > 0) {
+      hi = std::max(hi, s.step->timeout_at_us());
+    }
+  }
   const double width = static_cast<double>(std::max<int64_t>(hi - lo, 1));
   auto at = [&](int64_t t) { return 100.0 * static_cast<double>(t - lo) / width; };
   std::string out = absl::StrCat(
       "<figure class=\"timeline\" aria-labelledby=\"timeline-caption\"><figcaption id=\"timeline-caption\">Step "
-      "timeline, in the order the steps began (UTC; from ",
+      "timeline, in the table's order: each step's bar, its calls as ticks (denied in red), its deadline a line (UTC; "
+      "from ",
       IsoTime(lo), " to ", IsoTime(hi), ", ", Duration(hi - lo), ")</figcaption>");
   // The axis: five ticks, labels anchored inside the track.
   out += "<div class=\"tl-row tl-axis\" aria-hidden=\"true\"><span class=\"tl-label\"></span><span class=\"tl-track\">";
@@ -110,6 +118,20 @@ std::string StepTimeline(const std::vector<pb::Step>& steps,
       absl::StrAppend(&out, "<span class=\"tl-bar ", state, "\" role=\"img\" aria-label=\"", html::HtmlEscape(what),
                       "\" title=\"", html::HtmlEscape(what), "\" style=\"left:", Percent(at(s.from)),
                       ";width:", Percent(at(s.to) - at(s.from)), "\"></span>");
+    }
+    const int64_t deadline = st.timeout_at_us();
+    if (!s.mark && deadline > 0 && deadline >= lo && deadline <= hi) {
+      std::string due = absl::StrCat(name, ": deadline ", IsoTime(deadline));
+      absl::StrAppend(&out, "<span class=\"tl-deadline\" role=\"img\" aria-label=\"", html::HtmlEscape(due),
+                      "\" title=\"", html::HtmlEscape(due), "\" style=\"left:", Percent(at(deadline)), "\"></span>");
+    }
+    if (calls_of) {
+      for (const TimelineCall& c : calls_of(st)) {
+        std::string what = absl::StrCat(name, ": ", c.what, " at ", IsoTime(c.at_us));
+        absl::StrAppend(&out, "<span class=\"tl-call", c.denied ? " denied" : "", "\" role=\"img\" aria-label=\"",
+                        html::HtmlEscape(what), "\" title=\"", html::HtmlEscape(what),
+                        "\" style=\"left:", Percent(at(c.at_us)), "\"></span>");
+      }
     }
     out += "</span></div>";
   }

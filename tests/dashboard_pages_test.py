@@ -21,7 +21,9 @@ BUILD_DIR/tests/artifacts/dashboard/:
     a bad filter is 400 naming the field; an unknown team is 404;
   - the step page shows each call's model, route, tokens, cost, decision
     and reason, with the denial standing out;
-  - the run page's timeline lists steps in the order they began, labels
+  - the run page's timeline lists steps in the table's order (newest
+    first), each call a tick inside its step's bar (the denied one red),
+    the unknown step's deadline a line; labels
     never cover a bar, the denied step is a mark, not a bar, and the page
     is no wider than the window;
   - a run id written as HTML stays text in every link the page writes;
@@ -107,9 +109,13 @@ FACTS_JS = r"""(() => {
   const box = e => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
   const rows = [...document.querySelectorAll('.timeline .tl-row:not(.tl-axis)')].map(row => {
     const shape = row.querySelector('.tl-bar, .tl-mark');
+    const deadline = row.querySelector('.tl-deadline');
     return {label: row.querySelector('.tl-label').textContent, labelBox: box(row.querySelector('.tl-label')),
             kind: shape.classList.contains('tl-mark') ? 'mark' : 'bar', state: shape.classList[1],
-            box: box(shape), aria: shape.getAttribute('aria-label')};
+            box: box(shape), aria: shape.getAttribute('aria-label'),
+            calls: [...row.querySelectorAll('.tl-call')].map(c => ({denied: c.classList.contains('denied'),
+                                                                      box: box(c), aria: c.getAttribute('aria-label')})),
+            deadline: deadline ? box(deadline) : null};
   });
   return {low, tables, rows, scripts: document.scripts.length,
           foreign: performance.getEntriesByType('resource').map(e => e.name)
@@ -384,10 +390,23 @@ def main():
         # The run page's timeline.
         f = visit("run", "/teams/team-code/runs/run-timeline")
         tl = f["rows"]
-        check([r["label"] for r in tl] == ["step-a", "step-b", "step-c", "step-d"],
-              "timeline order: %s" % [r["label"] for r in tl])
+        # The table's order, newest first, bar for row.
+        table_order = [r["cells"][0] for r in rows("table.steps")]
+        check([r["label"] for r in tl] == ["step-d", "step-c", "step-b", "step-a"] == table_order,
+              "timeline order: %s, table order: %s" % ([r["label"] for r in tl], table_order))
         lefts = [r["box"]["l"] for r in tl]
-        check(lefts == sorted(lefts), "timeline: bars not in chronological order: %s" % lefts)
+        check(lefts == sorted(lefts, reverse=True), "timeline: bars not newest first: %s" % lefts)
+        # The calls inside their step's bar, the denied one in red; the
+        # unknown step's deadline a line inside the axis, before its end.
+        by_label = {r["label"]: r for r in tl}
+        b = by_label.get("step-b", {"calls": [], "box": {"l": 0, "r": 0}})
+        check(len(b["calls"]) == 3 and sum(c["denied"] for c in b["calls"]) == 1,
+              "step-b's calls on the timeline: %s" % b["calls"])
+        check(all(b["box"]["l"] - 3 <= c["box"]["l"] and c["box"]["r"] <= b["box"]["r"] + 3 for c in b["calls"]),
+              "step-b's calls fall outside its bar: %s, bar %s" % ([c["box"] for c in b["calls"]], b["box"]))
+        d = by_label.get("step-d", {"deadline": None, "box": {"l": 0, "r": 0}})
+        check(d["deadline"] is not None and d["box"]["l"] < d["deadline"]["l"] < d["box"]["r"],
+              "step-d's deadline line: %s, bar %s" % (d["deadline"], d["box"]))
         kinds = {r["label"]: (r["kind"], r["state"]) for r in tl}
         check(kinds.get("step-c") == ("mark", "denied"), "denied step: %s" % (kinds.get("step-c"),))
         check(kinds.get("step-d") == ("bar", "unknown"), "unknown step: %s" % (kinds.get("step-d"),))

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "ledger_service.grpc.pb.h"
 #include "query.grpc.pb.h"
+#include "ops/internal/timeline.h"
 #include "util/http/message.h"
 
 namespace ledger::ops::page {
@@ -92,6 +94,14 @@ std::string FilterForm(const http::HttpRequest& request, const std::string& team
 std::string TimePresets(const http::HttpRequest& request, const std::string& team, int64_t now_us);
 
 // The facts of a step, for its page.
+// A model or tool call's entry, for a run's timeline: its step and how it
+// is shown; nullopt for any other entry.
+struct Call {
+  std::string step_id;
+  int64_t attempt = 1;
+  TimelineCall shown;
+};
+std::optional<Call> CallOf(const pb::Entry& entry);
 // Whether a receipt's entry is of `kind` and `decision` (each "" for any).
 bool ReceiptMatches(const pb::Entry& entry, const std::string& kind, const std::string& decision);
 // The form that filters a step's receipts by kind and decision.

@@ -18,12 +18,25 @@
 
 namespace ledger::ops {
 
-// The HTML of the timeline of `steps` (any order), each label linking to
-// `step_href(step)`; "" when there are no steps. Bar positions are
+// A call of a step, as its timeline shows it: a tick inside the step's bar.
+struct TimelineCall {
+  int64_t at_us = 0;  // logged_at_us
+  std::string what;   // "model_call demo-claude: allow"
+  bool denied = false;
+};
+
+// The HTML of the timeline of `steps` as a waterfall, in the order given
+// (the table's beside it), each label linking to `step_href(step)`: a bar
+// from the step's start to its completion or unknown declaration (a
+// denied step a mark), a line at its deadline when that falls inside the
+// axis (always for a pending or unknown step), and a tick for each of its
+// calls, from `calls_of(step)`; "" when there are no steps. Positions are
 // percentages of the axis, in inline styles (the dashboard's CSP allows
 // inline styles, no scripts).
-std::string StepTimeline(const std::vector<evidence::ledger::v1::Step>& steps,
-                         const std::function<std::string(const evidence::ledger::v1::Step&)>& step_href);
+std::string StepTimeline(
+    const std::vector<evidence::ledger::v1::Step>& steps,
+    const std::function<std::string(const evidence::ledger::v1::Step&)>& step_href,
+    const std::function<std::vector<TimelineCall>(const evidence::ledger::v1::Step&)>& calls_of = nullptr);
 
 // "2026-01-01T12:00:05Z": microseconds since the epoch, in UTC.
 std::string IsoTime(int64_t us);
