@@ -368,6 +368,20 @@ http::HttpResponse Dashboard::FindReceipt(const http::HttpRequest& request, cons
   return r;
 }
 
+std::string Dashboard::History(const http::HttpRequest& request, const std::string& team) {
+  // The last 14 days, a bucket a day, from midnight UTC.
+  constexpr int64_t kDay = int64_t{86400} * 1000000;
+  const int64_t today = absl::ToUnixMicros(absl::Now()) / kDay * kDay;
+  pb::GetTeamSummaryRequest req;
+  req.set_team(team);
+  req.set_history_from_us(today - 13 * kDay);
+  req.set_bucket_us(kDay);
+  pb::TeamSummary sum;
+  auto ctx = Context(request);
+  if (!query_->GetTeamSummary(ctx.get(), req, &sum).ok()) return "";  // the runs below still show
+  return page::HistoryCharts(sum);
+}
+
 http::HttpResponse Dashboard::Runs(const http::HttpRequest& request, const std::string& team, int64_t from_us,
                                    int64_t to_us) {
   pb::ListRunsRequest req;
@@ -382,7 +396,7 @@ http::HttpResponse Dashboard::Runs(const http::HttpRequest& request, const std::
   if (!s.ok()) return page::Failed(s);
   std::string body = absl::StrCat(
       page::Crumbs(team), "<h1>Runs of ", page::E(team), "</h1>", page::FilterForm(request, team),
-      page::TimePresets(request, team, absl::ToUnixMicros(absl::Now())),
+      page::TimePresets(request, team, absl::ToUnixMicros(absl::Now())), History(request, team),
       "<table class=\"runs\"><caption>Runs, newest first; a run with an unknown step in red, one with a failed "
       "step in orange</caption><thead><tr><th scope=\"col\">run</th><th scope=\"col\">workflow</th><th "
       "scope=\"col\">first entry (UTC)</th><th scope=\"col\">duration</th><th scope=\"col\">last "

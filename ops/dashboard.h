@@ -96,6 +96,8 @@ class Dashboard {
   http::HttpResponse Teams(const http::HttpRequest& request);
   http::HttpResponse Unknown(const http::HttpRequest& request);
   http::HttpResponse Team(const http::HttpRequest& request, const std::string& team);
+  // A team's last 14 days as charts (GetTeamSummary's history), or "".
+  std::string History(const http::HttpRequest& request, const std::string& team);
   http::HttpResponse Runs(const http::HttpRequest& request, const std::string& team, int64_t from_us, int64_t to_us);
   http::HttpResponse Steps(const http::HttpRequest& request, const evidence::ledger::v1::StepFilter& filter);
   http::HttpResponse FindReceipt(const http::HttpRequest& request, const std::string& team,

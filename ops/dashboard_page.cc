@@ -1,10 +1,12 @@
 #include "ops/internal/dashboard_page.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
@@ -41,6 +43,7 @@ constexpr char kStyle[] =
     ".tl-bar.succeeded{background:#3a8a3a}.tl-bar.failed{background:#d9822b}.tl-bar.unknown{background:#c62828}"
     ".tl-bar.pending{background:#9a9a9a}.tl-mark{position:absolute;top:.1em;width:.8em;height:.8em;"
     "transform:translateX(-50%) rotate(45deg);background:#b35900;border:1px solid #333}"
+    ".charts{display:flex;flex-wrap:wrap;gap:1em}figure.chart{margin:0}figure.chart figcaption{font-weight:bold}"
     ".tl-deadline{position:absolute;top:-.1em;height:1.3em;width:0;border-left:2px dashed #7a0000}"
     ".tl-call{position:absolute;top:.3em;height:.5em;width:2px;background:#fff;transform:translateX(-50%)}"
     ".tl-call.denied{background:#b00000;width:4px;height:.9em;top:.1em}";
@@ -389,6 +392,87 @@ std::string StepFacts(const pb::Step& st, const std::string& trace_url) {
        absl::StrCat(text::Dollars(st.cost_reserved_micros()), " / ", text::Dollars(st.actual_cost_micros()), " / ",
                     text::Dollars(st.charged_cost_micros())));
   return out + "</dl>";
+}
+
+namespace {
+
+// One SVG bar chart: a bar (or two stacked series) a bucket, a label under
+// the first, middle and last; each bar's values in its <title>.
+struct Series {
+  const char* name;
+  const char* color;
+  std::function<int64_t(const pb::TeamBucket&)> value;
+  std::function<std::string(int64_t)> shown;
+};
+
+std::string BarChart(const pb::TeamSummary& summary, const std::string& title, const std::vector<Series>& series) {
+  const auto& buckets = summary.history();
+  constexpr int kWidth = 560, kHeight = 140, kTop = 10, kBottom = 24;
+  int64_t max = 0;
+  for (const pb::TeamBucket& b : buckets) {
+    int64_t sum = 0;
+    for (const Series& s : series) sum += s.value(b);
+    max = std::max(max, sum);
+  }
+  const double slot = buckets.empty() ? kWidth : static_cast<double>(kWidth) / buckets.size();
+  const double scale = max == 0 ? 0 : static_cast<double>(kHeight - kTop - kBottom) / static_cast<double>(max);
+  std::string legend;
+  for (const Series& s : series) {
+    absl::StrAppend(&legend, legend.empty() ? "" : ", ", s.name);
+  }
+  std::string out = absl::StrCat("<figure class=\"chart\"><figcaption>", E(title), "</figcaption><svg class=\"chart\" ",
+                                 "role=\"img\" aria-label=\"", E(title), "\" width=\"", kWidth, "\" height=\"", kHeight,
+                                 "\" viewBox=\"0 0 ", kWidth, " ", kHeight, "\">");
+  absl::StrAppend(&out, "<line x1=\"0\" y1=\"", kHeight - kBottom, "\" x2=\"", kWidth, "\" y2=\"", kHeight - kBottom,
+                  "\" stroke=\"#595959\"/>");
+  for (int i = 0; i < buckets.size(); ++i) {
+    const pb::TeamBucket& b = buckets[i];
+    const std::string day = IsoTime(b.from_us()).substr(0, 10);
+    std::string tip = day;
+    for (const Series& s : series) absl::StrAppend(&tip, ", ", s.name, " ", s.shown(s.value(b)));
+    absl::StrAppend(&out, "<g class=\"bucket\" data-day=\"", day, "\"");
+    for (const Series& s : series) absl::StrAppend(&out, " data-", s.name, "=\"", s.value(b), "\"");
+    absl::StrAppend(&out, "><title>", E(tip), "</title>");
+    double y = kHeight - kBottom;
+    for (const Series& s : series) {
+      const double h = static_cast<double>(s.value(b)) * scale;
+      if (h <= 0) continue;
+      y -= h;
+      absl::StrAppend(&out, "<rect x=\"", absl::StrFormat("%.1f", i * slot + slot * 0.15), "\" y=\"",
+                      absl::StrFormat("%.1f", y), "\" width=\"", absl::StrFormat("%.1f", slot * 0.7), "\" height=\"",
+                      absl::StrFormat("%.1f", h), "\" fill=\"", s.color, "\"/>");
+    }
+    if (i == 0 || i == buckets.size() - 1 || i == buckets.size() / 2) {
+      absl::StrAppend(&out, "<text x=\"", absl::StrFormat("%.1f", i * slot + slot / 2), "\" y=\"", kHeight - 6,
+                      "\" font-size=\"11\" text-anchor=\"",
+                      i == 0                    ? "start"
+                      : i == buckets.size() - 1 ? "end"
+                                                : "middle",
+                      "\" fill=\"#3d3d3d\">", day.substr(5), "</text>");
+    }
+    out += "</g>";
+  }
+  absl::StrAppend(&out, "<text x=\"", kWidth, "\" y=\"", kTop,
+                  "\" font-size=\"11\" text-anchor=\"end\" "
+                  "fill=\"#3d3d3d\">max ",
+                  E(series.size() == 1 ? series[0].shown(max) : absl::StrCat(max)), "</text></svg></figure>");
+  return out;
+}
+
+}  // namespace
+
+std::string HistoryCharts(const pb::TeamSummary& summary) {
+  if (summary.history().empty()) return "";
+  auto count = [](int64_t n) { return absl::StrCat(n); };
+  return absl::StrCat(
+      "<div class=\"charts\">",
+      BarChart(summary, "Unknown (red) and failed (orange) steps, by the day they began (UTC)",
+               {Series{"unknown", "#c62828", [](const pb::TeamBucket& b) { return b.steps_unknown(); }, count},
+                Series{"failed", "#d9822b", [](const pb::TeamBucket& b) { return b.steps_failed(); }, count}}),
+      BarChart(summary, "Cost charged, by the day its runs began (UTC)",
+               {Series{"charged", "#1a5fb4", [](const pb::TeamBucket& b) { return b.charged_cost_micros(); },
+                       [](int64_t micros) { return text::Dollars(micros); }}}),
+      "</div>");
 }
 
 std::optional<Call> CallOf(const pb::Entry& entry) {

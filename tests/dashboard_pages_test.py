@@ -275,6 +275,19 @@ def main():
             check(c[4].endswith(" ago") and re.fullmatch(r"\$[0-9]+\.[0-9]{6}", c[11]) is not None,
                   "runs: %s last active %r, charged %r" % (c[0], c[4], c[11]))
         check(any(r["cls"] == "failed" for r in runs_rows), "runs: no run with a failed step stands out")
+        # Two charts of the last 14 days, a bar a day: today's unknown and
+        # failed steps are the home page's counts (every step began today).
+        charts = browser.eval("[...document.querySelectorAll('svg.chart')].map(svg => [...svg.querySelectorAll("
+                              "'g.bucket')].map(g => Object.assign({}, g.dataset)))")
+        check(len(charts) == 2 and all(len(c) == 14 for c in charts), "runs: charts %s" % [len(c) for c in charts])
+        if len(charts) == 2 and charts[0]:
+            today = charts[0][-1]
+            sup = home.get("team-support", {"cells": ["", "0", "0"]})["cells"]
+            check((today.get("unknown"), today.get("failed")) == (sup[1], sup[2]),
+                  "runs: today's bar holds %s, the home page %s unknown and %s failed" % (today, sup[1], sup[2]))
+            check(all(b.get("unknown") == "0" and b.get("failed") == "0" for b in charts[0][:-1]),
+                  "runs: steps counted before today: %s" % charts[0][:-1])
+            check(int(charts[1][-1].get("charged", "0")) > 0, "runs: no cost today: %s" % charts[1][-1])
         check(len(first) == 50, "runs page 1 shows %d runs, not 50" % len(first))
         nxt = browser.eval("(document.querySelector('a[rel=next]') || {}).href || ''")
         check(nxt != "", "runs: no next page link")

@@ -17,8 +17,8 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger_service.grpc.pb.h"
-#include "query.grpc.pb.h"
 #include "ops/internal/timeline.h"
+#include "query.grpc.pb.h"
 #include "util/http/message.h"
 
 namespace ledger::ops::page {
@@ -94,6 +94,10 @@ std::string FilterForm(const http::HttpRequest& request, const std::string& team
 std::string TimePresets(const http::HttpRequest& request, const std::string& team, int64_t now_us);
 
 // The facts of a step, for its page.
+// A team's history as two SVG bar charts: its unknown and failed steps,
+// and the cost charged for its runs, by the day (UTC) they began (the
+// buckets of `summary.history()`, a day each).
+std::string HistoryCharts(const pb::TeamSummary& summary);
 // A model or tool call's entry, for a run's timeline: its step and how it
 // is shown; nullopt for any other entry.
 struct Call {

@@ -23,6 +23,7 @@ using projection::Table;
 constexpr int kDefaultPageSize = 100;
 constexpr int kMaxPageSize = 1000;
 constexpr char kTokenVersion = 0x01;
+constexpr int64_t kMaxHistoryBuckets = 366;
 
 grpc::Status Invalid(std::string_view field, std::string_view rule) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, absl::StrCat(std::string(field), ": ", std::string(rule)));
@@ -328,6 +329,60 @@ grpc::Status QueryService::GetTeamSummary(grpc::ServerContext* ctx, const pb::Ge
                           });
   if (!s.ok()) return ToGrpc(s);
   response->set_last_activity_us(last);
+  return History(view, *request, static_cast<int64_t>(now_us), response);
+}
+
+grpc::Status QueryService::History(const log::LogView& view, const pb::GetTeamSummaryRequest& request, int64_t now_us,
+                                   pb::TeamSummary* response) const {
+  const int64_t from = request.history_from_us(), width = request.bucket_us();
+  if (width == 0) return grpc::Status::OK;
+  if (width < 0 || from < 0) return Invalid("bucket_us", "history_from_us and bucket_us must be >= 0");
+  if (from >= now_us) return Invalid("history_from_us", "must be before now");
+  const int64_t n = (now_us - from + width - 1) / width;
+  if (n > kMaxHistoryBuckets) return Invalid("bucket_us", absl::StrCat("at most ", kMaxHistoryBuckets, " buckets"));
+  for (int64_t i = 0; i < n; ++i) response->add_history()->set_from_us(from + i * width);
+  auto bucket = [&](uint64_t t) -> pb::TeamBucket* {
+    if (static_cast<int64_t>(t) < from) return nullptr;
+    const int64_t i = (static_cast<int64_t>(t) - from) / width;
+    return i < n ? response->mutable_history(static_cast<int>(i)) : nullptr;
+  };
+  const std::string& team = request.team();
+  // State rows: the prefix, first_at_us, the step key.
+  for (auto [state, add] : {std::pair{pb::STEP_STATE_UNKNOWN, &pb::TeamBucket::set_steps_unknown},
+                            std::pair{pb::STEP_STATE_FAILED, &pb::TeamBucket::set_steps_failed}}) {
+    const std::string prefix = StatePrefix(team, state);
+    const auto getter =
+        state == pb::STEP_STATE_UNKNOWN ? &pb::TeamBucket::steps_unknown : &pb::TeamBucket::steps_failed;
+    absl::Status s = view.ScanProjection(Table::kIndex, prefix + U64(static_cast<uint64_t>(from)), PrefixEnd(prefix),
+                                         false, [&](std::string_view row, std::string_view) {
+                                           if (row.size() < prefix.size() + 8) return true;
+                                           if (pb::TeamBucket* b = bucket(ReadU64(row.substr(prefix.size())))) {
+                                             (b->*add)((b->*getter)() + 1);
+                                           }
+                                           return true;
+                                         });
+    if (!s.ok()) return ToGrpc(s);
+  }
+  // Runs by first entry, their charged cost.
+  const std::string runs = RunsPrefix(team);
+  absl::Status read;
+  absl::Status s =
+      view.ScanProjection(Table::kIndex, runs + U64(static_cast<uint64_t>(from)), PrefixEnd(runs), false,
+                          [&](std::string_view row, std::string_view) {
+                            if (row.size() < runs.size() + 8) return true;
+                            pb::TeamBucket* b = bucket(ReadU64(row.substr(runs.size())));
+                            if (b == nullptr) return true;
+                            auto raw = view.GetProjection(Table::kRuns, row.substr(runs.size() + 8));
+                            pb::Run run;
+                            if (!raw.ok() || !raw->has_value() || !run.ParseFromString(**raw)) {
+                              read = absl::DataLossError("projection: an indexed run record is missing or malformed");
+                              return false;
+                            }
+                            b->set_charged_cost_micros(b->charged_cost_micros() + run.charged_cost_micros());
+                            return true;
+                          });
+  if (!s.ok()) return ToGrpc(s);
+  if (!read.ok()) return ToGrpc(read);
   return grpc::Status::OK;
 }
 

@@ -44,6 +44,10 @@ class QueryService final : public pb::QueryService::Service {
                           grpc::ServerWriter<pb::StepChange>* writer) override;
 
  private:
+  // GetTeamSummary's history, when the request asks for it.
+  grpc::Status History(const log::LogView& view, const pb::GetTeamSummaryRequest& request, int64_t now_us,
+                       pb::TeamSummary* response) const;
+
   const log::Log* const log_;
   auth::Gate* const gate_;
   const Clock clock_;

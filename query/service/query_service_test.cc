@@ -252,6 +252,53 @@ TEST_F(QueryTest, ATeamSummaryCountsEachStateTheOverdueAndTheLastActivity) {
   EXPECT_EQ(a.steps_overdue(), 0);
   EXPECT_GT(a.last_activity_us(), last_a);  // the step_unknown entry is the run's last
 
+  // The history: each step counted in the bucket it began in, each run's
+  // charged cost in its first entry's.
+  pb::GetTeamSummaryRequest hreq;
+  hreq.set_team("team-a");
+  hreq.set_history_from_us(kT0);
+  hreq.set_bucket_us(5000);  // "bad" began at +2 ms, "lost" at +4 ms: both in the first
+  auto history = [&](int64_t from) {
+    hreq.set_history_from_us(from);
+    pb::TeamSummary h;
+    grpc::ClientContext ctx;
+    grpc::Status s = steps_->GetTeamSummary(&ctx, hreq, &h);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return h;
+  };
+  pb::TeamSummary h = history(kT0);
+  ASSERT_GE(h.history_size(), 2);
+  EXPECT_EQ(h.history(0).from_us(), kT0);
+  EXPECT_EQ(h.history(0).steps_failed(), 1);
+  EXPECT_EQ(h.history(0).steps_unknown(), 1);
+  EXPECT_EQ(h.history(1).from_us(), kT0 + 5000);
+  EXPECT_EQ(h.history(1).steps_failed() + h.history(1).steps_unknown(), 0);
+  pb::GetRunRequest rr;
+  rr.set_team("team-a");
+  rr.set_run_id("run-1");
+  pb::Run run;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(steps_->GetRun(&ctx, rr, &run).ok());
+  }
+  int64_t charged = 0;
+  for (const pb::TeamBucket& b : h.history()) charged += b.charged_cost_micros();
+  EXPECT_EQ(h.history(0).charged_cost_micros(), run.charged_cost_micros());
+  EXPECT_EQ(charged, run.charged_cost_micros());
+  // From +3 ms: "bad" and the run (first entry at +0) began before it.
+  h = history(kT0 + 3000);
+  ASSERT_GE(h.history_size(), 1);
+  EXPECT_EQ(h.history(0).steps_failed(), 0);
+  EXPECT_EQ(h.history(0).steps_unknown(), 1);
+  EXPECT_EQ(h.history(0).charged_cost_micros(), 0);
+  hreq.set_bucket_us(1);
+  {
+    grpc::ClientContext ctx;
+    grpc::Status too_many = steps_->GetTeamSummary(&ctx, hreq, &h);
+    EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(too_many.error_message(), "bucket_us: at most 366 buckets");
+  }
+
   pb::GetTeamSummaryRequest bad;
   bad.set_team("Team-A");
   pb::TeamSummary out;
