@@ -348,16 +348,19 @@ grpc::Status QueryService::History(const log::LogView& view, const pb::GetTeamSu
   };
   const std::string& team = request.team();
   // State rows: the prefix, first_at_us, the step key.
-  for (auto [state, add] : {std::pair{pb::STEP_STATE_UNKNOWN, &pb::TeamBucket::set_steps_unknown},
-                            std::pair{pb::STEP_STATE_FAILED, &pb::TeamBucket::set_steps_failed}}) {
-    const std::string prefix = StatePrefix(team, state);
-    const auto getter =
-        state == pb::STEP_STATE_UNKNOWN ? &pb::TeamBucket::steps_unknown : &pb::TeamBucket::steps_failed;
+  struct Counted {
+    pb::StepState state;
+    int64_t (pb::TeamBucket::*get)() const;
+    void (pb::TeamBucket::*set)(int64_t);
+  };
+  for (Counted c : {Counted{pb::STEP_STATE_UNKNOWN, &pb::TeamBucket::steps_unknown, &pb::TeamBucket::set_steps_unknown},
+                    Counted{pb::STEP_STATE_FAILED, &pb::TeamBucket::steps_failed, &pb::TeamBucket::set_steps_failed}}) {
+    const std::string prefix = StatePrefix(team, c.state);
     absl::Status s = view.ScanProjection(Table::kIndex, prefix + U64(static_cast<uint64_t>(from)), PrefixEnd(prefix),
                                          false, [&](std::string_view row, std::string_view) {
                                            if (row.size() < prefix.size() + 8) return true;
                                            if (pb::TeamBucket* b = bucket(ReadU64(row.substr(prefix.size())))) {
-                                             (b->*add)((b->*getter)() + 1);
+                                             (b->*c.set)((b->*c.get)() + 1);
                                            }
                                            return true;
                                          });
