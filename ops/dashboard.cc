@@ -39,7 +39,10 @@ Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log
 std::unique_ptr<grpc::ClientContext> Dashboard::Context(const http::HttpRequest& request) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  if (gate_ != nullptr && gate_->tls()) ctx->AddMetadata(std::string(auth::kActingForMetadata), request.identity);
+  if (gate_ != nullptr && gate_->tls()) {
+    ctx->AddMetadata(std::string(auth::kActingForMetadata), request.identity);
+    if (!request.via.empty()) ctx->AddMetadata(std::string(auth::kViaMetadata), request.via);
+  }
   if (!request.request_id.empty()) ctx->AddMetadata("x-request-id", request.request_id);
   return ctx;
 }

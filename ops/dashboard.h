@@ -36,9 +36,11 @@
 //
 // Pages are read through the ledger's own gRPC API (its in-process channel:
 // the same validation), as the HTTP caller: with TLS every call carries the
-// identity of the caller's client certificate (auth::kActingForMetadata),
-// so the caller's own policy rule, rate and concurrency limits apply and
-// the RPC log names the caller, under the page's request id. The policy is
+// caller's identity (auth::kActingForMetadata): its client certificate's,
+// or the user a trusted proxy named (ops/caller.h), with the proxy in
+// auth::kViaMetadata; so the caller's own policy rule, rate and concurrency
+// limits apply and the RPC log names the caller, under the page's request
+// id. The policy is
 // also looked at first, for a clear refusal and to leave out what the
 // caller may not see: queries for runs and steps, read-entries for
 // receipts and proofs, export for packs. A caller whose certificate names
