@@ -33,6 +33,7 @@
 #include "ledger/storage/log/key_file.h"
 #include "ledger/storage/log/log.h"
 #include "ledger/storage/replication/node.h"
+#include "ops/caller.h"
 #include "ops/dashboard.h"
 #include "ops/metrics.h"
 #include "ops/otlp/listener.h"
@@ -650,13 +651,17 @@ absl::Status Daemon::StartHttp(std::string* ready) {
   };
   ledger::http::HttpTls http_tls{server_options_.cert_pem, server_options_.key_pem, server_options_.client_ca_pem};
   if (!flags_.Get("http-listen").empty()) {
+    // Requests are their caller's: the certificate's, or the user a
+    // trusted proxy names (a user header from anyone else is refused).
+    ledger::http::HttpOptions options = config_.http;
+    options.identify = [this](ledger::http::HttpRequest& r) { return ledger::ops::IdentifyCaller(*gate_, r); };
     auto started = ledger::http::HttpServer::Start(
         flags_.Get("http-listen"),
         [this, tlog_public = flags_.Bool("tlog-public")](const ledger::http::HttpRequest& r) {
           return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(), witnesses_.get(),
                          tlog_public, node_.get());
         },
-        config_.http, gate_->tls() ? &http_tls : nullptr);
+        options, gate_->tls() ? &http_tls : nullptr);
     if (!started.ok()) return named("http-listen", started.status());
     http_ = *std::move(started);
     absl::StrAppend(ready, "http on ", http_->address(), "\n");

@@ -44,7 +44,10 @@ Dashboard::Dashboard(std::shared_ptr<grpc::Channel> channel, const log::Log* log
 std::unique_ptr<grpc::ClientContext> Dashboard::Context(const http::HttpRequest& request) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  if (gate_ != nullptr && gate_->tls()) ctx->AddMetadata(std::string(auth::kActingForMetadata), request.identity);
+  if (gate_ != nullptr && gate_->tls()) {
+    ctx->AddMetadata(std::string(auth::kActingForMetadata), request.identity);
+    if (!request.via.empty()) ctx->AddMetadata(std::string(auth::kViaMetadata), request.via);
+  }
   if (!request.request_id.empty()) ctx->AddMetadata("x-request-id", request.request_id);
   return ctx;
 }
@@ -145,6 +148,12 @@ http::HttpResponse Dashboard::Route(const http::HttpRequest& request) {
 http::HttpResponse Dashboard::Teams(const http::HttpRequest& request) {
   auto page = page::PageOf(request);
   if (!page.ok()) return page::BadRequest(page.status());
+  // An empty list would read as an empty ledger: say it is the caller's rule.
+  if (gate_ != nullptr && gate_->tls()) {
+    if (absl::Status s = gate_->policy()->CheckReadsSomeTeam(request.identity); !s.ok()) {
+      return page::Failed(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(s.message())));
+    }
+  }
   // The teams the caller may query: the service lists no others.
   pb::ListTeamsResponse listed;
   auto tctx = Context(request);

@@ -37,15 +37,17 @@
 //
 // Pages are read through the ledger's own gRPC API (its in-process channel:
 // the same validation), as the HTTP caller: with TLS every call carries the
-// identity of the caller's client certificate (auth::kActingForMetadata),
-// so the caller's own policy rule, rate and concurrency limits apply and
-// the RPC log names the caller, under the page's request id. The policy is
-// also looked at first, for a clear refusal and to leave out what the
-// caller may not see: queries for runs and steps, read-entries for
-// receipts and proofs, export for packs. A caller whose certificate names
-// no identity gets nothing. In plain-text mode every caller is "local",
-// admin, as on the gRPC port. Pages need no script and load nothing from
-// elsewhere.
+// caller's identity (auth::kActingForMetadata): its client certificate's,
+// or the user a trusted proxy named (ops/caller.h), with the proxy in
+// auth::kViaMetadata; so the caller's own policy rule, rate and concurrency
+// limits apply and the RPC log names the caller, under the page's request
+// id. The policy is also looked at first, for a clear refusal and to leave
+// out what the caller may not see: queries for runs and steps, read-entries
+// for receipts and proofs, export for packs; the home page of a caller that
+// may read no team says so (403), where an empty list would read as an
+// empty ledger. A caller whose certificate names no identity gets nothing.
+// In plain-text mode every caller is "local", admin, as on the gRPC port.
+// Pages need no script and load nothing from elsewhere.
 //
 // Thread-safe.
 #ifndef OPS_DASHBOARD_H_

@@ -29,14 +29,16 @@ DEMO_PACKAGES=(
   python3 curl
 )
 # What the tests need besides: PostgreSQL servers, the Go client's gRPC,
-# Python's grpcio and cryptography, headless Chromium, clang for the
-# sanitizer trees, podman for the image, Node for the TypeScript client.
+# Python's grpcio and cryptography, headless Chromium, nginx as the trusted
+# proxy in front of the dashboard (auth_request and proxy_ssl_certificate),
+# clang for the sanitizer trees, podman for the image, Node for the
+# TypeScript client.
 TEST_PACKAGES=(
   postgresql-15
   golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
   python3-grpcio python3-protobuf python3-cryptography python3-yaml
   python3-pip python3-setuptools python3-wheel python3-venv
-  chromium poppler-utils clang clang-format
+  chromium poppler-utils nginx-light clang clang-format
   podman runc debootstrap
 )
 # Node and npm from Debian, unless a Node with npm is already there

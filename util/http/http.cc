@@ -36,6 +36,7 @@ namespace {
 using message::Chunks;
 using message::ContentLength;
 using message::DecodeChunks;
+using message::IsRefusal;
 using message::kChunked;
 using message::kMaxHeaderBytes;
 using message::LogRefusal;
@@ -169,6 +170,8 @@ class EventLoop {
     int fd = -1;
     SSL* ssl = nullptr;  // owned; null in plain text
     std::string ip, peer, identity;
+    std::string via;          // options_.identify made the request identity's through this one
+    bool identified = false;  // options_.identify ran
     Phase phase = Phase::kRead;
     Clock::time_point deadline;  // of the request head; while writing, of the next progress
     uint32_t events = 0;         // as registered with epoll
@@ -410,6 +413,7 @@ class EventLoop {
     if (end == std::string::npos || end > kMaxHeaderBytes) {
       return Send(c, Prepare(Text(431, "request headers too large\n"), false));
     }
+    if (options_.identify && !Identify(c, end + 4)) return;
     if (options_.max_body_bytes > 0) {
       if (options_.admit && !Admit(c, end + 4)) return;
       int64_t length = ContentLength(c.in);
@@ -433,6 +437,7 @@ class EventLoop {
     HttpRequest request;
     request.peer = c.peer;
     request.identity = c.identity;
+    request.via = c.via;
     std::string_view target = Target(c.in);
     tasks::Pool* pool = IsQuick(target) ? quick_.get() : workers_.get();
     if (IsSlow(target)) {
@@ -443,7 +448,7 @@ class EventLoop {
       if (stopping()) return;
       HttpResponse response = Respond(head, request, handler_, options_.max_body_bytes > 0);
       if (!request.request_id.empty()) response.headers["X-Request-Id"] = request.request_id;
-      if (response.status == 403 || response.status == 429) LogRefusal(request, response);
+      if (IsRefusal(response.status)) LogRefusal(request, response);
       Prepared prepared = Prepare(response, request.method == "HEAD");
       {
         sync::MutexLock lock(&mu_);
@@ -453,6 +458,30 @@ class EventLoop {
     });
   }
 
+  // Asks options_.identify whom the request whose head ends at `head_end`
+  // is made for (once per request: c.identified), keeping the answer in
+  // c.identity and c.via; false when it refused (and the answer is sent).
+  // A head that does not parse is left to the handler's path, which answers
+  // it 400.
+  bool Identify(Connection& c, size_t head_end) {
+    if (c.identified) return true;
+    c.identified = true;
+    HttpRequest head;
+    head.peer = c.peer;
+    head.identity = c.identity;
+    if (ParseHead(std::string_view(c.in).substr(0, head_end), head).has_value()) return true;
+    std::optional<HttpResponse> refused = options_.identify(head);
+    if (!refused.has_value()) {
+      c.identity = std::move(head.identity);
+      c.via = std::move(head.via);
+      return true;
+    }
+    refused->headers["X-Request-Id"] = head.request_id;
+    if (IsRefusal(refused->status)) LogRefusal(head, *refused);
+    Send(c, Prepare(*std::move(refused), head.method == "HEAD"));
+    return false;
+  }
+
   // Asks options_.admit about a POST whose head ends at `head_end` (once per
   // request: c.admitted); false when it refused (and the answer is sent).
   bool Admit(Connection& c, size_t head_end) {
@@ -460,10 +489,11 @@ class EventLoop {
     HttpRequest head;
     head.peer = c.peer;
     head.identity = c.identity;
+    head.via = c.via;
     std::optional<HttpResponse> refused = ParseHead(std::string_view(c.in).substr(0, head_end), head);
     if (!refused.has_value() && head.method == "POST") refused = options_.admit(head);
     if (!refused.has_value()) return c.admitted = true;
-    if (refused->status == 403 || refused->status == 429) LogRefusal(head, *refused);
+    if (IsRefusal(refused->status)) LogRefusal(head, *refused);
     Send(c, Prepare(*std::move(refused), false));
     return false;
   }

@@ -19,8 +19,8 @@
 //     waited longest for its request is closed to make room (when every
 //     connection is being answered, the new one is closed);
 //   - a response that makes no progress for send_idle_ms is dropped.
-// Refusals (403, 429) are logged (event "http_refused": path, status,
-// identity, peer, request id, the response's first line).
+// Refusals (401, 403, 429) are logged (event "http_refused": path, status,
+// identity, via, peer, request id, the response's first line).
 //
 // Thread-safe: the handler is called from several threads at once.
 #ifndef UTIL_HTTP_HTTP_H_
@@ -39,14 +39,20 @@ namespace ledger::http {
 
 struct HttpRequest {
   std::string method;
-  std::string path;                            // decoded, without the query
-  std::string raw_path;                        // as sent (split it before decoding segments)
-  std::map<std::string, std::string> query;    // decoded
-  std::map<std::string, std::string> headers;  // names in lower case
-  std::string peer;                            // "ip:port"
+  std::string path;                          // decoded, without the query
+  std::string raw_path;                      // as sent (split it before decoding segments)
+  std::map<std::string, std::string> query;  // decoded
+  std::string peer;                          // "ip:port"
+  // Names in lower case; a header sent more than once has its values
+  // joined with ", " (RFC 9110 section 5.3).
+  std::map<std::string, std::string> headers;
   // With TLS: the identity of the verified client certificate (first URI
-  // SAN, else DNS SAN, else CN; util/tls/identity.h). Empty in plain text.
+  // SAN, else DNS SAN, else CN; util/tls/identity.h), or whom
+  // HttpOptions::identify made the request for. Empty in plain text.
   std::string identity;
+  // When HttpOptions::identify made the request another's: the identity
+  // of the certificate it came with (a trusted proxy's), for the logs.
+  std::string via;
   // The client's X-Request-Id when usable (jsonlog::RequestId), else a
   // fresh one; the response carries it back as X-Request-Id.
   std::string request_id;
@@ -138,6 +144,14 @@ struct HttpOptions {
   // body read (an OTLP caller that may not append). Runs on the server's
   // loop thread: it MUST be quick and MUST NOT block.
   std::function<std::optional<HttpResponse>(const HttpRequest& head)> admit;
+  // Called for each request once its head is in, before admit and before
+  // its body is read, with everything of the request but the body: it MAY
+  // set request.identity to whom the request is made for (a user that a
+  // trusted proxy names) and request.via to the certificate's identity; the
+  // handler, slow_per_identity and the logs then see those. A response
+  // refuses the request. Runs on the server's loop thread: it MUST be quick
+  // and MUST NOT block.
+  std::function<std::optional<HttpResponse>(HttpRequest& head)> identify;
 };
 
 class EventLoop;

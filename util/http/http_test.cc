@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -432,6 +433,69 @@ TEST(Http, SlowRequestsHaveAPoolOfTheirOwnAndABoundPerIdentity) {
   // Turns are given back: the same peer may download again.
   std::string again = Exchange(addr, "GET /teams/a/runs/t/pack.tar.gz HTTP/1.1\r\n\r\n");
   EXPECT_EQ(again.substr(0, 15), "HTTP/1.1 200 OK") << again;
+}
+
+// A header sent twice reaches the handler as one value, joined with ", "
+// (RFC 9110 section 5.3): the last one cannot hide the first.
+TEST(Http, AHeaderSentTwiceHasItsValuesJoined) {
+  auto server = HttpServer::Start("127.0.0.1:0", [](const HttpRequest& r) { return Text(200, r.headers.at("x-id")); });
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::string out = Exchange((*server)->address(), "GET / HTTP/1.1\r\nX-Id: 1\r\nx-id:  2 \r\n\r\n");
+  EXPECT_EQ(out.substr(out.find("\r\n\r\n") + 4), "1, 2");
+}
+
+// identify makes a request another's (a user a trusted proxy names): the
+// handler and the bound on slow requests see that identity, with the one
+// it came through in `via`; what identify refuses never reaches the handler.
+TEST(Http, IdentifyMakesTheRequestAnothersOrRefusesIt) {
+  HttpOptions options;
+  options.slow_suffixes = {"/pack.tar.gz"};
+  options.slow_per_identity = 1;
+  options.identify = [](HttpRequest& head) -> std::optional<HttpResponse> {
+    auto user = head.headers.find("x-user");
+    if (user == head.headers.end()) return std::nullopt;
+    if (user->second == "mallory") return Text(403, "x-user: not mallory\n");
+    head.via = "proxy";
+    head.identity = "user:" + user->second;
+    return std::nullopt;
+  };
+  std::atomic<bool> release{false};
+  std::atomic<int> handled{0};
+  auto server = HttpServer::Start(
+      "127.0.0.1:0",
+      [&](const HttpRequest& r) {
+        ++handled;
+        while (r.path.ends_with("/pack.tar.gz") && !release.load()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        return Text(200, r.identity + "|" + r.via);
+      },
+      options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::string addr = (*server)->address();
+  auto body_of = [](const std::string& response) { return response.substr(response.find("\r\n\r\n") + 4); };
+  EXPECT_EQ(body_of(Exchange(addr, "GET / HTTP/1.1\r\nX-User: alice\r\n\r\n")), "user:alice|proxy");
+  EXPECT_EQ(body_of(Exchange(addr, "GET / HTTP/1.1\r\n\r\n")), "|");
+  handled = 0;
+  std::string refused = Exchange(addr, "GET / HTTP/1.1\r\nX-User: mallory\r\nX-Request-Id: r-1\r\n\r\n");
+  EXPECT_EQ(refused.substr(0, 12), "HTTP/1.1 403") << refused;
+  EXPECT_NE(refused.find("X-Request-Id: r-1\r\n"), std::string::npos) << refused;
+  EXPECT_EQ(body_of(refused), "x-user: not mallory\n");
+  EXPECT_EQ(handled.load(), 0);
+  // One slow request at once per identity: alice's own, not the peer's.
+  int alice = SendRequest(addr, "GET /teams/a/runs/r/pack.tar.gz HTTP/1.1\r\nX-User: alice\r\n\r\n");
+  for (int i = 0; i < 500 && handled.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::string again = Exchange(addr, "GET /teams/a/runs/s/pack.tar.gz HTTP/1.1\r\nX-User: alice\r\n\r\n");
+  EXPECT_EQ(again.substr(0, 12), "HTTP/1.1 429") << again;
+  // Bob's, from the same peer address, meanwhile.
+  int bob = SendRequest(addr, "GET /teams/a/runs/t/pack.tar.gz HTTP/1.1\r\nX-User: bob\r\n\r\n");
+  for (int i = 0; i < 500 && handled.load() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(handled.load(), 2);
+  release = true;
+  EXPECT_EQ(body_of(ReadAll(bob)), "user:bob|proxy");
+  EXPECT_EQ(body_of(ReadAll(alice)), "user:alice|proxy");
+  ::close(alice);
+  ::close(bob);
 }
 
 TEST(Http, UrlDecodeRefusesABrokenEscape) {

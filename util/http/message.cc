@@ -21,6 +21,8 @@ const char* Reason(int status) {
       return "See Other";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
     case 403:
       return "Forbidden";
     case 404:
@@ -107,8 +109,6 @@ std::optional<HttpResponse> ParseHead(std::string_view head, HttpRequest& reques
   std::vector<std::string> lines = absl::StrSplit(std::string(head.substr(0, head.find("\r\n\r\n"))), "\r\n");
   request.headers.clear();
   request.query.clear();
-  request.headers.clear();
-  request.query.clear();
   std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
   if (first.size() != 3 || first[2].rfind("HTTP/1.", 0) != 0) return Text(400, "bad request line\n");
   request.method = first[0];
@@ -133,8 +133,9 @@ std::optional<HttpResponse> ParseHead(std::string_view head, HttpRequest& reques
   for (size_t i = 1; i < lines.size(); ++i) {
     size_t colon = lines[i].find(':');
     if (colon == std::string::npos) continue;
-    request.headers[absl::AsciiStrToLower(lines[i].substr(0, colon))] =
-        std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
+    std::string value(absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
+    auto [it, added] = request.headers.try_emplace(absl::AsciiStrToLower(lines[i].substr(0, colon)), value);
+    if (!added) absl::StrAppend(&it->second, ", ", value);
   }
   auto id = request.headers.find("x-request-id");
   request.request_id = jsonlog::RequestId(id == request.headers.end() ? "" : id->second);
@@ -156,19 +157,17 @@ HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHa
   return handler(request);
 }
 
+bool IsRefusal(int status) { return status == 401 || status == 403 || status == 429; }
+
 void LogRefusal(const HttpRequest& request, const HttpResponse& response) {
   std::string_view why = response.refusal;
   if (why.empty() && response.content_type.rfind("text/plain", 0) == 0) {
     why = std::string_view(response.body).substr(0, response.body.find('\n'));
   }
-  jsonlog::Warn("http_refused")
-      .Str("path", request.path)
-      .Int("status", response.status)
-      .Str("identity", request.identity)
-      .Str("peer", request.peer)
-      .Str("request_id", request.request_id)
-      .Msg(why)
-      .Emit();
+  jsonlog::Line line = jsonlog::Warn("http_refused");
+  line.Str("path", request.path).Int("status", response.status).Str("identity", request.identity);
+  if (!request.via.empty()) line.Str("via", request.via);
+  line.Str("peer", request.peer).Str("request_id", request.request_id).Msg(why).Emit();
 }
 
 Prepared Prepare(const HttpResponse& response, bool head_only) {

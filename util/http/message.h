@@ -43,7 +43,10 @@ std::optional<HttpResponse> ParseHead(std::string_view head, HttpRequest& reques
 // handler's.
 HttpResponse Respond(const std::string& head, HttpRequest& request, const HttpHandler& handler, bool allow_post);
 
-// The log line of a refused request (403, 429).
+// A status whose request is logged as refused: 401, 403, 429.
+bool IsRefusal(int status);
+
+// The log line of a refused request.
 void LogRefusal(const HttpRequest& request, const HttpResponse& response);
 
 // What the loop sends: the status line and headers, then a body or a file.

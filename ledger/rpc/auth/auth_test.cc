@@ -5,15 +5,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/rpc/auth/limiter.h"
 #include "ledger/rpc/auth/policy.h"
+#include "ledger/rpc/auth/proxy.h"
 #include "tests/util/status_matchers.h"
 #include "util/tls/identity.h"
 
@@ -162,7 +165,31 @@ TEST(Policy, ErrorsNameTheFieldAndRule) {
   } cases[] = {
       {"[]", "policy: (top level): must be an object with \"identities\""},
       {"{}", "policy: identities: required"},
-      {R"({"identities": [], "extra": 1})", "policy: extra: unknown key (identities)"},
+      {R"({"identities": [], "extra": 1})", "policy: extra: unknown key (identities, trusted_proxies)"},
+      {R"({"identities": [{"identity": "user:eve smith", "roles": ["admin"]}]})",
+       "policy: identities[0].identity: holds a space"},
+      {R"({"identities": [{"identity": "user:a,b*", "roles": ["admin"]}]})",
+       "policy: identities[0].identity: holds a comma"},
+      {R"({"identities": [], "trusted_proxies": {}})", "policy: trusted_proxies: must be an array of proxies"},
+      {R"({"identities": [], "trusted_proxies": [{"identity": "spiffe://p", "user_header": "X-U"}]})",
+       "policy: trusted_proxies[0].identity: must be the proxy certificate's identity, with its kind (uri:, dns:, "
+       "cn:)"},
+      {R"({"identities": [], "trusted_proxies": [{"identity": "user:p", "user_header": "X-U"}]})",
+       "policy: trusted_proxies[0].identity: must be the proxy certificate's identity, with its kind (uri:, dns:, "
+       "cn:)"},
+      {R"({"identities": [], "trusted_proxies": [{"identity": "uri:spiffe://p/*", "user_header": "X-U"}]})",
+       "policy: trusted_proxies[0].identity: must be one identity, exactly (no '*')"},
+      {R"({"identities": [], "trusted_proxies": [{"identity": "cn:p", "user_header": "X U"}]})",
+       "policy: trusted_proxies[0].user_header: must be a header's name (an RFC 9110 token, at most 64 bytes)"},
+      {R"({"identities": [], "trusted_proxies": [{"identity": "cn:p"}]})",
+       "policy: trusted_proxies[0].user_header: required"},
+      {R"({"identities": [], "trusted_proxies": [{"identity": "cn:p", "user_header": "X-U", "without_user": "me"}]})",
+       "policy: trusted_proxies[0].without_user: must be \"refuse\" or \"proxy\""},
+      {R"({"identities": [], "trusted_proxies": [{"identity": "cn:p", "user_header": "X-U", "header": "X"}]})",
+       "policy: trusted_proxies[0].header: unknown key (identity, user_header, without_user)"},
+      {R"({"identities": [], "trusted_proxies": [{"identity": "cn:p", "user_header": "X-U"},
+                                                  {"identity": "cn:p", "user_header": "X-V"}]})",
+       "policy: trusted_proxies[1].identity: 'cn:p' is listed already"},
       {R"({"identities": [{"identity": "a", "roles": ["emiter"], "teams": ["t"]}]})",
        "policy: identities[0].roles[0]: unknown role 'emiter' (emitter, reader, auditor, admin, metrics)"},
       {R"({"identities": [{"identity": "a", "roles": ["metrics", "reader"]}]})",
@@ -190,6 +217,129 @@ TEST(Policy, ErrorsNameTheFieldAndRule) {
   }
   EXPECT_EQ(Policy::Parse("{").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Policy::Load("/nonexistent/policy.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+constexpr char kProxied[] = R"({"identities": [
+  {"identity": "cn:auditor", "roles": ["auditor"], "teams": ["team-a"]},
+  {"identity": "cn:gateway", "roles": ["emitter"], "teams": ["team-a"]},
+  {"identity": "uri:spiffe://c/proxy-b", "roles": ["reader"], "teams": ["team-b"]},
+  {"identity": "user:alice@example.com", "roles": ["reader"], "teams": ["team-a"]},
+  {"identity": "user:ops/*", "roles": ["metrics"]}],
+ "trusted_proxies": [
+  {"identity": "uri:spiffe://c/proxy", "user_header": "X-Forwarded-Email"},
+  {"identity": "uri:spiffe://c/proxy-b", "user_header": "Remote-User", "without_user": "proxy"}]})";
+
+using Headers = std::map<std::string, std::string>;
+
+TEST(Proxy, ATrustedProxyNamesAUserOfThePolicy) {
+  auto p = Policy::Parse(kProxied);
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto alice = ActingIdentity(&*p, "uri:spiffe://c/proxy", Headers{{"x-forwarded-email", "alice@example.com"}});
+  ASSERT_TRUE(alice.ok()) << alice.status();
+  EXPECT_EQ(alice->identity, "user:alice@example.com");
+  EXPECT_EQ(alice->via, "uri:spiffe://c/proxy");
+  EXPECT_TRUE(p->Check(alice->identity, Action::kQuery, "team-a").ok());
+  auto ops = ActingIdentity(&*p, "uri:spiffe://c/proxy-b", Headers{{"remote-user", "ops/carol"}});
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  EXPECT_EQ(ops->identity, "user:ops/carol");
+  // A proxy's other user headers are its own business: only its own names the user.
+  auto other = ActingIdentity(&*p, "uri:spiffe://c/proxy",
+                              Headers{{"x-forwarded-email", "alice@example.com"}, {"x-forwarded-user", "root"}});
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->identity, "user:alice@example.com");
+}
+
+TEST(Proxy, AProxyThatNamesNoUserIsRefusedUnlessItMayActAsItself) {
+  auto p = Policy::Parse(kProxied);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(
+      ActingIdentity(&*p, "uri:spiffe://c/proxy", Headers{}),
+      StatusIs(absl::StatusCode::kUnauthenticated,
+               "the proxy sent no user: no X-Forwarded-Email header from trusted proxy 'uri:spiffe://c/proxy'"));
+  auto itself = ActingIdentity(&*p, "uri:spiffe://c/proxy-b", Headers{});
+  ASSERT_TRUE(itself.ok()) << itself.status();
+  EXPECT_EQ(itself->identity, "uri:spiffe://c/proxy-b");
+  EXPECT_EQ(itself->via, "");
+}
+
+TEST(Proxy, AUserNameIsCheckedStrictlyAndMustHaveARule) {
+  auto p = Policy::Parse(kProxied);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string rule = " (a user is 1 to 254 bytes of UTF-8 without spaces, commas or control characters)";
+  struct Case {
+    std::string value, message;
+  } cases[] = {
+      {"", "X-Forwarded-Email: the user's name is empty" + rule},
+      {"eve smith@example.com", "X-Forwarded-Email: the user's name holds a space" + rule},
+      {"alice@example.com, admin@example.com", "X-Forwarded-Email: the user's name holds a comma" + rule},
+      {"alice\x1b[31m@example.com", "X-Forwarded-Email: the user's name holds a control character (U+001B)" + rule},
+      {"adm\xe2\x80\xaein@example.com", "X-Forwarded-Email: the user's name holds a control character (U+202E)" + rule},
+      {"\xff@example.com", "X-Forwarded-Email: the user's name is not valid UTF-8" + rule},
+      {std::string(243, 'a') + "@example.com", "X-Forwarded-Email: the user's name is longer than 254 bytes" + rule},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(ActingIdentity(&*p, "uri:spiffe://c/proxy", Headers{{"x-forwarded-email", c.value}}),
+                StatusIs(absl::StatusCode::kInvalidArgument, c.message))
+        << c.value;
+  }
+  EXPECT_TRUE(
+      ActingIdentity(&*p, "uri:spiffe://c/proxy-b", Headers{{"remote-user", "ops/" + std::string(250, 'a')}}).ok());
+  EXPECT_THAT(ActingIdentity(&*p, "uri:spiffe://c/proxy", Headers{{"x-forwarded-email", "bob@example.com"}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "identity 'user:bob@example.com' may read no team"));
+}
+
+// The attack: a caller with a valid certificate of its own, or any caller
+// in plain text, names a user the way a proxy would.
+TEST(Proxy, AUserHeaderFromAnyoneButATrustedProxyIsRefused) {
+  auto p = Policy::Parse(kProxied);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(ActingIdentity(&*p, "cn:auditor", Headers{{"x-forwarded-email", "alice@example.com"}}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "X-Forwarded-Email: only a trusted proxy may name the user, and identity 'cn:auditor' is not "
+                       "one"));
+  // Another proxy's header, and headers proxies commonly send that the policy does not name.
+  EXPECT_THAT(ActingIdentity(&*p, "cn:auditor", Headers{{"remote-user", "ops/carol"}}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "Remote-User: only a trusted proxy may name the user, and identity 'cn:auditor' is not one"));
+  for (std::string_view header : kCommonUserHeaders) {
+    std::string name = absl::AsciiStrToLower(std::string(header));
+    EXPECT_EQ(ActingIdentity(&*p, "cn:auditor", Headers{{name, "x"}}).status().code(),
+              absl::StatusCode::kPermissionDenied)
+        << header;
+    EXPECT_THAT(ActingIdentity(nullptr, "", Headers{{name, "x"}}),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         std::string(header) +
+                             ": only a trusted proxy may name the user, and in plain text there is none (every "
+                             "caller is 'local')"));
+  }
+  auto plain = ActingIdentity(&*p, "cn:auditor", Headers{{"x-forwarded-for", "10.0.0.1"}});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->identity, "cn:auditor");
+  EXPECT_EQ(plain->via, "");
+}
+
+TEST(Policy, ACallerThatMayQueryNoTeamIsToldSo) {
+  auto p = Policy::Parse(kProxied);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->CheckReadsSomeTeam("cn:auditor").ok());
+  EXPECT_TRUE(p->CheckReadsSomeTeam("user:alice@example.com").ok());
+  EXPECT_THAT(p->CheckReadsSomeTeam("cn:gateway"),
+              StatusIs(absl::StatusCode::kPermissionDenied, "identity 'cn:gateway' may read no team"));
+  EXPECT_THAT(p->CheckReadsSomeTeam("user:ops/carol"),
+              StatusIs(absl::StatusCode::kPermissionDenied, "identity 'user:ops/carol' may read no team"));
+  EXPECT_THAT(p->CheckReadsSomeTeam("cn:nobody"),
+              StatusIs(absl::StatusCode::kPermissionDenied, "identity 'cn:nobody' may read no team"));
+}
+
+// No certificate names a "user:" identity, and a certificate whose name is
+// spelled like one is not that user.
+TEST(Proxy, NoCertificateIsAUser) {
+  auto p = Policy::Parse(kProxied);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Find("cn:user:alice@example.com"), nullptr);
+  EXPECT_EQ(p->Find("dns:user:alice@example.com"), nullptr);
+  EXPECT_EQ(p->FindProxy("cn:uri:spiffe://c/proxy"), nullptr);
+  EXPECT_EQ(p->FindProxy("user:uri:spiffe://c/proxy"), nullptr);
 }
 
 // A self-signed certificate with the given SANs ("URI:..", "DNS:..") and CN.

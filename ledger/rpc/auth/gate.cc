@@ -105,13 +105,15 @@ bool InProcess(const grpc::ServerContextBase& ctx) {
   return type.empty() || std::string_view(type.front().data(), type.front().size()) != "ssl";
 }
 
-// The identity an in-process call is made for (kActingForMetadata), or
-// nullptr when it is made for the server itself.
-const grpc::string_ref* ActingFor(const grpc::ServerContextBase& ctx) {
+const grpc::string_ref* Metadata(const grpc::ServerContextBase& ctx, std::string_view key) {
   const auto& md = ctx.client_metadata();
-  auto it = md.find(grpc::string_ref(kActingForMetadata.data(), kActingForMetadata.size()));
+  auto it = md.find(grpc::string_ref(key.data(), key.size()));
   return it == md.end() ? nullptr : &it->second;
 }
+
+// The identity an in-process call is made for (kActingForMetadata), or
+// nullptr when it is made for the server itself.
+const grpc::string_ref* ActingFor(const grpc::ServerContextBase& ctx) { return Metadata(ctx, kActingForMetadata); }
 
 }  // namespace
 
@@ -144,6 +146,12 @@ absl::StatusOr<std::string> Gate::Identify(const grpc::ServerContextBase& ctx) {
 std::string Gate::IdentityOf(const grpc::ServerContextBase& ctx) {
   auto id = Identify(ctx);
   return id.ok() ? *id : "";
+}
+
+std::string Gate::ViaOf(const grpc::ServerContextBase& ctx) const {
+  if (!options_.tls || !InProcess(ctx)) return "";
+  const grpc::string_ref* via = Metadata(ctx, kViaMetadata);
+  return via == nullptr ? "" : std::string(via->data(), via->size());
 }
 
 absl::StatusOr<Caller> Gate::Admit(const grpc::ServerContextBase& ctx, int64_t cost, int64_t* hold_us) {

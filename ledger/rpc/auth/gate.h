@@ -43,6 +43,10 @@ inline constexpr std::string_view kInProcessIdentity = "in-process";
 // logs). Believed on the in-process channel only: a network peer that
 // sends it stays itself.
 inline constexpr std::string_view kActingForMetadata = "ledger-acting-for-bin";
+// Binary metadata beside kActingForMetadata when a trusted proxy named that
+// identity (proxy.h): the proxy's, for the logs alone. Believed on the
+// in-process channel only, as kActingForMetadata is.
+inline constexpr std::string_view kViaMetadata = "ledger-via-bin";
 
 struct Caller {
   std::string identity;
@@ -105,6 +109,9 @@ class Gate {
   // The caller's identity for logs: "local" in plain text, the
   // certificate's identity, or "" when there is none.
   std::string IdentityOf(const grpc::ServerContextBase& ctx);
+  // The trusted proxy an in-process call was made through (kViaMetadata),
+  // for logs; "" for any other call.
+  std::string ViaOf(const grpc::ServerContextBase& ctx) const;
 
  private:
   absl::StatusOr<std::string> Identify(const grpc::ServerContextBase& ctx);

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "util/files/files.h"
@@ -34,7 +35,7 @@ absl::StatusOr<std::vector<std::string>> Strings(const json& j, const std::strin
   return out;
 }
 
-constexpr std::string_view kKinds[] = {"uri:", "dns:", "cn:"};
+constexpr std::string_view kKinds[] = {"uri:", "dns:", "cn:", kUserKind};
 
 // The typed identity of `written`, and whether it had to be typed.
 std::string TypedIdentity(const std::string& written, bool* untyped) {
@@ -58,7 +59,61 @@ absl::Status CheckIdentity(const std::string& identity, const std::string& field
     return Bad(field, "'*' may only end an identity (a prefix pattern)");
   }
   std::string fault = tls::IdentityFault(name);
+  // A user pattern's prefix is the start of a user's name; "user:*" is every user.
+  if (fault.empty() && identity.starts_with(kUserKind) && star != 0) fault = UserFault(name.substr(0, star));
   if (!fault.empty()) return Bad(field, fault);
+  return absl::OkStatus();
+}
+
+// A header's name as RFC 9110 spells one (a token), at most 64 bytes.
+bool IsHeaderName(std::string_view name) {
+  static constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || kSymbols.find(c) != std::string_view::npos;
+  });
+}
+
+absl::StatusOr<TrustedProxy> ParseProxy(const json& j, const std::string& field) {
+  if (!j.is_object()) return Bad(field, "must be an object");
+  TrustedProxy proxy;
+  for (const auto& [key, value] : j.items()) {
+    std::string f = absl::StrCat(field, ".", key);
+    if (!value.is_string() || value.get<std::string>().empty()) return Bad(f, "must be a non-empty string");
+    std::string v = value.get<std::string>();
+    if (key == "identity") {
+      bool typed = v.starts_with("uri:") || v.starts_with("dns:") || v.starts_with("cn:");
+      if (!typed) return Bad(f, "must be the proxy certificate's identity, with its kind (uri:, dns:, cn:)");
+      if (v.find('*') != std::string::npos) return Bad(f, "must be one identity, exactly (no '*')");
+      if (auto s = CheckIdentity(v, f); !s.ok()) return s;
+      proxy.identity = std::move(v);
+    } else if (key == "user_header") {
+      if (!IsHeaderName(v)) return Bad(f, "must be a header's name (an RFC 9110 token, at most 64 bytes)");
+      proxy.user_header = std::move(v);
+    } else if (key == "without_user") {
+      if (v != "refuse" && v != "proxy") return Bad(f, "must be \"refuse\" or \"proxy\"");
+      proxy.act_as_proxy_without_user = v == "proxy";
+    } else {
+      return Bad(f, "unknown key (identity, user_header, without_user)");
+    }
+  }
+  if (proxy.identity.empty()) return Bad(field + ".identity", "required");
+  if (proxy.user_header.empty()) return Bad(field + ".user_header", "required");
+  return proxy;
+}
+
+absl::Status ParseProxies(const json& j, std::vector<TrustedProxy>* proxies) {
+  if (!j.is_array()) return Bad("trusted_proxies", "must be an array of proxies");
+  for (size_t i = 0; i < j.size(); ++i) {
+    std::string field = absl::StrCat("trusted_proxies[", i, "]");
+    auto proxy = ParseProxy(j[i], field);
+    if (!proxy.ok()) return proxy.status();
+    for (const TrustedProxy& p : *proxies) {
+      if (p.identity == proxy->identity) {
+        return Bad(field + ".identity", absl::StrCat("'", proxy->identity, "' is listed already"));
+      }
+    }
+    proxies->push_back(*std::move(proxy));
+  }
   return absl::OkStatus();
 }
 
@@ -122,6 +177,14 @@ absl::StatusOr<Rule> ParseRule(const json& j, const std::string& field, std::vec
 
 }  // namespace
 
+std::string UserFault(std::string_view name) {
+  if (name.empty()) return "is empty";
+  if (name.size() > kMaxUserBytes) return absl::StrCat("is longer than ", kMaxUserBytes, " bytes");
+  if (name.find(',') != std::string_view::npos) return "holds a comma";
+  if (name.find(' ') != std::string_view::npos) return "holds a space";
+  return tls::IdentityFault(name);
+}
+
 std::string_view ActionName(Action a) {
   switch (a) {
     case Action::kAppend:
@@ -173,7 +236,11 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
   Policy p;
   bool has_identities = false;
   for (const auto& [key, value] : j.items()) {
-    if (key != "identities") return Bad(key, "unknown key (identities)");
+    if (key == "trusted_proxies") {
+      if (auto s = ParseProxies(value, &p.proxies_); !s.ok()) return s;
+      continue;
+    }
+    if (key != "identities") return Bad(key, "unknown key (identities, trusted_proxies)");
     has_identities = true;
     if (!value.is_array()) return Bad(key, "must be an array of rules");
     std::set<std::string> seen;
@@ -222,6 +289,13 @@ const Rule* Policy::Find(std::string_view identity) const {
   return nullptr;
 }
 
+const TrustedProxy* Policy::FindProxy(std::string_view identity) const {
+  for (const TrustedProxy& p : proxies_) {
+    if (p.identity == identity) return &p;
+  }
+  return nullptr;
+}
+
 absl::Status Policy::Check(std::string_view identity, Action action, std::string_view team) const {
   const Rule* r = Find(identity);
   if (r == nullptr) {
@@ -238,6 +312,12 @@ absl::Status Policy::Check(std::string_view identity, Action action, std::string
                                                     "'"));
   }
   return absl::OkStatus();
+}
+
+absl::Status Policy::CheckReadsSomeTeam(std::string_view identity) const {
+  const Rule* r = Find(identity);
+  if (r != nullptr && r->Permits(Action::kQuery)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat("identity '", std::string(identity), "' may read no team"));
 }
 
 bool Policy::CoversAllTeams(std::string_view identity, Action action) const {

@@ -91,7 +91,10 @@ class RpcLog final : public grpc::experimental::Interceptor {
                          : cancelled ? jsonlog::Info("rpc_cancelled")
                                      : jsonlog::Warn("rpc_failed");
     line.Str("method", method).Str("code", code).Str("request_id", request_id_);
-    if (info_->server_context() != nullptr) line.Str("identity", gate_->IdentityOf(*info_->server_context()));
+    if (info_->server_context() != nullptr) {
+      line.Str("identity", gate_->IdentityOf(*info_->server_context()));
+      if (std::string via = gate_->ViaOf(*info_->server_context()); !via.empty()) line.Str("via", via);
+    }
     line.Int("ms", ms);
     if (!status.ok()) line.Msg(status.error_message());
     if (suppressed > 0) line.Int("suppressed_before", suppressed);

@@ -2,8 +2,9 @@
 // id (the client's "x-request-id" metadata when it sent a usable one, else
 // a fresh one), returned to the client as "x-request-id" initial metadata.
 // A call that ends with an error is logged (event "rpc_failed": method,
-// code, request id, caller identity, message), and so is every export and
-// backup (event "rpc_done"). A call the client cancelled is not the
+// code, request id, caller identity, "via" the trusted proxy that named it
+// when one did, message), and so is every export and backup (event
+// "rpc_done"). A call the client cancelled is not the
 // server's failure: it is logged at info (event "rpc_cancelled"), not as a
 // warning. Refusal lines are limited to 20 a second; the next line says how
 // many were suppressed. No receipt content is logged. Every call is counted
