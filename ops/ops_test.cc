@@ -83,7 +83,7 @@ TEST(Metrics, FiguresFromARealServer) {
   EXPECT_EQ(text.find("ledger_fsync_seconds_count 0\n"), std::string::npos) << "no sync was timed";
 }
 
-TEST(TimelineTest, StepsInTheOrderTheyBeganADeniedStepIsAMarkAndBarsSpanTheirTimes) {
+TEST(TimelineTest, StepsInTheTablesOrderADeniedStepIsAMarkBarsSpanTheirTimesCallsAndDeadlinesInside) {
   constexpr int64_t kT = 1767225600000000;  // 2026-01-01T00:00:00Z
   evidence::ledger::v1::Step late, early, denied;
   late.set_step_id("late");
@@ -92,6 +92,7 @@ TEST(TimelineTest, StepsInTheOrderTheyBeganADeniedStepIsAMarkAndBarsSpanTheirTim
   late.set_started_at_us(kT + 2'000'000);
   late.set_has_unknown(true);
   late.set_unknown_at_us(kT + 4'000'000);
+  late.set_timeout_at_us(kT + 3'000'000);
   early.set_step_id("early");
   early.set_state(evidence::ledger::v1::STEP_STATE_SUCCEEDED);
   early.set_has_start(true);
@@ -102,11 +103,32 @@ TEST(TimelineTest, StepsInTheOrderTheyBeganADeniedStepIsAMarkAndBarsSpanTheirTim
   denied.set_state(evidence::ledger::v1::STEP_STATE_DENIED);
   denied.set_has_start(true);
   denied.set_started_at_us(kT + 1'000'000);
-  std::string html = StepTimeline({late, denied, early}, [](const auto& s) { return "/s/" + s.step_id(); });
+  auto calls_of = [&](const evidence::ledger::v1::Step& s) {
+    std::vector<TimelineCall> calls;
+    if (s.step_id() == "early") {
+      calls.push_back({kT + 500'000, "model_call m: allow", false});
+      calls.push_back({kT + 1'000'000, "tool_call t: deny", true});
+    }
+    return calls;
+  };
+  std::string html = StepTimeline(
+      {late, denied, early}, [](const auto& s) { return "/s/" + s.step_id(); }, calls_of);
+  // The order given (the table's), not the order they began.
   size_t e = html.find(">early</a>"), d = html.find(">denied</a>"), l = html.find(">late</a>");
   ASSERT_NE(e, std::string::npos);
-  EXPECT_LT(e, d);
-  EXPECT_LT(d, l);
+  EXPECT_LT(l, d);
+  EXPECT_LT(d, e);
+  // The unknown step's deadline, 3 s into a 4 s axis; the calls inside
+  // early's bar, the denied one marked.
+  EXPECT_NE(html.find("<span class=\"tl-deadline\" role=\"img\" aria-label=\"late: deadline "
+                      "2026-01-01T00:00:03Z\""),
+            std::string::npos);
+  EXPECT_NE(html.find("style=\"left:75.000%\""), std::string::npos);
+  EXPECT_NE(html.find("<span class=\"tl-call\" role=\"img\" aria-label=\"early: model_call m: allow at "
+                      "2026-01-01T00:00:00Z\" title=\"early: model_call m: allow at 2026-01-01T00:00:00Z\" "
+                      "style=\"left:12.500%\">"),
+            std::string::npos);
+  EXPECT_NE(html.find("<span class=\"tl-call denied\""), std::string::npos);
   EXPECT_NE(html.find("<span class=\"tl-bar succeeded\" role=\"img\" aria-label=\"early: succeeded, "
                       "2026-01-01T00:00:00Z to 2026-01-01T00:00:01Z (1.0 s)\""),
             std::string::npos);

@@ -93,7 +93,8 @@ def main():
     data = os.path.join(work, "data")
     log = open(os.path.join(work, "ledgerd.log"), "wb")
     proc = subprocess.Popen([os.path.join(build, "cmd", "ledgerd"), "--data", data, "--listen", address,
-                             "--checkpoint-interval-ms", "50"], stdout=subprocess.PIPE, stderr=log)
+                             "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "50"],
+                            stdout=subprocess.PIPE, stderr=log)
     try:
         if not proc.stdout.readline().decode().startswith("listening on"):
             fail("ledgerd did not start: " + open(log.name).read())
