@@ -371,10 +371,87 @@ http::HttpResponse Dashboard::FindReceipt(const http::HttpRequest& request, cons
   std::string run = rc.value("run_id", ""), step = rc.value("step_id", "");
   http::HttpResponse r = http::Text(303, "");
   r.headers["Location"] = absl::StrCat("/teams/", page::Seg(team), "/runs/", page::Seg(run));
+  // A call whose step is not in the log (an OpenTelemetry span, a call
+  // before its step's start) is listed on its run's page, not on a step
+  // page that does not exist.
   if (!step.empty()) {
-    absl::StrAppend(&r.headers["Location"], "/steps/", page::Seg(step), "?attempt=", rc.value("attempt", int64_t{1}));
+    pb::GetStepRequest sreq;
+    sreq.set_team(team);
+    sreq.set_run_id(run);
+    sreq.set_step_id(step);
+    sreq.set_attempt(rc.value("attempt", int64_t{1}));
+    pb::Step found;
+    auto sctx = Context(request);
+    grpc::Status got = query_->GetStep(sctx.get(), sreq, &found);
+    if (got.ok()) {
+      absl::StrAppend(&r.headers["Location"], "/steps/", page::Seg(step), "?attempt=", sreq.attempt());
+      return r;
+    }
+    if (got.error_code() != grpc::StatusCode::NOT_FOUND) return page::Failed(got);
   }
+  absl::StrAppend(&r.headers["Location"], "#calls");
   return r;
+}
+
+grpc::Status Dashboard::ReadEntries(const http::HttpRequest& request, const std::vector<uint64_t>& seqs,
+                                    std::vector<pb::Entry>* out) {
+  for (size_t at = 0; at < seqs.size(); at += kEntriesPerRead) {
+    pb::GetEntriesRequest ereq;
+    for (size_t i = at; i < std::min(seqs.size(), at + kEntriesPerRead); ++i) ereq.add_seqs(seqs[i]);
+    auto ctx = Context(request);
+    auto reader = ledger_->GetEntries(ctx.get(), ereq);
+    for (pb::Entry entry; reader->Read(&entry);) out->push_back(std::move(entry));
+    if (grpc::Status s = reader->Finish(); !s.ok()) return s;
+  }
+  return grpc::Status::OK;
+}
+
+std::string Dashboard::UnattachedCalls(const http::HttpRequest& request, const pb::Run& run,
+                                       const std::vector<pb::Step>& steps, bool more_steps) {
+  const pb::CallTotals& u = run.unattached_calls();
+  const int64_t n = u.model_calls_allowed() + u.model_calls_denied() + u.tool_calls_allowed() + u.tool_calls_denied();
+  if (n == 0) return "";
+  std::string out = absl::StrCat("<h2 id=\"calls\">Calls without a step</h2><p>", n,
+                                 " call(s) of this run name no step in the log (OpenTelemetry spans, or calls "
+                                 "before their step's start): counted in the totals, charged to the run.</p>");
+  if (!Allowed(request.identity, auth::Action::kReadEntries, run.team()).ok()) {
+    return out +
+           "<p class=\"muted\">Their receipts: your role does not include reading this team's entries "
+           "(auditor).</p>";
+  }
+  const uint64_t span = run.last_seq() - run.first_seq() + 1;
+  if (more_steps || span > kMaxRunScan) {
+    return absl::StrCat(out, "<p class=\"muted\">The run spans ", span,
+                        " entries of the log: too many to list its calls here; its evidence pack holds them.</p>");
+  }
+  // The run's entries lie between its first and last: the run's calls
+  // whose step is not among its steps are found in that range of the log
+  // (the latest checkpoint's), then read as the caller, as a step's are.
+  std::set<std::pair<std::string, int64_t>> known;
+  for (const pb::Step& st : steps) known.insert({st.step_id(), st.attempt()});
+  const log::LogView view = log_->View();
+  std::vector<uint64_t> seqs;
+  absl::Status scanned = view.ScanLeaves(run.first_seq(), std::min<uint64_t>(run.last_seq() + 1, view.size()),
+                                         [&](uint64_t seq, std::string_view leaf) {
+                                           pb::Entry entry;
+                                           entry.set_leaf(std::string(leaf));
+                                           std::optional<page::Call> call = page::CallOf(entry);
+                                           if (call && call->team == run.team() && call->run_id == run.run_id() &&
+                                               !known.count({call->step_id, call->attempt})) {
+                                             seqs.push_back(seq);
+                                           }
+                                           return absl::OkStatus();
+                                         });
+  if (!scanned.ok()) return absl::StrCat(out, "<p class=\"muted\">", page::E(std::string(scanned.message())), "</p>");
+  std::vector<pb::Entry> entries;
+  if (grpc::Status s = ReadEntries(request, seqs, &entries); !s.ok()) {
+    return absl::StrCat(out, "<p class=\"muted\">Their receipts could not be read: ", page::E(s.error_message()),
+                        "</p>");
+  }
+  std::string rows;
+  for (const pb::Entry& entry : entries) rows += page::ReceiptRow(entry);
+  return absl::StrCat(out, page::CallsTableHead("The run's calls that name no step in the log, in log order"), rows,
+                      "</tbody></table>");
 }
 
 std::string Dashboard::History(const http::HttpRequest& request, const std::string& team) {
@@ -461,21 +538,15 @@ http::HttpResponse Dashboard::Run(const http::HttpRequest& request, const std::s
   // receipts (auditors), at most kMaxTimelineCalls entries.
   std::map<std::pair<std::string, int64_t>, std::vector<TimelineCall>> calls;
   if (Allowed(request.identity, auth::Action::kReadEntries, team).ok()) {
-    std::set<uint64_t> seqs;  // GetEntries wants them ascending, each once
-    for (const pb::Step& st : steps) seqs.insert(st.seqs().begin(), st.seqs().end());
-    pb::GetEntriesRequest ereq;
-    for (uint64_t seq : seqs) {
-      if (ereq.seqs_size() == kMaxTimelineCalls) break;
-      ereq.add_seqs(seq);
-    }
-    if (ereq.seqs_size() > 0) {
-      auto ectx = Context(request);
-      auto reader = ledger_->GetEntries(ectx.get(), ereq);
-      for (pb::Entry entry; reader->Read(&entry);) {
-        std::optional<page::Call> call = page::CallOf(entry);
-        if (call) calls[{call->step_id, call->attempt}].push_back(std::move(call->shown));
-      }
-      if (grpc::Status es = reader->Finish(); !es.ok()) return page::Failed(es);
+    std::set<uint64_t> unique;  // GetEntries wants them ascending, each once
+    for (const pb::Step& st : steps) unique.insert(st.seqs().begin(), st.seqs().end());
+    std::vector<uint64_t> seqs(unique.begin(), unique.end());
+    if (seqs.size() > kMaxTimelineCalls) seqs.resize(kMaxTimelineCalls);
+    std::vector<pb::Entry> entries;
+    if (grpc::Status es = ReadEntries(request, seqs, &entries); !es.ok()) return page::Failed(es);
+    for (const pb::Entry& entry : entries) {
+      std::optional<page::Call> call = page::CallOf(entry);
+      if (call) calls[{call->step_id, call->attempt}].push_back(std::move(call->shown));
     }
   }
   auto calls_of = [&](const pb::Step& st) {
@@ -485,6 +556,7 @@ http::HttpResponse Dashboard::Run(const http::HttpRequest& request, const std::s
   absl::StrAppend(&body, "<h2>Steps</h2>", StepTimeline(steps, page::StepHref, calls_of),
                   page::StepsTable(steps, /*team=*/false, /*run=*/false, "Steps, newest first"),
                   page::NextLink(request, listed.next_page_token(), steps.size()));
+  body += UnattachedCalls(request, r, steps, !listed.next_page_token().empty());
   absl::StrAppend(&body,
                   "<h2>Totals</h2><table><caption>Calls of every step of the run</caption><thead><tr><th "
                   "scope=\"col\">model calls allowed / denied</th><th scope=\"col\">tool calls allowed / "
@@ -539,15 +611,13 @@ http::HttpResponse Dashboard::Step(const http::HttpRequest& request, const std::
   // Unfiltered, one page of receipts read in one call; filtered, the
   // step's first kMaxFilteredReceipts read and those that match paged.
   auto read = [&](int64_t from, int64_t to, std::vector<pb::Entry>* out) -> grpc::Status {
-    pb::GetEntriesRequest ereq;
-    for (int64_t i = from; i < to; ++i) ereq.add_seqs(st.seqs(static_cast<int>(i)));
-    if (ereq.seqs_size() == 0) return grpc::Status::OK;
-    auto ectx = Context(request);
-    auto reader = ledger_->GetEntries(ectx.get(), ereq);
-    for (pb::Entry entry; reader->Read(&entry);) {
+    std::vector<uint64_t> seqs(st.seqs().begin() + from, st.seqs().begin() + to);
+    std::vector<pb::Entry> read;
+    if (grpc::Status s = ReadEntries(request, seqs, &read); !s.ok()) return s;
+    for (pb::Entry& entry : read) {
       if (!filtered || page::ReceiptMatches(entry, kind, decision)) out->push_back(std::move(entry));
     }
-    return reader->Finish();
+    return grpc::Status::OK;
   };
   std::vector<pb::Entry> entries;
   int64_t total = st.seqs_size();
@@ -579,12 +649,7 @@ http::HttpResponse Dashboard::Step(const http::HttpRequest& request, const std::
                    page < pages ? absl::StrCat(" · <a href=\"", link, page + 1, "\">next</a>") : "", "</p></nav>");
   absl::StrAppend(&body, "<h2>Receipts and calls</h2>",
                   page::ReceiptFilterForm(request, team, run, step, st.attempt(), kKinds, kDecisions), nav,
-                  "<table class=\"calls\"><caption>The step's receipts in log order; denied calls stand out"
-                  "</caption><thead><tr><th scope=\"col\">seq</th><th scope=\"col\">logged (UTC)</th><th "
-                  "scope=\"col\">kind</th><th scope=\"col\">model / tool</th><th scope=\"col\">route / target</th>"
-                  "<th scope=\"col\">decision / status</th><th scope=\"col\">reason</th><th scope=\"col\">tokens in /"
-                  " out</th><th scope=\"col\">cost</th><th scope=\"col\">receipt id</th><th scope=\"col\">"
-                  "emitter</th><th scope=\"col\">proof</th></tr></thead><tbody>");
+                  page::CallsTableHead("The step's receipts in log order; denied calls stand out"));
   for (const pb::Entry& entry : entries) body += page::ReceiptRow(entry);
   absl::StrAppend(&body, "</tbody></table>", pages > 1 ? nav : "");
   return page::Html(200, step, body);

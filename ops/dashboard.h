@@ -55,6 +55,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "export.grpc.pb.h"
 #include "export/exporter/staging.h"
@@ -72,7 +73,12 @@ inline constexpr int kListPageSize = 50;
 inline constexpr int64_t kMaxFilteredReceipts = 10000;
 // A run page's timeline ticks the calls among its steps' first this many
 // entries.
-inline constexpr int kMaxTimelineCalls = 5000;
+inline constexpr size_t kMaxTimelineCalls = 5000;
+// GetEntries by seqs takes at most this many a call.
+inline constexpr size_t kEntriesPerRead = 1000;
+// A run's calls without a step are listed when it spans at most this many
+// entries of the log.
+inline constexpr uint64_t kMaxRunScan = 10000;
 
 class Dashboard {
  public:
@@ -98,6 +104,15 @@ class Dashboard {
   http::HttpResponse Teams(const http::HttpRequest& request);
   http::HttpResponse Unknown(const http::HttpRequest& request);
   http::HttpResponse Team(const http::HttpRequest& request, const std::string& team);
+  // The entries `seqs` (ascending, each once) read as the caller, in calls
+  // of at most kEntriesPerRead.
+  grpc::Status ReadEntries(const http::HttpRequest& request, const std::vector<uint64_t>& seqs,
+                           std::vector<evidence::ledger::v1::Entry>* out);
+  // A run's calls that name no step in the log, with their receipts when
+  // the caller may read them and the run spans at most kMaxRunScan entries
+  // (all its steps on this page, `steps`); "" when it has none.
+  std::string UnattachedCalls(const http::HttpRequest& request, const evidence::ledger::v1::Run& run,
+                              const std::vector<evidence::ledger::v1::Step>& steps, bool more_steps);
   // A team's last 14 days as charts (GetTeamSummary's history), or "".
   std::string History(const http::HttpRequest& request, const std::string& team);
   http::HttpResponse Runs(const http::HttpRequest& request, const std::string& team, int64_t from_us, int64_t to_us);

@@ -483,12 +483,24 @@ std::optional<Call> CallOf(const pb::Entry& entry) {
   const std::string kind = str("kind");
   if (kind != "model_call" && kind != "tool_call") return std::nullopt;
   Call c;
+  c.team = str("team");
+  c.run_id = str("run_id");
   c.step_id = str("step_id");
   c.attempt = rc.contains("attempt") && rc["attempt"].is_number_integer() ? rc["attempt"].get<int64_t>() : 1;
   c.shown.at_us = leaf.value("logged_at_us", int64_t{0});
   c.shown.denied = str("decision") == "deny";
   c.shown.what = absl::StrCat(kind, " ", kind == "model_call" ? str("model") : str("tool"), ": ", str("decision"));
   return c;
+}
+
+std::string CallsTableHead(std::string_view caption) {
+  return absl::StrCat(
+      "<table class=\"calls\"><caption>", E(caption),
+      "</caption><thead><tr><th scope=\"col\">seq</th><th scope=\"col\">logged (UTC)</th><th "
+      "scope=\"col\">kind</th><th scope=\"col\">model / tool</th><th scope=\"col\">route / target</th>"
+      "<th scope=\"col\">decision / status</th><th scope=\"col\">reason</th><th scope=\"col\">tokens in /"
+      " out</th><th scope=\"col\">cost</th><th scope=\"col\">receipt id</th><th scope=\"col\">"
+      "emitter</th><th scope=\"col\">proof</th></tr></thead><tbody>");
 }
 
 bool ReceiptMatches(const pb::Entry& entry, const std::string& kind, const std::string& decision) {

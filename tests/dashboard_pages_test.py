@@ -184,6 +184,14 @@ def main():
         append([receipts("step-b", "agent_exec", 0, start_receipt_id="timeline.step-b.agent_start.0",
                          status="succeeded", exit_code=0, duration_ms=600),
                 receipts("step-d", "agent_start", 0, decision="allow", timeout_ms=300)])
+        # A run of OpenTelemetry spans alone: calls naming a step no start
+        # ever opened.
+        otlp = [{"team": "team-code", "run_id": "run-otlp", "step_id": "span-step", "receipt_id": "otlp.call.%d" % i,
+                 "kind": "model_call", "provider": "openai", "model": "gpt", "route": "openai/gpt",
+                 "decision": decision, "input_tokens": 10, "output_tokens": 2, "cost_micros": 5,
+                 "trace_id": "5b8efff798038103d269b633813fc60c", "occurred_at_us": int(time.time() * 1e6)}
+                for i, decision in enumerate(("allow", "deny"))]
+        append(otlp)
         after_us = int(time.time() * 1e6) + 1
         deadline = time.time() + 30
         while time.time() < deadline:  # step-d declared unknown
@@ -435,6 +443,15 @@ def main():
         widths = {r["label"]: r["box"]["r"] - r["box"]["l"] for r in tl}
         check(widths.get("step-a", 0) > 50, "step-a's bar is %.0f px for 0.6 s of a 1.2 s run" % widths.get("step-a", 0))
         check(all("Z" in (r["aria"] or "") for r in tl), "timeline bars have no UTC times for screen readers")
+
+        # The OpenTelemetry run's calls are listed on its page, and a search
+        # for one of their receipts leads there, not to a step page's 404.
+        visit("run-otlp", "/teams/team-code/runs/run-otlp")
+        listed = [r["cells"][9] for r in rows("table.calls")]
+        check(listed == ["otlp.call.0", "otlp.call.1"], "run-otlp's calls without a step: %s" % listed)
+        f = visit("receipt-otlp", "/teams/team-code?receipt=otlp.call.1")
+        check(f["url"] == "/teams/team-code/runs/run-otlp" and f["h1"] == "Run run-otlp",
+              "the search for a call without a step led to %s (%r)" % (f["url"], f["h1"]))
 
         # A run id that is HTML, in every link the page writes (refresh, pages).
         f = visit("hostile", "/teams/team-code/runs/%s?refresh=10" % urllib.parse.quote(hostile, safe=""))

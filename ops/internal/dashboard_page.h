@@ -101,11 +101,15 @@ std::string HistoryCharts(const pb::TeamSummary& summary);
 // A model or tool call's entry, for a run's timeline: its step and how it
 // is shown; nullopt for any other entry.
 struct Call {
+  std::string team, run_id;
   std::string step_id;
   int64_t attempt = 1;
   TimelineCall shown;
 };
 std::optional<Call> CallOf(const pb::Entry& entry);
+// The head of a table of receipts (ReceiptRow's), with its caption, up to
+// its <tbody>.
+std::string CallsTableHead(std::string_view caption);
 // Whether a receipt's entry is of `kind` and `decision` (each "" for any).
 bool ReceiptMatches(const pb::Entry& entry, const std::string& kind, const std::string& decision);
 // The form that filters a step's receipts by kind and decision.
