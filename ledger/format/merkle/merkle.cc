@@ -107,6 +107,16 @@ absl::StatusOr<Hash> RootHash(uint64_t size, NodeFn node) {
   return RangeHash(0, size, node);
 }
 
+absl::StatusOr<Hash> SubtreeHash(uint64_t begin, uint64_t n, uint64_t size, NodeFn node, EdgeCache* edges) {
+  bool perfect = std::has_single_bit(n) && begin % n == 0;
+  bool edge = n > 0 && begin + n == size && begin % std::bit_floor(n) == 0;
+  if (n == 0 || begin + n > size || !(perfect || edge)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("subtree: [", begin, ", ", begin + n, ") is not a subtree of the tree of size ", size));
+  }
+  return RangeHash(begin, n, node, perfect ? nullptr : edges);
+}
+
 absl::StatusOr<std::vector<Hash>> InclusionProof(uint64_t index, uint64_t size, NodeFn node, EdgeCache* edges) {
   if (index >= size) {
     return absl::InvalidArgumentError(absl::StrCat("seq: ", index, " is not in a tree of size ", size));

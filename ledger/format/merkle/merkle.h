@@ -37,6 +37,13 @@ absl::StatusOr<Hash> RootHash(uint64_t size, NodeFn node);
 // them. One cache MUST serve one tree size only.
 using EdgeCache = std::map<uint64_t, Hash>;
 
+// MTH(D[begin:begin+n]) for a subtree of RFC 9162's recursion in a tree of
+// `size` (begin a multiple of the largest power of two not above n, and
+// begin + n <= size; only a right-edge range, ending at `size`, is not a
+// perfect subtree). With `edges`, right-edge hashes are taken from and
+// added to it. INVALID_ARGUMENT for any other range.
+absl::StatusOr<Hash> SubtreeHash(uint64_t begin, uint64_t n, uint64_t size, NodeFn node, EdgeCache* edges = nullptr);
+
 // RFC 9162 §2.1.3.1 audit path for leaf `index` in the tree of `size`,
 // leaf-to-root order. INVALID_ARGUMENT unless index < size. With `edges`,
 // right-edge hashes are taken from and added to it.
