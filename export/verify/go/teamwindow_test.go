@@ -324,6 +324,10 @@ func (w *windowPack) write(t *testing.T, s note.Signer, vkey string) string {
 	}
 	files["entries.jsonl"] = entries.Bytes()
 	files["proofs.jsonl"] = proofs.Bytes()
+	if w.format == 6 {
+		delete(files, "proofs.jsonl")
+		files["multiproof.txt"] = multiproofText(l.multiproof(w.n, w.entries))
+	}
 	if w.window != nil {
 		files["team-window.json"], _ = json.Marshal(w.window)
 	}
