@@ -662,6 +662,7 @@ const std::map<std::string_view, Offline> kOffline = {{"keygen", ledger::ctl::Ke
                                                       {"rebuild", ledger::ctl::Rebuild},
                                                       {"audit", ledger::ctl::AuditStore},
                                                       {"verify", ledger::ctl::Verify},
+                                                      {"pack-proof", ledger::ctl::PackProof},
                                                       {"policy-check", ledger::ctl::PolicyCheck},
                                                       {"prove-team", ledger::ctl::ProveTeam}};
 const std::map<std::string_view, Routed> kRouted = {

@@ -100,16 +100,30 @@ void Commands(const manifest::Manifest& m, std::string* h) {
                   "<code>FAILED:</code> with the file and reason otherwise.</p>\n");
 }
 
-void HandSteps(bool proves_run, bool proves_window, std::string* h) {
+// `shared`: a pack of format 6, whose multiproof proves every entry's
+// inclusion (the page of a pack of formats 1 to 5 keeps its words: the
+// verifiers rebuild it byte for byte).
+void HandSteps(bool proves_run, bool proves_window, bool shared, std::string* h) {
   *h +=
       "<h3>What a verifier checks</h3>\n<ol>"
       "<li><code>manifest.sig</code> is a signed note by the key in <code>ledger.vkey</code> whose text is the "
       "SHA-256 of <code>manifest.json</code>, and every file's SHA-256 matches the manifest.</li>"
       "<li>The signature of <code>checkpoint</code> (C2SP signed note, Ed25519) by that key; with a policy, "
-      "the witnesses' cosignatures and their quorum.</li>"
-      "<li>For each line of <code>entries.jsonl</code>: its leaf hash is SHA-256(0x00 || line); the matching "
-      "line of <code>proofs.jsonl</code> is an RFC 9162 inclusion proof of that hash in the checkpoint's tree "
-      "(Go: <code>tlog.CheckRecord</code>).</li>"
+      "the witnesses' cosignatures and their quorum.</li>";
+  if (shared) {
+    *h +=
+        "<li>The leaf hash of each line of <code>entries.jsonl</code> is SHA-256(0x00 || line). With those "
+        "hashes and the lines of <code>multiproof.txt</code> taken in order wherever a subtree holds no entry "
+        "of the pack, the RFC 9162 tree is hashed up to the checkpoint's root, every line used (CONTRACT "
+        "section 6, multiproofs). One entry's own inclusion proof, for <code>tlog.CheckRecord</code>: "
+        "<code>ledgerctl pack-proof PACK.tar.gz --seq N --vkey ledger.vkey --format tlog-proof</code>.</li>";
+  } else {
+    *h +=
+        "<li>For each line of <code>entries.jsonl</code>: its leaf hash is SHA-256(0x00 || line); the matching "
+        "line of <code>proofs.jsonl</code> is an RFC 9162 inclusion proof of that hash in the checkpoint's tree "
+        "(Go: <code>tlog.CheckRecord</code>).</li>";
+  }
+  *h +=
       "<li>Each entry's <code>prev</code> is the leaf hash of the entry before it; in a run pack, each "
       "<code>run_prev</code> names the run's previous entry; the entries are those of the scope.</li>"
       "<li>The step outcomes recomputed from the entries (CONTRACT section 4) are <code>outcomes.json</code>, "
@@ -172,7 +186,7 @@ void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std:
   Commands(m, h);
   const bool proves_run = m.format >= 3 && m.scope.is_run();
   const bool proves_window = m.format >= 4 && m.scope.is_team_window();
-  HandSteps(proves_run, proves_window, h);
+  HandSteps(proves_run, proves_window, m.format >= 6, h);
   if (proves_run) Completeness(m, h);
   if (proves_window) WindowCompleteness(m, h);
 }
