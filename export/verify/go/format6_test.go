@@ -185,3 +185,18 @@ func TestAMultiproofRecomputedForFewerEntriesDoesNotHideThem(t *testing.T) {
 	checkPack(t, "a run's entry dropped, the multiproof recomputed, re-signed", b,
 		"FAIL: entries.jsonl seq 3: run_prev: expected 1 (the run's previous entry in the pack), found 2")
 }
+
+// A tree of size 0 (a window exported before the ledger logged anything):
+// the multiproof of no seq is the tree's one hash, its root.
+func TestAFormat6PackOfTheEmptyTreeCarriesItsRoot(t *testing.T) {
+	l := teamLog(t)
+	w := honestWindow(t, l, 0, "t", 300, 700)
+	w.format, w.noteVersion = 6, 4
+	root := l.root(t, 0)
+	checkLine(t, "a window of the empty tree", w, fmt.Sprintf("OK team t from_us 300 to_us 700 (seqs 0:0): 0 entries, "+
+		"tree size 0, root %s; complete: every entry of team t logged in [300, 700) up to seq -1 (team chain, 0 entries); "+
+		"outcomes.json not recomputed", hex.EncodeToString(root[:])))
+	w.extra = map[string][]byte{"multiproof.txt": nil}
+	checkLine(t, "an empty multiproof.txt", w,
+		"FAIL: multiproof.txt: the multiproof ends after 0 hashes; the entries' inclusion needs more")
+}
