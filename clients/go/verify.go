@@ -1,7 +1,8 @@
 package ledger
 
 // Offline verification of a pack's checkpoint and proofs (CONTRACT.md
-// sections 5 to 7) with Go's sumdb packages. This checks what the proofs
+// sections 5 to 7) with Go's sumdb packages, and of format 6's multiproof
+// (multiproof.go). This checks what the proofs
 // prove: the checkpoint is signed by the ledger's key, every entry of the
 // pack is in the tree it names, and an earlier checkpoint is a prefix of
 // it. It is not the whole pack verifier (manifest, chains, scope,
@@ -98,39 +99,123 @@ func VerifyConsistency(old, tree tlog.Tree, proof []tlog.Hash) error {
 // PackProofs is what VerifyPackProofs found.
 type PackProofs struct {
 	Checkpoint Checkpoint
+	Format     int         // the manifest's format: 6 proves the entries with one multiproof
 	Entries    int         // entries in the pack, each proven in Checkpoint's tree
 	Since      *Checkpoint // the earlier checkpoint of consistency.json, when the pack has one
 }
 
 // VerifyPackProofs reads an evidence pack (.tar.gz, one top folder) and
-// checks its checkpoint against vkey, every line of entries.jsonl against
-// its line of proofs.jsonl (same seq, leaf hash of the line's bytes, an
-// inclusion proof to the checkpoint), and consistency.json when there.
-// Errors name the file, the line and the seq.
+// checks its checkpoint against vkey, the entries of entries.jsonl in the
+// checkpoint's tree, and consistency.json when there. The entries are
+// proven as the manifest's format says: in format 6 all at once by
+// multiproof.txt (CONTRACT.md section 6, "Multiproofs"), in formats 1 to 5
+// each by its line of proofs.jsonl (same seq, leaf hash of the line's
+// bytes, an inclusion proof to the checkpoint). Errors name the file, the
+// line and the seq.
 func VerifyPackProofs(path, vkey string) (*PackProofs, error) {
-	files, err := readPack(path)
+	p, _, err := verifyPack(path, vkey, -1)
+	return p, err
+}
+
+// EntryProof is an entry of a pack and its RFC 9162 inclusion proof in the
+// pack's checkpoint: tlog.CheckRecord(Proof, Checkpoint.Tree.N,
+// Checkpoint.Tree.Hash, Seq, tlog.RecordHash(Leaf)) accepts it.
+type EntryProof struct {
+	Checkpoint Checkpoint
+	Seq        int64
+	Leaf       []byte      // the entry's exact bytes, its line of entries.jsonl
+	Proof      []tlog.Hash // leaf to root
+}
+
+// PackEntryProof verifies the pack as VerifyPackProofs does and returns
+// the entry at seq with its inclusion proof: derived from multiproof.txt in
+// a pack of format 6 (section 6, "One entry's proof from a multiproof"),
+// its line of proofs.jsonl in formats 1 to 5. A seq the pack does not hold
+// is an error ("seq S is not in the pack").
+func PackEntryProof(path, vkey string, seq int64) (*EntryProof, error) {
+	_, e, err := verifyPack(path, vkey, seq)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"checkpoint", "entries.jsonl", "proofs.jsonl"} {
-		if _, ok := files[name]; !ok {
-			return nil, fmt.Errorf("%s: missing from the pack", name)
-		}
+	if e == nil {
+		return nil, fmt.Errorf("seq %d is not in the pack", seq)
+	}
+	return e, nil
+}
+
+// verifyPack makes VerifyPackProofs' checks and returns the entry at keep
+// with its proof, nil when the pack does not hold it (keep -1: none).
+func verifyPack(path, vkey string, keep int64) (*PackProofs, *EntryProof, error) {
+	files, err := readPack(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	format, err := packFormat(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := proofFiles(files, format); err != nil {
+		return nil, nil, err
 	}
 	cp, err := VerifyCheckpoint(files["checkpoint"], vkey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := &PackProofs{Checkpoint: cp}
-	if out.Entries, err = verifyEntries(cp.Tree, files["entries.jsonl"], files["proofs.jsonl"]); err != nil {
-		return nil, err
+	out := &PackProofs{Checkpoint: cp, Format: format}
+	var e *EntryProof
+	if format == 6 {
+		out.Entries, e, err = verifyMultiproofFile(cp.Tree, files["entries.jsonl"], files["multiproof.txt"], keep)
+	} else {
+		out.Entries, e, err = verifyEntries(cp.Tree, files["entries.jsonl"], files["proofs.jsonl"], keep)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	if doc, ok := files["consistency.json"]; ok {
 		if out.Since, err = verifyConsistencyFile(cp, doc, vkey); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	if e != nil {
+		e.Checkpoint = cp
+	}
+	return out, e, nil
+}
+
+// packFormat reads the manifest's format, 1 to 6.
+func packFormat(files map[string][]byte) (int, error) {
+	doc, ok := files["manifest.json"]
+	if !ok {
+		return 0, errors.New("manifest.json: missing from the pack")
+	}
+	var m struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(doc, &m); err != nil || m.Format == nil || *m.Format < 1 || *m.Format > 6 {
+		return 0, errors.New("manifest.json: format: want 1, 2, 3, 4, 5 or 6")
+	}
+	return *m.Format, nil
+}
+
+// proofFiles requires the checkpoint, the entries and the file that proves
+// them in a pack of format: multiproof.txt in format 6, proofs.jsonl in
+// formats 1 to 5; the other is refused (CONTRACT.md section 7).
+func proofFiles(files map[string][]byte, format int) error {
+	proofs, other := "proofs.jsonl", "multiproof.txt"
+	if format == 6 {
+		proofs, other = other, proofs
+	}
+	for _, name := range []string{"checkpoint", "entries.jsonl", proofs} {
+		if _, ok := files[name]; !ok {
+			return fmt.Errorf("%s: missing from the pack", name)
+		}
+	}
+	if _, ok := files[other]; ok && format == 6 {
+		return errors.New("proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt")
+	} else if ok {
+		return errors.New("multiproof.txt: only a pack of format 6 carries a multiproof")
+	}
+	return nil
 }
 
 type proofLine struct {
@@ -139,31 +224,86 @@ type proofLine struct {
 	Inclusion []string `json:"inclusion"`
 }
 
-func verifyEntries(tree tlog.Tree, entries, proofs []byte) (int, error) {
+func verifyEntries(tree tlog.Tree, entries, proofs []byte, keep int64) (int, *EntryProof, error) {
 	leaves, lines := splitLines(entries), splitLines(proofs)
 	if len(leaves) != len(lines) {
-		return 0, fmt.Errorf("proofs.jsonl: %d lines for the %d entries of entries.jsonl", len(lines), len(leaves))
+		return 0, nil, fmt.Errorf("proofs.jsonl: %d lines for the %d entries of entries.jsonl", len(lines), len(leaves))
 	}
+	var kept *EntryProof
 	for i, leaf := range leaves {
 		var p proofLine
 		dec := json.NewDecoder(bytes.NewReader(lines[i]))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil || p.Seq == nil {
-			return 0, fmt.Errorf("proofs.jsonl line %d: want {\"seq\":N,\"leaf_hash\":HEX,\"inclusion\":[HEX,...]}", i+1)
+			return 0, nil, fmt.Errorf("proofs.jsonl line %d: want {\"seq\":N,\"leaf_hash\":HEX,\"inclusion\":[HEX,...]}", i+1)
 		}
 		if got := tlog.RecordHash(leaf); hex.EncodeToString(got[:]) != p.LeafHash {
-			return 0, fmt.Errorf("entries.jsonl line %d (seq %d): leaf hash %x, proofs.jsonl says %s", i+1, *p.Seq,
+			return 0, nil, fmt.Errorf("entries.jsonl line %d (seq %d): leaf hash %x, proofs.jsonl says %s", i+1, *p.Seq,
 				got[:], p.LeafHash)
 		}
 		hashes, err := parseHashes(p.Inclusion)
 		if err != nil {
-			return 0, fmt.Errorf("proofs.jsonl line %d: inclusion: %w", i+1, err)
+			return 0, nil, fmt.Errorf("proofs.jsonl line %d: inclusion: %w", i+1, err)
 		}
 		if err := VerifyInclusion(tree, *p.Seq, leaf, hashes); err != nil {
-			return 0, fmt.Errorf("proofs.jsonl line %d: %w", i+1, err)
+			return 0, nil, fmt.Errorf("proofs.jsonl line %d: %w", i+1, err)
+		}
+		if *p.Seq == keep {
+			kept = &EntryProof{Seq: keep, Leaf: leaf, Proof: hashes}
 		}
 	}
-	return len(leaves), nil
+	return len(leaves), kept, nil
+}
+
+// verifyMultiproofFile checks the entries (their seqs read from their
+// lines) by multiproof.txt: lines of 64 lower-case hex digits, each ending
+// in a newline.
+func verifyMultiproofFile(tree tlog.Tree, entries, multiproof []byte, keep int64) (int, *EntryProof, error) {
+	leaves := splitLines(entries)
+	seqs := make([]int64, len(leaves))
+	kept := -1
+	for i, leaf := range leaves {
+		var e struct {
+			Seq *int64 `json:"seq"`
+		}
+		if err := json.Unmarshal(leaf, &e); err != nil || e.Seq == nil {
+			return 0, nil, fmt.Errorf("entries.jsonl: line %d: want an entry with its seq", i+1)
+		}
+		seqs[i] = *e.Seq
+		if seqs[i] < 0 || seqs[i] >= tree.N {
+			return 0, nil, fmt.Errorf("entries.jsonl: line %d: seq %d is not in the checkpoint's tree of size %d", i+1,
+				seqs[i], tree.N)
+		}
+		if i > 0 && seqs[i] <= seqs[i-1] {
+			return 0, nil, fmt.Errorf("entries.jsonl: line %d: seq %d after seq %d: seqs ascend", i+1, seqs[i], seqs[i-1])
+		}
+		if seqs[i] == keep {
+			kept = i
+		}
+	}
+	var hashes []tlog.Hash
+	for n, rest := 1, multiproof; len(rest) > 0; n++ {
+		end := bytes.IndexByte(rest, '\n')
+		if end < 0 {
+			return 0, nil, fmt.Errorf("multiproof.txt: line %d: no newline at its end", n)
+		}
+		h, err := parseHashes([]string{string(rest[:end])})
+		if err != nil {
+			return 0, nil, fmt.Errorf("multiproof.txt: line %d: want 64 lower-case hex digits", n)
+		}
+		hashes, rest = append(hashes, h[0]), rest[end+1:]
+	}
+	if kept < 0 {
+		keep = -1
+	}
+	path, err := walkMultiproof(tree, seqs, leaves, hashes, keep)
+	if err != nil {
+		return 0, nil, fmt.Errorf("multiproof.txt: %w", err)
+	}
+	if kept < 0 {
+		return len(leaves), nil, nil
+	}
+	return len(leaves), &EntryProof{Seq: keep, Leaf: leaves[kept], Proof: path}, nil
 }
 
 func verifyConsistencyFile(cp Checkpoint, doc []byte, vkey string) (*Checkpoint, error) {

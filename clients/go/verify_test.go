@@ -8,10 +8,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -28,9 +30,10 @@ func ledgerctl(t *testing.T, l *testLedger, args ...string) string {
 }
 
 // exportPacks logs two runs, keeps a checkpoint, logs more, and exports
-// team-a/run-1 with --since the kept checkpoint.
-func exportPacks(t *testing.T) (pack, vkey string) {
-	l := startLedger(t)
+// team-a/run-1 with --since the kept checkpoint and the export flags given
+// (none: the latest format, 6). The ledger still runs.
+func exportPacks(t *testing.T, flags ...string) (l *testLedger, pack, vkey string) {
+	l = startLedger(t)
 	e := newEmitter(t, l.Address, ledger.Options{})
 	emitAll(t, e, calls(t, 120, "p"))
 	if err := e.Flush(context.Background()); err != nil {
@@ -46,21 +49,71 @@ func exportPacks(t *testing.T) (pack, vkey string) {
 	}
 	ledgerctl(t, l, "checkpoint", "--at-least", "300")
 	pack = filepath.Join(l.work, "run.tar.gz")
-	ledgerctl(t, l, "export", "--run", "team-a/run-1", "--out", pack, "--since", old)
-	return pack, strings.TrimSpace(ledgerctl(t, l, "vkey"))
+	ledgerctl(t, l, append([]string{"export", "--run", "team-a/run-1", "--out", pack, "--since", old}, flags...)...)
+	return l, pack, strings.TrimSpace(ledgerctl(t, l, "vkey"))
 }
 
 func TestVerifyPackProofsOfARealPack(t *testing.T) {
-	pack, vkey := exportPacks(t)
-	got, err := ledger.VerifyPackProofs(pack, vkey)
-	if err != nil {
-		t.Fatal(err)
+	for format, flags := range map[int][]string{6: nil, 5: {"--pack-format", "5"}} {
+		_, pack, vkey := exportPacks(t, flags...)
+		got, err := ledger.VerifyPackProofs(pack, vkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// run-1 is receipts 50-99 of each batch: 100 entries, in a tree of 300.
+		if got.Format != format || got.Entries != 100 || got.Checkpoint.Tree.N < 300 || got.Since == nil ||
+			got.Since.Tree.N < 120 || got.Since.Tree.N > got.Checkpoint.Tree.N ||
+			got.Checkpoint.Origin != strings.Split(vkey, "+")[0] {
+			t.Fatalf("format %d, %d entries, checkpoint %+v, since %+v", got.Format, got.Entries, got.Checkpoint, got.Since)
+		}
 	}
-	// run-1 is receipts 50-99 of each batch: 100 entries, in a tree of 300.
-	if got.Entries != 100 || got.Checkpoint.Tree.N < 300 || got.Since == nil || got.Since.Tree.N < 120 ||
-		got.Since.Tree.N > got.Checkpoint.Tree.N || got.Checkpoint.Origin != strings.Split(vkey, "+")[0] {
-		t.Fatalf("%d entries, checkpoint %+v, since %+v", got.Entries, got.Checkpoint, got.Since)
+}
+
+// Each entry's proof derived from a real format 6 pack is the one the
+// ledger serves at the pack's tree size, and tlog.CheckRecord takes it.
+func TestPackEntryProofOfARealPackIsTheLedgersProof(t *testing.T) {
+	l, pack, vkey := exportPacks(t)
+	files := packFiles(t, pack)
+	if _, ok := files["multiproof.txt"]; !ok {
+		t.Fatal("the pack has no multiproof.txt")
 	}
+	size := strings.Split(string(files["checkpoint"]), "\n")[1]
+	for i, leaf := range strings.Split(strings.TrimSuffix(string(files["entries.jsonl"]), "\n"), "\n") {
+		var entry struct {
+			Seq int64 `json:"seq"`
+		}
+		if err := json.Unmarshal([]byte(leaf), &entry); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 != 0 && i != 99 {
+			continue
+		}
+		got, err := ledger.PackEntryProof(pack, vkey, entry.Seq)
+		if err != nil {
+			t.Fatalf("seq %d: %v", entry.Seq, err)
+		}
+		tree := got.Checkpoint.Tree
+		if string(got.Leaf) != leaf || tlog.CheckRecord(got.Proof, tree.N, tree.Hash, entry.Seq, tlog.RecordHash(got.Leaf)) != nil {
+			t.Fatalf("seq %d: %+v", entry.Seq, got)
+		}
+		var served struct {
+			Inclusion []string `json:"inclusion"`
+		}
+		if err := json.Unmarshal([]byte(ledgerctl(t, l, "prove", "--seq", fmt.Sprint(entry.Seq), "--size", size)), &served); err != nil {
+			t.Fatal(err)
+		}
+		if derived := hexesOf(got.Proof); strings.Join(derived, ",") != strings.Join(served.Inclusion, ",") {
+			t.Errorf("seq %d: derived %v, the ledger serves %v", entry.Seq, derived, served.Inclusion)
+		}
+	}
+}
+
+func hexesOf(hs []tlog.Hash) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, hex.EncodeToString(h[:]))
+	}
+	return out
 }
 
 // packFiles returns the pack's files by name (without the top folder).
@@ -125,7 +178,7 @@ func leafHash(leaf string) string {
 }
 
 func TestVerifyPackProofsRefusesATamperedPack(t *testing.T) {
-	pack, vkey := exportPacks(t)
+	_, pack, vkey := exportPacks(t, "--pack-format", "5")
 	files := packFiles(t, pack)
 	entries := strings.SplitN(string(files["entries.jsonl"]), "\n", 2)
 	proofs := strings.SplitN(string(files["proofs.jsonl"]), "\n", 2)
@@ -184,5 +237,44 @@ func TestVerifyPackProofsRefusesATamperedPack(t *testing.T) {
 	_, err = ledger.VerifyPackProofs(rewrite(t, pack, map[string][]byte{"consistency.json": cut}), vkey)
 	if err == nil || !strings.HasPrefix(err.Error(), "consistency.json: consistency: the proof does not lead from size ") {
 		t.Fatalf("a consistency proof cut short: %v", err)
+	}
+}
+
+func TestVerifyPackProofsRefusesATamperedFormat6Pack(t *testing.T) {
+	_, pack, vkey := exportPacks(t)
+	files := packFiles(t, pack)
+	entries := strings.SplitN(string(files["entries.jsonl"]), "\n", 2)
+	root, _ := base64.StdEncoding.DecodeString(strings.Split(string(files["checkpoint"]), "\n")[2])
+	wrongRoot := regexp.MustCompile(`^multiproof\.txt: the entries and the multiproof lead to root [0-9a-f]{64}, ` +
+		`the checkpoint's is ` + hex.EncodeToString(root) + `$`)
+
+	// The first entry rewritten (fewer tokens): the multiproof no longer
+	// leads to the signed root.
+	changed := strings.Replace(entries[0], `"input_tokens":50`, `"input_tokens":5`, 1)
+	if changed == entries[0] {
+		t.Fatalf("the first entry has no input_tokens 50: %s", entries[0])
+	}
+	_, err := ledger.VerifyPackProofs(rewrite(t, pack, map[string][]byte{"entries.jsonl": []byte(changed + "\n" + entries[1])}), vkey)
+	if err == nil || !wrongRoot.MatchString(err.Error()) {
+		t.Errorf("an entry rewritten: %v", err)
+	}
+	// The first entry dropped: the run's entries are consecutive seqs, so
+	// the leaf left empty has a sibling holding entries and takes a hash of
+	// its own, which the list does not have; a hash left out likewise.
+	mp := files["multiproof.txt"]
+	hashes := bytes.Count(mp, []byte("\n"))
+	for name, c := range map[string]struct {
+		file string
+		data []byte
+		used int
+	}{
+		"the first entry dropped": {"entries.jsonl", []byte(entries[1]), hashes},
+		"a hash left out":         {"multiproof.txt", mp[65:], hashes - 1},
+	} {
+		_, err := ledger.VerifyPackProofs(rewrite(t, pack, map[string][]byte{c.file: c.data}), vkey)
+		want := fmt.Sprintf("multiproof.txt: the multiproof ends after %d hashes; the entries' inclusion needs more", c.used)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v\nwant %s", name, err, want)
+		}
 	}
 }

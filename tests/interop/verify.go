@@ -13,6 +13,10 @@
 //	entries.jsonl   the leaves 0..new size-1, one per line
 //	proofs.jsonl    ledgerctl prove output for each entry against new size
 //	consistency.json ledgerctl consistency output from old to new size
+//
+// verify -pack PACK_DIR VKEY checks an extracted evidence pack: its
+// checkpoint, each entry's proof (from proofs.jsonl, or in a pack of format
+// 6 derived from multiproof.txt) with tlog.CheckRecord, and consistency.json.
 package main
 
 import (
@@ -220,32 +224,17 @@ func runPack(dir, vkeyText string) error {
 	if err != nil {
 		return err
 	}
-	proofs, err := os.ReadFile(filepath.Join(dir, "proofs.jsonl"))
+	leaves := bytes.Split(bytes.TrimSuffix(entries, []byte("\n")), []byte("\n"))
+	if len(entries) == 0 {
+		leaves = nil
+	}
+	seqs, proofs, err := packProofs(dir, cp, leaves)
 	if err != nil {
 		return err
 	}
-	leaves := bytes.Split(bytes.TrimSuffix(entries, []byte("\n")), []byte("\n"))
-	lines := bytes.Split(bytes.TrimSuffix(proofs, []byte("\n")), []byte("\n"))
-	if len(entries) == 0 {
-		leaves, lines = nil, nil
-	}
-	if len(leaves) != len(lines) {
-		return fmt.Errorf("%d entries, %d proofs", len(leaves), len(lines))
-	}
 	for i, leaf := range leaves {
-		var p struct {
-			Seq       int64    `json:"seq"`
-			Inclusion []string `json:"inclusion"`
-		}
-		if err := json.Unmarshal(lines[i], &p); err != nil {
-			return fmt.Errorf("proof %d: %v", i, err)
-		}
-		proof, err := parseHashes(p.Inclusion)
-		if err != nil {
-			return err
-		}
-		if err := tlog.CheckRecord(tlog.RecordProof(proof), cp.size, cp.root, p.Seq, tlog.RecordHash(leaf)); err != nil {
-			return fmt.Errorf("seq %d: tlog.CheckRecord: %v", p.Seq, err)
+		if err := tlog.CheckRecord(tlog.RecordProof(proofs[i]), cp.size, cp.root, seqs[i], tlog.RecordHash(leaf)); err != nil {
+			return fmt.Errorf("seq %d: tlog.CheckRecord: %v", seqs[i], err)
 		}
 	}
 	consistent := ""
@@ -279,6 +268,135 @@ func runPack(dir, vkeyText string) error {
 	}
 	fmt.Printf("go interop: pack of %d entries verified with x/mod sumdb against size %d%s\n", len(leaves), cp.size, consistent)
 	return nil
+}
+
+// packProofs returns the seq and the RFC 9162 inclusion proof (leaf to
+// root) of each entry of a pack: its line of proofs.jsonl, or in a pack of
+// format 6 derived from multiproof.txt (CONTRACT section 6, "Multiproofs").
+// A derived proof is not trusted: tlog.CheckRecord checks it.
+func packProofs(dir string, cp checkpoint, leaves [][]byte) ([]int64, [][]tlog.Hash, error) {
+	seqs := make([]int64, len(leaves))
+	proofs := make([][]tlog.Hash, len(leaves))
+	if multiproof, err := os.ReadFile(filepath.Join(dir, "multiproof.txt")); err == nil {
+		for i, leaf := range leaves {
+			var e struct {
+				Seq int64 `json:"seq"`
+			}
+			if err := json.Unmarshal(leaf, &e); err != nil {
+				return nil, nil, fmt.Errorf("entry %d: %v", i, err)
+			}
+			seqs[i] = e.Seq
+		}
+		var nodes []string
+		if len(multiproof) > 0 {
+			nodes = strings.Split(strings.TrimSuffix(string(multiproof), "\n"), "\n")
+		}
+		hashes, err := parseHashes(nodes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("multiproof.txt: %v", err)
+		}
+		return seqs, proofs, deriveProofs(cp, seqs, leaves, hashes, proofs)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "proofs.jsonl"))
+	if err != nil {
+		return nil, nil, err
+	}
+	lines := bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n"))
+	if len(raw) == 0 {
+		lines = nil
+	}
+	if len(leaves) != len(lines) {
+		return nil, nil, fmt.Errorf("%d entries, %d proofs", len(leaves), len(lines))
+	}
+	for i := range leaves {
+		var p struct {
+			Seq       int64    `json:"seq"`
+			Inclusion []string `json:"inclusion"`
+		}
+		if err := json.Unmarshal(lines[i], &p); err != nil {
+			return nil, nil, fmt.Errorf("proof %d: %v", i, err)
+		}
+		seqs[i] = p.Seq
+		if proofs[i], err = parseHashes(p.Inclusion); err != nil {
+			return nil, nil, err
+		}
+	}
+	return seqs, proofs, nil
+}
+
+// deriveProofs fills proofs with each seq's path: ROOT(0, N) of section 6
+// computed over the leaves (ascending seqs) and the multiproof's hashes,
+// keeping every subtree's hash, then each seq's siblings read from the root
+// down. Every hash must be used; with no entry, the one hash is the root.
+func deriveProofs(cp checkpoint, seqs []int64, leaves [][]byte, hashes []tlog.Hash, proofs [][]tlog.Hash) error {
+	known := map[[2]int64]tlog.Hash{}
+	next, used := 0, 0
+	var root func(lo, hi int64) error
+	root = func(lo, hi int64) error {
+		var h tlog.Hash
+		switch {
+		case next == len(seqs) || seqs[next] >= hi:
+			if used == len(hashes) {
+				return fmt.Errorf("multiproof.txt: %d hashes, the entries need more", len(hashes))
+			}
+			h, used = hashes[used], used+1
+		case hi-lo == 1:
+			h, next = tlog.RecordHash(leaves[next]), next+1
+		default:
+			k := split(hi - lo)
+			if err := root(lo, lo+k); err != nil {
+				return err
+			}
+			if err := root(lo+k, hi); err != nil {
+				return err
+			}
+			h = tlog.NodeHash(known[[2]int64{lo, lo + k}], known[[2]int64{lo + k, hi}])
+		}
+		known[[2]int64{lo, hi}] = h
+		return nil
+	}
+	size := cp.size
+	if size == 0 {
+		size = 1 // the empty tree's one hash: that of [0, 1), which holds no seq
+	}
+	if err := root(0, size); err != nil {
+		return err
+	}
+	if used != len(hashes) || next != len(seqs) {
+		return fmt.Errorf("multiproof.txt: %d hashes, the entries use %d (%d of %d entries placed)", len(hashes), used,
+			next, len(seqs))
+	}
+	if len(seqs) == 0 && known[[2]int64{0, size}] != cp.root {
+		return fmt.Errorf("multiproof.txt: root %x, the checkpoint's is %x", known[[2]int64{0, size}], cp.root)
+	}
+	for i, seq := range seqs {
+		var path []tlog.Hash
+		for lo, hi := int64(0), size; hi-lo > 1; {
+			k := split(hi - lo)
+			sibling := [2]int64{lo + k, hi}
+			if seq >= lo+k {
+				sibling, lo = [2]int64{lo, lo + k}, lo+k
+			} else {
+				hi = lo + k
+			}
+			h, ok := known[sibling]
+			if !ok {
+				return fmt.Errorf("seq %d: multiproof.txt has no hash of the subtree [%d, %d)", seq, sibling[0], sibling[1])
+			}
+			path = append([]tlog.Hash{h}, path...)
+		}
+		proofs[i] = path
+	}
+	return nil
+}
+
+// split is the largest power of two below n (RFC 9162 2.1.1), n >= 2.
+func split(n int64) int64 {
+	k := int64(1)
+	for k*2 < n {
+		k *= 2
+	}
+	return k
 }
 
 func main() {

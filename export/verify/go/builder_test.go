@@ -133,13 +133,14 @@ func runPack(t *testing.T, l *testLog, n int64, team, run string, signedAt, grac
 	return runPackOf(t, l, n, team, run, signedAt, grace, leftOut, 4)
 }
 
-// runPackOf is runPack of format 4 or 5: a format 5 pack carries a version
-// 4 note, its runs root and run-head.json under run keys of version 2.
+// runPackOf is runPack of format 4, 5 or 6: a format 5 pack carries a
+// version 4 note, its runs root and run-head.json under run keys of version
+// 2; a format 6 pack likewise, with multiproof.txt for proofs.jsonl.
 func runPackOf(t *testing.T, l *testLog, n int64, team, run string, signedAt, grace int64, leftOut map[int64]bool,
 	format int) *builtPack {
 	t.Helper()
 	runKeys := 1
-	if format == 5 {
+	if format >= 5 {
 		runKeys = 2
 	}
 	root := l.root(t, n)
@@ -147,11 +148,12 @@ func runPackOf(t *testing.T, l *testLog, n int64, team, run string, signedAt, gr
 	teams := l.teamMap(t, n)
 	s, _, vkey := testKey(t, testOrigin)
 	b := &builtPack{files: map[string][]byte{
-		"checkpoint":      sign(t, s, fmt.Sprintf("%s\n%d\n%s\n", testOrigin, n, b64(root))),
-		"checkpoint-time": sign(t, s, timeNoteText(format-1, n, root, mapRoot(runs), mapRoot(teams), signedAt)),
-		"ledger.vkey":     []byte(vkey + "\n"),
-		"outcomes.json":   []byte(`{"runs":[],"steps":[]}` + "\n"),
-		"report.html":     []byte("<!doctype html>\n"),
+		"checkpoint": sign(t, s, fmt.Sprintf("%s\n%d\n%s\n", testOrigin, n, b64(root))),
+		"checkpoint-time": sign(t, s, timeNoteText(int(noteVersion(int64(format))), n, root, mapRoot(runs), mapRoot(teams),
+			signedAt)),
+		"ledger.vkey":   []byte(vkey + "\n"),
+		"outcomes.json": []byte(`{"runs":[],"steps":[]}` + "\n"),
+		"report.html":   []byte("<!doctype html>\n"),
 	}}
 	var seqs []int64
 	var head *runHead
@@ -162,6 +164,9 @@ func runPackOf(t *testing.T, l *testLog, n int64, team, run string, signedAt, gr
 		}
 	}
 	b.setEntries(t, l, n, seqs)
+	if format == 6 {
+		b.setMultiproof(t, l, n, seqs)
+	}
 	key, err := runKey(team, run, runKeys)
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +191,13 @@ func (b *builtPack) setEntries(t *testing.T, l *testLog, n int64, seqs []int64) 
 	}
 	b.files["entries.jsonl"] = entries.Bytes()
 	b.files["proofs.jsonl"] = proofs.Bytes()
+}
+
+// setMultiproof writes multiproof.txt of the seqs in place of proofs.jsonl,
+// as a pack of format 6 holds.
+func (b *builtPack) setMultiproof(t *testing.T, l *testLog, n int64, seqs []int64) {
+	delete(b.files, "proofs.jsonl")
+	b.files["multiproof.txt"] = multiproofText(l.multiproof(n, seqs))
 }
 
 // resignNote replaces a note's text, signed with the test key.

@@ -120,7 +120,7 @@ func base64Hash(s string) ([32]byte, bool) {
 	return h, true
 }
 
-// checkTimeNote reads the pack's checkpoint-time (packs of format 2 to 5
+// checkTimeNote reads the pack's checkpoint-time (packs of format 2 to 6
 // carry one, readManifest checked) and requires it to name the pack's
 // checkpoint and to be of the version the format says. It returns the
 // note, nil in a format 1 pack.
@@ -300,18 +300,28 @@ var lowerNote = map[int64]string{
 	3: "a format 3 pack carries a version 2 note (with the run-head map root)",
 	4: "a format 4 pack carries a version 3 note (with the team-head map root)",
 	5: "a format 5 pack carries a version 4 note (with run keys of version 2)",
+	6: "a format 6 pack carries a version 4 note (with run keys of version 2)",
+}
+
+// noteVersion is the version of the checkpoint-time note of a pack of
+// format F >= 2: F - 1, and 4 in format 6 (whose change is multiproof.txt).
+func noteVersion(format int64) int64 {
+	if format == 6 {
+		return 4
+	}
+	return format - 1
 }
 
 // checkNoteVersion requires the note's version to be the one the
-// manifest's format says (section 7, the manifest's `format`): a format F
-// pack (F >= 2) carries a note of version F - 1.
+// manifest's format says (section 7, the manifest's `format`, noteVersion).
 func checkNoteVersion(format int64, version int) error {
+	want := noteVersion(format)
 	switch {
-	case int64(version) < format-1 && lowerNote[format] != "":
+	case int64(version) < want && lowerNote[format] != "":
 		return fmt.Errorf("checkpoint-time: %s", lowerNote[format])
-	case int64(version) != format-1:
+	case int64(version) != want:
 		return fmt.Errorf("checkpoint-time: format %d pack with a version %d note: a format %d pack carries a version %d note",
-			format, version, format, format-1)
+			format, version, format, want)
 	}
 	return nil
 }

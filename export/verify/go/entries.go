@@ -39,17 +39,23 @@ type entry struct {
 var genesisPrev = hex.EncodeToString(make([]byte, 32))
 
 // checkEntries checks every line of entries.jsonl: canonical JSON, its
-// fields, its leaf hash and inclusion proof (the same line of proofs.jsonl)
-// against cp, ascending seqs, prev between consecutive seqs, and logging
-// times that never decrease. pr (nil: none) counts the entries checked
-// against total, the manifest's counts.entries; its line is erased before
-// checkEntries returns.
-func checkEntries(p *pack, cp checkpoint, total int64, pr *progress) ([]entry, error) {
+// fields, ascending seqs below the tree size, prev between consecutive
+// seqs, and logging times that never decrease; and the entries' inclusion
+// in cp's tree: in a pack of format 6 with multiproof.txt, read with the
+// entries in one pass (section 7, "Shared inclusion proofs"), else each
+// entry's leaf hash and inclusion proof on its line of proofs.jsonl. pr
+// (nil: none) counts the entries checked against total, the manifest's
+// counts.entries; its line is erased before checkEntries returns.
+func checkEntries(p *pack, cp checkpoint, format, total int64, pr *progress) ([]entry, error) {
 	pr.begin(total)
 	defer pr.end()
 	leaves, err := lines("entries.jsonl", p.files["entries.jsonl"])
 	if err != nil {
 		return nil, err
+	}
+	r := &entryReader{leaves: leaves, cp: cp, pr: pr, out: make([]entry, 0, len(leaves))}
+	if format == 6 {
+		return r.out, checkMultiproof(r, &multiproofFile{rest: p.files[multiproofName]}, cp.size, cp.root)
 	}
 	proofs, err := lines("proofs.jsonl", p.files["proofs.jsonl"])
 	if err != nil {
@@ -58,22 +64,51 @@ func checkEntries(p *pack, cp checkpoint, total int64, pr *progress) ([]entry, e
 	if len(proofs) != len(leaves) {
 		return nil, fmt.Errorf("proofs.jsonl: expected %d lines (one per entry), found %d", len(leaves), len(proofs))
 	}
-	out := make([]entry, 0, len(leaves))
-	for i, leaf := range leaves {
-		e, err := readEntry(leaf)
-		if err != nil {
-			return nil, fmt.Errorf("entries.jsonl line %d: %v", i+1, err)
-		}
-		if err := checkOrder(e, out, cp); err != nil {
+	for i := range leaves {
+		if _, _, err := r.peek(); err != nil {
 			return nil, err
 		}
-		if err := checkProof(e, i+1, proofs[i], cp); err != nil {
+		if err := checkProof(r.out[i], i+1, proofs[i], cp); err != nil {
 			return nil, err
 		}
-		out = append(out, e)
-		pr.tick(int64(len(out)))
+		r.take()
 	}
-	return out, nil
+	return r.out, nil
+}
+
+// entryReader checks the lines of entries.jsonl in order, each when it is
+// first peeked; out holds the entries checked.
+type entryReader struct {
+	leaves [][]byte
+	cp     checkpoint
+	pr     *progress
+	out    []entry
+	taken  int // the entries of out consumed
+}
+
+func (r *entryReader) peek() (int64, bool, error) {
+	if r.taken < len(r.out) {
+		return r.out[r.taken].seq, true, nil
+	}
+	i := len(r.out)
+	if i == len(r.leaves) {
+		return 0, false, nil
+	}
+	e, err := readEntry(r.leaves[i])
+	if err != nil {
+		return 0, false, fmt.Errorf("entries.jsonl line %d: %v", i+1, err)
+	}
+	if err := checkOrder(e, i+1, r.out, r.cp); err != nil {
+		return 0, false, err
+	}
+	r.out = append(r.out, e)
+	r.pr.tick(int64(len(r.out)))
+	return e.seq, true, nil
+}
+
+func (r *entryReader) take() tlog.Hash {
+	r.taken++
+	return r.out[r.taken-1].hash
 }
 
 // readEntry reads the fields of format versions 1 and 2 (CONTRACT section
@@ -154,10 +189,11 @@ func readEntry(leaf []byte) (entry, error) {
 	return e, nil
 }
 
-// checkOrder checks e against the entries before it in the pack.
-func checkOrder(e entry, before []entry, cp checkpoint) error {
+// checkOrder checks e, on line number of entries.jsonl, against the
+// entries before it in the pack.
+func checkOrder(e entry, number int, before []entry, cp checkpoint) error {
 	if e.seq >= cp.size {
-		return fmt.Errorf("entries.jsonl seq %d: expected a seq below the checkpoint's tree size %d", e.seq, cp.size)
+		return fmt.Errorf("entries.jsonl: line %d: seq %d is not in the checkpoint's tree of size %d", number, e.seq, cp.size)
 	}
 	if e.seq == 0 && e.prev != genesisPrev {
 		return fmt.Errorf("entries.jsonl seq 0: prev: expected %s, found %s", genesisPrev, e.prev)

@@ -19,10 +19,11 @@ import (
 // The files a pack may hold; consistency.json only when exported --since,
 // checkpoint-time from manifest format 2 on, run-head.json in run packs of
 // format 3 or later (completeness.go reads both), team-window.json in team windows of
-// format 4 or 5 (teamwindow.go).
+// format 4 or later (teamwindow.go), proofs.jsonl in formats 1 to 5 and
+// multiproof.txt in format 6 (checkProofFiles).
 var packFiles = map[string]bool{
 	"checkpoint": true, "ledger.vkey": true, "entries.jsonl": true,
-	"proofs.jsonl": true, "consistency.json": false, "outcomes.json": true,
+	"proofs.jsonl": false, "multiproof.txt": false, "consistency.json": false, "outcomes.json": true,
 	"manifest.json": true, "manifest.sig": true, "report.html": true, "checkpoint-time": false,
 	"run-head.json": false, "team-window.json": false,
 }

@@ -4,7 +4,9 @@
 # and export/verify/python/verify_pack.py. All three accept the genuine packs and refuse
 # each tampered one; packs are tampered as an operator holding the ledger's
 # signing key could (repack.py re-signs the manifest). ledger-verify-go's
-# lines are checked exactly. Usage: pack_test.sh BUILD_DIR
+# lines are checked exactly. The packs are of format 6 (multiproof.txt),
+# and of format 5 (proofs.jsonl, ledgerctl export --pack-format 5) where a
+# test is about proofs.jsonl. Usage: pack_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +33,9 @@ ctl checkpoint --at-least "$(($(sed -n 2p "$work/old.note") + 1))" > /dev/null
 t1=$(date -u -d '+2 sec' +%Y-%m-%dT%H:%M:%SZ)
 ctl vkey > "$work/vkey"
 ctl export --run team-support/run-0007 --out "$work/run.tar.gz" > /dev/null
+ctl export --run team-support/run-0007 --out "$work/run5.tar.gz" --pack-format 5 > /dev/null
 ctl export --run team-code/run-0000 --out "$work/since.tar.gz" --since "$work/old.note" > /dev/null
+ctl export --run team-code/run-0000 --out "$work/since5.tar.gz" --since "$work/old.note" --pack-format 5 > /dev/null
 ctl export --seq 3:20 --out "$work/seq.tar.gz" > /dev/null
 ctl export --team team-code --from "$t0" --to "$t1" --out "$work/team.tar.gz" > /dev/null
 ctl export --team team-code --from "$mid" --to "$t1" --out "$work/late.tar.gz" > /dev/null
@@ -123,6 +127,11 @@ old_root=$(note_root "$work/old.note")
 us() { echo $(($(date -d "$1" +%s) * 1000000)); }
 
 # Genuine packs of every scope.
+for p in run seq team since; do
+  [ "$(pack_field "$work/$p.tar.gz" 'm["format"]')" = 6 ] || fail "$p: not a pack of format 6"
+done
+[ "$(pack_field "$work/run5.tar.gz" 'm["format"]')" = 5 ] || fail "run5: not a pack of format 5"
+accept "run of format 5" "$work/run5.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run5.tar.gz")$(done_part "$work/run5.tar.gz"); outcomes.json not recomputed$(step_lines "$work/run5.tar.gz")" "${key[@]}"
 accept run "$work/run.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz")$(done_part "$work/run.tar.gz"); outcomes.json not recomputed$(step_lines "$work/run.tar.gz")" "${key[@]}"
 accept seq "$work/seq.tar.gz" "OK seq 3:20: $(ok_tail "$work/seq.tar.gz")$(done_part "$work/seq.tar.gz"); outcomes.json not recomputed$(step_lines "$work/seq.tar.gz")" "${key[@]}"
 for w in team late early; do
@@ -169,13 +178,25 @@ run_size=$(pack_field "$work/run.tar.gz" 'cp[1]')
 repack "$work/run.tar.gz" "$work/t-same.tar.gz"
 accept "rebuilt, unchanged" "$work/t-same.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run.tar.gz")$(done_part "$work/run.tar.gz"); outcomes.json not recomputed$(step_lines "$work/run.tar.gz")" "${key[@]}"
 
-repack "$work/run.tar.gz" "$work/t-flip.tar.gz" flip-entry:4
+repack "$work/run5.tar.gz" "$work/t-flip.tar.gz" flip-entry:4
 refuse "a changed byte of an entry" "$work/t-flip.tar.gz" \
-  "FAIL: entries.jsonl seq $(seq_at "$work/run.tar.gz" 4): leaf hash: expected $(hash_at "$work/run.tar.gz" 4) (proofs.jsonl), found $(hash_at "$work/t-flip.tar.gz" 4)" "${key[@]}"
+  "FAIL: entries.jsonl seq $(seq_at "$work/run5.tar.gz" 4): leaf hash: expected $(hash_at "$work/run5.tar.gz" 4) (proofs.jsonl), found $(hash_at "$work/t-flip.tar.gz" 4)" "${key[@]}"
 
-repack "$work/run.tar.gz" "$work/t-flip2.tar.gz" flip-entry:4 fix-leaf-hash:4
+repack "$work/run5.tar.gz" "$work/t-flip2.tar.gz" flip-entry:4 fix-leaf-hash:4
 refuse "a changed entry with its leaf hash" "$work/t-flip2.tar.gz" \
-  "FAIL: proofs.jsonl seq $(seq_at "$work/run.tar.gz" 4): inclusion proof against tree size $run_size $run_root: invalid transparency proof" "${key[@]}"
+  "FAIL: proofs.jsonl seq $(seq_at "$work/run5.tar.gz" 4): inclusion proof against tree size $run_size $run_root: invalid transparency proof" "${key[@]}"
+
+# Format 6: the entries and multiproof.txt lead to another root.
+led_to() { /usr/bin/python3 "$here/repack.py" --root "$1"; }
+# An entry with a span_id whose next seq is not in the pack (no prev to break).
+k=$(pack_field "$work/run.tar.gz" '[i for i, x in enumerate(e) if "span_id" in json.dumps(x) and (
+  i == len(e) - 1 or e[i + 1]["seq"] != x["seq"] + 1)][-1]')
+repack "$work/run.tar.gz" "$work/t-flip6.tar.gz" "flip-entry:$k"
+refuse "a changed byte of an entry (format 6)" "$work/t-flip6.tar.gz" \
+  "FAIL: multiproof.txt: the entries and the multiproof lead to root $(led_to "$work/t-flip6.tar.gz"), the checkpoint's is $(pack_field "$work/run.tar.gz" 'root')" "${key[@]}"
+repack "$work/run.tar.gz" "$work/t-hash6.tar.gz" flip-hash:1
+refuse "a changed hash of multiproof.txt" "$work/t-hash6.tar.gz" \
+  "FAIL: multiproof.txt: the entries and the multiproof lead to root $(led_to "$work/t-hash6.tar.gz"), the checkpoint's is $(pack_field "$work/run.tar.gz" 'root')" "${key[@]}"
 
 repack "$work/run.tar.gz" "$work/t-drop.tar.gz" drop:5
 refuse "a dropped entry of a run" "$work/t-drop.tar.gz" \
@@ -196,10 +217,17 @@ repack "$work/team.tar.gz" "$work/t-team.tar.gz" "drop:$i"
 refuse "a dropped entry of a team window" "$work/t-team.tar.gz" \
   "FAIL: entries.jsonl seq $(seq_at "$work/team.tar.gz" "$j"): run_prev: expected $(pack_field "$work/team.tar.gz" "[x['seq'] for x in e[:$i] if (x['receipt']['team'], x['receipt']['run_id']) == (e[$i]['receipt']['team'], e[$i]['receipt']['run_id'])][-1]") (the run's previous entry in the pack), found $(seq_at "$work/team.tar.gz" "$i")" "${key[@]}"
 
-first=$(seq_at "$work/since.tar.gz" 0)
-repack "$work/since.tar.gz" "$work/t-old.tar.gz" "checkpoint:$work/old.note"
+first=$(seq_at "$work/since5.tar.gz" 0)
+repack "$work/since5.tar.gz" "$work/t-old.tar.gz" "checkpoint:$work/old.note"
 refuse "the checkpoint swapped for an older one" "$work/t-old.tar.gz" \
   "FAIL: proofs.jsonl seq $first: inclusion proof against tree size $old_size root $old_root: invalid transparency proof" "${key[@]}"
+# Format 6: an entry beyond the older tree is refused with the entries,
+# else the multiproof leads to another root.
+repack "$work/since.tar.gz" "$work/t-old6.tar.gz" "checkpoint:$work/old.note"
+refuse "the checkpoint swapped for an older one (format 6)" "$work/t-old6.tar.gz" \
+  "$(pack_field "$work/t-old6.tar.gz" 'next(("FAIL: entries.jsonl: line %d: seq %d is not in the checkpoint'"'"'s tree of size %s" % (
+      i + 1, x["seq"], cp[1]) for i, x in enumerate(e) if x["seq"] >= int(cp[1])), "")' |
+    sed "s/^\$/FAIL: multiproof.txt: the entries and the multiproof lead to root $(led_to "$work/t-old6.tar.gz"), the checkpoint's is $old_root/")" "${key[@]}"
 
 repack "$work/run.tar.gz" "$work/t-unsigned.tar.gz" unsigned-counts
 signed=$(tar -xOzf "$work/t-unsigned.tar.gz" evidence/manifest.sig | head -1)
@@ -258,8 +286,8 @@ refuse "--since on a pack without a consistency proof" "$work/run.tar.gz" \
 
 # Drawn changes (a byte, a dropped, repeated or swapped entry), the manifest
 # re-signed: the three verifiers give one verdict on each.
-for n in $(seq 1 "${GO_VERIFY_DRAWS:-16}"); do
-  pack=$(printf '%s\n' run seq late since | sed -n "$((n % 4 + 1))p")
+for n in $(seq 1 "${GO_VERIFY_DRAWS:-20}"); do
+  pack=$(printf '%s\n' run seq late since run5 | sed -n "$((n % 5 + 1))p")
   flags=("${key[@]}"); [ "$pack" = since ] && flags+=(--since "$work/old.note")
   what=$(repack "$work/$pack.tar.gz" "$work/t-draw.tar.gz" "mutate:$n")
   verdicts=""

@@ -1,7 +1,7 @@
 package main
 
 // Closed team windows (CONTRACT section 7, "Closed team windows (format
-// 4)", and format 5 likewise): a team window whose checkpoint-time note
+// 4)", and formats 5 and 6 likewise): a team window whose checkpoint-time note
 // signs a team-head map root (version 3 or 4) carries team-window.json,
 //
 //	{"before":BOUND,"after":BOUND,"head":PROOF}

@@ -87,7 +87,12 @@ func (l *testLog) addLinked(t *testing.T, team string, loggedAt int64, v int, te
 	l.es = append(l.es, e)
 }
 
+// root is the RFC 9162 root of the first n entries: SHA-256 of nothing
+// for the empty tree (tlog.TreeHash gives zeros there).
 func (l *testLog) root(t *testing.T, n int64) tlog.Hash {
+	if n == 0 {
+		return sha256.Sum256(nil)
+	}
 	h, err := tlog.TreeHash(n, l.hashes())
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +329,10 @@ func (w *windowPack) write(t *testing.T, s note.Signer, vkey string) string {
 	}
 	files["entries.jsonl"] = entries.Bytes()
 	files["proofs.jsonl"] = proofs.Bytes()
+	if w.format == 6 {
+		delete(files, "proofs.jsonl")
+		files["multiproof.txt"] = multiproofText(l.multiproof(w.n, w.entries))
+	}
 	if w.window != nil {
 		files["team-window.json"], _ = json.Marshal(w.window)
 	}

@@ -95,7 +95,7 @@ func verify(o options) ([]string, error) {
 	if err := checkAsked(o, m, cp); err != nil {
 		return nil, err
 	}
-	entries, err := checkEntries(p, cp, m.entries, o.progress)
+	entries, err := checkEntries(p, cp, m.format, m.entries, o.progress)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +369,7 @@ type manifest struct {
 	root     string
 	entries  int64
 	scope    *value
-	graceMs  int64 // unknown_grace_ms, formats 2 to 5; -1 in format 1
+	graceMs  int64 // unknown_grace_ms, formats 2 to 6; -1 in format 1
 }
 
 // readManifest checks manifest.sig (a note whose text is manifest.json's hex
@@ -392,8 +392,8 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: expected an object")
 	}
 	format, ok := v.get("format").integer()
-	if !ok || format < 1 || format > 5 {
-		return nil, fmt.Errorf("manifest.json: format: expected 1, 2, 3, 4 or 5")
+	if !ok || format < 1 || format > 6 {
+		return nil, fmt.Errorf("manifest.json: format: want 1, 2, 3, 4, 5 or 6, found %s", show(v.get("format")))
 	}
 	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
 	grace := int64(-1)
@@ -408,7 +408,10 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 	}
 	_, hasTime := p.files["checkpoint-time"]
 	if hasTime != (format >= 2) {
-		return nil, fmt.Errorf("checkpoint-time: a pack of format 2 to 5, and only one, carries it")
+		return nil, fmt.Errorf("checkpoint-time: a pack of format 2 to 6, and only one, carries it")
+	}
+	if err := checkProofFiles(p, format); err != nil {
+		return nil, err
 	}
 	m := &manifest{format: format, scope: v.get("scope"), graceMs: grace}
 	if m.origin, ok = str(v.get("origin")); !ok || m.origin == "" {
@@ -443,6 +446,25 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 			"one newline at the end)")
 	}
 	return m, nil
+}
+
+// checkProofFiles requires the file that proves the entries' inclusion
+// in a pack of the format, and refuses the other: multiproof.txt in format
+// 6, proofs.jsonl in formats 1 to 5 (section 7, "Reading a pack strictly").
+func checkProofFiles(p *pack, format int64) error {
+	_, proofs := p.files["proofs.jsonl"]
+	_, multi := p.files[multiproofName]
+	switch {
+	case format == 6 && proofs:
+		return fmt.Errorf("proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt")
+	case format == 6 && !multi:
+		return fmt.Errorf("multiproof.txt: missing: a pack of format 6 proves its entries' inclusion with a multiproof")
+	case format != 6 && multi:
+		return fmt.Errorf("multiproof.txt: only a pack of format 6 carries a multiproof")
+	case format != 6 && !proofs:
+		return fmt.Errorf("proofs.jsonl: missing: a pack of format %d proves each entry's inclusion with a line of it", format)
+	}
+	return nil
 }
 
 func checkDigests(p *pack, files *value) error {
