@@ -1,6 +1,7 @@
 // pack_bench: evidence-pack export and verification of one large run.
 //
 //   pack_bench [--entries N] [--data DIR] [--store-memory-mb MB]
+//              [--pack-format 5|6] [--scope run|seq|team] [--runs K]
 //
 // Fills a ledger (in this process, through Log::Append, projections off:
 // export does not read them) with one run of N entries (steps of start,
@@ -12,6 +13,12 @@
 // grows with the pack. The export opens the store with RocksDB's memory
 // bounded by --store-memory-mb (as ledgerd's --store-memory-mb does; its
 // cache counts in the export's peak).
+//
+// --scope: the pack of the run (default), of the seq range of the whole log,
+// or of team-a's window over the whole log (all of them N entries with one
+// run). --runs K: K runs take turns, a step at a time (the log holds N x K
+// entries, the exported run every K-th step's): a run interleaved with
+// others, whose inclusion proofs share less.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -42,12 +49,14 @@ long PeakRssKb() {
   return u.ru_maxrss;
 }
 
+uint64_t g_runs = 1;
+
 pb::Receipt Make(uint64_t i) {
   pb::Receipt r;
   uint64_t step = i / 6, part = i % 6;
   r.set_receipt_id(absl::StrCat("pb-", i));
   r.set_team("team-a");
-  r.set_run_id("big-run");
+  r.set_run_id(step % g_runs == 0 ? "big-run" : absl::StrCat("other-", step % g_runs));
   r.set_step_id(absl::StrCat("step-", step));
   r.set_occurred_at_us(1767225600000000 + static_cast<int64_t>(i));
   if (part == 0) {
@@ -84,8 +93,16 @@ absl::StatusOr<std::unique_ptr<ledger::log::Log>> OpenLog(const std::string& dat
 }
 
 // The export or the verification alone, in this process: one JSON line.
-int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_t memory_mb) {
-  std::string pack = data + "/big-run.tar.gz";
+// The scope of --scope over a log of `size` entries.
+ledger::exporter::Scope BenchScope(const std::string& scope, uint64_t size) {
+  if (scope == "seq") return {"", "", 0, size};
+  if (scope == "team") return {"team-a", "", 0, 0, 1, 4102444800000000};  // logged_at_us: the clock
+  return {"team-a", "big-run"};
+}
+
+int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_t memory_mb, int format,
+          const std::string& scope) {
+  std::string pack = absl::StrCat(data, "/", scope, "-", format, ".tar.gz");
   auto t = Clock::now();
   bool ok = false;
   if (phase == "export") {
@@ -96,7 +113,8 @@ int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_
     }
     long before = PeakRssKb();
     t = Clock::now();
-    absl::Status exported = ledger::exporter::ExportPack(**log, {"team-a", "big-run"}, pack);
+    absl::Status exported = ledger::exporter::ExportPack(
+        **log, BenchScope(scope, (*log)->head().size), pack, {.pack_format = format});
     if (!exported.ok()) std::cerr << exported << "\n";
     ok = exported.ok();
     double s = std::chrono::duration<double>(Clock::now() - t).count();
@@ -114,7 +132,7 @@ int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_
   ledger::verify::Options vo;
   std::getline(in, vo.vkey);
   auto verified = ledger::verify::VerifyPack(pack, vo);
-  ok = verified.ok() && verified->ok && verified->entries == n;
+  ok = verified.ok() && verified->ok && (scope != "run" || verified->entries == n);
   if (verified.ok() && !verified->ok) std::cerr << verified->Summary();
   double s = std::chrono::duration<double>(Clock::now() - t).count();
   std::cout << nlohmann::json{{"s", s}, {"ok", ok}, {"peak_rss_kb", PeakRssKb()}}.dump() << std::endl;
@@ -122,10 +140,12 @@ int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_
 }
 
 // Runs this program for one phase and returns its JSON line.
-nlohmann::json RunPhase(const std::string& phase, const std::string& data, uint64_t n, uint64_t memory_mb) {
+nlohmann::json RunPhase(const std::string& phase, const std::string& data, uint64_t n, uint64_t memory_mb, int format,
+                        const std::string& scope) {
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::string cmd = absl::StrCat("'", self, "' --phase ", phase, " --entries ", n, " --data '", data,
-                                 "' --store-memory-mb ", memory_mb);
+                                 "' --store-memory-mb ", memory_mb, " --pack-format ", format, " --scope ", scope,
+                                 " --runs ", g_runs);
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -142,6 +162,9 @@ int main(int argc, char** argv) {
   flags.Define("data", "", "data directory to fill or reuse (default: a temporary one)");
   flags.Define("phase", "all", "all, or export or verify alone (in this process)");
   flags.Define("store-memory-mb", "64", "the export's bound on RocksDB's memory (ledgerd's --store-memory-mb)");
+  flags.Define("pack-format", "6", "the pack format to export, 5 or 6");
+  flags.Define("scope", "run", "run, seq (the whole log) or team (team-a's window over the whole log)");
+  flags.Define("runs", "1", "runs taking turns a step at a time; the pack is of one of them");
   if (auto s = flags.Parse(argc, argv, 1); !s.ok()) {
     std::cerr << s.message() << "\n";
     return 2;
@@ -149,7 +172,10 @@ int main(int argc, char** argv) {
   uint64_t n = static_cast<uint64_t>(*flags.Int("entries"));
   std::string data = flags.Get("data");
   uint64_t memory_mb = static_cast<uint64_t>(*flags.Int("store-memory-mb"));
-  if (flags.Get("phase") != "all") return Phase(flags.Get("phase"), data, n, memory_mb);
+  int format = static_cast<int>(*flags.Int("pack-format"));
+  std::string scope = flags.Get("scope");
+  g_runs = static_cast<uint64_t>(std::max<int64_t>(1, *flags.Int("runs")));
+  if (flags.Get("phase") != "all") return Phase(flags.Get("phase"), data, n, memory_mb, format, scope);
   bool temporary = data.empty();
   if (temporary) data = absl::StrCat(std::filesystem::temp_directory_path().string(), "/pack-bench-", ::getpid());
   std::filesystem::create_directories(data);
@@ -161,9 +187,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     auto t = Clock::now();
-    for (uint64_t first = (*log)->head().size; first < n; first += 1000) {
+    for (uint64_t first = (*log)->head().size; first < n * g_runs; first += 1000) {
       auto receipts = std::make_shared<std::vector<pb::Receipt>>();
-      for (uint64_t i = first; i < std::min(n, first + 1000); ++i) receipts->push_back(Make(i));
+      for (uint64_t i = first; i < std::min(n * g_runs, first + 1000); ++i) receipts->push_back(Make(i));
       std::vector<const pb::Receipt*> ptrs;
       for (const auto& r : *receipts) ptrs.push_back(&r);
       std::promise<void> done;
@@ -178,11 +204,14 @@ int main(int argc, char** argv) {
     if (auto s = (*log)->SignCheckpoint(); !s.ok()) std::cerr << s << "\n";
     fill_s = std::chrono::duration<double>(Clock::now() - t).count();
   }
-  nlohmann::json exported = RunPhase("export", data, n, memory_mb);
-  nlohmann::json verified = RunPhase("verify", data, n, memory_mb);
-  std::string pack = data + "/big-run.tar.gz";
+  nlohmann::json exported = RunPhase("export", data, n, memory_mb, format, scope);
+  nlohmann::json verified = RunPhase("verify", data, n, memory_mb, format, scope);
+  std::string pack = absl::StrCat(data, "/", scope, "-", format, ".tar.gz");
   double export_s = exported.value("s", 0.0), verify_s = verified.value("s", 0.0);
   nlohmann::json out = {{"entries", n},
+                        {"pack_format", format},
+                        {"scope", scope},
+                        {"runs", g_runs},
                         {"fill_s", fill_s},
                         {"export_s", export_s},
                         {"export_entries_per_s", export_s > 0 ? static_cast<double>(n) / export_s : 0},

@@ -446,6 +446,12 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
     req.set_since_checkpoint(note.str());
   }
   req.set_allow_empty(flags.Bool("allow-empty"));
+  auto pack_format = flags.Int("pack-format");
+  if (!pack_format.ok() || (*pack_format != 5 && *pack_format != 6)) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--pack-format: want 5 or 6, found '", ledger::text::TerminalEscape(flags.Get("pack-format")), "'")));
+  }
+  req.set_pack_format(static_cast<uint32_t>(*pack_format));
   const std::string& out = flags.Get("out");
   if (out.empty()) return Fail(absl::InvalidArgumentError("export: --out FILE is required"));
   std::string tmp = out + ".part";
@@ -656,6 +662,7 @@ const std::map<std::string_view, Offline> kOffline = {{"keygen", ledger::ctl::Ke
                                                       {"rebuild", ledger::ctl::Rebuild},
                                                       {"audit", ledger::ctl::AuditStore},
                                                       {"verify", ledger::ctl::Verify},
+                                                      {"pack-proof", ledger::ctl::PackProof},
                                                       {"policy-check", ledger::ctl::PolicyCheck},
                                                       {"prove-team", ledger::ctl::ProveTeam}};
 const std::map<std::string_view, Routed> kRouted = {

@@ -73,6 +73,8 @@ int Replication(pb::LedgerService::Stub& stub, const Flags& flags);
 int Rebuild(const Flags& flags);
 int AuditStore(const Flags& flags);
 int Verify(const Flags& flags);
+// Verifies a pack, then prints one entry's inclusion proof derived from it.
+int PackProof(const Flags& flags);
 int Keygen(const Flags& flags);
 int PolicyCheck(const Flags& flags);
 

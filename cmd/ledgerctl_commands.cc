@@ -53,6 +53,9 @@ void DefineCommandFlags(Flags& flags) {
                "write the pack of a run or team window with no entry (it proves there is none); "
                "without it such an export fails, nothing written",
                true);
+  flags.Define("pack-format", "6",
+               "export: the pack format, 6 (one multiproof proves every entry's inclusion) or 5 (a path per "
+               "entry, for verifiers that predate format 6)");
   flags.Define("since", "",
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
                "consistency from exactly it)");
@@ -212,7 +215,7 @@ const std::vector<Command>* MakeCommands() {
       {"export",
        "write the evidence pack of a run, a seq range or a team's time window",
        {"(--run TEAM/RUN | --seq A:B | --team T --from RFC3339 --to RFC3339)\n"
-        "--out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--no-progress]"},
+        "--out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6] [--no-progress]"},
        true,
        {{"run", "the run, as TEAM/RUN"},
         {"seq", "the range of seqs A:B (A <= seq < B)"},
@@ -222,6 +225,7 @@ const std::vector<Command>* MakeCommands() {
         {"out", "the pack to write (.tar.gz)"},
         {"since", "a file holding an earlier signed checkpoint: the pack proves consistency from it"},
         {"allow-empty", ""},
+        {"pack-format", ""},
         {"no-progress", ""}},
        {"ledgerctl export --run team-a/run-1 --out run-1.tar.gz",
         "ledgerctl export --team team-a --from 2026-01-01T00:00:00Z --to 2026-01-02T00:00:00Z --out day.tar.gz"}},
@@ -244,6 +248,20 @@ const std::vector<Command>* MakeCommands() {
         {"json", "the result as JSON"},
         {"no-progress", ""}},
        {"ledgerctl verify run-1.tar.gz --vkey ledger.vkey --expect-scope run:team-a/run-1"}},
+      {"pack-proof",
+       "verify an evidence pack, then print one entry's RFC 9162 inclusion proof derived from it alone",
+       {"PACK --seq N (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
+        "[--format json|tlog-proof] [--no-progress]"},
+       false,
+       {{"seq", "the entry's seq (one of the pack's)"},
+        {"vkey", ""},
+        {"vkey-string", ""},
+        {"trust-pack-key", ""},
+        {"policy", "a C2SP tlog-policy file the pack's checkpoint must meet"},
+        {"format", "json ({\"seq\",\"tree_size\",\"leaf_hash\",\"inclusion\"}), or tlog-proof "
+                   "(c2sp.org/tlog-proof@v1 with the pack's checkpoint)"},
+        {"no-progress", ""}},
+       {"ledgerctl pack-proof run-1.tar.gz --seq 42 --vkey ledger.vkey --format tlog-proof > 42.proof"}},
       {"policy-check",
        "check a checkpoint against a tlog-policy: signed by one of its logs, cosigned by its quorum",
        {"--policy FILE [CHECKPOINT_FILE|-]"},

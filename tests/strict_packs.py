@@ -5,9 +5,11 @@ in that one rule and re-signed with the ledger's key (as its operator
 could), so that every verifier reaches the rule under test; and the genuine
 packs, which every verifier accepts.
 
-Usage: strict_packs.py build --run RUN --team TEAM --since-run RUN_SINCE --old-note OLD --key SIGNING_KEY --out DIR
-  RUN: a run pack of format 4 (run-head.json); TEAM: a team window of
-  format 4 (team-window.json); RUN_SINCE: a run pack exported with --since
+Usage: strict_packs.py build --run RUN --run6 RUN6 --team TEAM --since-run RUN_SINCE --old-note OLD --key SIGNING_KEY
+                             --out DIR
+  RUN: a run pack of format 5 (run-head.json, proofs.jsonl); RUN6: the
+  same run of format 6 (multiproof.txt); TEAM: a team window of format 5
+  (team-window.json); RUN_SINCE: a run pack exported with --since
   OLD (consistency.json); SIGNING_KEY: the ledger's key file
   (PRIVATE+KEY+...). Writes DIR/*.tar.gz, the files the flags name, and
   DIR/cases.json: [{"name", "file", "expect" ("accept" or "refuse"),
@@ -310,18 +312,129 @@ def newline_cases(c, run):
           "refuse", rule, "line %d: no newline at its end" % len(lines))
 
 
+def leaf_hash(leaf):
+    return hashlib.sha256(b"\x00" + leaf).digest()
+
+
+def split(n):
+    k = 1
+    while k * 2 < n:
+        k *= 2
+    return k
+
+
+def remade_multiproof(files, keep):
+    """multiproof.txt for the entries of entries.jsonl's lines that keep(i)
+    keeps, made from the pack's own multiproof (CONTRACT section 6,
+    "Multiproofs"): what anyone holding the pack can make. Every range the
+    new walk needs lies in a range the old walk computed."""
+    size = json.loads(files["manifest.json"])["tree_size"]
+    lines = files["entries.jsonl"].split(b"\n")[:-1]
+    seqs = [json.loads(x)["seq"] for x in lines]
+    hashes = dict(zip(seqs, (leaf_hash(x) for x in lines)))
+    kept = [s for i, s in enumerate(seqs) if keep(i)]
+    nodes = [bytes.fromhex(x) for x in files["multiproof.txt"].decode().split("\n")[:-1]]
+    known, used = {}, [0]
+
+    def holds(s, lo, hi):
+        return any(lo <= x < hi for x in s)
+
+    def root(lo, hi):
+        if not holds(seqs, lo, hi):
+            h = nodes[used[0]]
+            used[0] += 1
+        elif hi - lo == 1:
+            h = hashes[lo]
+        else:
+            k = split(hi - lo)
+            left = root(lo, lo + k)
+            h = hashlib.sha256(b"\x01" + left + root(lo + k, hi)).digest()
+        known[(lo, hi)] = h
+        return h
+
+    root(0, size)
+    out = []
+
+    def walk(lo, hi):
+        if not holds(kept, lo, hi):
+            out.append(known[(lo, hi)].hex())
+        elif hi - lo > 1:
+            k = split(hi - lo)
+            walk(lo, lo + k)
+            walk(lo + k, hi)
+
+    walk(0, size)
+    return "".join(x + "\n" for x in out).encode()
+
+
+def multiproof_cases(c, run6, run):
+    """Format 6: the multiproof's grammar, a hash too few, too many, moved
+    or altered, and the entries dropped, added, reordered or altered (the
+    multiproof made anew for them where anyone could)."""
+    nodes = run6["multiproof.txt"].split(b"\n")[:-1]
+    assert len(nodes) >= 2, "a run pack of format 6 in a log of several runs has a multiproof of several hashes"
+    lines = run6["entries.jsonl"].split(b"\n")[:-1]
+
+    def with_nodes(ns):
+        return c.resigned(dict(run6, **{"multiproof.txt": b"".join(x + b"\n" for x in ns)}))
+
+    def with_entries(ls, remake=None):
+        files = dict(run6, **{"entries.jsonl": b"".join(x + b"\n" for x in ls)})
+        if remake is not None:
+            files["multiproof.txt"] = remade_multiproof(run6, remake)
+        m = json.loads(files["manifest.json"])
+        m["counts"]["entries"] = len(ls)
+        files["manifest.json"] = (json.dumps(m, separators=(",", ":"), sort_keys=True) + "\n").encode()
+        return c.resigned(files)
+
+    rule = "a pack of format 6 proves its entries' inclusion with its multiproof, every hash used"
+    c.add("multiproof-hash-removed", with_nodes(nodes[:-1]), "refuse", rule, "the multiproof ends after")
+    c.add("multiproof-hash-added", with_nodes(nodes + nodes[:1]), "refuse", rule, "the multiproof holds")
+    c.add("multiproof-hashes-swapped", with_nodes([nodes[1], nodes[0]] + nodes[2:]), "refuse", rule,
+          "the entries and the multiproof lead to root")
+    altered = bytearray(nodes[0])
+    altered[10] = ord("0") if altered[10] != ord("0") else ord("1")
+    c.add("multiproof-hash-altered", with_nodes([bytes(altered)] + nodes[1:]), "refuse", rule,
+          "the entries and the multiproof lead to root")
+    c.add("multiproof-hash-upper-case", with_nodes([nodes[0].upper()] + nodes[1:]), "refuse",
+          "a line of multiproof.txt is 64 lower-case hex digits", "line 1: want 64 lower-case hex digits")
+    c.add("multiproof-empty-line", with_nodes(nodes[:1] + [b""] + nodes[1:]), "refuse",
+          "a line of multiproof.txt is 64 lower-case hex digits", "line 2: want 64 lower-case hex digits")
+    c.add("multiproof-last-line-no-newline", c.resigned(dict(run6, **{"multiproof.txt": run6["multiproof.txt"][:-1]})),
+          "refuse", "every line ends in a newline", "line %d: no newline at its end" % len(nodes))
+    # The entries: each change alone is caught by the multiproof; an entry
+    # dropped with the multiproof made anew, by the run's chain.
+    c.add("entry-dropped", with_entries(lines[:3] + lines[4:]), "refuse", rule)
+    c.add("entry-dropped-multiproof-remade", with_entries(lines[:3] + lines[4:], lambda i: i != 3), "refuse",
+          "a run pack holds its run's chain, gap-free")
+    c.add("entry-added", with_entries(lines[:4] + lines[3:4] + lines[4:]), "refuse", "seqs ascend")
+    c.add("entries-reordered", with_entries(lines[:3] + [lines[4], lines[3]] + lines[5:]), "refuse", "seqs ascend")
+    changed = lines[2].replace(b'"receipt_id":"', b'"receipt_id":"x', 1)
+    assert changed != lines[2]
+    c.add("entry-altered", with_entries(lines[:2] + [changed] + lines[3:]), "refuse", rule)
+    # Each format its own proofs.
+    c.add("format-6-with-proofs-jsonl", c.resigned(dict(run6, **{"proofs.jsonl": run["proofs.jsonl"]})), "refuse",
+          "a pack of format 6 carries multiproof.txt, not proofs.jsonl",
+          "a pack of format 6 proves inclusion with multiproof.txt")
+    c.add("format-5-with-multiproof", c.resigned(dict(run, **{"multiproof.txt": run6["multiproof.txt"]})), "refuse",
+          "only a pack of format 6 carries a multiproof", "only a pack of format 6 carries a multiproof")
+
+
 def build(a):
     os.makedirs(a.out, exist_ok=True)
     c = Corpus(a.out, t.signer(a.key))
-    run, team, since = (dict(t.read_pack(p)) for p in (a.run, a.team, a.since_run))
+    run, team, since, run6 = (dict(t.read_pack(p)) for p in (a.run, a.team, a.since_run, a.run6))
     for name, p in (("run", run), ("team", team), ("since-run", since)):
         m = json.loads(p["manifest.json"])
         assert m["format"] == 5, (name, m["format"])
+    assert json.loads(run6["manifest.json"])["format"] == 6 and "multiproof.txt" in run6
     assert "run-head.json" in run and "team-window.json" in team and "consistency.json" in since
     vkey = open(a.vkey).read().strip()
     exported = {n: open(p, "rb").read() for n, p in (("run", a.run), ("team", a.team), ("since", a.since_run))}
     c.add("genuine-run", None, "accept", "a genuine run pack", blob=exported["run"])
     c.add("genuine-team", None, "accept", "a genuine team window", blob=exported["team"])
+    c.add("genuine-run-format-6", None, "accept", "a genuine run pack of format 6", blob=open(a.run6, "rb").read())
+    multiproof_cases(c, run6, run)
     json_cases(c, run, team, since)
     signature_cases(c, run)
     witness_cases(c, run, vkey)
@@ -389,7 +502,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build")
-    for flag in ("--run", "--team", "--since-run", "--old-note", "--key", "--vkey", "--out"):
+    for flag in ("--run", "--run6", "--team", "--since-run", "--old-note", "--key", "--vkey", "--out"):
         b.add_argument(flag, required=True)
     k = sub.add_parser("check")
     k.add_argument("--dir", required=True)

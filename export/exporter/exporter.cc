@@ -19,6 +19,7 @@
 #include "export/pack/team_window.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
+#include "ledger/format/merkle/multiproof.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/runmap/proof_json.h"
@@ -163,18 +164,17 @@ namespace {
 
 // One export (ExportPack), its steps in order.
 struct PackExport {
-  PackExport(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
-             Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign, EmptyScope empty,
-             const ProgressFn& progress)
+  PackExport(const log::Log& log, const Scope& scope, const std::string& out_path, const ExportOptions& options)
       : log(log),
         scope(scope),
         out_path(out_path),
-        since(since),
-        lease(lease),
-        unknown_grace_ms(unknown_grace_ms),
-        cosign(cosign),
-        empty(empty),
-        progress(progress) {}
+        since(options.since),
+        lease(options.lease),
+        unknown_grace_ms(options.unknown_grace_ms),
+        cosign(options.cosign),
+        empty(options.empty),
+        progress(options.progress),
+        pack_format(options.pack_format) {}
 
   // A batch of leaves handed to the projecting thread.
   struct Batch {
@@ -195,6 +195,14 @@ struct PackExport {
   absl::Status CheckNotEmpty();
   // One entry in scope: its leaf, its inclusion proof, its projection.
   absl::Status Add(uint64_t seq, std::string_view leaf);
+  // The entry handed to the projecting thread, a batch at a time.
+  absl::Status Batched(uint64_t seq, std::string_view leaf);
+  // Format 6: the hash of a range of the walk without an entry of the
+  // pack, written to multiproof.txt.
+  absl::StatusOr<hash::Hash> Range(uint64_t begin, uint64_t end);
+  // Format 6: the rest of the walk; the root it leads to MUST be the
+  // checkpoint's.
+  absl::Status FinishWalk();
   absl::StatusOr<hash::Hash> Node(int level, uint64_t index);
   absl::Status Project(Batch batch);
   absl::Status HandOver();
@@ -207,6 +215,7 @@ struct PackExport {
   absl::Status Seal();
 
   std::string Path(const char* name) const { return dir->path() + "/" + name; }
+  const char* proofs_name() const { return header.format >= 6 ? pack::kMultiproof : pack::kProofs; }
   // What this export holds on disk, told to the quota as it grows, plus
   // `more` bytes about to be written.
   absl::Status Charge(uint64_t more) const {
@@ -222,6 +231,7 @@ struct PackExport {
   const CosignFn& cosign;
   const EmptyScope empty;
   const ProgressFn& progress;
+  const int pack_format;
   // The entries the scope holds, when known before they are read (a run's
   // head counts them; a seq range is its length): progress's total.
   std::optional<uint64_t> expected;
@@ -241,7 +251,10 @@ struct PackExport {
   manifest::Manifest header;              // all but the files
   uint64_t window_lo = 0, window_hi = 0;  // a team window's seqs [lo, hi)
   std::optional<pack::ScratchDir> dir;
+  // Format 6 stages multiproof.txt, a walk of the entries' seqs (CONTRACT
+  // section 6, "Multiproofs"); earlier formats stage proofs.jsonl.
   std::optional<StagedFile> entries, proofs;
+  std::optional<merkle::MultiproofWalk> walk;
   std::optional<pack::Outcomes> outcomes;
   // Neighbouring entries' proofs share most of their nodes, and a node
   // record holds sixteen neighbours.
@@ -304,6 +317,7 @@ absl::Status PackExport::Prepare() {
   // The format says what the pack carries, as the checkpoint's note does.
   // Format F carries a note of version F - 1 (CONTRACT section 7).
   header.format = std::max(cp->time_version, 1) + 1;
+  if (header.format == 5 && pack_format == 6) header.format = 6;
   if (scope.is_run()) {
     header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {
@@ -327,6 +341,15 @@ absl::Status PackExport::Prepare() {
   }
 
   return absl::OkStatus();
+}
+
+absl::StatusOr<hash::Hash> PackExport::Range(uint64_t begin, uint64_t end) {
+  auto h = merkle::SubtreeHash(
+      begin, end - begin, size, [this](int level, uint64_t index) { return Node(level, index); }, &edges);
+  if (!h.ok()) return h.status();
+  hash::AppendHex(*h, proofs->buffer());
+  proofs->buffer()->push_back('\n');
+  return h;
 }
 
 absl::StatusOr<hash::Hash> PackExport::Node(int level, uint64_t index) {
@@ -374,6 +397,17 @@ absl::Status PackExport::HandOver() {
 
 absl::Status PackExport::Add(uint64_t seq, std::string_view leaf) {
   ++count;
+  if (walk.has_value()) {
+    if (auto s = walk->Add(seq, hash::LeafHash(leaf), [this](uint64_t b, uint64_t e) { return Range(b, e); });
+        !s.ok()) {
+      return s;
+    }
+    entries->buffer()->append(leaf);
+    entries->buffer()->push_back('\n');
+    entries->Spill();
+    proofs->Spill();
+    return Batched(seq, leaf);
+  }
   if (!prover) prover.emplace(size);
   if (auto s = prover->Prove(
           seq, [this](int level, uint64_t index) { return Node(level, index); }, &path);
@@ -395,6 +429,10 @@ absl::Status PackExport::Add(uint64_t seq, std::string_view leaf) {
   proofs_out += "]}\n";
   entries->Spill();
   proofs->Spill();
+  return Batched(seq, leaf);
+}
+
+absl::Status PackExport::Batched(uint64_t seq, std::string_view leaf) {
   batch.seqs.push_back(seq);
   batch.leaves.append(leaf);
   batch.ends.push_back(batch.leaves.size());
@@ -455,6 +493,18 @@ absl::Status PackExport::ReadScope() {
   return read;
 }
 
+absl::Status PackExport::FinishWalk() {
+  auto root = walk->Finish([this](uint64_t b, uint64_t e) { return Range(b, e); });
+  if (!root.ok()) return root.status();
+  if (*root != cp->root) {
+    return absl::DataLossError(absl::StrCat("export: the entries and the multiproof lead to root ", hash::Hex(*root),
+                                            ", the checkpoint's is ", hash::Hex(cp->root),
+                                            ": the store's leaves or nodes are damaged"));
+  }
+  proofs->Spill();
+  return absl::OkStatus();
+}
+
 absl::Status PackExport::CheckNotEmpty() {
   if (empty == EmptyScope::kWrite) return absl::OkStatus();
   if (scope.is_run() && !run_head->path.found.has_value()) {
@@ -475,7 +525,8 @@ absl::Status PackExport::Stage() {
   dir.emplace(lease != nullptr ? lease->dir() : std::filesystem::temp_directory_path().string(), kStagingPrefix);
   if (dir->path().empty()) return absl::UnavailableError("export: cannot create a temporary directory");
   entries.emplace(Path(pack::kEntries));
-  proofs.emplace(Path(pack::kProofs));
+  proofs.emplace(Path(proofs_name()));
+  if (header.format >= 6) walk.emplace(size);
   outcomes.emplace(pack::Outcomes::kSpillBytes, dir->path());
   if (scope.is_run()) {
     expected = run_head->path.found.has_value() ? run_head->path.found->head.count : 0;
@@ -484,6 +535,7 @@ absl::Status PackExport::Stage() {
   }
   if (progress) progress(0, expected);
   absl::Status read = ReadScope();
+  if (read.ok() && walk.has_value()) read = FinishWalk();
   if (read.ok() && progress) progress(count, expected);
   // The projecting thread MUST be joined before anything it uses goes.
   absl::Status handed = HandOver();
@@ -491,7 +543,7 @@ absl::Status PackExport::Stage() {
   for (const absl::Status& s : {read, handed, projected}) {
     if (!s.ok()) return s;
   }
-  for (auto [name, file] : {std::pair{pack::kEntries, &*entries}, std::pair{pack::kProofs, &*proofs}}) {
+  for (auto [name, file] : {std::pair{pack::kEntries, &*entries}, std::pair{proofs_name(), &*proofs}}) {
     auto digest = file->Close();
     if (!digest.ok()) return digest.status();
     digests[name] = *digest;
@@ -512,7 +564,7 @@ absl::Status PackExport::WriteSmallFiles() {
   files = {{pack::kCheckpoint, {Path(pack::kCheckpoint)}},
            {pack::kVkey, {Path(pack::kVkey)}},
            {pack::kEntries, entries->file()},
-           {pack::kProofs, proofs->file()}};
+           {proofs_name(), proofs->file()}};
   if (auto s = WriteFile(files[pack::kCheckpoint].path, checkpoint_file); !s.ok()) return s;
   files[pack::kCheckpointTime] = {Path(pack::kCheckpointTime)};
   if (auto s = WriteFile(files[pack::kCheckpointTime].path, cp->time_note); !s.ok()) return s;
@@ -597,10 +649,13 @@ absl::Status PackExport::Seal() {
 
 }  // namespace
 
-absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path, const std::string& since,
-                        Staging::Lease* lease, uint64_t unknown_grace_ms, const CosignFn& cosign, EmptyScope empty,
-                        const ProgressFn& progress) {
-  PackExport e(log, scope, out_path, since, lease, unknown_grace_ms, cosign, empty, progress);
+absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
+                        const ExportOptions& options) {
+  if (options.pack_format != 5 && options.pack_format != 6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pack_format: want 5 or 6, found ", options.pack_format));
+  }
+  PackExport e(log, scope, out_path, options);
   for (auto step : {&PackExport::Prepare, &PackExport::CheckNotEmpty, &PackExport::Stage, &PackExport::CheckNotEmpty,
                     &PackExport::WriteSmallFiles, &PackExport::WriteDerived, &PackExport::Seal}) {
     if (absl::Status s = (e.*step)(); !s.ok()) return s;

@@ -26,8 +26,9 @@ namespace ledger::exporter {
 // logged_at_us < to_us (from_seq and to_seq are then found, not given).
 using Scope = manifest::Scope;
 
-// Writes the pack of `scope` against the latest checkpoint to `out_path`;
-// with `since` (an earlier signed checkpoint of this log), the pack carries
+// Writes the pack of `scope` against the latest checkpoint to `out_path`,
+// of `pack_format` (below); with `since` (an earlier signed checkpoint of
+// this log), the pack carries
 // a consistency proof from it. NOT_FOUND for an unknown run; OUT_OF_RANGE
 // for seqs beyond the checkpoint; INVALID_ARGUMENT for a `since` that is not
 // this log's. With a `lease`, the pack is staged in its directory and the
@@ -65,10 +66,26 @@ inline constexpr uint64_t kDefaultUnknownGraceMs = 30000;
 using CosignFn = std::function<absl::StatusOr<std::string>(const std::string& note)>;
 using ProgressFn = std::function<void(uint64_t entries, std::optional<uint64_t> total)>;
 enum class EmptyScope { kWrite, kRefuse };
+
+// The pack format an exporter writes when the checkpoint's time note is
+// version 4 (CONTRACT section 7): 6, whose multiproof.txt proves every
+// entry's inclusion, or 5, a path per entry in proofs.jsonl, for verifiers
+// that predate format 6. A note of an earlier version gives its own format
+// (version + 1) whatever is asked.
+inline constexpr int kLatestPackFormat = 6;
+
+struct ExportOptions {
+  std::string since = {};
+  Staging::Lease* lease = nullptr;
+  uint64_t unknown_grace_ms = kDefaultUnknownGraceMs;
+  CosignFn cosign = nullptr;
+  EmptyScope empty = EmptyScope::kWrite;
+  ProgressFn progress = nullptr;
+  int pack_format = kLatestPackFormat;  // 5 or 6; INVALID_ARGUMENT otherwise
+};
+
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
-                        const std::string& since = "", Staging::Lease* lease = nullptr,
-                        uint64_t unknown_grace_ms = kDefaultUnknownGraceMs, const CosignFn& cosign = nullptr,
-                        EmptyScope empty = EmptyScope::kWrite, const ProgressFn& progress = nullptr);
+                        const ExportOptions& options = {});
 
 }  // namespace ledger::exporter
 

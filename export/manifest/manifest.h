@@ -12,9 +12,9 @@
 //   files             object, file name -> string, 64 lower-case hex: the
 //                     SHA-256 of that file of the pack (every file but
 //                     manifest.json and manifest.sig)
-//   format            uint, 1 to 5 (the exporter writes kFormatVersion): a
-//                     pack of format F >= 2 carries a checkpoint-time note
-//                     of version F - 1
+//   format            uint, 1 to 6 (the exporter writes kFormatVersion): a
+//                     pack of format F from 2 to 5 carries a checkpoint-time
+//                     note of version F - 1, of format 6 one of version 4
 //   origin            string, not empty: the log's origin
 //   root              string, 64 lower-case hex: the checkpoint's root
 //   scope             object, one of:
@@ -25,7 +25,7 @@
 //                       {"from_seq":uint,"kind":"seq","to_seq":uint},
 //                        from_seq < to_seq
 //   tree_size         uint: the checkpoint's size
-//   unknown_grace_ms  uint (formats 2 and 3, and required there): the
+//   unknown_grace_ms  uint (formats 2 to 6, and required there): the
 //                     ledger's grace (ledgerd --unknown-grace-ms) past a
 //                     step's timeout before it declares the step unknown
 //
@@ -34,8 +34,12 @@
 // its checkpoint-time note is of format 2 (with the run-head map root), and
 // a run pack carries run-head.json (CONTRACT section 7). Format 4 has the
 // fields of format 3: its checkpoint-time note is of format 3 (with the
-// team-head map root too), and a team window carries team-window.json. DO NOT CHANGE the meaning of a field of a
-// format: a new field is a new format.
+// team-head map root too), and a team window carries team-window.json.
+// Format 5 has the fields of format 4 and a note of version 4 (run keys of
+// version 2). Format 6 has the fields of format 5 and says that the pack
+// proves its entries' inclusion with multiproof.txt, not proofs.jsonl. DO
+// NOT CHANGE the meaning of a field of a format: a new field is a new
+// format.
 //
 // Thread-safe: pure functions.
 #ifndef EXPORT_MANIFEST_MANIFEST_H_
@@ -51,7 +55,7 @@
 
 namespace ledger::manifest {
 
-inline constexpr int kFormatVersion = 5;
+inline constexpr int kFormatVersion = 6;
 
 // What a pack holds: a run, a seq range, or a team's time window. The kind
 // follows from the fields: a run names its run_id (and team), a team window

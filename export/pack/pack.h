@@ -15,7 +15,10 @@
 //                     export/manifest/manifest.h)
 //   manifest.sig      a signed note whose text is hex(SHA-256(manifest.json))
 //   outcomes.json     step outcomes recomputed from entries.jsonl
-//   proofs.jsonl      {"seq":N,"leaf_hash":"<hex>","inclusion":["<hex>",...]}
+//   multiproof.txt    (format 6) the multiproof of the entries' seqs, one
+//                     hex hash a line (CONTRACT section 6, "Multiproofs")
+//   proofs.jsonl      (formats 1 to 5) {"seq":N,"leaf_hash":"<hex>",
+//                     "inclusion":["<hex>",...]}
 //   report.html       a page for people: WriteReport of the manifest
 //                     (without "files"), the entries and the checkpoint;
 //                     the verifier rebuilds it and compares bytes
@@ -70,6 +73,9 @@ inline constexpr char kManifest[] = "manifest.json";
 inline constexpr char kManifestSig[] = "manifest.sig";
 inline constexpr char kOutcomes[] = "outcomes.json";
 inline constexpr char kProofs[] = "proofs.jsonl";
+// Format 6, in place of proofs.jsonl: the multiproof of the entries' seqs
+// (CONTRACT section 6, "Multiproofs"), one hex hash a line.
+inline constexpr char kMultiproof[] = "multiproof.txt";
 inline constexpr char kReport[] = "report.html";
 
 // A file's content for WriteArchive: a plain file, or (compressed) the

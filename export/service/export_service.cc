@@ -99,9 +99,15 @@ grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequ
       writer->Write(told);  // a client gone is seen when the pack is sent
     };
   }
-  absl::Status built =
-      ExportPack(*log_, scope, path, request->since_checkpoint(), lease ? &*lease : nullptr, unknown_grace_ms_, cosign_,
-                 request->allow_empty() ? EmptyScope::kWrite : EmptyScope::kRefuse, progress);
+  ExportOptions options;
+  options.since = request->since_checkpoint();
+  options.lease = lease ? &*lease : nullptr;
+  options.unknown_grace_ms = unknown_grace_ms_;
+  options.cosign = cosign_;
+  options.empty = request->allow_empty() ? EmptyScope::kWrite : EmptyScope::kRefuse;
+  options.progress = progress;
+  options.pack_format = request->pack_format() == 0 ? kLatestPackFormat : static_cast<int>(request->pack_format());
+  absl::Status built = ExportPack(*log_, scope, path, options);
   // While it is sent, the pack alone is held (less than what was staged,
   // so never refused).
   if (built.ok() && lease) lease->Set(DiskUsage(path)).IgnoreError();

@@ -125,6 +125,17 @@ TEST_F(PackTest, NoKeyOrAMalformedKeyIsRefusedBeforeThePackIsRead) {
 }
 
 TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {
+  std::string p5 = Export({"team-a", "run-0"}, "p5.tar.gz", 5);
+  std::string dir5 = dir_.Sub("x5");
+  std::filesystem::create_directories(dir5);
+  std::vector<std::string> names5;
+  auto files5 = *pack::ExtractArchive(p5, dir5, pack::Limits());
+  for (const auto& [n, path] : files5) names5.push_back(n);
+  EXPECT_EQ(names5, (std::vector<std::string>{"checkpoint", "checkpoint-time", "entries.jsonl", "ledger.vkey",
+                                              "manifest.json", "manifest.sig", "outcomes.json", "proofs.jsonl",
+                                              "report.html", "run-head.json"}));
+  EXPECT_EQ(nlohmann::json::parse(Read(dir5 + "/manifest.json"))["format"], 5);
+  EXPECT_TRUE(Verify(p5).ok);
   std::string p = Export({"team-a", "run-0"}, "p.tar.gz");
   std::string dir = dir_.Sub("x");
   std::filesystem::create_directories(dir);
@@ -132,8 +143,9 @@ TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {
   std::vector<std::string> names;
   for (const auto& [n, path] : files) names.push_back(n);
   EXPECT_EQ(names, (std::vector<std::string>{"checkpoint", "checkpoint-time", "entries.jsonl", "ledger.vkey",
-                                             "manifest.json", "manifest.sig", "outcomes.json", "proofs.jsonl",
+                                             "manifest.json", "manifest.sig", "multiproof.txt", "outcomes.json",
                                              "report.html", "run-head.json"}));
+  EXPECT_EQ(nlohmann::json::parse(Read(files["manifest.json"]))["format"], 6);
   EXPECT_EQ(Read(files["ledger.vkey"]), log_->verifier_key() + "\n");
   nlohmann::json outcomes = nlohmann::json::parse(Read(files["outcomes.json"]));
   ASSERT_EQ(outcomes["steps"].size(), 3u);
@@ -219,7 +231,7 @@ TEST_F(PackTest, SinceAnEarlierCheckpointCarriesAConsistencyProof) {
   done.get_future().wait();
   ASSERT_TRUE(log_->SignCheckpoint().ok());
   std::string p = dir_.Sub("since.tar.gz");
-  ASSERT_TRUE(exporter::ExportPack(*log_, {"team-a", "run-1"}, p, old).ok());
+  ASSERT_TRUE(exporter::ExportPack(*log_, {"team-a", "run-1"}, p, {.since = old}).ok());
   verify::Result r = Verify(p);
   EXPECT_TRUE(r.ok) << r.Summary();
   ASSERT_TRUE(r.since_size.has_value());
@@ -237,14 +249,16 @@ TEST_F(PackTest, SinceAnEarlierCheckpointCarriesAConsistencyProof) {
   ExpectFailure(Verify(bad), pack::kConsistency, -1, "consistency: proof leads to");
   auto other = *note::Signer::Generate("ledger.test/packs");
   auto foreign = exporter::ExportPack(*log_, {"team-a", "run-1"}, dir_.Sub("f.tar.gz"),
-                                      *other.Sign(note::FormatCheckpoint({"ledger.test/packs", 3, {}})));
+                                      {.since = *other.Sign(note::FormatCheckpoint({"ledger.test/packs", 3, {}}))});
   EXPECT_EQ(foreign.code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(PackTest, AFlippedByteInAnyFileIsRefused) {
-  std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
-  for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kOutcomes, pack::kProofs,
-                           pack::kReport, pack::kManifest, pack::kManifestSig}) {
+  for (int format : {5, 6}) {
+  std::string p = Export({"team-a", "run-1"}, absl::StrCat("p", format, ".tar.gz"), format);
+  for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kOutcomes,
+                           format == 6 ? pack::kMultiproof : pack::kProofs, pack::kReport, pack::kManifest,
+                           pack::kManifestSig}) {
     std::string t = Tamper(
         p,
         [&](const std::string& dir) {
@@ -255,6 +269,8 @@ TEST_F(PackTest, AFlippedByteInAnyFileIsRefused) {
             // alphabet, which is refused earlier as a malformed line.
             size_t id = data.rfind(' ') + 2;
             data[id] = data[id] == 'A' ? 'B' : 'A';
+          } else if (data.empty()) {
+            data = "0";  // an empty multiproof: a whole tree's entries
           } else {
             data[data.size() / 2] ^= 0x01;
           }
@@ -279,6 +295,7 @@ TEST_F(PackTest, AFlippedByteInAnyFileIsRefused) {
     } else {
       ExpectFailure(r, name, -1, "SHA-256 expected ");
     }
+  }
   }
 }
 
@@ -347,27 +364,51 @@ TEST_F(PackTest, AnEntryThatIsNotUtf8OrNotCanonicalIsRefusedAtItsSeq) {
   EXPECT_EQ(s.message, "leaf: not in canonical form") << s.message;
 }
 
+// The fourth entry left out, its proof (format 5) or the multiproof made
+// anew for the rest (format 6, as the forger can from the pack alone), and
+// the manifest re-signed: the run chain refuses it.
 TEST_F(PackTest, ADroppedEntryInTheMiddleOfARunIsRefused) {
-  std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
-  auto drop_third = [](const std::string& path) {
-    std::istringstream in(Read(path));
-    std::string out, line;
-    for (int i = 0; std::getline(in, line); ++i) {
-      if (i != 3) out += line + "\n";
-    }
-    Write(path, out);
+  for (int format : {5, 6}) {
+    std::string p = Export({"team-a", "run-1"}, absl::StrCat("p", format, ".tar.gz"), format);
+    std::string t = Tamper(
+        p, [&](const std::string& dir) { KeepEntries(dir, [](int i) { return i != 3; }); }, /*resign=*/true);
+    verify::Result r = Verify(t);
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.file, pack::kEntries) << format;
+    EXPECT_EQ(r.message.substr(0, 18), "run_prev expected ") << r.message;
+  }
+}
+
+// Format 6: the fourth entry left out and the multiproof left as it was:
+// the walk runs short; a hash more than the walk uses, or one swapped with
+// its neighbour, is refused too.
+TEST_F(PackTest, AMultiproofThatDoesNotFitItsEntriesIsRefused) {
+  std::string p = Export({"", "", 3, 9}, "seqs.tar.gz");
+  std::string dir = dir_.Sub("m");
+  std::filesystem::create_directories(dir);
+  auto files = *pack::ExtractArchive(p, dir, pack::Limits());
+  std::string nodes = Read(files[pack::kMultiproof]);
+  ASSERT_GE(nodes.size(), 2 * 65u) << "a seq range inside the tree has hashes on both sides";
+  auto edited = [&](const std::function<void(std::string& text)>& edit) {
+    return Verify(Tamper(
+        p,
+        [&](const std::string& d) {
+          std::string text = Read(d + "/multiproof.txt");
+          edit(text);
+          Write(d + "/multiproof.txt", text);
+        },
+        /*resign=*/true));
   };
-  std::string t = Tamper(
-      p,
-      [&](const std::string& dir) {
-        drop_third(dir + "/entries.jsonl");
-        drop_third(dir + "/proofs.jsonl");
-      },
-      /*resign=*/true);
-  verify::Result r = Verify(t);
-  EXPECT_FALSE(r.ok);
-  EXPECT_EQ(r.file, pack::kEntries);
-  EXPECT_EQ(r.message.substr(0, 18), "run_prev expected ");
+  ExpectFailure(edited([](std::string& t) { t.resize(t.size() - 65); }), pack::kMultiproof, -1,
+                "the multiproof ends after ");
+  ExpectFailure(edited([](std::string& t) { t += t.substr(0, 65); }), pack::kMultiproof, -1,
+                "the multiproof holds ");
+  ExpectFailure(edited([](std::string& t) { std::swap_ranges(t.begin(), t.begin() + 64, t.begin() + 65); }),
+                pack::kMultiproof, -1, "the entries and the multiproof lead to root ");
+  ExpectFailure(edited([](std::string& t) { t[70] = t[70] == 'A' ? 'B' : 'A'; }), pack::kMultiproof, -1,
+                "line 2: want 64 lower-case hex digits");
+  ExpectFailure(edited([](std::string& t) { t.pop_back(); }), pack::kMultiproof, -1,
+                absl::StrCat("line ", nodes.size() / 65, ": no newline at its end"));
 }
 
 // What a forger holding the ledger's key makes of a run pack: the entries
@@ -378,19 +419,9 @@ void Forge(const std::string& dir, const std::function<bool(int line)>& keep,
            const std::function<void(nlohmann::json&)>& edit) {
   pack::Outcomes outcomes;
   uint64_t kept = 0;
-  for (const char* name : {pack::kEntries, pack::kProofs}) {
-    std::istringstream in(Read(dir + "/" + name));
-    std::string out, line;
-    for (int i = 0; std::getline(in, line); ++i) {
-      if (!keep(i)) continue;
-      out += line + "\n";
-      if (name == std::string_view(pack::kEntries)) {
-        ASSERT_TRUE(outcomes.Add(*receipt::ParseLeaf(line)).ok());
-        ++kept;
-      }
-    }
-    Write(dir + "/" + name, out);
-  }
+  KeepEntries(dir, keep);
+  std::istringstream in(Read(dir + "/" + pack::kEntries));
+  for (std::string line; std::getline(in, line); ++kept) ASSERT_TRUE(outcomes.Add(*receipt::ParseLeaf(line)).ok());
   nlohmann::json m = nlohmann::json::parse(Read(dir + "/" + pack::kManifest));
   m["counts"]["entries"] = kept;
   edit(m);
@@ -440,7 +471,8 @@ TEST_F(PackTest, ARunPackWithoutItsLastEntryIsRefusedEvenResigned) {
     });
     std::filesystem::remove(dir + "/" + pack::kRunHead);
   };
-  r = Verify(Tamper(p, downgraded, true));
+  // (From a format 5 pack: a format 2 one proves inclusion with proofs.jsonl.)
+  r = Verify(Tamper(Export({"team-a", "run-1"}, "p5.tar.gz", 5), downgraded, true));
   ExpectFailure(r, pack::kCheckpointTime, -1, "format 2 pack with a version 4 note");
   // Dropping a whole run's entries is the same claim, refused the same way.
   r = Verify(Tamper(
@@ -477,11 +509,14 @@ TEST_F(PackTest, ARunHeadFromAnOlderCheckpointIsRefused) {
 }
 
 TEST_F(PackTest, ReorderedEntriesAndASwappedProofHashAreRefused) {
-  std::string p = Export({"", "", 0, 16}, "p.tar.gz");
+  std::string p6 = Export({"", "", 0, 16}, "p6.tar.gz");
+  std::string p = Export({"", "", 0, 16}, "p.tar.gz", 5);
+  for (const std::string& pack : {p6, p}) {
   std::string reordered = Tamper(
-      p,
+      pack,
       [&](const std::string& dir) {
         for (const char* f : {"entries.jsonl", "proofs.jsonl"}) {
+          if (!std::filesystem::exists(dir + "/" + f)) continue;
           std::istringstream in(Read(dir + "/" + f));
           std::vector<std::string> lines;
           std::string line;
@@ -496,6 +531,7 @@ TEST_F(PackTest, ReorderedEntriesAndASwappedProofHashAreRefused) {
   verify::Result r = Verify(reordered);
   // The first entry out of place is reported: 5 where 4 belongs.
   ExpectFailure(r, pack::kEntries, 5, "seq expected 4 (the range has a gap)");
+  }
 
   std::string swapped = Tamper(
       p,
@@ -580,7 +616,7 @@ class WitnessedPackTest : public PackTest {
       return note + lines(note.substr(0, note.find("\n\n") + 1));
     };
     absl::Status s =
-        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, "", nullptr, exporter::kDefaultUnknownGraceMs, cosign);
+        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, {.cosign = cosign});
     EXPECT_TRUE(s.ok()) << s;
     return path;
   }

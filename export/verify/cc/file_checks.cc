@@ -82,18 +82,19 @@ std::string CheckTime(const note::Verifier& verifier, const note::Checkpoint& cp
   auto t = note::ParseCheckpointTime(*text);
   if (!t.ok()) return std::string(t.status().message());
   // Section 7's table: a format F pack carries a version F - 1 note (a
-  // format 2 pack no run-head.json); a note of a lower version is named by
-  // what it lacks, below.
-  if (t->version() > m.format - 1) {
+  // format 2 pack no run-head.json), format 6 a version 4 one; a note of a
+  // lower version is named by what it lacks, below.
+  int version = std::min(m.format - 1, 4);
+  if (t->version() > version) {
     return absl::StrCat("format ", m.format, " pack with a version ", t->version(), " note: a format ", m.format,
-                        " pack carries a version ", m.format - 1, " note");
+                        " pack carries a version ", version, " note");
   }
   if (t->checkpoint.origin != cp.origin || t->checkpoint.size != cp.size || t->checkpoint.root != cp.root) {
     return absl::StrCat("names the checkpoint of ", t->checkpoint.origin, " at size ", t->checkpoint.size, " root ",
                         hash::Hex(t->checkpoint.root), ", the pack's is size ", cp.size, " root ", hash::Hex(cp.root));
   }
   if (m.format >= 5 && !t->runs_keyed_by_team) {
-    return "a format 5 pack carries a version 4 note (with run keys of version 2)";
+    return absl::StrCat("a format ", m.format, " pack carries a version 4 note (with run keys of version 2)");
   }
   if (m.format >= 4 && !t->team_map_root.has_value()) {
     return "a format 4 pack carries a version 3 note (with the team-head map root)";

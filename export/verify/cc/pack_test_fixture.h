@@ -4,9 +4,12 @@
 #ifndef EXPORT_VERIFY_CC_PACK_TEST_FIXTURE_H_
 #define EXPORT_VERIFY_CC_PACK_TEST_FIXTURE_H_
 
+#include <algorithm>
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <future>
 #include <sstream>
 #include <string>
@@ -36,6 +39,84 @@ inline std::string Read(const std::string& path) {
 inline void Write(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << data;
+}
+
+// The multiproof.txt of a format 6 pack unpacked in `dir` for the entries
+// of entries.jsonl's lines that `keep` keeps, made from the pack's own
+// multiproof and entries (CONTRACT section 6): what a forger holding only
+// the pack and the ledger's key can make. Every range the new multiproof
+// needs holds no kept entry but lies in a range the old walk computed.
+inline void KeepInMultiproof(const std::string& dir, const std::function<bool(int line)>& keep) {
+  uint64_t size = nlohmann::json::parse(Read(dir + "/manifest.json"))["tree_size"];
+  std::vector<uint64_t> seqs, kept;
+  std::map<uint64_t, hash::Hash> leaves;
+  std::istringstream entries(Read(dir + "/entries.jsonl"));
+  std::string line;
+  for (int i = 0; std::getline(entries, line); ++i) {
+    uint64_t seq = nlohmann::json::parse(line)["seq"];
+    seqs.push_back(seq);
+    leaves[seq] = hash::LeafHash(line);
+    if (keep(i)) kept.push_back(seq);
+  }
+  std::vector<hash::Hash> nodes;
+  std::istringstream in(Read(dir + "/multiproof.txt"));
+  while (std::getline(in, line)) nodes.emplace_back(*hash::ParseHex(line));
+  auto holds = [](const std::vector<uint64_t>& s, uint64_t lo, uint64_t hi) {
+    auto it = std::lower_bound(s.begin(), s.end(), lo);
+    return it != s.end() && *it < hi;
+  };
+  auto split = [](uint64_t n) { return std::bit_floor(n - 1); };
+  std::map<std::pair<uint64_t, uint64_t>, hash::Hash> known;
+  size_t used = 0;
+  std::function<hash::Hash(uint64_t, uint64_t)> root = [&](uint64_t lo, uint64_t hi) {
+    hash::Hash h;
+    if (!holds(seqs, lo, hi)) {
+      h = nodes.at(used++);
+    } else if (hi - lo == 1) {
+      h = leaves.at(lo);
+    } else {
+      uint64_t k = split(hi - lo);
+      hash::Hash left = root(lo, lo + k);
+      h = hash::NodeHash(left, root(lo + k, hi));
+    }
+    known[{lo, hi}] = h;
+    return h;
+  };
+  root(0, size);
+  std::string out;
+  std::function<void(uint64_t, uint64_t)> walk = [&](uint64_t lo, uint64_t hi) {
+    if (!holds(kept, lo, hi)) {
+      hash::AppendHex(known.at({lo, hi}), &out);
+      out += "\n";
+    } else if (hi - lo > 1) {
+      uint64_t k = split(hi - lo);
+      walk(lo, lo + k);
+      walk(lo + k, hi);
+    }
+  };
+  walk(0, size);
+  Write(dir + "/multiproof.txt", out);
+}
+
+// Keeps the lines of entries.jsonl that `keep` keeps, unpacked in `dir`,
+// with their inclusion proofs: proofs.jsonl's lines (formats 1 to 5) or the
+// multiproof made anew (format 6, KeepInMultiproof above).
+// `keep` is asked once a line.
+inline void KeepEntries(const std::string& dir, const std::function<bool(int line)>& keep) {
+  std::vector<bool> kept;
+  std::istringstream entries(Read(dir + "/entries.jsonl"));
+  for (std::string line; std::getline(entries, line);) kept.push_back(keep(static_cast<int>(kept.size())));
+  auto keeps = [&](int i) { return i < static_cast<int>(kept.size()) && kept[i]; };
+  if (std::filesystem::exists(dir + "/multiproof.txt")) KeepInMultiproof(dir, keeps);
+  for (const char* name : {"entries.jsonl", "proofs.jsonl"}) {
+    if (!std::filesystem::exists(dir + "/" + name)) continue;
+    std::istringstream in(Read(dir + "/" + name));
+    std::string out, line;
+    for (int i = 0; std::getline(in, line); ++i) {
+      if (keeps(i)) out += line + "\n";
+    }
+    Write(dir + "/" + name, out);
+  }
 }
 
 class PackTest : public ::testing::Test {
@@ -91,9 +172,10 @@ class PackTest : public ::testing::Test {
     ASSERT_TRUE(log_->SignCheckpoint().ok());
   }
 
-  std::string Export(const exporter::Scope& scope, const std::string& name) {
+  std::string Export(const exporter::Scope& scope, const std::string& name,
+                     int pack_format = exporter::kLatestPackFormat) {
     std::string path = dir_.Sub(name);
-    absl::Status s = exporter::ExportPack(*log_, scope, path);
+    absl::Status s = exporter::ExportPack(*log_, scope, path, {.pack_format = pack_format});
     EXPECT_TRUE(s.ok()) << s;
     return path;
   }

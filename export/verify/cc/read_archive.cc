@@ -30,8 +30,9 @@ absl::Status StreamedChecks::Entries(uint64_t tree_size, NextPiece next) {
   return absl::OkStatus();
 }
 
-absl::Status StreamedChecks::Proofs(const note::Checkpoint& cp, const Scope& scope, const std::string& manifest_text,
-                                    const std::string& checkpoint_note, NextPiece next) {
+absl::Status StreamedChecks::Proofs(const std::string& name, const note::Checkpoint& cp, const Scope& scope,
+                                    const std::string& manifest_text, const std::string& checkpoint_note,
+                                    NextPiece next) {
   if (outcomes_digest_.valid()) {
     report_digest_ = std::async(std::launch::async,
                                 [&outcomes = outcomes_, outcomes_digest = outcomes_digest_, manifest = manifest_text,
@@ -44,6 +45,7 @@ absl::Status StreamedChecks::Proofs(const note::Checkpoint& cp, const Scope& sco
                                   return hash::Hex(rebuilt.Final());
                                 });
   }
+  if (name == pack::kMultiproof) return stream_.Multiproof(cp, scope, next);
   return stream_.Proofs(cp, scope, next);
 }
 
@@ -68,7 +70,8 @@ std::optional<note::Checkpoint> UncheckedCheckpoint(std::string_view signed_note
   return *cp;
 }
 
-// Whether what `name` (entries.jsonl or proofs.jsonl) is checked against
+// Whether what `name` (entries.jsonl, proofs.jsonl or multiproof.txt) is
+// checked against
 // was read: the checkpoint for the entries; the entries and the manifest's
 // scope for the proofs.
 bool Ready(const std::string& name, const Unchecked& unchecked, const StreamCheck& stream) {
@@ -76,7 +79,8 @@ bool Ready(const std::string& name, const Unchecked& unchecked, const StreamChec
   return stream.entries_checked() && unchecked.scope() != nullptr;
 }
 
-// entries.jsonl or proofs.jsonl (`name`), `next` giving its pieces, checked
+// entries.jsonl, proofs.jsonl or multiproof.txt (`name`), `next` giving its
+// pieces, checked
 // against what was read before it; `name` MUST be Ready.
 // Each line of entries.jsonl read is told to `progress`, when there is one.
 absl::Status CheckStreamed(const std::string& name, NextPiece read, const Files& files, const Unchecked& unchecked,
@@ -89,10 +93,10 @@ absl::Status CheckStreamed(const std::string& name, NextPiece read, const Files&
     return piece;
   };
   NextPiece next = progress != nullptr ? NextPiece(counted) : read;
-  if (name == pack::kProofs) {
+  if (name == pack::kProofs || name == pack::kMultiproof) {
     // The manifest and checkpoint are read by now; their texts are what
     // the checks that follow hold the report to.
-    return streamed.Proofs(*unchecked.cp, *unchecked.scope(), files.small.at(pack::kManifest),
+    return streamed.Proofs(name, *unchecked.cp, *unchecked.scope(), files.small.at(pack::kManifest),
                            files.small.at(pack::kCheckpoint), next);
   }
   return streamed.Entries(unchecked.cp->size, next);
@@ -137,7 +141,7 @@ std::optional<absl::Status> Spill(NextPiece next, const std::string& path) {
 std::optional<Stop> ReadFile(const std::string& name, NextPiece next, Archive& archive,
                              std::map<std::string, std::string>& spilled, text::ProgressMeter* progress) {
   absl::Status read;
-  if (name == pack::kEntries || name == pack::kProofs) {
+  if (name == pack::kEntries || name == pack::kProofs || name == pack::kMultiproof) {
     if (Ready(name, archive.unchecked, archive.streamed->stream())) {
       read = CheckStreamed(name, next, archive.files, archive.unchecked, *archive.streamed, progress);
     } else {
@@ -165,7 +169,7 @@ std::optional<Stop> ReadFile(const std::string& name, NextPiece next, Archive& a
 // error when one cannot be read.
 absl::Status CheckSpilled(const std::map<std::string, std::string>& spilled, const Files& files,
                           const Unchecked& unchecked, StreamedChecks& streamed, text::ProgressMeter* progress) {
-  for (const char* name : {pack::kEntries, pack::kProofs}) {
+  for (const char* name : {pack::kEntries, pack::kProofs, pack::kMultiproof}) {
     auto path = spilled.find(name);
     if (path == spilled.end() || !Ready(name, unchecked, streamed.stream())) continue;
     std::ifstream in(path->second, std::ios::binary);

@@ -314,8 +314,20 @@ std::optional<Result> CheckKeptNotes(const Since& since, const note::Checkpoint&
 
 Step<Keyed> CheckKeyAndManifest(const Files& files, const absl::StatusOr<manifest::Manifest>& unchecked_manifest,
                                 const Options& options) {
+  // A pack of format 6 proves its entries' inclusion with one multiproof,
+  // earlier formats with a path per entry (CONTRACT section 7).
+  bool shared = unchecked_manifest.ok() && unchecked_manifest->format >= 6;
+  if (shared && files.digests.count(pack::kProofs)) {
+    return Fail(Result(), pack::kProofs, -1, "a pack of format 6 proves inclusion with multiproof.txt");
+  }
+  if (unchecked_manifest.ok() && !shared && files.digests.count(pack::kMultiproof)) {
+    return Fail(Result(), pack::kMultiproof, -1, "only a pack of format 6 carries a multiproof");
+  }
+  // Which proofs a pack carries is known from a manifest that parses;
+  // one that does not is refused as such below.
   for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kManifest, pack::kManifestSig,
-                           pack::kOutcomes, pack::kProofs, pack::kReport}) {
+                           pack::kOutcomes, pack::kReport, shared ? pack::kMultiproof : pack::kProofs}) {
+    if (name == pack::kProofs && !unchecked_manifest.ok()) continue;
     if (!files.digests.count(name)) return Fail(Result(), name, -1, "missing");
   }
   Step<Key> key = CheckKey(files.small.at(pack::kVkey), options);

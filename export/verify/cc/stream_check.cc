@@ -15,6 +15,7 @@
 #include "export/verify/cc/proof_line.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
+#include "ledger/format/merkle/multiproof.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/receipt.h"
 #include "util/tasks/channel.h"
@@ -417,17 +418,68 @@ class StreamCheck::EntryPass : public LinePass {
   Projection projection_;
 };
 
+// The scope checks of each entry's record (run chain, team window, seq
+// range; within a window or range, each run's chain from the window's
+// first seq), made in the second pass, with the proofs.
+class ScopeCheck {
+ public:
+  ScopeCheck(const Scope& scope, const std::string& first_team, const std::string& first_run)
+      : scope_(scope), first_team_(first_team), first_run_(first_run) {}
+
+  // Why an entry is outside the pack's scope, or "".
+  std::string Why(const Record& rec, std::optional<uint64_t> last_seq) const {
+    bool team = (rec.flags & Record::kSameTeam) && first_team_ == scope_.team;
+    bool run = (rec.flags & Record::kSameRun) && first_run_ == scope_.run_id;
+    std::optional<uint64_t> run_prev;
+    if (rec.run_prev_plus_one > 0) run_prev = rec.run_prev_plus_one - 1;
+    if (scope_.kind() == "run") {
+      if (!team || !run) return "not an entry of the pack's run";
+      if (run_prev != last_seq) {
+        return absl::StrCat("run_prev expected ", last_seq ? std::to_string(*last_seq) : "none (the run's first entry)",
+                            ", found ", run_prev ? std::to_string(*run_prev) : "none");
+      }
+    } else if (scope_.kind() == "team") {
+      if (!team || rec.logged_at_us < scope_.from_us || rec.logged_at_us >= scope_.to_us) {
+        return "not an entry of the pack's team and time window";
+      }
+      if (rec.seq < scope_.from_seq || rec.seq >= scope_.to_seq) {
+        return absl::StrCat("not in the window's seqs [", scope_.from_seq, ", ", scope_.to_seq, ")");
+      }
+      return RunChainFailure(rec, run_prev, "the window's first seq");
+    } else if (rec.seq != (last_seq ? *last_seq + 1 : scope_.from_seq)) {
+      return absl::StrCat("seq expected ", last_seq ? *last_seq + 1 : scope_.from_seq, " (the range has a gap)");
+    } else {
+      return RunChainFailure(rec, run_prev, "the range's first seq");
+    }
+    return "";
+  }
+
+  // Within a window or range of seqs from scope_.from_seq: an entry whose
+  // run_prev is at or after it links to the previous entry of its run in
+  // the pack; the first of its run in the pack has none, or one below it.
+  std::string RunChainFailure(const Record& rec, std::optional<uint64_t> run_prev, const char* first) const {
+    auto found = [&] { return run_prev ? std::to_string(*run_prev) : std::string("none"); };
+    if (rec.run_before_plus_one > 0) {
+      uint64_t before = rec.run_before_plus_one - 1;
+      if (run_prev == before) return "";
+      return absl::StrCat("run_prev expected ", before, " (the run's previous entry in the pack), found ", found());
+    }
+    if (!run_prev || *run_prev < scope_.from_seq) return "";
+    return absl::StrCat("run_prev expected none or below ", scope_.from_seq, " (", first, "), found ", found());
+  }
+
+ private:
+  const Scope scope_;
+  const std::string first_team_, first_run_;
+};
+
 // The second pass: each proof line against its entry's record, its
 // inclusion proof against the checkpoint, and the scope checks, chunks on
 // worker threads.
 class StreamCheck::ProofPass : public LinePass {
  public:
   ProofPass(const note::Checkpoint& cp, const Scope& scope, const EntryPass& entries, const std::string& records_path)
-      : cp_(cp),
-        scope_(scope),
-        first_team_(entries.first_team()),
-        first_run_(entries.first_run()),
-        records_(records_path, std::ios::binary) {}
+      : cp_(cp), scope_(scope, entries.first_team(), entries.first_run()), records_(records_path, std::ios::binary) {}
 
   void AddChunk(std::string chunk, size_t lines) override {
     uint64_t first = next_line_;
@@ -512,62 +564,151 @@ class StreamCheck::ProofPass : public LinePass {
       if (!(rec.flags & Record::kParsed)) return;
       std::optional<uint64_t> last_seq;
       if (prev != nullptr) last_seq = prev->seq;
-      std::string scope_failure = ScopeFailure(rec, last_seq);
+      std::string scope_failure = scope_.Why(rec, last_seq);
       if (!scope_failure.empty()) fail(Failure::kScope, std::move(scope_failure));
     });
     return failure;
   }
 
-  // Why an entry is outside the pack's scope, or "".
-  std::string ScopeFailure(const Record& rec, std::optional<uint64_t> last_seq) const {
-    bool team = (rec.flags & Record::kSameTeam) && first_team_ == scope_.team;
-    bool run = (rec.flags & Record::kSameRun) && first_run_ == scope_.run_id;
-    std::optional<uint64_t> run_prev;
-    if (rec.run_prev_plus_one > 0) run_prev = rec.run_prev_plus_one - 1;
-    if (scope_.kind() == "run") {
-      if (!team || !run) return "not an entry of the pack's run";
-      if (run_prev != last_seq) {
-        return absl::StrCat("run_prev expected ", last_seq ? std::to_string(*last_seq) : "none (the run's first entry)",
-                            ", found ", run_prev ? std::to_string(*run_prev) : "none");
-      }
-    } else if (scope_.kind() == "team") {
-      if (!team || rec.logged_at_us < scope_.from_us || rec.logged_at_us >= scope_.to_us) {
-        return "not an entry of the pack's team and time window";
-      }
-      if (rec.seq < scope_.from_seq || rec.seq >= scope_.to_seq) {
-        return absl::StrCat("not in the window's seqs [", scope_.from_seq, ", ", scope_.to_seq, ")");
-      }
-      return RunChainFailure(rec, run_prev, "the window's first seq");
-    } else if (rec.seq != (last_seq ? *last_seq + 1 : scope_.from_seq)) {
-      return absl::StrCat("seq expected ", last_seq ? *last_seq + 1 : scope_.from_seq, " (the range has a gap)");
-    } else {
-      return RunChainFailure(rec, run_prev, "the range's first seq");
-    }
-    return "";
-  }
-
-  // Within a window or range of seqs from scope_.from_seq: an entry whose
-  // run_prev is at or after it links to the previous entry of its run in
-  // the pack; the first of its run in the pack has none, or one below it.
-  std::string RunChainFailure(const Record& rec, std::optional<uint64_t> run_prev, const char* first) const {
-    auto found = [&] { return run_prev ? std::to_string(*run_prev) : std::string("none"); };
-    if (rec.run_before_plus_one > 0) {
-      uint64_t before = rec.run_before_plus_one - 1;
-      if (run_prev == before) return "";
-      return absl::StrCat("run_prev expected ", before, " (the run's previous entry in the pack), found ", found());
-    }
-    if (!run_prev || *run_prev < scope_.from_seq) return "";
-    return absl::StrCat("run_prev expected none or below ", scope_.from_seq, " (", first, "), found ", found());
-  }
-
   const note::Checkpoint cp_;
-  const Scope scope_;
-  const std::string first_team_, first_run_;
+  const ScopeCheck scope_;
   std::ifstream records_;
   std::deque<std::future<std::optional<Failure>>> inflight_;
   std::optional<Record> previous_;
   uint64_t next_line_ = 0;
   bool exhausted_ = false, more_proofs_ = false;
+  std::optional<Failure> failure_;
+};
+
+// The second pass of a pack of format 6: multiproof.txt's hashes, as they
+// stream, with the entries' records in order, walk the multiproof (CONTRACT
+// section 6, "Multiproofs") to the checkpoint's root; the scope checks are
+// made on the way. An entry is walked only once kAhead hashes wait (one
+// entry asks at most one a level of the tree), or the file has ended.
+class StreamCheck::MultiproofPass : public LinePass {
+ public:
+  MultiproofPass(const note::Checkpoint& cp, const Scope& scope, const EntryPass& entries,
+                 const std::string& records_path)
+      : cp_(cp),
+        scope_(scope, entries.first_team(), entries.first_run()),
+        records_(records_path, std::ios::binary),
+        walk_(cp.size) {}
+
+  void AddChunk(std::string chunk, size_t lines) override {
+    uint64_t first = next_line_;
+    next_line_ += lines;
+    if (failure_) return;
+    uint64_t at = first;
+    ForEachLine(chunk, [&](std::string_view line) {
+      if (failure_) return;
+      hash::Hash h;
+      if (line.size() != 64 || !IsLowerHex(line) || !hash::ParseHexTo(line, &h)) {
+        failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
+                           absl::StrCat("line ", at + 1, ": want 64 lower-case hex digits")};
+        return;
+      }
+      ++at;
+      hashes_.push_back(h);
+    });
+    Walk(false);
+  }
+  void Finish() override {
+    if (failure_) return;
+    Walk(true);
+    if (failure_ || done_) return;
+    auto root = walk_.Finish([this](uint64_t, uint64_t) { return Next(); });
+    done_ = true;
+    if (!root.ok()) {
+      failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1, std::string(root.status().message())};
+    } else if (used_ != next_line_) {
+      failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
+                         absl::StrCat("the multiproof holds ", next_line_, " hashes; the entries' inclusion uses ",
+                                      used_)};
+    } else if (*root != cp_.root) {
+      failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
+                         absl::StrCat("the entries and the multiproof lead to root ", hash::Hex(*root),
+                                      ", the checkpoint's is ", hash::Hex(cp_.root))};
+    }
+  }
+  void Overlong() override {
+    KeepFirst(&failure_, Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
+                                 absl::StrCat("line ", next_line_ + 1, ": want 64 lower-case hex digits")});
+  }
+  void Unterminated() override {
+    KeepFirst(&failure_, Failure{walked_, Failure::kDecode, pack::kMultiproof, -1,
+                                 absl::StrCat("line ", next_line_, ": no newline at its end")});
+  }
+
+  const std::optional<Failure>& failure() const { return failure_; }
+
+ private:
+  static constexpr size_t kAhead = 64;
+  static constexpr size_t kRecordsRead = 4096;
+
+  static bool IsLowerHex(std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  }
+
+  // The multiproof's next hash.
+  absl::StatusOr<hash::Hash> Next() {
+    if (hashes_.empty()) {
+      return absl::OutOfRangeError(
+          absl::StrCat("the multiproof ends after ", used_, " hashes; the entries' inclusion needs more"));
+    }
+    hash::Hash h = hashes_.front();
+    hashes_.pop_front();
+    ++used_;
+    return h;
+  }
+
+  // The next entry's record, or nullopt after the last.
+  std::optional<Record> NextRecord() {
+    if (at_ == recs_.size()) {
+      recs_.resize(kRecordsRead);
+      records_.read(reinterpret_cast<char*>(recs_.data()), static_cast<std::streamsize>(recs_.size() * sizeof(Record)));
+      recs_.resize(static_cast<size_t>(records_.gcount()) / sizeof(Record));
+      at_ = 0;
+      if (recs_.empty()) return std::nullopt;
+    }
+    return recs_[at_++];
+  }
+
+  // Walks the entries while enough hashes wait (all of them at the end).
+  void Walk(bool end) {
+    while (!failure_ && !done_ && (end || hashes_.size() >= kAhead)) {
+      std::optional<Record> rec = NextRecord();
+      if (!rec) return;
+      uint64_t line = walked_++;
+      // A line the entry pass could not read has failed there, first.
+      if (!(rec->flags & Record::kParsed) || rec->seq >= cp_.size) {
+        done_ = true;
+        return;
+      }
+      // An entry out of scope is named before the walk that it breaks.
+      std::string why = scope_.Why(*rec, last_seq_);
+      if (!why.empty()) {
+        failure_ = Failure{line, Failure::kScope, pack::kEntries, static_cast<int64_t>(rec->seq), std::move(why)};
+        return;
+      }
+      auto added = walk_.Add(rec->seq, rec->leaf_hash, [this](uint64_t, uint64_t) { return Next(); });
+      if (!added.ok()) {
+        failure_ = Failure{line, Failure::kProof, pack::kMultiproof, -1, std::string(added.message())};
+        return;
+      }
+      last_seq_ = rec->seq;
+    }
+  }
+
+  const note::Checkpoint cp_;
+  const ScopeCheck scope_;
+  std::ifstream records_;
+  std::vector<Record> recs_;
+  size_t at_ = 0;
+  merkle::MultiproofWalk walk_;
+  std::deque<hash::Hash> hashes_;
+  uint64_t next_line_ = 0, used_ = 0, walked_ = 0;
+  std::optional<uint64_t> last_seq_;
+  bool done_ = false;
   std::optional<Failure> failure_;
 };
 
@@ -592,15 +733,21 @@ absl::Status StreamCheck::Proofs(const note::Checkpoint& cp, const Scope& scope,
   return Feed(*proof_pass_, next);
 }
 
-bool StreamCheck::proofs_checked() const { return proof_pass_ != nullptr; }
+absl::Status StreamCheck::Multiproof(const note::Checkpoint& cp, const Scope& scope, NextPiece next) {
+  multiproof_pass_ = std::make_unique<MultiproofPass>(cp, scope, *entry_pass_, records_path_);
+  return Feed(*multiproof_pass_, next);
+}
+
+bool StreamCheck::proofs_checked() const { return proof_pass_ != nullptr || multiproof_pass_ != nullptr; }
 
 std::optional<Failure> StreamCheck::first_failure() const {
   std::optional<Failure> first = entry_pass_->failure();
-  KeepFirst(&first, proof_pass_->failure());
+  if (proof_pass_) KeepFirst(&first, proof_pass_->failure());
+  if (multiproof_pass_) KeepFirst(&first, multiproof_pass_->failure());
   return first;
 }
 
-bool StreamCheck::more_proofs_than_entries() const { return proof_pass_->more_proofs(); }
+bool StreamCheck::more_proofs_than_entries() const { return proof_pass_ && proof_pass_->more_proofs(); }
 uint64_t StreamCheck::entries() const { return entry_pass_->entries(); }
 std::optional<uint64_t> StreamCheck::last_seq() const { return entry_pass_->last_seq(); }
 hash::Hash StreamCheck::last_leaf_hash() const { return entry_pass_->last_hash(); }

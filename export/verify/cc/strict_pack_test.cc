@@ -3,6 +3,7 @@
 // message naming the file and the rule, even when the forger re-signs the
 // manifest with the ledger's key; and the cheap checks of the signed time
 // and the kept notes against the pack.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -108,7 +109,7 @@ class StrictPackTest : public PackTest {
 
 // Before: nlohmann::json kept the second "inclusion" and the pack verified.
 TEST_F(StrictPackTest, AProofLineWithInclusionTwiceIsRefused) {
-  std::string p = Edited(RunPack(), pack::kProofs, [](std::string& proofs) {
+  std::string p = Edited(Export({"team-a", "run-1"}, "run5.tar.gz", 5), pack::kProofs, [](std::string& proofs) {
     proofs.replace(proofs.find("\"inclusion\":["), 13, "\"inclusion\":[\"" + kZeros + "\"],\"inclusion\":[");
   });
   verify::Result r = Verify(p);
@@ -142,7 +143,7 @@ class SincePackTest : public StrictPackTest {
   std::string SincePack(const std::string& kept, const std::string& name) {
     std::string path = dir_.Sub(name);
     absl::Status s =
-        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, verify::SplitKeptCheckpoint(kept).checkpoint);
+        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, {.since = verify::SplitKeptCheckpoint(kept).checkpoint});
     EXPECT_TRUE(s.ok()) << s;
     return path;
   }
@@ -246,8 +247,9 @@ TEST_F(SincePackTest, AKeptVersion3NoteOfTheSameSizeKeysRunsOtherwise) {
   // it) and made format 4, given the kept version 4 note.
   note::CheckpointTime downgraded = time;
   downgraded.runs_keyed_by_team = false;
+  // (A format 5 pack: a format 4 one proves inclusion with proofs.jsonl.)
   std::string p = Tamper(
-      RunPack(),
+      Export({"team-a", "run-1"}, "run5.tar.gz", 5),
       [&](const std::string& dir) {
         Write(dir + "/" + pack::kCheckpointTime, Signed(note::FormatCheckpointTime(downgraded)));
         nlohmann::json m = nlohmann::json::parse(Read(dir + "/" + pack::kManifest));
@@ -316,7 +318,7 @@ class StrictWitnessTest : public StrictPackTest {
       return note + lines(note.substr(0, note.find("\n\n") + 1));
     };
     absl::Status s =
-        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, "", nullptr, exporter::kDefaultUnknownGraceMs, cosign);
+        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, {.cosign = cosign});
     EXPECT_TRUE(s.ok()) << s;
     return path;
   }
@@ -379,7 +381,7 @@ TEST_F(StrictPackTest, VersionTwoLeavesNeedAVersionThreeNote) {
   auto time = *note::ParseCheckpointTime(*verifier.Open(cp.time_note));
   time.team_map_root.reset();
   std::string p = Tamper(
-      Export({"", "", 3, 11}, "seq.tar.gz"),
+      Export({"", "", 3, 11}, "seq.tar.gz", 5),
       [&](const std::string& dir) {
         Write(dir + "/" + pack::kCheckpointTime, Signed(note::FormatCheckpointTime(time)));
         nlohmann::json m = nlohmann::json::parse(Read(dir + "/" + pack::kManifest));
@@ -414,12 +416,18 @@ TEST_F(StrictPackTest, ALedgerVkeyThatIsNotOneLineIsRefused) {
 // Before: the last line of entries.jsonl (or proofs.jsonl) without its
 // newline was read as a line, and the pack verified.
 TEST_F(StrictPackTest, ALastLineWithoutItsNewlineIsRefused) {
-  std::string p = RunPack();
-  for (const char* name : {pack::kEntries, pack::kProofs}) {
-    std::string t = Edited(p, name, [](std::string& lines) { lines.pop_back(); });
+  std::string p6 = RunPack(), p5 = Export({"team-a", "run-1"}, "run5.tar.gz", 5);
+  for (auto [p, name] : {std::pair{p6, pack::kEntries}, std::pair{p5, pack::kProofs}, std::pair{p6, pack::kMultiproof}}) {
+    size_t lines = 0;
+    std::string t = Edited(p, name, [&](std::string& text) {
+      lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+      text.pop_back();
+    });
+    ASSERT_GT(lines, 0u) << name;
     verify::Result r = Verify(t);
-    ExpectFailure(r, name, -1, "line 8: no newline at its end");
-    EXPECT_EQ(r.message, "line 8: no newline at its end");
+    std::string want = absl::StrCat("line ", lines, ": no newline at its end");
+    ExpectFailure(r, name, -1, want);
+    EXPECT_EQ(r.message, want);
   }
 }
 
@@ -432,7 +440,7 @@ TEST_F(StrictPackTest, ARunHeadPaddedPastOneMebibyteIsRefused) {
 // Before: refused for another reason ("run-head.json: only a run pack
 // carries a run-head proof"); section 7's table decides.
 TEST_F(StrictPackTest, AFormatTwoPackWithAMapRootNoteIsRefused) {
-  std::string t = Edited(RunPack(), pack::kManifest, [](std::string& text) {
+  std::string t = Edited(Export({"team-a", "run-1"}, "run5.tar.gz", 5), pack::kManifest, [](std::string& text) {
     nlohmann::json m = nlohmann::json::parse(text);
     m["format"] = 2;
     text = m.dump() + "\n";

@@ -69,20 +69,13 @@ class TeamWindowTest : public PackTest {
         pack,
         [&](const std::string& dir) {
           int dropped = 0;
-          for (const char* name : {pack::kEntries, pack::kProofs}) {
-            std::string kept;
-            for (const std::string& line :
-                 std::vector<std::string>(absl::StrSplit(Read(dir + "/" + name), '\n', absl::SkipEmpty()))) {
-              bool drop = false;
-              for (uint64_t s : seqs) drop = drop || line.find(absl::StrCat("\"seq\":", s, ",")) != std::string::npos;
-              if (drop) {
-                dropped += name == std::string_view(pack::kEntries);
-                continue;
-              }
-              absl::StrAppend(&kept, line, "\n");
-            }
-            Write(dir + "/" + name, kept);
-          }
+          std::vector<std::string> lines = absl::StrSplit(Read(dir + "/" + pack::kEntries), '\n', absl::SkipEmpty());
+          KeepEntries(dir, [&](int i) {
+            bool drop = false;
+            for (uint64_t s : seqs) drop = drop || lines[i].find(absl::StrCat("\"seq\":", s, ",")) != std::string::npos;
+            dropped += drop;
+            return !drop;
+          });
           auto m = nlohmann::json::parse(Read(dir + "/" + pack::kManifest));
           m["counts"]["entries"] = m["counts"]["entries"].get<int>() - dropped;
           Write(dir + "/" + pack::kManifest, m.dump() + "\n");

@@ -11,7 +11,10 @@
 //   pass 2, proofs.jsonl: each line against its entry's record, its
 //     inclusion proof against the checkpoint, and the scope (run chain,
 //     team window, seq range; within a window or range, each run's chain
-//     from the window's first seq), chunks on worker threads.
+//     from the window's first seq), chunks on worker threads; or, in a
+//     pack of format 6, multiproof.txt: its hashes and the records walk
+//     the multiproof to the checkpoint's root, the scope checked on the
+//     way, on the calling thread.
 //
 // Failures are kept, not returned: the one reported is the first in line
 // order and, within a line, in the order a single pass would meet them.
@@ -89,6 +92,9 @@ class StreamCheck {
   bool entries_checked() const;
   // Pass 2; MUST follow Entries.
   absl::Status Proofs(const note::Checkpoint& cp, const Scope& scope, NextPiece next);
+  // Pass 2 of a pack of format 6, multiproof.txt; MUST follow Entries.
+  absl::Status Multiproof(const note::Checkpoint& cp, const Scope& scope, NextPiece next);
+  // Whether Proofs or Multiproof ran.
   bool proofs_checked() const;
 
   // After both passes.
@@ -121,10 +127,12 @@ class StreamCheck {
  private:
   class EntryPass;
   class ProofPass;
+  class MultiproofPass;
   std::string records_path_;
   pack::Outcomes* outcomes_;
   std::unique_ptr<EntryPass> entry_pass_;
   std::unique_ptr<ProofPass> proof_pass_;
+  std::unique_ptr<MultiproofPass> multiproof_pass_;
 };
 
 }  // namespace ledger::verify
