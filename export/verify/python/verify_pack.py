@@ -266,7 +266,7 @@ def inclusion_file(files, pack_format):
         if "proofs.jsonl" in files:
             raise Failure("proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt")
         if "multiproof.txt" not in files:
-            raise Failure("multiproof.txt: missing: a pack of format 6 proves its entries' inclusion with a multiproof")
+            raise Failure("multiproof.txt: missing")
     else:
         if "multiproof.txt" in files:
             raise Failure("multiproof.txt: only a pack of format 6 carries a multiproof")
