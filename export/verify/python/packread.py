@@ -87,8 +87,9 @@ def jsonl_lines(data, name):
 
 
 def count_lines(data, name):
-    """The number of lines of a JSON-lines file, each ended by a newline;
-    Failure as jsonl_lines() says otherwise."""
+    """The number of lines of a file of lines (a .jsonl file,
+    multiproof.txt), each ended by a newline; Failure as jsonl_lines() says
+    otherwise."""
     if data and not data.endswith(b"\n"):
         raise Failure("%s: line %d: no newline at its end" % (name, data.count(b"\n") + 1))
     return data.count(b"\n")

@@ -5,14 +5,14 @@ Uses only Python's standard library and the `cryptography` package. Checks
 the manifest's signature and every file's SHA-256 (a file the manifest
 lists must be in the pack, and every file in the pack listed), the
 checkpoint's signature, every entry's leaf hash and RFC 9162 inclusion
-proof (a format 6 pack's one multiproof of them all), the hash chain
-between consecutive seqs, and the scope: for a run
-pack the run chain from the run's first entry, for a seq range every seq
-from its first to its last, within a team window or seq range each run's
-chain from its first seq. (Step outcomes are recomputed, and report.html
-rebuilt, by `ledgerctl verify` and `ledger-verify`; here outcomes.json and
-report.html are checked by their digests in the signed manifest only, so a
-report re-signed by whoever holds the ledger's key passes this script.)
+proof (in a format 6 pack, one multiproof of them all), the hash chain
+between consecutive seqs, and the scope: for a run pack the run chain from
+the run's first entry, for a seq range every seq from its first to its
+last, within a team window or seq range each run's chain from its first
+seq. (Step outcomes are recomputed, and report.html rebuilt, by `ledgerctl
+verify` and `ledger-verify`; here outcomes.json and report.html are checked
+by their digests in the signed manifest only, so a report re-signed by
+whoever holds the ledger's key passes this script.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
          [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
