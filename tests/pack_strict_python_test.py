@@ -17,9 +17,12 @@ the ledger's key, is refused with the rule named; the genuine packs verify.
   refuses such ids at append).
 
 Usage: pack_strict_python_test.py VERIFY_PACK_PY VKEY_FILE LEDGER_KEY_FILE UNKNOWN_PACK RUN_PACK WORK_DIR
+         UNKNOWN_PACK_5
 UNKNOWN_PACK: team-support/run-0007 of a ledger whose grace is 200 ms, its
-crashed step declared unknown (the step_unknown its last entry); RUN_PACK:
-another run pack of format 4 of that ledger.
+crashed step declared unknown (the step_unknown its last entry), of format
+6; UNKNOWN_PACK_5: the same of format 5; RUN_PACK: another run pack of that
+ledger, of format 5 (its forgeries rewrite it as formats 1 and 3, which
+prove their entries with proofs.jsonl).
 """
 import base64
 import hashlib
@@ -52,9 +55,10 @@ def note_body(note):
 def step_unknown_dropped(files, sign):
     """Item 12: the step_unknown (the run's last entry) dropped, run-head.json
     made the run's head without it, the note's runs root the one that head
-    leads to (re-signed), outcomes.json showing the step succeeded."""
+    leads to (re-signed), outcomes.json showing the step succeeded; its
+    line of proofs.jsonl dropped, or in format 6 the multiproof made anew
+    for the entries left."""
     entries = files["entries.jsonl"].split(b"\n")[:-1]
-    proofs = files["proofs.jsonl"].split(b"\n")[:-1]
     dropped = json.loads(entries[-1])
     assert dropped["receipt"]["kind"] == "step_unknown", dropped
     last = json.loads(entries[-2])
@@ -71,16 +75,19 @@ def step_unknown_dropped(files, sign):
         if s["step_id"] == step_id and s["state"] == "unknown":
             s["state"] = "succeeded"
             s.pop("unknown", None)
-    out = dict(files, **{
+    if "multiproof.txt" in files:
+        inclusion = {"multiproof.txt": sp.remade_multiproof(files, lambda i: i != len(entries) - 1)}
+    else:
+        inclusion = {"proofs.jsonl": b"".join(x + b"\n" for x in files["proofs.jsonl"].split(b"\n")[:-2])}
+    out = dict(files, **inclusion, **{
         "entries.jsonl": b"".join(x + b"\n" for x in entries[:-1]),
-        "proofs.jsonl": b"".join(x + b"\n" for x in proofs[:-1]),
         "run-head.json": json.dumps(head, separators=(",", ":")).encode(),
         "checkpoint-time": sign("\n".join(body).encode()),
         "outcomes.json": (json.dumps(outcomes, separators=(",", ":")) + "\n").encode()})
     return dict(t.resigned(sorted(out.items()), sign)), step_id
 
 
-def real_cases(files, unknown, sign, work):
+def real_cases(files, unknown, unknown5, sign, work):
     """(label, files, extra flags, exit code, regex of the output)."""
     resign = lambda f: dict(t.resigned(sorted(f.items()), sign))  # noqa: E731
     body = note_body(files["checkpoint-time"])  # header, origin, size, root, runs, teams, time, ""
@@ -124,16 +131,21 @@ def real_cases(files, unknown, sign, work):
     as_format1 = manifest_edited({n: d for n, d in files.items() if n not in ("checkpoint-time", "run-head.json")},
                                  format1)
     forged, step_id = step_unknown_dropped(unknown, sign)
+    forged5, _ = step_unknown_dropped(unknown5, sign)
     team, run = json.loads(unknown["manifest.json"])["scope"]["team"], json.loads(unknown["manifest.json"])["scope"][
         "run_id"]
     ok = r"^OK: \d+ entries of "
+    pending = (r"^FAILED: outcomes\.json: step %s/%s/%s attempt 1 is pending, but its deadline \(start \+ "
+               r"timeout \+ the manifest's unknown_grace_ms 200\) .* is before the checkpoint's signed time "
+               % (re.escape(team), re.escape(run), re.escape(step_id)))
     return [
         ("the genuine run pack", files, [], 0, ok),
         ("the genuine pack of the unknown step", unknown, [], 0, ok),
-        ("item 12: the step_unknown dropped, the run head and runs root forged, outcomes.json showing success",
-         forged, [], 1, r"^FAILED: outcomes\.json: step %s/%s/%s attempt 1 is pending, but its deadline \(start \+ "
-                        r"timeout \+ the manifest's unknown_grace_ms 200\) .* is before the checkpoint's signed time "
-         % (re.escape(team), re.escape(run), re.escape(step_id))),
+        ("the genuine pack of the unknown step, format 5", unknown5, [], 0, ok),
+        ("item 12: the step_unknown dropped, the run head and runs root forged, the multiproof made anew, "
+         "outcomes.json showing success", forged, [], 1, pending),
+        ("item 12, format 5: the step_unknown and its proof line dropped, the run head and runs root forged, "
+         "outcomes.json showing success", forged5, [], 1, pending),
         ("item 15a: --not-older-than a kept note of the same size signing another runs root", files,
          ["--not-older-than", kept_roots["runs"]], 1,
          r"^FAILED: checkpoint-time: runs root [0-9a-f]{64} at tree size \d+, the note kept with the checkpoint "
@@ -216,11 +228,12 @@ def run_case(verify_py, vkey, label, pack, flags, code, want):
 
 
 def main():
-    verify_py, vkey, key_file, unknown_pack, run_pack, work = sys.argv[1:7]
+    verify_py, vkey, key_file, unknown_pack, run_pack, work, unknown5_pack = sys.argv[1:8]
     sign = t.signer(key_file)
-    files, unknown = dict(t.read_pack(run_pack)), dict(t.read_pack(unknown_pack))
+    files, unknown, unknown5 = (dict(t.read_pack(p)) for p in (run_pack, unknown_pack, unknown5_pack))
+    assert [json.loads(p["manifest.json"])["format"] for p in (files, unknown, unknown5)] == [5, 6, 5]
     failures = 0
-    for n, (label, f, flags, code, want) in enumerate(real_cases(files, unknown, sign, work)):
+    for n, (label, f, flags, code, want) in enumerate(real_cases(files, unknown, unknown5, sign, work)):
         path = os.path.join(work, "case-%d.tar.gz" % n)
         with open(path, "wb") as out:
             out.write(sp.pack_bytes(f))

@@ -13,7 +13,9 @@ start_ledgerd --origin strict-python.test/log --checkpoint-interval-ms 20 --unkn
 ctl vkey > "$work/vkey"
 append_demo_runs  # team-support/run-0007's crashed step declared unknown
 ctl export --run team-support/run-0007 --out "$work/unknown.tar.gz" > /dev/null
-ctl export --run team-code/run-0000 --out "$work/run.tar.gz" > /dev/null
+ctl export --run team-support/run-0007 --pack-format 5 --out "$work/unknown5.tar.gz" > /dev/null
+# Format 5: the forgeries rewrite this pack as formats 1 and 3 (proofs.jsonl).
+ctl export --run team-code/run-0000 --pack-format 5 --out "$work/run.tar.gz" > /dev/null
 mkdir "$work/cases"
 /usr/bin/python3 "$root/tests/pack_strict_python_test.py" "$root/export/verify/python/verify_pack.py" "$work/vkey" \
-  "$work/data/signing.key" "$work/unknown.tar.gz" "$work/run.tar.gz" "$work/cases"
+  "$work/data/signing.key" "$work/unknown.tar.gz" "$work/run.tar.gz" "$work/cases" "$work/unknown5.tar.gz"

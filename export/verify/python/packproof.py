@@ -2,9 +2,11 @@
 standard library only: RFC 9162 inclusion and consistency proofs, the lines
 of proofs.jsonl, consistency.json against the pack's checkpoint, and
 entries.jsonl line by line: each a canonical leaf proven to the checkpoint's
-root, the hash chain between consecutive seqs, and the scope's rules (a run
-pack's run chain from the run's first entry, every seq of a seq range, each
-run's chain from the first seq within a team window or seq range).
+root (by its line of proofs.jsonl, or in a pack of format 6 by
+multiproof.txt, multiproof.py), the hash chain between consecutive seqs,
+and the scope's rules (a run pack's run chain from the run's first entry,
+every seq of a seq range, each run's chain from the first seq within a team
+window or seq range).
 
 Every failure is a packerror.Failure.
 """
@@ -12,10 +14,11 @@ import hashlib
 import json
 import re
 
+import multiproof
 import packnote
 import teamwindow
 from packerror import Failure
-from packread import KeyTwice, jsonl_lines, load_json, shown
+from packread import KeyTwice, count_lines, each_line, jsonl_lines, load_json, shown
 
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -213,20 +216,58 @@ def _check_scope_entry(entry, scope, last_seq, last_of_run):
         run_chain(entry, last_of_run, scope["from_seq"], "the range's first seq")
 
 
+class _Sequence:
+    """The checks between an entry and those before it in entries.jsonl
+    (seqs ascending, prev, the scope's rules), and what Entries records of
+    each, whatever proves the entries' inclusion."""
+
+    def __init__(self, scope):
+        self.scope, self.out = scope, Entries()
+        self.last_seq = self.last_hash = None
+        self.last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
+
+    def add(self, entry, leaf_hash):
+        seq, scope, out = entry["seq"], self.scope, self.out
+        if self.last_seq is not None and seq <= self.last_seq:
+            raise Failure("entries.jsonl seq %d: not after seq %d" % (seq, self.last_seq))
+        if self.last_seq is not None and seq == self.last_seq + 1 and entry["prev"] != self.last_hash.hex():
+            raise Failure("entries.jsonl seq %d: prev expected %s, found %s"
+                          % (seq, self.last_hash.hex(), shown(entry["prev"])))
+        _check_scope_entry(entry, scope, self.last_seq, self.last_of_run)
+        if scope["kind"] == "run":
+            out.run.append((seq, leaf_hash))
+        elif scope["kind"] == "team":
+            out.team.append((entry, leaf_hash))
+        out.parsed.append(entry)
+        if entry.get("emitter") != "ledger" and (out.last_logged is None or
+                                                 entry["logged_at_us"] > out.last_logged[1]):
+            out.last_logged = (seq, entry["logged_at_us"])
+        if entry["v"] == 2 and out.first_v2 is None:
+            out.first_v2 = seq
+        out.count += 1
+        self.last_seq, self.last_hash = seq, leaf_hash
+
+    def end(self):
+        """The entries are over: a seq range holds its last seq."""
+        if self.scope["kind"] == "seq" and (self.last_seq is None or self.last_seq + 1 != self.scope["to_seq"]):
+            raise Failure("entries.jsonl: the seq range ends early")
+        return self.out
+
+
 def check_entries(files, manifest, size, root, checked=None):
-    """entries.jsonl and proofs.jsonl against the checkpoint (size, root) and
-    the manifest's count and scope. Returns an Entries. checked(n), when
-    given, is called once the first n entries hold."""
-    scope = manifest["scope"]
+    """entries.jsonl and the proof of their inclusion (proofs.jsonl, or in
+    a pack of format 6 multiproof.txt) against the checkpoint (size, root)
+    and the manifest's count and scope. Returns an Entries. checked(n),
+    when given, is called once the first n entries hold (in format 6, once
+    the multiproof's walk has taken them)."""
+    if manifest["format"] == 6:
+        return _check_multiproof(files, manifest, size, root, checked)
     entries = jsonl_lines(files["entries.jsonl"], "entries.jsonl")
     proofs = jsonl_lines(files["proofs.jsonl"], "proofs.jsonl")
     if len(entries) != len(proofs) or len(entries) != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, %d proofs, manifest says %d"
                       % (len(entries), len(proofs), manifest["counts"]["entries"]))
-    out = Entries()
-    out.count = len(entries)
-    last_seq, last_hash = None, None
-    last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
+    sequence = _Sequence(manifest["scope"])
     for n, (leaf, proof_text) in enumerate(zip(entries, proofs), 1):
         entry = _entry(leaf, n)
         seq = entry["seq"]
@@ -239,25 +280,36 @@ def check_entries(files, manifest, size, root, checked=None):
                           % (seq, leaf_hash.hex(), shown(proof[1])))
         if not verify_inclusion(seq, size, leaf_hash, proof[2], root):
             raise Failure("proofs.jsonl seq %d: inclusion proof does not lead to the checkpoint's root" % seq)
-        if last_seq is not None and seq <= last_seq:
-            raise Failure("entries.jsonl seq %d: not after seq %d" % (seq, last_seq))
-        if last_seq is not None and seq == last_seq + 1 and entry["prev"] != last_hash.hex():
-            raise Failure("entries.jsonl seq %d: prev expected %s, found %s"
-                          % (seq, last_hash.hex(), shown(entry["prev"])))
-        _check_scope_entry(entry, scope, last_seq, last_of_run)
-        if scope["kind"] == "run":
-            out.run.append((seq, leaf_hash))
-        elif scope["kind"] == "team":
-            out.team.append((entry, leaf_hash))
-        out.parsed.append(entry)
-        if entry.get("emitter") != "ledger" and (out.last_logged is None or
-                                                 entry["logged_at_us"] > out.last_logged[1]):
-            out.last_logged = (seq, entry["logged_at_us"])
-        if entry["v"] == 2 and out.first_v2 is None:
-            out.first_v2 = seq
-        last_seq, last_hash = seq, leaf_hash
+        sequence.add(entry, leaf_hash)
         if checked is not None:
             checked(n)
-    if scope["kind"] == "seq" and (last_seq is None or last_seq + 1 != scope["to_seq"]):
-        raise Failure("entries.jsonl: the seq range ends early")
-    return out
+    return sequence.end()
+
+
+def _check_multiproof(files, manifest, size, root, checked):
+    """A pack of format 6: entries.jsonl and multiproof.txt in one pass
+    ("Shared inclusion proofs (format 6)"), each entry checked against those
+    before it as it is read, before the multiproof is read past it."""
+    data = files["entries.jsonl"]
+    count = count_lines(data, "entries.jsonl")
+    if count != manifest["counts"]["entries"]:
+        raise Failure("entries.jsonl: %d entries, manifest says %d" % (count, manifest["counts"]["entries"]))
+    sequence = _Sequence(manifest["scope"])
+    multiproof.check(size, _leaves(data, size, sequence, checked), files["multiproof.txt"], root)
+    return sequence.out
+
+
+def _leaves(data, size, sequence, checked):
+    """(seq, leaf hash) of each line of entries.jsonl, checked as it is
+    asked for; sequence.end() after the last."""
+    for n, leaf in enumerate(each_line(data, "entries.jsonl"), 1):
+        entry = _entry(leaf, n)
+        if entry["seq"] >= size:
+            raise Failure("entries.jsonl: line %d: seq %d is not in the checkpoint's tree of size %d"
+                          % (n, entry["seq"], size))
+        leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
+        sequence.add(entry, leaf_hash)
+        yield entry["seq"], leaf_hash
+        if checked is not None:
+            checked(n)
+    sequence.end()

@@ -86,6 +86,27 @@ def jsonl_lines(data, name):
     return data.split(b"\n")[:-1]
 
 
+def count_lines(data, name):
+    """The number of lines of a file of lines (a .jsonl file,
+    multiproof.txt), each ended by a newline; Failure as jsonl_lines() says
+    otherwise."""
+    if data and not data.endswith(b"\n"):
+        raise Failure("%s: line %d: no newline at its end" % (name, data.count(b"\n") + 1))
+    return data.count(b"\n")
+
+
+def each_line(data, name):
+    """The lines of jsonl_lines(), one at a time as they are asked for, so
+    that no list of them is held; the check of the last newline comes
+    before the first line."""
+    count_lines(data, name)
+    start = 0
+    while start < len(data):
+        end = data.index(b"\n", start)
+        yield data[start:end]
+        start = end + 1
+
+
 def decimal(text, where):
     """A decimal number as the contract writes one (ASCII digits, no sign,
     no leading zero, no space or '_', below 2^63); Failure otherwise."""

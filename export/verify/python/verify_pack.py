@@ -5,13 +5,14 @@ Uses only Python's standard library and the `cryptography` package. Checks
 the manifest's signature and every file's SHA-256 (a file the manifest
 lists must be in the pack, and every file in the pack listed), the
 checkpoint's signature, every entry's leaf hash and RFC 9162 inclusion
-proof, the hash chain between consecutive seqs, and the scope: for a run
-pack the run chain from the run's first entry, for a seq range every seq
-from its first to its last, within a team window or seq range each run's
-chain from its first seq. (Step outcomes are recomputed, and report.html
-rebuilt, by `ledgerctl verify` and `ledger-verify`; here outcomes.json and
-report.html are checked by their digests in the signed manifest only, so a
-report re-signed by whoever holds the ledger's key passes this script.)
+proof (in a format 6 pack, one multiproof of them all), the hash chain
+between consecutive seqs, and the scope: for a run pack the run chain from
+the run's first entry, for a seq range every seq from its first to its
+last, within a team window or seq range each run's chain from its first
+seq. (Step outcomes are recomputed, and report.html rebuilt, by `ledgerctl
+verify` and `ledger-verify`; here outcomes.json and report.html are checked
+by their digests in the signed manifest only, so a report re-signed by
+whoever holds the ledger's key passes this script.)
 
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
          [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
@@ -47,8 +48,11 @@ it holds every entry of its team logged in the window, as far back as the
 team chain (team_prev, leaf version 2) reaches: the line after the OK line
 says how far. A format 5 pack's time note is version 4: as in format 4,
 with the runs root of the map under run keys of version 2, by which its
-run-head proof is keyed. A --since note of version 2, 3 or 4 demands one as
-new.
+run-head proof is keyed. A format 6 pack is a format 5 pack that proves its
+entries' inclusion with one multiproof, multiproof.txt, in place of
+proofs.jsonl (export/verify/python/multiproof.py): evaluated in one pass
+over the entries and its hashes, it must lead to the checkpoint's root with
+every hash used. A --since note of version 2, 3 or 4 demands one as new.
 --policy POLICY (a c2sp.org/tlog-policy, export/verify/python/tlogpolicy.py): the key must
 be a log of the policy (without a key given, the key is the policy's log
 named as the manifest's origin), every cosignature line of a policy witness
@@ -99,9 +103,12 @@ from packproof import (HEX64, check_consistency, check_entries, hash_hex, node, 
                        run_chain, verify_consistency, verify_inclusion)
 
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
-         "outcomes.json", "proofs.jsonl", "report.html", "consistency.json", "checkpoint-time", "run-head.json",
-         "team-window.json"}
-OPTIONAL = {"consistency.json", "checkpoint-time", "run-head.json", "team-window.json"}
+         "outcomes.json", "proofs.jsonl", "multiproof.txt", "report.html", "consistency.json", "checkpoint-time",
+         "run-head.json", "team-window.json"}
+# The files whose presence the manifest's format or scope decides: the
+# proof of inclusion (inclusion_file()) and those of the flags and notes.
+OPTIONAL = {"proofs.jsonl", "multiproof.txt", "consistency.json", "checkpoint-time", "run-head.json",
+            "team-window.json"}
 MAX_FILE = 4 << 30
 
 
@@ -247,8 +254,24 @@ def signed_files(files, vkey, trust_pack_key, policy):
     if signed != digest + "\n":
         raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
     manifest = parse_manifest(files["manifest.json"])
+    inclusion_file(files, manifest["format"])
     check_files(files, manifest)
     return vkey, key, manifest
+
+
+def inclusion_file(files, pack_format):
+    """The file that proves the entries' inclusion: proofs.jsonl in a pack
+    of format 1 to 5, multiproof.txt in one of format 6, never the other."""
+    if pack_format == 6:
+        if "proofs.jsonl" in files:
+            raise Failure("proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt")
+        if "multiproof.txt" not in files:
+            raise Failure("multiproof.txt: missing")
+    else:
+        if "multiproof.txt" in files:
+            raise Failure("multiproof.txt: only a pack of format 6 carries a multiproof")
+        if "proofs.jsonl" not in files:
+            raise Failure("proofs.jsonl: missing")
 
 
 def check_grace(manifest, expect_grace_ms):
@@ -307,22 +330,26 @@ def given_checkpoints(files, key, size, root, since, not_older_than):
     return since, kept
 
 
+# The version of the checkpoint-time note of a pack, by format: F - 1 up
+# to format 5; format 6 changes the proofs, not the note.
+NOTE_VERSION = {2: 1, 3: 2, 4: 3, 5: 4, 6: 4}
 # What a note of a lower version than its pack's format lacks, by format
 # ("Proven completeness", step 1).
 LOWER_NOTE = {3: "a format 3 pack carries a version 2 note (with the run-head map root)",
               4: "a format 4 pack carries a version 3 note (with the team-head map root)",
-              5: "a format 5 pack carries a version 4 note (with run keys of version 2)"}
+              5: "a format 5 pack carries a version 4 note (with run keys of version 2)",
+              6: "a format 6 pack carries a version 4 note (with run keys of version 2)"}
 
 
 def note_version(manifest, version):
-    """The note's version against the manifest's format: a format F pack
-    (F >= 2) carries a note of version F - 1."""
+    """The note's version against the manifest's format (NOTE_VERSION)."""
     f = manifest["format"]
-    if version < f - 1 and f in LOWER_NOTE:
+    want = NOTE_VERSION[f]
+    if version < want and f in LOWER_NOTE:
         raise Failure("checkpoint-time: " + LOWER_NOTE[f])
-    if version != f - 1:
+    if version != want:
         raise Failure("checkpoint-time: format %d pack with a version %d note: a format %d pack carries a version %d "
-                      "note" % (f, version, f, f - 1))
+                      "note" % (f, version, f, want))
 
 
 def time_note(files, manifest, key, origin, size, root, kept):
