@@ -251,15 +251,15 @@ const std::vector<Command>* MakeCommands() {
       {"pack-proof",
        "verify an evidence pack, then print one entry's RFC 9162 inclusion proof derived from it alone",
        {"PACK --seq N (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
-        "[--format json|tlog-proof] [--no-progress]"},
+        "[--format tlog-proof|json] [--no-progress]"},
        false,
        {{"seq", "the entry's seq (one of the pack's)"},
         {"vkey", ""},
         {"vkey-string", ""},
         {"trust-pack-key", ""},
         {"policy", "a C2SP tlog-policy file the pack's checkpoint must meet"},
-        {"format", "json ({\"seq\",\"tree_size\",\"leaf_hash\",\"inclusion\"}), or tlog-proof "
-                   "(c2sp.org/tlog-proof@v1 with the pack's checkpoint)"},
+        {"format", "tlog-proof (c2sp.org/tlog-proof@v1 with the pack's checkpoint; the default), or json "
+                   "({\"seq\",\"tree_size\",\"leaf_hash\",\"inclusion\"})"},
         {"no-progress", ""}},
        {"ledgerctl pack-proof run-1.tar.gz --seq 42 --vkey ledger.vkey --format tlog-proof > 42.proof"}},
       {"policy-check",

@@ -125,7 +125,8 @@ int PackProof(const Flags& flags) {
   if (!flags.Has("seq") || !seq.ok() || *seq < 0) {
     return Fail(absl::InvalidArgumentError("pack-proof: --seq N is required (the entry's seq, N >= 0)"));
   }
-  const std::string& format = flags.Get("format");
+  // tlog-proof unless JSON is asked for (prove's --format is json by default).
+  const std::string format = flags.Has("format") ? flags.Get("format") : "tlog-proof";
   if (format != "json" && format != "tlog-proof") {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("pack-proof: --format: want json or tlog-proof, found '", text::TerminalEscape(format), "'")));

@@ -12,6 +12,7 @@ package ledger
 // Thread safety: pure functions.
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math/bits"
@@ -56,11 +57,12 @@ func walkMultiproof(tree tlog.Tree, seqs []int64, leaves [][]byte, multiproof []
 		}
 	}
 	w := &multiproofWalk{seqs: seqs, leaves: leaves, hashes: multiproof, keep: keep}
-	hi := tree.N
-	if hi == 0 {
-		hi = 1 // the empty tree's one hash is its root, that of [0, 1), which holds no seq
+	// The empty tree's multiproof is empty, its root SHA-256 of no bytes.
+	var root tlog.Hash = sha256.Sum256(nil)
+	var err error
+	if tree.N > 0 {
+		root, err = w.root(0, tree.N)
 	}
-	root, err := w.root(0, hi)
 	switch {
 	case err != nil:
 		return nil, err

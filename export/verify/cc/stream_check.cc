@@ -620,14 +620,14 @@ class StreamCheck::MultiproofPass : public LinePass {
     done_ = true;
     if (!root.ok()) {
       failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1, std::string(root.status().message())};
+    } else if (*root != cp_.root) {  // CONTRACT section 6: the root before hashes left over
+      failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
+                         absl::StrCat("the entries and the multiproof lead to root ", hash::Hex(*root),
+                                      ", the checkpoint's is ", hash::Hex(cp_.root))};
     } else if (used_ != next_line_) {
       failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
                          absl::StrCat("the multiproof holds ", next_line_, " hashes; the entries' inclusion uses ",
                                       used_)};
-    } else if (*root != cp_.root) {
-      failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
-                         absl::StrCat("the entries and the multiproof lead to root ", hash::Hex(*root),
-                                      ", the checkpoint's is ", hash::Hex(cp_.root))};
     }
   }
   void Overlong() override {

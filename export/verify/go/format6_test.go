@@ -187,7 +187,7 @@ func TestAMultiproofRecomputedForFewerEntriesDoesNotHideThem(t *testing.T) {
 }
 
 // A tree of size 0 (a window exported before the ledger logged anything):
-// the multiproof of no seq is the tree's one hash, its root.
+// its multiproof is empty, its root SHA-256 of nothing (section 6).
 func TestAFormat6PackOfTheEmptyTreeCarriesItsRoot(t *testing.T) {
 	l := teamLog(t)
 	w := honestWindow(t, l, 0, "t", 300, 700)
@@ -196,7 +196,7 @@ func TestAFormat6PackOfTheEmptyTreeCarriesItsRoot(t *testing.T) {
 	checkLine(t, "a window of the empty tree", w, fmt.Sprintf("OK team t from_us 300 to_us 700 (seqs 0:0): 0 entries, "+
 		"tree size 0, root %s; complete: every entry of team t logged in [300, 700) up to seq -1 (team chain, 0 entries); "+
 		"outcomes.json not recomputed", hex.EncodeToString(root[:])))
-	w.extra = map[string][]byte{"multiproof.txt": nil}
-	checkLine(t, "an empty multiproof.txt", w,
-		"FAIL: multiproof.txt: the multiproof ends after 0 hashes; the entries' inclusion needs more")
+	w.extra = map[string][]byte{"multiproof.txt": multiproofText([]tlog.Hash{root})}
+	checkLine(t, "a multiproof.txt of the root", w,
+		"FAIL: multiproof.txt: the multiproof holds 1 hashes; the entries' inclusion uses 0")
 }

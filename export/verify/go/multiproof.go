@@ -11,6 +11,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math/bits"
@@ -116,16 +117,15 @@ func (m *multiproof) root(lo, hi int64) (tlog.Hash, error) {
 
 // multiproofRoot computes ROOT(0, size) of the leaves and the file. It
 // returns keep's inclusion proof too, leaf to root, when keep is one of the
-// leaves' seqs. A tree of size 0 has one hash of its own, its root: that of
-// [0, 1), which holds no seq.
+// leaves' seqs. The empty tree (size 0) has an empty multiproof and the
+// root SHA-256 of no bytes (CONTRACT section 6).
 func multiproofRoot(leaves multiproofLeaves, file *multiproofFile, size, keep int64) (tlog.Hash, []tlog.Hash, error) {
 	m := &multiproof{leaves: leaves, file: file, keep: keep}
-	hi := size
-	if hi == 0 {
-		hi = 1
-	}
-	got, err := m.root(0, hi)
-	if err != nil {
+	var got tlog.Hash
+	var err error
+	if size == 0 {
+		got = sha256.Sum256(nil)
+	} else if got, err = m.root(0, size); err != nil {
 		return got, nil, err
 	}
 	// An entry after the walk is refused with the entries (peek reads it),

@@ -72,8 +72,8 @@ def root(size, leaves, proof, keep=None):
     checks both with each entry: a lookahead of one entry is read before a
     hash past it is). keep: a seq whose inclusion proof is derived. A list
     used up is a Failure (`the multiproof ends after H hashes`); the root,
-    and the hashes left over, the caller checks (check()). A size of 0
-    reads one hash, as a pack with no entry carries its root."""
+    and the hashes left over, the caller checks (check()). The empty tree
+    (size 0) reads no hash: its root is SHA-256 of no bytes."""
     entries, rest = _Ahead(leaves), iter(proof)
     used, path, kept = [0], [], [False]
 
@@ -100,7 +100,7 @@ def root(size, leaves, proof, keep=None):
             path.append(right if keep < mid else left)
         return _node(left, right)
 
-    top = subtree(0, size)
+    top = subtree(0, size) if size > 0 else hashlib.sha256(b"").digest()
     assert entries.next is None, "seqs below the tree size"
     return Walk(top, used[0], path if kept[0] else None)
 
