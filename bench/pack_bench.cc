@@ -113,8 +113,8 @@ int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_
     }
     long before = PeakRssKb();
     t = Clock::now();
-    absl::Status exported = ledger::exporter::ExportPack(
-        **log, BenchScope(scope, (*log)->head().size), pack, {.pack_format = format});
+    absl::Status exported =
+        ledger::exporter::ExportPack(**log, BenchScope(scope, (*log)->head().size), pack, {.pack_format = format});
     if (!exported.ok()) std::cerr << exported << "\n";
     ok = exported.ok();
     double s = std::chrono::duration<double>(Clock::now() - t).count();
@@ -143,9 +143,9 @@ int Phase(const std::string& phase, const std::string& data, uint64_t n, uint64_
 nlohmann::json RunPhase(const std::string& phase, const std::string& data, uint64_t n, uint64_t memory_mb, int format,
                         const std::string& scope) {
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string cmd = absl::StrCat("'", self, "' --phase ", phase, " --entries ", n, " --data '", data,
-                                 "' --store-memory-mb ", memory_mb, " --pack-format ", format, " --scope ", scope,
-                                 " --runs ", g_runs);
+  std::string cmd =
+      absl::StrCat("'", self, "' --phase ", phase, " --entries ", n, " --data '", data, "' --store-memory-mb ",
+                   memory_mb, " --pack-format ", format, " --scope ", scope, " --runs ", g_runs);
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];

@@ -448,8 +448,8 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
   req.set_allow_empty(flags.Bool("allow-empty"));
   auto pack_format = flags.Int("pack-format");
   if (!pack_format.ok() || (*pack_format != 5 && *pack_format != 6)) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--pack-format: want 5 or 6, found '", ledger::text::TerminalEscape(flags.Get("pack-format")), "'")));
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--pack-format: want 5 or 6, found '",
+                                                        ledger::text::TerminalEscape(flags.Get("pack-format")), "'")));
   }
   req.set_pack_format(static_cast<uint32_t>(*pack_format));
   const std::string& out = flags.Get("out");
@@ -658,13 +658,11 @@ using Routed = int (*)(Connections&, const Flags&);
 using OnLedger = int (*)(pb::LedgerService::Stub&, const Flags&);
 using OnQuery = int (*)(pb::QueryService::Stub&, const Flags&);
 
-const std::map<std::string_view, Offline> kOffline = {{"keygen", ledger::ctl::Keygen},
-                                                      {"rebuild", ledger::ctl::Rebuild},
-                                                      {"audit", ledger::ctl::AuditStore},
-                                                      {"verify", ledger::ctl::Verify},
-                                                      {"pack-proof", ledger::ctl::PackProof},
-                                                      {"policy-check", ledger::ctl::PolicyCheck},
-                                                      {"prove-team", ledger::ctl::ProveTeam}};
+const std::map<std::string_view, Offline> kOffline = {
+    {"keygen", ledger::ctl::Keygen},        {"rebuild", ledger::ctl::Rebuild},
+    {"audit", ledger::ctl::AuditStore},     {"verify", ledger::ctl::Verify},
+    {"pack-proof", ledger::ctl::PackProof}, {"policy-check", ledger::ctl::PolicyCheck},
+    {"prove-team", ledger::ctl::ProveTeam}};
 const std::map<std::string_view, Routed> kRouted = {
     {"route", ShowRoute}, {"append", AppendRouted}, {"steps", StepsRouted}};
 const std::map<std::string_view, OnLedger> kOnLedger = {

@@ -258,8 +258,9 @@ const std::vector<Command>* MakeCommands() {
         {"vkey-string", ""},
         {"trust-pack-key", ""},
         {"policy", "a C2SP tlog-policy file the pack's checkpoint must meet"},
-        {"format", "tlog-proof (c2sp.org/tlog-proof@v1 with the pack's checkpoint; the default), or json "
-                   "({\"seq\",\"tree_size\",\"leaf_hash\",\"inclusion\"})"},
+        {"format",
+         "tlog-proof (c2sp.org/tlog-proof@v1 with the pack's checkpoint; the default), or json "
+         "({\"seq\",\"tree_size\",\"leaf_hash\",\"inclusion\"})"},
         {"no-progress", ""}},
        {"ledgerctl pack-proof run-1.tar.gz --seq 42 --vkey ledger.vkey --format tlog-proof > 42.proof"}},
       {"policy-check",

@@ -652,8 +652,7 @@ absl::Status PackExport::Seal() {
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
                         const ExportOptions& options) {
   if (options.pack_format != 5 && options.pack_format != 6) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pack_format: want 5 or 6, found ", options.pack_format));
+    return absl::InvalidArgumentError(absl::StrCat("pack_format: want 5 or 6, found ", options.pack_format));
   }
   PackExport e(log, scope, out_path, options);
   for (auto step : {&PackExport::Prepare, &PackExport::CheckNotEmpty, &PackExport::Stage, &PackExport::CheckNotEmpty,

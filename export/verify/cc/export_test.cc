@@ -255,47 +255,47 @@ TEST_F(PackTest, SinceAnEarlierCheckpointCarriesAConsistencyProof) {
 
 TEST_F(PackTest, AFlippedByteInAnyFileIsRefused) {
   for (int format : {5, 6}) {
-  std::string p = Export({"team-a", "run-1"}, absl::StrCat("p", format, ".tar.gz"), format);
-  for (const char* name : {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kOutcomes,
-                           format == 6 ? pack::kMultiproof : pack::kProofs, pack::kReport, pack::kManifest,
-                           pack::kManifestSig}) {
-    std::string t = Tamper(
-        p,
-        [&](const std::string& dir) {
-          std::string data = Read(dir + "/" + name);
-          if (std::string(name) == pack::kManifestSig) {
-            // One base64 character of the signature's key id, changed to
-            // another base64 character: a flipped bit could leave the
-            // alphabet, which is refused earlier as a malformed line.
-            size_t id = data.rfind(' ') + 2;
-            data[id] = data[id] == 'A' ? 'B' : 'A';
-          } else if (data.empty()) {
-            data = "0";  // an empty multiproof: a whole tree's entries
-          } else {
-            data[data.size() / 2] ^= 0x01;
-          }
-          Write(dir + "/" + name, data);
-        },
-        /*resign=*/false);
-    verify::Result r = Verify(t);
-    EXPECT_FALSE(r.ok) << name;
-    if (std::string(name) == pack::kManifest) {
-      ExpectFailure(r, pack::kManifest, -1, "SHA-256 is ");
-    } else if (std::string(name) == pack::kManifestSig) {
-      // A signature is looked for by the key's name and id: the verifier
-      // key's first two fields ("NAME+ID+KEY", no '+' in a name or id).
-      // The line now names another id, and the refusal says both.
-      const std::string vkey = signer_.VerifierKey();
-      const std::string name_and_id = vkey.substr(0, vkey.find('+', vkey.find('+') + 1));
-      const std::string name = vkey.substr(0, vkey.find('+'));
-      ExpectFailure(r, pack::kManifestSig, -1, "signed by " + name + "+");
-      EXPECT_TRUE(absl::EndsWith(r.message, ", not by " + name_and_id + " (the key given)")) << r.message;
-    } else if (std::string(name) == pack::kVkey) {
-      ExpectFailure(r, pack::kVkey, -1, "expected the given key " + signer_.VerifierKey() + ", found ");
-    } else {
-      ExpectFailure(r, name, -1, "SHA-256 expected ");
+    std::string p = Export({"team-a", "run-1"}, absl::StrCat("p", format, ".tar.gz"), format);
+    for (const char* name :
+         {pack::kCheckpoint, pack::kEntries, pack::kVkey, pack::kOutcomes,
+          format == 6 ? pack::kMultiproof : pack::kProofs, pack::kReport, pack::kManifest, pack::kManifestSig}) {
+      std::string t = Tamper(
+          p,
+          [&](const std::string& dir) {
+            std::string data = Read(dir + "/" + name);
+            if (std::string(name) == pack::kManifestSig) {
+              // One base64 character of the signature's key id, changed to
+              // another base64 character: a flipped bit could leave the
+              // alphabet, which is refused earlier as a malformed line.
+              size_t id = data.rfind(' ') + 2;
+              data[id] = data[id] == 'A' ? 'B' : 'A';
+            } else if (data.empty()) {
+              data = "0";  // an empty multiproof: a whole tree's entries
+            } else {
+              data[data.size() / 2] ^= 0x01;
+            }
+            Write(dir + "/" + name, data);
+          },
+          /*resign=*/false);
+      verify::Result r = Verify(t);
+      EXPECT_FALSE(r.ok) << name;
+      if (std::string(name) == pack::kManifest) {
+        ExpectFailure(r, pack::kManifest, -1, "SHA-256 is ");
+      } else if (std::string(name) == pack::kManifestSig) {
+        // A signature is looked for by the key's name and id: the verifier
+        // key's first two fields ("NAME+ID+KEY", no '+' in a name or id).
+        // The line now names another id, and the refusal says both.
+        const std::string vkey = signer_.VerifierKey();
+        const std::string name_and_id = vkey.substr(0, vkey.find('+', vkey.find('+') + 1));
+        const std::string name = vkey.substr(0, vkey.find('+'));
+        ExpectFailure(r, pack::kManifestSig, -1, "signed by " + name + "+");
+        EXPECT_TRUE(absl::EndsWith(r.message, ", not by " + name_and_id + " (the key given)")) << r.message;
+      } else if (std::string(name) == pack::kVkey) {
+        ExpectFailure(r, pack::kVkey, -1, "expected the given key " + signer_.VerifierKey() + ", found ");
+      } else {
+        ExpectFailure(r, name, -1, "SHA-256 expected ");
+      }
     }
-  }
   }
 }
 
@@ -389,7 +389,7 @@ TEST_F(PackTest, AMultiproofThatDoesNotFitItsEntriesIsRefused) {
   auto files = *pack::ExtractArchive(p, dir, pack::Limits());
   std::string nodes = Read(files[pack::kMultiproof]);
   ASSERT_GE(nodes.size(), 2 * 65u) << "a seq range inside the tree has hashes on both sides";
-  auto edited = [&](const std::function<void(std::string& text)>& edit) {
+  auto edited = [&](const std::function<void(std::string & text)>& edit) {
     return Verify(Tamper(
         p,
         [&](const std::string& d) {
@@ -401,8 +401,7 @@ TEST_F(PackTest, AMultiproofThatDoesNotFitItsEntriesIsRefused) {
   };
   ExpectFailure(edited([](std::string& t) { t.resize(t.size() - 65); }), pack::kMultiproof, -1,
                 "the multiproof ends after ");
-  ExpectFailure(edited([](std::string& t) { t += t.substr(0, 65); }), pack::kMultiproof, -1,
-                "the multiproof holds ");
+  ExpectFailure(edited([](std::string& t) { t += t.substr(0, 65); }), pack::kMultiproof, -1, "the multiproof holds ");
   ExpectFailure(edited([](std::string& t) { std::swap_ranges(t.begin(), t.begin() + 64, t.begin() + 65); }),
                 pack::kMultiproof, -1, "the entries and the multiproof lead to root ");
   ExpectFailure(edited([](std::string& t) { t[70] = t[70] == 'A' ? 'B' : 'A'; }), pack::kMultiproof, -1,
@@ -512,25 +511,25 @@ TEST_F(PackTest, ReorderedEntriesAndASwappedProofHashAreRefused) {
   std::string p6 = Export({"", "", 0, 16}, "p6.tar.gz");
   std::string p = Export({"", "", 0, 16}, "p.tar.gz", 5);
   for (const std::string& pack : {p6, p}) {
-  std::string reordered = Tamper(
-      pack,
-      [&](const std::string& dir) {
-        for (const char* f : {"entries.jsonl", "proofs.jsonl"}) {
-          if (!std::filesystem::exists(dir + "/" + f)) continue;
-          std::istringstream in(Read(dir + "/" + f));
-          std::vector<std::string> lines;
-          std::string line;
-          while (std::getline(in, line)) lines.push_back(line);
-          std::swap(lines[4], lines[5]);
-          std::string out;
-          for (const auto& l : lines) out += l + "\n";
-          Write(dir + "/" + f, out);
-        }
-      },
-      /*resign=*/true);
-  verify::Result r = Verify(reordered);
-  // The first entry out of place is reported: 5 where 4 belongs.
-  ExpectFailure(r, pack::kEntries, 5, "seq expected 4 (the range has a gap)");
+    std::string reordered = Tamper(
+        pack,
+        [&](const std::string& dir) {
+          for (const char* f : {"entries.jsonl", "proofs.jsonl"}) {
+            if (!std::filesystem::exists(dir + "/" + f)) continue;
+            std::istringstream in(Read(dir + "/" + f));
+            std::vector<std::string> lines;
+            std::string line;
+            while (std::getline(in, line)) lines.push_back(line);
+            std::swap(lines[4], lines[5]);
+            std::string out;
+            for (const auto& l : lines) out += l + "\n";
+            Write(dir + "/" + f, out);
+          }
+        },
+        /*resign=*/true);
+    verify::Result r = Verify(reordered);
+    // The first entry out of place is reported: 5 where 4 belongs.
+    ExpectFailure(r, pack::kEntries, 5, "seq expected 4 (the range has a gap)");
   }
 
   std::string swapped = Tamper(
@@ -615,8 +614,7 @@ class WitnessedPackTest : public PackTest {
     auto cosign = [&](const std::string& note) -> absl::StatusOr<std::string> {
       return note + lines(note.substr(0, note.find("\n\n") + 1));
     };
-    absl::Status s =
-        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, {.cosign = cosign});
+    absl::Status s = exporter::ExportPack(*log_, {"team-a", "run-1"}, path, {.cosign = cosign});
     EXPECT_TRUE(s.ok()) << s;
     return path;
   }

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <future>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>

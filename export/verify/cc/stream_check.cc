@@ -625,9 +625,9 @@ class StreamCheck::MultiproofPass : public LinePass {
                          absl::StrCat("the entries and the multiproof lead to root ", hash::Hex(*root),
                                       ", the checkpoint's is ", hash::Hex(cp_.root))};
     } else if (used_ != next_line_) {
-      failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
-                         absl::StrCat("the multiproof holds ", next_line_, " hashes; the entries' inclusion uses ",
-                                      used_)};
+      failure_ =
+          Failure{walked_, Failure::kProof, pack::kMultiproof, -1,
+                  absl::StrCat("the multiproof holds ", next_line_, " hashes; the entries' inclusion uses ", used_)};
     }
   }
   void Overlong() override {

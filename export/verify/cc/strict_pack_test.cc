@@ -317,8 +317,7 @@ class StrictWitnessTest : public StrictPackTest {
     auto cosign = [&](const std::string& note) -> absl::StatusOr<std::string> {
       return note + lines(note.substr(0, note.find("\n\n") + 1));
     };
-    absl::Status s =
-        exporter::ExportPack(*log_, {"team-a", "run-1"}, path, {.cosign = cosign});
+    absl::Status s = exporter::ExportPack(*log_, {"team-a", "run-1"}, path, {.cosign = cosign});
     EXPECT_TRUE(s.ok()) << s;
     return path;
   }
@@ -417,7 +416,8 @@ TEST_F(StrictPackTest, ALedgerVkeyThatIsNotOneLineIsRefused) {
 // newline was read as a line, and the pack verified.
 TEST_F(StrictPackTest, ALastLineWithoutItsNewlineIsRefused) {
   std::string p6 = RunPack(), p5 = Export({"team-a", "run-1"}, "run5.tar.gz", 5);
-  for (auto [p, name] : {std::pair{p6, pack::kEntries}, std::pair{p5, pack::kProofs}, std::pair{p6, pack::kMultiproof}}) {
+  for (auto [p, name] :
+       {std::pair{p6, pack::kEntries}, std::pair{p5, pack::kProofs}, std::pair{p6, pack::kMultiproof}}) {
     size_t lines = 0;
     std::string t = Edited(p, name, [&](std::string& text) {
       lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));

@@ -194,8 +194,8 @@ TEST(Multiproof, AnEmptySetIsTheRootAloneAndAWholeTreeNeedsNoHash) {
   for (uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(all.Add(i, hashes[i], never).ok());
   auto whole = all.Finish(never);
   ASSERT_TRUE(whole.ok()) << whole.status();
-  Hash want = hash::NodeHash(
-      hash::NodeHash(hash::NodeHash(hashes[0], hashes[1]), hash::NodeHash(hashes[2], hashes[3])), hashes[4]);
+  Hash want = hash::NodeHash(hash::NodeHash(hash::NodeHash(hashes[0], hashes[1]), hash::NodeHash(hashes[2], hashes[3])),
+                             hashes[4]);
   EXPECT_EQ(*whole, want);
 }
 
