@@ -44,14 +44,17 @@ printf '%s\n' \
   '{"exit_code":1,"kind":"agent_exec","occurred_at_us":'$((us + 5))',"receipt_id":"failed.exec","run_id":"run-failed","start_receipt_id":"failed.start","status":"failed","step_id":"step-0","team":"team-ops"}' |
   ctl append | covered
 { live 0; live 1; } | ctl append | covered
-ctl export --run team-ops/run-live --out "$work/live-old.tar.gz" > /dev/null
+# Packs of format 5: the forgeries below edit proofs.jsonl's paths alongside
+# the entries (format 6's multiproof, remade for an entry dropped, is in the
+# corpus of tests/strict_packs.py); the completeness rules are the same.
+ctl export --run team-ops/run-live --pack-format 5 --out "$work/live-old.tar.gz" > /dev/null
 live 2 | ctl append | covered
-ctl export --run team-ops/run-live --out "$work/live.tar.gz" > /dev/null
-ctl export --run team-support/run-0007 --out "$work/unknown.tar.gz" > /dev/null
-ctl export --run team-code/run-0000 --out "$work/done.tar.gz" > /dev/null
-ctl export --run team-ops/run-failed --out "$work/failed.tar.gz" > /dev/null
-ctl export --run team-ops/run-failed --since "$work/old.note" --out "$work/failed-since.tar.gz" > /dev/null
-ctl export --run team-ops/run-none --allow-empty --out "$work/none.tar.gz" > /dev/null
-ctl export --seq 0:5 --out "$work/seq.tar.gz" > /dev/null
+ctl export --run team-ops/run-live --pack-format 5 --out "$work/live.tar.gz" > /dev/null
+ctl export --run team-support/run-0007 --pack-format 5 --out "$work/unknown.tar.gz" > /dev/null
+ctl export --run team-code/run-0000 --pack-format 5 --out "$work/done.tar.gz" > /dev/null
+ctl export --run team-ops/run-failed --pack-format 5 --out "$work/failed.tar.gz" > /dev/null
+ctl export --run team-ops/run-failed --since "$work/old.note" --pack-format 5 --out "$work/failed-since.tar.gz" > /dev/null
+ctl export --run team-ops/run-none --allow-empty --pack-format 5 --out "$work/none.tar.gz" > /dev/null
+ctl export --seq 0:5 --pack-format 5 --out "$work/seq.tar.gz" > /dev/null
 /usr/bin/python3 "$root/tests/pack_complete_test.py" "$build/cmd/ledgerctl" "$root/export/verify/python/verify_pack.py" "$lvg" \
   "$build/tests/pack_outcomes" "$work/vkey" "$work/data/signing.key" "$work"

@@ -195,9 +195,16 @@ for _ in $(seq 100); do
 done
 sleep 0.2
 ctl export --run team-support/lost-0007 --out "$work/unknown.tar.gz" > /dev/null
-# Every tamper case, refused by the three verifiers with its reason.
+# Every tamper case, refused by the three verifiers with its reason, on
+# packs of format 5: many edit proofs.jsonl's paths (format 6's multiproof
+# cases are in the corpus of tests/strict_packs.py).
+ctl export --run team-code/run-0003 --pack-format 5 --out "$work/run5.tar.gz" --since "$work/old.note" > /dev/null
+ctl export --seq 5:40 --pack-format 5 --out "$work/seq5.tar.gz" > /dev/null
+ctl export --team team-data --from 2020-01-01T00:00:00Z --to 2100-01-01T00:00:00Z --pack-format 5 \
+  --out "$work/team5.tar.gz" > /dev/null
+ctl export --run team-support/lost-0007 --pack-format 5 --out "$work/unknown5.tar.gz" > /dev/null
 mkdir "$work/tamper"
 /usr/bin/python3 "$root/tests/pack_tamper_test.py" "$build/cmd/ledgerctl" "$root/export/verify/python/verify_pack.py" \
-  "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper" \
-  "$work/seq.tar.gz" "$work/team.tar.gz" "$work/unknown.tar.gz"
+  "$work/run5.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/other.key" "$work/tamper" \
+  "$work/seq5.tar.gz" "$work/team5.tar.gz" "$work/unknown5.tar.gz"
 echo "packs: verified by verify_pack.py, ledgerctl and ledger-verify; tampering and a wrong key refused by all three"

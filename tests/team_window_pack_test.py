@@ -252,7 +252,9 @@ def run_workload(ledger, work, e):
 
 def export(ledger, work, name, team, a, b, since=None):
     """--allow-empty: the windows "empty" and "absent" hold no entry, and their packs prove it."""
-    args = ["export", "--team", team, "--from", rfc3339(a), "--to", rfc3339(b), "--allow-empty", "--out",
+    # Format 5: the forged bounds below take an entry's path from proofs.jsonl.
+    args = ["export", "--team", team, "--from", rfc3339(a), "--to", rfc3339(b), "--allow-empty", "--pack-format", "5",
+            "--out",
             os.path.join(work, name + ".tar.gz")]
     ledger.ctl(*(args + (["--since", since] if since else [])))
 

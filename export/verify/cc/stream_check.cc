@@ -426,6 +426,13 @@ class ScopeCheck {
   ScopeCheck(const Scope& scope, const std::string& first_team, const std::string& first_run)
       : scope_(scope), first_team_(first_team), first_run_(first_run) {}
 
+  // Why the entries, `last_seq` the last, end before the scope does, or "":
+  // a seq range holds every seq up to its to_seq.
+  std::string WhyEnded(std::optional<uint64_t> last_seq) const {
+    if (scope_.kind() != "seq" || (last_seq && *last_seq + 1 == scope_.to_seq)) return "";
+    return "the seq range ends early";
+  }
+
   // Why an entry is outside the pack's scope, or "".
   std::string Why(const Record& rec, std::optional<uint64_t> last_seq) const {
     bool team = (rec.flags & Record::kSameTeam) && first_team_ == scope_.team;
@@ -616,6 +623,12 @@ class StreamCheck::MultiproofPass : public LinePass {
     if (failure_) return;
     Walk(true);
     if (failure_ || done_) return;
+    // Entries missing at the end of a range are named as such, before the
+    // walk they cut short.
+    if (std::string why = scope_.WhyEnded(last_seq_); !why.empty()) {
+      failure_ = Failure{walked_, Failure::kScope, pack::kEntries, -1, std::move(why)};
+      return;
+    }
     auto root = walk_.Finish([this](uint64_t, uint64_t) { return Next(); });
     done_ = true;
     if (!root.ok()) {
