@@ -225,7 +225,9 @@ const std::vector<Command>* MakeCommands() {
         {"out", "the pack to write (.tar.gz)"},
         {"since", "a file holding an earlier signed checkpoint: the pack proves consistency from it"},
         {"allow-empty", ""},
-        {"pack-format", ""},
+        {"pack-format",
+         "6 (one multiproof proves every entry's inclusion) or 5 (a path per entry, for verifiers that predate "
+         "format 6)"},
         {"no-progress", ""}},
        {"ledgerctl export --run team-a/run-1 --out run-1.tar.gz",
         "ledgerctl export --team team-a --from 2026-01-01T00:00:00Z --to 2026-01-02T00:00:00Z --out day.tar.gz"}},

@@ -55,7 +55,7 @@ export_help=$(cat <<'TEXT'
 ledgerctl export: write the evidence pack of a run, a seq range or a team's time window
 
 usage: ledgerctl export (--run TEAM/RUN | --seq A:B | --team T --from RFC3339 --to RFC3339)
-                        --out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--no-progress]
+                        --out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6] [--no-progress]
 
 Options:
   --run (default: none)
@@ -74,6 +74,8 @@ Options:
       a file holding an earlier signed checkpoint: the pack proves consistency from it
   --allow-empty
       write the pack of a run or team window with no entry (it proves there is none); without it such an export fails, nothing written
+  --pack-format (default: 6)
+      6 (one multiproof proves every entry's inclusion) or 5 (a path per entry, for verifiers that predate format 6)
   --no-progress
       no progress line on stderr (shown only when stderr is a terminal)
 
@@ -102,7 +104,7 @@ rc=0
 grep -qxF "Connection options:" "$work/overview" || fail "ledgerctl --help: no Connection options:"
 grep -q '^  --server (default: 127.0.0.1:7420)$' "$work/overview" || fail "ledgerctl --help: no --server"
 commands=$(sed -n '/^Commands:$/,/^$/p' "$work/overview" | sed -n 's/^  \([a-z-]*\)  .*/\1/p')
-[ "$(echo "$commands" | wc -l)" = 20 ] || fail "ledgerctl --help: want 20 commands, got: $commands"
+[ "$(echo "$commands" | wc -l)" = 21 ] || fail "ledgerctl --help: want 21 commands, got: $commands"
 for c in $commands; do
   rc=0
   "$ctl" help "$c" > "$work/out" 2> "$work/err" || rc=$?

@@ -26,6 +26,8 @@ sleep 0.5  # past the crashed step's timeout, within the grace
 ctl checkpoint --at-least "$(($(sed -n 2p "$work/old.note") + 1))" > /dev/null
 ctl steps --team team-support --state pending --json | grep -q '"run-0007"' ||
   { echo "FAIL: the crashed worker's step is not pending"; exit 1; }
-ctl export --run team-support/run-0007 --out "$work/run.tar.gz" --since "$work/old.note" > /dev/null
+# Format 5: the forgeries rewrite the pack as format 1, which carries
+# proofs.jsonl.
+ctl export --run team-support/run-0007 --pack-format 5 --out "$work/run.tar.gz" --since "$work/old.note" > /dev/null
 /usr/bin/python3 "$root/tests/pack_time_test.py" "$build/cmd/ledgerctl" "$root/export/verify/python/verify_pack.py" \
   "$work/run.tar.gz" "$work/vkey" "$work/data/signing.key" "$work/old.kept" "$work"

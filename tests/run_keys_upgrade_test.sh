@@ -60,11 +60,15 @@ runmap.verify_inclusion_json(base64.b64decode(body[4][5:]), runmap.run_key(b"tea
                              json.load(open(sys.argv[2])))
 PY
 
-# Format 5 packs of the same checkpoint, against the kept version 3 note
-# (the exporter is given the checkpoint alone).
+# Packs of the same checkpoint, format 6 (today's) and 5 (asked for),
+# against the kept version 3 note (the exporter is given the checkpoint
+# alone).
 sed '/^evidence-ledger\/checkpoint-time\//,$d' "$work/kept.checkpoint" > "$work/kept.cp"
-ctl export --run team-support/run-0007 --since "$work/kept.cp" --out "$work/run5.tar.gz" > /dev/null
-[ "$(format "$work/run5.tar.gz")" = 5 ] || fail "a pack of today is not format 5"
+ctl export --run team-support/run-0007 --since "$work/kept.cp" --out "$work/run6.tar.gz" > /dev/null
+[ "$(format "$work/run6.tar.gz")" = 6 ] || fail "a pack of today is not format 6"
+verify_all "$work/run6.tar.gz" --since "$work/kept.checkpoint"
+ctl export --run team-support/run-0007 --since "$work/kept.cp" --pack-format 5 --out "$work/run5.tar.gz" > /dev/null
+[ "$(format "$work/run5.tar.gz")" = 5 ] || fail "a pack asked for as format 5 is not format 5"
 verify_all "$work/run5.tar.gz" --since "$work/kept.checkpoint"
 verify_all "$work/run5.tar.gz" --not-older-than "$work/kept.checkpoint"
 ctl export --team team-support --from 2000-01-01T00:00:00Z --to 2100-01-01T00:00:00Z --out "$work/window5.tar.gz" \
@@ -75,4 +79,4 @@ kill -TERM "$pid"; wait "$pid"; pid=""
 "$build/cmd/ledgerctl" audit --data "$work/data" --origin "$origin" > "$work/audit" 2>&1 ||
   { cat "$work/audit"; fail "audit of the upgraded store"; }
 grep -q '^OK: ' "$work/audit" || { cat "$work/audit"; fail "audit summary"; }
-echo "OK: format 4 packs of run keys v1 verify; the upgraded ledger signs version 4, proves under v2 keys, and its format 5 packs verify against the kept version 3 note"
+echo "OK: format 4 packs of run keys v1 verify; the upgraded ledger signs version 4, proves under v2 keys, and its format 6 and 5 packs verify against the kept version 3 note"

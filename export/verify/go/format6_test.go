@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Packs of format 6 (CONTRACT section 7, "Shared inclusion proofs"), built
