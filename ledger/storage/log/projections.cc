@@ -1,5 +1,7 @@
 // Projections beside the log: catching them up, upgrading their records'
 // format, rebuilding them.
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,10 +13,49 @@
 namespace ledger::log {
 namespace {
 
+constexpr uint64_t kChunk = 20'000;
+
 std::string U64(uint64_t v) {
   std::string out;
   for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i)));
   return out;
+}
+
+// Entries [from, to) of the log, parsed, a chunk of at most kChunk at a
+// time: `chunk` gets each, with the end of its range (`last`) and a Txn over
+// the stored projections whose writes are stored when it returns OK; then
+// `stored`, if set, gets `last`.
+using ChunkFn = absl::FunctionRef<absl::Status(absl::Span<const projection::Entry>, uint64_t last, projection::Txn&)>;
+absl::Status ForEachChunk(store::Store& store, uint64_t from, uint64_t to, ChunkFn chunk,
+                          const std::function<void(uint64_t last)>& stored = nullptr) {
+  for (uint64_t first = from; first < to; first += kChunk) {
+    uint64_t last = std::min(to, first + kChunk);
+    projection::OverlayTxn txn(nullptr,
+                               [&](projection::Table t, std::string_view key) { return store.GetProjection(t, key); });
+    std::vector<receipt::Entry> parsed;
+    parsed.reserve(last - first);
+    absl::Status read = store.ScanLeaves(first, last, [&](uint64_t seq, std::string_view leaf) {
+      auto entry = receipt::ParseLeaf(leaf);
+      if (!entry.ok()) {
+        return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
+      }
+      if (entry->seq != seq) {
+        return absl::DataLossError(absl::StrCat("entry ", seq, " says it is seq ", entry->seq));
+      }
+      parsed.push_back(*std::move(entry));
+      return absl::OkStatus();
+    });
+    if (!read.ok()) return read;
+    std::vector<projection::Entry> entries;
+    entries.reserve(parsed.size());
+    for (const auto& e : parsed) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
+    if (auto s = chunk(entries, last, txn); !s.ok()) return s;
+    store::Batch batch = store.NewBatch();
+    batch.PutProjections(txn.writes());
+    if (auto s = store.Commit(batch); !s.ok()) return s;
+    if (stored) stored(last);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -47,7 +88,22 @@ absl::StatusOr<ProjectionUpgrade> UpgradeProjections(store::Store& store, projec
         return key.substr(0, prefix.size()) == prefix && row(key, value);
       });
     };
-    auto rows = projector.Upgrade(from, txn, scan);
+    // The entries the stored records cover; those after them are applied
+    // in the new format once the upgrade is done (Log::Open).
+    auto projected = store.GetProjection(projection::Table::kIndex, projection::kProjectedSizeKey);
+    if (!projected.ok()) return projected.status();
+    uint64_t covered = 0;
+    if (projected->has_value()) {
+      if ((*projected)->size() != 8) return absl::DataLossError("projections: the projected size is not 8 bytes");
+      for (char c : **projected) covered = covered << 8 | static_cast<uint8_t>(c);
+    }
+    auto replay = [&](projection::Projector::Chunk chunk) {
+      return ForEachChunk(store, 0, covered,
+                          [&](absl::Span<const projection::Entry> entries, uint64_t, projection::Txn& chunk_txn) {
+                            return chunk(entries, chunk_txn);
+                          });
+    };
+    auto rows = projector.Upgrade(from, txn, scan, replay);
     if (!rows.ok()) return rows.status();
     upgrade.rows = *rows;
   } else if (stored->has_value()) {
@@ -62,36 +118,16 @@ absl::StatusOr<ProjectionUpgrade> UpgradeProjections(store::Store& store, projec
 
 absl::Status ReplayProjections(store::Store& store, projection::Projector& projector, uint64_t from, uint64_t to,
                                const std::function<void(uint64_t done, uint64_t total)>& progress) {
-  constexpr uint64_t kChunk = 20'000;
-  for (uint64_t first = from; first < to; first += kChunk) {
-    uint64_t last = std::min(to, first + kChunk);
-    projection::OverlayTxn txn(nullptr,
-                               [&](projection::Table t, std::string_view key) { return store.GetProjection(t, key); });
-    std::vector<receipt::Entry> parsed;
-    parsed.reserve(last - first);
-    absl::Status read = store.ScanLeaves(first, last, [&](uint64_t seq, std::string_view leaf) {
-      auto entry = receipt::ParseLeaf(leaf);
-      if (!entry.ok()) {
-        return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
-      }
-      if (entry->seq != seq) {
-        return absl::DataLossError(absl::StrCat("entry ", seq, " says it is seq ", entry->seq));
-      }
-      parsed.push_back(*std::move(entry));
-      return absl::OkStatus();
-    });
-    if (!read.ok()) return read;
-    std::vector<projection::Entry> entries;
-    entries.reserve(parsed.size());
-    for (const auto& e : parsed) entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
-    if (auto s = projector.Apply(entries, txn); !s.ok()) return s;
-    txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, U64(last));
-    store::Batch batch = store.NewBatch();
-    batch.PutProjections(txn.writes());
-    if (auto s = store.Commit(batch); !s.ok()) return s;
-    if (progress) progress(last, to);
-  }
-  return absl::OkStatus();
+  return ForEachChunk(
+      store, from, to,
+      [&](absl::Span<const projection::Entry> entries, uint64_t last, projection::Txn& txn) {
+        if (auto s = projector.Apply(entries, txn); !s.ok()) return s;
+        txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, U64(last));
+        return absl::OkStatus();
+      },
+      [&](uint64_t last) {
+        if (progress) progress(last, to);
+      });
 }
 
 absl::Status RebuildProjections(const std::string& data_dir, projection::Projector& projector,
