@@ -2,6 +2,7 @@
 // format, rebuilding them.
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,20 @@ std::string U64(uint64_t v) {
   std::string out;
   for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i)));
   return out;
+}
+
+// The big-endian u64 a projection record under `key` holds (kFormatKey,
+// kProjectedSizeKey), nullopt when absent; DATA_LOSS naming `what` when it
+// is not 8 bytes.
+absl::StatusOr<std::optional<uint64_t>> ReadU64(store::Store& store, std::string_view key, std::string_view what) {
+  auto stored = store.GetProjection(projection::Table::kIndex, key);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return std::nullopt;
+  if ((*stored)->size() != 8)
+    return absl::DataLossError(absl::StrCat("projections: ", std::string(what), " is not 8 bytes"));
+  uint64_t v = 0;
+  for (char c : **stored) v = v << 8 | static_cast<uint8_t>(c);
+  return v;
 }
 
 // Entries [from, to) of the log, parsed, a chunk of at most kChunk at a
@@ -62,17 +77,12 @@ absl::Status ForEachChunk(store::Store& store, uint64_t from, uint64_t to, Chunk
 
 absl::StatusOr<ProjectionUpgrade> UpgradeProjections(store::Store& store, projection::Projector& projector) {
   const uint64_t to = projector.Format();
-  auto stored = store.GetProjection(projection::Table::kIndex, projection::kFormatKey);
+  auto stored = ReadU64(store, projection::kFormatKey, "the format record");
   if (!stored.ok()) return stored.status();
-  uint64_t from = 0;
-  if (stored->has_value()) {
-    if ((*stored)->size() != 8) return absl::DataLossError("projections: the format record is not 8 bytes");
-    for (char c : **stored) from = from << 8 | static_cast<uint8_t>(c);
-  } else {
-    auto projected = store.GetProjection(projection::Table::kIndex, projection::kProjectedSizeKey);
-    if (!projected.ok()) return projected.status();
-    from = projected->has_value() ? 1 : to;  // never projected: they start in today's format
-  }
+  auto projected = ReadU64(store, projection::kProjectedSizeKey, "the projected size");
+  if (!projected.ok()) return projected.status();
+  // Without a format record: format 1, or never projected (today's format).
+  const uint64_t from = stored->has_value() ? **stored : projected->has_value() ? 1 : to;
   if (from > to) {
     return absl::FailedPreconditionError(absl::StrCat("projections are of format ", from,
                                                       ", newer than this ledger's (", to,
@@ -90,13 +100,7 @@ absl::StatusOr<ProjectionUpgrade> UpgradeProjections(store::Store& store, projec
     };
     // The entries the stored records cover; those after them are applied
     // in the new format once the upgrade is done (Log::Open).
-    auto projected = store.GetProjection(projection::Table::kIndex, projection::kProjectedSizeKey);
-    if (!projected.ok()) return projected.status();
-    uint64_t covered = 0;
-    if (projected->has_value()) {
-      if ((*projected)->size() != 8) return absl::DataLossError("projections: the projected size is not 8 bytes");
-      for (char c : **projected) covered = covered << 8 | static_cast<uint8_t>(c);
-    }
+    const uint64_t covered = projected->value_or(0);
     auto replay = [&](projection::Projector::Chunk chunk) {
       return ForEachChunk(store, 0, covered,
                           [&](absl::Span<const projection::Entry> entries, uint64_t, projection::Txn& chunk_txn) {
