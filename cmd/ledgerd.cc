@@ -519,7 +519,8 @@ void Daemon::LogOpened() const {
         .Int("to", static_cast<int64_t>(u.to))
         .Int("rows", static_cast<int64_t>(u.rows))
         .Msg(absl::StrCat("step projections upgraded from format ", u.from, " to ", u.to, " (", u.rows,
-                          " pending steps given the state row their team's queries read)"))
+                          " index rows written: pending steps' state rows from format 1, calls' trace id rows "
+                          "from format 2)"))
         .Emit();
   }
   if (log_->filled_team_heads() > 0) {

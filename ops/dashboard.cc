@@ -296,14 +296,15 @@ http::HttpResponse Dashboard::Team(const http::HttpRequest& request, const std::
   auto to = page::TimeParam(request, "to");
   if (!to.ok()) return page::BadRequest(to.status());
   if (*to != 0 && *to <= *from) return page::BadRequest(absl::InvalidArgumentError("to: must be after from"));
-  std::string state = page::Param(request, "state"), anomaly = page::Param(request, "anomaly"),
-              trace = page::Param(request, "trace");
-  if (state.empty() && anomaly.empty() && trace.empty()) return Runs(request, team, *from, *to);
+  auto trace = page::TraceParam(request);
+  if (!trace.ok()) return page::BadRequest(trace.status());
+  std::string state = page::Param(request, "state"), anomaly = page::Param(request, "anomaly");
+  if (state.empty() && anomaly.empty() && trace->empty()) return Runs(request, team, *from, *to);
   pb::StepFilter filter;
   filter.set_team(team);
   filter.set_from_us(*from);
   filter.set_to_us(*to);
-  filter.set_trace_id(trace);
+  filter.set_trace_id(*trace);
   if (!state.empty()) {
     pb::StepState v;
     if (!pb::StepState_Parse("STEP_STATE_" + absl::AsciiStrToUpper(state), &v) || v == pb::STEP_STATE_UNSPECIFIED) {
@@ -318,19 +319,25 @@ http::HttpResponse Dashboard::Team(const http::HttpRequest& request, const std::
     }
     filter.add_anomalies(v);
   }
+  // A trace id alone finds calls too; with other filters, steps only.
+  if (!trace->empty() && state.empty() && anomaly.empty() && *from == 0 && *to == 0) return Trace(request, filter);
   return Steps(request, filter);
 }
 
-http::HttpResponse Dashboard::Steps(const http::HttpRequest& request, const pb::StepFilter& filter) {
-  const std::string& team = filter.team();
+grpc::Status Dashboard::ListSteps(const http::HttpRequest& request, const pb::StepFilter& filter,
+                                  pb::ListStepsResponse* out) {
   pb::ListStepsRequest req;
   *req.mutable_filter() = filter;
   req.set_page_size(kListPageSize);
   req.set_page_token(page::Param(request, "after"));
-  pb::ListStepsResponse resp;
   auto ctx = Context(request);
-  grpc::Status s = query_->ListSteps(ctx.get(), req, &resp);
-  if (!s.ok()) return page::Failed(s);
+  return query_->ListSteps(ctx.get(), req, out);
+}
+
+http::HttpResponse Dashboard::Steps(const http::HttpRequest& request, const pb::StepFilter& filter) {
+  const std::string& team = filter.team();
+  pb::ListStepsResponse resp;
+  if (grpc::Status s = ListSteps(request, filter, &resp); !s.ok()) return page::Failed(s);
   std::vector<pb::Step> steps(resp.steps().begin(), resp.steps().end());
   std::string body =
       absl::StrCat(page::Crumbs(team), "<h1>Steps of ", page::E(team), "</h1>", page::FilterForm(request, team),
@@ -338,59 +345,11 @@ http::HttpResponse Dashboard::Steps(const http::HttpRequest& request, const pb::
   body += steps.empty() ? "<p class=\"muted\">No step matches on this page.</p>"
                         : page::StepsTable(steps, /*team=*/false, /*run=*/true, "Steps that match, newest first");
   body += page::NextLink(request, resp.next_page_token(), steps.size());
+  if (!filter.trace_id().empty()) {
+    absl::StrAppend(&body, "<p class=\"muted\">Calls are found by a trace id alone: <a href=\"/teams/", page::Seg(team),
+                    "?trace=", filter.trace_id(), "\">the steps and calls of this trace</a>.</p>");
+  }
   return page::Html(200, team, body);
-}
-
-http::HttpResponse Dashboard::FindReceipt(const http::HttpRequest& request, const std::string& team,
-                                          const std::string& receipt_id) {
-  if (absl::Status a = Allowed(request.identity, auth::Action::kReadEntries, team); !a.ok()) {
-    return page::Failed(grpc::Status(
-        grpc::StatusCode::PERMISSION_DENIED,
-        absl::StrCat("receipt: finding a receipt needs the right to read the team's entries (", a.message(), ")")));
-  }
-  pb::GetInclusionProofRequest preq;
-  preq.set_team(team);
-  preq.set_receipt_id(receipt_id);
-  pb::InclusionProof proof;
-  auto pctx = Context(request);
-  grpc::Status s = ledger_->GetInclusionProof(pctx.get(), preq, &proof);
-  if (!s.ok()) return page::Failed(s);
-  pb::GetEntriesRequest ereq;
-  ereq.add_seqs(proof.seq());
-  auto ectx = Context(request);
-  auto reader = ledger_->GetEntries(ectx.get(), ereq);
-  pb::Entry entry;
-  reader->Read(&entry);
-  s = reader->Finish();
-  if (!s.ok()) return page::Failed(s);
-  nlohmann::json leaf = nlohmann::json::parse(entry.leaf(), nullptr, false);
-  if (leaf.is_discarded() || !leaf.contains("receipt") || !leaf["receipt"].is_object()) {
-    return page::Failed(grpc::Status(grpc::StatusCode::DATA_LOSS, "receipt: the entry is not a receipt"));
-  }
-  const nlohmann::json& rc = leaf["receipt"];
-  std::string run = rc.value("run_id", ""), step = rc.value("step_id", "");
-  http::HttpResponse r = http::Text(303, "");
-  r.headers["Location"] = absl::StrCat("/teams/", page::Seg(team), "/runs/", page::Seg(run));
-  // A call whose step is not in the log (an OpenTelemetry span, a call
-  // before its step's start) is listed on its run's page, not on a step
-  // page that does not exist.
-  if (!step.empty()) {
-    pb::GetStepRequest sreq;
-    sreq.set_team(team);
-    sreq.set_run_id(run);
-    sreq.set_step_id(step);
-    sreq.set_attempt(rc.value("attempt", int64_t{1}));
-    pb::Step found;
-    auto sctx = Context(request);
-    grpc::Status got = query_->GetStep(sctx.get(), sreq, &found);
-    if (got.ok()) {
-      absl::StrAppend(&r.headers["Location"], "/steps/", page::Seg(step), "?attempt=", sreq.attempt());
-      return r;
-    }
-    if (got.error_code() != grpc::StatusCode::NOT_FOUND) return page::Failed(got);
-  }
-  absl::StrAppend(&r.headers["Location"], "#calls");
-  return r;
 }
 
 std::string Dashboard::History(const http::HttpRequest& request, const std::string& team) {

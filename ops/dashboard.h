@@ -10,9 +10,13 @@
 //   /teams/T                              runs of team T, newest first; with
 //                                         ?state, ?anomaly or ?trace: its steps
 //                                         that match; ?from and ?to (UTC) bound
-//                                         either; ?run and ?receipt lead to the run
-//                                         or to the step that holds the receipt;
-//                                         404 for a team with no runs
+//                                         either; ?trace alone: also the calls
+//                                         that carry it (an index, not a scan
+//                                         of the log), or a redirect to the one
+//                                         step or run page showing all it
+//                                         found; ?run and ?receipt lead to the
+//                                         run or to the step that holds the
+//                                         receipt; 404 for a team with no runs
 //   /teams/T/runs/R                       a run: totals, a timeline of its steps,
 //                                         its steps with states and anomalies
 //                                         (unknown ones stand out), the evidence
@@ -116,9 +120,17 @@ class Dashboard {
   // A team's last 14 days as charts (GetTeamSummary's history), or "".
   std::string History(const http::HttpRequest& request, const std::string& team);
   http::HttpResponse Runs(const http::HttpRequest& request, const std::string& team, int64_t from_us, int64_t to_us);
+  // A page of kListPageSize steps that match `filter`, after the request's
+  // ?after token.
+  grpc::Status ListSteps(const http::HttpRequest& request, const evidence::ledger::v1::StepFilter& filter,
+                         evidence::ledger::v1::ListStepsResponse* out);
   http::HttpResponse Steps(const http::HttpRequest& request, const evidence::ledger::v1::StepFilter& filter);
   http::HttpResponse FindReceipt(const http::HttpRequest& request, const std::string& team,
                                  const std::string& receipt_id);
+  // The steps (`filter`: a team and a trace id) and the calls that carry
+  // the trace id; a 303 to the one page that shows them all when there is
+  // one (a step's, a run's for calls without a step in the log).
+  http::HttpResponse Trace(const http::HttpRequest& request, const evidence::ledger::v1::StepFilter& filter);
   // NOT_FOUND when `team` has no runs (or the caller may not query it).
   grpc::Status TeamExists(const http::HttpRequest& request, const std::string& team);
   http::HttpResponse Run(const http::HttpRequest& request, const std::string& team, const std::string& run);

@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -32,7 +33,7 @@ constexpr char kStyle[] =
     "form.filters{display:flex;flex-wrap:wrap;gap:.5em 1em;align-items:flex-end;margin:1em 0}"
     "form.filters label{display:flex;flex-direction:column;font-size:13px}nav.pages{margin:.5em 0}"
     "dl.facts{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dl.facts dt{font-weight:bold}"
-    "dl.facts dd{margin:0}"
+    "dl.facts dd{margin:0}td.id{overflow-wrap:anywhere;min-width:8em}"
     ".timeline{margin:1em 0;max-width:60em}.timeline figcaption{font-weight:bold;margin-bottom:.3em}"
     ".tl-row{display:flex;align-items:center;height:1.6em}"
     ".tl-label{flex:0 0 10em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;padding-right:.5em}"
@@ -256,13 +257,14 @@ std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, 
 }
 
 // "next page" for a list read with page tokens.
-std::string NextLink(const http::HttpRequest& request, const std::string& token, size_t shown) {
+std::string NextLink(const http::HttpRequest& request, const std::string& token, size_t shown,
+                     const std::string& param) {
   std::map<std::string, std::string> params = request.query;
-  bool first = params.erase("after") == 0;
+  bool first = params.erase(param) == 0;
   std::string out = absl::StrCat("<nav class=\"pages\" aria-label=\"pages\"><p class=\"muted\">", shown, " shown");
   if (!first) absl::StrAppend(&out, " · <a href=\"", Href(request.raw_path, params), "\">first page</a>");
   if (!token.empty()) {
-    params["after"] = token;
+    params[param] = token;
     absl::StrAppend(&out, " · <a rel=\"next\" href=\"", Href(request.raw_path, params), "\">next page</a>");
   }
   return out + "</p></nav>";
@@ -307,6 +309,24 @@ absl::StatusOr<int64_t> TimeParam(const http::HttpRequest& request, const std::s
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(name, ": a UTC time like 2026-01-01T12:00 or 2026-01-01T12:00:00Z"));
+}
+
+absl::StatusOr<std::string> TraceParam(const http::HttpRequest& request) {
+  std::string v = Param(request, "trace");
+  if (v.empty()) return "";
+  const std::string rule = "trace: a trace id is 32 hex digits, not all zero (W3C trace context); ";
+  const size_t first = v.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return absl::InvalidArgumentError(rule + "this one is empty");
+  v = v.substr(first, v.find_last_not_of(" \t\r\n") + 1 - first);
+  if (v.size() != 32) return absl::InvalidArgumentError(absl::StrCat(rule, "this one has ", v.size(), " characters"));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!absl::ascii_isxdigit(static_cast<unsigned char>(v[i]))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(rule, std::string(1, v[i]), " (character ", i + 1, ") is not a hex digit"));
+    }
+  }
+  if (v == std::string(32, '0')) return absl::InvalidArgumentError(rule + "this one is all zero");
+  return absl::AsciiStrToLower(v);
 }
 
 // The filter form of a team's page, filled in with the request's values.
@@ -358,6 +378,12 @@ std::string TimePresets(const http::HttpRequest& request, const std::string& tea
 }
 
 // The facts of a step, for its page.
+std::string TraceHref(const std::string& trace_url, const std::string& trace_id) {
+  std::string href = trace_url;
+  href.replace(href.find("{trace_id}"), 10, Seg(trace_id));
+  return E(href);
+}
+
 std::string StepFacts(const pb::Step& st, const std::string& trace_url) {
   std::string out = "<dl class=\"facts\">";
   auto fact = [&](const std::string& name, const std::string& value) {
@@ -367,9 +393,7 @@ std::string StepFacts(const pb::Step& st, const std::string& trace_url) {
   fact("agent", E(st.agent()));
   std::string trace = st.trace_id().empty() ? "" : absl::StrCat("<code>", E(st.trace_id()), "</code>");
   if (!trace.empty() && !trace_url.empty()) {
-    std::string href = trace_url;
-    href.replace(href.find("{trace_id}"), 10, Seg(st.trace_id()));
-    trace = absl::StrCat("<a href=\"", E(href), "\" rel=\"noreferrer\">", trace, "</a>");
+    trace = absl::StrCat("<a href=\"", TraceHref(trace_url, st.trace_id()), "\" rel=\"noreferrer\">", trace, "</a>");
   }
   fact("trace id", trace);
   if (st.has_start()) {
@@ -551,10 +575,10 @@ std::string ReceiptRow(const pb::Entry& entry) {
   return absl::StrCat("<tr", cls, "><td>", entry.seq(), "</td><td class=\"t\">",
                       Time(leaf.value("logged_at_us", int64_t{0})), "</td><td>", E(kind), "</td><td>", E(who),
                       "</td><td>", E(where), "</td><td>", denied ? "<strong>DENY</strong>" : E(outcome), "</td><td>",
-                      E(str("reason")), "</td><td>", tokens, "</td><td>", money("cost_micros"), "</td><td>",
-                      E(str("receipt_id")), "</td><td>", E(leaf.value("emitter", "")), "</td><td><a href=\"/proofs/",
-                      entry.seq(), "\">inclusion proof</a> (<a href=\"/proofs/", entry.seq(),
-                      "?format=tlog-proof\">tlog-proof</a>)</td></tr>");
+                      E(str("reason")), "</td><td>", tokens, "</td><td>", money("cost_micros"),
+                      "</td><td class=\"id\">", E(str("receipt_id")), "</td><td>", E(leaf.value("emitter", "")),
+                      "</td><td><a href=\"/proofs/", entry.seq(), "\">inclusion proof</a> (<a href=\"/proofs/",
+                      entry.seq(), "?format=tlog-proof\">tlog-proof</a>)</td></tr>");
 }
 
 }  // namespace ledger::ops::page

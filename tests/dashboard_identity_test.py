@@ -22,6 +22,8 @@ a step of 5. Then, through HTTPS with client certificates:
     is refused (429) does not lock bob out: his pages answer 200;
   - the unknown-now view lists an auditor of every team both teams' unknown
     steps, and an auditor of team-a team-a's alone;
+  - a search by trace id shows an auditor the receipts of the calls that
+    carry it, a reader where they are alone (seq, run, step), no receipt;
   - /metrics: the metrics role, admin and auditors or readers of every team
     may scrape; an identity without a rule and an auditor of one team get
     403, logged; the metrics role opens nothing else.
@@ -51,6 +53,7 @@ BOB = "uri:" + BOB_URI
 BIG_CALLS = 2500
 PAGE = 100
 BIG_PAGE = "/teams/team-a/runs/run-a/steps/big"
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 ACTING_FOR = "ledger-acting-for-bin"
 
 POLICY = {"identities": [
@@ -155,7 +158,9 @@ def run(build, work, ca, clients, tls, policy, ledger):
             batches.append(batch)
             batch = []
     batch += [receipt("big-end", "team-a", "big", done("big"))]
-    batch += [receipt("small-%d" % i, "team-a", "small", call) for i in range(3)]
+    # The small step's calls and a span of a step no start opens carry TRACE.
+    batch += [receipt("small-%d" % i, "team-a", "small", dict(call, trace_id=TRACE)) for i in range(3)]
+    batch += [receipt("span-0", "team-a", "span", dict(call, trace_id=TRACE))]
     batch += [receipt("small-end", "team-a", "small", done("small"))]
     batches.append(batch)
     with channel("writer") as ch:
@@ -197,6 +202,20 @@ def run(build, work, ca, clients, tls, policy, ledger):
         if got != want:
             problems.append("page=%s: want %d, got %s" % (page, want, got))
     print("paging: %d receipts a page, %d bytes, %.2f s (a step of 5: %.2f s)" % (rows, len(big), big_s, small_s))
+
+    # A search by trace id: an auditor sees the calls' receipts, in a table
+    # for the small step and one for the run (the span's step is not in the
+    # log); a reader sees where the four calls are, and no receipt.
+    status, body, _, _ = https("alice", "/teams/team-a?trace=" + TRACE)
+    if status != 200 or body.count('">inclusion proof</a>') != 4 or body.count('<h3 class="place">') != 2:
+        problems.append("alice's trace search: %s, %d receipts, %d places" % (
+            status, body.count('">inclusion proof</a>'), body.count('<h3 class="place">')))
+    status, body, _, _ = https("reader-a", "/teams/team-a?trace=" + TRACE)
+    if status != 200 or "inclusion proof" in body or body.count("<tr><td>") != 4 or \
+            "Their receipts: your role does not include reading this team's entries (auditor)." not in body or \
+            body.count('<a href="/teams/team-a/runs/run-a#calls">run-a</a></td><td>span (no step in the log)') != 1:
+        problems.append("reader-a's trace search: %s %s" % (status, body[body.find("<h2"):][:600]))
+    print("trace search: receipts for an auditor, places for a reader")
 
     # The dashboard's calls as the user: logged under the user's identity
     # and request id; refusals logged.
@@ -243,7 +262,7 @@ def run(build, work, ca, clients, tls, policy, ledger):
                 ([5, 3], grpc.StatusCode.INVALID_ARGUMENT, "seqs[1]: 3 is not above seqs[0] (ascending, without repeats)"),
                 ([4, 4], grpc.StatusCode.INVALID_ARGUMENT, "seqs[1]: 4 is not above seqs[0] (ascending, without repeats)"),
                 ([1, 10 ** 9], grpc.StatusCode.OUT_OF_RANGE, "seqs[1]: 1000000000 is beyond the log's size %d"
-                 % (3 + BIG_CALLS + BIG_CALLS // 10 + 1 + 3 + 1)),
+                 % (3 + BIG_CALLS + BIG_CALLS // 10 + 1 + 3 + 1 + 1)),
                 (list(range(1001)), grpc.StatusCode.INVALID_ARGUMENT, "seqs: at most 1000, got 1001"),
                 ([0, team_b], grpc.StatusCode.PERMISSION_DENIED,
                  "entry %d: identity '%s' may not read entries and proofs for the team of this entry" %

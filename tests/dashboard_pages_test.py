@@ -19,6 +19,11 @@ BUILD_DIR/tests/artifacts/dashboard/:
   - filters: state, anomaly, time range, trace id each list exactly the
     matching steps; a run id or a receipt id leads to its run or step;
     a bad filter is 400 naming the field; an unknown team is 404;
+  - a trace id also finds the calls that carry it, OpenTelemetry spans
+    taken in through --otlp-listen among them: the calls of a run made of
+    spans alone lead to that run's page, where they are listed; a trace id
+    of steps and calls lists both; a trace id that is not 32 hex digits is
+    400 naming the field and the rule;
   - the step page shows each call's model, route, tokens, cost, decision
     and reason, with the denial standing out;
   - the run page's timeline lists steps in the table's order (newest
@@ -52,6 +57,7 @@ from ledger_testlib import ROOT  # noqa: E402
 import tlog_spec  # noqa: E402
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPANS_TRACE = "a3ce929d0e0e47364bf92f3577b34da6"
 FAILURES = []
 
 
@@ -82,6 +88,24 @@ def receipts(step, kind, n, **body):
          "occurred_at_us": int(time.time() * 1e6)}
     r.update(body)
     return r
+
+
+def send_spans(otlp_url, spans):
+    """OTLP/JSON chat spans (team, trace id, span id) of run-spans, step
+    span-step, posted as an OpenTelemetry exporter would."""
+    attr = lambda k, v: {"key": k, "value": {"stringValue": v}}  # noqa: E731
+    now_ns = time.time_ns()
+    export = {"resourceSpans": [{"resource": {"attributes": [attr("ledger.team", team)]}, "scopeSpans": [{"spans": [{
+        "traceId": trace, "spanId": span, "name": "chat gpt", "kind": 3, "startTimeUnixNano": str(now_ns + i),
+        "endTimeUnixNano": str(now_ns + i + 1000000),
+        "attributes": [attr("gen_ai.operation.name", "chat"), attr("gen_ai.request.model", "gpt"),
+                       attr("ledger.run_id", "run-spans"), attr("ledger.step_id", "span-step")]}]}]}
+        for i, (team, trace, span) in enumerate(spans)]}
+    req = urllib.request.Request(otlp_url, data=json.dumps(export).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        answer = json.loads(r.read() or b"{}")
+        assert r.status == 200 and not answer.get("partialSuccess"), answer
 
 
 # Layout facts, computed in the page (run through DevTools, not by the page).
@@ -140,12 +164,14 @@ def main():
     ledgerd = subprocess.Popen(
         [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, "data"), "--listen", "127.0.0.1:0",
          "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "20", "--unknown-grace-ms", "200",
-         "--sweep-interval-ms", "50", "--trace-url", "https://tracing.example/trace/{trace_id}?from=ledger"],
+         "--sweep-interval-ms", "50", "--trace-url", "https://tracing.example/trace/{trace_id}?from=ledger",
+         "--otlp-listen", "127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=open(os.path.join(work, "ledgerd.err"), "wb"))
     browser = None
     try:
         address = ledgerd.stdout.readline().decode().split()[-1]
         http = "http://" + ledgerd.stdout.readline().decode().split()[-1]
+        otlp_http = "http://" + ledgerd.stdout.readline().decode().split()[-1]
 
         def append(records):
             path = os.path.join(work, "batch.jsonl")
@@ -192,6 +218,12 @@ def main():
                  "trace_id": "5b8efff798038103d269b633813fc60c", "occurred_at_us": int(time.time() * 1e6)}
                 for i, decision in enumerate(("allow", "deny"))]
         append(otlp)
+        # OpenTelemetry spans through --otlp-listen: two of SPANS_TRACE and
+        # one of TRACE in team-code's run-spans, whose step no start opened;
+        # one of SPANS_TRACE in team-data (another team's, never listed).
+        send_spans(otlp_url=otlp_http + "/v1/traces", spans=[
+            ("team-code", SPANS_TRACE, "00f067aa0ba902b7"), ("team-code", SPANS_TRACE, "00f067aa0ba902b8"),
+            ("team-code", TRACE, "00f067aa0ba902b9"), ("team-data", SPANS_TRACE, "00f067aa0ba902ba")])
         after_us = int(time.time() * 1e6) + 1
         deadline = time.time() + 30
         while time.time() < deadline:  # step-d declared unknown
@@ -359,6 +391,39 @@ def main():
         check(got == [("run-timeline", "step-a"), ("run-timeline", "step-b")], "time range: %s" % got)
         got = steps_of("filter-trace", "/teams/team-code?trace=" + TRACE)
         check(got == [("run-timeline", s) for s in ("step-a", "step-b", "step-c", "step-d")], "trace: %s" % got)
+        # The calls that carry TRACE beside its steps, by where they are
+        # shown: step-b's three on its page, the span of run-spans on its
+        # run's; the trace id links to the tracing UI.
+        places = browser.eval("[...document.querySelectorAll('h3.place')].map(h => [h.textContent, "
+                              "[...h.querySelectorAll('a')].map(a => a.getAttribute('href')), "
+                              "[...h.nextElementSibling.querySelectorAll('tbody tr')]"
+                              ".map(tr => tr.cells[9].textContent)])")
+        check(places == [
+            ["run-timeline / step-b", ["/teams/team-code/runs/run-timeline",
+                                       "/teams/team-code/runs/run-timeline/steps/step-b?attempt=1"],
+             ["timeline.step-b.model_call.0", "timeline.step-b.model_call.1", "timeline.step-b.tool_call.0"]],
+            ["run-spans / span-step (no step in the log)", ["/teams/team-code/runs/run-spans#calls"],
+             ["otel.%s.00f067aa0ba902b9" % TRACE]]], "trace: its calls %s" % places)
+        href = browser.eval("document.querySelector('main a[rel=noreferrer]')?.getAttribute('href') || ''")
+        check(href == "https://tracing.example/trace/%s?from=ledger" % TRACE, "trace: the tracing UI link %r" % href)
+        # A trace id that only the spans of a run without steps carry leads
+        # to the run's page (not a 404), where they are listed; in upper
+        # case too; another team's span of the same trace is not there.
+        for shown in (SPANS_TRACE, SPANS_TRACE.upper()):
+            f = visit("trace-spans", "/teams/team-code?trace=" + shown)
+            check(f["url"] == "/teams/team-code/runs/run-spans" and f["h1"] == "Run run-spans",
+                  "the search for trace %s led to %s (%r)" % (shown, f["url"], f["h1"]))
+        listed = [r["cells"][9] for r in rows("table.calls")]
+        check(listed == ["otel.%s.00f067aa0ba902b7" % SPANS_TRACE, "otel.%s.00f067aa0ba902b8" % SPANS_TRACE,
+                         "otel.%s.00f067aa0ba902b9" % TRACE], "run-spans' calls without a step: %s" % listed)
+        rule = "trace: a trace id is 32 hex digits, not all zero (W3C trace context); "
+        for bad, why in (("%20", "this one is empty"),
+                         ("4bf92f3577b34da6a3ce929d0e0e47361", "this one has 33 characters"),
+                         ("4bf92f3577b34da6a3ce929d0e0e473g", "g (character 32) is not a hex digit"),
+                         ("0" * 32, "this one is all zero")):
+            status, _, body = get(http + "/teams/team-code?trace=" + bad)
+            check(status == 400 and "<p>%s%s</p>" % (rule, why) in body,
+                  "trace=%s: %d %s" % (bad, status, body[body.find("<h1>"):][:200]))
         f = visit("filter-run", "/teams/team-code?run=run-timeline")
         check(f["url"] == "/teams/team-code/runs/run-timeline", "run id search led to %s" % f["url"])
         f = visit("filter-receipt", "/teams/team-code?receipt=timeline.step-b.model_call.1")

@@ -31,7 +31,8 @@ for line in sys.stdin:
 
 tar -C "$work" -xzf "$root/tests/fixtures/store-projections-v1.tar.gz"
 serve
-grep -q '"event":"projections_upgraded".*"from":1.*"to":2.*"rows":8' "$work/ledgerd.out" ||
+# Format 3 came later: the fixture's log has no call to give a trace row.
+grep -q '"event":"projections_upgraded".*"from":1.*"to":3.*"rows":8' "$work/ledgerd.out" ||
   { cat "$work/ledgerd.out"; fail "no word of the upgrade of 8 pending steps"; }
 [ "$(pending team-a)" = "run-a/s1 run-a/s2 " ] || fail "team-a's pending steps: '$(pending team-a)'"
 [ "$(pending team-b)" = "run-b/s1 run-b/s2 run-b/s3 run-b/s4 run-b/s5 run-c/s1 " ] ||

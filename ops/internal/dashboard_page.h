@@ -74,8 +74,10 @@ std::string Calls(const pb::CallTotals& c);
 // A table of steps; `team` and `run` columns on request.
 std::string StepsTable(const std::vector<pb::Step>& steps, bool team, bool run, const std::string& caption);
 
-// "next page" for a list read with page tokens.
-std::string NextLink(const http::HttpRequest& request, const std::string& token, size_t shown);
+// "next page" for a list read with page tokens, the token in the query
+// parameter `param` (the request's others kept).
+std::string NextLink(const http::HttpRequest& request, const std::string& token, size_t shown,
+                     const std::string& param = "after");
 
 // "page N of M" for a list paged by number.
 std::string NumberedLinks(const http::HttpRequest& request, int64_t page, bool more);
@@ -86,6 +88,12 @@ absl::StatusOr<int64_t> PageOf(const http::HttpRequest& request);
 // ?from / ?to: a UTC time, "2026-01-01T12:00" (as a datetime-local field
 // sends it), with seconds, a trailing Z, or a date alone; 0 when absent.
 absl::StatusOr<int64_t> TimeParam(const http::HttpRequest& request, const std::string& name);
+
+// ?trace: a trace id, 32 hex digits (either case; returned in lower case),
+// not all zero, with the blanks around it dropped; "" when absent or
+// empty (the filter form sends it so). INVALID_ARGUMENT naming the field,
+// the rule and what is wrong with this one.
+absl::StatusOr<std::string> TraceParam(const http::HttpRequest& request);
 
 // The filter form of a team's page, filled in with the request's values.
 std::string FilterForm(const http::HttpRequest& request, const std::string& team);
@@ -116,6 +124,9 @@ bool ReceiptMatches(const pb::Entry& entry, const std::string& kind, const std::
 std::string ReceiptFilterForm(const http::HttpRequest& request, const std::string& team, const std::string& run,
                               const std::string& step, int64_t attempt, const std::vector<std::string>& kinds,
                               const std::vector<std::string>& decisions);
+// Where `trace_id` is in the tracing UI: `trace_url` (a URL with
+// "{trace_id}", as ledgerd's --trace-url checks) with it, escaped for an href.
+std::string TraceHref(const std::string& trace_url, const std::string& trace_id);
 // `trace_url` ("" or a URL with "{trace_id}"): where its trace id links.
 std::string StepFacts(const pb::Step& st, const std::string& trace_url);
 

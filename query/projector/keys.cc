@@ -94,6 +94,17 @@ std::string StartRow(std::string_view team, std::string_view receipt_id) {
   return out;
 }
 
+std::string CallTracePrefix(std::string_view team, std::string_view trace_id) {
+  std::string out = "C";
+  AppendKeyPart(&out, team);
+  AppendKeyPart(&out, trace_id);
+  return out;
+}
+
+std::string CallTraceRow(std::string_view team, std::string_view trace_id, uint64_t seq) {
+  return CallTracePrefix(team, trace_id) + U64(seq);
+}
+
 std::string_view StepKeyOfRow(std::string_view row, size_t prefix_size) { return row.substr(prefix_size + 8); }
 
 }  // namespace ledger::query

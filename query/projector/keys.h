@@ -1,4 +1,4 @@
-// Keys of the step and run projections (format 2, StepProjector::Format;
+// Keys of the step and run projections (format 3, StepProjector::Format;
 // DO NOT CHANGE without a new format and its upgrade: stored projections
 // and page tokens depend on them). Strings are parts
 // (str: prefixed with their length, ledger/format/projection/keys.h, whose shapes
@@ -18,6 +18,11 @@
 //               'U' str(team) u64(first_at_us) run key          -> ""
 //               'D' u64(timeout_at_us) u64(start_seq)           -> step key
 //               'A' str(team) receipt_id                        -> step key
+//               'C' str(team) str(trace_id) u64(seq)            -> step key
+//                   (a model_call or tool_call entry that carries a
+//                   trace id, with the step key its receipt names,
+//                   step_id "" when it names none, whether or not that
+//                   step is in the log; format 2 had none)
 //
 // Thread-safe: pure functions.
 #ifndef QUERY_PROJECTOR_KEYS_H_
@@ -59,6 +64,8 @@ std::string RunsPrefix(std::string_view team);
 std::string DeadlineRow(uint64_t timeout_at_us, uint64_t start_seq);
 inline constexpr char kDeadlinePrefix[] = {projection::kDeadlineFamily, '\0'};
 std::string StartRow(std::string_view team, std::string_view receipt_id);
+std::string CallTraceRow(std::string_view team, std::string_view trace_id, uint64_t seq);
+std::string CallTracePrefix(std::string_view team, std::string_view trace_id);
 
 // The step key at the end of a 'T', 'R' or 'S' row whose prefix is
 // `prefix_size` bytes long (the time follows the prefix).

@@ -440,8 +440,18 @@ absl::Status OnUnknown(Records& records, const projection::Entry& e, RunEdit& ru
   return absl::OkStatus();
 }
 
+// The row that finds a call entry by its trace id ('C', keys.h), when it
+// carries one.
+bool PutCallTraceRow(Txn& txn, const projection::Entry& e) {
+  const pb::Receipt& r = *e.receipt;
+  if (r.trace_id().empty()) return false;
+  txn.PutUnread(Table::kIndex, CallTraceRow(r.team(), r.trace_id(), e.seq), EncodeStepKey(KeyOf(r)));
+  return true;
+}
+
 absl::Status OnCall(Records& records, const projection::Entry& e, RunEdit& run) {
   const pb::Receipt& r = *e.receipt;
+  if (records.indexed()) PutCallTraceRow(records.txn(), e);
   AddCall(run.run().mutable_calls(), r);
   if (!r.step_id().empty()) {
     StepEdit edit(records, e, run);
@@ -460,23 +470,9 @@ absl::Status OnCall(Records& records, const projection::Entry& e, RunEdit& run) 
   return absl::OkStatus();
 }
 
-}  // namespace
-
-std::string Serialize(const google::protobuf::MessageLite& m) {
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    m.SerializeToCodedStream(&coded);
-  }
-  return out;
-}
-
 // Format 1 listed pending steps only by their deadline rows ('D'), with no
 // state row: format 2 gives them their 'S' row, found from the 'D' rows.
-absl::StatusOr<uint64_t> StepProjector::Upgrade(uint64_t from, projection::Txn& txn, const Scan& scan) {
-  if (from != 1) return Projector::Upgrade(from, txn, scan);
+absl::StatusOr<uint64_t> PutPendingStateRows(Txn& txn, const projection::Projector::Scan& scan) {
   uint64_t rows = 0;
   absl::Status read;
   absl::Status scanned = scan(Table::kIndex, kDeadlinePrefix, [&](std::string_view, std::string_view step_key) {
@@ -496,6 +492,47 @@ absl::StatusOr<uint64_t> StepProjector::Upgrade(uint64_t from, projection::Txn& 
   if (!scanned.ok()) return scanned;
   if (!read.ok()) return read;
   return rows;
+}
+
+// Format 2 had no trace rows of calls ('C'): format 3 writes them from the
+// log's call entries, as Apply does.
+absl::StatusOr<uint64_t> PutCallTraceRows(const projection::Projector::Replay& replay) {
+  uint64_t rows = 0;
+  absl::Status replayed = replay([&](absl::Span<const projection::Entry> entries, Txn& txn) {
+    for (const projection::Entry& e : entries) {
+      if ((e.receipt->has_model_call() || e.receipt->has_tool_call()) && PutCallTraceRow(txn, e)) ++rows;
+    }
+    return absl::OkStatus();
+  });
+  if (!replayed.ok()) return replayed;
+  return rows;
+}
+
+}  // namespace
+
+std::string Serialize(const google::protobuf::MessageLite& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> StepProjector::Upgrade(uint64_t from, projection::Txn& txn, const Scan& scan,
+                                                const Replay& replay) {
+  if (from < 1 || from >= Format()) return Projector::Upgrade(from, txn, scan, replay);
+  uint64_t rows = 0;
+  if (from == 1) {
+    auto state_rows = PutPendingStateRows(txn, scan);
+    if (!state_rows.ok()) return state_rows.status();
+    rows += *state_rows;
+  }
+  auto trace_rows = PutCallTraceRows(replay);
+  if (!trace_rows.ok()) return trace_rows.status();
+  return rows + *trace_rows;
 }
 
 absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries, projection::Txn& txn) {

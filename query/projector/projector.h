@@ -19,7 +19,8 @@
 //       and the step stays unknown; otherwise succeeded or failed.
 //   step_unknown -> a pending step whose start it names becomes unknown.
 //   model_call, tool_call -> counted on their step if it is in the log,
-//     else on the run only ("unattached").
+//     else on the run only ("unattached"); found by their trace id, if they
+//     carry one, whether or not their step is in the log.
 // Charged cost = actual (exec + calls), or for failed and unknown steps
 // max(actual, cost_reserved_micros).
 //
@@ -41,10 +42,14 @@ namespace pb = evidence::ledger::v1;
 class StepProjector final : public projection::Projector {
  public:
   absl::Status Apply(absl::Span<const projection::Entry> entries, projection::Txn& txn) override;
-  // Format 2: pending steps have a state row ('S', keys.h) like every other
-  // state; format 1 listed them by their deadline rows only.
-  uint64_t Format() const override { return 2; }
-  absl::StatusOr<uint64_t> Upgrade(uint64_t from, projection::Txn& txn, const Scan& scan) override;
+  // Format 3: calls that carry a trace id have a trace row ('C', keys.h);
+  // format 2 had none. Format 2: pending steps have a state row ('S') like
+  // every other state; format 1 listed them by their deadline rows only.
+  uint64_t Format() const override { return 3; }
+  // From format 1: the state rows from the deadline rows. From 1 or 2: the
+  // trace rows from the log's call entries.
+  absl::StatusOr<uint64_t> Upgrade(uint64_t from, projection::Txn& txn, const Scan& scan,
+                                   const Replay& replay) override;
 };
 
 // Protobuf bytes with deterministic serialization: what projections store,

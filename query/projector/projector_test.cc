@@ -1,6 +1,7 @@
 #include "query/projector/projector.h"
 
 #include <array>
+#include <deque>
 #include <functional>
 #include <map>
 #include <random>
@@ -15,6 +16,8 @@ namespace ledger::query {
 namespace {
 
 using ::ledger::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::Pair;
 
 using projection::Table;
 
@@ -27,10 +30,32 @@ class Log {
     EXPECT_TRUE(r.ok()) << r.status() << " " << json;
     if (!r->has_attempt()) r->set_attempt(1);
     uint64_t seq = next_++;
-    projection::Entry e{seq, 1'000'000 + static_cast<int64_t>(seq) * 1000, "test", &*r};
-    absl::Status s = projector_.Apply({&e, 1}, txn_);
+    receipts_.push_back(*r);
+    entries_.push_back({seq, 1'000'000 + static_cast<int64_t>(seq) * 1000, "test", &receipts_.back()});
+    absl::Status s = projector_.Apply({&entries_.back(), 1}, txn_);
     EXPECT_TRUE(s.ok()) << s;
     return seq;
+  }
+
+  // What the log gives an upgrade (Projector::Replay): the entries Add
+  // applied, `chunk` at a time, each chunk's writes stored into `stored`.
+  projection::Projector::Replay Replay(size_t chunk, projection::OverlayTxn& stored) {
+    return [this, chunk, &stored](projection::Projector::Chunk apply) -> absl::Status {
+      for (size_t at = 0; at < entries_.size(); at += chunk) {
+        projection::OverlayTxn txn(&stored, nullptr);
+        if (auto s = apply(absl::MakeConstSpan(entries_).subspan(at, chunk), txn); !s.ok()) return s;
+        for (int t = 0; t < projection::kTableCount; ++t) {
+          for (const auto& [key, value] : txn.writes()[t]) {
+            if (value.has_value()) {
+              stored.Put(static_cast<Table>(t), key, *value);
+            } else {
+              stored.Delete(static_cast<Table>(t), key);
+            }
+          }
+        }
+      }
+      return absl::OkStatus();
+    };
   }
 
   // All of `jsons` in one Apply call, as one sequencer batch.
@@ -84,6 +109,8 @@ class Log {
   StepProjector projector_;
   projection::OverlayTxn txn_{nullptr, nullptr};
   uint64_t next_ = 0;
+  std::deque<pb::Receipt> receipts_;  // what entries_ point at
+  std::vector<projection::Entry> entries_;
 };
 
 std::string Start(const std::string& id, const std::string& step, const std::string& extra = "") {
@@ -117,6 +144,14 @@ std::string Unknown(uint64_t start_seq, const std::string& start_id, const std::
          R"(","occurred_at_us":4,"start_seq":)" + std::to_string(start_seq) + R"(,"start_receipt_id":")" + start_id +
          R"(","deadline_us":99})";
 }
+
+// `json` (a receipt) with the trace id `trace`.
+std::string Traced(std::string json, const std::string& trace) {
+  json.insert(json.size() - 1, R"(,"trace_id":")" + trace + "\"");
+  return json;
+}
+
+constexpr char kTrace[] = "4bf92f3577b34da6a3ce929d0e0e4736";
 
 std::vector<pb::Anomaly> Flags(const pb::Step& s) {
   std::vector<pb::Anomaly> out;
@@ -315,24 +350,67 @@ struct Stored {
   projection::OverlayTxn txn{nullptr, nullptr};
 };
 
-TEST(ProjectorTest, UpgradeFromFormat1GivesPendingStepsTheStateRowsApplyWrites) {
+TEST(ProjectorTest, UpgradeFromFormat1GivesPendingStepsTheStateRowsAndCallsTheTraceRowsApplyWrites) {
   Log log;
   log.Add(Start("a", "s1"));
   log.Add(Start("b", "s2"));
   log.Add(Exec("c", "a", "s1", "succeeded"));
   log.Add(Start("d", "s3"));
   log.Add(Deny("e", "s4"));
+  log.Add(Traced(Call("f", "s2", "allow", 5), kTrace));
   const std::string pending_prefix = StatePrefix("t", pb::STEP_STATE_PENDING);
   Stored today(log.txn(), [](Table, const std::string&) { return false; });
-  // What format 1 stored: the same, with no state row for a pending step.
-  Stored old(log.txn(),
-             [&](Table t, const std::string& key) { return t == Table::kIndex && key.starts_with(pending_prefix); });
+  // What format 1 stored: the same, with no state row for a pending step
+  // and no trace row for a call.
+  Stored old(log.txn(), [&](Table t, const std::string& key) {
+    return t == Table::kIndex && (key.starts_with(pending_prefix) || key.starts_with("C"));
+  });
+  ASSERT_EQ(today.Index().size(), old.Index().size() + 3);
+  auto rows = log.projector().Upgrade(1, old.txn, old.Scan(), log.Replay(4, old.txn));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, 3u);
+  EXPECT_EQ(old.Index(), today.Index());
+  EXPECT_EQ(log.projector().Format(), 3u);
+}
+
+TEST(ProjectorTest, CallsThatCarryATraceIdAreFoundByItWithTheStepTheyNameInTheLogOrNot) {
+  Log log;
+  log.Add(Start("a", "s1", R"(,"trace_id":")" + std::string(kTrace) + "\""));
+  uint64_t in_step = log.Add(Traced(Call("c1", "s1", "allow", 5), kTrace));
+  // An OpenTelemetry span: a call naming a step that no start opened.
+  uint64_t span = log.Add(Traced(Call("c2", "span-step", "deny", 0, "tool_call"), kTrace));
+  log.Add(Call("c3", "s1", "allow", 5));  // no trace id
+  std::map<std::string, std::string> rows;
+  for (const auto& [key, value] : log.txn().writes()[static_cast<int>(Table::kIndex)]) {
+    if (key.starts_with("C") && value.has_value()) rows[key] = *value;
+  }
+  EXPECT_THAT(rows, ElementsAre(Pair(CallTraceRow("t", kTrace, in_step), EncodeStepKey({"t", "r", "s1", 1})),
+                                Pair(CallTraceRow("t", kTrace, span), EncodeStepKey({"t", "r", "span-step", 1}))));
+  // The rows of one trace id share a prefix, in seq order.
+  EXPECT_TRUE(CallTraceRow("t", kTrace, in_step).starts_with(CallTracePrefix("t", kTrace)));
+  EXPECT_LT(CallTraceRow("t", kTrace, in_step), CallTraceRow("t", kTrace, span));
+}
+
+TEST(ProjectorTest, UpgradeFromFormat2WritesTheCallsTraceRowsApplyWritesFromTheLogAgainAfterACrash) {
+  Log log;
+  log.Add(Start("a", "s1"));
+  log.Add(Traced(Call("b", "s1", "allow", 5), kTrace));
+  log.Add(Call("c", "s1", "allow", 5));
+  log.Add(Traced(Call("d", "span-step", "allow", 5), kTrace));
+  log.Add(Exec("e", "a", "s1", "succeeded"));
+  Stored today(log.txn(), [](Table, const std::string&) { return false; });
+  // What format 2 stored: the same, with no trace row for a call.
+  Stored old(log.txn(), [&](Table t, const std::string& key) { return t == Table::kIndex && key.starts_with("C"); });
   ASSERT_EQ(today.Index().size(), old.Index().size() + 2);
-  auto rows = log.projector().Upgrade(1, old.txn, old.Scan());
+  auto rows = log.projector().Upgrade(2, old.txn, old.Scan(), log.Replay(2, old.txn));
   ASSERT_TRUE(rows.ok()) << rows.status();
   EXPECT_EQ(*rows, 2u);
   EXPECT_EQ(old.Index(), today.Index());
-  EXPECT_EQ(log.projector().Format(), 2u);
+  // Done again (a crash came before the new format was recorded): the same.
+  rows = log.projector().Upgrade(2, old.txn, old.Scan(), log.Replay(3, old.txn));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, 2u);
+  EXPECT_EQ(old.Index(), today.Index());
 }
 
 TEST(ProjectorTest, UpgradeRefusesWhatItCannotRead) {
@@ -340,13 +418,17 @@ TEST(ProjectorTest, UpgradeRefusesWhatItCannotRead) {
   log.Add(Start("a", "s1"));
   // A deadline row whose step record is gone.
   Stored damaged(log.txn(), [](Table t, const std::string&) { return t == Table::kSteps; });
-  auto rows = log.projector().Upgrade(1, damaged.txn, damaged.Scan());
+  auto rows = log.projector().Upgrade(1, damaged.txn, damaged.Scan(), log.Replay(10, damaged.txn));
   EXPECT_EQ(rows.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(rows.status().message(), "projection: a deadline row names a step whose record is missing or malformed");
-  auto newer = log.projector().Upgrade(3, damaged.txn, damaged.Scan());
+  // A log that cannot be read.
+  auto unreadable = [](projection::Projector::Chunk) { return absl::DataLossError("entry 0: not JSON"); };
+  rows = log.projector().Upgrade(2, damaged.txn, damaged.Scan(), unreadable);
+  EXPECT_THAT(rows.status(), StatusIs(absl::StatusCode::kDataLoss, "entry 0: not JSON"));
+  auto newer = log.projector().Upgrade(4, damaged.txn, damaged.Scan(), log.Replay(10, damaged.txn));
   EXPECT_EQ(newer.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(newer.status().message(),
-            "projections: records of format 3 cannot be upgraded to format 2; stop the server and run ledgerctl "
+            "projections: records of format 4 cannot be upgraded to format 3; stop the server and run ledgerctl "
             "rebuild");
 }
 

@@ -237,6 +237,61 @@ grpc::Status QueryService::ListRuns(grpc::ServerContext* ctx, const pb::ListRuns
   return grpc::Status::OK;
 }
 
+grpc::Status QueryService::ListCalls(grpc::ServerContext* ctx, const pb::ListCallsRequest* request,
+                                     pb::ListCallsResponse* response) {
+  if (grpc::Status s = CheckTeam("team", request->team()); !s.ok()) return s;
+  auto caller = Allow(gate_, ctx, request->team());
+  if (!caller.ok()) return ToGrpc(caller.status());
+  if (request->trace_id().empty()) {
+    return Invalid("trace_id", "required, 32 lowercase hex digits, not all zero (W3C trace context)");
+  }
+  if (auto s = receipt::CheckTraceId("trace_id", request->trace_id()); !s.ok()) return ToGrpc(s);
+  int page_size = 0;
+  if (auto s = CheckPageSize(request->page_size(), &page_size); !s.ok()) return s;
+  const std::string prefix = CallTracePrefix(request->team(), request->trace_id());
+  std::string lower = prefix;
+  if (!request->page_token().empty()) {
+    auto after = DecodeToken(request->page_token(), prefix);
+    if (!after.ok()) return ToGrpc(after.status());
+    lower = *after + std::string(1, '\0');  // the first row after it
+  }
+  const log::LogView view = log_->View();
+  std::string last_row;
+  bool more = false;
+  absl::Status read;
+  absl::Status scanned = view.ScanProjection(
+      Table::kIndex, lower, PrefixEnd(prefix), /*reverse=*/false, [&](std::string_view row, std::string_view value) {
+        if (response->calls_size() >= page_size) {
+          more = true;
+          return false;
+        }
+        auto key = DecodeStepKey(value);
+        if (row.size() != prefix.size() + 8 || !key.ok()) {
+          read = absl::DataLossError("projection: malformed trace row of a call");
+          return false;
+        }
+        last_row = std::string(row);
+        pb::CallRef* call = response->add_calls();
+        call->set_seq(ReadU64(row.substr(prefix.size())));
+        call->set_run_id(key->run_id);
+        call->set_step_id(key->step_id);
+        call->set_attempt(key->attempt);
+        if (!key->step_id.empty()) {
+          auto step = view.GetProjection(Table::kSteps, value);
+          if (!step.ok()) {
+            read = step.status();
+            return false;
+          }
+          call->set_step_in_log(step->has_value());
+        }
+        return true;
+      });
+  if (!scanned.ok()) return ToGrpc(scanned);
+  if (!read.ok()) return ToGrpc(read);
+  if (more) response->set_next_page_token(EncodeToken(last_row));
+  return grpc::Status::OK;
+}
+
 grpc::Status QueryService::ListTeams(grpc::ServerContext* ctx, const pb::ListTeamsRequest*,
                                      pb::ListTeamsResponse* response) {
   auto caller = gate_->Admit(*ctx);

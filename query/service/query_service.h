@@ -4,7 +4,9 @@
 //
 // Pagination: newest first by first_at_us; a page token is the last index
 // row returned, so pages continue strictly below it and steps appended
-// meanwhile (always newer) neither repeat nor shift later pages.
+// meanwhile (always newer) neither repeat nor shift later pages. Calls by
+// trace id come oldest first, by seq: pages continue strictly above the
+// token, and calls appended meanwhile come on the last page.
 //
 // Thread-safe: gRPC calls handlers concurrently; reads only.
 #ifndef QUERY_SERVICE_QUERY_SERVICE_H_
@@ -40,6 +42,8 @@ class QueryService final : public pb::QueryService::Service {
                          pb::ListTeamsResponse* response) override;
   grpc::Status GetTeamSummary(grpc::ServerContext* ctx, const pb::GetTeamSummaryRequest* request,
                               pb::TeamSummary* response) override;
+  grpc::Status ListCalls(grpc::ServerContext* ctx, const pb::ListCallsRequest* request,
+                         pb::ListCallsResponse* response) override;
   grpc::Status WatchSteps(grpc::ServerContext* ctx, const pb::WatchStepsRequest* request,
                           grpc::ServerWriter<pb::StepChange>* writer) override;
 

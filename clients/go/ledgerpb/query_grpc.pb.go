@@ -26,6 +26,11 @@ type QueryServiceClient interface {
 	ListTeams(ctx context.Context, in *ListTeamsRequest, opts ...grpc.CallOption) (*ListTeamsResponse, error)
 	// A team's steps now, counted by state, and its latest activity.
 	GetTeamSummary(ctx context.Context, in *GetTeamSummaryRequest, opts ...grpc.CallOption) (*TeamSummary, error)
+	// A team's calls (model_call and tool_call entries) that carry a trace
+	// id, in seq order, each with the step its receipt names and whether
+	// that step is in the log (an OpenTelemetry span's often is not). Read
+	// from an index, whatever the size of the log.
+	ListCalls(ctx context.Context, in *ListCallsRequest, opts ...grpc.CallOption) (*ListCallsResponse, error)
 	// Every step change after `after_seq`, in seq order: the log's past, then
 	// live. Resume with the last seq received: no gap, no duplicate. A change
 	// is an entry that changes a step's state, start, completion, unknown
@@ -95,6 +100,15 @@ func (c *queryServiceClient) GetTeamSummary(ctx context.Context, in *GetTeamSumm
 	return out, nil
 }
 
+func (c *queryServiceClient) ListCalls(ctx context.Context, in *ListCallsRequest, opts ...grpc.CallOption) (*ListCallsResponse, error) {
+	out := new(ListCallsResponse)
+	err := c.cc.Invoke(ctx, "/evidence.ledger.v1.QueryService/ListCalls", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *queryServiceClient) WatchSteps(ctx context.Context, in *WatchStepsRequest, opts ...grpc.CallOption) (QueryService_WatchStepsClient, error) {
 	stream, err := c.cc.NewStream(ctx, &_QueryService_serviceDesc.Streams[0], "/evidence.ledger.v1.QueryService/WatchSteps", opts...)
 	if err != nil {
@@ -140,6 +154,11 @@ type QueryServiceServer interface {
 	ListTeams(context.Context, *ListTeamsRequest) (*ListTeamsResponse, error)
 	// A team's steps now, counted by state, and its latest activity.
 	GetTeamSummary(context.Context, *GetTeamSummaryRequest) (*TeamSummary, error)
+	// A team's calls (model_call and tool_call entries) that carry a trace
+	// id, in seq order, each with the step its receipt names and whether
+	// that step is in the log (an OpenTelemetry span's often is not). Read
+	// from an index, whatever the size of the log.
+	ListCalls(context.Context, *ListCallsRequest) (*ListCallsResponse, error)
 	// Every step change after `after_seq`, in seq order: the log's past, then
 	// live. Resume with the last seq received: no gap, no duplicate. A change
 	// is an entry that changes a step's state, start, completion, unknown
@@ -169,6 +188,9 @@ func (UnimplementedQueryServiceServer) ListTeams(context.Context, *ListTeamsRequ
 }
 func (UnimplementedQueryServiceServer) GetTeamSummary(context.Context, *GetTeamSummaryRequest) (*TeamSummary, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetTeamSummary not implemented")
+}
+func (UnimplementedQueryServiceServer) ListCalls(context.Context, *ListCallsRequest) (*ListCallsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListCalls not implemented")
 }
 func (UnimplementedQueryServiceServer) WatchSteps(*WatchStepsRequest, QueryService_WatchStepsServer) error {
 	return status.Errorf(codes.Unimplemented, "method WatchSteps not implemented")
@@ -294,6 +316,24 @@ func _QueryService_GetTeamSummary_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueryService_ListCalls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCallsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServiceServer).ListCalls(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/evidence.ledger.v1.QueryService/ListCalls",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServiceServer).ListCalls(ctx, req.(*ListCallsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _QueryService_WatchSteps_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchStepsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -342,6 +382,10 @@ var _QueryService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTeamSummary",
 			Handler:    _QueryService_GetTeamSummary_Handler,
+		},
+		{
+			MethodName: "ListCalls",
+			Handler:    _QueryService_ListCalls_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -18,7 +18,7 @@ const char* TableName(Table t) {
   return "p_unknown";
 }
 
-absl::StatusOr<uint64_t> Projector::Upgrade(uint64_t from, Txn&, const Scan&) {
+absl::StatusOr<uint64_t> Projector::Upgrade(uint64_t from, Txn&, const Scan&, const Replay&) {
   return absl::FailedPreconditionError(absl::StrCat("projections: records of format ", from,
                                                     " cannot be upgraded to format ", Format(),
                                                     "; stop the server and run ledgerctl rebuild"));

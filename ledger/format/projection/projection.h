@@ -101,11 +101,24 @@ class Projector {
   // key order, until `row` returns false.
   using Scan = std::function<absl::Status(Table t, std::string_view prefix,
                                           absl::FunctionRef<bool(std::string_view key, std::string_view value)> row)>;
-  // Rewrites records of format `from` (1 <= from < Format()) through `txn`
-  // into what Apply would have written for the same entries. Returns how
-  // many records it wrote. The caller stores the writes and the new format
-  // in one batch, with nothing appended meanwhile.
-  virtual absl::StatusOr<uint64_t> Upgrade(uint64_t from, Txn& txn, const Scan& scan);
+  // Reads the log's entries that the stored projections cover, in seq
+  // order, a chunk at a time: `chunk` gets each chunk (consecutive entries)
+  // and a Txn of its own, whose reads see the stored records and whose
+  // writes are stored when `chunk` returns OK, before the next chunk and
+  // before the new format is recorded. An error from `chunk` ends the
+  // replay with that error.
+  using Chunk = absl::FunctionRef<absl::Status(absl::Span<const Entry> entries, Txn& txn)>;
+  using Replay = std::function<absl::Status(Chunk chunk)>;
+  // Rewrites records of format `from` (1 <= from < Format()) into what
+  // Apply would have written for the same entries: those it finds in the
+  // stored records (`scan`) through `txn`, those it derives from the log
+  // (`replay`) through the chunks' Txns. Returns how many records it wrote.
+  // The caller stores `txn`'s writes and the new format in one batch, with
+  // nothing appended meanwhile. A crash may come between a chunk's writes
+  // and the new format, so the upgrade is done again from `from`: what a
+  // chunk writes MUST read the same when written twice (puts of values
+  // that depend on the entries alone).
+  virtual absl::StatusOr<uint64_t> Upgrade(uint64_t from, Txn& txn, const Scan& scan, const Replay& replay);
 };
 
 // A Txn that buffers its writes over what another source holds: the writes

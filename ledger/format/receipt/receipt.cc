@@ -329,8 +329,8 @@ absl::Status CheckTimeAndTrace(const Receipt& r) {
     return Invalid("occurred_at_us",
                    absl::StrCat("must be > 0 (microseconds since the Unix epoch), not ", r.occurred_at_us()));
   }
-  if (!r.trace_id().empty() && (!IsLowerHex(r.trace_id(), 32) || r.trace_id() == std::string(32, '0'))) {
-    return Invalid("trace_id", "must be 32 lowercase hex digits, not all zero (W3C trace context)");
+  if (!r.trace_id().empty()) {
+    if (auto s = CheckTraceId("trace_id", r.trace_id()); !s.ok()) return s;
   }
   if (!r.span_id().empty() && (!IsLowerHex(r.span_id(), 16) || r.span_id() == std::string(16, '0'))) {
     return Invalid("span_id", "must be 16 lowercase hex digits, not all zero (W3C trace context)");
@@ -570,6 +570,11 @@ absl::Status EncodeTo(const Receipt& r, bool check, std::string* out) {
 
 absl::Status CheckTeam(std::string_view field, std::string_view team) {
   return IsTeam(team) ? absl::OkStatus() : Broken(field, team, kTeamRule);
+}
+
+absl::Status CheckTraceId(std::string_view field, std::string_view trace_id) {
+  if (IsLowerHex(trace_id, 32) && trace_id != std::string(32, '0')) return absl::OkStatus();
+  return Invalid(field, "must be 32 lowercase hex digits, not all zero (W3C trace context)");
 }
 
 std::string_view KindName(const Receipt& r) {

@@ -61,6 +61,12 @@ absl::StatusOr<std::string> Canonicalize(const Receipt& r, Author author);
 // of [a-z0-9-]" when it is there (escaped for terminals, its first 64 bytes).
 absl::Status CheckTeam(std::string_view field, std::string_view team);
 
+// The trace id rule of CONTRACT §3 (W3C trace context), for every field
+// that names one: OK for 32 lowercase hex digits, not all zero; else
+// INVALID_ARGUMENT "<field>: must be 32 lowercase hex digits, not all zero
+// (W3C trace context)". An empty `trace_id` is the caller's to allow.
+absl::Status CheckTraceId(std::string_view field, std::string_view trace_id);
+
 // The canonical JSON of a receipt, defaults applied, without validation.
 std::string Encode(const Receipt& r);
 

@@ -361,8 +361,10 @@ class Log {
 absl::StatusOr<uint64_t> MigrateLegacyReceipts(store::Store& store);
 
 // Brings the projections' records to `projector`'s format (Projector::Format
-// and Upgrade) in one batch, and records the format: a crash leaves the old
-// format whole, and the next call starts again. FAILED_PRECONDITION when the
+// and Upgrade), and records the format in the batch of the upgrade's last
+// writes: a crash before it leaves the old format recorded, and the next
+// call starts again (rows derived from the log are stored a chunk at a
+// time before it, and written again then). FAILED_PRECONDITION when the
 // stored format is newer than the projector's, or cannot be upgraded.
 // Nothing may append meanwhile.
 absl::StatusOr<ProjectionUpgrade> UpgradeProjections(store::Store& store, projection::Projector& projector);
