@@ -2,7 +2,8 @@
 //
 //   ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]
 //                 [--since CHECKPOINT] [--expect-scope SCOPE]
-//                 [--not-older-than SIZE|CHECKPOINT] [--expect-grace-ms N] [--json]
+//                 [--not-older-than SIZE|CHECKPOINT] [--expect-grace-ms N] [--report-by-digest]
+//                 [--json]
 //
 // The same flags, output and exit codes as `ledgerctl verify` (both call
 // cmd/verify_options). It links the verifier's libraries only: hashing,
@@ -21,7 +22,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
     "                     [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
-    "                     [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--json]\n"
+    "                     [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--report-by-digest]\n"
+    "                     [--json]\n"
     "Exit 0 when the pack holds, 1 (naming the first failing item) when it does not, 2 for bad usage,\n"
     "3 when the pack cannot be read (nothing was judged).\n\n"
     "options:\n";

@@ -70,6 +70,12 @@ void DefineCommandFlags(Flags& flags) {
   flags.Define("expect-grace-ms", "",
                "the ledger's grace (ledgerd --unknown-grace-ms) the auditor expects: a pack whose manifest "
                "states another unknown_grace_ms fails");
+  flags.Define(
+      "report-by-digest", "",
+      "check report.html of a pack of format 5 or earlier by its digest only, not rebuilt from the entries (for a "
+      "pack written by an earlier version, whose page's words have changed since; the page is then only as good "
+      "as the ledger's key)",
+      true);
 }
 
 // Where commands go: the server, shards, TLS.
@@ -235,7 +241,8 @@ const std::vector<Command>* MakeCommands() {
        "check an evidence pack offline (exit 0 it holds, 1 it does not, 2 usage, 3 unreadable)",
        {"PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
         "[--since CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
-        "[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--json] [--no-progress]"},
+        "[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--report-by-digest] [--json] "
+        "[--no-progress]"},
        false,
        {{"vkey", ""},
         {"vkey-string", ""},
@@ -247,6 +254,7 @@ const std::vector<Command>* MakeCommands() {
         {"expect-scope", ""},
         {"not-older-than", ""},
         {"expect-grace-ms", ""},
+        {"report-by-digest", ""},
         {"json", "the result as JSON"},
         {"no-progress", ""}},
        {"ledgerctl verify run-1.tar.gz --vkey ledger.vkey --expect-scope run:team-a/run-1"}},

@@ -76,6 +76,7 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
   verify::Options options;
   bool key_given = flags.Has("vkey") || flags.Has("vkey-string");
   options.trust_pack_key = flags.Bool("trust-pack-key");
+  options.report_by_digest = flags.Bool("report-by-digest");
   if (flags.Has("vkey") && flags.Has("vkey-string")) {
     return absl::InvalidArgumentError("verify: give --vkey FILE or --vkey-string S, not both");
   }
@@ -169,6 +170,12 @@ void DefineVerifyFlags(Flags& flags) {
   flags.Define("expect-grace-ms", "",
                "the ledger's grace (ledgerd --unknown-grace-ms) the auditor expects: a pack whose manifest states "
                "another unknown_grace_ms fails");
+  flags.Define(
+      "report-by-digest", "",
+      "check report.html of a pack of format 5 or earlier by its digest only, not rebuilt from the entries (for a "
+      "pack written by an earlier version, whose page's words have changed since; the page is then only as good "
+      "as the ledger's key)",
+      true);
   flags.Define("json", "", "the result as JSON", true);
   flags.Define("no-progress", "", "no progress line on stderr (shown only when stderr is a terminal)", true);
 }

@@ -107,9 +107,13 @@ absl::StatusOr<Scope> ParseExpectedScope(const std::string& text) {
 }
 
 nlohmann::json Result::Json() const {
-  nlohmann::json j = {{"ok", ok},         {"trusted_key_in_pack", trusted_key_in_pack},
-                      {"origin", origin}, {"tree_size", tree_size},
-                      {"root", root},     {"entries", entries}};
+  nlohmann::json j = {{"ok", ok},
+                      {"trusted_key_in_pack", trusted_key_in_pack},
+                      {"report_rebuilt", ok && !report_by_digest},
+                      {"origin", origin},
+                      {"tree_size", tree_size},
+                      {"root", root},
+                      {"entries", entries}};
   if (since_size.has_value()) {
     j["consistent_with_size"] = *since_size;
     j["consistent_with_root"] = since_root;
@@ -174,6 +178,11 @@ std::string Result::Summary() const {
     }
     if (!team_window.empty()) absl::StrAppend(&out, e(team_window), "\n");
     for (const std::string& epoch : leader_epochs) absl::StrAppend(&out, e(epoch), "\n");
+    if (report_by_digest) {
+      out +=
+          "report.html: checked by its digest only (--report-by-digest): its words were not rebuilt from the "
+          "entries.\n";
+    }
   } else {
     absl::StrAppend(&out, "FAILED: ", e(file), seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ", e(message), "\n");
   }

@@ -210,8 +210,10 @@ Step<Projected> CheckOutcomes(const std::string& pack_path, const std::string& o
 
 // report.html against the one `streamed` rebuilt, byte for byte: the Result,
 // ok. `pack_path` is read again only to name the first byte that differs.
+// With `by_digest`, the report's digest (checked against the manifest) is
+// all that is checked of it.
 absl::StatusOr<Result> CheckReport(const std::string& pack_path, const Files& files, StreamedChecks& streamed,
-                                   Projected projected);
+                                   const manifest::Manifest& manifest, bool by_digest, Projected projected);
 
 }  // namespace ledger::verify
 

@@ -84,7 +84,7 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   Step<Projected> projected =
       CheckOutcomes(pack_path, files.digests.at(pack::kOutcomes), keyed->manifest, streamed, std::move(*proven));
   if (Stop* stop = projected.stop()) return std::move(*stop);
-  return CheckReport(pack_path, files, streamed, std::move(*projected));
+  return CheckReport(pack_path, files, streamed, keyed->manifest, options.report_by_digest, std::move(*projected));
 }
 
 }  // namespace ledger::verify

@@ -83,6 +83,13 @@ struct Options {
   // Told of each entry as it is checked and of the bytes of the pack read
   // (ProgressMeter::SetWork); or none.
   text::ProgressMeter* progress = nullptr;
+  // report.html of a pack of an earlier format than the newest checked by
+  // its digest only, as verify_pack.py and ledger-verify-go check it, not
+  // rebuilt byte for byte: for a pack written by an earlier version, whose
+  // page's words have since changed (CONTRACT section 7). The page is then
+  // only as good as the ledger's key. The newest format's page is rebuilt
+  // whatever is asked.
+  bool report_by_digest = false;
 };
 
 // A checkpoint as an auditor keeps it in a file: the signed checkpoint,
@@ -120,6 +127,8 @@ absl::StatusOr<Scope> ParseExpectedScope(const std::string& text);
 struct Result {
   bool ok = false;
   bool trusted_key_in_pack = false;
+  // report.html checked by its digest only (Options::report_by_digest).
+  bool report_by_digest = false;
   std::string origin;
   uint64_t tree_size = 0;
   std::string root;  // hex
