@@ -332,37 +332,6 @@ TEST_F(PackTest, AReportOtherThanTheOneRebuiltIsRefusedAtItsFirstDifferingByte) 
   EXPECT_TRUE(Verify(same).ok) << Verify(same).Summary();
 }
 
-// --report-by-digest checks an older format's page by its digest alone
-// (the words of a page written by an earlier version may differ); the
-// newest format's page is rebuilt whatever is asked.
-TEST_F(PackTest, ReportByDigestIsForOlderFormatsOnly) {
-  auto forged = [&](int format) {
-    std::string p = Export({"team-a", "run-1"}, absl::StrCat("r", format, ".tar.gz"), format);
-    return Tamper(
-        p,
-        [](const std::string& d) {
-          std::string page = Read(d + "/" + pack::kReport);
-          page.replace(page.find("pending</td>"), 7, "succeeded");
-          Write(d + "/" + pack::kReport, page);
-        },
-        /*resign=*/true);
-  };
-  verify::Options o;
-  o.vkey = log_->verifier_key();
-  o.report_by_digest = true;
-  auto five = verify::VerifyPack(forged(5), o);
-  ASSERT_TRUE(five.ok());
-  EXPECT_TRUE(five->ok) << five->Summary();
-  EXPECT_TRUE(five->report_by_digest);
-  EXPECT_THAT(five->Summary(), ::testing::HasSubstr("report.html: checked by its digest only (--report-by-digest)"));
-  auto six = verify::VerifyPack(forged(6), o);
-  ASSERT_TRUE(six.ok());
-  ExpectFailure(*six, pack::kReport, -1, "differs from the report rebuilt");
-  verify::Result strict = Verify(forged(5));
-  ExpectFailure(strict, pack::kReport, -1, "differs from the report rebuilt");
-  EXPECT_THAT(strict.message, ::testing::HasSubstr("--report-by-digest checks the page by its digest only"));
-}
-
 TEST_F(PackTest, AnEntryThatIsNotUtf8OrNotCanonicalIsRefusedAtItsSeq) {
   std::string p = Export({"team-a", "run-1"}, "p.tar.gz");
   auto edit_line = [&](int index, const std::function<void(std::string&)>& edit) {
@@ -408,37 +377,6 @@ TEST_F(PackTest, ADroppedEntryInTheMiddleOfARunIsRefused) {
     EXPECT_EQ(r.file, pack::kEntries) << format;
     EXPECT_EQ(r.message.substr(0, 18), "run_prev expected ") << r.message;
   }
-}
-
-// Format 6: the fourth entry left out and the multiproof left as it was:
-// the walk runs short; a hash more than the walk uses, or one swapped with
-// its neighbour, is refused too.
-TEST_F(PackTest, AMultiproofThatDoesNotFitItsEntriesIsRefused) {
-  std::string p = Export({"", "", 3, 9}, "seqs.tar.gz");
-  std::string dir = dir_.Sub("m");
-  std::filesystem::create_directories(dir);
-  auto files = *pack::ExtractArchive(p, dir, pack::Limits());
-  std::string nodes = Read(files[pack::kMultiproof]);
-  ASSERT_GE(nodes.size(), 2 * 65u) << "a seq range inside the tree has hashes on both sides";
-  auto edited = [&](const std::function<void(std::string & text)>& edit) {
-    return Verify(Tamper(
-        p,
-        [&](const std::string& d) {
-          std::string text = Read(d + "/multiproof.txt");
-          edit(text);
-          Write(d + "/multiproof.txt", text);
-        },
-        /*resign=*/true));
-  };
-  ExpectFailure(edited([](std::string& t) { t.resize(t.size() - 65); }), pack::kMultiproof, -1,
-                "the multiproof ends after ");
-  ExpectFailure(edited([](std::string& t) { t += t.substr(0, 65); }), pack::kMultiproof, -1, "the multiproof holds ");
-  ExpectFailure(edited([](std::string& t) { std::swap_ranges(t.begin(), t.begin() + 64, t.begin() + 65); }),
-                pack::kMultiproof, -1, "the entries and the multiproof lead to root ");
-  ExpectFailure(edited([](std::string& t) { t[70] = t[70] == 'A' ? 'B' : 'A'; }), pack::kMultiproof, -1,
-                "line 2: want 64 lower-case hex digits");
-  ExpectFailure(edited([](std::string& t) { t.pop_back(); }), pack::kMultiproof, -1,
-                absl::StrCat("line ", nodes.size() / 65, ": no newline at its end"));
 }
 
 // What a forger holding the ledger's key makes of a run pack: the entries
