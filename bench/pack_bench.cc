@@ -34,7 +34,7 @@
 #include "cmd/flags.h"
 #include "export/exporter/exporter.h"
 #include "export/verify/cc/verify.h"
-#include "ledger/storage/log/key_file.h"
+#include "ledger/keys/key_file.h"
 #include "ledger/storage/log/log.h"
 #include "nlohmann/json.hpp"
 
@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<ledger::log::Log>> OpenLog(const std::string& dat
   o.data_dir = data;
   if (memory_mb > 0) o.store_memory_bytes = memory_mb << 20;
   o.origin = "pack-bench.test/log";
-  auto key = ledger::log::LoadOrCreateKey(data, "", o.origin);
+  auto key = ledger::keys::LoadOrCreateKey(data, "", o.origin);
   if (!key.ok()) return key.status();
   return ledger::log::Log::Open(o, *key);
 }

@@ -28,9 +28,9 @@
 #include "cmd/flags.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/keys/key_file.h"
 #include "ledger/rpc/server/server.h"
 #include "ledger/rpc/service/service.h"
-#include "ledger/storage/log/key_file.h"
 #include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
 #include "nlohmann/json.hpp"
@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
   o.data_dir = data;
   o.origin = "query-bench.test/log";
   o.sequencer.projector = &projector;
-  auto key = ledger::log::LoadOrCreateKey((std::filesystem::create_directories(data), data), "", o.origin);
+  auto key = ledger::keys::LoadOrCreateKey((std::filesystem::create_directories(data), data), "", o.origin);
   auto log = ledger::log::Log::Open(o, *key);
   if (!log.ok()) {
     std::cerr << log.status() << "\n";

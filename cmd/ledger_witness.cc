@@ -2,18 +2,19 @@
 // auditor or a regulator runs beside the ledgers it watches.
 //
 //   ledger-witness --data DIR --listen HOST:PORT --log VKEY_FILE [--log VKEY_FILE ...]
-//                  [--name NAME] [--key FILE] [--tls-cert F --tls-key F --client-ca F] [--insecure]
+//                  [--name NAME] [--key FILE|pkcs11:URI] [--tls-cert F --tls-key F --client-ca F] [--insecure]
 //                  [--health-listen HOST:PORT]
-//   ledger-witness vkey --data DIR [--name NAME]
+//   ledger-witness vkey --data DIR [--name NAME] [--key FILE|pkcs11:URI]
 //
 // Serves POST /add-checkpoint and GET /<hex sha256(origin)>/checkpoint, and
 // GET /healthz; --health-listen serves /healthz alone in plain HTTP, for
 // probes that cannot present a client certificate. Prints "listening on
 // HOST:PORT" (the real port) once it serves, then "health on HOST:PORT"
 // with --health-listen. The key is --key FILE when given (a mounted Secret;
-// never created), else <data>/witness.key (mode 0600, created on first
-// use); the records of what it cosigned are <data>/logs/ (witness/state.h).
-// One process per data directory (<data>/LOCK). SIGINT or SIGTERM stops it.
+// never created), or --key pkcs11:URI, a key kept in a token that cosigns
+// without letting it out (ledger/keys/pkcs11.h; --name required), else
+// <data>/witness.key (mode 0600, created on first use); the records of what it cosigned are <data>/logs/
+// (witness/state.h). One process per data directory (<data>/LOCK). SIGINT or SIGTERM stops it.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -35,6 +36,7 @@
 #include "cmd/flags.h"
 #include "cmd/loopback.h"
 #include "ledger/format/cosign/cosign.h"
+#include "ledger/keys/pkcs11.h"
 #include "util/files/files.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
@@ -76,7 +78,9 @@ absl::StatusOr<Cosigner> LoadOrCreateKey(const std::string& data, const std::str
   }
   auto key = Cosigner::Generate(name.empty() ? kDefaultName : name);
   if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", key.status().message()));
-  absl::Status s = ledger::files::CreateFileDurably(path, key->KeyFileText(), 0600);
+  auto key_file = key->KeyFileText();
+  if (!key_file.ok()) return key_file.status();
+  absl::Status s = ledger::files::CreateFileDurably(path, *key_file, 0600);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("witness key: ", s.message()));
   return key;
 }
@@ -153,9 +157,28 @@ std::vector<std::string> TakeLogFlags(int* argc, char** argv) {
 
 namespace {
 
-// The witness's key: --key FILE, or <data>/witness.key (created on first use).
+// The witness's key: --key FILE, --key pkcs11:URI, or <data>/witness.key
+// (created on first use).
 absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::string& data) {
   if (flags.Get("key").empty()) return LoadOrCreateKey(data, flags.Get("name"));
+  if (ledger::keys::IsPkcs11Uri(flags.Get("key"))) {
+    if (flags.Get("name").empty()) {
+      return absl::InvalidArgumentError(
+          "--name: required with a PKCS#11 key; the name is part of the witness's verifier key");
+    }
+    auto token_key = ledger::keys::OpenPkcs11Key(flags.Get("key"));
+    if (!token_key.ok()) {
+      return absl::Status(token_key.status().code(), absl::StrCat("--key: ", token_key.status().message()));
+    }
+    if ((*token_key)->info().extractable) {
+      ledger::jsonlog::Warn("key_extractable")
+          .Msg(absl::StrCat("the token lets the key out (CKA_EXTRACTABLE): ", (*token_key)->where()))
+          .Emit();
+    }
+    auto c = Cosigner::FromKey(flags.Get("name"), *std::move(token_key));
+    if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", c.status().message()));
+    return c;
+  }
   auto text = ReadFile("key", flags.Get("key"));
   if (!text.ok()) return text.status();
   auto key = Cosigner::ParseKeyFile(*text);
@@ -221,6 +244,7 @@ int ServeUntilStopped(const ledger::cmd::Flags& flags, ledger::witness::Witness&
   ledger::jsonlog::Info("witness_started")
       .Str("name", key.name())
       .Str("vkey", key.VerifierKey())
+      .Str("key", key.key().where())
       .Str("address", (*server)->address())
       .Emit();
   std::string ready = absl::StrCat("listening on ", (*server)->address(), "\n");
@@ -243,7 +267,9 @@ int main(int argc, char** argv) {
                std::string("the witness's key name, set when the key is created (default ") + kDefaultName + ")");
   flags.Define(
       "key", "",
-      "the witness key file (PRIVATE+KEY+<name>+<id>+<base64 0x04||seed>); default <data>/witness.key, created");
+      "the witness key file (PRIVATE+KEY+<name>+<id>+<base64 0x04||seed>), or an RFC 7512 URI of a key kept in a "
+      "PKCS#11 token (pkcs11:token=...;object=...?module-path=...&pin-source=file:...; needs --name); default "
+      "<data>/witness.key, created");
   flags.Define("tls-cert", "", "server certificate (PEM) for HTTPS");
   flags.Define("tls-key", "", "its private key (PEM)");
   flags.Define("client-ca", "", "CA certificates (PEM) that clients' certificates must chain to");
@@ -258,7 +284,7 @@ int main(int argc, char** argv) {
   }
   if (flags.Bool("help")) {
     std::cout << "usage: ledger-witness --data DIR --listen HOST:PORT --log VKEY_FILE [--log VKEY_FILE ...]\n"
-                 "       ledger-witness vkey --data DIR\n"
+                 "       ledger-witness vkey --data DIR [--name NAME] [--key FILE|pkcs11:URI]\n"
               << flags.Usage();
     return 0;
   }

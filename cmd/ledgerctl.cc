@@ -43,7 +43,6 @@
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "ledger/storage/log/audit.h"
-#include "ledger/storage/log/key_file.h"
 #include "ledger/storage/log/log.h"
 #include "ledger/storage/log/run_heads.h"
 #include "ledger_service.grpc.pb.h"

@@ -44,6 +44,9 @@ void DefineCommandFlags(Flags& flags) {
   flags.Define("out", "",
                "export: the pack to write (.tar.gz); keygen: the key file; backup: a new directory under the "
                "server's --backup-root (absolute, or relative to it)");
+  flags.Define("pkcs11", "",
+               "keygen: an RFC 7512 URI (pkcs11:token=...;object=...?module-path=...&pin-source=file:...): make the "
+               "key in that token");
   flags.Define("policy", "",
                "policy-check, verify: a C2SP tlog-policy file (logs, witnesses, quorum); verify: the ledger's key "
                "must be one of its logs (the key, when no --vkey is given) and the checkpoint's cosignatures must "
@@ -101,11 +104,16 @@ void DefineOtherFlags(Flags& flags) {
 const std::vector<Command>* MakeCommands() {
   return new std::vector<Command>{
       {"keygen",
-       "write a new signing key file and print its verifier key",
-       {"--out FILE [--origin O]"},
+       "make a new signing key, in a file or a PKCS#11 token, and print its verifier key",
+       {"--out FILE [--origin O]", "--pkcs11 URI --origin O"},
        false,
-       {{"out", "the key file to write"}, {"origin", "the log's origin, the key's name"}},
-       {"ledgerctl keygen --origin ledger.example.com/prod --out signing.key"}},
+       {{"out", "the key file to write"},
+        {"pkcs11", "an RFC 7512 URI: make the key in that token (never extractable), labelled with its object"},
+        {"origin", "the log's origin, the key's name"}},
+       {"ledgerctl keygen --origin ledger.example.com/prod --out signing.key",
+        "ledgerctl keygen --origin ledger.example.com/prod --pkcs11 "
+        "'pkcs11:token=ledger;object=ledger-prod?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/etc/"
+        "ledger/pin'"}},
       {"append",
        "append receipts, one JSON object a line, from FILE or stdin; one result line each",
        {"[FILE|-]"},

@@ -26,8 +26,9 @@
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
+#include "ledger/keys/key_file.h"
+#include "ledger/keys/pkcs11.h"
 #include "ledger/storage/log/audit.h"
-#include "ledger/storage/log/key_file.h"
 #include "ledger/storage/log/log.h"
 #include "ledger/storage/log/run_heads.h"
 #include "ledger/storage/store/store.h"
@@ -175,7 +176,7 @@ int AuditStore(const Flags& flags) {
     if (!read.ok()) return unreadable(read.status());
     vkey = *read;
   } else {
-    auto signer = ledger::log::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
+    auto signer = ledger::keys::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
     if (!signer.ok()) return unreadable(signer.status());
     vkey = signer->VerifierKey();
   }
@@ -198,8 +199,25 @@ int AuditStore(const Flags& flags) {
 }
 
 int Keygen(const Flags& flags) {
-  if (flags.Get("out").empty()) return Fail(absl::InvalidArgumentError("keygen: --out FILE is required"));
-  auto signer = ledger::log::CreateKeyFile(flags.Get("out"), flags.Get("origin"));
+  if (!flags.Get("pkcs11").empty()) {
+    if (!flags.Get("out").empty()) {
+      return Fail(absl::InvalidArgumentError("keygen: give --out FILE or --pkcs11 URI, not both"));
+    }
+    if (!ledger::keys::IsPkcs11Uri(flags.Get("pkcs11"))) {
+      return Fail(absl::InvalidArgumentError("--pkcs11: must be an RFC 7512 URI starting with 'pkcs11:'"));
+    }
+    auto uri = ledger::keys::ParsePkcs11Uri(flags.Get("pkcs11"));
+    if (!uri.ok()) return Fail(uri.status());
+    auto key = ledger::keys::Pkcs11Key::Generate(*uri);
+    if (!key.ok()) return Fail(key.status());
+    auto signer = ledger::note::Signer::FromKey(flags.Get("origin"), *std::move(key));
+    if (!signer.ok()) return Fail(signer.status());
+    std::cout << signer->VerifierKey() << "\n";
+    return 0;
+  }
+  if (flags.Get("out").empty())
+    return Fail(absl::InvalidArgumentError("keygen: --out FILE or --pkcs11 URI is required"));
+  auto signer = ledger::keys::CreateKeyFile(flags.Get("out"), flags.Get("origin"));
   if (!signer.ok()) return Fail(signer.status());
   std::cout << signer->VerifierKey() << "\n";
   return 0;

@@ -15,7 +15,7 @@
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/runmap/proof_json.h"
-#include "ledger/storage/log/key_file.h"
+#include "ledger/keys/key_file.h"
 #include "ledger/storage/log/run_heads.h"
 #include "ledger/storage/store/store.h"
 #include "ledger_service.grpc.pb.h"
@@ -80,7 +80,7 @@ int Offline(const Flags& flags, const MapKind& kind) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat(std::string(kind.command), ": --data needs --size S, a checkpoint's size")));
   }
-  auto signer = log::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
+  auto signer = keys::ReadKeyFile(data + "/signing.key", flags.Get("origin"));
   if (!signer.ok()) return unreadable(signer.status());
   auto key = note::Verifier::Parse(signer->VerifierKey());
   if (!key.ok()) return unreadable(key.status());

@@ -1,6 +1,6 @@
 // ledgerd: the evidence ledger server.
 //
-//   ledgerd --data DIR --listen HOST:PORT [--origin O] [--signing-key FILE]
+//   ledgerd --data DIR --listen HOST:PORT [--origin O] [--signing-key FILE|pkcs11:URI]
 //           [--checkpoint-interval-ms N] [--unknown-grace-ms N] ...
 //
 // Prints "listening on HOST:PORT" (the real port) once it serves. SIGINT or
@@ -26,11 +26,13 @@
 #include "cmd/ledgerd_security.h"
 #include "export/service/export_service.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
+#include "ledger/keys/key_file.h"
+#include "ledger/keys/pkcs11_uri.h"
+#include "ledger/keys/signing_key.h"
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/rpc/server/server.h"
 #include "ledger/rpc/service/service.h"
 #include "ledger/storage/backup/backup_root.h"
-#include "ledger/storage/log/key_file.h"
 #include "ledger/storage/log/log.h"
 #include "ledger/storage/replication/node.h"
 #include "ops/caller.h"
@@ -353,7 +355,7 @@ absl::Status Daemon::PrepareDataDir(bool* had_data, bool* had_tmp, bool* had_gua
   std::error_code ec;
   const std::string& restore_from = flags_.Get("restore-from");
   std::string key_path = signing_key_.empty() ? options_.data_dir + "/signing.key" : signing_key_;
-  if (!restore_from.empty() && !std::filesystem::exists(key_path, ec)) {
+  if (!restore_from.empty() && !ledger::keys::IsPkcs11Uri(key_path) && !std::filesystem::exists(key_path, ec)) {
     return absl::FailedPreconditionError(
         absl::StrCat("--restore-from: no signing key at ", key_path,
                      "; put the key that signed the backup there first (a restore never makes a new key)"));
@@ -380,9 +382,9 @@ absl::Status Daemon::Open() {
   signing_key_ = flags_.Get("signing-key");
   // A data directory started again without --origin is the log its key
   // names: the key's name is the origin checkpoints are signed with.
-  if (!flags_.Has("origin") && !flags_.Bool("shard-from-hostname")) {
+  if (!flags_.Has("origin") && !flags_.Bool("shard-from-hostname") && !ledger::keys::IsPkcs11Uri(signing_key_)) {
     const std::string key = signing_key_.empty() ? options_.data_dir + "/signing.key" : signing_key_;
-    auto name = ledger::log::KeyFileName(key);
+    auto name = ledger::keys::KeyFileName(key);
     if (name.ok()) {
       options_.origin = *name;
     } else if (!absl::IsNotFound(name.status())) {
@@ -425,8 +427,21 @@ absl::Status Daemon::Open() {
     if (!opened.ok()) return opened.status();
     backup_root_ = *std::move(opened);
   }
-  auto signer = ledger::log::LoadOrCreateKey(options_.data_dir, signing_key_, options_.origin);
-  if (!signer.ok()) return signer.status();
+  auto signer = ledger::keys::OpenLogSigner(options_.data_dir, signing_key_, options_.origin);
+  if (!signer.ok()) {
+    if (ledger::keys::IsPkcs11Uri(signing_key_)) {
+      return absl::Status(signer.status().code(), absl::StrCat("--signing-key: ", signer.status().message()));
+    }
+    return signer.status();
+  }
+  ledger::jsonlog::Info("signing_key")
+      .Msg(absl::StrCat(
+          "signing as ", signer->name(), " with ",
+          ledger::keys::IsPkcs11Uri(signing_key_)
+              ? signer->key().where()
+              : "the key file " + (signing_key_.empty() ? options_.data_dir + "/signing.key" : signing_key_)))
+      .Str("vkey", signer->VerifierKey())
+      .Emit();
   auto log = ledger::log::Log::Open(options_, *std::move(signer));
   if (!log.ok() && !flags_.Get("restore-from").empty()) {
     // A refused restore leaves the data directory as it found it.

@@ -17,7 +17,10 @@ void DefineStoreFlags(Flags& flags) {
   flags.Define("data", "", "data directory (created if missing; holds the store and signing.key)");
   flags.Define("origin", log::kDefaultOrigin,
                "the log's origin, also the key name (default: the name of the key in --data or --signing-key, if any)");
-  flags.Define("signing-key", "", "signing key file (default: <data>/signing.key, created at first start)");
+  flags.Define("signing-key", "",
+               "signing key file (default: <data>/signing.key, created at first start), or an RFC 7512 URI of a key "
+               "kept in a PKCS#11 token: pkcs11:token=...;object=...?module-path=LIB&pin-source=file:PIN_FILE "
+               "(needs --origin; nothing is written to --data)");
   flags.Define("shard-from-hostname", "",
                "a shard of a StatefulSet: the hostname's trailing number N (ledger-2: 2) makes the origin "
                "<origin>/shard-N, and replaces {shard} in --signing-key",

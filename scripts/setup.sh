@@ -24,17 +24,18 @@ DEMO_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libsodium-dev nlohmann-json3-dev libarchive-dev libdeflate-dev libssl-dev libjemalloc-dev libpq-dev
+  libp11-kit-dev
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
   python3 curl
 )
-# What the tests need besides: PostgreSQL servers, the Go client's gRPC,
-# Python's grpcio and cryptography, headless Chromium, nginx as the trusted
-# proxy in front of the dashboard (auth_request and proxy_ssl_certificate),
-# clang for the sanitizer trees, podman for the image, Node for the
-# TypeScript client.
+# What the tests need besides: PostgreSQL servers, SoftHSM2 as a PKCS#11
+# token, the Go client's gRPC, Python's grpcio and cryptography, headless
+# Chromium, nginx as the trusted proxy in front of the dashboard
+# (auth_request and proxy_ssl_certificate), clang for the sanitizer trees,
+# podman for the image, Node for the TypeScript client.
 TEST_PACKAGES=(
-  postgresql-15
+  postgresql-15 softhsm2
   golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
   python3-grpcio python3-protobuf python3-cryptography python3-yaml
   python3-pip python3-setuptools python3-wheel python3-venv

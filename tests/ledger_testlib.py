@@ -1,6 +1,7 @@
 """Helpers shared by the Python tests that drive a real ledgerd: client stubs
-generated with protoc and Debian's grpc_python_plugin, free ports, and
-certificates made with the openssl command."""
+generated with protoc and Debian's grpc_python_plugin, free ports,
+certificates made with the openssl command, and a cosigned checkpoint
+opened with Go's note package."""
 import os
 import socket
 import subprocess
@@ -65,3 +66,20 @@ class Certificates:
 def read(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def go_note_open(work, cosigned, log_vkey, cosignatures=1):
+    """Opens `cosigned` with Go's golang.org/x/mod/sumdb/note and the log's
+    key alone (tests/interop/note_open.go): the log's signature verifies,
+    the `cosignatures` lines by keys it was not given are skipped."""
+    path = os.path.join(work, "cosigned.note")
+    with open(path, "w") as f:
+        f.write(cosigned)
+    env = dict(os.environ, GOPATH="/usr/share/gocode", GO111MODULE="off", GOPROXY="off",
+               GOCACHE=os.path.join(work, "gocache"), GOFLAGS="")
+    r = subprocess.run(["go", "run", os.path.join(ROOT, "tests", "interop", "note_open.go"), path, log_vkey],
+                       capture_output=True, text=True, env=env)
+    name, key_id = log_vkey.split("+")[:2]
+    want_tail = "verified %s %s\nunverified %d\n" % (name, key_id, cosignatures)
+    if r.returncode != 0 or not r.stdout.endswith(want_tail):
+        fail("Go's note.Open on the cosigned checkpoint: %r %r" % (r.stdout, r.stderr))

@@ -136,19 +136,29 @@ absl::StatusOr<NoteParts> SplitNote(std::string_view note) {
   return parts;
 }
 
-absl::StatusOr<Cosigner> Cosigner::FromSeed(std::string_view name, std::string_view seed) {
+absl::StatusOr<Cosigner> Cosigner::FromKey(std::string_view name, std::shared_ptr<const note::Ed25519Key> key) {
   InitSodium();
   if (!note::IsValidKeyName(name)) {
     return absl::InvalidArgumentError(
         absl::StrCat("witness name: '", S(name), "' must be non-empty UTF-8 without spaces or '+'"));
   }
-  if (seed.size() != 32) return absl::InvalidArgumentError("witness key: Ed25519 seed must be 32 bytes");
+  if (key == nullptr) return absl::InvalidArgumentError("witness key: none given");
   Cosigner c;
   c.name_ = S(name);
-  std::memcpy(c.seed_.data(), seed.data(), 32);
-  crypto_sign_ed25519_seed_keypair(c.public_key_.data(), c.secret_key_.data(), c.seed_.data());
-  c.key_id_ = KeyId(c.name_, c.public_key_);
+  c.key_ = std::move(key);
+  c.key_id_ = KeyId(c.name_, c.key_->public_key());
   return c;
+}
+
+absl::StatusOr<Cosigner> Cosigner::FromSeed(std::string_view name, std::string_view seed) {
+  if (!note::IsValidKeyName(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("witness name: '", S(name), "' must be non-empty UTF-8 without spaces or '+'"));
+  }
+  if (seed.size() != 32) return absl::InvalidArgumentError("witness key: Ed25519 seed must be 32 bytes");
+  auto key = note::SeedKey(seed);
+  if (!key.ok()) return key.status();
+  return FromKey(name, *std::move(key));
 }
 
 absl::StatusOr<Cosigner> Cosigner::Generate(std::string_view name) {
@@ -180,15 +190,20 @@ absl::StatusOr<Cosigner> Cosigner::ParseKeyFile(std::string_view text) {
   return c;
 }
 
-std::string Cosigner::KeyFileText() const {
+absl::StatusOr<std::string> Cosigner::KeyFileText() const {
+  const std::array<uint8_t, 32>* seed = key_->seed();
+  if (seed == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("witness key: the key is kept in ", key_->where(), "; it has no key file"));
+  }
   std::string key(1, static_cast<char>(kCosignatureV1));
-  key.append(reinterpret_cast<const char*>(seed_.data()), seed_.size());
+  key.append(reinterpret_cast<const char*>(seed->data()), seed->size());
   return absl::StrCat("PRIVATE+KEY+", name_, "+", Hex8(key_id_), "+", hash::Base64(key), "\n");
 }
 
 std::string Cosigner::VerifierKey() const {
   std::string key(1, static_cast<char>(kCosignatureV1));
-  key.append(reinterpret_cast<const char*>(public_key_.data()), public_key_.size());
+  key.append(reinterpret_cast<const char*>(public_key().data()), public_key().size());
   return absl::StrCat(name_, "+", Hex8(key_id_), "+", hash::Base64(key));
 }
 
@@ -198,11 +213,12 @@ absl::StatusOr<std::string> Cosigner::Cosign(std::string_view body, uint64_t tim
   }
   if (time == 0 || time > kMaxTime) return absl::InvalidArgumentError("cosignature time: must be in [1, 2^63-1]");
   std::string message = SignedMessage(body, time);
+  auto signature = key_->Sign(message);
+  if (!signature.ok()) return signature.status();
   uint8_t sig[kCosignatureBytes];
   for (int i = 0; i < 4; ++i) sig[i] = static_cast<uint8_t>(key_id_ >> (24 - 8 * i));
   for (int i = 0; i < 8; ++i) sig[4 + i] = static_cast<uint8_t>(time >> (56 - 8 * i));
-  crypto_sign_detached(sig + 12, nullptr, reinterpret_cast<const uint8_t*>(message.data()), message.size(),
-                       secret_key_.data());
+  std::memcpy(sig + 12, signature->data(), signature->size());
   return absl::StrCat(S(kSigPrefix), name_, " ",
                       hash::Base64(std::string_view(reinterpret_cast<const char*>(sig), sizeof sig)), "\n");
 }

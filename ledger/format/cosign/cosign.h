@@ -25,6 +25,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,28 +66,32 @@ class Cosigner {
  public:
   // INVALID_ARGUMENT for a bad key name or a seed that is not 32 bytes.
   static absl::StatusOr<Cosigner> FromSeed(std::string_view name, std::string_view seed);
+  // Cosigns with `key` (a token's, say) as `name`. INVALID_ARGUMENT for a
+  // bad name or no key.
+  static absl::StatusOr<Cosigner> FromKey(std::string_view name, std::shared_ptr<const note::Ed25519Key> key);
   static absl::StatusOr<Cosigner> Generate(std::string_view name);
   // The signer-key form above; INVALID_ARGUMENT when malformed or when its
   // key id does not match its key.
   static absl::StatusOr<Cosigner> ParseKeyFile(std::string_view text);
 
-  std::string KeyFileText() const;
+  // FAILED_PRECONDITION for a key kept in a token.
+  absl::StatusOr<std::string> KeyFileText() const;
   std::string VerifierKey() const;
   const std::string& name() const { return name_; }
   uint32_t key_id() const { return key_id_; }
-  const note::PublicKey& public_key() const { return public_key_; }
+  const note::PublicKey& public_key() const { return key_->public_key(); }
+  const note::Ed25519Key& key() const { return *key_; }
 
   // The cosignature line (ending in "\n") over `body`, which MUST be note
   // text (non-empty, lines ending in "\n", no blank line);
-  // INVALID_ARGUMENT for a bad body or a time of 0 or above 2^63-1.
+  // INVALID_ARGUMENT for a bad body or a time of 0 or above 2^63-1; a
+  // token's failure to sign as it is.
   absl::StatusOr<std::string> Cosign(std::string_view body, uint64_t time) const;
 
  private:
   Cosigner() = default;
   std::string name_;
-  std::array<uint8_t, 32> seed_{};
-  std::array<uint8_t, 64> secret_key_{};
-  note::PublicKey public_key_{};
+  std::shared_ptr<const note::Ed25519Key> key_;
   uint32_t key_id_ = 0;
 };
 

@@ -35,7 +35,7 @@ TEST(CosignTest, GoldenVectorKeyIdVerifierKeyAndCosignatureLine) {
   auto c = Cosigner::FromSeed(vec["name"].get<std::string>(), Unhex(vec["seed_hex"].get<std::string>()));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->VerifierKey(), vec["vkey"].get<std::string>());
-  EXPECT_EQ(c->KeyFileText(), vec["signer_key"].get<std::string>() + "\n");
+  EXPECT_EQ(*c->KeyFileText(), vec["signer_key"].get<std::string>() + "\n");
   EXPECT_EQ(hash::Hex(std::string_view(reinterpret_cast<const char*>(c->public_key().data()), 32)),
             vec["public_key_hex"].get<std::string>());
   const std::string body = vec["checkpoint"].get<std::string>();
@@ -97,7 +97,7 @@ TEST(CosignTest, TimeZeroAndTimeAbove2To63AreRefused) {
 
 TEST(CosignTest, KeyFileRoundTripsAndALogKeyIsNotAWitnessKey) {
   Cosigner c = Key();
-  auto back = Cosigner::ParseKeyFile(c.KeyFileText());
+  auto back = Cosigner::ParseKeyFile(*c.KeyFileText());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->VerifierKey(), c.VerifierKey());
   auto log = *note::Signer::FromSeed("example.org/log", std::string(32, '\x07'));

@@ -120,21 +120,69 @@ uint32_t KeyId(std::string_view name, const PublicKey& key) {
   return BigEndian32(h.data());
 }
 
-absl::StatusOr<Signer> Signer::FromSeed(std::string_view name, std::string_view seed) {
+namespace {
+
+// A seed and its expanded secret key in this process's memory, wiped when
+// the last Signer or Cosigner holding it goes.
+class InMemoryKey final : public Ed25519Key {
+ public:
+  explicit InMemoryKey(std::string_view seed) {
+    std::memcpy(seed_.data(), seed.data(), seed_.size());
+    crypto_sign_ed25519_seed_keypair(public_key_.data(), secret_key_.data(), seed_.data());
+  }
+  ~InMemoryKey() override {
+    sodium_memzero(seed_.data(), seed_.size());
+    sodium_memzero(secret_key_.data(), secret_key_.size());
+  }
+  InMemoryKey(const InMemoryKey&) = delete;
+  InMemoryKey& operator=(const InMemoryKey&) = delete;
+
+  const PublicKey& public_key() const override { return public_key_; }
+  absl::StatusOr<Signature> Sign(std::string_view message) const override {
+    Signature sig;
+    crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const uint8_t*>(message.data()), message.size(),
+                         secret_key_.data());
+    return sig;
+  }
+  const std::array<uint8_t, 32>* seed() const override { return &seed_; }
+  std::string where() const override { return "a seed in memory"; }
+
+ private:
+  std::array<uint8_t, 32> seed_{};
+  std::array<uint8_t, 64> secret_key_{};
+  PublicKey public_key_{};
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Ed25519Key>> SeedKey(std::string_view seed) {
+  InitSodium();
+  if (seed.size() != 32) return absl::InvalidArgumentError("signing key: Ed25519 seed must be 32 bytes");
+  return std::make_shared<const InMemoryKey>(seed);
+}
+
+absl::StatusOr<Signer> Signer::FromKey(std::string_view name, std::shared_ptr<const Ed25519Key> key) {
   InitSodium();
   if (!IsValidKeyName(name)) {
     return absl::InvalidArgumentError(
         absl::StrCat("key name: '", S(name), "' must be non-empty UTF-8 without spaces or '+'"));
   }
-  if (seed.size() != 32) {
-    return absl::InvalidArgumentError("signing key: Ed25519 seed must be 32 bytes");
-  }
+  if (key == nullptr) return absl::InvalidArgumentError("signing key: none given");
   Signer s;
   s.name_ = std::string(name);
-  std::memcpy(s.seed_.data(), seed.data(), 32);
-  crypto_sign_ed25519_seed_keypair(s.public_key_.data(), s.secret_key_.data(), s.seed_.data());
-  s.key_id_ = KeyId(s.name_, s.public_key_);
+  s.key_ = std::move(key);
+  s.key_id_ = KeyId(s.name_, s.key_->public_key());
   return s;
+}
+
+absl::StatusOr<Signer> Signer::FromSeed(std::string_view name, std::string_view seed) {
+  if (!IsValidKeyName(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key name: '", S(name), "' must be non-empty UTF-8 without spaces or '+'"));
+  }
+  auto key = SeedKey(seed);
+  if (!key.ok()) return key.status();
+  return FromKey(name, *std::move(key));
 }
 
 absl::StatusOr<Signer> Signer::Generate(std::string_view name) {
@@ -169,15 +217,20 @@ absl::StatusOr<Signer> Signer::ParseKeyFile(std::string_view text) {
   return s;
 }
 
-std::string Signer::KeyFileText() const {
+absl::StatusOr<std::string> Signer::KeyFileText() const {
+  const std::array<uint8_t, 32>* seed = key_->seed();
+  if (seed == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("signing key: the key is kept in ", key_->where(), "; it has no key file"));
+  }
   std::string key(1, static_cast<char>(kAlgEd25519));
-  key.append(reinterpret_cast<const char*>(seed_.data()), seed_.size());
+  key.append(reinterpret_cast<const char*>(seed->data()), seed->size());
   return absl::StrCat("PRIVATE+KEY+", name_, "+", Hex8(key_id_), "+", hash::Base64(key), "\n");
 }
 
 std::string Signer::VerifierKey() const {
   std::string key(1, static_cast<char>(kAlgEd25519));
-  key.append(reinterpret_cast<const char*>(public_key_.data()), public_key_.size());
+  key.append(reinterpret_cast<const char*>(public_key().data()), public_key().size());
   return absl::StrCat(name_, "+", Hex8(key_id_), "+", hash::Base64(key));
 }
 
@@ -185,13 +238,14 @@ absl::StatusOr<std::string> Signer::Sign(std::string_view text) const {
   if (text.empty() || text.back() != '\n' || text.find("\n\n") != std::string_view::npos || !IsWellFormedText(text)) {
     return absl::InvalidArgumentError("note text: must be UTF-8 lines each ending in a newline, no blank line");
   }
+  auto signature = key_->Sign(text);
+  if (!signature.ok()) return signature.status();
   uint8_t sig[4 + crypto_sign_BYTES];
   sig[0] = key_id_ >> 24;
   sig[1] = key_id_ >> 16;
   sig[2] = key_id_ >> 8;
   sig[3] = key_id_;
-  crypto_sign_detached(sig + 4, nullptr, reinterpret_cast<const uint8_t*>(text.data()), text.size(),
-                       secret_key_.data());
+  std::memcpy(sig + 4, signature->data(), signature->size());
   return absl::StrCat(S(text), "\n", S(kSigPrefix), name_, " ",
                       hash::Base64(std::string_view(reinterpret_cast<const char*>(sig), sizeof sig)), "\n");
 }

@@ -13,12 +13,14 @@
 // The signer-key form is the one Go's golang.org/x/mod/sumdb/note.NewSigner
 // reads, so an auditor's own tools accept the ledger's key files.
 //
-// Thread-safe: Signer and Verifier are immutable after construction.
+// Thread-safe: Signer and Verifier are immutable after construction (a
+// Signer's key is thread-safe, see Ed25519Key).
 #ifndef LEDGER_FORMAT_NOTE_NOTE_H_
 #define LEDGER_FORMAT_NOTE_NOTE_H_
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,33 +37,66 @@ bool IsValidKeyName(std::string_view name);
 
 uint32_t KeyId(std::string_view name, const PublicKey& key);
 
+using Signature = std::array<uint8_t, 64>;
+
+// An Ed25519 private key, wherever it lives: a seed in this process
+// (SeedKey below, read from a key file), or a token that signs without
+// ever letting the key out (ledger/keys/pkcs11.h). Signer and Cosigner
+// sign through it, so a note is the same bytes whichever holds the key.
+//
+// Implementations MUST be thread-safe: a Log's checkpointer and a
+// witness's request threads sign at once.
+class Ed25519Key {
+ public:
+  virtual ~Ed25519Key() = default;
+
+  virtual const PublicKey& public_key() const = 0;
+  // The RFC 8032 Ed25519 signature of `message`. A token's failure is
+  // UNAVAILABLE (or what the token said); nothing is signed then.
+  virtual absl::StatusOr<Signature> Sign(std::string_view message) const = 0;
+  // The 32-byte seed when this process holds it, so a key file can be
+  // written; nullptr for a key kept in a token.
+  virtual const std::array<uint8_t, 32>* seed() const { return nullptr; }
+  // Where the key is, for logs and errors, with no secret in it: "a seed
+  // in memory", or the token's URI without its PIN.
+  virtual std::string where() const = 0;
+};
+
+// A key held in this process. INVALID_ARGUMENT for a seed that is not 32
+// bytes.
+absl::StatusOr<std::shared_ptr<const Ed25519Key>> SeedKey(std::string_view seed);
+
 class Signer {
  public:
   // INVALID_ARGUMENT for a bad name or a seed that is not 32 bytes.
   static absl::StatusOr<Signer> FromSeed(std::string_view name, std::string_view seed);
+  // Signs with `key` as `name`. INVALID_ARGUMENT for a bad name or no key.
+  static absl::StatusOr<Signer> FromKey(std::string_view name, std::shared_ptr<const Ed25519Key> key);
   // A new random key.
   static absl::StatusOr<Signer> Generate(std::string_view name);
   // Parses the signer-key form above; INVALID_ARGUMENT when malformed or
   // when its key id does not match its key.
   static absl::StatusOr<Signer> ParseKeyFile(std::string_view text);
 
-  std::string KeyFileText() const;
+  // The signer-key form; FAILED_PRECONDITION for a key kept in a token,
+  // whose seed this process never sees.
+  absl::StatusOr<std::string> KeyFileText() const;
   std::string VerifierKey() const;
   const std::string& name() const { return name_; }
   uint32_t key_id() const { return key_id_; }
-  const PublicKey& public_key() const { return public_key_; }
+  const PublicKey& public_key() const { return key_->public_key(); }
+  const Ed25519Key& key() const { return *key_; }
 
   // Signs `text`, which MUST be non-empty, end in "\n" and not contain
-  // "\n\n"; returns the whole signed note.
+  // "\n\n"; returns the whole signed note. A token's failure to sign is
+  // returned as it is.
   absl::StatusOr<std::string> Sign(std::string_view text) const;
 
  private:
   Signer() = default;
 
   std::string name_;
-  std::array<uint8_t, 32> seed_{};
-  std::array<uint8_t, 64> secret_key_{};
-  PublicKey public_key_{};
+  std::shared_ptr<const Ed25519Key> key_;
   uint32_t key_id_ = 0;
 };
 

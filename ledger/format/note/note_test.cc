@@ -54,7 +54,7 @@ TEST(NoteTest, GoDocumentationExampleSignsIdentically) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->VerifierKey(), kGoVerifierKey);
   EXPECT_EQ(*s->Sign(kGoText), kGoNote);
-  EXPECT_EQ(s->KeyFileText(), std::string(kGoSignerKey) + "\n");
+  EXPECT_EQ(*s->KeyFileText(), std::string(kGoSignerKey) + "\n");
 }
 
 TEST(NoteTest, ContractVectorKeyIdVerifierKeyAndCheckpoint) {
@@ -126,7 +126,7 @@ TEST(NoteTest, MalformedNotes) {
 
 TEST(NoteTest, KeyFileRoundTrip) {
   auto s = *Signer::Generate("ledger.example.com/prod");
-  auto back = Signer::ParseKeyFile(s.KeyFileText());
+  auto back = Signer::ParseKeyFile(*s.KeyFileText());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->VerifierKey(), s.VerifierKey());
   EXPECT_EQ(*back->Sign("a\n"), *s.Sign("a\n"));
@@ -302,6 +302,43 @@ TEST(CheckpointTimeTest, RefusesEveryOtherShape) {
                 .status()
                 .message(),
             "checkpoint time: size must be a decimal number without leading zeros");
+}
+
+// A key whose token has gone: fault injection for the signing path.
+class GoneKey final : public Ed25519Key {
+ public:
+  const PublicKey& public_key() const override { return public_key_; }
+  absl::StatusOr<Signature> Sign(std::string_view) const override {
+    return absl::UnavailableError("pkcs11: C_Sign: CKR_DEVICE_REMOVED");
+  }
+  std::string where() const override { return "pkcs11:object=gone"; }
+
+ private:
+  PublicKey public_key_{1};
+};
+
+TEST(SignerTest, AKeyGivenSignsAsTheSameSeedWould) {
+  std::string seed(32, '\x07');
+  auto from_seed = Signer::FromSeed("o.example/x", seed);
+  auto from_key = Signer::FromKey("o.example/x", *SeedKey(seed));
+  ASSERT_TRUE(from_seed.ok() && from_key.ok());
+  EXPECT_EQ(from_key->VerifierKey(), from_seed->VerifierKey());
+  EXPECT_EQ(*from_key->Sign("o.example/x\n1\nAAAA\n"), *from_seed->Sign("o.example/x\n1\nAAAA\n"));
+  EXPECT_EQ(*from_key->KeyFileText(), *from_seed->KeyFileText());
+}
+
+TEST(SignerTest, AKeyThatCannotSignSignsNothing) {
+  auto signer = Signer::FromKey("o.example/x", std::make_shared<GoneKey>());
+  ASSERT_TRUE(signer.ok());
+  auto note = signer->Sign("o.example/x\n1\nAAAA\n");
+  EXPECT_EQ(note.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(note.status().message(), "pkcs11: C_Sign: CKR_DEVICE_REMOVED");
+  auto file = signer->KeyFileText();
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(file.status().message(), "signing key: the key is kept in pkcs11:object=gone; it has no key file");
+  EXPECT_EQ(Signer::FromKey("o.example/x", nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Signer::FromKey("bad name", std::make_shared<GoneKey>()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -13,7 +13,6 @@
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/runmap/runmap.h"
-#include "ledger/storage/log/key_file.h"
 #include "ledger/storage/log/log_testing.h"
 #include "ledger/storage/log/run_heads.h"
 #include "ledger/storage/store/store.h"
@@ -425,29 +424,6 @@ TEST_F(LogTest, GuardFileThatDoesNotVerifyIsRefused) {
                      " is not a checkpoint of 'ledger.test/log' signed by this key: ";
   EXPECT_EQ(message.substr(0, head.size()), head);
   EXPECT_NE(message.find("; to start anyway"), std::string::npos) << message;
-}
-
-TEST(KeyFileTest, CreatedWithMode0600AndNeverOverwritten) {
-  testing::TempDir dir;
-  std::string path = dir.Sub("k");
-  auto created = CreateKeyFile(path, "o.example/x");
-  ASSERT_TRUE(created.ok());
-  struct stat st;
-  ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(CreateKeyFile(path, "o.example/x").status().code(), absl::StatusCode::kAlreadyExists);
-  auto read = ReadKeyFile(path, "o.example/x");
-  ASSERT_TRUE(read.ok());
-  EXPECT_EQ(read->VerifierKey(), created->VerifierKey());
-  EXPECT_EQ(ReadKeyFile(path, "o.example/y").status().code(), absl::StatusCode::kFailedPrecondition);
-}
-
-TEST(KeyFileTest, LoadOrCreateReusesTheDataDirectoryKey) {
-  testing::TempDir dir;
-  auto first = LoadOrCreateKey(dir.path(), "", "o.example/x");
-  auto second = LoadOrCreateKey(dir.path(), "", "o.example/x");
-  ASSERT_TRUE(first.ok() && second.ok());
-  EXPECT_EQ(first->VerifierKey(), second->VerifierKey());
 }
 
 }  // namespace

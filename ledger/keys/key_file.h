@@ -2,15 +2,15 @@
 // ledger/format/note/note.h (Go's note.NewSigner reads it too), file mode 0600.
 //
 // Thread-safe: functions touch only the files they are given.
-#ifndef LEDGER_STORAGE_LOG_KEY_FILE_H_
-#define LEDGER_STORAGE_LOG_KEY_FILE_H_
+#ifndef LEDGER_KEYS_KEY_FILE_H_
+#define LEDGER_KEYS_KEY_FILE_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "ledger/format/note/note.h"
 
-namespace ledger::log {
+namespace ledger::keys {
 
 // Writes a new key named `origin` to `path`, which MUST NOT exist
 // (ALREADY_EXISTS otherwise): an existing key is never overwritten.
@@ -29,6 +29,6 @@ absl::StatusOr<std::string> KeyFileName(const std::string& path);
 absl::StatusOr<note::Signer> LoadOrCreateKey(const std::string& data_dir, const std::string& explicit_path,
                                              const std::string& origin);
 
-}  // namespace ledger::log
+}  // namespace ledger::keys
 
-#endif  // LEDGER_STORAGE_LOG_KEY_FILE_H_
+#endif  // LEDGER_KEYS_KEY_FILE_H_

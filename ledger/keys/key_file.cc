@@ -1,4 +1,4 @@
-#include "ledger/storage/log/key_file.h"
+#include "ledger/keys/key_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,12 +14,14 @@
 #include "absl/strings/str_cat.h"
 #include "util/files/files.h"
 
-namespace ledger::log {
+namespace ledger::keys {
 
 absl::StatusOr<note::Signer> CreateKeyFile(const std::string& path, const std::string& origin) {
   auto signer = note::Signer::Generate(origin);
   if (!signer.ok()) return signer.status();
-  absl::Status s = files::CreateFileDurably(path, signer->KeyFileText(), 0600);
+  auto text = signer->KeyFileText();
+  if (!text.ok()) return text.status();
+  absl::Status s = files::CreateFileDurably(path, *text, 0600);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("signing key: ", s.message()));
   return signer;
 }
@@ -58,4 +60,4 @@ absl::StatusOr<note::Signer> LoadOrCreateKey(const std::string& data_dir, const 
   return CreateKeyFile(path, origin);
 }
 
-}  // namespace ledger::log
+}  // namespace ledger::keys

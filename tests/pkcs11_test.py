@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Keys kept in a PKCS#11 token: a real ledgerd and a real ledger-witness
+sign through SoftHSM2 (Debian's softhsm2), and what they sign is checked by
+tools that never saw the token.
+
+- `ledgerctl keygen --pkcs11 URI` makes the ledger's key in the token and
+  prints its verifier key; asked again for the same label it refuses.
+- `ledger-witness vkey --key URI --name N` prints the witness's verifier key
+  of a token key; the witness cosigns with it.
+- ledgerd `--signing-key URI` signs checkpoints the witness cosigns: the
+  cosigned checkpoint opens with Go's golang.org/x/mod/sumdb/note, a run
+  pack and a seq-range pack pass ledgerctl verify, ledger-verify,
+  verify_pack.py and ledger-verify-go with the token key's verifier key.
+- No key file is on the data directory (that the token will not show the
+  key is keys_test's Pkcs11Test.TheTokenNeverShowsTheKey).
+- Restarted with the same URI the ledger goes on; with a wrong PIN it stops
+  naming the PIN's file; with another key of the token its rollback guard
+  refuses to sign the store's log as someone else (the store's checkpoint
+  was not signed by that key).
+
+Usage: pkcs11_test.py BUILD_DIR"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from ledger_testlib import fail, go_note_open  # noqa: E402
+from policy_pack_test import build_go_verifier  # noqa: E402
+from witnessed_ledger_test import ORIGIN, Ledger, check_cosigned, receipts  # noqa: E402
+
+ROOT = os.path.dirname(HERE)
+MODULE = "/usr/lib/softhsm/libsofthsm2.so"
+
+
+def uri(work, obj, pin="pin"):
+    return "pkcs11:token=ledger;object=%s?module-path=%s&pin-source=file:%s" % (obj, MODULE, os.path.join(work, pin))
+
+
+def make_token(work):
+    tokens = os.path.join(work, "tokens")
+    os.makedirs(tokens)
+    conf = os.path.join(work, "softhsm2.conf")
+    with open(conf, "w") as f:
+        f.write("directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n" % tokens)
+    os.environ["SOFTHSM2_CONF"] = conf  # every process started below reads it
+    subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", "ledger", "--pin", "1234", "--so-pin",
+                    "5678"], check=True, capture_output=True)
+    for name, pin in (("pin", "1234\n"), ("wrong-pin", "9999\n")):
+        fd = os.open(os.path.join(work, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, pin.encode())
+        os.close(fd)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+
+
+def start_witness(build, work, key_uri, vkey_file):
+    data = os.path.join(work, "wA")
+    vkey = run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", data, "--name", "witness-a.example",
+                "--key", key_uri])
+    if vkey.returncode != 0:
+        fail("ledger-witness vkey --key pkcs11:...: %s" % vkey.stderr)
+    out = open(os.path.join(work, "wA.out"), "w")
+    proc = subprocess.Popen([os.path.join(build, "cmd", "ledger-witness"), "--data", data, "--listen", "127.0.0.1:0",
+                             "--name", "witness-a.example", "--key", key_uri, "--log", vkey_file],
+                            stdout=subprocess.PIPE, stderr=out, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("listening on "):
+        fail("ledger-witness with a token key did not start: %s" % open(os.path.join(work, "wA.out")).read())
+    if os.listdir(data) and any(name.endswith(".key") for name in os.listdir(data)):
+        fail("the witness wrote a key file beside its token key: %r" % os.listdir(data))
+    return vkey.stdout.strip(), proc, line.split()[-1]
+
+
+def verify_all(build, work, packs, vkey_file):
+    lvg = build_go_verifier(build)
+    verifiers = [("ledgerctl verify", [os.path.join(build, "cmd", "ledgerctl"), "verify"]),
+                 ("ledger-verify", [os.path.join(build, "cmd", "ledger-verify")]),
+                 ("verify_pack.py", ["/usr/bin/python3", os.path.join(ROOT, "export", "verify", "python",
+                                                                       "verify_pack.py")]),
+                 ("ledger-verify-go", [lvg])]
+    for pack in packs:
+        for name, cmd in verifiers:
+            r = run(cmd + [pack, "--vkey", vkey_file, "--no-progress"])
+            if r.returncode != 0 or not r.stdout.startswith("OK"):
+                fail("%s %s: exit %d %r %r" % (name, os.path.basename(pack), r.returncode, r.stdout, r.stderr[-600:]))
+            print("ok: %s %s: %s" % (name, os.path.basename(pack), r.stdout.splitlines()[0][:100]))
+
+
+def refused_start(build, work, data, key_uri, want):
+    r = run([os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, data), "--origin", ORIGIN,
+             "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--signing-key", key_uri])
+    if r.returncode == 0 or want not in r.stdout + r.stderr:
+        fail("ledgerd with %s: want a refusal saying %r, got exit %d %r" % (key_uri, want, r.returncode,
+                                                                             (r.stdout + r.stderr)[-800:]))
+    print("ok: refused: %s" % want)
+
+
+def main():
+    build = os.path.abspath(sys.argv[1])
+    ctl = os.path.join(build, "cmd", "ledgerctl")
+    with tempfile.TemporaryDirectory() as work:
+        make_token(work)
+        made = run([ctl, "keygen", "--origin", ORIGIN, "--pkcs11", uri(work, "log-key")])
+        if made.returncode != 0:
+            fail("ledgerctl keygen --pkcs11: %s" % made.stderr)
+        log_vkey = made.stdout.strip()
+        again = run([ctl, "keygen", "--origin", ORIGIN, "--pkcs11", uri(work, "log-key")])
+        if again.returncode == 0 or "a key is never replaced" not in again.stderr:
+            fail("a second keygen of the same label: exit %d %r" % (again.returncode, again.stderr))
+        if run([ctl, "keygen", "--origin", "w", "--pkcs11", uri(work, "witness-key")]).returncode != 0:
+            fail("ledgerctl keygen --pkcs11 of the witness's key")
+        print("ok: ledgerctl keygen made two keys in the token (%s); a third of an existing label was refused"
+              % log_vkey)
+
+        vkey_file = os.path.join(work, "log.vkey")
+        with open(vkey_file, "w") as f:
+            f.write(log_vkey + "\n")
+        witness_vkey, witness, address = start_witness(build, work, uri(work, "witness-key"), vkey_file)
+        policy = os.path.join(work, "ledger.policy")
+        with open(policy, "w") as f:
+            f.write("log %s\nwitness A %s http://%s\nquorum A\n" % (log_vkey, witness_vkey, address))
+        ledger = Ledger(build, work, policy, extra=["--signing-key", uri(work, "log-key"),
+                                                    "--witness-quorum-required"])
+        packs = [os.path.join(work, "run.tar.gz"), os.path.join(work, "seq.tar.gz")]
+        try:
+            ledger.ctl("append", "-", stdin=receipts(0, 30))
+            note = ledger.ctl("checkpoint", "--at-least", "30", "--cosignatures", "1", "--timeout-ms", "20000")
+            check_cosigned(note, log_vkey, {"A": witness_vkey})
+            served = ledger.ctl("vkey").strip()
+            if served != log_vkey:
+                fail("ledgerctl vkey %r is not the token key's %r" % (served, log_vkey))
+            print("ok: ledgerd signed with the token's key and the token-keyed witness cosigned: size %s"
+                  % note.split("\n")[1])
+            go_note_open(work, note, log_vkey)
+            print("ok: Go's note.Open verifies the checkpoint the token signed")
+            ledger.ctl("export", "--run", "team-a/run-1", "--out", packs[0])
+            ledger.ctl("export", "--seq", "0:30", "--out", packs[1])
+        finally:
+            ledger.stop()
+        verify_all(build, work, packs, vkey_file)
+
+        data = os.path.join(work, "data")
+        keys = [os.path.join(d, f) for d, _, fs in os.walk(data) for f in fs if f.endswith(".key")]
+        if keys:
+            fail("a key file on the data directory of a token-keyed ledger: %r" % keys)
+        print("ok: no key file on the data directory (%d files)" % sum(len(fs) for _, _, fs in os.walk(data)))
+
+        # Restarted with the same key it goes on from its store.
+        ledger = Ledger(build, work, policy, extra=["--signing-key", uri(work, "log-key")])
+        try:
+            ledger.ctl("append", "-", stdin=receipts(30, 5))
+            note = ledger.ctl("checkpoint", "--at-least", "35", "--timeout-ms", "20000")
+            if int(note.split("\n")[1]) < 35:
+                fail("the restarted ledger's checkpoint: %r" % note)
+        finally:
+            ledger.stop()
+        print("ok: restarted with the same token key it signed size %s" % note.split("\n")[1])
+        refused_start(build, work, "data", uri(work, "log-key", pin="wrong-pin"),
+                      "refused the PIN in %s" % os.path.join(work, "wrong-pin"))
+        refused_start(build, work, "data", uri(work, "witness-key"), "was not signed by this key")
+        refused_start(build, work, "other", uri(work, "log-key").replace("module-path=", "pin-value=1234&module-path="),
+                      "pin-value: a PIN on a command line")
+        if os.path.exists(os.path.join(work, "other", "signing.key")):
+            fail("a refused start wrote a key file")
+        witness.terminate()
+        witness.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    start = time.time()
+    main()
+    print("ok: pkcs11 in %.1f s" % (time.time() - start))
