@@ -83,3 +83,40 @@ def go_note_open(work, cosigned, log_vkey, cosignatures=1):
     want_tail = "verified %s %s\nunverified %d\n" % (name, key_id, cosignatures)
     if r.returncode != 0 or not r.stdout.endswith(want_tail):
         fail("Go's note.Open on the cosigned checkpoint: %r %r" % (r.stdout, r.stderr))
+
+
+SOFTHSM_MODULE = "/usr/lib/softhsm/libsofthsm2.so"
+
+
+class SoftToken:
+    """A SoftHSM2 token (Debian's softhsm2) of its own under `work`, labelled
+    "ledger", PIN in `work`/pin: the PKCS#11 token tests keep keys in.
+    Every process started after it reads it (SOFTHSM2_CONF)."""
+
+    def __init__(self, work):
+        self.work = work
+        tokens = os.path.join(work, "tokens")
+        os.makedirs(tokens)
+        conf = os.path.join(work, "softhsm2.conf")
+        with open(conf, "w") as f:
+            f.write("directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n" % tokens)
+        os.environ["SOFTHSM2_CONF"] = conf
+        subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", "ledger", "--pin", "1234", "--so-pin",
+                        "5678"], check=True, capture_output=True)
+        for name, pin in (("pin", "1234\n"), ("wrong-pin", "9999\n")):
+            fd = os.open(os.path.join(work, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, pin.encode())
+            os.close(fd)
+
+    def uri(self, obj, pin="pin"):
+        return "pkcs11:token=ledger;object=%s?module-path=%s&pin-source=file:%s" % (
+            obj, SOFTHSM_MODULE, os.path.join(self.work, pin))
+
+    def keygen(self, build, origin, obj):
+        """A new key `obj` in the token (ledgerctl keygen --pkcs11): its
+        log verifier key for `origin`."""
+        r = subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "keygen", "--origin", origin, "--pkcs11",
+                            self.uri(obj)], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail("ledgerctl keygen --pkcs11 %s: %s" % (obj, r.stderr))
+        return r.stdout.strip()

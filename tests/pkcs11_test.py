@@ -27,31 +27,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ledger_testlib import fail, go_note_open  # noqa: E402
+from ledger_testlib import SoftToken, fail, go_note_open  # noqa: E402
 from policy_pack_test import build_go_verifier  # noqa: E402
 from witnessed_ledger_test import ORIGIN, Ledger, check_cosigned, receipts  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
-MODULE = "/usr/lib/softhsm/libsofthsm2.so"
-
-
-def uri(work, obj, pin="pin"):
-    return "pkcs11:token=ledger;object=%s?module-path=%s&pin-source=file:%s" % (obj, MODULE, os.path.join(work, pin))
-
-
-def make_token(work):
-    tokens = os.path.join(work, "tokens")
-    os.makedirs(tokens)
-    conf = os.path.join(work, "softhsm2.conf")
-    with open(conf, "w") as f:
-        f.write("directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n" % tokens)
-    os.environ["SOFTHSM2_CONF"] = conf  # every process started below reads it
-    subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", "ledger", "--pin", "1234", "--so-pin",
-                    "5678"], check=True, capture_output=True)
-    for name, pin in (("pin", "1234\n"), ("wrong-pin", "9999\n")):
-        fd = os.open(os.path.join(work, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, pin.encode())
-        os.close(fd)
 
 
 def run(cmd, **kw):
@@ -104,15 +84,16 @@ def main():
     build = os.path.abspath(sys.argv[1])
     ctl = os.path.join(build, "cmd", "ledgerctl")
     with tempfile.TemporaryDirectory() as work:
-        make_token(work)
-        made = run([ctl, "keygen", "--origin", ORIGIN, "--pkcs11", uri(work, "log-key")])
+        token = SoftToken(work)
+        uri = token.uri
+        made = run([ctl, "keygen", "--origin", ORIGIN, "--pkcs11", uri("log-key")])
         if made.returncode != 0:
             fail("ledgerctl keygen --pkcs11: %s" % made.stderr)
         log_vkey = made.stdout.strip()
-        again = run([ctl, "keygen", "--origin", ORIGIN, "--pkcs11", uri(work, "log-key")])
+        again = run([ctl, "keygen", "--origin", ORIGIN, "--pkcs11", uri("log-key")])
         if again.returncode == 0 or "a key is never replaced" not in again.stderr:
             fail("a second keygen of the same label: exit %d %r" % (again.returncode, again.stderr))
-        if run([ctl, "keygen", "--origin", "w", "--pkcs11", uri(work, "witness-key")]).returncode != 0:
+        if run([ctl, "keygen", "--origin", "w", "--pkcs11", uri("witness-key")]).returncode != 0:
             fail("ledgerctl keygen --pkcs11 of the witness's key")
         print("ok: ledgerctl keygen made two keys in the token (%s); a third of an existing label was refused"
               % log_vkey)
@@ -120,11 +101,11 @@ def main():
         vkey_file = os.path.join(work, "log.vkey")
         with open(vkey_file, "w") as f:
             f.write(log_vkey + "\n")
-        witness_vkey, witness, address = start_witness(build, work, uri(work, "witness-key"), vkey_file)
+        witness_vkey, witness, address = start_witness(build, work, uri("witness-key"), vkey_file)
         policy = os.path.join(work, "ledger.policy")
         with open(policy, "w") as f:
             f.write("log %s\nwitness A %s http://%s\nquorum A\n" % (log_vkey, witness_vkey, address))
-        ledger = Ledger(build, work, policy, extra=["--signing-key", uri(work, "log-key"),
+        ledger = Ledger(build, work, policy, extra=["--signing-key", uri("log-key"),
                                                     "--witness-quorum-required"])
         packs = [os.path.join(work, "run.tar.gz"), os.path.join(work, "seq.tar.gz")]
         try:
@@ -151,7 +132,7 @@ def main():
         print("ok: no key file on the data directory (%d files)" % sum(len(fs) for _, _, fs in os.walk(data)))
 
         # Restarted with the same key it goes on from its store.
-        ledger = Ledger(build, work, policy, extra=["--signing-key", uri(work, "log-key")])
+        ledger = Ledger(build, work, policy, extra=["--signing-key", uri("log-key")])
         try:
             ledger.ctl("append", "-", stdin=receipts(30, 5))
             note = ledger.ctl("checkpoint", "--at-least", "35", "--timeout-ms", "20000")
@@ -160,10 +141,10 @@ def main():
         finally:
             ledger.stop()
         print("ok: restarted with the same token key it signed size %s" % note.split("\n")[1])
-        refused_start(build, work, "data", uri(work, "log-key", pin="wrong-pin"),
+        refused_start(build, work, "data", uri("log-key", pin="wrong-pin"),
                       "refused the PIN in %s" % os.path.join(work, "wrong-pin"))
-        refused_start(build, work, "data", uri(work, "witness-key"), "was not signed by this key")
-        refused_start(build, work, "other", uri(work, "log-key").replace("module-path=", "pin-value=1234&module-path="),
+        refused_start(build, work, "data", uri("witness-key"), "was not signed by this key")
+        refused_start(build, work, "other", uri("log-key").replace("module-path=", "pin-value=1234&module-path="),
                       "pin-value: a PIN on a command line")
         if os.path.exists(os.path.join(work, "other", "signing.key")):
             fail("a refused start wrote a key file")

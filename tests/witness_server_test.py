@@ -29,13 +29,14 @@ ORIGIN = "witness-test.example/log"
 
 
 class WitnessProcess:
-    def __init__(self, build, data, log_vkey_files, name=None, listen="127.0.0.1:0"):
+    def __init__(self, build, data, log_vkey_files, name=None, listen="127.0.0.1:0", extra=()):
         self.out_path = data + ".out"
         args = [os.path.join(build, "cmd", "ledger-witness"), "--data", data, "--listen", listen]
         for f in log_vkey_files:
             args += ["--log", f]
         if name:
             args += ["--name", name]
+        args += list(extra)
         self.out = open(self.out_path, "ab")
         self.proc = subprocess.Popen(args, stdout=self.out, stderr=self.out)
         self.address = None
@@ -67,8 +68,8 @@ def expect(what, got, status, body=None, content_type=None):
     print("ok: %s -> %d %s" % (what, got[0], got[2].strip()[:90]))
 
 
-def witness_vkey(build, data):
-    return subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", data],
+def witness_vkey(build, data, extra=()):
+    return subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", data] + list(extra),
                           check=True, capture_output=True, text=True).stdout.strip()
 
 

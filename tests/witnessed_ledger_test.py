@@ -25,8 +25,15 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tlog_spec as t  # noqa: E402
-from ledger_testlib import Certificates, fail  # noqa: E402
+from ledger_testlib import Certificates, SoftToken, fail  # noqa: E402
 from witness_server_test import WitnessProcess, witness_vkey  # noqa: E402
+
+# With LEDGER_TEST_KEYS=pkcs11 every key of this suite, the ledgers' and the
+# witnesses', is made in a SoftHSM2 token and used through its PKCS#11 URI:
+# the same checks then hold for keys that never leave a token.
+TOKEN = None
+TOKEN_LOG_KEYS = {}  # a ledger's data directory -> its key's URI
+BUILD = None
 
 ORIGIN = "witnessed.example/log"
 
@@ -46,7 +53,8 @@ class Ledger:
         self.proc = subprocess.Popen(
             [os.path.join(build, "cmd", "ledgerd"), "--data", os.path.join(work, data), "--origin", ORIGIN,
              "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "50",
-             "--witness-policy", policy] + list(extra), stdout=self.out, stderr=self.out)
+             "--witness-policy", policy] + token_key_args(os.path.join(work, data)) + list(extra),
+            stdout=self.out, stderr=self.out)
         self.addr = self.http = None
         for _ in range(200):
             text = open(self.out_path).read()
@@ -78,9 +86,33 @@ class Ledger:
         self.out.close()
 
 
+def token_key_args(data):
+    """The ledger's --signing-key when its key is in the token."""
+    uri = TOKEN_LOG_KEYS.get(os.path.abspath(data))
+    return ["--signing-key", uri] if uri else []
+
+
+def witness_key_args(data, name):
+    """A witness's --key and --name when its key is in the token (made on
+    first use)."""
+    if TOKEN is None:
+        return []
+    obj = "witness-" + os.path.basename(data)
+    if not os.path.exists(os.path.join(TOKEN.work, obj + ".made")):
+        TOKEN.keygen(BUILD, "unused", obj)
+        open(os.path.join(TOKEN.work, obj + ".made"), "w").close()
+    return ["--key", TOKEN.uri(obj), "--name", name]
+
+
 def write_log_key(data, seed=None):
     """The ledger's signing key, made here so the witnesses can be told its
-    verifier key before the ledger starts (Go's note signer-key form)."""
+    verifier key before the ledger starts (Go's note signer-key form); in
+    the token with LEDGER_TEST_KEYS=pkcs11."""
+    if TOKEN is not None:
+        os.makedirs(data, exist_ok=True)
+        obj = "log-" + os.path.basename(data)
+        TOKEN_LOG_KEYS[os.path.abspath(data)] = TOKEN.uri(obj)
+        return TOKEN.keygen(BUILD, ORIGIN, obj)
     seed = seed or os.urandom(32)
     key = t.LogKey(ORIGIN, seed)
     os.makedirs(data, exist_ok=True)
@@ -166,10 +198,11 @@ def tls_witness(build, work):
     with open(os.path.join(work, "tls-log.vkey"), "w") as f:
         f.write(log_vkey + "\n")
     data = os.path.join(work, "wT")
-    vkey = witness_vkey(build, data)
+    key_args = witness_key_args(data, "witness-t.example")
+    vkey = witness_vkey(build, data, key_args)
     w = subprocess.Popen([os.path.join(build, "cmd", "ledger-witness"), "--data", data, "--listen", "127.0.0.1:0",
                           "--log", os.path.join(work, "tls-log.vkey"), "--tls-cert", server_cert, "--tls-key",
-                          server_key, "--client-ca", certs.ca, "--health-listen", "127.0.0.1:0"],
+                          server_key, "--client-ca", certs.ca, "--health-listen", "127.0.0.1:0"] + key_args,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     address = w.stdout.readline().split()[-1]
     health_port(w.stdout.readline(), address)
@@ -214,16 +247,21 @@ def start_witnesses(build, work, names, vkey_file):
     vkeys, procs = {}, {}
     for name in names:
         data = os.path.join(work, "w" + name)
+        key_args = witness_key_args(data, "witness-%s.example" % name.lower())
         subprocess.run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", data, "--name",
-                        "witness-%s.example" % name.lower()], check=True, capture_output=True)
-        vkeys[name] = witness_vkey(build, data)
-        procs[name] = WitnessProcess(build, data, [vkey_file])
+                        "witness-%s.example" % name.lower()] + key_args, check=True, capture_output=True)
+        vkeys[name] = witness_vkey(build, data, key_args)
+        procs[name] = WitnessProcess(build, data, [vkey_file], extra=key_args)
     return vkeys, procs
 
 
 def main():
-    build = os.path.abspath(sys.argv[1])
+    global BUILD, TOKEN
+    build = BUILD = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as work:
+        if os.environ.get("LEDGER_TEST_KEYS") == "pkcs11":
+            TOKEN = SoftToken(os.path.join(work, "token"))
+            print("ok: every key of this run is in a SoftHSM2 token (LEDGER_TEST_KEYS=pkcs11)")
         log_vkey = write_log_key(os.path.join(work, "data"))
         with open(os.path.join(work, "log.vkey"), "w") as f:
             f.write(log_vkey + "\n")
@@ -291,7 +329,8 @@ def main():
             # size it cosigned before the kill (a consistency proof, no 409).
             address = procs["B"].address
             procs["B"] = WitnessProcess(build, os.path.join(work, "wB"), [os.path.join(work, "log.vkey")],
-                                        listen=address)
+                                        listen=address,
+                                        extra=witness_key_args(os.path.join(work, "wB"), "witness-b.example"))
             ledger.ctl("append", "-", stdin=receipts(70, 5))
             note = ledger.ctl("checkpoint", "--at-least", "75", "--cosignatures", "2", "--timeout-ms", "30000")
             check_cosigned(note, log_vkey, {"A": vkeys["A"], "B": vkeys["B"]})
@@ -302,6 +341,13 @@ def main():
             for p in procs.values():
                 p.kill(signal.SIGTERM)
         tls_witness(build, work)
+        if TOKEN is not None:
+            files = [os.path.join(d, f) for d, _, fs in os.walk(work) for f in fs]
+            keys = [f for f in files if open(f, "rb").read(12) == b"PRIVATE+KEY+"]
+            if keys:
+                fail("note key files beside the token's keys: %r" % keys)
+            print("ok: none of the %d files written holds a note key (PRIVATE+KEY+...); every key stayed in the "
+                  "token" % len(files))
     print("PASS")
 
 
