@@ -10,21 +10,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ledger/format/cosign/internal/codec.h"
 #include "ledger/format/hash/hash.h"
 
 namespace ledger::cosign {
-namespace {
-
-constexpr std::string_view kSigPrefix = "\xe2\x80\x94 ";  // "— "
-constexpr uint64_t kMaxTime = std::numeric_limits<int64_t>::max();
-constexpr size_t kCosignatureBytes = 4 + 8 + crypto_sign_BYTES;
+namespace internal {
 
 void InitSodium() {
   static const bool ok = sodium_init() >= 0;
   if (!ok) std::abort();
 }
-
-std::string S(std::string_view v) { return std::string(v); }
 
 std::string Hex8(uint32_t id) {
   char buf[9];
@@ -48,6 +43,41 @@ uint64_t BigEndian64(const uint8_t* p) {
   return v;
 }
 
+bool Split3(std::string_view s, std::string_view out[3]) {
+  size_t a = s.find('+');
+  if (a == std::string_view::npos) return false;
+  size_t b = s.find('+', a + 1);
+  if (b == std::string_view::npos) return false;
+  out[0] = s.substr(0, a);
+  out[1] = s.substr(a + 1, b - a - 1);
+  out[2] = s.substr(b + 1);
+  return true;
+}
+
+std::string TimestampedData(uint32_t key_id, uint64_t time, const uint8_t* signature) {
+  std::string out(kTimestampedBytes, '\0');
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>(key_id >> (24 - 8 * i));
+  for (int i = 0; i < 8; ++i) out[4 + i] = static_cast<char>(time >> (56 - 8 * i));
+  std::memcpy(out.data() + 12, signature, 64);
+  return out;
+}
+
+}  // namespace internal
+
+namespace {
+
+std::string S(std::string_view v) { return std::string(v); }
+
+constexpr std::string_view kSigPrefix = "\xe2\x80\x94 ";  // "— "
+using internal::BigEndian32;
+using internal::BigEndian64;
+using internal::Hex8;
+using internal::InitSodium;
+using internal::kMaxTime;
+using internal::ParseHex8;
+using internal::Split3;
+constexpr size_t kCosignatureBytes = internal::kTimestampedBytes;
+
 bool IsNoteText(std::string_view text) {
   return !text.empty() && text.back() == '\n' && text.find("\n\n") == std::string_view::npos;
 }
@@ -67,18 +97,6 @@ absl::Status ParseKeyParts(std::string_view what, std::string_view name, std::st
   }
   *key = bytes->substr(1);
   return absl::OkStatus();
-}
-
-// Splits "a+b+rest" into three parts (base64 may hold '+').
-bool Split3(std::string_view s, std::string_view out[3]) {
-  size_t a = s.find('+');
-  if (a == std::string_view::npos) return false;
-  size_t b = s.find('+', a + 1);
-  if (b == std::string_view::npos) return false;
-  out[0] = s.substr(0, a);
-  out[1] = s.substr(a + 1, b - a - 1);
-  out[2] = s.substr(b + 1);
-  return true;
 }
 
 }  // namespace
@@ -215,12 +233,8 @@ absl::StatusOr<std::string> Cosigner::Cosign(std::string_view body, uint64_t tim
   std::string message = SignedMessage(body, time);
   auto signature = key_->Sign(message);
   if (!signature.ok()) return signature.status();
-  uint8_t sig[kCosignatureBytes];
-  for (int i = 0; i < 4; ++i) sig[i] = static_cast<uint8_t>(key_id_ >> (24 - 8 * i));
-  for (int i = 0; i < 8; ++i) sig[4 + i] = static_cast<uint8_t>(time >> (56 - 8 * i));
-  std::memcpy(sig + 12, signature->data(), signature->size());
   return absl::StrCat(S(kSigPrefix), name_, " ",
-                      hash::Base64(std::string_view(reinterpret_cast<const char*>(sig), sizeof sig)), "\n");
+                      hash::Base64(internal::TimestampedData(key_id_, time, signature->data())), "\n");
 }
 
 absl::StatusOr<CosignatureVerifier> CosignatureVerifier::Parse(std::string_view vkey) {
