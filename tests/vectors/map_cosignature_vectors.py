@@ -13,8 +13,9 @@ The file holds:
 - `refused`: lines a verifier must refuse or ignore on that note, each with
   what it must say (`refusal`: "ignored" when the line is not the monitor's,
   else the first words of the refusal);
-- `policies`: tlog-policy texts with monitor lines, which sets of monitors'
-  cosignatures meet each, and texts a parser must refuse.
+- `policies`: tlog-policy texts with monitor lines (each with the quorum
+  line section 5b requires), which sets of monitors' cosignatures meet
+  each, and texts a parser must refuse.
 
 Usage: map_cosignature_vectors.py [--write]
   without --write, recomputes the file and compares it with the stored one;
@@ -117,14 +118,15 @@ def build():
     policy_head = "log %s\n" % times["verifier_key"]
     policies = [
         {"text": policy_head + "".join("monitor %s %s\n" % (n.split("/")[1], k.vkey()) for n, k in m.items())
-         + "monitor-quorum 2\n",
+         + "monitor-quorum 2\nquorum none\n",
          "meets": [["m1", "m2"], ["m1", "m3"], ["m2", "m3"], ["m1", "m2", "m3"]],
          "does_not_meet": [[], ["m1"], ["m2"], ["m3"]]},
-        {"text": policy_head + "monitor m1 %s https://monitor.example/m1\nmonitor m2 %s\n"
+        {"text": policy_head + "monitor m1 %s https://monitor.example/m1\nmonitor m2 %s\nquorum none\n"
          % (monitor.vkey(), other.vkey()),
          "comment": "no monitor-quorum line: all",
          "meets": [["m1", "m2"]], "does_not_meet": [["m1"], ["m2"]]},
-        {"text": policy_head + "monitor m1 %s\nmonitor m2 %s\nmonitor-quorum any\n" % (monitor.vkey(), other.vkey()),
+        {"text": policy_head + "monitor m1 %s\nmonitor m2 %s\nmonitor-quorum any\nquorum none\n"
+         % (monitor.vkey(), other.vkey()),
          "meets": [["m1"], ["m2"], ["m1", "m2"]], "does_not_meet": [[]]},
     ]
     invalid = [
@@ -132,7 +134,7 @@ def build():
          "text": policy_head + "monitor m1 %s\n" % as_witness.vkey()},
         {"what": "a monitor named in a group",
          "text": policy_head + "witness w1 %s\nmonitor m1 %s\ngroup g any w1 m1\nquorum g\n"
-         % (as_witness.vkey().replace(monitor.name, "witness.example/w1"), monitor.vkey())},
+         % (Key("witness.example/w1", bytes(range(0x81, 0xa1)), b"\x04").vkey(), monitor.vkey())},
         {"what": "the quorum naming a monitor",
          "text": policy_head + "monitor m1 %s\nquorum m1\n" % monitor.vkey()},
         {"what": "monitor-quorum above the number of monitors",
@@ -150,6 +152,9 @@ def build():
          "text": policy_head + "witness m1 %s\nmonitor m1 %s\n" % (as_witness.vkey(), monitor.vkey())},
         {"what": "monitor-quorum without monitors", "text": policy_head + "monitor-quorum any\n"},
     ]
+    for p in invalid:  # each broken by its monitor lines alone, never by a missing quorum line
+        if "\nquorum " not in p["text"]:
+            p["text"] += "quorum none\n"
     # The policies' cosignature lines, by policy name, at one time.
     policy_lines = {n.split("/")[1]: k.line(text, later) for n, k in m.items()}
 
