@@ -172,6 +172,7 @@ struct PackExport {
         lease(options.lease),
         unknown_grace_ms(options.unknown_grace_ms),
         cosign(options.cosign),
+        map_cosign(options.map_cosign),
         empty(options.empty),
         progress(options.progress),
         pack_format(options.pack_format) {}
@@ -229,6 +230,7 @@ struct PackExport {
   Staging::Lease* const lease;
   const uint64_t unknown_grace_ms;
   const CosignFn& cosign;
+  const CosignFn& map_cosign;
   const EmptyScope empty;
   const ProgressFn& progress;
   const int pack_format;
@@ -247,6 +249,7 @@ struct PackExport {
   // through it.
   std::optional<log::LogView> view;
   std::string checkpoint_file;  // the checkpoint with the cosignatures held for it
+  std::string time_note_file;   // its time note with the monitors' map cosignatures held for it
   uint64_t size = 0;
   manifest::Manifest header;              // all but the files
   uint64_t window_lo = 0, window_hi = 0;  // a team window's seqs [lo, hi)
@@ -307,6 +310,13 @@ absl::Status PackExport::Prepare() {
     if (!cosigned.ok())
       return absl::Status(cosigned.status().code(), absl::StrCat("export: ", cosigned.status().message()));
     checkpoint_file = *std::move(cosigned);
+  }
+  time_note_file = cp->time_note;
+  if (map_cosign) {
+    auto cosigned = map_cosign(cp->time_note);
+    if (!cosigned.ok())
+      return absl::Status(cosigned.status().code(), absl::StrCat("export: ", cosigned.status().message()));
+    time_note_file = *std::move(cosigned);
   }
   size = cp->size;
   header.origin = log.origin();
@@ -567,7 +577,7 @@ absl::Status PackExport::WriteSmallFiles() {
            {proofs_name(), proofs->file()}};
   if (auto s = WriteFile(files[pack::kCheckpoint].path, checkpoint_file); !s.ok()) return s;
   files[pack::kCheckpointTime] = {Path(pack::kCheckpointTime)};
-  if (auto s = WriteFile(files[pack::kCheckpointTime].path, cp->time_note); !s.ok()) return s;
+  if (auto s = WriteFile(files[pack::kCheckpointTime].path, time_note_file); !s.ok()) return s;
   if (run_head.has_value()) {
     files[pack::kRunHead] = {Path(pack::kRunHead)};
     if (auto s = WriteFile(files[pack::kRunHead].path, runmap::EncodeProof(*run_head) + "\n"); !s.ok()) return s;

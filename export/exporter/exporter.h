@@ -47,7 +47,9 @@ using Scope = manifest::Scope;
 // With `cosign`, the pack's `checkpoint` file is cosign(the signed
 // checkpoint): the note with the witnesses' cosignature lines held for it
 // (CONTRACT section 7, "Witnessed packs"); its error fails the export,
-// nothing written.
+// nothing written. With `map_cosign`, the pack's `checkpoint-time` file is
+// map_cosign(the signed time note): the note with the monitors' map
+// cosignatures held for it (CONTRACT section 5c), likewise.
 //
 // A scope with no entry (a run no entry names, a window with none of the
 // team's entries) is written as a pack of none, which proves it (an
@@ -79,6 +81,7 @@ struct ExportOptions {
   Staging::Lease* lease = nullptr;
   uint64_t unknown_grace_ms = kDefaultUnknownGraceMs;
   CosignFn cosign = nullptr;
+  CosignFn map_cosign = nullptr;
   EmptyScope empty = EmptyScope::kWrite;
   ProgressFn progress = nullptr;
   int pack_format = kLatestPackFormat;  // 5 or 6; INVALID_ARGUMENT otherwise

@@ -13,11 +13,9 @@
 namespace ledger::verify {
 namespace {
 
-// "witnessed: quorum Q met; cosigned by A at 2026-01-01T00:00:00Z (1767225600), B at ...\n"
-std::string WitnessedLine(const std::string& quorum, const std::vector<tlogpolicy::Cosigned>& cosigned) {
-  std::string out = absl::StrCat("witnessed: quorum ", quorum, " met; ");
-  if (cosigned.empty()) return out + "no cosignature\n";
-  out += "cosigned by ";
+// "A at 2026-01-01T00:00:00Z (1767225600), B at ...": who cosigned, when.
+std::string Cosigners(const std::vector<tlogpolicy::Cosigned>& cosigned) {
+  std::string out;
   for (size_t i = 0; i < cosigned.size(); ++i) {
     absl::StrAppend(
         &out, i ? ", " : "", text::TerminalEscape(cosigned[i].witness), " at ",
@@ -25,7 +23,20 @@ std::string WitnessedLine(const std::string& quorum, const std::vector<tlogpolic
                          absl::UTCTimeZone()),
         " (", cosigned[i].time, ")");
   }
-  return out + "\n";
+  return out;
+}
+
+// "witnessed: quorum Q met; cosigned by A at 2026-01-01T00:00:00Z (1767225600), B at ...\n"
+std::string WitnessedLine(const std::string& quorum, const std::vector<tlogpolicy::Cosigned>& cosigned) {
+  std::string out = absl::StrCat("witnessed: quorum ", quorum, " met; ");
+  if (cosigned.empty()) return out + "no cosignature\n";
+  return absl::StrCat(out, "cosigned by ", Cosigners(cosigned), "\n");
+}
+
+// "monitored: monitor-quorum 2 of 3 met; map cosigned by m1 at 2026-01-01T00:00:00Z (1767225600), ...\n"
+std::string MonitoredLine(size_t quorum, size_t monitors, const std::vector<tlogpolicy::Cosigned>& cosigned) {
+  return absl::StrCat("monitored: monitor-quorum ", quorum, " of ", monitors, " met; map cosigned by ",
+                      Cosigners(cosigned), "\n");
 }
 
 }  // namespace
@@ -135,6 +146,13 @@ nlohmann::json Result::Json() const {
       j["witnessed"]["cosigned"].push_back({{"witness", c.witness}, {"time", c.time}});
     }
   }
+  if (monitor_quorum) {
+    j["monitored"] = {
+        {"monitor_quorum", *monitor_quorum}, {"monitors", monitors}, {"cosigned", nlohmann::json::array()}};
+    for (const tlogpolicy::Cosigned& c : monitored) {
+      j["monitored"]["cosigned"].push_back({{"monitor", c.witness}, {"time", c.time}});
+    }
+  }
   if (!leader_epochs.empty()) j["leader_epochs"] = leader_epochs;
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
@@ -161,6 +179,7 @@ std::string Result::Summary() const {
                                  : ", signing time: not stated (checkpoint signed before the ledger signed times)",
                     ".\n");
     if (quorum) absl::StrAppend(&out, WitnessedLine(*quorum, cosigned));
+    if (monitor_quorum) absl::StrAppend(&out, MonitoredLine(*monitor_quorum, monitors, monitored));
     if (since_size.has_value()) {
       absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
                       e(since_root), since_given ? " (the one given with --since)" : "", ".\n");

@@ -202,6 +202,27 @@ absl::StatusOr<Witnessed> CheckWitnesses(const tlogpolicy::Policy& policy, const
   return witnessed;
 }
 
+// The checks of a policy's monitors on the pack's checkpoint-time note
+// (CONTRACT section 5c), once its signature and checkpoint hold: every line
+// of a policy monitor verifies, and monitor-quorum is met. The failure, or
+// "" with `told` saying who cosigned.
+std::string CheckMonitors(const tlogpolicy::Policy& policy, const std::string* time_note, Result* told) {
+  if (time_note == nullptr) return "missing: the policy's monitors cosign the checkpoint-time note";
+  auto evaluation = policy.EvaluateMonitors(*time_note);
+  if (!evaluation.ok()) return std::string(evaluation.status().message());
+  if (!evaluation->quorum) {
+    std::vector<std::string> by;
+    for (const tlogpolicy::Cosigned& c : evaluation->cosigned) by.push_back(c.witness);
+    return absl::StrCat("the policy's monitor-quorum ", policy.monitor_quorum(), " of ", policy.monitors().size(),
+                        " is not met: no map cosignature from ", absl::StrJoin(evaluation->missing, ", "),
+                        by.empty() ? "" : "; cosigned by " + absl::StrJoin(by, ", "));
+  }
+  told->monitor_quorum = policy.monitor_quorum();
+  told->monitors = policy.monitors().size();
+  told->monitored = evaluation->cosigned;
+  return "";
+}
+
 // A scope as asked for with --expect-scope, for messages: a team window's
 // seqs are found by the exporter, not asked for.
 std::string AskedScopeJson(const Scope& s) {
@@ -386,6 +407,11 @@ Step<Timed> CheckConsistencyAndTime(const std::string* consistency, const std::s
   if (std::string failure = CheckTime(keyed.verifier, checkpointed.cp, keyed.manifest, time_note, &told);
       !failure.empty()) {
     return Fail(told, pack::kCheckpointTime, -1, failure);
+  }
+  if (options.policy && !options.policy->monitors().empty()) {
+    if (std::string failure = CheckMonitors(*options.policy, time_note, &told); !failure.empty()) {
+      return Fail(told, pack::kCheckpointTime, -1, failure);
+    }
   }
   std::optional<int64_t> since_time;
   if (since->note) since_time = since->note->time_us;

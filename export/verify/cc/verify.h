@@ -164,6 +164,12 @@ struct Result {
   // verified, in policy order.
   std::optional<std::string> quorum;
   std::vector<tlogpolicy::Cosigned> cosigned;
+  // Under a policy naming monitors (CONTRACT section 5c): its
+  // monitor-quorum (met) of how many monitors, and the monitors whose map
+  // cosignature of the checkpoint-time note verified, in policy order.
+  std::optional<size_t> monitor_quorum;
+  size_t monitors = 0;
+  std::vector<tlogpolicy::Cosigned> monitored;
   // When !ok: the first failing item.
   std::string file;
   int64_t seq = -1;

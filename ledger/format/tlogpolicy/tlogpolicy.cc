@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <set>
 
 #include "absl/status/status.h"
@@ -37,8 +38,9 @@ std::string KeyMaterial(std::string_view vkey) {
 
 absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
   Policy p;
-  std::set<std::string> names, log_keys, witness_keys;
+  std::set<std::string> names, log_keys, witness_keys, monitor_names, monitor_keys;
   bool has_quorum = false;
+  bool has_monitor_quorum = false;
   size_t number = 0;
   size_t line_of_byte = 1;
   for (unsigned char c : text) {
@@ -59,6 +61,12 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
     std::vector<std::string_view> f = Fields(line);
     if (f.empty() || f[0].starts_with("#")) continue;
     auto defined = [&](std::string_view name) { return names.count(S(name)) > 0; };
+    auto monitor = [&](std::string_view name) { return monitor_names.count(S(name)) > 0; };
+    auto not_a_monitor = [&](std::string_view name, std::string_view where) -> std::optional<absl::Status> {
+      if (!monitor(name)) return std::nullopt;
+      return bad(absl::StrCat("'", S(name), "' is a monitor; ", S(where),
+                              " names witnesses and groups (monitors count in monitor-quorum)"));
+    };
     if (f[0] == "log") {
       if (f.size() < 2 || f.size() > 3) return bad("want 'log <vkey> [<url>]'");
       auto key = note::Verifier::Parse(f[1]);
@@ -82,6 +90,7 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
       g.name = S(f[1]);
       std::set<std::string> seen;
       for (size_t i = 3; i < f.size(); ++i) {
+        if (auto s = not_a_monitor(f[i], "a group"); s) return *s;
         if (!defined(f[i])) return bad(absl::StrCat("member '", S(f[i]), "' is not defined on an earlier line"));
         if (!seen.insert(S(f[i])).second) return bad(absl::StrCat("member '", S(f[i]), "' is listed twice"));
         g.members.push_back(S(f[i]));
@@ -102,15 +111,45 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
     } else if (f[0] == "quorum") {
       if (f.size() != 2) return bad("want 'quorum <name>'");
       if (has_quorum) return bad("a second quorum line");
+      if (auto s = not_a_monitor(f[1], "the quorum"); s) return *s;
       if (f[1] != "none" && !defined(f[1]))
         return bad(absl::StrCat("quorum '", S(f[1]), "' is not defined on an earlier line"));
       has_quorum = true;
       p.quorum_ = S(f[1]);
+    } else if (f[0] == "monitor") {
+      if (f.size() < 3 || f.size() > 4) return bad("want 'monitor <name> <vkey> [<url>]'");
+      if (has_monitor_quorum) return bad("a monitor line after monitor-quorum; monitor-quorum follows every monitor");
+      if (f[1] == "none") return bad("'none' is reserved and cannot name a monitor");
+      if (defined(f[1])) return bad(absl::StrCat("the name '", S(f[1]), "' is defined twice"));
+      auto key = cosign::MapCosignatureVerifier::Parse(f[2]);
+      if (!key.ok()) return bad(S(key.status().message()));
+      if (!monitor_keys.insert(KeyMaterial(f[2])).second) return bad("this monitor's key is listed twice");
+      names.insert(S(f[1]));
+      monitor_names.insert(S(f[1]));
+      p.monitors_.push_back({S(f[1]), *std::move(key), f.size() == 4 ? S(f[3]) : ""});
+    } else if (f[0] == "monitor-quorum") {
+      if (f.size() != 2) return bad("want 'monitor-quorum all|any|<k>'");
+      if (has_monitor_quorum) return bad("a second monitor-quorum line");
+      size_t n = p.monitors_.size();
+      if (n == 0) return bad("monitor-quorum with no monitor line before it");
+      if (f[1] == "all") {
+        p.monitor_quorum_ = n;
+      } else if (f[1] == "any") {
+        p.monitor_quorum_ = 1;
+      } else {
+        auto [ptr, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), p.monitor_quorum_);
+        if (ec != std::errc() || ptr != f[1].data() + f[1].size() || p.monitor_quorum_ < 1 || p.monitor_quorum_ > n) {
+          return bad(absl::StrCat("monitor-quorum must be all, any or a decimal k with 1 <= k <= ", n));
+        }
+      }
+      has_monitor_quorum = true;
     } else {
-      return bad(absl::StrCat("unknown keyword '", S(f[0]), "' (log, witness, group, quorum)"));
+      return bad(
+          absl::StrCat("unknown keyword '", S(f[0]), "' (log, witness, group, quorum, monitor, monitor-quorum)"));
     }
   }
   if (!has_quorum) return absl::InvalidArgumentError("policy: no quorum line (use 'quorum none' for none)");
+  if (!has_monitor_quorum) p.monitor_quorum_ = p.monitors_.size();
   return p;
 }
 
@@ -181,6 +220,24 @@ absl::StatusOr<Evaluation> Policy::Evaluate(std::string_view note) const {
       if (missing[i]) e.missing.push_back(witnesses_[i].name);
     }
   }
+  return e;
+}
+
+absl::StatusOr<MonitorEvaluation> Policy::EvaluateMonitors(std::string_view time_note) const {
+  if (auto parts = cosign::SplitNote(time_note); !parts.ok()) return parts.status();
+  MonitorEvaluation e;
+  for (const Monitor& m : monitors_) {
+    auto time = m.key.Verify(time_note);
+    if (time.ok()) {
+      e.cosigned.push_back({m.name, *time});
+    } else if (time.status().code() == absl::StatusCode::kNotFound) {
+      e.missing.push_back(m.name);
+    } else {
+      return absl::Status(time.status().code(), absl::StrCat("monitor ", m.name, ": ", S(time.status().message())));
+    }
+  }
+  e.quorum = e.cosigned.size() >= monitor_quorum_;
+  if (e.quorum) e.missing.clear();
   return e;
 }
 

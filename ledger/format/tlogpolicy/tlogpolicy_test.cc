@@ -86,7 +86,7 @@ TEST(TlogPolicyTest, ControlCharactersAndUnknownKeywordsAreRefused) {
   EXPECT_EQ(Policy::Parse("quorum none\r\n").status().message(),
             "policy line 1: only tab and newline may be control characters");
   EXPECT_EQ(Policy::Parse("quorom none\n").status().message(),
-            "policy line 1: unknown keyword 'quorom' (log, witness, group, quorum)");
+            "policy line 1: unknown keyword 'quorom' (log, witness, group, quorum, monitor, monitor-quorum)");
   EXPECT_TRUE(Policy::Parse("  # comment\n\n\t\nquorum none").ok());
 }
 
