@@ -408,11 +408,6 @@ Step<Timed> CheckConsistencyAndTime(const std::string* consistency, const std::s
       !failure.empty()) {
     return Fail(told, pack::kCheckpointTime, -1, failure);
   }
-  if (options.policy && !options.policy->monitors().empty()) {
-    if (std::string failure = CheckMonitors(*options.policy, time_note, &told); !failure.empty()) {
-      return Fail(told, pack::kCheckpointTime, -1, failure);
-    }
-  }
   std::optional<int64_t> since_time;
   if (since->note) since_time = since->note->time_us;
   if (std::string failure = CheckTimeOrder(told.signed_at_us, since_time, options.not_older_than_time_us);
@@ -420,6 +415,11 @@ Step<Timed> CheckConsistencyAndTime(const std::string* consistency, const std::s
     return Fail(told, pack::kCheckpointTime, -1, failure);
   }
   if (std::optional<Result> failed = CheckKeptNotes(*since, checkpointed.cp, options, told)) return *std::move(failed);
+  if (options.policy && !options.policy->monitors().empty()) {
+    if (std::string failure = CheckMonitors(*options.policy, time_note, &told); !failure.empty()) {
+      return Fail(told, pack::kCheckpointTime, -1, failure);
+    }
+  }
   return Timed{std::move(told)};
 }
 

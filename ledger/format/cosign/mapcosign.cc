@@ -189,24 +189,24 @@ absl::StatusOr<uint64_t> MapCosignatureVerifier::Verify(std::string_view note) c
   auto parsed = note::ParseCheckpointTime(parts->text);
   if (!parsed.ok()) return parsed.status();
   if (data.size() != internal::kTimestampedBytes) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("map cosignature: length: the line by ", who, " holds ", data.size(), " bytes, not 76"));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "map cosignature: length: want 76 bytes (key ID, time, signature), found ", data.size()));
   }
   const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
   uint64_t time = internal::BigEndian64(bytes + 4);
   if (time == 0 || time > internal::kMaxTime) {
+    return absl::PermissionDeniedError(absl::StrCat("map cosignature: time ", time, ": want 1 <= time <= 2^63-1"));
+  }
+  uint64_t note_time = static_cast<uint64_t>(parsed->time_us / 1000000);
+  if (time < note_time) {
     return absl::PermissionDeniedError(
-        absl::StrCat("map cosignature: time of the line by ", who, " must be in [1, 2^63-1]"));
+        absl::StrCat("map cosignature: time ", time, " is before the note's time ", note_time,
+                     " (seconds): a monitor cannot have cosigned a note before the ledger signed it"));
   }
   std::string message = MapSignedMessage(parts->text, time);
   if (crypto_sign_verify_detached(bytes + 12, reinterpret_cast<const uint8_t*>(message.data()), message.size(),
                                   public_key_.data()) != 0) {
     return absl::PermissionDeniedError(absl::StrCat("map cosignature: signature by ", who, " does not verify"));
-  }
-  uint64_t note_time = static_cast<uint64_t>(parsed->time_us / 1000000);
-  if (time < note_time) {
-    return absl::PermissionDeniedError(absl::StrCat("map cosignature: time ", time, " of the line by ", who,
-                                                    " is before the note's own time ", note_time));
   }
   return time;
 }
