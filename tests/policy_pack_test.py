@@ -193,7 +193,8 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
         ("log %s+x\nquorum none\n" % log_vkey, "line 1: log verifier key: key data must be base64 of 0x01 (Ed25519) "
                                                 "and 32 bytes"),
         ("witnesses A %s\nquorum none\n" % vkeys["A"],
-         "line 1: unknown keyword 'witnesses' (want log, witness, group or quorum)"),
+         "line 1: unknown keyword 'witnesses' (want log, witness, group, quorum, monitor or "
+         "monitor-quorum)"),
         ("quorum B\n", "line 1: quorum 'B' is not defined on an earlier line"),
         (wa, "no quorum line (use 'quorum none' for none)"),
     ]

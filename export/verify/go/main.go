@@ -15,7 +15,10 @@
 // --policy (a c2sp.org/tlog-policy) the key must be a log of the policy
 // (without --vkey it is the policy's log named as the pack's origin), the
 // checkpoint's cosignatures must meet the policy's quorum, and the OK line
-// is followed by a "witnessed:" line naming each witness and its time.
+// is followed by a "witnessed:" line naming each witness and its time; a
+// policy naming monitors (CONTRACT section 5c) requires their map
+// cosignatures of the checkpoint-time note to meet its monitor-quorum, and
+// a "monitored:" line follows, naming each monitor and its time.
 // --expect-scope and --not-older-than are those of `ledgerctl verify`;
 // --expect-grace-ms N refuses a pack whose manifest states another grace.
 // Every value taken from the pack is printed escaped (esc).

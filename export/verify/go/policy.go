@@ -2,9 +2,11 @@ package main
 
 // Transparency-log policies (c2sp.org/tlog-policy) and Ed25519 cosignatures
 // (c2sp.org/tlog-cosignature, cosignature/v1), written from the C2SP texts
-// and CONTRACT.md sections 5b and 7 ("Witnessed packs"). sumdb/note knows
-// only log keys (type 0x01); cosignatureVerifier is the note.Verifier of a
-// witness key (type 0x04).
+// and CONTRACT.md sections 5b, 5c (monitor and monitor-quorum lines) and 7
+// ("Witnessed packs"). sumdb/note knows only log keys (type 0x01);
+// cosignatureVerifier is the note.Verifier of a witness key (type 0x04);
+// mapcosign.go reads the map cosignatures of monitor keys (type 0xff
+// evidence-ledger/map-cosignature/v1).
 
 import (
 	"bytes"
@@ -43,6 +45,14 @@ func (k policyKey) same(o policyKey) bool {
 // parseVKey reads `name+hex ID+base64(type || 32-byte key)` of the type asked
 // for; the error says which rule it breaks.
 func parseVKey(text string, typ byte) (policyKey, error) {
+	what := map[byte]string{typeEd25519: "0x01 (Ed25519)", typeCosignature: "0x04 (cosignature/v1)"}[typ]
+	return parseTypedVKey(text, []byte{typ}, what)
+}
+
+// parseTypedVKey reads `name+hex ID+base64(type bytes || 32-byte key)`, the
+// type bytes those given (one byte, or 0xff and an identifier), the key ID
+// SHA-256(name || 0x0A || type bytes || key)'s first 4 bytes.
+func parseTypedVKey(text string, typ []byte, what string) (policyKey, error) {
 	name, rest, ok1 := strings.Cut(text, "+")
 	id, data, ok2 := strings.Cut(rest, "+")
 	if !ok1 || !ok2 || name == "" {
@@ -52,8 +62,7 @@ func parseVKey(text string, typ byte) (policyKey, error) {
 		return policyKey{}, fmt.Errorf("the key id must be 8 hex digits")
 	}
 	raw, err := base64.StdEncoding.Strict().DecodeString(data)
-	if err != nil || len(raw) != 33 || raw[0] != typ {
-		what := map[byte]string{typeEd25519: "0x01 (Ed25519)", typeCosignature: "0x04 (cosignature/v1)"}[typ]
+	if err != nil || len(raw) != len(typ)+ed25519.PublicKeySize || !bytes.HasPrefix(raw, typ) {
 		return policyKey{}, fmt.Errorf("key data must be base64 of %s and 32 bytes", what)
 	}
 	h := sha256.Sum256(append([]byte(name+"\n"), raw...))
@@ -61,7 +70,7 @@ func parseVKey(text string, typ byte) (policyKey, error) {
 	if got, _ := strconv.ParseUint(id, 16, 32); uint32(got) != want {
 		return policyKey{}, fmt.Errorf("key id %s does not match the key", id)
 	}
-	return policyKey{name: name, hash: want, typ: typ, public: ed25519.PublicKey(raw[1:])}, nil
+	return policyKey{name: name, hash: want, typ: typ[0], public: ed25519.PublicKey(raw[len(typ):])}, nil
 }
 
 // policyError is a policy that breaks a rule of tlog-policy; line is 1-based,
@@ -90,12 +99,27 @@ type policy struct {
 	witnesses map[string]policyKey
 	groups    map[string]group
 	quorum    string // a witness or group name, or "none"
+	// The monitors of section 5c, in the order of their lines, and the
+	// line of the monitor-quorum (0 when there is none: all of them).
+	monitorOrder  []string
+	monitors      map[string]policyKey
+	monitorK      int
+	monitorQuorum int
+}
+
+// monitorsNeeded is how many monitors must cosign a time note: the
+// monitor-quorum's k, or all of them when the policy has no such line.
+func (p *policy) monitorsNeeded() int {
+	if p.monitorQuorum == 0 {
+		return len(p.monitorOrder)
+	}
+	return p.monitorK
 }
 
 // parsePolicy reads a tlog-policy file; a *policyError names the line and
 // the rule it breaks. URLs are read and ignored.
 func parsePolicy(data []byte) (*policy, error) {
-	p := &policy{witnesses: map[string]policyKey{}, groups: map[string]group{}}
+	p := &policy{witnesses: map[string]policyKey{}, groups: map[string]group{}, monitors: map[string]policyKey{}}
 	defined := names{}
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		for _, c := range raw {
@@ -119,11 +143,12 @@ func parsePolicy(data []byte) (*policy, error) {
 	return p, nil
 }
 
-// names is the one namespace of witnesses and groups: each name, the line
-// that defines it.
+// names is the one namespace of witnesses, groups and monitors: each name,
+// the line that defines it.
 type names map[string]int
 
-// define adds a witness's or group's name; it returns the broken rule, or "".
+// define adds a witness's, group's or monitor's name; it returns the broken
+// rule, or "".
 func (d names) define(name, what string, line int) string {
 	if name == "none" {
 		return fmt.Sprintf("'none' is reserved and cannot name a %s", what)
@@ -154,10 +179,17 @@ func (p *policy) addLine(defined names, number int, fields []string) string {
 		if _, ok := defined[fields[1]]; !ok && fields[1] != "none" {
 			return fmt.Sprintf("quorum '%s' is not defined on an earlier line", fields[1])
 		}
+		if _, ok := p.monitors[fields[1]]; ok {
+			return fmt.Sprintf("quorum '%s' is a monitor: monitors are not witnesses", fields[1])
+		}
 		p.quorum = fields[1]
 		return ""
+	case "monitor":
+		return p.addMonitor(defined, number, fields)
+	case "monitor-quorum":
+		return p.addMonitorQuorum(number, fields)
 	}
-	return fmt.Sprintf("unknown keyword '%s' (want log, witness, group or quorum)", fields[0])
+	return fmt.Sprintf("unknown keyword '%s' (want log, witness, group, quorum, monitor or monitor-quorum)", fields[0])
 }
 
 func (p *policy) addLog(fields []string) string {
@@ -202,7 +234,7 @@ func (p *policy) addGroup(defined names, number int, fields []string) string {
 	if len(fields) < 4 {
 		return "want 'group NAME all|any|K MEMBER...' with at least one member"
 	}
-	name, threshold, members := fields[1], fields[2], fields[3:]
+	name, members := fields[1], fields[3:]
 	if msg := defined.define(name, "group", number); msg != "" {
 		return msg
 	}
@@ -213,6 +245,9 @@ func (p *policy) addGroup(defined names, number int, fields []string) string {
 		if at, ok := defined[m]; !ok || at == number {
 			return fmt.Sprintf("member '%s' is not defined on an earlier line", m)
 		}
+		if _, ok := p.monitors[m]; ok {
+			return fmt.Sprintf("member '%s' is a monitor: monitors are not witnesses", m)
+		}
 	}
 	seen := map[string]bool{}
 	for _, m := range members {
@@ -221,23 +256,83 @@ func (p *policy) addGroup(defined names, number int, fields []string) string {
 		}
 		seen[m] = true
 	}
-	n, k := len(members), 0
-	switch threshold {
+	n := len(members)
+	k := threshold(fields[2], n)
+	if k == 0 {
+		return fmt.Sprintf("threshold must be all, any or a decimal k with 1 <= k <= %d", n)
+	}
+	p.groups[name] = group{k, members}
+	return ""
+}
+
+// threshold reads all, any or a decimal k of n: k, or 0 when the text is
+// none of them or k is not 1 <= k <= n.
+func threshold(text string, n int) int {
+	k := 0
+	switch text {
 	case "all":
 		k = n
 	case "any":
 		k = 1
 	default:
-		if len(threshold) <= 20 && strings.Trim(threshold, "0123456789") == "" {
-			if v, err := strconv.ParseUint(threshold, 10, 64); err == nil && v <= uint64(n) {
+		if len(text) <= 20 && strings.Trim(text, "0123456789") == "" {
+			if v, err := strconv.ParseUint(text, 10, 64); err == nil && v <= uint64(n) {
 				k = int(v)
 			}
 		}
 	}
 	if k < 1 || k > n {
-		return fmt.Sprintf("threshold must be all, any or a decimal k with 1 <= k <= %d", n)
+		return 0
 	}
-	p.groups[name] = group{k, members}
+	return k
+}
+
+// addMonitor reads `monitor NAME VKEY [URL]` (section 5c): a name of the
+// one namespace, a monitor key no other monitor has, before the
+// monitor-quorum line.
+func (p *policy) addMonitor(defined names, number int, fields []string) string {
+	if len(fields) != 3 && len(fields) != 4 {
+		return "want 'monitor NAME VKEY [URL]'"
+	}
+	if p.monitorQuorum != 0 {
+		return fmt.Sprintf("a monitor line after the monitor-quorum line (line %d), which follows every monitor line",
+			p.monitorQuorum)
+	}
+	k, err := parseMonitorKey(fields[2])
+	if err != nil {
+		return "monitor verifier key: " + err.Error()
+	}
+	for _, o := range p.monitors {
+		if bytes.Equal(o.public, k.public) {
+			return "this monitor's key is listed twice"
+		}
+	}
+	if msg := defined.define(fields[1], "monitor", number); msg != "" {
+		return msg
+	}
+	p.monitors[fields[1]] = k
+	p.monitorOrder = append(p.monitorOrder, fields[1])
+	return ""
+}
+
+// addMonitorQuorum reads `monitor-quorum K|all|any`, once, after every
+// monitor line: 1 <= k <= the number of monitors.
+func (p *policy) addMonitorQuorum(number int, fields []string) string {
+	if len(fields) != 2 {
+		return "want 'monitor-quorum all|any|K'"
+	}
+	if p.monitorQuorum != 0 {
+		return "a second monitor-quorum line"
+	}
+	n := len(p.monitorOrder)
+	if n == 0 {
+		return "monitor-quorum without a monitor line before it"
+	}
+	k := threshold(fields[1], n)
+	if k == 0 {
+		return fmt.Sprintf("monitor-quorum must be all, any or a decimal k with 1 <= k <= %d", n)
+	}
+	p.monitorK, p.monitorQuorum = k, number
 	return ""
 }
 

@@ -192,7 +192,7 @@ func TestPolicySyntaxRules(t *testing.T) {
 		{w + "\ngroup G 0 W\nquorum G\n", "line 2: threshold must be all, any or a decimal k with 1 <= k <= 1"},
 		{w + "\ngroup G W\nquorum G\n", "line 2: want 'group NAME all|any|K MEMBER...' with at least one member"},
 		{"quorum X\n", "line 1: quorum 'X' is not defined on an earlier line"},
-		{"witnesses W\n", "line 1: unknown keyword 'witnesses' (want log, witness, group or quorum)"},
+		{"witnesses W\n", "line 1: unknown keyword 'witnesses' (want log, witness, group, quorum, monitor or monitor-quorum)"},
 		{w + "\nwitness V " + strings.Fields(w)[2] + "\nquorum W\n", "line 2: this witness's key is listed twice"},
 	} {
 		_, err := parsePolicy([]byte(c.text))

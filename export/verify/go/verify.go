@@ -114,6 +114,12 @@ func verify(o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	var monitored []mapCosignature
+	if o.policy != nil && len(o.policy.monitorOrder) > 0 {
+		if monitored, err = checkMonitored(o.policy, p.files["checkpoint-time"], t); err != nil {
+			return nil, err
+		}
+	}
 	complete, unsettled, err := checkCompleteness(p, m, entries, cp, t)
 	if err != nil {
 		return nil, err
@@ -142,6 +148,9 @@ func verify(o options) ([]string, error) {
 	out := []string{line}
 	if o.policy != nil {
 		out = append(out, witnessedLine(o.policy, cosigned))
+		if len(o.policy.monitorOrder) > 0 {
+			out = append(out, monitoredLine(o.policy, monitored))
+		}
 	}
 	return append(append(out, unsettled...), epochs...), nil
 }
