@@ -31,6 +31,11 @@ void PutProjectedSize(projection::OverlayTxn& txn, uint64_t size) {
   txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, v);
 }
 
+double MicrosSince(std::chrono::steady_clock::time_point start) {
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+}
+
 }  // namespace
 
 Submission Submission::Of(const receipt::Receipt& r, std::string canonical, std::string emitter) {
@@ -284,26 +289,32 @@ Head Sequencer::WaitCommitted(uint64_t size, std::chrono::milliseconds timeout) 
 void Sequencer::RunCommitter() {
   pthread_setname_np(pthread_self(), "ledger-commit");
   sync::MutexLock lock(&mu_);
+  auto idle_since = std::chrono::steady_clock::now();
   while (true) {
     while (to_commit_ == nullptr && !committer_stop_) commit_cv_.Wait(&mu_);
     if (to_commit_ == nullptr) return;
     Prepared* p = to_commit_;
     to_commit_ = nullptr;
     mu_.Unlock();
+    stats_.idle_us.Observe(MicrosSince(idle_since));
     absl::Status result;
     if (p->has_entries) {
-      auto started = std::chrono::steady_clock::now();
       if (options_.replicate && !p->replay) {
+        auto started = std::chrono::steady_clock::now();
         result = options_.replicate({p->first_seq, &p->leaves, p->state.size, p->frontier.Root()});
+        stats_.replicate_us.Observe(MicrosSince(started));
         if (!result.ok()) {
           result = absl::Status(result.code(), absl::StrCat("replication: ", result.message()));
         }
       }
-      if (result.ok()) result = store_->Commit(*p->batch);
-      stats_.commit_us.Observe(static_cast<double>(
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()));
+      if (result.ok()) {
+        auto started = std::chrono::steady_clock::now();
+        result = store_->Commit(*p->batch);
+        stats_.commit_us.Observe(MicrosSince(started));
+      }
       stats_.batch_entries.Observe(static_cast<double>(p->pending.size()));
     }
+    idle_since = std::chrono::steady_clock::now();
     mu_.Lock();
     p->result = std::move(result);
     p->committed = true;
@@ -370,7 +381,9 @@ void Sequencer::Run() {
     }
     if (work.empty()) return;  // stopping, nothing queued, nothing in flight
     // Built while the previous batch is being committed.
+    auto started = std::chrono::steady_clock::now();
     std::unique_ptr<Prepared> next = Prepare(std::move(work), in_flight.get());
+    stats_.build_us.Observe(MicrosSince(started));
     if (in_flight != nullptr) {
       bool ok = Finish(*in_flight);
       if (next->txn != nullptr) next->txn->DetachBase();

@@ -180,9 +180,15 @@ class Sequencer {
   // Receipts queued and not yet taken into a batch.
   size_t queued() const;
 
+  // Where a batch's time goes, per batch (times in microseconds).
   struct Stats {
     stats::Histogram batch_entries{stats::Histogram::Decades(10'000)};  // new entries per commit
+    stats::Histogram build_us{stats::Histogram::Decades(1e7)};          // the writer building one batch
+    stats::Histogram replicate_us{stats::Histogram::Decades(1e7)};      // Options::replicate, per batch
     stats::Histogram commit_us{stats::Histogram::Decades(1e7)};         // one synced RocksDB write
+    // The committer waiting for the writer's next batch (with work queued
+    // or not).
+    stats::Histogram idle_us{stats::Histogram::Decades(1e7)};
   };
   const Stats& stats() const { return stats_; }
 
