@@ -254,6 +254,8 @@ def main():
             m0 = statistics.median(x["receipts_per_s"] for x in old)
             out.update({"replicated_old": old, "median_replicated_old": round(m0), "ratio_old": round(m0 / m1, 3),
                         "new_over_old": round(m2 / m0, 3),
+                        "new_over_old_by_round": [round(n["receipts_per_s"] / o["receipts_per_s"], 3)
+                                                  for n, o in zip(rep, old)],
                         "ack_ms_replicated_old": {"p50": statistics.median(x["p50_ms"] for x in old),
                                                   "p99": statistics.median(x["p99_ms"] for x in old)}})
         if not args.no_takeover:
