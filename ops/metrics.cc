@@ -177,9 +177,22 @@ std::string Metrics::Render() {
   Histogram(&out, "ledger_append_request_receipts", "Receipts per append request.", ledger.request_receipts);
   if (const sequencer::Sequencer::Stats* seq = log.sequencer_stats()) {
     Histogram(&out, "ledger_commit_entries", "New entries per group commit.", seq->batch_entries);
+    Histogram(&out, "ledger_build_seconds",
+              "Time the writer took to build one batch (seqs, leaves, chains, tree nodes, projections).", seq->build_us,
+              1e-6);
+    Histogram(&out, "ledger_replicate_seconds",
+              "Duration of one batch's commit to the replicated log (--replication: the fence, the leaves and the "
+              "notification in one PostgreSQL transaction, the synchronous standby's wait), before its RocksDB write.",
+              seq->replicate_us, 1e-6);
     Histogram(&out, "ledger_commit_seconds", "Duration of one synced RocksDB write (a group commit).", seq->commit_us,
               1e-6);
+    Histogram(&out, "ledger_commit_idle_seconds", "Time the committer waited for the writer's next batch.",
+              seq->idle_us, 1e-6);
   }
+  Histogram(&out, "ledger_checkpoint_seconds",
+            "Duration of signing one checkpoint at the interval (maps, signature, the replicated log's and the "
+            "store's copies).",
+            log.checkpoint_us(), 1e-6);
   Histogram(&out, "ledger_fsync_seconds", "Duration of each file sync the store makes.", view.sync_us(), 1e-6);
   Gauge(&out, "ledger_append_queue_receipts", "Receipts queued for the writer.", static_cast<double>(log.queued()));
   Gauge(&out, "ledger_tree_size", "Entries in the log.", static_cast<double>(log.head().size));

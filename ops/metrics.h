@@ -5,7 +5,11 @@
 //   ledger_appends_total{kind,result}        receipts by kind and result
 //   ledger_append_request_receipts           histogram: receipts per request
 //   ledger_commit_entries                    histogram: new entries per group commit
+//   ledger_build_seconds                     histogram: the writer building one batch
+//   ledger_replicate_seconds                 histogram: one batch's commit to the replicated log
 //   ledger_commit_seconds                    histogram: one synced RocksDB write
+//   ledger_commit_idle_seconds               histogram: the committer waiting for the next batch
+//   ledger_checkpoint_seconds                histogram: signing one checkpoint at the interval
 //   ledger_fsync_seconds                     histogram: each file sync RocksDB makes
 //   ledger_append_queue_receipts             gauge: receipts waiting for the writer
 //   ledger_tree_size                         gauge: entries in the log

@@ -75,6 +75,11 @@ TEST(Metrics, FiguresFromARealServer) {
            "ledger_tree_size 2\n",
            "ledger_checkpoint_tree_size 2\n",
            "# TYPE ledger_fsync_seconds histogram\n",
+           "# TYPE ledger_build_seconds histogram\n",
+           "ledger_commit_seconds_count 1\n",
+           "# TYPE ledger_commit_idle_seconds histogram\n",
+           "ledger_replicate_seconds_count 0\n",
+           "# TYPE ledger_checkpoint_seconds histogram\n",
            "# TYPE ledger_checkpoint_age_seconds gauge\n",
            "ledger_store_failed 0\n",
        }) {

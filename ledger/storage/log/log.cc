@@ -609,7 +609,15 @@ void Log::RunCheckpointer() {
     }
     if (stopping_) return;
     mu_.Unlock();
-    if (Writable().ok()) SignCheckpoint().IgnoreError();  // retried at the next interval
+    if (Writable().ok()) {
+      const uint64_t signed_size = LatestCheckpointTime().first;
+      const auto started = std::chrono::steady_clock::now();
+      absl::Status s = SignCheckpoint();  // retried at the next interval
+      if (s.ok() && LatestCheckpointTime().first != signed_size) {
+        checkpoint_us_.Observe(static_cast<double>(
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()));
+      }
+    }
     mu_.Lock();
   }
 }

@@ -41,6 +41,7 @@
 #include "ledger/storage/sequencer/sequencer.h"
 #include "ledger/storage/store/types.h"
 #include "ledger/storage/storedmap/storedmap.h"
+#include "util/stats/stats.h"
 #include "util/sync/mutex.h"
 
 namespace ledger::log {
@@ -252,6 +253,9 @@ class Log {
   // The sequencer's queue and commit figures.
   size_t queued() const { return sequencer_ ? sequencer_->queued() : 0; }
   const sequencer::Sequencer::Stats* sequencer_stats() const { return sequencer_ ? &sequencer_->stats() : nullptr; }
+  // Each checkpoint the interval's signer made (maps, signature, the
+  // replicated log's copy, the store's), in microseconds.
+  const stats::Histogram& checkpoint_us() const { return checkpoint_us_; }
   const std::string& origin() const { return options_.origin; }
   std::string verifier_key() const { return signer_.VerifierKey(); }
   // How many entries the projections covered when Open found them (Open
@@ -330,6 +334,7 @@ class Log {
   SignedCheckpoint latest_ ABSL_GUARDED_BY(mu_);
   int64_t latest_at_us_ ABSL_GUARDED_BY(mu_) = 0;
   bool has_latest_ ABSL_GUARDED_BY(mu_) = false;
+  stats::Histogram checkpoint_us_{stats::Histogram::Decades(1e7)};
   sync::Mutex sign_mu_;  // one signer at a time
   // The run-head map as of map_size_ entries: the latest checkpoint's size
   // once it is signed. Kept in the store (null without Options::run_map).

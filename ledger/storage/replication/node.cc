@@ -343,10 +343,12 @@ absl::Status Node::CatchUp(const Fence& fence, bool all) {
       }
       auto head = log_->Replay(std::move(b.leaves), b.size, b.root);
       if (!head.ok()) {
-        // A leader that just stepped down may still be writing a batch it
-        // committed behind the fence before: its log then grows by itself,
-        // and the replay of that batch finds its entries. Such growth must
-        // end where one of the fence's batches does, with its root.
+        // A leader that just stepped down may still be writing batches it
+        // committed behind the fence before (two at most: the sequencer
+        // replicates a batch while it writes the one before): its log then
+        // grows by itself, and the replay of such a batch finds its
+        // entries. Such growth must end where one of the fence's batches
+        // does, with its root.
         const sequencer::Head now = log_->head();
         if (!absl::IsDataLoss(head.status()) || now.size <= local) return head.status();
         auto ends_there =

@@ -1,6 +1,8 @@
 // Sequencer::Replay and Options::replicate: a second store built from the
 // batches a first one replicated holds the same leaves, tree and heads.
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -8,6 +10,7 @@
 #include "ledger/format/receipt/entry.h"
 #include "ledger/storage/sequencer/sequencer.h"
 #include "ledger/storage/store/store.h"
+#include "ledger/storage/store/testing.h"
 #include "tests/util/status_matchers.h"
 #include "tests/util/temp_dir.h"
 #include "util/sync/mutex.h"
@@ -192,6 +195,99 @@ TEST_F(ReplayTest, AnUnparsableLeafIsRefusedBeforeAnythingIsQueued) {
   EXPECT_THAT(ReplayWaiting(*follower, {"{\"not\":\"a leaf\"}"}).first,
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("replayed leaf 0")));
   EXPECT_EQ(follower->queued(), 0u);
+}
+
+// A leader of one receipt per batch whose first replicated commit waits
+// until the writer has built the batch after it, so that the second is
+// replicated while the first is being stored.
+class PipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = *store::Store::Open(dir_.path(), &faults_); }
+  std::unique_ptr<Sequencer> Start(uint64_t fail_at) {
+    Sequencer::Options o;
+    o.max_batch = 1;
+    o.replicate = [this, fail_at](const ReplicatedBatch& b) -> absl::Status {
+      const uint64_t stored = store_->ReadState()->size;
+      bool first = false;
+      {
+        sync::MutexLock lock(&mu_);
+        calls_.push_back({b.first_seq, stored});
+        first = calls_.size() == 1;
+      }
+      while (first && seq_->stats().build_us.Read().count < 2)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (first) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // handed over
+      if (b.first_seq == fail_at) return absl::UnavailableError("fence moved: epoch 2 is not ours");
+      return absl::OkStatus();
+    };
+    auto seq = *Sequencer::Start(store_.get(), std::move(o));
+    seq_ = seq.get();
+    return seq;
+  }
+  // Two receipts submitted at once, each a batch: their outcomes.
+  std::pair<Outcome, Outcome> AppendTwo(Sequencer& seq, const std::string& a, const std::string& b) {
+    std::promise<std::vector<Outcome>> pa, pb;
+    auto fa = pa.get_future(), fb = pb.get_future();
+    EXPECT_TRUE(
+        seq.Submit({MakeIn(kept_, a, "run", "team-a")}, [&](std::vector<Outcome> o) { pa.set_value(std::move(o)); })
+            .ok());
+    EXPECT_TRUE(
+        seq.Submit({MakeIn(kept_, b, "run", "team-a")}, [&](std::vector<Outcome> o) { pb.set_value(std::move(o)); })
+            .ok());
+    return {fa.get()[0], fb.get()[0]};
+  }
+  struct Call {
+    uint64_t first_seq;
+    uint64_t stored;  // the store's size when the batch was replicated
+  };
+  std::vector<Call> Calls() {
+    sync::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+  Kept kept_;
+  testing::TempDir dir_;
+  store::Faults faults_;
+  std::unique_ptr<store::Store> store_;
+  Sequencer* seq_ = nullptr;
+  sync::Mutex mu_;
+  std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(PipelineTest, ABatchWhoseReplicationFailsIsNotStoredAndTheOneBeforeItIsAcknowledged) {
+  auto seq = Start(/*fail_at=*/1);
+  auto [a, b] = AppendTwo(*seq, "a", "b");
+  ASSERT_TRUE(a.status.ok()) << a.status;
+  EXPECT_EQ(a.seq, 0u);
+  EXPECT_THAT(b.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("replication: fence moved")));
+  EXPECT_EQ(seq->committed().size, 1u);
+  EXPECT_EQ((*store_->ReadState()).size, 1u);
+  EXPECT_THAT(store_->GetLeaf(1).status(), StatusIs(absl::StatusCode::kNotFound));
+  const std::vector<Call> calls = Calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].first_seq, 1u);
+  EXPECT_LE(calls[1].stored, 1u);
+}
+
+TEST_F(PipelineTest, AFailedStoreWriteAbortsTheReplicatedBatchAfterItWhichIsNeverStoredFirst) {
+  auto seq = Start(/*fail_at=*/~0ull);
+  faults_.fail_syncs = true;
+  auto [a, b] = AppendTwo(*seq, "a", "b");
+  // Both fail as a failed write does: the second, built on the first, was
+  // replicated, then built again on the durable head (seq 0) and failed
+  // there; it is never answered as aborted.
+  for (const Outcome& o : {a, b}) {
+    EXPECT_THAT(o.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("storage: write failed"))) << o.status;
+  }
+  EXPECT_EQ(seq->committed().size, 0u);
+  const std::vector<Call> calls = Calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].first_seq, 0u);
+  EXPECT_EQ(calls[1].first_seq, 1u);  // while the first was being stored
+  EXPECT_EQ(calls[2].first_seq, 0u);
+  for (const Call& c : calls) EXPECT_LE(c.stored, c.first_seq);  // the store never runs ahead
+  EXPECT_EQ((*store_->ReadState()).size, 0u);
+  EXPECT_THAT(store_->GetLeaf(0).status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

@@ -31,6 +31,11 @@ void PutProjectedSize(projection::OverlayTxn& txn, uint64_t size) {
   txn.Put(projection::Table::kIndex, projection::kProjectedSizeKey, v);
 }
 
+double MicrosSince(std::chrono::steady_clock::time_point start) {
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+}
+
 }  // namespace
 
 Submission Submission::Of(const receipt::Receipt& r, std::string canonical, std::string emitter) {
@@ -92,8 +97,11 @@ struct Sequencer::Prepared {
   // Projection records this batch writes; reads fall through to the batch
   // being committed, then the store.
   std::unique_ptr<projection::OverlayTxn> txn;
-  // Set by the committer, under mu_.
+  // Set by the commit stages, under mu_: committed once the batch is
+  // settled, with its result; aborted when a batch before it failed (it is
+  // then neither replicated nor stored).
   bool committed = false;
+  bool aborted = false;
   absl::Status result;
 };
 
@@ -105,6 +113,7 @@ Sequencer::Sequencer(store::Store* store, Options options, merkle::Frontier fron
       durable_frontier_(std::move(frontier)),
       durable_state_(state) {
   head_ = {state_.size, frontier_.Root(), state_.head, state_.last_logged_at_us};
+  if (options_.replicate) replicator_ = std::thread([this] { RunReplicator(); });
   committer_ = std::thread([this] { RunCommitter(); });
   writer_ = std::thread([this] { Run(); });
 }
@@ -123,7 +132,9 @@ void Sequencer::Stop() {
     sync::MutexLock lock(&mu_);
     committer_stop_ = true;
   }
+  replicate_cv_.SignalAll();
   commit_cv_.SignalAll();
+  if (replicator_.joinable()) replicator_.join();
   committer_.join();
 }
 
@@ -281,33 +292,79 @@ Head Sequencer::WaitCommitted(uint64_t size, std::chrono::milliseconds timeout) 
   return head_;
 }
 
+void Sequencer::HandOver(Prepared* p) {
+  handed_over_.push_back(p);
+  (options_.replicate ? to_replicate_ : to_commit_).push_back(p);
+}
+
+void Sequencer::Settle(Prepared* p, absl::Status result) {
+  p->result = std::move(result);
+  p->committed = true;
+  auto it = std::find(handed_over_.begin(), handed_over_.end(), p);
+  if (!p->result.ok()) {
+    // Built on `p`: not to be replicated or stored.
+    for (auto later = it + 1; later != handed_over_.end(); ++later) (*later)->aborted = true;
+  }
+  handed_over_.erase(it);
+  cv_.SignalAll();
+}
+
+void Sequencer::RunReplicator() {
+  pthread_setname_np(pthread_self(), "ledger-shardlog");
+  sync::MutexLock lock(&mu_);
+  auto idle_since = std::chrono::steady_clock::now();
+  while (true) {
+    while (to_replicate_.empty() && !committer_stop_) replicate_cv_.Wait(&mu_);
+    if (to_replicate_.empty()) return;
+    Prepared* p = to_replicate_.front();
+    to_replicate_.pop_front();
+    stats_.idle_us.Observe(MicrosSince(idle_since));
+    absl::Status result;
+    if (!p->aborted && p->has_entries && !p->replay) {
+      mu_.Unlock();
+      auto started = std::chrono::steady_clock::now();
+      result = options_.replicate({p->first_seq, &p->leaves, p->state.size, p->frontier.Root()});
+      stats_.replicate_us.Observe(MicrosSince(started));
+      if (!result.ok()) result = absl::Status(result.code(), absl::StrCat("replication: ", result.message()));
+      mu_.Lock();
+    }
+    idle_since = std::chrono::steady_clock::now();
+    if (p->aborted) {
+      Settle(p, absl::AbortedError("a batch before this one failed"));
+    } else if (!result.ok()) {
+      Settle(p, std::move(result));
+    } else {
+      to_commit_.push_back(p);
+      commit_cv_.SignalAll();
+    }
+  }
+}
+
 void Sequencer::RunCommitter() {
   pthread_setname_np(pthread_self(), "ledger-commit");
   sync::MutexLock lock(&mu_);
+  auto idle_since = std::chrono::steady_clock::now();
   while (true) {
-    while (to_commit_ == nullptr && !committer_stop_) commit_cv_.Wait(&mu_);
-    if (to_commit_ == nullptr) return;
-    Prepared* p = to_commit_;
-    to_commit_ = nullptr;
-    mu_.Unlock();
+    while (to_commit_.empty() && !committer_stop_) commit_cv_.Wait(&mu_);
+    if (to_commit_.empty()) return;
+    Prepared* p = to_commit_.front();
+    to_commit_.pop_front();
+    if (!options_.replicate) stats_.idle_us.Observe(MicrosSince(idle_since));
+    if (p->aborted) {
+      Settle(p, absl::AbortedError("a batch before this one failed"));
+      continue;
+    }
     absl::Status result;
     if (p->has_entries) {
+      mu_.Unlock();
       auto started = std::chrono::steady_clock::now();
-      if (options_.replicate && !p->replay) {
-        result = options_.replicate({p->first_seq, &p->leaves, p->state.size, p->frontier.Root()});
-        if (!result.ok()) {
-          result = absl::Status(result.code(), absl::StrCat("replication: ", result.message()));
-        }
-      }
-      if (result.ok()) result = store_->Commit(*p->batch);
-      stats_.commit_us.Observe(static_cast<double>(
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()));
+      result = store_->Commit(*p->batch);
+      stats_.commit_us.Observe(MicrosSince(started));
       stats_.batch_entries.Observe(static_cast<double>(p->pending.size()));
+      mu_.Lock();
     }
-    mu_.Lock();
-    p->result = std::move(result);
-    p->committed = true;
-    cv_.SignalAll();
+    idle_since = std::chrono::steady_clock::now();
+    Settle(p, std::move(result));
   }
 }
 
@@ -320,6 +377,10 @@ bool Sequencer::Finish(Prepared& p) {
   {
     sync::MutexLock lock(&mu_);
     while (!p.committed) cv_.Wait(&mu_);
+    if (p.aborted) {
+      Requeue(std::move(p.requests));
+      return false;
+    }
     if (p.result.ok()) {
       head_ = {p.state.size, p.frontier.Root(), p.state.head, p.state.last_logged_at_us};
       for (const RunChange& c : p.changed_runs) changed_runs_[c.key] = c.head;
@@ -349,46 +410,63 @@ bool Sequencer::Finish(Prepared& p) {
   return ok;
 }
 
+void Sequencer::FinishOldest(std::deque<std::unique_ptr<Prepared>>& in_flight) {
+  const bool ok = Finish(*in_flight.front());
+  // The next batch's projection reads fell through to the oldest's records
+  // until now: they are stored, or the next batch is aborted.
+  if (in_flight.size() > 1 && in_flight[1]->txn != nullptr) in_flight[1]->txn->DetachBase();
+  in_flight.pop_front();
+  if (ok) return;
+  while (!in_flight.empty()) {
+    Finish(*in_flight.back());
+    in_flight.pop_back();
+  }
+}
+
 void Sequencer::Run() {
   pthread_setname_np(pthread_self(), "ledger-writer");
-  std::unique_ptr<Prepared> in_flight;
+  // Handed over to the commit stages, oldest first: at most two, so that a
+  // batch is built only on one that is not in the store yet (the second),
+  // never on two.
+  std::deque<std::unique_ptr<Prepared>> in_flight;
   while (true) {
     std::vector<Request> work;
-    bool in_flight_done = false;
+    bool oldest_done = false;
     {
       sync::MutexLock lock(&mu_);
-      while (turns_.empty() && !stopping_ && !(in_flight != nullptr && in_flight->committed)) {
+      while (!stopping_ && !(!in_flight.empty() && in_flight.front()->committed) &&
+             (turns_.empty() || in_flight.size() >= 2)) {
         cv_.Wait(&mu_);
       }
-      in_flight_done = in_flight != nullptr && in_flight->committed;
-      if (!in_flight_done) work = TakeQueued();
+      oldest_done = !in_flight.empty() && in_flight.front()->committed;
+      if (!oldest_done && in_flight.size() < 2) work = TakeQueued();
     }
-    if (in_flight_done || (work.empty() && in_flight != nullptr)) {
-      Finish(*in_flight);
-      in_flight.reset();
+    if (oldest_done || (work.empty() && !in_flight.empty())) {
+      FinishOldest(in_flight);
       continue;
     }
     if (work.empty()) return;  // stopping, nothing queued, nothing in flight
-    // Built while the previous batch is being committed.
-    std::unique_ptr<Prepared> next = Prepare(std::move(work), in_flight.get());
-    if (in_flight != nullptr) {
-      bool ok = Finish(*in_flight);
-      if (next->txn != nullptr) next->txn->DetachBase();
-      in_flight.reset();
-      if (!ok) {
-        // `next` was built on a batch that is not in the store: queue its
-        // requests again, first, and build them anew.
-        sync::MutexLock lock(&mu_);
-        Requeue(std::move(next->requests));
-        continue;
-      }
-    }
+    // Built while the batches before it are being committed.
+    auto started = std::chrono::steady_clock::now();
+    std::unique_ptr<Prepared> next = Prepare(std::move(work), in_flight.empty() ? nullptr : in_flight.back().get());
+    stats_.build_us.Observe(MicrosSince(started));
     {
       sync::MutexLock lock(&mu_);
-      to_commit_ = next.get();
+      // A batch it was built on failed meanwhile: it is aborted, never
+      // handed over, and its requests are queued again once that one is
+      // finished.
+      if (std::any_of(in_flight.begin(), in_flight.end(),
+                      [](const std::unique_ptr<Prepared>& q) { return q->committed && !q->result.ok(); })) {
+        next->aborted = true;
+        next->committed = true;
+        next->result = absl::AbortedError("a batch before this one failed");
+      } else {
+        HandOver(next.get());
+      }
     }
+    replicate_cv_.SignalAll();
     commit_cv_.SignalAll();
-    in_flight = std::move(next);
+    in_flight.push_back(std::move(next));
   }
 }
 

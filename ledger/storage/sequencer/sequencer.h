@@ -6,6 +6,12 @@
 // with sync while the first already builds the next batch on top of it.
 // Only after a batch is committed are its callers told their seqs.
 //
+// With Options::replicate the commit is two stages, each a thread taking
+// batches in order: the replicated log's commit, then the store's. Batch
+// N+1's replicated commit runs while batch N is written to the store; N+1
+// reaches the store only after N did and after its own replicated commit,
+// so the store always holds a prefix of what was replicated.
+//
 // Contract: an outcome with OK status is never reported before its entry is
 // durable, and the committed head (committed()) never runs ahead of the
 // store. If a commit fails, nothing of that batch is kept in memory, every
@@ -132,10 +138,13 @@ class Sequencer {
     // chains. The teams' heads are kept in the store either way (and, with
     // track_runs, for TakeCommitted).
     bool team_chain = true;
-    // Called by the committer with each batch of new entries (never with a
-    // replayed one) before it is written to the store. An error fails the
-    // batch as a failed store write does: nothing of it is acknowledged or
-    // kept, and the batch built on it is built again.
+    // Called with each batch of new entries (never with a replayed one), in
+    // seq order from one thread of its own, before the batch is written to
+    // the store; the next batch's call may run while this one is written.
+    // An error fails the batch as a failed store write does: nothing of it
+    // is acknowledged or kept, and the batch built on it is built again (a
+    // batch built on one whose store write failed may have been replicated
+    // already: it is built again all the same, from the durable head).
     Replicate replicate;
   };
 
@@ -180,9 +189,16 @@ class Sequencer {
   // Receipts queued and not yet taken into a batch.
   size_t queued() const;
 
+  // Where a batch's time goes, per batch (times in microseconds).
   struct Stats {
     stats::Histogram batch_entries{stats::Histogram::Decades(10'000)};  // new entries per commit
+    stats::Histogram build_us{stats::Histogram::Decades(1e7)};          // the writer building one batch
+    stats::Histogram replicate_us{stats::Histogram::Decades(1e7)};      // Options::replicate, per batch
     stats::Histogram commit_us{stats::Histogram::Decades(1e7)};         // one synced RocksDB write
+    // The first commit stage (the replicator with Options::replicate, else
+    // the committer) waiting for the writer's next batch (with work queued
+    // or not).
+    stats::Histogram idle_us{stats::Histogram::Decades(1e7)};
   };
   const Stats& stats() const { return stats_; }
 
@@ -240,8 +256,18 @@ class Sequencer {
   // the head is what it was before it.
   void Abandon(Prepared& p, const Prepared* base, const absl::Status& error);
   // Waits for `p`'s commit, then publishes it or fails it. Returns whether
-  // it was committed.
+  // it was committed. A batch aborted because one before it failed is
+  // neither: its requests are queued again, first.
   bool Finish(Prepared& p);
+  // Finishes the oldest of `in_flight` and, if it failed, every batch after
+  // it (aborted by the committers), newest first.
+  void FinishOldest(std::deque<std::unique_ptr<Prepared>>& in_flight);
+  // Hands `p` to the first commit stage.
+  void HandOver(Prepared* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The end of `p`'s commit with `result`; a failure aborts every batch
+  // handed over after it.
+  void Settle(Prepared* p, absl::Status result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunReplicator();
 
   store::Store* const store_;
   const Options options_;
@@ -259,11 +285,15 @@ class Sequencer {
   absl::flat_hash_map<runmap::Key, runmap::Head> changed_runs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<runmap::Key, runmap::Head> changed_teams_ ABSL_GUARDED_BY(mu_);
 
-  // The hand-off between the writer and the committer, one batch at a time;
-  // cv_ wakes the writer (new requests, a finished commit), commit_cv_ the
-  // committer.
+  // The hand-off between the writer and the commit stages: at most two
+  // batches, the second built on the first. cv_ wakes the writer (new
+  // requests, a finished commit), replicate_cv_ the replicator, commit_cv_
+  // the committer.
+  sync::CondVar replicate_cv_;
   sync::CondVar commit_cv_;
-  Prepared* to_commit_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::deque<Prepared*> handed_over_ ABSL_GUARDED_BY(mu_);  // not settled yet, oldest first
+  std::deque<Prepared*> to_replicate_ ABSL_GUARDED_BY(mu_);
+  std::deque<Prepared*> to_commit_ ABSL_GUARDED_BY(mu_);
   bool committer_stop_ ABSL_GUARDED_BY(mu_) = false;
 
   // Owned by the writer thread: the head as of the last batch built
@@ -273,6 +303,7 @@ class Sequencer {
   merkle::Frontier durable_frontier_;
   store::State durable_state_;
 
+  std::thread replicator_;  // with Options::replicate
   std::thread committer_;
   std::thread writer_;
 };
