@@ -189,8 +189,8 @@ absl::StatusOr<uint64_t> MapCosignatureVerifier::Verify(std::string_view note) c
   auto parsed = note::ParseCheckpointTime(parts->text);
   if (!parsed.ok()) return parsed.status();
   if (data.size() != internal::kTimestampedBytes) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "map cosignature: length: want 76 bytes (key ID, time, signature), found ", data.size()));
+    return absl::PermissionDeniedError(
+        absl::StrCat("map cosignature: length: want 76 bytes (key ID, time, signature), found ", data.size()));
   }
   const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
   uint64_t time = internal::BigEndian64(bytes + 4);
