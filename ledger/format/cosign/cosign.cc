@@ -68,12 +68,12 @@ namespace {
 
 std::string S(std::string_view v) { return std::string(v); }
 
-constexpr std::string_view kSigPrefix = "\xe2\x80\x94 ";  // "— "
 using internal::BigEndian32;
 using internal::BigEndian64;
 using internal::Hex8;
 using internal::InitSodium;
 using internal::kMaxTime;
+using internal::kSigPrefix;
 using internal::ParseHex8;
 using internal::Split3;
 constexpr size_t kCosignatureBytes = internal::kTimestampedBytes;

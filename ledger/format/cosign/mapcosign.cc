@@ -16,10 +16,7 @@ namespace {
 
 using internal::Hex8;
 
-constexpr std::string_view kSigPrefix = "\xe2\x80\x94 ";  // "— "
 constexpr char kVersion4[] = "evidence-ledger/checkpoint-time/v4\n";
-
-std::string S(std::string_view v) { return std::string(v); }
 
 // "<name>+<hex8 id>+<base64 type || 32 bytes>": the name, the id and the 32
 // bytes (a public key, or a seed); the caller checks the id.
@@ -27,28 +24,28 @@ absl::Status ParseMapKey(std::string_view what, std::string_view text, std::stri
                          std::string* key) {
   std::string_view parts[3];
   if (!internal::Split3(text, parts)) {
-    return absl::InvalidArgumentError(absl::StrCat(S(what), ": want <name>+<key id>+<base64 key>"));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": want <name>+<key id>+<base64 key>"));
   }
   if (!note::IsValidKeyName(parts[0])) {
     return absl::InvalidArgumentError(
-        absl::StrCat(S(what), ": key name must be non-empty UTF-8 without spaces or '+'"));
+        absl::StrCat(std::string(what), ": key name must be non-empty UTF-8 without spaces or '+'"));
   }
   if (!internal::ParseHex8(parts[1], id)) {
-    return absl::InvalidArgumentError(absl::StrCat(S(what), ": key id must be 8 hex digits"));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": key id must be 8 hex digits"));
   }
   auto bytes = hash::Base64Decode(parts[2]);
-  if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat(S(what), ": key data is not base64"));
+  if (!bytes.ok()) return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": key data is not base64"));
   const std::string type = MapKeyType();
   if (bytes->size() == 33 && ((*bytes)[0] == 0x01 || (*bytes)[0] == 0x04)) {
-    return absl::InvalidArgumentError(absl::StrCat(S(what), ": a ", (*bytes)[0] == 0x01 ? "log" : "witness",
+    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": a ", (*bytes)[0] == 0x01 ? "log" : "witness",
                                                    " key (type 0x0", int((*bytes)[0]),
                                                    "), not a monitor's; a monitor key's type is 0xff ", kMapHeader));
   }
   if (bytes->size() != type.size() + 32 || !bytes->starts_with(type)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(S(what), ": key data must be base64 of 0xff, \"", kMapHeader, "\" and 32 bytes"));
+        absl::StrCat(std::string(what), ": key data must be base64 of 0xff, \"", kMapHeader, "\" and 32 bytes"));
   }
-  *name = S(parts[0]);
+  *name = std::string(parts[0]);
   *key = bytes->substr(type.size());
   return absl::OkStatus();
 }
@@ -58,24 +55,24 @@ absl::Status ParseMapKey(std::string_view what, std::string_view text, std::stri
 std::string MapKeyType() { return absl::StrCat("\xff", kMapHeader); }
 
 uint32_t MapKeyId(std::string_view name, const note::PublicKey& key) {
-  std::string buf = absl::StrCat(S(name), "\n", MapKeyType());
+  std::string buf = absl::StrCat(std::string(name), "\n", MapKeyType());
   buf.append(reinterpret_cast<const char*>(key.data()), key.size());
   return internal::BigEndian32(hash::Sha256(buf).data());
 }
 
 std::string MapSignedMessage(std::string_view note_text, uint64_t time) {
-  return absl::StrCat(kMapHeader, "\ntime ", time, "\n", S(note_text));
+  return absl::StrCat(kMapHeader, "\ntime ", time, "\n", std::string(note_text));
 }
 
 absl::StatusOr<MapCosigner> MapCosigner::FromKey(std::string_view name, std::shared_ptr<const note::Ed25519Key> key) {
   internal::InitSodium();
   if (!note::IsValidKeyName(name)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("monitor name: '", S(name), "' must be non-empty UTF-8 without spaces or '+'"));
+        absl::StrCat("monitor name: '", std::string(name), "' must be non-empty UTF-8 without spaces or '+'"));
   }
   if (key == nullptr) return absl::InvalidArgumentError("monitor key: none given");
   MapCosigner c;
-  c.name_ = S(name);
+  c.name_ = std::string(name);
   c.key_ = std::move(key);
   c.key_id_ = MapKeyId(c.name_, c.key_->public_key());
   return c;
@@ -144,7 +141,7 @@ absl::StatusOr<std::string> MapCosigner::Cosign(std::string_view note_text, uint
   std::string message = MapSignedMessage(note_text, time);
   auto signature = key_->Sign(message);
   if (!signature.ok()) return signature.status();
-  return absl::StrCat(S(kSigPrefix), name_, " ",
+  return absl::StrCat(std::string(internal::kSigPrefix), name_, " ",
                       hash::Base64(internal::TimestampedData(key_id_, time, signature->data())), "\n");
 }
 

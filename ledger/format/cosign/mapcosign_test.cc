@@ -20,7 +20,7 @@ nlohmann::json Vectors() {
   return nlohmann::json::parse(in);
 }
 
-std::string Unhex(std::string_view hex) {
+std::string MapUnhex(std::string_view hex) {
   std::string out;
   for (size_t i = 0; i < hex.size(); i += 2) {
     out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
@@ -31,7 +31,7 @@ std::string Unhex(std::string_view hex) {
 std::string NoteText(const std::string& note) { return note.substr(0, note.rfind("\n\n") + 1); }
 
 MapCosigner Monitor(const nlohmann::json& v) {
-  auto key = note::SeedKey(Unhex(v["key"]["seed_hex"].get<std::string>()));
+  auto key = note::SeedKey(MapUnhex(v["key"]["seed_hex"].get<std::string>()));
   return *MapCosigner::FromKey(v["key"]["name"].get<std::string>(), *key);
 }
 
@@ -121,7 +121,7 @@ TEST(MapCosignTest, CosignsOnlyVersion4NotesAtOrAfterTheirTime) {
   EXPECT_EQ(refused.status().message(), "map cosignature: only a checkpoint-time note of version 4 is cosigned");
   // A witness's cosignature/v1 key over the same seed signs nothing a
   // monitor's verifier accepts.
-  auto witness = Cosigner::FromSeed(m.name(), Unhex(v["key"]["seed_hex"].get<std::string>()));
+  auto witness = Cosigner::FromSeed(m.name(), MapUnhex(v["key"]["seed_hex"].get<std::string>()));
   auto line = witness->Cosign(text, note_time);
   EXPECT_EQ(
       MapCosignatureVerifier::Parse(m.VerifierKey())->Verify(v["note"].get<std::string>() + *line).status().code(),

@@ -11,6 +11,8 @@
 
 namespace ledger::cosign::internal {
 
+// A note signature line starts with an em dash and a space.
+inline constexpr std::string_view kSigPrefix = "\xe2\x80\x94 ";
 inline constexpr uint64_t kMaxTime = std::numeric_limits<int64_t>::max();
 // key id (4) || u64 time (8) || Ed25519 signature (64).
 inline constexpr size_t kTimestampedBytes = 4 + 8 + 64;
