@@ -352,7 +352,7 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
   std::filesystem::create_directories(dir);
   ledger::witnesses::Source source = ledger::witnesses::LogSource(log);
   auto post = [](const std::string& url, const std::string& body) {
-    return ledger::witnesses::HttpPost(url, body, 5000, nullptr);
+    return ledger::http::HttpPost(url, body, 5000, nullptr);
   };
   return ledger::witnesses::Witnesses::Start(
       *std::move(parsed), std::move(source), post,

@@ -19,8 +19,8 @@
 #include "ledger/format/cosign/cosign.h"
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/note/note.h"
+#include "util/http/client.h"
 #include "util/http/http.h"
-#include "witness/client/http_post.h"
 #include "witness/server/witness.h"
 
 namespace {
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
   for (auto& log : logs) {
     clients.emplace_back([&, log = log.get()] {
       while (!stop) {
-        auto reply = ledger::witnesses::HttpPost(url, log->NextBody(), 10'000);
+        auto reply = ledger::http::HttpPost(url, log->NextBody(), 10'000);
         if (reply.ok() && reply->status == 200)
           ++ok;
         else

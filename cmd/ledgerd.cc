@@ -152,7 +152,7 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
                                                                              const ledger::log::Log* log,
                                                                              const std::string& data_dir,
                                                                              ledger::replication::Node* node) {
-  auto tls = std::make_shared<ledger::witnesses::TlsClient>();
+  auto tls = std::make_shared<ledger::http::TlsClient>();
   for (auto [flag, part] : {std::pair{"witness-tls-ca", &tls->ca_pem}, std::pair{"witness-tls-cert", &tls->cert_pem},
                             std::pair{"witness-tls-key", &tls->key_pem}}) {
     if (flags.Get(flag).empty()) continue;
@@ -174,7 +174,7 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
   if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat("--witness-policy: ", policy.status().message()));
   ledger::witnesses::Source source = ledger::witnesses::LogSource(log);
   auto post = [tls](const std::string& url, const std::string& body) {
-    return ledger::witnesses::HttpPost(url, body, 5000, tls->ca_pem.empty() ? nullptr : tls.get());
+    return ledger::http::HttpPost(url, body, 5000, tls->ca_pem.empty() ? nullptr : tls.get());
   };
   std::optional<ledger::witnesses::Shared> shared;
   if (node != nullptr) {

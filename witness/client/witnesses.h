@@ -35,8 +35,8 @@
 #include "absl/status/statusor.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
+#include "util/http/client.h"
 #include "util/sync/mutex.h"
-#include "witness/client/http_post.h"
 
 namespace ledger::witnesses {
 
@@ -50,7 +50,7 @@ struct Source {
 };
 
 // POSTs a body to a URL: HttpPost, or a fake for fault injection.
-using Post = std::function<absl::StatusOr<HttpReply>(const std::string& url, const std::string& body)>;
+using Post = std::function<absl::StatusOr<http::Reply>(const std::string& url, const std::string& body)>;
 
 // What a witness last cosigned, as recorded by one of a shard's nodes.
 struct Recorded {

@@ -62,11 +62,11 @@ struct InProcessWitness {
       : cosigner(*cosign::Cosigner::FromSeed(name, std::string(32, seed))),
         witness(*witness::Witness::Open(dir, cosigner, {*note::Verifier::Parse(log_vkey)},
                                         [] { return uint64_t{1700000000}; })) {}
-  absl::StatusOr<HttpReply> Post(const std::string& url, const std::string& body) {
+  absl::StatusOr<http::Reply> Post(const std::string& url, const std::string& body) {
     ++posts;
     if (down) return absl::UnavailableError("witness down");
     witness::Reply r = witness->AddCheckpoint(body);
-    return HttpReply{r.status, r.content_type, r.body};
+    return http::Reply{r.status, r.content_type, r.body};
   }
   cosign::Cosigner cosigner;
   std::unique_ptr<witness::Witness> witness;

@@ -1,4 +1,4 @@
-#include "witness/client/http_post.h"
+#include "util/http/client.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
-namespace ledger::witnesses {
+namespace ledger::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -49,9 +49,9 @@ struct Fd {
 using Ctx = std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)>;
 using Ssl = std::unique_ptr<SSL, decltype(&SSL_free)>;
 
-absl::StatusOr<Ctx> ClientContext(const TlsClient& tls) {
+absl::StatusOr<Ctx> ClientContext(const TlsClient& tls, const char* peer) {
   Ctx ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
-  if (ctx == nullptr) return absl::InternalError("witness tls: SSL_CTX_new failed");
+  if (ctx == nullptr) return absl::InternalError("tls: SSL_CTX_new failed");
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   auto bio_of = [](const std::string& pem) {
     return std::unique_ptr<BIO, decltype(&BIO_free)>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
@@ -65,7 +65,8 @@ absl::StatusOr<Ctx> ClientContext(const TlsClient& tls) {
     ++cas;
   }
   ERR_clear_error();
-  if (cas == 0) return absl::InvalidArgumentError("witness tls: no CA certificate to verify witnesses with");
+  if (cas == 0)
+    return absl::InvalidArgumentError(absl::StrCat(peer, " tls: no CA certificate to verify the ", peer, " with"));
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
   if (!tls.cert_pem.empty()) {
     auto cert_bio = bio_of(tls.cert_pem);
@@ -77,15 +78,17 @@ absl::StatusOr<Ctx> ClientContext(const TlsClient& tls) {
     X509_free(cert);
     EVP_PKEY_free(key);
     ERR_clear_error();
-    if (!ok) return absl::InvalidArgumentError("witness tls: the client certificate and key are not usable");
+    if (!ok)
+      return absl::InvalidArgumentError(absl::StrCat(peer, " tls: the client certificate and key are not usable"));
   }
   return ctx;
 }
 
 // The request over TLS on the connected socket `fd`; the reply's bytes.
 absl::StatusOr<std::string> Exchange(int fd, const TlsClient& tls, const std::string& host, const std::string& request,
-                                     const std::string& authority, Clock::time_point deadline) {
-  auto ctx = ClientContext(tls);
+                                     const std::string& authority, Clock::time_point deadline, const char* peer,
+                                     size_t max_answer) {
+  auto ctx = ClientContext(tls, peer);
   if (!ctx.ok()) return ctx.status();
   // Blocking from here, each read and write bounded by what is left.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -108,7 +111,7 @@ absl::StatusOr<std::string> Exchange(int fd, const TlsClient& tls, const std::st
     long verify = SSL_get_verify_result(ssl.get());
     ERR_clear_error();
     return absl::UnavailableError(
-        absl::StrCat("witness ", authority, ": tls ", std::string(what),
+        absl::StrCat(peer, " ", authority, ": tls ", std::string(what),
                      verify != X509_V_OK ? absl::StrCat(": ", X509_verify_cert_error_string(verify)) : ""));
   };
   if (SSL_connect(ssl.get()) != 1) return failed("handshake");
@@ -123,8 +126,8 @@ absl::StatusOr<std::string> Exchange(int fd, const TlsClient& tls, const std::st
     int n = SSL_read(ssl.get(), buf, sizeof buf);
     if (n > 0) {
       in.append(buf, static_cast<size_t>(n));
-      if (in.size() > (1 << 20))
-        return absl::DataLossError(absl::StrCat("witness ", authority, ": answer above 1 MiB"));
+      if (in.size() > max_answer)
+        return absl::DataLossError(absl::StrCat(peer, " ", authority, ": answer above ", max_answer, " bytes"));
       continue;
     }
     int e = SSL_get_error(ssl.get(), n);
@@ -137,16 +140,16 @@ absl::StatusOr<std::string> Exchange(int fd, const TlsClient& tls, const std::st
 // The request in plain text on the connected non-blocking socket `fd`; the
 // reply's bytes.
 absl::StatusOr<std::string> ExchangePlain(int fd, const std::string& request, const std::string& authority,
-                                          Clock::time_point deadline) {
+                                          Clock::time_point deadline, const char* peer, size_t max_answer) {
   for (size_t sent = 0; sent < request.size();) {
     ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<size_t>(n);
     } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
       if (!Wait(fd, POLLOUT, deadline))
-        return absl::UnavailableError(absl::StrCat("witness ", authority, ": send timed out"));
+        return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": send timed out"));
     } else {
-      return absl::UnavailableError(absl::StrCat("witness ", authority, ": send: ", std::strerror(errno)));
+      return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": send: ", std::strerror(errno)));
     }
   }
   std::string in;
@@ -155,27 +158,27 @@ absl::StatusOr<std::string> ExchangePlain(int fd, const std::string& request, co
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n > 0) {
       in.append(buf, static_cast<size_t>(n));
-      if (in.size() > (1 << 20))
-        return absl::DataLossError(absl::StrCat("witness ", authority, ": answer above 1 MiB"));
+      if (in.size() > max_answer)
+        return absl::DataLossError(absl::StrCat(peer, " ", authority, ": answer above ", max_answer, " bytes"));
     } else if (n == 0) {
       break;
     } else if (errno == EAGAIN || errno == EINTR) {
       if (!Wait(fd, POLLIN, deadline))
-        return absl::UnavailableError(absl::StrCat("witness ", authority, ": no answer in time"));
+        return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": no answer in time"));
     } else {
-      return absl::UnavailableError(absl::StrCat("witness ", authority, ": recv: ", std::strerror(errno)));
+      return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": recv: ", std::strerror(errno)));
     }
   }
   return in;
 }
 
 // Status line, Content-Type and body of an HTTP/1.x answer.
-absl::StatusOr<HttpReply> ParseReply(const std::string& in, const std::string& authority) {
+absl::StatusOr<Reply> ParseReply(const std::string& in, const std::string& authority, const char* peer) {
   size_t head_end = in.find("\r\n\r\n");
   if (head_end == std::string::npos || in.rfind("HTTP/1.", 0) != 0 || in.size() < 12) {
-    return absl::DataLossError(absl::StrCat("witness ", authority, ": the answer is not HTTP"));
+    return absl::DataLossError(absl::StrCat(peer, " ", authority, ": the answer is not HTTP"));
   }
-  HttpReply reply;
+  Reply reply;
   reply.status = std::atoi(in.substr(9, 3).c_str());
   std::string head = in.substr(0, head_end);
   for (size_t at = head.find("\r\n"); at != std::string::npos; at = head.find("\r\n", at + 2)) {
@@ -192,15 +195,20 @@ absl::StatusOr<HttpReply> ParseReply(const std::string& in, const std::string& a
 
 }  // namespace
 
-absl::StatusOr<HttpReply> HttpPost(const std::string& url, const std::string& body, int timeout_ms,
-                                   const TlsClient* tls) {
+absl::StatusOr<Reply> Fetch(std::string_view method, const std::string& url, const std::string& body,
+                            const FetchOptions& options) {
+  const char* peer = options.peer;
+  const TlsClient* tls = options.tls;
+  if (method != "GET" && method != "POST") {
+    return absl::InvalidArgumentError(absl::StrCat(peer, ": method ", std::string(method), ": want GET or POST"));
+  }
   bool https = url.rfind("https://", 0) == 0;
   if (!https && url.rfind("http://", 0) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("witness url '", url, "': want http:// or https://host:port/path"));
+    return absl::InvalidArgumentError(absl::StrCat(peer, " url '", url, "': want http:// or https://host:port/path"));
   }
   if (https && tls == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("witness url '", url, "': https needs a CA to verify the witness with"));
+        absl::StrCat(peer, " url '", url, "': https needs a CA to verify the ", peer, " with"));
   }
   std::string rest = url.substr(https ? 8 : 7);
   size_t slash = rest.find('/');
@@ -210,45 +218,51 @@ absl::StatusOr<HttpReply> HttpPost(const std::string& url, const std::string& bo
   std::string host = authority.substr(0, colon);
   std::string port = colon == std::string::npos ? (https ? "443" : "80") : authority.substr(colon + 1);
   if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  if (host.empty() || port.empty()) return absl::InvalidArgumentError(absl::StrCat("witness url '", url, "': no host"));
+  if (host.empty() || port.empty()) return absl::InvalidArgumentError(absl::StrCat(peer, " url '", url, "': no host"));
 
-  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto deadline = Clock::now() + std::chrono::milliseconds(options.timeout_ms);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    return absl::UnavailableError(absl::StrCat("witness ", authority, ": ", gai_strerror(rc)));
+    return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": ", gai_strerror(rc)));
   }
   Fd s;
   s.fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int rc = s.fd < 0 ? -1 : ::connect(s.fd, found->ai_addr, found->ai_addrlen);
   ::freeaddrinfo(found);
   if (rc != 0 && errno != EINPROGRESS) {
-    return absl::UnavailableError(absl::StrCat("witness ", authority, ": connect: ", std::strerror(errno)));
+    return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": connect: ", std::strerror(errno)));
   }
   if (rc != 0) {
     int err = 0;
     socklen_t len = sizeof err;
     if (!Wait(s.fd, POLLOUT, deadline))
-      return absl::UnavailableError(absl::StrCat("witness ", authority, ": connect timed out"));
+      return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": connect timed out"));
     ::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) return absl::UnavailableError(absl::StrCat("witness ", authority, ": connect: ", std::strerror(err)));
+    if (err != 0) return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": connect: ", std::strerror(err)));
   }
-  std::string request = absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: ", authority,
-                                     "\r\nContent-Type: text/plain\r\nContent-Length: ", body.size(),
-                                     "\r\nConnection: close\r\n\r\n", body);
+  std::string request =
+      method == "POST" ? absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: ", authority,
+                                      "\r\nContent-Type: text/plain\r\nContent-Length: ", body.size(),
+                                      "\r\nConnection: close\r\n\r\n", body)
+                       : absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", authority, "\r\nConnection: close\r\n\r\n");
   std::string in;
   if (https) {
-    auto got = Exchange(s.fd, *tls, host, request, authority, deadline);
+    auto got = Exchange(s.fd, *tls, host, request, authority, deadline, peer, options.max_answer);
     if (!got.ok()) return got.status();
     in = *std::move(got);
   } else {
-    auto got = ExchangePlain(s.fd, request, authority, deadline);
+    auto got = ExchangePlain(s.fd, request, authority, deadline, peer, options.max_answer);
     if (!got.ok()) return got.status();
     in = *std::move(got);
   }
-  return ParseReply(in, authority);
+  return ParseReply(in, authority, peer);
 }
 
-}  // namespace ledger::witnesses
+absl::StatusOr<Reply> HttpPost(const std::string& url, const std::string& body, int timeout_ms, const TlsClient* tls) {
+  return Fetch("POST", url, body, {.timeout_ms = timeout_ms, .tls = tls, .peer = "witness"});
+}
+
+}  // namespace ledger::http
