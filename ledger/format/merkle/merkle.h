@@ -139,6 +139,8 @@ class Frontier {
 
   Hash Root() const;
   uint64_t size() const { return size_; }
+  // The perfect subtrees' hashes, largest first (what Load reads back).
+  const std::vector<Hash>& nodes() const { return nodes_; }
 
  private:
   uint64_t size_ = 0;

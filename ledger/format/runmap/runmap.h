@@ -194,6 +194,8 @@ class RunMap {
   absl::Status Set(const Key& key, const Head& head);
   std::optional<Head> Get(const Key& key) const;
   size_t size() const { return leaves_.size(); }
+  // Every leaf, in key order.
+  const std::map<Key, Head>& leaves() const { return leaves_; }
 
   Hash Root();
   // NOT_FOUND when the key is absent.

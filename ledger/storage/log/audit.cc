@@ -2,15 +2,16 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"
-#include "ledger/format/merkle/merkle.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/receipt.h"
+#include "ledger/format/replay/replay.h"
 #include "ledger/format/runmap/runmap.h"
 #include "ledger/storage/store/store.h"
 #include "util/text/progress.h"
@@ -18,14 +19,15 @@
 namespace ledger::log {
 namespace {
 
-struct Finding {
-  std::string check;
-  int64_t seq = -1;
-  std::string what, expected, found;
-};
+using replay::Finding;
 
 // Stops a scan once a finding is recorded.
 absl::Status Stop() { return absl::CancelledError("audit: finding"); }
+
+bool SameHead(const runmap::Head& replayed, const store::RunHead& row) {
+  return replayed.count == row.count && replayed.last_seq == row.last_seq &&
+         replayed.last_leaf_hash == row.last_leaf_hash;
+}
 
 std::string RunName(std::string_view team, std::string_view run_id) {
   return absl::StrCat(std::string(team), "/", std::string(run_id));
@@ -64,7 +66,7 @@ class Auditor {
     r.entries = entries_;
     r.nodes = nodes_;
     r.checkpoints = verified_;
-    r.runs = run_last_.size();
+    r.runs = replay_.runs();
     r.map_roots = map_roots_;
     if (finding_) {
       r.ok = false;
@@ -78,6 +80,10 @@ class Auditor {
   }
 
  private:
+  absl::Status Find(replay::Finding finding) {
+    finding_ = std::move(finding);
+    return Stop();
+  }
   absl::Status Find(std::string check, int64_t seq, std::string what, std::string expected, std::string found) {
     finding_ = Finding{std::move(check), seq, std::move(what), std::move(expected), std::move(found)};
     return Stop();
@@ -85,41 +91,30 @@ class Auditor {
 
   absl::Status Entry(uint64_t seq, std::string_view leaf) {
     int64_t at = static_cast<int64_t>(seq);
-    auto entry = receipt::ParseLeaf(leaf);
-    if (!entry.ok()) {
-      return Find("entry", at, "leaf", "a leaf in canonical form", std::string(entry.status().message()));
-    }
-    if (entry->seq != seq) {
-      return Find("entry", at, "seq in the leaf", absl::StrCat(seq), absl::StrCat(entry->seq));
-    }
-    hash::Hash leaf_hash = hash::LeafHash(leaf);
-    if (entry->prev != prev_) {
-      return Find("chain", at, "prev", hash::Hex(prev_), hash::Hex(entry->prev));
-    }
-    const receipt::Receipt& r = entry->receipt;
-    std::string run = RunName(r.team(), r.run_id());
-    std::optional<uint64_t> run_prev;
-    store::RunHead& head = run_last_[run];
-    if (head.count > 0) run_prev = head.last_seq;
-    if (entry->run_prev != run_prev) {
-      auto name = [](std::optional<uint64_t> v) { return v ? absl::StrCat(*v) : std::string("none"); };
-      return Find("run_chain", at, absl::StrCat("run_prev of run ", run), name(run_prev), name(entry->run_prev));
-    }
-    hash::Hash leaf_hash_of_run = hash::LeafHash(leaf);
-    head = {head.count + 1, seq, leaf_hash_of_run};
-    if (auto s = CheckTeamChain(*entry, at, leaf_hash_of_run); !s.ok()) return s;
-    const runmap::Head run_head{head.count, seq, leaf_hash_of_run};
-    absl::Status set = map_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV2), run_head);
-    if (set.ok() && !v1_done_)
-      set = map_v1_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV1), run_head);
-    if (!set.ok()) {
-      return Find("run_map", at, absl::StrCat("run-head map entry of ", run), "a valid head",
-                  std::string(set.message()));
+    // The entry, its chains, the tree and both maps (ledger/format/replay);
+    // the nodes the leaf completes are compared with the stored ones after
+    // its index row.
+    receipt::Entry entry;
+    completed_.clear();
+    std::optional<replay::Finding> finding =
+        replay_.Append(leaf, &entry, [&](int level, uint64_t index, const hash::Hash& h) {
+          completed_.push_back({level, index, h});
+        });
+    if (finding.has_value()) return Find(*std::move(finding));
+    const receipt::Receipt& r = entry.receipt;
+    const hash::Hash leaf_hash = replay_.prev();
+    if (!v1_done_) {
+      absl::Status set =
+          map_v1_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV1), replay_.last_run_head());
+      if (!set.ok()) {
+        return Find("run_map", at, absl::StrCat("run-head map entry of ", RunName(r.team(), r.run_id())),
+                    "a valid head", std::string(set.message()));
+      }
     }
 
     // The row of format 2, or in a store not yet migrated, of format 1.
     store::IdSpace space =
-        entry->emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger : store::IdSpace::kEmitter;
+        entry.emitter == receipt::kLedgerEmitter ? store::IdSpace::kLedger : store::IdSpace::kEmitter;
     auto ref = store_.FindReceipt({space, r.team(), r.receipt_id()});
     if (ref.ok() && !ref->has_value()) ref = store_.FindReceipt({store::IdSpace::kLegacy, {}, r.receipt_id()});
     if (!ref.ok()) return ref.status();
@@ -138,12 +133,9 @@ class Auditor {
                   hash::Hex((*ref)->digest));
     }
 
-    absl::Status nodes = absl::OkStatus();
-    frontier_.Append(leaf_hash, [&](int level, uint64_t index, const hash::Hash& h) {
-      if (nodes.ok()) nodes = Node(at, level, index, h);
-    });
-    if (!nodes.ok()) return nodes;
-    prev_ = leaf_hash;
+    for (const auto& [level, index, h] : completed_) {
+      if (absl::Status s = Node(at, level, index, h); !s.ok()) return s;
+    }
     ++entries_;
     return CheckCheckpointAt(seq + 1);
   }
@@ -187,7 +179,7 @@ class Auditor {
       return Find("checkpoint", at, absl::StrCat(what, ": origin and size"), absl::StrCat(key_.name(), " ", size),
                   absl::StrCat(cp->origin, " ", cp->size));
     }
-    hash::Hash root = size == 0 ? hash::EmptyRoot() : frontier_.Root();
+    hash::Hash root = replay_.root();
     if (cp->root != root)
       return Find("checkpoint", at, absl::StrCat(what, ": root"), hash::Hex(root), hash::Hex(cp->root));
     ++verified_;
@@ -218,13 +210,6 @@ class Auditor {
                   absl::StrCat("at least ", last_time_us_, " (the time of an earlier checkpoint)"),
                   absl::StrCat(t->time_us));
     }
-    if (t->team_map_root.has_value()) {
-      hash::Hash root = team_map_.Root();
-      if (root != *t->team_map_root) {
-        return Find("team_map", at, absl::StrCat(what, ": team-head map root (signed)"), hash::Hex(root),
-                    hash::Hex(*t->team_map_root));
-      }
-    }
     if (t->version() == 4) {
       // From here on every note keys runs by team: the map under v1 keys is
       // not needed again.
@@ -235,8 +220,10 @@ class Auditor {
                   "4 (a ledger that keys runs by team does so with every later checkpoint)",
                   absl::StrCat(t->version()));
     }
+    // The team map's root, and under run keys v2 the run map's.
+    if (std::optional<replay::Finding> f = replay_.Check(*t); f.has_value()) return Find(*std::move(f));
     if (t->run_map_root.has_value()) {
-      hash::Hash root = t->version() == 4 ? map_.Root() : map_v1_.Root();
+      hash::Hash root = t->version() == 4 ? replay_.runs_root() : map_v1_.Root();
       if (root != *t->run_map_root) {
         return Find("run_map", at, absl::StrCat(what, ": run-head map root (signed)"), hash::Hex(root),
                     hash::Hex(*t->run_map_root));
@@ -248,48 +235,27 @@ class Auditor {
     return absl::OkStatus();
   }
 
-  // A version 2 entry's team_prev names its team's previous entry; every
-  // entry is its team's head in the team-head map.
-  absl::Status CheckTeamChain(const receipt::Entry& entry, int64_t at, const hash::Hash& leaf_hash) {
-    const std::string& team = entry.receipt.team();
-    store::RunHead& head = team_last_[team];
-    if (entry.version >= 2) {
-      std::optional<uint64_t> want;
-      if (head.count > 0) want = head.last_seq;
-      if (entry.team_prev != want) {
-        auto name = [](std::optional<uint64_t> v) { return v ? absl::StrCat(*v) : std::string("none"); };
-        return Find("team_chain", at, absl::StrCat("team_prev of team ", team), name(want), name(entry.team_prev));
-      }
-    }
-    head = {head.count + 1, entry.seq, leaf_hash};
-    if (auto set = team_map_.Set(runmap::TeamKeyOf(team), {head.count, head.last_seq, leaf_hash}); !set.ok()) {
-      return Find("team_map", at, absl::StrCat("team-head map entry of ", team), "a valid head",
-                  std::string(set.message()));
-    }
-    return absl::OkStatus();
-  }
-
   // The team rows, each its team's head (none at all in a store a version
   // without them wrote and no ledger of this version opened yet).
   absl::Status CheckTeamRows() {
     uint64_t rows = 0;
     absl::Status s = store_.ScanTeamHeads([&](std::string_view team, const store::RunHead& row) {
       ++rows;
-      auto it = team_last_.find(std::string(team));
-      auto text = [](const store::RunHead& h) {
+      std::optional<runmap::Head> head = replay_.TeamHead(team);
+      auto text = [](const auto& h) {
         return absl::StrCat(h.last_seq, " (entry ", h.count, " of the team, leaf hash ", hash::Hex(h.last_leaf_hash),
                             ")");
       };
-      if (it == team_last_.end() || it->second != row) {
-        return Find("team_head", it == team_last_.end() ? -1 : static_cast<int64_t>(it->second.last_seq),
-                    absl::StrCat("team head of ", std::string(team)),
-                    it == team_last_.end() ? "no team" : text(it->second), text(row));
+      if (!head.has_value() || !SameHead(*head, row)) {
+        return Find("team_head", !head.has_value() ? -1 : static_cast<int64_t>(head->last_seq),
+                    absl::StrCat("team head of ", std::string(team)), !head.has_value() ? "no team" : text(*head),
+                    text(row));
       }
       return absl::OkStatus();
     });
     if (!s.ok()) return s;
-    if (rows != 0 && rows != team_last_.size()) {
-      return Find("team_head", -1, "team heads", absl::StrCat(team_last_.size()), absl::StrCat(rows));
+    if (rows != 0 && rows != replay_.teams()) {
+      return Find("team_head", -1, "team heads", absl::StrCat(replay_.teams()), absl::StrCat(rows));
     }
     return absl::OkStatus();
   }
@@ -323,7 +289,9 @@ class Auditor {
       return Find("state", -1, "tree size", absl::StrCat(stored, ", the number of entries stored"),
                   absl::StrCat(state_.size));
     }
-    if (state_.head != prev_) return Find("state", -1, "chain head", hash::Hex(prev_), hash::Hex(state_.head));
+    if (state_.head != replay_.prev()) {
+      return Find("state", -1, "chain head", hash::Hex(replay_.prev()), hash::Hex(state_.head));
+    }
     for (const auto& [size, note] : checkpoints_) {
       if (size > state_.size) {
         return Find("checkpoint", -1, absl::StrCat("checkpoint of size ", size),
@@ -348,22 +316,22 @@ class Auditor {
     s = store_.ScanRunHeads([&](std::string_view team, std::string_view run_id, const store::RunHead& row) {
       ++heads;
       std::string run = RunName(team, run_id);
-      auto it = run_last_.find(run);
-      auto text = [](const store::RunHead& h) {
+      std::optional<runmap::Head> head = replay_.RunHead(team, run_id);
+      auto text = [](const auto& h) {
         if (h.count == 0) return absl::StrCat(h.last_seq, " (a row of format 1: count and leaf hash not kept)");
         return absl::StrCat(h.last_seq, " (entry ", h.count, " of the run, leaf hash ", hash::Hex(h.last_leaf_hash),
                             ")");
       };
-      std::string want = it == run_last_.end() ? "no run" : text(it->second);
-      if (it == run_last_.end() || it->second.last_seq != row.last_seq || (row.count != 0 && it->second != row)) {
-        return Find("run_head", it == run_last_.end() ? -1 : static_cast<int64_t>(it->second.last_seq),
+      std::string want = !head.has_value() ? "no run" : text(*head);
+      if (!head.has_value() || head->last_seq != row.last_seq || (row.count != 0 && !SameHead(*head, row))) {
+        return Find("run_head", !head.has_value() ? -1 : static_cast<int64_t>(head->last_seq),
                     absl::StrCat("run head of ", run), want, text(row));
       }
       return absl::OkStatus();
     });
     if (!s.ok()) return s;
-    if (heads != run_last_.size()) {
-      return Find("run_head", -1, "run heads", absl::StrCat(run_last_.size()), absl::StrCat(heads));
+    if (heads != replay_.runs()) {
+      return Find("run_head", -1, "run heads", absl::StrCat(replay_.runs()), absl::StrCat(heads));
     }
     return CheckTeamRows();
   }
@@ -373,15 +341,11 @@ class Auditor {
   text::ProgressMeter* const progress_;
   store::State state_;
   std::map<uint64_t, std::string> checkpoints_;
-  merkle::Frontier frontier_;
-  hash::Hash prev_{};
-  absl::flat_hash_map<std::string, store::RunHead> run_last_;
-  runmap::RunMap map_;  // of the entries read so far, under run keys v2
+  replay::Replay replay_;                                         // of the entries read so far
+  std::vector<std::tuple<int, uint64_t, hash::Hash>> completed_;  // by the entry read last
   // Under run keys v1, for notes of versions 2 and 3, until a note of version 4.
   runmap::RunMap map_v1_;
   bool v1_done_ = false;
-  absl::flat_hash_map<std::string, store::RunHead> team_last_;
-  runmap::RunMap team_map_;  // of the entries read so far
   std::optional<std::pair<uint64_t, std::vector<hash::Hash>>> groups_[64];
   uint64_t entries_ = 0, nodes_ = 0, verified_ = 0, times_ = 0, map_roots_ = 0;
   int64_t last_time_us_ = 0;
