@@ -33,6 +33,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cmd/cosigner_key.h"
 #include "cmd/flags.h"
 #include "cmd/loopback.h"
 #include "ledger/format/cosign/cosign.h"
@@ -55,43 +56,13 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
-// The file of --`flag`; errors name the flag.
-absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
-  auto text = ledger::files::ReadFile(path);
-  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("--", flag, ": ", text.status().message()));
-  return text;
-}
-
-// <data>/witness.key, created (0600, never overwritten) when missing. A
-// key of another name than --name (when given) is refused.
-absl::StatusOr<Cosigner> LoadOrCreateKey(const std::string& data, const std::string& name) {
-  std::string path = data + "/witness.key";
-  auto text = ReadFile("data", path);
-  if (text.ok()) {
-    auto key = Cosigner::ParseKeyFile(*text);
-    if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", key.status().message()));
-    if (!name.empty() && key->name() != name) {
-      return absl::FailedPreconditionError(absl::StrCat("--name: the key in ", path, " is named '", key->name(),
-                                                        "', not '", name, "'; a witness keeps its name"));
-    }
-    return key;
-  }
-  auto key = Cosigner::Generate(name.empty() ? kDefaultName : name);
-  if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", key.status().message()));
-  auto key_file = key->KeyFileText();
-  if (!key_file.ok()) return key_file.status();
-  absl::Status s = ledger::files::CreateFileDurably(path, *key_file, 0600);
-  if (!s.ok()) return absl::Status(s.code(), absl::StrCat("witness key: ", s.message()));
-  return key;
-}
-
 // The logs' verifier keys: each file holds one key, as `ledgerctl vkey`
 // prints it.
 absl::StatusOr<std::vector<ledger::note::Verifier>> LoadLogKeys(const std::vector<std::string>& files) {
   if (files.empty()) return absl::InvalidArgumentError("--log: give at least one log's verifier key file");
   std::vector<ledger::note::Verifier> keys;
   for (const std::string& file : files) {
-    auto text = ReadFile("log", file);
+    auto text = ledger::cmd::ReadFlagFile("log", file);
     if (!text.ok()) return text.status();
     std::string line = text->substr(0, text->find_first_of("\r\n"));
     auto key = ledger::note::Verifier::Parse(line);
@@ -160,35 +131,7 @@ namespace {
 // The witness's key: --key FILE, --key pkcs11:URI, or <data>/witness.key
 // (created on first use).
 absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::string& data) {
-  if (flags.Get("key").empty()) return LoadOrCreateKey(data, flags.Get("name"));
-  if (ledger::keys::IsPkcs11Uri(flags.Get("key"))) {
-    if (flags.Get("name").empty()) {
-      return absl::InvalidArgumentError(
-          "--name: required with a PKCS#11 key; the name is part of the witness's verifier key");
-    }
-    auto token_key = ledger::keys::OpenPkcs11Key(flags.Get("key"));
-    if (!token_key.ok()) {
-      return absl::Status(token_key.status().code(), absl::StrCat("--key: ", token_key.status().message()));
-    }
-    if ((*token_key)->info().extractable) {
-      ledger::jsonlog::Warn("key_extractable")
-          .Msg(absl::StrCat("the token lets the key out (CKA_EXTRACTABLE): ", (*token_key)->where()))
-          .Emit();
-    }
-    auto c = Cosigner::FromKey(flags.Get("name"), *std::move(token_key));
-    if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", c.status().message()));
-    return c;
-  }
-  auto text = ReadFile("key", flags.Get("key"));
-  if (!text.ok()) return text.status();
-  auto key = Cosigner::ParseKeyFile(*text);
-  if (!key.ok())
-    return absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
-  if (flags.Has("name") && key->name() != flags.Get("name")) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
-  }
-  return key;
+  return ledger::cmd::CosignerKey<Cosigner>(flags, data, {"witness.key", kDefaultName, "witness"});
 }
 
 // HTTPS with client certificates when any TLS flag is given (then all
@@ -206,7 +149,7 @@ absl::StatusOr<std::optional<ledger::http::HttpTls>> WitnessTls(const ledger::cm
   ledger::http::HttpTls http_tls;
   for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
                             std::pair{"client-ca", &http_tls.client_ca_pem}}) {
-    auto pem = ReadFile(flag, flags.Get(flag));
+    auto pem = ledger::cmd::ReadFlagFile(flag, flags.Get(flag));
     if (!pem.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", flag, ": required with TLS (--tls-cert, --tls-key, --client-ca)"));

@@ -1,0 +1,92 @@
+// The key a witness or a monitor cosigns with (ledger-witness,
+// ledger-monitor): --key FILE (a mounted Secret; never created), --key
+// pkcs11:URI (a key kept in a token, ledger/keys/pkcs11.h; --name
+// required), or <data>/<file> (mode 0600, created on first use). `Key` is
+// cosign::Cosigner or cosign::MapCosigner.
+#ifndef CMD_COSIGNER_KEY_H_
+#define CMD_COSIGNER_KEY_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "cmd/flags.h"
+#include "ledger/keys/pkcs11.h"
+#include "util/files/files.h"
+#include "util/jsonlog/jsonlog.h"
+
+namespace ledger::cmd {
+
+struct CosignerKeyFile {
+  const char* file;          // in the data directory, e.g. "witness.key"
+  const char* default_name;  // of a key created there
+  const char* role;          // "witness", "monitor": in messages
+};
+
+// The file of --`flag`; errors name the flag.
+inline absl::StatusOr<std::string> ReadFlagFile(const std::string& flag, const std::string& path) {
+  auto text = files::ReadFile(path);
+  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("--", flag, ": ", text.status().message()));
+  return text;
+}
+
+template <typename Key>
+absl::StatusOr<Key> LoadOrCreateCosignerKey(const std::string& data, const std::string& name,
+                                            const CosignerKeyFile& kind) {
+  std::string path = absl::StrCat(data, "/", kind.file);
+  auto text = ReadFlagFile("data", path);
+  if (text.ok()) {
+    auto key = Key::ParseKeyFile(*text);
+    if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", key.status().message()));
+    if (!name.empty() && key->name() != name) {
+      return absl::FailedPreconditionError(absl::StrCat("--name: the key in ", path, " is named '", key->name(),
+                                                        "', not '", name, "'; a ", kind.role, " keeps its name"));
+    }
+    return key;
+  }
+  auto key = Key::Generate(name.empty() ? kind.default_name : name);
+  if (!key.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", key.status().message()));
+  auto key_file = key->KeyFileText();
+  if (!key_file.ok()) return key_file.status();
+  absl::Status s = files::CreateFileDurably(path, *key_file, 0600);
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(kind.role, " key: ", s.message()));
+  return key;
+}
+
+// --key FILE, --key pkcs11:URI, or the data directory's key.
+template <typename Key>
+absl::StatusOr<Key> CosignerKey(const Flags& flags, const std::string& data, const CosignerKeyFile& kind) {
+  if (flags.Get("key").empty()) return LoadOrCreateCosignerKey<Key>(data, flags.Get("name"), kind);
+  if (keys::IsPkcs11Uri(flags.Get("key"))) {
+    if (flags.Get("name").empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--name: required with a PKCS#11 key; the name is part of the ", kind.role, "'s verifier key"));
+    }
+    auto token_key = keys::OpenPkcs11Key(flags.Get("key"));
+    if (!token_key.ok()) {
+      return absl::Status(token_key.status().code(), absl::StrCat("--key: ", token_key.status().message()));
+    }
+    if ((*token_key)->info().extractable) {
+      jsonlog::Warn("key_extractable")
+          .Msg(absl::StrCat("the token lets the key out (CKA_EXTRACTABLE): ", (*token_key)->where()))
+          .Emit();
+    }
+    auto c = Key::FromKey(flags.Get("name"), *std::move(token_key));
+    if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("--name: ", c.status().message()));
+    return c;
+  }
+  auto text = ReadFlagFile("key", flags.Get("key"));
+  if (!text.ok()) return text.status();
+  auto key = Key::ParseKeyFile(*text);
+  if (!key.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--key: ", flags.Get("key"), ": ", key.status().message()));
+  if (flags.Has("name") && key->name() != flags.Get("name")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--name: the key in ", flags.Get("key"), " is named '", key->name(), "'"));
+  }
+  return key;
+}
+
+}  // namespace ledger::cmd
+
+#endif  // CMD_COSIGNER_KEY_H_

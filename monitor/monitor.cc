@@ -1,0 +1,282 @@
+#include "monitor/monitor.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "util/files/files.h"
+#include "util/jsonlog/jsonlog.h"
+
+namespace ledger::monitor {
+namespace {
+
+constexpr uint64_t kBundleWidth = 256;
+// A bundle of 256 leaves of at most 65535 bytes each, with their lengths,
+// and the answer's head.
+constexpr size_t kMaxBundleBytes = kBundleWidth * (2 + 65535) + 64 * 1024;
+
+std::string StateFile(const std::string& dir) { return dir + "/replay.state"; }
+std::string CosignedFile(const std::string& dir) { return dir + "/cosigned.note"; }
+std::string AlarmFile(const std::string& dir) { return dir + "/alarm.json"; }
+
+}  // namespace
+
+std::string EntryBundlePath(uint64_t index, uint64_t width) {
+  std::string n = absl::StrCat(index % 1000);
+  n = std::string(3 - n.size(), '0') + n;
+  for (index /= 1000; index > 0; index /= 1000) {
+    std::string group = absl::StrCat(index % 1000);
+    n = absl::StrCat("x", std::string(3 - group.size(), '0'), group, "/", n);
+  }
+  std::string path = absl::StrCat("tile/entries/", n);
+  if (width < kBundleWidth) absl::StrAppend(&path, ".p/", width);
+  return path;
+}
+
+absl::StatusOr<std::vector<std::string_view>> ParseEntryBundle(std::string_view bundle, uint64_t width) {
+  std::vector<std::string_view> leaves;
+  while (!bundle.empty()) {
+    if (bundle.size() < 2) return absl::DataLossError("entry bundle: a length cut short");
+    size_t n = (static_cast<uint8_t>(bundle[0]) << 8) | static_cast<uint8_t>(bundle[1]);
+    if (bundle.size() - 2 < n) {
+      return absl::DataLossError(absl::StrCat("entry bundle: entry ", leaves.size(), " of ", n, " bytes cut short"));
+    }
+    leaves.push_back(bundle.substr(2, n));
+    bundle.remove_prefix(2 + n);
+  }
+  if (leaves.size() != width) {
+    return absl::DataLossError(absl::StrCat("entry bundle: ", leaves.size(), " entries, want ", width));
+  }
+  return leaves;
+}
+
+absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(Options options) {
+  if (options.cosigner == nullptr) return absl::InvalidArgumentError("monitor: no key to cosign with");
+  if (!options.get) {
+    options.get = [](const std::string& url) {
+      return http::Fetch("GET", url, "", {.timeout_ms = 30'000, .max_answer = kMaxBundleBytes, .peer = "log"});
+    };
+  }
+  if (std::filesystem::exists(AlarmFile(options.dir))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        AlarmFile(options.dir),
+        ": the monitor refused this log's note and halted; read the evidence there, and remove the file to let it "
+        "cosign again"));
+  }
+  std::unique_ptr<Monitor> m(new Monitor(std::move(options)));
+  auto state = files::ReadFile(StateFile(m->options_.dir));
+  if (state.ok()) {
+    auto replay = replay::Replay::Decode(*state);
+    if (!replay.ok()) {
+      return absl::DataLossError(absl::StrCat(StateFile(m->options_.dir), ": ", replay.status().message()));
+    }
+    m->replay_ = *std::move(replay);
+  } else if (!absl::IsNotFound(state.status())) {
+    return state.status();
+  }
+  auto cosigned = files::ReadFile(CosignedFile(m->options_.dir));
+  if (!cosigned.ok() && !absl::IsNotFound(cosigned.status())) return cosigned.status();
+  sync::MutexLock lock(&m->mu_);
+  m->replayed_ = m->replay_.size();
+  if (cosigned.ok()) {
+    auto text = m->options_.log_key.Open(*cosigned);
+    auto t = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
+    if (!t.ok()) {
+      return absl::DataLossError(absl::StrCat(CosignedFile(m->options_.dir), ": ", t.status().message()));
+    }
+    m->cosigned_ = *std::move(cosigned);
+    m->cosigned_size_ = t->checkpoint.size;
+  }
+  return m;
+}
+
+absl::StatusOr<std::string> Monitor::Get(const std::string& path) const {
+  auto reply = options_.get(options_.log_url + path);
+  if (!reply.ok()) {
+    fetch_errors_.Add();
+    return absl::UnavailableError(absl::StrCat("GET ", path, ": ", reply.status().message()));
+  }
+  if (reply->status != 200) {
+    fetch_errors_.Add();
+    std::string why = reply->body.substr(0, std::min<size_t>(reply->body.find('\n'), 200));
+    return absl::UnavailableError(absl::StrCat("GET ", path, ": HTTP ", reply->status, ": ", why));
+  }
+  return std::move(reply->body);
+}
+
+absl::StatusOr<Round> Monitor::Step() {
+  {
+    sync::MutexLock lock(&mu_);
+    if (!alarm_.empty()) return absl::FailedPreconditionError(absl::StrCat("halted: ", alarm_));
+  }
+  Round round;
+  auto signed_note = Get("/checkpoint/time-note");
+  if (!signed_note.ok()) return signed_note.status();
+  notes_read_.Add();
+  auto text = options_.log_key.Open(*signed_note);
+  if (!text.ok()) {
+    return absl::PermissionDeniedError(absl::StrCat("time note: not signed by the log's key ", options_.log_key.name(),
+                                                    ": ", text.status().message()));
+  }
+  auto t = note::ParseCheckpointTime(*text);
+  if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("time note: ", t.status().message()));
+  if (t->checkpoint.origin != options_.log_key.name()) {
+    return absl::PermissionDeniedError(absl::StrCat("time note: origin '", t->checkpoint.origin,
+                                                    "', not the log key's name '", options_.log_key.name(), "'"));
+  }
+  const uint64_t size = t->checkpoint.size;
+  if (t->version() != 4) {
+    round.skipped = absl::StrCat("a note of version ", t->version(), ": monitors cosign version 4 only");
+    return round;
+  }
+  round.note_size = size;
+  if (size < replay_.size()) {
+    round.skipped = absl::StrCat("a note of size ", size, ", below the ", replay_.size(), " entries replayed");
+    return round;
+  }
+  {
+    sync::MutexLock lock(&mu_);
+    if (size == cosigned_size_ && cosigned_.starts_with(*signed_note)) {
+      round.skipped = "cosigned already";
+      return round;
+    }
+  }
+  const uint64_t before = replay_.size();
+  if (absl::Status s = CatchUp(size, *signed_note); !s.ok()) {
+    round.replayed = replay_.size() - before;
+    // Keep what was replayed: the next round goes on from there.
+    if (absl::IsUnavailable(s) && replay_.size() > before) Save().IgnoreError();
+    return s;
+  }
+  round.replayed = replay_.size() - before;
+  if (std::optional<replay::Finding> finding = replay_.Check(*t); finding.has_value()) {
+    return Alarm(*signed_note, *finding);
+  }
+  const uint64_t note_seconds = static_cast<uint64_t>(t->time_us / 1'000'000);
+  auto line = options_.cosigner->Cosign(*text, std::max(options_.now(), std::max<uint64_t>(note_seconds, 1)));
+  if (!line.ok()) return line.status();
+  const std::string cosigned = *signed_note + *line;
+  if (absl::Status s = Save(); !s.ok()) return s;
+  if (absl::Status s = files::WriteFileAtomically(CosignedFile(options_.dir), cosigned); !s.ok()) return s;
+  {
+    sync::MutexLock lock(&mu_);
+    cosigned_ = cosigned;
+    cosigned_size_ = size;
+  }
+  cosignatures_.Add();
+  round.cosigned = true;
+  return round;
+}
+
+absl::Status Monitor::CatchUp(uint64_t size, const std::string& note) {
+  uint64_t saved = replay_.size();
+  while (replay_.size() < size) {
+    const uint64_t index = replay_.size() / kBundleWidth;
+    const uint64_t first = replay_.size() % kBundleWidth;
+    const uint64_t width = std::min(kBundleWidth, size - index * kBundleWidth);
+    const std::string path = absl::StrCat("/tlog/", EntryBundlePath(index, width));
+    auto bundle = Get(path);
+    if (!bundle.ok()) return bundle.status();
+    auto leaves = ParseEntryBundle(*bundle, width);
+    if (!leaves.ok()) return absl::UnavailableError(absl::StrCat("GET ", path, ": ", leaves.status().message()));
+    for (uint64_t i = first; i < width; ++i) {
+      if (std::optional<replay::Finding> finding = replay_.Append((*leaves)[i]); finding.has_value()) {
+        return Alarm(note, *finding);
+      }
+    }
+    {
+      sync::MutexLock lock(&mu_);
+      replayed_ = replay_.size();
+    }
+    if (replay_.size() - saved >= options_.save_every) {
+      if (absl::Status s = Save(); !s.ok()) return s;
+      saved = replay_.size();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Monitor::Save() { return files::WriteFileAtomically(StateFile(options_.dir), replay_.Encode()); }
+
+absl::Status Monitor::Alarm(const std::string& note, const replay::Finding& finding) {
+  std::string last;
+  uint64_t last_size = 0;
+  {
+    sync::MutexLock lock(&mu_);
+    last = cosigned_;
+    last_size = cosigned_size_;
+  }
+  // The note the entries give, beside the one the log signed.
+  std::string replayed_note;
+  auto text = options_.log_key.Open(note);
+  auto t = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
+  if (t.ok() && replay_.size() == t->checkpoint.size) {
+    note::CheckpointTime ours = *t;
+    ours.checkpoint.root = replay_.root();
+    ours.run_map_root = replay_.runs_root();
+    ours.team_map_root = replay_.teams_root();
+    replayed_note = note::FormatCheckpointTime(ours);
+  }
+  nlohmann::json evidence = {
+      {"log", options_.log_key.name()},
+      {"raised_at", options_.now()},
+      {"finding",
+       {{"check", finding.check},
+        {"seq", finding.seq},
+        {"what", finding.what},
+        {"expected", finding.expected},
+        {"found", finding.found}}},
+      {"refused_note", note},
+      {"replayed_note", replayed_note},
+      {"last_cosigned_note", last},
+      {"entries_since_cosigned", {{"from", last_size}, {"to", replay_.size()}}},
+      {"to_resume", "remove this file once the cause is known; the monitor then cosigns this log again"},
+  };
+  const std::string summary = finding.Text();
+  absl::Status written = files::WriteFileAtomically(AlarmFile(options_.dir), evidence.dump(2) + "\n");
+  {
+    sync::MutexLock lock(&mu_);
+    alarm_ = summary;
+  }
+  jsonlog::Error("monitor_alarm")
+      .Str("log", options_.log_key.name())
+      .Str("check", finding.check)
+      .Int("seq", finding.seq)
+      .Msg(summary)
+      .Str("evidence", AlarmFile(options_.dir))
+      .Emit();
+  if (!written.ok()) return written;
+  return absl::FailedPreconditionError(
+      absl::StrCat("halted: ", summary, " (evidence in ", AlarmFile(options_.dir), ")"));
+}
+
+std::string Monitor::Cosigned() const {
+  sync::MutexLock lock(&mu_);
+  return cosigned_;
+}
+
+Status Monitor::status() const {
+  sync::MutexLock lock(&mu_);
+  return {replayed_, cosigned_size_, alarm_};
+}
+
+std::string Monitor::RenderMetrics() const {
+  const Status s = status();
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help, uint64_t value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ", value, "\n");
+  };
+  metric("ledger_monitor_entries_replayed", "gauge", "Entries of the log the monitor replayed.", s.replayed);
+  metric("ledger_monitor_cosigned_tree_size", "gauge", "Tree size of the time note the monitor cosigned last.",
+         s.cosigned_size);
+  metric("ledger_monitor_cosignatures_total", "counter", "Time notes cosigned by this process.", cosignatures_.value());
+  metric("ledger_monitor_notes_read_total", "counter", "Time notes read from the log.", notes_read_.value());
+  metric("ledger_monitor_fetch_errors_total", "counter", "Reads from the log that failed.", fetch_errors_.value());
+  metric("ledger_monitor_alarm", "gauge",
+         "1 when the monitor refused a note of the log and halted (evidence in alarm.json).", s.alarm.empty() ? 0 : 1);
+  return out;
+}
+
+}  // namespace ledger::monitor

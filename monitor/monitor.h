@@ -1,0 +1,132 @@
+// A monitor of a ledger (CONTRACT section 5c, docs/contract/monitors.md):
+// it follows the log over C2SP tlog-tiles, replays every entry into its own
+// tree, run-head map and team-head map (ledger/format/replay), and for each
+// checkpoint-time note of version 4 it reads, checks the note's tree and
+// map roots against its replay at the note's size. When they match it
+// cosigns the note (a map cosignature, ledger/format/cosign/mapcosign.h);
+// when they do not, it raises the alarm: it writes the evidence to
+// <dir>/alarm.json and cosigns nothing for that log again until an
+// operator removes that file.
+//
+// What it reads from the ledger's HTTP port (`log_url`):
+//   GET /checkpoint/time-note              the latest checkpoint's time note
+//   GET /tlog/tile/entries/<N>[.p/<W>]     entry bundles (docs/contract/tiles.md)
+//
+// Its directory (one monitor per directory; the caller locks it):
+//   replay.state    the replay (replay.h's format), replaced atomically
+//   cosigned.note   the note it cosigned last, with its map cosignature
+//   alarm.json      the evidence of a refusal; while it exists the monitor
+//                   halts
+// Records are durable before a cosignature is served: Step writes
+// replay.state and cosigned.note (each fsynced, then renamed) before the
+// note is returned by Cosigned(). A crash loses at most the entries
+// replayed since the last write, which are read again.
+//
+// Thread-safe: Step from one thread at a time; the readers (Cosigned,
+// Status, RenderMetrics) from any thread.
+#ifndef MONITOR_MONITOR_H_
+#define MONITOR_MONITOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "ledger/format/cosign/mapcosign.h"
+#include "ledger/format/note/note.h"
+#include "ledger/format/replay/replay.h"
+#include "util/http/client.h"
+#include "util/stats/stats.h"
+#include "util/sync/mutex.h"
+
+namespace ledger::monitor {
+
+struct Options {
+  // The ledger's HTTP port, "http://host:port" or "https://host:port".
+  std::string log_url;
+  // The ledger's verifier key; notes are checked against it, and their
+  // origin MUST be its name.
+  note::Verifier log_key;
+  std::shared_ptr<const cosign::MapCosigner> cosigner;
+  std::string dir;
+  // Reads a URL (GET); http::Fetch by default, a fake for fault injection.
+  std::function<absl::StatusOr<http::Reply>(const std::string& url)> get;
+  // POSIX seconds, for the cosignatures' time.
+  std::function<uint64_t()> now;
+  // The replay is written to replay.state at least every this many entries
+  // while it catches up.
+  uint64_t save_every = 1'000'000;
+};
+
+// What one Step did.
+struct Round {
+  uint64_t note_size = 0;  // of the note read (0: none, or not version 4)
+  uint64_t replayed = 0;   // entries replayed in this round
+  bool cosigned = false;   // a new note was cosigned
+  std::string skipped;     // why the note was not checked, if it was not
+};
+
+struct Status {
+  uint64_t replayed = 0;       // entries replayed in all
+  uint64_t cosigned_size = 0;  // of the note cosigned last (0: none)
+  std::string alarm;           // the finding, when halted
+};
+
+class Monitor {
+ public:
+  // Loads <dir>'s state (a replay of 0 entries when there is none).
+  // DATA_LOSS for a state file that is damaged; FAILED_PRECONDITION naming
+  // the file when alarm.json is there (the monitor halted, and stays so
+  // until an operator who read it removes it).
+  static absl::StatusOr<std::unique_ptr<Monitor>> Open(Options options);
+
+  // One round: reads the latest time note; if it is signed by the log's
+  // key, of version 4 and beyond what was cosigned, replays the entries up
+  // to its size and checks it. OK with what was done, including when the
+  // note was skipped; UNAVAILABLE when the log could not be read (try
+  // again); FAILED_PRECONDITION when the monitor halted (now or before):
+  // the note or the entries are not the log's, evidence in alarm.json.
+  absl::StatusOr<Round> Step();
+
+  // The note cosigned last with every line and the map cosignature;
+  // empty before the first.
+  std::string Cosigned() const;
+  Status status() const;
+  // ledger_monitor_* metrics, Prometheus text.
+  std::string RenderMetrics() const;
+
+ private:
+  explicit Monitor(Options options) : options_(std::move(options)) {}
+
+  // GETs `path` from the log.
+  absl::StatusOr<std::string> Get(const std::string& path) const;
+  // Replays entries [replay_.size(), size) from entry bundles.
+  absl::Status CatchUp(uint64_t size, const std::string& note);
+  absl::Status Save();
+  // Writes alarm.json and halts; returns the FAILED_PRECONDITION Step returns.
+  absl::Status Alarm(const std::string& note, const replay::Finding& finding);
+
+  const Options options_;
+  replay::Replay replay_;  // Step's alone
+  mutable sync::Mutex mu_;
+  std::string cosigned_ ABSL_GUARDED_BY(mu_);
+  uint64_t cosigned_size_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t replayed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string alarm_ ABSL_GUARDED_BY(mu_);
+  mutable stats::Counter cosignatures_, fetch_errors_, notes_read_;
+};
+
+// The path of an entry bundle (C2SP tlog-tiles): "tile/entries/<N>" with N
+// in groups of three digits ("x001/234"), and ".p/<W>" for a partial one.
+std::string EntryBundlePath(uint64_t index, uint64_t width);
+
+// The leaves of an entry bundle of `width` entries: each u16 big-endian
+// length, then the leaf. DATA_LOSS unless it holds exactly `width`.
+absl::StatusOr<std::vector<std::string_view>> ParseEntryBundle(std::string_view bundle, uint64_t width);
+
+}  // namespace ledger::monitor
+
+#endif  // MONITOR_MONITOR_H_

@@ -1,0 +1,314 @@
+#include "monitor/monitor.h"
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "ledger/format/replay/testing.h"
+#include "nlohmann/json.hpp"
+#include "tests/util/status_matchers.h"
+#include "util/files/files.h"
+
+namespace ledger::monitor {
+namespace {
+
+using ::ledger::replay::testing::Leaves;
+using ::ledger::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr char kOrigin[] = "example.org/log";
+
+// A ledger's HTTP port as the monitor reads it: the latest time note and
+// entry bundles of the leaves it holds. A fake for fault injection: its
+// notes can be forged (signed with the log's own key) and its reads made
+// to fail.
+class FakeLog {
+ public:
+  FakeLog() : signer_(*note::Signer::Generate(kOrigin)) { leaves_.set_origin(kOrigin); }
+
+  Leaves& leaves() { return leaves_; }
+  note::Verifier key() const { return *note::Verifier::Parse(signer_.VerifierKey()); }
+  // Signs the note of the leaves so far (or `forged`) as the latest.
+  void Checkpoint(std::optional<note::CheckpointTime> forged = std::nullopt) {
+    note_ = *signer_.Sign(note::FormatCheckpointTime(forged.value_or(leaves_.Note())));
+  }
+  const std::string& note() const { return note_; }
+
+  absl::StatusOr<http::Reply> Get(const std::string& url) {
+    ++gets_;
+    if (fail_after_ >= 0 && gets_ > fail_after_) return absl::UnavailableError("connect: refused");
+    const std::string path = url.substr(std::string("http://log").size());
+    if (path == "/checkpoint/time-note") return http::Reply{200, "text/plain", note_};
+    for (uint64_t index = 0; index * 256 < leaves_.leaves().size(); ++index) {
+      const uint64_t width = std::min<uint64_t>(256, leaves_.leaves().size() - index * 256);
+      for (uint64_t w = 1; w <= width; ++w) {
+        if (path != "/tlog/" + EntryBundlePath(index, w)) continue;
+        std::string bundle;
+        for (uint64_t i = index * 256; i < index * 256 + w; ++i) {
+          const std::string& leaf = leaves_.leaves()[i];
+          bundle.push_back(static_cast<char>(leaf.size() >> 8));
+          bundle.push_back(static_cast<char>(leaf.size() & 0xff));
+          bundle += leaf;
+        }
+        ++bundles_;
+        return http::Reply{200, "application/octet-stream", bundle};
+      }
+    }
+    return http::Reply{404, "text/plain", "not found\n"};
+  }
+
+  int bundles_ = 0, gets_ = 0, fail_after_ = -1;
+
+ private:
+  note::Signer signer_;
+  Leaves leaves_;
+  std::string note_;
+};
+
+class MonitorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           absl::StrCat("monitor_test_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    cosigner_ = std::make_shared<cosign::MapCosigner>(*cosign::MapCosigner::Generate("monitor.example"));
+  }
+
+  absl::StatusOr<std::unique_ptr<Monitor>> Open() {
+    Options o{.log_url = "http://log",
+              .log_key = log_.key(),
+              .cosigner = cosigner_,
+              .dir = dir_.string(),
+              .get = [this](const std::string& url) { return log_.Get(url); },
+              .now = [] { return uint64_t{1767225700}; },
+              .save_every = 512};
+    return Monitor::Open(std::move(o));
+  }
+
+  void Grow(int n) {
+    for (int i = 0; i < n; ++i) {
+      int k = static_cast<int>(log_.leaves().leaves().size());
+      log_.leaves().Next(absl::StrCat("team-", k % 3), absl::StrCat("run-", k % 11));
+    }
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<cosign::MapCosigner> cosigner_;
+  FakeLog log_;
+};
+
+TEST_F(MonitorTest, CosignsAGenuineNoteAndResumesAfterARestart) {
+  Grow(700);
+  log_.Checkpoint();
+  auto m = Open();
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto round = (*m)->Step();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_TRUE(round->cosigned);
+  EXPECT_EQ(round->replayed, 700u);
+  EXPECT_EQ(log_.bundles_, 3);  // 256 + 256 + a partial of 188
+  const std::string cosigned = (*m)->Cosigned();
+  ASSERT_TRUE(cosigned.starts_with(log_.note()));
+  auto verifier = cosign::MapCosignatureVerifier::Parse(cosigner_->VerifierKey());
+  ASSERT_TRUE(verifier.ok());
+  EXPECT_THAT(verifier->Verify(cosigned), StatusIs(absl::StatusCode::kOk));
+  EXPECT_EQ(*verifier->Verify(cosigned), 1767225700u);
+  EXPECT_EQ(*files::ReadFile((dir_ / "cosigned.note").string()), cosigned);
+  // The same note again: nothing to do.
+  round = (*m)->Step();
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(round->skipped, "cosigned already");
+
+  // Restarted, it reads only what it had not replayed.
+  m->reset();
+  Grow(100);
+  log_.Checkpoint();
+  log_.bundles_ = 0;
+  m = Open();
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->status().replayed, 700u);
+  EXPECT_EQ((*m)->Cosigned(), cosigned);
+  round = (*m)->Step();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_TRUE(round->cosigned);
+  EXPECT_EQ(round->replayed, 100u);
+  EXPECT_EQ(log_.bundles_, 2);  // the bundle of 512..767, a partial of 768..799
+  EXPECT_THAT(verifier->Verify((*m)->Cosigned()), StatusIs(absl::StatusCode::kOk));
+  EXPECT_THAT((*m)->RenderMetrics(), HasSubstr("ledger_monitor_cosigned_tree_size 800\n"));
+  EXPECT_THAT((*m)->RenderMetrics(), HasSubstr("ledger_monitor_alarm 0\n"));
+}
+
+// The three forgeries of a key-holding operator: a run's head moved back, a
+// team's head forged, a team claimed absent; each signed with the log's key.
+TEST_F(MonitorTest, RefusesAForgedMapRootRaisesTheAlarmAndStaysHalted) {
+  struct Forgery {
+    std::string name, check;
+    std::function<void(Leaves&)> forge;
+    bool teams;
+  } forgeries[] = {
+      {"run head moved back", "run_map",
+       [](Leaves& l) {
+         runmap::Head& h = l.runs()["team-1/run-1"];
+         h = {h.count - 1, h.last_seq - 33, hash::LeafHash(l.leaves()[h.last_seq - 33])};
+       },
+       false},
+      {"team head forged", "team_map",
+       [](Leaves& l) {
+         runmap::Head& h = l.teams()["team-0"];
+         h = {h.count - 1, h.last_seq - 3, hash::LeafHash(l.leaves()[h.last_seq - 3])};
+       },
+       true},
+      {"team claimed absent", "team_map", [](Leaves& l) { l.teams().erase("team-2"); }, true},
+  };
+  for (const Forgery& f : forgeries) {
+    SCOPED_TRACE(f.name);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    log_ = FakeLog();
+    Grow(300);
+    log_.Checkpoint();
+    auto m = Open();
+    ASSERT_TRUE(m.ok());
+    ASSERT_TRUE((*m)->Step().ok());
+    const std::string genuine = (*m)->Cosigned();
+    Grow(40);
+    Leaves forged = log_.leaves();
+    f.forge(forged);
+    note::CheckpointTime note = log_.leaves().Note();
+    if (f.teams) {
+      note.team_map_root = forged.TeamMap().Root();
+    } else {
+      note.run_map_root = forged.RunMap().Root();
+    }
+    log_.Checkpoint(note);
+    EXPECT_THAT((*m)->Step(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("halted: " + f.check)));
+    EXPECT_EQ((*m)->Cosigned(), genuine);  // never the forged note
+    EXPECT_THAT((*m)->RenderMetrics(), HasSubstr("ledger_monitor_alarm 1\n"));
+    auto evidence = nlohmann::json::parse(*files::ReadFile((dir_ / "alarm.json").string()));
+    EXPECT_EQ(evidence["finding"]["check"], f.check);
+    EXPECT_EQ(evidence["refused_note"], log_.note());
+    EXPECT_EQ(evidence["last_cosigned_note"], genuine);
+    EXPECT_EQ(evidence["entries_since_cosigned"]["from"], 300);
+    EXPECT_EQ(evidence["entries_since_cosigned"]["to"], 340);
+    // The note the entries give is the genuine one's body.
+    EXPECT_EQ(evidence["replayed_note"], note::FormatCheckpointTime(log_.leaves().Note()));
+    // Halted: the genuine note is not cosigned either, not even after a restart.
+    log_.Checkpoint();
+    EXPECT_THAT((*m)->Step(), StatusIs(absl::StatusCode::kFailedPrecondition));
+    m->reset();
+    EXPECT_THAT(Open(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("alarm.json")));
+    // An operator's word: the file removed, it goes on.
+    std::filesystem::remove(dir_ / "alarm.json");
+    m = Open();
+    ASSERT_TRUE(m.ok()) << m.status();
+    auto round = (*m)->Step();
+    ASSERT_TRUE(round.ok()) << round.status();
+    EXPECT_TRUE(round->cosigned);
+  }
+}
+
+TEST_F(MonitorTest, AnotherHistoryUnderTheSameKeyRaisesTheAlarm) {
+  Grow(10);
+  log_.Checkpoint();
+  auto m = Open();
+  ASSERT_TRUE(m.ok());
+  ASSERT_TRUE((*m)->Step().ok());
+  // The log rewritten from its start (another history, signed with its key):
+  // the entries after the ten replayed do not chain to them.
+  Leaves other;
+  other.set_origin(kOrigin);
+  for (int i = 0; i < 12; ++i) other.Next("team-x", absl::StrCat("run-", i));
+  log_.leaves() = other;
+  log_.Checkpoint();
+  EXPECT_THAT((*m)->Step(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("halted: chain at seq 10")));
+  auto evidence = nlohmann::json::parse(*files::ReadFile((dir_ / "alarm.json").string()));
+  EXPECT_EQ(evidence["finding"]["check"], "chain");
+  EXPECT_EQ(evidence["finding"]["seq"], 10);
+  EXPECT_EQ(evidence["replayed_note"], "");  // the entries stop short of the note
+}
+
+TEST_F(MonitorTest, ANoteNotSignedByTheLogIsRefusedWithoutAlarm) {
+  Grow(3);
+  log_.Checkpoint();
+  FakeLog impostor;
+  impostor.leaves() = log_.leaves();
+  impostor.Checkpoint();
+  log_.Checkpoint();
+  auto m = Open();
+  ASSERT_TRUE(m.ok());
+  log_ = impostor;  // same entries, another key
+  EXPECT_THAT((*m)->Step(), StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("not signed by the log's key")));
+  EXPECT_EQ((*m)->status().alarm, "");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "alarm.json"));
+}
+
+TEST_F(MonitorTest, AnUnreachableLogIsRetriedFromWhereItStopped) {
+  Grow(1000);
+  log_.Checkpoint();
+  log_.fail_after_ = 3;  // the note and two bundles, then nothing
+  auto m = Open();
+  ASSERT_TRUE(m.ok());
+  EXPECT_THAT((*m)->Step(), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("connect: refused")));
+  EXPECT_EQ((*m)->status().replayed, 512u);
+  EXPECT_EQ((*m)->Cosigned(), "");
+  m->reset();
+  log_.fail_after_ = -1;
+  log_.bundles_ = 0;
+  m = Open();
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ((*m)->status().replayed, 512u);  // saved before the failure was returned
+  auto round = (*m)->Step();
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_TRUE(round->cosigned);
+  EXPECT_EQ(log_.bundles_, 2);
+}
+
+TEST_F(MonitorTest, SkipsNotesItDoesNotCosign) {
+  Grow(5);
+  note::CheckpointTime v3 = log_.leaves().Note();
+  v3.runs_keyed_by_team = false;
+  log_.Checkpoint(v3);
+  auto m = Open();
+  ASSERT_TRUE(m.ok());
+  auto round = (*m)->Step();
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(round->skipped, "a note of version 3: monitors cosign version 4 only");
+  EXPECT_EQ(log_.bundles_, 0);
+}
+
+TEST_F(MonitorTest, ADamagedStateIsRefused) {
+  Grow(5);
+  log_.Checkpoint();
+  {
+    auto m = Open();
+    ASSERT_TRUE(m.ok());
+    ASSERT_TRUE((*m)->Step().ok());
+  }
+  std::string state = *files::ReadFile((dir_ / "replay.state").string());
+  state[40] ^= 1;
+  ASSERT_TRUE(files::WriteFileAtomically((dir_ / "replay.state").string(), state).ok());
+  EXPECT_THAT(Open(), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("replay.state: replay state: checksum")));
+}
+
+TEST(EntryBundlePathTest, GroupsOfThreeDigits) {
+  EXPECT_EQ(EntryBundlePath(0, 256), "tile/entries/000");
+  EXPECT_EQ(EntryBundlePath(7, 3), "tile/entries/007.p/3");
+  EXPECT_EQ(EntryBundlePath(1234, 256), "tile/entries/x001/234");
+  EXPECT_EQ(EntryBundlePath(1234067, 255), "tile/entries/x001/x234/067.p/255");
+}
+
+TEST(EntryBundleTest, HoldsExactlyItsWidth) {
+  std::string bundle = std::string("\0\2ab\0\1c", 7);
+  auto leaves = ParseEntryBundle(bundle, 2);
+  ASSERT_TRUE(leaves.ok());
+  EXPECT_EQ((*leaves)[0], "ab");
+  EXPECT_EQ((*leaves)[1], "c");
+  EXPECT_THAT(ParseEntryBundle(bundle, 3), StatusIs(absl::StatusCode::kDataLoss, "entry bundle: 2 entries, want 3"));
+  EXPECT_THAT(ParseEntryBundle(bundle.substr(0, 6), 2), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("cut short")));
+}
+
+}  // namespace
+}  // namespace ledger::monitor
