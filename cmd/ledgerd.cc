@@ -246,15 +246,18 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
   }
-  if (r.path == "/checkpoint") {
+  if (r.path == "/checkpoint" || r.path == "/checkpoint/time-note") {
     // The latest checkpoint with the witnesses' cosignatures held for it:
-    // what every verifier and witness is given, to any verified client.
+    // what every verifier and witness is given, to any verified client;
+    // and its checkpoint-time note, which monitors check and cosign.
     if (gate != nullptr && gate->tls() && r.identity.empty()) {
       return Text(403, "client certificate: names no identity\n");
     }
     auto cp = log.Checkpoint(0);
     if (!cp.ok()) return Text(404, "no checkpoint signed yet\n");
-    return Text(200, witnesses ? witnesses->Cosigned(cp->note) : cp->note);
+    if (r.path == "/checkpoint") return Text(200, witnesses ? witnesses->Cosigned(cp->note) : cp->note);
+    if (cp->time_note.empty()) return Text(404, "the latest checkpoint has no time note\n");
+    return Text(200, cp->time_note);
   }
   if (r.path.rfind("/tlog/", 0) == 0) {
     // The log as C2SP tlog-tiles, bounded by the latest checkpoint (ops/tiles/tiles.h).
