@@ -20,10 +20,11 @@ ledger's code nor from the vectors' generator.
   cosigned meet the monitor-quorum (FAILED_PRECONDITION naming those that
   did not otherwise).
 
-Every refusal of a map cosignature starts with `map cosignature: ` and then
-the word the vectors (tests/vectors/map_cosignature.json) use for it:
-`two lines`, `only a checkpoint-time note of version 4`, `length`, `time`,
-`signature`. Nothing here does I/O. Tests: mapcosign_test.py.
+The refusals are worded as section 7 ("Monitored packs") words them: a
+map cosignature's start with `map cosignature: `, a policy monitor's are
+`checkpoint-time: monitor M: ` and those, the monitor-quorum's is
+`checkpoint-time: the policy's monitor-quorum K of N is not met: ...`.
+Nothing here does I/O. Tests: mapcosign_test.py.
 """
 import base64
 import hashlib
@@ -213,40 +214,37 @@ def open_time_note(note, log_key):
     return TimeNote(text, sigs, fields)
 
 
-def map_cosignature_time(key, note, who=None):
+def map_cosignature_time(key, note):
     """The time of the map cosignature by the monitor `key` (MonitorKey) on
     `note` (TimeNote), or None when no line bears the monitor's key name and
     key ID (it did not cosign). Lines of other keys are ignored.
-    MapCosignatureError, its message naming `who` (default: NAME+ID), when:
-    the monitor has more than one line; the note is not of version 4; the
-    line's base64 is not 76 bytes; its time is 0 or above 2^63-1; the
-    signature does not verify over the signed message; its time is before
-    the note's own time in seconds."""
-    who = who or key.vkey_id()
+    MapCosignatureError in the order of section 5c's "Reading one", in the
+    words of section 7 ("Monitored packs"): the monitor has more than one
+    line (identical ones count each); the note is not of version 4; the
+    line's base64 is not 76 bytes; its time is 0 or above 2^63-1; its time
+    is before the note's own second; the signature does not verify over
+    the signed message."""
     lines = [rest for name, kid, rest in note.sigs if (name, kid) == (key.name, key.key_id)]
     if not lines:
         return None
     if len(lines) > 1:
-        raise MapCosignatureError("map cosignature: two lines or more (%d) by %s: the note is malformed"
-                                  % (len(lines), who))
+        raise MapCosignatureError("map cosignature: two lines by %s" % key.vkey_id())
     if note.version != COSIGNED_VERSION:
-        raise MapCosignatureError("map cosignature: only a checkpoint-time note of version 4 is cosigned by "
-                                  "monitors; %s cosigned one of version %d" % (who, note.version))
+        raise MapCosignatureError("map cosignature: only a checkpoint-time note of version 4 is cosigned by monitors")
     rest = lines[0]
     if 4 + len(rest) != COSIGNATURE_BYTES:
-        raise MapCosignatureError("map cosignature: length of the line by %s: want %d bytes, found %d"
-                                  % (who, COSIGNATURE_BYTES, 4 + len(rest)))
+        raise MapCosignatureError("map cosignature: length: want 76 bytes (key ID, time, signature), found %d"
+                                  % (4 + len(rest)))
     (when,) = struct.unpack(">Q", rest[:8])
     if not 1 <= when <= MAX_TIME:
-        raise MapCosignatureError("map cosignature: time %d of %s: want 1 <= time <= 2^63-1" % (when, who))
+        raise MapCosignatureError("map cosignature: time %d: want 1 <= time <= 2^63-1" % when)
+    if when < note.seconds():
+        raise MapCosignatureError("map cosignature: time %d is before the note's time %d (seconds): a monitor cannot "
+                                  "have cosigned a note before the ledger signed it" % (when, note.seconds()))
     try:
         Ed25519PublicKey.from_public_bytes(key.public).verify(rest[8:], signed_message(note.text, when))
     except InvalidSignature:
-        raise MapCosignatureError("map cosignature: signature of %s does not verify over the note" % who)
-    if when < note.seconds():
-        raise MapCosignatureError("map cosignature: time %d of %s is before the note's own time %d (%d us): a "
-                                  "monitor cannot have cosigned a note before the ledger signed it"
-                                  % (when, who, note.seconds(), note.time_us))
+        raise MapCosignatureError("map cosignature: signature by %s does not verify" % key.vkey_id())
     return when
 
 
@@ -398,12 +396,15 @@ def check_time_note(policy, note):
         raise
     times = {}
     for name, key in policy.monitors.items():
-        when = map_cosignature_time(key, time_note, "monitor %s (%s)" % (name, key.vkey_id()))
+        try:
+            when = map_cosignature_time(key, time_note)
+        except MapCosignatureError as e:
+            raise MapCosignatureError("checkpoint-time: monitor %s: %s" % (name, e))
         if when is not None:
             times[name] = when
     cosigned = [(name, times[name]) for name in policy.monitors if name in times]
     if not policy.monitor_quorum_met(times):
-        message = "map cosignature: the policy's monitor-quorum %d of %d is not met: no map cosignature from %s" % (
+        message = "checkpoint-time: the policy's monitor-quorum %d of %d is not met: no map cosignature from %s" % (
             policy.monitor_quorum, len(policy.monitors), ", ".join(policy.missing_monitors(times)))
         if cosigned:
             message += "; cosigned by " + ", ".join(name for name, _ in cosigned)
@@ -411,7 +412,10 @@ def check_time_note(policy, note):
     return cosigned
 
 
-def monitored_lines(cosigned):
-    """A verifier's lines for the monitors that cosigned: each monitor's
-    name and time."""
-    return ["map cosigned by %s at %s (%d)" % (name, tlogpolicy.utc_seconds(when), when) for name, when in cosigned]
+def monitored_line(policy, cosigned):
+    """The line after a verifier's OK line and its witnessed: line (section
+    7, "Monitored packs"): the monitor-quorum met, and each monitor with a
+    valid line, in policy order, with its time."""
+    return "monitored: monitor-quorum %d of %d met; map cosigned by %s" % (
+        policy.monitor_quorum, len(policy.monitors),
+        ", ".join("%s at %s (%d)" % (name, tlogpolicy.utc_seconds(when), when) for name, when in cosigned))

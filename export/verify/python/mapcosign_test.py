@@ -136,6 +136,29 @@ def check_refused(v, key):
     expect_refusal("two lines by the monitor", read(t["cosigned_note"]), t["refusal"])
     t = v["note_of_version_3"]
     expect_refusal("a note of version 3", read(t["cosigned_note"]), t["refusal"])
+    # The whole words of each refusal, as section 7 ("Monitored packs")
+    # writes them; None where the line is ignored.
+    by = key.vkey_id()
+    signature = "map cosignature: signature by %s does not verify" % by
+    words = [None, signature, signature,
+             "map cosignature: time %d is before the note's time %d (seconds): a monitor cannot have cosigned a "
+             "note before the ledger signed it" % (v["note_time"] - 1, v["note_time"]),
+             "map cosignature: time 0: want 1 <= time <= 2^63-1",
+             "map cosignature: length: want 76 bytes (key ID, time, signature), found 75",
+             signature, None]
+    expect("refused: one worded refusal for each line", len(words), len(v["refused"]))
+    for r, want in zip(v["refused"], words):
+        if want is not None:
+            expect("refused: %s: in section 7's words" % r["what"], outcome(read(v["note"] + r["line"])),
+                   ("refused", want, "PERMISSION_DENIED"))
+    expect("two lines by the monitor: in section 7's words", outcome(read(v["two_lines_by_the_monitor"][
+        "cosigned_note"])), ("refused", "map cosignature: two lines by %s" % by, "PERMISSION_DENIED"))
+    expect("a note of version 3: in section 7's words", outcome(read(v["note_of_version_3"]["cosigned_note"])),
+           ("refused", "map cosignature: only a checkpoint-time note of version 4 is cosigned by monitors",
+            "PERMISSION_DENIED"))
+    line = v["cosignatures"][0]["line"]
+    expect("one line twice: two lines", outcome(read(v["note"] + line + line)),
+           ("refused", "map cosignature: two lines by %s" % by, "PERMISSION_DENIED"))
 
 
 def check_policies(v):
@@ -234,8 +257,8 @@ def own_cases(v, key, seed):
         lambda: mapcosign.check_time_note(plain, bad_line.encode())), ("ok", []))
     policy = mapcosign.parse_policy(v["policies"][2]["text"].encode())
     expect_refusal("own: a policy monitor's bad line refused, naming it", lambda: mapcosign.check_time_note(
-        policy, (bad_line + v["policy_lines"]["m2"]).encode()), "map cosignature: signature of monitor m1 ",
-        "PERMISSION_DENIED")
+        policy, (bad_line + v["policy_lines"]["m2"]).encode()), "checkpoint-time: monitor m1: map cosignature: "
+        "signature by monitor.example/m1+8ceb3d9b does not verify", "PERMISSION_DENIED")
     # The ledger's public key under another name: a log of the policy that
     # did not sign the note.
     raw = base64.b64decode(v["log_vkey"].split("+", 2)[2])
@@ -245,8 +268,9 @@ def own_cases(v, key, seed):
     expect_refusal("own: a note no policy log signed", lambda: mapcosign.check_time_note(
         foreign, v["cosignatures"][0]["cosigned_note"].encode()), "time note: no signature by a log of the policy",
         "PERMISSION_DENIED")
-    lines = mapcosign.monitored_lines([("m1", v["note_time"])])
-    expect("own: the line printed for a monitor", lines, ["map cosigned by m1 at 2026-01-01T00:00:00Z (1767225600)"])
+    line = mapcosign.monitored_line(policy, [("m1", v["note_time"]), ("m2", v["note_time"] + 61)])
+    expect("own: the line printed after the witnessed: line", line, "monitored: monitor-quorum 1 of 2 met; map "
+           "cosigned by m1 at 2026-01-01T00:00:00Z (1767225600), m2 at 2026-01-01T00:01:01Z (1767225661)")
 
 
 def main():
