@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""export/verify/python/mapcosign.py (CONTRACT.md section 5c, written from
-its text, not from the vectors' generator nor the C++) against every vector
-of tests/vectors/map_cosignature.json, then a few cases of its own made with
-the vectors' monitor seed:
+"""export/verify/python/mapcosign.py and the monitor lines of tlogpolicy.py
+(CONTRACT.md section 5c, written from its text, not from the vectors'
+generator nor the C++) against every vector of
+tests/vectors/map_cosignature.json, then cases of their own made with the
+vectors' monitor seed:
 
 - key: the monitor's verifier key and key file read, type bytes, key ID and
   public key as the vectors say; the witness key of the same seed and the
@@ -10,16 +11,21 @@ the vectors' monitor seed:
 - note and cosignatures: the signed message byte for byte, each cosigned
   note's time;
 - refused: each line ignored (no time) or refused with the vectors' words,
-  two lines by the monitor, a line on a note of version 3;
-- policies: each set of monitors in `meets` passes check_time_note() with
-  their `policy_lines` on the note, each in `does_not_meet` fails with
-  FAILED_PRECONDITION naming exactly the monitors missing;
-- invalid_policies: each refused, at the line and for the rule its `what`
-  names (see INVALID_POLICY_REASONS for the one that is refused earlier).
+  and then with section 7's whole words; two lines by the monitor, a line
+  on a note of version 3;
+- policies: each set of monitors in `meets` passes check_monitored() with
+  their `policy_lines` on the note and gives the monitored: line, each in
+  `does_not_meet` fails with FAILED_PRECONDITION naming exactly the
+  monitors missing;
+- invalid_policies: each refused, at its line, in the words of
+  INVALID_POLICY_REASONS (those ledger-verify-go gives);
+- own cases: the syntax of the monitor lines, the quorum line still
+  required, a time note missing.
 
 Usage: mapcosign_test.py   (exit 0 when every case holds, 1 naming those that do not)
 """
 import base64
+import hashlib
 import json
 import os
 import struct
@@ -34,24 +40,21 @@ VECTORS = os.path.join(HERE, "..", "..", "..", "tests", "vectors", "map_cosignat
 FAILURES = []
 CHECKED = [0]
 
-# The line and the words of the refusal of each invalid policy, by its
-# `what`: the rule it breaks as this implementation reads section 5c.
-# "a monitor named in a group": its witness line's key ID (d87ae8f2) is that
-# of the key under the name monitor.example/m1, not witness.example/w1
-# (7bede9df), so section 5b refuses the policy at line 2 before the group
-# line is read; own_cases() checks the group rule with a witness key whose ID
-# matches.
+# The whole refusal of each invalid policy, by its `what`.
+NOT_A_MONITOR_KEY = "is not a monitor key (type 0xff evidence-ledger/map-cosignature/v1)"
 INVALID_POLICY_REASONS = {
-    "a witness key as a monitor": (2, "monitor verifier key: a witness key (type 0x04"),
-    "a monitor named in a group": (2, "witness verifier key: key id d87ae8f2 does not match the key"),
-    "the quorum naming a monitor": (3, "quorum 'm1' is a monitor"),
-    "monitor-quorum above the number of monitors": (3, "monitor-quorum must be all, any or a decimal k"),
-    "monitor-quorum 0": (3, "monitor-quorum must be all, any or a decimal k"),
-    "monitor-quorum before a monitor line": (4, "a monitor line after the monitor-quorum line"),
-    "two monitor-quorum lines": (4, "a second monitor-quorum line"),
-    "two monitors with one public key": (3, "this monitor's public key is that of monitor 'm1'"),
-    "a monitor and a witness of one name": (3, "'m1' is already defined on line 2"),
-    "monitor-quorum without monitors": (2, "monitor-quorum without a monitor line"),
+    "a witness key as a monitor": "line 2: monitor verifier key: a witness key (type 0x04) " + NOT_A_MONITOR_KEY,
+    "a monitor named in a group": "line 4: member 'm1' is a monitor: monitors are not witnesses",
+    "the quorum naming a monitor": "line 3: quorum 'm1' is a monitor: monitors are not witnesses",
+    "monitor-quorum above the number of monitors":
+        "line 3: monitor-quorum must be all, any or a decimal k with 1 <= k <= 1",
+    "monitor-quorum 0": "line 3: monitor-quorum must be all, any or a decimal k with 1 <= k <= 1",
+    "monitor-quorum before a monitor line":
+        "line 4: a monitor line after the monitor-quorum line (line 3), which follows every monitor line",
+    "two monitor-quorum lines": "line 4: a second monitor-quorum line",
+    "two monitors with one public key": "line 3: this monitor's key is listed twice",
+    "a monitor and a witness of one name": "line 3: 'm1' is already defined on line 2",
+    "monitor-quorum without monitors": "line 2: monitor-quorum without a monitor line before it",
 }
 
 
@@ -69,7 +72,7 @@ def outcome(fn):
         return "ok", fn()
     except mapcosign.MapCosignatureError as e:
         return "refused", str(e), e.code
-    except (mapcosign.MonitorKeyError, tlogpolicy.PolicyError) as e:
+    except (ValueError, tlogpolicy.PolicyError) as e:
         return type(e).__name__, str(e)
 
 
@@ -86,25 +89,27 @@ def expect_refusal(name, fn, words, code=None):
 
 def check_key(v):
     k = v["key"]
-    key = mapcosign.parse_monitor_vkey(k["vkey"])
+    key = tlogpolicy.parse_monitor_vkey(k["vkey"])
     expect("key: name", key.name, k["name"])
     expect("key: key ID", key.key_id.hex(), k["key_id_hex"])
     expect("key: public key", key.public.hex(), k["public_key_hex"])
-    expect("key: type bytes", mapcosign.MONITOR_TYPE.hex(), k["type_hex"])
+    expect("key: type bytes", tlogpolicy.TYPE_MONITOR.hex(), k["type_hex"])
     expect("key: 67 bytes before base64", len(base64.b64decode(k["vkey"].split("+", 2)[2])), 67)
     expect("key: written back", key.vkey(), k["vkey"])
+    upper = k["vkey"].replace("+%s+" % k["key_id_hex"], "+%s+" % k["key_id_hex"].upper(), 1)
+    expect("key: its key ID read in upper case, written in lower case",
+           outcome(lambda: tlogpolicy.parse_monitor_vkey(upper).vkey()), ("ok", k["vkey"]))
     file_key, seed = mapcosign.parse_monitor_key_file(k["key_file"])
     expect("key file: seed", seed.hex(), k["seed_hex"])
     expect("key file: its verifier key", file_key.vkey(), k["vkey"])
     witness = tlogpolicy.parse_vkey(k["witness_vkey_of_the_same_seed"], tlogpolicy.TYPE_COSIGNATURE)
     expect("witness key of the same seed: same public key, another key ID",
            (witness.public == key.public, witness.key_id != key.key_id), (True, True))
-    got = outcome(lambda: mapcosign.parse_monitor_vkey(k["witness_vkey_of_the_same_seed"]))
-    expect("witness key of the same seed: refused as a monitor key", got[:1] + (got[1][:52],),
-           ("MonitorKeyError", "monitor verifier key: a witness key (type 0x04, cosi"))
-    got = outcome(lambda: mapcosign.parse_monitor_vkey(v["log_vkey"]))
-    expect("log key: refused as a monitor key", got[:1] + (got[1][:47],),
-           ("MonitorKeyError", "monitor verifier key: a log key (type 0x01, Ed2"))
+    expect("witness key of the same seed: refused as a monitor key",
+           outcome(lambda: tlogpolicy.parse_monitor_vkey(k["witness_vkey_of_the_same_seed"])),
+           ("ValueError", "a witness key (type 0x04) " + NOT_A_MONITOR_KEY))
+    expect("log key: refused as a monitor key", outcome(lambda: tlogpolicy.parse_monitor_vkey(v["log_vkey"])),
+           ("ValueError", "a log key (type 0x01) " + NOT_A_MONITOR_KEY))
     return key, seed
 
 
@@ -162,38 +167,47 @@ def check_refused(v, key):
 
 
 def check_policies(v):
+    log = v["log_vkey"]
     for i, p in enumerate(v["policies"]):
-        policy = mapcosign.parse_policy(p["text"].encode())
+        policy = tlogpolicy.parse(p["text"].encode())
         label = "policy %d (%s, monitor-quorum %d)" % (i, ", ".join(policy.monitors), policy.monitor_quorum)
+        expect(label + ": quorum none, monitor-quorum as written", (policy.quorum, policy.monitor_quorum),
+               ("none", [2, 2, 1][i]))
         for names in p["meets"]:
             note = v["note"] + "".join(v["policy_lines"][n] for n in names)
-            expect("%s: %s meets it" % (label, names), policy.monitor_quorum_met(set(names)), True)
-            got = outcome(lambda: [n for n, _ in mapcosign.check_time_note(policy, note.encode())])
-            expect("%s: the note cosigned by %s passes" % (label, names), got, ("ok", names))
+            got = outcome(lambda: mapcosign.check_monitored(policy, note.encode(), log))
+            cosigned = [(n, line_time(v["policy_lines"][n])) for n in names]
+            expect("%s: the note cosigned by %s passes" % (label, names), got, ("ok", cosigned))
+            expect("%s: the note cosigned by %s: its monitored: line" % (label, names),
+                   mapcosign.monitored_line(policy, cosigned), "monitored: monitor-quorum %d of %d met; map "
+                   "cosigned by %s" % (policy.monitor_quorum, len(policy.monitors), ", ".join(
+                       "%s at %s (%d)" % (n, tlogpolicy.utc_seconds(t), t) for n, t in cosigned)))
         for names in p["does_not_meet"]:
             note = v["note"] + "".join(v["policy_lines"][n] for n in names)
-            expect("%s: %s does not meet it" % (label, names), policy.monitor_quorum_met(set(names)), False)
-            got = outcome(lambda: mapcosign.check_time_note(policy, note.encode()))
             missing = [n for n in policy.monitors if n not in names]
-            ok = (got[0] == "refused" and got[2] == "FAILED_PRECONDITION"
-                  and got[1].split("no map cosignature from ")[-1].split(";")[0].split(", ") == missing)
+            want = ("checkpoint-time: the policy's monitor-quorum %d of %d is not met: no map cosignature from %s"
+                    % (policy.monitor_quorum, len(policy.monitors), ", ".join(missing)))
+            if names:
+                want += "; cosigned by " + ", ".join(names)
             expect("%s: the note cosigned by %s refused naming %s" % (label, names, missing),
-                   "FAILED_PRECONDITION naming %s" % missing if ok else got,
-                   "FAILED_PRECONDITION naming %s" % missing)
-    policy = mapcosign.parse_policy(v["policies"][0]["text"].encode())
-    note = mapcosign.open_time_note(v["note"].encode(), v["log_vkey"])
+                   outcome(lambda: mapcosign.check_monitored(policy, note.encode(), log)),
+                   ("refused", want, "FAILED_PRECONDITION"))
+    policy = tlogpolicy.parse(v["policies"][0]["text"].encode())
+    note = mapcosign.open_time_note(v["note"].encode(), log)
     for name, line in v["policy_lines"].items():
-        one = mapcosign.open_time_note((v["note"] + line).encode(), v["log_vkey"])
+        one = mapcosign.open_time_note((v["note"] + line).encode(), log)
         when = mapcosign.map_cosignature_time(policy.monitors[name], one)
         expect("policy line of %s verifies, not before the note" % name,
                when is not None and when >= note.seconds(), True)
+    expect("invalid policies: one worded refusal for each", len(INVALID_POLICY_REASONS), len(v["invalid_policies"]))
     for bad in v["invalid_policies"]:
-        got = outcome(lambda: mapcosign.parse_policy(bad["text"].encode()))
-        expect("invalid policy (%s): refused" % bad["what"], got[0], "PolicyError")
-        want = INVALID_POLICY_REASONS.get(bad["what"])
-        if want and got[0] == "PolicyError":
-            at = "line %d: %s" % want
-            expect("invalid policy (%s): %s" % (bad["what"], at), got[1][:len(at)], at)
+        expect("invalid policy (%s)" % bad["what"], outcome(lambda: tlogpolicy.parse(bad["text"].encode())),
+               ("PolicyError", INVALID_POLICY_REASONS.get(bad["what"])))
+
+
+def line_time(line):
+    """The time a map cosignature line states."""
+    return struct.unpack(">Q", base64.b64decode(line.split(" ")[2])[4:12])[0]
 
 
 def own_cases(v, key, seed):
@@ -222,55 +236,85 @@ def own_cases(v, key, seed):
     expect("own: a version 3 note with another monitor's line only", outcome(lambda: mapcosign.verify(
         only_others.encode(), v["log_vkey"], key.vkey())), ("ok", None))
 
+    policy_rules(v)
+    monitored(v)
+
+
+def policy_rules(v):
+    """The syntax of the monitor lines (section 5c), in ledger-verify-go's
+    words."""
     log = v["log_vkey"]
-    m1 = v["key"]["vkey"]
+    m = "monitor M " + v["key"]["vkey"]
     witness_ok = "witness.example/w1+7bede9df+" + v["key"]["witness_vkey_of_the_same_seed"].split("+", 2)[2]
-    for what, text, want in [
-        ("a monitor named in a group (witness key ID right)",
-         "log %s\nwitness w1 %s\nmonitor m1 %s\ngroup g any w1 m1\nquorum g\n" % (log, witness_ok, m1),
-         "line 4: member 'm1' is a monitor"),
-        ("monitor-quorum all with no monitor",
-         "log %s\nmonitor-quorum all\nquorum none\n" % log, "line 2: monitor-quorum without a monitor line"),
-        ("a log key as a monitor", "log %s\nmonitor m1 %s\n" % (log, log),
-         "line 2: monitor verifier key: a log key (type 0x01"),
-        ("a monitor line without a key", "log %s\nmonitor m1\n" % log, "line 2: want 'monitor NAME VKEY [URL]'"),
-        ("a monitor named none", "log %s\nmonitor none %s\n" % (log, m1), "line 2: 'none' is reserved"),
-        ("no monitor and no quorum line", "log %s\n" % log, "no quorum line"),
-        ("monitor-quorum k with a leading sign", "log %s\nmonitor m1 %s\nmonitor-quorum +1\n" % (log, m1),
-         "line 3: monitor-quorum must be"),
+    public = bytes.fromhex(v["key"]["public_key_hex"])
+    spaced_id = hashlib.sha256("m\u00a0x\n".encode() + tlogpolicy.TYPE_MONITOR + public).digest()[:4]
+    spaced = tlogpolicy.Key("m\u00a0x", spaced_id, tlogpolicy.TYPE_MONITOR, public)
+    for text, want in [
+        (m + " https://m.example\nquorum none\n", None),
+        (m + "\nmonitor-quorum all\nquorum none\n", None),
+        (m + "\nmonitor-quorum any\nquorum none\n", None),
+        (m + "\nmonitor-quorum 1\nquorum none\n", None),
+        # A witness and a monitor may hold one public key (their type bytes
+        # and key IDs differ); section 5c forbids it only between two monitors.
+        ("%s\n%s\nquorum none\n" % (witness_ok.join(["witness w1 ", ""]), m), None),
+        (m + "\n", "no quorum line (use 'quorum none' for none)"),
+        ("monitor none %s\nquorum none\n" % v["key"]["vkey"], "line 1: 'none' is reserved and cannot name a monitor"),
+        ("monitor M\nquorum none\n", "line 1: want 'monitor NAME VKEY [URL]'"),
+        (m + " https://m.example extra\nquorum none\n", "line 1: want 'monitor NAME VKEY [URL]'"),
+        (m + "\nmonitor-quorum\nquorum none\n", "line 2: want 'monitor-quorum all|any|K'"),
+        (m + "\nmonitor-quorum 01x\nquorum none\n",
+         "line 2: monitor-quorum must be all, any or a decimal k with 1 <= k <= 1"),
+        (m + "\nmonitor-quorum +1\nquorum none\n",
+         "line 2: monitor-quorum must be all, any or a decimal k with 1 <= k <= 1"),
+        ("monitor-quorum all\nquorum none\n", "line 1: monitor-quorum without a monitor line before it"),
+        ("monitor M %s\nquorum none\n" % log,
+         "line 1: monitor verifier key: a log key (type 0x01) " + NOT_A_MONITOR_KEY),
+        (m + "x\nquorum none\n", "line 1: monitor verifier key: key data must be base64 of 0xff "
+                                  "evidence-ledger/map-cosignature/v1 and 32 bytes"),
+        (m.replace("+8ceb3d9b+", "+8ceb3d9c+") + "\nquorum none\n",
+         "line 1: monitor verifier key: key id 8ceb3d9c does not match the key"),
+        ("monitor M %s\nquorum none\n" % spaced.vkey(),
+         "line 1: monitor verifier key: the key name 'm\u00a0x' holds white space"),
+        # A witness is not a monitor either: its key is refused.
+        ("witness W %s\nquorum W\n" % v["key"]["vkey"],
+         "line 1: witness verifier key: key data must be base64 of 0x04 (cosignature/v1) and 32 bytes"),
+        (m + "\nquorum none\nmonitors M\n",
+         "line 3: unknown keyword 'monitors' (want log, witness, group, quorum, monitor or monitor-quorum)"),
     ]:
-        got = outcome(lambda: mapcosign.parse_policy(text.encode()))
-        expect("own: invalid policy (%s)" % what, got[:1] + (got[1][:len(want)],), ("PolicyError", want))
-    # A witness and a monitor may hold one public key (their type bytes and
-    # key IDs differ); section 5c forbids it only between two monitors.
-    both = "log %s\nwitness w1 %s\nmonitor m1 %s\nquorum none\n" % (log, witness_ok, m1)
-    expect("own: a witness and a monitor of one public key", outcome(
-        lambda: list(mapcosign.parse_policy(both.encode()).monitors)), ("ok", ["m1"]))
-    # Tools without section 5c refuse the new lines as unknown.
-    got = outcome(lambda: tlogpolicy.parse(v["policies"][0]["text"].encode()))
-    expect("own: tlogpolicy.parse refuses a monitor line", got[:1] + (got[1][:24],),
-           ("PolicyError", "line 2: unknown keyword "))
-    # Without monitors, map cosignature lines are lines of unknown keys.
-    plain = mapcosign.parse_policy(("log %s\nquorum none\n" % log).encode())
+        got = outcome(lambda: tlogpolicy.parse(text.encode()))
+        expect("own: policy %r" % text, got[0] if want is None else got,
+               "ok" if want is None else ("PolicyError", want))
+    expect("own: no monitor-quorum line: all the monitors", tlogpolicy.parse(
+        (m + "\nmonitor N %s\nquorum none\n" % v["policies"][1]["text"].split("monitor m2 ")[1].split("\n")[0])
+        .encode()).monitor_quorum, 2)
+
+
+def monitored(v):
+    """check_monitored() on notes the vectors do not hold."""
+    log = v["log_vkey"]
+    policy = tlogpolicy.parse(v["policies"][2]["text"].encode())  # m1, m2, monitor-quorum any
     bad_line = v["note"] + [r for r in v["refused"] if r["refusal"] != "ignored"][0]["line"]
+    expect("own: a policy monitor's bad line refused, naming it, though the other cosigned", outcome(
+        lambda: mapcosign.check_monitored(policy, (bad_line + v["policy_lines"]["m2"]).encode(), log)),
+        ("refused", "checkpoint-time: monitor m1: map cosignature: signature by monitor.example/m1+8ceb3d9b does not "
+         "verify", "PERMISSION_DENIED"))
+    expect("own: no time note", outcome(lambda: mapcosign.check_monitored(policy, None, log)),
+           ("refused", "checkpoint-time: missing: the policy's monitors cosign the checkpoint-time note",
+            "FAILED_PRECONDITION"))
+    v3 = v["note_of_version_3"]["cosigned_note"]
+    expect("own: a policy monitor's line on a note of version 3", outcome(
+        lambda: mapcosign.check_monitored(policy, v3.encode(), log)),
+        ("refused", "checkpoint-time: monitor m1: map cosignature: only a checkpoint-time note of version 4 is "
+         "cosigned by monitors", "PERMISSION_DENIED"))
+    bare_v3 = v3[:v3.rindex("\u2014 monitor.example/m1")]
+    expect("own: a note of version 3 with no monitor's line fails the monitor-quorum only", outcome(
+        lambda: mapcosign.check_monitored(policy, bare_v3.encode(), log)),
+        ("refused", "checkpoint-time: the policy's monitor-quorum 1 of 2 is not met: no map cosignature from m1, m2",
+         "FAILED_PRECONDITION"))
+    # Without monitors, map cosignature lines are lines of unknown keys.
+    plain = tlogpolicy.parse(("log %s\nquorum none\n" % log).encode())
     expect("own: a policy without monitors ignores a bad map cosignature", outcome(
-        lambda: mapcosign.check_time_note(plain, bad_line.encode())), ("ok", []))
-    policy = mapcosign.parse_policy(v["policies"][2]["text"].encode())
-    expect_refusal("own: a policy monitor's bad line refused, naming it", lambda: mapcosign.check_time_note(
-        policy, (bad_line + v["policy_lines"]["m2"]).encode()), "checkpoint-time: monitor m1: map cosignature: "
-        "signature by monitor.example/m1+8ceb3d9b does not verify", "PERMISSION_DENIED")
-    # The ledger's public key under another name: a log of the policy that
-    # did not sign the note.
-    raw = base64.b64decode(v["log_vkey"].split("+", 2)[2])
-    other_log = "log other.example/log+%s+%s\nmonitor m1 %s\n" % (
-        mapcosign.key_id("other.example/log", b"", raw).hex(), v["log_vkey"].split("+", 2)[2], m1)
-    foreign = mapcosign.parse_policy(other_log.encode())
-    expect_refusal("own: a note no policy log signed", lambda: mapcosign.check_time_note(
-        foreign, v["cosignatures"][0]["cosigned_note"].encode()), "time note: no signature by a log of the policy",
-        "PERMISSION_DENIED")
-    line = mapcosign.monitored_line(policy, [("m1", v["note_time"]), ("m2", v["note_time"] + 61)])
-    expect("own: the line printed after the witnessed: line", line, "monitored: monitor-quorum 1 of 2 met; map "
-           "cosigned by m1 at 2026-01-01T00:00:00Z (1767225600), m2 at 2026-01-01T00:01:01Z (1767225661)")
+        lambda: mapcosign.check_monitored(plain, bad_line.encode(), log)), ("ok", []))
 
 
 def main():
