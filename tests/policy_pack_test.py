@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Witnessed packs under an auditor's tlog-policy (CONTRACT.md section 7,
-"Witnessed packs"), through both independent verifiers: export/verify/python/verify_pack.py
-and ledger-verify-go (export/verify/go).
+"""Witnessed and monitored packs under an auditor's tlog-policy (CONTRACT.md
+section 7, "Witnessed packs" and "Monitored packs"), through both independent
+verifiers: export/verify/python/verify_pack.py and ledger-verify-go
+(export/verify/go).
 
 A real ledgerd with --witness-policy and --witness-quorum-required, and two
 real ledger-witness processes (A and B), exports a run pack whose checkpoint
@@ -9,10 +10,13 @@ carries both cosignatures. The other packs are made from it as an operator
 holding the ledger's key could (the checkpoint's cosignature lines changed,
 the manifest re-signed with the data directory's signing.key); cosignatures
 of witnesses that do not run (C, an unknown U) are made here with
-`cryptography` from c2sp.org/tlog-cosignature. Each case runs through both
-verifiers, which must give the same verdict: the exact `witnessed:` line
-after the OK line, or the exact FAILED line, or exit 2 naming the policy's
-line; and, where it can be, through `ledgerctl verify`, the ledger's own.
+`cryptography` from c2sp.org/tlog-cosignature. Monitors' map cosignatures
+(CONTRACT section 5c) of the pack's checkpoint-time note are made here too,
+by two monitors M1 and M2 and by a forger holding another key under M2's
+name and key ID. Each case runs through both verifiers, which must give the
+same verdict: the exact `witnessed:` and `monitored:` lines after the OK
+line, or the exact FAILED line, or exit 2 naming the policy's line; and,
+where it can be, through `ledgerctl verify`, the ledger's own.
 
 Usage: policy_pack_test.py BUILD_DIR"""
 import base64
@@ -53,6 +57,28 @@ class Cosigner:
         return "%s %s %s\n" % (t.EM_DASH, self.name, t.b64((key_id or self.key_id) + struct.pack(">Q", when) + sig))
 
 
+class MapCosigner:
+    """A monitor key of map-cosignature/v1 (type 0xff, CONTRACT section 5c),
+    made here."""
+    TYPE = b"\xffevidence-ledger/map-cosignature/v1"
+
+    def __init__(self, name):
+        self.name = name
+        self.key = Ed25519PrivateKey.generate()
+        self.pub = t.raw_public(self.key)
+        self.key_id = hashlib.sha256(name.encode() + b"\n" + self.TYPE + self.pub).digest()[:4]
+
+    def vkey(self):
+        return "%s+%s+%s" % (self.name, self.key_id.hex(), t.b64(self.TYPE + self.pub))
+
+    def name_id(self):
+        return "%s+%s" % (self.name, self.key_id.hex())
+
+    def line(self, text, when, key_id=None):
+        sig = self.key.sign(("evidence-ledger/map-cosignature/v1\ntime %d\n" % when + text).encode())
+        return "%s %s %s\n" % (t.EM_DASH, self.name, t.b64((key_id or self.key_id) + struct.pack(">Q", when) + sig))
+
+
 def build_go_verifier(build):
     out = os.path.join(build, "tests", "policy_pack", "ledger-verify-go")
     env = dict(os.environ, GOPATH="/usr/share/gocode", GO111MODULE="off", GOPROXY="off", GOFLAGS="",
@@ -75,9 +101,21 @@ def witnessed(quorum, cosigners):
         quorum, ", ".join("%s at %s (%d)" % (name, iso(when), when) for name, when in cosigners))
 
 
+def monitored(quorum, monitors, cosigners):
+    """The line after the witnessed: line: cosigners is [(policy name,
+    time)] in policy order."""
+    return "monitored: monitor-quorum %d of %d met; map cosigned by %s" % (
+        quorum, monitors, ", ".join("%s at %s (%d)" % (name, iso(when), when) for name, when in cosigners))
+
+
 def with_checkpoint(files, checkpoint, sign):
     """The pack with another checkpoint file, its manifest re-signed."""
-    return pt.resigned(pt.edited(files, "checkpoint", lambda _: checkpoint.encode()), sign)
+    return with_file(files, "checkpoint", checkpoint, sign)
+
+
+def with_file(files, name, data, sign):
+    """The pack with another `name` file, its manifest re-signed."""
+    return pt.resigned(pt.edited(files, name, lambda _: data.encode()), sign)
 
 
 def main():
@@ -148,9 +186,6 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
         "B's line and a forged one": with_checkpoint(files, note + forger.line(text, now, key_id=b_id), sign),
         "B's line with another time": with_checkpoint(files, text + "\n" + log_line + cosigned[0] + retimed_b, sign),
     }
-    for name, contents in packs.items():
-        if contents is not files:
-            pt.write_pack(contents, os.path.join(work, name.replace(" ", "_").replace("'", "") + ".tar.gz"))
 
     def pack_path(name):
         return pack if name == "genuine" else os.path.join(work, name.replace(" ", "_").replace("'", "") + ".tar.gz")
@@ -200,7 +235,8 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
     ]
     vkey = ["--vkey", vkey_file]
     ab = [("A", times["A"]), ("B", times["B"])]
-    # (case, pack, arguments, exit code, the witnessed line, the FAILED message or the usage error)
+    # (case, pack, arguments, exit code, the witnessed line (and the
+    # monitored: line, a list), the FAILED message or the usage error)
     cases = [
         ("the genuine pack without --policy", "genuine", vkey, 0, None),
         ("the genuine pack with U's line, without --policy", "U's line added", vkey, 0, None),
@@ -255,17 +291,36 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
                       "--policy: " + error))
     # ledgerctl verify, the ledger's own verifier, is checked beside them
     # where it can be: it rebuilds report.html, which shows the checkpoint
-    # file, so a pack whose cosignature lines were edited fails there after
-    # the checkpoint's checks; and it words some policy rules otherwise.
+    # file (not the checkpoint-time file), so a pack whose cosignature lines
+    # were edited fails there after the checkpoint's checks; and it words
+    # some policy rules otherwise.
     worded_otherwise = {"policy rule %d" % n for n in (0, 1, 3, 9, 10, 12)}
     # ledgerctl names the key NAME+ID cut at the vkey's last '+', not its second.
     worded_otherwise |= {"--vkey not a log of the policy", "--trust-pack-key: the pack's key, not a log of the policy"}
+    monitor_packs, monitor_cases, worded = monitored_packs(files, sign, log_vkey, vkeys, ab, vkey, policy)
+    packs.update(monitor_packs)
+    cases += monitor_cases
+    worded_otherwise |= worded
+    for name, contents in packs.items():
+        if contents is not files:
+            pt.write_pack(contents, pack_path(name))
+    # The packs whose checkpoint file is the genuine one: report.html holds.
+    genuine_checkpoint = dict(files)["checkpoint"]
+    same_report = {name for name, contents in packs.items() if dict(contents)["checkpoint"] == genuine_checkpoint}
+    run_cases(cases, pack_path, same_report, worded_otherwise, lvg, verify_py, ledgerctl)
+
+
+def run_cases(cases, pack_path, same_report, worded_otherwise, lvg, verify_py, ledgerctl):
+    """Each case through verify_pack.py and ledger-verify-go, and through
+    ledgerctl verify on a pack of the genuine report (same_report) or a
+    failure, unless it words the case otherwise; fail() unless every
+    verifier gives its verdict."""
     failures = 0
     runs = 0
     for case, name, args, code, want in cases:
         verifiers = [("verify_pack.py", ["/usr/bin/python3", verify_py], "OK: ", "FAILED: "),
                      ("ledger-verify-go", [lvg], "OK ", "FAIL: ")]
-        if (name == "genuine" or code == 1) and case not in worded_otherwise:
+        if (name in same_report or code == 1) and case not in worded_otherwise:
             verifiers.append(("ledgerctl verify", [ledgerctl, "verify"], "OK: ", "FAILED: "))
         for verifier, cmd, ok_prefix, fail_prefix in verifiers:
             runs += 1
@@ -273,9 +328,10 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
             out = r.stdout.splitlines()
             at = next((k for k, x in enumerate(out) if x.startswith(ok_prefix)), None)  # after a WARNING line
             if code == 0:
-                lines_after = [x for x in out if x.startswith("witnessed: ")]
-                good = (r.returncode == 0 and at is not None and
-                        (lines_after == [] if want is None else len(out) > at + 1 and out[at + 1] == want))
+                want_after = [] if want is None else [want] if isinstance(want, str) else want
+                lines_after = [x for x in out if x.startswith(("witnessed: ", "monitored: "))]
+                good = (r.returncode == 0 and at is not None and lines_after == want_after and
+                        out[at + 1:at + 1 + len(want_after)] == want_after)
             elif code == 1:
                 good = (r.returncode == 1 and out[-1:] == [fail_prefix + want] and
                         all(x.startswith("WARNING: --trust-pack-key") for x in out[:-1]))
@@ -286,12 +342,108 @@ def check_cases(work, pack, vkey_file, log_vkey, vkeys, lvg, verify_py, ledgerct
                 print("FAIL: %s: %s: want exit %d %r, got exit %d stdout %r stderr %r"
                       % (case, verifier, code, want, r.returncode, r.stdout, r.stderr[-400:]))
             else:
-                print("ok: %s: %s: %s" % (case, verifier, (out[at + 1] if code == 0 and want else
+                print("ok: %s: %s: %s" % (case, verifier, (out[at + 1:at + 3] if code == 0 and want else
                                                             (out[-1] if out else r.stderr.strip().splitlines()[0]))))
     if failures:
         fail("%d of %d verifications differ from the contract" % (failures, runs))
     print("ok: %d cases, each through verify_pack.py and ledger-verify-go (%d verifications with ledgerctl verify)"
           % (len(cases), runs))
+
+
+
+def monitored_packs(files, sign, log_vkey, vkeys, ab, vkey, policy):
+    """Packs whose checkpoint-time note carries map cosignatures made here,
+    and their cases ("Monitored packs"): (packs, cases, the cases ledgerctl
+    verify words otherwise)."""
+    tn = dict(files)["checkpoint-time"].decode()
+    text = t.open_note(log_vkey, tn)
+    if not text.startswith("evidence-ledger/checkpoint-time/v4\n"):
+        fail("the exported pack's checkpoint-time note is not of version 4: %r" % tn)
+    time_at = text.rindex("\ntime ") + 1
+    signed_us = int(text[time_at + 5:-1])
+    signed = signed_us // 1000000
+    m1, m2 = MapCosigner("monitor-1.example"), MapCosigner("monitor-2.example")
+    forger = MapCosigner("monitor-2.example")
+    cp = dict(files)["checkpoint"].decode()
+    cp_text = t.open_note(log_vkey, cp)
+    # The ledger's own signature of a note whose time is a microsecond later:
+    # the monitors' lines below are over the genuine note, not this one.
+    later = text[:time_at] + "time %d\n" % (signed_us + 1)
+    packs = {
+        "monitored by both": with_file(files, "checkpoint-time", tn + m1.line(text, signed + 1) +
+                                       m2.line(text, signed), sign),
+        "monitored by M1": with_file(files, "checkpoint-time", tn + m1.line(text, signed + 1), sign),
+        "M2's map cosignature forged": with_file(files, "checkpoint-time", tn + m1.line(text, signed + 1) +
+                                                 forger.line(text, signed, key_id=m2.key_id), sign),
+        "two map cosignatures of M1": with_file(files, "checkpoint-time", tn + m1.line(text, signed) +
+                                                m2.line(text, signed) + m1.line(text, signed + 5), sign),
+        "M1 before the note's time": with_file(files, "checkpoint-time", tn + m1.line(text, signed - 1) +
+                                               m2.line(text, signed), sign),
+        "the map cosignatures of another note": with_file(files, "checkpoint-time", sign(later.encode()).decode() +
+                                                          m1.line(text, signed + 1) + m2.line(text, signed), sign),
+        "map cosignatures on the checkpoint": with_checkpoint(files, cp + m1.line(cp_text, signed) +
+                                                              m2.line(cp_text, signed), sign),
+    }
+    ms = "monitor M1 %s\nmonitor M2 %s https://m2.example\n" % (m1.vkey(), m2.vkey())
+    both = policy("monitors", "log %s\n%squorum none\n" % (log_vkey, ms))
+    any_one = policy("monitors-any", "log %s\n%smonitor-quorum any\nquorum none\n" % (log_vkey, ms))
+    witnesses_too = policy("witnesses-and-monitors", "log %s\nwitness A %s\nwitness B %s\ngroup both all A B\n%s"
+                           "monitor-quorum 1\nquorum both\n" % (log_vkey, vkeys["A"], vkeys["B"], ms))
+    no_monitor = policy("no-monitor", "log %s\nquorum none\n" % log_vkey)
+    by_both = [("M1", signed + 1), ("M2", signed)]
+    none_met = "witnessed: quorum none met; no cosignature"
+    cases = [
+        ("both monitors' lines, a policy requiring both", "monitored by both", vkey + ["--policy", both], 0,
+         [none_met, monitored(2, 2, by_both)]),
+        ("both monitors' lines, without --policy", "monitored by both", vkey, 0, None),
+        ("both monitors' lines, a policy without monitors", "monitored by both", vkey + ["--policy", no_monitor], 0,
+         [none_met]),
+        ("both monitors' lines, monitor-quorum any", "monitored by both", vkey + ["--policy", any_one], 0,
+         [none_met, monitored(1, 2, by_both)]),
+        ("both monitors' lines, witnesses and monitors required", "monitored by both",
+         vkey + ["--policy", witnesses_too], 0, [witnessed("both", ab), monitored(1, 2, by_both)]),
+        ("M2's line missing", "monitored by M1", vkey + ["--policy", both], 1,
+         "checkpoint-time: the policy's monitor-quorum 2 of 2 is not met: no map cosignature from M2; cosigned by M1"),
+        ("M2's line missing, monitor-quorum any", "monitored by M1", vkey + ["--policy", any_one], 0,
+         [none_met, monitored(1, 2, by_both[:1])]),
+        ("no map cosignature", "genuine", vkey + ["--policy", both], 1,
+         "checkpoint-time: the policy's monitor-quorum 2 of 2 is not met: no map cosignature from M1, M2"),
+        ("M2's line forged with another key under M2's name and key ID", "M2's map cosignature forged",
+         vkey + ["--policy", both], 1,
+         "checkpoint-time: monitor M2: map cosignature: signature by %s does not verify" % m2.name_id()),
+        ("M2's line forged, without --policy", "M2's map cosignature forged", vkey, 0, None),
+        ("two lines of M1", "two map cosignatures of M1", vkey + ["--policy", any_one], 1,
+         "checkpoint-time: monitor M1: map cosignature: two lines by %s" % m1.name_id()),
+        ("M1's line before the note's time", "M1 before the note's time", vkey + ["--policy", both], 1,
+         "checkpoint-time: monitor M1: map cosignature: time %d is before the note's time %d (seconds): a monitor "
+         "cannot have cosigned a note before the ledger signed it" % (signed - 1, signed)),
+        ("the monitors' lines of another note", "the map cosignatures of another note", vkey + ["--policy", both], 1,
+         "checkpoint-time: monitor M1: map cosignature: signature by %s does not verify" % m1.name_id()),
+        ("the monitors' lines on the checkpoint", "map cosignatures on the checkpoint", vkey + ["--policy", both], 1,
+         "checkpoint-time: the policy's monitor-quorum 2 of 2 is not met: no map cosignature from M1, M2"),
+    ]
+    # The rules of section 5c's monitor lines (exit 2).
+    wa = "witness A %s\n" % vkeys["A"]
+    syntax = [
+        (ms, "no quorum line (use 'quorum none' for none)"),
+        (wa + ms + "group G any A M1\nquorum G\n", "line 4: member 'M1' is a monitor: monitors are not witnesses"),
+        (ms + "quorum M2\n", "line 3: quorum 'M2' is a monitor: monitors are not witnesses"),
+        (ms + "monitor-quorum 3\nquorum none\n",
+         "line 3: monitor-quorum must be all, any or a decimal k with 1 <= k <= 2"),
+        ("monitor-quorum any\n" + ms + "quorum none\n", "line 1: monitor-quorum without a monitor line before it"),
+        ("monitor M1 %s\nquorum none\n" % vkeys["A"], "line 1: monitor verifier key: a witness key (type 0x04) is "
+         "not a monitor key (type 0xff evidence-ledger/map-cosignature/v1)"),
+        (ms + "monitor M3 %s\nquorum none\n" % m1.vkey().replace("monitor-1", "monitor-3"),
+         "line 3: monitor verifier key: key id %s does not match the key" % m1.key_id.hex()),
+        ("monitors M1 %s\nquorum none\n" % m1.vkey(),
+         "line 1: unknown keyword 'monitors' (want log, witness, group, quorum, monitor or monitor-quorum)"),
+    ]
+    # ledgerctl verify words these rules otherwise.
+    worded = {"monitor policy rule %d" % n for n in (1, 2, 4, 5, 7)}
+    for n, (policy_text, error) in enumerate(syntax):
+        path = policy("monitor-syntax-%d" % n, policy_text)
+        cases.append(("monitor policy rule %d" % n, "genuine", vkey + ["--policy", path], 2, "--policy: " + error))
+    return packs, cases, worded
 
 
 if __name__ == "__main__":

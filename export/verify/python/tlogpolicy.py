@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Transparency-log policies (c2sp.org/tlog-policy) and Ed25519 cosignatures
 (c2sp.org/tlog-cosignature, cosignature/v1), with the standard library and
-`cryptography` only, written from the C2SP texts and CONTRACT.md section 5b.
+`cryptography` only, written from the C2SP texts and CONTRACT.md sections 5b
+and 5c (the `monitor` and `monitor-quorum` lines, monitor keys).
 
 parse() reads a policy; check_checkpoint() checks the cosignature lines of a
 checkpoint the log's key already opened against it and evaluates the quorum.
-Nothing here does I/O.
+The policy's monitors cosign checkpoint-time notes: mapcosign.py checks
+their lines. Nothing here does I/O.
 
 Usage: tlogpolicy.py --vectors tests/vectors/tlog_policy.json tests/vectors/cosignature.json
   parses the vectors' policy, checks each set of cosigners against its
@@ -24,8 +26,15 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 EM_DASH = "\u2014"
-TYPE_ED25519, TYPE_COSIGNATURE = 0x01, 0x04
-KEY_TYPES = {TYPE_ED25519: "0x01 (Ed25519)", TYPE_COSIGNATURE: "0x04 (cosignature/v1)"}
+# A key's type bytes: one byte, or 0xff (C2SP signed-note, a type without an
+# assigned byte) followed by an identifier, ASCII, no terminator (1 + 34
+# bytes for a monitor key, CONTRACT section 5c).
+TYPE_ED25519, TYPE_COSIGNATURE = b"\x01", b"\x04"
+TYPE_MONITOR = b"\xff" + b"evidence-ledger/map-cosignature/v1"
+KEY_TYPES = {TYPE_ED25519: "0x01 (Ed25519)", TYPE_COSIGNATURE: "0x04 (cosignature/v1)",
+             TYPE_MONITOR: "0xff evidence-ledger/map-cosignature/v1"}
+# What a monitor key is not, though its Ed25519 key may be the same.
+NOT_MONITOR_KEYS = {TYPE_COSIGNATURE: "a witness key (type 0x04)", TYPE_ED25519: "a log key (type 0x01)"}
 BLANK = re.compile(r"[ \t]+")
 # The policy's octets: tab, newline, printable ASCII and any byte above 0x7f.
 BAD_OCTET = re.compile(rb"[^\t\n\x20-\x7e\x80-\xff]")
@@ -47,7 +56,8 @@ class Refused(Exception):
 
 
 class Key:
-    """A verifier key (c2sp.org/signed-note): name, 4-byte ID, type, public key."""
+    """A verifier key (c2sp.org/signed-note): name, 4-byte ID, type bytes,
+    32-byte public key."""
 
     def __init__(self, name, key_id, key_type, public):
         self.name, self.key_id, self.type, self.public = name, key_id, key_type, public
@@ -56,10 +66,14 @@ class Key:
         """NAME+ID, as errors name a key."""
         return "%s+%s" % (self.name, self.key_id.hex())
 
+    def vkey(self):
+        """The verifier key's text, its key ID in lower case."""
+        return "%s+%s" % (self.vkey_id(), base64.b64encode(self.type + self.public).decode())
+
 
 def parse_vkey(text, key_type):
-    """A vkey `name+hex ID+base64(type || 32-byte key)` of the type asked for;
-    ValueError saying which rule it breaks."""
+    """A vkey `name+hex ID+base64(type || 32-byte key)` of the type bytes
+    asked for (KEY_TYPES); ValueError saying which rule it breaks."""
     parts = text.split("+", 2)
     if len(parts) != 3 or not parts[0]:
         raise ValueError("want NAME+ID+KEY")
@@ -70,20 +84,47 @@ def parse_vkey(text, key_type):
         raw = base64.b64decode(data, validate=True)
     except ValueError:
         raw = b""
-    if len(raw) != 33 or raw[0] != key_type:
+    if len(raw) != len(key_type) + 32 or not raw.startswith(key_type):
         raise ValueError("key data must be base64 of %s and 32 bytes" % KEY_TYPES[key_type])
     want = hashlib.sha256(name.encode("utf-8", "surrogateescape") + b"\n" + raw).digest()[:4]
     if want != bytes.fromhex(key_id):
         raise ValueError("key id %s does not match the key" % key_id)
-    return Key(name, want, key_type, raw[1:])
+    return Key(name, want, key_type, raw[len(key_type):])
+
+
+def parse_monitor_vkey(text):
+    """A monitor's verifier key (CONTRACT section 5c): parse_vkey() of
+    TYPE_MONITOR, its name UTF-8 without white space; a witness's or a
+    log's key is refused by name, even over the same Ed25519 key."""
+    try:
+        key = parse_vkey(text, TYPE_MONITOR)
+    except ValueError:
+        for key_type, what in NOT_MONITOR_KEYS.items():
+            try:
+                parse_vkey(text, key_type)
+            except ValueError:
+                continue
+            raise ValueError("%s is not a monitor key (type %s)" % (what, KEY_TYPES[TYPE_MONITOR]))
+        raise
+    try:
+        key.name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the key name is not UTF-8")
+    if any(c.isspace() for c in key.name):
+        raise ValueError("the key name '%s' holds white space" % key.name)
+    return key
 
 
 class Policy:
     """logs: [Key]; witnesses: {name: Key} in the order of their lines;
-    groups: {name: (k, [member])}; quorum: a witness or group name, or 'none'."""
+    groups: {name: (k, [member])}; quorum: a witness or group name, or 'none';
+    monitors: {name: Key} in the order of their lines; monitor_quorum: how
+    many of them must cosign a checkpoint-time note (all of them without a
+    monitor-quorum line, whose number is monitor_quorum_line)."""
 
     def __init__(self):
         self.logs, self.witnesses, self.groups, self.quorum = [], {}, {}, None
+        self.monitors, self.monitor_quorum, self.monitor_quorum_line = {}, 0, None
 
     def log_named(self, origin):
         return [k for k in self.logs if k.name == origin]
@@ -109,9 +150,10 @@ class Policy:
 
 
 def parse(data):
-    """The Policy of a tlog-policy file (bytes); PolicyError naming the line
-    and the rule otherwise. Names are opaque octets (held as str with
-    surrogate escapes); URLs are read and ignored."""
+    """The Policy of a tlog-policy file (bytes), with its monitors; PolicyError
+    naming the line and the rule otherwise. Names are opaque octets (held as
+    str with surrogate escapes); URLs are read and ignored. The quorum line
+    is required, monitors or not."""
     p, defined = Policy(), {}
     for number, raw in enumerate(data.split(b"\n"), 1):
         bad = BAD_OCTET.search(raw)
@@ -125,20 +167,17 @@ def parse(data):
         parse_line(p, defined, number, fields)
     if p.quorum is None:
         raise PolicyError(None, "no quorum line (use 'quorum none' for none)")
+    if p.monitor_quorum_line is None:
+        p.monitor_quorum = len(p.monitors)
     return p
 
 
 def parse_line(p, defined, number, fields):
-    """Adds one line's definition to p; defined maps each witness and group
-    name (one namespace) to its line. PolicyError naming the rule otherwise."""
-    if fields[0] in ("monitor", "monitor-quorum"):
-        # CONTRACT section 5c: a policy naming monitors needs their map
-        # cosignatures checked; this verifier does not check them yet, so it
-        # refuses such a policy rather than pass a pack unmonitored.
-        raise PolicyError(number, "'%s': monitors (CONTRACT section 5c) are not checked by verify_pack.py; "
-                                  "verify under this policy with ledger-verify-go, ledgerctl verify or "
-                                  "ledger-verify" % fields[0])
-    add = {"log": add_log, "witness": add_witness, "group": add_group, "quorum": add_quorum}.get(fields[0])
+    """Adds one line's definition to p; defined maps each witness, group and
+    monitor name (one namespace) to its line. PolicyError naming the rule
+    otherwise."""
+    add = {"log": add_log, "witness": add_witness, "group": add_group, "quorum": add_quorum,
+           "monitor": add_monitor, "monitor-quorum": add_monitor_quorum}.get(fields[0])
     if add is None:
         raise PolicyError(number, "unknown keyword '%s' (want log, witness, group, quorum, monitor or "
                                   "monitor-quorum)" % fields[0])
@@ -195,15 +234,24 @@ def add_group(p, defined, number, fields):
             return "'none' cannot be a group member"
         if m not in defined or defined[m] == number:
             return "member '%s' is not defined on an earlier line" % m
+        if m in p.monitors:
+            return "member '%s' is a monitor: monitors are not witnesses" % m
     if len(set(members)) != len(members):
         return "member '%s' is listed twice" % next(m for m in members if members.count(m) > 1)
     n = len(members)
-    k = {"all": n, "any": 1}.get(threshold)
-    if k is None and re.fullmatch(r"[0-9]{1,20}", threshold):
-        k = int(threshold)
-    if k is None or not 1 <= k <= n:
+    k = count(threshold, n)
+    if k is None:
         return "threshold must be all, any or a decimal k with 1 <= k <= %d" % n
     p.groups[name] = (k, members)
+
+
+def count(text, n):
+    """all, any or a decimal k of n, as a group's threshold and the
+    monitor-quorum are written: k, or None unless 1 <= k <= n."""
+    k = {"all": n, "any": 1}.get(text)
+    if k is None and re.fullmatch(r"[0-9]{1,20}", text):
+        k = int(text)
+    return k if k is not None and 1 <= k <= n else None
 
 
 def add_quorum(p, defined, number, fields):
@@ -213,7 +261,44 @@ def add_quorum(p, defined, number, fields):
         return "a second quorum line"
     if fields[1] != "none" and fields[1] not in defined:
         return "quorum '%s' is not defined on an earlier line" % fields[1]
+    if fields[1] in p.monitors:
+        return "quorum '%s' is a monitor: monitors are not witnesses" % fields[1]
     p.quorum = fields[1]
+
+
+def add_monitor(p, defined, number, fields):
+    """`monitor NAME VKEY [URL]` (CONTRACT section 5c): a name of the one
+    namespace, a monitor key no other monitor has, before the
+    monitor-quorum line."""
+    if len(fields) not in (3, 4):
+        return "want 'monitor NAME VKEY [URL]'"
+    if p.monitor_quorum_line is not None:
+        return "a monitor line after the monitor-quorum line (line %d), which follows every monitor line" % (
+            p.monitor_quorum_line)
+    try:
+        key = parse_monitor_vkey(fields[2])
+    except ValueError as e:
+        return "monitor verifier key: %s" % e
+    if any(k.public == key.public for k in p.monitors.values()):
+        return "this monitor's key is listed twice"
+    rule = define(defined, fields[1], "monitor", number)
+    if rule:
+        return rule
+    p.monitors[fields[1]] = key
+
+
+def add_monitor_quorum(p, defined, number, fields):
+    """`monitor-quorum K|all|any`, once, after every monitor line."""
+    if len(fields) != 2:
+        return "want 'monitor-quorum all|any|K'"
+    if p.monitor_quorum_line is not None:
+        return "a second monitor-quorum line"
+    if not p.monitors:
+        return "monitor-quorum without a monitor line before it"
+    k = count(fields[1], len(p.monitors))
+    if k is None:
+        return "monitor-quorum must be all, any or a decimal k with 1 <= k <= %d" % len(p.monitors)
+    p.monitor_quorum, p.monitor_quorum_line = k, number
 
 
 def cosignature_time(key, text, blob):
@@ -362,18 +447,26 @@ def main():
     except (Refused, PolicyError) as e:
         print("FAIL: %s" % e)
         return 1
-    # A policy naming monitors is refused, never read as if it named none.
-    for line in ("monitor m1 x+00000000+AA==", "monitor-quorum any"):
-        try:
-            parse(("%s\nquorum none\n" % line).encode())
-        except PolicyError as e:
-            if "monitors (CONTRACT section 5c) are not checked by verify_pack.py" not in str(e):
-                print("FAIL: %r refused for another reason: %s" % (line, e))
-                return 1
-        else:
-            print("FAIL: a policy with %r was read as naming no monitor" % line)
+    # A policy naming monitors is read with them, never as naming none, and
+    # still needs its quorum line (mapcosign_test.py checks every rule of
+    # section 5c).
+    public = bytes(range(32))
+    m1 = Key("m1.example", hashlib.sha256(b"m1.example\n" + TYPE_MONITOR + public).digest()[:4], TYPE_MONITOR, public)
+    p = parse(("monitor m1 %s\nmonitor-quorum any\nquorum none\n" % m1.vkey()).encode())
+    if list(p.monitors) != ["m1"] or p.monitor_quorum != 1 or p.quorum != "none":
+        print("FAIL: a policy naming monitor m1, monitor-quorum any: read as %s, %d" % (list(p.monitors),
+                                                                                         p.monitor_quorum))
+        return 1
+    try:
+        parse(("monitor m1 %s\n" % m1.vkey()).encode())
+    except PolicyError as e:
+        if str(e) != "no quorum line (use 'quorum none' for none)":
+            print("FAIL: a policy of monitors without a quorum line refused for another reason: %s" % e)
             return 1
-    print("ok: tlog-policy and cosignature/v1 vectors; policies naming monitors refused")
+    else:
+        print("FAIL: a policy of monitors without a quorum line was read")
+        return 1
+    print("ok: tlog-policy and cosignature/v1 vectors; a policy naming monitors read with them")
     return 0
 
 

@@ -57,7 +57,12 @@ every hash used. A --since note of version 2, 3 or 4 demands one as new.
 be a log of the policy (without a key given, the key is the policy's log
 named as the manifest's origin), every cosignature line of a policy witness
 in the checkpoint must verify, and the witnesses with a valid line must meet
-the quorum; the line after the OK line names them with their times.
+the quorum; the line after the OK line names them with their times. A
+policy naming monitors (CONTRACT sections 5c and 7, "Monitored packs";
+export/verify/python/mapcosign.py) then requires, before the entries are
+read, the checkpoint-time note, every line of a policy monitor on it to
+obey "Reading one", and the monitors with a valid line to meet the
+monitor-quorum; the next line names them with their times.
 The pack is read strictly (export/verify/python/packread.py, CONTRACT.md section 7,
 "Reading a pack strictly"): gzip with nothing after it, sorted regular tar
 members of mode 0644 and mtime 0, no JSON key twice, every .jsonl line
@@ -84,6 +89,7 @@ import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import completeness  # noqa: E402
+import mapcosign  # noqa: E402
 import packread  # noqa: E402
 import packsteps  # noqa: E402
 import progress  # noqa: E402
@@ -127,8 +133,10 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     for (expected_scope()). not_older_than: a size, or a signed checkpoint
     (bytes) the pack's checkpoint must be at least as large as, with its
     root at that very size. policy: a tlogpolicy.Policy the checkpoint
-    must meet ("Witnessed packs", CONTRACT.md section 7). expect_grace_ms:
-    the unknown_grace_ms the auditor knows the ledger runs with.
+    must meet ("Witnessed packs", CONTRACT.md section 7), and the
+    checkpoint-time note too when it names monitors ("Monitored packs").
+    expect_grace_ms: the unknown_grace_ms the auditor knows the ledger runs
+    with.
     shown_progress: the progress.Progress of the entries' check, or None."""
     files = read_pack(pack_path)
     vkey, key, manifest = signed_files(files, vkey, trust_pack_key, policy)
@@ -141,6 +149,9 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     since, kept = given_checkpoints(files, key, size, root, since, not_older_than)
     consistent = check_consistency(files, key, origin, size, root, since)
     note = time_note(files, manifest, key, origin, size, root, kept)
+    monitored = None
+    if policy is not None and policy.monitors:
+        monitored = mapcosign.check_monitored(policy, files.get("checkpoint-time"), key)
     signed_at, runs_root, teams_root, version = note
     run_head = completeness.run_head_proof(files, manifest, runs_root, RUN_KEYS.get(version))
     window = teamwindow.presence(files, scope, teams_root)
@@ -161,6 +172,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     return {"entries": entries.count, "origin": origin, "tree_size": size, "root": root, "scope": scope,
             "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
             "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned),
+            "monitored": None if monitored is None else mapcosign.monitored_line(policy, monitored),
             "leader_epochs": epochs}
 
 
@@ -622,6 +634,8 @@ def result_lines(r):
              % (r["entries"], scope_text(r["scope"]), r["origin"], r["tree_size"], r["root"].hex(), when)]
     if r["witnessed"] is not None:
         lines.append(r["witnessed"])
+    if r["monitored"] is not None:
+        lines.append(r["monitored"])
     if r["consistent"] is not None:
         size, root, given = r["consistent"]
         lines.append("The checkpoint is consistent with the earlier one at size %d, root %s%s."
