@@ -11,8 +11,12 @@
 // It reads GET <URL>/checkpoint/time-note and the entry bundles under
 // <URL>/tlog/ (with --log-tls-* over HTTPS, presenting an auditor's
 // certificate when the ledger's tiles are not public). It serves, on
-// --listen: GET /cosigned (the note it cosigned last, with its map
-// cosignature; 404 before the first), /metrics and /healthz. Prints
+// --listen: POST /cosign (a time note the ledger gives, checked and
+// cosigned once the monitor replayed the log to its size: 200 with the map
+// cosignature line; 409 for a note below the entries replayed; 422 when
+// refused, the alarm raised; 403 for a note not the log's), GET /cosigned
+// (the note it cosigned last, with its map cosignature; 404 before the
+// first), /metrics and /healthz. Prints
 // "listening on HOST:PORT" once it serves.
 //
 // When a note's roots are not the entries' (or the entries do not chain),
@@ -41,7 +45,7 @@
 #include "cmd/flags.h"
 #include "cmd/loopback.h"
 #include "ledger/format/cosign/mapcosign.h"
-#include "monitor/monitor.h"
+#include "monitor/server/monitor.h"
 #include "util/http/client.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
@@ -92,22 +96,6 @@ absl::StatusOr<std::shared_ptr<const ledger::http::TlsClient>> LogTls(const ledg
     return absl::InvalidArgumentError("--log-tls-cert and --log-tls-key: give both or neither");
   }
   return tls;
-}
-
-ledger::http::HttpResponse Serve(const ledger::http::HttpRequest& r, const ledger::monitor::Monitor& monitor) {
-  using ledger::http::Text;
-  if (r.path == "/healthz") return Text(200, "ok\n");
-  if (r.path == "/metrics") {
-    ledger::http::HttpResponse m = Text(200, monitor.RenderMetrics());
-    m.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    return m;
-  }
-  if (r.path == "/cosigned") {
-    std::string note = monitor.Cosigned();
-    if (note.empty()) return Text(404, "no note cosigned yet\n");
-    return Text(200, std::move(note));
-  }
-  return Text(404, "not found: GET /cosigned, /metrics, /healthz\n");
 }
 
 // Rounds until `stop`: one per --interval-ms, sooner while catching up.
@@ -234,9 +222,11 @@ int main(int argc, char** argv) {
   }
   ledger::http::HttpOptions http_options;
   http_options.quick_paths = {"/healthz"};
-  const ledger::monitor::Monitor& served = **monitor;
+  http_options.max_body_bytes = 64 * 1024;  // a time note with many signature lines
+  ledger::monitor::Monitor& served = **monitor;
   auto server = ledger::http::HttpServer::Start(
-      flags.Get("listen"), [&served](const ledger::http::HttpRequest& r) { return Serve(r, served); }, http_options);
+      flags.Get("listen"), [&served](const ledger::http::HttpRequest& r) { return ledger::monitor::Handle(r, served); },
+      http_options);
   if (!server.ok()) {
     return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
   }

@@ -276,7 +276,7 @@ int Checkpoint(pb::LedgerService::Stub& stub, const Flags& flags) {
         return Fail(absl::NotFoundError(
             absl::StrCat("the checkpoint of size ", cp.tree_size(), " was signed before the ledger signed times")));
       }
-      std::cout << cp.time_note();
+      std::cout << (cp.cosigned_time_note().empty() ? cp.time_note() : cp.cosigned_time_note());
       return 0;
     }
     if (std::chrono::steady_clock::now() > deadline) {

@@ -35,6 +35,7 @@
 #include "ledger/storage/backup/backup_root.h"
 #include "ledger/storage/log/log.h"
 #include "ledger/storage/replication/node.h"
+#include "monitor/client/monitors.h"
 #include "ops/caller.h"
 #include "ops/dashboard.h"
 #include "ops/metrics.h"
@@ -43,6 +44,8 @@
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
 #include "query/sweeper/sweeper.h"
+#include "util/files/files.h"
+#include "util/http/client.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
 #include "witness/client/log_source.h"
@@ -207,7 +210,8 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
                                    ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
                                    const ledger::auth::Gate* gate, bool stopping,
                                    const ledger::witnesses::Witnesses* witnesses = nullptr, bool tlog_public = false,
-                                   const ledger::replication::Node* node = nullptr) {
+                                   const ledger::replication::Node* node = nullptr,
+                                   const ledger::monitors::Monitors* monitors = nullptr) {
   using ledger::http::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz" || r.path == "/readyz/leader") {
@@ -241,8 +245,9 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
         return Text(403, absl::StrCat(s.message(), "\n"));
       }
     }
-    ledger::http::HttpResponse m = Text(
-        200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : "") + (node ? node->RenderMetrics() : ""));
+    ledger::http::HttpResponse m =
+        Text(200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : "") +
+                      (monitors ? monitors->RenderMetrics() : "") + (node ? node->RenderMetrics() : ""));
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
   }
@@ -257,7 +262,7 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
     if (!cp.ok()) return Text(404, "no checkpoint signed yet\n");
     if (r.path == "/checkpoint") return Text(200, witnesses ? witnesses->Cosigned(cp->note) : cp->note);
     if (cp->time_note.empty()) return Text(404, "the latest checkpoint has no time note\n");
-    return Text(200, cp->time_note);
+    return Text(200, monitors ? monitors->Cosigned(cp->time_note) : cp->time_note);
   }
   if (r.path.rfind("/tlog/", 0) == 0) {
     // The log as C2SP tlog-tiles, bounded by the latest checkpoint (ops/tiles/tiles.h).
@@ -302,6 +307,9 @@ class Daemon {
   absl::Status PrepareReplication();
   void LogOpened() const;
   absl::Status StartWitnessing();
+  // Each time note to the monitors of --monitor-policy (or of
+  // --witness-policy's monitor lines).
+  absl::Status StartMonitoring();
   absl::Status StartHttp(std::string* ready);
   void Stop();
 
@@ -322,6 +330,7 @@ class Daemon {
   std::unique_ptr<ledger::query::QueryService> query_;
   std::unique_ptr<ledger::query::Sweeper> sweeper_;
   std::unique_ptr<ledger::witnesses::Witnesses> witnesses_;
+  std::unique_ptr<ledger::monitors::Monitors> monitors_;
   std::unique_ptr<ledger::server::Server> server_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<ledger::ops::Metrics> metrics_;
@@ -589,6 +598,51 @@ absl::Status Daemon::StartWitnessing() {
   return absl::OkStatus();
 }
 
+absl::Status Daemon::StartMonitoring() {
+  const bool own = !flags_.Get("monitor-policy").empty();
+  const std::string& path = own ? flags_.Get("monitor-policy") : flags_.Get("witness-policy");
+  if (path.empty()) return absl::OkStatus();
+  const char* flag = own ? "--monitor-policy" : "--witness-policy";
+  auto text = ledger::files::ReadFile(path);
+  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat(flag, ": ", text.status().message()));
+  auto policy = ledger::tlogpolicy::Policy::Parse(*text);
+  if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", policy.status().message()));
+  if (policy->monitors().empty()) {
+    if (own || flags_.Bool("monitor-quorum-required")) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " names no monitor"));
+    }
+    return absl::OkStatus();  // a witness policy alone
+  }
+  const ledger::log::Log* log = log_.get();
+  auto started = ledger::monitors::Monitors::Start(
+      *std::move(policy),
+      [log]() -> absl::StatusOr<std::string> {
+        auto cp = log->Checkpoint(0);
+        if (!cp.ok()) return cp.status();
+        if (cp->time_note.empty()) return absl::NotFoundError("the latest checkpoint has no time note");
+        return cp->time_note;
+      },
+      [](const std::string& url, const std::string& body) {
+        return ledger::http::Fetch("POST", url, body, {.timeout_ms = 30'000, .peer = "monitor"});
+      },
+      {.dir = options_.data_dir + "/monitors"});
+  if (!started.ok()) return absl::Status(started.status().code(), absl::StrCat(flag, ": ", started.status().message()));
+  monitors_ = *std::move(started);
+  ledger_->SetMapCosignatures([m = monitors_.get()](std::string_view note) {
+    std::vector<ledger::service::LedgerService::Cosignature> out;
+    for (const auto& h : m->For(note)) out.push_back({h.monitor, h.time, h.line});
+    return out;
+  });
+  if (flags_.Bool("monitor-quorum-required")) {
+    exports_->SetMapCosign([m = monitors_.get(), wait = std::chrono::milliseconds(config_.monitor_quorum_wait_ms)](
+                               const std::string& note) { return m->CosignedWithQuorum(note, wait); });
+  } else {
+    exports_->SetMapCosign(
+        [m = monitors_.get()](const std::string& note) -> absl::StatusOr<std::string> { return m->Cosigned(note); });
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Daemon::Serve() {
   ledger_ = std::make_unique<ledger::service::LedgerService>(log_.get(), gate_.get(), server_options_.stream_idle_ms,
                                                              backup_root_.get());
@@ -635,6 +689,7 @@ absl::Status Daemon::Serve() {
     });
   }
   if (auto s = StartWitnessing(); !s.ok()) return s;
+  if (auto s = StartMonitoring(); !s.ok()) return s;
   auto server = ledger::server::Server::Start(gate_.get(), flags_.Get("listen"), services, server_options_);
   if (!server.ok()) return server.status();
   server_ = *std::move(server);
@@ -678,7 +733,7 @@ absl::Status Daemon::StartHttp(std::string* ready) {
         flags_.Get("http-listen"),
         [this, tlog_public = flags_.Bool("tlog-public")](const ledger::http::HttpRequest& r) {
           return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(), witnesses_.get(),
-                         tlog_public, node_.get());
+                         tlog_public, node_.get(), monitors_.get());
         },
         options, gate_->tls() ? &http_tls : nullptr);
     if (!started.ok()) return named("http-listen", started.status());
@@ -764,6 +819,7 @@ void Daemon::Stop() {
   sweeper_.reset();
   server_->Shutdown();
   witnesses_.reset();                   // its threads read the log
+  monitors_.reset();                    // so does its
   if (node_ != nullptr) node_->Stop();  // no more replays; the log's hooks still answer
   log_.reset();
   if (node_ != nullptr) node_->Release();  // a follower takes over now

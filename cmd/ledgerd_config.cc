@@ -126,6 +126,16 @@ void DefineWitnessFlags(Flags& flags) {
                "(at most --witness-quorum-wait-ms), and fail with UNAVAILABLE otherwise",
                true);
   flags.Define("witness-quorum-wait-ms", "10000", "how long an export waits for the witness quorum");
+  flags.Define("monitor-policy", "",
+               "a C2SP tlog-policy file whose monitor lines (monitor NAME VKEY http://HOST:PORT; CONTRACT section 5c) "
+               "name the monitors each checkpoint-time note is given to; their map cosignatures are served with it "
+               "and carried by packs. Default: the monitor lines of --witness-policy, if any");
+  flags.Define("monitor-quorum-required", "",
+               "exports wait for the time note of the pack to be cosigned by the policy's monitor-quorum (at most "
+               "--monitor-quorum-wait-ms), and fail with UNAVAILABLE otherwise",
+               true);
+  flags.Define("monitor-quorum-wait-ms", "30000",
+               "how long an export waits for the monitor quorum (a monitor replays the log up to the note first)");
 }
 
 void DefineBackupFlags(Flags& flags) {
@@ -218,7 +228,8 @@ absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
         Bound{"unknown-grace-ms", 0, &c.unknown_grace_ms}, Bound{"sweep-interval-ms", 1, &c.sweep_interval_ms},
         Bound{"export-staging-bytes", 1, &c.export_staging_bytes},
         Bound{"max-queued", static_cast<int64_t>(log::kMaxReceiptsPerAppend), &c.max_queued},
-        Bound{"witness-quorum-wait-ms", 0, &c.witness_quorum_wait_ms}}) {
+        Bound{"witness-quorum-wait-ms", 0, &c.witness_quorum_wait_ms},
+        Bound{"monitor-quorum-wait-ms", 0, &c.monitor_quorum_wait_ms}}) {
     auto v = AtLeast(flags, b.flag, b.min);
     if (!v.ok()) return v.status();
     *b.out = *v;
@@ -244,6 +255,12 @@ absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
   }
   if (flags.Bool("witness-quorum-required") && flags.Get("witness-policy").empty()) {
     return absl::InvalidArgumentError("--witness-quorum-required: needs --witness-policy");
+  }
+  if (flags.Bool("monitor-quorum-required") && flags.Get("monitor-policy").empty() &&
+      flags.Get("witness-policy").empty()) {
+    return absl::InvalidArgumentError(
+        "--monitor-quorum-required: needs --monitor-policy (or monitor lines in "
+        "--witness-policy)");
   }
   return c;
 }

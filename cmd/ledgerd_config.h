@@ -40,6 +40,7 @@ struct LedgerdConfig {
   int64_t export_staging_bytes = 0;
   int64_t max_queued = 0;
   int64_t witness_quorum_wait_ms = 0;
+  int64_t monitor_quorum_wait_ms = 0;
   http::HttpOptions http;
   std::string trace_url;  // --trace-url: "" or a URL with {trace_id}
 };

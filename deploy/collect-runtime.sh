@@ -1,7 +1,7 @@
 #!/bin/sh
 # Copies ledgerd, ledgerctl, ledger-verify (the offline verifier, for
-# auditors), ledger-witness (the witness an auditor runs) and every shared
-# library they load (ldd), the
+# auditors), ledger-witness and ledger-monitor (the witness and the monitor
+# an auditor runs) and every shared library they load (ldd), the
 # dynamic loader included, into OUT as a root file system: what the
 # runtime image holds, and nothing else (no shell). The data directory,
 # var/lib/ledger, belongs to UID 10001 when this runs as root.
@@ -10,7 +10,7 @@ set -eu
 build=$1
 out=$2
 mkdir -p "$out/usr/local/bin" "$out/etc"
-for bin in ledgerd ledgerctl ledger-verify ledger-witness; do
+for bin in ledgerd ledgerctl ledger-verify ledger-witness ledger-monitor; do
   install -m 0755 -s "$build/cmd/$bin" "$out/usr/local/bin/$bin"  # stripped: no debug info in the image
   # "libx.so => /path (addr)" and "/lib64/ld-linux-x86-64.so.2 (addr)"
   ldd "$build/cmd/$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | while read -r lib; do

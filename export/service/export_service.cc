@@ -104,6 +104,7 @@ grpc::Status ExportService::Build(grpc::ServerContext* ctx, const pb::ExportRequ
   options.lease = lease ? &*lease : nullptr;
   options.unknown_grace_ms = unknown_grace_ms_;
   options.cosign = cosign_;
+  options.map_cosign = map_cosign_;
   options.empty = request->allow_empty() ? EmptyScope::kWrite : EmptyScope::kRefuse;
   options.progress = progress;
   options.pack_format = request->pack_format() == 0 ? kLatestPackFormat : static_cast<int>(request->pack_format());

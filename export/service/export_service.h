@@ -32,6 +32,9 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
   // The packs' checkpoints carry what `cosign` gives (ExportPack). MUST be
   // set before the service serves, if at all.
   void SetCosign(CosignFn cosign) { cosign_ = std::move(cosign); }
+  // The packs' checkpoint-time notes carry what `map_cosign` gives
+  // (ExportPack), likewise.
+  void SetMapCosign(CosignFn map_cosign) { map_cosign_ = std::move(map_cosign); }
 
   grpc::Status Export(grpc::ServerContext* ctx, const evidence::ledger::v1::ExportRequest* request,
                       grpc::ServerWriter<evidence::ledger::v1::ExportChunk>* writer) override;
@@ -49,6 +52,7 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
   Staging* const staging_;
   const uint64_t unknown_grace_ms_;
   CosignFn cosign_;
+  CosignFn map_cosign_;
   stats::CounterFamily exports_;
 };
 

@@ -307,6 +307,17 @@ grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerConte
       cosigned += c.line;
     }
     response->set_cosigned_note(cosigned);
+    std::string time_cosigned = cp->time_note;
+    if (map_cosignatures_ && !cp->time_note.empty()) {
+      for (const Cosignature& c : map_cosignatures_(cp->time_note)) {
+        pb::Cosignature* out = response->add_map_cosignatures();
+        out->set_witness(c.witness);
+        out->set_time(c.time);
+        out->set_line(c.line);
+        time_cosigned += c.line;
+      }
+    }
+    response->set_cosigned_time_note(time_cosigned);
   }
   return Finish(ctx, cp.status());
 }

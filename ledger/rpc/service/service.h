@@ -87,6 +87,9 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   };
   using CosignaturesFn = std::function<std::vector<Cosignature>(std::string_view note)>;
   void SetCosignatures(CosignaturesFn fn) { cosignatures_ = std::move(fn); }
+  // The monitors' map cosignatures held for a checkpoint-time note
+  // (monitor/client), likewise.
+  void SetMapCosignatures(CosignaturesFn fn) { map_cosignatures_ = std::move(fn); }
   // Fills GetReplication's answer on a node of a replicated shard
   // (ledger/storage/replication). MUST be set before the service serves, if at all.
   using ReplicationFn = std::function<void(pb::Replication*)>;
@@ -107,6 +110,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   std::unique_ptr<server::Later> later_;
   Stats stats_;
   CosignaturesFn cosignatures_;
+  CosignaturesFn map_cosignatures_;
   ReplicationFn replication_;
 };
 

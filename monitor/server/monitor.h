@@ -22,23 +22,26 @@
 // note is returned by Cosigned(). A crash loses at most the entries
 // replayed since the last write, which are read again.
 //
-// Thread-safe: Step from one thread at a time; the readers (Cosigned,
-// Status, RenderMetrics) from any thread.
-#ifndef MONITOR_MONITOR_H_
-#define MONITOR_MONITOR_H_
+// Thread-safe: every method may be called concurrently (Step and Cosign
+// take turns).
+#ifndef MONITOR_SERVER_MONITOR_H_
+#define MONITOR_SERVER_MONITOR_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ledger/format/cosign/mapcosign.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/replay/replay.h"
 #include "util/http/client.h"
+#include "util/http/http.h"
 #include "util/stats/stats.h"
 #include "util/sync/mutex.h"
 
@@ -91,6 +94,25 @@ class Monitor {
   // the note or the entries are not the log's, evidence in alarm.json.
   absl::StatusOr<Round> Step();
 
+  // A cosignature of one note: the map cosignature line, the note's size,
+  // the entries replayed to check it, and whether it was made now (false:
+  // the note was cosigned before).
+  struct Cosignature {
+    std::string line;
+    uint64_t size = 0;
+    uint64_t replayed = 0;
+    bool now = false;
+  };
+  // Checks and cosigns `signed_note`, a time note as the log signed it
+  // (POST /cosign): replays the entries up to its size first. OK with the
+  // line (also for a note among the last 1024 cosigned); PERMISSION_DENIED
+  // for a note the log's key did not sign or of another origin;
+  // INVALID_ARGUMENT for a malformed note or one not of version 4;
+  // OUT_OF_RANGE for a note below the entries replayed (not checkable any
+  // more); UNAVAILABLE when the log cannot be read; FAILED_PRECONDITION
+  // when the note is refused (the alarm) or the monitor halted before.
+  absl::StatusOr<Cosignature> Cosign(const std::string& signed_note);
+
   // The note cosigned last with every line and the map cosignature;
   // empty before the first.
   std::string Cosigned() const;
@@ -104,13 +126,18 @@ class Monitor {
   // GETs `path` from the log.
   absl::StatusOr<std::string> Get(const std::string& path) const;
   // Replays entries [replay_.size(), size) from entry bundles.
-  absl::Status CatchUp(uint64_t size, const std::string& note);
-  absl::Status Save();
+  absl::Status CatchUp(uint64_t size, const std::string& note) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
+  absl::Status Save() ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
+  void Remember(const std::string& text, const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
   // Writes alarm.json and halts; returns the FAILED_PRECONDITION Step returns.
-  absl::Status Alarm(const std::string& note, const replay::Finding& finding);
+  absl::Status Alarm(const std::string& note, const replay::Finding& finding) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
 
   const Options options_;
-  replay::Replay replay_;  // Step's alone
+  sync::Mutex step_mu_;  // one Cosign at a time: the replay is its alone
+  replay::Replay replay_ ABSL_GUARDED_BY(step_mu_);
+  // The last notes cosigned (their text, without signatures), with their lines.
+  absl::flat_hash_map<std::string, std::string> recent_ ABSL_GUARDED_BY(step_mu_);
+  std::deque<std::string> recent_order_ ABSL_GUARDED_BY(step_mu_);
   mutable sync::Mutex mu_;
   std::string cosigned_ ABSL_GUARDED_BY(mu_);
   uint64_t cosigned_size_ ABSL_GUARDED_BY(mu_) = 0;
@@ -118,6 +145,17 @@ class Monitor {
   std::string alarm_ ABSL_GUARDED_BY(mu_);
   mutable stats::Counter cosignatures_, fetch_errors_, notes_read_;
 };
+
+// The monitor's HTTP surface (ledger-monitor --listen):
+//   POST /cosign     a time note as the log signed it: Monitor::Cosign;
+//                    200 with the map cosignature line, 409 for a note
+//                    below the entries replayed, 422 when refused (the
+//                    alarm), 403 for a note not the log's, 400 for one it
+//                    does not cosign, 503 when the log cannot be read
+//   GET  /cosigned   the note cosigned last, with its map cosignature
+//                    (404 before the first)
+//   GET  /metrics    RenderMetrics; GET /healthz
+http::HttpResponse Handle(const http::HttpRequest& r, Monitor& monitor);
 
 // The path of an entry bundle (C2SP tlog-tiles): "tile/entries/<N>" with N
 // in groups of three digits ("x001/234"), and ".p/<W>" for a partial one.
@@ -129,4 +167,4 @@ absl::StatusOr<std::vector<std::string_view>> ParseEntryBundle(std::string_view 
 
 }  // namespace ledger::monitor
 
-#endif  // MONITOR_MONITOR_H_
+#endif  // MONITOR_SERVER_MONITOR_H_

@@ -1,4 +1,4 @@
-#include "monitor/monitor.h"
+#include "monitor/server/monitor.h"
 
 #include <filesystem>
 #include <map>
@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ledger/format/replay/testing.h"
+#include "monitor/server/testing.h"
 #include "nlohmann/json.hpp"
 #include "tests/util/status_matchers.h"
 #include "util/files/files.h"
@@ -18,54 +19,8 @@ using ::ledger::replay::testing::Leaves;
 using ::ledger::testing::StatusIs;
 using ::testing::HasSubstr;
 
-constexpr char kOrigin[] = "example.org/log";
-
-// A ledger's HTTP port as the monitor reads it: the latest time note and
-// entry bundles of the leaves it holds. A fake for fault injection: its
-// notes can be forged (signed with the log's own key) and its reads made
-// to fail.
-class FakeLog {
- public:
-  FakeLog() : signer_(*note::Signer::Generate(kOrigin)) { leaves_.set_origin(kOrigin); }
-
-  Leaves& leaves() { return leaves_; }
-  note::Verifier key() const { return *note::Verifier::Parse(signer_.VerifierKey()); }
-  // Signs the note of the leaves so far (or `forged`) as the latest.
-  void Checkpoint(std::optional<note::CheckpointTime> forged = std::nullopt) {
-    note_ = *signer_.Sign(note::FormatCheckpointTime(forged.value_or(leaves_.Note())));
-  }
-  const std::string& note() const { return note_; }
-
-  absl::StatusOr<http::Reply> Get(const std::string& url) {
-    ++gets_;
-    if (fail_after_ >= 0 && gets_ > fail_after_) return absl::UnavailableError("connect: refused");
-    const std::string path = url.substr(std::string("http://log").size());
-    if (path == "/checkpoint/time-note") return http::Reply{200, "text/plain", note_};
-    for (uint64_t index = 0; index * 256 < leaves_.leaves().size(); ++index) {
-      const uint64_t width = std::min<uint64_t>(256, leaves_.leaves().size() - index * 256);
-      for (uint64_t w = 1; w <= width; ++w) {
-        if (path != "/tlog/" + EntryBundlePath(index, w)) continue;
-        std::string bundle;
-        for (uint64_t i = index * 256; i < index * 256 + w; ++i) {
-          const std::string& leaf = leaves_.leaves()[i];
-          bundle.push_back(static_cast<char>(leaf.size() >> 8));
-          bundle.push_back(static_cast<char>(leaf.size() & 0xff));
-          bundle += leaf;
-        }
-        ++bundles_;
-        return http::Reply{200, "application/octet-stream", bundle};
-      }
-    }
-    return http::Reply{404, "text/plain", "not found\n"};
-  }
-
-  int bundles_ = 0, gets_ = 0, fail_after_ = -1;
-
- private:
-  note::Signer signer_;
-  Leaves leaves_;
-  std::string note_;
-};
+using ::ledger::monitor::testing::FakeLog;
+using ::ledger::monitor::testing::kOrigin;
 
 class MonitorTest : public ::testing::Test {
  protected:
@@ -245,6 +200,44 @@ TEST_F(MonitorTest, ANoteNotSignedByTheLogIsRefusedWithoutAlarm) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "alarm.json"));
 }
 
+// POST /cosign: a ledger asks for the note an export needs.
+TEST_F(MonitorTest, CosignsANoteItIsGivenOnceItReplayedToIt) {
+  Grow(300);
+  log_.Checkpoint();
+  const std::string older = log_.note();
+  Grow(100);
+  log_.Checkpoint();
+  const std::string newer = log_.note();
+  auto m = Open();
+  ASSERT_TRUE(m.ok());
+  auto c = (*m)->Cosign(newer);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->now);
+  EXPECT_EQ(c->size, 400u);
+  EXPECT_EQ(c->replayed, 400u);
+  auto verifier = cosign::MapCosignatureVerifier::Parse(cosigner_->VerifierKey());
+  EXPECT_THAT(verifier->Verify(newer + c->line), StatusIs(absl::StatusCode::kOk));
+  // Asked again: the same line, nothing replayed.
+  auto again = (*m)->Cosign(newer);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->now);
+  EXPECT_EQ(again->line, c->line);
+  // A note below the replay can no longer be checked.
+  EXPECT_THAT((*m)->Cosign(older),
+              StatusIs(absl::StatusCode::kOutOfRange,
+                       "time note: of size 300, below the 400 entries this monitor replayed; it cosigns notes at or "
+                       "beyond them"));
+  EXPECT_THAT((*m)->Cosign("not a note"), StatusIs(absl::StatusCode::kPermissionDenied));
+  // After a restart it still knows the note it cosigned last.
+  m->reset();
+  m = Open();
+  ASSERT_TRUE(m.ok());
+  again = (*m)->Cosign(newer);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->now);
+  EXPECT_EQ(again->line, c->line);
+}
+
 TEST_F(MonitorTest, AnUnreachableLogIsRetriedFromWhereItStopped) {
   Grow(1000);
   log_.Checkpoint();
@@ -275,7 +268,7 @@ TEST_F(MonitorTest, SkipsNotesItDoesNotCosign) {
   ASSERT_TRUE(m.ok());
   auto round = (*m)->Step();
   ASSERT_TRUE(round.ok());
-  EXPECT_EQ(round->skipped, "a note of version 3: monitors cosign version 4 only");
+  EXPECT_EQ(round->skipped, "time note: of version 3; monitors cosign version 4 only");
   EXPECT_EQ(log_.bundles_, 0);
 }
 

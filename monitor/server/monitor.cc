@@ -1,4 +1,4 @@
-#include "monitor/monitor.h"
+#include "monitor/server/monitor.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -66,6 +66,7 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(Options options) {
         "cosign again"));
   }
   std::unique_ptr<Monitor> m(new Monitor(std::move(options)));
+  sync::MutexLock step(&m->step_mu_);
   auto state = files::ReadFile(StateFile(m->options_.dir));
   if (state.ok()) {
     auto replay = replay::Replay::Decode(*state);
@@ -86,8 +87,11 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(Options options) {
     if (!t.ok()) {
       return absl::DataLossError(absl::StrCat(CosignedFile(m->options_.dir), ": ", t.status().message()));
     }
-    m->cosigned_ = *std::move(cosigned);
     m->cosigned_size_ = t->checkpoint.size;
+    // Its own line is the last: the note's text and that line, remembered.
+    const size_t last = cosigned->rfind("\u2014 ", cosigned->size() - 1);
+    if (last != std::string::npos) m->Remember(*text, cosigned->substr(last));
+    m->cosigned_ = *std::move(cosigned);
   }
   return m;
 }
@@ -111,11 +115,38 @@ absl::StatusOr<Round> Monitor::Step() {
     sync::MutexLock lock(&mu_);
     if (!alarm_.empty()) return absl::FailedPreconditionError(absl::StrCat("halted: ", alarm_));
   }
-  Round round;
   auto signed_note = Get("/checkpoint/time-note");
   if (!signed_note.ok()) return signed_note.status();
   notes_read_.Add();
-  auto text = options_.log_key.Open(*signed_note);
+  Round round;
+  auto cosigned = Cosign(*signed_note);
+  if (cosigned.ok()) {
+    round.note_size = cosigned->size;
+    round.replayed = cosigned->replayed;
+    round.cosigned = cosigned->now;
+    if (!cosigned->now) round.skipped = "cosigned already";
+    return round;
+  }
+  // A note this monitor does not cosign (another version, or one below
+  // its replay) is skipped; the next round reads the next one.
+  if (absl::IsInvalidArgument(cosigned.status()) && cosigned.status().message().find("version") != std::string::npos) {
+    round.skipped = std::string(cosigned.status().message());
+    return round;
+  }
+  if (absl::IsOutOfRange(cosigned.status())) {
+    round.skipped = std::string(cosigned.status().message());
+    return round;
+  }
+  return cosigned.status();
+}
+
+absl::StatusOr<Monitor::Cosignature> Monitor::Cosign(const std::string& signed_note) {
+  sync::MutexLock step(&step_mu_);
+  {
+    sync::MutexLock lock(&mu_);
+    if (!alarm_.empty()) return absl::FailedPreconditionError(absl::StrCat("halted: ", alarm_));
+  }
+  auto text = options_.log_key.Open(signed_note);
   if (!text.ok()) {
     return absl::PermissionDeniedError(absl::StrCat("time note: not signed by the log's key ", options_.log_key.name(),
                                                     ": ", text.status().message()));
@@ -128,46 +159,49 @@ absl::StatusOr<Round> Monitor::Step() {
   }
   const uint64_t size = t->checkpoint.size;
   if (t->version() != 4) {
-    round.skipped = absl::StrCat("a note of version ", t->version(), ": monitors cosign version 4 only");
-    return round;
+    return absl::InvalidArgumentError(
+        absl::StrCat("time note: of version ", t->version(), "; monitors cosign version 4 only"));
   }
-  round.note_size = size;
+  // A note cosigned before: its line again.
+  if (auto it = recent_.find(*text); it != recent_.end()) return Cosignature{it->second, size, 0, false};
   if (size < replay_.size()) {
-    round.skipped = absl::StrCat("a note of size ", size, ", below the ", replay_.size(), " entries replayed");
-    return round;
-  }
-  {
-    sync::MutexLock lock(&mu_);
-    if (size == cosigned_size_ && cosigned_.starts_with(*signed_note)) {
-      round.skipped = "cosigned already";
-      return round;
-    }
+    return absl::OutOfRangeError(absl::StrCat("time note: of size ", size, ", below the ", replay_.size(),
+                                              " entries this monitor replayed; it cosigns notes at or beyond them"));
   }
   const uint64_t before = replay_.size();
-  if (absl::Status s = CatchUp(size, *signed_note); !s.ok()) {
-    round.replayed = replay_.size() - before;
+  if (absl::Status s = CatchUp(size, signed_note); !s.ok()) {
     // Keep what was replayed: the next round goes on from there.
     if (absl::IsUnavailable(s) && replay_.size() > before) Save().IgnoreError();
     return s;
   }
-  round.replayed = replay_.size() - before;
   if (std::optional<replay::Finding> finding = replay_.Check(*t); finding.has_value()) {
-    return Alarm(*signed_note, *finding);
+    return Alarm(signed_note, *finding);
   }
   const uint64_t note_seconds = static_cast<uint64_t>(t->time_us / 1'000'000);
   auto line = options_.cosigner->Cosign(*text, std::max(options_.now(), std::max<uint64_t>(note_seconds, 1)));
   if (!line.ok()) return line.status();
-  const std::string cosigned = *signed_note + *line;
+  const std::string cosigned = signed_note + *line;
+  // Durable before it is served.
   if (absl::Status s = Save(); !s.ok()) return s;
   if (absl::Status s = files::WriteFileAtomically(CosignedFile(options_.dir), cosigned); !s.ok()) return s;
+  Remember(*text, *line);
   {
     sync::MutexLock lock(&mu_);
     cosigned_ = cosigned;
     cosigned_size_ = size;
   }
   cosignatures_.Add();
-  round.cosigned = true;
-  return round;
+  return Cosignature{*line, size, replay_.size() - before, true};
+}
+
+void Monitor::Remember(const std::string& text, const std::string& line) {
+  constexpr size_t kRecent = 1024;
+  recent_[text] = line;
+  recent_order_.push_back(text);
+  if (recent_order_.size() > kRecent) {
+    recent_.erase(recent_order_.front());
+    recent_order_.pop_front();
+  }
 }
 
 absl::Status Monitor::CatchUp(uint64_t size, const std::string& note) {
@@ -277,6 +311,60 @@ std::string Monitor::RenderMetrics() const {
   metric("ledger_monitor_alarm", "gauge",
          "1 when the monitor refused a note of the log and halted (evidence in alarm.json).", s.alarm.empty() ? 0 : 1);
   return out;
+}
+
+// POST /cosign: the time note checked and cosigned, or why not.
+namespace {
+
+http::HttpResponse ServeCosign(const http::HttpRequest& r, Monitor& monitor) {
+  using http::Text;
+  if (r.method != "POST") {
+    http::HttpResponse m = Text(405, "cosign: POST only\n");
+    m.headers["Allow"] = "POST";
+    return m;
+  }
+  auto c = monitor.Cosign(r.body);
+  if (c.ok()) return Text(200, c->line);
+  int status = 500;
+  switch (c.status().code()) {
+    case absl::StatusCode::kPermissionDenied:
+      status = 403;
+      break;
+    case absl::StatusCode::kInvalidArgument:
+      status = 400;
+      break;
+    case absl::StatusCode::kOutOfRange:
+      status = 409;
+      break;
+    case absl::StatusCode::kUnavailable:
+      status = 503;
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      status = 422;
+      break;
+    default:
+      break;
+  }
+  return Text(status, absl::StrCat(c.status().message(), "\n"));
+}
+
+}  // namespace
+
+http::HttpResponse Handle(const http::HttpRequest& r, Monitor& monitor) {
+  using http::Text;
+  if (r.path == "/cosign") return ServeCosign(r, monitor);
+  if (r.path == "/healthz") return Text(200, "ok\n");
+  if (r.path == "/metrics") {
+    http::HttpResponse m = Text(200, monitor.RenderMetrics());
+    m.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return m;
+  }
+  if (r.path == "/cosigned") {
+    std::string note = monitor.Cosigned();
+    if (note.empty()) return Text(404, "no note cosigned yet\n");
+    return Text(200, std::move(note));
+  }
+  return Text(404, "not found: POST /cosign; GET /cosigned, /metrics, /healthz\n");
 }
 
 }  // namespace ledger::monitor

@@ -1,0 +1,68 @@
+// For tests: a ledger's HTTP port as a monitor reads it (the latest time
+// note and entry bundles of leaves held in memory). A fake for fault
+// injection: its notes can be forged (signed with the log's own key) and
+// its reads made to fail.
+#ifndef MONITOR_SERVER_TESTING_H_
+#define MONITOR_SERVER_TESTING_H_
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ledger/format/note/note.h"
+#include "ledger/format/replay/testing.h"
+#include "monitor/server/monitor.h"
+#include "util/http/client.h"
+
+namespace ledger::monitor::testing {
+
+inline constexpr char kOrigin[] = "example.org/log";
+
+class FakeLog {
+ public:
+  FakeLog() : signer_(*note::Signer::Generate(kOrigin)) { leaves_.set_origin(kOrigin); }
+
+  replay::testing::Leaves& leaves() { return leaves_; }
+  note::Verifier key() const { return *note::Verifier::Parse(signer_.VerifierKey()); }
+  std::string vkey() const { return signer_.VerifierKey(); }
+  // Signs the note of the leaves so far (or `forged`) as the latest.
+  void Checkpoint(std::optional<note::CheckpointTime> forged = std::nullopt) {
+    note_ = *signer_.Sign(note::FormatCheckpointTime(forged.value_or(leaves_.Note())));
+  }
+  const std::string& note() const { return note_; }
+
+  absl::StatusOr<http::Reply> Get(const std::string& url) {
+    ++gets_;
+    if (fail_after_ >= 0 && gets_ > fail_after_) return absl::UnavailableError("connect: refused");
+    const std::string path = url.substr(std::string("http://log").size());
+    if (path == "/checkpoint/time-note") return http::Reply{200, "text/plain", note_};
+    for (uint64_t index = 0; index * 256 < leaves_.leaves().size(); ++index) {
+      const uint64_t width = std::min<uint64_t>(256, leaves_.leaves().size() - index * 256);
+      for (uint64_t w = 1; w <= width; ++w) {
+        if (path != "/tlog/" + EntryBundlePath(index, w)) continue;
+        std::string bundle;
+        for (uint64_t i = index * 256; i < index * 256 + w; ++i) {
+          const std::string& leaf = leaves_.leaves()[i];
+          bundle.push_back(static_cast<char>(leaf.size() >> 8));
+          bundle.push_back(static_cast<char>(leaf.size() & 0xff));
+          bundle += leaf;
+        }
+        ++bundles_;
+        return http::Reply{200, "application/octet-stream", bundle};
+      }
+    }
+    return http::Reply{404, "text/plain", "not found\n"};
+  }
+
+  int bundles_ = 0, gets_ = 0, fail_after_ = -1;
+
+ private:
+  note::Signer signer_;
+  replay::testing::Leaves leaves_;
+  std::string note_;
+};
+
+}  // namespace ledger::monitor::testing
+
+#endif  // MONITOR_SERVER_TESTING_H_
