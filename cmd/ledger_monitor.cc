@@ -4,7 +4,8 @@
 // auditor runs it where the ledger's operator cannot reach its key.
 //
 //   ledger-monitor --data DIR --log URL --log-key VKEY_FILE [--name NAME] [--key FILE|pkcs11:URI]
-//                  [--listen HOST:PORT] [--insecure] [--interval-ms N] [--once]
+//                  [--listen HOST:PORT] [--tls-cert F --tls-key F --client-ca F] [--insecure]
+//                  [--interval-ms N] [--once]
 //                  [--log-tls-ca F [--log-tls-cert F --log-tls-key F]]
 //   ledger-monitor vkey --data DIR [--name NAME] [--key FILE|pkcs11:URI]
 //
@@ -41,7 +42,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "cmd/cosigner_key.h"
+#include "cmd/auditor_program.h"
 #include "cmd/flags.h"
 #include "cmd/loopback.h"
 #include "ledger/format/cosign/mapcosign.h"
@@ -138,7 +139,10 @@ int main(int argc, char** argv) {
   flags.Define("log-tls-key", "", "its private key (PEM)");
   flags.Define("listen", "127.0.0.1:7490",
                "HTTP address HOST:PORT for /cosigned, /metrics, /healthz; port 0 picks a free port");
-  flags.Define("insecure", "false", "allow --listen on a non-loopback address (its answers are signed notes)", true);
+  flags.Define("tls-cert", "", "server certificate (PEM) for HTTPS");
+  flags.Define("tls-key", "", "its private key (PEM)");
+  flags.Define("client-ca", "", "CA certificates (PEM) that clients' certificates (the ledgers') must chain to");
+  flags.Define("insecure", "false", "allow plain HTTP on a non-loopback address", true);
   flags.Define("name", "",
                std::string("the monitor's key name, set when the key is created (default ") + kDefaultName + ")");
   flags.Define("key", "",
@@ -216,17 +220,15 @@ int main(int argc, char** argv) {
     Follow(**monitor, std::chrono::milliseconds(interval_ms), true, stop, &exit_code);
     return exit_code;
   }
-  if (!ledger::cmd::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--listen: ", flags.Get("listen"), " is not a loopback address; give --insecure")));
-  }
+  auto serving_tls = ledger::cmd::ServingTls(flags);
+  if (!serving_tls.ok()) return Fail(serving_tls.status());
   ledger::http::HttpOptions http_options;
   http_options.quick_paths = {"/healthz"};
   http_options.max_body_bytes = 64 * 1024;  // a time note with many signature lines
   ledger::monitor::Monitor& served = **monitor;
   auto server = ledger::http::HttpServer::Start(
       flags.Get("listen"), [&served](const ledger::http::HttpRequest& r) { return ledger::monitor::Handle(r, served); },
-      http_options);
+      http_options, *serving_tls ? &**serving_tls : nullptr);
   if (!server.ok()) {
     return Fail(absl::Status(server.status().code(), absl::StrCat("--listen: ", server.status().message())));
   }

@@ -33,7 +33,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "cmd/cosigner_key.h"
+#include "cmd/auditor_program.h"
 #include "cmd/flags.h"
 #include "cmd/loopback.h"
 #include "ledger/format/cosign/cosign.h"
@@ -132,31 +132,6 @@ namespace {
 // (created on first use).
 absl::StatusOr<Cosigner> WitnessKey(const ledger::cmd::Flags& flags, const std::string& data) {
   return ledger::cmd::CosignerKey<Cosigner>(flags, data, {"witness.key", kDefaultName, "witness"});
-}
-
-// HTTPS with client certificates when any TLS flag is given (then all
-// three are required); plain HTTP only on loopback unless --insecure.
-absl::StatusOr<std::optional<ledger::http::HttpTls>> WitnessTls(const ledger::cmd::Flags& flags) {
-  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
-  if (!tls) {
-    if (!ledger::cmd::IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
-      return absl::InvalidArgumentError(absl::StrCat("--listen: ", flags.Get("listen"),
-                                                     " is not a loopback address; give --tls-cert, --tls-key and "
-                                                     "--client-ca, or --insecure"));
-    }
-    return std::nullopt;
-  }
-  ledger::http::HttpTls http_tls;
-  for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
-                            std::pair{"client-ca", &http_tls.client_ca_pem}}) {
-    auto pem = ledger::cmd::ReadFlagFile(flag, flags.Get(flag));
-    if (!pem.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, ": required with TLS (--tls-cert, --tls-key, --client-ca)"));
-    }
-    *part = *std::move(pem);
-  }
-  return http_tls;
 }
 
 // Serves `witness` on --listen until SIGINT or SIGTERM.
@@ -258,7 +233,7 @@ int main(int argc, char** argv) {
     return static_cast<uint64_t>(std::max<std::time_t>(1, std::time(nullptr)));
   });
   if (!witness.ok()) return Fail(witness.status());
-  auto tls = WitnessTls(flags);
+  auto tls = ledger::cmd::ServingTls(flags);
   if (!tls.ok()) return Fail(tls.status());
   return ServeUntilStopped(flags, **witness, *key, *tls);
 }

@@ -146,6 +146,27 @@ absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& 
 
 }  // namespace
 
+// The client side of TLS to witnesses or monitors (`peer`): --PEER-tls-ca
+// verifies https:// ones, --PEER-tls-cert and --PEER-tls-key answer those
+// that ask for a certificate.
+absl::StatusOr<std::shared_ptr<const ledger::http::TlsClient>> ClientTls(const ledger::cmd::Flags& flags,
+                                                                         const std::string& peer) {
+  auto tls = std::make_shared<ledger::http::TlsClient>();
+  for (auto [suffix, part] : {std::pair{"-tls-ca", &tls->ca_pem}, std::pair{"-tls-cert", &tls->cert_pem},
+                              std::pair{"-tls-key", &tls->key_pem}}) {
+    const std::string flag = peer + suffix;
+    if (flags.Get(flag).empty()) continue;
+    auto pem = ledger::files::ReadFile(flags.Get(flag));
+    if (!pem.ok()) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", flags.Get(flag)));
+    *part = *std::move(pem);
+  }
+  if (tls->cert_pem.empty() != tls->key_pem.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", peer, "-tls-cert and --", peer, "-tls-key: give both or neither"));
+  }
+  return tls;
+}
+
 // Submits each checkpoint to the witnesses of the tlog-policy in `path`;
 // https:// witnesses are verified with --witness-tls-ca, and given
 // --witness-tls-cert and --witness-tls-key when they ask for a certificate.
@@ -155,19 +176,9 @@ absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(con
                                                                              const ledger::log::Log* log,
                                                                              const std::string& data_dir,
                                                                              ledger::replication::Node* node) {
-  auto tls = std::make_shared<ledger::http::TlsClient>();
-  for (auto [flag, part] : {std::pair{"witness-tls-ca", &tls->ca_pem}, std::pair{"witness-tls-cert", &tls->cert_pem},
-                            std::pair{"witness-tls-key", &tls->key_pem}}) {
-    if (flags.Get(flag).empty()) continue;
-    std::ifstream pem(flags.Get(flag));
-    if (!pem) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", flags.Get(flag)));
-    std::stringstream text;
-    text << pem.rdbuf();
-    *part = text.str();
-  }
-  if (tls->cert_pem.empty() != tls->key_pem.empty()) {
-    return absl::InvalidArgumentError("--witness-tls-cert and --witness-tls-key: give both or neither");
-  }
+  auto client_tls = ClientTls(flags, "witness");
+  if (!client_tls.ok()) return client_tls.status();
+  std::shared_ptr<const ledger::http::TlsClient> tls = *std::move(client_tls);
   const std::string& path = flags.Get("witness-policy");
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("--witness-policy: cannot read ", path));
@@ -613,6 +624,8 @@ absl::Status Daemon::StartMonitoring() {
     }
     return absl::OkStatus();  // a witness policy alone
   }
+  auto tls = ClientTls(flags_, "monitor");
+  if (!tls.ok()) return tls.status();
   const ledger::log::Log* log = log_.get();
   auto started = ledger::monitors::Monitors::Start(
       *std::move(policy),
@@ -622,8 +635,10 @@ absl::Status Daemon::StartMonitoring() {
         if (cp->time_note.empty()) return absl::NotFoundError("the latest checkpoint has no time note");
         return cp->time_note;
       },
-      [](const std::string& url, const std::string& body) {
-        return ledger::http::Fetch("POST", url, body, {.timeout_ms = 30'000, .peer = "monitor"});
+      [tls = *std::move(tls)](const std::string& url, const std::string& body) {
+        return ledger::http::Fetch(
+            "POST", url, body,
+            {.timeout_ms = 30'000, .tls = tls->ca_pem.empty() ? nullptr : tls.get(), .peer = "monitor"});
       },
       {.dir = options_.data_dir + "/monitors"});
   if (!started.ok()) return absl::Status(started.status().code(), absl::StrCat(flag, ": ", started.status().message()));

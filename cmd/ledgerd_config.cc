@@ -130,6 +130,9 @@ void DefineWitnessFlags(Flags& flags) {
                "a C2SP tlog-policy file whose monitor lines (monitor NAME VKEY http://HOST:PORT; CONTRACT section 5c) "
                "name the monitors each checkpoint-time note is given to; their map cosignatures are served with it "
                "and carried by packs. Default: the monitor lines of --witness-policy, if any");
+  flags.Define("monitor-tls-ca", "", "CA certificates (PEM) that https:// monitors' certificates must chain to");
+  flags.Define("monitor-tls-cert", "", "client certificate (PEM) for monitors that ask for one");
+  flags.Define("monitor-tls-key", "", "its private key (PEM)");
   flags.Define("monitor-quorum-required", "",
                "exports wait for the time note of the pack to be cosigned by the policy's monitor-quorum (at most "
                "--monitor-quorum-wait-ms), and fail with UNAVAILABLE otherwise",

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Checks what the Kubernetes manifests must hold, on each kustomization as
-`kubectl kustomize` renders it: the ledger's overlays and the witness.
+`kubectl kustomize` renders it: the ledger's overlays, the witness and the
+monitor.
 
 Usage: deploy/check_manifests.py [KUSTOMIZATION_DIR...]
-       (default: every overlay, and deploy/kustomize/witness)
+       (default: every overlay, deploy/kustomize/witness and deploy/kustomize/monitor)
 Exit 0 when every one holds, 1 with each violation listed, 77 when kubectl
 is not installed (nothing could be rendered).
 
@@ -11,8 +12,8 @@ Everywhere: nothing serves plain text off loopback. ledgerd's settings
 (its --config file, from the ConfigMap it is mounted from, then its
 arguments, which win) must not set insecure, and must give tls-cert,
 tls-key, client-ca and policy when it listens off loopback; ledger-witness
-must not be given --insecure, and must be given --tls-cert, --tls-key and
---client-ca when it listens off loopback. The health ports
+and ledger-monitor must not be given --insecure, and must be given
+--tls-cert, --tls-key and --client-ca when they listen off loopback. The health ports
 (--grpc-health-listen, --health-listen) serve probes alone and are plain
 text by design.
 
@@ -32,6 +33,13 @@ key from the Secret witness-key and its TLS from the Secret witness-tls,
 probes on its plain-HTTP health port (the kubelet presents no
 certificate), the same hardening, a default-deny NetworkPolicy and ingress
 only from the ledger's and the auditors' namespaces.
+
+The monitor: one replica replaced with Recreate, its replay and record on a
+claim, its key from the Secret monitor-key, its TLS from monitor-tls, the
+auditor's identity it reads the ledger's tiles with (over https://) from
+monitor-reader, TCP probes (its port asks a client certificate), the same
+hardening, a default-deny NetworkPolicy and ingress only from the ledger's
+namespace.
 """
 import glob
 import json
@@ -47,10 +55,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ALLOWED_NAMESPACES = {"agent-gateway", "agent-workers", "auditors"}
 WITNESS_NAMESPACES = {"evidence-ledger", "auditors"}
 LEDGERD, WITNESS = "/usr/local/bin/ledgerd", "/usr/local/bin/ledger-witness"
+MONITOR = "/usr/local/bin/ledger-monitor"
+MONITOR_NAMESPACES = {"evidence-ledger"}
 # ledgerd's defaults where its settings name no address.
 LEDGERD_LISTEN = {"listen": "127.0.0.1:7420", "http-listen": "127.0.0.1:7421", "otlp-listen": ""}
 LEDGERD_TLS = ("tls-cert", "tls-key", "client-ca", "policy")
 WITNESS_TLS = ("tls-cert", "tls-key", "client-ca")
+MONITOR_READER = ("log-tls-ca", "log-tls-cert", "log-tls-key")
 
 
 def render(kustomization):
@@ -169,6 +180,10 @@ def check_plain_text(docs):
                 args = parse_args(c.get("args", []))
                 bad += plain_text(where, args, {k: "--" + k for k in args}, WITNESS_TLS, {"listen": "127.0.0.1:7480"},
                                   "anyone who reaches it submits and spends its per-address budget unidentified")
+            elif program(c) == MONITOR:
+                args = parse_args(c.get("args", []))
+                bad += plain_text(where, args, {k: "--" + k for k in args}, WITNESS_TLS, {"listen": "127.0.0.1:7490"},
+                                  "anyone who reaches it makes it replay the log unidentified")
     return bad
 
 
@@ -362,6 +377,35 @@ def check_witness(by_kind):
     return bad
 
 
+def check_monitor(by_kind):
+    deps = by_kind.get("Deployment", [])
+    spec, pod = deps[0]["spec"], deps[0]["spec"]["template"]["spec"]
+    bad = []
+    if spec.get("replicas") != 1 or spec.get("strategy", {}).get("type") != "Recreate":
+        bad.append("monitor: not one replica replaced with Recreate (one process holds its replay and record)")
+    bad += check_hardening(pod)
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    if "persistentVolumeClaim" not in volumes.get("data", {}) or len(by_kind.get("PersistentVolumeClaim", [])) != 1:
+        bad.append("monitor: its replay and record are not on its one volume claim")
+    for c in pod["containers"]:
+        if program(c) != MONITOR:
+            bad.append("container %s: not ledger-monitor" % c["name"])
+            continue
+        args = parse_args(c.get("args", []))
+        wanted = ([("key", "monitor-key")] + [(f, "monitor-tls") for f in WITNESS_TLS] +
+                  [(f, "monitor-reader") for f in MONITOR_READER])
+        bad += not_from_secrets("container %s: " % c["name"], wanted, args, c, volumes)
+        if not args.get("log", "").startswith("https://"):
+            bad.append("container %s: --log is not https:// (it reads the tiles as the auditor's identity)"
+                       % c["name"])
+        for probe in ("livenessProbe", "readinessProbe"):
+            if "httpGet" in c.get(probe, {}):
+                bad.append("container %s: %s is an HTTP probe on a port that asks a client certificate the kubelet "
+                           "does not have" % (c["name"], probe))
+    bad += check_network(by_kind, MONITOR_NAMESPACES)
+    return bad
+
+
 def check(docs, kustomization):
     by_kind = {}
     for d in docs:
@@ -369,6 +413,9 @@ def check(docs, kustomization):
     bad = check_plain_text(docs)
     if by_kind.get("StatefulSet"):
         return bad + check_ledger(by_kind, kustomization)
+    deps = by_kind.get("Deployment", [])
+    if len(deps) == 1 and any(program(c) == MONITOR for c in deps[0]["spec"]["template"]["spec"]["containers"]):
+        return bad + check_monitor(by_kind)
     return bad + check_witness(by_kind)
 
 
@@ -377,7 +424,7 @@ def main():
         print("SKIP: kubectl is not installed; nothing rendered")
         return 77
     targets = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "kustomize", "overlays", "*"))) + [
-        os.path.join(HERE, "kustomize", "witness")]
+        os.path.join(HERE, "kustomize", "witness"), os.path.join(HERE, "kustomize", "monitor")]
     failed = False
     for target in targets:
         docs = render(target)

@@ -15,12 +15,13 @@
 #   - the local overlay's ledger, started from that tree as its pod would
 #     be with deploy/local-tls.sh's certificates (as root), serves mutual
 #     TLS alone under the overlay's policy;
-#   - deploy/check_manifests.py passes on every overlay and the witness as
-#     kubectl kustomize renders them, and fails, naming each violation, on
-#     an overlay that breaks the hardening, on plain text off loopback (the
-#     local overlay and the witness as they were, with insecure; --insecure
-#     on the command line; a configuration without TLS) and on a witness
-#     that breaks its properties (skipped when kubectl is missing).
+#   - deploy/check_manifests.py passes on every overlay, the witness and the
+#     monitor as kubectl kustomize renders them, and fails, naming each
+#     violation, on an overlay that breaks the hardening, on plain text off
+#     loopback (the local overlay and the witness as they were, with
+#     insecure; --insecure on the command line; a configuration without
+#     TLS), on a witness and on a monitor that break their properties
+#     (skipped when kubectl is missing).
 # Usage: deploy_test.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -65,7 +66,8 @@ PY
 
 # 2. The runtime tree.
 "$root/deploy/collect-runtime.sh" "$build" "$work/rootfs"
-for f in usr/local/bin/ledgerd usr/local/bin/ledgerctl usr/local/bin/ledger-verify usr/local/bin/ledger-witness etc/passwd; do
+for f in usr/local/bin/ledgerd usr/local/bin/ledgerctl usr/local/bin/ledger-verify usr/local/bin/ledger-witness \
+  usr/local/bin/ledger-monitor etc/passwd; do
   [ -f "$work/rootfs/$f" ] || fail "runtime: no $f"
 done
 if find "$work/rootfs" -name sh -o -name bash -o -name busybox | grep -q .; then fail "runtime: a shell"; fi
@@ -105,6 +107,8 @@ for m in ("ENTRYPOINT", "CMD"):
     fail "ledger-verify does not run from the runtime tree"
   chroot --userspec=10001:10001 "$work/rootfs" /usr/local/bin/ledger-witness vkey --data /var/lib/ledger/witness \
     --name witness.example | grep -q '^witness.example+' || fail "ledger-witness does not run from the runtime tree"
+  chroot --userspec=10001:10001 "$work/rootfs" /usr/local/bin/ledger-monitor vkey --data /var/lib/ledger/monitor \
+    --name monitor.example | grep -q '^monitor.example+' || fail "ledger-monitor does not run from the runtime tree"
   echo "runtime: ledgerd served from the tree alone, as 10001, writing only /var/lib/ledger"
 else
   echo "runtime: not root, the chroot start is skipped"
@@ -325,5 +329,31 @@ refused_manifests "$work/bad-witness" \
   "container ledger-witness: livenessProbe is not on the plain-HTTP health port (--health-listen): the kubelet presents no client certificate" \
   "container ledger-witness: readOnlyRootFilesystem is not true" \
   "NetworkPolicy witness-ingress admits {'namespaceSelector': {'matchLabels': {'kubernetes.io/metadata.name': 'agent-workers'}}}"
+# A monitor that serves plain HTTP off loopback, reads the log in plain
+# text, runs two replicas with HTTP probes on its certificate-asking port,
+# and admits the workers' namespace.
+cp -r "$root/deploy/kustomize/monitor" "$work/bad-monitor"
+/usr/bin/python3 -c 'import sys, yaml
+path = sys.argv[1] + "/deployment.yaml"
+docs = list(yaml.safe_load_all(open(path)))
+for d in docs:
+    if d["kind"] == "Deployment":
+        spec, c = d["spec"], d["spec"]["template"]["spec"]["containers"][0]
+        spec["replicas"], spec["strategy"] = 2, {"type": "RollingUpdate"}
+        args = c["args"]
+        cut = args.index("--tls-cert")
+        c["args"] = args[:cut] + ["--insecure"]
+        c["args"][c["args"].index("--log") + 1] = "http://ledger-0.ledger-headless.evidence-ledger:7421"
+        c["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": "https"}}
+yaml.safe_dump_all(docs, open(path, "w"))' "$work/bad-monitor"
+sed -i 's/kubernetes.io\/metadata.name: evidence-ledger$/kubernetes.io\/metadata.name: agent-workers/' \
+  "$work/bad-monitor/networkpolicy.yaml"
+refused_manifests "$work/bad-monitor" \
+  "Deployment ledger-monitor, container ledger-monitor: --insecure serves plain text on 0.0.0.0:7490, where anyone who reaches it makes it replay the log unidentified: give --tls-cert, --tls-key and --client-ca instead" \
+  "monitor: not one replica replaced with Recreate (one process holds its replay and record)" \
+  "container ledger-monitor: --tls-cert (not given), --tls-key (not given), --client-ca (not given): not from the Secret monitor-tls" \
+  "container ledger-monitor: --log is not https:// (it reads the tiles as the auditor's identity)" \
+  "container ledger-monitor: livenessProbe is an HTTP probe on a port that asks a client certificate the kubelet does not have" \
+  "NetworkPolicy monitor-ingress admits {'namespaceSelector': {'matchLabels': {'kubernetes.io/metadata.name': 'agent-workers'}}}"
 
 echo "PASS"

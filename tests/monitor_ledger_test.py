@@ -8,6 +8,8 @@ loopback:
   /checkpoint/time-note serve it, and the four verifiers (ledgerctl verify,
   ledger-verify, verify_pack.py, ledger-verify-go) accept the pack under an
   auditor's policy that requires the monitor, printing its `monitored:` line;
+- over HTTPS with client certificates, a ledger without a certificate the
+  monitor's CA signed gets no cosignature, one with it does;
 - the monitor killed with SIGKILL mid-log resumes from its state on disk (it
   does not read the log again from seq 0) and cosigns the later notes;
 - the three forgeries of a key-holding operator (a run's head moved back, its
@@ -38,7 +40,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "export", "verify", "python"))
 import mapcosign  # noqa: E402
 import tlog_spec as t  # noqa: E402
-from ledger_testlib import fail, free_port  # noqa: E402
+from ledger_testlib import Certificates, fail, free_port  # noqa: E402
 import pack_tamper_test as pt  # noqa: E402
 import team_window_pack_test as twt  # noqa: E402
 from policy_pack_test import build_go_verifier  # noqa: E402
@@ -80,7 +82,7 @@ class Process:
 
 
 class Setup:
-    def __init__(self, build, work):
+    def __init__(self, build, work, tls=None):
         self.build, self.work = build, work
         self.data, self.mdata = os.path.join(work, "data"), os.path.join(work, "monitor")
         self.log_vkey = write_log_key(self.data)
@@ -91,10 +93,13 @@ class Setup:
                            capture_output=True, text=True, check=True)
         self.monitor_vkey = r.stdout.strip()
         self.http_port, self.monitor_port = free_port(), free_port()
+        # With `tls` (a Certificates): the monitor serves HTTPS with client
+        # certificates, and the ledger is given the CA and a client certificate.
+        self.tls = tls
         self.policy = os.path.join(work, "ledger.policy")
         with open(self.policy, "w") as f:
-            f.write("log %s\nmonitor M1 %s http://127.0.0.1:%d\nquorum none\n"
-                    % (self.log_vkey, self.monitor_vkey, self.monitor_port))
+            f.write("log %s\nmonitor M1 %s %s://127.0.0.1:%d\nquorum none\n"
+                    % (self.log_vkey, self.monitor_vkey, "https" if tls else "http", self.monitor_port))
         # The auditor's: the same monitor, no URL (verifiers ignore it).
         self.auditor_policy = os.path.join(work, "auditor.policy")
         with open(self.auditor_policy, "w") as f:
@@ -109,19 +114,31 @@ class Setup:
     def bin(self, name):
         return os.path.join(self.build, "cmd", name)
 
-    def start_ledger(self, required=True):
+    def start_ledger(self, required=True, client_cert=True):
+        tls_args = []
+        if self.tls:
+            tls_args = ["--monitor-tls-ca", self.tls.ca]
+            if client_cert:
+                cert, key = self.tls.issue("ledger", "ledger", "URI:spiffe://test/ledger")
+                tls_args += ["--monitor-tls-cert", cert, "--monitor-tls-key", key]
         self.ledger = Process(
             [self.bin("ledgerd"), "--data", self.data, "--origin", ORIGIN, "--listen", "127.0.0.1:0",
              "--http-listen", "127.0.0.1:%d" % self.http_port, "--checkpoint-interval-ms", "50",
              "--monitor-policy", self.policy, "--monitor-quorum-wait-ms", "20000"] +
-            (["--monitor-quorum-required"] if required else []),
+            (["--monitor-quorum-required"] if required else []) + tls_args,
             self.out_file("ledgerd"), "listening on ")
         self.addr = next(x.split()[-1] for x in self.ledger.text().splitlines() if x.startswith("listening on "))
 
     def start_monitor(self):
+        tls_args = []
+        if self.tls:
+            cert, key = self.tls.issue("monitor", "monitor", "IP:127.0.0.1")
+            tls_args = ["--tls-cert", cert, "--tls-key", key, "--client-ca", self.tls.ca]
         self.monitor = Process(
             [self.bin("ledger-monitor"), "--data", self.mdata, "--log", "http://127.0.0.1:%d" % self.http_port,
-             "--log-key", self.vkey_file, "--listen", "127.0.0.1:%d" % self.monitor_port, "--interval-ms", "100"],
+             "--log-key", self.vkey_file, "--listen", "127.0.0.1:%d" % self.monitor_port, "--interval-ms",
+             # Over HTTPS the ledger's requests alone make it cosign.
+             "3600000" if self.tls else "100"] + tls_args,
             self.out_file("monitor"), "listening on ")
 
     def ctl(self, *args, stdin=None, check=True):
@@ -336,12 +353,40 @@ def attack(build, lvg, work, name, alter, export, check):
         s.stop()
 
 
+def over_https(build, lvg, work):
+    """The monitor on HTTPS with client certificates: a ledger given the CA
+    and a certificate the monitor's CA signed gets its cosignature; one
+    given no certificate does not (its export under the flag fails)."""
+    s = Setup(build, work, tls=Certificates(os.path.join(work, "pki")))
+    try:
+        s.start_monitor()
+        s.start_ledger(client_cert=False)
+        s.ctl("append", "-", stdin=receipts(0, 10))
+        s.ctl("checkpoint", "--at-least", "10", "--timeout-ms", "20000")
+        r = s.ctl("export", "--run", "team-a/run-0", "--out", os.path.join(work, "x.tar.gz"), "--no-progress",
+                  check=False)
+        if r.returncode == 0 or "lacks the monitor quorum" not in r.stderr:
+            fail("a ledger without a client certificate got the monitor's cosignature: %s" % r.stderr)
+        print("ok: https: a ledger without a client certificate is refused by the monitor: %s"
+              % r.stderr.strip()[-160:])
+        s.ledger.stop()
+        s.start_ledger()
+        pack = os.path.join(work, "https.tar.gz")
+        s.ctl("export", "--run", "team-a/run-0", "--out", pack, "--no-progress")
+        verify_all(build, lvg, pack, ["--vkey", s.vkey_file, "--policy", s.auditor_policy], True, None)
+        print("ok: https: the ledger's client certificate gets the cosignature over mutual TLS")
+    finally:
+        s.stop()
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     lvg = build_go_verifier(build)
     with tempfile.TemporaryDirectory() as work:
         os.makedirs(os.path.join(work, "genuine"))
         genuine(build, lvg, os.path.join(work, "genuine"))
+        os.makedirs(os.path.join(work, "https"))
+        over_https(build, lvg, os.path.join(work, "https"))
         for i, (name, alter, export, check) in enumerate(ATTACKS):
             sub = os.path.join(work, "attack-%d" % i)
             os.makedirs(sub)

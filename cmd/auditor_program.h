@@ -1,18 +1,23 @@
-// The key a witness or a monitor cosigns with (ledger-witness,
-// ledger-monitor): --key FILE (a mounted Secret; never created), --key
-// pkcs11:URI (a key kept in a token, ledger/keys/pkcs11.h; --name
-// required), or <data>/<file> (mode 0600, created on first use). `Key` is
-// cosign::Cosigner or cosign::MapCosigner.
-#ifndef CMD_COSIGNER_KEY_H_
-#define CMD_COSIGNER_KEY_H_
+// What the programs an auditor runs (ledger-witness, ledger-monitor) share:
+// the key they cosign with, --key FILE (a mounted Secret; never created),
+// --key pkcs11:URI (a key kept in a token, ledger/keys/pkcs11.h; --name
+// required), or <data>/<file> (mode 0600, created on first use), `Key`
+// being cosign::Cosigner or cosign::MapCosigner; and how they serve:
+// HTTPS with client certificates, or plain HTTP on loopback.
+#ifndef CMD_AUDITOR_PROGRAM_H_
+#define CMD_AUDITOR_PROGRAM_H_
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
+#include "cmd/loopback.h"
 #include "ledger/keys/pkcs11.h"
 #include "util/files/files.h"
+#include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::cmd {
@@ -87,6 +92,32 @@ absl::StatusOr<Key> CosignerKey(const Flags& flags, const std::string& data, con
   return key;
 }
 
+// HTTPS with client certificates when any of --tls-cert, --tls-key and
+// --client-ca is given (then all three are required); plain HTTP only on a
+// --listen on loopback unless --insecure.
+inline absl::StatusOr<std::optional<http::HttpTls>> ServingTls(const Flags& flags) {
+  bool tls = flags.Has("tls-cert") || flags.Has("tls-key") || flags.Has("client-ca");
+  if (!tls) {
+    if (!IsLoopback(flags.Get("listen")) && !flags.Bool("insecure")) {
+      return absl::InvalidArgumentError(absl::StrCat("--listen: ", flags.Get("listen"),
+                                                     " is not a loopback address; give --tls-cert, --tls-key and "
+                                                     "--client-ca, or --insecure"));
+    }
+    return std::nullopt;
+  }
+  http::HttpTls http_tls;
+  for (auto [flag, part] : {std::pair{"tls-cert", &http_tls.cert_pem}, std::pair{"tls-key", &http_tls.key_pem},
+                            std::pair{"client-ca", &http_tls.client_ca_pem}}) {
+    auto pem = ReadFlagFile(flag, flags.Get(flag));
+    if (!pem.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": required with TLS (--tls-cert, --tls-key, --client-ca)"));
+    }
+    *part = *std::move(pem);
+  }
+  return http_tls;
+}
+
 }  // namespace ledger::cmd
 
-#endif  // CMD_COSIGNER_KEY_H_
+#endif  // CMD_AUDITOR_PROGRAM_H_
