@@ -10,6 +10,8 @@ loopback:
   auditor's policy that requires the monitor, printing its `monitored:` line;
 - over HTTPS with client certificates, a ledger without a certificate the
   monitor's CA signed gets no cosignature, one with it does;
+- a monitor reading a ledger with mutual TLS as an auditor of every team
+  cosigns; one whose certificate names a reader is refused the tiles (403);
 - the monitor killed with SIGKILL mid-log resumes from its state on disk (it
   does not read the log again from seq 0) and cosigns the later notes;
 - the three forgeries of a key-holding operator (a run's head moved back, its
@@ -379,6 +381,55 @@ def over_https(build, lvg, work):
         s.stop()
 
 
+def reading_as_an_auditor(build, work):
+    """A ledger with mutual TLS on both ports: a monitor whose certificate
+    names an auditor of every team reads the tiles and cosigns; one whose
+    certificate names a reader of every team is refused the entry bundles
+    (403) and cosigns nothing."""
+    ca = Certificates(os.path.join(work, "pki"))
+    server_cert, server_key = ca.issue("server", "ledger", "IP:127.0.0.1")
+    certs = {who: ca.issue(who, who) for who in ("admin", "auditor-all", "reader-all")}
+    policy = os.path.join(work, "access.json")
+    with open(policy, "w") as f:
+        json.dump({"identities": [{"identity": "cn:admin", "roles": ["admin"]},
+                                  {"identity": "cn:auditor-all", "roles": ["auditor"], "teams": ["*"]},
+                                  {"identity": "cn:reader-all", "roles": ["reader"], "teams": ["*"]}]}, f)
+    data = os.path.join(work, "data")
+    log_vkey = write_log_key(data)
+    vkey_file = os.path.join(work, "log.vkey")
+    with open(vkey_file, "w") as f:
+        f.write(log_vkey + "\n")
+    http_port = free_port()
+    ledger = Process([os.path.join(build, "cmd", "ledgerd"), "--data", data, "--origin", ORIGIN, "--listen",
+                      "127.0.0.1:0", "--http-listen", "127.0.0.1:%d" % http_port, "--checkpoint-interval-ms", "50",
+                      "--tls-cert", server_cert, "--tls-key", server_key, "--client-ca", ca.ca, "--policy", policy],
+                     os.path.join(work, "ledgerd.out"), "listening on ")
+    try:
+        addr = next(x.split()[-1] for x in ledger.text().splitlines() if x.startswith("listening on "))
+        ctl = [os.path.join(build, "cmd", "ledgerctl"), "--server", addr, "--tls-ca", ca.ca, "--cert",
+               certs["admin"][0], "--key", certs["admin"][1]]
+        subprocess.run(ctl + ["append", "-"], input=receipts(0, 300), text=True, check=True, capture_output=True)
+        subprocess.run(ctl + ["checkpoint", "--at-least", "300", "--timeout-ms", "20000"], check=True,
+                       capture_output=True)
+        for who, code in (("auditor-all", 0), ("reader-all", 1)):
+            mdata = os.path.join(work, "monitor-" + who)
+            r = subprocess.run([os.path.join(build, "cmd", "ledger-monitor"), "--data", mdata, "--log",
+                                "https://127.0.0.1:%d" % http_port, "--log-key", vkey_file, "--log-tls-ca", ca.ca,
+                                "--log-tls-cert", certs[who][0], "--log-tls-key", certs[who][1], "--once"],
+                               capture_output=True, text=True, timeout=120)
+            cosigned = os.path.exists(os.path.join(mdata, "cosigned.note"))
+            if r.returncode != code or cosigned != (code == 0):
+                fail("a monitor reading as %s: exit %d (want %d), cosigned %s: %s" % (who, r.returncode, code,
+                                                                                     cosigned, r.stderr[-600:]))
+            if code == 1 and "HTTP 403" not in r.stderr:
+                fail("a monitor reading as %s: not refused with 403: %s" % (who, r.stderr[-600:]))
+            print("ok: a monitor reading the tiles as %s: %s" % (
+                who, "cosigned the note of 300" if code == 0 else
+                next(x for x in r.stderr.splitlines() if "403" in x)[-200:]))
+    finally:
+        ledger.stop()
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     lvg = build_go_verifier(build)
@@ -387,6 +438,8 @@ def main():
         genuine(build, lvg, os.path.join(work, "genuine"))
         os.makedirs(os.path.join(work, "https"))
         over_https(build, lvg, os.path.join(work, "https"))
+        os.makedirs(os.path.join(work, "reader"))
+        reading_as_an_auditor(build, os.path.join(work, "reader"))
         for i, (name, alter, export, check) in enumerate(ATTACKS):
             sub = os.path.join(work, "attack-%d" % i)
             os.makedirs(sub)

@@ -1,5 +1,6 @@
 // Sequencer::Replay and Options::replicate: a second store built from the
 // batches a first one replicated holds the same leaves, tree and heads.
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -217,7 +218,10 @@ class PipelineTest : public ::testing::Test {
       while (first && seq_->stats().build_us.Read().count < 2)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       if (first) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // handed over
-      if (b.first_seq == fail_at) return absl::UnavailableError("fence moved: epoch 2 is not ours");
+      // Once: the batch built again at that seq is replicated.
+      if (b.first_seq == fail_at && !failed_.exchange(true)) {
+        return absl::UnavailableError("fence moved: epoch 2 is not ours");
+      }
       return absl::OkStatus();
     };
     auto seq = *Sequencer::Start(store_.get(), std::move(o));
@@ -252,6 +256,7 @@ class PipelineTest : public ::testing::Test {
   Sequencer* seq_ = nullptr;
   sync::Mutex mu_;
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> failed_{false};
 };
 
 TEST_F(PipelineTest, ABatchWhoseReplicationFailsIsNotStoredAndTheOneBeforeItIsAcknowledged) {
@@ -288,6 +293,44 @@ TEST_F(PipelineTest, AFailedStoreWriteAbortsTheReplicatedBatchAfterItWhichIsNeve
   for (const Call& c : calls) EXPECT_LE(c.stored, c.first_seq);  // the store never runs ahead
   EXPECT_EQ((*store_->ReadState()).size, 0u);
   EXPECT_THAT(store_->GetLeaf(0).status(), StatusIs(absl::StatusCode::kNotFound));
+}
+
+// The first batch's replication fails while the second, built on it, waits
+// for the replicator: the second is never replicated as built (its seqs
+// would follow entries that do not exist), but built again from the
+// durable head, replicated and stored at seq 0.
+TEST_F(PipelineTest, AFailedReplicationAbortsTheBatchBuiltOnItBeforeItIsReplicated) {
+  auto seq = Start(/*fail_at=*/0);
+  auto [a, b] = AppendTwo(*seq, "a", "b");
+  EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("replication: fence moved")));
+  ASSERT_TRUE(b.status.ok()) << b.status;
+  EXPECT_EQ(b.seq, 0u);
+  const std::vector<Call> calls = Calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].first_seq, 0u);
+  EXPECT_EQ(calls[1].first_seq, 0u);  // b as built again, never at seq 1
+  EXPECT_EQ((*store_->ReadState()).size, 1u);
+  EXPECT_EQ(receipt::ParseLeaf(*store_->GetLeaf(0))->receipt.receipt_id(), "b");
+}
+
+// The first batch's store write fails once (the store stays healthy) after
+// the second, built on it, was replicated: the second is never written as
+// built (a gap at seq 0), but built again, replicated again and stored at
+// seq 0.
+TEST_F(PipelineTest, AStoreWriteThatFailsOnceAbortsTheReplicatedBatchBuiltOnIt) {
+  auto seq = Start(/*fail_at=*/~0ull);
+  faults_.fail_next_commits = 1;
+  auto [a, b] = AppendTwo(*seq, "a", "b");
+  EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("storage: write failed")));
+  ASSERT_TRUE(b.status.ok()) << b.status;
+  EXPECT_EQ(b.seq, 0u);
+  const std::vector<Call> calls = Calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[1].first_seq, 1u);  // replicated while the first was being stored
+  EXPECT_EQ(calls[2].first_seq, 0u);
+  EXPECT_EQ((*store_->ReadState()).size, 1u);
+  EXPECT_EQ(receipt::ParseLeaf(*store_->GetLeaf(0))->receipt.receipt_id(), "b");
+  EXPECT_THAT(store_->GetLeaf(1).status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
 }  // namespace

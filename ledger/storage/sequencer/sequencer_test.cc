@@ -217,6 +217,55 @@ TEST(SequencerFaultTest, FailedCommitIsUnavailableAndNothingRunsAheadOfTheDisk) 
   EXPECT_EQ(e1.prev, head_a);
 }
 
+// Batch B's commit fails while batch C, built on it, waits behind it for the
+// committer: C is never written (its seqs would follow entries the store
+// does not hold), its receipts are built again from the durable head, and
+// the store stays whole. The fault fails B's commit alone and leaves
+// RocksDB healthy, so a C written anyway would succeed and leave the gap.
+TEST(SequencerFaultTest, ABatchBuiltOnAFailedOneIsNeverWritten) {
+  testing::TempDir dir;
+  store::Faults faults;
+  auto store = *store::Store::Open(dir.path(), &faults);
+  auto seq = *Sequencer::Start(store.get(), {});
+  ASSERT_TRUE(Append(*seq, {Make("k-a")})[0].status.ok());
+  faults.fail_next_commits = 1;
+  faults.hold_commits = true;
+  std::promise<std::vector<Outcome>> b, c;
+  ASSERT_TRUE(seq->Submit({Make("k-b")}, [&](std::vector<Outcome> o) { b.set_value(std::move(o)); }).ok());
+  // B's commit is held; C is taken and built on B meanwhile
+  // (two batches in flight), then handed to the committer behind B.
+  while (seq->queued() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(seq->Submit({Make("k-c"), Make("k-d")}, [&](std::vector<Outcome> o) { c.set_value(std::move(o)); }).ok());
+  while (seq->queued() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // C's build and hand-over
+  faults.hold_commits = false;
+  auto b_out = b.get_future().get();
+  EXPECT_EQ(b_out[0].status.code(), absl::StatusCode::kUnavailable) << b_out[0].status;
+  // C: built again from the durable head and stored after A, never at the
+  // seqs it had on B.
+  auto c_out = c.get_future().get();
+  ASSERT_EQ(c_out.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(c_out[i].status.ok()) << c_out[i].status;
+    EXPECT_EQ(c_out[i].seq, 1 + i) << "built on the failed batch";
+  }
+  // The store is whole: every seq below its size holds the entry that
+  // chains to the one before it.
+  auto state = store->ReadState();
+  ASSERT_TRUE(state.ok());
+  hash::Hash prev = receipt::kZeroHash;
+  for (uint64_t s = 0; s < state->size; ++s) {
+    auto leaf = store->GetLeaf(s);
+    ASSERT_TRUE(leaf.ok()) << "seq " << s << " of " << state->size << ": " << leaf.status();
+    auto entry = receipt::ParseLeaf(*leaf);
+    ASSERT_TRUE(entry.ok());
+    EXPECT_EQ(entry->seq, s);
+    EXPECT_EQ(entry->prev, prev) << "seq " << s;
+    prev = hash::LeafHash(*leaf);
+  }
+  EXPECT_EQ(seq->committed().size, state->size);
+}
+
 // The disk comes back: the same process appends again, from where the
 // durable log ends, and a restart finds exactly what was acknowledged.
 TEST(SequencerFaultTest, ServesAgainWhenTheFaultClearsWithoutARestart) {

@@ -14,6 +14,7 @@
 #include "ledger/storage/store/internal/rocksdb_plugins.h"
 #include "ledger/storage/store/internal/rows.h"
 #include "ledger/storage/store/internal/store_rep.h"
+#include "ledger/storage/store/testing.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/filter_policy.h"
@@ -145,6 +146,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   }
   auto rep = std::make_unique<Rep>();
   rep->memory_bytes = memory_bytes;
+  rep->faults = faults;
   // Index and filter blocks go first in the cache's high-priority half, so
   // data blocks are evicted before them.
   rocksdb::LRUCacheOptions cache_options;
@@ -244,6 +246,12 @@ Batch Store::NewBatch(const Batch* base) const {
 }
 
 absl::Status Store::Commit(Batch& batch) {
+  if (const Faults* f = rep_->faults; f != nullptr) {
+    while (f->hold_commits) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (f->fail_next_commits.load() > 0 && f->fail_next_commits.fetch_sub(1) > 0) {
+      return absl::UnavailableError("storage: injected commit failure");
+    }
+  }
   Batch::Rep& b = *batch.rep_;
   if (!b.error.ok()) return b.error;
   b.base = nullptr;

@@ -27,6 +27,13 @@ struct Faults {
   // Marked retryable (RocksDB then recovers by itself once they stop, as it
   // does for a full disk), or not (as for EIO: only a restart recovers).
   std::atomic<bool> retryable{false};
+  // Store::Commit itself: the next this many commits fail (UNAVAILABLE,
+  // nothing written, RocksDB untouched and healthy), then commits succeed
+  // again: one commit's failure alone, the commits after it unharmed.
+  mutable std::atomic<int> fail_next_commits{0};
+  // While set, Store::Commit waits before it does anything: a commit held,
+  // so that the batches after it are handed over meanwhile.
+  std::atomic<bool> hold_commits{false};
 };
 
 // Writes no ledger makes any more, and knobs no ledger turns.

@@ -49,6 +49,7 @@ struct Store::Rep {
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
   rocksdb::ColumnFamilyOptions projection_options;
   uint64_t memory_bytes = 0;
+  const Faults* faults = nullptr;         // the test's, if any (testing.h)
   std::shared_ptr<rocksdb::Cache> cache;  // blocks, indexes, filters, and the memtables' charge
   // The last committed record of the rightmost group of each level, so that
   // appending a node does not read it back from RocksDB.
