@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ledger/format/projection/projection.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/storage/store/store.h"
 #include "ledger/storage/store/testing.h"
@@ -264,6 +265,60 @@ TEST(SequencerFaultTest, ABatchBuiltOnAFailedOneIsNeverWritten) {
     prev = hash::LeafHash(*leaf);
   }
   EXPECT_EQ(seq->committed().size, state->size);
+}
+
+// Holds the writer in the middle of building the batch that holds receipt
+// `id` (the first time only), until released.
+class GateProjector final : public projection::Projector {
+ public:
+  explicit GateProjector(std::string id) : id_(std::move(id)), released_(release_.get_future().share()) {}
+  absl::Status Apply(absl::Span<const projection::Entry> entries, projection::Txn&) override {
+    for (const projection::Entry& e : entries) {
+      if (e.receipt->receipt_id() == id_ && !held_.exchange(true)) {
+        entered_.set_value();
+        released_.wait();
+      }
+    }
+    return absl::OkStatus();
+  }
+  void WaitEntered() { entered_.get_future().wait(); }
+  void Release() { release_.set_value(); }
+
+ private:
+  const std::string id_;
+  std::atomic<bool> held_{false};
+  std::promise<void> entered_, release_;
+  std::shared_future<void> released_;
+};
+
+// Batch B's commit fails while the writer is still building C on it: C is
+// never handed to the committer (its seqs would follow B's), but built
+// again from the durable head once B is finished.
+TEST(SequencerFaultTest, ABatchWhoseBaseFailsWhileItIsBuiltIsNeverHandedOver) {
+  testing::TempDir dir;
+  store::Faults faults;
+  auto store = *store::Store::Open(dir.path(), &faults);
+  GateProjector gate("m-c");
+  Sequencer::Options o;
+  o.projector = &gate;
+  auto seq = *Sequencer::Start(store.get(), std::move(o));
+  ASSERT_TRUE(Append(*seq, {Make("m-a")})[0].status.ok());
+  faults.fail_next_commits = 1;
+  faults.hold_commits = true;
+  std::promise<std::vector<Outcome>> b, c;
+  ASSERT_TRUE(seq->Submit({Make("m-b")}, [&](std::vector<Outcome> o) { b.set_value(std::move(o)); }).ok());
+  while (seq->queued() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(seq->Submit({Make("m-c")}, [&](std::vector<Outcome> o) { c.set_value(std::move(o)); }).ok());
+  gate.WaitEntered();  // the writer builds C on B, B's commit held
+  faults.hold_commits = false;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // B's commit fails and is settled
+  gate.Release();
+  EXPECT_EQ(b.get_future().get()[0].status.code(), absl::StatusCode::kUnavailable);
+  auto c_out = c.get_future().get();
+  ASSERT_TRUE(c_out[0].status.ok()) << c_out[0].status;
+  EXPECT_EQ(c_out[0].seq, 1u) << "built on the failed batch";
+  EXPECT_EQ(store->ReadState()->size, 2u);
+  EXPECT_EQ(receipt::ParseLeaf(*store->GetLeaf(1))->receipt.receipt_id(), "m-c");
 }
 
 // The disk comes back: the same process appends again, from where the
