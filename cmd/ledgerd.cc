@@ -640,7 +640,9 @@ absl::Status Daemon::StartMonitoring() {
             "POST", url, body,
             {.timeout_ms = 30'000, .tls = tls->ca_pem.empty() ? nullptr : tls.get(), .peer = "monitor"});
       },
-      {.dir = options_.data_dir + "/monitors"});
+      {.keep = [log = log_.get()](uint64_t size, const ledger::hash::Hash& monitor,
+                                  const std::string& line) { return log->KeepMapCosignature(size, monitor, line); },
+       .kept = [log](uint64_t size) { return log->MapCosignatures(size); }});
   if (!started.ok()) return absl::Status(started.status().code(), absl::StrCat(flag, ": ", started.status().message()));
   monitors_ = *std::move(started);
   ledger_->SetMapCosignatures([m = monitors_.get()](std::string_view note) {

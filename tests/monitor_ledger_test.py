@@ -267,6 +267,15 @@ def genuine(build, lvg, work):
         s.ctl("export", "--run", "team-b/run-1", "--out", pack2, "--no-progress")
         verify_all(build, lvg, pack2, ["--vkey", s.vkey_file, "--policy", s.auditor_policy], True, None)
         print("ok: killed at %d entries replayed, restarted from %d, cosigned the note of 630" % (kept, started["replayed"]))
+        # The ledger keeps each line beside its note: restarted, it serves
+        # the older note of `kept` with M1's line still.
+        s.ledger.stop()
+        s.start_ledger()
+        older = s.ctl("checkpoint", "--size", str(kept), "--time-note").stdout
+        if len(t.signature_lines(older)) != 2:
+            fail("after a restart the time note of %d lost M1's cosignature: %r" % (kept, older))
+        map_cosignature_time(s, older)
+        print("ok: restarted, the ledger serves the note of %d with M1's cosignature kept beside it" % kept)
     finally:
         s.stop()
 

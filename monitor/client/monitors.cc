@@ -1,13 +1,12 @@
 #include "monitor/client/monitors.h"
 
-#include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/note.h"
-#include "util/files/files.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::monitors {
@@ -29,44 +28,16 @@ uint64_t SizeOf(std::string_view note) {
   return size;
 }
 
-// The last signature line of a cosigned note ("— name base64\n"), and the
-// note before it.
-std::pair<std::string, std::string> SplitLastLine(const std::string& cosigned) {
-  size_t at = cosigned.rfind("\n\u2014 ", cosigned.size() >= 2 ? cosigned.size() - 2 : 0);
-  if (at == std::string::npos) return {cosigned, ""};
-  return {cosigned.substr(0, at + 1), cosigned.substr(at + 1)};
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Monitors>> Monitors::Start(tlogpolicy::Policy policy, LatestFn latest, Post post,
                                                           Options options) {
-  std::error_code ec;
-  std::filesystem::create_directories(options.dir, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("monitors: cannot create ", options.dir, ": ", ec.message()));
   std::unique_ptr<Monitors> m(new Monitors(std::move(policy), std::move(latest), std::move(post), std::move(options)));
   for (const tlogpolicy::Monitor& monitor : m->policy_.monitors()) {
     if (monitor.url.empty()) continue;
     auto state = std::make_unique<State>();
     state->monitor = &monitor;
-    state->file = absl::StrCat(m->options_.dir, "/", hash::Hex(hash::Sha256(monitor.key.vkey())));
-    auto kept = files::ReadFile(state->file);
-    if (kept.ok()) {
-      auto [note, line] = SplitLastLine(*kept);
-      auto time = monitor.key.Verify(*kept);
-      if (time.ok() && !line.empty()) {
-        sync::MutexLock lock(&state->mu);
-        m->Hold(*state, note, {monitor.name, *time, line});
-      } else {
-        jsonlog::Warn("monitor_record_ignored")
-            .Str("monitor", monitor.name)
-            .Str("file", state->file)
-            .Msg(time.ok() ? "no cosignature line" : std::string(time.status().message()))
-            .Emit();
-      }
-    } else if (!absl::IsNotFound(kept.status())) {
-      return kept.status();
-    }
+    state->id = hash::Sha256(monitor.key.vkey());
     m->states_.push_back(std::move(state));
   }
   if (m->states_.empty()) {
@@ -149,11 +120,11 @@ absl::Status Monitors::Ask(State& m, const std::string& note) {
   Hold(m, note, {name, *time, reply->body});
   m.cosignatures.Add();
   m.last_error.clear();
-  // Its latest, kept for a restart (a failure to write it loses nothing
-  // but that: the line is held in memory and the monitor keeps its own).
-  if (SizeOf(note) >= m.cosigned_size) {
-    if (absl::Status s = files::WriteFileAtomically(m.file, note + reply->body); !s.ok()) {
-      jsonlog::Warn("monitor_record_failed").Str("monitor", name).Msg(std::string(s.message())).Emit();
+  // Kept beside the note (a failure to keep it loses nothing but that: the
+  // line is held in memory, and the monitor gives it again when asked).
+  if (options_.keep) {
+    if (absl::Status s = options_.keep(SizeOf(note), m.id, reply->body); !s.ok()) {
+      jsonlog::Warn("map_cosignature_not_kept").Str("monitor", name).Msg(std::string(s.message())).Emit();
     }
   }
   return absl::OkStatus();
@@ -162,9 +133,31 @@ absl::Status Monitors::Ask(State& m, const std::string& note) {
 std::vector<Held> Monitors::For(std::string_view time_note) const {
   std::vector<Held> out;
   const std::string key(time_note);
+  std::optional<std::vector<std::pair<hash::Hash, std::string>>> kept;  // read once, when needed
   for (const auto& state : states_) {
-    sync::MutexLock lock(&state->mu);
-    if (auto it = state->held.find(key); it != state->held.end()) out.push_back(it->second);
+    {
+      sync::MutexLock lock(&state->mu);
+      if (auto it = state->held.find(key); it != state->held.end()) {
+        out.push_back(it->second);
+        continue;
+      }
+    }
+    // Not in memory: the line kept beside the note, verified again (it
+    // is of the note of that size, which may be another note's text).
+    if (!options_.kept) continue;
+    if (!kept.has_value()) {
+      auto read = options_.kept(SizeOf(time_note));
+      if (!read.ok()) {
+        jsonlog::Warn("map_cosignatures_unreadable").Msg(std::string(read.status().message())).Emit();
+        return out;
+      }
+      kept = *std::move(read);
+    }
+    for (const auto& [id, line] : *kept) {
+      if (id != state->id) continue;
+      auto time = state->monitor->key.Verify(key + line);
+      if (time.ok()) out.push_back({state->monitor->name, *time, line});
+    }
   }
   return out;
 }

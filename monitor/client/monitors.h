@@ -13,9 +13,10 @@
 // fails UNAVAILABLE, and one of a later checkpoint succeeds.
 //
 // What is kept: for each monitor, the lines of its latest 1024 notes in
-// memory, and the note it cosigned last with its line in
-// <dir>/<hex SHA-256 of the monitor's vkey> (the note followed by the line,
-// replaced atomically), so a restart serves it.
+// memory, and every line beside the note it covers through Options::keep
+// (the ledger's store: Log::KeepMapCosignature), read back through
+// Options::kept and verified again when a note is not in memory (after a
+// restart, or an older note).
 //
 // Thread-safe: every method may be called concurrently.
 #ifndef MONITOR_CLIENT_MONITORS_H_
@@ -34,6 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "ledger/format/hash/hash.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "util/http/client.h"
 #include "util/stats/stats.h"
@@ -56,14 +58,19 @@ struct Held {
 
 class Monitors {
  public:
+  using KeepFn = std::function<absl::Status(uint64_t size, const hash::Hash& monitor, const std::string& line)>;
+  using KeptFn = std::function<absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>>(uint64_t size)>;
   struct Options {
-    std::string dir;  // created if missing
     int interval_ms = 1000;
     int timeout_ms = 30'000;  // per request: a monitor may replay many entries first
+    // Where lines are kept beside the notes of their tree size, by the
+    // SHA-256 of the monitor's vkey, and read back; null: memory alone.
+    KeepFn keep;
+    KeptFn kept;
   };
 
   // Starts the thread. INVALID_ARGUMENT when the policy names no monitor
-  // with a URL; errors reading `dir`.
+  // with a URL.
   static absl::StatusOr<std::unique_ptr<Monitors>> Start(tlogpolicy::Policy policy, LatestFn latest, Post post,
                                                          Options options);
   ~Monitors();
@@ -85,8 +92,8 @@ class Monitors {
  private:
   struct State {
     const tlogpolicy::Monitor* monitor = nullptr;
-    std::string file;
-    sync::Mutex mu;  // one request at a time to this monitor
+    hash::Hash id{};  // SHA-256 of its vkey: its key where lines are kept
+    sync::Mutex mu;   // one request at a time to this monitor
     // Note text (as signed) -> its verified line, the latest 1024.
     absl::flat_hash_map<std::string, Held> held ABSL_GUARDED_BY(mu);
     std::deque<std::string> order ABSL_GUARDED_BY(mu);

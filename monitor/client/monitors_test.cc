@@ -1,6 +1,7 @@
 #include "monitor/client/monitors.h"
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "monitor/server/monitor.h"
 #include "monitor/server/testing.h"
 #include "tests/util/status_matchers.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::monitors {
 namespace {
@@ -56,8 +58,19 @@ class MonitorsTest : public ::testing::Test {
       http::HttpResponse out = monitor::Handle(r, *monitor_);
       return http::Reply{out.status, out.content_type, out.body};
     };
-    return Monitors::Start(Policy(), [this]() -> absl::StatusOr<std::string> { return log_.note(); }, post,
-                           {.dir = (root_ / "ledger").string(), .interval_ms = interval_ms});
+    return Monitors::Start(
+        Policy(), [this]() -> absl::StatusOr<std::string> { return log_.note(); }, post,
+        {.interval_ms = interval_ms,
+         .keep =
+             [this](uint64_t size, const hash::Hash& monitor, const std::string& line) {
+               sync::MutexLock lock(&kept_mu_);
+               kept_[size].emplace_back(monitor, line);
+               return absl::OkStatus();
+             },
+         .kept = [this](uint64_t size) -> absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> {
+           sync::MutexLock lock(&kept_mu_);
+           return kept_[size];
+         }});
   }
 
   std::filesystem::path root_;
@@ -66,6 +79,9 @@ class MonitorsTest : public ::testing::Test {
   std::unique_ptr<monitor::Monitor> monitor_;
   std::string log_vkey_, answer_;
   int posts_ = 0;
+  // What the ledger's store keeps beside each time note.
+  sync::Mutex kept_mu_;
+  std::map<uint64_t, std::vector<std::pair<hash::Hash, std::string>>> kept_ ABSL_GUARDED_BY(kept_mu_);
 };
 
 TEST_F(MonitorsTest, AnExportGetsTheQuorumByAskingForItsNote) {
@@ -87,13 +103,21 @@ TEST_F(MonitorsTest, AnExportGetsTheQuorumByAskingForItsNote) {
   EXPECT_TRUE((*m)->CosignedWithQuorum(log_.note(), std::chrono::seconds(60)).ok());
   EXPECT_EQ(posts_, 1);
 
-  // A restart serves the line it kept, without asking.
+  // A restart serves the line kept beside the note, without asking.
   m->reset();
   posts_ = 0;
   m = Start();
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)->Cosigned(log_.note()), *cosigned);
   EXPECT_EQ(posts_, 0);
+  // A kept line that is not the monitor's, or of another note of that
+  // size, is not served.
+  const std::string forged = (*m)->For(log_.note())[0].line.substr(0, 20) + "AAAA\n";
+  {
+    sync::MutexLock lock(&kept_mu_);
+    kept_[300].front().second = forged;
+  }
+  EXPECT_EQ((*m)->Cosigned(log_.note()), log_.note());
 }
 
 TEST_F(MonitorsTest, AForgedNoteIsRefusedByTheMonitorAndTheExportFails) {

@@ -622,6 +622,14 @@ void Log::RunCheckpointer() {
   }
 }
 
+absl::Status Log::KeepMapCosignature(uint64_t size, const hash::Hash& monitor, std::string_view line) {
+  return store_->PutMapCosignature(size, monitor, line);
+}
+
+absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> Log::MapCosignatures(uint64_t size) const {
+  return store_->MapCosignatures(size);
+}
+
 absl::StatusOr<SignedCheckpoint> Log::Checkpoint(uint64_t size) const {
   {
     sync::MutexLock lock(&mu_);

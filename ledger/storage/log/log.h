@@ -159,6 +159,13 @@ class Log {
   // no checkpoint of that size was signed.
   absl::StatusOr<SignedCheckpoint> Checkpoint(uint64_t size) const;
 
+  // Monitors' map cosignatures of checkpoint-time notes, kept beside them
+  // (store.h's map_cosignatures; monitor/client/monitors.h verifies each
+  // before it is kept, and again when it is read back): by the tree size of
+  // the note and the SHA-256 of the monitor's vkey.
+  absl::Status KeepMapCosignature(uint64_t size, const hash::Hash& monitor, std::string_view line);
+  absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> MapCosignatures(uint64_t size) const;
+
   // A reader's view of the log (log_view.h) at the latest checkpoint: of the
   // empty tree, its checkpoint empty, while none is signed yet.
   LogView View() const;

@@ -1,4 +1,5 @@
 // The store's reads: single rows, and scans of entries and rows.
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -207,6 +208,27 @@ absl::Status Store::ScanProjection(projection::Table t, std::string_view from, s
 }
 absl::StatusOr<std::string> Store::GetCheckpointTime(uint64_t size) const {
   return rep_->Get(kCheckpointTimes, U64Key(size), absl::StrCat("checkpoint time of size ", size));
+}
+
+absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> Store::MapCosignatures(uint64_t size) const {
+  const std::string from = U64Key(size), to = U64Key(size + 1);
+  rocksdb::ReadOptions options;
+  rocksdb::Slice lower = AsSlice(from), upper = AsSlice(to);
+  options.iterate_lower_bound = &lower;
+  options.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(options, rep_->cfs[kMapCosignatures]));
+  std::vector<std::pair<hash::Hash, std::string>> lines;
+  for (it->Seek(lower); it->Valid(); it->Next()) {
+    hash::Hash monitor{};
+    if (it->key().size() != 8 + monitor.size()) {
+      return absl::DataLossError(
+          absl::StrCat("storage: map cosignature of size ", size, ": a key of ", it->key().size(), " bytes, want 40"));
+    }
+    std::memcpy(monitor.data(), it->key().data() + 8, monitor.size());
+    lines.emplace_back(monitor, it->value().ToString());
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scan map cosignatures");
+  return lines;
 }
 
 absl::StatusOr<std::string> Store::GetCheckpoint(uint64_t size) const {

@@ -5,8 +5,9 @@
 namespace ledger::store {
 namespace {
 
-const char* const kLogCfNames[kLogCfCount] = {"default",     "entries",          "receipts", "nodes", "runs",
-                                              "checkpoints", "checkpoint_times", "teams",    "maps"};
+const char* const kLogCfNames[kLogCfCount] = {"default", "entries",         "receipts",         "nodes",
+                                              "runs",    "checkpoints",     "checkpoint_times", "teams",
+                                              "maps",    "map_cosignatures"};
 
 }  // namespace
 

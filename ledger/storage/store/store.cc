@@ -339,6 +339,16 @@ absl::Status Store::PutCheckpoint(uint64_t size, std::string_view note, std::str
   return FromRocks(rep_->db->Write(options, &wb), "write checkpoint");
 }
 
+absl::Status Store::PutMapCosignature(uint64_t size, const hash::Hash& monitor, std::string_view line) {
+  rocksdb::WriteBatch wb;
+  std::string key = U64Key(size);
+  key.append(reinterpret_cast<const char*>(monitor.data()), monitor.size());
+  if (!wb.Put(rep_->cfs[kMapCosignatures], key, AsSlice(line)).ok()) std::abort();
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  return FromRocks(rep_->db->Write(options, &wb), "write map cosignature");
+}
+
 absl::Status Store::failure() const {
   sync::MutexLock lock(&rep_->failure_mu);
   return rep_->failure;

@@ -35,6 +35,13 @@
 //                                             that checkpoint (note.h); absent
 //                                             for checkpoints signed before
 //                                             the ledger signed times
+//   map_cosignatures tree size u64 |      -> a monitor's map cosignature line
+//                SHA-256(monitor vkey)       (CONTRACT section 5c) of that
+//                                            checkpoint's time note, with its
+//                                            newline; from the version that
+//                                            asks monitors (a store of an
+//                                            earlier one gets the column
+//                                            family, empty, when opened)
 //   p_steps, p_runs, p_index, p_changes   -> projection records; their
 //                                             layouts are query/projector/
 //                                             keys.h's, made of the parts
@@ -221,6 +228,13 @@ class Store {
   absl::StatusOr<std::string> GetCheckpoint(uint64_t size) const;
   // NOT_FOUND when the checkpoint of `size` has no time note.
   absl::StatusOr<std::string> GetCheckpointTime(uint64_t size) const;
+  // Keeps a monitor's map cosignature `line` of the time note of `size`
+  // (the caller verified it), synced, beside the sequencer's commits; a
+  // line of the same monitor and size is replaced.
+  absl::Status PutMapCosignature(uint64_t size, const hash::Hash& monitor, std::string_view line);
+  // The lines kept for the time note of `size`, by monitor (the SHA-256 of
+  // its vkey), in key order.
+  absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> MapCosignatures(uint64_t size) const;
   // OK, or why the store cannot write again in this process: a write failed
   // and RocksDB cannot resume. The data on disk is intact up to the last
   // acknowledged commit; reopening the store (a restart) recovers.

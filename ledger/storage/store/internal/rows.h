@@ -37,6 +37,7 @@ enum Cf {
   kCheckpointTimes,
   kTeams,
   kMaps,
+  kMapCosignatures,
   kLogCfCount
 };
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
