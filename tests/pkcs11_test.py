@@ -6,7 +6,8 @@ tools that never saw the token.
 - `ledgerctl keygen --pkcs11 URI` makes the ledger's key in the token and
   prints its verifier key; asked again for the same label it refuses.
 - `ledger-witness vkey --key URI --name N` prints the witness's verifier key
-  of a token key; the witness cosigns with it.
+  of a token key; the witness cosigns with it. `ledger-monitor` likewise
+  cosigns the ledger's time note with a token key.
 - ledgerd `--signing-key URI` signs checkpoints the witness cosigns: the
   cosigned checkpoint opens with Go's golang.org/x/mod/sumdb/note, a run
   pack and a seq-range pack pass ledgerctl verify, ledger-verify,
@@ -30,6 +31,10 @@ sys.path.insert(0, HERE)
 from ledger_testlib import SoftToken, fail, go_note_open  # noqa: E402
 from policy_pack_test import build_go_verifier  # noqa: E402
 from witnessed_ledger_test import ORIGIN, Ledger, check_cosigned, receipts  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "export", "verify",
+                                "python"))
+import mapcosign  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 
@@ -80,6 +85,29 @@ def refused_start(build, work, data, key_uri, want):
     print("ok: refused: %s" % want)
 
 
+def monitor_with_token_key(build, work, key_uri, ledger, vkey_file, log_vkey):
+    """ledger-monitor with its key in the token: `vkey` prints a monitor key
+    (type 0xff evidence-ledger/map-cosignature/v1) of the token's public key,
+    one round replays the ledger and cosigns its time note with the token,
+    the cosignature verifies from CONTRACT section 5c, and no key file is
+    written."""
+    data = os.path.join(work, "monitor")
+    name = ["--key", key_uri, "--name", "monitor-a.example"]
+    vkey = run([os.path.join(build, "cmd", "ledger-monitor"), "vkey", "--data", data] + name)
+    if vkey.returncode != 0 or not vkey.stdout.startswith("monitor-a.example+"):
+        fail("ledger-monitor vkey --key pkcs11:...: %s %s" % (vkey.stdout, vkey.stderr))
+    monitor_vkey = vkey.stdout.strip()
+    r = run([os.path.join(build, "cmd", "ledger-monitor"), "--data", data, "--log", "http://" + ledger.http,
+             "--log-key", vkey_file, "--once"] + name)
+    if r.returncode != 0:
+        fail("ledger-monitor --once with a token key: exit %d: %s" % (r.returncode, r.stderr[-800:]))
+    with open(os.path.join(data, "cosigned.note"), "rb") as f:
+        when = mapcosign.verify(f.read(), log_vkey, monitor_vkey)
+    if any(f.endswith(".key") for f in os.listdir(data)):
+        fail("the monitor wrote a key file beside its token key: %r" % os.listdir(data))
+    print("ok: ledger-monitor cosigned the ledger's time note with the token's key (time %d), no key file" % when)
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     ctl = os.path.join(build, "cmd", "ledgerctl")
@@ -95,6 +123,8 @@ def main():
             fail("a second keygen of the same label: exit %d %r" % (again.returncode, again.stderr))
         if run([ctl, "keygen", "--origin", "w", "--pkcs11", uri("witness-key")]).returncode != 0:
             fail("ledgerctl keygen --pkcs11 of the witness's key")
+        if run([ctl, "keygen", "--origin", "m", "--pkcs11", uri("monitor-key")]).returncode != 0:
+            fail("ledgerctl keygen --pkcs11 of the monitor's key")
         print("ok: ledgerctl keygen made two keys in the token (%s); a third of an existing label was refused"
               % log_vkey)
 
@@ -119,6 +149,7 @@ def main():
                   % note.split("\n")[1])
             go_note_open(work, note, log_vkey)
             print("ok: Go's note.Open verifies the checkpoint the token signed")
+            monitor_with_token_key(build, work, uri("monitor-key"), ledger, vkey_file, log_vkey)
             ledger.ctl("export", "--run", "team-a/run-1", "--out", packs[0])
             ledger.ctl("export", "--seq", "0:30", "--out", packs[1])
         finally:
