@@ -85,37 +85,39 @@ void Monitors::Hold(State& m, const std::string& note, Held held) {
   m.cosigned_size = std::max(m.cosigned_size, SizeOf(note));
 }
 
+absl::Status Monitors::Failed(State& m, stats::Counter& counter, absl::Status status) {
+  counter.Add();
+  if (m.last_error != status.message()) {
+    jsonlog::Warn("monitor_failed").Str("monitor", m.monitor->name).Msg(std::string(status.message())).Emit();
+    m.last_error = std::string(status.message());
+  }
+  return status;
+}
+
 absl::Status Monitors::Ask(State& m, const std::string& note) {
   sync::MutexLock lock(&m.mu);
   if (m.held.contains(note)) return absl::OkStatus();
   const std::string& name = m.monitor->name;
-  auto failed = [&](stats::Counter& counter, absl::Status status) {
-    counter.Add();
-    if (m.last_error != status.message()) {
-      jsonlog::Warn("monitor_failed").Str("monitor", name).Msg(std::string(status.message())).Emit();
-      m.last_error = std::string(status.message());
-    }
-    return status;
-  };
   auto reply = post_(m.monitor->url + "/cosign", note);
   if (!reply.ok())
-    return failed(m.unavailable, absl::UnavailableError(absl::StrCat(name, ": ", reply.status().message())));
+    return Failed(m, m.unavailable, absl::UnavailableError(absl::StrCat(name, ": ", reply.status().message())));
   std::string said = reply->body.substr(0, reply->body.find('\n'));
   if (reply->status == 409) {
-    return failed(m.conflicts, absl::OutOfRangeError(absl::StrCat(name, ": ", said)));
+    return Failed(m, m.conflicts, absl::OutOfRangeError(absl::StrCat(name, ": ", said)));
   }
   if (reply->status == 422 || reply->status == 403 || reply->status == 400) {
-    return failed(m.refused, absl::PermissionDeniedError(absl::StrCat(name, " refused the note: ", said)));
+    return Failed(m, m.refused, absl::PermissionDeniedError(absl::StrCat(name, " refused the note: ", said)));
   }
   if (reply->status != 200) {
-    return failed(m.unavailable, absl::UnavailableError(absl::StrCat(name, ": HTTP ", reply->status, ": ", said)));
+    return Failed(m, m.unavailable, absl::UnavailableError(absl::StrCat(name, ": HTTP ", reply->status, ": ", said)));
   }
   auto time = m.monitor->key.Verify(note + reply->body);
   if (!time.ok()) {
-    return failed(m.refused, absl::PermissionDeniedError(absl::StrCat(name,
-                                                                      ": its answer is not its map cosignature "
-                                                                      "of the note: ",
-                                                                      time.status().message())));
+    return Failed(m, m.refused,
+                  absl::PermissionDeniedError(absl::StrCat(name,
+                                                           ": its answer is not its map cosignature "
+                                                           "of the note: ",
+                                                           time.status().message())));
   }
   Hold(m, note, {name, *time, reply->body});
   m.cosignatures.Add();

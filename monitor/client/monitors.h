@@ -106,6 +106,9 @@ class Monitors {
   // Gives `note` to the monitor unless a line is held for it; OK once one is.
   absl::Status Ask(State& m, const std::string& note);
   void Hold(State& m, const std::string& note, Held held) ABSL_EXCLUSIVE_LOCKS_REQUIRED(m.mu);
+  // Counts a request that brought no line, logs it when it is not the
+  // monitor's last error again, and returns `status`.
+  absl::Status Failed(State& m, stats::Counter& counter, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(m.mu);
   void Run();
 
   const tlogpolicy::Policy policy_;
