@@ -7,9 +7,15 @@
 #ifndef CMD_AUDITOR_PROGRAM_H_
 #define CMD_AUDITOR_PROGRAM_H_
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <iostream>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -116,6 +122,47 @@ inline absl::StatusOr<std::optional<http::HttpTls>> ServingTls(const Flags& flag
     *part = *std::move(pem);
   }
   return http_tls;
+}
+
+// Parses argv into `flags` (defined by the caller) and answers --help with
+// `usage` and the flags: nullopt to go on, else the exit code (2 for a bad
+// flag, 0 after --help).
+inline std::optional<int> ParseOrHelp(Flags& flags, int argc, char** argv, const char* usage) {
+  if (absl::Status s = flags.Parse(argc, argv, 1); !s.ok()) {
+    std::cerr << s.message() << "\n" << flags.Usage();
+    return 2;
+  }
+  if (flags.Bool("help")) {
+    std::cout << usage << flags.Usage();
+    return 0;
+  }
+  return std::nullopt;
+}
+
+// The one command both programs take beside serving: `vkey` prints the
+// verifier key of `key`. nullopt when no command was given, else the exit
+// code (2 for another command).
+template <typename Key>
+std::optional<int> VkeyCommand(const Flags& flags, const Key& key) {
+  if (flags.positional().empty()) return std::nullopt;
+  if (flags.positional() != std::vector<std::string>{"vkey"}) {
+    std::cerr << "unknown command; commands: vkey\n";
+    return 2;
+  }
+  std::cout << key.VerifierKey() << "\n";
+  return 0;
+}
+
+// One serving process per data directory: two would each keep their own
+// copy of its records. Holds <data>/LOCK for the life of the process;
+// FAILED_PRECONDITION naming `program` when another holds it.
+inline absl::Status LockDataDir(const std::string& data, const char* program) {
+  int lock = ::open((data + "/LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    if (lock >= 0) ::close(lock);
+    return absl::FailedPreconditionError(absl::StrCat("--data: ", data, " is in use by another ", program));
+  }
+  return absl::OkStatus();  // the descriptor stays open: the lock with it
 }
 
 }  // namespace ledger::cmd

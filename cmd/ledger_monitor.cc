@@ -152,15 +152,12 @@ int main(int argc, char** argv) {
   flags.Define("interval-ms", "1000", "time between rounds (each reads the latest time note)");
   flags.Define("once", "false", "one round, then exit: 0 done, 1 the log could not be read, 3 the alarm", true);
   flags.Define("help", "false", "print this help", true);
-  if (absl::Status s = flags.Parse(argc, argv, 1); !s.ok()) {
-    std::cerr << s.message() << "\n" << flags.Usage();
-    return 2;
-  }
-  if (flags.Bool("help")) {
-    std::cout << "usage: ledger-monitor --data DIR --log URL --log-key VKEY_FILE [--listen HOST:PORT] [--once]\n"
-                 "       ledger-monitor vkey --data DIR [--name NAME] [--key FILE|pkcs11:URI]\n"
-              << flags.Usage();
-    return 0;
+  if (auto code = ledger::cmd::ParseOrHelp(
+          flags, argc, argv,
+          "usage: ledger-monitor --data DIR --log URL --log-key VKEY_FILE [--listen HOST:PORT] [--once]\n"
+          "       ledger-monitor vkey --data DIR [--name NAME] [--key FILE|pkcs11:URI]\n");
+      code.has_value()) {
+    return *code;
   }
   const std::string data = flags.Get("data");
   if (data.empty()) return Fail(absl::InvalidArgumentError("--data: required"));
@@ -169,18 +166,8 @@ int main(int argc, char** argv) {
   if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", data, ": ", ec.message())));
   auto key = ledger::cmd::CosignerKey<MapCosigner>(flags, data, {"monitor.key", kDefaultName, "monitor"});
   if (!key.ok()) return Fail(key.status());
-  if (!flags.positional().empty()) {
-    if (flags.positional() != std::vector<std::string>{"vkey"}) {
-      std::cerr << "unknown command; commands: vkey\n";
-      return 2;
-    }
-    std::cout << key->VerifierKey() << "\n";
-    return 0;
-  }
-  int lock = ::open((data + "/LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    return Fail(absl::FailedPreconditionError(absl::StrCat("--data: ", data, " is in use by another ledger-monitor")));
-  }
+  if (auto code = ledger::cmd::VkeyCommand(flags, *key); code.has_value()) return *code;
+  if (absl::Status s = ledger::cmd::LockDataDir(data, "ledger-monitor"); !s.ok()) return Fail(s);
   auto log_key = LogKey(flags.Get("log-key"));
   if (!log_key.ok()) return Fail(log_key.status());
   auto tls = LogTls(flags);

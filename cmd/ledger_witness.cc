@@ -196,15 +196,12 @@ int main(int argc, char** argv) {
                "plain-HTTP address serving only /healthz (for probes that cannot present a certificate); '' "
                "(default): none");
   flags.Define("help", "false", "print this help", true);
-  if (absl::Status s = flags.Parse(argc, argv, 1); !s.ok()) {
-    std::cerr << s.message() << "\n" << flags.Usage();
-    return 2;
-  }
-  if (flags.Bool("help")) {
-    std::cout << "usage: ledger-witness --data DIR --listen HOST:PORT --log VKEY_FILE [--log VKEY_FILE ...]\n"
-                 "       ledger-witness vkey --data DIR [--name NAME] [--key FILE|pkcs11:URI]\n"
-              << flags.Usage();
-    return 0;
+  if (auto code = ledger::cmd::ParseOrHelp(
+          flags, argc, argv,
+          "usage: ledger-witness --data DIR --listen HOST:PORT --log VKEY_FILE [--log VKEY_FILE ...]\n"
+          "       ledger-witness vkey --data DIR [--name NAME] [--key FILE|pkcs11:URI]\n");
+      code.has_value()) {
+    return *code;
   }
   const std::string data = flags.Get("data");
   if (data.empty()) return Fail(absl::InvalidArgumentError("--data: required"));
@@ -213,20 +210,9 @@ int main(int argc, char** argv) {
   if (ec) return Fail(absl::UnavailableError(absl::StrCat("--data: cannot create ", data, "/logs: ", ec.message())));
   auto key = WitnessKey(flags, data);
   if (!key.ok()) return Fail(key.status());
-  if (!flags.positional().empty()) {
-    if (flags.positional() != std::vector<std::string>{"vkey"}) {
-      std::cerr << "unknown command; commands: vkey\n";
-      return 2;
-    }
-    std::cout << key->VerifierKey() << "\n";
-    return 0;
-  }
-  // One serving process per data directory: two would each check against
-  // their own copy of the records. (vkey, above, only reads or creates the key.)
-  int lock = ::open((data + "/LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    return Fail(absl::FailedPreconditionError(absl::StrCat("--data: ", data, " is in use by another ledger-witness")));
-  }
+  if (auto code = ledger::cmd::VkeyCommand(flags, *key); code.has_value()) return *code;
+  // (vkey, above, only reads or creates the key.)
+  if (absl::Status s = ledger::cmd::LockDataDir(data, "ledger-witness"); !s.ok()) return Fail(s);
   auto logs = LoadLogKeys(log_files);
   if (!logs.ok()) return Fail(logs.status());
   auto witness = ledger::witness::Witness::Open(data + "/logs", *key, *std::move(logs), [] {
