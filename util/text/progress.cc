@@ -5,11 +5,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace ledger::text {
+
+size_t Newlines(std::string_view text) {
+  size_t n = 0;
+  const char* end = text.data() + text.size();
+  for (const char* at = text.data(); (at = static_cast<const char*>(std::memchr(at, '\n', end - at))) != nullptr;
+       ++at) {
+    ++n;
+  }
+  return n;
+}
 
 std::string Thousands(uint64_t n) {
   std::string digits = absl::StrCat(n), out;

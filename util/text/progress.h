@@ -42,6 +42,10 @@ namespace ledger::text {
 // 1234567 -> "1,234,567".
 std::string Thousands(uint64_t n);
 
+// The newlines in `text`: the lines a piece of a line-per-record file ends,
+// for a meter's Add (memchr finds them a vector at a time).
+size_t Newlines(std::string_view text);
+
 // Seconds as "7 s" (under a minute), "2 min 5 s" (under an hour), "1 h 3 min".
 std::string Duration(uint64_t seconds);
 

@@ -88,7 +88,7 @@ absl::Status CheckStreamed(const std::string& name, NextPiece read, const Files&
   auto counted = [&]() -> absl::StatusOr<std::string_view> {
     auto piece = read();
     if (piece.ok() && name == pack::kEntries) {
-      progress->Add(static_cast<uint64_t>(std::count(piece->begin(), piece->end(), '\n')));
+      progress->Add(text::Newlines(*piece));
     }
     return piece;
   };

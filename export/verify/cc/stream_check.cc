@@ -28,35 +28,74 @@ void KeepFirst(std::optional<Failure>* first, std::optional<Failure> f) {
   if (f && (!*first || *f < **first)) *first = std::move(f);
 }
 
+// A chunk of entries.jsonl decoded on a worker thread: each line's leaf
+// hash, the seq at its end and its entry, or why it is not one. The
+// objects go round: decoded, checked, projected, then decoded into again,
+// their entries cleared, not freed (a receipt's fields would otherwise be
+// allocated and freed for every line, on three threads).
+struct Decoded {
+  uint64_t first_line = 0;
+  size_t lines = 0;
+  // [0, lines) hold this chunk's lines; those whose `errors` is not OK are
+  // unspecified.
+  std::vector<receipt::Entry> entries;
+  std::vector<absl::Status> errors;
+  std::vector<hash::Hash> hashes;
+  std::vector<int64_t> tail_seqs;
+  // The lines that passed the checks, for the projection: [0, checked).
+  size_t checked = 0;
+
+  void Decode(std::string_view chunk, uint64_t first, size_t count) {
+    first_line = first;
+    lines = 0;
+    checked = 0;
+    if (entries.size() < count) entries.resize(count);
+    errors.resize(count);
+    hashes.resize(count);
+    tail_seqs.resize(count);
+    ForEachLine(chunk, [&](std::string_view leaf) {
+      size_t k = lines++;
+      hashes[k] = hash::LeafHash(leaf);
+      auto tail = receipt::SeqOf(leaf);
+      tail_seqs[k] = tail.ok() ? static_cast<int64_t>(*tail) : -1;
+      receipt::Entry& entry = entries[k];
+      entry.Clear();
+      errors[k] = absl::OkStatus();
+      // ParseLeaf, read in place.
+      if (receipt::ReadLeaf(leaf, &entry)) return;
+      auto parsed = receipt::ParseLeafByTree(leaf);
+      if (parsed.ok()) {
+        entry = *std::move(parsed);
+      } else {
+        errors[k] = parsed.status();
+      }
+    });
+  }
+};
+
 // Projection on a thread of its own. It is the one stage that must see the
-// entries in order after their checks; the checking thread hands it a few
-// chunks' entries at a time and goes on, and frees them once projected
-// (FreeProjected), which the projection thread would otherwise spend its time on. A
-// projection failure is kept with its line: checking stops when it learns
-// of it, and since nothing after that line can come first, the report is
-// the same as if the two had run in one thread.
+// entries in order after their checks; the checking thread hands it each
+// chunk's checked entries and goes on, and takes the chunks back once
+// projected (Projected) to decode into again. A projection failure is kept
+// with its line: checking stops when it learns of it, and since nothing
+// after that line can come first, the report is the same as if the two had
+// run in one thread.
 class Projection {
  public:
-  // Consecutive lines from `first_line`.
-  struct Batch {
-    uint64_t first_line = 0;
-    std::vector<receipt::Entry> entries;
-  };
-
   explicit Projection(pack::Outcomes* outcomes) : outcomes_(outcomes), thread_([this] { Run(); }) {}
   ~Projection() { Finish(); }
   Projection(const Projection&) = delete;
   Projection& operator=(const Projection&) = delete;
 
-  // Waits while kQueued batches wait.
-  void Add(Batch batch) { queue_.Push(std::move(batch)); }
-  // Frees the batches projected so far.
-  void FreeProjected() {
-    while (done_.TryPop()) {
-    }
+  // Waits while kQueued chunks wait.
+  void Add(std::unique_ptr<Decoded> chunk) { queue_.Push(std::move(chunk)); }
+  // A chunk projected, if one is: to decode into again.
+  std::unique_ptr<Decoded> Projected() {
+    std::optional<std::unique_ptr<Decoded>> done = done_.TryPop();
+    return done ? *std::move(done) : nullptr;
   }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
-  // Waits for every batch.
+  // Waits for every chunk.
   std::optional<Failure> Finish() {
     if (thread_.joinable()) {
       queue_.Close();
@@ -66,28 +105,29 @@ class Projection {
   }
 
  private:
-  static constexpr size_t kQueued = 4;
+  static constexpr size_t kQueued = 16;
 
   void Run() {
-    while (auto batch = queue_.Pop()) {
-      if (!failure_) Project(*batch);
-      done_.Push(*std::move(batch));
+    while (auto chunk = queue_.Pop()) {
+      if (!failure_) Project(**chunk);
+      done_.Push(*std::move(chunk));
     }
   }
 
   // Outcomes fail only when their spilled records cannot be read back: the
-  // batch is named by its first line.
-  void Project(const Batch& batch) {
-    absl::Status st = outcomes_->Project(batch.entries);
+  // chunk is named by its first line.
+  void Project(const Decoded& chunk) {
+    if (chunk.checked == 0) return;
+    absl::Status st = outcomes_->Project(absl::MakeConstSpan(chunk.entries.data(), chunk.checked));
     if (st.ok()) return;
-    failure_ = Failure{batch.first_line, Failure::kProject, pack::kEntries,
-                       static_cast<int64_t>(batch.entries.front().seq), std::string(st.message())};
+    failure_ = Failure{chunk.first_line, Failure::kProject, pack::kEntries,
+                       static_cast<int64_t>(chunk.entries.front().seq), std::string(st.message())};
     failed_.store(true, std::memory_order_relaxed);
   }
 
   pack::Outcomes* const outcomes_;
-  tasks::Channel<Batch> queue_{kQueued};
-  tasks::Channel<Batch> done_;  // projected, for the checking thread to free
+  tasks::Channel<std::unique_ptr<Decoded>> queue_{kQueued};
+  tasks::Channel<std::unique_ptr<Decoded>> done_;  // projected, for the checking thread to reuse
   std::atomic<bool> failed_{false};
   std::optional<Failure> failure_;  // the projection thread's until joined
   std::thread thread_;
@@ -105,14 +145,17 @@ class StreamCheck::EntryPass : public LinePass {
     uint64_t first = next_line_;
     next_line_ += lines;
     if (stopped()) return;
+    std::unique_ptr<Decoded> into = Reusable();
     inflight_.push_back(
-        tasks::Pool::Shared().Run([chunk = std::move(chunk), first, lines] { return Decode(chunk, first, lines); }));
+        tasks::Pool::Shared().Run([chunk = std::move(chunk), into = std::move(into), first, lines]() mutable {
+          into->Decode(chunk, first, lines);
+          return std::move(into);
+        }));
     while (inflight_.size() > MaxInflight()) TakeOldest();
   }
   // Waits for every chunk and the projection.
   void Finish() override {
     while (!inflight_.empty()) TakeOldest();
-    SendBatch();
     KeepFirst(&failure_, projection_.Finish());
   }
   // A line too long to be an entry.
@@ -135,26 +178,12 @@ class StreamCheck::EntryPass : public LinePass {
   const std::vector<StreamCheck::Epoch>& epochs() const { return epochs_; }
 
  private:
-  struct Decoded {
-    uint64_t first_line;
-    std::vector<absl::StatusOr<receipt::Entry>> entries;
-    std::vector<hash::Hash> hashes;
-    std::vector<int64_t> tail_seqs;
-  };
-
-  static Decoded Decode(const std::string& chunk, uint64_t first_line, size_t lines) {
-    Decoded d{first_line, {}, {}, {}};
-    d.entries.reserve(lines);
-    d.hashes.reserve(lines);
-    d.tail_seqs.reserve(lines);
-    ForEachLine(chunk, [&](std::string_view leaf) {
-      d.hashes.push_back(hash::LeafHash(leaf));
-      auto tail = receipt::SeqOf(leaf);
-      d.tail_seqs.push_back(tail.ok() ? static_cast<int64_t>(*tail) : -1);
-      // ParseLeaf, read in place.
-      absl::StatusOr<receipt::Entry>& entry = d.entries.emplace_back(receipt::Entry());
-      if (!receipt::ReadLeaf(leaf, &*entry)) entry = receipt::ParseLeafByTree(leaf);
-    });
+  // A chunk to decode into: one the projection is done with, or a new one.
+  std::unique_ptr<Decoded> Reusable() {
+    while (auto done = projection_.Projected()) free_.push_back(std::move(done));
+    if (free_.empty()) return std::make_unique<Decoded>();
+    std::unique_ptr<Decoded> d = std::move(free_.back());
+    free_.pop_back();
     return d;
   }
 
@@ -173,31 +202,21 @@ class StreamCheck::EntryPass : public LinePass {
   }
 
   void TakeOldest() {
-    Decoded d = inflight_.front().get();
+    std::unique_ptr<Decoded> d = inflight_.front().get();
     inflight_.pop_front();
-    projection_.FreeProjected();  // here, while the projection goes on
     if (stopped()) return;
-    for (size_t k = 0; k < d.entries.size() && !failure_; ++k) {
-      if (batch_.entries.empty()) batch_.first_line = d.first_line + k;
-      Check(d.first_line + k, d, k, &batch_);
-    }
-    if (batch_.entries.size() >= kBatchEntries || failure_) SendBatch();
+    for (size_t k = 0; k < d->lines && !failure_; ++k) Check(d->first_line + k, *d, k);
+    projection_.Add(std::move(d));
   }
 
-  void SendBatch() {
-    if (!batch_.entries.empty()) projection_.Add(std::move(batch_));
-    batch_ = Projection::Batch();
-  }
-
-  void Check(uint64_t line, Decoded& d, size_t k, Projection::Batch* batch) {
+  void Check(uint64_t line, Decoded& d, size_t k) {
     Record rec{d.tail_seqs[k], d.hashes[k], 0, 0, 0, 0, 0};
     auto fail = [&](int stage, int64_t seq, std::string message) {
       failure_ = Failure{line, stage, pack::kEntries, seq, std::move(message)};
     };
-    absl::StatusOr<receipt::Entry>& entry = d.entries[k];
-    if (!entry.ok()) {
-      fail(Failure::kDecode, last_seq_ ? static_cast<int64_t>(*last_seq_ + 1) : -1,
-           std::string(entry.status().message()));
+    const receipt::Entry* entry = &d.entries[k];
+    if (!d.errors[k].ok()) {
+      fail(Failure::kDecode, last_seq_ ? static_cast<int64_t>(*last_seq_ + 1) : -1, std::string(d.errors[k].message()));
     } else {
       int64_t seq = static_cast<int64_t>(entry->seq);
       if (last_seq_.has_value() && entry->seq <= *last_seq_) {
@@ -248,7 +267,7 @@ class StreamCheck::EntryPass : public LinePass {
     if (entry->version >= 2 && !first_version2_seq_) first_version2_seq_ = entry->seq;
     last_seq_ = entry->seq;
     last_hash_ = d.hashes[k];
-    batch->entries.push_back(*std::move(entry));
+    d.checked = k + 1;
     ++entries_;
   }
 
@@ -277,7 +296,8 @@ class StreamCheck::EntryPass : public LinePass {
   std::optional<StreamCheck::Logged> latest_logged_;
   std::vector<StreamCheck::Epoch> epochs_;
   std::optional<uint64_t> first_version2_seq_;
-  std::deque<std::future<Decoded>> inflight_;
+  std::deque<std::future<std::unique_ptr<Decoded>>> inflight_;
+  std::vector<std::unique_ptr<Decoded>> free_;  // projected, to decode into again
   uint64_t next_line_ = 0, entries_ = 0;
   std::optional<uint64_t> last_seq_;
   hash::Hash last_hash_{};
@@ -286,9 +306,6 @@ class StreamCheck::EntryPass : public LinePass {
   absl::flat_hash_map<std::string, uint64_t> last_of_run_;
   std::string run_key_;
   std::optional<Failure> failure_;
-  // Entries checked, for the projection: a few chunks' worth at a time.
-  static constexpr size_t kBatchEntries = 2048;
-  Projection::Batch batch_;
   // Last: its thread stops before the rest goes.
   Projection projection_;
 };

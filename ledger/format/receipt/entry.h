@@ -43,6 +43,20 @@ struct Entry {
   int64_t logged_at_us = 0;
   std::string emitter;
   Receipt receipt;
+
+  // Back to a default-constructed entry's values, keeping the memory its
+  // strings and receipt hold (an entry read into again and again, as the
+  // verifier's decoding does, allocates once).
+  void Clear() {
+    seq = 0;
+    prev = hash::Hash{};
+    run_prev.reset();
+    team_prev.reset();
+    version = kEntryFormatVersion;
+    logged_at_us = 0;
+    emitter.clear();
+    receipt.Clear();
+  }
 };
 
 // `canonical_receipt` MUST be the output of Canonicalize or Encode, and
@@ -91,7 +105,7 @@ absl::StatusOr<std::string> TeamOf(std::string_view leaf);
 absl::StatusOr<Entry> ParseLeaf(std::string_view leaf);
 
 // The fast path: reads the leaf in place (receipt::ReadCanonical). True,
-// with `out` (which MUST be default-constructed) filled, only when
+// with `out` (which MUST be default-constructed or cleared) filled, only when
 // ParseLeafByTree would return the same entry; false on anything else and
 // on the few leaves it leaves to the slow path. `out` is then unspecified.
 bool ReadLeaf(std::string_view leaf, Entry* out);

@@ -168,6 +168,42 @@ TEST(ReadLeafTest, ReadsEveryCanonicalLeafAsTheReferenceDoes) {
   }
 }
 
+// The verifier reads every line of a pack into the same few entries,
+// cleared in between: what a cleared entry reads is what a new one reads,
+// whatever it held before (a longer receipt of another kind, a run_prev
+// and team_prev the next leaf lacks, a half-read leaf that was refused).
+TEST(ReadLeafTest, AClearedEntryReadsAsANewOne) {
+  Random random(13);
+  Entry reused;
+  int v2 = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string leaf = random.Leaf();
+    if (i % 2 == 1) {
+      // The same entry as version 2, with a team_prev every other time.
+      auto parsed = ParseLeaf(leaf);
+      ASSERT_TRUE(parsed.ok()) << parsed.status();
+      std::optional<uint64_t> team_prev;
+      if (i % 4 == 1) team_prev = parsed->seq / 2;
+      leaf.clear();
+      EncodeLeafV2To(&leaf, parsed->seq, parsed->prev, parsed->run_prev, team_prev, parsed->logged_at_us,
+                     parsed->emitter, Encode(parsed->receipt));
+      ++v2;
+    }
+    if (i % 7 == 3) {
+      reused.Clear();
+      ReadLeaf(random.Mutate(leaf), &reused);  // read or refused: left as it may be
+    }
+    reused.Clear();
+    Entry fresh;
+    ASSERT_TRUE(ReadLeaf(leaf, &fresh)) << leaf;
+    ASSERT_TRUE(ReadLeaf(leaf, &reused)) << leaf;
+    ASSERT_EQ(Diff(reused, fresh), "") << leaf;
+    EXPECT_EQ(reused.version, fresh.version) << leaf;
+    EXPECT_EQ(reused.team_prev, fresh.team_prev) << leaf;
+  }
+  EXPECT_EQ(v2, 1500);
+}
+
 TEST(ReadLeafTest, NeverAcceptsWhatTheReferenceRefuses) {
   Random random(11);
   int accepted = 0, declined = 0;

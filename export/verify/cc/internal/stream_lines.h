@@ -20,6 +20,7 @@
 #include "export/verify/cc/internal/stream_check.h"
 #include "export/verify/cc/scope.h"
 #include "ledger/format/hash/hash.h"
+#include "util/text/progress.h"
 
 namespace ledger::verify {
 
@@ -60,11 +61,7 @@ class LineChunker {
  private:
   template <typename Emit>
   void Hand(Emit& emit) {
-    size_t lines = 0;
-    for (const char* at = buf_.data();
-         (at = static_cast<const char*>(std::memchr(at, '\n', buf_.data() + buf_.size() - at))) != nullptr; ++at) {
-      ++lines;
-    }
+    size_t lines = text::Newlines(buf_);
     if (buf_.back() != '\n') ++lines;
     emit(std::move(buf_), lines);
     buf_ = std::string();
