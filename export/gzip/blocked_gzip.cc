@@ -3,6 +3,7 @@
 #include <libdeflate.h>
 
 #include <algorithm>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -26,12 +27,25 @@ void PutU32(char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
 }
 
+// Each thread's compressor and decompressor, made once: a compressor's
+// tables are hundreds of kilobytes, and libdeflate resets them per call.
+libdeflate_compressor* Compressor() {
+  thread_local std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> c(
+      libdeflate_alloc_compressor(kLevel), libdeflate_free_compressor);
+  return c.get();
+}
+
+libdeflate_decompressor* Decompressor() {
+  thread_local std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(
+      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  return d.get();
+}
+
 std::string Compress(std::string_view in) {
-  libdeflate_compressor* c = libdeflate_alloc_compressor(kLevel);
+  libdeflate_compressor* c = Compressor();
   size_t bound = libdeflate_deflate_compress_bound(c, in.size());
   std::string member(kHeaderBytes + bound + kTrailerBytes, '\0');
   size_t n = libdeflate_deflate_compress(c, in.data(), in.size(), member.data() + kHeaderBytes, bound);
-  libdeflate_free_compressor(c);
   member.resize(kHeaderBytes + n + kTrailerBytes);
   static constexpr unsigned char kHead[kHeaderBytes - 4] = {0x1f, 0x8b, 8, 4, 0,   0,   0, 0,
                                                             0,    0xff, 8, 0, 'E', 'L', 4, 0};
@@ -54,11 +68,9 @@ absl::StatusOr<std::string> Inflate(const std::string& member, uint64_t offset) 
     return MemberError(offset, absl::StrCat("says it holds ", size, " bytes, more than a block (", kBlockBytes, ")"));
   }
   std::string out(size, '\0');
-  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
   size_t in_bytes = member.size() - kHeaderBytes - kTrailerBytes, used = 0;
-  libdeflate_result r = libdeflate_deflate_decompress_ex(d, member.data() + kHeaderBytes, in_bytes, out.data(),
-                                                         out.size(), &used, nullptr);
-  libdeflate_free_decompressor(d);
+  libdeflate_result r = libdeflate_deflate_decompress_ex(Decompressor(), member.data() + kHeaderBytes, in_bytes,
+                                                         out.data(), out.size(), &used, nullptr);
   if (r != LIBDEFLATE_SUCCESS) {
     return MemberError(offset, r == LIBDEFLATE_SHORT_OUTPUT || r == LIBDEFLATE_INSUFFICIENT_SPACE
                                    ? "inflates to a size other than its trailer says"
@@ -72,13 +84,25 @@ absl::StatusOr<std::string> Inflate(const std::string& member, uint64_t offset) 
 }  // namespace
 
 Writer::Writer(const std::string& path, hash::Sha256Stream* sha256)
-    : path_(path), out_(path, std::ios::binary | std::ios::trunc), sha256_(sha256) {
+    : path_(path), out_(path, std::ios::binary | std::ios::trunc), sha256_(sha256), to_hash_(Workers() + 1) {
   ok_ = static_cast<bool>(out_);
+  if (sha256_ != nullptr) {
+    hasher_ = std::thread([this] {
+      while (auto block = to_hash_.Pop()) sha256_->Update(**block);
+    });
+  }
 }
 
 Writer::~Writer() {
-  // The workers use the hash and their own copies only; wait for them.
+  // The workers use their own copies only; wait for them.
   for (auto& f : inflight_) f.wait();
+  StopHashing();
+}
+
+void Writer::StopHashing() {
+  if (!hasher_.joinable()) return;
+  to_hash_.Close();
+  hasher_.join();
 }
 
 void Writer::Write(std::string_view data) {
@@ -105,23 +129,13 @@ void Writer::EndBlock() {
 }
 
 void Writer::Submit() {
-  std::string block = std::move(pending_);
+  auto block = std::make_shared<const std::string>(std::move(pending_));
   pending_ = std::string();
   pending_.reserve(kBlockBytes);
-  input_bytes_ += block.size();
-  std::shared_future<void> previous = hashed_;
-  auto hashed = std::make_shared<std::promise<void>>();
-  hashed_ = hashed->get_future().share();
-  inflight_.push_back(std::async(std::launch::async, [block = std::move(block), previous, hashed, sha256 = sha256_] {
-    std::string member = Compress(block);
-    // The input is hashed in order: after the block before this one.
-    if (sha256 != nullptr) {
-      if (previous.valid()) previous.wait();
-      sha256->Update(block);
-    }
-    hashed->set_value();
-    return member;
-  }));
+  input_bytes_ += block->size();
+  // Compressed on the pool's threads, hashed in order on this writer's.
+  inflight_.push_back(tasks::Pool::Shared().Run([block] { return Compress(*block); }));
+  if (sha256_ != nullptr) to_hash_.Push(block);
   while (inflight_.size() > Workers()) Drain();
 }
 
@@ -150,6 +164,7 @@ absl::Status Writer::Finish() {
   finished_ = true;
   EndBlock();
   while (!inflight_.empty()) Drain();
+  StopHashing();
   out_.close();
   ok_ = ok_ && static_cast<bool>(out_);
   if (!ok_) return absl::UnavailableError(absl::StrCat("gzip: cannot write ", path_));

@@ -20,8 +20,10 @@
 // writer is told to end one (EndBlock), so already-compressed members of a
 // file can be spliced in (Splice) at a block boundary.
 //
-// Thread-compatible: one thread uses a writer or a reader; each uses worker
-// threads of its own, joined before it returns from Finish or goes.
+// Thread-compatible: one thread uses a writer or a reader. Members are
+// compressed and inflated on the process's task pool (util/tasks), waited
+// for before Finish returns or the object goes; a writer that hashes its
+// input does so on a thread of its own, in order.
 #ifndef EXPORT_GZIP_BLOCKED_GZIP_H_
 #define EXPORT_GZIP_BLOCKED_GZIP_H_
 
@@ -32,9 +34,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "ledger/format/hash/hash.h"
+#include "util/tasks/channel.h"
 
 namespace ledger::gzip {
 
@@ -71,13 +75,17 @@ class Writer {
  private:
   void Submit();
   void Drain();
+  // Waits for the blocks submitted to be hashed.
+  void StopHashing();
 
   std::string path_;
   std::ofstream out_;
   hash::Sha256Stream* sha256_;
   std::string pending_;
   std::deque<std::future<std::string>> inflight_;
-  std::shared_future<void> hashed_;  // the last submitted block's hashing
+  // With sha256_: the blocks submitted, hashed in order by hasher_.
+  tasks::Channel<std::shared_ptr<const std::string>> to_hash_;
+  std::thread hasher_;
   uint64_t input_bytes_ = 0;
   bool ok_ = true;
   bool finished_ = false;
