@@ -23,6 +23,7 @@
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/runmap/proof_json.h"
+#include "util/tasks/tasks.h"
 
 namespace ledger::exporter {
 namespace {
@@ -113,31 +114,58 @@ class SeqSpool {
   uint64_t blocks_ = 0, size_ = 0;
 };
 
-// Spools the seqs of a run's entries by walking its run chain back from
-// `head`, the run's head at the pack's checkpoint (runmap.h).
-absl::Status RunSeqs(const log::LogView& view, const runmap::Head& head, uint64_t size, SeqSpool* spool) {
-  absl::Status walked = view.WalkLeavesBack(
-      head.last_seq, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
-        // The whole entry is checked when it is written into the pack.
-        auto run_prev = receipt::RunPrevOf(leaf);
-        if (!run_prev.ok()) {
-          return absl::DataLossError(absl::StrCat("entry ", at, ": ", run_prev.status().message()));
-        }
-        if (at < size) {
-          if (auto s = spool->Push(at); !s.ok()) return s;
-        }
-        if (run_prev->has_value() && **run_prev >= at) {
-          return absl::DataLossError(absl::StrCat("entry ", at, ": run_prev does not go back"));
-        }
-        return *run_prev;
-      });
-  if (!walked.ok()) return walked;
-  if (spool->size() != head.count) {
-    return absl::DataLossError(absl::StrCat("run: the run-head map counts ", head.count,
-                                            " entries of the run, its chain holds ", spool->size()));
-  }
-  return absl::OkStatus();
+// Spools the seqs of a run's entries from `from` down by walking its run
+// chain back.
+absl::Status WalkRunBack(const log::LogView& view, uint64_t from, SeqSpool* spool) {
+  return view.WalkLeavesBack(from, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
+    // The whole entry is checked when it is written into the pack.
+    auto run_prev = receipt::RunPrevOf(leaf);
+    if (!run_prev.ok()) {
+      return absl::DataLossError(absl::StrCat("entry ", at, ": ", run_prev.status().message()));
+    }
+    if (auto s = spool->Push(at); !s.ok()) return s;
+    if (run_prev->has_value() && **run_prev >= at) {
+      return absl::DataLossError(absl::StrCat("entry ", at, ": run_prev does not go back"));
+    }
+    return *run_prev;
+  });
 }
+
+// Reads the leaves of seqs given in ascending order: a scan for each run
+// of consecutive seqs, a point read for a lone one.
+class SeqReader {
+ public:
+  using Fn = absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)>;
+  SeqReader(const log::LogView& view, Fn fn) : view_(view), fn_(fn) {}
+
+  absl::Status Add(uint64_t seq) {
+    if (end_ != first_ && seq == end_) {
+      ++end_;
+      return absl::OkStatus();
+    }
+    if (auto s = Flush(); !s.ok()) return s;
+    first_ = seq;
+    end_ = seq + 1;
+    return absl::OkStatus();
+  }
+
+  // Reads the seqs not read yet.
+  absl::Status Flush() {
+    uint64_t first = first_, end = end_;
+    first_ = end_ = 0;
+    if (end == first) return absl::OkStatus();
+    if (end - first > 1) return view_.ScanLeaves(first, end, fn_);
+    auto leaf = view_.GetLeaf(first);
+    return leaf.ok() ? fn_(first, *leaf) : leaf.status();
+  }
+
+ private:
+  const log::LogView& view_;
+  Fn fn_;
+  uint64_t first_ = 0, end_ = 0;  // the consecutive seqs [first_, end_) not yet read
+};
+
+std::string SeqOrNone(std::optional<uint64_t> seq) { return seq ? std::to_string(*seq) : std::string("none"); }
 
 // The first seq below the view's size whose logged_at_us is >= t
 // (logged_at_us never decreases along the log).
@@ -176,6 +204,12 @@ struct PackExport {
         empty(options.empty),
         progress(options.progress),
         pack_format(options.pack_format) {}
+  // A projection on the pool uses this object: wait for it.
+  ~PackExport() {
+    if (projecting.valid()) projecting.wait();
+  }
+  PackExport(const PackExport&) = delete;
+  PackExport& operator=(const PackExport&) = delete;
 
   // A batch of leaves handed to the projecting thread.
   struct Batch {
@@ -191,6 +225,8 @@ struct PackExport {
   // second thread meanwhile.
   absl::Status Stage();
   absl::Status ReadScope();
+  // A run's entries, `head` its head at the checkpoint.
+  absl::Status ReadRun(const runmap::Head& head);
   // NOT_FOUND for a scope with no entry, under EmptyScope::kRefuse: a run's
   // is known from its run-head proof, a window's once it was read.
   absl::Status CheckNotEmpty();
@@ -205,7 +241,7 @@ struct PackExport {
   // checkpoint's.
   absl::Status FinishWalk();
   absl::StatusOr<hash::Hash> Node(int level, uint64_t index);
-  absl::Status Project(Batch batch);
+  absl::Status Project(const Batch& batch);
   absl::Status HandOver();
   // The checkpoint, its time note, the run-head proof, the consistency
   // proof, the key; then outcomes and report; then the manifest, signed,
@@ -267,6 +303,10 @@ struct PackExport {
   std::optional<merkle::InclusionProver> prover;
   std::vector<hash::Hash> path;
   Batch batch;
+  // The batch being projected (by `projecting`), and the entries it is
+  // decoded into.
+  Batch projected;
+  std::vector<receipt::Entry> decoded;
   std::future<absl::Status> projecting;
   uint64_t count = 0;
   std::map<std::string, pack::ArchiveFile> files;
@@ -378,29 +418,40 @@ absl::StatusOr<hash::Hash> PackExport::Node(int level, uint64_t index) {
   return it->second[at];
 }
 
-absl::Status PackExport::Project(Batch b) {
+absl::Status PackExport::Project(const Batch& b) {
+  // Decoded into the entries of the batch before, cleared: a receipt's
+  // fields are allocated once, not for every entry.
+  if (decoded.size() < b.seqs.size()) decoded.resize(b.seqs.size());
   size_t begin = 0;
   for (size_t k = 0; k < b.seqs.size(); ++k) {
     std::string_view leaf(b.leaves.data() + begin, b.ends[k] - begin);
     begin = b.ends[k];
     uint64_t seq = b.seqs[k];
-    auto entry = receipt::ParseLeaf(leaf);
-    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
-    if (scope.is_run() && (entry->receipt.team() != scope.team || entry->receipt.run_id() != scope.run_id)) {
+    receipt::Entry& entry = decoded[k];
+    entry.Clear();
+    if (!receipt::ReadLeaf(leaf, &entry)) {
+      auto parsed = receipt::ParseLeafByTree(leaf);
+      if (!parsed.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", parsed.status().message()));
+      entry = *std::move(parsed);
+    }
+    if (scope.is_run() && (entry.receipt.team() != scope.team || entry.receipt.run_id() != scope.run_id)) {
       return absl::DataLossError(absl::StrCat("entry ", seq, " is not of run ", scope.run_id));
     }
-    if (auto s = outcomes->Add(*std::move(entry)); !s.ok()) return s;
   }
-  return absl::OkStatus();
+  return outcomes->Project(absl::MakeConstSpan(decoded.data(), b.seqs.size()));
 }
 
-// Leaves are decoded and projected into outcomes on a second thread, a
-// batch at a time, while this one reads, proves and writes the next batch.
+// Leaves are decoded and projected into outcomes on the task pool, a batch
+// at a time (one batch at once, in order), while this thread reads, proves
+// and writes the next batch.
 absl::Status PackExport::HandOver() {
   if (projecting.valid()) {
     if (auto s = projecting.get(); !s.ok()) return s;
   }
-  if (!batch.seqs.empty()) projecting = std::async(std::launch::async, &PackExport::Project, this, std::move(batch));
+  if (!batch.seqs.empty()) {
+    projected = std::move(batch);
+    projecting = tasks::Pool::Shared().Run([this] { return Project(projected); });
+  }
   batch = Batch();
   return Charge(0);
 }
@@ -459,30 +510,9 @@ absl::Status PackExport::Batched(uint64_t seq, std::string_view leaf) {
 absl::Status PackExport::ReadScope() {
   auto counted = [this](uint64_t seq, std::string_view leaf) { return Add(seq, leaf); };
   absl::Status read;
-  SeqSpool spool(Path("run-seqs"), [this] { return Charge(0); });
   if (scope.is_run()) {
-    read = run_head->path.found.has_value() ? RunSeqs(*view, run_head->path.found->head, size, &spool)
-                                            : absl::OkStatus();  // no entry: the proof is of absence
-    uint64_t first = 0, end = 0;                                 // the consecutive seqs [first, end) not yet read
-    auto flush = [&]() -> absl::Status {
-      if (end == first) return absl::OkStatus();
-      if (end - first > 1) return view->ScanLeaves(first, end, counted);
-      auto leaf = view->GetLeaf(first);
-      return leaf.ok() ? counted(first, *leaf) : leaf.status();
-    };
-    if (read.ok()) {
-      read = spool.ForEachReversed([&](uint64_t seq) -> absl::Status {
-        if (end != first && seq == end) {
-          ++end;
-          return absl::OkStatus();
-        }
-        if (auto s = flush(); !s.ok()) return s;
-        first = seq;
-        end = seq + 1;
-        return absl::OkStatus();
-      });
-    }
-    if (read.ok()) read = flush();
+    // No entry: the proof is of absence.
+    read = run_head->path.found.has_value() ? ReadRun(run_head->path.found->head) : absl::OkStatus();
   } else if (scope.is_team_window()) {
     read = view->ScanLeaves(window_lo, window_hi, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
       // Only the team's entries; the rest of the window is skipped.
@@ -501,6 +531,63 @@ absl::Status PackExport::ReadScope() {
     read = view->ScanLeaves(scope.from_seq, scope.to_seq, counted);
   }
   return read;
+}
+
+// The run's entries in seq order: those the store's run index holds and,
+// before them, the older ones of a store that kept no index when they were
+// appended, found by walking the chain back from the first indexed entry's
+// run_prev (from the head when none is indexed). The index is derived from
+// the log, so what is read is held to the chain: each entry's run_prev is
+// the entry read before it, and the last is the head, with the head's
+// count.
+absl::Status PackExport::ReadRun(const runmap::Head& head) {
+  std::optional<uint64_t> first_indexed;
+  absl::Status scanned = view->ScanRunSeqs(scope.team, scope.run_id, [&](uint64_t seq) {
+    first_indexed = seq;
+    return absl::CancelledError();  // the first is all this asks
+  });
+  if (!scanned.ok() && !first_indexed.has_value()) return scanned;
+  std::optional<uint64_t> walk_from = head.last_seq;
+  if (first_indexed.has_value()) {
+    auto leaf = view->GetLeaf(*first_indexed);
+    if (!leaf.ok()) return leaf.status();
+    auto run_prev = receipt::RunPrevOf(*leaf);
+    if (!run_prev.ok()) {
+      return absl::DataLossError(absl::StrCat("entry ", *first_indexed, ": ", run_prev.status().message()));
+    }
+    walk_from = *run_prev;
+  }
+  std::optional<uint64_t> last;
+  uint64_t read = 0;
+  auto chained = [&](uint64_t seq, std::string_view leaf) -> absl::Status {
+    auto run_prev = receipt::RunPrevOf(leaf);
+    if (!run_prev.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", run_prev.status().message()));
+    if (*run_prev != last) {
+      return absl::DataLossError(absl::StrCat("entry ", seq, ": run_prev ", SeqOrNone(*run_prev),
+                                              ", the run's entry before it is ", SeqOrNone(last),
+                                              ": the store's run index or run chain is damaged"));
+    }
+    last = seq;
+    ++read;
+    return Add(seq, leaf);
+  };
+  SeqReader reader(*view, chained);
+  if (walk_from.has_value()) {
+    SeqSpool spool(Path("run-seqs"), [this] { return Charge(0); });
+    if (auto s = WalkRunBack(*view, *walk_from, &spool); !s.ok()) return s;
+    if (auto s = spool.ForEachReversed([&](uint64_t seq) { return reader.Add(seq); }); !s.ok()) return s;
+  }
+  if (first_indexed.has_value()) {
+    absl::Status indexed = view->ScanRunSeqs(scope.team, scope.run_id, [&](uint64_t seq) { return reader.Add(seq); });
+    if (!indexed.ok()) return indexed;
+  }
+  if (auto s = reader.Flush(); !s.ok()) return s;
+  if (read != head.count || last != head.last_seq) {
+    return absl::DataLossError(absl::StrCat("run: the run-head map counts ", head.count, " entries ending at seq ",
+                                            head.last_seq, "; the store's run index and chain give ", read,
+                                            " ending at seq ", SeqOrNone(last)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status PackExport::FinishWalk() {

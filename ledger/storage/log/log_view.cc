@@ -25,6 +25,11 @@ absl::Status LogView::ScanLeaves(uint64_t from, uint64_t to,
   return store_->ScanLeaves(from, to, fn);
 }
 
+absl::Status LogView::ScanRunSeqs(std::string_view team, std::string_view run_id,
+                                  absl::FunctionRef<absl::Status(uint64_t seq)> fn) const {
+  return store_->ScanRunSeqs(team, run_id, size(), fn);
+}
+
 absl::Status LogView::WalkLeavesBack(
     uint64_t from,
     absl::FunctionRef<absl::StatusOr<std::optional<uint64_t>>(uint64_t seq, std::string_view leaf)> next) const {

@@ -76,6 +76,16 @@ class LogView {
   absl::Status ScanLeaves(uint64_t from, uint64_t to,
                           absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const;
 
+  // Calls fn(seq) for the run's entries below size() that the store's run
+  // index holds, ascending; stops at and returns fn's first error. A store
+  // written before the index was kept holds none of the entries appended
+  // before it was opened by a version that keeps it: a run's older entries
+  // are found by walking back from its first indexed one (WalkLeavesBack).
+  // The index is derived from the log: a reader checks what it reads
+  // against the run's chain.
+  absl::Status ScanRunSeqs(std::string_view team, std::string_view run_id,
+                           absl::FunctionRef<absl::Status(uint64_t seq)> fn) const;
+
   // Walks back from `from`, as a run's or a team's chain is walked:
   // next(seq, leaf) returns the seq to visit next (MUST be below seq, or the
   // process aborts), nullopt to stop, or an error, which is returned.

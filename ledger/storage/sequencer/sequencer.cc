@@ -730,6 +730,7 @@ void Sequencer::HashIntoChain(Prepared& p, Placement& placement) {
       head.last_leaf_hash = leaf_hash;
     }
     batch.PutEntry(e.seq, leaf);
+    batch.PutRunSeq(s.receipt->team(), s.receipt->run_id(), e.seq);
     store::ReceiptRef ref{e.seq, leaf_hash, s.digest};
     batch.PutReceipt(s.key(), ref);
     frontier_.Append(leaf_hash,

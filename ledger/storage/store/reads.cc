@@ -87,6 +87,23 @@ absl::StatusOr<std::optional<RunHead>> Store::GetRunHead(std::string_view team, 
   return DecodeRunHead(*v);
 }
 
+absl::Status Store::ScanRunSeqs(std::string_view team, std::string_view run_id, uint64_t below,
+                                absl::FunctionRef<absl::Status(uint64_t seq)> fn) const {
+  std::string prefix = RunSeqPrefix(team, run_id);
+  std::string upper = prefix;
+  PutU64(&upper, below);
+  rocksdb::ReadOptions options = BulkRead();
+  rocksdb::Slice upper_slice(upper);
+  options.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(options, rep_->cfs[kRunSeqs]));
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    rocksdb::Slice key = it->key();
+    if (key.size() != prefix.size() + 8 || !key.starts_with(prefix)) return Malformed("run index key");
+    if (auto s = fn(GetU64(key.data() + prefix.size())); !s.ok()) return s;
+  }
+  return FromRocks(it->status(), "scan the run index");
+}
+
 absl::Status Store::ScanLeaves(uint64_t from, uint64_t to,
                                absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const {
   if (from >= to) return absl::OkStatus();

@@ -5,9 +5,9 @@
 namespace ledger::store {
 namespace {
 
-const char* const kLogCfNames[kLogCfCount] = {"default", "entries",         "receipts",         "nodes",
-                                              "runs",    "checkpoints",     "checkpoint_times", "teams",
-                                              "maps",    "map_cosignatures"};
+const char* const kLogCfNames[kLogCfCount] = {"default", "entries",          "receipts",         "nodes",
+                                              "runs",    "checkpoints",      "checkpoint_times", "teams",
+                                              "maps",    "map_cosignatures", "run_seqs"};
 
 }  // namespace
 

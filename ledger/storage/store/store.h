@@ -42,6 +42,18 @@
 //                                            asks monitors (a store of an
 //                                            earlier one gets the column
 //                                            family, empty, when opened)
+//   run_seqs     len(team) u8 | team |   -> empty: the index of a run's
+//                len(run_id) u8 | run_id |   entries, a row for each entry,
+//                seq u64                     written with it, so that a run
+//                                            is read in seq order without
+//                                            walking its chain back; from
+//                                            the version that keeps it (a
+//                                            store of an earlier one gets
+//                                            the column family, empty, when
+//                                            opened, and indexes the entries
+//                                            appended after: a run's older
+//                                            entries are found by walking
+//                                            back from its first indexed one)
 //   p_steps, p_runs, p_index, p_changes   -> projection records; their
 //                                             layouts are query/projector/
 //                                             keys.h's, made of the parts
@@ -93,6 +105,8 @@ class Batch final : public projection::Sink {
   Batch& operator=(Batch&&) noexcept;
 
   void PutEntry(uint64_t seq, std::string_view leaf);
+  // The row of the run index (`run_seqs`) for the entry `seq` of a run.
+  void PutRunSeq(std::string_view team, std::string_view run_id, uint64_t seq);
   void PutReceipt(const ReceiptKey& key, const ReceiptRef& ref);
   // Removes the receipt index row stored under `stored_key` (for a
   // migration: a format-1 row's key is its bare receipt_id).
@@ -163,6 +177,12 @@ class Store {
   absl::StatusOr<std::optional<ReceiptRef>> FindReceipt(const ReceiptKey& key) const;
   absl::StatusOr<std::optional<RunHead>> GetRunHead(std::string_view team, std::string_view run_id) const;
   absl::StatusOr<std::optional<RunHead>> GetTeamHead(std::string_view team) const;
+
+  // Calls fn(seq) for the seqs below `below` of the run's rows in the run
+  // index (`run_seqs`), ascending, until fn returns an error, which is
+  // returned; DATA_LOSS when a row is malformed.
+  absl::Status ScanRunSeqs(std::string_view team, std::string_view run_id, uint64_t below,
+                           absl::FunctionRef<absl::Status(uint64_t seq)> fn) const;
 
   // Calls fn(seq, leaf) for from <= seq < to in order; stops at and returns
   // the first error of fn. DATA_LOSS when a seq in the range is missing.

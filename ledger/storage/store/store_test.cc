@@ -89,6 +89,45 @@ TEST(StoreTest, ScanLeavesInOrderAndReportsGaps) {
   EXPECT_EQ(tail.message(), "storage: entry 10 is missing");
 }
 
+// The run index: a run's seqs ascending, below the bound asked, and none of
+// another run's, even where team and run_id run into each other ("a"/"bc",
+// "ab"/"c") or one run_id begins another ("b", "bc"); it survives a reopen.
+TEST(StoreTest, RunIndexScansOneRunsSeqsBelowABound) {
+  testing::TempDir dir;
+  {
+    auto store = *Store::Open(dir.path());
+    Batch b = store->NewBatch();
+    const std::pair<const char*, const char*> runs[] = {{"a", "bc"}, {"ab", "c"}, {"a", "b"}};
+    for (uint64_t seq = 0; seq < 30; ++seq) b.PutRunSeq(runs[seq % 3].first, runs[seq % 3].second, seq);
+    b.PutRunSeq("a", "bc", 1000);
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  auto store = *Store::Open(dir.path());
+  auto seqs = [&](std::string_view team, std::string_view run, uint64_t below) {
+    std::string seen;
+    absl::Status s = store->ScanRunSeqs(team, run, below, [&](uint64_t seq) {
+      absl::StrAppend(&seen, seq, ",");
+      return absl::OkStatus();
+    });
+    EXPECT_TRUE(s.ok()) << s;
+    return seen;
+  };
+  EXPECT_EQ(seqs("a", "bc", 13), "0,3,6,9,12,");
+  EXPECT_EQ(seqs("a", "bc", 5000), "0,3,6,9,12,15,18,21,24,27,1000,");
+  EXPECT_EQ(seqs("ab", "c", 12), "1,4,7,10,");
+  EXPECT_EQ(seqs("a", "b", 9), "2,5,8,");
+  EXPECT_EQ(seqs("a", "bcd", 5000), "");
+  EXPECT_EQ(seqs("a", "bc", 0), "");
+  // fn's error stops the scan and is returned.
+  int calls = 0;
+  absl::Status stopped = store->ScanRunSeqs("a", "bc", 5000, [&](uint64_t) {
+    ++calls;
+    return absl::CancelledError("enough");
+  });
+  EXPECT_EQ(stopped, absl::CancelledError("enough"));
+  EXPECT_EQ(calls, 1);
+}
+
 // A walk that goes one seq back for long stretches (read ahead in windows),
 // jumps, goes dense again, and meets a missing entry: every seq is visited
 // once, in order, with its own leaf, and the gap is DATA_LOSS.

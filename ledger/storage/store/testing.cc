@@ -11,6 +11,12 @@ void Testing::PutRunHeadOfFormat1(Batch& batch, std::string_view team, std::stri
   batch.rep_->Put(kRuns, RunKey(team, run_id), U64Key(last_seq));
 }
 
+void Testing::DeleteRunSeq(Batch& batch, std::string_view team, std::string_view run_id, uint64_t seq) {
+  std::string key = RunSeqPrefix(team, run_id);
+  PutU64(&key, seq);
+  if (!batch.rep_->wb.Delete((*batch.rep_->cfs)[kRunSeqs], AsSlice(key)).ok()) std::abort();
+}
+
 void Testing::DeleteTeamHead(Batch& batch, std::string_view team) {
   if (!batch.rep_->wb.Delete((*batch.rep_->cfs)[kTeams], AsSlice(team)).ok()) std::abort();
 }

@@ -44,6 +44,9 @@ class Testing {
   static void PutRunHeadOfFormat1(Batch& batch, std::string_view team, std::string_view run_id, uint64_t last_seq);
   // Removes a team's row: for tests of stores written before team rows.
   static void DeleteTeamHead(Batch& batch, std::string_view team);
+  // Removes a row of the run index: for tests of stores written before the
+  // index, and of a damaged one.
+  static void DeleteRunSeq(Batch& batch, std::string_view team, std::string_view run_id, uint64_t seq);
   // How long commits may keep failing while RocksDB tries to resume before
   // failure() is set (10 s unless set). Call before the first commit.
   static void SetResumeWindow(Store& store, std::chrono::milliseconds window);

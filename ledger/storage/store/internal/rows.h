@@ -38,6 +38,7 @@ enum Cf {
   kTeams,
   kMaps,
   kMapCosignatures,
+  kRunSeqs,
   kLogCfCount
 };
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
@@ -75,6 +76,15 @@ constexpr size_t kRunHeadBytes = 1 + 8 + 8 + 32;
 inline std::string RunKey(std::string_view team, std::string_view run_id) {
   std::string k(1, static_cast<char>(team.size()));
   k.append(team);
+  k.append(run_id);
+  return k;
+}
+
+// A run's rows in `run_seqs`: this prefix, then the seq.
+inline std::string RunSeqPrefix(std::string_view team, std::string_view run_id) {
+  std::string k(1, static_cast<char>(team.size()));
+  k.append(team);
+  k.push_back(static_cast<char>(run_id.size()));
   k.append(run_id);
   return k;
 }
