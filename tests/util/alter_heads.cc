@@ -4,7 +4,9 @@
 //
 //   alter_heads DATA_DIR run-back TEAM RUN   the run's head moved back to
 //                                            its entry before the last
-//                                            (its tail dropped)
+//                                            (its tail dropped, and the
+//                                            run index's row of it, which
+//                                            exports read)
 //   alter_heads DATA_DIR team-back TEAM      the team's head moved back
 //                                            likewise (a window closed early)
 //   alter_heads DATA_DIR team-drop TEAM      the team's row removed (the team
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
     auto back = Back(**store, **head, false);
     if (!back.ok()) return Fail(std::string(back.status().message()));
     batch.PutRunHead(argv[3], argv[4], *back);
+    ledger::store::Testing::DeleteRunSeq(batch, argv[3], argv[4], (*head)->last_seq);
     std::cout << "head " << back->last_seq << "\n";
     forget = StoredMap::Id::kRuns;
   } else if (what == "team-back" && argc == 4) {
