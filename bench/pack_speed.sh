@@ -8,10 +8,12 @@
 # each side's export and verification seconds, pack bytes and peak memory,
 # and the ratios of the medians (new / base).
 #
-# Usage: bench/pack_speed.sh BASE NEW [PAIRS] [ENTRIES] [SCOPE] [NEW_FORMAT]
+# Usage: bench/pack_speed.sh BASE NEW [PAIRS] [ENTRIES] [SCOPE] [NEW_FORMAT] [RUNS]
 #   BASE, NEW: build directories holding bench/pack_bench.
 #   SCOPE: run (default), or seq or team (only where BASE's pack_bench has
 #   --scope; the baseline of 2026-12-04 has run alone).
+#   RUNS: runs taking turns (pack_bench --runs; the log holds ENTRIES x
+#   RUNS entries), where BASE's pack_bench has --runs.
 # e.g. git worktree add /tmp/base f815de5^ && cmake -S /tmp/base -B /tmp/base/build -G Ninja \
 #        -DCMAKE_BUILD_TYPE=RelWithDebInfo && ninja -C /tmp/base/build pack_bench
 #      bench/pack_speed.sh /tmp/base/build build 3 1000000
@@ -22,15 +24,17 @@ pairs=${3:-3}
 entries=${4:-1000000}
 scope=${5:-run}
 new_format=${6:-6}
+runs=${7:-1}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 scope_flag=()
 [ "$scope" = run ] || scope_flag=(--scope "$scope")
+[ "$runs" = 1 ] || scope_flag+=(--runs "$runs")
 for _ in $(seq "$pairs"); do
-  "$base/bench/pack_bench" --entries "$entries" --data "/tmp/pack_speed-base-$entries" "${scope_flag[@]}" |
+  "$base/bench/pack_bench" --entries "$entries" --data "/tmp/pack_speed-base-$entries-$runs" "${scope_flag[@]}" |
     sed 's/^/base /' >>"$out"
-  "$new/bench/pack_bench" --entries "$entries" --data "/tmp/pack_speed-new-$entries" --pack-format "$new_format" \
-    --scope "$scope" | sed 's/^/new /' >>"$out"
+  "$new/bench/pack_bench" --entries "$entries" --data "/tmp/pack_speed-new-$entries-$runs" --pack-format "$new_format" \
+    --scope "$scope" --runs "$runs" | sed 's/^/new /' >>"$out"
 done
 /usr/bin/python3 - "$out" <<'PY'
 import json, statistics, sys

@@ -226,9 +226,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   rocksdb::ColumnFamilyOptions step_options = lookup_options;
   step_options.memtable_insert_with_hint_prefix_extractor.reset(NewKeyPrefix(false, 2, "ledger.TeamAndRun.v1"));
   // A run's rows share their prefix (delta-encoded in a block) and differ
-  // in a seq: LZ4 leaves little of them.
+  // in a seq: LZ4 leaves little of them. Each run's rows arrive in seq
+  // order, runs taking turns: a memtable insert starts where the run's last
+  // one ended.
   rocksdb::ColumnFamilyOptions run_seq_options = cf_options;
   run_seq_options.compression = rocksdb::kLZ4Compression;
+  run_seq_options.memtable_insert_with_hint_prefix_extractor.reset(NewKeyPrefix(false, 2, "ledger.RunSeqs.v1"));
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   for (int cf = 0; cf < kCfCount; ++cf) {
     bool lookup = cf == kReceipts || cf == kRuns || cf == kTeams || cf == kMaps || cf >= kLogCfCount;
