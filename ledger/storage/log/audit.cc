@@ -333,7 +333,55 @@ class Auditor {
     if (heads != replay_.runs()) {
       return Find("run_head", -1, "run heads", absl::StrCat(replay_.runs()), absl::StrCat(heads));
     }
+    if (auto s = CheckRunIndex(); !s.ok()) return s;
     return CheckTeamRows();
+  }
+
+  // The run index: a run's rows are the last entries of its chain, in order,
+  // up to its head (a store written before the index holds rows only for
+  // the entries appended since; a run with none is read by its chain).
+  absl::Status CheckRunIndex() {
+    std::string team, run_id;
+    std::optional<uint64_t> last;  // the run's row read last
+    auto ends_at_head = [&]() -> absl::Status {
+      if (!last.has_value()) return absl::OkStatus();
+      std::optional<runmap::Head> head = replay_.RunHead(team, run_id);
+      if (head.has_value() && head->last_seq == *last) return absl::OkStatus();
+      return Find("run_index", static_cast<int64_t>(*last), absl::StrCat("run index of ", RunName(team, run_id)),
+                  head.has_value() ? absl::StrCat("rows up to the run's head, seq ", head->last_seq) : "no run",
+                  absl::StrCat("rows up to seq ", *last));
+    };
+    absl::Status s = store_.ScanRunIndex([&](std::string_view row_team, std::string_view row_run, uint64_t seq) {
+      std::string row = absl::StrCat("run index row of ", RunName(row_team, row_run), " at seq ", seq);
+      if (row_team != team || row_run != run_id) {
+        if (auto s = ends_at_head(); !s.ok()) return s;
+        team = row_team;
+        run_id = row_run;
+        last.reset();
+      }
+      if (seq >= state_.size) {
+        return Find("run_index", static_cast<int64_t>(seq), row,
+                    absl::StrCat("a seq below the tree size ", state_.size), absl::StrCat("seq ", seq));
+      }
+      auto leaf = store_.GetLeaf(seq);
+      if (!leaf.ok()) return leaf.status();
+      auto entry = receipt::ParseLeaf(*leaf);
+      if (!entry.ok()) return entry.status();  // the entries were read: not reached
+      if (entry->receipt.team() != team || entry->receipt.run_id() != run_id) {
+        return Find("run_index", static_cast<int64_t>(seq), row, absl::StrCat("an entry of ", RunName(team, run_id)),
+                    absl::StrCat("an entry of ", RunName(entry->receipt.team(), entry->receipt.run_id())));
+      }
+      if (last.has_value() && entry->run_prev != last) {
+        auto text = [](std::optional<uint64_t> s) { return s ? absl::StrCat("seq ", *s) : std::string("none"); };
+        return Find("run_index", static_cast<int64_t>(seq), absl::StrCat(row, ": the run's entry before it"),
+                    absl::StrCat(text(entry->run_prev), " (its run_prev)"),
+                    absl::StrCat(text(last), " (the row before it)"));
+      }
+      last = seq;
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    return ends_at_head();
   }
 
   const store::Store& store_;

@@ -7,6 +7,9 @@
 //   receipt_index  one row per entry: its seq, leaf hash and receipt digest
 //   run_head       one row per run: the run's last entry, its count and
 //                  leaf hash
+//   run_index      each run's rows are the last entries of its chain, in
+//                  order, up to its head (all of them, but for a store
+//                  written before the index was kept)
 //   run_map        every run-head map root a time note signs (format 2) is
 //                  the root recomputed from the entries below its size
 //   node           every stored Merkle node equals the one recomputed

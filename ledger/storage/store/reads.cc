@@ -104,6 +104,23 @@ absl::Status Store::ScanRunSeqs(std::string_view team, std::string_view run_id, 
   return FromRocks(it->status(), "scan the run index");
 }
 
+absl::Status Store::ScanRunIndex(
+    absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, uint64_t seq)> fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(BulkRead(), rep_->cfs[kRunSeqs]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string_view key(it->key().data(), it->key().size());
+    size_t team_end = key.empty() ? 0 : 1 + static_cast<unsigned char>(key[0]);
+    size_t run_end = key.size() > team_end ? team_end + 1 + static_cast<unsigned char>(key[team_end]) : 0;
+    if (key.empty() || run_end == 0 || key.size() != run_end + 8) return Malformed("run index key");
+    if (auto s = fn(key.substr(1, team_end - 1), key.substr(team_end + 1, run_end - team_end - 1),
+                    GetU64(key.data() + run_end));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return FromRocks(it->status(), "scan the run index");
+}
+
 absl::Status Store::ScanLeaves(uint64_t from, uint64_t to,
                                absl::FunctionRef<absl::Status(uint64_t seq, std::string_view leaf)> fn) const {
   if (from >= to) return absl::OkStatus();

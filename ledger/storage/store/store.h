@@ -184,6 +184,11 @@ class Store {
   absl::Status ScanRunSeqs(std::string_view team, std::string_view run_id, uint64_t below,
                            absl::FunctionRef<absl::Status(uint64_t seq)> fn) const;
 
+  // Every row of the run index, a run's rows together in seq order; for
+  // audits, as the other Scan functions below.
+  absl::Status ScanRunIndex(
+      absl::FunctionRef<absl::Status(std::string_view team, std::string_view run_id, uint64_t seq)> fn) const;
+
   // Calls fn(seq, leaf) for from <= seq < to in order; stops at and returns
   // the first error of fn. DATA_LOSS when a seq in the range is missing.
   absl::Status ScanLeaves(uint64_t from, uint64_t to,
