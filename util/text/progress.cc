@@ -13,6 +13,7 @@
 namespace ledger::text {
 
 size_t Newlines(std::string_view text) {
+  if (text.empty()) return 0;  // memchr MUST NOT be given a null pointer, which an empty view may hold
   size_t n = 0;
   const char* end = text.data() + text.size();
   for (const char* at = text.data(); (at = static_cast<const char*>(std::memchr(at, '\n', end - at))) != nullptr;

@@ -24,6 +24,16 @@ TEST(Progress, Thousands) {
   EXPECT_EQ(Thousands(100000), "100,000");
 }
 
+// An empty piece (a view with no data at all, as a file's end gives) has
+// none; under UBSan, memchr given its null pointer is refused.
+TEST(Progress, NewlinesOfAPiece) {
+  EXPECT_EQ(Newlines(std::string_view()), 0u);
+  EXPECT_EQ(Newlines(""), 0u);
+  EXPECT_EQ(Newlines("no end"), 0u);
+  EXPECT_EQ(Newlines("a\nb\n\nc"), 3u);
+  EXPECT_EQ(Newlines(std::string(1000, '\n')), 1000u);
+}
+
 TEST(Progress, DurationByItsSize) {
   EXPECT_EQ(Duration(0), "0 s");
   EXPECT_EQ(Duration(59), "59 s");
