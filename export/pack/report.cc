@@ -103,6 +103,10 @@ void ReportEntries::Add(const receipt::Entry& entry) {
                                 " with root ", e.previous_root());
       break;
     }
+    case pb::Receipt::kKeyRotation:
+      row.kind = "key_rotation";
+      row.detail = absl::StrCat("the log's key from ", r.key_rotation().old_key(), " to ", r.key_rotation().new_key());
+      break;
     case pb::Receipt::BODY_NOT_SET:
       row.kind = "(none)";
       break;

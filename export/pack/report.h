@@ -26,7 +26,7 @@ struct ReportRow {
   uint64_t seq = 0;
   int64_t logged_at_us = 0;
   std::string emitter;
-  std::string kind;      // agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch
+  std::string kind;      // agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch, key_rotation
   std::string name;      // model_call: provider/model; tool_call: the tool
   std::string target;    // model_call: the route; tool_call: the target
   std::string decision;  // allow, deny, or empty

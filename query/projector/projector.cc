@@ -557,6 +557,7 @@ absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries, p
         s = OnCall(records, entry, run);
         break;
       case pb::Receipt::kLeaderEpoch:  // an entry of the run ledger.epochs, no step
+      case pb::Receipt::kKeyRotation:  // an entry of the run ledger.keys, no step
       case pb::Receipt::BODY_NOT_SET:
         break;
     }

@@ -165,6 +165,37 @@ TEST(EntryVectorsTest, LeaderEpochNamesTheTreeBeforeIt) {
   EXPECT_EQ(hash::Hex(tree.Root()), v["root_hex"]);
 }
 
+// CONTRACT section 5d's log: its key_rotation entry reads, re-encodes, is
+// what receipt::KeyRotation makes, passes the ledger's validation and no
+// emitter's, and its ids are fixed.
+TEST(EntryVectorsTest, KeyRotationIsTheLedgersEntryOfTheRunOfKeys) {
+  auto v = LoadLeaves("key_rotation.json");
+  const size_t at = v["rotation_seq"].get<size_t>();
+  const std::string leaf = v["entries"][at]["leaf_bytes_utf8"];
+  auto parsed = ParseLeaf(leaf);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(EncodeEntry(*parsed, Encode(parsed->receipt)), leaf);
+  const auto& r = parsed->receipt;
+  ASSERT_TRUE(r.has_key_rotation());
+  Receipt made = KeyRotation(1, r.key_rotation().old_key(), r.key_rotation().new_key(), r.key_rotation().note(),
+                             r.occurred_at_us());
+  EXPECT_EQ(Encode(made), Encode(r));
+  auto checked = Canonicalize(made, Author::kLedger);
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  EXPECT_EQ(*checked, Encode(r));
+  made.set_receipt_id("key-1");
+  EXPECT_THAT(Canonicalize(made, Author::kEmitter),
+              StatusIs(absl::StatusCode::kInvalidArgument, "kind: key_rotation is written by the ledger only"));
+  EXPECT_THAT(Canonicalize(made, Author::kLedger),
+              StatusIs(absl::StatusCode::kInvalidArgument, "receipt_id: a key_rotation's is 'ledger.key.<n>', n >= 1"));
+  made.set_receipt_id("ledger.key.01");
+  EXPECT_FALSE(Canonicalize(made, Author::kLedger).ok());
+  made.set_receipt_id("ledger.key.2");
+  made.set_run_id("ledger.epochs");
+  EXPECT_THAT(Canonicalize(made, Author::kLedger),
+              StatusIs(absl::StatusCode::kInvalidArgument, "run_id: a key_rotation's is 'ledger.keys'"));
+}
+
 TEST(ReceiptTest, LeaderEpochFieldsAreChecked) {
   const std::string root(64, 'a');
   auto refused = [&](Receipt r, const std::string& message) {

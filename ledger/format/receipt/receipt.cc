@@ -298,6 +298,9 @@ absl::Status CheckIdentity(const Receipt& r, Author author) {
   if (r.has_leader_epoch() && author != Author::kLedger) {
     return Invalid("kind", "leader_epoch is written by the ledger only");
   }
+  if (r.has_key_rotation() && author != Author::kLedger) {
+    return Invalid("kind", "key_rotation is written by the ledger only");
+  }
   if (author != Author::kLedger && r.run_id().starts_with(kLedgerIdPrefix)) {
     return Invalid("run_id", absl::StrCat("'", r.run_id(), "' is in the ledger's namespace: ids starting with '",
                                           S(kLedgerIdPrefix), "' are written by the ledger only"));
@@ -430,6 +433,28 @@ absl::Status CheckBody(const Receipt& r) {
       if (r.team() != kLedgerTeam) return Invalid("team", absl::StrCat("a leader_epoch's is '", S(kLedgerTeam), "'"));
       if (r.run_id() != kEpochsRun) return Invalid("run_id", absl::StrCat("a leader_epoch's is '", S(kEpochsRun), "'"));
       if (!r.step_id().empty()) return Invalid("step_id", "a leader_epoch has none");
+      break;
+    }
+    case Receipt::kKeyRotation: {
+      // The statement and its signatures are checked by whoever holds the
+      // log's keys (CONTRACT section 5d): the log when it writes one, the
+      // verifiers when they follow one. Here: the fields' shape.
+      const auto& b = r.key_rotation();
+      if (b.old_key().empty()) return Invalid("old_key", "required, a verifier key");
+      if (auto s = CheckLength("old_key", b.old_key(), 512); !s.ok()) return s;
+      if (b.new_key().empty()) return Invalid("new_key", "required, a verifier key");
+      if (auto s = CheckLength("new_key", b.new_key(), 512); !s.ok()) return s;
+      if (b.note().empty()) return Invalid("note", "required, the signed rotation statement");
+      if (auto s = CheckLength("note", b.note(), 4096); !s.ok()) return s;
+      const std::string number = r.receipt_id().substr(std::min(r.receipt_id().size(), kKeyRotationIdPrefix.size()));
+      uint64_t n = 0;
+      if (!r.receipt_id().starts_with(kKeyRotationIdPrefix) || !absl::SimpleAtoi(number, &n) || n < 1 ||
+          absl::StrCat(n) != number) {
+        return Invalid("receipt_id", absl::StrCat("a key_rotation's is '", S(kKeyRotationIdPrefix), "<n>', n >= 1"));
+      }
+      if (r.team() != kLedgerTeam) return Invalid("team", absl::StrCat("a key_rotation's is '", S(kLedgerTeam), "'"));
+      if (r.run_id() != kKeysRun) return Invalid("run_id", absl::StrCat("a key_rotation's is '", S(kKeysRun), "'"));
+      if (!r.step_id().empty()) return Invalid("step_id", "a key_rotation has none");
       break;
     }
     case Receipt::BODY_NOT_SET:
@@ -735,6 +760,21 @@ Receipt LeaderEpoch(int64_t epoch, std::string_view node, uint64_t previous_size
   b->set_node(S(node));
   b->set_previous_size(static_cast<int64_t>(previous_size));
   b->set_previous_root(S(previous_root_hex));
+  return r;
+}
+
+Receipt KeyRotation(uint64_t number, std::string_view old_key, std::string_view new_key, std::string_view note,
+                    int64_t now_us) {
+  Receipt r;
+  r.set_receipt_id(absl::StrCat(S(kKeyRotationIdPrefix), number));
+  r.set_team(S(kLedgerTeam));
+  r.set_run_id(S(kKeysRun));
+  r.set_attempt(1);
+  r.set_occurred_at_us(now_us);
+  auto* b = r.mutable_key_rotation();
+  b->set_old_key(S(old_key));
+  b->set_new_key(S(new_key));
+  b->set_note(S(note));
   return r;
 }
 

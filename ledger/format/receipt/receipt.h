@@ -47,6 +47,17 @@ inline constexpr std::string_view kEpochsRun = "ledger.epochs";
 Receipt LeaderEpoch(int64_t epoch, std::string_view node, uint64_t previous_size, std::string_view previous_root_hex,
                     int64_t now_us);
 
+// The run of a log's key_rotation entries (CONTRACT section 5d), in the
+// team kLedgerTeam, and their ids: kKeyRotationIdPrefix + the rotation's
+// number (1 for the log's first).
+inline constexpr std::string_view kKeysRun = "ledger.keys";
+inline constexpr std::string_view kKeyRotationIdPrefix = "ledger.key.";
+
+// The key_rotation entry of the log's `number`th rotation: `note` is the
+// rotation statement signed by both keys (note::FormatKeyRotation).
+Receipt KeyRotation(uint64_t number, std::string_view old_key, std::string_view new_key, std::string_view note,
+                    int64_t now_us);
+
 // Checks every rule of CONTRACT §3 and returns the canonical JSON, with the
 // defaults applied (an absent attempt is written as 1). INVALID_ARGUMENT
 // with "<field>: <rule>" on the first broken rule: "required, ..." only for

@@ -106,13 +106,17 @@ INSTANTIATE_TEST_SUITE_P(
              "receipt_id: 'ledger.' is in the ledger's namespace: ids starting with 'ledger.' are "
              "written by the ledger only"},
         Case{"NoKind", R"({"kind":null})",
-             "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch"},
+             "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch, "
+             "key_rotation"},
         Case{"UnknownKind", R"({"kind":"agent_stop"})",
              "kind: 'agent_stop' is not one of agent_start, agent_exec, model_call, tool_call, step_unknown, "
-             "leader_epoch"},
+             "leader_epoch, key_rotation"},
         Case{"KindNotAString", R"({"kind":7})",
              "kind: must be a string, one of agent_start, agent_exec, model_call, tool_call, step_unknown, "
-             "leader_epoch"},
+             "leader_epoch, key_rotation"},
+        Case{"KeyRotationFromEmitter",
+             R"({"kind":"key_rotation","decision":null,"timeout_ms":null,"old_key":"a","new_key":"b","note":"c"})",
+             "kind: key_rotation is written by the ledger only"},
         Case{
             "StepUnknownFromEmitter",
             R"({"kind":"step_unknown","decision":null,"timeout_ms":null,"start_seq":1,"start_receipt_id":"x","deadline_us":1})",

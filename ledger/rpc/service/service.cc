@@ -45,6 +45,8 @@ std::string KindName(const receipt::Receipt& r) {
       return "step_unknown";
     case receipt::Receipt::kLeaderEpoch:
       return "leader_epoch";
+    case receipt::Receipt::kKeyRotation:
+      return "key_rotation";
     default:
       return "none";
   }
