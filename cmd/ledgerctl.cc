@@ -318,6 +318,44 @@ int Backup(pb::LedgerService::Stub& stub, const Flags& flags) {
   return 0;
 }
 
+// CONTRACT section 5d: the log moves to a new key.
+int RotateKey(pb::LedgerService::Stub& stub, const Flags& flags) {
+  auto transition = flags.Int("transition-sizes");
+  if (!transition.ok()) return Fail(transition.status());
+  if (*transition < 0) return Fail(absl::InvalidArgumentError("--transition-sizes: want a size >= 0"));
+  grpc::ClientContext ctx;
+  pb::RotateKeyRequest request;
+  request.set_new_key(flags.Get("new-key"));
+  request.set_transition_sizes(static_cast<uint64_t>(*transition));
+  pb::RotateKeyResponse response;
+  grpc::Status s = stub.RotateKey(&ctx, request, &response);
+  if (!s.ok()) return Fail(FromGrpc(s));
+  std::cout << Json{{"seq", response.seq()},
+                    {"old_key", response.old_key()},
+                    {"new_key", response.new_key()},
+                    {"note", response.note()}}
+                   .dump()
+            << "\n";
+  return 0;
+}
+
+// CONTRACT section 5d: the rotations with their proofs, for --key-history.
+int KeyHistory(pb::LedgerService::Stub& stub, const Flags& flags) {
+  grpc::ClientContext ctx;
+  pb::KeyHistory response;
+  grpc::Status s = stub.GetKeyHistory(&ctx, pb::GetKeyHistoryRequest(), &response);
+  if (!s.ok()) return Fail(FromGrpc(s));
+  if (flags.Get("out").empty()) {
+    std::cout << response.json();
+    return 0;
+  }
+  std::ofstream out(flags.Get("out"), std::ios::binary | std::ios::trunc);
+  out << response.json();
+  out.close();
+  if (!out) return Fail(absl::UnavailableError(absl::StrCat("--out: cannot write ", flags.Get("out"))));
+  return 0;
+}
+
 // The C2SP tlog-proof form (c2sp.org/tlog-proof@v1): the index, the
 // inclusion path in base64, an empty line, and the checkpoint of the
 // proof's tree size with every cosignature the ledger holds for it.
@@ -668,6 +706,8 @@ const std::map<std::string_view, OnLedger> kOnLedger = {
     {"checkpoint", Checkpoint},
     {"vkey", [](pb::LedgerService::Stub& stub, const Flags&) { return Vkey(stub); }},
     {"backup", Backup},
+    {"rotate-key", RotateKey},
+    {"key-history", KeyHistory},
     {"prove", Prove},
     {"prove-run",
      [](pb::LedgerService::Stub& stub, const Flags& flags) { return ledger::ctl::ProveRun(&stub, flags); }},

@@ -63,6 +63,15 @@ void DefineCommandFlags(Flags& flags) {
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
                "consistency from exactly it)");
   flags.Define("vkey-string", "", "the ledger's verifier key line itself");
+  flags.Define("key-set", "",
+               "a file of the ledger's keys, each with the sizes it signs (CONTRACT section 5d): "
+               "<vkey>[ from N][ until N] a line");
+  flags.Define("key-history", "",
+               "the ledger's key history (ledgerctl key-history), followed from --vkey or --key-set to the key of "
+               "the pack's size");
+  flags.Define("new-key", "", "rotate-key: the new key (a key file's path or a PKCS#11 URI on the server's machine)");
+  flags.Define("transition-sizes", "0",
+               "rotate-key: checkpoints up to the rotation's seq + N also carry the old key's signature line");
   flags.Define("expect-scope", "",
                "the scope asked for (run:TEAM/RUN, seq:A:B, team:TEAM,FROM,TO with RFC 3339 times); "
                "a pack of another scope fails");
@@ -210,6 +219,21 @@ const std::vector<Command>* MakeCommands() {
        true,
        {{"out", "a new directory under the server's --backup-root (absolute, or relative to it)"}},
        {"ledgerctl backup --out nightly-1"}},
+      {"rotate-key",
+       "move the log to a new signing key: a key_rotation entry both keys sign (CONTRACT section 5d)",
+       {"[--new-key SPEC] [--transition-sizes N]"},
+       true,
+       {{"new-key",
+         "a key file's path or a PKCS#11 URI on the server's machine; without it a new key is made in the data "
+         "directory (when the ledger's key is the data directory's own)"},
+        {"transition-sizes", "checkpoints up to the rotation's seq + N also carry the old key's line (default 0)"}},
+       {"ledgerctl rotate-key", "ledgerctl rotate-key --new-key 'pkcs11:token=ledger;object=key-2?module-path=...'"}},
+      {"key-history",
+       "write the log's key rotations with their inclusion proofs, for verifiers' --key-history",
+       {"[--out FILE]"},
+       true,
+       {{"out", "the file to write (default: standard output)"}},
+       {"ledgerctl key-history --out keys.json"}},
       {"replication",
        "print a replicated node's role, epoch, applied size and leader (on the leader, every node's lag)",
        {"[--json]"},
@@ -247,13 +271,15 @@ const std::vector<Command>* MakeCommands() {
         "ledgerctl export --team team-a --from 2026-01-01T00:00:00Z --to 2026-01-02T00:00:00Z --out day.tar.gz"}},
       {"verify",
        "check an evidence pack offline (exit 0 it holds, 1 it does not, 2 usage, 3 unreadable)",
-       {"PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
-        "[--since CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
+       {"PACK (--vkey FILE | --vkey-string S | --key-set FILE | --trust-pack-key) [--key-history FILE]\n"
+        "[--policy FILE] [--since CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
         "[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--report-by-digest] [--json] "
         "[--no-progress]"},
        false,
        {{"vkey", ""},
         {"vkey-string", ""},
+        {"key-set", ""},
+        {"key-history", ""},
         {"trust-pack-key", ""},
         {"policy",
          "a C2SP tlog-policy file: the ledger's key must be one of its logs (the key, when no --vkey is given) "

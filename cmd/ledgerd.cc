@@ -465,7 +465,19 @@ absl::Status Daemon::Open() {
               : "the key file " + (signing_key_.empty() ? options_.data_dir + "/signing.key" : signing_key_)))
       .Str("vkey", signer->VerifierKey())
       .Emit();
+  // A key made for a rotation that committed while the old key file was
+  // still in place (ledger/keys/signing_key.h): the log takes it.
+  if (signing_key_.empty()) {
+    auto next = ledger::keys::ReadNextKey(options_.data_dir, options_.origin);
+    if (!next.ok()) return next.status();
+    options_.next_key = *next;
+    options_.took_next_key = [dir = options_.data_dir] { return ledger::keys::PromoteNextKey(dir); };
+  }
   auto log = ledger::log::Log::Open(options_, *std::move(signer));
+  if (log.ok() && options_.next_key.has_value() && (*log)->verifier_key() != options_.next_key->VerifierKey()) {
+    // A rotation that never committed left it: no checkpoint names it.
+    if (auto s = ledger::keys::DropNextKey(options_.data_dir); !s.ok()) return s;
+  }
   if (!log.ok() && !flags_.Get("restore-from").empty()) {
     // A refused restore leaves the data directory as it found it.
     std::filesystem::remove_all(options_.data_dir + "/db", ec);
@@ -663,6 +675,13 @@ absl::Status Daemon::StartMonitoring() {
 absl::Status Daemon::Serve() {
   ledger_ = std::make_unique<ledger::service::LedgerService>(log_.get(), gate_.get(), server_options_.stream_idle_ms,
                                                              backup_root_.get());
+  ledger_->SetRotationKeys({[this](const std::string& spec) {
+                              return ledger::keys::OpenNextSigner(options_.data_dir, signing_key_, spec,
+                                                                  options_.origin);
+                            },
+                            [this](const std::string& spec) {
+                              return spec.empty() ? ledger::keys::PromoteNextKey(options_.data_dir) : absl::OkStatus();
+                            }});
   std::vector<grpc::Service*> services{ledger_.get()};
   exports_ = std::make_unique<ledger::exporter::ExportService>(log_.get(), gate_.get(), staging_.get(),
                                                                static_cast<uint64_t>(config_.unknown_grace_ms));

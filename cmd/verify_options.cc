@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "export/verify/cc/key_history.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "util/files/files.h"
@@ -52,11 +53,23 @@ struct FlagCheckpointAndTime {
   note::Checkpoint checkpoint;
   std::optional<verify::KeptTime> note;  // its time note's, when there is one
 };
-absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const std::string& name,
-                                                     const std::string& vkey) {
+absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const std::string& name, std::string vkey,
+                                                     const std::optional<note::KeySet>& keys = std::nullopt) {
   auto file = FlagFile(flags, name);
   if (!file.ok()) return file.status();
   verify::KeptCheckpoint kept = verify::SplitKeptCheckpoint(*file);
+  if (keys) {
+    // The key of the checkpoint's own size (CONTRACT section 5d).
+    const size_t body_end = kept.checkpoint.find("\n\n");
+    auto claimed = note::ParseCheckpoint(kept.checkpoint.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+    if (!claimed.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", claimed.status().message()));
+    const note::KeySet::Range* at = keys->At(claimed->size);
+    if (at == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, ": size ", claimed->size, ": no key of the key set is trusted for it"));
+    }
+    vkey = at->vkey;
+  }
   auto text = note::Verifier::Parse(vkey)->Open(kept.checkpoint);
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", text.status().message()));
   auto cp = note::ParseCheckpoint(*text);
@@ -70,11 +83,39 @@ absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const s
   return out;
 }
 
+// CONTRACT section 5d: --key-set FILE, or the key given; then
+// --key-history FILE followed from them. nullopt: neither flag, the key
+// given stands for every size.
+absl::StatusOr<std::optional<note::KeySet>> KeysBySize(const Flags& flags, const std::string& vkey) {
+  if (!flags.Has("key-set") && !flags.Has("key-history")) return std::optional<note::KeySet>();
+  absl::StatusOr<note::KeySet> keys = absl::InvalidArgumentError(
+      "--key-history: needs the keys it starts from (--vkey FILE, --vkey-string S or --key-set FILE)");
+  if (flags.Has("key-set")) {
+    if (!vkey.empty()) return absl::InvalidArgumentError("verify: give --vkey or --key-set, not both");
+    auto text = FlagFile(flags, "key-set");
+    if (!text.ok()) return text.status();
+    keys = note::KeySet::Parse(*text);
+    if (!keys.ok()) return absl::InvalidArgumentError(absl::StrCat("--key-set: ", keys.status().message()));
+  } else if (!vkey.empty()) {
+    keys = note::KeySet::Of(vkey);
+  }
+  if (!keys.ok()) return keys.status();
+  if (flags.Has("key-history")) {
+    auto text = FlagFile(flags, "key-history");
+    if (!text.ok()) return text.status();
+    if (auto s = verify::FollowKeyHistory(*text, &*keys); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--key-history: ", s.message()));
+    }
+  }
+  return std::optional<note::KeySet>(*std::move(keys));
+}
+
 }  // namespace
 
 absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
   verify::Options options;
   bool key_given = flags.Has("vkey") || flags.Has("vkey-string");
+  const bool key_set_given = flags.Has("key-set");
   options.trust_pack_key = flags.Bool("trust-pack-key");
   options.report_by_digest = flags.Bool("report-by-digest");
   if (flags.Has("vkey") && flags.Has("vkey-string")) {
@@ -95,7 +136,10 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
     }
     options.policy = *std::move(policy);
   }
-  if (!options.trust_pack_key && !key_given && !options.policy) {
+  if (options.trust_pack_key && key_set_given) {
+    return absl::InvalidArgumentError("verify: --trust-pack-key with a key set given: give one or the other");
+  }
+  if (!options.trust_pack_key && !key_given && !key_set_given && !options.policy) {
     return absl::InvalidArgumentError(
         "verify: give the ledger's key (--vkey FILE or --vkey-string S), a --policy FILE naming it in a log "
         "line, or --trust-pack-key to trust the key inside the pack");
@@ -104,6 +148,12 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
     auto vkey = GivenKey(flags);
     if (!vkey.ok()) return vkey.status();
     options.vkey = *vkey;
+  }
+  if (auto keys = KeysBySize(flags, options.vkey); !keys.ok()) {
+    return keys.status();
+  } else if (keys->has_value()) {
+    options.keys = *std::move(*keys);
+    options.vkey.clear();
   }
   if (flags.Has("expect-scope")) {
     auto scope = verify::ParseExpectedScope(flags.Get("expect-scope"));
@@ -115,8 +165,8 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
     if (!since.ok()) return since.status();
     options.since = *since;
     // Without the key (--trust-pack-key), the verifier checks it against the pack's.
-    if (key_given) {
-      if (auto cp = FlagCheckpoint(flags, "since", options.vkey); !cp.ok()) return cp.status();
+    if (key_given || key_set_given) {
+      if (auto cp = FlagCheckpoint(flags, "since", options.vkey, options.keys); !cp.ok()) return cp.status();
     }
   }
   if (flags.Has("not-older-than")) {
@@ -129,7 +179,7 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
       return absl::InvalidArgumentError(
           "verify: --not-older-than CHECKPOINT needs the ledger's key (--vkey or --vkey-string)");
     } else {
-      auto cp = FlagCheckpoint(flags, "not-older-than", options.vkey);
+      auto cp = FlagCheckpoint(flags, "not-older-than", options.vkey, options.keys);
       if (!cp.ok()) return cp.status();
       options.not_older_than = cp->checkpoint.size;
       options.not_older_than_root = cp->checkpoint.root;
@@ -155,6 +205,12 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
 void DefineVerifyFlags(Flags& flags) {
   flags.Define("vkey", "", "a file holding the ledger's verifier key line");
   flags.Define("vkey-string", "", "the ledger's verifier key line itself");
+  flags.Define("key-set", "",
+               "a file of the ledger's keys, each with the sizes it signs (CONTRACT section 5d): "
+               "<vkey>[ from N][ until N] a line");
+  flags.Define("key-history", "",
+               "the ledger's key history (ledgerctl key-history), followed from --vkey or --key-set to the key "
+               "of the pack's size");
   flags.Define("trust-pack-key", "",
                "trust the key inside the pack (the result proves nothing about the ledger's identity)", true);
   flags.Define("since", "",

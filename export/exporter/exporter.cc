@@ -514,13 +514,16 @@ absl::Status PackExport::WriteSmallFiles() {
   if (!since.empty()) {
     if (auto s = WriteConsistency(); !s.ok()) return s;
   }
-  return WriteFile(files[pack::kVkey].path, log.verifier_key() + "\n");
+  return WriteFile(files[pack::kVkey].path, log.VerifierKeyAt(size) + "\n");
 }
 
 // consistency.json, from the auditor's earlier checkpoint `since`.
 absl::Status PackExport::WriteConsistency() {
-  auto verifier = note::Verifier::Parse(log.verifier_key());
-  auto text = verifier->Open(since);
+  // The size the note claims says which of the log's keys must have signed it.
+  const size_t body_end = since.find("\n\n");
+  auto claimed = note::ParseCheckpoint(since.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+  if (!claimed.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", claimed.status().message()));
+  auto text = log.Keys().Open(since, claimed->size);
   if (!text.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("since: ", text.status().message()));
   }
@@ -571,7 +574,7 @@ absl::Status PackExport::Seal() {
     manifest.files[name] = digests[name];
   }
   std::string manifest_text = manifest::Encode(manifest);
-  auto sig = log.SignNote(hash::Hex(hash::Sha256(manifest_text)) + "\n");
+  auto sig = log.SignNoteAt(size, hash::Hex(hash::Sha256(manifest_text)) + "\n");
   if (!sig.ok()) return sig.status();
   files[pack::kManifest] = {Path(pack::kManifest)};
   files[pack::kManifestSig] = {Path(pack::kManifestSig)};

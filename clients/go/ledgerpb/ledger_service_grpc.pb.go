@@ -50,6 +50,14 @@ type LedgerServiceClient interface {
 	// '..', through a symbolic link or into the data directory. Start a
 	// ledger from it with ledgerd --restore-from.
 	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (*BackupResponse, error)
+	// Moves the log to a new signing key (CONTRACT section 5d): appends the
+	// key_rotation entry whose statement both keys signed; every checkpoint
+	// past it is signed by the new key. Admin only. FAILED_PRECONDITION on a
+	// replicated shard, for a key of another name or one the log has had.
+	RotateKey(ctx context.Context, in *RotateKeyRequest, opts ...grpc.CallOption) (*RotateKeyResponse, error)
+	// The key history at the latest checkpoint (CONTRACT section 5d): every
+	// key_rotation entry with its inclusion proof. Any authenticated caller.
+	GetKeyHistory(ctx context.Context, in *GetKeyHistoryRequest, opts ...grpc.CallOption) (*KeyHistory, error)
 	// This node's place in its shard (ledgerd --replication): its role, the
 	// epoch, what it has applied, where the leader takes appends, and (on the
 	// leader) every node's applied size. `replicated` false: a single node.
@@ -191,6 +199,24 @@ func (c *ledgerServiceClient) Backup(ctx context.Context, in *BackupRequest, opt
 	return out, nil
 }
 
+func (c *ledgerServiceClient) RotateKey(ctx context.Context, in *RotateKeyRequest, opts ...grpc.CallOption) (*RotateKeyResponse, error) {
+	out := new(RotateKeyResponse)
+	err := c.cc.Invoke(ctx, "/evidence.ledger.v1.LedgerService/RotateKey", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *ledgerServiceClient) GetKeyHistory(ctx context.Context, in *GetKeyHistoryRequest, opts ...grpc.CallOption) (*KeyHistory, error) {
+	out := new(KeyHistory)
+	err := c.cc.Invoke(ctx, "/evidence.ledger.v1.LedgerService/GetKeyHistory", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *ledgerServiceClient) GetReplication(ctx context.Context, in *GetReplicationRequest, opts ...grpc.CallOption) (*Replication, error) {
 	out := new(Replication)
 	err := c.cc.Invoke(ctx, "/evidence.ledger.v1.LedgerService/GetReplication", in, out, opts...)
@@ -237,6 +263,14 @@ type LedgerServiceServer interface {
 	// '..', through a symbolic link or into the data directory. Start a
 	// ledger from it with ledgerd --restore-from.
 	Backup(context.Context, *BackupRequest) (*BackupResponse, error)
+	// Moves the log to a new signing key (CONTRACT section 5d): appends the
+	// key_rotation entry whose statement both keys signed; every checkpoint
+	// past it is signed by the new key. Admin only. FAILED_PRECONDITION on a
+	// replicated shard, for a key of another name or one the log has had.
+	RotateKey(context.Context, *RotateKeyRequest) (*RotateKeyResponse, error)
+	// The key history at the latest checkpoint (CONTRACT section 5d): every
+	// key_rotation entry with its inclusion proof. Any authenticated caller.
+	GetKeyHistory(context.Context, *GetKeyHistoryRequest) (*KeyHistory, error)
 	// This node's place in its shard (ledgerd --replication): its role, the
 	// epoch, what it has applied, where the leader takes appends, and (on the
 	// leader) every node's applied size. `replicated` false: a single node.
@@ -275,6 +309,12 @@ func (UnimplementedLedgerServiceServer) GetRunProof(context.Context, *GetRunProo
 }
 func (UnimplementedLedgerServiceServer) Backup(context.Context, *BackupRequest) (*BackupResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Backup not implemented")
+}
+func (UnimplementedLedgerServiceServer) RotateKey(context.Context, *RotateKeyRequest) (*RotateKeyResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RotateKey not implemented")
+}
+func (UnimplementedLedgerServiceServer) GetKeyHistory(context.Context, *GetKeyHistoryRequest) (*KeyHistory, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetKeyHistory not implemented")
 }
 func (UnimplementedLedgerServiceServer) GetReplication(context.Context, *GetReplicationRequest) (*Replication, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetReplication not implemented")
@@ -465,6 +505,42 @@ func _LedgerService_Backup_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LedgerService_RotateKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RotateKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LedgerServiceServer).RotateKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/evidence.ledger.v1.LedgerService/RotateKey",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LedgerServiceServer).RotateKey(ctx, req.(*RotateKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LedgerService_GetKeyHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetKeyHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LedgerServiceServer).GetKeyHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/evidence.ledger.v1.LedgerService/GetKeyHistory",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LedgerServiceServer).GetKeyHistory(ctx, req.(*GetKeyHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LedgerService_GetReplication_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetReplicationRequest)
 	if err := dec(in); err != nil {
@@ -514,6 +590,14 @@ var _LedgerService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Backup",
 			Handler:    _LedgerService_Backup_Handler,
+		},
+		{
+			MethodName: "RotateKey",
+			Handler:    _LedgerService_RotateKey_Handler,
+		},
+		{
+			MethodName: "GetKeyHistory",
+			Handler:    _LedgerService_GetKeyHistory_Handler,
 		},
 		{
 			MethodName: "GetReplication",

@@ -19,8 +19,8 @@ namespace ledger::verify {
 // Checks consistency.json (`json`, null when the pack has none) against the
 // checkpoint `cp`, and that it starts at `since` when given; notes the
 // earlier checkpoint in `r`. What fails, or "".
-std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpoint& cp, const std::string* json,
-                             const std::optional<note::Checkpoint>& since, Result* r) {
+std::string CheckConsistency(const note::Verifier& verifier, const note::KeySet* keys, const note::Checkpoint& cp,
+                             const std::string* json, const std::optional<note::Checkpoint>& since, Result* r) {
   if (json == nullptr) {
     // With --since the file is required, at equal sizes too (the exporter
     // writes it with an empty proof): CONTRACT.md section 7.
@@ -39,10 +39,20 @@ std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpo
     return "not {\"old_checkpoint\":...,\"proof\":[...]}";
   }
   const std::string& old_note = c["old_checkpoint"].get_ref<const std::string&>();
-  if (std::string bad = CheckSignatureLines(old_note, verifier.name(), verifier.key_id()); !bad.empty()) {
+  const note::Verifier* old_key = &verifier;
+  if (keys != nullptr) {
+    // The key of the old checkpoint's own size (CONTRACT section 5d).
+    const size_t body_end = old_note.find("\n\n");
+    auto claimed = note::ParseCheckpoint(old_note.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+    if (!claimed.ok()) return absl::StrCat("old_checkpoint: ", claimed.status().message());
+    const note::KeySet::Range* at = keys->At(claimed->size);
+    if (at == nullptr) return absl::StrCat("old_checkpoint: size ", claimed->size, ": no key is trusted for it");
+    old_key = &at->verifier;
+  }
+  if (std::string bad = CheckSignatureLines(old_note, old_key->name(), old_key->key_id()); !bad.empty()) {
     return absl::StrCat("old_checkpoint: ", bad);
   }
-  auto old_text = verifier.Open(old_note);
+  auto old_text = old_key->Open(old_note);
   if (!old_text.ok()) return absl::StrCat("old_checkpoint: ", old_text.status().message());
   auto old = note::ParseCheckpoint(*old_text);
   if (!old.ok() || old->origin != cp.origin) return "old_checkpoint: not a checkpoint of this log";

@@ -55,20 +55,32 @@ std::string OtherSigner(const std::string& note, const Key& key) {
 
 // ledger.vkey (`vkey_file`): the key given, or the policy's log named as
 // the pack's key, or with trust_pack_key the pack's own.
-Step<Key> CheckKey(const std::string& vkey_file, const Options& options) {
+Step<Key> CheckKey(const std::string& vkey_file, const Options& options, std::optional<uint64_t> tree_size) {
   if (vkey_file.empty() || vkey_file.back() != '\n' || vkey_file.find('\n') != vkey_file.size() - 1 ||
       vkey_file.find('\r') != std::string::npos) {
     return Fail(Result(), pack::kVkey, -1, "want one line ending in a newline");
   }
   std::string pack_vkey = vkey_file.substr(0, vkey_file.size() - 1);
   std::string vkey = options.vkey;
-  if (vkey.empty() && !options.trust_pack_key) {
+  if (options.keys) {
+    // CONTRACT section 5d: the key of the pack's tree size, whatever else
+    // signed it.
+    const note::KeySet::Range* at = tree_size ? options.keys->At(*tree_size) : nullptr;
+    if (at == nullptr) {
+      return Fail(Result(), pack::kCheckpoint, -1,
+                  tree_size ? absl::StrCat("size ", *tree_size, ": no key of the key set is trusted for it")
+                            : "its size is unknown: manifest.json does not parse");
+    }
+    vkey = at->vkey;
+  }
+  if (vkey.empty() && !options.trust_pack_key && !options.keys) {
     auto named = PolicyKey(*options.policy, pack_vkey);
     if (!named.ok()) return named.status();
     vkey = *named;
   }
   Result told;
   const char* which = options.trust_pack_key ? "the pack's own key, ledger.vkey"
+                      : options.keys         ? "the key set's key of the pack's size"
                       : options.vkey.empty() ? "the policy's log"
                                              : "the key given";
   if (options.trust_pack_key) {
@@ -275,10 +287,23 @@ struct Since {
 
 // `since` (Options::since) opened with the key (`vkey`, `verifier`):
 // INVALID_ARGUMENT ("since: ...") when it or its time note does not hold.
-absl::StatusOr<Since> ReadSince(const std::string& since, const std::string& vkey, const note::Verifier& verifier) {
+absl::StatusOr<Since> ReadSince(const std::string& since, std::string vkey, note::Verifier verifier,
+                                const std::optional<note::KeySet>& keys) {
   Since read;
   if (since.empty()) return read;
   KeptCheckpoint kept = SplitKeptCheckpoint(since);
+  if (keys) {
+    // Its own size's key (CONTRACT section 5d).
+    const size_t body_end = kept.checkpoint.find("\n\n");
+    auto claimed = note::ParseCheckpoint(kept.checkpoint.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+    if (!claimed.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", claimed.status().message()));
+    const note::KeySet::Range* at = keys->At(claimed->size);
+    if (at == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("since: size ", claimed->size, ": no key is trusted for it"));
+    }
+    vkey = at->vkey;
+    verifier = at->verifier;
+  }
   if (!kept.time_note.empty()) {
     auto t = KeptCheckpointNote(vkey, kept);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", t.status().message()));
@@ -351,7 +376,9 @@ Step<Keyed> CheckKeyAndManifest(const Files& files, const absl::StatusOr<manifes
     if (name == pack::kProofs && !unchecked_manifest.ok()) continue;
     if (!files.digests.count(name)) return Fail(Result(), name, -1, "missing");
   }
-  Step<Key> key = CheckKey(files.small.at(pack::kVkey), options);
+  Step<Key> key =
+      CheckKey(files.small.at(pack::kVkey), options,
+               unchecked_manifest.ok() ? std::optional<uint64_t>(unchecked_manifest->tree_size) : std::nullopt);
   if (Stop* stop = key.stop()) return std::move(*stop);
   return CheckManifest(files, unchecked_manifest, std::move(*key));
 }
@@ -397,10 +424,11 @@ Step<Checkpointed> CheckCheckpoint(const std::string& checkpoint_note,
 
 Step<Timed> CheckConsistencyAndTime(const std::string* consistency, const std::string* time_note, const Keyed& keyed,
                                     const Checkpointed& checkpointed, const Options& options) {
-  auto since = ReadSince(options.since, keyed.vkey, keyed.verifier);
+  auto since = ReadSince(options.since, keyed.vkey, keyed.verifier, options.keys);
   if (!since.ok()) return since.status();
   Result told = checkpointed.told;
-  if (std::string failure = CheckConsistency(keyed.verifier, checkpointed.cp, consistency, since->cp, &told);
+  if (std::string failure = CheckConsistency(keyed.verifier, options.keys ? &*options.keys : nullptr, checkpointed.cp,
+                                             consistency, since->cp, &told);
       !failure.empty()) {
     return Fail(told, pack::kConsistency, -1, failure);
   }

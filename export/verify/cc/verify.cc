@@ -38,6 +38,12 @@ absl::Status CheckKeyOptions(const Options& options) {
   if (options.trust_pack_key && !options.vkey.empty()) {
     return absl::InvalidArgumentError("verify: a key given and trust_pack_key set: give one or the other");
   }
+  if (options.keys) {
+    if (options.trust_pack_key) {
+      return absl::InvalidArgumentError("verify: keys given and trust_pack_key set: give one or the other");
+    }
+    return absl::OkStatus();
+  }
   if (!options.trust_pack_key && !(options.vkey.empty() && options.policy)) {
     if (options.vkey.empty()) {
       return absl::InvalidArgumentError("verify: no key given (vkey) and trust_pack_key not set");

@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "export/verify/cc/scope.h"
 #include "ledger/format/hash/hash.h"
+#include "ledger/format/note/key_set.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "nlohmann/json.hpp"
 
@@ -47,6 +48,10 @@ struct Options {
   // The ledger's verifier key line, obtained apart from the pack. MUST be
   // given unless trust_pack_key is set.
   std::string vkey;
+  // The keys by size (CONTRACT section 5d: --key-set, a key history
+  // followed): set, the pack is checked against the key of its tree size
+  // (vkey is then empty), an old checkpoint against the key of its own.
+  std::optional<note::KeySet> keys;
   // Trust the key inside the pack instead (vkey MUST then be empty): the
   // result proves nothing about the ledger's identity, and says so.
   bool trust_pack_key = false;

@@ -67,6 +67,11 @@ class LedgerService final : public pb::LedgerService::CallbackService {
                                    pb::BackupResponse* response) override;
   grpc::ServerUnaryReactor* GetReplication(grpc::CallbackServerContext* ctx, const pb::GetReplicationRequest* request,
                                            pb::Replication* response) override;
+  // Key rotation (keys.cc): admin only, and only with SetRotationKeys.
+  grpc::ServerUnaryReactor* RotateKey(grpc::CallbackServerContext* ctx, const pb::RotateKeyRequest* request,
+                                      pb::RotateKeyResponse* response) override;
+  grpc::ServerUnaryReactor* GetKeyHistory(grpc::CallbackServerContext* ctx, const pb::GetKeyHistoryRequest* request,
+                                          pb::KeyHistory* response) override;
 
   struct Stats {
     // Receipts by kind (agent_start, ...) and result ("ok", "duplicate",
@@ -95,6 +100,17 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   using ReplicationFn = std::function<void(pb::Replication*)>;
   void SetReplication(ReplicationFn fn) { replication_ = std::move(fn); }
 
+  // How RotateKey gets the new key (ledger/keys, as ledgerd names keys):
+  // `open` opens or makes the key of a request's new_key; `committed` is
+  // called with it once the rotation is in the log (the data directory's
+  // key file is replaced then). MUST be set before the service serves, if
+  // at all; without it RotateKey is FAILED_PRECONDITION.
+  struct RotationKeys {
+    std::function<absl::StatusOr<note::Signer>(const std::string& spec)> open;
+    std::function<absl::Status(const std::string& spec)> committed;
+  };
+  void SetRotationKeys(RotationKeys keys) { rotation_keys_ = std::move(keys); }
+
   const Stats& stats() const { return stats_; }
 
   // Counts a request's receipts into stats(): by their results, or all
@@ -112,6 +128,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   CosignaturesFn cosignatures_;
   CosignaturesFn map_cosignatures_;
   ReplicationFn replication_;
+  RotationKeys rotation_keys_;
 };
 
 }  // namespace ledger::service

@@ -40,7 +40,11 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
   if (!state.ok()) return state.status();
 
   std::unique_ptr<Log> log(new Log(std::move(options), std::move(signer), *std::move(store)));
-  log->integrity_ = log->CheckIntegrity(*state);
+  if (absl::Status keys = log->LoadKeys(); !keys.ok()) {
+    if (!absl::IsDataLoss(keys)) return keys;
+    log->integrity_ = keys;
+  }
+  if (log->integrity_.ok()) log->integrity_ = log->CheckIntegrity(*state);
   if (absl::IsFailedPrecondition(log->integrity_)) return log->integrity_;
   if (log->integrity_.ok()) {
     if (auto s = log->CheckGuard(*state); !s.ok()) return s;
@@ -114,7 +118,10 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
 }
 
 Log::Log(Options options, note::Signer signer, std::unique_ptr<store::Store> store)
-    : options_(std::move(options)), signer_(std::move(signer)), store_(std::move(store)) {}
+    : options_(std::move(options)), signer_(std::move(signer)), store_(std::move(store)) {
+  sync::MutexLock lock(&keys_mu_);
+  keys_ = *note::KeySet::Of(signer_.VerifierKey());  // until LoadKeys reads the rotations
+}
 
 Log::~Log() {
   {
@@ -180,9 +187,10 @@ absl::Status Log::CheckGuard(const store::State& state) {
   if (!guard.ok()) return write_latest();
   const std::string& note_text = *guard;
   std::string problem;
-  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
-  if (!verifier.ok()) return verifier.status();
-  auto text = verifier->Open(note_text);
+  // The size the note claims says which key must have signed it.
+  const size_t body_end = note_text.find("\n\n");
+  auto claimed = note::ParseCheckpoint(note_text.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+  auto text = claimed.ok() ? OpenNote(note_text, claimed->size) : absl::StatusOr<std::string>(claimed.status());
   auto cp = text.ok() ? note::ParseCheckpoint(*text) : absl::StatusOr<note::Checkpoint>(text.status());
   if (!cp.ok() || cp->origin != options_.origin) {
     problem = absl::StrCat("the checkpoint in ", path, " is not a checkpoint of '", options_.origin,
@@ -247,12 +255,10 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
   if (!latest.ok()) return latest.status();
   if (!latest->has_value()) return absl::OkStatus();
   const auto& [size, note_text] = **latest;
-  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
-  if (!verifier.ok()) return verifier.status();
-  auto text = verifier->Open(note_text);
+  auto text = OpenNote(note_text, size);
   if (!text.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("integrity: the checkpoint of size ", size, " was not signed by this key (", signer_.VerifierKey(),
+        absl::StrCat("integrity: the checkpoint of size ", size, " was not signed by this key (", VerifierKeyAt(size),
                      "): ", text.status().message(), "; start with the key and origin that signed it"));
   }
   auto cp = note::ParseCheckpoint(*text);
@@ -293,9 +299,7 @@ absl::Status Log::CheckIntegrity(const store::State& state) {
 absl::StatusOr<Log::SignedTime> Log::ReadCheckpointTime(uint64_t size) const {
   auto note_text = store_->GetCheckpointTime(size);
   if (!note_text.ok()) return note_text.status();
-  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
-  if (!verifier.ok()) return verifier.status();
-  auto text = verifier->Open(*note_text);
+  auto text = OpenNote(*note_text, size);
   auto time = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
   if (!time.ok() || time->checkpoint.size != size || time->checkpoint.origin != options_.origin) {
     return absl::DataLossError(absl::StrCat("checkpoint time of size ", size, " does not verify", time.ok() ? "" : ": ",
@@ -314,7 +318,7 @@ absl::StatusOr<Log::SignedTime> Log::SignCheckpointTime(uint64_t size, const has
   // With both maps the runs are keyed by team (run keys v2): note version 4.
   const bool keyed_by_team = teams.has_value();
   auto signed_note =
-      signer_.Sign(note::FormatCheckpointTime({{options_.origin, size, root}, now, runs, teams, keyed_by_team}));
+      SignFor(size, note::FormatCheckpointTime({{options_.origin, size, root}, now, runs, teams, keyed_by_team}));
   if (!signed_note.ok()) return signed_note.status();
   return SignedTime{*std::move(signed_note), now, runs, teams, keyed_by_team ? 4 : runs ? 2 : 1};
 }
@@ -333,6 +337,26 @@ absl::Status Log::AppendAsLedger(std::vector<const receipt::Receipt*> receipts, 
 
 absl::Status Log::AppendAs(const std::string& emitter, receipt::Author author,
                            std::vector<const receipt::Receipt*> receipts, AppendDone done) {
+  {
+    sync::MutexLock gate(&gate_mu_);
+    while (gate_closed_) gate_cv_.Wait(&gate_mu_);  // a key rotation, for milliseconds
+    ++in_flight_;
+  }
+  auto finished = [this] {
+    sync::MutexLock gate(&gate_mu_);
+    if (--in_flight_ == 0) gate_cv_.SignalAll();
+  };
+  absl::Status queued = Submit(emitter, author, std::move(receipts),
+                               [done = std::move(done), finished](std::vector<sequencer::Outcome> out) {
+                                 done(std::move(out));
+                                 finished();
+                               });
+  if (!queued.ok()) finished();
+  return queued;
+}
+
+absl::Status Log::Submit(const std::string& emitter, receipt::Author author,
+                         std::vector<const receipt::Receipt*> receipts, AppendDone done) {
   if (receipts.size() > kMaxReceiptsPerAppend) {
     return absl::InvalidArgumentError(
         absl::StrCat("receipts: at most ", kMaxReceiptsPerAppend, " per request, got ", receipts.size()));
@@ -408,7 +432,8 @@ absl::StatusOr<sequencer::Head> Log::Replay(std::vector<std::string> leaves, uin
 }
 
 absl::Status Log::AdoptCheckpoint(const std::string& note_text, const std::string& time_note) {
-  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
+  // A replicated log never rotates (RotateKey): one key signs every size.
+  auto verifier = note::Verifier::Parse(verifier_key());
   if (!verifier.ok()) return verifier.status();
   auto text = verifier->Open(time_note);
   auto time = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
@@ -531,7 +556,7 @@ absl::Status Log::Sign(const Adopted* adopt) {
     latest_.time_version = time->version;
     return absl::OkStatus();
   }
-  auto signed_note = signer_.Sign(note::FormatCheckpoint({options_.origin, head.size, head.root}));
+  auto signed_note = SignFor(head.size, note::FormatCheckpoint({options_.origin, head.size, head.root}));
   if (!signed_note.ok()) return signed_note.status();
   if (adopt != nullptr && *signed_note != adopt->note) {
     return absl::DataLossError(absl::StrCat("adopt checkpoint of size ", head.size,
@@ -660,8 +685,7 @@ absl::StatusOr<SignedCheckpoint> Log::StoredCheckpoint(uint64_t size) const {
     return absl::NotFoundError(absl::StrCat("tree_size: no checkpoint of size ", size, " was signed"));
   }
   if (!note_text.ok()) return note_text.status();
-  auto verifier = note::Verifier::Parse(signer_.VerifierKey());
-  auto text = verifier->Open(*note_text);
+  auto text = OpenNote(*note_text, size);
   if (!text.ok()) {
     return absl::DataLossError(
         absl::StrCat("checkpoint of size ", size, " does not verify: ", text.status().message()));

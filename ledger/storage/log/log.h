@@ -34,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ledger/format/hash/hash.h"
+#include "ledger/format/note/key_set.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/runmap/runmap.h"
@@ -117,6 +118,13 @@ class Log {
       std::function<absl::Status(const SignedCheckpoint&)> publish;
     };
     std::optional<Replicated> replicated;
+    // A key made for a rotation and kept beside the key given to Open
+    // (ledger/keys/key_file.h, kNextKeyFile): when the store's last
+    // rotation names it, a rotation was committed and the process stopped
+    // before the key file was replaced. Open then signs with it and calls
+    // `took_next_key`, which replaces the key file.
+    std::optional<note::Signer> next_key;
+    std::function<absl::Status()> took_next_key;
   };
 
   // The latest signed checkpoint, kept outside RocksDB in the data
@@ -126,8 +134,13 @@ class Log {
   static constexpr char kGuardFile[] = "latest-checkpoint";
 
   // Opens (creating if needed) the log in options.data_dir, signed by
-  // `signer`, whose name MUST be the origin. FAILED_PRECONDITION when the
-  // stored checkpoints were signed by another key or for another origin,
+  // `signer`, whose name MUST be the origin and whose key MUST be the log's
+  // current key: the first, or the new key of its last key_rotation entry
+  // (CONTRACT section 5d; the rotations are read from the run
+  // (ledger, ledger.keys), and each one's statement is checked).
+  // FAILED_PRECONDITION when the stored checkpoints were signed by another
+  // key or for another origin, when `signer` is a key the log rotated
+  // away from (naming the key it rotated to),
   // and, unless options.accept_rollback, when the store's tree is behind
   // the guard file's checkpoint or its root at that size differs, or the
   // guard file does not verify.
@@ -247,8 +260,37 @@ class Log {
   // apart.
   absl::StatusOr<BackupInfo> Backup(const std::string& dir) const;
 
-  // Signs `text` (note text: lines ending in "\n") with the ledger's key.
-  absl::StatusOr<std::string> SignNote(std::string_view text) const { return signer_.Sign(text); }
+  // Signs `text` (note text: lines ending in "\n") with the ledger's key,
+  // for a statement about the tree of `size` (a pack's manifest):
+  // FAILED_PRECONDITION when the key signing now is not the key of that
+  // size (the log rotated past it).
+  absl::StatusOr<std::string> SignNoteAt(uint64_t size, std::string_view text) const;
+
+  // Key rotation (CONTRACT section 5d).
+  struct Rotation {
+    uint64_t seq = 0;
+    std::string old_key, new_key, note;
+  };
+  struct RotateOptions {
+    // Checkpoints of sizes up to seq + transition_sizes carry the old key's
+    // signature line after the new key's, while this process runs (a
+    // restart drops the old key).
+    uint64_t transition_sizes = 0;
+    // How long appends under way may take to finish before the rotation
+    // gives up (UNAVAILABLE, nothing changed).
+    std::chrono::milliseconds timeout{10000};
+  };
+  // Moves the log to `next`'s key: new appends wait while the ones under
+  // way finish, the key_rotation entry is appended at the committed size s
+  // with the statement both keys signed, and from then on checkpoints of
+  // sizes > s are signed by `next`. FAILED_PRECONDITION on a replicated
+  // log, for a key of another name or the current key; errors of the
+  // append as Append's, and then nothing changed.
+  absl::StatusOr<Rotation> RotateKey(note::Signer next, RotateOptions options);
+  // The log's rotations, ascending seq.
+  std::vector<Rotation> Rotations() const;
+  // The log's keys by size: the first key, and each rotation followed.
+  note::KeySet Keys() const;
 
   sequencer::Head head() const;
   // Waits until the log holds more than `size` entries, or `timeout`.
@@ -264,7 +306,10 @@ class Log {
   // replicated log's copy, the store's), in microseconds.
   const stats::Histogram& checkpoint_us() const { return checkpoint_us_; }
   const std::string& origin() const { return options_.origin; }
-  std::string verifier_key() const { return signer_.VerifierKey(); }
+  // The key signing now, and the key of the tree of `size` (the current
+  // key for a size the log has not reached).
+  std::string verifier_key() const;
+  std::string VerifierKeyAt(uint64_t size) const;
   // How many entries the projections covered when Open found them (Open
   // caught them up to the whole log).
   uint64_t projected_at_open() const { return projected_; }
@@ -321,9 +366,33 @@ class Log {
   absl::StatusOr<uint64_t> ResolveSize(uint64_t tree_size) const;
   absl::Status AppendAs(const std::string& emitter, receipt::Author author,
                         std::vector<const receipt::Receipt*> receipts, AppendDone done);
+  // AppendAs without the rotation's gate.
+  absl::Status Submit(const std::string& emitter, receipt::Author author, std::vector<const receipt::Receipt*> receipts,
+                      AppendDone done);
+  // Reads the rotations (keys.cc) and checks `signer` against them.
+  absl::Status LoadKeys();
+  // The text of `note` about the tree of `size` when the key of that size
+  // signed it; PERMISSION_DENIED naming the size and the key otherwise.
+  absl::StatusOr<std::string> OpenNote(std::string_view note, uint64_t size) const;
+  // The signed note of `text` about the tree of `size`: the current key's
+  // line, and the old key's in a transition.
+  absl::StatusOr<std::string> SignFor(uint64_t size, std::string_view text) const;
 
   const Options options_;
-  const note::Signer signer_;
+  // The current key, the keys by size, the rotations; the old key while
+  // a transition lasts (sizes up to transition_until_).
+  mutable sync::Mutex keys_mu_;
+  note::Signer signer_ ABSL_GUARDED_BY(keys_mu_);
+  note::KeySet keys_ ABSL_GUARDED_BY(keys_mu_);
+  std::vector<Rotation> rotations_ ABSL_GUARDED_BY(keys_mu_);
+  std::optional<note::Signer> old_signer_ ABSL_GUARDED_BY(keys_mu_);
+  uint64_t transition_until_ ABSL_GUARDED_BY(keys_mu_) = 0;
+  // The rotation's gate: while closed, appends wait; in_flight_ counts the
+  // appends submitted and not yet done.
+  sync::Mutex gate_mu_;
+  sync::CondVar gate_cv_;
+  bool gate_closed_ ABSL_GUARDED_BY(gate_mu_) = false;
+  uint64_t in_flight_ ABSL_GUARDED_BY(gate_mu_) = 0;
   std::unique_ptr<store::Store> store_;
   absl::Status integrity_;
   uint64_t projected_ = 0;  // entries the projections covered at open

@@ -28,8 +28,8 @@ namespace ledger::verify {
 // when `since` is given) against the checkpoint `cp`: exactly the keys
 // old_checkpoint and proof, each once, and a proof that starts at `since`
 // when given; notes the earlier checkpoint in `r`. What fails, or "".
-std::string CheckConsistency(const note::Verifier& verifier, const note::Checkpoint& cp, const std::string* json,
-                             const std::optional<note::Checkpoint>& since, Result* r);
+std::string CheckConsistency(const note::Verifier& verifier, const note::KeySet* keys, const note::Checkpoint& cp,
+                             const std::string* json, const std::optional<note::Checkpoint>& since, Result* r);
 
 // Checks checkpoint-time (`time_note`, null when the pack has none): from
 // format 2 on it is there, its signature lines well formed and signed once
