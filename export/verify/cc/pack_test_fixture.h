@@ -209,7 +209,7 @@ class PackTest : public ::testing::Test {
       }
       std::string text = manifest.dump() + "\n";
       Write(files[pack::kManifest], text);
-      Write(files[pack::kManifestSig], *log_->SignNote(hash::Hex(hash::Sha256(text)) + "\n"));
+      Write(files[pack::kManifestSig], *log_->SignNoteAt(0, hash::Hex(hash::Sha256(text)) + "\n"));
     }
     std::string out = dir + ".tar.gz";
     EXPECT_TRUE(pack::WriteArchive(files, out).ok());

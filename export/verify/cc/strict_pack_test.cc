@@ -93,7 +93,7 @@ class StrictPackTest : public PackTest {
   }
 
   // A note the forger signs with the ledger's key.
-  std::string Signed(const std::string& text) { return *log_->SignNote(text); }
+  std::string Signed(const std::string& text) { return *log_->SignNoteAt(0, text); }
 
   verify::Result VerifyWith(const std::string& pack, const std::function<void(verify::Options&)>& set) {
     verify::Options o;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/receipt/entry.h"
@@ -17,10 +18,13 @@
 #include "ledger/storage/log/run_heads.h"
 #include "ledger/storage/store/store.h"
 #include "ledger/storage/store/testing.h"
+#include "tests/util/status_matchers.h"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::log {
 namespace {
+
+using ::ledger::testing::StatusIs;
 
 TEST_F(LogTest, FreshLogHasASignedEmptyCheckpoint) {
   auto log = OpenLog();
@@ -77,6 +81,57 @@ TEST_F(LogTest, InvalidReceiptsFailAloneAndValidNeighboursAreAppended) {
   EXPECT_EQ(out[1].status.message(), "team: 'Team A' is not 1-63 bytes of [a-z0-9-]");
   EXPECT_EQ(out[2].seq, 1u);
   EXPECT_EQ(log->head().size, 2u);
+}
+
+// CONTRACT section 5d: after a rotation at seq s, checkpoints past s are
+// the new key's (with the old key's line in a transition); the old
+// checkpoints still verify, by the old key, after a restart; the old key
+// is refused at Open, naming the new one; a key made for the rotation and
+// left beside the old key file is taken.
+TEST_F(LogTest, ARotationMovesTheCheckpointsPastItToTheNewKey) {
+  auto log = OpenLog();
+  ASSERT_EQ(AppendAll(*log, {Model("m-0"), Model("m-1")}).size(), 2u);
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  note::Signer next = *note::Signer::Generate("ledger.test/log");
+  EXPECT_THAT(log->RotateKey(signer_, {}).status(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  Log::RotateOptions transition;
+  transition.transition_sizes = 1;
+  auto rotated = log->RotateKey(next, transition);
+  ASSERT_TRUE(rotated.ok()) << rotated.status();
+  EXPECT_EQ(rotated->seq, 2u);
+  EXPECT_EQ(log->verifier_key(), next.VerifierKey());
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  auto old_key = *note::Verifier::Parse(signer_.VerifierKey());
+  auto new_key = *note::Verifier::Parse(next.VerifierKey());
+  // Size 3 holds the rotation: the new key's line, then the old one's.
+  EXPECT_TRUE(new_key.Open(log->Checkpoint(3)->note).ok());
+  EXPECT_TRUE(old_key.Open(log->Checkpoint(3)->note).ok());
+  ASSERT_EQ(AppendAll(*log, {Model("m-2")}).size(), 1u);
+  ASSERT_TRUE(log->SignCheckpoint().ok());
+  EXPECT_TRUE(new_key.Open(log->Checkpoint(4)->note).ok());
+  EXPECT_FALSE(old_key.Open(log->Checkpoint(4)->note).ok());  // past the transition
+  EXPECT_THAT(log->SignNoteAt(2, "x\n").status(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  log.reset();
+  Log::Options o;
+  o.data_dir = dir_.Sub("data");
+  o.origin = "ledger.test/log";
+  o.checkpoint_interval_ms = 60'000;
+  EXPECT_THAT(Log::Open(o, signer_).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::HasSubstr(next.VerifierKey())));
+  // A restart with the old key file and the new key beside it.
+  o.next_key = next;
+  bool took = false;
+  o.took_next_key = [&took] {
+    took = true;
+    return absl::OkStatus();
+  };
+  auto reopened = Log::Open(o, signer_);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_TRUE(took);
+  EXPECT_EQ((*reopened)->verifier_key(), next.VerifierKey());
+  EXPECT_TRUE(old_key.Open((*reopened)->ViewAt(2)->checkpoint().note).ok());
+  ASSERT_EQ((*reopened)->Rotations().size(), 1u);
+  EXPECT_EQ((*reopened)->Keys().ranges().size(), 2u);
 }
 
 // Every checkpoint comes with its time note, signed by the ledger's key,
