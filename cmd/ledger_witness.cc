@@ -86,6 +86,13 @@ ledger::http::HttpResponse Serve(const ledger::http::HttpRequest& r, ledger::wit
       return m;
     }
     reply = witness.AddCheckpoint(r.body, r.peer.substr(0, r.peer.rfind(':')));
+  } else if (r.path == "/add-key-rotation") {
+    if (r.method != "POST") {
+      ledger::http::HttpResponse m = ledger::http::Text(405, "add-key-rotation: POST only\n");
+      m.headers["Allow"] = "POST";
+      return m;
+    }
+    reply = witness.AddKeyRotation(r.body, r.peer.substr(0, r.peer.rfind(':')));
   } else if (r.path.size() == 1 + 64 + 11 && r.path.ends_with("/checkpoint") &&
              IsOriginHash(std::string_view(r.path).substr(1, 64)) && r.method != "POST") {
     reply = witness.GetCheckpoint(std::string_view(r.path).substr(1, 64));
@@ -93,7 +100,7 @@ ledger::http::HttpResponse Serve(const ledger::http::HttpRequest& r, ledger::wit
     reply.body = "ok\n";
   } else {
     reply.status = 404;
-    reply.body = "not found: POST /add-checkpoint, GET /<hex sha256(origin)>/checkpoint\n";
+    reply.body = "not found: POST /add-checkpoint, POST /add-key-rotation, GET /<hex sha256(origin)>/checkpoint\n";
   }
   ledger::http::HttpResponse out = ledger::http::Text(reply.status, std::move(reply.body));
   out.content_type = reply.content_type;

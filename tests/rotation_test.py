@@ -1,26 +1,32 @@
 #!/usr/bin/env python3
-"""Key rotation (CONTRACT section 5d) through a real ledgerd, under load.
+"""Key rotation (CONTRACT section 5d) through a real ledgerd, under load,
+with a real ledger-witness and a real ledger-monitor following it.
 
 - Emitters append without pause while `ledgerctl rotate-key` moves the log
   to a new key made in its data directory; every append is acknowledged
   (the rotation's gate makes appends wait, never fail).
-- The key_rotation entry is at the seq its statement names, the last
-  checkpoint before it is the old key's, every later one the new key's;
-  during the transition set (`--transition-sizes`) a checkpoint carries
-  both lines, and Go's note.Open opens it with either key alone.
-- `ledgerctl key-history` gives the rotation with its proof: packs
-  exported after the rotation (a run pack across it, a seq-range pack)
-  pass `ledgerctl verify` and `ledger-verify` given the OLD key and the
-  history, and given a key set with ranges; the old key alone refuses
-  them, naming the size and the key.
-- A checkpoint the old key signs past the rotation (a holder of the stolen
-  key) is refused against the history; a key set saying the old key is
-  compromised as of a size below the rotation refuses the history.
-- Restarted, the ledger signs with the new key (its key file replaced); a
-  ledgerd given the old key file refuses to start, naming the new key.
+- The statement both keys signed opens with Go's note.Open by either key.
+  Checkpoints past the rotation carry the new key's line, then, for the
+  transition set (`--transition-sizes`), the old one's; Go opens them with
+  either key alone.
+- A second rotation, with no transition: the witness cosigns the
+  checkpoints past it (it follows both rotations: the ledger told it, and
+  the old key's line is gone), and the monitor cosigns the time notes past
+  it (it followed them as it replayed the log).
+- `ledgerctl key-history` gives both rotations with their proofs: packs
+  across them (a run pack, a seq-range pack) pass `ledgerctl verify` and
+  `ledger-verify` given the FIRST key and the history, and given a key set
+  with ranges; the first key alone refuses them.
+- A checkpoint the first key signs past its rotation (a thief's) is
+  refused against the history; a key set saying the first key is
+  compromised as of a size below its rotation refuses the history.
+- Restarted, the ledger signs with the newest key alone (its key file
+  replaced, no signing.key.next left); a ledgerd given the first key file
+  refuses to start, naming the log's key now.
 
 Usage: rotation_test.py BUILD_DIR"""
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -29,36 +35,58 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ledger_testlib import fail, go_note_open  # noqa: E402
+from ledger_testlib import fail, free_port, go_note_open  # noqa: E402
+from witness_server_test import WitnessProcess  # noqa: E402
 
-ROOT = os.path.dirname(HERE)
 ORIGIN = "rotation.test/ledger"
+PROCESSES = []
 
 
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
 
 
-class Ledger:
-    def __init__(self, build, work, extra=()):
-        self.build, self.work = build, work
-        self.data = os.path.join(work, "data")
-        self.out_path = os.path.join(work, "ledgerd.%d.out" % time.monotonic_ns())
-        self.out = open(self.out_path, "wb")
-        self.proc = subprocess.Popen(
-            [os.path.join(build, "cmd", "ledgerd"), "--data", self.data, "--origin", ORIGIN, "--listen",
-             "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "50"] + list(extra), stdout=self.out, stderr=self.out)
-        self.addr = None
+class Process:
+    """A program whose output goes to a file of its own; `ready` is the
+    line it prints once it serves."""
+
+    def __init__(self, cmd, out_path, ready="listening on "):
+        self.out_path = out_path
+        self.out = open(out_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=self.out)
+        PROCESSES.append(self)
+        self.line = None
         for _ in range(400):
-            for line in open(self.out_path).read().splitlines():
-                if line.startswith("listening on "):
-                    self.addr = line.split()[-1]
-            if self.addr or self.proc.poll() is not None:
+            self.line = next((x for x in open(out_path).read().splitlines() if x.startswith(ready)), None)
+            if self.line or self.proc.poll() is not None:
                 break
             time.sleep(0.05)
+
+    def text(self):
+        return open(self.out_path).read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(timeout=60)
+        self.out.close()
+
+
+class Ledger:
+    def __init__(self, build, work, extra=()):
+        self.build, self.data = build, os.path.join(work, "data")
+        self.process = Process([os.path.join(build, "cmd", "ledgerd"), "--data", self.data, "--origin", ORIGIN,
+                                "--listen", "127.0.0.1:0", "--checkpoint-interval-ms", "50"] + list(extra),
+                               os.path.join(work, "ledgerd.%d.out" % time.monotonic_ns()))
+        self.addr = self.process.line.split()[-1] if self.process.line else None
 
     def ctl(self, *args, stdin=None, check=True):
         r = subprocess.run([os.path.join(self.build, "cmd", "ledgerctl"), "--server", self.addr] + list(args),
@@ -67,10 +95,17 @@ class Ledger:
             fail("ledgerctl %s: %s" % (" ".join(args), r.stderr))
         return r.stdout if check else r
 
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=60)
-        self.out.close()
+
+def write_log_key(data):
+    """The ledger's first key, made here so that the witness and the monitor
+    are given its verifier key before the ledger starts."""
+    seed = os.urandom(32)
+    public = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    key_id = hashlib.sha256(ORIGIN.encode() + b"\n\x01" + public).digest()[:4].hex()
+    os.makedirs(data)
+    with open(os.path.join(data, "signing.key"), "w") as f:
+        f.write("PRIVATE+KEY+%s+%s+%s\n" % (ORIGIN, key_id, base64.b64encode(b"\x01" + seed).decode()))
+    return "%s+%s+%s" % (ORIGIN, key_id, base64.b64encode(b"\x01" + public).decode())
 
 
 def receipts(first, count):
@@ -81,16 +116,13 @@ def receipts(first, count):
 
 
 def note_key_ids(note):
-    """The key IDs of a signed note's signature lines, in order."""
-    ids = []
-    for line in note.split("\n\n", 1)[1].splitlines():
-        ids.append(base64.b64decode(line.split(" ")[-1])[:4].hex())
-    return ids
+    """The key IDs of a signed note's signature lines by the ledger's keys, in order."""
+    return [base64.b64decode(line.split(" ")[-1])[:4].hex()
+            for line in note.split("\n\n", 1)[1].splitlines() if line.split(" ")[1] == ORIGIN]
 
 
 def sign_with_key_file(path, text):
     """`text` signed with the note key in `path` (PRIVATE+KEY+name+id+b64)."""
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     _, _, name, key_id, data = open(path).read().strip().split("+", 4)
     key = Ed25519PrivateKey.from_private_bytes(base64.b64decode(data)[1:])
     sig = base64.b64encode(bytes.fromhex(key_id) + key.sign(text.encode())).decode()
@@ -98,138 +130,209 @@ def sign_with_key_file(path, text):
 
 
 def verify(build, pack, *args):
-    results = []
-    for cmd in ([os.path.join(build, "cmd", "ledgerctl"), "verify"], [os.path.join(build, "cmd", "ledger-verify")]):
-        results.append(run(cmd + [pack, "--no-progress"] + list(args)))
-    return results
+    return [run(cmd + [pack, "--no-progress"] + list(args))
+            for cmd in ([os.path.join(build, "cmd", "ledgerctl"), "verify"],
+                        [os.path.join(build, "cmd", "ledger-verify")])]
+
+
+def get(port, path):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=10) as r:
+            return r.status, r.read().decode()
+    except (urllib.error.URLError, ConnectionError) as e:
+        return getattr(e, "code", 0), ""
+
+
+def rotate_under_load(ledger, transition, base):
+    """Rotates while two emitters append; returns rotate-key's answer."""
+    errors, stop, counts = [], threading.Event(), [0, 0]
+
+    def emit(k):
+        n = 0
+        while not stop.is_set() and n < 4000:
+            r = ledger.ctl("append", "-", stdin=receipts(base + 100000 * k + n, 20),
+                           check=False)
+            if r.returncode != 0:
+                errors.append(r.stderr)
+                return
+            n += 20
+        counts[k] = n
+
+    threads = [threading.Thread(target=emit, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    rotated = ledger.ctl("rotate-key", "--transition-sizes", str(transition), check=False)
+    time.sleep(0.5)
+    stop.set()
+    for t in threads:
+        t.join()
+    if errors:
+        fail("an append failed during the rotation: %s" % errors[0])
+    if rotated.returncode != 0:
+        fail("rotate-key: %s" % rotated.stderr)
+    print("ok: rotated at seq %d under load (%d + %d receipts appended meanwhile)" % (
+        json.loads(rotated.stdout)["seq"], counts[0], counts[1]))
+    return json.loads(rotated.stdout)
 
 
 def main():
     build = os.path.abspath(sys.argv[1])
     work = tempfile.mkdtemp(prefix="rotation-")
     try:
-        ledger = Ledger(build, work)
+        first_vkey = write_log_key(os.path.join(work, "data"))
+        first_id = first_vkey.split("+")[1]
+        first_key_file = os.path.join(work, "first.key")  # what a thief of the first key holds
+        shutil.copy(os.path.join(work, "data", "signing.key"), first_key_file)
+        first_file = os.path.join(work, "first.vkey")
+        open(first_file, "w").write(first_vkey + "\n")
+        # A witness and a monitor, each given the first key only.
+        wdata, mdata = os.path.join(work, "witness"), os.path.join(work, "monitor")
+        wvkey = run([os.path.join(build, "cmd", "ledger-witness"), "vkey", "--data", wdata, "--name",
+                     "witness-a.example"]).stdout.strip()
+        witness = WitnessProcess(build, wdata, [first_file], name="witness-a.example")
+        PROCESSES.append(witness)
+        mvkey = run([os.path.join(build, "cmd", "ledger-monitor"), "vkey", "--data", mdata, "--name",
+                     "M1"]).stdout.strip()
+        http_port, monitor_port = free_port(), free_port()
+        wpolicy, mpolicy = os.path.join(work, "witness.policy"), os.path.join(work, "monitor.policy")
+        open(wpolicy, "w").write("log %s\nwitness A %s http://%s\nquorum A\n" % (first_vkey, wvkey, witness.address))
+        open(mpolicy, "w").write("log %s\nmonitor M1 %s http://127.0.0.1:%d\nquorum none\n" % (
+            first_vkey, mvkey, monitor_port))
+        serving = ["--http-listen", "127.0.0.1:%d" % http_port, "--witness-policy", wpolicy, "--monitor-policy",
+                   mpolicy, "--monitor-quorum-wait-ms", "0"]
+        ledger = Ledger(build, work, serving)
         if not ledger.addr:
-            fail("ledgerd did not start: " + open(ledger.out_path).read())
-        old_vkey = ledger.ctl("vkey").strip()
-        old_id = old_vkey.split("+")[1]
-        old_key_file = os.path.join(work, "old.key")  # what a thief of the old key holds
-        shutil.copy(os.path.join(ledger.data, "signing.key"), old_key_file)
-        # Load: two emitters append while the key rotates.
-        errors, stop = [], threading.Event()
-        counts = [0, 0]
-
-        def emit(k):
-            n = 0
-            while not stop.is_set() and n < 4000:
-                r = ledger.ctl("append", "-", stdin=receipts(100000 * (k + 1) + n, 20), check=False)
-                if r.returncode != 0:
-                    errors.append(r.stderr)
-                    return
-                n += 20
-            counts[k] = n
-
+            fail("ledgerd did not start: " + ledger.process.text())
+        monitor = Process([os.path.join(build, "cmd", "ledger-monitor"), "--data", mdata, "--log",
+                           "http://127.0.0.1:%d" % http_port, "--log-key", first_file, "--listen",
+                           "127.0.0.1:%d" % monitor_port, "--interval-ms", "100"], os.path.join(work, "monitor.out"))
+        if not monitor.line:
+            fail("ledger-monitor did not start: " + monitor.text())
         ledger.ctl("append", "-", stdin=receipts(0, 40))
         before = ledger.ctl("checkpoint", "--at-least", "40", "--timeout-ms", "20000")
-        threads = [threading.Thread(target=emit, args=(k,)) for k in range(2)]
-        for t in threads:
-            t.start()
-        time.sleep(0.5)
-        rotated = json.loads(ledger.ctl("rotate-key", "--transition-sizes", "1000000"))
-        time.sleep(0.5)
-        stop.set()
-        for t in threads:
-            t.join()
-        if errors:
-            fail("an append failed during the rotation: %s" % errors[0])
-        seq, new_vkey = rotated["seq"], rotated["new_key"]
-        new_id = new_vkey.split("+")[1]
-        if rotated["old_key"] != old_vkey or new_id == old_id:
-            fail("rotate-key: %r" % rotated)
-        print("ok: rotated at seq %d under load (%d + %d receipts appended meanwhile), %s -> %s" % (
-            seq, counts[0], counts[1], old_id, new_id))
-        # The statement both keys signed opens with Go's note.Open with either key.
-        go_note_open(work, rotated["note"], old_vkey, cosignatures=1)
-        go_note_open(work, rotated["note"], new_vkey, cosignatures=1)
+
+        # The first rotation, with a transition.
+        first = rotate_under_load(ledger, 1000000, 1000000)
+        seq1, second_vkey = first["seq"], first["new_key"]
+        second_id = second_vkey.split("+")[1]
+        if first["old_key"] != first_vkey or second_id == first_id:
+            fail("rotate-key: %r" % first)
+        go_note_open(work, first["note"], first_vkey, cosignatures=1)
+        go_note_open(work, first["note"], second_vkey, cosignatures=1)
         print("ok: the statement opens with Go's note.Open by either key")
-        # Checkpoints past the rotation: the new key's line, then the old one's (the transition).
-        size = seq + 41
         ledger.ctl("append", "-", stdin=receipts(900000, 40))
-        after = ledger.ctl("checkpoint", "--at-least", str(size), "--timeout-ms", "20000")
-        if note_key_ids(after) != [new_id, old_id]:
+        after = ledger.ctl("checkpoint", "--at-least", str(seq1 + 41), "--cosignatures", "1", "--timeout-ms",
+                           "20000")
+        if note_key_ids(after) != [second_id, first_id]:
             fail("a checkpoint of the transition is signed by %r, want the new key then the old" % note_key_ids(after))
-        go_note_open(work, after, new_vkey, cosignatures=1)
-        go_note_open(work, after, old_vkey, cosignatures=1)
-        if note_key_ids(before)[0] != old_id:
+        go_note_open(work, after, second_vkey, cosignatures=2)  # the old key's line and the witness's
+        go_note_open(work, after, first_vkey, cosignatures=2)
+        if note_key_ids(before) != [first_id]:
             fail("the checkpoint before the rotation: %r" % note_key_ids(before))
         print("ok: checkpoints past seq %d carry the new key's line, then the old one's; Go opens them with either"
-              % seq)
+              % seq1)
+
+        # The second rotation, no transition: only a witness and a monitor
+        # that followed both rotations cosign what comes after it.
+        second = rotate_under_load(ledger, 0, 2000000)
+        seq2, third_vkey = second["seq"], second["new_key"]
+        third_id = third_vkey.split("+")[1]
+        if second["old_key"] != second_vkey:
+            fail("the second rotation's old key: %r" % second)
+        ledger.ctl("append", "-", stdin=receipts(910000, 10))
+        size = seq2 + 11
+        cosigned = ledger.ctl("checkpoint", "--at-least", str(size), "--cosignatures", "1", "--timeout-ms", "30000")
+        if note_key_ids(cosigned) != [third_id]:
+            fail("a checkpoint past the second rotation is signed by %r" % note_key_ids(cosigned))
+        keys_file = os.path.join(wdata, "logs", hashlib.sha256(ORIGIN.encode()).hexdigest() + ".keys")
+        if not os.path.exists(keys_file) or len(open(keys_file).read().splitlines()) != 2:
+            fail("the witness's record of the rotations: %r" % os.listdir(os.path.join(wdata, "logs")))
+        print("ok: the witness, given the first key only, follows both rotations and cosigns size %s"
+              % cosigned.split("\n")[1])
+        deadline = time.time() + 30
+        while True:
+            status, note = get(monitor_port, "/cosigned")
+            if status == 200 and int(note.split("\n")[2]) > seq2:
+                break
+            if time.time() > deadline:
+                fail("the monitor cosigned nothing past the second rotation: %s" % monitor.text()[-1500:])
+            time.sleep(0.2)
+        print("ok: the monitor, given the first key only, follows both rotations as it replays and cosigns the "
+              "time note of size %s" % note.split("\n")[2])
+
         history = os.path.join(work, "keys.json")
         ledger.ctl("key-history", "--out", history)
         h = json.load(open(history))
-        if [r["seq"] for r in h["rotations"]] != [seq]:
+        if [r["seq"] for r in h["rotations"]] != [seq1, seq2]:
             fail("key-history: %r" % h)
         packs = [os.path.join(work, "run.tar.gz"), os.path.join(work, "seq.tar.gz")]
         ledger.ctl("export", "--run", "team-a/run-1", "--out", packs[0])
-        ledger.ctl("export", "--seq", "0:%d" % (seq + 10), "--out", packs[1])
-        old_file, new_file, key_set = (os.path.join(work, n) for n in ("old.vkey", "new.vkey", "keys.set"))
-        open(old_file, "w").write(old_vkey + "\n")
-        open(new_file, "w").write(new_vkey + "\n")
-        open(key_set, "w").write("# the ledger's keys\n%s until %d\n%s from %d\n" % (old_vkey, seq, new_vkey, seq + 1))
+        ledger.ctl("export", "--seq", "0:%d" % (seq2 + 5), "--out", packs[1])
+        third_file, key_set = os.path.join(work, "third.vkey"), os.path.join(work, "keys.set")
+        open(third_file, "w").write(third_vkey + "\n")
+        open(key_set, "w").write("# the ledger's keys\n%s until %d\n%s from %d until %d\n%s from %d\n" % (
+            first_vkey, seq1, second_vkey, seq1 + 1, seq2, third_vkey, seq2 + 1))
         for pack in packs:
-            for args, want in ((["--vkey", old_file, "--key-history", history], 0),
+            for args, want in ((["--vkey", first_file, "--key-history", history], 0),
                                (["--key-set", key_set], 0),
-                               (["--vkey", new_file], 0),
-                               (["--vkey", old_file], 1)):
+                               (["--vkey", third_file], 0),
+                               (["--vkey", first_file], 1)):
                 for r in verify(build, pack, *args):
                     if r.returncode != want:
                         fail("verify %s %s: exit %d, want %d: %r %r" % (
                             os.path.basename(pack), " ".join(args), r.returncode, want, r.stdout[-300:],
                             r.stderr[-300:]))
-                    if want == 1 and new_id not in r.stdout + r.stderr and old_id not in r.stdout + r.stderr:
-                        fail("the old key alone: the refusal names no key: %r" % (r.stdout + r.stderr))
-        print("ok: packs across the rotation pass given the old key and the history, or a key set; the old key "
-              "alone refuses them")
-        # A holder of the stolen old key signs a checkpoint past the rotation.
-        forged = dict(h, checkpoint=sign_with_key_file(old_key_file, h["checkpoint"].split("\n\n")[0] + "\n"))
+                    if want == 1 and third_id not in r.stdout + r.stderr and first_id not in r.stdout + r.stderr:
+                        fail("the first key alone: the refusal names no key: %r" % (r.stdout + r.stderr))
+        print("ok: packs across both rotations pass given the first key and the history, or a key set; the first "
+              "key alone refuses them")
+
+        # A holder of the stolen first key signs a checkpoint past its rotation.
+        forged = dict(h, checkpoint=sign_with_key_file(first_key_file, h["checkpoint"].split("\n\n")[0] + "\n"))
         forged_file = os.path.join(work, "forged.json")
         open(forged_file, "w").write(json.dumps(forged))
-        for r in verify(build, packs[0], "--vkey", old_file, "--key-history", forged_file):
-            if r.returncode != 2 or "no valid signature by %s+%s" % (ORIGIN, new_id) not in r.stderr:
-                fail("a checkpoint the old key signed past the rotation: exit %d %r" % (r.returncode, r.stderr))
-        print("ok: a checkpoint the old key signed past the rotation is refused")
-        # A key set saying the old key is compromised as of a size before
+        for r in verify(build, packs[0], "--vkey", first_file, "--key-history", forged_file):
+            if r.returncode != 2 or "no valid signature by %s+%s" % (ORIGIN, third_id) not in r.stderr:
+                fail("a checkpoint the first key signed past its rotation: exit %d %r" % (r.returncode, r.stderr))
+        print("ok: a checkpoint the first key signed past its rotation is refused")
+        # A key set saying the first key is compromised as of a size before
         # its rotation: the rotation could be the thief's.
         bad_set = os.path.join(work, "compromised.set")
-        open(bad_set, "w").write("%s until %d\n" % (old_vkey, seq - 1))
+        open(bad_set, "w").write("%s until %d\n" % (first_vkey, seq1 - 1))
         for r in verify(build, packs[0], "--key-set", bad_set, "--key-history", history):
-            if r.returncode != 2 or "its old key is not trusted at size %d" % seq not in r.stderr:
+            if r.returncode != 2 or "its old key is not trusted at size %d" % seq1 not in r.stderr:
                 fail("a history from a key compromised before its rotation: exit %d %r" % (r.returncode, r.stderr))
-        print("ok: a key compromised as of size %d does not vouch for the rotation at seq %d" % (seq - 1, seq))
-        # Restart: the new key signs (the key file was replaced).
-        ledger.stop()
-        key_file = open(os.path.join(ledger.data, "signing.key")).read()
-        if new_id not in key_file:
-            fail("signing.key after the rotation is not the new key")
+        print("ok: a key compromised as of size %d does not vouch for the rotation at seq %d" % (seq1 - 1, seq1))
+
+        # Restart: the newest key signs (the key file was replaced).
+        ledger.process.stop()
+        if third_id not in open(os.path.join(ledger.data, "signing.key")).read():
+            fail("signing.key after the rotations is not the newest key")
         if os.path.exists(os.path.join(ledger.data, "signing.key.next")):
             fail("signing.key.next left after the rotation")
-        ledger = Ledger(build, work)
+        ledger = Ledger(build, work, serving)
         if not ledger.addr:
-            fail("ledgerd did not restart after the rotation: " + open(ledger.out_path).read())
+            fail("ledgerd did not restart after the rotations: " + ledger.process.text())
         ledger.ctl("append", "-", stdin=receipts(950000, 5))
-        cp = ledger.ctl("checkpoint", "--at-least", str(size + 5), "--timeout-ms", "20000")
-        if note_key_ids(cp) != [new_id]:
-            fail("after a restart the checkpoint is signed by %r, want the new key alone" % note_key_ids(cp))
-        ledger.stop()
-        print("ok: restarted, the ledger signs with the new key alone (the transition ends with the process)")
-        stale = Ledger(build, work, ["--signing-key", old_key_file])
-        if stale.addr or stale.proc.wait(timeout=60) == 0:
-            fail("ledgerd started with the key the log rotated away from")
-        said = open(stale.out_path).read()
-        if "rotated from this key" not in said or new_vkey not in said:
-            fail("ledgerd with the old key: %r" % said[-600:])
-        print("ok: ledgerd given the old key refuses to start, naming the new key")
+        cp = ledger.ctl("checkpoint", "--at-least", str(size + 5), "--cosignatures", "1", "--timeout-ms", "20000")
+        if note_key_ids(cp) != [third_id]:
+            fail("after a restart the checkpoint is signed by %r, want the newest key alone" % note_key_ids(cp))
+        ledger.process.stop()
+        print("ok: restarted, the ledger signs with the newest key alone, and the witness cosigns")
+        stale = Ledger(build, work, ["--signing-key", first_key_file])
+        if stale.addr or stale.process.proc.wait(timeout=60) == 0:
+            fail("ledgerd started with a key the log rotated away from")
+        said = stale.process.text()
+        if "rotated from this key" not in said or third_vkey not in said:
+            fail("ledgerd with the first key: %r" % said[-600:])
+        print("ok: ledgerd given the first key refuses to start, naming the log's key now")
     finally:
+        for p in PROCESSES:
+            try:
+                p.stop() if isinstance(p, Process) else p.kill()
+            except Exception:  # noqa: BLE001 (already stopped)
+                pass
         shutil.rmtree(work, ignore_errors=True)
     print("PASS: rotation")
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +22,17 @@ constexpr size_t kMaxBundleBytes = kBundleWidth * (2 + 65535) + 64 * 1024;
 std::string StateFile(const std::string& dir) { return dir + "/replay.state"; }
 std::string CosignedFile(const std::string& dir) { return dir + "/cosigned.note"; }
 std::string AlarmFile(const std::string& dir) { return dir + "/alarm.json"; }
+std::string KeysFile(const std::string& dir) { return dir + "/keys"; }
+
+// The size a signed note's checkpoint-time text claims, before its
+// signature is checked (which key must have signed it depends on it).
+std::optional<uint64_t> ClaimedSize(const std::string& signed_note) {
+  const size_t end = signed_note.find("\n\n");
+  if (end == std::string::npos) return std::nullopt;
+  auto t = note::ParseCheckpointTime(signed_note.substr(0, end + 1));
+  if (!t.ok()) return std::nullopt;
+  return t->checkpoint.size;
+}
 
 }  // namespace
 
@@ -67,6 +80,24 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(Options options) {
   }
   std::unique_ptr<Monitor> m(new Monitor(std::move(options)));
   sync::MutexLock step(&m->step_mu_);
+  auto keys = note::KeySet::Of(m->options_.log_key.VerifierKey());
+  if (!keys.ok()) return keys.status();
+  m->keys_ = *std::move(keys);
+  if (auto kept = files::ReadFile(KeysFile(m->options_.dir)); kept.ok()) {
+    std::istringstream in(*kept);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      auto statement = j.is_string() ? note::ParseKeyRotation(j.get<std::string>())
+                                     : absl::StatusOr<note::KeyRotationStatement>(absl::InvalidArgumentError("not JSON"));
+      absl::Status followed = statement.ok() ? m->keys_.Follow(statement->seq, statement->old_vkey,
+                                                               statement->new_vkey, j.get<std::string>())
+                                             : statement.status();
+      if (!followed.ok()) {
+        return absl::DataLossError(absl::StrCat(KeysFile(m->options_.dir), ": ", followed.message()));
+      }
+      m->rotations_.push_back(j.get<std::string>());
+    }
+  }
   auto state = files::ReadFile(StateFile(m->options_.dir));
   if (state.ok()) {
     auto replay = replay::Replay::Decode(*state);
@@ -82,7 +113,7 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(Options options) {
   sync::MutexLock lock(&m->mu_);
   m->replayed_ = m->replay_.size();
   if (cosigned.ok()) {
-    auto text = m->options_.log_key.Open(*cosigned);
+    auto text = m->OpenNote(*cosigned);
     auto t = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
     if (!t.ok()) {
       return absl::DataLossError(absl::StrCat(CosignedFile(m->options_.dir), ": ", t.status().message()));
@@ -146,7 +177,17 @@ absl::StatusOr<Monitor::Cosignature> Monitor::Cosign(const std::string& signed_n
     sync::MutexLock lock(&mu_);
     if (!alarm_.empty()) return absl::FailedPreconditionError(absl::StrCat("halted: ", alarm_));
   }
-  auto text = options_.log_key.Open(signed_note);
+  auto text = OpenNote(signed_note);
+  if (!text.ok() && absl::IsPermissionDenied(text.status()) && ClaimedSize(signed_note).value_or(0) > replay_.size()) {
+    // A rotation may be among the entries up to it: replay them, then
+    // open it with the key of its size.
+    const uint64_t before = replay_.size();
+    if (absl::Status s = CatchUp(*ClaimedSize(signed_note), signed_note); !s.ok()) {
+      if (absl::IsUnavailable(s) && replay_.size() > before) Save().IgnoreError();
+      return s;
+    }
+    text = OpenNote(signed_note);
+  }
   if (!text.ok()) {
     return absl::PermissionDeniedError(absl::StrCat("time note: not signed by the log's key ", options_.log_key.name(),
                                                     ": ", text.status().message()));
@@ -216,8 +257,16 @@ absl::Status Monitor::CatchUp(uint64_t size, const std::string& note) {
     auto leaves = ParseEntryBundle(*bundle, width);
     if (!leaves.ok()) return absl::UnavailableError(absl::StrCat("GET ", path, ": ", leaves.status().message()));
     for (uint64_t i = first; i < width; ++i) {
-      if (std::optional<replay::Finding> finding = replay_.Append((*leaves)[i]); finding.has_value()) {
+      const bool rotation = (*leaves)[i].find("\"kind\":\"key_rotation\"") != std::string_view::npos;
+      receipt::Entry entry;
+      if (std::optional<replay::Finding> finding = replay_.Append((*leaves)[i], rotation ? &entry : nullptr);
+          finding.has_value()) {
         return Alarm(note, *finding);
+      }
+      if (rotation && entry.receipt.has_key_rotation()) {
+        if (std::optional<replay::Finding> finding = FollowRotation(entry); finding.has_value()) {
+          return Alarm(note, *finding);
+        }
       }
     }
     {
@@ -232,7 +281,44 @@ absl::Status Monitor::CatchUp(uint64_t size, const std::string& note) {
   return absl::OkStatus();
 }
 
-absl::Status Monitor::Save() { return files::WriteFileAtomically(StateFile(options_.dir), replay_.Encode()); }
+absl::Status Monitor::Save() {
+  // The keys first: a state that covers a rotation never lacks it.
+  std::string kept;
+  for (const std::string& r : rotations_) absl::StrAppend(&kept, nlohmann::json(r).dump(), "\n");
+  if (!rotations_.empty()) {
+    if (absl::Status s = files::WriteFileAtomically(KeysFile(options_.dir), kept); !s.ok()) return s;
+  }
+  return files::WriteFileAtomically(StateFile(options_.dir), replay_.Encode());
+}
+
+absl::StatusOr<std::string> Monitor::OpenNote(const std::string& signed_note) {
+  auto size = ClaimedSize(signed_note);
+  if (!size) return options_.log_key.Open(signed_note);  // a malformed note: said as the key finds it
+  return keys_.Open(signed_note, *size);
+}
+
+std::optional<replay::Finding> Monitor::FollowRotation(const receipt::Entry& entry) {
+  const auto& k = entry.receipt.key_rotation();
+  for (const std::string& followed : rotations_) {
+    if (followed == k.note()) return std::nullopt;  // replayed again after a restart
+  }
+  const std::string expected_id = absl::StrCat("ledger.key.", rotations_.size() + 1);
+  absl::Status s = entry.emitter != receipt::kLedgerEmitter || entry.receipt.receipt_id() != expected_id
+                       ? absl::InvalidArgumentError(absl::StrCat("want the ledger's ", expected_id))
+                       : keys_.Follow(entry.seq, k.old_key(), k.new_key(), k.note());
+  if (!s.ok()) {
+    return replay::Finding{"key_rotation", static_cast<int64_t>(entry.seq), "a key rotation the log's keys do not make",
+                           "a statement of the key trusted at its seq and the new key, both signatures valid",
+                           std::string(s.message())};
+  }
+  rotations_.push_back(k.note());
+  jsonlog::Warn("monitor_key_rotated")
+      .Int("seq", static_cast<int64_t>(entry.seq))
+      .Str("old_key", k.old_key())
+      .Str("new_key", k.new_key())
+      .Emit();
+  return std::nullopt;
+}
 
 absl::Status Monitor::Alarm(const std::string& note, const replay::Finding& finding) {
   std::string last;
@@ -244,7 +330,7 @@ absl::Status Monitor::Alarm(const std::string& note, const replay::Finding& find
   }
   // The note the entries give, beside the one the log signed.
   std::string replayed_note;
-  auto text = options_.log_key.Open(note);
+  auto text = OpenNote(note);
   auto t = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
   if (t.ok() && replay_.size() == t->checkpoint.size) {
     note::CheckpointTime ours = *t;

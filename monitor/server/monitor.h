@@ -38,7 +38,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ledger/format/cosign/mapcosign.h"
+#include "ledger/format/note/key_set.h"
 #include "ledger/format/note/note.h"
+#include "ledger/format/receipt/entry.h"
 #include "ledger/format/replay/replay.h"
 #include "util/http/client.h"
 #include "util/http/http.h"
@@ -131,10 +133,21 @@ class Monitor {
   void Remember(const std::string& text, const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
   // Writes alarm.json and halts; returns the FAILED_PRECONDITION Step returns.
   absl::Status Alarm(const std::string& note, const replay::Finding& finding) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
+  // A key_rotation entry replayed (CONTRACT section 5d): its statement
+  // followed in keys_, or the finding that it does not hold.
+  std::optional<replay::Finding> FollowRotation(const receipt::Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
+  // The text of `signed_note`, a time note, opened with the key of its
+  // size (keys_, once the entries up to it are replayed).
+  absl::StatusOr<std::string> OpenNote(const std::string& signed_note) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
 
   const Options options_;
   sync::Mutex step_mu_;  // one Cosign at a time: the replay is its alone
   replay::Replay replay_ ABSL_GUARDED_BY(step_mu_);
+  // The log's keys by size: log_key, and each rotation replayed, whose
+  // notes are kept in <dir>/keys (one JSON string a line) before the
+  // replay state that covers them.
+  note::KeySet keys_ ABSL_GUARDED_BY(step_mu_);
+  std::vector<std::string> rotations_ ABSL_GUARDED_BY(step_mu_);
   // The last notes cosigned (their text, without signatures), with their lines.
   absl::flat_hash_map<std::string, std::string> recent_ ABSL_GUARDED_BY(step_mu_);
   std::deque<std::string> recent_order_ ABSL_GUARDED_BY(step_mu_);

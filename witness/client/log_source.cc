@@ -12,6 +12,11 @@ Source LogSource(const log::Log* log) {
             auto proof = log->ProveConsistency(from, to);
             if (!proof.ok()) return proof.status();
             return std::move(proof->hashes);
+          },
+          [log] {
+            std::vector<Rotation> out;
+            for (const log::Log::Rotation& r : log->Rotations()) out.push_back({r.seq, r.note});
+            return out;
           }};
 }
 

@@ -76,6 +76,9 @@ struct Witnesses::State {
     }
   }
   std::atomic<uint64_t> cosignatures{0}, conflicts{0}, refused{0}, unavailable{0};
+  // The log's rotations this witness said it follows (add-key-rotation), in
+  // order; only the submitting thread touches it.
+  size_t rotations_told = 0;
 };
 
 Witnesses::Witnesses(tlogpolicy::Policy policy, Source source, Post post, Options options)
@@ -183,6 +186,7 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
     if (old > size) {
       return failed(w.refused, absl::StrCat("the witness cosigned size ", old, ", beyond this ledger's ", size));
     }
+    TellRotations(w, size);
     std::string body = absl::StrCat("old ", old, "\n");
     if (old > 0 && old < size) {
       auto proof = source_.consistency(old, size);
@@ -238,6 +242,26 @@ bool Witnesses::Submit(State& w, const std::string& note, uint64_t size) {
     return true;
   }
   return failed(w.refused, "409 again and again");
+}
+
+void Witnesses::TellRotations(State& w, uint64_t size) {
+  if (!source_.rotations) return;
+  const std::vector<Rotation> rotations = source_.rotations();
+  for (; w.rotations_told < rotations.size() && rotations[w.rotations_told].seq < size; ++w.rotations_told) {
+    const Rotation& r = rotations[w.rotations_told];
+    auto reply = post_(absl::StrCat(w.witness->url, "/add-key-rotation"), r.note);
+    if (!reply.ok() || reply->status != 200) {
+      // The checkpoint still goes: a witness that does not follow rotations
+      // cosigns it by the old key's line of a transition, or refuses it.
+      jsonlog::Warn("witness_rotation_refused")
+          .Str("witness", w.witness->name)
+          .Int("seq", static_cast<int64_t>(r.seq))
+          .Msg(reply.ok() ? absl::StrCat("HTTP ", reply->status, ": ", reply->body.substr(0, reply->body.find('\n')))
+                          : S(reply.status().message()))
+          .Emit();
+      return;
+    }
+  }
 }
 
 void Witnesses::Keep(State& w) {

@@ -40,6 +40,12 @@
 
 namespace ledger::witnesses {
 
+// A key rotation as a witness is told it: the statement both keys signed.
+struct Rotation {
+  uint64_t seq = 0;
+  std::string note;
+};
+
 // What submission needs of the log.
 struct Source {
   // The signed checkpoint note of `size` (0: the latest); NOT_FOUND when
@@ -47,6 +53,10 @@ struct Source {
   std::function<absl::StatusOr<std::string>(uint64_t size)> checkpoint;
   // The RFC 9162 consistency proof from `from` to `to`.
   std::function<absl::StatusOr<std::vector<hash::Hash>>(uint64_t from, uint64_t to)> consistency;
+  // The log's key rotations (CONTRACT section 5d), ascending seq: each is
+  // told to a witness (POST add-key-rotation) before the first checkpoint
+  // past it. Unset: none.
+  std::function<std::vector<Rotation>()> rotations;
 };
 
 // POSTs a body to a URL: HttpPost, or a fake for fault injection.
@@ -125,6 +135,8 @@ class Witnesses {
   // holds it cosigned.
   bool Submit(State& w, const std::string& note, uint64_t size);
   void Keep(State& w);
+  // Tells the witness the rotations below `size` it was not told yet.
+  void TellRotations(State& w, uint64_t size);
   // Takes what another node recorded for `w`'s witness (Options::shared):
   // held when it verifies over this log's checkpoint of its size, else
   // only the size the witness is at.

@@ -40,7 +40,8 @@ class TestLog {
             [this](uint64_t from, uint64_t to) -> absl::StatusOr<std::vector<Hash>> {
               sync::MutexLock lock(&mu_);
               return merkle::ConsistencyProof(from, to, node_);
-            }};
+            },
+            nullptr};
   }
   std::string Note(uint64_t size) { return *source().checkpoint(size); }
   std::string vkey() const { return key_.VerifierKey(); }

@@ -114,6 +114,7 @@ absl::StatusOr<std::unique_ptr<Witness>> Witness::Open(std::string state_dir, co
     log->keys.push_back(std::move(key));
   }
   for (auto& [origin, log] : w->by_origin_) {
+    if (absl::Status s = w->LoadRotations(*log); !s.ok()) return s;
     if (absl::Status s = w->Load(*log); !s.ok()) return s;
     w->by_hash_[OriginHash(origin)] = log.get();
   }
@@ -145,7 +146,12 @@ absl::Status Witness::Load(LogState& log) {
 
 std::optional<Reply> Witness::CheckLogSignature(const LogState& log, const AddCheckpointRequest& request,
                                                 std::vector<std::string>* verified) const {
-  for (const note::Verifier& key : log.keys) {
+  std::vector<note::Verifier> trusted;
+  {
+    ledger::sync::MutexLock lock(&log.mu);
+    trusted = TrustedAt(log, request.size);
+  }
+  for (const note::Verifier& key : trusted) {
     auto opened = key.Open(request.note);
     if (opened.ok()) {
       for (const std::string& line : request.signatures) {

@@ -100,6 +100,17 @@ class Witness {
   Reply AddCheckpoint(std::string_view body, std::string_view peer = "");
   static constexpr int kMaxFailuresPerMinute = 30;
 
+  // POST add-key-rotation (CONTRACT section 5b, "Following a key
+  // rotation"): the body is a log's rotation statement signed by both keys
+  // (section 5d). 200 "ok" once it is recorded (durably, in <origin
+  // hash>.keys) or was already: from then on the old key counts only for
+  // checkpoints of sizes up to its seq and the new key for larger ones.
+  // 400 malformed; 404 unknown origin; 403 when its old key is not the key
+  // this witness trusts at that seq, or a signature fails; 409 when another
+  // rotation of that key or at that seq is recorded; 503 when the record
+  // cannot be written (nothing changed).
+  Reply AddKeyRotation(std::string_view body, std::string_view peer = "");
+
   // GET <origin hash>/checkpoint: the record (state.h) of the log whose
   // origin hashes to `origin_hash` (lowercase hex SHA-256); 404 when there
   // is none.
@@ -115,11 +126,27 @@ class Witness {
     uint64_t size ABSL_GUARDED_BY(mu) = 0;
     hash::Hash root ABSL_GUARDED_BY(mu) = hash::EmptyRoot();  // of size 0 until it cosigns one
     std::string record ABSL_GUARDED_BY(mu);                   // empty: never cosigned
+    // The rotations followed, in the order recorded: after one at `seq`
+    // its old key counts for sizes up to seq, its new key for larger ones.
+    struct Rotation {
+      uint64_t seq = 0;
+      uint32_t old_id = 0;
+      note::Verifier new_key;
+      std::string note;
+    };
+    std::vector<Rotation> rotations ABSL_GUARDED_BY(mu);
   };
 
   Witness(std::string state_dir, cosign::Cosigner cosigner, Clock clock)
       : state_dir_(std::move(state_dir)), cosigner_(std::move(cosigner)), clock_(std::move(clock)) {}
   absl::Status Load(LogState& log);
+  absl::Status LoadRotations(LogState& log);
+  // The keys that count for a checkpoint of `size`: the keys given, and the
+  // rotations' new keys, each while no rotation retired it.
+  static std::vector<note::Verifier> TrustedAt(const LogState& log, uint64_t size)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(log.mu);
+  // AddKeyRotation's checks and its change to `log` (not its record).
+  static Reply Follow(LogState& log, std::string_view note) ABSL_EXCLUSIVE_LOCKS_REQUIRED(log.mu);
   // 403 unless a trusted key of `log` signed the note and no trusted key's
   // line fails; fills `verified` with the lines that verified.
   std::optional<Reply> CheckLogSignature(const LogState& log, const AddCheckpointRequest& request,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ledger/format/merkle/merkle.h"
+#include "ledger/format/note/key_set.h"
 #include "tests/util/temp_dir.h"
 #include "util/files/files.h"
 #include "witness/server/state.h"
@@ -318,6 +319,47 @@ TEST_F(WitnessTest, ExtensionLinesAreCosignedWithTheCheckpoint) {
   Reply r = w->AddCheckpoint(TestLog::BodyWith(0, {}, note));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(VerifiedTime(note + r.body), now_);
+}
+
+// CONTRACT section 5b, "Following a key rotation": once the witness
+// follows a rotation at seq s, past s only the new key's signature counts
+// (the old key's line of a transition, or a thief's checkpoint, does not);
+// what it follows survives a restart; a statement of a key it does not
+// trust, a forged one or a second rotation of the same key is refused.
+TEST_F(WitnessTest, AFollowedRotationMovesTheSizesPastItToTheNewKey) {
+  auto w = Open();
+  ASSERT_EQ(w->AddCheckpoint(log_.Body(0, 10)).status, 200);
+  note::Signer next = *note::Signer::FromSeed("example.org/log", std::string(32, '\x07'));
+  note::Signer stranger = *note::Signer::FromSeed("example.org/log", std::string(32, '\x05'));
+  const std::string rotation = *note::SignKeyRotation("example.org/log", 20, log_.key(), next);
+  EXPECT_EQ(w->AddKeyRotation("junk").status, 400);
+  EXPECT_EQ(w->AddKeyRotation(*note::SignKeyRotation("example.org/log", 20, stranger, next)).status, 403);
+  std::string forged = rotation;
+  forged[forged.find("seq 20")+4] = '3';  // the text no longer the one signed
+  EXPECT_EQ(w->AddKeyRotation(forged).status, 403);
+  ASSERT_EQ(w->AddKeyRotation(rotation).status, 200);
+  EXPECT_EQ(w->AddKeyRotation(rotation).status, 200);  // followed already
+  EXPECT_EQ(w->AddKeyRotation(*note::SignKeyRotation("example.org/log", 25, log_.key(), stranger)).status, 409);
+  const std::string keys = dir_.path() + "/" + OriginHash("example.org/log") + ".keys";
+  EXPECT_TRUE(std::filesystem::exists(keys));
+  // Size 20 is still the old key's; 30 only the new key's.
+  ASSERT_EQ(w->AddCheckpoint(log_.Body(10, 20)).status, 200);
+  const std::string text30 = log_.Text(30, log_.Root(30));
+  const std::string by_old = *log_.key().Sign(text30);
+  const std::string by_new = *next.Sign(text30);
+  const std::string both = *note::AddSignature(by_new, log_.key());
+  EXPECT_EQ(w->AddCheckpoint(TestLog::BodyWith(20, log_.Proof(20, 30), by_old)).status, 403);
+  w.reset();
+  w = Open();  // the rotation is read back
+  EXPECT_EQ(w->AddCheckpoint(TestLog::BodyWith(20, log_.Proof(20, 30), by_old)).status, 403);
+  Reply r = w->AddCheckpoint(TestLog::BodyWith(20, log_.Proof(20, 30), both));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(VerifiedTime(both + r.body), now_);
+  // A record of the rotations that no longer holds stops the witness.
+  w.reset();
+  ASSERT_TRUE(files::WriteFileAtomically(keys, "\"evidence-ledger/key-rotation/v1\\n\"\n").ok());
+  auto refused = Witness::Open(dir_.path(), cosigner_, {log_.Verifier()}, [this] { return now_; });
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss) << refused.status();
 }
 
 }  // namespace

@@ -70,6 +70,21 @@ std::string FormatKeyRotation(std::string_view origin, uint64_t seq, std::string
                       "\n");
 }
 
+absl::StatusOr<KeyRotationStatement> ParseKeyRotation(std::string_view note) {
+  const size_t end = note.find("\n\n");
+  std::vector<std::string_view> lines = Split(note.substr(0, end == std::string_view::npos ? 0 : end), '\n');
+  KeyRotationStatement s;
+  if (lines.size() != 5 || lines[0] != kKeyRotationHeader || !lines[2].starts_with("seq ") ||
+      !ParseDecimal(lines[2].substr(4), &s.seq) || !lines[3].starts_with("old ") || !lines[4].starts_with("new ")) {
+    return absl::InvalidArgumentError(
+        "note: not a key rotation statement (header, origin, seq, old and new lines: CONTRACT section 5d)");
+  }
+  s.origin = S(lines[1]);
+  s.old_vkey = S(lines[3].substr(4));
+  s.new_vkey = S(lines[4].substr(4));
+  return s;
+}
+
 absl::StatusOr<std::string> AddSignature(std::string_view signed_note, const Signer& signer) {
   size_t split = signed_note.rfind("\n\n");
   if (split == std::string_view::npos) return absl::InvalidArgumentError("signed note: no blank line before signatures");

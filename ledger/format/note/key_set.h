@@ -37,6 +37,15 @@ inline constexpr char kKeyRotationHeader[] = "evidence-ledger/key-rotation/v1";
 std::string FormatKeyRotation(std::string_view origin, uint64_t seq, std::string_view old_vkey,
                               std::string_view new_vkey);
 
+// The lines of a rotation statement, from a rotation note's text (its
+// signatures unchecked): INVALID_ARGUMENT when it is not the grammar above.
+struct KeyRotationStatement {
+  std::string origin;
+  uint64_t seq = 0;
+  std::string old_vkey, new_vkey;
+};
+absl::StatusOr<KeyRotationStatement> ParseKeyRotation(std::string_view note);
+
 // The rotation note: the statement signed by `old_key` then `new_key`.
 absl::StatusOr<std::string> SignKeyRotation(std::string_view origin, uint64_t seq, const Signer& old_key,
                                             const Signer& new_key);

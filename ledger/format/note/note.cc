@@ -272,6 +272,12 @@ absl::StatusOr<Verifier> Verifier::Parse(std::string_view vkey) {
   return v;
 }
 
+std::string Verifier::VerifierKey() const {
+  std::string key(1, static_cast<char>(kAlgEd25519));
+  key.append(reinterpret_cast<const char*>(public_key_.data()), public_key_.size());
+  return absl::StrCat(name_, "+", Hex8(key_id_), "+", hash::Base64(key));
+}
+
 absl::StatusOr<std::string> Verifier::Open(std::string_view note) const {
   auto malformed = [](std::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat("signed note: ", S(why)));

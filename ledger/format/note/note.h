@@ -113,6 +113,8 @@ class Verifier {
 
   const std::string& name() const { return name_; }
   uint32_t key_id() const { return key_id_; }
+  // The verifier-key form it was parsed from.
+  std::string VerifierKey() const;
 
  private:
   Verifier() = default;

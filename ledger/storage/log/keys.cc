@@ -59,9 +59,10 @@ absl::Status Log::LoadKeys() {
         if (r.vkey == signer_.VerifierKey()) mine = &r;
       }
       if (mine != nullptr) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "signing key: the log rotated from this key (", signer_.VerifierKey(), ") at seq ", *mine->until, " to ",
-            current, ", which signs every checkpoint past it: start with --signing-key naming that key"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("signing key: the log rotated from this key (", signer_.VerifierKey(), ") at seq ",
+                         *mine->until, "; its key now is ", current, " (from size ", keys->ranges().back().from,
+                         "), which signs every checkpoint: start with --signing-key naming that key"));
       }
       return absl::FailedPreconditionError(absl::StrCat("signing key: ", signer_.VerifierKey(),
                                                         " is not the log's key (", current,
