@@ -87,10 +87,11 @@ absl::StatusOr<std::unique_ptr<Monitor>> Monitor::Open(Options options) {
     std::istringstream in(*kept);
     for (std::string line; std::getline(in, line);) {
       nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      auto statement = j.is_string() ? note::ParseKeyRotation(j.get<std::string>())
-                                     : absl::StatusOr<note::KeyRotationStatement>(absl::InvalidArgumentError("not JSON"));
-      absl::Status followed = statement.ok() ? m->keys_.Follow(statement->seq, statement->old_vkey,
-                                                               statement->new_vkey, j.get<std::string>())
+      auto statement = j.is_string()
+                           ? note::ParseKeyRotation(j.get<std::string>())
+                           : absl::StatusOr<note::KeyRotationStatement>(absl::InvalidArgumentError("not JSON"));
+      absl::Status followed = statement.ok() ? m->keys_.Follow(statement->seq, statement->old_vkey, statement->new_vkey,
+                                                               j.get<std::string>())
                                              : statement.status();
       if (!followed.ok()) {
         return absl::DataLossError(absl::StrCat(KeysFile(m->options_.dir), ": ", followed.message()));

@@ -71,8 +71,8 @@ Reply Witness::Follow(LogState& log, std::string_view note_text) {
     return Said(403, absl::StrCat("old: not the key this witness trusts for '", log.origin, "' at size ",
                                   statement->seq, "\n"));
   }
-  if (absl::Status s = note::CheckKeyRotation(log.origin, statement->seq, statement->old_vkey, statement->new_vkey,
-                                              note_text);
+  if (absl::Status s =
+          note::CheckKeyRotation(log.origin, statement->seq, statement->old_vkey, statement->new_vkey, note_text);
       !s.ok()) {
     return Said(403, absl::StrCat(std::string(s.message()), "\n"));
   }
@@ -99,7 +99,8 @@ Reply Witness::AddKeyRotation(std::string_view body, std::string_view peer) {
       for (const LogState::Rotation& r : log.rotations) absl::StrAppend(&kept, nlohmann::json(r.note).dump(), "\n");
       if (absl::Status s = files::WriteFileAtomically(KeysPath(state_dir_, log.origin), kept); !s.ok()) {
         log.rotations.pop_back();
-        reply = Said(503, absl::StrCat("the record of the rotation could not be written: ", std::string(s.message()), "\n"));
+        reply = Said(503,
+                     absl::StrCat("the record of the rotation could not be written: ", std::string(s.message()), "\n"));
       } else {
         jsonlog::Warn("witness_key_rotated")
             .Str("origin", log.origin)

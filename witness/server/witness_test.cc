@@ -335,7 +335,7 @@ TEST_F(WitnessTest, AFollowedRotationMovesTheSizesPastItToTheNewKey) {
   EXPECT_EQ(w->AddKeyRotation("junk").status, 400);
   EXPECT_EQ(w->AddKeyRotation(*note::SignKeyRotation("example.org/log", 20, stranger, next)).status, 403);
   std::string forged = rotation;
-  forged[forged.find("seq 20")+4] = '3';  // the text no longer the one signed
+  forged[forged.find("seq 20") + 4] = '3';  // the text no longer the one signed
   EXPECT_EQ(w->AddKeyRotation(forged).status, 403);
   ASSERT_EQ(w->AddKeyRotation(rotation).status, 200);
   EXPECT_EQ(w->AddKeyRotation(rotation).status, 200);  // followed already

@@ -87,7 +87,8 @@ absl::StatusOr<KeyRotationStatement> ParseKeyRotation(std::string_view note) {
 
 absl::StatusOr<std::string> AddSignature(std::string_view signed_note, const Signer& signer) {
   size_t split = signed_note.rfind("\n\n");
-  if (split == std::string_view::npos) return absl::InvalidArgumentError("signed note: no blank line before signatures");
+  if (split == std::string_view::npos)
+    return absl::InvalidArgumentError("signed note: no blank line before signatures");
   auto own = signer.Sign(signed_note.substr(0, split + 1));
   if (!own.ok()) return own.status();
   return absl::StrCat(S(signed_note), S(std::string_view(*own).substr(split + 2)));
@@ -103,9 +104,11 @@ absl::StatusOr<std::string> SignKeyRotation(std::string_view origin, uint64_t se
 absl::Status CheckKeyRotation(std::string_view origin, uint64_t seq, std::string_view old_vkey,
                               std::string_view new_vkey, std::string_view note) {
   auto old_key = Verifier::Parse(old_vkey);
-  if (!old_key.ok()) return absl::InvalidArgumentError(absl::StrCat("old_key: ", std::string(old_key.status().message())));
+  if (!old_key.ok())
+    return absl::InvalidArgumentError(absl::StrCat("old_key: ", std::string(old_key.status().message())));
   auto new_key = Verifier::Parse(new_vkey);
-  if (!new_key.ok()) return absl::InvalidArgumentError(absl::StrCat("new_key: ", std::string(new_key.status().message())));
+  if (!new_key.ok())
+    return absl::InvalidArgumentError(absl::StrCat("new_key: ", std::string(new_key.status().message())));
   if (old_key->name() != origin) {
     return absl::InvalidArgumentError(absl::StrCat("old_key: named '", old_key->name(), "', not the origin"));
   }
@@ -117,17 +120,18 @@ absl::Status CheckKeyRotation(std::string_view origin, uint64_t seq, std::string
   }
   const std::string want = FormatKeyRotation(origin, seq, old_vkey, new_vkey);
   auto by_old = old_key->Open(note);
-  if (!by_old.ok()) return absl::InvalidArgumentError(absl::StrCat("note: by old_key: ", std::string(by_old.status().message())));
+  if (!by_old.ok())
+    return absl::InvalidArgumentError(absl::StrCat("note: by old_key: ", std::string(by_old.status().message())));
   if (*by_old != want) {
     return absl::InvalidArgumentError(
         absl::StrCat("note: its text is not the statement of a rotation at seq ", seq, " from old_key to new_key"));
   }
   auto by_new = new_key->Open(note);
-  if (!by_new.ok()) return absl::InvalidArgumentError(absl::StrCat("note: by new_key: ", std::string(by_new.status().message())));
+  if (!by_new.ok())
+    return absl::InvalidArgumentError(absl::StrCat("note: by new_key: ", std::string(by_new.status().message())));
   const std::vector<uint32_t> ids = SignatureKeyIds(note, origin);
   if (ids.size() != 2 || ids[0] != old_key->key_id() || ids[1] != new_key->key_id()) {
-    return absl::InvalidArgumentError(
-        "note: want exactly two signature lines, the old key's and then the new key's");
+    return absl::InvalidArgumentError("note: want exactly two signature lines, the old key's and then the new key's");
   }
   return absl::OkStatus();
 }
@@ -203,12 +207,11 @@ const KeySet::Range* KeySet::At(uint64_t size) const {
   return nullptr;
 }
 
-absl::Status KeySet::Follow(uint64_t seq, std::string_view old_vkey, std::string_view new_vkey,
-                            std::string_view note) {
+absl::Status KeySet::Follow(uint64_t seq, std::string_view old_vkey, std::string_view new_vkey, std::string_view note) {
   const Range* at = At(seq);
   if (at == nullptr || at->vkey != old_vkey) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the rotation at seq ", seq, ": its old key is not trusted at size ", seq, " (", S(old_vkey), ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the rotation at seq ", seq, ": its old key is not trusted at size ", seq, " (", S(old_vkey), ")"));
   }
   if (auto s = CheckKeyRotation(name(), seq, old_vkey, new_vkey, note); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("the rotation at seq ", seq, ": ", std::string(s.message())));
@@ -233,9 +236,9 @@ absl::Status KeySet::Follow(uint64_t seq, std::string_view old_vkey, std::string
   }
   auto followed = Of(std::move(next));
   if (!followed.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat("the rotation at seq ", seq, " to ", S(new_vkey),
-                                                      " disagrees with the keys given: ",
-                                                      std::string(followed.status().message())));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the rotation at seq ", seq, " to ", S(new_vkey),
+                     " disagrees with the keys given: ", std::string(followed.status().message())));
   }
   *this = std::move(*followed);
   return absl::OkStatus();
@@ -244,16 +247,16 @@ absl::Status KeySet::Follow(uint64_t seq, std::string_view old_vkey, std::string
 absl::StatusOr<std::string> KeySet::Open(std::string_view signed_note, uint64_t size) const {
   const Range* at = At(size);
   if (at == nullptr) {
-    return absl::PermissionDeniedError(absl::StrCat("size ", size, ": no key is trusted for it (the keys: ",
-                                                    [&] {
-                                                      std::string all;
-                                                      for (const Range& r : ranges_) {
-                                                        absl::StrAppend(&all, all.empty() ? "" : ", ",
-                                                                        Short(r.verifier), " ", Sizes(r));
-                                                      }
-                                                      return all;
-                                                    }(),
-                                                    ")"));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "size ", size, ": no key is trusted for it (the keys: ",
+        [&] {
+          std::string all;
+          for (const Range& r : ranges_) {
+            absl::StrAppend(&all, all.empty() ? "" : ", ", Short(r.verifier), " ", Sizes(r));
+          }
+          return all;
+        }(),
+        ")"));
   }
   auto text = at->verifier.Open(signed_note);
   if (!text.ok() && absl::IsPermissionDenied(text.status())) {

@@ -69,10 +69,10 @@ TEST(KeyRotationTest, TheBadRotationsOfTheNoteAndKeysAreRefused) {
     if (!rule.starts_with("note:") && !rule.starts_with("new_key:")) continue;  // the leaf's rules: the verifiers'
     auto leaf = nlohmann::json::parse(bad["leaf_bytes_utf8"].get<std::string>());
     const auto& r = leaf["receipt"];
-    EXPECT_THAT(CheckKeyRotation(v["origin"].get<std::string>(), leaf["seq"].get<uint64_t>(),
-                                 r["old_key"].get<std::string>(), r["new_key"].get<std::string>(),
-                                 r["note"].get<std::string>()),
-                StatusIs(absl::StatusCode::kInvalidArgument))
+    EXPECT_THAT(
+        CheckKeyRotation(v["origin"].get<std::string>(), leaf["seq"].get<uint64_t>(), r["old_key"].get<std::string>(),
+                         r["new_key"].get<std::string>(), r["note"].get<std::string>()),
+        StatusIs(absl::StatusCode::kInvalidArgument))
         << rule;
     ++checked;
   }
