@@ -21,7 +21,8 @@ with a real ledger-witness and a real ledger-monitor following it.
   refused against the history; a key set saying the first key is
   compromised as of a size below its rotation refuses the history.
 - Restarted, the ledger signs with the newest key alone (its key file
-  replaced, no signing.key.next left); a ledgerd given the first key file
+  replaced, no signing.key.next left); `ledgerctl audit` of the stopped
+  store holds from the first key and from the newest; a ledgerd given the first key file
   refuses to start, naming the log's key now.
 
 Usage: rotation_test.py BUILD_DIR"""
@@ -320,6 +321,15 @@ def main():
             fail("after a restart the checkpoint is signed by %r, want the newest key alone" % note_key_ids(cp))
         ledger.process.stop()
         print("ok: restarted, the ledger signs with the newest key alone, and the witness cosigns")
+        # The stopped store audits from the first key, following the
+        # rotations, and from the newest, whose statements lead back.
+        for vkey_file in (first_file, third_file):
+            r = run([os.path.join(build, "cmd", "ledgerctl"), "audit", "--data", ledger.data, "--vkey", vkey_file,
+                     "--no-progress"])
+            if r.returncode != 0 or not r.stdout.startswith("OK"):
+                fail("ledgerctl audit --vkey %s: exit %d %r %r" % (os.path.basename(vkey_file), r.returncode,
+                                                                   r.stdout, r.stderr))
+        print("ok: ledgerctl audit of the stopped store holds from the first key and from the newest")
         stale = Ledger(build, work, ["--signing-key", first_key_file])
         if stale.addr or stale.process.proc.wait(timeout=60) == 0:
             fail("ledgerd started with a key the log rotated away from")

@@ -1,5 +1,6 @@
 #include "ledger/storage/log/audit.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -9,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"
+#include "ledger/format/note/key_set.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/replay/replay.h"
@@ -36,12 +38,13 @@ std::string RunName(std::string_view team, std::string_view run_id) {
 class Auditor {
  public:
   Auditor(const store::Store& store, const note::Verifier& key, text::ProgressMeter* progress)
-      : store_(store), key_(key), progress_(progress) {}
+      : store_(store), key_(key), progress_(progress), keys_(*note::KeySet::Of(key.VerifierKey())) {}
 
   absl::StatusOr<AuditReport> Run() {
     auto state = store_.ReadState();
     if (!state.ok()) return state.status();
     state_ = *state;
+    if (absl::Status s = SeedKeys(); !s.ok()) return s;
     absl::Status s = store_.ScanCheckpoints([&](uint64_t size, std::string_view note) {
       checkpoints_.emplace(size, std::string(note));
       return absl::OkStatus();
@@ -61,6 +64,12 @@ class Auditor {
           .IgnoreError();  // the finding is what counts
     }
     if (s.ok()) s = After();
+    if (s.ok() && !must_reach_.empty() &&
+        std::none_of(keys_.ranges().begin(), keys_.ranges().end(),
+                     [&](const note::KeySet::Range& r) { return r.vkey == must_reach_; })) {
+      s = Find("key_rotation", -1, "the key given", absl::StrCat("a key the log's rotations lead to: ", must_reach_),
+               keys_.ranges().back().vkey);
+    }
     if (!s.ok() && !finding_) return s;
     AuditReport r;
     r.entries = entries_;
@@ -103,6 +112,19 @@ class Auditor {
     if (finding.has_value()) return Find(*std::move(finding));
     const receipt::Receipt& r = entry.receipt;
     const hash::Hash leaf_hash = replay_.prev();
+    if (r.has_key_rotation()) {
+      // CONTRACT section 5d: the ledger's, numbered in order, its statement
+      // signed by the key of its seq and the new key.
+      const std::string id = absl::StrCat(std::string(receipt::kKeyRotationIdPrefix), ++rotations_);
+      absl::Status followed =
+          entry.emitter != receipt::kLedgerEmitter || r.receipt_id() != id
+              ? absl::InvalidArgumentError(absl::StrCat("want the ledger's ", id))
+              : keys_.Follow(seq, r.key_rotation().old_key(), r.key_rotation().new_key(), r.key_rotation().note());
+      if (!followed.ok()) {
+        return Find("key_rotation", at, "key rotation", "a statement of the key of its seq and the new key",
+                    std::string(followed.message()));
+      }
+    }
     if (!v1_done_) {
       absl::Status set =
           map_v1_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV1), replay_.last_run_head());
@@ -166,7 +188,7 @@ class Auditor {
     if (it == checkpoints_.end()) return absl::OkStatus();
     int64_t at = static_cast<int64_t>(size) - 1;
     std::string what = absl::StrCat("checkpoint of size ", size);
-    auto text = key_.Open(it->second);
+    auto text = keys_.Open(it->second, size);
     if (!text.ok()) {
       return Find("checkpoint", at, absl::StrCat(what, ": signature"),
                   absl::StrCat("a valid signature by ", key_.name()), std::string(text.status().message()));
@@ -193,7 +215,7 @@ class Auditor {
     if (absl::IsNotFound(note_text.status())) return absl::OkStatus();
     if (!note_text.ok()) return note_text.status();
     std::string what = absl::StrCat("time note of the checkpoint of size ", size);
-    auto text = key_.Open(*note_text);
+    auto text = keys_.Open(*note_text, size);
     if (!text.ok()) {
       return Find("checkpoint_time", at, absl::StrCat(what, ": signature"),
                   absl::StrCat("a valid signature by ", key_.name()), std::string(text.status().message()));
@@ -384,9 +406,38 @@ class Auditor {
     return ends_at_head();
   }
 
+  // The keys start from the first key of the log's rotations when the key
+  // given is a later one: each rotation is then followed as it is read, so
+  // every statement on the way to the key given is checked, signed by the
+  // key before and the key after it.
+  absl::Status SeedKeys() {
+    std::optional<std::string> first_old;
+    bool given_is_later = false;
+    absl::Status s = store_.ScanRunSeqs(receipt::kLedgerTeam, receipt::kKeysRun, UINT64_MAX, [&](uint64_t seq) {
+      auto leaf = store_.GetLeaf(seq);
+      if (!leaf.ok()) return leaf.status();
+      auto entry = receipt::ParseLeaf(*leaf);
+      if (!entry.ok() || !entry->receipt.has_key_rotation()) return absl::OkStatus();  // the replay finds it
+      if (!first_old) first_old = entry->receipt.key_rotation().old_key();
+      given_is_later |= entry->receipt.key_rotation().new_key() == key_.VerifierKey();
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (given_is_later) {
+      auto seeded = note::KeySet::Of(*first_old);
+      if (!seeded.ok()) return seeded.status();
+      keys_ = *std::move(seeded);
+      must_reach_ = key_.VerifierKey();
+    }
+    return absl::OkStatus();
+  }
+
   const store::Store& store_;
   const note::Verifier& key_;
   text::ProgressMeter* const progress_;
+  note::KeySet keys_;       // the log's keys by size, as the rotations read so far say
+  uint64_t rotations_ = 0;  // key_rotation entries read
+  std::string must_reach_;  // the key given, when a later key than the log's first
   store::State state_;
   std::map<uint64_t, std::string> checkpoints_;
   replay::Replay replay_;                                         // of the entries read so far
