@@ -9,6 +9,7 @@
 #include "export/pack/team_window.h"
 #include "export/verify/cc/internal/file_checks.h"
 #include "export/verify/cc/steps.h"
+#include "ledger/format/note/key_set.h"
 
 namespace ledger::verify {
 
@@ -42,6 +43,15 @@ Step<Proven> CheckEntriesAndProofs(const StreamCheck& stream, const std::string*
   for (const StreamCheck::Epoch& e : stream.epochs()) {
     told.leader_epochs.push_back(absl::StrCat("leader epoch ", e.epoch, ": node ", e.node, " leads from seq ", e.seq,
                                               ", over the tree of size ", e.seq, " with root ", e.previous_root, "."));
+  }
+  for (const StreamCheck::Rotation& r : stream.rotations()) {
+    // CONTRACT section 5d: the statement both keys signed, of this log.
+    if (absl::Status s = note::CheckKeyRotation(told.origin, r.seq, r.old_key, r.new_key, r.note); !s.ok()) {
+      return Fail(told, pack::kEntries, static_cast<int64_t>(r.seq),
+                  absl::StrCat("key_rotation: ", std::string(s.message())));
+    }
+    told.key_rotations.push_back(absl::StrCat("key rotation at seq ", r.seq, ": the log's key moved from ", r.old_key,
+                                              " to ", r.new_key, " (a statement both keys signed)."));
   }
   if (told.entries != manifest.entries) {
     return Fail(told, pack::kManifest, -1,

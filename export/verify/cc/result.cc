@@ -154,6 +154,8 @@ nlohmann::json Result::Json() const {
     }
   }
   if (!leader_epochs.empty()) j["leader_epochs"] = leader_epochs;
+  if (!key.empty()) j["key"] = {{"vkey", key}, {"from", key_from}};
+  if (!key_rotations.empty()) j["key_rotations"] = key_rotations;
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
     if (seq >= 0) j["failure"]["seq"] = seq;
@@ -197,6 +199,22 @@ std::string Result::Summary() const {
     }
     if (!team_window.empty()) absl::StrAppend(&out, e(team_window), "\n");
     for (const std::string& epoch : leader_epochs) absl::StrAppend(&out, e(epoch), "\n");
+    if (!key.empty()) {
+      absl::StrAppend(&out, "signed by: ", e(key.substr(0, key.find('+', key.find('+') + 1))), " (", e(key_from),
+                      ").\n");
+    }
+    for (const std::string& rotation : key_rotations) absl::StrAppend(&out, e(rotation), "\n");
+    // What vouches for the time (CONTRACT section 7): the ledger's own
+    // clock, the witnesses' cosignatures when a policy checked them.
+    std::string evidence =
+        signed_at_us ? absl::StrCat("the ledger's clock, ", SignedTime(*signed_at_us)) : std::string("no signed time");
+    if (quorum) {
+      absl::StrAppend(&evidence, cosigned.empty() ? "; no witness cosignature" : "; witnesses' cosignatures (",
+                      cosigned.empty() ? "" : Cosigners(cosigned), cosigned.empty() ? "" : ")");
+    } else {
+      absl::StrAppend(&evidence, "; witnesses' cosignatures not checked (no --policy)");
+    }
+    absl::StrAppend(&out, "time evidence: ", evidence, "; no time-stamping authority's token.\n");
     if (report_by_digest) {
       out +=
           "report.html: checked by its digest only (--report-by-digest): its words were not rebuilt from the "

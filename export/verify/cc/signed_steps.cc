@@ -89,6 +89,12 @@ Step<Key> CheckKey(const std::string& vkey_file, const Options& options, std::op
   }
   auto verifier = note::Verifier::Parse(vkey);
   if (!verifier.ok()) return Fail(told, pack::kVkey, -1, std::string(verifier.status().message()));
+  told.key = vkey;
+  told.key_from =
+      options.keys && tree_size
+          ? absl::StrCat("the key of size ", *tree_size, " by ",
+                         options.keys->ranges().size() > 1 ? "the keys and rotations given" : "the key given")
+          : which;
   std::string other = vkey != pack_vkey ? pack_vkey : "";
   return Key{std::move(vkey), *std::move(verifier), std::move(told), std::move(other), which};
 }

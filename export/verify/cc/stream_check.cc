@@ -176,6 +176,7 @@ class StreamCheck::EntryPass : public LinePass {
   const std::optional<StreamCheck::Logged>& latest_logged() const { return latest_logged_; }
   std::optional<uint64_t> first_version2_seq() const { return first_version2_seq_; }
   const std::vector<StreamCheck::Epoch>& epochs() const { return epochs_; }
+  const std::vector<StreamCheck::Rotation>& rotations() const { return rotations_; }
 
  private:
   // A chunk to decode into: one the projection is done with, or a new one.
@@ -241,6 +242,13 @@ class StreamCheck::EntryPass : public LinePass {
         } else {
           epochs_.push_back({entry->seq, le.epoch(), le.node(), le.previous_root()});
         }
+      } else if (entry->receipt.has_key_rotation()) {
+        const auto& k = entry->receipt.key_rotation();
+        if (entry->emitter != receipt::kLedgerEmitter) {
+          fail(Failure::kLinks, seq, absl::StrCat("key_rotation: emitter '", entry->emitter, "': the ledger's only"));
+        } else {
+          rotations_.push_back({entry->seq, k.old_key(), k.new_key(), k.note()});
+        }
       }
       if (entries_ == 0) {
         first_team_ = entry->receipt.team();
@@ -295,6 +303,7 @@ class StreamCheck::EntryPass : public LinePass {
   TeamChainFacts team_chain_;
   std::optional<StreamCheck::Logged> latest_logged_;
   std::vector<StreamCheck::Epoch> epochs_;
+  std::vector<StreamCheck::Rotation> rotations_;
   std::optional<uint64_t> first_version2_seq_;
   std::deque<std::future<std::unique_ptr<Decoded>>> inflight_;
   std::vector<std::unique_ptr<Decoded>> free_;  // projected, to decode into again
@@ -597,6 +606,7 @@ hash::Hash StreamCheck::last_leaf_hash() const { return entry_pass_->last_hash()
 const TeamChainFacts& StreamCheck::team_chain() const { return entry_pass_->team_chain(); }
 std::optional<StreamCheck::Logged> StreamCheck::latest_logged() const { return entry_pass_->latest_logged(); }
 const std::vector<StreamCheck::Epoch>& StreamCheck::epochs() const { return entry_pass_->epochs(); }
+const std::vector<StreamCheck::Rotation>& StreamCheck::rotations() const { return entry_pass_->rotations(); }
 std::optional<uint64_t> StreamCheck::first_version2_seq() const { return entry_pass_->first_version2_seq(); }
 
 }  // namespace ledger::verify

@@ -160,6 +160,12 @@ struct Result {
   // The leader epochs the pack's entries show (replicated shards): one
   // line each, "leader epoch N: node X leads from seq S (...)".
   std::vector<std::string> leader_epochs;
+  // The key the pack's notes were checked against (its verifier key), and
+  // where it came from ("the key given", "the key set's key of size N", ...).
+  std::string key, key_from;
+  // The key rotations the pack's entries show (CONTRACT section 5d): one
+  // line each, "key rotation at seq S: from K1 to K2 (...)".
+  std::vector<std::string> key_rotations;
   // The earlier checkpoint the pack proved consistency with, and whether
   // it is the one given in Options::since.
   std::optional<uint64_t> since_size;

@@ -123,6 +123,14 @@ class StreamCheck {
     std::string previous_root;  // hex
   };
   const std::vector<Epoch>& epochs() const;
+  // The key_rotation entries of the pack (CONTRACT section 5d), in seq
+  // order, each the ledger's; their statements are checked by the caller,
+  // who knows the origin.
+  struct Rotation {
+    uint64_t seq = 0;
+    std::string old_key, new_key, note;
+  };
+  const std::vector<Rotation>& rotations() const;
 
  private:
   class EntryPass;
