@@ -20,6 +20,7 @@ tools that never saw the token.
   was not signed by that key).
 
 Usage: pkcs11_test.py BUILD_DIR"""
+import json
 import os
 import subprocess
 import sys
@@ -172,6 +173,37 @@ def main():
         finally:
             ledger.stop()
         print("ok: restarted with the same token key it signed size %s" % note.split("\n")[1])
+
+        # CONTRACT section 5d: the log moves to a second key of the token;
+        # the witness, told the rotation, cosigns what the new key signs.
+        made = run([ctl, "keygen", "--origin", ORIGIN, "--pkcs11", uri("log-key-2")])
+        if made.returncode != 0:
+            fail("ledgerctl keygen --pkcs11 of the second log key: %s" % made.stderr)
+        second_vkey = made.stdout.strip()
+        ledger = Ledger(build, work, policy, extra=["--signing-key", uri("log-key")])
+        try:
+            rotated = json.loads(ledger.ctl("rotate-key", "--new-key", uri("log-key-2")))
+            if rotated["old_key"] != log_vkey or rotated["new_key"] != second_vkey:
+                fail("rotate-key to the token's second key: %r" % rotated)
+            ledger.ctl("append", "-", stdin=receipts(35, 5))
+            note = ledger.ctl("checkpoint", "--at-least", str(rotated["seq"] + 6), "--cosignatures", "1",
+                              "--timeout-ms", "20000")
+            check_cosigned(note, second_vkey, {"A": witness_vkey})
+        finally:
+            ledger.stop()
+        refused_start(build, work, "data", uri("log-key"), "the log rotated from this key")
+        ledger = Ledger(build, work, policy, extra=["--signing-key", uri("log-key-2")])
+        try:
+            ledger.ctl("append", "-", stdin=receipts(40, 5))
+            ledger.ctl("checkpoint", "--at-least", str(rotated["seq"] + 11), "--timeout-ms", "20000")
+        finally:
+            ledger.stop()
+        keys = [os.path.join(d, f) for d, _, fs in os.walk(data) for f in fs if ".key" in f]
+        if keys:
+            fail("a key file on the data directory after a rotation between token keys: %r" % keys)
+        print("ok: rotated from the token's key to a second one at seq %d: the witness cosigns the new key's "
+              "checkpoints, the old key is refused at start, the new one goes on, no key file written"
+              % rotated["seq"])
         refused_start(build, work, "data", uri("log-key", pin="wrong-pin"),
                       "refused the PIN in %s" % os.path.join(work, "wrong-pin"))
         refused_start(build, work, "data", uri("witness-key"), "was not signed by this key")

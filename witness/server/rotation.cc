@@ -3,6 +3,7 @@
 // count for a checkpoint of a size, POST add-key-rotation, and the record
 // of the rotations followed, <origin hash>.keys (one JSON string a line:
 // each rotation note, in the order followed), read back at start.
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -35,18 +36,18 @@ std::string KeysPath(const std::string& dir, std::string_view origin) {
 }  // namespace
 
 std::vector<note::Verifier> Witness::TrustedAt(const LogState& log, uint64_t size) {
-  auto retired = [&](uint32_t id) {
-    for (const LogState::Rotation& r : log.rotations) {
-      if (r.old_id == id && r.seq < size) return true;
-    }
-    return false;
-  };
+  // The keys a rotation below `size` retired.
+  std::vector<uint32_t> retired;
+  for (const LogState::Rotation& r : log.rotations) {
+    if (r.seq < size) retired.push_back(r.old_id);
+  }
+  auto live = [&retired](uint32_t id) { return std::find(retired.begin(), retired.end(), id) == retired.end(); };
   std::vector<note::Verifier> out;
   for (const note::Verifier& k : log.keys) {
-    if (!retired(k.key_id())) out.push_back(k);
+    if (live(k.key_id())) out.push_back(k);
   }
   for (const LogState::Rotation& r : log.rotations) {
-    if (r.seq < size && !retired(r.new_key.key_id())) out.push_back(r.new_key);
+    if (r.seq < size && live(r.new_key.key_id())) out.push_back(r.new_key);
   }
   return out;
 }

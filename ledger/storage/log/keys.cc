@@ -64,9 +64,10 @@ absl::Status Log::LoadKeys() {
                          *mine->until, "; its key now is ", current, " (from size ", keys->ranges().back().from,
                          "), which signs every checkpoint: start with --signing-key naming that key"));
       }
-      return absl::FailedPreconditionError(absl::StrCat("signing key: ", signer_.VerifierKey(),
-                                                        " is not the log's key (", current,
-                                                        "); start with the key and origin that signed it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("signing key: the log's latest checkpoint was not signed by this key (", signer_.VerifierKey(),
+                       "): the log's key is ", current, " (from size ", keys->ranges().back().from,
+                       "); start with the key and origin that signed it"));
     }
   }
   keys_ = *std::move(keys);
