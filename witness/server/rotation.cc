@@ -27,8 +27,6 @@ Reply Said(int status, std::string body) {
   return r;
 }
 
-std::string S(std::string_view v) { return std::string(v); }
-
 std::string KeysPath(const std::string& dir, std::string_view origin) {
   return absl::StrCat(dir, "/", OriginHash(origin), ".keys");
 }
@@ -112,15 +110,7 @@ Reply Witness::AddKeyRotation(std::string_view body, std::string_view peer) {
       }
     }
   }
-  CountFailure(peer, reply);
-  if (reply.status != 200) {
-    jsonlog::Warn("witness_refused")
-        .Int("status", reply.status)
-        .Str("peer", S(peer))
-        .Msg(reply.body.substr(0, reply.body.find('\n')))
-        .Emit();
-  }
-  return reply;
+  return Counted(std::move(reply), peer);
 }
 
 absl::Status Witness::LoadRotations(LogState& log) {

@@ -178,7 +178,10 @@ Reply Witness::AddCheckpoint(std::string_view body, std::string_view peer) {
     return Answer(429, absl::StrCat("too many requests from this address did not verify (at most ",
                                     kMaxFailuresPerMinute, " a minute); retry in a minute\n"));
   }
-  Reply reply = Add(body);
+  return Counted(Add(body), peer);
+}
+
+Reply Witness::Counted(Reply reply, std::string_view peer) {
   CountFailure(peer, reply);
   if (reply.status != 200) {
     // Each refusal, for the operator (a 409 is a ledger whose idea of the

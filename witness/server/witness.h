@@ -165,6 +165,9 @@ class Witness {
   // Whether `peer` is over its failures this minute; counts `failed`.
   bool OverFailures(std::string_view peer) ABSL_LOCKS_EXCLUDED(failures_mu_);
   void CountFailure(std::string_view peer, const Reply& reply) ABSL_LOCKS_EXCLUDED(failures_mu_);
+  // `reply` counted against `peer` (CountFailure) and, unless a 200,
+  // logged (witness_refused).
+  Reply Counted(Reply reply, std::string_view peer) ABSL_LOCKS_EXCLUDED(failures_mu_);
 
   const std::string state_dir_;
   const cosign::Cosigner cosigner_;

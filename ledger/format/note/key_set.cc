@@ -6,30 +6,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"
+#include "ledger/format/note/internal/text.h"
 
 namespace ledger::note {
+
+using internal::kSigPrefix;
+using internal::ParseDecimal;
+using internal::S;
+using internal::Split;
+
 namespace {
-
-constexpr std::string_view kSigPrefix = "\xe2\x80\x94 ";  // "— "
-
-std::string S(std::string_view v) { return std::string(v); }
-
-// `s` split at each `sep` (an empty piece after a final separator kept).
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  while (true) {
-    size_t at = s.find(sep);
-    out.push_back(s.substr(0, at));
-    if (at == std::string_view::npos) return out;
-    s.remove_prefix(at + 1);
-  }
-}
-
-bool ParseDecimal(std::string_view v, uint64_t* out) {
-  if (v.empty() || (v.size() > 1 && v[0] == '0')) return false;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
-  return ec == std::errc() && p == v.data() + v.size();
-}
 
 // The key ids of a note's signature lines, in order; empty when the note
 // has no blank line before them or a line is malformed.

@@ -10,12 +10,18 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ledger/format/note/internal/text.h"
 
 namespace ledger::note {
+
+using internal::kSigPrefix;
+using internal::ParseDecimal;
+using internal::S;
+using internal::Split;
+
 namespace {
 
 constexpr uint8_t kAlgEd25519 = 0x01;
-constexpr std::string_view kSigPrefix = "\xe2\x80\x94 ";  // "— "
 
 void InitSodium() {
   static const bool ok = sodium_init() >= 0;
@@ -37,22 +43,6 @@ absl::StatusOr<uint32_t> ParseHex8(std::string_view s) {
   }
   return v;
 }
-
-// Splits at `sep` into at most `max_parts` parts (the last keeps the rest:
-// base64 key data may itself contain '+').
-std::vector<std::string_view> Split(std::string_view s, char sep, size_t max_parts = SIZE_MAX) {
-  std::vector<std::string_view> out;
-  while (true) {
-    size_t at = out.size() + 1 == max_parts ? std::string_view::npos : s.find(sep);
-    out.push_back(s.substr(0, at));
-    if (at == std::string_view::npos) return out;
-    s.remove_prefix(at + 1);
-  }
-}
-
-// absl::StrCat takes absl::string_view, which this Abseil build keeps apart
-// from std::string_view.
-std::string S(std::string_view v) { return std::string(v); }
 
 uint32_t BigEndian32(const uint8_t* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
@@ -325,13 +315,6 @@ absl::StatusOr<std::string> Verifier::Open(std::string_view note) const {
 }
 
 namespace {
-
-// A decimal number without leading zeros (0 itself is "0").
-bool ParseDecimal(std::string_view v, uint64_t* out) {
-  if (v.empty() || (v.size() > 1 && v[0] == '0')) return false;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
-  return ec == std::errc() && p == v.data() + v.size();
-}
 
 template <typename Bad>
 absl::StatusOr<Checkpoint> ParseCheckpointLines(std::string_view origin, std::string_view size, std::string_view root,
