@@ -60,7 +60,9 @@ Reply Witness::Follow(LogState& log, std::string_view note_text) {
   for (const LogState::Rotation& r : log.rotations) {
     if (r.note == note_text) return Said(200, "ok\n");  // followed already
     if (r.seq == statement->seq || r.old_id == old_key->key_id()) {
-      return Said(409, absl::StrCat("a rotation of key ", statement->old_vkey.substr(0, statement->old_vkey.rfind('+')),
+      return Said(409, absl::StrCat("a rotation of key ",
+                                    statement->old_vkey.substr(
+                                        0, statement->old_vkey.find('+', statement->old_vkey.find('+') + 1)),
                                     " at seq ", r.seq, " is recorded; this one says seq ", statement->seq, "\n"));
     }
   }

@@ -45,7 +45,7 @@ TEST_F(PackTest, RunPackVerifiesAndIsDeterministic) {
                 ".\ncomplete: every entry of the run up to seq 15 (run-head proof, 8 entries).\n"
                 "team-a/run-1/s2 attempt 1 (pending): no completion in the log up to seq 15 "
                 "(proven).\nsigned by: " +
-                log_->verifier_key().substr(0, log_->verifier_key().rfind('+')) +
+                log_->verifier_key().substr(0, log_->verifier_key().find('+', log_->verifier_key().find('+') + 1)) +
                 " (the key given).\ntime evidence: the ledger's clock, " +
                 verify::SignedTime(log_->Checkpoint(0)->signed_at_us) +
                 "; witnesses' cosignatures not checked (no --policy); no time-stamping authority's token.\n");

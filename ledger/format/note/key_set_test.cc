@@ -28,7 +28,7 @@ const nlohmann::json& Vectors() {
   return v;
 }
 
-std::string Unhex(std::string_view hex) {
+std::string SeedBytes(std::string_view hex) {
   std::string out;
   for (size_t i = 0; i < hex.size(); i += 2) {
     out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
@@ -38,7 +38,7 @@ std::string Unhex(std::string_view hex) {
 
 Signer KeyOf(const std::string& which) {
   const auto& v = Vectors();
-  return *Signer::FromSeed(v["origin"].get<std::string>(), Unhex(v["keys"][which]["seed_hex"].get<std::string>()));
+  return *Signer::FromSeed(v["origin"].get<std::string>(), SeedBytes(v["keys"][which]["seed_hex"].get<std::string>()));
 }
 
 const nlohmann::json& RotationReceipt() {
