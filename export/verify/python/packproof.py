@@ -141,9 +141,10 @@ def read_consistency(data):
         raise Failure("consistency.json: old_checkpoint: not UTF-8 (a lone surrogate)")
 
 
-def check_consistency(files, key, origin, size, root, since):
+def check_consistency(files, key, origin, size, root, since, keys=None):
     """consistency.json: required with --since (since: its origin, size and
-    root, or None); its old checkpoint signed by the key, of the pack's
+    root, or None); its old checkpoint signed by the key (with keys, a
+    keyset.KeySet, by the key it trusts at the old checkpoint's size), of the pack's
     origin, the one given with --since, and joined to the pack's checkpoint
     (size, root) by the proof. Returns (size, root, given with --since) of
     the earlier checkpoint, or None."""
@@ -154,7 +155,10 @@ def check_consistency(files, key, origin, size, root, since):
         return None
     old, proof = read_consistency(files["consistency.json"])
     try:
-        old_origin, old_size, old_root = packnote.checkpoint_of(old, key)
+        if keys is None:
+            old_origin, old_size, old_root = packnote.checkpoint_of(old, key)
+        else:
+            old_origin, old_size, old_root = keys.checkpoint(old)
     except Failure as e:
         raise Failure("consistency.json: old_checkpoint: %s" % e)
     if old_origin != origin:

@@ -14,13 +14,37 @@ verify` and `ledger-verify`; here outcomes.json and report.html are checked
 by their digests in the signed manifest only, so a report re-signed by
 whoever holds the ledger's key passes this script.)
 
-Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key) [--since CHECKPOINT]
+Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key | --key-set FILE)
+         [--key-history FILE] [--since CHECKPOINT]
          [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
          [--policy POLICY] [--expect-grace-ms N] [--no-progress]
        verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
 FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
 --trust-pack-key trusts the key inside the pack instead, and the result then
-proves nothing about the ledger's identity. --since CHECKPOINT (a file
+proves nothing about the ledger's identity. The key given is trusted at
+every tree size; for a log that rotated its key (CONTRACT.md section 5d,
+export/verify/python/keyset.py), --key-set FILE gives the keys the auditor
+trusts, each for a range of tree sizes, one a line:
+`<verifier key>[ from <size>][ until <size>]` (from <= size <= until,
+defaults 0 and unbounded; `until N`: compromised as of size N; lines
+starting with '#' and empty lines ignored); a set with two keys whose
+ranges overlap, a key twice, from above until, keys of different names or
+a malformed line is refused naming the line (exit 2). --key-history FILE
+(`ledgerctl key-history`) is followed from the key given (--vkey,
+--vkey-string or --key-set): each rotation's leaf, statement and both
+signatures are checked, its old key must be the one trusted at its seq and
+its inclusion proven to the history's checkpoint, which the key then
+trusted at its size must sign; a rotation at seq s ends the old key's
+range at s and trusts the new key from s + 1 up to the old key's until. A
+rotation or history refused names the seq and the key (exit 2). With
+either flag every note is checked against the key trusted at the size it
+is about: checkpoint, checkpoint-time and manifest.sig at the pack's tree
+size, consistency.json's old checkpoint and the checkpoints of --since and
+--not-older-than at their own sizes; ledger.vkey must be the key trusted at
+the pack's tree size. A note without a valid signature by that key is
+refused naming the size and the key, even when another key of the set
+signed it; the last line after the OK line names the key and the ranges
+trusted. --since CHECKPOINT (a file
 holding the auditor's earlier signed checkpoint): the pack must prove
 consistency from exactly that checkpoint. --expect-scope: the scope asked
 for; a pack of another scope fails. --not-older-than: a tree size or a file
@@ -89,6 +113,7 @@ import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import completeness  # noqa: E402
+import keyset  # noqa: E402
 import mapcosign  # noqa: E402
 import packread  # noqa: E402
 import packsteps  # noqa: E402
@@ -124,7 +149,7 @@ def read_pack(path):
 
 
 def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None, policy=None,
-           expect_grace_ms=None, shown_progress=None):
+           expect_grace_ms=None, shown_progress=None, keys=None):
     """Raises Failure naming the first item that does not hold. vkey is the
     ledger's key line; None with trust_pack_key to trust the pack's own, or
     with a policy to take the policy's log named as the manifest's origin.
@@ -137,18 +162,22 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     checkpoint-time note too when it names monitors ("Monitored packs").
     expect_grace_ms: the unknown_grace_ms the auditor knows the ledger runs
     with.
-    shown_progress: the progress.Progress of the entries' check, or None."""
+    shown_progress: the progress.Progress of the entries' check, or None.
+    keys: a keyset.KeySet (--key-set, --key-history; vkey is then None):
+    every note is checked against the key it trusts at the size the note
+    is about (CONTRACT.md section 5d, "Which key a pack is checked
+    against"), ledger.vkey is the key trusted at the pack's tree size."""
     files = read_pack(pack_path)
-    vkey, key, manifest = signed_files(files, vkey, trust_pack_key, policy)
+    vkey, key, manifest = signed_files(files, vkey, trust_pack_key, policy, keys)
     if expect_grace_ms is not None:
         check_grace(manifest, expect_grace_ms)
-    origin, size, root, cosigned = pack_checkpoint(files, key, vkey, manifest, policy)
+    origin, size, root, cosigned = pack_checkpoint(files, key, vkey, manifest, policy, keys)
     scope = manifest["scope"]
     if expect_scope is not None:
         check_scope(scope, expect_scope)
-    since, kept = given_checkpoints(files, key, size, root, since, not_older_than)
-    consistent = check_consistency(files, key, origin, size, root, since)
-    note = time_note(files, manifest, key, origin, size, root, kept)
+    since, kept = given_checkpoints(files, key, size, root, since, not_older_than, keys)
+    consistent = check_consistency(files, key, origin, size, root, since, keys)
+    note = time_note(files, manifest, key, origin, size, root, kept, keys)
     monitored = None
     if policy is not None and policy.monitors:
         monitored = mapcosign.check_monitored(policy, files.get("checkpoint-time"), key)
@@ -173,7 +202,18 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
             "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned),
             "monitored": None if monitored is None else mapcosign.monitored_line(policy, monitored),
-            "leader_epochs": epochs}
+            "leader_epochs": epochs, "keys": None if keys is None else keys_line(keys, size)}
+
+
+def keys_line(keys, size):
+    """The line that says which key the pack was checked against, and what
+    the key set (after the key history) trusts."""
+    followed = ""
+    if keys.followed:
+        followed = " (the key history's rotation%s at seq %s followed)" % (
+            "s" if len(keys.followed) > 1 else "", ", ".join(str(s) for s in keys.followed))
+    return "keys: the pack's notes checked against %s, the key trusted at tree size %d; the key set trusts %s%s." % (
+        keys.key_at(size).ident(), size, keys.described(), followed)
 
 
 def entries_in_progress(files, manifest, size, root, shown_progress):
@@ -240,24 +280,28 @@ def other_signer(note, key, which):
         raise Failure("manifest.sig: signed by %s, not by %s (%s)" % (", ".join(signers) or "no key", want, which))
 
 
-def signed_files(files, vkey, trust_pack_key, policy):
+def signed_files(files, vkey, trust_pack_key, policy, keys=None):
     """The files every pack has, the key (vkey; the pack's own with
-    trust_pack_key; else the policy's log) and ledger.vkey, manifest.sig
-    over manifest.json, the manifest's grammar and every file's digest.
-    Returns (vkey, key, manifest)."""
+    trust_pack_key; else the policy's log; with keys, the key it trusts at
+    the pack's tree size) and ledger.vkey, manifest.sig over manifest.json,
+    the manifest's grammar and every file's digest. Returns (vkey, key,
+    manifest)."""
     for name in sorted(FILES - OPTIONAL):
         if name not in files:
             raise Failure("%s: missing" % name)
     in_pack = pack_key_line(files)
     which = "the key given"
-    if trust_pack_key:
-        vkey, which = in_pack, "the pack's own key, ledger.vkey"
-    elif vkey is None:
-        vkey, which = policy_log(policy, files), "the policy's log"
-    key = parse_vkey(vkey)
-    other_signer(files["manifest.sig"], key, which)
-    if in_pack != vkey.strip():
-        raise Failure("ledger.vkey: not the key given")
+    if keys is not None:
+        vkey, key = key_of_size(files, keys, in_pack)
+    else:
+        if trust_pack_key:
+            vkey, which = in_pack, "the pack's own key, ledger.vkey"
+        elif vkey is None:
+            vkey, which = policy_log(policy, files), "the policy's log"
+        key = parse_vkey(vkey)
+        other_signer(files["manifest.sig"], key, which)
+        if in_pack != vkey.strip():
+            raise Failure("ledger.vkey: not the key given")
     digest = hashlib.sha256(files["manifest.json"]).hexdigest()
     try:
         signed = open_note(files["manifest.sig"], key)
@@ -269,6 +313,23 @@ def signed_files(files, vkey, trust_pack_key, policy):
     inclusion_file(files, manifest["format"])
     check_files(files, manifest)
     return vkey, key, manifest
+
+
+def key_of_size(files, keys, in_pack):
+    """With a key set (keys, keyset.KeySet): the key trusted at the pack's
+    tree size (the manifest's, read before its signature is checked: the
+    size decides the key), manifest.sig signed by that key and ledger.vkey
+    that key's line. Returns (its line, packnote.parse_vkey()'s tuple)."""
+    size = parse_manifest(files["manifest.json"])["tree_size"]
+    try:
+        keys.open(files["manifest.sig"], size)
+    except Failure as e:
+        raise Failure("manifest.sig: %s" % e)
+    trusted = keys.key_at(size)
+    if in_pack != trusted.line:
+        raise Failure("ledger.vkey: not %s, the key trusted at the pack's tree size %d"
+                      % (shown(trusted.ident()), size))
+    return trusted.line, trusted.as_tuple()
 
 
 def inclusion_file(files, pack_format):
@@ -294,12 +355,16 @@ def check_grace(manifest, expect_grace_ms):
                       % ("none (a format 1 pack)" if grace is None else grace, expect_grace_ms))
 
 
-def pack_checkpoint(files, key, vkey, manifest, policy):
-    """checkpoint: signed by the key (and with a policy, cosigned as it asks),
-    of the key's and the manifest's origin, at the manifest's size and root.
-    Returns (origin, size, root, witnessed()'s list or None without a policy)."""
+def pack_checkpoint(files, key, vkey, manifest, policy, keys=None):
+    """checkpoint: signed by the key (with keys, the key trusted at the
+    pack's tree size; and with a policy, cosigned as it asks), of the key's
+    and the manifest's origin, at the manifest's size and root. Returns
+    (origin, size, root, witnessed()'s list or None without a policy)."""
     try:
-        cp = open_note(files["checkpoint"], key)
+        if keys is not None:
+            cp = keys.open(files["checkpoint"], manifest["tree_size"])
+        else:
+            cp = open_note(files["checkpoint"], key)
         origin, size, root = checkpoint_body(cp)
     except Failure as e:
         raise Failure("checkpoint: %s" % e)
@@ -313,17 +378,22 @@ def pack_checkpoint(files, key, vkey, manifest, policy):
     return origin, size, root, cosigned
 
 
-def given_checkpoints(files, key, size, root, since, not_older_than):
+def given_checkpoints(files, key, size, root, since, not_older_than, keys=None):
     """--not-older-than and --since (verify()'s arguments) against the pack's
-    checkpoint (size, root). Returns since as (origin, size, root) or None,
-    and by flag the checkpoint-time note kept with the checkpoint given
-    (packnote.kept_checkpoint()'s, None without one)."""
+    checkpoint (size, root); with keys, each checkpoint given opened with the
+    key trusted at its own size. Returns since as (origin, size, root) or
+    None, and by flag the checkpoint-time note kept with the checkpoint
+    given (packnote.kept_checkpoint()'s, None without one)."""
     kept = {"--since": None, "--not-older-than": None}  # the time notes the auditor kept
+
+    def kept_of(data):
+        return kept_checkpoint(data, key) if keys is None else keys.kept_checkpoint(data)
+
     if not_older_than is not None:
         want_root = None
         if isinstance(not_older_than, bytes):
             try:
-                _, not_older_than, want_root, kept["--not-older-than"] = kept_checkpoint(not_older_than, key)
+                _, not_older_than, want_root, kept["--not-older-than"] = kept_of(not_older_than)
             except (Failure, ValueError) as e:
                 raise UsageError("--not-older-than: %s" % e)
         if size < not_older_than:
@@ -334,7 +404,7 @@ def given_checkpoints(files, key, size, root, since, not_older_than):
                           % (root.hex(), size, want_root.hex()))
     if since is not None:
         try:
-            since = kept_checkpoint(since, key)
+            since = kept_of(since)
         except (Failure, ValueError) as e:
             raise UsageError("--since: %s" % e)
         kept["--since"] = since[3]
@@ -364,9 +434,10 @@ def note_version(manifest, version):
                       "note" % (f, version, f, want))
 
 
-def time_note(files, manifest, key, origin, size, root, kept):
+def time_note(files, manifest, key, origin, size, root, kept, keys=None):
     """checkpoint-time: in a format 2 pack or later required, of the version
-    the format says, and refused in a format 1 pack; signed by the key,
+    the format says, and refused in a format 1 pack; signed by the key (with
+    keys, the key trusted at the pack's tree size),
     naming the pack's checkpoint, not older than, nor of a lower version
     than, a time note kept with --since or --not-older-than, and of the
     same map roots as a kept note of the same tree size. Returns (time,
@@ -379,6 +450,8 @@ def time_note(files, manifest, key, origin, size, root, kept):
         raise Failure("checkpoint-time: a format 1 pack carries no time note")
     else:
         try:
+            if keys is not None:
+                keys.open(files["checkpoint-time"], size)
             t = checkpoint_time(files["checkpoint-time"], key)
         except Failure as e:
             raise Failure("checkpoint-time: %s" % e)
@@ -537,6 +610,54 @@ def key_argument(args):
     return line
 
 
+def read_flag_file(flag, path):
+    """The bytes of the file a flag names; a usage error when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        usage_error("%s: cannot read %s" % (flag, path))
+
+
+def trusted_keys(args):
+    """The keyset.KeySet of --key-set and --key-history (CONTRACT.md
+    section 5d), or None without them: the set's keys, or the one key given
+    (--vkey, --vkey-string, VKEY) trusted at every size, after the
+    history's rotations are followed. A key set with another key given, or
+    with --trust-pack-key, a history without a key to start from, a set or
+    history refused: usage errors naming the flag."""
+    if args.key_set is None and args.key_history is None:
+        return None
+    flags = [f for f in ("--key-set", "--key-history") if getattr(args, f[2:].replace("-", "_")) is not None]
+    if args.trust_pack_key:
+        usage_error("verify: --trust-pack-key with %s: the keys trusted are the auditor's, not the pack's"
+                    % " and ".join(flags))
+    given = [f for f, v in (("--vkey", args.vkey), ("--vkey-string", args.vkey_string), ("VKEY", args.key))
+             if v is not None]
+    if args.key_set is not None:
+        if given:
+            usage_error("verify: give one of --key-set, %s" % ", ".join(given))
+        try:
+            keys = keyset.parse(read_flag_file("--key-set", args.key_set))
+        except Failure as e:
+            usage_error("--key-set %s: %s" % (args.key_set, e))
+    else:
+        if not given:
+            usage_error("verify: --key-history needs the key the history starts from: --vkey FILE, --vkey-string S "
+                        "or --key-set FILE")
+        line = key_argument(args)
+        try:
+            keys = keyset.single(line)
+        except Failure as e:
+            usage_error("%s: %s" % (given[0], e))
+    if args.key_history is not None:
+        try:
+            keys = keys.follow(read_flag_file("--key-history", args.key_history))
+        except Failure as e:
+            usage_error("--key-history %s: %s" % (args.key_history, e))
+    return keys
+
+
 def main():
     parser = argparse.ArgumentParser(
         prog="verify_pack.py", usage=argparse.SUPPRESS, description=__doc__,
@@ -552,8 +673,11 @@ def main():
     parser.add_argument("--policy")
     parser.add_argument("--expect-grace-ms")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--key-set")
+    parser.add_argument("--key-history")
     args = parser.parse_args()
-    vkey = key_argument(args)
+    keys = trusted_keys(args)
+    vkey = key_argument(args) if keys is None else None
     policy = None
     if args.policy is not None:
         try:
@@ -588,7 +712,7 @@ def main():
     if args.not_older_than is not None:
         if re.fullmatch(r"[0-9]+", args.not_older_than):
             not_older = int(args.not_older_than)
-        elif vkey is None and policy is None:
+        elif vkey is None and policy is None and keys is None:
             usage_error("verify: --not-older-than CHECKPOINT needs the ledger's key (--vkey or --vkey-string)")
         else:
             try:
@@ -609,7 +733,7 @@ def main():
     try:
         r = verify(args.pack, vkey, trust_pack_key=args.trust_pack_key, since=since, expect_scope=expect,
                    not_older_than=not_older, policy=policy, expect_grace_ms=grace,
-                   shown_progress=progress.for_stderr(sys.stderr, args.no_progress))
+                   shown_progress=progress.for_stderr(sys.stderr, args.no_progress), keys=keys)
     except UsageError as e:
         usage_error(e)
     except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
@@ -644,6 +768,8 @@ def result_lines(r):
         lines.append("%s." % r["complete"])
         lines += r["unsettled"]
     lines += r.get("leader_epochs", [])
+    if r.get("keys") is not None:
+        lines.append(r["keys"])
     return lines
 
 
