@@ -288,6 +288,9 @@ func openNote(what string, msg []byte, vs note.Verifiers) (*note.Note, error) {
 		}
 	}
 	n, err := note.Open(msg, vs)
+	if k, ok := vs.(keyAt); ok && signatureRefused(err) {
+		return nil, k.notSigned(what)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: signature: %v", what, err)
 	}
@@ -351,9 +354,22 @@ func openCheckpoint(what string, msg []byte, vs note.Verifiers, keyName string) 
 	if err != nil {
 		return checkpoint{}, err
 	}
-	lines := strings.Split(n.Text, "\n")
+	c, err := checkpointText(what, n.Text)
+	if err != nil {
+		return checkpoint{}, err
+	}
+	if c.origin != keyName {
+		return checkpoint{}, fmt.Errorf("%s: origin: expected the key name \"%s\", found \"%s\"", what, keyName, c.origin)
+	}
+	return c, nil
+}
+
+// checkpointText reads a checkpoint's text: three lines (origin, decimal
+// size, base64 root).
+func checkpointText(what, text string) (checkpoint, error) {
+	lines := strings.Split(text, "\n")
 	if len(lines) != 4 || lines[3] != "" {
-		return checkpoint{}, fmt.Errorf("%s: expected three lines (origin, size, root), found \"%s\"", what, n.Text)
+		return checkpoint{}, fmt.Errorf("%s: expected three lines (origin, size, root), found \"%s\"", what, text)
 	}
 	size, err := strconv.ParseInt(lines[1], 10, 64)
 	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
@@ -362,9 +378,6 @@ func openCheckpoint(what string, msg []byte, vs note.Verifiers, keyName string) 
 	raw, err := base64.StdEncoding.DecodeString(lines[2])
 	if err != nil || len(raw) != tlog.HashSize || base64.StdEncoding.EncodeToString(raw) != lines[2] {
 		return checkpoint{}, fmt.Errorf("%s: root: expected standard base64 of 32 bytes, found \"%s\"", what, lines[2])
-	}
-	if lines[0] != keyName {
-		return checkpoint{}, fmt.Errorf("%s: origin: expected the key name \"%s\", found \"%s\"", what, keyName, lines[0])
 	}
 	c := checkpoint{origin: lines[0], size: size}
 	copy(c.root[:], raw)
