@@ -540,3 +540,41 @@ func quoted(v *value) string {
 	}
 	return "a value other than a string"
 }
+
+// trustedKeys returns, under a key set (o.keys), the keys trusted once the
+// key history is followed, and opens a --not-older-than checkpoint at its
+// size; nil without a key set.
+func trustedKeys(o *options) (*keySet, error) {
+	if o.keys == nil {
+		return nil, nil
+	}
+	trust := o.keys
+	if o.history != nil {
+		var err error
+		if trust, err = followHistory(o.keys, o.history); err != nil {
+			return nil, err
+		}
+	}
+	if o.notOlderFile != nil {
+		n, err := openNotOlder(o.notOlderArg, o.notOlderFile, noteKeys{set: trust}, trust.name)
+		if err != nil {
+			return nil, &usageErr{err.Error()}
+		}
+		o.notOlder = n
+	}
+	return trust, nil
+}
+
+// packKey is, under a key set, the key trusted at the pack's tree size: the
+// size its checkpoint names, read before any signature is checked.
+func packKey(p *pack, trust *keySet) (keyAt, error) {
+	cp, err := peekCheckpoint("checkpoint", p.files["checkpoint"])
+	if err != nil {
+		return keyAt{}, err
+	}
+	k := trust.keyAt(cp.size)
+	if k == nil {
+		return keyAt{}, fmt.Errorf("checkpoint: no key is trusted at size %d, the pack's tree size", cp.size)
+	}
+	return keyAt{k, cp.size}, nil
+}
