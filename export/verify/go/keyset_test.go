@@ -792,6 +792,16 @@ func TestPacksOfARotatedLog(t *testing.T) {
 		"FAIL: consistency.json: old_checkpoint: no key is trusted at size 7",
 		withKeySet(t, a.vkey+" until 6\n"+b.vkey+" from 8\n", nil))
 
+	// Under a policy, the key trusted at the pack's size must be one of its
+	// logs (the old key's being one does not do).
+	both := func(o *options) { oldOnly(o); withPolicy(t, fmt.Sprintf("log %s\nquorum none\n", b.vkey))(o) }
+	lines := strings.SplitN(ok, "\n", 2)
+	checkPack(t, "a policy naming the new key", pack, lines[0]+"\nwitnessed: quorum none met; no cosignature\n"+lines[1],
+		both)
+	checkPack(t, "a policy naming the old key", pack, fmt.Sprintf(
+		"FAIL: checkpoint: the ledger's key %s is not a log of the policy", keyName(b)), oldOnly,
+		withPolicy(t, fmt.Sprintf("log %s\nquorum none\n", a.vkey)))
+
 	// The history refused, or trusting no key at the pack's size.
 	checkPack(t, "the old key compromised as of size 6", pack, fmt.Sprintf(
 		"FAIL: key history: the rotation at seq 7: its old key is not trusted at size 7: old_key is %s, no key is "+
