@@ -121,8 +121,10 @@ type olderThan struct {
 }
 
 // notOlderThan reads --not-older-than's value: a decimal tree size, or a
-// file holding a checkpoint signed by the key given with --vkey, followed
-// by its time note (optional). Errors are usage errors.
+// file holding a checkpoint signed by the key given with --vkey (under a key
+// set, the key trusted at its size: opened once the key history is
+// followed, trustedKeys), followed by its time note (optional). Errors are
+// usage errors.
 func notOlderThan(o *options, arg string) error {
 	if arg != "" && strings.Trim(arg, "0123456789") == "" {
 		n, err := strconv.ParseInt(arg, 10, 64)
@@ -132,7 +134,7 @@ func notOlderThan(o *options, arg string) error {
 		o.notOlder = &olderThan{size: n}
 		return nil
 	}
-	if o.vkey == "" {
+	if o.vkey == "" && o.keys == nil {
 		return fmt.Errorf("--not-older-than CHECKPOINT_FILE needs the ledger's key (--vkey)")
 	}
 	data, err := os.ReadFile(arg)
@@ -142,32 +144,50 @@ func notOlderThan(o *options, arg string) error {
 	if len(data) == 0 {
 		return fmt.Errorf("--not-older-than: %s is empty", arg)
 	}
+	if o.keys != nil {
+		o.notOlderArg, o.notOlderFile = arg, data
+		return nil
+	}
 	v, err := note.NewVerifier(o.vkey)
 	if err != nil {
 		return fmt.Errorf("--vkey: not a verifier key (name+id+base64): %v", err)
 	}
-	vs := note.VerifierList(v)
-	cpText, timeText := splitKept(data)
-	if cpText == nil {
-		return fmt.Errorf("--not-older-than: %s holds a time note but no checkpoint before it", arg)
-	}
-	cp, err := openCheckpoint("--not-older-than", cpText, vs, v.Name())
+	out, err := openNotOlder(arg, data, noteKeys{fixed: note.VerifierList(v)}, v.Name())
 	if err != nil {
 		return err
+	}
+	o.notOlder = out
+	return nil
+}
+
+// openNotOlder opens the checkpoint of a --not-older-than file (named arg)
+// and the time note after it, if any, with the key of its size; name is the
+// key's name, the log's origin.
+func openNotOlder(arg string, data []byte, keys noteKeys, name string) (*olderThan, error) {
+	cpText, timeText := splitKept(data)
+	if cpText == nil {
+		return nil, fmt.Errorf("--not-older-than: %s holds a time note but no checkpoint before it", arg)
+	}
+	vs, err := keys.forCheckpoint("--not-older-than", cpText)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := openCheckpoint("--not-older-than", cpText, vs, name)
+	if err != nil {
+		return nil, err
 	}
 	out := &olderThan{size: cp.size, root: &cp.root}
 	if timeText != nil {
 		t, err := openTimeNote(timeText, vs)
 		if err != nil {
-			return fmt.Errorf("--not-older-than: time note: %v", err)
+			return nil, fmt.Errorf("--not-older-than: time note: %v", err)
 		}
 		if t.cp != cp {
-			return fmt.Errorf("--not-older-than: time note: not the time note of the checkpoint before it")
+			return nil, fmt.Errorf("--not-older-than: time note: not the time note of the checkpoint before it")
 		}
 		out.note = &t
 	}
-	o.notOlder = out
-	return nil
+	return out, nil
 }
 
 // checkAsked makes the checks of --expect-scope, --not-older-than and

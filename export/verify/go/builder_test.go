@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -122,6 +123,8 @@ type builtPack struct {
 	mode     map[string]int64
 	mtime    map[string]int64
 	order    []string // member order, sorted when nil
+	// signer signs manifest.sig; the test key when nil.
+	signer note.Signer
 }
 
 // runPack is the format 4 pack an honest exporter writes of run team/run
@@ -211,6 +214,9 @@ func (b *builtPack) resignNote(t *testing.T, name, text string) {
 func (b *builtPack) write(t *testing.T) string {
 	t.Helper()
 	s, _, _ := testKey(t, testOrigin)
+	if b.signer != nil {
+		s = b.signer
+	}
 	files := map[string][]byte{}
 	digests := map[string]string{}
 	for name, data := range b.files {

@@ -168,11 +168,16 @@ type keptNote struct {
 }
 
 // keptNotes opens the time notes kept with the --since and
-// --not-older-than checkpoints, each signed by the key and naming exactly
-// the checkpoint before it.
-func keptNotes(vs note.Verifiers, o options) ([]keptNote, error) {
+// --not-older-than checkpoints, each signed by the key (under a key set,
+// the key trusted at the size of the checkpoint before it) and naming
+// exactly that checkpoint.
+func keptNotes(keys noteKeys, o options) ([]keptNote, error) {
 	var out []keptNote
 	if o.sinceTime != nil {
+		vs, err := keys.forCheckpoint("--since", o.since)
+		if err != nil {
+			return nil, err
+		}
 		kept, err := openTimeNote(o.sinceTime, vs)
 		if err != nil {
 			return nil, fmt.Errorf("--since: time note: %v", err)

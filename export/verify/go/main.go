@@ -4,7 +4,8 @@
 //
 // Usage:
 //
-//	ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE] [--policy POLICY_FILE]
+//	ledger-verify-go (--vkey FILE | --key-set FILE | --trust-pack-key) PACK.tar.gz [--key-history FILE]
+//	    [--since CHECKPOINT_FILE] [--policy POLICY_FILE]
 //	    [--expect-scope SCOPE] [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--no-progress]
 //
 // It prints one line, "OK <scope>: ..." naming the scope, tree size and root
@@ -21,7 +22,11 @@
 // a "monitored:" line follows, naming each monitor and its time.
 // --expect-scope and --not-older-than are those of `ledgerctl verify`;
 // --expect-grace-ms N refuses a pack whose manifest states another grace.
-// Every value taken from the pack is printed escaped (esc).
+// --key-set FILE gives the keys the auditor trusts, each for a range of tree
+// sizes, and --key-history FILE the rotations to follow from them (or from
+// --vkey) (CONTRACT section 5d, keyset.go): every signed note is then
+// checked against the key trusted at the size it is about. Every value
+// taken from the pack is printed escaped (esc).
 //
 // While the entries are checked, a line on stderr says how many are done,
 // of how many, and how long the rest will take (progress.go), rewritten in
@@ -40,7 +45,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-const usage = "usage: ledger-verify-go (--vkey FILE | --trust-pack-key) PACK.tar.gz [--since CHECKPOINT_FILE] " +
+const usage = "usage: ledger-verify-go (--vkey FILE | --key-set FILE | --trust-pack-key) PACK.tar.gz " +
+	"[--key-history FILE] [--since CHECKPOINT_FILE] " +
 	"[--policy POLICY_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] " +
 	"[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--no-progress]"
 
@@ -51,7 +57,7 @@ func usageError(format string, args ...interface{}) {
 
 func parseArgs(args []string) options {
 	var o options
-	var vkeyFile, sinceFile, policyFile, scopeArg, olderArg, graceArg string
+	var vkeyFile, sinceFile, policyFile, scopeArg, olderArg, graceArg, keySetFile, historyFile string
 	var hasScope, hasOlder, hasGrace, noProgress bool
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -69,6 +75,10 @@ func parseArgs(args []string) options {
 		switch {
 		case a == "--vkey" || strings.HasPrefix(a, "--vkey="):
 			vkeyFile = flagValue()
+		case a == "--key-set" || strings.HasPrefix(a, "--key-set="):
+			keySetFile = flagValue()
+		case a == "--key-history" || strings.HasPrefix(a, "--key-history="):
+			historyFile = flagValue()
 		case a == "--since" || strings.HasPrefix(a, "--since="):
 			sinceFile = flagValue()
 		case a == "--policy" || strings.HasPrefix(a, "--policy="):
@@ -100,7 +110,14 @@ func parseArgs(args []string) options {
 	switch {
 	case vkeyFile != "" && o.trustPackKey:
 		usageError("--vkey and --trust-pack-key exclude each other")
-	case vkeyFile == "" && !o.trustPackKey && policyFile == "":
+	case keySetFile != "" && vkeyFile != "":
+		usageError("--key-set and --vkey exclude each other (a key set line without from or until trusts its key for " +
+			"every size)")
+	case keySetFile != "" && o.trustPackKey:
+		usageError("--key-set and --trust-pack-key exclude each other")
+	case historyFile != "" && vkeyFile == "" && keySetFile == "":
+		usageError("--key-history needs the keys it starts from: --vkey FILE or --key-set FILE")
+	case keySetFile == "" && vkeyFile == "" && !o.trustPackKey && policyFile == "":
 		usageError("--vkey FILE or --policy FILE is required (the ledger's verifier key, or a tlog-policy naming it " +
 			"as a log, obtained apart from the pack)")
 	case vkeyFile != "":
@@ -111,6 +128,29 @@ func parseArgs(args []string) options {
 		o.vkey = strings.TrimSpace(string(data))
 		if o.vkey == "" || strings.ContainsAny(o.vkey, "\n\r") {
 			usageError("--vkey: %s must hold one verifier key line", vkeyFile)
+		}
+	}
+	if keySetFile != "" {
+		data, err := os.ReadFile(keySetFile)
+		if err != nil {
+			usageError("--key-set: %v", err)
+		}
+		if o.keys, err = parseKeySet(data); err != nil {
+			usageError("--key-set %s: %v", keySetFile, err)
+		}
+	}
+	if historyFile != "" {
+		data, err := os.ReadFile(historyFile)
+		if err != nil {
+			usageError("--key-history: %v", err)
+		}
+		o.history = data
+		if o.keys == nil {
+			k, err := parseLedgerKey(o.vkey)
+			if err != nil {
+				usageError("--vkey: not a verifier key (name+id+base64): %v", err)
+			}
+			o.keys = oneKey(k)
 		}
 	}
 	if policyFile != "" {

@@ -35,6 +35,18 @@ type options struct {
 	expectGraceMs *uint64
 	// The line on a terminal while the entries are checked, or nil.
 	progress *progress
+	// --key-set, or --vkey with --key-history: the keys the auditor
+	// trusts, each for its range of tree sizes (keyset.go); nil without
+	// those flags, when the one key is trusted for every size. history is
+	// the --key-history file, followed from keys before the pack is read.
+	keys    *keySet
+	history []byte
+	// --not-older-than CHECKPOINT_FILE under a key set: opened at its size
+	// once the history is followed.
+	notOlderArg  string
+	notOlderFile []byte
+	// keyed is, under a key set, the key trusted at the pack's tree size.
+	keyed *keyAt
 }
 
 type checkpoint struct {
@@ -50,6 +62,10 @@ func (c checkpoint) String() string {
 // verify checks the pack and returns the lines it prints when the pack
 // holds (the OK line first), not yet escaped: run escapes them.
 func verify(o options) ([]string, error) {
+	trust, err := trustedKeys(&o)
+	if err != nil {
+		return nil, err
+	}
 	p, err := readPack(o.pack)
 	if err != nil {
 		return nil, err
@@ -57,17 +73,31 @@ func verify(o options) ([]string, error) {
 	if _, err := packKeyLine(p); err != nil {
 		return nil, err
 	}
-	if o.policy != nil && o.vkey == "" && !o.trustPackKey {
+	if o.policy != nil && o.vkey == "" && !o.trustPackKey && trust == nil {
 		if o.vkey, err = policyVKey(o.policy, p); err != nil {
 			return nil, err
 		}
 		o.vkeyFromPolicy = true
 	}
-	v, err := packVerifier(p, o)
-	if err != nil {
-		return nil, err
+	// The key of the pack's notes: the one given (or the pack's own), or
+	// the key the key set trusts at the pack's tree size; keys gives that
+	// of a note about another size (consistency.json, --since).
+	var v note.Verifier
+	var vs note.Verifiers
+	keys := noteKeys{set: trust}
+	if trust != nil {
+		k, err := packKey(p, trust)
+		if err != nil {
+			return nil, err
+		}
+		v, vs, o.vkey, o.keyed = k.key.v, k, k.key.vkey, &k
+	} else {
+		if v, err = packVerifier(p, o); err != nil {
+			return nil, err
+		}
+		vs = note.VerifierList(v)
+		keys.fixed = vs
 	}
-	vs := note.VerifierList(v)
 	if err := otherSigner(p.files["manifest.sig"], v, o); err != nil {
 		return nil, err
 	}
@@ -106,11 +136,11 @@ func verify(o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	consistent, err := checkConsistency(p, vs, cp, o.since)
+	consistent, err := checkConsistency(p, keys, cp, o.since)
 	if err != nil {
 		return nil, err
 	}
-	t, err := checkSignedTime(p, vs, m, cp, o)
+	t, err := checkSignedTime(p, vs, keys, m, cp, o)
 	if err != nil {
 		return nil, err
 	}
@@ -155,15 +185,16 @@ func verify(o options) ([]string, error) {
 	return append(append(out, unsettled...), epochs...), nil
 }
 
-// checkSignedTime reads the checkpoint's time note and checks it against
-// the times the auditor kept (--since, --not-older-than). It returns the
-// note, nil in a format 1 pack.
-func checkSignedTime(p *pack, vs note.Verifiers, m *manifest, cp checkpoint, o options) (*timeNote, error) {
+// checkSignedTime reads the checkpoint's time note (signed by vs, the key
+// of the pack's tree size) and checks it against the times the auditor kept
+// (--since, --not-older-than; keys opens them). It returns the note, nil in
+// a format 1 pack.
+func checkSignedTime(p *pack, vs note.Verifiers, keys noteKeys, m *manifest, cp checkpoint, o options) (*timeNote, error) {
 	t, err := checkTimeNote(p, vs, cp, m.format)
 	if err != nil {
 		return nil, err
 	}
-	kept, err := keptNotes(vs, o)
+	kept, err := keptNotes(keys, o)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +272,9 @@ func packVerifier(p *pack, o options) (note.Verifier, error) {
 // names another key is one the ledger should not have signed).
 func checkPackKey(p *pack, o options) error {
 	inPack, _ := packKeyLine(p)
+	if o.keyed != nil && inPack != o.vkey {
+		return fmt.Errorf("ledger.vkey: expected the key trusted at size %d, \"%s\", found \"%s\"", o.keyed.size, o.vkey, inPack)
+	}
 	if !o.trustPackKey && inPack != o.vkey {
 		return fmt.Errorf("ledger.vkey: expected the key given with --vkey \"%s\", found \"%s\"", o.vkey, inPack)
 	}
@@ -288,6 +322,9 @@ func openNote(what string, msg []byte, vs note.Verifiers) (*note.Note, error) {
 		}
 	}
 	n, err := note.Open(msg, vs)
+	if k, ok := vs.(keyAt); ok && signatureRefused(err) {
+		return nil, k.notSigned(what)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: signature: %v", what, err)
 	}
@@ -331,7 +368,9 @@ func otherSigner(manifestSig []byte, v note.Verifier, o options) error {
 		}
 	}
 	which := "the key given"
-	if o.trustPackKey {
+	if o.keyed != nil {
+		which = fmt.Sprintf("the key trusted at size %d", o.keyed.size)
+	} else if o.trustPackKey {
 		which = "the pack's own key, ledger.vkey"
 	} else if o.vkeyFromPolicy {
 		which = "the policy's log"
@@ -351,9 +390,22 @@ func openCheckpoint(what string, msg []byte, vs note.Verifiers, keyName string) 
 	if err != nil {
 		return checkpoint{}, err
 	}
-	lines := strings.Split(n.Text, "\n")
+	c, err := checkpointText(what, n.Text)
+	if err != nil {
+		return checkpoint{}, err
+	}
+	if c.origin != keyName {
+		return checkpoint{}, fmt.Errorf("%s: origin: expected the key name \"%s\", found \"%s\"", what, keyName, c.origin)
+	}
+	return c, nil
+}
+
+// checkpointText reads a checkpoint's text: three lines (origin, decimal
+// size, base64 root).
+func checkpointText(what, text string) (checkpoint, error) {
+	lines := strings.Split(text, "\n")
 	if len(lines) != 4 || lines[3] != "" {
-		return checkpoint{}, fmt.Errorf("%s: expected three lines (origin, size, root), found \"%s\"", what, n.Text)
+		return checkpoint{}, fmt.Errorf("%s: expected three lines (origin, size, root), found \"%s\"", what, text)
 	}
 	size, err := strconv.ParseInt(lines[1], 10, 64)
 	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
@@ -362,9 +414,6 @@ func openCheckpoint(what string, msg []byte, vs note.Verifiers, keyName string) 
 	raw, err := base64.StdEncoding.DecodeString(lines[2])
 	if err != nil || len(raw) != tlog.HashSize || base64.StdEncoding.EncodeToString(raw) != lines[2] {
 		return checkpoint{}, fmt.Errorf("%s: root: expected standard base64 of 32 bytes, found \"%s\"", what, lines[2])
-	}
-	if lines[0] != keyName {
-		return checkpoint{}, fmt.Errorf("%s: origin: expected the key name \"%s\", found \"%s\"", what, keyName, lines[0])
 	}
 	c := checkpoint{origin: lines[0], size: size}
 	copy(c.root[:], raw)
@@ -539,11 +588,16 @@ func lines(name string, data []byte) ([][]byte, error) {
 
 // checkConsistency checks consistency.json when the pack has one and
 // requires it when the auditor gave an earlier checkpoint (--since): the old
-// checkpoint in it must be signed by the key and have the given checkpoint's
-// origin, size and root, and the proof must take it to cp (RFC 9162 2.1.4).
-func checkConsistency(p *pack, vs note.Verifiers, cp checkpoint, since []byte) (string, error) {
+// checkpoint in it must be signed by the key (of its size, under a key set)
+// and have the given checkpoint's origin, size and root, and the proof must
+// take it to cp (RFC 9162 2.1.4).
+func checkConsistency(p *pack, keys noteKeys, cp checkpoint, since []byte) (string, error) {
 	var given *checkpoint
 	if since != nil {
+		vs, err := keys.forCheckpoint("--since", since)
+		if err != nil {
+			return "", err
+		}
 		c, err := openCheckpoint("--since", since, vs, cp.origin)
 		if err != nil {
 			return "", err
@@ -577,6 +631,10 @@ func checkConsistency(p *pack, vs note.Verifiers, cp checkpoint, since []byte) (
 	oldText, ok := str(v.get("old_checkpoint"))
 	if !ok {
 		return "", fmt.Errorf("consistency.json: old_checkpoint: expected a string")
+	}
+	vs, err := keys.forCheckpoint("consistency.json: old_checkpoint", []byte(oldText))
+	if err != nil {
+		return "", err
 	}
 	old, err := openCheckpoint("consistency.json: old_checkpoint", []byte(oldText), vs, cp.origin)
 	if err != nil {
