@@ -60,8 +60,7 @@ absl::StatusOr<FlagCheckpointAndTime> FlagCheckpoint(const Flags& flags, const s
   verify::KeptCheckpoint kept = verify::SplitKeptCheckpoint(*file);
   if (keys) {
     // The key of the checkpoint's own size (CONTRACT section 5d).
-    const size_t body_end = kept.checkpoint.find("\n\n");
-    auto claimed = note::ParseCheckpoint(kept.checkpoint.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+    auto claimed = note::ClaimedCheckpoint(kept.checkpoint);
     if (!claimed.ok()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", claimed.status().message()));
     const note::KeySet::Range* at = keys->At(claimed->size);
     if (at == nullptr) {

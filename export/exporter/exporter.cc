@@ -520,8 +520,7 @@ absl::Status PackExport::WriteSmallFiles() {
 // consistency.json, from the auditor's earlier checkpoint `since`.
 absl::Status PackExport::WriteConsistency() {
   // The size the note claims says which of the log's keys must have signed it.
-  const size_t body_end = since.find("\n\n");
-  auto claimed = note::ParseCheckpoint(since.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+  auto claimed = note::ClaimedCheckpoint(since);
   if (!claimed.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", claimed.status().message()));
   auto text = log.Keys().Open(since, claimed->size);
   if (!text.ok()) {

@@ -42,8 +42,7 @@ std::string CheckConsistency(const note::Verifier& verifier, const note::KeySet*
   const note::Verifier* old_key = &verifier;
   if (keys != nullptr) {
     // The key of the old checkpoint's own size (CONTRACT section 5d).
-    const size_t body_end = old_note.find("\n\n");
-    auto claimed = note::ParseCheckpoint(old_note.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+    auto claimed = note::ClaimedCheckpoint(old_note);
     if (!claimed.ok()) return absl::StrCat("old_checkpoint: ", claimed.status().message());
     const note::KeySet::Range* at = keys->At(claimed->size);
     if (at == nullptr) return absl::StrCat("old_checkpoint: size ", claimed->size, ": no key is trusted for it");

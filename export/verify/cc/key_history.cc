@@ -31,8 +31,7 @@ absl::Status FollowKeyHistory(std::string_view json, note::KeySet* keys) {
   const std::string& checkpoint = h["checkpoint"].get_ref<const std::string&>();
   // The checkpoint's claim first: the proofs lead to its root, and once
   // every rotation is followed its signature is checked by its size's key.
-  const size_t body_end = checkpoint.find("\n\n");
-  auto claimed = note::ParseCheckpoint(checkpoint.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+  auto claimed = note::ClaimedCheckpoint(checkpoint);
   if (!claimed.ok()) return Bad("checkpoint", std::string(claimed.status().message()));
   if (claimed->origin != keys->name()) {
     return Bad("checkpoint", absl::StrCat("of '", claimed->origin, "', the keys are named '", keys->name(), "'"));

@@ -300,8 +300,7 @@ absl::StatusOr<Since> ReadSince(const std::string& since, std::string vkey, note
   KeptCheckpoint kept = SplitKeptCheckpoint(since);
   if (keys) {
     // Its own size's key (CONTRACT section 5d).
-    const size_t body_end = kept.checkpoint.find("\n\n");
-    auto claimed = note::ParseCheckpoint(kept.checkpoint.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+    auto claimed = note::ClaimedCheckpoint(kept.checkpoint);
     if (!claimed.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", claimed.status().message()));
     const note::KeySet::Range* at = keys->At(claimed->size);
     if (at == nullptr) {

@@ -56,6 +56,11 @@ std::string FormatKeyRotation(std::string_view origin, uint64_t seq, std::string
                       "\n");
 }
 
+absl::StatusOr<Checkpoint> ClaimedCheckpoint(std::string_view signed_note) {
+  const size_t body_end = signed_note.find("\n\n");
+  return ParseCheckpoint(signed_note.substr(0, body_end == std::string_view::npos ? 0 : body_end + 1));
+}
+
 absl::StatusOr<KeyRotationStatement> ParseKeyRotation(std::string_view note) {
   const size_t end = note.find("\n\n");
   std::vector<std::string_view> lines = Split(note.substr(0, end == std::string_view::npos ? 0 : end), '\n');

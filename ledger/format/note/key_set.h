@@ -46,6 +46,12 @@ struct KeyRotationStatement {
 };
 absl::StatusOr<KeyRotationStatement> ParseKeyRotation(std::string_view note);
 
+// The checkpoint a signed note's text claims, its signatures unchecked: the
+// size that says which key of a KeySet must have signed it. As
+// ParseCheckpoint's errors (for a note without a blank line, of its empty
+// text).
+absl::StatusOr<Checkpoint> ClaimedCheckpoint(std::string_view signed_note);
+
 // The rotation note: the statement signed by `old_key` then `new_key`.
 absl::StatusOr<std::string> SignKeyRotation(std::string_view origin, uint64_t seq, const Signer& old_key,
                                             const Signer& new_key);

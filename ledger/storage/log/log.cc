@@ -188,8 +188,7 @@ absl::Status Log::CheckGuard(const store::State& state) {
   const std::string& note_text = *guard;
   std::string problem;
   // The size the note claims says which key must have signed it.
-  const size_t body_end = note_text.find("\n\n");
-  auto claimed = note::ParseCheckpoint(note_text.substr(0, body_end == std::string::npos ? 0 : body_end + 1));
+  auto claimed = note::ClaimedCheckpoint(note_text);
   auto text = claimed.ok() ? OpenNote(note_text, claimed->size) : absl::StatusOr<std::string>(claimed.status());
   auto cp = text.ok() ? note::ParseCheckpoint(*text) : absl::StatusOr<note::Checkpoint>(text.status());
   if (!cp.ok() || cp->origin != options_.origin) {
