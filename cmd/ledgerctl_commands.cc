@@ -82,6 +82,10 @@ void DefineCommandFlags(Flags& flags) {
   flags.Define("expect-grace-ms", "",
                "the ledger's grace (ledgerd --unknown-grace-ms) the auditor expects: a pack whose manifest "
                "states another unknown_grace_ms fails");
+  flags.Define("tsa-root", "",
+               "verify: a file of PEM certificates: the checkpoint-time note must carry a time-stamp token of a TSA "
+               "that chains to one of them (CONTRACT section 5e)");
+  flags.Define("tsa-max-delay", "60", "verify: seconds a time-stamp may come after the note's time (with --tsa-root)");
   flags.Define(
       "report-by-digest", "",
       "check report.html of a pack of format 5 or earlier by its digest only, not rebuilt from the entries (for a "
@@ -273,8 +277,8 @@ const std::vector<Command>* MakeCommands() {
        "check an evidence pack offline (exit 0 it holds, 1 it does not, 2 usage, 3 unreadable)",
        {"PACK (--vkey FILE | --vkey-string S | --key-set FILE | --trust-pack-key) [--key-history FILE]\n"
         "[--policy FILE] [--since CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
-        "[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--report-by-digest] [--json] "
-        "[--no-progress]"},
+        "[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--tsa-root FILE [--tsa-max-delay S]]\n"
+        "[--report-by-digest] [--json] [--no-progress]"},
        false,
        {{"vkey", ""},
         {"vkey-string", ""},
@@ -288,6 +292,8 @@ const std::vector<Command>* MakeCommands() {
         {"expect-scope", ""},
         {"not-older-than", ""},
         {"expect-grace-ms", ""},
+        {"tsa-root", ""},
+        {"tsa-max-delay", ""},
         {"report-by-digest", ""},
         {"json", "the result as JSON"},
         {"no-progress", ""}},

@@ -24,6 +24,7 @@
 #include "cmd/flags.h"
 #include "cmd/ledgerd_config.h"
 #include "cmd/ledgerd_security.h"
+#include "cmd/ledgerd_tsa.h"
 #include "export/service/export_service.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "ledger/keys/key_file.h"
@@ -146,26 +147,7 @@ absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& 
 
 }  // namespace
 
-// The client side of TLS to witnesses or monitors (`peer`): --PEER-tls-ca
-// verifies https:// ones, --PEER-tls-cert and --PEER-tls-key answer those
-// that ask for a certificate.
-absl::StatusOr<std::shared_ptr<const ledger::http::TlsClient>> ClientTls(const ledger::cmd::Flags& flags,
-                                                                         const std::string& peer) {
-  auto tls = std::make_shared<ledger::http::TlsClient>();
-  for (auto [suffix, part] : {std::pair{"-tls-ca", &tls->ca_pem}, std::pair{"-tls-cert", &tls->cert_pem},
-                              std::pair{"-tls-key", &tls->key_pem}}) {
-    const std::string flag = peer + suffix;
-    if (flags.Get(flag).empty()) continue;
-    auto pem = ledger::files::ReadFile(flags.Get(flag));
-    if (!pem.ok()) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", flags.Get(flag)));
-    *part = *std::move(pem);
-  }
-  if (tls->cert_pem.empty() != tls->key_pem.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", peer, "-tls-cert and --", peer, "-tls-key: give both or neither"));
-  }
-  return tls;
-}
+using ledger::cmd::ClientTls;
 
 // Submits each checkpoint to the witnesses of the tlog-policy in `path`;
 // https:// witnesses are verified with --witness-tls-ca, and given
@@ -222,7 +204,8 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
                                    const ledger::auth::Gate* gate, bool stopping,
                                    const ledger::witnesses::Witnesses* witnesses = nullptr, bool tlog_public = false,
                                    const ledger::replication::Node* node = nullptr,
-                                   const ledger::monitors::Monitors* monitors = nullptr) {
+                                   const ledger::monitors::Monitors* monitors = nullptr,
+                                   const ledger::tsa::Stamper* stamper = nullptr) {
   using ledger::http::Text;
   if (r.path == "/healthz") return Text(200, "ok\n");
   if (r.path == "/readyz" || r.path == "/readyz/leader") {
@@ -258,7 +241,8 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
     }
     ledger::http::HttpResponse m =
         Text(200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : "") +
-                      (monitors ? monitors->RenderMetrics() : "") + (node ? node->RenderMetrics() : ""));
+                      (monitors ? monitors->RenderMetrics() : "") + (stamper ? stamper->RenderMetrics() : "") +
+                      (node ? node->RenderMetrics() : ""));
     m.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return m;
   }
@@ -321,6 +305,8 @@ class Daemon {
   // Each time note to the monitors of --monitor-policy (or of
   // --witness-policy's monitor lines).
   absl::Status StartMonitoring();
+  // Each time note (one in --tsa-every) to the TSA of --tsa.
+  absl::Status StartStamping();
   absl::Status StartHttp(std::string* ready);
   void Stop();
 
@@ -342,6 +328,7 @@ class Daemon {
   std::unique_ptr<ledger::query::Sweeper> sweeper_;
   std::unique_ptr<ledger::witnesses::Witnesses> witnesses_;
   std::unique_ptr<ledger::monitors::Monitors> monitors_;
+  std::unique_ptr<ledger::tsa::Stamper> stamper_;
   std::unique_ptr<ledger::server::Server> server_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<ledger::ops::Metrics> metrics_;
@@ -672,6 +659,22 @@ absl::Status Daemon::StartMonitoring() {
   return absl::OkStatus();
 }
 
+absl::Status Daemon::StartStamping() {
+  auto started = ledger::cmd::StartStamper(flags_, config_, log_.get());
+  if (!started.ok()) return started.status();
+  stamper_ = *std::move(started);
+  if (stamper_ == nullptr) return absl::OkStatus();
+  ledger_->SetTimeStamp([s = stamper_.get()](std::string_view note) { return s->Line(note); });
+  if (flags_.Bool("tsa-required")) {
+    exports_->ThenMapCosign([s = stamper_.get(), wait = std::chrono::milliseconds(config_.tsa_wait_ms)](
+                                const std::string& note) { return s->StampedWithin(note, wait); });
+  } else {
+    exports_->ThenMapCosign(
+        [s = stamper_.get()](const std::string& note) -> absl::StatusOr<std::string> { return s->Stamped(note); });
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Daemon::Serve() {
   ledger_ = std::make_unique<ledger::service::LedgerService>(log_.get(), gate_.get(), server_options_.stream_idle_ms,
                                                              backup_root_.get());
@@ -726,6 +729,7 @@ absl::Status Daemon::Serve() {
   }
   if (auto s = StartWitnessing(); !s.ok()) return s;
   if (auto s = StartMonitoring(); !s.ok()) return s;
+  if (auto s = StartStamping(); !s.ok()) return s;
   auto server = ledger::server::Server::Start(gate_.get(), flags_.Get("listen"), services, server_options_);
   if (!server.ok()) return server.status();
   server_ = *std::move(server);
@@ -769,7 +773,7 @@ absl::Status Daemon::StartHttp(std::string* ready) {
         flags_.Get("http-listen"),
         [this, tlog_public = flags_.Bool("tlog-public")](const ledger::http::HttpRequest& r) {
           return Operate(r, *log_, metrics_.get(), dashboard_.get(), gate_.get(), stopping_.load(), witnesses_.get(),
-                         tlog_public, node_.get(), monitors_.get());
+                         tlog_public, node_.get(), monitors_.get(), stamper_.get());
         },
         options, gate_->tls() ? &http_tls : nullptr);
     if (!started.ok()) return named("http-listen", started.status());
@@ -855,6 +859,7 @@ void Daemon::Stop() {
   sweeper_.reset();
   server_->Shutdown();
   witnesses_.reset();                   // its threads read the log
+  stamper_.reset();                     // so does the stamper's
   monitors_.reset();                    // so does its
   if (node_ != nullptr) node_->Stop();  // no more replays; the log's hooks still answer
   log_.reset();

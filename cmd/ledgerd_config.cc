@@ -139,6 +139,25 @@ void DefineWitnessFlags(Flags& flags) {
                true);
   flags.Define("monitor-quorum-wait-ms", "30000",
                "how long an export waits for the monitor quorum (a monitor replays the log up to the note first)");
+  flags.Define("tsa", "",
+               "an RFC 3161 time-stamping authority's URL (http[s]://HOST:PORT/PATH): checkpoint-time notes are "
+               "stamped by it, and the tokens served with them and carried by packs (CONTRACT section 5e); needs "
+               "--tsa-ca");
+  flags.Define("tsa-ca", "",
+               "the CA certificates (PEM) the TSA's signing certificate must chain to; a token that does not, or "
+               "whose time is not within --tsa-max-delay after the note's, is not kept");
+  flags.Define("tsa-name", "tsa", "the name of the time-stamp line in notes (a key name: no space, no '+')");
+  flags.Define("tsa-policy", "", "the TSA policy to ask for, a dotted OID; '' (default): the TSA's own");
+  flags.Define("tsa-every", "1", "stamp one checkpoint-time note in N (the latest, when it is due)");
+  flags.Define("tsa-max-delay", "60", "seconds a stamp may come after the note's time (verifiers' default bound)");
+  flags.Define("tsa-tls-ca", "", "CA certificates (PEM) that an https:// TSA's certificate must chain to");
+  flags.Define("tsa-tls-cert", "", "client certificate (PEM) for a TSA that asks for one");
+  flags.Define("tsa-tls-key", "", "its private key (PEM)");
+  flags.Define("tsa-required", "",
+               "exports wait for the time note of the pack to be stamped (at most --tsa-wait-ms), and fail with "
+               "UNAVAILABLE otherwise",
+               true);
+  flags.Define("tsa-wait-ms", "10000", "how long an export waits for its time note's stamp");
 }
 
 void DefineBackupFlags(Flags& flags) {
@@ -232,7 +251,8 @@ absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
         Bound{"export-staging-bytes", 1, &c.export_staging_bytes},
         Bound{"max-queued", static_cast<int64_t>(log::kMaxReceiptsPerAppend), &c.max_queued},
         Bound{"witness-quorum-wait-ms", 0, &c.witness_quorum_wait_ms},
-        Bound{"monitor-quorum-wait-ms", 0, &c.monitor_quorum_wait_ms}}) {
+        Bound{"monitor-quorum-wait-ms", 0, &c.monitor_quorum_wait_ms}, Bound{"tsa-every", 1, &c.tsa_every},
+        Bound{"tsa-max-delay", 1, &c.tsa_max_delay_s}, Bound{"tsa-wait-ms", 0, &c.tsa_wait_ms}}) {
     auto v = AtLeast(flags, b.flag, b.min);
     if (!v.ok()) return v.status();
     *b.out = *v;
@@ -258,6 +278,12 @@ absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
   }
   if (flags.Bool("witness-quorum-required") && flags.Get("witness-policy").empty()) {
     return absl::InvalidArgumentError("--witness-quorum-required: needs --witness-policy");
+  }
+  if (!flags.Get("tsa").empty() && flags.Get("tsa-ca").empty()) {
+    return absl::InvalidArgumentError("--tsa: needs --tsa-ca, the CA the TSA's tokens must chain to");
+  }
+  if (flags.Bool("tsa-required") && flags.Get("tsa").empty()) {
+    return absl::InvalidArgumentError("--tsa-required: needs --tsa");
   }
   if (flags.Bool("monitor-quorum-required") && flags.Get("monitor-policy").empty() &&
       flags.Get("witness-policy").empty()) {

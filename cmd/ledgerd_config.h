@@ -41,13 +41,17 @@ struct LedgerdConfig {
   int64_t max_queued = 0;
   int64_t witness_quorum_wait_ms = 0;
   int64_t monitor_quorum_wait_ms = 0;
+  int64_t tsa_every = 1;
+  int64_t tsa_max_delay_s = 60;
+  int64_t tsa_wait_ms = 0;
   http::HttpOptions http;
   std::string trace_url;  // --trace-url: "" or a URL with {trace_id}
 };
 
 // INVALID_ARGUMENT naming the flag and its rule: --data missing, a number
 // that does not parse or is out of its range, --projections not true or
-// false, --witness-quorum-required without --witness-policy, a --trace-url
+// false, --witness-quorum-required without --witness-policy, --tsa without
+// --tsa-ca, --tsa-required without --tsa, a --trace-url
 // that is not an http(s) URL with {trace_id}.
 absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags);
 

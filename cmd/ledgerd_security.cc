@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/loopback.h"
 #include "ledger/rpc/server/tls.h"
+#include "util/files/files.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::cmd {
@@ -35,6 +36,23 @@ void WarnUntyped(const ledger::auth::Policy& policy) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<const http::TlsClient>> ClientTls(const Flags& flags, const std::string& peer) {
+  auto tls = std::make_shared<http::TlsClient>();
+  for (auto [suffix, part] : {std::pair{"-tls-ca", &tls->ca_pem}, std::pair{"-tls-cert", &tls->cert_pem},
+                              std::pair{"-tls-key", &tls->key_pem}}) {
+    const std::string flag = peer + suffix;
+    if (flags.Get(flag).empty()) continue;
+    auto pem = files::ReadFile(flags.Get(flag));
+    if (!pem.ok()) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", flags.Get(flag)));
+    *part = *std::move(pem);
+  }
+  if (tls->cert_pem.empty() != tls->key_pem.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", peer, "-tls-cert and --", peer, "-tls-key: give both or neither"));
+  }
+  return tls;
+}
 
 absl::StatusOr<std::shared_ptr<const ledger::auth::Policy>> Security(const ledger::cmd::Flags& flags,
                                                                      ledger::server::ServerOptions* options) {

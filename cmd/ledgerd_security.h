@@ -12,6 +12,7 @@
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/rpc/auth/policy.h"
 #include "ledger/rpc/server/server.h"
+#include "util/http/client.h"
 #include "util/http/http.h"
 
 namespace ledger::cmd {
@@ -26,6 +27,11 @@ absl::StatusOr<std::shared_ptr<const auth::Policy>> Security(const Flags& flags,
 // only this host, or this container, reaches the loopback ports, and which
 // flags give TLS. Nothing with TLS.
 void WarnPlainText(const Flags& flags);
+
+// The client side of TLS to witnesses, monitors or a TSA (`peer`): --PEER-tls-ca
+// verifies https:// ones, --PEER-tls-cert and --PEER-tls-key answer those
+// that ask for a certificate.
+absl::StatusOr<std::shared_ptr<const http::TlsClient>> ClientTls(const Flags& flags, const std::string& peer);
 
 // On SIGHUP: a good file replaces the policy, for new calls and for open
 // streams and watches (which end if their caller lost the right); a broken

@@ -190,6 +190,18 @@ absl::StatusOr<verify::Options> VerifyOptions(const Flags& flags) {
       }
     }
   }
+  if (flags.Has("tsa-root")) {
+    auto pem = FlagFile(flags, "tsa-root");
+    if (!pem.ok()) return pem.status();
+    auto roots = timestamp::TsaRoots::Parse(*pem);
+    if (!roots.ok()) return absl::InvalidArgumentError(absl::StrCat("--tsa-root: ", roots.status().message()));
+    options.tsa_roots = *std::move(roots);
+  }
+  if (flags.Has("tsa-max-delay")) {
+    auto s = flags.Int("tsa-max-delay");
+    if (!s.ok() || *s < 1) return absl::InvalidArgumentError("--tsa-max-delay: want a number of seconds, 1 or more");
+    options.tsa_max_delay_s = *s;
+  }
   if (flags.Has("expect-grace-ms")) {
     const std::string& arg = flags.Get("expect-grace-ms");
     auto ms = flags.Int("expect-grace-ms");
@@ -231,6 +243,11 @@ void DefineVerifyFlags(Flags& flags) {
       "pack written by an earlier version, whose page's words have changed since; the page is then only as good "
       "as the ledger's key)",
       true);
+  flags.Define("tsa-root", "",
+               "a file of PEM certificates: the checkpoint-time note must carry a time-stamp token of a TSA that "
+               "chains to one of them, over its text, stamped at most --tsa-max-delay after the note's time "
+               "(CONTRACT section 5e)");
+  flags.Define("tsa-max-delay", "60", "seconds a time-stamp may come after the note's time (with --tsa-root)");
   flags.Define("json", "", "the result as JSON", true);
   flags.Define("no-progress", "", "no progress line on stderr (shown only when stderr is a terminal)", true);
 }

@@ -35,6 +35,17 @@ class ExportService final : public evidence::ledger::v1::ExportService::Service 
   // The packs' checkpoint-time notes carry what `map_cosign` gives
   // (ExportPack), likewise.
   void SetMapCosign(CosignFn map_cosign) { map_cosign_ = std::move(map_cosign); }
+  // Then what `more` gives of that (a TSA's time-stamp line), likewise.
+  void ThenMapCosign(CosignFn more) {
+    if (!map_cosign_) {
+      map_cosign_ = std::move(more);
+      return;
+    }
+    map_cosign_ = [first = std::move(map_cosign_), more = std::move(more)](const std::string& note) {
+      auto lines = first(note);
+      return lines.ok() ? more(*lines) : lines;
+    };
+  }
 
   grpc::Status Export(grpc::ServerContext* ctx, const evidence::ledger::v1::ExportRequest* request,
                       grpc::ServerWriter<evidence::ledger::v1::ExportChunk>* writer) override;

@@ -244,10 +244,10 @@ absl::StatusOr<Reply> Fetch(std::string_view method, const std::string& url, con
     if (err != 0) return absl::UnavailableError(absl::StrCat(peer, " ", authority, ": connect: ", std::strerror(err)));
   }
   std::string request =
-      method == "POST" ? absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: ", authority,
-                                      "\r\nContent-Type: text/plain\r\nContent-Length: ", body.size(),
-                                      "\r\nConnection: close\r\n\r\n", body)
-                       : absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", authority, "\r\nConnection: close\r\n\r\n");
+      method == "POST"
+          ? absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: ", authority, "\r\nContent-Type: ", options.content_type,
+                         "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n", body)
+          : absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: ", authority, "\r\nConnection: close\r\n\r\n");
   std::string in;
   if (https) {
     auto got = Exchange(s.fd, *tls, host, request, authority, deadline, peer, options.max_answer);

@@ -36,9 +36,10 @@ struct FetchOptions {
   size_t max_answer = size_t{1} << 20;  // bytes, head and body
   const TlsClient* tls = nullptr;       // required for https://
   const char* peer = "server";          // how errors name the other end
+  const char* content_type = "text/plain";  // of a POST's body
 };
 
-// Sends `method` (GET or POST; a POST carries `body` as text/plain) to
+// Sends `method` (GET or POST; a POST carries `body` as `content_type`) to
 // `url` ("http://host:port/path" or "https://..."). INVALID_ARGUMENT for a
 // URL of another form, or https without `tls` or with unusable PEM;
 // UNAVAILABLE when the server cannot be reached, fails TLS verification or

@@ -156,6 +156,8 @@ nlohmann::json Result::Json() const {
   if (!leader_epochs.empty()) j["leader_epochs"] = leader_epochs;
   if (!key.empty()) j["key"] = {{"vkey", key}, {"from", key_from}};
   if (!key_rotations.empty()) j["key_rotations"] = key_rotations;
+  if (stamp) j["time_stamp"] = {{"checked", true}, {"tsa", stamp->tsa}, {"gen_time", stamp->gen_time}};
+  if (stamp_unchecked) j["time_stamp"] = {{"checked", false}};
   if (!ok) {
     j["failure"] = {{"file", file}, {"message", message}};
     if (seq >= 0) j["failure"]["seq"] = seq;
@@ -214,7 +216,17 @@ std::string Result::Summary() const {
     } else {
       absl::StrAppend(&evidence, "; witnesses' cosignatures not checked (no --policy)");
     }
-    absl::StrAppend(&out, "time evidence: ", evidence, "; no time-stamping authority's token.\n");
+    if (stamp) {
+      absl::StrAppend(&out, "time evidence: ", evidence, "; a time-stamp by TSA ", e(stamp->tsa), " at ",
+                      stamp->gen_time, " (checked against --tsa-root).\n");
+      absl::StrAppend(&out, "time stamp: stamped by TSA ", e(stamp->tsa), " at ", stamp->gen_time, ".\n");
+    } else if (stamp_unchecked) {
+      absl::StrAppend(&out, "time evidence: ", evidence,
+                      "; a time-stamping authority's token, not checked (no --tsa-root).\n");
+      out += "time stamp: present, not checked (no --tsa-root).\n";
+    } else {
+      absl::StrAppend(&out, "time evidence: ", evidence, "; no time-stamping authority's token.\n");
+    }
     if (report_by_digest) {
       out +=
           "report.html: checked by its digest only (--report-by-digest): its words were not rebuilt from the "

@@ -241,6 +241,24 @@ std::string CheckMonitors(const tlogpolicy::Policy& policy, const std::string* t
   return "";
 }
 
+// The time-stamp line of the pack's checkpoint-time note (CONTRACT section
+// 5e), once its signature and time hold: with --tsa-root required and
+// checked; without, noted when present. The failure, or "" with `told`
+// saying what stamped it.
+std::string CheckStamp(const std::string* time_note, const Options& options, Result* told) {
+  if (!options.tsa_roots) {
+    told->stamp_unchecked = time_note != nullptr && !timestamp::FindStamps(*time_note).empty();
+    return "";
+  }
+  if (time_note == nullptr || !told->signed_at_us) {
+    return "time stamp: missing: --tsa-root requires the checkpoint-time note to carry a time-stamp token";
+  }
+  auto stamp = timestamp::CheckNote(*time_note, *told->signed_at_us, *options.tsa_roots, options.tsa_max_delay_s);
+  if (!stamp.ok()) return std::string(stamp.status().message());
+  told->stamp = *std::move(stamp);
+  return "";
+}
+
 // A scope as asked for with --expect-scope, for messages: a team window's
 // seqs are found by the exporter, not asked for.
 std::string AskedScopeJson(const Scope& s) {
@@ -452,6 +470,9 @@ Step<Timed> CheckConsistencyAndTime(const std::string* consistency, const std::s
     if (std::string failure = CheckMonitors(*options.policy, time_note, &told); !failure.empty()) {
       return Fail(told, pack::kCheckpointTime, -1, failure);
     }
+  }
+  if (std::string failure = CheckStamp(time_note, options, &told); !failure.empty()) {
+    return Fail(told, pack::kCheckpointTime, -1, failure);
   }
   return Timed{std::move(told)};
 }

@@ -35,6 +35,7 @@
 #include "export/verify/cc/scope.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/key_set.h"
+#include "ledger/format/timestamp/timestamp.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "nlohmann/json.hpp"
 
@@ -95,6 +96,11 @@ struct Options {
   // only as good as the ledger's key. The newest format's page is rebuilt
   // whatever is asked.
   bool report_by_digest = false;
+  // The TSA roots (CONTRACT section 5e, --tsa-root): set, the pack's
+  // checkpoint-time note MUST carry a time-stamp token that chains to one
+  // of them, over its text, at most tsa_max_delay_s after its time.
+  std::optional<timestamp::TsaRoots> tsa_roots;
+  int64_t tsa_max_delay_s = timestamp::kDefaultMaxDelaySeconds;
 };
 
 // A checkpoint as an auditor keeps it in a file: the signed checkpoint,
@@ -181,6 +187,11 @@ struct Result {
   std::optional<size_t> monitor_quorum;
   size_t monitors = 0;
   std::vector<tlogpolicy::Cosigned> monitored;
+  // The time-stamp of the checkpoint-time note (CONTRACT section 5e): the
+  // TSA's name and genTime, checked against Options::tsa_roots; or a line
+  // present and not checked (no roots given).
+  std::optional<timestamp::Stamp> stamp;
+  bool stamp_unchecked = false;
   // When !ok: the first failing item.
   std::string file;
   int64_t seq = -1;

@@ -319,6 +319,7 @@ grpc::ServerUnaryReactor* LedgerService::GetCheckpoint(grpc::CallbackServerConte
         time_cosigned += c.line;
       }
     }
+    if (time_stamp_ && !cp->time_note.empty()) time_cosigned += time_stamp_(cp->time_note);
     response->set_cosigned_time_note(time_cosigned);
   }
   return Finish(ctx, cp.status());

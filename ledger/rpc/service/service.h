@@ -95,6 +95,10 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   // The monitors' map cosignatures held for a checkpoint-time note
   // (monitor/client), likewise.
   void SetMapCosignatures(CosignaturesFn fn) { map_cosignatures_ = std::move(fn); }
+  // A TSA's time-stamp line held for a checkpoint-time note (tsa/client;
+  // "" when none), appended after the monitors' lines; likewise.
+  using TimeStampFn = std::function<std::string(std::string_view time_note)>;
+  void SetTimeStamp(TimeStampFn fn) { time_stamp_ = std::move(fn); }
   // Fills GetReplication's answer on a node of a replicated shard
   // (ledger/storage/replication). MUST be set before the service serves, if at all.
   using ReplicationFn = std::function<void(pb::Replication*)>;
@@ -127,6 +131,7 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   Stats stats_;
   CosignaturesFn cosignatures_;
   CosignaturesFn map_cosignatures_;
+  TimeStampFn time_stamp_;
   ReplicationFn replication_;
   RotationKeys rotation_keys_;
 };

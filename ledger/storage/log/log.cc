@@ -650,6 +650,10 @@ absl::Status Log::KeepMapCosignature(uint64_t size, const hash::Hash& monitor, s
   return store_->PutMapCosignature(size, monitor, line);
 }
 
+absl::Status Log::KeepTimeStamp(uint64_t size, std::string_view line) { return store_->PutTimeStamp(size, line); }
+
+absl::StatusOr<std::string> Log::TimeStamp(uint64_t size) const { return store_->TimeStamp(size); }
+
 absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> Log::MapCosignatures(uint64_t size) const {
   return store_->MapCosignatures(size);
 }

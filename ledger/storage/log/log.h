@@ -178,6 +178,11 @@ class Log {
   // the note and the SHA-256 of the monitor's vkey.
   absl::Status KeepMapCosignature(uint64_t size, const hash::Hash& monitor, std::string_view line);
   absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> MapCosignatures(uint64_t size) const;
+  // A TSA's time-stamp line of the time note of `size` (store.h's
+  // time_stamps; tsa/client/stamper.h checks it before it is kept, and
+  // again when it is read back); "" when none is kept.
+  absl::Status KeepTimeStamp(uint64_t size, std::string_view line);
+  absl::StatusOr<std::string> TimeStamp(uint64_t size) const;
 
   // A reader's view of the log (log_view.h) at the latest checkpoint: of the
   // empty tree, its checkpoint empty, while none is signed yet.

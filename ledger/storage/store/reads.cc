@@ -265,6 +265,12 @@ absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> Store::MapCosign
   return lines;
 }
 
+absl::StatusOr<std::string> Store::TimeStamp(uint64_t size) const {
+  auto line = rep_->Get(kTimeStamps, U64Key(size), absl::StrCat("time stamp of size ", size));
+  if (absl::IsNotFound(line.status())) return std::string();
+  return line;
+}
+
 absl::StatusOr<std::string> Store::GetCheckpoint(uint64_t size) const {
   return rep_->Get(kCheckpoints, U64Key(size), absl::StrCat("checkpoint of size ", size));
 }

@@ -7,7 +7,7 @@ namespace {
 
 const char* const kLogCfNames[kLogCfCount] = {"default", "entries",          "receipts",         "nodes",
                                               "runs",    "checkpoints",      "checkpoint_times", "teams",
-                                              "maps",    "map_cosignatures", "run_seqs"};
+                                              "maps",    "map_cosignatures", "run_seqs",         "time_stamps"};
 
 }  // namespace
 

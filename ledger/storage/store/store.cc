@@ -353,6 +353,12 @@ absl::Status Store::PutCheckpoint(uint64_t size, std::string_view note, std::str
   return FromRocks(rep_->db->Write(options, &wb), "write checkpoint");
 }
 
+absl::Status Store::PutTimeStamp(uint64_t size, std::string_view line) {
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  return FromRocks(rep_->db->Put(options, rep_->cfs[kTimeStamps], U64Key(size), AsSlice(line)), "write time stamp");
+}
+
 absl::Status Store::PutMapCosignature(uint64_t size, const hash::Hash& monitor, std::string_view line) {
   rocksdb::WriteBatch wb;
   std::string key = U64Key(size);

@@ -54,6 +54,12 @@
 //                                            appended after: a run's older
 //                                            entries are found by walking
 //                                            back from its first indexed one)
+//   time_stamps  tree size u64            -> a TSA's time-stamp line (CONTRACT
+//                                            section 5e) of that checkpoint's
+//                                            time note, with its newline; from
+//                                            the version that asks a TSA (an
+//                                            earlier store gets the column
+//                                            family, empty, when opened)
 //   p_steps, p_runs, p_index, p_changes   -> projection records; their
 //                                             layouts are query/projector/
 //                                             keys.h's, made of the parts
@@ -260,6 +266,11 @@ class Store {
   // The lines kept for the time note of `size`, by monitor (the SHA-256 of
   // its vkey), in key order.
   absl::StatusOr<std::vector<std::pair<hash::Hash, std::string>>> MapCosignatures(uint64_t size) const;
+  // Keeps a TSA's time-stamp `line` of the time note of `size` (the caller
+  // checked it), synced; a line of the same size is replaced.
+  absl::Status PutTimeStamp(uint64_t size, std::string_view line);
+  // The line kept for the time note of `size`; "" when none.
+  absl::StatusOr<std::string> TimeStamp(uint64_t size) const;
   // OK, or why the store cannot write again in this process: a write failed
   // and RocksDB cannot resume. The data on disk is intact up to the last
   // acknowledged commit; reopening the store (a restart) recovers.

@@ -39,6 +39,7 @@ enum Cf {
   kMaps,
   kMapCosignatures,
   kRunSeqs,
+  kTimeStamps,
   kLogCfCount
 };
 constexpr int kCfCount = kLogCfCount + projection::kTableCount;
