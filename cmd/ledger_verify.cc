@@ -22,8 +22,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: ledger-verify PACK (--vkey FILE | --vkey-string S | --trust-pack-key) [--policy FILE]\n"
     "                     [--since OLD_CHECKPOINT_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO]\n"
-    "                     [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--report-by-digest]\n"
-    "                     [--json]\n"
+    "                     [--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--tsa-root FILE]\n"
+    "                     [--report-by-digest] [--json]\n"
     "Exit 0 when the pack holds, 1 (naming the first failing item) when it does not, 2 for bad usage,\n"
     "3 when the pack cannot be read (nothing was judged).\n\n"
     "options:\n";

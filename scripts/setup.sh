@@ -33,9 +33,10 @@ DEMO_PACKAGES=(
 # token, the Go client's gRPC, Python's grpcio and cryptography, headless
 # Chromium, nginx as the trusted proxy in front of the dashboard
 # (auth_request and proxy_ssl_certificate), clang for the sanitizer trees,
-# podman for the image, Node for the TypeScript client.
+# podman for the image, Node for the TypeScript client, OpenSSL's command
+# (`openssl ts -reply` is the time-stamping authority of the TSA tests).
 TEST_PACKAGES=(
-  postgresql-15 softhsm2
+  postgresql-15 softhsm2 openssl
   golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
   python3-grpcio python3-protobuf python3-cryptography python3-yaml
   python3-pip python3-setuptools python3-wheel python3-venv
