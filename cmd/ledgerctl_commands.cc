@@ -56,9 +56,10 @@ void DefineCommandFlags(Flags& flags) {
                "write the pack of a run or team window with no entry (it proves there is none); "
                "without it such an export fails, nothing written",
                true);
-  flags.Define("pack-format", "6",
-               "export: the pack format, 6 (one multiproof proves every entry's inclusion) or 5 (a path per "
-               "entry, for verifiers that predate format 6)");
+  flags.Define("pack-format", "7",
+               "export: the pack format, 7 (report.html says which keys signed and what vouches for the time), 6 "
+               "(the same pack for verifiers that predate format 7) or 5 (a path per entry, for verifiers that "
+               "predate format 6)");
   flags.Define("since", "",
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
                "consistency from exactly it)");
@@ -257,7 +258,7 @@ const std::vector<Command>* MakeCommands() {
       {"export",
        "write the evidence pack of a run, a seq range or a team's time window",
        {"(--run TEAM/RUN | --seq A:B | --team T --from RFC3339 --to RFC3339)\n"
-        "--out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6] [--no-progress]"},
+        "--out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7] [--no-progress]"},
        true,
        {{"run", "the run, as TEAM/RUN"},
         {"seq", "the range of seqs A:B (A <= seq < B)"},
@@ -268,8 +269,8 @@ const std::vector<Command>* MakeCommands() {
         {"since", "a file holding an earlier signed checkpoint: the pack proves consistency from it"},
         {"allow-empty", ""},
         {"pack-format",
-         "6 (one multiproof proves every entry's inclusion) or 5 (a path per entry, for verifiers that predate "
-         "format 6)"},
+         "7 (the latest), 6 (for verifiers that predate format 7: its report does not say which keys signed and "
+         "what vouches for the time) or 5 (a path per entry, for verifiers that predate format 6)"},
         {"no-progress", ""}},
        {"ledgerctl export --run team-a/run-1 --out run-1.tar.gz",
         "ledgerctl export --team team-a --from 2026-01-01T00:00:00Z --to 2026-01-02T00:00:00Z --out day.tar.gz"}},

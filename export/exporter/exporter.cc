@@ -256,7 +256,7 @@ absl::Status PackExport::Prepare() {
   // The format says what the pack carries, as the checkpoint's note does.
   // Format F carries a note of version F - 1 (CONTRACT section 7).
   header.format = std::max(cp->time_version, 1) + 1;
-  if (header.format == 5 && pack_format == 6) header.format = 6;
+  if (header.format == 5 && pack_format >= 6) header.format = pack_format;
   if (scope.is_run()) {
     header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {
@@ -552,7 +552,7 @@ absl::Status PackExport::WriteDerived() {
     };
     absl::Status written = name == std::string_view(pack::kOutcomes)
                                ? outcomes->Write(sink)
-                               : pack::WriteReport(header, *outcomes, checkpoint_file, sink);
+                               : pack::WriteReport(header, *outcomes, checkpoint_file, time_note_file, sink);
     if (!written.ok()) return written;
     auto digest = out.Close();
     if (!digest.ok()) return digest.status();
@@ -588,8 +588,8 @@ absl::Status PackExport::Seal() {
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
                         const ExportOptions& options) {
-  if (options.pack_format != 5 && options.pack_format != 6) {
-    return absl::InvalidArgumentError(absl::StrCat("pack_format: want 5 or 6, found ", options.pack_format));
+  if (options.pack_format < 5 || options.pack_format > 7) {
+    return absl::InvalidArgumentError(absl::StrCat("pack_format: want 5, 6 or 7, found ", options.pack_format));
   }
   PackExport e(log, scope, out_path, options);
   for (auto step : {&PackExport::Prepare, &PackExport::CheckNotEmpty, &PackExport::Stage, &PackExport::CheckNotEmpty,

@@ -74,7 +74,7 @@ enum class EmptyScope { kWrite, kRefuse };
 // entry's inclusion, or 5, a path per entry in proofs.jsonl, for verifiers
 // that predate format 6. A note of an earlier version gives its own format
 // (version + 1) whatever is asked.
-inline constexpr int kLatestPackFormat = 6;
+inline constexpr int kLatestPackFormat = 7;
 
 struct ExportOptions {
   std::string since = {};
@@ -84,7 +84,7 @@ struct ExportOptions {
   CosignFn map_cosign = nullptr;
   EmptyScope empty = EmptyScope::kWrite;
   ProgressFn progress = nullptr;
-  int pack_format = kLatestPackFormat;  // 5 or 6; INVALID_ARGUMENT otherwise
+  int pack_format = kLatestPackFormat;  // 5, 6 or 7; INVALID_ARGUMENT otherwise
 };
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,

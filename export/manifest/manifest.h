@@ -12,9 +12,9 @@
 //   files             object, file name -> string, 64 lower-case hex: the
 //                     SHA-256 of that file of the pack (every file but
 //                     manifest.json and manifest.sig)
-//   format            uint, 1 to 6 (the exporter writes kFormatVersion): a
+//   format            uint, 1 to 7 (the exporter writes kFormatVersion): a
 //                     pack of format F from 2 to 5 carries a checkpoint-time
-//                     note of version F - 1, of format 6 one of version 4
+//                     note of version F - 1, of format 6 or 7 one of version 4
 //   origin            string, not empty: the log's origin
 //   root              string, 64 lower-case hex: the checkpoint's root
 //   scope             object, one of:
@@ -25,7 +25,7 @@
 //                       {"from_seq":uint,"kind":"seq","to_seq":uint},
 //                        from_seq < to_seq
 //   tree_size         uint: the checkpoint's size
-//   unknown_grace_ms  uint (formats 2 to 6, and required there): the
+//   unknown_grace_ms  uint (formats 2 to 7, and required there): the
 //                     ledger's grace (ledgerd --unknown-grace-ms) past a
 //                     step's timeout before it declares the step unknown
 //
@@ -37,7 +37,9 @@
 // team-head map root too), and a team window carries team-window.json.
 // Format 5 has the fields of format 4 and a note of version 4 (run keys of
 // version 2). Format 6 has the fields of format 5 and says that the pack
-// proves its entries' inclusion with multiproof.txt, not proofs.jsonl. DO
+// proves its entries' inclusion with multiproof.txt, not proofs.jsonl.
+// Format 7 has the fields of format 6 and says that report.html holds
+// "Keys and time" (CONTRACT section 7, "The page's keys and time"). DO
 // NOT CHANGE the meaning of a field of a format: a new field is a new
 // format.
 //
@@ -55,7 +57,7 @@
 
 namespace ledger::manifest {
 
-inline constexpr int kFormatVersion = 6;
+inline constexpr int kFormatVersion = 7;
 
 // What a pack holds: a run, a seq range, or a team's time window. The kind
 // follows from the fields: a run names its run_id (and team), a team window

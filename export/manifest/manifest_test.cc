@@ -46,7 +46,7 @@ TEST(ManifestTest, EncodesTheBytesTheExporterHasAlwaysWritten) {
                   "\",\"scope\":{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"},\"tree_size\":12,"
                   "\"unknown_grace_ms\":30000}\n");
   }
-  EXPECT_EQ(kFormatVersion, 6);
+  EXPECT_EQ(kFormatVersion, 7);
   Manifest team = RunManifest();
   team.scope = {"team-a", "", 4, 9, 100, 200};
   EXPECT_EQ(ScopeJson(team.scope),
@@ -80,9 +80,9 @@ TEST(ManifestTest, RefusesEachBrokenRuleNamingTheField) {
   };
   ExpectRefused("[]", "manifest: not a JSON object");
   ExpectRefused("{", "manifest: not a JSON object");
-  ExpectRefused(with("\"format\":1", "\"format\":7"), "format: want 1, 2, 3, 4, 5 or 6, found 7");
-  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2, 3, 4, 5 or 6, found \"1\"");
-  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3, 4, 5 or 6, found none");
+  ExpectRefused(with("\"format\":1", "\"format\":8"), "format: want 1, 2, 3, 4, 5, 6 or 7, found 8");
+  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2, 3, 4, 5, 6 or 7, found \"1\"");
+  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3, 4, 5, 6 or 7, found none");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"note\":\"x\""), "note: not a field of the manifest");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"unknown_grace_ms\":5"),
                 "unknown_grace_ms: not a field of the manifest");

@@ -258,11 +258,12 @@ using ::ledger::html::HtmlEscape;
 // clock, no environment), and through `outcomes` of the entries in scope
 // (their projection and report_entries()): the exporter writes it from the
 // manifest without "files", and the verifier rebuilds it from the checked
-// manifest, the outcomes of the checked entries and `checkpoint_note` (the
-// checkpoint file's bytes) with this very function and compares bytes
-// (CONTRACT section 7).
+// manifest, the outcomes of the checked entries, `checkpoint_note` (the
+// checkpoint file's bytes) and `time_note` (the checkpoint-time file's,
+// read from format 7 on; "" when the pack has none) with this very
+// function and compares bytes (CONTRACT section 7).
 absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes, const std::string& checkpoint_note,
-                         absl::FunctionRef<void(std::string_view)> out);
+                         const std::string& time_note, absl::FunctionRef<void(std::string_view)> out);
 
 }  // namespace ledger::pack
 

@@ -480,7 +480,7 @@ void Costs(std::string* h) {
 }  // namespace html
 
 absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes, const std::string& checkpoint_note,
-                         absl::FunctionRef<void(std::string_view)> out) {
+                         const std::string& time_note, absl::FunctionRef<void(std::string_view)> out) {
   const ReportEntries& entries = outcomes.report_entries();
   auto shown = html::SelectSteps(outcomes, entries);
   if (!shown.ok()) return shown.status();
@@ -496,7 +496,7 @@ absl::Status WriteReport(const manifest::Manifest& manifest, Outcomes& outcomes,
   h.clear();
   if (auto s = html::Runs(outcomes, out, &h); !s.ok()) return s;
   html::Costs(&h);
-  html::Trust(manifest, checkpoint_note, &h);
+  html::Trust(manifest, checkpoint_note, time_note, entries, &h);
   h += "</body></html>\n";
   out(h);
   return absl::OkStatus();

@@ -1,5 +1,7 @@
 #include "export/pack/report.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -7,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "ledger/format/cosign/cosign.h"
 #include "ledger/format/note/note.h"
+#include "nlohmann/json.hpp"
 #include "receipt.pb.h"
 
 namespace ledger::pack {
@@ -70,7 +73,7 @@ std::string Report(const std::string& tool, const std::string& checkpoint) {
   m.tree_size = 4;
   m.entries = 4;
   std::string page;
-  EXPECT_TRUE(WriteReport(m, outcomes, checkpoint, [&](std::string_view piece) { page.append(piece); }).ok());
+  EXPECT_TRUE(WriteReport(m, outcomes, checkpoint, "", [&](std::string_view piece) { page.append(piece); }).ok());
   return page;
 }
 
@@ -151,7 +154,7 @@ TEST(Report, CutsLongTimelineLabelsToFitTheirColumn) {
   manifest::Manifest m;
   m.scope = {"team-a", "run-1"};
   std::string page;
-  ASSERT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { page.append(piece); }).ok());
+  ASSERT_TRUE(WriteReport(m, outcomes, "", "", [&](std::string_view piece) { page.append(piece); }).ok());
   EXPECT_NE(page.find(">" + std::string(27, 'x') + "\xe2\x80\xa6</text>"), std::string::npos);
   EXPECT_NE(page.find("The checkpoint file is not a signed checkpoint."), std::string::npos);
 }
@@ -162,7 +165,7 @@ TEST(Report, WritesTheScopeInWordsAndTheExpectScopeOfTheCommands) {
   auto page = [&](const manifest::Scope& scope) {
     m.scope = scope;
     std::string out;
-    EXPECT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { out.append(piece); }).ok());
+    EXPECT_TRUE(WriteReport(m, outcomes, "", "", [&](std::string_view piece) { out.append(piece); }).ok());
     return out;
   };
   std::string team = page({"team-a", "", 10, 20, kT0, kT0 + 3'600'000'000});
@@ -199,7 +202,7 @@ TEST(Report, DetailsAtMostItsLimitsAndSaysSo) {
   manifest::Manifest m;
   m.scope = {"team-a", "run-1"};
   std::string page;
-  ASSERT_TRUE(WriteReport(m, outcomes, "", [&](std::string_view piece) { page.append(piece); }).ok());
+  ASSERT_TRUE(WriteReport(m, outcomes, "", "", [&](std::string_view piece) { page.append(piece); }).ok());
   EXPECT_NE(page.find("<p>This page shows the first 1000 steps by start time of 1001; <code>outcomes.json</code> "
                       "lists them all.</p>"),
             std::string::npos);
@@ -209,6 +212,73 @@ TEST(Report, DetailsAtMostItsLimitsAndSaysSo) {
   EXPECT_NE(page.find("<h3 class=\"\">1. s1000 (attempt 1): pending</h3>"), std::string::npos);
   EXPECT_EQ(page.find(". s0 (attempt 1)"), std::string::npos);  // started last: not shown
   EXPECT_EQ(page.find("<td>10000</td>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ledger::pack
+
+namespace ledger::pack {
+namespace {
+
+// A checkpoint-time note of CONTRACT section 5e's vectors that carries a
+// time-stamp line (tests/vectors/timestamp.json's first case).
+std::string StampedTimeNote() {
+  const char* dir = std::getenv("LEDGER_VECTORS");
+  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/timestamp.json");
+  return nlohmann::json::parse(in)["cases"][0]["note"].get<std::string>();
+}
+
+std::string KeysAndTimePage(int format, const std::string& time_note, bool rotation) {
+  Outcomes outcomes;
+  Feed(outcomes, "git");
+  if (rotation) {
+    pb::Receipt r;
+    r.set_receipt_id("ledger.key.1");
+    r.set_team("ledger");
+    r.set_run_id("ledger.keys");
+    r.mutable_key_rotation()->set_old_key("example.com/log+00000001+AQ");
+    r.mutable_key_rotation()->set_new_key("example.com/log+00000002+AQ");
+    receipt::Entry e = At(4, kT0 + 3'000'000, r);
+    e.emitter = "ledger";
+    EXPECT_TRUE(outcomes.Add(e).ok());
+  }
+  manifest::Manifest m;
+  m.format = format;
+  m.unknown_grace_ms = 0;
+  m.origin = "example.com/log";
+  m.scope = {"team-a", "run-1"};
+  m.tree_size = 5;
+  m.entries = rotation ? 5 : 4;
+  std::string page;
+  EXPECT_TRUE(
+      WriteReport(m, outcomes, SignedCheckpoint(), time_note, [&](std::string_view p) { page.append(p); }).ok());
+  return page;
+}
+
+TEST(Report, Format7SaysWhichKeysSignedAndWhatVouchesForTheTime) {
+  std::string note = StampedTimeNote();
+  std::string page = KeysAndTimePage(7, note, true);
+  EXPECT_NE(page.find("<h3>Keys and time</h3>"), std::string::npos);
+  EXPECT_NE(page.find("seq 4: the log&#39;s key from example.com/log+00000001+AQ to example.com/log+00000002+AQ"),
+            std::string::npos)
+      << page.substr(page.find("Keys and time"), 600);
+  EXPECT_NE(page.find("by the ledger's clock, signed with its key"), std::string::npos);
+  EXPECT_NE(page.find("stamped by TSA <code>Vectors TSA</code> at 20"), std::string::npos);
+  EXPECT_NE(page.find("none: the checkpoint carries no cosignature"), std::string::npos);
+  EXPECT_NE(page.find("[--tsa-root FILE]"), std::string::npos);
+  EXPECT_NE(page.find("openssl ts -verify"), std::string::npos);
+
+  std::string plain = KeysAndTimePage(7, note.substr(0, note.find("\xe2\x80\x94 tsa ")), false);
+  EXPECT_NE(plain.find("none: no time-stamping authority vouches for the ledger's time"), std::string::npos);
+  EXPECT_NE(plain.find("none among the entries this page details"), std::string::npos);
+}
+
+TEST(Report, AFormat6PageKeepsItsWords) {
+  std::string page = KeysAndTimePage(6, StampedTimeNote(), true);
+  EXPECT_EQ(page.find("Keys and time"), std::string::npos);
+  EXPECT_EQ(page.find("--tsa-root"), std::string::npos);
+  // The time note is not an input of a format 6 page.
+  EXPECT_EQ(page, KeysAndTimePage(6, "", true));
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // report.html's last section: why to trust the page, and how to check it.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -11,6 +13,7 @@
 #include "ledger/format/cosign/cosign.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/note.h"
+#include "ledger/format/timestamp/timestamp.h"
 
 namespace ledger::pack::html {
 namespace {
@@ -81,8 +84,76 @@ void CheckpointFacts(const std::string& note_text, std::string* h) {
   absl::StrAppend(h, "<pre>", E(note_text), "</pre>\n");
 }
 
+// A format 7 page: what the pack says of its keys and of its time (CONTRACT
+// section 7, "The page's keys and time"), each fact as the pack states it.
+void KeysAndTime(const std::string& checkpoint_note, const std::string& time_note, const ReportEntries& entries,
+                 std::string* h) {
+  *h += "<h3>Keys and time</h3>\n<table class=\"facts\">";
+  std::vector<const ReportRow*> rotations;
+  for (const auto& [step, rows] : entries.rows()) {
+    for (const ReportRow& row : rows) {
+      if (row.kind == "key_rotation") rotations.push_back(&row);
+    }
+  }
+  std::sort(rotations.begin(), rotations.end(), [](const ReportRow* a, const ReportRow* b) { return a->seq < b->seq; });
+  std::string rotated;
+  for (const ReportRow* row : rotations)
+    absl::StrAppend(&rotated, rotated.empty() ? "" : "<br>", "seq ", row->seq, ": ", E(row->detail));
+  Fact("key rotations in this pack",
+       rotated.empty() ? "none among the entries this page details (every rotation of the log: <code>ledgerctl "
+                         "key-history</code>)"
+                       : rotated,
+       h);
+  auto text = timestamp::NoteText(time_note);
+  auto time = text.ok() ? note::ParseCheckpointTime(*text) : absl::StatusOr<note::CheckpointTime>(text.status());
+  Fact("the ledger's time",
+       time_note.empty() ? std::string("none: the pack carries no checkpoint-time note")
+       : time.ok()       ? absl::StrCat(E(UtcTime(time->time_us)),
+                                        " by the ledger's clock, signed with its key (<code>checkpoint-time</code>)")
+                         : std::string("the checkpoint-time file is not a checkpoint-time note"),
+       h);
+  auto parts = cosign::SplitNote(checkpoint_note);
+  size_t cosignatures = parts.ok() && !parts->signatures.empty() ? parts->signatures.size() - 1 : 0;
+  Fact("witnesses' times",
+       cosignatures == 0 ? std::string("none: the checkpoint carries no cosignature")
+                         : absl::StrCat("the ", cosignatures, " cosignature line", cosignatures == 1 ? "" : "s",
+                                        " of the checkpoint above, by the witnesses' clocks"),
+       h);
+  auto time_parts = cosign::SplitNote(time_note);
+  std::string monitors;
+  for (size_t i = 1; time_parts.ok() && i < time_parts->signatures.size(); ++i) {
+    auto line = cosign::ParseSignatureLine(time_parts->signatures[i]);
+    if (!line.ok() || line->data.size() != 76) continue;
+    uint64_t t = 0;
+    for (int b = 4; b < 12; ++b) t = t << 8 | static_cast<uint8_t>(line->data[b]);
+    std::string when = t <= static_cast<uint64_t>(INT64_MAX / 1'000'000)
+                           ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(t)),
+                                              absl::UTCTimeZone())
+                           : absl::StrCat(t);
+    absl::StrAppend(&monitors, monitors.empty() ? "" : "<br>", "map cosigned by <code>", E(line->name), "</code> at ",
+                    when, " (not checked by this page)");
+  }
+  Fact("monitors' times", monitors.empty() ? std::string("none: the time note carries no map cosignature") : monitors,
+       h);
+  std::vector<std::string> stamps = timestamp::FindStamps(time_note);
+  std::string stamped = "none: no time-stamping authority vouches for the ledger's time";
+  if (stamps.size() > 1) {
+    stamped = "more than one time-stamp line (verifiers refuse the note with <code>--tsa-root</code>)";
+  } else if (stamps.size() == 1) {
+    auto stamp = timestamp::Describe(stamps[0]);
+    stamped = stamp.ok() ? absl::StrCat("stamped by TSA <code>", E(stamp->tsa), "</code> at ", E(stamp->gen_time),
+                                        " (an RFC 3161 token, not checked by this page: verifiers check it with "
+                                        "<code>--tsa-root</code>, CONTRACT section 5e)")
+                         : std::string("a time-stamp line whose token does not parse");
+  }
+  Fact("time-stamp", stamped, h);
+  *h += "</table>\n";
+}
+
 void Commands(const manifest::Manifest& m, std::string* h) {
   std::string scope = ShellWord(ExpectScope(m.scope));
+  // From format 7, the TSA's root too; the words of format 6 stay.
+  const char* tsa = m.format >= 7 ? " [--tsa-root FILE]" : "";
   absl::StrAppend(h,
                   "<h3>The commands</h3>\n<p>With <code>PACK.tar.gz</code> this pack and <code>ledger.vkey</code> "
                   "the ledger's verifier key line, obtained from its operator apart from the pack; for a witnessed "
@@ -92,10 +163,11 @@ void Commands(const manifest::Manifest& m, std::string* h) {
                   // The report is rebuilt byte for byte by the verifiers from
                   // the pack: this path stays as packs of formats 1-5 print
                   // it (export/verify_pack.py runs export/verify/python/'s).
-                  " [--policy FILE]\n/usr/bin/python3 export/verify_pack.py PACK.tar.gz --vkey ledger.vkey "
+                  " [--policy FILE]", tsa,
+                  "\n/usr/bin/python3 export/verify_pack.py PACK.tar.gz --vkey ledger.vkey "
                   "--expect-scope ",
-                  E(scope),
-                  " [--policy FILE]\nledger-verify-go --vkey ledger.vkey [--policy FILE] PACK.tar.gz</pre>\n"
+                  E(scope), " [--policy FILE]", tsa, "\nledger-verify-go --vkey ledger.vkey [--policy FILE]", tsa,
+                  " PACK.tar.gz</pre>\n"
                   "<p>Each prints a line starting <code>OK:</code> and exits 0 when every check holds, and "
                   "<code>FAILED:</code> with the file and reason otherwise.</p>\n");
 }
@@ -103,13 +175,20 @@ void Commands(const manifest::Manifest& m, std::string* h) {
 // `shared`: a pack of format 6, whose multiproof proves every entry's
 // inclusion (the page of a pack of formats 1 to 5 keeps its words: the
 // verifiers rebuild it byte for byte).
-void HandSteps(bool proves_run, bool proves_window, bool shared, std::string* h) {
+void HandSteps(bool proves_run, bool proves_window, bool shared, bool stamped, std::string* h) {
   *h +=
       "<h3>What a verifier checks</h3>\n<ol>"
       "<li><code>manifest.sig</code> is a signed note by the key in <code>ledger.vkey</code> whose text is the "
       "SHA-256 of <code>manifest.json</code>, and every file's SHA-256 matches the manifest.</li>"
       "<li>The signature of <code>checkpoint</code> (C2SP signed note, Ed25519) by that key; with a policy, "
       "the witnesses' cosignatures and their quorum.</li>";
+  if (stamped) {
+    *h +=
+        "<li>With <code>--tsa-root</code>: the time-stamp line of <code>checkpoint-time</code> holds an RFC 3161 "
+        "token of a TSA chaining to that root, over the note's text, and the note's time is not after the stamp "
+        "nor more than <code>--tsa-max-delay</code> before it (CONTRACT section 5e; by hand: <code>openssl ts "
+        "-verify -data NOTE_TEXT -in TOKEN -token_in -CAfile ROOT</code>).</li>";
+  }
   if (shared) {
     *h +=
         "<li>The leaf hash of each line of <code>entries.jsonl</code> is SHA-256(0x00 || line). With those "
@@ -176,17 +255,19 @@ void WindowCompleteness(const manifest::Manifest& m, std::string* h) {
 
 }  // namespace
 
-void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std::string* h) {
+void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, const std::string& time_note,
+           const ReportEntries& entries, std::string* h) {
   *h +=
       "<h2>Why to trust this page</h2>\n<p><strong>This page is only as good as a verifier's OK.</strong> "
       "The ledger that exported the pack wrote it, and whoever holds the ledger's key can write any page. "
       "Run a verifier on the pack: <code>ledger-verify</code> rebuilds this page from the entries it checked "
       "and refuses a pack whose page differs.</p>\n";
   CheckpointFacts(checkpoint_note, h);
+  if (m.format >= 7) KeysAndTime(checkpoint_note, time_note, entries, h);
   Commands(m, h);
   const bool proves_run = m.format >= 3 && m.scope.is_run();
   const bool proves_window = m.format >= 4 && m.scope.is_team_window();
-  HandSteps(proves_run, proves_window, m.format >= 6, h);
+  HandSteps(proves_run, proves_window, m.format >= 6, m.format >= 7, h);
   if (proves_run) Completeness(m, h);
   if (proves_window) WindowCompleteness(m, h);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "export/manifest/manifest.h"
+#include "export/pack/report.h"
 #include "query/projector/projector.h"
 
 namespace ledger::pack::html {
@@ -43,8 +44,10 @@ void Fact(const std::string& name, const std::string& html, std::string* h);
 void Timeline(const Shown& shown, std::string* h);
 // "Why to trust this page": the checkpoint, the commands that verify the
 // pack, what to check by hand, and what the pack proves complete
-// (report_trust.cc).
-void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, std::string* h);
+// (report_trust.cc); in format 7, the keys and what vouches for the time,
+// from the entries kept and `time_note` (the checkpoint-time file).
+void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, const std::string& time_note,
+           const ReportEntries& entries, std::string* h);
 
 }  // namespace ledger::pack::html
 

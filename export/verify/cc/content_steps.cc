@@ -84,12 +84,16 @@ Step<Projected> CheckOutcomes(const std::string& pack_path, const std::string& o
   return Projected{std::move(told)};
 }
 
+// The first format whose page's words never change (CONTRACT section 7):
+// each later format adds to it, and its pages stay as they were.
+constexpr int kFixedPageFormat = 6;
+
 absl::StatusOr<Result> CheckReport(const std::string& pack_path, const Files& files, StreamedChecks& streamed,
                                    const manifest::Manifest& manifest, bool by_digest, Projected projected) {
   Result& told = projected.told;
-  // The page of the newest format is rebuilt whatever is asked: its words
+  // The page of format 6 or later is rebuilt whatever is asked: its words
   // change only with a new format.
-  if (by_digest && manifest.format < manifest::kFormatVersion) {  // its digest was checked against the manifest's
+  if (by_digest && manifest.format < kFixedPageFormat) {  // its digest was checked against the manifest's
     told.report_by_digest = true;
     told.ok = true;
     return std::move(told);
@@ -100,11 +104,12 @@ absl::StatusOr<Result> CheckReport(const std::string& pack_path, const Files& fi
   auto rebuilt = streamed.ReportDigest();
   if (!rebuilt.ok()) return Fail(told, pack::kReport, -1, std::string(rebuilt.status().message()));
   if (*rebuilt != files.digests.at(pack::kReport)) {
+    const std::string* time_note = files.Find(pack::kCheckpointTime);
     std::string why = ReportDifference(pack_path, files.small.at(pack::kManifest), streamed.outcomes(),
-                                       files.small.at(pack::kCheckpoint));
-    // The page's words are fixed for the newest format only: an older
-    // pack may hold the page an earlier version wrote.
-    if (manifest.format < manifest::kFormatVersion) {
+                                       files.small.at(pack::kCheckpoint), time_note ? *time_note : std::string());
+    // The page's words are fixed from format 6 on: an older pack may hold
+    // the page an earlier version wrote.
+    if (manifest.format < kFixedPageFormat) {
       absl::StrAppend(&why, " (a pack of format ", manifest.format,
                       " may hold the page of the version that wrote it: --report-by-digest checks the page by its "
                       "digest only)");

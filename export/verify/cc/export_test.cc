@@ -149,7 +149,7 @@ TEST_F(PackTest, PackHoldsTheContractFilesAndOutcomes) {
   EXPECT_EQ(names, (std::vector<std::string>{"checkpoint", "checkpoint-time", "entries.jsonl", "ledger.vkey",
                                              "manifest.json", "manifest.sig", "multiproof.txt", "outcomes.json",
                                              "report.html", "run-head.json"}));
-  EXPECT_EQ(nlohmann::json::parse(Read(files["manifest.json"]))["format"], 6);
+  EXPECT_EQ(nlohmann::json::parse(Read(files["manifest.json"]))["format"], 7);
   EXPECT_EQ(Read(files["ledger.vkey"]), log_->verifier_key() + "\n");
   nlohmann::json outcomes = nlohmann::json::parse(Read(files["outcomes.json"]));
   ASSERT_EQ(outcomes["steps"].size(), 3u);
@@ -403,9 +403,10 @@ void Forge(const std::string& dir, const std::function<bool(int line)>& keep,
   std::string outcomes_json, report;
   ASSERT_TRUE(outcomes.Write([&](std::string_view piece) { outcomes_json.append(piece); }).ok());
   Write(dir + "/" + pack::kOutcomes, outcomes_json);
-  ASSERT_TRUE(pack::WriteReport(header, outcomes, Read(dir + "/" + pack::kCheckpoint), [&](std::string_view piece) {
-                report.append(piece);
-              }).ok());
+  ASSERT_TRUE(pack::WriteReport(header, outcomes, Read(dir + "/" + pack::kCheckpoint),
+                                Read(dir + "/" + pack::kCheckpointTime),
+                                [&](std::string_view piece) { report.append(piece); })
+                  .ok());
   Write(dir + "/" + pack::kReport, report);
 }
 

@@ -314,17 +314,18 @@ absl::StatusOr<manifest::Manifest> ReportHeader(const std::string& manifest_text
 // from `outcomes` fed every checked entry: the page lists the entries
 // (pack::ReportEntries) as well as their outcomes.
 absl::Status RebuildReport(const std::string& manifest_text, pack::Outcomes& outcomes,
-                           const std::string& checkpoint_note, absl::FunctionRef<void(std::string_view)> out) {
+                           const std::string& checkpoint_note, const std::string& time_note,
+                           absl::FunctionRef<void(std::string_view)> out) {
   auto header = ReportHeader(manifest_text);
   if (!header.ok()) return header.status();
-  return pack::WriteReport(*header, outcomes, checkpoint_note, out);
+  return pack::WriteReport(*header, outcomes, checkpoint_note, time_note, out);
 }
 
 // Where the pack's report first differs from the one rebuilt: reads the
 // archive again (only when the digests differ) and compares the two as
 // they come, holding neither. "at byte N (line L)" of the pack's report.
 std::string ReportDifference(const std::string& pack_path, const std::string& manifest_text, pack::Outcomes& outcomes,
-                             const std::string& checkpoint_note) {
+                             const std::string& checkpoint_note, const std::string& time_note) {
   auto reader = pack::PackReader::Open(pack_path, pack::Limits());
   if (!reader.ok()) return std::string(reader.status().message());
   while (true) {
@@ -367,7 +368,7 @@ std::string ReportDifference(const std::string& pack_path, const std::string& ma
       piece.remove_prefix(n);
     }
   };
-  absl::Status rebuilt = RebuildReport(manifest_text, outcomes, checkpoint_note, compare);
+  absl::Status rebuilt = RebuildReport(manifest_text, outcomes, checkpoint_note, time_note, compare);
   if (!rebuilt.ok()) return std::string(rebuilt.message());
   if (!error.empty()) return error;
   if (!differs) {

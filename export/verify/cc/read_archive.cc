@@ -32,14 +32,14 @@ absl::Status StreamedChecks::Entries(uint64_t tree_size, NextPiece next) {
 
 absl::Status StreamedChecks::Proofs(const std::string& name, const note::Checkpoint& cp, const Scope& scope,
                                     const std::string& manifest_text, const std::string& checkpoint_note,
-                                    NextPiece next) {
+                                    const std::string& time_note, NextPiece next) {
   if (outcomes_digest_.valid()) {
     report_digest_ = std::async(std::launch::async,
                                 [&outcomes = outcomes_, outcomes_digest = outcomes_digest_, manifest = manifest_text,
-                                 note = checkpoint_note]() -> absl::StatusOr<std::string> {
+                                 note = checkpoint_note, time = time_note]() -> absl::StatusOr<std::string> {
                                   if (!outcomes_digest.get().ok()) return outcomes_digest.get().status();
                                   hash::Sha256Stream rebuilt;
-                                  auto s = RebuildReport(manifest, outcomes, note,
+                                  auto s = RebuildReport(manifest, outcomes, note, time,
                                                          [&](std::string_view piece) { rebuilt.Update(piece); });
                                   if (!s.ok()) return s;
                                   return hash::Hex(rebuilt.Final());
@@ -96,8 +96,9 @@ absl::Status CheckStreamed(const std::string& name, NextPiece read, const Files&
   if (name == pack::kProofs || name == pack::kMultiproof) {
     // The manifest and checkpoint are read by now; their texts are what
     // the checks that follow hold the report to.
-    return streamed.Proofs(name, *unchecked.cp, *unchecked.scope(), files.small.at(pack::kManifest),
-                           files.small.at(pack::kCheckpoint), next);
+    return streamed.Proofs(
+        name, *unchecked.cp, *unchecked.scope(), files.small.at(pack::kManifest), files.small.at(pack::kCheckpoint),
+        files.Find(pack::kCheckpointTime) ? *files.Find(pack::kCheckpointTime) : std::string(), next);
   }
   return streamed.Entries(unchecked.cp->size, next);
 }

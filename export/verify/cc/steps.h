@@ -114,10 +114,11 @@ class StreamedChecks {
   absl::Status Entries(uint64_t tree_size, NextPiece next);
   // proofs.jsonl or multiproof.txt (`name`), against `cp` and `scope`;
   // MUST follow Entries. The report is rebuilt from `manifest_text`, the
-  // outcomes and `checkpoint_note` on a thread. An error only when the
+  // outcomes, `checkpoint_note` and `time_note` on a thread. An error only when the
   // file cannot be read.
   absl::Status Proofs(const std::string& name, const note::Checkpoint& cp, const Scope& scope,
-                      const std::string& manifest_text, const std::string& checkpoint_note, NextPiece next);
+                      const std::string& manifest_text, const std::string& checkpoint_note,
+                      const std::string& time_note, NextPiece next);
 
   const StreamCheck& stream() const { return stream_; }
   pack::Outcomes& outcomes() { return outcomes_; }

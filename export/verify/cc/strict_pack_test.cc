@@ -528,9 +528,9 @@ class HostileNameTest : public StrictPackTest {
     m.root = hash::Hex(cp.root);
     m.entries = n;
     m.unknown_grace_ms = exporter::kDefaultUnknownGraceMs;
-    EXPECT_TRUE(pack::WriteReport(m, outcomes, files[pack::kCheckpoint], [&](std::string_view piece) {
-                  files[pack::kReport].append(piece);
-                }).ok());
+    EXPECT_TRUE(pack::WriteReport(m, outcomes, files[pack::kCheckpoint], files[pack::kCheckpointTime],
+                                  [&](std::string_view piece) { files[pack::kReport].append(piece); })
+                    .ok());
     for (const auto& [name, data] : files) m.files[name] = hash::Hex(hash::Sha256(data));
     files[pack::kManifest] = manifest::Encode(m);
     files[pack::kManifestSig] = Signed(hash::Hex(hash::Sha256(files[pack::kManifest])) + "\n");

@@ -230,20 +230,63 @@ absl::StatusOr<TsaRoots> TsaRoots::Parse(std::string_view pem) {
   return r;
 }
 
-absl::StatusOr<Stamp> VerifyToken(std::string_view token, std::string_view text, const TsaRoots& roots) {
+namespace {
+
+// A token parsed: its CMS structure and its TSTInfo, genTime read.
+struct Parsed {
+  Pkcs7Ptr p7;
+  TstInfoPtr tst;
+  Stamp stamp;
+};
+
+absl::StatusOr<Parsed> ParseToken(std::string_view token) {
   ERR_clear_error();
+  Parsed out;
   const unsigned char* p = reinterpret_cast<const unsigned char*>(token.data());
-  Pkcs7Ptr p7(d2i_PKCS7(nullptr, &p, static_cast<long>(token.size())));
-  if (p7 == nullptr) return NotAToken(OpenSslErrors());
+  out.p7.reset(d2i_PKCS7(nullptr, &p, static_cast<long>(token.size())));
+  if (out.p7 == nullptr) return NotAToken(OpenSslErrors());
   if (p != reinterpret_cast<const unsigned char*>(token.data()) + token.size()) {
     return NotAToken("bytes follow its DER");
   }
-  if (!PKCS7_type_is_signed(p7.get())) return NotAToken("not CMS SignedData");
-  TstInfoPtr tst(PKCS7_to_TS_TST_INFO(p7.get()));
-  if (tst == nullptr) return NotAToken(OpenSslErrors());
-  if (long v = TS_TST_INFO_get_version(tst.get()); v != 1) return NotAToken(absl::StrCat("TSTInfo version ", v));
+  if (!PKCS7_type_is_signed(out.p7.get())) return NotAToken("not CMS SignedData");
+  out.tst.reset(PKCS7_to_TS_TST_INFO(out.p7.get()));
+  if (out.tst == nullptr) return NotAToken(OpenSslErrors());
+  if (long v = TS_TST_INFO_get_version(out.tst.get()); v != 1) return NotAToken(absl::StrCat("TSTInfo version ", v));
+  const ASN1_GENERALIZEDTIME* gen = TS_TST_INFO_get_time(out.tst.get());
+  int digits = 0;
+  if (!ParseGeneralizedTime(std::string_view(reinterpret_cast<const char*>(ASN1_STRING_get0_data(gen)),
+                                             static_cast<size_t>(ASN1_STRING_length(gen))),
+                            &out.stamp.gen_time_us, &digits)) {
+    return NotAToken("genTime is not a GeneralizedTime in UTC");
+  }
+  out.stamp.gen_time = Iso(out.stamp.gen_time_us, digits);
+  return out;
+}
 
-  TS_MSG_IMPRINT* imprint = TS_TST_INFO_get_msg_imprint(tst.get());
+// The name of the token's one signer, found among its certificates; ""
+// when there is not exactly one.
+std::string SignerOf(PKCS7* p7) {
+  STACK_OF(X509)* signers = PKCS7_get0_signers(p7, nullptr, 0);
+  std::string name = signers != nullptr && sk_X509_num(signers) == 1 ? SignerName(sk_X509_value(signers, 0)) : "";
+  if (signers != nullptr) sk_X509_free(signers);
+  ERR_clear_error();
+  return name;
+}
+
+}  // namespace
+
+absl::StatusOr<Stamp> Describe(std::string_view token) {
+  auto parsed = ParseToken(token);
+  if (!parsed.ok()) return parsed.status();
+  parsed->stamp.tsa = SignerOf(parsed->p7.get());
+  return parsed->stamp;
+}
+
+absl::StatusOr<Stamp> VerifyToken(std::string_view token, std::string_view text, const TsaRoots& roots) {
+  auto parsed = ParseToken(token);
+  if (!parsed.ok()) return parsed.status();
+  Pkcs7Ptr& p7 = parsed->p7;
+  TS_MSG_IMPRINT* imprint = TS_TST_INFO_get_msg_imprint(parsed->tst.get());
   const ASN1_OBJECT* alg = nullptr;
   int param_type = 0;
   const void* param = nullptr;
@@ -263,16 +306,7 @@ absl::StatusOr<Stamp> VerifyToken(std::string_view token, std::string_view text,
     return absl::PermissionDeniedError(absl::StrCat("time stamp: it stamps another text (imprint ", hash::Hex(stamped),
                                                     ", the note's text hashes to ", hash::Hex(want), ")"));
   }
-
-  const ASN1_GENERALIZEDTIME* gen = TS_TST_INFO_get_time(tst.get());
-  Stamp stamp;
-  int digits = 0;
-  if (!ParseGeneralizedTime(std::string_view(reinterpret_cast<const char*>(ASN1_STRING_get0_data(gen)),
-                                             static_cast<size_t>(ASN1_STRING_length(gen))),
-                            &stamp.gen_time_us, &digits)) {
-    return NotAToken("genTime is not a GeneralizedTime in UTC");
-  }
-  stamp.gen_time = Iso(stamp.gen_time_us, digits);
+  Stamp stamp = parsed->stamp;
 
   // The signature, the signing-certificate attribute and the chain, by
   // OpenSSL's TS code; the chain at genTime, any root a trust anchor.
@@ -288,14 +322,10 @@ absl::StatusOr<Stamp> VerifyToken(std::string_view token, std::string_view text,
     return absl::PermissionDeniedError(
         absl::StrCat("time stamp: not signed by a TSA of --tsa-root: ", OpenSslErrors()));
   }
-  STACK_OF(X509)* signers = PKCS7_get0_signers(p7.get(), nullptr, 0);
-  if (signers == nullptr || sk_X509_num(signers) != 1) {
-    if (signers != nullptr) sk_X509_free(signers);
-    return absl::PermissionDeniedError(
-        absl::StrCat("time stamp: not signed by a TSA of --tsa-root: ", OpenSslErrors()));
+  stamp.tsa = SignerOf(p7.get());
+  if (stamp.tsa.empty()) {
+    return absl::PermissionDeniedError("time stamp: not signed by a TSA of --tsa-root: no single signer certificate");
   }
-  stamp.tsa = SignerName(sk_X509_value(signers, 0));
-  sk_X509_free(signers);
   return stamp;
 }
 

@@ -74,6 +74,12 @@ struct Stamp {
 // start with "time stamp: ".
 absl::StatusOr<Stamp> VerifyToken(std::string_view token, std::string_view text, const TsaRoots& roots);
 
+// What a token says, read without checking its signature or imprint (for
+// pages that list it unchecked, such as report.html's "Keys and time"):
+// the TSA's name (the signer's certificate in the token, else "") and
+// genTime. INVALID_ARGUMENT for data that is not a token.
+absl::StatusOr<Stamp> Describe(std::string_view token);
+
 // The time rule of section 5e: FAILED_PRECONDITION when the note's time
 // (`note_time_us`) is after the stamp's, by whole seconds, or more than
 // `max_delay_s` before it.

@@ -144,6 +144,18 @@ TEST(TimestampTest, ARequestCarriesTheImprintANonceAndCertReq) {
   EXPECT_FALSE(MakeRequest("x", "not an oid").ok());
 }
 
+TEST(TimestampTest, DescribeReadsATokenWithoutJudgingIt) {
+  auto v = Vectors();
+  for (const auto& c : v["cases"]) {
+    if (c["name"] != "stamped by a TSA not of the roots") continue;
+    auto described = Describe(FindStamps(c["note"].get<std::string>()).at(0));
+    ASSERT_TRUE(described.ok()) << described.status();
+    EXPECT_EQ(described->tsa, "Other TSA");  // not a root's TSA: described all the same
+    EXPECT_EQ(described->gen_time.size(), std::string("2026-12-05T08:14:19Z").size());
+  }
+  EXPECT_FALSE(Describe(std::string("\x30\x03\x02\x01\x01", 5)).ok());
+}
+
 TEST(TimestampTest, RootsMustBeCertificates) {
   EXPECT_FALSE(TsaRoots::Parse("").ok());
   EXPECT_FALSE(TsaRoots::Parse("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").ok());

@@ -97,13 +97,14 @@ absl::StatusOr<manifest::Manifest> ReportHeader(const std::string& manifest_text
 // from `outcomes` fed every checked entry: the page lists the entries
 // (pack::ReportEntries) as well as their outcomes.
 absl::Status RebuildReport(const std::string& manifest_text, pack::Outcomes& outcomes,
-                           const std::string& checkpoint_note, absl::FunctionRef<void(std::string_view)> out);
+                           const std::string& checkpoint_note, const std::string& time_note,
+                           absl::FunctionRef<void(std::string_view)> out);
 
 // Where the pack's report first differs from the one rebuilt: reads the
 // archive again (only when the digests differ) and compares the two as
 // they come, holding neither. "at byte N (line L)" of the pack's report.
 std::string ReportDifference(const std::string& pack_path, const std::string& manifest_text, pack::Outcomes& outcomes,
-                             const std::string& checkpoint_note);
+                             const std::string& checkpoint_note, const std::string& time_note);
 
 }  // namespace ledger::verify
 
