@@ -33,7 +33,7 @@ t1=$(date -u -d '+2 sec' +%Y-%m-%dT%H:%M:%SZ)
 # The corpus of format 5's rules from packs of format 5; format 6's from a
 # run pack of format 6.
 ctl export --run team-code/run-0000 --pack-format 5 --out "$work/run.tar.gz" > /dev/null
-ctl export --run team-code/run-0000 --out "$work/run6.tar.gz" > /dev/null
+ctl export --run team-code/run-0000 --pack-format 6 --out "$work/run6.tar.gz" > /dev/null
 ctl export --run team-code/run-0000 --pack-format 5 --since "$work/old.note" --out "$work/run-since.tar.gz" > /dev/null
 ctl export --team team-code --from "$t0" --to "$t1" --pack-format 5 --out "$work/team.tar.gz" > /dev/null
 /usr/bin/python3 "$root/tests/strict_packs.py" build --run "$work/run.tar.gz" --run6 "$work/run6.tar.gz" \

@@ -163,7 +163,7 @@ func verifyPack(path, vkey string, keep int64) (*PackProofs, *EntryProof, error)
 	}
 	out := &PackProofs{Checkpoint: cp, Format: format}
 	var e *EntryProof
-	if format == 6 {
+	if format >= 6 {
 		out.Entries, e, err = verifyMultiproofFile(cp.Tree, files["entries.jsonl"], files["multiproof.txt"], keep)
 	} else {
 		out.Entries, e, err = verifyEntries(cp.Tree, files["entries.jsonl"], files["proofs.jsonl"], keep)
@@ -191,8 +191,8 @@ func packFormat(files map[string][]byte) (int, error) {
 	var m struct {
 		Format *int `json:"format"`
 	}
-	if err := json.Unmarshal(doc, &m); err != nil || m.Format == nil || *m.Format < 1 || *m.Format > 6 {
-		return 0, errors.New("manifest.json: format: want 1, 2, 3, 4, 5 or 6")
+	if err := json.Unmarshal(doc, &m); err != nil || m.Format == nil || *m.Format < 1 || *m.Format > 7 {
+		return 0, errors.New("manifest.json: format: want 1, 2, 3, 4, 5, 6 or 7")
 	}
 	return *m.Format, nil
 }
@@ -202,7 +202,7 @@ func packFormat(files map[string][]byte) (int, error) {
 // formats 1 to 5; the other is refused (CONTRACT.md section 7).
 func proofFiles(files map[string][]byte, format int) error {
 	proofs, other := "proofs.jsonl", "multiproof.txt"
-	if format == 6 {
+	if format >= 6 {
 		proofs, other = other, proofs
 	}
 	for _, name := range []string{"checkpoint", "entries.jsonl", proofs} {
@@ -210,7 +210,7 @@ func proofFiles(files map[string][]byte, format int) error {
 			return fmt.Errorf("%s: missing from the pack", name)
 		}
 	}
-	if _, ok := files[other]; ok && format == 6 {
+	if _, ok := files[other]; ok && format >= 6 {
 		return errors.New("proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt")
 	} else if ok {
 		return errors.New("multiproof.txt: only a pack of format 6 carries a multiproof")

@@ -311,7 +311,7 @@ var lowerNote = map[int64]string{
 // noteVersion is the version of the checkpoint-time note of a pack of
 // format F >= 2: F - 1, and 4 in format 6 (whose change is multiproof.txt).
 func noteVersion(format int64) int64 {
-	if format == 6 {
+	if format >= 6 {
 		return 4
 	}
 	return format - 1

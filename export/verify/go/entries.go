@@ -54,7 +54,7 @@ func checkEntries(p *pack, cp checkpoint, format, total int64, pr *progress) ([]
 		return nil, err
 	}
 	r := &entryReader{leaves: leaves, cp: cp, pr: pr, out: make([]entry, 0, len(leaves))}
-	if format == 6 {
+	if format >= 6 {
 		return r.out, checkMultiproof(r, &multiproofFile{rest: p.files[multiproofName]}, cp.size, cp.root)
 	}
 	proofs, err := lines("proofs.jsonl", p.files["proofs.jsonl"])

@@ -264,7 +264,7 @@ def check_entries(files, manifest, size, root, checked=None):
     and the manifest's count and scope. Returns an Entries. checked(n),
     when given, is called once the first n entries hold (in format 6, once
     the multiproof's walk has taken them)."""
-    if manifest["format"] == 6:
+    if manifest["format"] >= 6:
         return _check_multiproof(files, manifest, size, root, checked)
     entries = jsonl_lines(files["entries.jsonl"], "entries.jsonl")
     proofs = jsonl_lines(files["proofs.jsonl"], "proofs.jsonl")
