@@ -31,7 +31,7 @@ func ledgerctl(t *testing.T, l *testLedger, args ...string) string {
 
 // exportPacks logs two runs, keeps a checkpoint, logs more, and exports
 // team-a/run-1 with --since the kept checkpoint and the export flags given
-// (none: the latest format, 6). The ledger still runs.
+// (none: the latest format, 7). The ledger still runs.
 func exportPacks(t *testing.T, flags ...string) (l *testLedger, pack, vkey string) {
 	l = startLedger(t)
 	e := newEmitter(t, l.Address, ledger.Options{})
@@ -54,7 +54,7 @@ func exportPacks(t *testing.T, flags ...string) (l *testLedger, pack, vkey strin
 }
 
 func TestVerifyPackProofsOfARealPack(t *testing.T) {
-	for format, flags := range map[int][]string{6: nil, 5: {"--pack-format", "5"}} {
+	for format, flags := range map[int][]string{7: nil, 6: {"--pack-format", "6"}, 5: {"--pack-format", "5"}} {
 		_, pack, vkey := exportPacks(t, flags...)
 		got, err := ledger.VerifyPackProofs(pack, vkey)
 		if err != nil {
