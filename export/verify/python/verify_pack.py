@@ -17,7 +17,7 @@ whoever holds the ledger's key passes this script.)
 Usage: verify_pack.py PACK.tar.gz (--vkey FILE | --vkey-string S | --trust-pack-key | --key-set FILE)
          [--key-history FILE] [--since CHECKPOINT]
          [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] [--not-older-than SIZE|CHECKPOINT]
-         [--policy POLICY] [--expect-grace-ms N] [--no-progress]
+         [--policy POLICY] [--expect-grace-ms N] [--tsa-root FILE [--tsa-max-delay SECONDS]] [--no-progress]
        verify_pack.py PACK.tar.gz VKEY     (the same as --vkey-string VKEY)
 FILE holds the ledger's verifier key line, e.g. name+1a2b3c4d+AbCd...;
 --trust-pack-key trusts the key inside the pack instead, and the result then
@@ -87,6 +87,13 @@ export/verify/python/mapcosign.py) then requires, before the entries are
 read, the checkpoint-time note, every line of a policy monitor on it to
 obey "Reading one", and the monitors with a valid line to meet the
 monitor-quorum; the next line names them with their times.
+--tsa-root FILE (PEM certificates, one or more; CONTRACT section 5e,
+export/verify/python/timestamp.py): the checkpoint-time note must carry one
+RFC 3161 time-stamp line over its text, signed by a TSA chaining to a root
+of FILE at its genTime, the note's time at most --tsa-max-delay SECONDS
+(default 60) before genTime and not after it; the last line after the OK
+line names the TSA and genTime. Without it, a stamp line is not checked
+and the last line says so.
 The pack is read strictly (export/verify/python/packread.py, CONTRACT.md section 7,
 "Reading a pack strictly"): gzip with nothing after it, sorted regular tar
 members of mode 0644 and mtime 0, no JSON key twice, every .jsonl line
@@ -119,6 +126,7 @@ import packread  # noqa: E402
 import packsteps  # noqa: E402
 import progress  # noqa: E402
 import teamwindow  # noqa: E402
+import timestamp  # noqa: E402
 import tlogpolicy  # noqa: E402
 # What moved to packnote.py, packproof.py and packmanifest.py keeps its name
 # here too: tests load verify_pack.py for parse_vkey, open_note,
@@ -149,7 +157,7 @@ def read_pack(path):
 
 
 def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None, not_older_than=None, policy=None,
-           expect_grace_ms=None, shown_progress=None, keys=None):
+           expect_grace_ms=None, shown_progress=None, keys=None, tsa=None):
     """Raises Failure naming the first item that does not hold. vkey is the
     ledger's key line; None with trust_pack_key to trust the pack's own, or
     with a policy to take the policy's log named as the manifest's origin.
@@ -166,7 +174,8 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     keys: a keyset.KeySet (--key-set, --key-history; vkey is then None):
     every note is checked against the key it trusts at the size the note
     is about (CONTRACT.md section 5d, "Which key a pack is checked
-    against"), ledger.vkey is the key trusted at the pack's tree size."""
+    against"), ledger.vkey is the key trusted at the pack's tree size.
+    tsa: timestamp.options()'s (roots, bound), or None not to check a stamp."""
     files = read_pack(pack_path)
     vkey, key, manifest = signed_files(files, vkey, trust_pack_key, policy, keys)
     if expect_grace_ms is not None:
@@ -178,6 +187,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     since, kept = given_checkpoints(files, key, size, root, since, not_older_than, keys)
     consistent = check_consistency(files, key, origin, size, root, since, keys)
     note = time_note(files, manifest, key, origin, size, root, kept, keys)
+    stamped = timestamp.pack_line(files.get("checkpoint-time"), note[0], tsa)
     monitored = None
     if policy is not None and policy.monitors:
         monitored = mapcosign.check_monitored(policy, files.get("checkpoint-time"), key)
@@ -202,7 +212,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
             "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned),
             "monitored": None if monitored is None else mapcosign.monitored_line(policy, monitored),
-            "leader_epochs": epochs, "keys": None if keys is None else keys_line(keys, size)}
+            "leader_epochs": epochs, "keys": None if keys is None else keys_line(keys, size), "time_stamp": stamped}
 
 
 def keys_line(keys, size):
@@ -675,9 +685,15 @@ def main():
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--key-set")
     parser.add_argument("--key-history")
+    parser.add_argument("--tsa-root")
+    parser.add_argument("--tsa-max-delay")
     args = parser.parse_args()
     keys = trusted_keys(args)
     vkey = key_argument(args) if keys is None else None
+    try:
+        tsa = timestamp.options(args.tsa_root, args.tsa_max_delay)
+    except UsageError as e:
+        usage_error(e)
     policy = None
     if args.policy is not None:
         try:
@@ -733,7 +749,7 @@ def main():
     try:
         r = verify(args.pack, vkey, trust_pack_key=args.trust_pack_key, since=since, expect_scope=expect,
                    not_older_than=not_older, policy=policy, expect_grace_ms=grace,
-                   shown_progress=progress.for_stderr(sys.stderr, args.no_progress), keys=keys)
+                   shown_progress=progress.for_stderr(sys.stderr, args.no_progress), keys=keys, tsa=tsa)
     except UsageError as e:
         usage_error(e)
     except (Failure, ValueError, KeyError, TypeError, OSError, tarfile.TarError) as e:
@@ -770,6 +786,8 @@ def result_lines(r):
     lines += r.get("leader_epochs", [])
     if r.get("keys") is not None:
         lines.append(r["keys"])
+    if r.get("time_stamp") is not None:
+        lines.append(r["time_stamp"])
     return lines
 
 
