@@ -231,7 +231,7 @@ def main():
     verify_py, vkey, key_file, unknown_pack, run_pack, work, unknown5_pack = sys.argv[1:8]
     sign = t.signer(key_file)
     files, unknown, unknown5 = (dict(t.read_pack(p)) for p in (run_pack, unknown_pack, unknown5_pack))
-    assert [json.loads(p["manifest.json"])["format"] for p in (files, unknown, unknown5)] == [5, 6, 5]
+    assert [json.loads(p["manifest.json"])["format"] for p in (files, unknown, unknown5)] == [5, 7, 5]
     failures = 0
     for n, (label, f, flags, code, want) in enumerate(real_cases(files, unknown, unknown5, sign, work)):
         path = os.path.join(work, "case-%d.tar.gz" % n)

@@ -207,9 +207,12 @@ def main():
         assert "Scope: team team-support from 2000-01-01T00:00:00.000Z to 2100-01-01T00:00:00.000Z" in text, \
             text[:300]
         assert "ledger-verify PACK.tar.gz --vkey ledger.vkey --expect-scope " \
-               "team:team-support,2000-01-01T00:00:00Z,2100-01-01T00:00:00Z [--policy FILE]" in text
+               "team:team-support,2000-01-01T00:00:00Z,2100-01-01T00:00:00Z [--policy FILE] [--tsa-root FILE]" in text
         assert "/usr/bin/python3 export/verify_pack.py PACK.tar.gz --vkey ledger.vkey" in text
-        assert "ledger-verify-go --vkey ledger.vkey [--policy FILE] PACK.tar.gz" in text
+        assert "ledger-verify-go --vkey ledger.vkey [--policy FILE] [--tsa-root FILE] PACK.tar.gz" in text
+        # Format 7: what the pack says of its keys and its time.
+        assert "Keys and time" in text and "by the ledger's clock, signed with its key" in text, text[-3000:]
+        assert "none: no time-stamping authority vouches for the ledger's time" in text
         assert body
         browser.screenshot(os.path.join(artifacts, "report-team.png"))
         printed = {paper: check_print(browser, "team-" + paper, size)

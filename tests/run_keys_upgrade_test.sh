@@ -65,7 +65,7 @@ PY
 # alone).
 sed '/^evidence-ledger\/checkpoint-time\//,$d' "$work/kept.checkpoint" > "$work/kept.cp"
 ctl export --run team-support/run-0007 --since "$work/kept.cp" --out "$work/run6.tar.gz" > /dev/null
-[ "$(format "$work/run6.tar.gz")" = 6 ] || fail "a pack of today is not format 6"
+[ "$(format "$work/run6.tar.gz")" = 7 ] || fail "a pack of today is not format 7"
 verify_all "$work/run6.tar.gz" --since "$work/kept.checkpoint"
 ctl export --run team-support/run-0007 --since "$work/kept.cp" --pack-format 5 --out "$work/run5.tar.gz" > /dev/null
 [ "$(format "$work/run5.tar.gz")" = 5 ] || fail "a pack asked for as format 5 is not format 5"

@@ -32,10 +32,10 @@ struct TlsClient {
 };
 
 struct FetchOptions {
-  int timeout_ms = 5000;                // from connect to the last byte
-  size_t max_answer = size_t{1} << 20;  // bytes, head and body
-  const TlsClient* tls = nullptr;       // required for https://
-  const char* peer = "server";          // how errors name the other end
+  int timeout_ms = 5000;                    // from connect to the last byte
+  size_t max_answer = size_t{1} << 20;      // bytes, head and body
+  const TlsClient* tls = nullptr;           // required for https://
+  const char* peer = "server";              // how errors name the other end
   const char* content_type = "text/plain";  // of a POST's body
 };
 

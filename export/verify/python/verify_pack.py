@@ -345,7 +345,7 @@ def key_of_size(files, keys, in_pack):
 def inclusion_file(files, pack_format):
     """The file that proves the entries' inclusion: proofs.jsonl in a pack
     of format 1 to 5, multiproof.txt in one of format 6, never the other."""
-    if pack_format == 6:
+    if pack_format >= 6:
         if "proofs.jsonl" in files:
             raise Failure("proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt")
         if "multiproof.txt" not in files:
@@ -423,14 +423,15 @@ def given_checkpoints(files, key, size, root, since, not_older_than, keys=None):
 
 
 # The version of the checkpoint-time note of a pack, by format: F - 1 up
-# to format 5; format 6 changes the proofs, not the note.
-NOTE_VERSION = {2: 1, 3: 2, 4: 3, 5: 4, 6: 4}
+# to format 5; format 6 changes the proofs, format 7 the report, not the note.
+NOTE_VERSION = {2: 1, 3: 2, 4: 3, 5: 4, 6: 4, 7: 4}
 # What a note of a lower version than its pack's format lacks, by format
 # ("Proven completeness", step 1).
 LOWER_NOTE = {3: "a format 3 pack carries a version 2 note (with the run-head map root)",
               4: "a format 4 pack carries a version 3 note (with the team-head map root)",
               5: "a format 5 pack carries a version 4 note (with run keys of version 2)",
-              6: "a format 6 pack carries a version 4 note (with run keys of version 2)"}
+              6: "a format 6 pack carries a version 4 note (with run keys of version 2)",
+              7: "a format 7 pack carries a version 4 note (with run keys of version 2)"}
 
 
 def note_version(manifest, version):
