@@ -149,6 +149,7 @@ def main():
         # more than the bound, so a note backdated within them is possible.
         time.sleep(3)
         ledger.ctl("append", "-", stdin=receipts(1001, 10).replace('"run-0"', '"run-1"'))
+        ledger.ctl("checkpoint", "--at-least", "30", "--timeout-ms", "10000")
         pack = os.path.join(work, "run0.tar.gz")
         ledger.ctl("export", "--run", "team-a/run-0", "--out", pack)
         vkey = os.path.join(work, "ledger.vkey")
@@ -170,10 +171,19 @@ def main():
         note_time = int(text_of(note).splitlines()[-1].split()[1])
 
         def forged(name, time_us, make_line):
+            """The pack with its time note replaced, report.html rebuilt
+            from it (tests/util/pack_report) and the manifest re-signed."""
             body = time_note_with(sign, note, time_us, "")
             line = make_line(text_of(body))
+            edited = dict(t.edited(files, "checkpoint-time", lambda _: (body + line).encode()))
+            for n in ("manifest.json", "checkpoint", "checkpoint-time"):
+                open(os.path.join(work, n), "wb").write(edited[n])
+            edited["report.html"] = subprocess.run(
+                [os.path.join(build, "tests", "pack_report")] + [os.path.join(work, n) for n in
+                                                                 ("manifest.json", "checkpoint", "checkpoint-time")],
+                input=edited["entries.jsonl"], capture_output=True, check=True).stdout
             path = os.path.join(work, name + ".tar.gz")
-            t.write_pack(t.resigned(t.edited(files, "checkpoint-time", lambda _: (body + line).encode()), sign), path)
+            t.write_pack(t.resigned(sorted(edited.items()), sign), path)
             return path
 
         def stamped_now(text):
@@ -198,11 +208,24 @@ def main():
         expect(verify(build, go, bare, "--vkey", vkey, "--tsa-root", root), 1, "time stamp: missing",
                "the stamp line removed, with --tsa-root")
         expect(verify(build, go, bare, "--vkey", vkey), 0, "OK", "the stamp line removed, no --tsa-root")
+        # The page of format 7 says what stamped the note: the line removed
+        # and the page left saying it, the two verifiers that rebuild the
+        # page refuse it (the other two check its digest alone).
+        stale_page = os.path.join(work, "stale-page.tar.gz")
+        t.write_pack(t.resigned(t.edited(files, "checkpoint-time",
+                                         lambda data: data.replace(stamp_line(stamps(note)[0]).encode(), b"")), sign),
+                     stale_page)
+        for name, r in zip(NAMES[:2], verify(build, go, stale_page, "--vkey", vkey)[:2]):
+            if r.returncode != 1 or "FAILED: report.html: differs from the report rebuilt" not in r.stdout:
+                fail("the stamp line removed, the page left, %s: exit %d: %s" % (name, r.returncode, r.stdout))
+        print("ok: the stamp line removed and report.html left saying it: ledgerctl verify and ledger-verify refuse "
+              "the page")
 
         # The TSA down: appends go on, an export that needs a stamp fails.
         tsa.down = True
         before = tsa.requests
         ledger.ctl("append", "-", stdin=receipts(2001, 5).replace('"run-0"', '"run-2"').replace('"run-1"', '"run-2"'))
+        ledger.ctl("checkpoint", "--at-least", "35", "--timeout-ms", "10000")
         r = ledger.ctl("export", "--run", "team-a/run-2", "--out", os.path.join(work, "down.tar.gz"), check=False)
         if r.returncode == 0 or "no time-stamp from TSA " + tsa.url not in r.stderr:
             fail("an export with the TSA down: exit %d: %s" % (r.returncode, r.stderr))
@@ -213,6 +236,7 @@ def main():
         # bound: it is never stamped; the next note is.
         tsa.down = False
         ledger.ctl("append", "-", stdin=receipts(3001, 1).replace('"run-1"', '"run-2"').replace('"run-0"', '"run-2"'))
+        ledger.ctl("checkpoint", "--at-least", "36", "--timeout-ms", "10000")
         ledger.ctl("export", "--run", "team-a/run-2", "--out", os.path.join(work, "up.tar.gz"))
         expect(verify(build, go, os.path.join(work, "up.tar.gz"), "--vkey", vkey, "--tsa-root", root), 0,
                "stamped by TSA Loopback TSA at ", "the TSA back, a pack exported")
