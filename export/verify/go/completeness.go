@@ -306,10 +306,12 @@ var lowerNote = map[int64]string{
 	4: "a format 4 pack carries a version 3 note (with the team-head map root)",
 	5: "a format 5 pack carries a version 4 note (with run keys of version 2)",
 	6: "a format 6 pack carries a version 4 note (with run keys of version 2)",
+	7: "a format 7 pack carries a version 4 note (with run keys of version 2)",
 }
 
 // noteVersion is the version of the checkpoint-time note of a pack of
-// format F >= 2: F - 1, and 4 in format 6 (whose change is multiproof.txt).
+// format F >= 2: F - 1, and 4 in formats 6 and 7 (whose changes are
+// multiproof.txt and report.html).
 func noteVersion(format int64) int64 {
 	if format >= 6 {
 		return 4

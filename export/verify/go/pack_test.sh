@@ -4,7 +4,7 @@
 # and export/verify/python/verify_pack.py. All three accept the genuine packs and refuse
 # each tampered one; packs are tampered as an operator holding the ledger's
 # signing key could (repack.py re-signs the manifest). ledger-verify-go's
-# lines are checked exactly. The packs are of format 6 (multiproof.txt),
+# lines are checked exactly. The packs are of format 7 (multiproof.txt, as format 6),
 # and of format 5 (proofs.jsonl, ledgerctl export --pack-format 5) where a
 # test is about proofs.jsonl. Usage: pack_test.sh BUILD_DIR
 set -euo pipefail
@@ -128,7 +128,7 @@ us() { echo $(($(date -d "$1" +%s) * 1000000)); }
 
 # Genuine packs of every scope.
 for p in run seq team since; do
-  [ "$(pack_field "$work/$p.tar.gz" 'm["format"]')" = 6 ] || fail "$p: not a pack of format 6"
+  [ "$(pack_field "$work/$p.tar.gz" 'm["format"]')" = 7 ] || fail "$p: not a pack of format 7"
 done
 [ "$(pack_field "$work/run5.tar.gz" 'm["format"]')" = 5 ] || fail "run5: not a pack of format 5"
 accept "run of format 5" "$work/run5.tar.gz" "OK run team-support/run-0007: $(ok_tail "$work/run5.tar.gz")$(done_part "$work/run5.tar.gz"); outcomes.json not recomputed$(step_lines "$work/run5.tar.gz")" "${key[@]}"

@@ -450,8 +450,8 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: expected an object")
 	}
 	format, ok := v.get("format").integer()
-	if !ok || format < 1 || format > 6 {
-		return nil, fmt.Errorf("manifest.json: format: want 1, 2, 3, 4, 5 or 6, found %s", show(v.get("format")))
+	if !ok || format < 1 || format > 7 {
+		return nil, fmt.Errorf("manifest.json: format: want 1, 2, 3, 4, 5, 6 or 7, found %s", show(v.get("format")))
 	}
 	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
 	grace := int64(-1)
@@ -507,19 +507,19 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 }
 
 // checkProofFiles requires the file that proves the entries' inclusion
-// in a pack of the format, and refuses the other: multiproof.txt in format
-// 6, proofs.jsonl in formats 1 to 5 (section 7, "Reading a pack strictly").
+// in a pack of the format, and refuses the other: multiproof.txt in formats
+// 6 and 7, proofs.jsonl in formats 1 to 5 (section 7, "Reading a pack strictly").
 func checkProofFiles(p *pack, format int64) error {
 	_, proofs := p.files["proofs.jsonl"]
 	_, multi := p.files[multiproofName]
 	switch {
-	case format == 6 && proofs:
+	case format >= 6 && proofs:
 		return fmt.Errorf("proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt")
-	case format == 6 && !multi:
+	case format >= 6 && !multi:
 		return fmt.Errorf("multiproof.txt: missing: a pack of format 6 proves its entries' inclusion with a multiproof")
-	case format != 6 && multi:
+	case format < 6 && multi:
 		return fmt.Errorf("multiproof.txt: only a pack of format 6 carries a multiproof")
-	case format != 6 && !proofs:
+	case format < 6 && !proofs:
 		return fmt.Errorf("proofs.jsonl: missing: a pack of format %d proves each entry's inclusion with a line of it", format)
 	}
 	return nil
