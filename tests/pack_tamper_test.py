@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -76,6 +77,22 @@ def resigned(files, sign, outcomes_tool=None):
     text = (json.dumps(manifest, separators=(",", ":"), sort_keys=True) + "\n").encode()
     d["manifest.json"] = text
     d["manifest.sig"] = sign((hashlib.sha256(text).hexdigest() + "\n").encode())
+    return sorted(d.items())
+
+
+def rebuilt_report(files, build):
+    """The files with report.html rebuilt from their manifest, checkpoint,
+    checkpoint-time and entries by the exporter's own function
+    (tests/util/pack_report), as an operator re-signing a pack of format 7
+    (whose page lists the time note's lines) would."""
+    d = dict(files)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name in ("manifest.json", "checkpoint", "checkpoint-time"):
+            paths.append(os.path.join(tmp, name))
+            open(paths[-1], "wb").write(d.get(name, b""))
+        d["report.html"] = subprocess.run([os.path.join(build, "tests", "pack_report")] + paths,
+                                          input=d["entries.jsonl"], capture_output=True, check=True).stdout
     return sorted(d.items())
 
 

@@ -114,12 +114,22 @@ def with_checkpoint(files, checkpoint, sign):
 
 
 def with_file(files, name, data, sign):
-    """The pack with another `name` file, its manifest re-signed."""
-    return pt.resigned(pt.edited(files, name, lambda _: data.encode()), sign)
+    """The pack with another `name` file, its manifest re-signed; a new
+    checkpoint-time with report.html rebuilt from it (format 7's page lists
+    the note's lines)."""
+    edited = pt.edited(files, name, lambda _: data.encode())
+    if name == "checkpoint-time":
+        edited = pt.rebuilt_report(edited, BUILD[0])
+    return pt.resigned(edited, sign)
+
+
+# The build tree (main's argument), for tests/util/pack_report.
+BUILD = []
 
 
 def main():
     build = os.path.abspath(sys.argv[1])
+    BUILD.append(build)
     lvg = build_go_verifier(build)
     verify_py = os.path.join(ROOT, "export", "verify", "python", "verify_pack.py")
     with tempfile.TemporaryDirectory() as work:

@@ -175,15 +175,9 @@ def main():
             from it (tests/util/pack_report) and the manifest re-signed."""
             body = time_note_with(sign, note, time_us, "")
             line = make_line(text_of(body))
-            edited = dict(t.edited(files, "checkpoint-time", lambda _: (body + line).encode()))
-            for n in ("manifest.json", "checkpoint", "checkpoint-time"):
-                open(os.path.join(work, n), "wb").write(edited[n])
-            edited["report.html"] = subprocess.run(
-                [os.path.join(build, "tests", "pack_report")] + [os.path.join(work, n) for n in
-                                                                 ("manifest.json", "checkpoint", "checkpoint-time")],
-                input=edited["entries.jsonl"], capture_output=True, check=True).stdout
+            edited = t.rebuilt_report(t.edited(files, "checkpoint-time", lambda _: (body + line).encode()), build)
             path = os.path.join(work, name + ".tar.gz")
-            t.write_pack(t.resigned(sorted(edited.items()), sign), path)
+            t.write_pack(t.resigned(edited, sign), path)
             return path
 
         def stamped_now(text):
