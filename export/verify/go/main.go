@@ -36,6 +36,7 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -48,7 +49,8 @@ import (
 const usage = "usage: ledger-verify-go (--vkey FILE | --key-set FILE | --trust-pack-key) PACK.tar.gz " +
 	"[--key-history FILE] [--since CHECKPOINT_FILE] " +
 	"[--policy POLICY_FILE] [--expect-scope run:TEAM/RUN|seq:A:B|team:TEAM,FROM,TO] " +
-	"[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--no-progress]"
+	"[--not-older-than SIZE|CHECKPOINT_FILE] [--expect-grace-ms N] [--tsa-root FILE [--tsa-max-delay SECONDS]] " +
+	"[--no-progress]"
 
 func usageError(format string, args ...interface{}) {
 	fmt.Fprintf(os.Stderr, "ledger-verify-go: %s\n%s\n", esc(fmt.Sprintf(format, args...)), usage)
@@ -58,6 +60,7 @@ func usageError(format string, args ...interface{}) {
 func parseArgs(args []string) options {
 	var o options
 	var vkeyFile, sinceFile, policyFile, scopeArg, olderArg, graceArg, keySetFile, historyFile string
+	var tsaRootFile, tsaDelayArg string
 	var hasScope, hasOlder, hasGrace, noProgress bool
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -89,6 +92,10 @@ func parseArgs(args []string) options {
 			olderArg, hasOlder = flagValue(), true
 		case a == "--expect-grace-ms" || strings.HasPrefix(a, "--expect-grace-ms="):
 			graceArg, hasGrace = flagValue(), true
+		case a == "--tsa-root" || strings.HasPrefix(a, "--tsa-root="):
+			tsaRootFile = flagValue()
+		case a == "--tsa-max-delay" || strings.HasPrefix(a, "--tsa-max-delay="):
+			tsaDelayArg = flagValue()
 		case a == "--trust-pack-key":
 			o.trustPackKey = true
 		case a == "--no-progress":
@@ -107,6 +114,7 @@ func parseArgs(args []string) options {
 	if o.pack == "" {
 		usageError("no pack given")
 	}
+	o.tsaRoots, o.tsaMaxDelay = tsaOptions(tsaRootFile, tsaDelayArg)
 	switch {
 	case vkeyFile != "" && o.trustPackKey:
 		usageError("--vkey and --trust-pack-key exclude each other")
@@ -245,4 +253,29 @@ func run(o options) (string, int) {
 		lines[i] = esc(l)
 	}
 	return strings.Join(lines, "\n"), 0
+}
+
+// tsaOptions reads --tsa-root (PEM certificates) and --tsa-max-delay
+// (whole seconds, 1 or more; default 60).
+func tsaOptions(rootFile, delayArg string) (*x509.CertPool, int64) {
+	delay := defaultStampDelay
+	if delayArg != "" {
+		n, err := strconv.ParseInt(delayArg, 10, 64)
+		if err != nil || n < 1 {
+			usageError("--tsa-max-delay: want a number of seconds, 1 or more, found %s", delayArg)
+		}
+		delay = n
+	}
+	if rootFile == "" {
+		return nil, delay
+	}
+	data, err := os.ReadFile(rootFile)
+	if err != nil {
+		usageError("--tsa-root: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		usageError("--tsa-root: %s holds no PEM certificate", rootFile)
+	}
+	return pool, delay
 }

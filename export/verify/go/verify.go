@@ -7,9 +7,11 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -47,6 +49,10 @@ type options struct {
 	notOlderFile []byte
 	// keyed is, under a key set, the key trusted at the pack's tree size.
 	keyed *keyAt
+	// --tsa-root: the TSA roots the checkpoint-time note's time-stamp must
+	// chain to (section 5e), nil without it; --tsa-max-delay.
+	tsaRoots    *x509.CertPool
+	tsaMaxDelay int64
 }
 
 type checkpoint struct {
@@ -144,6 +150,10 @@ func verify(o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	stamped, err := checkStamp(p, t, o)
+	if err != nil {
+		return nil, err
+	}
 	var monitored []mapCosignature
 	if o.policy != nil && len(o.policy.monitorOrder) > 0 {
 		if monitored, err = checkMonitored(o.policy, p.files["checkpoint-time"], t); err != nil {
@@ -182,7 +192,33 @@ func verify(o options) ([]string, error) {
 			out = append(out, monitoredLine(o.policy, monitored))
 		}
 	}
-	return append(append(out, unsettled...), epochs...), nil
+	out = append(append(out, unsettled...), epochs...)
+	if stamped != "" {
+		out = append(out, stamped)
+	}
+	return out, nil
+}
+
+// checkStamp checks the time-stamp line of the pack's checkpoint-time note
+// with --tsa-root (section 5e), and returns the line printed of it: what
+// stamped it, that it is present and not checked, or "" for none.
+func checkStamp(p *pack, t *timeNote, o options) (string, error) {
+	n := p.files["checkpoint-time"]
+	if o.tsaRoots == nil {
+		if t != nil && len(stampTokens(n)) > 0 {
+			return "time stamp: present, not checked (no --tsa-root).", nil
+		}
+		return "", nil
+	}
+	if t == nil {
+		return "", errors.New("checkpoint-time: time stamp: missing: --tsa-root requires the checkpoint-time note to " +
+			"carry a time-stamp token")
+	}
+	s, err := checkStampLine(n, t.timeUs, o.tsaRoots, o.tsaMaxDelay)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint-time: %v", err)
+	}
+	return fmt.Sprintf("time stamp: stamped by TSA %s at %s.", s.tsa, s.genTime), nil
 }
 
 // checkSignedTime reads the checkpoint's time note (signed by vs, the key
