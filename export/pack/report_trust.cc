@@ -42,6 +42,18 @@ std::string ExpectScope(const manifest::Scope& scope) {
   return absl::StrCat("seq:", scope.from_seq, ":", scope.to_seq);
 }
 
+// The time of a cosignature line's data (76 bytes: key ID, u64 time, the
+// signature; CONTRACT sections 5b and 5c), unchecked: UTC, or the number
+// when it is past what a time can be.
+std::string CosignedAt(const cosign::SignatureLine& line) {
+  uint64_t t = 0;
+  for (int b = 4; b < 12; ++b) t = t << 8 | static_cast<uint8_t>(line.data[b]);
+  return t <= static_cast<uint64_t>(INT64_MAX / 1'000'000)
+             ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(t)),
+                                absl::UTCTimeZone())
+             : absl::StrCat(t);
+}
+
 // The checkpoint as its note says, unchecked: origin, size, root, the
 // ledger's key, then each further signature line (a witness's cosignature).
 void CheckpointFacts(const std::string& note_text, std::string* h) {
@@ -67,13 +79,8 @@ void CheckpointFacts(const std::string& note_text, std::string* h) {
       auto line = cosign::ParseSignatureLine(parts->signatures[i]);
       std::string words = "a signature line that does not parse (not checked by this page)";
       if (line.ok() && line->data.size() == 76) {
-        uint64_t t = 0;
-        for (int b = 4; b < 12; ++b) t = t << 8 | static_cast<uint8_t>(line->data[b]);
-        std::string when = t <= static_cast<uint64_t>(INT64_MAX / 1'000'000)
-                               ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(t)),
-                                                  absl::UTCTimeZone())
-                               : absl::StrCat(t);
-        words = absl::StrCat("cosigned by <code>", E(line->name), "</code> at ", when, " (not checked by this page)");
+        words = absl::StrCat("cosigned by <code>", E(line->name), "</code> at ", CosignedAt(*line),
+                             " (not checked by this page)");
       } else if (line.ok()) {
         words = absl::StrCat("signed by <code>", E(line->name), "</code> (not checked by this page)");
       }
@@ -124,14 +131,8 @@ void KeysAndTime(const std::string& checkpoint_note, const std::string& time_not
   for (size_t i = 1; time_parts.ok() && i < time_parts->signatures.size(); ++i) {
     auto line = cosign::ParseSignatureLine(time_parts->signatures[i]);
     if (!line.ok() || line->data.size() != 76) continue;
-    uint64_t t = 0;
-    for (int b = 4; b < 12; ++b) t = t << 8 | static_cast<uint8_t>(line->data[b]);
-    std::string when = t <= static_cast<uint64_t>(INT64_MAX / 1'000'000)
-                           ? absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(static_cast<int64_t>(t)),
-                                              absl::UTCTimeZone())
-                           : absl::StrCat(t);
     absl::StrAppend(&monitors, monitors.empty() ? "" : "<br>", "map cosigned by <code>", E(line->name), "</code> at ",
-                    when, " (not checked by this page)");
+                    CosignedAt(*line), " (not checked by this page)");
   }
   Fact("monitors' times", monitors.empty() ? std::string("none: the time note carries no map cosignature") : monitors,
        h);
