@@ -551,8 +551,10 @@ func trustedKeys(o *options) (*keySet, error) {
 	trust := o.keys
 	if o.history != nil {
 		var err error
+		// A history the keys given do not follow is refused as the
+		// arguments' fault, exit 2, as the other verifiers refuse it.
 		if trust, err = followHistory(o.keys, o.history); err != nil {
-			return nil, err
+			return nil, &usageErr{"--key-history: " + err.Error()}
 		}
 	}
 	if o.notOlderFile != nil {

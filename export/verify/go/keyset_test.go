@@ -803,11 +803,13 @@ func TestPacksOfARotatedLog(t *testing.T) {
 		withPolicy(t, fmt.Sprintf("log %s\nquorum none\n", a.vkey)))
 
 	// The history refused, or trusting no key at the pack's size.
+	// (printed by usageError, exit 2: a history the keys do not follow is
+	// the arguments' fault)
 	checkPack(t, "the old key compromised as of size 6", pack, fmt.Sprintf(
-		"FAIL: key history: the rotation at seq 7: its old key is not trusted at size 7: old_key is %s, no key is "+
-			"trusted there", keyName(a)), withKeySet(t, a.vkey+" until 6\n", history))
-	checkPack(t, "the old key compromised as of size 8", pack, "FAIL: key history: checkpoint: no key is trusted at size 9",
-		withKeySet(t, a.vkey+" until 8\n", history))
+		"--key-history: key history: the rotation at seq 7: its old key is not trusted at size 7: old_key is %s, no "+
+			"key is trusted there", keyName(a)), withKeySet(t, a.vkey+" until 6\n", history))
+	checkPack(t, "the old key compromised as of size 8", pack,
+		"--key-history: key history: checkpoint: no key is trusted at size 9", withKeySet(t, a.vkey+" until 8\n", history))
 	checkPack(t, "no key at the pack's size", pack, "FAIL: checkpoint: no key is trusted at size 9, the pack's tree size",
 		withKeySet(t, a.vkey+" until 8\n", nil))
 }
@@ -893,8 +895,8 @@ func TestKeySetAndKeyHistoryFlags(t *testing.T) {
 		{[]string{path, "--key-set=" + aSet, "--key-history", history, "--not-older-than", olderA}, ok + "\n", "", 0},
 		{[]string{"--key-set", aSet, path}, fmt.Sprintf("FAIL: manifest.sig: signed by %s, not by %s (the key trusted at "+
 			"size 9)\n", keyName(b), keyName(a)), "", 1},
-		{[]string{"--key-set", aSet, "--key-history", badHistory, path}, "FAIL: key history: the rotation at seq 6: leaf: " +
-			"seq 7, the history gives 6\n", "", 1},
+		{[]string{"--key-set", aSet, "--key-history", badHistory, path}, "", "ledger-verify-go: --key-history: key " +
+			"history: the rotation at seq 6: leaf: seq 7, the history gives 6" + usage, 2},
 		{[]string{"--key-set", aSet, "--key-history", history, "--not-older-than", olderB, path}, "",
 			"ledger-verify-go: --not-older-than: no valid signature by " + keyName(a) + ", the key trusted at size 7" + usage, 2},
 		{[]string{"--key-set", overlap, path}, "", "ledger-verify-go: --key-set " + overlap + ": key set: the ranges of two " +
