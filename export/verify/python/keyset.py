@@ -15,6 +15,9 @@ library and `cryptography` only, written from the contract's text:
   rebuilt and compared, signed by the old key then the new one, its old key
   the one trusted at its seq, its inclusion proven to the history's
   checkpoint, which the key then trusted at its size signs.
+- pack_rotations() checks the key_rotation entries of a pack: each the
+  ledger's, its statement (rotation_statement(), shared with follow())
+  valid for the pack's origin and the entry's seq; the lines that say so.
 
 Every refusal is a packerror.Failure whose message names the line (a key
 set) or the rotation (a key history) and the rule.
@@ -434,20 +437,37 @@ def rotation(leaf, n, seq, origin, keys, where):
     leaf (bytes) checked as section 5d says, the old key trusted at size seq
     by `keys` (a KeySet)."""
     r = rotation_entry(leaf, n, seq, where)["receipt"]
+    old, new = rotation_statement(origin, seq, r["old_key"], r["new_key"], r["note"], where)
+    # 3. old_key is the key trusted at size seq.
+    trusted = keys.key_at(seq)
+    if trusted != old:
+        raise Failure("%s: its old key is not trusted at size %d (old_key %s; %s)"
+                      % (where, seq, shown(old.ident()),
+                         "no key is trusted at size %d" % seq if trusted is None
+                         else "the key trusted at size %d is %s" % (seq, shown(trusted.ident()))))
+    return old, new
+
+
+def rotation_statement(origin, seq, old_key, new_key, note, where):
+    """(old Key, new Key) of a rotation at seq from old_key to new_key
+    (verifier key lines, str), its statement `note` (str) checked as
+    section 5d says: both keys named origin, rules 1 (the text) and 2 (the
+    signature lines, the old key's then the new key's), and new_key
+    another key than old_key. Failure("<where>: ...") naming the field."""
     parsed = {}
-    for k in ("old_key", "new_key"):
+    for k, line in (("old_key", old_key), ("new_key", new_key)):
         try:
-            parsed[k] = parse_key(r[k])
+            parsed[k] = parse_key(line)
         except Failure as e:
             raise Failure("%s: %s: not a verifier key: %s" % (where, k, e))
         if parsed[k].name != origin:
             raise Failure("%s: %s: its name '%s' is not the log's origin '%s'"
                           % (where, k, shown(parsed[k].name), shown(origin)))
     old, new = parsed["old_key"], parsed["new_key"]
-    note = utf8(r["note"], "%s: note" % where)
+    note = utf8(note, "%s: note" % where)
     # 1. The note's text is the statement built from the origin, the seq and the keys.
     text, sigs = note_lines(note, where)
-    want = statement(origin, seq, r["old_key"], r["new_key"])
+    want = statement(origin, seq, old_key, new_key)
     if text != want.encode("utf-8"):
         got_lines = text.decode("utf-8", "replace").split("\n")[:-1]
         want_lines = want.split("\n")[:-1]
@@ -475,17 +495,34 @@ def rotation(leaf, n, seq, origin, keys, where):
             key.verifier.verify(sig, text)
         except InvalidSignature:
             raise Failure("%s: note: signature line %d, by %s %s, does not verify" % (where, i + 1, field, by))
-    # 3. old_key is the key trusted at size seq, new_key another key.
-    trusted = keys.key_at(seq)
-    if trusted != old:
-        raise Failure("%s: its old key is not trusted at size %d (old_key %s; %s)"
-                      % (where, seq, shown(old.ident()),
-                         "no key is trusted at size %d" % seq if trusted is None
-                         else "the key trusted at size %d is %s" % (seq, shown(trusted.ident()))))
     if new.key_id == old.key_id or new.public == old.public:
         raise Failure("%s: new_key: the same key as old_key (a rotation moves to another key ID and public key)"
                       % where)
     return old, new
+
+
+def pack_rotations(parsed, origin):
+    """The key_rotation entries among a pack's parsed entries (section 5d,
+    "What a pack's entries say of a rotation"): each the ledger's, its
+    statement valid for this log (rotation_statement(), at the entry's
+    seq); the lines that say so. Failure("entries.jsonl seq S:
+    key_rotation: ...") for the first that is not."""
+    lines = []
+    for entry in parsed:
+        r = entry["receipt"]
+        if r.get("kind") != "key_rotation":
+            continue
+        seq = entry["seq"]
+        where = "entries.jsonl seq %d: key_rotation" % seq
+        if entry["emitter"] != "ledger":
+            raise Failure("%s: emitter '%s': the ledger's only" % (where, entry["emitter"]))
+        for k in ("old_key", "new_key", "note"):
+            if not isinstance(r.get(k), str):
+                raise Failure("%s: %s: want a JSON string" % (where, k))
+        rotation_statement(origin, seq, r["old_key"], r["new_key"], r["note"], where)
+        lines.append("key rotation at seq %d: the log's key moved from %s to %s (a statement both keys signed)."
+                     % (seq, r["old_key"], r["new_key"]))
+    return lines
 
 
 def note_lines(note, where):

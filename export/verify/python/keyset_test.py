@@ -24,7 +24,10 @@ vectors' seeds:
   consistency.json holds a checkpoint signed by the old key, a transition
   pack, a pack signed by the old key after the rotation, a log that never
   rotated (the same lines as with --vkey, and the keys line), and the
-  flags' usage errors.
+  flags' usage errors;
+- key_rotation entries in a pack: the genuine one's line, and statements
+  forged (signed by the old key alone, of another log, of another seq, the
+  vectors' bad rotations) refused as entries.jsonl seq 3: key_rotation.
 
 Usage: keyset_test.py   (exit 0 when every case holds, 1 naming those that do not)
 """
@@ -638,15 +641,18 @@ def pack_cases(v, log):
                       % leaf_hash_root(leaves[:3]))
         keys_rotated = ("keys: the pack's notes checked against %s, the key trusted at tree size 5; the key set "
                         "trusts %s for sizes 0 to 3, %s for sizes from 4%s.")
+        # The vectors' log holds its rotation at seq 3: every pack of it says so.
+        moved = ("key rotation at seq 3: the log's key moved from %s to %s (a statement both keys signed)."
+                 % (old.vkey, new.vkey))
         cases = [
             ("rotated, --vkey old and the history", [rotated, "--vkey", old_vkey, "--key-history", history],
-             0, "\n".join([ok, consistent, keys_rotated % (new.ident, old.ident, new.ident,
-                                                            " (the key history's rotation at seq 3 followed)")])),
+             0, "\n".join([ok, consistent, moved, keys_rotated % (
+                 new.ident, old.ident, new.ident, " (the key history's rotation at seq 3 followed)")])),
             ("rotated, --key-set of both", [rotated, "--key-set", both],
-             0, "\n".join([ok, consistent, keys_rotated % (new.ident, old.ident, new.ident, "")])),
+             0, "\n".join([ok, consistent, moved, keys_rotated % (new.ident, old.ident, new.ident, "")])),
             ("rotated, --key-set old and the history, --since the size 3 checkpoint",
              [rotated, "--key-set", old_only, "--key-history", history, "--since", since3], 0,
-             "\n".join([ok, consistent[:-1] + " (the one given with --since).",
+             "\n".join([ok, consistent[:-1] + " (the one given with --since).", moved,
                         keys_rotated % (new.ident, old.ident, new.ident,
                                         " (the key history's rotation at seq 3 followed)")])),
             ("rotated, --vkey-string new alone: the old checkpoint of consistency.json by the old key",
@@ -665,11 +671,12 @@ def pack_cases(v, log):
              "verify_pack.py: --key-history %s: key history: the rotation at seq 3: its old key is not trusted at "
              "size 3 (old_key %s; no key is trusted at size 3)" % (history, old.ident)),
             ("transition, --key-set of both", [transition, "--key-set", both],
-             0, "\n".join([ok, consistent, keys_rotated % (new.ident, old.ident, new.ident, "")])),
+             0, "\n".join([ok, consistent, moved, keys_rotated % (new.ident, old.ident, new.ident, "")])),
             ("by the old key after the rotation, --key-set of both", [by_old, "--key-set", both], 1,
              "FAILED: manifest.sig: no signature by %s, the key trusted at size 5; the line by %s (trusted for sizes "
              "0 to 3) counts for nothing at size 5" % (new.ident, old.ident)),
-            ("by the old key after the rotation, --vkey old: as before", [by_old, "--vkey", old_vkey], 0, ok),
+            ("by the old key after the rotation, --vkey old: as before", [by_old, "--vkey", old_vkey], 0,
+             "\n".join([ok, moved])),
             ("checkpoint by the old key, --key-set of both", [checkpoint_by_old, "--key-set", both], 1,
              "FAILED: checkpoint: no signature by %s, the key trusted at size 5; the line by %s (trusted for "
              "sizes 0 to 3) counts for nothing at size 5" % (new.ident, old.ident)),
@@ -727,6 +734,50 @@ def pack_cases(v, log):
                "~OK: 3 entries of")
 
 
+def pack_rotation_entries(v, log):
+    """verify_pack.py on packs of the vectors' seqs 0 to 3 whose seq 3 is a
+    key_rotation entry (section 5d, "What a pack's entries say of a
+    rotation"): the genuine one adds its line; a statement signed by the
+    old key alone, one of another origin, and each bad rotation of the
+    vectors whose rule is the statement's or the emitter's are refused as
+    entries.jsonl seq 3: key_rotation."""
+    old, new, third = log.s["old"], log.s["new"], log.s["third"]
+    text = keyset.statement(log.origin, 3, old.vkey, new.vkey)
+    ok = ("OK: 4 entries of {\"from_seq\":0,\"kind\":\"seq\",\"to_seq\":4} verified against the checkpoint of "
+          "example.com/ledger at tree size 4, root %s, signed at 2026-01-01T00:00:01.000000Z (1767225601000000 us)."
+          % leaf_hash_root(log.leaves[:4]))
+    refused = "FAILED: entries.jsonl seq 3: key_rotation: "
+    cases = [
+        ("the genuine rotation", log.leaves[3], 0, ok + "\nkey rotation at seq 3: the log's key moved from %s to %s "
+         "(a statement both keys signed)." % (old.vkey, new.vkey)),
+        ("the statement signed by the old key alone", log.rotation_leaf(3, log.leaves[2], old, new,
+                                                                         note=sign(text, old)), 1,
+         refused + "note: want exactly two signature lines, old_key's then new_key's, found 1"),
+        ("the statement signed by the old key, then by a third key as the new", log.rotation_leaf(
+            3, log.leaves[2], old, new, note=sign(text, old, third)), 1,
+         refused + "new_key: %s did not sign the statement: its signature line 2 is by %s" % (new.ident, third.ident)),
+        ("the statement of another log", log.rotation_leaf(3, log.leaves[2], old, new, note=sign(
+            text.replace(log.origin + "\n", "example.com/other\n", 1), old, new)), 1,
+         refused + "note: line 2 of its text is 'example.com/other', the statement of seq 3 from old_key to new_key "
+         "has 'example.com/ledger'"),
+        ("the statement of seq 2", log.rotation_leaf(3, log.leaves[2], old, new, note=sign(
+            keyset.statement(log.origin, 2, old.vkey, new.vkey), old, new)), 1,
+         refused + "note: line 3 of its text is 'seq 2', the statement of seq 3 from old_key to new_key has 'seq 3'"),
+    ]
+    for b in v["bad_rotations"]:
+        field = b["rule"].split(":")[0]
+        if field in ("note", "new_key", "emitter"):  # the receipt_id's number is a key history's to check
+            cases.append(("bad rotation: %s" % b["rule"], b["leaf_bytes_utf8"], 1, "~" + refused + field))
+    with tempfile.TemporaryDirectory() as d:
+        for name, leaf, code, want in cases:
+            pack = os.path.join(d, "pack.tar.gz")
+            with open(pack, "wb") as f:
+                f.write(make_pack(log, log.leaves[:3] + [leaf], (new,), new.vkey))
+            got_code, out, err = run_verify([pack, "--vkey-string", new.vkey])
+            expect("key_rotation entry: %s: exit code" % name, got_code, code)
+            expect("key_rotation entry: %s: output" % name, (out + err).strip(), want)
+
+
 def leaf_hash_root(leaves):
     return mth([leaf_hash(x) for x in leaves]).hex()
 
@@ -751,6 +802,7 @@ def main():
     own_histories(v, log)
     opened_at_size(v, log)
     pack_cases(v, log)
+    pack_rotation_entries(v, log)
     for failure in FAILURES:
         print("FAIL: %s" % failure)
     if FAILURES:

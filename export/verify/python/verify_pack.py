@@ -44,7 +44,10 @@ size, consistency.json's old checkpoint and the checkpoints of --since and
 the pack's tree size. A note without a valid signature by that key is
 refused naming the size and the key, even when another key of the set
 signed it; the last line after the OK line names the key and the ranges
-trusted. --since CHECKPOINT (a file
+trusted. A key_rotation entry of the pack must be the ledger's, its
+statement that of this log at its seq, signed by old_key then new_key (else
+"entries.jsonl seq S: key_rotation: ..."); each adds a line after the OK
+line. --since CHECKPOINT (a file
 holding the auditor's earlier signed checkpoint): the pack must prove
 consistency from exactly that checkpoint. --expect-scope: the scope asked
 for; a pack of another scope fails. --not-older-than: a tree size or a file
@@ -196,6 +199,7 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     window = teamwindow.presence(files, scope, teams_root)
     entries = entries_in_progress(files, manifest, size, root, shown_progress or progress.Progress(None))
     epochs = leader_epochs(entries.parsed)
+    rotations = keyset.pack_rotations(entries.parsed, origin)  # CONTRACT.md section 5d
     check_time_against(note, entries, cosigned)
     complete, unsettled = None, []
     steps = packsteps.steps(entries.parsed) if scope["kind"] == "run" else []
@@ -212,7 +216,8 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             "consistent": consistent, "signed_at": signed_at, "complete": complete, "unsettled": unsettled,
             "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned),
             "monitored": None if monitored is None else mapcosign.monitored_line(policy, monitored),
-            "leader_epochs": epochs, "keys": None if keys is None else keys_line(keys, size), "time_stamp": stamped}
+            "leader_epochs": epochs, "key_rotations": rotations,
+            "keys": None if keys is None else keys_line(keys, size), "time_stamp": stamped}
 
 
 def keys_line(keys, size):
@@ -785,6 +790,7 @@ def result_lines(r):
         lines.append("%s." % r["complete"])
         lines += r["unsettled"]
     lines += r.get("leader_epochs", [])
+    lines += r.get("key_rotations", [])
     if r.get("keys") is not None:
         lines.append(r["keys"])
     if r.get("time_stamp") is not None:
