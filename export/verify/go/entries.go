@@ -34,6 +34,8 @@ type entry struct {
 	emitter                      string
 	epoch, previousSize          int64
 	epochNode, epochPreviousRoot string
+	// A key_rotation's fields (section 5d; "" when it is none).
+	oldKey, newKey, rotationNote string
 }
 
 var genesisPrev = hex.EncodeToString(make([]byte, 32))
@@ -182,6 +184,11 @@ func readEntry(leaf []byte) (entry, error) {
 		e.previousSize, _ = r.get("previous_size").integer()
 		e.epochNode, _ = str(r.get("node"))
 		e.epochPreviousRoot, _ = str(r.get("previous_root"))
+	}
+	if e.kind == "key_rotation" {
+		e.oldKey, _ = str(r.get("old_key"))
+		e.newKey, _ = str(r.get("new_key"))
+		e.rotationNote, _ = str(r.get("note"))
 	}
 	if e.runID == "" && e.hasPrev {
 		return e, fmt.Errorf("seq %d: run_prev: expected none, the receipt has no run_id", e.seq)

@@ -371,21 +371,17 @@ func followRotation(trust *keySet, r rotation, n int, cp checkpoint) (*keySet, e
 		return nil, fmt.Errorf("leaf: occurred_at_us: want an integer (the ledger's clock), found %s",
 			show(receipt.get("occurred_at_us")))
 	}
-	keys := map[string]*ledgerKey{}
+	texts := map[string]string{}
 	for _, k := range []string{"old_key", "new_key"} {
-		text, ok := str(receipt.get(k))
-		if !ok {
+		var ok bool
+		if texts[k], ok = str(receipt.get(k)); !ok {
 			return nil, fmt.Errorf("leaf: %s: want a verifier key, a string", k)
 		}
-		if keys[k], err = parseLedgerKey(text); err != nil {
-			return nil, fmt.Errorf("leaf: %s: not a verifier key (name+id+base64): %v", k, err)
-		}
-		if keys[k].name != trust.name {
-			return nil, fmt.Errorf("leaf: %s: named \"%s\", the log's keys are named \"%s\" (its origin)", k, keys[k].name,
-				trust.name)
-		}
 	}
-	old, new := keys["old_key"], keys["new_key"]
+	old, new, err := rotationKeys(trust.name, texts["old_key"], texts["new_key"])
+	if err != nil {
+		return nil, fmt.Errorf("leaf: %v", err)
+	}
 	i := trust.at(s)
 	if i < 0 || !trust.ranges[i].key.same(old.policyKey) {
 		there := "no key is trusted there"
@@ -394,21 +390,75 @@ func followRotation(trust *keySet, r rotation, n int, cp checkpoint) (*keySet, e
 		}
 		return nil, fmt.Errorf("its old key is not trusted at size %d: old_key is %s, %s", s, old, there)
 	}
-	if new.hash == old.hash || bytes.Equal(new.public, old.public) {
-		return nil, fmt.Errorf("new_key: %s, the same key ID or public key as old_key %s: a rotation moves to another key",
-			new, old)
-	}
 	noteText, ok := str(receipt.get("note"))
 	if !ok {
 		return nil, fmt.Errorf("leaf: note: want the signed rotation statement, a string")
 	}
-	if err := checkStatement(noteText, rotationStatement(trust.name, s, old.vkey, new.vkey), old, new); err != nil {
-		return nil, fmt.Errorf("note: %v", err)
+	if err := checkRotation(trust.name, s, old, new, noteText); err != nil {
+		return nil, err
 	}
 	if err := tlog.CheckRecord(tlog.RecordProof(r.inclusion), cp.size, cp.root, s, e.hash); err != nil {
 		return nil, fmt.Errorf("inclusion: the proof does not lead to the root of the history's checkpoint (%s): %v", cp, err)
 	}
 	return trust.rotate(i, s, new), nil
+}
+
+// rotationKeys reads a rotation's old_key and new_key: verifier keys
+// named origin. Errors name the field.
+func rotationKeys(origin, oldText, newText string) (old, new *ledgerKey, err error) {
+	keys := [2]*ledgerKey{}
+	for i, k := range []string{"old_key", "new_key"} {
+		if keys[i], err = parseLedgerKey([]string{oldText, newText}[i]); err != nil {
+			return nil, nil, fmt.Errorf("%s: not a verifier key (name+id+base64): %v", k, err)
+		}
+		if keys[i].name != origin {
+			return nil, nil, fmt.Errorf("%s: named \"%s\", the log's keys are named \"%s\" (its origin)", k,
+				keys[i].name, origin)
+		}
+	}
+	return keys[0], keys[1], nil
+}
+
+// checkRotation checks the statement of a rotation at seq from old to new
+// of the log origin (section 5d): new another key than old, and note, the
+// signed statement, valid by rules 1 and 2 (checkStatement). Errors name
+// the field.
+func checkRotation(origin string, seq int64, old, new *ledgerKey, note string) error {
+	if new.hash == old.hash || bytes.Equal(new.public, old.public) {
+		return fmt.Errorf("new_key: %s, the same key ID or public key as old_key %s: a rotation moves to another key",
+			new, old)
+	}
+	if err := checkStatement(note, rotationStatement(origin, seq, old.vkey, new.vkey), old, new); err != nil {
+		return fmt.Errorf("note: %v", err)
+	}
+	return nil
+}
+
+// keyRotations checks the pack's key_rotation entries (section 5d, "What
+// a pack's entries say of a rotation"): each the ledger's, its statement
+// that of the log origin at the entry's seq (checkRotation, as a key
+// history's). It returns one line for each.
+func keyRotations(entries []entry, origin string) ([]string, error) {
+	var out []string
+	for i := range entries {
+		e := &entries[i]
+		if e.kind != "key_rotation" {
+			continue
+		}
+		if e.emitter != "ledger" {
+			return nil, fmt.Errorf("entries.jsonl seq %d: key_rotation: emitter '%s': the ledger's only", e.seq, e.emitter)
+		}
+		old, new, err := rotationKeys(origin, e.oldKey, e.newKey)
+		if err == nil {
+			err = checkRotation(origin, e.seq, old, new, e.rotationNote)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("entries.jsonl seq %d: key_rotation: %v", e.seq, err)
+		}
+		out = append(out, fmt.Sprintf("key rotation at seq %d: the log's key moved from %s to %s (a statement both keys "+
+			"signed).", e.seq, e.oldKey, e.newKey))
+	}
+	return out, nil
 }
 
 // checkStatement checks a rotation's note: its text exactly want, then

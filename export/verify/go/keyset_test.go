@@ -20,7 +20,8 @@ import (
 // tests/vectors/key_rotation.json (made from the contract's text by
 // key_rotation_vectors.py), key set files and key histories read strictly,
 // chains of rotations, packs of a log that rotated its key (built here,
-// each note signed by the key of its size or by another), and the flags.
+// each note signed by the key of its size or by another), the flags, and
+// packs holding a key_rotation entry (its statement genuine or forged).
 
 type rotationVectors struct {
 	Origin string `json:"origin"`
@@ -673,16 +674,24 @@ func TestKeySetFileGrammar(t *testing.T) {
 // at seq 8; rotationKeys are the two keys, of the tests' origin.
 func rotatedLog(t *testing.T) (*testLog, []keyPair) {
 	t.Helper()
+	return rotatedLogWith(t, "ledger", func(text string, keys []keyPair) string {
+		return signWith(t, text, keys[0], keys[1])
+	})
+}
+
+// rotatedLogWith is rotatedLog with the rotation entry's emitter, and its
+// note made by note from the statement's text and the two keys.
+func rotatedLogWith(t *testing.T, emitter string, note func(text string, keys []keyPair) string) (*testLog, []keyPair) {
+	t.Helper()
 	s, _, vkey := testKey(t, testOrigin)
 	keys := []keyPair{{s, vkey}, keyOf(t, bytes.Repeat([]byte{8}, 32), testOrigin)}
 	l := stepLog(t)
 	prev := l.es[6].hash
 	r := map[string]interface{}{"receipt_id": "ledger.key.1", "kind": "key_rotation", "team": "ledger",
 		"run_id": "ledger.keys", "attempt": 1, "occurred_at_us": t0 + 2_000_001, "old_key": keys[0].vkey,
-		"new_key": keys[1].vkey, "note": signWith(t, rotationStatement(testOrigin, 7, keys[0].vkey, keys[1].vkey),
-			keys[0], keys[1])}
+		"new_key": keys[1].vkey, "note": note(rotationStatement(testOrigin, 7, keys[0].vkey, keys[1].vkey), keys)}
 	raw, _ := json.Marshal(map[string]interface{}{"v": 2, "seq": 7, "prev": hex.EncodeToString(prev[:]),
-		"logged_at_us": t0 + 2_000_001, "emitter": "ledger", "receipt": r})
+		"logged_at_us": t0 + 2_000_001, "emitter": emitter, "receipt": r})
 	l.push(t, []byte(leafWith(t, string(raw), func(_, _ map[string]interface{}) {})))
 	l.addReceipt(t, other("o-8"), t0+2_000_002)
 	return l, keys
@@ -812,6 +821,53 @@ func TestPacksOfARotatedLog(t *testing.T) {
 		"--key-history: key history: checkpoint: no key is trusted at size 9", withKeySet(t, a.vkey+" until 8\n", history))
 	checkPack(t, "no key at the pack's size", pack, "FAIL: checkpoint: no key is trusted at size 9, the pack's tree size",
 		withKeySet(t, a.vkey+" until 8\n", nil))
+}
+
+// keysRunPack is the pack of the run ledger/ledger.keys of l (rotatedLog)
+// at size 9, its notes signed by the new key, keys[1]: a pack that holds
+// the rotation entry; and its OK line.
+func keysRunPack(t *testing.T, l *testLog, keys []keyPair) (*builtPack, string) {
+	t.Helper()
+	b := runPack(t, l, 9, "ledger", "ledger.keys", t0+3_000_000, 500, nil)
+	b.files["checkpoint"] = resigned(t, b.files["checkpoint"], keys[1])
+	b.files["checkpoint-time"] = resigned(t, b.files["checkpoint-time"], keys[1])
+	b.files["ledger.vkey"] = []byte(keys[1].vkey + "\n")
+	b.signer = keys[1].s
+	return b, strings.Replace(runOK(t, l, 9, 1), "run t/r", "run ledger/ledger.keys", 1)
+}
+
+func TestKeyRotationEntriesInAPack(t *testing.T) {
+	byNew := func(keys []keyPair) func(*options) { return func(o *options) { o.vkey = keys[1].vkey } }
+	l, keys := rotatedLog(t)
+	pack, ok := keysRunPack(t, l, keys)
+	checkPack(t, "the genuine rotation", pack, ok+fmt.Sprintf("\nkey rotation at seq 7: the log's key moved from %s "+
+		"to %s (a statement both keys signed).", keys[0].vkey, keys[1].vkey), byNew(keys))
+	a, b := keyName(keys[0]), keyName(keys[1])
+	for _, c := range []struct {
+		name, emitter string
+		note          func(text string, keys []keyPair) string
+		want          string
+	}{
+		{"the statement signed by the old key alone", "ledger", func(text string, k []keyPair) string {
+			return signWith(t, text, k[0])
+		}, "note: want exactly two signature lines (the old key's, then the new key's), found 1"},
+		{"the statement signed by the new key, then the old", "ledger", func(text string, k []keyPair) string {
+			return signWith(t, text, k[1], k[0])
+		}, "note: signature line 1: by " + b + ", want the old key's, " + a},
+		{"the statement of seq 6", "ledger", func(text string, k []keyPair) string {
+			return signWith(t, strings.Replace(text, "\nseq 7\n", "\nseq 6\n", 1), k[0], k[1])
+		}, `note: text: line 3: want "seq 7", found "seq 6"`},
+		{"the statement of another log", "ledger", func(text string, k []keyPair) string {
+			return signWith(t, strings.Replace(text, "\n"+testOrigin+"\n", "\nexample.com/other\n", 1), k[0], k[1])
+		}, `note: text: line 2: want "` + testOrigin + `", found "example.com/other"`},
+		{"an emitter's key_rotation", "uri:spiffe://test/gw", func(text string, k []keyPair) string {
+			return signWith(t, text, k[0], k[1])
+		}, "emitter 'uri:spiffe://test/gw': the ledger's only"},
+	} {
+		l, keys := rotatedLogWith(t, c.emitter, c.note)
+		pack, _ := keysRunPack(t, l, keys)
+		checkPack(t, c.name, pack, "FAIL: entries.jsonl seq 7: key_rotation: "+c.want, byNew(keys))
+	}
 }
 
 func TestAPackOfALogThatNeverRotated(t *testing.T) {

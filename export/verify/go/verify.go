@@ -180,6 +180,10 @@ func verify(o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	rotations, err := keyRotations(entries, cp.origin)
+	if err != nil {
+		return nil, err
+	}
 	line := fmt.Sprintf("OK %s: %d entries, tree size %d, root %s%s%s; outcomes.json not recomputed",
 		scope, len(entries), cp.size, hex.EncodeToString(cp.root[:]), consistent, complete)
 	if o.trustPackKey {
@@ -192,7 +196,7 @@ func verify(o options) ([]string, error) {
 			out = append(out, monitoredLine(o.policy, monitored))
 		}
 	}
-	out = append(append(out, unsettled...), epochs...)
+	out = append(append(append(out, unsettled...), epochs...), rotations...)
 	if stamped != "" {
 		out = append(out, stamped)
 	}
