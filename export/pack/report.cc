@@ -107,6 +107,13 @@ void ReportEntries::Add(const receipt::Entry& entry) {
       row.kind = "key_rotation";
       row.detail = absl::StrCat("the log's key from ", r.key_rotation().old_key(), " to ", r.key_rotation().new_key());
       break;
+    case pb::Receipt::kRedaction: {
+      const auto& d = r.redaction();
+      row.kind = "redaction";
+      row.detail = absl::StrCat("erases entry ", d.entry_seq(), " (", d.entry_kind(), "): ", d.reason(),
+                                "; requested by ", d.requested_by(), ", approved by ", d.approved_by());
+      break;
+    }
     case pb::Receipt::BODY_NOT_SET:
       row.kind = "(none)";
       break;

@@ -1,4 +1,5 @@
 #include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/redaction.h"
 
 #include <cstring>
 #include <utility>
@@ -125,8 +126,19 @@ absl::StatusOr<Tail> SplitTail(std::string_view leaf) {
 
 }  // namespace
 
+namespace {
+
+// A redacted line (redaction.h) ends as the leaf it stands for, and one
+// more '}': its tail is read as the leaf's.
+std::string_view LeafTail(std::string_view leaf) {
+  if (LooksRedacted(leaf) && leaf.ends_with("}}")) leaf.remove_suffix(1);
+  return leaf;
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf) {
-  auto tail = SplitTail(leaf);
+  auto tail = SplitTail(LeafTail(leaf));
   if (!tail.ok()) return tail.status();
   std::string_view probe = tail->rest;
   auto run_prev = TakeNumber(&probe);
@@ -135,13 +147,13 @@ absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf) {
 }
 
 absl::StatusOr<uint64_t> SeqOf(std::string_view leaf) {
-  auto tail = SplitTail(leaf);
+  auto tail = SplitTail(LeafTail(leaf));
   if (!tail.ok()) return tail.status();
   return tail->seq;
 }
 
 absl::StatusOr<TeamLink> TeamLinkOf(std::string_view leaf) {
-  auto tail = SplitTail(leaf);
+  auto tail = SplitTail(LeafTail(leaf));
   if (!tail.ok()) return tail.status();
   return tail->link;
 }
@@ -155,7 +167,9 @@ absl::StatusOr<std::string> TeamOf(std::string_view leaf) {
   }
   auto parsed = canonical::Parse(leaf);
   if (!parsed.ok()) return Bad("not in canonical form");
-  const canonical::Value* r = parsed->Find("receipt");
+  const canonical::Value* top = &*parsed;
+  if (LooksRedacted(leaf)) top = parsed->Find("redacted");
+  const canonical::Value* r = top != nullptr ? top->Find("receipt") : nullptr;
   const canonical::Value* team = r != nullptr ? r->Find("team") : nullptr;
   if (team == nullptr || team->type != canonical::Value::Type::kString) return Bad("no receipt.team");
   return team->str;

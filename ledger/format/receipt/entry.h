@@ -83,6 +83,8 @@ std::string EncodeEntry(const Entry& e, std::string_view canonical_receipt);
 // INVALID_ARGUMENT when the tail is not of that form.
 absl::StatusOr<std::optional<uint64_t>> RunPrevOf(std::string_view leaf);
 
+// RunPrevOf, SeqOf, TeamLinkOf and TeamOf read a redacted line
+// (redaction.h) as the leaf it stands for.
 // The seq of a leaf, read from its tail the same way.
 absl::StatusOr<uint64_t> SeqOf(std::string_view leaf);
 

@@ -58,6 +58,16 @@ inline constexpr std::string_view kKeyRotationIdPrefix = "ledger.key.";
 Receipt KeyRotation(uint64_t number, std::string_view old_key, std::string_view new_key, std::string_view note,
                     int64_t now_us);
 
+// The run of the ledger's redaction entries (CONTRACT section 8), in the
+// team kLedgerTeam, and their ids: kRedactionIdPrefix + the erased seq.
+inline constexpr std::string_view kRedactionsRun = "ledger.redactions";
+inline constexpr std::string_view kRedactionIdPrefix = "ledger.redaction.";
+
+// The rule of an erasure's reason (CONTRACT section 8): 1-1024 bytes of
+// UTF-8 without a control or bidi character; INVALID_ARGUMENT naming
+// `reason` otherwise.
+absl::Status CheckErasureReason(std::string_view reason);
+
 // Checks every rule of CONTRACT §3 and returns the canonical JSON, with the
 // defaults applied (an absent attempt is written as 1). INVALID_ARGUMENT
 // with "<field>: <rule>" on the first broken rule: "required, ..." only for
