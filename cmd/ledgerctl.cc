@@ -707,6 +707,7 @@ const std::map<std::string_view, OnLedger> kOnLedger = {
     {"vkey", [](pb::LedgerService::Stub& stub, const Flags&) { return Vkey(stub); }},
     {"backup", Backup},
     {"rotate-key", RotateKey},
+    {"erase", ledger::ctl::Erase},
     {"key-history", KeyHistory},
     {"prove", Prove},
     {"prove-run",

@@ -3,7 +3,8 @@
 // commands, export, main), ledgerctl_tls.cc (why a connection failed, when TLS options do
 // not match the server), ledgerctl_query.cc (step outcomes and runs),
 // ledgerctl_prove_run.cc (run-head and team-head proofs),
-// ledgerctl_replication.cc (a node of a replicated shard) and
+// ledgerctl_replication.cc (a node of a replicated shard), ledgerctl_erase.cc
+// (erasing one entry's body) and
 // ledgerctl_files.cc (commands on files alone).
 #ifndef CMD_LEDGERCTL_H_
 #define CMD_LEDGERCTL_H_
@@ -67,6 +68,9 @@ int ProveTeam(const Flags& flags);
 // replication (ledgerctl_replication.cc): the node's role, epoch, applied
 // size and leader; on the leader, every node's lag. --json for one object.
 int Replication(pb::LedgerService::Stub& stub, const Flags& flags);
+// erase (ledgerctl_erase.cc): asks for, or approves, the erasure of one
+// entry's body (CONTRACT section 8).
+int Erase(pb::LedgerService::Stub& stub, const Flags& flags);
 
 // ledgerctl_files.cc: on a stopped ledger's data directory (--data), a
 // pack, a key file or a checkpoint; no server.

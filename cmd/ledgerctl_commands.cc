@@ -25,7 +25,7 @@ void DefineCommandFlags(Flags& flags) {
   flags.Define("cosignatures", "0", "wait until the checkpoint carries N witnesses' cosignatures");
   flags.Define("time-note", "", "print the checkpoint's signed time note instead of the checkpoint", true);
   flags.Define("timeout-ms", "30000", "how long to wait for --at-least and --cosignatures");
-  flags.Define("seq", "", "prove: the entry's seq; export: a range A:B");
+  flags.Define("seq", "", "prove, erase: the entry's seq; export: a range A:B");
   flags.Define("receipt-id", "", "the entry's receipt_id (with --team: receipt ids are unique per team)");
   flags.Define("size", "0", "tree size to prove against (0: the latest checkpoint)");
   flags.Define("from", "0", "consistency: old tree size; entries: first seq; export: RFC 3339 time");
@@ -70,6 +70,7 @@ void DefineCommandFlags(Flags& flags) {
   flags.Define("key-history", "",
                "the ledger's key history (ledgerctl key-history), followed from --vkey or --key-set to the key of "
                "the pack's size");
+  flags.Define("reason", "", "erase: why the entry is erased (recorded in the redaction entry)");
   flags.Define("new-key", "", "rotate-key: the new key (a key file's path or a PKCS#11 URI on the server's machine)");
   flags.Define("transition-sizes", "0",
                "rotate-key: checkpoints up to the rotation's seq + N also carry the old key's signature line");
@@ -233,6 +234,14 @@ const std::vector<Command>* MakeCommands() {
          "directory (when the ledger's key is the data directory's own)"},
         {"transition-sizes", "checkpoints up to the rotation's seq + N also carry the old key's line (default 0)"}},
        {"ledgerctl rotate-key", "ledgerctl rotate-key --new-key 'pkcs11:token=ledger;object=key-2?module-path=...'"}},
+      {"erase",
+       "erase one entry's body, keeping its leaf hash and every proof (CONTRACT section 8): one admin asks, "
+       "another approves with the same command",
+       {"--seq S --reason TEXT"},
+       true,
+       {{"seq", "the entry to erase"},
+        {"reason", "why, 1-1024 bytes; recorded with both admins' identities in the redaction entry"}},
+       {"ledgerctl erase --seq 1234 --reason 'GDPR art. 17 request 881'"}},
       {"key-history",
        "write the log's key rotations with their inclusion proofs, for verifiers' --key-history",
        {"[--out FILE]"},

@@ -196,10 +196,14 @@ http::HttpResponse Serve(const http::HttpRequest& request, const log::LogView& v
   if (!bytes.ok()) return Failed(request, bytes.status());
   http::HttpResponse r = http::Text(200, *std::move(bytes));
   r.content_type = "application/octet-stream";
-  // Shared caches keep a tile only when anyone may read it.
+  // Shared caches keep a tile only when anyone may read it. A full hash
+  // tile never changes; a full entry bundle changes when one of its entries
+  // is erased (CONTRACT section 8), so caches keep it an hour at most.
+  const char* age = tile->width != kTileWidth ? ", max-age=60"
+                    : tile->entries           ? ", max-age=3600"
+                                              : ", max-age=31536000, immutable";
   r.headers["Cache-Control"] =
-      absl::StrCat(access.public_read || access.policy == nullptr ? "public" : "private",
-                   tile->width == kTileWidth ? ", max-age=31536000, immutable" : ", max-age=60");
+      absl::StrCat(access.public_read || access.policy == nullptr ? "public" : "private", age);
   return r;
 }
 

@@ -335,6 +335,69 @@ void RecordCompletion(pb::Step& s, const projection::Entry& e) {
   s.set_exec_cost_micros(x.cost_micros());
 }
 
+bool Redacted(const pb::Step& s) {
+  return std::find(s.anomalies().begin(), s.anomalies().end(), pb::ANOMALY_REDACTED) != s.anomalies().end();
+}
+
+// A step whose start or completion was erased: unknown, flagged, for good
+// (what the erased entry said is not known; it is never counted a success).
+void MarkRedacted(Records& records, StepEdit& edit) {
+  pb::Step& step = edit.step();
+  if (step.state() == pb::STEP_STATE_PENDING && records.indexed()) {
+    records.DeleteDeadline(DeadlineRow(step.timeout_at_us(), step.start_seq()));
+  }
+  step.set_state(pb::STEP_STATE_UNKNOWN);
+  edit.Flag(pb::ANOMALY_REDACTED);
+}
+
+// An erased entry (CONTRACT section 8): its skeleton's ids and place, and
+// nothing its body said. An erased call is not counted.
+absl::Status OnErased(Records& records, const projection::Entry& e, RunEdit& run) {
+  Txn& txn = records.txn();
+  const pb::Receipt& r = *e.receipt;
+  StepEdit edit(records, e, run);
+  if (r.has_agent_start()) {
+    if (auto s = edit.Load(KeyOf(r), /*create=*/true); !s.ok()) return s;
+    txn.Put(Table::kIndex, StartRow(r.team(), r.receipt_id()), edit.encoded_key());
+    pb::Step& step = edit.step();
+    if (!step.has_start()) {
+      step.set_has_start(true);
+      step.set_start_seq(e.seq);
+      step.set_start_receipt_id(r.receipt_id());
+      step.set_started_at_us(e.logged_at_us);
+    }
+    MarkRedacted(records, edit);
+    edit.Save();
+    return absl::OkStatus();
+  }
+  if (r.has_agent_exec()) {
+    auto start = txn.Get(Table::kIndex, StartRow(r.team(), r.agent_exec().start_receipt_id()));
+    if (!start.ok()) return start.status();
+    StepKey own = KeyOf(r);
+    if (start->has_value()) {
+      auto start_key = DecodeStepKey(**start);
+      if (!start_key.ok()) return start_key.status();
+      if (!(*start_key == own)) {
+        if (auto s = edit.Load(*start_key, /*create=*/false); !s.ok()) return s;
+        edit.Flag(pb::ANOMALY_MISMATCHED_COMPLETION);
+        edit.Save();
+        return absl::OkStatus();
+      }
+    }
+    if (auto s = edit.Load(own, /*create=*/true); !s.ok()) return s;
+    pb::Step& step = edit.step();
+    if (!step.has_completion()) {
+      step.set_has_completion(true);
+      step.set_completion_seq(e.seq);
+      step.set_completion_receipt_id(r.receipt_id());
+      step.set_completed_at_us(e.logged_at_us);
+    }
+    MarkRedacted(records, edit);
+    edit.Save();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status OnStart(Records& records, const projection::Entry& e, RunEdit& run) {
   Txn& txn = records.txn();
   const pb::Receipt& r = *e.receipt;
@@ -356,7 +419,9 @@ absl::Status OnStart(Records& records, const projection::Entry& e, RunEdit& run)
     step.set_cost_reserved_micros(a.cost_reserved_micros());
     if (step.workflow().empty()) step.set_workflow(r.workflow());
     if (step.agent().empty()) step.set_agent(r.agent());
-    if (a.decision() == pb::DECISION_DENY) {
+    if (Redacted(step)) {
+      // erased completion before it: the step stays unknown
+    } else if (a.decision() == pb::DECISION_DENY) {
       step.set_state(pb::STEP_STATE_DENIED);
     } else {
       step.set_timeout_at_us(e.logged_at_us + a.timeout_ms() * 1000);
@@ -404,7 +469,9 @@ absl::Status OnExec(Records& records, const projection::Entry& e, RunEdit& run) 
   }
   if (auto s = edit.Load(own, /*create=*/false); !s.ok()) return s;
   pb::Step& step = edit.step();
-  if (step.decision() == pb::DECISION_DENY) {
+  if (Redacted(step)) {
+    if (!step.has_completion()) RecordCompletion(step, e);  // its start erased: the step stays unknown
+  } else if (step.decision() == pb::DECISION_DENY) {
     edit.Flag(pb::ANOMALY_COMPLETION_AFTER_DENY);
   } else if (step.has_completion()) {
     edit.Flag(step.exec_status() == x.status() ? pb::ANOMALY_DUPLICATE_COMPLETION : pb::ANOMALY_CONFLICTING_COMPLETION);
@@ -542,6 +609,10 @@ absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries, p
     RunEdit run(records, entry);
     if (auto s = run.Load(); !s.ok()) return s;
     absl::Status s;
+    if (entry.erased) {
+      if (s = OnErased(records, entry, run); !s.ok()) return s;
+      continue;
+    }
     switch (r.body_case()) {
       case pb::Receipt::kAgentStart:
         s = OnStart(records, entry, run);
@@ -558,6 +629,7 @@ absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries, p
         break;
       case pb::Receipt::kLeaderEpoch:  // an entry of the run ledger.epochs, no step
       case pb::Receipt::kKeyRotation:  // an entry of the run ledger.keys, no step
+      case pb::Receipt::kRedaction:    // an entry of the run ledger.redactions, no step
       case pb::Receipt::BODY_NOT_SET:
         break;
     }

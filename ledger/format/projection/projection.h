@@ -53,6 +53,9 @@ struct Entry {
   int64_t logged_at_us = 0;
   std::string_view emitter;
   const receipt::Receipt* receipt = nullptr;
+  // An erased entry (CONTRACT section 8): `receipt` is the skeleton its
+  // redacted line states (receipt/redaction.h), ids and kind only.
+  bool erased = false;
 };
 
 // Reads and writes of projection records. Reads see this Txn's own writes.

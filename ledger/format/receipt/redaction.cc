@@ -175,4 +175,11 @@ absl::StatusOr<Redacted> ParseRedacted(std::string_view line) {
 
 bool LooksRedacted(std::string_view line) { return line.starts_with("{\"redacted\":"); }
 
+absl::StatusOr<Entry> ParseStored(std::string_view line) {
+  if (!LooksRedacted(line)) return ParseLeaf(line);
+  auto redacted = ParseRedacted(line);
+  if (!redacted.ok()) return redacted.status();
+  return std::move(redacted->skeleton);
+}
+
 }  // namespace ledger::receipt

@@ -55,6 +55,11 @@ absl::StatusOr<Redacted> ParseRedacted(std::string_view line);
 // Whether `line` starts like a redacted line (and so is no leaf).
 bool LooksRedacted(std::string_view line);
 
+// What the store holds at a seq: a leaf (ParseLeaf), or a redacted line
+// read as its skeleton (ParseRedacted's), for readers that need only an
+// entry's place, ids and chains.
+absl::StatusOr<Entry> ParseStored(std::string_view line);
+
 }  // namespace ledger::receipt
 
 #endif  // LEDGER_FORMAT_RECEIPT_REDACTION_H_

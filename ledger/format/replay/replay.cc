@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/format/receipt/redaction.h"
 
 namespace ledger::replay {
 namespace {
@@ -93,9 +94,21 @@ std::optional<Finding> Replay::Append(
     std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node) {
   const uint64_t seq = size();
   const int64_t at = static_cast<int64_t>(seq);
-  auto entry = receipt::ParseLeaf(leaf);
+  // An erased entry's redacted line (CONTRACT section 8) is replayed as the
+  // leaf it states: its skeleton and its leaf hash. Whether its redaction
+  // states it is the reader's to check when it reaches the redaction.
+  std::optional<hash::Hash> erased_hash;
+  auto entry = [&]() -> absl::StatusOr<receipt::Entry> {
+    if (!receipt::LooksRedacted(leaf)) return receipt::ParseLeaf(leaf);
+    auto redacted = receipt::ParseRedacted(leaf);
+    if (!redacted.ok()) return redacted.status();
+    erased_hash = redacted->leaf_hash;
+    return std::move(redacted->skeleton);
+  }();
   if (!entry.ok())
-    return Finding{"entry", at, "leaf", "a leaf in canonical form", std::string(entry.status().message())};
+    return Finding{"entry", at, "leaf",
+                   receipt::LooksRedacted(leaf) ? "a redacted line (CONTRACT section 8)" : "a leaf in canonical form",
+                   std::string(entry.status().message())};
   if (entry->seq != seq) return Finding{"entry", at, "seq in the leaf", absl::StrCat(seq), absl::StrCat(entry->seq)};
   if (entry->prev != prev_) return Finding{"chain", at, "prev", hash::Hex(prev_), hash::Hex(entry->prev)};
   const receipt::Receipt& r = entry->receipt;
@@ -114,7 +127,7 @@ std::optional<Finding> Replay::Append(
     return Finding{"team_chain", at, absl::StrCat("team_prev of team ", r.team()), SeqOrNone(team_prev),
                    SeqOrNone(entry->team_prev)};
   }
-  const hash::Hash leaf_hash = hash::LeafHash(leaf);
+  const hash::Hash leaf_hash = erased_hash.value_or(hash::LeafHash(leaf));
   const runmap::Head run_head{run ? run->count + 1 : 1, seq, leaf_hash};
   const runmap::Head team_head{team ? team->count + 1 : 1, seq, leaf_hash};
   // CheckHead's bounds (a count within its seq, a seq below 2^53): checked

@@ -7,7 +7,9 @@
 #ifndef LEDGER_RPC_SERVICE_SERVICE_H_
 #define LEDGER_RPC_SERVICE_SERVICE_H_
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/storage/backup/backup_root.h"
 #include "ledger/storage/log/log.h"
+#include "util/sync/mutex.h"
 #include "ledger_service.grpc.pb.h"
 
 namespace ledger::server {
@@ -72,6 +75,9 @@ class LedgerService final : public pb::LedgerService::CallbackService {
                                       pb::RotateKeyResponse* response) override;
   grpc::ServerUnaryReactor* GetKeyHistory(grpc::CallbackServerContext* ctx, const pb::GetKeyHistoryRequest* request,
                                           pb::KeyHistory* response) override;
+  // Erasure (erase.cc): two admins, the second approving the first's ask.
+  grpc::ServerUnaryReactor* Erase(grpc::CallbackServerContext* ctx, const pb::EraseRequest* request,
+                                  pb::EraseResponse* response) override;
 
   struct Stats {
     // Receipts by kind (agent_start, ...) and result ("ok", "duplicate",
@@ -134,6 +140,14 @@ class LedgerService final : public pb::LedgerService::CallbackService {
   TimeStampFn time_stamp_;
   ReplicationFn replication_;
   RotationKeys rotation_keys_;
+  // Erasures asked for and not yet approved, by (seq, reason): who asked
+  // and when (an hour's wait at most).
+  struct Asked {
+    std::string by;
+    std::chrono::steady_clock::time_point at;
+  };
+  sync::Mutex erase_mu_;
+  std::map<std::pair<uint64_t, std::string>, Asked> asked_ ABSL_GUARDED_BY(erase_mu_);
 };
 
 }  // namespace ledger::service

@@ -111,6 +111,7 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
   if (log->integrity_.ok()) {
     if (!log->options_.replicated.has_value()) {
       if (auto s = log->SignCheckpoint(); !s.ok()) return s;
+      if (auto s = log->FinishErasures(); !s.ok()) return s;
     }
     log->checkpointer_ = std::thread([l = log.get()] { l->RunCheckpointer(); });
   }

@@ -297,6 +297,28 @@ class Log {
   // The log's keys by size: the first key, and each rotation followed.
   note::KeySet Keys() const;
 
+  // Erasure of one entry's body (CONTRACT section 8). The caller (the
+  // service) checked that both identities are admins.
+  struct Erasure {
+    uint64_t seq = 0;
+    std::string reason;
+    std::string requested_by, approved_by;
+  };
+  struct Erased {
+    uint64_t seq = 0;  // the erased entry
+    uint64_t by = 0;   // its redaction entry
+  };
+  // Appends the redaction entry of `erasure.seq`, signs a checkpoint that
+  // holds it, then replaces the entry's leaf by its redacted line, clears
+  // what the projections took from it (re-derived over its run) and purges
+  // the store's files of both (Store::Purge). INVALID_ARGUMENT for a bad
+  // reason or one identity twice; OUT_OF_RANGE beyond the committed log;
+  // FAILED_PRECONDITION on a replicated log or for an entry the ledger
+  // wrote; ALREADY_EXISTS for an entry erased already (naming its
+  // redaction). A failure after the redaction entry is committed leaves the
+  // body, which the next Erase of it or the next Open removes.
+  absl::StatusOr<Erased> Erase(const Erasure& erasure);
+
   sequencer::Head head() const;
   // Waits until the log holds more than `size` entries, or `timeout`.
   sequencer::Head WaitForMore(uint64_t size, std::chrono::milliseconds timeout) const;
@@ -374,6 +396,12 @@ class Log {
   // AppendAs without the rotation's gate.
   absl::Status Submit(const std::string& emitter, receipt::Author author, std::vector<const receipt::Receipt*> receipts,
                       AppendDone done);
+  // Erasure (erasure.cc): the body of `seq`, redacted by `redaction` of seq
+  // `by`, replaced and purged; and, at Open, every redaction whose body is
+  // still stored.
+  absl::Status FinishErasure(uint64_t seq, uint64_t by, const receipt::Receipt& redaction);
+  absl::Status FinishErasures();
+  sync::Mutex erase_mu_;  // one erasure at a time
   // Reads the rotations (keys.cc) and checks `signer` against them.
   absl::Status LoadKeys();
   // The text of `note` about the tree of `size` when the key of that size

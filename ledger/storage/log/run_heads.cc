@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/redaction.h"
 #include "ledger/storage/store/store.h"
 #include "ledger/storage/storedmap/storedmap.h"
 
@@ -19,11 +20,16 @@ template <typename F>
 absl::Status ForEachEntry(const store::Store& store, uint64_t size, F fn,
                           const std::function<void(uint64_t)>& progress) {
   return store.ScanLeaves(0, size, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
-    auto entry = receipt::ParseLeaf(leaf);
+    // An erased entry: its skeleton, and the leaf hash its line states.
+    auto redacted = receipt::LooksRedacted(leaf) ? receipt::ParseRedacted(leaf) : absl::StatusOr<receipt::Redacted>();
+    auto entry = receipt::LooksRedacted(leaf)
+                     ? (redacted.ok() ? absl::StatusOr<receipt::Entry>(redacted->skeleton) : redacted.status())
+                     : receipt::ParseLeaf(leaf);
     if (!entry.ok()) {
       return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
     }
-    fn(entry->receipt.team(), entry->receipt.run_id(), hash::LeafHash(leaf), seq);
+    fn(entry->receipt.team(), entry->receipt.run_id(),
+       receipt::LooksRedacted(leaf) ? redacted->leaf_hash : hash::LeafHash(leaf), seq);
     if (progress && (seq + 1) % 100'000 == 0) progress(seq + 1);
     return absl::OkStatus();
   });
@@ -225,7 +231,7 @@ absl::Status CatchUpStoredMaps(store::Store& store, uint64_t size) {
   absl::flat_hash_set<std::pair<std::string, std::string>> touched_runs;
   absl::flat_hash_set<std::string> touched_teams;
   auto scanned = store.ScanLeaves(from, size, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
-    auto entry = receipt::ParseLeaf(leaf);
+    auto entry = receipt::ParseStored(leaf);
     if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
     if (seq >= from_runs) touched_runs.emplace(entry->receipt.team(), entry->receipt.run_id());
     if (seq >= from_teams) touched_teams.insert(entry->receipt.team());

@@ -115,6 +115,19 @@ void Batch::PutProjections(const projection::OverlayTxn::Writes& writes) {
   }
 }
 
+void Batch::PutProjectionsWithLog(const projection::OverlayTxn::Writes& writes) {
+  for (int t = 0; t < projection::kTableCount; ++t) {
+    const int cf = ProjectionCf(static_cast<projection::Table>(t));
+    for (const auto& [key, value] : writes[t]) {
+      if (value.has_value()) {
+        rep_->Put(cf, key, *value);
+      } else if (!rep_->wb.Delete((*rep_->cfs)[cf], AsSlice(key)).ok()) {
+        std::abort();
+      }
+    }
+  }
+}
+
 void Batch::PutState(const State& s) {
   std::string v(1, kFormatV1);
   PutU64(&v, s.size);
@@ -372,6 +385,22 @@ absl::Status Store::PutMapCosignature(uint64_t size, const hash::Hash& monitor, 
 absl::Status Store::failure() const {
   sync::MutexLock lock(&rep_->failure_mu);
   return rep_->failure;
+}
+
+absl::Status Store::Purge(uint64_t seq, const std::vector<std::pair<projection::Table, std::string>>& keys) {
+  rocksdb::FlushOptions wait;
+  if (auto s = FromRocks(rep_->db->Flush(wait, rep_->cfs), "purge: flush"); !s.ok()) return s;
+  rocksdb::CompactRangeOptions options;
+  options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  auto compact = [&](int cf, const std::string& from, const std::string& to) {
+    rocksdb::Slice begin(from), end(to);
+    return FromRocks(rep_->db->CompactRange(options, rep_->cfs[cf], &begin, &end), "purge: compact");
+  };
+  if (auto s = compact(kEntries, U64Key(seq), U64Key(seq + 1)); !s.ok()) return s;
+  for (const auto& [table, key] : keys) {
+    if (auto s = compact(ProjectionCf(table), key, key + std::string(1, '\0')); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Store::Backup(const std::string& dir) const {

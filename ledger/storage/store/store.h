@@ -5,7 +5,10 @@
 // byte layouts, stored data depends on them):
 //   default      "state"                  -> 0x01 | size u64 | head[32] |
 //                                             last_logged_at_us i64
-//   entries      seq u64                  -> leaf bytes
+//   entries      seq u64                  -> leaf bytes, or the redacted
+//                                             line of an erased entry
+//                                             (CONTRACT section 8; written
+//                                             over its leaf by an erasure)
 //   receipts     0x00 | space u8 | len(team) u8 | team | receipt_id
 //                                         -> 0x01 | seq u64 | leaf_hash[32] |
 //                                             receipt_sha256[32]
@@ -133,6 +136,9 @@ class Batch final : public projection::Sink {
   void DeleteProjection(projection::Table t, std::string_view key) override;
   // Every put and delete an overlay holds.
   void PutProjections(const projection::OverlayTxn::Writes& writes);
+  // Projection records written with the log's records (synced, with the
+  // WAL): an erasure's, which no replay would write again.
+  void PutProjectionsWithLog(const projection::OverlayTxn::Writes& writes);
 
  private:
   friend class Store;
@@ -275,6 +281,15 @@ class Store {
   // and RocksDB cannot resume. The data on disk is intact up to the last
   // acknowledged commit; reopening the store (a restart) recovers.
   absl::Status failure() const;
+
+  // Erasure (CONTRACT section 8): once the records of an erased entry
+  // were rewritten (its leaf replaced by its redacted line, projection
+  // records cleared), makes sure no file of the store holds what they held:
+  // flushes every column family, then compacts the entry of `seq` and the
+  // projection records `keys` down to the last level, so that the table
+  // files that held the earlier values are replaced and deleted. Backups
+  // made before keep their own files.
+  absl::Status Purge(uint64_t seq, const std::vector<std::pair<projection::Table, std::string>>& keys);
 
   // A consistent copy of the whole store in `dir`, which MUST NOT exist:
   // memtables are flushed first (all column families together), then files
