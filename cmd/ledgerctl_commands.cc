@@ -56,8 +56,9 @@ void DefineCommandFlags(Flags& flags) {
                "write the pack of a run or team window with no entry (it proves there is none); "
                "without it such an export fails, nothing written",
                true);
-  flags.Define("pack-format", "7",
-               "export: the pack format, 7 (report.html says which keys signed and what vouches for the time), 6 "
+  flags.Define("pack-format", "8",
+               "export: the pack format, 8 (format 7, or 8 when the pack holds an erased entry), 7 (report.html "
+               "says which keys signed and what vouches for the time), 6 "
                "(the same pack for verifiers that predate format 7) or 5 (a path per entry, for verifiers that "
                "predate format 6)");
   flags.Define("since", "",
@@ -267,7 +268,7 @@ const std::vector<Command>* MakeCommands() {
       {"export",
        "write the evidence pack of a run, a seq range or a team's time window",
        {"(--run TEAM/RUN | --seq A:B | --team T --from RFC3339 --to RFC3339)\n"
-        "--out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7] [--no-progress]"},
+        "--out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7|8] [--no-progress]"},
        true,
        {{"run", "the run, as TEAM/RUN"},
         {"seq", "the range of seqs A:B (A <= seq < B)"},
@@ -278,7 +279,9 @@ const std::vector<Command>* MakeCommands() {
         {"since", "a file holding an earlier signed checkpoint: the pack proves consistency from it"},
         {"allow-empty", ""},
         {"pack-format",
-         "7 (the latest), 6 (for verifiers that predate format 7: its report does not say which keys signed and "
+         "8 (the latest: format 7, or 8 when the pack holds an erased entry, CONTRACT section 8), 7 (for verifiers "
+         "that predate format 8; refused for a pack that holds an erased entry), 6 (for verifiers that predate "
+         "format 7: its report does not say which keys signed and "
          "what vouches for the time) or 5 (a path per entry, for verifiers that predate format 6)"},
         {"no-progress", ""}},
        {"ledgerctl export --run team-a/run-1 --out run-1.tar.gz",

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <set>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -20,6 +21,7 @@
 #include "ledger/format/merkle/multiproof.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/redaction.h"
 #include "ledger/format/runmap/proof_json.h"
 #include "util/tasks/tasks.h"
 
@@ -64,7 +66,7 @@ absl::StatusOr<uint64_t> FirstAtOrAfter(const log::LogView& view, int64_t t) {
     uint64_t mid = lo + (hi - lo) / 2;
     auto leaf = view.GetLeaf(mid);
     if (!leaf.ok()) return leaf.status();
-    auto entry = receipt::ParseLeaf(*leaf);
+    auto entry = receipt::ParseStored(*leaf);
     if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", mid, ": ", entry.status().message()));
     if (entry->logged_at_us < t) {
       lo = mid + 1;
@@ -121,6 +123,10 @@ struct PackExport {
   absl::Status CheckNotEmpty();
   // One entry in scope: its leaf, its inclusion proof, its projection.
   absl::Status Add(uint64_t seq, std::string_view leaf);
+  // Format 8: the redaction entries the pack's erased entries name, each
+  // added to the multiproof's walk in seq order with the entries: those
+  // below `below` (all with UINT64_MAX).
+  absl::Status AddRedactions(uint64_t below);
   // The entry handed to the projecting thread, a batch at a time.
   absl::Status Batched(uint64_t seq, std::string_view leaf);
   // Format 6: the hash of a range of the walk without an entry of the
@@ -198,6 +204,10 @@ struct PackExport {
   std::vector<receipt::Entry> decoded;
   std::future<absl::Status> projecting;
   uint64_t count = 0;
+  // Format 8: the redaction entries named by the erased entries read so far
+  // and not yet added to the walk, and the leaves of those added.
+  std::set<uint64_t> pending_redactions;
+  std::vector<std::string> redaction_leaves;
   std::map<std::string, pack::ArchiveFile> files;
   std::map<std::string, std::string> digests;
 };
@@ -256,7 +266,7 @@ absl::Status PackExport::Prepare() {
   // The format says what the pack carries, as the checkpoint's note does.
   // Format F carries a note of version F - 1 (CONTRACT section 7).
   header.format = std::max(cp->time_version, 1) + 1;
-  if (header.format == 5 && pack_format >= 6) header.format = pack_format;
+  if (header.format == 5 && pack_format >= 6) header.format = std::min(pack_format, 7);
   if (scope.is_run()) {
     header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {
@@ -318,7 +328,11 @@ absl::Status PackExport::Project(const Batch& b) {
     uint64_t seq = b.seqs[k];
     receipt::Entry& entry = decoded[k];
     entry.Clear();
-    if (!receipt::ReadLeaf(leaf, &entry)) {
+    if (receipt::LooksRedacted(leaf)) {
+      auto redacted = receipt::ParseRedacted(leaf);
+      if (!redacted.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", redacted.status().message()));
+      entry = std::move(redacted->skeleton);
+    } else if (!receipt::ReadLeaf(leaf, &entry)) {
       auto parsed = receipt::ParseLeafByTree(leaf);
       if (!parsed.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", parsed.status().message()));
       entry = *std::move(parsed);
@@ -345,11 +359,46 @@ absl::Status PackExport::HandOver() {
   return Charge(0);
 }
 
+absl::Status PackExport::AddRedactions(uint64_t below) {
+  while (!pending_redactions.empty() && *pending_redactions.begin() < below) {
+    const uint64_t by = *pending_redactions.begin();
+    pending_redactions.erase(pending_redactions.begin());
+    auto leaf = view->GetLeaf(by);
+    if (!leaf.ok()) return leaf.status();
+    redaction_leaves.push_back(*leaf);
+    if (auto s = walk->Add(by, hash::LeafHash(*leaf), [this](uint64_t b, uint64_t e) { return Range(b, e); });
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PackExport::Add(uint64_t seq, std::string_view leaf) {
   ++count;
+  hash::Hash leaf_hash;
+  if (receipt::LooksRedacted(leaf)) {
+    // An erased entry (CONTRACT section 8): its redacted line, the leaf hash
+    // it states, and its redaction entry in redactions.jsonl.
+    auto redacted = receipt::ParseRedacted(leaf);
+    if (!redacted.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", redacted.status().message()));
+    if (!walk.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat("export: pack format ", header.format,
+                                                        " cannot hold the erased entry ", seq, ": ask for format 8"));
+    }
+    if (redacted->by >= size) {
+      return absl::UnavailableError(absl::StrCat("export: entry ", seq,
+                                                 " was erased while the pack was being made; export again"));
+    }
+    leaf_hash = redacted->leaf_hash;
+    pending_redactions.insert(redacted->by);
+  } else {
+    leaf_hash = hash::LeafHash(leaf);
+  }
   if (walk.has_value()) {
-    if (auto s = walk->Add(seq, hash::LeafHash(leaf), [this](uint64_t b, uint64_t e) { return Range(b, e); });
-        !s.ok()) {
+    if (auto s = AddRedactions(seq); !s.ok()) return s;
+    if (pending_redactions.erase(seq) > 0) redaction_leaves.emplace_back(leaf);  // a redaction in scope
+    if (auto s = walk->Add(seq, leaf_hash, [this](uint64_t b, uint64_t e) { return Range(b, e); }); !s.ok()) {
       return s;
     }
     entries->buffer()->append(leaf);
@@ -429,6 +478,7 @@ absl::Status PackExport::ReadRun(const runmap::Head& head) {
 }
 
 absl::Status PackExport::FinishWalk() {
+  if (auto s = AddRedactions(UINT64_MAX); !s.ok()) return s;
   auto root = walk->Finish([this](uint64_t b, uint64_t e) { return Range(b, e); });
   if (!root.ok()) return root.status();
   if (*root != cp->root) {
@@ -484,6 +534,13 @@ absl::Status PackExport::Stage() {
     digests[name] = *digest;
   }
   header.entries = count;
+  if (!redaction_leaves.empty()) {
+    if (pack_format < 8) {
+      return absl::FailedPreconditionError(absl::StrCat("export: pack format ", pack_format,
+                                                        " cannot hold an erased entry: ask for format 8"));
+    }
+    header.format = 8;
+  }
   if (team_head.has_value()) {
     auto w = TeamWindowBounds(*view, scope.team, *team_head, window_hi, held, [this](uint64_t seq) {
       return merkle::InclusionProof(
@@ -506,6 +563,12 @@ absl::Status PackExport::WriteSmallFiles() {
   if (run_head.has_value()) {
     files[pack::kRunHead] = {Path(pack::kRunHead)};
     if (auto s = WriteFile(files[pack::kRunHead].path, runmap::EncodeProof(*run_head) + "\n"); !s.ok()) return s;
+  }
+  if (!redaction_leaves.empty()) {
+    std::string lines;
+    for (const std::string& leaf : redaction_leaves) absl::StrAppend(&lines, leaf, "\n");
+    files[pack::kRedactions] = {Path(pack::kRedactions)};
+    if (auto s = WriteFile(files[pack::kRedactions].path, lines); !s.ok()) return s;
   }
   if (team_window.has_value()) {
     files[pack::kTeamWindow] = {Path(pack::kTeamWindow)};
@@ -588,8 +651,8 @@ absl::Status PackExport::Seal() {
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
                         const ExportOptions& options) {
-  if (options.pack_format < 5 || options.pack_format > 7) {
-    return absl::InvalidArgumentError(absl::StrCat("pack_format: want 5, 6 or 7, found ", options.pack_format));
+  if (options.pack_format < 5 || options.pack_format > 8) {
+    return absl::InvalidArgumentError(absl::StrCat("pack_format: want 5, 6, 7 or 8, found ", options.pack_format));
   }
   PackExport e(log, scope, out_path, options);
   for (auto step : {&PackExport::Prepare, &PackExport::CheckNotEmpty, &PackExport::Stage, &PackExport::CheckNotEmpty,

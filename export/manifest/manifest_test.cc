@@ -80,9 +80,9 @@ TEST(ManifestTest, RefusesEachBrokenRuleNamingTheField) {
   };
   ExpectRefused("[]", "manifest: not a JSON object");
   ExpectRefused("{", "manifest: not a JSON object");
-  ExpectRefused(with("\"format\":1", "\"format\":8"), "format: want 1, 2, 3, 4, 5, 6 or 7, found 8");
-  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2, 3, 4, 5, 6 or 7, found \"1\"");
-  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3, 4, 5, 6 or 7, found none");
+  ExpectRefused(with("\"format\":1", "\"format\":9"), "format: want 1, 2, 3, 4, 5, 6, 7 or 8, found 9");
+  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2, 3, 4, 5, 6, 7 or 8, found \"1\"");
+  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3, 4, 5, 6, 7 or 8, found none");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"note\":\"x\""), "note: not a field of the manifest");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"unknown_grace_ms\":5"),
                 "unknown_grace_ms: not a field of the manifest");

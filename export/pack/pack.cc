@@ -380,7 +380,7 @@ absl::Status Outcomes::Project(absl::Span<const receipt::Entry> entries) {
   for (const auto& e : entries) report_entries_.Add(e);
   std::vector<projection::Entry> views;
   views.reserve(entries.size());
-  for (const auto& e : entries) views.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt});
+  for (const auto& e : entries) views.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt, e.erased});
   query::StepProjector projector;
   if (auto s = projector.Apply(views, *txn_); !s.ok()) return s;
   return MaybeSpill();

@@ -77,6 +77,9 @@ inline constexpr char kProofs[] = "proofs.jsonl";
 // (CONTRACT section 6, "Multiproofs"), one hex hash a line.
 inline constexpr char kMultiproof[] = "multiproof.txt";
 inline constexpr char kReport[] = "report.html";
+// Format 8: the redaction entries of the pack's erased entries (CONTRACT
+// section 8).
+inline constexpr char kRedactions[] = "redactions.jsonl";
 
 // A file's content for WriteArchive: a plain file, or (compressed) the
 // finished members of a gzip::Writer that was given `compressed_size` bytes

@@ -43,6 +43,9 @@ struct Entry {
   int64_t logged_at_us = 0;
   std::string emitter;
   Receipt receipt;
+  // A skeleton read from an erased entry's redacted line (CONTRACT section
+  // 8, receipt/redaction.h), not a leaf: ids, kind, place and chains only.
+  bool erased = false;
 
   // Back to a default-constructed entry's values, keeping the memory its
   // strings and receipt hold (an entry read into again and again, as the
@@ -56,6 +59,7 @@ struct Entry {
     logged_at_us = 0;
     emitter.clear();
     receipt.Clear();
+    erased = false;
   }
 };
 

@@ -44,6 +44,7 @@ Receipt Redaction(const Entry& erased, const hash::Hash& leaf_hash, std::string_
 Entry SkeletonOf(const Receipt& r) {
   const auto& b = r.redaction();
   Entry e;
+  e.erased = true;
   e.seq = static_cast<uint64_t>(b.entry_seq());
   if (auto prev = hash::ParseHex(b.entry_prev()); prev.ok()) e.prev = *prev;
   if (b.has_entry_run_prev()) e.run_prev = static_cast<uint64_t>(b.entry_run_prev());
@@ -127,6 +128,7 @@ absl::StatusOr<Redacted> ParseRedacted(std::string_view line) {
     return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
   Redacted out;
+  out.skeleton.erased = true;
   auto by = uint(in, "by");
   auto seq = uint(in, "seq");
   auto logged = uint(in, "logged_at_us");

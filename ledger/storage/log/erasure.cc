@@ -150,18 +150,12 @@ absl::Status Log::FinishErasure(uint64_t seq, uint64_t by, const receipt::Receip
         std::vector<projection::Entry> with, without;
         size_t at = leaves.size();
         for (size_t i = leaves.size(); i-- > 0;) {
-          bool erased = receipt::LooksRedacted(leaves[i]);
-          auto e = erased ? [&]() -> absl::StatusOr<receipt::Entry> {
-            auto red = receipt::ParseRedacted(leaves[i]);
-            if (!red.ok()) return red.status();
-            return std::move(red->skeleton);
-          }()
-                          : receipt::ParseLeaf(leaves[i]);
+          auto e = receipt::ParseStored(leaves[i]);
           if (!e.ok()) return absl::DataLossError(absl::StrCat("erase: an entry of the run: ", e.status().message()));
           parsed.push_back(*std::move(e));
           const receipt::Entry& p = parsed.back();
           if (p.seq == seq) at = with.size();
-          with.push_back({p.seq, p.logged_at_us, p.emitter, &p.receipt, erased});
+          with.push_back({p.seq, p.logged_at_us, p.emitter, &p.receipt, p.erased});
         }
         if (at == with.size()) {
           return absl::DataLossError(absl::StrCat("erase: entry ", seq, " is not on its run's chain"));

@@ -49,21 +49,13 @@ absl::Status ForEachChunk(store::Store& store, uint64_t from, uint64_t to, Chunk
     projection::OverlayTxn txn(nullptr,
                                [&](projection::Table t, std::string_view key) { return store.GetProjection(t, key); });
     std::vector<receipt::Entry> parsed;
-    std::vector<bool> erased;
     parsed.reserve(last - first);
     absl::Status read = store.ScanLeaves(first, last, [&](uint64_t seq, std::string_view leaf) {
       // An erased entry is replayed as its skeleton (CONTRACT section 8).
-      const bool redacted = receipt::LooksRedacted(leaf);
-      auto entry = redacted ? [&]() -> absl::StatusOr<receipt::Entry> {
-        auto r = receipt::ParseRedacted(leaf);
-        if (!r.ok()) return r.status();
-        return std::move(r->skeleton);
-      }()
-                            : receipt::ParseLeaf(leaf);
+      auto entry = receipt::ParseStored(leaf);
       if (!entry.ok()) {
         return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
       }
-      erased.push_back(redacted);
       if (entry->seq != seq) {
         return absl::DataLossError(absl::StrCat("entry ", seq, " says it is seq ", entry->seq));
       }
@@ -73,9 +65,8 @@ absl::Status ForEachChunk(store::Store& store, uint64_t from, uint64_t to, Chunk
     if (!read.ok()) return read;
     std::vector<projection::Entry> entries;
     entries.reserve(parsed.size());
-    for (size_t i = 0; i < parsed.size(); ++i) {
-      const receipt::Entry& e = parsed[i];
-      entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt, erased[i]});
+    for (const receipt::Entry& e : parsed) {
+      entries.push_back({e.seq, e.logged_at_us, e.emitter, &e.receipt, e.erased});
     }
     if (auto s = chunk(entries, last, txn); !s.ok()) return s;
     store::Batch batch = store.NewBatch();
