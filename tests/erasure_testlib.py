@@ -67,7 +67,8 @@ class ErasureLedger:
         with open(policy, "w") as f:
             json.dump(POLICY, f)
         self.args = [os.path.join(build, "cmd", "ledgerd"), "--data", self.data, "--origin", ORIGIN,
-                     "--listen", "127.0.0.1:0", "--checkpoint-interval-ms", "50", "--tls-cert", server_cert,
+                     "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--checkpoint-interval-ms", "50",
+                     "--tls-cert", server_cert,
                      "--tls-key", server_key, "--client-ca", ca.ca, "--policy", policy,
                      "--backup-root", work] + list(extra)
         self.proc = None
@@ -77,15 +78,18 @@ class ErasureLedger:
         self.out_path = os.path.join(self.work, "ledgerd.%d.out" % time.monotonic_ns())
         self.out = open(self.out_path, "wb")
         self.proc = subprocess.Popen(self.args, stdout=self.out, stderr=self.out)
-        line = None
+        lines = []
         for _ in range(600):
-            line = next((x for x in open(self.out_path).read().splitlines() if x.startswith("listening on ")), None)
-            if line or self.proc.poll() is not None:
+            lines = open(self.out_path).read().splitlines()
+            at = next((i for i, x in enumerate(lines) if x.startswith("listening on ")), None)
+            if (at is not None and len(lines) > at + 1) or self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        if not line:
+        at = next((i for i, x in enumerate(lines) if x.startswith("listening on ")), None)
+        if at is None or len(lines) <= at + 1:
             fail("ledgerd did not start: " + open(self.out_path).read())
-        self.addr = line.split()[-1]
+        self.addr = lines[at].split()[-1]
+        self.http = lines[at + 1].split()[-1]
 
     def stop(self, kill=False):
         if self.proc.poll() is None:
@@ -123,6 +127,19 @@ class ErasureLedger:
                 return cp
             time.sleep(0.05)
         fail("no checkpoint of size %d" % size)
+
+    def https(self, who, path):
+        """(status, body bytes, headers) of GET `path` on the HTTPS port as `who`."""
+        import ssl
+        import urllib.error
+        import urllib.request
+        ctx = ssl.create_default_context(cafile=self.ca)
+        ctx.load_cert_chain(*self.clients[who])
+        try:
+            with urllib.request.urlopen("https://%s%s" % (self.http, path), context=ctx, timeout=30) as r:
+                return r.status, r.read(), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), dict(e.headers)
 
     def vkey(self):
         return self.ctl("auditor", "vkey").stdout.strip()

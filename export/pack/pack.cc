@@ -192,7 +192,7 @@ absl::StatusOr<std::optional<std::string>> PackReader::Next() {
 absl::StatusOr<std::optional<std::string>> PackReader::Member(archive_entry* e) {
   static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries, kVkey,
                                                kManifest,   kManifestSig,    kOutcomes,    kProofs,  kReport,
-                                               kRunHead,    kTeamWindow,     kMultiproof};
+                                               kRunHead,    kTeamWindow,     kMultiproof, kRedactions};
   const char* raw = archive_entry_pathname(e);
   std::string path = raw ? raw : "";
   auto bad = [&](std::string_view why) {
@@ -462,6 +462,11 @@ absl::StatusOr<std::vector<std::string>> UnsettledSteps(Outcomes& outcomes) {
   absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
     const bool pending = s.state() == query::pb::STEP_STATE_PENDING;
     if (!pending && s.state() != query::pb::STEP_STATE_UNKNOWN) return;
+    // A step whose start or completion was erased is not "without a
+    // completion": the erasure lines say what happened (CONTRACT section 8).
+    if (std::find(s.anomalies().begin(), s.anomalies().end(), query::pb::ANOMALY_REDACTED) != s.anomalies().end()) {
+      return;
+    }
     steps.push_back(absl::StrCat(s.team(), "/", s.run_id(), "/", s.step_id(), " attempt ", s.attempt(),
                                  pending ? " (pending)" : " (unknown)"));
   });

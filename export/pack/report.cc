@@ -77,6 +77,20 @@ void ReportEntries::Add(const receipt::Entry& entry) {
   row.seq = entry.seq;
   row.logged_at_us = entry.logged_at_us;
   row.emitter = entry.emitter;
+  if (entry.erased) {
+    // CONTRACT section 8: what the redacted line states, nothing more.
+    row.kind = std::string(receipt::KindName(r));
+    row.detail = "erased: its body is gone, its leaf hash stays (see its redaction entry)";
+  } else {
+    Describe(r, &row);
+  }
+  query::StepKey key{r.team(), r.run_id(), r.step_id(), r.attempt() > 0 ? r.attempt() : 1};
+  rows_[query::EncodeStepKey(key)].push_back(std::move(row));
+  ++kept_;
+}
+
+void ReportEntries::Describe(const pb::Receipt& r, ReportRow* out) {
+  ReportRow& row = *out;
   switch (r.body_case()) {
     case pb::Receipt::kAgentStart:
       row.kind = "agent_start";
@@ -118,9 +132,6 @@ void ReportEntries::Add(const receipt::Entry& entry) {
       row.kind = "(none)";
       break;
   }
-  query::StepKey key{r.team(), r.run_id(), r.step_id(), r.attempt() > 0 ? r.attempt() : 1};
-  rows_[query::EncodeStepKey(key)].push_back(std::move(row));
-  ++kept_;
 }
 
 std::string UtcTime(int64_t us) {

@@ -50,6 +50,8 @@ class ReportEntries {
   uint64_t kept() const { return kept_; }
 
  private:
+  // The row's kind and what it says of an entry's receipt.
+  static void Describe(const evidence::ledger::v1::Receipt& r, ReportRow* row);
   std::map<std::string, std::vector<ReportRow>> rows_;
   uint64_t seen_ = 0, kept_ = 0;
 };

@@ -6,12 +6,13 @@
 
 #include "export/pack/pack.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/redaction.h"
 
 int main() {
   ledger::pack::Outcomes outcomes;
   std::string line;
   while (std::getline(std::cin, line)) {
-    auto entry = ledger::receipt::ParseLeaf(line);
+    auto entry = ledger::receipt::ParseStored(line);
     if (!entry.ok()) {
       std::cerr << "pack_outcomes: " << entry.status().message() << "\n";
       return 1;

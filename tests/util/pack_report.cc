@@ -11,6 +11,7 @@
 #include "export/manifest/manifest.h"
 #include "export/pack/pack.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/redaction.h"
 
 namespace {
 
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
   ledger::pack::Outcomes outcomes;
   std::string line;
   while (std::getline(std::cin, line)) {
-    auto entry = ledger::receipt::ParseLeaf(line);
+    auto entry = ledger::receipt::ParseStored(line);
     if (!entry.ok()) return Fail(std::string(entry.status().message()));
     if (auto s = outcomes.Add(*std::move(entry)); !s.ok()) return Fail(std::string(s.message()));
   }

@@ -14,14 +14,24 @@
 namespace ledger::verify {
 
 Step<Proven> CheckEntriesAndProofs(const StreamCheck& stream, const std::string* run_head,
-                                   const std::string* team_window, const Keyed& keyed, const Checkpointed& checkpointed,
-                                   Timed timed) {
+                                   const std::string* team_window, const std::string* redactions, const Keyed& keyed,
+                                   const Checkpointed& checkpointed, Timed timed) {
   const manifest::Manifest& manifest = keyed.manifest;
   Result& told = timed.told;
   if (!stream.entries_checked() || !stream.proofs_checked()) {
     return absl::InternalError("verify: entries or proofs were not checked");
   }
-  if (auto first = stream.first_failure()) return Fail(told, first->file, first->seq, first->message);
+  // The entries' own failures first; then, in a pack of format 8, the
+  // erased entries against their redactions (CONTRACT section 8) before
+  // the multiproof's, which a redaction altered would break.
+  std::optional<Failure> first = stream.first_failure();
+  if (first && first->file != pack::kMultiproof && first->file != pack::kRedactions) {
+    return Fail(told, first->file, first->seq, first->message);
+  }
+  if (auto bad = CheckRedactions(manifest, redactions, stream.erased(), &told)) {
+    return Fail(told, bad->file, bad->seq, bad->message);
+  }
+  if (first) return Fail(told, first->file, first->seq, first->message);
   if (std::string failure = CheckTimeAgainstEntries(told, stream, checkpointed.cosignature_times); !failure.empty()) {
     return Fail(told, pack::kCheckpointTime, -1, failure);
   }

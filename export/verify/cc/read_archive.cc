@@ -14,6 +14,7 @@
 #include "export/verify/cc/internal/file_checks.h"
 #include "export/verify/cc/steps.h"
 #include "ledger/format/hash/hash.h"
+#include "ledger/format/receipt/entry.h"
 #include "util/text/progress.h"
 
 namespace ledger::verify {
@@ -74,9 +75,28 @@ std::optional<note::Checkpoint> UncheckedCheckpoint(std::string_view signed_note
 // checked against
 // was read: the checkpoint for the entries; the entries and the manifest's
 // scope for the proofs.
-bool Ready(const std::string& name, const Unchecked& unchecked, const StreamCheck& stream) {
+// In a pack of format 8 the multiproof walks redactions.jsonl's lines too,
+// which come after it in the archive: it is checked once the archive is
+// read (`at_end`).
+bool Ready(const std::string& name, const Unchecked& unchecked, const StreamCheck& stream, bool at_end) {
   if (name == pack::kEntries) return unchecked.cp.has_value();
+  if (name == pack::kMultiproof && !at_end && unchecked.manifest.ok() && unchecked.manifest->format >= 8) return false;
   return stream.entries_checked() && unchecked.scope() != nullptr;
+}
+
+// The seq and leaf hash of each line of redactions.jsonl that has a seq,
+// in file order (a line without one is refused by the redactions' check).
+std::vector<std::pair<uint64_t, hash::Hash>> RedactionSeqs(const std::string* file) {
+  std::vector<std::pair<uint64_t, hash::Hash>> out;
+  if (file == nullptr) return out;
+  std::string_view rest = *file;
+  while (!rest.empty()) {
+    size_t end = rest.find('\n');
+    std::string_view line = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    if (auto seq = receipt::SeqOf(line); seq.ok()) out.emplace_back(*seq, hash::LeafHash(line));
+  }
+  return out;
 }
 
 // entries.jsonl, proofs.jsonl or multiproof.txt (`name`), `next` giving its
@@ -94,6 +114,7 @@ absl::Status CheckStreamed(const std::string& name, NextPiece read, const Files&
   };
   NextPiece next = progress != nullptr ? NextPiece(counted) : read;
   if (name == pack::kProofs || name == pack::kMultiproof) {
+    if (name == pack::kMultiproof) streamed.SetRedactions(RedactionSeqs(files.Find(pack::kRedactions)));
     // The manifest and checkpoint are read by now; their texts are what
     // the checks that follow hold the report to.
     return streamed.Proofs(
@@ -143,7 +164,7 @@ std::optional<Stop> ReadFile(const std::string& name, NextPiece next, Archive& a
                              std::map<std::string, std::string>& spilled, text::ProgressMeter* progress) {
   absl::Status read;
   if (name == pack::kEntries || name == pack::kProofs || name == pack::kMultiproof) {
-    if (Ready(name, archive.unchecked, archive.streamed->stream())) {
+    if (Ready(name, archive.unchecked, archive.streamed->stream(), /*at_end=*/false)) {
       read = CheckStreamed(name, next, archive.files, archive.unchecked, *archive.streamed, progress);
     } else {
       std::string path = archive.streamed->scratch_dir() + "/" + name;
@@ -172,7 +193,7 @@ absl::Status CheckSpilled(const std::map<std::string, std::string>& spilled, con
                           const Unchecked& unchecked, StreamedChecks& streamed, text::ProgressMeter* progress) {
   for (const char* name : {pack::kEntries, pack::kProofs, pack::kMultiproof}) {
     auto path = spilled.find(name);
-    if (path == spilled.end() || !Ready(name, unchecked, streamed.stream())) continue;
+    if (path == spilled.end() || !Ready(name, unchecked, streamed.stream(), /*at_end=*/true)) continue;
     std::ifstream in(path->second, std::ios::binary);
     std::string buf(1 << 18, '\0');
     auto next = [&]() -> absl::StatusOr<std::string_view> {

@@ -156,6 +156,7 @@ nlohmann::json Result::Json() const {
   if (!leader_epochs.empty()) j["leader_epochs"] = leader_epochs;
   if (!key.empty()) j["key"] = {{"vkey", key}, {"from", key_from}};
   if (!key_rotations.empty()) j["key_rotations"] = key_rotations;
+  if (!erasures.empty()) j["redactions"] = erasures;
   if (stamp) j["time_stamp"] = {{"checked", true}, {"tsa", stamp->tsa}, {"gen_time", stamp->gen_time}};
   if (stamp_unchecked) j["time_stamp"] = {{"checked", false}};
   if (!ok) {
@@ -232,6 +233,7 @@ std::string Result::Summary() const {
           "report.html: checked by its digest only (--report-by-digest): its words were not rebuilt from the "
           "entries.\n";
     }
+    for (const std::string& erased : erasures) absl::StrAppend(&out, e(erased), "\n");
   } else {
     absl::StrAppend(&out, "FAILED: ", e(file), seq >= 0 ? absl::StrCat(" seq ", seq) : "", ": ", e(message), "\n");
   }

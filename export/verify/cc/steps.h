@@ -5,7 +5,8 @@
 //   Keyed         CheckKeyAndManifest(Files, the unchecked manifest)
 //   Checkpointed  CheckCheckpoint(the checkpoint file, the unchecked checkpoint, Keyed)
 //   Timed         CheckConsistencyAndTime(consistency.json, checkpoint-time, Keyed, Checkpointed)
-//   Proven        CheckEntriesAndProofs(the StreamCheck, run-head.json, team-window.json, Keyed, Checkpointed, Timed)
+//   Proven        CheckEntriesAndProofs(the StreamCheck, run-head.json, team-window.json, redactions.jsonl, Keyed,
+//                 Checkpointed, Timed)
 //   Projected     CheckOutcomes(outcomes.json's digest, the manifest, StreamedChecks, Proven)
 //   Result        CheckReport(Files, StreamedChecks, Projected)
 //
@@ -121,6 +122,11 @@ class StreamedChecks {
                       const std::string& time_note, NextPiece next);
 
   const StreamCheck& stream() const { return stream_; }
+  // Format 8: redactions.jsonl's lines, walked with the entries by the
+  // multiproof (StreamCheck::SetRedactions).
+  void SetRedactions(std::vector<std::pair<uint64_t, hash::Hash>> redactions) {
+    stream_.SetRedactions(std::move(redactions));
+  }
   pack::Outcomes& outcomes() { return outcomes_; }
   // The digests (hex) of the outcomes recomputed and of the report rebuilt,
   // waiting for their threads; each MUST have started (Entries, Proofs).
@@ -196,8 +202,8 @@ struct Proven {
   Result told;  // and entries, leader_epochs; run_complete, team_window when proven
 };
 Step<Proven> CheckEntriesAndProofs(const StreamCheck& stream, const std::string* run_head,
-                                   const std::string* team_window, const Keyed& keyed, const Checkpointed& checkpointed,
-                                   Timed timed);
+                                   const std::string* team_window, const std::string* redactions, const Keyed& keyed,
+                                   const Checkpointed& checkpointed, Timed timed);
 
 // outcomes.json (its digest `outcomes_digest`) against the outcomes that
 // `streamed` recomputed from the entries, and no step pending past its

@@ -19,6 +19,7 @@
 #include "ledger/format/merkle/multiproof.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/receipt.h"
+#include "ledger/format/receipt/redaction.h"
 #include "util/tasks/channel.h"
 #include "util/tasks/tasks.h"
 
@@ -44,11 +45,14 @@ struct Decoded {
   std::vector<int64_t> tail_seqs;
   // The lines that passed the checks, for the projection: [0, checked).
   size_t checked = 0;
+  // The redacted lines: index in the chunk, and the redaction's seq.
+  std::vector<std::pair<size_t, uint64_t>> redacted_by;
 
   void Decode(std::string_view chunk, uint64_t first, size_t count) {
     first_line = first;
     lines = 0;
     checked = 0;
+    redacted_by.clear();
     if (entries.size() < count) entries.resize(count);
     errors.resize(count);
     hashes.resize(count);
@@ -61,6 +65,19 @@ struct Decoded {
       receipt::Entry& entry = entries[k];
       entry.Clear();
       errors[k] = absl::OkStatus();
+      if (receipt::LooksRedacted(leaf)) {
+        // An erased entry (CONTRACT section 8): the entry its line states,
+        // with the leaf hash it states; its redaction is checked later.
+        auto redacted = receipt::ParseRedacted(leaf);
+        if (!redacted.ok()) {
+          errors[k] = redacted.status();
+          return;
+        }
+        hashes[k] = redacted->leaf_hash;
+        entry = std::move(redacted->skeleton);
+        redacted_by.emplace_back(k, redacted->by);
+        return;
+      }
       // ParseLeaf, read in place.
       if (receipt::ReadLeaf(leaf, &entry)) return;
       auto parsed = receipt::ParseLeafByTree(leaf);
@@ -177,6 +194,7 @@ class StreamCheck::EntryPass : public LinePass {
   std::optional<uint64_t> first_version2_seq() const { return first_version2_seq_; }
   const std::vector<StreamCheck::Epoch>& epochs() const { return epochs_; }
   const std::vector<StreamCheck::Rotation>& rotations() const { return rotations_; }
+  const std::vector<StreamCheck::Erased>& erased() const { return erased_; }
 
  private:
   // A chunk to decode into: one the projection is done with, or a new one.
@@ -273,6 +291,14 @@ class StreamCheck::EntryPass : public LinePass {
       latest_logged_ = StreamCheck::Logged{entry->seq, entry->logged_at_us};
     }
     if (entry->version >= 2 && !first_version2_seq_) first_version2_seq_ = entry->seq;
+    if (entry->erased) {
+      for (const auto& [at, by] : d.redacted_by) {
+        if (at != k) continue;
+        receipt::Redacted r{by, d.hashes[k], *entry};
+        erased_.push_back({line, entry->seq, by, receipt::EncodeRedacted(r), std::string(receipt::KindName(entry->receipt)),
+                           entry->receipt.team(), entry->receipt.run_id()});
+      }
+    }
     last_seq_ = entry->seq;
     last_hash_ = d.hashes[k];
     d.checked = k + 1;
@@ -304,6 +330,7 @@ class StreamCheck::EntryPass : public LinePass {
   std::optional<StreamCheck::Logged> latest_logged_;
   std::vector<StreamCheck::Epoch> epochs_;
   std::vector<StreamCheck::Rotation> rotations_;
+  std::vector<StreamCheck::Erased> erased_;
   std::optional<uint64_t> first_version2_seq_;
   std::deque<std::future<std::unique_ptr<Decoded>>> inflight_;
   std::vector<std::unique_ptr<Decoded>> free_;  // projected, to decode into again
@@ -434,11 +461,12 @@ class StreamCheck::ProofPass : public LinePass {
 class StreamCheck::MultiproofPass : public LinePass {
  public:
   MultiproofPass(const note::Checkpoint& cp, const Scope& scope, const EntryPass& entries,
-                 const std::string& records_path)
+                 const std::string& records_path, const std::vector<std::pair<uint64_t, hash::Hash>>& redactions)
       : cp_(cp),
         scope_(scope, entries.first_team(), entries.first_run()),
         records_(records_path, std::ios::binary),
-        walk_(cp.size) {}
+        walk_(cp.size),
+        redactions_(redactions.begin(), redactions.end()) {}
 
   void AddChunk(std::string chunk, size_t lines) override {
     uint64_t first = next_line_;
@@ -468,6 +496,7 @@ class StreamCheck::MultiproofPass : public LinePass {
       failure_ = Failure{walked_, Failure::kScope, pack::kEntries, -1, std::move(why)};
       return;
     }
+    if (!WalkRedactions(UINT64_MAX)) return;
     auto root = walk_.Finish([this](uint64_t, uint64_t) { return Next(); });
     done_ = true;
     if (!root.ok()) {
@@ -542,6 +571,16 @@ class StreamCheck::MultiproofPass : public LinePass {
         failure_ = Failure{line, Failure::kScope, pack::kEntries, static_cast<int64_t>(rec->seq), std::move(why)};
         return;
       }
+      if (!WalkRedactions(rec->seq)) return;
+      if (!redactions_.empty() && redactions_.front().first == rec->seq) {
+        // A redaction in the pack's scope: walked once, as the entry.
+        if (redactions_.front().second != rec->leaf_hash) {
+          failure_ = Failure{line, Failure::kProof, pack::kRedactions, static_cast<int64_t>(rec->seq),
+                             "differs from its line in entries.jsonl"};
+          return;
+        }
+        redactions_.pop_front();
+      }
       auto added = walk_.Add(rec->seq, rec->leaf_hash, [this](uint64_t, uint64_t) { return Next(); });
       if (!added.ok()) {
         failure_ = Failure{line, Failure::kProof, pack::kMultiproof, -1, std::string(added.message())};
@@ -551,6 +590,25 @@ class StreamCheck::MultiproofPass : public LinePass {
     }
   }
 
+  // Format 8: walks the redactions below `below`; false on a failure.
+  bool WalkRedactions(uint64_t below) {
+    while (!redactions_.empty() && redactions_.front().first < below) {
+      auto [seq, leaf_hash] = redactions_.front();
+      redactions_.pop_front();
+      if (seq >= cp_.size) {
+        failure_ = Failure{walked_, Failure::kProof, pack::kRedactions, static_cast<int64_t>(seq),
+                           absl::StrCat("not in the checkpoint's tree of size ", cp_.size)};
+        return false;
+      }
+      auto added = walk_.Add(seq, leaf_hash, [this](uint64_t, uint64_t) { return Next(); });
+      if (!added.ok()) {
+        failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1, std::string(added.message())};
+        return false;
+      }
+    }
+    return true;
+  }
+
   const note::Checkpoint cp_;
   const ScopeCheck scope_;
   std::ifstream records_;
@@ -558,6 +616,7 @@ class StreamCheck::MultiproofPass : public LinePass {
   size_t at_ = 0;
   merkle::MultiproofWalk walk_;
   std::deque<hash::Hash> hashes_;
+  std::deque<std::pair<uint64_t, hash::Hash>> redactions_;  // not walked yet, ascending
   uint64_t next_line_ = 0, used_ = 0, walked_ = 0;
   std::optional<uint64_t> last_seq_;
   bool done_ = false;
@@ -586,7 +645,7 @@ absl::Status StreamCheck::Proofs(const note::Checkpoint& cp, const Scope& scope,
 }
 
 absl::Status StreamCheck::Multiproof(const note::Checkpoint& cp, const Scope& scope, NextPiece next) {
-  multiproof_pass_ = std::make_unique<MultiproofPass>(cp, scope, *entry_pass_, records_path_);
+  multiproof_pass_ = std::make_unique<MultiproofPass>(cp, scope, *entry_pass_, records_path_, redactions_);
   return Feed(*multiproof_pass_, next);
 }
 
@@ -608,5 +667,9 @@ std::optional<StreamCheck::Logged> StreamCheck::latest_logged() const { return e
 const std::vector<StreamCheck::Epoch>& StreamCheck::epochs() const { return entry_pass_->epochs(); }
 const std::vector<StreamCheck::Rotation>& StreamCheck::rotations() const { return entry_pass_->rotations(); }
 std::optional<uint64_t> StreamCheck::first_version2_seq() const { return entry_pass_->first_version2_seq(); }
+const std::vector<StreamCheck::Erased>& StreamCheck::erased() const { return entry_pass_->erased(); }
+void StreamCheck::SetRedactions(std::vector<std::pair<uint64_t, hash::Hash>> redactions) {
+  redactions_ = std::move(redactions);
+}
 
 }  // namespace ledger::verify

@@ -172,6 +172,9 @@ struct Result {
   // The key rotations the pack's entries show (CONTRACT section 5d): one
   // line each, "key rotation at seq S: from K1 to K2 (...)".
   std::vector<std::string> key_rotations;
+  // The erased entries of a pack of format 8 (CONTRACT section 8): one line
+  // each, "entry S: erased by redaction R (...): REASON; ...".
+  std::vector<std::string> erasures;
   // The earlier checkpoint the pack proved consistency with, and whether
   // it is the one given in Options::since.
   std::optional<uint64_t> since_size;

@@ -112,6 +112,8 @@ absl::Status NotRedacted(std::string_view why) {
 
 std::string RedactedLine(uint64_t by, const Receipt& r) { return Line(by, ErasedLeafHash(r), SkeletonOf(r)); }
 
+std::string EncodeRedacted(const Redacted& r) { return Line(r.by, r.leaf_hash, r.skeleton); }
+
 absl::StatusOr<Redacted> ParseRedacted(std::string_view line) {
   if (!LooksRedacted(line)) return NotRedacted("it does not begin {\"redacted\":");
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);

@@ -52,6 +52,8 @@ struct Redacted {
 // INVALID_ARGUMENT unless `line` is exactly a redacted line (its bytes
 // re-encoded).
 absl::StatusOr<Redacted> ParseRedacted(std::string_view line);
+// The bytes of the redacted line `r` was read from.
+std::string EncodeRedacted(const Redacted& r);
 // Whether `line` starts like a redacted line (and so is no leaf).
 bool LooksRedacted(std::string_view line);
 

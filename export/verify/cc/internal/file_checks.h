@@ -24,6 +24,24 @@
 
 namespace ledger::verify {
 
+// A failure of a pack's check, naming its file and, when known, its seq.
+struct FileFailure {
+  std::string file;
+  int64_t seq = -1;
+  std::string message;
+};
+
+// Format 8 (CONTRACT section 8): redactions.jsonl (`file`, null when the
+// pack has none) against the erased entries the entry pass read, in the
+// contract's order: each line the leaf of a valid redaction of the
+// ledger's, ascending; each erased entry's redaction there, naming it, and
+// its line exactly the one the redaction gives; no redaction that names
+// none of them; the file required with an erased entry and refused
+// without one, and in a pack of an earlier format. Adds the line per
+// erased entry to `r`.
+std::optional<FileFailure> CheckRedactions(const manifest::Manifest& m, const std::string* file,
+                                           const std::vector<StreamCheck::Erased>& erased, Result* r);
+
 // Checks consistency.json (`json`, null when the pack has none; required
 // when `since` is given) against the checkpoint `cp`: exactly the keys
 // old_checkpoint and proof, each once, and a proof that starts at `since`

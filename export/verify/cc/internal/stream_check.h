@@ -131,6 +131,20 @@ class StreamCheck {
     std::string old_key, new_key, note;
   };
   const std::vector<Rotation>& rotations() const;
+  // The erased entries of the pack (CONTRACT section 8): each redacted
+  // line of entries.jsonl, read as the entry it stands for (its leaf hash
+  // walked, its chains and scope checked) and kept here for the check
+  // against its redaction.
+  struct Erased {
+    uint64_t line = 0;  // of entries.jsonl, from 0
+    uint64_t seq = 0, by = 0;
+    std::string encoded;  // the line's bytes
+    std::string kind, team, run_id;
+  };
+  const std::vector<Erased>& erased() const;
+  // Format 8: the seqs and leaf hashes of redactions.jsonl's lines, walked
+  // with the entries by Multiproof (each seq once); MUST precede it.
+  void SetRedactions(std::vector<std::pair<uint64_t, hash::Hash>> redactions);
 
  private:
   class EntryPass;
@@ -138,6 +152,7 @@ class StreamCheck {
   class MultiproofPass;
   std::string records_path_;
   pack::Outcomes* outcomes_;
+  std::vector<std::pair<uint64_t, hash::Hash>> redactions_;
   std::unique_ptr<EntryPass> entry_pass_;
   std::unique_ptr<ProofPass> proof_pass_;
   std::unique_ptr<MultiproofPass> multiproof_pass_;
