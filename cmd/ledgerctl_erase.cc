@@ -13,7 +13,8 @@ int Erase(pb::LedgerService::Stub& stub, const Flags& flags) {
   if (flags.Get("seq").empty() || !absl::SimpleAtoi(flags.Get("seq"), &seq)) {
     return Fail(absl::InvalidArgumentError("--seq: want the entry's seq, a number >= 0"));
   }
-  if (flags.Get("reason").empty()) return Fail(absl::InvalidArgumentError("--reason: required, why the entry is erased"));
+  if (flags.Get("reason").empty())
+    return Fail(absl::InvalidArgumentError("--reason: required, why the entry is erased"));
   grpc::ClientContext ctx;
   pb::EraseRequest request;
   request.set_seq(seq);
@@ -27,7 +28,9 @@ int Erase(pb::LedgerService::Stub& stub, const Flags& flags) {
               << " is to be erased once another admin runs this same command (within an hour)\n";
     return 0;
   }
-  std::cout << Json{{"seq", seq}, {"erased", true}, {"redaction_seq", response.redaction_seq()},
+  std::cout << Json{{"seq", seq},
+                    {"erased", true},
+                    {"redaction_seq", response.redaction_seq()},
                     {"requested_by", response.requested_by()}}
                    .dump()
             << "\n";

@@ -55,7 +55,7 @@ export_help=$(cat <<'TEXT'
 ledgerctl export: write the evidence pack of a run, a seq range or a team's time window
 
 usage: ledgerctl export (--run TEAM/RUN | --seq A:B | --team T --from RFC3339 --to RFC3339)
-                        --out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7] [--no-progress]
+                        --out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7|8] [--no-progress]
 
 Options:
   --run (default: none)
@@ -74,8 +74,8 @@ Options:
       a file holding an earlier signed checkpoint: the pack proves consistency from it
   --allow-empty
       write the pack of a run or team window with no entry (it proves there is none); without it such an export fails, nothing written
-  --pack-format (default: 7)
-      7 (the latest), 6 (for verifiers that predate format 7: its report does not say which keys signed and what vouches for the time) or 5 (a path per entry, for verifiers that predate format 6)
+  --pack-format (default: 8)
+      8 (the latest: format 7, or 8 when the pack holds an erased entry, CONTRACT section 8), 7 (for verifiers that predate format 8; refused for a pack that holds an erased entry), 6 (for verifiers that predate format 7: its report does not say which keys signed and what vouches for the time) or 5 (a path per entry, for verifiers that predate format 6)
   --no-progress
       no progress line on stderr (shown only when stderr is a terminal)
 
@@ -104,7 +104,7 @@ rc=0
 grep -qxF "Connection options:" "$work/overview" || fail "ledgerctl --help: no Connection options:"
 grep -q '^  --server (default: 127.0.0.1:7420)$' "$work/overview" || fail "ledgerctl --help: no --server"
 commands=$(sed -n '/^Commands:$/,/^$/p' "$work/overview" | sed -n 's/^  \([a-z-]*\)  .*/\1/p')
-[ "$(echo "$commands" | wc -l)" = 23 ] || fail "ledgerctl --help: want 23 commands, got: $commands"
+[ "$(echo "$commands" | wc -l)" = 24 ] || fail "ledgerctl --help: want 24 commands, got: $commands"
 for c in $commands; do
   rc=0
   "$ctl" help "$c" > "$work/out" 2> "$work/err" || rc=$?

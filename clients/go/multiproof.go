@@ -12,8 +12,10 @@ package ledger
 // Thread safety: pure functions.
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math/bits"
 
@@ -98,7 +100,7 @@ func (w *multiproofWalk) root(lo, hi int64) (tlog.Hash, error) {
 	}
 	if hi-lo == 1 {
 		w.next++
-		return tlog.RecordHash(w.leaves[w.next-1]), nil
+		return leafHash(w.leaves[w.next-1]), nil
 	}
 	k := int64(1) << (bits.Len64(uint64(hi-lo-1)) - 1) // the largest power of two below hi - lo
 	left, err := w.root(lo, lo+k)
@@ -117,4 +119,25 @@ func (w *multiproofWalk) root(lo, hi int64) (tlog.Hash, error) {
 		w.path = append(w.path, left)
 	}
 	return tlog.NodeHash(left, right), nil
+}
+
+// leafHash is a line's leaf hash: RFC 9162's of a leaf, or the one an
+// erased entry's redacted line states (CONTRACT.md section 8; all zeros
+// when it states none, which no tree holds).
+func leafHash(line []byte) tlog.Hash {
+	if !bytes.HasPrefix(line, []byte(`{"redacted":`)) {
+		return tlog.RecordHash(line)
+	}
+	var r struct {
+		Redacted struct {
+			LeafHash string `json:"leaf_hash"`
+		} `json:"redacted"`
+	}
+	var h tlog.Hash
+	if json.Unmarshal(line, &r) == nil {
+		if b, err := hex.DecodeString(r.Redacted.LeafHash); err == nil && len(b) == tlog.HashSize {
+			copy(h[:], b)
+		}
+	}
+	return h
 }

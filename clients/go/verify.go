@@ -164,7 +164,8 @@ func verifyPack(path, vkey string, keep int64) (*PackProofs, *EntryProof, error)
 	out := &PackProofs{Checkpoint: cp, Format: format}
 	var e *EntryProof
 	if format >= 6 {
-		out.Entries, e, err = verifyMultiproofFile(cp.Tree, files["entries.jsonl"], files["multiproof.txt"], keep)
+		out.Entries, e, err = verifyMultiproofFile(cp.Tree, files["entries.jsonl"], files["redactions.jsonl"],
+			files["multiproof.txt"], keep)
 	} else {
 		out.Entries, e, err = verifyEntries(cp.Tree, files["entries.jsonl"], files["proofs.jsonl"], keep)
 	}
@@ -191,8 +192,8 @@ func packFormat(files map[string][]byte) (int, error) {
 	var m struct {
 		Format *int `json:"format"`
 	}
-	if err := json.Unmarshal(doc, &m); err != nil || m.Format == nil || *m.Format < 1 || *m.Format > 7 {
-		return 0, errors.New("manifest.json: format: want 1, 2, 3, 4, 5, 6 or 7")
+	if err := json.Unmarshal(doc, &m); err != nil || m.Format == nil || *m.Format < 1 || *m.Format > 8 {
+		return 0, errors.New("manifest.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8")
 	}
 	return *m.Format, nil
 }
@@ -257,19 +258,21 @@ func verifyEntries(tree tlog.Tree, entries, proofs []byte, keep int64) (int, *En
 
 // verifyMultiproofFile checks the entries (their seqs read from their
 // lines) by multiproof.txt: lines of 64 lower-case hex digits, each ending
-// in a newline.
-func verifyMultiproofFile(tree tlog.Tree, entries, multiproof []byte, keep int64) (int, *EntryProof, error) {
+// in a newline. In a pack of format 8 (CONTRACT.md section 8) an erased
+// entry's line is its redacted line, whose leaf hash it states, and the
+// redaction entries of redactions.jsonl are walked with the entries, each
+// seq once; that a redacted line is its redaction's is ledger-verify-go's
+// and ledgerctl verify's to check.
+func verifyMultiproofFile(tree tlog.Tree, entries, redactions, multiproof []byte, keep int64) (int, *EntryProof, error) {
 	leaves := splitLines(entries)
 	seqs := make([]int64, len(leaves))
 	kept := -1
 	for i, leaf := range leaves {
-		var e struct {
-			Seq *int64 `json:"seq"`
-		}
-		if err := json.Unmarshal(leaf, &e); err != nil || e.Seq == nil {
+		seq, ok := lineSeq(leaf)
+		if !ok {
 			return 0, nil, fmt.Errorf("entries.jsonl: line %d: want an entry with its seq", i+1)
 		}
-		seqs[i] = *e.Seq
+		seqs[i] = seq
 		if seqs[i] < 0 || seqs[i] >= tree.N {
 			return 0, nil, fmt.Errorf("entries.jsonl: line %d: seq %d is not in the checkpoint's tree of size %d", i+1,
 				seqs[i], tree.N)
@@ -279,6 +282,16 @@ func verifyMultiproofFile(tree tlog.Tree, entries, multiproof []byte, keep int64
 		}
 		if seqs[i] == keep {
 			kept = i
+		}
+	}
+	count, keptLeaf := len(leaves), []byte(nil)
+	if kept >= 0 {
+		keptLeaf = leaves[kept]
+	}
+	if len(redactions) > 0 {
+		var err error
+		if seqs, leaves, err = withRedactions(seqs, leaves, redactions); err != nil {
+			return 0, nil, err
 		}
 	}
 	var hashes []tlog.Hash
@@ -301,9 +314,53 @@ func verifyMultiproofFile(tree tlog.Tree, entries, multiproof []byte, keep int64
 		return 0, nil, fmt.Errorf("multiproof.txt: %w", err)
 	}
 	if kept < 0 {
-		return len(leaves), nil, nil
+		return count, nil, nil
 	}
-	return len(leaves), &EntryProof{Seq: keep, Leaf: leaves[kept], Proof: path}, nil
+	return count, &EntryProof{Seq: keep, Leaf: keptLeaf, Proof: path}, nil
+}
+
+// lineSeq is the seq of an entry's line: a leaf's "seq", or a redacted
+// line's.
+func lineSeq(line []byte) (int64, bool) {
+	var e struct {
+		Seq      *int64 `json:"seq"`
+		Redacted *struct {
+			Seq *int64 `json:"seq"`
+		} `json:"redacted"`
+	}
+	if err := json.Unmarshal(line, &e); err != nil {
+		return 0, false
+	}
+	if e.Redacted != nil && e.Redacted.Seq != nil && e.Seq == nil {
+		return *e.Redacted.Seq, true
+	}
+	if e.Seq == nil || e.Redacted != nil {
+		return 0, false
+	}
+	return *e.Seq, true
+}
+
+// withRedactions merges redactions.jsonl's lines into the entries by seq,
+// each seq once.
+func withRedactions(seqs []int64, leaves [][]byte, redactions []byte) ([]int64, [][]byte, error) {
+	var outSeqs []int64
+	var outLeaves [][]byte
+	i := 0
+	for n, line := range splitLines(redactions) {
+		seq, ok := lineSeq(line)
+		if !ok || bytes.HasPrefix(line, []byte(`{"redacted":`)) {
+			return nil, nil, fmt.Errorf("redactions.jsonl: line %d: want a leaf with its seq", n+1)
+		}
+		for i < len(seqs) && seqs[i] < seq {
+			outSeqs, outLeaves = append(outSeqs, seqs[i]), append(outLeaves, leaves[i])
+			i++
+		}
+		if i < len(seqs) && seqs[i] == seq {
+			continue // in the scope: walked as the entry
+		}
+		outSeqs, outLeaves = append(outSeqs, seq), append(outLeaves, line)
+	}
+	return append(outSeqs, seqs[i:]...), append(outLeaves, leaves[i:]...), nil
 }
 
 func verifyConsistencyFile(cp Checkpoint, doc []byte, vkey string) (*Checkpoint, error) {

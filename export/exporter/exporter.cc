@@ -387,8 +387,8 @@ absl::Status PackExport::Add(uint64_t seq, std::string_view leaf) {
                                                         " cannot hold the erased entry ", seq, ": ask for format 8"));
     }
     if (redacted->by >= size) {
-      return absl::UnavailableError(absl::StrCat("export: entry ", seq,
-                                                 " was erased while the pack was being made; export again"));
+      return absl::UnavailableError(
+          absl::StrCat("export: entry ", seq, " was erased while the pack was being made; export again"));
     }
     leaf_hash = redacted->leaf_hash;
     pending_redactions.insert(redacted->by);
@@ -536,8 +536,8 @@ absl::Status PackExport::Stage() {
   header.entries = count;
   if (!redaction_leaves.empty()) {
     if (pack_format < 8) {
-      return absl::FailedPreconditionError(absl::StrCat("export: pack format ", pack_format,
-                                                        " cannot hold an erased entry: ask for format 8"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("export: pack format ", pack_format, " cannot hold an erased entry: ask for format 8"));
     }
     header.format = 8;
   }

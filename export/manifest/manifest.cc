@@ -136,8 +136,8 @@ absl::StatusOr<Manifest> Parse(std::string_view text) {
   Manifest m;
   if (!j.contains("format") || !j["format"].is_number_unsigned() || j["format"].get<uint64_t>() < 1 ||
       j["format"].get<uint64_t>() > 8) {
-    return Bad("format",
-               absl::StrCat("want 1, 2, 3, 4, 5, 6, 7 or 8, found ", j.contains("format") ? j["format"].dump() : "none"));
+    return Bad("format", absl::StrCat("want 1, 2, 3, 4, 5, 6, 7 or 8, found ",
+                                      j.contains("format") ? j["format"].dump() : "none"));
   }
   m.format = j["format"].get<int>();
   std::set<std::string> keys = {"counts", "files", "format", "origin", "root", "scope", "tree_size"};

@@ -202,8 +202,7 @@ http::HttpResponse Serve(const http::HttpRequest& request, const log::LogView& v
   const char* age = tile->width != kTileWidth ? ", max-age=60"
                     : tile->entries           ? ", max-age=3600"
                                               : ", max-age=31536000, immutable";
-  r.headers["Cache-Control"] =
-      absl::StrCat(access.public_read || access.policy == nullptr ? "public" : "private", age);
+  r.headers["Cache-Control"] = absl::StrCat(access.public_read || access.policy == nullptr ? "public" : "private", age);
   return r;
 }
 

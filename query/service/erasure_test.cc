@@ -11,7 +11,7 @@
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/redaction.h"
 #include "ledger/storage/log/audit.h"
-#include "ledger/storage/store/store.h"
+#include "ledger/storage/store/testing.h"
 #include "query/service/query_test_fixture.h"
 
 namespace ledger::query {

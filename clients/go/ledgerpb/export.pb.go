@@ -218,10 +218,12 @@ type ExportRequest struct {
 	// Send ExportChunk.progress while the pack is built (a few a second at
 	// most), before its bytes.
 	Progress bool `protobuf:"varint,6,opt,name=progress,proto3" json:"progress,omitempty"`
-	// The pack format (CONTRACT section 7): 0 or 6, the latest (one
-	// multiproof for every entry's inclusion); 5, a path per entry in
-	// proofs.jsonl, for verifiers that predate format 6. INVALID_ARGUMENT
-	// otherwise.
+	// The pack format (CONTRACT section 7): 0 or 8, the latest (format 7,
+	// or 8 when the pack holds an erased entry, CONTRACT section 8); 7, for
+	// verifiers that predate format 8 (FAILED_PRECONDITION for a pack that
+	// holds an erased entry); 6, without report.html's keys and time; 5, a
+	// path per entry in proofs.jsonl, for verifiers that predate format 6.
+	// INVALID_ARGUMENT otherwise.
 	PackFormat uint32 `protobuf:"varint,7,opt,name=pack_format,json=packFormat,proto3" json:"pack_format,omitempty"`
 }
 

@@ -55,6 +55,11 @@ type LedgerServiceClient interface {
 	// past it is signed by the new key. Admin only. FAILED_PRECONDITION on a
 	// replicated shard, for a key of another name or one the log has had.
 	RotateKey(ctx context.Context, in *RotateKeyRequest, opts ...grpc.CallOption) (*RotateKeyResponse, error)
+	// Erases one entry's body (CONTRACT section 8): asked by one admin,
+	// carried out when a different admin makes the same call (same seq and
+	// reason) within an hour. The first call answers `pending` true; the
+	// approval answers the redaction entry's seq. Admin only.
+	Erase(ctx context.Context, in *EraseRequest, opts ...grpc.CallOption) (*EraseResponse, error)
 	// The key history at the latest checkpoint (CONTRACT section 5d): every
 	// key_rotation entry with its inclusion proof. Any authenticated caller.
 	GetKeyHistory(ctx context.Context, in *GetKeyHistoryRequest, opts ...grpc.CallOption) (*KeyHistory, error)
@@ -208,6 +213,15 @@ func (c *ledgerServiceClient) RotateKey(ctx context.Context, in *RotateKeyReques
 	return out, nil
 }
 
+func (c *ledgerServiceClient) Erase(ctx context.Context, in *EraseRequest, opts ...grpc.CallOption) (*EraseResponse, error) {
+	out := new(EraseResponse)
+	err := c.cc.Invoke(ctx, "/evidence.ledger.v1.LedgerService/Erase", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *ledgerServiceClient) GetKeyHistory(ctx context.Context, in *GetKeyHistoryRequest, opts ...grpc.CallOption) (*KeyHistory, error) {
 	out := new(KeyHistory)
 	err := c.cc.Invoke(ctx, "/evidence.ledger.v1.LedgerService/GetKeyHistory", in, out, opts...)
@@ -268,6 +282,11 @@ type LedgerServiceServer interface {
 	// past it is signed by the new key. Admin only. FAILED_PRECONDITION on a
 	// replicated shard, for a key of another name or one the log has had.
 	RotateKey(context.Context, *RotateKeyRequest) (*RotateKeyResponse, error)
+	// Erases one entry's body (CONTRACT section 8): asked by one admin,
+	// carried out when a different admin makes the same call (same seq and
+	// reason) within an hour. The first call answers `pending` true; the
+	// approval answers the redaction entry's seq. Admin only.
+	Erase(context.Context, *EraseRequest) (*EraseResponse, error)
 	// The key history at the latest checkpoint (CONTRACT section 5d): every
 	// key_rotation entry with its inclusion proof. Any authenticated caller.
 	GetKeyHistory(context.Context, *GetKeyHistoryRequest) (*KeyHistory, error)
@@ -312,6 +331,9 @@ func (UnimplementedLedgerServiceServer) Backup(context.Context, *BackupRequest) 
 }
 func (UnimplementedLedgerServiceServer) RotateKey(context.Context, *RotateKeyRequest) (*RotateKeyResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RotateKey not implemented")
+}
+func (UnimplementedLedgerServiceServer) Erase(context.Context, *EraseRequest) (*EraseResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Erase not implemented")
 }
 func (UnimplementedLedgerServiceServer) GetKeyHistory(context.Context, *GetKeyHistoryRequest) (*KeyHistory, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetKeyHistory not implemented")
@@ -523,6 +545,24 @@ func _LedgerService_RotateKey_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LedgerService_Erase_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EraseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LedgerServiceServer).Erase(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/evidence.ledger.v1.LedgerService/Erase",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LedgerServiceServer).Erase(ctx, req.(*EraseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _LedgerService_GetKeyHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetKeyHistoryRequest)
 	if err := dec(in); err != nil {
@@ -594,6 +634,10 @@ var _LedgerService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RotateKey",
 			Handler:    _LedgerService_RotateKey_Handler,
+		},
+		{
+			MethodName: "Erase",
+			Handler:    _LedgerService_Erase_Handler,
 		},
 		{
 			MethodName: "GetKeyHistory",

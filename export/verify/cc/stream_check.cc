@@ -295,8 +295,9 @@ class StreamCheck::EntryPass : public LinePass {
       for (const auto& [at, by] : d.redacted_by) {
         if (at != k) continue;
         receipt::Redacted r{by, d.hashes[k], *entry};
-        erased_.push_back({line, entry->seq, by, receipt::EncodeRedacted(r), std::string(receipt::KindName(entry->receipt)),
-                           entry->receipt.team(), entry->receipt.run_id()});
+        erased_.push_back({line, entry->seq, by, receipt::EncodeRedacted(r),
+                           std::string(receipt::KindName(entry->receipt)), entry->receipt.team(),
+                           entry->receipt.run_id()});
       }
     }
     last_seq_ = entry->seq;

@@ -1,5 +1,4 @@
 #include "ledger/format/receipt/entry.h"
-#include "ledger/format/receipt/redaction.h"
 
 #include <cstring>
 #include <utility>
@@ -7,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ledger/format/canonical/canonical.h"
+#include "ledger/format/receipt/redaction.h"
 
 namespace ledger::receipt {
 namespace {

@@ -389,13 +389,15 @@ absl::Status CheckRedaction(const Receipt& r) {
   if (b.has_entry_run_prev() && (b.entry_run_prev() < 0 || b.entry_run_prev() >= b.entry_seq())) {
     return Invalid("entry_run_prev", "must be below entry_seq");
   }
-  if (b.has_entry_team_prev() && (b.entry_v() != 2 || b.entry_team_prev() < 0 || b.entry_team_prev() >= b.entry_seq())) {
+  if (b.has_entry_team_prev() &&
+      (b.entry_v() != 2 || b.entry_team_prev() < 0 || b.entry_team_prev() >= b.entry_seq())) {
     return Invalid("entry_team_prev", "only with entry_v 2, below entry_seq");
   }
   const std::string_view kind = b.entry_kind();
   if (kind != "agent_start" && kind != "agent_exec" && kind != "model_call" && kind != "tool_call") {
-    return Invalid("entry_kind", "one of agent_start, agent_exec, model_call, tool_call (entries the ledger wrote are "
-                                 "never erased)");
+    return Invalid("entry_kind",
+                   "one of agent_start, agent_exec, model_call, tool_call (entries the ledger wrote are "
+                   "never erased)");
   }
   if (auto s = CheckTeam("entry_team", b.entry_team()); !s.ok()) return s;
   if (!IsReceiptId(b.entry_receipt_id())) return Broken("entry_receipt_id", b.entry_receipt_id(), kReceiptIdRule);

@@ -1,8 +1,8 @@
 #include "ledger/format/receipt/redaction.h"
 
 #include "absl/strings/numbers.h"
-#include "nlohmann/json.hpp"
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 
 namespace ledger::receipt {
 namespace {

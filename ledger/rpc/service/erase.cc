@@ -50,8 +50,9 @@ grpc::ServerUnaryReactor* LedgerService::Erase(grpc::CallbackServerContext* ctx,
       return Answer(ctx, absl::OkStatus());
     }
     if (it->second.by == caller->identity) {
-      return Answer(ctx, absl::PermissionDeniedError(absl::StrCat("erase: the second approver must be another admin than ",
-                                                                  caller->identity, ", who asked")));
+      return Answer(ctx,
+                    absl::PermissionDeniedError(absl::StrCat("erase: the second approver must be another admin than ",
+                                                             caller->identity, ", who asked")));
     }
     requested_by = it->second.by;
     asked_.erase(it);

@@ -19,8 +19,8 @@
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/storage/backup/backup_root.h"
 #include "ledger/storage/log/log.h"
-#include "util/sync/mutex.h"
 #include "ledger_service.grpc.pb.h"
+#include "util/sync/mutex.h"
 
 namespace ledger::server {
 class IdleStreams;

@@ -12,8 +12,8 @@
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/key_set.h"
 #include "ledger/format/receipt/entry.h"
-#include "ledger/format/receipt/redaction.h"
 #include "ledger/format/receipt/receipt.h"
+#include "ledger/format/receipt/redaction.h"
 #include "ledger/format/replay/replay.h"
 #include "ledger/format/runmap/runmap.h"
 #include "ledger/storage/store/store.h"
@@ -139,8 +139,7 @@ class Auditor {
       if (!body.ok()) return body.status();
       const std::string line = receipt::RedactedLine(seq, r);
       if (*body != line) {
-        return Find("redaction", at, absl::StrCat("entry ", erased, " erased by this redaction"),
-                    "its redacted line",
+        return Find("redaction", at, absl::StrCat("entry ", erased, " erased by this redaction"), "its redacted line",
                     receipt::LooksRedacted(*body) ? "another redacted line" : "its body (the erasure did not finish)");
       }
     }

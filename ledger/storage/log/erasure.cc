@@ -54,7 +54,8 @@ absl::StatusOr<Log::Erased> Log::Erase(const Erasure& erasure) {
   if (!leaf.ok()) return leaf.status();
   if (receipt::LooksRedacted(*leaf)) {
     auto redacted = receipt::ParseRedacted(*leaf);
-    if (!redacted.ok()) return absl::DataLossError(absl::StrCat("entry ", erasure.seq, ": ", redacted.status().message()));
+    if (!redacted.ok())
+      return absl::DataLossError(absl::StrCat("entry ", erasure.seq, ": ", redacted.status().message()));
     return absl::AlreadyExistsError(
         absl::StrCat("erase: entry ", erasure.seq, " was erased by redaction entry ", redacted->by));
   }
@@ -70,10 +71,9 @@ absl::StatusOr<Log::Erased> Log::Erase(const Erasure& erasure) {
                          options_.sequencer.clock ? options_.sequencer.clock() : sequencer::SystemClockMicros());
   std::promise<sequencer::Outcome> result;
   auto outcome = result.get_future();
-  absl::Status queued =
-      AppendAsLedger({&redaction}, [&result](std::vector<sequencer::Outcome> out) {
-        result.set_value(out.empty() ? sequencer::Outcome{absl::InternalError("no outcome")} : std::move(out[0]));
-      });
+  absl::Status queued = AppendAsLedger({&redaction}, [&result](std::vector<sequencer::Outcome> out) {
+    result.set_value(out.empty() ? sequencer::Outcome{absl::InternalError("no outcome")} : std::move(out[0]));
+  });
   if (!queued.ok()) return queued;
   sequencer::Outcome got = outcome.get();
   uint64_t by = got.seq;
@@ -119,12 +119,12 @@ absl::Status Log::FinishErasure(uint64_t seq, uint64_t by, const receipt::Receip
     std::vector<std::pair<projection::Table, std::string>> purged;
     if (*leaf != line) {
       if (receipt::LooksRedacted(*leaf)) {
-        return absl::DataLossError(absl::StrCat("entry ", seq, " holds a redacted line other than redaction ", by,
-                                                "'s"));
+        return absl::DataLossError(
+            absl::StrCat("entry ", seq, " holds a redacted line other than redaction ", by, "'s"));
       }
       if (hash::LeafHash(*leaf) != receipt::ErasedLeafHash(redaction)) {
-        return absl::DataLossError(absl::StrCat("entry ", seq, ": its leaf hash is not the one redaction ", by,
-                                                " states"));
+        return absl::DataLossError(
+            absl::StrCat("entry ", seq, ": its leaf hash is not the one redaction ", by, " states"));
       }
       auto entry = receipt::ParseLeaf(*leaf);
       if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
