@@ -39,7 +39,7 @@ expect 2 "ledgerctl: --state: unknown value 'unknwn'; did you mean 'unknown'? ($
   steps --team team-a --state unknwn
 expect 2 "ledgerctl: --state: unknown value 'lost' ($states)" steps --team team-a --state pending,lost
 anomalies="late_completion, orphan_completion, duplicate_completion, conflicting_completion, mismatched_completion,"
-anomalies="$anomalies completion_after_deny, duplicate_start"
+anomalies="$anomalies completion_after_deny, duplicate_start, redacted"
 expect 2 "ledgerctl: --anomaly: unknown value 'late_completon'; did you mean 'late_completion'? ($anomalies)" \
   steps --team team-a --anomaly late_completon
 
@@ -57,7 +57,7 @@ ctl append "$work/receipts.jsonl" > "$work/out" 2> "$work/err" || rc=$?
 /usr/bin/python3 - "$work/out" "$rc" "$work/err" <<'PY' || failures=$((failures + 1))
 import json, re, sys
 lines = open(sys.argv[1]).read().splitlines()
-kinds = "agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch, key_rotation"
+kinds = "agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch, key_rotation, redaction"
 want = [None, None,
         {"code": "INVALID_ARGUMENT", "message": "line 3 (receipt_id r-3): team: 'Team-A' is not 1-63 bytes of [a-z0-9-]"},
         {"code": "INVALID_ARGUMENT", "message": "line 5 (receipt_id r-5): kind: 'agent_stop' is not one of " + kinds},

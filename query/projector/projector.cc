@@ -335,6 +335,17 @@ void RecordCompletion(pb::Step& s, const projection::Entry& e) {
   s.set_exec_cost_micros(x.cost_micros());
 }
 
+// The step whose start an agent_exec names (its team's 'A' row), if the
+// log holds that start.
+absl::StatusOr<std::optional<StepKey>> StartOf(Txn& txn, const pb::Receipt& r) {
+  auto start = txn.Get(Table::kIndex, StartRow(r.team(), r.agent_exec().start_receipt_id()));
+  if (!start.ok()) return start.status();
+  if (!start->has_value()) return std::optional<StepKey>();
+  auto key = DecodeStepKey(**start);
+  if (!key.ok()) return key.status();
+  return std::optional<StepKey>(*std::move(key));
+}
+
 bool Redacted(const pb::Step& s) {
   return std::find(s.anomalies().begin(), s.anomalies().end(), pb::ANOMALY_REDACTED) != s.anomalies().end();
 }
@@ -348,6 +359,15 @@ void MarkRedacted(Records& records, StepEdit& edit) {
   }
   step.set_state(pb::STEP_STATE_UNKNOWN);
   edit.Flag(pb::ANOMALY_REDACTED);
+}
+
+// A completion naming the start of another step: that step is flagged,
+// not completed.
+absl::Status Mismatched(StepEdit& edit, const StepKey& start) {
+  if (auto s = edit.Load(start, /*create=*/false); !s.ok()) return s;
+  edit.Flag(pb::ANOMALY_MISMATCHED_COMPLETION);
+  edit.Save();
+  return absl::OkStatus();
 }
 
 // An erased entry (CONTRACT section 8): its skeleton's ids and place, and
@@ -371,19 +391,10 @@ absl::Status OnErased(Records& records, const projection::Entry& e, RunEdit& run
     return absl::OkStatus();
   }
   if (r.has_agent_exec()) {
-    auto start = txn.Get(Table::kIndex, StartRow(r.team(), r.agent_exec().start_receipt_id()));
+    auto start = StartOf(txn, r);
     if (!start.ok()) return start.status();
     StepKey own = KeyOf(r);
-    if (start->has_value()) {
-      auto start_key = DecodeStepKey(**start);
-      if (!start_key.ok()) return start_key.status();
-      if (!(*start_key == own)) {
-        if (auto s = edit.Load(*start_key, /*create=*/false); !s.ok()) return s;
-        edit.Flag(pb::ANOMALY_MISMATCHED_COMPLETION);
-        edit.Save();
-        return absl::OkStatus();
-      }
-    }
+    if (start->has_value() && !(**start == own)) return Mismatched(edit, **start);
     if (auto s = edit.Load(own, /*create=*/true); !s.ok()) return s;
     pb::Step& step = edit.step();
     if (!step.has_completion()) {
@@ -439,7 +450,7 @@ absl::Status OnExec(Records& records, const projection::Entry& e, RunEdit& run) 
   Txn& txn = records.txn();
   const pb::Receipt& r = *e.receipt;
   const auto& x = r.agent_exec();
-  auto start = txn.Get(Table::kIndex, StartRow(r.team(), x.start_receipt_id()));
+  auto start = StartOf(txn, r);
   if (!start.ok()) return start.status();
   StepKey own = KeyOf(r);
   StepEdit edit(records, e, run);
@@ -459,14 +470,7 @@ absl::Status OnExec(Records& records, const projection::Entry& e, RunEdit& run) 
     edit.Save();
     return absl::OkStatus();
   }
-  auto start_key = DecodeStepKey(**start);
-  if (!start_key.ok()) return start_key.status();
-  if (!(*start_key == own)) {
-    if (auto s = edit.Load(*start_key, /*create=*/false); !s.ok()) return s;
-    edit.Flag(pb::ANOMALY_MISMATCHED_COMPLETION);
-    edit.Save();
-    return absl::OkStatus();
-  }
+  if (!(**start == own)) return Mismatched(edit, **start);
   if (auto s = edit.Load(own, /*create=*/false); !s.ok()) return s;
   pb::Step& step = edit.step();
   if (Redacted(step)) {

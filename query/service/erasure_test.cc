@@ -48,6 +48,18 @@ class ErasureTest : public QueryTest {
   log::Log::Erasure Of(uint64_t seq, const std::string& reason = "GDPR art. 17 request 881") {
     return {.seq = seq, .reason = reason, .requested_by = "cn:alice-admin", .approved_by = "cn:bob-admin"};
   }
+  // The bytes GetEntries answers for `seq`.
+  std::string Stored(uint64_t seq) {
+    grpc::ClientContext ctx;
+    pb::GetEntriesRequest er;
+    er.set_from_seq(seq);
+    er.set_to_seq(seq + 1);
+    auto reader = ledger_->GetEntries(&ctx, er);
+    pb::Entry e;
+    EXPECT_TRUE(reader->Read(&e));
+    EXPECT_TRUE(reader->Finish().ok());
+    return e.leaf();
+  }
   log::AuditReport AuditNow() {
     Close();
     auto store = store::Store::Open(dir_.Sub("data") + "/db");
@@ -94,18 +106,11 @@ TEST_F(ErasureTest, ADeniedStartsBodyLeavesTheStoreAndItsStepIsUnknownRedacted) 
   EXPECT_TRUE(Anomalies(build).empty());
 
   // The redacted lines stand where the leaves stood; the proofs are the same.
-  grpc::ClientContext ctx;
-  pb::GetEntriesRequest er;
-  er.set_from_seq(seqs[0]);
-  er.set_to_seq(seqs[0] + 1);
-  auto reader = ledger_->GetEntries(&ctx, er);
-  pb::Entry e;
-  ASSERT_TRUE(reader->Read(&e));
-  auto line = receipt::ParseRedacted(e.leaf());
-  ASSERT_TRUE(line.ok()) << e.leaf();
+  const std::string stored = Stored(seqs[0]);
+  auto line = receipt::ParseRedacted(stored);
+  ASSERT_TRUE(line.ok()) << stored;
   EXPECT_EQ(line->by, erased->by);
   EXPECT_EQ(line->leaf_hash, proof->leaf_hash);
-  EXPECT_TRUE(reader->Finish().ok());
   auto after = log_->ProveInclusion(seqs[0], proof->tree_size);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->path, proof->path);
@@ -193,17 +198,7 @@ TEST_F(ErasureTest, RefusalsChangeNothing) {
 TEST_F(ErasureTest, AStopMidwayIsFinishedByTheNextStart) {
   auto seqs = Append({Start("s1", "build"), Tool("t1", "build", kMarker)});
   ASSERT_TRUE(log_->SignCheckpoint().ok());
-  const std::string leaf = [&] {
-    grpc::ClientContext ctx;
-    pb::GetEntriesRequest er;
-    er.set_from_seq(seqs[1]);
-    er.set_to_seq(seqs[1] + 1);
-    auto reader = ledger_->GetEntries(&ctx, er);
-    pb::Entry e;
-    EXPECT_TRUE(reader->Read(&e));
-    reader->Finish();
-    return e.leaf();
-  }();
+  const std::string leaf = Stored(seqs[1]);
   auto entry = receipt::ParseLeaf(leaf);
   ASSERT_TRUE(entry.ok());
   receipt::Receipt redaction =
