@@ -36,6 +36,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import packproof  # noqa: E402
 import packsteps  # noqa: E402
 import redactions  # noqa: E402
 from packerror import Failure  # noqa: E402
@@ -583,6 +584,94 @@ class Receipts(unittest.TestCase):
     def test_untyped_admin(self):
         r = dict(self.v["accepted"][0]["receipt"], requested_by="alice")
         self.assertEqual(redactions.receipt_rule(r)[0], "requested_by")
+
+
+def leaf_hash(data):
+    return hashlib.sha256(b"\x00" + data).digest()
+
+
+def mth(hashes):
+    """RFC 9162's root of a list of leaf hashes."""
+    if len(hashes) == 1:
+        return hashes[0]
+    k = 1
+    while k * 2 < len(hashes):
+        k *= 2
+    return hashlib.sha256(b"\x01" + mth(hashes[:k]) + mth(hashes[k:])).digest()
+
+
+def nodes(hashes, seqs, lo, hi):
+    """NODES(lo, hi) of CONTRACT.md section 6, "Multiproofs", as the definition reads."""
+    if not any(lo <= s < hi for s in seqs):
+        return [mth(hashes[lo:hi])]
+    if hi - lo == 1:
+        return []
+    k = 1
+    while k * 2 < hi - lo:
+        k *= 2
+    return nodes(hashes, seqs, lo, lo + k) + nodes(hashes, seqs, lo + k, hi)
+
+
+class Merged(unittest.TestCase):
+    """packproof.check_entries on a format 8 pack made here from the log of
+    tests/vectors/redaction.json (seqs 1 and 2 of team acme erased by the
+    redactions at 4 and 5) and one more entry of acme at seq 6, so that in a
+    team window of acme the redactions fall between its entries: the
+    multiproof's walk takes them in seq order."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(VECTORS) as f:
+            v = json.load(f)
+        cls.leaves = [e["leaf_bytes_utf8"].encode() for e in v["entries"]]
+        last = json.loads(cls.leaves[2])
+        cls.leaves.append(canonical({
+            "emitter": "uri:spiffe://acme/gateway", "logged_at_us": last["logged_at_us"] + 4000,
+            "prev": leaf_hash(cls.leaves[5]).hex(), "run_prev": 2, "seq": 6, "team_prev": 2, "v": 2,
+            "receipt": {"attempt": 1, "decision": "allow", "kind": "tool_call", "occurred_at_us": 1767225599600000,
+                        "receipt_id": "crm-2", "run_id": "run-7", "step_id": "build", "team": "acme",
+                        "tool": "crm"}}))
+        cls.lines = {x["seq"]: x["line_utf8"].encode() for x in v["redacted_lines"]}
+        cls.hashes = [leaf_hash(x) for x in cls.leaves]
+        cls.root = mth(cls.hashes)
+
+    def check(self, entries, redaction_seqs, scope):
+        files = {"entries.jsonl": joined(self.lines.get(s, self.leaves[s]) for s in entries),
+                 "redactions.jsonl": joined(self.leaves[s] for s in redaction_seqs),
+                 "multiproof.txt": joined(h.hex().encode() for h in nodes(
+                     self.hashes, set(entries) | set(redaction_seqs), 0, len(self.leaves)))}
+        manifest = {"format": 8, "scope": scope, "counts": {"entries": len(entries)}}
+        return packproof.check_entries(files, manifest, len(self.leaves), self.root)
+
+    def test_team_window_with_redactions_between_its_entries(self):
+        scope = {"kind": "team", "team": "acme", "from_us": 0, "to_us": 1 << 62, "from_seq": 0, "to_seq": 7}
+        got = self.check([0, 1, 2, 6], [4, 5], scope)
+        self.assertEqual(got.count, 4)
+        self.assertEqual([(e["seq"], h) for e, h in got.team], [(s, self.hashes[s]) for s in (0, 1, 2, 6)])
+        self.assertEqual(got.held.printed(), [
+            "entry 1: erased by redaction 5 (agent_exec of team acme, run run-7): court order 2026-117; requested by "
+            "uri:spiffe://acme/admin-a, approved by uri:spiffe://acme/admin-b.",
+            "entry 2: erased by redaction 4 (tool_call of team acme, run run-7): GDPR art. 17 request #881; "
+            "requested by cn:alice-admin, approved by cn:bob-admin."])
+
+    def test_seq_range_holding_its_redactions(self):
+        got = self.check(list(range(7)), [4, 5], {"kind": "seq", "from_seq": 0, "to_seq": 7})
+        self.assertEqual(got.count, 7)
+        self.assertEqual([seq for seq, _ in got.held.erased], [1, 2])
+
+    def test_multiproof_made_without_a_redaction(self):
+        """The same window with the multiproof of its entries and of
+        redaction 5 only (the hash of seq 4 given): the walk takes redaction
+        4 from redactions.jsonl, so that hash is one too many."""
+        scope = {"kind": "team", "team": "acme", "from_us": 0, "to_us": 1 << 62, "from_seq": 0, "to_seq": 7}
+        files = {"entries.jsonl": joined(self.lines.get(s, self.leaves[s]) for s in (0, 1, 2, 6)),
+                 "redactions.jsonl": joined(self.leaves[s] for s in (4, 5)),
+                 "multiproof.txt": joined(h.hex().encode() for h in nodes(self.hashes, {0, 1, 2, 5, 6}, 0, 7))}
+        manifest = {"format": 8, "scope": scope, "counts": {"entries": 4}}
+        with self.assertRaises(Failure) as e:
+            packproof.check_entries(files, manifest, 7, self.root)
+        self.assertEqual(str(e.exception), "multiproof.txt: the multiproof holds 2 hashes; the entries' inclusion "
+                                           "uses 1")
 
 
 def skeleton(seq, kind, **receipt):
