@@ -82,9 +82,9 @@ def parse_manifest(data):
     m = load_json(data, "manifest.json")
     if not isinstance(m, dict):
         raise bad("manifest", "not a JSON object")
-    if type(m.get("format")) is not int or m["format"] not in (1, 2, 3, 4, 5, 6, 7):
-        raise bad("format", "want 1, 2, 3, 4, 5, 6 or 7, found %s" % (shown(json.dumps(m["format"], ensure_ascii=False))
-                                                                   if "format" in m else "none"))
+    if type(m.get("format")) is not int or m["format"] not in (1, 2, 3, 4, 5, 6, 7, 8):
+        raise bad("format", "want 1, 2, 3, 4, 5, 6, 7 or 8, found %s"
+                  % (shown(json.dumps(m["format"], ensure_ascii=False)) if "format" in m else "none"))
     keys = {"counts", "files", "format", "origin", "root", "scope", "tree_size"}
     if m["format"] >= 2:
         keys.add("unknown_grace_ms")

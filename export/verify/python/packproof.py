@@ -6,7 +6,9 @@ root (by its line of proofs.jsonl, or in a pack of format 6 by
 multiproof.txt, multiproof.py), the hash chain between consecutive seqs,
 and the scope's rules (a run pack's run chain from the run's first entry,
 every seq of a seq range, each run's chain from the first seq within a team
-window or seq range).
+window or seq range). In a pack of format 8 a line may be an erased entry's
+redacted line, and the multiproof covers the lines of redactions.jsonl too
+(redactions.py, CONTRACT.md section 8).
 
 Every failure is a packerror.Failure.
 """
@@ -16,6 +18,7 @@ import re
 
 import multiproof
 import packnote
+import redactions
 import teamwindow
 from packerror import Failure
 from packread import KeyTwice, count_lines, each_line, jsonl_lines, load_json, shown
@@ -177,11 +180,14 @@ class Entries:
     window; parsed, every entry; last_logged, the (seq, logged_at_us) of the
     latest an emitter appended (the ledger's own declarations, which it
     makes while it signs, are logged after the time it signs); first_v2,
-    the seq of the first leaf of version 2."""
+    the seq of the first leaf of version 2; held, in a pack of format 8,
+    the redactions.Held of its erased entries (else None). An erased
+    entry counts as its redacted line states it (a redactions.Skeleton),
+    with the leaf hash of the erased leaf."""
 
     def __init__(self):
         self.count, self.run, self.team, self.parsed = 0, [], [], []
-        self.last_logged = self.first_v2 = None
+        self.last_logged = self.first_v2 = self.held = None
 
 
 def _entry(leaf, n):
@@ -260,7 +266,8 @@ class _Sequence:
 
 def check_entries(files, manifest, size, root, checked=None):
     """entries.jsonl and the proof of their inclusion (proofs.jsonl, or in
-    a pack of format 6 multiproof.txt) against the checkpoint (size, root)
+    a pack of format 6 multiproof.txt; in one of format 8, with
+    redactions.jsonl) against the checkpoint (size, root)
     and the manifest's count and scope. Returns an Entries. checked(n),
     when given, is called once the first n entries hold (in format 6, once
     the multiproof's walk has taken them)."""
@@ -293,27 +300,49 @@ def check_entries(files, manifest, size, root, checked=None):
 def _check_multiproof(files, manifest, size, root, checked):
     """A pack of format 6: entries.jsonl and multiproof.txt in one pass
     ("Shared inclusion proofs (format 6)"), each entry checked against those
-    before it as it is read, before the multiproof is read past it."""
+    before it as it is read, before the multiproof is read past it. In a
+    pack of format 8, redactions.jsonl is read first, whole."""
     data = files["entries.jsonl"]
     count = count_lines(data, "entries.jsonl")
     if count != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, manifest says %d" % (count, manifest["counts"]["entries"]))
     sequence = _Sequence(manifest["scope"])
-    multiproof.check(size, _leaves(data, size, sequence, checked), files["multiproof.txt"], root)
+    held = redactions.Held(files, size) if manifest["format"] >= 8 else None
+    multiproof.check(size, _leaves(data, size, sequence, checked, held), files["multiproof.txt"], root)
+    sequence.out.held = held
     return sequence.out
 
 
-def _leaves(data, size, sequence, checked):
+def _leaves(data, size, sequence, checked, held=None):
     """(seq, leaf hash) of each line of entries.jsonl, checked as it is
-    asked for; sequence.end() after the last."""
+    asked for; sequence.end() after the last. In a pack of format 8 (held,
+    a redactions.Held), a redacted line counts as its redaction states the
+    erased entry, and the lines of redactions.jsonl are merged in by seq,
+    each seq once (CONTRACT.md section 8, "In a pack (format 8)")."""
+    pending = iter(held.lines if held is not None else ())
+    ahead = next(pending, None)
     for n, leaf in enumerate(each_line(data, "entries.jsonl"), 1):
-        entry = _entry(leaf, n)
-        if entry["seq"] >= size:
-            raise Failure("entries.jsonl: line %d: seq %d is not in the checkpoint's tree of size %d"
-                          % (n, entry["seq"], size))
-        leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
+        if held is not None and redactions.looks_redacted(leaf):
+            entry, leaf_hash = held.entry(leaf, n)
+        else:
+            entry = _entry(leaf, n)
+            leaf_hash = hashlib.sha256(b"\x00" + leaf).digest()
+        seq = entry["seq"]
+        if seq >= size:
+            raise Failure("entries.jsonl: line %d: seq %d is not in the checkpoint's tree of size %d" % (n, seq, size))
         sequence.add(entry, leaf_hash)
-        yield entry["seq"], leaf_hash
+        while ahead is not None and ahead.seq < seq:
+            yield ahead.seq, ahead.leaf_hash
+            ahead = next(pending, None)
+        if ahead is not None and ahead.seq == seq:  # a redaction in the pack's scope
+            held.same(ahead, leaf, n)
+            ahead = next(pending, None)
+        yield seq, leaf_hash
         if checked is not None:
             checked(n)
     sequence.end()
+    if held is not None:
+        held.end()
+    while ahead is not None:
+        yield ahead.seq, ahead.leaf_hash
+        ahead = next(pending, None)

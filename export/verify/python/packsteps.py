@@ -6,17 +6,23 @@ allowed agent_start makes it pending until the agent_exec naming that start
 start's seq declares it unknown. Read from entries.jsonl, whose leaves the
 checkpoint's root commits to, never from outcomes.json, which whoever holds
 the ledger's key can rewrite and re-sign.
+
+An erased agent_start or agent_exec (a redactions.Skeleton, CONTRACT.md
+section 8) leaves its step unknown for good, flagged redacted: what the
+erased entry said is not known, so the step is never pending past a
+deadline, nor a success. An erased call counts for nothing here.
 """
 
 
 class Step:
     """A step as its entries leave it. state: pending, succeeded, failed,
     denied or unknown; completed: an agent_exec completed it (late, after
-    its step_unknown, included)."""
+    its step_unknown, included; erased, included); redacted: its start or
+    its completion was erased, so it is unknown whatever comes after."""
 
     def __init__(self, key):
         self.team, self.run_id, self.step_id, self.attempt = key
-        self.state, self.completed = None, False
+        self.state, self.completed, self.redacted = None, False, False
         self.start_seq = self.timeout_at_us = None
 
 
@@ -44,6 +50,8 @@ def _on_start(steps, starts, entry, r):
     if step.start_seq is not None:
         return  # a duplicate start
     step.start_seq = entry["seq"]
+    if step.redacted:
+        return  # its completion was erased before: unknown
     if r.get("decision") == "deny":
         step.state = "denied"
         return
@@ -64,11 +72,37 @@ def _on_exec(steps, starts, r):
     if start != own:
         return  # a mismatched completion: the start is another step's
     step = steps[own]
+    if step.redacted:
+        step.completed = True  # its start was erased: unknown
+        return
     if step.state == "denied" or step.completed:
         return
     step.completed = True
     if step.state != "unknown":
         step.state = state
+
+
+def _on_erased(steps, starts, entry, r):
+    """An erased entry: a start or a completion leaves its step unknown,
+    redacted (a completion of another step's start counts for nothing, as
+    a mismatched completion does)."""
+    kind = r.get("kind")
+    if kind == "agent_start":
+        key = _key(r)
+        starts[(key[0], r.get("receipt_id", ""))] = key
+        step = steps.setdefault(key, Step(key))
+        if step.start_seq is None:
+            step.start_seq = entry["seq"]
+    elif kind == "agent_exec":
+        own = _key(r)
+        start = starts.get((own[0], r.get("start_receipt_id", "")))
+        if start is not None and start != own:
+            return
+        step = steps.setdefault(own, Step(own))
+        step.completed = True
+    else:
+        return
+    step.state, step.redacted = "unknown", True
 
 
 def _on_unknown(steps, r):
@@ -84,7 +118,9 @@ def steps(entries):
     for entry in entries:
         r = entry["receipt"]
         kind = r.get("kind")
-        if kind == "agent_start":
+        if getattr(entry, "erased", False):
+            _on_erased(steps, starts, entry, r)
+        elif kind == "agent_start":
             _on_start(steps, starts, entry, r)
         elif kind == "agent_exec":
             _on_exec(steps, starts, r)

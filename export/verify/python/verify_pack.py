@@ -79,7 +79,21 @@ run-head proof is keyed. A format 6 pack is a format 5 pack that proves its
 entries' inclusion with one multiproof, multiproof.txt, in place of
 proofs.jsonl (export/verify/python/multiproof.py): evaluated in one pass
 over the entries and its hashes, it must lead to the checkpoint's root with
-every hash used. A --since note of version 2, 3 or 4 demands one as new.
+every hash used. A format 7 pack is a format 6 pack whose report.html holds
+"Keys and time". A format 8 pack is a format 7 pack that holds erased
+entries (CONTRACT.md section 8, export/verify/python/redactions.py): a line
+of entries.jsonl may be an erased entry's redacted line, exactly the bytes
+its redaction entry gives, and redactions.jsonl holds the leaf of every
+redaction entry a redacted line names (the ledger's, each a valid
+`redaction` receipt, ascending seq, each named by a line), and nothing
+else; the file is refused in any other pack, and in a pack with no
+redacted line. An erased entry counts as its redacted line states it (its
+leaf hash, chains, scope and time), and the multiproof covers the seqs of
+both files, each once. One line per erased entry, in seq order, follows
+every other line after the OK line: "entry S: erased by redaction R (KIND
+of team T, run RUN): REASON; requested by A, approved by B."; a step
+whose start or completion was erased is unknown, never pending past a
+deadline. A --since note of version 2, 3 or 4 demands one as new.
 --policy POLICY (a c2sp.org/tlog-policy, export/verify/python/tlogpolicy.py): the key must
 be a log of the policy (without a key given, the key is the policy's log
 named as the manifest's origin), every cosignature line of a policy witness
@@ -128,6 +142,7 @@ import mapcosign  # noqa: E402
 import packread  # noqa: E402
 import packsteps  # noqa: E402
 import progress  # noqa: E402
+import redactions  # noqa: E402
 import teamwindow  # noqa: E402
 import timestamp  # noqa: E402
 import tlogpolicy  # noqa: E402
@@ -146,11 +161,12 @@ from packproof import (HEX64, check_consistency, check_entries, hash_hex, node, 
 
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
          "outcomes.json", "proofs.jsonl", "multiproof.txt", "report.html", "consistency.json", "checkpoint-time",
-         "run-head.json", "team-window.json"}
+         "run-head.json", "team-window.json", "redactions.jsonl"}
 # The files whose presence the manifest's format or scope decides: the
-# proof of inclusion (inclusion_file()) and those of the flags and notes.
+# proof of inclusion (inclusion_file()), those of the flags and notes, and
+# the redactions of a pack's erased entries (format 8).
 OPTIONAL = {"proofs.jsonl", "multiproof.txt", "consistency.json", "checkpoint-time", "run-head.json",
-            "team-window.json"}
+            "team-window.json", "redactions.jsonl"}
 MAX_FILE = 4 << 30
 
 
@@ -217,7 +233,8 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
             "witnessed": None if policy is None else tlogpolicy.witnessed_line(policy, cosigned),
             "monitored": None if monitored is None else mapcosign.monitored_line(policy, monitored),
             "leader_epochs": epochs, "key_rotations": rotations,
-            "keys": None if keys is None else keys_line(keys, size), "time_stamp": stamped}
+            "keys": None if keys is None else keys_line(keys, size), "time_stamp": stamped,
+            "redactions": [] if entries.held is None else entries.held.printed()}
 
 
 def keys_line(keys, size):
@@ -326,6 +343,7 @@ def signed_files(files, vkey, trust_pack_key, policy, keys=None):
         raise Failure("manifest.json: SHA-256 %s is not the one signed" % digest)
     manifest = parse_manifest(files["manifest.json"])
     inclusion_file(files, manifest["format"])
+    redactions.presence(files, manifest["format"])
     check_files(files, manifest)
     return vkey, key, manifest
 
@@ -349,7 +367,8 @@ def key_of_size(files, keys, in_pack):
 
 def inclusion_file(files, pack_format):
     """The file that proves the entries' inclusion: proofs.jsonl in a pack
-    of format 1 to 5, multiproof.txt in one of format 6, never the other."""
+    of format 1 to 5, multiproof.txt in one of format 6 or later, never the
+    other."""
     if pack_format >= 6:
         if "proofs.jsonl" in files:
             raise Failure("proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt")
@@ -428,15 +447,17 @@ def given_checkpoints(files, key, size, root, since, not_older_than, keys=None):
 
 
 # The version of the checkpoint-time note of a pack, by format: F - 1 up
-# to format 5; format 6 changes the proofs, format 7 the report, not the note.
-NOTE_VERSION = {2: 1, 3: 2, 4: 3, 5: 4, 6: 4, 7: 4}
+# to format 5; format 6 changes the proofs, format 7 the report, format 8
+# adds erased entries, not the note.
+NOTE_VERSION = {2: 1, 3: 2, 4: 3, 5: 4, 6: 4, 7: 4, 8: 4}
 # What a note of a lower version than its pack's format lacks, by format
 # ("Proven completeness", step 1).
 LOWER_NOTE = {3: "a format 3 pack carries a version 2 note (with the run-head map root)",
               4: "a format 4 pack carries a version 3 note (with the team-head map root)",
               5: "a format 5 pack carries a version 4 note (with run keys of version 2)",
               6: "a format 6 pack carries a version 4 note (with run keys of version 2)",
-              7: "a format 7 pack carries a version 4 note (with run keys of version 2)"}
+              7: "a format 7 pack carries a version 4 note (with run keys of version 2)",
+              8: "a format 8 pack carries a version 4 note (with run keys of version 2)"}
 
 
 def note_version(manifest, version):
@@ -795,6 +816,7 @@ def result_lines(r):
         lines.append(r["keys"])
     if r.get("time_stamp") is not None:
         lines.append(r["time_stamp"])
+    lines += r.get("redactions", [])
     return lines
 
 
