@@ -168,7 +168,9 @@ def check_entries(p, team, run_id, tree_size, entries):
 def unsettled_steps(steps, tree_size):
     """The lines for the steps the run's entries leave pending or unknown with
     no completion (packsteps.steps()): in a complete run pack, none was
-    logged before tree_size."""
+    logged before tree_size. A step whose start or completion was erased is
+    not among them: its erasure line says what happened (CONTRACT.md
+    section 8)."""
     return ["%s/%s/%s attempt %d (%s): no completion in the log up to seq %d (proven)."
             % (shown(s.team), shown(s.run_id), shown(s.step_id), s.attempt, s.state, tree_size - 1)
-            for s in steps if s.state in ("pending", "unknown") and not s.completed]
+            for s in steps if s.state in ("pending", "unknown") and not s.completed and not s.redacted]
