@@ -547,6 +547,16 @@ absl::Status PackExport::Stage() {
           seq, size, [this](int level, uint64_t index) { return Node(level, index); }, &edges);
     });
     if (!w.ok()) return w.status();
+    // A bound that was erased has no leaf to show, and a window's bounds
+    // are shown by their leaves (CONTRACT section 7, "Closed team windows").
+    for (const auto& bound : {w->before, w->after}) {
+      if (bound.has_value() && receipt::LooksRedacted(bound->leaf)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("export: the team's entry ", bound->seq,
+                         " beside the window was erased (CONTRACT section 8), and a "
+                         "window's bounds are shown by their leaves: widen or narrow the window past it"));
+      }
+    }
     team_window = *std::move(w);
   }
   return absl::OkStatus();

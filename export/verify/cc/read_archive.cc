@@ -84,17 +84,18 @@ bool Ready(const std::string& name, const Unchecked& unchecked, const StreamChec
   return stream.entries_checked() && unchecked.scope() != nullptr;
 }
 
-// The seq and leaf hash of each line of redactions.jsonl that has a seq,
-// in file order (a line without one is refused by the redactions' check).
-std::vector<std::pair<uint64_t, hash::Hash>> RedactionSeqs(const std::string* file) {
-  std::vector<std::pair<uint64_t, hash::Hash>> out;
+// The seq, leaf hash and line number of each line of redactions.jsonl that
+// has a seq, in file order (a line without one is refused by the
+// redactions' check).
+std::vector<StreamCheck::Redaction> RedactionSeqs(const std::string* file) {
+  std::vector<StreamCheck::Redaction> out;
   if (file == nullptr) return out;
   std::string_view rest = *file;
-  while (!rest.empty()) {
+  for (uint64_t n = 1; !rest.empty(); ++n) {
     size_t end = rest.find('\n');
     std::string_view line = rest.substr(0, end);
     rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-    if (auto seq = receipt::SeqOf(line); seq.ok()) out.emplace_back(*seq, hash::LeafHash(line));
+    if (auto seq = receipt::SeqOf(line); seq.ok()) out.push_back({*seq, hash::LeafHash(line), n});
   }
   return out;
 }

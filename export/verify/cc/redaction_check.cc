@@ -61,6 +61,11 @@ std::optional<FileFailure> CheckRedactions(const manifest::Manifest& m, const st
       lines[entry->seq] = Line{n, *std::move(entry)};
     }
   }
+  if (erased.empty()) {
+    // A format 8 pack holding no erased entry is format 7's content.
+    if (file != nullptr) return fail(pack::kRedactions, -1, "a pack with no redacted entry carries no redactions");
+    return std::nullopt;
+  }
   for (const StreamCheck::Erased& e : erased) {
     if (file == nullptr) {
       return fail(pack::kRedactions, -1,
@@ -89,9 +94,6 @@ std::optional<FileFailure> CheckRedactions(const manifest::Manifest& m, const st
       return fail(pack::kRedactions, static_cast<int64_t>(seq),
                   absl::StrCat("line ", line.line, ": seq ", seq, " redacts no entry of the pack"));
     }
-  }
-  if (erased.empty()) {
-    return fail(pack::kRedactions, -1, "a pack with no redacted entry carries no redactions");
   }
   return std::nullopt;
 }

@@ -124,9 +124,7 @@ class StreamedChecks {
   const StreamCheck& stream() const { return stream_; }
   // Format 8: redactions.jsonl's lines, walked with the entries by the
   // multiproof (StreamCheck::SetRedactions).
-  void SetRedactions(std::vector<std::pair<uint64_t, hash::Hash>> redactions) {
-    stream_.SetRedactions(std::move(redactions));
-  }
+  void SetRedactions(std::vector<StreamCheck::Redaction> redactions) { stream_.SetRedactions(std::move(redactions)); }
   pack::Outcomes& outcomes() { return outcomes_; }
   // The digests (hex) of the outcomes recomputed and of the report rebuilt,
   // waiting for their threads; each MUST have started (Entries, Proofs).

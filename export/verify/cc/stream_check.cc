@@ -462,7 +462,7 @@ class StreamCheck::ProofPass : public LinePass {
 class StreamCheck::MultiproofPass : public LinePass {
  public:
   MultiproofPass(const note::Checkpoint& cp, const Scope& scope, const EntryPass& entries,
-                 const std::string& records_path, const std::vector<std::pair<uint64_t, hash::Hash>>& redactions)
+                 const std::string& records_path, const std::vector<StreamCheck::Redaction>& redactions)
       : cp_(cp),
         scope_(scope, entries.first_team(), entries.first_run()),
         records_(records_path, std::ios::binary),
@@ -573,11 +573,12 @@ class StreamCheck::MultiproofPass : public LinePass {
         return;
       }
       if (!WalkRedactions(rec->seq)) return;
-      if (!redactions_.empty() && redactions_.front().first == rec->seq) {
+      if (!redactions_.empty() && redactions_.front().seq == rec->seq) {
         // A redaction in the pack's scope: walked once, as the entry.
-        if (redactions_.front().second != rec->leaf_hash) {
-          failure_ = Failure{line, Failure::kProof, pack::kRedactions, static_cast<int64_t>(rec->seq),
-                             "differs from its line in entries.jsonl"};
+        if (redactions_.front().leaf_hash != rec->leaf_hash) {
+          failure_ = Failure{line, Failure::kProof, pack::kRedactions, -1,
+                             absl::StrCat("line ", redactions_.front().line, ": seq ", rec->seq,
+                                          ": not the leaf of entries.jsonl line ", line + 1, ", which holds that seq")};
           return;
         }
         redactions_.pop_front();
@@ -593,15 +594,16 @@ class StreamCheck::MultiproofPass : public LinePass {
 
   // Format 8: walks the redactions below `below`; false on a failure.
   bool WalkRedactions(uint64_t below) {
-    while (!redactions_.empty() && redactions_.front().first < below) {
-      auto [seq, leaf_hash] = redactions_.front();
+    while (!redactions_.empty() && redactions_.front().seq < below) {
+      const StreamCheck::Redaction r = redactions_.front();
       redactions_.pop_front();
-      if (seq >= cp_.size) {
-        failure_ = Failure{walked_, Failure::kProof, pack::kRedactions, static_cast<int64_t>(seq),
-                           absl::StrCat("not in the checkpoint's tree of size ", cp_.size)};
+      if (r.seq >= cp_.size) {
+        failure_ = Failure{
+            walked_, Failure::kProof, pack::kRedactions, -1,
+            absl::StrCat("line ", r.line, ": seq ", r.seq, " is not in the checkpoint's tree of size ", cp_.size)};
         return false;
       }
-      auto added = walk_.Add(seq, leaf_hash, [this](uint64_t, uint64_t) { return Next(); });
+      auto added = walk_.Add(r.seq, r.leaf_hash, [this](uint64_t, uint64_t) { return Next(); });
       if (!added.ok()) {
         failure_ = Failure{walked_, Failure::kProof, pack::kMultiproof, -1, std::string(added.message())};
         return false;
@@ -617,7 +619,7 @@ class StreamCheck::MultiproofPass : public LinePass {
   size_t at_ = 0;
   merkle::MultiproofWalk walk_;
   std::deque<hash::Hash> hashes_;
-  std::deque<std::pair<uint64_t, hash::Hash>> redactions_;  // not walked yet, ascending
+  std::deque<StreamCheck::Redaction> redactions_;  // not walked yet, ascending
   uint64_t next_line_ = 0, used_ = 0, walked_ = 0;
   std::optional<uint64_t> last_seq_;
   bool done_ = false;
@@ -669,8 +671,6 @@ const std::vector<StreamCheck::Epoch>& StreamCheck::epochs() const { return entr
 const std::vector<StreamCheck::Rotation>& StreamCheck::rotations() const { return entry_pass_->rotations(); }
 std::optional<uint64_t> StreamCheck::first_version2_seq() const { return entry_pass_->first_version2_seq(); }
 const std::vector<StreamCheck::Erased>& StreamCheck::erased() const { return entry_pass_->erased(); }
-void StreamCheck::SetRedactions(std::vector<std::pair<uint64_t, hash::Hash>> redactions) {
-  redactions_ = std::move(redactions);
-}
+void StreamCheck::SetRedactions(std::vector<Redaction> redactions) { redactions_ = std::move(redactions); }
 
 }  // namespace ledger::verify

@@ -142,9 +142,15 @@ class StreamCheck {
     std::string kind, team, run_id;
   };
   const std::vector<Erased>& erased() const;
-  // Format 8: the seqs and leaf hashes of redactions.jsonl's lines, walked
-  // with the entries by Multiproof (each seq once); MUST precede it.
-  void SetRedactions(std::vector<std::pair<uint64_t, hash::Hash>> redactions);
+  // Format 8: redactions.jsonl's lines (their seqs, leaf hashes and line
+  // numbers from 1), walked with the entries by Multiproof (each seq once);
+  // MUST precede it.
+  struct Redaction {
+    uint64_t seq = 0;
+    hash::Hash leaf_hash{};
+    uint64_t line = 0;
+  };
+  void SetRedactions(std::vector<Redaction> redactions);
 
  private:
   class EntryPass;
@@ -152,7 +158,7 @@ class StreamCheck {
   class MultiproofPass;
   std::string records_path_;
   pack::Outcomes* outcomes_;
-  std::vector<std::pair<uint64_t, hash::Hash>> redactions_;
+  std::vector<Redaction> redactions_;
   std::unique_ptr<EntryPass> entry_pass_;
   std::unique_ptr<ProofPass> proof_pass_;
   std::unique_ptr<MultiproofPass> multiproof_pass_;
