@@ -176,6 +176,14 @@ def run(build, go, ledger, work):
                                   "2100-01-01T00:00:00Z"])):
         packs[name] = os.path.join(work, name + ".tar.gz")
         ledger.export(packs[name], *scope)
+    # A team window whose after-bound (the team's next entry) was erased.
+    stored = [json.loads(x) for x in ledger.ctl("auditor", "entries", "--from", "0", "--to", str(size)).stdout.splitlines()]
+    at = lambda e: (e.get("redacted") or e)["logged_at_us"]  # noqa: E731
+    rfc3339 = lambda us: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(us // 1000000)) + ".%06dZ" % (us % 1000000)  # noqa: E731
+    r = ledger.ctl("auditor", "export", "--out", os.path.join(work, "bound.tar.gz"), "--team", "acme", "--from",
+                   rfc3339(at(stored[0])), "--to", rfc3339(at(stored[exec_])), check=False)
+    if r.returncode == 0 or "the team's entry %d beside the window was erased" % exec_ not in r.stderr:
+        fail("export of a team window whose bound was erased: %s %s" % (r.stdout, r.stderr))
     r = ledger.ctl("auditor", "export", "--out", os.path.join(work, "seven.tar.gz"), "--run", "acme/run-7",
                    "--pack-format", "7", check=False)
     if r.returncode == 0 or "cannot hold an erased entry" not in r.stderr:
