@@ -1,22 +1,15 @@
 #include "ledger/format/receipt/redaction.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::receipt {
-namespace {
-
-std::string S(std::string_view v) { return std::string(v); }
-
-}  // namespace
-
 Receipt Redaction(const Entry& erased, const hash::Hash& leaf_hash, std::string_view reason,
                   std::string_view requested_by, std::string_view approved_by, int64_t now_us) {
   Receipt r;
-  r.set_receipt_id(absl::StrCat(S(kRedactionIdPrefix), erased.seq));
-  r.set_team(S(kLedgerTeam));
-  r.set_run_id(S(kRedactionsRun));
+  r.set_receipt_id(absl::StrCat(std::string(kRedactionIdPrefix), erased.seq));
+  r.set_team(std::string(kLedgerTeam));
+  r.set_run_id(std::string(kRedactionsRun));
   r.set_attempt(1);
   r.set_occurred_at_us(now_us);
   auto* b = r.mutable_redaction();
@@ -28,16 +21,16 @@ Receipt Redaction(const Entry& erased, const hash::Hash& leaf_hash, std::string_
   if (erased.run_prev) b->set_entry_run_prev(static_cast<int64_t>(*erased.run_prev));
   if (erased.team_prev) b->set_entry_team_prev(static_cast<int64_t>(*erased.team_prev));
   const Receipt& e = erased.receipt;
-  b->set_entry_kind(S(KindName(e)));
+  b->set_entry_kind(std::string(KindName(e)));
   b->set_entry_team(e.team());
   b->set_entry_run_id(e.run_id());
   b->set_entry_receipt_id(e.receipt_id());
   b->set_entry_step_id(e.step_id());
   b->set_entry_attempt(e.has_attempt() ? e.attempt() : 1);
   if (e.has_agent_exec()) b->set_entry_start_receipt_id(e.agent_exec().start_receipt_id());
-  b->set_reason(S(reason));
-  b->set_requested_by(S(requested_by));
-  b->set_approved_by(S(approved_by));
+  b->set_reason(std::string(reason));
+  b->set_requested_by(std::string(requested_by));
+  b->set_approved_by(std::string(approved_by));
   return r;
 }
 
@@ -83,7 +76,7 @@ std::string Line(uint64_t by, const hash::Hash& leaf_hash, const Entry& e) {
   nlohmann::json receipt = nlohmann::json::object();
   const Receipt& r = e.receipt;
   receipt["attempt"] = r.attempt();
-  receipt["kind"] = S(KindName(r));
+  receipt["kind"] = std::string(KindName(r));
   receipt["receipt_id"] = r.receipt_id();
   receipt["run_id"] = r.run_id();
   if (r.has_agent_exec()) receipt["start_receipt_id"] = r.agent_exec().start_receipt_id();
@@ -105,7 +98,7 @@ std::string Line(uint64_t by, const hash::Hash& leaf_hash, const Entry& e) {
 }
 
 absl::Status NotRedacted(std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("not a redacted line: ", S(why)));
+  return absl::InvalidArgumentError(absl::StrCat("not a redacted line: ", std::string(why)));
 }
 
 }  // namespace

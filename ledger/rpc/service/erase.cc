@@ -16,7 +16,7 @@ namespace {
 
 constexpr auto kApprovalWindow = std::chrono::hours(1);
 
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const absl::Status& s) {
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const absl::Status& s) {
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpc(s));
   return reactor;
@@ -27,9 +27,9 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const absl::S
 grpc::ServerUnaryReactor* LedgerService::Erase(grpc::CallbackServerContext* ctx, const pb::EraseRequest* request,
                                                pb::EraseResponse* response) {
   auto caller = gate_->Admit(*ctx);
-  if (!caller.ok()) return Answer(ctx, caller.status());
-  if (auto s = caller->Check(auth::Action::kAdminister, ""); !s.ok()) return Answer(ctx, s);
-  if (auto s = receipt::CheckErasureReason(request->reason()); !s.ok()) return Answer(ctx, s);
+  if (!caller.ok()) return Reply(ctx, caller.status());
+  if (auto s = caller->Check(auth::Action::kAdminister, ""); !s.ok()) return Reply(ctx, s);
+  if (auto s = receipt::CheckErasureReason(request->reason()); !s.ok()) return Reply(ctx, s);
   const std::pair<uint64_t, std::string> key{request->seq(), request->reason()};
   const auto now = std::chrono::steady_clock::now();
   std::string requested_by;
@@ -47,10 +47,10 @@ grpc::ServerUnaryReactor* LedgerService::Erase(grpc::CallbackServerContext* ctx,
           .Emit();
       response->set_pending(true);
       response->set_requested_by(caller->identity);
-      return Answer(ctx, absl::OkStatus());
+      return Reply(ctx, absl::OkStatus());
     }
     if (it->second.by == caller->identity) {
-      return Answer(ctx,
+      return Reply(ctx,
                     absl::PermissionDeniedError(absl::StrCat("erase: the second approver must be another admin than ",
                                                              caller->identity, ", who asked")));
     }
