@@ -4,7 +4,10 @@
 //   - a leaf that parses re-encodes to exactly the input (ParseLeaf's own
 //     contract), and canonical::Parse accepts every leaf ParseLeaf accepts;
 //   - ReadLeaf, ParseLeaf's fast path, accepts only what ParseLeafByTree
-//     accepts, and reads it the same way.
+//     accepts, and reads it the same way;
+//   - a redacted line that parses (CONTRACT section 8) re-encodes to
+//     exactly the input, is never a leaf, and its tail reads as the
+//     skeleton it states.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -14,6 +17,7 @@
 #include "ledger/format/canonical/canonical.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/receipt.h"
+#include "ledger/format/receipt/redaction.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -48,6 +52,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!seq.ok() || *seq != e->seq) std::abort();
     auto link = ledger::receipt::TeamLinkOf(text);
     if (!link.ok() || link->version != e->version || link->team_prev != e->team_prev) std::abort();
+  }
+  if (auto r = ledger::receipt::ParseRedacted(text); r.ok()) {
+    if (ledger::receipt::EncodeRedacted(*r) != text) std::abort();
+    if (ledger::receipt::ParseLeaf(text).ok()) std::abort();
+    auto seq = ledger::receipt::SeqOf(text);
+    if (!seq.ok() || *seq != r->skeleton.seq) std::abort();
+    auto run_prev = ledger::receipt::RunPrevOf(text);
+    if (!run_prev.ok() || *run_prev != r->skeleton.run_prev) std::abort();
   }
   return 0;
 }
