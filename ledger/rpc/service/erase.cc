@@ -51,8 +51,8 @@ grpc::ServerUnaryReactor* LedgerService::Erase(grpc::CallbackServerContext* ctx,
     }
     if (it->second.by == caller->identity) {
       return Reply(ctx,
-                    absl::PermissionDeniedError(absl::StrCat("erase: the second approver must be another admin than ",
-                                                             caller->identity, ", who asked")));
+                   absl::PermissionDeniedError(absl::StrCat("erase: the second approver must be another admin than ",
+                                                            caller->identity, ", who asked")));
     }
     requested_by = it->second.by;
     asked_.erase(it);
