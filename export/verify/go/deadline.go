@@ -51,6 +51,11 @@ func pendingSteps(entries []entry) map[stepKey]*stepState {
 		case "agent_start":
 			s := get(k)
 			starts[e.receiptID] = k
+			if e.erased {
+				// Section 8: its deadline is not known; the step is unknown.
+				s.started, s.unknown = true, true
+				continue
+			}
 			if s.started {
 				continue
 			}

@@ -4,6 +4,7 @@ package main
 // pack's scope (section 7).
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 
@@ -36,6 +37,11 @@ type entry struct {
 	epochNode, epochPreviousRoot string
 	// A key_rotation's fields (section 5d; "" when it is none).
 	oldKey, newKey, rotationNote string
+	// An erased entry (section 8): its line is the redacted line, by is its
+	// redaction's seq, hash the leaf hash the line states.
+	erased bool
+	by     int64
+	line   []byte
 }
 
 var genesisPrev = hex.EncodeToString(make([]byte, 32))
@@ -48,7 +54,7 @@ var genesisPrev = hex.EncodeToString(make([]byte, 32))
 // entry's leaf hash and inclusion proof on its line of proofs.jsonl. pr
 // (nil: none) counts the entries checked against total, the manifest's
 // counts.entries; its line is erased before checkEntries returns.
-func checkEntries(p *pack, cp checkpoint, format, total int64, pr *progress) ([]entry, error) {
+func checkEntries(p *pack, cp checkpoint, format, total int64, pr *progress, redactions []redactionLine) ([]entry, error) {
 	pr.begin(total)
 	defer pr.end()
 	leaves, err := lines("entries.jsonl", p.files["entries.jsonl"])
@@ -57,7 +63,11 @@ func checkEntries(p *pack, cp checkpoint, format, total int64, pr *progress) ([]
 	}
 	r := &entryReader{leaves: leaves, cp: cp, pr: pr, out: make([]entry, 0, len(leaves))}
 	if format >= 6 {
-		return r.out, checkMultiproof(r, &multiproofFile{rest: p.files[multiproofName]}, cp.size, cp.root)
+		var leaves multiproofLeaves = r
+		if len(redactions) > 0 {
+			leaves = &withRedactions{entries: r, redactions: redactions, size: cp.size}
+		}
+		return r.out, checkMultiproof(leaves, &multiproofFile{rest: p.files[multiproofName]}, cp.size, cp.root)
 	}
 	proofs, err := lines("proofs.jsonl", p.files["proofs.jsonl"])
 	if err != nil {
@@ -117,6 +127,9 @@ func (r *entryReader) take() tlog.Hash {
 // 2): version 2 is version 1 with team_prev, the seq of the team's previous
 // entry (absent for the team's first).
 func readEntry(leaf []byte) (entry, error) {
+	if bytes.HasPrefix(leaf, []byte(redactedPrefix)) {
+		return readRedacted(leaf)
+	}
 	v, err := canonical(leaf)
 	if err != nil {
 		return entry{}, err

@@ -25,7 +25,7 @@ var packFiles = map[string]bool{
 	"checkpoint": true, "ledger.vkey": true, "entries.jsonl": true,
 	"proofs.jsonl": false, "multiproof.txt": false, "consistency.json": false, "outcomes.json": true,
 	"manifest.json": true, "manifest.sig": true, "report.html": true, "checkpoint-time": false,
-	"run-head.json": false, "team-window.json": false,
+	"run-head.json": false, "team-window.json": false, "redactions.jsonl": false,
 }
 
 const maxPackBytes = 4 << 30

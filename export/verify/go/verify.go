@@ -131,7 +131,11 @@ func verify(o options) ([]string, error) {
 	if err := checkAsked(o, m, cp); err != nil {
 		return nil, err
 	}
-	entries, err := checkEntries(p, cp, m.format, m.entries, o.progress)
+	erasures, redactions, err := checkRedactions(p, m.format)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := checkEntries(p, cp, m.format, m.entries, o.progress, redactions)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +204,7 @@ func verify(o options) ([]string, error) {
 	if stamped != "" {
 		out = append(out, stamped)
 	}
-	return out, nil
+	return append(out, erasures...), nil
 }
 
 // checkStamp checks the time-stamp line of the pack's checkpoint-time note
@@ -490,8 +494,8 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: expected an object")
 	}
 	format, ok := v.get("format").integer()
-	if !ok || format < 1 || format > 7 {
-		return nil, fmt.Errorf("manifest.json: format: want 1, 2, 3, 4, 5, 6 or 7, found %s", show(v.get("format")))
+	if !ok || format < 1 || format > 8 {
+		return nil, fmt.Errorf("manifest.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8, found %s", show(v.get("format")))
 	}
 	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
 	grace := int64(-1)
