@@ -423,6 +423,11 @@ absl::Status CheckRedaction(const Receipt& r) {
     if (who->empty()) return Invalid(field, "required, an admin's identity");
     if (auto s = CheckLength(field, *who, 1024); !s.ok()) return s;
     if (auto s = CheckPrintable(field, *who); !s.ok()) return s;
+    // Typed as an entry's emitter is (CONTRACT section 2): never the ledger.
+    const bool typed = who->starts_with("uri:") || who->starts_with("dns:") || who->starts_with("cn:");
+    if (!typed && *who != "local" && *who != "in-process") {
+      return Invalid(field, "an identity typed as an emitter is (uri:, dns:, cn:, or local, in-process)");
+    }
   }
   if (b.approved_by() == b.requested_by()) {
     return Invalid("approved_by", "must be another admin than requested_by");

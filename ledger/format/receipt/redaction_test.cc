@@ -128,6 +128,20 @@ TEST(RedactionVectorsTest, TheRefusedRedactionsNameTheirField) {
   }
 }
 
+TEST(RedactionTest, TheAdminsAreIdentitiesTypedAsEmittersAre) {
+  auto v = Load();
+  auto r = FromJson(v["accepted"][0]["receipt"]);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(Canonicalize(*r, Author::kLedger).ok());
+  for (const char* who : {"ledger", "alice", "spiffe://x/admin"}) {
+    Receipt bad = *r;
+    bad.mutable_redaction()->set_requested_by(who);
+    auto checked = Canonicalize(bad, Author::kLedger);
+    ASSERT_FALSE(checked.ok()) << who;
+    EXPECT_THAT(std::string(checked.status().message()), ::testing::StartsWith("requested_by: an identity typed"));
+  }
+}
+
 TEST(RedactionTest, OnlyExactLinesAreRead) {
   auto v = Load();
   const std::string line = v["redacted_lines"][0]["line_utf8"];
