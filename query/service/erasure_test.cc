@@ -13,11 +13,15 @@
 #include "ledger/storage/log/audit.h"
 #include "ledger/storage/store/testing.h"
 #include "query/service/query_test_fixture.h"
+#include "tests/util/status_matchers.h"
 
 namespace ledger::query {
 namespace {
 
 using namespace ::ledger::query::test;  // NOLINT: the fixture and its receipts
+using ::ledger::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 constexpr char kMarker[] = "ERASE-ME-4242";
 
@@ -163,10 +167,17 @@ TEST_F(ErasureTest, RefusalsChangeNothing) {
   ASSERT_EQ(*sweeper_->SweepNow(), 1);
   const uint64_t unknown = Step("build").unknown_seq();
   const uint64_t size = log_->head().size;
-  EXPECT_EQ(log_->Erase(Of(unknown)).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(log_->Erase(Of(size)).status().code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(log_->Erase(Of(seqs[0], "")).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(log_->Erase(Of(seqs[0], "bell \a")).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(log_->Erase(Of(unknown)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "erase: entry " + std::to_string(unknown) +
+                           " is the ledger's own (step_unknown): entries the ledger wrote are never erased"));
+  EXPECT_THAT(log_->Erase(Of(size)),
+              StatusIs(absl::StatusCode::kOutOfRange, "erase: seq " + std::to_string(size) + " is not in the log of " +
+                                                          std::to_string(size) + " entries"));
+  EXPECT_THAT(log_->Erase(Of(seqs[0], "")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reason: required, why the entry is erased")));
+  EXPECT_THAT(log_->Erase(Of(seqs[0], "bell \a")),
+              StatusIs(absl::StatusCode::kInvalidArgument, StartsWith("reason: ")));
   log::Log::Erasure alone = Of(seqs[0]);
   alone.approved_by = alone.requested_by;
   EXPECT_EQ(log_->Erase(alone).status().message(),
@@ -174,7 +185,8 @@ TEST_F(ErasureTest, RefusalsChangeNothing) {
   EXPECT_EQ(log_->head().size, size);
   auto erased = log_->Erase(Of(seqs[0]));
   ASSERT_TRUE(erased.ok()) << erased.status();
-  EXPECT_EQ(log_->Erase(Of(erased->by)).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(log_->Erase(Of(erased->by)),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("is the ledger's own (redaction)")));
   auto again = log_->Erase(Of(seqs[0]));
   EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(again.status().message(),

@@ -74,7 +74,7 @@ TEST(RedactionVectorsTest, TheLedgersRedactionOfEachLeafGivesItsLine) {
     EXPECT_EQ(*TeamOf(line), erased->receipt.team());
     // A line is never a leaf, nor a leaf a line.
     EXPECT_FALSE(ParseLeaf(line).ok());
-    EXPECT_FALSE(ParseRedacted(Leaf(v, seq)).ok());
+    EXPECT_EQ(ParseRedacted(Leaf(v, seq)).status().message(), "not a redacted line: it does not begin {\"redacted\":");
   }
 }
 
@@ -146,13 +146,17 @@ TEST(RedactionTest, OnlyExactLinesAreRead) {
   auto v = Load();
   const std::string line = v["redacted_lines"][0]["line_utf8"];
   EXPECT_TRUE(ParseRedacted(line).ok());
-  for (std::string bad : {line + " ", line.substr(0, line.size() - 1), std::string("{\"redacted\":{}}"),
-                          std::string("{\"redacted\":1}")}) {
-    EXPECT_FALSE(ParseRedacted(bad).ok()) << bad;
-  }
+  const std::string not_canonical = "not a redacted line: not its canonical form, or a key not of the line";
+  const std::pair<std::string, std::string> cases[] = {
+      {line + " ", not_canonical},
+      {line.substr(0, line.size() - 1), "not a redacted line: not one JSON object"},
+      {"{\"redacted\":{}}", "not a redacted line: by, seq, logged_at_us and v: want integers"},
+      {"{\"redacted\":1}", "not a redacted line: redacted: want an object"},
+  };
+  for (const auto& [bad, why] : cases) EXPECT_EQ(ParseRedacted(bad).status().message(), why) << bad;
   std::string spaced = line;
   spaced.insert(spaced.find(',') + 1, " ");
-  EXPECT_FALSE(ParseRedacted(spaced).ok());
+  EXPECT_EQ(ParseRedacted(spaced).status().message(), not_canonical);
 }
 
 }  // namespace
