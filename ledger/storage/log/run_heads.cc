@@ -20,16 +20,13 @@ template <typename F>
 absl::Status ForEachEntry(const store::Store& store, uint64_t size, F fn,
                           const std::function<void(uint64_t)>& progress) {
   return store.ScanLeaves(0, size, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
-    // An erased entry: its skeleton, and the leaf hash its line states.
-    auto redacted = receipt::LooksRedacted(leaf) ? receipt::ParseRedacted(leaf) : absl::StatusOr<receipt::Redacted>();
-    auto entry = receipt::LooksRedacted(leaf)
-                     ? (redacted.ok() ? absl::StatusOr<receipt::Entry>(redacted->skeleton) : redacted.status())
-                     : receipt::ParseLeaf(leaf);
+    auto entry = receipt::ParseStored(leaf);
     if (!entry.ok()) {
       return absl::DataLossError(absl::StrCat("entry ", seq, ": ", entry.status().message()));
     }
+    // An erased entry's leaf hash is the one its redacted line states.
     fn(entry->receipt.team(), entry->receipt.run_id(),
-       receipt::LooksRedacted(leaf) ? redacted->leaf_hash : hash::LeafHash(leaf), seq);
+       entry->erased ? receipt::ParseRedacted(leaf)->leaf_hash : hash::LeafHash(leaf), seq);
     if (progress && (seq + 1) % 100'000 == 0) progress(seq + 1);
     return absl::OkStatus();
   });
