@@ -14,6 +14,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/reflection.h"
 #include "ledger/format/canonical/canonical.h"
+#include "ledger/format/receipt/internal/rules.h"
 #include "ledger/format/receipt/internal/schema.h"
 #include "nlohmann/json.hpp"
 #include "util/text/terminal.h"
@@ -26,6 +27,15 @@ using google::protobuf::EnumDescriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
+using rules::Broken;
+using rules::CheckLength;
+using rules::CheckPrintable;
+using rules::Invalid;
+using rules::IsIdChar;
+using rules::IsLowerHex;
+using rules::IsReceiptId;
+using rules::kReceiptIdRule;
+using rules::Quoted;
 using schema::EnumNames;
 using schema::GetSchema;
 using schema::Layout;
@@ -35,36 +45,7 @@ using schema::Schema;
 
 std::string S(std::string_view v) { return std::string(v); }
 
-absl::Status Invalid(std::string_view field, std::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat(S(field), ": ", S(rule)));
-}
-
-// A value quoted in a refusal: escaped for terminals (util/text), its
-// first 64 bytes when it is longer.
-std::string Quoted(std::string_view v) {
-  if (v.size() <= 64) return absl::StrCat("'", text::TerminalEscape(v), "'");
-  return absl::StrCat("'", text::TerminalEscape(v.substr(0, 64)), "...' (", v.size(), " bytes)");
-}
-
-// The refusal of a string field that breaks `rule`: "required, <rule>" when
-// it is absent (empty), "'<value>' is not <rule>" when it is there, so
-// that a value given is never called missing.
-absl::Status Broken(std::string_view field, std::string_view value, std::string_view rule) {
-  if (value.empty()) return Invalid(field, absl::StrCat("required, ", S(rule)));
-  return Invalid(field, absl::StrCat(Quoted(value), " is not ", S(rule)));
-}
-
-constexpr std::string_view kReceiptIdRule = "1-128 bytes of [A-Za-z0-9._:-]";
 constexpr std::string_view kTeamRule = "1-63 bytes of [a-z0-9-]";
-
-bool IsIdChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == ':' || c == '-';
-}
-
-bool IsReceiptId(std::string_view s) {
-  return !s.empty() && s.size() <= 128 && std::all_of(s.begin(), s.end(), IsIdChar);
-}
 
 bool IsTeam(std::string_view s) {
   return !s.empty() && s.size() <= 63 && std::all_of(s.begin(), s.end(), [](char c) {
@@ -76,11 +57,6 @@ bool IsAttributeKey(std::string_view s) {
   return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
   });
-}
-
-bool IsLowerHex(std::string_view s, size_t n) {
-  return s.size() == n &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 // Whether `s` starts with `prefix`, ignoring the case of ASCII letters
@@ -258,31 +234,6 @@ absl::Status NoCredential(std::string_view field, std::string_view v) {
                                      "credential id instead"));
 }
 
-absl::Status CheckLength(std::string_view field, const std::string& v, size_t max) {
-  if (v.size() > max) return Invalid(field, absl::StrCat("at most ", max, " bytes"));
-  return absl::OkStatus();
-}
-
-// An id people read in listings, pages and terminals: no control or bidi
-// character, which could move a terminal's cursor, erase a line or reorder
-// what is shown (CONTRACT section 3).
-absl::Status CheckPrintable(std::string_view field, std::string_view v) {
-  std::optional<text::UnsafeCharacter> bad = text::FindUnsafeCharacter(v);
-  if (!bad.has_value()) return absl::OkStatus();
-  if (bad->invalid_utf8) return Invalid(field, "must be valid UTF-8");
-  return Invalid(field, text::DescribeUnsafe(*bad));
-}
-
-}  // namespace
-
-absl::Status CheckErasureReason(std::string_view reason) {
-  if (reason.empty()) return Invalid("reason", "required, why the entry is erased, 1-1024 bytes");
-  if (reason.size() > 1024) return Invalid("reason", "at most 1024 bytes");
-  return CheckPrintable("reason", reason);
-}
-
-namespace {
-
 absl::Status CheckDecision(const std::string& field, evidence::ledger::v1::Decision d) {
   if (d == evidence::ledger::v1::DECISION_UNSPECIFIED) {
     return Invalid(field, "required, one of allow, deny");
@@ -363,74 +314,6 @@ absl::Status CheckAttributes(const Receipt& r) {
     if (v.size() > 1024) return Invalid(absl::StrCat("attributes.", k), "at most 1024 bytes");
     if (!canonical::IsUtf8(v)) return Invalid(absl::StrCat("attributes.", k), "must be valid UTF-8");
     if (auto s = NoCredential(absl::StrCat("attributes.", k), v); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
-// A redaction's fields (CONTRACT section 8): the erased entry's skeleton,
-// the reason and the two admins. Whether the skeleton is the erased leaf's
-// is the ledger's to know when it writes one.
-absl::Status CheckRedaction(const Receipt& r) {
-  const auto& b = r.redaction();
-  if (!b.has_entry_seq() || b.entry_seq() < 0) return Invalid("entry_seq", "required, the erased entry's seq");
-  const std::string id = absl::StrCat(S(kRedactionIdPrefix), b.entry_seq());
-  if (r.receipt_id() != id) return Invalid("receipt_id", absl::StrCat("a redaction's is '", id, "'"));
-  if (r.team() != kLedgerTeam) return Invalid("team", absl::StrCat("a redaction's is '", S(kLedgerTeam), "'"));
-  if (r.run_id() != kRedactionsRun) {
-    return Invalid("run_id", absl::StrCat("a redaction's is '", S(kRedactionsRun), "'"));
-  }
-  if (!r.step_id().empty()) return Invalid("step_id", "a redaction has none");
-  if (!IsLowerHex(b.entry_leaf_hash(), 64)) return Invalid("entry_leaf_hash", "must be 64 lowercase hex digits");
-  if (!b.has_entry_v() || (b.entry_v() != 1 && b.entry_v() != 2)) return Invalid("entry_v", "required, 1 or 2");
-  if (!IsLowerHex(b.entry_prev(), 64)) return Invalid("entry_prev", "must be 64 lowercase hex digits");
-  if (!b.has_entry_logged_at_us() || b.entry_logged_at_us() <= 0) {
-    return Invalid("entry_logged_at_us", "required, > 0");
-  }
-  if (b.has_entry_run_prev() && (b.entry_run_prev() < 0 || b.entry_run_prev() >= b.entry_seq())) {
-    return Invalid("entry_run_prev", "must be below entry_seq");
-  }
-  if (b.has_entry_team_prev() &&
-      (b.entry_v() != 2 || b.entry_team_prev() < 0 || b.entry_team_prev() >= b.entry_seq())) {
-    return Invalid("entry_team_prev", "only with entry_v 2, below entry_seq");
-  }
-  const std::string_view kind = b.entry_kind();
-  if (kind != "agent_start" && kind != "agent_exec" && kind != "model_call" && kind != "tool_call") {
-    return Invalid("entry_kind",
-                   "one of agent_start, agent_exec, model_call, tool_call (entries the ledger wrote are "
-                   "never erased)");
-  }
-  if (auto s = CheckTeam("entry_team", b.entry_team()); !s.ok()) return s;
-  if (!IsReceiptId(b.entry_receipt_id())) return Broken("entry_receipt_id", b.entry_receipt_id(), kReceiptIdRule);
-  if (b.entry_run_id().empty()) return Invalid("entry_run_id", "required, at most 128 bytes");
-  if (auto s = CheckLength("entry_run_id", b.entry_run_id(), 128); !s.ok()) return s;
-  if (auto s = CheckPrintable("entry_run_id", b.entry_run_id()); !s.ok()) return s;
-  if ((kind == "agent_start" || kind == "agent_exec") && b.entry_step_id().empty()) {
-    return Invalid("entry_step_id", absl::StrCat("required for ", S(kind)));
-  }
-  if (auto s = CheckLength("entry_step_id", b.entry_step_id(), 128); !s.ok()) return s;
-  if (auto s = CheckPrintable("entry_step_id", b.entry_step_id()); !s.ok()) return s;
-  if (!b.has_entry_attempt() || b.entry_attempt() < 1) return Invalid("entry_attempt", "required, >= 1");
-  if (kind == "agent_exec") {
-    if (!IsReceiptId(b.entry_start_receipt_id())) {
-      return Broken("entry_start_receipt_id", b.entry_start_receipt_id(), kReceiptIdRule);
-    }
-  } else if (!b.entry_start_receipt_id().empty()) {
-    return Invalid("entry_start_receipt_id", "only for an agent_exec");
-  }
-  if (auto s = CheckErasureReason(b.reason()); !s.ok()) return s;
-  for (const auto& [field, who] : {std::pair<const char*, const std::string*>{"requested_by", &b.requested_by()},
-                                   {"approved_by", &b.approved_by()}}) {
-    if (who->empty()) return Invalid(field, "required, an admin's identity");
-    if (auto s = CheckLength(field, *who, 1024); !s.ok()) return s;
-    if (auto s = CheckPrintable(field, *who); !s.ok()) return s;
-    // Typed as an entry's emitter is (CONTRACT section 2): never the ledger.
-    const bool typed = who->starts_with("uri:") || who->starts_with("dns:") || who->starts_with("cn:");
-    if (!typed && *who != "local" && *who != "in-process") {
-      return Invalid(field, "an identity typed as an emitter is (uri:, dns:, cn:, or local, in-process)");
-    }
-  }
-  if (b.approved_by() == b.requested_by()) {
-    return Invalid("approved_by", "must be another admin than requested_by");
   }
   return absl::OkStatus();
 }
@@ -539,7 +422,7 @@ absl::Status CheckBody(const Receipt& r) {
       break;
     }
     case Receipt::kRedaction:
-      return CheckRedaction(r);
+      return rules::CheckRedaction(r);
     case Receipt::BODY_NOT_SET:
       break;
   }

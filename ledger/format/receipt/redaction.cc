@@ -1,9 +1,94 @@
 #include "ledger/format/receipt/redaction.h"
 
 #include "absl/strings/str_cat.h"
+#include "ledger/format/receipt/internal/rules.h"
 #include "nlohmann/json.hpp"
 
 namespace ledger::receipt {
+absl::Status CheckErasureReason(std::string_view reason) {
+  using rules::CheckPrintable;
+  using rules::Invalid;
+  if (reason.empty()) return Invalid("reason", "required, why the entry is erased, 1-1024 bytes");
+  if (reason.size() > 1024) return Invalid("reason", "at most 1024 bytes");
+  return CheckPrintable("reason", reason);
+}
+
+// A redaction's fields (CONTRACT section 8): the erased entry's skeleton,
+// the reason and the two admins. Whether the skeleton is the erased leaf's
+// is the ledger's to know when it writes one.
+absl::Status rules::CheckRedaction(const Receipt& r) {
+  using rules::Broken;
+  using rules::CheckLength;
+  using rules::CheckPrintable;
+  using rules::Invalid;
+  using rules::IsLowerHex;
+  using rules::IsReceiptId;
+  using rules::kReceiptIdRule;
+  const auto& b = r.redaction();
+  if (!b.has_entry_seq() || b.entry_seq() < 0) return Invalid("entry_seq", "required, the erased entry's seq");
+  const std::string id = absl::StrCat(std::string(kRedactionIdPrefix), b.entry_seq());
+  if (r.receipt_id() != id) return Invalid("receipt_id", absl::StrCat("a redaction's is '", id, "'"));
+  if (r.team() != kLedgerTeam)
+    return Invalid("team", absl::StrCat("a redaction's is '", std::string(kLedgerTeam), "'"));
+  if (r.run_id() != kRedactionsRun) {
+    return Invalid("run_id", absl::StrCat("a redaction's is '", std::string(kRedactionsRun), "'"));
+  }
+  if (!r.step_id().empty()) return Invalid("step_id", "a redaction has none");
+  if (!IsLowerHex(b.entry_leaf_hash(), 64)) return Invalid("entry_leaf_hash", "must be 64 lowercase hex digits");
+  if (!b.has_entry_v() || (b.entry_v() != 1 && b.entry_v() != 2)) return Invalid("entry_v", "required, 1 or 2");
+  if (!IsLowerHex(b.entry_prev(), 64)) return Invalid("entry_prev", "must be 64 lowercase hex digits");
+  if (!b.has_entry_logged_at_us() || b.entry_logged_at_us() <= 0) {
+    return Invalid("entry_logged_at_us", "required, > 0");
+  }
+  if (b.has_entry_run_prev() && (b.entry_run_prev() < 0 || b.entry_run_prev() >= b.entry_seq())) {
+    return Invalid("entry_run_prev", "must be below entry_seq");
+  }
+  if (b.has_entry_team_prev() &&
+      (b.entry_v() != 2 || b.entry_team_prev() < 0 || b.entry_team_prev() >= b.entry_seq())) {
+    return Invalid("entry_team_prev", "only with entry_v 2, below entry_seq");
+  }
+  const std::string_view kind = b.entry_kind();
+  if (kind != "agent_start" && kind != "agent_exec" && kind != "model_call" && kind != "tool_call") {
+    return Invalid("entry_kind",
+                   "one of agent_start, agent_exec, model_call, tool_call (entries the ledger wrote are "
+                   "never erased)");
+  }
+  if (auto s = CheckTeam("entry_team", b.entry_team()); !s.ok()) return s;
+  if (!IsReceiptId(b.entry_receipt_id())) return Broken("entry_receipt_id", b.entry_receipt_id(), kReceiptIdRule);
+  if (b.entry_run_id().empty()) return Invalid("entry_run_id", "required, at most 128 bytes");
+  if (auto s = CheckLength("entry_run_id", b.entry_run_id(), 128); !s.ok()) return s;
+  if (auto s = CheckPrintable("entry_run_id", b.entry_run_id()); !s.ok()) return s;
+  if ((kind == "agent_start" || kind == "agent_exec") && b.entry_step_id().empty()) {
+    return Invalid("entry_step_id", absl::StrCat("required for ", std::string(kind)));
+  }
+  if (auto s = CheckLength("entry_step_id", b.entry_step_id(), 128); !s.ok()) return s;
+  if (auto s = CheckPrintable("entry_step_id", b.entry_step_id()); !s.ok()) return s;
+  if (!b.has_entry_attempt() || b.entry_attempt() < 1) return Invalid("entry_attempt", "required, >= 1");
+  if (kind == "agent_exec") {
+    if (!IsReceiptId(b.entry_start_receipt_id())) {
+      return Broken("entry_start_receipt_id", b.entry_start_receipt_id(), kReceiptIdRule);
+    }
+  } else if (!b.entry_start_receipt_id().empty()) {
+    return Invalid("entry_start_receipt_id", "only for an agent_exec");
+  }
+  if (auto s = CheckErasureReason(b.reason()); !s.ok()) return s;
+  for (const auto& [field, who] : {std::pair<const char*, const std::string*>{"requested_by", &b.requested_by()},
+                                   {"approved_by", &b.approved_by()}}) {
+    if (who->empty()) return Invalid(field, "required, an admin's identity");
+    if (auto s = CheckLength(field, *who, 1024); !s.ok()) return s;
+    if (auto s = CheckPrintable(field, *who); !s.ok()) return s;
+    // Typed as an entry's emitter is (CONTRACT section 2): never the ledger.
+    const bool typed = who->starts_with("uri:") || who->starts_with("dns:") || who->starts_with("cn:");
+    if (!typed && *who != "local" && *who != "in-process") {
+      return Invalid(field, "an identity typed as an emitter is (uri:, dns:, cn:, or local, in-process)");
+    }
+  }
+  if (b.approved_by() == b.requested_by()) {
+    return Invalid("approved_by", "must be another admin than requested_by");
+  }
+  return absl::OkStatus();
+}
+
 Receipt Redaction(const Entry& erased, const hash::Hash& leaf_hash, std::string_view reason,
                   std::string_view requested_by, std::string_view approved_by, int64_t now_us) {
   Receipt r;
