@@ -695,11 +695,14 @@ using Routed = int (*)(Connections&, const Flags&);
 using OnLedger = int (*)(pb::LedgerService::Stub&, const Flags&);
 using OnQuery = int (*)(pb::QueryService::Stub&, const Flags&);
 
-const std::map<std::string_view, Offline> kOffline = {
-    {"keygen", ledger::ctl::Keygen},        {"rebuild", ledger::ctl::Rebuild},
-    {"audit", ledger::ctl::AuditStore},     {"verify", ledger::ctl::Verify},
-    {"pack-proof", ledger::ctl::PackProof}, {"policy-check", ledger::ctl::PolicyCheck},
-    {"prove-team", ledger::ctl::ProveTeam}};
+const std::map<std::string_view, Offline> kOffline = {{"keygen", ledger::ctl::Keygen},
+                                                      {"rebuild", ledger::ctl::Rebuild},
+                                                      {"audit", ledger::ctl::AuditStore},
+                                                      {"verify", ledger::ctl::Verify},
+                                                      {"pack-proof", ledger::ctl::PackProof},
+                                                      {"policy-check", ledger::ctl::PolicyCheck},
+                                                      {"retention-check", ledger::ctl::RetentionCheck},
+                                                      {"prove-team", ledger::ctl::ProveTeam}};
 const std::map<std::string_view, Routed> kRouted = {
     {"route", ShowRoute}, {"append", AppendRouted}, {"steps", StepsRouted}};
 const std::map<std::string_view, OnLedger> kOnLedger = {

@@ -76,6 +76,8 @@ int Erase(pb::LedgerService::Stub& stub, const Flags& flags);
 // pack, a key file or a checkpoint; no server.
 int Rebuild(const Flags& flags);
 int AuditStore(const Flags& flags);
+// retention-check FILE: the policy's rules, or its refusal (exit 2).
+int RetentionCheck(const Flags& flags);
 int Verify(const Flags& flags);
 // Verifies a pack, then prints one entry's inclusion proof derived from it.
 int PackProof(const Flags& flags);

@@ -25,6 +25,7 @@
 #include "export/verify/cc/verify.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/note/note.h"
+#include "ledger/format/retention/policy.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "ledger/keys/key_file.h"
 #include "ledger/keys/pkcs11.h"
@@ -33,6 +34,7 @@
 #include "ledger/storage/log/run_heads.h"
 #include "ledger/storage/store/store.h"
 #include "query/projector/projector.h"
+#include "util/files/files.h"
 #include "util/text/progress.h"
 #include "util/text/terminal.h"
 
@@ -227,6 +229,22 @@ int Keygen(const Flags& flags) {
 // by one of its logs, and cosigned by witnesses that meet its quorum. Exit
 // 0 with the OK line naming each cosignature's time; otherwise the reason,
 // naming the missing witnesses.
+int RetentionCheck(const Flags& flags) {
+  if (flags.positional().size() != 2) {
+    std::cerr << "usage: ledgerctl retention-check FILE\n";
+    return 2;
+  }
+  auto text = ledger::files::ReadFile(flags.positional()[1]);
+  if (!text.ok()) return Fail(text.status());
+  auto policy = ledger::retention::Policy::Parse(*text);
+  if (!policy.ok()) {
+    std::cerr << "retention-check: " << flags.positional()[1] << ": " << policy.status().message() << "\n";
+    return 2;
+  }
+  std::cout << policy->Describe();
+  return 0;
+}
+
 int PolicyCheck(const Flags& flags) {
   if (flags.Get("policy").empty()) return Fail(absl::InvalidArgumentError("policy-check: --policy FILE is required"));
   std::ifstream policy_file(flags.Get("policy"));

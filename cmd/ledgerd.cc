@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "cmd/ledgerd_config.h"
+#include "cmd/ledgerd_retention.h"
 #include "cmd/ledgerd_security.h"
 #include "cmd/ledgerd_tsa.h"
 #include "export/service/export_service.h"
@@ -329,6 +330,7 @@ class Daemon {
   std::unique_ptr<ledger::witnesses::Witnesses> witnesses_;
   std::unique_ptr<ledger::monitors::Monitors> monitors_;
   std::unique_ptr<ledger::tsa::Stamper> stamper_;
+  std::shared_ptr<ledger::cmd::Retention> retention_;  // stopped before log_ goes
   std::unique_ptr<ledger::server::Server> server_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<ledger::ops::Metrics> metrics_;
@@ -730,6 +732,11 @@ absl::Status Daemon::Serve() {
   if (auto s = StartWitnessing(); !s.ok()) return s;
   if (auto s = StartMonitoring(); !s.ok()) return s;
   if (auto s = StartStamping(); !s.ok()) return s;
+  if (log_->integrity().ok()) {
+    auto retention = ledger::cmd::StartRetention(flags_, config_, log_.get());
+    if (!retention.ok()) return retention.status();
+    retention_ = *std::move(retention);
+  }
   auto server = ledger::server::Server::Start(gate_.get(), flags_.Get("listen"), services, server_options_);
   if (!server.ok()) return server.status();
   server_ = *std::move(server);
@@ -858,6 +865,7 @@ void Daemon::Stop() {
   health_.reset();
   sweeper_.reset();
   server_->Shutdown();
+  retention_.reset();                   // a pass under way finishes first
   witnesses_.reset();                   // its threads read the log
   stamper_.reset();                     // so does the stamper's
   monitors_.reset();                    // so does its

@@ -172,6 +172,14 @@ void DefineBackupFlags(Flags& flags) {
                "sent); an export that would exceed it is refused with RESOURCE_EXHAUSTED");
 }
 
+void DefineRetentionFlags(Flags& flags) {
+  flags.Define("retention-policy", "",
+               "a retention policy file (CONTRACT section 9: lines 'default KEEP' and 'team T KEEP', KEEP 1h to "
+               "36500d or forever): entries past their team's KEEP have their bodies pruned, every proof kept; "
+               "check one with ledgerctl retention-check FILE; without it, nothing is pruned");
+  flags.Define("retention-interval-s", "3600", "seconds between retention passes (one also runs at start)");
+}
+
 void DefineGeneralFlags(Flags& flags) {
   flags.Define("config", "", "a JSON file of options: {\"option-name\": value, ...}; the command line wins");
   flags.Define("help", "", "print this help", true);
@@ -196,7 +204,7 @@ void DefineLedgerdFlags(Flags& flags) {
        {HelpGroup{"The store and the log", DefineStoreFlags}, HelpGroup{"Ports", DefinePortFlags},
         HelpGroup{"TLS and access", DefineAccessFlags}, HelpGroup{"Limits", DefineLimitFlags},
         HelpGroup{"Replication", DefineReplicationFlags}, HelpGroup{"Witnesses", DefineWitnessFlags},
-        HelpGroup{"Backups and exports", DefineBackupFlags},
+        HelpGroup{"Backups and exports", DefineBackupFlags}, HelpGroup{"Retention", DefineRetentionFlags},
         HelpGroup{"The config file and this help", DefineGeneralFlags}}) {
     flags.Group(g.heading);
     g.define(flags);
@@ -252,7 +260,8 @@ absl::StatusOr<LedgerdConfig> ParseLedgerdConfig(const Flags& flags) {
         Bound{"max-queued", static_cast<int64_t>(log::kMaxReceiptsPerAppend), &c.max_queued},
         Bound{"witness-quorum-wait-ms", 0, &c.witness_quorum_wait_ms},
         Bound{"monitor-quorum-wait-ms", 0, &c.monitor_quorum_wait_ms}, Bound{"tsa-every", 1, &c.tsa_every},
-        Bound{"tsa-max-delay", 1, &c.tsa_max_delay_s}, Bound{"tsa-wait-ms", 0, &c.tsa_wait_ms}}) {
+        Bound{"tsa-max-delay", 1, &c.tsa_max_delay_s}, Bound{"tsa-wait-ms", 0, &c.tsa_wait_ms},
+        Bound{"retention-interval-s", 1, &c.retention_interval_s}}) {
     auto v = AtLeast(flags, b.flag, b.min);
     if (!v.ok()) return v.status();
     *b.out = *v;

@@ -44,6 +44,7 @@ struct LedgerdConfig {
   int64_t tsa_every = 1;
   int64_t tsa_max_delay_s = 60;
   int64_t tsa_wait_ms = 0;
+  int64_t retention_interval_s = 3600;
   http::HttpOptions http;
   std::string trace_url;  // --trace-url: "" or a URL with {trace_id}
 };

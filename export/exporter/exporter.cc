@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "export/exporter/pruned.h"
 #include "export/exporter/run_entries.h"
 #include "export/exporter/team_window_bounds.h"
 #include "export/gzip/blocked_gzip.h"
@@ -22,6 +23,7 @@
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/redaction.h"
+#include "ledger/format/retention/pruned.h"
 #include "ledger/format/runmap/proof_json.h"
 #include "util/tasks/tasks.h"
 
@@ -60,16 +62,30 @@ class StagedFile {
 
 // The first seq below the view's size whose logged_at_us is >= t
 // (logged_at_us never decreases along the log).
+// Pruned entries (CONTRACT section 9) have no time left: the search is
+// over the entries kept, so every kept entry below the result is logged
+// before t and every kept entry at or above it at or after t.
 absl::StatusOr<uint64_t> FirstAtOrAfter(const log::LogView& view, int64_t t) {
   uint64_t lo = 0, hi = view.size();
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
     auto leaf = view.GetLeaf(mid);
     if (!leaf.ok()) return leaf.status();
+    uint64_t at = mid;
+    if (retention::LooksPruned(*leaf)) {
+      auto kept = view.NextKeptLeaf(mid);
+      if (!kept.ok()) return kept.status();
+      if (!kept->has_value() || (*kept)->first >= hi) {
+        hi = mid;
+        continue;
+      }
+      at = (*kept)->first;
+      *leaf = std::move((*kept)->second);
+    }
     auto entry = receipt::ParseStored(*leaf);
-    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", mid, ": ", entry.status().message()));
+    if (!entry.ok()) return absl::DataLossError(absl::StrCat("entry ", at, ": ", entry.status().message()));
     if (entry->logged_at_us < t) {
-      lo = mid + 1;
+      lo = at + 1;
     } else {
       hi = mid;
     }
@@ -271,6 +287,7 @@ absl::Status PackExport::Prepare() {
     header.scope = {scope.team, scope.run_id};
   } else if (scope.is_team_window()) {
     if (scope.to_us <= scope.from_us) return absl::InvalidArgumentError("time: want from < to");
+    if (auto s = CheckWindowStart(*view, scope.team, scope.from_us); !s.ok()) return s;
     auto lo = FirstAtOrAfter(*view, scope.from_us);
     if (!lo.ok()) return lo.status();
     auto hi = FirstAtOrAfter(*view, scope.to_us);
@@ -375,6 +392,9 @@ absl::Status PackExport::AddRedactions(uint64_t below) {
 }
 
 absl::Status PackExport::Add(uint64_t seq, std::string_view leaf) {
+  if (retention::LooksPruned(leaf)) {
+    return scope.is_run() ? RunPruned(*view, scope.team, scope.run_id, seq) : SeqPruned(*view, seq);
+  }
   ++count;
   hash::Hash leaf_hash;
   if (receipt::LooksRedacted(leaf)) {
@@ -453,7 +473,10 @@ absl::Status PackExport::ReadScope() {
     read = run_head->path.found.has_value() ? ReadRun(run_head->path.found->head) : absl::OkStatus();
   } else if (scope.is_team_window()) {
     read = view->ScanLeaves(window_lo, window_hi, [&](uint64_t seq, std::string_view leaf) -> absl::Status {
-      // Only the team's entries; the rest of the window is skipped.
+      // Only the team's entries; the rest of the window is skipped. A
+      // pruned entry here is another team's: the window starts at or after
+      // the cutoff of the team's rule (CheckWindowStart).
+      if (retention::LooksPruned(leaf)) return absl::OkStatus();
       auto team = receipt::TeamOf(leaf);
       if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", seq, ": ", team.status().message()));
       if (*team != scope.team) return absl::OkStatus();

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "export/exporter/pruned.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/format/retention/pruned.h"
 
 namespace ledger::exporter {
 namespace {
@@ -72,8 +74,10 @@ class SeqSpool {
 
 // Spools the seqs of a run's entries from `from` down by walking its run
 // chain back.
-absl::Status WalkRunBack(const log::LogView& view, uint64_t from, SeqSpool* spool) {
+absl::Status WalkRunBack(const log::LogView& view, std::string_view team, std::string_view run_id, uint64_t from,
+                         SeqSpool* spool) {
   return view.WalkLeavesBack(from, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
+    if (retention::LooksPruned(leaf)) return RunPruned(view, team, run_id, at);
     // The whole entry is checked when it is written into the pack.
     auto run_prev = receipt::RunPrevOf(leaf);
     if (!run_prev.ok()) {
@@ -138,6 +142,7 @@ absl::Status ReadRunEntries(const log::LogView& view, std::string_view team, std
   if (first_indexed.has_value()) {
     auto leaf = view.GetLeaf(*first_indexed);
     if (!leaf.ok()) return leaf.status();
+    if (retention::LooksPruned(*leaf)) return RunPruned(view, team, run_id, *first_indexed);
     auto run_prev = receipt::RunPrevOf(*leaf);
     if (!run_prev.ok()) {
       return absl::DataLossError(absl::StrCat("entry ", *first_indexed, ": ", run_prev.status().message()));
@@ -161,7 +166,7 @@ absl::Status ReadRunEntries(const log::LogView& view, std::string_view team, std
   SeqReader reader(view, chained);
   if (walk_from.has_value()) {
     SeqSpool spool(spool_path, std::move(spooled));
-    if (auto s = WalkRunBack(view, *walk_from, &spool); !s.ok()) return s;
+    if (auto s = WalkRunBack(view, team, run_id, *walk_from, &spool); !s.ok()) return s;
     if (auto s = spool.ForEachReversed([&](uint64_t seq) { return reader.Add(seq); }); !s.ok()) return s;
   }
   if (first_indexed.has_value()) {

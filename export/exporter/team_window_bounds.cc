@@ -6,13 +6,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "export/exporter/pruned.h"
+#include "ledger/format/retention/pruned.h"
 
 namespace ledger::exporter {
 namespace {
 
-absl::StatusOr<pack::Bound> BoundAt(const log::LogView& view, uint64_t seq, ProveFn prove) {
+absl::StatusOr<pack::Bound> BoundAt(const log::LogView& view, std::string_view team, uint64_t seq, ProveFn prove) {
   auto leaf = view.GetLeaf(seq);
   if (!leaf.ok()) return leaf.status();
+  if (retention::LooksPruned(*leaf)) return WindowBoundPruned(view, team, seq);
   auto proof = prove(seq);
   if (!proof.ok()) return proof.status();
   return pack::Bound{seq, *std::move(leaf), *std::move(proof)};
@@ -34,6 +37,7 @@ absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const log::LogView& view, std:
   if (found.has_value() && found->head.last_seq >= hi) {
     const uint64_t end = std::min(found->head.last_seq + 1, hi + look_ahead);
     absl::Status scanned = view.ScanLeaves(hi, end, [&](uint64_t at, std::string_view leaf) -> absl::Status {
+      if (retention::LooksPruned(leaf)) return absl::OkStatus();  // another team's (CheckWindowStart)
       auto team = receipt::TeamOf(leaf);
       if (!team.ok()) return absl::DataLossError(absl::StrCat("entry ", at, ": ", team.status().message()));
       if (*team != team_name) return absl::OkStatus();
@@ -61,7 +65,7 @@ absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const log::LogView& view, std:
     if (!walked.ok()) return walked;
   }
   if (after.has_value()) {
-    auto bound = BoundAt(view, *after, prove);
+    auto bound = BoundAt(view, team_name, *after, prove);
     if (!bound.ok()) return bound.status();
     w.after = *std::move(bound);
   } else {
@@ -76,7 +80,7 @@ absl::StatusOr<pack::TeamWindow> TeamWindowBounds(const log::LogView& view, std:
     before = found->head.last_seq;  // the team's last entry is before the window
   }
   if (before.has_value()) {
-    auto bound = BoundAt(view, *before, prove);
+    auto bound = BoundAt(view, team_name, *before, prove);
     if (!bound.ok()) return bound.status();
     w.before = *std::move(bound);
   }

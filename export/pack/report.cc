@@ -128,6 +128,14 @@ void ReportEntries::Describe(const pb::Receipt& r, ReportRow* out) {
                                 "; requested by ", d.requested_by(), ", approved by ", d.approved_by());
       break;
     }
+    case pb::Receipt::kRetention: {
+      const auto& t = r.retention();
+      row.kind = "retention";
+      row.detail =
+          absl::StrCat("pass ", t.pass(), ": ", t.rule_team().empty() ? "the default rule" : "team " + t.rule_team(),
+                       " keeps ", t.keep_s(), " s; its entries below seq ", t.below_seq(), " are pruned");
+      break;
+    }
     case pb::Receipt::BODY_NOT_SET:
       row.kind = "(none)";
       break;

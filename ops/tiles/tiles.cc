@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"
+#include "ledger/format/retention/pruned.h"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::ops::tiles {
@@ -72,6 +73,8 @@ http::HttpResponse Refused(std::string why) {
 http::HttpResponse Failed(const http::HttpRequest& request, const absl::Status& s) {
   if (s.code() == absl::StatusCode::kInvalidArgument) return http::Text(400, absl::StrCat(s.message(), "\n"));
   if (s.code() == absl::StatusCode::kNotFound) return http::Text(404, absl::StrCat(s.message(), "\n"));
+  // A bundle whose every entry was pruned (EntryBundle): gone for good.
+  if (s.code() == absl::StatusCode::kFailedPrecondition) return http::Text(410, absl::StrCat(s.message(), "\n"));
   jsonlog::Error("tile_failed")
       .Str("path", request.path)
       .Str("request_id", request.request_id)
@@ -165,7 +168,9 @@ absl::StatusOr<std::string> EntryBundle(const log::LogView& view, const Tile& ti
   if (absl::Status s = Within(tile, view.size(), view.size()); !s.ok()) return s;
   std::string out;
   const uint64_t first = tile.index * kTileWidth;
+  uint64_t kept = 0;  // entries not pruned (CONTRACT section 9)
   absl::Status s = view.ScanLeaves(first, first + tile.width, [&](uint64_t seq, std::string_view leaf) {
+    if (!retention::LooksPruned(leaf)) ++kept;
     if (leaf.size() > kMaxEntryBytes) {
       return absl::DataLossError(absl::StrCat("entry ", seq, ": ", leaf.size(), " bytes, more than a bundle holds"));
     }
@@ -175,6 +180,11 @@ absl::StatusOr<std::string> EntryBundle(const log::LogView& view, const Tile& ti
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
+  if (kept == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("tile/", TilePath(tile), ": every entry of the bundle (seqs ",
+                                                      first, " to ", first + tile.width - 1,
+                                                      ") was pruned under the retention policy (CONTRACT section 9)"));
+  }
   return out;
 }
 

@@ -634,6 +634,7 @@ absl::Status StepProjector::Apply(absl::Span<const projection::Entry> entries, p
       case pb::Receipt::kLeaderEpoch:  // an entry of the run ledger.epochs, no step
       case pb::Receipt::kKeyRotation:  // an entry of the run ledger.keys, no step
       case pb::Receipt::kRedaction:    // an entry of the run ledger.redactions, no step
+      case pb::Receipt::kRetention:    // an entry of the run ledger.retention, no step
       case pb::Receipt::BODY_NOT_SET:
         break;
     }

@@ -50,6 +50,11 @@ class StepProjector final : public projection::Projector {
   // trace rows from the log's call entries.
   absl::StatusOr<uint64_t> Upgrade(uint64_t from, projection::Txn& txn, const Scan& scan,
                                    const Replay& replay) override;
+  // An entry's step change and call trace row; a whole run's run, steps and
+  // every index row naming them (forget.cc).
+  absl::Status Forget(absl::Span<const projection::Entry> entries,
+                      absl::Span<const std::pair<std::string, std::string>> whole_runs, const Scan& scan,
+                      projection::Txn& txn) override;
 };
 
 // Protobuf bytes with deterministic serialization: what projections store,

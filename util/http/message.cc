@@ -31,6 +31,8 @@ const char* Reason(int status) {
       return "Method Not Allowed";
     case 409:
       return "Conflict";
+    case 410:
+      return "Gone";
     case 411:
       return "Length Required";
     case 413:

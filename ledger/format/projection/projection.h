@@ -122,6 +122,17 @@ class Projector {
   // chunk writes MUST read the same when written twice (puts of values
   // that depend on the entries alone).
   virtual absl::StatusOr<uint64_t> Upgrade(uint64_t from, Txn& txn, const Scan& scan, const Replay& replay);
+
+  // Retention (CONTRACT section 9): deletes through `txn` what the records
+  // keep of the pruned `entries` alone (records keyed by one entry), and
+  // every record of each run of `whole_runs` (team, run_id), all of whose
+  // entries are pruned, found through `scan`. The default keeps nothing
+  // per entry or run, so it deletes nothing.
+  virtual absl::Status Forget(absl::Span<const Entry> entries,
+                              absl::Span<const std::pair<std::string, std::string>> whole_runs, const Scan& scan,
+                              Txn& txn) {
+    return absl::OkStatus();
+  }
 };
 
 // A Txn that buffers its writes over what another source holds: the writes

@@ -265,6 +265,9 @@ absl::Status CheckIdentity(const Receipt& r, Author author) {
   if (r.has_redaction() && author != Author::kLedger) {
     return Invalid("kind", "redaction is written by the ledger only");
   }
+  if (r.has_retention() && author != Author::kLedger) {
+    return Invalid("kind", "retention is written by the ledger only");
+  }
   if (author != Author::kLedger && r.run_id().starts_with(kLedgerIdPrefix)) {
     return Invalid("run_id", absl::StrCat("'", r.run_id(), "' is in the ledger's namespace: ids starting with '",
                                           S(kLedgerIdPrefix), "' are written by the ledger only"));
@@ -423,6 +426,8 @@ absl::Status CheckBody(const Receipt& r) {
     }
     case Receipt::kRedaction:
       return rules::CheckRedaction(r);
+    case Receipt::kRetention:
+      return rules::CheckRetention(r);
     case Receipt::BODY_NOT_SET:
       break;
   }

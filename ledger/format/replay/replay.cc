@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ledger/format/receipt/redaction.h"
+#include "ledger/format/retention/pruned.h"
 
 namespace ledger::replay {
 namespace {
@@ -92,6 +93,35 @@ std::string Finding::Text() const {
 std::optional<Finding> Replay::Append(
     std::string_view leaf, receipt::Entry* entry_out,
     std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node) {
+  return Take(leaf, entry_out, node, /*maps=*/true);
+}
+
+std::optional<Finding> Replay::AppendBelowPruning(
+    std::string_view leaf, receipt::Entry* entry_out,
+    std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node) {
+  const uint64_t seq = size();
+  if (!retention::LooksPruned(leaf)) return Take(leaf, entry_out, node, /*maps=*/false);
+  auto pruned = retention::ParsePruned(leaf);
+  if (!pruned.ok()) {
+    return Finding{"entry", static_cast<int64_t>(seq), "leaf", "a pruned line (CONTRACT section 9)",
+                   std::string(pruned.status().message())};
+  }
+  if (pruned->seq != seq) {
+    return Finding{"entry", static_cast<int64_t>(seq), "seq in the pruned line", absl::StrCat(seq),
+                   absl::StrCat(pruned->seq)};
+  }
+  if (node.has_value()) {
+    frontier_.Append(pruned->leaf_hash, *node);
+  } else {
+    frontier_.Append(pruned->leaf_hash, [](int, uint64_t, const hash::Hash&) {});
+  }
+  prev_ = pruned->leaf_hash;
+  return std::nullopt;
+}
+
+std::optional<Finding> Replay::Take(
+    std::string_view leaf, receipt::Entry* entry_out,
+    std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node, bool maps) {
   const uint64_t seq = size();
   const int64_t at = static_cast<int64_t>(seq);
   // An erased entry's redacted line (CONTRACT section 8) is replayed as the
@@ -111,6 +141,17 @@ std::optional<Finding> Replay::Append(
                    std::string(entry.status().message())};
   if (entry->seq != seq) return Finding{"entry", at, "seq in the leaf", absl::StrCat(seq), absl::StrCat(entry->seq)};
   if (entry->prev != prev_) return Finding{"chain", at, "prev", hash::Hex(prev_), hash::Hex(entry->prev)};
+  const hash::Hash leaf_hash = erased_hash.value_or(hash::LeafHash(leaf));
+  if (!maps) {
+    if (node.has_value()) {
+      frontier_.Append(leaf_hash, *node);
+    } else {
+      frontier_.Append(leaf_hash, [](int, uint64_t, const hash::Hash&) {});
+    }
+    prev_ = leaf_hash;
+    if (entry_out != nullptr) *entry_out = *std::move(entry);
+    return std::nullopt;
+  }
   const receipt::Receipt& r = entry->receipt;
   const runmap::Key run_key = runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV2);
   const std::optional<runmap::Head> run = runs_.Get(run_key);
@@ -127,7 +168,6 @@ std::optional<Finding> Replay::Append(
     return Finding{"team_chain", at, absl::StrCat("team_prev of team ", r.team()), SeqOrNone(team_prev),
                    SeqOrNone(entry->team_prev)};
   }
-  const hash::Hash leaf_hash = erased_hash.value_or(hash::LeafHash(leaf));
   const runmap::Head run_head{run ? run->count + 1 : 1, seq, leaf_hash};
   const runmap::Head team_head{team ? team->count + 1 : 1, seq, leaf_hash};
   // CheckHead's bounds (a count within its seq, a seq below 2^53): checked

@@ -65,6 +65,15 @@ class Replay {
       std::string_view leaf, receipt::Entry* entry = nullptr,
       std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node = std::nullopt);
 
+  // Retention (CONTRACT section 9): below the size at which a pruned
+  // store kept its replay state, where the pruned entries' runs and teams
+  // are gone. A pruned line gives its leaf hash to the tree and the hash
+  // chain; a leaf or a redacted line is checked as Append checks it, but
+  // its run and team chains are not, and neither map changes.
+  std::optional<Finding> AppendBelowPruning(
+      std::string_view leaf, receipt::Entry* entry = nullptr,
+      std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node = std::nullopt);
+
   // A finding unless `note`'s tree is the replay's (size() entries, their
   // RFC 9162 root) and every map root it signs is the replay's: the team
   // map's (versions 3 and 4) and the run map's under run keys v2 (version
@@ -90,6 +99,9 @@ class Replay {
   static absl::StatusOr<Replay> Decode(std::string_view bytes);
 
  private:
+  std::optional<Finding> Take(std::string_view leaf, receipt::Entry* entry,
+                              std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node,
+                              bool maps);
   merkle::Frontier frontier_;
   hash::Hash prev_{};
   runmap::RunMap runs_;   // under run keys v2

@@ -15,7 +15,9 @@
 #include "ledger/format/receipt/receipt.h"
 #include "ledger/format/receipt/redaction.h"
 #include "ledger/format/replay/replay.h"
+#include "ledger/format/retention/pruned.h"
 #include "ledger/format/runmap/runmap.h"
+#include "ledger/storage/log/retention_pass.h"
 #include "ledger/storage/store/store.h"
 #include "util/text/progress.h"
 
@@ -46,6 +48,7 @@ class Auditor {
     if (!state.ok()) return state.status();
     state_ = *state;
     if (absl::Status s = SeedKeys(); !s.ok()) return s;
+    if (absl::Status s = SeedPruning(); !s.ok()) return s;
     absl::Status s = store_.ScanCheckpoints([&](uint64_t size, std::string_view note) {
       checkpoints_.emplace(size, std::string(note));
       return absl::OkStatus();
@@ -74,6 +77,7 @@ class Auditor {
     if (!s.ok() && !finding_) return s;
     AuditReport r;
     r.entries = entries_;
+    r.pruned = pruned_;
     r.nodes = nodes_;
     r.checkpoints = verified_;
     r.runs = replay_.runs();
@@ -106,11 +110,28 @@ class Auditor {
     // its index row.
     receipt::Entry entry;
     completed_.clear();
+    auto completes = [&](int level, uint64_t index, const hash::Hash& h) { completed_.push_back({level, index, h}); };
+    const bool below = seq < pruning_.below;
     std::optional<replay::Finding> finding =
-        replay_.Append(leaf, &entry, [&](int level, uint64_t index, const hash::Hash& h) {
-          completed_.push_back({level, index, h});
-        });
+        below ? replay_.AppendBelowPruning(leaf, &entry, completes) : replay_.Append(leaf, &entry, completes);
     if (finding.has_value()) return Find(*std::move(finding));
+    if (below && retention::LooksPruned(leaf)) {
+      // CONTRACT section 9: only the leaf hash is kept, as the level-0 node.
+      for (const auto& [level, index, h] : completed_) {
+        if (absl::Status s = Node(at, level, index, h); !s.ok()) return s;
+      }
+      ++pruned_;
+      return AfterEntry(seq);
+    }
+    if (below) {
+      const receipt::RetentionRule* rule = CoveringRule(finished_rules_, entry.receipt.team());
+      if (rule != nullptr && seq < rule->below_seq) {
+        return Find("retention", at, "entry body",
+                    absl::StrCat("none: pruned by retention pass ", pruning_.finished_pass, " (entries of team ",
+                                 entry.receipt.team(), " below seq ", rule->below_seq, ")"),
+                    "its body, still stored");
+      }
+    }
     const receipt::Receipt& r = entry.receipt;
     const hash::Hash leaf_hash = replay_.prev();
     if (r.has_key_rotation()) {
@@ -143,7 +164,7 @@ class Auditor {
                     receipt::LooksRedacted(*body) ? "another redacted line" : "its body (the erasure did not finish)");
       }
     }
-    if (!v1_done_) {
+    if (!v1_done_ && !below) {
       absl::Status set =
           map_v1_.Set(runmap::RunKeyOf(r.team(), r.run_id(), runmap::KeyVersion::kV1), replay_.last_run_head());
       if (!set.ok()) {
@@ -179,7 +200,44 @@ class Auditor {
       if (absl::Status s = Node(at, level, index, h); !s.ok()) return s;
     }
     ++entries_;
+    return AfterEntry(seq);
+  }
+
+  // At the pruning floor the replay takes up the state the pass kept
+  // (store.h's "retention_replay"): its tree and chain head must be the
+  // ones replayed from the leaf hashes, and the checkpoint of that size
+  // checks its map roots.
+  absl::Status AfterEntry(uint64_t seq) {
+    if (seq + 1 == pruning_.below) {
+      const int64_t at = static_cast<int64_t>(seq);
+      if (kept_.size() != pruning_.below || kept_.root() != replay_.root() || kept_.prev() != replay_.prev()) {
+        return Find("retention", at, absl::StrCat("replay state kept at the pruning floor, size ", pruning_.below),
+                    absl::StrCat("size ", pruning_.below, ", root ", hash::Hex(replay_.root())),
+                    absl::StrCat("size ", kept_.size(), ", root ", hash::Hex(kept_.root())));
+      }
+      replay_ = kept_;
+      v1_done_ = true;  // the notes of a pruned store's maps are of version 4
+      map_v1_ = runmap::RunMap();
+    }
     return CheckCheckpointAt(seq + 1);
+  }
+
+  // A pruned store (CONTRACT section 9): its floor, the state kept there,
+  // and the lines of the last pass that finished.
+  absl::Status SeedPruning() {
+    pruning_ = store_.ReadPruning();
+    if (pruning_.below == 0) return absl::OkStatus();
+    auto kept = store_.PrunedReplay();
+    if (!kept.ok()) return kept.status();
+    auto decoded = replay::Replay::Decode(*kept);
+    if (!decoded.ok()) return decoded.status();
+    kept_ = *std::move(decoded);
+    if (pruning_.finished_pass > 0) {
+      auto pass = ReadRetentionPass(store_, pruning_.finished_pass);
+      if (!pass.ok()) return pass.status();
+      finished_rules_ = pass->rules;
+    }
+    return absl::OkStatus();
   }
 
   absl::Status Node(int64_t at, int level, uint64_t index, const hash::Hash& h) {
@@ -251,6 +309,13 @@ class Auditor {
       return Find("checkpoint_time", at, absl::StrCat(what, ": time"),
                   absl::StrCat("at least ", last_time_us_, " (the time of an earlier checkpoint)"),
                   absl::StrCat(t->time_us));
+    }
+    if (size < pruning_.below) {
+      // Below the pruning floor the maps are not replayed: the runs and
+      // teams of pruned entries are gone. The tree's root was checked.
+      last_time_us_ = t->time_us;
+      ++times_;
+      return absl::OkStatus();
     }
     if (t->version() == 4) {
       // From here on every note keys runs by team: the map under v1 keys is
@@ -461,6 +526,10 @@ class Auditor {
   store::State state_;
   std::map<uint64_t, std::string> checkpoints_;
   replay::Replay replay_;                                         // of the entries read so far
+  store::Pruning pruning_;                                        // the store's retention row
+  replay::Replay kept_;                                           // the state kept at its floor
+  std::vector<receipt::RetentionRule> finished_rules_;            // the last finished pass's lines
+  uint64_t pruned_ = 0;                                           // entries read as pruned lines
   std::vector<std::tuple<int, uint64_t, hash::Hash>> completed_;  // by the entry read last
   // Under run keys v1, for notes of versions 2 and 3, until a note of version 4.
   runmap::RunMap map_v1_;
@@ -476,6 +545,7 @@ class Auditor {
 nlohmann::json AuditReport::Json() const {
   nlohmann::json j = {{"ok", ok},     {"entries", entries},        {"nodes", nodes}, {"checkpoints", checkpoints},
                       {"runs", runs}, {"run_map_roots", map_roots}};
+  if (pruned > 0) j["pruned"] = pruned;
   if (!ok) {
     j["finding"] = {{"check", check}, {"what", what}, {"expected", expected}, {"found", found}};
     if (seq >= 0) j["finding"]["seq"] = seq;
@@ -486,7 +556,11 @@ nlohmann::json AuditReport::Json() const {
 std::string AuditReport::Summary() const {
   if (ok) {
     return absl::StrCat("OK: ", entries, " entries, ", nodes, " tree nodes, ", checkpoints, " checkpoints and ", runs,
-                        " runs are consistent; ", map_roots, " signed run-head map roots recomputed.\n");
+                        " runs are consistent; ", map_roots, " signed run-head map roots recomputed.\n",
+                        pruned > 0 ? absl::StrCat(pruned,
+                                                  " entries pruned under the retention policy: their leaf hashes "
+                                                  "checked, their bodies gone (CONTRACT section 9).\n")
+                                   : "");
   }
   return absl::StrCat("INCONSISTENT: ", check, seq >= 0 ? absl::StrCat(" at seq ", seq) : "", ": ", what, ": expected ",
                       expected, ", found ", found, "\n");

@@ -16,6 +16,13 @@
 //   checkpoint     every stored checkpoint verifies with the key, is of the
 //                  origin, and its root is the recomputed root at its size
 //   state          the tree size and chain head match the entries
+//   retention      in a pruned store (CONTRACT section 9): below its floor
+//                  a pruned entry is its leaf hash (the level-0 node), the
+//                  chains and maps are taken up from the replay state kept
+//                  at the floor (whose tree and chain head must be the
+//                  replayed ones, and whose maps the floor's checkpoint
+//                  checks), and no entry that the last finished pass
+//                  pruned still has its body
 //
 // The first inconsistency found, in seq order, is reported with what was
 // expected (recomputed) and what was found (stored).
@@ -41,6 +48,7 @@ namespace ledger::log {
 struct AuditReport {
   bool ok = true;
   uint64_t entries = 0;      // audited
+  uint64_t pruned = 0;       // read as pruned lines (CONTRACT section 9): their leaf hashes only
   uint64_t nodes = 0;        // stored nodes compared
   uint64_t checkpoints = 0;  // verified
   uint64_t runs = 0;

@@ -9,6 +9,7 @@
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/redaction.h"
+#include "ledger/format/retention/pruned.h"
 #include "ledger/storage/log/log.h"
 #include "ledger/storage/store/store.h"
 
@@ -52,6 +53,10 @@ absl::StatusOr<Log::Erased> Log::Erase(const Erasure& erasure) {
   }
   auto leaf = store_->GetLeaf(erasure.seq);
   if (!leaf.ok()) return leaf.status();
+  if (retention::LooksPruned(*leaf)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("erase: entry ", erasure.seq, " was pruned under the retention policy: its body is gone"));
+  }
   if (receipt::LooksRedacted(*leaf)) {
     auto redacted = receipt::ParseRedacted(*leaf);
     if (!redacted.ok())
@@ -207,6 +212,7 @@ absl::Status Log::FinishErasures() {
     const uint64_t seq = static_cast<uint64_t>(entry->receipt.redaction().entry_seq());
     auto body = store_->GetLeaf(seq);
     if (!body.ok()) return body.status();
+    if (retention::LooksPruned(*body)) continue;  // pruned since: nothing left to erase
     // A body still there, or the last erasure (whose purge may not have
     // finished): carried out again.
     if (!receipt::LooksRedacted(*body) || by == redactions.back()) {

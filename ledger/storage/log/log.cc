@@ -112,6 +112,7 @@ absl::StatusOr<std::unique_ptr<Log>> Log::Open(Options options, note::Signer sig
     if (!log->options_.replicated.has_value()) {
       if (auto s = log->SignCheckpoint(); !s.ok()) return s;
       if (auto s = log->FinishErasures(); !s.ok()) return s;
+      if (auto s = log->FinishPass(); !s.ok()) return s.status();
     }
     log->checkpointer_ = std::thread([l = log.get()] { l->RunCheckpointer(); });
   }

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +38,8 @@
 #include "ledger/format/note/key_set.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/receipt.h"
+#include "ledger/format/receipt/retention.h"
+#include "ledger/format/retention/policy.h"
 #include "ledger/format/runmap/runmap.h"
 #include "ledger/storage/log/log_view.h"
 #include "ledger/storage/sequencer/sequencer.h"
@@ -319,6 +322,21 @@ class Log {
   // body, which the next Erase of it or the next Open removes.
   absl::StatusOr<Erased> Erase(const Erasure& erasure);
 
+  // Retention (CONTRACT section 9; retention.cc): a pass of `policy` at
+  // the log's clock. Each rule's line is the size of the latest checkpoint
+  // signed at or before its cutoff, never below its line at the pass
+  // before. When a line moved, appends the pass's `retention` entries,
+  // signs a checkpoint that holds them, then deletes the pruned entries'
+  // rows (a chunk at a time, appends held meanwhile) and compacts the
+  // store. FAILED_PRECONDITION on a replicated log. A failure after the
+  // entries are committed leaves rows that the next Prune or Open deletes.
+  struct Pruned {
+    uint64_t pass = 0;                          // the pass appended; 0 when no line moved
+    std::vector<receipt::RetentionRule> rules;  // the lines now
+    uint64_t pruned = 0;                        // entries whose rows this call deleted
+  };
+  absl::StatusOr<Pruned> Prune(const retention::Policy& policy);
+
   sequencer::Head head() const;
   // Waits until the log holds more than `size` entries, or `timeout`.
   sequencer::Head WaitForMore(uint64_t size, std::chrono::milliseconds timeout) const;
@@ -401,7 +419,15 @@ class Log {
   // still stored.
   absl::Status FinishErasure(uint64_t seq, uint64_t by, const receipt::Receipt& redaction);
   absl::Status FinishErasures();
-  sync::Mutex erase_mu_;  // one erasure at a time
+  sync::Mutex erase_mu_;  // one erasure or retention pass at a time
+  // The size of the latest checkpoint whose time note is at or before
+  // `cutoff_us` (0 when none).
+  absl::StatusOr<uint64_t> LineAt(int64_t cutoff_us) const;
+  // Deletes the rows the latest pass prunes, if its deletions did not
+  // finish; returns how many entries it pruned.
+  absl::StatusOr<uint64_t> FinishPass();
+  absl::StatusOr<uint64_t> PruneChunk(const std::vector<receipt::RetentionRule>& rules, uint64_t from, uint64_t to,
+                                      std::set<std::pair<std::string, std::string>>* whole_runs);
   // Reads the rotations (keys.cc) and checks `signer` against them.
   absl::Status LoadKeys();
   // The text of `note` about the tree of `size` when the key of that size

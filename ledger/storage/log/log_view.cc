@@ -10,6 +10,12 @@ namespace ledger::log {
 
 static_assert(LogView::kNodesPerGroup == store::kNodesPerGroup);
 
+absl::StatusOr<RetentionPass> LogView::Retention() const { return ReadRetentionPass(*store_, 0); }
+
+absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> LogView::NextKeptLeaf(uint64_t from) const {
+  return store_->NextStoredLeaf(from, size());
+}
+
 absl::StatusOr<std::string> LogView::GetLeaf(uint64_t seq) const {
   if (seq >= size()) {
     return absl::OutOfRangeError(absl::StrCat("seq: ", seq, " is beyond the tree size ", size()));

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/projection/projection.h"
+#include "ledger/storage/log/retention_pass.h"
 #include "ledger/storage/store/types.h"
 #include "util/stats/stats.h"
 
@@ -85,6 +86,16 @@ class LogView {
   // against the run's chain.
   absl::Status ScanRunSeqs(std::string_view team, std::string_view run_id,
                            absl::FunctionRef<absl::Status(uint64_t seq)> fn) const;
+
+  // Retention (CONTRACT section 9): the latest retention pass (pass 0 when
+  // none), whatever the view's size: a pruned entry's body is gone from
+  // every view. A pruned entry reads as its pruned line
+  // (ledger/format/retention/pruned.h) in GetLeaf, ScanLeaves and
+  // WalkLeavesBack.
+  absl::StatusOr<RetentionPass> Retention() const;
+  // The first entry at or above `from` whose body is kept (no pruned
+  // line), below the view's size; nullopt when there is none.
+  absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> NextKeptLeaf(uint64_t from) const;
 
   // Walks back from `from`, as a run's or a team's chain is walked:
   // next(seq, leaf) returns the seq to visit next (MUST be below seq, or the

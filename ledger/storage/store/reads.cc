@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/format/retention/pruned.h"
 #include "ledger/storage/store/internal/rows.h"
 #include "ledger/storage/store/internal/store_rep.h"
 #include "ledger/storage/store/store.h"
@@ -43,8 +44,46 @@ absl::StatusOr<State> Store::ReadState() const {
   return s;
 }
 
+Pruning Store::ReadPruning() const {
+  auto v = rep_->Get(kDefault, kPruningKey, "read the retention row");
+  if (!v.ok() || v->size() != kPruningSize) return Pruning{};
+  return Pruning{GetU64(v->data() + 1), GetU64(v->data() + 9)};
+}
+
+absl::StatusOr<std::string> Store::PrunedReplay() const {
+  return rep_->Get(kDefault, kPrunedReplayKey, "read the retention replay state");
+}
+
+absl::StatusOr<std::string> Store::PrunedLineOf(uint64_t seq) const {
+  auto node = GetNode(0, seq);
+  if (!node.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("storage: entry ", seq, " was pruned and its leaf hash is missing: ", node.status().message()));
+  }
+  return retention::PrunedLine(seq, *node);
+}
+
 absl::StatusOr<std::string> Store::GetLeaf(uint64_t seq) const {
-  return rep_->Get(kEntries, U64Key(seq), absl::StrCat("entry ", seq));
+  auto leaf = rep_->Get(kEntries, U64Key(seq), absl::StrCat("entry ", seq));
+  if (absl::IsNotFound(leaf.status()) && seq < rep_->pruned_below.load()) return PrunedLineOf(seq);
+  return leaf;
+}
+
+absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> Store::NextStoredLeaf(uint64_t from,
+                                                                                      uint64_t to) const {
+  if (from >= to) return std::nullopt;
+  rocksdb::ReadOptions options;
+  std::string upper = U64Key(to);
+  rocksdb::Slice upper_slice(upper);
+  options.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(options, rep_->cfs[kEntries]));
+  it->Seek(U64Key(from));
+  if (!it->Valid()) {
+    if (auto s = FromRocks(it->status(), "seek entries"); !s.ok()) return s;
+    return std::nullopt;
+  }
+  if (it->key().size() != 8) return Malformed("entry key");
+  return std::make_pair(GetU64(it->key().data()), it->value().ToString());
 }
 
 absl::StatusOr<hash::Hash> Store::GetNode(int level, uint64_t index) const {
@@ -130,11 +169,31 @@ absl::Status Store::ScanLeaves(uint64_t from, uint64_t to,
   options.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(options, rep_->cfs[kEntries]));
   uint64_t want = from;
+  const uint64_t pruned_below = rep_->pruned_below.load();
+  // The pruned entries in [want, upto), read as their pruned lines.
+  std::optional<std::pair<uint64_t, std::vector<hash::Hash>>> group;  // level-0 nodes read last
+  auto pruned = [&](uint64_t upto) -> absl::Status {
+    for (; want < upto; ++want) {
+      if (want >= pruned_below) return absl::DataLossError(absl::StrCat("storage: entry ", want, " is missing"));
+      const uint64_t g = want / kNodesPerGroup;
+      if (!group.has_value() || group->first != g) {
+        auto nodes = GetNodeGroup(0, g);
+        if (!nodes.ok()) return nodes.status();
+        group.emplace(g, *std::move(nodes));
+      }
+      const size_t i = want % kNodesPerGroup;
+      if (i >= group->second.size()) {
+        return absl::DataLossError(absl::StrCat("storage: entry ", want, " was pruned and its leaf hash is missing"));
+      }
+      if (auto s = fn(want, retention::PrunedLine(want, group->second[i])); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  };
   for (it->Seek(U64Key(from)); it->Valid(); it->Next()) {
     if (it->key().size() != 8) return Malformed("entry key");
     uint64_t seq = GetU64(it->key().data());
     if (seq != want) {
-      return absl::DataLossError(absl::StrCat("storage: entry ", want, " is missing"));
+      if (auto s = pruned(seq); !s.ok()) return s;
     }
     if (auto s = fn(seq, std::string_view(it->value().data(), it->value().size())); !s.ok()) {
       return s;
@@ -142,10 +201,7 @@ absl::Status Store::ScanLeaves(uint64_t from, uint64_t to,
     ++want;
   }
   if (auto s = FromRocks(it->status(), "scan entries"); !s.ok()) return s;
-  if (want != to) {
-    return absl::DataLossError(absl::StrCat("storage: entry ", want, " is missing"));
-  }
-  return absl::OkStatus();
+  return pruned(to);
 }
 
 absl::Status Store::WalkLeavesBack(
@@ -170,10 +226,20 @@ absl::Status Store::WalkLeavesBack(
     }
     warm_from = lo;
   };
+  const uint64_t pruned_below = rep_->pruned_below.load();
   while (at.has_value()) {
     if (!it->Valid() || it->key().size() != 8 || GetU64(it->key().data()) != *at) {
       if (auto s = FromRocks(it->status(), "walk entries"); !s.ok()) return s;
-      return absl::DataLossError(absl::StrCat("storage: entry ", *at, " is missing"));
+      if (*at >= pruned_below) return absl::DataLossError(absl::StrCat("storage: entry ", *at, " is missing"));
+      auto line = PrunedLineOf(*at);
+      if (!line.ok()) return line.status();
+      auto to = next(*at, *line);
+      if (!to.ok()) return to.status();
+      if (to->has_value() && **to >= *at) std::abort();  // the caller's contract
+      dense = 0;
+      if (to->has_value()) it->Seek(U64Key(**to));
+      at = *to;
+      continue;
     }
     auto to = next(*at, std::string_view(it->value().data(), it->value().size()));
     if (!to.ok()) return to.status();
@@ -189,6 +255,17 @@ absl::Status Store::WalkLeavesBack(
   }
   return absl::OkStatus();
 }
+absl::StatusOr<std::optional<uint64_t>> Store::NextTimedCheckpoint(uint64_t from) const {
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->cfs[kCheckpointTimes]));
+  it->Seek(U64Key(from));
+  if (!it->Valid()) {
+    if (auto s = FromRocks(it->status(), "seek checkpoint times"); !s.ok()) return s;
+    return std::nullopt;
+  }
+  if (it->key().size() != 8) return Malformed("checkpoint time key");
+  return GetU64(it->key().data());
+}
+
 absl::StatusOr<std::optional<std::string>> Store::GetMapRow(std::string_view key) const {
   auto v = rep_->Get(kMaps, key, "maps");
   if (absl::IsNotFound(v.status())) return std::nullopt;

@@ -136,6 +136,30 @@ void Batch::PutState(const State& s) {
   rep_->Put(kDefault, kStateKey, v);
 }
 
+void Batch::PutPruning(const Pruning& p) {
+  std::string v(1, kFormatV1);
+  PutU64(&v, p.below);
+  PutU64(&v, p.finished_pass);
+  rep_->Put(kDefault, kPruningKey, v);
+  rep_->pruned_below = p.below;
+}
+
+void Batch::PutPrunedReplay(std::string_view state) { rep_->Put(kDefault, kPrunedReplayKey, state); }
+
+void Batch::DeleteEntry(uint64_t seq) {
+  if (!rep_->wb.Delete((*rep_->cfs)[kEntries], U64Key(seq)).ok()) std::abort();
+}
+
+void Batch::DeleteRunSeq(std::string_view team, std::string_view run_id, uint64_t seq) {
+  std::string key = RunSeqPrefix(team, run_id);
+  PutU64(&key, seq);
+  if (!rep_->wb.Delete((*rep_->cfs)[kRunSeqs], key).ok()) std::abort();
+}
+
+void Batch::DeleteReceipt(const ReceiptKey& key) {
+  if (!rep_->wb.Delete((*rep_->cfs)[kReceipts], EncodeReceiptKey(key)).ok()) std::abort();
+}
+
 Store::Store(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 
 Store::~Store() = default;
@@ -261,7 +285,15 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Fault
   rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(options), dir, descriptors, &rep->cfs, &db);
   if (!s.ok()) return FromRocks(s, absl::StrCat("open ", dir));
   rep->db.reset(db);
-  return std::unique_ptr<Store>(new Store(std::move(rep)));
+  auto store = std::unique_ptr<Store>(new Store(std::move(rep)));
+  auto pruning = store->rep_->Get(kDefault, kPruningKey, "read the retention row");
+  if (pruning.ok()) {
+    if (pruning->size() != kPruningSize || (*pruning)[0] != kFormatV1) return Malformed("retention row");
+    store->rep_->pruned_below.store(GetU64(pruning->data() + 1));
+  } else if (!absl::IsNotFound(pruning.status())) {
+    return pruning.status();
+  }
+  return store;
 }
 
 Batch Store::NewBatch(const Batch* base) const {
@@ -278,6 +310,8 @@ absl::Status Store::Commit(Batch& batch) {
     if (f->fail_next_commits.load() > 0 && f->fail_next_commits.fetch_sub(1) > 0) {
       return absl::UnavailableError("storage: injected commit failure");
     }
+    if (f->commits_before_failing.load() == 0) return absl::UnavailableError("storage: injected commit failure");
+    if (f->commits_before_failing.load() > 0) f->commits_before_failing.fetch_sub(1);
   }
   Batch::Rep& b = *batch.rep_;
   if (!b.error.ok()) return b.error;
@@ -315,6 +349,7 @@ absl::Status Store::Commit(Batch& batch) {
       return s;
     }
   }
+  if (b.pruned_below.has_value()) rep_->pruned_below.store(*b.pruned_below);
   if (b.pwb.Count() > 0) {
     rocksdb::WriteOptions no_wal;
     no_wal.disableWAL = true;
@@ -399,6 +434,28 @@ absl::Status Store::Purge(uint64_t seq, const std::vector<std::pair<projection::
   if (auto s = compact(kEntries, U64Key(seq), U64Key(seq + 1)); !s.ok()) return s;
   for (const auto& [table, key] : keys) {
     if (auto s = compact(ProjectionCf(table), key, key + std::string(1, '\0')); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::CompactPruned(uint64_t below) {
+  rocksdb::FlushOptions wait;
+  if (auto s = FromRocks(rep_->db->Flush(wait, rep_->cfs), "retention: flush"); !s.ok()) return s;
+  rocksdb::CompactRangeOptions options;
+  options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  std::string from = U64Key(0), to = U64Key(below);
+  rocksdb::Slice begin(from), end(to);
+  if (auto s = FromRocks(rep_->db->CompactRange(options, rep_->cfs[kEntries], &begin, &end), "retention: compact");
+      !s.ok()) {
+    return s;
+  }
+  std::vector<int> whole = {kReceipts, kRunSeqs};
+  for (int t = 0; t < projection::kTableCount; ++t) whole.push_back(ProjectionCf(static_cast<projection::Table>(t)));
+  for (int cf : whole) {
+    if (auto s = FromRocks(rep_->db->CompactRange(options, rep_->cfs[cf], nullptr, nullptr), "retention: compact");
+        !s.ok()) {
+      return s;
+    }
   }
   return absl::OkStatus();
 }

@@ -5,10 +5,27 @@
 // byte layouts, stored data depends on them):
 //   default      "state"                  -> 0x01 | size u64 | head[32] |
 //                                             last_logged_at_us i64
+//                "retention"              -> 0x01 | below u64 |
+//                                             finished_pass u64 (Pruning;
+//                                             absent until the first
+//                                             retention pass deletes)
+//                "retention_replay"       -> the log replayed up to
+//                                             Pruning::below, written with
+//                                             it before any row goes
+//                                             (ledger/format/replay's
+//                                             state encoding): where an
+//                                             audit of a pruned store
+//                                             takes up the run and team
+//                                             chains and the maps
 //   entries      seq u64                  -> leaf bytes, or the redacted
 //                                             line of an erased entry
 //                                             (CONTRACT section 8; written
-//                                             over its leaf by an erasure)
+//                                             over its leaf by an erasure);
+//                                             no row for an entry a
+//                                             retention pass pruned (below
+//                                             Pruning::below; CONTRACT
+//                                             section 9), which reads as
+//                                             its pruned line
 //   receipts     0x00 | space u8 | len(team) u8 | team | receipt_id
 //                                         -> 0x01 | seq u64 | leaf_hash[32] |
 //                                             receipt_sha256[32]
@@ -127,6 +144,15 @@ class Batch final : public projection::Sink {
   void PutRunHead(std::string_view team, std::string_view run_id, const RunHead& head);
   void PutTeamHead(std::string_view team, const RunHead& head);
   void PutState(const State& s);
+  // Retention (CONTRACT section 9): a pruned entry's rows. The store reads
+  // an entry below the committed Pruning::below without a row as its
+  // pruned line, so PutPruning goes in the batch of the first deletions
+  // (or one before them).
+  void PutPruning(const Pruning& p);
+  void PutPrunedReplay(std::string_view state);
+  void DeleteEntry(uint64_t seq);
+  void DeleteRunSeq(std::string_view team, std::string_view run_id, uint64_t seq);
+  void DeleteReceipt(const ReceiptKey& key);
   // Rows of the `maps` column family (ledger/storage/storedmap): written with the
   // log's records. DeleteMapRows removes those with from <= key < to.
   void PutMapRow(std::string_view key, std::string_view value);
@@ -180,8 +206,18 @@ class Store {
   absl::Status Commit(Batch& batch);
 
   absl::StatusOr<State> ReadState() const;
-  // NOT_FOUND when absent; DATA_LOSS when a stored record is malformed.
+  // The committed retention row; zeros when none.
+  Pruning ReadPruning() const;
+  // The replay state kept with it; NOT_FOUND when none.
+  absl::StatusOr<std::string> PrunedReplay() const;
+  // NOT_FOUND when absent; DATA_LOSS when a stored record is malformed. An
+  // entry pruned (below Pruning::below, without a row) reads as its pruned
+  // line (ledger/format/retention/pruned.h), made from its level-0 node, in
+  // GetLeaf, ScanLeaves and WalkLeavesBack alike.
   absl::StatusOr<std::string> GetLeaf(uint64_t seq) const;
+  // The first entry at or above `from` and below `to` whose body is stored
+  // (no pruned line): its seq and bytes; nullopt when there is none.
+  absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> NextStoredLeaf(uint64_t from, uint64_t to) const;
   absl::StatusOr<hash::Hash> GetNode(int level, uint64_t index) const;
   // The stored nodes (level, group * kNodesPerGroup + i), i = 0, 1, ... up to
   // the last one stored: one read for a reader that wants neighbours too.
@@ -265,6 +301,9 @@ class Store {
   absl::StatusOr<std::string> GetCheckpoint(uint64_t size) const;
   // NOT_FOUND when the checkpoint of `size` has no time note.
   absl::StatusOr<std::string> GetCheckpointTime(uint64_t size) const;
+  // The smallest tree size at or above `from` whose checkpoint has a time
+  // note; nullopt when there is none.
+  absl::StatusOr<std::optional<uint64_t>> NextTimedCheckpoint(uint64_t from) const;
   // Keeps a monitor's map cosignature `line` of the time note of `size`
   // (the caller verified it), synced, beside the sequencer's commits; a
   // line of the same monitor and size is replaced.
@@ -290,6 +329,11 @@ class Store {
   // files that held the earlier values are replaced and deleted. Backups
   // made before keep their own files.
   absl::Status Purge(uint64_t seq, const std::vector<std::pair<projection::Table, std::string>>& keys);
+  // Retention: once a pass deleted its rows, makes sure no file of the
+  // store holds them: flushes, then compacts the entries below `below` and
+  // the whole of the receipt index, the run index and the projection
+  // tables down to the last level.
+  absl::Status CompactPruned(uint64_t below);
 
   // A consistent copy of the whole store in `dir`, which MUST NOT exist:
   // memtables are flushed first (all column families together), then files
@@ -308,6 +352,8 @@ class Store {
   // (the table readers themselves, and the top level of partitioned
   // indexes and filters): MemoryUse's table_readers.
   uint64_t TableReaderBytes() const;
+  // The pruned line of `seq` (pruned.h), from its level-0 node.
+  absl::StatusOr<std::string> PrunedLineOf(uint64_t seq) const;
   // The stored record of a node group ("" if none).
   absl::StatusOr<std::string> NodeGroup(int level, uint64_t group) const;
   absl::Status ScanRows(int cf, absl::FunctionRef<absl::Status(std::string_view, std::string_view)> fn,

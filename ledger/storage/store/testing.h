@@ -31,6 +31,9 @@ struct Faults {
   // nothing written, RocksDB untouched and healthy), then commits succeed
   // again: one commit's failure alone, the commits after it unharmed.
   mutable std::atomic<int> fail_next_commits{0};
+  // From 0 up: this many more commits succeed, and every one after them
+  // fails as fail_next_commits's do, until it is set back to -1.
+  mutable std::atomic<int> commits_before_failing{-1};
   // While set, Store::Commit waits before it does anything: a commit held,
   // so that the batches after it are handed over meanwhile.
   std::atomic<bool> hold_commits{false};

@@ -53,6 +53,15 @@ struct RunHead {
   bool operator==(const RunHead&) const = default;
 };
 
+// Retention (CONTRACT section 9; store.h's "retention" row): entries
+// below `below` without a row were pruned, and read as their pruned line;
+// `finished_pass` is the last retention pass whose deletions finished.
+struct Pruning {
+  uint64_t below = 0;
+  uint64_t finished_pass = 0;
+  bool operator==(const Pruning&) const = default;
+};
+
 struct ReceiptRef {
   uint64_t seq = 0;
   hash::Hash leaf_hash{};

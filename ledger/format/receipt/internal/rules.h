@@ -38,6 +38,8 @@ absl::Status CheckPrintable(std::string_view field, std::string_view v);
 // The fields of a `redaction` (CONTRACT section 8; redaction.cc), for
 // receipt.cc's checks of a receipt's kind.
 absl::Status CheckRedaction(const Receipt& r);
+// The fields of a `retention` (CONTRACT section 9; retention.cc).
+absl::Status CheckRetention(const Receipt& r);
 
 }  // namespace ledger::receipt::rules
 

@@ -3,10 +3,12 @@
 #ifndef LEDGER_STORAGE_STORE_INTERNAL_STORE_REP_H_
 #define LEDGER_STORAGE_STORE_INTERNAL_STORE_REP_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,8 +35,9 @@ struct Batch::Rep {
   const std::vector<rocksdb::ColumnFamilyHandle*>* cfs = nullptr;
   // Node records this batch rewrites, by (level, group): their whole value.
   std::map<std::pair<int, uint64_t>, std::string> groups;
-  const Rep* base = nullptr;  // the uncommitted batch this one follows
-  absl::Status error;         // a node record that could not be read
+  const Rep* base = nullptr;             // the uncommitted batch this one follows
+  absl::Status error;                    // a node record that could not be read
+  std::optional<uint64_t> pruned_below;  // PutPruning's, applied on commit
   void Put(int cf, std::string_view key, std::string_view value) {
     // WriteBatch::Put only fails when the batch exceeds its size limit,
     // which is unlimited here.
@@ -49,7 +52,10 @@ struct Store::Rep {
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
   rocksdb::ColumnFamilyOptions projection_options;
   uint64_t memory_bytes = 0;
-  const Faults* faults = nullptr;         // the test's, if any (testing.h)
+  const Faults* faults = nullptr;  // the test's, if any (testing.h)
+  // Pruning::below of the committed retention row (reads make pruned lines
+  // below it).
+  std::atomic<uint64_t> pruned_below{0};
   std::shared_ptr<rocksdb::Cache> cache;  // blocks, indexes, filters, and the memtables' charge
   // The last committed record of the rightmost group of each level, so that
   // appending a node does not read it back from RocksDB.
