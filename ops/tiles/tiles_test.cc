@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
+#include "ledger/format/retention/pruned.h"
 #include "ledger/storage/store/testing.h"
 #include "tests/util/temp_dir.h"
 
@@ -175,6 +176,47 @@ TEST_F(TilesTest, EntryBundlesHoldTheLeavesLengthPrefixed) {
   EXPECT_EQ(*bundle, want);
   EXPECT_EQ(EntryBundle(At(kSize), {true, 0, 0, 256})->substr(0, 2 + Leaf(0).size()),
             std::string("\0\x0b", 2) + "{\"entry\":0}");
+}
+
+// Retention (CONTRACT section 9): a pruned entry is its pruned line in its
+// bundle, made of the level-0 hash; a bundle all of whose entries are
+// pruned is 410 Gone; hash tiles stay whole.
+TEST_F(TilesTest, PrunedEntriesArePrunedLinesAndAWhollyPrunedBundleIsGone) {
+  const uint64_t below = 2 * 256 + 10;  // bundles 0 and 1 whole, 10 entries of bundle 2
+  store::Batch batch = store_->NewBatch();
+  batch.PutPruning({below, 1});
+  for (uint64_t seq = 0; seq < below; ++seq) {
+    if (seq != 300) batch.DeleteEntry(seq);  // one entry of bundle 1 kept
+  }
+  ASSERT_TRUE(store_->Commit(batch).ok());
+  const log::LogView view = At(kSize);
+  auto get = [&](const std::string& path) {
+    http::HttpRequest r;
+    r.method = "GET";
+    r.path = path;
+    r.identity = "local";
+    return Serve(r, view, "checkpoint note\n", Access{nullptr, false});
+  };
+  http::HttpResponse gone = get("/tlog/tile/entries/000");
+  EXPECT_EQ(gone.status, 410);
+  EXPECT_EQ(gone.body,
+            "tile/entries/000: every entry of the bundle (seqs 0 to 255) was pruned under the retention policy "
+            "(CONTRACT section 9)\n");
+  auto mixed = EntryBundle(view, {true, 0, 1, 256});
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  std::string want;
+  for (uint64_t seq = 256; seq < 512; ++seq) {
+    std::string line = seq == 300 ? Leaf(seq) : retention::PrunedLine(seq, leaves_[seq]);
+    want += std::string{static_cast<char>(line.size() >> 8), static_cast<char>(line.size() & 0xFF)} + line;
+  }
+  EXPECT_EQ(*mixed, want);
+  EXPECT_EQ(get("/tlog/tile/entries/002").status, 200);
+  EXPECT_EQ(get("/tlog/tile/0/000").body, LeafHashes(0, 256));  // hash tiles stay whole
+  // A row missing at or above the pruning floor is still damage.
+  store::Batch lost = store_->NewBatch();
+  lost.DeleteEntry(below + 5);
+  ASSERT_TRUE(store_->Commit(lost).ok());
+  EXPECT_EQ(EntryBundle(view, {true, 0, 2, 256}).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST_F(TilesTest, ServesTheAuditorsOfEveryTeamOrEveryoneWhenPublic) {
