@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/format/retention/pruned.h"
 #include "nlohmann/json.hpp"
 #include "util/files/files.h"
 #include "util/jsonlog/jsonlog.h"
@@ -258,6 +259,14 @@ absl::Status Monitor::CatchUp(uint64_t size, const std::string& note) {
     auto leaves = ParseEntryBundle(*bundle, width);
     if (!leaves.ok()) return absl::UnavailableError(absl::StrCat("GET ", path, ": ", leaves.status().message()));
     for (uint64_t i = first; i < width; ++i) {
+      if (retention::LooksPruned((*leaves)[i])) {
+        // Not the log's fault (CONTRACT section 9): its body went before
+        // this monitor replayed it, so the maps cannot be rebuilt from here.
+        return absl::FailedPreconditionError(absl::StrCat(
+            "entry ", index * kBundleWidth + i,
+            " was pruned under the log's retention policy before this monitor replayed it (CONTRACT section 9): a "
+            "monitor must keep up with the log's retention passes; it cannot check the log's maps from here"));
+      }
       const bool rotation = (*leaves)[i].find("\"kind\":\"key_rotation\"") != std::string_view::npos;
       receipt::Entry entry;
       if (std::optional<replay::Finding> finding = replay_.Append((*leaves)[i], rotation ? &entry : nullptr);

@@ -200,6 +200,22 @@ TEST_F(MonitorTest, ANoteNotSignedByTheLogIsRefusedWithoutAlarm) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "alarm.json"));
 }
 
+// A log that pruned entries this monitor has not replayed (CONTRACT
+// section 9) is not a lying log: the monitor says it cannot go on, and
+// raises no alarm.
+TEST_F(MonitorTest, EntriesPrunedBeforeItsReplayStopItWithoutAlarm) {
+  Grow(300);
+  log_.Checkpoint();
+  log_.pruned_below_ = 20;
+  auto m = Open();
+  ASSERT_TRUE(m.ok());
+  EXPECT_THAT((*m)->Step(), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                     HasSubstr("entry 0 was pruned under the log's retention policy before this "
+                                               "monitor replayed it")));
+  EXPECT_EQ((*m)->status().alarm, "");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "alarm.json"));
+}
+
 // POST /cosign: a ledger asks for the note an export needs.
 TEST_F(MonitorTest, CosignsANoteItIsGivenOnceItReplayedToIt) {
   Grow(300);

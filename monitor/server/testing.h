@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/replay/testing.h"
+#include "ledger/format/retention/pruned.h"
 #include "monitor/server/monitor.h"
 #include "util/http/client.h"
 
@@ -43,7 +44,8 @@ class FakeLog {
         if (path != "/tlog/" + EntryBundlePath(index, w)) continue;
         std::string bundle;
         for (uint64_t i = index * 256; i < index * 256 + w; ++i) {
-          const std::string& leaf = leaves_.leaves()[i];
+          const std::string leaf =
+              i < pruned_below_ ? retention::PrunedLine(i, hash::LeafHash(leaves_.leaves()[i])) : leaves_.leaves()[i];
           bundle.push_back(static_cast<char>(leaf.size() >> 8));
           bundle.push_back(static_cast<char>(leaf.size() & 0xff));
           bundle += leaf;
@@ -56,6 +58,7 @@ class FakeLog {
   }
 
   int bundles_ = 0, gets_ = 0, fail_after_ = -1;
+  uint64_t pruned_below_ = 0;  // entries below it served as pruned lines (CONTRACT section 9)
 
  private:
   note::Signer signer_;
