@@ -104,7 +104,7 @@ rc=0
 grep -qxF "Connection options:" "$work/overview" || fail "ledgerctl --help: no Connection options:"
 grep -q '^  --server (default: 127.0.0.1:7420)$' "$work/overview" || fail "ledgerctl --help: no --server"
 commands=$(sed -n '/^Commands:$/,/^$/p' "$work/overview" | sed -n 's/^  \([a-z-]*\)  .*/\1/p')
-[ "$(echo "$commands" | wc -l)" = 24 ] || fail "ledgerctl --help: want 24 commands, got: $commands"
+[ "$(echo "$commands" | wc -l)" = 25 ] || fail "ledgerctl --help: want 25 commands, got: $commands"
 for c in $commands; do
   rc=0
   "$ctl" help "$c" > "$work/out" 2> "$work/err" || rc=$?

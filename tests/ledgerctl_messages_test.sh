@@ -57,7 +57,7 @@ ctl append "$work/receipts.jsonl" > "$work/out" 2> "$work/err" || rc=$?
 /usr/bin/python3 - "$work/out" "$rc" "$work/err" <<'PY' || failures=$((failures + 1))
 import json, re, sys
 lines = open(sys.argv[1]).read().splitlines()
-kinds = "agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch, key_rotation, redaction"
+kinds = "agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch, key_rotation, redaction, retention"
 want = [None, None,
         {"code": "INVALID_ARGUMENT", "message": "line 3 (receipt_id r-3): team: 'Team-A' is not 1-63 bytes of [a-z0-9-]"},
         {"code": "INVALID_ARGUMENT", "message": "line 5 (receipt_id r-5): kind: 'agent_stop' is not one of " + kinds},

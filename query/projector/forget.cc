@@ -24,8 +24,9 @@ absl::Status StepProjector::Forget(absl::Span<const projection::Entry> entries,
       txn.DeleteUnread(Table::kIndex, CallTraceRow(r->team(), trace, e.seq));
     }
   }
-  for (const auto& [team, run_id] : whole_runs) {
-    const std::string run_key = EncodeRunKey(team, run_id);
+  for (const auto& whole : whole_runs) {
+    const std::string& team = whole.first;
+    const std::string run_key = EncodeRunKey(team, whole.second);
     absl::Status bad;
     absl::Status read = scan(Table::kSteps, run_key, [&](std::string_view key, std::string_view value) {
       pb::Step step;

@@ -34,7 +34,7 @@ test("every field of each kind's proto message has its place in the types, and n
   ];
   for (const [message, body] of bodies) assert.deepEqual(Object.keys(body).sort(), fields(message), message);
   const kinds = ["agent_start", "agent_exec", "model_call", "tool_call", "step_unknown", "leader_epoch",
-                 "key_rotation", "redaction"];
+                 "key_rotation", "redaction", "retention"];
   const receipt = fields("Receipt").filter((f: string) => !kinds.includes(f));
   const common = Object.keys(receipts.toolCall("t", "r", "s", tool)).filter((k) => k !== "tool_call");
   assert.deepEqual(common.sort(), receipt);

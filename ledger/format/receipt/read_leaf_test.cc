@@ -252,7 +252,7 @@ TEST(ReadLeafTest, DeclinesEachNearCanonicalText) {
   const std::string kDecision = "leaf: receipt.decision: must be one of allow, deny";
   const std::string kKind =
       "leaf: receipt.kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown, "
-      "leader_epoch, key_rotation, redaction";
+      "leader_epoch, key_rotation, redaction, retention";
   // Each text and the reference's refusal of it.
   const std::pair<std::string, std::string> cases[] = {
       {edit("\"model\":\"m\"", "\"model\":\"\""), kNotCanonical},  // an empty string

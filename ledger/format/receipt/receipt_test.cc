@@ -107,13 +107,13 @@ INSTANTIATE_TEST_SUITE_P(
              "written by the ledger only"},
         Case{"NoKind", R"({"kind":null})",
              "kind: required, one of agent_start, agent_exec, model_call, tool_call, step_unknown, leader_epoch, "
-             "key_rotation, redaction"},
+             "key_rotation, redaction, retention"},
         Case{"UnknownKind", R"({"kind":"agent_stop"})",
              "kind: 'agent_stop' is not one of agent_start, agent_exec, model_call, tool_call, step_unknown, "
-             "leader_epoch, key_rotation, redaction"},
+             "leader_epoch, key_rotation, redaction, retention"},
         Case{"KindNotAString", R"({"kind":7})",
              "kind: must be a string, one of agent_start, agent_exec, model_call, tool_call, step_unknown, "
-             "leader_epoch, key_rotation, redaction"},
+             "leader_epoch, key_rotation, redaction, retention"},
         Case{"KeyRotationFromEmitter",
              R"({"kind":"key_rotation","decision":null,"timeout_ms":null,"old_key":"a","new_key":"b","note":"c"})",
              "kind: key_rotation is written by the ledger only"},
