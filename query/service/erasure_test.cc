@@ -35,44 +35,10 @@ std::string Tool(const std::string& id, const std::string& step, const std::stri
          R"(","occurred_at_us":3,"tool":"crm","target":")" + target + R"(","decision":"allow","cost_micros":7})";
 }
 
-// The files of `dir` whose bytes hold `needle`.
-std::vector<std::string> FilesHolding(const std::string& dir, std::string_view needle) {
-  std::vector<std::string> out;
-  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
-    if (!f.is_regular_file()) continue;
-    std::ifstream in(f.path(), std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (bytes.find(needle) != std::string::npos) out.push_back(f.path().string());
-  }
-  return out;
-}
-
 class ErasureTest : public QueryTest {
  protected:
   log::Log::Erasure Of(uint64_t seq, const std::string& reason = "GDPR art. 17 request 881") {
     return {.seq = seq, .reason = reason, .requested_by = "cn:alice-admin", .approved_by = "cn:bob-admin"};
-  }
-  // The bytes GetEntries answers for `seq`.
-  std::string Stored(uint64_t seq) {
-    grpc::ClientContext ctx;
-    pb::GetEntriesRequest er;
-    er.set_from_seq(seq);
-    er.set_to_seq(seq + 1);
-    auto reader = ledger_->GetEntries(&ctx, er);
-    pb::Entry e;
-    EXPECT_TRUE(reader->Read(&e));
-    EXPECT_TRUE(reader->Finish().ok());
-    return e.leaf();
-  }
-  log::AuditReport AuditNow() {
-    Close();
-    auto store = store::Store::Open(dir_.Sub("data") + "/db");
-    EXPECT_TRUE(store.ok()) << store.status();
-    auto report = log::Audit(**store, *note::Verifier::Parse(signer_.VerifierKey()));
-    EXPECT_TRUE(report.ok()) << report.status();
-    store->reset();
-    Open();
-    return *report;
   }
 };
 

@@ -5,6 +5,9 @@
 #define QUERY_SERVICE_QUERY_TEST_FIXTURE_H_
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +19,9 @@
 #include "ledger/rpc/auth/gate.h"
 #include "ledger/rpc/server/server.h"
 #include "ledger/rpc/service/service.h"
+#include "ledger/storage/log/audit.h"
 #include "ledger/storage/log/log.h"
+#include "ledger/storage/store/testing.h"
 #include "ledger_service.grpc.pb.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
@@ -33,14 +38,31 @@ class QueryTest : public ::testing::Test {
   void SetUp() override { Open(); }
   void TearDown() override { Close(); }
 
-  void Open() {
+  // The options of Open's log: its clock now_, its projector projector_.
+  log::Log::Options LogOptions() {
     log::Log::Options o;
     o.data_dir = dir_.Sub("data");
     o.origin = "ledger.test/query";
     o.checkpoint_interval_ms = 60'000;
     o.sequencer.clock = [this] { return now_.load(); };
     o.sequencer.projector = &projector_;
-    auto log = log::Log::Open(o, signer_);
+    return o;
+  }
+
+  // The audit of the store, the log closed meanwhile and opened again.
+  log::AuditReport AuditNow() {
+    Close();
+    auto store = store::Store::Open(dir_.Sub("data") + "/db");
+    EXPECT_TRUE(store.ok()) << store.status();
+    auto report = log::Audit(**store, *note::Verifier::Parse(signer_.VerifierKey()));
+    EXPECT_TRUE(report.ok()) << report.status();
+    store->reset();
+    Open();
+    return *report;
+  }
+
+  void Open() {
+    auto log = log::Log::Open(LogOptions(), signer_);
     ASSERT_TRUE(log.ok()) << log.status();
     log_ = *std::move(log);
     query_ = std::make_unique<QueryService>(log_.get(), &gate_, [this] { return now_.load(); });
@@ -83,6 +105,19 @@ class QueryTest : public ::testing::Test {
     return seqs;
   }
 
+  // The bytes GetEntries answers for `seq`.
+  std::string Stored(uint64_t seq) {
+    grpc::ClientContext ctx;
+    pb::GetEntriesRequest er;
+    er.set_from_seq(seq);
+    er.set_to_seq(seq + 1);
+    auto reader = ledger_->GetEntries(&ctx, er);
+    pb::Entry e;
+    EXPECT_TRUE(reader->Read(&e));
+    EXPECT_TRUE(reader->Finish().ok());
+    return e.leaf();
+  }
+
   pb::Step Step(const std::string& step, int64_t attempt = 1, const std::string& team = "team-a",
                 const std::string& run = "run-1") {
     pb::GetStepRequest req;
@@ -117,6 +152,18 @@ class QueryTest : public ::testing::Test {
   std::unique_ptr<pb::QueryService::Stub> steps_;
   std::unique_ptr<Sweeper> sweeper_;
 };
+
+// The files of `dir` whose bytes hold `needle`.
+inline std::vector<std::string> FilesHolding(const std::string& dir, std::string_view needle) {
+  std::vector<std::string> out;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!f.is_regular_file()) continue;
+    std::ifstream in(f.path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.find(needle) != std::string::npos) out.push_back(f.path().string());
+  }
+  return out;
+}
 
 inline std::string Start(const std::string& id, const std::string& step, int timeout_ms = 60'000,
                          const std::string& run = "run-1", const std::string& team = "team-a") {

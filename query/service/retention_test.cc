@@ -50,21 +50,10 @@ std::string ToolOf(const std::string& team, const std::string& run, const std::s
          R"(","occurred_at_us":3,"tool":"crm","target":")" + target + R"(","decision":"allow"})";
 }
 
-// The files of `dir` whose bytes hold `needle`.
+// What the view of `log` reads at `seq`, or the error.
 std::string TestingLeaf(const log::Log& log, uint64_t seq) {
   auto leaf = log.View().GetLeaf(seq);
   return leaf.ok() ? *leaf : leaf.status().ToString();
-}
-
-std::vector<std::string> FilesHolding(const std::string& dir, std::string_view needle) {
-  std::vector<std::string> out;
-  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
-    if (!f.is_regular_file()) continue;
-    std::ifstream in(f.path(), std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (bytes.find(needle) != std::string::npos) out.push_back(f.path().string());
-  }
-  return out;
 }
 
 class RetentionTest : public QueryTest {
@@ -88,18 +77,6 @@ class RetentionTest : public QueryTest {
     EXPECT_TRUE(p.ok()) << p.status();
     return *p;
   }
-  // The bytes GetEntries answers for `seq`.
-  std::string Stored(uint64_t seq) {
-    grpc::ClientContext ctx;
-    pb::GetEntriesRequest er;
-    er.set_from_seq(seq);
-    er.set_to_seq(seq + 1);
-    auto reader = ledger_->GetEntries(&ctx, er);
-    pb::Entry e;
-    EXPECT_TRUE(reader->Read(&e));
-    EXPECT_TRUE(reader->Finish().ok());
-    return e.leaf();
-  }
   grpc::Status Run(const std::string& team, const std::string& run) {
     pb::GetRunRequest req;
     req.set_team(team);
@@ -110,16 +87,6 @@ class RetentionTest : public QueryTest {
   }
   absl::Status Export(const exporter::Scope& scope) {
     return exporter::ExportPack(*log_, scope, dir_.Sub("pack.tar.gz"));
-  }
-  log::AuditReport AuditNow() {
-    Close();
-    auto store = store::Store::Open(dir_.Sub("data") + "/db");
-    EXPECT_TRUE(store.ok()) << store.status();
-    auto report = log::Audit(**store, *note::Verifier::Parse(signer_.VerifierKey()));
-    EXPECT_TRUE(report.ok()) << report.status();
-    store->reset();
-    Open();
-    return *report;
   }
   std::vector<std::vector<uint64_t>> seqs_;  // by day: acme daily, acme long, globex, keep
 };
@@ -268,12 +235,7 @@ TEST_F(RetentionTest, APassStoppedMidwayIsFinishedAtTheNextStart) {
   // floor) fail: the pass stops with every row left to delete.
   store::Faults faults;
   {
-    log::Log::Options o;
-    o.data_dir = dir_.Sub("data");
-    o.origin = "ledger.test/query";
-    o.checkpoint_interval_ms = 60'000;
-    o.sequencer.clock = [this] { return now_.load(); };
-    o.sequencer.projector = &projector_;
+    log::Log::Options o = LogOptions();
     o.faults = &faults;
     auto log = log::Log::Open(o, signer_);
     ASSERT_TRUE(log.ok()) << log.status();

@@ -96,6 +96,16 @@ std::optional<Finding> Replay::Append(
   return Take(leaf, entry_out, node, /*maps=*/true);
 }
 
+void Replay::Grow(const hash::Hash& leaf_hash,
+                  std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node) {
+  if (node.has_value()) {
+    frontier_.Append(leaf_hash, *node);
+  } else {
+    frontier_.Append(leaf_hash, [](int, uint64_t, const hash::Hash&) {});
+  }
+  prev_ = leaf_hash;
+}
+
 std::optional<Finding> Replay::AppendBelowPruning(
     std::string_view leaf, receipt::Entry* entry_out,
     std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node) {
@@ -110,12 +120,7 @@ std::optional<Finding> Replay::AppendBelowPruning(
     return Finding{"entry", static_cast<int64_t>(seq), "seq in the pruned line", absl::StrCat(seq),
                    absl::StrCat(pruned->seq)};
   }
-  if (node.has_value()) {
-    frontier_.Append(pruned->leaf_hash, *node);
-  } else {
-    frontier_.Append(pruned->leaf_hash, [](int, uint64_t, const hash::Hash&) {});
-  }
-  prev_ = pruned->leaf_hash;
+  Grow(pruned->leaf_hash, node);
   return std::nullopt;
 }
 
@@ -143,12 +148,7 @@ std::optional<Finding> Replay::Take(
   if (entry->prev != prev_) return Finding{"chain", at, "prev", hash::Hex(prev_), hash::Hex(entry->prev)};
   const hash::Hash leaf_hash = erased_hash.value_or(hash::LeafHash(leaf));
   if (!maps) {
-    if (node.has_value()) {
-      frontier_.Append(leaf_hash, *node);
-    } else {
-      frontier_.Append(leaf_hash, [](int, uint64_t, const hash::Hash&) {});
-    }
-    prev_ = leaf_hash;
+    Grow(leaf_hash, node);
     if (entry_out != nullptr) *entry_out = *std::move(entry);
     return std::nullopt;
   }
@@ -183,12 +183,7 @@ std::optional<Finding> Replay::Take(
   runs_.Set(run_key, run_head).IgnoreError();     // checked above
   teams_.Set(team_key, team_head).IgnoreError();  // checked above
   last_run_head_ = run_head;
-  if (node.has_value()) {
-    frontier_.Append(leaf_hash, *node);
-  } else {
-    frontier_.Append(leaf_hash, [](int, uint64_t, const hash::Hash&) {});
-  }
-  prev_ = leaf_hash;
+  Grow(leaf_hash, node);
   if (entry_out != nullptr) *entry_out = *std::move(entry);
   return std::nullopt;
 }

@@ -102,6 +102,9 @@ class Replay {
   std::optional<Finding> Take(std::string_view leaf, receipt::Entry* entry,
                               std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node,
                               bool maps);
+  // The tree and the hash chain take `leaf_hash`.
+  void Grow(const hash::Hash& leaf_hash,
+            std::optional<absl::FunctionRef<void(int level, uint64_t index, const hash::Hash&)>> node);
   merkle::Frontier frontier_;
   hash::Hash prev_{};
   runmap::RunMap runs_;   // under run keys v2

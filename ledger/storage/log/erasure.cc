@@ -103,20 +103,24 @@ absl::StatusOr<Log::Erased> Log::Erase(const Erasure& erasure) {
   return Erased{erasure.seq, by};
 }
 
+void Log::CloseGate() {
+  sync::MutexLock gate(&gate_mu_);
+  while (gate_closed_) gate_cv_.Wait(&gate_mu_);
+  gate_closed_ = true;
+  while (in_flight_ > 0) gate_cv_.Wait(&gate_mu_);
+}
+
+void Log::OpenGate() {
+  sync::MutexLock gate(&gate_mu_);
+  gate_closed_ = false;
+  gate_cv_.SignalAll();
+}
+
 absl::Status Log::FinishErasure(uint64_t seq, uint64_t by, const receipt::Receipt& redaction) {
   // Appends wait meanwhile, so that no projection record of the run
   // changes under the re-derivation.
-  {
-    sync::MutexLock gate(&gate_mu_);
-    while (gate_closed_) gate_cv_.Wait(&gate_mu_);
-    gate_closed_ = true;
-    while (in_flight_ > 0) gate_cv_.Wait(&gate_mu_);
-  }
-  auto reopen = [this] {
-    sync::MutexLock gate(&gate_mu_);
-    gate_closed_ = false;
-    gate_cv_.SignalAll();
-  };
+  CloseGate();
+  auto reopen = [this] { OpenGate(); };
   absl::Status done = [&]() -> absl::Status {
     auto leaf = store_->GetLeaf(seq);
     if (!leaf.ok()) return leaf.status();

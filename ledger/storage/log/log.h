@@ -419,6 +419,10 @@ class Log {
   // still stored.
   absl::Status FinishErasure(uint64_t seq, uint64_t by, const receipt::Receipt& redaction);
   absl::Status FinishErasures();
+  // Closes the rotation's gate once no one else holds it and the appends
+  // under way are done (erasure.cc); OpenGate lets appends through again.
+  void CloseGate();
+  void OpenGate();
   sync::Mutex erase_mu_;  // one erasure or retention pass at a time
   // The size of the latest checkpoint whose time note is at or before
   // `cutoff_us` (0 when none).

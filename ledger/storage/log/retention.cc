@@ -228,17 +228,8 @@ absl::StatusOr<uint64_t> Log::PruneChunk(const std::vector<receipt::RetentionRul
                                          std::set<std::pair<std::string, std::string>>* whole_runs) {
   // Appends wait meanwhile, so that no projection record of a run whose
   // records go changes under the deletion.
-  {
-    sync::MutexLock gate(&gate_mu_);
-    while (gate_closed_) gate_cv_.Wait(&gate_mu_);
-    gate_closed_ = true;
-    while (in_flight_ > 0) gate_cv_.Wait(&gate_mu_);
-  }
-  auto reopen = [this] {
-    sync::MutexLock gate(&gate_mu_);
-    gate_closed_ = false;
-    gate_cv_.SignalAll();
-  };
+  CloseGate();
+  auto reopen = [this] { OpenGate(); };
   uint64_t pruned = 0;
   absl::Status done = [&]() -> absl::Status {
     std::vector<receipt::Entry> entries;
