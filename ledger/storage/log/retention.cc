@@ -19,7 +19,7 @@ namespace ledger::log {
 namespace {
 
 // Entries read and deleted under one closing of the gate.
-constexpr uint64_t kChunk = 4096;
+constexpr uint64_t kPruneChunk = 4096;
 
 // The first key after every key that starts with `prefix`; "" when none
 // is (a prefix of 0xff bytes only).
@@ -211,7 +211,7 @@ absl::StatusOr<uint64_t> Log::FinishPass() {
   uint64_t pruned = 0;
   std::set<std::pair<std::string, std::string>> whole_runs;
   for (uint64_t at = from; at < to;) {
-    const uint64_t end = std::min(to, at + kChunk);
+    const uint64_t end = std::min(to, at + kPruneChunk);
     auto n = PruneChunk(pass->rules, at, end, &whole_runs);
     if (!n.ok()) return n.status();
     pruned += *n;
