@@ -1,8 +1,16 @@
 #include "ledger/format/receipt/retention.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ledger/format/merkle/merkle.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/format/retention/policy.h"
+#include "ledger/format/retention/pruned.h"
+#include "nlohmann/json.hpp"
 
 namespace ledger::receipt {
 namespace {
@@ -83,6 +91,113 @@ TEST(RetentionTest, EachBrokenRuleNamesItsField) {
     auto refused = Canonicalize(r, Author::kLedger);
     ASSERT_FALSE(refused.ok()) << c.field;
     EXPECT_TRUE(std::string(refused.status().message()).starts_with(c.field + ": ")) << refused.status();
+  }
+}
+
+nlohmann::json LoadVectors() {
+  const char* dir = std::getenv("LEDGER_VECTORS");
+  std::ifstream in(std::string(dir ? dir : "tests/vectors") + "/retention.json");
+  return nlohmann::json::parse(in);
+}
+
+std::string Unhex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+std::string Bundle(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines)
+    out += std::string{static_cast<char>(l.size() >> 8), static_cast<char>(l.size() & 0xFF)} + l;
+  return out;
+}
+
+// CONTRACT section 9's vectors, made from the text alone by
+// tests/vectors/retention_vectors.py: the policies read and refused word
+// for word, the pass's entries as the ledger writes them, the pruned
+// lines, the bundle before and after with the same root, and each refused
+// retention receipt naming its field.
+TEST(RetentionVectorsTest, PoliciesReadAndRefusedWordForWord) {
+  auto v = LoadVectors();
+  ASSERT_FALSE(v["policies"]["accepted"].empty());
+  for (const auto& c : v["policies"]["accepted"]) {
+    auto p = retention::Policy::Parse(c["text"].get<std::string>());
+    ASSERT_TRUE(p.ok()) << p.status() << c["text"];
+    ASSERT_EQ(p->rules().size(), c["rules"].size()) << c["text"];
+    for (size_t i = 0; i < p->rules().size(); ++i) {
+      EXPECT_EQ(p->rules()[i].team, c["rules"][i]["team"].get<std::string>());
+      if (c["rules"][i]["keep_s"].is_null()) {
+        EXPECT_FALSE(p->rules()[i].keep_s.has_value()) << c["text"];
+      } else {
+        EXPECT_EQ(p->rules()[i].keep_s, c["rules"][i]["keep_s"].get<int64_t>()) << c["text"];
+      }
+    }
+  }
+  ASSERT_FALSE(v["policies"]["refused"].empty());
+  for (const auto& c : v["policies"]["refused"]) {
+    auto p = retention::Policy::Parse(c["text"].get<std::string>());
+    ASSERT_FALSE(p.ok()) << c["text"];
+    EXPECT_EQ(std::string(p.status().message()), c["error"].get<std::string>()) << c["text"];
+  }
+}
+
+TEST(RetentionVectorsTest, ThePassEntriesPrunedLinesAndBundles) {
+  auto v = LoadVectors();
+  std::vector<std::string> before, after;
+  std::vector<hash::Hash> hashes;
+  std::map<uint64_t, std::string> pruned;
+  for (const auto& p : v["pruned"]) pruned[p["seq"].get<uint64_t>()] = p["line"].get<std::string>();
+  ASSERT_FALSE(pruned.empty());
+  for (size_t seq = 0; seq < v["entries"].size(); ++seq) {
+    const std::string leaf = v["entries"][seq]["leaf_bytes_utf8"];
+    auto e = ParseLeaf(leaf);
+    ASSERT_TRUE(e.ok()) << e.status() << leaf;
+    const hash::Hash h = hash::LeafHash(leaf);
+    EXPECT_EQ(hash::Hex(h), v["entries"][seq]["leaf_hash_hex"].get<std::string>());
+    hashes.push_back(h);
+    before.push_back(leaf);
+    after.push_back(pruned.contains(seq) ? retention::PrunedLine(seq, h) : leaf);
+    if (pruned.contains(seq)) {
+      EXPECT_EQ(after.back(), pruned[seq]) << seq;
+    }
+  }
+  merkle::Frontier tree;
+  for (const hash::Hash& h : hashes) tree.Append(h, [](int, uint64_t, const hash::Hash&) {});
+  EXPECT_EQ(hash::Hex(tree.Root()), v["root_hex"].get<std::string>());
+  EXPECT_EQ(Bundle(before), Unhex(v["bundle_before_hex"]));
+  EXPECT_EQ(Bundle(after), Unhex(v["bundle_hex"]));
+  // Each retention entry is what the ledger's builder makes of its rule.
+  ASSERT_EQ(v["retention_seqs"].size(), 3u);
+  for (const auto& at : v["retention_seqs"]) {
+    auto e = ParseLeaf(v["entries"][at.get<size_t>()]["leaf_bytes_utf8"].get<std::string>());
+    ASSERT_TRUE(e.ok());
+    ASSERT_TRUE(e->receipt.has_retention());
+    const auto& t = e->receipt.retention();
+    auto sha = hash::ParseHex(t.policy_sha256());
+    ASSERT_TRUE(sha.ok());
+    Receipt made = Retention(static_cast<uint64_t>(t.pass()), RuleOf(e->receipt), *sha, e->receipt.occurred_at_us());
+    EXPECT_EQ(Encode(made), Encode(e->receipt));
+    EXPECT_TRUE(Canonicalize(e->receipt, Author::kLedger).ok());
+  }
+}
+
+TEST(RetentionVectorsTest, EachRefusedReceiptNamesItsField) {
+  auto v = LoadVectors();
+  for (const auto& a : v["accepted"]) {
+    auto r = FromJson(a["receipt"]);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(Canonicalize(*r, Author::kLedger).ok()) << a["receipt"];
+  }
+  ASSERT_GE(v["refused"].size(), 10u);
+  for (const auto& c : v["refused"]) {
+    auto r = FromJson(c["receipt"]);
+    ASSERT_TRUE(r.ok()) << r.status() << c["receipt"];
+    auto refused = Canonicalize(*r, Author::kLedger);
+    ASSERT_FALSE(refused.ok()) << c["why"];
+    EXPECT_TRUE(std::string(refused.status().message()).starts_with(c["field"].get<std::string>() + ": "))
+        << c["why"] << ": " << refused.status();
   }
 }
 
