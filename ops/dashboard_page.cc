@@ -555,6 +555,14 @@ std::string ReceiptFilterForm(const http::HttpRequest& request, const std::strin
 // One receipt as a row of the step's calls table.
 std::string ReceiptRow(const pb::Entry& entry) {
   nlohmann::json leaf = nlohmann::json::parse(entry.leaf(), nullptr, false);
+  if (!leaf.is_discarded() && leaf.contains("pruned")) {
+    // CONTRACT section 9: the body went under the retention policy; its
+    // leaf hash, and so its proof, stays.
+    return absl::StrCat("<tr class=\"unknown\"><td>", entry.seq(),
+                        "</td><td colspan=\"10\">pruned under the retention policy: only its leaf hash is kept</td>"
+                        "<td><a href=\"/proofs/",
+                        entry.seq(), "\">inclusion proof</a></td></tr>");
+  }
   if (leaf.is_discarded() || !leaf.contains("receipt") || !leaf["receipt"].is_object()) return "";
   const nlohmann::json& rc = leaf["receipt"];
   auto str = [&](const char* k) { return rc.contains(k) && rc[k].is_string() ? rc[k].get<std::string>() : ""; };

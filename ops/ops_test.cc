@@ -20,6 +20,7 @@
 #include "ledger/rpc/service/service.h"
 #include "ledger/storage/log/log.h"
 #include "ledger_service.grpc.pb.h"
+#include "ops/internal/dashboard_page.h"
 #include "ops/internal/timeline.h"
 #include "ops/metrics.h"
 #include "tests/util/temp_dir.h"
@@ -151,6 +152,17 @@ TEST(TimelineTest, DurationsReadAsPeopleSayThem) {
   EXPECT_EQ(Duration(12'500'000), "12.5 s");
   EXPECT_EQ(Duration(200'000'000), "3 min 20 s");
   EXPECT_EQ(Duration(7'500'000'000), "2 h 5 min");
+}
+
+// A pruned entry (CONTRACT section 9) is a row that says so, with its
+// proof, never a row silently left out.
+TEST(DashboardPageTest, APrunedEntryIsARowThatSaysSo) {
+  pb::Entry entry;
+  entry.set_seq(42);
+  entry.set_leaf(R"({"pruned":{"leaf_hash":")" + std::string(64, 'a') + R"(","seq":42}})");
+  const std::string row = ops::page::ReceiptRow(entry);
+  EXPECT_NE(row.find("pruned under the retention policy"), std::string::npos) << row;
+  EXPECT_NE(row.find("/proofs/42"), std::string::npos) << row;
 }
 
 }  // namespace
