@@ -100,10 +100,12 @@ nlohmann::json LoadVectors() {
   return nlohmann::json::parse(in);
 }
 
-std::string Unhex(const std::string& hex) {
+// The bytes of lower-case hex.
+std::string BytesOfHex(const std::string& hex) {
   std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
     out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
   return out;
 }
 
@@ -171,8 +173,8 @@ TEST(RetentionVectorsTest, ThePassEntriesPrunedLinesAndBundles) {
     }
   }
   EXPECT_EQ(hash::Hex(tree.Root()), v["root_hex"].get<std::string>());
-  EXPECT_EQ(Bundle(before), Unhex(v["bundle_before_hex"]));
-  EXPECT_EQ(Bundle(after), Unhex(v["bundle_hex"]));
+  EXPECT_EQ(Bundle(before), BytesOfHex(v["bundle_before_hex"]));
+  EXPECT_EQ(Bundle(after), BytesOfHex(v["bundle_hex"]));
   // Each of the pass's entries is what the ledger's builder makes of its
   // rule, and passes the ledger's validation.
   ASSERT_EQ(v["accepted"].size(), 3u);
