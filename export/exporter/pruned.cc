@@ -29,8 +29,7 @@ absl::Status WindowRefusal(std::string_view team, const log::RetentionPass& pass
   return absl::FailedPreconditionError(absl::StrCat("export: team ", std::string(team), ": its entries below seq ",
                                                     rule.below_seq, " were pruned under the retention policy (pass ",
                                                     pass.pass, ", rule ", RuleName(rule), ", cutoff ", rule.cutoff_us,
-                                                    "): a window must start at or after seq ", rule.below_seq,
-                                                    " (logged at or after ", rule.cutoff_us, ")"));
+                                                    "): a window must start after the cutoff ", rule.cutoff_us));
 }
 
 }  // namespace
@@ -58,7 +57,7 @@ absl::Status SeqPruned(const log::LogView& view, uint64_t seq) {
 absl::Status CheckWindowStart(const log::LogView& view, std::string_view team, int64_t from_us) {
   auto c = Cover(view, team);
   if (!c.ok()) return c.status();
-  if (c->rule == nullptr || c->rule->below_seq == 0 || from_us >= c->rule->cutoff_us) return absl::OkStatus();
+  if (c->rule == nullptr || c->rule->below_seq == 0 || from_us > c->rule->cutoff_us) return absl::OkStatus();
   return WindowRefusal(team, c->pass, *c->rule);
 }
 

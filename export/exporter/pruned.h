@@ -18,9 +18,10 @@ namespace ledger::exporter {
 absl::Status RunPruned(const log::LogView& view, std::string_view team, std::string_view run_id, uint64_t seq);
 // A seq range's: its entry `seq` was pruned.
 absl::Status SeqPruned(const log::LogView& view, uint64_t seq);
-// A team window's: OK unless the team's rule prunes entries logged at or
-// after `from_us` could be below its line (from_us before the rule's
-// cutoff); or, with `bound`, the window's bound before it was pruned.
+// A team window's: OK when `from_us` is after the cutoff of the team's
+// rule (every entry below the line was logged at or before it), or the
+// team has no rule that prunes; WindowBoundPruned: the window's bound
+// before it was pruned.
 absl::Status CheckWindowStart(const log::LogView& view, std::string_view team, int64_t from_us);
 absl::Status WindowBoundPruned(const log::LogView& view, std::string_view team, uint64_t bound);
 

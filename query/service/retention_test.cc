@@ -60,14 +60,18 @@ class RetentionTest : public QueryTest {
  protected:
   // 100 days: each day team acme appends to its run "daily-<d/10>" and to
   // the run "long" (days 0 to 99), team globex to "g-<d/10>", team keep to
-  // "k"; a checkpoint is signed at the end of each day.
+  // "k", and team sparse on days 5 and 50 only; a checkpoint is signed at
+  // the end of each day.
   void Fill(int days = 100) {
     for (int d = 0; d < days; ++d) {
       const std::string day = std::to_string(d);
-      seqs_.push_back(Append({ToolOf("acme", "daily-" + std::to_string(d / 10), "a-" + day, "MARK-acme-" + day),
-                              ToolOf("acme", "long", "l-" + day, "MARK-long-" + day),
-                              ToolOf("globex", "g-" + std::to_string(d / 10), "g-" + day, "MARK-globex-" + day),
-                              ToolOf("keep", "k", "k-" + day, "MARK-keep-" + day)}));
+      std::vector<std::string> receipts = {
+          ToolOf("acme", "daily-" + std::to_string(d / 10), "a-" + day, "MARK-acme-" + day),
+          ToolOf("acme", "long", "l-" + day, "MARK-long-" + day),
+          ToolOf("globex", "g-" + std::to_string(d / 10), "g-" + day, "MARK-globex-" + day),
+          ToolOf("keep", "k", "k-" + day, "MARK-keep-" + day)};
+      if (d == 5 || d == 50) receipts.push_back(ToolOf("sparse", "s", "s-" + day, "MARK-sparse-" + day));
+      seqs_.push_back(Append(receipts));
       now_ += kDay - 1000;
       ASSERT_TRUE(log_->SignCheckpoint().ok());
     }
@@ -114,7 +118,7 @@ TEST_F(RetentionTest, APassPrunesWhatItsRulesSayAndEveryProofStays) {
   EXPECT_EQ(done->rules[1].team, "acme");
   EXPECT_EQ(done->rules[1].below_seq, seqs_[69][3] + 1);
   // acme: 70 days of 2 entries; globex: 10 days of 1.
-  EXPECT_EQ(done->pruned, 70u * 2 + 10);
+  EXPECT_EQ(done->pruned, 70u * 2 + 10 + 1);
 
   // Pruned: its pruned line, the leaf hash its proof was made of.
   const std::string line = Stored(acme_old);
@@ -173,8 +177,8 @@ TEST_F(RetentionTest, APassPrunesWhatItsRulesSayAndEveryProofStays) {
 
   auto report = AuditNow();
   EXPECT_TRUE(report.ok) << report.Summary();
-  EXPECT_EQ(report.pruned, 70u * 2 + 10);
-  EXPECT_THAT(report.Summary(), HasSubstr("150 entries pruned under the retention policy"));
+  EXPECT_EQ(report.pruned, 70u * 2 + 10 + 1);
+  EXPECT_THAT(report.Summary(), HasSubstr("151 entries pruned under the retention policy"));
 
   // A body that a finished pass pruned, stored again: the audit finds it.
   Close();
@@ -218,8 +222,18 @@ TEST_F(RetentionTest, ExportsAtTheLineAreRefusedAndSaySo) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("export: team acme: its entries below seq " + std::to_string(line) + " were pruned")));
   // A window of the team's first entries kept: its bound before is pruned.
+  // At the cutoff itself (day 70): an entry below the line may be logged then.
   EXPECT_THAT(Export(WindowScope("acme", kT0 + 70 * kDay, kT0 + 95 * kDay)),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("the window's bound before it, was pruned")));
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("a window must start after the cutoff " + std::to_string(kT0 + 70 * kDay))));
+  // Just after it: the team's entry before the window (day 70's) is kept.
+  EXPECT_TRUE(Export(WindowScope("acme", kT0 + 70 * kDay + 1, kT0 + 95 * kDay)).ok());
+  // A team whose entry before the window is below its line: that bound is
+  // pruned, and a bound is shown by its leaf.
+  EXPECT_THAT(Export(WindowScope("sparse", kT0 + 20 * kDay, kT0 + 95 * kDay)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("export: team sparse: its entry " + std::to_string(seqs_[5][4]) +
+                                 ", the window's bound before it, was pruned")));
   // What the line leaves whole exports.
   EXPECT_TRUE(Export(RunScope("acme", "daily-9")).ok());
   EXPECT_TRUE(Export(SeqScope(line, seqs_[90][0])).ok());
