@@ -69,7 +69,10 @@ TEST(PrunedLineTest, ExactBytesOnly) {
   for (std::string bad :
        {line + " ", line.substr(0, line.size() - 1), R"({"pruned":{"leaf_hash":")" + hash::Hex(h) + R"(","seq":042}})",
         R"({"pruned":{"seq":42,"leaf_hash":")" + hash::Hex(h) + R"("}})"}) {
-    EXPECT_FALSE(ParsePruned(bad).ok()) << bad;
+    auto refused = ParsePruned(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(std::string(refused.status().message()), "not a pruned line (CONTRACT section 9)") << bad;
   }
   EXPECT_FALSE(LooksPruned(R"({"emitter":"x"})"));
 }

@@ -119,15 +119,13 @@ absl::StatusOr<Log::Pruned> Log::Prune(const retention::Policy& policy) {
     receipt::RetentionRule r{rule.team, *rule.keep_s, now - *rule.keep_s * 1000000, 0};
     auto line = LineAt(r.cutoff_us);
     if (!line.ok()) return line.status();
-    r.below_seq = *line;
-    for (const auto& before : last->rules) {
-      if (before.team == r.team) r.below_seq = std::max(r.below_seq, before.below_seq);
-    }
-    const receipt::RetentionRule* before = nullptr;
+    // A line never moves back: the rule's line at the pass before, if any.
+    uint64_t was = 0;
     for (const auto& b : last->rules) {
-      if (b.team == r.team) before = &b;
+      if (b.team == r.team) was = b.below_seq;
     }
-    moved = moved || r.below_seq > (before ? before->below_seq : 0);
+    r.below_seq = std::max(*line, was);
+    moved = moved || r.below_seq > was;
     rules.push_back(std::move(r));
   }
   Pruned out;
