@@ -260,6 +260,10 @@ ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const led
     if (cp->time_note.empty()) return Text(404, "the latest checkpoint has no time note\n");
     return Text(200, monitors ? monitors->Cosigned(cp->time_note) : cp->time_note);
   }
+  if (r.path.rfind("/map/", 0) == 0) {
+    auto policy = gate != nullptr && gate->tls() ? gate->policy() : nullptr;
+    return ledger::ops::tiles::ServeMapProof(r, log, {policy.get(), tlog_public});
+  }
   if (r.path.rfind("/tlog/", 0) == 0) {
     // The log as C2SP tlog-tiles, bounded by the latest checkpoint (ops/tiles/tiles.h).
     const ledger::log::LogView view = log.View();

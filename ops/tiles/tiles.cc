@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/retention/pruned.h"
+#include "ledger/format/runmap/proof_json.h"
+#include "nlohmann/json.hpp"
 #include "util/jsonlog/jsonlog.h"
 
 namespace ledger::ops::tiles {
@@ -213,6 +215,34 @@ http::HttpResponse Serve(const http::HttpRequest& request, const log::LogView& v
                     : tile->entries           ? ", max-age=3600"
                                               : ", max-age=31536000, immutable";
   r.headers["Cache-Control"] = absl::StrCat(access.public_read || access.policy == nullptr ? "public" : "private", age);
+  return r;
+}
+
+http::HttpResponse ServeMapProof(const http::HttpRequest& request, const log::Log& log, const Access& access) {
+  if (access.policy != nullptr && request.identity.empty()) return Refused("client certificate: names no identity");
+  const std::string_view path = request.path;
+  const bool teams = path.starts_with("/map/teams/");
+  if (!teams && !path.starts_with("/map/runs/"))
+    return http::Text(404, "not found: /map/runs/<key>, /map/teams/<key>\n");
+  if (absl::Status s = MayReadLog(request, access); !s.ok()) return Refused(std::string(s.message()));
+  const std::string_view hex = path.substr(teams ? 11 : 10);
+  runmap::Key key{};
+  const bool lower =
+      std::all_of(hex.begin(), hex.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (hex.size() != 64 || !lower || !hash::ParseHexTo(hex, &key)) {
+    return http::Text(400, "key: 64 lowercase hex digits, a run key v2 or a team key\n");
+  }
+  auto proof = log.ProveMapKey(teams, key);
+  if (absl::IsUnavailable(proof.status())) return http::Text(503, absl::StrCat(proof.status().message(), "\n"));
+  if (absl::IsFailedPrecondition(proof.status())) return http::Text(404, absl::StrCat(proof.status().message(), "\n"));
+  if (!proof.ok()) return Failed(request, proof.status());
+  nlohmann::json body = {{"tree_size", proof->checkpoint.size}, {"time_note", proof->checkpoint.time_note}};
+  std::string out = body.dump();
+  out.pop_back();  // the proof, as EncodeProof writes it, after the other members
+  absl::StrAppend(&out, ",\"proof\":", runmap::EncodeProof({key, proof->path}), "}");
+  http::HttpResponse r = http::Text(200, out);
+  r.content_type = "application/json";
+  r.headers["Cache-Control"] = "no-cache";
   return r;
 }
 

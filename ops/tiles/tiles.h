@@ -13,6 +13,11 @@
 //                                   256N .. 256N+W-1, each as
 //                                   length u16 (big-endian) | leaf bytes
 //
+// and beside them, for monitors (ServeMapProof):
+//
+//   /map/runs/<key>, /map/teams/<key>  the path of a key (64 lowercase hex
+//                                   digits) in the run-head or team-head map
+//
 // Path grammar (only the canonical form; anything else is 400):
 //   L     = "0" | [1-9] [0-9]?              at most 63
 //   N     = *("x" DIGIT3 "/") DIGIT3        the index in groups of three
@@ -47,6 +52,7 @@
 
 #include "absl/status/statusor.h"
 #include "ledger/rpc/auth/policy.h"
+#include "ledger/storage/log/log.h"
 #include "ledger/storage/log/log_view.h"
 #include "util/http/http.h"
 
@@ -95,6 +101,13 @@ struct Access {
 // `checkpoint` (with the witnesses' cosignatures held for it).
 http::HttpResponse Serve(const http::HttpRequest& request, const log::LogView& view, const std::string& checkpoint,
                          const Access& access);
+
+// The response for a request whose path starts with "/map/": the path of a
+// key in the run-head map (/map/runs/<key>) or the team-head map
+// (/map/teams/<key>) at the latest checkpoint, with that checkpoint's time
+// note (CONTRACT section 6a, "Proofs of any key over HTTP"). For those who
+// may read the tiles: a path may end in any team's run.
+http::HttpResponse ServeMapProof(const http::HttpRequest& request, const log::Log& log, const Access& access);
 
 }  // namespace ledger::ops::tiles
 

@@ -3,11 +3,15 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "gtest/gtest.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/merkle/merkle.h"
 #include "ledger/format/retention/pruned.h"
+#include "ledger/format/runmap/proof_json.h"
+#include "ledger/storage/log/log_testing.h"
 #include "ledger/storage/store/testing.h"
+#include "nlohmann/json.hpp"
 #include "tests/util/temp_dir.h"
 
 namespace ledger::ops::tiles {
@@ -272,6 +276,70 @@ TEST_F(TilesTest, ServesTheAuditorsOfEveryTeamOrEveryoneWhenPublic) {
   EXPECT_EQ(beyond.status, 404);
   EXPECT_EQ(beyond.body, "tile/1/000: beyond the latest checkpoint (tree size 4700)\n");
   EXPECT_EQ(get("", "/tlog/other", plain).status, 404);
+}
+
+// Any key's path in either map, against the latest checkpoint's note, for
+// those who may read the tiles.
+TEST(MapProofs, AnyKeysPathAgainstTheLatestTimeNote) {
+  testing::TempDir dir;
+  log::Log::Options o;
+  o.data_dir = dir.Sub("data");
+  o.origin = "tiles.test/log";
+  o.checkpoint_interval_ms = 60'000;
+  const note::Signer signer = *note::Signer::Generate(o.origin);
+  auto log = log::Log::Open(o, signer);
+  ASSERT_TRUE(log.ok()) << log.status();
+  log::AppendAll(**log, {log::InRun("a1", "run-a"), log::InRun("b1", "run-b"), log::OfTeam("c1", "team-c")});
+  ASSERT_TRUE((*log)->SignCheckpoint().ok());
+  const auto key = *note::Verifier::Parse((*log)->verifier_key());
+  auto policy = *auth::Policy::Parse(R"({"identities": [
+      {"identity": "cn:auditor-a", "roles": ["auditor"], "teams": ["team-a"]},
+      {"identity": "cn:auditor-all", "roles": ["auditor"], "teams": ["*"]}]})");
+  auto get = [&](const std::string& identity, const std::string& path) {
+    http::HttpRequest r;
+    r.method = "GET";
+    r.path = path;
+    r.identity = identity;
+    return ServeMapProof(r, **log, {&policy, false});
+  };
+  const runmap::Key run = runmap::RunKeyOf("team-a", "run-a", runmap::KeyVersion::kV2);
+  const runmap::Key team = runmap::TeamKeyOf("team-c");
+  for (const auto& [path, k, teams] : {std::tuple{"/map/runs/", run, false}, std::tuple{"/map/teams/", team, true}}) {
+    http::HttpResponse r = get("cn:auditor-all", path + hash::Hex(k));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.content_type, "application/json");
+    EXPECT_EQ(r.headers["Cache-Control"], "no-cache");
+    auto body = nlohmann::json::parse(r.body);
+    EXPECT_EQ(body["tree_size"], 3);
+    auto t = *note::ParseCheckpointTime(*key.Open(body["time_note"].get<std::string>()));
+    EXPECT_EQ(t.checkpoint.size, 3u);
+    auto proof = *runmap::ParseProof(body["proof"].dump());
+    ASSERT_TRUE(proof.path.found.has_value()) << path;
+    EXPECT_EQ(proof.path.found->head.count, 1u);
+    EXPECT_TRUE(runmap::VerifyProof(teams ? *t.team_map_root : *t.run_map_root, k, proof).ok()) << path;
+  }
+  // A key no run has: its absence, whoever's run its path ends at.
+  runmap::Key none{};
+  http::HttpResponse absent = get("cn:auditor-all", "/map/runs/" + hash::Hex(none));
+  ASSERT_EQ(absent.status, 200);
+  auto absence = *runmap::ParseProof(nlohmann::json::parse(absent.body)["proof"].dump());
+  EXPECT_FALSE(absence.path.found.has_value());
+  // Refusals, each naming its rule.
+  http::HttpResponse team_a = get("cn:auditor-a", "/map/runs/" + hash::Hex(run));
+  EXPECT_EQ(team_a.status, 403);
+  EXPECT_EQ(team_a.body,
+            "identity 'cn:auditor-a' may not read the log's tiles: they hold every team's entries (an "
+            "auditor of every team or an admin may; or the operator makes the log public with "
+            "--tlog-public)\n");
+  EXPECT_EQ(get("", "/map/runs/" + hash::Hex(run)).status, 403);
+  for (const std::string& bad :
+       std::vector<std::string>{hash::Hex(run).substr(1), absl::AsciiStrToUpper(hash::Hex(run)), hash::Hex(run) + "0",
+                                std::string(64, 'g')}) {
+    http::HttpResponse r = get("cn:auditor-all", "/map/runs/" + bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.body, "key: 64 lowercase hex digits, a run key v2 or a team key\n");
+  }
+  EXPECT_EQ(get("cn:auditor-all", "/map/other/" + hash::Hex(run)).status, 404);
 }
 
 }  // namespace

@@ -313,6 +313,18 @@ Hash RunMap::Root() {
   return *root;
 }
 
+Hash RunMap::HashAt(const NodeId& node) {
+  absl::StatusOr<Hash> hash = WithSource([&](const Source& src) { return SubtreeHash(node, src); });
+  if (!hash.ok()) std::abort();  // the in-memory source never fails
+  return *hash;
+}
+
+std::optional<Key> RunMap::FirstKeyUnder(const NodeId& node) const {
+  auto it = leaves_.lower_bound(node.prefix);
+  if (it == leaves_.end() || CommonBits(it->first, node.prefix) < node.depth) return std::nullopt;
+  return it->first;
+}
+
 absl::StatusOr<InclusionProof> RunMap::ProveInclusion(const Key& key) {
   absl::StatusOr<Path> path = PathOf(key);
   if (!path.ok()) return path.status();

@@ -198,6 +198,10 @@ class RunMap {
   const std::map<Key, Head>& leaves() const { return leaves_; }
 
   Hash Root();
+  // The hash of the subtree at `node` (the root's at depth 0).
+  Hash HashAt(const NodeId& node);
+  // The least key under `node`, if any.
+  std::optional<Key> FirstKeyUnder(const NodeId& node) const;
   // NOT_FOUND when the key is absent.
   absl::StatusOr<InclusionProof> ProveInclusion(const Key& key);
   // FAILED_PRECONDITION when the key is present.

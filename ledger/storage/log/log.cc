@@ -606,6 +606,14 @@ absl::StatusOr<RunProof> Log::ProveTeam(std::string_view team) const {
   return ProveKey(*key, *team_map_, "team-head map");
 }
 
+absl::StatusOr<RunProof> Log::ProveMapKey(bool teams, const runmap::Key& key) const {
+  if (!options_.run_map) {
+    return absl::FailedPreconditionError("maps: this ledger runs without them (--run-map=false)");
+  }
+  sync::MutexLock map_lock(&map_mu_);
+  return teams ? ProveKey(key, *team_map_, "team-head map") : ProveKey(key, *map_, "run-head map");
+}
+
 absl::StatusOr<RunProof> Log::ProveKey(const runmap::Key& key, const storedmap::StoredMap& map,
                                        std::string_view map_name) const {
   RunProof proof;

@@ -212,6 +212,11 @@ class Log {
   // The team-head map proof of `team` at the latest checkpoint, the same way
   // (its key a team key).
   absl::StatusOr<RunProof> ProveTeam(std::string_view team) const;
+  // The path of any key in the run-head map (run keys v2) or, with `teams`,
+  // the team-head map, at the latest checkpoint (CONTRACT section 6a,
+  // "Proofs of any key over HTTP"). The caller checks that its asker may
+  // read every team: a path's end may be any team's run.
+  absl::StatusOr<RunProof> ProveMapKey(bool teams, const runmap::Key& key) const;
 
   // Consistency proof from `from` to `to` (0: the latest checkpoint's
   // size, which the result states). OUT_OF_RANGE when `to` is beyond the
