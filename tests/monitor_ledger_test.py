@@ -281,14 +281,20 @@ def genuine(build, lvg, work):
 
 
 ATTACKS = [
-    # name, alter_heads arguments, export arguments, the finding's check
+    # name, alter_heads arguments, export arguments, the finding's check,
+    # and what alarm.json's `difference` names. Receipt i is of
+    # teams[i % 3] and run-(i % 2): team-a/run-0's entries are every 6th
+    # (the last 24), team-b's 1, 4, .., 28, team-c's first 2.
     ("a run's head moved back, its tail dropped", ["run-back", "team-a", "run-0"], ["--run", "team-a/run-0"],
-     "run_map"),
+     "run_map", {"map": "runs", "team": "team-a", "run_id": "run-0", "first_differing_seq": 24,
+                 "moved_back": True, "ledger_count": 4}),
     ("a team's window closed by a forged team head", ["team-back", "team-b"],
-     ["--team", "team-b", "--from", "2000-01-01T00:00:00Z", "--to", "2100-01-01T00:00:00Z"], "team_map"),
+     ["--team", "team-b", "--from", "2000-01-01T00:00:00Z", "--to", "2100-01-01T00:00:00Z"], "team_map",
+     {"map": "teams", "team": "team-b", "first_differing_seq": 28, "moved_back": True, "ledger_count": 9}),
     ("a team claimed absent", ["team-drop", "team-c"],
      ["--team", "team-c", "--from", "2000-01-01T00:00:00Z", "--to", "2100-01-01T00:00:00Z", "--allow-empty"],
-     "team_map"),
+     "team_map", {"map": "teams", "team": "team-c", "first_differing_seq": 2, "moved_back": False,
+                  "ledger_count": None}),
 ]
 
 
@@ -308,7 +314,7 @@ def forge_window(build, s, pack, head):
     pt.write_pack(forged, pack)
 
 
-def attack(build, lvg, work, name, alter, export, check):
+def attack(build, lvg, work, name, alter, export, check, difference):
     s = Setup(build, work)
     try:
         s.start_ledger(required=False)
@@ -346,6 +352,20 @@ def attack(build, lvg, work, name, alter, export, check):
             fail("%s: alarm.json: %r" % (name, evidence))
         if '"monitor_alarm"' not in s.monitor.text():
             fail("%s: the monitor logged no monitor_alarm" % name)
+        # Which run or team the ledger misstates, found with the ledger's
+        # own map proofs, and the first entry its head leaves out.
+        d = evidence.get("difference") or {}
+        got = {k: d.get(k) for k in difference if k != "ledger_count"}
+        got_count = (d.get("ledger_head") or {}).get("count")
+        if got != {k: v for k, v in difference.items() if k != "ledger_count"} or \
+                got_count != difference["ledger_count"] or d.get("run_id") != difference.get("run_id"):
+            fail("%s: alarm.json's difference: %r, want %r" % (name, d, difference))
+        named = difference["team"] + ("/" + difference["run_id"] if "run_id" in difference else "")
+        if "the ledger misstates %s, first at seq %d" % (named, difference["first_differing_seq"]) \
+                not in s.monitor.text():
+            fail("%s: the monitor's log does not name %s: %s" % (name, named, s.monitor.text()[-1500:]))
+        print("ok: %s: the alarm names %s, first at seq %d, located with %d of the ledger's map paths" % (
+            name, named, d["first_differing_seq"], d["proofs_asked"]))
         status, body = s.get(s.monitor_port, "/cosigned")
         if int(body.splitlines()[2]) != 30:
             fail("%s: the monitor's last cosigned note is not the genuine one of 30: %r" % (name, body))
@@ -449,10 +469,10 @@ def main():
         over_https(build, lvg, os.path.join(work, "https"))
         os.makedirs(os.path.join(work, "reader"))
         reading_as_an_auditor(build, os.path.join(work, "reader"))
-        for i, (name, alter, export, check) in enumerate(ATTACKS):
+        for i, (name, alter, export, check, difference) in enumerate(ATTACKS):
             sub = os.path.join(work, "attack-%d" % i)
             os.makedirs(sub)
-            attack(build, lvg, sub, name, alter, export, check)
+            attack(build, lvg, sub, name, alter, export, check, difference)
     print("PASS")
 
 

@@ -362,9 +362,26 @@ absl::Status Monitor::Alarm(const std::string& note, const replay::Finding& find
       {"replayed_note", replayed_note},
       {"last_cosigned_note", last},
       {"entries_since_cosigned", {{"from", last_size}, {"to", replay_.size()}}},
+      {"difference", nullptr},
       {"to_resume", "remove this file once the cause is known; the monitor then cosigns this log again"},
   };
-  const std::string summary = finding.Text();
+  std::string summary = finding.Text();
+  if (t.ok() && replay_.size() == t->checkpoint.size && (finding.check == "run_map" || finding.check == "team_map")) {
+    nlohmann::json difference = Difference(note, *t, finding.check == "team_map");
+    if (difference.contains("key")) {
+      const std::string named =
+          difference.contains("team")
+              ? absl::StrCat(difference["team"].get<std::string>(), difference.contains("run_id")
+                                                                        ? "/" + difference["run_id"].get<std::string>()
+                                                                        : std::string())
+              : absl::StrCat("key ", difference["key"].get<std::string>());
+      absl::StrAppend(&summary, "; the ledger misstates ", named,
+                      difference["first_differing_seq"].is_null()
+                          ? std::string()
+                          : absl::StrCat(", first at seq ", difference["first_differing_seq"].get<uint64_t>()));
+    }
+    evidence["difference"] = std::move(difference);
+  }
   absl::Status written = files::WriteFileAtomically(AlarmFile(options_.dir), evidence.dump(2) + "\n");
   {
     sync::MutexLock lock(&mu_);

@@ -42,6 +42,7 @@
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/replay/replay.h"
+#include "nlohmann/json_fwd.hpp"
 #include "util/http/client.h"
 #include "util/http/http.h"
 #include "util/stats/stats.h"
@@ -133,6 +134,13 @@ class Monitor {
   void Remember(const std::string& text, const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
   // Writes alarm.json and halts; returns the FAILED_PRECONDITION Step returns.
   absl::Status Alarm(const std::string& note, const replay::Finding& finding) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
+  // The `difference` of alarm.json for a map root of `refused` (teams: the
+  // team-head map's) that the replay does not share: the key, both heads,
+  // the first entry where they differ (difference.cc; CONTRACT section 5c,
+  // "When the roots differ"), or why it was not located.
+  nlohmann::json Difference(const std::string& signed_note, const note::CheckpointTime& refused, bool teams)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);
+  class EntryReader;
   // A key_rotation entry replayed (CONTRACT section 5d): its statement
   // followed in keys_, or the finding that it does not hold.
   std::optional<replay::Finding> FollowRotation(const receipt::Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(step_mu_);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ledger/format/replay/testing.h"
+#include "ledger/format/runmap/proof_json.h"
 #include "monitor/server/testing.h"
 #include "nlohmann/json.hpp"
 #include "tests/util/status_matchers.h"
@@ -99,24 +100,29 @@ TEST_F(MonitorTest, CosignsAGenuineNoteAndResumesAfterARestart) {
 // The three forgeries of a key-holding operator: a run's head moved back, a
 // team's head forged, a team claimed absent; each signed with the log's key.
 TEST_F(MonitorTest, RefusesAForgedMapRootRaisesTheAlarmAndStaysHalted) {
+  // Entry k is of team-(k % 3) and run-(k % 11): run-1 of team-1 has an
+  // entry every 33, team-0 every 3.
   struct Forgery {
     std::string name, check;
     std::function<void(Leaves&)> forge;
     bool teams;
+    std::string team, run_id;  // the difference the evidence names
+    uint64_t first_differing_seq;
+    bool moved_back;
   } forgeries[] = {
       {"run head moved back", "run_map",
        [](Leaves& l) {
          runmap::Head& h = l.runs()["team-1/run-1"];
          h = {h.count - 1, h.last_seq - 33, hash::LeafHash(l.leaves()[h.last_seq - 33])};
        },
-       false},
+       false, "team-1", "run-1", 331, true},
       {"team head forged", "team_map",
        [](Leaves& l) {
          runmap::Head& h = l.teams()["team-0"];
          h = {h.count - 1, h.last_seq - 3, hash::LeafHash(l.leaves()[h.last_seq - 3])};
        },
-       true},
-      {"team claimed absent", "team_map", [](Leaves& l) { l.teams().erase("team-2"); }, true},
+       true, "team-0", "", 339, true},
+      {"team claimed absent", "team_map", [](Leaves& l) { l.teams().erase("team-2"); }, true, "team-2", "", 2, false},
   };
   for (const Forgery& f : forgeries) {
     SCOPED_TRACE(f.name);
@@ -139,6 +145,7 @@ TEST_F(MonitorTest, RefusesAForgedMapRootRaisesTheAlarmAndStaysHalted) {
       note.run_map_root = forged.RunMap().Root();
     }
     log_.Checkpoint(note);
+    log_.ServeMaps(forged);
     EXPECT_THAT((*m)->Step(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("halted: " + f.check)));
     EXPECT_EQ((*m)->Cosigned(), genuine);  // never the forged note
     EXPECT_THAT((*m)->RenderMetrics(), HasSubstr("ledger_monitor_alarm 1\n"));
@@ -150,6 +157,30 @@ TEST_F(MonitorTest, RefusesAForgedMapRootRaisesTheAlarmAndStaysHalted) {
     EXPECT_EQ(evidence["entries_since_cosigned"]["to"], 340);
     // The note the entries give is the genuine one's body.
     EXPECT_EQ(evidence["replayed_note"], note::FormatCheckpointTime(log_.leaves().Note()));
+    // Which run or team the ledger misstates, and from which entry on.
+    const nlohmann::json& d = evidence["difference"];
+    EXPECT_EQ(d["map"], f.teams ? "teams" : "runs") << d.dump();
+    EXPECT_EQ(d["team"], f.team) << d.dump();
+    EXPECT_EQ(d.contains("run_id"), !f.teams) << d.dump();
+    if (!f.teams) {
+      EXPECT_EQ(d["run_id"], f.run_id);
+    }
+    EXPECT_EQ(d["first_differing_seq"], f.first_differing_seq) << d.dump();
+    EXPECT_EQ(d["moved_back"], f.moved_back) << d.dump();
+    const runmap::Key key =
+        f.teams ? runmap::TeamKeyOf(f.team) : runmap::RunKeyOf(f.team, f.run_id, runmap::KeyVersion::kV2);
+    EXPECT_EQ(d["key"], hash::Hex(key));
+    EXPECT_EQ(d["replayed_head"]["last_seq"], f.teams ? log_.leaves().teams()[f.team].last_seq
+                                                      : log_.leaves().runs()[f.team + "/" + f.run_id].last_seq);
+    EXPECT_EQ(d["ledger_head"].is_null(), f.name == "team claimed absent");
+    EXPECT_EQ(d["at_tree_size"], 340);
+    EXPECT_EQ(d["at_note"], log_.note());
+    EXPECT_EQ(d["proofs_asked"], log_.map_paths_);
+    // The ledger's path verifies against the root it signed.
+    auto proof = runmap::ParseProof(d["proof"].dump());
+    ASSERT_TRUE(proof.ok());
+    EXPECT_TRUE(runmap::VerifyProof(f.teams ? *note.team_map_root : *note.run_map_root, key, *proof).ok());
+    EXPECT_THAT((*m)->status().alarm, HasSubstr("the ledger misstates " + f.team));
     // Halted: the genuine note is not cosigned either, not even after a restart.
     log_.Checkpoint();
     EXPECT_THAT((*m)->Step(), StatusIs(absl::StatusCode::kFailedPrecondition));
@@ -162,6 +193,51 @@ TEST_F(MonitorTest, RefusesAForgedMapRootRaisesTheAlarmAndStaysHalted) {
     auto round = (*m)->Step();
     ASSERT_TRUE(round.ok()) << round.status();
     EXPECT_TRUE(round->cosigned);
+  }
+}
+
+// A forged run head in a note that the ledger has since signed past: the
+// monitor carries its replay on to the ledger's latest note in a copy and
+// finds the key there; with no map served, the evidence says why.
+TEST_F(MonitorTest, TheKeyIsLocatedAtTheLedgersLaterNoteOrSaidNotLocated) {
+  for (bool serve : {true, false}) {
+    SCOPED_TRACE(serve ? "maps served" : "no maps served");
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    log_ = FakeLog();
+    Grow(300);
+    log_.Checkpoint();
+    auto m = Open();
+    ASSERT_TRUE(m.ok());
+    ASSERT_TRUE((*m)->Step().ok());
+    Grow(40);
+    auto forge = [&] {
+      Leaves forged = log_.leaves();
+      runmap::Head& h = forged.runs()["team-1/run-1"];
+      h = {h.count - 1, h.last_seq - 33, hash::LeafHash(forged.leaves()[h.last_seq - 33])};
+      note::CheckpointTime note = log_.leaves().Note();
+      note.run_map_root = forged.RunMap().Root();
+      log_.Checkpoint(note);
+      if (serve) log_.ServeMaps(forged);
+    };
+    forge();
+    const std::string refused = log_.note();
+    Grow(25);  // the ledger signs on, its map still forged
+    forge();
+    EXPECT_THAT((*m)->Cosign(refused), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("run_map")));
+    auto evidence = nlohmann::json::parse(*files::ReadFile((dir_ / "alarm.json").string()));
+    const nlohmann::json& d = evidence["difference"];
+    EXPECT_EQ(evidence["refused_note"], refused);
+    if (!serve) {
+      EXPECT_THAT(d["not_located"].get<std::string>(), HasSubstr("HTTP 404")) << d.dump();
+      continue;
+    }
+    EXPECT_EQ(d["at_tree_size"], 365) << d.dump();
+    EXPECT_EQ(d["at_note"], log_.note());
+    EXPECT_EQ(d["team"], "team-1");
+    EXPECT_EQ(d["run_id"], "run-1");
+    EXPECT_EQ(d["first_differing_seq"], 364);  // 1 + 33 * 11
+    EXPECT_EQ(d["moved_back"], true);
   }
 }
 

@@ -13,7 +13,9 @@
 #include "ledger/format/note/note.h"
 #include "ledger/format/replay/testing.h"
 #include "ledger/format/retention/pruned.h"
+#include "ledger/format/runmap/proof_json.h"
 #include "monitor/server/monitor.h"
+#include "nlohmann/json.hpp"
 #include "util/http/client.h"
 
 namespace ledger::monitor::testing {
@@ -32,12 +34,20 @@ class FakeLog {
     note_ = *signer_.Sign(note::FormatCheckpointTime(forged.value_or(leaves_.Note())));
   }
   const std::string& note() const { return note_; }
+  // Serves the paths of keys (/map/runs/<key>, /map/teams/<key>) from the
+  // maps of `maps` (a forged ledger's, say), at the latest note's size.
+  void ServeMaps(const replay::testing::Leaves& maps) {
+    runs_ = maps.RunMap();
+    teams_ = maps.TeamMap();
+    serve_maps_ = true;
+  }
 
   absl::StatusOr<http::Reply> Get(const std::string& url) {
     ++gets_;
     if (fail_after_ >= 0 && gets_ > fail_after_) return absl::UnavailableError("connect: refused");
     const std::string path = url.substr(std::string("http://log").size());
     if (path == "/checkpoint/time-note") return http::Reply{200, "text/plain", note_};
+    if (path.starts_with("/map/")) return MapPath(path);
     for (uint64_t index = 0; index * 256 < leaves_.leaves().size(); ++index) {
       const uint64_t width = std::min<uint64_t>(256, leaves_.leaves().size() - index * 256);
       for (uint64_t w = 1; w <= width; ++w) {
@@ -57,13 +67,28 @@ class FakeLog {
     return http::Reply{404, "text/plain", "not found\n"};
   }
 
-  int bundles_ = 0, gets_ = 0, fail_after_ = -1;
+  absl::StatusOr<http::Reply> MapPath(const std::string& path) {
+    const bool teams = path.starts_with("/map/teams/");
+    auto key = hash::ParseHex(path.substr(teams ? 11 : 10));
+    if (!serve_maps_ || !key.ok()) return http::Reply{404, "text/plain", "not found\n"};
+    ++map_paths_;
+    auto t = note::ParseCheckpointTime(note_.substr(0, note_.find("\n\n") + 1));
+    auto proof = (teams ? teams_ : runs_).Prove(*key);
+    nlohmann::json body = {{"tree_size", t->checkpoint.size},
+                           {"time_note", note_},
+                           {"proof", nlohmann::json::parse(runmap::EncodeProof({*key, *proof}))}};
+    return http::Reply{200, "application/json", body.dump()};
+  }
+
+  int bundles_ = 0, gets_ = 0, fail_after_ = -1, map_paths_ = 0;
   uint64_t pruned_below_ = 0;  // entries below it served as pruned lines (CONTRACT section 9)
 
  private:
   note::Signer signer_;
   replay::testing::Leaves leaves_;
   std::string note_;
+  bool serve_maps_ = false;
+  runmap::RunMap runs_, teams_;
 };
 
 }  // namespace ledger::monitor::testing

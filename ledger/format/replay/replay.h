@@ -86,6 +86,9 @@ class Replay {
   const hash::Hash& prev() const { return prev_; }
   hash::Hash runs_root() { return runs_.Root(); }
   hash::Hash teams_root() { return teams_.Root(); }
+  // The maps themselves (a monitor's search for the key a note misstates).
+  runmap::RunMap& run_map() { return runs_; }
+  runmap::RunMap& team_map() { return teams_; }
   size_t runs() const { return runs_.size(); }
   size_t teams() const { return teams_.size(); }
   std::optional<runmap::Head> RunHead(std::string_view team, std::string_view run_id) const;
