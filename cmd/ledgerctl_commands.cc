@@ -65,6 +65,9 @@ void DefineCommandFlags(Flags& flags) {
                "export, verify: a file holding an earlier signed checkpoint (verify: the pack must prove "
                "consistency from exactly it)");
   flags.Define("vkey-string", "", "the ledger's verifier key line itself");
+  flags.Define("replay-state", "",
+               "audit: a file to write the replay of a consistent store to (the format of a monitor's "
+               "replay.state, to compare byte for byte)");
   flags.Define("key-set", "",
                "a file of the ledger's keys, each with the sizes it signs (CONTRACT section 5d): "
                "<vkey>[ from N][ until N] a line");
@@ -257,11 +260,12 @@ const std::vector<Command>* MakeCommands() {
        {"ledgerctl replication --json"}},
       {"audit",
        "recompute all a stopped ledger stores and compare (exit 0 consistent, 1 not, 2 usage, 3 unreadable)",
-       {"--data DIR [--vkey FILE | --origin O] [--json] [--no-progress]"},
+       {"--data DIR [--vkey FILE | --origin O] [--replay-state FILE] [--json] [--no-progress]"},
        false,
        {{"data", ""},
         {"vkey", ""},
         {"origin", "without --vkey: the name of <data>/signing.key"},
+        {"replay-state", ""},
         {"json", ""},
         {"no-progress", ""}},
        {"ledgerctl audit --data /var/lib/ledger --vkey ledger.vkey"}},

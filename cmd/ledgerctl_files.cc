@@ -194,9 +194,16 @@ int AuditStore(const Flags& flags) {
   auto store = ledger::store::Store::Open(data + "/db");
   if (!store.ok()) return unreadable(store.status());
   text::ProgressMeter progress("auditing", "entries", !flags.Bool("no-progress"));
-  auto report = ledger::log::Audit(**store, *key, &progress);
+  std::string replay_state;
+  auto report =
+      ledger::log::Audit(**store, *key, &progress, flags.Get("replay-state").empty() ? nullptr : &replay_state);
   progress.Finish();  // the line erased before the report is printed
   if (!report.ok()) return unreadable(report.status());
+  if (report->ok && !flags.Get("replay-state").empty()) {
+    if (absl::Status s = ledger::files::WriteFileAtomically(flags.Get("replay-state"), replay_state); !s.ok()) {
+      return unreadable(s);
+    }
+  }
   return Report(*report, flags);
 }
 

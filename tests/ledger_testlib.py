@@ -3,9 +3,12 @@ generated with protoc and Debian's grpc_python_plugin, free ports,
 certificates made with the openssl command, and a cosigned checkpoint
 opened with Go's note package."""
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -120,3 +123,42 @@ class SoftToken:
         if r.returncode != 0:
             fail("ledgerctl keygen --pkcs11 %s: %s" % (obj, r.stderr))
         return r.stdout.strip()
+
+
+class Ledgerd:
+    """ledgerd on a data directory, listening on free ports (gRPC and HTTP),
+    its output in a file under `work`."""
+
+    def __init__(self, build, work, data, origin, *extra):
+        self.build, self.out_path = build, os.path.join(work, "ledgerd.%d.out" % time.monotonic_ns())
+        self.out = open(self.out_path, "wb")
+        self.proc = subprocess.Popen([os.path.join(build, "cmd", "ledgerd"), "--data", data, "--origin", origin,
+                                      "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"] + list(extra),
+                                     stdout=self.out, stderr=self.out)
+        self.addr = self.http = None
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and (self.addr is None or self.http is None):
+            text = open(self.out_path).read()
+            m = re.search(r"^listening on (\S+)$", text, re.M)
+            h = re.search(r"^http on (\S+)$", text, re.M)
+            self.addr, self.http = m and m.group(1), h and h.group(1)
+            if self.proc.poll() is not None:
+                fail("ledgerd exited: " + text[-2000:])
+            time.sleep(0.1)
+        if self.addr is None:
+            fail("ledgerd did not start: " + open(self.out_path).read()[-2000:])
+
+    def ctl(self, *args, check=True):
+        r = subprocess.run([os.path.join(self.build, "cmd", "ledgerctl"), "--server", self.addr] + list(args),
+                           capture_output=True, text=True)
+        if check and r.returncode != 0:
+            fail("ledgerctl %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
+        return r
+
+    def log(self):
+        return open(self.out_path).read()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=120)
+        self.out.close()

@@ -34,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ledger_testlib import fail  # noqa: E402
+from ledger_testlib import Ledgerd as StartedLedgerd, fail  # noqa: E402
 
 ORIGIN = "retention.test/log"
 DAYS = 120
@@ -56,40 +56,8 @@ def db_bytes(data):
     return total
 
 
-class Ledgerd:
-    def __init__(self, build, work, data, *extra):
-        self.build, self.out_path = build, os.path.join(work, "ledgerd.%d.out" % time.monotonic_ns())
-        self.out = open(self.out_path, "wb")
-        self.proc = subprocess.Popen([os.path.join(build, "cmd", "ledgerd"), "--data", data, "--origin", ORIGIN,
-                                      "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"] + list(extra),
-                                     stdout=self.out, stderr=self.out)
-        self.addr = self.http = None
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and (self.addr is None or self.http is None):
-            text = open(self.out_path).read()
-            m = re.search(r"^listening on (\S+)$", text, re.M)
-            h = re.search(r"^http on (\S+)$", text, re.M)
-            self.addr, self.http = m and m.group(1), h and h.group(1)
-            if self.proc.poll() is not None:
-                fail("ledgerd exited: " + text[-2000:])
-            time.sleep(0.1)
-        if self.addr is None:
-            fail("ledgerd did not start: " + open(self.out_path).read()[-2000:])
-
-    def ctl(self, *args, check=True):
-        r = subprocess.run([os.path.join(self.build, "cmd", "ledgerctl"), "--server", self.addr] + list(args),
-                           capture_output=True, text=True)
-        if check and r.returncode != 0:
-            fail("ledgerctl %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
-        return r
-
-    def log(self):
-        return open(self.out_path).read()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=120)
-        self.out.close()
+def Ledgerd(build, work, data, *extra):
+    return StartedLedgerd(build, work, data, ORIGIN, *extra)
 
 
 def audit(build, data, want_pruned=None):

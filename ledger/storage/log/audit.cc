@@ -43,7 +43,7 @@ class Auditor {
   Auditor(const store::Store& store, const note::Verifier& key, text::ProgressMeter* progress)
       : store_(store), key_(key), progress_(progress), keys_(*note::KeySet::Of(key.VerifierKey())) {}
 
-  absl::StatusOr<AuditReport> Run() {
+  absl::StatusOr<AuditReport> Run(std::string* replay_state) {
     auto state = store_.ReadState();
     if (!state.ok()) return state.status();
     state_ = *state;
@@ -89,6 +89,8 @@ class Auditor {
       r.what = finding_->what;
       r.expected = finding_->expected;
       r.found = finding_->found;
+    } else if (replay_state != nullptr) {
+      *replay_state = replay_.Encode();
     }
     return r;
   }
@@ -566,8 +568,9 @@ std::string AuditReport::Summary() const {
                       expected, ", found ", found, "\n");
 }
 
-absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key, text::ProgressMeter* progress) {
-  return Auditor(store, key, progress).Run();
+absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key, text::ProgressMeter* progress,
+                                  std::string* replay_state) {
+  return Auditor(store, key, progress).Run(replay_state);
 }
 
 }  // namespace ledger::log

@@ -67,8 +67,11 @@ struct AuditReport {
 // `progress` (if any) of each entry read, the tree size its total.
 // Errors are for a store that cannot be read at all; everything else is a
 // report.
+// With `replay_state`, a consistent store's replay is written there at the
+// end (replay::Replay::Encode): what a monitor that replayed the same
+// entries keeps in its replay.state, byte for byte.
 absl::StatusOr<AuditReport> Audit(const store::Store& store, const note::Verifier& key,
-                                  text::ProgressMeter* progress = nullptr);
+                                  text::ProgressMeter* progress = nullptr, std::string* replay_state = nullptr);
 
 }  // namespace ledger::log
 
