@@ -24,6 +24,7 @@ DEMO_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libsodium-dev nlohmann-json3-dev libarchive-dev libdeflate-dev libssl-dev libjemalloc-dev libpq-dev
+  libcurl4-openssl-dev
   libp11-kit-dev
   libabsl-dev libbenchmark-dev libgtest-dev
   golang-go golang-golang-x-mod-dev
@@ -36,7 +37,7 @@ DEMO_PACKAGES=(
 # podman for the image, Node for the TypeScript client, OpenSSL's command
 # (`openssl ts -reply` is the time-stamping authority of the TSA tests).
 TEST_PACKAGES=(
-  postgresql-15 softhsm2 openssl
+  postgresql-15 softhsm2 openssl libmicrohttpd-dev
   golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
   python3-grpcio python3-protobuf python3-cryptography python3-yaml
   python3-pip python3-setuptools python3-wheel python3-venv

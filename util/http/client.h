@@ -1,8 +1,13 @@
-// A minimal blocking HTTP/1.1 client: one request per connection
-// (Connection: close), over plain HTTP or HTTPS. The ledger posts
-// checkpoints to witnesses with it; a monitor reads a log's tiles with it.
-// Answers are read whole (Content-Length or the connection's end; not
-// chunked), up to a bound.
+// A blocking HTTP/1.1 client over plain HTTP or HTTPS, on libcurl: the
+// ledger posts checkpoints to witnesses and time notes to monitors and
+// time-stamp requests to a TSA with it; a monitor reads a log's tiles with
+// it. Answers are read whole (Content-Length, chunked, or the connection's
+// end), up to a bound. Over HTTPS only the CA given is trusted (never the
+// system's store), the server's certificate must name the URL's host (DNS
+// or IP SAN), and no proxy is used whatever the environment says. Each
+// thread keeps one libcurl handle, so connections and TLS sessions are
+// reused where the server allows. SIGPIPE is blocked in the calling thread
+// while a request runs.
 //
 // Thread-safe: free functions.
 #ifndef UTIL_HTTP_CLIENT_H_
