@@ -37,7 +37,7 @@ DEMO_PACKAGES=(
 # podman for the image, Node for the TypeScript client, OpenSSL's command
 # (`openssl ts -reply` is the time-stamping authority of the TSA tests).
 TEST_PACKAGES=(
-  postgresql-15 softhsm2 openssl libmicrohttpd-dev
+  postgresql-15 softhsm2 openssl libmicrohttpd-dev libcpp-httplib-dev
   golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go protoc-gen-go-grpc
   python3-grpcio python3-protobuf python3-cryptography python3-yaml
   python3-pip python3-setuptools python3-wheel python3-venv
