@@ -214,6 +214,7 @@ absl::StatusOr<Redacted> ParseRedacted(std::string_view line) {
   auto logged = uint(in, "logged_at_us");
   auto v = uint(in, "v");
   if (!by || !seq || !logged || !v) return NotRedacted("by, seq, logged_at_us and v: want integers");
+  if (*v != 1 && *v != 2) return NotRedacted("v: want 1 or 2");
   if (!hash::ParseHexTo(str(in, "leaf_hash"), &out.leaf_hash)) return NotRedacted("leaf_hash: want 64 hex digits");
   Entry& e = out.skeleton;
   if (!hash::ParseHexTo(str(in, "prev"), &e.prev)) return NotRedacted("prev: want 64 hex digits");
@@ -227,6 +228,9 @@ absl::StatusOr<Redacted> ParseRedacted(std::string_view line) {
   }
   if (in.contains("team_prev")) {
     if (!uint(in, "team_prev")) return NotRedacted("team_prev: want an integer");
+    // As a redaction's entry_team_prev (CheckRedaction), and as a leaf's
+    // tail is read (SeqOf): a leaf of version 1 has no team_prev.
+    if (e.version != 2) return NotRedacted("team_prev: only with v 2");
     e.team_prev = *uint(in, "team_prev");
   }
   auto rit = in.find("receipt");

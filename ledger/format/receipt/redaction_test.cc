@@ -154,6 +154,22 @@ TEST(RedactionTest, OnlyExactLinesAreRead) {
       {"{\"redacted\":1}", "not a redacted line: redacted: want an object"},
   };
   for (const auto& [bad, why] : cases) EXPECT_EQ(ParseRedacted(bad).status().message(), why) << bad;
+  // Found by fuzz_receipt: a line of version 1 with a team_prev, which no
+  // redaction states (entry_team_prev is only with entry_v 2) and whose
+  // tail SeqOf cannot read as a leaf's.
+  const std::string v1_team_prev =
+      R"({"redacted":{"by":5,"leaf_hash":"32d4da4134a1600ba3a057d4699da508fe24cb1f0ccc72a871ec509634ad8d3b",)"
+      R"("logged_at_us":1767225600001000,"prev":"d672f028d20bd29185c177196ccbf2ed6ee17aef67dee0fac5b661256ae5bf97",)"
+      R"("receipt":{"attempt":1,"kind":"agent_exec","receipt_id":"build-exec","run_id":"run-6",)"
+      R"("start_receipt_id":"build-start","step_id":"build","team":"acme"},"run_prev":0,"seq":1,"team_prev":0,"v":1}})";
+  EXPECT_EQ(ParseRedacted(v1_team_prev).status().message(), "not a redacted line: team_prev: only with v 2");
+  std::string v3 = v1_team_prev;
+  v3.replace(v3.find(R"(,"team_prev":0,"v":1)"), 20, R"(,"v":3)");
+  EXPECT_EQ(ParseRedacted(v3).status().message(), "not a redacted line: v: want 1 or 2");
+  std::string v1 = v1_team_prev;
+  v1.replace(v1.find(R"(,"team_prev":0)"), 14, "");
+  ASSERT_TRUE(ParseRedacted(v1).ok()) << ParseRedacted(v1).status();
+  EXPECT_EQ(*SeqOf(v1), 1u);
   std::string spaced = line;
   spaced.insert(spaced.find(',') + 1, " ");
   EXPECT_EQ(ParseRedacted(spaced).status().message(), not_canonical);
