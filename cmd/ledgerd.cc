@@ -18,14 +18,15 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "cmd/flags.h"
 #include "cmd/ledgerd_config.h"
+#include "cmd/ledgerd_http.h"
 #include "cmd/ledgerd_retention.h"
 #include "cmd/ledgerd_security.h"
 #include "cmd/ledgerd_tsa.h"
+#include "cmd/ledgerd_witnesses.h"
 #include "export/service/export_service.h"
 #include "ledger/format/tlogpolicy/tlogpolicy.h"
 #include "ledger/keys/key_file.h"
@@ -42,7 +43,6 @@
 #include "ops/dashboard.h"
 #include "ops/metrics.h"
 #include "ops/otlp/listener.h"
-#include "ops/tiles/tiles.h"
 #include "query/projector/projector.h"
 #include "query/service/query_service.h"
 #include "query/sweeper/sweeper.h"
@@ -50,7 +50,6 @@
 #include "util/http/client.h"
 #include "util/http/http.h"
 #include "util/jsonlog/jsonlog.h"
-#include "witness/client/log_source.h"
 #include "witness/client/witnesses.h"
 
 namespace {
@@ -150,137 +149,12 @@ absl::StatusOr<ledger::auth::Limiter::Options> Limits(const ledger::cmd::Flags& 
 
 using ledger::cmd::ClientTls;
 
-// Submits each checkpoint to the witnesses of the tlog-policy in `path`;
-// https:// witnesses are verified with --witness-tls-ca, and given
-// --witness-tls-cert and --witness-tls-key when they ask for a certificate.
-// In a replicated shard (`node`) only the leader submits, and the nodes
-// share what each witness last cosigned through the shard's database.
-absl::StatusOr<std::unique_ptr<ledger::witnesses::Witnesses>> StartWitnesses(const ledger::cmd::Flags& flags,
-                                                                             const ledger::log::Log* log,
-                                                                             const std::string& data_dir,
-                                                                             ledger::replication::Node* node) {
-  auto client_tls = ClientTls(flags, "witness");
-  if (!client_tls.ok()) return client_tls.status();
-  std::shared_ptr<const ledger::http::TlsClient> tls = *std::move(client_tls);
-  const std::string& path = flags.Get("witness-policy");
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("--witness-policy: cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto policy = ledger::tlogpolicy::Policy::Parse(text.str());
-  if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat("--witness-policy: ", policy.status().message()));
-  ledger::witnesses::Source source = ledger::witnesses::LogSource(log);
-  auto post = [tls](const std::string& url, const std::string& body) {
-    return ledger::http::HttpPost(url, body, 5000, tls->ca_pem.empty() ? nullptr : tls.get());
-  };
-  std::optional<ledger::witnesses::Shared> shared;
-  if (node != nullptr) {
-    shared =
-        ledger::witnesses::Shared{.submits = [node] { return node->Submits(); },
-                                  .record =
-                                      [node](const ledger::witnesses::Recorded& r) {
-                                        return node->RecordCosignature({r.witness, r.size, r.line});
-                                      },
-                                  .recorded = [node]() -> absl::StatusOr<std::vector<ledger::witnesses::Recorded>> {
-                                    auto stored = node->Cosignatures();
-                                    if (!stored.ok()) return stored.status();
-                                    std::vector<ledger::witnesses::Recorded> out;
-                                    for (auto& c : *stored)
-                                      out.push_back({std::move(c.witness), c.size, std::move(c.line)});
-                                    return out;
-                                  }};
-  }
-  auto started = ledger::witnesses::Witnesses::Start(
-      *std::move(policy), std::move(source), post,
-      {.data_dir = data_dir, .poll_ms = 100, .max_backoff_ms = 10'000, .now_s = nullptr, .shared = std::move(shared)});
-  if (!started.ok())
-    return absl::Status(started.status().code(), absl::StrCat("--witness-policy: ", started.status().message()));
-  return started;
-}
-
-// The operators' HTTP endpoints. `dashboard` is null without projections;
-// `gate` too on the plain-text health port, which serves no /metrics.
-ledger::http::HttpResponse Operate(const ledger::http::HttpRequest& r, const ledger::log::Log& log,
-                                   ledger::ops::Metrics* metrics, ledger::ops::Dashboard* dashboard,
-                                   const ledger::auth::Gate* gate, bool stopping,
-                                   const ledger::witnesses::Witnesses* witnesses = nullptr, bool tlog_public = false,
-                                   const ledger::replication::Node* node = nullptr,
-                                   const ledger::monitors::Monitors* monitors = nullptr,
-                                   const ledger::tsa::Stamper* stamper = nullptr) {
-  using ledger::http::Text;
-  if (r.path == "/healthz") return Text(200, "ok\n");
-  if (r.path == "/readyz" || r.path == "/readyz/leader") {
-    if (stopping) return Text(503, "stopping\n");
-    if (absl::Status failed = log.View().failure(); !failed.ok())
-      return Text(503, absl::StrCat("store failed: ", failed.message(), "\n"));
-    if (!log.integrity().ok()) return Text(503, absl::StrCat("appends refused: ", log.integrity().message(), "\n"));
-    if (node == nullptr) return Text(200, "ready\n");
-    // Replicated: /readyz for reads (every node that follows or leads),
-    // /readyz/leader for appends (the leader only).
-    const auto st = node->state();
-    if (st.role == ledger::replication::Role::kLeader) {
-      return Text(200, absl::StrCat("ready: leader, epoch ", st.epoch, "; appends and reads\n"));
-    }
-    if (st.role == ledger::replication::Role::kFollower && r.path == "/readyz") {
-      return Text(200, absl::StrCat("ready: follower, applied ", st.applied, " of ", st.fence_size, "; reads only; ",
-                                    st.leader_address.empty() ? std::string("no leader known")
-                                                              : absl::StrCat("appends go to ", st.leader_address),
-                                    "\n"));
-    }
-    return Text(
-        503, absl::StrCat("not ready for ", r.path == "/readyz" ? "reads" : "appends", ": ",
-                          ledger::replication::RoleName(st.role),
-                          st.failure.empty() ? "" : absl::StrCat(" (", st.failure, ")"),
-                          st.leader_address.empty() ? "" : absl::StrCat("; the leader is ", st.leader_address), "\n"));
-  }
-  if (metrics == nullptr) return Text(404, "not found: /healthz, /readyz\n");
-  if (r.path == "/metrics") {
-    if (gate != nullptr && gate->tls()) {
-      if (absl::Status s = ledger::ops::MayScrape(*gate->policy(), r.identity); !s.ok()) {
-        return Text(403, absl::StrCat(s.message(), "\n"));
-      }
-    }
-    ledger::http::HttpResponse m =
-        Text(200, metrics->Render() + (witnesses ? witnesses->RenderMetrics() : "") +
-                      (monitors ? monitors->RenderMetrics() : "") + (stamper ? stamper->RenderMetrics() : "") +
-                      (node ? node->RenderMetrics() : ""));
-    m.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    return m;
-  }
-  if (r.path == "/checkpoint" || r.path == "/checkpoint/time-note") {
-    // The latest checkpoint with the witnesses' cosignatures held for it:
-    // what every verifier and witness is given, to any verified client;
-    // and its checkpoint-time note, which monitors check and cosign.
-    if (gate != nullptr && gate->tls() && r.identity.empty()) {
-      return Text(403, "client certificate: names no identity\n");
-    }
-    auto cp = log.Checkpoint(0);
-    if (!cp.ok()) return Text(404, "no checkpoint signed yet\n");
-    if (r.path == "/checkpoint") return Text(200, witnesses ? witnesses->Cosigned(cp->note) : cp->note);
-    if (cp->time_note.empty()) return Text(404, "the latest checkpoint has no time note\n");
-    return Text(200, monitors ? monitors->Cosigned(cp->time_note) : cp->time_note);
-  }
-  if (r.path.rfind("/map/", 0) == 0) {
-    auto policy = gate != nullptr && gate->tls() ? gate->policy() : nullptr;
-    return ledger::ops::tiles::ServeMapProof(r, log, {policy.get(), tlog_public});
-  }
-  if (r.path.rfind("/tlog/", 0) == 0) {
-    // The log as C2SP tlog-tiles, bounded by the latest checkpoint (ops/tiles/tiles.h).
-    const ledger::log::LogView view = log.View();
-    const std::string& note = view.checkpoint().note;
-    if (note.empty()) return Text(404, "no checkpoint signed yet\n");
-    auto policy = gate != nullptr && gate->tls() ? gate->policy() : nullptr;
-    return ledger::ops::tiles::Serve(r, view, witnesses ? witnesses->Cosigned(note) : note,
-                                     {policy.get(), tlog_public});
-  }
-  if (dashboard == nullptr) return Text(404, "no dashboard: ledgerd runs with --projections=false\n");
-  return dashboard->Handle(r);
-}
-
 namespace {
 
 using ledger::cmd::Flags;
 using ledger::cmd::LedgerdConfig;
+using ledger::cmd::Operate;
+using ledger::cmd::StartWitnesses;
 
 // The parts of a running ledgerd, opened and started in order, stopped in
 // the reverse order (each part only uses parts declared before it).
