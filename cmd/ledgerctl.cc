@@ -484,8 +484,8 @@ int Export(pb::ExportService::Stub& stub, const Flags& flags) {
   }
   req.set_allow_empty(flags.Bool("allow-empty"));
   auto pack_format = flags.Int("pack-format");
-  if (!pack_format.ok() || *pack_format < 5 || *pack_format > 8) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--pack-format: want 5, 6, 7 or 8, found '",
+  if (!pack_format.ok() || *pack_format < 5 || *pack_format > 9) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--pack-format: want 5, 6, 7, 8 or 9, found '",
                                                         ledger::text::TerminalEscape(flags.Get("pack-format")), "'")));
   }
   req.set_pack_format(static_cast<uint32_t>(*pack_format));

@@ -56,8 +56,9 @@ void DefineCommandFlags(Flags& flags) {
                "write the pack of a run or team window with no entry (it proves there is none); "
                "without it such an export fails, nothing written",
                true);
-  flags.Define("pack-format", "8",
-               "export: the pack format, 8 (format 7, or 8 when the pack holds an erased entry), 7 (report.html "
+  flags.Define("pack-format", "9",
+               "export: the pack format, 9 (format 7; 8 when the pack holds an erased entry; 9 for a run whose "
+               "first entries were pruned), 8 (as 9, without format 9), 7 (report.html "
                "says which keys signed and what vouches for the time), 6 "
                "(the same pack for verifiers that predate format 7) or 5 (a path per entry, for verifiers that "
                "predate format 6)");
@@ -272,7 +273,7 @@ const std::vector<Command>* MakeCommands() {
       {"export",
        "write the evidence pack of a run, a seq range or a team's time window",
        {"(--run TEAM/RUN | --seq A:B | --team T --from RFC3339 --to RFC3339)\n"
-        "--out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7|8] [--no-progress]"},
+        "--out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7|8|9] [--no-progress]"},
        true,
        {{"run", "the run, as TEAM/RUN"},
         {"seq", "the range of seqs A:B (A <= seq < B)"},

@@ -55,7 +55,7 @@ export_help=$(cat <<'TEXT'
 ledgerctl export: write the evidence pack of a run, a seq range or a team's time window
 
 usage: ledgerctl export (--run TEAM/RUN | --seq A:B | --team T --from RFC3339 --to RFC3339)
-                        --out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7|8] [--no-progress]
+                        --out FILE [--since CHECKPOINT_FILE] [--allow-empty] [--pack-format 5|6|7|8|9] [--no-progress]
 
 Options:
   --run (default: none)
@@ -74,7 +74,7 @@ Options:
       a file holding an earlier signed checkpoint: the pack proves consistency from it
   --allow-empty
       write the pack of a run or team window with no entry (it proves there is none); without it such an export fails, nothing written
-  --pack-format (default: 8)
+  --pack-format (default: 9)
       8 (the latest: format 7, or 8 when the pack holds an erased entry, CONTRACT section 8), 7 (for verifiers that predate format 8; refused for a pack that holds an erased entry), 6 (for verifiers that predate format 7: its report does not say which keys signed and what vouches for the time) or 5 (a path per entry, for verifiers that predate format 6)
   --no-progress
       no progress line on stderr (shown only when stderr is a terminal)

@@ -122,7 +122,7 @@ absl::StatusOr<Prepared> Prepare(const log::Log& log, const Scope& scope, const 
   if (!found.ok()) return found.status();
   auto view = log.ViewAt(found->size);
   if (!view.ok()) return view.status();
-  Prepared p{*std::move(found), *std::move(view), std::move(run_head), std::move(team_head), {}, {}, {}};
+  Prepared p{*std::move(found), *std::move(view), std::move(run_head), std::move(team_head), {}, {}, {}, 0, 0, {}};
   const log::SignedCheckpoint& cp = p.cp;
   if (cp.time_note.empty()) {
     return absl::FailedPreconditionError(
@@ -156,6 +156,15 @@ absl::StatusOr<Prepared> Prepare(const log::Log& log, const Scope& scope, const 
   if (header.format == 5 && options.pack_format >= 6) header.format = std::min(options.pack_format, 7);
   if (scope.is_run()) {
     header.scope = {scope.team, scope.run_id};
+    auto from = RunAcrossLine(p.view, scope.team, scope.run_id);
+    if (!from.ok()) return from.status();
+    if (from->has_value()) {
+      if (options.pack_format < 9 || header.format < 7) {
+        return RunPruned(p.view, scope.team, scope.run_id, (*from)->pruned_seq, /*ask_for_9=*/true);
+      }
+      header.scope.from_seq = (*from)->from_seq;
+      p.run_from = *std::move(from);
+    }
   } else if (scope.is_team_window()) {
     if (scope.to_us <= scope.from_us) return absl::InvalidArgumentError("time: want from < to");
     if (auto s = CheckWindowStart(p.view, scope.team, scope.from_us); !s.ok()) return s;
@@ -211,6 +220,10 @@ absl::StatusOr<Written> WriteFiles(const log::Log& log, const ExportOptions& opt
   if (auto s = write(pack::kCheckpointTime, prepared.time_note_file); !s.ok()) return s;
   if (prepared.run_head.has_value()) {
     if (auto s = write(pack::kRunHead, runmap::EncodeProof(*prepared.run_head) + "\n"); !s.ok()) return s;
+  }
+  if (prepared.run_from.has_value()) {
+    if (auto s = write(pack::kRetention, prepared.run_from->retention_leaf + "\n"); !s.ok()) return s;
+    if (auto s = write(pack::kRetentionPolicy, prepared.run_from->policy_text); !s.ok()) return s;
   }
   if (!staged.redaction_leaves.empty()) {
     std::string lines;
@@ -280,8 +293,8 @@ namespace ledger::exporter {
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,
                         const ExportOptions& options) {
-  if (options.pack_format < 5 || options.pack_format > 8) {
-    return absl::InvalidArgumentError(absl::StrCat("pack_format: want 5, 6, 7 or 8, found ", options.pack_format));
+  if (options.pack_format < 5 || options.pack_format > 9) {
+    return absl::InvalidArgumentError(absl::StrCat("pack_format: want 5, 6, 7, 8 or 9, found ", options.pack_format));
   }
   // The steps in order (internal/steps.h); on any error the scratch
   // directory goes with everything staged in it.

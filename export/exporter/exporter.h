@@ -74,10 +74,12 @@ enum class EmptyScope { kWrite, kRefuse };
 // entry's inclusion, or 5, a path per entry in proofs.jsonl, for verifiers
 // that predate format 6. A note of an earlier version gives its own format
 // (version + 1) whatever is asked.
-// 8 (the default): format 7, or 8 when the pack holds an erased entry
-// (CONTRACT section 8); asked for 7 or below, a pack that would hold an
-// erased entry is FAILED_PRECONDITION.
-inline constexpr int kLatestPackFormat = 8;
+// 8: format 7, or 8 when the pack holds an erased entry (CONTRACT section
+// 8); asked for 7 or below, a pack that would hold an erased entry is
+// FAILED_PRECONDITION. 9 (the default): as 8, and 9 for a run pack across
+// the retention line (CONTRACT section 9); asked for 8 or below, such a
+// run is refused as one whose pack would not hold the whole run.
+inline constexpr int kLatestPackFormat = 9;
 
 struct ExportOptions {
   std::string since = {};
@@ -87,7 +89,7 @@ struct ExportOptions {
   CosignFn map_cosign = nullptr;
   EmptyScope empty = EmptyScope::kWrite;
   ProgressFn progress = nullptr;
-  int pack_format = kLatestPackFormat;  // 5 to 8; INVALID_ARGUMENT otherwise
+  int pack_format = kLatestPackFormat;  // 5 to 9; INVALID_ARGUMENT otherwise
 };
 
 absl::Status ExportPack(const log::Log& log, const Scope& scope, const std::string& out_path,

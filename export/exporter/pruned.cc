@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/format/receipt/entry.h"
 
 namespace ledger::exporter {
 namespace {
@@ -34,15 +35,65 @@ absl::Status WindowRefusal(std::string_view team, const log::RetentionPass& pass
 
 }  // namespace
 
-absl::Status RunPruned(const log::LogView& view, std::string_view team, std::string_view run_id, uint64_t seq) {
+absl::StatusOr<std::optional<RunFrom>> RunAcrossLine(const log::LogView& view, std::string_view team,
+                                                     std::string_view run_id) {
+  auto c = Cover(view, team);
+  if (!c.ok()) return c.status();
+  if (c->rule == nullptr || c->rule->below_seq == 0) return std::nullopt;
+  size_t at = static_cast<size_t>(c->rule - c->pass.rules.data());
+  if (at >= c->pass.seqs.size() || c->pass.seqs[at] >= view.size()) return std::nullopt;  // not in this tree yet
+  RunFrom out;
+  out.from_seq = c->rule->below_seq;
+  out.retention_seq = c->pass.seqs[at];
+  // The run's first indexed entry at or above the line, and where it links.
+  std::optional<uint64_t> first;
+  absl::Status scanned = view.ScanRunSeqs(team, run_id, [&](uint64_t seq) {
+    if (seq < out.from_seq) return absl::OkStatus();
+    first = seq;
+    return absl::CancelledError();
+  });
+  if (!scanned.ok() && !first.has_value()) return scanned;
+  if (!first.has_value()) return std::nullopt;  // no entry kept
+  auto leaf = view.GetLeaf(*first);
+  if (!leaf.ok()) return leaf.status();
+  auto run_prev = receipt::RunPrevOf(*leaf);
+  if (!run_prev.ok()) return absl::DataLossError(absl::StrCat("entry ", *first, ": ", run_prev.status().message()));
+  if (!run_prev->has_value() || **run_prev >= out.from_seq) return std::nullopt;
+  out.pruned_seq = **run_prev;
+  auto entry = view.GetLeaf(out.retention_seq);
+  if (!entry.ok()) return entry.status();
+  out.retention_leaf = *std::move(entry);
+  auto policy = view.RetentionPolicy(c->pass.policy_sha256);
+  if (absl::IsNotFound(policy.status())) return std::nullopt;  // a pass that kept no policy bytes
+  if (!policy.ok()) return policy.status();
+  out.policy_text = *std::move(policy);
+  return out;
+}
+
+absl::Status RunPruned(const log::LogView& view, std::string_view team, std::string_view run_id, uint64_t seq,
+                       bool ask_for_9) {
   auto c = Cover(view, team);
   if (!c.ok()) return c.status();
   std::string how = c->rule == nullptr ? absl::StrCat("pass ", c->pass.pass)
                                        : absl::StrCat("pass ", c->pass.pass, ", rule ", RuleName(*c->rule),
                                                       ": entries below seq ", c->rule->below_seq);
+  // A run whose every entry is below the line keeps nothing to export.
+  std::string why;
+  if (ask_for_9) {
+    why = ": ask for format 9";
+  } else if (c->rule != nullptr) {
+    std::optional<uint64_t> kept;
+    absl::Status scanned = view.ScanRunSeqs(team, run_id, [&](uint64_t s) {
+      if (s < c->rule->below_seq) return absl::OkStatus();
+      kept = s;
+      return absl::CancelledError();
+    });
+    if (!scanned.ok() && !kept.has_value() && !absl::IsCancelled(scanned)) return scanned;
+    if (!kept.has_value()) why = ", and no entry of it is kept";
+  }
   return absl::FailedPreconditionError(absl::StrCat("export: run ", std::string(run_id), " of team ", std::string(team),
                                                     ": entry ", seq, " was pruned under the retention policy (", how,
-                                                    "): its pack would not hold the whole run"));
+                                                    "): its pack would not hold the whole run", why));
 }
 
 absl::Status SeqPruned(const log::LogView& view, uint64_t seq) {

@@ -72,10 +72,11 @@ class SeqSpool {
   uint64_t blocks_ = 0, size_ = 0;
 };
 
-// Spools the seqs of a run's entries from `from` down by walking its run
-// chain back.
+// Spools the seqs of a run's entries from `from` down to `floor` by
+// walking its run chain back; `below` is the run_prev of the last spooled
+// (none: the run's first entry).
 absl::Status WalkRunBack(const log::LogView& view, std::string_view team, std::string_view run_id, uint64_t from,
-                         SeqSpool* spool) {
+                         uint64_t floor, SeqSpool* spool, std::optional<uint64_t>* below) {
   return view.WalkLeavesBack(from, [&](uint64_t at, std::string_view leaf) -> absl::StatusOr<std::optional<uint64_t>> {
     if (retention::LooksPruned(leaf)) return RunPruned(view, team, run_id, at);
     // The whole entry is checked when it is written into the pack.
@@ -87,6 +88,8 @@ absl::Status WalkRunBack(const log::LogView& view, std::string_view team, std::s
     if (run_prev->has_value() && **run_prev >= at) {
       return absl::DataLossError(absl::StrCat("entry ", at, ": run_prev does not go back"));
     }
+    *below = *run_prev;
+    if (run_prev->has_value() && **run_prev < floor) return std::optional<uint64_t>();
     return *run_prev;
   });
 }
@@ -130,15 +133,21 @@ std::string SeqOrNone(std::optional<uint64_t> seq) { return seq ? std::to_string
 }  // namespace
 
 absl::Status ReadRunEntries(const log::LogView& view, std::string_view team, std::string_view run_id,
-                            const runmap::Head& head, const std::string& spool_path,
+                            const runmap::Head& head, uint64_t from_seq, const std::string& spool_path,
                             std::function<absl::Status()> spooled, EntryFn fn) {
   std::optional<uint64_t> first_indexed;
   absl::Status scanned = view.ScanRunSeqs(team, run_id, [&](uint64_t seq) {
+    if (seq < from_seq) return absl::OkStatus();  // below the line: left out
     first_indexed = seq;
     return absl::CancelledError();  // the first is all this asks
   });
   if (!scanned.ok() && !first_indexed.has_value()) return scanned;
-  std::optional<uint64_t> walk_from = head.last_seq;
+  // Where the walk back starts, when there is one to make.
+  bool walk = true;
+  uint64_t walk_from = head.last_seq;
+  // The run_prev of the first entry read: none for the run's first entry,
+  // or one below from_seq.
+  std::optional<uint64_t> below;
   if (first_indexed.has_value()) {
     auto leaf = view.GetLeaf(*first_indexed);
     if (!leaf.ok()) return leaf.status();
@@ -147,7 +156,9 @@ absl::Status ReadRunEntries(const log::LogView& view, std::string_view team, std
     if (!run_prev.ok()) {
       return absl::DataLossError(absl::StrCat("entry ", *first_indexed, ": ", run_prev.status().message()));
     }
-    walk_from = *run_prev;
+    below = *run_prev;
+    walk = run_prev->has_value() && !(from_seq > 0 && **run_prev < from_seq);
+    if (walk) walk_from = **run_prev;
   }
   std::optional<uint64_t> last;
   uint64_t read = 0;
@@ -164,17 +175,25 @@ absl::Status ReadRunEntries(const log::LogView& view, std::string_view team, std
     return fn(seq, leaf);
   };
   SeqReader reader(view, chained);
-  if (walk_from.has_value()) {
-    SeqSpool spool(spool_path, std::move(spooled));
-    if (auto s = WalkRunBack(view, team, run_id, *walk_from, &spool); !s.ok()) return s;
+  SeqSpool spool(spool_path, std::move(spooled));
+  if (walk) {
+    if (auto s = WalkRunBack(view, team, run_id, walk_from, from_seq, &spool, &below); !s.ok()) return s;
+  }
+  if (from_seq > 0 && (!below.has_value() || *below >= from_seq)) {
+    return absl::DataLossError(absl::StrCat("run: its first entry at or above seq ", from_seq,
+                                            " does not link below it: the store's run index or run chain is damaged"));
+  }
+  if (from_seq > 0) last = below;
+  if (spool.size() > 0) {
     if (auto s = spool.ForEachReversed([&](uint64_t seq) { return reader.Add(seq); }); !s.ok()) return s;
   }
   if (first_indexed.has_value()) {
-    absl::Status indexed = view.ScanRunSeqs(team, run_id, [&](uint64_t seq) { return reader.Add(seq); });
+    absl::Status indexed = view.ScanRunSeqs(
+        team, run_id, [&](uint64_t seq) { return seq < from_seq ? absl::OkStatus() : reader.Add(seq); });
     if (!indexed.ok()) return indexed;
   }
   if (auto s = reader.Flush(); !s.ok()) return s;
-  if (read != head.count || last != head.last_seq) {
+  if ((from_seq == 0 ? read != head.count : read >= head.count) || last != head.last_seq) {
     return absl::DataLossError(absl::StrCat("run: the run-head map counts ", head.count, " entries ending at seq ",
                                             head.last_seq, "; the store's run index and chain give ", read,
                                             " ending at seq ", SeqOrNone(last)));

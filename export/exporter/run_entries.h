@@ -6,6 +6,9 @@
 // derived from the log, so what is read is held to the chain: each
 // entry's run_prev is the entry read before it, and the last is the head,
 // with the head's count; a difference is DATA_LOSS naming the entry.
+// A run pack across the retention line (CONTRACT section 9, format 9)
+// reads the run's entries from a seq up: the first of them links below
+// it, and the head counts more than are read.
 //
 // Thread-compatible: reads the log through a view only.
 #ifndef EXPORT_EXPORTER_RUN_ENTRIES_H_
@@ -28,9 +31,11 @@ using EntryFn = absl::FunctionRef<absl::Status(uint64_t seq, std::string_view le
 // Calls fn(seq, leaf) for each entry of the run `head` heads in `view`,
 // ascending; stops at and returns fn's first error. A walk back spools
 // its seqs to `spool_path` (memory does not grow with the run), calling
-// `spooled` after each block written (the staging quota).
+// `spooled` after each block written (the staging quota). With `from_seq`
+// above 0, only the entries at or above it, the first of which MUST have a
+// run_prev below it.
 absl::Status ReadRunEntries(const log::LogView& view, std::string_view team, std::string_view run_id,
-                            const runmap::Head& head, const std::string& spool_path,
+                            const runmap::Head& head, uint64_t from_seq, const std::string& spool_path,
                             std::function<absl::Status()> spooled, EntryFn fn);
 
 }  // namespace ledger::exporter

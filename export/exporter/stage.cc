@@ -50,9 +50,9 @@ class Stager {
   absl::Status ReadScope();
   // One entry in scope: its leaf, its inclusion proof, its projection.
   absl::Status Add(uint64_t seq, std::string_view leaf);
-  // Format 8: the redaction entries the pack's erased entries name, each
-  // added to the multiproof's walk in seq order with the entries: those
-  // below `below` (all with UINT64_MAX).
+  // Format 8: the redaction entries the pack's erased entries name, and
+  // format 9's retention entry, each added to the multiproof's walk in seq
+  // order with the entries: those below `below` (all with UINT64_MAX).
   absl::Status AddRedactions(uint64_t below);
   // The entry handed to the projecting thread, a batch at a time.
   absl::Status Batched(uint64_t seq, std::string_view leaf);
@@ -97,6 +97,9 @@ class Stager {
   // Format 8: the redaction entries named by the erased entries read so far
   // and not yet added to the walk.
   std::set<uint64_t> pending_redactions_;
+  // Format 9: the retention entry the pack carries, not yet added to the
+  // walk.
+  std::optional<uint64_t> pending_retention_;
   Staged out_;
 };
 
@@ -168,7 +171,18 @@ absl::Status Stager::HandOver() {
 }
 
 absl::Status Stager::AddRedactions(uint64_t below) {
-  while (!pending_redactions_.empty() && *pending_redactions_.begin() < below) {
+  auto range = [this](uint64_t b, uint64_t e) { return Range(b, e); };
+  while (true) {
+    const bool redaction = !pending_redactions_.empty() && *pending_redactions_.begin() < below;
+    if (pending_retention_.has_value() && *pending_retention_ < below &&
+        (!redaction || *pending_retention_ < *pending_redactions_.begin())) {
+      // The retention entry of a run pack across the line (format 9).
+      const uint64_t seq = *pending_retention_;
+      pending_retention_.reset();
+      if (auto s = walk_->Add(seq, hash::LeafHash(p_.run_from->retention_leaf), range); !s.ok()) return s;
+      continue;
+    }
+    if (!redaction) break;
     const uint64_t by = *pending_redactions_.begin();
     pending_redactions_.erase(pending_redactions_.begin());
     auto leaf = p_.view.GetLeaf(by);
@@ -262,7 +276,8 @@ absl::Status Stager::ReadScope() {
     // No entry: the proof is of absence.
     if (!p_.run_head->path.found.has_value()) return absl::OkStatus();
     return ReadRunEntries(
-        p_.view, scope_.team, scope_.run_id, p_.run_head->path.found->head, Path("run-seqs"),
+        p_.view, scope_.team, scope_.run_id, p_.run_head->path.found->head,
+        p_.run_from.has_value() ? p_.run_from->from_seq : 0, Path("run-seqs"),
         [this] { return Charge(options_, dir_, 0); }, counted);
   }
   if (scope_.is_team_window()) {
@@ -325,8 +340,9 @@ absl::StatusOr<Staged> Stager::Run() {
   entries_.emplace(Path(pack::kEntries));
   proofs_.emplace(Path(out_.proofs_name));
   if (out_.format >= 6) walk_.emplace(p_.size());
+  if (p_.run_from.has_value()) pending_retention_ = p_.run_from->retention_seq;
   out_.outcomes = std::make_unique<pack::Outcomes>(pack::Outcomes::kSpillBytes, dir_.path());
-  if (scope_.is_run()) {
+  if (scope_.is_run() && !p_.run_from.has_value()) {
     expected_ = p_.run_head->path.found.has_value() ? p_.run_head->path.found->head.count : 0;
   } else if (!scope_.is_team_window()) {
     expected_ = scope_.to_seq - scope_.from_seq;
@@ -356,6 +372,7 @@ absl::StatusOr<Staged> Stager::Run() {
     }
     out_.format = 8;
   }
+  if (p_.run_from.has_value()) out_.format = 9;
   if (p_.team_head.has_value()) {
     if (absl::Status s = Bounds(); !s.ok()) return s;
   }

@@ -57,6 +57,7 @@ Json ScopeObject(const Scope& s) {
   if (s.is_run()) {
     j["team"] = s.team;
     j["run_id"] = s.run_id;
+    if (s.from_seq > 0) j["from_seq"] = s.from_seq;
   } else if (s.is_team_window()) {
     j["team"] = s.team;
     j["from_us"] = s.from_us;
@@ -76,13 +77,21 @@ absl::StatusOr<Scope> ParseScope(const Json& j) {
   const std::string kind = j["kind"].get<std::string>();
   Scope s;
   if (kind == "run") {
-    if (auto k = ExactKeys(j, "scope.", {"kind", "team", "run_id"}); !k.ok()) return k;
+    std::set<std::string> keys = {"kind", "team", "run_id"};
+    if (j.contains("from_seq")) keys.insert("from_seq");
+    if (auto k = ExactKeys(j, "scope.", keys); !k.ok()) return k;
     auto team = Name(j["team"], "scope.team");
     if (!team.ok()) return team.status();
     auto run = Name(j["run_id"], "scope.run_id");
     if (!run.ok()) return run.status();
     s.team = *team;
     s.run_id = *run;
+    if (j.contains("from_seq")) {
+      auto from = Uint(j["from_seq"], "scope.from_seq");
+      if (!from.ok()) return from.status();
+      if (*from == 0) return Bad("scope.from_seq", "want at least 1");
+      s.from_seq = *from;
+    }
   } else if (kind == "team") {
     if (!j.contains("from_seq") || !j.contains("to_seq")) {
       return Bad("scope", "a team window names its seqs (from_seq, to_seq)");
@@ -135,8 +144,8 @@ absl::StatusOr<Manifest> Parse(std::string_view text) {
   if (j.is_discarded() || !j.is_object()) return Bad("manifest", "not a JSON object");
   Manifest m;
   if (!j.contains("format") || !j["format"].is_number_unsigned() || j["format"].get<uint64_t>() < 1 ||
-      j["format"].get<uint64_t>() > 8) {
-    return Bad("format", absl::StrCat("want 1, 2, 3, 4, 5, 6, 7 or 8, found ",
+      j["format"].get<uint64_t>() > 9) {
+    return Bad("format", absl::StrCat("want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found ",
                                       j.contains("format") ? j["format"].dump() : "none"));
   }
   m.format = j["format"].get<int>();
@@ -149,6 +158,10 @@ absl::StatusOr<Manifest> Parse(std::string_view text) {
   auto scope = ParseScope(j["scope"]);
   if (!scope.ok()) return scope.status();
   m.scope = *scope;
+  if (m.scope.is_run_from() && m.format != 9) {
+    return Bad("scope.from_seq", "only a run pack of format 9 starts at a seq");
+  }
+  if (m.format == 9 && !m.scope.is_run_from()) return Bad("scope", "a pack of format 9 is a run pack from a seq (from_seq)");
   auto size = Uint(j["tree_size"], "tree_size");
   if (!size.ok()) return size.status();
   m.tree_size = *size;

@@ -12,20 +12,26 @@
 //   files             object, file name -> string, 64 lower-case hex: the
 //                     SHA-256 of that file of the pack (every file but
 //                     manifest.json and manifest.sig)
-//   format            uint, 1 to 7 (the exporter writes kFormatVersion): a
-//                     pack of format F from 2 to 5 carries a checkpoint-time
-//                     note of version F - 1, of format 6 or 7 one of version 4
+//   format            uint, 1 to 9 (the exporter writes kFormatVersion, 8
+//                     for a pack holding an erased entry, 9 for a run pack
+//                     across the retention line): a pack of format F from 2
+//                     to 5 carries a checkpoint-time note of version F - 1,
+//                     of format 6 to 9 one of version 4
 //   origin            string, not empty: the log's origin
 //   root              string, 64 lower-case hex: the checkpoint's root
 //   scope             object, one of:
 //                       {"kind":"run","run_id":S,"team":S}, S not empty
+//                       {"from_seq":uint,"kind":"run","run_id":S,"team":S}
+//                        (format 9 only, and always there), from_seq >= 1:
+//                        the run's entries from that seq, the line below
+//                        which its team's entries were pruned
 //                       {"from_seq":uint,"from_us":int,"kind":"team",
 //                        "team":S,"to_seq":uint,"to_us":int}, from_us < to_us,
 //                        from_seq <= to_seq: the window's seqs [from, to)
 //                       {"from_seq":uint,"kind":"seq","to_seq":uint},
 //                        from_seq < to_seq
 //   tree_size         uint: the checkpoint's size
-//   unknown_grace_ms  uint (formats 2 to 7, and required there): the
+//   unknown_grace_ms  uint (formats 2 to 9, and required there): the
 //                     ledger's grace (ledgerd --unknown-grace-ms) past a
 //                     step's timeout before it declares the step unknown
 //
@@ -39,7 +45,11 @@
 // version 2). Format 6 has the fields of format 5 and says that the pack
 // proves its entries' inclusion with multiproof.txt, not proofs.jsonl.
 // Format 7 has the fields of format 6 and says that report.html holds
-// "Keys and time" (CONTRACT section 7, "The page's keys and time"). DO
+// "Keys and time" (CONTRACT section 7, "The page's keys and time").
+// Format 8 has the fields of format 7 and may carry redactions.jsonl
+// (CONTRACT section 8). Format 9 has the fields of format 8, a run scope
+// with from_seq, retention.jsonl and retention-policy.txt (CONTRACT
+// section 9, "A run pack across the line"). DO
 // NOT CHANGE the meaning of a field of a format: a new field is a new
 // format.
 //
@@ -73,6 +83,8 @@ struct Scope {
   int64_t to_us = 0;
 
   bool is_run() const { return !run_id.empty(); }
+  // A run pack across the retention line (format 9): from_seq >= 1.
+  bool is_run_from() const { return is_run() && from_seq > 0; }
   bool is_team_window() const { return run_id.empty() && !team.empty(); }
   // "run", "team" or "seq", as the manifest writes it.
   std::string_view kind() const { return is_run() ? "run" : is_team_window() ? "team" : "seq"; }

@@ -80,6 +80,11 @@ inline constexpr char kReport[] = "report.html";
 // Format 8: the redaction entries of the pack's erased entries (CONTRACT
 // section 8).
 inline constexpr char kRedactions[] = "redactions.jsonl";
+// Format 9: a run pack across the retention line carries the `retention`
+// entry of the pass and rule that pruned its run's first entries, and the
+// policy that pass applied (CONTRACT section 9).
+inline constexpr char kRetention[] = "retention.jsonl";
+inline constexpr char kRetentionPolicy[] = "retention-policy.txt";
 
 // A file's content for WriteArchive: a plain file, or (compressed) the
 // finished members of a gzip::Writer that was given `compressed_size` bytes

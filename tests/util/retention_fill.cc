@@ -3,11 +3,12 @@
 // retention tests and bench/retention.sh). The log, its projections and its
 // pass are the product's own; only the clock is the test's.
 //
-//   retention_fill fill DATA --entries N --days D [--origin O]
+//   retention_fill fill DATA --entries N --days D [--run-hours H] [--origin O]
 //       N entries over D simulated days from 2026-01-01T00:00:00Z, an hour
 //       of them per append: teams acme (half of them), globex (a third)
 //       and audit (the rest; entry n's team by n / 2 % 6: 0-2 acme, 3-4
-//       globex, 5 audit), a run per team and hour, a step (agent_start
+//       globex, 5 audit), a run per team and H hours (default 1: run-<h>
+//       for hour h; run-<h / H> otherwise), a step (agent_start
 //       and agent_exec) every 50th entry, a call's target naming its seq
 //       ("MARK-<seq>-"). A checkpoint is signed after each hour; every
 //       checkpoint note is written to DATA/checkpoints.jsonl as
@@ -86,7 +87,7 @@ std::string Receipt(uint64_t seq, const std::string& team, const std::string& ru
                       std::string(64, 'a'), R"("})");
 }
 
-int Fill(const std::string& data, const std::string& origin, uint64_t entries, int64_t days) {
+int Fill(const std::string& data, const std::string& origin, uint64_t entries, int64_t days, int64_t run_hours) {
   std::atomic<int64_t> now{kT0};
   ledger::query::StepProjector projector;
   auto log = OpenLog(data, origin, &now, &projector);
@@ -102,7 +103,7 @@ int Fill(const std::string& data, const std::string& origin, uint64_t entries, i
       // number, not always its seq in the log (none is the ledger's here).
       const uint64_t k = seq / 2 % 6;  // a step's start (seq % 50 == 0) and completion in one team
       const std::string team = k < 3 ? "acme" : k < 5 ? "globex" : "audit";
-      auto r = ledger::receipt::FromJsonText(Receipt(seq, team, absl::StrCat("run-", h)));
+      auto r = ledger::receipt::FromJsonText(Receipt(seq, team, absl::StrCat("run-", h / run_hours)));
       if (!r.ok()) return Fail(r.status().ToString());
       receipts.push_back(*std::move(r));
     }
@@ -161,12 +162,13 @@ int main(int argc, char** argv) {
   const std::string origin = Flag(argc, argv, "origin", "retention.test/log");
   if (command == "fill") {
     uint64_t entries = 0;
-    int64_t days = 0;
+    int64_t days = 0, run_hours = 1;
     if (!absl::SimpleAtoi(Flag(argc, argv, "entries"), &entries) ||
-        !absl::SimpleAtoi(Flag(argc, argv, "days"), &days) || days < 1) {
-      return Fail("fill: --entries N --days D");
+        !absl::SimpleAtoi(Flag(argc, argv, "days"), &days) || days < 1 ||
+        !absl::SimpleAtoi(Flag(argc, argv, "run-hours", "1"), &run_hours) || run_hours < 1) {
+      return Fail("fill: --entries N --days D [--run-hours H]");
     }
-    return Fill(data, origin, entries, days);
+    return Fill(data, origin, entries, days, run_hours);
   }
   if (command == "prune") {
     int64_t day = 0;

@@ -36,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "export/exporter/exporter.h"
+#include "export/exporter/pruned.h"
 #include "export/exporter/team_window_bounds.h"
 #include "export/gzip/blocked_gzip.h"
 #include "export/manifest/manifest.h"
@@ -79,6 +80,7 @@ struct Prepared {
   std::string time_note_file;                  // its time note with the monitors' map cosignatures
   manifest::Manifest header;                   // all but the files, the entries and format 8
   uint64_t window_lo = 0, window_hi = 0;       // a team window's seqs [lo, hi)
+  std::optional<RunFrom> run_from;             // a run pack across the retention line (format 9)
   uint64_t size() const { return cp.size; }
 };
 
@@ -87,7 +89,7 @@ struct Staged {
   std::string proofs_name;                     // which of the two
   std::map<std::string, std::string> digests;  // of both, hex SHA-256
   uint64_t entries_count = 0;
-  int format = 0;  // the header's, or 8 when the pack holds an erased entry
+  int format = 0;  // the header's, 8 when the pack holds an erased entry, 9 across the retention line
   std::unique_ptr<pack::Outcomes> outcomes;
   std::vector<std::string> redaction_leaves;  // format 8: redactions.jsonl's lines
   std::optional<pack::TeamWindow> team_window;

@@ -14,8 +14,9 @@
 namespace ledger::verify {
 
 Step<Proven> CheckEntriesAndProofs(const StreamCheck& stream, const std::string* run_head,
-                                   const std::string* team_window, const std::string* redactions, const Keyed& keyed,
-                                   const Checkpointed& checkpointed, Timed timed) {
+                                   const std::string* team_window, const std::string* redactions,
+                                   const std::string* retention, const std::string* retention_policy,
+                                   const Keyed& keyed, const Checkpointed& checkpointed, Timed timed) {
   const manifest::Manifest& manifest = keyed.manifest;
   Result& told = timed.told;
   if (!stream.entries_checked() || !stream.proofs_checked()) {
@@ -25,13 +26,22 @@ Step<Proven> CheckEntriesAndProofs(const StreamCheck& stream, const std::string*
   // erased entries against their redactions (CONTRACT section 8) before
   // the multiproof's, which a redaction altered would break.
   std::optional<Failure> first = stream.first_failure();
-  if (first && first->file != pack::kMultiproof && first->file != pack::kRedactions) {
+  if (first && first->file != pack::kMultiproof && first->file != pack::kRedactions &&
+      first->file != pack::kRetention) {
     return Fail(told, first->file, first->seq, first->message);
   }
   if (auto bad = CheckRedactions(manifest, redactions, stream.erased(), &told)) {
     return Fail(told, bad->file, bad->seq, bad->message);
   }
+  // Format 9: the retention entry and policy that say why the run's first
+  // entries are not in the pack (CONTRACT section 9).
+  if (auto bad = CheckRetention(manifest, retention, retention_policy, &told)) {
+    return Fail(told, bad->file, bad->seq, bad->message);
+  }
   if (first) return Fail(told, first->file, first->seq, first->message);
+  if (manifest.format == 9 && stream.entries() == 0) {
+    return Fail(told, pack::kEntries, -1, "a pack of format 9 holds at least one entry of its run");
+  }
   if (std::string failure = CheckTimeAgainstEntries(told, stream, checkpointed.cosignature_times); !failure.empty()) {
     return Fail(told, pack::kCheckpointTime, -1, failure);
   }

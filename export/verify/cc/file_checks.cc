@@ -160,7 +160,12 @@ std::string CheckRunHead(const manifest::Manifest& m, const std::string* run_hea
     return "";
   }
   const runmap::Head& head = proof->path.found->head;
-  if (stream.entries() != head.count) {
+  if (m.scope.is_run_from() && stream.entries() >= head.count) {
+    return absl::StrCat("the run has ", head.count, " entries up to tree size ", n, ", the pack holds ",
+                        stream.entries(), " from seq ", m.scope.from_seq,
+                        ": a run pack from a seq holds fewer entries than its run");
+  }
+  if (!m.scope.is_run_from() && stream.entries() != head.count) {
     return absl::StrCat("the run has ", head.count, " entries up to tree size ", n, ", the pack holds ",
                         stream.entries());
   }
@@ -171,6 +176,7 @@ std::string CheckRunHead(const manifest::Manifest& m, const std::string* run_hea
                         stream.last_seq() ? hash::Hex(stream.last_leaf_hash()) : "none");
   }
   r->run_complete = head.count;
+  if (r->pruned_before.has_value()) r->pruned_before->count = head.count - stream.entries();
   return "";
 }
 

@@ -115,7 +115,16 @@ absl::Status CheckStreamed(const std::string& name, NextPiece read, const Files&
   };
   NextPiece next = progress != nullptr ? NextPiece(counted) : read;
   if (name == pack::kProofs || name == pack::kMultiproof) {
-    if (name == pack::kMultiproof) streamed.SetRedactions(RedactionSeqs(files.Find(pack::kRedactions)));
+    if (name == pack::kMultiproof) {
+      std::vector<StreamCheck::Redaction> extra = RedactionSeqs(files.Find(pack::kRedactions));
+      // Format 9's retention entry, walked with them in seq order.
+      for (StreamCheck::Redaction r : RedactionSeqs(files.Find(pack::kRetention))) {
+        r.file = pack::kRetention;
+        auto at = std::find_if(extra.begin(), extra.end(), [&](const auto& e) { return e.seq >= r.seq; });
+        if (at == extra.end() || at->seq != r.seq) extra.insert(at, r);
+      }
+      streamed.SetRedactions(std::move(extra));
+    }
     // The manifest and checkpoint are read by now; their texts are what
     // the checks that follow hold the report to.
     return streamed.Proofs(

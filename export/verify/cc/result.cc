@@ -157,6 +157,13 @@ nlohmann::json Result::Json() const {
   if (!key.empty()) j["key"] = {{"vkey", key}, {"from", key_from}};
   if (!key_rotations.empty()) j["key_rotations"] = key_rotations;
   if (!erasures.empty()) j["redactions"] = erasures;
+  if (pruned_before) {
+    const PrunedBefore& p = *pruned_before;
+    j["pruned_before"] = {{"from_seq", p.from_seq},       {"count", p.count},
+                          {"pass", p.pass},               {"rule", p.rule},
+                          {"cutoff_us", p.cutoff_us},     {"retention_seq", p.retention_seq},
+                          {"policy_sha256", p.policy_sha256}};
+  }
   if (stamp) j["time_stamp"] = {{"checked", true}, {"tsa", stamp->tsa}, {"gen_time", stamp->gen_time}};
   if (stamp_unchecked) j["time_stamp"] = {{"checked", false}};
   if (!ok) {
@@ -189,7 +196,17 @@ std::string Result::Summary() const {
       absl::StrAppend(&out, "The checkpoint is consistent with the earlier one at size ", *since_size, ", root ",
                       e(since_root), since_given ? " (the one given with --since)" : "", ".\n");
     }
-    if (run_complete.has_value()) {
+    if (run_complete.has_value() && pruned_before.has_value()) {
+      const PrunedBefore& p = *pruned_before;
+      absl::StrAppend(&out, "complete from seq ", p.from_seq, ": every entry of the run from seq ", p.from_seq,
+                      " up to seq ", tree_size - 1, " (run-head proof, ", *run_complete - p.count, " of its ",
+                      *run_complete, " entries); the ", p.count, " before seq ", p.from_seq,
+                      " were pruned under the retention policy (pass ", p.pass, ", rule ", e(p.rule), ", cutoff ",
+                      SignedTime(p.cutoff_us), "), as entry ", p.retention_seq, " states.\n");
+      for (const std::string& step : unsettled) {
+        absl::StrAppend(&out, e(step), ": no completion in the log up to seq ", tree_size - 1, " (proven).\n");
+      }
+    } else if (run_complete.has_value()) {
       if (*run_complete == 0) {
         absl::StrAppend(&out, "complete: the run has no entry up to seq ", tree_size - 1, " (absence proof).\n");
       } else {

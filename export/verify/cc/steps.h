@@ -5,7 +5,8 @@
 //   Keyed         CheckKeyAndManifest(Files, the unchecked manifest)
 //   Checkpointed  CheckCheckpoint(the checkpoint file, the unchecked checkpoint, Keyed)
 //   Timed         CheckConsistencyAndTime(consistency.json, checkpoint-time, Keyed, Checkpointed)
-//   Proven        CheckEntriesAndProofs(the StreamCheck, run-head.json, team-window.json, redactions.jsonl, Keyed,
+//   Proven        CheckEntriesAndProofs(the StreamCheck, run-head.json, team-window.json, redactions.jsonl,
+//                 retention.jsonl, retention-policy.txt, Keyed,
 //                 Checkpointed, Timed)
 //   Projected     CheckOutcomes(outcomes.json's digest, the manifest, StreamedChecks, Proven)
 //   Result        CheckReport(Files, StreamedChecks, Projected)
@@ -199,9 +200,12 @@ Step<Timed> CheckConsistencyAndTime(const std::string* consistency, const std::s
 struct Proven {
   Result told;  // and entries, leader_epochs; run_complete, team_window when proven
 };
+// Format 9: `retention` and `retention_policy`, retention.jsonl and
+// retention-policy.txt (null when the pack has none).
 Step<Proven> CheckEntriesAndProofs(const StreamCheck& stream, const std::string* run_head,
-                                   const std::string* team_window, const std::string* redactions, const Keyed& keyed,
-                                   const Checkpointed& checkpointed, Timed timed);
+                                   const std::string* team_window, const std::string* redactions,
+                                   const std::string* retention, const std::string* retention_policy,
+                                   const Keyed& keyed, const Checkpointed& checkpointed, Timed timed);
 
 // outcomes.json (its digest `outcomes_digest`) against the outcomes that
 // `streamed` recomputed from the entries, and no step pending past its

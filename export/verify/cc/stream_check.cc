@@ -576,7 +576,7 @@ class StreamCheck::MultiproofPass : public LinePass {
       if (!redactions_.empty() && redactions_.front().seq == rec->seq) {
         // A redaction in the pack's scope: walked once, as the entry.
         if (redactions_.front().leaf_hash != rec->leaf_hash) {
-          failure_ = Failure{line, Failure::kProof, pack::kRedactions, -1,
+          failure_ = Failure{line, Failure::kProof, redactions_.front().file, -1,
                              absl::StrCat("line ", redactions_.front().line, ": seq ", rec->seq,
                                           ": not the leaf of entries.jsonl line ", line + 1, ", which holds that seq")};
           return;
@@ -599,7 +599,7 @@ class StreamCheck::MultiproofPass : public LinePass {
       redactions_.pop_front();
       if (r.seq >= cp_.size) {
         failure_ = Failure{
-            walked_, Failure::kProof, pack::kRedactions, -1,
+            walked_, Failure::kProof, r.file, -1,
             absl::StrCat("line ", r.line, ": seq ", r.seq, " is not in the checkpoint's tree of size ", cp_.size)};
         return false;
       }

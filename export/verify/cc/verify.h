@@ -175,6 +175,16 @@ struct Result {
   // The erased entries of a pack of format 8 (CONTRACT section 8): one line
   // each, "entry S: erased by redaction R (...): REASON; ...".
   std::vector<std::string> erasures;
+  // A run pack across the retention line (format 9, CONTRACT section 9):
+  // from which seq it is complete, how many of the run's entries before it
+  // were pruned, and the pass, rule and entry that say so.
+  struct PrunedBefore {
+    uint64_t from_seq = 0, count = 0, pass = 0, retention_seq = 0;
+    std::string rule;  // "default" or "team T"
+    int64_t cutoff_us = 0;
+    std::string policy_sha256;
+  };
+  std::optional<PrunedBefore> pruned_before;
   // The earlier checkpoint the pack proved consistency with, and whether
   // it is the one given in Options::since.
   std::optional<uint64_t> since_size;

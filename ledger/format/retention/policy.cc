@@ -49,6 +49,7 @@ absl::StatusOr<std::optional<int64_t>> ParseKeep(std::string_view keep) {
 absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
   Policy p;
   p.sha256_ = hash::Sha256(text);
+  p.text_ = std::string(text);
   int number = 0;
   std::optional<int> default_line;
   std::vector<std::string> lines = absl::StrSplit(absl::string_view(text.data(), text.size()), '\n');

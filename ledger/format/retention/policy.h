@@ -38,12 +38,15 @@ class Policy {
   const Rule* RuleFor(std::string_view team) const;
   // SHA-256 of the file's bytes.
   const hash::Hash& sha256() const { return sha256_; }
+  // The file's bytes, as parsed.
+  const std::string& text() const { return text_; }
   // The rules, one a line, as `ledgerctl retention-check` prints them.
   std::string Describe() const;
 
  private:
   std::vector<Rule> rules_;
   hash::Hash sha256_{};
+  std::string text_;
 };
 
 }  // namespace ledger::retention

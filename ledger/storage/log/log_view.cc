@@ -12,6 +12,12 @@ static_assert(LogView::kNodesPerGroup == store::kNodesPerGroup);
 
 absl::StatusOr<RetentionPass> LogView::Retention() const { return ReadRetentionPass(*store_, 0); }
 
+absl::StatusOr<std::string> LogView::RetentionPolicy(std::string_view sha256_hex) const {
+  auto sha = hash::ParseHex(sha256_hex);
+  if (!sha.ok()) return absl::DataLossError(absl::StrCat("retention: policy_sha256 ", sha.status().message()));
+  return store_->RetentionPolicy(*sha);
+}
+
 absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> LogView::NextKeptLeaf(uint64_t from) const {
   return store_->NextStoredLeaf(from, size());
 }

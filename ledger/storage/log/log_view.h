@@ -93,6 +93,10 @@ class LogView {
   // (ledger/format/retention/pruned.h) in GetLeaf, ScanLeaves and
   // WalkLeavesBack.
   absl::StatusOr<RetentionPass> Retention() const;
+  // The bytes of the policy a pass applied, by its entries' policy_sha256
+  // (hex); NOT_FOUND when they were not kept (a pass made before the
+  // ledger kept them).
+  absl::StatusOr<std::string> RetentionPolicy(std::string_view sha256_hex) const;
   // The first entry at or above `from` whose body is kept (no pruned
   // line), below the view's size; nullopt when there is none.
   absl::StatusOr<std::optional<std::pair<uint64_t, std::string>>> NextKeptLeaf(uint64_t from) const;

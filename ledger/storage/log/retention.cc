@@ -135,6 +135,13 @@ absl::StatusOr<Log::Pruned> Log::Prune(const retention::Policy& policy) {
     return out;
   }
   const uint64_t pass = last->pass + 1;
+  {
+    // The policy's bytes, kept before its entries name them: a run pack
+    // across the line carries them (CONTRACT section 9, format 9).
+    store::Batch batch = store_->NewBatch();
+    batch.PutRetentionPolicy(policy.sha256(), policy.text());
+    if (auto s = store_->Commit(batch); !s.ok()) return s;
+  }
   std::vector<receipt::Receipt> receipts;
   receipts.reserve(rules.size());
   for (const auto& r : rules) receipts.push_back(receipt::Retention(pass, r, policy.sha256(), now));

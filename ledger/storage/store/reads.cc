@@ -54,6 +54,12 @@ absl::StatusOr<std::string> Store::PrunedReplay() const {
   return rep_->Get(kDefault, kPrunedReplayKey, "read the retention replay state");
 }
 
+absl::StatusOr<std::string> Store::RetentionPolicy(const hash::Hash& sha256) const {
+  std::string key(kPolicyKeyPrefix);
+  key.append(reinterpret_cast<const char*>(sha256.data()), sha256.size());
+  return rep_->Get(kDefault, key, "read a retention policy");
+}
+
 absl::StatusOr<std::string> Store::PrunedLineOf(uint64_t seq) const {
   auto node = GetNode(0, seq);
   if (!node.ok()) {

@@ -146,6 +146,12 @@ void Batch::PutPruning(const Pruning& p) {
 
 void Batch::PutPrunedReplay(std::string_view state) { rep_->Put(kDefault, kPrunedReplayKey, state); }
 
+void Batch::PutRetentionPolicy(const hash::Hash& sha256, std::string_view text) {
+  std::string key(kPolicyKeyPrefix);
+  key.append(reinterpret_cast<const char*>(sha256.data()), sha256.size());
+  rep_->Put(kDefault, key, text);
+}
+
 void Batch::DeleteEntry(uint64_t seq) {
   if (!rep_->wb.Delete((*rep_->cfs)[kEntries], U64Key(seq)).ok()) std::abort();
 }

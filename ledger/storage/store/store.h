@@ -17,6 +17,13 @@
 //                                             audit of a pruned store
 //                                             takes up the run and team
 //                                             chains and the maps
+//                "retention_policy/" | sha256[32]
+//                                         -> the bytes of a policy whose
+//                                             SHA-256 that is, written
+//                                             before the retention pass
+//                                             that applied it appends its
+//                                             entries (a run pack across
+//                                             the line carries them)
 //   entries      seq u64                  -> leaf bytes, or the redacted
 //                                             line of an erased entry
 //                                             (CONTRACT section 8; written
@@ -150,6 +157,8 @@ class Batch final : public projection::Sink {
   // (or one before them).
   void PutPruning(const Pruning& p);
   void PutPrunedReplay(std::string_view state);
+  // The bytes of a retention policy, by their SHA-256.
+  void PutRetentionPolicy(const hash::Hash& sha256, std::string_view text);
   void DeleteEntry(uint64_t seq);
   void DeleteRunSeq(std::string_view team, std::string_view run_id, uint64_t seq);
   void DeleteReceipt(const ReceiptKey& key);
@@ -210,6 +219,9 @@ class Store {
   Pruning ReadPruning() const;
   // The replay state kept with it; NOT_FOUND when none.
   absl::StatusOr<std::string> PrunedReplay() const;
+  // The bytes of the retention policy whose SHA-256 is `sha256`;
+  // NOT_FOUND when no pass kept them (a pass of a ledger before format 9).
+  absl::StatusOr<std::string> RetentionPolicy(const hash::Hash& sha256) const;
   // NOT_FOUND when absent; DATA_LOSS when a stored record is malformed. An
   // entry pruned (below Pruning::below, without a row) reads as its pruned
   // line (ledger/format/retention/pruned.h), made from its level-0 node, in

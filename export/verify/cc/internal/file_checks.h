@@ -42,6 +42,17 @@ struct FileFailure {
 std::optional<FileFailure> CheckRedactions(const manifest::Manifest& m, const std::string* file,
                                            const std::vector<StreamCheck::Erased>& erased, Result* r);
 
+// Format 9 (CONTRACT section 9, "A run pack across the line"):
+// retention.jsonl (`entry`) and retention-policy.txt (`policy`), null when
+// the pack has none, in the contract's order: both there in a pack of
+// format 9 and in no other; the entry one leaf of a valid retention of the
+// ledger's, in the tree and not below its own line; the policy its bytes
+// and a policy, whose rule for the scope's team is the entry's; the
+// scope's from_seq the entry's line. Notes what the pack states in
+// `r->pruned_before` (but the count, which the run-head proof gives).
+std::optional<FileFailure> CheckRetention(const manifest::Manifest& m, const std::string* entry,
+                                          const std::string* policy, Result* r);
+
 // Checks consistency.json (`json`, null when the pack has none; required
 // when `since` is given) against the checkpoint `cp`: exactly the keys
 // old_checkpoint and proof, each once, and a proof that starts at `since`

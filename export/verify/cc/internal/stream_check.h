@@ -143,12 +143,13 @@ class StreamCheck {
   };
   const std::vector<Erased>& erased() const;
   // Format 8: redactions.jsonl's lines (their seqs, leaf hashes and line
-  // numbers from 1), walked with the entries by Multiproof (each seq once);
-  // MUST precede it.
+  // numbers from 1), and format 9's retention.jsonl's, walked with the
+  // entries by Multiproof (each seq once); MUST precede it.
   struct Redaction {
     uint64_t seq = 0;
     hash::Hash leaf_hash{};
     uint64_t line = 0;
+    const char* file = pack::kRedactions;
   };
   void SetRedactions(std::vector<Redaction> redactions);
 

@@ -165,6 +165,19 @@ class ScopeCheck {
     if (rec.run_prev_plus_one > 0) run_prev = rec.run_prev_plus_one - 1;
     if (scope_.kind() == "run") {
       if (!team || !run) return "not an entry of the pack's run";
+      if (scope_.from_seq > 0) {
+        // A run pack across the retention line (format 9): the run from
+        // from_seq, its first entry linking below it.
+        if (rec.seq < scope_.from_seq) {
+          return absl::StrCat("seq ", rec.seq, " is below the scope's from_seq ", scope_.from_seq);
+        }
+        if (!last_seq && (!run_prev || *run_prev >= scope_.from_seq)) {
+          return absl::StrCat("run_prev expected below ", scope_.from_seq,
+                              " (the run's entries before the scope's from_seq were pruned), found ",
+                              run_prev ? std::to_string(*run_prev) : std::string("none"));
+        }
+        if (!last_seq) return "";
+      }
       if (run_prev != last_seq) {
         return absl::StrCat("run_prev expected ", last_seq ? std::to_string(*last_seq) : "none (the run's first entry)",
                             ", found ", run_prev ? std::to_string(*run_prev) : "none");

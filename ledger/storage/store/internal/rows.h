@@ -24,6 +24,7 @@ constexpr char kFormatV1 = 0x01;
 constexpr char kStateKey[] = "state";
 constexpr char kPruningKey[] = "retention";
 constexpr char kPrunedReplayKey[] = "retention_replay";
+constexpr char kPolicyKeyPrefix[] = "retention_policy/";
 constexpr size_t kPruningSize = 1 + 8 + 8;
 constexpr size_t kStateSize = 1 + 8 + 32 + 8;
 constexpr size_t kReceiptRefSize = 1 + 8 + 32 + 32;
