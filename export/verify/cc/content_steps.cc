@@ -24,10 +24,12 @@ Step<Proven> CheckEntriesAndProofs(const StreamCheck& stream, const std::string*
   }
   // The entries' own failures first; then, in a pack of format 8, the
   // erased entries against their redactions (CONTRACT section 8) before
-  // the multiproof's, which a redaction altered would break.
+  // the multiproof's, which a redaction altered would break; in a pack of
+  // format 9, the retention entry and policy before the entries' scope
+  // (CONTRACT section 9: the scope's from_seq is the entry's line).
   std::optional<Failure> first = stream.first_failure();
   if (first && first->file != pack::kMultiproof && first->file != pack::kRedactions &&
-      first->file != pack::kRetention) {
+      first->file != pack::kRetention && !(manifest.format == 9 && first->stage == Failure::kScope)) {
     return Fail(told, first->file, first->seq, first->message);
   }
   if (auto bad = CheckRedactions(manifest, redactions, stream.erased(), &told)) {
