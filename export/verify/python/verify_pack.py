@@ -93,7 +93,20 @@ both files, each once. One line per erased entry, in seq order, follows
 every other line after the OK line: "entry S: erased by redaction R (KIND
 of team T, run RUN): REASON; requested by A, approved by B."; a step
 whose start or completion was erased is unknown, never pending past a
-deadline. A --since note of version 2, 3 or 4 demands one as new.
+deadline. A format 9 pack is a format 8 run pack from a seq (CONTRACT.md
+section 9, export/verify/python/retention.py): its scope's from_seq is the
+line (below_seq) of the ledger's `retention` entry it carries in
+retention.jsonl, which must be the ledger's valid receipt in the tree, not
+below its line, and covered by the multiproof with the entries;
+retention-policy.txt is the policy that entry names by its SHA-256, read as
+a policy (export/verify/python/retentionpolicy.py), whose rule covering the
+scope's team (its own, else the default) is not forever and is the one the
+entry states. The entries start at from_seq, the first linking (run_prev)
+to the pruned entry below it; the run-head's count is above them. Both
+files are refused in any other pack, and a run scope with from_seq in any
+other format. The line after the OK line says from which seq the pack is
+complete and which pass, rule and cutoff pruned the entries before it. A
+--since note of version 2, 3 or 4 demands one as new.
 --policy POLICY (a c2sp.org/tlog-policy, export/verify/python/tlogpolicy.py): the key must
 be a log of the policy (without a key given, the key is the policy's log
 named as the manifest's origin), every cosignature line of a policy witness
@@ -143,6 +156,7 @@ import packread  # noqa: E402
 import packsteps  # noqa: E402
 import progress  # noqa: E402
 import redactions  # noqa: E402
+import retention  # noqa: E402
 import teamwindow  # noqa: E402
 import timestamp  # noqa: E402
 import tlogpolicy  # noqa: E402
@@ -161,12 +175,13 @@ from packproof import (HEX64, check_consistency, check_entries, hash_hex, node, 
 
 FILES = {"checkpoint", "entries.jsonl", "ledger.vkey", "manifest.json", "manifest.sig",
          "outcomes.json", "proofs.jsonl", "multiproof.txt", "report.html", "consistency.json", "checkpoint-time",
-         "run-head.json", "team-window.json", "redactions.jsonl"}
+         "run-head.json", "team-window.json", "redactions.jsonl", "retention.jsonl", "retention-policy.txt"}
 # The files whose presence the manifest's format or scope decides: the
-# proof of inclusion (inclusion_file()), those of the flags and notes, and
-# the redactions of a pack's erased entries (format 8).
+# proof of inclusion (inclusion_file()), those of the flags and notes, the
+# redactions of a pack's erased entries (format 8), and the retention entry
+# and policy of a run pack from a seq (format 9).
 OPTIONAL = {"proofs.jsonl", "multiproof.txt", "consistency.json", "checkpoint-time", "run-head.json",
-            "team-window.json", "redactions.jsonl"}
+            "team-window.json", "redactions.jsonl", "retention.jsonl", "retention-policy.txt"}
 MAX_FILE = 4 << 30
 
 
@@ -220,7 +235,8 @@ def verify(pack_path, vkey, trust_pack_key=False, since=None, expect_scope=None,
     complete, unsettled = None, []
     steps = packsteps.steps(entries.parsed) if scope["kind"] == "run" else []
     if run_head is not None:
-        complete = completeness.check_entries(run_head, scope["team"], scope["run_id"], size, entries.run)
+        complete = completeness.check_entries(run_head, scope["team"], scope["run_id"], size, entries.run,
+                                              entries.pruned)
         unsettled = completeness.unsettled_steps(steps, size)
     if window is not None:
         complete = teamwindow.check(window, scope, size, root, teams_root, entries.team, verify_inclusion)
@@ -344,6 +360,7 @@ def signed_files(files, vkey, trust_pack_key, policy, keys=None):
     manifest = parse_manifest(files["manifest.json"])
     inclusion_file(files, manifest["format"])
     redactions.presence(files, manifest["format"])
+    retention.presence(files, manifest["format"])
     check_files(files, manifest)
     return vkey, key, manifest
 
@@ -448,8 +465,8 @@ def given_checkpoints(files, key, size, root, since, not_older_than, keys=None):
 
 # The version of the checkpoint-time note of a pack, by format: F - 1 up
 # to format 5; format 6 changes the proofs, format 7 the report, format 8
-# adds erased entries, not the note.
-NOTE_VERSION = {2: 1, 3: 2, 4: 3, 5: 4, 6: 4, 7: 4, 8: 4}
+# adds erased entries, format 9 a run pack from a seq, not the note.
+NOTE_VERSION = {2: 1, 3: 2, 4: 3, 5: 4, 6: 4, 7: 4, 8: 4, 9: 4}
 # What a note of a lower version than its pack's format lacks, by format
 # ("Proven completeness", step 1).
 LOWER_NOTE = {3: "a format 3 pack carries a version 2 note (with the run-head map root)",
@@ -457,7 +474,8 @@ LOWER_NOTE = {3: "a format 3 pack carries a version 2 note (with the run-head ma
               5: "a format 5 pack carries a version 4 note (with run keys of version 2)",
               6: "a format 6 pack carries a version 4 note (with run keys of version 2)",
               7: "a format 7 pack carries a version 4 note (with run keys of version 2)",
-              8: "a format 8 pack carries a version 4 note (with run keys of version 2)"}
+              8: "a format 8 pack carries a version 4 note (with run keys of version 2)",
+              9: "a format 9 pack carries a version 4 note (with run keys of version 2)"}
 
 
 def note_version(manifest, version):
