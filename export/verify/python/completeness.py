@@ -134,7 +134,7 @@ def check_proof(data, team, run_id, runs_root, run_keys):
 def run_head_proof(files, manifest, runs_root, run_keys):
     """Steps 1 and 2 of "Proven completeness (format 3)" (CONTRACT.md section
     7), after the note's version was checked against the format
-    (verify_pack.note_version): run-head.json in a run pack whose note signs
+    (packtime.note_version): run-head.json in a run pack whose note signs
     a runs root (version 2, 3 or 4), whatever the manifest's format, and in
     no other pack; its proof, keyed by run keys of version run_keys, to the
     note's runs root. The proof (for step 3, check_entries) of such a run
