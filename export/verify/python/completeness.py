@@ -3,7 +3,8 @@ section 7), with the standard library only: run-head.json read in its JSON
 form (section 6a), its key (of the run key version the note's version says,
 section 6a "Which run key") and root checked against the scope and the
 checkpoint-time note's `runs` root, and the run's entries in the pack
-against the head.
+against the head (in a run pack from a seq, format 9, the run's entries
+from that seq, section 9).
 
 Every failure is a packerror.Failure whose message starts with the file it
 is about.
@@ -133,7 +134,7 @@ def check_proof(data, team, run_id, runs_root, run_keys):
 def run_head_proof(files, manifest, runs_root, run_keys):
     """Steps 1 and 2 of "Proven completeness (format 3)" (CONTRACT.md section
     7), after the note's version was checked against the format
-    (verify_pack.note_version): run-head.json in a run pack whose note signs
+    (packtime.note_version): run-head.json in a run pack whose note signs
     a runs root (version 2, 3 or 4), whatever the manifest's format, and in
     no other pack; its proof, keyed by run keys of version run_keys, to the
     note's runs root. The proof (for step 3, check_entries) of such a run
@@ -147,21 +148,30 @@ def run_head_proof(files, manifest, runs_root, run_keys):
         raise _fail("missing: a run pack whose checkpoint-time note signs a run-head map root "
                     "carries its run's head proof")
     return check_proof(files["run-head.json"], scope["team"], scope["run_id"], runs_root, run_keys)
-def check_entries(p, team, run_id, tree_size, entries):
+def check_entries(p, team, run_id, tree_size, entries, pruned=None):
     """Step 3 of section 7: entries, [(seq, leaf hash)] of the run in the
     pack in seq order, are exactly the run the head commits to (an absence
-    proof: none). Returns what the OK line says of it."""
+    proof: none). In a run pack from a seq (format 9; pruned, its
+    retention.Pruned) the entries are the run's from that seq, fewer than
+    the head's count (section 9's step 7). Returns what the OK line says of
+    it."""
     if p["kind"] == "absence":
         if entries:
             raise _fail("the map shows no entry of %s/%s up to tree size %d, the pack holds %d"
                         % (shown(team), shown(run_id), tree_size, len(entries)))
         return "complete: the run has no entry up to seq %d (absence proof)" % (tree_size - 1)
     count, last_seq, last_hash = p["head"]
-    if len(entries) != count:
+    if pruned is not None:
+        if len(entries) >= count:
+            raise _fail("the run has %d entries up to tree size %d, the pack holds %d from seq %d: a run pack from a "
+                        "seq holds fewer entries than its run" % (count, tree_size, len(entries), pruned.from_seq))
+    elif len(entries) != count:
         raise _fail("the run has %d entries up to tree size %d, the pack holds %d" % (count, tree_size, len(entries)))
     if entries[-1] != (last_seq, last_hash):
         raise _fail("the run's last entry up to tree size %d is seq %d with leaf hash %s, the pack's last is seq %d "
                     "with leaf hash %s" % (tree_size, last_seq, last_hash.hex(), entries[-1][0], entries[-1][1].hex()))
+    if pruned is not None:
+        return pruned.complete(count, len(entries), tree_size)
     return "complete: every entry of the run up to seq %d (run-head proof, %d entries)" % (tree_size - 1, count)
 
 

@@ -244,9 +244,15 @@ class Refused(Packs):
         del files["redactions.jsonl"]
         self.assert_refused(resigned(files, format=7), "entries.jsonl: line 2: not a leaf of version 1 or 2")
 
-    def test_format_9(self):
+    def test_format_9_without_from_seq(self):
+        """Format 9 is a run pack from a seq (CONTRACT.md section 9): a
+        format 8 pack said to be of format 9 is refused by its scope."""
         self.assert_refused(resigned(self.pack(), format=9),
-                            "manifest.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8, found 9")
+                            "manifest.json: scope: a pack of format 9 is a run pack from a seq (from_seq)")
+
+    def test_format_10(self):
+        self.assert_refused(resigned(self.pack(), format=10),
+                            "manifest.json: format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found 10")
 
     # "redactions.jsonl: line N: ..."
 

@@ -52,7 +52,9 @@ def scope_text(scope):
 
 def parse_manifest(data):
     """manifest.json read strictly by its grammar (export/manifest/manifest.h,
-    CONTRACT.md section 7): Failure naming the field and its rule otherwise."""
+    CONTRACT.md section 7): Failure naming the field and its rule otherwise.
+    A run scope has from_seq in a pack of format 9, and there always
+    (section 9)."""
     def bad(field, rule):
         return Failure("manifest.json: %s: %s" % (field, rule))
 
@@ -82,8 +84,8 @@ def parse_manifest(data):
     m = load_json(data, "manifest.json")
     if not isinstance(m, dict):
         raise bad("manifest", "not a JSON object")
-    if type(m.get("format")) is not int or m["format"] not in (1, 2, 3, 4, 5, 6, 7, 8):
-        raise bad("format", "want 1, 2, 3, 4, 5, 6, 7 or 8, found %s"
+    if type(m.get("format")) is not int or m["format"] not in (1, 2, 3, 4, 5, 6, 7, 8, 9):
+        raise bad("format", "want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found %s"
                   % (shown(json.dumps(m["format"], ensure_ascii=False)) if "format" in m else "none"))
     keys = {"counts", "files", "format", "origin", "root", "scope", "tree_size"}
     if m["format"] >= 2:
@@ -94,10 +96,17 @@ def parse_manifest(data):
     if not isinstance(s, dict):
         raise bad("scope", "want an object")
     kind = s.get("kind")
+    from_seq = kind == "run" and "from_seq" in s  # a run pack from a seq (CONTRACT.md section 9)
+    if m["format"] == 9 and not from_seq:
+        raise bad("scope", "a pack of format 9 is a run pack from a seq (from_seq)")
+    if from_seq and m["format"] != 9:
+        raise bad("scope.from_seq", "only a run pack of format 9 starts at a seq")
     if kind == "run":
-        exact_keys(s, "scope.", {"kind", "team", "run_id"})
+        exact_keys(s, "scope.", {"kind", "team", "run_id"} | ({"from_seq"} if from_seq else set()))
         name(s["team"], "scope.team")
         name(s["run_id"], "scope.run_id")
+        if from_seq and uint(s["from_seq"], "scope.from_seq") < 1:
+            raise bad("scope.from_seq", "want at least 1")
     elif kind == "team":
         if "from_seq" not in s or "to_seq" not in s:
             raise bad("scope", "a team window names its seqs (from_seq, to_seq)")

@@ -8,7 +8,10 @@ and the scope's rules (a run pack's run chain from the run's first entry,
 every seq of a seq range, each run's chain from the first seq within a team
 window or seq range). In a pack of format 8 a line may be an erased entry's
 redacted line, and the multiproof covers the lines of redactions.jsonl too
-(redactions.py, CONTRACT.md section 8).
+(redactions.py, CONTRACT.md section 8). A pack of format 9 is a run pack
+from a seq: its entries start at the scope's from_seq, the first linking
+to a pruned entry below it, and the multiproof covers retention.jsonl's
+line too (retention.py, CONTRACT.md section 9).
 
 Every failure is a packerror.Failure.
 """
@@ -19,6 +22,7 @@ import re
 import multiproof
 import packnote
 import redactions
+import retention
 import teamwindow
 from packerror import Failure
 from packread import KeyTwice, count_lines, each_line, jsonl_lines, load_json, shown
@@ -181,13 +185,14 @@ class Entries:
     latest an emitter appended (the ledger's own declarations, which it
     makes while it signs, are logged after the time it signs); first_v2,
     the seq of the first leaf of version 2; held, in a pack of format 8,
-    the redactions.Held of its erased entries (else None). An erased
-    entry counts as its redacted line states it (a redactions.Skeleton),
-    with the leaf hash of the erased leaf."""
+    the redactions.Held of its erased entries (else None); pruned, in a
+    pack of format 9, the retention.Pruned of its run's pruned entries
+    (else None). An erased entry counts as its redacted line states it (a
+    redactions.Skeleton), with the leaf hash of the erased leaf."""
 
     def __init__(self):
         self.count, self.run, self.team, self.parsed = 0, [], [], []
-        self.last_logged = self.first_v2 = self.held = None
+        self.last_logged = self.first_v2 = self.held = self.pruned = None
 
 
 def _entry(leaf, n):
@@ -203,13 +208,16 @@ def _entry(leaf, n):
     return entry
 
 
-def _check_scope_entry(entry, scope, last_seq, last_of_run):
-    """The scope's rules for one entry (CONTRACT.md section 7)."""
+def _check_scope_entry(entry, scope, last_seq, last_of_run, n):
+    """The scope's rules for one entry, line n (CONTRACT.md section 7; a run
+    pack from a seq, section 9's step 6)."""
     seq, r = entry["seq"], entry["receipt"]
     if scope["kind"] == "run":
         if r.get("team") != scope["team"] or r.get("run_id") != scope["run_id"]:
             raise Failure("entries.jsonl seq %d: not an entry of the pack's run" % seq)
-        if entry.get("run_prev") != last_seq:
+        if last_seq is None and "from_seq" in scope:
+            _first_from_seq(entry, scope["from_seq"], n)
+        elif entry.get("run_prev") != last_seq:
             raise Failure("entries.jsonl seq %d: run_prev expected %s, found %s"
                           % (seq, last_seq, shown(entry.get("run_prev"))))
     elif scope["kind"] == "team":
@@ -226,6 +234,16 @@ def _check_scope_entry(entry, scope, last_seq, last_of_run):
         run_chain(entry, last_of_run, scope["from_seq"], "the range's first seq")
 
 
+def _first_from_seq(entry, from_seq, n):
+    """The first entry of a run pack from a seq (format 9) follows the run's
+    entry before it, which was pruned: its run_prev is below from_seq."""
+    run_prev = entry.get("run_prev")
+    if type(run_prev) is not int or not 0 <= run_prev < from_seq:
+        raise Failure("entries.jsonl: line %d: run_prev expected below %d (the run's entries before the scope's "
+                      "from_seq were pruned), found %s"
+                      % (n, from_seq, "none" if run_prev is None else shown(run_prev)))
+
+
 class _Sequence:
     """The checks between an entry and those before it in entries.jsonl
     (seqs ascending, prev, the scope's rules), and what Entries records of
@@ -236,14 +254,17 @@ class _Sequence:
         self.last_seq = self.last_hash = None
         self.last_of_run = {}  # (team, run_id) -> the seq of its last entry so far
 
-    def add(self, entry, leaf_hash):
+    def add(self, entry, leaf_hash, n):
         seq, scope, out = entry["seq"], self.scope, self.out
+        if "from_seq" in scope and scope["kind"] == "run" and seq < scope["from_seq"]:
+            raise Failure("entries.jsonl: line %d: seq %d is below the scope's from_seq %d"
+                          % (n, seq, scope["from_seq"]))
         if self.last_seq is not None and seq <= self.last_seq:
             raise Failure("entries.jsonl seq %d: not after seq %d" % (seq, self.last_seq))
         if self.last_seq is not None and seq == self.last_seq + 1 and entry["prev"] != self.last_hash.hex():
             raise Failure("entries.jsonl seq %d: prev expected %s, found %s"
                           % (seq, self.last_hash.hex(), shown(entry["prev"])))
-        _check_scope_entry(entry, scope, self.last_seq, self.last_of_run)
+        _check_scope_entry(entry, scope, self.last_seq, self.last_of_run, n)
         if scope["kind"] == "run":
             out.run.append((seq, leaf_hash))
         elif scope["kind"] == "team":
@@ -258,9 +279,12 @@ class _Sequence:
         self.last_seq, self.last_hash = seq, leaf_hash
 
     def end(self):
-        """The entries are over: a seq range holds its last seq."""
+        """The entries are over: a seq range holds its last seq, a run pack
+        from a seq at least one entry."""
         if self.scope["kind"] == "seq" and (self.last_seq is None or self.last_seq + 1 != self.scope["to_seq"]):
             raise Failure("entries.jsonl: the seq range ends early")
+        if self.scope["kind"] == "run" and "from_seq" in self.scope and self.last_seq is None:
+            raise Failure("entries.jsonl: a pack of format 9 holds at least one entry of its run")
         return self.out
 
 
@@ -291,7 +315,7 @@ def check_entries(files, manifest, size, root, checked=None):
                           % (seq, leaf_hash.hex(), shown(proof[1])))
         if not verify_inclusion(seq, size, leaf_hash, proof[2], root):
             raise Failure("proofs.jsonl seq %d: inclusion proof does not lead to the checkpoint's root" % seq)
-        sequence.add(entry, leaf_hash)
+        sequence.add(entry, leaf_hash, n)
         if checked is not None:
             checked(n)
     return sequence.end()
@@ -301,25 +325,47 @@ def _check_multiproof(files, manifest, size, root, checked):
     """A pack of format 6: entries.jsonl and multiproof.txt in one pass
     ("Shared inclusion proofs (format 6)"), each entry checked against those
     before it as it is read, before the multiproof is read past it. In a
-    pack of format 8, redactions.jsonl is read first, whole."""
+    pack of format 8, redactions.jsonl is read first, whole; in one of
+    format 9, then retention.jsonl and retention-policy.txt (section 9's
+    steps 2 to 5)."""
     data = files["entries.jsonl"]
     count = count_lines(data, "entries.jsonl")
     if count != manifest["counts"]["entries"]:
         raise Failure("entries.jsonl: %d entries, manifest says %d" % (count, manifest["counts"]["entries"]))
     sequence = _Sequence(manifest["scope"])
     held = redactions.Held(files, size) if manifest["format"] >= 8 else None
-    multiproof.check(size, _leaves(data, size, sequence, checked, held), files["multiproof.txt"], root)
-    sequence.out.held = held
+    pruned = retention.Pruned(files, manifest["scope"], size) if manifest["format"] == 9 else None
+    beside = _beside(held, pruned)
+    multiproof.check(size, _leaves(data, size, sequence, checked, held, beside), files["multiproof.txt"], root)
+    sequence.out.held, sequence.out.pruned = held, pruned
     return sequence.out
 
 
-def _leaves(data, size, sequence, checked, held=None):
+def _beside(held, pruned):
+    """The leaves the multiproof covers besides the entries: the lines of
+    redactions.jsonl (held) and, in a pack of format 9, retention.jsonl's
+    (pruned), as [(seq, leaf hash, same)] by seq, same(leaf, n) checking
+    that line n of entries.jsonl holding that seq is the same leaf. A seq
+    in both files is refused: each seq is in the multiproof once."""
+    out = [(r.seq, r.leaf_hash, lambda leaf, n, r=r: held.same(r, leaf, n)) for r in (held.lines if held else ())]
+    if pruned is not None:
+        r = held.by_seq.get(pruned.seq) if held else None
+        if r is not None:
+            raise Failure("%s: line 1: seq %d: not the leaf of %s line %d, which holds that seq"
+                          % (retention.FILE, pruned.seq, redactions.FILE, r.line))
+        out.append((pruned.seq, pruned.leaf_hash, pruned.same))
+        out.sort(key=lambda x: x[0])
+    return out
+
+
+def _leaves(data, size, sequence, checked, held=None, beside=()):
     """(seq, leaf hash) of each line of entries.jsonl, checked as it is
     asked for; sequence.end() after the last. In a pack of format 8 (held,
     a redactions.Held), a redacted line counts as its redaction states the
-    erased entry, and the lines of redactions.jsonl are merged in by seq,
-    each seq once (CONTRACT.md section 8, "In a pack (format 8)")."""
-    pending = iter(held.lines if held is not None else ())
+    erased entry. The leaves beside the entries (_beside(): the lines of
+    redactions.jsonl, of retention.jsonl in format 9) are merged in by seq,
+    each seq once (CONTRACT.md sections 8 and 9)."""
+    pending = iter(beside)
     ahead = next(pending, None)
     for n, leaf in enumerate(each_line(data, "entries.jsonl"), 1):
         if held is not None and redactions.looks_redacted(leaf):
@@ -330,12 +376,12 @@ def _leaves(data, size, sequence, checked, held=None):
         seq = entry["seq"]
         if seq >= size:
             raise Failure("entries.jsonl: line %d: seq %d is not in the checkpoint's tree of size %d" % (n, seq, size))
-        sequence.add(entry, leaf_hash)
-        while ahead is not None and ahead.seq < seq:
-            yield ahead.seq, ahead.leaf_hash
+        sequence.add(entry, leaf_hash, n)
+        while ahead is not None and ahead[0] < seq:
+            yield ahead[:2]
             ahead = next(pending, None)
-        if ahead is not None and ahead.seq == seq:  # a redaction in the pack's scope
-            held.same(ahead, leaf, n)
+        if ahead is not None and ahead[0] == seq:  # a redaction in the pack's scope, in both files
+            ahead[2](leaf, n)
             ahead = next(pending, None)
         yield seq, leaf_hash
         if checked is not None:
@@ -344,5 +390,5 @@ def _leaves(data, size, sequence, checked, held=None):
     if held is not None:
         held.end()
     while ahead is not None:
-        yield ahead.seq, ahead.leaf_hash
+        yield ahead[:2]
         ahead = next(pending, None)
