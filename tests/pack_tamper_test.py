@@ -223,8 +223,8 @@ def main():
         return resigned(edited(files, "manifest.json", edit), sign)
 
     cases += [
-        ("a manifest of another format", manifest_field("format", 9),
-         r"^FAILED: manifest\.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8, found 9$", None),
+        ("a manifest of another format", manifest_field("format", 10),
+         r"^FAILED: manifest\.json: format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found 10$", None),
         ("a manifest with a key more", manifest_field("note", "x"),
          r"^FAILED: manifest\.json: note: not a field of the manifest$", None),
         ("a manifest whose root is in upper case", manifest_field("root", "AB" * 32),

@@ -7,8 +7,11 @@ ledger-verify-go.
     retention_packs.py make BUILD OUT    the corpus, in OUT
     retention_packs.py test BUILD        make it in a temporary folder, run
                                          every verifier on every case, print
-                                         the table case x verifier; exit 1
-                                         on any wrong verdict
+                                         the table case x verifier, and check
+                                         with Go's sumdb/tlog the inclusion
+                                         proofs ledgerctl pack-proof derives
+                                         from run9.tar.gz; exit 1 on any
+                                         wrong verdict
 
 The store: tests/util/retention_fill over 40 simulated days, runs of ten
 days, then one pass at day 40 of the policy `default 20d`, `team acme
@@ -245,6 +248,36 @@ def verifiers(build, work):
             ("ledger-verify-go", [lvg])]
 
 
+def go_proofs(build, out, work):
+    """ledgerctl pack-proof's proofs of entries of run9.tar.gz (whose
+    multiproof walks the retention entry too), checked by Go's
+    tlog.CheckRecord (tests/interop/pack_proof.go): what tools we did not
+    write make of a format 9 pack."""
+    env = dict(os.environ, GOPATH="/usr/share/gocode", GO111MODULE="off", GOPROXY="off", GOFLAGS="",
+               GOCACHE=os.path.join(build, "export", "verify", "go", "gocache"))
+    tool = os.path.join(work, "pack_proof")
+    subprocess.run(["go", "build", "-o", tool, os.path.join(HERE, "interop", "pack_proof.go")], env=env, check=True)
+    pack = os.path.join(out, "run9.tar.gz")
+    files = dict(t.read_pack(pack))
+    for name in ("checkpoint", "entries.jsonl"):
+        open(os.path.join(work, name), "wb").write(files[name])
+    seqs = [json.loads(x)["seq"] for x in files["entries.jsonl"].split(b"\n")[:-1]]
+    proofs = []
+    for seq in (seqs[0], seqs[len(seqs) // 2], seqs[-1]):
+        for form in ("tlog-proof", "json"):
+            r = subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "pack-proof", pack, "--seq", str(seq),
+                                "--vkey", os.path.join(out, "vkey"), "--format", form], capture_output=True)
+            if r.returncode != 0:
+                fail("pack-proof --seq %d --format %s: %s" % (seq, form, r.stderr.decode()))
+            proofs.append(os.path.join(work, "%d.%s" % (seq, form)))
+            open(proofs[-1], "wb").write(r.stdout)
+    r = subprocess.run([tool, os.path.join(out, "vkey"), os.path.join(work, "checkpoint"),
+                        os.path.join(work, "entries.jsonl")] + proofs, capture_output=True, text=True)
+    if r.returncode != 0 or r.stdout.count("proven in tree size") != len(proofs):
+        fail("Go's tlog.CheckRecord on pack-proof's proofs of run9.tar.gz: %s%s" % (r.stdout, r.stderr))
+    print("run9.tar.gz: %d proofs from ledgerctl pack-proof checked by Go's tlog.CheckRecord" % len(proofs))
+
+
 def check(build, out, work):
     with open(os.path.join(out, "cases.json")) as f:
         cases = json.load(f)
@@ -294,6 +327,7 @@ def main():
             if message not in refusals[name]:
                 fail("export refusal (%s): want '%s', got '%s'" % (name, message, refusals[name]))
             print("refused (%s): %s" % (name, refusals[name]))
+        go_proofs(build, out, work)
         return check(build, out, work)
 
 

@@ -364,7 +364,7 @@ func TestAFormat6PackThatDoesNotProveItsEntriesIsRefused(t *testing.T) {
 			"proofs.jsonl: a pack of format 6 proves inclusion with multiproof.txt"},
 		"no multiproof.txt": {map[string][]byte{"multiproof.txt": nil}, "multiproof.txt: missing from the pack"},
 		"format 5":          {map[string][]byte{"manifest.json": []byte(`{"format":5}`)}, "proofs.jsonl: missing from the pack"},
-		"format 9":          {map[string][]byte{"manifest.json": []byte(`{"format":9}`)}, "manifest.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8"},
+		"format 10":         {map[string][]byte{"manifest.json": []byte(`{"format":10}`)}, "manifest.json: format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9"},
 	} {
 		pack, vkey := l.packOf(t, seqs, 6, c.replace)
 		_, err := ledger.VerifyPackProofs(pack, vkey)

@@ -165,7 +165,7 @@ func verifyPack(path, vkey string, keep int64) (*PackProofs, *EntryProof, error)
 	var e *EntryProof
 	if format >= 6 {
 		out.Entries, e, err = verifyMultiproofFile(cp.Tree, files["entries.jsonl"], files["redactions.jsonl"],
-			files["multiproof.txt"], keep)
+			files["retention.jsonl"], files["multiproof.txt"], keep)
 	} else {
 		out.Entries, e, err = verifyEntries(cp.Tree, files["entries.jsonl"], files["proofs.jsonl"], keep)
 	}
@@ -183,7 +183,7 @@ func verifyPack(path, vkey string, keep int64) (*PackProofs, *EntryProof, error)
 	return out, e, nil
 }
 
-// packFormat reads the manifest's format, 1 to 6.
+// packFormat reads the manifest's format, 1 to 9.
 func packFormat(files map[string][]byte) (int, error) {
 	doc, ok := files["manifest.json"]
 	if !ok {
@@ -192,8 +192,8 @@ func packFormat(files map[string][]byte) (int, error) {
 	var m struct {
 		Format *int `json:"format"`
 	}
-	if err := json.Unmarshal(doc, &m); err != nil || m.Format == nil || *m.Format < 1 || *m.Format > 8 {
-		return 0, errors.New("manifest.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8")
+	if err := json.Unmarshal(doc, &m); err != nil || m.Format == nil || *m.Format < 1 || *m.Format > 9 {
+		return 0, errors.New("manifest.json: format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9")
 	}
 	return *m.Format, nil
 }
@@ -262,8 +262,10 @@ func verifyEntries(tree tlog.Tree, entries, proofs []byte, keep int64) (int, *En
 // entry's line is its redacted line, whose leaf hash it states, and the
 // redaction entries of redactions.jsonl are walked with the entries, each
 // seq once; that a redacted line is its redaction's is ledger-verify-go's
-// and ledgerctl verify's to check.
-func verifyMultiproofFile(tree tlog.Tree, entries, redactions, multiproof []byte, keep int64) (int, *EntryProof, error) {
+// and ledgerctl verify's to check. In a pack of format 9 (section 9, "A
+// run pack across the line") the retention entry of retention.jsonl is
+// walked with them too.
+func verifyMultiproofFile(tree tlog.Tree, entries, redactions, retention, multiproof []byte, keep int64) (int, *EntryProof, error) {
 	leaves := splitLines(entries)
 	seqs := make([]int64, len(leaves))
 	kept := -1
@@ -288,10 +290,15 @@ func verifyMultiproofFile(tree tlog.Tree, entries, redactions, multiproof []byte
 	if kept >= 0 {
 		keptLeaf = leaves[kept]
 	}
-	if len(redactions) > 0 {
-		var err error
-		if seqs, leaves, err = withRedactions(seqs, leaves, redactions); err != nil {
-			return 0, nil, err
+	for _, f := range []struct {
+		name  string
+		lines []byte
+	}{{"redactions.jsonl", redactions}, {"retention.jsonl", retention}} {
+		if len(f.lines) > 0 {
+			var err error
+			if seqs, leaves, err = withLedgerLines(f.name, seqs, leaves, f.lines); err != nil {
+				return 0, nil, err
+			}
 		}
 	}
 	var hashes []tlog.Hash
@@ -340,16 +347,16 @@ func lineSeq(line []byte) (int64, bool) {
 	return *e.Seq, true
 }
 
-// withRedactions merges redactions.jsonl's lines into the entries by seq,
-// each seq once.
-func withRedactions(seqs []int64, leaves [][]byte, redactions []byte) ([]int64, [][]byte, error) {
+// withLedgerLines merges the lines of redactions.jsonl or retention.jsonl
+// (name), the ledger's own entries, into the entries by seq, each seq once.
+func withLedgerLines(name string, seqs []int64, leaves [][]byte, lines []byte) ([]int64, [][]byte, error) {
 	var outSeqs []int64
 	var outLeaves [][]byte
 	i := 0
-	for n, line := range splitLines(redactions) {
+	for n, line := range splitLines(lines) {
 		seq, ok := lineSeq(line)
 		if !ok || bytes.HasPrefix(line, []byte(`{"redacted":`)) {
-			return nil, nil, fmt.Errorf("redactions.jsonl: line %d: want a leaf with its seq", n+1)
+			return nil, nil, fmt.Errorf("%s: line %d: want a leaf with its seq", name, n+1)
 		}
 		for i < len(seqs) && seqs[i] < seq {
 			outSeqs, outLeaves = append(outSeqs, seqs[i]), append(outLeaves, leaves[i])

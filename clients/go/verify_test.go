@@ -278,3 +278,48 @@ func TestVerifyPackProofsRefusesATamperedFormat6Pack(t *testing.T) {
 		}
 	}
 }
+
+// A run pack across the retention line (format 9, CONTRACT.md section 9),
+// made by a real ledgerd over a pruned store (tests/retention_packs.py):
+// its multiproof walks the pack's retention entry with the entries, and
+// each entry's proof derived from it is one tlog.CheckRecord takes.
+func TestVerifyPackProofsOfARunPackAcrossTheRetentionLine(t *testing.T) {
+	dir := t.TempDir()
+	runScript(t, "/usr/bin/python3", filepath.Join("..", "..", "tests", "retention_packs.py"), "make", buildDir(t), dir)
+	pack := filepath.Join(dir, "run9.tar.gz")
+	key, err := os.ReadFile(filepath.Join(dir, "vkey"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkey := strings.TrimSpace(string(key))
+	got, err := ledger.VerifyPackProofs(pack, vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := packFiles(t, pack)
+	leaves := strings.Split(strings.TrimSuffix(string(files["entries.jsonl"]), "\n"), "\n")
+	if got.Format != 9 || got.Entries != len(leaves) || len(leaves) < 2 {
+		t.Fatalf("format %d, %d entries (entries.jsonl holds %d)", got.Format, got.Entries, len(leaves))
+	}
+	for _, i := range []int{0, len(leaves) / 2, len(leaves) - 1} {
+		var entry struct {
+			Seq int64 `json:"seq"`
+		}
+		if err := json.Unmarshal([]byte(leaves[i]), &entry); err != nil {
+			t.Fatal(err)
+		}
+		e, err := ledger.PackEntryProof(pack, vkey, entry.Seq)
+		if err != nil {
+			t.Fatalf("seq %d: %v", entry.Seq, err)
+		}
+		tree := e.Checkpoint.Tree
+		if string(e.Leaf) != leaves[i] || tlog.CheckRecord(e.Proof, tree.N, tree.Hash, entry.Seq, tlog.RecordHash(e.Leaf)) != nil {
+			t.Fatalf("seq %d: %+v", entry.Seq, e)
+		}
+	}
+	// Without the retention entry the multiproof does not lead to the root.
+	delete(files, "retention.jsonl")
+	if _, err := ledger.VerifyPackProofs(writePack(t, files), vkey); err == nil {
+		t.Fatal("a format 9 pack without its retention entry was accepted")
+	}
+}

@@ -54,6 +54,32 @@ TEST(ManifestTest, EncodesTheBytesTheExporterHasAlwaysWritten) {
   EXPECT_EQ(ScopeJson(Scope{"", "", 5, 40}), "{\"from_seq\":5,\"kind\":\"seq\",\"to_seq\":40}");
 }
 
+// Format 9 (CONTRACT section 9): a run scope from the retention line, in
+// format 9 only and always there.
+TEST(ManifestTest, AFormat9RunScopeStartsAtItsLine) {
+  Manifest m = RunManifest();
+  m.format = 9;
+  m.unknown_grace_ms = 30000;
+  m.scope.from_seq = 1875;
+  const std::string text = Encode(m);
+  EXPECT_NE(text.find("\"scope\":{\"from_seq\":1875,\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"}"),
+            std::string::npos)
+      << text;
+  auto parsed = Parse(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->scope.is_run_from());
+  EXPECT_EQ(parsed->scope.from_seq, 1875u);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  ExpectRefused(with("\"format\":9", "\"format\":8"), "scope.from_seq: only a run pack of format 9 starts at a seq");
+  ExpectRefused(with("\"from_seq\":1875,", ""), "scope: a pack of format 9 is a run pack from a seq (from_seq)");
+  ExpectRefused(with("\"from_seq\":1875", "\"from_seq\":0"), "scope.from_seq: want at least 1");
+  ExpectRefused(with("\"from_seq\":1875", "\"from_seq\":-1"), "scope.from_seq: want an unsigned integer");
+}
+
 TEST(ManifestTest, ParsesWhatItEncodes) {
   for (Scope scope : {Scope{"team-a", "run-1"}, Scope{"team-a", "", 4, 9, 100, 200}, Scope{"", "", 5, 40}}) {
     Manifest m = RunManifest();
@@ -80,9 +106,10 @@ TEST(ManifestTest, RefusesEachBrokenRuleNamingTheField) {
   };
   ExpectRefused("[]", "manifest: not a JSON object");
   ExpectRefused("{", "manifest: not a JSON object");
-  ExpectRefused(with("\"format\":1", "\"format\":9"), "format: want 1, 2, 3, 4, 5, 6, 7 or 8, found 9");
-  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2, 3, 4, 5, 6, 7 or 8, found \"1\"");
-  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3, 4, 5, 6, 7 or 8, found none");
+  ExpectRefused(with("\"format\":1", "\"format\":10"), "format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found 10");
+  ExpectRefused(with("\"format\":1", "\"format\":\"1\""),
+                "format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found \"1\"");
+  ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found none");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"note\":\"x\""), "note: not a field of the manifest");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"unknown_grace_ms\":5"),
                 "unknown_grace_ms: not a field of the manifest");

@@ -1,5 +1,6 @@
 #include "export/verify/cc/pack_proof.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -9,6 +10,7 @@
 #include "ledger/format/merkle/multiproof.h"
 #include "ledger/format/note/note.h"
 #include "ledger/format/receipt/entry.h"
+#include "ledger/format/receipt/redaction.h"
 
 namespace ledger::verify {
 namespace {
@@ -42,9 +44,32 @@ absl::StatusOr<EntryProof> ProveFromPack(const std::string& pack_path, uint64_t 
   pack::PackReader& reader = **opened;
   EntryProof out;
   out.seq = seq;
-  // The entries' seqs and leaf hashes, in order, for the walk.
+  // The seqs and leaf hashes the multiproof walks: the entries', and those
+  // of redactions.jsonl (format 8) and retention.jsonl (format 9), which
+  // come after multiproof.txt in the archive.
   std::vector<std::pair<uint64_t, hash::Hash>> entries;
-  bool held = false, proved = false;
+  std::vector<hash::Hash> nodes;
+  std::optional<hash::Hash> root;
+  bool held = false, proved = false, multiproof = false;
+  auto leaves = [&](bool in_scope) {
+    return [&, in_scope](std::string_view leaf) -> absl::Status {
+      auto at = receipt::SeqOf(leaf);
+      if (!at.ok()) return Unreadable(std::string(at.status().message()));
+      hash::Hash h = hash::LeafHash(leaf);
+      if (receipt::LooksRedacted(leaf)) {
+        // An erased entry (CONTRACT section 8): the leaf hash its line states.
+        auto redacted = receipt::ParseRedacted(leaf);
+        if (!redacted.ok()) return Unreadable(std::string(redacted.status().message()));
+        h = redacted->leaf_hash;
+      }
+      entries.emplace_back(*at, h);
+      if (in_scope && *at == seq) {
+        held = true;
+        out.leaf_hash = h;
+      }
+      return absl::OkStatus();
+    };
+  };
   while (true) {
     auto name = reader.Next();
     if (!name.ok()) return name.status();
@@ -60,18 +85,9 @@ absl::StatusOr<EntryProof> ProveFromPack(const std::string& pack_path, uint64_t 
       auto cp = note::ParseCheckpoint(out.checkpoint.substr(0, out.checkpoint.find("\n\n") + 1));
       if (!cp.ok()) return Unreadable(std::string(cp.status().message()));
       out.tree_size = cp->size;
-    } else if (file == pack::kEntries) {
-      absl::Status read = ForEachLine(reader, [&](std::string_view leaf) -> absl::Status {
-        auto at = receipt::SeqOf(leaf);
-        if (!at.ok()) return Unreadable(std::string(at.status().message()));
-        entries.emplace_back(*at, hash::LeafHash(leaf));
-        if (*at == seq) {
-          held = true;
-          out.leaf_hash = entries.back().second;
-        }
-        return absl::OkStatus();
-      });
-      if (!read.ok()) return read;
+      root = cp->root;
+    } else if (file == pack::kEntries || file == pack::kRedactions || file == pack::kRetention) {
+      if (absl::Status read = ForEachLine(reader, leaves(file == pack::kEntries)); !read.ok()) return read;
     } else if (file == pack::kProofs) {
       absl::Status read = ForEachLine(reader, [&](std::string_view line) -> absl::Status {
         std::optional<ProofLine> p = ParseProofLine(line);
@@ -84,9 +100,7 @@ absl::StatusOr<EntryProof> ProveFromPack(const std::string& pack_path, uint64_t 
       });
       if (!read.ok()) return read;
     } else if (file == pack::kMultiproof) {
-      if (!held) break;  // nothing to walk for
-      merkle::MultiproofWalk walk(out.tree_size, seq);
-      std::vector<hash::Hash> nodes;
+      multiproof = true;
       absl::Status read = ForEachLine(reader, [&](std::string_view line) -> absl::Status {
         auto h = hash::ParseHex(line);
         if (!h.ok()) return Unreadable("multiproof.txt: not a hash");
@@ -94,17 +108,6 @@ absl::StatusOr<EntryProof> ProveFromPack(const std::string& pack_path, uint64_t 
         return absl::OkStatus();
       });
       if (!read.ok()) return read;
-      size_t used = 0;
-      auto next = [&](uint64_t, uint64_t) -> absl::StatusOr<hash::Hash> {
-        if (used == nodes.size()) return Unreadable("multiproof.txt: ends early");
-        return nodes[used++];
-      };
-      for (const auto& [s, h] : entries) {
-        if (auto added = walk.Add(s, h, next); !added.ok()) return added;
-      }
-      if (auto root = walk.Finish(next); !root.ok()) return root.status();
-      out.path = walk.watched_path();
-      proved = true;
     } else {
       while (true) {  // not needed
         auto piece = reader.Read();
@@ -114,6 +117,29 @@ absl::StatusOr<EntryProof> ProveFromPack(const std::string& pack_path, uint64_t 
     }
   }
   if (!held) return absl::NotFoundError(absl::StrCat("pack-proof: seq ", seq, " is not in the pack"));
+  if (multiproof) {
+    // Walked once every file is read, each seq once and in order.
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    entries.erase(std::unique(entries.begin(), entries.end(),
+                              [](const auto& a, const auto& b) { return a.first == b.first; }),
+                  entries.end());
+    merkle::MultiproofWalk walk(out.tree_size, seq);
+    size_t used = 0;
+    auto next = [&](uint64_t, uint64_t) -> absl::StatusOr<hash::Hash> {
+      if (used == nodes.size()) return Unreadable("multiproof.txt: ends early");
+      return nodes[used++];
+    };
+    for (const auto& [s, h] : entries) {
+      if (auto added = walk.Add(s, h, next); !added.ok()) return added;
+    }
+    auto walked = walk.Finish(next);
+    if (!walked.ok()) return walked.status();
+    if (!root.has_value() || *walked != *root || used != nodes.size()) {
+      return Unreadable("multiproof.txt: does not lead to the checkpoint's root");
+    }
+    out.path = walk.watched_path();
+    proved = true;
+  }
   if (!proved) return Unreadable(absl::StrCat("no proof of seq ", seq));
   return out;
 }
