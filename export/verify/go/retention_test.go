@@ -262,3 +262,52 @@ func TestAFormat9PackWhoseHeadCountsNoPrunedEntryIsRefused(t *testing.T) {
 func hexHash(h tlog.Hash) string {
 	return hex.EncodeToString(h[:])
 }
+
+// TestAFormat9PackHoldsErasedEntriesAsFormat8Does: seq 5 of the run erased
+// by the redaction at seq 7, after the retention entry: the multiproof
+// walks the entries, the retention entry and the redaction in seq order.
+func TestAFormat9PackHoldsErasedEntriesAsFormat8Does(t *testing.T) {
+	l := prunedLog(t)
+	e := l.es[5]
+	fields := map[string]interface{}{"kind": "redaction", "receipt_id": "ledger.redaction.5", "team": "ledger",
+		"run_id": "ledger.redactions", "attempt": 1, "occurred_at_us": t0 + 70, "entry_seq": 5,
+		"entry_leaf_hash": hexHash(e.hash), "entry_v": 2, "entry_prev": e.prev, "entry_logged_at_us": e.loggedAt,
+		"entry_run_prev": e.runPrev, "entry_team_prev": e.teamPrev, "entry_kind": e.kind, "entry_team": e.team,
+		"entry_run_id": e.runID, "entry_receipt_id": e.receiptID, "entry_step_id": e.stepID, "entry_attempt": 1,
+		"entry_start_receipt_id": e.startReceiptID, "reason": "court order 7", "requested_by": "cn:a", "approved_by": "cn:b"}
+	l.addReceiptBy(t, "ledger", fields, t0+70)
+	raw, _ := json.Marshal(fields)
+	v, err := parseJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redacted, err := redactedLine(7, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := runPackOf(t, l, 8, "t", "r", t0+3_000_000, 500, nil, 6)
+	b.setEntries(t, l, 8, []int64{3, 5, 6})
+	b.setMultiproof(t, l, 8, []int64{3, 4, 5, 6, 7})
+	lines := bytes.SplitAfter(b.files["entries.jsonl"], []byte("\n"))
+	lines[1] = append(redacted, '\n')
+	b.files["entries.jsonl"] = bytes.Join(lines, nil)
+	b.files["redactions.jsonl"] = append(append([]byte{}, l.leaves[7]...), '\n')
+	b.files["retention.jsonl"] = append(append([]byte{}, l.leaves[4]...), '\n')
+	b.files["retention-policy.txt"] = []byte(testPolicy)
+	b.manifest["format"] = 9
+	b.manifest["counts"] = map[string]int{"entries": 3}
+	b.manifest["scope"] = map[string]interface{}{"from_seq": 3, "kind": "run", "team": "t", "run_id": "r"}
+	root := l.root(t, 8)
+	checkPack(t, "erased and pruned", b, fmt.Sprintf("OK run t/r from seq 3: 3 entries, tree size 8, root %s; "+
+		"outcomes.json not recomputed\ncomplete from seq 3: every entry of the run from seq 3 up to seq 7 (run-head proof, "+
+		"3 of its 5 entries); the 2 before seq 3 were pruned under the retention policy (pass 1, rule team t, cutoff %s), "+
+		"as entry 4 states\nstep t/r/s3 attempt 1: no completion in the log up to seq 7 (proven)\n"+
+		"entry 5: erased by redaction 7 (agent_exec of team t, run r): court order 7; requested by cn:a, approved by cn:b.",
+		hexHash(root), signedTime(t0+40-86_400_000_000)))
+
+	// The retention entry's seq taken by the redaction's leaf in
+	// retention.jsonl's place: two leaves of one seq.
+	b.files["retention.jsonl"] = bytes.Replace(b.files["retention.jsonl"], []byte(`"seq":4`), []byte(`"seq":7`), 1)
+	checkPack(t, "the retention entry at the redaction's seq", b,
+		"FAIL: retention.jsonl: line 1: seq 7: not the leaf of redactions.jsonl line 1, which holds that seq")
+}
