@@ -6,6 +6,9 @@ package main
 //	{"kind":"run","team":T,"run_id":R}
 //	    every entry is of the run; the run chain (run_prev) is gap-free
 //	    from the run's first entry, which has no run_prev.
+//	{"from_seq":F,"kind":"run","team":T,"run_id":R}   (format 9)
+//	    every entry is of the run, from F; the chain is gap-free from the
+//	    first, whose run_prev is below F (retention.go).
 //	{"kind":"seq","from_seq":A,"to_seq":B}
 //	    exactly the seqs A <= seq < B, B at most the tree size.
 //	{"kind":"team","team":T,"from_us":A,"to_us":B,"from_seq":F,"to_seq":E}
@@ -136,8 +139,6 @@ func checkTeamWindow(team string, fromUs, toUs, from, to int64, entries []entry,
 	return checkRunsFrom(from, entries)
 }
 
-// checkRunsFrom checks each run's chain within a window that starts at seq
-// from.
 // checkRunFrom checks that every entry of a run pack from a seq is of the
 // run; their chain was checked as they were read (retained.checkStreamed).
 func checkRunFrom(team, run string, entries []entry) error {
@@ -149,6 +150,8 @@ func checkRunFrom(team, run string, entries []entry) error {
 	return nil
 }
 
+// checkRunsFrom checks each run's chain within a window that starts at seq
+// from.
 func checkRunsFrom(from int64, entries []entry) error {
 	type run struct{ team, id string }
 	last := map[run]int64{}
