@@ -31,6 +31,13 @@ import (
 // and of its team). It returns the seq.
 func (l *testLog) addReceipt(t *testing.T, r map[string]interface{}, loggedAt int64) int64 {
 	t.Helper()
+	return l.addReceiptBy(t, "uri:spiffe://test/gw", r, loggedAt)
+}
+
+// addReceiptBy is addReceipt of emitter's receipt ("ledger" for the
+// ledger's own).
+func (l *testLog) addReceiptBy(t *testing.T, emitter string, r map[string]interface{}, loggedAt int64) int64 {
+	t.Helper()
 	seq := int64(len(l.es))
 	team, _ := r["team"].(string)
 	run, _ := r["run_id"].(string)
@@ -39,7 +46,7 @@ func (l *testLog) addReceipt(t *testing.T, r map[string]interface{}, loggedAt in
 		h := l.es[seq-1].hash
 		prev = hex.EncodeToString(h[:])
 	}
-	leaf := map[string]interface{}{"emitter": "uri:spiffe://test/gw", "logged_at_us": loggedAt, "prev": prev,
+	leaf := map[string]interface{}{"emitter": emitter, "logged_at_us": loggedAt, "prev": prev,
 		"receipt": r, "seq": seq, "v": 2}
 	if tp := l.teamLast(team, seq); tp >= 0 {
 		leaf["team_prev"] = tp

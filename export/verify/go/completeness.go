@@ -339,6 +339,40 @@ func signedTime(us int64) string {
 	return fmt.Sprintf("%s (%d us)", time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z"), us)
 }
 
+// checkCompleteness checks, in a run pack, run-head.json (section 7,
+// "Proven completeness"; in a format 9 pack, with pruned, section 9) and,
+// in a team window, team-window.json ("Closed team windows"). It returns
+// what the OK line adds, the line after it ("" for none) and the lines of
+// the steps proven to have no completion.
+func checkCompleteness(p *pack, m *manifest, entries []entry, cp checkpoint, t *timeNote, pruned *retained) (string, string, []string, error) {
+	var teams *mapHash
+	if t != nil {
+		teams = t.teams
+	}
+	proof, err := checkRunHeadFile(p, m.scope, t)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if proof == nil {
+		window, err := checkClosedWindow(p, m.scope, entries, cp, teams)
+		if err != nil || window == "" {
+			return "", "", nil, err
+		}
+		return "; " + window, "", nil, nil
+	}
+
+	team, _ := str(m.scope.get("team"))
+	run, _ := str(m.scope.get("run_id"))
+	complete, err := checkRunHeadEntries(proof, team+"/"+run, entries, cp, pruned)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if pruned != nil {
+		return "", complete, unsettledSteps(team, run, entries, cp), nil
+	}
+	return "; " + complete, "", unsettledSteps(team, run, entries, cp), nil
+}
+
 // runHeadProof is run-head.json read: an inclusion proof has a head, an
 // absence proof may have the leaf in the key's place.
 type runHeadProof struct {
@@ -530,8 +564,10 @@ func proofHash(v *value, field string) (mapHash, error) {
 
 // checkRunHeadEntries makes step 3 of section 7: the run's entries in the
 // pack (a run pack holds nothing else) are exactly the head, or none for an
-// absence proof. It returns what the OK line says of the run.
-func checkRunHeadEntries(proof *runHeadProof, scope string, entries []entry, cp checkpoint) (string, error) {
+// absence proof; in a pack from a seq (pruned, format 9) fewer than the
+// head's count, and the last the head. It returns what the OK line says of
+// the run, or in a format 9 pack the line after it.
+func checkRunHeadEntries(proof *runHeadProof, scope string, entries []entry, cp checkpoint, pruned *retained) (string, error) {
 	if proof.head == nil {
 		if len(entries) != 0 {
 			return "", runHeadError("the map shows no entry of %s up to tree size %d, the pack holds %d", scope, cp.size, len(entries))
@@ -539,13 +575,20 @@ func checkRunHeadEntries(proof *runHeadProof, scope string, entries []entry, cp 
 		return fmt.Sprintf("complete: the run has no entry up to seq %d (absence proof)", cp.size-1), nil
 	}
 	h := proof.head
-	if int64(len(entries)) != h.count {
+	if pruned != nil {
+		if err := pruned.checkCount(h.count, int64(len(entries)), cp); err != nil {
+			return "", err
+		}
+	} else if int64(len(entries)) != h.count {
 		return "", runHeadError("the run has %d entries up to tree size %d, the pack holds %d", h.count, cp.size, len(entries))
 	}
 	last := entries[len(entries)-1]
 	if last.seq != h.lastSeq || last.hash != h.lastLeafHash {
 		return "", runHeadError("the run's last entry up to tree size %d is seq %d with leaf hash %s, the pack's last is seq %d with leaf hash %s",
 			cp.size, h.lastSeq, hex.EncodeToString(h.lastLeafHash[:]), last.seq, hex.EncodeToString(last.hash[:]))
+	}
+	if pruned != nil {
+		return pruned.pruned(h.count, int64(len(entries)), cp), nil
 	}
 	return fmt.Sprintf("complete: every entry of the run up to seq %d (run-head proof, %d entries)", cp.size-1, h.count), nil
 }

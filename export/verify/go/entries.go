@@ -53,19 +53,22 @@ var genesisPrev = hex.EncodeToString(make([]byte, 32))
 // entries in one pass (section 7, "Shared inclusion proofs"), else each
 // entry's leaf hash and inclusion proof on its line of proofs.jsonl. pr
 // (nil: none) counts the entries checked against total, the manifest's
-// counts.entries; its line is erased before checkEntries returns.
-func checkEntries(p *pack, cp checkpoint, format, total int64, pr *progress, redactions []redactionLine) ([]entry, error) {
+// counts.entries; its line is erased before checkEntries returns. extras
+// are the leaves the multiproof walks with the entries (redactions.jsonl's,
+// retention.jsonl's); from (nil: none) is a format 9 pack's statement,
+// against which each entry is checked as it is read.
+func checkEntries(p *pack, cp checkpoint, format, total int64, pr *progress, extras []extraLine, from *retained) ([]entry, error) {
 	pr.begin(total)
 	defer pr.end()
 	leaves, err := lines("entries.jsonl", p.files["entries.jsonl"])
 	if err != nil {
 		return nil, err
 	}
-	r := &entryReader{leaves: leaves, cp: cp, pr: pr, out: make([]entry, 0, len(leaves))}
+	r := &entryReader{leaves: leaves, cp: cp, pr: pr, out: make([]entry, 0, len(leaves)), from: from}
 	if format >= 6 {
 		var leaves multiproofLeaves = r
-		if len(redactions) > 0 {
-			leaves = &withRedactions{entries: r, redactions: redactions, size: cp.size}
+		if len(extras) > 0 {
+			leaves = &withExtras{entries: r, extras: extras, size: cp.size}
 		}
 		return r.out, checkMultiproof(leaves, &multiproofFile{rest: p.files[multiproofName]}, cp.size, cp.root)
 	}
@@ -95,7 +98,8 @@ type entryReader struct {
 	cp     checkpoint
 	pr     *progress
 	out    []entry
-	taken  int // the entries of out consumed
+	taken  int       // the entries of out consumed
+	from   *retained // a format 9 pack's, or nil
 }
 
 func (r *entryReader) peek() (int64, bool, error) {
@@ -104,6 +108,9 @@ func (r *entryReader) peek() (int64, bool, error) {
 	}
 	i := len(r.out)
 	if i == len(r.leaves) {
+		if r.from != nil && i == 0 {
+			return 0, false, fmt.Errorf("entries.jsonl: a pack of format 9 holds at least one entry of its run")
+		}
 		return 0, false, nil
 	}
 	e, err := readEntry(r.leaves[i])
@@ -112,6 +119,11 @@ func (r *entryReader) peek() (int64, bool, error) {
 	}
 	if err := checkOrder(e, i+1, r.out, r.cp); err != nil {
 		return 0, false, err
+	}
+	if r.from != nil {
+		if err := r.from.checkStreamed(e, i+1, r.out); err != nil {
+			return 0, false, err
+		}
 	}
 	r.out = append(r.out, e)
 	r.pr.tick(int64(len(r.out)))

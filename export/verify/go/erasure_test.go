@@ -54,11 +54,18 @@ func TestErasedEntriesVerifyAndArePrinted(t *testing.T) {
 // with the ledger's own key.
 func erasurePack(t *testing.T, name string) *builtPack {
 	t.Helper()
-	p, err := readPack(filepath.Join("testdata", "erasure", name+".tar.gz"))
+	return ledgerPack(t, "erasure", name)
+}
+
+// ledgerPack reads pack name of testdata/dir, made by a real ledgerd, to be
+// rewritten and signed with that ledger's key (dir/signing.key).
+func ledgerPack(t *testing.T, dir, name string) *builtPack {
+	t.Helper()
+	p, err := readPack(filepath.Join("testdata", dir, name+".tar.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := os.ReadFile(filepath.Join("testdata", "erasure", "signing.key"))
+	key, err := os.ReadFile(filepath.Join("testdata", dir, "signing.key"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,8 +81,8 @@ func TestFormat6CarriesMultiproofTxtAndNoOtherFormatDoes(t *testing.T) {
 		t0+3_000_000))
 	checkPack(t, "a format 6 pack with a version 3 note", b,
 		"FAIL: checkpoint-time: a format 6 pack carries a version 4 note (with run keys of version 2)")
-	b.manifest["format"] = 9
-	checkPack(t, "format 9", b, "FAIL: manifest.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8, found 9")
+	b.manifest["format"] = 10
+	checkPack(t, "format 10", b, "FAIL: manifest.json: format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found 10")
 }
 
 func TestMultiproofTxtLinesAreRead(t *testing.T) {

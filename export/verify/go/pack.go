@@ -20,12 +20,15 @@ import (
 // checkpoint-time from manifest format 2 on, run-head.json in run packs of
 // format 3 or later (completeness.go reads both), team-window.json in team windows of
 // format 4 or later (teamwindow.go), proofs.jsonl in formats 1 to 5 and
-// multiproof.txt in format 6 (checkProofFiles).
+// multiproof.txt from format 6 (checkProofFiles), redactions.jsonl in
+// formats 8 and 9 (redactions.go), retention.jsonl and retention-policy.txt
+// in format 9 (retention.go).
 var packFiles = map[string]bool{
 	"checkpoint": true, "ledger.vkey": true, "entries.jsonl": true,
 	"proofs.jsonl": false, "multiproof.txt": false, "consistency.json": false, "outcomes.json": true,
 	"manifest.json": true, "manifest.sig": true, "report.html": true, "checkpoint-time": false,
-	"run-head.json": false, "team-window.json": false, "redactions.jsonl": false,
+	"run-head.json": false, "team-window.json": false, "redactions.jsonl": false, "retention.jsonl": false,
+	"retention-policy.txt": false,
 }
 
 const maxPackBytes = 4 << 30

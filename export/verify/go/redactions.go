@@ -94,9 +94,11 @@ func readRedacted(line []byte) (entry, error) {
 	return e, nil
 }
 
-// redactionLine is a line of redactions.jsonl: its number (from 1), seq
-// and leaf hash, walked with the entries by the multiproof.
-type redactionLine struct {
+// extraLine is a leaf a pack carries besides its entries, walked with them
+// by the multiproof: a line of redactions.jsonl (or of retention.jsonl,
+// retention.go), its file, number (from 1), seq and leaf hash.
+type extraLine struct {
+	file        string
 	number, seq int64
 	hash        tlog.Hash
 }
@@ -104,7 +106,7 @@ type redactionLine struct {
 // checkRedactions checks redactions.jsonl against the redacted lines of
 // entries.jsonl, in the order of section 8's list of refusals, and returns
 // the line printed per erased entry and the redactions for the multiproof.
-func checkRedactions(p *pack, format int64) ([]string, []redactionLine, error) {
+func checkRedactions(p *pack, format int64) ([]string, []extraLine, error) {
 	file, has := p.files["redactions.jsonl"]
 	var erased []entry
 	var numbers []int
@@ -135,7 +137,7 @@ func checkRedactions(p *pack, format int64) ([]string, []redactionLine, error) {
 		named  bool
 	}
 	bySeq := map[int64]*redaction{}
-	var walked []redactionLine
+	var walked []extraLine
 	if has {
 		ls, err := lines("redactions.jsonl", file)
 		if err != nil {
@@ -165,7 +167,7 @@ func checkRedactions(p *pack, format int64) ([]string, []redactionLine, error) {
 			}
 			last = e.seq
 			bySeq[e.seq] = &redaction{number: i + 1, fields: r}
-			walked = append(walked, redactionLine{int64(i + 1), e.seq, e.hash})
+			walked = append(walked, extraLine{"redactions.jsonl", int64(i + 1), e.seq, e.hash})
 		}
 	}
 	if len(erased) == 0 {
@@ -244,26 +246,27 @@ func redactedLine(by int64, r *value) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// withRedactions gives the multiproof's walk the entries and, in seq order
-// among them, the redactions (section 8): each seq once, a redaction in the
-// pack's scope walked as its entry, which must be the same leaf.
-type withRedactions struct {
-	entries    *entryReader
-	redactions []redactionLine
-	size       int64
-	next       int
-	extra      bool // peek named the next redaction
+// withExtras gives the multiproof's walk the entries and, in seq order
+// among them, the leaves carried besides them (sections 8 and 9): each seq
+// once, a redaction in the pack's scope walked as its entry, which must be
+// the same leaf.
+type withExtras struct {
+	entries *entryReader
+	extras  []extraLine
+	size    int64
+	next    int
+	extra   bool // peek named the next extra leaf
 }
 
-func (w *withRedactions) peek() (int64, bool, error) {
+func (w *withExtras) peek() (int64, bool, error) {
 	seq, ok, err := w.entries.peek()
 	if err != nil {
 		return 0, false, err
 	}
-	if w.next < len(w.redactions) {
-		r := w.redactions[w.next]
+	if w.next < len(w.extras) {
+		r := w.extras[w.next]
 		if r.seq >= w.size {
-			return 0, false, fmt.Errorf("redactions.jsonl: line %d: seq %d is not in the checkpoint's tree of size %d", r.number, r.seq, w.size)
+			return 0, false, fmt.Errorf("%s: line %d: seq %d is not in the checkpoint's tree of size %d", r.file, r.number, r.seq, w.size)
 		}
 		if !ok || r.seq < seq {
 			w.extra = true
@@ -272,7 +275,7 @@ func (w *withRedactions) peek() (int64, bool, error) {
 		if r.seq == seq {
 			e := w.entries.out[w.entries.taken]
 			if e.hash != r.hash {
-				return 0, false, fmt.Errorf("redactions.jsonl: line %d: seq %d: not the leaf of entries.jsonl line %d, which holds that seq", r.number, r.seq, w.entries.taken+1)
+				return 0, false, fmt.Errorf("%s: line %d: seq %d: not the leaf of entries.jsonl line %d, which holds that seq", r.file, r.number, r.seq, w.entries.taken+1)
 			}
 			w.next++
 		}
@@ -281,11 +284,11 @@ func (w *withRedactions) peek() (int64, bool, error) {
 	return seq, ok, nil
 }
 
-func (w *withRedactions) take() tlog.Hash {
+func (w *withExtras) take() tlog.Hash {
 	if w.extra {
 		w.extra = false
 		w.next++
-		return w.redactions[w.next-1].hash
+		return w.extras[w.next-1].hash
 	}
 	return w.entries.take()
 }

@@ -81,8 +81,8 @@ func TestFormat5AndNoteVersion4GoTogether(t *testing.T) {
 	b.manifest["format"] = 3
 	checkPack(t, "a format 3 pack with a version 4 note", b,
 		"FAIL: checkpoint-time: format 3 pack with a version 4 note: a format 3 pack carries a version 2 note")
-	b.manifest["format"] = 9
-	checkPack(t, "format 9", b, "FAIL: manifest.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8, found 9")
+	b.manifest["format"] = 10
+	checkPack(t, "format 10", b, "FAIL: manifest.json: format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found 10")
 
 	lower := "FAIL: checkpoint-time: a format 5 pack carries a version 4 note (with run keys of version 2)"
 	b = runPack(t, l, 7, "t", "r", t0+3_000_000, 500, nil)

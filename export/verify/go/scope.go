@@ -6,6 +6,9 @@ package main
 //	{"kind":"run","team":T,"run_id":R}
 //	    every entry is of the run; the run chain (run_prev) is gap-free
 //	    from the run's first entry, which has no run_prev.
+//	{"from_seq":F,"kind":"run","team":T,"run_id":R}   (format 9)
+//	    every entry is of the run, from F; the chain is gap-free from the
+//	    first, whose run_prev is below F (retention.go).
 //	{"kind":"seq","from_seq":A,"to_seq":B}
 //	    exactly the seqs A <= seq < B, B at most the tree size.
 //	{"kind":"team","team":T,"from_us":A,"to_us":B,"from_seq":F,"to_seq":E}
@@ -37,13 +40,18 @@ func checkScope(s *value, entries []entry, cp checkpoint, mayBeEmpty bool) (stri
 	}
 	switch kind {
 	case "run":
-		if err := s.onlyKeys("kind", "team", "run_id"); err != nil {
+		if err := s.onlyKeys("from_seq", "kind", "team", "run_id"); err != nil {
 			return "", fmt.Errorf("manifest.json: scope: %v", err)
 		}
 		team, ok1 := str(s.get("team"))
 		run, ok2 := str(s.get("run_id"))
 		if !ok1 || !ok2 || run == "" || team == "" {
 			return "", fmt.Errorf("manifest.json: scope: a run scope names team and run_id")
+		}
+		// from_seq: a format 9 pack's (checkFromSeqScope), its entries from
+		// it checked as they were read (retention.go).
+		if from, ok := s.get("from_seq").integer(); ok {
+			return fmt.Sprintf("run %s/%s from seq %d", team, run, from), checkRunFrom(team, run, entries)
 		}
 		return fmt.Sprintf("run %s/%s", team, run), checkRun(team, run, entries, mayBeEmpty)
 	case "seq":
@@ -129,6 +137,17 @@ func checkTeamWindow(team string, fromUs, toUs, from, to int64, entries []entry,
 		}
 	}
 	return checkRunsFrom(from, entries)
+}
+
+// checkRunFrom checks that every entry of a run pack from a seq is of the
+// run; their chain was checked as they were read (retained.checkStreamed).
+func checkRunFrom(team, run string, entries []entry) error {
+	for _, e := range entries {
+		if e.team != team || e.runID != run {
+			return fmt.Errorf("entries.jsonl seq %d: expected run %s/%s, found %s/%s", e.seq, team, run, e.team, e.runID)
+		}
+	}
+	return nil
 }
 
 // checkRunsFrom checks each run's chain within a window that starts at seq

@@ -135,7 +135,15 @@ func verify(o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := checkEntries(p, cp, m.format, m.entries, o.progress, redactions)
+	pruned, err := checkRetention(p, m, cp)
+	if err != nil {
+		return nil, err
+	}
+	extras, err := pruned.walked(redactions)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := checkEntries(p, cp, m.format, m.entries, o.progress, extras, pruned)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +172,7 @@ func verify(o options) ([]string, error) {
 			return nil, err
 		}
 	}
-	complete, unsettled, err := checkCompleteness(p, m, entries, cp, t)
+	complete, after, unsettled, err := checkCompleteness(p, m, entries, cp, t, pruned)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +202,9 @@ func verify(o options) ([]string, error) {
 		line += "; the key was the pack's own (--trust-pack-key): this proves nothing about the ledger's identity"
 	}
 	out := []string{line}
+	if after != "" {
+		out = append(out, after)
+	}
 	if o.policy != nil {
 		out = append(out, witnessedLine(o.policy, cosigned))
 		if len(o.policy.monitorOrder) > 0 {
@@ -246,36 +257,6 @@ func checkSignedTime(p *pack, vs note.Verifiers, keys noteKeys, m *manifest, cp 
 		return nil, err
 	}
 	return t, nil
-}
-
-// checkCompleteness checks, in a run pack, run-head.json (section 7,
-// "Proven completeness") and, in a team window, team-window.json ("Closed
-// team windows"). It returns what the OK line adds and the lines of the
-// steps proven to have no completion.
-func checkCompleteness(p *pack, m *manifest, entries []entry, cp checkpoint, t *timeNote) (string, []string, error) {
-	var teams *mapHash
-	if t != nil {
-		teams = t.teams
-	}
-	proof, err := checkRunHeadFile(p, m.scope, t)
-	if err != nil {
-		return "", nil, err
-	}
-	if proof == nil {
-		window, err := checkClosedWindow(p, m.scope, entries, cp, teams)
-		if err != nil || window == "" {
-			return "", nil, err
-		}
-		return "; " + window, nil, nil
-	}
-
-	team, _ := str(m.scope.get("team"))
-	run, _ := str(m.scope.get("run_id"))
-	complete, err := checkRunHeadEntries(proof, team+"/"+run, entries, cp)
-	if err != nil {
-		return "", nil, err
-	}
-	return "; " + complete, unsettledSteps(team, run, entries, cp), nil
 }
 
 // checkPolicy makes the checks of "Witnessed packs" (CONTRACT.md section 7)
@@ -494,8 +475,8 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 		return nil, fmt.Errorf("manifest.json: expected an object")
 	}
 	format, ok := v.get("format").integer()
-	if !ok || format < 1 || format > 8 {
-		return nil, fmt.Errorf("manifest.json: format: want 1, 2, 3, 4, 5, 6, 7 or 8, found %s", show(v.get("format")))
+	if !ok || format < 1 || format > 9 {
+		return nil, fmt.Errorf("manifest.json: format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found %s", show(v.get("format")))
 	}
 	keys := []string{"format", "origin", "scope", "tree_size", "root", "counts", "files"}
 	grace := int64(-1)
@@ -534,6 +515,9 @@ func readManifest(p *pack, vs note.Verifiers) (*manifest, error) {
 	}
 	if m.scope == nil || m.scope.kind != kObject {
 		return nil, fmt.Errorf("manifest.json: scope: expected an object")
+	}
+	if err := checkFromSeqScope(m.scope, format); err != nil {
+		return nil, err
 	}
 	if err := checkDigests(p, v.get("files")); err != nil {
 		return nil, err
