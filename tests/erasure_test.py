@@ -206,11 +206,13 @@ def run(build, go, ledger, work):
           "printing the erased entries" % ", ".join(tools))
     # ledgerctl pack-proof from the run pack: each entry's proof, an erased
     # one's by the leaf hash its line states, the one the ledger serves.
+    run_files = dict(read_pack(packs["run"]))
+    pack_size = json.loads(run_files["manifest.json"])["tree_size"]
     for seq in sorted(json.loads(x)["seq"] if "seq" in json.loads(x) else json.loads(x)["redacted"]["seq"]
-                      for x in dict(read_pack(packs["run"]))["entries.jsonl"].decode().splitlines()):
+                      for x in run_files["entries.jsonl"].decode().splitlines()):
         derived = subprocess.run([os.path.join(build, "cmd", "ledgerctl"), "pack-proof", packs["run"], "--seq",
                                   str(seq), "--vkey", vkey, "--format", "json"], capture_output=True, text=True)
-        served = ledger.ctl("prove", "--seq", str(seq), "--size", str(size))
+        served = ledger.ctl("auditor", "prove", "--seq", str(seq), "--size", str(pack_size))
         if derived.returncode != 0 or json.loads(derived.stdout)["inclusion"] != json.loads(served.stdout)["inclusion"]:
             fail("pack-proof --seq %d of the run pack: %s%s; the ledger serves %s"
                  % (seq, derived.stdout, derived.stderr, served.stdout))

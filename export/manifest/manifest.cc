@@ -161,7 +161,8 @@ absl::StatusOr<Manifest> Parse(std::string_view text) {
   if (m.scope.is_run_from() && m.format != 9) {
     return Bad("scope.from_seq", "only a run pack of format 9 starts at a seq");
   }
-  if (m.format == 9 && !m.scope.is_run_from()) return Bad("scope", "a pack of format 9 is a run pack from a seq (from_seq)");
+  if (m.format == 9 && !m.scope.is_run_from())
+    return Bad("scope", "a pack of format 9 is a run pack from a seq (from_seq)");
   auto size = Uint(j["tree_size"], "tree_size");
   if (!size.ok()) return size.status();
   m.tree_size = *size;

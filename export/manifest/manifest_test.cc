@@ -107,8 +107,7 @@ TEST(ManifestTest, RefusesEachBrokenRuleNamingTheField) {
   ExpectRefused("[]", "manifest: not a JSON object");
   ExpectRefused("{", "manifest: not a JSON object");
   ExpectRefused(with("\"format\":1", "\"format\":10"), "format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found 10");
-  ExpectRefused(with("\"format\":1", "\"format\":\"1\""),
-                "format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found \"1\"");
+  ExpectRefused(with("\"format\":1", "\"format\":\"1\""), "format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found \"1\"");
   ExpectRefused(with(",\"format\":1", ""), "format: want 1, 2, 3, 4, 5, 6, 7, 8 or 9, found none");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"note\":\"x\""), "note: not a field of the manifest");
   ExpectRefused(with("\"format\":1", "\"format\":1,\"unknown_grace_ms\":5"),
@@ -128,8 +127,10 @@ TEST(ManifestTest, RefusesEachBrokenRuleNamingTheField) {
                 "files.checkpoint: want 64 lower-case hex digits");
   ExpectRefused(with("\"kind\":\"run\"", "\"kind\":\"all\""), "scope.kind: want \"run\", \"team\" or \"seq\"");
   ExpectRefused(with("\"run_id\":\"run-1\"", "\"run_id\":\"\""), "scope.run_id: want a non-empty string");
-  ExpectRefused(with("\"kind\":\"run\",", "\"from_seq\":0,\"kind\":\"run\","),
-                "scope.from_seq: not a field of the manifest");
+  // A run scope's from_seq is format 9's (CONTRACT section 9).
+  ExpectRefused(with("\"kind\":\"run\",", "\"from_seq\":0,\"kind\":\"run\","), "scope.from_seq: want at least 1");
+  ExpectRefused(with("\"kind\":\"run\",", "\"from_seq\":5,\"kind\":\"run\","),
+                "scope.from_seq: only a run pack of format 9 starts at a seq");
   ExpectRefused(with("{\"kind\":\"run\",\"run_id\":\"run-1\",\"team\":\"team-a\"}",
                      "{\"from_us\":1,\"kind\":\"team\",\"team\":\"team-a\",\"to_us\":2}"),
                 "scope: a team window names its seqs (from_seq, to_seq)");

@@ -190,9 +190,10 @@ absl::StatusOr<std::optional<std::string>> PackReader::Next() {
 }
 
 absl::StatusOr<std::optional<std::string>> PackReader::Member(archive_entry* e) {
-  static const std::set<std::string> kKnown = {
-      kCheckpoint, kCheckpointTime, kConsistency, kEntries,    kVkey,       kManifest,        kManifestSig, kOutcomes,
-      kProofs,     kReport,         kRunHead,     kTeamWindow, kMultiproof, kRedactions, kRetention, kRetentionPolicy};
+  static const std::set<std::string> kKnown = {kCheckpoint, kCheckpointTime, kConsistency, kEntries,
+                                               kVkey,       kManifest,       kManifestSig, kOutcomes,
+                                               kProofs,     kReport,         kRunHead,     kTeamWindow,
+                                               kMultiproof, kRedactions,     kRetention,   kRetentionPolicy};
   const char* raw = archive_entry_pathname(e);
   std::string path = raw ? raw : "";
   auto bad = [&](std::string_view why) {

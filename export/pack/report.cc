@@ -264,7 +264,8 @@ std::string ScopeWords(const manifest::Scope& scope) {
   if (scope.is_run_from()) {
     // Format 9 (CONTRACT section 9, "A run pack across the line").
     return absl::StrCat("run <code>", E(scope.run_id), "</code> of team <code>", E(scope.team), "</code> from seq ",
-                        scope.from_seq, ": the run's entries before it were pruned under the ledger's retention policy");
+                        scope.from_seq,
+                        ": the run's entries before it were pruned under the ledger's retention policy");
   }
   if (scope.is_run()) {
     return absl::StrCat("run <code>", E(scope.run_id), "</code> of team <code>", E(scope.team), "</code>");

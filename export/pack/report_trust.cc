@@ -175,8 +175,9 @@ void Commands(const manifest::Manifest& m, std::string* h) {
 
 // `shared`: a pack of format 6, whose multiproof proves every entry's
 // inclusion (the page of a pack of formats 1 to 5 keeps its words: the
-// verifiers rebuild it byte for byte).
-void HandSteps(bool proves_run, bool proves_window, bool shared, bool stamped, std::string* h) {
+// verifiers rebuild it byte for byte). `from_seq`: a run pack across the
+// retention line (format 9), 0 otherwise.
+void HandSteps(bool proves_run, bool proves_window, bool shared, bool stamped, uint64_t from_seq, std::string* h) {
   *h +=
       "<h3>What a verifier checks</h3>\n<ol>"
       "<li><code>manifest.sig</code> is a signed note by the key in <code>ledger.vkey</code> whose text is the "
@@ -209,7 +210,23 @@ void HandSteps(bool proves_run, bool proves_window, bool shared, bool stamped, s
       "<li>The step outcomes recomputed from the entries (CONTRACT section 4) are <code>outcomes.json</code>, "
       "and this page rebuilt from the manifest, the entries and the checkpoint is this page, byte for byte "
       "(<code>ledger-verify</code> only; the other two check its digest).</li>";
-  if (proves_run) {
+  if (from_seq > 0) {
+    absl::StrAppend(
+        h,
+        "<li><code>retention.jsonl</code> is the ledger's <code>retention</code> entry of a pass, in the tree by "
+        "the multiproof; the SHA-256 of <code>retention-policy.txt</code> is its <code>policy_sha256</code>; the "
+        "policy's rule for the run's team (its own, else the default) is the entry's, and its line "
+        "<code>below_seq</code> is ",
+        from_seq,
+        ", where this pack starts; the pack's first entry's <code>run_prev</code> is below it (CONTRACT section "
+        "9, a run pack across the line).</li>");
+  }
+  if (proves_run && from_seq > 0) {
+    *h +=
+        "<li><code>run-head.json</code> against the <code>runs</code> root of <code>checkpoint-time</code> "
+        "(CONTRACT section 6a): the pack ends with its <code>last_seq</code> and <code>last_leaf_hash</code>, "
+        "and holds fewer entries than its <code>count</code>, which counts the pruned ones too.</li>";
+  } else if (proves_run) {
     *h +=
         "<li><code>run-head.json</code> against the <code>runs</code> root of <code>checkpoint-time</code> "
         "(CONTRACT section 6a): the pack holds exactly its <code>count</code> entries and ends with its "
@@ -227,6 +244,24 @@ void HandSteps(bool proves_run, bool proves_window, bool shared, bool stamped, s
 
 void Completeness(const manifest::Manifest& m, std::string* h) {
   const std::string last = m.tree_size > 0 ? std::to_string(m.tree_size - 1) : "-1";
+  if (m.scope.is_run_from()) {
+    // Format 9 (CONTRACT section 9): the run from its team's line.
+    absl::StrAppend(
+        h, "<h3>Completeness</h3>\n<p>This pack states that it holds <strong>every</strong> entry of run <code>",
+        E(m.scope.run_id), "</code> of team <code>", E(m.scope.team), "</code> logged from seq ", m.scope.from_seq,
+        " up to seq ", last, ". The run's entries before seq ", m.scope.from_seq,
+        " were <strong>pruned</strong> under the ledger's retention policy: their bodies are gone from the "
+        "ledger, their leaf hashes stay in its tree. <code>retention.jsonl</code> is the ledger's own entry of "
+        "the pass and rule that pruned them, and <code>retention-policy.txt</code> the policy that pass applied. "
+        "<code>run-head.json</code> proves the run's last entry and its number of entries, pruned ones "
+        "included. When a verifier says OK, a step shown above as pending or unknown has <strong>no "
+        "completion in the log up to seq ",
+        last,
+        " (proven)</strong>; a completion whose start was pruned shows as an orphan here. The verifier's line "
+        "<code>complete from seq ",
+        m.scope.from_seq, ": ...</code> says how many entries were pruned and under which rule.</p>\n");
+    return;
+  }
   absl::StrAppend(h,
                   "<h3>Completeness</h3>\n<p>This pack states that it holds <strong>every</strong> entry of run <code>",
                   E(m.scope.run_id), "</code> of team <code>", E(m.scope.team), "</code> logged up to seq ", last,
@@ -268,7 +303,7 @@ void Trust(const manifest::Manifest& m, const std::string& checkpoint_note, cons
   Commands(m, h);
   const bool proves_run = m.format >= 3 && m.scope.is_run();
   const bool proves_window = m.format >= 4 && m.scope.is_team_window();
-  HandSteps(proves_run, proves_window, m.format >= 6, m.format >= 7, h);
+  HandSteps(proves_run, proves_window, m.format >= 6, m.format >= 7, m.scope.is_run_from() ? m.scope.from_seq : 0, h);
   if (proves_run) Completeness(m, h);
   if (proves_window) WindowCompleteness(m, h);
 }

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "export/exporter/exporter.h"
+#include "export/verify/cc/verify.h"
 #include "gtest/gtest.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/retention/pruned.h"
@@ -204,13 +205,20 @@ TEST_F(RetentionTest, ExportsAtTheLineAreRefusedAndSaySo) {
   ASSERT_TRUE(log_->SignCheckpoint().ok());
   const uint64_t line = seqs_[69][3] + 1;
 
-  // A run with a pruned entry.
-  EXPECT_THAT(Export(RunScope("acme", "long")),
+  // A run with a pruned entry, asked for in format 8.
+  exporter::ExportOptions eight;
+  eight.pack_format = 8;
+  EXPECT_THAT(exporter::ExportPack(*log_, RunScope("acme", "long"), dir_.Sub("eight.tar.gz"), eight),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("export: run long of team acme: entry " + std::to_string(seqs_[69][1]) +
                                  " was pruned under the retention policy (pass 1, rule team acme: entries below "
                                  "seq " +
-                                 std::to_string(line) + "): its pack would not hold the whole run")));
+                                 std::to_string(line) + "): its pack would not hold the whole run: ask for format 9")));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("eight.tar.gz")));
+  // A run every entry of which was pruned (days 60 to 69).
+  EXPECT_THAT(Export(RunScope("acme", "daily-6")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("its pack would not hold the whole run, and no entry of it is kept")));
   // A seq range holding one.
   EXPECT_THAT(Export(SeqScope(seqs_[10][0], seqs_[80][0])),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -240,6 +248,38 @@ TEST_F(RetentionTest, ExportsAtTheLineAreRefusedAndSaySo) {
   EXPECT_TRUE(Export(WindowScope("acme", kT0 + 80 * kDay, kT0 + 95 * kDay)).ok());
   // globex's window crosses acme's pruned entries, which are not its own.
   EXPECT_TRUE(Export(WindowScope("globex", kT0 + 20 * kDay, kT0 + 95 * kDay)).ok());
+}
+
+// A run across the line is a pack of format 9 (CONTRACT section 9): its
+// entries from the line, the pass's retention entry and the policy, which
+// the verifier holds to each other.
+TEST_F(RetentionTest, ARunAcrossTheLineIsAPackFromTheLine) {
+  Fill();
+  const std::string policy = "default 90d\nteam acme 30d\nteam keep forever\n";
+  ASSERT_TRUE(log_->Prune(Policy(policy)).ok());
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  const uint64_t line = seqs_[69][3] + 1;
+  ASSERT_TRUE(Export(RunScope("acme", "long")).ok());
+  verify::Options o;
+  o.vkey = log_->verifier_key();
+  o.expect_scope = RunScope("acme", "long");
+  auto r = verify::VerifyPack(dir_.Sub("pack.tar.gz"), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->ok) << r->Summary();
+  ASSERT_TRUE(r->pruned_before.has_value()) << r->Summary();
+  EXPECT_EQ(r->pruned_before->from_seq, line);
+  EXPECT_EQ(r->pruned_before->count, 70u);  // days 0 to 69
+  EXPECT_EQ(r->entries, 30u);               // days 70 to 99
+  EXPECT_EQ(r->pruned_before->rule, "team acme");
+  EXPECT_EQ(r->pruned_before->pass, 1u);
+  EXPECT_EQ(r->pruned_before->cutoff_us, now_ - 30 * kDay) << "the pass's now is the clock's";
+  EXPECT_EQ(r->pruned_before->policy_sha256, hash::Hex(hash::Sha256(policy)));
+  EXPECT_THAT(r->Summary(), HasSubstr("complete from seq " + std::to_string(line) +
+                                      ": every entry of the run from seq " + std::to_string(line)));
+  EXPECT_THAT(r->Summary(),
+              HasSubstr("(run-head proof, 30 of its 100 entries); the 70 before seq " + std::to_string(line) +
+                        " were pruned under the retention policy (pass 1, "
+                        "rule team acme, cutoff "));
 }
 
 TEST_F(RetentionTest, APassStoppedMidwayIsFinishedAtTheNextStart) {

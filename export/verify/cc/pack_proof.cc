@@ -120,9 +120,9 @@ absl::StatusOr<EntryProof> ProveFromPack(const std::string& pack_path, uint64_t 
   if (multiproof) {
     // Walked once every file is read, each seq once and in order.
     std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    entries.erase(std::unique(entries.begin(), entries.end(),
-                              [](const auto& a, const auto& b) { return a.first == b.first; }),
-                  entries.end());
+    entries.erase(
+        std::unique(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+        entries.end());
     merkle::MultiproofWalk walk(out.tree_size, seq);
     size_t used = 0;
     auto next = [&](uint64_t, uint64_t) -> absl::StatusOr<hash::Hash> {

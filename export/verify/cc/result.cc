@@ -159,9 +159,12 @@ nlohmann::json Result::Json() const {
   if (!erasures.empty()) j["redactions"] = erasures;
   if (pruned_before) {
     const PrunedBefore& p = *pruned_before;
-    j["pruned_before"] = {{"from_seq", p.from_seq},       {"count", p.count},
-                          {"pass", p.pass},               {"rule", p.rule},
-                          {"cutoff_us", p.cutoff_us},     {"retention_seq", p.retention_seq},
+    j["pruned_before"] = {{"from_seq", p.from_seq},
+                          {"count", p.count},
+                          {"pass", p.pass},
+                          {"rule", p.rule},
+                          {"cutoff_us", p.cutoff_us},
+                          {"retention_seq", p.retention_seq},
                           {"policy_sha256", p.policy_sha256}};
   }
   if (stamp) j["time_stamp"] = {{"checked", true}, {"tsa", stamp->tsa}, {"gen_time", stamp->gen_time}};

@@ -32,7 +32,8 @@ std::optional<FileFailure> CheckRetention(const manifest::Manifest& m, const std
     return std::nullopt;
   }
   if (entry == nullptr) {
-    return Bad(pack::kRetention, "missing: a format 9 pack carries the retention entry that pruned its run's first entries");
+    return Bad(pack::kRetention,
+               "missing: a format 9 pack carries the retention entry that pruned its run's first entries");
   }
   if (policy == nullptr) {
     return Bad(pack::kRetentionPolicy, "missing: a format 9 pack carries the policy its retention entry applied");
@@ -51,7 +52,8 @@ std::optional<FileFailure> CheckRetention(const manifest::Manifest& m, const std
   if (auto valid = receipt::Canonicalize(rc, author); !valid.ok()) {
     return Bad(pack::kRetention, absl::StrCat("line 1: ", valid.status().message()));
   }
-  if (!rc.has_retention()) return Bad(pack::kRetention, absl::StrCat("line 1: kind ", std::string(receipt::KindName(rc)), ", want retention"));
+  if (!rc.has_retention())
+    return Bad(pack::kRetention, absl::StrCat("line 1: kind ", std::string(receipt::KindName(rc)), ", want retention"));
   const auto& ret = rc.retention();
   const uint64_t below = static_cast<uint64_t>(ret.below_seq());
   if (leaf->seq >= m.tree_size) {
@@ -83,18 +85,18 @@ std::optional<FileFailure> CheckRetention(const manifest::Manifest& m, const std
   const std::string& stated = ret.rule_team();
   const std::optional<int64_t> keep = ret.has_keep_s() ? std::optional<int64_t>(ret.keep_s()) : std::nullopt;
   if (stated != rule->team || keep != rule->keep_s) {
-    return Bad(pack::kRetention, absl::StrCat("the entry states rule ", RuleName(stated), " (keep_s ",
-                                              keep ? std::to_string(*keep) : std::string("none"),
-                                              "), the policy's rule for team ", team, " is ", RuleName(rule->team),
-                                              " (line ", rule->line, ", keep_s ", *rule->keep_s, ")"));
+    return Bad(pack::kRetention,
+               absl::StrCat("the entry states rule ", RuleName(stated), " (keep_s ",
+                            keep ? std::to_string(*keep) : std::string("none"), "), the policy's rule for team ", team,
+                            " is ", RuleName(rule->team), " (line ", rule->line, ", keep_s ", *rule->keep_s, ")"));
   }
   // 5. The scope starts at the entry's line.
   if (m.scope.from_seq != below) {
     return Bad(pack::kManifest,
                absl::StrCat("scope.from_seq ", m.scope.from_seq, ", the retention entry's below_seq is ", below));
   }
-  r->pruned_before = Result::PrunedBefore{below,        0, static_cast<uint64_t>(ret.pass()), leaf->seq,
-                                          RuleName(stated), ret.cutoff_us(), ret.policy_sha256()};
+  r->pruned_before = Result::PrunedBefore{
+      below, 0, static_cast<uint64_t>(ret.pass()), leaf->seq, RuleName(stated), ret.cutoff_us(), ret.policy_sha256()};
   return std::nullopt;
 }
 

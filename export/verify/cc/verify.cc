@@ -84,10 +84,9 @@ absl::StatusOr<Result> VerifyPack(const std::string& pack_path, const Options& o
   Step<Timed> timed = CheckConsistencyAndTime(files.Find(pack::kConsistency), files.Find(pack::kCheckpointTime), *keyed,
                                               *checkpointed, options);
   if (Stop* stop = timed.stop()) return std::move(*stop);
-  Step<Proven> proven =
-      CheckEntriesAndProofs(streamed.stream(), files.Find(pack::kRunHead), files.Find(pack::kTeamWindow),
-                            files.Find(pack::kRedactions), files.Find(pack::kRetention),
-                            files.Find(pack::kRetentionPolicy), *keyed, *checkpointed, std::move(*timed));
+  Step<Proven> proven = CheckEntriesAndProofs(
+      streamed.stream(), files.Find(pack::kRunHead), files.Find(pack::kTeamWindow), files.Find(pack::kRedactions),
+      files.Find(pack::kRetention), files.Find(pack::kRetentionPolicy), *keyed, *checkpointed, std::move(*timed));
   if (Stop* stop = proven.stop()) return std::move(*stop);
   Step<Projected> projected =
       CheckOutcomes(pack_path, files.digests.at(pack::kOutcomes), keyed->manifest, streamed, std::move(*proven));
