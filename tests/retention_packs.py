@@ -39,21 +39,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import pack_tamper_test as t  # noqa: E402
+from strict_packs import leaf_hash, split  # noqa: E402
 from ledger_testlib import Ledgerd, fail  # noqa: E402
 
 ORIGIN = "retention.test/log"
 POLICY = b"default 20d\nteam acme 15d\nteam audit forever\n"
-
-
-def leaf_hash(leaf):
-    return hashlib.sha256(b"\x00" + leaf).digest()
-
-
-def split(n):
-    k = 1
-    while k * 2 < n:
-        k *= 2
-    return k
 
 
 def multiproof(size, leaves, known):

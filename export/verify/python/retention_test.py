@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import packproof  # noqa: E402
+from erasure_test import leaf_hash, mth, nodes  # noqa: E402  (the tree as CONTRACT section 6 reads)
 import redactions  # noqa: E402
 import retention  # noqa: E402
 import retentionpolicy  # noqa: E402
@@ -204,32 +205,6 @@ NOW = 1771545600000000  # pass 1's now
 DAY, SECOND = 86400000000, 1000000
 POLICY = b"# the test's policy\nteam acme 7d\ndefault 14d\n"
 REASON = "GDPR art. 17 request 12"
-
-
-def leaf_hash(leaf):
-    return hashlib.sha256(b"\x00" + leaf).digest()
-
-
-def mth(hashes):
-    """RFC 9162's root of a list of leaf hashes."""
-    if len(hashes) == 1:
-        return hashes[0]
-    k = 1
-    while k * 2 < len(hashes):
-        k *= 2
-    return hashlib.sha256(b"\x01" + mth(hashes[:k]) + mth(hashes[k:])).digest()
-
-
-def nodes(hashes, seqs, lo, hi):
-    """NODES(lo, hi) of CONTRACT.md section 6, "Multiproofs", as the definition reads."""
-    if not any(lo <= s < hi for s in seqs):
-        return [mth(hashes[lo:hi])]
-    if hi - lo == 1:
-        return []
-    k = 1
-    while k * 2 < hi - lo:
-        k *= 2
-    return nodes(hashes, seqs, lo, lo + k) + nodes(hashes, seqs, lo + k, hi)
 
 
 def joined(items):
