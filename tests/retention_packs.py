@@ -23,7 +23,8 @@ and refuses acme/run-2 in format 8 and acme/run-1 (every entry pruned).
 
 OUT/forged/*.tar.gz: run9.tar.gz broken one way each and re-signed with
 the ledger's key (OUT/signing.key), as only its operator could.
-OUT/cases.json: [{"pack", "verdict" ("ok" or "refused"), "message"}], the
+OUT/cases.json: [{"pack", "verdict" ("ok" or "refused"), "message", and
+"flags" to give the verifiers, when there are}], the
 message a substring every verifier's output holds (the contract's words),
 or a list of such substrings.
 """
@@ -145,7 +146,12 @@ def forge(out, line):
     cases = [{"pack": "run9.tar.gz", "verdict": "ok",
               "message": "complete from seq %d: every entry of the run from seq %d up to seq %d (run-head proof, "
                          "%d of its" % (line, line, size - 1, len(entries))},
-             {"pack": "run7.tar.gz", "verdict": "ok", "message": "complete: every entry of the run up to seq"}]
+             {"pack": "run7.tar.gz", "verdict": "ok", "message": "complete: every entry of the run up to seq"},
+             # The auditor who asks for the run gets its pack from the line.
+             {"pack": "run9.tar.gz", "verdict": "ok", "flags": ["--expect-scope", "run:acme/run-2"],
+              "message": "complete from seq %d:" % line},
+             {"pack": "run9.tar.gz", "verdict": "refused", "flags": ["--expect-scope", "run:acme/run-1"],
+              "message": "--expect-scope"}]
 
     def add(name, forged, message, remake=True):
         f = dict(forged)
@@ -277,9 +283,9 @@ def check(build, out, work):
     for case in cases:
         row = []
         for name, command in vs:
-            cmd = command + [os.path.join(out, case["pack"]), "--vkey", vkey]
+            cmd = command + [os.path.join(out, case["pack"]), "--vkey", vkey] + case.get("flags", [])
             if name == "ledger-verify-go":
-                cmd = command + ["--vkey", vkey, os.path.join(out, case["pack"])]
+                cmd = command + ["--vkey", vkey, os.path.join(out, case["pack"])] + case.get("flags", [])
             p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=120)
             said = (p.stdout + p.stderr).replace("\n", " ")
             wanted = case["message"] if isinstance(case["message"], list) else [case["message"]]
@@ -288,7 +294,7 @@ def check(build, out, work):
             if not good:
                 wrong.append("%s, %s: want %s with '%s', got exit %d: %s"
                              % (case["pack"], name, case["verdict"], case["message"], p.returncode, said[:500]))
-        rows.append((case["pack"], case["verdict"], row))
+        rows.append((" ".join([case["pack"]] + case.get("flags", [])), case["verdict"], row))
     width = max(len(r[0]) for r in rows)
     print("%-*s  %-8s  %s" % (width, "pack", "verdict", "  ".join("%-16s" % n for n, _ in vs)))
     for pack, verdict, row in rows:
