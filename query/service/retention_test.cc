@@ -282,6 +282,38 @@ TEST_F(RetentionTest, ARunAcrossTheLineIsAPackFromTheLine) {
                         "rule team acme, cutoff "));
 }
 
+// A pass made by a version that kept no policy bytes: its runs across the
+// line are refused as they were, until a pass keeps its policy again.
+TEST_F(RetentionTest, APassThatKeptNoPolicyLeavesItsRunsRefused) {
+  Fill();
+  const std::string policy = "default 90d\nteam acme 30d\n";
+  ASSERT_TRUE(log_->Prune(Policy(policy)).ok());
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  Close();
+  {
+    auto store = store::Store::Open(dir_.Sub("data") + "/db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_TRUE((*store)->RetentionPolicy(hash::Sha256(policy)).ok()) << "the pass kept its policy";
+    store::Batch batch = (*store)->NewBatch();
+    store::Testing::DeleteRetentionPolicy(batch, hash::Sha256(policy));
+    ASSERT_TRUE((*store)->Commit(batch).ok());
+  }
+  Open();
+  EXPECT_THAT(Export(RunScope("acme", "long")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("was pruned under the retention policy (pass 1, rule team acme: entries below seq " +
+                                 std::to_string(seqs_[69][3] + 1) + "): its pack would not hold the whole run")));
+  // A later pass that moves the line keeps its policy: the run exports.
+  now_ += 2 * kDay;
+  Append({ToolOf("acme", "long", "l-late", "MARK-late")});
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  auto pass = log_->Prune(Policy(policy));
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  ASSERT_EQ(pass->pass, 2u);
+  ASSERT_TRUE(log_->SignCheckpoint().ok());
+  EXPECT_TRUE(Export(RunScope("acme", "long")).ok());
+}
+
 TEST_F(RetentionTest, APassStoppedMidwayIsFinishedAtTheNextStart) {
   Fill(40);
   Close();

@@ -21,6 +21,12 @@ void Testing::DeleteTeamHead(Batch& batch, std::string_view team) {
   if (!batch.rep_->wb.Delete((*batch.rep_->cfs)[kTeams], AsSlice(team)).ok()) std::abort();
 }
 
+void Testing::DeleteRetentionPolicy(Batch& batch, const hash::Hash& sha256) {
+  std::string key(kPolicyKeyPrefix);
+  key.append(reinterpret_cast<const char*>(sha256.data()), sha256.size());
+  if (!batch.rep_->wb.Delete((*batch.rep_->cfs)[kDefault], AsSlice(key)).ok()) std::abort();
+}
+
 void Testing::SetResumeWindow(Store& store, std::chrono::milliseconds window) { store.rep_->resume_window = window; }
 
 }  // namespace ledger::store

@@ -50,6 +50,9 @@ class Testing {
   // Removes a row of the run index: for tests of stores written before the
   // index, and of a damaged one.
   static void DeleteRunSeq(Batch& batch, std::string_view team, std::string_view run_id, uint64_t seq);
+  // Removes the bytes of a retention policy: for tests of stores whose
+  // passes were made before passes kept them.
+  static void DeleteRetentionPolicy(Batch& batch, const hash::Hash& sha256);
   // How long commits may keep failing while RocksDB tries to resume before
   // failure() is set (10 s unless set). Call before the first commit.
   static void SetResumeWindow(Store& store, std::chrono::milliseconds window);
