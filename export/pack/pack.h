@@ -174,10 +174,14 @@ class ScratchDir {
   std::string path_;
 };
 
+struct StepNotes;  // internal/step_notes.h
+
 // Step outcomes recomputed from entries with the ledger's own projector,
 // fed in seq order, in chunks of any size. Memory is bounded: past
 // kSpillBytes of records, they are written to sorted runs in a private
 // temporary directory (spill.h) and read back when needed.
+// Thread-compatible: what Write notes is read by threads that start, or
+// wait for it, after it returns.
 class Outcomes {
  public:
   static constexpr size_t kSpillBytes = size_t{8} << 20;
@@ -194,7 +198,8 @@ class Outcomes {
 
   // outcomes.json, a piece at a time: {"runs":[...],"steps":[...]} and a
   // newline, each list sorted by key, deterministic. The whole document is
-  // never held.
+  // never held. The same pass notes what WriteReport, FirstOverdueStep and
+  // UnsettledSteps ask of the steps (step_notes()).
   absl::Status Write(absl::FunctionRef<void(std::string_view)> out);
   // Each step's or run's record (query/projector), in the order Write
   // lists them.
@@ -206,6 +211,11 @@ class Outcomes {
 
   // What the report lists of the entries projected so far (report.h).
   const ReportEntries& report_entries() const { return report_entries_; }
+
+  // What the last Write noted of the steps (internal/step_notes.h), for
+  // this library's readers of them; null before a Write, or after an Add
+  // or Project.
+  const StepNotes* step_notes() const { return notes_.get(); }
 
  private:
   absl::Status Flush();
@@ -227,6 +237,7 @@ class Outcomes {
   std::unique_ptr<ScratchDir> spill_dir_;
   std::unique_ptr<SpillRuns> runs_;
   ReportEntries report_entries_;
+  std::unique_ptr<StepNotes> notes_;
 };
 
 // A step still pending although its deadline, the start's logged_at_us +
