@@ -358,9 +358,12 @@ Outcomes::Outcomes(size_t spill_bytes, std::string spill_parent)
       spill_parent_(std::move(spill_parent)),
       txn_(std::make_unique<projection::OverlayTxn>(nullptr, nullptr, &discard_)) {}
 
-Outcomes::~Outcomes() = default;
+Outcomes::~Outcomes() {
+  // The run being written reads spilling_ and writes into spill_dir_.
+  FinishSpill().IgnoreError();
+}
 
-size_t Outcomes::spilled_runs() const { return runs_ ? runs_->runs() : 0; }
+size_t Outcomes::spilled_runs() const { return (runs_ ? runs_->runs() : 0) + (spilling_ ? 1 : 0); }
 
 absl::Status Outcomes::Add(receipt::Entry entry) {
   notes_.reset();
@@ -392,21 +395,39 @@ absl::Status Outcomes::Project(absl::Span<const receipt::Entry> entries) {
 
 absl::Status Outcomes::MaybeSpill() {
   if (txn_->bytes() < spill_bytes_) return absl::OkStatus();
+  if (auto s = FinishSpill(); !s.ok()) return s;
   if (!runs_) {
     spill_dir_ = spill_parent_.empty() ? std::make_unique<ScratchDir>("ledger-outcomes")
                                        : std::make_unique<ScratchDir>(spill_parent_, "ledger-outcomes");
     if (spill_dir_->path().empty()) return absl::UnavailableError("outcomes: cannot create a temporary directory");
     runs_ = std::make_unique<SpillRuns>(spill_dir_->path());
   }
-  if (auto s = runs_->Add(txn_->writes()); !s.ok()) return s;
+  // Sorting and writing the run took the projecting thread tens of
+  // milliseconds a run, while the entries after it waited: it is written
+  // on a thread of its own, and its records are read from memory (the new
+  // overlay's base) until FinishSpill adds it. Nothing changes them
+  // meanwhile: both threads only read them.
+  spilling_ = std::move(txn_);
+  spilled_ = std::async(std::launch::async, [writes = &spilling_->writes(), path = runs_->NextRunPath()] {
+    return SpillRuns::Write(*writes, path);
+  });
   SpillRuns* runs = runs_.get();
   txn_ = std::make_unique<projection::OverlayTxn>(
-      nullptr, [runs](projection::Table t, std::string_view key) { return runs->Get(t, key); }, &discard_);
+      spilling_.get(), [runs](projection::Table t, std::string_view key) { return runs->Get(t, key); }, &discard_);
+  return absl::OkStatus();
+}
+
+absl::Status Outcomes::FinishSpill() {
+  if (!spilling_) return absl::OkStatus();
+  absl::StatusOr<SpillRuns::Run> run = spilled_.get();
+  absl::Status added = run.ok() ? runs_->Insert(*std::move(run)) : run.status();
+  txn_->DetachBase();
+  spilling_.reset();
   // glibc keeps freed memory in its heaps; the records just freed are many
   // and small, scattered among buffers other threads hold. Hand the pages
   // back, or the process grows with the pack although its data does not.
   ::malloc_trim(0);
-  return absl::OkStatus();
+  return added;
 }
 
 namespace {
@@ -425,6 +446,7 @@ std::vector<const std::pair<const std::string, std::optional<std::string>>*> Sor
 template <typename Record>
 absl::Status Outcomes::ForEachRecord(projection::Table table, absl::FunctionRef<void(const Record&)> fn) {
   if (auto s = Flush(); !s.ok()) return s;
+  if (auto s = FinishSpill(); !s.ok()) return s;
   Record record;
   auto each = [&](std::string_view, std::string_view value) -> absl::Status {
     if (!record.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
