@@ -18,6 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "export/gzip/blocked_gzip.h"
+#include "export/pack/internal/report_html.h"
+#include "export/pack/internal/step_notes.h"
 #include "export/pack/team_window.h"
 #include "ledger/format/hash/hash.h"
 #include "ledger/format/receipt/entry.h"
@@ -357,11 +359,15 @@ Outcomes::Outcomes(size_t spill_bytes, std::string spill_parent)
       spill_parent_(std::move(spill_parent)),
       txn_(std::make_unique<projection::OverlayTxn>(nullptr, nullptr, &discard_)) {}
 
-Outcomes::~Outcomes() = default;
+Outcomes::~Outcomes() {
+  // The run being written reads spilling_ and writes into spill_dir_.
+  FinishSpill().IgnoreError();
+}
 
-size_t Outcomes::spilled_runs() const { return runs_ ? runs_->runs() : 0; }
+size_t Outcomes::spilled_runs() const { return (runs_ ? runs_->runs() : 0) + (spilling_ ? 1 : 0); }
 
 absl::Status Outcomes::Add(receipt::Entry entry) {
+  notes_.reset();
   pending_.push_back(std::move(entry));
   if (pending_.size() >= 10'000) return Flush();
   return absl::OkStatus();
@@ -378,6 +384,7 @@ absl::Status Outcomes::Project(absl::Span<const receipt::Entry> entries) {
     if (auto s = Flush(); !s.ok()) return s;
   }
   if (entries.empty()) return absl::OkStatus();
+  notes_.reset();
   for (const auto& e : entries) report_entries_.Add(e);
   std::vector<projection::Entry> views;
   views.reserve(entries.size());
@@ -389,21 +396,39 @@ absl::Status Outcomes::Project(absl::Span<const receipt::Entry> entries) {
 
 absl::Status Outcomes::MaybeSpill() {
   if (txn_->bytes() < spill_bytes_) return absl::OkStatus();
+  if (auto s = FinishSpill(); !s.ok()) return s;
   if (!runs_) {
     spill_dir_ = spill_parent_.empty() ? std::make_unique<ScratchDir>("ledger-outcomes")
                                        : std::make_unique<ScratchDir>(spill_parent_, "ledger-outcomes");
     if (spill_dir_->path().empty()) return absl::UnavailableError("outcomes: cannot create a temporary directory");
     runs_ = std::make_unique<SpillRuns>(spill_dir_->path());
   }
-  if (auto s = runs_->Add(txn_->writes()); !s.ok()) return s;
+  // Sorting and writing the run took the projecting thread tens of
+  // milliseconds a run, while the entries after it waited: it is written
+  // on a thread of its own, and its records are read from memory (the new
+  // overlay's base) until FinishSpill adds it. Nothing changes them
+  // meanwhile: both threads only read them.
+  spilling_ = std::move(txn_);
+  spilled_ = std::async(std::launch::async, [writes = &spilling_->writes(), path = runs_->NextRunPath()] {
+    return SpillRuns::Write(*writes, path);
+  });
   SpillRuns* runs = runs_.get();
   txn_ = std::make_unique<projection::OverlayTxn>(
-      nullptr, [runs](projection::Table t, std::string_view key) { return runs->Get(t, key); }, &discard_);
+      spilling_.get(), [runs](projection::Table t, std::string_view key) { return runs->Get(t, key); }, &discard_);
+  return absl::OkStatus();
+}
+
+absl::Status Outcomes::FinishSpill() {
+  if (!spilling_) return absl::OkStatus();
+  absl::StatusOr<SpillRuns::Run> run = spilled_.get();
+  absl::Status added = run.ok() ? runs_->Insert(*std::move(run)) : run.status();
+  txn_->DetachBase();
+  spilling_.reset();
   // glibc keeps freed memory in its heaps; the records just freed are many
   // and small, scattered among buffers other threads hold. Hand the pages
   // back, or the process grows with the pack although its data does not.
   ::malloc_trim(0);
-  return absl::OkStatus();
+  return added;
 }
 
 namespace {
@@ -422,6 +447,7 @@ std::vector<const std::pair<const std::string, std::optional<std::string>>*> Sor
 template <typename Record>
 absl::Status Outcomes::ForEachRecord(projection::Table table, absl::FunctionRef<void(const Record&)> fn) {
   if (auto s = Flush(); !s.ok()) return s;
+  if (auto s = FinishSpill(); !s.ok()) return s;
   Record record;
   auto each = [&](std::string_view, std::string_view value) -> absl::Status {
     if (!record.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
@@ -446,30 +472,102 @@ absl::Status Outcomes::ForEachRunRecord(absl::FunctionRef<void(const query::pb::
   return ForEachRecord<query::pb::Run>(projection::Table::kRuns, fn);
 }
 
+namespace {
+
+bool PendingWithStart(const query::pb::Step& s) { return s.state() == query::pb::STEP_STATE_PENDING && s.has_start(); }
+
+// UnsettledSteps' line for `s`, or nullopt when it is settled.
+std::optional<std::string> UnsettledLine(const query::pb::Step& s) {
+  const bool pending = s.state() == query::pb::STEP_STATE_PENDING;
+  if (!pending && s.state() != query::pb::STEP_STATE_UNKNOWN) return std::nullopt;
+  // A step whose start or completion was erased is not "without a
+  // completion": the erasure lines say what happened (CONTRACT section 8).
+  if (std::find(s.anomalies().begin(), s.anomalies().end(), query::pb::ANOMALY_REDACTED) != s.anomalies().end()) {
+    return std::nullopt;
+  }
+  return absl::StrCat(s.team(), "/", s.run_id(), "/", s.step_id(), " attempt ", s.attempt(),
+                      pending ? " (pending)" : " (unknown)");
+}
+
+// StepNotes filled one step record at a time, in outcomes.json's order.
+class NoteTaker {
+ public:
+  explicit NoteTaker(const ReportEntries& entries) : chooser_(entries) {
+    notes_.pending.emplace();
+    notes_.unsettled.emplace();
+  }
+
+  void Add(const query::pb::Step& s) {
+    chooser_.Add(s);
+    if (notes_.pending && PendingWithStart(s)) {
+      int64_t t = s.timeout_at_us();
+      if (!seen_pending_ || t < notes_.least_timeout_at_us) {
+        if (notes_.pending->size() == StepNotes::kMaxPending) {
+          notes_.pending.reset();
+        } else {
+          notes_.pending->push_back({s.team(), s.run_id(), s.step_id(), s.attempt(), t});
+        }
+      }
+      seen_pending_ = true;
+      notes_.least_timeout_at_us = std::min(notes_.least_timeout_at_us, t);
+      notes_.greatest_timeout_at_us = std::max(notes_.greatest_timeout_at_us, t);
+    }
+    if (notes_.unsettled) {
+      if (std::optional<std::string> line = UnsettledLine(s)) {
+        if (notes_.unsettled->size() == StepNotes::kMaxUnsettled) {
+          notes_.unsettled.reset();
+        } else {
+          notes_.unsettled->push_back(*std::move(line));
+        }
+      }
+    }
+  }
+
+  std::unique_ptr<StepNotes> Finish() && {
+    notes_.shown = std::move(chooser_).Finish();
+    return std::make_unique<StepNotes>(std::move(notes_));
+  }
+
+ private:
+  html::StepChooser chooser_;
+  StepNotes notes_;
+  bool seen_pending_ = false;
+};
+
+}  // namespace
+
 absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, int64_t grace_us,
                                                             int64_t signed_at_us) {
   std::optional<OverdueStep> first;
+  auto check = [&](std::string_view team, std::string_view run_id, std::string_view step_id, int64_t attempt,
+                   int64_t timeout_at_us) {
+    if (first) return;
+    int64_t deadline = timeout_at_us + grace_us;
+    if (deadline < signed_at_us) {
+      first = OverdueStep{std::string(team), std::string(run_id), std::string(step_id), attempt, deadline};
+    }
+  };
+  // The noted steps hold the first overdue one while deadlines keep the
+  // order of timeouts: while no timeout_at_us + grace_us overflows.
+  const StepNotes* notes = outcomes.step_notes();
+  if (notes != nullptr && notes->pending &&
+      (grace_us >= 0 ? notes->greatest_timeout_at_us <= INT64_MAX - grace_us
+                     : notes->least_timeout_at_us >= INT64_MIN - grace_us)) {
+    for (const StepNotes::Pending& p : *notes->pending) check(p.team, p.run_id, p.step_id, p.attempt, p.timeout_at_us);
+    return first;
+  }
   absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
-    if (first || s.state() != query::pb::STEP_STATE_PENDING || !s.has_start()) return;
-    int64_t deadline = s.timeout_at_us() + grace_us;
-    if (deadline < signed_at_us) first = OverdueStep{s.team(), s.run_id(), s.step_id(), s.attempt(), deadline};
+    if (PendingWithStart(s)) check(s.team(), s.run_id(), s.step_id(), s.attempt(), s.timeout_at_us());
   });
   if (!scanned.ok()) return scanned;
   return first;
 }
 
 absl::StatusOr<std::vector<std::string>> UnsettledSteps(Outcomes& outcomes) {
+  if (const StepNotes* notes = outcomes.step_notes(); notes != nullptr && notes->unsettled) return *notes->unsettled;
   std::vector<std::string> steps;
   absl::Status scanned = outcomes.ForEachStepRecord([&](const query::pb::Step& s) {
-    const bool pending = s.state() == query::pb::STEP_STATE_PENDING;
-    if (!pending && s.state() != query::pb::STEP_STATE_UNKNOWN) return;
-    // A step whose start or completion was erased is not "without a
-    // completion": the erasure lines say what happened (CONTRACT section 8).
-    if (std::find(s.anomalies().begin(), s.anomalies().end(), query::pb::ANOMALY_REDACTED) != s.anomalies().end()) {
-      return;
-    }
-    steps.push_back(absl::StrCat(s.team(), "/", s.run_id(), "/", s.step_id(), " attempt ", s.attempt(),
-                                 pending ? " (pending)" : " (unknown)"));
+    if (std::optional<std::string> line = UnsettledLine(s)) steps.push_back(*std::move(line));
   });
   if (!scanned.ok()) return scanned;
   return steps;
@@ -492,14 +590,21 @@ absl::Status Outcomes::Write(absl::FunctionRef<void(std::string_view)> out) {
       }
     });
   };
+  notes_.reset();
   buf = "{\"runs\":[";
   absl::Status runs = list([&](auto fn) { return ForEachRunRecord(fn); }, query::AppendRunJson);
   if (!runs.ok()) return runs;
   buf += "],\"steps\":[";
-  absl::Status steps = list([&](auto fn) { return ForEachStepRecord(fn); }, query::AppendStepJson);
+  NoteTaker notes(report_entries_);
+  absl::Status steps = list([&](auto fn) { return ForEachStepRecord(fn); },
+                            [&](const query::pb::Step& s, std::string* json) {
+                              query::AppendStepJson(s, json);
+                              notes.Add(s);
+                            });
   if (!steps.ok()) return steps;
   buf += "]}\n";
   out(buf);
+  notes_ = std::move(notes).Finish();
   return absl::OkStatus();
 }
 

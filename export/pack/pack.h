@@ -32,6 +32,7 @@
 #define EXPORT_PACK_PACK_H_
 
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -179,10 +180,16 @@ class ScratchDir {
   std::string path_;
 };
 
+struct StepNotes;  // internal/step_notes.h
+
 // Step outcomes recomputed from entries with the ledger's own projector,
 // fed in seq order, in chunks of any size. Memory is bounded: past
 // kSpillBytes of records, they are written to sorted runs in a private
-// temporary directory (spill.h) and read back when needed.
+// temporary directory (spill.h) and read back when needed. A run is
+// written on a thread of its own while the next entries are projected
+// (one at a time; its records are read from memory until it is written).
+// Thread-compatible: what Write notes is read by threads that start, or
+// wait for it, after it returns.
 class Outcomes {
  public:
   static constexpr size_t kSpillBytes = size_t{8} << 20;
@@ -199,22 +206,30 @@ class Outcomes {
 
   // outcomes.json, a piece at a time: {"runs":[...],"steps":[...]} and a
   // newline, each list sorted by key, deterministic. The whole document is
-  // never held.
+  // never held. The same pass notes what WriteReport, FirstOverdueStep and
+  // UnsettledSteps ask of the steps (step_notes()).
   absl::Status Write(absl::FunctionRef<void(std::string_view)> out);
   // Each step's or run's record (query/projector), in the order Write
   // lists them.
   absl::Status ForEachStepRecord(absl::FunctionRef<void(const evidence::ledger::v1::Step&)> fn);
   absl::Status ForEachRunRecord(absl::FunctionRef<void(const evidence::ledger::v1::Run&)> fn);
 
-  // Runs written to disk so far.
+  // Runs written to disk so far, or being written.
   size_t spilled_runs() const;
 
   // What the report lists of the entries projected so far (report.h).
   const ReportEntries& report_entries() const { return report_entries_; }
 
+  // What the last Write noted of the steps (internal/step_notes.h), for
+  // this library's readers of them; null before a Write, or after an Add
+  // or Project.
+  const StepNotes* step_notes() const { return notes_.get(); }
+
  private:
   absl::Status Flush();
   absl::Status MaybeSpill();
+  // Waits for the run being written, if one is, and adds it to runs_.
+  absl::Status FinishSpill();
   template <typename Record>
   absl::Status ForEachRecord(projection::Table table, absl::FunctionRef<void(const Record&)> fn);
   // Index rows and step changes are for queries, not outcomes: dropped.
@@ -231,7 +246,12 @@ class Outcomes {
   std::vector<receipt::Entry> pending_;
   std::unique_ptr<ScratchDir> spill_dir_;
   std::unique_ptr<SpillRuns> runs_;
+  // The records being written as a run on another thread (txn_'s base
+  // meanwhile), and that run.
+  std::unique_ptr<projection::OverlayTxn> spilling_;
+  std::future<absl::StatusOr<SpillRuns::Run>> spilled_;
   ReportEntries report_entries_;
+  std::unique_ptr<StepNotes> notes_;
 };
 
 // A step still pending although its deadline, the start's logged_at_us +

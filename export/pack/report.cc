@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "export/pack/internal/report_html.h"
+#include "export/pack/internal/step_notes.h"
 #include "export/pack/pack.h"
 #include "ledger/format/hash/hash.h"
 #include "query/projector/keys.h"
@@ -196,38 +197,45 @@ std::string Dollars(int64_t micros) {
 
 std::string KeyOf(const Step& s) { return query::EncodeStepKey({s.team(), s.run_id(), s.step_id(), s.attempt()}); }
 
-// The steps the report shows: the kMaxSteps earliest by start (then key),
-// in that order, and what is counted of all of them.
-constexpr size_t kMaxSteps = 1000;
+}  // namespace
 
-absl::StatusOr<Shown> SelectSteps(Outcomes& outcomes, const ReportEntries& entries) {
-  Shown shown;
-  std::set<std::pair<int64_t, std::string>> first;
-  std::string run;
-  absl::Status scanned = outcomes.ForEachStepRecord([&](const Step& s) {
-    ++shown.total;
-    shown.unknown += s.state() == query::pb::STEP_STATE_UNKNOWN;
-    std::string key = KeyOf(s);
-    if (entries.rows().count(key)) shown.step_keys.insert(key);
-    std::string this_run = query::EncodeRunKey(s.team(), s.run_id());
-    if (shown.total > 1 && this_run != run) shown.multi_run = true;
-    run = this_run;
-    first.emplace(StepStart(s), std::move(key));
-    if (first.size() > kMaxSteps) first.erase(std::prev(first.end()));
-  });
-  if (!scanned.ok()) return scanned;
-  scanned = outcomes.ForEachStepRecord([&](const Step& s) {
-    if (first.count({StepStart(s), KeyOf(s)})) shown.steps.push_back(s);
-  });
-  if (!scanned.ok()) return scanned;
-  std::sort(shown.steps.begin(), shown.steps.end(), [](const Step& a, const Step& b) {
-    return std::pair(StepStart(a), KeyOf(a)) < std::pair(StepStart(b), KeyOf(b));
-  });
-  for (const Step& s : shown.steps) {
-    shown.t0 = std::min(shown.t0, StepStart(s));
-    shown.t1 = std::max({shown.t1, StepStart(s), StepEnd(s)});
+void StepChooser::Add(const Step& s) {
+  ++shown_.total;
+  shown_.unknown += s.state() == query::pb::STEP_STATE_UNKNOWN;
+  std::string key = KeyOf(s);
+  if (entries_.rows().count(key)) shown_.step_keys.insert(key);
+  std::string this_run = query::EncodeRunKey(s.team(), s.run_id());
+  if (shown_.total > 1 && this_run != run_) shown_.multi_run = true;
+  run_ = std::move(this_run);
+  std::pair<int64_t, std::string> at(StepStart(s), std::move(key));
+  // Keys are unique: a step after the last of a full list stays out.
+  if (first_.size() == kMaxSteps && !(at < first_.rbegin()->first)) return;
+  first_.emplace(std::move(at), s);
+  if (first_.size() > kMaxSteps) first_.erase(std::prev(first_.end()));
+}
+
+Shown StepChooser::Finish() && {
+  for (auto& [at, s] : first_) {
+    shown_.t0 = std::min(shown_.t0, StepStart(s));
+    shown_.t1 = std::max({shown_.t1, StepStart(s), StepEnd(s)});
+    shown_.steps.push_back(std::move(s));
   }
-  return shown;
+  first_.clear();
+  return std::move(shown_);
+}
+
+namespace {
+
+// The steps the report shows: those the pass that wrote outcomes.json
+// chose, or else chosen in a pass of their own.
+absl::StatusOr<Shown> SelectSteps(Outcomes& outcomes, const ReportEntries& entries) {
+  if (const StepNotes* notes = outcomes.step_notes(); notes != nullptr && notes->shown.has_value()) {
+    return *notes->shown;
+  }
+  StepChooser chooser(entries);
+  absl::Status scanned = outcomes.ForEachStepRecord([&](const Step& s) { chooser.Add(s); });
+  if (!scanned.ok()) return scanned;
+  return std::move(chooser).Finish();
 }
 
 constexpr char kStyle[] =

@@ -1,10 +1,14 @@
 #include "export/pack/report.h"
 
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "export/pack/internal/step_notes.h"
 #include "export/pack/pack.h"
 #include "gtest/gtest.h"
 #include "ledger/format/cosign/cosign.h"
@@ -212,6 +216,93 @@ TEST(Report, DetailsAtMostItsLimitsAndSaysSo) {
   EXPECT_NE(page.find("<h3 class=\"\">1. s1000 (attempt 1): pending</h3>"), std::string::npos);
   EXPECT_EQ(page.find(". s0 (attempt 1)"), std::string::npos);  // started last: not shown
   EXPECT_EQ(page.find("<td>10000</td>"), std::string::npos);
+}
+
+// Outcomes of `steps` steps over three runs, started in a scrambled
+// order, spilled: a step in three is left pending, with a timeout that
+// goes down and up from one step to the next. `falling`: every step of
+// one run pending, each timing out before the one listed before it.
+void FeedManySteps(Outcomes& outcomes, int steps, bool falling) {
+  std::vector<receipt::Entry> entries;
+  for (int i = 0; i < steps; ++i) {
+    // Steps named in the order they are listed.
+    std::string step = absl::StrFormat("s%05d", i);
+    pb::Receipt r = Base(step + ".start", step);
+    r.set_run_id(absl::StrCat("run-", falling ? 0 : i % 3));
+    r.mutable_agent_start()->set_decision(i % 11 == 5 ? pb::DECISION_DENY : pb::DECISION_ALLOW);
+    // The first step times out last: the first overdue depends on the time.
+    int64_t timeout_ms = falling ? 10'000 - i : i == 0 ? 9000 : 1000 + (i * 7919) % 5000;
+    r.mutable_agent_start()->set_timeout_ms(timeout_ms);
+    int64_t start_us = falling ? kT0 : kT0 + (i * 104'729) % 3'000'000;
+    entries.push_back(At(entries.size(), start_us, r));
+    if (falling || i % 3 == 0) continue;
+    pb::Receipt exec = Base(step + ".exec", step);
+    exec.set_run_id(absl::StrCat("run-", i % 3));
+    exec.mutable_agent_exec()->set_start_receipt_id(step + ".start");
+    exec.mutable_agent_exec()->set_status(i % 2 ? pb::EXEC_STATUS_SUCCEEDED : pb::EXEC_STATUS_FAILED);
+    entries.push_back(At(entries.size(), start_us + 500'000, exec));
+  }
+  // In small batches: the records spill as they pass the bound.
+  for (size_t at = 0; at < entries.size(); at += 64) {
+    auto batch = absl::MakeConstSpan(entries).subspan(at, 64);
+    ASSERT_TRUE(outcomes.Project(batch).ok());
+  }
+}
+
+// The report, UnsettledSteps and FirstOverdueStep (for graces and signed
+// times around the steps' deadlines, and a grace so large that deadlines
+// overflow) as one string.
+std::string WhatTheReadersFind(Outcomes& outcomes) {
+  manifest::Manifest m;
+  m.scope = {"team-a", "run-1"};
+  std::string found;
+  EXPECT_TRUE(WriteReport(m, outcomes, "", "", [&](std::string_view piece) { found.append(piece); }).ok());
+  auto unsettled = UnsettledSteps(outcomes);
+  EXPECT_TRUE(unsettled.ok());
+  for (const std::string& line : unsettled.value_or(std::vector<std::string>())) absl::StrAppend(&found, line, "\n");
+  for (int64_t grace_us : {int64_t{-2'000'000}, int64_t{0}, int64_t{1'500'000}, INT64_MAX}) {
+    for (int64_t after_us : {int64_t{0}, int64_t{1'000'000}, int64_t{4'000'000}, int64_t{9'000'000}}) {
+      auto overdue = FirstOverdueStep(outcomes, grace_us, kT0 + after_us);
+      EXPECT_TRUE(overdue.ok());
+      if (overdue.ok() && *overdue) {
+        const OverdueStep& o = **overdue;
+        absl::StrAppend(&found, grace_us, " ", after_us, ": ", o.team, "/", o.run_id, "/", o.step_id, " ", o.attempt,
+                        " ", o.deadline_us, "\n");
+      } else {
+        absl::StrAppend(&found, grace_us, " ", after_us, ": none\n");
+      }
+    }
+  }
+  return found;
+}
+
+// Write notes what the report, UnsettledSteps and FirstOverdueStep ask of
+// the steps, so that they read no spilled record after it: what they find
+// must be what they find by reading the records themselves.
+TEST(Report, WhatWriteNotesIsWhatTheReadersFindThemselves) {
+  for (bool falling : {false, true}) {
+    SCOPED_TRACE(falling ? "timeouts falling past the pending steps noted" : "timeouts up and down");
+    Outcomes outcomes(/*spill_bytes=*/16 << 10);
+    FeedManySteps(outcomes, falling ? 5000 : 1500, falling);
+    ASSERT_GT(outcomes.spilled_runs(), 1u);
+    ASSERT_EQ(outcomes.step_notes(), nullptr);
+    std::string themselves = WhatTheReadersFind(outcomes);
+    EXPECT_NE(themselves.find("(pending)"), std::string::npos);
+    EXPECT_NE(themselves.find("\n0 0: none\n"), std::string::npos);
+    EXPECT_NE(themselves.find("\n0 9000000: team-a/run-0/s0"), std::string::npos);
+    std::string json;
+    ASSERT_TRUE(outcomes.Write([&](std::string_view piece) { json.append(piece); }).ok());
+    ASSERT_NE(outcomes.step_notes(), nullptr);
+    // Past its bound, the list of pending steps is left out.
+    EXPECT_EQ(outcomes.step_notes()->pending.has_value(), !falling);
+    EXPECT_EQ(WhatTheReadersFind(outcomes), themselves);
+    std::string again;
+    ASSERT_TRUE(outcomes.Write([&](std::string_view piece) { again.append(piece); }).ok());
+    EXPECT_EQ(again, json);
+    // An entry after it: the notes go.
+    ASSERT_TRUE(outcomes.Add(At(1'000'000, kT0, Base("late", "late"))).ok());
+    EXPECT_EQ(outcomes.step_notes(), nullptr);
+  }
 }
 
 }  // namespace

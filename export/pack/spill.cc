@@ -208,21 +208,31 @@ class SpillRuns::Writer {
 };
 
 absl::Status SpillRuns::Add(const projection::OverlayTxn::Writes& writes) {
+  auto run = Write(writes, NextRunPath());
+  if (!run.ok()) return run.status();
+  return Insert(*std::move(run));
+}
+
+std::string SpillRuns::NextRunPath() { return absl::StrCat(dir_, "/run-", next_run_++); }
+
+absl::StatusOr<SpillRuns::Run> SpillRuns::Write(const projection::OverlayTxn::Writes& writes, std::string path) {
   std::vector<std::pair<std::string, const std::optional<std::string>*>> rows;
   for (int t = 0; t < projection::kTableCount; ++t) {
     for (const auto& [key, value] : writes[t])
       rows.emplace_back(Composite(static_cast<projection::Table>(t), key), &value);
   }
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  Writer writer(absl::StrCat(dir_, "/run-", next_run_++), rows.size());
+  Writer writer(std::move(path), rows.size());
   for (const auto& [composite, value] : rows) {
     std::optional<std::string_view> v;
     if (value->has_value()) v = **value;
     if (auto s = writer.Append(composite, v); !s.ok()) return s;
   }
-  auto run = writer.Finish();
-  if (!run.ok()) return run.status();
-  runs_.push_back(*std::move(run));
+  return writer.Finish();
+}
+
+absl::Status SpillRuns::Insert(Run run) {
+  runs_.push_back(std::move(run));
   if (runs_.size() > kMaxRuns) return Compact();
   return absl::OkStatus();
 }

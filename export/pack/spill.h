@@ -37,8 +37,30 @@ class SpillRuns {
   SpillRuns(const SpillRuns&) = delete;
   SpillRuns& operator=(const SpillRuns&) = delete;
 
-  // Writes every record of `writes`, all tables, as the newest run.
+  // A run file and what is kept of it in memory.
+  struct Run {
+    std::string path;
+    int fd = -1;
+    uint64_t bytes = 0;
+    uint64_t records = 0;
+    std::vector<uint64_t> bloom;
+    uint64_t bloom_bits = 0;
+    // Every kIndexEvery-th record: (table, key) and its offset.
+    std::vector<std::pair<std::string, uint64_t>> index;
+    std::array<uint64_t, projection::kTableCount + 1> table_start{};
+  };
+
+  // Writes every record of `writes`, all tables, as the newest run:
+  // Insert(Write(writes, NextRunPath())).
   absl::Status Add(const projection::OverlayTxn::Writes& writes);
+  // Add in halves, so that a run is written on another thread while this
+  // object is read on its own: NextRunPath names the next run; Write,
+  // which touches nothing of this object and may run on any thread, writes
+  // `writes` there (the caller closes the Run's fd if it never inserts
+  // it); Insert adds it as the newest run.
+  std::string NextRunPath();
+  static absl::StatusOr<Run> Write(const projection::OverlayTxn::Writes& writes, std::string path);
+  absl::Status Insert(Run run);
   // The newest value of (table, key) in the runs: nullopt if absent or
   // deleted.
   absl::StatusOr<std::optional<std::string>> Get(projection::Table table, std::string_view key) const;
@@ -55,18 +77,6 @@ class SpillRuns {
   static constexpr size_t kMaxRuns = 16;
 
  private:
-  struct Run {
-    std::string path;
-    int fd = -1;
-    uint64_t bytes = 0;
-    uint64_t records = 0;
-    std::vector<uint64_t> bloom;
-    uint64_t bloom_bits = 0;
-    // Every kIndexEvery-th record: (table, key) and its offset.
-    std::vector<std::pair<std::string, uint64_t>> index;
-    std::array<uint64_t, projection::kTableCount + 1> table_start{};
-  };
-
   class Writer;
   absl::Status Compact();
   // Calls fn(key, newest value or nullopt if deleted) for every key of

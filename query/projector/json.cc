@@ -1,7 +1,9 @@
 // The step projector's records as JSON for people and scripts (the
 // contract's names), as trees and written straight to a string.
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -118,11 +120,15 @@ class JsonObject {
  public:
   explicit JsonObject(std::string* out) : out_(out) { out_->push_back('{'); }
   ~JsonObject() { out_->push_back('}'); }
+  // `key` MUST be one of the contract's names (lowercase letters, digits
+  // and '_'), which a JSON string holds as they are: written without
+  // looking for characters to escape, as every step of outcomes.json
+  // writes some forty of them.
   std::string* Key(std::string_view key) {
-    if (!first_) out_->push_back(',');
+    out_->append(first_ ? "\"" : ",\"");
     first_ = false;
-    AppendJsonString(key, out_);
-    out_->push_back(':');
+    out_->append(key);
+    out_->append("\":");
     return out_;
   }
   void Int(std::string_view key, int64_t v) { absl::StrAppend(Key(key), v); }
@@ -133,6 +139,49 @@ class JsonObject {
   std::string* out_;
   bool first_ = true;
 };
+
+// The names StateName, StatusName and AnomalyName give each value of their
+// enum, made once: the JSON writers name a state, a status and anomalies
+// for every step.
+class EnumWords {
+ public:
+  template <typename E>
+  EnumWords(const google::protobuf::EnumDescriptor* d, std::string (*name)(E)) {
+    for (int i = 0; i < d->value_count(); ++i) {
+      int v = d->value(i)->number();
+      if (v < 0 || v >= kMaxValue) continue;
+      if (static_cast<size_t>(v) >= words_.size()) words_.resize(v + 1);
+      words_[v] = name(static_cast<E>(v));
+    }
+  }
+  // The name of `v`, or null for a value the enum does not hold.
+  const std::string* Find(int v) const {
+    return v >= 0 && static_cast<size_t>(v) < words_.size() && words_[v] ? &*words_[v] : nullptr;
+  }
+
+ private:
+  static constexpr int kMaxValue = 256;
+  std::vector<std::optional<std::string>> words_;
+};
+
+// The step's state, its completion's status and an anomaly, named.
+void AppendState(pb::StepState s, JsonObject* o) {
+  static const EnumWords* words = new EnumWords(pb::StepState_descriptor(), &StateName);
+  if (const std::string* w = words->Find(s)) return o->Str("state", *w);
+  o->Str("state", StateName(s));
+}
+
+void AppendStatus(pb::ExecStatus s, JsonObject* o) {
+  static const EnumWords* words = new EnumWords(pb::ExecStatus_descriptor(), &StatusName);
+  if (const std::string* w = words->Find(s)) return o->Str("status", *w);
+  o->Str("status", StatusName(s));
+}
+
+void AppendAnomaly(pb::Anomaly a, std::string* out) {
+  static const EnumWords* words = new EnumWords(pb::Anomaly_descriptor(), &AnomalyName);
+  if (const std::string* w = words->Find(a)) return AppendJsonString(*w, out);
+  AppendJsonString(AnomalyName(a), out);
+}
 
 void AppendCallsJson(const pb::CallTotals& c, std::string* out) {
   JsonObject o(out);
@@ -156,7 +205,7 @@ void AppendStepJson(const pb::Step& s, std::string* out) {
     a->push_back('[');
     for (int i = 0; i < s.anomalies_size(); ++i) {
       if (i > 0) a->push_back(',');
-      AppendJsonString(AnomalyName(static_cast<pb::Anomaly>(s.anomalies(i))), a);
+      AppendAnomaly(static_cast<pb::Anomaly>(s.anomalies(i)), a);
     }
     a->push_back(']');
   }
@@ -171,7 +220,7 @@ void AppendStepJson(const pb::Step& s, std::string* out) {
     c.Int("logged_at_us", s.completed_at_us());
     c.Str("receipt_id", s.completion_receipt_id());
     c.Uint("seq", s.completion_seq());
-    c.Str("status", StatusName(s.exec_status()));
+    AppendStatus(s.exec_status(), &c);
   }
   o.Int("first_at_us", s.first_at_us());
   o.Uint("last_seq", s.last_seq());
@@ -198,7 +247,7 @@ void AppendStepJson(const pb::Step& s, std::string* out) {
       st.Int("timeout_ms", s.timeout_ms());
     }
   }
-  o.Str("state", StateName(s.state()));
+  AppendState(s.state(), &o);
   o.Str("step_id", s.step_id());
   o.Str("team", s.team());
   if (s.has_unknown()) {

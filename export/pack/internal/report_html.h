@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -26,6 +27,27 @@ struct Shown {
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;  // over the shown steps
   std::set<std::string> step_keys;         // row keys that name a step
   bool multi_run = false;
+};
+
+// The steps the report shows (the kMaxSteps earliest by start, then key,
+// in that order) and what is counted of all of them, chosen in one pass
+// over every step record in the order outcomes.json lists them: the
+// report's own, or the one that writes outcomes.json (Outcomes::Write).
+class StepChooser {
+ public:
+  static constexpr size_t kMaxSteps = 1000;
+
+  // `entries` MUST outlive this object.
+  explicit StepChooser(const ReportEntries& entries) : entries_(entries) {}
+  void Add(const Step& s);
+  Shown Finish() &&;
+
+ private:
+  const ReportEntries& entries_;
+  Shown shown_;
+  std::string run_;  // of the last step added
+  // The earliest steps so far, by (start, key): at most kMaxSteps.
+  std::map<std::pair<int64_t, std::string>, Step> first_;
 };
 
 // `s` escaped for HTML text and attribute values.

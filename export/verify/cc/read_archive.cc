@@ -24,7 +24,9 @@ StreamedChecks::StreamedChecks() : dir_("ledger-verify"), stream_(dir_.path(), &
 absl::Status StreamedChecks::Entries(uint64_t tree_size, NextPiece next) {
   if (auto s = stream_.Entries(tree_size, next); !s.ok()) return s;
   outcomes_digest_ = std::async(std::launch::async, [&outcomes = outcomes_]() -> absl::StatusOr<std::string> {
-    hash::Sha256Stream recomputed;
+    // Hashed on a thread of its own while the next pieces are written:
+    // after the entries this is the longest of the verifier's threads.
+    DigestThread recomputed;
     if (auto s = outcomes.Write([&](std::string_view piece) { recomputed.Update(piece); }); !s.ok()) return s;
     return hash::Hex(recomputed.Final());
   });

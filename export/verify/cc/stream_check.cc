@@ -60,11 +60,17 @@ struct Decoded {
     ForEachLine(chunk, [&](std::string_view leaf) {
       size_t k = lines++;
       hashes[k] = hash::LeafHash(leaf);
-      auto tail = receipt::SeqOf(leaf);
-      tail_seqs[k] = tail.ok() ? static_cast<int64_t>(*tail) : -1;
       receipt::Entry& entry = entries[k];
       entry.Clear();
       errors[k] = absl::OkStatus();
+      // A leaf ReadLeaf accepts ends in its seq as SeqOf reads it: the
+      // tail is read again only for the others.
+      if (!receipt::LooksRedacted(leaf) && receipt::ReadLeaf(leaf, &entry)) {
+        tail_seqs[k] = static_cast<int64_t>(entry.seq);
+        return;
+      }
+      auto tail = receipt::SeqOf(leaf);
+      tail_seqs[k] = tail.ok() ? static_cast<int64_t>(*tail) : -1;
       if (receipt::LooksRedacted(leaf)) {
         // An erased entry (CONTRACT section 8): the entry its line states,
         // with the leaf hash it states; its redaction is checked later.
@@ -78,8 +84,6 @@ struct Decoded {
         redacted_by.emplace_back(k, redacted->by);
         return;
       }
-      // ParseLeaf, read in place.
-      if (receipt::ReadLeaf(leaf, &entry)) return;
       auto parsed = receipt::ParseLeafByTree(leaf);
       if (parsed.ok()) {
         entry = *std::move(parsed);

@@ -1,6 +1,7 @@
 #include "ledger/format/projection/projection.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace ledger::projection {
 
@@ -36,14 +37,21 @@ absl::StatusOr<std::optional<std::string>> OverlayTxn::Get(Table t, std::string_
 }
 
 void OverlayTxn::Write(Table t, std::string_view key, std::optional<std::string_view> value) {
-  auto [it, added] = writes_[static_cast<int>(t)].try_emplace(std::string(key));
+  // The key is copied only when new, and a value written over is written
+  // into the same string: a run's record, and a step's, is written again
+  // by each batch of entries that changes it.
+  auto [it, added] = writes_[static_cast<int>(t)].try_emplace(absl::string_view(key.data(), key.size()));
   if (added) {
     bytes_ += key.size() + kRowOverhead;
   } else if (it->second.has_value()) {
     bytes_ -= it->second->size();
   }
   if (value.has_value()) {
-    it->second.emplace(*value);
+    if (it->second.has_value()) {
+      it->second->assign(*value);
+    } else {
+      it->second.emplace(*value);
+    }
     bytes_ += value->size();
   } else {
     it->second.reset();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ledger/format/canonical/canonical.h"
+#include "ledger/format/receipt/internal/accessors.h"
 #include "ledger/format/receipt/internal/schema.h"
 #include "ledger/format/receipt/receipt.h"
 
@@ -57,16 +58,52 @@ bool ReadAttributes(const char** p, const char* end, Receipt* out) {
 
 namespace {
 
-// ReadCanonical for a receipt of the body `body_field`.
-bool ReadAs(const FieldDescriptor* body_field, const char** pp, const char* end, Receipt* out) {
+// Sets the member `m` (not "kind", not the attributes) of `target` from
+// the value at *p through reflection: the way for a field the accessor
+// table lacks.
+bool ReadByReflection(const schema::Member& m, const char** p, const char* end, Message* target, std::string* scratch) {
+  const FieldDescriptor* f = m.field;
+  const Reflection* rf = target->GetReflection();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_STRING: {
+      // Encode leaves empty strings out.
+      scratch->clear();
+      if (!canonical::ReadString(p, end, scratch) || scratch->empty()) return false;
+      rf->SetString(target, f, *scratch);
+      return true;
+    }
+    case FieldDescriptor::CPPTYPE_INT64: {
+      int64_t v;
+      if (!canonical::ReadInt(p, end, &v)) return false;
+      rf->SetInt64(target, f, v);
+      return true;
+    }
+    case FieldDescriptor::CPPTYPE_ENUM: {
+      scratch->clear();
+      if (!canonical::ReadString(p, end, scratch)) return false;
+      const schema::EnumNames& names = schema::GetSchema().Names(f->enum_type());
+      auto it = names.by_name.find(*scratch);
+      if (it == names.by_name.end()) return false;
+      rf->SetEnumValue(target, f, it->second);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// ReadCanonical for a receipt of the body `body_field`. Fields are set
+// through their generated accessors (accessors.h): a string is read
+// straight into the receipt's own, which keeps its memory when the
+// receipt is cleared and read into again.
+bool ReadAs(const FieldDescriptor* body_field, const char** pp, const char* end, Receipt* out, std::string* scratch) {
   const schema::Schema& receipts = schema::GetSchema();
-  const Reflection* receipt_rf = out->GetReflection();
-  Message* body = receipt_rf->MutableMessage(out, body_field);
-  const Reflection* body_rf = body->GetReflection();
-  const std::vector<schema::Member>& members = receipts.LayoutFor(body_field->number()).members;
+  const schema::Layout& layout = receipts.LayoutFor(body_field->number());
+  Message* body =
+      layout.mutable_body != nullptr ? layout.mutable_body(out) : out->GetReflection()->MutableMessage(out, body_field);
+  const std::vector<schema::Member>& members = layout.members;
   const char* p = *pp;
   if (!Take(&p, end, '{')) return false;
-  std::string scratch;
   bool kind_seen = false;
   // The keys are the layout's, in its (byte) order: each is found by
   // moving along the layout, which also proves them strictly ascending.
@@ -90,8 +127,8 @@ bool ReadAs(const FieldDescriptor* body_field, const char** pp, const char* end,
     p += m->prefix.size();
     const FieldDescriptor* f = m->field;
     if (f == nullptr) {  // "kind"
-      scratch.clear();
-      if (!canonical::ReadString(&p, end, &scratch) || scratch != body_field->name()) return false;
+      scratch->clear();
+      if (!canonical::ReadString(&p, end, scratch) || *scratch != body_field->name()) return false;
       kind_seen = true;
       continue;
     }
@@ -100,33 +137,25 @@ bool ReadAs(const FieldDescriptor* body_field, const char** pp, const char* end,
       continue;
     }
     Message* target = m->in_body ? body : out;
-    const Reflection* rf = m->in_body ? body_rf : receipt_rf;
-    switch (f->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_STRING: {
-        // Encode leaves empty strings out.
-        scratch.clear();
-        if (!canonical::ReadString(&p, end, &scratch) || scratch.empty()) return false;
-        rf->SetString(target, f, std::move(scratch));
-        scratch = std::string();
-        break;
-      }
-      case FieldDescriptor::CPPTYPE_INT64: {
-        int64_t v;
-        if (!canonical::ReadInt(&p, end, &v)) return false;
-        rf->SetInt64(target, f, v);
-        break;
-      }
-      case FieldDescriptor::CPPTYPE_ENUM: {
-        scratch.clear();
-        if (!canonical::ReadString(&p, end, &scratch)) return false;
-        const schema::EnumNames& names = receipts.Names(f->enum_type());
-        auto it = names.by_name.find(scratch);
-        if (it == names.by_name.end()) return false;
-        rf->SetEnumValue(target, f, it->second);
-        break;
-      }
-      default:
-        return false;
+    const accessors::Field* setter = m->setter;
+    if (setter == nullptr) {
+      if (!ReadByReflection(*m, &p, end, target, scratch)) return false;
+    } else if (setter->mutable_string != nullptr) {
+      // Encode leaves empty strings out. Each key comes once, so the
+      // field is empty here.
+      std::string* value = setter->mutable_string(target);
+      if (!canonical::ReadString(&p, end, value) || value->empty()) return false;
+    } else if (setter->set_int64 != nullptr) {
+      int64_t v;
+      if (!canonical::ReadInt(&p, end, &v)) return false;
+      setter->set_int64(target, v);
+    } else {
+      scratch->clear();
+      if (!canonical::ReadString(&p, end, scratch)) return false;
+      const schema::EnumNames& names = receipts.Names(f->enum_type());
+      auto it = names.by_name.find(*scratch);
+      if (it == names.by_name.end()) return false;
+      setter->set_enum(target, it->second);
     }
   } while (Take(&p, end, ','));
   // Encode writes "kind" always and an absent attempt as 1.
@@ -146,7 +175,7 @@ bool ReadCanonical(const char** p, const char* end, Receipt* out) {
   for (int guesses = 0; guesses < 3; ++guesses) {
     const FieldDescriptor* body_field = GuessKind(&from, end, &scratch);
     if (body_field == nullptr) return false;
-    if (ReadAs(body_field, p, end, out)) return true;
+    if (ReadAs(body_field, p, end, out, &scratch)) return true;
     out->Clear();
   }
   return false;

@@ -3,7 +3,11 @@
 // on those leaves mutated, and on a list of near-canonical texts, it may
 // decline but never accept what the reference refuses or read it otherwise.
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +18,8 @@
 #include "gtest/gtest.h"
 #include "ledger/format/receipt/entry.h"
 #include "ledger/format/receipt/receipt.h"
+#include "ledger/format/receipt/redaction.h"
+#include "nlohmann/json.hpp"
 #include "tests/util/status_matchers.h"
 
 namespace ledger::receipt {
@@ -165,6 +171,80 @@ TEST(ReadLeafTest, ReadsEveryCanonicalLeafAsTheReferenceDoes) {
     } else {
       EXPECT_EQ(team.value_or(""), reference->receipt.team()) << leaf;
     }
+  }
+}
+
+// The "leaf_bytes_utf8" and "line_utf8" strings anywhere in `j`.
+void CollectLines(const nlohmann::json& j, const std::string& file,
+                  std::vector<std::pair<std::string, std::string>>* lines) {
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      if ((key == "leaf_bytes_utf8" || key == "line_utf8") && value.is_string()) {
+        lines->emplace_back(file, value.get<std::string>());
+      }
+      CollectLines(value, file, lines);
+    }
+  } else if (j.is_array()) {
+    for (const auto& value : j) CollectLines(value, file, lines);
+  }
+}
+
+// Every leaf and redacted line of tests/vectors (every kind of receipt is
+// among them), with the name of its file.
+std::vector<std::pair<std::string, std::string>> VectorLines() {
+  const char* dir = std::getenv("LEDGER_VECTORS");
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (const auto& file : std::filesystem::directory_iterator(dir ? dir : "tests/vectors")) {
+    if (file.path().extension() != ".json") continue;
+    std::ifstream in(file.path());
+    CollectLines(nlohmann::json::parse(in, nullptr, false), file.path().filename().string(), &lines);
+  }
+  return lines;
+}
+
+// The vectors' leaves, read in place and by the reference, and each of
+// them mutated: the fast path reads every leaf as the reference does,
+// declines the lines that are not leaves (redacted and pruned lines), and
+// never accepts a text the reference refuses; ParseLeaf's refusals are the
+// reference's.
+TEST(ReadLeafTest, ReadsTheVectorsAsTheReferenceDoes) {
+  std::vector<std::pair<std::string, std::string>> lines = VectorLines();
+  std::set<std::string> kinds;
+  int leaves = 0, redacted = 0;
+  Random random(17);
+  for (const auto& [file, line] : lines) {
+    SCOPED_TRACE(file + ": " + line);
+    Entry fast;
+    bool read = ReadLeaf(line, &fast);
+    auto reference = ParseLeafByTree(line);
+    if (!reference.ok()) {
+      // A redacted line, or a retention pass's pruned line: not a leaf.
+      if (LooksRedacted(line)) ++redacted;
+      EXPECT_FALSE(read);
+      EXPECT_EQ(ParseLeaf(line).status(), reference.status());
+      continue;
+    }
+    ++leaves;
+    ASSERT_TRUE(read);
+    ASSERT_EQ(Diff(fast, *reference), "");
+    kinds.insert(std::string(KindName(fast.receipt)));
+    for (int k = 0; k < 200; ++k) {
+      std::string mutated = random.Mutate(line);
+      Entry m;
+      bool m_read = ReadLeaf(mutated, &m);
+      auto m_reference = ParseLeafByTree(mutated);
+      if (m_read) {
+        ASSERT_TRUE(m_reference.ok()) << m_reference.status() << "\n" << mutated;
+        ASSERT_EQ(Diff(m, *m_reference), "") << mutated;
+      }
+      ASSERT_EQ(ParseLeaf(mutated).status(), m_reference.status()) << mutated;
+    }
+  }
+  EXPECT_GT(leaves, 20);
+  EXPECT_GT(redacted, 0);
+  const auto* body = Receipt::descriptor()->FindOneofByName("body");
+  for (int i = 0; i < body->field_count(); ++i) {
+    EXPECT_TRUE(kinds.contains(body->field(i)->name())) << "no vector leaf of the kind " << body->field(i)->name();
   }
 }
 

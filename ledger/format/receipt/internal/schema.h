@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
+#include "ledger/format/receipt/internal/accessors.h"
 #include "receipt.pb.h"
 
 namespace ledger::receipt::schema {
@@ -39,12 +40,17 @@ struct Member {
   const FieldDescriptor* field = nullptr;  // null for "kind"
   bool in_body = false;
   Rule rule = Rule::kNone;
+  // The field's generated setter (accessors.h), null for "kind", the
+  // attributes and a field the table lacks.
+  const accessors::Field* setter = nullptr;
 };
 
 // Keys of one kind's receipts in canonical (byte) order, computed once from
 // the descriptors.
 struct Layout {
   const FieldDescriptor* body = nullptr;
+  // The body's generated accessor, null where the table lacks it.
+  accessors::MutableBody mutable_body = nullptr;
   std::vector<Member> members;
   // Each key's members: [first, last) in `members`.
   absl::flat_hash_map<std::string, std::pair<uint32_t, uint32_t>> by_key;
@@ -91,6 +97,7 @@ class Schema {
       const FieldDescriptor* bf = oneof->field(i);
       Layout layout;
       layout.body = bf;
+      layout.mutable_body = accessors::BodyOf(bf);
       layout.members = common;
       layout.members.push_back(MakeMember("kind", nullptr, false));
       const Descriptor* bd = bf->message_type();
@@ -147,6 +154,7 @@ class Schema {
     m.key = std::move(key);
     m.field = f;
     m.in_body = in_body;
+    if (f != nullptr && !f->is_map()) m.setter = accessors::FieldOf(f);
     if (EndsWith(m.key, "_sha256")) {
       m.rule = Rule::kSha256;
     } else if (IsNonNegative(m.key)) {
