@@ -45,7 +45,7 @@ from access_control_test import Ledger  # noqa: E402
 from ledger_testlib import Certificates, fail, generate_stubs, read  # noqa: E402
 
 NOW_US = int(time.time() * 1e6)
-CALLS = {"team-a": 40000, "team-b": 9000}
+CALLS = {"team-a": 40000, "team-b": 30000}
 PACK_A = "/teams/team-a/runs/run-a/pack.tar.gz"
 PACK_B = "/teams/team-b/runs/run-b/pack.tar.gz"
 
