@@ -542,7 +542,10 @@ absl::StatusOr<std::optional<OverdueStep>> FirstOverdueStep(Outcomes& outcomes, 
   auto check = [&](std::string_view team, std::string_view run_id, std::string_view step_id, int64_t attempt,
                    int64_t timeout_at_us) {
     if (first) return;
-    int64_t deadline = timeout_at_us + grace_us;
+    // A deadline past the range of int64 is past every signed time (and
+    // one before it before every one): saturated, never overflowed.
+    int64_t deadline;
+    if (__builtin_add_overflow(timeout_at_us, grace_us, &deadline)) deadline = grace_us > 0 ? INT64_MAX : INT64_MIN;
     if (deadline < signed_at_us) {
       first = OverdueStep{std::string(team), std::string(run_id), std::string(step_id), attempt, deadline};
     }
