@@ -40,54 +40,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import pack_tamper_test as t  # noqa: E402
-from strict_packs import leaf_hash, split  # noqa: E402
+from strict_packs import multiproof_of, subtree_hashes  # noqa: E402
 from ledger_testlib import Ledgerd, fail  # noqa: E402
 
 ORIGIN = "retention.test/log"
 POLICY = b"default 20d\nteam acme 15d\nteam audit forever\n"
 
 
-def multiproof(size, leaves, known):
-    """multiproof.txt for the seqs of `leaves` (seq -> leaf bytes) in a tree
-    of `size`, from `known`, the hashes of subtrees (lo, hi) -> bytes that
-    the genuine pack's walk gives (CONTRACT section 6, "Multiproofs")."""
-    out = []
-
-    def walk(lo, hi):
-        if not any(lo <= s < hi for s in leaves):
-            out.append(known[(lo, hi)].hex())
-        elif hi - lo > 1:
-            k = split(hi - lo)
-            walk(lo, lo + k)
-            walk(lo + k, hi)
-    walk(0, size)
-    return "".join(x + "\n" for x in out).encode()
-
-
 def subtrees(files):
-    """Every subtree hash the genuine pack's multiproof walk computes."""
+    """Every subtree hash the genuine pack's multiproof walk computes, its
+    retention entry walked with the entries."""
     size = json.loads(files["manifest.json"])["tree_size"]
     leaves = {}
     for name in ("entries.jsonl", "retention.jsonl"):
         for line in files[name].split(b"\n")[:-1]:
             leaves[json.loads(line)["seq"]] = line
     nodes = [bytes.fromhex(x) for x in files["multiproof.txt"].decode().split("\n")[:-1]]
-    known, used = {}, [0]
-
-    def root(lo, hi):
-        if not any(lo <= s < hi for s in leaves):
-            h = nodes[used[0]]
-            used[0] += 1
-        elif hi - lo == 1:
-            h = leaf_hash(leaves[lo])
-        else:
-            k = split(hi - lo)
-            left = root(lo, lo + k)
-            h = hashlib.sha256(b"\x01" + left + root(lo + k, hi)).digest()
-        known[(lo, hi)] = h
-        return h
-    root(0, size)
-    return known
+    return subtree_hashes(size, leaves, nodes)
 
 
 def manifest_edit(files, edit):
@@ -159,7 +128,7 @@ def forge(out, line):
             kept = {json.loads(x)["seq"]: x for x in f["entries.jsonl"].split(b"\n")[:-1]}
             for x in f.get("retention.jsonl", b"").split(b"\n")[:-1]:
                 kept[json.loads(x)["seq"]] = x
-            f["multiproof.txt"] = multiproof(size, kept, known)
+            f["multiproof.txt"] = multiproof_of(size, kept, known)
         path = os.path.join("forged", name + ".tar.gz")
         f = manifest_edit(f, lambda m: m.update(files={k: v for k, v in m["files"].items() if k in f}))
         t.write_pack(t.resigned(sorted(f.items()), sign), os.path.join(out, path))

@@ -323,28 +323,18 @@ def split(n):
     return k
 
 
-def remade_multiproof(files, keep):
-    """multiproof.txt for the entries of entries.jsonl's lines that keep(i)
-    keeps, made from the pack's own multiproof (CONTRACT section 6,
-    "Multiproofs"): what anyone holding the pack can make. Every range the
-    new walk needs lies in a range the old walk computed."""
-    size = json.loads(files["manifest.json"])["tree_size"]
-    lines = files["entries.jsonl"].split(b"\n")[:-1]
-    seqs = [json.loads(x)["seq"] for x in lines]
-    hashes = dict(zip(seqs, (leaf_hash(x) for x in lines)))
-    kept = [s for i, s in enumerate(seqs) if keep(i)]
-    nodes = [bytes.fromhex(x) for x in files["multiproof.txt"].decode().split("\n")[:-1]]
+def subtree_hashes(size, leaves, nodes):
+    """Every subtree hash (lo, hi) -> bytes that a pack's multiproof walk
+    computes from its leaves (seq -> leaf bytes) and the hashes of its
+    multiproof.txt, in order (CONTRACT section 6, "Multiproofs")."""
     known, used = {}, [0]
 
-    def holds(s, lo, hi):
-        return any(lo <= x < hi for x in s)
-
     def root(lo, hi):
-        if not holds(seqs, lo, hi):
+        if not any(lo <= s < hi for s in leaves):
             h = nodes[used[0]]
             used[0] += 1
         elif hi - lo == 1:
-            h = hashes[lo]
+            h = leaf_hash(leaves[lo])
         else:
             k = split(hi - lo)
             left = root(lo, lo + k)
@@ -353,10 +343,17 @@ def remade_multiproof(files, keep):
         return h
 
     root(0, size)
+    return known
+
+
+def multiproof_of(size, kept, known):
+    """multiproof.txt for the seqs `kept` in a tree of `size`, from `known`
+    (subtree_hashes of a walk whose every range the new walk needs lies in
+    a range it computed)."""
     out = []
 
     def walk(lo, hi):
-        if not holds(kept, lo, hi):
+        if not any(lo <= s < hi for s in kept):
             out.append(known[(lo, hi)].hex())
         elif hi - lo > 1:
             k = split(hi - lo)
@@ -365,6 +362,18 @@ def remade_multiproof(files, keep):
 
     walk(0, size)
     return "".join(x + "\n" for x in out).encode()
+
+
+def remade_multiproof(files, keep):
+    """multiproof.txt for the entries of entries.jsonl's lines that keep(i)
+    keeps, made from the pack's own multiproof: what anyone holding the
+    pack can make."""
+    size = json.loads(files["manifest.json"])["tree_size"]
+    lines = files["entries.jsonl"].split(b"\n")[:-1]
+    seqs = [json.loads(x)["seq"] for x in lines]
+    nodes = [bytes.fromhex(x) for x in files["multiproof.txt"].decode().split("\n")[:-1]]
+    known = subtree_hashes(size, dict(zip(seqs, lines)), nodes)
+    return multiproof_of(size, [s for i, s in enumerate(seqs) if keep(i)], known)
 
 
 def multiproof_cases(c, run6, run):
